@@ -1,0 +1,64 @@
+# Baton. Every target installs what it needs; see README.md.
+
+GO        ?= go
+BIN       := $(CURDIR)/bin
+MODULES   := sdk host replaypeer plugins/acp
+PLUGINS   := acp
+PROVIDER  ?= acp
+SCENARIO  ?= simple
+TOOLS     := $(CURDIR)/.bin
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
+
+.PHONY: all build test plugin-test generate demo bench record live-test cover fuzz clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	cd host && $(GO) build -o $(BIN)/baton ./cmd/baton
+	cd replaypeer && $(GO) build -o $(BIN)/replaypeer .
+	@for p in $(PLUGINS); do (cd plugins/$$p && $(GO) build -o $(BIN)/baton-plugin-$$p .) || exit 1; done
+	$(BIN)/baton plugin lock $(BIN)
+
+# Every module on its own (GOWORK=off), vetted, with the race detector.
+test: build
+	@test -z "$$(gofmt -l $(MODULES))" || (echo "gofmt needed:"; gofmt -l $(MODULES); exit 1)
+	@for m in $(MODULES); do \
+		echo "== $$m"; \
+		(cd $$m && GOWORK=off $(GO) vet ./... && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer $(GO) test -race -count=1 ./...) || exit 1; \
+	done
+
+# One plugin against the replay peer, through its real process boundary.
+plugin-test: build
+	@test -d plugins/$(PROVIDER) || (echo "no plugin $(PROVIDER) (have: $(PLUGINS))"; exit 2)
+	cd plugins/$(PROVIDER) && GOWORK=off BATON_REPLAYPEER=$(BIN)/replaypeer $(GO) test -race -count=1 -v ./... 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
+
+# Regenerate the gRPC code; the result must match what is committed.
+generate:
+	@command -v protoc >/dev/null || (apt-get update -qq && apt-get install -y -qq protobuf-compiler >/dev/null)
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	cd sdk/internal/pluginpb && PATH=$(TOOLS):$$PATH protoc -I . \
+		--go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative plugin.proto
+
+# A multi-turn session streamed by the real host, plugin and replay peer.
+demo: build
+	@tmp=$$(mktemp -d); mkdir -p $$tmp/work; git -C $$tmp/work init -q; \
+	$(BIN)/baton run --data $$tmp/data --cwd $$tmp/work --provider acp \
+		--provider-command "$(BIN)/replaypeer --transcript $(CURDIR)/testdata/acp/multi_turn.ndjson --speed 1" \
+		"$$(sed -n 1p testdata/acp/multi_turn.messages)" "$$(sed -n 2p testdata/acp/multi_turn.messages)"
+
+# Record a transcript from the real provider binary (installed from npm into
+# .cache/), driven by baton through the real plugin, with a scripted model
+# server on 127.0.0.1. See testdata/record.sh.
+record: build
+	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
+	bash testdata/record.sh $(PROVIDER) $(SCENARIO)
+
+bench: build
+	cd host && GOWORK=off $(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee $(CURDIR)/bench.txt
+
+clean:
+	rm -rf $(BIN) $(TOOLS)

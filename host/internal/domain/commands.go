@@ -1,0 +1,199 @@
+package domain
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Command is a request to change a thread. Every command carries an id; a
+// command seen before returns its original receipt.
+type Command struct {
+	ID       string
+	ThreadID string
+	Payload  CommandPayload
+}
+
+// CommandPayload is the body of a command.
+type CommandPayload interface{ CommandType() string }
+
+// Client commands.
+type (
+	// CreateThread starts a conversation.
+	CreateThread struct {
+		Provider        string          `json:"provider"`
+		Cwd             string          `json:"cwd"`
+		Model           string          `json:"model,omitempty"`
+		ProviderCommand ProviderCommand `json:"providerCommand"`
+	}
+	// DispatchMessage sends a user message: it starts a run at once when
+	// the thread is idle and queues behind the active run otherwise.
+	DispatchMessage struct {
+		MessageID string `json:"messageId,omitempty"`
+		Text      string `json:"text"`
+	}
+)
+
+// Internal commands: the host's own observations, decided like any other
+// command so that nothing reaches the log from the side.
+type (
+	// IngestProviderEvent is one normalized event from a provider session.
+	IngestProviderEvent struct {
+		SessionID string        `json:"sessionId"`
+		Event     ProviderEvent `json:"event"`
+	}
+	// RecordSessionOpened says a provider session is open.
+	RecordSessionOpened struct {
+		SessionID   string `json:"sessionId"`
+		ProviderRef string `json:"providerRef,omitempty"`
+		ThreadRef   string `json:"threadRef,omitempty"`
+		PluginPid   int    `json:"pluginPid,omitempty"`
+		ProviderPid int    `json:"providerPid,omitempty"`
+	}
+	// FailRun ends a run that could not be started or continued.
+	FailRun struct {
+		RunID   string  `json:"runId"`
+		Failure Failure `json:"failure"`
+	}
+	// Recover reconciles a thread after a host start: sessions that were
+	// open belong to processes that are gone.
+	Recover struct {
+		Reason string `json:"reason"`
+	}
+)
+
+func (CreateThread) CommandType() string        { return "thread.create" }
+func (DispatchMessage) CommandType() string     { return "message.dispatch" }
+func (IngestProviderEvent) CommandType() string { return "provider.event" }
+func (RecordSessionOpened) CommandType() string { return "provider.session.opened" }
+func (FailRun) CommandType() string             { return "run.fail" }
+func (Recover) CommandType() string             { return "thread.recover" }
+
+// ProviderEvent is the domain's copy of a normalized runtime event.
+type ProviderEvent struct {
+	Sequence        uint64          `json:"sequence"`
+	Kind            string          `json:"kind"`
+	RawFrame        uint64          `json:"rawFrame,omitempty"`
+	ThreadRef       string          `json:"threadRef,omitempty"`
+	ParentThreadRef string          `json:"parentThreadRef,omitempty"`
+	TurnRef         string          `json:"turnRef,omitempty"`
+	ItemRef         string          `json:"itemRef,omitempty"`
+	ItemKind        string          `json:"itemKind,omitempty"`
+	Title           string          `json:"title,omitempty"`
+	Text            string          `json:"text,omitempty"`
+	Status          string          `json:"status,omitempty"`
+	RequestRef      string          `json:"requestRef,omitempty"`
+	RequestKind     string          `json:"requestKind,omitempty"`
+	Options         []RequestOption `json:"options,omitempty"`
+	Usage           *Usage          `json:"usage,omitempty"`
+	Failure         *Failure        `json:"failure,omitempty"`
+	ThreadUsable    bool            `json:"threadUsable,omitempty"`
+	Detail          json.RawMessage `json:"detail,omitempty"`
+}
+
+// Provider event kinds (the sdk's normalized kinds).
+const (
+	EvThreadStarted   = "thread_started"
+	EvTurnStarted     = "turn_started"
+	EvItemStarted     = "item_started"
+	EvItemUpdated     = "item_updated"
+	EvItemCompleted   = "item_completed"
+	EvContentDelta    = "content_delta"
+	EvPlanUpdated     = "plan_updated"
+	EvRequestOpened   = "request_opened"
+	EvRequestResolved = "request_resolved"
+	EvUsage           = "usage"
+	EvTurnTerminal    = "turn_terminal"
+	EvRuntimeExited   = "runtime_exited"
+	EvDiagnostic      = "diagnostic"
+	EvSessionState    = "session_state"
+	EvRateLimit       = "rate_limit"
+)
+
+// Receipt is what a command returns, and what a duplicate returns again.
+type Receipt struct {
+	CommandID string `json:"commandId"`
+	Type      string `json:"type"`
+	ThreadID  string `json:"threadId"`
+	// Sequence is the log sequence after the command's events (the last
+	// of them, or the log's head when the command changed nothing).
+	Sequence    uint64    `json:"sequence"`
+	PayloadHash string    `json:"payloadHash"`
+	At          time.Time `json:"at"`
+}
+
+// Errors Decide returns. Callers test them with errors.Is.
+var (
+	ErrInvalid  = errors.New("invalid command")
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+)
+
+// Hash is the fingerprint of a command's content, to tell a true duplicate
+// from a command id reused with other content.
+func Hash(c Command) string {
+	body, _ := json.Marshal(struct {
+		Type     string         `json:"type"`
+		ThreadID string         `json:"threadId"`
+		Payload  CommandPayload `json:"payload"`
+	}{c.Payload.CommandType(), c.ThreadID, c.Payload})
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
+// wireCommand is a command's JSON form as clients send it.
+type wireCommand struct {
+	Type      string          `json:"type"`
+	CommandID string          `json:"commandId"`
+	ThreadID  string          `json:"threadId,omitempty"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// clientCommands are the commands a client may send.
+var clientCommands = map[string]func(json.RawMessage) (CommandPayload, error){
+	CreateThread{}.CommandType():    decodeCmd[CreateThread],
+	DispatchMessage{}.CommandType(): decodeCmd[DispatchMessage],
+}
+
+func decodeCmd[T CommandPayload](b json.RawMessage) (CommandPayload, error) {
+	var v T
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// DecodeCommand reads a client command:
+//
+//	{"type":"message.dispatch","commandId":"c1","threadId":"t1","payload":{"text":"hi"}}
+//
+// Errors name what is wrong.
+func DecodeCommand(b []byte) (Command, error) {
+	var w wireCommand
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return Command{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if w.CommandID == "" {
+		return Command{}, fmt.Errorf("%w: no commandId", ErrInvalid)
+	}
+	f, ok := clientCommands[w.Type]
+	if !ok {
+		return Command{}, fmt.Errorf("%w: unknown command type %q", ErrInvalid, w.Type)
+	}
+	if len(w.Payload) == 0 {
+		w.Payload = json.RawMessage("{}")
+	}
+	p, err := f(w.Payload)
+	if err != nil {
+		return Command{}, fmt.Errorf("%w: %s payload: %v", ErrInvalid, w.Type, err)
+	}
+	return Command{ID: w.CommandID, ThreadID: w.ThreadID, Payload: p}, nil
+}

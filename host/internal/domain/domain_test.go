@@ -1,0 +1,510 @@
+package domain
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// world is a thread evolved by the events Decide returns: the orchestrator
+// loop without storage.
+type world struct {
+	t       *testing.T
+	thread  *Thread
+	seq     uint64
+	n       int
+	effects []Effect
+}
+
+func newWorld(t *testing.T) *world {
+	w := &world{t: t}
+	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: ProviderCommand{Argv: []string{"agent"}}}})
+	return w
+}
+
+func (w *world) env() Env {
+	return Env{Now: t0, NewID: func(p string) string { w.n++; return fmt.Sprintf("%s_%d", p, w.n) }}
+}
+
+func (w *world) decide(cmd Command) (Decision, error) {
+	d, err := Decide(w.thread, cmd, w.env())
+	if err != nil {
+		return d, err
+	}
+	for _, p := range d.Events {
+		w.seq++
+		if w.thread == nil {
+			w.thread = &Thread{}
+		}
+		Evolve(w.thread, Event{Sequence: w.seq, ThreadID: "thr", At: t0, Payload: p})
+	}
+	w.effects = append(w.effects, d.Effects...)
+	return d, nil
+}
+
+func (w *world) must(cmd Command) Decision {
+	w.t.Helper()
+	d, err := w.decide(cmd)
+	if err != nil {
+		w.t.Fatalf("%s: %v", cmd.Payload.CommandType(), err)
+	}
+	return d
+}
+
+func (w *world) send(text string) Decision {
+	return w.must(Command{ID: "m", ThreadID: "thr", Payload: DispatchMessage{Text: text}})
+}
+
+func (w *world) open(session string) {
+	w.must(Command{ID: "o", ThreadID: "thr", Payload: RecordSessionOpened{SessionID: session, ProviderRef: "p", ThreadRef: "pt"}})
+}
+
+func (w *world) ev(session string, e ProviderEvent) Decision {
+	return w.must(Command{ID: "e", ThreadID: "thr", Payload: IngestProviderEvent{SessionID: session, Event: e}})
+}
+
+func types(d Decision) string {
+	var s []string
+	for _, e := range d.Events {
+		s = append(s, e.EventType())
+	}
+	return strings.Join(s, " ")
+}
+
+func TestCreateThreadValidation(t *testing.T) {
+	for _, tc := range []struct {
+		p    CreateThread
+		want error
+	}{
+		{CreateThread{Cwd: "/w"}, ErrInvalid},
+		{CreateThread{Provider: "acp", Cwd: "rel"}, ErrInvalid},
+		{CreateThread{Provider: "acp"}, ErrInvalid},
+	} {
+		if _, err := Decide(nil, Command{ID: "c", ThreadID: "t", Payload: tc.p}, Env{}); !errors.Is(err, tc.want) {
+			t.Errorf("%+v: %v, want %v", tc.p, err, tc.want)
+		}
+	}
+	w := newWorld(t)
+	if _, err := w.decide(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w"}}); !errors.Is(err, ErrConflict) {
+		t.Errorf("creating an existing thread: %v", err)
+	}
+	if _, err := Decide(nil, Command{ID: "c", ThreadID: "nope", Payload: DispatchMessage{Text: "x"}}, Env{}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown thread: %v", err)
+	}
+	if _, err := Decide(nil, Command{ID: "c"}, Env{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("no payload: %v", err)
+	}
+	if _, err := w.decide(Command{ID: "c", ThreadID: "thr", Payload: DispatchMessage{}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("empty message: %v", err)
+	}
+	if _, err := w.decide(Command{ID: "c", ThreadID: "thr", Payload: unknownCmd{}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown command: %v", err)
+	}
+	if _, err := w.decide(Command{ID: "c", ThreadID: "thr", Payload: FailRun{RunID: "nope"}}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("fail unknown run: %v", err)
+	}
+}
+
+type unknownCmd struct{}
+
+func (unknownCmd) CommandType() string { return "nope" }
+
+// A whole run: dispatch, provider events, completion barrier, and the next
+// queued run starting.
+func TestRunLifecycle(t *testing.T) {
+	w := newWorld(t)
+	d := w.send("one")
+	if got := types(d); got != "message.added run.queued run.started attempt.started node.started" {
+		t.Fatalf("dispatch on an idle thread: %s", got)
+	}
+	if len(d.Effects) != 1 || d.Effects[0].Type != EffectStartTurn || d.Effects[0].Text != "one" {
+		t.Fatalf("effects: %+v", d.Effects)
+	}
+	if got := types(w.send("two")); got != "message.added run.queued" {
+		t.Fatalf("dispatch behind an active run: %s", got)
+	}
+	w.open("s1")
+	w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "pt"}) // already bound by the open
+	if len(w.thread.ProviderThreads) != 1 {
+		t.Fatalf("provider threads: %+v", w.thread.ProviderThreads)
+	}
+	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
+	if again := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"}); len(again.Events) != 0 {
+		t.Fatalf("the same turn again allocated %s", types(again))
+	}
+	r := w.thread.Runs[0]
+	if r.Status != RunStatusRunning {
+		t.Fatalf("run status %s", r.Status)
+	}
+	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "r1", ItemKind: ItemReasoning})
+	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "r1", ItemKind: ItemReasoning, Text: "hmm"})
+	w.ev("s1", ProviderEvent{Kind: EvItemCompleted, TurnRef: "u1", ItemRef: "r1"})
+	w.ev("s1", ProviderEvent{Kind: EvItemCompleted, TurnRef: "u1", ItemRef: "r1"}) // twice: nothing more
+	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: ItemAssistantMessage, Text: "Hel"})
+	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: ItemAssistantMessage, Text: "lo"})
+	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: ItemAssistantMessage})
+	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "t1", Title: "ls"})
+	w.ev("s1", ProviderEvent{Kind: EvItemUpdated, TurnRef: "u1", ItemRef: "t1", Status: StatusInProgress, Detail: json.RawMessage(`{"x":1}`)})
+	w.ev("s1", ProviderEvent{Kind: EvItemUpdated, TurnRef: "u1", ItemRef: "t1"})
+	w.ev("s1", ProviderEvent{Kind: EvItemUpdated, TurnRef: "u1", ItemRef: "t1", Title: "ls -la"})
+	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "a0", ItemKind: ItemAssistantMessage})
+	w.ev("s1", ProviderEvent{Kind: EvItemCompleted, TurnRef: "u1", ItemRef: "a0", Title: "done", Detail: json.RawMessage(`{}`)})
+	w.ev("s1", ProviderEvent{Kind: EvPlanUpdated, TurnRef: "u1", Detail: json.RawMessage(`[1]`)})
+	w.ev("s1", ProviderEvent{Kind: EvPlanUpdated, TurnRef: "u1", Detail: json.RawMessage(`[1,2]`)})
+	w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: "u1", Usage: &Usage{TotalTokens: 5}})
+	w.ev("s1", ProviderEvent{Kind: EvDiagnostic, Title: "odd"})
+	w.ev("s1", ProviderEvent{Kind: EvSessionState})
+	d = w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed", Title: "end_turn"})
+	if got := types(d); got != "message.completed node.completed node.completed node.completed node.completed run.ended run.started attempt.started node.started" {
+		t.Fatalf("terminal: %s", got)
+	}
+	th := w.thread
+	r = th.Runs[0]
+	if r.Status != RunStatusCompleted || r.StopReason != "end_turn" || r.FinalAttempt == "" || r.Usage.TotalTokens != 5 {
+		t.Fatalf("run 1: %+v", r)
+	}
+	if th.Runs[1].Status != RunStatusStarting || th.Runs[1].Ordinal != 2 {
+		t.Fatalf("run 2: %+v", th.Runs[1])
+	}
+	if m := th.Messages[2]; m.Role != RoleAssistant || m.Text != "Hello" || m.Status != StatusCompleted {
+		t.Fatalf("assistant message: %+v", m)
+	}
+	if it := th.TurnItems[0]; it.Kind != ItemReasoning || it.Text != "hmm" || it.Status != StatusCompleted {
+		t.Fatalf("reasoning item: %+v", it)
+	}
+	if it := th.TurnItems[1]; it.Kind != "tool_call" || string(it.Detail) != `{"x":1}` || it.Status != StatusCompleted || it.Title != "ls -la" {
+		t.Fatalf("tool item: %+v", it)
+	}
+	if string(th.TurnItems[2].Detail) != `[1,2]` {
+		t.Fatalf("plan: %+v", th.TurnItems[2])
+	}
+	if th.ProviderTurns[0].Status != RunStatusCompleted || len(th.Diagnostics) != 1 {
+		t.Fatalf("turns %+v diags %+v", th.ProviderTurns, th.Diagnostics)
+	}
+	// Late events for the ended run change nothing.
+	if d := w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", Text: "late"}); len(d.Events) != 0 {
+		t.Fatalf("late delta: %s", types(d))
+	}
+	if d := w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed"}); len(d.Events) != 0 {
+		t.Fatalf("second terminal: %s", types(d))
+	}
+}
+
+// Invariant 2: a turn that is not the root turn of the active attempt never
+// ends the run.
+func TestOnlyTheRootTurnEndsTheRun(t *testing.T) {
+	w := newWorld(t)
+	w.send("one")
+	w.open("s1")
+	if d := w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "child", Status: "completed"}); types(d) != "diagnostic.recorded" {
+		t.Fatalf("unknown turn's terminal: %s", types(d))
+	}
+	w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "child-thread", ParentThreadRef: "pt"})
+	if p := w.thread.ProviderThreads[1]; p.ParentID != w.thread.ProviderThreads[0].ID {
+		t.Fatalf("child thread: %+v", p)
+	}
+	if !Active(w.thread.Runs[0].Status) {
+		t.Fatalf("the run ended on a child's terminal: %s", w.thread.Runs[0].Status)
+	}
+}
+
+func TestTerminalStatuses(t *testing.T) {
+	for status, want := range map[string]string{"completed": RunStatusCompleted, "interrupted": RunStatusInterrupted, "failed": RunStatusFailed} {
+		w := newWorld(t)
+		w.send("one")
+		w.open("s1")
+		w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "new-thread", TurnRef: "u1"})
+		w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "t1"})
+		w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: status})
+		r := w.thread.Runs[0]
+		if r.Status != want {
+			t.Errorf("%s: run %s", status, r.Status)
+		}
+		if n := r.Nodes[1]; status != "completed" && n.Status != StatusCancelled {
+			t.Errorf("%s: open item closed as %s", status, n.Status)
+		}
+	}
+}
+
+func TestRequestsAndProviderExit(t *testing.T) {
+	w := newWorld(t)
+	w.send("one")
+	w.send("two")
+	w.open("s1")
+	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
+	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "t1"})
+	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1", ItemRef: "t1", RequestKind: "permission",
+		Options: []RequestOption{{ID: "a", Kind: "allow_once"}}})
+	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1"}) // the same frame again
+	if len(w.thread.Requests) != 1 || w.thread.Runs[0].Status != RunStatusWaiting || w.thread.Requests[0].NodeID == "" {
+		t.Fatalf("after request: %+v %s", w.thread.Requests, w.thread.Runs[0].Status)
+	}
+	w.ev("s1", ProviderEvent{Kind: EvRequestResolved, RequestRef: "q1", Status: "accept"})
+	w.ev("s1", ProviderEvent{Kind: EvRequestResolved, RequestRef: "q1", Status: "accept"})
+	if q := w.thread.Requests[0]; q.Status != RequestStatusResolved || q.Decision != "accept" || w.thread.Runs[0].Status != RunStatusRunning {
+		t.Fatalf("resolved: %+v %s", q, w.thread.Runs[0].Status)
+	}
+	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q2"})
+	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q3"})
+	w.ev("s1", ProviderEvent{Kind: EvRequestResolved, RequestRef: "q3", Status: "cancel"})
+	d := w.ev("s1", ProviderEvent{Kind: EvRuntimeExited, Status: "failed", Failure: &Failure{Message: "boom"}})
+	if got := types(d); !strings.HasPrefix(got, "provider.session.ended request.resolved node.completed request.resolved node.completed run.ended run.started") {
+		t.Fatalf("exit: %s", got)
+	}
+	th := w.thread
+	if q := th.Requests[1]; q.Status != RequestStatusExpired || q.Delivery != DeliveryNotResumable {
+		t.Fatalf("pending request after exit: %+v", q)
+	}
+	if th.Requests[2].Status != RequestStatusCancelled {
+		t.Fatalf("cancelled request: %+v", th.Requests[2])
+	}
+	if r := th.Runs[0]; r.Status != RunStatusFailed || r.Failure.Message != "boom" {
+		t.Fatalf("run after exit: %+v", r)
+	}
+	if s := th.ProviderSessions[0]; s.Status != SessionStatusEnded || s.EndReason != "boom" || s.EndedAt == nil {
+		t.Fatalf("session: %+v", s)
+	}
+	// Events from the ended session are ignored.
+	if d := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, TurnRef: "u9"}); len(d.Events) != 0 {
+		t.Fatalf("event from an ended session: %s", types(d))
+	}
+	w.open("s2")
+	d = w.ev("s2", ProviderEvent{Kind: EvRuntimeExited, Status: "closed"})
+	if got := types(d); !strings.Contains(got, "run.ended") {
+		t.Fatalf("an exit before the turn started still ends the run: %s", got)
+	}
+}
+
+func TestTurnStartedWithoutARun(t *testing.T) {
+	w := newWorld(t)
+	w.open("s1")
+	if d := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, TurnRef: "u1"}); types(d) != "diagnostic.recorded" {
+		t.Fatalf("%s", types(d))
+	}
+	for _, k := range []string{EvItemStarted, EvPlanUpdated, EvUsage, EvRequestResolved} {
+		if d := w.ev("s1", ProviderEvent{Kind: k, ItemRef: "x", RequestRef: "x", Usage: &Usage{}}); len(d.Events) != 0 {
+			t.Errorf("%s with no run: %s", k, types(d))
+		}
+	}
+	if d := w.ev("s1", ProviderEvent{Kind: EvRequestOpened, RequestRef: "q"}); types(d) != "request.opened" {
+		t.Errorf("a request with no run is still recorded: %s", types(d))
+	}
+}
+
+func TestFailRunAndRecover(t *testing.T) {
+	w := newWorld(t)
+	w.send("one")
+	w.send("two")
+	d := w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: Failure{Message: "no plugin"}}})
+	if !strings.Contains(types(d), "run.ended run.started") {
+		t.Fatalf("fail: %s", types(d))
+	}
+	if d := w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID}}); len(d.Events) != 0 {
+		t.Fatalf("failing an ended run: %s", types(d))
+	}
+	w.send("queued")
+	queued := w.thread.Runs[2]
+	if !w.thread.hasQueued() || queued.Status != RunStatusQueued {
+		t.Fatalf("a run should be queued: %+v", queued)
+	}
+	if got := types(w.must(Command{ID: "fq", ThreadID: "thr", Payload: FailRun{RunID: queued.ID}})); got != "run.ended" {
+		t.Fatalf("failing a queued run: %s", got)
+	}
+	w.open("s1")
+	d = w.must(Command{ID: "r", ThreadID: "thr", Payload: Recover{Reason: "restart"}})
+	if got := types(d); got != "provider.session.ended node.completed run.ended" {
+		t.Fatalf("recover: %s", got)
+	}
+	if r := w.thread.Runs[1]; r.Status != RunStatusFailed || r.Failure.Code != "host_restarted" {
+		t.Fatalf("recovered run: %+v", r)
+	}
+	// A queued run left without an active one is started.
+	w.send("three")
+	w.thread.Runs[3].Status = RunStatusQueued
+	for i := range w.thread.Runs[:2] {
+		w.thread.Runs[i].Status = RunStatusCompleted
+	}
+	if got := types(w.must(Command{ID: "r2", ThreadID: "thr", Payload: Recover{}})); got != "run.started attempt.started node.started" {
+		t.Fatalf("recover with a queued run: %s", got)
+	}
+}
+
+// Evolve ignores references that do not resolve instead of inventing state.
+func TestEvolveIgnoresUnknownRefs(t *testing.T) {
+	th := &Thread{}
+	Evolve(th, Event{Sequence: 1, ThreadID: "t", At: t0, Payload: ThreadCreated{Provider: "p", Cwd: "/w"}})
+	before, _ := json.Marshal(th)
+	for _, p := range []Payload{MessageDelta{MessageID: "x"}, MessageCompleted{MessageID: "x"}, RunStarted{RunID: "x"},
+		AttemptStarted{RunID: "x"}, NodeStarted{RunID: "x"}, NodeUpdated{RunID: "x", NodeID: "y", Status: "s"}, NodeDelta{NodeID: "x"},
+		NodeCompleted{RunID: "x"}, SessionEnded{SessionID: "x"}, RequestResolved{RequestID: "x"}, UsageReported{RunID: "x"},
+		RunEnded{RunID: "x"}, ProviderTurnBound{RunID: "x"}, RequestResolved{RequestID: "q", Status: "resolved"}} {
+		Evolve(th, Event{Sequence: 1, ThreadID: "t", At: t0, Payload: p})
+	}
+	th.ProviderTurns = []ProviderTurn{}
+	Evolve(th, Event{Sequence: 2, ThreadID: "t", At: t0, Payload: RunQueued{RunID: "r", Ordinal: 1}})
+	Evolve(th, Event{Sequence: 3, ThreadID: "t", At: t0, Payload: AttemptStarted{RunID: "r", AttemptID: "a"}})
+	Evolve(th, Event{Sequence: 4, ThreadID: "t", At: t0, Payload: ProviderTurnBound{RunID: "r", AttemptID: "a", ProviderThreadID: "nope"}})
+	if th.Runs[0].Attempts[0].SessionID != "" {
+		t.Errorf("an unknown provider thread gave the attempt a session")
+	}
+	th.Runs, th.ProviderTurns = []Run{}, []ProviderTurn{}
+	th.Sequence = 1
+	after, _ := json.Marshal(th)
+	if string(before) != string(after) {
+		t.Errorf("unresolved refs changed the thread:\n%s\n%s", before, after)
+	}
+}
+
+// Every event type decodes back to the value that was encoded.
+func TestCommandTypesAreDistinct(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range []CommandPayload{CreateThread{}, DispatchMessage{}, IngestProviderEvent{}, RecordSessionOpened{}, FailRun{}, Recover{}} {
+		if seen[c.CommandType()] {
+			t.Errorf("duplicate command type %s", c.CommandType())
+		}
+		seen[c.CommandType()] = true
+	}
+}
+
+func TestEveryEventRoundTrips(t *testing.T) {
+	for typ, dec := range decoders {
+		v, err := dec([]byte(`{}`))
+		if err != nil || v.EventType() != typ {
+			t.Errorf("%s: %v", typ, err)
+		}
+	}
+	p := RunEnded{RunID: "r", Status: "failed", Failure: &Failure{Message: "m"}}
+	b, _ := json.Marshal(p)
+	got, err := DecodePayload(p.EventType(), b)
+	if err != nil || !reflect.DeepEqual(got, p) {
+		t.Errorf("round trip: %+v %v", got, err)
+	}
+	if _, err := DecodePayload("thread.exploded", []byte(`{}`)); err == nil || !strings.Contains(err.Error(), `unknown event type "thread.exploded"`) {
+		t.Errorf("unknown type: %v", err)
+	}
+	if _, err := DecodePayload("run.ended", []byte(`[`)); err == nil || !strings.Contains(err.Error(), "event run.ended") {
+		t.Errorf("bad data: %v", err)
+	}
+}
+
+func TestDecodeCommand(t *testing.T) {
+	c, err := DecodeCommand([]byte(`{"type":"message.dispatch","commandId":"c1","threadId":"t1","payload":{"text":"hi"}}`))
+	if err != nil || c.ID != "c1" || c.ThreadID != "t1" || c.Payload.(DispatchMessage).Text != "hi" {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if c, err := DecodeCommand([]byte(`{"type":"thread.create","commandId":"c"}`)); err != nil || c.Payload.CommandType() != "thread.create" {
+		t.Errorf("no payload: %+v %v", c, err)
+	}
+	for in, want := range map[string]string{
+		`{`:                                  "invalid command",
+		`{"type":"message.dispatch"}`:        "no commandId",
+		`{"type":"provider.event","commandId":"c"}`: `unknown command type "provider.event"`,
+		`{"type":"message.dispatch","commandId":"c","payload":{"txt":"x"}}`: "message.dispatch payload",
+		`{"type":"message.dispatch","commandId":"c","extra":1}`:             "unknown field",
+	} {
+		if _, err := DecodeCommand([]byte(in)); err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("DecodeCommand(%s) = %v, want %q", in, err, want)
+		}
+	}
+	a := Command{ID: "x", ThreadID: "t", Payload: DispatchMessage{Text: "a"}}
+	b := a
+	b.Payload = DispatchMessage{Text: "b"}
+	if Hash(a) == Hash(b) || Hash(a) != Hash(a) {
+		t.Error("Hash must tell content apart and be stable")
+	}
+}
+
+func TestStatusHelpers(t *testing.T) {
+	for _, s := range []string{RunStatusCompleted, RunStatusInterrupted, RunStatusFailed, RunStatusCancelled, RunStatusRolledBack} {
+		if !Terminal(s) || Active(s) {
+			t.Errorf("%s", s)
+		}
+	}
+	for _, s := range []string{RunStatusStarting, RunStatusRunning, RunStatusWaiting} {
+		if Terminal(s) || !Active(s) {
+			t.Errorf("%s", s)
+		}
+	}
+	if Terminal(RunStatusQueued) || Active(RunStatusQueued) {
+		t.Error("queued")
+	}
+}
+
+// Property: whatever order messages and provider terminals arrive in,
+// ordinals are dense and monotonic, at most one run is active, and runs
+// start in ordinal order.
+func TestRunOrdinalsProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		w := newWorld(t)
+		w.open("s1")
+		turns := 0
+		steps := rapid.IntRange(1, 40).Draw(rt, "steps")
+		for i := 0; i < steps; i++ {
+			switch rapid.IntRange(0, 2).Draw(rt, "op") {
+			case 0:
+				w.send("m")
+			case 1:
+				if r := w.thread.activeRun(); r != nil {
+					turns++
+					ref := fmt.Sprintf("u%d", turns)
+					w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: ref})
+					w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: ref, Status: rapid.SampledFrom([]string{"completed", "failed", "interrupted"}).Draw(rt, "st")})
+				}
+			case 2:
+				if r := w.thread.activeRun(); r != nil {
+					w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: r.ID}})
+				}
+			}
+			active, lastStarted := 0, 0
+			for j, r := range w.thread.Runs {
+				if r.Ordinal != j+1 {
+					rt.Fatalf("run %d has ordinal %d", j, r.Ordinal)
+				}
+				if Active(r.Status) {
+					active++
+				}
+				if r.Status != RunStatusQueued {
+					if r.Ordinal < lastStarted {
+						rt.Fatalf("run %d started after run %d", r.Ordinal, lastStarted)
+					}
+					lastStarted = r.Ordinal
+				}
+			}
+			if active > 1 {
+				rt.Fatalf("%d active runs", active)
+			}
+			if active == 0 && w.thread.hasQueued() {
+				rt.Fatalf("a run is queued with none active")
+			}
+		}
+	})
+}
+
+func FuzzDecodeCommand(f *testing.F) {
+	f.Add([]byte(`{"type":"message.dispatch","commandId":"c1","threadId":"t1","payload":{"text":"hi"}}`))
+	f.Add([]byte(`{"type":"thread.create","commandId":"c","payload":{"provider":"acp","cwd":"/w","providerCommand":{"argv":["a"]}}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := DecodeCommand(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v is not ErrInvalid", err)
+			}
+			return
+		}
+		if c.ID == "" || c.Payload == nil {
+			t.Fatalf("decoded a command without id or payload: %+v", c)
+		}
+		// Deciding it against a thread must not panic.
+		w := &world{t: t}
+		w.thread = nil
+		_, _ = Decide(nil, c, w.env())
+	})
+}

@@ -1,0 +1,204 @@
+package domain
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Payload is the data of one event; its EventType names it in the log.
+type Payload interface{ EventType() string }
+
+// Event types and their payloads. A stored event is never changed: new
+// needs get new types or new optional fields.
+type (
+	ThreadCreated struct {
+		Provider        string          `json:"provider"`
+		Cwd             string          `json:"cwd"`
+		Model           string          `json:"model,omitempty"`
+		ProviderCommand ProviderCommand `json:"providerCommand"`
+	}
+	MessageAdded struct {
+		MessageID string `json:"messageId"`
+		RunID     string `json:"runId"`
+		NodeID    string `json:"nodeId,omitempty"`
+		Role      string `json:"role"`
+		Text      string `json:"text,omitempty"`
+		Status    string `json:"status"`
+	}
+	MessageDelta struct {
+		MessageID string `json:"messageId"`
+		Text      string `json:"text"`
+	}
+	MessageCompleted struct {
+		MessageID string `json:"messageId"`
+	}
+	RunQueued struct {
+		RunID     string `json:"runId"`
+		Ordinal   int    `json:"ordinal"`
+		MessageID string `json:"messageId"`
+		Input     string `json:"input"`
+	}
+	RunStarted struct {
+		RunID string `json:"runId"`
+	}
+	AttemptStarted struct {
+		RunID     string `json:"runId"`
+		AttemptID string `json:"attemptId"`
+		Reason    string `json:"reason"`
+		RootNode  string `json:"rootNode"`
+	}
+	NodeStarted struct {
+		RunID       string          `json:"runId"`
+		NodeID      string          `json:"nodeId"`
+		ParentID    string          `json:"parentId,omitempty"`
+		AttemptID   string          `json:"attemptId"`
+		Kind        string          `json:"kind"`
+		ProviderRef string          `json:"providerRef,omitempty"`
+		Title       string          `json:"title,omitempty"`
+		Detail      json.RawMessage `json:"detail,omitempty"`
+	}
+	NodeUpdated struct {
+		RunID  string          `json:"runId"`
+		NodeID string          `json:"nodeId"`
+		Status string          `json:"status,omitempty"`
+		Title  string          `json:"title,omitempty"`
+		Detail json.RawMessage `json:"detail,omitempty"`
+	}
+	NodeDelta struct {
+		RunID  string `json:"runId"`
+		NodeID string `json:"nodeId"`
+		Text   string `json:"text"`
+	}
+	NodeCompleted struct {
+		RunID  string `json:"runId"`
+		NodeID string `json:"nodeId"`
+		Status string `json:"status"`
+	}
+	SessionOpened struct {
+		SessionID   string `json:"sessionId"`
+		ProviderRef string `json:"providerRef,omitempty"`
+		PluginPid   int    `json:"pluginPid,omitempty"`
+		ProviderPid int    `json:"providerPid,omitempty"`
+	}
+	SessionEnded struct {
+		SessionID string `json:"sessionId"`
+		Reason    string `json:"reason"`
+	}
+	ProviderThreadBound struct {
+		ProviderThreadID string `json:"providerThreadId"`
+		SessionID        string `json:"sessionId"`
+		ProviderRef      string `json:"providerRef"`
+		ParentID         string `json:"parentId,omitempty"`
+	}
+	ProviderTurnBound struct {
+		ProviderTurnID   string `json:"providerTurnId"`
+		ProviderThreadID string `json:"providerThreadId"`
+		ProviderRef      string `json:"providerRef"`
+		RunID            string `json:"runId"`
+		AttemptID        string `json:"attemptId"`
+		NodeID           string `json:"nodeId"`
+	}
+	RequestOpened struct {
+		RequestID   string          `json:"requestId"`
+		RunID       string          `json:"runId,omitempty"`
+		NodeID      string          `json:"nodeId,omitempty"`
+		SessionID   string          `json:"sessionId"`
+		ProviderRef string          `json:"providerRef"`
+		Kind        string          `json:"kind"`
+		Title       string          `json:"title,omitempty"`
+		Options     []RequestOption `json:"options,omitempty"`
+	}
+	RequestResolved struct {
+		RequestID string `json:"requestId"`
+		Status    string `json:"status"`
+		Decision  string `json:"decision,omitempty"`
+		Delivery  string `json:"delivery,omitempty"`
+	}
+	UsageReported struct {
+		RunID string `json:"runId"`
+		Usage Usage  `json:"usage"`
+	}
+	RunEnded struct {
+		RunID      string   `json:"runId"`
+		AttemptID  string   `json:"attemptId,omitempty"`
+		Status     string   `json:"status"`
+		StopReason string   `json:"stopReason,omitempty"`
+		Failure    *Failure `json:"failure,omitempty"`
+	}
+	DiagnosticRecorded struct {
+		RunID string `json:"runId,omitempty"`
+		Title string `json:"title"`
+		Text  string `json:"text,omitempty"`
+	}
+)
+
+func (ThreadCreated) EventType() string       { return "thread.created" }
+func (MessageAdded) EventType() string        { return "message.added" }
+func (MessageDelta) EventType() string        { return "message.delta" }
+func (MessageCompleted) EventType() string    { return "message.completed" }
+func (RunQueued) EventType() string           { return "run.queued" }
+func (RunStarted) EventType() string          { return "run.started" }
+func (AttemptStarted) EventType() string      { return "attempt.started" }
+func (NodeStarted) EventType() string         { return "node.started" }
+func (NodeUpdated) EventType() string         { return "node.updated" }
+func (NodeDelta) EventType() string           { return "node.delta" }
+func (NodeCompleted) EventType() string       { return "node.completed" }
+func (SessionOpened) EventType() string       { return "provider.session.opened" }
+func (SessionEnded) EventType() string        { return "provider.session.ended" }
+func (ProviderThreadBound) EventType() string { return "provider.thread.bound" }
+func (ProviderTurnBound) EventType() string   { return "provider.turn.bound" }
+func (RequestOpened) EventType() string       { return "request.opened" }
+func (RequestResolved) EventType() string     { return "request.resolved" }
+func (UsageReported) EventType() string       { return "usage.reported" }
+func (RunEnded) EventType() string            { return "run.ended" }
+func (DiagnosticRecorded) EventType() string  { return "diagnostic.recorded" }
+
+// decoders maps each event type to the decoder of its payload.
+var decoders = map[string]func([]byte) (Payload, error){}
+
+func register[T Payload]() {
+	var zero T
+	decoders[zero.EventType()] = func(data []byte) (Payload, error) {
+		var v T
+		err := json.Unmarshal(data, &v)
+		return v, err
+	}
+}
+
+func init() {
+	register[ThreadCreated]()
+	register[MessageAdded]()
+	register[MessageDelta]()
+	register[MessageCompleted]()
+	register[RunQueued]()
+	register[RunStarted]()
+	register[AttemptStarted]()
+	register[NodeStarted]()
+	register[NodeUpdated]()
+	register[NodeDelta]()
+	register[NodeCompleted]()
+	register[SessionOpened]()
+	register[SessionEnded]()
+	register[ProviderThreadBound]()
+	register[ProviderTurnBound]()
+	register[RequestOpened]()
+	register[RequestResolved]()
+	register[UsageReported]()
+	register[RunEnded]()
+	register[DiagnosticRecorded]()
+}
+
+// DecodePayload decodes an event's data by its type. An unknown type is an
+// error that names it: a log written by a newer Baton is refused, not
+// misread.
+func DecodePayload(eventType string, data []byte) (Payload, error) {
+	dec, ok := decoders[eventType]
+	if !ok {
+		return nil, fmt.Errorf("unknown event type %q", eventType)
+	}
+	p, err := dec(data)
+	if err != nil {
+		return nil, fmt.Errorf("event %s: %w", eventType, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,248 @@
+package domain
+
+import "time"
+
+// Event is a payload with its place in the log.
+type Event struct {
+	Sequence uint64
+	ThreadID string
+	At       time.Time
+	Payload  Payload
+}
+
+// Evolve applies one event to a thread. A ThreadCreated event fills a zero
+// Thread. Evolve trusts the log: Decide made every event against the state
+// it applies to, so a reference that does not resolve is ignored rather
+// than invented.
+func Evolve(t *Thread, e Event) {
+	t.Sequence = e.Sequence
+	t.UpdatedAt = e.At
+	switch p := e.Payload.(type) {
+	case ThreadCreated:
+		*t = Thread{ID: e.ThreadID, Provider: p.Provider, Cwd: p.Cwd, Model: p.Model, ProviderCommand: p.ProviderCommand,
+			CreatedAt: e.At, UpdatedAt: e.At, Sequence: e.Sequence,
+			Runs: []Run{}, Messages: []Message{}, TurnItems: []TurnItem{}, ProviderSessions: []ProviderSession{},
+			ProviderThreads: []ProviderThread{}, ProviderTurns: []ProviderTurn{}, Requests: []RuntimeRequest{}}
+	case MessageAdded:
+		t.Messages = append(t.Messages, Message{ID: p.MessageID, RunID: p.RunID, NodeID: p.NodeID, Role: p.Role,
+			Text: p.Text, Status: p.Status})
+	case MessageDelta:
+		if m := t.message(p.MessageID); m != nil {
+			m.Text += p.Text
+		}
+	case MessageCompleted:
+		if m := t.message(p.MessageID); m != nil {
+			m.Status = StatusCompleted
+		}
+	case RunQueued:
+		t.Runs = append(t.Runs, Run{ID: p.RunID, Ordinal: p.Ordinal, Status: RunStatusQueued, MessageID: p.MessageID,
+			Input: p.Input, QueuedAt: e.At, Attempts: []Attempt{}, Nodes: []Node{}})
+	case RunStarted:
+		if r := t.run(p.RunID); r != nil {
+			r.Status = RunStatusStarting
+			at := e.At
+			r.StartedAt = &at
+		}
+	case AttemptStarted:
+		if r := t.run(p.RunID); r != nil {
+			r.Attempts = append(r.Attempts, Attempt{ID: p.AttemptID, Reason: p.Reason, Status: StatusInProgress,
+				StartedAt: e.At, RootNode: p.RootNode})
+			r.ActiveAttempt = p.AttemptID
+		}
+	case NodeStarted:
+		if r := t.run(p.RunID); r != nil {
+			r.Nodes = append(r.Nodes, Node{ID: p.NodeID, ParentID: p.ParentID, AttemptID: p.AttemptID, Kind: p.Kind,
+				Status: StatusInProgress, ProviderRef: p.ProviderRef, Title: p.Title})
+			if p.Kind != NodeRootTurn && p.Kind != ItemAssistantMessage {
+				t.TurnItems = append(t.TurnItems, TurnItem{ID: p.NodeID, RunID: p.RunID, NodeID: p.NodeID, Kind: p.Kind,
+					Title: p.Title, Status: StatusInProgress, Detail: p.Detail})
+			}
+		}
+	case NodeUpdated:
+		if n := t.node(p.RunID, p.NodeID); n != nil {
+			if p.Status != "" {
+				n.Status = p.Status
+			}
+			if p.Title != "" {
+				n.Title = p.Title
+			}
+		}
+		if it := t.item(p.NodeID); it != nil {
+			if p.Status != "" {
+				it.Status = p.Status
+			}
+			if p.Title != "" {
+				it.Title = p.Title
+			}
+			if len(p.Detail) > 0 {
+				it.Detail = p.Detail
+			}
+		}
+	case NodeDelta:
+		if it := t.item(p.NodeID); it != nil {
+			it.Text += p.Text
+		}
+	case NodeCompleted:
+		if n := t.node(p.RunID, p.NodeID); n != nil {
+			n.Status = p.Status
+		}
+		if it := t.item(p.NodeID); it != nil {
+			it.Status = p.Status
+		}
+	case SessionOpened:
+		t.ProviderSessions = append(t.ProviderSessions, ProviderSession{ID: p.SessionID, Status: SessionStatusOpen,
+			ProviderRef: p.ProviderRef, PluginPid: p.PluginPid, ProviderPid: p.ProviderPid, OpenedAt: e.At})
+	case SessionEnded:
+		if s := t.session(p.SessionID); s != nil {
+			s.Status = SessionStatusEnded
+			s.EndReason = p.Reason
+			at := e.At
+			s.EndedAt = &at
+		}
+	case ProviderThreadBound:
+		t.ProviderThreads = append(t.ProviderThreads, ProviderThread{ID: p.ProviderThreadID, SessionID: p.SessionID,
+			ProviderRef: p.ProviderRef, ParentID: p.ParentID})
+	case ProviderTurnBound:
+		t.ProviderTurns = append(t.ProviderTurns, ProviderTurn{ID: p.ProviderTurnID, ProviderThreadID: p.ProviderThreadID,
+			ProviderRef: p.ProviderRef, RunID: p.RunID, AttemptID: p.AttemptID, NodeID: p.NodeID, Status: StatusInProgress})
+		if r := t.run(p.RunID); r != nil {
+			r.Status = RunStatusRunning
+			if a := r.attempt(p.AttemptID); a != nil {
+				a.SessionID = t.sessionOfProviderThread(p.ProviderThreadID)
+			}
+		}
+	case RequestOpened:
+		t.Requests = append(t.Requests, RuntimeRequest{ID: p.RequestID, RunID: p.RunID, NodeID: p.NodeID,
+			SessionID: p.SessionID, ProviderRef: p.ProviderRef, Kind: p.Kind, Title: p.Title, Options: p.Options,
+			Status: RequestStatusPending, Delivery: DeliveryLive})
+		if r := t.run(p.RunID); r != nil && r.Status == RunStatusRunning {
+			r.Status = RunStatusWaiting
+		}
+	case RequestResolved:
+		if q := t.request(p.RequestID); q != nil {
+			q.Status = p.Status
+			q.Decision = p.Decision
+			if p.Delivery != "" {
+				q.Delivery = p.Delivery
+			}
+			if r := t.run(q.RunID); r != nil && r.Status == RunStatusWaiting && !t.hasPending(r.ID) {
+				r.Status = RunStatusRunning
+			}
+		}
+	case UsageReported:
+		if r := t.run(p.RunID); r != nil {
+			u := p.Usage
+			r.Usage = &u
+		}
+	case RunEnded:
+		if r := t.run(p.RunID); r != nil {
+			r.Status = p.Status
+			r.StopReason = p.StopReason
+			r.Failure = p.Failure
+			at := e.At
+			r.EndedAt = &at
+			if a := r.attempt(p.AttemptID); a != nil {
+				a.Status = p.Status
+				a.EndedAt = &at
+				r.FinalAttempt = a.ID
+			}
+			r.ActiveAttempt = ""
+			for i := range t.ProviderTurns {
+				if pt := &t.ProviderTurns[i]; pt.RunID == r.ID && pt.AttemptID == p.AttemptID && pt.Status == StatusInProgress {
+					pt.Status = p.Status
+				}
+			}
+		}
+	case DiagnosticRecorded:
+		t.Diagnostics = append(t.Diagnostics, Diagnostic{RunID: p.RunID, Title: p.Title, Text: p.Text})
+	}
+}
+
+// Request deliveries.
+const (
+	DeliveryLive         = "live"
+	DeliveryNotResumable = "not_resumable"
+)
+
+func (t *Thread) run(id string) *Run {
+	for i := range t.Runs {
+		if t.Runs[i].ID == id {
+			return &t.Runs[i]
+		}
+	}
+	return nil
+}
+
+func (r *Run) attempt(id string) *Attempt {
+	for i := range r.Attempts {
+		if r.Attempts[i].ID == id {
+			return &r.Attempts[i]
+		}
+	}
+	return nil
+}
+
+func (t *Thread) node(runID, id string) *Node {
+	if r := t.run(runID); r != nil {
+		for i := range r.Nodes {
+			if r.Nodes[i].ID == id {
+				return &r.Nodes[i]
+			}
+		}
+	}
+	return nil
+}
+
+func (t *Thread) item(id string) *TurnItem {
+	for i := range t.TurnItems {
+		if t.TurnItems[i].ID == id {
+			return &t.TurnItems[i]
+		}
+	}
+	return nil
+}
+
+func (t *Thread) message(id string) *Message {
+	for i := range t.Messages {
+		if t.Messages[i].ID == id {
+			return &t.Messages[i]
+		}
+	}
+	return nil
+}
+
+func (t *Thread) session(id string) *ProviderSession {
+	for i := range t.ProviderSessions {
+		if t.ProviderSessions[i].ID == id {
+			return &t.ProviderSessions[i]
+		}
+	}
+	return nil
+}
+
+func (t *Thread) request(id string) *RuntimeRequest {
+	for i := range t.Requests {
+		if t.Requests[i].ID == id {
+			return &t.Requests[i]
+		}
+	}
+	return nil
+}
+
+func (t *Thread) hasPending(runID string) bool {
+	for _, q := range t.Requests {
+		if q.RunID == runID && q.Status == RequestStatusPending {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *Thread) sessionOfProviderThread(id string) string {
+	for _, pt := range t.ProviderThreads {
+		if pt.ID == id {
+			return pt.SessionID
+		}
+	}
+	return ""
+}

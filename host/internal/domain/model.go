@@ -1,0 +1,261 @@
+// Package domain is Baton's pure core: the thread model, the commands that
+// change it and the events that record each change. Decide turns a command
+// into events and effects; Evolve applies an event. Neither does I/O: time
+// and ids come in through Env, and effects go out as values for the caller
+// to perform. The JSON forms of these types are the projection clients read.
+package domain
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Run statuses.
+const (
+	RunStatusQueued      = "queued"
+	RunStatusStarting    = "starting"
+	RunStatusRunning     = "running"
+	RunStatusWaiting     = "waiting"
+	RunStatusCompleted   = "completed"
+	RunStatusInterrupted = "interrupted"
+	RunStatusFailed      = "failed"
+	RunStatusCancelled   = "cancelled"
+	RunStatusRolledBack  = "rolled_back"
+)
+
+// Attempt reasons.
+const (
+	AttemptInitial                = "initial"
+	AttemptSteeringRestart        = "steering_restart"
+	AttemptRetry                  = "retry"
+	AttemptProviderRecovery       = "provider_recovery"
+	AttemptUsageLimitContinuation = "usage_limit_continuation"
+)
+
+// Node kinds. Provider item kinds (assistant_message, reasoning, tool_call,
+// command_execution, file_change, plan, subagent) are node kinds as they are.
+const (
+	NodeRootTurn        = "root_turn"
+	NodeApprovalRequest = "approval_request"
+)
+
+// Node and message statuses.
+const (
+	StatusInProgress = "in_progress"
+	StatusCompleted  = "completed"
+	StatusFailed     = "failed"
+	StatusCancelled  = "cancelled"
+)
+
+// Session statuses.
+const (
+	SessionStatusOpen  = "open"
+	SessionStatusEnded = "ended"
+)
+
+// Request statuses.
+const (
+	RequestStatusPending   = "pending"
+	RequestStatusResolved  = "resolved"
+	RequestStatusExpired   = "expired"
+	RequestStatusCancelled = "cancelled"
+)
+
+// Thread is one user-visible conversation and everything under it.
+type Thread struct {
+	ID               string            `json:"id"`
+	Provider         string            `json:"provider"`
+	Cwd              string            `json:"cwd"`
+	Model            string            `json:"model,omitempty"`
+	ProviderCommand  ProviderCommand   `json:"providerCommand"`
+	CreatedAt        time.Time         `json:"createdAt"`
+	UpdatedAt        time.Time         `json:"updatedAt"`
+	Runs             []Run             `json:"runs"`
+	Messages         []Message         `json:"messages"`
+	TurnItems        []TurnItem        `json:"turnItems"`
+	ProviderSessions []ProviderSession `json:"providerSessions"`
+	ProviderThreads  []ProviderThread  `json:"providerThreads"`
+	ProviderTurns    []ProviderTurn    `json:"providerTurns"`
+	Requests         []RuntimeRequest  `json:"requests"`
+	Diagnostics      []Diagnostic      `json:"diagnostics,omitempty"`
+	// Sequence is the last event applied to this thread.
+	Sequence uint64 `json:"sequence"`
+}
+
+// ProviderCommand is the provider process the thread's sessions run.
+type ProviderCommand struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env,omitempty"`
+}
+
+// Run is one counted user-visible turn.
+type Run struct {
+	ID            string     `json:"id"`
+	Ordinal       int        `json:"ordinal"`
+	Status        string     `json:"status"`
+	MessageID     string     `json:"messageId"`
+	Input         string     `json:"input"`
+	QueuedAt      time.Time  `json:"queuedAt"`
+	StartedAt     *time.Time `json:"startedAt,omitempty"`
+	EndedAt       *time.Time `json:"endedAt,omitempty"`
+	ActiveAttempt string     `json:"activeAttempt,omitempty"`
+	FinalAttempt  string     `json:"finalAttempt,omitempty"`
+	Attempts      []Attempt  `json:"attempts"`
+	Nodes         []Node     `json:"nodes"`
+	StopReason    string     `json:"stopReason,omitempty"`
+	Failure       *Failure   `json:"failure,omitempty"`
+	Usage         *Usage     `json:"usage,omitempty"`
+}
+
+// Attempt is one try at a run.
+type Attempt struct {
+	ID        string     `json:"id"`
+	Reason    string     `json:"reason"`
+	Status    string     `json:"status"`
+	SessionID string     `json:"sessionId,omitempty"`
+	StartedAt time.Time  `json:"startedAt"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	RootNode  string     `json:"rootNode"`
+}
+
+// Node is one part of a run's execution tree.
+type Node struct {
+	ID          string `json:"id"`
+	ParentID    string `json:"parentId,omitempty"`
+	AttemptID   string `json:"attemptId"`
+	Kind        string `json:"kind"`
+	Status      string `json:"status"`
+	ProviderRef string `json:"providerRef,omitempty"`
+	Title       string `json:"title,omitempty"`
+}
+
+// Message is what the user reads: their input and the assistant's replies.
+type Message struct {
+	ID     string `json:"id"`
+	RunID  string `json:"runId"`
+	NodeID string `json:"nodeId,omitempty"`
+	Role   string `json:"role"`
+	Text   string `json:"text"`
+	Status string `json:"status"`
+}
+
+// Message roles.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// TurnItem is one visible step of a run, in order: reasoning, tool calls,
+// commands, file changes, plans.
+type TurnItem struct {
+	ID     string          `json:"id"`
+	RunID  string          `json:"runId"`
+	NodeID string          `json:"nodeId"`
+	Kind   string          `json:"kind"`
+	Title  string          `json:"title,omitempty"`
+	Status string          `json:"status"`
+	Text   string          `json:"text,omitempty"`
+	Detail json.RawMessage `json:"detail,omitempty"`
+}
+
+// ProviderSession is a durable record of one provider session (never a
+// process handle).
+type ProviderSession struct {
+	ID          string     `json:"id"`
+	Status      string     `json:"status"`
+	ProviderRef string     `json:"providerRef,omitempty"`
+	PluginPid   int        `json:"pluginPid,omitempty"`
+	ProviderPid int        `json:"providerPid,omitempty"`
+	OpenedAt    time.Time  `json:"openedAt"`
+	EndedAt     *time.Time `json:"endedAt,omitempty"`
+	EndReason   string     `json:"endReason,omitempty"`
+}
+
+// ProviderThread binds a provider's conversation id to the app.
+type ProviderThread struct {
+	ID          string `json:"id"`
+	SessionID   string `json:"sessionId"`
+	ProviderRef string `json:"providerRef"`
+	ParentID    string `json:"parentId,omitempty"`
+}
+
+// ProviderTurn binds a provider's turn id to a run attempt.
+type ProviderTurn struct {
+	ID               string `json:"id"`
+	ProviderThreadID string `json:"providerThreadId"`
+	ProviderRef      string `json:"providerRef"`
+	RunID            string `json:"runId"`
+	AttemptID        string `json:"attemptId"`
+	NodeID           string `json:"nodeId"`
+	Status           string `json:"status"`
+}
+
+// RuntimeRequest is an approval or question from the provider.
+type RuntimeRequest struct {
+	ID          string          `json:"id"`
+	RunID       string          `json:"runId,omitempty"`
+	NodeID      string          `json:"nodeId,omitempty"`
+	SessionID   string          `json:"sessionId"`
+	ProviderRef string          `json:"providerRef"`
+	Kind        string          `json:"kind"`
+	Title       string          `json:"title,omitempty"`
+	Options     []RequestOption `json:"options,omitempty"`
+	Status      string          `json:"status"`
+	Decision    string          `json:"decision,omitempty"`
+	// Delivery is "live" while the provider can still receive an answer,
+	// "not_resumable" after its process is gone.
+	Delivery string `json:"delivery"`
+}
+
+// RequestOption is one answer offered by the provider.
+type RequestOption struct {
+	ID    string `json:"id"`
+	Label string `json:"label,omitempty"`
+	Kind  string `json:"kind,omitempty"`
+}
+
+// Usage is token usage.
+type Usage struct {
+	InputTokens       int64 `json:"inputTokens,omitempty"`
+	OutputTokens      int64 `json:"outputTokens,omitempty"`
+	CachedInputTokens int64 `json:"cachedInputTokens,omitempty"`
+	ReasoningTokens   int64 `json:"reasoningTokens,omitempty"`
+	TotalTokens       int64 `json:"totalTokens,omitempty"`
+}
+
+// Failure says why something failed.
+type Failure struct {
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message"`
+}
+
+// Diagnostic is something a provider said that the model has no place for.
+type Diagnostic struct {
+	RunID string `json:"runId,omitempty"`
+	Title string `json:"title"`
+	Text  string `json:"text,omitempty"`
+}
+
+// Terminal says whether a run status is final.
+func Terminal(status string) bool {
+	switch status {
+	case RunStatusCompleted, RunStatusInterrupted, RunStatusFailed, RunStatusCancelled, RunStatusRolledBack:
+		return true
+	}
+	return false
+}
+
+// Active says whether a run status holds the thread.
+func Active(status string) bool {
+	switch status {
+	case RunStatusStarting, RunStatusRunning, RunStatusWaiting:
+		return true
+	}
+	return false
+}
+
+// Item kinds the domain treats specially.
+const (
+	ItemAssistantMessage = "assistant_message"
+	ItemReasoning        = "reasoning"
+)

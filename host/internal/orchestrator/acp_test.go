@@ -1,0 +1,193 @@
+package orchestrator_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-run/baton/host/internal/domain"
+)
+
+// TestSimple: one message makes one run with one root node and one provider
+// turn, the assistant's text, and events in strictly increasing sequence. A
+// duplicate command returns its receipt and sends nothing to the provider
+// again. A new host on the same data dir shows the same projection.
+func TestSimple(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.createThread("acp", "acp/simple.ndjson")
+	msgs := messages(t, "acp/simple.messages")
+	want := assistantTexts(t, "acp/simple.ndjson")
+
+	send := domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: msgs[0]}}
+	first := e.dispatch(send)
+	th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
+
+	if len(th.Runs) != 1 {
+		t.Fatalf("runs = %d, want 1", len(th.Runs))
+	}
+	run := th.Runs[0]
+	if run.Ordinal != 1 || run.Status != domain.RunStatusCompleted {
+		t.Fatalf("run = ordinal %d status %q, want ordinal 1 completed (failure: %+v)", run.Ordinal, run.Status, run.Failure)
+	}
+	assertOneRootAndTurn(t, th, run)
+	if got := assistantText(th, run.ID); got != want[0] {
+		t.Errorf("assistant text = %q, want %q", got, want[0])
+	}
+
+	// The same command again: the same receipt, no new events, no prompt.
+	again := e.dispatch(send)
+	if again != first {
+		t.Errorf("duplicate receipt = %+v, want the original %+v", again, first)
+	}
+	conflict := send
+	conflict.Payload = domain.DispatchMessage{Text: "something else"}
+	if _, err := e.host.Dispatch(t.Context(), conflict); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("same command id with other content: err = %v, want a conflict", err)
+	}
+
+	// The plugin and the replay peer ran as processes of their own.
+	if len(th.ProviderSessions) != 1 {
+		t.Fatalf("provider sessions = %d, want 1", len(th.ProviderSessions))
+	}
+	ses := th.ProviderSessions[0]
+	me := os.Getpid()
+	if ses.PluginPid == 0 || ses.ProviderPid == 0 || ses.PluginPid == me || ses.ProviderPid == me || ses.PluginPid == ses.ProviderPid {
+		t.Errorf("pids: test %d, plugin %d, provider %d; want three different processes", me, ses.PluginPid, ses.ProviderPid)
+	}
+	if err := syscall.Kill(ses.ProviderPid, 0); err != nil {
+		t.Errorf("the replay peer (pid %d) is not running: %v", ses.ProviderPid, err)
+	}
+
+	assertSequencesIncrease(t, e, threadID)
+
+	// Closing the host ends the session cleanly: a replay peer that saw a
+	// second prompt or kept unused entries would have exited with an error.
+	e.restart()
+	th2, err := e.host.Thread(threadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := th2.ProviderSessions[0]; s.Status != domain.SessionStatusEnded || s.EndReason != "closed" {
+		t.Errorf("session after close = %s (%q), want ended (\"closed\")", s.Status, s.EndReason)
+	}
+	e.restart()
+	th3, err := e.host.Thread(threadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(th2, th3); diff != "" {
+		t.Errorf("the projection rebuilt by a new host differs (-before +after):\n%s", diff)
+	}
+}
+
+// TestMultiTurn: each message is its own run; runs queue behind the active
+// one and complete in order on the same provider thread.
+func TestMultiTurn(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.createThread("acp", "acp/multi_turn.ndjson")
+	msgs := messages(t, "acp/multi_turn.messages")
+	want := assistantTexts(t, "acp/multi_turn.ndjson")
+	if len(msgs) < 2 || len(want) != len(msgs) {
+		t.Fatalf("scenario has %d messages and %d prompts; want the same, at least 2", len(msgs), len(want))
+	}
+	for i, m := range msgs {
+		e.dispatch(domain.Command{ID: "send-" + string(rune('a'+i)), ThreadID: threadID, Payload: domain.DispatchMessage{Text: m}})
+	}
+	th := e.waitFor(threadID, "every run to end", allRunsEnded(len(msgs)))
+	if len(th.Runs) != len(msgs) {
+		t.Fatalf("runs = %d, want %d", len(th.Runs), len(msgs))
+	}
+	var prevEnd *int64
+	for i, r := range th.Runs {
+		if r.Ordinal != i+1 || r.Status != domain.RunStatusCompleted || r.Input != msgs[i] {
+			t.Errorf("run %d = ordinal %d status %q input %q, want ordinal %d completed %q", i, r.Ordinal, r.Status, r.Input, i+1, msgs[i])
+		}
+		assertOneRootAndTurn(t, th, r)
+		if got := assistantText(th, r.ID); got != want[i] {
+			t.Errorf("run %d assistant text = %q, want %q", r.Ordinal, got, want[i])
+		}
+		end := r.EndedAt.UnixNano()
+		if prevEnd != nil && r.StartedAt.UnixNano() < *prevEnd {
+			t.Errorf("run %d started before run %d ended", r.Ordinal, r.Ordinal-1)
+		}
+		prevEnd = &end
+	}
+	if len(th.ProviderThreads) != 1 {
+		t.Errorf("provider threads = %d, want 1 (every run on the same conversation)", len(th.ProviderThreads))
+	}
+	for _, pt := range th.ProviderTurns {
+		if pt.ProviderThreadID != th.ProviderThreads[0].ID {
+			t.Errorf("provider turn %s is on thread %s, want %s", pt.ProviderRef, pt.ProviderThreadID, th.ProviderThreads[0].ID)
+		}
+	}
+	assertSequencesIncrease(t, e, threadID)
+	e.restart()
+	if s := mustThread(t, e, threadID).ProviderSessions[0]; s.EndReason != "closed" {
+		t.Errorf("session ended with %q, want \"closed\" (the replay peer saw every frame it expected)", s.EndReason)
+	}
+}
+
+func mustThread(t *testing.T, e *env, id string) domain.Thread {
+	t.Helper()
+	th, err := e.host.Thread(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th
+}
+
+// assertOneRootAndTurn checks that a run has one attempt, one root node and
+// one provider turn bound to that root.
+func assertOneRootAndTurn(t *testing.T, th domain.Thread, r domain.Run) {
+	t.Helper()
+	var roots []domain.Node
+	for _, n := range r.Nodes {
+		if n.Kind == domain.NodeRootTurn {
+			roots = append(roots, n)
+		}
+	}
+	if len(r.Attempts) != 1 || len(roots) != 1 {
+		t.Fatalf("run %d: %d attempts and %d root nodes, want 1 and 1", r.Ordinal, len(r.Attempts), len(roots))
+	}
+	if r.FinalAttempt != r.Attempts[0].ID || roots[0].Status != domain.StatusCompleted {
+		t.Errorf("run %d: final attempt %q (want %q), root node %s", r.Ordinal, r.FinalAttempt, r.Attempts[0].ID, roots[0].Status)
+	}
+	var turns []domain.ProviderTurn
+	for _, pt := range th.ProviderTurns {
+		if pt.RunID == r.ID {
+			turns = append(turns, pt)
+		}
+	}
+	if len(turns) != 1 || turns[0].NodeID != roots[0].ID {
+		t.Errorf("run %d: provider turns %+v, want one bound to root node %s", r.Ordinal, turns, roots[0].ID)
+	}
+}
+
+// assertSequencesIncrease checks the stored events: global sequences
+// strictly increase, and every one decodes.
+func assertSequencesIncrease(t *testing.T, e *env, threadID string) {
+	t.Helper()
+	recs, err := e.host.ThreadEvents(threadID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) == 0 {
+		t.Fatal("no stored events")
+	}
+	for i, r := range recs {
+		if i > 0 && r.Sequence <= recs[i-1].Sequence {
+			t.Fatalf("event %d has sequence %d after %d", i, r.Sequence, recs[i-1].Sequence)
+		}
+		if _, err := domain.DecodePayload(r.Type, r.Data); err != nil {
+			t.Fatalf("stored event %d: %v", r.Sequence, err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(r.Data, &v); err != nil {
+			t.Fatalf("stored event %d is not JSON: %v", r.Sequence, err)
+		}
+	}
+}

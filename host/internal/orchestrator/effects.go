@@ -1,0 +1,255 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/sdk"
+)
+
+// worker performs one thread's effects in order, one at a time. It is
+// started with the thread's first effect and lives until the host closes.
+type worker struct {
+	mu    sync.Mutex
+	queue []domain.Effect
+	wake  chan struct{}
+}
+
+// workerFor returns the thread's worker; h.mu is held.
+func (h *Host) workerFor(threadID string) *worker {
+	w, ok := h.workers[threadID]
+	if !ok {
+		w = &worker{wake: make(chan struct{}, 1)}
+		h.workers[threadID] = w
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			w.run(h)
+		}()
+	}
+	return w
+}
+
+func (w *worker) push(e domain.Effect) {
+	w.mu.Lock()
+	w.queue = append(w.queue, e)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) run(h *Host) {
+	for {
+		w.mu.Lock()
+		var e domain.Effect
+		ok := len(w.queue) > 0
+		if ok {
+			e, w.queue = w.queue[0], w.queue[1:]
+		}
+		w.mu.Unlock()
+		if ok {
+			h.perform(e)
+			continue
+		}
+		select {
+		case <-w.wake:
+		case <-h.ctx.Done():
+			return
+		}
+	}
+}
+
+// perform does one effect. A failure becomes a command, so it is decided
+// and recorded like everything else.
+func (h *Host) perform(e domain.Effect) {
+	switch e.Type {
+	case domain.EffectStartTurn:
+		err := h.startTurn(e)
+		if err == nil || h.ctx.Err() != nil {
+			return
+		}
+		h.log.Warn("start turn failed", "thread", e.ThreadID, "run", e.RunID, "error", err)
+		_, derr := h.Dispatch(h.ctx, domain.Command{ID: "fail:" + e.RunID + ":" + e.AttemptID, ThreadID: e.ThreadID,
+			Payload: domain.FailRun{RunID: e.RunID, Failure: domain.Failure{Code: "start_failed", Message: err.Error()}}})
+		if derr != nil {
+			h.log.Error("record start failure", "thread", e.ThreadID, "run", e.RunID, "error", derr)
+		}
+	default:
+		h.log.Error("unknown effect", "type", e.Type, "thread", e.ThreadID)
+	}
+}
+
+func (h *Host) startTurn(e domain.Effect) error {
+	s, err := h.session(e.ThreadID)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
+	defer cancel()
+	_, err = s.plugin.StartTurn(ctx, sdk.StartTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: e.Text}, ClientTurnID: e.AttemptID})
+	if err != nil {
+		return fmt.Errorf("start turn with %s: %w", s.plugin.Name, err)
+	}
+	return nil
+}
+
+// liveSession is an open provider session and the goroutine that ingests
+// its events.
+type liveSession struct {
+	id       string
+	threadID string
+	plugin   *pluginhost.Plugin
+	done     chan struct{} // closed when its event stream has ended
+}
+
+func (s *liveSession) ended() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// sessionCloseTimeout bounds how long Close waits for a session's last
+// events.
+const sessionCloseTimeout = 15 * time.Second
+
+func (s *liveSession) close(log hclog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), sessionCloseTimeout)
+	defer cancel()
+	if err := s.plugin.CloseSession(ctx, s.id); err != nil && !errors.Is(err, sdk.ErrUnknownSession) {
+		log.Debug("close session", "session", s.id, "error", err)
+	}
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		log.Warn("session did not end in time", "session", s.id)
+	}
+}
+
+// session returns the thread's open session, opening one if needed. A new
+// session resumes the thread's provider conversation when the plugin can.
+func (h *Host) session(threadID string) (*liveSession, error) {
+	h.smu.Lock()
+	if h.closing {
+		h.smu.Unlock()
+		return nil, ErrClosed
+	}
+	if s, ok := h.sessions[threadID]; ok && !s.ended() {
+		h.smu.Unlock()
+		return s, nil
+	}
+	h.smu.Unlock()
+
+	t, err := h.Thread(threadID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := h.plugins.Get(h.ctx, t.Provider)
+	if err != nil {
+		return nil, err
+	}
+	var resume string
+	if p.Description.Capabilities.Resume {
+		for _, pt := range t.ProviderThreads {
+			if pt.ParentID == "" {
+				resume = pt.ProviderRef // the latest root conversation
+			}
+		}
+	}
+	id := h.cfg.IDs.NewID("ses")
+	ctx, cancel := context.WithTimeout(h.ctx, 2*time.Minute)
+	defer cancel()
+	resp, err := p.OpenSession(ctx, sdk.OpenSessionRequest{SessionID: id, Cwd: t.Cwd, Model: t.Model,
+		Command:         sdk.ProviderCommand{Argv: t.ProviderCommand.Argv, Env: t.ProviderCommand.Env},
+		ResumeThreadRef: resume, RawFrameLog: filepath.Join(h.cfg.DataDir, "rawframes", id+".ndjson")})
+	if err != nil {
+		return nil, fmt.Errorf("open %s session: %w", t.Provider, err)
+	}
+	s := &liveSession{id: id, threadID: threadID, plugin: p, done: make(chan struct{})}
+	if _, err := h.Dispatch(h.ctx, domain.Command{ID: "open:" + id, ThreadID: threadID, Payload: domain.RecordSessionOpened{
+		SessionID: id, ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
+		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid}}); err != nil {
+		_ = p.CloseSession(context.Background(), id)
+		return nil, err
+	}
+	h.smu.Lock()
+	h.sessions[threadID] = s
+	h.smu.Unlock()
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		h.pump(s)
+	}()
+	return s, nil
+}
+
+// pump ingests a session's events until its stream ends. If the plugin
+// goes away mid-stream, the session ends with that reason.
+func (h *Host) pump(s *liveSession) {
+	defer close(s.done)
+	// The stream is read with a context of its own: at Close the host
+	// still wants the session's last events (its runtime exit).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.done:
+		case <-s.plugin.Exited():
+			cancel()
+		}
+	}()
+	var exited bool
+	for ev, err := range s.plugin.Events(ctx, s.id, 0) {
+		if err != nil {
+			if !exited {
+				h.ingest(s, domain.ProviderEvent{Kind: domain.EvRuntimeExited, Status: "failed",
+					Failure: &domain.Failure{Code: "plugin_exited", Message: fmt.Sprintf("the %s plugin went away: %v", s.plugin.Name, err)}},
+					"pexit:"+s.id)
+			}
+			return
+		}
+		pe := toDomain(ev)
+		h.ingest(s, pe, fmt.Sprintf("pev:%s:%d", s.id, ev.Sequence))
+		if ev.Kind == sdk.EventRuntimeExited {
+			exited = true
+		}
+	}
+}
+
+func (h *Host) ingest(s *liveSession, ev domain.ProviderEvent, cmdID string) {
+	_, err := h.Dispatch(context.Background(), domain.Command{ID: cmdID, ThreadID: s.threadID,
+		Payload: domain.IngestProviderEvent{SessionID: s.id, Event: ev}})
+	if err != nil {
+		h.log.Error("ingest provider event", "thread", s.threadID, "session", s.id, "kind", ev.Kind, "error", err)
+	}
+}
+
+func toDomain(ev sdk.RuntimeEvent) domain.ProviderEvent {
+	pe := domain.ProviderEvent{Sequence: ev.Sequence, Kind: string(ev.Kind), RawFrame: ev.RawFrame, ThreadRef: ev.ThreadRef,
+		ParentThreadRef: ev.ParentThreadRef, TurnRef: ev.TurnRef, ItemRef: ev.ItemRef, ItemKind: string(ev.ItemKind),
+		Title: ev.Title, Text: ev.Text, Status: ev.Status, RequestRef: ev.RequestRef, RequestKind: ev.RequestKind,
+		ThreadUsable: ev.ThreadUsable, Detail: ev.Detail}
+	for _, o := range ev.Options {
+		pe.Options = append(pe.Options, domain.RequestOption{ID: o.ID, Label: o.Label, Kind: o.Kind})
+	}
+	if u := ev.Usage; u != nil {
+		pe.Usage = &domain.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens,
+			ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens}
+	}
+	if f := ev.Failure; f != nil {
+		pe.Failure = &domain.Failure{Code: f.Code, Message: f.Message}
+	}
+	return pe
+}

@@ -1,0 +1,248 @@
+package orchestrator_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/ids"
+	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/host/internal/pluginhost"
+)
+
+// root is the repository root, from this package's directory.
+const root = "../../.."
+
+var (
+	pluginDir string // holds baton-plugin-* and plugins.lock
+	peerBin   string // the replay peer
+)
+
+// TestMain builds the real plugin and replay peer binaries once (or uses
+// the ones `make build` made, named by $BATON_BIN).
+func TestMain(m *testing.M) {
+	code, err := setup(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "setup:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func setup(m *testing.M) (int, error) {
+	if bin := os.Getenv("BATON_BIN"); bin != "" {
+		pluginDir, peerBin = bin, filepath.Join(bin, "replaypeer")
+		return m.Run(), nil
+	}
+	dir, err := os.MkdirTemp("", "baton-host-test-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	for _, b := range []struct{ src, out string }{
+		{"plugins/acp", "baton-plugin-acp"},
+		{"replaypeer", "replaypeer"},
+	} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), ".")
+		cmd.Dir = filepath.Join(root, b.src)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("build %s: %v\n%s", b.src, err, out)
+		}
+	}
+	if _, err := pluginhost.Lock(dir); err != nil {
+		return 0, err
+	}
+	pluginDir, peerBin = dir, filepath.Join(dir, "replaypeer")
+	return m.Run(), nil
+}
+
+// env is one test's world: a data dir, a workspace, and a host on them.
+type env struct {
+	t    *testing.T
+	data string
+	ws   string
+	seed uint64
+	host *orchestrator.Host
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 1}
+	e.open()
+	t.Cleanup(func() {
+		if e.host != nil {
+			e.host.Close()
+		}
+	})
+	return e
+}
+
+func (e *env) open() {
+	e.t.Helper()
+	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: []string{pluginDir},
+		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
+		IDs:    ids.Seeded(e.seed)})
+	if err != nil {
+		e.t.Fatalf("open host: %v", err)
+	}
+	e.seed++
+	e.host = h
+}
+
+// restart closes the host and opens a new one on the same data dir.
+func (e *env) restart() {
+	e.t.Helper()
+	if err := e.host.Close(); err != nil {
+		e.t.Fatalf("close host: %v", err)
+	}
+	e.host = nil
+	e.open()
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// peer is the provider command that plays a transcript in the workspace.
+func (e *env) peer(transcript string) domain.ProviderCommand {
+	abs, err := filepath.Abs(filepath.Join(root, "testdata", transcript))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return domain.ProviderCommand{Argv: []string{peerBin, "--transcript", abs, "--speed", "0"}}
+}
+
+func (e *env) dispatch(cmd domain.Command) domain.Receipt {
+	e.t.Helper()
+	rc, err := e.host.Dispatch(context.Background(), cmd)
+	if err != nil {
+		e.t.Fatalf("dispatch %s: %v", cmd.Payload.CommandType(), err)
+	}
+	return rc
+}
+
+func (e *env) createThread(provider, transcript string) string {
+	e.t.Helper()
+	rc := e.dispatch(domain.Command{ID: "create-" + e.t.Name(), Payload: domain.CreateThread{
+		Provider: provider, Cwd: e.ws, ProviderCommand: e.peer(transcript)}})
+	return rc.ThreadID
+}
+
+// waitFor waits until the thread's projection satisfies ok.
+func (e *env) waitFor(threadID, what string, ok func(domain.Thread) bool) domain.Thread {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	t, seq, err := e.host.Snapshot(threadID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if ok(t) {
+		return t
+	}
+	for _, err := range e.host.Events(ctx, seq) {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if t, _ = e.host.Thread(threadID); ok(t) {
+			return t
+		}
+	}
+	t, _ = e.host.Thread(threadID)
+	b, _ := json.MarshalIndent(t, "", "  ")
+	e.t.Fatalf("timed out waiting for %s; the thread is:\n%s", what, b)
+	return t
+}
+
+func allRunsEnded(n int) func(domain.Thread) bool {
+	return func(t domain.Thread) bool {
+		if len(t.Runs) < n {
+			return false
+		}
+		for _, r := range t.Runs {
+			if !domain.Terminal(r.Status) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// messages reads a scenario's user messages (one per line).
+func messages(t *testing.T, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		out = append(out, l)
+	}
+	return out
+}
+
+// assistantTexts reads, from a transcript, the assistant text the agent
+// sends in each turn: what the projection must show.
+func assistantTexts(t *testing.T, name string) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root, "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var texts []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var e struct {
+			Type  string `json:"type"`
+			Frame struct {
+				Method string `json:"method"`
+				Params struct {
+					Update struct {
+						Kind    string `json:"sessionUpdate"`
+						Content struct {
+							Type string `json:"type"`
+							Text string `json:"text"`
+						} `json:"content"`
+					} `json:"update"`
+				} `json:"params"`
+			} `json:"frame"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		switch {
+		case e.Type == "expect_outbound" && e.Frame.Method == "session/prompt":
+			texts = append(texts, "")
+		case e.Type == "emit_inbound" && e.Frame.Params.Update.Kind == "agent_message_chunk" && len(texts) > 0:
+			texts[len(texts)-1] += e.Frame.Params.Update.Content.Text
+		}
+	}
+	return texts
+}
+
+// assistantText joins a run's assistant messages.
+func assistantText(t domain.Thread, runID string) string {
+	var s string
+	for _, m := range t.Messages {
+		if m.RunID == runID && m.Role == domain.RoleAssistant {
+			s += m.Text
+		}
+	}
+	return s
+}

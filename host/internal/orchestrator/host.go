@@ -1,0 +1,354 @@
+// Package orchestrator is the host's core: it takes commands, decides them
+// with the pure domain, commits their events and receipts in one batch,
+// keeps the thread projections, and performs the effects through provider
+// plugins. It is the one writer of the event log.
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/ids"
+	"github.com/baton-run/baton/host/internal/pluginhost"
+)
+
+// Config configures a host. The zero value of every field but DataDir works.
+type Config struct {
+	// DataDir holds the event log and the raw-frame logs.
+	DataDir string
+	// PluginDirs are searched for plugin binaries, in order.
+	PluginDirs []string
+	Logger     hclog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// IDs allocates ids (default: randomly seeded).
+	IDs *ids.Allocator
+}
+
+// Host is a running orchestrator.
+type Host struct {
+	cfg     Config
+	log     hclog.Logger
+	store   *eventlog.Store
+	plugins *pluginhost.Manager
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // effect workers and session pumps
+
+	mu      sync.Mutex // the writer: decide, append, apply
+	threads map[string]*domain.Thread
+	workers map[string]*worker
+
+	smu      sync.Mutex
+	sessions map[string]*liveSession // by thread id
+	closing  bool
+}
+
+// Open opens the host on its data dir: the log is read and every thread's
+// projection rebuilt, then threads left mid-run by a previous host are
+// reconciled.
+func Open(cfg Config) (*Host, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("open host: no data dir")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.IDs == nil {
+		cfg.IDs = ids.New()
+	}
+	for _, d := range []string{cfg.DataDir, filepath.Join(cfg.DataDir, "rawframes")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("open host: %w", err)
+		}
+	}
+	store, err := eventlog.Open(filepath.Join(cfg.DataDir, "events"), cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("open host: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Host{cfg: cfg, log: cfg.Logger, store: store,
+		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin")}),
+		ctx:     ctx, cancel: cancel, threads: map[string]*domain.Thread{}, workers: map[string]*worker{},
+		sessions: map[string]*liveSession{}}
+	if err := h.rebuild(); err != nil {
+		cancel()
+		store.Close()
+		return nil, fmt.Errorf("open host: %w", err)
+	}
+	if err := h.recover(); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("open host: %w", err)
+	}
+	return h, nil
+}
+
+// rebuild applies the whole log to empty projections.
+func (h *Host) rebuild() error {
+	var after uint64
+	for {
+		recs, err := h.store.After(after, 4096)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			return nil
+		}
+		for _, r := range recs {
+			if err := h.apply(r); err != nil {
+				return err
+			}
+			after = r.Sequence
+		}
+	}
+}
+
+func (h *Host) apply(r eventlog.Record) error {
+	p, err := domain.DecodePayload(r.Type, r.Data)
+	if err != nil {
+		return fmt.Errorf("event %d of thread %s: %w", r.Sequence, r.ThreadID, err)
+	}
+	t, ok := h.threads[r.ThreadID]
+	if !ok {
+		if _, create := p.(domain.ThreadCreated); !create {
+			return fmt.Errorf("event %d (%s) is for thread %s, which was never created", r.Sequence, r.Type, r.ThreadID)
+		}
+		t = &domain.Thread{}
+		h.threads[r.ThreadID] = t
+	}
+	domain.Evolve(t, domain.Event{Sequence: r.Sequence, ThreadID: r.ThreadID, At: r.At, Payload: p})
+	return nil
+}
+
+// recover reconciles threads whose sessions or runs were live when the
+// previous host stopped: those processes are gone.
+func (h *Host) recover() error {
+	h.mu.Lock()
+	var todo []string
+	for id, t := range h.threads {
+		if needsRecovery(t) {
+			todo = append(todo, id)
+		}
+	}
+	h.mu.Unlock()
+	for _, id := range todo {
+		last, _ := h.store.Last()
+		_, err := h.Dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("recover:%s:%d", id, last), ThreadID: id,
+			Payload: domain.Recover{Reason: "the host restarted while this was in progress"}})
+		if err != nil {
+			return fmt.Errorf("recover thread %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func needsRecovery(t *domain.Thread) bool {
+	for _, s := range t.ProviderSessions {
+		if s.Status == domain.SessionStatusOpen {
+			return true
+		}
+	}
+	for _, r := range t.Runs {
+		if domain.Active(r.Status) {
+			return true
+		}
+	}
+	return false
+}
+
+// Close closes live sessions (their provider processes stop and their last
+// events are recorded), stops plugins and closes the log.
+func (h *Host) Close() error {
+	h.smu.Lock()
+	h.closing = true
+	live := make([]*liveSession, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		live = append(live, s)
+	}
+	h.smu.Unlock()
+	for _, s := range live {
+		s.close(h.log)
+	}
+	h.cancel()
+	h.wg.Wait()
+	h.plugins.Close()
+	return h.store.Close()
+}
+
+// ErrClosed is returned by Dispatch after Close began.
+var ErrClosed = errors.New("host closed")
+
+// Dispatch decides a command, commits its events and receipt in one synced
+// batch, applies them, and queues its effects. A command id seen before
+// returns the original receipt and does nothing else; the same id with
+// other content is a conflict.
+func (h *Host) Dispatch(ctx context.Context, cmd domain.Command) (domain.Receipt, error) {
+	if err := validID("commandId", cmd.ID); err != nil {
+		return domain.Receipt{}, err
+	}
+	if cmd.Payload == nil {
+		return domain.Receipt{}, fmt.Errorf("%w: command %s has no payload", domain.ErrInvalid, cmd.ID)
+	}
+	h.mu.Lock()
+	if _, create := cmd.Payload.(domain.CreateThread); create && cmd.ThreadID == "" {
+		cmd.ThreadID = h.cfg.IDs.NewID("thr")
+	}
+	if err := validID("threadId", cmd.ThreadID); err != nil {
+		h.mu.Unlock()
+		return domain.Receipt{}, err
+	}
+	hash := domain.Hash(cmd)
+	if b, ok, err := h.store.Receipt(cmd.ID); err != nil || ok {
+		h.mu.Unlock()
+		if err != nil {
+			return domain.Receipt{}, err
+		}
+		var rc domain.Receipt
+		if err := json.Unmarshal(b, &rc); err != nil {
+			return domain.Receipt{}, fmt.Errorf("receipt of %s is corrupt: %w", cmd.ID, err)
+		}
+		if rc.PayloadHash != hash {
+			return domain.Receipt{}, fmt.Errorf("%w: command %s was already used for another %s command on thread %s",
+				domain.ErrConflict, cmd.ID, rc.Type, rc.ThreadID)
+		}
+		return rc, nil
+	}
+	now := h.cfg.Now()
+	dec, err := domain.Decide(h.threads[cmd.ThreadID], cmd, domain.Env{Now: now, NewID: h.cfg.IDs.NewID})
+	if err != nil {
+		h.mu.Unlock()
+		return domain.Receipt{}, err
+	}
+	pending := make([]eventlog.Pending, len(dec.Events))
+	for i, p := range dec.Events {
+		data, err := json.Marshal(p)
+		if err != nil {
+			h.mu.Unlock()
+			return domain.Receipt{}, fmt.Errorf("encode %s: %w", p.EventType(), err)
+		}
+		pending[i] = eventlog.Pending{ThreadID: cmd.ThreadID, Type: p.EventType(), At: now, Data: data}
+	}
+	rc := domain.Receipt{CommandID: cmd.ID, Type: cmd.Payload.CommandType(), ThreadID: cmd.ThreadID, PayloadHash: hash, At: now.UTC()}
+	recs, err := h.store.Append(pending, cmd.ID, func(last uint64) ([]byte, error) {
+		rc.Sequence = last
+		return json.Marshal(rc)
+	})
+	if err != nil {
+		h.mu.Unlock()
+		return domain.Receipt{}, err
+	}
+	for _, r := range recs {
+		if err := h.apply(r); err != nil {
+			h.mu.Unlock()
+			return domain.Receipt{}, fmt.Errorf("apply committed event: %w", err)
+		}
+	}
+	for _, e := range dec.Effects {
+		h.workerFor(e.ThreadID).push(e)
+	}
+	h.mu.Unlock()
+	return rc, nil
+}
+
+func validID(what, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: no %s", domain.ErrInvalid, what)
+	}
+	if len(id) > 256 || strings.ContainsRune(id, 0) || !utf8.ValidString(id) {
+		return fmt.Errorf("%w: %s %q is too long, not UTF-8 or holds a NUL byte", domain.ErrInvalid, what, id)
+	}
+	return nil
+}
+
+// Thread returns a copy of a thread's projection.
+func (h *Host) Thread(id string) (domain.Thread, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t, ok := h.threads[id]
+	if !ok {
+		return domain.Thread{}, fmt.Errorf("%w: thread %q", domain.ErrNotFound, id)
+	}
+	return copyThread(t), nil
+}
+
+// Snapshot returns a thread's projection and the log sequence it reflects:
+// Events(ctx, seq) then yields every later event exactly once.
+func (h *Host) Snapshot(id string) (domain.Thread, uint64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t, ok := h.threads[id]
+	if !ok {
+		return domain.Thread{}, 0, fmt.Errorf("%w: thread %q", domain.ErrNotFound, id)
+	}
+	last, _ := h.store.Last()
+	return copyThread(t), last, nil
+}
+
+func copyThread(t *domain.Thread) domain.Thread {
+	b, _ := json.Marshal(t)
+	var c domain.Thread
+	_ = json.Unmarshal(b, &c) // a Thread always round-trips
+	return c
+}
+
+// Events yields every committed event after a sequence, in order, then
+// waits for more until ctx ends or the host closes.
+func (h *Host) Events(ctx context.Context, after uint64) iter.Seq2[eventlog.Record, error] {
+	return func(yield func(eventlog.Record, error) bool) {
+		for {
+			if h.ctx.Err() != nil {
+				return
+			}
+			_, changed := h.store.Last()
+			recs, err := h.store.After(after, 1024)
+			if err != nil {
+				yield(eventlog.Record{}, err)
+				return
+			}
+			for _, r := range recs {
+				if !yield(r, nil) {
+					return
+				}
+				after = r.Sequence
+			}
+			if len(recs) > 0 {
+				continue
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			case <-h.ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// LastSequence is the log's head.
+func (h *Host) LastSequence() uint64 {
+	last, _ := h.store.Last()
+	return last
+}
+
+// ThreadEvents returns a thread's stored events after a sequence.
+func (h *Host) ThreadEvents(threadID string, after uint64) ([]eventlog.Record, error) {
+	return h.store.ThreadAfter(threadID, after)
+}

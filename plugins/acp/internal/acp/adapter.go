@@ -1,0 +1,662 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/framelog"
+	"github.com/baton-run/baton/sdk/ndjson"
+	"github.com/baton-run/baton/sdk/providerproc"
+)
+
+// Version is the plugin's version.
+const Version = "0.1.0"
+
+// handshakeTimeout bounds initialize and session/new. Agents that install
+// themselves on first start can be slow; a hung one must still not hang
+// the host.
+const handshakeTimeout = 60 * time.Second
+
+// Adapter drives ACP agents. It implements sdk.Adapter; ACP v1 has no
+// steering or rollback, so it implements none of the optional interfaces.
+type Adapter struct {
+	log hclog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+// New returns an adapter that logs to log.
+func New(log hclog.Logger) *Adapter {
+	return &Adapter{log: log, sessions: map[string]*session{}}
+}
+
+// Describe implements sdk.Adapter.
+func (a *Adapter) Describe() sdk.Description {
+	return sdk.Description{
+		Name:         "acp",
+		Version:      Version,
+		WireProtocol: fmt.Sprintf("acp/%d", ProtocolVersion),
+		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Resume: true},
+	}
+}
+
+func (a *Adapter) session(id string) (*session, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sessions[id]
+	if !ok {
+		return nil, sdk.Errorf(sdk.ErrUnknownSession, "session %q", id)
+	}
+	return s, nil
+}
+
+// session is one agent process and its ACP session.
+type session struct {
+	id     string
+	cwd    string
+	log    hclog.Logger
+	emit   sdk.Emitter
+	frames *framelog.Log
+	proc   *providerproc.Process
+	conn   *jsonrpc2.Conn
+	ctx    context.Context // ends when the session closes or the agent exits
+	cancel context.CancelCauseFunc
+
+	frame  atomic.Uint64 // raw-frame index of the frame being handled
+	nextID atomic.Uint64 // our JSON-RPC request ids
+
+	mu           sync.Mutex
+	acpSession   string
+	norm         *normalizer
+	loading      bool
+	turnDone     chan struct{} // closed when the running turn has ended
+	pending      map[string]chan permissionOutcome
+	pendingOrder []string
+	respFrames   map[string]uint64
+	closed       bool
+	exited       chan struct{}
+	stderrTail   []string
+}
+
+// stderrTailLines is how much of the agent's stderr an exit report quotes.
+const stderrTailLines = 5
+
+func (s *session) keepStderr(line []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stderrTail = append(s.stderrTail, string(line))
+	if len(s.stderrTail) > stderrTailLines {
+		s.stderrTail = s.stderrTail[1:]
+	}
+}
+
+// OpenSession implements sdk.Adapter: start the agent, initialize, and open
+// (or load) an ACP session.
+func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, emit sdk.Emitter) (sdk.OpenSessionResponse, error) {
+	if !filepath.IsAbs(req.Cwd) {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: cwd %q is not absolute", req.Cwd)
+	}
+	frames, err := framelog.Open(req.RawFrameLog, 0)
+	if err != nil {
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	sctx, cancel := context.WithCancelCause(context.Background())
+	s := &session{id: req.SessionID, cwd: filepath.Clean(req.Cwd), log: a.log.With("session", req.SessionID), emit: emit,
+		frames: frames, ctx: sctx, cancel: cancel, pending: map[string]chan permissionOutcome{},
+		respFrames: map[string]uint64{}, exited: make(chan struct{})}
+	proc, err := providerproc.Start(providerproc.Command{Argv: req.Command.Argv, Env: req.Command.Env, Dir: s.cwd,
+		Stderr: func(line []byte) {
+			frames.Append(framelog.Stderr, line)
+			s.log.Debug("agent stderr", "line", string(line))
+			s.keepStderr(line)
+		}})
+	if err != nil {
+		cancel(err)
+		frames.Close()
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	s.proc = proc
+	s.conn = jsonrpc2.NewConn(sctx, &stream{s: s, r: ndjson.NewReader(proc.Stdout), w: ndjson.NewWriter(proc.Stdin)},
+		handler{s},
+		jsonrpc2.SetLogger(s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})),
+		jsonrpc2.OnRecv(s.onRecv))
+	go s.watch()
+
+	resp, err := s.handshake(ctx, req)
+	if err != nil {
+		s.close(fmt.Errorf("handshake failed: %w", err))
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	a.mu.Lock()
+	a.sessions[req.SessionID] = s
+	a.mu.Unlock()
+	go func() {
+		<-s.exited
+		a.mu.Lock()
+		delete(a.sessions, req.SessionID)
+		a.mu.Unlock()
+	}()
+	return resp, nil
+}
+
+func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sdk.OpenSessionResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	var init initializeResult
+	err := s.call(ctx, "initialize", initializeParams{
+		ProtocolVersion:    ProtocolVersion,
+		ClientCapabilities: clientCapabilities{FS: fsCapability{ReadTextFile: true, WriteTextFile: true}},
+		ClientInfo:         clientInfo{Name: "baton", Version: Version},
+	}, &init)
+	if err != nil {
+		return sdk.OpenSessionResponse{}, fmt.Errorf("initialize: %w", err)
+	}
+	if init.ProtocolVersion != ProtocolVersion {
+		return sdk.OpenSessionResponse{}, fmt.Errorf("initialize: the agent speaks ACP version %d; this plugin speaks %d",
+			init.ProtocolVersion, ProtocolVersion)
+	}
+	var sessionID string
+	if req.ResumeThreadRef != "" && init.AgentCapabilities.LoadSession {
+		s.mu.Lock()
+		s.loading = true
+		s.mu.Unlock()
+		err = s.call(ctx, "session/load", loadSessionParams{SessionID: req.ResumeThreadRef, Cwd: s.cwd, McpServers: []any{}}, nil)
+		s.mu.Lock()
+		s.loading = false
+		s.mu.Unlock()
+		if err != nil {
+			return sdk.OpenSessionResponse{}, fmt.Errorf("session/load %s: %w", req.ResumeThreadRef, err)
+		}
+		sessionID = req.ResumeThreadRef
+	} else {
+		var res newSessionResult
+		if err := s.call(ctx, "session/new", newSessionParams{Cwd: s.cwd, McpServers: []any{}}, &res); err != nil {
+			return sdk.OpenSessionResponse{}, fmt.Errorf("session/new: %w", err)
+		}
+		if res.SessionID == "" {
+			return sdk.OpenSessionResponse{}, errors.New("session/new: the agent returned no sessionId")
+		}
+		sessionID = res.SessionID
+	}
+	s.mu.Lock()
+	s.acpSession = sessionID
+	s.norm = newNormalizer(sessionID)
+	s.mu.Unlock()
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: sessionID, Detail: init.AgentInfo})
+	return sdk.OpenSessionResponse{ProviderSessionRef: sessionID, ProviderThreadRef: sessionID, ProviderPid: s.proc.Pid()}, nil
+}
+
+// call sends a request with our own id, so its response frame can be
+// found again.
+func (s *session) call(ctx context.Context, method string, params, result any) error {
+	id := jsonrpc2.ID{Num: s.nextID.Add(1) - 1}
+	err := s.conn.Call(ctx, method, params, result, jsonrpc2.PickID(id))
+	if err != nil && errors.Is(err, jsonrpc2.ErrClosed) {
+		return sdk.Errorf(sdk.ErrProviderExited, "%s", method)
+	}
+	return err
+}
+
+// onRecv runs on the read loop for every message; it remembers which raw
+// frame answered each of our requests.
+func (s *session) onRecv(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
+	if resp != nil {
+		s.mu.Lock()
+		s.respFrames[resp.ID.String()] = s.frame.Load()
+		s.mu.Unlock()
+	}
+}
+
+// watch waits for the agent to exit and reports it.
+func (s *session) watch() {
+	<-s.proc.Done()
+	exitErr := s.proc.Err()
+	s.cancel(errors.New("agent exited"))
+	s.conn.Close()
+	s.mu.Lock()
+	closed := s.closed
+	turn := s.turnDone
+	s.mu.Unlock()
+	if turn != nil {
+		<-turn // the prompt call fails now that the conn is closed
+	}
+	ev := sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: s.acpSession, Status: "exited"}
+	if closed {
+		ev.Status = "closed"
+	}
+	if exitErr != nil {
+		if !closed {
+			ev.Status = "failed"
+		}
+		ev.Failure = &sdk.Failure{Code: "agent_exited", Message: s.exitReport()}
+	}
+	s.cancelPending()
+	s.emit.Emit(ev)
+	s.frames.Close()
+	close(s.exited)
+}
+
+// exitReport says how the agent exited, with the end of its stderr.
+func (s *session) exitReport() string {
+	msg := "the agent exited"
+	if err := s.proc.Err(); err != nil {
+		msg += ": " + err.Error()
+	}
+	s.mu.Lock()
+	tail := strings.Join(s.stderrTail, "\n")
+	s.mu.Unlock()
+	if tail != "" {
+		msg += "; its last stderr lines:\n" + tail
+	}
+	return msg
+}
+
+// close ends the session: the agent process group is stopped.
+func (s *session) close(cause error) {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel(cause)
+	_ = s.proc.Close(context.Background())
+	<-s.exited
+}
+
+// StartTurn implements sdk.Adapter: send session/prompt and return; the
+// response becomes the turn's terminal event.
+func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.StartTurnResponse, error) {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		return sdk.StartTurnResponse{}, err
+	}
+	s.mu.Lock()
+	if s.turnDone != nil {
+		s.mu.Unlock()
+		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrBusy, "start turn: a turn is running; ACP agents take one prompt at a time")
+	}
+	if s.ctx.Err() != nil {
+		s.mu.Unlock()
+		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrProviderExited, "start turn")
+	}
+	turnRef, started := s.norm.startTurn()
+	done := make(chan struct{})
+	s.turnDone = done
+	s.emit.Emit(started)
+	s.mu.Unlock()
+
+	go func() {
+		defer close(done)
+		var res promptResult
+		id := jsonrpc2.ID{Num: s.nextID.Add(1) - 1}
+		err := s.conn.Call(s.ctx, "session/prompt", promptParams{SessionID: s.acpSession,
+			Prompt: []contentBlock{{Type: "text", Text: req.Input.Text}}}, &res, jsonrpc2.PickID(id))
+		if err != nil && errors.Is(err, jsonrpc2.ErrClosed) {
+			// The agent went away mid-turn: say how, once it has exited.
+			select {
+			case <-s.proc.Done():
+				err = errors.New(s.exitReport())
+			case <-time.After(5 * time.Second):
+			}
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		usable := s.ctx.Err() == nil && !errors.Is(err, jsonrpc2.ErrClosed)
+		select {
+		case <-s.proc.Done():
+			usable = false
+		default:
+		}
+		raw := s.respFrames[id.String()]
+		delete(s.respFrames, id.String())
+		for _, ev := range s.norm.endTurn(&res, err, usable) {
+			ev.RawFrame = raw
+			s.emit.Emit(ev)
+		}
+		s.turnDone = nil
+	}()
+	return sdk.StartTurnResponse{TurnRef: turnRef}, nil
+}
+
+// InterruptTurn implements sdk.Adapter: session/cancel, and every pending
+// permission request is answered cancelled, as ACP requires. The turn ends
+// when the agent answers the prompt (stopReason cancelled).
+func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnRequest) error {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	running := s.turnDone != nil
+	s.mu.Unlock()
+	if !running {
+		return nil // nothing to stop; the acknowledgement is still true
+	}
+	if err := s.conn.Notify(ctx, "session/cancel", cancelParams{SessionID: s.acpSession}); err != nil {
+		return sdk.Errorf(sdk.ErrProviderExited, "session/cancel: %v", err)
+	}
+	s.cancelPending()
+	return nil
+}
+
+// RespondToRequest implements sdk.Adapter.
+func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequestRequest) error {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		if errors.Is(err, sdk.ErrUnknownSession) {
+			return sdk.Errorf(sdk.ErrNotResumable, "request %s: its session is gone", req.RequestRef)
+		}
+		return err
+	}
+	s.mu.Lock()
+	ch, ok := s.pending[req.RequestRef]
+	if ok {
+		delete(s.pending, req.RequestRef)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return sdk.Errorf(sdk.ErrUnknownRequest, "request %q", req.RequestRef)
+	}
+	ch <- permissionOutcome{Outcome: string(req.Decision)} // buffered: never blocks
+	return nil
+}
+
+// CloseSession implements sdk.Adapter.
+func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
+	s, err := a.session(sessionID)
+	if err != nil {
+		return err
+	}
+	s.close(errors.New("session closed"))
+	return nil
+}
+
+// cancelPending answers every pending permission request "cancelled".
+func (s *session) cancelPending() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ref, ch := range s.pending {
+		ch <- permissionOutcome{Outcome: string(sdk.DecisionCancel)}
+		delete(s.pending, ref)
+	}
+}
+
+// handler replies to the agent's requests with what session.handle
+// returns, except those it answers later itself.
+type handler struct{ s *session }
+
+func (h handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, r *jsonrpc2.Request) {
+	result, err, later := h.s.handle(r)
+	if r.Notif || later {
+		return
+	}
+	var rerr error
+	if err != nil {
+		rerr = conn.ReplyWithError(ctx, r.ID, err)
+	} else {
+		rerr = conn.Reply(ctx, r.ID, result)
+	}
+	if rerr != nil && !errors.Is(rerr, jsonrpc2.ErrClosed) {
+		h.s.log.Debug("reply failed", "method", r.Method, "error", rerr)
+	}
+}
+
+// handle answers the agent's requests and applies its notifications. It runs
+// on the read loop, so notifications are applied in order and before the
+// response that follows them. A request that waits (a permission) must not
+// block the loop: it is answered from its own goroutine.
+func (s *session) handle(r *jsonrpc2.Request) (result any, err *jsonrpc2.Error, later bool) {
+	raw := s.frame.Load()
+	var params []byte
+	if r.Params != nil {
+		params = *r.Params
+	}
+	switch r.Method {
+	case "session/update":
+		s.applyUpdate(params, raw)
+		return nil, nil, false
+	case "session/request_permission":
+		if r.Notif {
+			break
+		}
+		go s.permission(r.ID, params, raw)
+		return nil, nil, true
+	case "fs/read_text_file":
+		result, err = s.readTextFile(params)
+		return result, err, false
+	case "fs/write_text_file":
+		result, err = s.writeTextFile(params)
+		return result, err, false
+	}
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: raw, Title: "unhandled agent method " + r.Method})
+	return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not supported by this client", r.Method)}, false
+}
+
+func (s *session) applyUpdate(params []byte, raw uint64) {
+	_, u, err := decodeUpdate(params)
+	if err != nil {
+		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: raw, Title: "malformed frame", Text: err.Error()})
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loading || s.norm == nil {
+		return // history replayed by session/load: the host has it already
+	}
+	upd, _ := json.Marshal(u)
+	for _, ev := range s.norm.update(u, upd) {
+		ev.RawFrame = raw
+		s.emit.Emit(ev)
+	}
+}
+
+// permission opens a request, waits for the host's answer (or a cancel),
+// and replies to the agent.
+func (s *session) permission(id jsonrpc2.ID, params []byte, raw uint64) {
+	var p permissionParams
+	if err := json.Unmarshal(params, &p); err != nil || len(p.Options) == 0 {
+		msg := "session/request_permission has no options"
+		if err != nil {
+			msg = "session/request_permission params: " + err.Error()
+		}
+		_ = s.conn.ReplyWithError(s.ctx, id, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: msg})
+		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: raw, Title: "malformed frame", Text: msg})
+		return
+	}
+	var tool struct {
+		ToolCallID string  `json:"toolCallId"`
+		Title      *string `json:"title"`
+	}
+	_ = json.Unmarshal(p.ToolCall, &tool)
+	ref := "permission-" + id.String()
+	ch := make(chan permissionOutcome, 1)
+	opts := make([]sdk.RequestOption, 0, len(p.Options))
+	for _, o := range p.Options {
+		opts = append(opts, sdk.RequestOption{ID: o.OptionID, Label: o.Name, Kind: o.Kind})
+	}
+	s.mu.Lock()
+	turnRef := ""
+	if s.norm != nil {
+		turnRef = s.norm.turnRef
+	}
+	s.pending[ref] = ch
+	s.mu.Unlock()
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, RawFrame: raw, ThreadRef: s.acpSession, TurnRef: turnRef,
+		RequestRef: ref, RequestKind: "permission", ItemRef: tool.ToolCallID, Title: deref(tool.Title), Options: opts,
+		Detail: p.ToolCall})
+
+	var decision string
+	select {
+	case o := <-ch:
+		decision = o.Outcome
+	case <-s.ctx.Done():
+		decision = string(sdk.DecisionCancel)
+	}
+	outcome := pickOption(p.Options, sdk.Decision(decision))
+	if err := s.conn.Reply(s.ctx, id, permissionResult{Outcome: outcome}); err != nil {
+		s.log.Debug("reply to permission request failed", "request", ref, "error", err)
+	}
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: s.acpSession, TurnRef: turnRef,
+		RequestRef: ref, Status: decision, Text: outcome.OptionID})
+}
+
+// pickOption chooses the agent's option for a decision by its kind, never
+// by its id: ids differ from agent to agent.
+func pickOption(opts []permissionOption, d sdk.Decision) permissionOutcome {
+	var prefs []string
+	switch d {
+	case sdk.DecisionAccept:
+		prefs = []string{"allow_once", "allow_always"}
+	case sdk.DecisionAcceptForSession:
+		prefs = []string{"allow_always", "allow_once"}
+	case sdk.DecisionDecline:
+		prefs = []string{"reject_once", "reject_always"}
+	}
+	for _, kind := range prefs {
+		for _, o := range opts {
+			if o.Kind == kind {
+				return permissionOutcome{Outcome: "selected", OptionID: o.OptionID}
+			}
+		}
+	}
+	return permissionOutcome{Outcome: "cancelled"}
+}
+
+// inside resolves path and checks that it is inside the session's cwd,
+// following symlinks as far as they exist.
+func (s *session) inside(path string) (string, error) {
+	if !filepath.IsAbs(path) {
+		return "", fmt.Errorf("path %q is not absolute", path)
+	}
+	clean := filepath.Clean(path)
+	root, err := filepath.EvalSymlinks(s.cwd)
+	if err != nil {
+		root = s.cwd
+	}
+	resolved := clean
+	// Resolve the longest existing prefix, so a symlink cannot lead out.
+	for dir, rest := clean, ""; ; {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			resolved = filepath.Join(r, rest)
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+	for _, base := range []string{s.cwd, root} {
+		if resolved == base || strings.HasPrefix(resolved, base+string(filepath.Separator)) {
+			return clean, nil
+		}
+	}
+	return "", fmt.Errorf("path %q is outside the session's working directory %s", path, s.cwd)
+}
+
+func (s *session) readTextFile(params []byte) (any, *jsonrpc2.Error) {
+	var p readTextFileParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "fs/read_text_file params: " + err.Error()}
+	}
+	path, err := s.inside(p.Path)
+	if err != nil {
+		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "fs/read_text_file: " + err.Error()}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "fs/read_text_file: " + err.Error()}
+	}
+	content := string(b)
+	if p.Line != nil || p.Limit != nil {
+		lines := strings.SplitAfter(content, "\n")
+		start := 0
+		if p.Line != nil && *p.Line > 1 {
+			start = min(*p.Line-1, len(lines))
+		}
+		end := len(lines)
+		if p.Limit != nil && *p.Limit >= 0 {
+			end = min(start+*p.Limit, len(lines))
+		}
+		content = strings.Join(lines[start:end], "")
+	}
+	return map[string]string{"content": content}, nil
+}
+
+func (s *session) writeTextFile(params []byte) (any, *jsonrpc2.Error) {
+	var p writeTextFileParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "fs/write_text_file params: " + err.Error()}
+	}
+	path, err := s.inside(p.Path)
+	if err != nil {
+		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "fs/write_text_file: " + err.Error()}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "fs/write_text_file: " + err.Error()}
+	}
+	if err := os.WriteFile(path, []byte(p.Content), 0o644); err != nil {
+		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "fs/write_text_file: " + err.Error()}
+	}
+	return nil, nil
+}
+
+// stream is the jsonrpc2 object stream over the agent's stdio: NDJSON lines,
+// each recorded in the raw-frame log. A line that is not a JSON-RPC message
+// (a banner, a log line) is kept in the log and reported, never fatal.
+type stream struct {
+	s *session
+	r *ndjson.Reader
+	w *ndjson.Writer
+}
+
+func (st *stream) WriteObject(obj any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	st.s.frames.Append(framelog.Out, b)
+	return st.w.Write(b)
+}
+
+func (st *stream) ReadObject(v any) error {
+	for {
+		b, err := st.r.Next()
+		if err != nil {
+			return err
+		}
+		idx := st.s.frames.Append(framelog.In, b)
+		if err := decodeFrame(b, v); err != nil {
+			st.s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: idx, Title: "malformed frame", Text: err.Error()})
+			continue
+		}
+		st.s.frame.Store(idx)
+		return nil
+	}
+}
+
+func (st *stream) Close() error { return st.s.proc.Stdin.Close() }
+
+// decodeFrame decodes one line from the agent into v (jsonrpc2's message),
+// with an error that says what is wrong with the line.
+func decodeFrame(line []byte, v any) error {
+	if !json.Valid(line) {
+		return fmt.Errorf("not JSON: %.120q", line)
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return fmt.Errorf("not a JSON-RPC message (%v): %.120q", err, line)
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package acp
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/baton-run/baton/sdk"
+)
+
+// normalizer turns one ACP session's updates into runtime events. It does
+// no I/O; the session feeds it frames in the order they arrived.
+type normalizer struct {
+	threadRef string
+	turnRef   string // the running turn, "" between turns
+	turns     int
+
+	// The open streamed item (assistant message or reasoning), closed when
+	// another kind of output starts or the turn ends.
+	open     string
+	openKind sdk.ItemKind
+	items    int
+	tools    map[string]bool // tool calls started and not yet completed
+}
+
+func newNormalizer(threadRef string) *normalizer {
+	return &normalizer{threadRef: threadRef, tools: map[string]bool{}}
+}
+
+// startTurn begins a turn and returns its ref and the turn-started event.
+func (n *normalizer) startTurn() (string, sdk.RuntimeEvent) {
+	n.turns++
+	n.turnRef = fmt.Sprintf("%s#%d", n.threadRef, n.turns)
+	n.items = 0
+	return n.turnRef, n.event(sdk.RuntimeEvent{Kind: sdk.EventTurnStarted})
+}
+
+func (n *normalizer) event(ev sdk.RuntimeEvent) sdk.RuntimeEvent {
+	ev.ThreadRef = n.threadRef
+	ev.TurnRef = n.turnRef
+	return ev
+}
+
+// closeOpen ends the open streamed item, if any.
+func (n *normalizer) closeOpen() []sdk.RuntimeEvent {
+	if n.open == "" {
+		return nil
+	}
+	ev := n.event(sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ItemRef: n.open, ItemKind: n.openKind, Status: sdk.ItemDone})
+	n.open, n.openKind = "", ""
+	return []sdk.RuntimeEvent{ev}
+}
+
+// stream appends a chunk to the open item of kind k, starting one if needed.
+func (n *normalizer) stream(k sdk.ItemKind, messageID, text string) []sdk.RuntimeEvent {
+	var out []sdk.RuntimeEvent
+	if n.openKind != k || (messageID != "" && messageID != n.open) {
+		out = append(out, n.closeOpen()...)
+		n.items++
+		ref := messageID
+		if ref == "" {
+			ref = fmt.Sprintf("%s/%s-%d", n.turnRef, k, n.items)
+		}
+		n.open, n.openKind = ref, k
+		out = append(out, n.event(sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ItemRef: ref, ItemKind: k, Status: sdk.ItemInProgress}))
+	}
+	if text != "" {
+		out = append(out, n.event(sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ItemRef: n.open, ItemKind: k, Text: text}))
+	}
+	return out
+}
+
+// toolItemKind maps an ACP tool kind to an item kind.
+func toolItemKind(kind string) sdk.ItemKind {
+	switch kind {
+	case "execute":
+		return sdk.ItemCommandExecution
+	case "edit", "delete", "move":
+		return sdk.ItemFileChange
+	}
+	return sdk.ItemToolCall
+}
+
+// toolStatus maps an ACP tool status to an item status; done says whether
+// the item has ended.
+func toolStatus(s string) (status string, done bool) {
+	switch s {
+	case "completed":
+		return sdk.ItemDone, true
+	case "failed":
+		return sdk.ItemFailed, true
+	}
+	return sdk.ItemInProgress, false
+}
+
+func toolDetail(u update) json.RawMessage {
+	d := map[string]json.RawMessage{}
+	for k, v := range map[string]json.RawMessage{"rawInput": u.RawInput, "rawOutput": u.RawOutput,
+		"locations": u.Locations, "content": u.Content} {
+		if len(v) > 0 && string(v) != "null" {
+			d[k] = v
+		}
+	}
+	if u.ToolKind != nil {
+		d["kind"], _ = json.Marshal(*u.ToolKind)
+	}
+	if len(d) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(d)
+	return b
+}
+
+// update normalizes one session/update. Updates outside a turn (history
+// replayed by session/load, or late chunks) are reported as diagnostics.
+func (n *normalizer) update(u update, raw json.RawMessage) []sdk.RuntimeEvent {
+	switch u.Kind {
+	case "agent_message_chunk":
+		if n.turnRef == "" {
+			return n.outsideTurn(u)
+		}
+		return n.stream(sdk.ItemAssistantMessage, u.MessageID, textOf(u.Content))
+	case "agent_thought_chunk":
+		if n.turnRef == "" {
+			return n.outsideTurn(u)
+		}
+		return n.stream(sdk.ItemReasoning, u.MessageID, textOf(u.Content))
+	case "user_message_chunk":
+		// The agent echoing the user's input (or replaying history):
+		// the host already has the user's message.
+		return nil
+	case "tool_call":
+		if n.turnRef == "" {
+			return n.outsideTurn(u)
+		}
+		out := n.closeOpen()
+		status, done := toolStatus(deref(u.Status))
+		if n.tools[u.ToolCallID] {
+			// Agents repeat tool_call for a call they announced (claude-code-acp
+			// sends it again with the full input): an upsert, not a new item.
+			u.Kind = "tool_call_update"
+			return append(out, n.update(u, raw)...)
+		}
+		ev := n.event(sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ItemRef: u.ToolCallID,
+			ItemKind: toolItemKind(deref(u.ToolKind)), Title: deref(u.Title), Status: sdk.ItemInProgress, Detail: toolDetail(u)})
+		out = append(out, ev)
+		n.tools[u.ToolCallID] = true
+		if done {
+			ev.Kind, ev.Status = sdk.EventItemCompleted, status
+			out = append(out, ev)
+			delete(n.tools, u.ToolCallID)
+		}
+		return out
+	case "tool_call_update":
+		if n.turnRef == "" {
+			return n.outsideTurn(u)
+		}
+		out := n.closeOpen()
+		status, done := toolStatus(deref(u.Status))
+		kind := sdk.EventItemUpdated
+		if done {
+			kind = sdk.EventItemCompleted
+			delete(n.tools, u.ToolCallID)
+		}
+		var ik sdk.ItemKind
+		if u.ToolKind != nil {
+			ik = toolItemKind(*u.ToolKind)
+		}
+		return append(out, n.event(sdk.RuntimeEvent{Kind: kind, ItemRef: u.ToolCallID, ItemKind: ik,
+			Title: deref(u.Title), Status: status, Detail: toolDetail(u)}))
+	case "plan":
+		return []sdk.RuntimeEvent{n.event(sdk.RuntimeEvent{Kind: sdk.EventPlanUpdated, ItemKind: sdk.ItemPlan, Detail: u.Entries})}
+	case "usage_update":
+		ev := n.event(sdk.RuntimeEvent{Kind: sdk.EventUsage, Detail: raw})
+		if u.Used != nil {
+			ev.Usage = &sdk.Usage{TotalTokens: *u.Used}
+		}
+		return []sdk.RuntimeEvent{ev}
+	case "available_commands_update", "current_mode_update", "config_option_update", "session_info_update":
+		return []sdk.RuntimeEvent{n.event(sdk.RuntimeEvent{Kind: sdk.EventSessionState, Title: u.Kind, Detail: raw})}
+	}
+	// Kept, never dropped: a newer agent's update the host may still show.
+	return []sdk.RuntimeEvent{n.event(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "unknown session/update " + u.Kind, Detail: raw})}
+}
+
+func (n *normalizer) outsideTurn(u update) []sdk.RuntimeEvent {
+	return []sdk.RuntimeEvent{n.event(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic,
+		Title: "session/update " + u.Kind + " outside a turn"})}
+}
+
+// stopStatus maps an ACP stop reason to a turn status.
+func stopStatus(reason string) (string, *sdk.Failure) {
+	switch reason {
+	case "end_turn", "max_tokens", "max_turn_requests":
+		return sdk.TurnCompleted, nil
+	case "cancelled":
+		return sdk.TurnInterrupted, nil
+	case "refusal":
+		return sdk.TurnFailed, &sdk.Failure{Code: "refusal", Message: "the agent refused the prompt"}
+	}
+	return sdk.TurnFailed, &sdk.Failure{Code: "unknown_stop_reason", Message: fmt.Sprintf("unknown stop reason %q", reason)}
+}
+
+// endTurn closes open items and returns the turn's terminal events. An
+// unusable thread (the agent died) is marked so.
+func (n *normalizer) endTurn(res *promptResult, callErr error, threadUsable bool) []sdk.RuntimeEvent {
+	out := n.closeOpen()
+	for _, id := range slices.Sorted(maps.Keys(n.tools)) {
+		out = append(out, n.event(sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ItemRef: id, Status: sdk.ItemFailed,
+			Title: "tool call left open when the turn ended"}))
+		delete(n.tools, id)
+	}
+	term := n.event(sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadUsable: threadUsable})
+	switch {
+	case callErr != nil:
+		term.Status = sdk.TurnFailed
+		term.Failure = &sdk.Failure{Code: "prompt_failed", Message: callErr.Error()}
+	default:
+		term.Status, term.Failure = stopStatus(res.StopReason)
+		term.Title = res.StopReason
+		if u := res.Usage; u != nil {
+			out = append(out, n.event(sdk.RuntimeEvent{Kind: sdk.EventUsage, Usage: &sdk.Usage{
+				InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedReadTokens,
+				ReasoningTokens: u.ThoughtTokens, TotalTokens: u.TotalTokens}}))
+		}
+	}
+	out = append(out, term)
+	n.turnRef = ""
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

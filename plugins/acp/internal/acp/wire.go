@@ -1,0 +1,179 @@
+// Package acp drives Agent Client Protocol v1 agents (JSON-RPC 2.0 over
+// NDJSON stdio) and normalizes what they say into Baton runtime events.
+package acp
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// ProtocolVersion is the ACP major version this adapter speaks. ACP
+// negotiates it in initialize; v2 is a draft and changes the turn model.
+const ProtocolVersion = 1
+
+// ACP wire types: only the fields the adapter reads or writes. Unknown
+// fields are ignored so that newer agents keep working.
+
+type clientInfo struct {
+	Name    string `json:"name"`
+	Title   string `json:"title,omitempty"`
+	Version string `json:"version"`
+}
+
+type fsCapability struct {
+	ReadTextFile  bool `json:"readTextFile"`
+	WriteTextFile bool `json:"writeTextFile"`
+}
+
+type clientCapabilities struct {
+	FS       fsCapability `json:"fs"`
+	Terminal bool         `json:"terminal"`
+}
+
+type initializeParams struct {
+	ProtocolVersion    int                `json:"protocolVersion"`
+	ClientCapabilities clientCapabilities `json:"clientCapabilities"`
+	ClientInfo         clientInfo         `json:"clientInfo"`
+}
+
+type initializeResult struct {
+	ProtocolVersion   int `json:"protocolVersion"`
+	AgentCapabilities struct {
+		LoadSession bool `json:"loadSession"`
+	} `json:"agentCapabilities"`
+	AgentInfo   json.RawMessage `json:"agentInfo,omitempty"`
+	AuthMethods json.RawMessage `json:"authMethods,omitempty"`
+}
+
+type newSessionParams struct {
+	Cwd        string `json:"cwd"`
+	McpServers []any  `json:"mcpServers"`
+}
+
+type loadSessionParams struct {
+	SessionID  string `json:"sessionId"`
+	Cwd        string `json:"cwd"`
+	McpServers []any  `json:"mcpServers"`
+}
+
+type newSessionResult struct {
+	SessionID string `json:"sessionId"`
+}
+
+type contentBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+}
+
+type promptParams struct {
+	SessionID string         `json:"sessionId"`
+	Prompt    []contentBlock `json:"prompt"`
+}
+
+type promptUsage struct {
+	InputTokens       int64 `json:"inputTokens"`
+	OutputTokens      int64 `json:"outputTokens"`
+	TotalTokens       int64 `json:"totalTokens"`
+	ThoughtTokens     int64 `json:"thoughtTokens"`
+	CachedReadTokens  int64 `json:"cachedReadTokens"`
+	CachedWriteTokens int64 `json:"cachedWriteTokens"`
+}
+
+type promptResult struct {
+	StopReason string       `json:"stopReason"`
+	Usage      *promptUsage `json:"usage,omitempty"`
+}
+
+type cancelParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+type permissionOption struct {
+	OptionID string `json:"optionId"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+}
+
+type permissionParams struct {
+	SessionID string             `json:"sessionId"`
+	ToolCall  json.RawMessage    `json:"toolCall"`
+	Options   []permissionOption `json:"options"`
+}
+
+type permissionOutcome struct {
+	Outcome  string `json:"outcome"`
+	OptionID string `json:"optionId,omitempty"`
+}
+
+type permissionResult struct {
+	Outcome permissionOutcome `json:"outcome"`
+}
+
+type readTextFileParams struct {
+	SessionID string `json:"sessionId"`
+	Path      string `json:"path"`
+	Line      *int   `json:"line,omitempty"`
+	Limit     *int   `json:"limit,omitempty"`
+}
+
+type writeTextFileParams struct {
+	SessionID string `json:"sessionId"`
+	Path      string `json:"path"`
+	Content   string `json:"content"`
+}
+
+// sessionUpdate is the params of a session/update notification.
+type sessionUpdate struct {
+	SessionID string          `json:"sessionId"`
+	Update    json.RawMessage `json:"update"`
+}
+
+// update is the union of session/update variants, decoded by its
+// sessionUpdate discriminator.
+type update struct {
+	Kind       string          `json:"sessionUpdate"`
+	Content    json.RawMessage `json:"content,omitempty"`
+	MessageID  string          `json:"messageId,omitempty"`
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	Title      *string         `json:"title,omitempty"`
+	ToolKind   *string         `json:"kind,omitempty"`
+	Status     *string         `json:"status,omitempty"`
+	RawInput   json.RawMessage `json:"rawInput,omitempty"`
+	RawOutput  json.RawMessage `json:"rawOutput,omitempty"`
+	Locations  json.RawMessage `json:"locations,omitempty"`
+	Entries    json.RawMessage `json:"entries,omitempty"`
+	Used       *int64          `json:"used,omitempty"`
+	Size       *int64          `json:"size,omitempty"`
+}
+
+// decodeUpdate decodes the params of a session/update notification. Errors
+// say what is wrong with the frame.
+func decodeUpdate(params []byte) (string, update, error) {
+	var su sessionUpdate
+	if err := json.Unmarshal(params, &su); err != nil {
+		return "", update{}, fmt.Errorf("session/update params: %w", err)
+	}
+	if su.SessionID == "" {
+		return "", update{}, fmt.Errorf("session/update has no sessionId")
+	}
+	if len(su.Update) == 0 || string(su.Update) == "null" {
+		return su.SessionID, update{}, fmt.Errorf("session/update has no update")
+	}
+	var u update
+	if err := json.Unmarshal(su.Update, &u); err != nil {
+		return su.SessionID, update{}, fmt.Errorf("session/update update: %w", err)
+	}
+	if u.Kind == "" {
+		return su.SessionID, update{}, fmt.Errorf("session/update update has no sessionUpdate kind")
+	}
+	return su.SessionID, u, nil
+}
+
+// textOf returns the text of a content block, or "" for other kinds.
+func textOf(raw json.RawMessage) string {
+	var b contentBlock
+	if json.Unmarshal(raw, &b) != nil || b.Type != "text" {
+		return ""
+	}
+	return b.Text
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/plugintest"
+)
+
+func TestMain(m *testing.M) { plugintest.Main(m) }
+
+const testdata = "../../testdata/acp"
+
+func TestDescribe(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	c := p.Description.Capabilities
+	if c.NativeSteering || c.NativeRollback || !c.Interrupt || !c.Approvals || p.Description.WireProtocol != "acp/1" {
+		t.Fatalf("description = %+v; want acp/1 with interrupt and approvals, no native steering or rollback", p.Description)
+	}
+}
+
+// TestTranscripts replays every ACP scenario (level 3: raw transcript to
+// normalized events) through the real plugin binary and the replay peer:
+// each turn ends completed, its assistant text is what the agent sent, and
+// the peer saw exactly the frames it expected.
+func TestTranscripts(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(testdata, "*.ndjson"))
+	bin := plugintest.Build(t, ".")
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".ndjson")
+		msgs := readLines(t, strings.TrimSuffix(f, ".ndjson")+".messages")
+		if msgs == nil {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			p := plugintest.Start(t, bin)
+			s := p.Open(t, f, t.TempDir())
+			want := agentTexts(t, f)
+			for i, m := range msgs {
+				s.StartTurn(t, m)
+				evs := s.WaitTurn(t)
+				term := evs[len(evs)-1]
+				if term.Status != sdk.TurnCompleted || !term.ThreadUsable {
+					t.Fatalf("turn %d ended %s (%+v); want completed and usable", i+1, term.Status, term.Failure)
+				}
+				if got := assistant(evs); got != want[i] {
+					t.Errorf("turn %d assistant text = %q, want %q", i+1, got, want[i])
+				}
+				checkItemsClosed(t, evs)
+			}
+			s.Close(t)
+		})
+	}
+}
+
+// TestFileSystemStaysInsideCwd: reads and writes inside the session's cwd
+// work; paths outside it, and requests the client does not offer, get
+// errors; junk on stdout and unknown updates become diagnostics.
+func TestFileSystemStaysInsideCwd(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	ws := t.TempDir()
+	s := p.Open(t, filepath.Join(testdata, "fs_boundary.ndjson"), ws)
+	s.StartTurn(t, "Check the files")
+	evs := s.WaitTurn(t)
+	if b, err := os.ReadFile(filepath.Join(ws, "notes", "b.txt")); err != nil || string(b) != "written\n" {
+		t.Errorf("notes/b.txt = %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(ws), "escaped.txt")); err == nil {
+		t.Error("a write outside the cwd happened")
+	}
+	var diags []string
+	for _, ev := range evs {
+		if ev.Kind == sdk.EventDiagnostic {
+			diags = append(diags, ev.Title)
+			if ev.RawFrame == 0 {
+				t.Errorf("diagnostic %q names no raw frame", ev.Title)
+			}
+		}
+	}
+	for _, want := range []string{"malformed frame", "unhandled agent method terminal/create", "unknown session/update future_kind"} {
+		found := false
+		for _, d := range diags {
+			found = found || d == want
+		}
+		if !found {
+			t.Errorf("no diagnostic %q in %q", want, diags)
+		}
+	}
+	s.Close(t)
+}
+
+func checkItemsClosed(t *testing.T, evs []sdk.RuntimeEvent) {
+	t.Helper()
+	open := map[string]bool{}
+	for _, ev := range evs {
+		switch ev.Kind {
+		case sdk.EventItemStarted:
+			open[ev.ItemRef] = true
+		case sdk.EventItemCompleted:
+			delete(open, ev.ItemRef)
+		}
+	}
+	if len(open) > 0 {
+		t.Errorf("items left open at the turn's end: %v", open)
+	}
+}
+
+func assistant(evs []sdk.RuntimeEvent) string {
+	var s string
+	for _, ev := range evs {
+		if ev.Kind == sdk.EventContentDelta && ev.ItemKind == sdk.ItemAssistantMessage {
+			s += ev.Text
+		}
+	}
+	return s
+}
+
+func readLines(t *testing.T, name string) []string {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+}
+
+// agentTexts is the assistant text of each prompt in a transcript.
+func agentTexts(t *testing.T, name string) []string {
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var texts []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var e struct {
+			Type  string `json:"type"`
+			Frame struct {
+				Method string `json:"method"`
+				Params struct {
+					Update struct {
+						Kind    string `json:"sessionUpdate"`
+						Content struct {
+							Text string `json:"text"`
+						} `json:"content"`
+					} `json:"update"`
+				} `json:"params"`
+			} `json:"frame"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		if e.Type == "expect_outbound" && e.Frame.Method == "session/prompt" {
+			texts = append(texts, "")
+		} else if e.Type == "emit_inbound" && e.Frame.Params.Update.Kind == "agent_message_chunk" && len(texts) > 0 {
+			texts[len(texts)-1] += e.Frame.Params.Update.Content.Text
+		}
+	}
+	return texts
+}

@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/baton-run/baton/sdk/ndjson"
+	"github.com/baton-run/baton/sdk/providerproc"
+	"github.com/baton-run/baton/sdk/transcript"
+)
+
+// recordMain runs the real provider between the plugin and itself and writes
+// every frame it passes on, in order, as a transcript.
+func recordMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("replaypeer record", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "transcript `file` to write")
+	provider := fs.String("provider", "", "provider name for the header")
+	protocol := fs.String("protocol", "", "wire protocol for the header")
+	scenario := fs.String("scenario", "", "scenario name for the header")
+	workspace := fs.String("workspace", "", "provider working directory (default: the current directory)")
+	var meta metaFlags
+	fs.Var(&meta, "meta", "header metadata `key=value` (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	argv := fs.Args()
+	if *out == "" || *provider == "" || *scenario == "" || len(argv) == 0 {
+		fmt.Fprintln(stderr, "usage: replaypeer record --out FILE --provider NAME --protocol P --scenario NAME [--workspace DIR] [--meta k=v] -- ARGV...")
+		return 2
+	}
+	if *workspace == "" {
+		*workspace, _ = os.Getwd()
+	}
+	if err := record(*out, *provider, *protocol, *scenario, *workspace, meta, argv, stdin, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "replaypeer record: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type metaFlags map[string]any
+
+func (m *metaFlags) String() string { return fmt.Sprint(map[string]any(*m)) }
+func (m *metaFlags) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok {
+		return fmt.Errorf("want key=value, got %q", s)
+	}
+	if *m == nil {
+		*m = metaFlags{}
+	}
+	(*m)[k] = v
+	return nil
+}
+
+type recorder struct {
+	mu        sync.Mutex
+	enc       *transcript.Encoder
+	last      time.Time
+	workspace string
+	files     map[string][32]byte
+	redact    *redactor
+	seq       int
+}
+
+func record(out, provider, protocol, scenario, workspace string, meta metaFlags, argv []string,
+	stdin io.Reader, stdout, stderr io.Writer) error {
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if meta == nil {
+		meta = metaFlags{}
+	}
+	meta["source"] = transcript.SourceRecorded
+	meta["capturedAt"] = time.Now().UTC().Format(time.RFC3339)
+	meta["cwdPolicy"] = "workspace placeholder"
+	meta["command"] = filepath.Base(argv[0])
+	enc, err := transcript.NewEncoder(f, transcript.Header{Provider: provider, Protocol: protocol, Version: "1",
+		Scenario: scenario, Metadata: meta})
+	if err != nil {
+		return err
+	}
+	r := &recorder{enc: enc, last: time.Now(), workspace: workspace, redact: newRedactor(workspace),
+		files: map[string][32]byte{}}
+	// The workspace as the provider found it comes first, so that a replay
+	// starts from the same files.
+	r.workspaceChanges()
+
+	proc, err := providerproc.Start(providerproc.Command{Argv: argv, Dir: workspace,
+		Stderr: func(l []byte) { fmt.Fprintf(stderr, "%s\n", l) }})
+	if err != nil {
+		return err
+	}
+	w := ndjson.NewWriter(stdout)
+	done := make(chan struct{})
+	go func() { // provider -> client
+		defer close(done)
+		rd := ndjson.NewReader(proc.Stdout)
+		for {
+			b, err := rd.Next()
+			if err != nil {
+				return
+			}
+			r.add(transcript.TypeEmitInbound, b)
+			if err := w.Write(b); err != nil {
+				return
+			}
+		}
+	}()
+	pw := ndjson.NewWriter(proc.Stdin)
+	rd := ndjson.NewReader(stdin)
+	for { // client -> provider
+		b, err := rd.Next()
+		if err != nil {
+			break
+		}
+		r.add(transcript.TypeExpectOutbound, b)
+		if err := pw.Write(b); err != nil {
+			break
+		}
+	}
+	// The client is done. If the provider already exited on its own, that
+	// exit is the transcript's end; otherwise closing its stdin (and, for
+	// agents that ignore that, stopping it) is the client's doing, and the
+	// replay peer reproduces it as an exit after stdin closes.
+	exitedFirst := false
+	select {
+	case <-proc.Done():
+		exitedFirst = true
+	default:
+	}
+	_ = proc.Close(context.Background())
+	<-done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.workspaceChanges()
+	status := transcript.ExitSuccess
+	var exitErr any
+	if err := proc.Err(); err != nil && exitedFirst {
+		status, exitErr = transcript.ExitError, err.Error()
+	}
+	return r.enc.Encode(transcript.Entry{Type: transcript.TypeRuntimeExit, Status: status, Error: exitErr})
+}
+
+func (r *recorder) add(typ string, frame []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.workspaceChanges()
+	r.seq++
+	e := transcript.Entry{Type: typ, Frame: r.redact.frame(frame), Label: label(typ, frame, r.seq)}
+	if typ == transcript.TypeEmitInbound {
+		e.AfterMs = int(time.Since(r.last) / time.Millisecond)
+	}
+	r.last = time.Now()
+	_ = r.enc.Encode(e)
+}
+
+// label names a frame by its method, or as the response it is.
+func label(typ string, frame []byte, seq int) string {
+	var f struct {
+		Method string          `json:"method"`
+		Type   string          `json:"type"`
+		ID     json.RawMessage `json:"id"`
+		Params struct {
+			Update struct {
+				SessionUpdate string `json:"sessionUpdate"`
+			} `json:"update"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(frame, &f)
+	name := f.Method
+	switch {
+	case f.Params.Update.SessionUpdate != "":
+		name += "." + f.Params.Update.SessionUpdate
+	case name == "" && f.ID != nil:
+		name = "response." + string(f.ID)
+	case name == "":
+		name = f.Type
+	}
+	return fmt.Sprintf("%d.%s", seq, name)
+}
+
+// scan hashes every file in the workspace but .git.
+func (r *recorder) scan() map[string][32]byte {
+	files := map[string][32]byte{}
+	_ = filepath.WalkDir(r.workspace, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			if b, err := os.ReadFile(p); err == nil {
+				rel, _ := filepath.Rel(r.workspace, p)
+				files[filepath.ToSlash(rel)] = sha256.Sum256(b)
+			}
+		}
+		return nil
+	})
+	return files
+}
+
+// workspaceChanges records what changed in the workspace since the last
+// frame as workspace entries.
+func (r *recorder) workspaceChanges() {
+	now := r.scan()
+	var paths []string
+	for p, h := range now {
+		if old, ok := r.files[p]; !ok || old != h {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		b, err := os.ReadFile(filepath.Join(r.workspace, p))
+		if err != nil {
+			continue
+		}
+		content := string(b)
+		_ = r.enc.Encode(transcript.Entry{Type: transcript.TypeWorkspace, Op: transcript.OpWrite, Path: p, Content: &content})
+	}
+	var gone []string
+	for p := range r.files {
+		if _, ok := now[p]; !ok {
+			gone = append(gone, p)
+		}
+	}
+	sort.Strings(gone)
+	for _, p := range gone {
+		_ = r.enc.Encode(transcript.Entry{Type: transcript.TypeWorkspace, Op: transcript.OpDelete, Path: p})
+	}
+	r.files = now
+}
+
+// redactor removes secrets and machine paths from frames while keeping ids,
+// methods and ordering: the workspace becomes "<workspace>", the home
+// directory "/home/user", keys, tokens and e-mail addresses placeholders.
+type redactor struct {
+	workspace, home string
+	patterns        []*regexp.Regexp
+	repl            []string
+}
+
+func newRedactor(workspace string) *redactor {
+	home, _ := os.UserHomeDir()
+	return &redactor{workspace: workspace, home: home,
+		patterns: []*regexp.Regexp{
+			regexp.MustCompile(`sk-[A-Za-z0-9_\-]{8,}`),
+			regexp.MustCompile(`(?i)bearer [A-Za-z0-9._\-]{8,}`),
+			regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`),
+		},
+		repl: []string{"sk-REDACTED", "Bearer REDACTED", "user@example.com"},
+	}
+}
+
+func (r *redactor) frame(b []byte) json.RawMessage {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		s, _ := json.Marshal(r.text(string(b)))
+		return s
+	}
+	v = r.value(v)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+func (r *redactor) value(v any) any {
+	switch t := v.(type) {
+	case string:
+		return r.text(t)
+	case map[string]any:
+		for k, x := range t {
+			t[k] = r.value(x)
+		}
+	case []any:
+		for i, x := range t {
+			t[i] = r.value(x)
+		}
+	}
+	return v
+}
+
+func (r *redactor) text(s string) string {
+	if r.workspace != "" {
+		s = strings.ReplaceAll(s, r.workspace, transcript.Workspace)
+	}
+	if r.home != "" && r.home != "/" {
+		s = strings.ReplaceAll(s, r.home, "/home/user")
+	}
+	for i, p := range r.patterns {
+		s = p.ReplaceAllString(s, r.repl[i])
+	}
+	return s
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "replaypeer-test-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "replaypeer")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const header = `{"type":"transcript_start","provider":"acp","protocol":"acp/1","version":"1","scenario":"t","metadata":{"source":"authored"}}`
+
+// peer runs the real replaypeer binary on a transcript, feeding it input
+// and closing its stdin; it returns stdout, stderr and the exit code.
+func peer(t *testing.T, transcript string, input ...string) (string, string, int) {
+	t.Helper()
+	ws := t.TempDir()
+	f := filepath.Join(t.TempDir(), "t.ndjson")
+	if err := os.WriteFile(f, []byte(transcript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--transcript", f, "--workspace", ws, "--speed", "0")
+	cmd.Stdin = strings.NewReader(strings.Join(input, ""))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func lines(s ...string) string { return strings.Join(s, "\n") + "\n" }
+
+func TestWorkspacePlaceholderMustMatch(t *testing.T) {
+	tr := lines(header,
+		`{"type":"expect_outbound","label":"init","frame":{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"cwd":"<workspace>","v":"<any>"}}}`,
+		`{"type":"emit_inbound","label":"init.result","frame":{"jsonrpc":"2.0","id":0,"result":{"ok":true}}}`,
+		`{"type":"runtime_exit","status":"success"}`)
+	// The client uses id 7 and an absolute workspace path of its own.
+	_, stderr, code := peer(t, tr, `{"method":"initialize","id":7,"jsonrpc":"2.0","params":{"v":3,"cwd":"WS"}}`+"\n")
+	if code != 3 || !strings.Contains(stderr, "$.params.cwd") {
+		t.Fatalf("a wrong cwd should be a mismatch naming $.params.cwd; exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+func TestMismatchExplainsItself(t *testing.T) {
+	tr := lines(header,
+		`{"type":"expect_outbound","label":"prompt","frame":{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"text":"hello"}}}`,
+		`{"type":"runtime_exit","status":"success"}`)
+	_, stderr, code := peer(t, tr, `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"text":"goodbye"}}`+"\n")
+	if code != 3 {
+		t.Fatalf("exit %d, want 3 (mismatch); stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{`"prompt"`, `expected:`, `actual:`, `"hello"`, `"goodbye"`, `$.params.text: expected "hello", got "goodbye"`} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestLeftoverEntriesAreAnError(t *testing.T) {
+	tr := lines(header,
+		`{"type":"expect_outbound","label":"first","frame":{"jsonrpc":"2.0","id":0,"method":"a"}}`,
+		`{"type":"emit_inbound","frame":{"jsonrpc":"2.0","id":0,"result":{}}}`,
+		`{"type":"expect_outbound","label":"second","frame":{"jsonrpc":"2.0","id":1,"method":"b"}}`,
+		`{"type":"runtime_exit","status":"success"}`)
+	out, stderr, code := peer(t, tr, `{"jsonrpc":"2.0","id":5,"method":"a"}`+"\n")
+	if code != 4 {
+		t.Fatalf("exit %d, want 4 (entries left); stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, `"second"`) || !strings.Contains(stderr, "entry 3 (line 4") {
+		t.Errorf("stderr should name the first unused entry (entry 3, line 4, \"second\"):\n%s", stderr)
+	}
+	// The response carried the id the client really used.
+	if strings.TrimSpace(out) != `{"id":5,"jsonrpc":"2.0","result":{}}` {
+		t.Errorf("stdout = %q, want the response rebound to id 5", out)
+	}
+}
+
+func TestBadTranscript(t *testing.T) {
+	for name, tc := range map[string]struct{ transcript, want string }{
+		"no header":     {lines(`{"type":"emit_inbound","frame":{}}`), "line 1: the first line must be a transcript_start header"},
+		"unknown entry": {lines(header, `{"type":"emit_outbound","frame":{}}`), `line 2: unknown entry type "emit_outbound"`},
+		"bad JSON":      {lines(header, `{"type":"emit_inbound",`), "line 2: bad JSON"},
+		"no source":     {lines(`{"type":"transcript_start","provider":"p","protocol":"x","scenario":"s","metadata":{}}`), "metadata.source"},
+		"bad exit":      {lines(header, `{"type":"runtime_exit","status":"crashed"}`), "line 2: runtime_exit status"},
+		"escaping path": {lines(header, `{"type":"workspace","op":"write","path":"../x","content":""}`), "line 2: workspace path"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, stderr, code := peer(t, tc.transcript)
+			if code != 2 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and %q", code, stderr, tc.want)
+			}
+		})
+	}
+}
+
+func TestUnexpectedFrameAfterTheEnd(t *testing.T) {
+	tr := lines(header, `{"type":"runtime_exit","status":"success"}`)
+	_, stderr, code := peer(t, tr, `{"jsonrpc":"2.0","id":1,"method":"late"}`+"\n")
+	if code != 5 || !strings.Contains(stderr, `"late"`) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 5 naming the late frame", code, stderr)
+	}
+}
+
+func TestWorkspaceEntriesAndErrorExit(t *testing.T) {
+	ws := t.TempDir()
+	tr := lines(header,
+		`{"type":"workspace","op":"write","path":"a/b.txt","content":"one"}`,
+		`{"type":"workspace","op":"rename","path":"a/b.txt","to":"c.txt"}`,
+		`{"type":"emit_inbound","frame":{"jsonrpc":"2.0","method":"note","params":{"path":"<workspace>/c.txt"}}}`,
+		`{"type":"runtime_exit","status":"error","error":"boom"}`)
+	f := filepath.Join(t.TempDir(), "t.ndjson")
+	os.WriteFile(f, []byte(tr), 0o644)
+	cmd := exec.Command(bin, "--transcript", f, "--workspace", ws, "--speed", "0")
+	stdin, _ := cmd.StdinPipe() // never closed: an error exit does not wait for it
+	defer stdin.Close()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("an error exit should not wait for stdin to close")
+	}
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(errb.String(), "boom") {
+		t.Errorf("exit %d, stderr %q; want 1 and the recorded error", cmd.ProcessState.ExitCode(), errb.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "c.txt")); err != nil || string(b) != "one" {
+		t.Errorf("c.txt = %q, %v; want the written then renamed file", b, err)
+	}
+	if !strings.Contains(out.String(), ws+"/c.txt") {
+		t.Errorf("stdout %q should carry the real workspace path", out.String())
+	}
+}

@@ -1,0 +1,200 @@
+package sdk
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os/exec"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
+)
+
+// LaunchConfig says how a host starts a plugin binary.
+type LaunchConfig struct {
+	// Path is the plugin executable.
+	Path string
+	// Checksum is the SHA-256 the binary must have; nil skips the check
+	// (tests and development only).
+	Checksum []byte
+	// Logger receives the plugin's logs, re-logged under its name.
+	Logger hclog.Logger
+	// Env is added to the plugin's environment.
+	Env []string
+	// StartTimeout bounds the handshake (default 10s).
+	StartTimeout time.Duration
+}
+
+// Plugin is a running plugin process as the host sees it.
+type Plugin struct {
+	gp *plugin.Client
+	*Client
+}
+
+// Launch starts a plugin binary, checks its checksum and handshake, and
+// returns a client for it.
+func Launch(cfg LaunchConfig) (*Plugin, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 10 * time.Second
+	}
+	cmd := exec.Command(cfg.Path)
+	cmd.Env = append(cmd.Environ(), cfg.Env...)
+	var secure *plugin.SecureConfig
+	if cfg.Checksum != nil {
+		secure = &plugin.SecureConfig{Checksum: cfg.Checksum, Hash: sha256.New()}
+	}
+	gp := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: {pluginKey: &grpcPlugin{}}},
+		Cmd:              cmd,
+		SecureConfig:     secure,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           cfg.Logger,
+		StartTimeout:     cfg.StartTimeout,
+	})
+	rpc, err := gp.Client()
+	if err != nil {
+		gp.Kill()
+		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
+			return nil, fmt.Errorf("start plugin %s: its SHA-256 does not match the one recorded for it; reinstall it or record the new checksum: %w", cfg.Path, err)
+		}
+		return nil, fmt.Errorf("start plugin %s: %w", cfg.Path, err)
+	}
+	raw, err := rpc.Dispense(pluginKey)
+	if err != nil {
+		gp.Kill()
+		return nil, fmt.Errorf("start plugin %s: %w", cfg.Path, err)
+	}
+	return &Plugin{gp: gp, Client: raw.(*Client)}, nil
+}
+
+// Kill stops the plugin process (gracefully, then by force) and waits.
+func (p *Plugin) Kill() { p.gp.Kill() }
+
+// Pid is the plugin's process id (for diagnostics and tests).
+func (p *Plugin) Pid() int {
+	if rc := p.gp.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+// Client is the host's typed client of one plugin.
+type Client struct {
+	rpc    pb.ProviderClient
+	exited context.Context
+}
+
+// Exited is closed when the plugin process has exited.
+func (c *Client) Exited() <-chan struct{} { return c.exited.Done() }
+
+// Describe asks the plugin what it is and can do.
+func (c *Client) Describe(ctx context.Context) (Description, error) {
+	r, err := c.rpc.Describe(ctx, &pb.DescribeRequest{})
+	if err != nil {
+		return Description{}, fromStatus(err)
+	}
+	return Description{Name: r.GetName(), Version: r.GetVersion(), WireProtocol: r.GetWireProtocol(),
+		Capabilities: capsFromWire(r.GetCapabilities())}, nil
+}
+
+// OpenSession starts a provider session.
+func (c *Client) OpenSession(ctx context.Context, req OpenSessionRequest) (OpenSessionResponse, error) {
+	r, err := c.rpc.OpenSession(ctx, openToWire(req))
+	if err != nil {
+		return OpenSessionResponse{}, fromStatus(err)
+	}
+	return OpenSessionResponse{ProviderSessionRef: r.GetProviderSessionRef(), ProviderThreadRef: r.GetProviderThreadRef(),
+		ProviderPid: int(r.GetProviderPid())}, nil
+}
+
+// Events streams a session's events after a sequence until the session
+// ends, ctx is done or the plugin goes away (the last yields an error).
+func (c *Client) Events(ctx context.Context, sessionID string, after uint64) iter.Seq2[RuntimeEvent, error] {
+	return func(yield func(RuntimeEvent, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		st, err := c.rpc.Events(ctx, &pb.EventsRequest{SessionId: sessionID, AfterSequence: after})
+		if err != nil {
+			yield(RuntimeEvent{}, fromStatus(err))
+			return
+		}
+		for {
+			ev, err := st.Recv()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(RuntimeEvent{}, fromStatus(err))
+				return
+			}
+			if !yield(eventFromWire(ev), nil) {
+				return
+			}
+		}
+	}
+}
+
+// StartTurn starts a turn.
+func (c *Client) StartTurn(ctx context.Context, req StartTurnRequest) (StartTurnResponse, error) {
+	r, err := c.rpc.StartTurn(ctx, &pb.StartTurnRequest{SessionId: req.SessionID,
+		Input: &pb.TurnInput{Text: req.Input.Text}, ClientTurnId: req.ClientTurnID})
+	if err != nil {
+		return StartTurnResponse{}, fromStatus(err)
+	}
+	return StartTurnResponse{TurnRef: r.GetTurnRef()}, nil
+}
+
+// SteerTurn adds input to a running turn.
+func (c *Client) SteerTurn(ctx context.Context, req SteerTurnRequest) error {
+	_, err := c.rpc.SteerTurn(ctx, &pb.SteerTurnRequest{SessionId: req.SessionID, TurnRef: req.TurnRef,
+		Input: &pb.TurnInput{Text: req.Input.Text}})
+	return fromStatus(err)
+}
+
+// InterruptTurn asks the provider to stop a turn (an acknowledgement only).
+func (c *Client) InterruptTurn(ctx context.Context, req InterruptTurnRequest) error {
+	_, err := c.rpc.InterruptTurn(ctx, &pb.InterruptTurnRequest{SessionId: req.SessionID, TurnRef: req.TurnRef})
+	return fromStatus(err)
+}
+
+// RespondToRequest answers an opened request.
+func (c *Client) RespondToRequest(ctx context.Context, req RespondToRequestRequest) error {
+	_, err := c.rpc.RespondToRequest(ctx, &pb.RespondToRequestRequest{SessionId: req.SessionID,
+		RequestRef: req.RequestRef, Decision: string(req.Decision), Answers: req.Answers})
+	return fromStatus(err)
+}
+
+// RollbackThread drops turns from a provider thread.
+func (c *Client) RollbackThread(ctx context.Context, req RollbackThreadRequest) (RollbackThreadResponse, error) {
+	r, err := c.rpc.RollbackThread(ctx, &pb.RollbackThreadRequest{SessionId: req.SessionID, ThreadRef: req.ThreadRef, Turns: req.Turns})
+	if err != nil {
+		return RollbackThreadResponse{}, fromStatus(err)
+	}
+	return RollbackThreadResponse{ThreadRef: r.GetThreadRef()}, nil
+}
+
+// ReadThreadSnapshot reads the provider's view of a thread.
+func (c *Client) ReadThreadSnapshot(ctx context.Context, req ReadThreadSnapshotRequest) (ThreadSnapshot, error) {
+	r, err := c.rpc.ReadThreadSnapshot(ctx, &pb.ReadThreadSnapshotRequest{SessionId: req.SessionID, ThreadRef: req.ThreadRef})
+	if err != nil {
+		return ThreadSnapshot{}, fromStatus(err)
+	}
+	return ThreadSnapshot{TurnRefs: r.GetTurnRefs(), Detail: r.GetDetail()}, nil
+}
+
+// CloseSession stops a session's provider process.
+func (c *Client) CloseSession(ctx context.Context, sessionID string) error {
+	_, err := c.rpc.CloseSession(ctx, &pb.CloseSessionRequest{SessionId: sessionID})
+	return fromStatus(err)
+}

@@ -1,0 +1,79 @@
+package sdk
+
+import (
+	"fmt"
+	"sync"
+)
+
+// maxBufferedEvents bounds how many events a session keeps for a host that
+// reconnects its stream. A host reads continuously, so only a host that was
+// away for this many events loses any, and it is told so.
+const maxBufferedEvents = 1 << 16
+
+// eventBuffer is one session's event stream: it numbers events from 1 and
+// keeps the recent ones so that a reader can resume after any sequence.
+type eventBuffer struct {
+	sessionID string
+
+	mu      sync.Mutex
+	events  []RuntimeEvent // events[i].Sequence == first+i
+	first   uint64
+	next    uint64
+	changed chan struct{} // closed and replaced on every change
+	ended   bool
+}
+
+func newEventBuffer(sessionID string) *eventBuffer {
+	return &eventBuffer{sessionID: sessionID, first: 1, next: 1, changed: make(chan struct{})}
+}
+
+// Emit implements Emitter. Events after the session ended are dropped: the
+// runtime-exited event is always the last.
+func (b *eventBuffer) Emit(ev RuntimeEvent) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended {
+		return
+	}
+	ev.SessionID = b.sessionID
+	ev.Sequence = b.next
+	b.next++
+	b.events = append(b.events, ev)
+	if len(b.events) > maxBufferedEvents {
+		drop := len(b.events) - maxBufferedEvents
+		b.events = append(b.events[:0:0], b.events[drop:]...)
+		b.first += uint64(drop)
+	}
+	if ev.Kind == EventRuntimeExited {
+		b.ended = true
+	}
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// end marks the stream finished without a further event.
+func (b *eventBuffer) end() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.ended {
+		b.ended = true
+		close(b.changed)
+		b.changed = make(chan struct{})
+	}
+}
+
+// after returns the events after seq, whether the stream has ended with
+// them, and a channel closed at the next change.
+func (b *eventBuffer) after(seq uint64) ([]RuntimeEvent, bool, <-chan struct{}, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if seq+1 < b.first {
+		return nil, false, nil, fmt.Errorf("events %d to %d of session %s are no longer buffered: %w",
+			seq+1, b.first-1, b.sessionID, ErrInvalid)
+	}
+	var out []RuntimeEvent
+	if seq+1 < b.next {
+		out = append(out, b.events[seq+1-b.first:]...)
+	}
+	return out, b.ended, b.changed, nil
+}

@@ -1,0 +1,129 @@
+// Package framelog keeps a session's raw provider frames for diagnosis: a
+// size-bounded log that rotates to one older file. Frames are evidence, not
+// state: nothing reads them back to decide anything.
+package framelog
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// DefaultMaxBytes is the size at which the log rotates. Two files are kept,
+// so a session's raw frames use at most twice this on disk.
+const DefaultMaxBytes = 8 << 20
+
+// Direction says which way a frame went.
+type Direction string
+
+const (
+	In     Direction = "in"     // from the provider
+	Out    Direction = "out"    // to the provider
+	Stderr Direction = "stderr" // the provider's stderr, a line at a time
+)
+
+// Log numbers frames from 1 and, with a path, writes them to disk.
+type Log struct {
+	mu       sync.Mutex
+	path     string
+	maxBytes int64
+	f        *os.File
+	size     int64
+	next     uint64
+	now      func() time.Time
+}
+
+// Open starts a log at path (empty: count frames only). An existing file
+// is rotated first, so a resumed session's earlier frames are kept as .1.
+func Open(path string, maxBytes int64) (*Log, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	l := &Log{path: path, maxBytes: maxBytes, next: 1, now: time.Now}
+	if path == "" {
+		return l, nil
+	}
+	if err := l.rotate(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) rotate() error {
+	if l.f != nil {
+		if err := l.f.Close(); err != nil {
+			return fmt.Errorf("close frame log: %w", err)
+		}
+		l.f = nil
+	}
+	if _, err := os.Stat(l.path); err == nil {
+		if err := os.Rename(l.path, l.path+".1"); err != nil {
+			return fmt.Errorf("rotate frame log: %w", err)
+		}
+	}
+	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("open frame log: %w", err)
+	}
+	l.f, l.size = f, 0
+	return nil
+}
+
+type record struct {
+	Index uint64          `json:"i"`
+	Time  time.Time       `json:"t"`
+	Dir   Direction       `json:"dir"`
+	Frame json.RawMessage `json:"frame,omitempty"`
+	Text  string          `json:"text,omitempty"`
+}
+
+// Append records a frame and returns its index. A write error is kept out
+// of the caller's way: the frame still gets its index and the log stops
+// writing (diagnostics must never break a session).
+func (l *Log) Append(dir Direction, frame []byte) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := l.next
+	l.next++
+	if l.f == nil {
+		return i
+	}
+	rec := record{Index: i, Time: l.now().UTC(), Dir: dir}
+	if json.Valid(frame) {
+		rec.Frame = frame
+	} else {
+		rec.Text = string(frame)
+	}
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return i
+	}
+	line = append(line, '\n')
+	if l.size+int64(len(line)) > l.maxBytes && l.size > 0 {
+		if err := l.rotate(); err != nil {
+			l.f = nil
+			return i
+		}
+	}
+	n, err := l.f.Write(line)
+	l.size += int64(n)
+	if err != nil {
+		l.f.Close()
+		l.f = nil
+	}
+	return i
+}
+
+// Close closes the file.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}

@@ -1,0 +1,259 @@
+// Package plugintest is the conformance kit for Baton plugins. A plugin's
+// tests build the real plugin binary, start it through go-plugin exactly as
+// the host does, and give it the replay peer as its provider process, so the
+// whole child-process boundary is under test:
+//
+//	func TestMain(m *testing.M) { plugintest.Main(m) }
+//
+//	func TestSimple(t *testing.T) {
+//		p := plugintest.Start(t, plugintest.Build(t, "."))
+//		s := p.Open(t, "../../testdata/acp/simple.ndjson", t.TempDir())
+//		s.StartTurn(t, "hello")
+//		events := s.WaitTurn(t)
+//		...
+//	}
+//
+// The replay peer is the test binary itself, re-executed (or the binary
+// named by $BATON_REPLAYPEER), so a plugin module needs nothing but sdk.
+package plugintest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/replay"
+)
+
+const peerEnv = "BATON_PLUGINTEST_PEER"
+
+// Main runs the package's tests. When the test binary is started as the
+// replay peer it plays a transcript instead.
+func Main(m *testing.M) {
+	if os.Getenv(peerEnv) == "1" {
+		os.Exit(replay.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+var (
+	buildMu sync.Mutex
+	built   = map[string]string{}
+)
+
+// Build builds the main package in dir once per test binary and returns the
+// executable's path.
+func Build(t testing.TB, dir string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := built[abs]; ok {
+		return p
+	}
+	out, err := os.MkdirTemp("", "plugintest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(out, filepath.Base(abs))
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = abs
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build plugin in %s: %v\n%s", abs, err, b)
+	}
+	built[abs] = bin
+	return bin
+}
+
+// PeerCommand is the provider command that plays transcript in workspace.
+func PeerCommand(transcript, workspace string) sdk.ProviderCommand {
+	abs, _ := filepath.Abs(transcript)
+	args := []string{"--transcript", abs, "--workspace", workspace, "--speed", "0"}
+	if peer := os.Getenv("BATON_REPLAYPEER"); peer != "" {
+		return sdk.ProviderCommand{Argv: append([]string{peer}, args...)}
+	}
+	self, _ := os.Executable()
+	return sdk.ProviderCommand{Argv: append([]string{self}, args...), Env: []string{peerEnv + "=1"}}
+}
+
+// Plugin is a plugin process started for a test.
+type Plugin struct {
+	*sdk.Plugin
+	Description sdk.Description
+}
+
+// Start launches the plugin binary through go-plugin and checks that it
+// describes itself sensibly. It is killed when the test ends.
+func Start(t testing.TB, bin string) *Plugin {
+	t.Helper()
+	p, err := sdk.Launch(sdk.LaunchConfig{Path: bin, Logger: hclog.New(&hclog.LoggerOptions{
+		Name: "plugin", Level: hclog.Warn, Output: testWriter{t}})})
+	if err != nil {
+		t.Fatalf("launch plugin: %v", err)
+	}
+	t.Cleanup(p.Kill)
+	d, err := p.Describe(context.Background())
+	if err != nil {
+		t.Fatalf("describe: %v", err)
+	}
+	if d.Name == "" || d.Version == "" || d.WireProtocol == "" {
+		t.Fatalf("describe: name, version and wire protocol must all be set, got %+v", d)
+	}
+	return &Plugin{Plugin: p, Description: d}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// Session is an open session whose events the test reads.
+type Session struct {
+	ID     string
+	Open   sdk.OpenSessionResponse
+	plugin *Plugin
+	events chan sdk.RuntimeEvent
+	errc   chan error
+	all    []sdk.RuntimeEvent
+	cancel context.CancelFunc
+}
+
+var sessionSeq struct {
+	sync.Mutex
+	n int
+}
+
+// Open opens a session whose provider is the replay peer playing
+// transcript in workspace.
+func (p *Plugin) Open(t testing.TB, transcript, workspace string) *Session {
+	t.Helper()
+	return p.OpenWith(t, sdk.OpenSessionRequest{Cwd: workspace, Command: PeerCommand(transcript, workspace)})
+}
+
+// OpenWith opens a session with a request of the test's own.
+func (p *Plugin) OpenWith(t testing.TB, req sdk.OpenSessionRequest) *Session {
+	t.Helper()
+	if req.SessionID == "" {
+		sessionSeq.Lock()
+		sessionSeq.n++
+		req.SessionID = fmt.Sprintf("test-session-%d", sessionSeq.n)
+		sessionSeq.Unlock()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := p.OpenSession(ctx, req)
+	if err != nil {
+		t.Fatalf("open session: %v", err)
+	}
+	sctx, scancel := context.WithCancel(context.Background())
+	s := &Session{ID: req.SessionID, Open: resp, plugin: p, events: make(chan sdk.RuntimeEvent, 1024),
+		errc: make(chan error, 1), cancel: scancel}
+	go func() {
+		defer close(s.events)
+		for ev, err := range p.Events(sctx, req.SessionID, 0) {
+			if err != nil {
+				s.errc <- err
+				return
+			}
+			s.events <- ev
+		}
+	}()
+	t.Cleanup(func() {
+		scancel()
+		_ = p.CloseSession(context.Background(), req.SessionID)
+	})
+	return s
+}
+
+// StartTurn starts a turn.
+func (s *Session) StartTurn(t testing.TB, text string) sdk.StartTurnResponse {
+	t.Helper()
+	r, err := s.plugin.StartTurn(context.Background(), sdk.StartTurnRequest{SessionID: s.ID, Input: sdk.TurnInput{Text: text}})
+	if err != nil {
+		t.Fatalf("start turn: %v", err)
+	}
+	return r
+}
+
+// Timeout bounds each wait for events; a replay needs no real time, so
+// hitting it means the plugin or the peer is stuck.
+var Timeout = 30 * time.Second
+
+// Until reads events until one satisfies stop and returns them all (that
+// one included).
+func (s *Session) Until(t testing.TB, what string, stop func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
+	t.Helper()
+	var got []sdk.RuntimeEvent
+	deadline := time.After(Timeout)
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				select {
+				case err := <-s.errc:
+					t.Fatalf("waiting for %s: event stream failed: %v (events so far: %s)", what, err, Kinds(got))
+				default:
+				}
+				t.Fatalf("waiting for %s: the event stream ended (events so far: %s)", what, Kinds(got))
+			}
+			got = append(got, ev)
+			s.all = append(s.all, ev)
+			if stop(ev) {
+				return got
+			}
+		case <-deadline:
+			t.Fatalf("waiting for %s: nothing after %v (events so far: %s)", what, Timeout, Kinds(got))
+		}
+	}
+}
+
+// WaitTurn reads events up to and including the next turn terminal event.
+func (s *Session) WaitTurn(t testing.TB) []sdk.RuntimeEvent {
+	t.Helper()
+	return s.Until(t, "the turn's terminal event", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal })
+}
+
+// Close closes the session and checks that the provider ended cleanly: a
+// replay peer that saw a mismatch or kept unused entries exits non-zero,
+// and that fails the test here with the peer's own explanation.
+func (s *Session) Close(t testing.TB) []sdk.RuntimeEvent {
+	t.Helper()
+	if err := s.plugin.CloseSession(context.Background(), s.ID); err != nil {
+		t.Fatalf("close session: %v", err)
+	}
+	evs := s.Until(t, "runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
+	last := evs[len(evs)-1]
+	if last.Failure != nil {
+		t.Fatalf("the provider did not end cleanly: %s", last.Failure.Message)
+	}
+	return evs
+}
+
+// All is every event read so far.
+func (s *Session) All() []sdk.RuntimeEvent { return s.all }
+
+// Kinds lists event kinds, for failure messages.
+func Kinds(evs []sdk.RuntimeEvent) string {
+	ks := make([]string, len(evs))
+	for i, ev := range evs {
+		ks[i] = string(ev.Kind)
+		if ev.ItemKind != "" {
+			ks[i] += "(" + string(ev.ItemKind) + ")"
+		}
+	}
+	return "[" + strings.Join(ks, " ") + "]"
+}

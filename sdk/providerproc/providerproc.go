@@ -1,0 +1,161 @@
+// Package providerproc starts a provider process and stops it with all its
+// children. The process runs in its own process group, so a Ctrl-C at the
+// host's terminal does not reach it and Close can end the whole group.
+package providerproc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// GracePeriod is how long Close waits for the provider to exit after its
+// stdin closes, and again after SIGTERM, before SIGKILL.
+const GracePeriod = 3 * time.Second
+
+// Command is what to run.
+type Command struct {
+	Argv []string
+	// Env holds KEY=VALUE entries added to the current environment.
+	Env []string
+	Dir string
+	// Stderr receives the provider's stderr a line at a time (optional).
+	Stderr func(line []byte)
+}
+
+// Process is a running provider process.
+type Process struct {
+	cmd    *exec.Cmd
+	Stdin  io.WriteCloser
+	Stdout io.ReadCloser
+
+	done    chan struct{}
+	waitErr error
+	once    sync.Once
+}
+
+// maxStderrLine bounds one stderr line; longer ones are split.
+const maxStderrLine = 64 << 10
+
+// lineWriter hands stderr to a callback a line at a time.
+type lineWriter struct {
+	mu  sync.Mutex
+	fn  func([]byte)
+	buf []byte
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			if len(w.buf) > maxStderrLine {
+				w.emit(w.buf[:maxStderrLine])
+				w.buf = append(w.buf[:0], w.buf[maxStderrLine:]...)
+				continue
+			}
+			return len(b), nil
+		}
+		w.emit(w.buf[:i])
+		w.buf = append(w.buf[:0], w.buf[i+1:]...)
+	}
+}
+
+func (w *lineWriter) emit(line []byte) {
+	line = bytes.TrimRight(line, "\r")
+	if w.fn != nil && len(line) > 0 {
+		w.fn(append([]byte(nil), line...))
+	}
+}
+
+func (w *lineWriter) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.emit(w.buf)
+	w.buf = nil
+}
+
+// Start starts the command. The process is not bound to ctx: it lives until
+// Close or until it exits.
+func Start(c Command) (*Process, error) {
+	if len(c.Argv) == 0 || c.Argv[0] == "" {
+		return nil, errors.New("start provider: empty command")
+	}
+	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Dir = c.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start provider %s: %w", c.Argv[0], err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start provider %s: %w", c.Argv[0], err)
+	}
+	lw := &lineWriter{fn: c.Stderr}
+	cmd.Stderr = lw
+	// A grandchild that keeps stderr open must not keep Wait from returning.
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start provider %s: %w", c.Argv[0], err)
+	}
+	p := &Process{cmd: cmd, Stdin: stdin, Stdout: stdout, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		lw.flush()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid is the provider's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err is the process's exit error (nil for exit status 0), valid after Done.
+func (p *Process) Err() error {
+	<-p.done
+	return p.waitErr
+}
+
+// Close ends the process group: it closes stdin, sends SIGTERM to the
+// group, and SIGKILL after GracePeriod (or when ctx ends first).
+func (p *Process) Close(ctx context.Context) error {
+	p.once.Do(func() {
+		_ = p.Stdin.Close()
+		pgid := p.cmd.Process.Pid
+		if !p.waitFor(ctx, GracePeriod) {
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			p.waitFor(ctx, GracePeriod)
+		}
+		// Whatever the provider left behind in its group goes too.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-p.done
+	})
+	return nil
+}
+
+// waitFor waits up to d for the process to exit.
+func (p *Process) waitFor(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}

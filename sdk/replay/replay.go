@@ -1,0 +1,198 @@
+// Package replay is the replay peer: it stands in for a provider process and
+// plays a transcript over a byte stream. It sends inbound entries in order,
+// waits at each expect_outbound for the client's next frame and compares it,
+// and ends as the transcript says. It knows nothing of turns or approvals.
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/baton-run/baton/sdk/ndjson"
+	"github.com/baton-run/baton/sdk/transcript"
+)
+
+// Exit codes of a peer process, so a test can tell why a peer ended.
+const (
+	ExitOK           = 0
+	ExitRuntimeError = 1 // the transcript's runtime_exit said error
+	ExitBadUsage     = 2 // bad flags or a bad transcript
+	ExitMismatch     = 3 // an outbound frame differed from its expectation
+	ExitLeftover     = 4 // the client went away with entries unused
+	ExitUnexpected   = 5 // a frame arrived after the transcript ended
+	ExitIO           = 6 // reading or writing the stream failed
+	ExitCancelled    = 130
+)
+
+// Config is one playback.
+type Config struct {
+	Transcript *transcript.Transcript
+	// Workspace is the directory "<workspace>" stands for and where
+	// workspace entries are applied.
+	Workspace string
+	// Speed scales afterMs waits: 1 is real time, 2 twice as fast, 0 no
+	// waits at all.
+	Speed float64
+	In    io.Reader // frames from the client
+	Out   io.Writer // frames to the client
+}
+
+// Error is why a playback failed, with the exit code a peer process uses.
+type Error struct {
+	Code int
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// ExitCode maps a Run result to a process exit code.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ExitIO
+}
+
+type line struct {
+	b   []byte
+	err error
+}
+
+// Run plays the transcript until it ends, the client closes the stream, or
+// ctx is done.
+func Run(ctx context.Context, cfg Config) error {
+	t := cfg.Transcript
+	m := transcript.NewMatcher(cfg.Workspace)
+	out := ndjson.NewWriter(cfg.Out)
+
+	// One reader owns In; frames queue until an expectation takes them.
+	frames := make(chan line, 1024)
+	go func() {
+		r := ndjson.NewReader(cfg.In)
+		for {
+			b, err := r.Next()
+			if err != nil {
+				if err != io.EOF {
+					frames <- line{err: err}
+				}
+				close(frames)
+				return
+			}
+			frames <- line{b: b}
+		}
+	}()
+	next := func() (line, bool, error) {
+		select {
+		case l, ok := <-frames:
+			return l, ok, nil
+		case <-ctx.Done():
+			return line{}, false, ctx.Err()
+		}
+	}
+
+	for i, e := range t.Entries {
+		switch e.Type {
+		case transcript.TypeEmitInbound:
+			if cfg.Speed > 0 && e.AfterMs > 0 {
+				d := time.Duration(float64(e.AfterMs) * float64(time.Millisecond) / cfg.Speed)
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			frame, err := m.Rewrite(e.Frame)
+			if err != nil {
+				return &Error{ExitBadUsage, fmt.Sprintf("%s: %v", e.Name(i), err)}
+			}
+			if err := out.Write(frame); err != nil {
+				return &Error{ExitIO, fmt.Sprintf("%s: write to client: %v", e.Name(i), err)}
+			}
+		case transcript.TypeExpectOutbound:
+			l, ok, err := next()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return &Error{ExitLeftover, fmt.Sprintf("the client closed the stream with %d entries unused; the first unused is %s, expecting %s",
+					len(t.Entries)-i, e.Name(i), e.Frame)}
+			}
+			if l.err != nil {
+				return &Error{ExitIO, fmt.Sprintf("%s: read from client: %v", e.Name(i), l.err)}
+			}
+			if err := m.Match(e.Frame, l.b); err != nil {
+				return &Error{ExitMismatch, fmt.Sprintf("mismatch at %s: %v", e.Name(i), err)}
+			}
+		case transcript.TypeWorkspace:
+			if err := apply(cfg.Workspace, e); err != nil {
+				return &Error{ExitIO, fmt.Sprintf("%s: %v", e.Name(i), err)}
+			}
+		case transcript.TypeRuntimeExit:
+			if e.ExitWait() == transcript.WaitStdinClose {
+				if err := drain(next, i, t); err != nil {
+					return err
+				}
+			}
+			switch e.Status {
+			case transcript.ExitError:
+				return &Error{ExitRuntimeError, fmt.Sprintf("runtime exit (error) at %s: %v", e.Name(i), e.Error)}
+			case transcript.ExitCancelled:
+				return &Error{ExitCancelled, fmt.Sprintf("runtime exit (cancelled) at %s", e.Name(i))}
+			}
+			return nil
+		}
+	}
+	return drain(next, len(t.Entries)-1, t)
+}
+
+// drain waits for the client to close the stream; any frame is unexpected.
+func drain(next func() (line, bool, error), last int, t *transcript.Transcript) error {
+	l, ok, err := next()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return nil
+	}
+	if l.err != nil {
+		return &Error{ExitIO, fmt.Sprintf("read from client: %v", l.err)}
+	}
+	after := "the start"
+	if last >= 0 {
+		after = t.Entries[last].Name(last)
+	}
+	return &Error{ExitUnexpected, fmt.Sprintf("unexpected frame after the transcript's last expectation (%s): %s", after, l.b)}
+}
+
+// apply makes a workspace entry's change in dir.
+func apply(dir string, e transcript.Entry) error {
+	if dir == "" {
+		return errors.New("workspace entry but no workspace directory")
+	}
+	p := filepath.Join(dir, filepath.FromSlash(e.Path))
+	switch e.Op {
+	case transcript.OpWrite:
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", e.Path, err)
+		}
+		return os.WriteFile(p, []byte(*e.Content), 0o644)
+	case transcript.OpDelete:
+		return os.RemoveAll(p)
+	case transcript.OpRename:
+		to := filepath.Join(dir, filepath.FromSlash(e.To))
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return fmt.Errorf("rename %s: %w", e.Path, err)
+		}
+		return os.Rename(p, to)
+	}
+	return fmt.Errorf("unknown workspace op %q", e.Op)
+}

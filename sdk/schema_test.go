@@ -1,0 +1,90 @@
+package sdk
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
+)
+
+func fullEvent() RuntimeEvent {
+	return RuntimeEvent{SessionID: "s", Sequence: 7, Kind: EventRequestOpened, RawFrame: 3, ThreadRef: "t", ParentThreadRef: "p",
+		TurnRef: "u", ItemRef: "i", ParentItemRef: "pi", ItemKind: ItemToolCall, Title: "T", Text: "x", Status: "s",
+		RequestRef: "r", RequestKind: "permission", Options: []RequestOption{{ID: "a", Label: "Allow", Kind: "allow_once"}},
+		Usage:     &Usage{InputTokens: 1, OutputTokens: 2, CachedInputTokens: 3, ReasoningTokens: 4, TotalTokens: 10},
+		RateLimit: &RateLimit{ResetsAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), UsedPercent: 50, Scope: "5h"},
+		Failure:   &Failure{Code: "c", Message: "m"}, ThreadUsable: true, Detail: json.RawMessage(`{"k":1}`)}
+}
+
+// Level 1: the wire messages and their JSON forms round-trip.
+func TestRuntimeEventRoundTrips(t *testing.T) {
+	ev := fullEvent()
+	if diff := cmp.Diff(ev, eventFromWire(eventToWire(ev))); diff != "" {
+		t.Errorf("Go -> wire -> Go changed the event:\n%s", diff)
+	}
+	w := eventToWire(ev)
+	js, err := protojson.Marshal(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back pb.RuntimeEvent
+	if err := protojson.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(w, &back) {
+		t.Errorf("protojson round trip changed the message: %s", js)
+	}
+	b, _ := json.Marshal(ev)
+	var ev2 RuntimeEvent
+	if err := json.Unmarshal(b, &ev2); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ev, ev2); diff != "" {
+		t.Errorf("the Go JSON form does not round-trip:\n%s", diff)
+	}
+	for kind := range eventKindToWire {
+		if eventFromWire(eventToWire(RuntimeEvent{Kind: kind})).Kind != kind {
+			t.Errorf("kind %s does not round-trip", kind)
+		}
+	}
+}
+
+// A field added by a newer plugin does not break an older host, and an
+// event kind it does not know arrives as "unknown", not as garbage.
+func TestNewFieldsDoNotBreakOldReaders(t *testing.T) {
+	b, err := proto.Marshal(eventToWire(fullEvent()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = protowire.AppendTag(b, 999, protowire.BytesType)
+	b = protowire.AppendString(b, "from the future")
+	var got pb.RuntimeEvent
+	if err := proto.Unmarshal(b, &got); err != nil {
+		t.Fatalf("an unknown field broke decoding: %v", err)
+	}
+	if got.GetText() != "x" || got.GetSequence() != 7 {
+		t.Errorf("known fields lost: %v", &got)
+	}
+	got.Kind = pb.EventKind(99)
+	if k := eventFromWire(&got).Kind; k != unknownEventKind {
+		t.Errorf("unknown kind decoded as %q", k)
+	}
+}
+
+func TestCapabilitiesAndOpenRequestRoundTrip(t *testing.T) {
+	c := Capabilities{NativeSteering: true, Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Fork: true, Resume: true, ThreadSnapshot: true}
+	if capsFromWire(capsToWire(c)) != c {
+		t.Error("capabilities do not round-trip")
+	}
+	r := OpenSessionRequest{SessionID: "s", Cwd: "/w", Model: "m", RuntimePolicy: "p",
+		Command: ProviderCommand{Argv: []string{"a", "b"}, Env: []string{"K=V"}}, ResumeThreadRef: "t", RawFrameLog: "/l"}
+	if diff := cmp.Diff(r, openFromWire(openToWire(r))); diff != "" {
+		t.Errorf("open request:\n%s", diff)
+	}
+}

@@ -1,0 +1,91 @@
+package sdk
+
+import (
+	"context"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
+)
+
+// ProtocolVersion is the version of the plugin wire contract this sdk
+// speaks. It changes only when an old host could no longer talk to a new
+// plugin (or the other way round); adding fields does not change it.
+const ProtocolVersion = 1
+
+// pluginKey names the one plugin a Baton plugin binary serves.
+const pluginKey = "provider"
+
+// Handshake is the go-plugin handshake. The cookie only keeps a user from
+// running a plugin binary by hand by mistake; it is not a secret.
+var Handshake = plugin.HandshakeConfig{
+	MagicCookieKey:   "BATON_PLUGIN",
+	MagicCookieValue: "4a1d7c0e2b9f4e51a3c86d07f2e9b815",
+}
+
+// ServeOpt configures Serve.
+type ServeOpt func(*serveConfig)
+
+type serveConfig struct {
+	logger hclog.Logger
+	test   *plugin.ServeTestConfig
+}
+
+// WithLogger sets the logger the sdk logs with. Use NewLogger for one the
+// host understands.
+func WithLogger(l hclog.Logger) ServeOpt { return func(c *serveConfig) { c.logger = l } }
+
+// NewLogger returns the logger a plugin should use: JSON lines on stderr,
+// which the host reads and re-logs under the plugin's name.
+func NewLogger(name string) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       name,
+		Level:      hclog.Trace,
+		Output:     os.Stderr,
+		JSONFormat: true,
+	})
+}
+
+// Serve serves the adapter to a Baton host over go-plugin (gRPC only,
+// mutual TLS set up by the host) and returns when the host is done with it.
+// It must be called from main, before anything is written to stdout.
+func Serve(a Adapter, opts ...ServeOpt) {
+	cfg := serveConfig{}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.logger == nil {
+		cfg.logger = NewLogger(a.Describe().Name)
+	}
+	stop, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: Handshake,
+		VersionedPlugins: map[int]plugin.PluginSet{
+			ProtocolVersion: {pluginKey: &grpcPlugin{server: newServer(stop, a, cfg.logger)}},
+		},
+		GRPCServer: plugin.DefaultGRPCServer,
+		Logger:     cfg.logger,
+		Test:       cfg.test,
+	})
+}
+
+// grpcPlugin is the go-plugin glue. The plugin side sets server; the host
+// side uses GRPCClient only.
+type grpcPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	server *server
+}
+
+func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	pb.RegisterProviderServer(s, p.server)
+	return nil
+}
+
+// GRPCClient's ctx is cancelled when the plugin process exits.
+func (p *grpcPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &Client{rpc: pb.NewProviderClient(c), exited: ctx}, nil
+}

@@ -1,0 +1,180 @@
+package sdk
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
+)
+
+// server adapts an Adapter to the generated gRPC service. Every method does
+// the same steps: convert in, call the adapter, convert out, map the error.
+type server struct {
+	pb.UnimplementedProviderServer
+	adapter Adapter
+	log     hclog.Logger
+	stop    context.Context // cancelled when the plugin shuts down
+
+	mu       sync.Mutex
+	sessions map[string]*eventBuffer
+}
+
+func newServer(stop context.Context, a Adapter, log hclog.Logger) *server {
+	return &server{adapter: a, log: log, stop: stop, sessions: map[string]*eventBuffer{}}
+}
+
+func (s *server) session(id string) (*eventBuffer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.sessions[id]
+	if !ok {
+		return nil, Errorf(ErrUnknownSession, "session %q", id)
+	}
+	return b, nil
+}
+
+func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeResponse, error) {
+	d := describe(s.adapter)
+	return &pb.DescribeResponse{Name: d.Name, Version: d.Version, WireProtocol: d.WireProtocol,
+		Capabilities: capsToWire(d.Capabilities)}, nil
+}
+
+func (s *server) OpenSession(ctx context.Context, req *pb.OpenSessionRequest) (*pb.OpenSessionResponse, error) {
+	r := openFromWire(req)
+	if r.SessionID == "" {
+		return nil, toStatus(Errorf(ErrInvalid, "open session: no session id"))
+	}
+	s.mu.Lock()
+	if _, dup := s.sessions[r.SessionID]; dup {
+		s.mu.Unlock()
+		return nil, toStatus(Errorf(ErrInvalid, "open session: session %q is already open", r.SessionID))
+	}
+	buf := newEventBuffer(r.SessionID)
+	s.sessions[r.SessionID] = buf
+	s.mu.Unlock()
+
+	s.log.Debug("open session", "session", r.SessionID, "cwd", r.Cwd, "argv", r.Command.Argv)
+	resp, err := s.adapter.OpenSession(ctx, r, buf)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.sessions, r.SessionID)
+		s.mu.Unlock()
+		return nil, toStatus(err)
+	}
+	return &pb.OpenSessionResponse{ProviderSessionRef: resp.ProviderSessionRef, ProviderThreadRef: resp.ProviderThreadRef,
+		ProviderPid: int64(resp.ProviderPid)}, nil
+}
+
+func (s *server) Events(req *pb.EventsRequest, stream pb.Provider_EventsServer) error {
+	buf, err := s.session(req.GetSessionId())
+	if err != nil {
+		return toStatus(err)
+	}
+	after := req.GetAfterSequence()
+	for {
+		evs, ended, changed, err := buf.after(after)
+		if err != nil {
+			return toStatus(err)
+		}
+		for _, ev := range evs {
+			if err := stream.Send(eventToWire(ev)); err != nil {
+				return err
+			}
+			after = ev.Sequence
+		}
+		if ended && len(evs) == 0 {
+			return nil
+		}
+		if len(evs) > 0 {
+			continue
+		}
+		select {
+		case <-changed:
+		case <-stream.Context().Done():
+			return toStatus(stream.Context().Err())
+		case <-s.stop.Done():
+			return nil
+		}
+	}
+}
+
+func (s *server) StartTurn(ctx context.Context, req *pb.StartTurnRequest) (*pb.StartTurnResponse, error) {
+	resp, err := s.adapter.StartTurn(ctx, StartTurnRequest{SessionID: req.GetSessionId(),
+		Input: TurnInput{Text: req.GetInput().GetText()}, ClientTurnID: req.GetClientTurnId()})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.StartTurnResponse{TurnRef: resp.TurnRef}, nil
+}
+
+func (s *server) SteerTurn(ctx context.Context, req *pb.SteerTurnRequest) (*pb.SteerTurnResponse, error) {
+	st, ok := s.adapter.(Steerer)
+	if !ok {
+		return nil, toStatus(Errorf(ErrUnsupported, "steer turn"))
+	}
+	err := st.SteerTurn(ctx, SteerTurnRequest{SessionID: req.GetSessionId(), TurnRef: req.GetTurnRef(),
+		Input: TurnInput{Text: req.GetInput().GetText()}})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.SteerTurnResponse{}, nil
+}
+
+func (s *server) InterruptTurn(ctx context.Context, req *pb.InterruptTurnRequest) (*pb.InterruptTurnResponse, error) {
+	if err := s.adapter.InterruptTurn(ctx, InterruptTurnRequest{SessionID: req.GetSessionId(), TurnRef: req.GetTurnRef()}); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.InterruptTurnResponse{}, nil
+}
+
+func (s *server) RespondToRequest(ctx context.Context, req *pb.RespondToRequestRequest) (*pb.RespondToRequestResponse, error) {
+	err := s.adapter.RespondToRequest(ctx, RespondToRequestRequest{SessionID: req.GetSessionId(),
+		RequestRef: req.GetRequestRef(), Decision: Decision(req.GetDecision()), Answers: req.GetAnswers()})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.RespondToRequestResponse{}, nil
+}
+
+func (s *server) RollbackThread(ctx context.Context, req *pb.RollbackThreadRequest) (*pb.RollbackThreadResponse, error) {
+	rb, ok := s.adapter.(Rollbacker)
+	if !ok {
+		return nil, toStatus(Errorf(ErrUnsupported, "rollback thread"))
+	}
+	resp, err := rb.RollbackThread(ctx, RollbackThreadRequest{SessionID: req.GetSessionId(),
+		ThreadRef: req.GetThreadRef(), Turns: req.GetTurns()})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.RollbackThreadResponse{ThreadRef: resp.ThreadRef}, nil
+}
+
+func (s *server) ReadThreadSnapshot(ctx context.Context, req *pb.ReadThreadSnapshotRequest) (*pb.ReadThreadSnapshotResponse, error) {
+	sr, ok := s.adapter.(SnapshotReader)
+	if !ok {
+		return nil, toStatus(Errorf(ErrUnsupported, "read thread snapshot"))
+	}
+	snap, err := sr.ReadThreadSnapshot(ctx, ReadThreadSnapshotRequest{SessionID: req.GetSessionId(), ThreadRef: req.GetThreadRef()})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.ReadThreadSnapshotResponse{TurnRefs: snap.TurnRefs, Detail: snap.Detail}, nil
+}
+
+func (s *server) CloseSession(ctx context.Context, req *pb.CloseSessionRequest) (*pb.CloseSessionResponse, error) {
+	buf, err := s.session(req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	err = s.adapter.CloseSession(ctx, req.GetSessionId())
+	buf.end()
+	s.mu.Lock()
+	delete(s.sessions, req.GetSessionId())
+	s.mu.Unlock()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.CloseSessionResponse{}, nil
+}

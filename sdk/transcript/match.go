@@ -1,0 +1,236 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+)
+
+// Placeholders in expected frames.
+const (
+	// Any matches any value, and a missing key.
+	Any = "<any>"
+	// Workspace stands for the test's working directory, alone or as the
+	// start of a path ("<workspace>/src/main.go").
+	Workspace = "<workspace>"
+)
+
+// Matcher compares outbound frames with expectations and rewrites inbound
+// frames. It rebinds request ids: an expected request's id (the id recorded
+// from the real client) is bound to the id the plugin really sent, and
+// recorded responses to it carry the real id. It is not safe for concurrent
+// use.
+type Matcher struct {
+	workspace string
+	bindings  map[string]json.RawMessage
+}
+
+// NewMatcher returns a matcher for a workspace directory.
+func NewMatcher(workspace string) *Matcher {
+	return &Matcher{workspace: workspace, bindings: map[string]json.RawMessage{}}
+}
+
+// Mismatch is an outbound frame that differs from its expectation.
+type Mismatch struct {
+	Expected, Actual json.RawMessage
+	Diffs            []string
+}
+
+func (m *Mismatch) Error() string {
+	return fmt.Sprintf("frame differs from the expectation:\n  expected: %s\n  actual:   %s\n  differences:\n    %s",
+		m.Expected, m.Actual, strings.Join(m.Diffs, "\n    "))
+}
+
+func parse(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("more than one JSON value")
+	}
+	return v, nil
+}
+
+func marshal(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // values from parse always encode
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+// isRequest says whether a frame is a JSON-RPC request (has an id and a
+// method): its id is chosen by the sender.
+func isRequest(obj map[string]any) bool {
+	_, hasID := obj["id"]
+	_, hasMethod := obj["method"]
+	return hasID && hasMethod
+}
+
+// Match compares an actual outbound frame with the expected one. A *Mismatch
+// lists every difference; an actual frame that is not JSON is an error too.
+func (m *Matcher) Match(expected, actual []byte) error {
+	exp, err := parse(expected)
+	if err != nil {
+		return fmt.Errorf("expected frame is not JSON: %v", err)
+	}
+	act, err := parse(actual)
+	if err != nil {
+		return &Mismatch{Expected: expected, Actual: actual, Diffs: []string{"actual frame is not JSON: " + err.Error()}}
+	}
+	var diffs []string
+	var bind func()
+	eo, eIsObj := exp.(map[string]any)
+	ao, aIsObj := act.(map[string]any)
+	if eIsObj && aIsObj && isRequest(eo) && isRequest(ao) {
+		// The sender picks request ids: bind rather than compare.
+		recorded, real := canonical(eo["id"]), marshal(ao["id"])
+		bind = func() { m.bindings[recorded] = real }
+		eo, ao = without(eo, "id"), without(ao, "id")
+		exp, act = eo, ao
+	}
+	m.compare("$", exp, act, &diffs)
+	if len(diffs) > 0 {
+		return &Mismatch{Expected: expected, Actual: actual, Diffs: diffs}
+	}
+	if bind != nil {
+		bind()
+	}
+	return nil
+}
+
+func without(o map[string]any, key string) map[string]any {
+	c := make(map[string]any, len(o))
+	for k, v := range o {
+		if k != key {
+			c[k] = v
+		}
+	}
+	return c
+}
+
+func canonical(v any) string { return string(marshal(v)) }
+
+func (m *Matcher) compare(path string, exp, act any, diffs *[]string) {
+	if s, ok := exp.(string); ok {
+		if s == Any {
+			return
+		}
+		if strings.HasPrefix(s, Workspace) {
+			exp = m.workspace + strings.TrimPrefix(s, Workspace)
+		}
+	}
+	switch e := exp.(type) {
+	case map[string]any:
+		a, ok := act.(map[string]any)
+		if !ok {
+			*diffs = append(*diffs, fmt.Sprintf("%s: expected an object, got %s", path, marshal(act)))
+			return
+		}
+		for _, k := range sortedKeys(e) {
+			av, present := a[k]
+			if !present {
+				if s, ok := e[k].(string); ok && s == Any {
+					continue
+				}
+				*diffs = append(*diffs, fmt.Sprintf("%s.%s: missing (expected %s)", path, k, marshal(e[k])))
+				continue
+			}
+			m.compare(path+"."+k, e[k], av, diffs)
+		}
+		for _, k := range sortedKeys(a) {
+			if _, ok := e[k]; !ok {
+				*diffs = append(*diffs, fmt.Sprintf("%s.%s: not expected (got %s)", path, k, marshal(a[k])))
+			}
+		}
+	case []any:
+		a, ok := act.([]any)
+		if !ok {
+			*diffs = append(*diffs, fmt.Sprintf("%s: expected an array, got %s", path, marshal(act)))
+			return
+		}
+		if len(a) != len(e) {
+			*diffs = append(*diffs, fmt.Sprintf("%s: expected %d elements, got %d", path, len(e), len(a)))
+			return
+		}
+		for i := range e {
+			m.compare(fmt.Sprintf("%s[%d]", path, i), e[i], a[i], diffs)
+		}
+	case json.Number:
+		a, ok := act.(json.Number)
+		if !ok || !sameNumber(e, a) {
+			*diffs = append(*diffs, fmt.Sprintf("%s: expected %s, got %s", path, e, marshal(act)))
+		}
+	default:
+		if canonical(exp) != canonical(act) {
+			*diffs = append(*diffs, fmt.Sprintf("%s: expected %s, got %s", path, marshal(exp), marshal(act)))
+		}
+	}
+}
+
+func sameNumber(a, b json.Number) bool {
+	if a == b {
+		return true
+	}
+	x, ok1 := new(big.Float).SetString(string(a))
+	y, ok2 := new(big.Float).SetString(string(b))
+	return ok1 && ok2 && x.Cmp(y) == 0
+}
+
+func sortedKeys(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// Rewrite prepares a recorded inbound frame for sending: a response to a
+// rebound request gets the id the client really used, and workspace
+// placeholders become the real directory.
+func (m *Matcher) Rewrite(frame []byte) ([]byte, error) {
+	v, err := parse(frame)
+	if err != nil {
+		return nil, fmt.Errorf("inbound frame is not JSON: %v", err)
+	}
+	changed := false
+	if o, ok := v.(map[string]any); ok && !isRequest(o) {
+		if id, ok := o["id"]; ok {
+			if real, ok := m.bindings[canonical(id)]; ok {
+				o["id"] = json.RawMessage(real)
+				changed = true
+			}
+		}
+	}
+	v = m.substitute(v, &changed)
+	if !changed {
+		return frame, nil
+	}
+	return marshal(v), nil
+}
+
+func (m *Matcher) substitute(v any, changed *bool) any {
+	switch t := v.(type) {
+	case string:
+		if strings.HasPrefix(t, Workspace) {
+			*changed = true
+			return m.workspace + strings.TrimPrefix(t, Workspace)
+		}
+	case map[string]any:
+		for k, x := range t {
+			t[k] = m.substitute(x, changed)
+		}
+	case []any:
+		for i, x := range t {
+			t[i] = m.substitute(x, changed)
+		}
+	}
+	return v
+}

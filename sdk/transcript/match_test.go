@@ -1,0 +1,98 @@
+package transcript
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestMatch(t *testing.T) {
+	for _, tc := range []struct {
+		name, exp, act string
+		diffs          []string
+	}{
+		{"equal, keys in another order", `{"a":1,"b":[1,2]}`, `{"b":[1,2],"a":1}`, nil},
+		{"numbers compare by value", `{"a":1}`, `{"a":1.0}`, nil},
+		{"any matches a value", `{"a":"<any>"}`, `{"a":{"x":[1]}}`, nil},
+		{"any matches a missing key", `{"a":"<any>","b":1}`, `{"b":1}`, nil},
+		{"workspace", `{"p":"<workspace>/f.go"}`, `{"p":"/ws/f.go"}`, nil},
+		{"workspace mismatch", `{"p":"<workspace>"}`, `{"p":"/other"}`, []string{`$.p: expected "/ws", got "/other"`}},
+		{"missing key", `{"a":1,"b":2}`, `{"a":1}`, []string{"$.b: missing (expected 2)"}},
+		{"extra key", `{"a":1}`, `{"a":1,"c":3}`, []string{"$.c: not expected (got 3)"}},
+		{"array length", `{"a":[1]}`, `{"a":[1,2]}`, []string{"$.a: expected 1 elements, got 2"}},
+		{"nested", `{"a":[{"b":"x"}]}`, `{"a":[{"b":"y"}]}`, []string{`$.a[0].b: expected "x", got "y"`}},
+		{"type", `{"a":{}}`, `{"a":[]}`, []string{"$.a: expected an object, got []"}},
+		{"array type", `{"a":[]}`, `{"a":{}}`, []string{"$.a: expected an array, got {}"}},
+		{"number type", `{"a":1}`, `{"a":"1"}`, []string{`$.a: expected 1, got "1"`}},
+		{"request ids are rebound, not compared", `{"id":0,"method":"m"}`, `{"id":9,"method":"m"}`, nil},
+		{"response ids are compared", `{"id":0,"result":1}`, `{"id":9,"result":1}`, []string{"$.id: expected 0, got 9"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := NewMatcher("/ws").Match([]byte(tc.exp), []byte(tc.act))
+			var mm *Mismatch
+			if tc.diffs == nil {
+				if err != nil {
+					t.Fatalf("unexpected mismatch: %v", err)
+				}
+				return
+			}
+			if !errors.As(err, &mm) {
+				t.Fatalf("err = %v, want a mismatch", err)
+			}
+			if strings.Join(mm.Diffs, "|") != strings.Join(tc.diffs, "|") {
+				t.Errorf("diffs = %q, want %q", mm.Diffs, tc.diffs)
+			}
+		})
+	}
+}
+
+func TestMatchRejectsNonJSON(t *testing.T) {
+	m := NewMatcher("/ws")
+	if err := m.Match([]byte(`{`), []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "expected frame is not JSON") {
+		t.Errorf("bad expectation: %v", err)
+	}
+	var mm *Mismatch
+	if err := m.Match([]byte(`{}`), []byte(`Warning: x`)); !errors.As(err, &mm) || !strings.Contains(mm.Error(), "actual frame is not JSON") {
+		t.Errorf("bad actual frame: %v", err)
+	}
+}
+
+func TestRewriteRebindsResponsesAndWorkspace(t *testing.T) {
+	m := NewMatcher("/ws")
+	if err := m.Match([]byte(`{"jsonrpc":"2.0","id":3,"method":"m"}`), []byte(`{"jsonrpc":"2.0","id":"abc","method":"m"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":3,"result":{"p":"<workspace>/x"}}`, `{"id":"abc","jsonrpc":"2.0","result":{"p":"/ws/x"}}`},
+		{`{"jsonrpc":"2.0","id":4,"result":{}}`, `{"jsonrpc":"2.0","id":4,"result":{}}`}, // unbound: unchanged bytes
+		{`{"jsonrpc":"2.0","id":3,"method":"peer/request"}`, `{"jsonrpc":"2.0","id":3,"method":"peer/request"}`},
+		{`["<workspace>"]`, `["/ws"]`},
+	} {
+		got, err := m.Rewrite([]byte(tc.in))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("Rewrite(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := m.Rewrite([]byte(`{`)); err == nil {
+		t.Error("Rewrite of bad JSON should fail")
+	}
+}
+
+func FuzzMatch(f *testing.F) {
+	f.Add([]byte(`{"id":1,"method":"m","params":{"a":"<any>"}}`), []byte(`{"id":2,"method":"m","params":{"a":3}}`))
+	f.Add([]byte(`[1,"<workspace>/x",{"b":null}]`), []byte(`[1.0,"/ws/x",{"b":null}]`))
+	f.Fuzz(func(t *testing.T, exp, act []byte) {
+		m := NewMatcher("/ws")
+		_ = m.Match(exp, act)
+		_, _ = m.Rewrite(act)
+		// A frame always matches itself (when it holds no placeholders).
+		if !strings.Contains(string(exp), "<") {
+			if err := NewMatcher("/ws").Match(exp, exp); err != nil {
+				var mm *Mismatch
+				if errors.As(err, &mm) {
+					t.Fatalf("frame does not match itself: %v", err)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,241 @@
+package sdk
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Description is what a plugin says about itself.
+type Description struct {
+	Name         string       `json:"name"`
+	Version      string       `json:"version"`
+	WireProtocol string       `json:"wireProtocol"`
+	Capabilities Capabilities `json:"capabilities"`
+}
+
+// Capabilities says what a plugin can do natively. The host decides by
+// policy what to do where a capability is missing.
+type Capabilities struct {
+	NativeSteering bool `json:"nativeSteering"`
+	Interrupt      bool `json:"interrupt"`
+	Approvals      bool `json:"approvals"`
+	Subagents      bool `json:"subagents"`
+	NativeRollback bool `json:"nativeRollback"`
+	Fork           bool `json:"fork"`
+	Resume         bool `json:"resume"`
+	ThreadSnapshot bool `json:"threadSnapshot"`
+}
+
+// ProviderCommand is the provider process a session runs.
+type ProviderCommand struct {
+	Argv []string `json:"argv"`
+	// Env holds KEY=VALUE entries added to the plugin's own environment.
+	Env []string `json:"env,omitempty"`
+}
+
+// OpenSessionRequest asks for a new provider session.
+type OpenSessionRequest struct {
+	SessionID     string          `json:"sessionId"`
+	Cwd           string          `json:"cwd"`
+	Model         string          `json:"model,omitempty"`
+	RuntimePolicy string          `json:"runtimePolicy,omitempty"`
+	Command       ProviderCommand `json:"command"`
+	// ResumeThreadRef is the provider's own thread (conversation) id to
+	// continue, when the host has one from an earlier session.
+	ResumeThreadRef string `json:"resumeThreadRef,omitempty"`
+	// RawFrameLog is where raw provider frames are kept; empty keeps none.
+	RawFrameLog string `json:"rawFrameLog,omitempty"`
+}
+
+// OpenSessionResponse names the provider's refs for the session.
+type OpenSessionResponse struct {
+	ProviderSessionRef string `json:"providerSessionRef,omitempty"`
+	ProviderThreadRef  string `json:"providerThreadRef,omitempty"`
+	// ProviderPid is the provider process id, for diagnostics.
+	ProviderPid int `json:"providerPid,omitempty"`
+}
+
+// TurnInput is what the user sends.
+type TurnInput struct {
+	Text string `json:"text"`
+}
+
+// StartTurnRequest starts a turn in a session.
+type StartTurnRequest struct {
+	SessionID    string    `json:"sessionId"`
+	Input        TurnInput `json:"input"`
+	ClientTurnID string    `json:"clientTurnId,omitempty"`
+}
+
+// StartTurnResponse names the turn the provider started, when it says so at
+// once; otherwise the TurnStarted event names it.
+type StartTurnResponse struct {
+	TurnRef string `json:"turnRef,omitempty"`
+}
+
+// SteerTurnRequest adds input to a running turn.
+type SteerTurnRequest struct {
+	SessionID string    `json:"sessionId"`
+	TurnRef   string    `json:"turnRef"`
+	Input     TurnInput `json:"input"`
+}
+
+// InterruptTurnRequest asks the provider to stop a turn. Returning from it is
+// an acknowledgement only: the turn ends when its terminal event arrives.
+type InterruptTurnRequest struct {
+	SessionID string `json:"sessionId"`
+	TurnRef   string `json:"turnRef,omitempty"`
+}
+
+// Decision is an answer to a runtime request.
+type Decision string
+
+const (
+	DecisionAccept           Decision = "accept"
+	DecisionAcceptForSession Decision = "accept_for_session"
+	DecisionDecline          Decision = "decline"
+	DecisionCancel           Decision = "cancel"
+	DecisionAnswer           Decision = "answer"
+)
+
+// RespondToRequestRequest answers an approval or question.
+type RespondToRequestRequest struct {
+	SessionID  string            `json:"sessionId"`
+	RequestRef string            `json:"requestRef"`
+	Decision   Decision          `json:"decision"`
+	Answers    map[string]string `json:"answers,omitempty"`
+}
+
+// RollbackThreadRequest removes the last Turns turns from a provider thread.
+type RollbackThreadRequest struct {
+	SessionID string `json:"sessionId"`
+	ThreadRef string `json:"threadRef"`
+	Turns     uint32 `json:"turns"`
+}
+
+// RollbackThreadResponse names the thread to continue on.
+type RollbackThreadResponse struct {
+	ThreadRef string `json:"threadRef"`
+}
+
+// ReadThreadSnapshotRequest asks for the provider's view of a thread.
+type ReadThreadSnapshotRequest struct {
+	SessionID string `json:"sessionId"`
+	ThreadRef string `json:"threadRef"`
+}
+
+// ThreadSnapshot is the provider's view of a thread.
+type ThreadSnapshot struct {
+	TurnRefs []string        `json:"turnRefs"`
+	Detail   json.RawMessage `json:"detail,omitempty"`
+}
+
+// EventKind names a normalized runtime event.
+type EventKind string
+
+const (
+	EventSessionState    EventKind = "session_state"
+	EventThreadStarted   EventKind = "thread_started"
+	EventTurnStarted     EventKind = "turn_started"
+	EventItemStarted     EventKind = "item_started"
+	EventItemUpdated     EventKind = "item_updated"
+	EventItemCompleted   EventKind = "item_completed"
+	EventContentDelta    EventKind = "content_delta"
+	EventPlanUpdated     EventKind = "plan_updated"
+	EventRequestOpened   EventKind = "request_opened"
+	EventRequestResolved EventKind = "request_resolved"
+	EventUsage           EventKind = "usage"
+	EventRateLimit       EventKind = "rate_limit"
+	EventTurnTerminal    EventKind = "turn_terminal"
+	EventRuntimeExited   EventKind = "runtime_exited"
+	EventDiagnostic      EventKind = "diagnostic"
+)
+
+// ItemKind names what an item is.
+type ItemKind string
+
+const (
+	ItemAssistantMessage ItemKind = "assistant_message"
+	ItemReasoning        ItemKind = "reasoning"
+	ItemToolCall         ItemKind = "tool_call"
+	ItemCommandExecution ItemKind = "command_execution"
+	ItemFileChange       ItemKind = "file_change"
+	ItemPlan             ItemKind = "plan"
+	ItemSubagent         ItemKind = "subagent"
+	ItemUserMessage      ItemKind = "user_message"
+)
+
+// Turn terminal statuses.
+const (
+	TurnCompleted   = "completed"
+	TurnInterrupted = "interrupted"
+	TurnFailed      = "failed"
+)
+
+// Item statuses.
+const (
+	ItemInProgress = "in_progress"
+	ItemDone       = "completed"
+	ItemFailed     = "failed"
+	ItemDeclined   = "declined"
+)
+
+// RequestOption is one answer a provider offers for a request.
+type RequestOption struct {
+	ID    string `json:"id"`
+	Label string `json:"label,omitempty"`
+	// Kind is one of allow_once, allow_always, reject_once, reject_always.
+	Kind string `json:"kind,omitempty"`
+}
+
+// Usage is token usage as the provider reports it.
+type Usage struct {
+	InputTokens       int64 `json:"inputTokens,omitempty"`
+	OutputTokens      int64 `json:"outputTokens,omitempty"`
+	CachedInputTokens int64 `json:"cachedInputTokens,omitempty"`
+	ReasoningTokens   int64 `json:"reasoningTokens,omitempty"`
+	TotalTokens       int64 `json:"totalTokens,omitempty"`
+}
+
+// RateLimit says when a provider's limit resets.
+type RateLimit struct {
+	ResetsAt    time.Time `json:"resetsAt,omitzero"`
+	UsedPercent float64   `json:"usedPercent,omitempty"`
+	Scope       string    `json:"scope,omitempty"`
+}
+
+// Failure says why something failed.
+type Failure struct {
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message"`
+}
+
+// RuntimeEvent is one normalized event from a provider session. Adapters
+// fill everything but SessionID and Sequence, which the sdk assigns.
+type RuntimeEvent struct {
+	SessionID string    `json:"sessionId"`
+	Sequence  uint64    `json:"sequence"`
+	Kind      EventKind `json:"kind"`
+	// RawFrame is the index of the provider frame this event came from in
+	// the session's raw-frame log (0: none).
+	RawFrame        uint64          `json:"rawFrame,omitempty"`
+	ThreadRef       string          `json:"threadRef,omitempty"`
+	ParentThreadRef string          `json:"parentThreadRef,omitempty"`
+	TurnRef         string          `json:"turnRef,omitempty"`
+	ItemRef         string          `json:"itemRef,omitempty"`
+	ParentItemRef   string          `json:"parentItemRef,omitempty"`
+	ItemKind        ItemKind        `json:"itemKind,omitempty"`
+	Title           string          `json:"title,omitempty"`
+	Text            string          `json:"text,omitempty"`
+	Status          string          `json:"status,omitempty"`
+	RequestRef      string          `json:"requestRef,omitempty"`
+	RequestKind     string          `json:"requestKind,omitempty"`
+	Options         []RequestOption `json:"options,omitempty"`
+	Usage           *Usage          `json:"usage,omitempty"`
+	RateLimit       *RateLimit      `json:"rateLimit,omitempty"`
+	Failure         *Failure        `json:"failure,omitempty"`
+	// ThreadUsable, on a turn terminal event, says whether the provider
+	// thread can take another turn.
+	ThreadUsable bool            `json:"threadUsable,omitempty"`
+	Detail       json.RawMessage `json:"detail,omitempty"`
+}

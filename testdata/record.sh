@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# record.sh PROVIDER SCENARIO — record a replay transcript from a real agent.
+#
+# Usually run as `make record PROVIDER=acp SCENARIO=NAME`, which builds
+# bin/baton, bin/baton-plugin-acp, bin/replaypeer and bin/baton-modelserver
+# first.
+#
+# For PROVIDER=acp it:
+#   1. installs the real agent (pinned npm package) into .cache/npm-acp if it
+#      is missing or has another version;
+#   2. makes a temp HOME and a temp git workspace (one commit with a README);
+#   3. starts bin/baton-modelserver (a scripted Anthropic Messages API) on
+#      127.0.0.1 with testdata/acp/scenarios/SCENARIO.json, "{{CWD}}" in the
+#      script replaced by the workspace's absolute path;
+#   4. runs `bin/baton run` with the real ACP plugin, whose provider command is
+#      `bin/replaypeer record ... -- <agent, with an offline env>`, sending the
+#      lines of testdata/acp/SCENARIO.messages as one run each;
+#   5. checks the result (baton exit status, script fully consumed, transcript
+#      header and end) and moves it to testdata/acp/SCENARIO.ndjson;
+#   6. replays the new transcript through baton in a fresh empty workspace.
+#
+# The agent never talks to the internet: ANTHROPIC_BASE_URL points at the
+# local model server and the env below switches off telemetry, error
+# reports, auto-update and the "fast mode" prefetch (which ignores
+# ANTHROPIC_BASE_URL). See .notes/acp-agent-probe.md.
+#
+# Env: KEEP_TMP=1 keeps the temp directory (logs, agent HOME, workspace);
+# BATON_LOG_LEVEL=debug makes the recording baton run log more (to
+# TMP/baton.err).
+set -euo pipefail
+
+die() { echo "record.sh: $*" >&2; exit 1; }
+
+[ $# -eq 2 ] || die "usage: record.sh PROVIDER SCENARIO"
+PROVIDER=$1
+SCENARIO=$2
+case $SCENARIO in
+  '' | */* | .*) die "bad scenario name: '$SCENARIO'" ;;
+esac
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+BIN=$REPO/bin
+
+for b in baton baton-plugin-acp replaypeer baton-modelserver; do
+  [ -x "$BIN/$b" ] || die "$BIN/$b is missing; run: make record PROVIDER=$PROVIDER SCENARIO=$SCENARIO"
+done
+
+# quote WORD: single-quote a word for --provider-command (split like a shell).
+quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+record_acp() {
+  local agent_pkg=@zed-industries/claude-code-acp
+  local agent_version=0.16.2
+  local protocol='acp/1 json-rpc ndjson stdio'
+  local npm_dir=$REPO/.cache/npm-acp
+  local pkg_json=$npm_dir/node_modules/$agent_pkg/package.json
+  local agent_bin=$npm_dir/node_modules/.bin/claude-code-acp
+  local script_src=$REPO/testdata/acp/scenarios/$SCENARIO.json
+  local messages_file=$REPO/testdata/acp/$SCENARIO.messages
+  local out=$REPO/testdata/acp/$SCENARIO.ndjson
+
+  [ -f "$script_src" ] || die "no model script $script_src"
+  [ -f "$messages_file" ] || die "no messages file $messages_file"
+  command -v node >/dev/null || die "node is not installed"
+  command -v npm >/dev/null || die "npm is not installed"
+  command -v git >/dev/null || die "git is not installed"
+  command -v jq >/dev/null || die "jq is not installed"
+
+  # 1. The agent, pinned.
+  local have=
+  [ -f "$pkg_json" ] && have=$(jq -r .version "$pkg_json")
+  if [ "$have" != "$agent_version" ] || [ ! -x "$agent_bin" ]; then
+    echo "record.sh: installing $agent_pkg@$agent_version into $npm_dir" >&2
+    mkdir -p "$npm_dir"
+    # A package.json of its own keeps npm from walking up to another project.
+    [ -f "$npm_dir/package.json" ] || echo '{"private":true}' >"$npm_dir/package.json"
+    npm install --prefix "$npm_dir" --no-audit --no-fund --save-exact "$agent_pkg@$agent_version" >&2
+    have=$(jq -r .version "$pkg_json")
+    [ "$have" = "$agent_version" ] || die "installed $agent_pkg is $have, want $agent_version"
+  fi
+  local sdk_json=$npm_dir/node_modules/@anthropic-ai/claude-agent-sdk/package.json
+  local sdk_version=unknown cli_version=unknown
+  if [ -f "$sdk_json" ]; then
+    sdk_version=$(jq -r .version "$sdk_json")
+    cli_version=$(jq -r '.claudeCodeVersion // "unknown"' "$sdk_json")
+  fi
+
+  # 2. Temp HOME and workspace.
+  TMP=$(mktemp -d)
+  local home=$TMP/home ws=$TMP/ws
+  mkdir -p "$home" "$ws"
+  git init -q "$ws"
+  printf '# Replay workspace\n\nA throwaway repository for recording transcripts.\n' >"$ws/README.md"
+  git -C "$ws" add README.md
+  GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z \
+    git -C "$ws" -c user.name=recorder -c user.email=recorder@example.invalid \
+    -c commit.gpgsign=false commit -q -m "Initial commit"
+
+  # Optional agent settings from the scenario: a script in the object form
+  # ({"replies": [...]}) may carry "claudeSettings", written to the agent's
+  # $HOME/.claude/settings.json (e.g. permission allow rules, since the host
+  # cannot answer session/request_permission yet).
+  if jq -e 'type == "object" and has("claudeSettings")' "$script_src" >/dev/null; then
+    mkdir -p "$home/.claude"
+    jq '.claudeSettings' "$script_src" >"$home/.claude/settings.json"
+  fi
+
+  # 3. The model server.
+  sed "s|{{CWD}}|$ws|g" "$script_src" >"$TMP/script.json"
+  local replies
+  replies=$(jq 'if type == "object" then .replies else . end | length' "$TMP/script.json") ||
+    die "model script $script_src is not JSON"
+  "$BIN/baton-modelserver" --script "$TMP/script.json" --addr 127.0.0.1:0 \
+    --log "$TMP/model-requests.jsonl" >"$TMP/modelserver.out" 2>"$TMP/modelserver.err" &
+  MS_PID=$!
+  local url= i
+  for i in $(seq 100); do
+    url=$(sed -n '1s/^listening on //p' "$TMP/modelserver.out")
+    [ -n "$url" ] && break
+    kill -0 "$MS_PID" 2>/dev/null || { cat "$TMP/modelserver.err" >&2; die "baton-modelserver exited"; }
+    sleep 0.1
+  done
+  [ -n "$url" ] || die "baton-modelserver did not report its address"
+  case $url in http://127.0.0.1:*) ;; *) die "unexpected model server address: $url" ;; esac
+
+  # 4. Record through baton.
+  local -a msgs=()
+  local line
+  while IFS= read -r line || [ -n "$line" ]; do
+    [ -n "$line" ] && msgs+=("$line")
+  done <"$messages_file"
+  [ ${#msgs[@]} -gt 0 ] || die "$messages_file has no messages"
+
+  local -a agent_env=(
+    env -i
+    "PATH=$PATH"
+    "HOME=$home"
+    "ANTHROPIC_BASE_URL=$url"
+    ANTHROPIC_API_KEY=sk-test-redacted
+    DISABLE_TELEMETRY=1
+    DISABLE_ERROR_REPORTING=1
+    DISABLE_AUTOUPDATER=1
+    DISABLE_BUG_COMMAND=1
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1
+    CLAUDE_CODE_DISABLE_TERMINAL_TITLE=1
+    CLAUDE_CODE_DISABLE_FAST_MODE=1
+  )
+  # claude-code-acp never exits when its stdin closes (it calls
+  # process.stdin.resume()); it has to be stopped with SIGTERM. replaypeer
+  # record does that only after its own 3 s grace period, and the ACP plugin
+  # stops replaypeer with SIGTERM after the same 3 s grace, so replaypeer died
+  # first: the transcript had no runtime_exit entry and the agent (and its
+  # `claude` child) were left running as orphans. This small node wrapper
+  # passes stdin through and sends the agent SIGTERM as soon as stdin ends, so
+  # the agent "exits when the client closes its stdin" — which is exactly the
+  # runtime_exit the replay peer reproduces. stdout/stderr are the agent's own
+  # (not piped through the wrapper), so the frames are unchanged.
+  local stdin_eof_wrapper='const c = require("child_process").spawn(process.argv[1], process.argv.slice(2), {stdio: ["pipe", "inherit", "inherit"]});
+process.stdin.pipe(c.stdin);
+process.stdin.on("end", () => c.kill("SIGTERM"));
+for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => c.kill(s));
+c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 : 1) : code));'
+
+  # replaypeer itself runs with HOME set to the agent's temp HOME so that its
+  # redactor replaces that path (should it show up in a frame) by /home/user.
+  local -a argv=(
+    env "HOME=$home"
+    "$BIN/replaypeer" record
+    --out "$TMP/transcript.ndjson"
+    --provider acp
+    --protocol "$protocol"
+    --scenario "$SCENARIO"
+    --workspace "$ws"
+    --meta "agent=$agent_pkg"
+    --meta "agentVersion=$agent_version"
+    --meta "claudeAgentSdkVersion=$sdk_version"
+    --meta "claudeCodeVersion=$cli_version"
+    --meta "model=baton-modelserver (scripted)"
+    --meta "modelScript=testdata/acp/scenarios/$SCENARIO.json"
+    --meta "capturedBy=make record"
+    --meta "agentStop=SIGTERM when its stdin closes (node wrapper in testdata/record.sh)"
+    --
+    "${agent_env[@]}"
+    node -e "$stdin_eof_wrapper" "$agent_bin"
+  )
+  local cmd= w
+  for w in "${argv[@]}"; do cmd+="${cmd:+ }$(quote "$w")"; done
+
+  echo "record.sh: recording $PROVIDER/$SCENARIO (${#msgs[@]} messages, model server $url, tmp $TMP)" >&2
+  local start=$SECONDS rc=0
+  "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$TMP/data" --cwd "$ws" --provider acp \
+    --provider-command "$cmd" "${msgs[@]}" \
+    >"$TMP/baton.out" 2>"$TMP/baton.err" || rc=$?
+  cat "$TMP/baton.out"
+  if [ "$rc" -ne 0 ]; then
+    KEEP_TMP=1
+    cat "$TMP/baton.err" >&2
+    echo "--- model server log:" >&2
+    cat "$TMP/modelserver.err" >&2
+    die "baton run exited with status $rc; nothing written (logs kept in $TMP)"
+  fi
+  echo "record.sh: baton run took $((SECONDS - start))s" >&2
+
+  # 5. Check and install the transcript.
+  stop_modelserver
+  local consumed
+  consumed=$(sed -n 's/.*stopped; \([0-9]*\) script replies consumed.*/\1/p' "$TMP/modelserver.err")
+  if [ "$consumed" != "$replies" ]; then
+    KEEP_TMP=1
+    cat "$TMP/modelserver.err" >&2
+    die "the agent consumed ${consumed:-?} of $replies scripted model replies (logs kept in $TMP)"
+  fi
+  local t=$TMP/transcript.ndjson
+  [ -s "$t" ] || { KEEP_TMP=1; die "replaypeer wrote no transcript (logs kept in $TMP)"; }
+  jq -e -s '.[0].type == "transcript_start" and .[0].metadata.source == "recorded"' "$t" >/dev/null ||
+    { KEEP_TMP=1; die "transcript header is not a recorded transcript_start (kept in $TMP)"; }
+  jq -e -s '.[-1].type == "runtime_exit"' "$t" >/dev/null ||
+    { KEEP_TMP=1; die "transcript does not end with runtime_exit (kept in $TMP)"; }
+  if grep -q -e "$TMP" -e "$ws" "$t"; then
+    KEEP_TMP=1
+    die "transcript still contains a temp path (kept in $TMP)"
+  fi
+  cp "$t" "$out"
+  echo "record.sh: wrote ${out#"$REPO"/} ($(wc -l <"$out") lines)" >&2
+
+  # 6. Replay it in a fresh, empty workspace.
+  mkdir -p "$TMP/replay/ws"
+  rc=0
+  "$BIN/baton" run --data "$TMP/replay/data" --cwd "$TMP/replay/ws" --provider acp \
+    --provider-command "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0" "${msgs[@]}" \
+    >"$TMP/replay.out" 2>"$TMP/replay.err" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    KEEP_TMP=1
+    cat "$TMP/replay.out" "$TMP/replay.err" >&2
+    die "replaying ${out#"$REPO"/} failed with status $rc (logs kept in $TMP)"
+  fi
+  echo "record.sh: replay OK" >&2
+}
+
+MS_PID=
+TMP=
+KEEP_TMP=${KEEP_TMP:-}
+
+stop_modelserver() {
+  if [ -n "$MS_PID" ]; then
+    kill "$MS_PID" 2>/dev/null || true
+    wait "$MS_PID" 2>/dev/null || true
+    MS_PID=
+  fi
+}
+
+cleanup() {
+  stop_modelserver
+  if [ -n "$TMP" ]; then
+    if [ -n "$KEEP_TMP" ]; then
+      echo "record.sh: kept $TMP" >&2
+    else
+      rm -rf "$TMP"
+    fi
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+case $PROVIDER in
+  acp) record_acp ;;
+  *) die "unknown provider '$PROVIDER' (supported: acp)" ;;
+esac
