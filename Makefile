@@ -1,5 +1,6 @@
 # Baton. Every target installs what it needs; see README.md.
 
+SHELL     := /bin/bash
 GO        ?= go
 BIN       := $(CURDIR)/bin
 MODULES   := sdk host replaypeer plugins/acp
@@ -28,6 +29,16 @@ test: build
 		echo "== $$m"; \
 		(cd $$m && GOWORK=off $(GO) vet ./... && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer $(GO) test -race -count=1 ./...) || exit 1; \
 	done
+	@$(MAKE) --no-print-directory cover
+
+# Coverage per package: the pure domain must be fully covered; the rest is
+# reported. (Integration tests run plugins as separate processes, so their
+# coverage of plugin code does not show here.)
+cover:
+	@mkdir -p coverage
+	@cd host && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer $(GO) test -count=1 -cover ./... | tee $(CURDIR)/coverage/host.txt | grep -E 'coverage|FAIL'
+	@grep -q 'internal/domain.*coverage: 100.0% of statements' coverage/host.txt || \
+		(echo "the domain package must be 100% covered"; exit 1)
 
 # One plugin against the replay peer, through its real process boundary.
 plugin-test: build
@@ -43,12 +54,15 @@ generate:
 		--go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative plugin.proto
 
-# A multi-turn session streamed by the real host, plugin and replay peer.
+# A multi-turn session streamed by the real host, plugin and replay peer
+# (a recorded ACP agent), in a fresh git workspace and data dir.
 demo: build
-	@tmp=$$(mktemp -d); mkdir -p $$tmp/work; git -C $$tmp/work init -q; \
+	@tmp=$$(mktemp -d); mkdir -p $$tmp/work; git -C $$tmp/work init -q 2>/dev/null || true; \
+	mapfile -t msgs < testdata/acp/multi_turn.messages; \
+	echo "baton run --provider acp (replaying testdata/acp/multi_turn.ndjson in $$tmp/work)"; \
 	$(BIN)/baton run --data $$tmp/data --cwd $$tmp/work --provider acp \
 		--provider-command "$(BIN)/replaypeer --transcript $(CURDIR)/testdata/acp/multi_turn.ndjson --speed 1" \
-		"$$(sed -n 1p testdata/acp/multi_turn.messages)" "$$(sed -n 2p testdata/acp/multi_turn.messages)"
+		"$${msgs[@]}"
 
 # Record a transcript from the real provider binary (installed from npm into
 # .cache/), driven by baton through the real plugin, with a scripted model

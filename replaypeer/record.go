@@ -10,11 +10,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/baton-run/baton/sdk/ndjson"
@@ -107,6 +109,16 @@ func record(out, provider, protocol, scenario, workspace string, meta metaFlags,
 	if err != nil {
 		return err
 	}
+	// The plugin stops its provider with SIGTERM; the provider behind us
+	// must stop too, and the transcript must still be finished.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			_ = proc.Close(context.Background())
+		}
+	}()
 	w := ndjson.NewWriter(stdout)
 	done := make(chan struct{})
 	go func() { // provider -> client

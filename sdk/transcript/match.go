@@ -13,8 +13,8 @@ import (
 const (
 	// Any matches any value, and a missing key.
 	Any = "<any>"
-	// Workspace stands for the test's working directory, alone or as the
-	// start of a path ("<workspace>/src/main.go").
+	// Workspace stands for the test's working directory wherever it appears
+	// in a string ("<workspace>/src/main.go", "Write <workspace>/a.txt").
 	Workspace = "<workspace>"
 )
 
@@ -122,9 +122,7 @@ func (m *Matcher) compare(path string, exp, act any, diffs *[]string) {
 		if s == Any {
 			return
 		}
-		if strings.HasPrefix(s, Workspace) {
-			exp = m.workspace + strings.TrimPrefix(s, Workspace)
-		}
+		exp = strings.ReplaceAll(s, Workspace, m.workspace)
 	}
 	switch e := exp.(type) {
 	case map[string]any:
@@ -219,9 +217,9 @@ func (m *Matcher) Rewrite(frame []byte) ([]byte, error) {
 func (m *Matcher) substitute(v any, changed *bool) any {
 	switch t := v.(type) {
 	case string:
-		if strings.HasPrefix(t, Workspace) {
+		if strings.Contains(t, Workspace) {
 			*changed = true
-			return m.workspace + strings.TrimPrefix(t, Workspace)
+			return strings.ReplaceAll(t, Workspace, m.workspace)
 		}
 	case map[string]any:
 		for k, x := range t {

@@ -16,6 +16,7 @@ func TestMatch(t *testing.T) {
 		{"any matches a value", `{"a":"<any>"}`, `{"a":{"x":[1]}}`, nil},
 		{"any matches a missing key", `{"a":"<any>","b":1}`, `{"b":1}`, nil},
 		{"workspace", `{"p":"<workspace>/f.go"}`, `{"p":"/ws/f.go"}`, nil},
+		{"workspace inside a string", `{"p":"cd <workspace> && ls <workspace>/x"}`, `{"p":"cd /ws && ls /ws/x"}`, nil},
 		{"workspace mismatch", `{"p":"<workspace>"}`, `{"p":"/other"}`, []string{`$.p: expected "/ws", got "/other"`}},
 		{"missing key", `{"a":1,"b":2}`, `{"a":1}`, []string{"$.b: missing (expected 2)"}},
 		{"extra key", `{"a":1}`, `{"a":1,"c":3}`, []string{"$.c: not expected (got 3)"}},
@@ -67,6 +68,7 @@ func TestRewriteRebindsResponsesAndWorkspace(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":4,"result":{}}`, `{"jsonrpc":"2.0","id":4,"result":{}}`}, // unbound: unchanged bytes
 		{`{"jsonrpc":"2.0","id":3,"method":"peer/request"}`, `{"jsonrpc":"2.0","id":3,"method":"peer/request"}`},
 		{`["<workspace>"]`, `["/ws"]`},
+		{`{"title":"Write <workspace>/a.txt"}`, `{"title":"Write /ws/a.txt"}`},
 	} {
 		got, err := m.Rewrite([]byte(tc.in))
 		if err != nil || string(got) != tc.want {

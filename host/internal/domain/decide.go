@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -316,6 +317,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 				f := Failure{Code: "provider_exited", Message: "the provider process exited during the run"}
 				if ev.Failure != nil {
 					f.Message = ev.Failure.Message
+					f.Code = cmp.Or(ev.Failure.Code, f.Code)
 				}
 				endRun(t, r, RunStatusFailed, "", &f, env, d)
 			}

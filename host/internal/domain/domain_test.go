@@ -277,7 +277,10 @@ func TestRequestsAndProviderExit(t *testing.T) {
 		t.Fatalf("event from an ended session: %s", types(d))
 	}
 	w.open("s2")
-	d = w.ev("s2", ProviderEvent{Kind: EvRuntimeExited, Status: "closed"})
+	d = w.ev("s2", ProviderEvent{Kind: EvRuntimeExited, Status: "failed", Failure: &Failure{Code: "plugin_exited", Message: "gone"}})
+	if r := w.thread.Runs[1]; r.Failure == nil || r.Failure.Code != "plugin_exited" {
+		t.Fatalf("the exit's own failure code is kept: %+v", r.Failure)
+	}
 	if got := types(d); !strings.Contains(got, "run.ended") {
 		t.Fatalf("an exit before the turn started still ends the run: %s", got)
 	}
@@ -404,9 +407,9 @@ func TestDecodeCommand(t *testing.T) {
 		t.Errorf("no payload: %+v %v", c, err)
 	}
 	for in, want := range map[string]string{
-		`{`:                                  "invalid command",
-		`{"type":"message.dispatch"}`:        "no commandId",
-		`{"type":"provider.event","commandId":"c"}`: `unknown command type "provider.event"`,
+		`{`:                           "invalid command",
+		`{"type":"message.dispatch"}`: "no commandId",
+		`{"type":"provider.event","commandId":"c"}`:                         `unknown command type "provider.event"`,
 		`{"type":"message.dispatch","commandId":"c","payload":{"txt":"x"}}`: "message.dispatch payload",
 		`{"type":"message.dispatch","commandId":"c","extra":1}`:             "unknown field",
 	} {

@@ -90,17 +90,29 @@ func (h *Host) perform(e domain.Effect) {
 }
 
 func (h *Host) startTurn(e domain.Effect) error {
-	s, err := h.session(e.ThreadID)
-	if err != nil {
-		return err
+	for try := 0; ; try++ {
+		s, err := h.session(e.ThreadID)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
+		_, err = s.plugin.StartTurn(ctx, sdk.StartTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: e.Text}, ClientTurnID: e.AttemptID})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		gone := errors.Is(err, sdk.ErrUnknownSession) || errors.Is(err, sdk.ErrProviderExited)
+		if !gone || try > 0 {
+			return fmt.Errorf("start turn with %s: %w", s.plugin.Name, err)
+		}
+		// The session ended under us (its provider exited after the last
+		// run). Once its end is recorded, a new session takes the turn.
+		select {
+		case <-s.done:
+		case <-time.After(sessionCloseTimeout):
+			return fmt.Errorf("start turn with %s: %w", s.plugin.Name, err)
+		}
 	}
-	ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
-	defer cancel()
-	_, err = s.plugin.StartTurn(ctx, sdk.StartTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: e.Text}, ClientTurnID: e.AttemptID})
-	if err != nil {
-		return fmt.Errorf("start turn with %s: %w", s.plugin.Name, err)
-	}
-	return nil
 }
 
 // liveSession is an open provider session and the goroutine that ingests

@@ -205,7 +205,12 @@ func (s *session) call(ctx context.Context, method string, params, result any) e
 	id := jsonrpc2.ID{Num: s.nextID.Add(1) - 1}
 	err := s.conn.Call(ctx, method, params, result, jsonrpc2.PickID(id))
 	if err != nil && errors.Is(err, jsonrpc2.ErrClosed) {
-		return sdk.Errorf(sdk.ErrProviderExited, "%s", method)
+		select {
+		case <-s.proc.Done():
+			return sdk.Errorf(sdk.ErrProviderExited, "%s: %s", method, s.exitReport())
+		case <-time.After(5 * time.Second):
+			return sdk.Errorf(sdk.ErrProviderExited, "%s", method)
+		}
 	}
 	return err
 }

@@ -208,7 +208,7 @@ func (n *normalizer) endTurn(res *promptResult, callErr error, threadUsable bool
 	out := n.closeOpen()
 	for _, id := range slices.Sorted(maps.Keys(n.tools)) {
 		out = append(out, n.event(sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ItemRef: id, Status: sdk.ItemFailed,
-			Title: "tool call left open when the turn ended"}))
+			Text: "the tool call was still open when the turn ended"}))
 		delete(n.tools, id)
 	}
 	term := n.event(sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadUsable: threadUsable})

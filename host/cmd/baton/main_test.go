@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/baton-run/baton/host/internal/pluginhost"
+)
+
+const root = "../../.."
+
+var binDir string // baton, baton-plugin-acp, replaypeer and plugins.lock
+
+func TestMain(m *testing.M) {
+	if b := os.Getenv("BATON_BIN"); b != "" {
+		binDir = b
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "baton-cli-test-")
+	if err != nil {
+		panic(err)
+	}
+	for _, b := range []struct{ dir, out, pkg string }{
+		{"host", "baton", "./cmd/baton"}, {"plugins/acp", "baton-plugin-acp", "."}, {"replaypeer", "replaypeer", "."},
+	} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
+		cmd.Dir = filepath.Join(root, b.dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", b.dir, err, out)
+			os.Exit(1)
+		}
+	}
+	if _, err := pluginhost.Lock(dir); err != nil {
+		panic(err)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func baton(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "baton"), args...)
+	cmd.Env = append(os.Environ(), "BATON_DATA="+t.TempDir())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func lines(t *testing.T, name string) []string {
+	b, err := os.ReadFile(filepath.Join(root, "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+}
+
+func peerCommand(t *testing.T, transcript string) string {
+	abs, _ := filepath.Abs(filepath.Join(root, "testdata", transcript))
+	return fmt.Sprintf("'%s' --transcript '%s' --speed 0", filepath.Join(binDir, "replaypeer"), abs)
+}
+
+// The --json contract: one JSON object per line, the last the final thread
+// projection with lowerCamelCase fields.
+func TestRunJSON(t *testing.T) {
+	msgs := lines(t, "acp/multi_turn.messages")
+	args := append([]string{"run", "--json", "--data", t.TempDir(), "--cwd", t.TempDir(), "--provider", "acp",
+		"--provider-command", peerCommand(t, "acp/multi_turn.ndjson")}, msgs...)
+	out, stderr, code := baton(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 16<<20)
+	var last map[string]any
+	n := 0
+	for sc.Scan() {
+		last = nil
+		if err := json.Unmarshal(sc.Bytes(), &last); err != nil {
+			t.Fatalf("line %d is not one JSON object: %v\n%s", n+1, err, sc.Text())
+		}
+		n++
+	}
+	var final struct {
+		Kind string `json:"kind"`
+		Runs []struct {
+			Ordinal int    `json:"ordinal"`
+			Status  string `json:"status"`
+		} `json:"runs"`
+		Messages []struct {
+			Role string `json:"role"`
+			Text string `json:"text"`
+		} `json:"messages"`
+	}
+	b, _ := json.Marshal(last)
+	json.Unmarshal(b, &final)
+	if final.Kind != "thread" || len(final.Runs) != len(msgs) {
+		t.Fatalf("last line = %s; want the thread with %d runs", b, len(msgs))
+	}
+	for i, r := range final.Runs {
+		if r.Ordinal != i+1 || r.Status != "completed" {
+			t.Errorf("runs[%d] = %+v", i, r)
+		}
+	}
+	var users, assistants int
+	for _, m := range final.Messages {
+		switch m.Role {
+		case "user":
+			users++
+		case "assistant":
+			if m.Text != "" {
+				assistants++
+			}
+		}
+	}
+	if users != len(msgs) || assistants < len(msgs) {
+		t.Errorf("messages: %d user, %d assistant with text; want %d each", users, assistants, len(msgs))
+	}
+}
+
+// The readable stream shows the assistant's text and each run's end, and a
+// thread can be continued with --thread.
+func TestRunReadableAndContinue(t *testing.T) {
+	data, ws := t.TempDir(), t.TempDir()
+	msgs := lines(t, "acp/simple.messages")
+	out, stderr, code := baton(t, "run", "--data", data, "--cwd", ws, "--provider", "acp",
+		"--provider-command", peerCommand(t, "acp/simple.ndjson"), msgs[0])
+	if code != 0 || !strings.Contains(out, "✔ run 1 completed") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	var threadID string
+	for _, l := range strings.Split(out, "\n") {
+		if i := strings.Index(l, "--thread "); i >= 0 {
+			threadID = strings.TrimSuffix(l[i+len("--thread "):], ")")
+		}
+	}
+	if threadID == "" {
+		t.Fatalf("no thread id to continue in:\n%s", out)
+	}
+	// Continuing a thread resumes the provider's conversation: the agent in
+	// this transcript supports session/load, so the plugin asks for it, and
+	// the replay peer (which recorded session/new) says so.
+	out, _, code = baton(t, "run", "--data", data, "--thread", threadID, msgs[0])
+	if code != 1 || !strings.Contains(out, "run 2 failed") || !strings.Contains(out, "session/load") {
+		t.Fatalf("continue: exit %d\n%s", code, out)
+	}
+	if _, stderr, code := baton(t, "run", "--data", data, "--thread", "thr_nope", "hi"); code != 2 || !strings.Contains(stderr, "thr_nope") {
+		t.Errorf("unknown thread: exit %d, %s", code, stderr)
+	}
+}
+
+func TestUsageAndFailures(t *testing.T) {
+	if _, stderr, code := baton(t, "run", "hello"); code != 2 || !strings.Contains(stderr, "--provider is required") {
+		t.Errorf("no provider: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := baton(t, "run", "--provider", "acp"); code != 2 || !strings.Contains(stderr, "MESSAGE") {
+		t.Errorf("no message: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := baton(t, "run", "--provider", "acp", "--provider-command", `"unclosed`, "hi"); code != 2 || !strings.Contains(stderr, "cannot split") {
+		t.Errorf("bad command: exit %d, %s", code, stderr)
+	}
+	if _, _, code := baton(t, "frobnicate"); code != 2 {
+		t.Errorf("unknown command: exit %d", code)
+	}
+	out, _, code := baton(t, "run", "--data", t.TempDir(), "--cwd", t.TempDir(), "--provider", "nosuch", "--provider-command", "x", "hi")
+	if code != 1 || !strings.Contains(out, "not installed") {
+		t.Errorf("missing plugin: exit %d\n%s", code, out)
+	}
+}
