@@ -71,8 +71,10 @@ record: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
 	bash testdata/record.sh $(PROVIDER) $(SCENARIO)
 
+# Benchmarks, 5 runs each; compare with benchstat. Baselines run in the same
+# invocation (raw Pebble sync beside the event log's append).
 bench: build
-	cd host && GOWORK=off $(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee $(CURDIR)/bench.txt
+	@for m in host sdk; do (cd $$m && GOWORK=off $(GO) test -run '^$$' -bench . -benchmem -count 5 ./...) || exit 1; done | tee $(CURDIR)/bench.txt
 
 clean:
 	rm -rf $(BIN) $(TOOLS)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"pgregory.net/rapid"
 )
 
@@ -150,6 +151,24 @@ func BenchmarkAppend(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/event")
 		})
+	}
+}
+
+// BenchmarkBaselinePebbleSync is the floor under BenchmarkAppend: one raw
+// Pebble Set committed with Sync, no index, no receipt, same value size.
+func BenchmarkBaselinePebbleSync(b *testing.B) {
+	s, err := Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	v := []byte(`{"sequence":1,"threadId":"thread","type":"x.happened","at":"1970-01-01T00:00:01Z","data":{"i":0}}`)
+	var seq uint64
+	for b.Loop() {
+		seq++
+		if err := s.db.Set(eventKey(seq), v, pebble.Sync); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
