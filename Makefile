@@ -76,5 +76,15 @@ record: build
 bench: build
 	@for m in host sdk; do (cd $$m && GOWORK=off $(GO) test -run '^$$' -bench . -benchmem -count 5 ./...) || exit 1; done | tee $(CURDIR)/bench.txt
 
+# Fuzz every decoder of outside input for FUZZTIME each. New interesting
+# inputs stay in the Go cache; copy the ones worth keeping into the
+# package's testdata/fuzz/NAME so every `go test` replays them.
+FUZZTIME ?= 30s
+fuzz:
+	cd sdk && $(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./transcript/
+	cd sdk && $(GO) test -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./transcript/
+	cd plugins/acp && $(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/acp/
+	cd host && $(GO) test -run '^$$' -fuzz '^FuzzDecodeCommand$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/domain/
+
 clean:
 	rm -rf $(BIN) $(TOOLS)

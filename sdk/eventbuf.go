@@ -51,6 +51,19 @@ func (b *eventBuffer) Emit(ev RuntimeEvent) {
 	b.changed = make(chan struct{})
 }
 
+// ack drops the events up to seq: a reader that asks for events after seq
+// has them, and will not ask for them again.
+func (b *eventBuffer) ack(seq uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if seq < b.first {
+		return
+	}
+	drop := min(int(seq-b.first+1), len(b.events))
+	b.events = append(b.events[:0:0], b.events[drop:]...)
+	b.first += uint64(drop)
+}
+
 // end marks the stream finished without a further event.
 func (b *eventBuffer) end() {
 	b.mu.Lock()
@@ -68,7 +81,7 @@ func (b *eventBuffer) after(seq uint64) ([]RuntimeEvent, bool, <-chan struct{}, 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if seq+1 < b.first {
-		return nil, false, nil, fmt.Errorf("events %d to %d of session %s are no longer buffered: %w",
+		return nil, false, nil, fmt.Errorf("events %d to %d of session %s are no longer buffered (they were dropped or already read): %w",
 			seq+1, b.first-1, b.sessionID, ErrInvalid)
 	}
 	var out []RuntimeEvent

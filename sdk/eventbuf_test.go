@@ -53,3 +53,23 @@ func TestEventBufferBound(t *testing.T) {
 		t.Errorf("after(10): %d events, %v", len(evs), err)
 	}
 }
+
+func TestEventBufferAckDropsWhatWasRead(t *testing.T) {
+	b := newEventBuffer("s")
+	for i := 0; i < 10; i++ {
+		b.Emit(RuntimeEvent{})
+	}
+	b.ack(4)
+	b.ack(2) // older acks change nothing
+	evs, _, _, err := b.after(4)
+	if err != nil || len(evs) != 6 || evs[0].Sequence != 5 {
+		t.Fatalf("after(4) = %d events from %d, %v", len(evs), evs[0].Sequence, err)
+	}
+	if _, _, _, err := b.after(3); !errors.Is(err, ErrInvalid) {
+		t.Errorf("reading acknowledged events: %v, want an error", err)
+	}
+	b.ack(100)
+	if evs, _, _, _ := b.after(10); len(evs) != 0 {
+		t.Errorf("after acking everything: %d events", len(evs))
+	}
+}

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"os"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -61,17 +62,24 @@ func Serve(a Adapter, opts ...ServeOpt) {
 		cfg.logger = NewLogger(a.Describe().Name)
 	}
 	stop, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	srv := newServer(stop, a, cfg.logger)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{
-			ProtocolVersion: {pluginKey: &grpcPlugin{server: newServer(stop, a, cfg.logger)}},
+			ProtocolVersion: {pluginKey: &grpcPlugin{server: srv}},
 		},
 		GRPCServer: plugin.DefaultGRPCServer,
 		Logger:     cfg.logger,
 		Test:       cfg.test,
 	})
+	// The host is gone (or done): stop every provider process still running.
+	cancel()
+	srv.closeAll(shutdownTimeout)
 }
+
+// shutdownTimeout bounds how long a plugin spends closing its sessions when
+// the host goes away; providerproc's grace periods fit inside it.
+const shutdownTimeout = 10 * time.Second
 
 // grpcPlugin is the go-plugin glue. The plugin side sets server; the host
 // side uses GRPCClient only.

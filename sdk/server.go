@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -33,6 +34,37 @@ func (s *server) session(id string) (*eventBuffer, error) {
 		return nil, Errorf(ErrUnknownSession, "session %q", id)
 	}
 	return b, nil
+}
+
+// forget drops a session whose stream has ended and been read to its end.
+func (s *server) forget(buf *eventBuffer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[buf.sessionID] == buf {
+		delete(s.sessions, buf.sessionID)
+	}
+}
+
+// closeAll closes every open session, so that no provider process outlives
+// the plugin when the host goes away without closing them.
+func (s *server) closeAll(timeout time.Duration) {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.sessions))
+	for id := range s.sessions {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() {
+			if err := s.adapter.CloseSession(ctx, id); err != nil {
+				s.log.Debug("close session at shutdown", "session", id, "error", err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeResponse, error) {
@@ -73,6 +105,7 @@ func (s *server) Events(req *pb.EventsRequest, stream pb.Provider_EventsServer) 
 		return toStatus(err)
 	}
 	after := req.GetAfterSequence()
+	buf.ack(after)
 	for {
 		evs, ended, changed, err := buf.after(after)
 		if err != nil {
@@ -85,6 +118,9 @@ func (s *server) Events(req *pb.EventsRequest, stream pb.Provider_EventsServer) 
 			after = ev.Sequence
 		}
 		if ended && len(evs) == 0 {
+			// Everything, the exit included, is delivered: the session's
+			// buffer is no longer needed.
+			s.forget(buf)
 			return nil
 		}
 		if len(evs) > 0 {

@@ -172,6 +172,13 @@ const (
 	TurnFailed      = "failed"
 )
 
+// Runtime exit statuses (Status of an EventRuntimeExited event).
+const (
+	ExitExited = "exited" // the provider ended on its own, cleanly
+	ExitClosed = "closed" // the session was closed
+	ExitFailed = "failed" // the provider ended on its own with an error
+)
+
 // Item statuses.
 const (
 	ItemInProgress = "in_progress"

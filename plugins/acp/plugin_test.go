@@ -63,7 +63,11 @@ func TestTranscripts(t *testing.T) {
 // errors; junk on stdout and unknown updates become diagnostics.
 func TestFileSystemStaysInsideCwd(t *testing.T) {
 	p := plugintest.Start(t, plugintest.Build(t, "."))
-	ws := t.TempDir()
+	ws, outside := t.TempDir(), t.TempDir()
+	// A link inside the cwd that leads out of it (dangling until written).
+	if err := os.Symlink(filepath.Join(outside, "dir"), filepath.Join(ws, "link")); err != nil {
+		t.Fatal(err)
+	}
 	s := p.Open(t, filepath.Join(testdata, "fs_boundary.ndjson"), ws)
 	s.StartTurn(t, "Check the files")
 	evs := s.WaitTurn(t)
@@ -72,6 +76,9 @@ func TestFileSystemStaysInsideCwd(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(ws), "escaped.txt")); err == nil {
 		t.Error("a write outside the cwd happened")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "dir", "escaped.txt")); err == nil {
+		t.Error("a write through a symlink left the cwd")
 	}
 	var diags []string
 	for _, ev := range evs {

@@ -123,7 +123,11 @@ func (w testWriter) Write(b []byte) (int, error) {
 
 // Session is an open session whose events the test reads.
 type Session struct {
-	ID     string
+	ID string
+	// Answer is how requests the provider opens are answered while the
+	// test waits for events (default: decline, as a host does by default).
+	Answer sdk.Decision
+
 	Open   sdk.OpenSessionResponse
 	plugin *Plugin
 	events chan sdk.RuntimeEvent
@@ -212,6 +216,16 @@ func (s *Session) Until(t testing.TB, what string, stop func(sdk.RuntimeEvent) b
 			}
 			got = append(got, ev)
 			s.all = append(s.all, ev)
+			if ev.Kind == sdk.EventRequestOpened {
+				answer := s.Answer
+				if answer == "" {
+					answer = sdk.DecisionDecline
+				}
+				if err := s.plugin.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.ID,
+					RequestRef: ev.RequestRef, Decision: answer}); err != nil {
+					t.Fatalf("answer request %s: %v", ev.RequestRef, err)
+				}
+			}
 			if stop(ev) {
 				return got
 			}

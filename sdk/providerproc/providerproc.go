@@ -94,6 +94,7 @@ func Start(c Command) (*Process, error) {
 	cmd.Env = append(os.Environ(), c.Env...)
 	cmd.Dir = c.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setParentDeath(cmd.SysProcAttr)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("start provider %s: %w", c.Argv[0], err)

@@ -44,6 +44,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	model := fs.String("model", "", "provider `model`")
 	jsonOut := fs.Bool("json", false, "print one JSON object per line; the last is the final thread projection")
 	logLevel := fs.String("log-level", "warn", "host log `level` on stderr (trace, debug, info, warn, error)")
+	approve := fs.String("approve", domain.ApproveDecline, "how to answer the agent's approval requests for a new thread: `decline` or accept")
 	var pluginDirs stringList
 	fs.Var(&pluginDirs, "plugin-dir", "extra plugin `directory` (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -56,6 +57,10 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if *thread == "" && *provider == "" {
 		fmt.Fprintln(stderr, "baton run: --provider is required for a new thread (or continue one with --thread)")
+		return exitUsage
+	}
+	if *approve != domain.ApproveDecline && *approve != domain.ApproveAccept {
+		fmt.Fprintf(stderr, "baton run: --approve must be decline or accept, got %q (answering each request at the terminal is not there yet)\n", *approve)
 		return exitUsage
 	}
 	if *data == "" {
@@ -102,7 +107,8 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		rc, err := host.Dispatch(ctx, domain.Command{ID: idgen.NewID("cmd"), Payload: domain.CreateThread{
-			Provider: *provider, Cwd: absCwd, Model: *model, ProviderCommand: domain.ProviderCommand{Argv: argv}}})
+			Provider: *provider, Cwd: absCwd, Model: *model, ProviderCommand: domain.ProviderCommand{Argv: argv},
+			ApprovalPolicy: *approve}})
 		if err != nil {
 			fmt.Fprintf(stderr, "baton run: create thread: %v\n", err)
 			return exitFailed
@@ -288,9 +294,16 @@ func (p *printer) event(rec eventlog.Record, t domain.Thread) {
 			p.line("  · %s %s %s%s", strings.ReplaceAll(it.Kind, "_", " "), it.Title, e.Status, text)
 		}
 	case domain.RequestOpened:
-		p.line("  ? %s request: %s (pending)", e.Kind, e.Title)
+		p.line("  ? %s request: %s (the thread's policy answers %s)", e.Kind, oneLine(e.Title, 100), t.ApprovalPolicy)
 	case domain.RequestResolved:
-		p.line("  ? request %s: %s %s", e.RequestID, e.Status, e.Decision)
+		switch {
+		case e.Delivery == domain.DeliveryNotResumable:
+			p.line("  ? request %s: %s (the provider is gone)", e.RequestID, e.Status)
+		case e.Decision != "":
+			p.line("  ? request answered: %s", e.Decision)
+		default:
+			p.line("  ? request %s", e.Status)
+		}
 	case domain.SessionOpened:
 		p.line("  (provider session %s opened)", e.SessionID)
 	case domain.SessionEnded:

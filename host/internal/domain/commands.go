@@ -29,6 +29,9 @@ type (
 		Cwd             string          `json:"cwd"`
 		Model           string          `json:"model,omitempty"`
 		ProviderCommand ProviderCommand `json:"providerCommand"`
+		// ApprovalPolicy is how the provider's requests are answered:
+		// "decline" (the default) or "accept".
+		ApprovalPolicy string `json:"approvalPolicy,omitempty"`
 	}
 	// DispatchMessage sends a user message: it starts a run at once when
 	// the thread is idle and queues behind the active run otherwise.
@@ -113,6 +116,9 @@ const (
 	EvSessionState    = "session_state"
 	EvRateLimit       = "rate_limit"
 )
+
+// DecisionCancel is the provider's word for a request withdrawn unanswered.
+const DecisionCancel = "cancel"
 
 // Receipt is what a command returns, and what a duplicate returns again.
 type Receipt struct {

@@ -20,6 +20,10 @@ type Effect struct {
 	RunID     string `json:"runId,omitempty"`
 	AttemptID string `json:"attemptId,omitempty"`
 	Text      string `json:"text,omitempty"`
+	// For EffectRespond: the session and the provider's request ref.
+	SessionID  string `json:"sessionId,omitempty"`
+	RequestRef string `json:"requestRef,omitempty"`
+	Decision   string `json:"decision,omitempty"`
 }
 
 // Effect types.
@@ -27,6 +31,8 @@ const (
 	// EffectStartTurn sends a run's input to the provider (opening a
 	// session first when the thread has none).
 	EffectStartTurn = "start_turn"
+	// EffectRespond answers a provider's request through its session.
+	EffectRespond = "respond"
 )
 
 // Decision is what Decide returns.
@@ -59,6 +65,11 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		}
 		if p.Cwd == "" || p.Cwd[0] != '/' {
 			return d, fmt.Errorf("%w: thread.create needs an absolute cwd, got %q", ErrInvalid, p.Cwd)
+		}
+		switch p.ApprovalPolicy {
+		case "", ApproveDecline, ApproveAccept:
+		default:
+			return d, fmt.Errorf("%w: approval policy must be %q or %q, got %q", ErrInvalid, ApproveDecline, ApproveAccept, p.ApprovalPolicy)
 		}
 		d.emit(ThreadCreated(p))
 	case DispatchMessage:
@@ -239,8 +250,16 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			pthrID = pthr.ID
 		}
 		a := r.attempt(r.ActiveAttempt)
-		d.emit(ProviderTurnBound{ProviderTurnID: env.NewID("pturn"), ProviderThreadID: pthrID, ProviderRef: ev.TurnRef,
-			RunID: r.ID, AttemptID: a.ID, NodeID: a.RootNode})
+		node := a.RootNode
+		if pthr != nil && pthr.ParentID != "" {
+			// A turn on a child (subagent) thread: it gets a node of its own
+			// under the root, and its end never ends the run.
+			node = env.NewID("node")
+			d.emit(NodeStarted{RunID: r.ID, NodeID: node, ParentID: a.RootNode, AttemptID: a.ID, Kind: NodeSubagent,
+				ProviderRef: ev.TurnRef, Title: ev.Title})
+		}
+		d.emit(ProviderTurnBound{ProviderTurnID: env.NewID("pturn"), ProviderThreadID: pthrID, SessionID: p.SessionID,
+			ProviderRef: ev.TurnRef, RunID: r.ID, AttemptID: a.ID, NodeID: node})
 	case EvItemStarted, EvItemUpdated, EvItemCompleted, EvContentDelta:
 		decideItem(t, ev, env, d)
 	case EvPlanUpdated:
@@ -272,13 +291,17 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		}
 		d.emit(RequestOpened{RequestID: env.NewID("req"), RunID: runID, NodeID: nodeID, SessionID: p.SessionID,
 			ProviderRef: ev.RequestRef, Kind: ev.RequestKind, Title: ev.Title, Options: ev.Options})
+		// The thread's policy answers at once; the request resolves when
+		// the provider says it got the answer.
+		d.effect(Effect{Type: EffectRespond, ThreadID: t.ID, RunID: runID, SessionID: p.SessionID,
+			RequestRef: ev.RequestRef, Decision: t.ApprovalPolicy})
 	case EvRequestResolved:
 		q := t.requestByRef(p.SessionID, ev.RequestRef)
 		if q == nil || q.Status != RequestStatusPending {
 			return
 		}
 		status := RequestStatusResolved
-		if ev.Status == "cancel" {
+		if ev.Status == DecisionCancel {
 			status = RequestStatusCancelled
 		}
 		d.emit(RequestResolved{RequestID: q.ID, Status: status, Decision: ev.Status})
@@ -293,9 +316,15 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			return
 		}
 		r := t.run(pt.RunID)
-		// Only the root turn of the run's active attempt ends the run; a
-		// child's terminal never completes, fails or ends its parent.
 		if r == nil || r.ActiveAttempt != pt.AttemptID || Terminal(r.Status) {
+			return
+		}
+		// Only the root turn of the run's active attempt ends the run; a
+		// child's terminal ends its own node and never the run.
+		if a := r.attempt(pt.AttemptID); pt.NodeID != a.RootNode {
+			if n := t.node(r.ID, pt.NodeID); n != nil && n.Status == StatusInProgress {
+				d.emit(NodeCompleted{RunID: r.ID, NodeID: n.ID, Status: nodeStatus(ev.Status)})
+			}
 			return
 		}
 		status := RunStatusCompleted
@@ -435,6 +464,17 @@ func endRun(t *Thread, r *Run, status, stopReason string, f *Failure, env Env, d
 			}
 		}
 	}
+}
+
+// nodeStatus maps a provider turn status to a node status.
+func nodeStatus(turnStatus string) string {
+	switch turnStatus {
+	case "failed":
+		return StatusFailed
+	case "interrupted":
+		return StatusCancelled
+	}
+	return StatusCompleted
 }
 
 // endSession ends a session; its pending requests can no longer be answered.

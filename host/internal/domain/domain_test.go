@@ -87,6 +87,7 @@ func TestCreateThreadValidation(t *testing.T) {
 		{CreateThread{Cwd: "/w"}, ErrInvalid},
 		{CreateThread{Provider: "acp", Cwd: "rel"}, ErrInvalid},
 		{CreateThread{Provider: "acp"}, ErrInvalid},
+		{CreateThread{Provider: "acp", Cwd: "/w", ApprovalPolicy: "ask"}, ErrInvalid},
 	} {
 		if _, err := Decide(nil, Command{ID: "c", ThreadID: "t", Payload: tc.p}, Env{}); !errors.Is(err, tc.want) {
 			t.Errorf("%+v: %v, want %v", tc.p, err, tc.want)
@@ -214,6 +215,41 @@ func TestOnlyTheRootTurnEndsTheRun(t *testing.T) {
 	if !Active(w.thread.Runs[0].Status) {
 		t.Fatalf("the run ended on a child's terminal: %s", w.thread.Runs[0].Status)
 	}
+	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "root"})
+	for i, st := range []string{"failed", "interrupted", "completed"} {
+		ref := fmt.Sprintf("child-%d", i)
+		d := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "child-thread", TurnRef: ref, Title: "helper"})
+		if got := types(d); got != "node.started provider.turn.bound" {
+			t.Fatalf("child turn started: %s", got)
+		}
+		d = w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: ref, Status: st})
+		if got := types(d); got != "node.completed" {
+			t.Fatalf("child terminal (%s): %s", st, got)
+		}
+		if again := w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: ref, Status: st}); len(again.Events) != 0 {
+			t.Fatalf("child terminal twice: %s", types(again))
+		}
+	}
+	r := w.thread.Runs[0]
+	if !Active(r.Status) || r.Status != RunStatusRunning {
+		t.Fatalf("after child turns the run is %s; want running", r.Status)
+	}
+	var sub []string
+	for _, n := range r.Nodes {
+		if n.Kind == NodeSubagent {
+			if n.ParentID != r.Attempts[0].RootNode {
+				t.Errorf("subagent node %s is not under the root", n.ID)
+			}
+			sub = append(sub, n.Status)
+		}
+	}
+	if strings.Join(sub, ",") != "failed,cancelled,completed" {
+		t.Errorf("subagent nodes: %v", sub)
+	}
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "root", Status: "completed"})
+	if r := w.thread.Runs[0]; r.Status != RunStatusCompleted || r.Attempts[0].SessionID != "s1" {
+		t.Fatalf("the root turn ends the run: %+v", r)
+	}
 }
 
 func TestTerminalStatuses(t *testing.T) {
@@ -246,6 +282,9 @@ func TestRequestsAndProviderExit(t *testing.T) {
 	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1"}) // the same frame again
 	if len(w.thread.Requests) != 1 || w.thread.Runs[0].Status != RunStatusWaiting || w.thread.Requests[0].NodeID == "" {
 		t.Fatalf("after request: %+v %s", w.thread.Requests, w.thread.Runs[0].Status)
+	}
+	if e := w.effects[len(w.effects)-1]; e.Type != EffectRespond || e.Decision != ApproveDecline || e.RequestRef != "q1" || e.SessionID != "s1" {
+		t.Fatalf("the default policy declines: %+v", e)
 	}
 	w.ev("s1", ProviderEvent{Kind: EvRequestResolved, RequestRef: "q1", Status: "accept"})
 	w.ev("s1", ProviderEvent{Kind: EvRequestResolved, RequestRef: "q1", Status: "accept"})

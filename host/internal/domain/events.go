@@ -16,6 +16,7 @@ type (
 		Cwd             string          `json:"cwd"`
 		Model           string          `json:"model,omitempty"`
 		ProviderCommand ProviderCommand `json:"providerCommand"`
+		ApprovalPolicy  string          `json:"approvalPolicy,omitempty"`
 	}
 	MessageAdded struct {
 		MessageID string `json:"messageId"`
@@ -93,6 +94,7 @@ type (
 	ProviderTurnBound struct {
 		ProviderTurnID   string `json:"providerTurnId"`
 		ProviderThreadID string `json:"providerThreadId"`
+		SessionID        string `json:"sessionId"`
 		ProviderRef      string `json:"providerRef"`
 		RunID            string `json:"runId"`
 		AttemptID        string `json:"attemptId"`

@@ -1,6 +1,9 @@
 package domain
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // Event is a payload with its place in the log.
 type Event struct {
@@ -20,7 +23,8 @@ func Evolve(t *Thread, e Event) {
 	switch p := e.Payload.(type) {
 	case ThreadCreated:
 		*t = Thread{ID: e.ThreadID, Provider: p.Provider, Cwd: p.Cwd, Model: p.Model, ProviderCommand: p.ProviderCommand,
-			CreatedAt: e.At, UpdatedAt: e.At, Sequence: e.Sequence,
+			ApprovalPolicy: cmp.Or(p.ApprovalPolicy, ApproveDecline),
+			CreatedAt:      e.At, UpdatedAt: e.At, Sequence: e.Sequence,
 			Runs: []Run{}, Messages: []Message{}, TurnItems: []TurnItem{}, ProviderSessions: []ProviderSession{},
 			ProviderThreads: []ProviderThread{}, ProviderTurns: []ProviderTurn{}, Requests: []RuntimeRequest{}}
 	case MessageAdded:
@@ -106,9 +110,9 @@ func Evolve(t *Thread, e Event) {
 		t.ProviderTurns = append(t.ProviderTurns, ProviderTurn{ID: p.ProviderTurnID, ProviderThreadID: p.ProviderThreadID,
 			ProviderRef: p.ProviderRef, RunID: p.RunID, AttemptID: p.AttemptID, NodeID: p.NodeID, Status: StatusInProgress})
 		if r := t.run(p.RunID); r != nil {
-			r.Status = RunStatusRunning
-			if a := r.attempt(p.AttemptID); a != nil {
-				a.SessionID = t.sessionOfProviderThread(p.ProviderThreadID)
+			if a := r.attempt(p.AttemptID); a != nil && a.RootNode == p.NodeID {
+				r.Status = RunStatusRunning
+				a.SessionID = p.SessionID
 			}
 		}
 	case RequestOpened:
@@ -236,13 +240,4 @@ func (t *Thread) hasPending(runID string) bool {
 		}
 	}
 	return false
-}
-
-func (t *Thread) sessionOfProviderThread(id string) string {
-	for _, pt := range t.ProviderThreads {
-		if pt.ID == id {
-			return pt.SessionID
-		}
-	}
-	return ""
 }

@@ -36,6 +36,7 @@ const (
 // command_execution, file_change, plan, subagent) are node kinds as they are.
 const (
 	NodeRootTurn        = "root_turn"
+	NodeSubagent        = "subagent"
 	NodeApprovalRequest = "approval_request"
 )
 
@@ -68,6 +69,7 @@ type Thread struct {
 	Cwd              string            `json:"cwd"`
 	Model            string            `json:"model,omitempty"`
 	ProviderCommand  ProviderCommand   `json:"providerCommand"`
+	ApprovalPolicy   string            `json:"approvalPolicy"`
 	CreatedAt        time.Time         `json:"createdAt"`
 	UpdatedAt        time.Time         `json:"updatedAt"`
 	Runs             []Run             `json:"runs"`
@@ -253,6 +255,12 @@ func Active(status string) bool {
 	}
 	return false
 }
+
+// Approval policies: how the host answers the provider's requests.
+const (
+	ApproveDecline = "decline" // answer every request "decline" (the default)
+	ApproveAccept  = "accept"  // answer every request "accept"
+)
 
 // Item kinds the domain treats specially.
 const (

@@ -38,10 +38,27 @@ type Receipt struct {
 type Store struct {
 	db *pebble.DB
 
-	mu      sync.Mutex // serializes appends; guards last and changed
+	// life guards db against Close: readers hold it shared, Close
+	// exclusively, so no read runs on a closed db.
+	life sync.RWMutex
+
+	mu      sync.Mutex // serializes appends; guards last, changed, closed
 	last    uint64
 	changed chan struct{}
 	closed  bool
+}
+
+// read runs f unless the store is closed.
+func (s *Store) read(f func() error) error {
+	s.life.RLock()
+	defer s.life.RUnlock()
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	return f()
 }
 
 // Open opens (or creates) the log in dir.
@@ -91,6 +108,8 @@ func (s *Store) Close() error {
 	s.closed = true
 	close(s.changed)
 	s.mu.Unlock()
+	s.life.Lock()
+	defer s.life.Unlock()
 	return s.db.Close()
 }
 
@@ -161,21 +180,33 @@ func (s *Store) Last() (uint64, <-chan struct{}) {
 }
 
 // Receipt returns a stored receipt.
-func (s *Store) Receipt(commandID string) ([]byte, bool, error) {
-	v, closer, err := s.db.Get(receiptKey(commandID))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read receipt %s: %w", commandID, err)
-	}
-	defer closer.Close()
-	return append([]byte(nil), v...), true, nil
+func (s *Store) Receipt(commandID string) (b []byte, found bool, err error) {
+	err = s.read(func() error {
+		v, closer, err := s.db.Get(receiptKey(commandID))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read receipt %s: %w", commandID, err)
+		}
+		defer closer.Close()
+		b, found = append([]byte(nil), v...), true
+		return nil
+	})
+	return b, found, err
 }
 
 // After returns up to limit events with a sequence greater than after, in
 // order (limit <= 0: all).
-func (s *Store) After(after uint64, limit int) ([]Record, error) {
+func (s *Store) After(after uint64, limit int) (out []Record, err error) {
+	err = s.read(func() error {
+		out, err = s.after(after, limit)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) after(after uint64, limit int) ([]Record, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: eventKey(after + 1), UpperBound: []byte{prefixEvent + 1}})
 	if err != nil {
 		return nil, err
@@ -196,7 +227,15 @@ func (s *Store) After(after uint64, limit int) ([]Record, error) {
 }
 
 // ThreadAfter returns a thread's events after a sequence, in order.
-func (s *Store) ThreadAfter(threadID string, after uint64) ([]Record, error) {
+func (s *Store) ThreadAfter(threadID string, after uint64) (out []Record, err error) {
+	err = s.read(func() error {
+		out, err = s.threadAfter(threadID, after)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) threadAfter(threadID string, after uint64) ([]Record, error) {
 	p := threadPrefix(threadID)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: threadKey(threadID, after+1), UpperBound: upperBound(p)})
 	if err != nil {

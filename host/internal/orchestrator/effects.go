@@ -75,8 +75,8 @@ func (h *Host) perform(e domain.Effect) {
 	switch e.Type {
 	case domain.EffectStartTurn:
 		err := h.startTurn(e)
-		if err == nil || h.ctx.Err() != nil {
-			return
+		if err == nil || h.ctx.Err() != nil || errors.Is(err, ErrClosed) {
+			return // shutting down: the next host's recovery decides the run
 		}
 		h.log.Warn("start turn failed", "thread", e.ThreadID, "run", e.RunID, "error", err)
 		_, derr := h.Dispatch(h.ctx, domain.Command{ID: "fail:" + e.RunID + ":" + e.AttemptID, ThreadID: e.ThreadID,
@@ -84,9 +84,30 @@ func (h *Host) perform(e domain.Effect) {
 		if derr != nil {
 			h.log.Error("record start failure", "thread", e.ThreadID, "run", e.RunID, "error", derr)
 		}
+	case domain.EffectRespond:
+		if err := h.respond(e); err != nil && h.ctx.Err() == nil {
+			// The request stays pending; it expires with its run or session.
+			h.log.Warn("answer provider request failed", "thread", e.ThreadID, "request", e.RequestRef, "error", err)
+		}
 	default:
 		h.log.Error("unknown effect", "type", e.Type, "thread", e.ThreadID)
 	}
+}
+
+// respond delivers a decision to the provider through the live session
+// that asked. A session that is gone cannot take it: its requests were
+// marked not resumable when it ended.
+func (h *Host) respond(e domain.Effect) error {
+	h.smu.Lock()
+	s, ok := h.sessions[e.ThreadID]
+	h.smu.Unlock()
+	if !ok || s.id != e.SessionID || s.ended() {
+		return fmt.Errorf("session %s is gone: %w", e.SessionID, sdk.ErrNotResumable)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	return s.plugin.RespondToRequest(ctx, sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: e.RequestRef,
+		Decision: sdk.Decision(e.Decision)})
 }
 
 func (h *Host) startTurn(e domain.Effect) error {
@@ -197,6 +218,12 @@ func (h *Host) session(threadID string) (*liveSession, error) {
 		return nil, err
 	}
 	h.smu.Lock()
+	if h.closing {
+		// Close began while this session opened: it has not seen it.
+		h.smu.Unlock()
+		_ = p.CloseSession(context.Background(), id)
+		return nil, ErrClosed
+	}
 	h.sessions[threadID] = s
 	h.smu.Unlock()
 	h.wg.Add(1)
@@ -207,44 +234,65 @@ func (h *Host) session(threadID string) (*liveSession, error) {
 	return s, nil
 }
 
-// pump ingests a session's events until its stream ends. If the plugin
-// goes away mid-stream, the session ends with that reason.
+// pump ingests a session's events until its stream ends. A stream that
+// breaks while the plugin lives is reopened after the last event ingested
+// (the plugin buffers them); if the plugin is gone, the session ends with
+// that reason.
 func (h *Host) pump(s *liveSession) {
 	defer close(s.done)
 	// The stream is read with a context of its own: at Close the host
-	// still wants the session's last events (its runtime exit).
+	// still wants the session's last events (its runtime exit). Close
+	// kills the plugins last, which ends any stream still open.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		select {
-		case <-s.done:
-		case <-s.plugin.Exited():
-			cancel()
-		}
-	}()
-	var exited bool
-	for ev, err := range s.plugin.Events(ctx, s.id, 0) {
-		if err != nil {
-			if !exited {
-				h.ingest(s, domain.ProviderEvent{Kind: domain.EvRuntimeExited, Status: "failed",
-					Failure: &domain.Failure{Code: "plugin_exited", Message: fmt.Sprintf("the %s plugin went away: %v", s.plugin.Name, err)}},
-					"pexit:"+s.id)
+	var last uint64
+	for attempt := 0; ; attempt++ {
+		var streamErr error
+		for ev, err := range s.plugin.Events(ctx, s.id, last) {
+			if err != nil {
+				streamErr = err
+				break
 			}
-			return
+			attempt = 0
+			h.ingest(s, toDomain(ev), fmt.Sprintf("pev:%s:%d", s.id, ev.Sequence))
+			last = ev.Sequence
+			if ev.Kind == sdk.EventRuntimeExited {
+				return
+			}
 		}
-		pe := toDomain(ev)
-		h.ingest(s, pe, fmt.Sprintf("pev:%s:%d", s.id, ev.Sequence))
-		if ev.Kind == sdk.EventRuntimeExited {
-			exited = true
+		if streamErr == nil {
+			return // the plugin closed the stream: the session is over
 		}
+		select {
+		case <-s.plugin.Exited():
+		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+			if attempt < 5 && !errors.Is(streamErr, sdk.ErrUnknownSession) {
+				h.log.Warn("session event stream broke; reopening", "session", s.id, "after", last, "error", streamErr)
+				continue
+			}
+		}
+		h.ingest(s, domain.ProviderEvent{Kind: domain.EvRuntimeExited, Status: "failed",
+			Failure: &domain.Failure{Code: "plugin_exited", Message: fmt.Sprintf("the %s plugin went away: %v", s.plugin.Name, streamErr)}},
+			"pexit:"+s.id)
+		return
 	}
 }
 
+// ingest decides one provider event. Storage errors are retried: a lost
+// terminal event would leave its run running.
 func (h *Host) ingest(s *liveSession, ev domain.ProviderEvent, cmdID string) {
-	_, err := h.Dispatch(context.Background(), domain.Command{ID: cmdID, ThreadID: s.threadID,
-		Payload: domain.IngestProviderEvent{SessionID: s.id, Event: ev}})
-	if err != nil {
-		h.log.Error("ingest provider event", "thread", s.threadID, "session", s.id, "kind", ev.Kind, "error", err)
+	cmd := domain.Command{ID: cmdID, ThreadID: s.threadID, Payload: domain.IngestProviderEvent{SessionID: s.id, Event: ev}}
+	for try := 1; ; try++ {
+		_, err := h.Dispatch(context.Background(), cmd)
+		if err == nil || errors.Is(err, ErrClosed) {
+			return
+		}
+		if try == 5 {
+			h.log.Error("ingest provider event failed; it is lost", "thread", s.threadID, "session", s.id, "kind", ev.Kind, "error", err)
+			return
+		}
+		h.log.Warn("ingest provider event failed; retrying", "thread", s.threadID, "session", s.id, "kind", ev.Kind, "error", err)
+		time.Sleep(time.Duration(try) * 50 * time.Millisecond)
 	}
 }
 

@@ -52,6 +52,7 @@ type Host struct {
 	mu      sync.Mutex // the writer: decide, append, apply
 	threads map[string]*domain.Thread
 	workers map[string]*worker
+	closed  bool // no more commands: the store is closing
 
 	smu      sync.Mutex
 	sessions map[string]*liveSession // by thread id
@@ -175,20 +176,33 @@ func needsRecovery(t *domain.Thread) bool {
 
 // Close closes live sessions (their provider processes stop and their last
 // events are recorded), stops plugins and closes the log.
+//
+// Order matters: sessions close first (their ends are recorded), then the
+// workers stop, then the plugins are killed, which ends any event stream
+// still open, so that waiting for the goroutines cannot hang.
 func (h *Host) Close() error {
 	h.smu.Lock()
+	if h.closing {
+		h.smu.Unlock()
+		return nil
+	}
 	h.closing = true
 	live := make([]*liveSession, 0, len(h.sessions))
 	for _, s := range h.sessions {
 		live = append(live, s)
 	}
 	h.smu.Unlock()
+	var wg sync.WaitGroup
 	for _, s := range live {
-		s.close(h.log)
+		wg.Go(func() { s.close(h.log) })
 	}
+	wg.Wait()
 	h.cancel()
-	h.wg.Wait()
 	h.plugins.Close()
+	h.wg.Wait()
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
 	return h.store.Close()
 }
 
@@ -207,13 +221,12 @@ func (h *Host) Dispatch(ctx context.Context, cmd domain.Command) (domain.Receipt
 		return domain.Receipt{}, fmt.Errorf("%w: command %s has no payload", domain.ErrInvalid, cmd.ID)
 	}
 	h.mu.Lock()
-	if _, create := cmd.Payload.(domain.CreateThread); create && cmd.ThreadID == "" {
-		cmd.ThreadID = h.cfg.IDs.NewID("thr")
-	}
-	if err := validID("threadId", cmd.ThreadID); err != nil {
+	if h.closed {
 		h.mu.Unlock()
-		return domain.Receipt{}, err
+		return domain.Receipt{}, ErrClosed
 	}
+	// The hash is of the command as the client sent it: a retried
+	// thread.create without a thread id is the same command.
 	hash := domain.Hash(cmd)
 	if b, ok, err := h.store.Receipt(cmd.ID); err != nil || ok {
 		h.mu.Unlock()
@@ -229,6 +242,13 @@ func (h *Host) Dispatch(ctx context.Context, cmd domain.Command) (domain.Receipt
 				domain.ErrConflict, cmd.ID, rc.Type, rc.ThreadID)
 		}
 		return rc, nil
+	}
+	if _, create := cmd.Payload.(domain.CreateThread); create && cmd.ThreadID == "" {
+		cmd.ThreadID = h.cfg.IDs.NewID("thr")
+	}
+	if err := validID("threadId", cmd.ThreadID); err != nil {
+		h.mu.Unlock()
+		return domain.Receipt{}, err
 	}
 	now := h.cfg.Now()
 	dec, err := domain.Decide(h.threads[cmd.ThreadID], cmd, domain.Env{Now: now, NewID: h.cfg.IDs.NewID})

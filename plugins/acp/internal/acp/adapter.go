@@ -193,7 +193,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 	}
 	s.mu.Lock()
 	s.acpSession = sessionID
-	s.norm = newNormalizer(sessionID)
+	s.norm = newNormalizer(sessionID, s.id)
 	s.mu.Unlock()
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: sessionID, Detail: init.AgentInfo})
 	return sdk.OpenSessionResponse{ProviderSessionRef: sessionID, ProviderThreadRef: sessionID, ProviderPid: s.proc.Pid()}, nil
@@ -238,13 +238,16 @@ func (s *session) watch() {
 	if turn != nil {
 		<-turn // the prompt call fails now that the conn is closed
 	}
-	ev := sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: s.acpSession, Status: "exited"}
+	s.mu.Lock()
+	thread := s.acpSession
+	s.mu.Unlock()
+	ev := sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: thread, Status: sdk.ExitExited}
 	if closed {
-		ev.Status = "closed"
+		ev.Status = sdk.ExitClosed
 	}
 	if exitErr != nil {
 		if !closed {
-			ev.Status = "failed"
+			ev.Status = sdk.ExitFailed
 		}
 		ev.Failure = &sdk.Failure{Code: "agent_exited", Message: s.exitReport()}
 	}
@@ -435,7 +438,13 @@ func (s *session) handle(r *jsonrpc2.Request) (result any, err *jsonrpc2.Error, 
 		if r.Notif {
 			break
 		}
-		go s.permission(r.ID, params, raw)
+		// Registered here, on the read loop, so that an interrupt that
+		// follows it in the stream finds it pending.
+		ch := make(chan permissionOutcome, 1)
+		s.mu.Lock()
+		s.pending[permissionRef(r.ID)] = ch
+		s.mu.Unlock()
+		go s.permission(r.ID, ch, params, raw)
 		return nil, nil, true
 	case "fs/read_text_file":
 		result, err = s.readTextFile(params)
@@ -468,13 +477,19 @@ func (s *session) applyUpdate(params []byte, raw uint64) {
 
 // permission opens a request, waits for the host's answer (or a cancel),
 // and replies to the agent.
-func (s *session) permission(id jsonrpc2.ID, params []byte, raw uint64) {
+func permissionRef(id jsonrpc2.ID) string { return "permission-" + id.String() }
+
+func (s *session) permission(id jsonrpc2.ID, ch chan permissionOutcome, params []byte, raw uint64) {
+	ref := permissionRef(id)
 	var p permissionParams
 	if err := json.Unmarshal(params, &p); err != nil || len(p.Options) == 0 {
 		msg := "session/request_permission has no options"
 		if err != nil {
 			msg = "session/request_permission params: " + err.Error()
 		}
+		s.mu.Lock()
+		delete(s.pending, ref)
+		s.mu.Unlock()
 		_ = s.conn.ReplyWithError(s.ctx, id, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: msg})
 		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: raw, Title: "malformed frame", Text: msg})
 		return
@@ -484,8 +499,6 @@ func (s *session) permission(id jsonrpc2.ID, params []byte, raw uint64) {
 		Title      *string `json:"title"`
 	}
 	_ = json.Unmarshal(p.ToolCall, &tool)
-	ref := "permission-" + id.String()
-	ch := make(chan permissionOutcome, 1)
 	opts := make([]sdk.RequestOption, 0, len(p.Options))
 	for _, o := range p.Options {
 		opts = append(opts, sdk.RequestOption{ID: o.OptionID, Label: o.Name, Kind: o.Kind})
@@ -495,7 +508,6 @@ func (s *session) permission(id jsonrpc2.ID, params []byte, raw uint64) {
 	if s.norm != nil {
 		turnRef = s.norm.turnRef
 	}
-	s.pending[ref] = ch
 	s.mu.Unlock()
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, RawFrame: raw, ThreadRef: s.acpSession, TurnRef: turnRef,
 		RequestRef: ref, RequestKind: "permission", ItemRef: tool.ToolCallID, Title: deref(tool.Title), Options: opts,
@@ -538,37 +550,39 @@ func pickOption(opts []permissionOption, d sdk.Decision) permissionOutcome {
 	return permissionOutcome{Outcome: "cancelled"}
 }
 
-// inside resolves path and checks that it is inside the session's cwd,
-// following symlinks as far as they exist.
-func (s *session) inside(path string) (string, error) {
+// relPath turns an absolute path inside the session's cwd into a path
+// relative to it. Symlinks are the business of os.Root, through which every
+// file is opened: a link that leads out of the cwd fails there.
+func (s *session) relPath(path string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", fmt.Errorf("path %q is not absolute", path)
 	}
-	clean := filepath.Clean(path)
-	root, err := filepath.EvalSymlinks(s.cwd)
+	rel, err := filepath.Rel(s.cwd, filepath.Clean(path))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("path %q is outside the session's working directory %s", path, s.cwd)
+	}
+	return rel, nil
+}
+
+// inCwd runs f on the session's cwd as an os.Root.
+func (s *session) inCwd(method, path string, f func(root *os.Root, rel string) error) *jsonrpc2.Error {
+	rel, err := s.relPath(path)
 	if err != nil {
-		root = s.cwd
+		return &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: method + ": " + err.Error()}
 	}
-	resolved := clean
-	// Resolve the longest existing prefix, so a symlink cannot lead out.
-	for dir, rest := clean, ""; ; {
-		if r, err := filepath.EvalSymlinks(dir); err == nil {
-			resolved = filepath.Join(r, rest)
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = parent
+	root, err := os.OpenRoot(s.cwd)
+	if err != nil {
+		return &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: method + ": " + err.Error()}
 	}
-	for _, base := range []string{s.cwd, root} {
-		if resolved == base || strings.HasPrefix(resolved, base+string(filepath.Separator)) {
-			return clean, nil
+	defer root.Close()
+	if err := f(root, rel); err != nil {
+		code := int64(jsonrpc2.CodeInternalError)
+		if strings.Contains(err.Error(), "escapes from parent") || strings.Contains(err.Error(), "path escapes") {
+			code = jsonrpc2.CodeInvalidParams
 		}
+		return &jsonrpc2.Error{Code: code, Message: method + ": " + err.Error()}
 	}
-	return "", fmt.Errorf("path %q is outside the session's working directory %s", path, s.cwd)
+	return nil
 }
 
 func (s *session) readTextFile(params []byte) (any, *jsonrpc2.Error) {
@@ -576,15 +590,15 @@ func (s *session) readTextFile(params []byte) (any, *jsonrpc2.Error) {
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "fs/read_text_file params: " + err.Error()}
 	}
-	path, err := s.inside(p.Path)
-	if err != nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "fs/read_text_file: " + err.Error()}
+	var content string
+	jerr := s.inCwd("fs/read_text_file", p.Path, func(root *os.Root, rel string) error {
+		b, err := root.ReadFile(rel)
+		content = string(b)
+		return err
+	})
+	if jerr != nil {
+		return nil, jerr
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "fs/read_text_file: " + err.Error()}
-	}
-	content := string(b)
 	if p.Line != nil || p.Limit != nil {
 		lines := strings.SplitAfter(content, "\n")
 		start := 0
@@ -605,15 +619,14 @@ func (s *session) writeTextFile(params []byte) (any, *jsonrpc2.Error) {
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "fs/write_text_file params: " + err.Error()}
 	}
-	path, err := s.inside(p.Path)
-	if err != nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: "fs/write_text_file: " + err.Error()}
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "fs/write_text_file: " + err.Error()}
-	}
-	if err := os.WriteFile(path, []byte(p.Content), 0o644); err != nil {
-		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "fs/write_text_file: " + err.Error()}
+	jerr := s.inCwd("fs/write_text_file", p.Path, func(root *os.Root, rel string) error {
+		if err := root.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+			return err
+		}
+		return root.WriteFile(rel, []byte(p.Content), 0o644)
+	})
+	if jerr != nil {
+		return nil, jerr
 	}
 	return nil, nil
 }

@@ -13,8 +13,11 @@ import (
 // no I/O; the session feeds it frames in the order they arrived.
 type normalizer struct {
 	threadRef string
-	turnRef   string // the running turn, "" between turns
-	turns     int
+	// turnPrefix makes turn refs unique: ACP has no turn ids, and a loaded
+	// session keeps its id, so the refs carry the plugin session's id.
+	turnPrefix string
+	turnRef    string // the running turn, "" between turns
+	turns      int
 
 	// The open streamed item (assistant message or reasoning), closed when
 	// another kind of output starts or the turn ends.
@@ -24,14 +27,14 @@ type normalizer struct {
 	tools    map[string]bool // tool calls started and not yet completed
 }
 
-func newNormalizer(threadRef string) *normalizer {
-	return &normalizer{threadRef: threadRef, tools: map[string]bool{}}
+func newNormalizer(threadRef, turnPrefix string) *normalizer {
+	return &normalizer{threadRef: threadRef, turnPrefix: turnPrefix, tools: map[string]bool{}}
 }
 
 // startTurn begins a turn and returns its ref and the turn-started event.
 func (n *normalizer) startTurn() (string, sdk.RuntimeEvent) {
 	n.turns++
-	n.turnRef = fmt.Sprintf("%s#%d", n.threadRef, n.turns)
+	n.turnRef = fmt.Sprintf("%s#%d", n.turnPrefix, n.turns)
 	n.items = 0
 	return n.turnRef, n.event(sdk.RuntimeEvent{Kind: sdk.EventTurnStarted})
 }

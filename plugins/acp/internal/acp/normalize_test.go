@@ -28,9 +28,9 @@ func kinds(evs []sdk.RuntimeEvent) string {
 }
 
 func TestNormalizerStreamsAndClosesItems(t *testing.T) {
-	n := newNormalizer("s1")
+	n := newNormalizer("s1", "p1")
 	ref, started := n.startTurn()
-	if ref != "s1#1" || started.Kind != sdk.EventTurnStarted || started.TurnRef != ref {
+	if ref != "p1#1" || started.Kind != sdk.EventTurnStarted || started.TurnRef != ref {
 		t.Fatalf("start: %q %+v", ref, started)
 	}
 	var all []sdk.RuntimeEvent
@@ -64,7 +64,7 @@ func TestNormalizerStreamsAndClosesItems(t *testing.T) {
 		t.Errorf("events:\n got %s\nwant %s", got, want)
 	}
 	for _, e := range all {
-		if e.TurnRef != "s1#1" || e.ThreadRef != "s1" {
+		if e.TurnRef != "p1#1" || e.ThreadRef != "s1" {
 			t.Fatalf("event %+v lacks its turn", e)
 		}
 	}
@@ -77,14 +77,14 @@ func TestNormalizerStreamsAndClosesItems(t *testing.T) {
 func TestStopReasons(t *testing.T) {
 	for reason, want := range map[string]string{"end_turn": sdk.TurnCompleted, "max_tokens": sdk.TurnCompleted,
 		"max_turn_requests": sdk.TurnCompleted, "cancelled": sdk.TurnInterrupted, "refusal": sdk.TurnFailed, "weird": sdk.TurnFailed} {
-		n := newNormalizer("s")
+		n := newNormalizer("s", "p")
 		n.startTurn()
 		evs := n.endTurn(&promptResult{StopReason: reason}, nil, true)
 		if term := evs[len(evs)-1]; term.Status != want || term.Title != reason {
 			t.Errorf("%s: %+v, want %s", reason, term, want)
 		}
 	}
-	n := newNormalizer("s")
+	n := newNormalizer("s", "p")
 	n.startTurn()
 	evs := n.endTurn(&promptResult{}, jsonrpc2.ErrClosed, false)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnFailed || term.ThreadUsable || term.Failure == nil {
@@ -152,7 +152,7 @@ func FuzzDecodeFrame(f *testing.F) {
 			}
 			return
 		}
-		n := newNormalizer("s")
+		n := newNormalizer("s", "p")
 		n.startTurn()
 		n.update(u, msg.Params)
 		n.update(u, msg.Params)
