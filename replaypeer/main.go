@@ -2,8 +2,8 @@
 // replay transcript on stdin/stdout, checks every frame the plugin sends, and
 // exits as the transcript says.
 //
-//	replaypeer --transcript FILE [--workspace DIR] [--speed X]
-//	replaypeer record --out FILE --provider NAME --scenario NAME [--workspace DIR] -- ARGV...
+//	replaypeer --transcript FILE [--workspace DIR] [--speed X] [--state FILE]
+//	replaypeer record --out FILE --provider NAME --scenario NAME [--workspace DIR] [--append] -- ARGV...
 //
 // The second form records: it runs the real provider command, passes frames
 // through both ways and writes what it saw as a transcript.

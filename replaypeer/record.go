@@ -34,6 +34,7 @@ func recordMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	protocol := fs.String("protocol", "", "wire protocol for the header")
 	scenario := fs.String("scenario", "", "scenario name for the header")
 	workspace := fs.String("workspace", "", "provider working directory (default: the current directory)")
+	appendTo := fs.Bool("append", false, "append to the transcript if it exists (a provider restarted in the same scenario)")
 	var meta metaFlags
 	fs.Var(&meta, "meta", "header metadata `key=value` (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -47,7 +48,7 @@ func recordMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *workspace == "" {
 		*workspace, _ = os.Getwd()
 	}
-	if err := record(*out, *provider, *protocol, *scenario, *workspace, meta, argv, stdin, stdout, stderr); err != nil {
+	if err := record(*out, *appendTo, *provider, *protocol, *scenario, *workspace, meta, argv, stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "replaypeer record: %v\n", err)
 		return 1
 	}
@@ -79,30 +80,48 @@ type recorder struct {
 	seq       int
 }
 
-func record(out, provider, protocol, scenario, workspace string, meta metaFlags, argv []string,
+func record(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, argv []string,
 	stdin io.Reader, stdout, stderr io.Writer) error {
-	f, err := os.Create(out)
+	continuing := false
+	if fi, err := os.Stat(out); appendTo && err == nil && fi.Size() > 0 {
+		continuing = true
+	}
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if continuing {
+		flags = os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(out, flags, 0o644)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if meta == nil {
-		meta = metaFlags{}
-	}
-	meta["source"] = transcript.SourceRecorded
-	meta["capturedAt"] = time.Now().UTC().Format(time.RFC3339)
-	meta["cwdPolicy"] = "workspace placeholder"
-	meta["command"] = filepath.Base(argv[0])
-	enc, err := transcript.NewEncoder(f, transcript.Header{Provider: provider, Protocol: protocol, Version: "1",
-		Scenario: scenario, Metadata: meta})
-	if err != nil {
-		return err
+	var enc *transcript.Encoder
+	if continuing {
+		enc = transcript.NewEntryEncoder(f)
+	} else {
+		if meta == nil {
+			meta = metaFlags{}
+		}
+		meta["source"] = transcript.SourceRecorded
+		meta["capturedAt"] = time.Now().UTC().Format(time.RFC3339)
+		meta["cwdPolicy"] = "workspace placeholder"
+		meta["command"] = filepath.Base(argv[0])
+		if enc, err = transcript.NewEncoder(f, transcript.Header{Provider: provider, Protocol: protocol, Version: "1",
+			Scenario: scenario, Metadata: meta}); err != nil {
+			return err
+		}
 	}
 	r := &recorder{enc: enc, last: time.Now(), workspace: workspace, redact: newRedactor(workspace),
 		files: map[string][32]byte{}}
-	// The workspace as the provider found it comes first, so that a replay
-	// starts from the same files.
-	r.workspaceChanges()
+	if continuing {
+		// The files are where the last provider left them: the transcript
+		// already made them.
+		r.files = r.scan()
+	} else {
+		// The workspace as the provider found it comes first, so that a
+		// replay starts from the same files.
+		r.workspaceChanges()
+	}
 
 	proc, err := providerproc.Start(providerproc.Command{Argv: argv, Dir: workspace,
 		Stderr: func(l []byte) { fmt.Fprintf(stderr, "%s\n", l) }})

@@ -157,7 +157,7 @@ record_acp() {
   # (not piped through the wrapper), so the frames are unchanged.
   local stdin_eof_wrapper='const c = require("child_process").spawn(process.argv[1], process.argv.slice(2), {stdio: ["pipe", "inherit", "inherit"]});
 process.stdin.pipe(c.stdin);
-process.stdin.on("end", () => c.kill("SIGTERM"));
+process.stdin.on("end", () => setTimeout(() => c.kill("SIGTERM"), 1500));
 for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => c.kill(s));
 c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 : 1) : code));'
 
@@ -165,7 +165,7 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
   # redactor replaces that path (should it show up in a frame) by /home/user.
   local -a argv=(
     env "HOME=$home"
-    "$BIN/replaypeer" record
+    "$BIN/replaypeer" record --append
     --out "$TMP/transcript.ndjson"
     --provider acp
     --protocol "$protocol"
@@ -178,7 +178,7 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
     --meta "model=baton-modelserver (scripted)"
     --meta "modelScript=testdata/acp/scenarios/$SCENARIO.json"
     --meta "capturedBy=make record"
-    --meta "agentStop=SIGTERM when its stdin closes (node wrapper in testdata/record.sh)"
+    --meta "agentStop=SIGTERM 1.5 s after its stdin closes, once it has saved its session (node wrapper in testdata/record.sh)"
     --
     "${agent_env[@]}"
     node -e "$stdin_eof_wrapper" "$agent_bin"
@@ -188,9 +188,7 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
 
   echo "record.sh: recording $PROVIDER/$SCENARIO (${#msgs[@]} messages, model server $url, tmp $TMP)" >&2
   local start=$SECONDS rc=0
-  "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$TMP/data" --cwd "$ws" --provider acp \
-    --provider-command "$cmd" "${msgs[@]}" \
-    >"$TMP/baton.out" 2>"$TMP/baton.err" || rc=$?
+  run_baton "$TMP/data" "$ws" "$cmd" "$TMP/baton.out" "$TMP/baton.err" || rc=$?
   cat "$TMP/baton.out"
   if [ "$rc" -ne 0 ]; then
     KEEP_TMP=1
@@ -230,15 +228,43 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
   # 6. Replay it in a fresh, empty workspace.
   mkdir -p "$TMP/replay/ws"
   rc=0
-  "$BIN/baton" run --data "$TMP/replay/data" --cwd "$TMP/replay/ws" --provider acp \
-    --provider-command "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0" "${msgs[@]}" \
-    >"$TMP/replay.out" 2>"$TMP/replay.err" || rc=$?
+  run_baton "$TMP/replay/data" "$TMP/replay/ws" \
+    "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")" \
+    "$TMP/replay.out" "$TMP/replay.err" || rc=$?
   if [ "$rc" -ne 0 ]; then
     KEEP_TMP=1
     cat "$TMP/replay.out" "$TMP/replay.err" >&2
     die "replaying ${out#"$REPO"/} failed with status $rc (logs kept in $TMP)"
   fi
   echo "record.sh: replay OK" >&2
+}
+
+# run_baton DATA WS CMD OUT ERR sends the messages through baton run, one
+# invocation per group: a "---" line in the messages file ends a group, and
+# the next group continues the thread with --thread, so the provider is
+# started again and resumes its session (the recorder appends to the same
+# transcript; a replay keeps its cursor in a --state file).
+run_baton() {
+  local data=$1 ws=$2 cmd=$3 out=$4 err=$5 thread= m
+  local -a group=()
+  : >"$out"
+  for m in "${msgs[@]}" "---"; do
+    if [ "$m" != "---" ]; then
+      group+=("$m")
+      continue
+    fi
+    [ ${#group[@]} -gt 0 ] || continue
+    if [ -z "$thread" ]; then
+      "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --cwd "$ws" --provider acp \
+        --provider-command "$cmd" "${group[@]}" >>"$out" 2>>"$err" || return $?
+      thread=$(sed -n 's/.*--thread \(thr_[0-9a-f]*\)).*/\1/p' "$out" | tail -n 1)
+      [ -n "$thread" ] || { echo "record.sh: no thread id in baton's output" >&2; return 1; }
+    else
+      "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --thread "$thread" \
+        "${group[@]}" >>"$out" 2>>"$err" || return $?
+    fi
+    group=()
+  done
 }
 
 MS_PID=

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,25 +31,33 @@ func TestTranscripts(t *testing.T) {
 	bin := plugintest.Build(t, ".")
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".ndjson")
-		msgs := readLines(t, strings.TrimSuffix(f, ".ndjson")+".messages")
-		if msgs == nil {
-			continue
+		msgFile := strings.TrimSuffix(f, ".ndjson") + ".messages"
+		if _, err := os.Stat(msgFile); err != nil {
+			continue // a transcript for a test of its own
 		}
 		t.Run(name, func(t *testing.T) {
 			p := plugintest.Start(t, bin)
 			s := p.Open(t, f, t.TempDir())
-			want := agentTexts(t, f)
-			for i, m := range msgs {
-				s.StartTurn(t, m)
-				evs := s.WaitTurn(t)
-				term := evs[len(evs)-1]
-				if term.Status != sdk.TurnCompleted || !term.ThreadUsable {
-					t.Fatalf("turn %d ended %s (%+v); want completed and usable", i+1, term.Status, term.Failure)
+			want := plugintest.ACPReplies(t, f)
+			turn := 0
+			for g, group := range plugintest.ReadGroups(t, msgFile) {
+				if g > 0 {
+					// The provider starts again and resumes its thread.
+					s = s.Resume(t)
 				}
-				if got := assistant(evs); got != want[i] {
-					t.Errorf("turn %d assistant text = %q, want %q", i+1, got, want[i])
+				for _, m := range group {
+					s.StartTurn(t, m)
+					evs := s.WaitTurn(t)
+					term := evs[len(evs)-1]
+					if term.Status != sdk.TurnCompleted || !term.ThreadUsable {
+						t.Fatalf("turn %d ended %s (%+v); want completed and usable", turn+1, term.Status, term.Failure)
+					}
+					if got := assistant(evs); got != want[turn] {
+						t.Errorf("turn %d assistant text = %q, want %q", turn+1, got, want[turn])
+					}
+					checkItemsClosed(t, evs)
+					turn++
 				}
-				checkItemsClosed(t, evs)
 			}
 			s.Close(t)
 		})
@@ -125,49 +131,4 @@ func assistant(evs []sdk.RuntimeEvent) string {
 		}
 	}
 	return s
-}
-
-func readLines(t *testing.T, name string) []string {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil
-	}
-	return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-}
-
-// agentTexts is the assistant text of each prompt in a transcript.
-func agentTexts(t *testing.T, name string) []string {
-	f, err := os.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var texts []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		var e struct {
-			Type  string `json:"type"`
-			Frame struct {
-				Method string `json:"method"`
-				Params struct {
-					Update struct {
-						Kind    string `json:"sessionUpdate"`
-						Content struct {
-							Text string `json:"text"`
-						} `json:"content"`
-					} `json:"update"`
-				} `json:"params"`
-			} `json:"frame"`
-		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			continue
-		}
-		if e.Type == "expect_outbound" && e.Frame.Method == "session/prompt" {
-			texts = append(texts, "")
-		} else if e.Type == "emit_inbound" && e.Frame.Params.Update.Kind == "agent_message_chunk" && len(texts) > 0 {
-			texts[len(texts)-1] += e.Frame.Params.Update.Content.Text
-		}
-	}
-	return texts
 }

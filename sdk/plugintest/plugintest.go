@@ -18,7 +18,9 @@
 package plugintest
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -78,9 +80,14 @@ func Build(t testing.TB, dir string) string {
 }
 
 // PeerCommand is the provider command that plays transcript in workspace.
-func PeerCommand(transcript, workspace string) sdk.ProviderCommand {
+// The peer keeps its cursor in stateFile (if not empty), so that a provider
+// started again (a resumed session) continues the transcript.
+func PeerCommand(transcript, workspace, stateFile string) sdk.ProviderCommand {
 	abs, _ := filepath.Abs(transcript)
 	args := []string{"--transcript", abs, "--workspace", workspace, "--speed", "0"}
+	if stateFile != "" {
+		args = append(args, "--state", stateFile)
+	}
 	if peer := os.Getenv("BATON_REPLAYPEER"); peer != "" {
 		return sdk.ProviderCommand{Argv: append([]string{peer}, args...)}
 	}
@@ -129,6 +136,7 @@ type Session struct {
 	Answer sdk.Decision
 
 	Open   sdk.OpenSessionResponse
+	req    sdk.OpenSessionRequest
 	plugin *Plugin
 	events chan sdk.RuntimeEvent
 	errc   chan error
@@ -145,7 +153,20 @@ var sessionSeq struct {
 // transcript in workspace.
 func (p *Plugin) Open(t testing.TB, transcript, workspace string) *Session {
 	t.Helper()
-	return p.OpenWith(t, sdk.OpenSessionRequest{Cwd: workspace, Command: PeerCommand(transcript, workspace)})
+	state := filepath.Join(t.TempDir(), "cursor")
+	return p.OpenWith(t, sdk.OpenSessionRequest{Cwd: workspace, Command: PeerCommand(transcript, workspace, state)})
+}
+
+// Resume closes the session (its provider ends) and opens another on the
+// same provider command, asking it to resume the provider's thread: what a
+// host does when a thread continues in a new session.
+func (s *Session) Resume(t testing.TB) *Session {
+	t.Helper()
+	s.Close(t)
+	req := s.req
+	req.SessionID = ""
+	req.ResumeThreadRef = s.Open.ProviderThreadRef
+	return s.plugin.OpenWith(t, req)
 }
 
 // OpenWith opens a session with a request of the test's own.
@@ -164,7 +185,7 @@ func (p *Plugin) OpenWith(t testing.TB, req sdk.OpenSessionRequest) *Session {
 		t.Fatalf("open session: %v", err)
 	}
 	sctx, scancel := context.WithCancel(context.Background())
-	s := &Session{ID: req.SessionID, Open: resp, plugin: p, events: make(chan sdk.RuntimeEvent, 1024),
+	s := &Session{ID: req.SessionID, Open: resp, req: req, plugin: p, events: make(chan sdk.RuntimeEvent, 1024),
 		errc: make(chan error, 1), cancel: scancel}
 	go func() {
 		defer close(s.events)
@@ -270,4 +291,72 @@ func Kinds(evs []sdk.RuntimeEvent) string {
 		}
 	}
 	return "[" + strings.Join(ks, " ") + "]"
+}
+
+// ReadGroups reads a scenario's user messages: one per line, in groups
+// separated by "---" lines. Each group after the first is sent after the
+// provider was started again (a resumed session).
+func ReadGroups(t testing.TB, file string) [][]string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := [][]string{nil}
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		switch {
+		case l == "---":
+			groups = append(groups, nil)
+		case l != "":
+			groups[len(groups)-1] = append(groups[len(groups)-1], l)
+		}
+	}
+	return groups
+}
+
+// ACPReplies reads, from an ACP transcript, the assistant text the agent
+// sends in each prompt turn (agent_message_chunk updates between a
+// session/prompt and its stopReason response): what a replay must yield.
+func ACPReplies(t testing.TB, file string) []string {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var texts []string
+	inTurn := false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var e struct {
+			Type  string `json:"type"`
+			Frame struct {
+				Method string `json:"method"`
+				Result struct {
+					StopReason string `json:"stopReason"`
+				} `json:"result"`
+				Params struct {
+					Update struct {
+						Kind    string `json:"sessionUpdate"`
+						Content struct {
+							Text string `json:"text"`
+						} `json:"content"`
+					} `json:"update"`
+				} `json:"params"`
+			} `json:"frame"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		switch {
+		case e.Type == "expect_outbound" && e.Frame.Method == "session/prompt":
+			texts, inTurn = append(texts, ""), true
+		case e.Type == "emit_inbound" && e.Frame.Result.StopReason != "":
+			inTurn = false
+		case inTurn && e.Type == "emit_inbound" && e.Frame.Params.Update.Kind == "agent_message_chunk":
+			texts[len(texts)-1] += e.Frame.Params.Update.Content.Text
+		}
+	}
+	return texts
 }

@@ -19,17 +19,20 @@ import (
 //	--transcript FILE   the transcript to play (required)
 //	--workspace DIR     what "<workspace>" stands for (default: the cwd)
 //	--speed X           scale afterMs waits; 0 means no waits (default 1)
+//	--state FILE        keep the cursor in FILE, so that a restarted provider
+//	                    continues after the runtime_exit where the last one ended
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replaypeer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("transcript", "", "transcript `file` to play")
 	workspace := fs.String("workspace", "", "directory that \"<workspace>\" stands for (default: the current directory)")
 	speed := fs.Float64("speed", 1, "scale afterMs waits by 1/`x`; 0 plays without waiting")
+	stateFile := fs.String("state", "", "keep the cursor in `file` across processes")
 	if err := fs.Parse(args); err != nil {
 		return ExitBadUsage
 	}
 	if *file == "" || fs.NArg() > 0 || *speed < 0 {
-		fmt.Fprintln(stderr, "usage: replaypeer --transcript FILE [--workspace DIR] [--speed X]")
+		fmt.Fprintln(stderr, "usage: replaypeer --transcript FILE [--workspace DIR] [--speed X] [--state FILE]")
 		return ExitBadUsage
 	}
 	t, err := transcript.ReadFile(*file)
@@ -45,7 +48,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	err = Run(ctx, Config{Transcript: t, Workspace: *workspace, Speed: *speed, In: stdin, Out: stdout})
+	err = Run(ctx, Config{Transcript: t, Workspace: *workspace, Speed: *speed, In: stdin, Out: stdout, StateFile: *stateFile})
 	if err != nil {
 		fmt.Fprintf(stderr, "replaypeer: %s: %v\n", *file, err)
 	}

@@ -6,6 +6,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,40 @@ type Config struct {
 	Speed float64
 	In    io.Reader // frames from the client
 	Out   io.Writer // frames to the client
+	// StateFile, when set, keeps the cursor between processes: a peer that
+	// ends at a runtime_exit entry saves the entry after it, and the next
+	// peer started with the same file continues there. That is how a
+	// provider that is restarted (a resumed session, a process per turn)
+	// is replayed from one transcript.
+	StateFile string
+}
+
+type state struct {
+	Cursor int `json:"cursor"`
+}
+
+func loadState(file string) (int, error) {
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var st state
+	if err := json.Unmarshal(b, &st); err != nil {
+		return 0, fmt.Errorf("state file %s: %w", file, err)
+	}
+	return st.Cursor, nil
+}
+
+func saveState(file string, cursor int) error {
+	b, _ := json.Marshal(state{Cursor: cursor})
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
 }
 
 // Error is why a playback failed, with the exit code a peer process uses.
@@ -99,7 +134,29 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 
-	for i, e := range t.Entries {
+	start := 0
+	if cfg.StateFile != "" {
+		var err error
+		if start, err = loadState(cfg.StateFile); err != nil {
+			return &Error{ExitBadUsage, err.Error()}
+		}
+		if start >= len(t.Entries) {
+			return &Error{ExitUnexpected, fmt.Sprintf("the transcript is used up: state file %s is at entry %d of %d",
+				cfg.StateFile, start+1, len(t.Entries))}
+		}
+	}
+	save := func(cursor int) error {
+		if cfg.StateFile == "" {
+			return nil
+		}
+		if err := saveState(cfg.StateFile, cursor); err != nil {
+			return &Error{ExitIO, fmt.Sprintf("save state: %v", err)}
+		}
+		return nil
+	}
+
+	for i := start; i < len(t.Entries); i++ {
+		e := t.Entries[i]
 		switch e.Type {
 		case transcript.TypeEmitInbound:
 			if cfg.Speed > 0 && e.AfterMs > 0 {
@@ -142,6 +199,9 @@ func Run(ctx context.Context, cfg Config) error {
 					return err
 				}
 			}
+			if err := save(i + 1); err != nil {
+				return err
+			}
 			switch e.Status {
 			case transcript.ExitError:
 				return &Error{ExitRuntimeError, fmt.Sprintf("runtime exit (error) at %s: %v", e.Name(i), e.Error)}
@@ -151,7 +211,10 @@ func Run(ctx context.Context, cfg Config) error {
 			return nil
 		}
 	}
-	return drain(next, len(t.Entries)-1, t)
+	if err := drain(next, len(t.Entries)-1, t); err != nil {
+		return err
+	}
+	return save(len(t.Entries))
 }
 
 // drain waits for the client to close the stream; any frame is unexpected.

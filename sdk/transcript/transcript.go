@@ -283,6 +283,9 @@ func NewEncoder(w io.Writer, h Header) (*Encoder, error) {
 	return e, e.write(h)
 }
 
+// NewEntryEncoder continues a transcript whose header is already written.
+func NewEntryEncoder(w io.Writer) *Encoder { return &Encoder{w: ndjson.NewWriter(w)} }
+
 // Encode writes one entry.
 func (e *Encoder) Encode(en Entry) error { return e.write(en) }
 

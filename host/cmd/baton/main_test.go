@@ -133,13 +133,14 @@ func TestRunJSON(t *testing.T) {
 }
 
 // The readable stream shows the assistant's text and each run's end, and a
-// thread can be continued with --thread.
+// thread continued with --thread resumes the provider's conversation in a
+// new provider process (the replay peer continues its transcript).
 func TestRunReadableAndContinue(t *testing.T) {
 	data, ws := t.TempDir(), t.TempDir()
-	msgs := lines(t, "acp/simple.messages")
-	out, stderr, code := baton(t, "run", "--data", data, "--cwd", ws, "--provider", "acp",
-		"--provider-command", peerCommand(t, "acp/simple.ndjson"), msgs[0])
-	if code != 0 || !strings.Contains(out, "✔ run 1 completed") {
+	groups := lines(t, "acp/resume.messages") // message, "---", message
+	cmd := peerCommand(t, "acp/resume.ndjson") + " --state '" + filepath.Join(t.TempDir(), "cursor") + "'"
+	out, stderr, code := baton(t, "run", "--data", data, "--cwd", ws, "--provider", "acp", "--provider-command", cmd, groups[0])
+	if code != 0 || !strings.Contains(out, "✔ run 1 completed") || !strings.Contains(out, "I will remember: pineapple.") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
 	var threadID string
@@ -151,12 +152,9 @@ func TestRunReadableAndContinue(t *testing.T) {
 	if threadID == "" {
 		t.Fatalf("no thread id to continue in:\n%s", out)
 	}
-	// Continuing a thread resumes the provider's conversation: the agent in
-	// this transcript supports session/load, so the plugin asks for it, and
-	// the replay peer (which recorded session/new) says so.
-	out, _, code = baton(t, "run", "--data", data, "--thread", threadID, msgs[0])
-	if code != 1 || !strings.Contains(out, "run 2 failed") || !strings.Contains(out, "session/load") {
-		t.Fatalf("continue: exit %d\n%s", code, out)
+	out, stderr, code = baton(t, "run", "--data", data, "--thread", threadID, groups[2])
+	if code != 0 || !strings.Contains(out, "✔ run 2 completed") || !strings.Contains(out, "The word was pineapple.") {
+		t.Fatalf("continue: exit %d\n%s\n%s", code, out, stderr)
 	}
 	if _, stderr, code := baton(t, "run", "--data", data, "--thread", "thr_nope", "hi"); code != 2 || !strings.Contains(stderr, "thr_nope") {
 		t.Errorf("unknown thread: exit %d, %s", code, stderr)

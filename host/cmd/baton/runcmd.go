@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -119,7 +120,8 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	out := newPrinter(stdout, *jsonOut, threadID)
+	th, _ := host.Thread(threadID)
+	out := newPrinter(stdout, *jsonOut, th)
 	start := uint64(0)
 	if *thread != "" {
 		start = host.LastSequence() // a continued thread: show only what this run adds
@@ -135,13 +137,14 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		mine = append(mine, msgID)
 	}
 
-	// The stream, not the projection, says when to stop: the projection may
-	// be ahead of the events printed so far.
+	// The stream says when to stop: the runs of this invocation's messages
+	// have all ended. The printer follows the stream incrementally; the
+	// projection is read once at the end.
 	ended := map[string]bool{}
-	done := func(t domain.Thread) bool {
+	runOfMsg := map[string]string{}
+	done := func() bool {
 		for _, id := range mine {
-			r := runOf(t, id)
-			if r == nil || !ended[r.ID] {
+			if r, ok := runOfMsg[id]; !ok || !ended[r] {
 				return false
 			}
 		}
@@ -157,14 +160,19 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		if rec.ThreadID != threadID {
 			continue
 		}
-		t, _ := host.Thread(threadID)
-		out.event(rec, t)
-		if rec.Type == (domain.RunEnded{}).EventType() {
-			if pl, err := domain.DecodePayload(rec.Type, rec.Data); err == nil {
-				ended[pl.(domain.RunEnded).RunID] = true
-			}
+		pl, err := domain.DecodePayload(rec.Type, rec.Data)
+		if err != nil {
+			fmt.Fprintf(stderr, "baton run: %v\n", err)
+			return exitFailed
 		}
-		if done(t) {
+		out.event(rec, pl)
+		switch e := pl.(type) {
+		case domain.RunQueued:
+			runOfMsg[e.MessageID] = e.RunID
+		case domain.RunEnded:
+			ended[e.RunID] = true
+		}
+		if done() {
 			final, _ = host.Thread(threadID)
 			break
 		}
@@ -232,16 +240,29 @@ func defaultDataDir() string {
 	return filepath.Join(home, ".local", "share", "baton")
 }
 
-// printer shows a thread's events, readably or as JSON lines.
+// printer shows a thread's events, readably or as JSON lines. It keeps the
+// little state it needs from the events themselves.
 type printer struct {
 	w        io.Writer
 	json     bool
 	threadID string
+	policy   string
 	inText   bool
+	ordinals map[string]int   // run id -> ordinal
+	items    map[string]*item // node id -> what to say about it
 }
 
-func newPrinter(w io.Writer, jsonOut bool, threadID string) *printer {
-	return &printer{w: w, json: jsonOut, threadID: threadID}
+type item struct {
+	kind, title, text string
+}
+
+func newPrinter(w io.Writer, jsonOut bool, t domain.Thread) *printer {
+	p := &printer{w: w, json: jsonOut, threadID: t.ID, policy: t.ApprovalPolicy,
+		ordinals: map[string]int{}, items: map[string]*item{}}
+	for _, r := range t.Runs {
+		p.ordinals[r.ID] = r.Ordinal
+	}
+	return p
 }
 
 func (p *printer) line(format string, args ...any) {
@@ -252,29 +273,39 @@ func (p *printer) line(format string, args ...any) {
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
-func (p *printer) event(rec eventlog.Record, t domain.Thread) {
+func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 	if p.json {
 		b, _ := json.Marshal(struct {
 			Kind string `json:"kind"`
 			eventlog.Record
 		}{"event", rec})
 		fmt.Fprintln(p.w, string(b))
-		return
 	}
-	pl, err := domain.DecodePayload(rec.Type, rec.Data)
-	if err != nil {
-		p.line("! %v", err)
+	switch e := pl.(type) {
+	case domain.RunQueued:
+		p.ordinals[e.RunID] = e.Ordinal
+	case domain.NodeStarted:
+		p.items[e.NodeID] = &item{kind: e.Kind, title: e.Title}
+	case domain.NodeUpdated:
+		if it := p.items[e.NodeID]; it != nil && e.Title != "" {
+			it.title = e.Title
+		}
+	case domain.NodeDelta:
+		if it := p.items[e.NodeID]; it != nil {
+			it.text += e.Text
+		}
+	}
+	if p.json {
 		return
 	}
 	switch e := pl.(type) {
 	case domain.ThreadCreated:
-		p.line("● thread %s · %s · %s", t.ID, e.Provider, e.Cwd)
+		p.policy = cmp.Or(e.ApprovalPolicy, domain.ApproveDecline)
+		p.line("● thread %s · %s · %s", p.threadID, e.Provider, e.Cwd)
 	case domain.RunQueued:
 		p.line("▶ run %d queued: %s", e.Ordinal, oneLine(e.Input, 100))
 	case domain.RunStarted:
-		if r := findRun(t, e.RunID); r != nil {
-			p.line("▶ run %d started", r.Ordinal)
-		}
+		p.line("▶ run %d started", p.ordinals[e.RunID])
 	case domain.MessageDelta:
 		if !p.inText {
 			fmt.Fprint(p.w, "  ")
@@ -286,15 +317,15 @@ func (p *printer) event(rec eventlog.Record, t domain.Thread) {
 			p.line("  · %s %s", strings.ReplaceAll(e.Kind, "_", " "), e.Title)
 		}
 	case domain.NodeCompleted:
-		if it := findItem(t, e.NodeID); it != nil {
+		if it := p.items[e.NodeID]; it != nil && it.kind != domain.NodeRootTurn && it.kind != domain.ItemAssistantMessage {
 			text := ""
-			if it.Kind == domain.ItemReasoning && it.Text != "" {
-				text = ": " + oneLine(it.Text, 100)
+			if it.kind == domain.ItemReasoning && it.text != "" {
+				text = ": " + oneLine(it.text, 100)
 			}
-			p.line("  · %s %s %s%s", strings.ReplaceAll(it.Kind, "_", " "), it.Title, e.Status, text)
+			p.line("  · %s %s %s%s", strings.ReplaceAll(it.kind, "_", " "), it.title, e.Status, text)
 		}
 	case domain.RequestOpened:
-		p.line("  ? %s request: %s (the thread's policy answers %s)", e.Kind, oneLine(e.Title, 100), t.ApprovalPolicy)
+		p.line("  ? %s request: %s (the thread's policy answers %s)", e.Kind, oneLine(e.Title, 100), p.policy)
 	case domain.RequestResolved:
 		switch {
 		case e.Delivery == domain.DeliveryNotResumable:
@@ -309,17 +340,14 @@ func (p *printer) event(rec eventlog.Record, t domain.Thread) {
 	case domain.SessionEnded:
 		p.line("  (provider session %s ended: %s)", e.SessionID, e.Reason)
 	case domain.RunEnded:
-		r := findRun(t, e.RunID)
-		if r == nil {
-			return
-		}
+		n := p.ordinals[e.RunID]
 		switch {
 		case e.Failure != nil:
-			p.line("✖ run %d %s: %s", r.Ordinal, e.Status, e.Failure.Message)
+			p.line("✖ run %d %s: %s", n, e.Status, e.Failure.Message)
 		case e.StopReason != "":
-			p.line("✔ run %d %s (%s)", r.Ordinal, e.Status, e.StopReason)
+			p.line("✔ run %d %s (%s)", n, e.Status, e.StopReason)
 		default:
-			p.line("✔ run %d %s", r.Ordinal, e.Status)
+			p.line("✔ run %d %s", n, e.Status)
 		}
 	case domain.DiagnosticRecorded:
 		p.line("  ! %s %s", e.Title, oneLine(e.Text, 100))
@@ -342,24 +370,6 @@ func (p *printer) final(t domain.Thread, mine []string) {
 		}
 	}
 	p.line("■ thread %s: %s (continue it with --thread %s)", t.ID, strings.Join(parts, ", "), t.ID)
-}
-
-func findRun(t domain.Thread, id string) *domain.Run {
-	for i := range t.Runs {
-		if t.Runs[i].ID == id {
-			return &t.Runs[i]
-		}
-	}
-	return nil
-}
-
-func findItem(t domain.Thread, nodeID string) *domain.TurnItem {
-	for i := range t.TurnItems {
-		if t.TurnItems[i].NodeID == nodeID {
-			return &t.TurnItems[i]
-		}
-	}
-	return nil
 }
 
 func oneLine(s string, max int) string {

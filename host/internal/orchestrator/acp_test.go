@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -39,9 +41,13 @@ func TestSimple(t *testing.T) {
 	}
 
 	// The same command again: the same receipt, no new events, no prompt.
+	head := e.host.LastSequence()
 	again := e.dispatch(send)
 	if again != first {
 		t.Errorf("duplicate receipt = %+v, want the original %+v", again, first)
+	}
+	if e.host.LastSequence() != head {
+		t.Errorf("the duplicate appended events: head %d -> %d", head, e.host.LastSequence())
 	}
 	conflict := send
 	conflict.Payload = domain.DispatchMessage{Text: "something else"}
@@ -67,6 +73,14 @@ func TestSimple(t *testing.T) {
 	// Closing the host ends the session cleanly: a replay peer that saw a
 	// second prompt or kept unused entries would have exited with an error.
 	e.restart()
+	// The plugin's raw-frame log of the session holds exactly one prompt.
+	raw, err := os.ReadFile(filepath.Join(e.data, "rawframes", ses.ID+".ndjson"))
+	if err != nil {
+		t.Fatalf("raw-frame log: %v", err)
+	}
+	if n := strings.Count(string(raw), `"method":"session/prompt"`); n != 1 {
+		t.Errorf("the provider was sent %d prompts, want 1", n)
+	}
 	th2, err := e.host.Thread(threadID)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package orchestrator_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/sdk/plugintest"
 )
 
 // root is the repository root, from this package's directory.
@@ -122,7 +122,10 @@ func (e *env) peer(transcript string) domain.ProviderCommand {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return domain.ProviderCommand{Argv: []string{peerBin, "--transcript", abs, "--speed", "0"}}
+	// The cursor file lets a provider started again (a resumed session)
+	// continue the transcript.
+	state := filepath.Join(e.t.TempDir(), "cursor")
+	return domain.ProviderCommand{Argv: []string{peerBin, "--transcript", abs, "--speed", "0", "--state", state}}
 }
 
 func (e *env) dispatch(cmd domain.Command) domain.Receipt {
@@ -181,59 +184,20 @@ func allRunsEnded(n int) func(domain.Thread) bool {
 	}
 }
 
-// messages reads a scenario's user messages (one per line).
+// messages reads a scenario's user messages (all groups, in order).
 func messages(t *testing.T, name string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		out = append(out, l)
+	for _, g := range plugintest.ReadGroups(t, filepath.Join(root, "testdata", name)) {
+		out = append(out, g...)
 	}
 	return out
 }
 
-// assistantTexts reads, from a transcript, the assistant text the agent
-// sends in each turn: what the projection must show.
+// assistantTexts is the assistant text of each turn in a transcript.
 func assistantTexts(t *testing.T, name string) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(root, "testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var texts []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		var e struct {
-			Type  string `json:"type"`
-			Frame struct {
-				Method string `json:"method"`
-				Params struct {
-					Update struct {
-						Kind    string `json:"sessionUpdate"`
-						Content struct {
-							Type string `json:"type"`
-							Text string `json:"text"`
-						} `json:"content"`
-					} `json:"update"`
-				} `json:"params"`
-			} `json:"frame"`
-		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			continue
-		}
-		switch {
-		case e.Type == "expect_outbound" && e.Frame.Method == "session/prompt":
-			texts = append(texts, "")
-		case e.Type == "emit_inbound" && e.Frame.Params.Update.Kind == "agent_message_chunk" && len(texts) > 0:
-			texts[len(texts)-1] += e.Frame.Params.Update.Content.Text
-		}
-	}
-	return texts
+	return plugintest.ACPReplies(t, filepath.Join(root, "testdata", name))
 }
 
 // assistantText joins a run's assistant messages.
