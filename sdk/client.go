@@ -115,7 +115,7 @@ func (c *Client) OpenSession(ctx context.Context, req OpenSessionRequest) (OpenS
 		return OpenSessionResponse{}, fromStatus(err)
 	}
 	return OpenSessionResponse{ProviderSessionRef: r.GetProviderSessionRef(), ProviderThreadRef: r.GetProviderThreadRef(),
-		ProviderPid: int(r.GetProviderPid())}, nil
+		ProviderPid: int(r.GetProviderPid()), Resumed: r.GetResumed()}, nil
 }
 
 // Events streams a session's events after a sequence until the session

@@ -96,7 +96,7 @@ func (s *server) OpenSession(ctx context.Context, req *pb.OpenSessionRequest) (*
 		return nil, toStatus(err)
 	}
 	return &pb.OpenSessionResponse{ProviderSessionRef: resp.ProviderSessionRef, ProviderThreadRef: resp.ProviderThreadRef,
-		ProviderPid: int64(resp.ProviderPid)}, nil
+		ProviderPid: int64(resp.ProviderPid), Resumed: resp.Resumed}, nil
 }
 
 func (s *server) Events(req *pb.EventsRequest, stream pb.Provider_EventsServer) error {

@@ -53,6 +53,10 @@ type OpenSessionResponse struct {
 	ProviderThreadRef  string `json:"providerThreadRef,omitempty"`
 	// ProviderPid is the provider process id, for diagnostics.
 	ProviderPid int `json:"providerPid,omitempty"`
+	// Resumed says that ResumeThreadRef was resumed. False when it was
+	// asked for means the provider could not, and a fresh conversation
+	// started: the host must not pretend the context carried over.
+	Resumed bool `json:"resumed,omitempty"`
 }
 
 // TurnInput is what the user sends.

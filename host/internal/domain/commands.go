@@ -56,6 +56,10 @@ type (
 		ThreadRef   string `json:"threadRef,omitempty"`
 		PluginPid   int    `json:"pluginPid,omitempty"`
 		ProviderPid int    `json:"providerPid,omitempty"`
+		// ResumeRequested is the provider thread the host asked to resume;
+		// Resumed says whether the provider did.
+		ResumeRequested string `json:"resumeRequested,omitempty"`
+		Resumed         bool   `json:"resumed,omitempty"`
 	}
 	// FailRun ends a run that could not be started or continued.
 	FailRun struct {

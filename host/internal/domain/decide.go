@@ -81,6 +81,10 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		decideProviderEvent(t, p, env, &d)
 	case RecordSessionOpened:
 		d.emit(SessionOpened{SessionID: p.SessionID, ProviderRef: p.ProviderRef, PluginPid: p.PluginPid, ProviderPid: p.ProviderPid})
+		if p.ResumeRequested != "" && !p.Resumed {
+			d.emit(DiagnosticRecorded{Title: "the provider could not resume its conversation",
+				Text: fmt.Sprintf("asked to resume provider thread %s; a fresh conversation started without the earlier context", p.ResumeRequested)})
+		}
 		if p.ThreadRef != "" && t.providerThreadByRef(p.ThreadRef) == nil {
 			d.emit(ProviderThreadBound{ProviderThreadID: env.NewID("pthr"), SessionID: p.SessionID, ProviderRef: p.ThreadRef})
 		}

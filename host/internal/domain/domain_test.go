@@ -325,6 +325,20 @@ func TestRequestsAndProviderExit(t *testing.T) {
 	}
 }
 
+func TestResumeThatDidNotHappenIsVisible(t *testing.T) {
+	w := newWorld(t)
+	d := w.must(Command{ID: "o", ThreadID: "thr", Payload: RecordSessionOpened{SessionID: "s2", ThreadRef: "fresh",
+		ResumeRequested: "old", Resumed: false}})
+	if got := types(d); got != "provider.session.opened diagnostic.recorded provider.thread.bound" {
+		t.Fatalf("%s", got)
+	}
+	d = w.must(Command{ID: "o", ThreadID: "thr", Payload: RecordSessionOpened{SessionID: "s3", ThreadRef: "fresh",
+		ResumeRequested: "fresh", Resumed: true}})
+	if got := types(d); got != "provider.session.opened" {
+		t.Fatalf("a resumed thread is bound already: %s", got)
+	}
+}
+
 func TestTurnStartedWithoutARun(t *testing.T) {
 	w := newWorld(t)
 	w.open("s1")

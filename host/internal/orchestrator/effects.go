@@ -213,7 +213,7 @@ func (h *Host) session(threadID string) (*liveSession, error) {
 	s := &liveSession{id: id, threadID: threadID, plugin: p, done: make(chan struct{})}
 	if _, err := h.Dispatch(h.ctx, domain.Command{ID: "open:" + id, ThreadID: threadID, Payload: domain.RecordSessionOpened{
 		SessionID: id, ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
-		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid}}); err != nil {
+		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, ResumeRequested: resume, Resumed: resp.Resumed}}); err != nil {
 		_ = p.CloseSession(context.Background(), id)
 		return nil, err
 	}

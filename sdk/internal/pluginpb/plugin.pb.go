@@ -473,7 +473,10 @@ type OpenSessionResponse struct {
 	ProviderSessionRef string                 `protobuf:"bytes,1,opt,name=provider_session_ref,json=providerSessionRef,proto3" json:"provider_session_ref,omitempty"`
 	ProviderThreadRef  string                 `protobuf:"bytes,2,opt,name=provider_thread_ref,json=providerThreadRef,proto3" json:"provider_thread_ref,omitempty"`
 	// provider_pid is the provider process id, for diagnostics.
-	ProviderPid   int64 `protobuf:"varint,3,opt,name=provider_pid,json=providerPid,proto3" json:"provider_pid,omitempty"`
+	ProviderPid int64 `protobuf:"varint,3,opt,name=provider_pid,json=providerPid,proto3" json:"provider_pid,omitempty"`
+	// resumed says that resume_thread_ref was resumed; false when it was
+	// asked for and the provider could not (a fresh conversation started).
+	Resumed       bool `protobuf:"varint,4,opt,name=resumed,proto3" json:"resumed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -527,6 +530,13 @@ func (x *OpenSessionResponse) GetProviderPid() int64 {
 		return x.ProviderPid
 	}
 	return 0
+}
+
+func (x *OpenSessionResponse) GetResumed() bool {
+	if x != nil {
+		return x.Resumed
+	}
+	return false
 }
 
 type EventsRequest struct {
@@ -1797,11 +1807,12 @@ const file_plugin_proto_rawDesc = "" +
 	"\x0eruntime_policy\x18\x04 \x01(\tR\rruntimePolicy\x12:\n" +
 	"\acommand\x18\x05 \x01(\v2 .baton.plugin.v1.ProviderCommandR\acommand\x12*\n" +
 	"\x11resume_thread_ref\x18\x06 \x01(\tR\x0fresumeThreadRef\x12\"\n" +
-	"\rraw_frame_log\x18\a \x01(\tR\vrawFrameLog\"\x9a\x01\n" +
+	"\rraw_frame_log\x18\a \x01(\tR\vrawFrameLog\"\xb4\x01\n" +
 	"\x13OpenSessionResponse\x120\n" +
 	"\x14provider_session_ref\x18\x01 \x01(\tR\x12providerSessionRef\x12.\n" +
 	"\x13provider_thread_ref\x18\x02 \x01(\tR\x11providerThreadRef\x12!\n" +
-	"\fprovider_pid\x18\x03 \x01(\x03R\vproviderPid\"U\n" +
+	"\fprovider_pid\x18\x03 \x01(\x03R\vproviderPid\x12\x18\n" +
+	"\aresumed\x18\x04 \x01(\bR\aresumed\"U\n" +
 	"\rEventsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12%\n" +

@@ -169,6 +169,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 			init.ProtocolVersion, ProtocolVersion)
 	}
 	var sessionID string
+	resumed := false
 	if req.ResumeThreadRef != "" && init.AgentCapabilities.LoadSession {
 		s.mu.Lock()
 		s.loading = true
@@ -180,7 +181,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 		if err != nil {
 			return sdk.OpenSessionResponse{}, fmt.Errorf("session/load %s: %w", req.ResumeThreadRef, err)
 		}
-		sessionID = req.ResumeThreadRef
+		sessionID, resumed = req.ResumeThreadRef, true
 	} else {
 		var res newSessionResult
 		if err := s.call(ctx, "session/new", newSessionParams{Cwd: s.cwd, McpServers: []any{}}, &res); err != nil {
@@ -196,7 +197,8 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 	s.norm = newNormalizer(sessionID, s.id)
 	s.mu.Unlock()
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: sessionID, Detail: init.AgentInfo})
-	return sdk.OpenSessionResponse{ProviderSessionRef: sessionID, ProviderThreadRef: sessionID, ProviderPid: s.proc.Pid()}, nil
+	return sdk.OpenSessionResponse{ProviderSessionRef: sessionID, ProviderThreadRef: sessionID, ProviderPid: s.proc.Pid(),
+		Resumed: resumed}, nil
 }
 
 // call sends a request with our own id, so its response frame can be
