@@ -48,6 +48,7 @@ func Launch(cfg LaunchConfig) (*Plugin, error) {
 	}
 	cmd := exec.Command(cfg.Path)
 	cmd.Env = append(cmd.Environ(), cfg.Env...)
+	dieWithHost(cmd)
 	var secure *plugin.SecureConfig
 	if cfg.Checksum != nil {
 		secure = &plugin.SecureConfig{Checksum: cfg.Checksum, Hash: sha256.New()}

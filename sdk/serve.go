@@ -3,6 +3,8 @@ package sdk
 import (
 	"context"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -63,6 +65,7 @@ func Serve(a Adapter, opts ...ServeOpt) {
 	}
 	stop, cancel := context.WithCancel(context.Background())
 	srv := newServer(stop, a, cfg.logger)
+	go exitWithHost(stop, srv, cfg.logger)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{
@@ -75,6 +78,33 @@ func Serve(a Adapter, opts ...ServeOpt) {
 	// The host is gone (or done): stop every provider process still running.
 	cancel()
 	srv.closeAll(shutdownTimeout)
+}
+
+// exitWithHost ends the plugin, after closing its sessions, when the host
+// is gone without telling it: on SIGTERM (what Linux sends when the host
+// dies, see Launch) or when the plugin's parent changes.
+func exitWithHost(stop context.Context, srv *server, log hclog.Logger) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	parent := os.Getppid()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop.Done():
+			return
+		case <-sig:
+			log.Info("terminated; closing sessions")
+		case <-tick.C:
+			if os.Getppid() == parent {
+				continue
+			}
+			log.Info("the host is gone; closing sessions")
+		}
+		srv.closeAll(shutdownTimeout)
+		os.Exit(0)
+	}
 }
 
 // shutdownTimeout bounds how long a plugin spends closing its sessions when

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package sdk
+
+import "os/exec"
+
+// dieWithHost has no equivalent here; Serve's parent watch covers it.
+func dieWithHost(*exec.Cmd) {}
