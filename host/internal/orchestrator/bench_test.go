@@ -1,0 +1,93 @@
+package orchestrator_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/ids"
+	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/plugintest"
+)
+
+// BenchmarkRun measures one simple run end to end: dispatch, a new provider
+// session (the replay peer process), the turn through the real plugin, every
+// event committed with fsync, and the projection. Its baseline,
+// BenchmarkPluginOnly, drives the same plugin and transcript with the sdk
+// client alone: the difference is what the host adds.
+func BenchmarkRun(b *testing.B) {
+	h, err := orchestrator.Open(orchestrator.Config{DataDir: b.TempDir(), PluginDirs: []string{pluginDir},
+		Logger: hclog.NewNullLogger(), IDs: ids.Seeded(1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	transcript, _ := filepath.Abs(filepath.Join(root, "testdata", "acp", "simple.ndjson"))
+	msg := messagesB(b)
+	ctx := context.Background()
+	i := 0
+	for b.Loop() {
+		i++
+		rc, err := h.Dispatch(ctx, domain.Command{ID: fmt.Sprintf("create-%d", i), Payload: domain.CreateThread{
+			Provider: "acp", Cwd: b.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", "0"}}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, seq, _ := h.Snapshot(rc.ThreadID)
+		if _, err := h.Dispatch(ctx, domain.Command{ID: fmt.Sprintf("send-%d", i), ThreadID: rc.ThreadID,
+			Payload: domain.DispatchMessage{Text: msg}}); err != nil {
+			b.Fatal(err)
+		}
+		for rec, err := range h.Events(ctx, seq) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if rec.ThreadID == rc.ThreadID && rec.Type == (domain.RunEnded{}).EventType() {
+				break
+			}
+		}
+	}
+}
+
+func BenchmarkPluginOnly(b *testing.B) {
+	p, err := sdk.Launch(sdk.LaunchConfig{Path: filepath.Join(pluginDir, "baton-plugin-acp")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Kill()
+	transcript, _ := filepath.Abs(filepath.Join(root, "testdata", "acp", "simple.ndjson"))
+	msg := messagesB(b)
+	ctx := context.Background()
+	i := 0
+	for b.Loop() {
+		i++
+		id := fmt.Sprintf("s%d", i)
+		if _, err := p.OpenSession(ctx, sdk.OpenSessionRequest{SessionID: id, Cwd: b.TempDir(),
+			Command: sdk.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", "0"}}}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.StartTurn(ctx, sdk.StartTurnRequest{SessionID: id, Input: sdk.TurnInput{Text: msg}}); err != nil {
+			b.Fatal(err)
+		}
+		for ev, err := range p.Events(ctx, id, 0) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ev.Kind == sdk.EventTurnTerminal {
+				break
+			}
+		}
+		if err := p.CloseSession(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func messagesB(b *testing.B) string {
+	return plugintest.ReadGroups(b, filepath.Join(root, "testdata", "acp", "simple.messages"))[0][0]
+}
