@@ -21,7 +21,7 @@ import (
 // reason, and the plugin and provider processes it left do not live on.
 func TestSIGKILLLosesNothingCommitted(t *testing.T) {
 	data, ws := t.TempDir(), t.TempDir()
-	cmd := exec.Command(filepath.Join(binDir, "baton"), "run", "--data", data, "--cwd", ws, "--provider", "acp",
+	cmd := exec.Command(filepath.Join(binDir, "baton"), "run", "--json", "--data", data, "--cwd", ws, "--provider", "acp",
 		"--provider-command", peerCommand(t, "acp/stall.ndjson"), "Take your time")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -34,7 +34,8 @@ func TestSIGKILLLosesNothingCommitted(t *testing.T) {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), "provider session") {
+			// Printed once committed: the provider's reasoning has started.
+			if l := sc.Text(); strings.Contains(l, `"type":"node.started"`) && strings.Contains(l, `"kind":"reasoning"`) {
 				close(opened)
 				break
 			}
@@ -45,9 +46,8 @@ func TestSIGKILLLosesNothingCommitted(t *testing.T) {
 	case <-opened:
 	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
-		t.Fatal("the session never opened")
+		t.Fatal("the provider never started reasoning")
 	}
-	time.Sleep(200 * time.Millisecond) // let the provider's first frames be ingested
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
