@@ -506,12 +506,12 @@ func (s *session) permission(id jsonrpc2.ID, ch chan permissionOutcome, params [
 		opts = append(opts, sdk.RequestOption{ID: o.OptionID, Label: o.Name, Kind: o.Kind})
 	}
 	s.mu.Lock()
-	turnRef := ""
+	turnRef, thread := "", s.acpSession
 	if s.norm != nil {
 		turnRef = s.norm.turnRef
 	}
 	s.mu.Unlock()
-	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, RawFrame: raw, ThreadRef: s.acpSession, TurnRef: turnRef,
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, RawFrame: raw, ThreadRef: thread, TurnRef: turnRef,
 		RequestRef: ref, RequestKind: "permission", ItemRef: tool.ToolCallID, Title: deref(tool.Title), Options: opts,
 		Detail: p.ToolCall})
 
@@ -523,11 +523,13 @@ func (s *session) permission(id jsonrpc2.ID, ch chan permissionOutcome, params [
 		decision = string(sdk.DecisionCancel)
 	}
 	outcome := pickOption(p.Options, sdk.Decision(decision))
+	// The resolution is emitted before the reply: the reply lets the agent
+	// go on, and what it does next (even ending the turn) must come after.
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: thread, TurnRef: turnRef,
+		RequestRef: ref, Status: decision, Text: outcome.OptionID})
 	if err := s.conn.Reply(s.ctx, id, permissionResult{Outcome: outcome}); err != nil {
 		s.log.Debug("reply to permission request failed", "request", ref, "error", err)
 	}
-	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: s.acpSession, TurnRef: turnRef,
-		RequestRef: ref, Status: decision, Text: outcome.OptionID})
 }
 
 // pickOption chooses the agent's option for a decision by its kind, never
