@@ -27,8 +27,7 @@ func BenchmarkRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer h.Close()
-	transcript, _ := filepath.Abs(filepath.Join(root, "testdata", "acp", "simple.ndjson"))
-	msg := messagesB(b)
+	transcript, msg := simpleScenario(b)
 	ctx := context.Background()
 	i := 0
 	for b.Loop() {
@@ -60,8 +59,7 @@ func BenchmarkPluginOnly(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Kill()
-	transcript, _ := filepath.Abs(filepath.Join(root, "testdata", "acp", "simple.ndjson"))
-	msg := messagesB(b)
+	transcript, msg := simpleScenario(b)
 	ctx := context.Background()
 	i := 0
 	for b.Loop() {
@@ -88,6 +86,11 @@ func BenchmarkPluginOnly(b *testing.B) {
 	}
 }
 
-func messagesB(b *testing.B) string {
-	return plugintest.ReadGroups(b, filepath.Join(root, "testdata", "acp", "simple.messages"))[0][0]
+// simpleScenario is the simple transcript's absolute path and its message.
+func simpleScenario(b *testing.B) (transcript, message string) {
+	transcript, err := filepath.Abs(filepath.Join(root, "testdata", "acp", "simple.ndjson"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return transcript, plugintest.ReadGroups(b, filepath.Join(root, "testdata", "acp", "simple.messages"))[0][0]
 }

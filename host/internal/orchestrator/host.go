@@ -121,11 +121,17 @@ func (h *Host) rebuild() error {
 	}
 }
 
+// apply decodes a stored event and applies it (the rebuild path).
 func (h *Host) apply(r eventlog.Record) error {
 	p, err := domain.DecodePayload(r.Type, r.Data)
 	if err != nil {
 		return fmt.Errorf("event %d of thread %s: %w", r.Sequence, r.ThreadID, err)
 	}
+	return h.evolve(r, p)
+}
+
+// evolve applies an event's payload to its thread's projection.
+func (h *Host) evolve(r eventlog.Record, p domain.Payload) error {
 	t, ok := h.threads[r.ThreadID]
 	if !ok {
 		if _, create := p.(domain.ThreadCreated); !create {
@@ -274,8 +280,10 @@ func (h *Host) Dispatch(ctx context.Context, cmd domain.Command) (domain.Receipt
 		h.mu.Unlock()
 		return domain.Receipt{}, err
 	}
-	for _, r := range recs {
-		if err := h.apply(r); err != nil {
+	// The payloads Decide made are applied as they are: decoding what was
+	// just encoded would only repeat the work.
+	for i, r := range recs {
+		if err := h.evolve(r, dec.Events[i]); err != nil {
 			h.mu.Unlock()
 			return domain.Receipt{}, fmt.Errorf("apply committed event: %w", err)
 		}
