@@ -130,7 +130,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	for _, m := range messages {
 		msgID := idgen.NewID("msg")
 		if _, err := host.Dispatch(ctx, domain.Command{ID: idgen.NewID("cmd"), ThreadID: threadID,
-			Payload: domain.DispatchMessage{MessageID: msgID, Text: m}}); err != nil {
+			Payload: domain.DispatchMessage{MessageID: msgID, Text: m, Mode: domain.ModeQueueAfterActive}}); err != nil {
 			fmt.Fprintf(stderr, "baton run: send message: %v\n", err)
 			return exitFailed
 		}

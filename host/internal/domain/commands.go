@@ -30,14 +30,32 @@ type (
 		Model           string          `json:"model,omitempty"`
 		ProviderCommand ProviderCommand `json:"providerCommand"`
 		// ApprovalPolicy is how the provider's requests are answered:
-		// "decline" (the default) or "accept".
+		// "decline" (the default), "accept" or "ask".
 		ApprovalPolicy string `json:"approvalPolicy,omitempty"`
 	}
-	// DispatchMessage sends a user message: it starts a run at once when
-	// the thread is idle and queues behind the active run otherwise.
+	// DispatchMessage sends a user message. Mode says what happens when a
+	// run is active (see the Mode constants); empty chooses by the
+	// provider's capabilities: steer when it steers natively, else
+	// restart the active attempt; an idle thread starts a run at once.
 	DispatchMessage struct {
 		MessageID string `json:"messageId,omitempty"`
 		Text      string `json:"text"`
+		Mode      string `json:"mode,omitempty"`
+		// TargetRunID, for steer_active and restart_active, is the run the
+		// client means; the command is refused when it is not the active
+		// one.
+		TargetRunID string `json:"targetRunId,omitempty"`
+	}
+	// InterruptRun asks the provider to stop a run's turn. The run ends
+	// when the provider says the turn ended. A queued run is cancelled.
+	InterruptRun struct {
+		RunID string `json:"runId"`
+	}
+	// RespondToRequest answers a provider's approval or question.
+	RespondToRequest struct {
+		RequestID string            `json:"requestId"`
+		Decision  string            `json:"decision"`
+		Answers   map[string]string `json:"answers,omitempty"`
 	}
 )
 
@@ -67,11 +85,33 @@ type (
 		Failure Failure `json:"failure"`
 	}
 	// Recover reconciles a thread after a host start: sessions that were
-	// open belong to processes that are gone.
+	// open belong to processes that are gone, and so do the provider
+	// actions still in the outbox.
 	Recover struct {
-		Reason string `json:"reason"`
+		Reason  string          `json:"reason"`
+		Effects []PendingEffect `json:"effects,omitempty"`
+	}
+	// SteerFailed says the provider refused a steering message (the turn
+	// had ended, say); the message becomes a queued run of its own.
+	SteerFailed struct {
+		RunID     string `json:"runId"`
+		MessageID string `json:"messageId"`
+		Reason    string `json:"reason"`
+	}
+	// MarkRequestUnreachable says a pending request's provider process is
+	// gone, found when a client tried to answer it.
+	MarkRequestUnreachable struct {
+		RequestID string `json:"requestId"`
+		Reason    string `json:"reason"`
 	}
 )
+
+// PendingEffect names an effect left in the outbox.
+type PendingEffect struct {
+	ID    string `json:"id"`
+	Type  string `json:"type"`
+	RunID string `json:"runId,omitempty"`
+}
 
 func (CreateThread) CommandType() string        { return "thread.create" }
 func (DispatchMessage) CommandType() string     { return "message.dispatch" }
@@ -79,6 +119,12 @@ func (IngestProviderEvent) CommandType() string { return "provider.event" }
 func (RecordSessionOpened) CommandType() string { return "provider.session.opened" }
 func (FailRun) CommandType() string             { return "run.fail" }
 func (Recover) CommandType() string             { return "thread.recover" }
+func (InterruptRun) CommandType() string        { return "run.interrupt" }
+func (RespondToRequest) CommandType() string    { return "runtime-request.respond" }
+func (SteerFailed) CommandType() string         { return "run.steer.failed" }
+func (MarkRequestUnreachable) CommandType() string {
+	return "runtime-request.unreachable"
+}
 
 // ProviderEvent is the domain's copy of a normalized runtime event.
 type ProviderEvent struct {
@@ -141,6 +187,11 @@ var (
 	ErrInvalid  = errors.New("invalid command")
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("conflict")
+	// ErrUnsupported: the thread's provider cannot do what was asked.
+	ErrUnsupported = errors.New("unsupported by the provider")
+	// ErrNotResumable: a request's provider process is gone, so no answer
+	// can reach it.
+	ErrNotResumable = errors.New("not_resumable")
 )
 
 // Hash is the fingerprint of a command's content, to tell a true duplicate
@@ -165,8 +216,10 @@ type wireCommand struct {
 
 // clientCommands are the commands a client may send.
 var clientCommands = map[string]func(json.RawMessage) (CommandPayload, error){
-	CreateThread{}.CommandType():    decodeCmd[CreateThread],
-	DispatchMessage{}.CommandType(): decodeCmd[DispatchMessage],
+	CreateThread{}.CommandType():     decodeCmd[CreateThread],
+	DispatchMessage{}.CommandType():  decodeCmd[DispatchMessage],
+	InterruptRun{}.CommandType():     decodeCmd[InterruptRun],
+	RespondToRequest{}.CommandType(): decodeCmd[RespondToRequest],
 }
 
 func decodeCmd[T CommandPayload](b json.RawMessage) (CommandPayload, error) {

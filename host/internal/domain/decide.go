@@ -6,24 +6,32 @@ import (
 	"time"
 )
 
-// Env is what Decide may use from the world: the time of the command and
-// an id allocator (seeded in tests).
+// Env is what Decide may use from the world: the time of the command, an
+// id allocator (seeded in tests), and what the thread's provider can do.
 type Env struct {
 	Now   time.Time
 	NewID func(prefix string) string
+	Caps  Capabilities
 }
 
 // Effect is work for the host to do after a command's events are stored.
+// It is stored in the outbox in the same batch as those events.
 type Effect struct {
+	// ID is the effect's outbox key, given by the store.
+	ID        string `json:"id,omitempty"`
 	Type      string `json:"type"`
 	ThreadID  string `json:"threadId"`
 	RunID     string `json:"runId,omitempty"`
 	AttemptID string `json:"attemptId,omitempty"`
+	MessageID string `json:"messageId,omitempty"`
 	Text      string `json:"text,omitempty"`
-	// For EffectRespond: the session and the provider's request ref.
-	SessionID  string `json:"sessionId,omitempty"`
-	RequestRef string `json:"requestRef,omitempty"`
-	Decision   string `json:"decision,omitempty"`
+	// SessionID is the provider session an effect is bound to; empty for
+	// start_turn, which uses (or opens) the thread's session.
+	SessionID  string            `json:"sessionId,omitempty"`
+	TurnRef    string            `json:"turnRef,omitempty"`
+	RequestRef string            `json:"requestRef,omitempty"`
+	Decision   string            `json:"decision,omitempty"`
+	Answers    map[string]string `json:"answers,omitempty"`
 }
 
 // Effect types.
@@ -33,6 +41,10 @@ const (
 	EffectStartTurn = "start_turn"
 	// EffectRespond answers a provider's request through its session.
 	EffectRespond = "respond"
+	// EffectSteer adds a message to the provider's active turn.
+	EffectSteer = "steer"
+	// EffectInterrupt asks the provider to stop a turn.
+	EffectInterrupt = "interrupt"
 )
 
 // Decision is what Decide returns.
@@ -67,16 +79,43 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 			return d, fmt.Errorf("%w: thread.create needs an absolute cwd, got %q", ErrInvalid, p.Cwd)
 		}
 		switch p.ApprovalPolicy {
-		case "", ApproveDecline, ApproveAccept:
+		case "", ApproveDecline, ApproveAccept, ApproveAsk:
 		default:
-			return d, fmt.Errorf("%w: approval policy must be %q or %q, got %q", ErrInvalid, ApproveDecline, ApproveAccept, p.ApprovalPolicy)
+			return d, fmt.Errorf("%w: approval policy must be %q, %q or %q, got %q", ErrInvalid,
+				ApproveDecline, ApproveAccept, ApproveAsk, p.ApprovalPolicy)
 		}
 		d.emit(ThreadCreated(p))
 	case DispatchMessage:
 		if p.Text == "" {
 			return d, fmt.Errorf("%w: message.dispatch needs text", ErrInvalid)
 		}
-		decideDispatch(t, p, env, &d)
+		if err := decideDispatch(t, p, env, &d); err != nil {
+			return d, err
+		}
+	case InterruptRun:
+		if err := decideInterrupt(t, p, env, &d); err != nil {
+			return d, err
+		}
+	case RespondToRequest:
+		if err := decideRespond(t, p, &d); err != nil {
+			return d, err
+		}
+	case SteerFailed:
+		m := t.message(p.MessageID)
+		if m == nil {
+			return d, fmt.Errorf("%w: message %q", ErrNotFound, p.MessageID)
+		}
+		d.emit(DiagnosticRecorded{RunID: p.RunID, Title: "the provider did not take a steering message; it was queued as a new run",
+			Text: p.Reason})
+		queueRun(t, m.ID, m.Text, env, &d)
+	case MarkRequestUnreachable:
+		q := t.request(p.RequestID)
+		if q == nil {
+			return d, fmt.Errorf("%w: request %q", ErrNotFound, p.RequestID)
+		}
+		if q.Status == RequestStatusPending {
+			d.emit(RequestResolved{RequestID: q.ID, Status: RequestStatusExpired, Delivery: DeliveryNotResumable})
+		}
 	case IngestProviderEvent:
 		decideProviderEvent(t, p, env, &d)
 	case RecordSessionOpened:
@@ -93,24 +132,23 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		if r == nil {
 			return d, fmt.Errorf("%w: run %q", ErrNotFound, p.RunID)
 		}
-		if Terminal(r.Status) {
-			return d, nil // already ended: nothing to do
+		if !Active(r.Status) {
+			return d, nil // already ended (or never started): nothing to do
 		}
 		f := p.Failure
 		endRun(t, r, RunStatusFailed, "", &f, env, &d)
 	case Recover:
+		for _, e := range p.Effects {
+			d.emit(EffectCancelled{EffectID: e.ID, Type: e.Type, RunID: e.RunID, Reason: p.Reason})
+		}
 		for _, s := range t.ProviderSessions {
 			if s.Status == SessionStatusOpen {
 				endSession(t, s.ID, p.Reason, env, &d)
 			}
 		}
-		for i := range t.Runs {
-			if r := &t.Runs[i]; Active(r.Status) {
-				endRun(t, r, RunStatusFailed, "", &Failure{Code: "host_restarted", Message: p.Reason}, env, &d)
-				break // endRun starts the next queued run
-			}
-		}
-		if t.activeRun() == nil && len(d.Events) == 0 {
+		if r := t.activeRun(); r != nil {
+			endRun(t, r, RunStatusFailed, "", &Failure{Code: "host_restarted", Message: p.Reason}, env, &d) // starts the next
+		} else {
 			startNextQueued(t, env, &d)
 		}
 	default:
@@ -119,41 +157,191 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 	return d, nil
 }
 
-func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) {
-	runID := env.NewID("run")
+func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
+	active := t.activeRun()
+	mode := p.Mode
+	if mode == "" {
+		mode = autoMode(t, active, env.Caps)
+	}
 	msgID := p.MessageID
 	if msgID == "" {
 		msgID = env.NewID("msg")
 	}
-	d.emit(
-		MessageAdded{MessageID: msgID, RunID: runID, Role: RoleUser, Text: p.Text, Status: StatusCompleted},
-		RunQueued{RunID: runID, Ordinal: len(t.Runs) + 1, MessageID: msgID, Input: p.Text},
-	)
+	if t.message(msgID) != nil {
+		return fmt.Errorf("%w: message %q already exists", ErrConflict, msgID)
+	}
+	switch mode {
+	case ModeStartImmediately:
+		if active != nil || t.hasQueued() {
+			return fmt.Errorf("%w: a run is active or queued; send with mode %s, %s or %s", ErrConflict,
+				ModeQueueAfterActive, ModeSteerActive, ModeRestartActive)
+		}
+		queueRun(t, msgID, p.Text, env, d)
+	case ModeQueueAfterActive:
+		queueRun(t, msgID, p.Text, env, d)
+	case ModeSteerActive, ModeRestartActive:
+		if active == nil {
+			return fmt.Errorf("%w: %s needs an active run, and thread %s has none", ErrConflict, mode, t.ID)
+		}
+		if p.TargetRunID != "" && p.TargetRunID != active.ID {
+			return fmt.Errorf("%w: run %s is not the active run (%s is)", ErrConflict, p.TargetRunID, active.ID)
+		}
+		if active.InterruptRequested {
+			return fmt.Errorf("%w: run %d is being interrupted; send with mode %s", ErrConflict, active.Ordinal, ModeQueueAfterActive)
+		}
+		turn := t.rootTurn(active)
+		if mode == ModeSteerActive {
+			if !env.Caps.NativeSteering {
+				return fmt.Errorf("%w: %s cannot steer a running turn; send with mode %s or %s", ErrUnsupported,
+					t.Provider, ModeRestartActive, ModeQueueAfterActive)
+			}
+			if turn == nil || len(active.PendingRestart) > 0 {
+				return fmt.Errorf("%w: run %d has no provider turn to steer yet; send with mode %s or %s", ErrConflict,
+					active.Ordinal, ModeRestartActive, ModeQueueAfterActive)
+			}
+		}
+		d.emit(MessageAdded{MessageID: msgID, RunID: active.ID, Role: RoleUser, Text: p.Text, Status: StatusCompleted})
+		a := active.attempt(active.ActiveAttempt)
+		if mode == ModeSteerActive {
+			d.emit(RunSteered{RunID: active.ID, AttemptID: a.ID, MessageID: msgID})
+			d.effect(Effect{Type: EffectSteer, ThreadID: t.ID, RunID: active.ID, AttemptID: a.ID, MessageID: msgID,
+				SessionID: a.SessionID, TurnRef: turn.ProviderRef, Text: p.Text})
+			return nil
+		}
+		first := len(active.PendingRestart) == 0
+		d.emit(RestartRequested{RunID: active.ID, AttemptID: a.ID, MessageID: msgID, Text: p.Text})
+		if first {
+			d.effect(interruptEffect(t, active, turn))
+		}
+	default:
+		return fmt.Errorf("%w: unknown dispatch mode %q (want %s, %s, %s or %s)", ErrInvalid, mode,
+			ModeStartImmediately, ModeQueueAfterActive, ModeSteerActive, ModeRestartActive)
+	}
+	return nil
+}
+
+// autoMode is the dispatch policy when the client does not choose: an
+// idle thread starts a run; a message for a run whose provider turn has
+// started steers it natively or by restart; anything else queues.
+func autoMode(t *Thread, active *Run, caps Capabilities) string {
+	if active == nil {
+		return ModeQueueAfterActive // starts at once unless runs are queued
+	}
+	if t.rootTurn(active) == nil || active.InterruptRequested || len(active.PendingRestart) > 0 {
+		if len(active.PendingRestart) > 0 && !active.InterruptRequested {
+			return ModeRestartActive // joins the replacement attempt already coming
+		}
+		return ModeQueueAfterActive
+	}
+	if caps.NativeSteering {
+		return ModeSteerActive
+	}
+	return ModeRestartActive
+}
+
+// queueRun adds a run for a message (already added, or added here) and
+// starts it when nothing is ahead of it.
+func queueRun(t *Thread, msgID, text string, env Env, d *Decision) {
+	runID := env.NewID("run")
+	if t.message(msgID) == nil {
+		d.emit(MessageAdded{MessageID: msgID, RunID: runID, Role: RoleUser, Text: text, Status: StatusCompleted})
+	}
+	d.emit(RunQueued{RunID: runID, Ordinal: len(t.Runs) + 1, MessageID: msgID, Input: text})
 	if t.activeRun() == nil && !t.hasQueued() {
-		startRun(runID, p.Text, t.ID, env, d)
+		startRun(t, runID, text, AttemptInitial, env, d)
 	}
 }
 
-// startRun starts a queued run: its first attempt, its root node, and the
-// effect that sends its input to the provider.
-func startRun(runID, input, threadID string, env Env, d *Decision) {
+// interruptEffect asks the provider to stop the run's active attempt.
+func interruptEffect(t *Thread, r *Run, turn *ProviderTurn) Effect {
+	a := r.attempt(r.ActiveAttempt)
+	e := Effect{Type: EffectInterrupt, ThreadID: t.ID, RunID: r.ID, AttemptID: a.ID, SessionID: a.SessionID}
+	if turn != nil {
+		e.TurnRef = turn.ProviderRef
+	}
+	return e
+}
+
+func decideInterrupt(t *Thread, p InterruptRun, env Env, d *Decision) error {
+	r := t.run(p.RunID)
+	if r == nil {
+		return fmt.Errorf("%w: run %q", ErrNotFound, p.RunID)
+	}
+	switch {
+	case r.Status == RunStatusQueued:
+		d.emit(RunEnded{RunID: r.ID, Status: RunStatusCancelled, StopReason: "cancelled before it started"})
+	case Terminal(r.Status):
+		return fmt.Errorf("%w: run %d has already ended (%s)", ErrConflict, r.Ordinal, r.Status)
+	case r.InterruptRequested:
+		// Asked before: the provider has it; nothing to send again.
+	default:
+		d.emit(InterruptRequested{RunID: r.ID, AttemptID: r.ActiveAttempt})
+		d.effect(interruptEffect(t, r, t.rootTurn(r)))
+	}
+	return nil
+}
+
+func decideRespond(t *Thread, p RespondToRequest, d *Decision) error {
+	q := t.request(p.RequestID)
+	if q == nil {
+		return fmt.Errorf("%w: request %q", ErrNotFound, p.RequestID)
+	}
+	switch p.Decision {
+	case "accept", "accept_for_session", "decline", DecisionCancel:
+	case "answer":
+		if len(p.Answers) == 0 {
+			return fmt.Errorf("%w: decision \"answer\" needs answers", ErrInvalid)
+		}
+	default:
+		return fmt.Errorf("%w: decision must be accept, accept_for_session, decline, cancel or answer, got %q", ErrInvalid, p.Decision)
+	}
+	if q.Delivery == DeliveryNotResumable {
+		return fmt.Errorf("%w: request %s cannot be answered: its provider process is gone", ErrNotResumable, q.ID)
+	}
+	if q.Status != RequestStatusPending || q.AnsweredBy != "" {
+		return fmt.Errorf("%w: request %s is already %s", ErrConflict, q.ID, cmp.Or(q.AnsweredBy+" answered", q.Status))
+	}
+	d.emit(RequestAnswered{RequestID: q.ID, Decision: p.Decision, Answers: p.Answers, By: "client"})
+	d.effect(Effect{Type: EffectRespond, ThreadID: t.ID, RunID: q.RunID, SessionID: q.SessionID, RequestRef: q.ProviderRef,
+		Decision: p.Decision, Answers: p.Answers})
+	return nil
+}
+
+// startRun starts an attempt at a run: for a queued run its first, for an
+// active one a replacement. Its root node is made, and the effect that
+// sends the input to the provider.
+func startRun(t *Thread, runID, input, reason string, env Env, d *Decision) {
 	attemptID, rootID := env.NewID("att"), env.NewID("node")
+	if reason == AttemptInitial {
+		d.emit(RunStarted{RunID: runID})
+	}
 	d.emit(
-		RunStarted{RunID: runID},
-		AttemptStarted{RunID: runID, AttemptID: attemptID, Reason: AttemptInitial, RootNode: rootID},
+		AttemptStarted{RunID: runID, AttemptID: attemptID, Reason: reason, RootNode: rootID},
 		NodeStarted{RunID: runID, NodeID: rootID, AttemptID: attemptID, Kind: NodeRootTurn},
 	)
-	d.effect(Effect{Type: EffectStartTurn, ThreadID: threadID, RunID: runID, AttemptID: attemptID, Text: input})
+	d.effect(Effect{Type: EffectStartTurn, ThreadID: t.ID, RunID: runID, AttemptID: attemptID, Text: input})
 }
 
 // startNextQueued starts the oldest queued run, if any.
 func startNextQueued(t *Thread, env Env, d *Decision) {
 	for _, r := range t.Runs {
 		if r.Status == RunStatusQueued {
-			startRun(r.ID, r.Input, t.ID, env, d)
+			startRun(t, r.ID, r.Input, AttemptInitial, env, d)
 			return
 		}
 	}
+}
+
+// rootTurn is the provider turn bound to the root node of the run's
+// active attempt, if it has started.
+func (t *Thread) rootTurn(r *Run) *ProviderTurn {
+	a := r.attempt(r.ActiveAttempt) // an active run always has one
+	for i := range t.ProviderTurns {
+		if pt := &t.ProviderTurns[i]; pt.AttemptID == a.ID && pt.NodeID == a.RootNode {
+			return pt
+		}
+	}
+	return nil
 }
 
 func (t *Thread) activeRun() *Run {
@@ -257,10 +445,11 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		node := a.RootNode
 		if pthr != nil && pthr.ParentID != "" {
 			// A turn on a child (subagent) thread: it gets a node of its own
-			// under the root, and its end never ends the run.
+			// under the node of its parent thread's turn, and its end never
+			// ends the run.
 			node = env.NewID("node")
-			d.emit(NodeStarted{RunID: r.ID, NodeID: node, ParentID: a.RootNode, AttemptID: a.ID, Kind: NodeSubagent,
-				ProviderRef: ev.TurnRef, Title: ev.Title})
+			d.emit(NodeStarted{RunID: r.ID, NodeID: node, ParentID: t.parentTurnNode(r, a, pthr.ParentID), AttemptID: a.ID,
+				Kind: NodeSubagent, ProviderRef: ev.TurnRef, Title: ev.Title})
 		}
 		d.emit(ProviderTurnBound{ProviderTurnID: env.NewID("pturn"), ProviderThreadID: pthrID, SessionID: p.SessionID,
 			ProviderRef: ev.TurnRef, RunID: r.ID, AttemptID: a.ID, NodeID: node})
@@ -293,12 +482,16 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 				nodeID = n.ID
 			}
 		}
-		d.emit(RequestOpened{RequestID: env.NewID("req"), RunID: runID, NodeID: nodeID, SessionID: p.SessionID,
+		reqID := env.NewID("req")
+		d.emit(RequestOpened{RequestID: reqID, RunID: runID, NodeID: nodeID, SessionID: p.SessionID,
 			ProviderRef: ev.RequestRef, Kind: ev.RequestKind, Title: ev.Title, Options: ev.Options})
-		// The thread's policy answers at once; the request resolves when
-		// the provider says it got the answer.
-		d.effect(Effect{Type: EffectRespond, ThreadID: t.ID, RunID: runID, SessionID: p.SessionID,
-			RequestRef: ev.RequestRef, Decision: t.ApprovalPolicy})
+		// The thread's policy answers at once where it can; the request
+		// resolves when the provider says it got the answer.
+		if decision := policyDecision(t.ApprovalPolicy, ev.RequestKind); decision != "" {
+			d.emit(RequestAnswered{RequestID: reqID, Decision: decision, By: "policy"})
+			d.effect(Effect{Type: EffectRespond, ThreadID: t.ID, RunID: runID, SessionID: p.SessionID,
+				RequestRef: ev.RequestRef, Decision: decision})
+		}
 	case EvRequestResolved:
 		q := t.requestByRef(p.SessionID, ev.RequestRef)
 		if q == nil || q.Status != RequestStatusPending {
@@ -331,13 +524,22 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			}
 			return
 		}
-		status := RunStatusCompleted
-		switch ev.Status {
-		case "interrupted":
-			status = RunStatusInterrupted
-		case "failed":
-			status = RunStatusFailed
+		if len(r.PendingRestart) > 0 && !r.InterruptRequested {
+			// Steering by restart: the attempt that was asked to stop has
+			// stopped; a replacement carries the steering messages.
+			closeAttempt(t, r, runStatus(ev.Status), d)
+			d.emit(AttemptEnded{RunID: r.ID, AttemptID: r.ActiveAttempt, Status: runStatus(ev.Status)})
+			var input string
+			for i, m := range r.PendingRestart {
+				if i > 0 {
+					input += "\n\n"
+				}
+				input += m.Text
+			}
+			startRun(t, r.ID, input, AttemptSteeringRestart, env, d)
+			return
 		}
+		status := runStatus(ev.Status)
 		endRun(t, r, status, ev.Title, ev.Failure, env, d)
 	case EvRuntimeExited:
 		reason := ev.Status
@@ -381,8 +583,12 @@ func decideItem(t *Thread, ev ProviderEvent, env Env, d *Decision) {
 		if kind == "" {
 			kind = "tool_call"
 		}
+		parent := a.RootNode
+		if pt := t.providerTurnByRef(ev.TurnRef); pt != nil && pt.AttemptID == a.ID {
+			parent = pt.NodeID // a subagent's items nest under its node
+		}
 		nodeID = env.NewID("node")
-		d.emit(NodeStarted{RunID: r.ID, NodeID: nodeID, ParentID: a.RootNode, AttemptID: a.ID, Kind: kind,
+		d.emit(NodeStarted{RunID: r.ID, NodeID: nodeID, ParentID: parent, AttemptID: a.ID, Kind: kind,
 			ProviderRef: ev.ItemRef, Title: ev.Title, Detail: ev.Detail})
 		if kind == ItemAssistantMessage {
 			d.emit(MessageAdded{MessageID: nodeID, RunID: r.ID, NodeID: nodeID, Role: RoleAssistant, Status: StatusInProgress})
@@ -423,25 +629,22 @@ func decideItem(t *Thread, ev ProviderEvent, env Env, d *Decision) {
 	}
 }
 
-// endRun is the completion barrier and the run's end: open messages are
-// flushed, open items closed, pending requests expired, then the root node
-// and the run end, and the next queued run starts.
-func endRun(t *Thread, r *Run, status, stopReason string, f *Failure, env Env, d *Decision) {
+// closeAttempt is the completion barrier of the run's active attempt: open
+// messages are flushed, open items closed, pending requests expired, and
+// the root node ends with rootStatus.
+func closeAttempt(t *Thread, r *Run, rootStatus string, d *Decision) {
 	closing := StatusCompleted
-	if status != RunStatusCompleted {
+	if rootStatus != StatusCompleted {
 		closing = StatusCancelled
 	}
-	var root string
-	if a := r.attempt(r.ActiveAttempt); a != nil {
-		root = a.RootNode
-	}
+	a := r.attempt(r.ActiveAttempt)
 	for _, m := range t.Messages {
 		if m.RunID == r.ID && m.Status == StatusInProgress {
 			d.emit(MessageCompleted{MessageID: m.ID})
 		}
 	}
 	for _, n := range r.Nodes {
-		if n.Status == StatusInProgress && n.ID != root {
+		if n.Status == StatusInProgress && n.AttemptID == a.ID && n.ID != a.RootNode {
 			d.emit(NodeCompleted{RunID: r.ID, NodeID: n.ID, Status: closing})
 		}
 	}
@@ -450,24 +653,63 @@ func endRun(t *Thread, r *Run, status, stopReason string, f *Failure, env Env, d
 			d.emit(RequestResolved{RequestID: q.ID, Status: RequestStatusExpired})
 		}
 	}
-	if root != "" {
-		rootStatus := StatusCompleted
-		if status != RunStatusCompleted {
-			rootStatus = status
-		}
-		d.emit(NodeCompleted{RunID: r.ID, NodeID: root, Status: rootStatus})
+	d.emit(NodeCompleted{RunID: r.ID, NodeID: a.RootNode, Status: rootStatus})
+}
+
+// endRun ends an active run after its attempt's completion barrier, and
+// starts the next queued run.
+func endRun(t *Thread, r *Run, status, stopReason string, f *Failure, env Env, d *Decision) {
+	rootStatus := StatusCompleted
+	if status != RunStatusCompleted {
+		rootStatus = status
 	}
+	closeAttempt(t, r, rootStatus, d)
 	d.emit(RunEnded{RunID: r.ID, AttemptID: r.ActiveAttempt, Status: status, StopReason: stopReason, Failure: f})
-	// When the active run ends, the next queued run starts. (t does not
-	// have the events above yet: r is still in its old status.)
-	if Active(r.Status) {
-		for _, q := range t.Runs {
-			if q.Status == RunStatusQueued && q.ID != r.ID {
-				startRun(q.ID, q.Input, t.ID, env, d)
-				break
-			}
+	// The next queued run starts. (t does not have the events above yet:
+	// r is still active in it.)
+	for _, q := range t.Runs {
+		if q.Status == RunStatusQueued {
+			startRun(t, q.ID, q.Input, AttemptInitial, env, d)
+			break
 		}
 	}
+}
+
+// runStatus maps a provider turn status to a run status.
+func runStatus(turnStatus string) string {
+	switch turnStatus {
+	case "interrupted":
+		return RunStatusInterrupted
+	case "failed":
+		return RunStatusFailed
+	}
+	return RunStatusCompleted
+}
+
+// policyDecision is how a thread's approval policy answers a request of
+// a kind: "" leaves it to a client.
+func policyDecision(policy, kind string) string {
+	if policy == ApproveAsk {
+		return ""
+	}
+	switch kind {
+	case RequestPermission, RequestCommandApproval, RequestFileChangeApproval, RequestPermissions:
+		return policy
+	case RequestUserInput:
+		return ApproveDecline // a policy cannot invent answers
+	}
+	return "" // generic and unknown kinds are never answered by policy
+}
+
+// parentTurnNode is the node of the in-progress turn of a subagent's
+// parent provider thread in this attempt, else the attempt's root.
+func (t *Thread) parentTurnNode(r *Run, a *Attempt, parentThreadID string) string {
+	for _, pt := range t.ProviderTurns {
+		if pt.ProviderThreadID == parentThreadID && pt.RunID == r.ID && pt.AttemptID == a.ID && pt.Status == StatusInProgress {
+			return pt.NodeID
+		}
+	}
+	return a.RootNode
 }
 
 // nodeStatus maps a provider turn status to a node status.

@@ -22,6 +22,7 @@ type world struct {
 	seq     uint64
 	n       int
 	effects []Effect
+	caps    Capabilities
 }
 
 func newWorld(t *testing.T) *world {
@@ -31,7 +32,7 @@ func newWorld(t *testing.T) *world {
 }
 
 func (w *world) env() Env {
-	return Env{Now: t0, NewID: func(p string) string { w.n++; return fmt.Sprintf("%s_%d", p, w.n) }}
+	return Env{Now: t0, NewID: func(p string) string { w.n++; return fmt.Sprintf("%s_%d", p, w.n) }, Caps: w.caps}
 }
 
 func (w *world) decide(cmd Command) (Decision, error) {
@@ -59,8 +60,9 @@ func (w *world) must(cmd Command) Decision {
 	return d
 }
 
+// send queues a message as a run of its own.
 func (w *world) send(text string) Decision {
-	return w.must(Command{ID: "m", ThreadID: "thr", Payload: DispatchMessage{Text: text}})
+	return w.must(Command{ID: "m", ThreadID: "thr", Payload: DispatchMessage{Text: text, Mode: ModeQueueAfterActive}})
 }
 
 func (w *world) open(session string) {
@@ -87,7 +89,7 @@ func TestCreateThreadValidation(t *testing.T) {
 		{CreateThread{Cwd: "/w"}, ErrInvalid},
 		{CreateThread{Provider: "acp", Cwd: "rel"}, ErrInvalid},
 		{CreateThread{Provider: "acp"}, ErrInvalid},
-		{CreateThread{Provider: "acp", Cwd: "/w", ApprovalPolicy: "ask"}, ErrInvalid},
+		{CreateThread{Provider: "acp", Cwd: "/w", ApprovalPolicy: "sometimes"}, ErrInvalid},
 	} {
 		if _, err := Decide(nil, Command{ID: "c", ThreadID: "t", Payload: tc.p}, Env{}); !errors.Is(err, tc.want) {
 			t.Errorf("%+v: %v, want %v", tc.p, err, tc.want)
@@ -371,12 +373,12 @@ func TestFailRunAndRecover(t *testing.T) {
 	if !w.thread.hasQueued() || queued.Status != RunStatusQueued {
 		t.Fatalf("a run should be queued: %+v", queued)
 	}
-	if got := types(w.must(Command{ID: "fq", ThreadID: "thr", Payload: FailRun{RunID: queued.ID}})); got != "run.ended" {
-		t.Fatalf("failing a queued run: %s", got)
+	if got := types(w.must(Command{ID: "fq", ThreadID: "thr", Payload: FailRun{RunID: queued.ID}})); got != "" {
+		t.Fatalf("failing a queued run should do nothing: %s", got)
 	}
 	w.open("s1")
 	d = w.must(Command{ID: "r", ThreadID: "thr", Payload: Recover{Reason: "restart"}})
-	if got := types(d); got != "provider.session.ended node.completed run.ended" {
+	if got := types(d); got != "provider.session.ended node.completed run.ended run.started attempt.started node.started" {
 		t.Fatalf("recover: %s", got)
 	}
 	if r := w.thread.Runs[1]; r.Status != RunStatusFailed || r.Failure.Code != "host_restarted" {
@@ -385,7 +387,7 @@ func TestFailRunAndRecover(t *testing.T) {
 	// A queued run left without an active one is started.
 	w.send("three")
 	w.thread.Runs[3].Status = RunStatusQueued
-	for i := range w.thread.Runs[:2] {
+	for i := range w.thread.Runs[:3] {
 		w.thread.Runs[i].Status = RunStatusCompleted
 	}
 	if got := types(w.must(Command{ID: "r2", ThreadID: "thr", Payload: Recover{}})); got != "run.started attempt.started node.started" {
@@ -422,7 +424,8 @@ func TestEvolveIgnoresUnknownRefs(t *testing.T) {
 // Every event type decodes back to the value that was encoded.
 func TestCommandTypesAreDistinct(t *testing.T) {
 	seen := map[string]bool{}
-	for _, c := range []CommandPayload{CreateThread{}, DispatchMessage{}, IngestProviderEvent{}, RecordSessionOpened{}, FailRun{}, Recover{}} {
+	for _, c := range []CommandPayload{CreateThread{}, DispatchMessage{}, IngestProviderEvent{}, RecordSessionOpened{}, FailRun{}, Recover{},
+		InterruptRun{}, RespondToRequest{}, SteerFailed{}, MarkRequestUnreachable{}} {
 		if seen[c.CommandType()] {
 			t.Errorf("duplicate command type %s", c.CommandType())
 		}

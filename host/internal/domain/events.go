@@ -132,6 +132,49 @@ type (
 		Title string `json:"title"`
 		Text  string `json:"text,omitempty"`
 	}
+	// RunSteered: a user message was added to the active turn.
+	RunSteered struct {
+		RunID     string `json:"runId"`
+		AttemptID string `json:"attemptId"`
+		MessageID string `json:"messageId"`
+	}
+	// RestartRequested: a steering message waits for the active attempt
+	// to stop; a replacement attempt will carry it.
+	RestartRequested struct {
+		RunID     string `json:"runId"`
+		AttemptID string `json:"attemptId"`
+		MessageID string `json:"messageId"`
+		Text      string `json:"text"`
+	}
+	// InterruptRequested: the provider was asked to stop the run's turn.
+	InterruptRequested struct {
+		RunID     string `json:"runId"`
+		AttemptID string `json:"attemptId"`
+	}
+	// AttemptEnded: an attempt ended without ending its run (it was
+	// replaced).
+	AttemptEnded struct {
+		RunID     string `json:"runId"`
+		AttemptID string `json:"attemptId"`
+		Status    string `json:"status"`
+	}
+	// RequestAnswered: an answer to a request is on its way to the
+	// provider, from the thread's policy or a client.
+	RequestAnswered struct {
+		RequestID string            `json:"requestId"`
+		Decision  string            `json:"decision"`
+		Answers   map[string]string `json:"answers,omitempty"`
+		By        string            `json:"by"`
+	}
+	// EffectCancelled: a provider action left in the outbox by a host
+	// that stopped was not performed, because the process it was bound to
+	// is gone.
+	EffectCancelled struct {
+		EffectID string `json:"effectId"`
+		Type     string `json:"type"`
+		RunID    string `json:"runId,omitempty"`
+		Reason   string `json:"reason"`
+	}
 )
 
 func (ThreadCreated) EventType() string       { return "thread.created" }
@@ -154,6 +197,12 @@ func (RequestResolved) EventType() string     { return "request.resolved" }
 func (UsageReported) EventType() string       { return "usage.reported" }
 func (RunEnded) EventType() string            { return "run.ended" }
 func (DiagnosticRecorded) EventType() string  { return "diagnostic.recorded" }
+func (RunSteered) EventType() string          { return "run.steered" }
+func (RestartRequested) EventType() string    { return "run.restart.requested" }
+func (InterruptRequested) EventType() string  { return "run.interrupt.requested" }
+func (AttemptEnded) EventType() string        { return "attempt.ended" }
+func (RequestAnswered) EventType() string     { return "request.answered" }
+func (EffectCancelled) EventType() string     { return "effect.cancelled" }
 
 // decoders maps each event type to the decoder of its payload.
 var decoders = map[string]func([]byte) (Payload, error){}
@@ -188,6 +237,12 @@ func init() {
 	register[UsageReported]()
 	register[RunEnded]()
 	register[DiagnosticRecorded]()
+	register[RunSteered]()
+	register[RestartRequested]()
+	register[InterruptRequested]()
+	register[AttemptEnded]()
+	register[RequestAnswered]()
+	register[EffectCancelled]()
 }
 
 // DecodePayload decodes an event's data by its type. An unknown type is an

@@ -41,6 +41,9 @@ func Evolve(t *Thread, e Event) {
 	case RunQueued:
 		t.Runs = append(t.Runs, Run{ID: p.RunID, Ordinal: p.Ordinal, Status: RunStatusQueued, MessageID: p.MessageID,
 			Input: p.Input, QueuedAt: e.At, Attempts: []Attempt{}, Nodes: []Node{}})
+		if m := t.message(p.MessageID); m != nil {
+			m.RunID = p.RunID // a steering message the provider refused, queued as a run
+		}
 	case RunStarted:
 		if r := t.run(p.RunID); r != nil {
 			r.Status = RunStatusStarting
@@ -52,6 +55,10 @@ func Evolve(t *Thread, e Event) {
 			r.Attempts = append(r.Attempts, Attempt{ID: p.AttemptID, Reason: p.Reason, Status: StatusInProgress,
 				StartedAt: e.At, RootNode: p.RootNode})
 			r.ActiveAttempt = p.AttemptID
+			if p.Reason != AttemptInitial {
+				r.Status = RunStatusStarting
+				r.PendingRestart = nil
+			}
 		}
 	case NodeStarted:
 		if r := t.run(p.RunID); r != nil {
@@ -89,6 +96,11 @@ func Evolve(t *Thread, e Event) {
 	case NodeCompleted:
 		if n := t.node(p.RunID, p.NodeID); n != nil {
 			n.Status = p.Status
+		}
+		for i := range t.ProviderTurns {
+			if pt := &t.ProviderTurns[i]; pt.NodeID == p.NodeID && pt.Status == StatusInProgress {
+				pt.Status = p.Status // a provider turn ends with its node
+			}
 		}
 		if it := t.item(p.NodeID); it != nil {
 			it.Status = p.Status
@@ -151,14 +163,37 @@ func Evolve(t *Thread, e Event) {
 				r.FinalAttempt = a.ID
 			}
 			r.ActiveAttempt = ""
-			for i := range t.ProviderTurns {
-				if pt := &t.ProviderTurns[i]; pt.RunID == r.ID && pt.AttemptID == p.AttemptID && pt.Status == StatusInProgress {
-					pt.Status = p.Status
-				}
-			}
 		}
 	case DiagnosticRecorded:
 		t.Diagnostics = append(t.Diagnostics, Diagnostic{RunID: p.RunID, Title: p.Title, Text: p.Text})
+	case RunSteered:
+		// The message is already the run's; the event records that it
+		// went to the provider's active turn.
+	case RestartRequested:
+		if r := t.run(p.RunID); r != nil {
+			r.PendingRestart = append(r.PendingRestart, SteeringMessage{MessageID: p.MessageID, Text: p.Text})
+		}
+	case InterruptRequested:
+		if r := t.run(p.RunID); r != nil {
+			r.InterruptRequested = true
+		}
+	case AttemptEnded:
+		if r := t.run(p.RunID); r != nil {
+			if a := r.attempt(p.AttemptID); a != nil {
+				a.Status = p.Status
+				at := e.At
+				a.EndedAt = &at
+			}
+		}
+	case RequestAnswered:
+		if q := t.request(p.RequestID); q != nil {
+			q.Decision = p.Decision
+			q.Answers = p.Answers
+			q.AnsweredBy = p.By
+		}
+	case EffectCancelled:
+		t.Diagnostics = append(t.Diagnostics, Diagnostic{RunID: p.RunID, Title: "a " + p.Type + " action was not performed",
+			Text: p.Reason})
 	}
 }
 

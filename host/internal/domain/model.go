@@ -107,6 +107,18 @@ type Run struct {
 	StopReason    string     `json:"stopReason,omitempty"`
 	Failure       *Failure   `json:"failure,omitempty"`
 	Usage         *Usage     `json:"usage,omitempty"`
+	// InterruptRequested says run.interrupt was sent to the provider; the
+	// run ends when the provider's terminal event arrives.
+	InterruptRequested bool `json:"interruptRequested,omitempty"`
+	// PendingRestart holds steering messages waiting for the active attempt
+	// to stop, so that a replacement attempt can carry them.
+	PendingRestart []SteeringMessage `json:"pendingRestart,omitempty"`
+}
+
+// SteeringMessage is a user message sent into an active run.
+type SteeringMessage struct {
+	MessageID string `json:"messageId"`
+	Text      string `json:"text"`
 }
 
 // Attempt is one try at a run.
@@ -204,6 +216,10 @@ type RuntimeRequest struct {
 	Options     []RequestOption `json:"options,omitempty"`
 	Status      string          `json:"status"`
 	Decision    string          `json:"decision,omitempty"`
+	// Answers are the answers to a question, when it was answered.
+	Answers map[string]string `json:"answers,omitempty"`
+	// AnsweredBy is "policy" or "client" once an answer was sent.
+	AnsweredBy string `json:"answeredBy,omitempty"`
 	// Delivery is "live" while the provider can still receive an answer,
 	// "not_resumable" after its process is gone.
 	Delivery string `json:"delivery"`
@@ -258,8 +274,36 @@ func Active(status string) bool {
 
 // Approval policies: how the host answers the provider's requests.
 const (
-	ApproveDecline = "decline" // answer every request "decline" (the default)
-	ApproveAccept  = "accept"  // answer every request "accept"
+	ApproveDecline = "decline" // answer every approval "decline" (the default)
+	ApproveAccept  = "accept"  // answer every approval "accept"
+	ApproveAsk     = "ask"     // leave every request to a client
+)
+
+// Request kinds the sdk's adapters report. Approvals are answered by the
+// thread's policy; questions need answers a policy cannot invent, so a
+// policy declines them; a generic (unknown) request is never answered by
+// policy.
+const (
+	RequestPermission         = "permission"
+	RequestCommandApproval    = "command_approval"
+	RequestFileChangeApproval = "file_change_approval"
+	RequestPermissions        = "permissions"
+	RequestUserInput          = "user_input"
+	RequestGeneric            = "generic"
+)
+
+// Capabilities is what the domain needs to know about a thread's
+// provider to choose a dispatch mode.
+type Capabilities struct {
+	NativeSteering bool
+}
+
+// Dispatch modes of message.dispatch.
+const (
+	ModeStartImmediately = "start_immediately"  // start a run now; refused while one is active
+	ModeQueueAfterActive = "queue_after_active" // a new run, started when the runs before it end
+	ModeSteerActive      = "steer_active"       // add the message to the active turn (native steering)
+	ModeRestartActive    = "restart_active"     // interrupt the active attempt; a new attempt carries the message
 )
 
 // Item kinds the domain treats specially.

@@ -124,51 +124,137 @@ type Pending struct {
 	Data     json.RawMessage
 }
 
-// Append commits events and a receipt in one synced batch and returns the
-// stored records. The receipt is built after sequences are known (it names
-// the command's last sequence), by receipt(lastSeq).
-func (s *Store) Append(events []Pending, commandID string, receipt func(last uint64) ([]byte, error)) ([]Record, error) {
+// Effect is an outbox entry to write with a batch's events.
+type Effect struct {
+	ThreadID string
+	Data     []byte
+}
+
+// StoredEffect is a pending outbox entry.
+type StoredEffect struct {
+	ID       string
+	ThreadID string
+	Data     []byte
+}
+
+// EffectRef names an outbox entry.
+type EffectRef struct {
+	ThreadID string
+	ID       string
+}
+
+// Batch is what one command commits, atomically: its events, the effects
+// they call for, the outbox entries it settles, and its receipt.
+type Batch struct {
+	Events  []Pending
+	Effects []Effect
+	// Done are outbox entries this batch removes.
+	Done      []EffectRef
+	CommandID string
+	// Receipt builds the receipt once sequences are known: it is given
+	// the batch's last sequence.
+	Receipt func(last uint64) ([]byte, error)
+}
+
+// Append commits a batch with one synced write and returns the stored
+// records and the ids of the new outbox entries. Effects need at least
+// one event in the batch: an effect id names the event that caused it.
+func (s *Store) Append(in Batch) ([]Record, []string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
+	}
+	if len(in.Effects) > 0 && len(in.Events) == 0 {
+		return nil, nil, errors.New("append: effects without an event")
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	recs := make([]Record, len(events))
+	recs := make([]Record, len(in.Events))
 	seq := s.last
-	for i, e := range events {
+	for i, e := range in.Events {
 		seq++
 		recs[i] = Record{Sequence: seq, ThreadID: e.ThreadID, Type: e.Type, At: e.At.UTC(), Data: e.Data}
 		v, err := json.Marshal(recs[i])
 		if err != nil {
-			return nil, fmt.Errorf("append event %s: %w", e.Type, err)
+			return nil, nil, fmt.Errorf("append event %s: %w", e.Type, err)
 		}
 		if err := b.Set(eventKey(seq), v, nil); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := b.Set(threadKey(e.ThreadID, seq), nil, nil); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	if commandID != "" {
-		v, err := receipt(seq)
-		if err != nil {
-			return nil, fmt.Errorf("append receipt %s: %w", commandID, err)
+	ids := make([]string, len(in.Effects))
+	for i, e := range in.Effects {
+		if err := b.Set(outboxKey(e.ThreadID, seq, uint32(i)), e.Data, nil); err != nil {
+			return nil, nil, err
 		}
-		if err := b.Set(receiptKey(commandID), v, nil); err != nil {
-			return nil, err
+		ids[i] = effectID(seq, uint32(i))
+	}
+	for _, d := range in.Done {
+		es, ei, err := parseEffectID(d.ID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("append: %w", err)
+		}
+		if err := b.Delete(outboxKey(d.ThreadID, es, ei), nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	if in.CommandID != "" {
+		v, err := in.Receipt(seq)
+		if err != nil {
+			return nil, nil, fmt.Errorf("append receipt %s: %w", in.CommandID, err)
+		}
+		if err := b.Set(receiptKey(in.CommandID), v, nil); err != nil {
+			return nil, nil, err
 		}
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return nil, fmt.Errorf("commit events: %w", err)
+		return nil, nil, fmt.Errorf("commit events: %w", err)
 	}
 	if seq != s.last {
 		s.last = seq
 		close(s.changed)
 		s.changed = make(chan struct{})
 	}
-	return recs, nil
+	return recs, ids, nil
+}
+
+// EffectDone removes a performed effect from the outbox (synced: an entry
+// left behind would be reported as not performed by the next host).
+func (s *Store) EffectDone(ref EffectRef) error {
+	seq, i, err := parseEffectID(ref.ID)
+	if err != nil {
+		return err
+	}
+	return s.read(func() error {
+		if err := s.db.Delete(outboxKey(ref.ThreadID, seq, i), pebble.Sync); err != nil {
+			return fmt.Errorf("remove effect %s of thread %s: %w", ref.ID, ref.ThreadID, err)
+		}
+		return nil
+	})
+}
+
+// Outbox returns every pending effect, by thread and in decided order.
+func (s *Store) Outbox() (out []StoredEffect, err error) {
+	err = s.read(func() error {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixOutbox}, UpperBound: []byte{prefixOutbox + 1}})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			thread, id, err := parseOutboxKey(it.Key())
+			if err != nil {
+				return err
+			}
+			out = append(out, StoredEffect{ID: id, ThreadID: thread, Data: append([]byte(nil), it.Value()...)})
+		}
+		return it.Error()
+	})
+	return out, err
 }
 
 // Last is the last committed sequence and a channel closed at the next

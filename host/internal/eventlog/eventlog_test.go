@@ -16,7 +16,8 @@ func appendN(t testing.TB, s *Store, thread string, n int, cmd string) []Record 
 	for i := range ev {
 		ev[i] = Pending{ThreadID: thread, Type: "x.happened", At: time.Unix(1, 0), Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
 	}
-	recs, err := s.Append(ev, cmd, func(last uint64) ([]byte, error) { return []byte(fmt.Sprintf(`{"last":%d}`, last)), nil })
+	recs, _, err := s.Append(Batch{Events: ev, CommandID: cmd,
+		Receipt: func(last uint64) ([]byte, error) { return []byte(fmt.Sprintf(`{"last":%d}`, last)), nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestAfterLimitAndWake(t *testing.T) {
 		t.Error("found a receipt never written")
 	}
 	s.Close()
-	if _, err := s.Append(nil, "x", nil); err != ErrClosed {
+	if _, _, err := s.Append(Batch{CommandID: "x"}); err != ErrClosed {
 		t.Errorf("append after close: %v", err)
 	}
 }
@@ -195,5 +196,66 @@ func BenchmarkRebuildRead(b *testing.B) {
 			}
 			after = recs[len(recs)-1].Sequence
 		}
+	}
+}
+
+// The outbox: effects are written with their events, read back in decided
+// order per thread across a reopen, and removed one by one or by a batch.
+func TestOutbox(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := func(thread string) []Pending {
+		return []Pending{{ThreadID: thread, Type: "x.happened", At: time.Unix(1, 0), Data: json.RawMessage(`{}`)}}
+	}
+	if _, _, err := s.Append(Batch{Effects: []Effect{{ThreadID: "a", Data: []byte("1")}}}); err == nil {
+		t.Fatal("effects without an event were accepted")
+	}
+	_, ids1, err := s.Append(Batch{Events: ev("a"), Effects: []Effect{{ThreadID: "a", Data: []byte("a1")}, {ThreadID: "a", Data: []byte("a2")}}})
+	if err != nil || len(ids1) != 2 || ids1[0] != "1.0" || ids1[1] != "1.1" {
+		t.Fatalf("ids %v %v", ids1, err)
+	}
+	_, ids2, _ := s.Append(Batch{Events: ev("b"), Effects: []Effect{{ThreadID: "b", Data: []byte("b1")}}})
+	_, ids3, _ := s.Append(Batch{Events: append(ev("a"), ev("a")...), Effects: []Effect{{ThreadID: "a", Data: []byte("a3")}}})
+	s.Close()
+	if s, err = Open(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := func() string {
+		out, err := s.Outbox()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b []string
+		for _, e := range out {
+			b = append(b, e.ThreadID+":"+e.ID+"="+string(e.Data))
+		}
+		return fmt.Sprint(b)
+	}
+	if g := got(); g != "[a:1.0=a1 a:1.1=a2 a:4.0=a3 b:2.0=b1]" {
+		t.Fatalf("outbox %s (ids %v %v)", g, ids2, ids3)
+	}
+	if err := s.EffectDone(EffectRef{ThreadID: "a", ID: "1.0"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Append(Batch{Events: ev("a"), Done: []EffectRef{{ThreadID: "a", ID: "4.0"}, {ThreadID: "b", ID: "2.0"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if g := got(); g != "[a:1.1=a2]" {
+		t.Fatalf("after removals: %s", g)
+	}
+	for _, bad := range []string{"", "1", "1.x", "01.0", "-1.0"} {
+		if err := s.EffectDone(EffectRef{ThreadID: "a", ID: bad}); err == nil {
+			t.Errorf("bad id %q accepted", bad)
+		}
+		if _, _, err := s.Append(Batch{Events: ev("a"), Done: []EffectRef{{ThreadID: "a", ID: bad}}}); err == nil {
+			t.Errorf("bad done id %q accepted", bad)
+		}
+	}
+	if _, _, err := parseOutboxKey([]byte("o")); err == nil {
+		t.Error("bad outbox key accepted")
 	}
 }

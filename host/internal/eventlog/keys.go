@@ -12,12 +12,17 @@ import (
 //	'e' | u64be(seq)                      -> event record (JSON)
 //	't' | threadID | 0x00 | u64be(seq)    -> empty (the thread index)
 //	'r' | commandID                       -> receipt (JSON)
+//	'o' | threadID | 0x00 | u64be(seq) | u32be(i) -> outbox effect (opaque)
 //
+// An outbox key names the last event of the batch that wrote the effect
+// and the effect's place in it, so a prefix scan reads a thread's pending
+// effects in the order they were decided.
 // Thread ids never contain 0x00 (the orchestrator checks ids it accepts).
 const (
 	prefixEvent   = 'e'
 	prefixThread  = 't'
 	prefixReceipt = 'r'
+	prefixOutbox  = 'o'
 )
 
 func eventKey(seq uint64) []byte {
@@ -67,4 +72,34 @@ func upperBound(p []byte) []byte {
 		}
 	}
 	return nil // the prefix is all 0xff: no upper bound
+}
+
+func outboxPrefix(threadID string) []byte {
+	k := make([]byte, 0, len(threadID)+2)
+	k = append(k, prefixOutbox)
+	k = append(k, threadID...)
+	return append(k, 0)
+}
+
+func outboxKey(threadID string, seq uint64, i uint32) []byte {
+	k := binary.BigEndian.AppendUint64(outboxPrefix(threadID), seq)
+	return binary.BigEndian.AppendUint32(k, i)
+}
+
+// effectID is an outbox entry's id as the orchestrator sees it.
+func effectID(seq uint64, i uint32) string { return fmt.Sprintf("%d.%d", seq, i) }
+
+func parseEffectID(id string) (seq uint64, i uint32, err error) {
+	if _, err := fmt.Sscanf(id, "%d.%d", &seq, &i); err != nil || effectID(seq, i) != id {
+		return 0, 0, fmt.Errorf("bad effect id %q", id)
+	}
+	return seq, i, nil
+}
+
+func parseOutboxKey(k []byte) (threadID, id string, err error) {
+	if len(k) < 14 || k[0] != prefixOutbox || k[len(k)-13] != 0 {
+		return "", "", fmt.Errorf("bad outbox key %x", k)
+	}
+	n := len(k)
+	return string(k[1 : n-13]), effectID(binary.BigEndian.Uint64(k[n-12:n-4]), binary.BigEndian.Uint32(k[n-4:])), nil
 }

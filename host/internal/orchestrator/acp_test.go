@@ -109,7 +109,7 @@ func TestMultiTurn(t *testing.T) {
 		t.Fatalf("scenario has %d messages and %d prompts; want the same, at least 2", len(msgs), len(want))
 	}
 	for i, m := range msgs {
-		e.dispatch(domain.Command{ID: "send-" + string(rune('a'+i)), ThreadID: threadID, Payload: domain.DispatchMessage{Text: m}})
+		e.dispatch(domain.Command{ID: "send-" + string(rune('a'+i)), ThreadID: threadID, Payload: domain.DispatchMessage{Text: m, Mode: domain.ModeQueueAfterActive}})
 	}
 	th := e.waitFor(threadID, "every run to end", allRunsEnded(len(msgs)))
 	if len(th.Runs) != len(msgs) {

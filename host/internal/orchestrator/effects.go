@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/pluginhost"
 	"github.com/baton-run/baton/sdk"
 )
@@ -58,7 +60,11 @@ func (w *worker) run(h *Host) {
 		}
 		w.mu.Unlock()
 		if ok {
-			h.perform(e)
+			if h.perform(e) {
+				if err := h.store.EffectDone(eventlog.EffectRef{ThreadID: e.ThreadID, ID: e.ID}); err != nil && h.ctx.Err() == nil {
+					h.log.Error("remove performed effect from the outbox", "thread", e.ThreadID, "effect", e.ID, "error", err)
+				}
+			}
 			continue
 		}
 		select {
@@ -69,45 +75,130 @@ func (w *worker) run(h *Host) {
 	}
 }
 
-// perform does one effect. A failure becomes a command, so it is decided
-// and recorded like everything else.
-func (h *Host) perform(e domain.Effect) {
+// perform does one effect and says whether it is settled: done, or failed
+// with the failure recorded. An effect cut short by the host closing stays
+// in the outbox for the next host to cancel. A failure becomes a command,
+// so it is decided and recorded like everything else.
+func (h *Host) perform(e domain.Effect) bool {
+	var err error
 	switch e.Type {
 	case domain.EffectStartTurn:
-		err := h.startTurn(e)
-		if err == nil || h.ctx.Err() != nil || errors.Is(err, ErrClosed) {
-			return // shutting down: the next host's recovery decides the run
-		}
-		h.log.Warn("start turn failed", "thread", e.ThreadID, "run", e.RunID, "error", err)
-		_, derr := h.Dispatch(h.ctx, domain.Command{ID: "fail:" + e.RunID + ":" + e.AttemptID, ThreadID: e.ThreadID,
-			Payload: domain.FailRun{RunID: e.RunID, Failure: domain.Failure{Code: "start_failed", Message: err.Error()}}})
-		if derr != nil {
-			h.log.Error("record start failure", "thread", e.ThreadID, "run", e.RunID, "error", derr)
-		}
+		err = h.startTurn(e)
 	case domain.EffectRespond:
-		if err := h.respond(e); err != nil && h.ctx.Err() == nil {
-			// The request stays pending; it expires with its run or session.
-			h.log.Warn("answer provider request failed", "thread", e.ThreadID, "request", e.RequestRef, "error", err)
-		}
+		err = h.respond(e)
+	case domain.EffectSteer:
+		err = h.steer(e)
+	case domain.EffectInterrupt:
+		err = h.interrupt(e)
 	default:
 		h.log.Error("unknown effect", "type", e.Type, "thread", e.ThreadID)
+		return true
 	}
+	if err == nil {
+		return true
+	}
+	if h.ctx.Err() != nil || errors.Is(err, ErrClosed) {
+		return false // shutting down: the next host's recovery decides
+	}
+	h.log.Warn("provider action failed", "type", e.Type, "thread", e.ThreadID, "run", e.RunID, "error", err)
+	var cmd domain.Command
+	switch e.Type {
+	case domain.EffectStartTurn:
+		cmd = domain.Command{ID: "fail:" + e.RunID + ":" + e.AttemptID, ThreadID: e.ThreadID,
+			Payload: domain.FailRun{RunID: e.RunID, Failure: domain.Failure{Code: "start_failed", Message: err.Error()}}}
+	case domain.EffectSteer:
+		cmd = domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID,
+			Payload: domain.SteerFailed{RunID: e.RunID, MessageID: e.MessageID, Reason: err.Error()}}
+	case domain.EffectRespond:
+		if !gone(err) {
+			return true // the request stays pending; it expires with its run or session
+		}
+		q := h.requestByRef(e.ThreadID, e.SessionID, e.RequestRef)
+		if q == "" {
+			return true
+		}
+		cmd = domain.Command{ID: "unreachable:" + q, ThreadID: e.ThreadID,
+			Payload: domain.MarkRequestUnreachable{RequestID: q, Reason: err.Error()}}
+	default:
+		// An interrupt that did not reach a live provider: if the process
+		// is gone, its exit ends the run.
+		return true
+	}
+	if _, derr := h.Dispatch(h.ctx, cmd); derr != nil {
+		h.log.Error("record failed provider action", "type", e.Type, "thread", e.ThreadID, "error", derr)
+	}
+	return true
 }
 
-// respond delivers a decision to the provider through the live session
-// that asked. A session that is gone cannot take it: its requests were
-// marked not resumable when it ended.
-func (h *Host) respond(e domain.Effect) error {
+// gone says whether an error means the provider session cannot be reached.
+func gone(err error) bool {
+	return errors.Is(err, sdk.ErrNotResumable) || errors.Is(err, sdk.ErrUnknownSession) ||
+		errors.Is(err, sdk.ErrProviderExited) || errors.Is(err, sdk.ErrPluginUnavailable)
+}
+
+// requestByRef finds a request's app id.
+func (h *Host) requestByRef(threadID, sessionID, ref string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t, ok := h.threads[threadID]; ok {
+		for _, q := range t.Requests {
+			if q.SessionID == sessionID && q.ProviderRef == ref {
+				return q.ID
+			}
+		}
+	}
+	return ""
+}
+
+// liveSessionFor returns the thread's live session; sessionID, when set,
+// must be it.
+func (h *Host) liveSessionFor(threadID, sessionID string) (*liveSession, error) {
 	h.smu.Lock()
-	s, ok := h.sessions[e.ThreadID]
+	s, ok := h.sessions[threadID]
 	h.smu.Unlock()
-	if !ok || s.id != e.SessionID || s.ended() {
-		return fmt.Errorf("session %s is gone: %w", e.SessionID, sdk.ErrNotResumable)
+	if !ok || (sessionID != "" && s.id != sessionID) || s.ended() {
+		return nil, fmt.Errorf("session %s is gone: %w", cmp.Or(sessionID, "of thread "+threadID), sdk.ErrNotResumable)
+	}
+	return s, nil
+}
+
+// respond delivers an answer to the provider through the live session
+// that asked.
+func (h *Host) respond(e domain.Effect) error {
+	s, err := h.liveSessionFor(e.ThreadID, e.SessionID)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 	defer cancel()
 	return s.plugin.RespondToRequest(ctx, sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: e.RequestRef,
-		Decision: sdk.Decision(e.Decision)})
+		Decision: sdk.Decision(e.Decision), Answers: e.Answers})
+}
+
+// steer adds a message to the provider's active turn.
+func (h *Host) steer(e domain.Effect) error {
+	s, err := h.liveSessionFor(e.ThreadID, e.SessionID)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	return s.plugin.SteerTurn(ctx, sdk.SteerTurnRequest{SessionID: s.id, TurnRef: e.TurnRef, Input: sdk.TurnInput{Text: e.Text}})
+}
+
+// interrupt asks the provider to stop a turn. Its return is an
+// acknowledgement only: the run ends on the provider's terminal event.
+// An interrupt decided before the turn started names no session: the
+// start went first (effects run in order), so the thread's session now is
+// the one.
+func (h *Host) interrupt(e domain.Effect) error {
+	s, err := h.liveSessionFor(e.ThreadID, e.SessionID)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	return s.plugin.InterruptTurn(ctx, sdk.InterruptTurnRequest{SessionID: s.id, TurnRef: e.TurnRef})
 }
 
 func (h *Host) startTurn(e domain.Effect) error {

@@ -12,6 +12,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -145,20 +146,40 @@ func (h *Host) evolve(r eventlog.Record, p domain.Payload) error {
 }
 
 // recover reconciles threads whose sessions or runs were live when the
-// previous host stopped: those processes are gone.
+// previous host stopped, or that have provider actions left in the outbox:
+// those processes are gone, so the actions are cancelled with a reason,
+// never performed blindly against a new process.
 func (h *Host) recover() error {
+	outbox, err := h.store.Outbox()
+	if err != nil {
+		return err
+	}
+	left := map[string][]eventlog.StoredEffect{}
+	for _, e := range outbox {
+		left[e.ThreadID] = append(left[e.ThreadID], e)
+	}
 	h.mu.Lock()
 	var todo []string
 	for id, t := range h.threads {
-		if needsRecovery(t) {
+		if needsRecovery(t) || len(left[id]) > 0 {
 			todo = append(todo, id)
 		}
 	}
 	h.mu.Unlock()
+	slices.Sort(todo)
 	for _, id := range todo {
+		rec := domain.Recover{Reason: "the host restarted while this was in progress"}
+		var done []eventlog.EffectRef
+		for _, se := range left[id] {
+			var e domain.Effect
+			if err := json.Unmarshal(se.Data, &e); err != nil {
+				return fmt.Errorf("recover thread %s: outbox entry %s is corrupt: %w", id, se.ID, err)
+			}
+			rec.Effects = append(rec.Effects, domain.PendingEffect{ID: se.ID, Type: e.Type, RunID: e.RunID})
+			done = append(done, eventlog.EffectRef{ThreadID: id, ID: se.ID})
+		}
 		last, _ := h.store.Last()
-		_, err := h.Dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("recover:%s:%d", id, last), ThreadID: id,
-			Payload: domain.Recover{Reason: "the host restarted while this was in progress"}})
+		_, err := h.dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("recover:%s:%d", id, last), ThreadID: id, Payload: rec}, done)
 		if err != nil {
 			return fmt.Errorf("recover thread %s: %w", id, err)
 		}
@@ -215,17 +236,23 @@ func (h *Host) Close() error {
 // ErrClosed is returned by Dispatch after Close began.
 var ErrClosed = errors.New("host closed")
 
-// Dispatch decides a command, commits its events and receipt in one synced
-// batch, applies them, and queues its effects. A command id seen before
-// returns the original receipt and does nothing else; the same id with
-// other content is a conflict.
+// Dispatch decides a command, commits its events, receipt and effects in
+// one synced batch, applies the events, and hands the effects to the
+// thread's worker. A command id seen before returns the original receipt
+// and does nothing else; the same id with other content is a conflict.
 func (h *Host) Dispatch(ctx context.Context, cmd domain.Command) (domain.Receipt, error) {
+	return h.dispatch(ctx, cmd, nil)
+}
+
+// dispatch is Dispatch that also settles outbox entries in the batch.
+func (h *Host) dispatch(ctx context.Context, cmd domain.Command, done []eventlog.EffectRef) (domain.Receipt, error) {
 	if err := validID("commandId", cmd.ID); err != nil {
 		return domain.Receipt{}, err
 	}
 	if cmd.Payload == nil {
 		return domain.Receipt{}, fmt.Errorf("%w: command %s has no payload", domain.ErrInvalid, cmd.ID)
 	}
+	caps := h.capabilities(cmd.ThreadID)
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -256,26 +283,43 @@ func (h *Host) Dispatch(ctx context.Context, cmd domain.Command) (domain.Receipt
 		h.mu.Unlock()
 		return domain.Receipt{}, err
 	}
+	if p, ok := cmd.Payload.(domain.RespondToRequest); ok {
+		if q := h.unreachable(cmd.ThreadID, p.RequestID); q != nil {
+			h.mu.Unlock()
+			// Invariant 11: an answer that cannot reach the provider is a
+			// clear error at once, and the request says so from now on.
+			if _, err := h.Dispatch(ctx, domain.Command{ID: "unreachable:" + q.ID, ThreadID: cmd.ThreadID,
+				Payload: domain.MarkRequestUnreachable{RequestID: q.ID, Reason: "its provider process is gone"}}); err != nil {
+				return domain.Receipt{}, err
+			}
+			return domain.Receipt{}, fmt.Errorf("%w: request %s cannot be answered: its provider process is gone", domain.ErrNotResumable, q.ID)
+		}
+	}
 	now := h.cfg.Now()
-	dec, err := domain.Decide(h.threads[cmd.ThreadID], cmd, domain.Env{Now: now, NewID: h.cfg.IDs.NewID})
+	dec, err := domain.Decide(h.threads[cmd.ThreadID], cmd, domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: caps})
 	if err != nil {
 		h.mu.Unlock()
 		return domain.Receipt{}, err
 	}
-	pending := make([]eventlog.Pending, len(dec.Events))
+	batch := eventlog.Batch{Events: make([]eventlog.Pending, len(dec.Events)), Done: done, CommandID: cmd.ID}
 	for i, p := range dec.Events {
 		data, err := json.Marshal(p)
 		if err != nil {
 			h.mu.Unlock()
 			return domain.Receipt{}, fmt.Errorf("encode %s: %w", p.EventType(), err)
 		}
-		pending[i] = eventlog.Pending{ThreadID: cmd.ThreadID, Type: p.EventType(), At: now, Data: data}
+		batch.Events[i] = eventlog.Pending{ThreadID: cmd.ThreadID, Type: p.EventType(), At: now, Data: data}
+	}
+	for _, e := range dec.Effects {
+		data, _ := json.Marshal(e) // an Effect always encodes
+		batch.Effects = append(batch.Effects, eventlog.Effect{ThreadID: e.ThreadID, Data: data})
 	}
 	rc := domain.Receipt{CommandID: cmd.ID, Type: cmd.Payload.CommandType(), ThreadID: cmd.ThreadID, PayloadHash: hash, At: now.UTC()}
-	recs, err := h.store.Append(pending, cmd.ID, func(last uint64) ([]byte, error) {
+	batch.Receipt = func(last uint64) ([]byte, error) {
 		rc.Sequence = last
 		return json.Marshal(rc)
-	})
+	}
+	recs, effectIDs, err := h.store.Append(batch)
 	if err != nil {
 		h.mu.Unlock()
 		return domain.Receipt{}, err
@@ -288,11 +332,58 @@ func (h *Host) Dispatch(ctx context.Context, cmd domain.Command) (domain.Receipt
 			return domain.Receipt{}, fmt.Errorf("apply committed event: %w", err)
 		}
 	}
-	for _, e := range dec.Effects {
+	for i, e := range dec.Effects {
+		e.ID = effectIDs[i]
 		h.workerFor(e.ThreadID).push(e)
 	}
 	h.mu.Unlock()
 	return rc, nil
+}
+
+// capabilities is what the thread's live plugin says it can do (nothing,
+// when the thread has no live session: then no provider turn is running
+// to steer either).
+func (h *Host) capabilities(threadID string) domain.Capabilities {
+	h.smu.Lock()
+	defer h.smu.Unlock()
+	s, ok := h.sessions[threadID]
+	if !ok {
+		return domain.Capabilities{}
+	}
+	return domain.Capabilities{NativeSteering: s.plugin.Description.Capabilities.NativeSteering}
+}
+
+// unreachable returns a request that is pending and still thought live,
+// but whose session's process is gone; h.mu is held.
+func (h *Host) unreachable(threadID, requestID string) *domain.RuntimeRequest {
+	t, ok := h.threads[threadID]
+	if !ok {
+		return nil
+	}
+	for i := range t.Requests {
+		q := &t.Requests[i]
+		if q.ID != requestID || q.Status != domain.RequestStatusPending || q.Delivery != domain.DeliveryLive {
+			continue
+		}
+		if !h.sessionLive(threadID, q.SessionID) {
+			return q
+		}
+	}
+	return nil
+}
+
+// sessionLive says whether a session's plugin and stream are still there.
+func (h *Host) sessionLive(threadID, sessionID string) bool {
+	s, err := h.liveSessionFor(threadID, sessionID)
+	if err != nil {
+		return false
+	}
+	select {
+	case <-s.plugin.Exited():
+		return false
+	default:
+		return true
+	}
 }
 
 func validID(what, id string) error {

@@ -1,0 +1,338 @@
+package domain
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// running is a world with one run whose root turn u1 is running in s1.
+func running(t *testing.T, caps Capabilities) *world {
+	w := newWorld(t)
+	w.caps = caps
+	w.send("one")
+	w.open("s1")
+	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
+	return w
+}
+
+func (w *world) dispatch(p DispatchMessage) (Decision, error) {
+	return w.decide(Command{ID: "m", ThreadID: "thr", Payload: p})
+}
+
+func lastEffect(w *world) Effect { return w.effects[len(w.effects)-1] }
+
+func TestAutoModeSteersNatively(t *testing.T) {
+	w := running(t, Capabilities{NativeSteering: true})
+	d, err := w.dispatch(DispatchMessage{Text: "focus", MessageID: "m2"})
+	if err != nil || types(d) != "message.added run.steered" {
+		t.Fatalf("steer: %s %v", types(d), err)
+	}
+	e := lastEffect(w)
+	if e.Type != EffectSteer || e.TurnRef != "u1" || e.SessionID != "s1" || e.Text != "focus" || e.MessageID != "m2" {
+		t.Fatalf("steer effect: %+v", e)
+	}
+	if len(w.thread.Runs) != 1 || w.thread.Messages[1].RunID != w.thread.Runs[0].ID {
+		t.Fatalf("steering made a run or lost the message: %+v", w.thread.Messages)
+	}
+	// The provider refused it (the turn had ended): the message becomes a run.
+	d = w.must(Command{ID: "sf", ThreadID: "thr", Payload: SteerFailed{RunID: w.thread.Runs[0].ID, MessageID: "m2", Reason: "not steerable"}})
+	if got := types(d); got != "diagnostic.recorded run.queued" {
+		t.Fatalf("steer failed: %s", got)
+	}
+	if r := w.thread.Runs[1]; r.Status != RunStatusQueued || r.Ordinal != 2 || w.thread.Messages[1].RunID != r.ID {
+		t.Fatalf("queued run: %+v", r)
+	}
+	if _, err := w.decide(Command{ID: "sf", ThreadID: "thr", Payload: SteerFailed{MessageID: "nope"}}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("steer failed for an unknown message: %v", err)
+	}
+	// A message id used before is refused.
+	if _, err := w.dispatch(DispatchMessage{Text: "x", MessageID: "m2"}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("duplicate message id: %v", err)
+	}
+}
+
+// Invariant 4: without native steering the active attempt is interrupted
+// and a replacement attempt starts under the same run.
+func TestAutoModeRestartsWithoutNativeSteering(t *testing.T) {
+	w := running(t, Capabilities{})
+	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "t1"})
+	d, err := w.dispatch(DispatchMessage{Text: "no, the other file"})
+	if err != nil || types(d) != "message.added run.restart.requested" {
+		t.Fatalf("restart: %s %v", types(d), err)
+	}
+	if e := lastEffect(w); e.Type != EffectInterrupt || e.TurnRef != "u1" || e.SessionID != "s1" {
+		t.Fatalf("interrupt effect: %+v", e)
+	}
+	n := len(w.effects)
+	// A second message joins the same replacement: no second interrupt.
+	if d, _ := w.dispatch(DispatchMessage{Text: "and be quick"}); types(d) != "message.added run.restart.requested" || len(w.effects) != n {
+		t.Fatalf("second restart message: %s, %d effects", types(d), len(w.effects)-n)
+	}
+	d = w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	if got := types(d); got != "node.completed node.completed attempt.ended attempt.started node.started" {
+		t.Fatalf("terminal of the replaced attempt: %s", got)
+	}
+	r := w.thread.Runs[0]
+	if len(w.thread.Runs) != 1 || len(r.Attempts) != 2 || r.Status != RunStatusStarting || len(r.PendingRestart) != 0 {
+		t.Fatalf("run after restart: %+v", r)
+	}
+	if a := r.Attempts[0]; a.Status != RunStatusInterrupted || a.EndedAt == nil {
+		t.Fatalf("first attempt: %+v", a)
+	}
+	if a := r.Attempts[1]; a.Reason != AttemptSteeringRestart || r.ActiveAttempt != a.ID {
+		t.Fatalf("second attempt: %+v", a)
+	}
+	if e := lastEffect(w); e.Type != EffectStartTurn || e.Text != "no, the other file\n\nand be quick" || e.AttemptID != r.Attempts[1].ID {
+		t.Fatalf("replacement start: %+v", e)
+	}
+	if w.thread.ProviderTurns[0].Status != RunStatusInterrupted {
+		t.Fatalf("old provider turn: %+v", w.thread.ProviderTurns[0])
+	}
+	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u2", Status: "completed"})
+	if r := w.thread.Runs[0]; r.Status != RunStatusCompleted || r.FinalAttempt != r.Attempts[1].ID {
+		t.Fatalf("run: %+v", r)
+	}
+}
+
+func TestDispatchModes(t *testing.T) {
+	w := newWorld(t)
+	if d, err := w.dispatch(DispatchMessage{Text: "zero"}); err != nil || !strings.Contains(types(d), "run.started") {
+		t.Fatalf("auto on an idle thread: %s %v", types(d), err)
+	}
+	w.must(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: w.thread.Runs[0].ID}})
+	w.open("s0")
+	w.ev("s0", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "none", Status: "interrupted"}) // unknown turn
+	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: Failure{Message: "x"}}})
+	for _, p := range []DispatchMessage{
+		{Text: "x", Mode: ModeSteerActive},
+		{Text: "x", Mode: ModeRestartActive},
+	} {
+		if _, err := w.dispatch(p); !errors.Is(err, ErrConflict) {
+			t.Errorf("%s on an idle thread: %v", p.Mode, err)
+		}
+	}
+	if _, err := w.dispatch(DispatchMessage{Text: "x", Mode: "later"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "later") {
+		t.Errorf("unknown mode: %v", err)
+	}
+	if d, err := w.dispatch(DispatchMessage{Text: "one", Mode: ModeStartImmediately}); err != nil || !strings.Contains(types(d), "run.started") {
+		t.Fatalf("start immediately: %s %v", types(d), err)
+	}
+	if _, err := w.dispatch(DispatchMessage{Text: "x", Mode: ModeStartImmediately}); !errors.Is(err, ErrConflict) {
+		t.Errorf("start immediately behind an active run: %v", err)
+	}
+	// Before the provider turn starts, the automatic choice queues, and
+	// native steering has nothing to attach to.
+	if d, _ := w.dispatch(DispatchMessage{Text: "two"}); types(d) != "message.added run.queued" {
+		t.Errorf("auto while starting: %s", types(d))
+	}
+	w.caps.NativeSteering = true
+	if _, err := w.dispatch(DispatchMessage{Text: "x", Mode: ModeSteerActive}); !errors.Is(err, ErrConflict) {
+		t.Errorf("steer before the turn started: %v", err)
+	}
+	w.open("s1")
+	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
+	if _, err := w.dispatch(DispatchMessage{Text: "x", Mode: ModeSteerActive, TargetRunID: "run_other"}); !errors.Is(err, ErrConflict) {
+		t.Errorf("steer for a run that is not active: %v", err)
+	}
+	w.caps.NativeSteering = false
+	if _, err := w.dispatch(DispatchMessage{Text: "x", Mode: ModeSteerActive}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("steer without native steering: %v", err)
+	}
+	// Restart before the turn has started: the interrupt names no turn.
+	w2 := newWorld(t)
+	w2.send("one")
+	if d, err := w2.dispatch(DispatchMessage{Text: "x", Mode: ModeRestartActive}); err != nil || types(d) != "message.added run.restart.requested" {
+		t.Fatalf("restart while starting: %s %v", types(d), err)
+	}
+	if e := lastEffect(w2); e.Type != EffectInterrupt || e.TurnRef != "" {
+		t.Fatalf("interrupt while starting: %+v", e)
+	}
+	// A restart already waiting takes later messages too.
+	if d, _ := w2.dispatch(DispatchMessage{Text: "y"}); types(d) != "message.added run.restart.requested" {
+		t.Errorf("auto with a restart pending: %s", types(d))
+	}
+	w2.caps.NativeSteering = true
+	if _, err := w2.dispatch(DispatchMessage{Text: "x", Mode: ModeSteerActive}); !errors.Is(err, ErrConflict) {
+		t.Errorf("steer with a restart pending: %v", err)
+	}
+}
+
+// Invariant 3: an interrupt is an acknowledgement; the provider's terminal
+// event ends the run.
+func TestInterrupt(t *testing.T) {
+	w := running(t, Capabilities{})
+	w.send("queued")
+	run := w.thread.Runs[0].ID
+	interrupt := func(id string) (Decision, error) {
+		return w.decide(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: id}})
+	}
+	d, err := interrupt(run)
+	if err != nil || types(d) != "run.interrupt.requested" || w.thread.Runs[0].Status != RunStatusRunning {
+		t.Fatalf("interrupt: %s %v %s", types(d), err, w.thread.Runs[0].Status)
+	}
+	if e := lastEffect(w); e.Type != EffectInterrupt || e.TurnRef != "u1" {
+		t.Fatalf("interrupt effect: %+v", e)
+	}
+	n := len(w.effects)
+	if d, err := interrupt(run); err != nil || len(d.Events) != 0 || len(w.effects) != n {
+		t.Fatalf("second interrupt: %s %v", types(d), err)
+	}
+	// While the interrupt is pending, messages queue: no restart, no steer.
+	if d, _ := w.dispatch(DispatchMessage{Text: "later"}); types(d) != "message.added run.queued" {
+		t.Fatalf("auto while interrupting: %s", types(d))
+	}
+	if _, err := w.dispatch(DispatchMessage{Text: "x", Mode: ModeRestartActive}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("restart while interrupting: %v", err)
+	}
+	// A queued run is cancelled without the provider.
+	queued := w.thread.Runs[2].ID
+	if d, err := interrupt(queued); err != nil || types(d) != "run.ended" || w.thread.Runs[2].Status != RunStatusCancelled {
+		t.Fatalf("interrupt a queued run: %s %v", types(d), err)
+	}
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	if r := w.thread.Runs[0]; r.Status != RunStatusInterrupted {
+		t.Fatalf("run: %s", r.Status)
+	}
+	if w.thread.Runs[1].Status != RunStatusStarting {
+		t.Fatalf("the next queued run starts: %+v", w.thread.Runs[1])
+	}
+	if _, err := interrupt(run); !errors.Is(err, ErrConflict) {
+		t.Fatalf("interrupt an ended run: %v", err)
+	}
+	if _, err := interrupt("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("interrupt an unknown run: %v", err)
+	}
+}
+
+// An interrupt wins over a pending restart: the run ends.
+func TestInterruptWinsOverRestart(t *testing.T) {
+	w := running(t, Capabilities{})
+	w.dispatch(DispatchMessage{Text: "steer", Mode: ModeRestartActive})
+	w.must(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: w.thread.Runs[0].ID}})
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	if r := w.thread.Runs[0]; r.Status != RunStatusInterrupted || len(r.Attempts) != 1 {
+		t.Fatalf("run: %+v", r)
+	}
+}
+
+func TestRespondToRequest(t *testing.T) {
+	w := running(t, Capabilities{})
+	w.thread.ApprovalPolicy = ApproveAsk
+	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1", RequestKind: RequestCommandApproval})
+	q := w.thread.Requests[0]
+	n := len(w.effects)
+	if n != 1 || q.AnsweredBy != "" || w.thread.Runs[0].Status != RunStatusWaiting {
+		t.Fatalf("ask leaves the request to a client: %+v, %d effects", q, n)
+	}
+	respond := func(p RespondToRequest) (Decision, error) {
+		return w.decide(Command{ID: "r", ThreadID: "thr", Payload: p})
+	}
+	for _, bad := range []RespondToRequest{
+		{RequestID: q.ID, Decision: "maybe"},
+		{RequestID: q.ID, Decision: "answer"},
+	} {
+		if _, err := respond(bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+	if _, err := respond(RespondToRequest{RequestID: "nope", Decision: "accept"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown request: %v", err)
+	}
+	d, err := respond(RespondToRequest{RequestID: q.ID, Decision: "accept_for_session"})
+	if err != nil || types(d) != "request.answered" {
+		t.Fatalf("respond: %s %v", types(d), err)
+	}
+	if e := lastEffect(w); e.Type != EffectRespond || e.Decision != "accept_for_session" || e.RequestRef != "q1" || e.SessionID != "s1" {
+		t.Fatalf("respond effect: %+v", e)
+	}
+	if _, err := respond(RespondToRequest{RequestID: q.ID, Decision: "decline"}); !errors.Is(err, ErrConflict) {
+		t.Errorf("answering twice: %v", err)
+	}
+	// A question answered with answers.
+	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q2", RequestKind: RequestUserInput})
+	q2 := w.thread.Requests[1]
+	if _, err := respond(RespondToRequest{RequestID: q2.ID, Decision: "answer", Answers: map[string]string{"color": "blue"}}); err != nil {
+		t.Fatal(err)
+	}
+	if q := w.thread.Requests[1]; q.Answers["color"] != "blue" || q.AnsweredBy != "client" {
+		t.Fatalf("answered question: %+v", q)
+	}
+	// A request whose process is found gone is marked so, then refused.
+	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q3", RequestKind: RequestGeneric})
+	q3 := w.thread.Requests[2]
+	d = w.must(Command{ID: "u", ThreadID: "thr", Payload: MarkRequestUnreachable{RequestID: q3.ID, Reason: "plugin gone"}})
+	if types(d) != "request.resolved" || w.thread.Requests[2].Delivery != DeliveryNotResumable {
+		t.Fatalf("unreachable: %s %+v", types(d), w.thread.Requests[2])
+	}
+	if d := w.must(Command{ID: "u", ThreadID: "thr", Payload: MarkRequestUnreachable{RequestID: q3.ID}}); len(d.Events) != 0 {
+		t.Fatalf("marking twice: %s", types(d))
+	}
+	if _, err := w.decide(Command{ID: "u", ThreadID: "thr", Payload: MarkRequestUnreachable{RequestID: "nope"}}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown request: %v", err)
+	}
+	if _, err := respond(RespondToRequest{RequestID: q3.ID, Decision: "accept"}); !errors.Is(err, ErrNotResumable) {
+		t.Fatalf("answering an unreachable request: %v", err)
+	}
+}
+
+func TestPolicyDecision(t *testing.T) {
+	for _, tc := range []struct{ policy, kind, want string }{
+		{ApproveAccept, RequestPermission, ApproveAccept},
+		{ApproveDecline, RequestCommandApproval, ApproveDecline},
+		{ApproveAccept, RequestFileChangeApproval, ApproveAccept},
+		{ApproveAccept, RequestPermissions, ApproveAccept},
+		{ApproveAccept, RequestUserInput, ApproveDecline},
+		{ApproveAccept, RequestGeneric, ""},
+		{ApproveAccept, "something/new", ""},
+		{ApproveAsk, RequestPermission, ""},
+	} {
+		if got := policyDecision(tc.policy, tc.kind); got != tc.want {
+			t.Errorf("%s %s: %q, want %q", tc.policy, tc.kind, got, tc.want)
+		}
+	}
+}
+
+func TestRecoverCancelsOutboxEffects(t *testing.T) {
+	w := running(t, Capabilities{})
+	d := w.must(Command{ID: "r", ThreadID: "thr", Payload: Recover{Reason: "restart",
+		Effects: []PendingEffect{{ID: "7.0", Type: EffectRespond, RunID: w.thread.Runs[0].ID}}}})
+	if !strings.HasPrefix(types(d), "effect.cancelled provider.session.ended") {
+		t.Fatalf("recover: %s", types(d))
+	}
+	if dg := w.thread.Diagnostics[0]; !strings.Contains(dg.Title, "respond") || dg.Text != "restart" {
+		t.Fatalf("diagnostic: %+v", dg)
+	}
+}
+
+// Subagents nest: a grandchild's turn goes under its parent's node, and
+// its items under its own node.
+func TestNestedSubagents(t *testing.T) {
+	w := running(t, Capabilities{})
+	w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "c1", ParentThreadRef: "pt"})
+	w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "c2", ParentThreadRef: "c1"})
+	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "c1", TurnRef: "t1"})
+	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "c2", TurnRef: "t2"})
+	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "t2", ItemRef: "i2", ItemKind: "command_execution"})
+	r := w.thread.Runs[0]
+	root := r.Attempts[0].RootNode
+	byRef := map[string]Node{}
+	for _, n := range r.Nodes {
+		byRef[n.ProviderRef] = n
+	}
+	if byRef["t1"].ParentID != root || byRef["t2"].ParentID != byRef["t1"].ID || byRef["i2"].ParentID != byRef["t2"].ID {
+		t.Fatalf("nodes: %+v", r.Nodes)
+	}
+	if len(w.thread.Runs) != 1 || r.Ordinal != 1 {
+		t.Fatalf("subagents made runs: %+v", w.thread.Runs)
+	}
+	// A turn whose parent thread has no turn in progress goes under the root.
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "t2", Status: "completed"})
+	w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "c3", ParentThreadRef: "c2"})
+	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "c3", TurnRef: "t3"})
+	r = w.thread.Runs[0]
+	if n := r.Nodes[len(r.Nodes)-1]; n.ProviderRef != "t3" || n.ParentID != root {
+		t.Fatalf("t3 node: %+v", n)
+	}
+}
