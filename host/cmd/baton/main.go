@@ -19,7 +19,7 @@ const (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 const usage = `usage:
@@ -30,14 +30,14 @@ const usage = `usage:
   baton version
 `
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
 	switch args[0] {
 	case "run":
-		return runCmd(args[1:], stdout, stderr)
+		return runCmd(args[1:], stdin, stdout, stderr)
 	case "plugin":
 		return pluginCmd(args[1:], stdout, stderr)
 	case "version":

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,7 +36,7 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-func runCmd(args []string, stdout, stderr io.Writer) int {
+func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("baton run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	provider := fs.String("provider", "", "provider `name` (a plugin baton-plugin-NAME)")
@@ -45,7 +47,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	model := fs.String("model", "", "provider `model`")
 	jsonOut := fs.Bool("json", false, "print one JSON object per line; the last is the final thread projection")
 	logLevel := fs.String("log-level", "warn", "host log `level` on stderr (trace, debug, info, warn, error)")
-	approve := fs.String("approve", domain.ApproveDecline, "how to answer the agent's approval requests for a new thread: `decline` or accept")
+	approve := fs.String("approve", "", "how to answer the agent's requests for a new thread: ask (at the terminal), accept or decline (default: ask on a terminal, else decline)")
 	var pluginDirs stringList
 	fs.Var(&pluginDirs, "plugin-dir", "extra plugin `directory` (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -60,8 +62,15 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "baton run: --provider is required for a new thread (or continue one with --thread)")
 		return exitUsage
 	}
-	if *approve != domain.ApproveDecline && *approve != domain.ApproveAccept {
-		fmt.Fprintf(stderr, "baton run: --approve must be decline or accept, got %q (answering each request at the terminal is not there yet)\n", *approve)
+	switch *approve {
+	case "":
+		*approve = domain.ApproveDecline
+		if isTerminal(stdin) {
+			*approve = domain.ApproveAsk
+		}
+	case domain.ApproveAsk, domain.ApproveAccept, domain.ApproveDecline:
+	default:
+		fmt.Fprintf(stderr, "baton run: --approve must be ask, accept or decline, got %q\n", *approve)
 		return exitUsage
 	}
 	if *data == "" {
@@ -94,8 +103,31 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer host.Close()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// The first Ctrl-C interrupts this invocation's runs, which end when
+	// the provider confirms; a second one, or SIGTERM, stops at once (the
+	// log is consistent either way: the next host reconciles).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	interruptReq := make(chan struct{}, 1)
+	go func() {
+		for n := 0; ; n++ {
+			select {
+			case sig := <-sigs:
+				if n == 0 && sig == os.Interrupt {
+					fmt.Fprintln(stderr, "baton run: interrupting; press Ctrl-C again to stop at once")
+					interruptReq <- struct{}{}
+					continue
+				}
+				cancel()
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 
 	idgen := ids.New()
 	threadID := *thread
@@ -150,12 +182,46 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return true
 	}
+	var answers <-chan string
+	if th.ApprovalPolicy == domain.ApproveAsk {
+		answers = readLines(ctx, stdin)
+	}
 	var final domain.Thread
 	interrupted := false
-	for rec, err := range host.Events(ctx, start) {
-		if err != nil {
+	// The stream is read by a goroutine so that the loop below also hears
+	// Ctrl-C; it ends with ctx, or when the host closes.
+	recs := make(chan eventlog.Record)
+	errs := make(chan error, 1)
+	go func() {
+		defer close(recs)
+		for rec, err := range host.Events(ctx, start) {
+			if err != nil {
+				errs <- err
+				return
+			}
+			select {
+			case recs <- rec:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+loop:
+	for {
+		var rec eventlog.Record
+		var ok bool
+		select {
+		case <-interruptReq:
+			interrupted = true
+			interruptRuns(ctx, host, idgen, threadID, mine, stderr)
+			continue
+		case err := <-errs:
 			fmt.Fprintf(stderr, "baton run: read events: %v\n", err)
 			return exitFailed
+		case rec, ok = <-recs:
+			if !ok {
+				break loop
+			}
 		}
 		if rec.ThreadID != threadID {
 			continue
@@ -171,6 +237,10 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 			runOfMsg[e.MessageID] = e.RunID
 		case domain.RunEnded:
 			ended[e.RunID] = true
+		case domain.RequestOpened:
+			if answers != nil {
+				askAndAnswer(ctx, host, idgen, threadID, e, answers, stdout, stderr)
+			}
 		}
 		if done() {
 			final, _ = host.Thread(threadID)
@@ -189,6 +259,95 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// interruptRuns asks the host to stop every run of this invocation that
+// has not ended: the active one is interrupted, queued ones cancelled.
+func interruptRuns(ctx context.Context, host *orchestrator.Host, idgen *ids.Allocator, threadID string, mine []string, stderr io.Writer) {
+	t, err := host.Thread(threadID)
+	if err != nil {
+		return
+	}
+	for _, id := range mine {
+		r := runOf(t, id)
+		if r == nil || domain.Terminal(r.Status) {
+			continue
+		}
+		_, err := host.Dispatch(ctx, domain.Command{ID: idgen.NewID("cmd"), ThreadID: threadID, Payload: domain.InterruptRun{RunID: r.ID}})
+		if err != nil && !errors.Is(err, domain.ErrConflict) {
+			fmt.Fprintf(stderr, "baton run: interrupt run %d: %v\n", r.Ordinal, err)
+		}
+	}
+}
+
+// askAndAnswer asks the user at the terminal how to answer a request and
+// sends the answer. End of input declines.
+func askAndAnswer(ctx context.Context, host *orchestrator.Host, idgen *ids.Allocator, threadID string, q domain.RequestOpened,
+	answers <-chan string, stdout, stderr io.Writer) {
+	question := q.Kind == domain.RequestUserInput
+	if question {
+		fmt.Fprintf(stdout, "  ? answer (empty line declines): ")
+	} else {
+		fmt.Fprintf(stdout, "  ? [a]ccept, accept for [s]ession, [d]ecline, [c]ancel the turn: ")
+	}
+	for {
+		var line string
+		var ok bool
+		select {
+		case line, ok = <-answers:
+		case <-ctx.Done():
+			return
+		}
+		p := domain.RespondToRequest{RequestID: q.RequestID}
+		line = strings.TrimSpace(line)
+		switch {
+		case !ok:
+			fmt.Fprintln(stdout, "(no more input: declined)")
+			p.Decision = domain.ApproveDecline
+		case question && line != "":
+			p.Decision, p.Answers = "answer", map[string]string{"answer": line}
+		case question:
+			p.Decision = domain.ApproveDecline
+		default:
+			p.Decision = map[string]string{"a": "accept", "s": "accept_for_session", "d": "decline", "c": "cancel"}[strings.ToLower(line)]
+		}
+		if p.Decision == "" {
+			fmt.Fprintf(stdout, "  ? please type a, s, d or c: ")
+			continue
+		}
+		if _, err := host.Dispatch(ctx, domain.Command{ID: idgen.NewID("cmd"), ThreadID: threadID, Payload: p}); err != nil {
+			fmt.Fprintf(stderr, "baton run: answer request: %v\n", err)
+		}
+		return
+	}
+}
+
+// readLines reads lines from r until ctx ends; the channel closes at end
+// of input.
+func readLines(ctx context.Context, r io.Reader) <-chan string {
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			select {
+			case ch <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// isTerminal says whether r is a terminal.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func runOf(t domain.Thread, messageID string) *domain.Run {
@@ -325,7 +484,23 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 			p.line("  · %s %s %s%s", strings.ReplaceAll(it.kind, "_", " "), it.title, e.Status, text)
 		}
 	case domain.RequestOpened:
-		p.line("  ? %s request: %s (the thread's policy answers %s)", e.Kind, oneLine(e.Title, 100), p.policy)
+		p.line("  ? %s request %s: %s", strings.ReplaceAll(e.Kind, "_", " "), e.RequestID, oneLine(e.Title, 100))
+	case domain.RequestAnswered:
+		p.line("  ? request %s: %s (by %s)", e.RequestID, e.Decision, e.By)
+	case domain.RunSteered:
+		p.line("  » message added to run %d's turn", p.ordinals[e.RunID])
+	case domain.RestartRequested:
+		p.line("  » run %d is stopping its turn to restart with: %s", p.ordinals[e.RunID], oneLine(e.Text, 80))
+	case domain.InterruptRequested:
+		p.line("  ⏸ run %d: interrupt sent; waiting for the provider", p.ordinals[e.RunID])
+	case domain.AttemptEnded:
+		p.line("  ↻ run %d: attempt ended (%s)", p.ordinals[e.RunID], e.Status)
+	case domain.AttemptStarted:
+		if e.Reason != domain.AttemptInitial {
+			p.line("  ↻ run %d: new attempt (%s)", p.ordinals[e.RunID], strings.ReplaceAll(e.Reason, "_", " "))
+		}
+	case domain.EffectCancelled:
+		p.line("  ! a %s action was not performed: %s", e.Type, e.Reason)
 	case domain.RequestResolved:
 		switch {
 		case e.Delivery == domain.DeliveryNotResumable:
