@@ -1,8 +1,9 @@
-// Command baton-modelserver serves a scripted Anthropic Messages API on a
-// local address, for driving real agents (e.g. Claude Code) in tests and
-// transcript recordings without a real model.
+// Command baton-modelserver serves a scripted model API on a local address,
+// for driving real agents in tests and transcript recordings without a real
+// model: the Anthropic Messages API (Claude Code; the default) or the OpenAI
+// Responses API (codex, with --api openai-responses).
 //
-//	baton-modelserver --script replies.json [--addr 127.0.0.1:0] [--log requests.jsonl]
+//	baton-modelserver --script replies.json [--api anthropic|openai-responses] [--addr 127.0.0.1:0] [--log requests.jsonl]
 //
 // The first line on stdout is "listening on http://HOST:PORT". Request
 // summaries go to stderr. It serves until SIGINT or SIGTERM.
@@ -12,6 +13,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -29,22 +31,12 @@ func main() {
 	chunk := flag.Int("chunk", 0, "split text/tool-input deltas into chunks of at most N runes (0: one delta per block)")
 	sideText := flag.String("side-text", "OK", "fixed reply text for side calls (title/topic/quota)")
 	quiet := flag.Bool("quiet", false, "do not log request summaries to stderr")
+	api := flag.String("api", "anthropic", "API to serve: anthropic (Messages API) or openai-responses (Responses API)")
 	flag.Parse()
 
-	var sc modelserver.Script
-	if *script != "" {
-		var err error
-		sc, err = modelserver.LoadScript(*script)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "baton-modelserver:", err)
-			os.Exit(2)
-		}
-	}
-	srv := modelserver.New(sc)
-	srv.ChunkRunes = *chunk
-	srv.SideText = *sideText
+	var logw, bodyw io.Writer
 	if !*quiet {
-		srv.Log = os.Stderr
+		logw = os.Stderr
 	}
 	if *logPath != "" {
 		f, err := os.OpenFile(*logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -53,8 +45,12 @@ func main() {
 			os.Exit(2)
 		}
 		defer f.Close()
-		srv.BodyLog = f
-		srv.Timestamps = true
+		bodyw = f
+	}
+	srv, err := newServer(*api, *script, *chunk, *sideText, logw, bodyw)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "baton-modelserver:", err)
+		os.Exit(2)
 	}
 
 	ln, err := net.Listen("tcp", *addr)
@@ -81,5 +77,44 @@ func main() {
 			fmt.Fprintln(os.Stderr, "baton-modelserver:", err)
 			os.Exit(1)
 		}
+	}
+}
+
+// consumer is a scripted server of either API.
+type consumer interface {
+	http.Handler
+	Consumed() int
+}
+
+// newServer builds the server for api ("anthropic" or "openai-responses")
+// from the script file at path (none when empty).
+func newServer(api, path string, chunk int, sideText string, logw, bodyw io.Writer) (consumer, error) {
+	switch api {
+	case "anthropic", "":
+		var sc modelserver.Script
+		if path != "" {
+			var err error
+			if sc, err = modelserver.LoadScript(path); err != nil {
+				return nil, err
+			}
+		}
+		srv := modelserver.New(sc)
+		srv.ChunkRunes, srv.SideText, srv.Log, srv.BodyLog = chunk, sideText, logw, bodyw
+		srv.Timestamps = bodyw != nil
+		return srv, nil
+	case "openai-responses":
+		var sc modelserver.ResponsesScript
+		if path != "" {
+			var err error
+			if sc, err = modelserver.LoadResponsesScript(path); err != nil {
+				return nil, err
+			}
+		}
+		srv := modelserver.NewResponses(sc)
+		srv.ChunkRunes, srv.SideText, srv.Log, srv.BodyLog = chunk, sideText, logw, bodyw
+		srv.Timestamps = bodyw != nil
+		return srv, nil
+	default:
+		return nil, fmt.Errorf("unknown --api %q (want anthropic or openai-responses)", api)
 	}
 }

@@ -1,0 +1,245 @@
+// Package scenario drives a thread through a scripted sequence of client
+// actions: send a message (in a dispatch mode), wait for the run to reach a
+// point, interrupt it, answer a request. The same script drives a real
+// provider when a transcript is recorded and the replay peer when the
+// transcript is tested, so both see the same client behaviour.
+//
+// A script is JSON:
+//
+//	{"approve":"ask","steps":[
+//	  {"send":"Write a long story"},
+//	  {"waitFor":"running"},
+//	  {"send":"Make it short","mode":"steer_active"},
+//	  {"waitFor":"ended"}]}
+//
+// Waits are event-driven: "running" (the newest run's provider turn has
+// started), "text" (the newest run has assistant text), "request" (a
+// request is pending and unanswered), "ended" (every run has ended).
+package scenario
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/orchestrator"
+)
+
+// Script is a scenario's client side.
+type Script struct {
+	// Approve is the new thread's approval policy (default "decline").
+	Approve string `json:"approve,omitempty"`
+	Steps   []Step `json:"steps"`
+}
+
+// Step is one client action; exactly one of its action fields is set.
+type Step struct {
+	Send string `json:"send,omitempty"`
+	// Mode is the dispatch mode of Send; empty queues it as a run of its
+	// own (what a user typing several messages means).
+	Mode      string `json:"mode,omitempty"`
+	WaitFor   string `json:"waitFor,omitempty"`
+	Interrupt bool   `json:"interrupt,omitempty"`
+	// Respond answers the oldest pending request with this decision.
+	Respond string            `json:"respond,omitempty"`
+	Answers map[string]string `json:"answers,omitempty"`
+	// SleepMS pauses, for a real provider to get somewhere; replays skip
+	// it (Options.Sleep false).
+	SleepMS int `json:"sleepMs,omitempty"`
+}
+
+// Waits.
+const (
+	WaitRunning = "running"
+	WaitText    = "text"
+	WaitRequest = "request"
+	WaitEnded   = "ended"
+)
+
+// Parse reads a script; errors name the step that is wrong.
+func Parse(b []byte) (Script, error) {
+	var s Script
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Script{}, fmt.Errorf("scenario script: %w", err)
+	}
+	if len(s.Steps) == 0 {
+		return Script{}, errors.New("scenario script: no steps")
+	}
+	for i, st := range s.Steps {
+		n := 0
+		for _, set := range []bool{st.Send != "", st.WaitFor != "", st.Interrupt, st.Respond != "", st.SleepMS > 0} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return Script{}, fmt.Errorf("scenario script: step %d must do exactly one thing (send, waitFor, interrupt, respond or sleepMs)", i+1)
+		}
+		switch st.WaitFor {
+		case "", WaitRunning, WaitText, WaitRequest, WaitEnded:
+		default:
+			return Script{}, fmt.Errorf("scenario script: step %d: unknown wait %q", i+1, st.WaitFor)
+		}
+	}
+	return s, nil
+}
+
+// Load reads a script file.
+func Load(path string) (Script, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Script{}, err
+	}
+	s, err := Parse(b)
+	if err != nil {
+		return Script{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Messages are the texts the script sends, in order.
+func (s Script) Messages() []string {
+	var out []string
+	for _, st := range s.Steps {
+		if st.Send != "" {
+			out = append(out, st.Send)
+		}
+	}
+	return out
+}
+
+// Options tune a run of a script.
+type Options struct {
+	// Sleep honours sleepMs steps (recording against a real provider).
+	Sleep bool
+	// CommandPrefix makes command ids unique per script run.
+	CommandPrefix string
+}
+
+// Run performs the script's steps on a thread, then waits for every run
+// to end.
+func Run(ctx context.Context, h *orchestrator.Host, threadID string, s Script, o Options) error {
+	for i, st := range s.Steps {
+		id := o.CommandPrefix + "step-" + strconv.Itoa(i+1)
+		var err error
+		switch {
+		case st.Send != "":
+			mode := st.Mode
+			if mode == "" {
+				mode = domain.ModeQueueAfterActive
+			} else if mode == "auto" {
+				mode = ""
+			}
+			_, err = h.Dispatch(ctx, domain.Command{ID: id, ThreadID: threadID, Payload: domain.DispatchMessage{Text: st.Send, Mode: mode}})
+		case st.WaitFor != "":
+			err = Wait(ctx, h, threadID, st.WaitFor)
+		case st.Interrupt:
+			var t domain.Thread
+			if t, err = h.Thread(threadID); err == nil {
+				r := newest(t)
+				if r == nil {
+					return fmt.Errorf("step %d: no run to interrupt", i+1)
+				}
+				_, err = h.Dispatch(ctx, domain.Command{ID: id, ThreadID: threadID, Payload: domain.InterruptRun{RunID: r.ID}})
+			}
+		case st.Respond != "":
+			var t domain.Thread
+			if t, err = h.Thread(threadID); err == nil {
+				q := pending(t)
+				if q == nil {
+					return fmt.Errorf("step %d: no pending request to answer", i+1)
+				}
+				_, err = h.Dispatch(ctx, domain.Command{ID: id, ThreadID: threadID,
+					Payload: domain.RespondToRequest{RequestID: q.ID, Decision: st.Respond, Answers: st.Answers}})
+			}
+		case st.SleepMS > 0 && o.Sleep:
+			select {
+			case <-time.After(time.Duration(st.SleepMS) * time.Millisecond):
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("step %d: %w", i+1, err)
+		}
+	}
+	return Wait(ctx, h, threadID, WaitEnded)
+}
+
+// Wait waits until the thread reaches a point (see the Wait constants).
+func Wait(ctx context.Context, h *orchestrator.Host, threadID, what string) error {
+	ok := func(t domain.Thread) bool { return Reached(t, what) }
+	t, seq, err := h.Snapshot(threadID)
+	if err != nil {
+		return err
+	}
+	if ok(t) {
+		return nil
+	}
+	for _, err := range h.Events(ctx, seq) {
+		if err != nil {
+			return err
+		}
+		if t, err = h.Thread(threadID); err != nil {
+			return err
+		}
+		if ok(t) {
+			return nil
+		}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("waiting for %q: %w", what, ctx.Err())
+	}
+	return fmt.Errorf("waiting for %q: %w", what, orchestrator.ErrClosed)
+}
+
+// Reached says whether a thread is at a point.
+func Reached(t domain.Thread, what string) bool {
+	r := newest(t)
+	switch what {
+	case WaitRunning:
+		return r != nil && (r.Status == domain.RunStatusRunning || r.Status == domain.RunStatusWaiting || domain.Terminal(r.Status))
+	case WaitText:
+		for _, m := range t.Messages {
+			if r != nil && m.RunID == r.ID && m.Role == domain.RoleAssistant && m.Text != "" {
+				return true
+			}
+		}
+		return r != nil && domain.Terminal(r.Status)
+	case WaitRequest:
+		return pending(t) != nil
+	default: // WaitEnded
+		for _, r := range t.Runs {
+			if !domain.Terminal(r.Status) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func newest(t domain.Thread) *domain.Run {
+	for i := len(t.Runs) - 1; i >= 0; i-- {
+		if t.Runs[i].Status != domain.RunStatusQueued {
+			return &t.Runs[i]
+		}
+	}
+	return nil
+}
+
+func pending(t domain.Thread) *domain.RuntimeRequest {
+	for i := range t.Requests {
+		if q := &t.Requests[i]; q.Status == domain.RequestStatusPending && q.AnsweredBy == "" && q.Delivery == domain.DeliveryLive {
+			return q
+		}
+	}
+	return nil
+}
