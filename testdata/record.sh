@@ -56,11 +56,9 @@ record_acp() {
   local pkg_json=$npm_dir/node_modules/$agent_pkg/package.json
   local agent_bin=$npm_dir/node_modules/.bin/claude-code-acp
   local script_src=$REPO/testdata/acp/scenarios/$SCENARIO.json
-  local messages_file=$REPO/testdata/acp/$SCENARIO.messages
   local out=$REPO/testdata/acp/$SCENARIO.ndjson
 
   [ -f "$script_src" ] || die "no model script $script_src"
-  [ -f "$messages_file" ] || die "no messages file $messages_file"
   command -v node >/dev/null || die "node is not installed"
   command -v npm >/dev/null || die "npm is not installed"
   command -v git >/dev/null || die "git is not installed"
@@ -124,13 +122,7 @@ record_acp() {
   case $url in http://127.0.0.1:*) ;; *) die "unexpected model server address: $url" ;; esac
 
   # 4. Record through baton.
-  local -a msgs=()
-  local line
-  while IFS= read -r line || [ -n "$line" ]; do
-    [ -n "$line" ] && msgs+=("$line")
-  done <"$messages_file"
-  [ ${#msgs[@]} -gt 0 ] || die "$messages_file has no messages"
-
+  read_client_side "$REPO/testdata/acp" 
   local -a agent_env=(
     env -i
     "PATH=$PATH"
@@ -186,9 +178,9 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
   local cmd= w
   for w in "${argv[@]}"; do cmd+="${cmd:+ }$(quote "$w")"; done
 
-  echo "record.sh: recording $PROVIDER/$SCENARIO (${#msgs[@]} messages, model server $url, tmp $TMP)" >&2
+  echo "record.sh: recording $PROVIDER/$SCENARIO (${STEPS:-${#msgs[@]} messages}, model server $url, tmp $TMP)" >&2
   local start=$SECONDS rc=0
-  run_baton "$TMP/data" "$ws" "$cmd" "$TMP/baton.out" "$TMP/baton.err" || rc=$?
+  run_baton acp "$TMP/data" "$ws" "$cmd" "$TMP/baton.out" "$TMP/baton.err" || rc=$?
   cat "$TMP/baton.out"
   if [ "$rc" -ne 0 ]; then
     KEEP_TMP=1
@@ -228,7 +220,7 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
   # 6. Replay it in a fresh, empty workspace.
   mkdir -p "$TMP/replay/ws"
   rc=0
-  run_baton "$TMP/replay/data" "$TMP/replay/ws" \
+  run_baton acp "$TMP/replay/data" "$TMP/replay/ws" \
     "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")" \
     "$TMP/replay.out" "$TMP/replay.err" || rc=$?
   if [ "$rc" -ne 0 ]; then
@@ -239,15 +231,39 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
   echo "record.sh: replay OK" >&2
 }
 
-# run_baton DATA WS CMD OUT ERR sends the messages through baton run, one
-# invocation per group: a "---" line in the messages file ends a group, and
-# the next group continues the thread with --thread, so the provider is
-# started again and resumes its session (the recorder appends to the same
-# transcript; a replay keeps its cursor in a --state file).
+# read_client_side DIR sets what the client does in the scenario: the steps
+# of DIR/SCENARIO.steps.json (sent with `baton run --script`: sends in a
+# dispatch mode, waits, interrupts, answers), or else the lines of
+# DIR/SCENARIO.messages (msgs).
+read_client_side() {
+  local dir=$1 line
+  STEPS= msgs=()
+  if [ -f "$dir/$SCENARIO.steps.json" ]; then
+    STEPS=$dir/$SCENARIO.steps.json
+    return
+  fi
+  [ -f "$dir/$SCENARIO.messages" ] || die "no $dir/$SCENARIO.steps.json or $dir/$SCENARIO.messages"
+  while IFS= read -r line || [ -n "$line" ]; do
+    [ -n "$line" ] && msgs+=("$line")
+  done <"$dir/$SCENARIO.messages"
+  [ ${#msgs[@]} -gt 0 ] || die "$dir/$SCENARIO.messages has no messages"
+}
+
+# run_baton PROVIDER DATA WS CMD OUT ERR plays the client side through baton
+# run. With STEPS, one invocation runs the script. Otherwise the messages
+# are sent one invocation per group: a "---" line in the messages file ends
+# a group, and the next group continues the thread with --thread, so the
+# provider is started again and resumes its session (the recorder appends
+# to the same transcript; a replay keeps its cursor in a --state file).
 run_baton() {
-  local data=$1 ws=$2 cmd=$3 out=$4 err=$5 thread= m
+  local provider=$1 data=$2 ws=$3 cmd=$4 out=$5 err=$6 thread= m
   local -a group=()
   : >"$out"
+  if [ -n "$STEPS" ]; then
+    "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --cwd "$ws" --provider "$provider" \
+      --provider-command "$cmd" --script "$STEPS" >>"$out" 2>>"$err" </dev/null
+    return $?
+  fi
   for m in "${msgs[@]}" "---"; do
     if [ "$m" != "---" ]; then
       group+=("$m")
@@ -255,18 +271,20 @@ run_baton() {
     fi
     [ ${#group[@]} -gt 0 ] || continue
     if [ -z "$thread" ]; then
-      "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --cwd "$ws" --provider acp \
-        --provider-command "$cmd" "${group[@]}" >>"$out" 2>>"$err" || return $?
+      "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --cwd "$ws" --provider "$provider" \
+        --provider-command "$cmd" "${group[@]}" >>"$out" 2>>"$err" </dev/null || return $?
       thread=$(sed -n 's/.*--thread \(thr_[0-9a-f]*\)).*/\1/p' "$out" | tail -n 1)
       [ -n "$thread" ] || { echo "record.sh: no thread id in baton's output" >&2; return 1; }
     else
       "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --thread "$thread" \
-        "${group[@]}" >>"$out" 2>>"$err" || return $?
+        "${group[@]}" >>"$out" 2>>"$err" </dev/null || return $?
     fi
     group=()
   done
 }
 
+STEPS=
+msgs=()
 MS_PID=
 TMP=
 KEEP_TMP=${KEEP_TMP:-}

@@ -23,6 +23,7 @@ import (
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/host/internal/scenario"
 )
 
 // defaultCommands are the provider commands used when --provider-command is
@@ -48,14 +49,30 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	jsonOut := fs.Bool("json", false, "print one JSON object per line; the last is the final thread projection")
 	logLevel := fs.String("log-level", "warn", "host log `level` on stderr (trace, debug, info, warn, error)")
 	approve := fs.String("approve", "", "how to answer the agent's requests for a new thread: ask (at the terminal), accept or decline (default: ask on a terminal, else decline)")
+	script := fs.String("script", "", "run a scenario `file` of steps (send, waitFor, interrupt, respond) instead of MESSAGE arguments")
 	var pluginDirs stringList
 	fs.Var(&pluginDirs, "plugin-dir", "extra plugin `directory` (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	messages := fs.Args()
-	if len(messages) == 0 {
-		fmt.Fprintln(stderr, "baton run: give at least one MESSAGE")
+	var sc *scenario.Script
+	if *script != "" {
+		if len(messages) > 0 {
+			fmt.Fprintln(stderr, "baton run: give MESSAGE arguments or --script, not both")
+			return exitUsage
+		}
+		s, err := scenario.Load(*script)
+		if err != nil {
+			fmt.Fprintf(stderr, "baton run: --script: %v\n", err)
+			return exitUsage
+		}
+		sc = &s
+		if *approve == "" {
+			*approve = s.Approve
+		}
+	} else if len(messages) == 0 {
+		fmt.Fprintln(stderr, "baton run: give at least one MESSAGE (or --script FILE)")
 		return exitUsage
 	}
 	if *thread == "" && *provider == "" {
@@ -158,7 +175,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *thread != "" {
 		start = host.LastSequence() // a continued thread: show only what this run adds
 	}
-	var mine []string
+	wanted := map[string]bool{} // message ids this invocation sent
 	for _, m := range messages {
 		msgID := idgen.NewID("msg")
 		if _, err := host.Dispatch(ctx, domain.Command{ID: idgen.NewID("cmd"), ThreadID: threadID,
@@ -166,24 +183,36 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "baton run: send message: %v\n", err)
 			return exitFailed
 		}
-		mine = append(mine, msgID)
+		wanted[msgID] = true
+	}
+	scriptDone := make(chan error, 1)
+	if sc != nil {
+		go func() {
+			scriptDone <- scenario.Run(ctx, host, threadID, *sc, scenario.Options{Sleep: true, CommandPrefix: idgen.NewID("script") + ":"})
+		}()
+	} else {
+		scriptDone <- nil
 	}
 
-	// The stream says when to stop: the runs of this invocation's messages
-	// have all ended. The printer follows the stream incrementally; the
-	// projection is read once at the end.
+	// The stream says when to stop: the script (if any) is done and the
+	// runs this invocation queued have all ended. The printer follows the
+	// stream incrementally; the projection is read once at the end.
+	var mine []string // run ids, in order
 	ended := map[string]bool{}
-	runOfMsg := map[string]string{}
+	scripted := sc != nil
 	done := func() bool {
+		if scripted || len(wanted) > 0 {
+			return false
+		}
 		for _, id := range mine {
-			if r, ok := runOfMsg[id]; !ok || !ended[r] {
+			if !ended[id] {
 				return false
 			}
 		}
 		return true
 	}
 	var answers <-chan string
-	if th.ApprovalPolicy == domain.ApproveAsk {
+	if th.ApprovalPolicy == domain.ApproveAsk && sc == nil { // a script answers by its steps
 		answers = readLines(ctx, stdin)
 	}
 	var final domain.Thread
@@ -218,6 +247,20 @@ loop:
 		case err := <-errs:
 			fmt.Fprintf(stderr, "baton run: read events: %v\n", err)
 			return exitFailed
+		case err := <-scriptDone:
+			scriptDone = nil
+			scripted = false
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintf(stderr, "baton run: --script: %v\n", err)
+				final, _ = host.Thread(threadID)
+				out.final(final, mine)
+				return exitFailed
+			}
+			if done() {
+				final, _ = host.Thread(threadID)
+				break loop
+			}
+			continue
 		case rec, ok = <-recs:
 			if !ok {
 				break loop
@@ -234,7 +277,8 @@ loop:
 		out.event(rec, pl)
 		switch e := pl.(type) {
 		case domain.RunQueued:
-			runOfMsg[e.MessageID] = e.RunID
+			mine = append(mine, e.RunID)
+			delete(wanted, e.MessageID)
 		case domain.RunEnded:
 			ended[e.RunID] = true
 		case domain.RequestOpened:
@@ -249,13 +293,15 @@ loop:
 	}
 	if ctx.Err() != nil {
 		interrupted = true
+	}
+	if final.ID == "" {
 		final, _ = host.Thread(threadID)
 	}
 	out.final(final, mine)
 	switch {
 	case interrupted:
 		return exitInterrupted
-	case anyFailed(final, mine):
+	case anyFailed(final, mine, sc != nil):
 		return exitFailed
 	}
 	return exitOK
@@ -350,18 +396,24 @@ func isTerminal(r io.Reader) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func runOf(t domain.Thread, messageID string) *domain.Run {
+func runOf(t domain.Thread, runID string) *domain.Run {
 	for i := range t.Runs {
-		if t.Runs[i].MessageID == messageID {
+		if t.Runs[i].ID == runID {
 			return &t.Runs[i]
 		}
 	}
 	return nil
 }
 
-func anyFailed(t domain.Thread, mine []string) bool {
+// anyFailed says whether a run did not complete. A script interrupts and
+// restarts runs on purpose, so for a script only a failed run counts.
+func anyFailed(t domain.Thread, mine []string, scripted bool) bool {
 	for _, id := range mine {
-		if r := runOf(t, id); r != nil && r.Status != domain.RunStatusCompleted {
+		r := runOf(t, id)
+		if r == nil {
+			continue
+		}
+		if r.Status == domain.RunStatusFailed || (!scripted && r.Status != domain.RunStatusCompleted) {
 			return true
 		}
 	}
