@@ -3,8 +3,8 @@
 SHELL     := /bin/bash
 GO        ?= go
 BIN       := $(CURDIR)/bin
-MODULES   := sdk host replaypeer plugins/acp
-PLUGINS   := acp
+MODULES   := sdk host replaypeer plugins/acp plugins/codex
+PLUGINS   := acp codex
 PROVIDER  ?= acp
 SCENARIO  ?= simple
 TOOLS     := $(CURDIR)/.bin
@@ -84,6 +84,8 @@ fuzz:
 	cd sdk && $(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./transcript/
 	cd sdk && $(GO) test -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./transcript/
 	cd plugins/acp && $(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/acp/
+	cd plugins/codex && $(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/codex/
+	cd plugins/codex && $(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/codex/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzDecodeCommand$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/domain/
 
 clean:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # record.sh PROVIDER SCENARIO — record a replay transcript from a real agent.
 #
-# Usually run as `make record PROVIDER=acp SCENARIO=NAME`, which builds
-# bin/baton, bin/baton-plugin-acp, bin/replaypeer and bin/baton-modelserver
+# Usually run as `make record PROVIDER=acp|codex SCENARIO=NAME`, which
+# builds bin/baton, the plugins, bin/replaypeer and bin/baton-modelserver
 # first.
 #
 # For PROVIDER=acp it:
@@ -24,6 +24,11 @@
 # reports, auto-update and the "fast mode" prefetch (which ignores
 # ANTHROPIC_BASE_URL). See .notes/acp-agent-probe.md.
 #
+# For PROVIDER=codex (`codex app-server`, see record_codex and
+# .notes/codex-probe.md) the steps are the same, with a scripted OpenAI
+# Responses API, testdata/codex/scenarios/SCENARIO.json and
+# testdata/codex/SCENARIO.{steps.json,messages}.
+#
 # Env: KEEP_TMP=1 keeps the temp directory (logs, agent HOME, workspace);
 # BATON_LOG_LEVEL=debug makes the recording baton run log more (to
 # TMP/baton.err).
@@ -41,7 +46,7 @@ esac
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$REPO/bin
 
-for b in baton baton-plugin-acp replaypeer baton-modelserver; do
+for b in baton "baton-plugin-$PROVIDER" replaypeer baton-modelserver; do
   [ -x "$BIN/$b" ] || die "$BIN/$b is missing; run: make record PROVIDER=$PROVIDER SCENARIO=$SCENARIO"
 done
 
@@ -231,6 +236,217 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
   echo "record.sh: replay OK" >&2
 }
 
+# start_modelserver API SCRIPT_SRC WS starts bin/baton-modelserver serving API
+# with SCRIPT_SRC ("{{CWD}}" replaced by WS) on 127.0.0.1; it sets MS_URL
+# and REPLIES (how many replies the script has).
+start_modelserver() {
+  local api=$1 script_src=$2 ws=$3 i
+  sed "s|{{CWD}}|$ws|g" "$script_src" >"$TMP/script.json"
+  REPLIES=$(jq 'if type == "object" then .replies else . end | length' "$TMP/script.json") ||
+    die "model script $script_src is not JSON"
+  "$BIN/baton-modelserver" --api "$api" --script "$TMP/script.json" --addr 127.0.0.1:0 \
+    --log "$TMP/model-requests.jsonl" >"$TMP/modelserver.out" 2>"$TMP/modelserver.err" &
+  MS_PID=$!
+  MS_URL=
+  for i in $(seq 100); do
+    MS_URL=$(sed -n '1s/^listening on //p' "$TMP/modelserver.out")
+    [ -n "$MS_URL" ] && break
+    kill -0 "$MS_PID" 2>/dev/null || { cat "$TMP/modelserver.err" >&2; die "baton-modelserver exited"; }
+    sleep 0.1
+  done
+  [ -n "$MS_URL" ] || die "baton-modelserver did not report its address"
+  case $MS_URL in http://127.0.0.1:*) ;; *) die "unexpected model server address: $MS_URL" ;; esac
+}
+
+# record_codex records `codex app-server` (pinned @openai/codex) through
+# bin/baton-plugin-codex:
+#   - codex's HOME and CODEX_HOME are a temp directory under .cache/ (codex
+#     refuses to set up its apply_patch helper under /tmp); the workspace is
+#     a temp git repository;
+#   - $CODEX_HOME/config.toml points codex at the scripted model server (a
+#     custom model provider "baton", Responses API) and switches off what
+#     would go to the internet (plugin sync, analytics, feedback, OTel,
+#     update checks); HTTPS_PROXY=http://127.0.0.1:9 catches anything else;
+#   - the model is "baton-scripted", described by a one-model catalog
+#     generated from codex's bundled gpt-5.5 entry (`codex debug models
+#     --bundled`): that model gets apply_patch and the multi_agent_v1 tools
+#     directly (no tool_search), which the scenarios call;
+#   - expect_outbound frames keep what the plugin sends except its own
+#     version (clientInfo.version becomes "<any>"); inbound frames stay as
+#     codex sent them (temp paths redacted by replaypeer).
+record_codex() {
+  local codex_pkg=@openai/codex
+  local codex_version=0.171.0
+  local protocol='codex-app-server/v2 json-rpc ndjson stdio'
+  local npm_dir=$REPO/.cache/npm-codex
+  local pkg_json=$npm_dir/node_modules/$codex_pkg/package.json
+  local codex_bin=$npm_dir/node_modules/.bin/codex
+  local script_src=$REPO/testdata/codex/scenarios/$SCENARIO.json
+  local out=$REPO/testdata/codex/$SCENARIO.ndjson
+
+  [ -f "$script_src" ] || die "no model script $script_src"
+  command -v node >/dev/null || die "node is not installed"
+  command -v npm >/dev/null || die "npm is not installed"
+  command -v git >/dev/null || die "git is not installed"
+  command -v jq >/dev/null || die "jq is not installed"
+
+  # 1. codex, pinned.
+  local have=
+  [ -f "$pkg_json" ] && have=$(jq -r .version "$pkg_json")
+  if [ "$have" != "$codex_version" ] || [ ! -x "$codex_bin" ]; then
+    echo "record.sh: installing $codex_pkg@$codex_version into $npm_dir" >&2
+    mkdir -p "$npm_dir"
+    [ -f "$npm_dir/package.json" ] || echo '{"private":true}' >"$npm_dir/package.json"
+    npm install --prefix "$npm_dir" --no-audit --no-fund --save-exact "$codex_pkg@$codex_version" >&2
+    have=$(jq -r .version "$pkg_json")
+    [ "$have" = "$codex_version" ] || die "installed $codex_pkg is $have, want $codex_version"
+  fi
+
+  # 2. Temp CODEX_HOME (not under /tmp) and workspace.
+  mkdir -p "$REPO/.cache"
+  TMP=$(mktemp -d "$REPO/.cache/codex-rec-XXXX")
+  WS_TMP=$(mktemp -d)
+  local home=$TMP/home ws=$WS_TMP/ws
+  local codex_home=$home/.codex
+  mkdir -p "$codex_home" "$ws"
+  git init -q "$ws"
+  printf '# Replay workspace\n\nA throwaway repository for recording transcripts.\n' >"$ws/README.md"
+  git -C "$ws" add README.md
+  GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z \
+    git -C "$ws" -c user.name=recorder -c user.email=recorder@example.invalid \
+    -c commit.gpgsign=false commit -q -m "Initial commit"
+
+  local -a codex_env=(
+    env -i
+    "PATH=$PATH"
+    "HOME=$home"
+    "CODEX_HOME=$codex_home"
+    BATON_FAKE_KEY=sk-test-redacted
+    LANG=C.UTF-8
+    TERM=dumb
+    RUST_LOG=warn
+    HTTPS_PROXY=http://127.0.0.1:9
+    HTTP_PROXY=http://127.0.0.1:9
+    ALL_PROXY=http://127.0.0.1:9
+    NO_PROXY=127.0.0.1,localhost
+  )
+
+  # The model catalog: codex's bundled gpt-5.5 entry as "baton-scripted".
+  "${codex_env[@]}" "$codex_bin" debug models --bundled >"$TMP/bundled-models.json" ||
+    die "codex debug models --bundled failed"
+  jq '{models: [.models[] | select(.slug == "gpt-5.5")
+        | .slug = "baton-scripted" | .display_name = "Baton scripted" | .description = "Scripted stand-in model"
+        | .priority = 1 | .supports_search_tool = false | .upgrade = null
+        | .service_tiers = [] | .additional_speed_tiers = []]}' \
+    "$TMP/bundled-models.json" >"$TMP/catalog.json"
+  jq -e '.models | length == 1' "$TMP/catalog.json" >/dev/null || die "codex has no bundled gpt-5.5 model entry"
+
+  # 3. The model server, and codex's config pointing at it.
+  start_modelserver openai-responses "$script_src" "$ws"
+  cat >"$codex_home/config.toml" <<TOML
+model = "baton-scripted"
+model_catalog_json = "$TMP/catalog.json"
+model_provider = "baton"
+check_for_update_on_startup = false
+
+[model_providers.baton]
+name = "Baton scripted"
+base_url = "$MS_URL/v1"
+wire_api = "responses"
+env_key = "BATON_FAKE_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[otel]
+exporter = "none"
+log_user_prompt = false
+
+[features]
+plugins = false
+remote_plugin = false
+TOML
+
+  # 4. Record through baton.
+  read_client_side "$REPO/testdata/codex"
+  local -a argv=(
+    env "HOME=$home"
+    "$BIN/replaypeer" record --append
+    --out "$TMP/transcript.ndjson"
+    --provider codex
+    --protocol "$protocol"
+    --scenario "$SCENARIO"
+    --workspace "$ws"
+    --meta "agent=$codex_pkg"
+    --meta "agentVersion=$codex_version"
+    --meta "model=baton-scripted: baton-modelserver --api openai-responses (scripted)"
+    --meta "modelScript=testdata/codex/scenarios/$SCENARIO.json"
+    --meta "capturedBy=make record"
+    --
+    "${codex_env[@]}"
+    "$codex_bin" app-server
+  )
+  local cmd= w
+  for w in "${argv[@]}"; do cmd+="${cmd:+ }$(quote "$w")"; done
+
+  echo "record.sh: recording $PROVIDER/$SCENARIO (${STEPS:-${#msgs[@]} messages}, model server $MS_URL, tmp $TMP)" >&2
+  local start=$SECONDS rc=0
+  run_baton codex "$TMP/data" "$ws" "$cmd" "$TMP/baton.out" "$TMP/baton.err" || rc=$?
+  cat "$TMP/baton.out"
+  if [ "$rc" -ne 0 ]; then
+    KEEP_TMP=1
+    cat "$TMP/baton.err" >&2
+    echo "--- model server log:" >&2
+    cat "$TMP/modelserver.err" >&2
+    die "baton run exited with status $rc; nothing written (logs kept in $TMP)"
+  fi
+  echo "record.sh: baton run took $((SECONDS - start))s" >&2
+
+  # 5. Check and install the transcript.
+  stop_modelserver
+  local consumed
+  consumed=$(sed -n 's/.*stopped; \([0-9]*\) script replies consumed.*/\1/p' "$TMP/modelserver.err")
+  if [ "$consumed" != "$REPLIES" ]; then
+    KEEP_TMP=1
+    cat "$TMP/modelserver.err" >&2
+    die "codex consumed ${consumed:-?} of $REPLIES scripted model replies (logs kept in $TMP)"
+  fi
+  local t=$TMP/transcript.ndjson
+  [ -s "$t" ] || { KEEP_TMP=1; die "replaypeer wrote no transcript (logs kept in $TMP)"; }
+  jq -e -s '.[0].type == "transcript_start" and .[0].metadata.source == "recorded"' "$t" >/dev/null ||
+    { KEEP_TMP=1; die "transcript header is not a recorded transcript_start (kept in $TMP)"; }
+  jq -e -s '.[-1].type == "runtime_exit"' "$t" >/dev/null ||
+    { KEEP_TMP=1; die "transcript does not end with runtime_exit (kept in $TMP)"; }
+  if grep -q -e "$TMP" -e "$WS_TMP" -e "$REPO" "$t"; then
+    KEEP_TMP=1
+    die "transcript still contains a temp path (kept in $TMP)"
+  fi
+  # Our own version is not evidence about codex: any version of the plugin
+  # may replay the transcript.
+  jq -c 'if .type == "expect_outbound" and .frame.method == "initialize"
+         then .frame.params.clientInfo.version = "<any>" else . end' "$t" >"$t.tmp" && mv "$t.tmp" "$t"
+  cp "$t" "$out"
+  echo "record.sh: wrote ${out#"$REPO"/} ($(wc -l <"$out") lines)" >&2
+
+  # 6. Replay it in a fresh, empty workspace.
+  mkdir -p "$TMP/replay/ws"
+  rc=0
+  run_baton codex "$TMP/replay/data" "$TMP/replay/ws" \
+    "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")" \
+    "$TMP/replay.out" "$TMP/replay.err" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    KEEP_TMP=1
+    cat "$TMP/replay.out" "$TMP/replay.err" >&2
+    die "replaying ${out#"$REPO"/} failed with status $rc (logs kept in $TMP)"
+  fi
+  echo "record.sh: replay OK" >&2
+}
+
 # read_client_side DIR sets what the client does in the scenario: the steps
 # of DIR/SCENARIO.steps.json (sent with `baton run --script`: sends in a
 # dispatch mode, waits, interrupts, answers), or else the lines of
@@ -286,7 +502,10 @@ run_baton() {
 STEPS=
 msgs=()
 MS_PID=
+MS_URL=
+REPLIES=
 TMP=
+WS_TMP=
 KEEP_TMP=${KEEP_TMP:-}
 
 stop_modelserver() {
@@ -299,18 +518,21 @@ stop_modelserver() {
 
 cleanup() {
   stop_modelserver
-  if [ -n "$TMP" ]; then
+  local d
+  for d in "$TMP" "$WS_TMP"; do
+    [ -n "$d" ] || continue
     if [ -n "$KEEP_TMP" ]; then
-      echo "record.sh: kept $TMP" >&2
+      echo "record.sh: kept $d" >&2
     else
-      rm -rf "$TMP"
+      rm -rf "$d"
     fi
-  fi
+  done
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 case $PROVIDER in
   acp) record_acp ;;
-  *) die "unknown provider '$PROVIDER' (supported: acp)" ;;
+  codex) record_codex ;;
+  *) die "unknown provider '$PROVIDER' (supported: acp, codex)" ;;
 esac

@@ -29,7 +29,8 @@ import (
 // defaultCommands are the provider commands used when --provider-command is
 // not given: each provider's real binary, as its users install it.
 var defaultCommands = map[string][]string{
-	"acp": {"claude-code-acp"},
+	"acp":   {"claude-code-acp"},
+	"codex": {"codex", "app-server"},
 }
 
 type stringList []string

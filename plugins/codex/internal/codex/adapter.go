@@ -1,0 +1,592 @@
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/framelog"
+	"github.com/baton-run/baton/sdk/ndjson"
+	"github.com/baton-run/baton/sdk/providerproc"
+)
+
+// Version is the plugin's version (sent to codex as clientInfo.version).
+const Version = "0.1.0"
+
+// handshakeTimeout bounds initialize and thread/start (or thread/resume).
+// codex answers in well under a second; a hung one must still not hang the
+// host.
+const handshakeTimeout = 60 * time.Second
+
+// callTimeout bounds turn/start, turn/steer and turn/interrupt, which codex
+// answers at once (the turn itself goes on in notifications).
+const callTimeout = 30 * time.Second
+
+// sandbox is the sandbox every thread runs in: codex may write inside the
+// workspace; everything beyond that it asks for.
+const sandbox = "workspace-write"
+
+// approvalPolicy maps the host's runtime policy to codex's approvalPolicy.
+// The default asks the host about every command and edit ("untrusted"), and
+// the host answers by its own approval policy; codex's own values are
+// passed through for hosts that want codex to decide.
+func approvalPolicy(runtimePolicy string) (string, error) {
+	switch runtimePolicy {
+	case "":
+		return "untrusted", nil
+	case "untrusted", "on-request", "never":
+		return runtimePolicy, nil
+	}
+	return "", sdk.Errorf(sdk.ErrInvalid, "runtime policy %q: want empty (ask the host about everything), untrusted, on-request or never", runtimePolicy)
+}
+
+// Adapter drives `codex app-server`. It implements sdk.Adapter and
+// sdk.Steerer (turn/steer).
+//
+// Rollback is not offered yet: codex 0.171.0 has no thread/rollback; its
+// thread/revert (history before a turn) could back sdk.Rollbacker later.
+type Adapter struct {
+	log hclog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+// New returns an adapter that logs to log.
+func New(log hclog.Logger) *Adapter {
+	return &Adapter{log: log, sessions: map[string]*session{}}
+}
+
+// Describe implements sdk.Adapter.
+func (a *Adapter) Describe() sdk.Description {
+	return sdk.Description{
+		Name:         "codex",
+		Version:      Version,
+		WireProtocol: WireProtocol,
+		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Subagents: true, Resume: true},
+	}
+}
+
+func (a *Adapter) session(id string) (*session, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sessions[id]
+	if !ok {
+		return nil, sdk.Errorf(sdk.ErrUnknownSession, "session %q", id)
+	}
+	return s, nil
+}
+
+// session is one codex process and its root thread.
+type session struct {
+	id     string
+	cwd    string
+	log    hclog.Logger
+	emit   sdk.Emitter
+	frames *framelog.Log
+	proc   *providerproc.Process
+	conn   *jsonrpc2.Conn
+	ctx    context.Context // ends when the session closes or codex exits
+	cancel context.CancelCauseFunc
+
+	frame    atomic.Uint64 // raw-frame index of the frame being handled
+	lastResp atomic.Uint64 // raw-frame index of the latest response
+	nextID   atomic.Uint64 // our JSON-RPC request ids
+
+	mu         sync.Mutex
+	thread     string // the root thread
+	norm       *normalizer
+	pending    map[string]*pendingRequest
+	closed     bool
+	exited     chan struct{}
+	stderrTail []string
+}
+
+// pendingRequest is a server request waiting for the host's answer.
+type pendingRequest struct {
+	*serverRequest
+	id jsonrpc2.ID
+}
+
+// stderrTailLines is how much of codex's stderr an exit report quotes.
+const stderrTailLines = 5
+
+func (s *session) keepStderr(line []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stderrTail = append(s.stderrTail, string(line))
+	if len(s.stderrTail) > stderrTailLines {
+		s.stderrTail = s.stderrTail[1:]
+	}
+}
+
+// OpenSession implements sdk.Adapter: start codex, initialize, and start
+// (or resume) a thread.
+func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, emit sdk.Emitter) (sdk.OpenSessionResponse, error) {
+	if !filepath.IsAbs(req.Cwd) {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: cwd %q is not absolute", req.Cwd)
+	}
+	policy, err := approvalPolicy(req.RuntimePolicy)
+	if err != nil {
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	frames, err := framelog.Open(req.RawFrameLog, 0)
+	if err != nil {
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	sctx, cancel := context.WithCancelCause(context.Background())
+	cwd := filepath.Clean(req.Cwd)
+	s := &session{id: req.SessionID, cwd: cwd, log: a.log.With("session", req.SessionID), emit: emit,
+		frames: frames, ctx: sctx, cancel: cancel, norm: newNormalizer("", cwd), pending: map[string]*pendingRequest{},
+		exited: make(chan struct{})}
+	proc, err := providerproc.Start(providerproc.Command{Argv: req.Command.Argv, Env: req.Command.Env, Dir: cwd,
+		Stderr: func(line []byte) {
+			frames.Append(framelog.Stderr, line)
+			s.log.Debug("codex stderr", "line", string(line))
+			s.keepStderr(line)
+		}})
+	if err != nil {
+		cancel(err)
+		frames.Close()
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	s.proc = proc
+	s.conn = jsonrpc2.NewConn(sctx, &stream{s: s, r: ndjson.NewReader(proc.Stdout), w: ndjson.NewWriter(proc.Stdin)},
+		handler{s},
+		jsonrpc2.SetLogger(s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})),
+		jsonrpc2.OnRecv(s.onRecv))
+	go s.watch()
+
+	resp, err := s.handshake(ctx, req, policy)
+	if err != nil {
+		s.close(fmt.Errorf("handshake failed: %w", err))
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	a.mu.Lock()
+	a.sessions[req.SessionID] = s
+	a.mu.Unlock()
+	go func() {
+		<-s.exited
+		a.mu.Lock()
+		delete(a.sessions, req.SessionID)
+		a.mu.Unlock()
+	}()
+	return resp, nil
+}
+
+func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest, policy string) (sdk.OpenSessionResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	var init initializeResult
+	if err := s.call(ctx, "initialize", initializeParams{
+		ClientInfo:   clientInfo{Name: "baton", Title: "Baton", Version: Version},
+		Capabilities: initializeCapabilities{ExperimentalAPI: true},
+	}, &init); err != nil {
+		return sdk.OpenSessionResponse{}, err
+	}
+	if err := s.conn.Notify(ctx, "initialized", nil); err != nil {
+		return sdk.OpenSessionResponse{}, fmt.Errorf("initialized: %w", err)
+	}
+	var res threadResult
+	resumed := false
+	if req.ResumeThreadRef != "" {
+		err := s.call(ctx, "thread/resume", threadResumeParams{ThreadID: req.ResumeThreadRef, Cwd: s.cwd,
+			ApprovalPolicy: policy, Sandbox: sandbox, ExcludeTurns: true}, &res)
+		var rpcErr *jsonrpc2.Error
+		switch {
+		case err == nil:
+			resumed = true
+		case errors.As(err, &rpcErr):
+			// codex no longer has the thread (another CODEX_HOME, a deleted
+			// rollout): a fresh thread, and the host is told so.
+			s.log.Info("codex could not resume the thread; starting a new one", "thread", req.ResumeThreadRef, "error", err)
+			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: s.lastResp.Load(),
+				Title: "codex could not resume thread " + req.ResumeThreadRef, Text: rpcErr.Message})
+		default:
+			return sdk.OpenSessionResponse{}, err
+		}
+	}
+	if !resumed {
+		if err := s.call(ctx, "thread/start", threadStartParams{Cwd: s.cwd, ApprovalPolicy: policy, Sandbox: sandbox,
+			Model: req.Model}, &res); err != nil {
+			return sdk.OpenSessionResponse{}, err
+		}
+	}
+	if res.Thread.ID == "" {
+		return sdk.OpenSessionResponse{}, errors.New("codex returned a thread without an id")
+	}
+	s.mu.Lock()
+	s.thread = res.Thread.ID
+	s.norm.setRoot(res.Thread.ID)
+	s.mu.Unlock()
+	detail, _ := json.Marshal(map[string]string{"model": res.Thread.Model, "cliVersion": res.Thread.CliVersion,
+		"userAgent": init.UserAgent})
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: res.Thread.ID, Detail: detail})
+	return sdk.OpenSessionResponse{ProviderSessionRef: res.Thread.ID, ProviderThreadRef: res.Thread.ID,
+		ProviderPid: s.proc.Pid(), Resumed: resumed}, nil
+}
+
+// call sends a request with our own id and waits for its answer. A
+// JSON-RPC error comes back as a *jsonrpc2.Error, wrapped with the method.
+func (s *session) call(ctx context.Context, method string, params, result any) error {
+	id := jsonrpc2.ID{Num: s.nextID.Add(1) - 1}
+	err := s.conn.Call(ctx, method, params, result, jsonrpc2.PickID(id))
+	if err != nil && errors.Is(err, jsonrpc2.ErrClosed) {
+		select {
+		case <-s.proc.Done():
+			return sdk.Errorf(sdk.ErrProviderExited, "%s: %s", method, s.exitReport())
+		case <-time.After(5 * time.Second):
+			return sdk.Errorf(sdk.ErrProviderExited, "%s", method)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	return nil
+}
+
+// onRecv runs on the read loop for every message; it remembers the raw
+// frame of the latest response, for events about it.
+func (s *session) onRecv(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
+	if resp != nil {
+		s.lastResp.Store(s.frame.Load())
+	}
+}
+
+// watch waits for codex to exit and reports it: turns still running fail,
+// requests still pending are cancelled, and runtime_exited comes last.
+func (s *session) watch() {
+	<-s.proc.Done()
+	exitErr := s.proc.Err()
+	s.cancel(errors.New("codex exited"))
+	s.conn.Close()
+	s.mu.Lock()
+	closed := s.closed
+	thread := s.thread
+	report := "codex exited"
+	if !closed {
+		report = "codex exited during the turn"
+	}
+	terminals := s.norm.exited(report)
+	s.mu.Unlock()
+	s.cancelPending()
+	for _, ev := range terminals {
+		s.emit.Emit(ev)
+	}
+	ev := sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: thread, Status: sdk.ExitExited}
+	if closed {
+		ev.Status = sdk.ExitClosed
+	}
+	if exitErr != nil {
+		if !closed {
+			ev.Status = sdk.ExitFailed
+		}
+		ev.Failure = &sdk.Failure{Code: "provider_exited", Message: s.exitReport()}
+	}
+	s.emit.Emit(ev)
+	s.frames.Close()
+	close(s.exited)
+}
+
+// exitReport says how codex exited, with the end of its stderr.
+func (s *session) exitReport() string {
+	msg := "codex exited"
+	if err := s.proc.Err(); err != nil {
+		msg += ": " + err.Error()
+	}
+	s.mu.Lock()
+	tail := strings.Join(s.stderrTail, "\n")
+	s.mu.Unlock()
+	if tail != "" {
+		msg += "; its last stderr lines:\n" + tail
+	}
+	return msg
+}
+
+// close ends the session: codex's stdin closes (it exits on its own within
+// tens of milliseconds), then providerproc stops what is left.
+func (s *session) close(cause error) {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel(cause)
+	_ = s.proc.Close(context.Background())
+	<-s.exited
+}
+
+// cancelPending resolves every pending request as cancelled: codex can no
+// longer be answered.
+func (s *session) cancelPending() {
+	s.mu.Lock()
+	var evs []sdk.RuntimeEvent
+	for _, ref := range slices.Sorted(maps.Keys(s.pending)) {
+		q := s.pending[ref]
+		evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
+			RequestRef: ref, Status: string(sdk.DecisionCancel)})
+		delete(s.pending, ref)
+	}
+	s.mu.Unlock()
+	for _, ev := range evs {
+		s.emit.Emit(ev)
+	}
+}
+
+// StartTurn implements sdk.Adapter: turn/start on the session's thread. The
+// turn's id comes back at once; turn/started and the rest follow as
+// notifications.
+func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.StartTurnResponse, error) {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		return sdk.StartTurnResponse{}, err
+	}
+	if s.ctx.Err() != nil {
+		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrProviderExited, "start turn")
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var res turnResult
+	if err := s.call(ctx, "turn/start", turnStartParams{ThreadID: s.thread,
+		Input: []userInput{{Type: "text", Text: req.Input.Text}}}, &res); err != nil {
+		return sdk.StartTurnResponse{}, fmt.Errorf("start turn: %w", err)
+	}
+	if res.Turn.ID == "" {
+		return sdk.StartTurnResponse{}, errors.New("start turn: codex returned a turn without an id")
+	}
+	s.mu.Lock()
+	s.norm.turnStarted(s.thread, res.Turn.ID)
+	s.mu.Unlock()
+	return sdk.StartTurnResponse{TurnRef: res.Turn.ID}, nil
+}
+
+// targetTurn is the turn a steer or an interrupt is about: the one named,
+// else the root thread's turn in progress ("" when none).
+func (s *session) targetTurn(ref string) string {
+	if ref != "" {
+		return ref
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.norm.activeTurn(s.thread)
+}
+
+// SteerTurn implements sdk.Steerer: turn/steer adds the input to the
+// running turn. codex refusing it (no active turn, another turn active) is
+// an error the host shows.
+func (a *Adapter) SteerTurn(ctx context.Context, req sdk.SteerTurnRequest) error {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		return err
+	}
+	turn := s.targetTurn(req.TurnRef)
+	if turn == "" {
+		return sdk.Errorf(sdk.ErrBusy, "steer: no turn is running on thread %s", s.thread)
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	err = s.call(ctx, "turn/steer", turnSteerParams{ThreadID: s.thread,
+		Input: []userInput{{Type: "text", Text: req.Input.Text}}, ExpectedTurnID: turn}, nil)
+	var rpcErr *jsonrpc2.Error
+	if errors.As(err, &rpcErr) {
+		return sdk.Errorf(sdk.ErrBusy, "steer turn %s: codex refused it: %s", turn, rpcErr.Message)
+	}
+	if err != nil {
+		return fmt.Errorf("steer turn %s: %w", turn, err)
+	}
+	return nil
+}
+
+// InterruptTurn implements sdk.Adapter: turn/interrupt. The turn ends when
+// codex says so (turn/completed, status interrupted).
+func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnRequest) error {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		return err
+	}
+	turn := s.targetTurn(req.TurnRef)
+	if turn == "" {
+		return nil // nothing to stop; the acknowledgement is still true
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if err := s.call(ctx, "turn/interrupt", turnInterruptParams{ThreadID: s.thread, TurnID: turn}, nil); err != nil {
+		return fmt.Errorf("interrupt turn %s: %w", turn, err)
+	}
+	return nil
+}
+
+// RespondToRequest implements sdk.Adapter.
+func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequestRequest) error {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		if errors.Is(err, sdk.ErrUnknownSession) {
+			return sdk.Errorf(sdk.ErrNotResumable, "request %s: its session is gone", req.RequestRef)
+		}
+		return err
+	}
+	s.mu.Lock()
+	q, ok := s.pending[req.RequestRef]
+	if !ok {
+		s.mu.Unlock()
+		return sdk.Errorf(sdk.ErrUnknownRequest, "request %q", req.RequestRef)
+	}
+	result, rerr, err := reply(q.serverRequest, req.Decision, req.Answers)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	delete(s.pending, req.RequestRef)
+	s.mu.Unlock()
+	// The resolution is emitted before the reply: the reply lets codex go
+	// on, and what it does next (even ending the turn) must come after.
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
+		RequestRef: req.RequestRef, RequestKind: q.kind, Status: string(req.Decision)})
+	if rerr != nil {
+		err = s.conn.ReplyWithError(s.ctx, q.id, &jsonrpc2.Error{Code: rerr.Code, Message: rerr.Message})
+	} else {
+		err = s.conn.Reply(s.ctx, q.id, result)
+	}
+	if err != nil {
+		return sdk.Errorf(sdk.ErrNotResumable, "answer request %s: codex is gone (%v)", req.RequestRef, err)
+	}
+	return nil
+}
+
+// CloseSession implements sdk.Adapter.
+func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
+	s, err := a.session(sessionID)
+	if err != nil {
+		return err
+	}
+	s.close(errors.New("session closed"))
+	return nil
+}
+
+// handler applies codex's notifications and opens its requests, on the
+// read loop, so that events keep the frames' order.
+type handler struct{ s *session }
+
+func (h handler) Handle(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) {
+	s := h.s
+	raw := s.frame.Load()
+	var params json.RawMessage
+	if r.Params != nil {
+		params = *r.Params
+	}
+	var evs []sdk.RuntimeEvent
+	s.mu.Lock()
+	switch {
+	case r.Notif && r.Method == "serverRequest/resolved":
+		evs = s.resolvedByCodex(params)
+	case r.Notif:
+		evs = s.norm.notification(r.Method, params)
+	default:
+		// Registered here, on the read loop, so that a frame that follows
+		// it (an interrupt's resolution) finds it pending.
+		ref := requestRef(r.ID)
+		var q *serverRequest
+		q, evs = s.norm.openRequest(ref, r.Method, params)
+		s.pending[ref] = &pendingRequest{serverRequest: q, id: r.ID}
+	}
+	s.mu.Unlock()
+	for _, ev := range evs {
+		ev.RawFrame = raw
+		s.emit.Emit(ev)
+	}
+}
+
+// requestRef names a server request by its JSON-RPC id (unique per codex
+// connection, so per session).
+func requestRef(id jsonrpc2.ID) string { return "req-" + id.String() }
+
+// resolvedByCodex handles serverRequest/resolved. A request the host
+// answered was resolved when the answer went out; one codex withdrew on
+// its own (its turn was interrupted) is resolved here as cancelled.
+// Called with s.mu held.
+func (s *session) resolvedByCodex(params json.RawMessage) []sdk.RuntimeEvent {
+	var p requestResolvedNotification
+	if err := decodeParams("serverRequest/resolved", params, &p); err != nil {
+		return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: err.Error()}}
+	}
+	var id jsonrpc2.ID
+	var n int64
+	var str string
+	switch {
+	case json.Unmarshal(p.RequestID, &n) == nil:
+		id = jsonrpc2.ID{Num: uint64(n)}
+	case json.Unmarshal(p.RequestID, &str) == nil:
+		id = jsonrpc2.ID{Str: str, IsString: true}
+	default:
+		return nil
+	}
+	ref := requestRef(id)
+	q, ok := s.pending[ref]
+	if !ok {
+		return nil
+	}
+	delete(s.pending, ref)
+	return []sdk.RuntimeEvent{{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: ref,
+		RequestKind: q.kind, Status: string(sdk.DecisionCancel), Text: "codex withdrew the request"}}
+}
+
+// stream is the jsonrpc2 object stream over codex's stdio: NDJSON lines,
+// each recorded in the raw-frame log. A line that is not a JSON-RPC message
+// (a banner, a log line) is kept in the log and reported, never fatal.
+type stream struct {
+	s *session
+	r *ndjson.Reader
+	w *ndjson.Writer
+}
+
+func (st *stream) WriteObject(obj any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	st.s.frames.Append(framelog.Out, b)
+	return st.w.Write(b)
+}
+
+func (st *stream) ReadObject(v any) error {
+	for {
+		b, err := st.r.Next()
+		if err != nil {
+			return err
+		}
+		idx := st.s.frames.Append(framelog.In, b)
+		if err := decodeFrame(b, v); err != nil {
+			st.s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: idx, Title: "malformed frame", Text: err.Error()})
+			continue
+		}
+		st.s.frame.Store(idx)
+		return nil
+	}
+}
+
+func (st *stream) Close() error { return st.s.proc.Stdin.Close() }
+
+// decodeFrame decodes one line from codex into v (jsonrpc2's message), with
+// an error that says what is wrong with the line. codex sends no "jsonrpc"
+// member; jsonrpc2 does not need one.
+func decodeFrame(line []byte, v any) error {
+	if !json.Valid(line) {
+		return fmt.Errorf("not JSON: %.120q", line)
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return fmt.Errorf("not a JSON-RPC message (%v): %.120q", err, line)
+	}
+	return nil
+}
+
+var _ sdk.Steerer = (*Adapter)(nil)

@@ -1,0 +1,618 @@
+package codex
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/baton-run/baton/sdk"
+)
+
+// normalizer turns one codex connection's notifications and server
+// requests into runtime events. It does no I/O; the session feeds it frames
+// in the order they arrived.
+//
+// Threads: the session's own thread is the root. Every other thread that
+// shows up is announced with a thread_started event naming its parent
+// before any of its turns, because the host binds a turn on a thread it
+// does not know as a root turn, whose end would end the run. codex 0.171.0
+// sends no thread/started for a sub-agent's thread: its parent is learned
+// from the collabAgentToolCall item that spawned it (senderThreadId,
+// receiverThreadIds), else from turn.rootTurnId (a turn of the parent),
+// else it is taken to be the root thread.
+type normalizer struct {
+	root string
+	cwd  string
+
+	known      map[string]bool   // threads announced with thread_started
+	parents    map[string]string // child thread -> parent, learned before the child shows up
+	prompts    map[string]string // child thread -> the prompt it was spawned with
+	turnThread map[string]string // turn -> its thread
+	active     map[string]string // thread -> its in-progress turn
+	ended      map[string]bool   // turns that reached their terminal
+	items      map[string]*openItem
+}
+
+// openItem is an item started and not yet completed.
+type openItem struct {
+	thread, turn, id string
+	kind             sdk.ItemKind
+	title            string
+	streamed         strings.Builder // text sent as content deltas
+}
+
+func newNormalizer(root, cwd string) *normalizer {
+	n := &normalizer{root: root, cwd: cwd, known: map[string]bool{}, parents: map[string]string{},
+		prompts: map[string]string{}, turnThread: map[string]string{}, active: map[string]string{}, ended: map[string]bool{},
+		items: map[string]*openItem{}}
+	if root != "" {
+		n.setRoot(root)
+	}
+	return n
+}
+
+// activeTurn is the in-progress turn of a thread ("" when none).
+func (n *normalizer) activeTurn(thread string) string { return n.active[thread] }
+
+// turnStarted records a turn the client started (the turn/start response),
+// so that a steer or an interrupt can name it before turn/started arrives.
+func (n *normalizer) turnStarted(thread, turn string) {
+	n.turnThread[turn] = thread
+	if !n.ended[turn] { // the response can be handled after the turn ended
+		n.active[thread] = turn
+	}
+}
+
+// setRoot names the session's own thread once thread/start or
+// thread/resume answered.
+func (n *normalizer) setRoot(thread string) {
+	n.root = thread
+	n.known[thread] = true
+}
+
+// ignored are notifications that carry nothing the host uses. They are
+// dropped quietly; any other unknown method becomes a diagnostic.
+var ignored = map[string]bool{
+	"thread/status/changed": true, "thread/readState/changed": true, "configWarning": true,
+	"remoteControl/status/changed": true, "deprecationNotice": true, "warning": true,
+	"serverRequest/resolved": true, "turn/diff/updated": true, "thread/name/updated": true,
+	"skills/changed": true, "mcpServer/startupStatus/updated": true, "account/updated": true,
+	"app/list/updated": true, "thread/settings/updated": true, "hook/started": true, "hook/completed": true,
+	"item/commandExecution/terminalInteraction": true, "item/autoApprovalReview/started": true,
+	"item/autoApprovalReview/completed": true, "thread/compacted": true, "model/rerouted": true,
+}
+
+// notification normalizes one server notification.
+func (n *normalizer) notification(method string, params json.RawMessage) []sdk.RuntimeEvent {
+	out, err := n.dispatch(method, params)
+	if err != nil {
+		return append(out, sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: err.Error()})
+	}
+	return out
+}
+
+func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.RuntimeEvent, error) {
+	switch method {
+	case "thread/started":
+		var p threadStartedNotification
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		return n.threadStarted(p.Thread), nil
+	case "turn/started":
+		var p turnNotification
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		out := n.announce(p.ThreadID, p.Turn.RootTurnID)
+		n.turnStarted(p.ThreadID, p.Turn.ID)
+		ev := sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: p.ThreadID, TurnRef: p.Turn.ID}
+		if p.ThreadID != n.root {
+			ev.Title = n.prompts[p.ThreadID]
+		}
+		return append(out, ev), nil
+	case "turn/completed":
+		var p turnNotification
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		return n.turnCompleted(p), nil
+	case "item/started", "item/completed":
+		var p itemNotification
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		var it item
+		if err := json.Unmarshal(p.Item, &it); err != nil || it.ID == "" || it.Type == "" {
+			if err == nil {
+				err = fmt.Errorf("an item needs an id and a type, got %.200s", p.Item)
+			}
+			return nil, fmt.Errorf("%s item: %w", method, err)
+		}
+		return n.item(method == "item/completed", p, it), nil
+	case "item/agentMessage/delta", "item/reasoning/summaryTextDelta", "item/reasoning/textDelta",
+		"item/commandExecution/outputDelta", "item/fileChange/outputDelta", "item/plan/delta":
+		var p deltaNotification
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		return n.delta(method, p), nil
+	case "item/reasoning/summaryPartAdded":
+		var p struct {
+			deltaNotification
+			SummaryIndex int `json:"summaryIndex"`
+		}
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		if it := n.items[itemKey(p.ThreadID, p.ItemID)]; it != nil && p.SummaryIndex > 0 && it.streamed.Len() > 0 {
+			return n.delta(method, deltaNotification{ThreadID: p.ThreadID, TurnID: p.TurnID, ItemID: p.ItemID, Delta: summarySep}), nil
+		}
+		return nil, nil
+	case "item/fileChange/patchUpdated", "item/mcpToolCall/progress":
+		var p deltaNotification
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		it := n.items[itemKey(p.ThreadID, p.ItemID)]
+		if it == nil {
+			return nil, nil
+		}
+		return []sdk.RuntimeEvent{{Kind: sdk.EventItemUpdated, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
+			ItemKind: it.kind, Detail: params}}, nil
+	case "turn/plan/updated":
+		var p planNotification
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		detail, _ := json.Marshal(map[string]any{"explanation": p.Explanation, "plan": p.Plan})
+		return append(n.announce(p.ThreadID, ""), sdk.RuntimeEvent{Kind: sdk.EventPlanUpdated, ThreadRef: p.ThreadID,
+			TurnRef: p.TurnID, ItemKind: sdk.ItemPlan, Detail: detail}), nil
+	case "thread/tokenUsage/updated":
+		var p tokenUsageNotification
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		// The thread's running total, as codex reports it (not the last
+		// model call's); the breakdown of both is in Detail.
+		u := p.TokenUsage.Total
+		if u == nil {
+			return nil, fmt.Errorf("%s has no tokenUsage.total", method)
+		}
+		var detail json.RawMessage
+		var raw struct {
+			TokenUsage json.RawMessage `json:"tokenUsage"`
+		}
+		if json.Unmarshal(params, &raw) == nil {
+			detail = raw.TokenUsage
+		}
+		return append(n.announce(p.ThreadID, ""), sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: p.ThreadID, TurnRef: p.TurnID,
+			Usage: &sdk.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens,
+				ReasoningTokens: u.ReasoningOutputTokens, TotalTokens: u.TotalTokens}, Detail: detail}), nil
+	case "account/rateLimits/updated":
+		var p rateLimitsNotification
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		return rateLimits(p, params), nil
+	case "error":
+		var p errorNotification
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		title := "codex reported an error"
+		if p.WillRetry {
+			title += " (it retries)"
+		}
+		return append(n.announce(p.ThreadID, ""), sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: p.ThreadID, TurnRef: p.TurnID,
+			Title: title, Text: p.Error.Message, Failure: p.Error.failure("error"), Detail: params}), nil
+	}
+	if ignored[method] {
+		return nil, nil
+	}
+	// Kept, never fatal: a newer codex's notification the host may still show.
+	return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "unknown codex notification " + method, Detail: params}}, nil
+}
+
+// summarySep separates the parts of a reasoning summary.
+const summarySep = "\n\n"
+
+func itemKey(thread, id string) string { return thread + "\x00" + id }
+
+// threadStarted announces a thread codex said it started (a fork, or a
+// sub-agent in versions that report it). The session's own thread was
+// announced when the session opened.
+func (n *normalizer) threadStarted(t thread) []sdk.RuntimeEvent {
+	if t.ID == "" || n.known[t.ID] {
+		return nil
+	}
+	if n.root == "" {
+		// Our own new thread, reported while thread/start's response is
+		// still on its way to the caller: the session announces it.
+		n.setRoot(t.ID)
+		return nil
+	}
+	if t.ParentThreadID != nil && *t.ParentThreadID != "" {
+		n.parents[t.ID] = *t.ParentThreadID
+	}
+	return n.announceWith(t.ID, n.parents[t.ID])
+}
+
+// announce emits thread_started for a thread seen for the first time,
+// naming its parent (see normalizer). rootTurn is the turn.rootTurnId of a
+// turn on it, when known.
+func (n *normalizer) announce(thread, rootTurn string) []sdk.RuntimeEvent {
+	if thread == "" || n.known[thread] {
+		return nil
+	}
+	parent := n.parents[thread]
+	if parent == "" {
+		if t, ok := n.turnThread[rootTurn]; ok && t != thread {
+			parent = t
+		}
+	}
+	if parent == "" {
+		parent = n.root
+	}
+	return n.announceWith(thread, parent)
+}
+
+func (n *normalizer) announceWith(thread, parent string) []sdk.RuntimeEvent {
+	n.known[thread] = true
+	delete(n.parents, thread)
+	var out []sdk.RuntimeEvent
+	if parent != "" && !n.known[parent] {
+		out = n.announce(parent, "") // a grandchild's parent, never seen itself
+	}
+	return append(out, sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: thread, ParentThreadRef: parent})
+}
+
+// itemKind maps a codex item type to an item kind.
+func itemKind(typ string) sdk.ItemKind {
+	switch typ {
+	case "agentMessage":
+		return sdk.ItemAssistantMessage
+	case "reasoning":
+		return sdk.ItemReasoning
+	case "commandExecution":
+		return sdk.ItemCommandExecution
+	case "fileChange":
+		return sdk.ItemFileChange
+	case "plan":
+		return sdk.ItemPlan
+	case "collabAgentToolCall":
+		return sdk.ItemSubagent
+	case "userMessage":
+		return sdk.ItemUserMessage
+	}
+	// mcpToolCall, dynamicToolCall, webSearch, imageView, imageGeneration,
+	// sleep, contextCompaction, … and any type a newer codex adds.
+	return sdk.ItemToolCall
+}
+
+// itemStatus maps an item's status when it completes.
+func itemStatus(s *string) string {
+	if s == nil {
+		return sdk.ItemDone
+	}
+	switch *s {
+	case "failed":
+		return sdk.ItemFailed
+	case "declined":
+		return sdk.ItemDeclined
+	}
+	return sdk.ItemDone
+}
+
+// item normalizes item/started and item/completed.
+func (n *normalizer) item(completed bool, p itemNotification, it item) []sdk.RuntimeEvent {
+	if it.Type == "userMessage" && p.ThreadID == n.root {
+		// The user's own input (or a steer): the host has it already.
+		return nil
+	}
+	out := n.announce(p.ThreadID, "")
+	if it.Type == "collabAgentToolCall" {
+		out = append(out, n.learnChildren(it)...)
+	}
+	key := itemKey(p.ThreadID, it.ID)
+	open := n.items[key]
+	ev := sdk.RuntimeEvent{ThreadRef: p.ThreadID, TurnRef: p.TurnID, ItemRef: it.ID, ItemKind: itemKind(it.Type),
+		Title: n.itemTitle(it), Detail: n.itemDetail(it)}
+	if ev.Detail == nil && (ev.ItemKind == sdk.ItemToolCall || ev.ItemKind == sdk.ItemSubagent) {
+		ev.Detail = p.Item // tool calls and sub-agents keep codex's whole item
+	}
+	if open == nil {
+		open = &openItem{thread: p.ThreadID, turn: p.TurnID, id: it.ID, kind: ev.ItemKind, title: ev.Title}
+		n.items[key] = open
+		started := ev
+		started.Kind, started.Status = sdk.EventItemStarted, sdk.ItemInProgress
+		out = append(out, started)
+	} else if !completed {
+		return out // started again: nothing new
+	}
+	if !completed {
+		return out
+	}
+	if full, ok := itemText(it); ok {
+		// Text that arrived without deltas (or more than the deltas).
+		if streamed := open.streamed.String(); strings.HasPrefix(full, streamed) && len(full) > len(streamed) {
+			out = append(out, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: p.ThreadID, TurnRef: open.turn,
+				ItemRef: it.ID, ItemKind: open.kind, Text: full[len(streamed):]})
+		}
+	}
+	delete(n.items, key)
+	ev.Kind, ev.Status, ev.TurnRef = sdk.EventItemCompleted, itemStatus(it.Status), open.turn
+	return append(out, ev)
+}
+
+// learnChildren records the threads a collabAgentToolCall names as
+// children of its sender, and announces them.
+func (n *normalizer) learnChildren(it item) []sdk.RuntimeEvent {
+	if it.SenderThreadID == "" {
+		return nil
+	}
+	var out []sdk.RuntimeEvent
+	for _, child := range it.ReceiverThreadIDs {
+		if child == "" || n.known[child] {
+			continue
+		}
+		n.parents[child] = it.SenderThreadID
+		if it.Prompt != nil {
+			n.prompts[child] = *it.Prompt
+		}
+		out = append(out, n.announce(child, "")...)
+	}
+	return out
+}
+
+// itemText is the whole text of a streamed item, where codex gives it.
+func itemText(it item) (string, bool) {
+	switch it.Type {
+	case "agentMessage", "plan":
+		if it.Text != nil {
+			return *it.Text, true
+		}
+	case "reasoning":
+		if len(it.Summary) > 0 {
+			return strings.Join(it.Summary, summarySep), true
+		}
+		var content []string
+		if json.Unmarshal(it.Content, &content) == nil && len(content) > 0 {
+			return strings.Join(content, summarySep), true
+		}
+	}
+	return "", false
+}
+
+func (n *normalizer) itemTitle(it item) string {
+	switch it.Type {
+	case "commandExecution":
+		return deref(it.Command)
+	case "fileChange":
+		var changes []fileUpdate
+		_ = json.Unmarshal(it.Changes, &changes)
+		paths := make([]string, 0, len(changes))
+		for _, c := range changes {
+			paths = append(paths, n.relPath(c.Path))
+		}
+		return strings.Join(paths, ", ")
+	case "mcpToolCall":
+		if it.Server != nil && *it.Server != "" {
+			return *it.Server + "/" + deref(it.Tool)
+		}
+		return deref(it.Tool)
+	case "dynamicToolCall":
+		return deref(it.Tool)
+	case "collabAgentToolCall":
+		t := deref(it.Tool)
+		if p := deref(it.Prompt); p != "" {
+			t += ": " + firstLine(p)
+		}
+		return t
+	case "webSearch":
+		return strings.TrimSpace("web search " + deref(it.Query))
+	case "imageView":
+		return n.relPath(deref(it.Path))
+	case "userMessage":
+		var content []userInput
+		_ = json.Unmarshal(it.Content, &content)
+		var texts []string
+		for _, c := range content {
+			texts = append(texts, c.Text)
+		}
+		return firstLine(strings.Join(texts, " "))
+	case "agentMessage", "reasoning", "plan":
+		return ""
+	}
+	return it.Type
+}
+
+// itemDetail is what an item's node keeps besides its text.
+func (n *normalizer) itemDetail(it item) json.RawMessage {
+	var d map[string]any
+	switch it.Type {
+	case "agentMessage", "reasoning", "plan", "userMessage":
+		return nil
+	case "commandExecution":
+		d = map[string]any{}
+		if it.Cwd != nil {
+			d["cwd"] = *it.Cwd
+		}
+		if it.ExitCode != nil {
+			d["exitCode"] = *it.ExitCode
+		}
+		if it.AggregatedOutput != nil {
+			d["aggregatedOutput"] = *it.AggregatedOutput
+		}
+		if it.DurationMs != nil {
+			d["durationMs"] = *it.DurationMs
+		}
+		if it.Status != nil {
+			d["status"] = *it.Status
+		}
+	case "fileChange":
+		d = map[string]any{"changes": it.Changes}
+		if len(it.Changes) == 0 {
+			return nil
+		}
+	default:
+		return nil // the caller keeps the raw item
+	}
+	if len(d) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(d)
+	return b
+}
+
+// relPath shows a path inside the session's cwd relative to it.
+func (n *normalizer) relPath(p string) string {
+	if n.cwd == "" || !filepath.IsAbs(p) {
+		return p
+	}
+	if rel, err := filepath.Rel(n.cwd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return rel
+	}
+	return p
+}
+
+// deltaKind is the item kind a delta method streams into.
+func deltaKind(method string) sdk.ItemKind {
+	switch method {
+	case "item/agentMessage/delta":
+		return sdk.ItemAssistantMessage
+	case "item/commandExecution/outputDelta":
+		return sdk.ItemCommandExecution
+	case "item/fileChange/outputDelta":
+		return sdk.ItemFileChange
+	case "item/plan/delta":
+		return sdk.ItemPlan
+	}
+	return sdk.ItemReasoning
+}
+
+// delta streams a chunk into its item, starting the item if codex did not.
+func (n *normalizer) delta(method string, p deltaNotification) []sdk.RuntimeEvent {
+	if p.ItemID == "" {
+		return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: method + " has no itemId"}}
+	}
+	out := n.announce(p.ThreadID, "")
+	key := itemKey(p.ThreadID, p.ItemID)
+	it := n.items[key]
+	if it == nil {
+		it = &openItem{thread: p.ThreadID, turn: p.TurnID, id: p.ItemID, kind: deltaKind(method)}
+		n.items[key] = it
+		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: p.ThreadID, TurnRef: p.TurnID,
+			ItemRef: p.ItemID, ItemKind: it.kind, Status: sdk.ItemInProgress})
+	}
+	if p.Delta == "" {
+		return out
+	}
+	it.streamed.WriteString(p.Delta)
+	return append(out, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: p.ThreadID, TurnRef: it.turn,
+		ItemRef: p.ItemID, ItemKind: it.kind, Text: p.Delta})
+}
+
+// turnStatus maps a codex turn status to a terminal status.
+func turnStatus(t turn) (string, *sdk.Failure) {
+	switch t.Status {
+	case "completed":
+		return sdk.TurnCompleted, nil
+	case "interrupted":
+		return sdk.TurnInterrupted, nil
+	case "failed":
+		if f := t.Error.failure("turn_failed"); f != nil {
+			return sdk.TurnFailed, f
+		}
+		return sdk.TurnFailed, &sdk.Failure{Code: "turn_failed", Message: "the turn failed"}
+	}
+	return sdk.TurnFailed, &sdk.Failure{Code: "unknown_turn_status", Message: fmt.Sprintf("turn ended with unknown status %q", t.Status)}
+}
+
+// turnCompleted closes what the turn left open and ends it. A codex thread
+// takes another turn after any terminal status.
+func (n *normalizer) turnCompleted(p turnNotification) []sdk.RuntimeEvent {
+	out := n.announce(p.ThreadID, p.Turn.RootTurnID)
+	n.turnThread[p.Turn.ID] = p.ThreadID
+	n.ended[p.Turn.ID] = true
+	for _, key := range slices.Sorted(maps.Keys(n.items)) {
+		it := n.items[key]
+		if it.thread != p.ThreadID || (it.turn != p.Turn.ID && it.turn != "") {
+			continue
+		}
+		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: it.thread, TurnRef: p.Turn.ID,
+			ItemRef: it.id, ItemKind: it.kind, Status: sdk.ItemFailed, Text: "the item was still open when the turn ended"})
+		delete(n.items, key)
+	}
+	if n.active[p.ThreadID] == p.Turn.ID {
+		delete(n.active, p.ThreadID)
+	}
+	status, failure := turnStatus(p.Turn)
+	return append(out, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadRef: p.ThreadID, TurnRef: p.Turn.ID,
+		Status: status, Failure: failure, ThreadUsable: true, Title: p.Turn.Status})
+}
+
+// exited ends every turn still in progress when the codex process is gone:
+// failed, on a thread that cannot go on in this process. Sub-agents' turns
+// end before the root's.
+func (n *normalizer) exited(message string) []sdk.RuntimeEvent {
+	var out []sdk.RuntimeEvent
+	threads := slices.Sorted(maps.Keys(n.active))
+	slices.SortStableFunc(threads, func(a, b string) int {
+		switch {
+		case a == n.root && b != n.root:
+			return 1
+		case b == n.root && a != n.root:
+			return -1
+		}
+		return 0
+	})
+	for _, th := range threads {
+		evs := n.turnCompleted(turnNotification{ThreadID: th, Turn: turn{ID: n.active[th], Status: "failed",
+			Error: &turnError{Message: message, CodexErrorInfo: json.RawMessage(`"provider_exited"`)}}})
+		evs[len(evs)-1].ThreadUsable = false
+		out = append(out, evs...)
+	}
+	return out
+}
+
+// rateLimits reports each window codex knows of; a snapshot without any
+// (every field null, as with a custom model provider) says nothing.
+func rateLimits(p rateLimitsNotification, raw json.RawMessage) []sdk.RuntimeEvent {
+	var out []sdk.RuntimeEvent
+	scope := deref(p.RateLimits.LimitID)
+	for _, w := range []struct {
+		name string
+		w    *rateLimitWindow
+	}{{"primary", p.RateLimits.Primary}, {"secondary", p.RateLimits.Secondary}} {
+		if w.w == nil {
+			continue
+		}
+		rl := &sdk.RateLimit{UsedPercent: w.w.UsedPercent, Scope: strings.TrimPrefix(scope+"/"+w.name, "/")}
+		if w.w.ResetsAt != nil {
+			rl.ResetsAt = time.Unix(*w.w.ResetsAt, 0).UTC()
+		}
+		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventRateLimit, RateLimit: rl, Detail: raw})
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// firstLine is the first line of s, at most 120 characters.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > 120 {
+		return string(r[:119]) + "…"
+	}
+	return s
+}
