@@ -214,6 +214,19 @@ func (s *Session) StartTurn(t testing.TB, text string) sdk.StartTurnResponse {
 	return r
 }
 
+// Interrupt asks the plugin to stop a turn (empty: the current one).
+func (s *Session) Interrupt(t testing.TB, turnRef string) {
+	t.Helper()
+	if err := s.plugin.InterruptTurn(context.Background(), sdk.InterruptTurnRequest{SessionID: s.ID, TurnRef: turnRef}); err != nil {
+		t.Fatalf("interrupt turn: %v", err)
+	}
+}
+
+// Steer adds input to a running turn; the error is the plugin's.
+func (s *Session) Steer(turnRef, text string) error {
+	return s.plugin.SteerTurn(context.Background(), sdk.SteerTurnRequest{SessionID: s.ID, TurnRef: turnRef, Input: sdk.TurnInput{Text: text}})
+}
+
 // Timeout bounds each wait for events; a replay needs no real time, so
 // hitting it means the plugin or the peer is stuck.
 var Timeout = 30 * time.Second

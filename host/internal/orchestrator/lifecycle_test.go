@@ -1,0 +1,360 @@
+package orchestrator_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/scenario"
+)
+
+// createThreadWith creates a thread with an approval policy.
+func (e *env) createThreadWith(provider, transcript, policy string) string {
+	e.t.Helper()
+	rc := e.dispatch(domain.Command{ID: "create-" + e.t.Name(), Payload: domain.CreateThread{
+		Provider: provider, Cwd: e.ws, ProviderCommand: e.peer(transcript), ApprovalPolicy: policy}})
+	return rc.ThreadID
+}
+
+// play runs a scenario's client side (testdata/PROVIDER/NAME.steps.json)
+// and returns the thread once every run has ended.
+func (e *env) play(threadID, steps string) domain.Thread {
+	e.t.Helper()
+	sc, err := scenario.Load(filepath.Join(root, "testdata", steps))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := scenario.Run(ctx, e.host, threadID, sc, scenario.Options{}); err != nil {
+		th, _ := e.host.Thread(threadID)
+		e.t.Fatalf("scenario %s: %v\nthread: %+v", steps, err, th)
+	}
+	return mustThread(e.t, e, threadID)
+}
+
+// types lists the thread's stored event types after a sequence.
+func (e *env) types(threadID string, after uint64) []string {
+	e.t.Helper()
+	recs, err := e.host.ThreadEvents(threadID, after)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, r := range recs {
+		out = append(out, r.Type)
+	}
+	return out
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// rawFrames is a session's raw-frame log (read after the host closed it).
+func (e *env) rawFrames(sessionID string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.data, "rawframes", sessionID+".ndjson"))
+	if err != nil {
+		e.t.Fatalf("raw-frame log: %v", err)
+	}
+	return string(b)
+}
+
+// redispatch sends every stored client command of the thread again with
+// its id: each must return its original receipt and append nothing.
+func (e *env) redispatchAll(cmds []domain.Command, receipts []domain.Receipt) {
+	e.t.Helper()
+	head := e.host.LastSequence()
+	for i, c := range cmds {
+		rc := e.dispatch(c)
+		if rc != receipts[i] {
+			e.t.Errorf("duplicate %s: receipt %+v, want the original %+v", c.Payload.CommandType(), rc, receipts[i])
+		}
+	}
+	if e.host.LastSequence() != head {
+		e.t.Errorf("duplicates appended events: head %d -> %d", head, e.host.LastSequence())
+	}
+}
+
+// Invariant 3 (ACP): run.interrupt sends session/cancel and records only
+// the request; the run ends interrupted when the prompt's stopReason says
+// so. A duplicate interrupt sends nothing again.
+func TestACPInterrupt(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.createThread("acp", "acp/turn_interrupt.ndjson")
+	send := domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Write a very long essay about rivers."}}
+	sent := e.dispatch(send)
+	if err := scenario.Wait(t.Context(), e.host, threadID, scenario.WaitRunning); err != nil {
+		t.Fatal(err)
+	}
+	th := mustThread(t, e, threadID)
+	interrupt := domain.Command{ID: "stop", ThreadID: threadID, Payload: domain.InterruptRun{RunID: th.Runs[0].ID}}
+	stopped := e.dispatch(interrupt)
+	if r := mustThread(t, e, threadID).Runs[0]; !r.InterruptRequested || domain.Terminal(r.Status) {
+		// The run may only end on the provider's word; it cannot have
+		// ended before the plugin even sent the cancel... unless the
+		// provider was faster than this check, which the transcript
+		// rules out (it waits for session/cancel).
+		t.Fatalf("after run.interrupt the run is %s (requested %v)", r.Status, r.InterruptRequested)
+	}
+	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
+	if r := th.Runs[0]; r.Status != domain.RunStatusInterrupted || r.StopReason != "cancelled" {
+		t.Fatalf("run = %s (%s), want interrupted (cancelled)", r.Status, r.StopReason)
+	}
+	types := e.types(threadID, 0)
+	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
+		t.Fatalf("events: %v", types)
+	}
+	e.redispatchAll([]domain.Command{send, interrupt}, []domain.Receipt{sent, stopped})
+	ses := th.ProviderSessions[0].ID
+	e.restart()
+	if n := strings.Count(e.rawFrames(ses), `"method":"session/cancel"`); n != 1 {
+		t.Errorf("session/cancel sent %d times, want 1", n)
+	}
+}
+
+// Invariant 4 (ACP, no native steering): a message sent into the active
+// run interrupts its attempt and a replacement attempt carries it; still
+// one run.
+func TestACPSteeringRestartFallback(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.createThread("acp", "acp/steering_restart_fallback.ndjson")
+	th := e.play(threadID, "acp/steering_restart_fallback.steps.json")
+	if len(th.Runs) != 1 {
+		t.Fatalf("runs = %d, want 1", len(th.Runs))
+	}
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 2 {
+		t.Fatalf("run = %s with %d attempts, want completed with 2", r.Status, len(r.Attempts))
+	}
+	first, second := r.Attempts[0], r.Attempts[1]
+	if first.Reason != domain.AttemptInitial || first.Status != domain.RunStatusInterrupted ||
+		second.Reason != domain.AttemptSteeringRestart || r.FinalAttempt != second.ID {
+		t.Fatalf("attempts = %+v", r.Attempts)
+	}
+	var users int
+	for _, m := range th.Messages {
+		if m.Role == domain.RoleUser {
+			users++
+			if m.RunID != r.ID {
+				t.Errorf("user message %q belongs to %s, not the run", m.Text, m.RunID)
+			}
+		}
+	}
+	if users != 2 || assistantText(th, r.ID) != "Hi! Keeping it short." {
+		t.Fatalf("%d user messages, assistant text %q", users, assistantText(th, r.ID))
+	}
+	// The replacement's turn is bound to the new attempt's root node.
+	var roots int
+	for _, n := range r.Nodes {
+		if n.Kind == domain.NodeRootTurn {
+			roots++
+		}
+	}
+	if roots != 2 || len(th.ProviderTurns) != 2 || th.ProviderTurns[1].AttemptID != second.ID {
+		t.Fatalf("root nodes %d, provider turns %+v", roots, th.ProviderTurns)
+	}
+}
+
+// Runtime requests answered by a client (ACP allow): the request is
+// pending and visible until runtime-request.respond, whose answer goes to
+// the agent through the plugin; a duplicate answer sends nothing again.
+func TestACPApprovalAnsweredByClient(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.createThreadWith("acp", "acp/approval_accept.ndjson", domain.ApproveAsk)
+	send := domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Write allowed.txt"}}
+	sent := e.dispatch(send)
+	if err := scenario.Wait(t.Context(), e.host, threadID, scenario.WaitRequest); err != nil {
+		t.Fatal(err)
+	}
+	th := mustThread(t, e, threadID)
+	q := th.Requests[0]
+	if q.Status != domain.RequestStatusPending || q.Delivery != domain.DeliveryLive || q.Kind != domain.RequestPermission ||
+		th.Runs[0].Status != domain.RunStatusWaiting {
+		t.Fatalf("request %+v, run %s; want pending, live, run waiting", q, th.Runs[0].Status)
+	}
+	// Not a decision the request knows.
+	if _, err := e.host.Dispatch(t.Context(), domain.Command{ID: "bad", ThreadID: threadID,
+		Payload: domain.RespondToRequest{RequestID: q.ID, Decision: "perhaps"}}); !errors.Is(err, domain.ErrInvalid) {
+		t.Fatalf("bad decision: %v", err)
+	}
+	respond := domain.Command{ID: "allow", ThreadID: threadID, Payload: domain.RespondToRequest{RequestID: q.ID, Decision: "accept"}}
+	answered := e.dispatch(respond)
+	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
+	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
+		t.Fatalf("run %s", r.Status)
+	}
+	if q := th.Requests[0]; q.Status != domain.RequestStatusResolved || q.Decision != "accept" || q.AnsweredBy != "client" {
+		t.Fatalf("request after answer: %+v", q)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.ws, "allowed.txt")); err != nil || string(b) != "written with permission\n" {
+		t.Fatalf("allowed.txt = %q, %v", b, err)
+	}
+	e.redispatchAll([]domain.Command{send, respond}, []domain.Receipt{sent, answered})
+	if _, err := e.host.Dispatch(t.Context(), domain.Command{ID: "again", ThreadID: threadID,
+		Payload: domain.RespondToRequest{RequestID: q.ID, Decision: "decline"}}); !errors.Is(err, domain.ErrConflict) {
+		t.Fatalf("a second answer: %v", err)
+	}
+	ses := th.ProviderSessions[0].ID
+	e.restart()
+	if n := strings.Count(e.rawFrames(ses), `"outcome":"selected"`); n != 1 {
+		t.Errorf("the agent got %d permission answers, want 1", n)
+	}
+}
+
+// Invariant 11: a request whose provider process is gone cannot be
+// answered; the answer is refused at once and the request says so.
+func TestAnswerAfterTheProviderIsGone(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.createThreadWith("acp", "acp/approval_accept.ndjson", domain.ApproveAsk)
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Write allowed.txt"}})
+	if err := scenario.Wait(t.Context(), e.host, threadID, scenario.WaitRequest); err != nil {
+		t.Fatal(err)
+	}
+	th := mustThread(t, e, threadID)
+	q := th.Requests[0]
+	// The plugin dies, and its provider with it: the request can no
+	// longer be answered, and says so.
+	if err := syscall.Kill(th.ProviderSessions[0].PluginPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
+	if got := th.Requests[0]; got.Delivery != domain.DeliveryNotResumable || got.Status != domain.RequestStatusExpired {
+		t.Fatalf("request: %+v", got)
+	}
+	if r := th.Runs[0]; r.Status != domain.RunStatusFailed {
+		t.Fatalf("run: %s", r.Status)
+	}
+	// Answering it is a clear error at once, not a hang.
+	_, err := e.host.Dispatch(t.Context(), domain.Command{ID: "late", ThreadID: threadID,
+		Payload: domain.RespondToRequest{RequestID: q.ID, Decision: "accept"}})
+	if !errors.Is(err, domain.ErrNotResumable) || !strings.Contains(err.Error(), "not_resumable") {
+		t.Fatalf("answering a request whose provider is gone: %v", err)
+	}
+}
+
+// Effects are in the outbox with the events that caused them: a start
+// that the host never finished is cancelled by the next host, with a
+// reason, and never performed against a new process.
+func TestUnfinishedEffectIsCancelledOnRestart(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.createThread("acp", "acp/unresponsive.ndjson")
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "hello?"}})
+	e.waitFor(threadID, "the run to start", func(th domain.Thread) bool { return len(th.Runs) == 1 && th.Runs[0].Status == domain.RunStatusStarting })
+	e.restart()
+	th := mustThread(t, e, threadID)
+	if r := th.Runs[0]; r.Status != domain.RunStatusFailed || r.Failure == nil || r.Failure.Code != "host_restarted" {
+		t.Fatalf("run after restart: %+v", r)
+	}
+	types := e.types(threadID, 0)
+	if indexOf(types, "effect.cancelled") < 0 {
+		t.Fatalf("no effect.cancelled event: %v", types)
+	}
+	recs, _ := e.host.ThreadEvents(threadID, 0)
+	for _, r := range recs {
+		if r.Type == "effect.cancelled" && !strings.Contains(string(r.Data), `"type":"start_turn"`) {
+			t.Errorf("cancelled effect: %s", r.Data)
+		}
+	}
+	// Settled once: another restart cancels nothing more.
+	head := e.host.LastSequence()
+	e.restart()
+	if e.host.LastSequence() != head {
+		t.Errorf("a second restart appended %v", e.types(threadID, head))
+	}
+}
+
+// Invariant 8: a snapshot at N plus a subscription after N yields every
+// later event exactly once, in order, including across a host restart on
+// the same data dir.
+func TestSnapshotAndStreamAcrossRestart(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.createThread("acp", "acp/multi_turn.ndjson")
+	msgs := messages(t, "acp/multi_turn.messages")
+	e.dispatch(domain.Command{ID: "send-0", ThreadID: threadID, Payload: domain.DispatchMessage{Text: msgs[0], Mode: domain.ModeQueueAfterActive}})
+	e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
+	snap, at, err := e.host.Snapshot(threadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Sequence > at {
+		t.Fatalf("snapshot of sequence %d taken at %d", snap.Sequence, at)
+	}
+	// A subscriber reads from N while the rest of the runs happen, until
+	// the host closes under it.
+	got := make(chan []eventlog.Record, 1)
+	go func() {
+		var out []eventlog.Record
+		for r, err := range e.host.Events(context.Background(), at) {
+			if err != nil {
+				break
+			}
+			out = append(out, r)
+		}
+		got <- out
+	}()
+	for i, m := range msgs[1:] {
+		e.dispatch(domain.Command{ID: "send-" + string(rune('a'+i)), ThreadID: threadID,
+			Payload: domain.DispatchMessage{Text: m, Mode: domain.ModeQueueAfterActive}})
+	}
+	e.waitFor(threadID, "every run to end", allRunsEnded(len(msgs)))
+	e.restart()
+	seen := <-got
+	last := at
+	if len(seen) > 0 {
+		last = seen[len(seen)-1].Sequence
+	}
+	// The subscriber resumes on the new host after the last it saw.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if head := e.host.LastSequence(); last < head {
+		for r, err := range e.host.Events(ctx, last) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen = append(seen, r)
+			if r.Sequence >= head {
+				break
+			}
+		}
+	}
+	all, err := e.host.ThreadEvents(threadID, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []eventlog.Record
+	for i, r := range seen {
+		if i > 0 && r.Sequence != seen[i-1].Sequence+1 {
+			t.Fatalf("gap or duplicate in the stream: %d after %d", r.Sequence, seen[i-1].Sequence)
+		}
+		if r.ThreadID == threadID {
+			mine = append(mine, r)
+		}
+	}
+	if len(seen) == 0 || seen[0].Sequence != at+1 || len(mine) != len(all) {
+		t.Fatalf("stream from %d: %d events (%d of the thread), log has %d", at, len(seen), len(mine), len(all))
+	}
+	for i := range all {
+		if mine[i].Sequence != all[i].Sequence || mine[i].Type != all[i].Type {
+			t.Fatalf("event %d: streamed %d %s, stored %d %s", i, mine[i].Sequence, mine[i].Type, all[i].Sequence, all[i].Type)
+		}
+	}
+	// The snapshot plus the events after it is the projection now.
+	th := mustThread(t, e, threadID)
+	if len(th.Runs) != len(msgs) || len(snap.Runs) != 1 {
+		t.Fatalf("runs: snapshot %d, now %d", len(snap.Runs), len(th.Runs))
+	}
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/plugintest"
+)
+
+// turnStarted waits for the turn to have started at the provider.
+func turnStarted(t *testing.T, s *plugintest.Session) sdk.RuntimeEvent {
+	t.Helper()
+	evs := s.Until(t, "turn started", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	return evs[len(evs)-1]
+}
+
+// An interrupt is session/cancel; the agent ends the prompt with
+// stopReason cancelled, which is the turn's only terminal event.
+func TestInterrupt(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	s := p.Open(t, filepath.Join(testdata, "turn_interrupt.ndjson"), t.TempDir())
+	s.StartTurn(t, "Write a very long essay about rivers.")
+	started := turnStarted(t, s)
+	s.Interrupt(t, started.TurnRef)
+	evs := s.WaitTurn(t)
+	term := evs[len(evs)-1]
+	if term.Status != sdk.TurnInterrupted || !term.ThreadUsable || term.TurnRef != started.TurnRef {
+		t.Fatalf("terminal = %+v; want interrupted, usable, turn %s", term, started.TurnRef)
+	}
+	s.Close(t)
+}
+
+// Steering by restart, at the adapter level: the first turn is cancelled,
+// and a new prompt carries the steering message.
+func TestRestartAfterCancel(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	s := p.Open(t, filepath.Join(testdata, "steering_restart_fallback.ndjson"), t.TempDir())
+	s.StartTurn(t, "Tell me a long story about a lighthouse.")
+	turnStarted(t, s)
+	if err := s.Steer("", "x"); err == nil {
+		t.Fatal("ACP has no native steering, but SteerTurn succeeded")
+	}
+	s.Interrupt(t, "")
+	if evs := s.WaitTurn(t); evs[len(evs)-1].Status != sdk.TurnInterrupted {
+		t.Fatalf("first turn: %+v", evs[len(evs)-1])
+	}
+	s.StartTurn(t, "Actually, just say hi.")
+	evs := s.WaitTurn(t)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || assistant(evs) != "Hi! Keeping it short." {
+		t.Fatalf("second turn: %s %q", term.Status, assistant(evs))
+	}
+	s.Close(t)
+}
+
+// A permission request allowed by the client: the agent writes the file
+// through fs/write_text_file inside the cwd.
+func TestApprovalAllowed(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	ws := t.TempDir()
+	s := p.Open(t, filepath.Join(testdata, "approval_accept.ndjson"), ws)
+	s.Answer = sdk.DecisionAccept
+	s.StartTurn(t, "Write allowed.txt")
+	evs := s.WaitTurn(t)
+	var opened, resolved int
+	for _, ev := range evs {
+		switch ev.Kind {
+		case sdk.EventRequestOpened:
+			opened++
+			if ev.RequestKind != "permission" || len(ev.Options) == 0 {
+				t.Errorf("request: %+v", ev)
+			}
+		case sdk.EventRequestResolved:
+			resolved++
+			if ev.Status != string(sdk.DecisionAccept) {
+				t.Errorf("resolved as %q", ev.Status)
+			}
+		}
+	}
+	if opened != 1 || resolved != 1 || evs[len(evs)-1].Status != sdk.TurnCompleted {
+		t.Fatalf("opened %d resolved %d, turn %s", opened, resolved, evs[len(evs)-1].Status)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "allowed.txt")); err != nil || string(b) != "written with permission\n" {
+		t.Fatalf("allowed.txt = %q, %v", b, err)
+	}
+	s.Close(t)
+}
