@@ -559,7 +559,7 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		case e.Delivery == domain.DeliveryNotResumable:
 			p.line("  ? request %s: %s (the provider is gone)", e.RequestID, e.Status)
 		case e.Decision != "":
-			p.line("  ? request answered: %s", e.Decision)
+			p.line("  ? request %s resolved: %s", e.RequestID, e.Decision)
 		default:
 			p.line("  ? request %s", e.Status)
 		}
@@ -569,13 +569,20 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		p.line("  (provider session %s ended: %s)", e.SessionID, e.Reason)
 	case domain.RunEnded:
 		n := p.ordinals[e.RunID]
+		mark := "✔"
+		switch e.Status {
+		case domain.RunStatusFailed:
+			mark = "✖"
+		case domain.RunStatusInterrupted, domain.RunStatusCancelled:
+			mark = "⏹"
+		}
 		switch {
 		case e.Failure != nil:
-			p.line("✖ run %d %s: %s", n, e.Status, e.Failure.Message)
+			p.line("%s run %d %s: %s", mark, n, e.Status, e.Failure.Message)
 		case e.StopReason != "":
-			p.line("✔ run %d %s (%s)", n, e.Status, e.StopReason)
+			p.line("%s run %d %s (%s)", mark, n, e.Status, e.StopReason)
 		default:
-			p.line("✔ run %d %s", n, e.Status)
+			p.line("%s run %d %s", mark, n, e.Status)
 		}
 	case domain.DiagnosticRecorded:
 		p.line("  ! %s %s", e.Title, oneLine(e.Text, 100))

@@ -51,6 +51,7 @@ func setup(m *testing.M) (int, error) {
 	defer os.RemoveAll(dir)
 	for _, b := range []struct{ src, out string }{
 		{"plugins/acp", "baton-plugin-acp"},
+		{"plugins/codex", "baton-plugin-codex"},
 		{"replaypeer", "replaypeer"},
 	} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), ".")

@@ -1,0 +1,249 @@
+package orchestrator_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/baton-run/baton/host/internal/domain"
+)
+
+// codexThread creates a codex thread on a transcript, with the command's
+// receipt, so that a test can send the same command again.
+func (e *env) codexThread(scenario, policy string) (string, domain.Command, domain.Receipt) {
+	e.t.Helper()
+	cmd := domain.Command{ID: "create-" + e.t.Name(), Payload: domain.CreateThread{
+		Provider: "codex", Cwd: e.ws, ProviderCommand: e.peer("codex/" + scenario + ".ndjson"), ApprovalPolicy: policy}}
+	rc := e.dispatch(cmd)
+	return rc.ThreadID, cmd, rc
+}
+
+// countFrames counts a method in the raw frames of every session of the
+// thread (read once the host has closed them).
+func (e *env) countFrames(th domain.Thread, method string) int {
+	e.t.Helper()
+	n := 0
+	for _, s := range th.ProviderSessions {
+		n += strings.Count(e.rawFrames(s.ID), `"method":"`+method+`"`)
+	}
+	return n
+}
+
+// Invariant 4 with native steering: the message attaches to the active run
+// through turn/steer; no new run and no new attempt. Every client command
+// sent again returns its receipt and reaches the provider once.
+func TestCodexMessageSteering(t *testing.T) {
+	e := newEnv(t)
+	threadID, create, created := e.codexThread("message_steering", "")
+	send := domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Write a long story"}}
+	sent := e.dispatch(send)
+	e.waitFor(threadID, "the turn to start", func(th domain.Thread) bool { return th.Runs[0].Status == domain.RunStatusRunning })
+	steer := domain.Command{ID: "steer", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Make it short"}} // auto: steer
+	steered := e.dispatch(steer)
+	th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
+	if len(th.Runs) != 1 {
+		t.Fatalf("runs = %d, want 1", len(th.Runs))
+	}
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 1 {
+		t.Fatalf("run %s with %d attempts; want completed with 1", r.Status, len(r.Attempts))
+	}
+	var users []string
+	for _, m := range th.Messages {
+		if m.Role == domain.RoleUser {
+			users = append(users, m.Text)
+			if m.RunID != r.ID {
+				t.Errorf("message %q is not run 1's", m.Text)
+			}
+		}
+	}
+	if len(users) != 2 || assistantText(th, r.ID) != "A short story: the end." {
+		t.Fatalf("user messages %q, assistant %q", users, assistantText(th, r.ID))
+	}
+	if indexOf(e.types(threadID, 0), "run.steered") < 0 {
+		t.Fatal("no run.steered event")
+	}
+	e.redispatchAll([]domain.Command{create, send, steer}, []domain.Receipt{created, sent, steered})
+	e.restart()
+	if n := e.countFrames(th, "turn/steer"); n != 1 {
+		t.Errorf("turn/steer sent %d times, want 1", n)
+	}
+	if n := e.countFrames(th, "turn/start"); n != 1 {
+		t.Errorf("turn/start sent %d times, want 1", n)
+	}
+}
+
+// Invariant 3 (Codex): turn/interrupt is acknowledged; the run ends
+// interrupted on turn/completed.
+func TestCodexTurnInterrupt(t *testing.T) {
+	e := newEnv(t)
+	threadID, _, _ := e.codexThread("turn_interrupt", "")
+	th := e.play(threadID, "codex/turn_interrupt.steps.json")
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusInterrupted || !r.InterruptRequested {
+		t.Fatalf("run %s (requested %v), want interrupted", r.Status, r.InterruptRequested)
+	}
+	types := e.types(threadID, 0)
+	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
+		t.Fatalf("events: %v", types)
+	}
+	// Interrupting an ended run is a conflict, and sends nothing.
+	if _, err := e.host.Dispatch(t.Context(), domain.Command{ID: "late", ThreadID: threadID,
+		Payload: domain.InterruptRun{RunID: r.ID}}); err == nil {
+		t.Fatal("interrupting an ended run succeeded")
+	}
+	e.restart()
+	if n := e.countFrames(th, "turn/interrupt"); n != 1 {
+		t.Errorf("turn/interrupt sent %d times, want 1", n)
+	}
+}
+
+// Invariants 2 and 5: a subagent's turn is a node nested under the run's
+// root; its end does not end the run; the run count does not move.
+func TestCodexSubagent(t *testing.T) {
+	e := newEnv(t)
+	threadID, _, _ := e.codexThread("subagent", "")
+	th := e.play(threadID, "codex/subagent.steps.json")
+	if len(th.Runs) != 1 {
+		t.Fatalf("runs = %d, want 1", len(th.Runs))
+	}
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusCompleted || r.Ordinal != 1 {
+		t.Fatalf("run %d %s", r.Ordinal, r.Status)
+	}
+	root := r.Attempts[0].RootNode
+	var sub *domain.Node
+	for i, n := range r.Nodes {
+		if n.Kind == domain.NodeSubagent && n.ProviderRef != "" && strings.Contains(n.ProviderRef, "-") {
+			for _, pt := range th.ProviderTurns {
+				if pt.NodeID == n.ID {
+					sub = &r.Nodes[i]
+				}
+			}
+		}
+	}
+	if sub == nil || sub.ParentID != root || sub.Status != domain.StatusCompleted {
+		t.Fatalf("no completed subagent turn node under the root: %+v", r.Nodes)
+	}
+	// The child's items hang under its node; its text is not the run's.
+	var childMsgs int
+	for _, n := range r.Nodes {
+		if n.ParentID == sub.ID && n.Kind == domain.ItemAssistantMessage {
+			childMsgs++
+		}
+	}
+	if childMsgs == 0 {
+		t.Errorf("no assistant message under the subagent node")
+	}
+	var children int
+	for _, pt := range th.ProviderThreads {
+		if pt.ParentID != "" {
+			children++
+		}
+	}
+	if children != 1 || len(th.ProviderThreads) != 2 {
+		t.Fatalf("provider threads: %+v", th.ProviderThreads)
+	}
+	// The run ended after, and only after, its root turn's terminal.
+	types := e.types(threadID, 0)
+	if n := strings.Count(strings.Join(types, " "), "run.ended"); n != 1 {
+		t.Fatalf("run.ended %d times", n)
+	}
+}
+
+// Approvals answered by a client: accept runs the command and the patch,
+// decline leaves the file alone and the turn still completes.
+func TestCodexApprovals(t *testing.T) {
+	for _, tc := range []struct {
+		scenario, decision, itemStatus string
+		requests                       int
+	}{
+		{"approval_accept", "accept", domain.StatusCompleted, 2},
+		{"approval_decline", "decline", "declined", 1},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			e := newEnv(t)
+			threadID, _, _ := e.codexThread(tc.scenario, domain.ApproveAsk)
+			th := e.play(threadID, "codex/"+tc.scenario+".steps.json")
+			if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
+				t.Fatalf("run %s (%+v)", r.Status, r.Failure)
+			}
+			if len(th.Requests) != tc.requests {
+				t.Fatalf("requests = %d, want %d", len(th.Requests), tc.requests)
+			}
+			for _, q := range th.Requests {
+				if q.Status != domain.RequestStatusResolved || q.Decision != tc.decision || q.AnsweredBy != "client" {
+					t.Errorf("request %+v", q)
+				}
+				if q.Kind != domain.RequestCommandApproval && q.Kind != domain.RequestFileChangeApproval {
+					t.Errorf("request kind %q", q.Kind)
+				}
+			}
+			var cmds int
+			for _, it := range th.TurnItems {
+				if it.Kind == "command_execution" {
+					cmds++
+					if it.Status != tc.itemStatus {
+						t.Errorf("command item %q is %s, want %s", it.Title, it.Status, tc.itemStatus)
+					}
+				}
+			}
+			if cmds != 1 {
+				t.Errorf("command items = %d, want 1", cmds)
+			}
+		})
+	}
+}
+
+// A message sent while a run is active, with queue_after_active, is a run
+// of its own that starts when the first ends.
+func TestCodexQueuedRun(t *testing.T) {
+	e := newEnv(t)
+	threadID, _, _ := e.codexThread("multi_turn", "")
+	th := e.play(threadID, "codex/multi_turn.steps.json")
+	if len(th.Runs) != 2 {
+		t.Fatalf("runs = %d, want 2", len(th.Runs))
+	}
+	for i, want := range []string{"First reply, after a while.", "Second reply."} {
+		r := th.Runs[i]
+		if r.Ordinal != i+1 || r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != want {
+			t.Fatalf("run %d: ordinal %d %s %q", i+1, r.Ordinal, r.Status, assistantText(th, r.ID))
+		}
+	}
+	if !th.Runs[1].StartedAt.After(*th.Runs[0].EndedAt) && !th.Runs[1].StartedAt.Equal(*th.Runs[0].EndedAt) {
+		t.Fatalf("run 2 started at %v, before run 1 ended at %v", th.Runs[1].StartedAt, th.Runs[0].EndedAt)
+	}
+	recs, _ := e.host.ThreadEvents(threadID, 0)
+	var ended1, started2 uint64
+	for _, r := range recs {
+		if r.Type == "run.ended" && ended1 == 0 {
+			ended1 = r.Sequence
+		}
+		if r.Type == "run.started" && strings.Contains(string(r.Data), th.Runs[1].ID) {
+			started2 = r.Sequence
+		}
+	}
+	if started2 < ended1 {
+		t.Fatalf("run 2 started (seq %d) before run 1 ended (seq %d)", started2, ended1)
+	}
+}
+
+// A request of a kind the host does not know is kept as a generic
+// request, never answered by policy; a question gets the client's answer.
+func TestCodexUnknownRequest(t *testing.T) {
+	e := newEnv(t)
+	threadID, _, _ := e.codexThread("unknown_request", domain.ApproveAsk)
+	th := e.play(threadID, "codex/unknown_request.steps.json")
+	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
+		t.Fatalf("run %s", r.Status)
+	}
+	kinds := map[string]domain.RuntimeRequest{}
+	for _, q := range th.Requests {
+		kinds[q.Kind] = q
+	}
+	if q, ok := kinds[domain.RequestGeneric]; !ok || q.Title == "" || q.Decision != "decline" {
+		t.Errorf("generic request: %+v", q)
+	}
+	if q, ok := kinds[domain.RequestUserInput]; !ok || q.Answers["answer"] != "Blue" {
+		t.Errorf("question: %+v", q)
+	}
+}
