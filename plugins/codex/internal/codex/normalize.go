@@ -84,6 +84,7 @@ var ignored = map[string]bool{
 	"app/list/updated": true, "thread/settings/updated": true, "hook/started": true, "hook/completed": true,
 	"item/commandExecution/terminalInteraction": true, "item/autoApprovalReview/started": true,
 	"item/autoApprovalReview/completed": true, "thread/compacted": true, "model/rerouted": true,
+	"thread/goal/updated": true, "thread/goal/cleared": true,
 }
 
 // notification normalizes one server notification.
