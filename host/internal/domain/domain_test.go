@@ -504,22 +504,45 @@ func TestRunOrdinalsProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		w := newWorld(t)
 		w.open("s1")
+		w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "child", ParentThreadRef: "pt"})
 		turns := 0
-		steps := rapid.IntRange(1, 40).Draw(rt, "steps")
+		newTurn := func() string { turns++; return fmt.Sprintf("u%d", turns) }
+		status := func() string {
+			return rapid.SampledFrom([]string{"completed", "failed", "interrupted"}).Draw(rt, "status")
+		}
+		steps := rapid.IntRange(1, 50).Draw(rt, "steps")
 		for i := 0; i < steps; i++ {
-			switch rapid.IntRange(0, 2).Draw(rt, "op") {
-			case 0:
+			ended := map[string]bool{}
+			for _, r := range w.thread.Runs {
+				ended[r.ID] = Terminal(r.Status)
+			}
+			r := w.thread.activeRun()
+			op := rapid.IntRange(0, 6).Draw(rt, "op")
+			switch {
+			case op == 0:
 				w.send("m")
-			case 1:
-				if r := w.thread.activeRun(); r != nil {
-					turns++
-					ref := fmt.Sprintf("u%d", turns)
-					w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: ref})
-					w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: ref, Status: rapid.SampledFrom([]string{"completed", "failed", "interrupted"}).Draw(rt, "st")})
-				}
-			case 2:
-				if r := w.thread.activeRun(); r != nil {
-					w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: r.ID}})
+			case op == 1 && r != nil && w.thread.rootTurn(r) == nil:
+				w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: newTurn()})
+			case op == 2 && r != nil && w.thread.rootTurn(r) != nil:
+				w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: w.thread.rootTurn(r).ProviderRef, Status: status()})
+			case op == 3 && r != nil:
+				w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: r.ID}})
+			case op == 4:
+				// A message with the automatic policy; refusals are fine.
+				w.caps.NativeSteering = rapid.Bool().Draw(rt, "steers")
+				w.dispatch(DispatchMessage{Text: "steer"})
+			case op == 5 && len(w.thread.Runs) > 0:
+				target := w.thread.Runs[rapid.IntRange(0, len(w.thread.Runs)-1).Draw(rt, "target")]
+				w.decide(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: target.ID}})
+			case op == 6 && r != nil:
+				// Subagent work: never ends, fails or starts a run.
+				ref := newTurn()
+				w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "child", TurnRef: ref})
+				w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: ref, Status: status()})
+				for _, q := range w.thread.Runs {
+					if Terminal(q.Status) != ended[q.ID] {
+						rt.Fatalf("a subagent's terminal changed run %d to %s", q.Ordinal, q.Status)
+					}
 				}
 			}
 			active, lastStarted := 0, 0
@@ -529,6 +552,20 @@ func TestRunOrdinalsProperty(t *testing.T) {
 				}
 				if Active(r.Status) {
 					active++
+					if a := r.attempt(r.ActiveAttempt); a == nil || a.Status != StatusInProgress {
+						rt.Fatalf("active run %d has no attempt in progress", r.Ordinal)
+					}
+				} else if r.ActiveAttempt != "" {
+					rt.Fatalf("run %d is %s with an active attempt", r.Ordinal, r.Status)
+				}
+				inProgress := 0
+				for _, a := range r.Attempts {
+					if a.Status == StatusInProgress {
+						inProgress++
+					}
+				}
+				if inProgress > 1 {
+					rt.Fatalf("run %d has %d attempts in progress", r.Ordinal, inProgress)
 				}
 				if r.Status != RunStatusQueued {
 					if r.Ordinal < lastStarted {
@@ -550,6 +587,9 @@ func TestRunOrdinalsProperty(t *testing.T) {
 func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte(`{"type":"message.dispatch","commandId":"c1","threadId":"t1","payload":{"text":"hi"}}`))
 	f.Add([]byte(`{"type":"thread.create","commandId":"c","payload":{"provider":"acp","cwd":"/w","providerCommand":{"argv":["a"]}}}`))
+	f.Add([]byte(`{"type":"message.dispatch","commandId":"c2","threadId":"t1","payload":{"text":"hi","mode":"steer_active","targetRunId":"r"}}`))
+	f.Add([]byte(`{"type":"run.interrupt","commandId":"c3","threadId":"t1","payload":{"runId":"r1"}}`))
+	f.Add([]byte(`{"type":"runtime-request.respond","commandId":"c4","threadId":"t1","payload":{"requestId":"q","decision":"answer","answers":{"a":"b"}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeCommand(b)
 		if err != nil {
