@@ -233,7 +233,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest, pol
 	s.mu.Unlock()
 	detail, _ := json.Marshal(map[string]string{"model": res.Thread.Model, "cliVersion": res.Thread.CliVersion,
 		"userAgent": init.UserAgent})
-	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: res.Thread.ID, Detail: detail})
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, RawFrame: s.lastResp.Load(), ThreadRef: res.Thread.ID, Detail: detail})
 	return sdk.OpenSessionResponse{ProviderSessionRef: res.Thread.ID, ProviderThreadRef: res.Thread.ID,
 		ProviderPid: s.proc.Pid(), Resumed: resumed}, nil
 }

@@ -1,0 +1,569 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/plugintest"
+)
+
+func TestMain(m *testing.M) { plugintest.Main(m) }
+
+const testdata = "../../testdata/codex"
+
+// Level-3 tests: each replays one codex transcript (recorded from codex
+// app-server 0.171.0, except unknown_request, which is authored) through the
+// real plugin binary, started through go-plugin, with the replay peer as
+// codex, and asserts the normalized events. The peer checks every frame the
+// plugin sends and fails the session's close when one differs or is missing.
+
+func TestDescribe(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	c := p.Description.Capabilities
+	if !c.NativeSteering || !c.Interrupt || !c.Approvals || !c.Subagents || !c.Resume || c.NativeRollback ||
+		p.Description.WireProtocol != "codex-app-server/v2" {
+		t.Fatalf("description = %+v; want codex-app-server/v2 with steering, interrupt, approvals, subagents and resume, no rollback",
+			p.Description)
+	}
+}
+
+func TestSimple(t *testing.T) {
+	s := open(t, "simple", t.TempDir(), "", nil)
+	root := s.open.ProviderThreadRef
+	turn := s.startTurn("Say hello")
+	evs := s.waitTurn(turn)
+	term := evs[len(evs)-1]
+	if term.Status != sdk.TurnCompleted || !term.ThreadUsable || term.ThreadRef != root {
+		t.Fatalf("turn ended %+v; want completed and usable on %s", term, root)
+	}
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Hello! How can I help you today?" {
+		t.Errorf("assistant text = %q", got)
+	}
+	if got := text(evs, root, sdk.ItemReasoning); got != "The user wants a greeting." {
+		t.Errorf("reasoning text = %q", got)
+	}
+	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.ItemKind == sdk.ItemUserMessage }); n != 0 {
+		t.Errorf("the user's own message came back as %d events", n)
+	}
+	u := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
+	if u.Usage == nil || u.Usage.TotalTokens != u.Usage.InputTokens+u.Usage.OutputTokens || u.Usage.TotalTokens == 0 {
+		t.Errorf("usage = %+v", u.Usage)
+	}
+	// codex with a custom model provider reports rate limits with every
+	// field null: no rate_limit event, no diagnostic.
+	if n := count(evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventRateLimit || ev.Kind == sdk.EventDiagnostic
+	}); n != 0 {
+		t.Errorf("%d rate_limit/diagnostic events: %s", n, plugintest.Kinds(evs))
+	}
+	checkItemsClosed(t, evs)
+	checkRawFrames(t, evs)
+	all := s.close()
+	if first := all[0]; first.Kind != sdk.EventThreadStarted || first.ThreadRef != root || first.ParentThreadRef != "" {
+		t.Errorf("first event %+v; want the root's thread_started", first)
+	}
+	if n := count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted }); n != 1 {
+		t.Errorf("%d thread_started events; want 1 (codex's own thread/started for the root is not repeated)", n)
+	}
+	if last := all[len(all)-1]; last.Status != sdk.ExitClosed {
+		t.Errorf("runtime exit %+v; want closed", last)
+	}
+}
+
+// TestQueuedTurns: a second message waits for the first turn (a slow
+// reply) to end, then runs as a turn of its own.
+func TestQueuedTurns(t *testing.T) {
+	s := open(t, "multi_turn", t.TempDir(), "", nil)
+	root := s.open.ProviderThreadRef
+	first := s.startTurn("Answer slowly")
+	s.until("the first turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted && ev.TurnRef == first })
+	evs := s.waitTurn(first)
+	second := s.startTurn("Then answer again")
+	evs2 := s.waitTurn(second)
+	if first == second {
+		t.Fatalf("both turns are %s", first)
+	}
+	for i, c := range []struct {
+		evs  []sdk.RuntimeEvent
+		want string
+	}{{evs, "First reply, after a while."}, {evs2, "Second reply."}} {
+		term := c.evs[len(c.evs)-1]
+		if term.Status != sdk.TurnCompleted {
+			t.Errorf("turn %d ended %s", i+1, term.Status)
+		}
+		if got := text(c.evs, root, sdk.ItemAssistantMessage); got != c.want {
+			t.Errorf("turn %d text = %q, want %q", i+1, got, c.want)
+		}
+	}
+	s.close()
+}
+
+// TestSteering: a steer goes into the running turn (turn/steer with the
+// turn's id); codex drops the slow reply and answers the steer in the same
+// turn. A steer with no turn running is an error, not a silent no-op.
+func TestSteering(t *testing.T) {
+	s := open(t, "message_steering", t.TempDir(), "", nil)
+	root := s.open.ProviderThreadRef
+	turn := s.startTurn("Write a long story")
+	s.until("the turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	if err := s.p.SteerTurn(context.Background(), sdk.SteerTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: "Make it short"}}); err != nil {
+		t.Fatalf("steer: %v", err)
+	}
+	evs := s.waitTurn(turn)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %s", term.Status)
+	}
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "A short story: the end." {
+		t.Errorf("assistant text = %q; want only the answer to the steer", got)
+	}
+	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); n != 0 {
+		t.Errorf("the steer started %d turns", n)
+	}
+	err := s.p.SteerTurn(context.Background(), sdk.SteerTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: "late"}})
+	if !errors.Is(err, sdk.ErrBusy) || !strings.Contains(err.Error(), "no turn is running") {
+		t.Errorf("steer after the turn = %v; want a busy error saying no turn is running", err)
+	}
+	s.close()
+}
+
+// TestInterrupt: an interrupt without a turn ref stops the running turn,
+// which ends interrupted when codex says so.
+func TestInterrupt(t *testing.T) {
+	s := open(t, "turn_interrupt", t.TempDir(), "", nil)
+	turn := s.startTurn("Count to a million, slowly")
+	s.until("the turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	if err := s.p.InterruptTurn(context.Background(), sdk.InterruptTurnRequest{SessionID: s.id}); err != nil {
+		t.Fatalf("interrupt: %v", err)
+	}
+	evs := s.waitTurn(turn)
+	term := evs[len(evs)-1]
+	if term.Status != sdk.TurnInterrupted || term.Failure != nil || !term.ThreadUsable {
+		t.Fatalf("turn ended %+v; want interrupted, usable, no failure", term)
+	}
+	// Nothing runs any more: a second interrupt is a quiet acknowledgement.
+	if err := s.p.InterruptTurn(context.Background(), sdk.InterruptTurnRequest{SessionID: s.id}); err != nil {
+		t.Errorf("interrupt with no turn: %v", err)
+	}
+	s.close()
+}
+
+// TestApprovalAccept: a command and a patch are each asked of the host
+// (codex runs with approvalPolicy "untrusted"); accepted, both run.
+func TestApprovalAccept(t *testing.T) {
+	ws := t.TempDir()
+	s := open(t, "approval_accept", ws, "", answerAll(sdk.DecisionAccept))
+	root := s.open.ProviderThreadRef
+	turn := s.startTurn("Create made.txt with a command, then hello.txt with a patch")
+	evs := s.waitTurn(turn)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %s", term.Status)
+	}
+	reqs := filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	if len(reqs) != 2 || reqs[0].RequestKind != "command_approval" || reqs[1].RequestKind != "file_change_approval" {
+		t.Fatalf("requests: %+v", reqs)
+	}
+	cmd, patch := reqs[0], reqs[1]
+	if cmd.Title != "/bin/bash -lc 'touch made.txt && echo made'" || cmd.ItemRef == "" || cmd.ThreadRef != root || cmd.TurnRef != turn {
+		t.Errorf("command request = %+v", cmd)
+	}
+	if len(cmd.Options) == 0 || cmd.Options[0].ID != "accept" || cmd.Options[0].Kind != "allow_once" {
+		t.Errorf("command options = %+v; want codex's availableDecisions", cmd.Options)
+	}
+	if patch.Title != "hello.txt" {
+		t.Errorf("patch request title = %q; want the file it changes", patch.Title)
+	}
+	for _, q := range reqs {
+		resolved := index(evs, func(ev sdk.RuntimeEvent) bool {
+			return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == q.RequestRef && ev.Status == "accept"
+		})
+		done := index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemRef == q.ItemRef })
+		if resolved < 0 || done < resolved {
+			t.Errorf("request %s: resolved at %d, its item completed at %d", q.RequestRef, resolved, done)
+		}
+		if item := evs[done]; item.Status != sdk.ItemDone {
+			t.Errorf("item %s ended %s", item.ItemRef, item.Status)
+		}
+	}
+	ran := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
+	})
+	var detail struct {
+		ExitCode         *int   `json:"exitCode"`
+		AggregatedOutput string `json:"aggregatedOutput"`
+	}
+	if err := json.Unmarshal(ran.Detail, &detail); err != nil || detail.ExitCode == nil || *detail.ExitCode != 0 || detail.AggregatedOutput != "made\n" {
+		t.Errorf("command detail = %s", ran.Detail)
+	}
+	for _, f := range []string{"made.txt", "hello.txt"} {
+		if _, err := os.Stat(filepath.Join(ws, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "I will create made.txt first.Done: made.txt and hello.txt exist." {
+		t.Errorf("assistant text = %q", got)
+	}
+	checkItemsClosed(t, evs)
+	s.close()
+}
+
+// TestApprovalDecline: a declined command does not run, and the turn goes
+// on to completion.
+func TestApprovalDecline(t *testing.T) {
+	ws := t.TempDir()
+	s := open(t, "approval_decline", ws, "", answerAll(sdk.DecisionDecline))
+	turn := s.startTurn("Create declined.txt")
+	evs := s.waitTurn(turn)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %s", term.Status)
+	}
+	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	if req.RequestKind != "command_approval" {
+		t.Errorf("request kind %q", req.RequestKind)
+	}
+	item := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
+	})
+	if item.Status != sdk.ItemDeclined || item.ItemRef != req.ItemRef {
+		t.Errorf("command item %+v; want declined", item)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "declined.txt")); err == nil {
+		t.Error("declined.txt exists")
+	}
+	s.close()
+}
+
+// TestSubagent: the child thread codex spawns (it sends no thread/started
+// for it) is announced with its parent before its turn starts, so the host
+// never takes the child's turn for a root turn; the root turn ends last.
+func TestSubagent(t *testing.T) {
+	s := open(t, "subagent", t.TempDir(), "", nil)
+	root := s.open.ProviderThreadRef
+	turn := s.startTurn("Ask a helper agent to say hi")
+	evs := s.waitTurn(turn)
+	term := evs[len(evs)-1]
+	if term.Status != sdk.TurnCompleted || term.ThreadRef != root {
+		t.Fatalf("root turn ended %+v", term)
+	}
+	isChild := func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root }
+	child := find(t, evs, isChild)
+	if child.ParentThreadRef != root || child.ThreadRef == root || child.ThreadRef == "" {
+		t.Fatalf("child thread_started %+v; want a child of %s", child, root)
+	}
+	announced := index(evs, isChild)
+	for i, ev := range evs {
+		if ev.ThreadRef == child.ThreadRef && i < announced {
+			t.Errorf("event %d (%s) on the child thread comes before its thread_started", i, ev.Kind)
+		}
+	}
+	childTurn := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef
+	})
+	if childTurn.Title != "child task: say hi" {
+		t.Errorf("child turn title %q; want its prompt", childTurn.Title)
+	}
+	childEnd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == child.ThreadRef
+	})
+	if childEnd.Status != sdk.TurnCompleted || childEnd.TurnRef != childTurn.TurnRef {
+		t.Errorf("child turn ended %+v", childEnd)
+	}
+	if got := text(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
+		t.Errorf("child text = %q", got)
+	}
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Spawning a helper.The helper said hi. Done." {
+		t.Errorf("root text = %q", got)
+	}
+	spawns := filter(evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemSubagent && ev.ThreadRef == root
+	})
+	if len(spawns) != 2 || !strings.HasPrefix(spawns[0].Title, "spawnAgent") || spawns[1].Title != "wait" {
+		t.Errorf("subagent items: %+v", spawns)
+	}
+	checkItemsClosed(t, evs)
+	s.close()
+}
+
+// TestResume: codex started again resumes the thread (thread/resume), and
+// the next turn goes on in it.
+func TestResume(t *testing.T) {
+	ws := t.TempDir()
+	state := filepath.Join(t.TempDir(), "cursor")
+	s := open(t, "resume", ws, state, nil)
+	thread := s.open.ProviderThreadRef
+	evs := s.waitTurn(s.startTurn("Remember the word banana"))
+	if got := text(evs, thread, sdk.ItemAssistantMessage); got != "Noted: the word is banana." {
+		t.Errorf("turn 1 text = %q", got)
+	}
+	s.close()
+
+	s2 := openWith(t, s.p, s.req, thread, nil)
+	if !s2.open.Resumed || s2.open.ProviderThreadRef != thread {
+		t.Fatalf("open = %+v; want thread %s resumed", s2.open, thread)
+	}
+	evs = s2.waitTurn(s2.startTurn("What was the word?"))
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn 2 ended %s", term.Status)
+	}
+	if got := text(evs, thread, sdk.ItemAssistantMessage); got != "The word was banana." {
+		t.Errorf("turn 2 text = %q", got)
+	}
+	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+		t.Errorf("%d diagnostics (resume's extra notifications must be quiet): %s", n, plugintest.Kinds(evs))
+	}
+	s2.close()
+}
+
+// TestUnknownRequest: a server request of a method the plugin does not know
+// is shown as a generic request (never dropped, never answered by the
+// plugin); a question gets the host's answer.
+func TestUnknownRequest(t *testing.T) {
+	s := open(t, "unknown_request", t.TempDir(), "", func(ev sdk.RuntimeEvent) (sdk.Decision, map[string]string) {
+		if ev.RequestKind == "user_input" {
+			return sdk.DecisionAnswer, map[string]string{"answer": "Blue"}
+		}
+		return sdk.DecisionDecline, nil
+	})
+	root := s.open.ProviderThreadRef
+	turn := s.startTurn("Pick a colour for the button")
+	evs := s.waitTurn(turn)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %s", term.Status)
+	}
+	reqs := filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	if len(reqs) != 2 {
+		t.Fatalf("requests: %+v", reqs)
+	}
+	gen, ask := reqs[0], reqs[1]
+	if gen.RequestKind != "generic" || gen.Title != "future/unknownRequest" || !strings.Contains(string(gen.Detail), `"payload":{"level":3}`) ||
+		gen.ThreadRef != root || gen.TurnRef != turn {
+		t.Errorf("unknown request = %+v; want generic, titled by its method, its params as detail", gen)
+	}
+	if ask.RequestKind != "user_input" || ask.Title != "Which colour should the button be?" || !strings.Contains(string(ask.Detail), `"id":"color"`) {
+		t.Errorf("question = %+v", ask)
+	}
+	for _, want := range []struct{ ref, status string }{{gen.RequestRef, "decline"}, {ask.RequestRef, "answer"}} {
+		if n := count(evs, func(ev sdk.RuntimeEvent) bool {
+			return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == want.ref
+		}); n != 1 {
+			t.Errorf("request %s resolved %d times; want once (codex's serverRequest/resolved is not repeated)", want.ref, n)
+		}
+	}
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Blue it is." {
+		t.Errorf("assistant text = %q", got)
+	}
+	err := s.p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: gen.RequestRef,
+		Decision: sdk.DecisionAccept})
+	if !errors.Is(err, sdk.ErrUnknownRequest) {
+		t.Errorf("answering a resolved request: %v; want unknown request", err)
+	}
+	s.close()
+}
+
+// session is an open plugin session whose events a test reads. Requests
+// are answered by answer (nil: declined).
+type session struct {
+	t      *testing.T
+	p      *plugintest.Plugin
+	id     string
+	req    sdk.OpenSessionRequest
+	open   sdk.OpenSessionResponse
+	events chan sdk.RuntimeEvent
+	errc   chan error
+	all    []sdk.RuntimeEvent
+	answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)
+	closed bool
+}
+
+func open(t *testing.T, scenario, ws, state string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *session {
+	t.Helper()
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	req := sdk.OpenSessionRequest{Cwd: ws, Command: plugintest.PeerCommand(filepath.Join(testdata, scenario+".ndjson"), ws, state)}
+	return openWith(t, p, req, "", answer)
+}
+
+var sessions atomic.Int64
+
+func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, resume string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *session {
+	t.Helper()
+	req.SessionID = fmt.Sprintf("codex-test-%d", sessions.Add(1))
+	req.ResumeThreadRef = resume
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := p.OpenSession(ctx, req)
+	if err != nil {
+		t.Fatalf("open session: %v", err)
+	}
+	sctx, scancel := context.WithCancel(context.Background())
+	s := &session{t: t, p: p, id: req.SessionID, req: req, open: resp, events: make(chan sdk.RuntimeEvent, 1024),
+		errc: make(chan error, 1), answer: answer}
+	go func() {
+		defer close(s.events)
+		for ev, err := range p.Events(sctx, req.SessionID, 0) {
+			if err != nil {
+				s.errc <- err
+				return
+			}
+			s.events <- ev
+		}
+	}()
+	t.Cleanup(func() {
+		scancel()
+		if !s.closed {
+			_ = p.CloseSession(context.Background(), req.SessionID)
+		}
+	})
+	return s
+}
+
+func (s *session) startTurn(text string) string {
+	s.t.Helper()
+	r, err := s.p.StartTurn(context.Background(), sdk.StartTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: text}})
+	if err != nil {
+		s.t.Fatalf("start turn: %v", err)
+	}
+	if r.TurnRef == "" {
+		s.t.Fatal("start turn returned no turn ref")
+	}
+	return r.TurnRef
+}
+
+// until reads events up to one that satisfies stop, answering requests.
+func (s *session) until(what string, stop func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
+	s.t.Helper()
+	var got []sdk.RuntimeEvent
+	deadline := time.After(plugintest.Timeout)
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				select {
+				case err := <-s.errc:
+					s.t.Fatalf("waiting for %s: event stream failed: %v (events so far: %s)", what, err, plugintest.Kinds(got))
+				default:
+				}
+				s.t.Fatalf("waiting for %s: the event stream ended (events so far: %s)", what, plugintest.Kinds(got))
+			}
+			got = append(got, ev)
+			s.all = append(s.all, ev)
+			if ev.Kind == sdk.EventRequestOpened {
+				d, answers := sdk.DecisionDecline, map[string]string(nil)
+				if s.answer != nil {
+					d, answers = s.answer(ev)
+				}
+				if err := s.p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.id,
+					RequestRef: ev.RequestRef, Decision: d, Answers: answers}); err != nil {
+					s.t.Fatalf("answer request %s: %v", ev.RequestRef, err)
+				}
+			}
+			if stop(ev) {
+				return got
+			}
+		case <-deadline:
+			s.t.Fatalf("waiting for %s: nothing after %v (events so far: %s)", what, plugintest.Timeout, plugintest.Kinds(got))
+		}
+	}
+}
+
+// waitTurn reads events up to the terminal of the turn.
+func (s *session) waitTurn(turn string) []sdk.RuntimeEvent {
+	s.t.Helper()
+	return s.until("turn "+turn+" to end", func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turn
+	})
+}
+
+// close closes the session and checks that the replay peer ended cleanly
+// (it fails when the plugin sent a frame it did not expect, or too few);
+// it returns every event of the session.
+func (s *session) close() []sdk.RuntimeEvent {
+	s.t.Helper()
+	if err := s.p.CloseSession(context.Background(), s.id); err != nil {
+		s.t.Fatalf("close session: %v", err)
+	}
+	s.closed = true
+	evs := s.until("runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
+	if last := evs[len(evs)-1]; last.Failure != nil {
+		s.t.Fatalf("codex (the replay peer) did not end cleanly: %s", last.Failure.Message)
+	}
+	return s.all
+}
+
+func answerAll(d sdk.Decision) func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) {
+	return func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) { return d, nil }
+}
+
+// text is the streamed text of items of a kind on a thread.
+func text(evs []sdk.RuntimeEvent, thread string, kind sdk.ItemKind) string {
+	var s string
+	for _, ev := range evs {
+		if ev.Kind == sdk.EventContentDelta && ev.ItemKind == kind && ev.ThreadRef == thread {
+			s += ev.Text
+		}
+	}
+	return s
+}
+
+func filter(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
+	var out []sdk.RuntimeEvent
+	for _, ev := range evs {
+		if f(ev) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func count(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) int { return len(filter(evs, f)) }
+
+func index(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) int {
+	for i, ev := range evs {
+		if f(ev) {
+			return i
+		}
+	}
+	return -1
+}
+
+func find(t *testing.T, evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) sdk.RuntimeEvent {
+	t.Helper()
+	i := index(evs, f)
+	if i < 0 {
+		t.Fatalf("no such event in %s", plugintest.Kinds(evs))
+	}
+	return evs[i]
+}
+
+func checkItemsClosed(t *testing.T, evs []sdk.RuntimeEvent) {
+	t.Helper()
+	open := map[string]bool{}
+	for _, ev := range evs {
+		switch ev.Kind {
+		case sdk.EventItemStarted:
+			open[ev.ItemRef] = true
+		case sdk.EventItemCompleted:
+			delete(open, ev.ItemRef)
+		}
+	}
+	if len(open) > 0 {
+		t.Errorf("items left open at the turn's end: %v", open)
+	}
+}
+
+// checkRawFrames: every event that comes from a codex frame names it.
+func checkRawFrames(t *testing.T, evs []sdk.RuntimeEvent) {
+	t.Helper()
+	for _, ev := range evs {
+		if ev.RawFrame == 0 {
+			t.Errorf("event %s (%s) names no raw frame", ev.Kind, ev.ItemRef)
+		}
+	}
+}
