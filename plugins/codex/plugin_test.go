@@ -368,6 +368,35 @@ func TestUnknownRequest(t *testing.T) {
 	s.close()
 }
 
+// TestCloseWithPendingRequest: closing the session while codex waits for
+// an answer resolves the request as cancelled and fails the running turn
+// (its thread cannot go on in that process), before the runtime exit.
+func TestCloseWithPendingRequest(t *testing.T) {
+	s := open(t, "approval_decline", t.TempDir(), "", func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) { return "", nil })
+	turn := s.startTurn("Create declined.txt")
+	evs := s.until("the request", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	ref := evs[len(evs)-1].RequestRef
+	if err := s.p.CloseSession(context.Background(), s.id); err != nil {
+		t.Fatal(err)
+	}
+	s.closed = true
+	evs = s.until("runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
+	resolved := index(evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == ref && ev.Status == "cancel"
+	})
+	term := index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turn })
+	if resolved < 0 || term < 0 || evs[term].Status != sdk.TurnFailed || evs[term].ThreadUsable {
+		t.Fatalf("events after close: %s; want the request cancelled and the turn failed, unusable", plugintest.Kinds(evs))
+	}
+	if exit := evs[len(evs)-1]; exit.Status != sdk.ExitClosed {
+		t.Errorf("runtime exit %+v; want closed", exit)
+	}
+	err := s.p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: ref, Decision: sdk.DecisionAccept})
+	if !errors.Is(err, sdk.ErrNotResumable) {
+		t.Errorf("answer after close: %v; want not resumable", err)
+	}
+}
+
 // session is an open plugin session whose events a test reads. Requests
 // are answered by answer (nil: declined).
 type session struct {
@@ -459,9 +488,11 @@ func (s *session) until(what string, stop func(sdk.RuntimeEvent) bool) []sdk.Run
 				if s.answer != nil {
 					d, answers = s.answer(ev)
 				}
-				if err := s.p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.id,
-					RequestRef: ev.RequestRef, Decision: d, Answers: answers}); err != nil {
-					s.t.Fatalf("answer request %s: %v", ev.RequestRef, err)
+				if d != "" { // "": left pending
+					if err := s.p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.id,
+						RequestRef: ev.RequestRef, Decision: d, Answers: answers}); err != nil {
+						s.t.Fatalf("answer request %s: %v", ev.RequestRef, err)
+					}
 				}
 			}
 			if stop(ev) {
