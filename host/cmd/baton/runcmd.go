@@ -108,6 +108,13 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "baton run: --provider-command %q: cannot split it into words: %v\n", *command, err)
 			return exitUsage
 		}
+		// A relative path to the program means here, not the thread's cwd
+		// (where the plugin starts it).
+		if strings.ContainsRune(argv[0], '/') && !filepath.IsAbs(argv[0]) {
+			if abs, err := filepath.Abs(argv[0]); err == nil {
+				argv[0] = abs
+			}
+		}
 	}
 
 	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: stderr, Level: hclog.LevelFromString(*logLevel)})

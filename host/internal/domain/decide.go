@@ -503,6 +503,13 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		}
 		d.emit(RequestResolved{RequestID: q.ID, Status: status, Decision: ev.Status})
 	case EvUsage:
+		// A run's usage is its root turn's: a subagent's own totals are
+		// not the run's.
+		if pt := t.providerTurnByRef(ev.TurnRef); pt != nil {
+			if r := t.run(pt.RunID); r == nil || r.attempt(pt.AttemptID).RootNode != pt.NodeID {
+				return
+			}
+		}
 		if r := t.runFor(ev); r != nil && ev.Usage != nil && !Terminal(r.Status) {
 			d.emit(UsageReported{RunID: r.ID, Usage: *ev.Usage})
 		}

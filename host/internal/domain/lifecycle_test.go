@@ -327,6 +327,12 @@ func TestNestedSubagents(t *testing.T) {
 	if len(w.thread.Runs) != 1 || r.Ordinal != 1 {
 		t.Fatalf("subagents made runs: %+v", w.thread.Runs)
 	}
+	// A subagent's usage is not the run's.
+	w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: "u1", Usage: &Usage{TotalTokens: 10}})
+	w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: "t2", Usage: &Usage{TotalTokens: 99}})
+	if u := w.thread.Runs[0].Usage; u == nil || u.TotalTokens != 10 {
+		t.Fatalf("run usage: %+v", u)
+	}
 	// A turn whose parent thread has no turn in progress goes under the root.
 	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "t2", Status: "completed"})
 	w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "c3", ParentThreadRef: "c2"})

@@ -14,7 +14,9 @@
 //
 // Waits are event-driven: "running" (the newest run's provider turn has
 // started), "text" (the newest run has assistant text), "request" (a
-// request is pending and unanswered), "ended" (every run has ended).
+// request is pending and unanswered), "ended" (every run has ended). A
+// wait is also over when what it waits for can no longer happen (the run
+// ended), so a script never hangs on a run that failed.
 package scenario
 
 import (
@@ -215,7 +217,8 @@ func Reached(t domain.Thread, what string) bool {
 		}
 		return r != nil && domain.Terminal(r.Status)
 	case WaitRequest:
-		return pending(t) != nil
+		// Nothing more can come once every run has ended.
+		return pending(t) != nil || Reached(t, WaitEnded)
 	default: // WaitEnded
 		for _, r := range t.Runs {
 			if !domain.Terminal(r.Status) {

@@ -29,9 +29,9 @@ func TestTestdataScriptsParse(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	for in, want := range map[string]string{
-		`{`:                                          "scenario script",
-		`{"steps":[]}`:                               "no steps",
-		`{"steps":[{}]}`:                             "step 1 must do exactly one thing",
+		`{`:              "scenario script",
+		`{"steps":[]}`:   "no steps",
+		`{"steps":[{}]}`: "step 1 must do exactly one thing",
 		`{"steps":[{"send":"a","interrupt":true}]}`:  "step 1 must do exactly one thing",
 		`{"steps":[{"send":"a"},{"waitFor":"tea"}]}`: `step 2: unknown wait "tea"`,
 		`{"steps":[{"send":"a","colour":"red"}]}`:    "unknown field",
@@ -58,6 +58,11 @@ func TestReached(t *testing.T) {
 	th.Requests[0].AnsweredBy = "client"
 	if Reached(th, WaitRequest) {
 		t.Fatal("an answered request is not waiting")
+	}
+	th.Runs = th.Runs[:1]
+	th.Runs[0].Status = domain.RunStatusFailed
+	if !Reached(th, WaitRequest) {
+		t.Fatal("a request wait is over once every run has ended")
 	}
 	if Reached(domain.Thread{}, WaitRunning) || !Reached(domain.Thread{}, WaitEnded) {
 		t.Fatal("an empty thread")
