@@ -71,6 +71,20 @@ record: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
 	bash testdata/record.sh $(PROVIDER) $(SCENARIO)
 
+# Real turns against the real agents (installed from npm into .cache/ on
+# first use) and the scripted model servers on 127.0.0.1: each scenario is
+# recorded to a temp file and replayed through baton. Not part of `make
+# test`: it needs the npm registry and takes a minute or two.
+LIVE_SCENARIOS ?= acp:simple acp:approval_accept codex:simple codex:approval_accept codex:subagent
+live-test: build
+	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
+	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
+	for ps in $(LIVE_SCENARIOS); do \
+		p=$${ps%%:*}; s=$${ps#*:}; echo "== live $$p $$s"; \
+		RECORD_OUT=$$out/$$p-$$s.ndjson bash testdata/record.sh $$p $$s >$$out/$$p-$$s.log 2>&1 || { cat $$out/$$p-$$s.log; exit 1; }; \
+		grep -E 'replay OK|wrote' $$out/$$p-$$s.log; \
+	done
+
 # Benchmarks, 5 runs each; compare with benchstat. Baselines run in the same
 # invocation (raw Pebble sync beside the event log's append).
 bench: build

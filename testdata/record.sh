@@ -29,7 +29,9 @@
 # Responses API, testdata/codex/scenarios/SCENARIO.json and
 # testdata/codex/SCENARIO.{steps.json,messages}.
 #
-# Env: KEEP_TMP=1 keeps the temp directory (logs, agent HOME, workspace);
+# Env: RECORD_OUT=FILE writes the transcript there instead of testdata (what
+# `make live-test` does: a real run, checked by replaying it, that changes
+# nothing in the repository); KEEP_TMP=1 keeps the temp directory (logs, agent HOME, workspace);
 # BATON_LOG_LEVEL=debug makes the recording baton run log more (to
 # TMP/baton.err).
 set -euo pipefail
@@ -61,7 +63,7 @@ record_acp() {
   local pkg_json=$npm_dir/node_modules/$agent_pkg/package.json
   local agent_bin=$npm_dir/node_modules/.bin/claude-code-acp
   local script_src=$REPO/testdata/acp/scenarios/$SCENARIO.json
-  local out=$REPO/testdata/acp/$SCENARIO.ndjson
+  local out=${RECORD_OUT:-$REPO/testdata/acp/$SCENARIO.ndjson}
 
   [ -f "$script_src" ] || die "no model script $script_src"
   command -v node >/dev/null || die "node is not installed"
@@ -282,7 +284,7 @@ record_codex() {
   local pkg_json=$npm_dir/node_modules/$codex_pkg/package.json
   local codex_bin=$npm_dir/node_modules/.bin/codex
   local script_src=$REPO/testdata/codex/scenarios/$SCENARIO.json
-  local out=$REPO/testdata/codex/$SCENARIO.ndjson
+  local out=${RECORD_OUT:-$REPO/testdata/codex/$SCENARIO.ndjson}
 
   [ -f "$script_src" ] || die "no model script $script_src"
   command -v node >/dev/null || die "node is not installed"
