@@ -9,16 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/baton-run/baton/sdk"
-	"github.com/baton-run/baton/sdk/framelog"
-	"github.com/baton-run/baton/sdk/ndjson"
-	"github.com/baton-run/baton/sdk/providerproc"
+	"github.com/baton-run/baton/sdk/jsonrpcproc"
 )
 
 // Version is the plugin's version.
@@ -69,14 +66,9 @@ type session struct {
 	cwd    string
 	log    hclog.Logger
 	emit   sdk.Emitter
-	frames *framelog.Log
-	proc   *providerproc.Process
-	conn   *jsonrpc2.Conn
+	c      *jsonrpcproc.Conn
 	ctx    context.Context // ends when the session closes or the agent exits
 	cancel context.CancelCauseFunc
-
-	frame  atomic.Uint64 // raw-frame index of the frame being handled
-	nextID atomic.Uint64 // our JSON-RPC request ids
 
 	mu           sync.Mutex
 	acpSession   string
@@ -88,19 +80,6 @@ type session struct {
 	respFrames   map[string]uint64
 	closed       bool
 	exited       chan struct{}
-	stderrTail   []string
-}
-
-// stderrTailLines is how much of the agent's stderr an exit report quotes.
-const stderrTailLines = 5
-
-func (s *session) keepStderr(line []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stderrTail = append(s.stderrTail, string(line))
-	if len(s.stderrTail) > stderrTailLines {
-		s.stderrTail = s.stderrTail[1:]
-	}
 }
 
 // OpenSession implements sdk.Adapter: start the agent, initialize, and open
@@ -109,30 +88,20 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	if !filepath.IsAbs(req.Cwd) {
 		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: cwd %q is not absolute", req.Cwd)
 	}
-	frames, err := framelog.Open(req.RawFrameLog, 0)
-	if err != nil {
-		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
-	}
 	sctx, cancel := context.WithCancelCause(context.Background())
 	s := &session{id: req.SessionID, cwd: filepath.Clean(req.Cwd), log: a.log.With("session", req.SessionID), emit: emit,
-		frames: frames, ctx: sctx, cancel: cancel, pending: map[string]chan permissionOutcome{},
+		ctx: sctx, cancel: cancel, pending: map[string]chan permissionOutcome{},
 		respFrames: map[string]uint64{}, exited: make(chan struct{})}
-	proc, err := providerproc.Start(providerproc.Command{Argv: req.Command.Argv, Env: req.Command.Env, Dir: s.cwd,
-		Stderr: func(line []byte) {
-			frames.Append(framelog.Stderr, line)
-			s.log.Debug("agent stderr", "line", string(line))
-			s.keepStderr(line)
+	c, err := jsonrpcproc.Start(sctx, jsonrpcproc.Config{Name: "the agent", Command: req.Command, Dir: s.cwd,
+		RawFrameLog: req.RawFrameLog, Log: s.log, Handler: handler{s}, OnRecv: s.onRecv,
+		OnMalformed: func(frame uint64, err error) {
+			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: frame, Title: "malformed frame", Text: err.Error()})
 		}})
 	if err != nil {
 		cancel(err)
-		frames.Close()
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
-	s.proc = proc
-	s.conn = jsonrpc2.NewConn(sctx, &stream{s: s, r: ndjson.NewReader(proc.Stdout), w: ndjson.NewWriter(proc.Stdin)},
-		handler{s},
-		jsonrpc2.SetLogger(s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})),
-		jsonrpc2.OnRecv(s.onRecv))
+	s.c = c
 	go s.watch()
 
 	resp, err := s.handshake(ctx, req)
@@ -197,24 +166,14 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 	s.norm = newNormalizer(sessionID, s.id)
 	s.mu.Unlock()
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: sessionID, Detail: init.AgentInfo})
-	return sdk.OpenSessionResponse{ProviderSessionRef: sessionID, ProviderThreadRef: sessionID, ProviderPid: s.proc.Pid(),
+	return sdk.OpenSessionResponse{ProviderSessionRef: sessionID, ProviderThreadRef: sessionID, ProviderPid: s.c.Proc.Pid(),
 		Resumed: resumed}, nil
 }
 
 // call sends a request with our own id, so its response frame can be
 // found again.
 func (s *session) call(ctx context.Context, method string, params, result any) error {
-	id := jsonrpc2.ID{Num: s.nextID.Add(1) - 1}
-	err := s.conn.Call(ctx, method, params, result, jsonrpc2.PickID(id))
-	if err != nil && errors.Is(err, jsonrpc2.ErrClosed) {
-		select {
-		case <-s.proc.Done():
-			return sdk.Errorf(sdk.ErrProviderExited, "%s: %s", method, s.exitReport())
-		case <-time.After(5 * time.Second):
-			return sdk.Errorf(sdk.ErrProviderExited, "%s", method)
-		}
-	}
-	return err
+	return s.c.Call(ctx, method, params, result)
 }
 
 // onRecv runs on the read loop for every message; it remembers which raw
@@ -222,17 +181,17 @@ func (s *session) call(ctx context.Context, method string, params, result any) e
 func (s *session) onRecv(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
 	if resp != nil {
 		s.mu.Lock()
-		s.respFrames[resp.ID.String()] = s.frame.Load()
+		s.respFrames[resp.ID.String()] = s.c.Frame()
 		s.mu.Unlock()
 	}
 }
 
 // watch waits for the agent to exit and reports it.
 func (s *session) watch() {
-	<-s.proc.Done()
-	exitErr := s.proc.Err()
+	<-s.c.Proc.Done()
+	exitErr := s.c.Proc.Err()
 	s.cancel(errors.New("agent exited"))
-	s.conn.Close()
+	s.c.RPC.Close()
 	s.mu.Lock()
 	closed := s.closed
 	turn := s.turnDone
@@ -251,27 +210,12 @@ func (s *session) watch() {
 		if !closed {
 			ev.Status = sdk.ExitFailed
 		}
-		ev.Failure = &sdk.Failure{Code: "agent_exited", Message: s.exitReport()}
+		ev.Failure = &sdk.Failure{Code: "agent_exited", Message: s.c.ExitReport()}
 	}
 	s.cancelPending()
 	s.emit.Emit(ev)
-	s.frames.Close()
+	s.c.Frames.Close()
 	close(s.exited)
-}
-
-// exitReport says how the agent exited, with the end of its stderr.
-func (s *session) exitReport() string {
-	msg := "the agent exited"
-	if err := s.proc.Err(); err != nil {
-		msg += ": " + err.Error()
-	}
-	s.mu.Lock()
-	tail := strings.Join(s.stderrTail, "\n")
-	s.mu.Unlock()
-	if tail != "" {
-		msg += "; its last stderr lines:\n" + tail
-	}
-	return msg
 }
 
 // close ends the session: the agent process group is stopped.
@@ -280,7 +224,7 @@ func (s *session) close(cause error) {
 	s.closed = true
 	s.mu.Unlock()
 	s.cancel(cause)
-	_ = s.proc.Close(context.Background())
+	_ = s.c.Proc.Close(context.Background())
 	<-s.exited
 }
 
@@ -309,22 +253,13 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	go func() {
 		defer close(done)
 		var res promptResult
-		id := jsonrpc2.ID{Num: s.nextID.Add(1) - 1}
-		err := s.conn.Call(s.ctx, "session/prompt", promptParams{SessionID: s.acpSession,
-			Prompt: []contentBlock{{Type: "text", Text: req.Input.Text}}}, &res, jsonrpc2.PickID(id))
-		if err != nil && errors.Is(err, jsonrpc2.ErrClosed) {
-			// The agent went away mid-turn: say how, once it has exited.
-			select {
-			case <-s.proc.Done():
-				err = errors.New(s.exitReport())
-			case <-time.After(5 * time.Second):
-			}
-		}
+		id, err := s.c.CallID(s.ctx, "session/prompt", promptParams{SessionID: s.acpSession,
+			Prompt: []contentBlock{{Type: "text", Text: req.Input.Text}}}, &res)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		usable := s.ctx.Err() == nil && !errors.Is(err, jsonrpc2.ErrClosed)
+		usable := s.ctx.Err() == nil && !errors.Is(err, sdk.ErrProviderExited)
 		select {
-		case <-s.proc.Done():
+		case <-s.c.Proc.Done():
 			usable = false
 		default:
 		}
@@ -353,7 +288,7 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 	if !running {
 		return nil // nothing to stop; the acknowledgement is still true
 	}
-	if err := s.conn.Notify(ctx, "session/cancel", cancelParams{SessionID: s.acpSession}); err != nil {
+	if err := s.c.RPC.Notify(ctx, "session/cancel", cancelParams{SessionID: s.acpSession}); err != nil {
 		return sdk.Errorf(sdk.ErrProviderExited, "session/cancel: %v", err)
 	}
 	s.cancelPending()
@@ -427,7 +362,7 @@ func (h handler) Handle(ctx context.Context, conn *jsonrpc2.Conn, r *jsonrpc2.Re
 // response that follows them. A request that waits (a permission) must not
 // block the loop: it is answered from its own goroutine.
 func (s *session) handle(r *jsonrpc2.Request) (result any, err *jsonrpc2.Error, later bool) {
-	raw := s.frame.Load()
+	raw := s.c.Frame()
 	var params []byte
 	if r.Params != nil {
 		params = *r.Params
@@ -492,7 +427,7 @@ func (s *session) permission(id jsonrpc2.ID, ch chan permissionOutcome, params [
 		s.mu.Lock()
 		delete(s.pending, ref)
 		s.mu.Unlock()
-		_ = s.conn.ReplyWithError(s.ctx, id, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: msg})
+		_ = s.c.RPC.ReplyWithError(s.ctx, id, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: msg})
 		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: raw, Title: "malformed frame", Text: msg})
 		return
 	}
@@ -527,7 +462,7 @@ func (s *session) permission(id jsonrpc2.ID, ch chan permissionOutcome, params [
 	// go on, and what it does next (even ending the turn) must come after.
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: thread, TurnRef: turnRef,
 		RequestRef: ref, Status: decision, Text: outcome.OptionID})
-	if err := s.conn.Reply(s.ctx, id, permissionResult{Outcome: outcome}); err != nil {
+	if err := s.c.RPC.Reply(s.ctx, id, permissionResult{Outcome: outcome}); err != nil {
 		s.log.Debug("reply to permission request failed", "request", ref, "error", err)
 	}
 }
@@ -633,52 +568,4 @@ func (s *session) writeTextFile(params []byte) (any, *jsonrpc2.Error) {
 		return nil, jerr
 	}
 	return nil, nil
-}
-
-// stream is the jsonrpc2 object stream over the agent's stdio: NDJSON lines,
-// each recorded in the raw-frame log. A line that is not a JSON-RPC message
-// (a banner, a log line) is kept in the log and reported, never fatal.
-type stream struct {
-	s *session
-	r *ndjson.Reader
-	w *ndjson.Writer
-}
-
-func (st *stream) WriteObject(obj any) error {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	st.s.frames.Append(framelog.Out, b)
-	return st.w.Write(b)
-}
-
-func (st *stream) ReadObject(v any) error {
-	for {
-		b, err := st.r.Next()
-		if err != nil {
-			return err
-		}
-		idx := st.s.frames.Append(framelog.In, b)
-		if err := decodeFrame(b, v); err != nil {
-			st.s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: idx, Title: "malformed frame", Text: err.Error()})
-			continue
-		}
-		st.s.frame.Store(idx)
-		return nil
-	}
-}
-
-func (st *stream) Close() error { return st.s.proc.Stdin.Close() }
-
-// decodeFrame decodes one line from the agent into v (jsonrpc2's message),
-// with an error that says what is wrong with the line.
-func decodeFrame(line []byte, v any) error {
-	if !json.Valid(line) {
-		return fmt.Errorf("not JSON: %.120q", line)
-	}
-	if err := json.Unmarshal(line, v); err != nil {
-		return fmt.Errorf("not a JSON-RPC message (%v): %.120q", err, line)
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/jsonrpcproc"
 )
 
 func upd(t *testing.T, n *normalizer, params string) []sdk.RuntimeEvent {
@@ -137,7 +138,7 @@ func FuzzDecodeFrame(f *testing.F) {
 			Params json.RawMessage `json:"params"`
 		}
 		var req jsonrpc2.Request
-		if err := decodeFrame(line, &req); err != nil {
+		if err := jsonrpcproc.DecodeFrame(line, &req); err != nil {
 			if !strings.HasPrefix(err.Error(), "not JSON") && !strings.HasPrefix(err.Error(), "not a JSON-RPC message") {
 				t.Fatalf("unclear error: %v", err)
 			}

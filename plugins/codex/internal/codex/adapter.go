@@ -8,7 +8,6 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,9 +16,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/baton-run/baton/sdk"
-	"github.com/baton-run/baton/sdk/framelog"
-	"github.com/baton-run/baton/sdk/ndjson"
-	"github.com/baton-run/baton/sdk/providerproc"
+	"github.com/baton-run/baton/sdk/jsonrpcproc"
 )
 
 // Version is the plugin's version (sent to codex as clientInfo.version).
@@ -95,15 +92,11 @@ type session struct {
 	cwd    string
 	log    hclog.Logger
 	emit   sdk.Emitter
-	frames *framelog.Log
-	proc   *providerproc.Process
-	conn   *jsonrpc2.Conn
+	c      *jsonrpcproc.Conn
 	ctx    context.Context // ends when the session closes or codex exits
 	cancel context.CancelCauseFunc
 
-	frame    atomic.Uint64 // raw-frame index of the frame being handled
 	lastResp atomic.Uint64 // raw-frame index of the latest response
-	nextID   atomic.Uint64 // our JSON-RPC request ids
 
 	mu         sync.Mutex
 	thread     string // the root thread
@@ -111,25 +104,12 @@ type session struct {
 	pending    map[string]*pendingRequest
 	closed     bool
 	exited     chan struct{}
-	stderrTail []string
 }
 
 // pendingRequest is a server request waiting for the host's answer.
 type pendingRequest struct {
 	*serverRequest
 	id jsonrpc2.ID
-}
-
-// stderrTailLines is how much of codex's stderr an exit report quotes.
-const stderrTailLines = 5
-
-func (s *session) keepStderr(line []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stderrTail = append(s.stderrTail, string(line))
-	if len(s.stderrTail) > stderrTailLines {
-		s.stderrTail = s.stderrTail[1:]
-	}
 }
 
 // OpenSession implements sdk.Adapter: start codex, initialize, and start
@@ -142,31 +122,21 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	if err != nil {
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
-	frames, err := framelog.Open(req.RawFrameLog, 0)
-	if err != nil {
-		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
-	}
 	sctx, cancel := context.WithCancelCause(context.Background())
 	cwd := filepath.Clean(req.Cwd)
 	s := &session{id: req.SessionID, cwd: cwd, log: a.log.With("session", req.SessionID), emit: emit,
-		frames: frames, ctx: sctx, cancel: cancel, norm: newNormalizer("", cwd), pending: map[string]*pendingRequest{},
+		ctx: sctx, cancel: cancel, norm: newNormalizer("", cwd), pending: map[string]*pendingRequest{},
 		exited: make(chan struct{})}
-	proc, err := providerproc.Start(providerproc.Command{Argv: req.Command.Argv, Env: req.Command.Env, Dir: cwd,
-		Stderr: func(line []byte) {
-			frames.Append(framelog.Stderr, line)
-			s.log.Debug("codex stderr", "line", string(line))
-			s.keepStderr(line)
+	c, err := jsonrpcproc.Start(sctx, jsonrpcproc.Config{Name: "codex", Command: req.Command, Dir: cwd,
+		RawFrameLog: req.RawFrameLog, Log: s.log, Handler: handler{s}, OnRecv: s.onRecv,
+		OnMalformed: func(frame uint64, err error) {
+			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: frame, Title: "malformed frame", Text: err.Error()})
 		}})
 	if err != nil {
 		cancel(err)
-		frames.Close()
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
-	s.proc = proc
-	s.conn = jsonrpc2.NewConn(sctx, &stream{s: s, r: ndjson.NewReader(proc.Stdout), w: ndjson.NewWriter(proc.Stdin)},
-		handler{s},
-		jsonrpc2.SetLogger(s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})),
-		jsonrpc2.OnRecv(s.onRecv))
+	s.c = c
 	go s.watch()
 
 	resp, err := s.handshake(ctx, req, policy)
@@ -196,7 +166,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest, pol
 	}, &init); err != nil {
 		return sdk.OpenSessionResponse{}, err
 	}
-	if err := s.conn.Notify(ctx, "initialized", nil); err != nil {
+	if err := s.c.RPC.Notify(ctx, "initialized", nil); err != nil {
 		return sdk.OpenSessionResponse{}, fmt.Errorf("initialized: %w", err)
 	}
 	var res threadResult
@@ -235,43 +205,30 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest, pol
 		"userAgent": init.UserAgent})
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, RawFrame: s.lastResp.Load(), ThreadRef: res.Thread.ID, Detail: detail})
 	return sdk.OpenSessionResponse{ProviderSessionRef: res.Thread.ID, ProviderThreadRef: res.Thread.ID,
-		ProviderPid: s.proc.Pid(), Resumed: resumed}, nil
+		ProviderPid: s.c.Proc.Pid(), Resumed: resumed}, nil
 }
 
 // call sends a request with our own id and waits for its answer. A
 // JSON-RPC error comes back as a *jsonrpc2.Error, wrapped with the method.
 func (s *session) call(ctx context.Context, method string, params, result any) error {
-	id := jsonrpc2.ID{Num: s.nextID.Add(1) - 1}
-	err := s.conn.Call(ctx, method, params, result, jsonrpc2.PickID(id))
-	if err != nil && errors.Is(err, jsonrpc2.ErrClosed) {
-		select {
-		case <-s.proc.Done():
-			return sdk.Errorf(sdk.ErrProviderExited, "%s: %s", method, s.exitReport())
-		case <-time.After(5 * time.Second):
-			return sdk.Errorf(sdk.ErrProviderExited, "%s", method)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	return nil
+	return s.c.Call(ctx, method, params, result)
 }
 
 // onRecv runs on the read loop for every message; it remembers the raw
 // frame of the latest response, for events about it.
 func (s *session) onRecv(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
 	if resp != nil {
-		s.lastResp.Store(s.frame.Load())
+		s.lastResp.Store(s.c.Frame())
 	}
 }
 
 // watch waits for codex to exit and reports it: turns still running fail,
 // requests still pending are cancelled, and runtime_exited comes last.
 func (s *session) watch() {
-	<-s.proc.Done()
-	exitErr := s.proc.Err()
+	<-s.c.Proc.Done()
+	exitErr := s.c.Proc.Err()
 	s.cancel(errors.New("codex exited"))
-	s.conn.Close()
+	s.c.RPC.Close()
 	s.mu.Lock()
 	closed := s.closed
 	thread := s.thread
@@ -293,26 +250,11 @@ func (s *session) watch() {
 		if !closed {
 			ev.Status = sdk.ExitFailed
 		}
-		ev.Failure = &sdk.Failure{Code: "provider_exited", Message: s.exitReport()}
+		ev.Failure = &sdk.Failure{Code: "provider_exited", Message: s.c.ExitReport()}
 	}
 	s.emit.Emit(ev)
-	s.frames.Close()
+	s.c.Frames.Close()
 	close(s.exited)
-}
-
-// exitReport says how codex exited, with the end of its stderr.
-func (s *session) exitReport() string {
-	msg := "codex exited"
-	if err := s.proc.Err(); err != nil {
-		msg += ": " + err.Error()
-	}
-	s.mu.Lock()
-	tail := strings.Join(s.stderrTail, "\n")
-	s.mu.Unlock()
-	if tail != "" {
-		msg += "; its last stderr lines:\n" + tail
-	}
-	return msg
 }
 
 // close ends the session: codex's stdin closes (it exits on its own within
@@ -322,7 +264,7 @@ func (s *session) close(cause error) {
 	s.closed = true
 	s.mu.Unlock()
 	s.cancel(cause)
-	_ = s.proc.Close(context.Background())
+	_ = s.c.Proc.Close(context.Background())
 	<-s.exited
 }
 
@@ -453,9 +395,9 @@ func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequest
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
 		RequestRef: req.RequestRef, RequestKind: q.kind, Status: string(req.Decision)})
 	if rerr != nil {
-		err = s.conn.ReplyWithError(s.ctx, q.id, &jsonrpc2.Error{Code: rerr.Code, Message: rerr.Message})
+		err = s.c.RPC.ReplyWithError(s.ctx, q.id, &jsonrpc2.Error{Code: rerr.Code, Message: rerr.Message})
 	} else {
-		err = s.conn.Reply(s.ctx, q.id, result)
+		err = s.c.RPC.Reply(s.ctx, q.id, result)
 	}
 	if err != nil {
 		return sdk.Errorf(sdk.ErrNotResumable, "answer request %s: codex is gone (%v)", req.RequestRef, err)
@@ -479,7 +421,7 @@ type handler struct{ s *session }
 
 func (h handler) Handle(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) {
 	s := h.s
-	raw := s.frame.Load()
+	raw := s.c.Frame()
 	var params json.RawMessage
 	if r.Params != nil {
 		params = *r.Params
@@ -538,55 +480,6 @@ func (s *session) resolvedByCodex(params json.RawMessage) []sdk.RuntimeEvent {
 	delete(s.pending, ref)
 	return []sdk.RuntimeEvent{{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: ref,
 		RequestKind: q.kind, Status: string(sdk.DecisionCancel), Text: "codex withdrew the request"}}
-}
-
-// stream is the jsonrpc2 object stream over codex's stdio: NDJSON lines,
-// each recorded in the raw-frame log. A line that is not a JSON-RPC message
-// (a banner, a log line) is kept in the log and reported, never fatal.
-type stream struct {
-	s *session
-	r *ndjson.Reader
-	w *ndjson.Writer
-}
-
-func (st *stream) WriteObject(obj any) error {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	st.s.frames.Append(framelog.Out, b)
-	return st.w.Write(b)
-}
-
-func (st *stream) ReadObject(v any) error {
-	for {
-		b, err := st.r.Next()
-		if err != nil {
-			return err
-		}
-		idx := st.s.frames.Append(framelog.In, b)
-		if err := decodeFrame(b, v); err != nil {
-			st.s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: idx, Title: "malformed frame", Text: err.Error()})
-			continue
-		}
-		st.s.frame.Store(idx)
-		return nil
-	}
-}
-
-func (st *stream) Close() error { return st.s.proc.Stdin.Close() }
-
-// decodeFrame decodes one line from codex into v (jsonrpc2's message), with
-// an error that says what is wrong with the line. codex sends no "jsonrpc"
-// member; jsonrpc2 does not need one.
-func decodeFrame(line []byte, v any) error {
-	if !json.Valid(line) {
-		return fmt.Errorf("not JSON: %.120q", line)
-	}
-	if err := json.Unmarshal(line, v); err != nil {
-		return fmt.Errorf("not a JSON-RPC message (%v): %.120q", err, line)
-	}
-	return nil
 }
 
 var _ sdk.Steerer = (*Adapter)(nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/jsonrpcproc"
 )
 
 // feed runs frames (method + params) through the normalizer.
@@ -397,7 +398,7 @@ func TestTranscriptFramesDecode(t *testing.T) {
 			if msg.Method != "" {
 				v = &jsonrpc2.Request{}
 			}
-			if err := decodeFrame(line, v); err != nil || bytes.Contains(line, []byte(`"jsonrpc"`)) {
+			if err := jsonrpcproc.DecodeFrame(line, v); err != nil || bytes.Contains(line, []byte(`"jsonrpc"`)) {
 				t.Fatalf("%s: %s: %v", f, line, err)
 			}
 			if req, ok := v.(*jsonrpc2.Request); !ok || !req.Notif {
@@ -444,7 +445,7 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add([]byte(`WARNING: banner`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var req jsonrpc2.Request
-		if err := decodeFrame(line, &req); err != nil {
+		if err := jsonrpcproc.DecodeFrame(line, &req); err != nil {
 			if !strings.HasPrefix(err.Error(), "not JSON") && !strings.HasPrefix(err.Error(), "not a JSON-RPC message") {
 				t.Fatalf("unclear error: %v", err)
 			}

@@ -1,0 +1,200 @@
+// Package jsonrpcproc runs a provider process that speaks JSON-RPC over
+// NDJSON on its stdio (Codex app-server, ACP agents): the process in a
+// group of its own, a raw-frame log of every line both ways and of its
+// stderr, a jsonrpc2 connection over the lines, and an exit report that
+// quotes the end of its stderr. A plugin adds its protocol on top.
+package jsonrpcproc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/framelog"
+	"github.com/baton-run/baton/sdk/ndjson"
+	"github.com/baton-run/baton/sdk/providerproc"
+)
+
+// Config says what to start and how to talk to it.
+type Config struct {
+	// Name is how reports name the provider ("codex", "the agent").
+	Name    string
+	Command sdk.ProviderCommand
+	Dir     string
+	// RawFrameLog is the raw-frame log's path; empty keeps none.
+	RawFrameLog string
+	Log         hclog.Logger
+	// Handler handles the provider's requests and notifications.
+	Handler jsonrpc2.Handler
+	// OnRecv, if set, runs on the read loop for every message (after
+	// Frame names the frame it came in).
+	OnRecv func(*jsonrpc2.Request, *jsonrpc2.Response)
+	// OnMalformed is told of a line that is not a JSON-RPC message (a
+	// banner, a log line): it is kept in the log and skipped, never fatal.
+	OnMalformed func(frame uint64, err error)
+}
+
+// Conn is a running provider process and the connection to it.
+type Conn struct {
+	Proc   *providerproc.Process
+	Frames *framelog.Log
+	RPC    *jsonrpc2.Conn
+
+	name   string
+	frame  atomic.Uint64 // raw-frame index of the frame being handled
+	nextID atomic.Uint64 // our request ids
+
+	mu         sync.Mutex
+	stderrTail []string
+}
+
+// stderrTailLines is how much of the provider's stderr an exit report
+// quotes.
+const stderrTailLines = 5
+
+// Start starts the process and the connection; ctx bounds the connection
+// (cancel it to close).
+func Start(ctx context.Context, cfg Config) (*Conn, error) {
+	frames, err := framelog.Open(cfg.RawFrameLog, 0)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = hclog.NewNullLogger()
+	}
+	c := &Conn{Frames: frames, name: cfg.Name}
+	proc, err := providerproc.Start(providerproc.Command{Argv: cfg.Command.Argv, Env: cfg.Command.Env, Dir: cfg.Dir,
+		Stderr: func(line []byte) {
+			frames.Append(framelog.Stderr, line)
+			cfg.Log.Debug("provider stderr", "line", string(line))
+			c.keepStderr(line)
+		}})
+	if err != nil {
+		frames.Close()
+		return nil, err
+	}
+	c.Proc = proc
+	opts := []jsonrpc2.ConnOpt{jsonrpc2.SetLogger(cfg.Log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}))}
+	if cfg.OnRecv != nil {
+		opts = append(opts, jsonrpc2.OnRecv(cfg.OnRecv))
+	}
+	c.RPC = jsonrpc2.NewConn(ctx, &stream{c: c, r: ndjson.NewReader(proc.Stdout), w: ndjson.NewWriter(proc.Stdin),
+		onMalformed: cfg.OnMalformed}, cfg.Handler, opts...)
+	return c, nil
+}
+
+func (c *Conn) keepStderr(line []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stderrTail = append(c.stderrTail, string(line))
+	if len(c.stderrTail) > stderrTailLines {
+		c.stderrTail = c.stderrTail[1:]
+	}
+}
+
+// Frame is the raw-frame index of the frame being handled (the latest
+// read), for events to name the frame they came from.
+func (c *Conn) Frame() uint64 { return c.frame.Load() }
+
+// Call sends a request with our own id (0, 1, 2, …) and waits for its
+// answer. A JSON-RPC error comes back as a *jsonrpc2.Error wrapped with the
+// method; a provider that went away is sdk.ErrProviderExited, with its
+// exit report.
+func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	_, err := c.CallID(ctx, method, params, result)
+	return err
+}
+
+// CallID is Call that also says which id the request had, so that its
+// response frame can be found again (see Config.OnRecv).
+func (c *Conn) CallID(ctx context.Context, method string, params, result any) (jsonrpc2.ID, error) {
+	id := jsonrpc2.ID{Num: c.nextID.Add(1) - 1}
+	err := c.RPC.Call(ctx, method, params, result, jsonrpc2.PickID(id))
+	if err != nil && errors.Is(err, jsonrpc2.ErrClosed) {
+		select {
+		case <-c.Proc.Done():
+			return id, sdk.Errorf(sdk.ErrProviderExited, "%s: %s", method, c.ExitReport())
+		case <-time.After(5 * time.Second):
+			return id, sdk.Errorf(sdk.ErrProviderExited, "%s", method)
+		}
+	}
+	if err != nil {
+		return id, fmt.Errorf("%s: %w", method, err)
+	}
+	return id, nil
+}
+
+// ExitReport says how the provider exited, with the end of its stderr.
+func (c *Conn) ExitReport() string {
+	msg := c.name + " exited"
+	if err := c.Proc.Err(); err != nil {
+		msg += ": " + err.Error()
+	}
+	c.mu.Lock()
+	tail := strings.Join(c.stderrTail, "\n")
+	c.mu.Unlock()
+	if tail != "" {
+		msg += "; its last stderr lines:\n" + tail
+	}
+	return msg
+}
+
+// stream is the jsonrpc2 object stream over the provider's stdio: NDJSON
+// lines, each recorded in the raw-frame log.
+type stream struct {
+	c           *Conn
+	r           *ndjson.Reader
+	w           *ndjson.Writer
+	onMalformed func(uint64, error)
+}
+
+func (st *stream) WriteObject(obj any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	st.c.Frames.Append(framelog.Out, b)
+	return st.w.Write(b)
+}
+
+func (st *stream) ReadObject(v any) error {
+	for {
+		b, err := st.r.Next()
+		if err != nil {
+			return err
+		}
+		idx := st.c.Frames.Append(framelog.In, b)
+		if err := DecodeFrame(b, v); err != nil {
+			if st.onMalformed != nil {
+				st.onMalformed(idx, err)
+			}
+			continue
+		}
+		st.c.frame.Store(idx)
+		return nil
+	}
+}
+
+func (st *stream) Close() error { return st.c.Proc.Stdin.Close() }
+
+// DecodeFrame decodes one line from a provider into v (jsonrpc2's message),
+// with an error that says what is wrong with the line. A "jsonrpc" member
+// is not required (codex sends none).
+func DecodeFrame(line []byte, v any) error {
+	if !json.Valid(line) {
+		return fmt.Errorf("not JSON: %.120q", line)
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return fmt.Errorf("not a JSON-RPC message (%v): %.120q", err, line)
+	}
+	return nil
+}

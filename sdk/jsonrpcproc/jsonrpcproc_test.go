@@ -1,0 +1,68 @@
+package jsonrpcproc
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/baton-run/baton/sdk"
+)
+
+type noHandler struct{}
+
+func (noHandler) Handle(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}
+
+// A provider that prints a banner, answers one call without a "jsonrpc"
+// member, complains on stderr and exits 3: the banner is reported and
+// skipped, the answer arrives, a second call fails with the exit report.
+func TestCallBannerAndExitReport(t *testing.T) {
+	script := `read line; echo "Welcome to the agent"; echo '{"id":0,"result":{"ok":true}}'; echo "out of tea" >&2; read line; exit 3`
+	var malformed atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := Start(ctx, Config{Name: "the agent", Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", script}},
+		Dir: t.TempDir(), Handler: noHandler{}, OnMalformed: func(frame uint64, err error) {
+			if frame == 0 || !strings.Contains(err.Error(), "not JSON") {
+				t.Errorf("malformed frame %d: %v", frame, err)
+			}
+			malformed.Add(1)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct{ OK bool }
+	if err := c.Call(ctx, "ping", nil, &res); err != nil || !res.OK {
+		t.Fatalf("ping: %+v %v", res, err)
+	}
+	if c.Frame() == 0 || malformed.Load() != 1 {
+		t.Fatalf("frame %d, malformed %d", c.Frame(), malformed.Load())
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+	defer ccancel()
+	id, err := c.CallID(cctx, "again", nil, nil)
+	if !errors.Is(err, sdk.ErrProviderExited) || id.Num != 1 {
+		t.Fatalf("call after exit: id %v, %v", id, err)
+	}
+	<-c.Proc.Done()
+	if r := c.ExitReport(); !strings.Contains(r, "the agent exited: exit status 3") || !strings.Contains(r, "out of tea") {
+		t.Fatalf("exit report: %s", r)
+	}
+}
+
+func TestDecodeFrame(t *testing.T) {
+	var v map[string]any
+	for in, want := range map[string]string{`nope`: "not JSON", `[1]`: "not a JSON-RPC message", `{"id":1}`: ""} {
+		err := DecodeFrame([]byte(in), &v)
+		if (want == "" && err != nil) || (want != "" && (err == nil || !strings.Contains(err.Error(), want))) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+	if _, err := Start(context.Background(), Config{Command: sdk.ProviderCommand{Argv: []string{"/nonexistent/agent"}}}); err == nil {
+		t.Error("a missing program started")
+	}
+}
