@@ -98,12 +98,12 @@ type session struct {
 
 	lastResp atomic.Uint64 // raw-frame index of the latest response
 
-	mu         sync.Mutex
-	thread     string // the root thread
-	norm       *normalizer
-	pending    map[string]*pendingRequest
-	closed     bool
-	exited     chan struct{}
+	mu      sync.Mutex
+	thread  string // the root thread
+	norm    *normalizer
+	pending map[string]*pendingRequest
+	closed  bool
+	exited  chan struct{}
 }
 
 // pendingRequest is a server request waiting for the host's answer.
