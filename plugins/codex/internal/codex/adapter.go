@@ -57,13 +57,12 @@ func approvalPolicy(runtimePolicy string) (string, error) {
 type Adapter struct {
 	log hclog.Logger
 
-	mu       sync.Mutex
-	sessions map[string]*session
+	sessions sdk.Sessions[*session]
 }
 
 // New returns an adapter that logs to log.
 func New(log hclog.Logger) *Adapter {
-	return &Adapter{log: log, sessions: map[string]*session{}}
+	return &Adapter{log: log}
 }
 
 // Describe implements sdk.Adapter.
@@ -76,15 +75,7 @@ func (a *Adapter) Describe() sdk.Description {
 	}
 }
 
-func (a *Adapter) session(id string) (*session, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s, ok := a.sessions[id]
-	if !ok {
-		return nil, sdk.Errorf(sdk.ErrUnknownSession, "session %q", id)
-	}
-	return s, nil
-}
+func (a *Adapter) session(id string) (*session, error) { return a.sessions.Get(id) }
 
 // session is one codex process and its root thread.
 type session struct {
@@ -144,15 +135,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		s.close(fmt.Errorf("handshake failed: %w", err))
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
-	a.mu.Lock()
-	a.sessions[req.SessionID] = s
-	a.mu.Unlock()
-	go func() {
-		<-s.exited
-		a.mu.Lock()
-		delete(a.sessions, req.SessionID)
-		a.mu.Unlock()
-	}()
+	a.sessions.Add(req.SessionID, s, s.exited)
 	return resp, nil
 }
 

@@ -1,0 +1,39 @@
+package sdk
+
+import "sync"
+
+// Sessions is an adapter's table of open sessions by id. A session is
+// removed when the channel it was added with closes (its provider exited
+// and its last events were emitted).
+type Sessions[S any] struct {
+	mu sync.Mutex
+	m  map[string]S
+}
+
+// Get returns an open session, or ErrUnknownSession.
+func (t *Sessions[S]) Get(id string) (S, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.m[id]
+	if !ok {
+		var zero S
+		return zero, Errorf(ErrUnknownSession, "session %q", id)
+	}
+	return s, nil
+}
+
+// Add records a session until gone closes.
+func (t *Sessions[S]) Add(id string, s S, gone <-chan struct{}) {
+	t.mu.Lock()
+	if t.m == nil {
+		t.m = map[string]S{}
+	}
+	t.m[id] = s
+	t.mu.Unlock()
+	go func() {
+		<-gone
+		t.mu.Lock()
+		delete(t.m, id)
+		t.mu.Unlock()
+	}()
+}
