@@ -55,34 +55,119 @@ done
 # quote WORD: single-quote a word for --provider-command (split like a shell).
 quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 
+# need_tools checks for the programs recording uses.
+need_tools() {
+  local t
+  for t in node npm git jq; do
+    command -v "$t" >/dev/null || die "$t is not installed"
+  done
+}
+
+# npm_pinned PKG VERSION DIR BIN installs PKG@VERSION into DIR unless it is
+# there (BIN is the executable it provides).
+npm_pinned() {
+  local pkg=$1 version=$2 dir=$3 bin=$4 have=
+  local pkg_json=$dir/node_modules/$pkg/package.json
+  [ -f "$pkg_json" ] && have=$(jq -r .version "$pkg_json")
+  if [ "$have" != "$version" ] || [ ! -x "$bin" ]; then
+    echo "record.sh: installing $pkg@$version into $dir" >&2
+    mkdir -p "$dir"
+    # A package.json of its own keeps npm from walking up to another project.
+    [ -f "$dir/package.json" ] || echo '{"private":true}' >"$dir/package.json"
+    npm install --prefix "$dir" --no-audit --no-fund --save-exact "$pkg@$version" >&2
+    have=$(jq -r .version "$pkg_json")
+    [ "$have" = "$version" ] || die "installed $pkg is $have, want $version"
+  fi
+}
+
+# init_workspace WS makes WS a git repository with one commit.
+init_workspace() {
+  local ws=$1
+  mkdir -p "$ws"
+  git init -q "$ws"
+  printf '# Replay workspace\n\nA throwaway repository for recording transcripts.\n' >"$ws/README.md"
+  git -C "$ws" add README.md
+  GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z \
+    git -C "$ws" -c user.name=recorder -c user.email=recorder@example.invalid \
+    -c commit.gpgsign=false commit -q -m "Initial commit"
+}
+
+# record_and_verify PROVIDER WS CMD OUT plays the client side through baton
+# with CMD (replaypeer record around the real provider) as the provider
+# command, checks the transcript (every scripted reply consumed, a recorded
+# header, a runtime_exit at the end, no temp path left), writes it to OUT
+# with our own version made "<any>", and replays it through baton in a
+# fresh, empty workspace.
+record_and_verify() {
+  local provider=$1 ws=$2 cmd=$3 out=$4
+  echo "record.sh: recording $provider/$SCENARIO (${STEPS:-${#msgs[@]} messages}, model server $MS_URL, tmp $TMP)" >&2
+  local start=$SECONDS rc=0
+  run_baton "$provider" "$TMP/data" "$ws" "$cmd" "$TMP/baton.out" "$TMP/baton.err" || rc=$?
+  cat "$TMP/baton.out"
+  if [ "$rc" -ne 0 ]; then
+    KEEP_TMP=1
+    cat "$TMP/baton.err" >&2
+    echo "--- model server log:" >&2
+    cat "$TMP/modelserver.err" >&2
+    die "baton run exited with status $rc; nothing written (logs kept in $TMP)"
+  fi
+  echo "record.sh: baton run took $((SECONDS - start))s" >&2
+
+  stop_modelserver
+  local consumed
+  consumed=$(sed -n 's/.*stopped; \([0-9]*\) script replies consumed.*/\1/p' "$TMP/modelserver.err")
+  if [ "$consumed" != "$REPLIES" ]; then
+    KEEP_TMP=1
+    cat "$TMP/modelserver.err" >&2
+    die "the provider consumed ${consumed:-?} of $REPLIES scripted model replies (logs kept in $TMP)"
+  fi
+  local t=$TMP/transcript.ndjson
+  [ -s "$t" ] || { KEEP_TMP=1; die "replaypeer wrote no transcript (logs kept in $TMP)"; }
+  jq -e -s '.[0].type == "transcript_start" and .[0].metadata.source == "recorded"' "$t" >/dev/null ||
+    { KEEP_TMP=1; die "transcript header is not a recorded transcript_start (kept in $TMP)"; }
+  jq -e -s '.[-1].type == "runtime_exit"' "$t" >/dev/null ||
+    { KEEP_TMP=1; die "transcript does not end with runtime_exit (kept in $TMP)"; }
+  local -a paths=(-e "$TMP" -e "$ws")
+  [ -n "$WS_TMP" ] && paths+=(-e "$WS_TMP")
+  [ "$provider" = codex ] && paths+=(-e "$REPO")
+  if grep -q "${paths[@]}" "$t"; then
+    KEEP_TMP=1
+    die "transcript still contains a temp path (kept in $TMP)"
+  fi
+  # Our own version is not evidence about the provider: any version of the
+  # plugin may replay the transcript.
+  jq -c 'if .type == "expect_outbound" and .frame.method == "initialize"
+         then .frame.params.clientInfo.version = "<any>" else . end' "$t" >"$t.tmp" && mv "$t.tmp" "$t"
+  cp "$t" "$out"
+  echo "record.sh: wrote ${out#"$REPO"/} ($(wc -l <"$out") lines)" >&2
+
+  mkdir -p "$TMP/replay/ws"
+  rc=0
+  run_baton "$provider" "$TMP/replay/data" "$TMP/replay/ws" \
+    "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")" \
+    "$TMP/replay.out" "$TMP/replay.err" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    KEEP_TMP=1
+    cat "$TMP/replay.out" "$TMP/replay.err" >&2
+    die "replaying ${out#"$REPO"/} failed with status $rc (logs kept in $TMP)"
+  fi
+  echo "record.sh: replay OK" >&2
+}
+
 record_acp() {
   local agent_pkg=@zed-industries/claude-code-acp
   local agent_version=0.16.2
   local protocol='acp/1 json-rpc ndjson stdio'
   local npm_dir=$REPO/.cache/npm-acp
-  local pkg_json=$npm_dir/node_modules/$agent_pkg/package.json
   local agent_bin=$npm_dir/node_modules/.bin/claude-code-acp
   local script_src=$REPO/testdata/acp/scenarios/$SCENARIO.json
   local out=${RECORD_OUT:-$REPO/testdata/acp/$SCENARIO.ndjson}
 
   [ -f "$script_src" ] || die "no model script $script_src"
-  command -v node >/dev/null || die "node is not installed"
-  command -v npm >/dev/null || die "npm is not installed"
-  command -v git >/dev/null || die "git is not installed"
-  command -v jq >/dev/null || die "jq is not installed"
+  need_tools
 
   # 1. The agent, pinned.
-  local have=
-  [ -f "$pkg_json" ] && have=$(jq -r .version "$pkg_json")
-  if [ "$have" != "$agent_version" ] || [ ! -x "$agent_bin" ]; then
-    echo "record.sh: installing $agent_pkg@$agent_version into $npm_dir" >&2
-    mkdir -p "$npm_dir"
-    # A package.json of its own keeps npm from walking up to another project.
-    [ -f "$npm_dir/package.json" ] || echo '{"private":true}' >"$npm_dir/package.json"
-    npm install --prefix "$npm_dir" --no-audit --no-fund --save-exact "$agent_pkg@$agent_version" >&2
-    have=$(jq -r .version "$pkg_json")
-    [ "$have" = "$agent_version" ] || die "installed $agent_pkg is $have, want $agent_version"
-  fi
+  npm_pinned "$agent_pkg" "$agent_version" "$npm_dir" "$agent_bin"
   local sdk_json=$npm_dir/node_modules/@anthropic-ai/claude-agent-sdk/package.json
   local sdk_version=unknown cli_version=unknown
   if [ -f "$sdk_json" ]; then
@@ -93,13 +178,8 @@ record_acp() {
   # 2. Temp HOME and workspace.
   TMP=$(mktemp -d)
   local home=$TMP/home ws=$TMP/ws
-  mkdir -p "$home" "$ws"
-  git init -q "$ws"
-  printf '# Replay workspace\n\nA throwaway repository for recording transcripts.\n' >"$ws/README.md"
-  git -C "$ws" add README.md
-  GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z \
-    git -C "$ws" -c user.name=recorder -c user.email=recorder@example.invalid \
-    -c commit.gpgsign=false commit -q -m "Initial commit"
+  mkdir -p "$home"
+  init_workspace "$ws"
 
   # Optional agent settings from the scenario: a script in the object form
   # ({"replies": [...]}) may carry "claudeSettings", written to the agent's
@@ -111,22 +191,7 @@ record_acp() {
   fi
 
   # 3. The model server.
-  sed "s|{{CWD}}|$ws|g" "$script_src" >"$TMP/script.json"
-  local replies
-  replies=$(jq 'if type == "object" then .replies else . end | length' "$TMP/script.json") ||
-    die "model script $script_src is not JSON"
-  "$BIN/baton-modelserver" --script "$TMP/script.json" --addr 127.0.0.1:0 \
-    --log "$TMP/model-requests.jsonl" >"$TMP/modelserver.out" 2>"$TMP/modelserver.err" &
-  MS_PID=$!
-  local url= i
-  for i in $(seq 100); do
-    url=$(sed -n '1s/^listening on //p' "$TMP/modelserver.out")
-    [ -n "$url" ] && break
-    kill -0 "$MS_PID" 2>/dev/null || { cat "$TMP/modelserver.err" >&2; die "baton-modelserver exited"; }
-    sleep 0.1
-  done
-  [ -n "$url" ] || die "baton-modelserver did not report its address"
-  case $url in http://127.0.0.1:*) ;; *) die "unexpected model server address: $url" ;; esac
+  start_modelserver anthropic "$script_src" "$ws"
 
   # 4. Record through baton.
   read_client_side "$REPO/testdata/acp" 
@@ -134,7 +199,7 @@ record_acp() {
     env -i
     "PATH=$PATH"
     "HOME=$home"
-    "ANTHROPIC_BASE_URL=$url"
+    "ANTHROPIC_BASE_URL=$MS_URL"
     ANTHROPIC_API_KEY=sk-test-redacted
     DISABLE_TELEMETRY=1
     DISABLE_ERROR_REPORTING=1
@@ -184,58 +249,7 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
   )
   local cmd= w
   for w in "${argv[@]}"; do cmd+="${cmd:+ }$(quote "$w")"; done
-
-  echo "record.sh: recording $PROVIDER/$SCENARIO (${STEPS:-${#msgs[@]} messages}, model server $url, tmp $TMP)" >&2
-  local start=$SECONDS rc=0
-  run_baton acp "$TMP/data" "$ws" "$cmd" "$TMP/baton.out" "$TMP/baton.err" || rc=$?
-  cat "$TMP/baton.out"
-  if [ "$rc" -ne 0 ]; then
-    KEEP_TMP=1
-    cat "$TMP/baton.err" >&2
-    echo "--- model server log:" >&2
-    cat "$TMP/modelserver.err" >&2
-    die "baton run exited with status $rc; nothing written (logs kept in $TMP)"
-  fi
-  echo "record.sh: baton run took $((SECONDS - start))s" >&2
-
-  # 5. Check and install the transcript.
-  stop_modelserver
-  local consumed
-  consumed=$(sed -n 's/.*stopped; \([0-9]*\) script replies consumed.*/\1/p' "$TMP/modelserver.err")
-  if [ "$consumed" != "$replies" ]; then
-    KEEP_TMP=1
-    cat "$TMP/modelserver.err" >&2
-    die "the agent consumed ${consumed:-?} of $replies scripted model replies (logs kept in $TMP)"
-  fi
-  local t=$TMP/transcript.ndjson
-  [ -s "$t" ] || { KEEP_TMP=1; die "replaypeer wrote no transcript (logs kept in $TMP)"; }
-  jq -e -s '.[0].type == "transcript_start" and .[0].metadata.source == "recorded"' "$t" >/dev/null ||
-    { KEEP_TMP=1; die "transcript header is not a recorded transcript_start (kept in $TMP)"; }
-  jq -e -s '.[-1].type == "runtime_exit"' "$t" >/dev/null ||
-    { KEEP_TMP=1; die "transcript does not end with runtime_exit (kept in $TMP)"; }
-  if grep -q -e "$TMP" -e "$ws" "$t"; then
-    KEEP_TMP=1
-    die "transcript still contains a temp path (kept in $TMP)"
-  fi
-  # Our own version is not evidence about the agent: any version of the
-  # plugin may replay the transcript.
-  jq -c 'if .type == "expect_outbound" and .frame.method == "initialize"
-         then .frame.params.clientInfo.version = "<any>" else . end' "$t" >"$t.tmp" && mv "$t.tmp" "$t"
-  cp "$t" "$out"
-  echo "record.sh: wrote ${out#"$REPO"/} ($(wc -l <"$out") lines)" >&2
-
-  # 6. Replay it in a fresh, empty workspace.
-  mkdir -p "$TMP/replay/ws"
-  rc=0
-  run_baton acp "$TMP/replay/data" "$TMP/replay/ws" \
-    "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")" \
-    "$TMP/replay.out" "$TMP/replay.err" || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    KEEP_TMP=1
-    cat "$TMP/replay.out" "$TMP/replay.err" >&2
-    die "replaying ${out#"$REPO"/} failed with status $rc (logs kept in $TMP)"
-  fi
-  echo "record.sh: replay OK" >&2
+  record_and_verify acp "$ws" "$cmd" "$out"
 }
 
 # start_modelserver API SCRIPT_SRC WS starts bin/baton-modelserver serving API
@@ -281,28 +295,15 @@ record_codex() {
   local codex_version=0.171.0
   local protocol='codex-app-server/v2 json-rpc ndjson stdio'
   local npm_dir=$REPO/.cache/npm-codex
-  local pkg_json=$npm_dir/node_modules/$codex_pkg/package.json
   local codex_bin=$npm_dir/node_modules/.bin/codex
   local script_src=$REPO/testdata/codex/scenarios/$SCENARIO.json
   local out=${RECORD_OUT:-$REPO/testdata/codex/$SCENARIO.ndjson}
 
   [ -f "$script_src" ] || die "no model script $script_src"
-  command -v node >/dev/null || die "node is not installed"
-  command -v npm >/dev/null || die "npm is not installed"
-  command -v git >/dev/null || die "git is not installed"
-  command -v jq >/dev/null || die "jq is not installed"
+  need_tools
 
   # 1. codex, pinned.
-  local have=
-  [ -f "$pkg_json" ] && have=$(jq -r .version "$pkg_json")
-  if [ "$have" != "$codex_version" ] || [ ! -x "$codex_bin" ]; then
-    echo "record.sh: installing $codex_pkg@$codex_version into $npm_dir" >&2
-    mkdir -p "$npm_dir"
-    [ -f "$npm_dir/package.json" ] || echo '{"private":true}' >"$npm_dir/package.json"
-    npm install --prefix "$npm_dir" --no-audit --no-fund --save-exact "$codex_pkg@$codex_version" >&2
-    have=$(jq -r .version "$pkg_json")
-    [ "$have" = "$codex_version" ] || die "installed $codex_pkg is $have, want $codex_version"
-  fi
+  npm_pinned "$codex_pkg" "$codex_version" "$npm_dir" "$codex_bin"
 
   # 2. Temp CODEX_HOME (not under /tmp) and workspace.
   mkdir -p "$REPO/.cache"
@@ -310,13 +311,8 @@ record_codex() {
   WS_TMP=$(mktemp -d)
   local home=$TMP/home ws=$WS_TMP/ws
   local codex_home=$home/.codex
-  mkdir -p "$codex_home" "$ws"
-  git init -q "$ws"
-  printf '# Replay workspace\n\nA throwaway repository for recording transcripts.\n' >"$ws/README.md"
-  git -C "$ws" add README.md
-  GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z \
-    git -C "$ws" -c user.name=recorder -c user.email=recorder@example.invalid \
-    -c commit.gpgsign=false commit -q -m "Initial commit"
+  mkdir -p "$codex_home"
+  init_workspace "$ws"
 
   local -a codex_env=(
     env -i
@@ -395,58 +391,7 @@ TOML
   )
   local cmd= w
   for w in "${argv[@]}"; do cmd+="${cmd:+ }$(quote "$w")"; done
-
-  echo "record.sh: recording $PROVIDER/$SCENARIO (${STEPS:-${#msgs[@]} messages}, model server $MS_URL, tmp $TMP)" >&2
-  local start=$SECONDS rc=0
-  run_baton codex "$TMP/data" "$ws" "$cmd" "$TMP/baton.out" "$TMP/baton.err" || rc=$?
-  cat "$TMP/baton.out"
-  if [ "$rc" -ne 0 ]; then
-    KEEP_TMP=1
-    cat "$TMP/baton.err" >&2
-    echo "--- model server log:" >&2
-    cat "$TMP/modelserver.err" >&2
-    die "baton run exited with status $rc; nothing written (logs kept in $TMP)"
-  fi
-  echo "record.sh: baton run took $((SECONDS - start))s" >&2
-
-  # 5. Check and install the transcript.
-  stop_modelserver
-  local consumed
-  consumed=$(sed -n 's/.*stopped; \([0-9]*\) script replies consumed.*/\1/p' "$TMP/modelserver.err")
-  if [ "$consumed" != "$REPLIES" ]; then
-    KEEP_TMP=1
-    cat "$TMP/modelserver.err" >&2
-    die "codex consumed ${consumed:-?} of $REPLIES scripted model replies (logs kept in $TMP)"
-  fi
-  local t=$TMP/transcript.ndjson
-  [ -s "$t" ] || { KEEP_TMP=1; die "replaypeer wrote no transcript (logs kept in $TMP)"; }
-  jq -e -s '.[0].type == "transcript_start" and .[0].metadata.source == "recorded"' "$t" >/dev/null ||
-    { KEEP_TMP=1; die "transcript header is not a recorded transcript_start (kept in $TMP)"; }
-  jq -e -s '.[-1].type == "runtime_exit"' "$t" >/dev/null ||
-    { KEEP_TMP=1; die "transcript does not end with runtime_exit (kept in $TMP)"; }
-  if grep -q -e "$TMP" -e "$WS_TMP" -e "$REPO" "$t"; then
-    KEEP_TMP=1
-    die "transcript still contains a temp path (kept in $TMP)"
-  fi
-  # Our own version is not evidence about codex: any version of the plugin
-  # may replay the transcript.
-  jq -c 'if .type == "expect_outbound" and .frame.method == "initialize"
-         then .frame.params.clientInfo.version = "<any>" else . end' "$t" >"$t.tmp" && mv "$t.tmp" "$t"
-  cp "$t" "$out"
-  echo "record.sh: wrote ${out#"$REPO"/} ($(wc -l <"$out") lines)" >&2
-
-  # 6. Replay it in a fresh, empty workspace.
-  mkdir -p "$TMP/replay/ws"
-  rc=0
-  run_baton codex "$TMP/replay/data" "$TMP/replay/ws" \
-    "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")" \
-    "$TMP/replay.out" "$TMP/replay.err" || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    KEEP_TMP=1
-    cat "$TMP/replay.out" "$TMP/replay.err" >&2
-    die "replaying ${out#"$REPO"/} failed with status $rc (logs kept in $TMP)"
-  fi
-  echo "record.sh: replay OK" >&2
+  record_and_verify codex "$ws" "$cmd" "$out"
 }
 
 # read_client_side DIR sets what the client does in the scenario: the steps
