@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -52,17 +51,8 @@ type Reply struct {
 // UnmarshalJSON accepts either a bare list of blocks or an object
 // {"content":[...], "stop_reason":..., "delay_ms":...}.
 func (r *Reply) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '[' {
-		return json.Unmarshal(b, &r.Content)
-	}
 	type plain Reply
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	*r = Reply(p)
-	return nil
+	return listOrObject(b, &r.Content, (*plain)(r))
 }
 
 // Script is an ordered list of replies.
@@ -71,17 +61,8 @@ type Script []Reply
 // ParseScript parses a script: a JSON list of replies, or an object
 // {"replies":[...]}.
 func ParseScript(b []byte) (Script, error) {
-	b = bytes.TrimSpace(b)
-	var s Script
-	if len(b) > 0 && b[0] == '{' {
-		var w struct {
-			Replies Script `json:"replies"`
-		}
-		if err := json.Unmarshal(b, &w); err != nil {
-			return nil, err
-		}
-		s = w.Replies
-	} else if err := json.Unmarshal(b, &s); err != nil {
+	s, err := parseReplies[Reply](b)
+	if err != nil {
 		return nil, err
 	}
 	for i, r := range s {
@@ -101,17 +82,7 @@ func ParseScript(b []byte) (Script, error) {
 }
 
 // LoadScript reads and parses a script file.
-func LoadScript(path string) (Script, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	s, err := ParseScript(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return s, nil
-}
+func LoadScript(path string) (Script, error) { return loadFile(path, ParseScript) }
 
 // MessagesRequest is the subset of a Messages API request that we look at.
 type MessagesRequest struct {
@@ -202,21 +173,6 @@ func sideCallReason(r *MessagesRequest) string {
 	return "no-tools"
 }
 
-// LogEntry is one logged request.
-type LogEntry struct {
-	Seq    int    `json:"seq"`
-	Time   string `json:"time,omitempty"`
-	Method string `json:"method"`
-	Path   string `json:"path"`
-	Kind   string `json:"kind"`            // "main", "side", "count_tokens", "other"
-	Reply  int    `json:"reply,omitempty"` // 1-based script index for main calls
-	Model  string `json:"model,omitempty"`
-	Note   string `json:"note,omitempty"`
-	// Headers holds selected request headers (BodyLog only; secrets redacted).
-	Headers map[string]string `json:"headers,omitempty"`
-	Body    json.RawMessage   `json:"body,omitempty"`
-}
-
 // Server is the scripted model server. Create with New.
 type Server struct {
 	// SideText is the fixed reply text for side calls.
@@ -226,22 +182,15 @@ type Server struct {
 	// ChunkRunes splits text deltas into chunks of at most this many runes
 	// (0: one delta per block).
 	ChunkRunes int
-	// Log receives one human-readable line per request (may be nil).
-	Log io.Writer
-	// BodyLog receives one JSON line (LogEntry with body) per request (may be nil).
-	BodyLog io.Writer
-	// Timestamps adds wall-clock times to BodyLog entries.
-	Timestamps bool
+	Journal
 	// Classify, when set, replaces IsSideCall.
 	Classify func(*MessagesRequest) (side bool)
 
 	mu      sync.Mutex
 	script  Script
 	next    int
-	seq     int
 	msgSeq  int
 	toolSeq int
-	entries []LogEntry
 }
 
 // New returns a server serving script.
@@ -258,69 +207,6 @@ func (s *Server) Consumed() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.next
-}
-
-// Entries returns a copy of the request log (without bodies).
-func (s *Server) Entries() []LogEntry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]LogEntry, len(s.entries))
-	copy(out, s.entries)
-	return out
-}
-
-// logHeaders returns the headers worth logging, with credentials redacted.
-func logHeaders(h http.Header) map[string]string {
-	out := map[string]string{}
-	for k, v := range h {
-		lk := strings.ToLower(k)
-		switch {
-		case lk == "x-api-key" || lk == "authorization" || lk == "cookie":
-			out[lk] = "<redacted>"
-		case strings.HasPrefix(lk, "anthropic-") || strings.HasPrefix(lk, "x-") || lk == "user-agent" || lk == "accept":
-			out[lk] = strings.Join(v, ", ")
-		}
-	}
-	return out
-}
-
-func (s *Server) record(e LogEntry, h http.Header, body []byte) {
-	s.mu.Lock()
-	s.seq++
-	e.Seq = s.seq
-	s.entries = append(s.entries, e)
-	if s.Log != nil {
-		line := fmt.Sprintf("modelserver: #%d %s %s kind=%s", e.Seq, e.Method, e.Path, e.Kind)
-		if e.Model != "" {
-			line += " model=" + e.Model
-		}
-		if e.Reply > 0 {
-			line += fmt.Sprintf(" reply=%d", e.Reply)
-		}
-		if e.Note != "" {
-			line += " note=" + e.Note
-		}
-		fmt.Fprintln(s.Log, line)
-	}
-	if s.BodyLog != nil {
-		if h != nil {
-			e.Headers = logHeaders(h)
-		}
-		if s.Timestamps {
-			e.Time = time.Now().UTC().Format(time.RFC3339Nano)
-		}
-		if len(body) > 0 {
-			if json.Valid(body) {
-				e.Body = json.RawMessage(body)
-			} else {
-				q, _ := json.Marshal(string(body))
-				e.Body = q
-			}
-		}
-		b, _ := json.Marshal(e)
-		s.BodyLog.Write(append(b, '\n'))
-	}
-	s.mu.Unlock()
 }
 
 // ServeHTTP implements http.Handler.

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -85,17 +84,8 @@ type ResponsesError struct {
 // UnmarshalJSON accepts either a bare list of blocks or an object
 // {"content":[...], "delay_ms":..., "error":...}.
 func (r *ResponsesReply) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '[' {
-		return json.Unmarshal(b, &r.Content)
-	}
 	type plain ResponsesReply
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	*r = ResponsesReply(p)
-	return nil
+	return listOrObject(b, &r.Content, (*plain)(r))
 }
 
 // ResponsesScript is an ordered list of replies.
@@ -104,17 +94,8 @@ type ResponsesScript []ResponsesReply
 // ParseResponsesScript parses a script: a JSON list of replies, or an object
 // {"replies":[...]}.
 func ParseResponsesScript(b []byte) (ResponsesScript, error) {
-	b = bytes.TrimSpace(b)
-	var s ResponsesScript
-	if len(b) > 0 && b[0] == '{' {
-		var w struct {
-			Replies ResponsesScript `json:"replies"`
-		}
-		if err := json.Unmarshal(b, &w); err != nil {
-			return nil, err
-		}
-		s = w.Replies
-	} else if err := json.Unmarshal(b, &s); err != nil {
+	s, err := parseReplies[ResponsesReply](b)
+	if err != nil {
 		return nil, err
 	}
 	for i, r := range s {
@@ -145,15 +126,7 @@ func ParseResponsesScript(b []byte) (ResponsesScript, error) {
 
 // LoadResponsesScript reads and parses a Responses script file.
 func LoadResponsesScript(path string) (ResponsesScript, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	s, err := ParseResponsesScript(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return s, nil
+	return loadFile(path, ParseResponsesScript)
 }
 
 // ResponsesRequest is the subset of a Responses API request that we look at.
@@ -328,12 +301,7 @@ type ResponsesServer struct {
 	// Models are the model ids listed by GET /v1/models (default
 	// "gpt-scripted").
 	Models []string
-	// Log receives one human-readable line per request (may be nil).
-	Log io.Writer
-	// BodyLog receives one JSON line (LogEntry with body) per request (may be nil).
-	BodyLog io.Writer
-	// Timestamps adds wall-clock times to BodyLog entries.
-	Timestamps bool
+	Journal
 	// Classify, when set, replaces IsResponsesSideCall.
 	Classify func(*ResponsesRequest) (side bool)
 
@@ -363,60 +331,6 @@ func (s *ResponsesServer) Consumed() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.next
-}
-
-// Entries returns a copy of the request log (without bodies).
-func (s *ResponsesServer) Entries() []LogEntry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]LogEntry, len(s.entries))
-	copy(out, s.entries)
-	return out
-}
-
-func (s *ResponsesServer) record(e LogEntry, h http.Header, body []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.seq++
-	e.Seq = s.seq
-	s.entries = append(s.entries, e)
-	if s.Log != nil {
-		line := fmt.Sprintf("modelserver: #%d %s %s kind=%s", e.Seq, e.Method, e.Path, e.Kind)
-		if e.Model != "" {
-			line += " model=" + e.Model
-		}
-		if e.Reply > 0 {
-			line += fmt.Sprintf(" reply=%d", e.Reply)
-		}
-		if e.Note != "" {
-			line += " note=" + e.Note
-		}
-		fmt.Fprintln(s.Log, line)
-	}
-	if s.BodyLog != nil {
-		if h != nil {
-			e.Headers = logHeaders(h)
-			for k, v := range h {
-				lk := strings.ToLower(k)
-				if lk == "originator" || lk == "session_id" || lk == "conversation_id" || strings.HasPrefix(lk, "openai-") {
-					e.Headers[lk] = strings.Join(v, ", ")
-				}
-			}
-		}
-		if s.Timestamps {
-			e.Time = time.Now().UTC().Format(time.RFC3339Nano)
-		}
-		if len(body) > 0 {
-			if json.Valid(body) {
-				e.Body = json.RawMessage(body)
-			} else {
-				q, _ := json.Marshal(string(body))
-				e.Body = q
-			}
-		}
-		b, _ := json.Marshal(e)
-		s.BodyLog.Write(append(b, '\n'))
-	}
 }
 
 // ServeHTTP implements http.Handler.
