@@ -15,7 +15,7 @@ import (
 
 func fullEvent() RuntimeEvent {
 	return RuntimeEvent{SessionID: "s", Sequence: 7, Kind: EventRequestOpened, RawFrame: 3, ThreadRef: "t", ParentThreadRef: "p",
-		TurnRef: "u", ItemRef: "i", ParentItemRef: "pi", ItemKind: ItemToolCall, Title: "T", Text: "x", Status: "s",
+		TurnRef: "u", ItemRef: "i", ParentItemRef: "pi", ClientTurnID: "att", ItemKind: ItemToolCall, Title: "T", Text: "x", Status: "s",
 		RequestRef: "r", RequestKind: "permission", Options: []RequestOption{{ID: "a", Label: "Allow", Kind: "allow_once"}},
 		Usage:     &Usage{InputTokens: 1, OutputTokens: 2, CachedInputTokens: 3, ReasoningTokens: 4, TotalTokens: 10},
 		RateLimit: &RateLimit{ResetsAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), UsedPercent: 50, Scope: "5h"},

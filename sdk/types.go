@@ -229,22 +229,26 @@ type RuntimeEvent struct {
 	Kind      EventKind `json:"kind"`
 	// RawFrame is the index of the provider frame this event came from in
 	// the session's raw-frame log (0: none).
-	RawFrame        uint64          `json:"rawFrame,omitempty"`
-	ThreadRef       string          `json:"threadRef,omitempty"`
-	ParentThreadRef string          `json:"parentThreadRef,omitempty"`
-	TurnRef         string          `json:"turnRef,omitempty"`
-	ItemRef         string          `json:"itemRef,omitempty"`
-	ParentItemRef   string          `json:"parentItemRef,omitempty"`
-	ItemKind        ItemKind        `json:"itemKind,omitempty"`
-	Title           string          `json:"title,omitempty"`
-	Text            string          `json:"text,omitempty"`
-	Status          string          `json:"status,omitempty"`
-	RequestRef      string          `json:"requestRef,omitempty"`
-	RequestKind     string          `json:"requestKind,omitempty"`
-	Options         []RequestOption `json:"options,omitempty"`
-	Usage           *Usage          `json:"usage,omitempty"`
-	RateLimit       *RateLimit      `json:"rateLimit,omitempty"`
-	Failure         *Failure        `json:"failure,omitempty"`
+	RawFrame        uint64 `json:"rawFrame,omitempty"`
+	ThreadRef       string `json:"threadRef,omitempty"`
+	ParentThreadRef string `json:"parentThreadRef,omitempty"`
+	TurnRef         string `json:"turnRef,omitempty"`
+	ItemRef         string `json:"itemRef,omitempty"`
+	ParentItemRef   string `json:"parentItemRef,omitempty"`
+	// ClientTurnID, on a turn_started event, echoes the ClientTurnID of the
+	// StartTurn request the turn is for, so the host binds the turn to the
+	// attempt it meant (empty for turns it did not start: a subagent's).
+	ClientTurnID string          `json:"clientTurnId,omitempty"`
+	ItemKind     ItemKind        `json:"itemKind,omitempty"`
+	Title        string          `json:"title,omitempty"`
+	Text         string          `json:"text,omitempty"`
+	Status       string          `json:"status,omitempty"`
+	RequestRef   string          `json:"requestRef,omitempty"`
+	RequestKind  string          `json:"requestKind,omitempty"`
+	Options      []RequestOption `json:"options,omitempty"`
+	Usage        *Usage          `json:"usage,omitempty"`
+	RateLimit    *RateLimit      `json:"rateLimit,omitempty"`
+	Failure      *Failure        `json:"failure,omitempty"`
 	// ThreadUsable, on a turn terminal event, says whether the provider
 	// thread can take another turn.
 	ThreadUsable bool            `json:"threadUsable,omitempty"`

@@ -23,6 +23,9 @@ func TestInterrupt(t *testing.T) {
 	s := p.Open(t, filepath.Join(testdata, "turn_interrupt.ndjson"), t.TempDir())
 	s.StartTurn(t, "Write a very long essay about rivers.")
 	started := turnStarted(t, s)
+	if started.ClientTurnID != "client-turn-1" {
+		t.Errorf("turn_started names client turn %q, want client-turn-1", started.ClientTurnID)
+	}
 	s.Interrupt(t, started.TurnRef)
 	evs := s.WaitTurn(t)
 	term := evs[len(evs)-1]

@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/plugintest"
@@ -85,7 +82,10 @@ func TestQueuedTurns(t *testing.T) {
 	s := open(t, "multi_turn", t.TempDir(), "", nil)
 	root := s.open.ProviderThreadRef
 	first := s.startTurn("Answer slowly")
-	s.until("the first turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted && ev.TurnRef == first })
+	started := s.until("the first turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted && ev.TurnRef == first })
+	if c := started[len(started)-1].ClientTurnID; c != "client-turn-1" {
+		t.Errorf("turn_started names client turn %q, want client-turn-1", c)
+	}
 	evs := s.waitTurn(first)
 	second := s.startTurn("Then answer again")
 	evs2 := s.waitTurn(second)
@@ -379,7 +379,6 @@ func TestCloseWithPendingRequest(t *testing.T) {
 	if err := s.p.CloseSession(context.Background(), s.id); err != nil {
 		t.Fatal(err)
 	}
-	s.closed = true
 	evs = s.until("runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
 	resolved := index(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == ref && ev.Status == "cancel"
@@ -397,19 +396,15 @@ func TestCloseWithPendingRequest(t *testing.T) {
 	}
 }
 
-// session is an open plugin session whose events a test reads. Requests
-// are answered by answer (nil: declined).
+// session is a plugintest session with the shorthands these tests use.
+// Requests are answered by answer (nil: declined).
 type session struct {
-	t      *testing.T
-	p      *plugintest.Plugin
-	id     string
-	req    sdk.OpenSessionRequest
-	open   sdk.OpenSessionResponse
-	events chan sdk.RuntimeEvent
-	errc   chan error
-	all    []sdk.RuntimeEvent
-	answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)
-	closed bool
+	*plugintest.Session
+	t    *testing.T
+	p    *plugintest.Plugin
+	id   string
+	req  sdk.OpenSessionRequest
+	open sdk.OpenSessionResponse
 }
 
 func open(t *testing.T, scenario, ws, state string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *session {
@@ -419,46 +414,21 @@ func open(t *testing.T, scenario, ws, state string, answer func(sdk.RuntimeEvent
 	return openWith(t, p, req, "", answer)
 }
 
-var sessions atomic.Int64
-
 func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, resume string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *session {
 	t.Helper()
-	req.SessionID = fmt.Sprintf("codex-test-%d", sessions.Add(1))
+	req.SessionID = ""
 	req.ResumeThreadRef = resume
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := p.OpenSession(ctx, req)
-	if err != nil {
-		t.Fatalf("open session: %v", err)
+	ps := p.OpenWith(t, req)
+	ps.AnswerFunc = answer
+	if answer == nil {
+		ps.AnswerFunc = answerAll(sdk.DecisionDecline)
 	}
-	sctx, scancel := context.WithCancel(context.Background())
-	s := &session{t: t, p: p, id: req.SessionID, req: req, open: resp, events: make(chan sdk.RuntimeEvent, 1024),
-		errc: make(chan error, 1), answer: answer}
-	go func() {
-		defer close(s.events)
-		for ev, err := range p.Events(sctx, req.SessionID, 0) {
-			if err != nil {
-				s.errc <- err
-				return
-			}
-			s.events <- ev
-		}
-	}()
-	t.Cleanup(func() {
-		scancel()
-		if !s.closed {
-			_ = p.CloseSession(context.Background(), req.SessionID)
-		}
-	})
-	return s
+	return &session{Session: ps, t: t, p: p, id: ps.ID, req: ps.Request(), open: ps.Open}
 }
 
 func (s *session) startTurn(text string) string {
 	s.t.Helper()
-	r, err := s.p.StartTurn(context.Background(), sdk.StartTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: text}})
-	if err != nil {
-		s.t.Fatalf("start turn: %v", err)
-	}
+	r := s.StartTurn(s.t, text)
 	if r.TurnRef == "" {
 		s.t.Fatal("start turn returned no turn ref")
 	}
@@ -468,40 +438,7 @@ func (s *session) startTurn(text string) string {
 // until reads events up to one that satisfies stop, answering requests.
 func (s *session) until(what string, stop func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
 	s.t.Helper()
-	var got []sdk.RuntimeEvent
-	deadline := time.After(plugintest.Timeout)
-	for {
-		select {
-		case ev, ok := <-s.events:
-			if !ok {
-				select {
-				case err := <-s.errc:
-					s.t.Fatalf("waiting for %s: event stream failed: %v (events so far: %s)", what, err, plugintest.Kinds(got))
-				default:
-				}
-				s.t.Fatalf("waiting for %s: the event stream ended (events so far: %s)", what, plugintest.Kinds(got))
-			}
-			got = append(got, ev)
-			s.all = append(s.all, ev)
-			if ev.Kind == sdk.EventRequestOpened {
-				d, answers := sdk.DecisionDecline, map[string]string(nil)
-				if s.answer != nil {
-					d, answers = s.answer(ev)
-				}
-				if d != "" { // "": left pending
-					if err := s.p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.id,
-						RequestRef: ev.RequestRef, Decision: d, Answers: answers}); err != nil {
-						s.t.Fatalf("answer request %s: %v", ev.RequestRef, err)
-					}
-				}
-			}
-			if stop(ev) {
-				return got
-			}
-		case <-deadline:
-			s.t.Fatalf("waiting for %s: nothing after %v (events so far: %s)", what, plugintest.Timeout, plugintest.Kinds(got))
-		}
-	}
+	return s.Until(s.t, what, stop)
 }
 
 // waitTurn reads events up to the terminal of the turn.
@@ -517,15 +454,8 @@ func (s *session) waitTurn(turn string) []sdk.RuntimeEvent {
 // it returns every event of the session.
 func (s *session) close() []sdk.RuntimeEvent {
 	s.t.Helper()
-	if err := s.p.CloseSession(context.Background(), s.id); err != nil {
-		s.t.Fatalf("close session: %v", err)
-	}
-	s.closed = true
-	evs := s.until("runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
-	if last := evs[len(evs)-1]; last.Failure != nil {
-		s.t.Fatalf("codex (the replay peer) did not end cleanly: %s", last.Failure.Message)
-	}
-	return s.all
+	s.Close(s.t)
+	return s.All()
 }
 
 func answerAll(d sdk.Decision) func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) {

@@ -134,6 +134,9 @@ type Session struct {
 	// Answer is how requests the provider opens are answered while the
 	// test waits for events (default: decline, as a host does by default).
 	Answer sdk.Decision
+	// AnswerFunc, when set, answers instead of Answer: a decision and
+	// answers for each request ("" leaves the request pending).
+	AnswerFunc func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)
 
 	Open   sdk.OpenSessionResponse
 	req    sdk.OpenSessionRequest
@@ -142,6 +145,7 @@ type Session struct {
 	errc   chan error
 	all    []sdk.RuntimeEvent
 	cancel context.CancelFunc
+	turns  int
 }
 
 var sessionSeq struct {
@@ -204,10 +208,14 @@ func (p *Plugin) OpenWith(t testing.TB, req sdk.OpenSessionRequest) *Session {
 	return s
 }
 
-// StartTurn starts a turn.
+// StartTurn starts a turn. Its client turn id is "client-turn-N" (N
+// counts the session's turns from 1), which the plugin should echo on the
+// turn's turn_started event.
 func (s *Session) StartTurn(t testing.TB, text string) sdk.StartTurnResponse {
 	t.Helper()
-	r, err := s.plugin.StartTurn(context.Background(), sdk.StartTurnRequest{SessionID: s.ID, Input: sdk.TurnInput{Text: text}})
+	s.turns++
+	r, err := s.plugin.StartTurn(context.Background(), sdk.StartTurnRequest{SessionID: s.ID, Input: sdk.TurnInput{Text: text},
+		ClientTurnID: fmt.Sprintf("client-turn-%d", s.turns)})
 	if err != nil {
 		t.Fatalf("start turn: %v", err)
 	}
@@ -251,13 +259,18 @@ func (s *Session) Until(t testing.TB, what string, stop func(sdk.RuntimeEvent) b
 			got = append(got, ev)
 			s.all = append(s.all, ev)
 			if ev.Kind == sdk.EventRequestOpened {
-				answer := s.Answer
+				answer, answers := s.Answer, map[string]string(nil)
 				if answer == "" {
 					answer = sdk.DecisionDecline
 				}
-				if err := s.plugin.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.ID,
-					RequestRef: ev.RequestRef, Decision: answer}); err != nil {
-					t.Fatalf("answer request %s: %v", ev.RequestRef, err)
+				if s.AnswerFunc != nil {
+					answer, answers = s.AnswerFunc(ev)
+				}
+				if answer != "" {
+					if err := s.plugin.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.ID,
+						RequestRef: ev.RequestRef, Decision: answer, Answers: answers}); err != nil {
+						t.Fatalf("answer request %s: %v", ev.RequestRef, err)
+					}
 				}
 			}
 			if stop(ev) {
@@ -290,6 +303,9 @@ func (s *Session) Close(t testing.TB) []sdk.RuntimeEvent {
 	}
 	return evs
 }
+
+// Request is the request the session was opened with.
+func (s *Session) Request() sdk.OpenSessionRequest { return s.req }
 
 // All is every event read so far.
 func (s *Session) All() []sdk.RuntimeEvent { return s.all }

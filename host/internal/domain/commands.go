@@ -98,6 +98,19 @@ type (
 		MessageID string `json:"messageId"`
 		Reason    string `json:"reason"`
 	}
+	// RecordTurnDispatched says the provider took an attempt's turn
+	// (StartTurn returned) in a session, before the turn's own events.
+	RecordTurnDispatched struct {
+		RunID     string `json:"runId"`
+		AttemptID string `json:"attemptId"`
+		SessionID string `json:"sessionId"`
+	}
+	// RespondFailed says an answer did not reach the provider, for a
+	// reason other than the provider being gone: it can be answered again.
+	RespondFailed struct {
+		RequestID string `json:"requestId"`
+		Reason    string `json:"reason"`
+	}
 	// MarkRequestUnreachable says a pending request's provider process is
 	// gone, found when a client tried to answer it.
 	MarkRequestUnreachable struct {
@@ -108,28 +121,34 @@ type (
 
 // PendingEffect names an effect left in the outbox.
 type PendingEffect struct {
-	ID    string `json:"id"`
-	Type  string `json:"type"`
-	RunID string `json:"runId,omitempty"`
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	RunID     string `json:"runId,omitempty"`
+	MessageID string `json:"messageId,omitempty"`
 }
 
-func (CreateThread) CommandType() string        { return "thread.create" }
-func (DispatchMessage) CommandType() string     { return "message.dispatch" }
-func (IngestProviderEvent) CommandType() string { return "provider.event" }
-func (RecordSessionOpened) CommandType() string { return "provider.session.opened" }
-func (FailRun) CommandType() string             { return "run.fail" }
-func (Recover) CommandType() string             { return "thread.recover" }
-func (InterruptRun) CommandType() string        { return "run.interrupt" }
-func (RespondToRequest) CommandType() string    { return "runtime-request.respond" }
-func (SteerFailed) CommandType() string         { return "run.steer.failed" }
+func (CreateThread) CommandType() string         { return "thread.create" }
+func (DispatchMessage) CommandType() string      { return "message.dispatch" }
+func (IngestProviderEvent) CommandType() string  { return "provider.event" }
+func (RecordSessionOpened) CommandType() string  { return "provider.session.opened" }
+func (FailRun) CommandType() string              { return "run.fail" }
+func (Recover) CommandType() string              { return "thread.recover" }
+func (InterruptRun) CommandType() string         { return "run.interrupt" }
+func (RespondToRequest) CommandType() string     { return "runtime-request.respond" }
+func (SteerFailed) CommandType() string          { return "run.steer.failed" }
+func (RecordTurnDispatched) CommandType() string { return "run.turn.dispatched" }
+func (RespondFailed) CommandType() string        { return "runtime-request.respond.failed" }
 func (MarkRequestUnreachable) CommandType() string {
 	return "runtime-request.unreachable"
 }
 
 // ProviderEvent is the domain's copy of a normalized runtime event.
 type ProviderEvent struct {
-	Sequence        uint64          `json:"sequence"`
-	Kind            string          `json:"kind"`
+	Sequence uint64 `json:"sequence"`
+	Kind     string `json:"kind"`
+	// ClientTurnID is the attempt a turn was started for, when the
+	// provider's adapter says so.
+	ClientTurnID    string          `json:"clientTurnId,omitempty"`
 	RawFrame        uint64          `json:"rawFrame,omitempty"`
 	ThreadRef       string          `json:"threadRef,omitempty"`
 	ParentThreadRef string          `json:"parentThreadRef,omitempty"`

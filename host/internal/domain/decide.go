@@ -3,6 +3,7 @@ package domain
 import (
 	"cmp"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -51,7 +52,12 @@ const (
 type Decision struct {
 	Events  []Payload
 	Effects []Effect
+
+	queued  []queuedRun // runs this decision queued, in order
+	started bool        // this decision started a queued run
 }
+
+type queuedRun struct{ id, input string }
 
 func (d *Decision) emit(p ...Payload)  { d.Events = append(d.Events, p...) }
 func (d *Decision) effect(e ...Effect) { d.Effects = append(d.Effects, e...) }
@@ -108,6 +114,28 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		d.emit(DiagnosticRecorded{RunID: p.RunID, Title: "the provider did not take a steering message; it was queued as a new run",
 			Text: p.Reason})
 		queueRun(t, m.ID, m.Text, env, &d)
+	case RecordTurnDispatched:
+		r, a := t.attemptByID(p.AttemptID)
+		if a == nil {
+			return d, fmt.Errorf("%w: attempt %q", ErrNotFound, p.AttemptID)
+		}
+		if !Active(r.Status) || r.ActiveAttempt != a.ID || a.SessionID != "" {
+			return d, nil // stale, or its turn has already started
+		}
+		if s := t.session(p.SessionID); s == nil || s.Status != SessionStatusOpen {
+			endRun(t, r, RunStatusFailed, "", &Failure{Code: "provider_exited",
+				Message: "the provider exited before the turn started"}, env, &d)
+			return d, nil
+		}
+		d.emit(AttemptDispatched{RunID: r.ID, AttemptID: a.ID, SessionID: p.SessionID})
+	case RespondFailed:
+		q := t.request(p.RequestID)
+		if q == nil {
+			return d, fmt.Errorf("%w: request %q", ErrNotFound, p.RequestID)
+		}
+		if q.Status == RequestStatusPending && q.AnsweredBy != "" {
+			d.emit(RequestAnswerFailed{RequestID: q.ID, Reason: p.Reason})
+		}
 	case MarkRequestUnreachable:
 		q := t.request(p.RequestID)
 		if q == nil {
@@ -140,6 +168,11 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 	case Recover:
 		for _, e := range p.Effects {
 			d.emit(EffectCancelled{EffectID: e.ID, Type: e.Type, RunID: e.RunID, Reason: p.Reason})
+			if m := t.message(e.MessageID); m != nil && e.Type == EffectSteer {
+				if r := t.run(e.RunID); r != nil {
+					requeue(t, r, []SteeringMessage{{MessageID: m.ID, Text: m.Text}}, "the host restarted before it reached the provider", env, &d)
+				}
+			}
 		}
 		for _, s := range t.ProviderSessions {
 			if s.Status == SessionStatusOpen {
@@ -246,9 +279,20 @@ func queueRun(t *Thread, msgID, text string, env Env, d *Decision) {
 	if t.message(msgID) == nil {
 		d.emit(MessageAdded{MessageID: msgID, RunID: runID, Role: RoleUser, Text: text, Status: StatusCompleted})
 	}
-	d.emit(RunQueued{RunID: runID, Ordinal: len(t.Runs) + 1, MessageID: msgID, Input: text})
-	if t.activeRun() == nil && !t.hasQueued() {
+	d.emit(RunQueued{RunID: runID, Ordinal: len(t.Runs) + len(d.queued) + 1, MessageID: msgID, Input: text})
+	d.queued = append(d.queued, queuedRun{runID, text})
+	if t.activeRun() == nil && !t.hasQueued() && !d.started {
 		startRun(t, runID, text, AttemptInitial, env, d)
+	}
+}
+
+// requeue makes steering messages that never reached the provider runs of
+// their own, saying so: a user's message is never dropped.
+func requeue(t *Thread, r *Run, msgs []SteeringMessage, why string, env Env, d *Decision) {
+	for _, m := range msgs {
+		d.emit(DiagnosticRecorded{RunID: r.ID, Title: "a message for run " + strconv.Itoa(r.Ordinal) + " was queued as a run of its own",
+			Text: why})
+		queueRun(t, m.MessageID, m.Text, env, d)
 	}
 }
 
@@ -288,9 +332,15 @@ func decideRespond(t *Thread, p RespondToRequest, d *Decision) error {
 	}
 	switch p.Decision {
 	case "accept", "accept_for_session", "decline", DecisionCancel:
+		if p.Decision != "decline" && p.Decision != DecisionCancel && q.Kind == RequestUserInput {
+			return fmt.Errorf("%w: a question is answered with decision \"answer\" (or declined), not %q", ErrInvalid, p.Decision)
+		}
 	case "answer":
 		if len(p.Answers) == 0 {
 			return fmt.Errorf("%w: decision \"answer\" needs answers", ErrInvalid)
+		}
+		if q.Kind != RequestUserInput && q.Kind != RequestGeneric {
+			return fmt.Errorf("%w: a %s request takes accept, accept_for_session, decline or cancel, not answers", ErrInvalid, q.Kind)
 		}
 	default:
 		return fmt.Errorf("%w: decision must be accept, accept_for_session, decline, cancel or answer, got %q", ErrInvalid, p.Decision)
@@ -314,6 +364,7 @@ func startRun(t *Thread, runID, input, reason string, env Env, d *Decision) {
 	attemptID, rootID := env.NewID("att"), env.NewID("node")
 	if reason == AttemptInitial {
 		d.emit(RunStarted{RunID: runID})
+		d.started = true
 	}
 	d.emit(
 		AttemptStarted{RunID: runID, AttemptID: attemptID, Reason: reason, RootNode: rootID},
@@ -322,14 +373,42 @@ func startRun(t *Thread, runID, input, reason string, env Env, d *Decision) {
 	d.effect(Effect{Type: EffectStartTurn, ThreadID: t.ID, RunID: runID, AttemptID: attemptID, Text: input})
 }
 
-// startNextQueued starts the oldest queued run, if any.
+// startNextQueued starts the oldest queued run, if any: one queued before
+// this decision, else one this decision queued.
 func startNextQueued(t *Thread, env Env, d *Decision) {
+	if d.started {
+		return
+	}
 	for _, r := range t.Runs {
 		if r.Status == RunStatusQueued {
 			startRun(t, r.ID, r.Input, AttemptInitial, env, d)
 			return
 		}
 	}
+	if len(d.queued) > 0 {
+		startRun(t, d.queued[0].id, d.queued[0].input, AttemptInitial, env, d)
+	}
+}
+
+// bindThread returns the app id of a provider thread, binding it first
+// when it is new.
+func (t *Thread) bindThread(pthr *ProviderThread, sessionID, ref string, env Env, d *Decision) string {
+	if pthr != nil {
+		return pthr.ID
+	}
+	id := env.NewID("pthr")
+	d.emit(ProviderThreadBound{ProviderThreadID: id, SessionID: sessionID, ProviderRef: ref})
+	return id
+}
+
+// attemptByID finds an attempt and its run.
+func (t *Thread) attemptByID(id string) (*Run, *Attempt) {
+	for i := range t.Runs {
+		if a := t.Runs[i].attempt(id); a != nil {
+			return &t.Runs[i], a
+		}
+	}
+	return nil, nil
 }
 
 // rootTurn is the provider turn bound to the root node of the run's
@@ -428,19 +507,31 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		if ev.TurnRef == "" || t.providerTurnByRef(ev.TurnRef) != nil {
 			return // already bound: reprocessing allocates nothing
 		}
+		pthr := t.providerThreadByRef(ev.ThreadRef)
+		if ev.ClientTurnID != "" && (pthr == nil || pthr.ParentID == "") {
+			// The provider names the attempt the turn is for. A turn for an
+			// attempt the host no longer wants (replaced, or its run
+			// ended) is bound to it, so that its events are known and
+			// ignored, and the provider is asked to stop it.
+			r, a := t.attemptByID(ev.ClientTurnID)
+			if a == nil {
+				d.emit(DiagnosticRecorded{Title: "provider turn started for an unknown attempt", Text: ev.ClientTurnID})
+				return
+			}
+			if !Active(r.Status) || r.ActiveAttempt != a.ID {
+				pthrID := t.bindThread(pthr, p.SessionID, ev.ThreadRef, env, d)
+				d.emit(ProviderTurnBound{ProviderTurnID: env.NewID("pturn"), ProviderThreadID: pthrID, SessionID: p.SessionID,
+					ProviderRef: ev.TurnRef, RunID: r.ID, AttemptID: a.ID, NodeID: a.RootNode})
+				d.effect(Effect{Type: EffectInterrupt, ThreadID: t.ID, RunID: r.ID, AttemptID: a.ID, SessionID: p.SessionID, TurnRef: ev.TurnRef})
+				return
+			}
+		}
 		r := t.activeRun()
 		if r == nil || r.ActiveAttempt == "" {
 			d.emit(DiagnosticRecorded{Title: "provider turn started with no active run", Text: ev.TurnRef})
 			return
 		}
-		pthr := t.providerThreadByRef(ev.ThreadRef)
-		var pthrID string
-		if pthr == nil {
-			pthrID = env.NewID("pthr")
-			d.emit(ProviderThreadBound{ProviderThreadID: pthrID, SessionID: p.SessionID, ProviderRef: ev.ThreadRef})
-		} else {
-			pthrID = pthr.ID
-		}
+		pthrID := t.bindThread(pthr, p.SessionID, ev.ThreadRef, env, d)
 		a := r.attempt(r.ActiveAttempt)
 		node := a.RootNode
 		if pthr != nil && pthr.ParentID != "" {
@@ -555,7 +646,9 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		}
 		endSession(t, p.SessionID, reason, env, d)
 		if r := t.activeRun(); r != nil {
-			if a := r.attempt(r.ActiveAttempt); a != nil && (a.SessionID == p.SessionID || a.SessionID == "") {
+			// Only an attempt this session took ends with it; one not yet
+			// sent anywhere will open a new session.
+			if a := r.attempt(r.ActiveAttempt); a.SessionID == p.SessionID {
 				f := Failure{Code: "provider_exited", Message: "the provider process exited during the run"}
 				if ev.Failure != nil {
 					f.Message = ev.Failure.Message
@@ -582,6 +675,10 @@ func decideItem(t *Thread, ev ProviderEvent, env Env, d *Decision) {
 	if r == nil || Terminal(r.Status) || r.ActiveAttempt == "" || ev.ItemRef == "" {
 		return
 	}
+	pt := t.providerTurnByRef(ev.TurnRef)
+	if pt != nil && pt.AttemptID != r.ActiveAttempt {
+		return // a late event of an attempt that was replaced
+	}
 	a := r.attempt(r.ActiveAttempt)
 	n := r.nodeByRef(ev.ItemRef)
 	var nodeID string
@@ -591,7 +688,7 @@ func decideItem(t *Thread, ev ProviderEvent, env Env, d *Decision) {
 			kind = "tool_call"
 		}
 		parent := a.RootNode
-		if pt := t.providerTurnByRef(ev.TurnRef); pt != nil && pt.AttemptID == a.ID {
+		if pt != nil {
 			parent = pt.NodeID // a subagent's items nest under its node
 		}
 		nodeID = env.NewID("node")
@@ -672,14 +769,10 @@ func endRun(t *Thread, r *Run, status, stopReason string, f *Failure, env Env, d
 	}
 	closeAttempt(t, r, rootStatus, d)
 	d.emit(RunEnded{RunID: r.ID, AttemptID: r.ActiveAttempt, Status: status, StopReason: stopReason, Failure: f})
+	requeue(t, r, r.PendingRestart, "the run ended ("+status+") before its turn could restart with it", env, d)
 	// The next queued run starts. (t does not have the events above yet:
 	// r is still active in it.)
-	for _, q := range t.Runs {
-		if q.Status == RunStatusQueued {
-			startRun(t, q.ID, q.Input, AttemptInitial, env, d)
-			break
-		}
-	}
+	startNextQueued(t, env, d)
 }
 
 // runStatus maps a provider turn status to a run status.

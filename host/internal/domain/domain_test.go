@@ -317,13 +317,34 @@ func TestRequestsAndProviderExit(t *testing.T) {
 	if d := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, TurnRef: "u9"}); len(d.Events) != 0 {
 		t.Fatalf("event from an ended session: %s", types(d))
 	}
+	// A session that exits before run 2's turn was sent to it leaves the
+	// run to the next session.
 	w.open("s2")
-	d = w.ev("s2", ProviderEvent{Kind: EvRuntimeExited, Status: "failed", Failure: &Failure{Code: "plugin_exited", Message: "gone"}})
-	if r := w.thread.Runs[1]; r.Failure == nil || r.Failure.Code != "plugin_exited" {
+	if d := w.ev("s2", ProviderEvent{Kind: EvRuntimeExited, Status: "exited"}); strings.Contains(types(d), "run.ended") {
+		t.Fatalf("an exit of a session the run's turn never reached ended it: %s", types(d))
+	}
+	run2 := w.thread.Runs[1]
+	dispatched := func(session string) Decision {
+		return w.must(Command{ID: "td", ThreadID: "thr", Payload: RecordTurnDispatched{RunID: run2.ID, AttemptID: run2.ActiveAttempt, SessionID: session}})
+	}
+	// The turn was sent to s2 after all, but s2 is gone: the run fails.
+	if got := types(dispatched("s2")); !strings.Contains(got, "run.ended") || w.thread.Runs[1].Failure.Code != "provider_exited" {
+		t.Fatalf("a turn sent to a session that has ended: %s %+v", got, w.thread.Runs[1].Failure)
+	}
+	// Run 3: its turn reaches s3, which then exits with a code of its own.
+	w.send("three")
+	run3 := w.thread.Runs[2]
+	w.open("s3")
+	w.must(Command{ID: "td", ThreadID: "thr", Payload: RecordTurnDispatched{RunID: run3.ID, AttemptID: run3.ActiveAttempt, SessionID: "s3"}})
+	if again := w.must(Command{ID: "td", ThreadID: "thr", Payload: RecordTurnDispatched{RunID: run3.ID, AttemptID: run3.ActiveAttempt, SessionID: "s3"}}); len(again.Events) != 0 {
+		t.Fatalf("dispatched twice: %s", types(again))
+	}
+	d = w.ev("s3", ProviderEvent{Kind: EvRuntimeExited, Status: "failed", Failure: &Failure{Code: "plugin_exited", Message: "gone"}})
+	if r := w.thread.Runs[2]; r.Failure == nil || r.Failure.Code != "plugin_exited" || !strings.Contains(types(d), "run.ended") {
 		t.Fatalf("the exit's own failure code is kept: %+v", r.Failure)
 	}
-	if got := types(d); !strings.Contains(got, "run.ended") {
-		t.Fatalf("an exit before the turn started still ends the run: %s", got)
+	if _, err := w.decide(Command{ID: "td", ThreadID: "thr", Payload: RecordTurnDispatched{AttemptID: "nope"}}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown attempt: %v", err)
 	}
 }
 
@@ -425,7 +446,7 @@ func TestEvolveIgnoresUnknownRefs(t *testing.T) {
 func TestCommandTypesAreDistinct(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range []CommandPayload{CreateThread{}, DispatchMessage{}, IngestProviderEvent{}, RecordSessionOpened{}, FailRun{}, Recover{},
-		InterruptRun{}, RespondToRequest{}, SteerFailed{}, MarkRequestUnreachable{}} {
+		InterruptRun{}, RespondToRequest{}, SteerFailed{}, MarkRequestUnreachable{}, RecordTurnDispatched{}, RespondFailed{}} {
 		if seen[c.CommandType()] {
 			t.Errorf("duplicate command type %s", c.CommandType())
 		}

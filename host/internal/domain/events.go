@@ -166,6 +166,18 @@ type (
 		Answers   map[string]string `json:"answers,omitempty"`
 		By        string            `json:"by"`
 	}
+	// AttemptDispatched: the provider took the attempt's turn in a session.
+	AttemptDispatched struct {
+		RunID     string `json:"runId"`
+		AttemptID string `json:"attemptId"`
+		SessionID string `json:"sessionId"`
+	}
+	// RequestAnswerFailed: an answer did not reach the provider; the
+	// request can be answered again.
+	RequestAnswerFailed struct {
+		RequestID string `json:"requestId"`
+		Reason    string `json:"reason"`
+	}
 	// EffectCancelled: a provider action left in the outbox by a host
 	// that stopped was not performed, because the process it was bound to
 	// is gone.
@@ -203,6 +215,8 @@ func (InterruptRequested) EventType() string  { return "run.interrupt.requested"
 func (AttemptEnded) EventType() string        { return "attempt.ended" }
 func (RequestAnswered) EventType() string     { return "request.answered" }
 func (EffectCancelled) EventType() string     { return "effect.cancelled" }
+func (AttemptDispatched) EventType() string   { return "attempt.dispatched" }
+func (RequestAnswerFailed) EventType() string { return "request.answer.failed" }
 
 // decoders maps each event type to the decoder of its payload.
 var decoders = map[string]func([]byte) (Payload, error){}
@@ -243,6 +257,8 @@ func init() {
 	register[AttemptEnded]()
 	register[RequestAnswered]()
 	register[EffectCancelled]()
+	register[AttemptDispatched]()
+	register[RequestAnswerFailed]()
 }
 
 // DecodePayload decodes an event's data by its type. An unknown type is an

@@ -121,8 +121,8 @@ func Evolve(t *Thread, e Event) {
 	case ProviderTurnBound:
 		t.ProviderTurns = append(t.ProviderTurns, ProviderTurn{ID: p.ProviderTurnID, ProviderThreadID: p.ProviderThreadID,
 			ProviderRef: p.ProviderRef, RunID: p.RunID, AttemptID: p.AttemptID, NodeID: p.NodeID, Status: StatusInProgress})
-		if r := t.run(p.RunID); r != nil {
-			if a := r.attempt(p.AttemptID); a != nil && a.RootNode == p.NodeID {
+		if r := t.run(p.RunID); r != nil && Active(r.Status) && r.ActiveAttempt == p.AttemptID {
+			if a := r.attempt(p.AttemptID); a.RootNode == p.NodeID {
 				r.Status = RunStatusRunning
 				a.SessionID = p.SessionID
 			}
@@ -191,6 +191,17 @@ func Evolve(t *Thread, e Event) {
 			q.Answers = p.Answers
 			q.AnsweredBy = p.By
 		}
+	case AttemptDispatched:
+		if r := t.run(p.RunID); r != nil {
+			if a := r.attempt(p.AttemptID); a != nil {
+				a.SessionID = p.SessionID
+			}
+		}
+	case RequestAnswerFailed:
+		if q := t.request(p.RequestID); q != nil {
+			q.Decision, q.Answers, q.AnsweredBy = "", nil, ""
+		}
+		t.Diagnostics = append(t.Diagnostics, Diagnostic{Title: "an answer did not reach the provider; answer again", Text: p.Reason})
 	case EffectCancelled:
 		t.Diagnostics = append(t.Diagnostics, Diagnostic{RunID: p.RunID, Title: "a " + p.Type + " action was not performed",
 			Text: p.Reason})

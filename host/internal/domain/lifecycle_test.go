@@ -206,14 +206,58 @@ func TestInterrupt(t *testing.T) {
 	}
 }
 
-// An interrupt wins over a pending restart: the run ends.
+// An interrupt wins over a pending restart: the run ends, and the message
+// that was waiting for the restart becomes a run of its own.
 func TestInterruptWinsOverRestart(t *testing.T) {
 	w := running(t, Capabilities{})
-	w.dispatch(DispatchMessage{Text: "steer", Mode: ModeRestartActive})
+	w.dispatch(DispatchMessage{Text: "steer", Mode: ModeRestartActive, MessageID: "m2"})
 	w.must(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: w.thread.Runs[0].ID}})
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	d := w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
 	if r := w.thread.Runs[0]; r.Status != RunStatusInterrupted || len(r.Attempts) != 1 {
 		t.Fatalf("run: %+v", r)
+	}
+	if !strings.Contains(types(d), "run.ended diagnostic.recorded run.queued run.started") {
+		t.Fatalf("terminal: %s", types(d))
+	}
+	if r := w.thread.Runs[1]; r.MessageID != "m2" || r.Status != RunStatusStarting || w.thread.message("m2").RunID != r.ID {
+		t.Fatalf("the steering message's run: %+v", r)
+	}
+}
+
+// A turn the provider says is for an attempt: bound to that attempt. One
+// for an attempt the host replaced is bound and stopped; its late events
+// change nothing.
+func TestTurnsBindByClientTurnID(t *testing.T) {
+	w := newWorld(t)
+	w.send("one")
+	w.open("s1")
+	a1 := w.thread.Runs[0].ActiveAttempt
+	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1", ClientTurnID: a1})
+	if pt := w.thread.ProviderTurns[0]; pt.AttemptID != a1 || w.thread.Runs[0].Status != RunStatusRunning {
+		t.Fatalf("bound: %+v", pt)
+	}
+	if d := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u0", ClientTurnID: "att_nope"}); types(d) != "diagnostic.recorded" {
+		t.Fatalf("unknown attempt: %s", types(d))
+	}
+	// Restart: the replaced attempt's turn ends, a new attempt starts.
+	w.dispatch(DispatchMessage{Text: "again", Mode: ModeRestartActive})
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	n := len(w.effects)
+	// A turn that arrives late for the replaced attempt is bound to it and
+	// interrupted; the run is not touched.
+	d := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "late", ClientTurnID: a1})
+	if types(d) != "provider.turn.bound" || len(w.effects) != n+1 || lastEffect(w).Type != EffectInterrupt || lastEffect(w).TurnRef != "late" {
+		t.Fatalf("late turn: %s %+v", types(d), w.effects[n:])
+	}
+	if r := w.thread.Runs[0]; r.Status != RunStatusStarting {
+		t.Fatalf("the late turn changed the run: %s", r.Status)
+	}
+	if d := w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "late", ItemRef: "x"}); len(d.Events) != 0 {
+		t.Fatalf("an item of the replaced attempt: %s", types(d))
+	}
+	// Its dispatch record is stale too.
+	if d := w.must(Command{ID: "td", ThreadID: "thr", Payload: RecordTurnDispatched{RunID: w.thread.Runs[0].ID, AttemptID: a1, SessionID: "s1"}}); len(d.Events) != 0 {
+		t.Fatalf("stale dispatch: %s", types(d))
 	}
 }
 
@@ -250,9 +294,31 @@ func TestRespondToRequest(t *testing.T) {
 	if _, err := respond(RespondToRequest{RequestID: q.ID, Decision: "decline"}); !errors.Is(err, ErrConflict) {
 		t.Errorf("answering twice: %v", err)
 	}
+	// Answers are for questions; a question is not accepted.
+	if _, err := respond(RespondToRequest{RequestID: q.ID, Decision: "answer", Answers: map[string]string{"a": "b"}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("answers to an approval: %v", err)
+	}
+	// The answer did not reach the provider: the request can be answered
+	// again.
+	w.must(Command{ID: "rf", ThreadID: "thr", Payload: RespondFailed{RequestID: q.ID, Reason: "timeout"}})
+	if q := w.thread.Requests[0]; q.AnsweredBy != "" || q.Decision != "" {
+		t.Fatalf("after a failed answer: %+v", q)
+	}
+	if d := w.must(Command{ID: "rf", ThreadID: "thr", Payload: RespondFailed{RequestID: q.ID}}); len(d.Events) != 0 {
+		t.Fatalf("a failure for an unanswered request: %s", types(d))
+	}
+	if _, err := w.decide(Command{ID: "rf", ThreadID: "thr", Payload: RespondFailed{RequestID: "nope"}}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown request: %v", err)
+	}
+	if _, err := respond(RespondToRequest{RequestID: q.ID, Decision: "accept"}); err != nil {
+		t.Fatalf("answering again: %v", err)
+	}
 	// A question answered with answers.
 	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q2", RequestKind: RequestUserInput})
 	q2 := w.thread.Requests[1]
+	if _, err := respond(RespondToRequest{RequestID: q2.ID, Decision: "accept"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("accepting a question: %v", err)
+	}
 	if _, err := respond(RespondToRequest{RequestID: q2.ID, Decision: "answer", Answers: map[string]string{"color": "blue"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -295,14 +361,31 @@ func TestPolicyDecision(t *testing.T) {
 }
 
 func TestRecoverCancelsOutboxEffects(t *testing.T) {
-	w := running(t, Capabilities{})
+	w := running(t, Capabilities{NativeSteering: true})
+	w.dispatch(DispatchMessage{Text: "steer", MessageID: "m2"})
+	run := w.thread.Runs[0].ID
 	d := w.must(Command{ID: "r", ThreadID: "thr", Payload: Recover{Reason: "restart",
-		Effects: []PendingEffect{{ID: "7.0", Type: EffectRespond, RunID: w.thread.Runs[0].ID}}}})
-	if !strings.HasPrefix(types(d), "effect.cancelled provider.session.ended") {
+		Effects: []PendingEffect{{ID: "7.0", Type: EffectRespond, RunID: run}, {ID: "8.0", Type: EffectSteer, RunID: run, MessageID: "m2"}}}})
+	if !strings.HasPrefix(types(d), "effect.cancelled effect.cancelled diagnostic.recorded run.queued provider.session.ended") {
 		t.Fatalf("recover: %s", types(d))
 	}
 	if dg := w.thread.Diagnostics[0]; !strings.Contains(dg.Title, "respond") || dg.Text != "restart" {
 		t.Fatalf("diagnostic: %+v", dg)
+	}
+	// The steering message that never reached the provider is a run of its
+	// own, started once the interrupted run has ended.
+	if r := w.thread.Runs[1]; r.MessageID != "m2" || r.Status != RunStatusStarting {
+		t.Fatalf("the steering message's run: %+v", r)
+	}
+	// With no run active, the requeued message starts at once, once.
+	w2 := newWorld(t)
+	w2.send("one")
+	w2.must(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: w2.thread.Runs[0].ID}})
+	w2.thread.Runs[0].Status = RunStatusCompleted
+	d = w2.must(Command{ID: "r", ThreadID: "thr", Payload: Recover{Reason: "restart",
+		Effects: []PendingEffect{{ID: "9.0", Type: EffectSteer, RunID: w2.thread.Runs[0].ID, MessageID: w2.thread.Runs[0].MessageID}}}})
+	if strings.Count(types(d), "run.started") != 1 {
+		t.Fatalf("recover with nothing active: %s", types(d))
 	}
 }
 

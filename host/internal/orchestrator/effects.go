@@ -60,11 +60,7 @@ func (w *worker) run(h *Host) {
 		}
 		w.mu.Unlock()
 		if ok {
-			if h.perform(e) {
-				if err := h.store.EffectDone(eventlog.EffectRef{ThreadID: e.ThreadID, ID: e.ID}); err != nil && h.ctx.Err() == nil {
-					h.log.Error("remove performed effect from the outbox", "thread", e.ThreadID, "effect", e.ID, "error", err)
-				}
-			}
+			h.settle(e)
 			continue
 		}
 		select {
@@ -75,15 +71,50 @@ func (w *worker) run(h *Host) {
 	}
 }
 
-// perform does one effect and says whether it is settled: done, or failed
-// with the failure recorded. An effect cut short by the host closing stays
-// in the outbox for the next host to cancel. A failure becomes a command,
-// so it is decided and recorded like everything else.
-func (h *Host) perform(e domain.Effect) bool {
+// settle performs an effect and removes it from the outbox: with the
+// command that records its outcome, in one batch, when it has one. An
+// effect cut short by the host closing stays in the outbox for the next
+// host to cancel; so does one whose outcome could not be recorded.
+func (h *Host) settle(e domain.Effect) {
+	cmd, settled := h.perform(e)
+	if !settled {
+		return
+	}
+	ref := eventlog.EffectRef{ThreadID: e.ThreadID, ID: e.ID}
+	if cmd != nil {
+		if _, err := h.dispatch(h.ctx, *cmd, []eventlog.EffectRef{ref}); err != nil {
+			if h.ctx.Err() == nil {
+				h.log.Error("record the outcome of a provider action", "type", e.Type, "thread", e.ThreadID, "error", err)
+			}
+			return
+		}
+	}
+	// Also after a command: one sent before (a duplicate) did not remove it.
+	if err := h.store.EffectDone(ref); err != nil && h.ctx.Err() == nil {
+		h.log.Error("remove performed effect from the outbox", "thread", e.ThreadID, "effect", e.ID, "error", err)
+	}
+}
+
+// perform does one effect and returns the command that records what came
+// of it (nil: nothing to record) and whether it is settled (false: the
+// host is closing). A failure becomes a command, so it is decided and
+// recorded like everything else.
+func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
+	if (e.Type == domain.EffectStartTurn || e.Type == domain.EffectSteer) && !h.attemptActive(e) {
+		// Decided for an attempt that has since been replaced or whose run
+		// ended: sending it now would start work nobody follows.
+		h.log.Debug("provider action for an attempt no longer active; skipped", "type", e.Type, "run", e.RunID, "attempt", e.AttemptID)
+		if e.Type == domain.EffectSteer {
+			return &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID, Payload: domain.SteerFailed{RunID: e.RunID,
+				MessageID: e.MessageID, Reason: "its turn had ended before the message could be sent"}}, true
+		}
+		return nil, true
+	}
 	var err error
+	var sessionID string
 	switch e.Type {
 	case domain.EffectStartTurn:
-		err = h.startTurn(e)
+		sessionID, err = h.startTurn(e)
 	case domain.EffectRespond:
 		err = h.respond(e)
 	case domain.EffectSteer:
@@ -92,42 +123,65 @@ func (h *Host) perform(e domain.Effect) bool {
 		err = h.interrupt(e)
 	default:
 		h.log.Error("unknown effect", "type", e.Type, "thread", e.ThreadID)
-		return true
+		return nil, true
 	}
 	if err == nil {
-		return true
+		if e.Type == domain.EffectStartTurn {
+			return &domain.Command{ID: "dispatched:" + e.AttemptID, ThreadID: e.ThreadID, Payload: domain.RecordTurnDispatched{
+				RunID: e.RunID, AttemptID: e.AttemptID, SessionID: sessionID}}, true
+		}
+		return nil, true
 	}
 	if h.ctx.Err() != nil || errors.Is(err, ErrClosed) {
-		return false // shutting down: the next host's recovery decides
+		return nil, false // shutting down: the next host's recovery decides
 	}
 	h.log.Warn("provider action failed", "type", e.Type, "thread", e.ThreadID, "run", e.RunID, "error", err)
-	var cmd domain.Command
 	switch e.Type {
 	case domain.EffectStartTurn:
-		cmd = domain.Command{ID: "fail:" + e.RunID + ":" + e.AttemptID, ThreadID: e.ThreadID,
-			Payload: domain.FailRun{RunID: e.RunID, Failure: domain.Failure{Code: "start_failed", Message: err.Error()}}}
+		return &domain.Command{ID: "fail:" + e.RunID + ":" + e.AttemptID, ThreadID: e.ThreadID,
+			Payload: domain.FailRun{RunID: e.RunID, Failure: domain.Failure{Code: "start_failed", Message: err.Error()}}}, true
 	case domain.EffectSteer:
-		cmd = domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID,
-			Payload: domain.SteerFailed{RunID: e.RunID, MessageID: e.MessageID, Reason: err.Error()}}
+		return &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID,
+			Payload: domain.SteerFailed{RunID: e.RunID, MessageID: e.MessageID, Reason: err.Error()}}, true
 	case domain.EffectRespond:
-		if !gone(err) {
-			return true // the request stays pending; it expires with its run or session
-		}
 		q := h.requestByRef(e.ThreadID, e.SessionID, e.RequestRef)
 		if q == "" {
-			return true
+			return nil, true
 		}
-		cmd = domain.Command{ID: "unreachable:" + q, ThreadID: e.ThreadID,
-			Payload: domain.MarkRequestUnreachable{RequestID: q, Reason: err.Error()}}
-	default:
-		// An interrupt that did not reach a live provider: if the process
-		// is gone, its exit ends the run.
-		return true
+		if gone(err) {
+			return unreachableCmd(e.ThreadID, q), true
+		}
+		// The answer did not get through (refused, timed out): the request
+		// can be answered again.
+		return &domain.Command{ID: "respondfail:" + e.ID, ThreadID: e.ThreadID,
+			Payload: domain.RespondFailed{RequestID: q, Reason: err.Error()}}, true
 	}
-	if _, derr := h.Dispatch(h.ctx, cmd); derr != nil {
-		h.log.Error("record failed provider action", "type", e.Type, "thread", e.ThreadID, "error", derr)
+	// An interrupt that did not reach a live provider: if the process is
+	// gone, its exit ends the run.
+	return nil, true
+}
+
+// unreachableCmd marks a request whose provider process is gone. Both
+// paths that find it (a client's answer, a failed delivery) send the same
+// command, so the second is a duplicate, not a conflict.
+func unreachableCmd(threadID, requestID string) *domain.Command {
+	return &domain.Command{ID: "unreachable:" + requestID, ThreadID: threadID,
+		Payload: domain.MarkRequestUnreachable{RequestID: requestID, Reason: "its provider process is gone"}}
+}
+
+// attemptActive says whether an effect's attempt is still its run's active
+// one.
+func (h *Host) attemptActive(e domain.Effect) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t, ok := h.threads[e.ThreadID]; ok {
+		for _, r := range t.Runs {
+			if r.ID == e.RunID {
+				return domain.Active(r.Status) && r.ActiveAttempt == e.AttemptID
+			}
+		}
 	}
-	return true
+	return false
 }
 
 // gone says whether an error means the provider session cannot be reached.
@@ -201,28 +255,28 @@ func (h *Host) interrupt(e domain.Effect) error {
 	return s.plugin.InterruptTurn(ctx, sdk.InterruptTurnRequest{SessionID: s.id, TurnRef: e.TurnRef})
 }
 
-func (h *Host) startTurn(e domain.Effect) error {
+func (h *Host) startTurn(e domain.Effect) (sessionID string, err error) {
 	for try := 0; ; try++ {
 		s, err := h.session(e.ThreadID)
 		if err != nil {
-			return err
+			return "", err
 		}
 		ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
 		_, err = s.plugin.StartTurn(ctx, sdk.StartTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: e.Text}, ClientTurnID: e.AttemptID})
 		cancel()
 		if err == nil {
-			return nil
+			return s.id, nil
 		}
 		gone := errors.Is(err, sdk.ErrUnknownSession) || errors.Is(err, sdk.ErrProviderExited)
 		if !gone || try > 0 {
-			return fmt.Errorf("start turn with %s: %w", s.plugin.Name, err)
+			return "", fmt.Errorf("start turn with %s: %w", s.plugin.Name, err)
 		}
 		// The session ended under us (its provider exited after the last
 		// run). Once its end is recorded, a new session takes the turn.
 		select {
 		case <-s.done:
 		case <-time.After(sessionCloseTimeout):
-			return fmt.Errorf("start turn with %s: %w", s.plugin.Name, err)
+			return "", fmt.Errorf("start turn with %s: %w", s.plugin.Name, err)
 		}
 	}
 }
@@ -388,7 +442,7 @@ func (h *Host) ingest(s *liveSession, ev domain.ProviderEvent, cmdID string) {
 }
 
 func toDomain(ev sdk.RuntimeEvent) domain.ProviderEvent {
-	pe := domain.ProviderEvent{Sequence: ev.Sequence, Kind: string(ev.Kind), RawFrame: ev.RawFrame, ThreadRef: ev.ThreadRef,
+	pe := domain.ProviderEvent{Sequence: ev.Sequence, Kind: string(ev.Kind), ClientTurnID: ev.ClientTurnID, RawFrame: ev.RawFrame, ThreadRef: ev.ThreadRef,
 		ParentThreadRef: ev.ParentThreadRef, TurnRef: ev.TurnRef, ItemRef: ev.ItemRef, ItemKind: string(ev.ItemKind),
 		Title: ev.Title, Text: ev.Text, Status: ev.Status, RequestRef: ev.RequestRef, RequestKind: ev.RequestKind,
 		ThreadUsable: ev.ThreadUsable, Detail: ev.Detail}

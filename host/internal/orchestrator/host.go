@@ -175,7 +175,7 @@ func (h *Host) recover() error {
 			if err := json.Unmarshal(se.Data, &e); err != nil {
 				return fmt.Errorf("recover thread %s: outbox entry %s is corrupt: %w", id, se.ID, err)
 			}
-			rec.Effects = append(rec.Effects, domain.PendingEffect{ID: se.ID, Type: e.Type, RunID: e.RunID})
+			rec.Effects = append(rec.Effects, domain.PendingEffect{ID: se.ID, Type: e.Type, RunID: e.RunID, MessageID: e.MessageID})
 			done = append(done, eventlog.EffectRef{ThreadID: id, ID: se.ID})
 		}
 		last, _ := h.store.Last()
@@ -252,7 +252,6 @@ func (h *Host) dispatch(ctx context.Context, cmd domain.Command, done []eventlog
 	if cmd.Payload == nil {
 		return domain.Receipt{}, fmt.Errorf("%w: command %s has no payload", domain.ErrInvalid, cmd.ID)
 	}
-	caps := h.capabilities(cmd.ThreadID)
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -288,14 +287,16 @@ func (h *Host) dispatch(ctx context.Context, cmd domain.Command, done []eventlog
 			h.mu.Unlock()
 			// Invariant 11: an answer that cannot reach the provider is a
 			// clear error at once, and the request says so from now on.
-			if _, err := h.Dispatch(ctx, domain.Command{ID: "unreachable:" + q.ID, ThreadID: cmd.ThreadID,
-				Payload: domain.MarkRequestUnreachable{RequestID: q.ID, Reason: "its provider process is gone"}}); err != nil {
+			if _, err := h.Dispatch(ctx, *unreachableCmd(cmd.ThreadID, q.ID)); err != nil {
 				return domain.Receipt{}, err
 			}
 			return domain.Receipt{}, fmt.Errorf("%w: request %s cannot be answered: its provider process is gone", domain.ErrNotResumable, q.ID)
 		}
 	}
 	now := h.cfg.Now()
+	// The lock order is mu, then smu: reading the live session's
+	// capabilities here is safe, and current.
+	caps := h.capabilities(cmd.ThreadID)
 	dec, err := domain.Decide(h.threads[cmd.ThreadID], cmd, domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: caps})
 	if err != nil {
 		h.mu.Unlock()

@@ -869,7 +869,11 @@ type RuntimeEvent struct {
 	ThreadUsable bool             `protobuf:"varint,20,opt,name=thread_usable,json=threadUsable,proto3" json:"thread_usable,omitempty"`
 	// detail carries provider-specific JSON (tool input and output, plan
 	// entries, session state) for display; hosts must not depend on its shape.
-	Detail        []byte `protobuf:"bytes,21,opt,name=detail,proto3" json:"detail,omitempty"`
+	Detail []byte `protobuf:"bytes,21,opt,name=detail,proto3" json:"detail,omitempty"`
+	// client_turn_id, on a turn_started event, is the client_turn_id of the
+	// StartTurn request the turn is for (empty for turns the client did not
+	// start, such as a subagent's).
+	ClientTurnId  string `protobuf:"bytes,22,opt,name=client_turn_id,json=clientTurnId,proto3" json:"client_turn_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1049,6 +1053,13 @@ func (x *RuntimeEvent) GetDetail() []byte {
 		return x.Detail
 	}
 	return nil
+}
+
+func (x *RuntimeEvent) GetClientTurnId() string {
+	if x != nil {
+		return x.ClientTurnId
+	}
+	return ""
 }
 
 type TurnInput struct {
@@ -1833,7 +1844,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05scope\x18\x03 \x01(\tR\x05scope\"7\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xf6\x05\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x9c\x06\n" +
 	"\fRuntimeEvent\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n" +
@@ -1860,7 +1871,8 @@ const file_plugin_proto_rawDesc = "" +
 	"rate_limit\x18\x12 \x01(\v2\x1a.baton.plugin.v1.RateLimitR\trateLimit\x122\n" +
 	"\afailure\x18\x13 \x01(\v2\x18.baton.plugin.v1.FailureR\afailure\x12#\n" +
 	"\rthread_usable\x18\x14 \x01(\bR\fthreadUsable\x12\x16\n" +
-	"\x06detail\x18\x15 \x01(\fR\x06detail\"\x1f\n" +
+	"\x06detail\x18\x15 \x01(\fR\x06detail\x12$\n" +
+	"\x0eclient_turn_id\x18\x16 \x01(\tR\fclientTurnId\"\x1f\n" +
 	"\tTurnInput\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"\x89\x01\n" +
 	"\x10StartTurnRequest\x12\x1d\n" +

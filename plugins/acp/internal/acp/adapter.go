@@ -228,6 +228,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrProviderExited, "start turn")
 	}
 	turnRef, started := s.norm.startTurn()
+	started.ClientTurnID = req.ClientTurnID
 	done := make(chan struct{})
 	s.turnDone = done
 	s.emit.Emit(started)

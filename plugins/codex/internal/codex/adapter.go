@@ -281,6 +281,9 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
+	s.mu.Lock()
+	s.norm.expectTurn(req.ClientTurnID)
+	s.mu.Unlock()
 	var res turnResult
 	if err := s.call(ctx, "turn/start", turnStartParams{ThreadID: s.thread,
 		Input: []userInput{{Type: "text", Text: req.Input.Text}}}, &res); err != nil {

@@ -35,6 +35,9 @@ type normalizer struct {
 	active     map[string]string // thread -> its in-progress turn
 	ended      map[string]bool   // turns that reached their terminal
 	items      map[string]*openItem
+	// clientTurn is the host's id for the root turn being started, given
+	// to the next root turn/started.
+	clientTurn string
 }
 
 // openItem is an item started and not yet completed.
@@ -66,6 +69,10 @@ func (n *normalizer) turnStarted(thread, turn string) {
 		n.active[thread] = turn
 	}
 }
+
+// expectTurn says that the next root turn is the one the host started as
+// clientTurn.
+func (n *normalizer) expectTurn(clientTurn string) { n.clientTurn = clientTurn }
 
 // setRoot names the session's own thread once thread/start or
 // thread/resume answered.
@@ -114,6 +121,11 @@ func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.Runt
 		ev := sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: p.ThreadID, TurnRef: p.Turn.ID}
 		if p.ThreadID != n.root {
 			ev.Title = n.prompts[p.ThreadID]
+		} else {
+			// The root thread's turns are the host's: name the one it asked
+			// for (turn/start is answered before turn/started, but the
+			// answer may be read after it).
+			ev.ClientTurnID, n.clientTurn = n.clientTurn, ""
 		}
 		return append(out, ev), nil
 	case "turn/completed":
