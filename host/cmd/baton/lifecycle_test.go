@@ -34,6 +34,29 @@ func TestRunAsksForApproval(t *testing.T) {
 	}
 }
 
+// Two requests in one turn are asked one after the other; end of input
+// would decline the rest.
+func TestRunAsksTwice(t *testing.T) {
+	ws := t.TempDir()
+	cmd := exec.Command(filepath.Join(binDir, "baton"), "run", "--provider", "codex", "--approve", "ask", "--cwd", ws,
+		"--provider-command", peerCommand(t, "codex/approval_accept.ndjson"), "Create made.txt with a command, then hello.txt with a patch")
+	cmd.Env = append(os.Environ(), "BATON_DATA="+t.TempDir())
+	cmd.Stdin = strings.NewReader("a\na\n")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("baton run: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	if n := strings.Count(out.String(), "accept (by client)"); n != 2 {
+		t.Errorf("%d requests accepted, want 2:\n%s", n, out.String())
+	}
+	for _, f := range []string{"made.txt", "hello.txt"} {
+		if _, err := os.Stat(filepath.Join(ws, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
 // --script plays a scenario: here a message that steers by restart.
 func TestRunScript(t *testing.T) {
 	script, _ := filepath.Abs(filepath.Join(root, "testdata", "acp", "steering_restart_fallback.steps.json"))

@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	for _, b := range []struct{ dir, out, pkg string }{
-		{"host", "baton", "./cmd/baton"}, {"plugins/acp", "baton-plugin-acp", "."}, {"replaypeer", "replaypeer", "."},
+		{"host", "baton", "./cmd/baton"}, {"plugins/acp", "baton-plugin-acp", "."}, {"plugins/codex", "baton-plugin-codex", "."},
+		{"replaypeer", "replaypeer", "."},
 	} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
 		cmd.Dir = filepath.Join(root, b.dir)

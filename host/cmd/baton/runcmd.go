@@ -194,39 +194,27 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		wanted[msgID] = true
 	}
 	scriptDone := make(chan error, 1)
+	scriptCtx, stopScript := context.WithCancel(ctx)
+	defer stopScript()
 	if sc != nil {
 		go func() {
-			scriptDone <- scenario.Run(ctx, host, threadID, *sc, scenario.Options{Sleep: true, CommandPrefix: idgen.NewID("script") + ":"})
+			scriptDone <- scenario.Run(scriptCtx, host, threadID, *sc, scenario.Options{Sleep: true, CommandPrefix: idgen.NewID("script") + ":"})
 		}()
 	} else {
 		scriptDone <- nil
 	}
 
-	// The stream says when to stop: the script (if any) is done and the
-	// runs this invocation queued have all ended. The printer follows the
-	// stream incrementally; the projection is read once at the end.
-	var mine []string // run ids, in order
-	ended := map[string]bool{}
-	scripted := sc != nil
-	done := func() bool {
-		if scripted || len(wanted) > 0 {
-			return false
-		}
-		for _, id := range mine {
-			if !ended[id] {
-				return false
-			}
-		}
-		return true
+	s := &session{host: host, idgen: idgen, threadID: threadID, out: out, stdout: stdout, stderr: stderr,
+		wanted: wanted, scripted: sc != nil, ended: map[string]bool{}, policy: th.ApprovalPolicy}
+	if *jsonOut {
+		s.stdout = stderr // prompts must not break the JSON lines
 	}
-	var answers <-chan string
 	if th.ApprovalPolicy == domain.ApproveAsk && sc == nil { // a script answers by its steps
-		answers = readLines(ctx, stdin)
+		s.answers = readLines(ctx, stdin)
 	}
-	var final domain.Thread
-	interrupted := false
 	// The stream is read by a goroutine so that the loop below also hears
-	// Ctrl-C; it ends with ctx, or when the host closes.
+	// Ctrl-C and the user's answers; it ends with ctx, or when the host
+	// closes.
 	recs := make(chan eventlog.Record)
 	errs := make(chan error, 1)
 	go func() {
@@ -243,76 +231,199 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 	}()
+	interrupted := false
 loop:
-	for {
-		var rec eventlog.Record
-		var ok bool
+	for !s.done() {
+		var answers <-chan string
+		if len(s.asking) > 0 {
+			answers = s.answers
+		}
 		select {
 		case <-interruptReq:
 			interrupted = true
-			interruptRuns(ctx, host, idgen, threadID, mine, stderr)
-			continue
+			stopScript()
+			interruptRuns(ctx, host, idgen, threadID, s.mine, stderr)
 		case err := <-errs:
 			fmt.Fprintf(stderr, "baton run: read events: %v\n", err)
 			return exitFailed
 		case err := <-scriptDone:
 			scriptDone = nil
-			scripted = false
-			if err != nil && ctx.Err() == nil {
+			if err != nil && !interrupted && ctx.Err() == nil {
 				fmt.Fprintf(stderr, "baton run: --script: %v\n", err)
-				final, _ = host.Thread(threadID)
-				out.final(final, mine)
+				final, _ := host.Thread(threadID)
+				out.final(final, s.mine)
 				return exitFailed
 			}
-			if done() {
-				final, _ = host.Thread(threadID)
-				break loop
-			}
-			continue
-		case rec, ok = <-recs:
+			// Done once the stream has shown everything the script caused.
+			s.scripted, s.needSeq = false, host.LastSequence()
+		case line, ok := <-answers:
+			s.answer(ctx, line, ok)
+		case rec, ok := <-recs:
 			if !ok {
 				break loop
 			}
-		}
-		if rec.ThreadID != threadID {
-			continue
-		}
-		pl, err := domain.DecodePayload(rec.Type, rec.Data)
-		if err != nil {
-			fmt.Fprintf(stderr, "baton run: %v\n", err)
-			return exitFailed
-		}
-		out.event(rec, pl)
-		switch e := pl.(type) {
-		case domain.RunQueued:
-			mine = append(mine, e.RunID)
-			delete(wanted, e.MessageID)
-		case domain.RunEnded:
-			ended[e.RunID] = true
-		case domain.RequestOpened:
-			if answers != nil {
-				askAndAnswer(ctx, host, idgen, threadID, e, answers, stdout, stderr)
+			if err := s.event(ctx, rec); err != nil {
+				fmt.Fprintf(stderr, "baton run: %v\n", err)
+				return exitFailed
 			}
-		}
-		if done() {
-			final, _ = host.Thread(threadID)
-			break
 		}
 	}
 	if ctx.Err() != nil {
 		interrupted = true
 	}
-	if final.ID == "" {
-		final, _ = host.Thread(threadID)
-	}
-	out.final(final, mine)
+	final, _ := host.Thread(threadID)
+	out.final(final, s.mine)
 	switch {
 	case interrupted:
 		return exitInterrupted
-	case anyFailed(final, mine, sc != nil):
+	case anyFailed(final, s.mine, sc != nil):
 		return exitFailed
 	}
 	return exitOK
+}
+
+// session is what baton run follows of its thread: the runs it queued,
+// which have ended, and the requests waiting for the user's answer.
+type session struct {
+	host     *orchestrator.Host
+	idgen    *ids.Allocator
+	threadID string
+	out      *printer
+	stdout   io.Writer // where prompts go
+	stderr   io.Writer
+	policy   string
+
+	wanted   map[string]bool // messages sent whose runs have not shown up yet
+	scripted bool            // a script is still running
+	needSeq  uint64          // the stream must reach this sequence first
+	lastSeq  uint64
+	mine     []string // run ids, in order
+	ended    map[string]bool
+
+	answers     <-chan string          // the user's lines (ask policy)
+	asking      []domain.RequestOpened // requests waiting for the user, the first one asked
+	stdinClosed bool
+}
+
+// done: the script (if any) is over, the stream has caught up with it,
+// and the runs of this invocation have all ended.
+func (s *session) done() bool {
+	if s.scripted || len(s.wanted) > 0 || s.lastSeq < s.needSeq {
+		return false
+	}
+	for _, id := range s.mine {
+		if !s.ended[id] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *session) event(ctx context.Context, rec eventlog.Record) error {
+	s.lastSeq = rec.Sequence
+	if rec.ThreadID != s.threadID {
+		return nil
+	}
+	pl, err := domain.DecodePayload(rec.Type, rec.Data)
+	if err != nil {
+		return err
+	}
+	s.out.event(rec, pl)
+	switch e := pl.(type) {
+	case domain.RunQueued:
+		s.mine = append(s.mine, e.RunID)
+		delete(s.wanted, e.MessageID)
+	case domain.RunEnded:
+		s.ended[e.RunID] = true
+	case domain.RequestOpened:
+		switch {
+		case s.answers != nil || s.stdinClosed:
+			s.asking = append(s.asking, e)
+			if len(s.asking) == 1 {
+				s.prompt()
+			}
+		case s.policy != domain.ApproveAsk && e.Kind == domain.RequestGeneric:
+			// No policy answers a request of a kind Baton does not know, and
+			// there is no one to ask: this client declines it, and says so.
+			fmt.Fprintf(s.stderr, "baton run: declining %s request %s: no one to ask (answer such requests with --approve ask on a terminal)\n",
+				e.Title, e.RequestID)
+			s.respond(ctx, domain.RespondToRequest{RequestID: e.RequestID, Decision: domain.ApproveDecline})
+		}
+	case domain.RequestAnswered:
+		s.forget(e.RequestID)
+	case domain.RequestResolved:
+		s.forget(e.RequestID)
+	}
+	return nil
+}
+
+// forget drops a request that no longer waits for the user (answered by
+// someone, or expired); the next one is asked.
+func (s *session) forget(requestID string) {
+	for i, q := range s.asking {
+		if q.RequestID != requestID {
+			continue
+		}
+		s.asking = append(s.asking[:i], s.asking[i+1:]...)
+		if i == 0 {
+			fmt.Fprintln(s.stdout)
+			if len(s.asking) > 0 {
+				s.prompt()
+			}
+		}
+		return
+	}
+}
+
+// prompt asks about the first waiting request; with stdin at its end, it
+// declines it at once.
+func (s *session) prompt() {
+	q := s.asking[0]
+	if s.stdinClosed {
+		fmt.Fprintf(s.stdout, "  ? request %s: no more input: declined\n", q.RequestID)
+		s.respond(context.Background(), domain.RespondToRequest{RequestID: q.RequestID, Decision: domain.ApproveDecline})
+		return
+	}
+	if q.Kind == domain.RequestUserInput {
+		fmt.Fprintf(s.stdout, "  ? answer (empty line declines): ")
+	} else {
+		fmt.Fprintf(s.stdout, "  ? [a]ccept, accept for [s]ession, [d]ecline, [c]ancel the turn: ")
+	}
+}
+
+// answer takes the user's line for the first waiting request.
+func (s *session) answer(ctx context.Context, line string, ok bool) {
+	q := s.asking[0]
+	p := domain.RespondToRequest{RequestID: q.RequestID}
+	line = strings.TrimSpace(line)
+	question := q.Kind == domain.RequestUserInput
+	switch {
+	case !ok:
+		s.answers, s.stdinClosed = nil, true
+		fmt.Fprintln(s.stdout, "(no more input: declined)")
+		p.Decision = domain.ApproveDecline
+	case question && line != "":
+		p.Decision, p.Answers = "answer", map[string]string{"answer": line}
+	case question:
+		p.Decision = domain.ApproveDecline
+	default:
+		p.Decision = map[string]string{"a": "accept", "s": "accept_for_session", "d": "decline", "c": "cancel"}[strings.ToLower(line)]
+	}
+	if p.Decision == "" {
+		fmt.Fprintf(s.stdout, "  ? please type a, s, d or c: ")
+		return
+	}
+	s.respond(ctx, p)
+	s.asking = s.asking[1:]
+	if len(s.asking) > 0 {
+		s.prompt()
+	}
+}
+
+func (s *session) respond(ctx context.Context, p domain.RespondToRequest) {
+	if _, err := s.host.Dispatch(ctx, domain.Command{ID: s.idgen.NewID("cmd"), ThreadID: s.threadID, Payload: p}); err != nil {
+		fmt.Fprintf(s.stderr, "baton run: answer request %s: %v\n", p.RequestID, err)
+	}
 }
 
 // interruptRuns asks the host to stop every run of this invocation that
@@ -331,48 +442,6 @@ func interruptRuns(ctx context.Context, host *orchestrator.Host, idgen *ids.Allo
 		if err != nil && !errors.Is(err, domain.ErrConflict) {
 			fmt.Fprintf(stderr, "baton run: interrupt run %d: %v\n", r.Ordinal, err)
 		}
-	}
-}
-
-// askAndAnswer asks the user at the terminal how to answer a request and
-// sends the answer. End of input declines.
-func askAndAnswer(ctx context.Context, host *orchestrator.Host, idgen *ids.Allocator, threadID string, q domain.RequestOpened,
-	answers <-chan string, stdout, stderr io.Writer) {
-	question := q.Kind == domain.RequestUserInput
-	if question {
-		fmt.Fprintf(stdout, "  ? answer (empty line declines): ")
-	} else {
-		fmt.Fprintf(stdout, "  ? [a]ccept, accept for [s]ession, [d]ecline, [c]ancel the turn: ")
-	}
-	for {
-		var line string
-		var ok bool
-		select {
-		case line, ok = <-answers:
-		case <-ctx.Done():
-			return
-		}
-		p := domain.RespondToRequest{RequestID: q.RequestID}
-		line = strings.TrimSpace(line)
-		switch {
-		case !ok:
-			fmt.Fprintln(stdout, "(no more input: declined)")
-			p.Decision = domain.ApproveDecline
-		case question && line != "":
-			p.Decision, p.Answers = "answer", map[string]string{"answer": line}
-		case question:
-			p.Decision = domain.ApproveDecline
-		default:
-			p.Decision = map[string]string{"a": "accept", "s": "accept_for_session", "d": "decline", "c": "cancel"}[strings.ToLower(line)]
-		}
-		if p.Decision == "" {
-			fmt.Fprintf(stdout, "  ? please type a, s, d or c: ")
-			continue
-		}
-		if _, err := host.Dispatch(ctx, domain.Command{ID: idgen.NewID("cmd"), ThreadID: threadID, Payload: p}); err != nil {
-			fmt.Fprintf(stderr, "baton run: answer request: %v\n", err)
-		}
-		return
 	}
 }
 

@@ -151,6 +151,9 @@ func Run(ctx context.Context, h *orchestrator.Host, threadID string, s Script, o
 					return fmt.Errorf("step %d: no run to interrupt", i+1)
 				}
 				_, err = h.Dispatch(ctx, domain.Command{ID: id, ThreadID: threadID, Payload: domain.InterruptRun{RunID: r.ID}})
+				if errors.Is(err, domain.ErrConflict) {
+					err = nil // it ended first: nothing to interrupt
+				}
 			}
 		case st.Respond != "":
 			var t domain.Thread
