@@ -133,6 +133,24 @@ func (c *Conn) CallID(ctx context.Context, method string, params, result any) (j
 	return id, nil
 }
 
+// drainTimeout bounds how long Wait reads what the provider wrote before it
+// exited, when something (a grandchild) keeps its stdout open.
+const drainTimeout = 2 * time.Second
+
+// Wait waits for the provider to exit and for every frame it wrote before
+// that to be read and handled, then closes the connection. Call it before
+// reporting the exit, so that no frame is lost or handled after it.
+func (c *Conn) Wait() {
+	<-c.Proc.Done()
+	select {
+	case <-c.RPC.DisconnectNotify():
+	case <-time.After(drainTimeout):
+		c.Proc.Stdout.Close() // ends the read loop
+		<-c.RPC.DisconnectNotify()
+	}
+	c.RPC.Close()
+}
+
 // ExitReport says how the provider exited, with the end of its stderr.
 func (c *Conn) ExitReport() string {
 	msg := c.name + " exited"

@@ -99,15 +99,23 @@ func Start(c Command) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start provider %s: %w", c.Argv[0], err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// stdout is a pipe of our own, not cmd.StdoutPipe: Wait closes that
+	// one as soon as the process exits, and lines still in the pipe would
+	// be lost. Ours closes when its reader reaches the end.
+	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start provider %s: %w", c.Argv[0], err)
 	}
+	cmd.Stdout = stdoutW
+	stdout := &pipeReader{f: stdoutR}
 	lw := &lineWriter{fn: c.Stderr}
 	cmd.Stderr = lw
 	// A grandchild that keeps stderr open must not keep Wait from returning.
 	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	stdoutW.Close() // the child has its own copy
+	if err != nil {
+		stdout.Close()
 		return nil, fmt.Errorf("start provider %s: %w", c.Argv[0], err)
 	}
 	p := &Process{cmd: cmd, Stdin: stdin, Stdout: stdout, done: make(chan struct{})}
@@ -117,6 +125,27 @@ func Start(c Command) (*Process, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// pipeReader is the read end of the provider's stdout. It closes itself at
+// the end of the stream; Close also ends a read that waits on a grandchild
+// that kept the pipe open.
+type pipeReader struct {
+	f    *os.File
+	once sync.Once
+}
+
+func (r *pipeReader) Read(b []byte) (int, error) {
+	n, err := r.f.Read(b)
+	if err == io.EOF {
+		r.Close()
+	}
+	return n, err
+}
+
+func (r *pipeReader) Close() error {
+	r.once.Do(func() { r.f.Close() })
+	return nil
 }
 
 // Pid is the provider's process id.

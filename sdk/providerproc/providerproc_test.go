@@ -2,6 +2,8 @@ package providerproc
 
 import (
 	"bufio"
+	"bytes"
+	"io"
 	"context"
 	"os"
 	"strconv"
@@ -75,5 +77,22 @@ func TestStartErrors(t *testing.T) {
 	}
 	if _, err := Start(Command{Argv: []string{"/nonexistent/provider"}}); err == nil || !strings.Contains(err.Error(), "/nonexistent/provider") {
 		t.Errorf("err = %v, want one naming the command", err)
+	}
+}
+
+// What a provider wrote before it exited is still there to read after it
+// exited (a pipe closed by Wait would lose it).
+func TestOutputOutlivesTheProcess(t *testing.T) {
+	p, err := Start(Command{Argv: []string{"sh", "-c", "seq 1 5000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	b, err := io.ReadAll(p.Stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte("\n")); n != 5000 {
+		t.Fatalf("read %d lines after the exit, want 5000", n)
 	}
 }

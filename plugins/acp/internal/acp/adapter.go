@@ -171,10 +171,9 @@ func (s *session) onRecv(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
 
 // watch waits for the agent to exit and reports it.
 func (s *session) watch() {
-	<-s.c.Proc.Done()
+	s.c.Wait() // every frame the agent wrote is handled first
 	exitErr := s.c.Proc.Err()
 	s.cancel(errors.New("agent exited"))
-	s.c.RPC.Close()
 	s.mu.Lock()
 	closed := s.closed
 	turn := s.turnDone

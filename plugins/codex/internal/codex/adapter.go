@@ -208,10 +208,9 @@ func (s *session) onRecv(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
 // watch waits for codex to exit and reports it: turns still running fail,
 // requests still pending are cancelled, and runtime_exited comes last.
 func (s *session) watch() {
-	<-s.c.Proc.Done()
+	s.c.Wait() // every frame codex wrote is handled first
 	exitErr := s.c.Proc.Err()
 	s.cancel(errors.New("codex exited"))
-	s.c.RPC.Close()
 	s.mu.Lock()
 	closed := s.closed
 	thread := s.thread
