@@ -3,8 +3,8 @@ package providerproc
 import (
 	"bufio"
 	"bytes"
-	"io"
 	"context"
+	"io"
 	"os"
 	"strconv"
 	"strings"
