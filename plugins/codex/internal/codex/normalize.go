@@ -35,6 +35,7 @@ type normalizer struct {
 	active     map[string]string // thread -> its in-progress turn
 	ended      map[string]bool   // turns that reached their terminal
 	items      map[string]*openItem
+	usage      map[string]*tokenUsageBreakdown // turn -> the sum of its model calls
 	// clientTurn is the host's id for the root turn being started, given
 	// to the next root turn/started.
 	clientTurn string
@@ -51,7 +52,7 @@ type openItem struct {
 func newNormalizer(root, cwd string) *normalizer {
 	n := &normalizer{root: root, cwd: cwd, known: map[string]bool{}, parents: map[string]string{},
 		prompts: map[string]string{}, turnThread: map[string]string{}, active: map[string]string{}, ended: map[string]bool{},
-		items: map[string]*openItem{}}
+		items: map[string]*openItem{}, usage: map[string]*tokenUsageBreakdown{}}
 	if root != "" {
 		n.setRoot(root)
 	}
@@ -190,12 +191,26 @@ func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.Runt
 		if err := decodeParams(method, params, &p); err != nil {
 			return nil, err
 		}
-		// The thread's running total, as codex reports it (not the last
-		// model call's); the breakdown of both is in Detail.
-		u := p.TokenUsage.Total
-		if u == nil {
-			return nil, fmt.Errorf("%s has no tokenUsage.total", method)
+		// A turn's usage: the sum of its model calls ("last" is one call;
+		// "total" runs over the whole thread, earlier turns included). The
+		// breakdown codex sent is in Detail.
+		if p.TokenUsage.Last == nil {
+			return nil, fmt.Errorf("%s has no tokenUsage.last", method)
 		}
+		if p.TurnID == "" {
+			return n.announce(p.ThreadID, ""), nil // a resumed thread's restored total: no turn's
+		}
+		l := p.TokenUsage.Last
+		u := n.usage[p.TurnID]
+		if u == nil {
+			u = &tokenUsageBreakdown{}
+			n.usage[p.TurnID] = u
+		}
+		u.InputTokens += l.InputTokens
+		u.OutputTokens += l.OutputTokens
+		u.CachedInputTokens += l.CachedInputTokens
+		u.ReasoningOutputTokens += l.ReasoningOutputTokens
+		u.TotalTokens += l.TotalTokens
 		var detail json.RawMessage
 		var raw struct {
 			TokenUsage json.RawMessage `json:"tokenUsage"`
@@ -552,6 +567,7 @@ func (n *normalizer) turnCompleted(p turnNotification) []sdk.RuntimeEvent {
 	out := n.announce(p.ThreadID, p.Turn.RootTurnID)
 	n.turnThread[p.Turn.ID] = p.ThreadID
 	n.ended[p.Turn.ID] = true
+	delete(n.usage, p.Turn.ID)
 	for _, key := range slices.Sorted(maps.Keys(n.items)) {
 		it := n.items[key]
 		if it.thread != p.ThreadID || (it.turn != p.Turn.ID && it.turn != "") {

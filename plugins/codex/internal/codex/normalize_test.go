@@ -238,6 +238,8 @@ func TestUsageRateLimitsErrors(t *testing.T) {
 	n := newNormalizer("T", "")
 	evs := feed(n,
 		`{"method":"thread/tokenUsage/updated","params":{"threadId":"T","turnId":"u","tokenUsage":{"total":{"totalTokens":30,"inputTokens":20,"cachedInputTokens":5,"outputTokens":10,"reasoningOutputTokens":3},"last":{"totalTokens":3,"inputTokens":2,"cachedInputTokens":0,"outputTokens":1,"reasoningOutputTokens":0},"modelContextWindow":1000}}}`,
+		`{"method":"thread/tokenUsage/updated","params":{"threadId":"T","turnId":"u","tokenUsage":{"total":{"totalTokens":40},"last":{"totalTokens":10,"inputTokens":6,"cachedInputTokens":1,"outputTokens":4,"reasoningOutputTokens":2}}}}`,
+		`{"method":"thread/tokenUsage/updated","params":{"threadId":"T","tokenUsage":{"total":{"totalTokens":40},"last":{"totalTokens":40}}}}`,
 		`{"method":"account/rateLimits/updated","params":{"rateLimits":{"limitId":"codex","primary":{"usedPercent":42,"resetsAt":1800000000,"windowDurationMins":300},"secondary":{"usedPercent":7,"resetsAt":null},"credits":null}}}`,
 		`{"method":"account/rateLimits/updated","params":{"rateLimits":{"limitId":null,"primary":null,"secondary":null}}}`,
 		`{"method":"error","params":{"threadId":"T","turnId":"u","willRetry":true,"error":{"message":"stream lost","codexErrorInfo":{"responseStreamDisconnected":{"httpStatusCode":null}}}}}`,
@@ -250,13 +252,19 @@ func TestUsageRateLimitsErrors(t *testing.T) {
 		`{"method":"thread/tokenUsage/updated","params":{"threadId":"T","turnId":"u","tokenUsage":{}}}`,
 		`{"method":"item/agentMessage/delta","params":{"threadId":"T","turnId":"u","delta":"x"}}`,
 	)
-	if got := kinds(evs); got != "usage rate_limit rate_limit diagnostic diagnostic diagnostic diagnostic diagnostic diagnostic" {
+	// A turn's usage sums its model calls ("last"), not the thread's total;
+	// a restored total with no turn is no turn's usage.
+	if got := kinds(evs); got != "usage usage rate_limit rate_limit diagnostic diagnostic diagnostic diagnostic diagnostic diagnostic" {
 		t.Fatalf("events %s", got)
 	}
-	if u := evs[0].Usage; *u != (sdk.Usage{InputTokens: 20, OutputTokens: 10, CachedInputTokens: 5, ReasoningTokens: 3, TotalTokens: 30}) ||
+	if u := evs[0].Usage; *u != (sdk.Usage{InputTokens: 2, OutputTokens: 1, TotalTokens: 3}) ||
 		!strings.Contains(string(evs[0].Detail), `"modelContextWindow":1000`) {
 		t.Errorf("usage %+v %s", u, evs[0].Detail)
 	}
+	if u := evs[1].Usage; *u != (sdk.Usage{InputTokens: 8, OutputTokens: 5, CachedInputTokens: 1, ReasoningTokens: 2, TotalTokens: 13}) {
+		t.Errorf("second usage %+v", u)
+	}
+	evs = evs[1:]
 	if rl := evs[1].RateLimit; rl.Scope != "codex/primary" || rl.UsedPercent != 42 || !rl.ResetsAt.Equal(time.Unix(1800000000, 0)) {
 		t.Errorf("primary %+v", rl)
 	}
