@@ -18,18 +18,19 @@ import (
 )
 
 // worker performs one thread's effects in order, one at a time. It is
-// started with the thread's first effect and lives until the host closes.
+// started with an effect and ends when its queue is empty (or the host
+// closes), so that idle threads cost nothing.
 type worker struct {
-	mu    sync.Mutex
-	queue []domain.Effect
-	wake  chan struct{}
+	threadID string
+	mu       sync.Mutex
+	queue    []domain.Effect
 }
 
 // workerFor returns the thread's worker; h.mu is held.
 func (h *Host) workerFor(threadID string) *worker {
 	w, ok := h.workers[threadID]
 	if !ok {
-		w = &worker{wake: make(chan struct{}, 1)}
+		w = &worker{threadID: threadID}
 		h.workers[threadID] = w
 		h.wg.Add(1)
 		go func() {
@@ -44,10 +45,6 @@ func (w *worker) push(e domain.Effect) {
 	w.mu.Lock()
 	w.queue = append(w.queue, e)
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
 }
 
 func (w *worker) run(h *Host) {
@@ -63,12 +60,27 @@ func (w *worker) run(h *Host) {
 			h.settle(e)
 			continue
 		}
-		select {
-		case <-w.wake:
-		case <-h.ctx.Done():
+		if w.retire(h) {
 			return
 		}
 	}
+}
+
+// retire removes a worker whose queue is empty from the host. Effects are
+// pushed with h.mu held, so none can arrive between the check and the
+// removal; the next one starts a new worker.
+func (w *worker) retire(h *Host) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) > 0 {
+		return false
+	}
+	if h.workers[w.threadID] == w {
+		delete(h.workers, w.threadID)
+	}
+	return true
 }
 
 // settle performs an effect and removes it from the outbox: with the
