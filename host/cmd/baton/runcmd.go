@@ -628,6 +628,12 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		if e.Reason != domain.AttemptInitial {
 			p.line("  ↻ run %d: new attempt (%s)", p.ordinals[e.RunID], strings.ReplaceAll(e.Reason, "_", " "))
 		}
+	case domain.RateLimitReported:
+		resets := ""
+		if !e.ResetsAt.IsZero() {
+			resets = ", resets " + e.ResetsAt.Local().Format("Jan 2 15:04")
+		}
+		p.line("  ⓘ %s limit: %.0f%% used%s", e.Scope, e.UsedPercent, resets)
 	case domain.EffectCancelled:
 		p.line("  ! a %s action was not performed: %s", e.Type, e.Reason)
 	case domain.RequestResolved:

@@ -162,6 +162,7 @@ type ProviderEvent struct {
 	RequestKind     string          `json:"requestKind,omitempty"`
 	Options         []RequestOption `json:"options,omitempty"`
 	Usage           *Usage          `json:"usage,omitempty"`
+	RateLimit       *RateLimit      `json:"rateLimit,omitempty"`
 	Failure         *Failure        `json:"failure,omitempty"`
 	ThreadUsable    bool            `json:"threadUsable,omitempty"`
 	Detail          json.RawMessage `json:"detail,omitempty"`

@@ -3,6 +3,7 @@ package domain
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -663,8 +664,17 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			runID = r.ID
 		}
 		d.emit(DiagnosticRecorded{RunID: runID, Title: ev.Title, Text: ev.Text})
+	case EvRateLimit:
+		// Kept when it changes: providers repeat it after every reply.
+		if l := ev.RateLimit; l != nil && l.Scope != "" && !slices.ContainsFunc(t.RateLimits, l.equal) {
+			d.emit(RateLimitReported{RateLimit: *l})
+		}
 	}
-	// session_state and rate_limit are kept in the raw-frame log only.
+	// session_state is kept in the raw-frame log only.
+}
+
+func (l RateLimit) equal(m RateLimit) bool {
+	return l.Scope == m.Scope && l.UsedPercent == m.UsedPercent && l.ResetsAt.Equal(m.ResetsAt)
 }
 
 // decideItem maps item lifecycle and content events to nodes, turn items

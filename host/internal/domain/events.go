@@ -178,6 +178,10 @@ type (
 		RequestID string `json:"requestId"`
 		Reason    string `json:"reason"`
 	}
+	// RateLimitReported: a provider limit changed.
+	RateLimitReported struct {
+		RateLimit
+	}
 	// EffectCancelled: a provider action left in the outbox by a host
 	// that stopped was not performed, because the process it was bound to
 	// is gone.
@@ -217,6 +221,7 @@ func (RequestAnswered) EventType() string     { return "request.answered" }
 func (EffectCancelled) EventType() string     { return "effect.cancelled" }
 func (AttemptDispatched) EventType() string   { return "attempt.dispatched" }
 func (RequestAnswerFailed) EventType() string { return "request.answer.failed" }
+func (RateLimitReported) EventType() string   { return "rate_limit.reported" }
 
 // decoders maps each event type to the decoder of its payload.
 var decoders = map[string]func([]byte) (Payload, error){}
@@ -259,6 +264,7 @@ func init() {
 	register[EffectCancelled]()
 	register[AttemptDispatched]()
 	register[RequestAnswerFailed]()
+	register[RateLimitReported]()
 }
 
 // DecodePayload decodes an event's data by its type. An unknown type is an

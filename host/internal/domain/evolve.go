@@ -2,6 +2,7 @@ package domain
 
 import (
 	"cmp"
+	"slices"
 	"time"
 )
 
@@ -202,6 +203,13 @@ func Evolve(t *Thread, e Event) {
 			q.Decision, q.Answers, q.AnsweredBy = "", nil, ""
 		}
 		t.Diagnostics = append(t.Diagnostics, Diagnostic{Title: "an answer did not reach the provider; answer again", Text: p.Reason})
+	case RateLimitReported:
+		i := slices.IndexFunc(t.RateLimits, func(l RateLimit) bool { return l.Scope == p.Scope })
+		if i < 0 {
+			t.RateLimits = append(t.RateLimits, p.RateLimit)
+		} else {
+			t.RateLimits[i] = p.RateLimit
+		}
 	case EffectCancelled:
 		t.Diagnostics = append(t.Diagnostics, Diagnostic{RunID: p.RunID, Title: "a " + p.Type + " action was not performed",
 			Text: p.Reason})

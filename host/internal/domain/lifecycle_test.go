@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // running is a world with one run whose root turn u1 is running in s1.
@@ -423,5 +424,31 @@ func TestNestedSubagents(t *testing.T) {
 	r = w.thread.Runs[0]
 	if n := r.Nodes[len(r.Nodes)-1]; n.ProviderRef != "t3" || n.ParentID != root {
 		t.Fatalf("t3 node: %+v", n)
+	}
+}
+
+// Rate limits: the latest per scope, recorded when they change.
+func TestRateLimits(t *testing.T) {
+	w := running(t, Capabilities{})
+	reset := t0.Add(time.Hour)
+	limit := func(scope string, used float64) ProviderEvent {
+		return ProviderEvent{Kind: EvRateLimit, RateLimit: &RateLimit{Scope: scope, UsedPercent: used, ResetsAt: reset}}
+	}
+	for _, c := range []struct {
+		ev   ProviderEvent
+		want string
+	}{
+		{limit("codex/primary", 10), "rate_limit.reported"},
+		{limit("codex/primary", 10), ""},
+		{limit("codex/secondary", 3), "rate_limit.reported"},
+		{limit("codex/primary", 42), "rate_limit.reported"},
+		{ProviderEvent{Kind: EvRateLimit}, ""},
+	} {
+		if got := types(w.ev("s1", c.ev)); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.ev.RateLimit, got, c.want)
+		}
+	}
+	if l := w.thread.RateLimits; len(l) != 2 || l[0].UsedPercent != 42 || !l[0].ResetsAt.Equal(reset) || l[1].Scope != "codex/secondary" {
+		t.Fatalf("rate limits: %+v", l)
 	}
 }

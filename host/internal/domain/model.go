@@ -80,6 +80,8 @@ type Thread struct {
 	ProviderTurns    []ProviderTurn    `json:"providerTurns"`
 	Requests         []RuntimeRequest  `json:"requests"`
 	Diagnostics      []Diagnostic      `json:"diagnostics,omitempty"`
+	// RateLimits is the provider's latest word on each of its limits.
+	RateLimits []RateLimit `json:"rateLimits,omitempty"`
 	// Sequence is the last event applied to this thread.
 	Sequence uint64 `json:"sequence"`
 }
@@ -239,6 +241,13 @@ type Usage struct {
 	CachedInputTokens int64 `json:"cachedInputTokens,omitempty"`
 	ReasoningTokens   int64 `json:"reasoningTokens,omitempty"`
 	TotalTokens       int64 `json:"totalTokens,omitempty"`
+}
+
+// RateLimit is how much of a provider limit is used and when it resets.
+type RateLimit struct {
+	Scope       string    `json:"scope"`
+	UsedPercent float64   `json:"usedPercent"`
+	ResetsAt    time.Time `json:"resetsAt,omitzero"`
 }
 
 // Failure says why something failed.

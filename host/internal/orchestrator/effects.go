@@ -468,5 +468,8 @@ func toDomain(ev sdk.RuntimeEvent) domain.ProviderEvent {
 	if f := ev.Failure; f != nil {
 		pe.Failure = &domain.Failure{Code: f.Code, Message: f.Message}
 	}
+	if l := ev.RateLimit; l != nil {
+		pe.RateLimit = &domain.RateLimit{Scope: l.Scope, UsedPercent: l.UsedPercent, ResetsAt: l.ResetsAt}
+	}
 	return pe
 }
