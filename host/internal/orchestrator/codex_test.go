@@ -246,4 +246,8 @@ func TestCodexUnknownRequest(t *testing.T) {
 	if q, ok := kinds[domain.RequestUserInput]; !ok || q.Answers["answer"] != "Blue" {
 		t.Errorf("question: %+v", q)
 	}
+	// The provider's rate limit is in the projection, with its reset instant.
+	if l := th.RateLimits; len(l) != 1 || l[0].Scope != "codex/primary" || l[0].UsedPercent != 42 || l[0].ResetsAt.Unix() != 1800000000 {
+		t.Errorf("rate limits: %+v", l)
+	}
 }
