@@ -57,6 +57,20 @@ func TestRunAsksTwice(t *testing.T) {
 	}
 }
 
+// Without a terminal, nothing waits for an answer that cannot come: the
+// policy declines the question, and baton run itself declines a request of
+// a kind no policy answers, saying so.
+func TestRunUnattendedDeclinesUnknownRequests(t *testing.T) {
+	out, errOut, code := baton(t, "run", "--provider", "codex", "--cwd", t.TempDir(),
+		"--provider-command", peerCommand(t, "codex/unknown_request_unattended.ndjson"), "Pick a colour for the button")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "declining future/unknownRequest request") || !strings.Contains(out, "Keeping the default colour.") {
+		t.Errorf("output:\n%s\n%s", out, errOut)
+	}
+}
+
 // --script plays a scenario: here a message that steers by restart.
 func TestRunScript(t *testing.T) {
 	script, _ := filepath.Abs(filepath.Join(root, "testdata", "acp", "steering_restart_fallback.steps.json"))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/shlex"
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/term"
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
@@ -463,14 +464,11 @@ func readLines(ctx context.Context, r io.Reader) <-chan string {
 	return ch
 }
 
-// isTerminal says whether r is a terminal.
+// isTerminal says whether r is a terminal (not merely a character device:
+// /dev/null is one too).
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func runOf(t domain.Thread, runID string) *domain.Run {
