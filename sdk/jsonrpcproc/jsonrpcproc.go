@@ -140,11 +140,25 @@ const drainTimeout = 2 * time.Second
 // Wait waits for the provider to exit and for every frame it wrote before
 // that to be read and handled, then closes the connection. Call it before
 // reporting the exit, so that no frame is lost or handled after it.
+//
+// A provider that closes its stdout but lives on can no longer be talked
+// to: after a grace period it is stopped (its whole group). Something that
+// keeps the pipes open after the provider exited (a grandchild) does not
+// hold Wait for more than the grace period either.
 func (c *Conn) Wait() {
-	<-c.Proc.Done()
+	select {
+	case <-c.Proc.Done():
+	case <-c.RPC.DisconnectNotify():
+		select {
+		case <-c.Proc.Done():
+		case <-time.After(drainTimeout):
+			_ = c.Proc.Close(context.Background())
+		}
+	}
 	select {
 	case <-c.RPC.DisconnectNotify():
 	case <-time.After(drainTimeout):
+		c.Proc.Stdin.Close()  // ends a reply blocked on a full pipe
 		c.Proc.Stdout.Close() // ends the read loop
 		<-c.RPC.DisconnectNotify()
 	}

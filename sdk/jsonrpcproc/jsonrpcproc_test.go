@@ -66,3 +66,23 @@ func TestDecodeFrame(t *testing.T) {
 		t.Error("a missing program started")
 	}
 }
+
+// A provider that closes its stdout and lives on is stopped, and Wait
+// returns.
+func TestWaitStopsAProviderThatStoppedTalking(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := Start(ctx, Config{Name: "the agent", Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", "exec >&-; sleep 60"}},
+		Dir: t.TempDir(), Handler: noHandler{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { c.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Wait did not return")
+	}
+	<-c.Proc.Done()
+}

@@ -206,7 +206,8 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	s := &session{host: host, idgen: idgen, threadID: threadID, out: out, stdout: stdout, stderr: stderr,
-		wanted: wanted, scripted: sc != nil, ended: map[string]bool{}, policy: th.ApprovalPolicy}
+		wanted: wanted, scripted: sc != nil, ended: map[string]bool{}, policy: th.ApprovalPolicy,
+		opened: map[string]domain.RequestOpened{}}
 	if *jsonOut {
 		s.stdout = stderr // prompts must not break the JSON lines
 	}
@@ -243,7 +244,7 @@ loop:
 		case <-interruptReq:
 			interrupted = true
 			stopScript()
-			interruptRuns(ctx, host, idgen, threadID, s.mine, stderr)
+			s.interruptAll(ctx)
 		case err := <-errs:
 			fmt.Fprintf(stderr, "baton run: read events: %v\n", err)
 			return exitFailed
@@ -304,6 +305,9 @@ type session struct {
 	answers     <-chan string          // the user's lines (ask policy)
 	asking      []domain.RequestOpened // requests waiting for the user, the first one asked
 	stdinClosed bool
+	opened      map[string]domain.RequestOpened
+
+	interrupted bool // Ctrl-C: every run of this invocation is to stop
 }
 
 // done: the script (if any) is over, the stream has caught up with it,
@@ -334,9 +338,22 @@ func (s *session) event(ctx context.Context, rec eventlog.Record) error {
 	case domain.RunQueued:
 		s.mine = append(s.mine, e.RunID)
 		delete(s.wanted, e.MessageID)
+		if s.interrupted { // queued after Ctrl-C (a script's send, a requeued message): cancel it
+			s.interrupt(ctx, e.RunID)
+		}
 	case domain.RunEnded:
 		s.ended[e.RunID] = true
+	case domain.RequestAnswerFailed:
+		// The answer did not get through. The policy may answer again; the
+		// user is asked again.
+		if q, ok := s.opened[e.RequestID]; ok && (s.answers != nil || s.stdinClosed) {
+			s.asking = append(s.asking, q)
+			if len(s.asking) == 1 {
+				s.prompt()
+			}
+		}
 	case domain.RequestOpened:
+		s.opened[e.RequestID] = e
 		switch {
 		case s.answers != nil || s.stdinClosed:
 			s.asking = append(s.asking, e)
@@ -427,22 +444,22 @@ func (s *session) respond(ctx context.Context, p domain.RespondToRequest) {
 	}
 }
 
-// interruptRuns asks the host to stop every run of this invocation that
-// has not ended: the active one is interrupted, queued ones cancelled.
-func interruptRuns(ctx context.Context, host *orchestrator.Host, idgen *ids.Allocator, threadID string, mine []string, stderr io.Writer) {
-	t, err := host.Thread(threadID)
-	if err != nil {
-		return
+// interruptAll asks the host to stop every run of this invocation that has
+// not ended (the active one is interrupted, queued ones cancelled), and
+// every run that shows up later.
+func (s *session) interruptAll(ctx context.Context) {
+	s.interrupted = true
+	for _, id := range s.mine {
+		if !s.ended[id] {
+			s.interrupt(ctx, id)
+		}
 	}
-	for _, id := range mine {
-		r := runOf(t, id)
-		if r == nil || domain.Terminal(r.Status) {
-			continue
-		}
-		_, err := host.Dispatch(ctx, domain.Command{ID: idgen.NewID("cmd"), ThreadID: threadID, Payload: domain.InterruptRun{RunID: r.ID}})
-		if err != nil && !errors.Is(err, domain.ErrConflict) {
-			fmt.Fprintf(stderr, "baton run: interrupt run %d: %v\n", r.Ordinal, err)
-		}
+}
+
+func (s *session) interrupt(ctx context.Context, runID string) {
+	_, err := s.host.Dispatch(ctx, domain.Command{ID: s.idgen.NewID("cmd"), ThreadID: s.threadID, Payload: domain.InterruptRun{RunID: runID}})
+	if err != nil && !errors.Is(err, domain.ErrConflict) { // ended meanwhile
+		fmt.Fprintf(s.stderr, "baton run: interrupt run %s: %v\n", runID, err)
 	}
 }
 
@@ -626,6 +643,8 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		if e.Reason != domain.AttemptInitial {
 			p.line("  ↻ run %d: new attempt (%s)", p.ordinals[e.RunID], strings.ReplaceAll(e.Reason, "_", " "))
 		}
+	case domain.RequestAnswerFailed:
+		p.line("  ! the answer to request %s did not reach the provider: %s", e.RequestID, oneLine(e.Reason, 100))
 	case domain.RateLimitReported:
 		resets := ""
 		if !e.ResetsAt.IsZero() {

@@ -56,6 +56,7 @@ type Decision struct {
 
 	queued  []queuedRun // runs this decision queued, in order
 	started bool        // this decision started a queued run
+	hold    bool        // start no queued run (recovery: no one asked for work)
 }
 
 type queuedRun struct{ id, input string }
@@ -136,6 +137,13 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		}
 		if q.Status == RequestStatusPending && q.AnsweredBy != "" {
 			d.emit(RequestAnswerFailed{RequestID: q.ID, Reason: p.Reason})
+			// A policy answers again, a few times: a client that answered
+			// is asked again instead.
+			if q.AnsweredBy == "policy" && q.AnswerFailures+1 < policyAnswerTries {
+				d.emit(RequestAnswered{RequestID: q.ID, Decision: q.Decision, By: "policy"})
+				d.effect(Effect{Type: EffectRespond, ThreadID: t.ID, RunID: q.RunID, SessionID: q.SessionID,
+					RequestRef: q.ProviderRef, Decision: q.Decision})
+			}
 		}
 	case MarkRequestUnreachable:
 		q := t.request(p.RequestID)
@@ -167,11 +175,15 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		f := p.Failure
 		endRun(t, r, RunStatusFailed, "", &f, env, &d)
 	case Recover:
+		// Recovery starts no work: runs it leaves queued start with the
+		// thread's next message.
+		d.hold = true
 		for _, e := range p.Effects {
 			d.emit(EffectCancelled{EffectID: e.ID, Type: e.Type, RunID: e.RunID, Reason: p.Reason})
 			if m := t.message(e.MessageID); m != nil && e.Type == EffectSteer {
 				if r := t.run(e.RunID); r != nil {
-					requeue(t, r, []SteeringMessage{{MessageID: m.ID, Text: m.Text}}, "the host restarted before it reached the provider", env, &d)
+					requeue(t, r, []SteeringMessage{{MessageID: m.ID, Text: m.Text}},
+						"the host restarted before it was known to have reached the provider", env, &d)
 				}
 			}
 		}
@@ -181,9 +193,7 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 			}
 		}
 		if r := t.activeRun(); r != nil {
-			endRun(t, r, RunStatusFailed, "", &Failure{Code: "host_restarted", Message: p.Reason}, env, &d) // starts the next
-		} else {
-			startNextQueued(t, env, &d)
+			endRun(t, r, RunStatusFailed, "", &Failure{Code: "host_restarted", Message: p.Reason}, env, &d)
 		}
 	default:
 		return d, fmt.Errorf("%w: unknown command type %q", ErrInvalid, cmd.Payload.CommandType())
@@ -213,6 +223,9 @@ func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
 		queueRun(t, msgID, p.Text, env, d)
 	case ModeQueueAfterActive:
 		queueRun(t, msgID, p.Text, env, d)
+		if active == nil {
+			startNextQueued(t, env, d) // runs a recovery left queued go first
+		}
 	case ModeSteerActive, ModeRestartActive:
 		if active == nil {
 			return fmt.Errorf("%w: %s needs an active run, and thread %s has none", ErrConflict, mode, t.ID)
@@ -282,7 +295,7 @@ func queueRun(t *Thread, msgID, text string, env Env, d *Decision) {
 	}
 	d.emit(RunQueued{RunID: runID, Ordinal: len(t.Runs) + len(d.queued) + 1, MessageID: msgID, Input: text})
 	d.queued = append(d.queued, queuedRun{runID, text})
-	if t.activeRun() == nil && !t.hasQueued() && !d.started {
+	if t.activeRun() == nil && !t.hasQueued() && !d.started && !d.hold {
 		startRun(t, runID, text, AttemptInitial, env, d)
 	}
 }
@@ -377,7 +390,7 @@ func startRun(t *Thread, runID, input, reason string, env Env, d *Decision) {
 // startNextQueued starts the oldest queued run, if any: one queued before
 // this decision, else one this decision queued.
 func startNextQueued(t *Thread, env Env, d *Decision) {
-	if d.started {
+	if d.started || d.hold {
 		return
 	}
 	for _, r := range t.Runs {
@@ -389,6 +402,13 @@ func startNextQueued(t *Thread, env Env, d *Decision) {
 	if len(d.queued) > 0 {
 		startRun(t, d.queued[0].id, d.queued[0].input, AttemptInitial, env, d)
 	}
+}
+
+// replaced says whether an event is of a turn bound to an attempt of the
+// run that is no longer its active one.
+func (t *Thread) replaced(r *Run, ev ProviderEvent) bool {
+	pt := t.providerTurnByRef(ev.TurnRef)
+	return pt != nil && pt.RunID == r.ID && pt.AttemptID != r.ActiveAttempt
 }
 
 // bindThread returns the app id of a provider thread, binding it first
@@ -549,7 +569,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		decideItem(t, ev, env, d)
 	case EvPlanUpdated:
 		r := t.runFor(ev)
-		if r == nil || Terminal(r.Status) {
+		if r == nil || Terminal(r.Status) || t.replaced(r, ev) {
 			return
 		}
 		ref := ev.ItemRef
@@ -568,7 +588,9 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			return
 		}
 		var runID, nodeID string
-		if r := t.runFor(ev); r != nil {
+		// A request of a replaced attempt is kept (it can be answered) but
+		// does not hold the run.
+		if r := t.runFor(ev); r != nil && !t.replaced(r, ev) {
 			runID = r.ID
 			if n := r.nodeByRef(ev.ItemRef); n != nil {
 				nodeID = n.ID
@@ -602,7 +624,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 				return
 			}
 		}
-		if r := t.runFor(ev); r != nil && ev.Usage != nil && !Terminal(r.Status) {
+		if r := t.runFor(ev); r != nil && ev.Usage != nil && !Terminal(r.Status) && !t.replaced(r, ev) {
 			d.emit(UsageReported{RunID: r.ID, Usage: *ev.Usage})
 		}
 	case EvTurnTerminal:
@@ -685,10 +707,10 @@ func decideItem(t *Thread, ev ProviderEvent, env Env, d *Decision) {
 	if r == nil || Terminal(r.Status) || r.ActiveAttempt == "" || ev.ItemRef == "" {
 		return
 	}
-	pt := t.providerTurnByRef(ev.TurnRef)
-	if pt != nil && pt.AttemptID != r.ActiveAttempt {
+	if t.replaced(r, ev) {
 		return // a late event of an attempt that was replaced
 	}
+	pt := t.providerTurnByRef(ev.TurnRef)
 	a := r.attempt(r.ActiveAttempt)
 	n := r.nodeByRef(ev.ItemRef)
 	var nodeID string
@@ -795,6 +817,10 @@ func runStatus(turnStatus string) string {
 	}
 	return RunStatusCompleted
 }
+
+// policyAnswerTries is how many times a policy's answer is sent before the
+// request is left to a client.
+const policyAnswerTries = 3
 
 // policyDecision is how a thread's approval policy answers a request of
 // a kind: "" leaves it to a client.

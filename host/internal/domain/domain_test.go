@@ -399,20 +399,21 @@ func TestFailRunAndRecover(t *testing.T) {
 	}
 	w.open("s1")
 	d = w.must(Command{ID: "r", ThreadID: "thr", Payload: Recover{Reason: "restart"}})
-	if got := types(d); got != "provider.session.ended node.completed run.ended run.started attempt.started node.started" {
+	if got := types(d); got != "provider.session.ended node.completed run.ended" {
 		t.Fatalf("recover: %s", got)
 	}
 	if r := w.thread.Runs[1]; r.Status != RunStatusFailed || r.Failure.Code != "host_restarted" {
 		t.Fatalf("recovered run: %+v", r)
 	}
-	// A queued run left without an active one is started.
-	w.send("three")
-	w.thread.Runs[3].Status = RunStatusQueued
-	for i := range w.thread.Runs[:3] {
-		w.thread.Runs[i].Status = RunStatusCompleted
+	// Recovery starts no work: the queued run waits for the thread's next
+	// message, and then goes first.
+	if r := w.thread.Runs[2]; r.Status != RunStatusQueued {
+		t.Fatalf("a run started by recovery: %+v", r)
 	}
-	if got := types(w.must(Command{ID: "r2", ThreadID: "thr", Payload: Recover{}})); got != "run.started attempt.started node.started" {
-		t.Fatalf("recover with a queued run: %s", got)
+	d = w.send("three")
+	if got := types(d); got != "message.added run.queued run.started attempt.started node.started" ||
+		w.thread.Runs[2].Status != RunStatusStarting || w.thread.Runs[3].Status != RunStatusQueued {
+		t.Fatalf("the next message: %s; runs %s %s", got, w.thread.Runs[2].Status, w.thread.Runs[3].Status)
 	}
 }
 

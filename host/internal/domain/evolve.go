@@ -164,6 +164,7 @@ func Evolve(t *Thread, e Event) {
 				r.FinalAttempt = a.ID
 			}
 			r.ActiveAttempt = ""
+			r.PendingRestart = nil // requeued as runs of their own
 		}
 	case DiagnosticRecorded:
 		t.Diagnostics = append(t.Diagnostics, Diagnostic{RunID: p.RunID, Title: p.Title, Text: p.Text})
@@ -201,6 +202,7 @@ func Evolve(t *Thread, e Event) {
 	case RequestAnswerFailed:
 		if q := t.request(p.RequestID); q != nil {
 			q.Decision, q.Answers, q.AnsweredBy = "", nil, ""
+			q.AnswerFailures++
 		}
 		t.Diagnostics = append(t.Diagnostics, Diagnostic{Title: "an answer did not reach the provider; answer again", Text: p.Reason})
 	case RateLimitReported:

@@ -373,20 +373,55 @@ func TestRecoverCancelsOutboxEffects(t *testing.T) {
 	if dg := w.thread.Diagnostics[0]; !strings.Contains(dg.Title, "respond") || dg.Text != "restart" {
 		t.Fatalf("diagnostic: %+v", dg)
 	}
-	// The steering message that never reached the provider is a run of its
-	// own, started once the interrupted run has ended.
-	if r := w.thread.Runs[1]; r.MessageID != "m2" || r.Status != RunStatusStarting {
+	// The steering message that may not have reached the provider is a run
+	// of its own, queued: recovery starts no work.
+	if r := w.thread.Runs[1]; r.MessageID != "m2" || r.Status != RunStatusQueued {
 		t.Fatalf("the steering message's run: %+v", r)
 	}
-	// With no run active, the requeued message starts at once, once.
-	w2 := newWorld(t)
-	w2.send("one")
-	w2.must(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: w2.thread.Runs[0].ID}})
-	w2.thread.Runs[0].Status = RunStatusCompleted
-	d = w2.must(Command{ID: "r", ThreadID: "thr", Payload: Recover{Reason: "restart",
-		Effects: []PendingEffect{{ID: "9.0", Type: EffectSteer, RunID: w2.thread.Runs[0].ID, MessageID: w2.thread.Runs[0].MessageID}}}})
-	if strings.Count(types(d), "run.started") != 1 {
-		t.Fatalf("recover with nothing active: %s", types(d))
+	if len(w.thread.Runs[0].PendingRestart) != 0 {
+		t.Fatalf("an ended run keeps pending messages: %+v", w.thread.Runs[0].PendingRestart)
+	}
+}
+
+// A policy's answer that did not get through is sent again, a few times;
+// then the request is left to a client.
+func TestPolicyAnswersAgain(t *testing.T) {
+	w := running(t, Capabilities{})
+	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1", RequestKind: RequestCommandApproval})
+	q := w.thread.Requests[0]
+	for i := 1; i < policyAnswerTries; i++ {
+		d := w.must(Command{ID: "rf", ThreadID: "thr", Payload: RespondFailed{RequestID: q.ID, Reason: "timeout"}})
+		if types(d) != "request.answer.failed request.answered" || lastEffect(w).Type != EffectRespond || lastEffect(w).Decision != ApproveDecline {
+			t.Fatalf("failure %d: %s %+v", i, types(d), lastEffect(w))
+		}
+	}
+	d := w.must(Command{ID: "rf", ThreadID: "thr", Payload: RespondFailed{RequestID: q.ID, Reason: "timeout"}})
+	if types(d) != "request.answer.failed" {
+		t.Fatalf("last failure: %s", types(d))
+	}
+	if q := w.thread.Requests[0]; q.AnsweredBy != "" || q.AnswerFailures != policyAnswerTries || q.Status != RequestStatusPending {
+		t.Fatalf("request: %+v", q)
+	}
+}
+
+// Late events of a replaced attempt: its request is kept but does not hold
+// the run; its usage and plan are not the run's.
+func TestLateEventsOfAReplacedAttempt(t *testing.T) {
+	w := running(t, Capabilities{})
+	w.dispatch(DispatchMessage{Text: "again", Mode: ModeRestartActive})
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
+	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "late", RequestKind: RequestCommandApproval})
+	if q := w.thread.Requests[0]; q.RunID != "" || w.thread.Runs[0].Status != RunStatusRunning {
+		t.Fatalf("late request %+v, run %s", q, w.thread.Runs[0].Status)
+	}
+	for _, ev := range []ProviderEvent{
+		{Kind: EvUsage, TurnRef: "u1", Usage: &Usage{TotalTokens: 9}},
+		{Kind: EvPlanUpdated, TurnRef: "u1"},
+	} {
+		if d := w.ev("s1", ev); len(d.Events) != 0 {
+			t.Fatalf("%s of the replaced attempt: %s", ev.Kind, types(d))
+		}
 	}
 }
 

@@ -222,6 +222,8 @@ type RuntimeRequest struct {
 	Answers map[string]string `json:"answers,omitempty"`
 	// AnsweredBy is "policy" or "client" once an answer was sent.
 	AnsweredBy string `json:"answeredBy,omitempty"`
+	// AnswerFailures counts answers that did not reach the provider.
+	AnswerFailures int `json:"answerFailures,omitempty"`
 	// Delivery is "live" while the provider can still receive an answer,
 	// "not_resumable" after its process is gone.
 	Delivery string `json:"delivery"`

@@ -112,6 +112,9 @@ func (h *Host) settle(e domain.Effect) {
 // host is closing). A failure becomes a command, so it is decided and
 // recorded like everything else.
 func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
+	if h.ctx.Err() != nil {
+		return nil, false // closing: left in the outbox
+	}
 	if (e.Type == domain.EffectStartTurn || e.Type == domain.EffectSteer) && !h.attemptActive(e) {
 		// Decided for an attempt that has since been replaced or whose run
 		// ended: sending it now would start work nobody follows.

@@ -333,9 +333,11 @@ func (h *Host) dispatch(ctx context.Context, cmd domain.Command, done []eventlog
 			return domain.Receipt{}, fmt.Errorf("apply committed event: %w", err)
 		}
 	}
-	for i, e := range dec.Effects {
-		e.ID = effectIDs[i]
-		h.workerFor(e.ThreadID).push(e)
+	if h.ctx.Err() == nil { // closing: the effects wait in the outbox for the next host
+		for i, e := range dec.Effects {
+			e.ID = effectIDs[i]
+			h.workerFor(e.ThreadID).push(e)
+		}
 	}
 	h.mu.Unlock()
 	return rc, nil

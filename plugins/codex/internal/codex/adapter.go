@@ -286,6 +286,9 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	var res turnResult
 	if err := s.call(ctx, "turn/start", turnStartParams{ThreadID: s.thread,
 		Input: []userInput{{Type: "text", Text: req.Input.Text}}}, &res); err != nil {
+		s.mu.Lock()
+		s.norm.expectTurn("") // a late turn/started for it must not take the next turn's id
+		s.mu.Unlock()
 		return sdk.StartTurnResponse{}, fmt.Errorf("start turn: %w", err)
 	}
 	if res.Turn.ID == "" {

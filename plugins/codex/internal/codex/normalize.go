@@ -197,8 +197,10 @@ func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.Runt
 		if p.TokenUsage.Last == nil {
 			return nil, fmt.Errorf("%s has no tokenUsage.last", method)
 		}
-		if p.TurnID == "" {
-			return n.announce(p.ThreadID, ""), nil // a resumed thread's restored total: no turn's
+		if _, seen := n.turnThread[p.TurnID]; !seen {
+			// A resumed thread's restored total names a turn of an earlier
+			// process (or none): no turn of this session.
+			return n.announce(p.ThreadID, ""), nil
 		}
 		l := p.TokenUsage.Last
 		u := n.usage[p.TurnID]

@@ -236,7 +236,9 @@ func TestTurnStartedAfterItsEnd(t *testing.T) {
 
 func TestUsageRateLimitsErrors(t *testing.T) {
 	n := newNormalizer("T", "")
+	n.turnStarted("T", "u")
 	evs := feed(n,
+		`{"method":"thread/tokenUsage/updated","params":{"threadId":"T","turnId":"old","tokenUsage":{"total":{"totalTokens":99},"last":{"totalTokens":99}}}}`,
 		`{"method":"thread/tokenUsage/updated","params":{"threadId":"T","turnId":"u","tokenUsage":{"total":{"totalTokens":30,"inputTokens":20,"cachedInputTokens":5,"outputTokens":10,"reasoningOutputTokens":3},"last":{"totalTokens":3,"inputTokens":2,"cachedInputTokens":0,"outputTokens":1,"reasoningOutputTokens":0},"modelContextWindow":1000}}}`,
 		`{"method":"thread/tokenUsage/updated","params":{"threadId":"T","turnId":"u","tokenUsage":{"total":{"totalTokens":40},"last":{"totalTokens":10,"inputTokens":6,"cachedInputTokens":1,"outputTokens":4,"reasoningOutputTokens":2}}}}`,
 		`{"method":"thread/tokenUsage/updated","params":{"threadId":"T","tokenUsage":{"total":{"totalTokens":40},"last":{"totalTokens":40}}}}`,
