@@ -165,6 +165,33 @@ func (c *Conn) Wait() {
 	c.RPC.Close()
 }
 
+// ExitEvent is the runtime_exited event for the provider's exit (after
+// Wait): closed says the session was closed by the host; an exit with an
+// error carries the exit report. It closes the raw-frame log: the exit is
+// a session's last event.
+func (c *Conn) ExitEvent(threadRef string, closed bool) sdk.RuntimeEvent {
+	ev := sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: threadRef, Status: sdk.ExitExited}
+	if closed {
+		ev.Status = sdk.ExitClosed
+	}
+	if c.Proc.Err() != nil {
+		if !closed {
+			ev.Status = sdk.ExitFailed
+		}
+		ev.Failure = &sdk.Failure{Code: "provider_exited", Message: c.ExitReport()}
+	}
+	c.Frames.Close()
+	return ev
+}
+
+// MalformedDiagnostic is a Config.OnMalformed that reports each line that
+// is not a JSON-RPC message as a diagnostic naming its raw frame.
+func MalformedDiagnostic(emit sdk.Emitter) func(uint64, error) {
+	return func(frame uint64, err error) {
+		emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: frame, Title: "malformed frame", Text: err.Error()})
+	}
+}
+
 // ExitReport says how the provider exited, with the end of its stderr.
 func (c *Conn) ExitReport() string {
 	msg := c.name + " exited"

@@ -85,9 +85,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		respFrames: map[string]uint64{}, exited: make(chan struct{})}
 	c, err := jsonrpcproc.Start(sctx, jsonrpcproc.Config{Name: "the agent", Command: req.Command, Dir: s.cwd,
 		RawFrameLog: req.RawFrameLog, Log: s.log, Handler: handler{s}, OnRecv: s.onRecv,
-		OnMalformed: func(frame uint64, err error) {
-			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: frame, Title: "malformed frame", Text: err.Error()})
-		}})
+		OnMalformed: jsonrpcproc.MalformedDiagnostic(emit)})
 	if err != nil {
 		cancel(err)
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
@@ -172,7 +170,6 @@ func (s *session) onRecv(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
 // watch waits for the agent to exit and reports it.
 func (s *session) watch() {
 	s.c.Wait() // every frame the agent wrote is handled first
-	exitErr := s.c.Proc.Err()
 	s.cancel(errors.New("agent exited"))
 	s.mu.Lock()
 	closed := s.closed
@@ -184,19 +181,8 @@ func (s *session) watch() {
 	s.mu.Lock()
 	thread := s.acpSession
 	s.mu.Unlock()
-	ev := sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: thread, Status: sdk.ExitExited}
-	if closed {
-		ev.Status = sdk.ExitClosed
-	}
-	if exitErr != nil {
-		if !closed {
-			ev.Status = sdk.ExitFailed
-		}
-		ev.Failure = &sdk.Failure{Code: "agent_exited", Message: s.c.ExitReport()}
-	}
 	s.cancelPending()
-	s.emit.Emit(ev)
-	s.c.Frames.Close()
+	s.emit.Emit(s.c.ExitEvent(thread, closed))
 	close(s.exited)
 }
 

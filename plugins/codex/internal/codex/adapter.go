@@ -120,9 +120,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		exited: make(chan struct{})}
 	c, err := jsonrpcproc.Start(sctx, jsonrpcproc.Config{Name: "codex", Command: req.Command, Dir: cwd,
 		RawFrameLog: req.RawFrameLog, Log: s.log, Handler: handler{s}, OnRecv: s.onRecv,
-		OnMalformed: func(frame uint64, err error) {
-			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: frame, Title: "malformed frame", Text: err.Error()})
-		}})
+		OnMalformed: jsonrpcproc.MalformedDiagnostic(emit)})
 	if err != nil {
 		cancel(err)
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
@@ -209,7 +207,6 @@ func (s *session) onRecv(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
 // requests still pending are cancelled, and runtime_exited comes last.
 func (s *session) watch() {
 	s.c.Wait() // every frame codex wrote is handled first
-	exitErr := s.c.Proc.Err()
 	s.cancel(errors.New("codex exited"))
 	s.mu.Lock()
 	closed := s.closed
@@ -224,18 +221,7 @@ func (s *session) watch() {
 	for _, ev := range terminals {
 		s.emit.Emit(ev)
 	}
-	ev := sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: thread, Status: sdk.ExitExited}
-	if closed {
-		ev.Status = sdk.ExitClosed
-	}
-	if exitErr != nil {
-		if !closed {
-			ev.Status = sdk.ExitFailed
-		}
-		ev.Failure = &sdk.Failure{Code: "provider_exited", Message: s.c.ExitReport()}
-	}
-	s.emit.Emit(ev)
-	s.c.Frames.Close()
+	s.emit.Emit(s.c.ExitEvent(thread, closed))
 	close(s.exited)
 }
 
