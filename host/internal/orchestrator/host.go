@@ -464,6 +464,21 @@ func (h *Host) Events(ctx context.Context, after uint64) iter.Seq2[eventlog.Reco
 	}
 }
 
+// ThreadStream is Events for one thread: a client that took Snapshot(id)
+// at sequence N reads ThreadStream(ctx, id, N) and sees every later event
+// of the thread exactly once.
+func (h *Host) ThreadStream(ctx context.Context, threadID string, after uint64) iter.Seq2[eventlog.Record, error] {
+	return func(yield func(eventlog.Record, error) bool) {
+		for r, err := range h.Events(ctx, after) {
+			if err != nil || r.ThreadID == threadID {
+				if !yield(r, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
 // LastSequence is the log's head.
 func (h *Host) LastSequence() uint64 {
 	last, _ := h.store.Last()

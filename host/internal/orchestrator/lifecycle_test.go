@@ -294,8 +294,19 @@ func TestSnapshotAndStreamAcrossRestart(t *testing.T) {
 		t.Fatalf("snapshot of sequence %d taken at %d", snap.Sequence, at)
 	}
 	// A subscriber reads from N while the rest of the runs happen, until
-	// the host closes under it.
+	// the host closes under it; another reads only the thread's stream.
 	got := make(chan []eventlog.Record, 1)
+	gotThread := make(chan []eventlog.Record, 1)
+	go func() {
+		var out []eventlog.Record
+		for r, err := range e.host.ThreadStream(context.Background(), threadID, at) {
+			if err != nil {
+				break
+			}
+			out = append(out, r)
+		}
+		gotThread <- out
+	}()
 	go func() {
 		var out []eventlog.Record
 		for r, err := range e.host.Events(context.Background(), at) {
@@ -313,6 +324,7 @@ func TestSnapshotAndStreamAcrossRestart(t *testing.T) {
 	e.waitFor(threadID, "every run to end", allRunsEnded(len(msgs)))
 	e.restart()
 	seen := <-got
+	threadSeen := <-gotThread
 	last := at
 	if len(seen) > 0 {
 		last = seen[len(seen)-1].Sequence
@@ -350,6 +362,11 @@ func TestSnapshotAndStreamAcrossRestart(t *testing.T) {
 	for i := range all {
 		if mine[i].Sequence != all[i].Sequence || mine[i].Type != all[i].Type {
 			t.Fatalf("event %d: streamed %d %s, stored %d %s", i, mine[i].Sequence, mine[i].Type, all[i].Sequence, all[i].Type)
+		}
+	}
+	for i, r := range threadSeen {
+		if r.Sequence != mine[i].Sequence || r.ThreadID != threadID {
+			t.Fatalf("thread stream event %d: %d, want %d", i, r.Sequence, mine[i].Sequence)
 		}
 	}
 	// The snapshot plus the events after it is the projection now.
