@@ -407,18 +407,60 @@ func (h *Host) pump(s *liveSession) {
 	defer cancel()
 	var last uint64
 	for attempt := 0; ; attempt++ {
-		var streamErr error
-		for ev, err := range s.plugin.Events(ctx, s.id, last) {
-			if err != nil {
-				streamErr = err
-				break
+		// A reader goroutine fills evc; the loop below ingests what has
+		// arrived in batches, one synced write each: when events come
+		// faster than the disk syncs (content deltas), they share writes;
+		// one at a time, each goes alone, with no wait added.
+		evc := make(chan sdk.RuntimeEvent, 64)
+		errc := make(chan error, 1)
+		sctx, scancel := context.WithCancel(ctx)
+		go func() {
+			defer close(evc)
+			for ev, err := range s.plugin.Events(sctx, s.id, last) {
+				if err != nil {
+					errc <- err
+					return
+				}
+				select {
+				case evc <- ev:
+				case <-sctx.Done():
+					return
+				}
+			}
+		}()
+		exited := false
+		for ev := range evc {
+			batch := append(make([]sdk.RuntimeEvent, 0, 8), ev)
+		more:
+			for len(batch) < maxIngestBatch && batch[len(batch)-1].Kind != sdk.EventRuntimeExited {
+				select {
+				case ev, ok := <-evc:
+					if !ok {
+						break more
+					}
+					batch = append(batch, ev)
+				default:
+					break more
+				}
 			}
 			attempt = 0
-			h.ingest(s, toDomain(ev), fmt.Sprintf("pev:%s:%d", s.id, ev.Sequence))
-			last = ev.Sequence
-			if ev.Kind == sdk.EventRuntimeExited {
-				return
+			h.ingestBatch(s, batch)
+			last = batch[len(batch)-1].Sequence
+			if batch[len(batch)-1].Kind == sdk.EventRuntimeExited {
+				exited = true
+				break
 			}
+		}
+		scancel()
+		for range evc { // the reader ends with its context
+		}
+		if exited {
+			return
+		}
+		var streamErr error
+		select {
+		case streamErr = <-errc:
+		default:
 		}
 		if streamErr == nil {
 			return // the plugin closed the stream: the session is over
@@ -438,20 +480,39 @@ func (h *Host) pump(s *liveSession) {
 	}
 }
 
-// ingest decides one provider event. Storage errors are retried: a lost
-// terminal event would leave its run running.
+// maxIngestBatch bounds how many provider events share one write.
+const maxIngestBatch = 256
+
+// ingestBatch decides a session's events, in order. Storage errors are
+// retried: a lost terminal event would leave its run running.
+func (h *Host) ingestBatch(s *liveSession, evs []sdk.RuntimeEvent) {
+	pevs := make([]domain.ProviderEvent, len(evs))
+	for i, ev := range evs {
+		pevs[i] = toDomain(ev)
+	}
+	id := fmt.Sprintf("pev:%s:%d", s.id, evs[0].Sequence)
+	if len(evs) > 1 {
+		id += fmt.Sprintf("-%d", evs[len(evs)-1].Sequence)
+	}
+	h.ingestRetrying(s, id, pevs)
+}
+
+// ingest decides one provider event the host made itself.
 func (h *Host) ingest(s *liveSession, ev domain.ProviderEvent, cmdID string) {
-	cmd := domain.Command{ID: cmdID, ThreadID: s.threadID, Payload: domain.IngestProviderEvent{SessionID: s.id, Event: ev}}
+	h.ingestRetrying(s, cmdID, []domain.ProviderEvent{ev})
+}
+
+func (h *Host) ingestRetrying(s *liveSession, cmdID string, evs []domain.ProviderEvent) {
 	for try := 1; ; try++ {
-		_, err := h.Dispatch(context.Background(), cmd)
+		err := h.ingestEvents(s.threadID, s.id, cmdID, evs)
 		if err == nil || errors.Is(err, ErrClosed) {
 			return
 		}
 		if try == 5 {
-			h.log.Error("ingest provider event failed; it is lost", "thread", s.threadID, "session", s.id, "kind", ev.Kind, "error", err)
+			h.log.Error("ingest provider events failed; they are lost", "thread", s.threadID, "session", s.id, "events", len(evs), "error", err)
 			return
 		}
-		h.log.Warn("ingest provider event failed; retrying", "thread", s.threadID, "session", s.id, "kind", ev.Kind, "error", err)
+		h.log.Warn("ingest provider events failed; retrying", "thread", s.threadID, "session", s.id, "error", err)
 		time.Sleep(time.Duration(try) * 50 * time.Millisecond)
 	}
 }

@@ -1,0 +1,114 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/ids"
+)
+
+// A batch of provider events is one command: its events are decided in
+// order, committed together, and the live projection is the one a rebuild
+// from the log gives. The same batch again changes nothing; the same id
+// with other events is a conflict.
+func TestIngestBatch(t *testing.T) {
+	h, err := Open(Config{DataDir: t.TempDir(), IDs: ids.Seeded(7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ctx := context.Background()
+	rc, err := h.Dispatch(ctx, domain.Command{ID: "c", Payload: domain.CreateThread{Provider: "none", Cwd: "/w",
+		ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := rc.ThreadID
+	if _, err := h.Dispatch(ctx, domain.Command{ID: "o", ThreadID: th, Payload: domain.RecordSessionOpened{SessionID: "s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	evs := []domain.ProviderEvent{
+		{Sequence: 1, Kind: domain.EvThreadStarted, ThreadRef: "pt"},
+		{Sequence: 2, Kind: domain.EvThreadStarted, ThreadRef: "child", ParentThreadRef: "pt"}, // needs the one before
+		{Sequence: 3, Kind: domain.EvDiagnostic, Title: "one"},
+		{Sequence: 4, Kind: domain.EvDiagnostic, Title: "two"},
+	}
+	head := h.LastSequence()
+	if err := h.ingestEvents(th, "s1", "pev:s1:1-4", evs); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.LastSequence() - head; got != 4 {
+		t.Fatalf("%d events committed, want 4", got)
+	}
+	live, _ := h.Thread(th)
+	if live.ProviderThreads[1].ParentID != live.ProviderThreads[0].ID {
+		t.Fatalf("the second event was not decided against the first: %+v", live.ProviderThreads)
+	}
+	h.mu.Lock()
+	h.reload(th)
+	h.mu.Unlock()
+	rebuilt, _ := h.Thread(th)
+	if diff := cmp.Diff(live, rebuilt); diff != "" {
+		t.Fatalf("live projection differs from the log's (-live +log):\n%s", diff)
+	}
+	head = h.LastSequence()
+	if err := h.ingestEvents(th, "s1", "pev:s1:1-4", evs); err != nil || h.LastSequence() != head {
+		t.Fatalf("the same batch again: %v, head %d -> %d", err, head, h.LastSequence())
+	}
+	if err := h.ingestEvents(th, "s1", "pev:s1:1-4", evs[:2]); !errors.Is(err, domain.ErrConflict) {
+		t.Fatalf("the same id with other events: %v", err)
+	}
+	if err := h.ingestEvents("nope", "s1", "pev:x", evs); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("unknown thread: %v", err)
+	}
+	h.Close()
+	if err := h.ingestEvents(th, "s1", "pev:s1:5-6", evs); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after close: %v", err)
+	}
+}
+
+// BenchmarkIngestDeltas: content deltas of a running turn, ingested one
+// per command (each its own synced write) and in batches of 64 (what the
+// pump does when they arrive faster than the disk syncs). ns/op is per
+// delta.
+func BenchmarkIngestDeltas(b *testing.B) {
+	for _, size := range []int{1, 64} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			h, err := Open(Config{DataDir: b.TempDir(), IDs: ids.Seeded(7)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			h.cancel() // effects stay in the outbox: no plugin is started
+			ctx := context.Background()
+			rc, _ := h.Dispatch(ctx, domain.Command{ID: "c", Payload: domain.CreateThread{Provider: "none", Cwd: "/w",
+				ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}})
+			th := rc.ThreadID
+			h.Dispatch(ctx, domain.Command{ID: "o", ThreadID: th, Payload: domain.RecordSessionOpened{SessionID: "s1", ThreadRef: "pt"}})
+			h.Dispatch(ctx, domain.Command{ID: "m", ThreadID: th, Payload: domain.DispatchMessage{Text: "go"}})
+			if err := h.ingestEvents(th, "s1", "pev:s1:0", []domain.ProviderEvent{{Kind: domain.EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"}}); err != nil {
+				b.Fatal(err)
+			}
+			seq := uint64(1)
+			batch := make([]domain.ProviderEvent, 0, size)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				seq++
+				// A new message every 100 deltas, as a turn's replies come.
+				batch = append(batch, domain.ProviderEvent{Sequence: seq, Kind: domain.EvContentDelta, TurnRef: "u1", ItemRef: fmt.Sprintf("a%d", i/100),
+					ItemKind: domain.ItemAssistantMessage, Text: "token "})
+				if len(batch) == size || i == b.N-1 {
+					if err := h.ingestEvents(th, "s1", fmt.Sprintf("pev:s1:%d", seq), batch); err != nil {
+						b.Fatal(err)
+					}
+					batch = batch[:0]
+				}
+			}
+		})
+	}
+}
