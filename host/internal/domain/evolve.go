@@ -297,3 +297,26 @@ func (t *Thread) hasPending(runID string) bool {
 	}
 	return false
 }
+
+// Clone is a copy of the thread that events applied to t later do not
+// change. Evolve only ever replaces the pointers, maps and raw JSON a
+// thread holds, never writes through them, so those are shared.
+func (t *Thread) Clone() Thread {
+	c := *t
+	c.Runs = slices.Clone(t.Runs)
+	for i := range c.Runs {
+		r := &c.Runs[i]
+		r.Attempts = slices.Clone(r.Attempts)
+		r.Nodes = slices.Clone(r.Nodes)
+		r.PendingRestart = slices.Clone(r.PendingRestart)
+	}
+	c.Messages = slices.Clone(t.Messages)
+	c.TurnItems = slices.Clone(t.TurnItems)
+	c.ProviderSessions = slices.Clone(t.ProviderSessions)
+	c.ProviderThreads = slices.Clone(t.ProviderThreads)
+	c.ProviderTurns = slices.Clone(t.ProviderTurns)
+	c.Requests = slices.Clone(t.Requests)
+	c.Diagnostics = slices.Clone(t.Diagnostics)
+	c.RateLimits = slices.Clone(t.RateLimits)
+	return c
+}

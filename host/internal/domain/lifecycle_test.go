@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -485,5 +486,27 @@ func TestRateLimits(t *testing.T) {
 	}
 	if l := w.thread.RateLimits; len(l) != 2 || l[0].UsedPercent != 42 || !l[0].ResetsAt.Equal(reset) || l[1].Scope != "codex/secondary" {
 		t.Fatalf("rate limits: %+v", l)
+	}
+}
+
+// A clone is a snapshot: what happens to the thread afterwards does not
+// show in it.
+func TestClone(t *testing.T) {
+	w := running(t, Capabilities{})
+	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: ItemAssistantMessage, Text: "Hel"})
+	w.dispatch(DispatchMessage{Text: "again", Mode: ModeRestartActive})
+	c := w.thread.Clone()
+	before, _ := json.Marshal(c)
+	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: ItemAssistantMessage, Text: "lo"})
+	w.ev("s1", ProviderEvent{Kind: EvRateLimit, RateLimit: &RateLimit{Scope: "x", UsedPercent: 1}})
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	w.send("more")
+	after, _ := json.Marshal(c)
+	if string(before) != string(after) {
+		t.Fatalf("the clone changed:\n%s\n%s", before, after)
+	}
+	now, _ := json.Marshal(w.thread)
+	if string(now) == string(before) {
+		t.Fatal("the thread did not change")
 	}
 }

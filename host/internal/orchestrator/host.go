@@ -407,7 +407,7 @@ func (h *Host) Thread(id string) (domain.Thread, error) {
 	if !ok {
 		return domain.Thread{}, fmt.Errorf("%w: thread %q", domain.ErrNotFound, id)
 	}
-	return copyThread(t), nil
+	return t.Clone(), nil
 }
 
 // Snapshot returns a thread's projection and the log sequence it reflects:
@@ -420,14 +420,7 @@ func (h *Host) Snapshot(id string) (domain.Thread, uint64, error) {
 		return domain.Thread{}, 0, fmt.Errorf("%w: thread %q", domain.ErrNotFound, id)
 	}
 	last, _ := h.store.Last()
-	return copyThread(t), last, nil
-}
-
-func copyThread(t *domain.Thread) domain.Thread {
-	b, _ := json.Marshal(t)
-	var c domain.Thread
-	_ = json.Unmarshal(b, &c) // a Thread always round-trips
-	return c
+	return t.Clone(), last, nil
 }
 
 // Events yields every committed event after a sequence, in order, then
