@@ -105,6 +105,39 @@ func (j *Journal) record(e LogEntry, h http.Header, body []byte) {
 	}
 }
 
+// sseStream starts a text/event-stream reply (with a request id header)
+// and returns the function that sends one event and flushes it.
+func sseStream(w http.ResponseWriter, idHeader, id string) func(name string, data any) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set(idHeader, id)
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	return func(name string, data any) {
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+}
+
+// delay waits a reply's delay; false when the client went away first.
+func delay(r *http.Request, ms int) bool {
+	if ms <= 0 {
+		return true
+	}
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
 // parseReplies reads a script: a JSON list of replies, or an object
 // {"replies":[...]} (which may carry other keys, such as a comment).
 func parseReplies[R any](b []byte) ([]R, error) {

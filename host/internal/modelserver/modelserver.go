@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 )
 
@@ -314,19 +313,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, path stri
 		})
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("request-id", "req_"+msgID[4:])
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	ev := func(name string, data any) {
-		b, _ := json.Marshal(data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
-		if fl != nil {
-			fl.Flush()
-		}
-	}
+	ev := sseStream(w, "request-id", "req_"+msgID[4:])
 	ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": msgID, "type": "message", "role": "assistant", "model": model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
@@ -334,12 +321,8 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, path stri
 			"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
 	}})
 	ev("ping", map[string]any{"type": "ping"})
-	if reply.DelayMS > 0 {
-		select {
-		case <-time.After(time.Duration(reply.DelayMS) * time.Millisecond):
-		case <-r.Context().Done():
-			return
-		}
+	if !delay(r, reply.DelayMS) {
+		return
 	}
 	for i, b := range blocks {
 		ev("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": blockJSON(b, true)})

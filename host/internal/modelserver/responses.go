@@ -488,31 +488,18 @@ func (s *ResponsesServer) serveResponses(w http.ResponseWriter, r *http.Request,
 		return
 	}
 
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("x-request-id", "req_"+respID[5:])
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
+	send := sseStream(w, "x-request-id", "req_"+respID[5:])
 	seqNo := 0
 	ev := func(name string, data map[string]any) {
 		data["type"] = name
 		data["sequence_number"] = seqNo
 		seqNo++
-		b, _ := json.Marshal(data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
-		if fl != nil {
-			fl.Flush()
-		}
+		send(name, data)
 	}
 	ev("response.created", map[string]any{"response": respObj("in_progress", []any{}, nil)})
 	ev("response.in_progress", map[string]any{"response": respObj("in_progress", []any{}, nil)})
-	if reply.DelayMS > 0 {
-		select {
-		case <-time.After(time.Duration(reply.DelayMS) * time.Millisecond):
-		case <-r.Context().Done():
-			return
-		}
+	if !delay(r, reply.DelayMS) {
+		return
 	}
 	output := make([]any, 0, len(items))
 	for i, it := range items {
