@@ -15,18 +15,14 @@ import (
 // --approve ask: the request is put to the user, who answers on stdin.
 func TestRunAsksForApproval(t *testing.T) {
 	ws := t.TempDir()
-	cmd := exec.Command(filepath.Join(binDir, "baton"), "run", "--provider", "acp", "--approve", "ask", "--cwd", ws,
+	out, errOut, code := batonIn(t, "maybe\na\n", "run", "--provider", "acp", "--approve", "ask", "--cwd", ws,
 		"--provider-command", peerCommand(t, "acp/approval_accept.ndjson"), "Write allowed.txt")
-	cmd.Env = append(os.Environ(), "BATON_DATA="+t.TempDir())
-	cmd.Stdin = strings.NewReader("maybe\na\n")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("baton run: %v\n%s\n%s", err, out.String(), errb.String())
+	if code != exitOK {
+		t.Fatalf("baton run: exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []string{"[a]ccept", "please type a, s, d or c", "accept (by client)", "✔ run 1 completed"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "allowed.txt")); err != nil || string(b) != "written with permission\n" {
@@ -38,17 +34,13 @@ func TestRunAsksForApproval(t *testing.T) {
 // would decline the rest.
 func TestRunAsksTwice(t *testing.T) {
 	ws := t.TempDir()
-	cmd := exec.Command(filepath.Join(binDir, "baton"), "run", "--provider", "codex", "--approve", "ask", "--cwd", ws,
+	out, errOut, code := batonIn(t, "a\na\n", "run", "--provider", "codex", "--approve", "ask", "--cwd", ws,
 		"--provider-command", peerCommand(t, "codex/approval_accept.ndjson"), "Create made.txt with a command, then hello.txt with a patch")
-	cmd.Env = append(os.Environ(), "BATON_DATA="+t.TempDir())
-	cmd.Stdin = strings.NewReader("a\na\n")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("baton run: %v\n%s\n%s", err, out.String(), errb.String())
+	if code != exitOK {
+		t.Fatalf("baton run: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if n := strings.Count(out.String(), "accept (by client)"); n != 2 {
-		t.Errorf("%d requests accepted, want 2:\n%s", n, out.String())
+	if n := strings.Count(out, "accept (by client)"); n != 2 {
+		t.Errorf("%d requests accepted, want 2:\n%s", n, out)
 	}
 	for _, f := range []string{"made.txt", "hello.txt"} {
 		if _, err := os.Stat(filepath.Join(ws, f)); err != nil {

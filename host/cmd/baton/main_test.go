@@ -49,8 +49,15 @@ func TestMain(m *testing.M) {
 
 func baton(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return batonIn(t, "", args...)
+}
+
+// batonIn runs baton with stdin (not a terminal) holding input.
+func batonIn(t *testing.T, input string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "baton"), args...)
 	cmd.Env = append(os.Environ(), "BATON_DATA="+t.TempDir())
+	cmd.Stdin = strings.NewReader(input)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

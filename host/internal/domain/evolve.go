@@ -159,8 +159,7 @@ func Evolve(t *Thread, e Event) {
 			at := e.At
 			r.EndedAt = &at
 			if a := r.attempt(p.AttemptID); a != nil {
-				a.Status = p.Status
-				a.EndedAt = &at
+				a.end(p.Status, at)
 				r.FinalAttempt = a.ID
 			}
 			r.ActiveAttempt = ""
@@ -182,9 +181,7 @@ func Evolve(t *Thread, e Event) {
 	case AttemptEnded:
 		if r := t.run(p.RunID); r != nil {
 			if a := r.attempt(p.AttemptID); a != nil {
-				a.Status = p.Status
-				at := e.At
-				a.EndedAt = &at
+				a.end(p.Status, e.At)
 			}
 		}
 	case RequestAnswered:
@@ -231,6 +228,11 @@ func (t *Thread) run(id string) *Run {
 		}
 	}
 	return nil
+}
+
+func (a *Attempt) end(status string, at time.Time) {
+	a.Status = status
+	a.EndedAt = &at
 }
 
 func (r *Run) attempt(id string) *Attempt {

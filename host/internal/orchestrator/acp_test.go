@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,11 +73,7 @@ func TestSimple(t *testing.T) {
 	// second prompt or kept unused entries would have exited with an error.
 	e.restart()
 	// The plugin's raw-frame log of the session holds exactly one prompt.
-	raw, err := os.ReadFile(filepath.Join(e.data, "rawframes", ses.ID+".ndjson"))
-	if err != nil {
-		t.Fatalf("raw-frame log: %v", err)
-	}
-	if n := strings.Count(string(raw), `"method":"session/prompt"`); n != 1 {
+	if n := strings.Count(e.rawFrames(ses.ID), `"method":"session/prompt"`); n != 1 {
 		t.Errorf("the provider was sent %d prompts, want 1", n)
 	}
 	th2, err := e.host.Thread(threadID)

@@ -7,25 +7,10 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 )
 
-// codexThread creates a codex thread on a transcript, with the command's
-// receipt, so that a test can send the same command again.
+// codexThread creates a codex thread on a transcript.
 func (e *env) codexThread(scenario, policy string) (string, domain.Command, domain.Receipt) {
 	e.t.Helper()
-	cmd := domain.Command{ID: "create-" + e.t.Name(), Payload: domain.CreateThread{
-		Provider: "codex", Cwd: e.ws, ProviderCommand: e.peer("codex/" + scenario + ".ndjson"), ApprovalPolicy: policy}}
-	rc := e.dispatch(cmd)
-	return rc.ThreadID, cmd, rc
-}
-
-// countFrames counts a method in the raw frames of every session of the
-// thread (read once the host has closed them).
-func (e *env) countFrames(th domain.Thread, method string) int {
-	e.t.Helper()
-	n := 0
-	for _, s := range th.ProviderSessions {
-		n += strings.Count(e.rawFrames(s.ID), `"method":"`+method+`"`)
-	}
-	return n
+	return e.newThread("codex", "codex/"+scenario+".ndjson", policy)
 }
 
 // Invariant 4 with native steering: the message attaches to the active run
@@ -64,10 +49,10 @@ func TestCodexMessageSteering(t *testing.T) {
 	}
 	e.redispatchAll([]domain.Command{create, send, steer}, []domain.Receipt{created, sent, steered})
 	e.restart()
-	if n := e.countFrames(th, "turn/steer"); n != 1 {
+	if n := e.countFrames(th, `"method":"turn/steer"`); n != 1 {
 		t.Errorf("turn/steer sent %d times, want 1", n)
 	}
-	if n := e.countFrames(th, "turn/start"); n != 1 {
+	if n := e.countFrames(th, `"method":"turn/start"`); n != 1 {
 		t.Errorf("turn/start sent %d times, want 1", n)
 	}
 }
@@ -92,7 +77,7 @@ func TestCodexTurnInterrupt(t *testing.T) {
 		t.Fatal("interrupting an ended run succeeded")
 	}
 	e.restart()
-	if n := e.countFrames(th, "turn/interrupt"); n != 1 {
+	if n := e.countFrames(th, `"method":"turn/interrupt"`); n != 1 {
 		t.Errorf("turn/interrupt sent %d times, want 1", n)
 	}
 }

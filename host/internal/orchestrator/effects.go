@@ -231,28 +231,32 @@ func (h *Host) liveSessionFor(threadID, sessionID string) (*liveSession, error) 
 	return s, nil
 }
 
-// respond delivers an answer to the provider through the live session
-// that asked.
-func (h *Host) respond(e domain.Effect) error {
+// withSession calls the plugin of the live session an effect is bound to
+// (the thread's current one when the effect names none), bounded in time.
+func (h *Host) withSession(e domain.Effect, call func(context.Context, *liveSession) error) error {
 	s, err := h.liveSessionFor(e.ThreadID, e.SessionID)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 	defer cancel()
-	return s.plugin.RespondToRequest(ctx, sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: e.RequestRef,
-		Decision: sdk.Decision(e.Decision), Answers: e.Answers})
+	return call(ctx, s)
+}
+
+// respond delivers an answer to the provider through the live session
+// that asked.
+func (h *Host) respond(e domain.Effect) error {
+	return h.withSession(e, func(ctx context.Context, s *liveSession) error {
+		return s.plugin.RespondToRequest(ctx, sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: e.RequestRef,
+			Decision: sdk.Decision(e.Decision), Answers: e.Answers})
+	})
 }
 
 // steer adds a message to the provider's active turn.
 func (h *Host) steer(e domain.Effect) error {
-	s, err := h.liveSessionFor(e.ThreadID, e.SessionID)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
-	defer cancel()
-	return s.plugin.SteerTurn(ctx, sdk.SteerTurnRequest{SessionID: s.id, TurnRef: e.TurnRef, Input: sdk.TurnInput{Text: e.Text}})
+	return h.withSession(e, func(ctx context.Context, s *liveSession) error {
+		return s.plugin.SteerTurn(ctx, sdk.SteerTurnRequest{SessionID: s.id, TurnRef: e.TurnRef, Input: sdk.TurnInput{Text: e.Text}})
+	})
 }
 
 // interrupt asks the provider to stop a turn. Its return is an
@@ -261,13 +265,9 @@ func (h *Host) steer(e domain.Effect) error {
 // start went first (effects run in order), so the thread's session now is
 // the one.
 func (h *Host) interrupt(e domain.Effect) error {
-	s, err := h.liveSessionFor(e.ThreadID, e.SessionID)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
-	defer cancel()
-	return s.plugin.InterruptTurn(ctx, sdk.InterruptTurnRequest{SessionID: s.id, TurnRef: e.TurnRef})
+	return h.withSession(e, func(ctx context.Context, s *liveSession) error {
+		return s.plugin.InterruptTurn(ctx, sdk.InterruptTurnRequest{SessionID: s.id, TurnRef: e.TurnRef})
+	})
 }
 
 func (h *Host) startTurn(e domain.Effect) (sessionID string, err error) {

@@ -140,9 +140,45 @@ func (e *env) dispatch(cmd domain.Command) domain.Receipt {
 
 func (e *env) createThread(provider, transcript string) string {
 	e.t.Helper()
-	rc := e.dispatch(domain.Command{ID: "create-" + e.t.Name(), Payload: domain.CreateThread{
-		Provider: provider, Cwd: e.ws, ProviderCommand: e.peer(transcript)}})
-	return rc.ThreadID
+	return e.createThreadWith(provider, transcript, "")
+}
+
+// createThreadWith creates a thread with an approval policy.
+func (e *env) createThreadWith(provider, transcript, policy string) string {
+	e.t.Helper()
+	id, _, _ := e.newThread(provider, transcript, policy)
+	return id
+}
+
+// newThread creates a thread and also returns the command and its
+// receipt, so that a test can send the same command again.
+func (e *env) newThread(provider, transcript, policy string) (string, domain.Command, domain.Receipt) {
+	e.t.Helper()
+	cmd := domain.Command{ID: "create-" + e.t.Name(), Payload: domain.CreateThread{
+		Provider: provider, Cwd: e.ws, ProviderCommand: e.peer(transcript), ApprovalPolicy: policy}}
+	rc := e.dispatch(cmd)
+	return rc.ThreadID, cmd, rc
+}
+
+// rawFrames is a session's raw-frame log (read after the host closed it).
+func (e *env) rawFrames(sessionID string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.data, "rawframes", sessionID+".ndjson"))
+	if err != nil {
+		e.t.Fatalf("raw-frame log: %v", err)
+	}
+	return string(b)
+}
+
+// countFrames counts a text in the raw frames of every session of the
+// thread (read once the host has closed them).
+func (e *env) countFrames(th domain.Thread, text string) int {
+	e.t.Helper()
+	n := 0
+	for _, s := range th.ProviderSessions {
+		n += strings.Count(e.rawFrames(s.ID), text)
+	}
+	return n
 }
 
 // waitFor waits until the thread's projection satisfies ok.

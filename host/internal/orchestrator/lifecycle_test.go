@@ -15,14 +15,6 @@ import (
 	"github.com/baton-run/baton/host/internal/scenario"
 )
 
-// createThreadWith creates a thread with an approval policy.
-func (e *env) createThreadWith(provider, transcript, policy string) string {
-	e.t.Helper()
-	rc := e.dispatch(domain.Command{ID: "create-" + e.t.Name(), Payload: domain.CreateThread{
-		Provider: provider, Cwd: e.ws, ProviderCommand: e.peer(transcript), ApprovalPolicy: policy}})
-	return rc.ThreadID
-}
-
 // play runs a scenario's client side (testdata/PROVIDER/NAME.steps.json)
 // and returns the thread once every run has ended.
 func (e *env) play(threadID, steps string) domain.Thread {
@@ -61,16 +53,6 @@ func indexOf(list []string, s string) int {
 		}
 	}
 	return -1
-}
-
-// rawFrames is a session's raw-frame log (read after the host closed it).
-func (e *env) rawFrames(sessionID string) string {
-	e.t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.data, "rawframes", sessionID+".ndjson"))
-	if err != nil {
-		e.t.Fatalf("raw-frame log: %v", err)
-	}
-	return string(b)
 }
 
 // redispatch sends every stored client command of the thread again with
@@ -119,9 +101,8 @@ func TestACPInterrupt(t *testing.T) {
 		t.Fatalf("events: %v", types)
 	}
 	e.redispatchAll([]domain.Command{send, interrupt}, []domain.Receipt{sent, stopped})
-	ses := th.ProviderSessions[0].ID
 	e.restart()
-	if n := strings.Count(e.rawFrames(ses), `"method":"session/cancel"`); n != 1 {
+	if n := e.countFrames(th, `"method":"session/cancel"`); n != 1 {
 		t.Errorf("session/cancel sent %d times, want 1", n)
 	}
 }
@@ -208,9 +189,8 @@ func TestACPApprovalAnsweredByClient(t *testing.T) {
 		Payload: domain.RespondToRequest{RequestID: q.ID, Decision: "decline"}}); !errors.Is(err, domain.ErrConflict) {
 		t.Fatalf("a second answer: %v", err)
 	}
-	ses := th.ProviderSessions[0].ID
 	e.restart()
-	if n := strings.Count(e.rawFrames(ses), `"outcome":"selected"`); n != 1 {
+	if n := e.countFrames(th, `"outcome":"selected"`); n != 1 {
 		t.Errorf("the agent got %d permission answers, want 1", n)
 	}
 }

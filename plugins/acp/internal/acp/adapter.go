@@ -106,7 +106,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
 	var init initializeResult
-	err := s.call(ctx, "initialize", initializeParams{
+	err := s.c.Call(ctx, "initialize", initializeParams{
 		ProtocolVersion:    ProtocolVersion,
 		ClientCapabilities: clientCapabilities{FS: fsCapability{ReadTextFile: true, WriteTextFile: true}},
 		ClientInfo:         clientInfo{Name: "baton", Version: Version},
@@ -124,7 +124,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 		s.mu.Lock()
 		s.loading = true
 		s.mu.Unlock()
-		err = s.call(ctx, "session/load", loadSessionParams{SessionID: req.ResumeThreadRef, Cwd: s.cwd, McpServers: []any{}}, nil)
+		err = s.c.Call(ctx, "session/load", loadSessionParams{SessionID: req.ResumeThreadRef, Cwd: s.cwd, McpServers: []any{}}, nil)
 		s.mu.Lock()
 		s.loading = false
 		s.mu.Unlock()
@@ -134,7 +134,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 		sessionID, resumed = req.ResumeThreadRef, true
 	} else {
 		var res newSessionResult
-		if err := s.call(ctx, "session/new", newSessionParams{Cwd: s.cwd, McpServers: []any{}}, &res); err != nil {
+		if err := s.c.Call(ctx, "session/new", newSessionParams{Cwd: s.cwd, McpServers: []any{}}, &res); err != nil {
 			return sdk.OpenSessionResponse{}, fmt.Errorf("session/new: %w", err)
 		}
 		if res.SessionID == "" {
@@ -149,12 +149,6 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: sessionID, Detail: init.AgentInfo})
 	return sdk.OpenSessionResponse{ProviderSessionRef: sessionID, ProviderThreadRef: sessionID, ProviderPid: s.c.Proc.Pid(),
 		Resumed: resumed}, nil
-}
-
-// call sends a request with our own id, so its response frame can be
-// found again.
-func (s *session) call(ctx context.Context, method string, params, result any) error {
-	return s.c.Call(ctx, method, params, result)
 }
 
 // onRecv runs on the read loop for every message; it remembers which raw

@@ -141,7 +141,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest, pol
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
 	var init initializeResult
-	if err := s.call(ctx, "initialize", initializeParams{
+	if err := s.c.Call(ctx, "initialize", initializeParams{
 		ClientInfo:   clientInfo{Name: "baton", Title: "Baton", Version: Version},
 		Capabilities: initializeCapabilities{ExperimentalAPI: true},
 	}, &init); err != nil {
@@ -153,7 +153,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest, pol
 	var res threadResult
 	resumed := false
 	if req.ResumeThreadRef != "" {
-		err := s.call(ctx, "thread/resume", threadResumeParams{ThreadID: req.ResumeThreadRef, Cwd: s.cwd,
+		err := s.c.Call(ctx, "thread/resume", threadResumeParams{ThreadID: req.ResumeThreadRef, Cwd: s.cwd,
 			ApprovalPolicy: policy, Sandbox: sandbox, ExcludeTurns: true}, &res)
 		var rpcErr *jsonrpc2.Error
 		switch {
@@ -170,7 +170,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest, pol
 		}
 	}
 	if !resumed {
-		if err := s.call(ctx, "thread/start", threadStartParams{Cwd: s.cwd, ApprovalPolicy: policy, Sandbox: sandbox,
+		if err := s.c.Call(ctx, "thread/start", threadStartParams{Cwd: s.cwd, ApprovalPolicy: policy, Sandbox: sandbox,
 			Model: req.Model}, &res); err != nil {
 			return sdk.OpenSessionResponse{}, err
 		}
@@ -187,12 +187,6 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest, pol
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, RawFrame: s.lastResp.Load(), ThreadRef: res.Thread.ID, Detail: detail})
 	return sdk.OpenSessionResponse{ProviderSessionRef: res.Thread.ID, ProviderThreadRef: res.Thread.ID,
 		ProviderPid: s.c.Proc.Pid(), Resumed: resumed}, nil
-}
-
-// call sends a request with our own id and waits for its answer. A
-// JSON-RPC error comes back as a *jsonrpc2.Error, wrapped with the method.
-func (s *session) call(ctx context.Context, method string, params, result any) error {
-	return s.c.Call(ctx, method, params, result)
 }
 
 // onRecv runs on the read loop for every message; it remembers the raw
@@ -270,7 +264,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	s.norm.expectTurn(req.ClientTurnID)
 	s.mu.Unlock()
 	var res turnResult
-	if err := s.call(ctx, "turn/start", turnStartParams{ThreadID: s.thread,
+	if err := s.c.Call(ctx, "turn/start", turnStartParams{ThreadID: s.thread,
 		Input: []userInput{{Type: "text", Text: req.Input.Text}}}, &res); err != nil {
 		s.mu.Lock()
 		s.norm.expectTurn("") // a late turn/started for it must not take the next turn's id
@@ -311,7 +305,7 @@ func (a *Adapter) SteerTurn(ctx context.Context, req sdk.SteerTurnRequest) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	err = s.call(ctx, "turn/steer", turnSteerParams{ThreadID: s.thread,
+	err = s.c.Call(ctx, "turn/steer", turnSteerParams{ThreadID: s.thread,
 		Input: []userInput{{Type: "text", Text: req.Input.Text}}, ExpectedTurnID: turn}, nil)
 	var rpcErr *jsonrpc2.Error
 	if errors.As(err, &rpcErr) {
@@ -336,7 +330,7 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	if err := s.call(ctx, "turn/interrupt", turnInterruptParams{ThreadID: s.thread, TurnID: turn}, nil); err != nil {
+	if err := s.c.Call(ctx, "turn/interrupt", turnInterruptParams{ThreadID: s.thread, TurnID: turn}, nil); err != nil {
 		return fmt.Errorf("interrupt turn %s: %w", turn, err)
 	}
 	return nil
