@@ -406,8 +406,7 @@ func startNextQueued(t *Thread, env Env, d *Decision) {
 
 // replaced says whether an event is of a turn bound to an attempt of the
 // run that is no longer its active one.
-func (t *Thread) replaced(r *Run, ev ProviderEvent) bool {
-	pt := t.providerTurnByRef(ev.TurnRef)
+func (t *Thread) replaced(r *Run, pt *ProviderTurn) bool {
 	return pt != nil && pt.RunID == r.ID && pt.AttemptID != r.ActiveAttempt
 }
 
@@ -472,7 +471,7 @@ func (t *Thread) providerThreadByRef(ref string) *ProviderThread {
 }
 
 func (t *Thread) providerTurnByRef(ref string) *ProviderTurn {
-	for i := range t.ProviderTurns {
+	for i := len(t.ProviderTurns) - 1; i >= 0; i-- { // the newest are wanted most
 		if t.ProviderTurns[i].ProviderRef == ref {
 			return &t.ProviderTurns[i]
 		}
@@ -481,7 +480,7 @@ func (t *Thread) providerTurnByRef(ref string) *ProviderTurn {
 }
 
 func (r *Run) nodeByRef(ref string) *Node {
-	for i := range r.Nodes {
+	for i := len(r.Nodes) - 1; i >= 0; i-- { // the newest are wanted most
 		if r.Nodes[i].ProviderRef == ref && r.Nodes[i].Kind != NodeRootTurn {
 			return &r.Nodes[i]
 		}
@@ -499,12 +498,10 @@ func (t *Thread) requestByRef(sessionID, ref string) *RuntimeRequest {
 }
 
 // runFor finds the run a provider event belongs to: the run bound to its
-// turn, or else the active run.
-func (t *Thread) runFor(ev ProviderEvent) *Run {
-	if ev.TurnRef != "" {
-		if pt := t.providerTurnByRef(ev.TurnRef); pt != nil {
-			return t.run(pt.RunID)
-		}
+// turn (pt), or else the active run.
+func (t *Thread) runFor(pt *ProviderTurn) *Run {
+	if pt != nil {
+		return t.run(pt.RunID)
 	}
 	return t.activeRun()
 }
@@ -514,6 +511,10 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 	s := t.session(p.SessionID)
 	if s == nil || s.Status != SessionStatusOpen {
 		return // a late event from a session that has ended: its effects are already recorded
+	}
+	var pt *ProviderTurn // the turn the event names, looked up once
+	if ev.TurnRef != "" {
+		pt = t.providerTurnByRef(ev.TurnRef)
 	}
 	switch ev.Kind {
 	case EvThreadStarted:
@@ -525,7 +526,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			d.emit(ProviderThreadBound{ProviderThreadID: env.NewID("pthr"), SessionID: p.SessionID, ProviderRef: ev.ThreadRef, ParentID: parent})
 		}
 	case EvTurnStarted:
-		if ev.TurnRef == "" || t.providerTurnByRef(ev.TurnRef) != nil {
+		if ev.TurnRef == "" || pt != nil {
 			return // already bound: reprocessing allocates nothing
 		}
 		pthr := t.providerThreadByRef(ev.ThreadRef)
@@ -566,10 +567,10 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		d.emit(ProviderTurnBound{ProviderTurnID: env.NewID("pturn"), ProviderThreadID: pthrID, SessionID: p.SessionID,
 			ProviderRef: ev.TurnRef, RunID: r.ID, AttemptID: a.ID, NodeID: node})
 	case EvItemStarted, EvItemUpdated, EvItemCompleted, EvContentDelta:
-		decideItem(t, ev, env, d)
+		decideItem(t, ev, pt, env, d)
 	case EvPlanUpdated:
-		r := t.runFor(ev)
-		if r == nil || Terminal(r.Status) || t.replaced(r, ev) {
+		r := t.runFor(pt)
+		if r == nil || Terminal(r.Status) || t.replaced(r, pt) {
 			return
 		}
 		ref := ev.ItemRef
@@ -590,7 +591,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		var runID, nodeID string
 		// A request of a replaced attempt is kept (it can be answered) but
 		// does not hold the run.
-		if r := t.runFor(ev); r != nil && !t.replaced(r, ev) {
+		if r := t.runFor(pt); r != nil && !t.replaced(r, pt) {
 			runID = r.ID
 			if n := r.nodeByRef(ev.ItemRef); n != nil {
 				nodeID = n.ID
@@ -619,16 +620,15 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 	case EvUsage:
 		// A run's usage is its root turn's: a subagent's own totals are
 		// not the run's.
-		if pt := t.providerTurnByRef(ev.TurnRef); pt != nil {
+		if pt != nil {
 			if r := t.run(pt.RunID); r == nil || r.attempt(pt.AttemptID).RootNode != pt.NodeID {
 				return
 			}
 		}
-		if r := t.runFor(ev); r != nil && ev.Usage != nil && !Terminal(r.Status) && !t.replaced(r, ev) {
+		if r := t.runFor(pt); r != nil && ev.Usage != nil && !Terminal(r.Status) && !t.replaced(r, pt) {
 			d.emit(UsageReported{RunID: r.ID, Usage: *ev.Usage})
 		}
 	case EvTurnTerminal:
-		pt := t.providerTurnByRef(ev.TurnRef)
 		if pt == nil {
 			d.emit(DiagnosticRecorded{Title: "terminal event for an unknown provider turn", Text: ev.TurnRef})
 			return
@@ -682,7 +682,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		}
 	case EvDiagnostic:
 		var runID string
-		if r := t.runFor(ev); r != nil {
+		if r := t.runFor(pt); r != nil {
 			runID = r.ID
 		}
 		d.emit(DiagnosticRecorded{RunID: runID, Title: ev.Title, Text: ev.Text})
@@ -702,15 +702,14 @@ func (l RateLimit) equal(m RateLimit) bool {
 // decideItem maps item lifecycle and content events to nodes, turn items
 // and assistant messages. An item is bound by its provider ref within the
 // run: the same frame processed twice finds the node it made before.
-func decideItem(t *Thread, ev ProviderEvent, env Env, d *Decision) {
-	r := t.runFor(ev)
+func decideItem(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Decision) {
+	r := t.runFor(pt)
 	if r == nil || Terminal(r.Status) || r.ActiveAttempt == "" || ev.ItemRef == "" {
 		return
 	}
-	if t.replaced(r, ev) {
+	if t.replaced(r, pt) {
 		return // a late event of an attempt that was replaced
 	}
-	pt := t.providerTurnByRef(ev.TurnRef)
 	a := r.attempt(r.ActiveAttempt)
 	n := r.nodeByRef(ev.ItemRef)
 	var nodeID string

@@ -222,7 +222,7 @@ const (
 )
 
 func (t *Thread) run(id string) *Run {
-	for i := range t.Runs {
+	for i := len(t.Runs) - 1; i >= 0; i-- { // the newest are wanted most
 		if t.Runs[i].ID == id {
 			return &t.Runs[i]
 		}
@@ -256,7 +256,7 @@ func (t *Thread) node(runID, id string) *Node {
 }
 
 func (t *Thread) item(id string) *TurnItem {
-	for i := range t.TurnItems {
+	for i := len(t.TurnItems) - 1; i >= 0; i-- { // the newest are wanted most
 		if t.TurnItems[i].ID == id {
 			return &t.TurnItems[i]
 		}
@@ -265,7 +265,7 @@ func (t *Thread) item(id string) *TurnItem {
 }
 
 func (t *Thread) message(id string) *Message {
-	for i := range t.Messages {
+	for i := len(t.Messages) - 1; i >= 0; i-- { // the newest are wanted most
 		if t.Messages[i].ID == id {
 			return &t.Messages[i]
 		}
@@ -283,7 +283,7 @@ func (t *Thread) session(id string) *ProviderSession {
 }
 
 func (t *Thread) request(id string) *RuntimeRequest {
-	for i := range t.Requests {
+	for i := len(t.Requests) - 1; i >= 0; i-- { // the newest are wanted most
 		if t.Requests[i].ID == id {
 			return &t.Requests[i]
 		}
