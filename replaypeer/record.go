@@ -166,7 +166,12 @@ func record(out string, appendTo bool, provider, protocol, scenario, workspace s
 			break
 		}
 	}
-	// The client is done. If the provider already exited on its own, that
+	// The client is done: what changed since its last frame is its own
+	// doing too (a host restoring files before it closed the session).
+	r.mu.Lock()
+	r.files = r.scan()
+	r.mu.Unlock()
+	// If the provider already exited on its own, that
 	// exit is the transcript's end; otherwise closing its stdin (and, for
 	// agents that ignore that, stopping it) is the client's doing, and the
 	// replay peer reproduces it as an exit after stdin closes.
@@ -189,10 +194,20 @@ func record(out string, appendTo bool, provider, protocol, scenario, workspace s
 	return r.enc.Encode(transcript.Entry{Type: transcript.TypeRuntimeExit, Status: status, Error: exitErr})
 }
 
+// add records a frame. The workspace changes found before a frame from the
+// provider are the provider's, and are recorded for a replay to make; the
+// ones found before a frame from the client are the client's own (a file
+// the plugin wrote for an ACP fs/write_text_file request, a host restoring
+// a checkpoint), which a replay's client makes again itself: they are
+// taken as the new state without being recorded.
 func (r *recorder) add(typ string, frame []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.workspaceChanges()
+	if typ == transcript.TypeExpectOutbound {
+		r.files = r.scan()
+	} else {
+		r.workspaceChanges()
+	}
 	r.seq++
 	e := transcript.Entry{Type: typ, Frame: r.redact.frame(frame), Label: label(typ, frame, r.seq)}
 	if typ == transcript.TypeEmitInbound {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,5 +161,41 @@ func TestWorkspaceEntriesAndErrorExit(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), ws+"/c.txt") {
 		t.Errorf("stdout %q should carry the real workspace path", out.String())
+	}
+}
+
+// The recorder keeps the provider's workspace changes and leaves out the
+// client's own (a replay's client makes them again): a change found before
+// a frame from the client is taken as the new state, unrecorded.
+func TestRecordKeepsOnlyTheProvidersChanges(t *testing.T) {
+	ws := t.TempDir()
+	out := filepath.Join(t.TempDir(), "t.ndjson")
+	cmd := exec.Command(bin, "record", "--out", out, "--provider", "p", "--protocol", "x", "--scenario", "s", "--workspace", ws, "--",
+		"sh", "-c", `echo '{"r":0}'; read line; echo made > provider.txt; echo '{"b":2}'; read rest`)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(stdout)
+	if _, err := rd.ReadString('\n'); err != nil { // the provider is up: the first scan is done
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "client.txt"), []byte("mine"), 0o644)
+	io.WriteString(stdin, `{"a":1}`+"\n")
+	if line, err := rd.ReadString('\n'); err != nil || !strings.Contains(line, `"b"`) {
+		t.Fatalf("the provider's frame: %q %v", line, err)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	b, _ := os.ReadFile(out)
+	got := string(b)
+	if !strings.Contains(got, `"path":"provider.txt"`) || strings.Contains(got, "client.txt") {
+		t.Errorf("transcript:\n%s\nwant provider.txt written and client.txt left out", got)
+	}
+	if strings.Index(got, `"path":"provider.txt"`) > strings.Index(got, `"b":2`) {
+		t.Errorf("the provider's change comes after the frame it preceded:\n%s", got)
 	}
 }

@@ -178,7 +178,7 @@ func (c *Client) RespondToRequest(ctx context.Context, req RespondToRequestReque
 
 // RollbackThread drops turns from a provider thread.
 func (c *Client) RollbackThread(ctx context.Context, req RollbackThreadRequest) (RollbackThreadResponse, error) {
-	r, err := c.rpc.RollbackThread(ctx, &pb.RollbackThreadRequest{SessionId: req.SessionID, ThreadRef: req.ThreadRef, Turns: req.Turns})
+	r, err := c.rpc.RollbackThread(ctx, rollbackToWire(req))
 	if err != nil {
 		return RollbackThreadResponse{}, fromStatus(err)
 	}

@@ -145,3 +145,13 @@ func openFromWire(r *pb.OpenSessionRequest) OpenSessionRequest {
 		Command:         ProviderCommand{Argv: r.GetCommand().GetArgv(), Env: r.GetCommand().GetEnv()},
 		ResumeThreadRef: r.GetResumeThreadRef(), RawFrameLog: r.GetRawFrameLog()}
 }
+
+func rollbackToWire(r RollbackThreadRequest) *pb.RollbackThreadRequest {
+	return &pb.RollbackThreadRequest{SessionId: r.SessionID, ThreadRef: r.ThreadRef, Turns: r.Turns,
+		BeforeTurnRef: r.BeforeTurnRef}
+}
+
+func rollbackFromWire(r *pb.RollbackThreadRequest) RollbackThreadRequest {
+	return RollbackThreadRequest{SessionID: r.GetSessionId(), ThreadRef: r.GetThreadRef(), Turns: r.GetTurns(),
+		BeforeTurnRef: r.GetBeforeTurnRef()}
+}

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,42 @@ func TestCapabilitiesAndOpenRequestRoundTrip(t *testing.T) {
 		Command: ProviderCommand{Argv: []string{"a", "b"}, Env: []string{"K=V"}}, ResumeThreadRef: "t", RawFrameLog: "/l"}
 	if diff := cmp.Diff(r, openFromWire(openToWire(r))); diff != "" {
 		t.Errorf("open request:\n%s", diff)
+	}
+}
+
+// The rollback request keeps every field through the wire message, its
+// protojson form and its Go JSON form; the turn check is omitted from JSON
+// when the host does not know the turn.
+func TestRollbackRequestRoundTrips(t *testing.T) {
+	r := RollbackThreadRequest{SessionID: "s", ThreadRef: "t", Turns: 2, BeforeTurnRef: "u2"}
+	if diff := cmp.Diff(r, rollbackFromWire(rollbackToWire(r))); diff != "" {
+		t.Errorf("Go -> wire -> Go changed the rollback request:\n%s", diff)
+	}
+	w := rollbackToWire(r)
+	js, err := protojson.Marshal(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back pb.RollbackThreadRequest
+	if err := protojson.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(w, &back) || back.GetBeforeTurnRef() != "u2" {
+		t.Errorf("protojson round trip changed the message: %s", js)
+	}
+	b, _ := json.Marshal(r)
+	var r2 RollbackThreadRequest
+	if err := json.Unmarshal(b, &r2); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r, r2); diff != "" {
+		t.Errorf("the Go JSON form does not round-trip:\n%s", diff)
+	}
+	if want := `"beforeTurnRef":"u2"`; !strings.Contains(string(b), want) {
+		t.Errorf("JSON form %s; want %s", b, want)
+	}
+	b, _ = json.Marshal(RollbackThreadRequest{SessionID: "s", ThreadRef: "t", Turns: 1})
+	if strings.Contains(string(b), "beforeTurnRef") {
+		t.Errorf("JSON form %s names beforeTurnRef though it is empty", b)
 	}
 }

@@ -179,8 +179,7 @@ func (s *server) RollbackThread(ctx context.Context, req *pb.RollbackThreadReque
 	if !ok {
 		return nil, toStatus(Errorf(ErrUnsupported, "rollback thread"))
 	}
-	resp, err := rb.RollbackThread(ctx, RollbackThreadRequest{SessionID: req.GetSessionId(),
-		ThreadRef: req.GetThreadRef(), Turns: req.GetTurns()})
+	resp, err := rb.RollbackThread(ctx, rollbackFromWire(req))
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -115,6 +115,10 @@ type RollbackThreadRequest struct {
 	SessionID string `json:"sessionId"`
 	ThreadRef string `json:"threadRef"`
 	Turns     uint32 `json:"turns"`
+	// BeforeTurnRef is the provider ref of the oldest turn to drop, when the
+	// host knows it; an adapter that can check it refuses a rollback whose
+	// Turns-th newest turn is another one.
+	BeforeTurnRef string `json:"beforeTurnRef,omitempty"`
 }
 
 // RollbackThreadResponse names the thread to continue on.

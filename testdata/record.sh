@@ -141,7 +141,7 @@ record_and_verify() {
   cp "$t" "$out"
   echo "record.sh: wrote ${out#"$REPO"/} ($(wc -l <"$out") lines)" >&2
 
-  mkdir -p "$TMP/replay/ws"
+  init_workspace "$TMP/replay/ws" # a git repository, as checkpoints need
   rc=0
   run_baton "$provider" "$TMP/replay/data" "$TMP/replay/ws" \
     "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")" \

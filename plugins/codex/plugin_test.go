@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,8 @@ func TestMain(m *testing.M) { plugintest.Main(m) }
 const testdata = "../../testdata/codex"
 
 // Level-3 tests: each replays one codex transcript (recorded from codex
-// app-server 0.171.0, except unknown_request, which is authored) through the
+// app-server 0.171.0, except unknown_request and rollback_*, which are
+// authored from 0.171.0 frames) through the
 // real plugin binary, started through go-plugin, with the replay peer as
 // codex, and asserts the normalized events. The peer checks every frame the
 // plugin sends and fails the session's close when one differs or is missing.
@@ -26,9 +28,9 @@ const testdata = "../../testdata/codex"
 func TestDescribe(t *testing.T) {
 	p := plugintest.Start(t, plugintest.Build(t, "."))
 	c := p.Description.Capabilities
-	if !c.NativeSteering || !c.Interrupt || !c.Approvals || !c.Subagents || !c.Resume || c.NativeRollback ||
+	if !c.NativeSteering || !c.Interrupt || !c.Approvals || !c.Subagents || !c.Resume || !c.NativeRollback ||
 		p.Description.WireProtocol != "codex-app-server/v2" {
-		t.Fatalf("description = %+v; want codex-app-server/v2 with steering, interrupt, approvals, subagents and resume, no rollback",
+		t.Fatalf("description = %+v; want codex-app-server/v2 with steering, interrupt, approvals, subagents, resume and rollback",
 			p.Description)
 	}
 }
@@ -394,6 +396,90 @@ func TestCloseWithPendingRequest(t *testing.T) {
 	if !errors.Is(err, sdk.ErrNotResumable) {
 		t.Errorf("answer after close: %v; want not resumable", err)
 	}
+}
+
+// TestRollback: after three turns the host drops the last two (naming the
+// oldest of them): the plugin lists the two newest turns of the paginated
+// thread, checks the turn, reverts codex's history before it, and the
+// thread takes its next turn. The revert's notifications are quiet.
+func TestRollback(t *testing.T) {
+	s := openNever(t, "rollback_paginated")
+	root := s.open.ProviderThreadRef
+	turns := s.turns(t, "turn 1", "turn 2", "turn 3")
+	res, err := s.p.RollbackThread(context.Background(), sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 2,
+		BeforeTurnRef: turns[1]})
+	if err != nil {
+		t.Fatalf("rollback of the last 2 turns: %v", err)
+	}
+	if res.ThreadRef != root {
+		t.Errorf("rollback names thread %q; want the same thread %s (codex keeps its id)", res.ThreadRef, root)
+	}
+	turn := s.startTurn("turn 4 after revert")
+	evs := s.waitTurn(turn)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || term.ThreadRef != root {
+		t.Fatalf("the turn after the rollback ended %+v; want completed on %s", term, root)
+	}
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Reply 4." {
+		t.Errorf("assistant text after the rollback = %q", got)
+	}
+	all := s.close()
+	if n := count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+		t.Errorf("%d diagnostics (thread/status/changed and thread/reverted must be quiet): %s", n, plugintest.Kinds(all))
+	}
+}
+
+// TestRollbackRefused: a rollback of no turns sends nothing; one whose
+// oldest turn is not the turn the host named fails, naming both, and
+// sends no thread/revert (the replay peer fails the close if it does); an
+// unknown session is an unknown session.
+func TestRollbackRefused(t *testing.T) {
+	s := openNever(t, "rollback_mismatch")
+	root := s.open.ProviderThreadRef
+	turns := s.turns(t, "turn 1", "turn 2")
+	ctx := context.Background()
+	if res, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, Turns: 0}); err != nil || res.ThreadRef != root {
+		t.Errorf("rollback of 0 turns = %+v, %v; want thread %s and nothing done", res, err, root)
+	}
+	_, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 1, BeforeTurnRef: turns[0]})
+	if !errors.Is(err, sdk.ErrInvalid) || !strings.Contains(err.Error(), turns[0]) || !strings.Contains(err.Error(), turns[1]) ||
+		!strings.Contains(err.Error(), "history differs") {
+		t.Errorf("rollback naming turn 1 when codex's newest is turn 2: %v; want an invalid-request error naming %s and %s "+
+			"and saying the histories differ", err, turns[0], turns[1])
+	}
+	_, err = s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: "no-such-session", Turns: 1})
+	if !errors.Is(err, sdk.ErrUnknownSession) {
+		t.Errorf("rollback in an unknown session: %v; want unknown session", err)
+	}
+	s.close()
+}
+
+// openNever opens a session on scenario with codex's approvalPolicy
+// "never", as the probe the rollback transcripts come from ran.
+func openNever(t *testing.T, scenario string) *session {
+	t.Helper()
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	ws := t.TempDir()
+	req := sdk.OpenSessionRequest{Cwd: ws, RuntimePolicy: "never",
+		Command: plugintest.PeerCommand(filepath.Join(testdata, scenario+".ndjson"), ws, "")}
+	return openWith(t, p, req, "", nil)
+}
+
+// turns runs one turn per text, each to completion, and returns their refs.
+func (s *session) turns(t *testing.T, texts ...string) []string {
+	t.Helper()
+	var refs []string
+	for i, input := range texts {
+		ref := s.startTurn(input)
+		evs := s.waitTurn(ref)
+		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+			t.Fatalf("turn %q ended %s", input, term.Status)
+		}
+		if got, want := text(evs, s.open.ProviderThreadRef, sdk.ItemAssistantMessage), fmt.Sprintf("Reply %d.", i+1); got != want {
+			t.Errorf("turn %q text = %q, want %q", input, got, want)
+		}
+		refs = append(refs, ref)
+	}
+	return refs
 }
 
 // session is a plugintest session with the shorthands these tests use.

@@ -25,6 +25,11 @@ func main() {
 const usage = `usage:
   baton run --provider NAME [--provider-command 'CMD ARGS'] [--cwd DIR] [--data DIR]
             [--thread ID] [--model M] [--json] MESSAGE...
+  baton diff THREAD [--run N] [--max-bytes N] [--data DIR]
+                                        a run's changes: its checkpoint against the one before
+  baton rollback THREAD --run N [--data DIR]
+                                        put the files and the provider's conversation back
+                                        to run N's checkpoint (0: before the first run)
   baton plugin lock DIR                 record the SHA-256 of every plugin in DIR
   baton plugin install NAME FILE [DIR]  install a plugin binary (default DIR: DATA/plugins)
   baton version
@@ -40,6 +45,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runCmd(args[1:], stdin, stdout, stderr)
 	case "plugin":
 		return pluginCmd(args[1:], stdout, stderr)
+	case "diff":
+		return diffCmd(args[1:], stdout, stderr)
+	case "rollback":
+		return rollbackCmd(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "baton", version)
 		return exitOK

@@ -551,8 +551,10 @@ type printer struct {
 	threadID string
 	policy   string
 	inText   bool
-	ordinals map[string]int   // run id -> ordinal
-	items    map[string]*item // node id -> what to say about it
+	ordinals map[string]int    // run id -> ordinal
+	items    map[string]*item  // node id -> what to say about it
+	scopes   map[string]string // checkpoint scope id -> kind
+	cps      map[string]string // checkpoint id -> what it is ("run 2", "a subagent of run 2")
 }
 
 type item struct {
@@ -561,7 +563,7 @@ type item struct {
 
 func newPrinter(w io.Writer, jsonOut bool, t domain.Thread) *printer {
 	p := &printer{w: w, json: jsonOut, threadID: t.ID, policy: t.ApprovalPolicy,
-		ordinals: map[string]int{}, items: map[string]*item{}}
+		ordinals: map[string]int{}, items: map[string]*item{}, scopes: map[string]string{}, cps: map[string]string{}}
 	for _, r := range t.Runs {
 		p.ordinals[r.ID] = r.Ordinal
 	}
@@ -596,6 +598,17 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 	case domain.NodeDelta:
 		if it := p.items[e.NodeID]; it != nil {
 			it.text += e.Text
+		}
+	case domain.CheckpointScopeOpened:
+		p.scopes[e.ScopeID] = e.Kind
+	case domain.CheckpointRequested:
+		switch {
+		case p.scopes[e.ScopeID] == domain.ScopeSubagent:
+			p.cps[e.CheckpointID] = fmt.Sprintf("a subagent of run %d", e.RunOrdinal)
+		case e.RunOrdinal == 0:
+			p.cps[e.CheckpointID] = "the baseline"
+		default:
+			p.cps[e.CheckpointID] = fmt.Sprintf("run %d", e.RunOrdinal)
 		}
 	}
 	if p.json {
@@ -685,6 +698,53 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		}
 	case domain.DiagnosticRecorded:
 		p.line("  ! %s %s", e.Title, oneLine(e.Text, 100))
+	case domain.CheckpointRecorded:
+		p.checkpoint(e)
+	case domain.RollbackStarted:
+		p.line("↺ rolling back to the checkpoint of run %d: restoring files", e.TargetRunOrdinal)
+	case domain.RollbackFilesRestored:
+		p.line("  ↺ files restored: %d written, %d removed", e.Written, e.Removed)
+	case domain.RollbackFailed:
+		p.line("✖ rollback failed while restoring %s: %s", e.Stage, e.Failure.Message)
+	case domain.RollbackCompleted:
+		how := map[string]string{domain.ReconcileNone: "the provider had no turns to drop",
+			domain.ReconcileNative:      fmt.Sprintf("the provider dropped %d turns", e.TurnsDropped),
+			domain.ReconcileFreshThread: "the next run starts a fresh provider conversation"}[e.Reconciliation]
+		p.line("↺ rolled back; %s", how)
+		if e.Note != "" {
+			p.line("  ! %s", e.Note)
+		}
+	case domain.HandoffCreated:
+		runs := fmt.Sprintf("runs %d-%d", e.FromRun, e.ToRun)
+		if e.FromRun == e.ToRun {
+			runs = fmt.Sprintf("run %d", e.ToRun)
+		}
+		p.line("  ⓘ the next run carries a summary of %s", runs)
+	}
+}
+
+// checkpoint shows what a checkpoint kept: its status, and the files it
+// changed.
+func (p *printer) checkpoint(e domain.CheckpointRecorded) {
+	what := cmp.Or(p.cps[e.CheckpointID], "checkpoint")
+	switch {
+	case e.Status != domain.CheckpointReady:
+		p.line("  ⛁ checkpoint of %s: %s (%s)", what, e.Status, oneLine(e.Reason, 100))
+	case len(e.Files) == 0:
+		p.line("  ⛁ checkpoint of %s: no files changed", what)
+	default:
+		p.line("  ⛁ checkpoint of %s: %s changed", what, plural(len(e.Files), "file"))
+		for i, f := range e.Files {
+			if i == 20 {
+				p.line("      … and %d more (baton diff %s)", len(e.Files)-i, p.threadID)
+				break
+			}
+			stat := fmt.Sprintf("+%d -%d", f.Additions, f.Deletions)
+			if f.Binary {
+				stat = "binary"
+			}
+			p.line("      %s %s (%s)", f.Kind, f.Path, stat)
+		}
 	}
 }
 
@@ -704,6 +764,13 @@ func (p *printer) final(t domain.Thread, mine []string) {
 		}
 	}
 	p.line("■ thread %s: %s (continue it with --thread %s)", t.ID, strings.Join(parts, ", "), t.ID)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func oneLine(s string, max int) string {

@@ -57,6 +57,14 @@ type (
 		Decision  string            `json:"decision"`
 		Answers   map[string]string `json:"answers,omitempty"`
 	}
+	// RollbackToCheckpoint puts the worktree back to a run's checkpoint
+	// and the provider's conversation back to the end of that run. The
+	// checkpoint is named by id, or by its scope (the scope's checkpoint);
+	// when both are given they must agree.
+	RollbackToCheckpoint struct {
+		ScopeID      string `json:"scopeId,omitempty"`
+		CheckpointID string `json:"checkpointId,omitempty"`
+	}
 )
 
 // Internal commands: the host's own observations, decided like any other
@@ -117,6 +125,31 @@ type (
 		RequestID string `json:"requestId"`
 		Reason    string `json:"reason"`
 	}
+	// RecordCheckpoint is what a capture found.
+	RecordCheckpoint struct {
+		CheckpointID string       `json:"checkpointId"`
+		Status       string       `json:"status"`
+		Commit       string       `json:"commit,omitempty"`
+		Files        []FileChange `json:"files,omitempty"`
+		Reason       string       `json:"reason,omitempty"`
+	}
+	// RecordFilesRestored says a rollback's files were restored, or how
+	// restoring them failed.
+	RecordFilesRestored struct {
+		RollbackID string   `json:"rollbackId"`
+		Written    int      `json:"written"`
+		Removed    int      `json:"removed"`
+		Failure    *Failure `json:"failure,omitempty"`
+	}
+	// RecordProviderReconciled says how a rollback brought the provider's
+	// conversation back (a Reconcile constant).
+	RecordProviderReconciled struct {
+		RollbackID        string `json:"rollbackId"`
+		Reconciliation    string `json:"reconciliation"`
+		ProviderThreadRef string `json:"providerThreadRef,omitempty"`
+		TurnsDropped      int    `json:"turnsDropped,omitempty"`
+		Note              string `json:"note,omitempty"`
+	}
 )
 
 // PendingEffect names an effect left in the outbox.
@@ -141,6 +174,10 @@ func (RespondFailed) CommandType() string        { return "runtime-request.respo
 func (MarkRequestUnreachable) CommandType() string {
 	return "runtime-request.unreachable"
 }
+func (RollbackToCheckpoint) CommandType() string     { return "checkpoint.rollback" }
+func (RecordCheckpoint) CommandType() string         { return "checkpoint.record" }
+func (RecordFilesRestored) CommandType() string      { return "rollback.files.record" }
+func (RecordProviderReconciled) CommandType() string { return "rollback.provider.record" }
 
 // ProviderEvent is the domain's copy of a normalized runtime event.
 type ProviderEvent struct {
@@ -236,10 +273,11 @@ type wireCommand struct {
 
 // clientCommands are the commands a client may send.
 var clientCommands = map[string]func(json.RawMessage) (CommandPayload, error){
-	CreateThread{}.CommandType():     decodeCmd[CreateThread],
-	DispatchMessage{}.CommandType():  decodeCmd[DispatchMessage],
-	InterruptRun{}.CommandType():     decodeCmd[InterruptRun],
-	RespondToRequest{}.CommandType(): decodeCmd[RespondToRequest],
+	CreateThread{}.CommandType():         decodeCmd[CreateThread],
+	DispatchMessage{}.CommandType():      decodeCmd[DispatchMessage],
+	InterruptRun{}.CommandType():         decodeCmd[InterruptRun],
+	RespondToRequest{}.CommandType():     decodeCmd[RespondToRequest],
+	RollbackToCheckpoint{}.CommandType(): decodeCmd[RollbackToCheckpoint],
 }
 
 func decodeCmd[T CommandPayload](b json.RawMessage) (CommandPayload, error) {

@@ -34,6 +34,18 @@ type Effect struct {
 	RequestRef string            `json:"requestRef,omitempty"`
 	Decision   string            `json:"decision,omitempty"`
 	Answers    map[string]string `json:"answers,omitempty"`
+	// Checkpoints: the checkpoint to capture or restore, its ref, the
+	// checkpoint to summarize against, and the commit to restore.
+	CheckpointID string `json:"checkpointId,omitempty"`
+	Ref          string `json:"ref,omitempty"`
+	BaseID       string `json:"baseId,omitempty"`
+	Commit       string `json:"commit,omitempty"`
+	// Rollback: the provider conversation, how many of its turns to drop
+	// (TurnRef is the oldest of them), and the refs of stale checkpoints.
+	RollbackID string   `json:"rollbackId,omitempty"`
+	ThreadRef  string   `json:"threadRef,omitempty"`
+	Turns      int      `json:"turns,omitempty"`
+	Refs       []string `json:"refs,omitempty"`
 }
 
 // Effect types.
@@ -108,6 +120,22 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		if err := decideRespond(t, p, &d); err != nil {
 			return d, err
 		}
+	case RollbackToCheckpoint:
+		if err := decideRollback(t, p, env, &d); err != nil {
+			return d, err
+		}
+	case RecordCheckpoint:
+		if err := decideRecordCheckpoint(t, p, env, &d); err != nil {
+			return d, err
+		}
+	case RecordFilesRestored:
+		if err := decideFilesRestored(t, p, &d); err != nil {
+			return d, err
+		}
+	case RecordProviderReconciled:
+		if err := decideProviderReconciled(t, p, env, &d); err != nil {
+			return d, err
+		}
 	case SteerFailed:
 		m := t.message(p.MessageID)
 		if m == nil {
@@ -121,7 +149,7 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		if a == nil {
 			return d, fmt.Errorf("%w: attempt %q", ErrNotFound, p.AttemptID)
 		}
-		if !Active(r.Status) || r.ActiveAttempt != a.ID || a.SessionID != "" {
+		if !r.live() || r.ActiveAttempt != a.ID || a.SessionID != "" {
 			return d, nil // stale, or its turn has already started
 		}
 		if s := t.session(p.SessionID); s == nil || s.Status != SessionStatusOpen {
@@ -169,8 +197,8 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		if r == nil {
 			return d, fmt.Errorf("%w: run %q", ErrNotFound, p.RunID)
 		}
-		if !Active(r.Status) {
-			return d, nil // already ended (or never started): nothing to do
+		if !r.live() {
+			return d, nil // already ended, ending, or never started: nothing to do
 		}
 		f := p.Failure
 		endRun(t, r, RunStatusFailed, "", &f, env, &d)
@@ -192,8 +220,15 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 				endSession(t, s.ID, p.Reason, env, &d)
 			}
 		}
+		// A run whose turn had ended ends as it would have; one in flight
+		// fails. Both end now (their checkpoints are captured after), so
+		// that nothing starts from recovery.
 		if r := t.activeRun(); r != nil {
-			endRun(t, r, RunStatusFailed, "", &Failure{Code: "host_restarted", Message: p.Reason}, env, &d)
+			out := r.Ending
+			if out == nil {
+				out = endRun(t, r, RunStatusFailed, "", &Failure{Code: "host_restarted", Message: p.Reason}, env, &d)
+			}
+			finishRun(t, r, *out, env, &d)
 		}
 	default:
 		return d, fmt.Errorf("%w: unknown command type %q", ErrInvalid, cmd.Payload.CommandType())
@@ -202,6 +237,11 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 }
 
 func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
+	if n := len(t.Rollbacks); n > 0 && t.Rollbacks[n-1].Status == RollbackStatusFailed {
+		rb := t.Rollbacks[n-1]
+		return fmt.Errorf("%w: rollback %s failed while restoring files (%s), so the files may be half-restored; no run starts until checkpoint.rollback succeeds",
+			ErrConflict, rb.ID, rb.Failure.Message)
+	}
 	active := t.activeRun()
 	mode := p.Mode
 	if mode == "" {
@@ -216,14 +256,14 @@ func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
 	}
 	switch mode {
 	case ModeStartImmediately:
-		if active != nil || t.hasQueued() {
-			return fmt.Errorf("%w: a run is active or queued; send with mode %s, %s or %s", ErrConflict,
+		if active != nil || t.hasQueued() || t.rollbackHolds() {
+			return fmt.Errorf("%w: a run is active or queued, or a rollback is in progress; send with mode %s, %s or %s", ErrConflict,
 				ModeQueueAfterActive, ModeSteerActive, ModeRestartActive)
 		}
 		queueRun(t, msgID, p.Text, env, d)
 	case ModeQueueAfterActive:
 		queueRun(t, msgID, p.Text, env, d)
-		if active == nil {
+		if active == nil && !t.rollbackHolds() {
 			startNextQueued(t, env, d) // runs a recovery left queued go first
 		}
 	case ModeSteerActive, ModeRestartActive:
@@ -233,8 +273,8 @@ func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
 		if p.TargetRunID != "" && p.TargetRunID != active.ID {
 			return fmt.Errorf("%w: run %s is not the active run (%s is)", ErrConflict, p.TargetRunID, active.ID)
 		}
-		if active.InterruptRequested {
-			return fmt.Errorf("%w: run %d is being interrupted; send with mode %s", ErrConflict, active.Ordinal, ModeQueueAfterActive)
+		if active.InterruptRequested || active.Ending != nil {
+			return fmt.Errorf("%w: run %d is being interrupted or is ending; send with mode %s", ErrConflict, active.Ordinal, ModeQueueAfterActive)
 		}
 		turn := t.rootTurn(active)
 		if mode == ModeSteerActive {
@@ -274,7 +314,7 @@ func autoMode(t *Thread, active *Run, caps Capabilities) string {
 	if active == nil {
 		return ModeQueueAfterActive // starts at once unless runs are queued
 	}
-	if t.rootTurn(active) == nil || active.InterruptRequested || len(active.PendingRestart) > 0 {
+	if t.rootTurn(active) == nil || active.InterruptRequested || active.Ending != nil || len(active.PendingRestart) > 0 {
 		if len(active.PendingRestart) > 0 && !active.InterruptRequested {
 			return ModeRestartActive // joins the replacement attempt already coming
 		}
@@ -295,7 +335,7 @@ func queueRun(t *Thread, msgID, text string, env Env, d *Decision) {
 	}
 	d.emit(RunQueued{RunID: runID, Ordinal: len(t.Runs) + len(d.queued) + 1, MessageID: msgID, Input: text})
 	d.queued = append(d.queued, queuedRun{runID, text})
-	if t.activeRun() == nil && !t.hasQueued() && !d.started && !d.hold {
+	if t.activeRun() == nil && !t.hasQueued() && !d.started && !d.hold && !t.rollbackHolds() {
 		startRun(t, runID, text, AttemptInitial, env, d)
 	}
 }
@@ -330,8 +370,8 @@ func decideInterrupt(t *Thread, p InterruptRun, env Env, d *Decision) error {
 		d.emit(RunEnded{RunID: r.ID, Status: RunStatusCancelled, StopReason: "cancelled before it started"})
 	case Terminal(r.Status):
 		return fmt.Errorf("%w: run %d has already ended (%s)", ErrConflict, r.Ordinal, r.Status)
-	case r.InterruptRequested:
-		// Asked before: the provider has it; nothing to send again.
+	case r.InterruptRequested || r.Ending != nil:
+		// Asked before, or the turn is over: nothing to send.
 	default:
 		d.emit(InterruptRequested{RunID: r.ID, AttemptID: r.ActiveAttempt})
 		d.effect(interruptEffect(t, r, t.rootTurn(r)))
@@ -377,8 +417,19 @@ func decideRespond(t *Thread, p RespondToRequest, d *Decision) error {
 func startRun(t *Thread, runID, input, reason string, env Env, d *Decision) {
 	attemptID, rootID := env.NewID("att"), env.NewID("node")
 	if reason == AttemptInitial {
+		if !t.hasRootCheckpoint() {
+			// The baseline: the worktree before the first run, captured
+			// before its turn is sent (effects run in order).
+			requestCheckpoint(t, nil, "", env, d)
+		}
 		d.emit(RunStarted{RunID: runID})
 		d.started = true
+		if h := t.readyHandoff(); h != nil {
+			// A fresh provider conversation after a rollback: the first run
+			// carries what came before.
+			d.emit(HandoffConsumed{HandoffID: h.ID, RunID: runID})
+			input = h.Text + "\n\n" + input
+		}
 	}
 	d.emit(
 		AttemptStarted{RunID: runID, AttemptID: attemptID, Reason: reason, RootNode: rootID},
@@ -540,7 +591,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 				d.emit(DiagnosticRecorded{Title: "provider turn started for an unknown attempt", Text: ev.ClientTurnID})
 				return
 			}
-			if !Active(r.Status) || r.ActiveAttempt != a.ID {
+			if !r.live() || r.ActiveAttempt != a.ID {
 				pthrID := t.bindThread(pthr, p.SessionID, ev.ThreadRef, env, d)
 				d.emit(ProviderTurnBound{ProviderTurnID: env.NewID("pturn"), ProviderThreadID: pthrID, SessionID: p.SessionID,
 					ProviderRef: ev.TurnRef, RunID: r.ID, AttemptID: a.ID, NodeID: a.RootNode})
@@ -549,7 +600,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			}
 		}
 		r := t.activeRun()
-		if r == nil || r.ActiveAttempt == "" {
+		if r == nil || r.ActiveAttempt == "" || r.Ending != nil {
 			d.emit(DiagnosticRecorded{Title: "provider turn started with no active run", Text: ev.TurnRef})
 			return
 		}
@@ -570,7 +621,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		decideItem(t, ev, pt, env, d)
 	case EvPlanUpdated:
 		r := t.runFor(pt)
-		if r == nil || Terminal(r.Status) || t.replaced(r, pt) {
+		if r == nil || r.settled() || t.replaced(r, pt) {
 			return
 		}
 		ref := ev.ItemRef
@@ -625,7 +676,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 				return
 			}
 		}
-		if r := t.runFor(pt); r != nil && ev.Usage != nil && !Terminal(r.Status) && !t.replaced(r, pt) {
+		if r := t.runFor(pt); r != nil && ev.Usage != nil && !r.settled() && !t.replaced(r, pt) {
 			d.emit(UsageReported{RunID: r.ID, Usage: *ev.Usage})
 		}
 	case EvTurnTerminal:
@@ -634,7 +685,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			return
 		}
 		r := t.run(pt.RunID)
-		if r == nil || r.ActiveAttempt != pt.AttemptID || Terminal(r.Status) {
+		if r == nil || r.ActiveAttempt != pt.AttemptID || r.settled() {
 			return
 		}
 		// Only the root turn of the run's active attempt ends the run; a
@@ -642,6 +693,9 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		if a := r.attempt(pt.AttemptID); pt.NodeID != a.RootNode {
 			if n := t.node(r.ID, pt.NodeID); n != nil && n.Status == StatusInProgress {
 				d.emit(NodeCompleted{RunID: r.ID, NodeID: n.ID, Status: nodeStatus(ev.Status)})
+				// A subagent's checkpoint, in a scope of its own under the
+				// run's: it does not advance the app run count.
+				requestCheckpoint(t, r, n.ID, env, d)
 			}
 			return
 		}
@@ -668,7 +722,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			reason = ev.Failure.Message
 		}
 		endSession(t, p.SessionID, reason, env, d)
-		if r := t.activeRun(); r != nil {
+		if r := t.activeRun(); r != nil && r.Ending == nil {
 			// Only an attempt this session took ends with it; one not yet
 			// sent anywhere will open a new session.
 			if a := r.attempt(r.ActiveAttempt); a.SessionID == p.SessionID {
@@ -704,7 +758,7 @@ func (l RateLimit) equal(m RateLimit) bool {
 // run: the same frame processed twice finds the node it made before.
 func decideItem(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Decision) {
 	r := t.runFor(pt)
-	if r == nil || Terminal(r.Status) || r.ActiveAttempt == "" || ev.ItemRef == "" {
+	if r == nil || r.settled() || r.ActiveAttempt == "" || ev.ItemRef == "" {
 		return
 	}
 	if t.replaced(r, pt) {
@@ -791,16 +845,25 @@ func closeAttempt(t *Thread, r *Run, rootStatus string, d *Decision) {
 	d.emit(NodeCompleted{RunID: r.ID, NodeID: a.RootNode, Status: rootStatus})
 }
 
-// endRun ends an active run after its attempt's completion barrier, and
-// starts the next queued run.
-func endRun(t *Thread, r *Run, status, stopReason string, f *Failure, env Env, d *Decision) {
+// endRun ends an active run's work: its attempt's completion barrier,
+// then its checkpoint is asked for. The run ends (finishRun) when the
+// checkpoint is recorded: whatever it was, its files are kept.
+func endRun(t *Thread, r *Run, status, stopReason string, f *Failure, env Env, d *Decision) *RunOutcome {
 	rootStatus := StatusCompleted
 	if status != RunStatusCompleted {
 		rootStatus = status
 	}
 	closeAttempt(t, r, rootStatus, d)
-	d.emit(RunEnded{RunID: r.ID, AttemptID: r.ActiveAttempt, Status: status, StopReason: stopReason, Failure: f})
-	requeue(t, r, r.PendingRestart, "the run ended ("+status+") before its turn could restart with it", env, d)
+	out := RunOutcome{AttemptID: r.ActiveAttempt, Status: status, StopReason: stopReason, Failure: f}
+	d.emit(RunCompleting{RunID: r.ID, RunOutcome: out})
+	requestCheckpoint(t, r, "", env, d)
+	return &out
+}
+
+// finishRun ends a run, and starts the next queued one.
+func finishRun(t *Thread, r *Run, out RunOutcome, env Env, d *Decision) {
+	d.emit(RunEnded{RunID: r.ID, AttemptID: out.AttemptID, Status: out.Status, StopReason: out.StopReason, Failure: out.Failure})
+	requeue(t, r, r.PendingRestart, "the run ended ("+out.Status+") before its turn could restart with it", env, d)
 	// The next queued run starts. (t does not have the events above yet:
 	// r is still active in it.)
 	startNextQueued(t, env, d)

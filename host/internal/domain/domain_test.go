@@ -23,6 +23,10 @@ type world struct {
 	n       int
 	effects []Effect
 	caps    Capabilities
+	// holdCaptures leaves checkpoint captures undone; otherwise each is
+	// recorded ready at once, as the host does after the decision, and its
+	// events are added to the decision's.
+	holdCaptures bool
 }
 
 func newWorld(t *testing.T) *world {
@@ -40,6 +44,23 @@ func (w *world) decide(cmd Command) (Decision, error) {
 	if err != nil {
 		return d, err
 	}
+	w.apply(d)
+	for i := 0; i < len(d.Effects) && !w.holdCaptures; i++ {
+		if e := d.Effects[i]; e.Type == EffectCapture {
+			c, err := Decide(w.thread, Command{ID: "cap", ThreadID: "thr", Payload: RecordCheckpoint{CheckpointID: e.CheckpointID,
+				Status: CheckpointReady, Commit: "commit-" + e.CheckpointID}}, w.env())
+			if err != nil {
+				w.t.Fatalf("record checkpoint: %v", err)
+			}
+			w.apply(c)
+			d.Events = append(d.Events, c.Events...)
+			d.Effects = append(d.Effects, c.Effects...)
+		}
+	}
+	return d, nil
+}
+
+func (w *world) apply(d Decision) {
 	for _, p := range d.Events {
 		w.seq++
 		if w.thread == nil {
@@ -48,7 +69,6 @@ func (w *world) decide(cmd Command) (Decision, error) {
 		Evolve(w.thread, Event{Sequence: w.seq, ThreadID: "thr", At: t0, Payload: p})
 	}
 	w.effects = append(w.effects, d.Effects...)
-	return d, nil
 }
 
 func (w *world) must(cmd Command) Decision {
@@ -125,11 +145,15 @@ func (unknownCmd) CommandType() string { return "nope" }
 func TestRunLifecycle(t *testing.T) {
 	w := newWorld(t)
 	d := w.send("one")
-	if got := types(d); got != "message.added run.queued run.started attempt.started node.started" {
+	// The baseline checkpoint is asked for before the first run's turn.
+	if got := types(d); got != "message.added run.queued checkpoint.scope.opened checkpoint.requested run.started attempt.started node.started checkpoint.recorded" {
 		t.Fatalf("dispatch on an idle thread: %s", got)
 	}
-	if len(d.Effects) != 1 || d.Effects[0].Type != EffectStartTurn || d.Effects[0].Text != "one" {
+	if len(d.Effects) != 2 || d.Effects[0].Type != EffectCapture || d.Effects[1].Type != EffectStartTurn || d.Effects[1].Text != "one" {
 		t.Fatalf("effects: %+v", d.Effects)
+	}
+	if sc := w.thread.CheckpointScopes[0]; sc.Kind != ScopeRootRun || sc.Ordinal != 0 || sc.RunID != "" || !sc.AdvancesRunCount {
+		t.Fatalf("baseline scope: %+v", sc)
 	}
 	if got := types(w.send("two")); got != "message.added run.queued" {
 		t.Fatalf("dispatch behind an active run: %s", got)
@@ -166,7 +190,7 @@ func TestRunLifecycle(t *testing.T) {
 	w.ev("s1", ProviderEvent{Kind: EvDiagnostic, Title: "odd"})
 	w.ev("s1", ProviderEvent{Kind: EvSessionState})
 	d = w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed", Title: "end_turn"})
-	if got := types(d); got != "message.completed node.completed node.completed node.completed node.completed run.ended run.started attempt.started node.started" {
+	if got := types(d); got != "message.completed node.completed node.completed node.completed node.completed run.completing checkpoint.scope.opened checkpoint.requested checkpoint.recorded run.ended run.started attempt.started node.started" {
 		t.Fatalf("terminal: %s", got)
 	}
 	th := w.thread
@@ -225,7 +249,11 @@ func TestOnlyTheRootTurnEndsTheRun(t *testing.T) {
 			t.Fatalf("child turn started: %s", got)
 		}
 		d = w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: ref, Status: st})
-		if got := types(d); got != "node.completed" {
+		want := "node.completed checkpoint.scope.opened checkpoint.requested checkpoint.recorded"
+		if i == 0 {
+			want = "node.completed checkpoint.scope.opened checkpoint.scope.opened checkpoint.requested checkpoint.recorded" // the run's scope first
+		}
+		if got := types(d); got != want {
 			t.Fatalf("child terminal (%s): %s", st, got)
 		}
 		if again := w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: ref, Status: st}); len(again.Events) != 0 {
@@ -297,7 +325,7 @@ func TestRequestsAndProviderExit(t *testing.T) {
 	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q3"})
 	w.ev("s1", ProviderEvent{Kind: EvRequestResolved, RequestRef: "q3", Status: "cancel"})
 	d := w.ev("s1", ProviderEvent{Kind: EvRuntimeExited, Status: "failed", Failure: &Failure{Message: "boom"}})
-	if got := types(d); !strings.HasPrefix(got, "provider.session.ended request.resolved node.completed request.resolved node.completed run.ended run.started") {
+	if got := types(d); !strings.HasPrefix(got, "provider.session.ended request.resolved node.completed request.resolved node.completed run.completing checkpoint.scope.opened checkpoint.requested checkpoint.recorded run.ended run.started") {
 		t.Fatalf("exit: %s", got)
 	}
 	th := w.thread
@@ -399,7 +427,7 @@ func TestFailRunAndRecover(t *testing.T) {
 	}
 	w.open("s1")
 	d = w.must(Command{ID: "r", ThreadID: "thr", Payload: Recover{Reason: "restart"}})
-	if got := types(d); got != "provider.session.ended node.completed run.ended" {
+	if got := types(d); got != "provider.session.ended node.completed run.completing checkpoint.scope.opened checkpoint.requested run.ended checkpoint.recorded" {
 		t.Fatalf("recover: %s", got)
 	}
 	if r := w.thread.Runs[1]; r.Status != RunStatusFailed || r.Failure.Code != "host_restarted" {
@@ -425,7 +453,9 @@ func TestEvolveIgnoresUnknownRefs(t *testing.T) {
 	for _, p := range []Payload{MessageDelta{MessageID: "x"}, MessageCompleted{MessageID: "x"}, RunStarted{RunID: "x"},
 		AttemptStarted{RunID: "x"}, NodeStarted{RunID: "x"}, NodeUpdated{RunID: "x", NodeID: "y", Status: "s"}, NodeDelta{NodeID: "x"},
 		NodeCompleted{RunID: "x"}, SessionEnded{SessionID: "x"}, RequestResolved{RequestID: "x"}, UsageReported{RunID: "x"},
-		RunEnded{RunID: "x"}, ProviderTurnBound{RunID: "x"}, RequestResolved{RequestID: "q", Status: "resolved"}} {
+		RunEnded{RunID: "x"}, ProviderTurnBound{RunID: "x"}, RequestResolved{RequestID: "q", Status: "resolved"},
+		RunCompleting{RunID: "x"}, CheckpointRecorded{CheckpointID: "x"}, RollbackFilesRestored{RollbackID: "x"},
+		RollbackFailed{RollbackID: "x"}, RollbackCompleted{RollbackID: "x"}, HandoffConsumed{HandoffID: "x"}} {
 		Evolve(th, Event{Sequence: 1, ThreadID: "t", At: t0, Payload: p})
 	}
 	th.ProviderTurns = []ProviderTurn{}
@@ -447,7 +477,8 @@ func TestEvolveIgnoresUnknownRefs(t *testing.T) {
 func TestCommandTypesAreDistinct(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range []CommandPayload{CreateThread{}, DispatchMessage{}, IngestProviderEvent{}, RecordSessionOpened{}, FailRun{}, Recover{},
-		InterruptRun{}, RespondToRequest{}, SteerFailed{}, MarkRequestUnreachable{}, RecordTurnDispatched{}, RespondFailed{}} {
+		InterruptRun{}, RespondToRequest{}, SteerFailed{}, MarkRequestUnreachable{}, RecordTurnDispatched{}, RespondFailed{},
+		RollbackToCheckpoint{}, RecordCheckpoint{}, RecordFilesRestored{}, RecordProviderReconciled{}} {
 		if seen[c.CommandType()] {
 			t.Errorf("duplicate command type %s", c.CommandType())
 		}

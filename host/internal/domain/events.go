@@ -191,6 +191,89 @@ type (
 		RunID    string `json:"runId,omitempty"`
 		Reason   string `json:"reason"`
 	}
+	// RunCompleting: the run's provider turn ended and its attempt is
+	// closed; the run ends with this outcome once its checkpoint is
+	// recorded.
+	RunCompleting struct {
+		RunID string `json:"runId"`
+		RunOutcome
+	}
+	// CheckpointScopeOpened: a run's, or a subagent turn's, checkpoint
+	// scope.
+	CheckpointScopeOpened struct {
+		ScopeID          string `json:"scopeId"`
+		Kind             string `json:"kind"`
+		RunID            string `json:"runId,omitempty"`
+		NodeID           string `json:"nodeId,omitempty"`
+		ParentID         string `json:"parentId,omitempty"`
+		Ordinal          int    `json:"ordinal"`
+		AdvancesRunCount bool   `json:"advancesRunCount"`
+	}
+	// CheckpointRequested: the worktree is to be captured under Ref.
+	CheckpointRequested struct {
+		CheckpointID string `json:"checkpointId"`
+		ScopeID      string `json:"scopeId"`
+		RunID        string `json:"runId,omitempty"`
+		NodeID       string `json:"nodeId,omitempty"`
+		RunOrdinal   int    `json:"runOrdinal"`
+		BaseID       string `json:"baseId,omitempty"`
+		Ref          string `json:"ref"`
+	}
+	// CheckpointRecorded: what the capture found.
+	CheckpointRecorded struct {
+		CheckpointID string       `json:"checkpointId"`
+		Status       string       `json:"status"`
+		Commit       string       `json:"commit,omitempty"`
+		Files        []FileChange `json:"files,omitempty"`
+		Reason       string       `json:"reason,omitempty"`
+	}
+	// RollbackStarted: files are being restored to a checkpoint.
+	RollbackStarted struct {
+		RollbackID       string   `json:"rollbackId"`
+		CheckpointID     string   `json:"checkpointId"`
+		TargetRunOrdinal int      `json:"targetRunOrdinal"`
+		Runs             []string `json:"runs"`
+		Checkpoints      []string `json:"checkpoints"`
+	}
+	// RollbackFilesRestored: the worktree is the checkpoint's again; the
+	// provider's conversation is next.
+	RollbackFilesRestored struct {
+		RollbackID string `json:"rollbackId"`
+		Written    int    `json:"written"`
+		Removed    int    `json:"removed"`
+	}
+	// RollbackCompleted: the provider was reconciled; the rollback's runs
+	// are rolled back and its checkpoints stale.
+	RollbackCompleted struct {
+		RollbackID        string `json:"rollbackId"`
+		Reconciliation    string `json:"reconciliation"`
+		ProviderThreadRef string `json:"providerThreadRef,omitempty"`
+		TurnsDropped      int    `json:"turnsDropped,omitempty"`
+		Note              string `json:"note,omitempty"`
+		// DetachedThreadID is the provider thread left behind for a fresh
+		// one.
+		DetachedThreadID string `json:"detachedThreadId,omitempty"`
+	}
+	// RollbackFailed: a rollback stopped at a stage.
+	RollbackFailed struct {
+		RollbackID string  `json:"rollbackId"`
+		Stage      string  `json:"stage"`
+		Failure    Failure `json:"failure"`
+	}
+	// HandoffCreated: context for a fresh provider conversation.
+	HandoffCreated struct {
+		HandoffID  string `json:"handoffId"`
+		RollbackID string `json:"rollbackId,omitempty"`
+		Strategy   string `json:"strategy"`
+		FromRun    int    `json:"fromRun"`
+		ToRun      int    `json:"toRun"`
+		Text       string `json:"text"`
+	}
+	// HandoffConsumed: a run's first turn carried the handoff.
+	HandoffConsumed struct {
+		HandoffID string `json:"handoffId"`
+		RunID     string `json:"runId"`
+	}
 )
 
 func (ThreadCreated) EventType() string       { return "thread.created" }
@@ -222,6 +305,18 @@ func (EffectCancelled) EventType() string     { return "effect.cancelled" }
 func (AttemptDispatched) EventType() string   { return "attempt.dispatched" }
 func (RequestAnswerFailed) EventType() string { return "request.answer.failed" }
 func (RateLimitReported) EventType() string   { return "rate_limit.reported" }
+func (RunCompleting) EventType() string       { return "run.completing" }
+func (CheckpointScopeOpened) EventType() string {
+	return "checkpoint.scope.opened"
+}
+func (CheckpointRequested) EventType() string   { return "checkpoint.requested" }
+func (CheckpointRecorded) EventType() string    { return "checkpoint.recorded" }
+func (RollbackStarted) EventType() string       { return "rollback.started" }
+func (RollbackFilesRestored) EventType() string { return "rollback.files.restored" }
+func (RollbackCompleted) EventType() string     { return "rollback.completed" }
+func (RollbackFailed) EventType() string        { return "rollback.failed" }
+func (HandoffCreated) EventType() string        { return "handoff.created" }
+func (HandoffConsumed) EventType() string       { return "handoff.consumed" }
 
 // decoders maps each event type to the decoder of its payload.
 var decoders = map[string]func([]byte) (Payload, error){}
@@ -265,6 +360,16 @@ func init() {
 	register[AttemptDispatched]()
 	register[RequestAnswerFailed]()
 	register[RateLimitReported]()
+	register[RunCompleting]()
+	register[CheckpointScopeOpened]()
+	register[CheckpointRequested]()
+	register[CheckpointRecorded]()
+	register[RollbackStarted]()
+	register[RollbackFilesRestored]()
+	register[RollbackCompleted]()
+	register[RollbackFailed]()
+	register[HandoffCreated]()
+	register[HandoffConsumed]()
 }
 
 // DecodePayload decodes an event's data by its type. An unknown type is an

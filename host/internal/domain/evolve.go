@@ -27,7 +27,8 @@ func Evolve(t *Thread, e Event) {
 			ApprovalPolicy: cmp.Or(p.ApprovalPolicy, ApproveDecline),
 			CreatedAt:      e.At, UpdatedAt: e.At, Sequence: e.Sequence,
 			Runs: []Run{}, Messages: []Message{}, TurnItems: []TurnItem{}, ProviderSessions: []ProviderSession{},
-			ProviderThreads: []ProviderThread{}, ProviderTurns: []ProviderTurn{}, Requests: []RuntimeRequest{}}
+			ProviderThreads: []ProviderThread{}, ProviderTurns: []ProviderTurn{}, Requests: []RuntimeRequest{},
+			CheckpointScopes: []CheckpointScope{}, Checkpoints: []Checkpoint{}}
 	case MessageAdded:
 		t.Messages = append(t.Messages, Message{ID: p.MessageID, RunID: p.RunID, NodeID: p.NodeID, Role: p.Role,
 			Text: p.Text, Status: p.Status})
@@ -164,6 +165,7 @@ func Evolve(t *Thread, e Event) {
 			}
 			r.ActiveAttempt = ""
 			r.PendingRestart = nil // requeued as runs of their own
+			r.Ending = nil
 		}
 	case DiagnosticRecorded:
 		t.Diagnostics = append(t.Diagnostics, Diagnostic{RunID: p.RunID, Title: p.Title, Text: p.Text})
@@ -212,6 +214,87 @@ func Evolve(t *Thread, e Event) {
 	case EffectCancelled:
 		t.Diagnostics = append(t.Diagnostics, Diagnostic{RunID: p.RunID, Title: "a " + p.Type + " action was not performed",
 			Text: p.Reason})
+	case RunCompleting:
+		if r := t.run(p.RunID); r != nil {
+			o := p.RunOutcome
+			r.Ending = &o
+			if a := r.attempt(p.AttemptID); a != nil {
+				a.end(p.Status, e.At)
+			}
+		}
+	case CheckpointScopeOpened:
+		t.CheckpointScopes = append(t.CheckpointScopes, CheckpointScope{ID: p.ScopeID, Kind: p.Kind, RunID: p.RunID,
+			NodeID: p.NodeID, ParentID: p.ParentID, Ordinal: p.Ordinal, AdvancesRunCount: p.AdvancesRunCount})
+	case CheckpointRequested:
+		t.Checkpoints = append(t.Checkpoints, Checkpoint{ID: p.CheckpointID, ScopeID: p.ScopeID, RunID: p.RunID, NodeID: p.NodeID,
+			RunOrdinal: p.RunOrdinal, BaseID: p.BaseID, Ref: p.Ref, Status: CheckpointCapturing, RequestedAt: e.At})
+		if sc := t.scope(p.ScopeID); sc != nil && sc.Kind == ScopeRootRun {
+			if r := t.run(p.RunID); r != nil {
+				r.CheckpointID = p.CheckpointID
+			}
+		}
+	case CheckpointRecorded:
+		if c := t.checkpoint(p.CheckpointID); c != nil {
+			c.Status, c.Commit, c.Files, c.Reason = p.Status, p.Commit, p.Files, p.Reason
+			at := e.At
+			c.CapturedAt = &at
+		}
+	case RollbackStarted:
+		t.Rollbacks = append(t.Rollbacks, Rollback{ID: p.RollbackID, CheckpointID: p.CheckpointID,
+			TargetRunOrdinal: p.TargetRunOrdinal, Status: RollbackRestoringFiles, Runs: p.Runs, Checkpoints: p.Checkpoints,
+			RequestedAt: e.At})
+	case RollbackFilesRestored:
+		if rb := t.rollback(p.RollbackID); rb != nil {
+			rb.Status = RollbackReconciling
+			rb.FilesWritten, rb.FilesRemoved = p.Written, p.Removed
+		}
+	case RollbackFailed:
+		if rb := t.rollback(p.RollbackID); rb != nil {
+			rb.Status, rb.FailedStage = RollbackStatusFailed, p.Stage
+			f := p.Failure
+			rb.Failure = &f
+			at := e.At
+			rb.EndedAt = &at
+		}
+	case RollbackCompleted:
+		rb := t.rollback(p.RollbackID)
+		if rb == nil {
+			return
+		}
+		rb.Status, rb.Reconciliation, rb.ProviderThreadRef = RollbackDone, p.Reconciliation, p.ProviderThreadRef
+		rb.TurnsDropped, rb.Note = p.TurnsDropped, p.Note
+		at := e.At
+		rb.EndedAt = &at
+		for _, id := range rb.Runs {
+			if r := t.run(id); r != nil {
+				r.Status = RunStatusRolledBack
+			}
+		}
+		for _, id := range rb.Checkpoints {
+			if c := t.checkpoint(id); c != nil {
+				c.Status = CheckpointStale
+			}
+		}
+		// Context that covers a rolled-back run no longer holds.
+		for i := range t.Handoffs {
+			if h := &t.Handoffs[i]; h.ToRun > rb.TargetRunOrdinal {
+				h.Status = HandoffSuperseded
+			}
+		}
+		for i := range t.ProviderThreads {
+			if t.ProviderThreads[i].ID == p.DetachedThreadID {
+				t.ProviderThreads[i].Detached = true
+			}
+		}
+	case HandoffCreated:
+		t.Handoffs = append(t.Handoffs, ContextHandoff{ID: p.HandoffID, RollbackID: p.RollbackID, Strategy: p.Strategy,
+			FromRun: p.FromRun, ToRun: p.ToRun, Status: HandoffReady, Text: p.Text})
+	case HandoffConsumed:
+		for i := range t.Handoffs {
+			if h := &t.Handoffs[i]; h.ID == p.HandoffID {
+				h.Status, h.RunID = HandoffStatusConsumed, p.RunID
+			}
+		}
 	}
 }
 
@@ -291,6 +374,33 @@ func (t *Thread) request(id string) *RuntimeRequest {
 	return nil
 }
 
+func (t *Thread) scope(id string) *CheckpointScope {
+	for i := range t.CheckpointScopes {
+		if t.CheckpointScopes[i].ID == id {
+			return &t.CheckpointScopes[i]
+		}
+	}
+	return nil
+}
+
+func (t *Thread) checkpoint(id string) *Checkpoint {
+	for i := len(t.Checkpoints) - 1; i >= 0; i-- { // the newest are wanted most
+		if t.Checkpoints[i].ID == id {
+			return &t.Checkpoints[i]
+		}
+	}
+	return nil
+}
+
+func (t *Thread) rollback(id string) *Rollback {
+	for i := len(t.Rollbacks) - 1; i >= 0; i-- {
+		if t.Rollbacks[i].ID == id {
+			return &t.Rollbacks[i]
+		}
+	}
+	return nil
+}
+
 func (t *Thread) hasPending(runID string) bool {
 	for _, q := range t.Requests {
 		if q.RunID == runID && q.Status == RequestStatusPending {
@@ -320,5 +430,9 @@ func (t *Thread) Clone() Thread {
 	c.Requests = slices.Clone(t.Requests)
 	c.Diagnostics = slices.Clone(t.Diagnostics)
 	c.RateLimits = slices.Clone(t.RateLimits)
+	c.CheckpointScopes = slices.Clone(t.CheckpointScopes)
+	c.Checkpoints = slices.Clone(t.Checkpoints)
+	c.Rollbacks = slices.Clone(t.Rollbacks)
+	c.Handoffs = slices.Clone(t.Handoffs)
 	return c
 }

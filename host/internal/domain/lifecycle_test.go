@@ -269,7 +269,7 @@ func TestRespondToRequest(t *testing.T) {
 	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1", RequestKind: RequestCommandApproval})
 	q := w.thread.Requests[0]
 	n := len(w.effects)
-	if n != 1 || q.AnsweredBy != "" || w.thread.Runs[0].Status != RunStatusWaiting {
+	if n != 2 || q.AnsweredBy != "" || w.thread.Runs[0].Status != RunStatusWaiting {
 		t.Fatalf("ask leaves the request to a client: %+v, %d effects", q, n)
 	}
 	respond := func(p RespondToRequest) (Decision, error) {

@@ -82,6 +82,13 @@ type Thread struct {
 	Diagnostics      []Diagnostic      `json:"diagnostics,omitempty"`
 	// RateLimits is the provider's latest word on each of its limits.
 	RateLimits []RateLimit `json:"rateLimits,omitempty"`
+	// CheckpointScopes and Checkpoints are the worktree's recorded
+	// states: a baseline before the first run, one per run, and one per
+	// subagent turn nested under its run's.
+	CheckpointScopes []CheckpointScope `json:"checkpointScopes"`
+	Checkpoints      []Checkpoint      `json:"checkpoints"`
+	Rollbacks        []Rollback        `json:"rollbacks,omitempty"`
+	Handoffs         []ContextHandoff  `json:"handoffs,omitempty"`
 	// Sequence is the last event applied to this thread.
 	Sequence uint64 `json:"sequence"`
 }
@@ -115,6 +122,19 @@ type Run struct {
 	// PendingRestart holds steering messages waiting for the active attempt
 	// to stop, so that a replacement attempt can carry them.
 	PendingRestart []SteeringMessage `json:"pendingRestart,omitempty"`
+	// Ending is how the run ends, once its provider turn has ended and
+	// its checkpoint is being captured: the run ends when it is recorded.
+	Ending *RunOutcome `json:"ending,omitempty"`
+	// CheckpointID is the run's root checkpoint.
+	CheckpointID string `json:"checkpointId,omitempty"`
+}
+
+// RunOutcome is how a run ends.
+type RunOutcome struct {
+	AttemptID  string   `json:"attemptId,omitempty"`
+	Status     string   `json:"status"`
+	StopReason string   `json:"stopReason,omitempty"`
+	Failure    *Failure `json:"failure,omitempty"`
 }
 
 // SteeringMessage is a user message sent into an active run.
@@ -193,6 +213,9 @@ type ProviderThread struct {
 	SessionID   string `json:"sessionId"`
 	ProviderRef string `json:"providerRef"`
 	ParentID    string `json:"parentId,omitempty"`
+	// Detached says a rollback left this conversation behind: it is
+	// never resumed, and the next run starts a fresh one.
+	Detached bool `json:"detached,omitempty"`
 }
 
 // ProviderTurn binds a provider's turn id to a run attempt.
@@ -322,3 +345,126 @@ const (
 	ItemAssistantMessage = "assistant_message"
 	ItemReasoning        = "reasoning"
 )
+
+// Checkpoint scope kinds.
+const (
+	// ScopeRootRun is a run's scope (ordinal 0: the baseline before the
+	// first run); it advances the app run count.
+	ScopeRootRun = "root_run"
+	// ScopeSubagent is a subagent turn's scope, nested under its run's;
+	// it does not advance the app run count.
+	ScopeSubagent = "subagent"
+)
+
+// Checkpoint statuses.
+const (
+	CheckpointCapturing = "capturing"
+	CheckpointReady     = "ready"
+	CheckpointMissing   = "missing" // the cwd is not in a git repository
+	CheckpointError     = "error"
+	CheckpointStale     = "stale" // a rollback went back past it; its ref is deleted
+)
+
+// CheckpointScope is what a checkpoint belongs to: a run, or a subagent
+// turn within one.
+type CheckpointScope struct {
+	ID       string `json:"id"`
+	Kind     string `json:"kind"`
+	RunID    string `json:"runId,omitempty"`
+	NodeID   string `json:"nodeId,omitempty"`
+	ParentID string `json:"parentId,omitempty"`
+	// Ordinal is the run's ordinal for a root_run scope (0 for the
+	// baseline), the subagent's number within its run for a subagent one.
+	Ordinal          int  `json:"ordinal"`
+	AdvancesRunCount bool `json:"advancesRunCount"`
+}
+
+// Checkpoint is the worktree as it was at one point, kept as a git commit
+// under a hidden ref.
+type Checkpoint struct {
+	ID         string `json:"id"`
+	ScopeID    string `json:"scopeId"`
+	RunID      string `json:"runId,omitempty"`
+	NodeID     string `json:"nodeId,omitempty"`
+	RunOrdinal int    `json:"runOrdinal"`
+	// BaseID is the checkpoint its file summary is against.
+	BaseID      string       `json:"baseId,omitempty"`
+	Ref         string       `json:"ref"`
+	Commit      string       `json:"commit,omitempty"`
+	Status      string       `json:"status"`
+	Files       []FileChange `json:"files,omitempty"`
+	Reason      string       `json:"reason,omitempty"`
+	RequestedAt time.Time    `json:"requestedAt"`
+	CapturedAt  *time.Time   `json:"capturedAt,omitempty"`
+}
+
+// FileChange is one file a checkpoint changed against its base.
+type FileChange struct {
+	Path      string `json:"path"`
+	Kind      string `json:"kind"` // added, modified, deleted, type_changed
+	Additions int    `json:"additions"`
+	Deletions int    `json:"deletions"`
+	Binary    bool   `json:"binary,omitempty"`
+}
+
+// Rollback statuses.
+const (
+	RollbackRestoringFiles = "restoring_files"
+	RollbackReconciling    = "reconciling_provider"
+	RollbackDone           = "completed"
+	RollbackStatusFailed   = "failed"
+)
+
+// How a rollback reconciled the provider's conversation.
+const (
+	ReconcileNone        = "none"            // the provider had no turns to drop
+	ReconcileNative      = "native_rollback" // the provider dropped the turns itself
+	ReconcileFreshThread = "fresh_thread"    // the next run starts a new conversation, with a handoff
+)
+
+// Rollback puts the files back to a checkpoint and the provider's
+// conversation back to the same point.
+type Rollback struct {
+	ID               string `json:"id"`
+	CheckpointID     string `json:"checkpointId"`
+	TargetRunOrdinal int    `json:"targetRunOrdinal"`
+	Status           string `json:"status"`
+	// Runs are the runs it rolls back; Checkpoints the ones it makes stale.
+	Runs         []string `json:"runs"`
+	Checkpoints  []string `json:"checkpoints"`
+	FilesWritten int      `json:"filesWritten,omitempty"`
+	FilesRemoved int      `json:"filesRemoved,omitempty"`
+	// Reconciliation is how the provider was brought back (see the
+	// Reconcile constants), with what it dropped and any note.
+	Reconciliation    string     `json:"reconciliation,omitempty"`
+	ProviderThreadRef string     `json:"providerThreadRef,omitempty"`
+	TurnsDropped      int        `json:"turnsDropped,omitempty"`
+	Note              string     `json:"note,omitempty"`
+	FailedStage       string     `json:"failedStage,omitempty"`
+	Failure           *Failure   `json:"failure,omitempty"`
+	RequestedAt       time.Time  `json:"requestedAt"`
+	EndedAt           *time.Time `json:"endedAt,omitempty"`
+}
+
+// Handoff statuses and strategies.
+const (
+	HandoffReady          = "ready"
+	HandoffStatusConsumed = "consumed"
+	HandoffSuperseded     = "superseded"
+
+	HandoffFullThreadSummary = "full_thread_summary"
+)
+
+// ContextHandoff is the portable context a fresh provider conversation
+// gets: what the runs it covers said and changed.
+type ContextHandoff struct {
+	ID         string `json:"id"`
+	RollbackID string `json:"rollbackId,omitempty"`
+	Strategy   string `json:"strategy"`
+	FromRun    int    `json:"fromRun"`
+	ToRun      int    `json:"toRun"`
+	Status     string `json:"status"`
+	// RunID is the run it was given to.
+	RunID string `json:"runId,omitempty"`
+	Text  string `json:"text"`
+}

@@ -19,6 +19,7 @@ import (
 // again. A new host on the same data dir shows the same projection.
 func TestSimple(t *testing.T) {
 	e := newEnv(t)
+	e.gitWorkspace()
 	threadID := e.createThread("acp", "acp/simple.ndjson")
 	msgs := messages(t, "acp/simple.messages")
 	want := assistantTexts(t, "acp/simple.ndjson")
@@ -37,6 +38,18 @@ func TestSimple(t *testing.T) {
 	assertOneRootAndTurn(t, th, run)
 	if got := assistantText(th, run.ID); got != want[0] {
 		t.Errorf("assistant text = %q, want %q", got, want[0])
+	}
+	// One root checkpoint for the run, after the baseline; the agent only
+	// talked, so it changed no file.
+	roots := rootCheckpoints(th)
+	if len(roots) != 2 || roots[0].RunOrdinal != 0 || roots[1].RunID != run.ID || run.CheckpointID != roots[1].ID {
+		t.Fatalf("root checkpoints: %+v", roots)
+	}
+	if c := roots[1]; c.Status != domain.CheckpointReady || len(c.Files) != 0 || c.BaseID != roots[0].ID {
+		t.Errorf("run checkpoint: %+v", c)
+	}
+	if types := e.types(threadID, 0); indexOf(types, "checkpoint.recorded") > indexOf(types, "run.ended") {
+		t.Errorf("the run ended before its checkpoint was recorded: %v", types)
 	}
 
 	// The same command again: the same receipt, no new events, no prompt.

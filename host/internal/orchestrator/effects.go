@@ -115,6 +115,19 @@ func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
 	if h.ctx.Err() != nil {
 		return nil, false // closing: left in the outbox
 	}
+	// The host's own work: a nil command means it was cut short by the
+	// host closing, and the next host performs it again.
+	switch e.Type {
+	case domain.EffectCapture:
+		cmd := h.capture(e)
+		return cmd, cmd != nil
+	case domain.EffectRestoreFiles:
+		cmd := h.restoreFiles(e)
+		return cmd, cmd != nil
+	case domain.EffectReconcileThread:
+		cmd := h.reconcileThread(e)
+		return cmd, cmd != nil
+	}
 	if (e.Type == domain.EffectStartTurn || e.Type == domain.EffectSteer) && !h.attemptActive(e) {
 		// Decided for an attempt that has since been replaced or whose run
 		// ended: sending it now would start work nobody follows.
@@ -356,8 +369,8 @@ func (h *Host) session(threadID string) (*liveSession, error) {
 	var resume string
 	if p.Description.Capabilities.Resume {
 		for _, pt := range t.ProviderThreads {
-			if pt.ParentID == "" {
-				resume = pt.ProviderRef // the latest root conversation
+			if pt.ParentID == "" && !pt.Detached {
+				resume = pt.ProviderRef // the latest root conversation a rollback did not leave
 			}
 		}
 	}

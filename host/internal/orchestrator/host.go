@@ -20,6 +20,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/baton-run/baton/host/internal/checkpoint"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/ids"
@@ -45,6 +46,7 @@ type Host struct {
 	log     hclog.Logger
 	store   *eventlog.Store
 	plugins *pluginhost.Manager
+	cps     *checkpoint.Service
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -88,6 +90,7 @@ func Open(cfg Config) (*Host, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Host{cfg: cfg, log: cfg.Logger, store: store,
 		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin")}),
+		cps:     checkpoint.New(),
 		ctx:     ctx, cancel: cancel, threads: map[string]*domain.Thread{}, workers: map[string]*worker{},
 		sessions: map[string]*liveSession{}}
 	if err := h.rebuild(); err != nil {
@@ -148,15 +151,22 @@ func (h *Host) evolve(r eventlog.Record, p domain.Payload) error {
 // recover reconciles threads whose sessions or runs were live when the
 // previous host stopped, or that have provider actions left in the outbox:
 // those processes are gone, so the actions are cancelled with a reason,
-// never performed blindly against a new process.
+// never performed blindly against a new process. The host's own work left
+// in the outbox (checkpoint captures, rollback stages) is performed again,
+// after the recovery, in its order.
 func (h *Host) recover() error {
 	outbox, err := h.store.Outbox()
 	if err != nil {
 		return err
 	}
-	left := map[string][]eventlog.StoredEffect{}
-	for _, e := range outbox {
-		left[e.ThreadID] = append(left[e.ThreadID], e)
+	left := map[string][]domain.Effect{}
+	for _, se := range outbox {
+		var e domain.Effect
+		if err := json.Unmarshal(se.Data, &e); err != nil {
+			return fmt.Errorf("recover thread %s: outbox entry %s is corrupt: %w", se.ThreadID, se.ID, err)
+		}
+		e.ID, e.ThreadID = se.ID, se.ThreadID
+		left[se.ThreadID] = append(left[se.ThreadID], e)
 	}
 	h.mu.Lock()
 	var todo []string
@@ -170,19 +180,32 @@ func (h *Host) recover() error {
 	for _, id := range todo {
 		rec := domain.Recover{Reason: "the host restarted while this was in progress"}
 		var done []eventlog.EffectRef
-		for _, se := range left[id] {
-			var e domain.Effect
-			if err := json.Unmarshal(se.Data, &e); err != nil {
-				return fmt.Errorf("recover thread %s: outbox entry %s is corrupt: %w", id, se.ID, err)
+		var again []domain.Effect
+		for _, e := range left[id] {
+			if domain.Replayable(e.Type) {
+				again = append(again, e)
+				continue
 			}
-			rec.Effects = append(rec.Effects, domain.PendingEffect{ID: se.ID, Type: e.Type, RunID: e.RunID, MessageID: e.MessageID})
-			done = append(done, eventlog.EffectRef{ThreadID: id, ID: se.ID})
+			rec.Effects = append(rec.Effects, domain.PendingEffect{ID: e.ID, Type: e.Type, RunID: e.RunID, MessageID: e.MessageID})
+			done = append(done, eventlog.EffectRef{ThreadID: id, ID: e.ID})
 		}
-		last, _ := h.store.Last()
-		_, err := h.dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("recover:%s:%d", id, last), ThreadID: id, Payload: rec}, done)
-		if err != nil {
-			return fmt.Errorf("recover thread %s: %w", id, err)
+		h.mu.Lock()
+		needed := needsRecovery(h.threads[id])
+		h.mu.Unlock()
+		if needed || len(rec.Effects) > 0 {
+			last, _ := h.store.Last()
+			_, err := h.dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("recover:%s:%d", id, last), ThreadID: id, Payload: rec}, done)
+			if err != nil {
+				return fmt.Errorf("recover thread %s: %w", id, err)
+			}
 		}
+		// After the recovery: a run it ended does not start the next one
+		// when its checkpoint is recorded.
+		h.mu.Lock()
+		for _, e := range again {
+			h.workerFor(id).push(e)
+		}
+		h.mu.Unlock()
 	}
 	return nil
 }

@@ -12,6 +12,9 @@
 //	  {"send":"Make it short","mode":"steer_active"},
 //	  {"waitFor":"ended"}]}
 //
+// {"rollback": N} rolls the thread back to run N's checkpoint (0: the
+// baseline before the first run) and waits for the rollback to finish.
+//
 // Waits are event-driven: "running" (the newest run's provider turn has
 // started), "text" (the newest run has assistant text), "request" (a
 // request is pending and unanswered), "ended" (every run has ended). A
@@ -54,6 +57,8 @@ type Step struct {
 	// SleepMS pauses, for a real provider to get somewhere; replays skip
 	// it (Options.Sleep false).
 	SleepMS int `json:"sleepMs,omitempty"`
+	// Rollback rolls back to this run's checkpoint (0: the baseline).
+	Rollback *int `json:"rollback,omitempty"`
 }
 
 // Waits.
@@ -77,13 +82,13 @@ func Parse(b []byte) (Script, error) {
 	}
 	for i, st := range s.Steps {
 		n := 0
-		for _, set := range []bool{st.Send != "", st.WaitFor != "", st.Interrupt, st.Respond != "", st.SleepMS > 0} {
+		for _, set := range []bool{st.Send != "", st.WaitFor != "", st.Interrupt, st.Respond != "", st.SleepMS > 0, st.Rollback != nil} {
 			if set {
 				n++
 			}
 		}
 		if n != 1 {
-			return Script{}, fmt.Errorf("scenario script: step %d must do exactly one thing (send, waitFor, interrupt, respond or sleepMs)", i+1)
+			return Script{}, fmt.Errorf("scenario script: step %d must do exactly one thing (send, waitFor, interrupt, respond, sleepMs or rollback)", i+1)
 		}
 		switch st.WaitFor {
 		case "", WaitRunning, WaitText, WaitRequest, WaitEnded:
@@ -165,6 +170,11 @@ func Run(ctx context.Context, h *orchestrator.Host, threadID string, s Script, o
 				_, err = h.Dispatch(ctx, domain.Command{ID: id, ThreadID: threadID,
 					Payload: domain.RespondToRequest{RequestID: q.ID, Decision: st.Respond, Answers: st.Answers}})
 			}
+		case st.Rollback != nil:
+			var rb domain.Rollback
+			if rb, err = RollbackToRun(ctx, h, threadID, id, *st.Rollback); err == nil && rb.Status != domain.RollbackDone {
+				err = fmt.Errorf("rollback to run %d %s: %s", *st.Rollback, rb.Status, rb.Failure.Message)
+			}
 		case st.SleepMS > 0 && o.Sleep:
 			select {
 			case <-time.After(time.Duration(st.SleepMS) * time.Millisecond):
@@ -181,7 +191,11 @@ func Run(ctx context.Context, h *orchestrator.Host, threadID string, s Script, o
 
 // Wait waits until the thread reaches a point (see the Wait constants).
 func Wait(ctx context.Context, h *orchestrator.Host, threadID, what string) error {
-	ok := func(t domain.Thread) bool { return Reached(t, what) }
+	return until(ctx, h, threadID, what, func(t domain.Thread) bool { return Reached(t, what) })
+}
+
+// until waits until ok holds for the thread.
+func until(ctx context.Context, h *orchestrator.Host, threadID, what string, ok func(domain.Thread) bool) error {
 	t, seq, err := h.Snapshot(threadID)
 	if err != nil {
 		return err
@@ -222,14 +236,51 @@ func Reached(t domain.Thread, what string) bool {
 	case WaitRequest:
 		// Nothing more can come once every run has ended.
 		return pending(t) != nil || Reached(t, WaitEnded)
-	default: // WaitEnded
+	default: // WaitEnded: every run, and any rollback
 		for _, r := range t.Runs {
 			if !domain.Terminal(r.Status) {
 				return false
 			}
 		}
-		return true
+		return !rollingBack(t)
 	}
+}
+
+func rollingBack(t domain.Thread) bool {
+	if n := len(t.Rollbacks); n > 0 {
+		s := t.Rollbacks[n-1].Status
+		return s == domain.RollbackRestoringFiles || s == domain.RollbackReconciling
+	}
+	return false
+}
+
+// RollbackToRun rolls a thread back to run N's checkpoint (0: the baseline
+// before the first run) with command id cmdID, and waits until the rollback
+// has finished, one way or the other.
+func RollbackToRun(ctx context.Context, h *orchestrator.Host, threadID, cmdID string, run int) (domain.Rollback, error) {
+	t, err := h.Thread(threadID)
+	if err != nil {
+		return domain.Rollback{}, err
+	}
+	scope := ""
+	for _, sc := range t.CheckpointScopes {
+		if sc.Kind == domain.ScopeRootRun && sc.Ordinal == run {
+			scope = sc.ID
+		}
+	}
+	if scope == "" {
+		return domain.Rollback{}, fmt.Errorf("%w: thread %s has no checkpoint of run %d", domain.ErrNotFound, threadID, run)
+	}
+	if _, err := h.Dispatch(ctx, domain.Command{ID: cmdID, ThreadID: threadID, Payload: domain.RollbackToCheckpoint{ScopeID: scope}}); err != nil {
+		return domain.Rollback{}, err
+	}
+	if err := until(ctx, h, threadID, "the rollback", func(t domain.Thread) bool { return !rollingBack(t) }); err != nil {
+		return domain.Rollback{}, err
+	}
+	if t, err = h.Thread(threadID); err != nil {
+		return domain.Rollback{}, err
+	}
+	return t.Rollbacks[len(t.Rollbacks)-1], nil
 }
 
 func newest(t domain.Thread) *domain.Run {

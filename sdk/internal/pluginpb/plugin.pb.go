@@ -1500,10 +1500,14 @@ func (*RespondToRequestResponse) Descriptor() ([]byte, []int) {
 }
 
 type RollbackThreadRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	ThreadRef     string                 `protobuf:"bytes,2,opt,name=thread_ref,json=threadRef,proto3" json:"thread_ref,omitempty"`
-	Turns         uint32                 `protobuf:"varint,3,opt,name=turns,proto3" json:"turns,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ThreadRef string                 `protobuf:"bytes,2,opt,name=thread_ref,json=threadRef,proto3" json:"thread_ref,omitempty"`
+	Turns     uint32                 `protobuf:"varint,3,opt,name=turns,proto3" json:"turns,omitempty"`
+	// before_turn_ref is the provider ref of the oldest turn to drop, when the
+	// host knows it; an adapter that can check it refuses a rollback whose
+	// turns-th newest turn is another one.
+	BeforeTurnRef string `protobuf:"bytes,4,opt,name=before_turn_ref,json=beforeTurnRef,proto3" json:"before_turn_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1557,6 +1561,13 @@ func (x *RollbackThreadRequest) GetTurns() uint32 {
 		return x.Turns
 	}
 	return 0
+}
+
+func (x *RollbackThreadRequest) GetBeforeTurnRef() string {
+	if x != nil {
+		return x.BeforeTurnRef
+	}
+	return ""
 }
 
 type RollbackThreadResponse struct {
@@ -1903,13 +1914,14 @@ const file_plugin_proto_rawDesc = "" +
 	"\fAnswersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1a\n" +
-	"\x18RespondToRequestResponse\"k\n" +
+	"\x18RespondToRequestResponse\"\x93\x01\n" +
 	"\x15RollbackThreadRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
 	"\n" +
 	"thread_ref\x18\x02 \x01(\tR\tthreadRef\x12\x14\n" +
-	"\x05turns\x18\x03 \x01(\rR\x05turns\"7\n" +
+	"\x05turns\x18\x03 \x01(\rR\x05turns\x12&\n" +
+	"\x0fbefore_turn_ref\x18\x04 \x01(\tR\rbeforeTurnRef\"7\n" +
 	"\x16RollbackThreadResponse\x12\x1d\n" +
 	"\n" +
 	"thread_ref\x18\x01 \x01(\tR\tthreadRef\"Y\n" +

@@ -49,11 +49,9 @@ func approvalPolicy(runtimePolicy string) (string, error) {
 	return "", sdk.Errorf(sdk.ErrInvalid, "runtime policy %q: want empty (ask the host about everything), untrusted, on-request or never", runtimePolicy)
 }
 
-// Adapter drives `codex app-server`. It implements sdk.Adapter and
-// sdk.Steerer (turn/steer).
-//
-// Rollback is not offered yet: codex 0.171.0 has no thread/rollback; its
-// thread/revert (history before a turn) could back sdk.Rollbacker later.
+// Adapter drives `codex app-server`. It implements sdk.Adapter,
+// sdk.Steerer (turn/steer) and sdk.Rollbacker (thread/revert, or
+// thread/rollback on codex before paginated history).
 type Adapter struct {
 	log hclog.Logger
 
@@ -181,6 +179,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest, pol
 	s.mu.Lock()
 	s.thread = res.Thread.ID
 	s.norm.setRoot(res.Thread.ID)
+	s.norm.rememberHistory(res.Thread)
 	s.mu.Unlock()
 	detail, _ := json.Marshal(map[string]string{"model": res.Thread.Model, "cliVersion": res.Thread.CliVersion,
 		"userAgent": init.UserAgent})
@@ -450,4 +449,7 @@ func (s *session) resolvedByCodex(params json.RawMessage) []sdk.RuntimeEvent {
 		RequestKind: q.kind, Status: string(sdk.DecisionCancel), Text: "codex withdrew the request"}}
 }
 
-var _ sdk.Steerer = (*Adapter)(nil)
+var (
+	_ sdk.Steerer    = (*Adapter)(nil)
+	_ sdk.Rollbacker = (*Adapter)(nil)
+)

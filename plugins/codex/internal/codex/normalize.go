@@ -36,6 +36,7 @@ type normalizer struct {
 	ended      map[string]bool   // turns that reached their terminal
 	items      map[string]*openItem
 	usage      map[string]*tokenUsageBreakdown // turn -> the sum of its model calls
+	history    map[string]string               // thread -> its historyMode, where codex said
 	// clientTurn is the host's id for the root turn being started, given
 	// to the next root turn/started.
 	clientTurn string
@@ -52,7 +53,7 @@ type openItem struct {
 func newNormalizer(root, cwd string) *normalizer {
 	n := &normalizer{root: root, cwd: cwd, known: map[string]bool{}, parents: map[string]string{},
 		prompts: map[string]string{}, turnThread: map[string]string{}, active: map[string]string{}, ended: map[string]bool{},
-		items: map[string]*openItem{}, usage: map[string]*tokenUsageBreakdown{}}
+		items: map[string]*openItem{}, usage: map[string]*tokenUsageBreakdown{}, history: map[string]string{}}
 	if root != "" {
 		n.setRoot(root)
 	}
@@ -75,6 +76,18 @@ func (n *normalizer) turnStarted(thread, turn string) {
 // clientTurn.
 func (n *normalizer) expectTurn(clientTurn string) { n.clientTurn = clientTurn }
 
+// rememberHistory records how codex keeps a thread's history, from a
+// Thread object (thread/start, thread/resume, thread/started, a rollback's
+// answer). An object that does not say leaves what is known.
+func (n *normalizer) rememberHistory(t thread) {
+	if t.ID != "" && t.HistoryMode != "" {
+		n.history[t.ID] = t.HistoryMode
+	}
+}
+
+// historyMode is the thread's historyMode ("" when codex never said).
+func (n *normalizer) historyMode(thread string) string { return n.history[thread] }
+
 // setRoot names the session's own thread once thread/start or
 // thread/resume answered.
 func (n *normalizer) setRoot(thread string) {
@@ -93,6 +106,8 @@ var ignored = map[string]bool{
 	"item/commandExecution/terminalInteraction": true, "item/autoApprovalReview/started": true,
 	"item/autoApprovalReview/completed": true, "thread/compacted": true, "model/rerouted": true,
 	"thread/goal/updated": true, "thread/goal/cleared": true,
+	// After thread/revert: the rollback's answer came first and said it all.
+	"thread/reverted": true,
 }
 
 // notification normalizes one server notification.
@@ -257,6 +272,7 @@ func itemKey(thread, id string) string { return thread + "\x00" + id }
 // sub-agent in versions that report it). The session's own thread was
 // announced when the session opened.
 func (n *normalizer) threadStarted(t thread) []sdk.RuntimeEvent {
+	n.rememberHistory(t)
 	if t.ID == "" || n.known[t.ID] {
 		return nil
 	}

@@ -452,6 +452,13 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add([]byte(`{"method":"turn/started","params":{"threadId":"C","turn":{"id":"ct","rootTurnId":"u"}}}`))
 	f.Add([]byte(`{"id":0,"method":"item/tool/requestUserInput","params":{"threadId":"T","turnId":"u","itemId":"q","questions":[{"id":"a","question":"?"}]}}`))
 	f.Add([]byte(`{"id":3,"result":{"turn":{"id":"u"}}}`))
+	// Rollback: a thread's history mode, a page of its turns (newest
+	// first), thread/revert's answer and the notification after it.
+	f.Add([]byte(`{"method":"thread/started","params":{"thread":{"id":"F","historyMode":"paginated","forkedFromId":"T"}},"emittedAtMs":1}`))
+	f.Add([]byte(`{"id":5,"result":{"data":[{"id":"u3","status":"completed","items":[]},{"id":"u2","status":"inProgress"}],"nextCursor":"{\"rolloutOrdinal\":7}","backwardsCursor":null}}`))
+	f.Add([]byte(`{"id":5,"result":{"data":[],"nextCursor":{"k":1}}}`))
+	f.Add([]byte(`{"id":6,"result":{"thread":{"id":"T","historyMode":"paginated","turns":[]},"turnsBackwardsCursor":"{}","itemsBackwardsCursor":"{}"}}`))
+	f.Add([]byte(`{"method":"thread/reverted","params":{"threadId":"T"},"emittedAtMs":1}`))
 	f.Add([]byte(`WARNING: banner`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var req jsonrpc2.Request
@@ -463,6 +470,31 @@ func FuzzDecodeFrame(f *testing.F) {
 		var msg notification
 		if json.Unmarshal(line, &msg) != nil {
 			return
+		}
+		var resp struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(line, &resp) == nil && len(resp.Result) > 0 {
+			// A response: as a page of turns, and as a thread.
+			var page turnsListResult
+			if json.Unmarshal(resp.Result, &page) == nil {
+				p := turnPages{want: 2}
+				if next, err := p.add(page); err != nil {
+					if err.Error() == "" {
+						t.Fatal("a bad page without a reason")
+					}
+				} else if next == nil {
+					if id, err := p.target("u2"); err != nil && !errors.Is(err, sdk.ErrInvalid) && !errors.Is(err, sdk.ErrBusy) {
+						t.Fatalf("target %q: an error that is neither invalid nor busy: %v", id, err)
+					}
+				} else if !json.Valid(next) || p.missing() <= 0 {
+					t.Fatalf("follows cursor %s for %d more turns", next, p.missing())
+				}
+			}
+			var res threadResult
+			if json.Unmarshal(resp.Result, &res) == nil {
+				newNormalizer("T", "/ws").rememberHistory(res.Thread)
+			}
 		}
 		n := newNormalizer("T", "/ws")
 		for _, ev := range n.notification(msg.Method, msg.Params) {

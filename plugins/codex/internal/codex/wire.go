@@ -65,7 +65,16 @@ type thread struct {
 	Model          string  `json:"model"`
 	CliVersion     string  `json:"cliVersion"`
 	AgentNickname  *string `json:"agentNickname"`
+	// HistoryMode is how codex keeps the thread's history (see
+	// historyPaginated); absent in versions that do not say.
+	HistoryMode string `json:"historyMode"`
 }
+
+// historyPaginated is the historyMode of a thread whose history codex keeps
+// in pages (0.171.0 creates every thread so). Such a thread has no
+// thread/rollback: thread/revert cuts its history before a turn, whose id
+// thread/turns/list gives.
+const historyPaginated = "paginated"
 
 type threadResult struct {
 	Thread thread `json:"thread"`
@@ -90,6 +99,36 @@ type turnSteerParams struct {
 type turnInterruptParams struct {
 	ThreadID string `json:"threadId"`
 	TurnID   string `json:"turnId"`
+}
+
+// thread/turns/list pages a thread's turns. The cursors are codex's own,
+// opaque (JSON strings holding JSON in 0.171.0) and passed back as they
+// came; null asks for the first page.
+type turnsListParams struct {
+	ThreadID      string          `json:"threadId"`
+	Cursor        json.RawMessage `json:"cursor"`
+	Limit         int             `json:"limit"`
+	SortDirection string          `json:"sortDirection"`
+	ItemsView     string          `json:"itemsView"`
+}
+
+type turnsListResult struct {
+	Data       []turn          `json:"data"`
+	NextCursor json.RawMessage `json:"nextCursor"`
+}
+
+// threadRevertParams: thread/revert keeps the history before BeforeTurnID
+// and drops that turn and every later one.
+type threadRevertParams struct {
+	ThreadID     string `json:"threadId"`
+	BeforeTurnID string `json:"beforeTurnId"`
+}
+
+// threadRollbackParams: thread/rollback (codex before paginated history)
+// drops the last NumTurns turns.
+type threadRollbackParams struct {
+	ThreadID string `json:"threadId"`
+	NumTurns uint32 `json:"numTurns"`
 }
 
 // turn is codex's Turn object.

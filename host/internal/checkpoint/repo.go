@@ -1,0 +1,77 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Empty tree ids by object format: the base of a first checkpoint.
+const (
+	emptyTreeSHA1   = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+	emptyTreeSHA256 = "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
+)
+
+// repo is a checkpointed directory and the git work tree it is in.
+type repo struct {
+	dir       string // absolute; the directory checkpointed
+	top       string // the work tree's top level
+	gitDir    string // absolute git dir (per worktree for `git worktree` dirs)
+	prefix    string // dir relative to top: "" or slash-separated ending in "/"
+	emptyTree string
+}
+
+// stateDir holds Baton's files in the git dir: the lock, the cached index
+// and temporary indexes.
+func (r repo) stateDir() string { return filepath.Join(r.gitDir, "baton") }
+
+// open finds the work tree dir is in. If there is none (or no dir), or git
+// is not installed, it returns the reason and no error.
+func open(ctx context.Context, dir string) (r repo, missing string, err error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return repo{}, "", err
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return repo{}, abs + " does not exist", nil
+	case err != nil:
+		return repo{}, "", err
+	case !fi.IsDir():
+		return repo{}, abs + " is not a directory", nil
+	}
+	out, err := gitRun{dir: abs, read: true}.run(ctx, "rev-parse",
+		"--is-inside-work-tree", "--show-toplevel", "--absolute-git-dir", "--show-prefix", "--show-object-format")
+	var ge *gitError
+	switch {
+	case errors.Is(err, errNoGit):
+		return repo{}, err.Error(), nil
+	case errors.As(err, &ge) && ge.exitCode() > 0:
+		switch {
+		case strings.Contains(ge.stderr, "not a git repository"):
+			return repo{}, abs + " is not in a git repository", nil
+		case strings.Contains(ge.stderr, "must be run in a work tree"):
+			return repo{}, abs + " is not in a git work tree", nil
+		}
+		return repo{}, abs + ": " + ge.Error(), nil
+	case err != nil:
+		return repo{}, "", err
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != 5 {
+		return repo{}, "", fmt.Errorf("git rev-parse: unexpected output %q", out)
+	}
+	if lines[0] != "true" {
+		return repo{}, abs + " is not in a git work tree", nil
+	}
+	r = repo{dir: abs, top: lines[1], gitDir: lines[2], prefix: lines[3], emptyTree: emptyTreeSHA1}
+	if lines[4] == "sha256" {
+		r.emptyTree = emptyTreeSHA256
+	}
+	return r, "", nil
+}

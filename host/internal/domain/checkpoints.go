@@ -1,0 +1,370 @@
+package domain
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Checkpoints and rollback.
+//
+// A run's root checkpoint is captured after its completion barrier (the
+// provider's terminal event, streams flushed, items closed) and the run
+// ends when it is recorded, so the next run never starts before the files
+// it found are kept. A baseline is captured before the first run starts,
+// and a subagent turn's end captures a checkpoint in a scope nested under
+// its run's. A rollback restores the files first, then reconciles the
+// provider; until both are done no run starts, and a rollback whose files
+// failed to restore keeps runs from starting until one succeeds.
+
+// Effect types of checkpoints and rollback. These are the host's own work
+// (git, and a provider rollback checked against the turn it expects), so a
+// host that stopped with one in its outbox performs it again; see
+// Replayable.
+const (
+	EffectCapture         = "checkpoint_capture"
+	EffectRestoreFiles    = "rollback_files"
+	EffectReconcileThread = "rollback_provider"
+)
+
+// Replayable says whether an effect left in the outbox by a host that
+// stopped is performed again by the next one. Provider actions bound to a
+// process that is gone are not: recovery cancels them.
+func Replayable(effectType string) bool {
+	switch effectType {
+	case EffectCapture, EffectRestoreFiles, EffectReconcileThread:
+		return true
+	}
+	return false
+}
+
+// RefPrefix is the hidden ref namespace checkpoints live under.
+const RefPrefix = "refs/baton/checkpoints/"
+
+var refSafe = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9_.-]*$`)
+
+// refComponent is a thread id as a ref path component: as it is when git
+// allows it, else a digest of it.
+func refComponent(id string) string {
+	if refSafe.MatchString(id) && !strings.Contains(id, "..") && !strings.HasSuffix(id, ".lock") && !strings.HasSuffix(id, ".") {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "x" + hex.EncodeToString(sum[:16])
+}
+
+// settled says whether a run takes no more provider work: it has ended,
+// or its turn has and its checkpoint is being captured.
+func (r *Run) settled() bool { return Terminal(r.Status) || r.Ending != nil }
+
+// live says whether a run is active and its provider turn not over.
+func (r *Run) live() bool { return Active(r.Status) && r.Ending == nil }
+
+// lastReadyRoot is the newest ready root checkpoint: what the worktree was
+// when the next run began.
+func (t *Thread) lastReadyRoot() *Checkpoint {
+	for i := len(t.Checkpoints) - 1; i >= 0; i-- {
+		c := &t.Checkpoints[i]
+		if c.Status != CheckpointReady {
+			continue
+		}
+		if sc := t.scope(c.ScopeID); sc != nil && sc.Kind == ScopeRootRun {
+			return c
+		}
+	}
+	return nil
+}
+
+func (t *Thread) hasRootCheckpoint() bool {
+	for _, sc := range t.CheckpointScopes {
+		if sc.Kind == ScopeRootRun {
+			return true
+		}
+	}
+	return false
+}
+
+// rootScope is a run's root scope (the baseline's for runID "").
+func (t *Thread) rootScope(runID string) *CheckpointScope {
+	for i := range t.CheckpointScopes {
+		if sc := &t.CheckpointScopes[i]; sc.Kind == ScopeRootRun && sc.RunID == runID {
+			return sc
+		}
+	}
+	return nil
+}
+
+// requestCheckpoint opens a scope for a run (r nil: the baseline), or for a
+// subagent node of it, and asks for the worktree to be captured in it.
+func requestCheckpoint(t *Thread, r *Run, subagentNode string, env Env, d *Decision) {
+	ordinal, runID := 0, ""
+	if r != nil {
+		ordinal, runID = r.Ordinal, r.ID
+	}
+	thr := RefPrefix + refComponent(t.ID)
+	scopeID := ""
+	if sc := t.rootScope(runID); sc != nil {
+		scopeID = sc.ID
+	} else {
+		scopeID = env.NewID("cps")
+		d.emit(CheckpointScopeOpened{ScopeID: scopeID, Kind: ScopeRootRun, RunID: runID, Ordinal: ordinal, AdvancesRunCount: true})
+	}
+	ref := thr + "/root/" + strconv.Itoa(ordinal)
+	nodeID := ""
+	if subagentNode != "" {
+		k := 1
+		for _, sc := range t.CheckpointScopes {
+			if sc.Kind == ScopeSubagent && sc.RunID == runID {
+				k++
+			}
+		}
+		parent := scopeID
+		scopeID = env.NewID("cps")
+		nodeID = subagentNode
+		d.emit(CheckpointScopeOpened{ScopeID: scopeID, Kind: ScopeSubagent, RunID: runID, NodeID: nodeID, ParentID: parent, Ordinal: k})
+		ref = thr + "/subagent/" + strconv.Itoa(ordinal) + "-" + strconv.Itoa(k)
+	}
+	var base string
+	if c := t.lastReadyRoot(); c != nil {
+		base = c.ID
+	}
+	id := env.NewID("cp")
+	d.emit(CheckpointRequested{CheckpointID: id, ScopeID: scopeID, RunID: runID, NodeID: nodeID, RunOrdinal: ordinal,
+		BaseID: base, Ref: ref})
+	d.effect(Effect{Type: EffectCapture, ThreadID: t.ID, RunID: runID, CheckpointID: id, Ref: ref, BaseID: base})
+}
+
+func decideRecordCheckpoint(t *Thread, p RecordCheckpoint, env Env, d *Decision) error {
+	c := t.checkpoint(p.CheckpointID)
+	if c == nil {
+		return fmt.Errorf("%w: checkpoint %q", ErrNotFound, p.CheckpointID)
+	}
+	switch p.Status {
+	case CheckpointReady, CheckpointMissing, CheckpointError:
+	default:
+		return fmt.Errorf("%w: a capture is %s, %s or %s, not %q", ErrInvalid, CheckpointReady, CheckpointMissing, CheckpointError, p.Status)
+	}
+	if c.Status != CheckpointCapturing {
+		return nil // recorded before
+	}
+	d.emit(CheckpointRecorded(p))
+	if r := t.run(c.RunID); r != nil && r.Ending != nil && r.CheckpointID == c.ID {
+		finishRun(t, r, *r.Ending, env, d)
+	}
+	return nil
+}
+
+// rollbackHolds says whether a rollback keeps runs from starting: one in
+// progress, or one whose files failed to restore.
+func (t *Thread) rollbackHolds() bool {
+	if n := len(t.Rollbacks); n > 0 {
+		return t.Rollbacks[n-1].Status != RollbackDone
+	}
+	return false
+}
+
+func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) error {
+	var c *Checkpoint
+	switch {
+	case p.CheckpointID != "":
+		if c = t.checkpoint(p.CheckpointID); c == nil {
+			return fmt.Errorf("%w: checkpoint %q", ErrNotFound, p.CheckpointID)
+		}
+		if p.ScopeID != "" && c.ScopeID != p.ScopeID {
+			return fmt.Errorf("%w: checkpoint %s is not in scope %s", ErrInvalid, c.ID, p.ScopeID)
+		}
+	case p.ScopeID != "":
+		if t.scope(p.ScopeID) == nil {
+			return fmt.Errorf("%w: checkpoint scope %q", ErrNotFound, p.ScopeID)
+		}
+		for i := range t.Checkpoints {
+			if t.Checkpoints[i].ScopeID == p.ScopeID {
+				c = &t.Checkpoints[i]
+			}
+		}
+	default:
+		return fmt.Errorf("%w: checkpoint.rollback needs a checkpointId or a scopeId", ErrInvalid)
+	}
+	if sc := t.scope(c.ScopeID); sc.Kind != ScopeRootRun {
+		return fmt.Errorf("%w: checkpoint %s is a subagent's, taken in the middle of run %d; roll back to a run's checkpoint (scope kind %s)",
+			ErrUnsupported, c.ID, c.RunOrdinal, ScopeRootRun)
+	}
+	if c.Status != CheckpointReady {
+		why := ""
+		if c.Reason != "" {
+			why = ": " + c.Reason
+		}
+		return fmt.Errorf("%w: checkpoint %s is %s%s; only a ready checkpoint can be restored", ErrConflict, c.ID, c.Status, why)
+	}
+	if r := t.activeRun(); r != nil {
+		return fmt.Errorf("%w: run %d is %s; interrupt it (run.interrupt) or let it end before rolling back", ErrConflict, r.Ordinal, r.Status)
+	}
+	if n := len(t.Rollbacks); n > 0 {
+		if rb := t.Rollbacks[n-1]; rb.Status == RollbackRestoringFiles || rb.Status == RollbackReconciling {
+			return fmt.Errorf("%w: rollback %s is in progress", ErrConflict, rb.ID)
+		}
+	}
+	runs, stale := []string{}, []string{}
+	for _, r := range t.Runs {
+		if r.Ordinal > c.RunOrdinal && Terminal(r.Status) && r.Status != RunStatusCancelled && r.Status != RunStatusRolledBack {
+			runs = append(runs, r.ID)
+		}
+	}
+	for _, k := range t.Checkpoints {
+		if k.RunOrdinal > c.RunOrdinal && k.Status != CheckpointStale {
+			stale = append(stale, k.ID)
+		}
+	}
+	id := env.NewID("rb")
+	d.emit(RollbackStarted{RollbackID: id, CheckpointID: c.ID, TargetRunOrdinal: c.RunOrdinal, Runs: runs, Checkpoints: stale})
+	d.effect(Effect{Type: EffectRestoreFiles, ThreadID: t.ID, RollbackID: id, CheckpointID: c.ID, Ref: c.Ref, Commit: c.Commit})
+	return nil
+}
+
+func decideFilesRestored(t *Thread, p RecordFilesRestored, d *Decision) error {
+	rb := t.rollback(p.RollbackID)
+	if rb == nil {
+		return fmt.Errorf("%w: rollback %q", ErrNotFound, p.RollbackID)
+	}
+	if rb.Status != RollbackRestoringFiles {
+		return nil // recorded before
+	}
+	if p.Failure != nil {
+		d.emit(RollbackFailed{RollbackID: rb.ID, Stage: "files", Failure: *p.Failure})
+		return nil
+	}
+	d.emit(RollbackFilesRestored{RollbackID: rb.ID, Written: p.Written, Removed: p.Removed})
+	// The provider's conversation goes back to the same point: the turns
+	// of the rolled-back runs on the root conversation are dropped.
+	e := Effect{Type: EffectReconcileThread, ThreadID: t.ID, RollbackID: rb.ID}
+	if root := t.rootProviderThread(); root != nil {
+		e.ThreadRef = root.ProviderRef
+		for _, pt := range t.ProviderTurns {
+			if pt.ProviderThreadID == root.ID && slices.Contains(rb.Runs, pt.RunID) {
+				if e.Turns == 0 {
+					e.TurnRef = pt.ProviderRef // the oldest one dropped
+				}
+				e.Turns++
+			}
+		}
+	}
+	for _, id := range rb.Checkpoints {
+		if c := t.checkpoint(id); c.Commit != "" {
+			e.Refs = append(e.Refs, c.Ref)
+		}
+	}
+	d.effect(e)
+	return nil
+}
+
+// rootProviderThread is the conversation the next run continues: the
+// newest root one a rollback has not left behind.
+func (t *Thread) rootProviderThread() *ProviderThread {
+	for i := len(t.ProviderThreads) - 1; i >= 0; i-- {
+		if pt := &t.ProviderThreads[i]; pt.ParentID == "" && !pt.Detached {
+			return pt
+		}
+	}
+	return nil
+}
+
+func decideProviderReconciled(t *Thread, p RecordProviderReconciled, env Env, d *Decision) error {
+	rb := t.rollback(p.RollbackID)
+	if rb == nil {
+		return fmt.Errorf("%w: rollback %q", ErrNotFound, p.RollbackID)
+	}
+	switch p.Reconciliation {
+	case ReconcileNone, ReconcileNative, ReconcileFreshThread:
+	default:
+		return fmt.Errorf("%w: reconciliation must be %s, %s or %s, got %q", ErrInvalid,
+			ReconcileNone, ReconcileNative, ReconcileFreshThread, p.Reconciliation)
+	}
+	if rb.Status != RollbackReconciling {
+		return nil // recorded before
+	}
+	done := RollbackCompleted{RollbackID: rb.ID, Reconciliation: p.Reconciliation, ProviderThreadRef: p.ProviderThreadRef,
+		TurnsDropped: p.TurnsDropped, Note: p.Note}
+	fresh := p.Reconciliation == ReconcileFreshThread
+	if root := t.rootProviderThread(); fresh && root != nil {
+		done.DetachedThreadID = root.ID
+	}
+	d.emit(done)
+	if fresh && rb.TargetRunOrdinal > 0 {
+		d.emit(HandoffCreated{HandoffID: env.NewID("hof"), RollbackID: rb.ID, Strategy: HandoffFullThreadSummary,
+			FromRun: 1, ToRun: rb.TargetRunOrdinal, Text: handoffText(t, rb.TargetRunOrdinal)})
+	}
+	// Messages sent while the rollback ran were queued; they go now.
+	startNextQueued(t, env, d)
+	return nil
+}
+
+// handoff limits: what a fresh conversation is told of the earlier one.
+const (
+	handoffMessageMax = 4000
+	handoffMax        = 32000
+)
+
+// handoffText is the context a fresh provider conversation gets after a
+// rollback to run upTo: what was asked and answered in the runs that
+// remain, and the files each changed.
+func handoffText(t *Thread, upTo int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[Baton: the files of this project were rolled back to how they were after run %d, and this conversation starts afresh. What was said and done up to then follows.]\n", upTo)
+	for _, r := range t.Runs {
+		if r.Ordinal > upTo || r.Status == RunStatusRolledBack || r.Status == RunStatusCancelled || !Terminal(r.Status) {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## Run %d (%s)\n", r.Ordinal, r.Status)
+		for _, m := range t.Messages {
+			if m.RunID != r.ID || m.Text == "" {
+				continue
+			}
+			text := cut(m.Text, handoffMessageMax)
+			role := "User"
+			if m.Role == RoleAssistant {
+				role = "Assistant"
+			}
+			fmt.Fprintf(&b, "%s: %s\n", role, text)
+		}
+		if c := t.checkpoint(r.CheckpointID); c != nil && len(c.Files) > 0 {
+			b.WriteString("Files changed:")
+			for _, f := range c.Files {
+				fmt.Fprintf(&b, " %s (%s)", f.Path, f.Kind)
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("\n[End of the earlier conversation.]")
+	s := b.String()
+	if len(s) > handoffMax {
+		s = cut(s, handoffMax) + "\n[End of the earlier conversation.]"
+	}
+	return s
+}
+
+// cut shortens s to at most n bytes on a character boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + " [...]"
+}
+
+// readyHandoff is a handoff waiting for the next run, if any.
+func (t *Thread) readyHandoff() *ContextHandoff {
+	for i := range t.Handoffs {
+		if t.Handoffs[i].Status == HandoffReady {
+			return &t.Handoffs[i]
+		}
+	}
+	return nil
+}

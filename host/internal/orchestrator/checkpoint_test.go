@@ -1,0 +1,298 @@
+package orchestrator_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/baton-run/baton/host/internal/domain"
+)
+
+// readme is what every recorded workspace starts with (testdata/record.sh).
+const readme = "# Replay workspace\n\nA throwaway repository for recording transcripts.\n"
+
+// gitWorkspace makes the test's workspace a git repository with one commit,
+// as the recordings had, plus an ignored file the agent never sees.
+func (e *env) gitWorkspace() {
+	e.t.Helper()
+	e.git("init", "-q")
+	e.write("README.md", readme)
+	e.write(".gitignore", "*.log\n")
+	e.write("build.log", "ignored\n")
+	e.git("add", "README.md", ".gitignore")
+	e.git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "init")
+}
+
+func (e *env) git(args ...string) string {
+	e.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = e.ws
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (e *env) write(name, content string) {
+	e.t.Helper()
+	if err := os.WriteFile(filepath.Join(e.ws, name), []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// files is the workspace's files and contents, but .git.
+func (e *env) files() map[string]string {
+	e.t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(e.ws, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(e.ws, p)
+		out[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+func rootCheckpoints(th domain.Thread) []domain.Checkpoint {
+	var out []domain.Checkpoint
+	for _, c := range th.Checkpoints {
+		for _, sc := range th.CheckpointScopes {
+			if sc.ID == c.ScopeID && sc.Kind == domain.ScopeRootRun {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func fileList(c domain.Checkpoint) []string {
+	var out []string
+	for _, f := range c.Files {
+		out = append(out, f.Kind+" "+f.Path)
+	}
+	return out
+}
+
+// Invariants 5 and 6: three runs change files; a rollback to run 1 puts
+// the files back byte for byte (files made later are removed, ignored ones
+// kept), the provider's conversation back to run 1 (Codex drops its turns
+// natively, ACP starts a fresh conversation with a handoff), runs 2 and 3
+// are rolled back, their checkpoints stale and their refs gone, and the
+// fourth run is accepted by the provider's transcript.
+func TestThreadRollback(t *testing.T) {
+	for _, tc := range []struct {
+		provider, reconciliation string
+	}{
+		{"codex", domain.ReconcileNative},
+		{"acp", domain.ReconcileFreshThread},
+	} {
+		t.Run(tc.provider, func(t *testing.T) {
+			e := newEnv(t)
+			e.gitWorkspace()
+			threadID, _, _ := e.newThread(tc.provider, tc.provider+"/thread_rollback.ndjson", domain.ApproveAccept)
+			th := e.play(threadID, tc.provider+"/thread_rollback.steps.json")
+
+			want := map[string]string{"README.md": readme, ".gitignore": "*.log\n", "build.log": "ignored\n", "a.txt": "one\n"}
+			if got := e.files(); !mapsEqual(got, want) {
+				t.Errorf("files after the rollback = %q, want %q", got, want)
+			}
+			if _, err := os.Stat(filepath.Join(e.ws, "sub")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the directory sub/ made by run 2 is still there: %v", err)
+			}
+			if len(th.Runs) != 4 {
+				t.Fatalf("runs = %d, want 4", len(th.Runs))
+			}
+			for i, want := range []string{domain.RunStatusCompleted, domain.RunStatusRolledBack, domain.RunStatusRolledBack, domain.RunStatusCompleted} {
+				if r := th.Runs[i]; r.Status != want {
+					t.Errorf("run %d = %s, want %s (failure %+v)", r.Ordinal, r.Status, want, r.Failure)
+				}
+			}
+			if got := assistantText(th, th.Runs[3].ID); got != "a.txt says one." {
+				t.Errorf("run 4 said %q", got)
+			}
+			// What each run changed.
+			roots := rootCheckpoints(th)
+			if len(roots) != 5 {
+				t.Fatalf("root checkpoints: %+v", roots)
+			}
+			for i, want := range [][]string{nil, {"added a.txt"}, {"modified a.txt", "added sub/b.txt"}, {"added c.txt"}, nil} {
+				if got := fileList(roots[i]); !slices.Equal(got, want) {
+					t.Errorf("checkpoint of run %d: files %q, want %q", roots[i].RunOrdinal, got, want)
+				}
+			}
+			if roots[4].BaseID != roots[1].ID {
+				t.Errorf("run 4's checkpoint is against %s, want run 1's %s", roots[4].BaseID, roots[1].ID)
+			}
+			rb := th.Rollbacks[0]
+			if rb.Status != domain.RollbackDone || rb.TargetRunOrdinal != 1 || rb.Reconciliation != tc.reconciliation ||
+				rb.FilesWritten != 1 || rb.FilesRemoved != 2 {
+				t.Fatalf("rollback: %+v", rb)
+			}
+			// Stale checkpoints, and only their refs gone.
+			for _, c := range th.Checkpoints {
+				wantStale := c.RunOrdinal == 2 || c.RunOrdinal == 3
+				if (c.Status == domain.CheckpointStale) != wantStale {
+					t.Errorf("checkpoint of run %d is %s", c.RunOrdinal, c.Status)
+				}
+			}
+			refs := strings.Fields(e.git("for-each-ref", "--format=%(refname)", "refs/baton/"))
+			wantRefs := []string{roots[0].Ref, roots[1].Ref, roots[4].Ref}
+			slices.Sort(refs)
+			slices.Sort(wantRefs)
+			if !slices.Equal(refs, wantRefs) {
+				t.Errorf("checkpoint refs = %q, want %q", refs, wantRefs)
+			}
+			// The user's branch and index are untouched.
+			if log := e.git("log", "--oneline"); strings.Count(log, "\n") != 1 {
+				t.Errorf("the user's branch moved:\n%s", log)
+			}
+			if status := e.git("status", "--porcelain"); status != "?? a.txt\n" {
+				t.Errorf("git status = %q", status)
+			}
+			switch tc.reconciliation {
+			case domain.ReconcileNative:
+				if rb.TurnsDropped != 2 || len(th.Handoffs) != 0 {
+					t.Errorf("native rollback: %+v, handoffs %+v", rb, th.Handoffs)
+				}
+			case domain.ReconcileFreshThread:
+				if len(th.Handoffs) != 1 || th.Handoffs[0].Status != domain.HandoffStatusConsumed || th.Handoffs[0].RunID != th.Runs[3].ID {
+					t.Errorf("handoffs: %+v", th.Handoffs)
+				}
+				if len(th.ProviderThreads) != 2 || !th.ProviderThreads[0].Detached || th.ProviderThreads[1].Detached {
+					t.Errorf("provider threads: %+v", th.ProviderThreads)
+				}
+			}
+			// A run's diff, and a stale one's refusal.
+			d, c, err := e.host.Diff(t.Context(), threadID, 1, 0)
+			if err != nil || !strings.Contains(d.Text, "+one") || c.RunOrdinal != 1 || d.Truncated {
+				t.Errorf("diff of run 1: %+v %v", d, err)
+			}
+			if _, _, err := e.host.Diff(t.Context(), threadID, 2, 0); !errors.Is(err, domain.ErrConflict) {
+				t.Errorf("diff of a rolled-back run: %v", err)
+			}
+			if d, _, err := e.host.Diff(t.Context(), threadID, 1, 10); err != nil || !d.Truncated || !strings.Contains(d.Text, "cut at 10") {
+				t.Errorf("a cut diff: %+v %v", d, err)
+			}
+			// Every session ended cleanly: the peer saw exactly what the
+			// provider saw, the fresh conversation's prompt included.
+			e.restart()
+			th, _ = e.host.Thread(threadID)
+			for _, s := range th.ProviderSessions {
+				if s.EndReason != "closed" {
+					t.Errorf("session %s ended %q, want closed", s.ID, s.EndReason)
+				}
+			}
+		})
+	}
+}
+
+// A child (subagent) turn's end captures a checkpoint in a scope nested
+// under its run's, which does not advance the app run count; the run's
+// own checkpoint still has every file the run changed.
+func TestSubagentCheckpoint(t *testing.T) {
+	e := newEnv(t)
+	e.gitWorkspace()
+	threadID, _, _ := e.newThread("codex", "codex/subagent_checkpoint.ndjson", domain.ApproveAccept)
+	th := e.play(threadID, "codex/subagent_checkpoint.steps.json")
+	if len(th.Runs) != 1 || th.Runs[0].Status != domain.RunStatusCompleted {
+		t.Fatalf("runs: %+v", th.Runs)
+	}
+	var root, sub []domain.CheckpointScope
+	for _, sc := range th.CheckpointScopes {
+		if sc.Kind == domain.ScopeSubagent {
+			sub = append(sub, sc)
+		} else if sc.RunID != "" {
+			root = append(root, sc)
+		}
+	}
+	counted := 0
+	for _, sc := range th.CheckpointScopes {
+		if sc.AdvancesRunCount && sc.RunID != "" {
+			counted++
+		}
+	}
+	if len(root) != 1 || len(sub) != 1 || counted != 1 {
+		t.Fatalf("scopes: %+v", th.CheckpointScopes)
+	}
+	if s := sub[0]; s.ParentID != root[0].ID || s.AdvancesRunCount || s.RunID != th.Runs[0].ID || s.NodeID == "" {
+		t.Fatalf("subagent scope: %+v", s)
+	}
+	var node *domain.Node
+	for i, n := range th.Runs[0].Nodes {
+		if n.ID == sub[0].NodeID {
+			node = &th.Runs[0].Nodes[i]
+		}
+	}
+	if node == nil || node.Kind != domain.NodeSubagent {
+		t.Fatalf("the subagent scope's node: %+v", node)
+	}
+	var subCP, runCP domain.Checkpoint
+	for _, c := range th.Checkpoints {
+		switch c.ScopeID {
+		case sub[0].ID:
+			subCP = c
+		case root[0].ID:
+			runCP = c
+		}
+	}
+	if got := fileList(subCP); !slices.Contains(got, "added notes.txt") || subCP.Status != domain.CheckpointReady {
+		t.Errorf("subagent checkpoint: %+v", subCP)
+	}
+	if got := fileList(runCP); !slices.Equal(got, []string{"added notes.txt", "added summary.txt"}) {
+		t.Errorf("run checkpoint files: %q", got)
+	}
+	if _, err := e.host.Dispatch(t.Context(), domain.Command{ID: "rb", ThreadID: threadID,
+		Payload: domain.RollbackToCheckpoint{CheckpointID: subCP.ID}}); !errors.Is(err, domain.ErrUnsupported) {
+		t.Errorf("rollback to a subagent checkpoint: %v", err)
+	}
+}
+
+// A cwd outside git: checkpoints are missing, with the reason, and runs go
+// on.
+func TestCheckpointsMissingOutsideGit(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.createThread("acp", "acp/simple.ndjson")
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: messages(t, "acp/simple.messages")[0]}})
+	th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
+	if th.Runs[0].Status != domain.RunStatusCompleted {
+		t.Fatalf("run: %+v", th.Runs[0])
+	}
+	for _, c := range th.Checkpoints {
+		if c.Status != domain.CheckpointMissing || !strings.Contains(c.Reason, "git") {
+			t.Errorf("checkpoint: %+v", c)
+		}
+	}
+	if _, err := e.host.Dispatch(t.Context(), domain.Command{ID: "rb", ThreadID: threadID,
+		Payload: domain.RollbackToCheckpoint{CheckpointID: th.Checkpoints[0].ID}}); !errors.Is(err, domain.ErrConflict) {
+		t.Errorf("rollback to a missing checkpoint: %v", err)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,196 @@
+package orchestrator
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/baton-run/baton/host/internal/checkpoint"
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/sdk"
+)
+
+// gitTimeout bounds one checkpoint operation (a capture of a large
+// worktree, a restore).
+const gitTimeout = 10 * time.Minute
+
+// checkpointInfo is what an effect needs from the projection: the thread's
+// cwd and provider, and the commit of a checkpoint.
+func (h *Host) checkpointInfo(threadID, checkpointID string) (cwd, provider, commit string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t, ok := h.threads[threadID]
+	if !ok {
+		return "", "", ""
+	}
+	for _, c := range t.Checkpoints {
+		if c.ID == checkpointID {
+			commit = c.Commit
+		}
+	}
+	return t.Cwd, t.Provider, commit
+}
+
+// capture records the worktree in a checkpoint. A cwd outside git is a
+// missing checkpoint; a failure is an error checkpoint: the run ends
+// either way, saying so.
+func (h *Host) capture(e domain.Effect) *domain.Command {
+	cwd, _, base := h.checkpointInfo(e.ThreadID, e.BaseID)
+	if e.BaseID == "" {
+		base = checkpoint.NoSummary // the first checkpoint: nothing to compare with
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
+	defer cancel()
+	rec := domain.RecordCheckpoint{CheckpointID: e.CheckpointID}
+	res, err := h.cps.Capture(ctx, cwd, e.Ref, base, h.cfg.Now())
+	if err != nil {
+		if h.ctx.Err() != nil {
+			return nil
+		}
+		h.log.Warn("checkpoint capture failed", "thread", e.ThreadID, "checkpoint", e.CheckpointID, "error", err)
+		rec.Status, rec.Reason = domain.CheckpointError, err.Error()
+	} else {
+		rec.Status, rec.Commit, rec.Reason = res.Status, res.Commit, res.Reason
+		for _, f := range res.Files {
+			rec.Files = append(rec.Files, domain.FileChange(f))
+		}
+	}
+	return &domain.Command{ID: "capture:" + e.CheckpointID, ThreadID: e.ThreadID, Payload: rec}
+}
+
+// restoreFiles puts the worktree back to a rollback's checkpoint.
+func (h *Host) restoreFiles(e domain.Effect) *domain.Command {
+	cwd, _, _ := h.checkpointInfo(e.ThreadID, "")
+	ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
+	defer cancel()
+	rec := domain.RecordFilesRestored{RollbackID: e.RollbackID}
+	res, err := h.cps.Restore(ctx, cwd, e.Commit)
+	if err != nil {
+		if h.ctx.Err() != nil {
+			return nil
+		}
+		h.log.Warn("rollback: restoring files failed", "thread", e.ThreadID, "rollback", e.RollbackID, "error", err)
+		rec.Failure = &domain.Failure{Code: "restore_failed", Message: err.Error()}
+	} else {
+		rec.Written, rec.Removed = len(res.Written), len(res.Removed)
+	}
+	return &domain.Command{ID: "restored:" + e.RollbackID, ThreadID: e.ThreadID, Payload: rec}
+}
+
+// reconcileThread brings the provider's conversation back to the rollback's
+// point: natively where the plugin can drop turns (checked against the
+// oldest turn the host expects to drop, so that doing it twice cannot drop
+// more), else by leaving the conversation for a fresh one, which the next
+// run starts with a handoff. Then the stale checkpoints' refs go.
+func (h *Host) reconcileThread(e domain.Effect) *domain.Command {
+	cwd, provider, _ := h.checkpointInfo(e.ThreadID, "")
+	rec := domain.RecordProviderReconciled{RollbackID: e.RollbackID, Reconciliation: domain.ReconcileNone}
+	var notes []string
+	if e.Turns > 0 {
+		rec.Reconciliation = domain.ReconcileFreshThread
+		ref, err := h.rollbackNative(e, provider)
+		switch {
+		case err == nil:
+			rec.Reconciliation, rec.ProviderThreadRef, rec.TurnsDropped = domain.ReconcileNative, ref, e.Turns
+		case h.ctx.Err() != nil || errors.Is(err, ErrClosed):
+			return nil
+		case errors.Is(err, sdk.ErrUnsupported):
+			notes = append(notes, fmt.Sprintf("the %s provider cannot drop turns; the next run starts a fresh conversation with a summary of the earlier one", provider))
+		default:
+			h.log.Warn("rollback: the provider's rollback failed; falling back to a fresh conversation", "thread", e.ThreadID, "error", err)
+			notes = append(notes, fmt.Sprintf("the provider's rollback failed (%v); the next run starts a fresh conversation with a summary of the earlier one", err))
+		}
+		if rec.Reconciliation == domain.ReconcileFreshThread {
+			h.closeThreadSession(e.ThreadID)
+		}
+	}
+	if len(e.Refs) > 0 {
+		ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
+		err := h.cps.DeleteRefs(ctx, cwd, e.Refs...)
+		cancel()
+		if err != nil {
+			if h.ctx.Err() != nil {
+				return nil
+			}
+			notes = append(notes, "the refs of stale checkpoints could not be deleted: "+err.Error())
+		}
+	}
+	rec.Note = strings.Join(notes, "; ")
+	return &domain.Command{ID: "reconciled:" + e.RollbackID, ThreadID: e.ThreadID, Payload: rec}
+}
+
+// rollbackNative asks the thread's plugin to drop the turns, in its live
+// session (opened, resuming the conversation, when there is none).
+func (h *Host) rollbackNative(e domain.Effect, provider string) (string, error) {
+	p, err := h.plugins.Get(h.ctx, provider)
+	if err != nil {
+		return "", err
+	}
+	if !p.Description.Capabilities.NativeRollback {
+		return "", sdk.ErrUnsupported
+	}
+	s, err := h.session(e.ThreadID)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
+	defer cancel()
+	resp, err := s.plugin.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: e.ThreadRef,
+		Turns: uint32(e.Turns), BeforeTurnRef: e.TurnRef})
+	if err != nil {
+		return "", fmt.Errorf("%s rollback of %d turns: %w", provider, e.Turns, err)
+	}
+	return resp.ThreadRef, nil
+}
+
+// closeThreadSession ends the thread's live session, so that the next run
+// opens a new one on a fresh conversation.
+func (h *Host) closeThreadSession(threadID string) {
+	h.smu.Lock()
+	s, ok := h.sessions[threadID]
+	h.smu.Unlock()
+	if ok && !s.ended() {
+		s.close(h.log)
+	}
+}
+
+// Diff is the unified diff of a run's checkpoint against the one before
+// it (run 0: the thread's newest run checkpoint), cut at maxBytes (0: 1
+// MiB) with a marker.
+func (h *Host) Diff(ctx context.Context, threadID string, run, maxBytes int) (checkpoint.Diff, domain.Checkpoint, error) {
+	t, err := h.Thread(threadID)
+	if err != nil {
+		return checkpoint.Diff{}, domain.Checkpoint{}, err
+	}
+	var c *domain.Checkpoint
+	for i := range t.Runs {
+		if r := t.Runs[i]; r.CheckpointID != "" && (run == 0 || r.Ordinal == run) {
+			for j := range t.Checkpoints {
+				if t.Checkpoints[j].ID == r.CheckpointID {
+					c = &t.Checkpoints[j]
+				}
+			}
+		}
+	}
+	if c == nil {
+		if run == 0 {
+			return checkpoint.Diff{}, domain.Checkpoint{}, fmt.Errorf("%w: thread %s has no run checkpoint yet", domain.ErrNotFound, threadID)
+		}
+		return checkpoint.Diff{}, domain.Checkpoint{}, fmt.Errorf("%w: run %d of thread %s has no checkpoint", domain.ErrNotFound, run, threadID)
+	}
+	if c.Status != domain.CheckpointReady {
+		return checkpoint.Diff{}, *c, fmt.Errorf("%w: the checkpoint of run %d is %s: %s", domain.ErrConflict, c.RunOrdinal, c.Status,
+			cmp.Or(c.Reason, "its files were not kept"))
+	}
+	var base string
+	for _, b := range t.Checkpoints {
+		if b.ID == c.BaseID {
+			base = b.Commit
+		}
+	}
+	d, err := h.cps.Diff(ctx, t.Cwd, base, c.Commit, maxBytes)
+	return d, *c, err
+}
