@@ -102,6 +102,7 @@ fuzz:
 	cd plugins/codex && $(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/codex/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzDecodeCommand$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/domain/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/scenario/
+	cd host && $(GO) test -run '^$$' -fuzz '^FuzzParseSummary$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/checkpoint/
 
 clean:
 	rm -rf $(BIN) $(TOOLS)

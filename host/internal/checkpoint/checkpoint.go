@@ -410,12 +410,12 @@ func parseDiffTree(out []byte) ([]rawChange, map[string]numstat, error) {
 				stats[path] = numstat{binary: true}
 				continue
 			}
-			a, err1 := strconv.Atoi(add)
-			d, err2 := strconv.Atoi(del)
+			a, err1 := strconv.ParseUint(add, 10, 31)
+			d, err2 := strconv.ParseUint(del, 10, 31)
 			if err1 != nil || err2 != nil {
 				return nil, nil, fmt.Errorf("git diff-tree: unexpected record %q", f)
 			}
-			stats[path] = numstat{additions: a, deletions: d}
+			stats[path] = numstat{additions: int(a), deletions: int(d)}
 		}
 	}
 	return changes, stats, nil

@@ -643,6 +643,7 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte(`{"type":"message.dispatch","commandId":"c2","threadId":"t1","payload":{"text":"hi","mode":"steer_active","targetRunId":"r"}}`))
 	f.Add([]byte(`{"type":"run.interrupt","commandId":"c3","threadId":"t1","payload":{"runId":"r1"}}`))
 	f.Add([]byte(`{"type":"runtime-request.respond","commandId":"c4","threadId":"t1","payload":{"requestId":"q","decision":"answer","answers":{"a":"b"}}}`))
+	f.Add([]byte(`{"type":"checkpoint.rollback","commandId":"c5","threadId":"t1","payload":{"scopeId":"s","checkpointId":"k"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeCommand(b)
 		if err != nil {

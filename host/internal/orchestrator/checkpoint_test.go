@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/baton-run/baton/host/internal/domain"
@@ -295,4 +296,53 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// A checkpoint capture cut short by the host closing stays in the outbox
+// and the next host performs it: nothing the log promised is lost. Here
+// another process holds the worktree's checkpoint lock, so the baseline's
+// capture cannot finish before the host closes.
+func TestCaptureLeftInTheOutboxIsPerformedByTheNextHost(t *testing.T) {
+	e := newEnv(t)
+	e.gitWorkspace()
+	lockDir := filepath.Join(e.ws, ".git", "baton")
+	if err := os.MkdirAll(lockDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(lockDir, "checkpoint.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	threadID := e.createThread("acp", "acp/simple.ndjson")
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: messages(t, "acp/simple.messages")[0]}})
+	th := e.waitFor(threadID, "the baseline to be asked for", func(th domain.Thread) bool { return len(th.Checkpoints) == 1 })
+	e.restart() // the capture waits on the lock; closing cuts it short
+	lock.Close() // the other process lets go
+	th = e.waitFor(threadID, "every checkpoint to be recorded", func(th domain.Thread) bool {
+		for _, c := range th.Checkpoints {
+			if c.Status == domain.CheckpointCapturing {
+				return false
+			}
+		}
+		return len(th.Checkpoints) == 2
+	})
+	for _, c := range th.Checkpoints {
+		if c.Status != domain.CheckpointReady || c.Commit == "" {
+			t.Errorf("checkpoint of run %d: %+v", c.RunOrdinal, c)
+		}
+	}
+	// The turn that was waiting behind the capture was for a host that is
+	// gone: it was cancelled, not sent, and the run ended with the reason.
+	if r := th.Runs[0]; r.Status != domain.RunStatusFailed || r.Failure.Code != "host_restarted" || r.CheckpointID != th.Checkpoints[1].ID {
+		t.Errorf("run: %+v", r)
+	}
+	if types := e.types(threadID, 0); indexOf(types, "effect.cancelled") < 0 {
+		t.Errorf("the start of the turn was not cancelled: %v", types)
+	}
+	if len(th.ProviderSessions) != 0 {
+		t.Errorf("a provider session was opened: %+v", th.ProviderSessions)
+	}
 }
