@@ -318,10 +318,10 @@ func TestCaptureLeftInTheOutboxIsPerformedByTheNextHost(t *testing.T) {
 	}
 	threadID := e.createThread("acp", "acp/simple.ndjson")
 	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: messages(t, "acp/simple.messages")[0]}})
-	th := e.waitFor(threadID, "the baseline to be asked for", func(th domain.Thread) bool { return len(th.Checkpoints) == 1 })
+	e.waitFor(threadID, "the baseline to be asked for", func(th domain.Thread) bool { return len(th.Checkpoints) == 1 })
 	e.restart()  // the capture waits on the lock; closing cuts it short
 	lock.Close() // the other process lets go
-	th = e.waitFor(threadID, "every checkpoint to be recorded", func(th domain.Thread) bool {
+	th := e.waitFor(threadID, "every checkpoint to be recorded", func(th domain.Thread) bool {
 		for _, c := range th.Checkpoints {
 			if c.Status == domain.CheckpointCapturing {
 				return false

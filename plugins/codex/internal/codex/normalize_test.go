@@ -559,7 +559,9 @@ func FuzzNormalize(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n := newNormalizer("", "/ws")
 		var evs []sdk.RuntimeEvent
+		rootAt := -1 // how many events came before the root was known
 		for i, line := range bytes.Split(data, []byte("\n")) {
+			before := len(evs)
 			var msg struct {
 				ID     *json.RawMessage `json:"id"`
 				Method string           `json:"method"`
@@ -578,14 +580,23 @@ func FuzzNormalize(f *testing.F) {
 			case msg.Result != nil && msg.Result.Thread.ID != "" && n.root == "":
 				n.setRoot(msg.Result.Thread.ID)
 			}
+			if rootAt < 0 && n.root != "" {
+				rootAt = before // named by this frame (a response, or its own thread/started)
+			}
 			if i > 500 {
 				break
 			}
 		}
 		evs = append(evs, n.exited("gone")...)
-		known := map[string]bool{n.root: true, "": true}
+		// A thread is known once announced, and the root from when the
+		// thread/start response named it (a frame before that could only
+		// take it for another thread).
+		known := map[string]bool{"": true}
 		ended := map[string]bool{}
-		for _, ev := range evs {
+		for i, ev := range evs {
+			if i == rootAt {
+				known[n.root] = true
+			}
 			switch ev.Kind {
 			case sdk.EventThreadStarted:
 				if known[ev.ThreadRef] && ev.ThreadRef != "" {
