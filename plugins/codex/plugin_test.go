@@ -398,14 +398,30 @@ func TestCloseWithPendingRequest(t *testing.T) {
 	}
 }
 
-// TestRollback: after three turns the host drops the last two (naming the
-// oldest of them): the plugin lists the two newest turns of the paginated
-// thread, checks the turn, reverts codex's history before it, and the
-// thread takes its next turn. The revert's notifications are quiet.
+// TestRollback (recorded from codex 0.171.0): after three turns that change
+// files the host drops the last two, naming the oldest of them: the plugin
+// lists the two newest turns of the paginated thread, checks the turn,
+// reverts codex's history before it, and the thread takes its next turn.
+// The revert's notifications are quiet.
 func TestRollback(t *testing.T) {
-	s := openNever(t, "rollback_paginated")
+	s := open(t, "thread_rollback", t.TempDir(), "", answerAll(sdk.DecisionAccept))
 	root := s.open.ProviderThreadRef
-	turns := s.turns(t, "turn 1", "turn 2", "turn 3")
+	var turns []string
+	for _, step := range []struct{ input, reply string }{
+		{"Write a.txt saying one", "Wrote a.txt."},
+		{"Add a line to a.txt and write sub/b.txt", "Changed a.txt and added sub/b.txt."},
+		{"Write c.txt", "Added c.txt."},
+	} {
+		ref := s.startTurn(step.input)
+		evs := s.waitTurn(ref)
+		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+			t.Fatalf("turn %q ended %s", step.input, term.Status)
+		}
+		if got := text(evs, root, sdk.ItemAssistantMessage); got != step.reply {
+			t.Errorf("turn %q text = %q, want %q", step.input, got, step.reply)
+		}
+		turns = append(turns, ref)
+	}
 	res, err := s.p.RollbackThread(context.Background(), sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 2,
 		BeforeTurnRef: turns[1]})
 	if err != nil {
@@ -414,12 +430,12 @@ func TestRollback(t *testing.T) {
 	if res.ThreadRef != root {
 		t.Errorf("rollback names thread %q; want the same thread %s (codex keeps its id)", res.ThreadRef, root)
 	}
-	turn := s.startTurn("turn 4 after revert")
+	turn := s.startTurn("What does a.txt say now?")
 	evs := s.waitTurn(turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || term.ThreadRef != root {
 		t.Fatalf("the turn after the rollback ended %+v; want completed on %s", term, root)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Reply 4." {
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "a.txt says one." {
 		t.Errorf("assistant text after the rollback = %q", got)
 	}
 	all := s.close()
