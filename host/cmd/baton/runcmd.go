@@ -703,7 +703,7 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 	case domain.RollbackStarted:
 		p.line("↺ rolling back to the checkpoint of run %d: restoring files", e.TargetRunOrdinal)
 	case domain.RollbackFilesRestored:
-		p.line("  ↺ files restored: %d written, %d removed", e.Written, e.Removed)
+		p.line("  ↺ files restored: %d written, %d removed (as they were before: git checkout %s -- .)", e.Written, e.Removed, e.SavedRef)
 	case domain.RollbackFailed:
 		p.line("✖ rollback failed while restoring %s: %s", e.Stage, e.Failure.Message)
 	case domain.RollbackCompleted:

@@ -558,3 +558,31 @@ func TestCanceled(t *testing.T) {
 		t.Errorf("capture with a canceled context: %v, want context.Canceled", err)
 	}
 }
+
+// Files the user flagged skip-worktree or assume-unchanged are still seen:
+// an agent's change to them is kept, and a rollback undoes it.
+func TestFlaggedFilesAreSeen(t *testing.T) {
+	dir := newRepo(t)
+	writeFiles(t, dir, map[string]string{"local.cfg": "mine\n", "other.cfg": "theirs\n"})
+	gitT(t, dir, "add", ".")
+	gitT(t, dir, "update-index", "--skip-worktree", "local.cfg")
+	gitT(t, dir, "update-index", "--assume-unchanged", "other.cfg")
+	s := New()
+	c1 := capture(t, s, dir, "refs/baton/t/1", NoSummary)
+	writeFiles(t, dir, map[string]string{"local.cfg": "agent\n", "other.cfg": "agent too\n"})
+	c2 := capture(t, s, dir, "refs/baton/t/2", c1.Commit)
+	if len(c2.Files) != 2 {
+		t.Fatalf("summary: %+v", c2.Files)
+	}
+	if _, err := s.Restore(t.Context(), dir, c1.Commit); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"local.cfg": "mine\n", "other.cfg": "theirs\n"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != want {
+			t.Errorf("%s after the rollback = %q, want %q", name, b, want)
+		}
+	}
+	if got := gitT(t, dir, "ls-files", "-v", "local.cfg", "other.cfg"); got != "S local.cfg\nh other.cfg" {
+		t.Errorf("the user's flags changed: %q", got)
+	}
+}

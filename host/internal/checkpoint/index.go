@@ -60,6 +60,9 @@ func writeTreeWith(ctx context.Context, r repo, useCache bool) (tree string, fro
 			if err := dropUnmerged(ctx, r, g); err != nil {
 				return "", false, err
 			}
+			if err := clearFlags(ctx, r, g); err != nil {
+				return "", false, err
+			}
 		}
 	}
 
@@ -187,6 +190,38 @@ func dropUnmerged(ctx context.Context, r repo, g gitRun) error {
 	g.stdin = []byte(strings.Join(paths, "\x00") + "\x00")
 	_, err = g.run(ctx, "update-index", "-z", "--force-remove", "--stdin")
 	return err
+}
+
+// clearFlags clears the skip-worktree and assume-unchanged bits the user's
+// index may carry: `git add` does not look at such files, and a checkpoint
+// must see every file the agent may change.
+func clearFlags(ctx context.Context, r repo, g gitRun) error {
+	g.dir = r.top
+	out, err := g.run(ctx, "ls-files", "-z", "-v")
+	if err != nil || len(out) == 0 {
+		return err
+	}
+	// One update-index call per flag: it takes one flag change per call.
+	flagged := map[string][]string{}
+	for rec := range strings.SplitSeq(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		tag, path, ok := strings.Cut(rec, " ")
+		if !ok {
+			continue
+		}
+		if tag == "S" || tag == "s" {
+			flagged["--no-skip-worktree"] = append(flagged["--no-skip-worktree"], path)
+		}
+		if strings.ToLower(tag) == tag { // lower case: assume-unchanged
+			flagged["--no-assume-unchanged"] = append(flagged["--no-assume-unchanged"], path)
+		}
+	}
+	for flag, paths := range flagged {
+		g.stdin = []byte(strings.Join(paths, "\x00") + "\x00")
+		if _, err := g.run(ctx, "update-index", flag, "-z", "--stdin"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // syncIgnored makes the ignored files in the capture index those the user

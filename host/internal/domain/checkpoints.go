@@ -187,6 +187,9 @@ func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) err
 				c = &t.Checkpoints[i]
 			}
 		}
+		if c == nil {
+			return fmt.Errorf("%w: checkpoint scope %s has no checkpoint yet", ErrNotFound, p.ScopeID)
+		}
 	default:
 		return fmt.Errorf("%w: checkpoint.rollback needs a checkpointId or a scopeId", ErrInvalid)
 	}
@@ -202,6 +205,9 @@ func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) err
 		return fmt.Errorf("%w: checkpoint %s is %s%s; only a ready checkpoint can be restored", ErrConflict, c.ID, c.Status, why)
 	}
 	if r := t.activeRun(); r != nil {
+		if r.Ending != nil {
+			return fmt.Errorf("%w: run %d is ending (its checkpoint is being captured); roll back once it has ended", ErrConflict, r.Ordinal)
+		}
 		return fmt.Errorf("%w: run %d is %s; interrupt it (run.interrupt) or let it end before rolling back", ErrConflict, r.Ordinal, r.Status)
 	}
 	if n := len(t.Rollbacks); n > 0 {
@@ -222,7 +228,10 @@ func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) err
 	}
 	id := env.NewID("rb")
 	d.emit(RollbackStarted{RollbackID: id, CheckpointID: c.ID, TargetRunOrdinal: c.RunOrdinal, Runs: runs, Checkpoints: stale})
-	d.effect(Effect{Type: EffectRestoreFiles, ThreadID: t.ID, RollbackID: id, CheckpointID: c.ID, Ref: c.Ref, Commit: c.Commit})
+	// The files as they are now are kept first, under a ref of their own,
+	// so that a rollback can be undone by hand.
+	d.effect(Effect{Type: EffectRestoreFiles, ThreadID: t.ID, RollbackID: id, CheckpointID: c.ID, Commit: c.Commit,
+		Ref: RefPrefix + refComponent(t.ID) + "/pre-rollback/" + refComponent(id)})
 	return nil
 }
 
@@ -238,10 +247,10 @@ func decideFilesRestored(t *Thread, p RecordFilesRestored, d *Decision) error {
 		d.emit(RollbackFailed{RollbackID: rb.ID, Stage: "files", Failure: *p.Failure})
 		return nil
 	}
-	d.emit(RollbackFilesRestored{RollbackID: rb.ID, Written: p.Written, Removed: p.Removed})
+	d.emit(RollbackFilesRestored{RollbackID: rb.ID, Written: p.Written, Removed: p.Removed, SavedRef: p.SavedRef, SavedCommit: p.SavedCommit})
 	// The provider's conversation goes back to the same point: the turns
 	// of the rolled-back runs on the root conversation are dropped.
-	e := Effect{Type: EffectReconcileThread, ThreadID: t.ID, RollbackID: rb.ID}
+	e := Effect{Type: EffectReconcileThread, ThreadID: t.ID, RollbackID: rb.ID, Hold: p.Replayed}
 	if root := t.rootProviderThread(); root != nil {
 		e.ThreadRef = root.ProviderRef
 		for _, pt := range t.ProviderTurns {
@@ -289,17 +298,29 @@ func decideProviderReconciled(t *Thread, p RecordProviderReconciled, env Env, d 
 	}
 	done := RollbackCompleted{RollbackID: rb.ID, Reconciliation: p.Reconciliation, ProviderThreadRef: p.ProviderThreadRef,
 		TurnsDropped: p.TurnsDropped, Note: p.Note}
-	fresh := p.Reconciliation == ReconcileFreshThread
-	if root := t.rootProviderThread(); fresh && root != nil {
-		done.DetachedThreadID = root.ID
+	if p.Reconciliation == ReconcileFreshThread {
+		// Every root conversation is left behind: the next run resumes none
+		// of them.
+		for _, pt := range t.ProviderThreads {
+			if pt.ParentID == "" && !pt.Detached {
+				done.Detached = append(done.Detached, pt.ID)
+			}
+		}
 	}
 	d.emit(done)
+	// A next run that starts a conversation afresh (this rollback left the
+	// old one, or an earlier one did) is told what came before.
+	fresh := p.Reconciliation == ReconcileFreshThread || t.rootProviderThread() == nil
 	if fresh && rb.TargetRunOrdinal > 0 {
 		d.emit(HandoffCreated{HandoffID: env.NewID("hof"), RollbackID: rb.ID, Strategy: HandoffFullThreadSummary,
 			FromRun: 1, ToRun: rb.TargetRunOrdinal, Text: handoffText(t, rb.TargetRunOrdinal)})
 	}
-	// Messages sent while the rollback ran were queued; they go now.
-	startNextQueued(t, env, d)
+	// Messages sent while the rollback ran were queued; they go now,
+	// unless a host that restarted is finishing it (recovery starts no
+	// work).
+	if !p.Replayed {
+		startNextQueued(t, env, d)
+	}
 	return nil
 }
 
@@ -342,7 +363,13 @@ func handoffText(t *Thread, upTo int) string {
 	b.WriteString("\n[End of the earlier conversation.]")
 	s := b.String()
 	if len(s) > handoffMax {
-		s = cut(s, handoffMax) + "\n[End of the earlier conversation.]"
+		// The newest runs matter most: the oldest are cut.
+		head, _, _ := strings.Cut(s, "\n")
+		tail := s[len(s)-handoffMax:]
+		for !utf8.ValidString(tail) {
+			tail = tail[1:]
+		}
+		s = head + "\n[... earlier runs cut ...]" + tail
 	}
 	return s
 }

@@ -193,8 +193,8 @@ func TestRollbackNative(t *testing.T) {
 	if _, err := w.decide(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: "nope"}}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown rollback: %v", err)
 	}
-	d = w.must(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: rb.ID, Written: 2, Removed: 1}})
-	if types(d) != "rollback.files.restored" {
+	d = w.must(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: rb.ID, Written: 2, Removed: 1, Replayed: true}})
+	if types(d) != "rollback.files.restored" || !lastEffect(w).Hold {
 		t.Fatalf("files restored: %s", types(d))
 	}
 	e := lastEffect(w)
@@ -271,16 +271,25 @@ func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 		!strings.Contains(h.Text, "a.txt (added)") || strings.Contains(h.Text, "Run 2") {
 		t.Fatalf("handoff: %+v", h)
 	}
-	// The next run carries it, once.
+	// The next run carries it; a run that fails before the provider took
+	// its turn does not use it up.
 	w.send("go on")
 	if e := lastEffect(w); e.Type != EffectStartTurn || !strings.HasPrefix(e.Text, h.Text) || !strings.HasSuffix(e.Text, "\n\ngo on") {
 		t.Fatalf("start effect: %+v", e)
 	}
-	if h := w.thread.Handoffs[0]; h.Status != HandoffStatusConsumed || h.RunID != w.thread.Runs[3].ID {
-		t.Fatalf("handoff: %+v", h)
+	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[3].ID, Failure: Failure{Message: "no plugin"}}})
+	if h := w.thread.Handoffs[0]; h.Status != HandoffReady {
+		t.Fatalf("handoff after a failed start: %+v", h)
+	}
+	w.send("go on again")
+	if e := lastEffect(w); !strings.HasPrefix(e.Text, h.Text) {
+		t.Fatalf("the handoff was not carried again: %+v", e)
 	}
 	w.open("s2")
 	w.ev("s2", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt2", TurnRef: "v1"})
+	if h := w.thread.Handoffs[0]; h.Status != HandoffStatusConsumed || h.RunID != w.thread.Runs[4].ID {
+		t.Fatalf("handoff: %+v", h)
+	}
 	w.ev("s2", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "v1", Status: "completed"})
 	// Rolling back to the baseline: the handoff covers a rolled-back run
 	// now, and a conversation from nothing needs none.
@@ -289,7 +298,7 @@ func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	rb = w.thread.Rollbacks[1]
-	if len(rb.Runs) != 2 { // run 1 and run 4; 2 and 3 are rolled back already
+	if len(rb.Runs) != 3 { // runs 1, 4 (failed) and 5; 2 and 3 are rolled back already
 		t.Fatalf("runs: %+v", rb.Runs)
 	}
 	d = w.must(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: rb.ID}})
@@ -351,8 +360,17 @@ func TestRefComponentAndCut(t *testing.T) {
 	for range 10 {
 		th.Messages = append(th.Messages, th.Messages[0])
 	}
-	if s := handoffText(th, 1); len(s) > handoffMax+100 || !strings.HasSuffix(s, "[End of the earlier conversation.]") {
+	if s := handoffText(th, 1); len(s) > handoffMax+300 || !strings.HasSuffix(s, "[End of the earlier conversation.]") ||
+		!strings.Contains(s, "earlier runs cut") {
 		t.Errorf("handoff of %d bytes", len(s))
+	}
+	for _, pad := range []string{"", "a"} { // one of them cuts inside a character
+		for i := range th.Messages {
+			th.Messages[i].Text = pad + strings.Repeat("é", 20000)
+		}
+		if s := handoffText(th, 1); !utf8.ValidString(s) {
+			t.Errorf("handoff is not UTF-8")
+		}
 	}
 }
 
@@ -360,5 +378,58 @@ func TestDecodeRollbackCommand(t *testing.T) {
 	c, err := DecodeCommand([]byte(`{"type":"checkpoint.rollback","commandId":"c","threadId":"t","payload":{"scopeId":"s","checkpointId":"k"}}`))
 	if err != nil || c.Payload.(RollbackToCheckpoint).CheckpointID != "k" {
 		t.Fatalf("%+v %v", c, err)
+	}
+}
+
+// A run's scope is opened by its subagent's checkpoint before the run has
+// one of its own: rolling back to it is not found, not a crash. Nor can a
+// run that is ending be rolled back past.
+func TestRollbackToAScopeWithNoCheckpointYet(t *testing.T) {
+	w := running(t, Capabilities{})
+	w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "child", ParentThreadRef: "pt"})
+	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "child", TurnRef: "c1"})
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "c1", Status: "completed"})
+	runScope := w.thread.rootScope(w.thread.Runs[0].ID)
+	if _, err := w.rollbackTo(RollbackToCheckpoint{ScopeID: runScope.ID}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no checkpoint yet") {
+		t.Errorf("rollback to a scope with no checkpoint: %v", err)
+	}
+	w.holdCaptures = true
+	w.finish("u1")
+	if _, err := w.rollbackTo(RollbackToCheckpoint{CheckpointID: w.thread.Checkpoints[0].ID}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "ending") {
+		t.Errorf("rollback while a run is ending: %v", err)
+	}
+}
+
+// A second rollback before any new run: the conversation the first one
+// left is gone, so the next run starts afresh and is told what remains. A
+// rollback a restarted host finishes starts nothing.
+func TestSecondRollbackKeepsTheContext(t *testing.T) {
+	w := threeRuns(t, Capabilities{})
+	rollback := func(ordinal int, how string, replayed bool) Decision {
+		var id string
+		for _, c := range w.thread.Checkpoints {
+			if c.RunOrdinal == ordinal && c.NodeID == "" {
+				id = c.ID
+			}
+		}
+		if _, err := w.rollbackTo(RollbackToCheckpoint{CheckpointID: id}); err != nil {
+			t.Fatal(err)
+		}
+		w.send("waits for the rollback")
+		rb := w.thread.Rollbacks[len(w.thread.Rollbacks)-1]
+		w.must(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: rb.ID}})
+		return w.must(Command{ID: "p", ThreadID: "thr", Payload: RecordProviderReconciled{RollbackID: rb.ID, Reconciliation: how, Replayed: replayed}})
+	}
+	if got := types(rollback(2, ReconcileFreshThread, true)); got != "rollback.completed handoff.created" {
+		t.Fatalf("first rollback: %s", got)
+	}
+	if r := w.thread.Runs[len(w.thread.Runs)-1]; r.Status != RunStatusQueued {
+		t.Fatalf("a rollback a restarted host finished started run %d", r.Ordinal)
+	}
+	if got := types(rollback(1, ReconcileNone, false)); !strings.HasPrefix(got, "rollback.completed handoff.created run.started") {
+		t.Fatalf("second rollback: %s", got)
+	}
+	if hs := w.thread.Handoffs; len(hs) != 2 || hs[0].Status != HandoffSuperseded || hs[1].Status != HandoffReady || hs[1].ToRun != 1 {
+		t.Fatalf("handoffs: %+v", hs)
 	}
 }

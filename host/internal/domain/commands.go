@@ -140,6 +140,11 @@ type (
 		Written    int      `json:"written"`
 		Removed    int      `json:"removed"`
 		Failure    *Failure `json:"failure,omitempty"`
+		// SavedRef and SavedCommit keep the files as they were before.
+		SavedRef    string `json:"savedRef,omitempty"`
+		SavedCommit string `json:"savedCommit,omitempty"`
+		// Replayed: a host that restarted restored them.
+		Replayed bool `json:"replayed,omitempty"`
 	}
 	// RecordProviderReconciled says how a rollback brought the provider's
 	// conversation back (a Reconcile constant).
@@ -149,6 +154,9 @@ type (
 		ProviderThreadRef string `json:"providerThreadRef,omitempty"`
 		TurnsDropped      int    `json:"turnsDropped,omitempty"`
 		Note              string `json:"note,omitempty"`
+		// Replayed: a host that restarted finished the rollback; queued
+		// runs wait for the thread's next message.
+		Replayed bool `json:"replayed,omitempty"`
 	}
 )
 

@@ -46,6 +46,11 @@ type Effect struct {
 	ThreadRef  string   `json:"threadRef,omitempty"`
 	Turns      int      `json:"turns,omitempty"`
 	Refs       []string `json:"refs,omitempty"`
+	// Replayed marks an effect a host that restarted performs again (not
+	// stored); Hold, a rollback stage that follows one: when the rollback
+	// is done, queued runs wait for the thread's next message.
+	Replayed bool `json:"-"`
+	Hold     bool `json:"hold,omitempty"`
 }
 
 // Effect types.
@@ -426,8 +431,8 @@ func startRun(t *Thread, runID, input, reason string, env Env, d *Decision) {
 		d.started = true
 		if h := t.readyHandoff(); h != nil {
 			// A fresh provider conversation after a rollback: the first run
-			// carries what came before.
-			d.emit(HandoffConsumed{HandoffID: h.ID, RunID: runID})
+			// carries what came before. The handoff is used up when the
+			// provider takes the turn.
 			input = h.Text + "\n\n" + input
 		}
 	}
@@ -617,6 +622,9 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		}
 		d.emit(ProviderTurnBound{ProviderTurnID: env.NewID("pturn"), ProviderThreadID: pthrID, SessionID: p.SessionID,
 			ProviderRef: ev.TurnRef, RunID: r.ID, AttemptID: a.ID, NodeID: node})
+		if h := t.readyHandoff(); h != nil && node == a.RootNode && a.Reason == AttemptInitial {
+			d.emit(HandoffConsumed{HandoffID: h.ID, RunID: r.ID})
+		}
 	case EvItemStarted, EvItemUpdated, EvItemCompleted, EvContentDelta:
 		decideItem(t, ev, pt, env, d)
 	case EvPlanUpdated:

@@ -238,9 +238,11 @@ type (
 	// RollbackFilesRestored: the worktree is the checkpoint's again; the
 	// provider's conversation is next.
 	RollbackFilesRestored struct {
-		RollbackID string `json:"rollbackId"`
-		Written    int    `json:"written"`
-		Removed    int    `json:"removed"`
+		RollbackID  string `json:"rollbackId"`
+		Written     int    `json:"written"`
+		Removed     int    `json:"removed"`
+		SavedRef    string `json:"savedRef,omitempty"`
+		SavedCommit string `json:"savedCommit,omitempty"`
 	}
 	// RollbackCompleted: the provider was reconciled; the rollback's runs
 	// are rolled back and its checkpoints stale.
@@ -250,9 +252,8 @@ type (
 		ProviderThreadRef string `json:"providerThreadRef,omitempty"`
 		TurnsDropped      int    `json:"turnsDropped,omitempty"`
 		Note              string `json:"note,omitempty"`
-		// DetachedThreadID is the provider thread left behind for a fresh
-		// one.
-		DetachedThreadID string `json:"detachedThreadId,omitempty"`
+		// Detached are the provider threads left behind for a fresh one.
+		Detached []string `json:"detached,omitempty"`
 	}
 	// RollbackFailed: a rollback stopped at a stage.
 	RollbackFailed struct {

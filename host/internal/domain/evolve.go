@@ -247,6 +247,7 @@ func Evolve(t *Thread, e Event) {
 		if rb := t.rollback(p.RollbackID); rb != nil {
 			rb.Status = RollbackReconciling
 			rb.FilesWritten, rb.FilesRemoved = p.Written, p.Removed
+			rb.SavedRef, rb.SavedCommit = p.SavedRef, p.SavedCommit
 		}
 	case RollbackFailed:
 		if rb := t.rollback(p.RollbackID); rb != nil {
@@ -282,7 +283,7 @@ func Evolve(t *Thread, e Event) {
 			}
 		}
 		for i := range t.ProviderThreads {
-			if t.ProviderThreads[i].ID == p.DetachedThreadID {
+			if slices.Contains(p.Detached, t.ProviderThreads[i].ID) {
 				t.ProviderThreads[i].Detached = true
 			}
 		}

@@ -434,6 +434,10 @@ type Rollback struct {
 	Checkpoints  []string `json:"checkpoints"`
 	FilesWritten int      `json:"filesWritten,omitempty"`
 	FilesRemoved int      `json:"filesRemoved,omitempty"`
+	// SavedRef holds the files as they were before the rollback (commit
+	// SavedCommit): `git checkout SavedCommit -- .` undoes it by hand.
+	SavedRef    string `json:"savedRef,omitempty"`
+	SavedCommit string `json:"savedCommit,omitempty"`
 	// Reconciliation is how the provider was brought back (see the
 	// Reconcile constants), with what it dropped and any note.
 	Reconciliation    string     `json:"reconciliation,omitempty"`

@@ -146,6 +146,10 @@ func TestThreadRollback(t *testing.T) {
 				rb.FilesWritten != 1 || rb.FilesRemoved != 2 {
 				t.Fatalf("rollback: %+v", rb)
 			}
+			// The files as they were before the rollback are kept.
+			if got := e.git("show", rb.SavedCommit+":c.txt"); got != "sea\n" {
+				t.Errorf("c.txt in the files kept before the rollback = %q", got)
+			}
 			// Stale checkpoints, and only their refs gone.
 			for _, c := range th.Checkpoints {
 				wantStale := c.RunOrdinal == 2 || c.RunOrdinal == 3
@@ -154,7 +158,7 @@ func TestThreadRollback(t *testing.T) {
 				}
 			}
 			refs := strings.Fields(e.git("for-each-ref", "--format=%(refname)", "refs/baton/"))
-			wantRefs := []string{roots[0].Ref, roots[1].Ref, roots[4].Ref}
+			wantRefs := []string{roots[0].Ref, roots[1].Ref, roots[4].Ref, rb.SavedRef}
 			slices.Sort(refs)
 			slices.Sort(wantRefs)
 			if !slices.Equal(refs, wantRefs) {

@@ -47,7 +47,7 @@ func (h *Host) capture(e domain.Effect) *domain.Command {
 	rec := domain.RecordCheckpoint{CheckpointID: e.CheckpointID}
 	res, err := h.cps.Capture(ctx, cwd, e.Ref, base, h.cfg.Now())
 	if err != nil {
-		if h.ctx.Err() != nil {
+		if h.closingNow() {
 			return nil
 		}
 		h.log.Warn("checkpoint capture failed", "thread", e.ThreadID, "checkpoint", e.CheckpointID, "error", err)
@@ -61,15 +61,24 @@ func (h *Host) capture(e domain.Effect) *domain.Command {
 	return &domain.Command{ID: "capture:" + e.CheckpointID, ThreadID: e.ThreadID, Payload: rec}
 }
 
-// restoreFiles puts the worktree back to a rollback's checkpoint.
+// restoreFiles keeps the worktree as it is under the rollback's own ref,
+// then puts it back to the checkpoint.
 func (h *Host) restoreFiles(e domain.Effect) *domain.Command {
 	cwd, _, _ := h.checkpointInfo(e.ThreadID, "")
 	ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
 	defer cancel()
-	rec := domain.RecordFilesRestored{RollbackID: e.RollbackID}
-	res, err := h.cps.Restore(ctx, cwd, e.Commit)
+	rec := domain.RecordFilesRestored{RollbackID: e.RollbackID, Replayed: e.Replayed}
+	saved, err := h.cps.Capture(ctx, cwd, e.Ref, checkpoint.NoSummary, h.cfg.Now())
+	if err == nil && saved.Status != checkpoint.StatusReady {
+		err = errors.New(saved.Reason)
+	}
+	var res checkpoint.Restored
+	if err == nil {
+		rec.SavedRef, rec.SavedCommit = e.Ref, saved.Commit
+		res, err = h.cps.Restore(ctx, cwd, e.Commit)
+	}
 	if err != nil {
-		if h.ctx.Err() != nil {
+		if h.closingNow() {
 			return nil
 		}
 		h.log.Warn("rollback: restoring files failed", "thread", e.ThreadID, "rollback", e.RollbackID, "error", err)
@@ -82,12 +91,15 @@ func (h *Host) restoreFiles(e domain.Effect) *domain.Command {
 
 // reconcileThread brings the provider's conversation back to the rollback's
 // point: natively where the plugin can drop turns (checked against the
-// oldest turn the host expects to drop, so that doing it twice cannot drop
-// more), else by leaving the conversation for a fresh one, which the next
-// run starts with a handoff. Then the stale checkpoints' refs go.
+// oldest turn the host expects to drop, so that a paginated Codex thread
+// cannot lose more turns if this is done again after a restart), else by
+// leaving the conversation for a fresh one, which the next run starts with
+// a handoff. Then the stale checkpoints' refs go. Once the provider has
+// dropped the turns, the outcome is recorded even if the host is closing.
 func (h *Host) reconcileThread(e domain.Effect) *domain.Command {
 	cwd, provider, _ := h.checkpointInfo(e.ThreadID, "")
-	rec := domain.RecordProviderReconciled{RollbackID: e.RollbackID, Reconciliation: domain.ReconcileNone}
+	rec := domain.RecordProviderReconciled{RollbackID: e.RollbackID, Reconciliation: domain.ReconcileNone,
+		Replayed: e.Replayed || e.Hold}
 	var notes []string
 	if e.Turns > 0 {
 		rec.Reconciliation = domain.ReconcileFreshThread
@@ -95,8 +107,8 @@ func (h *Host) reconcileThread(e domain.Effect) *domain.Command {
 		switch {
 		case err == nil:
 			rec.Reconciliation, rec.ProviderThreadRef, rec.TurnsDropped = domain.ReconcileNative, ref, e.Turns
-		case h.ctx.Err() != nil || errors.Is(err, ErrClosed):
-			return nil
+		case h.closingNow() || errors.Is(err, ErrClosed):
+			return nil // not done: the next host does it
 		case errors.Is(err, sdk.ErrUnsupported):
 			notes = append(notes, fmt.Sprintf("the %s provider cannot drop turns; the next run starts a fresh conversation with a summary of the earlier one", provider))
 		default:
@@ -108,18 +120,25 @@ func (h *Host) reconcileThread(e domain.Effect) *domain.Command {
 		}
 	}
 	if len(e.Refs) > 0 {
-		ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
+		// Not cut short by the host closing: a leftover ref is harmless,
+		// but this outcome must be recorded.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err := h.cps.DeleteRefs(ctx, cwd, e.Refs...)
 		cancel()
 		if err != nil {
-			if h.ctx.Err() != nil {
-				return nil
-			}
 			notes = append(notes, "the refs of stale checkpoints could not be deleted: "+err.Error())
 		}
 	}
 	rec.Note = strings.Join(notes, "; ")
 	return &domain.Command{ID: "reconciled:" + e.RollbackID, ThreadID: e.ThreadID, Payload: rec}
+}
+
+// closingNow says whether the host has begun to close: an operation that
+// failed then was cut short, not refused.
+func (h *Host) closingNow() bool {
+	h.smu.Lock()
+	defer h.smu.Unlock()
+	return h.closing || h.ctx.Err() != nil
 }
 
 // rollbackNative asks the thread's plugin to drop the turns, in its live
@@ -166,24 +185,28 @@ func (h *Host) Diff(ctx context.Context, threadID string, run, maxBytes int) (ch
 		return checkpoint.Diff{}, domain.Checkpoint{}, err
 	}
 	var c *domain.Checkpoint
-	for i := range t.Runs {
-		if r := t.Runs[i]; r.CheckpointID != "" && (run == 0 || r.Ordinal == run) {
-			for j := range t.Checkpoints {
-				if t.Checkpoints[j].ID == r.CheckpointID {
-					c = &t.Checkpoints[j]
-				}
+	for _, r := range t.Runs {
+		if r.CheckpointID == "" || (run != 0 && r.Ordinal != run) {
+			continue
+		}
+		for j := range t.Checkpoints {
+			// With no run named, the newest run whose files are kept.
+			if k := &t.Checkpoints[j]; k.ID == r.CheckpointID && (run != 0 || k.Status == domain.CheckpointReady) {
+				c = k
 			}
 		}
 	}
 	if c == nil {
 		if run == 0 {
-			return checkpoint.Diff{}, domain.Checkpoint{}, fmt.Errorf("%w: thread %s has no run checkpoint yet", domain.ErrNotFound, threadID)
+			return checkpoint.Diff{}, domain.Checkpoint{}, fmt.Errorf("%w: thread %s has no run with a ready checkpoint", domain.ErrNotFound, threadID)
 		}
 		return checkpoint.Diff{}, domain.Checkpoint{}, fmt.Errorf("%w: run %d of thread %s has no checkpoint", domain.ErrNotFound, run, threadID)
 	}
 	if c.Status != domain.CheckpointReady {
+		why := map[string]string{domain.CheckpointStale: "the run was rolled back and its checkpoint deleted",
+			domain.CheckpointCapturing: "it is still being captured"}[c.Status]
 		return checkpoint.Diff{}, *c, fmt.Errorf("%w: the checkpoint of run %d is %s: %s", domain.ErrConflict, c.RunOrdinal, c.Status,
-			cmp.Or(c.Reason, "its files were not kept"))
+			cmp.Or(c.Reason, why))
 	}
 	var base string
 	for _, b := range t.Checkpoints {

@@ -94,11 +94,19 @@ func (h *Host) settle(e domain.Effect) {
 	}
 	ref := eventlog.EffectRef{ThreadID: e.ThreadID, ID: e.ID}
 	if cmd != nil {
-		if _, err := h.dispatch(h.ctx, *cmd, []eventlog.EffectRef{ref}); err != nil {
-			if h.ctx.Err() == nil {
-				h.log.Error("record the outcome of a provider action", "type", e.Type, "thread", e.ThreadID, "error", err)
+		// Retried: an outcome not recorded would leave a run ending, or a
+		// rollback in progress, until the host restarts.
+		for try := 1; ; try++ {
+			_, err := h.dispatch(h.ctx, *cmd, []eventlog.EffectRef{ref})
+			if err == nil {
+				break
 			}
-			return
+			if errors.Is(err, ErrClosed) || try == 5 || errors.Is(err, domain.ErrInvalid) || errors.Is(err, domain.ErrNotFound) {
+				h.log.Error("record the outcome of an action; it stays in the outbox for the next host", "type", e.Type, "thread", e.ThreadID, "error", err)
+				return
+			}
+			h.log.Warn("record the outcome of an action; retrying", "type", e.Type, "thread", e.ThreadID, "error", err)
+			time.Sleep(time.Duration(try) * 50 * time.Millisecond)
 		}
 	}
 	// Also after a command: one sent before (a duplicate) did not remove it.
@@ -369,8 +377,11 @@ func (h *Host) session(threadID string) (*liveSession, error) {
 	var resume string
 	if p.Description.Capabilities.Resume {
 		for _, pt := range t.ProviderThreads {
-			if pt.ParentID == "" && !pt.Detached {
-				resume = pt.ProviderRef // the latest root conversation a rollback did not leave
+			if pt.ParentID == "" {
+				resume = pt.ProviderRef // the latest root conversation…
+				if pt.Detached {
+					resume = "" // …unless a rollback left it: then a fresh one
+				}
 			}
 		}
 	}

@@ -203,6 +203,7 @@ func (h *Host) recover() error {
 		// when its checkpoint is recorded.
 		h.mu.Lock()
 		for _, e := range again {
+			e.Replayed = true
 			h.workerFor(id).push(e)
 		}
 		h.mu.Unlock()
