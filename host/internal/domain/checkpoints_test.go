@@ -433,3 +433,15 @@ func TestSecondRollbackKeepsTheContext(t *testing.T) {
 		t.Fatalf("handoffs: %+v", hs)
 	}
 }
+
+// A thread whose runs ended before it had checkpoints gets its baseline as
+// the checkpoint of the run before the next one.
+func TestBaselineOfAnOlderThread(t *testing.T) {
+	w := newWorld(t)
+	w.thread.Runs = append(w.thread.Runs, Run{ID: "old", Ordinal: 1, Status: RunStatusCompleted}, Run{ID: "gone", Ordinal: 2, Status: RunStatusCancelled})
+	w.send("new")
+	c := w.thread.Checkpoints[0]
+	if c.RunOrdinal != 1 || c.RunID != "old" || w.thread.Runs[0].CheckpointID != c.ID || c.Ref != "refs/baton/checkpoints/thr/root/1" {
+		t.Fatalf("baseline: %+v", c)
+	}
+}

@@ -423,9 +423,16 @@ func startRun(t *Thread, runID, input, reason string, env Env, d *Decision) {
 	attemptID, rootID := env.NewID("att"), env.NewID("node")
 	if reason == AttemptInitial {
 		if !t.hasRootCheckpoint() {
-			// The baseline: the worktree before the first run, captured
-			// before its turn is sent (effects run in order).
-			requestCheckpoint(t, nil, "", env, d)
+			// The baseline: the worktree before this run, captured before its
+			// turn is sent (effects run in order). It is the checkpoint of
+			// the run before, when a thread from before checkpoints has one.
+			var prev *Run
+			for i := range t.Runs {
+				if r := &t.Runs[i]; r.ID != runID && Terminal(r.Status) && r.Status != RunStatusCancelled {
+					prev = r
+				}
+			}
+			requestCheckpoint(t, prev, "", env, d)
 		}
 		d.emit(RunStarted{RunID: runID})
 		d.started = true
