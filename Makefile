@@ -75,7 +75,7 @@ record: build
 # first use) and the scripted model servers on 127.0.0.1: each scenario is
 # recorded to a temp file and replayed through baton. Not part of `make
 # test`: it needs the npm registry and takes a minute or two.
-LIVE_SCENARIOS ?= acp:simple acp:approval_accept codex:simple codex:approval_accept codex:subagent
+LIVE_SCENARIOS ?= acp:simple acp:approval_accept acp:thread_rollback codex:simple codex:approval_accept codex:subagent codex:thread_rollback
 live-test: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
