@@ -53,11 +53,12 @@ const (
 type Service struct {
 	mu    sync.Mutex
 	locks map[string]chan struct{} // by git dir; a full channel is a held lock
+	repos map[string]repo          // by directory: where each is in git
 }
 
 // New returns a Service.
 func New() *Service {
-	return &Service{locks: map[string]chan struct{}{}}
+	return &Service{locks: map[string]chan struct{}{}, repos: map[string]repo{}}
 }
 
 // FileChange is one file's change between two checkpoints.
@@ -114,7 +115,7 @@ func (s *Service) capture(ctx context.Context, dir, ref, base string, now time.T
 	if ref == "" {
 		return Result{}, errors.New("no ref to point at the checkpoint")
 	}
-	r, missing, err := open(ctx, dir)
+	r, missing, err := s.open(ctx, dir)
 	if err != nil {
 		return Result{}, err
 	}
@@ -187,7 +188,7 @@ func (s *Service) Restore(ctx context.Context, dir, commit string) (Restored, er
 }
 
 func (s *Service) restore(ctx context.Context, dir, commit string) (Restored, error) {
-	r, missing, err := open(ctx, dir)
+	r, missing, err := s.open(ctx, dir)
 	if err != nil {
 		return Restored{}, err
 	}
@@ -345,7 +346,7 @@ func (s *Service) DeleteRefs(ctx context.Context, dir string, refs ...string) er
 	if len(refs) == 0 {
 		return nil
 	}
-	r, missing, err := open(ctx, dir)
+	r, missing, err := s.open(ctx, dir)
 	if err != nil {
 		return fmt.Errorf("checkpoint: delete refs in %s: %w", dir, err)
 	}

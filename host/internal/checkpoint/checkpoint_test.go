@@ -586,3 +586,19 @@ func TestFlaggedFilesAreSeen(t *testing.T) {
 		t.Errorf("the user's flags changed: %q", got)
 	}
 }
+
+// A Service remembers where a directory is in git only while that git dir
+// is there.
+func TestRepoRememberedWhileItExists(t *testing.T) {
+	dir := newRepo(t)
+	writeFiles(t, dir, map[string]string{"a.txt": "a\n"})
+	s := New()
+	capture(t, s, dir, "refs/baton/t/1", NoSummary)
+	if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Capture(t.Context(), dir, "refs/baton/t/2", "", now)
+	if err != nil || res.Status != StatusMissing {
+		t.Fatalf("capture after the repository went: %+v %v", res, err)
+	}
+}

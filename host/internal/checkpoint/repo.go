@@ -29,6 +29,32 @@ type repo struct {
 // and temporary indexes.
 func (r repo) stateDir() string { return filepath.Join(r.gitDir, "baton") }
 
+// open is the package's open, remembered per directory while its git dir
+// is there: a thread checkpoints the same directory again and again.
+func (s *Service) open(ctx context.Context, dir string) (repo, string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return repo{}, "", err
+	}
+	s.mu.Lock()
+	r, ok := s.repos[abs]
+	s.mu.Unlock()
+	if ok {
+		if fi, err := os.Stat(r.gitDir); err == nil && fi.IsDir() {
+			if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+				return r, "", nil
+			}
+		}
+	}
+	r, missing, err := open(ctx, abs)
+	if err == nil && missing == "" {
+		s.mu.Lock()
+		s.repos[abs] = r
+		s.mu.Unlock()
+	}
+	return r, missing, err
+}
+
 // open finds the work tree dir is in. If there is none (or no dir), or git
 // is not installed, it returns the reason and no error.
 func open(ctx context.Context, dir string) (r repo, missing string, err error) {
