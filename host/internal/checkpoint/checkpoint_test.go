@@ -602,3 +602,24 @@ func TestRepoRememberedWhileItExists(t *testing.T) {
 		t.Fatalf("capture after the repository went: %+v %v", res, err)
 	}
 }
+
+// Outside git no git process is needed to say so; the environment can
+// still point git at a repository.
+func TestGitBelow(t *testing.T) {
+	plain := t.TempDir()
+	if gitBelow(plain) && os.Getenv("GIT_DIR") == "" {
+		if _, err := os.Stat("/.git"); err != nil {
+			t.Skip("the temp dir is inside a repository here")
+		}
+	}
+	repoDir := newRepo(t)
+	sub := filepath.Join(repoDir, "a", "b")
+	os.MkdirAll(sub, 0o755)
+	if !gitBelow(sub) {
+		t.Error("a subdirectory of a repository")
+	}
+	t.Setenv("GIT_DIR", filepath.Join(repoDir, ".git"))
+	if !gitBelow(plain) {
+		t.Error("GIT_DIR set")
+	}
+}

@@ -71,6 +71,11 @@ func open(ctx context.Context, dir string) (r repo, missing string, err error) {
 	case !fi.IsDir():
 		return repo{}, abs + " is not a directory", nil
 	}
+	if !gitBelow(abs) {
+		// No .git in dir or above it: not a repository, found without
+		// starting git (a thread outside git checkpoints every run).
+		return repo{}, abs + " is not in a git repository", nil
+	}
 	out, err := gitRun{dir: abs, read: true}.run(ctx, "rev-parse",
 		"--is-inside-work-tree", "--show-toplevel", "--absolute-git-dir", "--show-prefix", "--show-object-format")
 	var ge *gitError
@@ -100,4 +105,23 @@ func open(ctx context.Context, dir string) (r repo, missing string, err error) {
 		r.emptyTree = emptyTreeSHA256
 	}
 	return r, "", nil
+}
+
+// gitBelow says whether dir or a directory above it holds a .git entry,
+// or git is pointed elsewhere by the environment: only then can dir be in
+// a work tree.
+func gitBelow(dir string) bool {
+	if os.Getenv("GIT_DIR") != "" || os.Getenv("GIT_WORK_TREE") != "" {
+		return true
+	}
+	for {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
 }
