@@ -607,10 +607,8 @@ func TestRepoRememberedWhileItExists(t *testing.T) {
 // still point git at a repository.
 func TestGitBelow(t *testing.T) {
 	plain := t.TempDir()
-	if gitBelow(plain) && os.Getenv("GIT_DIR") == "" {
-		if _, err := os.Stat("/.git"); err != nil {
-			t.Skip("the temp dir is inside a repository here")
-		}
+	if gitBelow(plain) {
+		t.Skip("the temp dir is inside a repository here")
 	}
 	repoDir := newRepo(t)
 	sub := filepath.Join(repoDir, "a", "b")
