@@ -82,6 +82,8 @@ type Result struct {
 // directory, slash-separated and sorted.
 type Restored struct {
 	Written, Removed []string
+	// Saved is the commit that keeps the files as they were (SaveAndRestore).
+	Saved string
 }
 
 // Diff is a unified diff between checkpoints.
@@ -132,21 +134,9 @@ func (s *Service) capture(ctx context.Context, dir, ref, base string, now time.T
 	if err != nil {
 		return Result{}, err
 	}
-	date := fmt.Sprintf("@%d %s", now.Unix(), now.Format("-0700"))
 	// The summary needs only the tree, so it is made while the commit is
 	// written and the ref moved.
-	waitCommit := async(func() (string, error) {
-		out, err := gitRun{dir: r.dir, env: []string{
-			"GIT_AUTHOR_NAME=" + authorName, "GIT_AUTHOR_EMAIL=" + authorEmail, "GIT_AUTHOR_DATE=" + date,
-			"GIT_COMMITTER_NAME=" + authorName, "GIT_COMMITTER_EMAIL=" + authorEmail, "GIT_COMMITTER_DATE=" + date,
-		}}.run(ctx, "commit-tree", "--no-gpg-sign", "-m", "baton checkpoint", tree)
-		if err != nil {
-			return "", err
-		}
-		commit := string(bytes.TrimSpace(out))
-		_, err = gitRun{dir: r.dir}.run(ctx, "update-ref", "-m", "baton checkpoint", ref, commit)
-		return commit, err
-	})
+	waitCommit := async(func() (string, error) { return commitTree(ctx, r, tree, ref, now) })
 	if base == NoSummary {
 		commit, err := waitCommit()
 		if err != nil {
@@ -172,6 +162,22 @@ func (s *Service) capture(ctx context.Context, dir, ref, base string, now time.T
 	return Result{Status: StatusReady, Commit: commit, Files: files}, nil
 }
 
+// commitTree makes tree a parentless checkpoint commit dated now and points
+// ref at it.
+func commitTree(ctx context.Context, r repo, tree, ref string, now time.Time) (string, error) {
+	date := fmt.Sprintf("@%d %s", now.Unix(), now.Format("-0700"))
+	out, err := gitRun{dir: r.dir, env: []string{
+		"GIT_AUTHOR_NAME=" + authorName, "GIT_AUTHOR_EMAIL=" + authorEmail, "GIT_AUTHOR_DATE=" + date,
+		"GIT_COMMITTER_NAME=" + authorName, "GIT_COMMITTER_EMAIL=" + authorEmail, "GIT_COMMITTER_DATE=" + date,
+	}}.run(ctx, "commit-tree", "--no-gpg-sign", "-m", "baton checkpoint", tree)
+	if err != nil {
+		return "", err
+	}
+	commit := string(bytes.TrimSpace(out))
+	_, err = gitRun{dir: r.dir}.run(ctx, "update-ref", "-m", "baton checkpoint", ref, commit)
+	return commit, err
+}
+
 // Restore makes dir's files those of commit's tree, commit being a
 // checkpoint of dir. Only paths that differ are touched: written with the
 // target's content and mode (symlinks too), or removed if the target does
@@ -180,14 +186,22 @@ func (s *Service) capture(ctx context.Context, dir, ref, base string, now time.T
 // checkpointed file must take their place; so are submodules. The user's
 // index and HEAD are not touched.
 func (s *Service) Restore(ctx context.Context, dir, commit string) (Restored, error) {
-	res, err := s.restore(ctx, dir, commit)
+	return s.SaveAndRestore(ctx, dir, commit, "", time.Time{})
+}
+
+// SaveAndRestore is Restore that first keeps dir's files as they are in a
+// checkpoint commit dated now under saveRef (Restored.Saved): the same
+// snapshot the restore compares with, in the same hold of the lock, so a
+// rollback can be undone by hand. An empty saveRef keeps nothing.
+func (s *Service) SaveAndRestore(ctx context.Context, dir, commit, saveRef string, now time.Time) (Restored, error) {
+	res, err := s.restore(ctx, dir, commit, saveRef, now)
 	if err != nil {
 		return Restored{}, fmt.Errorf("checkpoint: restore %s: %w", dir, err)
 	}
 	return res, nil
 }
 
-func (s *Service) restore(ctx context.Context, dir, commit string) (Restored, error) {
+func (s *Service) restore(ctx context.Context, dir, commit, saveRef string, now time.Time) (Restored, error) {
 	r, missing, err := s.open(ctx, dir)
 	if err != nil {
 		return Restored{}, err
@@ -205,6 +219,12 @@ func (s *Service) restore(ctx context.Context, dir, commit string) (Restored, er
 	if err != nil {
 		return Restored{}, err
 	}
+	var res Restored
+	if saveRef != "" {
+		if res.Saved, err = commitTree(ctx, r, current, saveRef, now); err != nil {
+			return Restored{}, err
+		}
+	}
 	out, err := gitRun{dir: r.dir, read: true}.run(ctx, "diff-tree", "-r", "-z", "--no-renames", "--raw", current, commit)
 	if err != nil {
 		return Restored{}, err
@@ -213,7 +233,6 @@ func (s *Service) restore(ctx context.Context, dir, commit string) (Restored, er
 	if err != nil {
 		return Restored{}, err
 	}
-	var res Restored
 	var write []rawChange
 	for _, c := range changes {
 		switch {

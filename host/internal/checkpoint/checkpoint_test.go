@@ -621,3 +621,23 @@ func TestGitBelow(t *testing.T) {
 		t.Error("GIT_DIR set")
 	}
 }
+
+// SaveAndRestore keeps the files as they were before it restores.
+func TestSaveAndRestore(t *testing.T) {
+	dir := newRepo(t)
+	writeFiles(t, dir, map[string]string{"a.txt": "one\n"})
+	s := New()
+	c1 := capture(t, s, dir, "refs/baton/t/1", NoSummary)
+	writeFiles(t, dir, map[string]string{"a.txt": "two\n", "b.txt": "new\n"})
+	res, err := s.SaveAndRestore(t.Context(), dir, c1.Commit, "refs/baton/t/pre", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]file{"a.txt": {Content: "two\n"}, "b.txt": {Content: "new\n"}}
+	if diff := cmp.Diff(want, treeFiles(t, dir, res.Saved)); diff != "" || gitT(t, dir, "rev-parse", "refs/baton/t/pre") != res.Saved {
+		t.Errorf("saved files (-want +got):\n%s", diff)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "one\n" || len(res.Removed) != 1 {
+		t.Errorf("restored a.txt = %q, removed %q", b, res.Removed)
+	}
+}

@@ -210,10 +210,8 @@ func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) err
 		}
 		return fmt.Errorf("%w: run %d is %s; interrupt it (run.interrupt) or let it end before rolling back", ErrConflict, r.Ordinal, r.Status)
 	}
-	if n := len(t.Rollbacks); n > 0 {
-		if rb := t.Rollbacks[n-1]; rb.Status == RollbackRestoringFiles || rb.Status == RollbackReconciling {
-			return fmt.Errorf("%w: rollback %s is in progress", ErrConflict, rb.ID)
-		}
+	if t.RollingBack() {
+		return fmt.Errorf("%w: rollback %s is in progress", ErrConflict, t.Rollbacks[len(t.Rollbacks)-1].ID)
 	}
 	runs, stale := []string{}, []string{}
 	for _, r := range t.Runs {

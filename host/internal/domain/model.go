@@ -450,6 +450,18 @@ type Rollback struct {
 	EndedAt           *time.Time `json:"endedAt,omitempty"`
 }
 
+// InProgress says whether a rollback is still restoring files or
+// reconciling the provider.
+func (rb Rollback) InProgress() bool {
+	return rb.Status == RollbackRestoringFiles || rb.Status == RollbackReconciling
+}
+
+// RollingBack says whether the thread's latest rollback is in progress.
+func (t *Thread) RollingBack() bool {
+	n := len(t.Rollbacks)
+	return n > 0 && t.Rollbacks[n-1].InProgress()
+}
+
 // Handoff statuses and strategies.
 const (
 	HandoffReady          = "ready"

@@ -2,6 +2,7 @@ package orchestrator_test
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,7 +112,7 @@ func TestThreadRollback(t *testing.T) {
 			th := e.play(threadID, tc.provider+"/thread_rollback.steps.json")
 
 			want := map[string]string{"README.md": readme, ".gitignore": "*.log\n", "build.log": "ignored\n", "a.txt": "one\n"}
-			if got := e.files(); !mapsEqual(got, want) {
+			if got := e.files(); !maps.Equal(got, want) {
 				t.Errorf("files after the rollback = %q, want %q", got, want)
 			}
 			if _, err := os.Stat(filepath.Join(e.ws, "sub")); !errors.Is(err, os.ErrNotExist) {
@@ -288,18 +289,6 @@ func TestCheckpointsMissingOutsideGit(t *testing.T) {
 		Payload: domain.RollbackToCheckpoint{CheckpointID: th.Checkpoints[0].ID}}); !errors.Is(err, domain.ErrConflict) {
 		t.Errorf("rollback to a missing checkpoint: %v", err)
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // A checkpoint capture cut short by the host closing stays in the outbox

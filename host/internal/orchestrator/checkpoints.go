@@ -68,15 +68,7 @@ func (h *Host) restoreFiles(e domain.Effect) *domain.Command {
 	ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
 	defer cancel()
 	rec := domain.RecordFilesRestored{RollbackID: e.RollbackID, Replayed: e.Replayed}
-	saved, err := h.cps.Capture(ctx, cwd, e.Ref, checkpoint.NoSummary, h.cfg.Now())
-	if err == nil && saved.Status != checkpoint.StatusReady {
-		err = errors.New(saved.Reason)
-	}
-	var res checkpoint.Restored
-	if err == nil {
-		rec.SavedRef, rec.SavedCommit = e.Ref, saved.Commit
-		res, err = h.cps.Restore(ctx, cwd, e.Commit)
-	}
+	res, err := h.cps.SaveAndRestore(ctx, cwd, e.Commit, e.Ref, h.cfg.Now())
 	if err != nil {
 		if h.closingNow() {
 			return nil
@@ -85,6 +77,7 @@ func (h *Host) restoreFiles(e domain.Effect) *domain.Command {
 		rec.Failure = &domain.Failure{Code: "restore_failed", Message: err.Error()}
 	} else {
 		rec.Written, rec.Removed = len(res.Written), len(res.Removed)
+		rec.SavedRef, rec.SavedCommit = e.Ref, res.Saved
 	}
 	return &domain.Command{ID: "restored:" + e.RollbackID, ThreadID: e.ThreadID, Payload: rec}
 }

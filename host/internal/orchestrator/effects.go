@@ -96,17 +96,12 @@ func (h *Host) settle(e domain.Effect) {
 	if cmd != nil {
 		// Retried: an outcome not recorded would leave a run ending, or a
 		// rollback in progress, until the host restarts.
-		for try := 1; ; try++ {
+		if err := h.retry("record the outcome of an action", func() error {
 			_, err := h.dispatch(h.ctx, *cmd, []eventlog.EffectRef{ref})
-			if err == nil {
-				break
-			}
-			if errors.Is(err, ErrClosed) || try == 5 || errors.Is(err, domain.ErrInvalid) || errors.Is(err, domain.ErrNotFound) {
-				h.log.Error("record the outcome of an action; it stays in the outbox for the next host", "type", e.Type, "thread", e.ThreadID, "error", err)
-				return
-			}
-			h.log.Warn("record the outcome of an action; retrying", "type", e.Type, "thread", e.ThreadID, "error", err)
-			time.Sleep(time.Duration(try) * 50 * time.Millisecond)
+			return err
+		}, "type", e.Type, "thread", e.ThreadID); err != nil {
+			h.log.Error("record the outcome of an action; it stays in the outbox for the next host", "type", e.Type, "thread", e.ThreadID, "error", err)
+			return
 		}
 	}
 	// Also after a command: one sent before (a duplicate) did not remove it.
@@ -125,15 +120,9 @@ func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
 	}
 	// The host's own work: a nil command means it was cut short by the
 	// host closing, and the next host performs it again.
-	switch e.Type {
-	case domain.EffectCapture:
-		cmd := h.capture(e)
-		return cmd, cmd != nil
-	case domain.EffectRestoreFiles:
-		cmd := h.restoreFiles(e)
-		return cmd, cmd != nil
-	case domain.EffectReconcileThread:
-		cmd := h.reconcileThread(e)
+	if own := map[string]func(domain.Effect) *domain.Command{domain.EffectCapture: h.capture,
+		domain.EffectRestoreFiles: h.restoreFiles, domain.EffectReconcileThread: h.reconcileThread}[e.Type]; own != nil {
+		cmd := own(e)
 		return cmd, cmd != nil
 	}
 	if (e.Type == domain.EffectStartTurn || e.Type == domain.EffectSteer) && !h.attemptActive(e) {
@@ -527,16 +516,23 @@ func (h *Host) ingest(s *liveSession, ev domain.ProviderEvent, cmdID string) {
 }
 
 func (h *Host) ingestRetrying(s *liveSession, cmdID string, evs []domain.ProviderEvent) {
+	err := h.retry("ingest provider events", func() error { return h.ingestEvents(s.threadID, s.id, cmdID, evs) },
+		"thread", s.threadID, "session", s.id)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		h.log.Error("ingest provider events failed; they are lost", "thread", s.threadID, "session", s.id, "events", len(evs), "error", err)
+	}
+}
+
+// retry calls f until it succeeds, up to 5 times with a growing pause, and
+// returns its last error. An error that trying again cannot mend (the host
+// closed, the command refused) ends it at once.
+func (h *Host) retry(what string, f func() error, args ...any) error {
 	for try := 1; ; try++ {
-		err := h.ingestEvents(s.threadID, s.id, cmdID, evs)
-		if err == nil || errors.Is(err, ErrClosed) {
-			return
+		err := f()
+		if err == nil || try == 5 || errors.Is(err, ErrClosed) || errors.Is(err, domain.ErrInvalid) || errors.Is(err, domain.ErrNotFound) {
+			return err
 		}
-		if try == 5 {
-			h.log.Error("ingest provider events failed; they are lost", "thread", s.threadID, "session", s.id, "events", len(evs), "error", err)
-			return
-		}
-		h.log.Warn("ingest provider events failed; retrying", "thread", s.threadID, "session", s.id, "error", err)
+		h.log.Warn(what+"; retrying", append(args, "error", err)...)
 		time.Sleep(time.Duration(try) * 50 * time.Millisecond)
 	}
 }

@@ -242,16 +242,8 @@ func Reached(t domain.Thread, what string) bool {
 				return false
 			}
 		}
-		return !rollingBack(t)
+		return !t.RollingBack()
 	}
-}
-
-func rollingBack(t domain.Thread) bool {
-	if n := len(t.Rollbacks); n > 0 {
-		s := t.Rollbacks[n-1].Status
-		return s == domain.RollbackRestoringFiles || s == domain.RollbackReconciling
-	}
-	return false
 }
 
 // RollbackToRun rolls a thread back to run N's checkpoint (0: the baseline
@@ -274,7 +266,7 @@ func RollbackToRun(ctx context.Context, h *orchestrator.Host, threadID, cmdID st
 	if _, err := h.Dispatch(ctx, domain.Command{ID: cmdID, ThreadID: threadID, Payload: domain.RollbackToCheckpoint{ScopeID: scope}}); err != nil {
 		return domain.Rollback{}, err
 	}
-	if err := until(ctx, h, threadID, "the rollback", func(t domain.Thread) bool { return !rollingBack(t) }); err != nil {
+	if err := until(ctx, h, threadID, "the rollback", func(t domain.Thread) bool { return !t.RollingBack() }); err != nil {
 		return domain.Rollback{}, err
 	}
 	if t, err = h.Thread(threadID); err != nil {
