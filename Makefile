@@ -3,8 +3,8 @@
 SHELL     := /bin/bash
 GO        ?= go
 BIN       := $(CURDIR)/bin
-MODULES   := sdk host replaypeer plugins/acp plugins/codex
-PLUGINS   := acp codex
+PLUGINS   := $(notdir $(wildcard plugins/*))
+MODULES   := sdk host replaypeer $(addprefix plugins/,$(PLUGINS))
 PROVIDER  ?= acp
 SCENARIO  ?= simple
 TOOLS     := $(CURDIR)/.bin

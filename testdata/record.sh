@@ -478,8 +478,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-case $PROVIDER in
-  acp) record_acp ;;
-  codex) record_codex ;;
-  *) die "unknown provider '$PROVIDER' (supported: acp, codex)" ;;
-esac
+# A provider's recording may live beside its transcripts, in
+# testdata/PROVIDER/record.sh, defining record_PROVIDER.
+if [ -f "$REPO/testdata/$PROVIDER/record.sh" ]; then
+  # shellcheck source=/dev/null
+  source "$REPO/testdata/$PROVIDER/record.sh"
+fi
+declare -F "record_$PROVIDER" >/dev/null ||
+  die "unknown provider '$PROVIDER' (no record_$PROVIDER in testdata/record.sh or testdata/$PROVIDER/record.sh)"
+"record_$PROVIDER"

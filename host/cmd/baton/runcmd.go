@@ -30,8 +30,11 @@ import (
 // defaultCommands are the provider commands used when --provider-command is
 // not given: each provider's real binary, as its users install it.
 var defaultCommands = map[string][]string{
-	"acp":   {"claude-code-acp"},
-	"codex": {"codex", "app-server"},
+	"acp":      {"claude-code-acp"},
+	"claude":   {"claude"},
+	"codex":    {"codex", "app-server"},
+	"cursor":   {"cursor-agent"},
+	"opencode": {"opencode"},
 }
 
 type stringList []string

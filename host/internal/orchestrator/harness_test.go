@@ -49,11 +49,16 @@ func setup(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	for _, b := range []struct{ src, out string }{
-		{"plugins/acp", "baton-plugin-acp"},
-		{"plugins/codex", "baton-plugin-codex"},
-		{"replaypeer", "replaypeer"},
-	} {
+	builds := []struct{ src, out string }{{"replaypeer", "replaypeer"}}
+	plugins, err := filepath.Glob(filepath.Join(root, "plugins", "*", "go.mod"))
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range plugins {
+		name := filepath.Base(filepath.Dir(p))
+		builds = append(builds, struct{ src, out string }{"plugins/" + name, "baton-plugin-" + name})
+	}
+	for _, b := range builds {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), ".")
 		cmd.Dir = filepath.Join(root, b.src)
 		if out, err := cmd.CombinedOutput(); err != nil {
