@@ -1,0 +1,525 @@
+package claude
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/lineproc"
+)
+
+// Version is the plugin's version.
+const Version = "0.1.0"
+
+// handshakeTimeout bounds the initialize control request. The CLI answers
+// in well under a second; a hung one must still not hang the host.
+const handshakeTimeout = 60 * time.Second
+
+// callTimeout bounds the interrupt control request, which the CLI answers
+// at once (the turn itself ends with its result).
+const callTimeout = 30 * time.Second
+
+// baseArgs are what the plugin appends to the configured command: print
+// mode with stream-json both ways, the permission prompts on the control
+// channel, and the host's own messages echoed when the CLI takes them
+// (how the plugin knows that a steer joined the turn).
+var baseArgs = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+	"--permission-prompt-tool", "stdio", "--replay-user-messages"}
+
+// permissionModes are the CLI's --permission-mode values a runtime policy
+// may name. The default (empty) asks the host about everything the CLI
+// would prompt for.
+var permissionModes = []string{"acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "manual", "plan"}
+
+// Adapter drives Claude Code (`claude -p` with stream-json). It implements
+// sdk.Adapter and sdk.Steerer (a user message written while a turn runs).
+type Adapter struct {
+	log hclog.Logger
+
+	sessions sdk.Sessions[*session]
+}
+
+// New returns an adapter that logs to log.
+func New(log hclog.Logger) *Adapter {
+	return &Adapter{log: log}
+}
+
+// Describe implements sdk.Adapter.
+func (a *Adapter) Describe() sdk.Description {
+	return sdk.Description{
+		Name:         "claude",
+		Version:      Version,
+		WireProtocol: WireProtocol,
+		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Subagents: true, Resume: true},
+		Notes: map[string]string{
+			sdk.NoteSteering:  "a user message written while the turn runs (queued by the CLI, taken at the next tool boundary or run right after)",
+			sdk.NoteInterrupt: "`interrupt` control request",
+			sdk.NoteApprovals: "`can_use_tool` control requests (Bash as commands, Edit/Write/MultiEdit/NotebookEdit as file changes, AskUserQuestion as a question, other tools as permissions)",
+			sdk.NoteSubagents: "`Task`/`Agent` tool uses as child threads, by `parent_tool_use_id`",
+			sdk.NoteRollback:  "files by the host's checkpoints; the conversation by a fresh session with a handoff",
+			sdk.NoteResume:    "`--resume SESSION`",
+		},
+	}
+}
+
+func (a *Adapter) session(id string) (*session, error) { return a.sessions.Get(id) }
+
+// session is one Claude Code conversation and the CLI process serving it.
+type session struct {
+	id   string
+	req  sdk.OpenSessionRequest
+	cwd  string
+	mode string
+	log  hclog.Logger
+	emit sdk.Emitter
+
+	mu      sync.Mutex
+	proc    *process
+	opening bool // OpenSession has not returned: a process that ends is its to handle
+	norm    *normalizer
+	pending map[string]*permissionRequest // by request ref
+	calls   map[string]chan controlResponseBody
+	nextID  int
+	closed  bool
+	exited  chan struct{}
+}
+
+// process is one CLI process of a session.
+type process struct {
+	*lineproc.Process
+	ended chan struct{} // closed when its stdout is read to the end and it exited
+}
+
+// OpenSession implements sdk.Adapter: start the CLI and initialize the
+// control protocol. A fresh conversation's session id comes with the first
+// turn (the CLI names it only after the first user message).
+func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, emit sdk.Emitter) (sdk.OpenSessionResponse, error) {
+	if !filepath.IsAbs(req.Cwd) {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: cwd %q is not absolute", req.Cwd)
+	}
+	if req.RuntimePolicy != "" && !slices.Contains(permissionModes, req.RuntimePolicy) {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid,
+			"open session: runtime policy %q: want empty (ask the host about everything) or a permission mode (%s)",
+			req.RuntimePolicy, strings.Join(permissionModes, ", "))
+	}
+	cwd := filepath.Clean(req.Cwd)
+	s := &session{id: req.SessionID, req: req, cwd: cwd, mode: req.RuntimePolicy, log: a.log.With("session", req.SessionID),
+		emit: emit, opening: true, norm: newNormalizer("", cwd), pending: map[string]*permissionRequest{},
+		calls: map[string]chan controlResponseBody{}, exited: make(chan struct{})}
+
+	resumed := false
+	if req.ResumeThreadRef != "" {
+		err := s.start(ctx, "--resume", req.ResumeThreadRef)
+		switch {
+		case err == nil:
+			resumed = true
+		case errors.Is(err, errExitedEarly):
+			// The CLI no longer has the conversation ("No conversation
+			// found with session ID"): a fresh one, and the host is told.
+			s.log.Info("claude could not resume the session; starting a new one", "thread", req.ResumeThreadRef, "error", err)
+			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "claude could not resume session " + req.ResumeThreadRef,
+				Text: err.Error()})
+		default:
+			return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+		}
+	}
+	if !resumed {
+		if err := s.start(ctx); err != nil {
+			return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+		}
+	}
+	s.mu.Lock()
+	if resumed {
+		s.norm.root = req.ResumeThreadRef
+		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: req.ResumeThreadRef})
+	}
+	s.opening = false
+	p := s.proc
+	s.mu.Unlock()
+	a.sessions.Add(req.SessionID, s, s.exited)
+	select {
+	case <-p.ended: // it ended while the session opened: report it now
+		s.finish(p)
+	default:
+	}
+	return sdk.OpenSessionResponse{ProviderSessionRef: s.norm.root, ProviderThreadRef: s.norm.root, ProviderPid: p.Pid(),
+		Resumed: resumed}, nil
+}
+
+// errExitedEarly is a CLI that exited before it answered initialize.
+var errExitedEarly = errors.New("claude exited before it answered initialize")
+
+// start starts a CLI process with the base arguments and extra, and
+// initializes it. A process that fails to start or initialize is stopped.
+func (s *session) start(ctx context.Context, extra ...string) error {
+	argv := append(slices.Clone(s.req.Command.Argv), baseArgs...)
+	if s.req.Model != "" {
+		argv = append(argv, "--model", s.req.Model)
+	}
+	if s.mode != "" {
+		argv = append(argv, "--permission-mode", s.mode)
+	}
+	argv = append(argv, extra...)
+	lp, err := lineproc.Start(lineproc.Config{Name: "claude", Command: sdk.ProviderCommand{Argv: argv, Env: s.req.Command.Env},
+		Dir: s.cwd, RawFrameLog: s.req.RawFrameLog, Log: s.log, Stdin: true})
+	if err != nil {
+		return err
+	}
+	p := &process{Process: lp, ended: make(chan struct{})}
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+	go s.read(p)
+
+	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	if _, err := s.call(ctx, p, map[string]any{"subtype": "initialize", "hooks": nil}); err != nil {
+		_ = p.Close(context.Background())
+		<-p.ended
+		if errors.Is(err, errProcessEnded) {
+			return fmt.Errorf("%w: %s", errExitedEarly, p.ExitReport())
+		}
+		return fmt.Errorf("initialize: %w", err)
+	}
+	return nil
+}
+
+// errProcessEnded is a control request whose process ended first.
+var errProcessEnded = errors.New("claude exited")
+
+// call sends a control request and waits for its response.
+func (s *session) call(ctx context.Context, p *process, request any) (json.RawMessage, error) {
+	s.mu.Lock()
+	s.nextID++
+	id := fmt.Sprintf("req_%d_%s", s.nextID, randomHex(4))
+	ch := make(chan controlResponseBody, 1)
+	s.calls[id] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.calls, id)
+		s.mu.Unlock()
+	}()
+	b, _ := json.Marshal(outControlRequest{Type: typeControlRequest, RequestID: id, Request: request})
+	if err := p.Write(b); err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		if r.Subtype == "error" {
+			return nil, fmt.Errorf("claude refused the control request: %s", r.Error)
+		}
+		return r.Response, nil
+	case <-p.ended:
+		return nil, errProcessEnded
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for claude's control response: %w", context.Cause(ctx))
+	}
+}
+
+// read handles a process's frames until its stdout ends.
+func (s *session) read(p *process) {
+	for {
+		line, raw, err := p.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				s.log.Warn("reading claude's output failed", "error", err)
+			}
+			break
+		}
+		s.handle(p, line, raw)
+	}
+	<-p.Done()
+	close(p.ended)
+	s.mu.Lock()
+	current := p == s.proc && !s.opening
+	s.mu.Unlock()
+	if current {
+		s.finish(p)
+	}
+}
+
+// handle applies one frame, on the read loop, so that events keep the
+// frames' order.
+func (s *session) handle(p *process, line []byte, raw uint64) {
+	f, err := decodeFrame(line)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	emit := func(evs []sdk.RuntimeEvent) {
+		for _, ev := range evs {
+			ev.RawFrame = raw
+			s.emit.Emit(ev)
+		}
+	}
+	if err != nil {
+		emit([]sdk.RuntimeEvent{malformed(err, line)})
+		return
+	}
+	switch f.Type {
+	case typeControlResponse:
+		if f.Response == nil {
+			emit([]sdk.RuntimeEvent{malformed(errors.New("control_response without a response"), line)})
+			return
+		}
+		if ch, ok := s.calls[f.Response.RequestID]; ok {
+			ch <- *f.Response
+		}
+	case typeControlRequest:
+		emit(s.controlRequest(p, f))
+	case typeControlCancel:
+		ref := requestRef(f.RequestID)
+		if q, ok := s.pending[ref]; ok {
+			delete(s.pending, ref)
+			emit([]sdk.RuntimeEvent{{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: ref,
+				RequestKind: q.kind, Status: string(sdk.DecisionCancel), Text: "claude withdrew the request"}})
+		}
+	default:
+		emit(s.norm.frame(f))
+	}
+}
+
+// controlRequest opens a can_use_tool request for the host; any other
+// request from the CLI is answered with an error (this plugin registers no
+// hooks and no SDK MCP servers). Called with s.mu held.
+func (s *session) controlRequest(p *process, f *frame) []sdk.RuntimeEvent {
+	var body controlRequestBody
+	err := json.Unmarshal(f.Request, &body)
+	if err == nil && f.RequestID == "" {
+		err = errors.New("control_request without a request_id")
+	}
+	if err != nil {
+		return []sdk.RuntimeEvent{malformed(fmt.Errorf("control_request: %v", err), f.raw)}
+	}
+	if body.Subtype != "can_use_tool" {
+		s.answer(p, controlResponseBody{Subtype: "error", RequestID: f.RequestID,
+			Error: fmt.Sprintf("baton does not handle %q control requests", body.Subtype)})
+		return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: s.norm.root, TurnRef: s.norm.activeTurn(),
+			Title: "claude sent an unsupported control request " + body.Subtype + "; answered with an error", Detail: f.raw}}
+	}
+	q, evs := s.norm.openRequest(f.RequestID, body, f.raw)
+	s.pending[requestRef(f.RequestID)] = q
+	return evs
+}
+
+// answer writes a control_response (errors are the read loop's to see: the
+// process is gone).
+func (s *session) answer(p *process, body controlResponseBody) {
+	b, _ := json.Marshal(outControlResponse{Type: typeControlResponse, Response: body})
+	if err := p.Write(b); err != nil {
+		s.log.Debug("answering claude failed", "error", err)
+	}
+}
+
+// finish reports the end of the session's process: running turns fail,
+// pending requests are cancelled, and runtime_exited comes last.
+func (s *session) finish(p *process) {
+	s.mu.Lock()
+	closed := s.closed
+	report := "claude exited"
+	if !closed {
+		report = "claude exited during the turn: " + p.ExitReport()
+	}
+	evs := s.norm.exited(report)
+	for _, ref := range slices.Sorted(maps.Keys(s.pending)) {
+		q := s.pending[ref]
+		evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
+			RequestRef: ref, RequestKind: q.kind, Status: string(sdk.DecisionCancel)})
+		delete(s.pending, ref)
+	}
+	for _, ev := range evs {
+		s.emit.Emit(ev)
+	}
+	s.emit.Emit(p.ExitEvent(s.norm.root, closed))
+	s.mu.Unlock()
+	close(s.exited)
+}
+
+// live is the session's process, or ErrProviderExited.
+func (s *session) live(what string) (*process, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.proc.ended:
+		return nil, sdk.Errorf(sdk.ErrProviderExited, "%s", what)
+	default:
+	}
+	return s.proc, nil
+}
+
+// userMessage is a user line with a fresh uuid (the CLI drops a message
+// whose uuid its session already has).
+func userMessage(text string) (string, []byte) {
+	id := newUUID()
+	b, _ := json.Marshal(outUserMessage{Type: typeUser, Message: userContent{Role: "user", Content: text}, SessionID: "", UUID: id})
+	return id, b
+}
+
+// StartTurn implements sdk.Adapter: a user message. The turn's ref is the
+// message's uuid (the prompt's id in the CLI's session).
+func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.StartTurnResponse, error) {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		return sdk.StartTurnResponse{}, err
+	}
+	p, err := s.live("start turn")
+	if err != nil {
+		return sdk.StartTurnResponse{}, err
+	}
+	ref, line := userMessage(req.Input.Text)
+	s.mu.Lock()
+	if t := s.norm.activeTurn(); t != "" {
+		s.mu.Unlock()
+		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrBusy, "start turn: turn %s is still running", t)
+	}
+	for _, ev := range s.norm.startTurn(ref, req.ClientTurnID) {
+		s.emit.Emit(ev)
+	}
+	s.mu.Unlock()
+	if err := p.Write(line); err != nil {
+		s.mu.Lock()
+		s.norm.cancelStart(ref)
+		s.mu.Unlock()
+		return sdk.StartTurnResponse{}, fmt.Errorf("start turn: %w", err)
+	}
+	return sdk.StartTurnResponse{TurnRef: ref}, nil
+}
+
+// SteerTurn implements sdk.Steerer: a user message written while the turn
+// runs. The CLI queues it and feeds it to the model at the next tool
+// boundary, or runs it right after the model's answer; either way it
+// belongs to the host's turn, which ends with the result after it.
+func (a *Adapter) SteerTurn(ctx context.Context, req sdk.SteerTurnRequest) error {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		return err
+	}
+	p, err := s.live("steer")
+	if err != nil {
+		return err
+	}
+	_, line := userMessage(req.Input.Text)
+	s.mu.Lock()
+	active := s.norm.activeTurn()
+	if active == "" || (req.TurnRef != "" && req.TurnRef != active) {
+		s.mu.Unlock()
+		return sdk.Errorf(sdk.ErrBusy, "steer: turn %q is not running (running: %q)", req.TurnRef, active)
+	}
+	s.norm.steer()
+	s.mu.Unlock()
+	if err := p.Write(line); err != nil {
+		return fmt.Errorf("steer turn %s: %w", active, err)
+	}
+	return nil
+}
+
+// InterruptTurn implements sdk.Adapter: the interrupt control request.
+// The turn ends with the result that follows.
+func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnRequest) error {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		return err
+	}
+	p, err := s.live("interrupt")
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	active := s.norm.activeTurn()
+	s.norm.interrupting()
+	s.mu.Unlock()
+	if active == "" {
+		return nil // nothing to stop; the acknowledgement is still true
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if _, err := s.call(ctx, p, map[string]string{"subtype": "interrupt"}); err != nil {
+		return fmt.Errorf("interrupt turn %s: %w", active, err)
+	}
+	return nil
+}
+
+// RespondToRequest implements sdk.Adapter.
+func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequestRequest) error {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		if errors.Is(err, sdk.ErrUnknownSession) {
+			return sdk.Errorf(sdk.ErrNotResumable, "request %s: its session is gone", req.RequestRef)
+		}
+		return err
+	}
+	s.mu.Lock()
+	q, ok := s.pending[req.RequestRef]
+	if !ok {
+		s.mu.Unlock()
+		return sdk.Errorf(sdk.ErrUnknownRequest, "request %q", req.RequestRef)
+	}
+	resp, err := reply(q, req.Decision, req.Answers)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	delete(s.pending, req.RequestRef)
+	if req.Decision == sdk.DecisionDecline || req.Decision == sdk.DecisionCancel {
+		s.norm.declined[q.body.ToolUseID] = true
+	}
+	p := s.proc
+	// The resolution is emitted before the answer: the answer lets the CLI
+	// go on, and what it does next must come after.
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
+		RequestRef: req.RequestRef, RequestKind: q.kind, Status: string(req.Decision)})
+	s.mu.Unlock()
+	body, _ := json.Marshal(resp)
+	b, _ := json.Marshal(outControlResponse{Type: typeControlResponse,
+		Response: controlResponseBody{Subtype: "success", RequestID: q.id, Response: body}})
+	if err := p.Write(b); err != nil {
+		return sdk.Errorf(sdk.ErrNotResumable, "answer request %s: claude is gone (%v)", req.RequestRef, err)
+	}
+	return nil
+}
+
+// CloseSession implements sdk.Adapter: the CLI's stdin closes (it exits at
+// once), then lineproc stops what is left.
+func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
+	s, err := a.session(sessionID)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.closed = true
+	p := s.proc
+	s.mu.Unlock()
+	_ = p.Close(context.Background())
+	<-s.exited
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newUUID is a random (version 4) UUID.
+func newUUID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+var _ sdk.Steerer = (*Adapter)(nil)

@@ -1,0 +1,622 @@
+package claude
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/baton-run/baton/sdk"
+)
+
+// normalizer turns one Claude Code session's frames into runtime events. It
+// does no I/O; the session feeds it frames in the order they arrived and
+// tells it what the host asked for (a turn, a steer, an interrupt).
+//
+// Threads: the CLI's session id is the root thread; the CLI names it in
+// the first frame after the first user message (or it is the session being
+// resumed). A subagent (the Task tool, called Agent by newer CLIs) is a
+// child thread named by the tool use's id: its frames carry that id as
+// parent_tool_use_id. Its one turn ends with the Task's tool result (a
+// foreground agent) or with the task_notification that says it stopped (a
+// background agent); its end never ends the root turn.
+//
+// Turns: the host's turn is one user message and every steer written into
+// it. The CLI echoes each user message it takes (--replay-user-messages);
+// a steer it took after the model had finished becomes a CLI turn of its
+// own with its own result. So a result ends the host's turn only when
+// every message written for it has been echoed (or when the turn was
+// interrupted).
+type normalizer struct {
+	root string
+	cwd  string
+
+	turn     *rootTurn
+	items    map[string]*openItem // thread\x00tool use id -> open tool item
+	children map[string]*child    // Task tool use id -> its thread
+	declined map[string]bool      // tool use ids whose permission the host declined
+	// lastEntry is the uuid of the newest root assistant message: the
+	// point a resumed session can be truncated at.
+	lastEntry string
+	// turnEnds maps a finished root turn to the last root assistant
+	// message before it (the entry to truncate at to drop it and every
+	// turn after it).
+	turnBefore map[string]string
+}
+
+// rootTurn is the host's turn in progress.
+type rootTurn struct {
+	ref, clientTurn string
+	announced       bool
+	unconsumed      int // user messages written for it and not echoed yet
+	interrupted     bool
+	usage           sdk.Usage
+}
+
+// openItem is a tool use whose result has not come.
+type openItem struct {
+	thread, turn, id string
+	kind             sdk.ItemKind
+	title            string
+	name             string
+}
+
+// child is a subagent's thread and its one turn.
+type child struct {
+	thread, turn string
+	background   bool
+	ended        bool
+}
+
+func newNormalizer(root, cwd string) *normalizer {
+	return &normalizer{root: root, cwd: cwd, items: map[string]*openItem{}, children: map[string]*child{},
+		declined: map[string]bool{}, turnBefore: map[string]string{}}
+}
+
+// activeTurn is the root turn in progress ("" when none).
+func (n *normalizer) activeTurn() string {
+	if n.turn == nil {
+		return ""
+	}
+	return n.turn.ref
+}
+
+// startTurn begins the host's turn ref (clientTurn is the host's id for
+// it). Its turn_started waits until the root thread is known.
+func (n *normalizer) startTurn(ref, clientTurn string) []sdk.RuntimeEvent {
+	n.turn = &rootTurn{ref: ref, clientTurn: clientTurn, unconsumed: 1}
+	n.turnBefore[ref] = n.lastEntry
+	return n.announceTurn()
+}
+
+// cancelStart forgets a turn whose user message could not be written.
+func (n *normalizer) cancelStart(ref string) {
+	if n.turn != nil && n.turn.ref == ref {
+		n.turn = nil
+	}
+}
+
+// steer adds a user message to the turn in progress.
+func (n *normalizer) steer() bool {
+	if n.turn == nil {
+		return false
+	}
+	n.turn.unconsumed++
+	return true
+}
+
+// interrupting marks the turn in progress as interrupted by the host: its
+// next result ends it, whatever is still queued.
+func (n *normalizer) interrupting() {
+	if n.turn != nil {
+		n.turn.interrupted = true
+	}
+}
+
+// truncationPoint is the entry a resumed session is cut at to drop turn
+// ref and every turn after it; ok is false for a turn this session did not
+// run (or the first one of a fresh conversation, which has nothing before
+// it).
+func (n *normalizer) truncationPoint(ref string) (string, bool) {
+	e, ok := n.turnBefore[ref]
+	return e, ok && e != ""
+}
+
+func (n *normalizer) announceTurn() []sdk.RuntimeEvent {
+	if n.turn == nil || n.turn.announced || n.root == "" {
+		return nil
+	}
+	n.turn.announced = true
+	return []sdk.RuntimeEvent{{Kind: sdk.EventTurnStarted, ThreadRef: n.root, TurnRef: n.turn.ref, ClientTurnID: n.turn.clientTurn}}
+}
+
+// learnRoot takes the session id from a frame, when the root thread is not
+// known yet.
+func (n *normalizer) learnRoot(sessionID string) []sdk.RuntimeEvent {
+	if n.root != "" || sessionID == "" {
+		return nil
+	}
+	n.root = sessionID
+	return append([]sdk.RuntimeEvent{{Kind: sdk.EventThreadStarted, ThreadRef: sessionID}}, n.announceTurn()...)
+}
+
+// ignoredSystem are system subtypes that carry nothing the host uses.
+var ignoredSystem = map[string]bool{
+	"init": true, "status": true, "compact_boundary": true, "hook_started": true, "hook_response": true,
+	"hook_progress": true, "background_tasks_changed": true, "session_state_changed": true, "thinking_tokens": true,
+	"task_updated": true, "files_persisted": true, "local_command_output": true,
+}
+
+// frame normalizes one frame from the CLI. Control frames are the
+// session's; they never come here.
+func (n *normalizer) frame(f *frame) []sdk.RuntimeEvent {
+	out := n.learnRoot(f.SessionID)
+	evs, err := n.dispatch(f)
+	out = append(out, evs...)
+	if err != nil {
+		out = append(out, malformed(err, f.raw))
+	}
+	return out
+}
+
+func malformed(err error, raw []byte) sdk.RuntimeEvent {
+	ev := sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: err.Error()}
+	if json.Valid(raw) {
+		ev.Detail = raw
+	}
+	return ev
+}
+
+func (n *normalizer) dispatch(f *frame) ([]sdk.RuntimeEvent, error) {
+	switch f.Type {
+	case typeAssistant:
+		return n.assistant(f)
+	case typeUser:
+		return n.user(f)
+	case typeResult:
+		var r resultFrame
+		if err := json.Unmarshal(f.raw, &r); err != nil {
+			return nil, fmt.Errorf("result: %w", err)
+		}
+		return n.result(r, f.raw), nil
+	case typeSystem:
+		return n.system(f)
+	case typeRateLimit:
+		if f.RateLimitInfo == nil {
+			return nil, fmt.Errorf("rate_limit_event without rate_limit_info")
+		}
+		return []sdk.RuntimeEvent{n.rateLimit(*f.RateLimitInfo, f.raw)}, nil
+	case typeCommandLife, typeStreamEvent, typeKeepAlive:
+		return nil, nil
+	}
+	// Kept, never fatal: a newer CLI's frame the host may still show.
+	return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "unknown claude frame " + f.Type, Detail: f.raw}}, nil
+}
+
+// where names the thread and turn a frame belongs to: the root turn, or a
+// subagent's. ok is false for a root frame outside any turn.
+func (n *normalizer) where(parent string) (thread, turn string, out []sdk.RuntimeEvent, ok bool) {
+	if parent == "" {
+		if n.turn == nil {
+			return "", "", nil, false
+		}
+		return n.root, n.turn.ref, nil, true
+	}
+	c, out := n.child(parent, "")
+	return c.thread, c.turn, out, true
+}
+
+// child is the subagent thread of a Task tool use, announced (thread and
+// turn) the first time it is named.
+func (n *normalizer) child(toolUse, title string) (*child, []sdk.RuntimeEvent) {
+	if c := n.children[toolUse]; c != nil {
+		return c, nil
+	}
+	c := &child{thread: toolUse, turn: toolUse + "/turn"}
+	n.children[toolUse] = c
+	return c, []sdk.RuntimeEvent{
+		{Kind: sdk.EventThreadStarted, ThreadRef: c.thread, ParentThreadRef: n.root, ParentItemRef: toolUse},
+		{Kind: sdk.EventTurnStarted, ThreadRef: c.thread, TurnRef: c.turn, Title: title},
+	}
+}
+
+func (n *normalizer) outside(f *frame) []sdk.RuntimeEvent {
+	return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "claude sent " + f.Type + " outside a turn", Detail: f.raw}}
+}
+
+// assistant normalizes an assistant message: text and thinking are whole
+// items at once; a tool use starts an item its result completes.
+func (n *normalizer) assistant(f *frame) ([]sdk.RuntimeEvent, error) {
+	var m message
+	if err := json.Unmarshal(f.Message, &m); err != nil || len(f.Message) == 0 {
+		if err == nil {
+			err = fmt.Errorf("no message")
+		}
+		return nil, fmt.Errorf("assistant: %w", err)
+	}
+	blocks, err := m.blocks()
+	if err != nil {
+		return nil, fmt.Errorf("assistant: %w", err)
+	}
+	thread, turn, out, ok := n.where(f.parent())
+	if !ok {
+		return n.outside(f), nil
+	}
+	if f.parent() == "" && f.UUID != "" {
+		n.lastEntry = f.UUID
+	}
+	for i, b := range blocks {
+		id := f.UUID
+		if id == "" {
+			id = m.ID
+		}
+		if len(blocks) > 1 {
+			id = fmt.Sprintf("%s/%d", id, i)
+		}
+		switch b.Type {
+		case "text", "thinking":
+			kind, text := sdk.ItemAssistantMessage, b.Text
+			if b.Type == "thinking" {
+				kind, text = sdk.ItemReasoning, b.Thinking
+			}
+			out = append(out,
+				sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: thread, TurnRef: turn, ItemRef: id, ItemKind: kind, Status: sdk.ItemInProgress})
+			if text != "" {
+				out = append(out, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: thread, TurnRef: turn, ItemRef: id, ItemKind: kind, Text: text})
+			}
+			out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: thread, TurnRef: turn, ItemRef: id, ItemKind: kind, Status: sdk.ItemDone})
+		case "tool_use":
+			if b.ID == "" {
+				return out, fmt.Errorf("assistant: tool_use without an id")
+			}
+			out = append(out, n.toolUse(thread, turn, b)...)
+		case "redacted_thinking":
+		default:
+			out = append(out, sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: thread, TurnRef: turn,
+				Title: "unknown assistant content block " + b.Type})
+		}
+	}
+	return out, nil
+}
+
+// toolKind maps a tool's name to an item kind.
+func toolKind(name string) sdk.ItemKind {
+	switch name {
+	case "Bash":
+		return sdk.ItemCommandExecution
+	case "Edit", "Write", "MultiEdit", "NotebookEdit":
+		return sdk.ItemFileChange
+	case "Task", "Agent":
+		return sdk.ItemSubagent
+	}
+	return sdk.ItemToolCall
+}
+
+func (n *normalizer) toolUse(thread, turn string, b block) []sdk.RuntimeEvent {
+	var in toolInput
+	_ = json.Unmarshal(b.Input, &in) // a tool's input is the model's; the title is best effort
+	kind := toolKind(b.Name)
+	title := b.Name
+	switch kind {
+	case sdk.ItemCommandExecution:
+		title = in.Command
+	case sdk.ItemFileChange:
+		title = n.relPath(cmp.Or(in.FilePath, in.NotebookPath))
+	case sdk.ItemSubagent:
+		title = b.Name
+		if d := cmp.Or(in.Description, firstLine(in.Prompt)); d != "" {
+			title += ": " + d
+		}
+	}
+	it := &openItem{thread: thread, turn: turn, id: b.ID, kind: kind, title: title, name: b.Name}
+	n.items[itemKey(thread, b.ID)] = it
+	var detail json.RawMessage
+	if len(b.Input) > 0 {
+		detail, _ = json.Marshal(map[string]any{"tool": b.Name, "input": b.Input})
+	}
+	out := []sdk.RuntimeEvent{{Kind: sdk.EventItemStarted, ThreadRef: thread, TurnRef: turn, ItemRef: b.ID, ItemKind: kind,
+		Title: title, Status: sdk.ItemInProgress, Detail: detail}}
+	if kind == sdk.ItemSubagent {
+		_, evs := n.child(b.ID, cmp.Or(in.Prompt, in.Description))
+		out = append(out, evs...)
+	}
+	return out
+}
+
+func itemKey(thread, id string) string { return thread + "\x00" + id }
+
+// user normalizes a user message: the echo of the host's own input (one
+// message of the turn taken), or tool results completing tool items.
+func (n *normalizer) user(f *frame) ([]sdk.RuntimeEvent, error) {
+	if f.IsReplay {
+		if f.parent() == "" && n.turn != nil && n.turn.unconsumed > 0 {
+			n.turn.unconsumed--
+		}
+		return nil, nil
+	}
+	var m message
+	if err := json.Unmarshal(f.Message, &m); err != nil || len(f.Message) == 0 {
+		if err == nil {
+			err = fmt.Errorf("no message")
+		}
+		return nil, fmt.Errorf("user: %w", err)
+	}
+	blocks, err := m.blocks()
+	if err != nil {
+		return nil, fmt.Errorf("user: %w", err)
+	}
+	var out []sdk.RuntimeEvent
+	for _, b := range blocks {
+		if b.Type != "tool_result" {
+			continue // the CLI's own notes ("[Request interrupted by user]", task notifications)
+		}
+		out = append(out, n.toolResult(f, b)...)
+	}
+	return out, nil
+}
+
+func (n *normalizer) toolResult(f *frame, b block) []sdk.RuntimeEvent {
+	thread := n.root
+	if p := f.parent(); p != "" {
+		thread = n.children[p].threadOr(p)
+	}
+	it := n.items[itemKey(thread, b.ToolUseID)]
+	if it == nil {
+		return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: thread, Title: "tool result for an unknown tool use " + b.ToolUseID, Detail: f.raw}}
+	}
+	delete(n.items, itemKey(thread, b.ToolUseID))
+	status := sdk.ItemDone
+	switch {
+	case n.declined[b.ToolUseID]:
+		status = sdk.ItemDeclined
+	case b.IsError:
+		status = sdk.ItemFailed
+	}
+	delete(n.declined, b.ToolUseID)
+	text := resultText(b.Content)
+	d := map[string]any{"tool": it.name, "output": text}
+	if len(f.ToolUseResult) > 0 {
+		d["result"] = f.ToolUseResult
+	}
+	detail, _ := json.Marshal(d)
+	var out []sdk.RuntimeEvent
+	if it.kind == sdk.ItemCommandExecution && text != "" {
+		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
+			ItemKind: it.kind, Text: text})
+	}
+	out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
+		ItemKind: it.kind, Title: it.title, Status: status, Detail: detail})
+	if it.kind == sdk.ItemSubagent {
+		if c := n.children[it.id]; c != nil && !c.background {
+			out = append(out, n.endChild(c, map[string]string{sdk.ItemDone: sdk.TurnCompleted, sdk.ItemDeclined: sdk.TurnInterrupted}[status], text)...)
+		}
+	}
+	return out
+}
+
+func (c *child) threadOr(p string) string {
+	if c == nil {
+		return p
+	}
+	return c.thread
+}
+
+// resultText is a tool result's text (a string or text blocks).
+func resultText(content json.RawMessage) string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s
+	}
+	var bs []block
+	if json.Unmarshal(content, &bs) != nil {
+		return ""
+	}
+	var parts []string
+	for _, b := range bs {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// endChild ends a subagent's turn (status "" is failed) and whatever it
+// left open.
+func (n *normalizer) endChild(c *child, status, text string) []sdk.RuntimeEvent {
+	if c.ended {
+		return nil
+	}
+	c.ended = true
+	out := n.closeItems(c.thread, c.turn)
+	ev := sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadRef: c.thread, TurnRef: c.turn, Status: status}
+	if status == "" {
+		ev.Status = sdk.TurnFailed
+		ev.Failure = &sdk.Failure{Code: "subagent_failed", Message: cmp.Or(firstLine(text), "the subagent failed")}
+	}
+	return append(out, ev)
+}
+
+// closeItems fails the tool items a turn left open.
+func (n *normalizer) closeItems(thread, turn string) []sdk.RuntimeEvent {
+	var out []sdk.RuntimeEvent
+	for _, key := range slices.Sorted(maps.Keys(n.items)) {
+		it := n.items[key]
+		if it.thread != thread || it.turn != turn {
+			continue
+		}
+		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
+			ItemKind: it.kind, Title: it.title, Status: sdk.ItemFailed, Text: "the item was still open when the turn ended"})
+		delete(n.items, key)
+	}
+	return out
+}
+
+// system normalizes the system messages that matter: the task_* lifecycle
+// of subagents.
+func (n *normalizer) system(f *frame) ([]sdk.RuntimeEvent, error) {
+	var s systemFrame
+	if err := json.Unmarshal(f.raw, &s); err != nil {
+		return nil, fmt.Errorf("system: %w", err)
+	}
+	switch s.Subtype {
+	case "task_started":
+		if s.ToolUseID == "" {
+			return nil, nil // a background shell, not a subagent
+		}
+		c, out := n.child(s.ToolUseID, cmp.Or(s.Prompt, s.Description))
+		c.background = s.IsBackgrounded
+		return out, nil
+	case "task_progress":
+		if s.ToolUseID == "" || n.children[s.ToolUseID] == nil {
+			return nil, nil
+		}
+		return []sdk.RuntimeEvent{{Kind: sdk.EventItemUpdated, ThreadRef: n.root, TurnRef: n.activeTurn(), ItemRef: s.ToolUseID,
+			ItemKind: sdk.ItemSubagent, Detail: f.raw}}, nil
+	case "task_notification":
+		c := n.children[s.ToolUseID]
+		if s.ToolUseID == "" || c == nil {
+			return nil, nil
+		}
+		status := ""
+		switch s.Status {
+		case "completed":
+			status = sdk.TurnCompleted
+		case "killed", "stopped", "cancelled":
+			status = sdk.TurnInterrupted
+		}
+		return n.endChild(c, status, s.Summary), nil
+	case "api_retry":
+		return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: n.root, TurnRef: n.activeTurn(),
+			Title: "claude retries a model request", Detail: f.raw}}, nil
+	}
+	if ignoredSystem[s.Subtype] {
+		return nil, nil
+	}
+	return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "unknown claude system message " + s.Subtype, Detail: f.raw}}, nil
+}
+
+// rateLimit reports a rate_limit_event with the instant the limit resets.
+func (n *normalizer) rateLimit(r rateLimitInfo, raw json.RawMessage) sdk.RuntimeEvent {
+	rl := &sdk.RateLimit{Scope: r.RateLimitType}
+	if r.ResetsAt != nil {
+		rl.ResetsAt = time.Unix(*r.ResetsAt, 0).UTC()
+	}
+	if r.Utilization != nil {
+		rl.UsedPercent = *r.Utilization * 100
+	}
+	return sdk.RuntimeEvent{Kind: sdk.EventRateLimit, ThreadRef: n.root, TurnRef: n.activeTurn(), Title: r.Status,
+		RateLimit: rl, Detail: raw}
+}
+
+// result handles the CLI's result. It ends the host's turn unless a
+// message written for the turn is still queued: then the CLI runs it as a
+// turn of its own, which belongs to the same host turn.
+func (n *normalizer) result(r resultFrame, raw json.RawMessage) []sdk.RuntimeEvent {
+	t := n.turn
+	if t == nil {
+		return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: n.root, Title: "claude sent a result outside a turn", Detail: raw}}
+	}
+	if r.Usage != nil {
+		t.usage.InputTokens += r.Usage.InputTokens + r.Usage.CacheReadInputTokens + r.Usage.CacheCreationInputTokens
+		t.usage.CachedInputTokens += r.Usage.CacheReadInputTokens
+		t.usage.OutputTokens += r.Usage.OutputTokens
+		if d := r.Usage.OutputTokensDetails; d != nil {
+			t.usage.ReasoningTokens += d.ThinkingTokens
+		}
+		t.usage.TotalTokens = t.usage.InputTokens + t.usage.OutputTokens
+	}
+	if t.unconsumed > 0 && !t.interrupted && !strings.HasPrefix(r.TerminalReason, "aborted") {
+		return nil
+	}
+	n.turn = nil
+	out := n.closeItems(n.root, t.ref)
+	status, failure := resultStatus(r, t.interrupted)
+	if status == sdk.TurnInterrupted {
+		for _, key := range slices.Sorted(maps.Keys(n.children)) {
+			if c := n.children[key]; !c.ended {
+				out = append(out, n.endChild(c, sdk.TurnInterrupted, "")...)
+			}
+		}
+	}
+	u := t.usage
+	if u != (sdk.Usage{}) {
+		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: n.root, TurnRef: t.ref, Usage: &u})
+	}
+	title := r.Subtype
+	if r.TerminalReason != "" {
+		title += " (" + r.TerminalReason + ")"
+	}
+	return append(out, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadRef: n.root, TurnRef: t.ref, Status: status,
+		Failure: failure, ThreadUsable: true, Title: title, Detail: raw})
+}
+
+// resultStatus maps a result to a turn status. A "success" result may
+// still carry is_error (an API failure the CLI gave up on): failed.
+func resultStatus(r resultFrame, interrupted bool) (string, *sdk.Failure) {
+	switch {
+	case strings.HasPrefix(r.TerminalReason, "aborted"):
+		return sdk.TurnInterrupted, nil
+	case interrupted && r.Subtype == "error_during_execution":
+		return sdk.TurnInterrupted, nil
+	case r.Subtype == "success" && !r.IsError:
+		return sdk.TurnCompleted, nil
+	}
+	code := r.Subtype
+	if r.APIErrorStatus != nil {
+		code = fmt.Sprintf("api_error_%d", *r.APIErrorStatus)
+	} else if r.Subtype == "success" {
+		code = "error"
+	}
+	msg := strings.Join(r.Errors, "; ")
+	if msg == "" {
+		msg = r.Result
+	}
+	if msg == "" {
+		msg = "claude ended the turn with " + r.Subtype
+	}
+	return sdk.TurnFailed, &sdk.Failure{Code: code, Message: msg}
+}
+
+// exited ends what is still running when the CLI is gone: subagents'
+// turns first, then the root's, failed, on a thread that cannot go on in
+// this process.
+func (n *normalizer) exited(message string) []sdk.RuntimeEvent {
+	var out []sdk.RuntimeEvent
+	for _, key := range slices.Sorted(maps.Keys(n.children)) {
+		if c := n.children[key]; !c.ended {
+			evs := n.endChild(c, "", message)
+			out = append(out, evs...)
+		}
+	}
+	if t := n.turn; t != nil {
+		n.turn = nil
+		out = append(out, n.closeItems(n.root, t.ref)...)
+		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadRef: n.root, TurnRef: t.ref, Status: sdk.TurnFailed,
+			Failure: &sdk.Failure{Code: "provider_exited", Message: message}})
+	}
+	return out
+}
+
+// relPath shows a path inside the session's cwd relative to it.
+func (n *normalizer) relPath(p string) string {
+	if n.cwd == "" || !filepath.IsAbs(p) {
+		return p
+	}
+	if rel, err := filepath.Rel(n.cwd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return rel
+	}
+	return p
+}
+
+// firstLine is the first line of s, at most 120 characters.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > 120 {
+		return string(r[:119]) + "…"
+	}
+	return s
+}

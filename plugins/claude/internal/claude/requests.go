@@ -1,0 +1,111 @@
+package claude
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	"github.com/baton-run/baton/sdk"
+)
+
+// Request kinds, as the host knows them.
+const (
+	kindCommandApproval    = "command_approval"
+	kindFileChangeApproval = "file_change_approval"
+	kindPermission         = "permission"
+	kindUserInput          = "user_input"
+)
+
+// permissionRequest is a can_use_tool request the CLI waits on.
+type permissionRequest struct {
+	id     string // the CLI's request_id
+	kind   string
+	thread string
+	turn   string
+	body   controlRequestBody
+}
+
+// requestRef names a CLI request for the host.
+func requestRef(id string) string { return "req-" + id }
+
+// permissionOptions are the answers a can_use_tool request takes.
+var permissionOptions = []sdk.RequestOption{
+	{ID: "allow", Label: "Allow", Kind: "allow_once"},
+	{ID: "deny", Label: "Deny", Kind: "reject_once"},
+}
+
+// openRequest normalizes a can_use_tool request into request_opened.
+func (n *normalizer) openRequest(id string, body controlRequestBody, raw json.RawMessage) (*permissionRequest, []sdk.RuntimeEvent) {
+	q := &permissionRequest{id: id, body: body, kind: kindPermission}
+	switch toolKind(body.ToolName) {
+	case sdk.ItemCommandExecution:
+		q.kind = kindCommandApproval
+	case sdk.ItemFileChange:
+		q.kind = kindFileChangeApproval
+	}
+	if body.ToolName == "AskUserQuestion" {
+		q.kind = kindUserInput
+	}
+	// The request names its tool use; the tool use names its thread.
+	q.thread, q.turn = n.root, n.activeTurn()
+	title := body.ToolName
+	for _, it := range n.items {
+		if it.id == body.ToolUseID {
+			q.thread, q.turn = it.thread, it.turn
+			title = it.title
+		}
+	}
+	switch {
+	case body.Title != "":
+		title = body.Title
+	case q.kind == kindCommandApproval || q.kind == kindFileChangeApproval:
+	case body.Description != "":
+		title = body.ToolName + ": " + body.Description
+	}
+	ev := sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: requestRef(id),
+		RequestKind: q.kind, ItemRef: body.ToolUseID, Title: title, Options: permissionOptions, Detail: raw}
+	if q.kind == kindUserInput {
+		ev.Options = nil
+	}
+	return q, []sdk.RuntimeEvent{ev}
+}
+
+// declinedMessage is what the CLI tells the model when the host declines.
+const declinedMessage = "The user declined this tool use."
+
+// reply is the answer to a can_use_tool request for a host decision: allow
+// with the tool's input unchanged (or, for a question, with the answers
+// added), or deny.
+func reply(q *permissionRequest, d sdk.Decision, answers map[string]string) (any, error) {
+	switch d {
+	case sdk.DecisionAccept, sdk.DecisionAcceptForSession:
+		return permissionAllow{Behavior: "allow", UpdatedInput: inputOrEmpty(q.body.Input)}, nil
+	case sdk.DecisionDecline:
+		return permissionDeny{Behavior: "deny", Message: declinedMessage}, nil
+	case sdk.DecisionCancel:
+		return permissionDeny{Behavior: "deny", Message: "The user cancelled this tool use and stopped the turn.", Interrupt: true}, nil
+	case sdk.DecisionAnswer:
+		in := map[string]any{}
+		if err := json.Unmarshal(inputOrEmpty(q.body.Input), &in); err != nil {
+			return nil, sdk.Errorf(sdk.ErrInvalid, "answer request %s: its input is not an object", requestRef(q.id))
+		}
+		a := map[string]string{}
+		if old, ok := in["answers"].(map[string]any); ok {
+			for k, v := range old {
+				a[k] = fmt.Sprint(v)
+			}
+		}
+		maps.Copy(a, answers)
+		in["answers"] = a
+		b, _ := json.Marshal(in)
+		return permissionAllow{Behavior: "allow", UpdatedInput: b}, nil
+	}
+	return nil, sdk.Errorf(sdk.ErrInvalid, "request %s: unknown decision %q", requestRef(q.id), d)
+}
+
+func inputOrEmpty(in json.RawMessage) json.RawMessage {
+	if len(in) == 0 || string(in) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	return in
+}
