@@ -138,13 +138,19 @@ record_and_verify() {
   # plugin may replay the transcript.
   jq -c 'if .type == "expect_outbound" and .frame.method == "initialize"
          then .frame.params.clientInfo.version = "<any>" else . end' "$t" >"$t.tmp" && mv "$t.tmp" "$t"
+  # A provider's own rewrites (testdata/PROVIDER/record.sh may define
+  # postprocess_PROVIDER FILE).
+  if declare -F "postprocess_$provider" >/dev/null; then
+    "postprocess_$provider" "$t"
+  fi
   cp "$t" "$out"
   echo "record.sh: wrote ${out#"$REPO"/} ($(wc -l <"$out") lines)" >&2
 
   init_workspace "$TMP/replay/ws" # a git repository, as checkpoints need
   local invoked=
   # A transcript that checks the provider's arguments: the plugin's go after "--".
-  sed -n 2p "$out" | jq -e '.type == "expect_outbound" and (.frame | type == "object" and has("argv"))' >/dev/null && invoked=' --'
+  jq -e -s '[.[1:][] | select(.type != "workspace")][0] | .type == "expect_outbound" and (.frame | type == "object" and has("argv"))' \
+    "$out" >/dev/null && invoked=' --'
   rc=0
   run_baton "$provider" "$TMP/replay/data" "$TMP/replay/ws" \
     "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")$invoked" \

@@ -124,16 +124,23 @@ type Transcript struct {
 }
 
 // Invoked says whether the provider's processes are checked on their
-// arguments: the first entry expects an invocation frame ({"argv": [...]}),
-// so the replay peer must be started with "--" after its own flags.
+// arguments: the first entry after the workspace files expects an
+// invocation frame ({"argv": [...]}), so the replay peer must be started
+// with "--" after its own flags.
 func (t *Transcript) Invoked() bool {
-	if len(t.Entries) == 0 || t.Entries[0].Type != TypeExpectOutbound {
-		return false
+	for _, e := range t.Entries {
+		if e.Type == TypeWorkspace {
+			continue // the files the recording started from come first
+		}
+		if e.Type != TypeExpectOutbound {
+			return false
+		}
+		var f struct {
+			Argv json.RawMessage `json:"argv"`
+		}
+		return json.Unmarshal(e.Frame, &f) == nil && f.Argv != nil
 	}
-	var f struct {
-		Argv json.RawMessage `json:"argv"`
-	}
-	return json.Unmarshal(t.Entries[0].Frame, &f) == nil && f.Argv != nil
+	return false
 }
 
 // ErrFormat is wrapped by every decoding error.
