@@ -45,7 +45,8 @@ var baseArgs = []string{"-p", "--input-format", "stream-json", "--output-format"
 var permissionModes = []string{"acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "manual", "plan"}
 
 // Adapter drives Claude Code (`claude -p` with stream-json). It implements
-// sdk.Adapter and sdk.Steerer (a user message written while a turn runs).
+// sdk.Adapter, sdk.Steerer (a user message written while a turn runs) and
+// sdk.Rollbacker (a resumed session cut short; see rollback.go).
 type Adapter struct {
 	log hclog.Logger
 
@@ -69,7 +70,7 @@ func (a *Adapter) Describe() sdk.Description {
 			sdk.NoteInterrupt: "`interrupt` control request",
 			sdk.NoteApprovals: "`can_use_tool` control requests (Bash as commands, Edit/Write/MultiEdit/NotebookEdit as file changes, AskUserQuestion as a question, other tools as permissions)",
 			sdk.NoteSubagents: "`Task`/`Agent` tool uses as child threads, by `parent_tool_use_id`",
-			sdk.NoteRollback:  "files by the host's checkpoints; the conversation by a fresh session with a handoff",
+			sdk.NoteRollback:  "the conversation resumed cut at the last assistant message before the dropped turns, as a fork (`--resume --resume-session-at --fork-session`); only turns of the live session, else the host's fresh session with a handoff",
 			sdk.NoteResume:    "`--resume SESSION`",
 		},
 	}

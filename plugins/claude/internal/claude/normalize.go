@@ -46,6 +46,8 @@ type normalizer struct {
 	// message before it (the entry to truncate at to drop it and every
 	// turn after it).
 	turnBefore map[string]string
+	// turns are the root turns this session ran, oldest first.
+	turns []string
 }
 
 // rootTurn is the host's turn in progress.
@@ -90,6 +92,7 @@ func (n *normalizer) activeTurn() string {
 func (n *normalizer) startTurn(ref, clientTurn string) []sdk.RuntimeEvent {
 	n.turn = &rootTurn{ref: ref, clientTurn: clientTurn, unconsumed: 1}
 	n.turnBefore[ref] = n.lastEntry
+	n.turns = append(n.turns, ref)
 	return n.announceTurn()
 }
 
@@ -97,7 +100,20 @@ func (n *normalizer) startTurn(ref, clientTurn string) []sdk.RuntimeEvent {
 func (n *normalizer) cancelStart(ref string) {
 	if n.turn != nil && n.turn.ref == ref {
 		n.turn = nil
+		n.turns = n.turns[:len(n.turns)-1]
 	}
+}
+
+// rolledBack says that the conversation goes on as fork, without turn
+// first and the turns after it.
+func (n *normalizer) rolledBack(fork, first string) {
+	i := slices.Index(n.turns, first)
+	n.lastEntry = n.turnBefore[first]
+	for _, t := range n.turns[i:] {
+		delete(n.turnBefore, t)
+	}
+	n.turns = n.turns[:i]
+	n.root = fork
 }
 
 // steer adds a user message to the turn in progress.
