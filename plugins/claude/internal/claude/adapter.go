@@ -187,7 +187,7 @@ func (s *session) start(ctx context.Context, extra ...string) error {
 
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
-	if _, err := s.call(ctx, p, map[string]any{"subtype": "initialize", "hooks": nil}); err != nil {
+	if _, err := s.call(ctx, p, map[string]any{"subtype": "initialize", "hooks": nil, "forwardSubagentText": true}); err != nil {
 		_ = p.Close(context.Background())
 		<-p.ended
 		if errors.Is(err, errProcessEnded) {
