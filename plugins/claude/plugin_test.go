@@ -1,0 +1,560 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/plugintest"
+)
+
+func TestMain(m *testing.M) { plugintest.Main(m) }
+
+const testdata = "../../testdata/claude"
+
+// Level-3 tests: each replays one Claude Code transcript (recorded from
+// @anthropic-ai/claude-code 2.1.332 against the scripted model server,
+// except api_error, authored from recorded frames) through the real plugin
+// binary, started through go-plugin, with the replay peer as the CLI, and
+// asserts the normalized events. The peer checks the arguments the plugin
+// appends, every frame it writes, and fails the session's close when one
+// differs or is missing.
+
+func TestDescribe(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	c := p.Description.Capabilities
+	if p.Description.Name != "claude" || !c.NativeSteering || !c.Interrupt || !c.Approvals || !c.Subagents || !c.Resume ||
+		!c.NativeRollback || c.ThreadSnapshot {
+		t.Fatalf("description = %+v; want claude with steering, interrupt, approvals, subagents, resume and rollback", p.Description)
+	}
+	for _, k := range []string{sdk.NoteSteering, sdk.NoteInterrupt, sdk.NoteApprovals, sdk.NoteSubagents, sdk.NoteRollback, sdk.NoteResume} {
+		if p.Description.Notes[k] == "" {
+			t.Errorf("no note on %s", k)
+		}
+	}
+}
+
+func TestSimple(t *testing.T) {
+	s := open(t, "simple", nil)
+	if s.open.ProviderThreadRef != "" {
+		t.Errorf("a fresh conversation has no id before its first message; got %q", s.open.ProviderThreadRef)
+	}
+	turn := s.startTurn("Say hello")
+	evs := s.waitTurn(turn)
+	first := evs[0]
+	if first.Kind != sdk.EventThreadStarted || first.ThreadRef == "" || first.ParentThreadRef != "" {
+		t.Fatalf("first event %+v; want the root's thread_started, named by the CLI's session id", first)
+	}
+	root := first.ThreadRef
+	started := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	if started.TurnRef != turn || started.ThreadRef != root || started.ClientTurnID != "client-turn-1" {
+		t.Errorf("turn_started %+v; want turn %s on %s for client-turn-1", started, turn, root)
+	}
+	term := evs[len(evs)-1]
+	if term.Status != sdk.TurnCompleted || !term.ThreadUsable || term.ThreadRef != root || term.TurnRef != turn {
+		t.Fatalf("turn ended %+v; want completed and usable", term)
+	}
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Hello! How can I help you today?" {
+		t.Errorf("assistant text = %q", got)
+	}
+	if got := text(evs, root, sdk.ItemReasoning); got != "The user wants a greeting." {
+		t.Errorf("reasoning text = %q", got)
+	}
+	u := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
+	if u.Usage == nil || u.Usage.InputTokens == 0 || u.Usage.OutputTokens == 0 || u.Usage.TotalTokens != u.Usage.InputTokens+u.Usage.OutputTokens {
+		t.Errorf("usage = %+v", u.Usage)
+	}
+	if n := count(evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventDiagnostic || ev.ItemKind == sdk.ItemUserMessage
+	}); n != 0 {
+		t.Errorf("%d diagnostics or user-message events (the user's own message echoed): %s", n, plugintest.Kinds(evs))
+	}
+	checkItemsClosed(t, evs)
+	checkRawFrames(t, evs)
+	all := s.close()
+	if last := all[len(all)-1]; last.Status != sdk.ExitClosed || last.ThreadRef != root {
+		t.Errorf("runtime exit %+v; want closed on %s", last, root)
+	}
+}
+
+// Two turns one after the other in one CLI process.
+func TestQueuedTurns(t *testing.T) {
+	s := open(t, "multi_turn", nil)
+	want := []string{"First reply, after a while.", "Second reply."}
+	var root string
+	for i, input := range []string{"Answer slowly", "Then answer again"} {
+		turn := s.startTurn(input)
+		evs := s.waitTurn(turn)
+		if root == "" {
+			root = evs[0].ThreadRef
+		}
+		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+			t.Fatalf("turn %d ended %+v", i+1, term)
+		}
+		if got := text(evs, root, sdk.ItemAssistantMessage); got != want[i] {
+			t.Errorf("turn %d text = %q, want %q", i+1, got, want[i])
+		}
+		if i == 1 && count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted }) != 0 {
+			t.Errorf("the second turn announced the thread again: %s", plugintest.Kinds(evs))
+		}
+	}
+	s.close()
+}
+
+// steer runs a turn with a steer written once it started, and returns its
+// events.
+func steer(t *testing.T, scenario, input string) (root string, evs []sdk.RuntimeEvent) {
+	t.Helper()
+	s := open(t, scenario, nil)
+	turn := s.startTurn(input)
+	evs = s.until("turn_started", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	root = evs[0].ThreadRef
+	if err := s.Steer(turn, "Make it short"); err != nil {
+		t.Fatalf("steer: %v", err)
+	}
+	evs = append(evs, s.waitTurn(turn)...)
+	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal }); n != 1 {
+		t.Fatalf("%d turn terminals; want the one of the host's turn: %s", n, plugintest.Kinds(evs))
+	}
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || term.TurnRef != turn {
+		t.Fatalf("turn ended %+v", term)
+	}
+	// The turn is over: a steer now is refused.
+	if err := s.Steer(turn, "too late"); !errors.Is(err, sdk.ErrBusy) {
+		t.Errorf("steer after the turn: %v; want busy", err)
+	}
+	s.close()
+	return root, evs
+}
+
+// The steer arrives while the model still answers the first message: the
+// CLI runs it as a CLI turn of its own after the first result. Both
+// results belong to the host's one turn, which ends with the second.
+func TestSteeringAfterTheAnswer(t *testing.T) {
+	root, evs := steer(t, "message_steering", "Write a long story")
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "A very long story that nobody reads, because the user steered.A short story: the end." {
+		t.Errorf("assistant text = %q", got)
+	}
+	u := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
+	if u.Usage.OutputTokens < 2 {
+		t.Errorf("usage %+v; want both results' tokens", u.Usage)
+	}
+}
+
+// The steer arrives before a tool call ends: the CLI gives it to the model
+// with the tool's result, in the same CLI turn.
+func TestSteeringAtAToolBoundary(t *testing.T) {
+	root, evs := steer(t, "message_steering_tool", "Look around, then write a long story")
+	cmd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
+	})
+	if cmd.Title != "ls" || cmd.Status != sdk.ItemDone {
+		t.Errorf("command item %+v; want ls, completed", cmd)
+	}
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "A short story: the end." {
+		t.Errorf("assistant text = %q", got)
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	s := open(t, "turn_interrupt", nil)
+	turn := s.startTurn("Count to a million, slowly")
+	s.until("turn_started", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	s.Interrupt(t, "")
+	evs := s.waitTurn(turn)
+	term := evs[len(evs)-1]
+	if term.Status != sdk.TurnInterrupted || !term.ThreadUsable || term.Failure != nil {
+		t.Fatalf("turn ended %+v; want interrupted, usable", term)
+	}
+	if !strings.Contains(term.Title, "aborted_streaming") {
+		t.Errorf("terminal title %q; want the CLI's terminal reason", term.Title)
+	}
+	s.close()
+}
+
+func TestApprovalAccept(t *testing.T) {
+	var req sdk.RuntimeEvent
+	s := open(t, "approval_accept", func(ev sdk.RuntimeEvent) (sdk.Decision, map[string]string) {
+		req = ev
+		return sdk.DecisionAccept, nil
+	})
+	turn := s.startTurn("Write allowed.txt")
+	evs := s.waitTurn(turn)
+	root := evs[0].ThreadRef
+	if req.RequestKind != "file_change_approval" || req.Title != "allowed.txt" || req.ThreadRef != root || req.TurnRef != turn ||
+		req.ItemRef == "" || len(req.Options) != 2 {
+		t.Fatalf("request %+v; want a file change approval for allowed.txt on the turn's item", req)
+	}
+	res := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
+	if res.RequestRef != req.RequestRef || res.Status != string(sdk.DecisionAccept) {
+		t.Errorf("resolution %+v", res)
+	}
+	item := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange
+	})
+	if item.ItemRef != req.ItemRef || item.Status != sdk.ItemDone || item.Title != "allowed.txt" {
+		t.Errorf("file change item %+v", item)
+	}
+	if i, j := index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved }),
+		index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange }); i > j {
+		t.Errorf("the item completed before its request was resolved: %s", plugintest.Kinds(evs))
+	}
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "I wrote allowed.txt." {
+		t.Errorf("assistant text = %q", got)
+	}
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Errorf("turn ended %+v", term)
+	}
+	s.close() // the peer checked the allow answer (updatedInput is the tool's input)
+}
+
+func TestApprovalDecline(t *testing.T) {
+	s := open(t, "approval_decline", nil) // requests declined
+	turn := s.startTurn("Create declined.txt")
+	evs := s.waitTurn(turn)
+	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	if req.RequestKind != "command_approval" || req.Title != "touch declined.txt" {
+		t.Errorf("request %+v; want a command approval", req)
+	}
+	item := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
+	})
+	if item.Status != sdk.ItemDeclined {
+		t.Errorf("command item %+v; want declined", item)
+	}
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Errorf("turn ended %+v", term)
+	}
+	s.close()
+}
+
+// An interrupt while the CLI waits on a permission: the CLI withdraws the
+// request (control_cancel_request) and the plugin never answers it.
+func TestRequestWithdrawn(t *testing.T) {
+	s := open(t, "request_withdrawn", func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) { return "", nil })
+	turn := s.startTurn("Create x.txt")
+	evs := s.until("the request", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	req := evs[len(evs)-1]
+	s.Interrupt(t, turn)
+	evs = s.waitTurn(turn)
+	res := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
+	if res.RequestRef != req.RequestRef || res.Status != string(sdk.DecisionCancel) || !strings.Contains(res.Text, "withdrew") {
+		t.Errorf("resolution %+v; want the request cancelled by the CLI", res)
+	}
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnInterrupted {
+		t.Errorf("turn ended %+v", term)
+	}
+	err := s.p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: req.RequestRef,
+		Decision: sdk.DecisionAccept})
+	if !errors.Is(err, sdk.ErrUnknownRequest) {
+		t.Errorf("answering a withdrawn request: %v; want unknown request", err)
+	}
+	s.close() // the peer fails if an answer was written
+}
+
+func TestSubagent(t *testing.T) {
+	s := open(t, "subagent", nil)
+	turn := s.startTurn("Ask a helper agent to say hi")
+	evs := s.waitTurn(turn)
+	root := evs[0].ThreadRef
+	task := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemStarted && ev.ItemKind == sdk.ItemSubagent
+	})
+	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	if child.ParentThreadRef != root || child.ThreadRef != task.ItemRef || task.Title != "Task: Say hi" {
+		t.Fatalf("child thread %+v of task %+v; want a child of %s named by the Task tool use", child, task, root)
+	}
+	cturn := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef })
+	if cturn.ClientTurnID != "" || cturn.Title != "child task: say hi" {
+		t.Errorf("child turn %+v", cturn)
+	}
+	if got := text(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
+		t.Errorf("child text = %q", got)
+	}
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Spawning a helper.The helper said hi. Done." {
+		t.Errorf("root text = %q", got)
+	}
+	cend := index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == child.ThreadRef })
+	if cend < 0 || evs[cend].Status != sdk.TurnCompleted || cend == len(evs)-1 {
+		t.Errorf("child turn end at %d of %d: %s", cend, len(evs), plugintest.Kinds(evs))
+	}
+	if term := evs[len(evs)-1]; term.ThreadRef != root || term.Status != sdk.TurnCompleted {
+		t.Errorf("turn ended %+v", term)
+	}
+	checkItemsClosed(t, evs)
+	s.close()
+}
+
+// A subagent's own tool use asks for permission on the subagent's thread.
+func TestSubagentApproval(t *testing.T) {
+	var reqs []sdk.RuntimeEvent
+	s := open(t, "subagent_checkpoint", func(ev sdk.RuntimeEvent) (sdk.Decision, map[string]string) {
+		reqs = append(reqs, ev)
+		return sdk.DecisionAccept, nil
+	})
+	turn := s.startTurn("Ask a helper agent to write notes.txt, then summarize")
+	evs := s.waitTurn(turn)
+	root := evs[0].ThreadRef
+	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	if len(reqs) != 2 || reqs[0].ThreadRef != child.ThreadRef || reqs[0].Title != "notes.txt" ||
+		reqs[1].ThreadRef != root || reqs[1].Title != "summary.txt" {
+		t.Fatalf("requests %+v; want notes.txt on the child, then summary.txt on the root", reqs)
+	}
+	notes := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange && ev.Title == "notes.txt"
+	})
+	if notes.ThreadRef != child.ThreadRef || notes.Status != sdk.ItemDone {
+		t.Errorf("notes.txt item %+v", notes)
+	}
+	checkItemsClosed(t, evs)
+	s.close()
+}
+
+// A second CLI process resumes the conversation (--resume, checked by the
+// peer) and keeps its id.
+func TestResume(t *testing.T) {
+	s := open(t, "resume", nil)
+	turn := s.startTurn("Remember the word banana")
+	evs := s.waitTurn(turn)
+	root := evs[0].ThreadRef
+	s.close()
+	r := openWith(t, s.p, s.req, root, nil)
+	if !r.open.Resumed || r.open.ProviderThreadRef != root {
+		t.Fatalf("resumed session %+v; want %s resumed", r.open, root)
+	}
+	turn = r.startTurn("What was the word?")
+	evs = r.waitTurn(turn)
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "The word was banana." {
+		t.Errorf("text = %q", got)
+	}
+	if started := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); started.ThreadRef != root {
+		t.Errorf("turn_started %+v", started)
+	}
+	all := r.close()
+	if first := all[0]; first.Kind != sdk.EventThreadStarted || first.ThreadRef != root {
+		t.Errorf("the resumed session's first event %+v; want its thread", first)
+	}
+}
+
+// Three turns, then the last two dropped: the CLI is resumed cut at the
+// last assistant message of the first turn, forked into a new session,
+// which the fourth turn continues.
+func TestRollback(t *testing.T) {
+	s := open(t, "thread_rollback", answerAll(sdk.DecisionAccept))
+	var turns []string
+	var root string
+	for _, input := range []string{"Write a.txt saying one", "Add a line to a.txt and write sub/b.txt", "Write c.txt"} {
+		turn := s.startTurn(input)
+		evs := s.waitTurn(turn)
+		if root == "" {
+			root = evs[0].ThreadRef
+		}
+		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+			t.Fatalf("turn %q ended %+v", input, term)
+		}
+		turns = append(turns, turn)
+	}
+	ctx := context.Background()
+	_, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 2, BeforeTurnRef: turns[2]})
+	if !errors.Is(err, sdk.ErrInvalid) {
+		t.Errorf("a rollback naming the wrong oldest turn: %v; want invalid", err)
+	}
+	if _, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 4}); !errors.Is(err, sdk.ErrInvalid) {
+		t.Errorf("a rollback of more turns than the session ran: %v; want invalid", err)
+	}
+	resp, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 2, BeforeTurnRef: turns[1]})
+	if err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	fork := resp.ThreadRef
+	if fork == "" || fork == root {
+		t.Fatalf("rollback answered thread %q; want the fork of %s", fork, root)
+	}
+	ev := s.until("the fork's thread_started", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted })
+	if got := ev[len(ev)-1]; got.ThreadRef != fork || got.ParentThreadRef != "" {
+		t.Errorf("thread_started %+v; want the fork as a root", got)
+	}
+	turn := s.startTurn("What does a.txt say now?")
+	evs := s.waitTurn(turn)
+	if got := text(evs, fork, sdk.ItemAssistantMessage); got != "a.txt says one." {
+		t.Errorf("text on the fork = %q", got)
+	}
+	if term := evs[len(evs)-1]; term.ThreadRef != fork || term.Status != sdk.TurnCompleted {
+		t.Errorf("turn ended %+v", term)
+	}
+	if n := count(s.All(), func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited }); n != 0 {
+		t.Errorf("the replaced CLI process ended the session")
+	}
+	s.close()
+}
+
+// Authored from recorded frames: a rate limit warning, malformed frames,
+// a control request the plugin does not handle, and an API failure the CLI
+// reports as a "success" result with is_error.
+func TestAPIErrorAndOddFrames(t *testing.T) {
+	s := open(t, "api_error", nil)
+	turn := s.startTurn("Say hello")
+	evs := s.waitTurn(turn)
+	root := evs[0].ThreadRef
+	rl := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRateLimit })
+	if rl.RateLimit == nil || !rl.RateLimit.ResetsAt.Equal(time.Unix(1796050800, 0)) || rl.RateLimit.Scope != "five_hour" ||
+		rl.RateLimit.UsedPercent < 90.9 || rl.RateLimit.UsedPercent > 91.1 || rl.Title != "allowed_warning" || rl.ThreadRef != root {
+		t.Errorf("rate limit %+v (%+v)", rl, rl.RateLimit)
+	}
+	diags := filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
+	var malformed int
+	for _, d := range diags {
+		if d.Title == "malformed frame" {
+			malformed++
+		}
+	}
+	if malformed != 3 || len(diags) != 4 || !strings.Contains(diags[3].Title, "hook_callback") {
+		t.Errorf("diagnostics %+v; want three malformed frames and the unsupported hook_callback", diags)
+	}
+	term := evs[len(evs)-1]
+	if term.Status != sdk.TurnFailed || term.Failure == nil || term.Failure.Code != "api_error_529" ||
+		!strings.Contains(term.Failure.Message, "Overloaded") || !term.ThreadUsable {
+		t.Errorf("turn ended %+v (%+v); want failed with the API error", term, term.Failure)
+	}
+	s.close() // the peer checked the error answer to hook_callback
+}
+
+// session is a plugintest session with the shorthands these tests use.
+type session struct {
+	*plugintest.Session
+	t    *testing.T
+	p    *plugintest.Plugin
+	id   string
+	req  sdk.OpenSessionRequest
+	open sdk.OpenSessionResponse
+}
+
+// open opens a session on a transcript; requests are answered by answer
+// (nil: declined).
+func open(t *testing.T, scenario string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *session {
+	t.Helper()
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	ws := t.TempDir()
+	state := filepath.Join(t.TempDir(), "cursor")
+	req := sdk.OpenSessionRequest{Cwd: ws, Command: plugintest.PeerCommand(filepath.Join(testdata, scenario+".ndjson"), ws, state)}
+	return openWith(t, p, req, "", answer)
+}
+
+func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, resume string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *session {
+	t.Helper()
+	req.SessionID = ""
+	req.ResumeThreadRef = resume
+	ps := p.OpenWith(t, req)
+	ps.AnswerFunc = answer
+	if answer == nil {
+		ps.AnswerFunc = answerAll(sdk.DecisionDecline)
+	}
+	return &session{Session: ps, t: t, p: p, id: ps.ID, req: ps.Request(), open: ps.Open}
+}
+
+func (s *session) startTurn(text string) string {
+	s.t.Helper()
+	r := s.StartTurn(s.t, text)
+	if r.TurnRef == "" {
+		s.t.Fatal("start turn returned no turn ref")
+	}
+	return r.TurnRef
+}
+
+func (s *session) until(what string, stop func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
+	s.t.Helper()
+	return s.Until(s.t, what, stop)
+}
+
+// waitTurn reads events up to the terminal of the turn.
+func (s *session) waitTurn(turn string) []sdk.RuntimeEvent {
+	s.t.Helper()
+	return s.until("turn "+turn+" to end", func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turn
+	})
+}
+
+// close closes the session and checks that the replay peer ended cleanly;
+// it returns every event of the session.
+func (s *session) close() []sdk.RuntimeEvent {
+	s.t.Helper()
+	s.Close(s.t)
+	return s.All()
+}
+
+func answerAll(d sdk.Decision) func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) {
+	return func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) { return d, nil }
+}
+
+// text is the text of items of a kind on a thread.
+func text(evs []sdk.RuntimeEvent, thread string, kind sdk.ItemKind) string {
+	var s string
+	for _, ev := range evs {
+		if ev.Kind == sdk.EventContentDelta && ev.ItemKind == kind && ev.ThreadRef == thread {
+			s += ev.Text
+		}
+	}
+	return s
+}
+
+func filter(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
+	var out []sdk.RuntimeEvent
+	for _, ev := range evs {
+		if f(ev) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func count(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) int { return len(filter(evs, f)) }
+
+func index(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) int {
+	for i, ev := range evs {
+		if f(ev) {
+			return i
+		}
+	}
+	return -1
+}
+
+func find(t *testing.T, evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) sdk.RuntimeEvent {
+	t.Helper()
+	i := index(evs, f)
+	if i < 0 {
+		t.Fatalf("no such event in %s", plugintest.Kinds(evs))
+	}
+	return evs[i]
+}
+
+func checkItemsClosed(t *testing.T, evs []sdk.RuntimeEvent) {
+	t.Helper()
+	open := map[string]bool{}
+	for _, ev := range evs {
+		switch ev.Kind {
+		case sdk.EventItemStarted:
+			open[ev.ItemRef] = true
+		case sdk.EventItemCompleted:
+			delete(open, ev.ItemRef)
+		}
+	}
+	if len(open) > 0 {
+		t.Errorf("items left open at the turn's end: %v", open)
+	}
+}
+
+// checkRawFrames: every event that comes from a CLI frame names it (the
+// turn_started the plugin emits as it writes the user message is the
+// host's own, and names none).
+func checkRawFrames(t *testing.T, evs []sdk.RuntimeEvent) {
+	t.Helper()
+	for _, ev := range evs {
+		if ev.RawFrame == 0 && ev.Kind != sdk.EventTurnStarted {
+			t.Errorf("event %s (%s) names no raw frame", ev.Kind, ev.ItemRef)
+		}
+	}
+}
