@@ -216,10 +216,12 @@ func (n *normalizer) dispatch(f *frame) ([]sdk.RuntimeEvent, error) {
 // where names the thread and turn a frame belongs to: the root turn, or a
 // subagent's. ok is false for a root frame outside any turn.
 func (n *normalizer) where(parent string) (thread, turn string, out []sdk.RuntimeEvent, ok bool) {
+	if n.turn == nil && parent == "" || n.root == "" {
+		// Outside the host's turns, or before the CLI named its session
+		// (it always names it first): nothing to bind the frame to.
+		return "", "", nil, false
+	}
 	if parent == "" {
-		if n.turn == nil {
-			return "", "", nil, false
-		}
 		return n.root, n.turn.ref, nil, true
 	}
 	c, out := n.child(parent, "")
@@ -480,8 +482,8 @@ func (n *normalizer) system(f *frame) ([]sdk.RuntimeEvent, error) {
 	}
 	switch s.Subtype {
 	case "task_started":
-		if s.ToolUseID == "" {
-			return nil, nil // a background shell, not a subagent
+		if s.ToolUseID == "" || n.root == "" {
+			return nil, nil // a background shell, not a subagent (or a session not named yet)
 		}
 		c, out := n.child(s.ToolUseID, cmp.Or(s.Prompt, s.Description))
 		c.background = s.IsBackgrounded
