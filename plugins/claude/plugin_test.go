@@ -200,7 +200,9 @@ func TestApprovalAccept(t *testing.T) {
 		t.Errorf("file change item %+v", item)
 	}
 	if i, j := index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved }),
-		index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange }); i > j {
+		index(evs, func(ev sdk.RuntimeEvent) bool {
+			return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange
+		}); i > j {
 		t.Errorf("the item completed before its request was resolved: %s", plugintest.Kinds(evs))
 	}
 	if got := text(evs, root, sdk.ItemAssistantMessage); got != "I wrote allowed.txt." {
@@ -268,7 +270,9 @@ func TestSubagent(t *testing.T) {
 	if child.ParentThreadRef != root || child.ThreadRef != task.ItemRef || task.Title != "Task: Say hi" {
 		t.Fatalf("child thread %+v of task %+v; want a child of %s named by the Task tool use", child, task, root)
 	}
-	cturn := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef })
+	cturn := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef
+	})
 	if cturn.ClientTurnID != "" || cturn.Title != "child task: say hi" {
 		t.Errorf("child turn %+v", cturn)
 	}
@@ -278,7 +282,9 @@ func TestSubagent(t *testing.T) {
 	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Spawning a helper.The helper said hi. Done." {
 		t.Errorf("root text = %q", got)
 	}
-	cend := index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == child.ThreadRef })
+	cend := index(evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == child.ThreadRef
+	})
 	if cend < 0 || evs[cend].Status != sdk.TurnCompleted || cend == len(evs)-1 {
 		t.Errorf("child turn end at %d of %d: %s", cend, len(evs), plugintest.Kinds(evs))
 	}
