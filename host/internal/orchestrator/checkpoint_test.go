@@ -95,7 +95,8 @@ func fileList(c domain.Checkpoint) []string {
 // Invariants 5 and 6: three runs change files; a rollback to run 1 puts
 // the files back byte for byte (files made later are removed, ignored ones
 // kept), the provider's conversation back to run 1 (Codex drops its turns
-// natively, ACP starts a fresh conversation with a handoff), runs 2 and 3
+// natively, Claude Code resumes a fork cut before run 2, ACP starts a
+// fresh conversation with a handoff), runs 2 and 3
 // are rolled back, their checkpoints stale and their refs gone, and the
 // fourth run is accepted by the provider's transcript.
 func TestThreadRollback(t *testing.T) {
@@ -103,6 +104,7 @@ func TestThreadRollback(t *testing.T) {
 		provider, reconciliation string
 	}{
 		{"codex", domain.ReconcileNative},
+		{"claude", domain.ReconcileNative},
 		{"acp", domain.ReconcileFreshThread},
 	} {
 		t.Run(tc.provider, func(t *testing.T) {

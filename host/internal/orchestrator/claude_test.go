@@ -1,0 +1,293 @@
+package orchestrator_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/baton-run/baton/host/internal/domain"
+)
+
+// The scenarios of the testing strategy with Claude Code: the real claude
+// plugin, through go-plugin, with the replay peer playing transcripts
+// recorded from @anthropic-ai/claude-code 2.1.332 (testdata/claude). The
+// peer checks the arguments the plugin starts the CLI with and every
+// frame it writes. thread_rollback is in TestThreadRollback.
+
+// claudeThread creates a Claude Code thread on a transcript.
+func (e *env) claudeThread(scenario, policy string) string {
+	e.t.Helper()
+	id, _, _ := e.newThread("claude", "claude/"+scenario+".ndjson", policy)
+	return id
+}
+
+// checkSessionsClosed restarts the host (closing every provider session)
+// and checks that each ended cleanly: the peer saw exactly the frames the
+// CLI saw.
+func (e *env) checkSessionsClosed(threadID string) domain.Thread {
+	e.t.Helper()
+	e.restart()
+	th := mustThread(e.t, e, threadID)
+	for _, s := range th.ProviderSessions {
+		if s.EndReason != "closed" {
+			e.t.Errorf("session %s ended %q, want closed", s.ID, s.EndReason)
+		}
+	}
+	return th
+}
+
+// One run: the CLI's session is the thread's provider thread; the
+// assistant's text and reasoning are in the projection, and the usage of
+// the result.
+func TestClaudeSimple(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.claudeThread("simple", "")
+	th := e.play(threadID, "claude/simple.steps.json")
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != "Hello! How can I help you today?" {
+		t.Fatalf("run %s said %q", r.Status, assistantText(th, r.ID))
+	}
+	if len(th.ProviderThreads) != 1 || len(th.ProviderThreads[0].ProviderRef) != len("fc7303b1-ae40-4226-bbbc-b927e722274d") {
+		t.Errorf("provider threads %+v; want the CLI's session", th.ProviderThreads)
+	}
+	var reasoning []string
+	for _, it := range th.TurnItems {
+		if it.Kind == domain.ItemReasoning {
+			reasoning = append(reasoning, it.Text)
+		}
+	}
+	if !slices.Equal(reasoning, []string{"The user wants a greeting."}) {
+		t.Errorf("reasoning items %q", reasoning)
+	}
+	if r.Usage == nil || r.Usage.OutputTokens == 0 || r.Usage.TotalTokens == 0 {
+		t.Errorf("usage %+v", r.Usage)
+	}
+	th = e.checkSessionsClosed(threadID)
+	if ref := th.ProviderThreads[0].ProviderRef; e.countFrames(th, `"session_id":"`+ref+`"`) == 0 {
+		t.Errorf("provider thread %s is not the session the CLI named", ref)
+	}
+}
+
+// Two runs in one CLI process, the second queued behind the first.
+func TestClaudeQueuedRun(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.claudeThread("multi_turn", "")
+	th := e.play(threadID, "claude/multi_turn.steps.json")
+	if len(th.Runs) != 2 || len(th.ProviderSessions) != 1 {
+		t.Fatalf("runs %d, sessions %d; want 2 runs in 1 session", len(th.Runs), len(th.ProviderSessions))
+	}
+	for i, want := range []string{"First reply, after a while.", "Second reply."} {
+		if r := th.Runs[i]; r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != want {
+			t.Errorf("run %d: %s %q", i+1, r.Status, assistantText(th, r.ID))
+		}
+	}
+	e.checkSessionsClosed(threadID)
+}
+
+// Native steering: the message joins the active run (one run, one
+// attempt), whether Claude Code feeds it to the model at a tool boundary
+// or runs it right after the first answer with a result of its own.
+func TestClaudeMessageSteering(t *testing.T) {
+	for _, tc := range []struct{ scenario, input, want string }{
+		{"message_steering", "Write a long story", "A very long story that nobody reads, because the user steered.A short story: the end."},
+		{"message_steering_tool", "Look around, then write a long story", "A short story: the end."},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			e := newEnv(t)
+			threadID := e.claudeThread(tc.scenario, "")
+			e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: tc.input}})
+			e.waitFor(threadID, "the turn to start", func(th domain.Thread) bool { return th.Runs[0].Status == domain.RunStatusRunning })
+			e.dispatch(domain.Command{ID: "steer", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Make it short",
+				Mode: domain.ModeSteerActive}})
+			th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
+			if len(th.Runs) != 1 {
+				t.Fatalf("runs = %d, want 1", len(th.Runs))
+			}
+			r := th.Runs[0]
+			if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 1 || assistantText(th, r.ID) != tc.want {
+				t.Fatalf("run %s with %d attempts said %q", r.Status, len(r.Attempts), assistantText(th, r.ID))
+			}
+			types := e.types(threadID, 0)
+			if indexOf(types, "run.steered") < 0 {
+				t.Fatal("no run.steered event")
+			}
+			if n := strings.Count(strings.Join(types, " "), "run.ended"); n != 1 {
+				t.Errorf("run.ended %d times", n)
+			}
+			th = e.checkSessionsClosed(threadID)
+			if n := e.countFrames(th, `"content":"Make it short"`); n != 2 {
+				t.Errorf("the steer is in %d raw frames; want 2 (written once, echoed once)", n)
+			}
+		})
+	}
+}
+
+// The interrupt control request is acknowledged; the run ends
+// interrupted with the result (terminal reason aborted_streaming).
+func TestClaudeTurnInterrupt(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.claudeThread("turn_interrupt", "")
+	th := e.play(threadID, "claude/turn_interrupt.steps.json")
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusInterrupted || !r.InterruptRequested {
+		t.Fatalf("run %s (requested %v), want interrupted", r.Status, r.InterruptRequested)
+	}
+	types := e.types(threadID, 0)
+	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
+		t.Fatalf("events: %v", types)
+	}
+	th = e.checkSessionsClosed(threadID)
+	if n := e.countFrames(th, `"subtype":"interrupt"`); n != 1 {
+		t.Errorf("interrupt sent %d times, want 1", n)
+	}
+}
+
+// Approvals answered by a client: accept writes the file (the CLI got
+// the tool's input back), decline leaves the command undone and the turn
+// still completes.
+func TestClaudeApprovals(t *testing.T) {
+	for _, tc := range []struct {
+		scenario, decision, kind, itemKind, itemStatus string
+	}{
+		{"approval_accept", "accept", domain.RequestFileChangeApproval, "file_change", domain.StatusCompleted},
+		{"approval_decline", "decline", domain.RequestCommandApproval, "command_execution", "declined"},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			e := newEnv(t)
+			threadID := e.claudeThread(tc.scenario, domain.ApproveAsk)
+			th := e.play(threadID, "claude/"+tc.scenario+".steps.json")
+			if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
+				t.Fatalf("run %s (%+v)", r.Status, r.Failure)
+			}
+			if len(th.Requests) != 1 {
+				t.Fatalf("requests = %+v, want 1", th.Requests)
+			}
+			if q := th.Requests[0]; q.Status != domain.RequestStatusResolved || q.Decision != tc.decision ||
+				q.AnsweredBy != "client" || q.Kind != tc.kind {
+				t.Errorf("request %+v", q)
+			}
+			var items []domain.TurnItem
+			for _, it := range th.TurnItems {
+				if it.Kind == tc.itemKind {
+					items = append(items, it)
+				}
+			}
+			if len(items) != 1 || items[0].Status != tc.itemStatus {
+				t.Errorf("%s items %+v, want one %s", tc.itemKind, items, tc.itemStatus)
+			}
+			e.checkSessionsClosed(threadID)
+		})
+	}
+}
+
+// An interrupt while the CLI waits on an approval: the CLI withdraws the
+// request, which is resolved without an answer, and the run ends
+// interrupted.
+func TestClaudeRequestWithdrawn(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.claudeThread("request_withdrawn", domain.ApproveAsk)
+	th := e.play(threadID, "claude/request_withdrawn.steps.json")
+	if r := th.Runs[0]; r.Status != domain.RunStatusInterrupted {
+		t.Fatalf("run %s", r.Status)
+	}
+	if len(th.Requests) != 1 || th.Requests[0].Status == domain.RequestStatusPending || th.Requests[0].AnsweredBy == "client" {
+		t.Fatalf("requests %+v; want one resolved by the CLI's withdrawal", th.Requests)
+	}
+	e.checkSessionsClosed(threadID) // the peer fails on an answer it did not expect
+}
+
+// A Task subagent is a node under the run's root with a provider thread
+// of its own; its end does not end the run.
+func TestClaudeSubagent(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.claudeThread("subagent", "")
+	th := e.play(threadID, "claude/subagent.steps.json")
+	if len(th.Runs) != 1 || th.Runs[0].Status != domain.RunStatusCompleted {
+		t.Fatalf("runs %+v", th.Runs)
+	}
+	r := th.Runs[0]
+	root := r.Attempts[0].RootNode
+	var sub *domain.Node
+	for i, n := range r.Nodes {
+		if n.Kind == domain.NodeSubagent && n.ParentID == root {
+			for _, pt := range th.ProviderTurns {
+				if pt.NodeID == n.ID {
+					sub = &r.Nodes[i]
+				}
+			}
+		}
+	}
+	if sub == nil || sub.Status != domain.StatusCompleted {
+		t.Fatalf("no completed subagent turn node under the root: %+v", r.Nodes)
+	}
+	// The subagent's text is a message of the run on a node under the
+	// subagent's; the root's text is on the root's nodes.
+	parent := map[string]string{}
+	for _, n := range r.Nodes {
+		parent[n.ID] = n.ParentID
+	}
+	for _, m := range th.Messages {
+		if m.Role != domain.RoleAssistant {
+			continue
+		}
+		under := m.NodeID == sub.ID || parent[m.NodeID] == sub.ID
+		if under != (m.Text == "Child says hi.") {
+			t.Errorf("message %q on node %s (under the subagent: %v)", m.Text, m.NodeID, under)
+		}
+	}
+	if len(th.ProviderThreads) != 2 || th.ProviderThreads[1].ParentID != th.ProviderThreads[0].ID {
+		t.Fatalf("provider threads: %+v", th.ProviderThreads)
+	}
+	if n := strings.Count(strings.Join(e.types(threadID, 0), " "), "run.ended"); n != 1 {
+		t.Fatalf("run.ended %d times", n)
+	}
+	e.checkSessionsClosed(threadID)
+}
+
+// A subagent that writes a file: its turn's end is a checkpoint nested
+// under the run's, which does not count as a run; the run's own checkpoint
+// has both files.
+func TestClaudeSubagentCheckpoint(t *testing.T) {
+	e := newEnv(t)
+	e.gitWorkspace()
+	threadID := e.claudeThread("subagent_checkpoint", domain.ApproveAccept)
+	th := e.play(threadID, "claude/subagent_checkpoint.steps.json")
+	if len(th.Runs) != 1 || th.Runs[0].Status != domain.RunStatusCompleted {
+		t.Fatalf("runs: %+v", th.Runs)
+	}
+	var root, sub []domain.CheckpointScope
+	for _, sc := range th.CheckpointScopes {
+		if sc.Kind == domain.ScopeSubagent {
+			sub = append(sub, sc)
+		} else if sc.RunID != "" {
+			root = append(root, sc)
+		}
+	}
+	if len(root) != 1 || len(sub) != 1 || sub[0].ParentID != root[0].ID || sub[0].AdvancesRunCount {
+		t.Fatalf("scopes: %+v", th.CheckpointScopes)
+	}
+	var subCP, runCP domain.Checkpoint
+	for _, c := range th.Checkpoints {
+		switch c.ScopeID {
+		case sub[0].ID:
+			subCP = c
+		case root[0].ID:
+			runCP = c
+		}
+	}
+	if got := fileList(subCP); !slices.Equal(got, []string{"added notes.txt"}) || subCP.Status != domain.CheckpointReady {
+		t.Errorf("subagent checkpoint %+v: files %q", subCP, got)
+	}
+	if got := fileList(runCP); !slices.Equal(got, []string{"added notes.txt", "added summary.txt"}) {
+		t.Errorf("run checkpoint files: %q", got)
+	}
+	if got := e.files()["notes.txt"]; got != "from the helper\n" {
+		t.Errorf("notes.txt = %q", got)
+	}
+	if _, err := e.host.Dispatch(t.Context(), domain.Command{ID: "rb", ThreadID: threadID,
+		Payload: domain.RollbackToCheckpoint{CheckpointID: subCP.ID}}); !errors.Is(err, domain.ErrUnsupported) {
+		t.Errorf("rollback to a subagent checkpoint: %v", err)
+	}
+	e.checkSessionsClosed(threadID)
+}
