@@ -346,6 +346,34 @@ func TestResume(t *testing.T) {
 	}
 }
 
+// Authored from a probe: a resume the CLI cannot do (it exits with "No
+// conversation found") falls back to a fresh conversation, and says so.
+func TestResumeUnknown(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	ws := t.TempDir()
+	req := sdk.OpenSessionRequest{Cwd: ws, Command: plugintest.PeerCommand(filepath.Join(testdata, "resume_unknown.ndjson"), ws,
+		filepath.Join(t.TempDir(), "cursor"))}
+	const lost = "5e1f0000-0000-4000-8000-0000000000a1"
+	s := openWith(t, p, req, lost, nil)
+	if s.open.Resumed || s.open.ProviderThreadRef != "" {
+		t.Fatalf("open %+v; want a fresh conversation, not resumed", s.open)
+	}
+	turn := s.startTurn("Say hello")
+	evs := s.waitTurn(turn)
+	diags := filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
+	if len(diags) != 2 || !strings.Contains(diags[0].Text, "No conversation found") || !strings.Contains(diags[1].Title, "could not resume") {
+		t.Errorf("diagnostics %+v; want the CLI's error and the fallback", diags)
+	}
+	thread := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted })
+	if thread.ThreadRef == lost || thread.ThreadRef == "" {
+		t.Errorf("thread %+v; want the fresh session", thread)
+	}
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || term.ThreadRef != thread.ThreadRef {
+		t.Errorf("turn ended %+v", term)
+	}
+	s.close()
+}
+
 // Three turns, then the last two dropped: the CLI is resumed cut at the
 // last assistant message of the first turn, forked into a new session,
 // which the fourth turn continues.

@@ -102,6 +102,10 @@ type session struct {
 type process struct {
 	*lineproc.Process
 	ended chan struct{} // closed when its stdout is read to the end and it exited
+	// initialized says the CLI answered initialize. What it says before
+	// that (a resume it cannot do ends with a result naming the session it
+	// could not find) is not the conversation's. Read loop only.
+	initialized bool
 }
 
 // OpenSession implements sdk.Adapter: start the CLI and initialize the
@@ -276,6 +280,7 @@ func (s *session) handle(p *process, line []byte, raw uint64) {
 			return
 		}
 		if ch, ok := s.calls[f.Response.RequestID]; ok {
+			p.initialized = true // the first control request is initialize
 			ch <- *f.Response
 		}
 	case typeControlRequest:
@@ -288,8 +293,23 @@ func (s *session) handle(p *process, line []byte, raw uint64) {
 				RequestKind: q.kind, Status: string(sdk.DecisionCancel), Text: "claude withdrew the request"}})
 		}
 	default:
+		if !p.initialized {
+			emit([]sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "claude sent " + f.Type + " before it was initialized",
+				Text: resultErrors(f), Detail: f.raw}})
+			return
+		}
 		emit(s.norm.frame(f))
 	}
+}
+
+// resultErrors is the error text of a result frame ("" for other frames).
+func resultErrors(f *frame) string {
+	if f.Type != typeResult {
+		return ""
+	}
+	var r resultFrame
+	_ = json.Unmarshal(f.raw, &r)
+	return strings.Join(r.Errors, "; ")
 }
 
 // controlRequest opens a can_use_tool request for the host; any other
