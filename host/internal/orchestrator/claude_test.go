@@ -2,11 +2,13 @@ package orchestrator_test
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/sdk/plugintest"
 )
 
 // The scenarios of the testing strategy with Claude Code: the real claude
@@ -288,6 +290,36 @@ func TestClaudeSubagentCheckpoint(t *testing.T) {
 	if _, err := e.host.Dispatch(t.Context(), domain.Command{ID: "rb", ThreadID: threadID,
 		Payload: domain.RollbackToCheckpoint{CheckpointID: subCP.ID}}); !errors.Is(err, domain.ErrUnsupported) {
 		t.Errorf("rollback to a subagent checkpoint: %v", err)
+	}
+	e.checkSessionsClosed(threadID)
+}
+
+// A thread continued by a new host resumes the CLI's session (--resume,
+// checked by the peer): the second run is on the same provider thread,
+// in a second session.
+func TestClaudeResumeAfterRestart(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.claudeThread("resume", "")
+	groups := plugintest.ReadGroups(t, filepath.Join(root, "testdata", "claude/resume.messages"))
+	if len(groups) != 2 {
+		t.Fatalf("the scenario has %d groups, want 2", len(groups))
+	}
+	e.dispatch(domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[0][0]}})
+	e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
+	e.restart() // the session closes; the CLI ends
+
+	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[1][0]}})
+	th := e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
+	for i, want := range []string{"Noted: the word is banana.", "The word was banana."} {
+		r := th.Runs[i]
+		if r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != want {
+			t.Errorf("run %d: %s %q", r.Ordinal, r.Status, assistantText(th, r.ID))
+		}
+		assertOneRootAndTurn(t, th, r)
+	}
+	if len(th.ProviderSessions) != 2 || len(th.ProviderThreads) != 1 || len(th.Diagnostics) != 0 {
+		t.Fatalf("sessions %d, provider threads %d, diagnostics %+v; want 2 sessions on 1 resumed provider thread",
+			len(th.ProviderSessions), len(th.ProviderThreads), th.Diagnostics)
 	}
 	e.checkSessionsClosed(threadID)
 }
