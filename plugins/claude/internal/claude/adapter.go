@@ -66,11 +66,11 @@ func (a *Adapter) Describe() sdk.Description {
 		WireProtocol: WireProtocol,
 		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Subagents: true, Resume: true},
 		Notes: map[string]string{
-			sdk.NoteSteering:  "a user message written while the turn runs (queued by the CLI, taken at the next tool boundary or run right after)",
+			sdk.NoteSteering:  "a user message written into the running turn",
 			sdk.NoteInterrupt: "`interrupt` control request",
-			sdk.NoteApprovals: "`can_use_tool` control requests (Bash as commands, Edit/Write/MultiEdit/NotebookEdit as file changes, AskUserQuestion as a question, other tools as permissions)",
-			sdk.NoteSubagents: "`Task`/`Agent` tool uses as child threads, by `parent_tool_use_id`",
-			sdk.NoteRollback:  "the conversation resumed cut at the last assistant message before the dropped turns, as a fork (`--resume --resume-session-at --fork-session`); only turns of the live session, else the host's fresh session with a handoff",
+			sdk.NoteApprovals: "`can_use_tool` control requests: Bash as commands, Edit/Write/MultiEdit/NotebookEdit as file changes, other tools as permissions",
+			sdk.NoteSubagents: "`Task` tool uses as child threads, by `parent_tool_use_id`",
+			sdk.NoteRollback:  "`--resume-session-at` + `--fork-session`, for turns of the live session; older ones: fresh thread + handoff",
 			sdk.NoteResume:    "`--resume SESSION`",
 		},
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // WireProtocol names what the plugin speaks to the provider.
-const WireProtocol = "claude-code stream-json ndjson stdio (control protocol)"
+const WireProtocol = "claude-code/stream-json"
 
 // Frame types on stdout (CLI → host) and stdin (host → CLI).
 const (
