@@ -78,6 +78,32 @@ func TestRepositoryTranscriptsDecode(t *testing.T) {
 	}
 }
 
+// A transcript checks the provider's arguments when its first entry after
+// the workspace files it starts from expects an invocation frame.
+func TestInvoked(t *testing.T) {
+	ws := `{"type":"workspace","op":"write","path":"README.md","content":"x"}`
+	inv := `{"type":"expect_outbound","frame":{"argv":["-p"]}}`
+	for _, c := range []struct {
+		entries []string
+		want    bool
+	}{
+		{[]string{inv}, true},
+		{[]string{ws, ws, inv}, true},
+		{[]string{ws, `{"type":"expect_outbound","frame":{"method":"initialize"}}`, inv}, false},
+		{[]string{`{"type":"emit_inbound","frame":{"argv":[]}}`}, false},
+		{[]string{ws}, false},
+		{nil, false},
+	} {
+		tr, err := Decode(strings.NewReader(strings.Join(append([]string{hdr}, c.entries...), "\n")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.Invoked(); got != c.want {
+			t.Errorf("Invoked() of %v = %v, want %v", c.entries, got, c.want)
+		}
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(hdr + "\n" + `{"type":"emit_inbound","frame":{"a":1}}` + "\n"))
 	f.Add([]byte(hdr + "\n" + `{"type":"workspace","op":"rename","path":"a","to":"b"}`))

@@ -87,15 +87,16 @@ type session struct {
 	log  hclog.Logger
 	emit sdk.Emitter
 
-	mu      sync.Mutex
-	proc    *process
-	opening bool // OpenSession has not returned: a process that ends is its to handle
-	norm    *normalizer
-	pending map[string]*permissionRequest // by request ref
-	calls   map[string]chan controlResponseBody
-	nextID  int
-	closed  bool
-	exited  chan struct{}
+	mu       sync.Mutex
+	proc     *process
+	opening  bool // OpenSession has not returned: a process that ends is its to handle
+	norm     *normalizer
+	pending  map[string]*permissionRequest // by request ref
+	calls    map[string]chan controlResponseBody
+	nextID   int
+	closed   bool
+	finished bool // runtime_exited was emitted
+	exited   chan struct{}
 }
 
 // process is one CLI process of a session.
@@ -348,6 +349,11 @@ func (s *session) answer(p *process, body controlResponseBody) {
 // pending requests are cancelled, and runtime_exited comes last.
 func (s *session) finish(p *process) {
 	s.mu.Lock()
+	if s.finished {
+		s.mu.Unlock()
+		return // the read loop and OpenSession (or a restart) both saw the end
+	}
+	s.finished = true
 	closed := s.closed
 	report := "claude exited"
 	if !closed {
