@@ -186,7 +186,7 @@ func TestApprovalAccept(t *testing.T) {
 	evs := s.waitTurn(turn)
 	root := evs[0].ThreadRef
 	if req.RequestKind != "file_change_approval" || req.Title != "allowed.txt" || req.ThreadRef != root || req.TurnRef != turn ||
-		req.ItemRef == "" || len(req.Options) != 2 {
+		req.ItemRef == "" || len(req.Options) != 3 {
 		t.Fatalf("request %+v; want a file change approval for allowed.txt on the turn's item", req)
 	}
 	res := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
@@ -230,6 +230,29 @@ func TestApprovalDecline(t *testing.T) {
 	}
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Errorf("turn ended %+v", term)
+	}
+	s.close()
+}
+
+// Accepted for the session: the CLI's suggested rule is sent back for the
+// session only (checked by the peer), and the same command the second time
+// is not asked about.
+func TestApprovalAcceptForSession(t *testing.T) {
+	var reqs []sdk.RuntimeEvent
+	s := open(t, "approval_accept_for_session", func(ev sdk.RuntimeEvent) (sdk.Decision, map[string]string) {
+		reqs = append(reqs, ev)
+		return sdk.DecisionAcceptForSession, nil
+	})
+	turn := s.startTurn("Create made.txt twice")
+	evs := s.waitTurn(turn)
+	if len(reqs) != 1 || reqs[0].Title != "touch made.txt" {
+		t.Fatalf("requests %+v; want one for the first touch", reqs)
+	}
+	cmds := filter(evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution && ev.Status == sdk.ItemDone
+	})
+	if len(cmds) != 2 {
+		t.Errorf("completed commands %d, want 2: %s", len(cmds), plugintest.Kinds(evs))
 	}
 	s.close()
 }

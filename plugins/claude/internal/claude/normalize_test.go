@@ -187,6 +187,24 @@ func TestReplyToAQuestion(t *testing.T) {
 	}
 }
 
+// Accept for the session: the CLI's suggestions, every one kept to the
+// session (never written to a settings file).
+func TestReplyAcceptForSession(t *testing.T) {
+	q := &permissionRequest{id: "r1", body: controlRequestBody{ToolName: "Bash", Input: json.RawMessage(`{"command":"ls"}`),
+		PermissionSuggestions: []json.RawMessage{
+			json.RawMessage(`{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"ls"}],"behavior":"allow","destination":"localSettings"}`),
+			json.RawMessage(`"not an object"`),
+			json.RawMessage(`{"type":"setMode","mode":"acceptEdits","destination":"session"}`),
+		}}}
+	b, _ := json.Marshal(must(reply(q, sdk.DecisionAcceptForSession, nil)))
+	want := `{"behavior":"allow","updatedInput":{"command":"ls"},"updatedPermissions":[` +
+		`{"behavior":"allow","destination":"session","rules":[{"toolName":"Bash","ruleContent":"ls"}],"type":"addRules"},` +
+		`{"destination":"session","mode":"acceptEdits","type":"setMode"}]}`
+	if string(b) != want {
+		t.Errorf("answer\n%s\nwant\n%s", b, want)
+	}
+}
+
 func must(v any, err error) any {
 	if err != nil {
 		panic(err)

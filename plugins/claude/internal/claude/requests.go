@@ -31,6 +31,7 @@ func requestRef(id string) string { return "req-" + id }
 // permissionOptions are the answers a can_use_tool request takes.
 var permissionOptions = []sdk.RequestOption{
 	{ID: "allow", Label: "Allow", Kind: "allow_once"},
+	{ID: "allow_session", Label: "Allow for this session", Kind: "allow_always"},
 	{ID: "deny", Label: "Deny", Kind: "reject_once"},
 }
 
@@ -74,12 +75,16 @@ func (n *normalizer) openRequest(id string, body controlRequestBody, raw json.Ra
 const declinedMessage = "The user declined this tool use."
 
 // reply is the answer to a can_use_tool request for a host decision: allow
-// with the tool's input unchanged (or, for a question, with the answers
+// with the tool's input unchanged (for the session: with the CLI's
+// suggested rules, kept to the session; for a question: with the answers
 // added), or deny.
 func reply(q *permissionRequest, d sdk.Decision, answers map[string]string) (any, error) {
 	switch d {
-	case sdk.DecisionAccept, sdk.DecisionAcceptForSession:
+	case sdk.DecisionAccept:
 		return permissionAllow{Behavior: "allow", UpdatedInput: inputOrEmpty(q.body.Input)}, nil
+	case sdk.DecisionAcceptForSession:
+		return permissionAllow{Behavior: "allow", UpdatedInput: inputOrEmpty(q.body.Input),
+			UpdatedPermissions: sessionScoped(q.body.PermissionSuggestions)}, nil
 	case sdk.DecisionDecline:
 		return permissionDeny{Behavior: "deny", Message: declinedMessage}, nil
 	case sdk.DecisionCancel:
@@ -101,6 +106,25 @@ func reply(q *permissionRequest, d sdk.Decision, answers map[string]string) (any
 		return permissionAllow{Behavior: "allow", UpdatedInput: b}, nil
 	}
 	return nil, sdk.Errorf(sdk.ErrInvalid, "request %s: unknown decision %q", requestRef(q.id), d)
+}
+
+// sessionScoped is the CLI's permission suggestions applied to the
+// session only: a suggestion's own destination (localSettings,
+// userSettings, …) would write the rule into a settings file, in the
+// workspace or the user's home. Suggestions that are not objects are left
+// out.
+func sessionScoped(suggestions []json.RawMessage) []json.RawMessage {
+	var out []json.RawMessage
+	for _, raw := range suggestions {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil || m == nil {
+			continue
+		}
+		m["destination"] = json.RawMessage(`"session"`)
+		b, _ := json.Marshal(m)
+		out = append(out, b)
+	}
+	return out
 }
 
 func inputOrEmpty(in json.RawMessage) json.RawMessage {

@@ -191,6 +191,9 @@ type controlRequestBody struct {
 	ToolUseID      string          `json:"tool_use_id,omitempty"`
 	AgentID        string          `json:"agent_id,omitempty"`
 	BlockedPath    string          `json:"blocked_path,omitempty"`
+	// PermissionSuggestions are the rule updates the CLI offers with the
+	// request ({"type":"addRules",…,"destination":"localSettings"}, …).
+	PermissionSuggestions []json.RawMessage `json:"permission_suggestions,omitempty"`
 }
 
 // controlResponseBody is the response of a control_response, either way.
@@ -229,8 +232,9 @@ type userContent struct {
 
 // permissionAllow and permissionDeny answer can_use_tool.
 type permissionAllow struct {
-	Behavior     string          `json:"behavior"`
-	UpdatedInput json.RawMessage `json:"updatedInput"`
+	Behavior           string            `json:"behavior"`
+	UpdatedInput       json.RawMessage   `json:"updatedInput"`
+	UpdatedPermissions []json.RawMessage `json:"updatedPermissions,omitempty"`
 }
 
 type permissionDeny struct {
