@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/providerproc"
+	"github.com/baton-run/baton/sdk/replay"
 	"github.com/baton-run/baton/sdk/transcript"
 )
 
@@ -35,20 +37,31 @@ func recordMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	scenario := fs.String("scenario", "", "scenario name for the header")
 	workspace := fs.String("workspace", "", "provider working directory (default: the current directory)")
 	appendTo := fs.Bool("append", false, "append to the transcript if it exists (a provider restarted in the same scenario)")
+	invoked := fs.Bool("invocation", false, "the command ends in \"--\"; what follows it (the client's arguments) is recorded as the invocation frame")
 	var meta metaFlags
 	fs.Var(&meta, "meta", "header metadata `key=value` (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	argv := fs.Args()
+	var invocation []string
+	if *invoked {
+		i := slices.Index(argv, "--")
+		if i < 0 {
+			argv = nil // bad usage
+		} else {
+			invocation = append([]string{}, argv[i+1:]...)
+			argv = append(argv[:i:i], invocation...)
+		}
+	}
 	if *out == "" || *provider == "" || *scenario == "" || len(argv) == 0 {
-		fmt.Fprintln(stderr, "usage: replaypeer record --out FILE --provider NAME --protocol P --scenario NAME [--workspace DIR] [--meta k=v] -- ARGV...")
+		fmt.Fprintln(stderr, "usage: replaypeer record --out FILE --provider NAME --protocol P --scenario NAME [--workspace DIR] [--meta k=v] [--append] [--invocation] -- ARGV... [-- ARGS...]")
 		return 2
 	}
 	if *workspace == "" {
 		*workspace, _ = os.Getwd()
 	}
-	if err := record(*out, *appendTo, *provider, *protocol, *scenario, *workspace, meta, argv, stdin, stdout, stderr); err != nil {
+	if err := record(*out, *appendTo, *provider, *protocol, *scenario, *workspace, meta, argv, invocation, stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "replaypeer record: %v\n", err)
 		return 1
 	}
@@ -80,7 +93,9 @@ type recorder struct {
 	seq       int
 }
 
-func record(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, argv []string,
+// record runs argv; invocation, when not nil, is the part of argv the client
+// added, recorded as the process's first outbound frame.
+func record(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, argv, invocation []string,
 	stdin io.Reader, stdout, stderr io.Writer) error {
 	continuing := false
 	if fi, err := os.Stat(out); appendTo && err == nil && fi.Size() > 0 {
@@ -121,6 +136,9 @@ func record(out string, appendTo bool, provider, protocol, scenario, workspace s
 		// The workspace as the provider found it comes first, so that a
 		// replay starts from the same files.
 		r.workspaceChanges()
+	}
+	if invocation != nil {
+		r.add(transcript.TypeExpectOutbound, replay.InvocationFrame(invocation))
 	}
 
 	proc, err := providerproc.Start(providerproc.Command{Argv: argv, Dir: workspace,
@@ -223,6 +241,7 @@ func label(typ string, frame []byte, seq int) string {
 		Method string          `json:"method"`
 		Type   string          `json:"type"`
 		ID     json.RawMessage `json:"id"`
+		Argv   []string        `json:"argv"`
 		Params struct {
 			Update struct {
 				SessionUpdate string `json:"sessionUpdate"`
@@ -236,6 +255,8 @@ func label(typ string, frame []byte, seq int) string {
 		name += "." + f.Params.Update.SessionUpdate
 	case name == "" && f.ID != nil:
 		name = "response." + string(f.ID)
+	case name == "" && f.Argv != nil:
+		name = "invocation"
 	case name == "":
 		name = f.Type
 	}

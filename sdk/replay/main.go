@@ -21,6 +21,10 @@ import (
 //	--speed X           scale afterMs waits; 0 means no waits (default 1)
 //	--state FILE        keep the cursor in FILE, so that a restarted provider
 //	                    continues after the runtime_exit where the last one ended
+//	-- ARGS...          the arguments the client gave the provider: checked as
+//	                    the first outbound frame, {"argv": ARGS} (a plugin that
+//	                    appends its flags to the provider command is configured
+//	                    with a peer command ending in "--")
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replaypeer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -31,8 +35,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return ExitBadUsage
 	}
-	if *file == "" || fs.NArg() > 0 || *speed < 0 {
-		fmt.Fprintln(stderr, "usage: replaypeer --transcript FILE [--workspace DIR] [--speed X] [--state FILE]")
+	invocation, ok := invocationArgs(args, fs.Args())
+	if *file == "" || !ok || *speed < 0 {
+		fmt.Fprintln(stderr, "usage: replaypeer --transcript FILE [--workspace DIR] [--speed X] [--state FILE] [-- ARGS...]")
 		return ExitBadUsage
 	}
 	t, err := transcript.ReadFile(*file)
@@ -48,9 +53,27 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	err = Run(ctx, Config{Transcript: t, Workspace: *workspace, Speed: *speed, In: stdin, Out: stdout, StateFile: *stateFile})
+	err = Run(ctx, Config{Transcript: t, Workspace: *workspace, Speed: *speed, In: stdin, Out: stdout, StateFile: *stateFile,
+		Invocation: invocation})
 	if err != nil {
 		fmt.Fprintf(stderr, "replaypeer: %s: %v\n", *file, err)
 	}
 	return ExitCode(err)
+}
+
+// invocationArgs returns the arguments after "--" (nil when there is no
+// "--"); rest is what the flag set left. Anything else left is bad usage.
+func invocationArgs(args, rest []string) ([]string, bool) {
+	if len(rest) == 0 {
+		if len(args) > 0 && args[len(args)-1] == "--" {
+			return []string{}, true
+		}
+		return nil, true
+	}
+	// The flag set stops at the first non-flag or after "--": it was a
+	// "--" only if exactly the rest follows one.
+	if i := len(args) - len(rest) - 1; i >= 0 && args[i] == "--" {
+		return rest, true
+	}
+	return nil, false
 }
