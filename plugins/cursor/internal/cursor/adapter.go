@@ -124,7 +124,7 @@ func (tp *turnProc) keepStderr(line []byte) {
 
 // signal sends sig to the process's whole group at once.
 func (tp *turnProc) signal(sig syscall.Signal) {
-	_ = syscall.Kill(-tp.proc.Pid(), sig)
+	_ = tp.proc.Signal(sig)
 }
 
 // stop ends the process group: SIGTERM at once, SIGKILL after the grace

@@ -322,7 +322,7 @@ func toolText(tc toolCall, res toolResult) string {
 		return sr.Stdout + sr.Stderr
 	}
 	if res.Outcome == "error" || res.Outcome == "rejected" {
-		if msg := firstNonEmpty(sr.Message, sr.Error, sr.Reason); msg != "" {
+		if msg := firstNonEmpty(sr.Message, sr.ErrorMessage, sr.Error, sr.Reason); msg != "" {
 			return msg
 		}
 		var s string

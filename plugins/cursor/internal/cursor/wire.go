@@ -238,6 +238,7 @@ type shellResult struct {
 	ExecutionTime *int64 `json:"executionTime"`
 	Message       string `json:"message"`
 	Error         string `json:"error"`
+	ErrorMessage  string `json:"errorMessage"`
 	Reason        string `json:"reason"`
 }
 
