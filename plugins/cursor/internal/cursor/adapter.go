@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/framelog"
+	"github.com/baton-run/baton/sdk/lineproc"
 	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/providerproc"
 )
@@ -41,9 +41,6 @@ const lingerAfterResult = 5 * time.Second
 // drainTimeout bounds reading what a process wrote once it exited, when a
 // grandchild keeps its stdout open.
 const drainTimeout = 2 * time.Second
-
-// stderrTailLines is how much of a process's stderr a failure quotes.
-const stderrTailLines = 8
 
 // Args are the arguments the plugin appends to the configured command for
 // a turn: print mode, stream-json with partial output (text streams as it
@@ -103,23 +100,13 @@ type session struct {
 
 // turnProc is one turn's process.
 type turnProc struct {
-	proc   *providerproc.Process
+	proc   *lineproc.Process
 	turn   string
 	exited chan struct{} // closed once its end is reported
 
 	mu          sync.Mutex
 	interrupted bool // the host asked it to stop (or closed the session)
 	closing     bool
-	tail        []string
-}
-
-func (tp *turnProc) keepStderr(line []byte) {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	tp.tail = append(tp.tail, string(line))
-	if len(tp.tail) > stderrTailLines {
-		tp.tail = tp.tail[1:]
-	}
 }
 
 // signal sends sig to the process's whole group at once.
@@ -148,10 +135,7 @@ func (tp *turnProc) report(name string) string {
 	} else {
 		msg += " without a result"
 	}
-	tp.mu.Lock()
-	tail := strings.Join(tp.tail, "\n")
-	tp.mu.Unlock()
-	if tail != "" {
+	if tail := tp.proc.StderrTail(); tail != "" {
 		msg += "; its last stderr lines:\n" + tail
 	}
 	return msg
@@ -238,20 +222,14 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	argv := append(append([]string(nil), s.cmd.Argv...), args...)
 	invocation, _ := json.Marshal(map[string][]string{"argv": args})
 	raw := s.frames.Append(framelog.Out, invocation)
-	tp := &turnProc{turn: turn, exited: make(chan struct{})}
-	proc, err := providerproc.Start(providerproc.Command{Argv: argv, Env: s.cmd.Env, Dir: s.cwd,
-		Stderr: func(line []byte) {
-			s.frames.Append(framelog.Stderr, line)
-			s.log.Debug("provider stderr", "line", string(line))
-			tp.keepStderr(line)
-		}})
+	// The prompt is an argument: stdin closes at once, or the CLI would
+	// wait for it to end before it starts.
+	proc, err := lineproc.Start(lineproc.Config{Name: s.name(), Command: sdk.ProviderCommand{Argv: argv, Env: s.cmd.Env},
+		Dir: s.cwd, Frames: s.frames, Log: s.log})
 	if err != nil {
 		return sdk.StartTurnResponse{}, fmt.Errorf("start turn: %w", err)
 	}
-	// The prompt is an argument: stdin closes at once, or the CLI would
-	// wait for it to end before it starts.
-	_ = proc.Stdin.Close()
-	tp.proc = proc
+	tp := &turnProc{proc: proc, turn: turn, exited: make(chan struct{})}
 	s.cur = tp
 	for _, ev := range s.norm.begin(turn, req.ClientTurnID) {
 		ev.RawFrame = raw
@@ -285,14 +263,13 @@ func (s *session) run(tp *turnProc) {
 		}
 		select {
 		case <-time.After(drainTimeout):
-			_ = tp.proc.Stdout.Close()
+			_ = tp.proc.Cmd.Stdout.Close()
 		case <-stop:
 		}
 	}()
-	r := ndjson.NewReader(tp.proc.Stdout)
 	lingering := false
 	for {
-		line, err := r.Next()
+		line, idx, err := tp.proc.Next()
 		if errors.Is(err, ndjson.ErrLineTooLong) {
 			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: err.Error()})
 			continue
@@ -303,7 +280,6 @@ func (s *session) run(tp *turnProc) {
 			}
 			break
 		}
-		idx := s.frames.Append(framelog.In, line)
 		s.mu.Lock()
 		for _, ev := range s.norm.line(line) {
 			ev.RawFrame = idx
