@@ -13,8 +13,9 @@ import (
 	"strings"
 )
 
-// WireProtocol is what Describe says the plugin speaks.
-const WireProtocol = "cursor-agent print mode, stream-json NDJSON on stdout, one process per turn"
+// WireProtocol is what Describe says the plugin speaks: cursor-agent's
+// print mode with stream-json NDJSON on stdout, one process per turn.
+const WireProtocol = "cursor-agent-print/stream-json"
 
 // event is one stdout line of cursor-agent. Which fields are set depends on
 // Type (and Subtype); unknown fields are ignored, unknown types reported.
