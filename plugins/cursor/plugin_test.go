@@ -219,6 +219,29 @@ func TestInterrupt(t *testing.T) {
 	s.Close(t)
 }
 
+// Closing the session while a turn runs stops its process: the turn ends
+// interrupted, then the session's runtime_exited, cleanly.
+func TestCloseDuringATurn(t *testing.T) {
+	p := start(t)
+	s, _ := open(t, p, "turn_interrupt")
+	s.StartTurn(t, "Count to a million, slowly")
+	s.Until(t, "the command to start", func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemStarted && ev.ItemKind == sdk.ItemCommandExecution
+	})
+	evs := s.Close(t)
+	term := only(evs, sdk.EventTurnTerminal, "")
+	if len(term) != 1 || term[0].Status != sdk.TurnInterrupted || term[0].Text != "the session was closed" {
+		t.Fatalf("terminal: %+v (events %s)", term, plugintest.Kinds(evs))
+	}
+	if last := evs[len(evs)-1]; last.Kind != sdk.EventRuntimeExited || last.Status != sdk.ExitClosed {
+		t.Fatalf("last event: %+v", last)
+	}
+	_, err := p.StartTurn(context.Background(), sdk.StartTurnRequest{SessionID: s.ID, Input: sdk.TurnInput{Text: "more"}})
+	if !errors.Is(err, sdk.ErrUnknownSession) {
+		t.Errorf("a turn after close: %v", err)
+	}
+}
+
 // A process that exits non-zero without a result fails its turn with the
 // end of its stderr; the chat goes on in the next turn's process.
 func TestFailureWithoutResult(t *testing.T) {

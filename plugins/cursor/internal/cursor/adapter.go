@@ -279,7 +279,9 @@ func (s *session) run(tp *turnProc) {
 	for {
 		line, idx, err := tp.proc.Next()
 		if errors.Is(err, ndjson.ErrLineTooLong) {
+			s.mu.Lock()
 			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: err.Error()})
+			s.mu.Unlock()
 			continue
 		}
 		if err != nil {
