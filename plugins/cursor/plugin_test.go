@@ -162,6 +162,54 @@ func TestMultiTurnResumesTheChat(t *testing.T) {
 	s.Close(t)
 }
 
+// The session's raw-frame log holds every process: its arguments (an
+// outbound argv frame), then its stdout lines, numbered on across
+// processes; events name their frames.
+func TestOneRawFrameLogAcrossProcesses(t *testing.T) {
+	p := start(t)
+	ws := t.TempDir()
+	log := filepath.Join(t.TempDir(), "frames.ndjson")
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, RawFrameLog: log,
+		Command: plugintest.PeerCommand(testdata+"multi_turn.ndjson", ws, filepath.Join(t.TempDir(), "cursor"))})
+	s.StartTurn(t, "Remember the word: pineapple.")
+	first := s.WaitTurn(t)
+	s.StartTurn(t, "What was the word?")
+	second := s.WaitTurn(t)
+	s.Close(t)
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var argvs []uint64
+	var prev uint64
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var rec struct {
+			I     uint64          `json:"i"`
+			Dir   string          `json:"dir"`
+			Frame json.RawMessage `json:"frame"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if rec.I <= prev {
+			t.Fatalf("frame %d after %d", rec.I, prev)
+		}
+		prev = rec.I
+		if rec.Dir == "out" && strings.HasPrefix(string(rec.Frame), `{"argv":`) {
+			argvs = append(argvs, rec.I)
+		}
+	}
+	if len(argvs) != 2 {
+		t.Fatalf("argv frames at %v, want 2", argvs)
+	}
+	if ts := only(first, sdk.EventTurnStarted, ""); ts[0].RawFrame <= argvs[0] || ts[0].RawFrame >= argvs[1] {
+		t.Errorf("turn 1 started at frame %d; its process's frames are %d to %d", ts[0].RawFrame, argvs[0], argvs[1])
+	}
+	if ts := only(second, sdk.EventTurnStarted, ""); ts[0].RawFrame != argvs[1] {
+		t.Errorf("turn 2 (chat known) started at frame %d, want its argv frame %d", ts[0].RawFrame, argvs[1])
+	}
+}
+
 // A new session asked to resume the chat says so at once, and its first
 // process resumes it.
 func TestResumeInANewSession(t *testing.T) {
