@@ -66,7 +66,7 @@ func terminal(t *testing.T, evs []sdk.RuntimeEvent) sdk.RuntimeEvent {
 func TestDescribe(t *testing.T) {
 	p := start(t)
 	d := p.Description
-	want := sdk.Capabilities{Interrupt: true, Subagents: true, Resume: true}
+	want := sdk.Capabilities{Interrupt: true, Resume: true}
 	if d.Name != "cursor" || d.Capabilities != want {
 		t.Fatalf("describe = %+v, want name cursor and capabilities %+v (no steering, approvals or rollback)", d, want)
 	}

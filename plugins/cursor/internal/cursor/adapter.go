@@ -75,12 +75,12 @@ func New(log hclog.Logger) *Adapter { return &Adapter{log: log} }
 // Describe implements sdk.Adapter.
 func (a *Adapter) Describe() sdk.Description {
 	return sdk.Description{Name: "cursor", Version: Version, WireProtocol: WireProtocol,
-		Capabilities: sdk.Capabilities{Interrupt: true, Subagents: true, Resume: true},
+		Capabilities: sdk.Capabilities{Interrupt: true, Resume: true},
 		Notes: map[string]string{
 			sdk.NoteSteering:  "print mode takes one prompt per process",
 			sdk.NoteInterrupt: "SIGTERM to the turn's process group",
 			sdk.NoteApprovals: "print mode has no approval channel; the CLI's own permissions decide, `--force` with runtime policy `force`",
-			sdk.NoteSubagents: "the `task` tool call as a subagent item; its own steps are not streamed",
+			sdk.NoteSubagents: "no child turns: the `task` tool call is one subagent item of the root turn, its own steps are not streamed",
 			sdk.NoteRollback:  "a chat cannot drop turns",
 			sdk.NoteResume:    "`--resume CHAT_ID` on the next turn's process",
 		}}
