@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -401,7 +402,12 @@ func TestResumeUnknown(t *testing.T) {
 // last assistant message of the first turn, forked into a new session,
 // which the fourth turn continues.
 func TestRollback(t *testing.T) {
-	s := open(t, "thread_rollback", answerAll(sdk.DecisionAccept))
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	ws := t.TempDir()
+	frames := filepath.Join(t.TempDir(), "frames.ndjson")
+	s := openWith(t, p, sdk.OpenSessionRequest{Cwd: ws, RawFrameLog: frames,
+		Command: plugintest.PeerCommand(filepath.Join(testdata, "thread_rollback.ndjson"), ws, filepath.Join(t.TempDir(), "cursor"))},
+		"", answerAll(sdk.DecisionAccept))
 	var turns []string
 	var root string
 	for _, input := range []string{"Write a.txt saying one", "Add a line to a.txt and write sub/b.txt", "Write c.txt"} {
@@ -446,7 +452,25 @@ func TestRollback(t *testing.T) {
 	if n := count(s.All(), func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited }); n != 0 {
 		t.Errorf("the replaced CLI process ended the session")
 	}
-	s.close()
+	all := s.close()
+	// One raw-frame log, one numbering, across both CLI processes.
+	var last uint64
+	for _, ev := range all {
+		if ev.RawFrame != 0 && ev.RawFrame < last {
+			t.Fatalf("raw frame %d after %d (%s)", ev.RawFrame, last, ev.Kind)
+		}
+		last = max(last, ev.RawFrame)
+	}
+	log, err := os.ReadFile(frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(log), `"subtype":"initialize"`); n != 2 {
+		t.Errorf("the raw-frame log has %d initialize requests; want both processes'", n)
+	}
+	if _, err := os.Stat(frames + ".1"); err == nil {
+		t.Errorf("the raw-frame log was rotated at the restart")
+	}
 }
 
 // Authored from recorded frames: a rate limit warning, malformed frames,

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
 )
 
@@ -87,6 +88,10 @@ type session struct {
 	log  hclog.Logger
 	emit sdk.Emitter
 
+	// frames is the session's raw-frame log, one numbering across its CLI
+	// processes (a resume that fell back, a rollback's restart).
+	frames *framelog.Log
+
 	mu       sync.Mutex
 	proc     *process
 	opening  bool // OpenSession has not returned: a process that ends is its to handle
@@ -126,6 +131,11 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		emit: emit, opening: true, norm: newNormalizer("", cwd), pending: map[string]*permissionRequest{},
 		calls: map[string]chan controlResponseBody{}, exited: make(chan struct{})}
 
+	frames, err := framelog.Open(req.RawFrameLog, 0)
+	if err != nil {
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	s.frames = frames
 	resumed := false
 	if req.ResumeThreadRef != "" {
 		err := s.start(ctx, "--resume", req.ResumeThreadRef)
@@ -139,11 +149,13 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "claude could not resume session " + req.ResumeThreadRef,
 				Text: err.Error()})
 		default:
+			frames.Close()
 			return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 		}
 	}
 	if !resumed {
 		if err := s.start(ctx); err != nil {
+			frames.Close()
 			return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 		}
 	}
@@ -180,7 +192,7 @@ func (s *session) start(ctx context.Context, extra ...string) error {
 	}
 	argv = append(argv, extra...)
 	lp, err := lineproc.Start(lineproc.Config{Name: "claude", Command: sdk.ProviderCommand{Argv: argv, Env: s.req.Command.Env},
-		Dir: s.cwd, RawFrameLog: s.req.RawFrameLog, Log: s.log, Stdin: true})
+		Dir: s.cwd, Frames: s.frames, Log: s.log, Stdin: true})
 	if err != nil {
 		return err
 	}
@@ -370,6 +382,7 @@ func (s *session) finish(p *process) {
 		s.emit.Emit(ev)
 	}
 	s.emit.Emit(p.ExitEvent(s.norm.root, closed))
+	s.frames.Close()
 	s.mu.Unlock()
 	close(s.exited)
 }
