@@ -206,7 +206,14 @@ func (n *normalizer) dispatch(f *frame) ([]sdk.RuntimeEvent, error) {
 			return nil, fmt.Errorf("rate_limit_event without rate_limit_info")
 		}
 		return []sdk.RuntimeEvent{n.rateLimit(*f.RateLimitInfo, f.raw)}, nil
-	case typeCommandLife, typeStreamEvent, typeKeepAlive:
+	case typeCommandLife:
+		// A message the CLI dropped from its queue will never be echoed:
+		// the turn must not wait for it.
+		if f.State == "cancelled" && n.turn != nil && n.turn.unconsumed > 0 {
+			n.turn.unconsumed--
+		}
+		return nil, nil
+	case typeStreamEvent, typeKeepAlive:
 		return nil, nil
 	}
 	// Kept, never fatal: a newer CLI's frame the host may still show.

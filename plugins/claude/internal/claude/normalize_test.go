@@ -98,6 +98,32 @@ func TestBackgroundSubagent(t *testing.T) {
 	}
 }
 
+// A steer the CLI drops from its queue (command_lifecycle "cancelled")
+// is not waited for: the next result ends the turn.
+func TestSteerDroppedFromTheQueue(t *testing.T) {
+	n := newNormalizer("s", "/ws")
+	n.startTurn("t1", "c1")
+	n.steer()
+	evs := feed(t, n, [][]byte{
+		[]byte(`{"type":"user","message":{"role":"user","content":"go"},"session_id":"s","parent_tool_use_id":null,"uuid":"u1","isReplay":true}`),
+		[]byte(`{"type":"command_lifecycle","command_uuid":"u2","state":"cancelled","session_id":"s","uuid":"x"}`),
+		[]byte(`{"type":"result","subtype":"success","is_error":false,"session_id":"s"}`),
+	})
+	if len(evs) == 0 || evs[len(evs)-1].Kind != sdk.EventTurnTerminal || n.activeTurn() != "" {
+		t.Fatalf("events %+v; want the turn ended", evs)
+	}
+	// Without the cancellation the result would not have ended it.
+	n.startTurn("t2", "c2")
+	n.steer()
+	evs = feed(t, n, [][]byte{
+		[]byte(`{"type":"user","message":{"role":"user","content":"go"},"session_id":"s","parent_tool_use_id":null,"uuid":"u3","isReplay":true}`),
+		[]byte(`{"type":"result","subtype":"success","is_error":false,"session_id":"s"}`),
+	})
+	if len(evs) != 0 || n.activeTurn() != "t2" {
+		t.Fatalf("events %+v; want the turn still waiting for its steer", evs)
+	}
+}
+
 func TestResultStatus(t *testing.T) {
 	i529 := 529
 	for _, c := range []struct {
