@@ -610,6 +610,7 @@ func resultStatus(r resultFrame, interrupted bool) (string, *sdk.Failure) {
 // turns first, then the root's, failed, on a thread that cannot go on in
 // this process.
 func (n *normalizer) exited(message string) []sdk.RuntimeEvent {
+	defer func() { n.turn = nil }()
 	var out []sdk.RuntimeEvent
 	for _, key := range slices.Sorted(maps.Keys(n.children)) {
 		if c := n.children[key]; !c.ended {
@@ -617,7 +618,9 @@ func (n *normalizer) exited(message string) []sdk.RuntimeEvent {
 			out = append(out, evs...)
 		}
 	}
-	if t := n.turn; t != nil {
+	if t := n.turn; t != nil && t.announced {
+		// (A turn never announced, the CLI gone before it named its
+		// session, the host never bound: runtime_exited tells it.)
 		n.turn = nil
 		out = append(out, n.closeItems(n.root, t.ref)...)
 		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadRef: n.root, TurnRef: t.ref, Status: sdk.TurnFailed,

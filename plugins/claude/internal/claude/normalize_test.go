@@ -365,11 +365,6 @@ func FuzzNormalize(f *testing.F) {
 			case sdk.EventDiagnostic, sdk.EventRateLimit:
 				continue
 			}
-			if ev.TurnRef == "" && ev.Kind == sdk.EventTurnTerminal {
-				// A turn that ended before the CLI named the session: the
-				// host never bound it either.
-				continue
-			}
 			if !known[ev.ThreadRef] {
 				t.Fatalf("event %d (%s) on thread %q before it was announced", i, ev.Kind, ev.ThreadRef)
 			}
