@@ -319,6 +319,39 @@ func TestSubagent(t *testing.T) {
 	s.close()
 }
 
+// A background subagent outlives the CLI turn that started it: the host's
+// turn goes on through the CLI turn its task notification starts, and
+// ends with that turn's result, after the subagent's.
+func TestBackgroundSubagent(t *testing.T) {
+	s := open(t, "subagent_background", nil)
+	turn := s.startTurn("Ask a background helper to say hi")
+	evs := s.waitTurn(turn)
+	root := evs[0].ThreadRef
+	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == root }); n != 1 {
+		t.Fatalf("%d root turn terminals; want 1: %s", n, plugintest.Kinds(evs))
+	}
+	cend := index(evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == child.ThreadRef
+	})
+	if cend < 0 || evs[cend].Status != sdk.TurnCompleted || cend == len(evs)-1 {
+		t.Fatalf("the subagent's turn did not end before the root's: %s", plugintest.Kinds(evs))
+	}
+	if got := text(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
+		t.Errorf("child text = %q", got)
+	}
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "The helper is working.The helper said hi. Done." {
+		t.Errorf("root text = %q", got)
+	}
+	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+		t.Errorf("%d diagnostics: %s", n, plugintest.Kinds(evs))
+	}
+	if term := evs[len(evs)-1]; term.ThreadRef != root || term.Status != sdk.TurnCompleted {
+		t.Errorf("turn ended %+v", term)
+	}
+	s.close()
+}
+
 // A subagent's own tool use asks for permission on the subagent's thread.
 func TestSubagentApproval(t *testing.T) {
 	var reqs []sdk.RuntimeEvent

@@ -247,6 +247,38 @@ func TestClaudeSubagent(t *testing.T) {
 	e.checkSessionsClosed(threadID)
 }
 
+// A background subagent (Claude Code's default) outlives the CLI turn that
+// started it: the run ends once, after the subagent, with the answer the
+// CLI gives when the subagent's task notification comes in.
+func TestClaudeBackgroundSubagent(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.claudeThread("subagent_background", "")
+	th := e.play(threadID, "claude/subagent_background.steps.json")
+	if len(th.Runs) != 1 || th.Runs[0].Status != domain.RunStatusCompleted {
+		t.Fatalf("runs %+v", th.Runs)
+	}
+	r := th.Runs[0]
+	if got := assistantText(th, r.ID); !strings.HasSuffix(got, "The helper said hi. Done.") {
+		t.Errorf("the run's text %q; want it to end with the answer after the subagent", got)
+	}
+	var subs int
+	for _, n := range r.Nodes {
+		if n.Kind == domain.NodeSubagent && n.ParentID == r.Attempts[0].RootNode && n.Status == domain.StatusCompleted {
+			subs++
+		}
+	}
+	if subs == 0 {
+		t.Errorf("no completed subagent node under the root: %+v", r.Nodes)
+	}
+	if n := strings.Count(strings.Join(e.types(threadID, 0), " "), "run.ended"); n != 1 {
+		t.Fatalf("run.ended %d times", n)
+	}
+	if len(th.Diagnostics) != 0 {
+		t.Errorf("diagnostics %+v", th.Diagnostics)
+	}
+	e.checkSessionsClosed(threadID)
+}
+
 // A subagent that writes a file: its turn's end is a checkpoint nested
 // under the run's, which does not count as a run; the run's own checkpoint
 // has both files.

@@ -28,8 +28,11 @@ import (
 // Turns: the host's turn is one user message and every steer written into
 // it. The CLI echoes each user message it takes (--replay-user-messages);
 // a steer it took after the model had finished becomes a CLI turn of its
-// own with its own result. So a result ends the host's turn only when
-// every message written for it has been echoed (or when the turn was
+// own with its own result. A background subagent (the default in 2.1.332)
+// may outlive the CLI turn that started it; its end starts another CLI
+// turn (the task notification), with its own result. So a result ends the
+// host's turn only when every message written for it has been echoed and
+// every background subagent it started has ended (or when the turn was
 // interrupted).
 type normalizer struct {
 	root string
@@ -70,6 +73,7 @@ type openItem struct {
 // child is a subagent's thread and its one turn.
 type child struct {
 	thread, turn string
+	rootTurn     string // the host's turn that started it
 	background   bool
 	ended        bool
 }
@@ -232,6 +236,11 @@ func (n *normalizer) where(parent string) (thread, turn string, out []sdk.Runtim
 		return n.root, n.turn.ref, nil, true
 	}
 	c, out := n.child(parent, "")
+	if c.ended {
+		// A subagent that goes on after its turn was ended for it (its
+		// parent turn was interrupted): nothing to bind it to.
+		return "", "", nil, false
+	}
 	return c.thread, c.turn, out, true
 }
 
@@ -241,7 +250,7 @@ func (n *normalizer) child(toolUse, title string) (*child, []sdk.RuntimeEvent) {
 	if c := n.children[toolUse]; c != nil {
 		return c, nil
 	}
-	c := &child{thread: toolUse, turn: toolUse + "/turn"}
+	c := &child{thread: toolUse, turn: toolUse + "/turn", rootTurn: n.activeTurn()}
 	n.children[toolUse] = c
 	return c, []sdk.RuntimeEvent{
 		{Kind: sdk.EventThreadStarted, ThreadRef: c.thread, ParentThreadRef: n.root, ParentItemRef: toolUse},
@@ -554,7 +563,11 @@ func (n *normalizer) result(r resultFrame, raw json.RawMessage) []sdk.RuntimeEve
 		}
 		t.usage.TotalTokens = t.usage.InputTokens + t.usage.OutputTokens
 	}
-	if t.unconsumed > 0 && !t.interrupted && !strings.HasPrefix(r.TerminalReason, "aborted") {
+	if !t.interrupted && !strings.HasPrefix(r.TerminalReason, "aborted") && (t.unconsumed > 0 || n.backgroundRunning(t.ref)) {
+		// A steer still queued, or a background subagent of the turn still
+		// running: the CLI goes on by itself (the queued message, or the
+		// subagent's task notification, starts a CLI turn of its own),
+		// and that turn's result ends the host's.
 		return nil
 	}
 	n.turn = nil
@@ -577,6 +590,17 @@ func (n *normalizer) result(r resultFrame, raw json.RawMessage) []sdk.RuntimeEve
 	}
 	return append(out, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadRef: n.root, TurnRef: t.ref, Status: status,
 		Failure: failure, ThreadUsable: true, Title: title, Detail: raw})
+}
+
+// backgroundRunning says whether a background subagent the turn started
+// is still running.
+func (n *normalizer) backgroundRunning(turn string) bool {
+	for _, c := range n.children {
+		if c.rootTurn == turn && c.background && !c.ended {
+			return true
+		}
+	}
+	return false
 }
 
 // resultStatus maps a result to a turn status. A "success" result may
