@@ -76,8 +76,11 @@ record_claude() {
 }
 
 # postprocess_claude FILE: the plugin's user messages carry a random uuid;
-# any uuid matches on replay.
+# any uuid matches on replay. The CLI names the workspace by its path with
+# "/" and "." made "-" (its projects directory, a task's output file): that
+# temp name becomes "-workspace".
 postprocess_claude() {
+  local slug=${ws//[\/.]/-}
   jq -c 'if .type == "expect_outbound" and .frame.type == "user" and (.frame | has("uuid"))
-         then .frame.uuid = "<any>" else . end' "$1" >"$1.tmp" && mv "$1.tmp" "$1"
+         then .frame.uuid = "<any>" else . end' "$1" | sed "s|$slug|-workspace|g" >"$1.tmp" && mv "$1.tmp" "$1"
 }
