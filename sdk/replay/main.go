@@ -21,6 +21,9 @@ import (
 //	--speed X           scale afterMs waits; 0 means no waits (default 1)
 //	--state FILE        keep the cursor in FILE, so that a restarted provider
 //	                    continues after the runtime_exit where the last one ended
+//	--listen ADDR       play an HTTP transcript as an HTTP server on ADDR; it
+//	                    prints its address as the transcript's stdout frames
+//	                    say; the arguments after "--" are the invocation
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replaypeer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -28,8 +31,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	workspace := fs.String("workspace", "", "directory that \"<workspace>\" stands for (default: the current directory)")
 	speed := fs.Float64("speed", 1, "scale afterMs waits by 1/`x`; 0 plays without waiting")
 	stateFile := fs.String("state", "", "keep the cursor in `file` across processes")
+	listen := fs.String("listen", "", "serve an HTTP transcript on `addr` (127.0.0.1:0 for a free port); the arguments after -- are the invocation")
 	if err := fs.Parse(args); err != nil {
 		return ExitBadUsage
+	}
+	if *listen != "" && *file != "" && *speed >= 0 {
+		return mainHTTP(*file, *workspace, *speed, *stateFile, *listen, fs.Args(), stdin, stdout, stderr)
 	}
 	if *file == "" || fs.NArg() > 0 || *speed < 0 {
 		fmt.Fprintln(stderr, "usage: replaypeer --transcript FILE [--workspace DIR] [--speed X] [--state FILE]")
