@@ -42,6 +42,13 @@ func startHTTPPeer(t *testing.T, transcript string, args ...string) *httpPeer {
 	if args != nil {
 		argv = append(append(argv, "--"), args...)
 	}
+	return startProc(t, argv...)
+}
+
+// startProc starts the replaypeer binary with argv and reads the address
+// it prints.
+func startProc(t *testing.T, argv ...string) *httpPeer {
+	t.Helper()
 	p := &httpPeer{t: t, cmd: exec.Command(bin, argv...), done: make(chan struct{})}
 	p.cmd.Stderr = &p.stderr
 	var err error
@@ -335,5 +342,71 @@ func TestHTTPStateFile(t *testing.T) {
 		if code, stderr := p.exit(); code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
+	}
+}
+
+// TestRecordHTTP records a session through `replaypeer record --http-proxy`
+// around a server (the replay peer itself, playing an authored transcript),
+// and replays the recording with the same client.
+func TestRecordHTTP(t *testing.T) {
+	tr := lines(append(httpPrelude,
+		`{"type":"expect_outbound","frame":{"http":"request","method":"POST","path":"/session","body":{}}}`,
+		`{"type":"emit_inbound","frame":{"sse":{"type":"session.created"}}}`,
+		`{"type":"workspace","op":"write","path":"made.txt","content":"by the server\n"}`,
+		`{"type":"emit_inbound","frame":{"http":"response","status":200,"body":{"id":"ses_1","directory":"<workspace>"}}}`,
+		`{"type":"expect_outbound","frame":{"http":"request","method":"GET","path":"/text","query":{"a":"1"}}}`,
+		`{"type":"emit_inbound","frame":{"http":"response","status":200,"body":"plain","contentType":"text/plain"}}`,
+		`{"type":"runtime_exit","status":"success"}`)...)
+	dir := t.TempDir()
+	f := filepath.Join(dir, "server.ndjson")
+	out := filepath.Join(dir, "recorded.ndjson")
+	ws := t.TempDir()
+	if err := os.WriteFile(f, []byte(tr), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	client := func(p *httpPeer) {
+		evs := p.events()
+		if got := next(t, evs); !strings.Contains(got, "server.connected") {
+			t.Fatalf("event %s", got)
+		}
+		code, body := p.do("POST", "/session", "{}")
+		if code != 200 || !strings.Contains(body, `"id":"ses_1"`) || !strings.Contains(body, ws) {
+			t.Fatalf("create: %d %s", code, body)
+		}
+		if got := next(t, evs); !strings.Contains(got, "session.created") {
+			t.Fatalf("event %s", got)
+		}
+		if code, body := p.do("GET", "/text?a=1", ""); code != 200 || body != "plain" {
+			t.Fatalf("text: %d %q", code, body)
+		}
+	}
+	rec := startProc(t, "record", "--http-proxy", "--out", out, "--provider", "fake", "--protocol", "http", "--scenario", "t",
+		"--workspace", ws, "--", bin, "--transcript", f, "--workspace", ws, "--speed", "0", "--listen", "127.0.0.1:0",
+		"--", "serve", "--port", "4096")
+	client(rec)
+	if code, stderr := rec.exit(); code != 0 {
+		t.Fatalf("recorder exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`{"argv":["serve","--port","<any>"]}`, `"frame":{"stdout":"fake server listening on <listen>"}`,
+		`"label":"3.GET /event"`, `{"http":"response","status":200,"stream":true}`, `"frame":{"sse":{"type":"session.created"}}`,
+		`"op":"write","path":"made.txt"`, `"directory":"<workspace>"`, `"query":{"a":"1"}`, `"body":"plain","contentType":"text/plain`,
+		`{"type":"runtime_exit","status":"success"}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("recording lacks %s:\n%s", want, b)
+		}
+	}
+	// The recording replays with the same client, in a fresh workspace.
+	ws = t.TempDir()
+	p := startProc(t, "--transcript", out, "--workspace", ws, "--speed", "0", "--listen", "127.0.0.1:0", "--", "serve", "--port", "1")
+	client(p)
+	if code, stderr := p.exit(); code != 0 {
+		t.Fatalf("replay exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "made.txt")); err != nil {
+		t.Errorf("the replay did not make the server's file: %v", err)
 	}
 }

@@ -37,6 +37,8 @@ func recordMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	appendTo := fs.Bool("append", false, "append to the transcript if it exists (a provider restarted in the same scenario)")
 	var meta metaFlags
 	fs.Var(&meta, "meta", "header metadata `key=value` (repeatable)")
+	httpProxy := fs.Bool("http-proxy", false, "the provider is an HTTP server (see recordHTTP): ARGV is CMD... -- ARGS..., ARGS what the plugin appended")
+	portArg := fs.String("port-arg", "--port", "with --http-proxy: the `flag` in ARGS whose value is the server's port")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -48,7 +50,14 @@ func recordMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *workspace == "" {
 		*workspace, _ = os.Getwd()
 	}
-	if err := record(*out, *appendTo, *provider, *protocol, *scenario, *workspace, meta, argv, stdin, stdout, stderr); err != nil {
+	run := record
+	if *httpProxy {
+		run = func(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, argv []string,
+			stdin io.Reader, stdout, stderr io.Writer) error {
+			return recordHTTP(out, appendTo, provider, protocol, scenario, workspace, meta, *portArg, argv, stdin, stdout, stderr)
+		}
+	}
+	if err := run(*out, *appendTo, *provider, *protocol, *scenario, *workspace, meta, argv, stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "replaypeer record: %v\n", err)
 		return 1
 	}
@@ -78,50 +87,17 @@ type recorder struct {
 	files     map[string][32]byte
 	redact    *redactor
 	seq       int
+	// labeler names entries (default: label, for JSON-RPC frames).
+	labeler func(typ string, frame []byte, seq int) string
 }
 
 func record(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, argv []string,
 	stdin io.Reader, stdout, stderr io.Writer) error {
-	continuing := false
-	if fi, err := os.Stat(out); appendTo && err == nil && fi.Size() > 0 {
-		continuing = true
-	}
-	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-	if continuing {
-		flags = os.O_WRONLY | os.O_APPEND
-	}
-	f, err := os.OpenFile(out, flags, 0o644)
+	r, f, err := openRecorder(out, appendTo, provider, protocol, scenario, workspace, meta, argv)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	var enc *transcript.Encoder
-	if continuing {
-		enc = transcript.NewEntryEncoder(f)
-	} else {
-		if meta == nil {
-			meta = metaFlags{}
-		}
-		meta["source"] = transcript.SourceRecorded
-		meta["capturedAt"] = time.Now().UTC().Format(time.RFC3339)
-		meta["cwdPolicy"] = "workspace placeholder"
-		meta["command"] = filepath.Base(argv[0])
-		if enc, err = transcript.NewEncoder(f, transcript.Header{Provider: provider, Protocol: protocol, Version: "1",
-			Scenario: scenario, Metadata: meta}); err != nil {
-			return err
-		}
-	}
-	r := &recorder{enc: enc, last: time.Now(), workspace: workspace, redact: newRedactor(workspace),
-		files: map[string][32]byte{}}
-	if continuing {
-		// The files are where the last provider left them: the transcript
-		// already made them.
-		r.files = r.scan()
-	} else {
-		// The workspace as the provider found it comes first, so that a
-		// replay starts from the same files.
-		r.workspaceChanges()
-	}
 
 	proc, err := providerproc.Start(providerproc.Command{Argv: argv, Dir: workspace,
 		Stderr: func(l []byte) { fmt.Fprintf(stderr, "%s\n", l) }})
@@ -194,13 +170,60 @@ func record(out string, appendTo bool, provider, protocol, scenario, workspace s
 	return r.enc.Encode(transcript.Entry{Type: transcript.TypeRuntimeExit, Status: status, Error: exitErr})
 }
 
+// openRecorder opens (or, appending, continues) the transcript out and
+// records the workspace as the provider finds it.
+func openRecorder(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags,
+	argv []string) (*recorder, *os.File, error) {
+	continuing := false
+	if fi, err := os.Stat(out); appendTo && err == nil && fi.Size() > 0 {
+		continuing = true
+	}
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if continuing {
+		flags = os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(out, flags, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	var enc *transcript.Encoder
+	if continuing {
+		enc = transcript.NewEntryEncoder(f)
+	} else {
+		if meta == nil {
+			meta = metaFlags{}
+		}
+		meta["source"] = transcript.SourceRecorded
+		meta["capturedAt"] = time.Now().UTC().Format(time.RFC3339)
+		meta["cwdPolicy"] = "workspace placeholder"
+		meta["command"] = filepath.Base(argv[0])
+		if enc, err = transcript.NewEncoder(f, transcript.Header{Provider: provider, Protocol: protocol, Version: "1",
+			Scenario: scenario, Metadata: meta}); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+	}
+	r := &recorder{enc: enc, last: time.Now(), workspace: workspace, redact: newRedactor(workspace),
+		files: map[string][32]byte{}}
+	if continuing {
+		// The files are where the last provider left them: the transcript
+		// already made them.
+		r.files = r.scan()
+	} else {
+		// The workspace as the provider found it comes first, so that a
+		// replay starts from the same files.
+		r.workspaceChanges()
+	}
+	return r, f, nil
+}
+
 // add records a frame. The workspace changes found before a frame from the
 // provider are the provider's, and are recorded for a replay to make; the
 // ones found before a frame from the client are the client's own (a file
 // the plugin wrote for an ACP fs/write_text_file request, a host restoring
 // a checkpoint), which a replay's client makes again itself: they are
 // taken as the new state without being recorded.
-func (r *recorder) add(typ string, frame []byte) {
+func (r *recorder) add(typ string, frame []byte) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if typ == transcript.TypeExpectOutbound {
@@ -209,12 +232,17 @@ func (r *recorder) add(typ string, frame []byte) {
 		r.workspaceChanges()
 	}
 	r.seq++
-	e := transcript.Entry{Type: typ, Frame: r.redact.frame(frame), Label: label(typ, frame, r.seq)}
+	name := label
+	if r.labeler != nil {
+		name = r.labeler
+	}
+	e := transcript.Entry{Type: typ, Frame: r.redact.frame(frame), Label: name(typ, frame, r.seq)}
 	if typ == transcript.TypeEmitInbound {
 		e.AfterMs = int(time.Since(r.last) / time.Millisecond)
 	}
 	r.last = time.Now()
 	_ = r.enc.Encode(e)
+	return e.Label
 }
 
 // label names a frame by its method, or as the response it is.
