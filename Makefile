@@ -45,7 +45,8 @@ plugin-test: build
 	@test -d plugins/$(PROVIDER) || (echo "no plugin $(PROVIDER) (have: $(PLUGINS))"; exit 2)
 	cd plugins/$(PROVIDER) && GOWORK=off BATON_REPLAYPEER=$(BIN)/replaypeer $(GO) test -race -count=1 -v ./... 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
 
-# Regenerate the gRPC code; the result must match what is committed.
+# Regenerate the gRPC code and the README's capability matrix (from the
+# plugins' Describe answers); the result must match what is committed.
 generate:
 	@command -v protoc >/dev/null || (apt-get update -qq && apt-get install -y -qq protobuf-compiler >/dev/null)
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
@@ -53,6 +54,12 @@ generate:
 	cd sdk/internal/pluginpb && PATH=$(TOOLS):$$PATH protoc -I . \
 		--go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative plugin.proto
+	$(MAKE) --no-print-directory build
+	@$(BIN)/baton plugin list --markdown --data $(TOOLS)/nodata >$(TOOLS)/capabilities.md
+	@awk -v f=$(TOOLS)/capabilities.md '/<!-- capabilities:end -->/ {skip=0} !skip {print} \
+		/<!-- capabilities:begin -->/ {while ((getline l < f) > 0) print l; skip=1}' README.md >$(TOOLS)/README.md
+	@mv $(TOOLS)/README.md README.md
+	@echo "README.md: capability matrix of $$($(BIN)/baton plugin list --data $(TOOLS)/nodata | tail -n +2 | wc -l) plugins"
 
 # A multi-turn session streamed by the real host, plugin and replay peer
 # (a recorded ACP agent), in a fresh git workspace and data dir.

@@ -381,8 +381,11 @@ func TestRecordHTTP(t *testing.T) {
 		}
 	}
 	rec := startProc(t, "record", "--http-proxy", "--out", out, "--provider", "fake", "--protocol", "http", "--scenario", "t",
-		"--workspace", ws, "--", bin, "--transcript", f, "--workspace", ws, "--speed", "0", "--listen", "127.0.0.1:0",
-		"--", "serve", "--port", "4096")
+		"--workspace", ws, "--", "sh", "-c", `t=$1 w=$2; shift 2; exec "$0" --transcript "$t" --workspace "$w" --speed 0 --listen 127.0.0.1:0 -- "$@"`,
+		bin, f, ws, "--", "serve", "--port", "4096")
+	if !strings.Contains(rec.url, "127.0.0.1") {
+		t.Fatalf("recorder address %q", rec.url)
+	}
 	client(rec)
 	if code, stderr := rec.exit(); code != 0 {
 		t.Fatalf("recorder exit %d: %s", code, stderr)

@@ -2,11 +2,15 @@
 // replay transcript on stdin/stdout, checks every frame the plugin sends, and
 // exits as the transcript says.
 //
-//	replaypeer --transcript FILE [--workspace DIR] [--speed X] [--state FILE]
-//	replaypeer record --out FILE --provider NAME --scenario NAME [--workspace DIR] [--append] -- ARGV...
+//	replaypeer --transcript FILE [--workspace DIR] [--speed X] [--state FILE] [-- ARGS...]
+//	replaypeer record --out FILE --provider NAME --scenario NAME [--workspace DIR] [--append] [--invocation] -- ARGV... [-- ARGS...]
 //
-// The second form records: it runs the real provider command, passes frames
-// through both ways and writes what it saw as a transcript.
+// The first form plays; ARGS, when "--" is given, are the arguments the
+// client started the provider with, checked as its first frame. The second
+// form records: it runs the real provider command, passes frames through
+// both ways and writes what it saw as a transcript; with --invocation, the
+// arguments after ARGV's own "--" are the client's, recorded as the
+// invocation frame.
 package main
 
 import (

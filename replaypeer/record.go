@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/providerproc"
+	"github.com/baton-run/baton/sdk/replay"
 	"github.com/baton-run/baton/sdk/transcript"
 )
 
@@ -35,16 +37,27 @@ func recordMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	scenario := fs.String("scenario", "", "scenario name for the header")
 	workspace := fs.String("workspace", "", "provider working directory (default: the current directory)")
 	appendTo := fs.Bool("append", false, "append to the transcript if it exists (a provider restarted in the same scenario)")
+	invoked := fs.Bool("invocation", false, "the command ends in \"--\"; what follows it (the client's arguments) is recorded as the invocation frame")
 	var meta metaFlags
 	fs.Var(&meta, "meta", "header metadata `key=value` (repeatable)")
-	httpProxy := fs.Bool("http-proxy", false, "the provider is an HTTP server (see recordHTTP): ARGV is CMD... -- ARGS..., ARGS what the plugin appended")
-	portArg := fs.String("port-arg", "--port", "with --http-proxy: the `flag` in ARGS whose value is the server's port")
+	httpProxy := fs.Bool("http-proxy", false, "the provider is an HTTP server (see recordHTTP); implies --invocation")
+	portArg := fs.String("port-arg", "--port", "with --http-proxy: the `flag` among the client's arguments whose value is the server's port")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	argv := fs.Args()
+	var invocation []string
+	if *invoked || *httpProxy {
+		i := slices.Index(argv, "--")
+		if i < 0 {
+			argv = nil // bad usage
+		} else {
+			invocation = append([]string{}, argv[i+1:]...)
+			argv = append(argv[:i:i], invocation...)
+		}
+	}
 	if *out == "" || *provider == "" || *scenario == "" || len(argv) == 0 {
-		fmt.Fprintln(stderr, "usage: replaypeer record --out FILE --provider NAME --protocol P --scenario NAME [--workspace DIR] [--meta k=v] -- ARGV...")
+		fmt.Fprintln(stderr, "usage: replaypeer record --out FILE --provider NAME --protocol P --scenario NAME [--workspace DIR] [--meta k=v] [--append] [--invocation] -- ARGV... [-- ARGS...]")
 		return 2
 	}
 	if *workspace == "" {
@@ -52,12 +65,13 @@ func recordMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	run := record
 	if *httpProxy {
-		run = func(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, argv []string,
+		run = func(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, argv, invocation []string,
 			stdin io.Reader, stdout, stderr io.Writer) error {
-			return recordHTTP(out, appendTo, provider, protocol, scenario, workspace, meta, *portArg, argv, stdin, stdout, stderr)
+			return recordHTTP(out, appendTo, provider, protocol, scenario, workspace, meta, *portArg,
+				argv[:len(argv)-len(invocation)], invocation, stdin, stdout, stderr)
 		}
 	}
-	if err := run(*out, *appendTo, *provider, *protocol, *scenario, *workspace, meta, argv, stdin, stdout, stderr); err != nil {
+	if err := run(*out, *appendTo, *provider, *protocol, *scenario, *workspace, meta, argv, invocation, stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "replaypeer record: %v\n", err)
 		return 1
 	}
@@ -91,13 +105,18 @@ type recorder struct {
 	labeler func(typ string, frame []byte, seq int) string
 }
 
-func record(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, argv []string,
+// record runs argv; invocation, when not nil, is the part of argv the client
+// added, recorded as the process's first outbound frame.
+func record(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, argv, invocation []string,
 	stdin io.Reader, stdout, stderr io.Writer) error {
 	r, f, err := openRecorder(out, appendTo, provider, protocol, scenario, workspace, meta, argv)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if invocation != nil {
+		r.add(transcript.TypeExpectOutbound, replay.InvocationFrame(invocation))
+	}
 
 	proc, err := providerproc.Start(providerproc.Command{Argv: argv, Dir: workspace,
 		Stderr: func(l []byte) { fmt.Fprintf(stderr, "%s\n", l) }})
@@ -251,6 +270,7 @@ func label(typ string, frame []byte, seq int) string {
 		Method string          `json:"method"`
 		Type   string          `json:"type"`
 		ID     json.RawMessage `json:"id"`
+		Argv   []string        `json:"argv"`
 		Params struct {
 			Update struct {
 				SessionUpdate string `json:"sessionUpdate"`
@@ -264,6 +284,8 @@ func label(typ string, frame []byte, seq int) string {
 		name += "." + f.Params.Update.SessionUpdate
 	case name == "" && f.ID != nil:
 		name = "response." + string(f.ID)
+	case name == "" && f.Argv != nil:
+		name = "invocation"
 	case name == "":
 		name = f.Type
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/sdk/providerproc"
+	"github.com/baton-run/baton/sdk/replay"
 	"github.com/baton-run/baton/sdk/sse"
 	"github.com/baton-run/baton/sdk/transcript"
 )
@@ -28,7 +29,7 @@ import (
 // recordHTTP records a provider that is an HTTP server with an event
 // stream (`opencode serve`), in the HTTP frames of the transcript package.
 //
-// argv is CMD... -- ARGS...: ARGS are the arguments the plugin appended to
+// The command is cmd followed by args, ARGS,  the arguments the plugin appended to
 // its provider command, recorded as the {"argv":[...]} expect_outbound
 // frame (the value of portArg, the plugin's free port, as "<any>"). The
 // real server runs as CMD ARGS with portArg's value replaced by another
@@ -42,12 +43,7 @@ import (
 // The client going away (stdin closing, or SIGTERM) ends the recording:
 // the server is stopped with SIGTERM and a runtime_exit is written.
 func recordHTTP(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, portArg string,
-	argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	sep := slices.Index(argv, "--")
-	if sep <= 0 {
-		return errors.New("--http-proxy: want ARGV as CMD... -- ARGS... (ARGS: what the plugin appended)")
-	}
-	cmd, args := argv[:sep], argv[sep+1:]
+	cmd, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	upstreamPort, err := freePort()
 	if err != nil {
 		return err
@@ -65,8 +61,7 @@ func recordHTTP(out string, appendTo bool, provider, protocol, scenario, workspa
 	}
 	defer f.Close()
 	r.labeler = httpLabel
-	inv, _ := json.Marshal(map[string][]string{"argv": recorded})
-	r.add(transcript.TypeExpectOutbound, inv)
+	r.add(transcript.TypeExpectOutbound, replay.InvocationFrame(recorded))
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

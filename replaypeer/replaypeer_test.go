@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -197,5 +198,121 @@ func TestRecordKeepsOnlyTheProvidersChanges(t *testing.T) {
 	}
 	if strings.Index(got, `"path":"provider.txt"`) > strings.Index(got, `"b":2`) {
 		t.Errorf("the provider's change comes after the frame it preceded:\n%s", got)
+	}
+}
+
+// A provider started once per turn with the plugin's own arguments: each
+// process checks its arguments as its first frame and continues the
+// transcript where the last one ended (the cursor in the state file).
+func TestInvocationFramesAcrossProcesses(t *testing.T) {
+	ws, dir := t.TempDir(), t.TempDir()
+	tr := lines(header,
+		`{"type":"expect_outbound","label":"turn 1","frame":{"argv":["-p","--workspace","<workspace>","--","hello"]}}`,
+		`{"type":"emit_inbound","frame":{"type":"result","n":1}}`,
+		`{"type":"runtime_exit","status":"success","wait":"now"}`,
+		`{"type":"expect_outbound","label":"turn 2","frame":{"argv":["-p","--resume","<any>","--","again"]}}`,
+		`{"type":"emit_inbound","frame":{"type":"result","n":2}}`,
+		`{"type":"runtime_exit","status":"success","wait":"now"}`)
+	f := filepath.Join(dir, "t.ndjson")
+	os.WriteFile(f, []byte(tr), 0o644)
+	state := filepath.Join(dir, "cursor")
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(bin, append([]string{"--transcript", f, "--workspace", ws, "--speed", "0", "--state", state, "--"}, args...)...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return out.String(), errb.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errb.String(), 0
+	}
+	if out, stderr, code := run("-p", "--workspace", ws, "--", "hello"); code != 0 || !strings.Contains(out, `"n":1`) {
+		t.Fatalf("turn 1: exit %d, stdout %q, stderr:\n%s", code, out, stderr)
+	}
+	if out, stderr, code := run("-p", "--resume", "chat-1", "--", "again"); code != 0 || !strings.Contains(out, `"n":2`) {
+		t.Fatalf("turn 2: exit %d, stdout %q, stderr:\n%s", code, out, stderr)
+	}
+	// Wrong arguments are a mismatch that names them.
+	os.Remove(state)
+	if _, stderr, code := run("-p", "--workspace", ws, "--", "goodbye"); code != 3 || !strings.Contains(stderr, `$.argv[4]: expected "hello", got "goodbye"`) {
+		t.Fatalf("wrong arguments: exit %d, stderr:\n%s", code, stderr)
+	}
+	// A peer started without "--" has no invocation: the expectation is
+	// left unused, and named.
+	if _, stderr, code := peer(t, tr); code != 4 || !strings.Contains(stderr, `"turn 1"`) {
+		t.Fatalf("no invocation: exit %d, stderr:\n%s", code, stderr)
+	}
+	// Arguments without "--" are bad usage.
+	cmd := exec.Command(bin, "--transcript", f, "hello")
+	if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 2 {
+		t.Fatalf("arguments without \"--\": %v, want exit 2", err)
+	}
+}
+
+// A provider interrupted by ending it: the runtime_exit that waits for a
+// signal keeps the peer alive (stdin at its end) until SIGTERM, then saves
+// the cursor past it and exits as the entry says.
+func TestRuntimeExitWaitsForASignal(t *testing.T) {
+	dir := t.TempDir()
+	tr := lines(header,
+		`{"type":"emit_inbound","frame":{"type":"working"}}`,
+		`{"type":"runtime_exit","status":"cancelled","wait":"signal"}`,
+		`{"type":"emit_inbound","frame":{"type":"next process"}}`,
+		`{"type":"runtime_exit","status":"success","wait":"now"}`)
+	f := filepath.Join(dir, "t.ndjson")
+	os.WriteFile(f, []byte(tr), 0o644)
+	state := filepath.Join(dir, "cursor")
+	cmd := exec.Command(bin, "--transcript", f, "--workspace", dir, "--speed", "0", "--state", state)
+	cmd.Stdin = strings.NewReader("") // at its end at once
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(stdout)
+	if line, err := rd.ReadString('\n'); err != nil || !strings.Contains(line, "working") {
+		t.Fatalf("first frame: %q %v", line, err)
+	}
+	done := make(chan error, 1)
+	go func() { io.Copy(io.Discard, rd); done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		t.Fatalf("the peer ended before it was stopped: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	<-done
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("exit %d, want 130 (cancelled)", code)
+	}
+	next := exec.Command(bin, "--transcript", f, "--workspace", dir, "--speed", "0", "--state", state)
+	out, err := next.Output()
+	if err != nil || !strings.Contains(string(out), "next process") {
+		t.Fatalf("the next process: %q %v; want it to continue after the signal", out, err)
+	}
+}
+
+// Recording with --invocation: the arguments after the second "--" are the
+// client's, recorded as the invocation frame, and the transcript replays
+// with them.
+func TestRecordInvocation(t *testing.T) {
+	ws, dir := t.TempDir(), t.TempDir()
+	out := filepath.Join(dir, "t.ndjson")
+	cmd := exec.Command(bin, "record", "--invocation", "--out", out, "--provider", "p", "--protocol", "x", "--scenario", "s",
+		"--workspace", ws, "--", "sh", "-c", `printf '{"args":"%s %s"}\n' "$1" "$2"`, "sh", "--", "-p", ws+"/x")
+	cmd.Stdin = strings.NewReader("")
+	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), `{"args":"-p `+ws+`/x"}`) {
+		t.Fatalf("record: %v\n%s", err, b)
+	}
+	b, _ := os.ReadFile(out)
+	if !strings.Contains(string(b), `{"type":"expect_outbound","label":"1.invocation","frame":{"argv":["-p","<workspace>/x"]}}`) {
+		t.Fatalf("transcript:\n%s\nwant the invocation frame first, the workspace redacted", b)
+	}
+	ws2 := t.TempDir()
+	play := exec.Command(bin, "--transcript", out, "--workspace", ws2, "--speed", "0", "--", "-p", ws2+"/x")
+	play.Stdin = strings.NewReader("")
+	if b, err := play.CombinedOutput(); err != nil {
+		t.Fatalf("replay: %v\n%s", err, b)
 	}
 }

@@ -106,7 +106,7 @@ func (c *Client) Describe(ctx context.Context) (Description, error) {
 		return Description{}, fromStatus(err)
 	}
 	return Description{Name: r.GetName(), Version: r.GetVersion(), WireProtocol: r.GetWireProtocol(),
-		Capabilities: capsFromWire(r.GetCapabilities())}, nil
+		Capabilities: capsFromWire(r.GetCapabilities()), Notes: r.GetNotes()}, nil
 }
 
 // OpenSession starts a provider session.

@@ -70,7 +70,7 @@ func (s *server) closeAll(timeout time.Duration) {
 func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeResponse, error) {
 	d := describe(s.adapter)
 	return &pb.DescribeResponse{Name: d.Name, Version: d.Version, WireProtocol: d.WireProtocol,
-		Capabilities: capsToWire(d.Capabilities)}, nil
+		Capabilities: capsToWire(d.Capabilities), Notes: d.Notes}, nil
 }
 
 func (s *server) OpenSession(ctx context.Context, req *pb.OpenSessionRequest) (*pb.OpenSessionResponse, error) {

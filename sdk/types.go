@@ -11,7 +11,21 @@ type Description struct {
 	Version      string       `json:"version"`
 	WireProtocol string       `json:"wireProtocol"`
 	Capabilities Capabilities `json:"capabilities"`
+	// Notes say how the plugin does each capability, or why it cannot, by
+	// capability name (the Note* keys): what `baton plugin list` and the
+	// README's capability matrix show beside yes and no.
+	Notes map[string]string `json:"notes,omitempty"`
 }
+
+// Keys of Description.Notes.
+const (
+	NoteSteering  = "steering"
+	NoteInterrupt = "interrupt"
+	NoteApprovals = "approvals"
+	NoteSubagents = "subagents"
+	NoteRollback  = "rollback"
+	NoteResume    = "resume"
+)
 
 // Capabilities says what a plugin can do natively. The host decides by
 // policy what to do where a capability is missing.

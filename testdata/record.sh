@@ -142,9 +142,12 @@ record_and_verify() {
   echo "record.sh: wrote ${out#"$REPO"/} ($(wc -l <"$out") lines)" >&2
 
   init_workspace "$TMP/replay/ws" # a git repository, as checkpoints need
+  local invoked=
+  # A transcript that checks the provider's arguments: the plugin's go after "--".
+  sed -n 2p "$out" | jq -e '.type == "expect_outbound" and (.frame | type == "object" and has("argv"))' >/dev/null && invoked=' --'
   rc=0
   run_baton "$provider" "$TMP/replay/data" "$TMP/replay/ws" \
-    "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")" \
+    "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")$invoked" \
     "$TMP/replay.out" "$TMP/replay.err" || rc=$?
   if [ "$rc" -ne 0 ]; then
     KEEP_TMP=1

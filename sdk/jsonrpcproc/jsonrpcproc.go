@@ -1,8 +1,8 @@
 // Package jsonrpcproc runs a provider process that speaks JSON-RPC over
-// NDJSON on its stdio (Codex app-server, ACP agents): the process in a
-// group of its own, a raw-frame log of every line both ways and of its
-// stderr, a jsonrpc2 connection over the lines, and an exit report that
-// quotes the end of its stderr. A plugin adds its protocol on top.
+// NDJSON on its stdio (Codex app-server, ACP agents): a lineproc process
+// (its own group, a raw-frame log of every line both ways and of its
+// stderr, an exit report) with a jsonrpc2 connection over its lines. A
+// plugin adds its protocol on top.
 package jsonrpcproc
 
 import (
@@ -10,8 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +18,7 @@ import (
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/framelog"
-	"github.com/baton-run/baton/sdk/ndjson"
+	"github.com/baton-run/baton/sdk/lineproc"
 	"github.com/baton-run/baton/sdk/providerproc"
 )
 
@@ -49,56 +47,29 @@ type Conn struct {
 	Frames *framelog.Log
 	RPC    *jsonrpc2.Conn
 
-	name   string
+	lines  *lineproc.Process
 	frame  atomic.Uint64 // raw-frame index of the frame being handled
 	nextID atomic.Uint64 // our request ids
-
-	mu         sync.Mutex
-	stderrTail []string
 }
-
-// stderrTailLines is how much of the provider's stderr an exit report
-// quotes.
-const stderrTailLines = 5
 
 // Start starts the process and the connection; ctx bounds the connection
 // (cancel it to close).
 func Start(ctx context.Context, cfg Config) (*Conn, error) {
-	frames, err := framelog.Open(cfg.RawFrameLog, 0)
-	if err != nil {
-		return nil, err
-	}
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	c := &Conn{Frames: frames, name: cfg.Name}
-	proc, err := providerproc.Start(providerproc.Command{Argv: cfg.Command.Argv, Env: cfg.Command.Env, Dir: cfg.Dir,
-		Stderr: func(line []byte) {
-			frames.Append(framelog.Stderr, line)
-			cfg.Log.Debug("provider stderr", "line", string(line))
-			c.keepStderr(line)
-		}})
+	lines, err := lineproc.Start(lineproc.Config{Name: cfg.Name, Command: cfg.Command, Dir: cfg.Dir,
+		RawFrameLog: cfg.RawFrameLog, Log: cfg.Log, Stdin: true})
 	if err != nil {
-		frames.Close()
 		return nil, err
 	}
-	c.Proc = proc
+	c := &Conn{Proc: lines.Cmd, Frames: lines.Frames, lines: lines}
 	opts := []jsonrpc2.ConnOpt{jsonrpc2.SetLogger(cfg.Log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}))}
 	if cfg.OnRecv != nil {
 		opts = append(opts, jsonrpc2.OnRecv(cfg.OnRecv))
 	}
-	c.RPC = jsonrpc2.NewConn(ctx, &stream{c: c, r: ndjson.NewReader(proc.Stdout), w: ndjson.NewWriter(proc.Stdin),
-		onMalformed: cfg.OnMalformed}, cfg.Handler, opts...)
+	c.RPC = jsonrpc2.NewConn(ctx, &stream{c: c, onMalformed: cfg.OnMalformed}, cfg.Handler, opts...)
 	return c, nil
-}
-
-func (c *Conn) keepStderr(line []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.stderrTail = append(c.stderrTail, string(line))
-	if len(c.stderrTail) > stderrTailLines {
-		c.stderrTail = c.stderrTail[1:]
-	}
 }
 
 // Frame is the raw-frame index of the frame being handled (the latest
@@ -170,18 +141,7 @@ func (c *Conn) Wait() {
 // error carries the exit report. It closes the raw-frame log: the exit is
 // a session's last event.
 func (c *Conn) ExitEvent(threadRef string, closed bool) sdk.RuntimeEvent {
-	ev := sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: threadRef, Status: sdk.ExitExited}
-	if closed {
-		ev.Status = sdk.ExitClosed
-	}
-	if c.Proc.Err() != nil {
-		if !closed {
-			ev.Status = sdk.ExitFailed
-		}
-		ev.Failure = &sdk.Failure{Code: "provider_exited", Message: c.ExitReport()}
-	}
-	c.Frames.Close()
-	return ev
+	return c.lines.ExitEvent(threadRef, closed)
 }
 
 // MalformedDiagnostic is a Config.OnMalformed that reports each line that
@@ -193,26 +153,12 @@ func MalformedDiagnostic(emit sdk.Emitter) func(uint64, error) {
 }
 
 // ExitReport says how the provider exited, with the end of its stderr.
-func (c *Conn) ExitReport() string {
-	msg := c.name + " exited"
-	if err := c.Proc.Err(); err != nil {
-		msg += ": " + err.Error()
-	}
-	c.mu.Lock()
-	tail := strings.Join(c.stderrTail, "\n")
-	c.mu.Unlock()
-	if tail != "" {
-		msg += "; its last stderr lines:\n" + tail
-	}
-	return msg
-}
+func (c *Conn) ExitReport() string { return c.lines.ExitReport() }
 
 // stream is the jsonrpc2 object stream over the provider's stdio: NDJSON
 // lines, each recorded in the raw-frame log.
 type stream struct {
 	c           *Conn
-	r           *ndjson.Reader
-	w           *ndjson.Writer
 	onMalformed func(uint64, error)
 }
 
@@ -221,17 +167,15 @@ func (st *stream) WriteObject(obj any) error {
 	if err != nil {
 		return err
 	}
-	st.c.Frames.Append(framelog.Out, b)
-	return st.w.Write(b)
+	return st.c.lines.Write(b)
 }
 
 func (st *stream) ReadObject(v any) error {
 	for {
-		b, err := st.r.Next()
+		b, idx, err := st.c.lines.Next()
 		if err != nil {
 			return err
 		}
-		idx := st.c.Frames.Append(framelog.In, b)
 		if err := DecodeFrame(b, v); err != nil {
 			if st.onMalformed != nil {
 				st.onMalformed(idx, err)
@@ -243,7 +187,7 @@ func (st *stream) ReadObject(v any) error {
 	}
 }
 
-func (st *stream) Close() error { return st.c.Proc.Stdin.Close() }
+func (st *stream) Close() error { return st.c.lines.CloseStdin() }
 
 // DecodeFrame decodes one line from a provider into v (jsonrpc2's message),
 // with an error that says what is wrong with the line. A "jsonrpc" member

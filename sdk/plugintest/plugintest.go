@@ -34,6 +34,7 @@ import (
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/replay"
+	"github.com/baton-run/baton/sdk/transcript"
 )
 
 const peerEnv = "BATON_PLUGINTEST_PEER"
@@ -81,12 +82,17 @@ func Build(t testing.TB, dir string) string {
 
 // PeerCommand is the provider command that plays transcript in workspace.
 // The peer keeps its cursor in stateFile (if not empty), so that a provider
-// started again (a resumed session) continues the transcript.
-func PeerCommand(transcript, workspace, stateFile string) sdk.ProviderCommand {
-	abs, _ := filepath.Abs(transcript)
+// started again (a resumed session) continues the transcript. When the
+// transcript checks the provider's arguments (transcript.Invoked), the
+// command ends in "--", so that what the plugin appends is checked.
+func PeerCommand(file, workspace, stateFile string) sdk.ProviderCommand {
+	abs, _ := filepath.Abs(file)
 	args := []string{"--transcript", abs, "--workspace", workspace, "--speed", "0"}
 	if stateFile != "" {
 		args = append(args, "--state", stateFile)
+	}
+	if t, err := transcript.ReadFile(abs); err == nil && t.Invoked() {
+		args = append(args, "--")
 	}
 	if peer := os.Getenv("BATON_REPLAYPEER"); peer != "" {
 		return sdk.ProviderCommand{Argv: append([]string{peer}, args...)}

@@ -160,6 +160,21 @@ func (p *Process) Err() error {
 	return p.waitErr
 }
 
+// Signal sends sig to the provider's whole process group at once (an
+// interrupt for providers that stop on a signal). A group that is gone is
+// not an error.
+func (p *Process) Signal(sig syscall.Signal) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal provider group %d: %w", p.cmd.Process.Pid, err)
+	}
+	return nil
+}
+
 // Close ends the process group: it closes stdin, sends SIGTERM to the
 // group, and SIGKILL after GracePeriod (or when ctx ends first).
 func (p *Process) Close(ctx context.Context) error {

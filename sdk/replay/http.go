@@ -8,10 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/baton-run/baton/sdk/sse"
@@ -24,10 +21,6 @@ type HTTPConfig struct {
 	Config
 	// Listen is the address to listen on ("127.0.0.1:0": a free port).
 	Listen string
-	// Invocation is the arguments the client appended to the peer's
-	// command line (after "--"): an expect_outbound {"argv":[...]} frame
-	// is checked against them. Nil: the peer was given none.
-	Invocation []string
 }
 
 // maxStreamEvents bounds the events queued on one stream for a client that
@@ -274,8 +267,7 @@ func (p *httpPeer) expect(ctx context.Context, i int, e transcript.Entry) error 
 			return &Error{ExitMismatch, fmt.Sprintf("mismatch at %s: the transcript expects the arguments %s, and the peer was given none (after \"--\")",
 				e.Name(i), probe.Argv)}
 		}
-		actual, _ := json.Marshal(map[string][]string{"argv": p.cfg.Invocation})
-		if err := p.m.Match(e.Frame, actual); err != nil {
+		if err := p.m.Match(e.Frame, InvocationFrame(p.cfg.Invocation)); err != nil {
 			return &Error{ExitMismatch, fmt.Sprintf("mismatch at %s: %v", e.Name(i), err)}
 		}
 		return nil
@@ -393,28 +385,4 @@ func (p *httpPeer) drain(ctx context.Context, last int) error {
 		req.answer <- httpAnswer{status: http.StatusInternalServerError, body: []byte("replay peer: " + msg + "\n"), ctype: "text/plain; charset=utf-8"}
 		return &Error{ExitUnexpected, msg}
 	}
-}
-
-// mainHTTP is Main for an HTTP transcript (--listen): args are what
-// followed "--", the invocation.
-func mainHTTP(file, workspace string, speed float64, stateFile, listen string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	t, err := transcript.ReadFile(file)
-	if err != nil {
-		fmt.Fprintf(stderr, "replaypeer: %v\n", err)
-		return ExitBadUsage
-	}
-	if workspace == "" {
-		if workspace, err = os.Getwd(); err != nil {
-			fmt.Fprintf(stderr, "replaypeer: %v\n", err)
-			return ExitBadUsage
-		}
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	err = ServeHTTP(ctx, HTTPConfig{Config: Config{Transcript: t, Workspace: workspace, Speed: speed, In: stdin, Out: stdout,
-		StateFile: stateFile}, Listen: listen, Invocation: args})
-	if err != nil {
-		fmt.Fprintf(stderr, "replaypeer: %s: %v\n", file, err)
-	}
-	return ExitCode(err)
 }

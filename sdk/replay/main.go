@@ -21,9 +21,13 @@ import (
 //	--speed X           scale afterMs waits; 0 means no waits (default 1)
 //	--state FILE        keep the cursor in FILE, so that a restarted provider
 //	                    continues after the runtime_exit where the last one ended
-//	--listen ADDR       play an HTTP transcript as an HTTP server on ADDR; it
-//	                    prints its address as the transcript's stdout frames
-//	                    say; the arguments after "--" are the invocation
+//	-- ARGS...          the arguments the client gave the provider: checked as
+//	                    the first outbound frame, {"argv": ARGS} (a plugin that
+//	                    appends its flags to the provider command is configured
+//	                    with a peer command ending in "--")
+//	--listen ADDR       play an HTTP transcript as an HTTP server on ADDR
+//	                    (127.0.0.1:0: a free port); the transcript's stdout
+//	                    frames print the address (see transcript.Listen)
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replaypeer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -31,15 +35,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	workspace := fs.String("workspace", "", "directory that \"<workspace>\" stands for (default: the current directory)")
 	speed := fs.Float64("speed", 1, "scale afterMs waits by 1/`x`; 0 plays without waiting")
 	stateFile := fs.String("state", "", "keep the cursor in `file` across processes")
-	listen := fs.String("listen", "", "serve an HTTP transcript on `addr` (127.0.0.1:0 for a free port); the arguments after -- are the invocation")
+	listen := fs.String("listen", "", "serve an HTTP transcript on `addr` (127.0.0.1:0 for a free port)")
 	if err := fs.Parse(args); err != nil {
 		return ExitBadUsage
 	}
-	if *listen != "" && *file != "" && *speed >= 0 {
-		return mainHTTP(*file, *workspace, *speed, *stateFile, *listen, fs.Args(), stdin, stdout, stderr)
-	}
-	if *file == "" || fs.NArg() > 0 || *speed < 0 {
-		fmt.Fprintln(stderr, "usage: replaypeer --transcript FILE [--workspace DIR] [--speed X] [--state FILE]")
+	invocation, ok := invocationArgs(args, fs.Args())
+	if *file == "" || !ok || *speed < 0 {
+		fmt.Fprintln(stderr, "usage: replaypeer --transcript FILE [--workspace DIR] [--speed X] [--state FILE] [-- ARGS...]")
 		return ExitBadUsage
 	}
 	t, err := transcript.ReadFile(*file)
@@ -55,9 +57,32 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	err = Run(ctx, Config{Transcript: t, Workspace: *workspace, Speed: *speed, In: stdin, Out: stdout, StateFile: *stateFile})
+	cfg := Config{Transcript: t, Workspace: *workspace, Speed: *speed, In: stdin, Out: stdout, StateFile: *stateFile,
+		Invocation: invocation}
+	if *listen != "" {
+		err = ServeHTTP(ctx, HTTPConfig{Config: cfg, Listen: *listen})
+	} else {
+		err = Run(ctx, cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "replaypeer: %s: %v\n", *file, err)
 	}
 	return ExitCode(err)
+}
+
+// invocationArgs returns the arguments after "--" (nil when there is no
+// "--"); rest is what the flag set left. Anything else left is bad usage.
+func invocationArgs(args, rest []string) ([]string, bool) {
+	if len(rest) == 0 {
+		if len(args) > 0 && args[len(args)-1] == "--" {
+			return []string{}, true
+		}
+		return nil, true
+	}
+	// The flag set stops at the first non-flag or after "--": it was a
+	// "--" only if exactly the rest follows one.
+	if i := len(args) - len(rest) - 1; i >= 0 && args[i] == "--" {
+		return rest, true
+	}
+	return nil, false
 }

@@ -47,6 +47,23 @@ type Config struct {
 	// provider that is restarted (a resumed session, a process per turn)
 	// is replayed from one transcript.
 	StateFile string
+	// Invocation, when not nil, is the arguments the client started the
+	// provider with (the peer's own arguments after "--"). They are the
+	// process's first outbound frame, {"argv": [...]}, checked like any
+	// other: a plugin that appends its own flags to the provider command is
+	// checked on them.
+	Invocation []string
+}
+
+// InvocationFrame is the outbound frame a process's arguments make.
+func InvocationFrame(args []string) []byte {
+	if args == nil {
+		args = []string{}
+	}
+	b, _ := json.Marshal(struct {
+		Argv []string `json:"argv"`
+	}{args}) // strings always encode
+	return b
 }
 
 type state struct {
@@ -110,7 +127,11 @@ func Run(ctx context.Context, cfg Config) error {
 	out := ndjson.NewWriter(cfg.Out)
 
 	// One reader owns In; frames queue until an expectation takes them.
+	// The invocation, if any, is the first of them.
 	frames := make(chan line, 1024)
+	if cfg.Invocation != nil {
+		frames <- line{b: InvocationFrame(cfg.Invocation)}
+	}
 	go func() {
 		r := ndjson.NewReader(cfg.In)
 		for {
@@ -194,10 +215,16 @@ func Run(ctx context.Context, cfg Config) error {
 				return &Error{ExitIO, fmt.Sprintf("%s: %v", e.Name(i), err)}
 			}
 		case transcript.TypeRuntimeExit:
-			if e.ExitWait() == transcript.WaitStdinClose {
+			switch e.ExitWait() {
+			case transcript.WaitStdinClose:
 				if err := drain(next, i, t); err != nil {
 					return err
 				}
+			case transcript.WaitSignal:
+				// The provider runs until it is stopped (Main's ctx ends
+				// at SIGTERM or SIGINT); what it reads meanwhile does not
+				// matter.
+				<-ctx.Done()
 			}
 			if err := save(i + 1); err != nil {
 				return err

@@ -73,6 +73,28 @@ func isRequest(obj map[string]any) bool {
 	return hasID && hasMethod
 }
 
+// Claude Code's control protocol: a control_request carries a request_id
+// its sender picks, and the control_response to it carries that id inside
+// its response object.
+const (
+	controlRequest  = "control_request"
+	controlResponse = "control_response"
+	controlID       = "request_id"
+)
+
+// requestIDKey names the member holding a request's sender-chosen id: "id"
+// for a JSON-RPC request, "request_id" for a control request, "" for any
+// other frame.
+func requestIDKey(obj map[string]any) string {
+	if isRequest(obj) {
+		return "id"
+	}
+	if _, ok := obj[controlID]; ok && obj["type"] == controlRequest {
+		return controlID
+	}
+	return ""
+}
+
 // Match compares an actual outbound frame with the expected one. A *Mismatch
 // lists every difference; an actual frame that is not JSON is an error too.
 func (m *Matcher) Match(expected, actual []byte) error {
@@ -88,12 +110,13 @@ func (m *Matcher) Match(expected, actual []byte) error {
 	var bind func()
 	eo, eIsObj := exp.(map[string]any)
 	ao, aIsObj := act.(map[string]any)
-	if eIsObj && aIsObj && isRequest(eo) && isRequest(ao) {
+	if eIsObj && aIsObj {
 		// The sender picks request ids: bind rather than compare.
-		recorded, real := canonical(eo["id"]), marshal(ao["id"])
-		bind = func() { m.bindings[recorded] = real }
-		eo, ao = without(eo, "id"), without(ao, "id")
-		exp, act = eo, ao
+		if key := requestIDKey(eo); key != "" && key == requestIDKey(ao) {
+			recorded, real := canonical(eo[key]), marshal(ao[key])
+			bind = func() { m.bindings[recorded] = real }
+			exp, act = without(eo, key), without(ao, key)
+		}
 	}
 	m.compare("$", exp, act, &diffs)
 	if len(diffs) > 0 {
@@ -200,11 +223,13 @@ func (m *Matcher) Rewrite(frame []byte) ([]byte, error) {
 	}
 	changed := false
 	if o, ok := v.(map[string]any); ok && !isRequest(o) {
-		if id, ok := o["id"]; ok {
-			if real, ok := m.bindings[canonical(id)]; ok {
-				o["id"] = json.RawMessage(real)
-				changed = true
+		if o["type"] == controlResponse {
+			o, _ = o["response"].(map[string]any)
+			if o != nil {
+				changed = m.rebind(o, controlID) || changed
 			}
+		} else {
+			changed = m.rebind(o, "id")
 		}
 	}
 	v = m.substitute(v, &changed)
@@ -212,6 +237,21 @@ func (m *Matcher) Rewrite(frame []byte) ([]byte, error) {
 		return frame, nil
 	}
 	return marshal(v), nil
+}
+
+// rebind gives o[key] the id the client really used for the request it
+// answers, if that request was rebound.
+func (m *Matcher) rebind(o map[string]any, key string) bool {
+	id, ok := o[key]
+	if !ok {
+		return false
+	}
+	real, ok := m.bindings[canonical(id)]
+	if !ok {
+		return false
+	}
+	o[key] = json.RawMessage(real)
+	return true
 }
 
 func (m *Matcher) substitute(v any, changed *bool) any {

@@ -27,6 +27,10 @@ func TestMatch(t *testing.T) {
 		{"number type", `{"a":1}`, `{"a":"1"}`, []string{`$.a: expected 1, got "1"`}},
 		{"request ids are rebound, not compared", `{"id":0,"method":"m"}`, `{"id":9,"method":"m"}`, nil},
 		{"response ids are compared", `{"id":0,"result":1}`, `{"id":9,"result":1}`, []string{"$.id: expected 0, got 9"}},
+		{"control request ids are rebound", `{"type":"control_request","request_id":"req_1_ab","request":{"subtype":"interrupt"}}`,
+			`{"type":"control_request","request_id":"req_7_ff","request":{"subtype":"interrupt"}}`, nil},
+		{"control responses are compared", `{"type":"control_response","response":{"request_id":"x"}}`,
+			`{"type":"control_response","response":{"request_id":"y"}}`, []string{`$.response.request_id: expected "x", got "y"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := NewMatcher("/ws").Match([]byte(tc.exp), []byte(tc.act))
@@ -69,6 +73,23 @@ func TestRewriteRebindsResponsesAndWorkspace(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":3,"method":"peer/request"}`, `{"jsonrpc":"2.0","id":3,"method":"peer/request"}`},
 		{`["<workspace>"]`, `["/ws"]`},
 		{`{"title":"Write <workspace>/a.txt"}`, `{"title":"Write /ws/a.txt"}`},
+	} {
+		got, err := m.Rewrite([]byte(tc.in))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("Rewrite(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	if err := m.Match([]byte(`{"type":"control_request","request_id":"req_1_ab","request":{}}`),
+		[]byte(`{"type":"control_request","request_id":"req_9_cd","request":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"type":"control_response","response":{"subtype":"success","request_id":"req_1_ab","response":{}}}`,
+			`{"response":{"request_id":"req_9_cd","response":{},"subtype":"success"},"type":"control_response"}`},
+		// The provider's own requests keep their ids.
+		{`{"type":"control_request","request_id":"req_1_ab","request":{"subtype":"can_use_tool"}}`,
+			`{"type":"control_request","request_id":"req_1_ab","request":{"subtype":"can_use_tool"}}`},
+		{`{"type":"control_response","response":"odd"}`, `{"type":"control_response","response":"odd"}`},
 	} {
 		got, err := m.Rewrite([]byte(tc.in))
 		if err != nil || string(got) != tc.want {

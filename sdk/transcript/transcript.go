@@ -60,8 +60,10 @@ type Entry struct {
 	Status string `json:"status,omitempty"`
 	Error  any    `json:"error,omitempty"`
 	// Wait is when a runtime_exit happens: "stdin_close" (after the client
-	// closes the provider's stdin, the default for status success) or
-	// "now" (the default for error and cancelled).
+	// closes the provider's stdin, the default for status success), "now"
+	// (the default for error and cancelled) or "signal" (when the client
+	// stops the process with SIGTERM or SIGINT: a provider interrupted by
+	// ending it).
 	Wait string `json:"wait,omitempty"`
 
 	// workspace
@@ -92,6 +94,7 @@ const (
 const (
 	WaitStdinClose = "stdin_close"
 	WaitNow        = "now"
+	WaitSignal     = "signal"
 )
 
 // ExitWait is the effective Wait of a runtime_exit entry.
@@ -118,6 +121,19 @@ func (e Entry) Name(index int) string {
 type Transcript struct {
 	Header  Header
 	Entries []Entry
+}
+
+// Invoked says whether the provider's processes are checked on their
+// arguments: the first entry expects an invocation frame ({"argv": [...]}),
+// so the replay peer must be started with "--" after its own flags.
+func (t *Transcript) Invoked() bool {
+	if len(t.Entries) == 0 || t.Entries[0].Type != TypeExpectOutbound {
+		return false
+	}
+	var f struct {
+		Argv json.RawMessage `json:"argv"`
+	}
+	return json.Unmarshal(t.Entries[0].Frame, &f) == nil && f.Argv != nil
 }
 
 // ErrFormat is wrapped by every decoding error.
@@ -227,9 +243,9 @@ func decodeEntry(line []byte, n int) (Entry, error) {
 			return e, lineErr(n, "runtime_exit status must be success, error or cancelled, got %q", e.Status)
 		}
 		switch e.Wait {
-		case "", WaitStdinClose, WaitNow:
+		case "", WaitStdinClose, WaitNow, WaitSignal:
 		default:
-			return e, lineErr(n, "runtime_exit wait must be %q or %q, got %q", WaitStdinClose, WaitNow, e.Wait)
+			return e, lineErr(n, "runtime_exit wait must be %q, %q or %q, got %q", WaitStdinClose, WaitNow, WaitSignal, e.Wait)
 		}
 	case TypeWorkspace:
 		if err := checkRelPath(e.Path); err != nil {

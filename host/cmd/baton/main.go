@@ -30,6 +30,7 @@ const usage = `usage:
   baton rollback THREAD --run N [--data DIR]
                                         put the files and the provider's conversation back
                                         to run N's checkpoint (0: before the first run)
+  baton plugin list [--markdown]        what each installed provider plugin can do
   baton plugin lock DIR                 record the SHA-256 of every plugin in DIR
   baton plugin install NAME FILE [DIR]  install a plugin binary (default DIR: DATA/plugins)
   baton version

@@ -27,10 +27,13 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	for _, b := range []struct{ dir, out, pkg string }{
-		{"host", "baton", "./cmd/baton"}, {"plugins/acp", "baton-plugin-acp", "."}, {"plugins/codex", "baton-plugin-codex", "."},
-		{"replaypeer", "replaypeer", "."},
-	} {
+	builds := []struct{ dir, out, pkg string }{{"host", "baton", "./cmd/baton"}, {"replaypeer", "replaypeer", "."}}
+	mods, _ := filepath.Glob(filepath.Join(root, "plugins", "*", "go.mod"))
+	for _, m := range mods {
+		name := filepath.Base(filepath.Dir(m))
+		builds = append(builds, struct{ dir, out, pkg string }{"plugins/" + name, pluginhost.BinaryPrefix + name, "."})
+	}
+	for _, b := range builds {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
 		cmd.Dir = filepath.Join(root, b.dir)
 		if out, err := cmd.CombinedOutput(); err != nil {

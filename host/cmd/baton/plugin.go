@@ -14,6 +14,8 @@ func pluginCmd(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch args[0] {
+	case "list":
+		return pluginListCmd(args[1:], stdout, stderr)
 	case "lock":
 		if len(args) != 2 {
 			fmt.Fprintln(stderr, "usage: baton plugin lock DIR")

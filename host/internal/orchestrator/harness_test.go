@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/pluginhost"
 	"github.com/baton-run/baton/sdk/plugintest"
+	"github.com/baton-run/baton/sdk/transcript"
 )
 
 // root is the repository root, from this package's directory.
@@ -123,15 +124,21 @@ func (w testWriter) Write(b []byte) (int, error) {
 }
 
 // peer is the provider command that plays a transcript in the workspace.
-func (e *env) peer(transcript string) domain.ProviderCommand {
-	abs, err := filepath.Abs(filepath.Join(root, "testdata", transcript))
+func (e *env) peer(name string) domain.ProviderCommand {
+	abs, err := filepath.Abs(filepath.Join(root, "testdata", name))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	// The cursor file lets a provider started again (a resumed session)
 	// continue the transcript.
 	state := filepath.Join(e.t.TempDir(), "cursor")
-	return domain.ProviderCommand{Argv: []string{peerBin, "--transcript", abs, "--speed", "0", "--state", state}}
+	argv := []string{peerBin, "--transcript", abs, "--speed", "0", "--state", state}
+	if t, err := transcript.ReadFile(abs); err != nil {
+		e.t.Fatal(err)
+	} else if t.Invoked() {
+		argv = append(argv, "--") // the plugin's arguments are checked
+	}
+	return domain.ProviderCommand{Argv: argv}
 }
 
 func (e *env) dispatch(cmd domain.Command) domain.Receipt {

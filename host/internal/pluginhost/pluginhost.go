@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -74,6 +76,29 @@ func (m *Manager) Find(name string) (path string, sum []byte, err error) {
 		return p, sum, nil
 	}
 	return "", nil, fmt.Errorf("%w: no %s%s in %v", ErrNotInstalled, BinaryPrefix, name, m.cfg.Dirs)
+}
+
+// Installed lists the plugins in the search path by name, sorted; a name
+// in several directories is the first directory's.
+func (m *Manager) Installed() []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, dir := range m.cfg.Dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue // a directory that does not exist has no plugins
+		}
+		for _, e := range entries {
+			name, ok := strings.CutPrefix(e.Name(), BinaryPrefix)
+			if !ok || name == "" || e.IsDir() || seen[name] {
+				continue
+			}
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Get returns the running plugin for a provider, starting it if needed.

@@ -256,8 +256,12 @@ type DescribeResponse struct {
 	Name    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Version string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	// wire_protocol names what the plugin speaks to its provider, e.g. "acp/1".
-	WireProtocol  string        `protobuf:"bytes,3,opt,name=wire_protocol,json=wireProtocol,proto3" json:"wire_protocol,omitempty"`
-	Capabilities  *Capabilities `protobuf:"bytes,4,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	WireProtocol string        `protobuf:"bytes,3,opt,name=wire_protocol,json=wireProtocol,proto3" json:"wire_protocol,omitempty"`
+	Capabilities *Capabilities `protobuf:"bytes,4,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	// notes say how the plugin does each capability, or why it cannot, by
+	// capability name (steering, interrupt, approvals, subagents, rollback,
+	// resume).
+	Notes         map[string]string `protobuf:"bytes,5,rep,name=notes,proto3" json:"notes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -316,6 +320,13 @@ func (x *DescribeResponse) GetWireProtocol() string {
 func (x *DescribeResponse) GetCapabilities() *Capabilities {
 	if x != nil {
 		return x.Capabilities
+	}
+	return nil
+}
+
+func (x *DescribeResponse) GetNotes() map[string]string {
+	if x != nil {
+		return x.Notes
 	}
 	return nil
 }
@@ -1812,12 +1823,17 @@ const file_plugin_proto_rawDesc = "" +
 	"\x0fnative_rollback\x18\x05 \x01(\bR\x0enativeRollback\x12\x12\n" +
 	"\x04fork\x18\x06 \x01(\bR\x04fork\x12\x16\n" +
 	"\x06resume\x18\a \x01(\bR\x06resume\x12'\n" +
-	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\xa8\x01\n" +
+	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\xa6\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12#\n" +
 	"\rwire_protocol\x18\x03 \x01(\tR\fwireProtocol\x12A\n" +
-	"\fcapabilities\x18\x04 \x01(\v2\x1d.baton.plugin.v1.CapabilitiesR\fcapabilities\"7\n" +
+	"\fcapabilities\x18\x04 \x01(\v2\x1d.baton.plugin.v1.CapabilitiesR\fcapabilities\x12B\n" +
+	"\x05notes\x18\x05 \x03(\v2,.baton.plugin.v1.DescribeResponse.NotesEntryR\x05notes\x1a8\n" +
+	"\n" +
+	"NotesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
 	"\x0fProviderCommand\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x10\n" +
 	"\x03env\x18\x02 \x03(\tR\x03env\"\x8e\x02\n" +
@@ -1980,7 +1996,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_plugin_proto_goTypes = []any{
 	(EventKind)(0),                     // 0: baton.plugin.v1.EventKind
 	(*DescribeRequest)(nil),            // 1: baton.plugin.v1.DescribeRequest
@@ -2010,46 +2026,48 @@ var file_plugin_proto_goTypes = []any{
 	(*ReadThreadSnapshotResponse)(nil), // 25: baton.plugin.v1.ReadThreadSnapshotResponse
 	(*CloseSessionRequest)(nil),        // 26: baton.plugin.v1.CloseSessionRequest
 	(*CloseSessionResponse)(nil),       // 27: baton.plugin.v1.CloseSessionResponse
-	nil,                                // 28: baton.plugin.v1.RespondToRequestRequest.AnswersEntry
-	(*timestamppb.Timestamp)(nil),      // 29: google.protobuf.Timestamp
+	nil,                                // 28: baton.plugin.v1.DescribeResponse.NotesEntry
+	nil,                                // 29: baton.plugin.v1.RespondToRequestRequest.AnswersEntry
+	(*timestamppb.Timestamp)(nil),      // 30: google.protobuf.Timestamp
 }
 var file_plugin_proto_depIdxs = []int32{
 	2,  // 0: baton.plugin.v1.DescribeResponse.capabilities:type_name -> baton.plugin.v1.Capabilities
-	4,  // 1: baton.plugin.v1.OpenSessionRequest.command:type_name -> baton.plugin.v1.ProviderCommand
-	29, // 2: baton.plugin.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
-	0,  // 3: baton.plugin.v1.RuntimeEvent.kind:type_name -> baton.plugin.v1.EventKind
-	8,  // 4: baton.plugin.v1.RuntimeEvent.options:type_name -> baton.plugin.v1.RequestOption
-	9,  // 5: baton.plugin.v1.RuntimeEvent.usage:type_name -> baton.plugin.v1.Usage
-	10, // 6: baton.plugin.v1.RuntimeEvent.rate_limit:type_name -> baton.plugin.v1.RateLimit
-	11, // 7: baton.plugin.v1.RuntimeEvent.failure:type_name -> baton.plugin.v1.Failure
-	13, // 8: baton.plugin.v1.StartTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
-	13, // 9: baton.plugin.v1.SteerTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
-	28, // 10: baton.plugin.v1.RespondToRequestRequest.answers:type_name -> baton.plugin.v1.RespondToRequestRequest.AnswersEntry
-	1,  // 11: baton.plugin.v1.Provider.Describe:input_type -> baton.plugin.v1.DescribeRequest
-	5,  // 12: baton.plugin.v1.Provider.OpenSession:input_type -> baton.plugin.v1.OpenSessionRequest
-	7,  // 13: baton.plugin.v1.Provider.Events:input_type -> baton.plugin.v1.EventsRequest
-	14, // 14: baton.plugin.v1.Provider.StartTurn:input_type -> baton.plugin.v1.StartTurnRequest
-	16, // 15: baton.plugin.v1.Provider.SteerTurn:input_type -> baton.plugin.v1.SteerTurnRequest
-	18, // 16: baton.plugin.v1.Provider.InterruptTurn:input_type -> baton.plugin.v1.InterruptTurnRequest
-	20, // 17: baton.plugin.v1.Provider.RespondToRequest:input_type -> baton.plugin.v1.RespondToRequestRequest
-	22, // 18: baton.plugin.v1.Provider.RollbackThread:input_type -> baton.plugin.v1.RollbackThreadRequest
-	24, // 19: baton.plugin.v1.Provider.ReadThreadSnapshot:input_type -> baton.plugin.v1.ReadThreadSnapshotRequest
-	26, // 20: baton.plugin.v1.Provider.CloseSession:input_type -> baton.plugin.v1.CloseSessionRequest
-	3,  // 21: baton.plugin.v1.Provider.Describe:output_type -> baton.plugin.v1.DescribeResponse
-	6,  // 22: baton.plugin.v1.Provider.OpenSession:output_type -> baton.plugin.v1.OpenSessionResponse
-	12, // 23: baton.plugin.v1.Provider.Events:output_type -> baton.plugin.v1.RuntimeEvent
-	15, // 24: baton.plugin.v1.Provider.StartTurn:output_type -> baton.plugin.v1.StartTurnResponse
-	17, // 25: baton.plugin.v1.Provider.SteerTurn:output_type -> baton.plugin.v1.SteerTurnResponse
-	19, // 26: baton.plugin.v1.Provider.InterruptTurn:output_type -> baton.plugin.v1.InterruptTurnResponse
-	21, // 27: baton.plugin.v1.Provider.RespondToRequest:output_type -> baton.plugin.v1.RespondToRequestResponse
-	23, // 28: baton.plugin.v1.Provider.RollbackThread:output_type -> baton.plugin.v1.RollbackThreadResponse
-	25, // 29: baton.plugin.v1.Provider.ReadThreadSnapshot:output_type -> baton.plugin.v1.ReadThreadSnapshotResponse
-	27, // 30: baton.plugin.v1.Provider.CloseSession:output_type -> baton.plugin.v1.CloseSessionResponse
-	21, // [21:31] is the sub-list for method output_type
-	11, // [11:21] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	28, // 1: baton.plugin.v1.DescribeResponse.notes:type_name -> baton.plugin.v1.DescribeResponse.NotesEntry
+	4,  // 2: baton.plugin.v1.OpenSessionRequest.command:type_name -> baton.plugin.v1.ProviderCommand
+	30, // 3: baton.plugin.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	0,  // 4: baton.plugin.v1.RuntimeEvent.kind:type_name -> baton.plugin.v1.EventKind
+	8,  // 5: baton.plugin.v1.RuntimeEvent.options:type_name -> baton.plugin.v1.RequestOption
+	9,  // 6: baton.plugin.v1.RuntimeEvent.usage:type_name -> baton.plugin.v1.Usage
+	10, // 7: baton.plugin.v1.RuntimeEvent.rate_limit:type_name -> baton.plugin.v1.RateLimit
+	11, // 8: baton.plugin.v1.RuntimeEvent.failure:type_name -> baton.plugin.v1.Failure
+	13, // 9: baton.plugin.v1.StartTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
+	13, // 10: baton.plugin.v1.SteerTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
+	29, // 11: baton.plugin.v1.RespondToRequestRequest.answers:type_name -> baton.plugin.v1.RespondToRequestRequest.AnswersEntry
+	1,  // 12: baton.plugin.v1.Provider.Describe:input_type -> baton.plugin.v1.DescribeRequest
+	5,  // 13: baton.plugin.v1.Provider.OpenSession:input_type -> baton.plugin.v1.OpenSessionRequest
+	7,  // 14: baton.plugin.v1.Provider.Events:input_type -> baton.plugin.v1.EventsRequest
+	14, // 15: baton.plugin.v1.Provider.StartTurn:input_type -> baton.plugin.v1.StartTurnRequest
+	16, // 16: baton.plugin.v1.Provider.SteerTurn:input_type -> baton.plugin.v1.SteerTurnRequest
+	18, // 17: baton.plugin.v1.Provider.InterruptTurn:input_type -> baton.plugin.v1.InterruptTurnRequest
+	20, // 18: baton.plugin.v1.Provider.RespondToRequest:input_type -> baton.plugin.v1.RespondToRequestRequest
+	22, // 19: baton.plugin.v1.Provider.RollbackThread:input_type -> baton.plugin.v1.RollbackThreadRequest
+	24, // 20: baton.plugin.v1.Provider.ReadThreadSnapshot:input_type -> baton.plugin.v1.ReadThreadSnapshotRequest
+	26, // 21: baton.plugin.v1.Provider.CloseSession:input_type -> baton.plugin.v1.CloseSessionRequest
+	3,  // 22: baton.plugin.v1.Provider.Describe:output_type -> baton.plugin.v1.DescribeResponse
+	6,  // 23: baton.plugin.v1.Provider.OpenSession:output_type -> baton.plugin.v1.OpenSessionResponse
+	12, // 24: baton.plugin.v1.Provider.Events:output_type -> baton.plugin.v1.RuntimeEvent
+	15, // 25: baton.plugin.v1.Provider.StartTurn:output_type -> baton.plugin.v1.StartTurnResponse
+	17, // 26: baton.plugin.v1.Provider.SteerTurn:output_type -> baton.plugin.v1.SteerTurnResponse
+	19, // 27: baton.plugin.v1.Provider.InterruptTurn:output_type -> baton.plugin.v1.InterruptTurnResponse
+	21, // 28: baton.plugin.v1.Provider.RespondToRequest:output_type -> baton.plugin.v1.RespondToRequestResponse
+	23, // 29: baton.plugin.v1.Provider.RollbackThread:output_type -> baton.plugin.v1.RollbackThreadResponse
+	25, // 30: baton.plugin.v1.Provider.ReadThreadSnapshot:output_type -> baton.plugin.v1.ReadThreadSnapshotResponse
+	27, // 31: baton.plugin.v1.Provider.CloseSession:output_type -> baton.plugin.v1.CloseSessionResponse
+	22, // [22:32] is the sub-list for method output_type
+	12, // [12:22] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -2063,7 +2081,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -46,6 +46,14 @@ func (a *Adapter) Describe() sdk.Description {
 		Version:      Version,
 		WireProtocol: fmt.Sprintf("acp/%d", ProtocolVersion),
 		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Resume: true},
+		Notes: map[string]string{
+			sdk.NoteSteering:  "ACP v1 has no input into a running prompt turn",
+			sdk.NoteInterrupt: "`session/cancel`",
+			sdk.NoteApprovals: "`session/request_permission`",
+			sdk.NoteSubagents: "ACP v1 has none",
+			sdk.NoteRollback:  "ACP v1 cannot drop turns",
+			sdk.NoteResume:    "`session/load`",
+		},
 	}
 }
 

@@ -70,6 +70,14 @@ func (a *Adapter) Describe() sdk.Description {
 		Version:      Version,
 		WireProtocol: WireProtocol,
 		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Subagents: true, Resume: true},
+		Notes: map[string]string{
+			sdk.NoteSteering:  "`turn/steer`",
+			sdk.NoteInterrupt: "`turn/interrupt`",
+			sdk.NoteApprovals: "command, file change, permissions and questions; any other server request kept as generic",
+			sdk.NoteSubagents: "child threads as nested nodes",
+			sdk.NoteRollback:  "`thread/turns/list` + `thread/revert`",
+			sdk.NoteResume:    "`thread/resume`",
+		},
 	}
 }
 

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/sdk"
+)
+
+// pluginListCmd starts every installed plugin, asks it to describe itself
+// and prints what each provider can do; --markdown prints the README's
+// capability matrix, with what the host does where a capability is missing.
+func pluginListCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("baton plugin list", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	markdown := fs.Bool("markdown", false, "print the capability matrix as Markdown")
+	data := fs.String("data", defaultDataDir(), "data `directory` (its plugins/ is searched)")
+	var dirs stringList
+	fs.Var(&dirs, "plugin-dir", "extra plugin `directory` (repeatable)")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: baton plugin list [--markdown] [--plugin-dir DIR] [--data DIR]")
+		return exitUsage
+	}
+	m := pluginhost.New(pluginhost.Config{Dirs: append(dirs, pluginSearchPath(*data)...)})
+	defer m.Close()
+	var descs []sdk.Description
+	failed := false
+	for _, name := range m.Installed() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		p, err := m.Get(ctx, name)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "baton: %v\n", err)
+			failed = true
+			continue
+		}
+		d := p.Description
+		d.Name = name // the name the host knows it by
+		descs = append(descs, d)
+	}
+	if *markdown {
+		fmt.Fprint(stdout, capabilityMatrix(descs))
+	} else {
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "PROVIDER\tVERSION\tSTEERING\tINTERRUPT\tAPPROVALS\tSUBAGENTS\tROLLBACK\tRESUME\tWIRE PROTOCOL")
+		for _, d := range descs {
+			c := d.Capabilities
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.Version, steering(c), yesNo(c.Interrupt),
+				yesNo(c.Approvals), yesNo(c.Subagents), rollback(c), yesNo(c.Resume), d.WireProtocol)
+		}
+		w.Flush()
+	}
+	if failed {
+		return exitFailed
+	}
+	return exitOK
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func steering(c sdk.Capabilities) string {
+	if c.NativeSteering {
+		return "native"
+	}
+	return "by restart"
+}
+
+func rollback(c sdk.Capabilities) string {
+	if c.NativeRollback {
+		return "native"
+	}
+	return "fresh thread + handoff"
+}
+
+// capabilityMatrix is the README's table: one row per provider, then what
+// the host does for each capability a provider lacks.
+func capabilityMatrix(descs []sdk.Description) string {
+	var b strings.Builder
+	b.WriteString("| provider | plugin version | wire protocol | steering | interrupt | approvals | subagents | rollback | resume |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, d := range descs {
+		c := d.Capabilities
+		note := func(key, cell string) string {
+			if n := d.Notes[key]; n != "" {
+				return cell + " (" + strings.ReplaceAll(n, "|", "\\|") + ")"
+			}
+			return cell
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", d.Name, d.Version, d.WireProtocol,
+			note(sdk.NoteSteering, steering(c)), note(sdk.NoteInterrupt, yesNo(c.Interrupt)), note(sdk.NoteApprovals, yesNo(c.Approvals)),
+			note(sdk.NoteSubagents, yesNo(c.Subagents)), note(sdk.NoteRollback, rollback(c)), note(sdk.NoteResume, yesNo(c.Resume)))
+	}
+	var lacking []string
+	for _, l := range degradations {
+		for _, d := range descs {
+			if l.lacks(d.Capabilities) {
+				lacking = append(lacking, l.text)
+				break
+			}
+		}
+	}
+	if len(lacking) > 0 {
+		b.WriteString("\nWhere a provider lacks a capability, the host degrades by policy (the plugin never pretends):\n\n")
+		for _, l := range lacking {
+			b.WriteString("- " + l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// degradations say what the host does where a provider lacks a capability.
+var degradations = []struct {
+	lacks func(sdk.Capabilities) bool
+	text  string
+}{
+	{func(c sdk.Capabilities) bool { return !c.NativeSteering },
+		"**steering by restart**: a message sent to a running run interrupts the active attempt and starts a replacement attempt of the same run that carries it (no new run)."},
+	{func(c sdk.Capabilities) bool { return !c.Interrupt },
+		"**interrupt no**: the plugin refuses an interrupt; the run ends when the provider ends its turn."},
+	{func(c sdk.Capabilities) bool { return !c.Approvals },
+		"**approvals no**: the provider asks nothing while it runs; what it may do is fixed when it starts (its own permission settings), so `--approve` has nothing to answer."},
+	{func(c sdk.Capabilities) bool { return !c.Subagents },
+		"**subagents no**: work the provider delegates shows as tool calls of the root turn."},
+	{func(c sdk.Capabilities) bool { return !c.NativeRollback },
+		"**rollback fresh thread + handoff**: files are restored from the checkpoint as for every provider; the provider's conversation is left behind, and the next run starts a fresh one whose first turn carries a handoff (what was asked, answered and changed in the runs that remain)."},
+	{func(c sdk.Capabilities) bool { return !c.Resume },
+		"**resume no**: a thread continued in a new session (a restarted host) starts a new provider conversation."},
+}

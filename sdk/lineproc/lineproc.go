@@ -1,0 +1,182 @@
+// Package lineproc runs a provider process that speaks NDJSON on its stdio
+// without JSON-RPC (Claude Code's stream-json, Cursor's print mode): the
+// process in a group of its own, every line both ways and its stderr in the
+// raw-frame log, and an exit report that quotes the end of its stderr. A
+// plugin reads lines with Next and writes them with Write; the protocol is
+// its own. jsonrpcproc puts JSON-RPC on top of it.
+package lineproc
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/framelog"
+	"github.com/baton-run/baton/sdk/ndjson"
+	"github.com/baton-run/baton/sdk/providerproc"
+)
+
+// Config says what to start.
+type Config struct {
+	// Name is how reports name the provider ("claude", "the agent").
+	Name    string
+	Command sdk.ProviderCommand
+	Dir     string
+	// RawFrameLog is the raw-frame log's path; empty keeps none.
+	RawFrameLog string
+	Log         hclog.Logger
+	// Stdin keeps the provider's stdin open for Write. Without it stdin is
+	// closed at once: a provider that reads its input to the end before it
+	// starts (one process per turn) starts right away.
+	Stdin bool
+}
+
+// Process is a running provider process.
+type Process struct {
+	Cmd    *providerproc.Process
+	Frames *framelog.Log
+
+	name string
+	r    *ndjson.Reader
+
+	wmu sync.Mutex
+	w   *ndjson.Writer
+
+	mu         sync.Mutex
+	stderrTail []string
+}
+
+// stderrTailLines is how much of the provider's stderr an exit report
+// quotes.
+const stderrTailLines = 5
+
+// Start starts the process. It is not bound to a context: it lives until
+// Close or until it exits.
+func Start(cfg Config) (*Process, error) {
+	frames, err := framelog.Open(cfg.RawFrameLog, 0)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = hclog.NewNullLogger()
+	}
+	p := &Process{Frames: frames, name: cfg.Name}
+	cmd, err := providerproc.Start(providerproc.Command{Argv: cfg.Command.Argv, Env: cfg.Command.Env, Dir: cfg.Dir,
+		Stderr: func(line []byte) {
+			frames.Append(framelog.Stderr, line)
+			cfg.Log.Debug("provider stderr", "line", string(line))
+			p.keepStderr(line)
+		}})
+	if err != nil {
+		frames.Close()
+		return nil, err
+	}
+	p.Cmd = cmd
+	p.r = ndjson.NewReader(cmd.Stdout)
+	p.w = ndjson.NewWriter(cmd.Stdin)
+	if !cfg.Stdin {
+		_ = cmd.Stdin.Close()
+	}
+	return p, nil
+}
+
+func (p *Process) keepStderr(line []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stderrTail = append(p.stderrTail, string(line))
+	if len(p.stderrTail) > stderrTailLines {
+		p.stderrTail = p.stderrTail[1:]
+	}
+}
+
+// Next reads the provider's next stdout line and returns it with its index
+// in the raw-frame log. It returns io.EOF at the end of the stream. One
+// goroutine reads.
+func (p *Process) Next() ([]byte, uint64, error) {
+	b, err := p.r.Next()
+	if err != nil {
+		return nil, 0, err
+	}
+	return b, p.Frames.Append(framelog.In, b), nil
+}
+
+// Write sends one line to the provider's stdin (safe for concurrent use).
+// A provider that went away is sdk.ErrProviderExited.
+func (p *Process) Write(line []byte) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	p.Frames.Append(framelog.Out, line)
+	if err := p.w.Write(line); err != nil {
+		return sdk.Errorf(sdk.ErrProviderExited, "write to %s: %v", p.name, err)
+	}
+	return nil
+}
+
+// CloseStdin closes the provider's stdin (the end of its input).
+func (p *Process) CloseStdin() error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	return p.Cmd.Stdin.Close()
+}
+
+// Signal sends sig to the provider's whole process group at once.
+func (p *Process) Signal(sig syscall.Signal) error { return p.Cmd.Signal(sig) }
+
+// Close ends the process group: stdin closed, SIGTERM after a grace
+// period, SIGKILL after another.
+func (p *Process) Close(ctx context.Context) error { return p.Cmd.Close(ctx) }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.Cmd.Done() }
+
+// Pid is the provider's process id.
+func (p *Process) Pid() int { return p.Cmd.Pid() }
+
+// Err is the process's exit error (nil for exit status 0), once Done.
+func (p *Process) Err() error { return p.Cmd.Err() }
+
+// ExitEvent is the runtime_exited event for the provider's exit (once it
+// exited and its stdout was read to the end): closed says the session was
+// closed by the host; an exit with an error carries the exit report. It
+// closes the raw-frame log: the exit is a session's last event.
+func (p *Process) ExitEvent(threadRef string, closed bool) sdk.RuntimeEvent {
+	ev := sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: threadRef, Status: sdk.ExitExited}
+	if closed {
+		ev.Status = sdk.ExitClosed
+	}
+	if p.Err() != nil {
+		if !closed {
+			ev.Status = sdk.ExitFailed
+		}
+		ev.Failure = &sdk.Failure{Code: "provider_exited", Message: p.ExitReport()}
+	}
+	p.Frames.Close()
+	return ev
+}
+
+// ExitReport says how the provider exited, with the end of its stderr.
+func (p *Process) ExitReport() string {
+	msg := p.name + " exited"
+	if err := p.Cmd.Err(); err != nil {
+		msg += ": " + err.Error()
+	}
+	if tail := p.StderrTail(); tail != "" {
+		msg += "; its last stderr lines:\n" + tail
+	}
+	return msg
+}
+
+// StderrTail is the last few lines the provider wrote to stderr.
+func (p *Process) StderrTail() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.stderrTail, "\n")
+}
+
+// String names the process for logs.
+func (p *Process) String() string { return fmt.Sprintf("%s (pid %d)", p.name, p.Pid()) }

@@ -1,0 +1,84 @@
+package lineproc
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/sdk"
+)
+
+func start(t *testing.T, stdin bool, script string) *Process {
+	t.Helper()
+	p, err := Start(Config{Name: "the agent", Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", script}},
+		Dir: t.TempDir(), RawFrameLog: filepath.Join(t.TempDir(), "frames.ndjson"), Stdin: stdin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(context.Background()) })
+	return p
+}
+
+func TestLinesBothWaysAndTheExitReport(t *testing.T) {
+	p := start(t, true, `echo '{"hello":1}'; read line; echo "$line"; echo "out of tea" >&2; exit 3`)
+	line, frame, err := p.Next()
+	if err != nil || string(line) != `{"hello":1}` || frame == 0 {
+		t.Fatalf("Next = %q, %d, %v", line, frame, err)
+	}
+	if err := p.Write([]byte(`{"back":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	line, frame2, err := p.Next()
+	if err != nil || string(line) != `{"back":2}` || frame2 <= frame {
+		t.Fatalf("echo = %q, frame %d after %d, %v", line, frame2, frame, err)
+	}
+	if _, _, err := p.Next(); err != io.EOF {
+		t.Fatalf("after the last line: %v, want io.EOF", err)
+	}
+	<-p.Done()
+	ev := p.ExitEvent("thr", false)
+	if ev.Status != sdk.ExitFailed || ev.Failure == nil || !strings.Contains(ev.Failure.Message, "the agent exited: exit status 3") ||
+		!strings.Contains(ev.Failure.Message, "out of tea") {
+		t.Fatalf("exit event %+v", ev)
+	}
+}
+
+// Without Stdin the provider's input is at its end at once: a one-shot
+// provider that reads it all first starts right away.
+func TestStdinClosedAtOnce(t *testing.T) {
+	p := start(t, false, `cat; echo '{"started":true}'`)
+	line, _, err := p.Next()
+	if err != nil || string(line) != `{"started":true}` {
+		t.Fatalf("Next = %q, %v", line, err)
+	}
+	<-p.Done()
+	if ev := p.ExitEvent("", true); ev.Status != sdk.ExitClosed || ev.Failure != nil {
+		t.Fatalf("exit event %+v", ev)
+	}
+}
+
+// Signal reaches the whole group at once, a child of the provider too.
+func TestSignalEndsTheGroup(t *testing.T) {
+	p := start(t, false, `sleep 60 & echo '{"up":1}'; wait`)
+	if _, _, err := p.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the provider outlived SIGTERM to its group")
+	}
+	if _, _, err := p.Next(); err != io.EOF {
+		t.Fatalf("stdout after the group ended: %v, want io.EOF (the sleeping child is gone too)", err)
+	}
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("signalling a group that is gone: %v", err)
+	}
+}
