@@ -109,14 +109,15 @@ type recorder struct {
 // added, recorded as the process's first outbound frame.
 func record(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, argv, invocation []string,
 	stdin io.Reader, stdout, stderr io.Writer) error {
-	r, f, err := openRecorder(out, appendTo, provider, protocol, scenario, workspace, meta, argv)
+	var first []byte
+	if invocation != nil {
+		first = replay.InvocationFrame(invocation)
+	}
+	r, f, err := openRecorder(out, appendTo, provider, protocol, scenario, workspace, meta, argv, first)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if invocation != nil {
-		r.add(transcript.TypeExpectOutbound, replay.InvocationFrame(invocation))
-	}
 
 	proc, err := providerproc.Start(providerproc.Command{Argv: argv, Dir: workspace,
 		Stderr: func(l []byte) { fmt.Fprintf(stderr, "%s\n", l) }})
@@ -189,10 +190,12 @@ func record(out string, appendTo bool, provider, protocol, scenario, workspace s
 	return r.enc.Encode(transcript.Entry{Type: transcript.TypeRuntimeExit, Status: status, Error: exitErr})
 }
 
-// openRecorder opens (or, appending, continues) the transcript out and
-// records the workspace as the provider finds it.
+// openRecorder opens (or, appending, continues) the transcript out, records
+// invocation (the process's arguments as its first outbound frame, when not
+// nil: first, so that transcript.Invoked sees it) and the workspace as the
+// provider finds it.
 func openRecorder(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags,
-	argv []string) (*recorder, *os.File, error) {
+	argv []string, invocation []byte) (*recorder, *os.File, error) {
 	continuing := false
 	if fi, err := os.Stat(out); appendTo && err == nil && fi.Size() > 0 {
 		continuing = true
@@ -224,6 +227,9 @@ func openRecorder(out string, appendTo bool, provider, protocol, scenario, works
 	}
 	r := &recorder{enc: enc, last: time.Now(), workspace: workspace, redact: newRedactor(workspace),
 		files: map[string][32]byte{}}
+	if invocation != nil {
+		r.add(transcript.TypeExpectOutbound, invocation)
+	}
 	if continuing {
 		// The files are where the last provider left them: the transcript
 		// already made them.

@@ -55,13 +55,12 @@ func recordHTTP(out string, appendTo bool, provider, protocol, scenario, workspa
 		real[i+1] = strconv.Itoa(upstreamPort)
 	}
 
-	r, f, err := openRecorder(out, appendTo, provider, protocol, scenario, workspace, meta, cmd)
+	r, f, err := openRecorder(out, appendTo, provider, protocol, scenario, workspace, meta, cmd, replay.InvocationFrame(recorded))
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	r.labeler = httpLabel
-	r.add(transcript.TypeExpectOutbound, replay.InvocationFrame(recorded))
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
