@@ -228,7 +228,11 @@ func openRecorder(out string, appendTo bool, provider, protocol, scenario, works
 	r := &recorder{enc: enc, last: time.Now(), workspace: workspace, redact: newRedactor(workspace),
 		files: map[string][32]byte{}}
 	if invocation != nil {
-		r.add(transcript.TypeExpectOutbound, invocation)
+		// Not through add: the workspace as the provider finds it is
+		// recorded next, not taken as the client's doing.
+		r.seq++
+		_ = r.enc.Encode(transcript.Entry{Type: transcript.TypeExpectOutbound, Frame: r.redact.frame(invocation),
+			Label: label(transcript.TypeExpectOutbound, invocation, r.seq)})
 	}
 	if continuing {
 		// The files are where the last provider left them: the transcript

@@ -145,6 +145,9 @@ record_and_verify() {
   local invoked=
   # A transcript that checks the provider's arguments: the plugin's go after "--".
   sed -n 2p "$out" | jq -e '.type == "expect_outbound" and (.frame | type == "object" and has("argv"))' >/dev/null && invoked=' --'
+  # An HTTP provider's transcript: the peer is an HTTP server too.
+  jq -e -s 'any(.[]; .type == "expect_outbound" and (.frame | type == "object" and .http == "request"))' "$out" >/dev/null &&
+    invoked=" --listen 127.0.0.1:0$invoked"
   rc=0
   run_baton "$provider" "$TMP/replay/data" "$TMP/replay/ws" \
     "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")$invoked" \
