@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -116,6 +117,8 @@ type session struct {
 	client *http.Client
 	ctx    context.Context // ends when the session closes or opencode exits
 	cancel context.CancelCauseFunc
+
+	lastResp atomic.Uint64 // raw-frame index of the latest response
 
 	mu      sync.Mutex
 	root    string
@@ -246,8 +249,9 @@ func (s *session) start(ctx context.Context, req sdk.OpenSessionRequest, addr <-
 			// Another data directory, or a deleted session: a fresh one,
 			// and the host is told so.
 			s.log.Info("opencode has no such session; starting a new one", "session", req.ResumeThreadRef)
-			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "opencode could not resume session " + req.ResumeThreadRef,
-				Text: err.Error()})
+			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: s.lastResp.Load(),
+				Title: "opencode could not resume session " + req.ResumeThreadRef,
+				Text:  err.Error()})
 		default:
 			return sdk.OpenSessionResponse{}, err
 		}
@@ -265,7 +269,8 @@ func (s *session) start(ctx context.Context, req sdk.OpenSessionRequest, addr <-
 	s.norm.setRoot(info.ID)
 	s.mu.Unlock()
 	detail, _ := json.Marshal(map[string]string{"opencodeVersion": h.Version, "title": info.Title})
-	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: info.ID, Title: info.Title, Detail: detail})
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, RawFrame: s.lastResp.Load(), ThreadRef: info.ID, Title: info.Title,
+		Detail: detail})
 	return sdk.OpenSessionResponse{ProviderSessionRef: info.ID, ProviderThreadRef: info.ID, ProviderPid: s.proc.Pid(),
 		Resumed: resumed}, nil
 }
@@ -489,7 +494,7 @@ func (s *session) call(ctx context.Context, method, path string, in, out any) (i
 		return resp.StatusCode, fmt.Errorf("%s %s: read the answer: %w", method, path, err)
 	}
 	rf, _ := json.Marshal(map[string]any{"status": resp.StatusCode, "body": string(rb)})
-	s.proc.Frames.Append(framelog.In, rf)
+	s.lastResp.Store(s.proc.Frames.Append(framelog.In, rf))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return resp.StatusCode, &httpError{method: method, path: path, status: resp.StatusCode, body: strings.TrimSpace(string(rb))}
 	}
