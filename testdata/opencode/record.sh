@@ -50,8 +50,9 @@ record_opencode() {
 
   # 4. Record through baton.
   read_client_side "$REPO/testdata/opencode"
+  # opencode runs with only this environment, and the permission policy the
+  # plugin sets (OPENCODE_CONFIG_CONTENT, through replaypeer's environment).
   local -a oc_env=(
-    env -i
     "PATH=$PATH"
     "HOME=$home"
     "XDG_CONFIG_HOME=$xdg/config"
@@ -65,6 +66,8 @@ record_opencode() {
     OPENCODE_DISABLE_LSP_DOWNLOAD=1
     OPENCODE_DISABLE_SHARE=1
   )
+  local envs= kv
+  for kv in "${oc_env[@]}"; do envs+=" $(quote "$kv")"; done
   local -a argv=(
     env "HOME=$home"
     "$BIN/replaypeer" record --append --http-proxy
@@ -79,8 +82,7 @@ record_opencode() {
     --meta "modelScript=testdata/opencode/scenarios/$SCENARIO.json"
     --meta "capturedBy=make record"
     --
-    "${oc_env[@]}"
-    "$oc_bin"
+    sh -c "exec env -i$envs \"OPENCODE_CONFIG_CONTENT=\$OPENCODE_CONFIG_CONTENT\" $(quote "$oc_bin") \"\$@\"" sh
     --
   )
   local cmd= w
