@@ -189,3 +189,152 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestMultiTurn: two turns one after the other on the same session, each
+// with its client turn id.
+func TestMultiTurn(t *testing.T) {
+	_, s, _ := open(t, "multi_turn")
+	root := s.Open.ProviderThreadRef
+	var refs []string
+	for i, c := range []struct{ send, want string }{{"Say hello", "First reply."}, {"Say it again", "Second reply."}} {
+		s.StartTurn(t, c.send)
+		evs := s.WaitTurn(t)
+		st := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+		if want := "client-turn-" + string(rune('1'+i)); st.ClientTurnID != want {
+			t.Errorf("turn %d started with client turn %q, want %s", i+1, st.ClientTurnID, want)
+		}
+		refs = append(refs, st.TurnRef)
+		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || term.TurnRef != st.TurnRef {
+			t.Errorf("turn %d ended %+v", i+1, term)
+		}
+		if got := text(evs, root, sdk.ItemAssistantMessage); got != c.want {
+			t.Errorf("turn %d text = %q, want %q", i+1, got, c.want)
+		}
+		checkItemsClosed(t, evs)
+	}
+	if refs[0] == refs[1] {
+		t.Errorf("both turns are %s", refs[0])
+	}
+	s.Close(t)
+}
+
+// TestApprovalAccept: opencode asks before the command and before the
+// write (the plugin's default policy); both are accepted, and the items
+// complete after the answers.
+func TestApprovalAccept(t *testing.T) {
+	_, s, ws := open(t, "approval_accept")
+	root := s.Open.ProviderThreadRef
+	s.Answer = sdk.DecisionAccept
+	s.StartTurn(t, "Create made.txt with a command, then hello.txt")
+	evs := s.WaitTurn(t)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %+v", term)
+	}
+	var reqs []sdk.RuntimeEvent
+	for _, ev := range evs {
+		if ev.Kind == sdk.EventRequestOpened {
+			reqs = append(reqs, ev)
+		}
+	}
+	if len(reqs) != 2 || reqs[0].RequestKind != "command" || reqs[0].Text != "echo made > made.txt" ||
+		reqs[1].RequestKind != "file_change" || reqs[0].ItemRef == "" || reqs[0].ThreadRef != root {
+		t.Fatalf("requests %+v; want a command then a file change, each naming its item", reqs)
+	}
+	resolved := count(evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventRequestResolved && ev.Status == string(sdk.DecisionAccept)
+	})
+	if resolved != 2 {
+		t.Errorf("%d requests resolved as accepted, want 2", resolved)
+	}
+	cmd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
+	})
+	if cmd.Status != sdk.ItemDone || cmd.Title != "echo made > made.txt" || cmd.ItemRef != reqs[0].ItemRef {
+		t.Errorf("command item %+v", cmd)
+	}
+	fc := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange })
+	if fc.Status != sdk.ItemDone || fc.Title != "hello.txt" {
+		t.Errorf("file change item %+v", fc)
+	}
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "I created made.txt and hello.txt." {
+		t.Errorf("assistant text = %q", got)
+	}
+	// The replay peer made the files opencode made.
+	if got := readFile(t, filepath.Join(ws, "made.txt")); got != "made\n" {
+		t.Errorf("made.txt = %q", got)
+	}
+	checkItemsClosed(t, evs)
+	s.Close(t)
+}
+
+// TestApprovalDecline: the command is declined (reject); opencode ends the
+// turn without running it, and the item is declined.
+func TestApprovalDecline(t *testing.T) {
+	_, s, ws := open(t, "approval_decline")
+	s.StartTurn(t, "Create declined.txt")
+	evs := s.WaitTurn(t)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || !term.ThreadUsable {
+		t.Fatalf("turn ended %+v", term)
+	}
+	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	res := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
+	if req.RequestKind != "command" || res.RequestRef != req.RequestRef || res.Status != string(sdk.DecisionDecline) {
+		t.Errorf("request %+v resolved %+v", req, res)
+	}
+	cmd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
+	})
+	if cmd.Status != sdk.ItemDeclined {
+		t.Errorf("command item %+v; want declined", cmd)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "declined.txt")); err == nil {
+		t.Error("declined.txt exists")
+	}
+	checkItemsClosed(t, evs)
+	s.Close(t)
+}
+
+// TestSubagent: the task tool's child session is a child thread, announced
+// with its parent before its turn; its idle ends its own turn, and the
+// root turn ends with the root's idle, after the child's.
+func TestSubagent(t *testing.T) {
+	_, s, _ := open(t, "subagent")
+	root := s.Open.ProviderThreadRef
+	s.StartTurn(t, "Ask a helper agent to say hi")
+	evs := s.Until(t, "the root turn's end", func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == root
+	})
+	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	if child.ParentThreadRef != root || child.ThreadRef == root || !strings.HasPrefix(child.ThreadRef, "ses_") {
+		t.Fatalf("child thread %+v", child)
+	}
+	var order []string
+	for _, ev := range evs {
+		switch {
+		case ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root:
+			order = append(order, "child thread")
+		case ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef:
+			order = append(order, "child turn")
+			if ev.ClientTurnID != "" {
+				t.Errorf("the child's turn took client turn %q", ev.ClientTurnID)
+			}
+		case ev.Kind == sdk.EventTurnTerminal:
+			order = append(order, "end of "+map[bool]string{true: "root", false: "child"}[ev.ThreadRef == root])
+		}
+	}
+	if got := strings.Join(order, ", "); got != "child thread, child turn, end of child, end of root" {
+		t.Errorf("order: %s", got)
+	}
+	task := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemSubagent })
+	if task.ThreadRef != root || task.Status != sdk.ItemDone || task.Title != "task: Say hi" {
+		t.Errorf("task item %+v", task)
+	}
+	if got := text(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Hi from the helper." {
+		t.Errorf("child text = %q", got)
+	}
+	if got := text(evs, root, sdk.ItemAssistantMessage); got != "The helper said hi." {
+		t.Errorf("root text = %q", got)
+	}
+	checkItemsClosed(t, evs)
+	s.Close(t)
+}
