@@ -252,7 +252,9 @@ func TestApprovalAccept(t *testing.T) {
 	if cmd.Status != sdk.ItemDone || cmd.Title != "echo made > made.txt" || cmd.ItemRef != reqs[0].ItemRef {
 		t.Errorf("command item %+v", cmd)
 	}
-	fc := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange })
+	fc := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange
+	})
 	if fc.Status != sdk.ItemDone || fc.Title != "hello.txt" {
 		t.Errorf("file change item %+v", fc)
 	}
@@ -325,7 +327,9 @@ func TestSubagent(t *testing.T) {
 	if got := strings.Join(order, ", "); got != "child thread, child turn, end of child, end of root" {
 		t.Errorf("order: %s", got)
 	}
-	task := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemSubagent })
+	task := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemSubagent
+	})
 	if task.ThreadRef != root || task.Status != sdk.ItemDone || task.Title != "task: Say hi" {
 		t.Errorf("task item %+v", task)
 	}
