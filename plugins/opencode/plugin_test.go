@@ -236,8 +236,8 @@ func TestApprovalAccept(t *testing.T) {
 			reqs = append(reqs, ev)
 		}
 	}
-	if len(reqs) != 2 || reqs[0].RequestKind != "command" || reqs[0].Text != "echo made > made.txt" ||
-		reqs[1].RequestKind != "file_change" || reqs[0].ItemRef == "" || reqs[0].ThreadRef != root {
+	if len(reqs) != 2 || reqs[0].RequestKind != "command_approval" || reqs[0].Text != "echo made > made.txt" ||
+		reqs[1].RequestKind != "file_change_approval" || reqs[0].ItemRef == "" || reqs[0].ThreadRef != root {
 		t.Fatalf("requests %+v; want a command then a file change, each naming its item", reqs)
 	}
 	resolved := count(evs, func(ev sdk.RuntimeEvent) bool {
@@ -280,7 +280,7 @@ func TestApprovalDecline(t *testing.T) {
 	}
 	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	res := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
-	if req.RequestKind != "command" || res.RequestRef != req.RequestRef || res.Status != string(sdk.DecisionDecline) {
+	if req.RequestKind != "command_approval" || res.RequestRef != req.RequestRef || res.Status != string(sdk.DecisionDecline) {
 		t.Errorf("request %+v resolved %+v", req, res)
 	}
 	cmd := find(t, evs, func(ev sdk.RuntimeEvent) bool {

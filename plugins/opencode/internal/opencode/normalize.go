@@ -442,15 +442,17 @@ func (n *normalizer) exited(report string) []sdk.RuntimeEvent {
 	return out
 }
 
-// permissionKind names a permission request by what it is about.
+// permissionKind names a permission request by what it is about, in the
+// host's request kinds: a command, a file change, or another permission
+// (webfetch, external_directory, ...).
 func permissionKind(permission string) string {
 	switch permission {
 	case "bash":
-		return "command"
+		return "command_approval"
 	case "edit":
-		return "file_change"
+		return "file_change_approval"
 	}
-	return permission
+	return "permission"
 }
 
 // permissionOptions are the answers opencode takes.

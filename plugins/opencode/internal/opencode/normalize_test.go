@@ -202,7 +202,7 @@ func TestToolsAndPermissions(t *testing.T) {
 			MessageID string `json:"messageID"`
 			CallID    string `json:"callID"`
 		}{MessageID: "msg_a1", CallID: "c1"}}, nil)
-	if !ok || req.RequestKind != "command" || req.ItemRef != "prt_b" || req.TurnRef != "msg_u1" || req.Text != "ls" || len(req.Options) != 3 {
+	if !ok || req.RequestKind != "command_approval" || req.ItemRef != "prt_b" || req.TurnRef != "msg_u1" || req.Text != "ls" || len(req.Options) != 3 {
 		t.Fatalf("request %+v", req)
 	}
 	if _, ok := n.permissionAsked(permissionAsked{ID: "per_2", SessionID: "ses_other"}, nil); ok {
