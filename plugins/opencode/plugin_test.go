@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -340,5 +341,138 @@ func TestSubagent(t *testing.T) {
 		t.Errorf("root text = %q", got)
 	}
 	checkItemsClosed(t, evs)
+	s.Close(t)
+}
+
+// TestInterrupt: an interrupt is an abort; the turn ends interrupted when
+// the session goes idle (opencode reports MessageAbortedError first, which
+// is no failure), and the thread stays usable.
+func TestInterrupt(t *testing.T) {
+	_, s, _ := open(t, "turn_interrupt")
+	s.StartTurn(t, "Count to a million, slowly")
+	s.Until(t, "the turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	s.Interrupt(t, "")
+	evs := s.WaitTurn(t)
+	term := evs[len(evs)-1]
+	if term.Status != sdk.TurnInterrupted || term.Failure != nil || !term.ThreadUsable {
+		t.Fatalf("turn ended %+v; want interrupted, usable, no failure", term)
+	}
+	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+		t.Errorf("the abort made %d diagnostics", n)
+	}
+	checkItemsClosed(t, evs)
+	// An interrupt with no turn running sends nothing (the peer would
+	// refuse an unexpected request) and is still acknowledged.
+	s.Interrupt(t, "")
+	s.Close(t)
+}
+
+// TestResume: a second server (restarted, same data) resumes the session
+// by its id; the host is told it was resumed.
+func TestResume(t *testing.T) {
+	_, s, _ := open(t, "resume")
+	first := s.Open.ProviderThreadRef
+	s.StartTurn(t, "Remember the word banana")
+	s.WaitTurn(t)
+	r := s.Resume(t)
+	if !r.Open.Resumed || r.Open.ProviderThreadRef != first {
+		t.Fatalf("resume: %+v; want session %s resumed", r.Open, first)
+	}
+	r.StartTurn(t, "What was the word?")
+	evs := r.WaitTurn(t)
+	if got := text(evs, first, sdk.ItemAssistantMessage); got != "The word was banana." {
+		t.Errorf("assistant text = %q", got)
+	}
+	r.Close(t)
+}
+
+// TestResumeUnknownSession: a session the server does not have (404) is
+// not resumed: a new one starts, the host is told so, with a diagnostic.
+func TestResumeUnknownSession(t *testing.T) {
+	p := start(t)
+	ws := t.TempDir()
+	req := sdk.OpenSessionRequest{Cwd: ws, ResumeThreadRef: "ses_gone",
+		Command: plugintest.PeerCommand(filepath.Join(testdata, "resume_unknown.ndjson"), ws, "")}
+	s := p.OpenWith(t, req)
+	if s.Open.Resumed || s.Open.ProviderThreadRef == "ses_gone" || s.Open.ProviderThreadRef == "" {
+		t.Fatalf("open: %+v; want a new session, not resumed", s.Open)
+	}
+	evs := s.Close(t)
+	d := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
+	if !strings.Contains(d.Title, "could not resume session ses_gone") {
+		t.Errorf("diagnostic %+v", d)
+	}
+}
+
+// TestRollback: three turns, then the last two are dropped with opencode's
+// revert to before the second turn's user message, checked against the
+// host's BeforeTurnRef; a mismatching ref is refused before anything is
+// reverted.
+func TestRollback(t *testing.T) {
+	p, s, _ := open(t, "thread_rollback")
+	s.Answer = sdk.DecisionAccept
+	root := s.Open.ProviderThreadRef
+	var turns []string
+	for _, m := range []string{"Write a.txt saying one", "Add a line to a.txt and write sub/b.txt", "Write c.txt"} {
+		s.StartTurn(t, m)
+		evs := s.WaitTurn(t)
+		turns = append(turns, evs[len(evs)-1].TurnRef)
+	}
+	ctx := context.Background()
+	_, err := p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.ID, ThreadRef: root, Turns: 2, BeforeTurnRef: turns[2]})
+	if !errors.Is(err, sdk.ErrInvalid) || !strings.Contains(err.Error(), "the host expected "+turns[2]) {
+		t.Fatalf("rollback with the wrong turn = %v; want refused", err)
+	}
+	// The refused rollback read the session and its messages, which the
+	// transcript has once (the peer now misses the revert and exits as
+	// such): a fresh session replays the good one.
+	if err := p.CloseSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	evs := s.Until(t, "runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
+	if last := evs[len(evs)-1]; last.Failure == nil || !strings.Contains(last.Failure.Message, "exit status 4") {
+		t.Errorf("runtime exit %+v; want the peer's leftover exit (4): nothing was reverted", last)
+	}
+	p, s, _ = open(t, "thread_rollback")
+	s.Answer = sdk.DecisionAccept
+	for _, m := range []string{"Write a.txt saying one", "Add a line to a.txt and write sub/b.txt", "Write c.txt"} {
+		s.StartTurn(t, m)
+		s.WaitTurn(t)
+	}
+	res, err := p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.ID, ThreadRef: root, Turns: 2, BeforeTurnRef: turns[1]})
+	if err != nil || res.ThreadRef != root {
+		t.Fatalf("rollback = %+v, %v", res, err)
+	}
+	s.StartTurn(t, "What does a.txt say now?")
+	evs = s.WaitTurn(t)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn after the rollback ended %+v", term)
+	}
+	s.Close(t)
+}
+
+// TestSubagentCheckpoint: the child session's write asks for permission in
+// the child thread; the request names the child's turn.
+func TestSubagentCheckpoint(t *testing.T) {
+	_, s, ws := open(t, "subagent_checkpoint")
+	root := s.Open.ProviderThreadRef
+	s.Answer = sdk.DecisionAccept
+	s.StartTurn(t, "Ask a helper agent to write notes.txt, then summarize")
+	evs := s.Until(t, "the root turn's end", func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == root
+	})
+	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	childTurn := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef })
+	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	if req.ThreadRef != child.ThreadRef || req.TurnRef != childTurn.TurnRef || req.RequestKind != "file_change_approval" {
+		t.Errorf("request %+v; want the child turn's file change", req)
+	}
+	fc := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange })
+	if fc.ThreadRef != child.ThreadRef || fc.Title != "notes.txt" || fc.Status != sdk.ItemDone {
+		t.Errorf("file change %+v", fc)
+	}
+	if got := readFile(t, filepath.Join(ws, "notes.txt")); got != "notes from the helper\n" {
+		t.Errorf("notes.txt = %q", got)
+	}
 	s.Close(t)
 }
