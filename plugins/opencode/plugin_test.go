@@ -462,12 +462,16 @@ func TestSubagentCheckpoint(t *testing.T) {
 		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == root
 	})
 	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
-	childTurn := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef })
+	childTurn := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef
+	})
 	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	if req.ThreadRef != child.ThreadRef || req.TurnRef != childTurn.TurnRef || req.RequestKind != "file_change_approval" {
 		t.Errorf("request %+v; want the child turn's file change", req)
 	}
-	fc := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange })
+	fc := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange
+	})
 	if fc.ThreadRef != child.ThreadRef || fc.Title != "notes.txt" || fc.Status != sdk.ItemDone {
 		t.Errorf("file change %+v", fc)
 	}
