@@ -107,6 +107,8 @@ fuzz:
 	cd plugins/acp && $(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/acp/
 	cd plugins/codex && $(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/codex/
 	cd plugins/codex && $(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/codex/
+	cd plugins/cursor && $(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/cursor/
+	cd plugins/cursor && $(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/cursor/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzDecodeCommand$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/domain/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/scenario/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzParseSummary$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/checkpoint/

@@ -29,7 +29,12 @@ type Config struct {
 	Dir     string
 	// RawFrameLog is the raw-frame log's path; empty keeps none.
 	RawFrameLog string
-	Log         hclog.Logger
+	// Frames, when set, is the raw-frame log to use instead of opening
+	// RawFrameLog: a session whose provider is started once per turn keeps
+	// one log, with one numbering, across its processes. ExitEvent leaves
+	// it open; its owner closes it.
+	Frames *framelog.Log
+	Log    hclog.Logger
 	// Stdin keeps the provider's stdin open for Write. Without it stdin is
 	// closed at once: a provider that reads its input to the end before it
 	// starts (one process per turn) starts right away.
@@ -41,8 +46,9 @@ type Process struct {
 	Cmd    *providerproc.Process
 	Frames *framelog.Log
 
-	name string
-	r    *ndjson.Reader
+	name      string
+	r         *ndjson.Reader
+	ownFrames bool // Frames was opened here, and ExitEvent closes it
 
 	wmu sync.Mutex
 	w   *ndjson.Writer
@@ -58,14 +64,18 @@ const stderrTailLines = 5
 // Start starts the process. It is not bound to a context: it lives until
 // Close or until it exits.
 func Start(cfg Config) (*Process, error) {
-	frames, err := framelog.Open(cfg.RawFrameLog, 0)
-	if err != nil {
-		return nil, err
+	frames, own := cfg.Frames, false
+	if frames == nil {
+		var err error
+		if frames, err = framelog.Open(cfg.RawFrameLog, 0); err != nil {
+			return nil, err
+		}
+		own = true
 	}
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	p := &Process{Frames: frames, name: cfg.Name}
+	p := &Process{Frames: frames, name: cfg.Name, ownFrames: own}
 	cmd, err := providerproc.Start(providerproc.Command{Argv: cfg.Command.Argv, Env: cfg.Command.Env, Dir: cfg.Dir,
 		Stderr: func(line []byte) {
 			frames.Append(framelog.Stderr, line)
@@ -73,7 +83,9 @@ func Start(cfg Config) (*Process, error) {
 			p.keepStderr(line)
 		}})
 	if err != nil {
-		frames.Close()
+		if own {
+			frames.Close()
+		}
 		return nil, err
 	}
 	p.Cmd = cmd
@@ -143,7 +155,8 @@ func (p *Process) Err() error { return p.Cmd.Err() }
 // ExitEvent is the runtime_exited event for the provider's exit (once it
 // exited and its stdout was read to the end): closed says the session was
 // closed by the host; an exit with an error carries the exit report. It
-// closes the raw-frame log: the exit is a session's last event.
+// closes the raw-frame log it opened (not Config.Frames): the exit is a
+// session's last event.
 func (p *Process) ExitEvent(threadRef string, closed bool) sdk.RuntimeEvent {
 	ev := sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: threadRef, Status: sdk.ExitExited}
 	if closed {
@@ -155,7 +168,9 @@ func (p *Process) ExitEvent(threadRef string, closed bool) sdk.RuntimeEvent {
 		}
 		ev.Failure = &sdk.Failure{Code: "provider_exited", Message: p.ExitReport()}
 	}
-	p.Frames.Close()
+	if p.ownFrames {
+		p.Frames.Close()
+	}
 	return ev
 }
 

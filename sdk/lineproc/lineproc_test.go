@@ -3,6 +3,7 @@ package lineproc
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/framelog"
 )
 
 func start(t *testing.T, stdin bool, script string) *Process {
@@ -80,5 +82,38 @@ func TestSignalEndsTheGroup(t *testing.T) {
 	}
 	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatalf("signalling a group that is gone: %v", err)
+	}
+}
+
+// Processes started one after another on one log (a provider started once
+// per turn) number their frames on, and ExitEvent leaves the log open.
+func TestSharedFrameLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "frames.ndjson")
+	frames, err := framelog.Open(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer frames.Close()
+	var last uint64
+	for i := range 2 {
+		p, err := Start(Config{Name: "turn", Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", `echo '{"n":1}'`}},
+			Dir: t.TempDir(), Frames: frames})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, idx, err := p.Next()
+		if err != nil || idx <= last {
+			t.Fatalf("process %d: frame %d after %d, %v", i+1, idx, last, err)
+		}
+		last = idx
+		<-p.Done()
+		p.ExitEvent("", false)
+	}
+	if got := frames.Append(framelog.In, []byte(`{}`)); got != last+1 {
+		t.Fatalf("the log after both processes: frame %d, want %d (still open, numbering on)", got, last+1)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || strings.Count(string(b), `{"n":1}`) != 2 {
+		t.Fatalf("log = %q, %v", b, err)
 	}
 }

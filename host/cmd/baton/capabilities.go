@@ -131,7 +131,7 @@ var degradations = []struct {
 	{func(c sdk.Capabilities) bool { return !c.Approvals },
 		"**approvals no**: the provider asks nothing while it runs; what it may do is fixed when it starts (its own permission settings), so `--approve` has nothing to answer."},
 	{func(c sdk.Capabilities) bool { return !c.Subagents },
-		"**subagents no**: work the provider delegates shows as tool calls of the root turn."},
+		"**subagents no**: work the provider delegates shows as items of the root turn, with no child turns or checkpoints of its own."},
 	{func(c sdk.Capabilities) bool { return !c.NativeRollback },
 		"**rollback fresh thread + handoff**: files are restored from the checkpoint as for every provider; the provider's conversation is left behind, and the next run starts a fresh one whose first turn carries a handoff (what was asked, answered and changed in the runs that remain)."},
 	{func(c sdk.Capabilities) bool { return !c.Resume },

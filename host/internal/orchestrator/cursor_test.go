@@ -1,0 +1,380 @@
+package orchestrator_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/plugintest"
+)
+
+// The Cursor agent CLI in print mode: one provider process per turn (the
+// replay peer, continuing one authored transcript through its state file
+// and checking each process's arguments), the chat continued with
+// --resume. No native steering, rollback or approvals: the host restarts
+// attempts, starts a fresh chat with a handoff, and asks nothing.
+
+// cursorThread creates a cursor thread on a transcript.
+func (e *env) cursorThread(scenario, policy string) string {
+	e.t.Helper()
+	id, _, _ := e.newThread("cursor", "cursor/"+scenario+".ndjson", policy)
+	return id
+}
+
+// invocations counts the processes started in a thread's sessions whose
+// arguments hold text (read once the host has closed the sessions).
+func (e *env) invocations(th domain.Thread, text string) int {
+	e.t.Helper()
+	n := 0
+	for _, s := range th.ProviderSessions {
+		for _, l := range strings.Split(e.rawFrames(s.ID), "\n") {
+			if strings.Contains(l, `"dir":"out","frame":{"argv":`) && strings.Contains(l, text) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func assertSessionsClosedCleanly(t *testing.T, th domain.Thread) {
+	t.Helper()
+	for _, s := range th.ProviderSessions {
+		if s.Status != domain.SessionStatusEnded || s.EndReason != "closed" {
+			t.Errorf("session %s = %s (%q); want ended, closed (the peer saw every process it expected)", s.ID, s.Status, s.EndReason)
+		}
+	}
+}
+
+// Simple and checkpoint: one message, one run, one root node, one provider
+// turn on the chat system/init named; the text streamed once (the repeats
+// dropped); the file the agent wrote is in the run's checkpoint.
+func TestCursorSimple(t *testing.T) {
+	e := newEnv(t)
+	e.gitWorkspace()
+	threadID := e.cursorThread("simple", "")
+	msgs := messages(t, "cursor/simple.messages")
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: msgs[0]}})
+	th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusCompleted || r.Ordinal != 1 {
+		t.Fatalf("run = %s %+v", r.Status, r.Failure)
+	}
+	assertOneRootAndTurn(t, th, r)
+	if got := assistantText(th, r.ID); got != "I'll create hello.txt. Done: hello.txt says hello." {
+		t.Errorf("assistant text = %q", got)
+	}
+	if len(th.ProviderThreads) != 1 || th.ProviderThreads[0].ProviderRef != "3f1e8a52-6c1d-4b7e-9a0f-2d5c8e1b4a77" {
+		t.Errorf("provider threads: %+v", th.ProviderThreads)
+	}
+	var kinds []string
+	for _, it := range th.TurnItems {
+		kinds = append(kinds, it.Kind+" "+it.Status)
+	}
+	for _, want := range []string{"reasoning completed", "file_change completed"} {
+		if !slices.Contains(kinds, want) {
+			t.Errorf("turn items %q lack %q", kinds, want)
+		}
+	}
+	if r.Usage == nil || r.Usage.InputTokens != 1840 || r.Usage.OutputTokens != 96 {
+		t.Errorf("usage: %+v", r.Usage)
+	}
+	// The run's checkpoint has the file the agent wrote.
+	roots := rootCheckpoints(th)
+	if len(roots) != 2 || roots[1].RunID != r.ID || roots[1].Status != domain.CheckpointReady ||
+		!slices.Equal(fileList(roots[1]), []string{"added hello.txt"}) {
+		t.Fatalf("root checkpoints: %+v", roots)
+	}
+	if d, _, err := e.host.Diff(t.Context(), threadID, 1, 0); err != nil || !strings.Contains(d.Text, "+hello") {
+		t.Errorf("diff of run 1: %+v %v", d, err)
+	}
+	assertSequencesIncrease(t, e, threadID)
+	e.restart()
+	th = mustThread(t, e, threadID)
+	assertSessionsClosedCleanly(t, th)
+	if n := e.invocations(th, `"--resume"`); n != 0 {
+		t.Errorf("%d processes resumed a chat; the first turn starts one", n)
+	}
+}
+
+// Multi-turn: each message is a run of its own, on the same chat; the
+// second turn's process resumes it.
+func TestCursorMultiTurn(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.cursorThread("multi_turn", "")
+	msgs := messages(t, "cursor/multi_turn.messages")
+	for i, m := range msgs {
+		e.dispatch(domain.Command{ID: "send-" + string(rune('a'+i)), ThreadID: threadID,
+			Payload: domain.DispatchMessage{Text: m, Mode: domain.ModeQueueAfterActive}})
+	}
+	th := e.waitFor(threadID, "every run to end", allRunsEnded(2))
+	for i, want := range []string{"Noted: pineapple.", "The word was pineapple."} {
+		r := th.Runs[i]
+		if r.Ordinal != i+1 || r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != want {
+			t.Errorf("run %d: %s %q", r.Ordinal, r.Status, assistantText(th, r.ID))
+		}
+		assertOneRootAndTurn(t, th, r)
+	}
+	if len(th.ProviderThreads) != 1 || len(th.ProviderSessions) != 1 {
+		t.Fatalf("provider threads %+v, sessions %d; want one chat in one session", th.ProviderThreads, len(th.ProviderSessions))
+	}
+	e.restart()
+	th = mustThread(t, e, threadID)
+	assertSessionsClosedCleanly(t, th)
+	if n := e.invocations(th, `"--resume","8d2c4b6a-0e1f-4a3b-8c5d-7e9f1a2b3c4d"`); n != 1 {
+		t.Errorf("%d processes resumed the chat, want 1", n)
+	}
+}
+
+// Resume: a thread continued by a new host resumes the chat in a new
+// session; no second provider thread.
+func TestCursorResumeAfterRestart(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.cursorThread("resume", "")
+	groups := plugintest.ReadGroups(t, filepath.Join(root, "testdata", "cursor/resume.messages"))
+	e.dispatch(domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[0][0]}})
+	e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
+	e.restart()
+	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[1][0]}})
+	th := e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
+	if r := th.Runs[1]; r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != "The word was pineapple." {
+		t.Fatalf("run 2: %s %q", r.Status, assistantText(th, r.ID))
+	}
+	if len(th.ProviderSessions) != 2 || len(th.ProviderThreads) != 1 {
+		t.Fatalf("sessions %d, provider threads %d; want 2 sessions on 1 chat", len(th.ProviderSessions), len(th.ProviderThreads))
+	}
+	for _, d := range th.Diagnostics {
+		if strings.Contains(d.Title, "could not resume") {
+			t.Errorf("diagnostic: %+v", d)
+		}
+	}
+	e.restart()
+	assertSessionsClosedCleanly(t, mustThread(t, e, threadID))
+}
+
+// Steering by restart: the message sent into the running turn interrupts
+// its process (the host restarts the attempt); the replacement's process
+// resumes the chat with the steering message. One run, two attempts.
+func TestCursorSteeringRestartFallback(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.cursorThread("steering_restart_fallback", "")
+	th := e.play(threadID, "cursor/steering_restart_fallback.steps.json")
+	if len(th.Runs) != 1 {
+		t.Fatalf("runs = %d, want 1", len(th.Runs))
+	}
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 2 {
+		t.Fatalf("run = %s with %d attempts, want completed with 2", r.Status, len(r.Attempts))
+	}
+	first, second := r.Attempts[0], r.Attempts[1]
+	if first.Reason != domain.AttemptInitial || first.Status != domain.RunStatusInterrupted ||
+		second.Reason != domain.AttemptSteeringRestart || r.FinalAttempt != second.ID {
+		t.Fatalf("attempts = %+v", r.Attempts)
+	}
+	if len(th.ProviderTurns) != 2 || th.ProviderTurns[1].AttemptID != second.ID ||
+		th.ProviderTurns[0].ProviderThreadID != th.ProviderTurns[1].ProviderThreadID || len(th.ProviderThreads) != 1 {
+		t.Fatalf("provider turns %+v, threads %+v; want both turns on the one chat", th.ProviderTurns, th.ProviderThreads)
+	}
+	if got := assistantText(th, r.ID); !strings.HasSuffix(got, "Hi! Keeping it short.") {
+		t.Errorf("assistant text = %q", got)
+	}
+	e.restart()
+	th = mustThread(t, e, threadID)
+	assertSessionsClosedCleanly(t, th)
+	if n := e.invocations(th, `"--resume","c7a9e1f3-5b2d-4e8c-a6f0-1d3b5c7e9a2f","--","Actually, just say hi."`); n != 1 {
+		t.Errorf("the replacement process resumed the chat with the steering message %d times, want 1", n)
+	}
+}
+
+// Interrupt: acknowledged at once; the run ends interrupted only when the
+// process the host ended is gone.
+func TestCursorTurnInterrupt(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.cursorThread("turn_interrupt", "")
+	th := e.play(threadID, "cursor/turn_interrupt.steps.json")
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusInterrupted || !r.InterruptRequested {
+		t.Fatalf("run %s (requested %v), want interrupted", r.Status, r.InterruptRequested)
+	}
+	types := e.types(threadID, 0)
+	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
+		t.Fatalf("events: %v", types)
+	}
+	var cmd *domain.TurnItem
+	for i, it := range th.TurnItems {
+		if it.Kind == "command_execution" {
+			cmd = &th.TurnItems[i]
+		}
+	}
+	if cmd == nil || cmd.Status == domain.StatusCompleted || cmd.Status == domain.StatusInProgress {
+		t.Errorf("the running command: %+v", cmd)
+	}
+	e.restart()
+	assertSessionsClosedCleanly(t, mustThread(t, e, threadID))
+}
+
+// Subagent: the task tool call is a subagent node under the run's root;
+// the run ends once, on the root turn's result.
+func TestCursorSubagent(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.cursorThread("subagent", "")
+	th := e.play(threadID, "cursor/subagent.steps.json")
+	r := th.Runs[0]
+	if len(th.Runs) != 1 || r.Status != domain.RunStatusCompleted {
+		t.Fatalf("runs: %+v", th.Runs)
+	}
+	root := r.Attempts[0].RootNode
+	var subs []domain.Node
+	for _, n := range r.Nodes {
+		if n.Kind == domain.NodeSubagent {
+			subs = append(subs, n)
+		}
+	}
+	if len(subs) != 1 || subs[0].ParentID != root || subs[0].Status != domain.StatusCompleted || subs[0].Title != "Say hi" {
+		t.Fatalf("subagent nodes: %+v", subs)
+	}
+	if n := strings.Count(strings.Join(e.types(threadID, 0), " "), "run.ended"); n != 1 {
+		t.Fatalf("run.ended %d times", n)
+	}
+	if got := assistantText(th, r.ID); got != "Asking a helper. The helper said: Hi there!" {
+		t.Errorf("assistant text = %q", got)
+	}
+}
+
+// Rollback without native rollback: files back to run 1, the chat left
+// for a fresh one (the fourth process resumes nothing: the peer checks its
+// arguments) whose first turn carries the host's handoff.
+func TestCursorThreadRollback(t *testing.T) {
+	e := newEnv(t)
+	e.gitWorkspace()
+	threadID := e.cursorThread("thread_rollback", domain.ApproveAccept)
+	th := e.play(threadID, "cursor/thread_rollback.steps.json")
+	want := map[string]string{"README.md": readme, ".gitignore": "*.log\n", "build.log": "ignored\n", "a.txt": "one\n"}
+	if got := e.files(); !maps.Equal(got, want) {
+		t.Errorf("files after the rollback = %q, want %q", got, want)
+	}
+	if len(th.Runs) != 4 {
+		t.Fatalf("runs = %d, want 4", len(th.Runs))
+	}
+	for i, want := range []string{domain.RunStatusCompleted, domain.RunStatusRolledBack, domain.RunStatusRolledBack, domain.RunStatusCompleted} {
+		if r := th.Runs[i]; r.Status != want {
+			t.Errorf("run %d = %s, want %s (failure %+v)", r.Ordinal, r.Status, want, r.Failure)
+		}
+	}
+	if got := assistantText(th, th.Runs[3].ID); got != "a.txt says one." {
+		t.Errorf("run 4 said %q", got)
+	}
+	roots := rootCheckpoints(th)
+	if len(roots) != 5 {
+		t.Fatalf("root checkpoints: %+v", roots)
+	}
+	for i, want := range [][]string{nil, {"added a.txt"}, {"modified a.txt", "added sub/b.txt"}, {"added c.txt"}, nil} {
+		if got := fileList(roots[i]); !slices.Equal(got, want) {
+			t.Errorf("checkpoint of run %d: files %q, want %q", roots[i].RunOrdinal, got, want)
+		}
+	}
+	rb := th.Rollbacks[0]
+	if rb.Status != domain.RollbackDone || rb.TargetRunOrdinal != 1 || rb.Reconciliation != domain.ReconcileFreshThread ||
+		rb.FilesWritten != 1 || rb.FilesRemoved != 2 {
+		t.Fatalf("rollback: %+v", rb)
+	}
+	if len(th.Handoffs) != 1 || th.Handoffs[0].Status != domain.HandoffStatusConsumed || th.Handoffs[0].RunID != th.Runs[3].ID {
+		t.Errorf("handoffs: %+v", th.Handoffs)
+	}
+	const old, fresh = "d4e6f8a0-b2c4-4d6e-8f0a-2c4e6a8c0e2a", "f6a8c0e2-d4f6-4a8c-9e0b-4d6f8b0d2f4b"
+	if len(th.ProviderThreads) != 2 || th.ProviderThreads[0].ProviderRef != old || !th.ProviderThreads[0].Detached ||
+		th.ProviderThreads[1].ProviderRef != fresh || th.ProviderThreads[1].Detached {
+		t.Fatalf("provider threads: %+v", th.ProviderThreads)
+	}
+	var run4 *domain.ProviderTurn
+	for i, pt := range th.ProviderTurns {
+		if pt.RunID == th.Runs[3].ID {
+			run4 = &th.ProviderTurns[i]
+		}
+	}
+	if run4 == nil || run4.ProviderThreadID != th.ProviderThreads[1].ID {
+		t.Errorf("run 4's turn: %+v", run4)
+	}
+	e.restart()
+	th = mustThread(t, e, threadID)
+	assertSessionsClosedCleanly(t, th)
+	// The old chat was resumed by runs 2 and 3 only; after the rollback no
+	// process names it.
+	if n := e.invocations(th, `"--resume","`+old+`"`); n != 2 {
+		t.Errorf("%d processes resumed the old chat, want 2 (runs 2 and 3)", n)
+	}
+	if n := e.invocations(th, `"--","[Baton: the files of this project were rolled back`); n != 1 {
+		t.Errorf("%d processes got the handoff, want 1", n)
+	}
+}
+
+// A process that exits non-zero without a result fails its run with the
+// CLI's stderr; the next message resumes the same chat.
+func TestCursorFailureWithoutResult(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.cursorThread("failure", "")
+	th := e.play(threadID, "cursor/failure.steps.json")
+	if len(th.Runs) != 2 {
+		t.Fatalf("runs = %d, want 2", len(th.Runs))
+	}
+	r1, r2 := th.Runs[0], th.Runs[1]
+	if r1.Status != domain.RunStatusFailed || r1.Failure == nil || !strings.Contains(r1.Failure.Message, "usage limit") {
+		t.Fatalf("run 1: %s %+v", r1.Status, r1.Failure)
+	}
+	if r2.Status != domain.RunStatusCompleted || assistantText(th, r2.ID) != "Hello!" {
+		t.Fatalf("run 2: %s %q", r2.Status, assistantText(th, r2.ID))
+	}
+	if len(th.ProviderThreads) != 1 || len(th.ProviderSessions) != 1 {
+		t.Errorf("provider threads %d, sessions %d; want the one chat in the one session", len(th.ProviderThreads), len(th.ProviderSessions))
+	}
+	e.restart()
+	assertSessionsClosedCleanly(t, mustThread(t, e, threadID))
+}
+
+// Approvals: print mode has none. The capability is off; with the thread
+// asking a client about everything, nothing is asked: the CLI itself
+// refused the command (the item is declined) and the run completes.
+func TestCursorNoApprovals(t *testing.T) {
+	p, err := sdk.Launch(sdk.LaunchConfig{Path: filepath.Join(pluginDir, "baton-plugin-cursor"),
+		Logger: hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Warn, Output: testWriter{t}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := p.Describe(context.Background())
+	p.Kill()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := d.Capabilities; c.Approvals || c.NativeSteering || c.NativeRollback || !c.Interrupt || !c.Resume {
+		t.Fatalf("capabilities: %+v", c)
+	}
+	e := newEnv(t)
+	threadID := e.cursorThread("approvals_none", domain.ApproveAsk)
+	th := e.play(threadID, "cursor/approvals_none.steps.json")
+	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
+		t.Fatalf("run: %s %+v", r.Status, r.Failure)
+	}
+	if len(th.Requests) != 0 {
+		t.Fatalf("requests: %+v", th.Requests)
+	}
+	var cmds []domain.TurnItem
+	for _, it := range th.TurnItems {
+		if it.Kind == "command_execution" {
+			cmds = append(cmds, it)
+		}
+	}
+	if len(cmds) != 1 || cmds[0].Status != "declined" || cmds[0].Title != "make test" {
+		t.Errorf("command items: %+v", cmds)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "hello.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("unexpected file: %v", err)
+	}
+}

@@ -1,0 +1,399 @@
+package cursor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/framelog"
+	"github.com/baton-run/baton/sdk/lineproc"
+	"github.com/baton-run/baton/sdk/ndjson"
+	"github.com/baton-run/baton/sdk/providerproc"
+)
+
+// Version is the plugin's version.
+const Version = "0.1.0"
+
+// Runtime policies. Print mode has no approval channel: without --force
+// the CLI runs only what its own permission config allows and refuses the
+// rest (the call completes "rejected", as under the host's default of
+// declining); "force" passes --force, so every command runs unless the
+// config denies it.
+const (
+	PolicyDefault = ""
+	PolicyForce   = "force"
+)
+
+// lingerAfterResult is how long a process may live on after its result
+// before its group gets SIGTERM: the turn is over, and the next turn's
+// process must not wait on a CLI that hangs at exit.
+const lingerAfterResult = 5 * time.Second
+
+// drainTimeout bounds reading what a process wrote once it exited, when a
+// grandchild keeps its stdout open.
+const drainTimeout = 2 * time.Second
+
+// Args are the arguments the plugin appends to the configured command for
+// a turn: print mode, stream-json with partial output (text streams as it
+// is written), the workspace trusted (a headless run cannot answer the
+// trust prompt), the chat to resume, and the prompt as a positional
+// argument after "--" (so a prompt that starts with "-" is not a flag).
+func Args(cwd, model, resume string, force bool, prompt string) []string {
+	a := []string{"-p", "--output-format", "stream-json", "--stream-partial-output", "--trust", "--workspace", cwd}
+	if model != "" {
+		a = append(a, "--model", model)
+	}
+	if resume != "" {
+		a = append(a, "--resume", resume)
+	}
+	if force {
+		a = append(a, "--force")
+	}
+	return append(a, "--", prompt)
+}
+
+// Adapter drives cursor-agent. It implements sdk.Adapter only: no native
+// steering (the host restarts the attempt), no rollback (the host starts a
+// fresh chat with a handoff), no approvals (print mode has no channel).
+type Adapter struct {
+	log      hclog.Logger
+	sessions sdk.Sessions[*session]
+}
+
+// New returns an adapter that logs to log.
+func New(log hclog.Logger) *Adapter { return &Adapter{log: log} }
+
+// Describe implements sdk.Adapter.
+func (a *Adapter) Describe() sdk.Description {
+	return sdk.Description{Name: "cursor", Version: Version, WireProtocol: WireProtocol,
+		Capabilities: sdk.Capabilities{Interrupt: true, Resume: true},
+		Notes: map[string]string{
+			sdk.NoteSteering:  "print mode takes one prompt per process",
+			sdk.NoteInterrupt: "SIGTERM to the turn's process group",
+			sdk.NoteApprovals: "print mode has no approval channel; the CLI's own permissions decide, `--force` with runtime policy `force`",
+			sdk.NoteSubagents: "no child turns: the `task` tool call is one subagent item of the root turn, its own steps are not streamed",
+			sdk.NoteRollback:  "a chat cannot drop turns",
+			sdk.NoteResume:    "`--resume CHAT_ID` on the next turn's process",
+		}}
+}
+
+// session is one chat, continued by one process per turn. Between turns
+// no process runs.
+type session struct {
+	id     string
+	cwd    string
+	model  string
+	force  bool
+	cmd    sdk.ProviderCommand
+	log    hclog.Logger
+	emit   sdk.Emitter
+	frames *framelog.Log // the session's raw frames, every process's
+
+	mu     sync.Mutex
+	norm   *normalizer
+	turns  int
+	cur    *turnProc // the latest process; nil before the first
+	closed bool
+	done   chan struct{} // closed after runtime_exited
+}
+
+// turnProc is one turn's process.
+type turnProc struct {
+	proc   *lineproc.Process
+	turn   string
+	exited chan struct{} // closed once its end is reported
+
+	mu          sync.Mutex
+	interrupted bool // the host asked it to stop (or closed the session)
+	closing     bool
+}
+
+// signal sends sig to the process's whole group at once.
+func (tp *turnProc) signal(sig syscall.Signal) {
+	_ = tp.proc.Signal(sig)
+}
+
+// stop ends the process group: SIGTERM at once, SIGKILL after the grace
+// period.
+func (tp *turnProc) stop() {
+	tp.signal(syscall.SIGTERM)
+	go func() {
+		select {
+		case <-tp.proc.Done():
+		case <-time.After(providerproc.GracePeriod):
+			tp.signal(syscall.SIGKILL)
+		}
+	}()
+}
+
+// report says how the process ended, with the end of its stderr.
+func (tp *turnProc) report(name string) string {
+	msg := name + " exited"
+	if err := tp.proc.Err(); err != nil {
+		msg += ": " + err.Error()
+	} else {
+		msg += " without a result"
+	}
+	if tail := tp.proc.StderrTail(); tail != "" {
+		msg += "; its last stderr lines:\n" + tail
+	}
+	return msg
+}
+
+// OpenSession implements sdk.Adapter. No process starts until a turn does;
+// a chat to resume is taken as resumed (its id goes with --resume on every
+// turn; a process that names another chat is reported then).
+func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, emit sdk.Emitter) (sdk.OpenSessionResponse, error) {
+	if !filepath.IsAbs(req.Cwd) {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: cwd %q is not absolute", req.Cwd)
+	}
+	if len(req.Command.Argv) == 0 {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: no provider command")
+	}
+	var force bool
+	switch req.RuntimePolicy {
+	case PolicyDefault:
+	case PolicyForce:
+		force = true
+	default:
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid,
+			"open session: runtime policy %q: want empty (the CLI's own permissions; what they do not allow is refused) or %q (--force)",
+			req.RuntimePolicy, PolicyForce)
+	}
+	frames, err := framelog.Open(req.RawFrameLog, 0)
+	if err != nil {
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	cwd := filepath.Clean(req.Cwd)
+	s := &session{id: req.SessionID, cwd: cwd, model: req.Model, force: force, cmd: req.Command,
+		log: a.log.With("session", req.SessionID), emit: emit, frames: frames,
+		norm: newNormalizer(cwd, req.ResumeThreadRef), done: make(chan struct{})}
+	a.sessions.Add(req.SessionID, s, s.done)
+	return sdk.OpenSessionResponse{ProviderSessionRef: req.ResumeThreadRef, ProviderThreadRef: req.ResumeThreadRef,
+		Resumed: req.ResumeThreadRef != ""}, nil
+}
+
+// name is how reports name the CLI: the configured command's base name.
+func (s *session) name() string { return filepath.Base(s.cmd.Argv[0]) }
+
+// waitExitTimeout bounds how long a turn waits for the process of the turn
+// before it (whose result came) to exit.
+const waitExitTimeout = lingerAfterResult + providerproc.GracePeriod + time.Second
+
+// StartTurn implements sdk.Adapter: a process for the turn, with the prompt
+// and the chat to resume. Its turn ref is the session's and the turn's
+// number (cursor has no turn ids).
+func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.StartTurnResponse, error) {
+	s, err := a.sessions.Get(req.SessionID)
+	if err != nil {
+		return sdk.StartTurnResponse{}, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrUnknownSession, "start turn: session %s is closed", s.id)
+	}
+	if prev := s.cur; prev != nil {
+		if !s.norm.done() {
+			s.mu.Unlock()
+			return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrBusy, "start turn: a turn is running")
+		}
+		// The turn before has its result; its process may still be
+		// exiting, and the chat is not to be resumed under it.
+		s.mu.Unlock()
+		select {
+		case <-prev.exited:
+		case <-time.After(waitExitTimeout):
+			return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrBusy, "start turn: the process of the turn before did not exit")
+		case <-ctx.Done():
+			return sdk.StartTurnResponse{}, ctx.Err()
+		}
+		s.mu.Lock()
+		if s.closed || s.cur != prev {
+			s.mu.Unlock()
+			return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrBusy, "start turn: the session changed while waiting")
+		}
+	}
+	defer s.mu.Unlock()
+	s.turns++
+	turn := fmt.Sprintf("%s/turn-%d", s.id, s.turns)
+	args := Args(s.cwd, s.model, s.norm.chat, s.force, req.Input.Text)
+	argv := append(append([]string(nil), s.cmd.Argv...), args...)
+	invocation, _ := json.Marshal(map[string][]string{"argv": args})
+	raw := s.frames.Append(framelog.Out, invocation)
+	// The prompt is an argument: stdin closes at once, or the CLI would
+	// wait for it to end before it starts.
+	proc, err := lineproc.Start(lineproc.Config{Name: s.name(), Command: sdk.ProviderCommand{Argv: argv, Env: s.cmd.Env},
+		Dir: s.cwd, Frames: s.frames, Log: s.log})
+	if err != nil {
+		return sdk.StartTurnResponse{}, fmt.Errorf("start turn: %w", err)
+	}
+	tp := &turnProc{proc: proc, turn: turn, exited: make(chan struct{})}
+	s.cur = tp
+	for _, ev := range s.norm.begin(turn, req.ClientTurnID) {
+		ev.RawFrame = raw
+		s.emitDetail(ev, proc.Pid())
+	}
+	go s.run(tp)
+	return sdk.StartTurnResponse{TurnRef: turn}, nil
+}
+
+// emitDetail emits an event; a turn_started carries the process id.
+func (s *session) emitDetail(ev sdk.RuntimeEvent, pid int) {
+	if ev.Kind == sdk.EventTurnStarted && ev.Detail == nil {
+		ev.Detail, _ = json.Marshal(map[string]int{"pid": pid})
+	}
+	s.emit.Emit(ev)
+}
+
+// run reads a turn's process until it exits, then ends the turn if its
+// result did not.
+func (s *session) run(tp *turnProc) {
+	defer close(tp.exited)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		// A grandchild that keeps stdout open must not keep the read
+		// going once the process is gone.
+		select {
+		case <-tp.proc.Done():
+		case <-stop:
+			return
+		}
+		select {
+		case <-time.After(drainTimeout):
+			_ = tp.proc.Cmd.Stdout.Close()
+		case <-stop:
+		}
+	}()
+	lingering := false
+	for {
+		line, idx, err := tp.proc.Next()
+		if errors.Is(err, ndjson.ErrLineTooLong) {
+			s.mu.Lock()
+			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: err.Error()})
+			s.mu.Unlock()
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				s.log.Debug("stdout ended", "error", err)
+			}
+			break
+		}
+		s.mu.Lock()
+		for _, ev := range s.norm.line(line) {
+			ev.RawFrame = idx
+			s.emitDetail(ev, tp.proc.Pid())
+		}
+		ended := s.norm.done()
+		s.mu.Unlock()
+		if ended && !lingering {
+			lingering = true
+			go func() {
+				select {
+				case <-tp.proc.Done():
+				case <-time.After(lingerAfterResult):
+					s.log.Warn("cursor-agent lives on after its result; stopping it")
+					tp.stop()
+				}
+			}()
+		}
+	}
+	<-tp.proc.Done()
+	tp.mu.Lock()
+	interrupted, closing := tp.interrupted, tp.closing
+	tp.mu.Unlock()
+	why := tp.report(s.name())
+	if closing {
+		why = "the session was closed"
+	} else if interrupted {
+		why = "interrupted: the process was stopped"
+	}
+	s.mu.Lock()
+	if s.cur == tp {
+		for _, ev := range s.norm.exited(interrupted, why) {
+			s.emitDetail(ev, tp.proc.Pid())
+		}
+	}
+	s.mu.Unlock()
+}
+
+// InterruptTurn implements sdk.Adapter: the turn's process group gets
+// SIGTERM at once. The turn ends interrupted when the process is gone
+// (unless its result came first).
+func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnRequest) error {
+	s, err := a.sessions.Get(req.SessionID)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	tp := s.cur
+	running := tp != nil && !s.norm.done() && (req.TurnRef == "" || req.TurnRef == tp.turn)
+	s.mu.Unlock()
+	if !running {
+		return nil // nothing to stop; the acknowledgement is still true
+	}
+	tp.mu.Lock()
+	tp.interrupted = true
+	tp.mu.Unlock()
+	tp.stop()
+	return nil
+}
+
+// RespondToRequest implements sdk.Adapter. Print mode opens no requests.
+func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequestRequest) error {
+	if _, err := a.sessions.Get(req.SessionID); err != nil {
+		return err
+	}
+	return sdk.Errorf(sdk.ErrUnknownRequest, "request %q: cursor-agent in print mode asks for nothing", req.RequestRef)
+}
+
+// CloseSession implements sdk.Adapter: a running process is stopped (its
+// turn ends interrupted), then the session's runtime_exited comes.
+func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
+	s, err := a.sessions.Get(sessionID)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.done
+		return nil
+	}
+	s.closed = true
+	tp := s.cur
+	running := tp != nil && !s.norm.done()
+	s.mu.Unlock()
+	if tp != nil {
+		if running {
+			tp.mu.Lock()
+			tp.interrupted, tp.closing = true, true
+			tp.mu.Unlock()
+			tp.stop()
+		}
+		select {
+		case <-tp.exited:
+		case <-time.After(waitExitTimeout):
+			tp.signal(syscall.SIGKILL)
+			<-tp.exited
+		}
+	}
+	s.mu.Lock()
+	chat := s.norm.chat
+	s.mu.Unlock()
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: chat, Status: sdk.ExitClosed})
+	s.frames.Close()
+	close(s.done)
+	return nil
+}

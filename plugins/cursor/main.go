@@ -1,0 +1,16 @@
+// Command baton-plugin-cursor is Baton's provider plugin for the Cursor
+// agent CLI. The host starts it; for every turn it starts the command the
+// host configured (by default `cursor-agent`) in print mode with
+// stream-json output, one process per turn, and continues the chat with
+// --resume.
+package main
+
+import (
+	"github.com/baton-run/baton/plugins/cursor/internal/cursor"
+	"github.com/baton-run/baton/sdk"
+)
+
+func main() {
+	log := sdk.NewLogger("cursor")
+	sdk.Serve(cursor.New(log), sdk.WithLogger(log))
+}
