@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/sse"
 )
 
 // ev builds an event's data.
@@ -308,4 +310,31 @@ func transcriptEvents(f *testing.F, name string) [][]byte {
 		}
 	}
 	return [][]byte{[]byte(strings.Join(lines, "\n"))}
+}
+
+// FuzzDecodeEvent: the plugin's path for the bytes of its event stream
+// (server-sent events, then each event's JSON) never panics, and every
+// event it decodes has a type and normalizes.
+func FuzzDecodeEvent(f *testing.F) {
+	f.Add([]byte("data: {\"id\":\"evt_1\",\"type\":\"server.connected\",\"properties\":{}}\n\n"))
+	f.Add([]byte("data: {\"type\":\"session.idle\",\"properties\":{\"sessionID\":\"ses_root\"}}\r\n\r\ndata: {\"type\":1}\n\n"))
+	f.Add([]byte("data: {\"type\":\"message.updated\",\"properties\":{\"sessionID\":\"ses_root\",\"info\":{\"id\":\"m\",\"role\":\"user\",\"sessionID\":\"ses_root\"}}}\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n := newNormalizer("ses_root", "/ws")
+		d := sse.NewDecoder(bytes.NewReader(b))
+		for {
+			ev, err := d.Next()
+			if err != nil {
+				return
+			}
+			e, err := decodeEvent(ev.Data)
+			if err != nil {
+				continue
+			}
+			if e.Type == "" {
+				t.Fatalf("decoded an event without a type from %q", ev.Data)
+			}
+			_ = n.event(e)
+		}
+	})
 }
