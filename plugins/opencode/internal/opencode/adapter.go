@@ -93,7 +93,7 @@ func (a *Adapter) Describe() sdk.Description {
 		WireProtocol: WireProtocol,
 		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Subagents: true, Resume: true},
 		Notes: map[string]string{
-			sdk.NoteSteering:  "none: a prompt sent while busy is queued as a later answer; the host restarts the turn",
+			sdk.NoteSteering:  "a prompt sent while busy is only queued: answered after the current answer, which it cannot change",
 			sdk.NoteInterrupt: "`POST /session/{id}/abort`",
 			sdk.NoteApprovals: "`permission.asked` for commands and edits, answered with `POST /permission/{id}/reply`",
 			sdk.NoteSubagents: "child sessions (`parentID`) as child threads",
