@@ -118,7 +118,8 @@ type session struct {
 	ctx    context.Context // ends when the session closes or opencode exits
 	cancel context.CancelCauseFunc
 
-	lastResp atomic.Uint64 // raw-frame index of the latest response
+	lastResp  atomic.Uint64 // raw-frame index of the latest response
+	streaming atomic.Bool   // the event stream's reader was started
 
 	mu      sync.Mutex
 	root    string
@@ -295,6 +296,7 @@ func (s *session) openEvents(ctx context.Context) error {
 		return fmt.Errorf("GET /event: status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
 	}
 	first := make(chan struct{})
+	s.streaming.Store(true)
 	go s.readEvents(resp.Body, first)
 	select {
 	case <-first:
@@ -381,14 +383,11 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 	<-s.proc.Done()
 	<-stdoutDone
 	s.cancel(errors.New("opencode exited"))
-	select {
-	case <-s.events:
-	default:
-		if s.base != "" {
-			select {
-			case <-s.events:
-			case <-time.After(5 * time.Second):
-			}
+	if s.streaming.Load() {
+		// The stream ends with the server, or with s.ctx just cancelled.
+		select {
+		case <-s.events:
+		case <-time.After(5 * time.Second):
 		}
 	}
 	s.mu.Lock()

@@ -37,6 +37,7 @@ type normalizer struct {
 	items      map[string]*openItem
 	callPart   map[string]string // tool callID -> part id
 	usage      map[string]*sdk.Usage
+	busy       map[string]bool         // session -> busy since its turn started
 	aborting   map[string]bool         // session -> an abort was asked
 	failure    map[string]*sdk.Failure // session -> the turn's error
 	rejected   map[string]bool         // tool callIDs whose permission was rejected
@@ -54,7 +55,7 @@ type openItem struct {
 func newNormalizer(root, cwd string) *normalizer {
 	n := &normalizer{cwd: cwd, threads: map[string]bool{}, active: map[string]string{}, msgTurn: map[string]string{},
 		msgRole: map[string]string{}, seenUser: map[string]bool{}, items: map[string]*openItem{}, callPart: map[string]string{},
-		usage: map[string]*sdk.Usage{}, aborting: map[string]bool{}, failure: map[string]*sdk.Failure{}, rejected: map[string]bool{}}
+		usage: map[string]*sdk.Usage{}, busy: map[string]bool{}, aborting: map[string]bool{}, failure: map[string]*sdk.Failure{}, rejected: map[string]bool{}}
 	if root != "" {
 		n.setRoot(root)
 	}
@@ -125,6 +126,9 @@ func (n *normalizer) dispatch(ev event) ([]sdk.RuntimeEvent, error) {
 		p, err := decode[statusEvent](ev)
 		if err != nil {
 			return nil, err
+		}
+		if p.Status.Type == "busy" && n.active[p.SessionID] != "" {
+			n.busy[p.SessionID] = true
 		}
 		if p.Status.Type == "retry" && n.threads[p.SessionID] {
 			return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: p.SessionID, TurnRef: n.active[p.SessionID],
@@ -391,9 +395,12 @@ func (n *normalizer) sessionError(p sessionErrorEvent) []sdk.RuntimeEvent {
 
 // idle ends the thread's running turn: interrupted when the client asked
 // for an abort (or opencode reported one), failed on a session error.
+//
+// Only an idle after the turn's session went busy ends it: an abort's
+// second session.idle can come after the next prompt's user message.
 func (n *normalizer) idle(session string) []sdk.RuntimeEvent {
 	turn := n.active[session]
-	if turn == "" {
+	if turn == "" || !n.busy[session] {
 		return nil
 	}
 	status := sdk.TurnCompleted
@@ -420,6 +427,7 @@ func (n *normalizer) end(session, turn, status string, failure *sdk.Failure, usa
 		}
 	}
 	delete(n.active, session)
+	delete(n.busy, session)
 	delete(n.aborting, session)
 	delete(n.failure, session)
 	delete(n.usage, turn)

@@ -56,6 +56,10 @@ func delta(session, msg, part, text string) []byte {
 
 func idle(session string) []byte { return ev("session.idle", fmt.Sprintf(`{"sessionID":%q}`, session)) }
 
+func busy(session string) []byte {
+	return ev("session.status", fmt.Sprintf(`{"sessionID":%q,"status":{"type":"busy"}}`, session))
+}
+
 func kinds(evs []sdk.RuntimeEvent) string {
 	var ks []string
 	for _, e := range evs {
@@ -69,6 +73,7 @@ func TestTurnFromUserMessageToIdle(t *testing.T) {
 	n.expectTurn("client-1")
 	out := feed(t, n,
 		user("ses_root", "msg_u1"), user("ses_root", "msg_u1"), // repeated with a summary later
+		busy("ses_root"),
 		assistant("ses_root", "msg_a1", "msg_u1"),
 		textPart("ses_root", "msg_u1", "prt_user", "Say hello", false), // the user's own text: not an item
 		textPart("ses_root", "msg_a1", "prt_t", "", false),
@@ -94,10 +99,15 @@ func TestTurnFromUserMessageToIdle(t *testing.T) {
 	if term := out[7]; term.Status != sdk.TurnCompleted || term.TurnRef != "msg_u1" || !term.ThreadUsable {
 		t.Errorf("terminal %+v", term)
 	}
-	// The next turn gets no client turn id that was not given.
-	out = feed(t, n, user("ses_root", "msg_u2"))
+	// The next turn gets no client turn id that was not given, and an idle
+	// before its session went busy (an abort's late second idle) does not
+	// end it.
+	out = feed(t, n, user("ses_root", "msg_u2"), idle("ses_root"))
 	if len(out) != 1 || out[0].ClientTurnID != "" {
-		t.Errorf("second turn %+v", out)
+		t.Errorf("second turn %s %+v", kinds(out), out)
+	}
+	if out = feed(t, n, busy("ses_root"), idle("ses_root")); kinds(out) != "turn_terminal" {
+		t.Errorf("after busy, idle gave %s", kinds(out))
 	}
 }
 
@@ -118,7 +128,7 @@ func TestChildSession(t *testing.T) {
 		ev("message.part.updated", `{"sessionID":"ses_root","part":{"id":"prt_task","messageID":"msg_a1","sessionID":"ses_root","type":"tool","tool":"task","callID":"c1","state":{"status":"running","input":{"description":"Say hi","prompt":"hi","subagent_type":"general"}}}}`),
 		ev("session.created", `{"sessionID":"ses_child","info":{"id":"ses_child","parentID":"ses_root","title":"Say hi (@general subagent)"}}`),
 		ev("session.updated", `{"sessionID":"ses_child","info":{"id":"ses_child","parentID":"ses_root"}}`),
-		user("ses_child", "msg_cu"), assistant("ses_child", "msg_ca", "msg_cu"),
+		user("ses_child", "msg_cu"), busy("ses_child"), assistant("ses_child", "msg_ca", "msg_cu"),
 		textPart("ses_child", "msg_ca", "prt_ct", "Hi", true),
 		idle("ses_child"))
 	want := "turn_started item_started thread_started turn_started item_started content_delta item_completed turn_terminal"
@@ -146,7 +156,7 @@ func TestChildSession(t *testing.T) {
 // runs is that turn's, not a new one.
 func TestQueuedPromptJoinsTurn(t *testing.T) {
 	n := newNormalizer("ses_root", "/ws")
-	out := feed(t, n, user("ses_root", "msg_u1"), user("ses_root", "msg_u2"), assistant("ses_root", "msg_a2", "msg_u2"),
+	out := feed(t, n, user("ses_root", "msg_u1"), busy("ses_root"), user("ses_root", "msg_u2"), assistant("ses_root", "msg_a2", "msg_u2"),
 		textPart("ses_root", "msg_a2", "prt_t", "both", true), idle("ses_root"))
 	if got := kinds(out); got != "turn_started item_started content_delta item_completed turn_terminal" {
 		t.Fatalf("events %s", got)
@@ -169,7 +179,7 @@ func TestQueuedPromptJoinsTurn(t *testing.T) {
 
 func TestAbortAndErrors(t *testing.T) {
 	n := newNormalizer("ses_root", "/ws")
-	out := feed(t, n, user("ses_root", "msg_u1"), assistant("ses_root", "msg_a1", "msg_u1"), textPart("ses_root", "msg_a1", "prt_t", "", false))
+	out := feed(t, n, user("ses_root", "msg_u1"), busy("ses_root"), assistant("ses_root", "msg_a1", "msg_u1"), textPart("ses_root", "msg_a1", "prt_t", "", false))
 	n.abort("ses_root")
 	out = append(out, feed(t, n, ev("session.error", `{"sessionID":"ses_root","error":{"name":"MessageAbortedError","data":{"message":"Aborted"}}}`),
 		idle("ses_root"))...)
@@ -177,7 +187,7 @@ func TestAbortAndErrors(t *testing.T) {
 	if term.Status != sdk.TurnInterrupted || term.Failure != nil || out[len(out)-2].Kind != sdk.EventItemCompleted {
 		t.Fatalf("events %s, terminal %+v; want the open item closed and the turn interrupted", kinds(out), term)
 	}
-	out = feed(t, n, user("ses_root", "msg_u2"),
+	out = feed(t, n, user("ses_root", "msg_u2"), busy("ses_root"),
 		ev("session.error", `{"sessionID":"ses_root","error":{"name":"APIError","data":{"message":"overloaded"}}}`), idle("ses_root"))
 	term = out[len(out)-1]
 	if term.Status != sdk.TurnFailed || term.Failure == nil || term.Failure.Message != "overloaded" || out[1].Kind != sdk.EventDiagnostic {
