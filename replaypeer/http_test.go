@@ -413,3 +413,38 @@ func TestRecordHTTP(t *testing.T) {
 		t.Errorf("the replay did not make the server's file: %v", err)
 	}
 }
+
+// TestHTTPEarlyRequest: a request that arrives while the peer is still
+// playing earlier entries (a delayed event) waits, and is taken by its
+// expectation when the peer gets there; it is answered after the event
+// was sent.
+func TestHTTPEarlyRequest(t *testing.T) {
+	tr := lines(httpHeader,
+		`{"type":"emit_inbound","frame":{"stdout":"listening on <listen>"}}`,
+		`{"type":"expect_outbound","frame":{"http":"request","method":"GET","path":"/event"}}`,
+		`{"type":"emit_inbound","frame":{"http":"response","status":200,"stream":true}}`,
+		`{"type":"emit_inbound","frame":{"sse":{"type":"late"}},"afterMs":300}`,
+		`{"type":"expect_outbound","frame":{"http":"request","method":"POST","path":"/early"}}`,
+		`{"type":"emit_inbound","frame":{"http":"response","status":200,"body":{"ok":true}}}`,
+		`{"type":"runtime_exit","status":"success"}`)
+	f := filepath.Join(t.TempDir(), "t.ndjson")
+	if err := os.WriteFile(f, []byte(tr), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, "--transcript", f, "--workspace", t.TempDir(), "--speed", "1", "--listen", "127.0.0.1:0")
+	evs := p.events()
+	start := time.Now()
+	code, body := p.do("POST", "/early", "")
+	if code != 200 || body != `{"ok":true}` {
+		t.Fatalf("early request: %d %s", code, body)
+	}
+	if waited := time.Since(start); waited < 250*time.Millisecond {
+		t.Errorf("the early request was answered after %v, before the delayed event it follows", waited)
+	}
+	if got := next(t, evs); !strings.Contains(got, "late") {
+		t.Errorf("event %s", got)
+	}
+	if code, stderr := p.exit(); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
