@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -55,11 +56,11 @@ func permissionPolicy(runtimePolicy string) (map[string]string, error) {
 }
 
 // configEnv returns OPENCODE_CONFIG_CONTENT with the permission policy set:
-// the command's own value (a provider and model setup), if it has one, with
-// "permission" replaced.
+// the value opencode would get otherwise (the command's env, else the
+// plugin's own), if any, with "permission" replaced.
 func configEnv(env []string, permission map[string]string) (string, error) {
 	cfg := map[string]any{}
-	for _, kv := range env {
+	for _, kv := range append(os.Environ(), env...) {
 		if v, ok := strings.CutPrefix(kv, "OPENCODE_CONFIG_CONTENT="); ok && strings.TrimSpace(v) != "" {
 			cfg = map[string]any{}
 			if err := json.Unmarshal([]byte(v), &cfg); err != nil {
@@ -72,7 +73,12 @@ func configEnv(env []string, permission map[string]string) (string, error) {
 	return "OPENCODE_CONFIG_CONTENT=" + string(b), nil
 }
 
-// Adapter drives `opencode serve`. It implements sdk.Adapter and
+// Adapter drives `opencode serve`. opencode keeps its sessions under
+// $XDG_DATA_HOME/opencode (and reads its config from $XDG_CONFIG_HOME): the
+// plugin leaves those as the provider command's environment has them, so
+// that a session can be resumed by a later server; a host isolates
+// opencode's state by giving the command its own XDG directories (as the
+// recordings do). It implements sdk.Adapter and
 // sdk.Rollbacker (the session's native revert). It does not implement
 // sdk.Steerer: a prompt sent while a turn runs is queued by opencode and
 // answered after the turn's current answer, not taken into it (see
