@@ -323,15 +323,40 @@ func (s *session) readEvents(body io.ReadCloser, first chan<- struct{}) {
 	for {
 		ev, err := d.Next()
 		if err != nil {
-			if s.ctx.Err() == nil {
-				s.log.Debug("event stream ended", "error", err)
-			}
+			s.streamEnded(err)
 			return
 		}
 		frame := s.proc.Frames.Append(framelog.In, ev.Data)
 		once()
 		s.handle(ev.Data, frame)
 	}
+}
+
+// streamEnded handles the end of the event stream. It ends with the server
+// (or the session); a stream that ends while the server goes on would leave
+// turns without their end, so the server is stopped, and its exit ends
+// them as failed.
+func (s *session) streamEnded(err error) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	select {
+	case <-s.proc.Done(): // the server ended: watch reports it
+		return
+	case <-s.ctx.Done():
+		return
+	case <-time.After(2 * time.Second):
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	s.log.Warn("the event stream ended while opencode runs; stopping it", "error", err)
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "opencode's event stream ended while it runs; stopping it",
+		Text: fmt.Sprint(err)})
+	_ = s.proc.Signal(syscall.SIGTERM)
 }
 
 // handle normalizes one event and emits what it says.
