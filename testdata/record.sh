@@ -129,7 +129,7 @@ record_and_verify() {
     { KEEP_TMP=1; die "transcript does not end with runtime_exit (kept in $TMP)"; }
   local -a paths=(-e "$TMP" -e "$ws")
   [ -n "$WS_TMP" ] && paths+=(-e "$WS_TMP")
-  [ "$provider" = codex ] && paths+=(-e "$REPO")
+  case $provider in codex | opencode) paths+=(-e "$REPO") ;; esac
   if grep -q "${paths[@]}" "$t"; then
     KEEP_TMP=1
     die "transcript still contains a temp path (kept in $TMP)"
