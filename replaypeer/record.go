@@ -40,12 +40,14 @@ func recordMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	invoked := fs.Bool("invocation", false, "the command ends in \"--\"; what follows it (the client's arguments) is recorded as the invocation frame")
 	var meta metaFlags
 	fs.Var(&meta, "meta", "header metadata `key=value` (repeatable)")
+	httpProxy := fs.Bool("http-proxy", false, "the provider is an HTTP server (see recordHTTP); implies --invocation")
+	portArg := fs.String("port-arg", "--port", "with --http-proxy: the `flag` among the client's arguments whose value is the server's port")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	argv := fs.Args()
 	var invocation []string
-	if *invoked {
+	if *invoked || *httpProxy {
 		i := slices.Index(argv, "--")
 		if i < 0 {
 			argv = nil // bad usage
@@ -61,7 +63,15 @@ func recordMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *workspace == "" {
 		*workspace, _ = os.Getwd()
 	}
-	if err := record(*out, *appendTo, *provider, *protocol, *scenario, *workspace, meta, argv, invocation, stdin, stdout, stderr); err != nil {
+	run := record
+	if *httpProxy {
+		run = func(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, argv, invocation []string,
+			stdin io.Reader, stdout, stderr io.Writer) error {
+			return recordHTTP(out, appendTo, provider, protocol, scenario, workspace, meta, *portArg,
+				argv[:len(argv)-len(invocation)], invocation, stdin, stdout, stderr)
+		}
+	}
+	if err := run(*out, *appendTo, *provider, *protocol, *scenario, *workspace, meta, argv, invocation, stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "replaypeer record: %v\n", err)
 		return 1
 	}
@@ -91,55 +101,23 @@ type recorder struct {
 	files     map[string][32]byte
 	redact    *redactor
 	seq       int
+	// labeler names entries (default: label, for JSON-RPC frames).
+	labeler func(typ string, frame []byte, seq int) string
 }
 
 // record runs argv; invocation, when not nil, is the part of argv the client
 // added, recorded as the process's first outbound frame.
 func record(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, argv, invocation []string,
 	stdin io.Reader, stdout, stderr io.Writer) error {
-	continuing := false
-	if fi, err := os.Stat(out); appendTo && err == nil && fi.Size() > 0 {
-		continuing = true
+	var first []byte
+	if invocation != nil {
+		first = replay.InvocationFrame(invocation)
 	}
-	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-	if continuing {
-		flags = os.O_WRONLY | os.O_APPEND
-	}
-	f, err := os.OpenFile(out, flags, 0o644)
+	r, f, err := openRecorder(out, appendTo, provider, protocol, scenario, workspace, meta, argv, first)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	var enc *transcript.Encoder
-	if continuing {
-		enc = transcript.NewEntryEncoder(f)
-	} else {
-		if meta == nil {
-			meta = metaFlags{}
-		}
-		meta["source"] = transcript.SourceRecorded
-		meta["capturedAt"] = time.Now().UTC().Format(time.RFC3339)
-		meta["cwdPolicy"] = "workspace placeholder"
-		meta["command"] = filepath.Base(argv[0])
-		if enc, err = transcript.NewEncoder(f, transcript.Header{Provider: provider, Protocol: protocol, Version: "1",
-			Scenario: scenario, Metadata: meta}); err != nil {
-			return err
-		}
-	}
-	r := &recorder{enc: enc, last: time.Now(), workspace: workspace, redact: newRedactor(workspace),
-		files: map[string][32]byte{}}
-	if continuing {
-		// The files are where the last provider left them: the transcript
-		// already made them.
-		r.files = r.scan()
-	} else {
-		// The workspace as the provider found it comes first, so that a
-		// replay starts from the same files.
-		r.workspaceChanges()
-	}
-	if invocation != nil {
-		r.add(transcript.TypeExpectOutbound, replay.InvocationFrame(invocation))
-	}
 
 	proc, err := providerproc.Start(providerproc.Command{Argv: argv, Dir: workspace,
 		Stderr: func(l []byte) { fmt.Fprintf(stderr, "%s\n", l) }})
@@ -212,13 +190,69 @@ func record(out string, appendTo bool, provider, protocol, scenario, workspace s
 	return r.enc.Encode(transcript.Entry{Type: transcript.TypeRuntimeExit, Status: status, Error: exitErr})
 }
 
+// openRecorder opens (or, appending, continues) the transcript out, records
+// invocation (the process's arguments as its first outbound frame, when not
+// nil: first, so that transcript.Invoked sees it) and the workspace as the
+// provider finds it.
+func openRecorder(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags,
+	argv []string, invocation []byte) (*recorder, *os.File, error) {
+	continuing := false
+	if fi, err := os.Stat(out); appendTo && err == nil && fi.Size() > 0 {
+		continuing = true
+	}
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if continuing {
+		flags = os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(out, flags, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	var enc *transcript.Encoder
+	if continuing {
+		enc = transcript.NewEntryEncoder(f)
+	} else {
+		if meta == nil {
+			meta = metaFlags{}
+		}
+		meta["source"] = transcript.SourceRecorded
+		meta["capturedAt"] = time.Now().UTC().Format(time.RFC3339)
+		meta["cwdPolicy"] = "workspace placeholder"
+		meta["command"] = filepath.Base(argv[0])
+		if enc, err = transcript.NewEncoder(f, transcript.Header{Provider: provider, Protocol: protocol, Version: "1",
+			Scenario: scenario, Metadata: meta}); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+	}
+	r := &recorder{enc: enc, last: time.Now(), workspace: workspace, redact: newRedactor(workspace),
+		files: map[string][32]byte{}}
+	if invocation != nil {
+		// Not through add: the workspace as the provider finds it is
+		// recorded next, not taken as the client's doing.
+		r.seq++
+		_ = r.enc.Encode(transcript.Entry{Type: transcript.TypeExpectOutbound, Frame: r.redact.frame(invocation),
+			Label: label(transcript.TypeExpectOutbound, invocation, r.seq)})
+	}
+	if continuing {
+		// The files are where the last provider left them: the transcript
+		// already made them.
+		r.files = r.scan()
+	} else {
+		// The workspace as the provider found it comes first, so that a
+		// replay starts from the same files.
+		r.workspaceChanges()
+	}
+	return r, f, nil
+}
+
 // add records a frame. The workspace changes found before a frame from the
 // provider are the provider's, and are recorded for a replay to make; the
 // ones found before a frame from the client are the client's own (a file
 // the plugin wrote for an ACP fs/write_text_file request, a host restoring
 // a checkpoint), which a replay's client makes again itself: they are
 // taken as the new state without being recorded.
-func (r *recorder) add(typ string, frame []byte) {
+func (r *recorder) add(typ string, frame []byte) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if typ == transcript.TypeExpectOutbound {
@@ -227,12 +261,17 @@ func (r *recorder) add(typ string, frame []byte) {
 		r.workspaceChanges()
 	}
 	r.seq++
-	e := transcript.Entry{Type: typ, Frame: r.redact.frame(frame), Label: label(typ, frame, r.seq)}
+	name := label
+	if r.labeler != nil {
+		name = r.labeler
+	}
+	e := transcript.Entry{Type: typ, Frame: r.redact.frame(frame), Label: name(typ, frame, r.seq)}
 	if typ == transcript.TypeEmitInbound {
 		e.AfterMs = int(time.Since(r.last) / time.Millisecond)
 	}
 	r.last = time.Now()
 	_ = r.enc.Encode(e)
+	return e.Label
 }
 
 // label names a frame by its method, or as the response it is.

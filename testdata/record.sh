@@ -129,7 +129,7 @@ record_and_verify() {
     { KEEP_TMP=1; die "transcript does not end with runtime_exit (kept in $TMP)"; }
   local -a paths=(-e "$TMP" -e "$ws")
   [ -n "$WS_TMP" ] && paths+=(-e "$WS_TMP")
-  [ "$provider" = codex ] && paths+=(-e "$REPO")
+  case $provider in codex | opencode) paths+=(-e "$REPO") ;; esac
   if grep -q "${paths[@]}" "$t"; then
     KEEP_TMP=1
     die "transcript still contains a temp path (kept in $TMP)"
@@ -151,6 +151,9 @@ record_and_verify() {
   # A transcript that checks the provider's arguments: the plugin's go after "--".
   jq -e -s '[.[1:][] | select(.type != "workspace")][0] | .type == "expect_outbound" and (.frame | type == "object" and has("argv"))' \
     "$out" >/dev/null && invoked=' --'
+  # An HTTP provider's transcript: the peer is an HTTP server too.
+  jq -e -s 'any(.[]; .type == "expect_outbound" and (.frame | type == "object" and .http == "request"))' "$out" >/dev/null &&
+    invoked=" --listen 127.0.0.1:0$invoked"
   rc=0
   run_baton "$provider" "$TMP/replay/data" "$TMP/replay/ws" \
     "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")$invoked" \

@@ -84,15 +84,22 @@ func Build(t testing.TB, dir string) string {
 // The peer keeps its cursor in stateFile (if not empty), so that a provider
 // started again (a resumed session) continues the transcript. When the
 // transcript checks the provider's arguments (transcript.Invoked), the
-// command ends in "--", so that what the plugin appends is checked.
+// command ends in "--", so that what the plugin appends is checked; an
+// HTTP transcript (transcript.IsHTTP) is served on a free port of
+// 127.0.0.1 (--listen).
 func PeerCommand(file, workspace, stateFile string) sdk.ProviderCommand {
 	abs, _ := filepath.Abs(file)
 	args := []string{"--transcript", abs, "--workspace", workspace, "--speed", "0"}
 	if stateFile != "" {
 		args = append(args, "--state", stateFile)
 	}
-	if t, err := transcript.ReadFile(abs); err == nil && t.Invoked() {
-		args = append(args, "--")
+	if t, err := transcript.ReadFile(abs); err == nil {
+		if t.IsHTTP() {
+			args = append(args, "--listen", "127.0.0.1:0") // an HTTP server, as the provider is
+		}
+		if t.Invoked() {
+			args = append(args, "--")
+		}
 	}
 	if peer := os.Getenv("BATON_REPLAYPEER"); peer != "" {
 		return sdk.ProviderCommand{Argv: append([]string{peer}, args...)}

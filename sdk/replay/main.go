@@ -25,6 +25,9 @@ import (
 //	                    the first outbound frame, {"argv": ARGS} (a plugin that
 //	                    appends its flags to the provider command is configured
 //	                    with a peer command ending in "--")
+//	--listen ADDR       play an HTTP transcript as an HTTP server on ADDR
+//	                    (127.0.0.1:0: a free port); the transcript's stdout
+//	                    frames print the address (see transcript.Listen)
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replaypeer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -32,6 +35,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	workspace := fs.String("workspace", "", "directory that \"<workspace>\" stands for (default: the current directory)")
 	speed := fs.Float64("speed", 1, "scale afterMs waits by 1/`x`; 0 plays without waiting")
 	stateFile := fs.String("state", "", "keep the cursor in `file` across processes")
+	listen := fs.String("listen", "", "serve an HTTP transcript on `addr` (127.0.0.1:0 for a free port)")
 	if err := fs.Parse(args); err != nil {
 		return ExitBadUsage
 	}
@@ -53,8 +57,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	err = Run(ctx, Config{Transcript: t, Workspace: *workspace, Speed: *speed, In: stdin, Out: stdout, StateFile: *stateFile,
-		Invocation: invocation})
+	cfg := Config{Transcript: t, Workspace: *workspace, Speed: *speed, In: stdin, Out: stdout, StateFile: *stateFile,
+		Invocation: invocation}
+	if *listen != "" {
+		err = ServeHTTP(ctx, HTTPConfig{Config: cfg, Listen: *listen})
+	} else {
+		err = Run(ctx, cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "replaypeer: %s: %v\n", *file, err)
 	}

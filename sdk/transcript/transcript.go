@@ -1,7 +1,9 @@
 // Package transcript is the replay transcript format: one NDJSON file per
 // (scenario, provider). The first line is a header; each following line is
 // an entry the replay peer plays in order. Frames are the provider's own
-// wire frames, kept raw.
+// wire frames, kept raw; a provider that is an HTTP server has frames for
+// its requests, responses, event-stream events and stdout lines (see
+// HTTPFrame).
 package transcript
 
 import (

@@ -135,8 +135,13 @@ func (e *env) peer(name string) domain.ProviderCommand {
 	argv := []string{peerBin, "--transcript", abs, "--speed", "0", "--state", state}
 	if t, err := transcript.ReadFile(abs); err != nil {
 		e.t.Fatal(err)
-	} else if t.Invoked() {
-		argv = append(argv, "--") // the plugin's arguments are checked
+	} else {
+		if t.IsHTTP() {
+			argv = append(argv, "--listen", "127.0.0.1:0") // an HTTP server, as the provider is
+		}
+		if t.Invoked() {
+			argv = append(argv, "--") // the plugin's arguments are checked
+		}
 	}
 	return domain.ProviderCommand{Argv: argv}
 }

@@ -1,0 +1,347 @@
+package orchestrator_test
+
+import (
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/baton-run/baton/host/internal/domain"
+)
+
+// The host with the real opencode plugin and the replay peer serving
+// transcripts recorded from `opencode serve` (opencode-ai 1.18.33) over
+// HTTP and server-sent events.
+
+// opencodeThread creates an opencode thread on a transcript.
+func (e *env) opencodeThread(scenario, policy string) (string, domain.Command, domain.Receipt) {
+	e.t.Helper()
+	return e.newThread("opencode", "opencode/"+scenario+".ndjson", policy)
+}
+
+// Two messages, two runs, each the assistant's answer to its own message;
+// commands sent again return their receipts and reach opencode once.
+func TestOpencodeSimpleAndMultiTurn(t *testing.T) {
+	e := newEnv(t)
+	threadID, create, created := e.opencodeThread("multi_turn", "")
+	var cmds []domain.Command
+	var receipts []domain.Receipt
+	for i, text := range []string{"Say hello", "Say it again"} {
+		cmd := domain.Command{ID: "send-" + text, ThreadID: threadID, Payload: domain.DispatchMessage{Text: text}}
+		cmds, receipts = append(cmds, cmd), append(receipts, e.dispatch(cmd))
+		e.waitFor(threadID, "the run to end", allRunsEnded(i+1))
+	}
+	th := mustThread(t, e, threadID)
+	for i, want := range []string{"First reply.", "Second reply."} {
+		r := th.Runs[i]
+		if r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != want {
+			t.Fatalf("run %d: %s %q", i+1, r.Status, assistantText(th, r.ID))
+		}
+	}
+	if len(th.ProviderThreads) != 1 || !strings.HasPrefix(th.ProviderThreads[0].ProviderRef, "ses_") {
+		t.Fatalf("provider threads: %+v", th.ProviderThreads)
+	}
+	// Each provider turn is the user message opencode made for the run.
+	if len(th.ProviderTurns) != 2 || !strings.HasPrefix(th.ProviderTurns[0].ProviderRef, "msg_") {
+		t.Fatalf("provider turns: %+v", th.ProviderTurns)
+	}
+	if u := th.Runs[0].Usage; u == nil || u.TotalTokens == 0 {
+		t.Errorf("run 1 has no usage: %+v", th.Runs[0].Usage)
+	}
+	e.redispatchAll(append([]domain.Command{create}, cmds...), append([]domain.Receipt{created}, receipts...))
+	e.restart()
+	if n := e.countFrames(th, `"path":"/session/`+th.ProviderThreads[0].ProviderRef+`/prompt_async"`); n != 2 {
+		t.Errorf("prompt_async sent %d times, want 2", n)
+	}
+	th, _ = e.host.Thread(threadID)
+	for _, s := range th.ProviderSessions {
+		if s.EndReason != "closed" {
+			t.Errorf("session %s ended %q, want closed", s.ID, s.EndReason)
+		}
+	}
+}
+
+// Approvals answered by a client: accept runs the command and the write;
+// decline leaves the file alone, the command item is declined, and the turn
+// still completes.
+func TestOpencodeApprovals(t *testing.T) {
+	for _, tc := range []struct {
+		scenario, decision, itemStatus string
+		requests                       int
+	}{
+		{"approval_accept", "accept", domain.StatusCompleted, 2},
+		{"approval_decline", "decline", "declined", 1},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			e := newEnv(t)
+			threadID, _, _ := e.opencodeThread(tc.scenario, domain.ApproveAsk)
+			th := e.play(threadID, "opencode/"+tc.scenario+".steps.json")
+			if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
+				t.Fatalf("run %s (%+v)", r.Status, r.Failure)
+			}
+			if len(th.Requests) != tc.requests {
+				t.Fatalf("requests = %d, want %d", len(th.Requests), tc.requests)
+			}
+			for _, q := range th.Requests {
+				if q.Status != domain.RequestStatusResolved || q.Decision != tc.decision || q.AnsweredBy != "client" {
+					t.Errorf("request %+v", q)
+				}
+				if q.Kind != domain.RequestCommandApproval && q.Kind != domain.RequestFileChangeApproval {
+					t.Errorf("request kind %q", q.Kind)
+				}
+			}
+			var cmds int
+			for _, it := range th.TurnItems {
+				if it.Kind == "command_execution" {
+					cmds++
+					if it.Status != tc.itemStatus {
+						t.Errorf("command item %q is %s, want %s", it.Title, it.Status, tc.itemStatus)
+					}
+				}
+			}
+			if cmds != 1 {
+				t.Errorf("command items = %d, want 1", cmds)
+			}
+			e.restart()
+			if n := e.countFrames(th, `"path":"/permission/`); n != tc.requests {
+				t.Errorf("permission replies sent %d times, want %d", n, tc.requests)
+			}
+		})
+	}
+}
+
+// A thread's policy answers opencode's permission requests itself.
+func TestOpencodeApprovalByPolicy(t *testing.T) {
+	e := newEnv(t)
+	threadID, _, _ := e.opencodeThread("approval_accept", domain.ApproveAccept)
+	send := domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Create made.txt with a command, then hello.txt"}}
+	e.dispatch(send)
+	th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
+	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
+		t.Fatalf("run %s (%+v)", r.Status, r.Failure)
+	}
+	for _, q := range th.Requests {
+		if q.Decision != "accept" || q.AnsweredBy != "policy" {
+			t.Errorf("request %+v; want accepted by policy", q)
+		}
+	}
+}
+
+// Invariants 2 and 5: the task tool's child session is a subagent node
+// nested under the run's root; its end does not end the run.
+func TestOpencodeSubagent(t *testing.T) {
+	e := newEnv(t)
+	threadID, _, _ := e.opencodeThread("subagent", "")
+	th := e.play(threadID, "opencode/subagent.steps.json")
+	if len(th.Runs) != 1 {
+		t.Fatalf("runs = %d, want 1", len(th.Runs))
+	}
+	r := th.Runs[0]
+	// The run's messages are the child's answer and the root's.
+	if r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != "Hi from the helper.The helper said hi." {
+		t.Fatalf("run %s, said %q", r.Status, assistantText(th, r.ID))
+	}
+	root := r.Attempts[0].RootNode
+	var sub *domain.Node
+	for i, n := range r.Nodes {
+		for _, pt := range th.ProviderTurns {
+			if pt.NodeID == n.ID && n.ID != root {
+				sub = &r.Nodes[i]
+			}
+		}
+	}
+	if sub == nil || sub.Kind != domain.NodeSubagent || sub.ParentID != root || sub.Status != domain.StatusCompleted {
+		t.Fatalf("no completed subagent turn node under the root: %+v", r.Nodes)
+	}
+	var childMsgs int
+	for _, n := range r.Nodes {
+		if n.ParentID == sub.ID && n.Kind == domain.ItemAssistantMessage {
+			childMsgs++
+		}
+	}
+	if childMsgs != 1 {
+		t.Errorf("%d assistant messages under the subagent node, want 1", childMsgs)
+	}
+	if len(th.ProviderThreads) != 2 || th.ProviderThreads[1].ParentID == "" {
+		t.Fatalf("provider threads: %+v", th.ProviderThreads)
+	}
+	if n := strings.Count(strings.Join(e.types(threadID, 0), " "), "run.ended"); n != 1 {
+		t.Fatalf("run.ended %d times", n)
+	}
+}
+
+// Invariant 3: an interrupt is opencode's abort; the run ends interrupted
+// when the session goes idle. The abort is sent once.
+func TestOpencodeTurnInterrupt(t *testing.T) {
+	e := newEnv(t)
+	threadID, _, _ := e.opencodeThread("turn_interrupt", "")
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Count to a million, slowly"}})
+	th := e.waitFor(threadID, "the turn to start", func(th domain.Thread) bool {
+		return len(th.Runs) == 1 && th.Runs[0].Status == domain.RunStatusRunning && len(th.ProviderTurns) == 1
+	})
+	interrupt := domain.Command{ID: "stop", ThreadID: threadID, Payload: domain.InterruptRun{RunID: th.Runs[0].ID}}
+	stopped := e.dispatch(interrupt)
+	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
+	if r := th.Runs[0]; r.Status != domain.RunStatusInterrupted || !r.InterruptRequested || r.Failure != nil {
+		t.Fatalf("run %s (requested %v, failure %+v), want interrupted", r.Status, r.InterruptRequested, r.Failure)
+	}
+	types := e.types(threadID, 0)
+	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
+		t.Fatalf("events: %v", types)
+	}
+	e.redispatchAll([]domain.Command{interrupt}, []domain.Receipt{stopped})
+	e.restart()
+	if n := e.countFrames(th, `/abort"`); n != 1 {
+		t.Errorf("abort sent %d times, want 1", n)
+	}
+}
+
+// Invariant 4 without native steering: a message sent into the active run
+// interrupts its attempt (abort) and a replacement attempt carries it on
+// the same opencode session; still one run.
+func TestOpencodeSteeringRestartFallback(t *testing.T) {
+	e := newEnv(t)
+	threadID, _, _ := e.opencodeThread("steering_restart_fallback", "")
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Tell me a long story about a lighthouse."}})
+	e.waitFor(threadID, "the turn to start", func(th domain.Thread) bool {
+		return len(th.Runs) == 1 && th.Runs[0].Status == domain.RunStatusRunning && len(th.ProviderTurns) == 1
+	})
+	e.dispatch(domain.Command{ID: "steer", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Actually, just say hi."}}) // auto: restart, as opencode cannot steer
+	th := e.waitFor(threadID, "the run to end", func(th domain.Thread) bool {
+		return allRunsEnded(1)(th) && len(th.Runs[0].Attempts) == 2
+	})
+	if len(th.Runs) != 1 {
+		t.Fatalf("runs = %d, want 1", len(th.Runs))
+	}
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 2 {
+		t.Fatalf("run = %s with %d attempts, want completed with 2", r.Status, len(r.Attempts))
+	}
+	first, second := r.Attempts[0], r.Attempts[1]
+	if first.Status != domain.RunStatusInterrupted || second.Reason != domain.AttemptSteeringRestart || r.FinalAttempt != second.ID {
+		t.Fatalf("attempts = %+v", r.Attempts)
+	}
+	if got := assistantText(th, r.ID); got != "Hi!" {
+		t.Errorf("assistant text %q", got)
+	}
+	if len(th.ProviderTurns) != 2 || th.ProviderTurns[1].AttemptID != second.ID || len(th.ProviderThreads) != 1 {
+		t.Fatalf("provider turns %+v, threads %+v", th.ProviderTurns, th.ProviderThreads)
+	}
+}
+
+// A child session's turn end captures a checkpoint in a scope nested under
+// its run's; the run's own checkpoint has the file the child wrote.
+func TestOpencodeSubagentCheckpoint(t *testing.T) {
+	e := newEnv(t)
+	e.gitWorkspace()
+	threadID, _, _ := e.opencodeThread("subagent_checkpoint", domain.ApproveAccept)
+	th := e.play(threadID, "opencode/subagent_checkpoint.steps.json")
+	if len(th.Runs) != 1 || th.Runs[0].Status != domain.RunStatusCompleted {
+		t.Fatalf("runs: %+v", th.Runs)
+	}
+	var root, sub []domain.CheckpointScope
+	for _, sc := range th.CheckpointScopes {
+		if sc.Kind == domain.ScopeSubagent {
+			sub = append(sub, sc)
+		} else if sc.RunID != "" {
+			root = append(root, sc)
+		}
+	}
+	if len(root) != 1 || len(sub) != 1 || sub[0].ParentID != root[0].ID || sub[0].AdvancesRunCount {
+		t.Fatalf("scopes: %+v", th.CheckpointScopes)
+	}
+	var subCP, runCP domain.Checkpoint
+	for _, c := range th.Checkpoints {
+		switch c.ScopeID {
+		case sub[0].ID:
+			subCP = c
+		case root[0].ID:
+			runCP = c
+		}
+	}
+	if got := fileList(subCP); !slices.Equal(got, []string{"added notes.txt"}) || subCP.Status != domain.CheckpointReady {
+		t.Errorf("subagent checkpoint %+v, files %q", subCP, got)
+	}
+	if got := fileList(runCP); !slices.Equal(got, []string{"added notes.txt"}) {
+		t.Errorf("run checkpoint files: %q", got)
+	}
+	if len(th.Requests) != 1 || th.Requests[0].AnsweredBy != "policy" || th.Requests[0].Kind != domain.RequestFileChangeApproval {
+		t.Errorf("requests: %+v", th.Requests)
+	}
+}
+
+// Invariants 5 and 6 with opencode's native revert: three runs change
+// files; a rollback to run 1 puts the files back, opencode reverts its
+// session to before run 2's message (same session), runs 2 and 3 are rolled
+// back, and the fourth run is accepted by the transcript.
+func TestOpencodeThreadRollback(t *testing.T) {
+	e := newEnv(t)
+	e.gitWorkspace()
+	threadID, _, _ := e.opencodeThread("thread_rollback", domain.ApproveAccept)
+	th := e.play(threadID, "opencode/thread_rollback.steps.json")
+	want := map[string]string{"README.md": readme, ".gitignore": "*.log\n", "build.log": "ignored\n", "a.txt": "one\n"}
+	if got := e.files(); !maps.Equal(got, want) {
+		t.Errorf("files after the rollback = %q, want %q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "sub")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the directory sub/ made by run 2 is still there: %v", err)
+	}
+	if len(th.Runs) != 4 {
+		t.Fatalf("runs = %d, want 4", len(th.Runs))
+	}
+	for i, want := range []string{domain.RunStatusCompleted, domain.RunStatusRolledBack, domain.RunStatusRolledBack, domain.RunStatusCompleted} {
+		if r := th.Runs[i]; r.Status != want {
+			t.Errorf("run %d = %s, want %s (failure %+v)", r.Ordinal, r.Status, want, r.Failure)
+		}
+	}
+	if got := assistantText(th, th.Runs[3].ID); got != "a.txt says one." {
+		t.Errorf("run 4 said %q", got)
+	}
+	rb := th.Rollbacks[0]
+	if rb.Status != domain.RollbackDone || rb.TargetRunOrdinal != 1 || rb.Reconciliation != domain.ReconcileNative ||
+		rb.TurnsDropped != 2 || len(th.Handoffs) != 0 {
+		t.Fatalf("rollback: %+v, handoffs %+v", rb, th.Handoffs)
+	}
+	if len(th.ProviderThreads) != 1 || th.ProviderThreads[0].Detached {
+		t.Errorf("provider threads: %+v; want the one session, reverted in place", th.ProviderThreads)
+	}
+	e.restart()
+	th, _ = e.host.Thread(threadID)
+	if n := e.countFrames(th, `/revert"`); n != 1 {
+		t.Errorf("revert sent %d times, want 1", n)
+	}
+	for _, s := range th.ProviderSessions {
+		if s.EndReason != "closed" {
+			t.Errorf("session %s ended %q, want closed", s.ID, s.EndReason)
+		}
+	}
+}
+
+// A thread continued by a new host resumes the opencode session by its id
+// on a new server (the replay peer continues the transcript).
+func TestOpencodeResume(t *testing.T) {
+	e := newEnv(t)
+	threadID, _, _ := e.opencodeThread("resume", "")
+	e.dispatch(domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Remember the word banana"}})
+	e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
+	e.restart() // the session closes; the server ends
+	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "What was the word?"}})
+	th := e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
+	for i, want := range []string{"I will remember banana.", "The word was banana."} {
+		r := th.Runs[i]
+		if r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != want {
+			t.Fatalf("run %d = %s %q", r.Ordinal, r.Status, assistantText(th, r.ID))
+		}
+		assertOneRootAndTurn(t, th, r)
+	}
+	if len(th.ProviderSessions) != 2 || len(th.ProviderThreads) != 1 {
+		t.Fatalf("sessions %d, provider threads %d; want 2 sessions on 1 resumed opencode session", len(th.ProviderSessions), len(th.ProviderThreads))
+	}
+	e.restart()
+	if s := mustThread(t, e, threadID).ProviderSessions[1]; s.EndReason != "closed" {
+		t.Errorf("second session ended %q; want closed", s.EndReason)
+	}
+}

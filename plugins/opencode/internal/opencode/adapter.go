@@ -1,0 +1,666 @@
+package opencode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/framelog"
+	"github.com/baton-run/baton/sdk/lineproc"
+	"github.com/baton-run/baton/sdk/sse"
+)
+
+// Version is the plugin's version.
+const Version = "0.1.0"
+
+// startTimeout bounds opencode's start: printing its address, the event
+// stream, and creating (or finding) the session. A cold start takes a few
+// seconds (1.18.33 loads its provider plugins first).
+const startTimeout = 60 * time.Second
+
+// callTimeout bounds one request; opencode answers prompt_async, abort and
+// permission replies at once (the turn goes on in events).
+const callTimeout = 30 * time.Second
+
+// permissionPolicy maps the host's runtime policy to opencode's permission
+// config. The default asks the host before every command and every edit;
+// "allow" lets opencode do both without asking.
+func permissionPolicy(runtimePolicy string) (map[string]string, error) {
+	switch runtimePolicy {
+	case "", "ask":
+		return map[string]string{"bash": "ask", "edit": "ask"}, nil
+	case "allow":
+		return map[string]string{"bash": "allow", "edit": "allow"}, nil
+	}
+	return nil, sdk.Errorf(sdk.ErrInvalid, "runtime policy %q: want empty or ask (ask the host before commands and edits), or allow", runtimePolicy)
+}
+
+// configEnv returns OPENCODE_CONFIG_CONTENT with the permission policy set:
+// the value opencode would get otherwise (the command's env, else the
+// plugin's own), if any, with "permission" replaced.
+func configEnv(env []string, permission map[string]string) (string, error) {
+	cfg := map[string]any{}
+	for _, kv := range append(os.Environ(), env...) {
+		if v, ok := strings.CutPrefix(kv, "OPENCODE_CONFIG_CONTENT="); ok && strings.TrimSpace(v) != "" {
+			cfg = map[string]any{}
+			if err := json.Unmarshal([]byte(v), &cfg); err != nil {
+				return "", sdk.Errorf(sdk.ErrInvalid, "the provider command's OPENCODE_CONFIG_CONTENT is not a JSON object: %v", err)
+			}
+		}
+	}
+	cfg["permission"] = permission
+	b, _ := json.Marshal(cfg)
+	return "OPENCODE_CONFIG_CONTENT=" + string(b), nil
+}
+
+// Adapter drives `opencode serve`. opencode keeps its sessions under
+// $XDG_DATA_HOME/opencode (and reads its config from $XDG_CONFIG_HOME): the
+// plugin leaves those as the provider command's environment has them, so
+// that a session can be resumed by a later server; a host isolates
+// opencode's state by giving the command its own XDG directories (as the
+// recordings do). It implements sdk.Adapter and
+// sdk.Rollbacker (the session's native revert). It does not implement
+// sdk.Steerer: a prompt sent while a turn runs is queued by opencode and
+// answered after the turn's current answer, not taken into it (see
+// .notes/opencode-probe.md), so the host restarts the turn instead.
+type Adapter struct {
+	log      hclog.Logger
+	sessions sdk.Sessions[*session]
+}
+
+// New returns an adapter that logs to log.
+func New(log hclog.Logger) *Adapter { return &Adapter{log: log} }
+
+// Describe implements sdk.Adapter.
+func (a *Adapter) Describe() sdk.Description {
+	return sdk.Description{
+		Name:         "opencode",
+		Version:      Version,
+		WireProtocol: WireProtocol,
+		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Subagents: true, Resume: true},
+		Notes: map[string]string{
+			sdk.NoteSteering:  "a prompt sent while busy is only queued: answered after the current answer, which it cannot change",
+			sdk.NoteInterrupt: "`POST /session/{id}/abort`",
+			sdk.NoteApprovals: "`permission.asked` for commands and edits, answered with `POST /permission/{id}/reply`",
+			sdk.NoteSubagents: "child sessions (`parentID`) as child threads",
+			sdk.NoteRollback:  "`POST /session/{id}/revert` to before the turn's user message",
+			sdk.NoteResume:    "the session id, on a restarted server with the same data directory",
+		},
+	}
+}
+
+func (a *Adapter) session(id string) (*session, error) { return a.sessions.Get(id) }
+
+// session is one opencode server and its root session.
+type session struct {
+	id     string
+	cwd    string
+	model  string
+	log    hclog.Logger
+	emit   sdk.Emitter
+	proc   *lineproc.Process
+	base   string // the server's URL
+	client *http.Client
+	ctx    context.Context // ends when the session closes or opencode exits
+	cancel context.CancelCauseFunc
+
+	lastResp  atomic.Uint64 // raw-frame index of the latest response
+	streaming atomic.Bool   // the event stream's reader was started
+
+	mu      sync.Mutex
+	root    string
+	norm    *normalizer
+	pending map[string]*pendingRequest
+	closed  bool
+	exited  chan struct{}
+	events  chan struct{} // closed when the event stream's reader ends
+}
+
+// pendingRequest is a permission request waiting for the host's answer.
+type pendingRequest struct {
+	thread, turn, kind, callID string
+}
+
+// freePort asks the kernel for a free port on 127.0.0.1. opencode takes
+// --port 0 as its default port, not as "any free port".
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// listening finds the server's address in a stdout line.
+var listening = regexp.MustCompile(`https?://[0-9A-Za-z.\[\]:-]+`)
+
+// OpenSession implements sdk.Adapter: start the server, open its event
+// stream, and create (or find) the session.
+func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, emit sdk.Emitter) (sdk.OpenSessionResponse, error) {
+	if !filepath.IsAbs(req.Cwd) {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: cwd %q is not absolute", req.Cwd)
+	}
+	if len(req.Command.Argv) == 0 {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: no provider command")
+	}
+	perm, err := permissionPolicy(req.RuntimePolicy)
+	if err != nil {
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	cfgEnv, err := configEnv(req.Command.Env, perm)
+	if err != nil {
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	cmd := sdk.ProviderCommand{
+		Argv: append(slices.Clone(req.Command.Argv), "serve", "--hostname", "127.0.0.1", "--port", strconv.Itoa(port)),
+		Env:  append(slices.Clone(req.Command.Env), cfgEnv),
+	}
+	cwd := filepath.Clean(req.Cwd)
+	sctx, cancel := context.WithCancelCause(context.Background())
+	s := &session{id: req.SessionID, cwd: cwd, model: req.Model, log: a.log.With("session", req.SessionID), emit: emit, ctx: sctx, cancel: cancel,
+		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}}, norm: newNormalizer("", cwd),
+		pending: map[string]*pendingRequest{}, exited: make(chan struct{}), events: make(chan struct{})}
+	// The stream's reader is started once the stream is open; until then
+	// nothing reads it.
+	proc, err := lineproc.Start(lineproc.Config{Name: "opencode", Command: cmd, Dir: cwd, RawFrameLog: req.RawFrameLog,
+		Log: s.log, Stdin: true})
+	if err != nil {
+		cancel(err)
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	s.proc = proc
+	addr := make(chan string, 1)
+	stdoutDone := make(chan struct{})
+	go s.readStdout(addr, stdoutDone)
+	go s.watch(stdoutDone)
+
+	resp, err := s.start(ctx, req, addr)
+	if err != nil {
+		s.close(fmt.Errorf("start failed: %w", err))
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	a.sessions.Add(req.SessionID, s, s.exited)
+	return resp, nil
+}
+
+// readStdout reads opencode's stdout to its end; the first address it
+// prints is the server's.
+func (s *session) readStdout(addr chan<- string, done chan<- struct{}) {
+	defer close(done)
+	found := false
+	for {
+		line, _, err := s.proc.Next()
+		if err != nil {
+			return
+		}
+		if u := listening.Find(line); u != nil && !found && bytes.Contains(line, []byte("listening")) {
+			found = true
+			addr <- string(u)
+		}
+	}
+}
+
+func (s *session) start(ctx context.Context, req sdk.OpenSessionRequest, addr <-chan string) (sdk.OpenSessionResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	select {
+	case s.base = <-addr:
+	case <-s.proc.Done():
+		return sdk.OpenSessionResponse{}, fmt.Errorf("before it said where it listens: %s", s.proc.ExitReport())
+	case <-ctx.Done():
+		return sdk.OpenSessionResponse{}, fmt.Errorf("opencode said nowhere where it listens: %w", ctx.Err())
+	}
+	var h health
+	if _, err := s.call(ctx, http.MethodGet, "/global/health", nil, &h); err != nil {
+		return sdk.OpenSessionResponse{}, err
+	}
+	if !h.Healthy {
+		return sdk.OpenSessionResponse{}, errors.New("opencode says it is not healthy")
+	}
+	if err := s.openEvents(ctx); err != nil {
+		return sdk.OpenSessionResponse{}, err
+	}
+	var info sessionInfo
+	resumed := false
+	if req.ResumeThreadRef != "" {
+		status, err := s.call(ctx, http.MethodGet, "/session/"+url.PathEscape(req.ResumeThreadRef), nil, &info)
+		switch {
+		case err == nil:
+			resumed = true
+		case status == http.StatusNotFound:
+			// Another data directory, or a deleted session: a fresh one,
+			// and the host is told so.
+			s.log.Info("opencode has no such session; starting a new one", "session", req.ResumeThreadRef)
+			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: s.lastResp.Load(),
+				Title: "opencode could not resume session " + req.ResumeThreadRef,
+				Text:  err.Error()})
+		default:
+			return sdk.OpenSessionResponse{}, err
+		}
+	}
+	if !resumed {
+		if _, err := s.call(ctx, http.MethodPost, "/session", map[string]any{}, &info); err != nil {
+			return sdk.OpenSessionResponse{}, err
+		}
+	}
+	if info.ID == "" {
+		return sdk.OpenSessionResponse{}, errors.New("opencode returned a session without an id")
+	}
+	s.mu.Lock()
+	s.root = info.ID
+	s.norm.setRoot(info.ID)
+	s.mu.Unlock()
+	detail, _ := json.Marshal(map[string]string{"opencodeVersion": h.Version, "title": info.Title})
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, RawFrame: s.lastResp.Load(), ThreadRef: info.ID, Title: info.Title,
+		Detail: detail})
+	return sdk.OpenSessionResponse{ProviderSessionRef: info.ID, ProviderThreadRef: info.ID, ProviderPid: s.proc.Pid(),
+		Resumed: resumed}, nil
+}
+
+// openEvents opens the /event stream and waits for its first event
+// (server.connected): from then on, every event of the server reaches the
+// session, in order, on one reader.
+func (s *session) openEvents(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(s.ctx, http.MethodGet, s.base+"/event", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	s.proc.Frames.Append(framelog.Out, requestFrame(http.MethodGet, "/event", nil))
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET /event: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		return fmt.Errorf("GET /event: status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+	}
+	first := make(chan struct{})
+	s.streaming.Store(true)
+	go s.readEvents(resp.Body, first)
+	select {
+	case <-first:
+		return nil
+	case <-s.events:
+		return errors.New("the event stream ended before its first event")
+	case <-ctx.Done():
+		return fmt.Errorf("no event on the event stream: %w", ctx.Err())
+	}
+}
+
+// readEvents reads the event stream until it ends, normalizing each event.
+func (s *session) readEvents(body io.ReadCloser, first chan<- struct{}) {
+	defer close(s.events)
+	defer body.Close()
+	d := sse.NewDecoder(body)
+	once := sync.OnceFunc(func() { close(first) })
+	for {
+		ev, err := d.Next()
+		if err != nil {
+			s.streamEnded(err)
+			return
+		}
+		frame := s.proc.Frames.Append(framelog.In, ev.Data)
+		once()
+		s.handle(ev.Data, frame)
+	}
+}
+
+// streamEnded handles the end of the event stream. It ends with the server
+// (or the session); a stream that ends while the server goes on would leave
+// turns without their end, so the server is stopped, and its exit ends
+// them as failed.
+func (s *session) streamEnded(err error) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	select {
+	case <-s.proc.Done(): // the server ended: watch reports it
+		return
+	case <-s.ctx.Done():
+		return
+	case <-time.After(2 * time.Second):
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	s.log.Warn("the event stream ended while opencode runs; stopping it", "error", err)
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "opencode's event stream ended while it runs; stopping it",
+		Text: fmt.Sprint(err)})
+	_ = s.proc.Signal(syscall.SIGTERM)
+}
+
+// handle normalizes one event and emits what it says.
+func (s *session) handle(data []byte, frame uint64) {
+	e, err := decodeEvent(data)
+	if err != nil {
+		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: frame, Title: "malformed event", Text: err.Error()})
+		return
+	}
+	var evs []sdk.RuntimeEvent
+	s.mu.Lock()
+	switch e.Type {
+	case "permission.asked":
+		var p permissionAsked
+		if err := json.Unmarshal(e.Properties, &p); err != nil {
+			evs = []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "malformed event", Text: "permission.asked: " + err.Error()}}
+			break
+		}
+		if ev, ok := s.norm.permissionAsked(p, e.Properties); ok {
+			q := &pendingRequest{thread: ev.ThreadRef, turn: ev.TurnRef, kind: ev.RequestKind}
+			if p.Tool != nil {
+				q.callID = p.Tool.CallID
+			}
+			s.pending[p.ID] = q
+			evs = []sdk.RuntimeEvent{ev}
+		}
+	case "permission.replied":
+		var p permissionReplied
+		if json.Unmarshal(e.Properties, &p) == nil {
+			if q, ok := s.pending[p.RequestID]; ok {
+				// Answered without the host: opencode withdrew it (an
+				// abort rejects what is pending).
+				delete(s.pending, p.RequestID)
+				if p.Reply == "reject" {
+					s.norm.rejectedCall(q.callID)
+				}
+				evs = []sdk.RuntimeEvent{{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: p.RequestID,
+					RequestKind: q.kind, Status: string(sdk.DecisionCancel), Text: "opencode resolved the request itself (" + p.Reply + ")"}}
+			}
+		}
+	default:
+		evs = s.norm.event(e)
+	}
+	s.mu.Unlock()
+	for _, ev := range evs {
+		ev.RawFrame = frame
+		s.emit.Emit(ev)
+	}
+}
+
+// watch waits for opencode to exit and reports it: the event stream is
+// read to its end, turns still running fail, requests still pending are
+// cancelled, and runtime_exited comes last.
+func (s *session) watch(stdoutDone <-chan struct{}) {
+	<-s.proc.Done()
+	<-stdoutDone
+	s.cancel(errors.New("opencode exited"))
+	if s.streaming.Load() {
+		// The stream ends with the server, or with s.ctx just cancelled.
+		select {
+		case <-s.events:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	s.mu.Lock()
+	closed, root := s.closed, s.root
+	report := "opencode exited"
+	if !closed {
+		report = "opencode exited during the turn: " + s.proc.ExitReport()
+	}
+	terminals := s.norm.exited(report)
+	s.mu.Unlock()
+	s.cancelPending()
+	for _, ev := range terminals {
+		s.emit.Emit(ev)
+	}
+	ev := s.proc.ExitEvent(root, closed)
+	if closed && ev.Failure != nil && terminated(s.proc.Err()) {
+		// Our own SIGTERM: the way an opencode server is stopped.
+		ev.Failure = nil
+	}
+	s.emit.Emit(ev)
+	close(s.exited)
+}
+
+// terminated says whether a process ended by SIGTERM.
+func terminated(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "signal: terminated")
+}
+
+// close ends the session: opencode does not exit when its stdin closes, so
+// it gets SIGTERM at once; lineproc stops what is left.
+func (s *session) close(cause error) {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	_ = s.proc.Signal(syscall.SIGTERM)
+	_ = s.proc.Close(context.Background())
+	<-s.exited
+	s.cancel(cause)
+}
+
+// cancelPending resolves every pending request as cancelled: opencode can
+// no longer be answered.
+func (s *session) cancelPending() {
+	s.mu.Lock()
+	var evs []sdk.RuntimeEvent
+	for _, ref := range slices.Sorted(maps.Keys(s.pending)) {
+		q := s.pending[ref]
+		evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
+			RequestRef: ref, RequestKind: q.kind, Status: string(sdk.DecisionCancel)})
+		delete(s.pending, ref)
+	}
+	s.mu.Unlock()
+	for _, ev := range evs {
+		s.emit.Emit(ev)
+	}
+}
+
+// httpError is a response with a status that is not a success.
+type httpError struct {
+	method, path string
+	status       int
+	body         string
+}
+
+func (e *httpError) Error() string {
+	return fmt.Sprintf("%s %s: status %d: %s", e.method, e.path, e.status, e.body)
+}
+
+func requestFrame(method, path string, body []byte) []byte {
+	f := map[string]any{"method": method, "path": path}
+	if len(body) > 0 {
+		f["body"] = json.RawMessage(body)
+	}
+	b, _ := json.Marshal(f)
+	return b
+}
+
+// call sends one request and decodes a JSON answer into out (when not
+// nil). Both go to the raw-frame log. It returns the status.
+func (s *session) call(ctx context.Context, method, path string, in, out any) (int, error) {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return 0, err
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	s.proc.Frames.Append(framelog.Out, requestFrame(method, path, body))
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	rb, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("%s %s: read the answer: %w", method, path, err)
+	}
+	rf, _ := json.Marshal(map[string]any{"status": resp.StatusCode, "body": string(rb)})
+	s.lastResp.Store(s.proc.Frames.Append(framelog.In, rf))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, &httpError{method: method, path: path, status: resp.StatusCode, body: strings.TrimSpace(string(rb))}
+	}
+	if out != nil && len(bytes.TrimSpace(rb)) > 0 {
+		if err := json.Unmarshal(rb, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s %s: the answer is not what was expected: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// modelOf maps the host's model ("provider/model") to opencode's; a model
+// without a provider is left to opencode's configuration.
+func modelOf(model string) *modelRef {
+	p, m, ok := strings.Cut(model, "/")
+	if !ok || p == "" || m == "" {
+		return nil
+	}
+	return &modelRef{ProviderID: p, ModelID: m}
+}
+
+// StartTurn implements sdk.Adapter: prompt_async on the session. opencode
+// answers at once; the turn's user message (whose id is the turn ref)
+// starts it on the event stream.
+func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.StartTurnResponse, error) {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		return sdk.StartTurnResponse{}, err
+	}
+	if s.ctx.Err() != nil {
+		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrProviderExited, "start turn")
+	}
+	s.mu.Lock()
+	root, running := s.root, s.norm.activeTurn(s.root)
+	if running != "" {
+		s.mu.Unlock()
+		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrBusy, "start turn: turn %s is running", running)
+	}
+	s.norm.expectTurn(req.ClientTurnID)
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	body := promptBody{Parts: []textPartInput{{Type: "text", Text: req.Input.Text}}, Model: modelOf(s.model)}
+	if _, err := s.call(ctx, http.MethodPost, "/session/"+url.PathEscape(root)+"/prompt_async", body, nil); err != nil {
+		s.mu.Lock()
+		s.norm.expectTurn("") // a late user message must not take the next turn's id
+		s.mu.Unlock()
+		return sdk.StartTurnResponse{}, fmt.Errorf("start turn: %w", err)
+	}
+	return sdk.StartTurnResponse{}, nil
+}
+
+// InterruptTurn implements sdk.Adapter: abort. The turn ends (interrupted)
+// when the session goes idle.
+func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnRequest) error {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	root, turn := s.root, s.norm.activeTurn(s.root)
+	if turn != "" && (req.TurnRef == "" || req.TurnRef == turn) {
+		s.norm.abort(root)
+	}
+	s.mu.Unlock()
+	if turn == "" || (req.TurnRef != "" && req.TurnRef != turn) {
+		return nil // nothing to stop; the acknowledgement is still true
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if _, err := s.call(ctx, http.MethodPost, "/session/"+url.PathEscape(root)+"/abort", nil, nil); err != nil {
+		return fmt.Errorf("interrupt turn %s: %w", turn, err)
+	}
+	return nil
+}
+
+// reply maps a decision to opencode's permission reply.
+func reply(d sdk.Decision) (string, error) {
+	switch d {
+	case sdk.DecisionAccept:
+		return "once", nil
+	case sdk.DecisionAcceptForSession:
+		return "always", nil
+	case sdk.DecisionDecline, sdk.DecisionCancel:
+		return "reject", nil
+	}
+	return "", sdk.Errorf(sdk.ErrInvalid, "decision %q: a permission takes accept, accept_for_session, decline or cancel", d)
+}
+
+// RespondToRequest implements sdk.Adapter.
+func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequestRequest) error {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		if errors.Is(err, sdk.ErrUnknownSession) {
+			return sdk.Errorf(sdk.ErrNotResumable, "request %s: its session is gone", req.RequestRef)
+		}
+		return err
+	}
+	answer, err := reply(req.Decision)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	q, ok := s.pending[req.RequestRef]
+	if !ok {
+		s.mu.Unlock()
+		return sdk.Errorf(sdk.ErrUnknownRequest, "request %q", req.RequestRef)
+	}
+	delete(s.pending, req.RequestRef)
+	if answer == "reject" {
+		s.norm.rejectedCall(q.callID)
+	}
+	s.mu.Unlock()
+	// The resolution is emitted before the reply: the reply lets opencode
+	// go on, and what it does next must come after.
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
+		RequestRef: req.RequestRef, RequestKind: q.kind, Status: string(req.Decision)})
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if _, err := s.call(ctx, http.MethodPost, "/permission/"+url.PathEscape(req.RequestRef)+"/reply", permissionReply{Reply: answer}, nil); err != nil {
+		if s.ctx.Err() != nil {
+			return sdk.Errorf(sdk.ErrNotResumable, "answer request %s: opencode is gone (%v)", req.RequestRef, err)
+		}
+		return fmt.Errorf("answer request %s: %w", req.RequestRef, err)
+	}
+	return nil
+}
+
+// CloseSession implements sdk.Adapter.
+func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
+	s, err := a.session(sessionID)
+	if err != nil {
+		return err
+	}
+	s.close(errors.New("session closed"))
+	return nil
+}
+
+var _ sdk.Rollbacker = (*Adapter)(nil)

@@ -1,0 +1,508 @@
+package opencode
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/baton-run/baton/sdk"
+)
+
+// normalizer turns one opencode server's events into runtime events. It
+// does no I/O; the session feeds it events in the order they arrived.
+//
+// Threads are opencode sessions: the session the plugin created (or
+// resumed) is the root; a session whose parentID is a known thread (a task
+// tool's child session) is announced with thread_started naming its parent
+// before any of its turns. Sessions of other clients of the same server
+// are ignored.
+//
+// Turns are user messages: a user message on a thread with no turn running
+// starts one (its id is the turn ref), the assistant messages whose
+// parentID is it belong to it, and the thread's session.idle ends it. A
+// user message that arrives while a turn runs (a prompt queued while busy)
+// joins the running turn.
+type normalizer struct {
+	root string
+	cwd  string
+
+	threads    map[string]bool   // announced sessions
+	active     map[string]string // session -> its running turn
+	msgTurn    map[string]string // message -> its turn
+	msgRole    map[string]string // message -> user or assistant
+	seenUser   map[string]bool   // user messages already seen
+	items      map[string]*openItem
+	callPart   map[string]string // tool callID -> part id
+	usage      map[string]*sdk.Usage
+	busy       map[string]bool         // session -> busy since its turn started
+	aborting   map[string]bool         // session -> an abort was asked
+	failure    map[string]*sdk.Failure // session -> the turn's error
+	rejected   map[string]bool         // tool callIDs whose permission was rejected
+	clientTurn string                  // the host's id for the next root turn
+}
+
+// openItem is an item started and not yet completed.
+type openItem struct {
+	thread, turn, id string
+	kind             sdk.ItemKind
+	title            string
+	streamed         strings.Builder
+}
+
+func newNormalizer(root, cwd string) *normalizer {
+	n := &normalizer{cwd: cwd, threads: map[string]bool{}, active: map[string]string{}, msgTurn: map[string]string{},
+		msgRole: map[string]string{}, seenUser: map[string]bool{}, items: map[string]*openItem{}, callPart: map[string]string{},
+		usage: map[string]*sdk.Usage{}, busy: map[string]bool{}, aborting: map[string]bool{}, failure: map[string]*sdk.Failure{}, rejected: map[string]bool{}}
+	if root != "" {
+		n.setRoot(root)
+	}
+	return n
+}
+
+// setRoot names the session's own opencode session.
+func (n *normalizer) setRoot(id string) {
+	n.root = id
+	n.threads[id] = true
+}
+
+// expectTurn says that the next root turn is the one the host started as
+// clientTurn.
+func (n *normalizer) expectTurn(clientTurn string) { n.clientTurn = clientTurn }
+
+// activeTurn is a thread's running turn ("" when none).
+func (n *normalizer) activeTurn(thread string) string { return n.active[thread] }
+
+// abort marks the thread's running turn as interrupted by the client: its
+// end is an interruption.
+func (n *normalizer) abort(thread string) { n.aborting[thread] = true }
+
+// event normalizes one event. Malformed events become diagnostics.
+func (n *normalizer) event(ev event) []sdk.RuntimeEvent {
+	out, err := n.dispatch(ev)
+	if err != nil {
+		return append(out, sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed event", Text: err.Error()})
+	}
+	return out
+}
+
+func decode[T any](ev event) (T, error) {
+	var v T
+	if err := json.Unmarshal(ev.Properties, &v); err != nil {
+		return v, fmt.Errorf("%s: %w", ev.Type, err)
+	}
+	return v, nil
+}
+
+func (n *normalizer) dispatch(ev event) ([]sdk.RuntimeEvent, error) {
+	switch ev.Type {
+	case "session.created", "session.updated":
+		p, err := decode[sessionEvent](ev)
+		if err != nil {
+			return nil, err
+		}
+		return n.session(p.Info), nil
+	case "message.updated":
+		p, err := decode[messageEvent](ev)
+		if err != nil {
+			return nil, err
+		}
+		return n.message(p.Info), nil
+	case "message.part.updated":
+		p, err := decode[partEvent](ev)
+		if err != nil {
+			return nil, err
+		}
+		return n.part(p.Part), nil
+	case "message.part.delta":
+		p, err := decode[deltaEvent](ev)
+		if err != nil {
+			return nil, err
+		}
+		return n.delta(p), nil
+	case "session.status":
+		p, err := decode[statusEvent](ev)
+		if err != nil {
+			return nil, err
+		}
+		if p.Status.Type == "busy" && n.active[p.SessionID] != "" {
+			n.busy[p.SessionID] = true
+		}
+		if p.Status.Type == "retry" && n.threads[p.SessionID] {
+			return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: p.SessionID, TurnRef: n.active[p.SessionID],
+				Title: fmt.Sprintf("opencode retries the model call (attempt %d)", p.Status.Attempt), Text: p.Status.Message}}, nil
+		}
+		return nil, nil
+	case "session.idle":
+		p, err := decode[idleEvent](ev)
+		if err != nil {
+			return nil, err
+		}
+		return n.idle(p.SessionID), nil
+	case "session.error":
+		p, err := decode[sessionErrorEvent](ev)
+		if err != nil {
+			return nil, err
+		}
+		return n.sessionError(p), nil
+	}
+	return nil, nil // everything else carries nothing the host uses
+}
+
+// session announces a child session of a known thread.
+func (n *normalizer) session(info sessionInfo) []sdk.RuntimeEvent {
+	if info.ID == "" || n.threads[info.ID] || info.ParentID == "" || !n.threads[info.ParentID] {
+		return nil
+	}
+	n.threads[info.ID] = true
+	detail, _ := json.Marshal(map[string]string{"title": info.Title})
+	return []sdk.RuntimeEvent{{Kind: sdk.EventThreadStarted, ThreadRef: info.ID, ParentThreadRef: info.ParentID,
+		Title: info.Title, Detail: detail}}
+}
+
+// message starts a turn at a new user message, and binds assistant
+// messages to their turn.
+func (n *normalizer) message(m messageInfo) []sdk.RuntimeEvent {
+	if m.ID == "" || !n.threads[m.SessionID] {
+		return nil
+	}
+	switch m.Role {
+	case "user":
+		if n.seenUser[m.ID] {
+			return nil
+		}
+		n.seenUser[m.ID] = true
+		n.msgRole[m.ID] = "user"
+		if turn := n.active[m.SessionID]; turn != "" {
+			n.msgTurn[m.ID] = turn // queued while the turn ran: it is that turn's input now
+			return nil
+		}
+		n.active[m.SessionID] = m.ID
+		n.msgTurn[m.ID] = m.ID
+		ev := sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: m.SessionID, TurnRef: m.ID}
+		if m.SessionID == n.root {
+			ev.ClientTurnID, n.clientTurn = n.clientTurn, ""
+		}
+		return []sdk.RuntimeEvent{ev}
+	case "assistant":
+		n.msgRole[m.ID] = "assistant"
+		turn, ok := n.msgTurn[m.ParentID]
+		if !ok {
+			return nil
+		}
+		n.msgTurn[m.ID] = turn
+		if m.Error != nil && n.active[m.SessionID] == turn {
+			n.noteError(m.SessionID, m.Error)
+		}
+	}
+	return nil
+}
+
+// noteError keeps a turn's error for its terminal event; an abort is an
+// interruption, not a failure.
+func (n *normalizer) noteError(session string, e *errorInfo) {
+	if e.Name == "MessageAbortedError" {
+		n.aborting[session] = true
+		return
+	}
+	if n.failure[session] == nil {
+		n.failure[session] = &sdk.Failure{Code: e.Name, Message: e.message()}
+	}
+}
+
+// turnOf is the running turn a part belongs to ("" when none).
+func (n *normalizer) turnOf(session, message string) string {
+	turn := n.msgTurn[message]
+	if turn == "" || n.active[session] != turn {
+		return ""
+	}
+	return turn
+}
+
+func (n *normalizer) part(p part) []sdk.RuntimeEvent {
+	turn := n.turnOf(p.SessionID, p.MessageID)
+	if turn == "" || n.msgRole[p.MessageID] != "assistant" || p.ID == "" {
+		return nil
+	}
+	switch p.Type {
+	case "text", "reasoning":
+		if p.Synthetic {
+			return nil
+		}
+		kind := sdk.ItemAssistantMessage
+		if p.Type == "reasoning" {
+			kind = sdk.ItemReasoning
+		}
+		out, it := n.open(p.SessionID, turn, p.ID, kind, "", nil)
+		if p.Time == nil || p.Time.End == 0 {
+			return out
+		}
+		if streamed := it.streamed.String(); strings.HasPrefix(p.Text, streamed) && len(p.Text) > len(streamed) {
+			out = append(out, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: p.SessionID, TurnRef: turn,
+				ItemRef: p.ID, ItemKind: kind, Text: p.Text[len(streamed):]})
+		}
+		return append(out, n.complete(it, sdk.ItemDone, p.Text, nil))
+	case "tool":
+		return n.tool(p, turn)
+	case "step-finish":
+		if p.Tokens == nil {
+			return nil
+		}
+		u := n.usage[turn]
+		if u == nil {
+			u = &sdk.Usage{}
+			n.usage[turn] = u
+		}
+		u.InputTokens += p.Tokens.Input
+		u.OutputTokens += p.Tokens.Output
+		u.ReasoningTokens += p.Tokens.Reasoning
+		u.CachedInputTokens += p.Tokens.Cache.Read
+		total := p.Tokens.Total
+		if total == 0 {
+			total = p.Tokens.Input + p.Tokens.Output + p.Tokens.Reasoning + p.Tokens.Cache.Read + p.Tokens.Cache.Write
+		}
+		u.TotalTokens += total
+		c := *u
+		return []sdk.RuntimeEvent{{Kind: sdk.EventUsage, ThreadRef: p.SessionID, TurnRef: turn, Usage: &c}}
+	}
+	return nil
+}
+
+// open starts an item unless it is open.
+func (n *normalizer) open(thread, turn, id string, kind sdk.ItemKind, title string, detail json.RawMessage) ([]sdk.RuntimeEvent, *openItem) {
+	if it := n.items[id]; it != nil {
+		return nil, it
+	}
+	it := &openItem{thread: thread, turn: turn, id: id, kind: kind, title: title}
+	n.items[id] = it
+	return []sdk.RuntimeEvent{{Kind: sdk.EventItemStarted, ThreadRef: thread, TurnRef: turn, ItemRef: id, ItemKind: kind,
+		Title: title, Status: sdk.ItemInProgress, Detail: detail}}, it
+}
+
+func (n *normalizer) complete(it *openItem, status, text string, detail json.RawMessage) sdk.RuntimeEvent {
+	delete(n.items, it.id)
+	return sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
+		ItemKind: it.kind, Title: it.title, Text: text, Status: status, Detail: detail}
+}
+
+// toolKind maps opencode's tool names to item kinds.
+func toolKind(tool string) sdk.ItemKind {
+	switch tool {
+	case "bash":
+		return sdk.ItemCommandExecution
+	case "edit", "write", "patch", "multiedit", "apply_patch":
+		return sdk.ItemFileChange
+	case "task":
+		return sdk.ItemSubagent
+	}
+	return sdk.ItemToolCall
+}
+
+// toolTitle says what a tool call does, from its input.
+func (n *normalizer) toolTitle(tool string, input json.RawMessage) string {
+	var in struct {
+		Command     string `json:"command"`
+		FilePath    string `json:"filePath"`
+		Description string `json:"description"`
+		Prompt      string `json:"prompt"`
+	}
+	_ = json.Unmarshal(input, &in)
+	switch toolKind(tool) {
+	case sdk.ItemCommandExecution:
+		return in.Command
+	case sdk.ItemFileChange:
+		if in.FilePath != "" {
+			return n.relPath(in.FilePath)
+		}
+	case sdk.ItemSubagent:
+		if in.Description != "" {
+			return "task: " + in.Description
+		}
+	}
+	return tool
+}
+
+func (n *normalizer) relPath(p string) string {
+	if n.cwd != "" && filepath.IsAbs(p) {
+		if r, err := filepath.Rel(n.cwd, p); err == nil && !strings.HasPrefix(r, "..") {
+			return r
+		}
+	}
+	return p
+}
+
+func (n *normalizer) tool(p part, turn string) []sdk.RuntimeEvent {
+	if p.State == nil {
+		return nil
+	}
+	if p.CallID != "" {
+		n.callPart[p.CallID] = p.ID
+	}
+	kind := toolKind(p.Tool)
+	title := n.toolTitle(p.Tool, p.State.Input)
+	if p.State.Title != "" && kind == sdk.ItemToolCall {
+		title = p.Tool + ": " + p.State.Title
+	}
+	detail, _ := json.Marshal(map[string]any{"tool": p.Tool, "callID": p.CallID, "input": p.State.Input})
+	out, it := n.open(p.SessionID, turn, p.ID, kind, title, detail)
+	if it.title == "" || it.title == p.Tool {
+		it.title = title // the input arrives after the pending state
+	}
+	switch p.State.Status {
+	case "completed":
+		d, _ := json.Marshal(map[string]any{"tool": p.Tool, "callID": p.CallID, "input": p.State.Input,
+			"output": p.State.Output, "metadata": p.State.Metadata})
+		return append(out, n.complete(it, sdk.ItemDone, p.State.Output, d))
+	case "error":
+		status := sdk.ItemFailed
+		if n.rejected[p.CallID] {
+			status = sdk.ItemDeclined
+		}
+		return append(out, n.complete(it, status, p.State.Error, detail))
+	}
+	return out
+}
+
+func (n *normalizer) delta(d deltaEvent) []sdk.RuntimeEvent {
+	it := n.items[d.PartID]
+	if it == nil || d.Field != "text" || d.Delta == "" {
+		return nil
+	}
+	it.streamed.WriteString(d.Delta)
+	return []sdk.RuntimeEvent{{Kind: sdk.EventContentDelta, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
+		ItemKind: it.kind, Text: d.Delta}}
+}
+
+func (n *normalizer) sessionError(p sessionErrorEvent) []sdk.RuntimeEvent {
+	s := p.SessionID
+	if s == "" {
+		s = n.root
+	}
+	if !n.threads[s] || p.Error == nil {
+		return nil
+	}
+	if n.active[s] != "" {
+		n.noteError(s, p.Error)
+	}
+	if p.Error.Name == "MessageAbortedError" {
+		return nil
+	}
+	return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: s, TurnRef: n.active[s],
+		Title: "opencode session error: " + p.Error.Name, Text: p.Error.message()}}
+}
+
+// idle ends the thread's running turn: interrupted when the client asked
+// for an abort (or opencode reported one), failed on a session error.
+//
+// Only an idle after the turn's session went busy ends it: an abort's
+// second session.idle can come after the next prompt's user message.
+func (n *normalizer) idle(session string) []sdk.RuntimeEvent {
+	turn := n.active[session]
+	if turn == "" || !n.busy[session] {
+		return nil
+	}
+	status := sdk.TurnCompleted
+	failure := n.failure[session]
+	switch {
+	case n.aborting[session]:
+		status, failure = sdk.TurnInterrupted, nil
+	case failure != nil:
+		status = sdk.TurnFailed
+	}
+	return n.end(session, turn, status, failure, true)
+}
+
+// end closes a turn's open items and emits its terminal event.
+func (n *normalizer) end(session, turn, status string, failure *sdk.Failure, usable bool) []sdk.RuntimeEvent {
+	var out []sdk.RuntimeEvent
+	itemStatus := sdk.ItemFailed
+	if status == sdk.TurnCompleted {
+		itemStatus = sdk.ItemDone
+	}
+	for _, id := range slices.Sorted(maps.Keys(n.items)) {
+		if it := n.items[id]; it.turn == turn {
+			out = append(out, n.complete(it, itemStatus, "", nil))
+		}
+	}
+	delete(n.active, session)
+	delete(n.busy, session)
+	delete(n.aborting, session)
+	delete(n.failure, session)
+	delete(n.usage, turn)
+	return append(out, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadRef: session, TurnRef: turn, Status: status,
+		Failure: failure, ThreadUsable: usable})
+}
+
+// exited ends every running turn: opencode is gone. Child threads first.
+func (n *normalizer) exited(report string) []sdk.RuntimeEvent {
+	var out []sdk.RuntimeEvent
+	for _, s := range slices.Sorted(maps.Keys(n.active)) {
+		if s == n.root {
+			continue
+		}
+		out = append(out, n.end(s, n.active[s], sdk.TurnFailed, &sdk.Failure{Code: "provider_exited", Message: report}, false)...)
+	}
+	if turn := n.active[n.root]; turn != "" {
+		out = append(out, n.end(n.root, turn, sdk.TurnFailed, &sdk.Failure{Code: "provider_exited", Message: report}, false)...)
+	}
+	return out
+}
+
+// permissionKind names a permission request by what it is about, in the
+// host's request kinds: a command, a file change, or another permission
+// (webfetch, external_directory, ...).
+func permissionKind(permission string) string {
+	switch permission {
+	case "bash":
+		return "command_approval"
+	case "edit":
+		return "file_change_approval"
+	}
+	return "permission"
+}
+
+// permissionOptions are the answers opencode takes.
+var permissionOptions = []sdk.RequestOption{
+	{ID: "once", Label: "Allow once", Kind: "allow_once"},
+	{ID: "always", Label: "Always allow", Kind: "allow_always"},
+	{ID: "reject", Label: "Reject", Kind: "reject_once"},
+}
+
+// permissionAsked opens a request for a permission.asked event; ok is
+// false for a session that is not this session's.
+func (n *normalizer) permissionAsked(p permissionAsked, raw json.RawMessage) (sdk.RuntimeEvent, bool) {
+	if !n.threads[p.SessionID] || p.ID == "" {
+		return sdk.RuntimeEvent{}, false
+	}
+	ev := sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, ThreadRef: p.SessionID, TurnRef: n.active[p.SessionID],
+		RequestRef: p.ID, RequestKind: permissionKind(p.Permission), Title: p.Permission + ": " + strings.Join(p.Patterns, ", "),
+		Options: permissionOptions, Detail: raw}
+	if p.Tool != nil {
+		ev.ItemRef = n.callPart[p.Tool.CallID]
+	}
+	var meta struct {
+		Command  string `json:"command"`
+		FilePath string `json:"filepath"`
+		Diff     string `json:"diff"`
+	}
+	_ = json.Unmarshal(p.Metadata, &meta)
+	switch {
+	case meta.Command != "":
+		ev.Text = meta.Command
+	case meta.Diff != "":
+		ev.Text = meta.Diff
+	case meta.FilePath != "":
+		ev.Text = n.relPath(meta.FilePath)
+	}
+	return ev, true
+}
+
+// rejectedCall remembers a tool call whose permission was rejected: its
+// error is a decline.
+func (n *normalizer) rejectedCall(callID string) {
+	if callID != "" {
+		n.rejected[callID] = true
+	}
+}
