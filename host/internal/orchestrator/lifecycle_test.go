@@ -249,7 +249,17 @@ func TestUnfinishedEffectIsCancelledOnRestart(t *testing.T) {
 			t.Errorf("cancelled effect: %s", r.Data)
 		}
 	}
-	// Settled once: another restart cancels nothing more.
+	// Settled once (the failed run's checkpoint, which the new host
+	// captures after recovery, recorded): another restart cancels nothing
+	// more and appends nothing.
+	e.waitFor(threadID, "the run's checkpoint", func(th domain.Thread) bool {
+		for _, c := range th.Checkpoints {
+			if c.Status == domain.CheckpointCapturing {
+				return false
+			}
+		}
+		return len(th.Checkpoints) > 0
+	})
 	head := e.host.LastSequence()
 	e.restart()
 	if e.host.LastSequence() != head {
