@@ -352,6 +352,39 @@ func TestBackgroundSubagent(t *testing.T) {
 	s.close()
 }
 
+// Authored from a probe: the host interrupts while its turn waits on a
+// background subagent after the main loop's result. The CLI is idle: it
+// stops the task and acknowledges, and sends no result. The turn ends
+// interrupted with the acknowledgement, the subagent's turn too, and the
+// session takes the next turn.
+func TestInterruptWhileWaitingOnABackgroundSubagent(t *testing.T) {
+	s := open(t, "subagent_background_interrupt", nil)
+	turn := s.startTurn("Ask a background helper to say hi")
+	evs := s.until("the subagent's text", func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemAssistantMessage && ev.ThreadRef == "toolu_000000000000000000000001"
+	})
+	root := evs[0].ThreadRef
+	s.Interrupt(t, turn)
+	evs = append(evs, s.waitTurn(turn)...)
+	term := evs[len(evs)-1]
+	if term.ThreadRef != root || term.Status != sdk.TurnInterrupted || !term.ThreadUsable || term.Failure != nil {
+		t.Fatalf("turn ended %+v; want interrupted, usable", term)
+	}
+	child := filter(evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == "toolu_000000000000000000000001"
+	})
+	if len(child) != 1 || child[0].Status != sdk.TurnInterrupted {
+		t.Errorf("subagent turn ends %+v; want one, interrupted", child)
+	}
+	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage }); n != 1 {
+		t.Errorf("%d usage events; want the first result's", n)
+	}
+	if err := s.Steer(turn, "too late"); !errors.Is(err, sdk.ErrBusy) {
+		t.Errorf("steer after the turn: %v; want busy", err)
+	}
+	s.close()
+}
+
 // A subagent's own tool use asks for permission on the subagent's thread.
 func TestSubagentApproval(t *testing.T) {
 	var reqs []sdk.RuntimeEvent

@@ -279,6 +279,34 @@ func TestClaudeBackgroundSubagent(t *testing.T) {
 	e.checkSessionsClosed(threadID)
 }
 
+// An interrupt while the run waits on a background subagent after the
+// CLI's first result (authored from a probe): the CLI stops the task and
+// acknowledges, with no result; the run still ends interrupted, once, with
+// the subagent's node, and the session is closed cleanly.
+func TestClaudeBackgroundSubagentInterrupt(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.claudeThread("subagent_background_interrupt", "")
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Ask a background helper to say hi"}})
+	th := e.waitFor(threadID, "the subagent's text", func(th domain.Thread) bool {
+		return slices.ContainsFunc(th.Messages, func(m domain.Message) bool { return m.Text == "Child says hi." })
+	})
+	e.dispatch(domain.Command{ID: "stop", ThreadID: threadID, Payload: domain.InterruptRun{RunID: th.Runs[0].ID}})
+	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusInterrupted || !r.InterruptRequested {
+		t.Fatalf("run %s (requested %v), want interrupted", r.Status, r.InterruptRequested)
+	}
+	for _, n := range r.Nodes {
+		if n.Kind == domain.NodeSubagent && !domain.Terminal(n.Status) {
+			t.Errorf("subagent node %s is still %s", n.ID, n.Status)
+		}
+	}
+	if n := strings.Count(strings.Join(e.types(threadID, 0), " "), "run.ended"); n != 1 {
+		t.Fatalf("run.ended %d times", n)
+	}
+	e.checkSessionsClosed(threadID)
+}
+
 // A subagent that writes a file: its turn's end is a checkpoint nested
 // under the run's, which does not count as a run; the run's own checkpoint
 // has both files.

@@ -97,7 +97,7 @@ type session struct {
 	opening  bool // OpenSession has not returned: a process that ends is its to handle
 	norm     *normalizer
 	pending  map[string]*permissionRequest // by request ref
-	calls    map[string]chan controlResponseBody
+	calls    map[string]*pendingCall
 	nextID   int
 	closed   bool
 	finished bool // runtime_exited was emitted
@@ -129,7 +129,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	cwd := filepath.Clean(req.Cwd)
 	s := &session{id: req.SessionID, req: req, cwd: cwd, mode: req.RuntimePolicy, log: a.log.With("session", req.SessionID),
 		emit: emit, opening: true, norm: newNormalizer("", cwd), pending: map[string]*permissionRequest{},
-		calls: map[string]chan controlResponseBody{}, exited: make(chan struct{})}
+		calls: map[string]*pendingCall{}, exited: make(chan struct{})}
 
 	frames, err := framelog.Open(req.RawFrameLog, 0)
 	if err != nil {
@@ -204,7 +204,7 @@ func (s *session) start(ctx context.Context, extra ...string) error {
 
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
-	if _, err := s.call(ctx, p, map[string]any{"subtype": "initialize", "hooks": nil, "forwardSubagentText": true}); err != nil {
+	if _, err := s.call(ctx, p, map[string]any{"subtype": "initialize", "hooks": nil, "forwardSubagentText": true}, nil); err != nil {
 		_ = p.Close(context.Background())
 		<-p.ended
 		if errors.Is(err, errProcessEnded) {
@@ -218,13 +218,22 @@ func (s *session) start(ctx context.Context, extra ...string) error {
 // errProcessEnded is a control request whose process ended first.
 var errProcessEnded = errors.New("claude exited")
 
+// pendingCall is a control request of the plugin's waiting for its
+// response.
+type pendingCall struct {
+	ch chan controlResponseBody
+	// then, when set, runs on the read loop with the response (s.mu held),
+	// before the frames after it: the events it returns keep their order.
+	then func(controlResponseBody) []sdk.RuntimeEvent
+}
+
 // call sends a control request and waits for its response.
-func (s *session) call(ctx context.Context, p *process, request any) (json.RawMessage, error) {
+func (s *session) call(ctx context.Context, p *process, request any, then func(controlResponseBody) []sdk.RuntimeEvent) (json.RawMessage, error) {
 	s.mu.Lock()
 	s.nextID++
 	id := fmt.Sprintf("req_%d_%s", s.nextID, randomHex(4))
 	ch := make(chan controlResponseBody, 1)
-	s.calls[id] = ch
+	s.calls[id] = &pendingCall{ch: ch, then: then}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -292,9 +301,15 @@ func (s *session) handle(p *process, line []byte, raw uint64) {
 			emit([]sdk.RuntimeEvent{malformed(errors.New("control_response without a response"), line)})
 			return
 		}
-		if ch, ok := s.calls[f.Response.RequestID]; ok {
+		if c, ok := s.calls[f.Response.RequestID]; ok {
+			// Answered once: a repeated response is ignored (the read loop
+			// must never block on a caller that is gone).
+			delete(s.calls, f.Response.RequestID)
 			p.initialized = true // the first control request is initialize
-			ch <- *f.Response
+			c.ch <- *f.Response
+			if c.then != nil {
+				emit(c.then(*f.Response))
+			}
 		}
 	case typeControlRequest:
 		emit(s.controlRequest(p, f))
@@ -485,7 +500,20 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	if _, err := s.call(ctx, p, map[string]string{"subtype": "interrupt"}); err != nil {
+	// The CLI acknowledges an interrupt that found it between its turns
+	// (the host's turn waiting on a queued message or a background
+	// subagent) and sends no result: the acknowledgement ends the turn.
+	then := func(r controlResponseBody) []sdk.RuntimeEvent {
+		if r.Subtype != "success" {
+			return nil
+		}
+		var ack struct {
+			StillQueued []json.RawMessage `json:"still_queued"`
+		}
+		_ = json.Unmarshal(r.Response, &ack) // an answer without the list: nothing queued
+		return s.norm.interruptAcknowledged(active, len(ack.StillQueued))
+	}
+	if _, err := s.call(ctx, p, map[string]string{"subtype": "interrupt"}, then); err != nil {
 		return fmt.Errorf("interrupt turn %s: %w", active, err)
 	}
 	return nil

@@ -59,7 +59,10 @@ type rootTurn struct {
 	announced       bool
 	unconsumed      int // user messages written for it and not echoed yet
 	interrupted     bool
-	usage           sdk.Usage
+	// idle says that the CLI ended a CLI turn of the host's turn and has
+	// not started another yet (see result).
+	idle  bool
+	usage sdk.Usage
 }
 
 // openItem is a tool use whose result has not come.
@@ -369,6 +372,7 @@ func (n *normalizer) user(f *frame) ([]sdk.RuntimeEvent, error) {
 	if f.IsReplay {
 		if f.parent() == "" && n.turn != nil && n.turn.unconsumed > 0 {
 			n.turn.unconsumed--
+			n.turn.idle = false
 		}
 		return nil, nil
 	}
@@ -497,6 +501,13 @@ func (n *normalizer) system(f *frame) ([]sdk.RuntimeEvent, error) {
 		return nil, fmt.Errorf("system: %w", err)
 	}
 	switch s.Subtype {
+	case "init":
+		// Each CLI turn starts with it: the CLI runs a queued message or
+		// answers a task notification.
+		if n.turn != nil {
+			n.turn.idle = false
+		}
+		return nil, nil
 	case "task_started":
 		if s.ToolUseID == "" || n.root == "" {
 			return nil, nil // a background shell, not a subagent (or a session not named yet)
@@ -568,11 +579,36 @@ func (n *normalizer) result(r resultFrame, raw json.RawMessage) []sdk.RuntimeEve
 		// running: the CLI goes on by itself (the queued message, or the
 		// subagent's task notification, starts a CLI turn of its own),
 		// and that turn's result ends the host's.
+		t.idle = true
 		return nil
 	}
+	title := r.Subtype
+	if r.TerminalReason != "" {
+		title += " (" + r.TerminalReason + ")"
+	}
+	status, failure := resultStatus(r, t.interrupted)
+	return n.endTurn(status, failure, title, raw)
+}
+
+// interruptAcknowledged ends the host's turn ref when the CLI acknowledged
+// its interrupt while no CLI turn ran (its last result came, and it waited
+// to run a queued message or for a background subagent): no result follows
+// then. (Claude Code stops the turn's background tasks, and reports them
+// stopped, before it acknowledges.) stillQueued is how many messages the
+// CLI says it still runs: their result ends the turn.
+func (n *normalizer) interruptAcknowledged(ref string, stillQueued int) []sdk.RuntimeEvent {
+	if n.turn == nil || n.turn.ref != ref || !n.turn.idle || stillQueued > 0 {
+		return nil
+	}
+	return n.endTurn(sdk.TurnInterrupted, nil, "interrupted between claude's turns", nil)
+}
+
+// endTurn ends the host's turn in progress: its open items, and on an
+// interrupt its subagents still running, then its usage and terminal.
+func (n *normalizer) endTurn(status string, failure *sdk.Failure, title string, raw json.RawMessage) []sdk.RuntimeEvent {
+	t := n.turn
 	n.turn = nil
 	out := n.closeItems(n.root, t.ref)
-	status, failure := resultStatus(r, t.interrupted)
 	if status == sdk.TurnInterrupted {
 		for _, key := range slices.Sorted(maps.Keys(n.children)) {
 			if c := n.children[key]; !c.ended {
@@ -583,10 +619,6 @@ func (n *normalizer) result(r resultFrame, raw json.RawMessage) []sdk.RuntimeEve
 	u := t.usage
 	if u != (sdk.Usage{}) {
 		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: n.root, TurnRef: t.ref, Usage: &u})
-	}
-	title := r.Subtype
-	if r.TerminalReason != "" {
-		title += " (" + r.TerminalReason + ")"
 	}
 	return append(out, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadRef: n.root, TurnRef: t.ref, Status: status,
 		Failure: failure, ThreadUsable: true, Title: title, Detail: raw})
