@@ -539,6 +539,46 @@ func TestRollback(t *testing.T) {
 	}
 }
 
+// Two rollbacks with no turn between them: the first fork is never written
+// (the CLI writes it with its first message), so the second cuts the
+// original session again, further back, into a fork of its own, which the
+// next turn continues.
+func TestRollbackTwice(t *testing.T) {
+	s := open(t, "thread_rollback_twice", answerAll(sdk.DecisionAccept))
+	var turns []string
+	var root string
+	for _, input := range []string{"Write a.txt saying one", "Add a line to a.txt and write sub/b.txt", "Write c.txt"} {
+		turn := s.startTurn(input)
+		evs := s.waitTurn(turn)
+		if root == "" {
+			root = evs[0].ThreadRef
+		}
+		turns = append(turns, turn)
+	}
+	ctx := context.Background()
+	first, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 1, BeforeTurnRef: turns[2]})
+	if err != nil {
+		t.Fatalf("first rollback: %v", err)
+	}
+	second, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: first.ThreadRef, Turns: 1,
+		BeforeTurnRef: turns[1]})
+	if err != nil {
+		t.Fatalf("second rollback: %v", err)
+	}
+	if second.ThreadRef == "" || second.ThreadRef == first.ThreadRef || second.ThreadRef == root {
+		t.Fatalf("rollbacks answered %s, then %s; want two forks of %s", first.ThreadRef, second.ThreadRef, root)
+	}
+	turn := s.startTurn("What does a.txt say now?")
+	evs := s.waitTurn(turn)
+	if got := text(evs, second.ThreadRef, sdk.ItemAssistantMessage); got != "a.txt says one." {
+		t.Errorf("text on the second fork = %q", got)
+	}
+	if term := evs[len(evs)-1]; term.ThreadRef != second.ThreadRef || term.Status != sdk.TurnCompleted {
+		t.Errorf("turn ended %+v", term)
+	}
+	s.close()
+}
+
 // Authored from recorded frames: a rate limit warning, malformed frames,
 // a control request the plugin does not handle, and an API failure the CLI
 // reports as a "success" result with is_error.

@@ -51,6 +51,11 @@ type normalizer struct {
 	turnBefore map[string]string
 	// turns are the root turns this session ran, oldest first.
 	turns []string
+	// forkOf is the session the root forks after a rollback, until the
+	// CLI takes a message on the fork: it writes the fork only then, and a
+	// fork it has not written cannot be resumed (a second rollback cuts
+	// forkOf again).
+	forkOf string
 }
 
 // rootTurn is the host's turn in progress.
@@ -111,9 +116,9 @@ func (n *normalizer) cancelStart(ref string) {
 	}
 }
 
-// rolledBack says that the conversation goes on as fork, without turn
-// first and the turns after it.
-func (n *normalizer) rolledBack(fork, first string) {
+// rolledBack says that the conversation goes on as fork (of session
+// source, not written yet), without turn first and the turns after it.
+func (n *normalizer) rolledBack(fork, source, first string) {
 	i := slices.Index(n.turns, first)
 	n.lastEntry = n.turnBefore[first]
 	for _, t := range n.turns[i:] {
@@ -121,6 +126,7 @@ func (n *normalizer) rolledBack(fork, first string) {
 	}
 	n.turns = n.turns[:i]
 	n.root = fork
+	n.forkOf = source
 }
 
 // steer adds a user message to the turn in progress.
@@ -373,6 +379,7 @@ func (n *normalizer) user(f *frame) ([]sdk.RuntimeEvent, error) {
 		if f.parent() == "" && n.turn != nil && n.turn.unconsumed > 0 {
 			n.turn.unconsumed--
 			n.turn.idle = false
+			n.forkOf = "" // the CLI took a message: a fork is written now
 		}
 		return nil, nil
 	}

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,7 +18,9 @@ import (
 // because the CLI keeps a truncating resume only once a new message is
 // written: a plain --resume of the original session would bring the
 // dropped turns back. The fork's id is derived from the session and the
-// cut, so a replay asks for the same one.
+// cut, so a replay asks for the same one. The CLI writes the fork only with
+// its first message: a second rollback before that cuts the session the
+// fork came from.
 //
 // Only turns this session ran can be dropped (the cut is the last
 // assistant message before them, seen on the wire); dropping the first turn
@@ -36,6 +39,10 @@ func (a *Adapter) RollbackThread(ctx context.Context, req sdk.RollbackThreadRequ
 	s.mu.Lock()
 	root, running := s.norm.root, s.norm.activeTurn()
 	turns := s.norm.turns
+	// A fork the CLI has not written yet (no message since the last
+	// rollback) is not there to resume: its source is, with every entry the
+	// cut may name.
+	source := cmp.Or(s.norm.forkOf, root)
 	s.mu.Unlock()
 	switch {
 	case req.ThreadRef != "" && req.ThreadRef != root:
@@ -60,14 +67,14 @@ func (a *Adapter) RollbackThread(ctx context.Context, req sdk.RollbackThreadRequ
 		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrInvalid,
 			"rollback thread %s: turn %s has no assistant message before it to resume at", root, first)
 	}
-	fork := forkID(root, cut)
+	fork := forkID(source, cut)
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
-	if err := s.restart(ctx, "--resume", root, "--resume-session-at", cut, "--fork-session", "--session-id", fork); err != nil {
+	if err := s.restart(ctx, "--resume", source, "--resume-session-at", cut, "--fork-session", "--session-id", fork); err != nil {
 		return sdk.RollbackThreadResponse{}, fmt.Errorf("rollback thread %s by %d turns: %w", root, req.Turns, err)
 	}
 	s.mu.Lock()
-	s.norm.rolledBack(fork, first)
+	s.norm.rolledBack(fork, source, first)
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: fork,
 		Title: fmt.Sprintf("%s without its last %d turns", root, req.Turns)})
 	s.mu.Unlock()
