@@ -198,6 +198,14 @@ func (s *session) start(ctx context.Context, extra ...string) error {
 	}
 	p := &process{Process: lp, ended: make(chan struct{})}
 	s.mu.Lock()
+	if s.closed {
+		// Closed while a rollback replaced the process: CloseSession
+		// stopped the old one and waits for the session's end, which this
+		// one must not outlive.
+		s.mu.Unlock()
+		_ = lp.Close(context.Background())
+		return sdk.Errorf(sdk.ErrProviderExited, "the session was closed")
+	}
 	s.proc = p
 	s.mu.Unlock()
 	go s.read(p)
@@ -570,8 +578,12 @@ func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 	p := s.proc
 	s.mu.Unlock()
 	_ = p.Close(context.Background())
-	<-s.exited
-	return nil
+	select {
+	case <-s.exited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close session %s: waiting for claude to exit: %w", sessionID, context.Cause(ctx))
+	}
 }
 
 func randomHex(n int) string {
