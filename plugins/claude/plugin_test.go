@@ -385,6 +385,33 @@ func TestInterruptWhileWaitingOnABackgroundSubagent(t *testing.T) {
 	s.close()
 }
 
+// A command started in the background (Bash run_in_background) is a task
+// of the CLI too (task_type local_bash, named by the Bash tool use): it is
+// the command item, not a subagent, and the turn ends with the result
+// without waiting for it (a server started that way may never end).
+func TestBackgroundCommand(t *testing.T) {
+	s := open(t, "command_background", nil)
+	turn := s.startTurn("Run a slow command in the background")
+	evs := s.waitTurn(turn)
+	root := evs[0].ThreadRef
+	if term := evs[len(evs)-1]; term.ThreadRef != root || term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %+v", term)
+	}
+	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.ThreadRef != root && ev.Kind != sdk.EventDiagnostic }); n != 0 {
+		t.Errorf("%d events off the root thread (the command made a subagent): %s", n, plugintest.Kinds(evs))
+	}
+	cmd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
+	})
+	if cmd.Title != "sleep 30; echo finished" || cmd.Status != sdk.ItemDone {
+		t.Errorf("command item %+v", cmd)
+	}
+	all := s.close()
+	if n := count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+		t.Errorf("%d diagnostics (the command's end is no subagent's): %s", n, plugintest.Kinds(all))
+	}
+}
+
 // A subagent's own tool use asks for permission on the subagent's thread.
 func TestSubagentApproval(t *testing.T) {
 	var reqs []sdk.RuntimeEvent

@@ -307,6 +307,27 @@ func TestClaudeBackgroundSubagentInterrupt(t *testing.T) {
 	e.checkSessionsClosed(threadID)
 }
 
+// A command started in the background is the run's command item, not a
+// subagent: the run completes with the CLI's result, without waiting for
+// the command (recorded: it runs on until the session closes).
+func TestClaudeBackgroundCommand(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.claudeThread("command_background", domain.ApproveAccept)
+	th := e.play(threadID, "claude/command_background.steps.json")
+	if len(th.Runs) != 1 || th.Runs[0].Status != domain.RunStatusCompleted {
+		t.Fatalf("runs %+v", th.Runs)
+	}
+	for _, n := range th.Runs[0].Nodes {
+		if n.Kind == domain.NodeSubagent {
+			t.Errorf("subagent node %+v for a background command", n)
+		}
+	}
+	if len(th.ProviderThreads) != 1 || len(th.Diagnostics) != 0 {
+		t.Errorf("provider threads %+v, diagnostics %+v; want the CLI's session only", th.ProviderThreads, th.Diagnostics)
+	}
+	e.checkSessionsClosed(threadID)
+}
+
 // A subagent that writes a file: its turn's end is a checkpoint nested
 // under the run's, which does not count as a run; the run's own checkpoint
 // has both files.

@@ -517,7 +517,14 @@ func (n *normalizer) system(f *frame) ([]sdk.RuntimeEvent, error) {
 		return nil, nil
 	case "task_started":
 		if s.ToolUseID == "" || n.root == "" {
-			return nil, nil // a background shell, not a subagent (or a session not named yet)
+			return nil, nil // a session not named yet
+		}
+		if n.children[s.ToolUseID] == nil && s.TaskType != "local_agent" {
+			// A background command (task_type local_bash, named by its
+			// Bash tool use) is no subagent: its item is its tool use, and
+			// the host's turn does not wait for it (a server started in the
+			// background may never end).
+			return nil, nil
 		}
 		c, out := n.child(s.ToolUseID, cmp.Or(s.Prompt, s.Description))
 		c.background = s.IsBackgrounded

@@ -137,6 +137,7 @@ type systemFrame struct {
 	ClaudeCodeVersion string `json:"claude_code_version,omitempty"`
 	// task_*
 	TaskID         string          `json:"task_id,omitempty"`
+	TaskType       string          `json:"task_type,omitempty"` // local_agent (a subagent), local_bash (a background command)
 	ToolUseID      string          `json:"tool_use_id,omitempty"`
 	Description    string          `json:"description,omitempty"`
 	Prompt         string          `json:"prompt,omitempty"`
