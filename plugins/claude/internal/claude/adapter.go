@@ -166,6 +166,9 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	}
 	s.opening = false
 	p := s.proc
+	// (Read under the lock: the read loop names the root from the first
+	// frame that carries the session id, which may come before a turn.)
+	root := s.norm.root
 	s.mu.Unlock()
 	a.sessions.Add(req.SessionID, s, s.exited)
 	select {
@@ -173,7 +176,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		s.finish(p)
 	default:
 	}
-	return sdk.OpenSessionResponse{ProviderSessionRef: s.norm.root, ProviderThreadRef: s.norm.root, ProviderPid: p.Pid(),
+	return sdk.OpenSessionResponse{ProviderSessionRef: root, ProviderThreadRef: root, ProviderPid: p.Pid(),
 		Resumed: resumed}, nil
 }
 
@@ -367,6 +370,11 @@ func (s *session) controlRequest(p *process, f *frame) []sdk.RuntimeEvent {
 			Title: "claude sent an unsupported control request " + body.Subtype + "; answered with an error", Detail: f.raw}}
 	}
 	q, evs := s.norm.openRequest(f.RequestID, body, f.raw)
+	if q == nil {
+		resp, _ := json.Marshal(permissionDeny{Behavior: "deny", Message: unboundMessage})
+		s.answer(p, controlResponseBody{Subtype: "success", RequestID: f.RequestID, Response: resp})
+		return evs
+	}
 	s.pending[requestRef(f.RequestID)] = q
 	return evs
 }

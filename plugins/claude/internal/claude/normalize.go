@@ -496,6 +496,8 @@ func (n *normalizer) closeItems(thread, turn string) []sdk.RuntimeEvent {
 		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
 			ItemKind: it.kind, Title: it.title, Status: sdk.ItemFailed, Text: "the item was still open when the turn ended"})
 		delete(n.items, key)
+		delete(n.declined, it.id) // its result will not come
+
 	}
 	return out
 }

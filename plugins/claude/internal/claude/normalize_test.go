@@ -310,7 +310,8 @@ func FuzzDecodeFrame(f *testing.F) {
 }
 
 // FuzzNormalize feeds a whole CLI session (frames, one per line; a line
-// "#steer" steers and "#interrupt" interrupts the turn) and checks what the
+// "#steer" steers, "#interrupt" interrupts the turn and "#ack" is the CLI's
+// acknowledgement of the interrupt) and checks what the
 // host relies on: a thread is announced before anything names it, the root
 // once and every other one as its child; a turn starts before its events
 // and ends once; when the CLI exits, nothing is left open.
@@ -332,6 +333,9 @@ func FuzzNormalize(f *testing.F) {
 				continue
 			case "#interrupt":
 				n.interrupting()
+				continue
+			case "#ack":
+				evs = append(evs, n.interruptAcknowledged(n.activeTurn(), 0)...)
 				continue
 			}
 			if n.activeTurn() == "" {

@@ -35,8 +35,14 @@ var permissionOptions = []sdk.RequestOption{
 	{ID: "deny", Label: "Deny", Kind: "reject_once"},
 }
 
-// openRequest normalizes a can_use_tool request into request_opened.
+// openRequest normalizes a can_use_tool request into request_opened. A
+// request before the CLI named its session has no thread to be asked on:
+// q is nil, the event a diagnostic, and the session denies it.
 func (n *normalizer) openRequest(id string, body controlRequestBody, raw json.RawMessage) (*permissionRequest, []sdk.RuntimeEvent) {
+	if n.root == "" {
+		return nil, []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "claude asked about " + body.ToolName +
+			" before it named its session; denied", Detail: raw}}
+	}
 	q := &permissionRequest{id: id, body: body, kind: kindPermission}
 	switch toolKind(body.ToolName) {
 	case sdk.ItemCommandExecution:
@@ -70,6 +76,9 @@ func (n *normalizer) openRequest(id string, body controlRequestBody, raw json.Ra
 	}
 	return q, []sdk.RuntimeEvent{ev}
 }
+
+// unboundMessage denies a request the host could not be asked.
+const unboundMessage = "Baton could not ask the user about this tool use."
 
 // declinedMessage is what the CLI tells the model when the host declines.
 const declinedMessage = "The user declined this tool use."
