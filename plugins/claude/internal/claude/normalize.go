@@ -407,7 +407,13 @@ func (n *normalizer) user(f *frame) ([]sdk.RuntimeEvent, error) {
 func (n *normalizer) toolResult(f *frame, b block) []sdk.RuntimeEvent {
 	thread := n.root
 	if p := f.parent(); p != "" {
-		thread = n.children[p].threadOr(p)
+		c := n.children[p]
+		if c != nil && c.ended {
+			// A subagent stopped with its turn (an interrupt) reports the
+			// tool use it was in; its item ended with the turn.
+			return nil
+		}
+		thread = c.threadOr(p)
 	}
 	it := n.items[itemKey(thread, b.ToolUseID)]
 	if it == nil {

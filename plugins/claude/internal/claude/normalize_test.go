@@ -403,3 +403,45 @@ func FuzzNormalize(f *testing.F) {
 		}
 	})
 }
+
+// Recorded in a probe: an interrupt while the host's turn waits on a
+// background subagent whose tool use waits on a permission. The CLI
+// withdraws the request, stops the task, acknowledges, and then sends the
+// subagent's tool result ("The user doesn't want to proceed…"): the
+// subagent's turn, and its item, ended already; nothing more is reported.
+func TestToolResultAfterTheSubagentEnded(t *testing.T) {
+	n := newNormalizer("sess", "/ws")
+	n.startTurn("t1", "c1")
+	evs := feed(t, n, [][]byte{
+		[]byte(`{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"tu1","name":"Agent","input":{"prompt":"p"}}]},"parent_tool_use_id":null,"session_id":"sess","uuid":"a1"}`),
+		[]byte(`{"type":"system","subtype":"task_started","task_id":"k1","task_type":"local_agent","tool_use_id":"tu1","is_backgrounded":true,"session_id":"sess"}`),
+		[]byte(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"tu1","content":"Async agent launched"}]},"parent_tool_use_id":null,"session_id":"sess","uuid":"u1"}`),
+		[]byte(`{"type":"result","subtype":"success","is_error":false,"terminal_reason":"completed","session_id":"sess"}`),
+		[]byte(`{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"tu2","name":"Write","input":{"file_path":"/ws/n.txt","content":"x"}}]},"parent_tool_use_id":"tu1","session_id":"sess","uuid":"a2"}`),
+	})
+	n.interrupting()
+	evs = append(evs, feed(t, n, [][]byte{
+		[]byte(`{"type":"system","subtype":"task_notification","task_id":"k1","tool_use_id":"tu1","status":"stopped","session_id":"sess"}`),
+	})...)
+	evs = append(evs, n.interruptAcknowledged("t1", 0)...)
+	evs = append(evs, feed(t, n, [][]byte{
+		[]byte(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"tu2","content":"The user doesn't want to proceed with this tool use.","is_error":true}]},"parent_tool_use_id":"tu1","session_id":"sess","uuid":"u2"}`),
+		[]byte(`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]},"parent_tool_use_id":"tu1","session_id":"sess","uuid":"u3"}`),
+	})...)
+	var ends []string
+	for _, ev := range evs {
+		switch ev.Kind {
+		case sdk.EventDiagnostic:
+			t.Errorf("diagnostic %s", ev.Title)
+		case sdk.EventTurnTerminal, sdk.EventItemCompleted:
+			ends = append(ends, fmt.Sprintf("%s %s %s %s", ev.Kind, ev.ThreadRef, ev.ItemRef, ev.Status))
+		}
+	}
+	want := "item_completed sess tu1 completed|item_completed tu1 tu2 failed|turn_terminal tu1  interrupted|turn_terminal sess  interrupted"
+	if got := strings.Join(ends, "|"); got != want {
+		t.Errorf("ends %s\nwant %s", got, want)
+	}
+	if n.activeTurn() != "" {
+		t.Errorf("the turn is still active")
+	}
+}
