@@ -182,6 +182,29 @@ func TestInterrupt(t *testing.T) {
 	s.close()
 }
 
+// A steer still queued when the host interrupts (recorded): the interrupt
+// cancels it (cancel_queued, checked by the peer), so the CLI runs nothing
+// after the interrupted turn's result, and the turn ends with that result.
+func TestInterruptCancelsTheQueuedSteer(t *testing.T) {
+	s := open(t, "message_steering_interrupt", nil)
+	turn := s.startTurn("Write a long story")
+	s.until("turn_started", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	if err := s.Steer(turn, "Make it short"); err != nil {
+		t.Fatalf("steer: %v", err)
+	}
+	s.Interrupt(t, turn)
+	evs := s.waitTurn(turn)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnInterrupted || !term.ThreadUsable {
+		t.Fatalf("turn ended %+v; want interrupted", term)
+	}
+	all := s.close()
+	if n := count(all, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnTerminal || ev.Kind == sdk.EventDiagnostic
+	}); n != 1 {
+		t.Errorf("%d terminals and diagnostics; want the turn's terminal only: %s", n, plugintest.Kinds(all))
+	}
+}
+
 func TestApprovalAccept(t *testing.T) {
 	var req sdk.RuntimeEvent
 	s := open(t, "approval_accept", func(ev sdk.RuntimeEvent) (sdk.Decision, map[string]string) {

@@ -145,6 +145,28 @@ func TestClaudeTurnInterrupt(t *testing.T) {
 	}
 }
 
+// A steer still queued when the run is interrupted: the interrupt cancels
+// it (recorded), so the run ends interrupted with one attempt and the CLI
+// answers nothing after it.
+func TestClaudeSteerThenInterrupt(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.claudeThread("message_steering_interrupt", "")
+	th := e.play(threadID, "claude/message_steering_interrupt.steps.json")
+	if len(th.Runs) != 1 {
+		t.Fatalf("runs = %d, want 1", len(th.Runs))
+	}
+	if r := th.Runs[0]; r.Status != domain.RunStatusInterrupted || len(r.Attempts) != 1 {
+		t.Fatalf("run %s with %d attempts; want interrupted, 1", r.Status, len(r.Attempts))
+	}
+	if len(th.Diagnostics) != 0 {
+		t.Errorf("diagnostics %+v", th.Diagnostics)
+	}
+	th = e.checkSessionsClosed(threadID)
+	if n := e.countFrames(th, `"cancel_queued":true`); n != 1 {
+		t.Errorf("interrupts cancelling the queue: %d, want 1", n)
+	}
+}
+
 // Approvals answered by a client: accept writes the file (the CLI got
 // the tool's input back), decline leaves the command undone and the turn
 // still completes.

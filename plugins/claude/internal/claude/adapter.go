@@ -496,8 +496,9 @@ func (a *Adapter) SteerTurn(ctx context.Context, req sdk.SteerTurnRequest) error
 	return nil
 }
 
-// InterruptTurn implements sdk.Adapter: the interrupt control request.
-// The turn ends with the result that follows.
+// InterruptTurn implements sdk.Adapter: the interrupt control request,
+// which also cancels the steers still queued. The turn ends with the
+// result that follows (or with the acknowledgement, between CLI turns).
 func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnRequest) error {
 	s, err := a.session(req.SessionID)
 	if err != nil {
@@ -529,7 +530,11 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 		_ = json.Unmarshal(r.Response, &ack) // an answer without the list: nothing queued
 		return s.norm.interruptAcknowledged(active, len(ack.StillQueued))
 	}
-	if _, err := s.call(ctx, p, map[string]string{"subtype": "interrupt"}, then); err != nil {
+	// cancel_queued: the steers the CLI has not taken yet are cancelled
+	// with the turn (each with a "cancelled" command_lifecycle). Without it
+	// they survive the interrupt and run as CLI turns of their own after
+	// the interrupted one's result, outside the host's turn.
+	if _, err := s.call(ctx, p, map[string]any{"subtype": "interrupt", "cancel_queued": true}, then); err != nil {
 		return fmt.Errorf("interrupt turn %s: %w", active, err)
 	}
 	return nil
