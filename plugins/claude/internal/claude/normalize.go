@@ -244,6 +244,9 @@ func (n *normalizer) where(parent string) (thread, turn string, out []sdk.Runtim
 	if parent == "" {
 		return n.root, n.turn.ref, nil, true
 	}
+	if parent == n.root {
+		return "", "", nil, false // no tool use is named like the session
+	}
 	c, out := n.child(parent, "")
 	if c.ended {
 		// A subagent that goes on after its turn was ended for it (its
@@ -363,7 +366,7 @@ func (n *normalizer) toolUse(thread, turn string, b block) []sdk.RuntimeEvent {
 	}
 	out := []sdk.RuntimeEvent{{Kind: sdk.EventItemStarted, ThreadRef: thread, TurnRef: turn, ItemRef: b.ID, ItemKind: kind,
 		Title: title, Status: sdk.ItemInProgress, Detail: detail}}
-	if kind == sdk.ItemSubagent {
+	if kind == sdk.ItemSubagent && b.ID != n.root {
 		_, evs := n.child(b.ID, cmp.Or(in.Prompt, in.Description))
 		out = append(out, evs...)
 	}
@@ -524,8 +527,8 @@ func (n *normalizer) system(f *frame) ([]sdk.RuntimeEvent, error) {
 		}
 		return nil, nil
 	case "task_started":
-		if s.ToolUseID == "" || n.root == "" {
-			return nil, nil // a session not named yet
+		if s.ToolUseID == "" || n.root == "" || s.ToolUseID == n.root {
+			return nil, nil // a session not named yet (or a task no tool use names)
 		}
 		if n.children[s.ToolUseID] == nil && s.TaskType != "local_agent" {
 			// A background command (task_type local_bash, named by its
@@ -586,6 +589,11 @@ func (n *normalizer) result(r resultFrame, raw json.RawMessage) []sdk.RuntimeEve
 	t := n.turn
 	if t == nil {
 		return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: n.root, Title: "claude sent a result outside a turn", Detail: raw}}
+	}
+	if !t.announced {
+		// Before the CLI named its session (it names it first): the turn
+		// has no thread to end on; the CLI's exit reports it.
+		return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "claude sent a result before it named its session", Detail: raw}}
 	}
 	if r.Usage != nil {
 		t.usage.InputTokens += r.Usage.InputTokens + r.Usage.CacheReadInputTokens + r.Usage.CacheCreationInputTokens
