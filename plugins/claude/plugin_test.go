@@ -522,6 +522,25 @@ func TestResumeUnknown(t *testing.T) {
 	s.close()
 }
 
+// Authored: a resume the CLI fails for another reason (it exits with no
+// "No conversation found") is an error, not a fresh conversation that
+// would drop the context; the transcript's fresh CLI is never started.
+func TestResumeCrash(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	ws := t.TempDir()
+	req := sdk.OpenSessionRequest{SessionID: "resume-crash", Cwd: ws, ResumeThreadRef: "5e1f0000-0000-4000-8000-0000000000a1",
+		Command: plugintest.PeerCommand(filepath.Join(testdata, "resume_crash.ndjson"), ws, filepath.Join(t.TempDir(), "cursor"))}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := p.OpenSession(ctx, req)
+	if err == nil {
+		t.Fatalf("open session %+v; want an error (the CLI failed to resume)", resp)
+	}
+	if !strings.Contains(err.Error(), "exited before it answered initialize") {
+		t.Errorf("error %v; want the CLI's early exit", err)
+	}
+}
+
 // Three turns, then the last two dropped: the CLI is resumed cut at the
 // last assistant message of the first turn, forked into a new session,
 // which the fourth turn continues.

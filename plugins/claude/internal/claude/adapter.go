@@ -112,6 +112,10 @@ type process struct {
 	// that (a resume it cannot do ends with a result naming the session it
 	// could not find) is not the conversation's. Read loop only.
 	initialized bool
+	// noConversation says that a result before initialize named the
+	// session to resume as unknown ("No conversation found"). Read loop
+	// only, then read once ended is closed.
+	noConversation bool
 }
 
 // OpenSession implements sdk.Adapter: start the CLI and initialize the
@@ -142,9 +146,11 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		switch {
 		case err == nil:
 			resumed = true
-		case errors.Is(err, errExitedEarly):
+		case errors.Is(err, errNoConversation):
 			// The CLI no longer has the conversation ("No conversation
 			// found with session ID"): a fresh one, and the host is told.
+			// (A CLI that failed otherwise is an error: a fresh
+			// conversation would lose the context for nothing.)
 			s.log.Info("claude could not resume the session; starting a new one", "thread", req.ResumeThreadRef, "error", err)
 			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "claude could not resume session " + req.ResumeThreadRef,
 				Text: err.Error()})
@@ -180,8 +186,13 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		Resumed: resumed}, nil
 }
 
-// errExitedEarly is a CLI that exited before it answered initialize.
-var errExitedEarly = errors.New("claude exited before it answered initialize")
+// errExitedEarly is a CLI that exited before it answered initialize;
+// errNoConversation one that said first that it has no conversation to
+// resume.
+var (
+	errExitedEarly    = errors.New("claude exited before it answered initialize")
+	errNoConversation = errors.New("claude has no such conversation")
+)
 
 // start starts a CLI process with the base arguments and extra, and
 // initializes it. A process that fails to start or initialize is stopped.
@@ -219,6 +230,9 @@ func (s *session) start(ctx context.Context, extra ...string) error {
 		_ = p.Close(context.Background())
 		<-p.ended
 		if errors.Is(err, errProcessEnded) {
+			if p.noConversation {
+				return fmt.Errorf("%w: %w: %s", errNoConversation, errExitedEarly, p.ExitReport())
+			}
 			return fmt.Errorf("%w: %s", errExitedEarly, p.ExitReport())
 		}
 		return fmt.Errorf("initialize: %w", err)
@@ -333,8 +347,12 @@ func (s *session) handle(p *process, line []byte, raw uint64) {
 		}
 	default:
 		if !p.initialized {
+			text := resultErrors(f)
+			if strings.Contains(text, "No conversation found") {
+				p.noConversation = true
+			}
 			emit([]sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "claude sent " + f.Type + " before it was initialized",
-				Text: resultErrors(f), Detail: f.raw}})
+				Text: text, Detail: f.raw}})
 			return
 		}
 		emit(s.norm.frame(f))
