@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/plugintest"
@@ -480,4 +481,50 @@ func TestSubagentCheckpoint(t *testing.T) {
 		t.Errorf("notes.txt = %q", got)
 	}
 	s.Close(t)
+}
+
+// TestCrashWithGrandchildHoldingStdout: opencode dies during a turn while a
+// process it started (a language server, a command left in the
+// background) keeps its stdout open. The turn still ends, failed, and the
+// session's runtime_exited comes: the plugin does not wait for that
+// process to end.
+func TestCrashWithGrandchildHoldingStdout(t *testing.T) {
+	// simple, cut after the first text delta, where opencode crashes.
+	lines := strings.SplitAfter(readFile(t, filepath.Join(testdata, "simple.ndjson")), "\n")
+	cut := -1
+	for i, l := range lines {
+		if strings.Contains(l, `"type":"message.part.delta"`) {
+			cut = i + 1
+			break
+		}
+	}
+	if cut < 0 {
+		t.Fatal("simple.ndjson has no message.part.delta")
+	}
+	crash := filepath.Join(t.TempDir(), "crash.ndjson")
+	body := strings.Join(lines[:cut], "") + `{"type":"runtime_exit","status":"error","error":"crashed","wait":"now"}` + "\n"
+	if err := os.WriteFile(crash, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	p := start(t)
+	cmd := plugintest.PeerCommand(crash, ws, "")
+	// The peer's grandchild keeps its stdout open; its process group goes
+	// when the session closes.
+	cmd.Argv = append([]string{"sh", "-c", `sleep 300 & exec "$0" "$@"`}, cmd.Argv...)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
+	s.StartTurn(t, "Say hello")
+	began := time.Now()
+	evs := s.WaitTurn(t)
+	term := evs[len(evs)-1]
+	if term.Status != sdk.TurnFailed || term.Failure == nil || term.Failure.Code != "provider_exited" {
+		t.Fatalf("turn ended %+v; want failed: opencode exited", term)
+	}
+	evs = s.Until(t, "runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
+	if last := evs[len(evs)-1]; last.Status != sdk.ExitFailed {
+		t.Errorf("runtime exit %+v; want failed", last)
+	}
+	if d := time.Since(began); d > 15*time.Second {
+		t.Errorf("the turn ended %v after opencode's exit; want a few seconds", d)
+	}
 }
