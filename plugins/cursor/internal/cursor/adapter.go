@@ -310,6 +310,10 @@ func (s *session) run(tp *turnProc) {
 		}
 	}
 	<-tp.proc.Done()
+	// What the CLI left behind in its process group (a command it put in
+	// the background) ends with it: the turn's process is the provider's
+	// whole life, and nothing else would ever stop them.
+	_ = tp.proc.Close(context.Background())
 	tp.mu.Lock()
 	interrupted, closing := tp.interrupted, tp.closing
 	tp.mu.Unlock()
