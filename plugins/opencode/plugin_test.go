@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/plugintest"
+	"github.com/baton-run/baton/sdk/sse"
 )
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
@@ -527,4 +528,39 @@ func TestCrashWithGrandchildHoldingStdout(t *testing.T) {
 	if d := time.Since(began); d > 15*time.Second {
 		t.Errorf("the turn ended %v after opencode's exit; want a few seconds", d)
 	}
+}
+
+// TestOverLongEventIsADiagnostic: an event too long to keep (over
+// sse.MaxLine) is dropped with a diagnostic; the stream, opencode and the
+// turn go on.
+func TestOverLongEventIsADiagnostic(t *testing.T) {
+	lines := strings.SplitAfter(readFile(t, filepath.Join(testdata, "simple.ndjson")), "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if strings.Contains(l, `"type":"message.part.delta"`) {
+			b.WriteString(`{"type":"emit_inbound","frame":{"sse":{"type":"message.part.updated","properties":{"huge":"` +
+				strings.Repeat("x", sse.MaxLine) + `"}}}}` + "\n")
+		}
+		b.WriteString(l)
+	}
+	long := filepath.Join(t.TempDir(), "long.ndjson")
+	if err := os.WriteFile(long, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	p := start(t)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: plugintest.PeerCommand(long, ws, "")})
+	s.StartTurn(t, "Say hello")
+	evs := s.WaitTurn(t)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %+v; want completed", term)
+	}
+	diag := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
+	if !strings.Contains(diag.Text, "too long") {
+		t.Errorf("diagnostic %+v; want the over-long event named", diag)
+	}
+	if got := text(evs, s.Open.ProviderThreadRef, sdk.ItemAssistantMessage); got != "Hello from the replay agent." {
+		t.Errorf("assistant text = %q", got)
+	}
+	s.Close(t)
 }

@@ -326,6 +326,11 @@ func (s *session) readEvents(body io.ReadCloser, first chan<- struct{}) {
 	once := sync.OnceFunc(func() { close(first) })
 	for {
 		ev, err := d.Next()
+		if errors.Is(err, sse.ErrLineTooLong) {
+			// Dropped whole; the events after it still come.
+			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed event", Text: err.Error()})
+			continue
+		}
 		if err != nil {
 			s.streamEnded(err)
 			return
