@@ -174,7 +174,6 @@ func (n *normalizer) message(m messageInfo) []sdk.RuntimeEvent {
 			return nil
 		}
 		n.seenUser[m.ID] = true
-		n.msgRole[m.ID] = "user"
 		if turn := n.active[m.SessionID]; turn != "" {
 			n.msgTurn[m.ID] = turn // queued while the turn ran: it is that turn's input now
 			return nil
@@ -187,11 +186,11 @@ func (n *normalizer) message(m messageInfo) []sdk.RuntimeEvent {
 		}
 		return []sdk.RuntimeEvent{ev}
 	case "assistant":
-		n.msgRole[m.ID] = "assistant"
 		turn, ok := n.msgTurn[m.ParentID]
-		if !ok {
-			return nil
+		if !ok || n.active[m.SessionID] != turn {
+			return nil // not of a running turn: nothing of it is emitted
 		}
+		n.msgRole[m.ID] = "assistant"
 		n.msgTurn[m.ID] = turn
 		if m.Error != nil && n.active[m.SessionID] == turn {
 			n.noteError(m.SessionID, m.Error)
@@ -352,6 +351,7 @@ func (n *normalizer) tool(p part, turn string) []sdk.RuntimeEvent {
 	}
 	switch p.State.Status {
 	case "completed":
+		n.callDone(p.CallID)
 		d, _ := json.Marshal(map[string]any{"tool": p.Tool, "callID": p.CallID, "input": p.State.Input,
 			"output": p.State.Output, "metadata": p.State.Metadata})
 		return append(out, n.complete(it, sdk.ItemDone, p.State.Output, d))
@@ -360,6 +360,7 @@ func (n *normalizer) tool(p part, turn string) []sdk.RuntimeEvent {
 		if n.rejected[p.CallID] {
 			status = sdk.ItemDeclined
 		}
+		n.callDone(p.CallID)
 		return append(out, n.complete(it, status, p.State.Error, detail))
 	}
 	return out
@@ -426,7 +427,19 @@ func (n *normalizer) end(session, turn, status string, failure *sdk.Failure, usa
 			out = append(out, n.complete(it, itemStatus, "", nil))
 		}
 	}
+	// What is kept of an ended turn is its user messages (rollback
+	// tells the turns from them); its assistant messages are forgotten.
+	for id := range n.msgRole {
+		if n.msgTurn[id] == turn {
+			delete(n.msgRole, id)
+			delete(n.msgTurn, id)
+		}
+	}
 	delete(n.active, session)
+	if len(n.active) == 0 {
+		clear(n.callPart) // the calls of tool parts that never completed
+		clear(n.rejected)
+	}
 	delete(n.busy, session)
 	delete(n.aborting, session)
 	delete(n.failure, session)
@@ -497,6 +510,12 @@ func (n *normalizer) permissionAsked(p permissionAsked, raw json.RawMessage) (sd
 		ev.Text = n.relPath(meta.FilePath)
 	}
 	return ev, true
+}
+
+// callDone forgets a tool call that completed.
+func (n *normalizer) callDone(callID string) {
+	delete(n.callPart, callID)
+	delete(n.rejected, callID)
 }
 
 // rejectedCall remembers a tool call whose permission was rejected: its
