@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -313,7 +312,7 @@ func (n *normalizer) toolTitle(tool string, input json.RawMessage) string {
 		return in.Command
 	case sdk.ItemFileChange:
 		if in.FilePath != "" {
-			return n.relPath(in.FilePath)
+			return sdk.RelPath(n.cwd, in.FilePath)
 		}
 	case sdk.ItemSubagent:
 		if in.Description != "" {
@@ -321,15 +320,6 @@ func (n *normalizer) toolTitle(tool string, input json.RawMessage) string {
 		}
 	}
 	return tool
-}
-
-func (n *normalizer) relPath(p string) string {
-	if n.cwd != "" && filepath.IsAbs(p) {
-		if r, err := filepath.Rel(n.cwd, p); err == nil && !strings.HasPrefix(r, "..") {
-			return r
-		}
-	}
-	return p
 }
 
 func (n *normalizer) tool(p part, turn string) []sdk.RuntimeEvent {
@@ -507,7 +497,7 @@ func (n *normalizer) permissionAsked(p permissionAsked, raw json.RawMessage) (sd
 	case meta.Diff != "":
 		ev.Text = meta.Diff
 	case meta.FilePath != "":
-		ev.Text = n.relPath(meta.FilePath)
+		ev.Text = sdk.RelPath(n.cwd, meta.FilePath)
 	}
 	return ev, true
 }
