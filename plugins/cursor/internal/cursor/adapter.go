@@ -38,10 +38,6 @@ const (
 // process must not wait on a CLI that hangs at exit.
 const lingerAfterResult = 5 * time.Second
 
-// drainTimeout bounds reading what a process wrote once it exited, when a
-// grandchild keeps its stdout open.
-const drainTimeout = 2 * time.Second
-
 // Args are the arguments the plugin appends to the configured command for
 // a turn: print mode, stream-json with partial output (text streams as it
 // is written), the workspace trusted (a headless run cannot answer the
@@ -259,22 +255,8 @@ func (s *session) emitDetail(ev sdk.RuntimeEvent, pid int) {
 // result did not.
 func (s *session) run(tp *turnProc) {
 	defer close(tp.exited)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		// A grandchild that keeps stdout open must not keep the read
-		// going once the process is gone.
-		select {
-		case <-tp.proc.Done():
-		case <-stop:
-			return
-		}
-		select {
-		case <-time.After(drainTimeout):
-			_ = tp.proc.Cmd.Stdout.Close()
-		case <-stop:
-		}
-	}()
+	// Next ends soon after the process does, even when a grandchild keeps
+	// stdout open (lineproc.DrainTimeout).
 	lingering := false
 	for {
 		line, idx, err := tp.proc.Next()

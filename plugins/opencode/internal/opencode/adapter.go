@@ -42,10 +42,6 @@ const startTimeout = 60 * time.Second
 // permission replies at once (the turn goes on in events).
 const callTimeout = 30 * time.Second
 
-// drainTimeout bounds reading opencode's stdout to its end once opencode
-// exited, when a process it started keeps the pipe open.
-const drainTimeout = 2 * time.Second
-
 // permissionPolicy maps the host's runtime policy to opencode's permission
 // config. The default asks the host before every command and every edit;
 // "allow" lets opencode do both without asking.
@@ -421,15 +417,10 @@ func (s *session) handle(data []byte, frame uint64) {
 // cancelled, and runtime_exited comes last.
 func (s *session) watch(stdoutDone <-chan struct{}) {
 	<-s.proc.Done()
-	select {
-	case <-stdoutDone:
-	case <-time.After(drainTimeout):
-		// A process opencode started (a language server, a command left
-		// in the background) keeps its stdout open: what opencode wrote
-		// is read by now, and the turns must not wait for that process.
-		_ = s.proc.Cmd.Stdout.Close()
-		<-stdoutDone
-	}
+	// At most lineproc.DrainTimeout later, even when a process opencode
+	// started (a language server, a command left in the background)
+	// keeps its stdout open.
+	<-stdoutDone
 	s.cancel(errors.New("opencode exited"))
 	if s.streaming.Load() {
 		// The stream ends with the server, or with s.ctx just cancelled.
