@@ -495,3 +495,22 @@ func TestNoProcessLeftAfterClose(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestStdoutClosedButAlive: a CLI that closes its stdout and lives on can
+// no longer say anything; its turn does not wait for it to end by itself:
+// it is stopped, and the turn fails saying so.
+func TestStdoutClosedButAlive(t *testing.T) {
+	p := start(t)
+	ws := t.TempDir()
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: sdk.ProviderCommand{
+		Argv: []string{"sh", "-c", `echo '{"type":"system","subtype":"init","session_id":"chat-1"}'; exec >&-; sleep 300`}}})
+	began := time.Now()
+	s.StartTurn(t, "Say hello.")
+	term := terminal(t, s.WaitTurn(t))
+	if term.Status != sdk.TurnFailed || term.Failure == nil || term.Failure.Code != "provider_exited" {
+		t.Fatalf("terminal: %+v (failure %+v)", term, term.Failure)
+	}
+	if d := time.Since(began); d > 15*time.Second {
+		t.Errorf("the turn ended after %v; want a few seconds", d)
+	}
+}
