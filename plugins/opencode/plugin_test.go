@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/plugintest"
 	"github.com/baton-run/baton/sdk/sse"
 )
@@ -561,6 +563,24 @@ func TestOverLongEventIsADiagnostic(t *testing.T) {
 	}
 	if got := text(evs, s.Open.ProviderThreadRef, sdk.ItemAssistantMessage); got != "Hello from the replay agent." {
 		t.Errorf("assistant text = %q", got)
+	}
+	s.Close(t)
+}
+
+// TestOverLongStdoutLine: a line on opencode's stdout too long to keep
+// (over ndjson.DefaultMaxLine) is skipped; the address after it is still
+// found, and stdout is still read.
+func TestOverLongStdoutLine(t *testing.T) {
+	ws := t.TempDir()
+	p := start(t)
+	cmd := plugintest.PeerCommand(filepath.Join(testdata, "simple.ndjson"), ws, "")
+	cmd.Argv = append([]string{"sh", "-c", fmt.Sprintf(`head -c %d /dev/zero | tr '\0' x; echo; exec "$0" "$@"`, ndjson.DefaultMaxLine+10)},
+		cmd.Argv...)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
+	s.StartTurn(t, "Say hello")
+	evs := s.WaitTurn(t)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %+v; want completed", term)
 	}
 	s.Close(t)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
+	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/sse"
 )
 
@@ -215,6 +216,10 @@ func (s *session) readStdout(addr chan<- string, done chan<- struct{}) {
 	found := false
 	for {
 		line, _, err := s.proc.Next()
+		if errors.Is(err, ndjson.ErrLineTooLong) {
+			s.log.Warn("opencode printed an over-long line; skipped", "error", err)
+			continue // what comes after it is still read
+		}
 		if err != nil {
 			return
 		}
