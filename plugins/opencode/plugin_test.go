@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -581,6 +583,54 @@ func TestOverLongStdoutLine(t *testing.T) {
 	evs := s.WaitTurn(t)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %+v; want completed", term)
+	}
+	s.Close(t)
+}
+
+// TestInterruptBeforeTheTurnStarted: the host interrupts (naming no turn)
+// after prompt_async was accepted and before opencode's user message
+// started the turn. The interrupt is not lost: opencode is asked to abort
+// once the turn runs, and the turn ends interrupted.
+func TestInterruptBeforeTheTurnStarted(t *testing.T) {
+	// turn_interrupt, played in real time with no waits but one: the user
+	// message comes 1.5 s after prompt_async's answer.
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(readFile(t, filepath.Join(testdata, "turn_interrupt.ndjson")), "\n") {
+		if l == "" {
+			continue
+		}
+		var e map[string]any
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		delete(e, "afterMs")
+		if e["label"] == "15.message.updated" {
+			e["afterMs"] = 1500
+		}
+		out, _ := json.Marshal(e)
+		b.Write(append(out, '\n'))
+	}
+	late := filepath.Join(t.TempDir(), "late.ndjson")
+	if err := os.WriteFile(late, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	p := start(t)
+	cmd := plugintest.PeerCommand(late, ws, "")
+	if i := slices.Index(cmd.Argv, "--speed"); i < 0 {
+		t.Fatalf("no --speed in %v", cmd.Argv)
+	} else {
+		cmd.Argv[i+1] = "1"
+	}
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
+	s.StartTurn(t, "Count to a million, slowly")
+	s.Interrupt(t, "")
+	evs := s.WaitTurn(t)
+	if started := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); started.ClientTurnID != "client-turn-1" {
+		t.Errorf("turn_started %+v", started)
+	}
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnInterrupted || term.Failure != nil || !term.ThreadUsable {
+		t.Fatalf("turn ended %+v; want interrupted, usable, no failure", term)
 	}
 	s.Close(t)
 }

@@ -410,10 +410,26 @@ func (s *session) handle(data []byte, frame uint64) {
 	default:
 		evs = s.norm.event(e)
 	}
+	abort := s.norm.takeAbort()
 	s.mu.Unlock()
+	if abort != "" {
+		go s.abortLate(abort)
+	}
 	for _, ev := range evs {
 		ev.RawFrame = frame
 		s.emit.Emit(ev)
+	}
+}
+
+// abortLate aborts a session whose turn the client interrupted before it
+// started. It runs on its own: the event stream goes on meanwhile.
+func (s *session) abortLate(session string) {
+	ctx, cancel := context.WithTimeout(s.ctx, callTimeout)
+	defer cancel()
+	if _, err := s.call(ctx, http.MethodPost, "/session/"+url.PathEscape(session)+"/abort", nil, nil); err != nil && s.ctx.Err() == nil {
+		s.log.Warn("abort failed", "session", session, "error", err)
+		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: session, Title: "opencode was not told to stop the interrupted turn",
+			Text: err.Error()})
 	}
 }
 
@@ -583,7 +599,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	body := promptBody{Parts: []textPartInput{{Type: "text", Text: req.Input.Text}}, Model: modelOf(s.model)}
 	if _, err := s.call(ctx, http.MethodPost, "/session/"+url.PathEscape(root)+"/prompt_async", body, nil); err != nil {
 		s.mu.Lock()
-		s.norm.expectTurn("") // a late user message must not take the next turn's id
+		s.norm.unexpectTurn() // a late user message must not take the next turn's id
 		s.mu.Unlock()
 		return sdk.StartTurnResponse{}, fmt.Errorf("start turn: %w", err)
 	}
@@ -601,6 +617,12 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 	root, turn := s.root, s.norm.activeTurn(s.root)
 	if turn != "" && (req.TurnRef == "" || req.TurnRef == turn) {
 		s.norm.abort(root)
+	}
+	if turn == "" && req.TurnRef == "" && s.norm.abortExpected() {
+		// The prompt was accepted and its turn has not started: it is
+		// aborted once it runs.
+		s.mu.Unlock()
+		return nil
 	}
 	s.mu.Unlock()
 	if turn == "" || (req.TurnRef != "" && req.TurnRef != turn) {

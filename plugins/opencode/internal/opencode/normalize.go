@@ -41,6 +41,10 @@ type normalizer struct {
 	failure    map[string]*sdk.Failure // session -> the turn's error
 	rejected   map[string]bool         // tool callIDs whose permission was rejected
 	clientTurn string                  // the host's id for the next root turn
+	expecting  bool                    // a prompt was accepted; its root turn has not started
+	abortNext  bool                    // the client interrupted that turn before it started
+	abortOnRun bool                    // the root's running turn is to be aborted once it runs
+	abortNow   string                  // a session to abort now (see takeAbort)
 }
 
 // openItem is an item started and not yet completed.
@@ -69,7 +73,31 @@ func (n *normalizer) setRoot(id string) {
 
 // expectTurn says that the next root turn is the one the host started as
 // clientTurn.
-func (n *normalizer) expectTurn(clientTurn string) { n.clientTurn = clientTurn }
+func (n *normalizer) expectTurn(clientTurn string) {
+	n.clientTurn, n.expecting, n.abortNext = clientTurn, true, false
+}
+
+// unexpectTurn forgets the expected turn: its prompt was not accepted.
+func (n *normalizer) unexpectTurn() { n.clientTurn, n.expecting, n.abortNext = "", false, false }
+
+// abortExpected says that the client interrupted the root turn its prompt
+// starts before it started; false when no such turn is expected.
+func (n *normalizer) abortExpected() bool {
+	if !n.expecting {
+		return false
+	}
+	n.abortNext = true
+	return true
+}
+
+// takeAbort returns a session to abort now ("" for none): a turn
+// interrupted before it started, once it runs (opencode aborts only a
+// session that is busy).
+func (n *normalizer) takeAbort() string {
+	s := n.abortNow
+	n.abortNow = ""
+	return s
+}
 
 // activeTurn is a thread's running turn ("" when none).
 func (n *normalizer) activeTurn(thread string) string { return n.active[thread] }
@@ -128,6 +156,11 @@ func (n *normalizer) dispatch(ev event) ([]sdk.RuntimeEvent, error) {
 		}
 		if p.Status.Type == "busy" && n.active[p.SessionID] != "" {
 			n.busy[p.SessionID] = true
+			if p.SessionID == n.root && n.abortOnRun {
+				n.abortOnRun = false
+				n.aborting[p.SessionID] = true
+				n.abortNow = p.SessionID
+			}
 		}
 		if p.Status.Type == "retry" && n.threads[p.SessionID] {
 			return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: p.SessionID, TurnRef: n.active[p.SessionID],
@@ -182,6 +215,7 @@ func (n *normalizer) message(m messageInfo) []sdk.RuntimeEvent {
 		ev := sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: m.SessionID, TurnRef: m.ID}
 		if m.SessionID == n.root {
 			ev.ClientTurnID, n.clientTurn = n.clientTurn, ""
+			n.abortOnRun, n.expecting, n.abortNext = n.abortNext, false, false
 		}
 		return []sdk.RuntimeEvent{ev}
 	case "assistant":
