@@ -233,13 +233,7 @@ func (p *httpPeer) play(ctx context.Context, addr string) error {
 			if err := save(i + 1); err != nil {
 				return err
 			}
-			switch e.Status {
-			case transcript.ExitError:
-				return &Error{ExitRuntimeError, fmt.Sprintf("runtime exit (error) at %s: %v", e.Name(i), e.Error)}
-			case transcript.ExitCancelled:
-				return &Error{ExitCancelled, fmt.Sprintf("runtime exit (cancelled) at %s", e.Name(i))}
-			}
-			return nil
+			return exitResult(e, i)
 		}
 	}
 	if err := p.drain(ctx, len(t.Entries)-1); err != nil {
