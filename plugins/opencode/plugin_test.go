@@ -634,3 +634,19 @@ func TestInterruptBeforeTheTurnStarted(t *testing.T) {
 	}
 	s.Close(t)
 }
+
+// TestAddressOnlyOn127: the server's address is the first URL on
+// 127.0.0.1 that a "listening" line names, as the plugin asked for
+// (--hostname 127.0.0.1); another URL on such a line is not taken for it.
+func TestAddressOnlyOn127(t *testing.T) {
+	ws := t.TempDir()
+	p := start(t)
+	cmd := plugintest.PeerCommand(filepath.Join(testdata, "simple.ndjson"), ws, "")
+	cmd.Argv = append([]string{"sh", "-c", `echo "not listening yet: see http://localhost:1/docs"; exec "$0" "$@"`}, cmd.Argv...)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
+	s.StartTurn(t, "Say hello")
+	if evs := s.WaitTurn(t); evs[len(evs)-1].Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %+v; want completed", evs[len(evs)-1])
+	}
+	s.Close(t)
+}

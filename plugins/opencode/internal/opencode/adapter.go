@@ -153,8 +153,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// listening finds the server's address in a stdout line.
-var listening = regexp.MustCompile(`https?://[0-9A-Za-z.\[\]:-]+`)
+// listening finds the server's address in a stdout line: on 127.0.0.1,
+// where the plugin asked it to listen (and the only network target).
+var listening = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+`)
 
 // OpenSession implements sdk.Adapter: start the server, open its event
 // stream, and create (or find) the session.
