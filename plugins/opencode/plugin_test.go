@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/plugintest"
+	"github.com/baton-run/baton/sdk/sse"
 )
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
@@ -478,6 +484,169 @@ func TestSubagentCheckpoint(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(ws, "notes.txt")); got != "notes from the helper\n" {
 		t.Errorf("notes.txt = %q", got)
+	}
+	s.Close(t)
+}
+
+// TestCrashWithGrandchildHoldingStdout: opencode dies during a turn while a
+// process it started (a language server, a command left in the
+// background) keeps its stdout open. The turn still ends, failed, and the
+// session's runtime_exited comes: the plugin does not wait for that
+// process to end.
+func TestCrashWithGrandchildHoldingStdout(t *testing.T) {
+	// simple, cut after the first text delta, where opencode crashes.
+	lines := strings.SplitAfter(readFile(t, filepath.Join(testdata, "simple.ndjson")), "\n")
+	cut := -1
+	for i, l := range lines {
+		if strings.Contains(l, `"type":"message.part.delta"`) {
+			cut = i + 1
+			break
+		}
+	}
+	if cut < 0 {
+		t.Fatal("simple.ndjson has no message.part.delta")
+	}
+	crash := filepath.Join(t.TempDir(), "crash.ndjson")
+	body := strings.Join(lines[:cut], "") + `{"type":"runtime_exit","status":"error","error":"crashed","wait":"now"}` + "\n"
+	if err := os.WriteFile(crash, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	p := start(t)
+	cmd := plugintest.PeerCommand(crash, ws, "")
+	// The peer's grandchild keeps its stdout open; its process group goes
+	// when the session closes.
+	cmd.Argv = append([]string{"sh", "-c", `sleep 300 & exec "$0" "$@"`}, cmd.Argv...)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
+	s.StartTurn(t, "Say hello")
+	began := time.Now()
+	evs := s.WaitTurn(t)
+	term := evs[len(evs)-1]
+	if term.Status != sdk.TurnFailed || term.Failure == nil || term.Failure.Code != "provider_exited" {
+		t.Fatalf("turn ended %+v; want failed: opencode exited", term)
+	}
+	evs = s.Until(t, "runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
+	if last := evs[len(evs)-1]; last.Status != sdk.ExitFailed {
+		t.Errorf("runtime exit %+v; want failed", last)
+	}
+	if d := time.Since(began); d > 15*time.Second {
+		t.Errorf("the turn ended %v after opencode's exit; want a few seconds", d)
+	}
+}
+
+// TestOverLongEventIsADiagnostic: an event too long to keep (over
+// sse.MaxLine) is dropped with a diagnostic; the stream, opencode and the
+// turn go on.
+func TestOverLongEventIsADiagnostic(t *testing.T) {
+	lines := strings.SplitAfter(readFile(t, filepath.Join(testdata, "simple.ndjson")), "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if strings.Contains(l, `"type":"message.part.delta"`) {
+			b.WriteString(`{"type":"emit_inbound","frame":{"sse":{"type":"message.part.updated","properties":{"huge":"` +
+				strings.Repeat("x", sse.MaxLine) + `"}}}}` + "\n")
+		}
+		b.WriteString(l)
+	}
+	long := filepath.Join(t.TempDir(), "long.ndjson")
+	if err := os.WriteFile(long, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	p := start(t)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: plugintest.PeerCommand(long, ws, "")})
+	s.StartTurn(t, "Say hello")
+	evs := s.WaitTurn(t)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %+v; want completed", term)
+	}
+	diag := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
+	if !strings.Contains(diag.Text, "too long") {
+		t.Errorf("diagnostic %+v; want the over-long event named", diag)
+	}
+	if got := text(evs, s.Open.ProviderThreadRef, sdk.ItemAssistantMessage); got != "Hello from the replay agent." {
+		t.Errorf("assistant text = %q", got)
+	}
+	s.Close(t)
+}
+
+// TestOverLongStdoutLine: a line on opencode's stdout too long to keep
+// (over ndjson.DefaultMaxLine) is skipped; the address after it is still
+// found, and stdout is still read.
+func TestOverLongStdoutLine(t *testing.T) {
+	ws := t.TempDir()
+	p := start(t)
+	cmd := plugintest.PeerCommand(filepath.Join(testdata, "simple.ndjson"), ws, "")
+	cmd.Argv = append([]string{"sh", "-c", fmt.Sprintf(`head -c %d /dev/zero | tr '\0' x; echo; exec "$0" "$@"`, ndjson.DefaultMaxLine+10)},
+		cmd.Argv...)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
+	s.StartTurn(t, "Say hello")
+	evs := s.WaitTurn(t)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %+v; want completed", term)
+	}
+	s.Close(t)
+}
+
+// TestInterruptBeforeTheTurnStarted: the host interrupts (naming no turn)
+// after prompt_async was accepted and before opencode's user message
+// started the turn. The interrupt is not lost: opencode is asked to abort
+// once the turn runs, and the turn ends interrupted.
+func TestInterruptBeforeTheTurnStarted(t *testing.T) {
+	// turn_interrupt, played in real time with no waits but one: the user
+	// message comes 1.5 s after prompt_async's answer.
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(readFile(t, filepath.Join(testdata, "turn_interrupt.ndjson")), "\n") {
+		if l == "" {
+			continue
+		}
+		var e map[string]any
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		delete(e, "afterMs")
+		if e["label"] == "15.message.updated" {
+			e["afterMs"] = 1500
+		}
+		out, _ := json.Marshal(e)
+		b.Write(append(out, '\n'))
+	}
+	late := filepath.Join(t.TempDir(), "late.ndjson")
+	if err := os.WriteFile(late, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	p := start(t)
+	cmd := plugintest.PeerCommand(late, ws, "")
+	if i := slices.Index(cmd.Argv, "--speed"); i < 0 {
+		t.Fatalf("no --speed in %v", cmd.Argv)
+	} else {
+		cmd.Argv[i+1] = "1"
+	}
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
+	s.StartTurn(t, "Count to a million, slowly")
+	s.Interrupt(t, "")
+	evs := s.WaitTurn(t)
+	if started := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); started.ClientTurnID != "client-turn-1" {
+		t.Errorf("turn_started %+v", started)
+	}
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnInterrupted || term.Failure != nil || !term.ThreadUsable {
+		t.Fatalf("turn ended %+v; want interrupted, usable, no failure", term)
+	}
+	s.Close(t)
+}
+
+// TestAddressOnlyOn127: the server's address is the first URL on
+// 127.0.0.1 that a "listening" line names, as the plugin asked for
+// (--hostname 127.0.0.1); another URL on such a line is not taken for it.
+func TestAddressOnlyOn127(t *testing.T) {
+	ws := t.TempDir()
+	p := start(t)
+	cmd := plugintest.PeerCommand(filepath.Join(testdata, "simple.ndjson"), ws, "")
+	cmd.Argv = append([]string{"sh", "-c", `echo "not listening yet: see http://localhost:1/docs"; exec "$0" "$@"`}, cmd.Argv...)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
+	s.StartTurn(t, "Say hello")
+	if evs := s.WaitTurn(t); evs[len(evs)-1].Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %+v; want completed", evs[len(evs)-1])
 	}
 	s.Close(t)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -443,7 +442,7 @@ func (n *normalizer) itemTitle(it item) string {
 		_ = json.Unmarshal(it.Changes, &changes)
 		paths := make([]string, 0, len(changes))
 		for _, c := range changes {
-			paths = append(paths, n.relPath(c.Path))
+			paths = append(paths, sdk.RelPath(n.cwd, c.Path))
 		}
 		return strings.Join(paths, ", ")
 	case "mcpToolCall":
@@ -462,7 +461,7 @@ func (n *normalizer) itemTitle(it item) string {
 	case "webSearch":
 		return strings.TrimSpace("web search " + deref(it.Query))
 	case "imageView":
-		return n.relPath(deref(it.Path))
+		return sdk.RelPath(n.cwd, deref(it.Path))
 	case "userMessage":
 		var content []userInput
 		_ = json.Unmarshal(it.Content, &content)
@@ -513,17 +512,6 @@ func (n *normalizer) itemDetail(it item) json.RawMessage {
 	}
 	b, _ := json.Marshal(d)
 	return b
-}
-
-// relPath shows a path inside the session's cwd relative to it.
-func (n *normalizer) relPath(p string) string {
-	if n.cwd == "" || !filepath.IsAbs(p) {
-		return p
-	}
-	if rel, err := filepath.Rel(n.cwd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-		return rel
-	}
-	return p
 }
 
 // deltaKind is the item kind a delta method streams into.
