@@ -51,7 +51,7 @@ func TestSimple(t *testing.T) {
 		t.Fatalf("first event %+v; want the root's thread_started, named by the CLI's session id", first)
 	}
 	root := first.ThreadRef
-	started := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	started := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
 	if started.TurnRef != turn || started.ThreadRef != root || started.ClientTurnID != "client-turn-1" {
 		t.Errorf("turn_started %+v; want turn %s on %s for client-turn-1", started, turn, root)
 	}
@@ -59,23 +59,25 @@ func TestSimple(t *testing.T) {
 	if term.Status != sdk.TurnCompleted || !term.ThreadUsable || term.ThreadRef != root || term.TurnRef != turn {
 		t.Fatalf("turn ended %+v; want completed and usable", term)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Hello! How can I help you today?" {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "Hello! How can I help you today?" {
 		t.Errorf("assistant text = %q", got)
 	}
-	if got := text(evs, root, sdk.ItemReasoning); got != "The user wants a greeting." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemReasoning); got != "The user wants a greeting." {
 		t.Errorf("reasoning text = %q", got)
 	}
-	u := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
+	u := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
 	if u.Usage == nil || u.Usage.InputTokens == 0 || u.Usage.OutputTokens == 0 || u.Usage.TotalTokens != u.Usage.InputTokens+u.Usage.OutputTokens {
 		t.Errorf("usage = %+v", u.Usage)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventDiagnostic || ev.ItemKind == sdk.ItemUserMessage
 	}); n != 0 {
 		t.Errorf("%d diagnostics or user-message events (the user's own message echoed): %s", n, plugintest.Kinds(evs))
 	}
-	checkItemsClosed(t, evs)
-	checkRawFrames(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
+	// Every event names the CLI frame it came from, but the turn_started
+	// the plugin emits as it writes the user message: the host's own.
+	plugintest.CheckRawFrames(t, evs, sdk.EventTurnStarted)
 	all := s.close()
 	if last := all[len(all)-1]; last.Status != sdk.ExitClosed || last.ThreadRef != root {
 		t.Errorf("runtime exit %+v; want closed on %s", last, root)
@@ -96,10 +98,10 @@ func TestQueuedTurns(t *testing.T) {
 		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 			t.Fatalf("turn %d ended %+v", i+1, term)
 		}
-		if got := text(evs, root, sdk.ItemAssistantMessage); got != want[i] {
+		if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != want[i] {
 			t.Errorf("turn %d text = %q, want %q", i+1, got, want[i])
 		}
-		if i == 1 && count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted }) != 0 {
+		if i == 1 && plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted }) != 0 {
 			t.Errorf("the second turn announced the thread again: %s", plugintest.Kinds(evs))
 		}
 	}
@@ -118,7 +120,7 @@ func steer(t *testing.T, scenario, input string) (root string, evs []sdk.Runtime
 		t.Fatalf("steer: %v", err)
 	}
 	evs = append(evs, s.waitTurn(turn)...)
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal }); n != 1 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal }); n != 1 {
 		t.Fatalf("%d turn terminals; want the one of the host's turn: %s", n, plugintest.Kinds(evs))
 	}
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || term.TurnRef != turn {
@@ -137,10 +139,10 @@ func steer(t *testing.T, scenario, input string) (root string, evs []sdk.Runtime
 // results belong to the host's one turn, which ends with the second.
 func TestSteeringAfterTheAnswer(t *testing.T) {
 	root, evs := steer(t, "message_steering", "Write a long story")
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "A very long story that nobody reads, because the user steered.A short story: the end." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "A very long story that nobody reads, because the user steered.A short story: the end." {
 		t.Errorf("assistant text = %q", got)
 	}
-	u := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
+	u := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
 	if u.Usage.OutputTokens < 2 {
 		t.Errorf("usage %+v; want both results' tokens", u.Usage)
 	}
@@ -150,13 +152,13 @@ func TestSteeringAfterTheAnswer(t *testing.T) {
 // with the tool's result, in the same CLI turn.
 func TestSteeringAtAToolBoundary(t *testing.T) {
 	root, evs := steer(t, "message_steering_tool", "Look around, then write a long story")
-	cmd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	cmd := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
 	})
 	if cmd.Title != "ls" || cmd.Status != sdk.ItemDone {
 		t.Errorf("command item %+v; want ls, completed", cmd)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "A short story: the end." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "A short story: the end." {
 		t.Errorf("assistant text = %q", got)
 	}
 }
@@ -190,23 +192,23 @@ func TestApprovalAccept(t *testing.T) {
 		req.ItemRef == "" || len(req.Options) != 3 {
 		t.Fatalf("request %+v; want a file change approval for allowed.txt on the turn's item", req)
 	}
-	res := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
+	res := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
 	if res.RequestRef != req.RequestRef || res.Status != string(sdk.DecisionAccept) {
 		t.Errorf("resolution %+v", res)
 	}
-	item := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	item := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange
 	})
 	if item.ItemRef != req.ItemRef || item.Status != sdk.ItemDone || item.Title != "allowed.txt" {
 		t.Errorf("file change item %+v", item)
 	}
-	if i, j := index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved }),
-		index(evs, func(ev sdk.RuntimeEvent) bool {
+	if i, j := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved }),
+		plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
 			return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange
 		}); i > j {
 		t.Errorf("the item completed before its request was resolved: %s", plugintest.Kinds(evs))
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "I wrote allowed.txt." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "I wrote allowed.txt." {
 		t.Errorf("assistant text = %q", got)
 	}
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
@@ -219,11 +221,11 @@ func TestApprovalDecline(t *testing.T) {
 	s := open(t, "approval_decline", nil) // requests declined
 	turn := s.startTurn("Create declined.txt")
 	evs := s.waitTurn(turn)
-	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	req := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	if req.RequestKind != "command_approval" || req.Title != "touch declined.txt" {
 		t.Errorf("request %+v; want a command approval", req)
 	}
-	item := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	item := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
 	})
 	if item.Status != sdk.ItemDeclined {
@@ -249,7 +251,7 @@ func TestApprovalAcceptForSession(t *testing.T) {
 	if len(reqs) != 1 || reqs[0].Title != "touch made.txt" {
 		t.Fatalf("requests %+v; want one for the first touch", reqs)
 	}
-	cmds := filter(evs, func(ev sdk.RuntimeEvent) bool {
+	cmds := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution && ev.Status == sdk.ItemDone
 	})
 	if len(cmds) != 2 {
@@ -267,7 +269,7 @@ func TestRequestWithdrawn(t *testing.T) {
 	req := evs[len(evs)-1]
 	s.Interrupt(t, turn)
 	evs = s.waitTurn(turn)
-	res := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
+	res := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
 	if res.RequestRef != req.RequestRef || res.Status != string(sdk.DecisionCancel) || !strings.Contains(res.Text, "withdrew") {
 		t.Errorf("resolution %+v; want the request cancelled by the CLI", res)
 	}
@@ -287,26 +289,26 @@ func TestSubagent(t *testing.T) {
 	turn := s.startTurn("Ask a helper agent to say hi")
 	evs := s.waitTurn(turn)
 	root := evs[0].ThreadRef
-	task := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	task := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemStarted && ev.ItemKind == sdk.ItemSubagent
 	})
-	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	child := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
 	if child.ParentThreadRef != root || child.ThreadRef != task.ItemRef || task.Title != "Task: Say hi" {
 		t.Fatalf("child thread %+v of task %+v; want a child of %s named by the Task tool use", child, task, root)
 	}
-	cturn := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	cturn := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef
 	})
 	if cturn.ClientTurnID != "" || cturn.Title != "child task: say hi" {
 		t.Errorf("child turn %+v", cturn)
 	}
-	if got := text(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
+	if got := plugintest.ItemText(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
 		t.Errorf("child text = %q", got)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Spawning a helper.The helper said hi. Done." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "Spawning a helper.The helper said hi. Done." {
 		t.Errorf("root text = %q", got)
 	}
-	cend := index(evs, func(ev sdk.RuntimeEvent) bool {
+	cend := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == child.ThreadRef
 	})
 	if cend < 0 || evs[cend].Status != sdk.TurnCompleted || cend == len(evs)-1 {
@@ -315,7 +317,7 @@ func TestSubagent(t *testing.T) {
 	if term := evs[len(evs)-1]; term.ThreadRef != root || term.Status != sdk.TurnCompleted {
 		t.Errorf("turn ended %+v", term)
 	}
-	checkItemsClosed(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
 	s.close()
 }
 
@@ -327,23 +329,23 @@ func TestBackgroundSubagent(t *testing.T) {
 	turn := s.startTurn("Ask a background helper to say hi")
 	evs := s.waitTurn(turn)
 	root := evs[0].ThreadRef
-	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == root }); n != 1 {
+	child := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == root }); n != 1 {
 		t.Fatalf("%d root turn terminals; want 1: %s", n, plugintest.Kinds(evs))
 	}
-	cend := index(evs, func(ev sdk.RuntimeEvent) bool {
+	cend := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == child.ThreadRef
 	})
 	if cend < 0 || evs[cend].Status != sdk.TurnCompleted || cend == len(evs)-1 {
 		t.Fatalf("the subagent's turn did not end before the root's: %s", plugintest.Kinds(evs))
 	}
-	if got := text(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
+	if got := plugintest.ItemText(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
 		t.Errorf("child text = %q", got)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "The helper is working.The helper said hi. Done." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "The helper is working.The helper said hi. Done." {
 		t.Errorf("root text = %q", got)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d diagnostics: %s", n, plugintest.Kinds(evs))
 	}
 	if term := evs[len(evs)-1]; term.ThreadRef != root || term.Status != sdk.TurnCompleted {
@@ -362,18 +364,18 @@ func TestSubagentApproval(t *testing.T) {
 	turn := s.startTurn("Ask a helper agent to write notes.txt, then summarize")
 	evs := s.waitTurn(turn)
 	root := evs[0].ThreadRef
-	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	child := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
 	if len(reqs) != 2 || reqs[0].ThreadRef != child.ThreadRef || reqs[0].Title != "notes.txt" ||
 		reqs[1].ThreadRef != root || reqs[1].Title != "summary.txt" {
 		t.Fatalf("requests %+v; want notes.txt on the child, then summary.txt on the root", reqs)
 	}
-	notes := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	notes := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange && ev.Title == "notes.txt"
 	})
 	if notes.ThreadRef != child.ThreadRef || notes.Status != sdk.ItemDone {
 		t.Errorf("notes.txt item %+v", notes)
 	}
-	checkItemsClosed(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
 	s.close()
 }
 
@@ -391,10 +393,10 @@ func TestResume(t *testing.T) {
 	}
 	turn = r.startTurn("What was the word?")
 	evs = r.waitTurn(turn)
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "The word was banana." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "The word was banana." {
 		t.Errorf("text = %q", got)
 	}
-	if started := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); started.ThreadRef != root {
+	if started := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); started.ThreadRef != root {
 		t.Errorf("turn_started %+v", started)
 	}
 	all := r.close()
@@ -417,11 +419,11 @@ func TestResumeUnknown(t *testing.T) {
 	}
 	turn := s.startTurn("Say hello")
 	evs := s.waitTurn(turn)
-	diags := filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
+	diags := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
 	if len(diags) != 2 || !strings.Contains(diags[0].Text, "No conversation found") || !strings.Contains(diags[1].Title, "could not resume") {
 		t.Errorf("diagnostics %+v; want the CLI's error and the fallback", diags)
 	}
-	thread := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted })
+	thread := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted })
 	if thread.ThreadRef == lost || thread.ThreadRef == "" {
 		t.Errorf("thread %+v; want the fresh session", thread)
 	}
@@ -440,7 +442,8 @@ func TestRollback(t *testing.T) {
 	frames := filepath.Join(t.TempDir(), "frames.ndjson")
 	s := openWith(t, p, sdk.OpenSessionRequest{Cwd: ws, RawFrameLog: frames,
 		Command: plugintest.PeerCommand(filepath.Join(testdata, "thread_rollback.ndjson"), ws, filepath.Join(t.TempDir(), "cursor"))},
-		"", answerAll(sdk.DecisionAccept))
+		"", nil)
+	s.Answer = sdk.DecisionAccept
 	var turns []string
 	var root string
 	for _, input := range []string{"Write a.txt saying one", "Add a line to a.txt and write sub/b.txt", "Write c.txt"} {
@@ -476,13 +479,13 @@ func TestRollback(t *testing.T) {
 	}
 	turn := s.startTurn("What does a.txt say now?")
 	evs := s.waitTurn(turn)
-	if got := text(evs, fork, sdk.ItemAssistantMessage); got != "a.txt says one." {
+	if got := plugintest.ItemText(evs, fork, sdk.ItemAssistantMessage); got != "a.txt says one." {
 		t.Errorf("text on the fork = %q", got)
 	}
 	if term := evs[len(evs)-1]; term.ThreadRef != fork || term.Status != sdk.TurnCompleted {
 		t.Errorf("turn ended %+v", term)
 	}
-	if n := count(s.All(), func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited }); n != 0 {
+	if n := plugintest.Count(s.All(), func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited }); n != 0 {
 		t.Errorf("the replaced CLI process ended the session")
 	}
 	all := s.close()
@@ -514,12 +517,12 @@ func TestAPIErrorAndOddFrames(t *testing.T) {
 	turn := s.startTurn("Say hello")
 	evs := s.waitTurn(turn)
 	root := evs[0].ThreadRef
-	rl := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRateLimit })
+	rl := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRateLimit })
 	if rl.RateLimit == nil || !rl.RateLimit.ResetsAt.Equal(time.Unix(1796050800, 0)) || rl.RateLimit.Scope != "five_hour" ||
 		rl.RateLimit.UsedPercent < 90.9 || rl.RateLimit.UsedPercent > 91.1 || rl.Title != "allowed_warning" || rl.ThreadRef != root {
 		t.Errorf("rate limit %+v (%+v)", rl, rl.RateLimit)
 	}
-	diags := filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
+	diags := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
 	var malformed int
 	for _, d := range diags {
 		if d.Title == "malformed frame" {
@@ -563,10 +566,7 @@ func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, re
 	req.SessionID = ""
 	req.ResumeThreadRef = resume
 	ps := p.OpenWith(t, req)
-	ps.AnswerFunc = answer
-	if answer == nil {
-		ps.AnswerFunc = answerAll(sdk.DecisionDecline)
-	}
+	ps.AnswerFunc = answer // nil: Answer, decline
 	return &session{Session: ps, t: t, p: p, id: ps.ID, req: ps.Request(), open: ps.Open}
 }
 
@@ -587,9 +587,7 @@ func (s *session) until(what string, stop func(sdk.RuntimeEvent) bool) []sdk.Run
 // waitTurn reads events up to the terminal of the turn.
 func (s *session) waitTurn(turn string) []sdk.RuntimeEvent {
 	s.t.Helper()
-	return s.until("turn "+turn+" to end", func(ev sdk.RuntimeEvent) bool {
-		return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turn
-	})
+	return s.WaitTurnRef(s.t, turn)
 }
 
 // close closes the session and checks that the replay peer ended cleanly;
@@ -598,77 +596,4 @@ func (s *session) close() []sdk.RuntimeEvent {
 	s.t.Helper()
 	s.Close(s.t)
 	return s.All()
-}
-
-func answerAll(d sdk.Decision) func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) {
-	return func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) { return d, nil }
-}
-
-// text is the text of items of a kind on a thread.
-func text(evs []sdk.RuntimeEvent, thread string, kind sdk.ItemKind) string {
-	var s string
-	for _, ev := range evs {
-		if ev.Kind == sdk.EventContentDelta && ev.ItemKind == kind && ev.ThreadRef == thread {
-			s += ev.Text
-		}
-	}
-	return s
-}
-
-func filter(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
-	var out []sdk.RuntimeEvent
-	for _, ev := range evs {
-		if f(ev) {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func count(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) int { return len(filter(evs, f)) }
-
-func index(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) int {
-	for i, ev := range evs {
-		if f(ev) {
-			return i
-		}
-	}
-	return -1
-}
-
-func find(t *testing.T, evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) sdk.RuntimeEvent {
-	t.Helper()
-	i := index(evs, f)
-	if i < 0 {
-		t.Fatalf("no such event in %s", plugintest.Kinds(evs))
-	}
-	return evs[i]
-}
-
-func checkItemsClosed(t *testing.T, evs []sdk.RuntimeEvent) {
-	t.Helper()
-	open := map[string]bool{}
-	for _, ev := range evs {
-		switch ev.Kind {
-		case sdk.EventItemStarted:
-			open[ev.ItemRef] = true
-		case sdk.EventItemCompleted:
-			delete(open, ev.ItemRef)
-		}
-	}
-	if len(open) > 0 {
-		t.Errorf("items left open at the turn's end: %v", open)
-	}
-}
-
-// checkRawFrames: every event that comes from a CLI frame names it (the
-// turn_started the plugin emits as it writes the user message is the
-// host's own, and names none).
-func checkRawFrames(t *testing.T, evs []sdk.RuntimeEvent) {
-	t.Helper()
-	for _, ev := range evs {
-		if ev.RawFrame == 0 && ev.Kind != sdk.EventTurnStarted {
-			t.Errorf("event %s (%s) names no raw frame", ev.Kind, ev.ItemRef)
-		}
-	}
 }

@@ -44,33 +44,33 @@ func TestSimple(t *testing.T) {
 	if term.Status != sdk.TurnCompleted || !term.ThreadUsable || term.ThreadRef != root {
 		t.Fatalf("turn ended %+v; want completed and usable on %s", term, root)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Hello! How can I help you today?" {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "Hello! How can I help you today?" {
 		t.Errorf("assistant text = %q", got)
 	}
-	if got := text(evs, root, sdk.ItemReasoning); got != "The user wants a greeting." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemReasoning); got != "The user wants a greeting." {
 		t.Errorf("reasoning text = %q", got)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.ItemKind == sdk.ItemUserMessage }); n != 0 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.ItemKind == sdk.ItemUserMessage }); n != 0 {
 		t.Errorf("the user's own message came back as %d events", n)
 	}
-	u := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
+	u := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
 	if u.Usage == nil || u.Usage.TotalTokens != u.Usage.InputTokens+u.Usage.OutputTokens || u.Usage.TotalTokens == 0 {
 		t.Errorf("usage = %+v", u.Usage)
 	}
 	// codex with a custom model provider reports rate limits with every
 	// field null: no rate_limit event, no diagnostic.
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventRateLimit || ev.Kind == sdk.EventDiagnostic
 	}); n != 0 {
 		t.Errorf("%d rate_limit/diagnostic events: %s", n, plugintest.Kinds(evs))
 	}
-	checkItemsClosed(t, evs)
-	checkRawFrames(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
+	plugintest.CheckRawFrames(t, evs)
 	all := s.close()
 	if first := all[0]; first.Kind != sdk.EventThreadStarted || first.ThreadRef != root || first.ParentThreadRef != "" {
 		t.Errorf("first event %+v; want the root's thread_started", first)
 	}
-	if n := count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted }); n != 1 {
+	if n := plugintest.Count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted }); n != 1 {
 		t.Errorf("%d thread_started events; want 1 (codex's own thread/started for the root is not repeated)", n)
 	}
 	if last := all[len(all)-1]; last.Status != sdk.ExitClosed {
@@ -102,7 +102,7 @@ func TestQueuedTurns(t *testing.T) {
 		if term.Status != sdk.TurnCompleted {
 			t.Errorf("turn %d ended %s", i+1, term.Status)
 		}
-		if got := text(c.evs, root, sdk.ItemAssistantMessage); got != c.want {
+		if got := plugintest.ItemText(c.evs, root, sdk.ItemAssistantMessage); got != c.want {
 			t.Errorf("turn %d text = %q, want %q", i+1, got, c.want)
 		}
 	}
@@ -124,10 +124,10 @@ func TestSteering(t *testing.T) {
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %s", term.Status)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "A short story: the end." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "A short story: the end." {
 		t.Errorf("assistant text = %q; want only the answer to the steer", got)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); n != 0 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); n != 0 {
 		t.Errorf("the steer started %d turns", n)
 	}
 	err := s.p.SteerTurn(context.Background(), sdk.SteerTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: "late"}})
@@ -162,14 +162,15 @@ func TestInterrupt(t *testing.T) {
 // (codex runs with approvalPolicy "untrusted"); accepted, both run.
 func TestApprovalAccept(t *testing.T) {
 	ws := t.TempDir()
-	s := open(t, "approval_accept", ws, "", answerAll(sdk.DecisionAccept))
+	s := open(t, "approval_accept", ws, "", nil)
+	s.Answer = sdk.DecisionAccept
 	root := s.open.ProviderThreadRef
 	turn := s.startTurn("Create made.txt with a command, then hello.txt with a patch")
 	evs := s.waitTurn(turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %s", term.Status)
 	}
-	reqs := filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	reqs := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	if len(reqs) != 2 || reqs[0].RequestKind != "command_approval" || reqs[1].RequestKind != "file_change_approval" {
 		t.Fatalf("requests: %+v", reqs)
 	}
@@ -184,10 +185,10 @@ func TestApprovalAccept(t *testing.T) {
 		t.Errorf("patch request title = %q; want the file it changes", patch.Title)
 	}
 	for _, q := range reqs {
-		resolved := index(evs, func(ev sdk.RuntimeEvent) bool {
+		resolved := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
 			return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == q.RequestRef && ev.Status == "accept"
 		})
-		done := index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemRef == q.ItemRef })
+		done := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemRef == q.ItemRef })
 		if resolved < 0 || done < resolved {
 			t.Errorf("request %s: resolved at %d, its item completed at %d", q.RequestRef, resolved, done)
 		}
@@ -195,7 +196,7 @@ func TestApprovalAccept(t *testing.T) {
 			t.Errorf("item %s ended %s", item.ItemRef, item.Status)
 		}
 	}
-	ran := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	ran := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
 	})
 	var detail struct {
@@ -210,10 +211,10 @@ func TestApprovalAccept(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "I will create made.txt first.Done: made.txt and hello.txt exist." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "I will create made.txt first.Done: made.txt and hello.txt exist." {
 		t.Errorf("assistant text = %q", got)
 	}
-	checkItemsClosed(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
 	s.close()
 }
 
@@ -221,17 +222,17 @@ func TestApprovalAccept(t *testing.T) {
 // on to completion.
 func TestApprovalDecline(t *testing.T) {
 	ws := t.TempDir()
-	s := open(t, "approval_decline", ws, "", answerAll(sdk.DecisionDecline))
+	s := open(t, "approval_decline", ws, "", nil) // requests declined
 	turn := s.startTurn("Create declined.txt")
 	evs := s.waitTurn(turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %s", term.Status)
 	}
-	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	req := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	if req.RequestKind != "command_approval" {
 		t.Errorf("request kind %q", req.RequestKind)
 	}
-	item := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	item := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
 	})
 	if item.Status != sdk.ItemDeclined || item.ItemRef != req.ItemRef {
@@ -256,41 +257,41 @@ func TestSubagent(t *testing.T) {
 		t.Fatalf("root turn ended %+v", term)
 	}
 	isChild := func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root }
-	child := find(t, evs, isChild)
+	child := plugintest.Find(t, evs, isChild)
 	if child.ParentThreadRef != root || child.ThreadRef == root || child.ThreadRef == "" {
 		t.Fatalf("child thread_started %+v; want a child of %s", child, root)
 	}
-	announced := index(evs, isChild)
+	announced := plugintest.Index(evs, isChild)
 	for i, ev := range evs {
 		if ev.ThreadRef == child.ThreadRef && i < announced {
 			t.Errorf("event %d (%s) on the child thread comes before its thread_started", i, ev.Kind)
 		}
 	}
-	childTurn := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	childTurn := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef
 	})
 	if childTurn.Title != "child task: say hi" {
 		t.Errorf("child turn title %q; want its prompt", childTurn.Title)
 	}
-	childEnd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	childEnd := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == child.ThreadRef
 	})
 	if childEnd.Status != sdk.TurnCompleted || childEnd.TurnRef != childTurn.TurnRef {
 		t.Errorf("child turn ended %+v", childEnd)
 	}
-	if got := text(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
+	if got := plugintest.ItemText(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
 		t.Errorf("child text = %q", got)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Spawning a helper.The helper said hi. Done." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "Spawning a helper.The helper said hi. Done." {
 		t.Errorf("root text = %q", got)
 	}
-	spawns := filter(evs, func(ev sdk.RuntimeEvent) bool {
+	spawns := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemSubagent && ev.ThreadRef == root
 	})
 	if len(spawns) != 2 || !strings.HasPrefix(spawns[0].Title, "spawnAgent") || spawns[1].Title != "wait" {
 		t.Errorf("subagent items: %+v", spawns)
 	}
-	checkItemsClosed(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
 	s.close()
 }
 
@@ -302,7 +303,7 @@ func TestResume(t *testing.T) {
 	s := open(t, "resume", ws, state, nil)
 	thread := s.open.ProviderThreadRef
 	evs := s.waitTurn(s.startTurn("Remember the word banana"))
-	if got := text(evs, thread, sdk.ItemAssistantMessage); got != "Noted: the word is banana." {
+	if got := plugintest.ItemText(evs, thread, sdk.ItemAssistantMessage); got != "Noted: the word is banana." {
 		t.Errorf("turn 1 text = %q", got)
 	}
 	s.close()
@@ -315,10 +316,10 @@ func TestResume(t *testing.T) {
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn 2 ended %s", term.Status)
 	}
-	if got := text(evs, thread, sdk.ItemAssistantMessage); got != "The word was banana." {
+	if got := plugintest.ItemText(evs, thread, sdk.ItemAssistantMessage); got != "The word was banana." {
 		t.Errorf("turn 2 text = %q", got)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d diagnostics (resume's extra notifications must be quiet): %s", n, plugintest.Kinds(evs))
 	}
 	s2.close()
@@ -340,7 +341,7 @@ func TestUnknownRequest(t *testing.T) {
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %s", term.Status)
 	}
-	reqs := filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	reqs := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	if len(reqs) != 2 {
 		t.Fatalf("requests: %+v", reqs)
 	}
@@ -353,13 +354,13 @@ func TestUnknownRequest(t *testing.T) {
 		t.Errorf("question = %+v", ask)
 	}
 	for _, want := range []struct{ ref, status string }{{gen.RequestRef, "decline"}, {ask.RequestRef, "answer"}} {
-		if n := count(evs, func(ev sdk.RuntimeEvent) bool {
+		if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool {
 			return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == want.ref
 		}); n != 1 {
 			t.Errorf("request %s resolved %d times; want once (codex's serverRequest/resolved is not repeated)", want.ref, n)
 		}
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Blue it is." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "Blue it is." {
 		t.Errorf("assistant text = %q", got)
 	}
 	err := s.p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: gen.RequestRef,
@@ -382,10 +383,10 @@ func TestCloseWithPendingRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs = s.until("runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
-	resolved := index(evs, func(ev sdk.RuntimeEvent) bool {
+	resolved := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == ref && ev.Status == "cancel"
 	})
-	term := index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turn })
+	term := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turn })
 	if resolved < 0 || term < 0 || evs[term].Status != sdk.TurnFailed || evs[term].ThreadUsable {
 		t.Fatalf("events after close: %s; want the request cancelled and the turn failed, unusable", plugintest.Kinds(evs))
 	}
@@ -404,7 +405,8 @@ func TestCloseWithPendingRequest(t *testing.T) {
 // reverts codex's history before it, and the thread takes its next turn.
 // The revert's notifications are quiet.
 func TestRollback(t *testing.T) {
-	s := open(t, "thread_rollback", t.TempDir(), "", answerAll(sdk.DecisionAccept))
+	s := open(t, "thread_rollback", t.TempDir(), "", nil)
+	s.Answer = sdk.DecisionAccept
 	root := s.open.ProviderThreadRef
 	var turns []string
 	for _, step := range []struct{ input, reply string }{
@@ -417,7 +419,7 @@ func TestRollback(t *testing.T) {
 		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 			t.Fatalf("turn %q ended %s", step.input, term.Status)
 		}
-		if got := text(evs, root, sdk.ItemAssistantMessage); got != step.reply {
+		if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != step.reply {
 			t.Errorf("turn %q text = %q, want %q", step.input, got, step.reply)
 		}
 		turns = append(turns, ref)
@@ -435,11 +437,11 @@ func TestRollback(t *testing.T) {
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || term.ThreadRef != root {
 		t.Fatalf("the turn after the rollback ended %+v; want completed on %s", term, root)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "a.txt says one." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "a.txt says one." {
 		t.Errorf("assistant text after the rollback = %q", got)
 	}
 	all := s.close()
-	if n := count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+	if n := plugintest.Count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d diagnostics (thread/status/changed and thread/reverted must be quiet): %s", n, plugintest.Kinds(all))
 	}
 }
@@ -490,7 +492,7 @@ func (s *session) turns(t *testing.T, texts ...string) []string {
 		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 			t.Fatalf("turn %q ended %s", input, term.Status)
 		}
-		if got, want := text(evs, s.open.ProviderThreadRef, sdk.ItemAssistantMessage), fmt.Sprintf("Reply %d.", i+1); got != want {
+		if got, want := plugintest.ItemText(evs, s.open.ProviderThreadRef, sdk.ItemAssistantMessage), fmt.Sprintf("Reply %d.", i+1); got != want {
 			t.Errorf("turn %q text = %q, want %q", input, got, want)
 		}
 		refs = append(refs, ref)
@@ -521,10 +523,7 @@ func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, re
 	req.SessionID = ""
 	req.ResumeThreadRef = resume
 	ps := p.OpenWith(t, req)
-	ps.AnswerFunc = answer
-	if answer == nil {
-		ps.AnswerFunc = answerAll(sdk.DecisionDecline)
-	}
+	ps.AnswerFunc = answer // nil: Answer, decline
 	return &session{Session: ps, t: t, p: p, id: ps.ID, req: ps.Request(), open: ps.Open}
 }
 
@@ -546,9 +545,7 @@ func (s *session) until(what string, stop func(sdk.RuntimeEvent) bool) []sdk.Run
 // waitTurn reads events up to the terminal of the turn.
 func (s *session) waitTurn(turn string) []sdk.RuntimeEvent {
 	s.t.Helper()
-	return s.until("turn "+turn+" to end", func(ev sdk.RuntimeEvent) bool {
-		return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turn
-	})
+	return s.WaitTurnRef(s.t, turn)
 }
 
 // close closes the session and checks that the replay peer ended cleanly
@@ -558,75 +555,4 @@ func (s *session) close() []sdk.RuntimeEvent {
 	s.t.Helper()
 	s.Close(s.t)
 	return s.All()
-}
-
-func answerAll(d sdk.Decision) func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) {
-	return func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) { return d, nil }
-}
-
-// text is the streamed text of items of a kind on a thread.
-func text(evs []sdk.RuntimeEvent, thread string, kind sdk.ItemKind) string {
-	var s string
-	for _, ev := range evs {
-		if ev.Kind == sdk.EventContentDelta && ev.ItemKind == kind && ev.ThreadRef == thread {
-			s += ev.Text
-		}
-	}
-	return s
-}
-
-func filter(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
-	var out []sdk.RuntimeEvent
-	for _, ev := range evs {
-		if f(ev) {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func count(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) int { return len(filter(evs, f)) }
-
-func index(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) int {
-	for i, ev := range evs {
-		if f(ev) {
-			return i
-		}
-	}
-	return -1
-}
-
-func find(t *testing.T, evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) sdk.RuntimeEvent {
-	t.Helper()
-	i := index(evs, f)
-	if i < 0 {
-		t.Fatalf("no such event in %s", plugintest.Kinds(evs))
-	}
-	return evs[i]
-}
-
-func checkItemsClosed(t *testing.T, evs []sdk.RuntimeEvent) {
-	t.Helper()
-	open := map[string]bool{}
-	for _, ev := range evs {
-		switch ev.Kind {
-		case sdk.EventItemStarted:
-			open[ev.ItemRef] = true
-		case sdk.EventItemCompleted:
-			delete(open, ev.ItemRef)
-		}
-	}
-	if len(open) > 0 {
-		t.Errorf("items left open at the turn's end: %v", open)
-	}
-}
-
-// checkRawFrames: every event that comes from a codex frame names it.
-func checkRawFrames(t *testing.T, evs []sdk.RuntimeEvent) {
-	t.Helper()
-	for _, ev := range evs {
-		if ev.RawFrame == 0 {
-			t.Errorf("event %s (%s) names no raw frame", ev.Kind, ev.ItemRef)
-		}
-	}
 }

@@ -301,6 +301,19 @@ func (s *Session) WaitTurn(t testing.TB) []sdk.RuntimeEvent {
 	return s.Until(t, "the turn's terminal event", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal })
 }
 
+// WaitTurnRef reads events up to and including the terminal event of the
+// turn named turnRef (one StartTurn answered, or a turn_started named),
+// past other turns' terminals: a subagent's, or a turn queued before it.
+func (s *Session) WaitTurnRef(t testing.TB, turnRef string) []sdk.RuntimeEvent {
+	t.Helper()
+	if turnRef == "" {
+		t.Fatal("wait for a turn: no turn ref (the plugin named none)")
+	}
+	return s.Until(t, "turn "+turnRef+" to end", func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turnRef
+	})
+}
+
 // Close closes the session and checks that the provider ended cleanly: a
 // replay peer that saw a mismatch or kept unused entries exits non-zero,
 // and that fails the test here with the peer's own explanation.
