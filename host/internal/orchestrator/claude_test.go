@@ -24,21 +24,6 @@ func (e *env) claudeThread(scenario, policy string) string {
 	return id
 }
 
-// checkSessionsClosed restarts the host (closing every provider session)
-// and checks that each ended cleanly: the peer saw exactly the frames the
-// CLI saw.
-func (e *env) checkSessionsClosed(threadID string) domain.Thread {
-	e.t.Helper()
-	e.restart()
-	th := mustThread(e.t, e, threadID)
-	for _, s := range th.ProviderSessions {
-		if s.EndReason != "closed" {
-			e.t.Errorf("session %s ended %q, want closed", s.ID, s.EndReason)
-		}
-	}
-	return th
-}
-
 // One run: the CLI's session is the thread's provider thread; the
 // assistant's text and reasoning are in the projection, and the usage of
 // the result.
@@ -132,13 +117,7 @@ func TestClaudeTurnInterrupt(t *testing.T) {
 	threadID := e.claudeThread("turn_interrupt", "")
 	th := e.play(threadID, "claude/turn_interrupt.steps.json")
 	r := th.Runs[0]
-	if r.Status != domain.RunStatusInterrupted || !r.InterruptRequested {
-		t.Fatalf("run %s (requested %v), want interrupted", r.Status, r.InterruptRequested)
-	}
-	types := e.types(threadID, 0)
-	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
-		t.Fatalf("events: %v", types)
-	}
+	e.checkInterrupted(threadID, r)
 	th = e.checkSessionsClosed(threadID)
 	if n := e.countFrames(th, `"subtype":"interrupt"`); n != 1 {
 		t.Errorf("interrupt sent %d times, want 1", n)
@@ -150,35 +129,19 @@ func TestClaudeTurnInterrupt(t *testing.T) {
 // still completes.
 func TestClaudeApprovals(t *testing.T) {
 	for _, tc := range []struct {
-		scenario, decision, kind, itemKind, itemStatus string
+		approvalCase
+		kind string // of the one request
 	}{
-		{"approval_accept", "accept", domain.RequestFileChangeApproval, "file_change", domain.StatusCompleted},
-		{"approval_decline", "decline", domain.RequestCommandApproval, "command_execution", "declined"},
+		{approvalCase{"approval_accept", "accept", 1, "file_change", domain.StatusCompleted}, domain.RequestFileChangeApproval},
+		{approvalCase{"approval_decline", "decline", 1, "command_execution", "declined"}, domain.RequestCommandApproval},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			e := newEnv(t)
-			threadID := e.claudeThread(tc.scenario, domain.ApproveAsk)
-			th := e.play(threadID, "claude/"+tc.scenario+".steps.json")
-			if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
-				t.Fatalf("run %s (%+v)", r.Status, r.Failure)
+			th := e.checkApprovals("claude", tc.approvalCase)
+			if q := th.Requests[0]; q.Kind != tc.kind {
+				t.Errorf("request kind %q, want %q", q.Kind, tc.kind)
 			}
-			if len(th.Requests) != 1 {
-				t.Fatalf("requests = %+v, want 1", th.Requests)
-			}
-			if q := th.Requests[0]; q.Status != domain.RequestStatusResolved || q.Decision != tc.decision ||
-				q.AnsweredBy != "client" || q.Kind != tc.kind {
-				t.Errorf("request %+v", q)
-			}
-			var items []domain.TurnItem
-			for _, it := range th.TurnItems {
-				if it.Kind == tc.itemKind {
-					items = append(items, it)
-				}
-			}
-			if len(items) != 1 || items[0].Status != tc.itemStatus {
-				t.Errorf("%s items %+v, want one %s", tc.itemKind, items, tc.itemStatus)
-			}
-			e.checkSessionsClosed(threadID)
+			e.checkSessionsClosed(th.ID)
 		})
 	}
 }
@@ -241,7 +204,7 @@ func TestClaudeSubagent(t *testing.T) {
 	if len(th.ProviderThreads) != 2 || th.ProviderThreads[1].ParentID != th.ProviderThreads[0].ID {
 		t.Fatalf("provider threads: %+v", th.ProviderThreads)
 	}
-	if n := strings.Count(strings.Join(e.types(threadID, 0), " "), "run.ended"); n != 1 {
+	if n := e.countEvents(threadID, "run.ended"); n != 1 {
 		t.Fatalf("run.ended %d times", n)
 	}
 	e.checkSessionsClosed(threadID)
@@ -270,7 +233,7 @@ func TestClaudeBackgroundSubagent(t *testing.T) {
 	if subs == 0 {
 		t.Errorf("no completed subagent node under the root: %+v", r.Nodes)
 	}
-	if n := strings.Count(strings.Join(e.types(threadID, 0), " "), "run.ended"); n != 1 {
+	if n := e.countEvents(threadID, "run.ended"); n != 1 {
 		t.Fatalf("run.ended %d times", n)
 	}
 	if len(th.Diagnostics) != 0 {
@@ -290,27 +253,8 @@ func TestClaudeSubagentCheckpoint(t *testing.T) {
 	if len(th.Runs) != 1 || th.Runs[0].Status != domain.RunStatusCompleted {
 		t.Fatalf("runs: %+v", th.Runs)
 	}
-	var root, sub []domain.CheckpointScope
-	for _, sc := range th.CheckpointScopes {
-		if sc.Kind == domain.ScopeSubagent {
-			sub = append(sub, sc)
-		} else if sc.RunID != "" {
-			root = append(root, sc)
-		}
-	}
-	if len(root) != 1 || len(sub) != 1 || sub[0].ParentID != root[0].ID || sub[0].AdvancesRunCount {
-		t.Fatalf("scopes: %+v", th.CheckpointScopes)
-	}
-	var subCP, runCP domain.Checkpoint
-	for _, c := range th.Checkpoints {
-		switch c.ScopeID {
-		case sub[0].ID:
-			subCP = c
-		case root[0].ID:
-			runCP = c
-		}
-	}
-	if got := fileList(subCP); !slices.Equal(got, []string{"added notes.txt"}) || subCP.Status != domain.CheckpointReady {
+	_, subCP, runCP := e.subagentCheckpoints(th)
+	if got := fileList(subCP); !slices.Equal(got, []string{"added notes.txt"}) {
 		t.Errorf("subagent checkpoint %+v: files %q", subCP, got)
 	}
 	if got := fileList(runCP); !slices.Equal(got, []string{"added notes.txt", "added summary.txt"}) {

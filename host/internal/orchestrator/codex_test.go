@@ -64,13 +64,7 @@ func TestCodexTurnInterrupt(t *testing.T) {
 	threadID, _, _ := e.codexThread("turn_interrupt", "")
 	th := e.play(threadID, "codex/turn_interrupt.steps.json")
 	r := th.Runs[0]
-	if r.Status != domain.RunStatusInterrupted || !r.InterruptRequested {
-		t.Fatalf("run %s (requested %v), want interrupted", r.Status, r.InterruptRequested)
-	}
-	types := e.types(threadID, 0)
-	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
-		t.Fatalf("events: %v", types)
-	}
+	e.checkInterrupted(threadID, r)
 	// Interrupting an ended run is a conflict, and sends nothing.
 	if _, err := e.host.Dispatch(t.Context(), domain.Command{ID: "late", ThreadID: threadID,
 		Payload: domain.InterruptRun{RunID: r.ID}}); err == nil {
@@ -129,8 +123,7 @@ func TestCodexSubagent(t *testing.T) {
 		t.Fatalf("provider threads: %+v", th.ProviderThreads)
 	}
 	// The run ended after, and only after, its root turn's terminal.
-	types := e.types(threadID, 0)
-	if n := strings.Count(strings.Join(types, " "), "run.ended"); n != 1 {
+	if n := e.countEvents(threadID, "run.ended"); n != 1 {
 		t.Fatalf("run.ended %d times", n)
 	}
 }
@@ -138,44 +131,11 @@ func TestCodexSubagent(t *testing.T) {
 // Approvals answered by a client: accept runs the command and the patch,
 // decline leaves the file alone and the turn still completes.
 func TestCodexApprovals(t *testing.T) {
-	for _, tc := range []struct {
-		scenario, decision, itemStatus string
-		requests                       int
-	}{
-		{"approval_accept", "accept", domain.StatusCompleted, 2},
-		{"approval_decline", "decline", "declined", 1},
+	for _, tc := range []approvalCase{
+		{"approval_accept", "accept", 2, "command_execution", domain.StatusCompleted}, // a command and a patch
+		{"approval_decline", "decline", 1, "command_execution", "declined"},
 	} {
-		t.Run(tc.scenario, func(t *testing.T) {
-			e := newEnv(t)
-			threadID, _, _ := e.codexThread(tc.scenario, domain.ApproveAsk)
-			th := e.play(threadID, "codex/"+tc.scenario+".steps.json")
-			if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
-				t.Fatalf("run %s (%+v)", r.Status, r.Failure)
-			}
-			if len(th.Requests) != tc.requests {
-				t.Fatalf("requests = %d, want %d", len(th.Requests), tc.requests)
-			}
-			for _, q := range th.Requests {
-				if q.Status != domain.RequestStatusResolved || q.Decision != tc.decision || q.AnsweredBy != "client" {
-					t.Errorf("request %+v", q)
-				}
-				if q.Kind != domain.RequestCommandApproval && q.Kind != domain.RequestFileChangeApproval {
-					t.Errorf("request kind %q", q.Kind)
-				}
-			}
-			var cmds int
-			for _, it := range th.TurnItems {
-				if it.Kind == "command_execution" {
-					cmds++
-					if it.Status != tc.itemStatus {
-						t.Errorf("command item %q is %s, want %s", it.Title, it.Status, tc.itemStatus)
-					}
-				}
-			}
-			if cmds != 1 {
-				t.Errorf("command items = %d, want 1", cmds)
-			}
-		})
+		t.Run(tc.scenario, func(t *testing.T) { newEnv(t).checkApprovals("codex", tc) })
 	}
 }
 
