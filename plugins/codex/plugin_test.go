@@ -37,9 +37,9 @@ func TestDescribe(t *testing.T) {
 
 func TestSimple(t *testing.T) {
 	s := open(t, "simple", t.TempDir(), "", nil)
-	root := s.open.ProviderThreadRef
-	turn := s.startTurn("Say hello")
-	evs := s.waitTurn(turn)
+	root := s.Open.ProviderThreadRef
+	turn := s.StartTurn(t, "Say hello").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	term := evs[len(evs)-1]
 	if term.Status != sdk.TurnCompleted || !term.ThreadUsable || term.ThreadRef != root {
 		t.Fatalf("turn ended %+v; want completed and usable on %s", term, root)
@@ -66,7 +66,8 @@ func TestSimple(t *testing.T) {
 	}
 	plugintest.CheckItemsClosed(t, evs)
 	plugintest.CheckRawFrames(t, evs)
-	all := s.close()
+	s.Close(t)
+	all := s.All()
 	if first := all[0]; first.Kind != sdk.EventThreadStarted || first.ThreadRef != root || first.ParentThreadRef != "" {
 		t.Errorf("first event %+v; want the root's thread_started", first)
 	}
@@ -82,15 +83,15 @@ func TestSimple(t *testing.T) {
 // reply) to end, then runs as a turn of its own.
 func TestQueuedTurns(t *testing.T) {
 	s := open(t, "multi_turn", t.TempDir(), "", nil)
-	root := s.open.ProviderThreadRef
-	first := s.startTurn("Answer slowly")
-	started := s.until("the first turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted && ev.TurnRef == first })
+	root := s.Open.ProviderThreadRef
+	first := s.StartTurn(t, "Answer slowly").TurnRef
+	started := s.Until(t, "the first turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted && ev.TurnRef == first })
 	if c := started[len(started)-1].ClientTurnID; c != "client-turn-1" {
 		t.Errorf("turn_started names client turn %q, want client-turn-1", c)
 	}
-	evs := s.waitTurn(first)
-	second := s.startTurn("Then answer again")
-	evs2 := s.waitTurn(second)
+	evs := s.WaitTurnRef(t, first)
+	second := s.StartTurn(t, "Then answer again").TurnRef
+	evs2 := s.WaitTurnRef(t, second)
 	if first == second {
 		t.Fatalf("both turns are %s", first)
 	}
@@ -106,7 +107,7 @@ func TestQueuedTurns(t *testing.T) {
 			t.Errorf("turn %d text = %q, want %q", i+1, got, c.want)
 		}
 	}
-	s.close()
+	s.Close(t)
 }
 
 // TestSteering: a steer goes into the running turn (turn/steer with the
@@ -114,13 +115,13 @@ func TestQueuedTurns(t *testing.T) {
 // turn. A steer with no turn running is an error, not a silent no-op.
 func TestSteering(t *testing.T) {
 	s := open(t, "message_steering", t.TempDir(), "", nil)
-	root := s.open.ProviderThreadRef
-	turn := s.startTurn("Write a long story")
-	s.until("the turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
-	if err := s.p.SteerTurn(context.Background(), sdk.SteerTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: "Make it short"}}); err != nil {
+	root := s.Open.ProviderThreadRef
+	turn := s.StartTurn(t, "Write a long story").TurnRef
+	s.Until(t, "the turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	if err := s.Steer("", "Make it short"); err != nil {
 		t.Fatalf("steer: %v", err)
 	}
-	evs := s.waitTurn(turn)
+	evs := s.WaitTurnRef(t, turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %s", term.Status)
 	}
@@ -130,32 +131,28 @@ func TestSteering(t *testing.T) {
 	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); n != 0 {
 		t.Errorf("the steer started %d turns", n)
 	}
-	err := s.p.SteerTurn(context.Background(), sdk.SteerTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: "late"}})
+	err := s.Steer("", "late")
 	if !errors.Is(err, sdk.ErrBusy) || !strings.Contains(err.Error(), "no turn is running") {
 		t.Errorf("steer after the turn = %v; want a busy error saying no turn is running", err)
 	}
-	s.close()
+	s.Close(t)
 }
 
 // TestInterrupt: an interrupt without a turn ref stops the running turn,
 // which ends interrupted when codex says so.
 func TestInterrupt(t *testing.T) {
 	s := open(t, "turn_interrupt", t.TempDir(), "", nil)
-	turn := s.startTurn("Count to a million, slowly")
-	s.until("the turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
-	if err := s.p.InterruptTurn(context.Background(), sdk.InterruptTurnRequest{SessionID: s.id}); err != nil {
-		t.Fatalf("interrupt: %v", err)
-	}
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "Count to a million, slowly").TurnRef
+	s.Until(t, "the turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	s.Interrupt(t, "")
+	evs := s.WaitTurnRef(t, turn)
 	term := evs[len(evs)-1]
 	if term.Status != sdk.TurnInterrupted || term.Failure != nil || !term.ThreadUsable {
 		t.Fatalf("turn ended %+v; want interrupted, usable, no failure", term)
 	}
 	// Nothing runs any more: a second interrupt is a quiet acknowledgement.
-	if err := s.p.InterruptTurn(context.Background(), sdk.InterruptTurnRequest{SessionID: s.id}); err != nil {
-		t.Errorf("interrupt with no turn: %v", err)
-	}
-	s.close()
+	s.Interrupt(t, "")
+	s.Close(t)
 }
 
 // TestApprovalAccept: a command and a patch are each asked of the host
@@ -164,9 +161,9 @@ func TestApprovalAccept(t *testing.T) {
 	ws := t.TempDir()
 	s := open(t, "approval_accept", ws, "", nil)
 	s.Answer = sdk.DecisionAccept
-	root := s.open.ProviderThreadRef
-	turn := s.startTurn("Create made.txt with a command, then hello.txt with a patch")
-	evs := s.waitTurn(turn)
+	root := s.Open.ProviderThreadRef
+	turn := s.StartTurn(t, "Create made.txt with a command, then hello.txt with a patch").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %s", term.Status)
 	}
@@ -215,7 +212,7 @@ func TestApprovalAccept(t *testing.T) {
 		t.Errorf("assistant text = %q", got)
 	}
 	plugintest.CheckItemsClosed(t, evs)
-	s.close()
+	s.Close(t)
 }
 
 // TestApprovalDecline: a declined command does not run, and the turn goes
@@ -223,8 +220,8 @@ func TestApprovalAccept(t *testing.T) {
 func TestApprovalDecline(t *testing.T) {
 	ws := t.TempDir()
 	s := open(t, "approval_decline", ws, "", nil) // requests declined
-	turn := s.startTurn("Create declined.txt")
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "Create declined.txt").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %s", term.Status)
 	}
@@ -241,7 +238,7 @@ func TestApprovalDecline(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "declined.txt")); err == nil {
 		t.Error("declined.txt exists")
 	}
-	s.close()
+	s.Close(t)
 }
 
 // TestSubagent: the child thread codex spawns (it sends no thread/started
@@ -249,9 +246,9 @@ func TestApprovalDecline(t *testing.T) {
 // never takes the child's turn for a root turn; the root turn ends last.
 func TestSubagent(t *testing.T) {
 	s := open(t, "subagent", t.TempDir(), "", nil)
-	root := s.open.ProviderThreadRef
-	turn := s.startTurn("Ask a helper agent to say hi")
-	evs := s.waitTurn(turn)
+	root := s.Open.ProviderThreadRef
+	turn := s.StartTurn(t, "Ask a helper agent to say hi").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	term := evs[len(evs)-1]
 	if term.Status != sdk.TurnCompleted || term.ThreadRef != root {
 		t.Fatalf("root turn ended %+v", term)
@@ -292,7 +289,7 @@ func TestSubagent(t *testing.T) {
 		t.Errorf("subagent items: %+v", spawns)
 	}
 	plugintest.CheckItemsClosed(t, evs)
-	s.close()
+	s.Close(t)
 }
 
 // TestResume: codex started again resumes the thread (thread/resume), and
@@ -301,18 +298,18 @@ func TestResume(t *testing.T) {
 	ws := t.TempDir()
 	state := filepath.Join(t.TempDir(), "cursor")
 	s := open(t, "resume", ws, state, nil)
-	thread := s.open.ProviderThreadRef
-	evs := s.waitTurn(s.startTurn("Remember the word banana"))
+	thread := s.Open.ProviderThreadRef
+	evs := s.WaitTurnRef(t, s.StartTurn(t, "Remember the word banana").TurnRef)
 	if got := plugintest.ItemText(evs, thread, sdk.ItemAssistantMessage); got != "Noted: the word is banana." {
 		t.Errorf("turn 1 text = %q", got)
 	}
-	s.close()
+	s.Close(t)
 
-	s2 := openWith(t, s.p, s.req, thread, nil)
-	if !s2.open.Resumed || s2.open.ProviderThreadRef != thread {
-		t.Fatalf("open = %+v; want thread %s resumed", s2.open, thread)
+	s2 := openWith(t, s.Plugin(), s.Request(), thread, nil)
+	if !s2.Open.Resumed || s2.Open.ProviderThreadRef != thread {
+		t.Fatalf("open = %+v; want thread %s resumed", s2.Open, thread)
 	}
-	evs = s2.waitTurn(s2.startTurn("What was the word?"))
+	evs = s2.WaitTurnRef(t, s2.StartTurn(t, "What was the word?").TurnRef)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn 2 ended %s", term.Status)
 	}
@@ -322,7 +319,7 @@ func TestResume(t *testing.T) {
 	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d diagnostics (resume's extra notifications must be quiet): %s", n, plugintest.Kinds(evs))
 	}
-	s2.close()
+	s2.Close(t)
 }
 
 // TestUnknownRequest: a server request of a method the plugin does not know
@@ -335,9 +332,9 @@ func TestUnknownRequest(t *testing.T) {
 		}
 		return sdk.DecisionDecline, nil
 	})
-	root := s.open.ProviderThreadRef
-	turn := s.startTurn("Pick a colour for the button")
-	evs := s.waitTurn(turn)
+	root := s.Open.ProviderThreadRef
+	turn := s.StartTurn(t, "Pick a colour for the button").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %s", term.Status)
 	}
@@ -363,12 +360,12 @@ func TestUnknownRequest(t *testing.T) {
 	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "Blue it is." {
 		t.Errorf("assistant text = %q", got)
 	}
-	err := s.p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: gen.RequestRef,
+	err := s.Plugin().RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.ID, RequestRef: gen.RequestRef,
 		Decision: sdk.DecisionAccept})
 	if !errors.Is(err, sdk.ErrUnknownRequest) {
 		t.Errorf("answering a resolved request: %v; want unknown request", err)
 	}
-	s.close()
+	s.Close(t)
 }
 
 // TestCloseWithPendingRequest: closing the session while codex waits for
@@ -376,13 +373,13 @@ func TestUnknownRequest(t *testing.T) {
 // (its thread cannot go on in that process), before the runtime exit.
 func TestCloseWithPendingRequest(t *testing.T) {
 	s := open(t, "approval_decline", t.TempDir(), "", func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) { return "", nil })
-	turn := s.startTurn("Create declined.txt")
-	evs := s.until("the request", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	turn := s.StartTurn(t, "Create declined.txt").TurnRef
+	evs := s.Until(t, "the request", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	ref := evs[len(evs)-1].RequestRef
-	if err := s.p.CloseSession(context.Background(), s.id); err != nil {
+	if err := s.Plugin().CloseSession(context.Background(), s.ID); err != nil {
 		t.Fatal(err)
 	}
-	evs = s.until("runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
+	evs = s.Until(t, "runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
 	resolved := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == ref && ev.Status == "cancel"
 	})
@@ -393,7 +390,7 @@ func TestCloseWithPendingRequest(t *testing.T) {
 	if exit := evs[len(evs)-1]; exit.Status != sdk.ExitClosed {
 		t.Errorf("runtime exit %+v; want closed", exit)
 	}
-	err := s.p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: ref, Decision: sdk.DecisionAccept})
+	err := s.Plugin().RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.ID, RequestRef: ref, Decision: sdk.DecisionAccept})
 	if !errors.Is(err, sdk.ErrNotResumable) {
 		t.Errorf("answer after close: %v; want not resumable", err)
 	}
@@ -407,15 +404,15 @@ func TestCloseWithPendingRequest(t *testing.T) {
 func TestRollback(t *testing.T) {
 	s := open(t, "thread_rollback", t.TempDir(), "", nil)
 	s.Answer = sdk.DecisionAccept
-	root := s.open.ProviderThreadRef
+	root := s.Open.ProviderThreadRef
 	var turns []string
 	for _, step := range []struct{ input, reply string }{
 		{"Write a.txt saying one", "Wrote a.txt."},
 		{"Add a line to a.txt and write sub/b.txt", "Changed a.txt and added sub/b.txt."},
 		{"Write c.txt", "Added c.txt."},
 	} {
-		ref := s.startTurn(step.input)
-		evs := s.waitTurn(ref)
+		ref := s.StartTurn(t, step.input).TurnRef
+		evs := s.WaitTurnRef(t, ref)
 		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 			t.Fatalf("turn %q ended %s", step.input, term.Status)
 		}
@@ -424,7 +421,7 @@ func TestRollback(t *testing.T) {
 		}
 		turns = append(turns, ref)
 	}
-	res, err := s.p.RollbackThread(context.Background(), sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 2,
+	res, err := s.Plugin().RollbackThread(context.Background(), sdk.RollbackThreadRequest{SessionID: s.ID, ThreadRef: root, Turns: 2,
 		BeforeTurnRef: turns[1]})
 	if err != nil {
 		t.Fatalf("rollback of the last 2 turns: %v", err)
@@ -432,15 +429,16 @@ func TestRollback(t *testing.T) {
 	if res.ThreadRef != root {
 		t.Errorf("rollback names thread %q; want the same thread %s (codex keeps its id)", res.ThreadRef, root)
 	}
-	turn := s.startTurn("What does a.txt say now?")
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "What does a.txt say now?").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || term.ThreadRef != root {
 		t.Fatalf("the turn after the rollback ended %+v; want completed on %s", term, root)
 	}
 	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "a.txt says one." {
 		t.Errorf("assistant text after the rollback = %q", got)
 	}
-	all := s.close()
+	s.Close(t)
+	all := s.All()
 	if n := plugintest.Count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d diagnostics (thread/status/changed and thread/reverted must be quiet): %s", n, plugintest.Kinds(all))
 	}
@@ -452,28 +450,28 @@ func TestRollback(t *testing.T) {
 // unknown session is an unknown session.
 func TestRollbackRefused(t *testing.T) {
 	s := openNever(t, "rollback_mismatch")
-	root := s.open.ProviderThreadRef
-	turns := s.turns(t, "turn 1", "turn 2")
+	root := s.Open.ProviderThreadRef
+	turns := runTurns(t, s, "turn 1", "turn 2")
 	ctx := context.Background()
-	if res, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, Turns: 0}); err != nil || res.ThreadRef != root {
+	if res, err := s.Plugin().RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.ID, Turns: 0}); err != nil || res.ThreadRef != root {
 		t.Errorf("rollback of 0 turns = %+v, %v; want thread %s and nothing done", res, err, root)
 	}
-	_, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 1, BeforeTurnRef: turns[0]})
+	_, err := s.Plugin().RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.ID, ThreadRef: root, Turns: 1, BeforeTurnRef: turns[0]})
 	if !errors.Is(err, sdk.ErrInvalid) || !strings.Contains(err.Error(), turns[0]) || !strings.Contains(err.Error(), turns[1]) ||
 		!strings.Contains(err.Error(), "history differs") {
 		t.Errorf("rollback naming turn 1 when codex's newest is turn 2: %v; want an invalid-request error naming %s and %s "+
 			"and saying the histories differ", err, turns[0], turns[1])
 	}
-	_, err = s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: "no-such-session", Turns: 1})
+	_, err = s.Plugin().RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: "no-such-session", Turns: 1})
 	if !errors.Is(err, sdk.ErrUnknownSession) {
 		t.Errorf("rollback in an unknown session: %v; want unknown session", err)
 	}
-	s.close()
+	s.Close(t)
 }
 
 // openNever opens a session on scenario with codex's approvalPolicy
 // "never", as the probe the rollback transcripts come from ran.
-func openNever(t *testing.T, scenario string) *session {
+func openNever(t *testing.T, scenario string) *plugintest.Session {
 	t.Helper()
 	p := plugintest.Start(t, plugintest.Build(t, "."))
 	ws := t.TempDir()
@@ -482,17 +480,17 @@ func openNever(t *testing.T, scenario string) *session {
 	return openWith(t, p, req, "", nil)
 }
 
-// turns runs one turn per text, each to completion, and returns their refs.
-func (s *session) turns(t *testing.T, texts ...string) []string {
+// runTurns runs one turn per text, each to completion, and returns their refs.
+func runTurns(t *testing.T, s *plugintest.Session, texts ...string) []string {
 	t.Helper()
 	var refs []string
 	for i, input := range texts {
-		ref := s.startTurn(input)
-		evs := s.waitTurn(ref)
+		ref := s.StartTurn(t, input).TurnRef
+		evs := s.WaitTurnRef(t, ref)
 		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 			t.Fatalf("turn %q ended %s", input, term.Status)
 		}
-		if got, want := plugintest.ItemText(evs, s.open.ProviderThreadRef, sdk.ItemAssistantMessage), fmt.Sprintf("Reply %d.", i+1); got != want {
+		if got, want := plugintest.ItemText(evs, s.Open.ProviderThreadRef, sdk.ItemAssistantMessage), fmt.Sprintf("Reply %d.", i+1); got != want {
 			t.Errorf("turn %q text = %q, want %q", input, got, want)
 		}
 		refs = append(refs, ref)
@@ -500,59 +498,18 @@ func (s *session) turns(t *testing.T, texts ...string) []string {
 	return refs
 }
 
-// session is a plugintest session with the shorthands these tests use.
-// Requests are answered by answer (nil: declined).
-type session struct {
-	*plugintest.Session
-	t    *testing.T
-	p    *plugintest.Plugin
-	id   string
-	req  sdk.OpenSessionRequest
-	open sdk.OpenSessionResponse
-}
-
-func open(t *testing.T, scenario, ws, state string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *session {
+func open(t *testing.T, scenario, ws, state string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *plugintest.Session {
 	t.Helper()
 	p := plugintest.Start(t, plugintest.Build(t, "."))
 	req := sdk.OpenSessionRequest{Cwd: ws, Command: plugintest.PeerCommand(filepath.Join(testdata, scenario+".ndjson"), ws, state)}
 	return openWith(t, p, req, "", answer)
 }
 
-func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, resume string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *session {
+func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, resume string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *plugintest.Session {
 	t.Helper()
 	req.SessionID = ""
 	req.ResumeThreadRef = resume
-	ps := p.OpenWith(t, req)
-	ps.AnswerFunc = answer // nil: Answer, decline
-	return &session{Session: ps, t: t, p: p, id: ps.ID, req: ps.Request(), open: ps.Open}
-}
-
-func (s *session) startTurn(text string) string {
-	s.t.Helper()
-	r := s.StartTurn(s.t, text)
-	if r.TurnRef == "" {
-		s.t.Fatal("start turn returned no turn ref")
-	}
-	return r.TurnRef
-}
-
-// until reads events up to one that satisfies stop, answering requests.
-func (s *session) until(what string, stop func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
-	s.t.Helper()
-	return s.Until(s.t, what, stop)
-}
-
-// waitTurn reads events up to the terminal of the turn.
-func (s *session) waitTurn(turn string) []sdk.RuntimeEvent {
-	s.t.Helper()
-	return s.WaitTurnRef(s.t, turn)
-}
-
-// close closes the session and checks that the replay peer ended cleanly
-// (it fails when the plugin sent a frame it did not expect, or too few);
-// it returns every event of the session.
-func (s *session) close() []sdk.RuntimeEvent {
-	s.t.Helper()
-	s.Close(s.t)
-	return s.All()
+	s := p.OpenWith(t, req)
+	s.AnswerFunc = answer // nil: Answer, decline
+	return s
 }

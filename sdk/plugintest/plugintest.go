@@ -330,6 +330,10 @@ func (s *Session) Close(t testing.TB) []sdk.RuntimeEvent {
 	return evs
 }
 
+// Plugin is the plugin the session is open in, for the calls a test makes
+// itself (RespondToRequest, RollbackThread, ...).
+func (s *Session) Plugin() *Plugin { return s.plugin }
+
 // Request is the request the session was opened with.
 func (s *Session) Request() sdk.OpenSessionRequest { return s.req }
 
