@@ -554,6 +554,8 @@ func open(t *testing.T, scenario string, answer func(sdk.RuntimeEvent) (sdk.Deci
 	return openWith(t, p, req, "", answer)
 }
 
+// openWith opens a session with req, resuming the provider's thread resume
+// (if not empty); requests are answered by answer (nil: declined).
 func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, resume string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *plugintest.Session {
 	t.Helper()
 	req.SessionID = ""

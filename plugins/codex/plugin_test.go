@@ -498,6 +498,8 @@ func runTurns(t *testing.T, s *plugintest.Session, texts ...string) []string {
 	return refs
 }
 
+// open opens a session on a transcript in ws, the peer's cursor in state
+// (if not empty); requests are answered by answer (nil: declined).
 func open(t *testing.T, scenario, ws, state string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *plugintest.Session {
 	t.Helper()
 	p := plugintest.Start(t, plugintest.Build(t, "."))
@@ -505,6 +507,8 @@ func open(t *testing.T, scenario, ws, state string, answer func(sdk.RuntimeEvent
 	return openWith(t, p, req, "", answer)
 }
 
+// openWith opens a session with req, resuming the provider's thread resume
+// (if not empty); requests are answered by answer (nil: declined).
 func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, resume string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *plugintest.Session {
 	t.Helper()
 	req.SessionID = ""
