@@ -53,6 +53,42 @@ func (e *env) checkInterrupted(threadID string, r domain.Run) {
 	}
 }
 
+// sendAcrossRestart sends a message, waits for its run to end, restarts
+// the host (the provider session closes, its process ends) and sends the
+// next, whose run must go on in the provider's thread from a new session;
+// it returns the thread once that run has ended.
+func (e *env) sendAcrossRestart(threadID, first, second string) domain.Thread {
+	e.t.Helper()
+	e.dispatch(domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: first}})
+	e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
+	e.restart()
+	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: second}})
+	return e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
+}
+
+// subagentTurn is the node of a subagent's turn in a run: a subagent node
+// under the run's root, bound to a provider turn of its own; the test
+// fails unless there is one and it completed.
+func (e *env) subagentTurn(th domain.Thread, r domain.Run) domain.Node {
+	e.t.Helper()
+	root := r.Attempts[0].RootNode
+	for _, n := range r.Nodes {
+		if n.Kind != domain.NodeSubagent || n.ParentID != root {
+			continue
+		}
+		for _, pt := range th.ProviderTurns {
+			if pt.NodeID == n.ID {
+				if n.Status != domain.StatusCompleted {
+					e.t.Fatalf("subagent turn node %+v; want completed", n)
+				}
+				return n
+			}
+		}
+	}
+	e.t.Fatalf("no subagent turn node under the root: %+v", r.Nodes)
+	return domain.Node{}
+}
+
 // approvalCase is a scenario whose approval requests a client answers,
 // every one with the same decision.
 type approvalCase struct {

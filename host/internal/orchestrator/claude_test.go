@@ -172,20 +172,7 @@ func TestClaudeSubagent(t *testing.T) {
 		t.Fatalf("runs %+v", th.Runs)
 	}
 	r := th.Runs[0]
-	root := r.Attempts[0].RootNode
-	var sub *domain.Node
-	for i, n := range r.Nodes {
-		if n.Kind == domain.NodeSubagent && n.ParentID == root {
-			for _, pt := range th.ProviderTurns {
-				if pt.NodeID == n.ID {
-					sub = &r.Nodes[i]
-				}
-			}
-		}
-	}
-	if sub == nil || sub.Status != domain.StatusCompleted {
-		t.Fatalf("no completed subagent turn node under the root: %+v", r.Nodes)
-	}
+	sub := e.subagentTurn(th, r)
 	// The subagent's text is a message of the run on a node under the
 	// subagent's; the root's text is on the root's nodes.
 	parent := map[string]string{}
@@ -280,12 +267,7 @@ func TestClaudeResumeAfterRestart(t *testing.T) {
 	if len(groups) != 2 {
 		t.Fatalf("the scenario has %d groups, want 2", len(groups))
 	}
-	e.dispatch(domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[0][0]}})
-	e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
-	e.restart() // the session closes; the CLI ends
-
-	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[1][0]}})
-	th := e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
+	th := e.sendAcrossRestart(threadID, groups[0][0], groups[1][0])
 	for i, want := range []string{"Noted: the word is banana.", "The word was banana."} {
 		r := th.Runs[i]
 		if r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != want {

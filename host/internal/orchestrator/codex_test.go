@@ -89,20 +89,7 @@ func TestCodexSubagent(t *testing.T) {
 	if r.Status != domain.RunStatusCompleted || r.Ordinal != 1 {
 		t.Fatalf("run %d %s", r.Ordinal, r.Status)
 	}
-	root := r.Attempts[0].RootNode
-	var sub *domain.Node
-	for i, n := range r.Nodes {
-		if n.Kind == domain.NodeSubagent && n.ProviderRef != "" && strings.Contains(n.ProviderRef, "-") {
-			for _, pt := range th.ProviderTurns {
-				if pt.NodeID == n.ID {
-					sub = &r.Nodes[i]
-				}
-			}
-		}
-	}
-	if sub == nil || sub.ParentID != root || sub.Status != domain.StatusCompleted {
-		t.Fatalf("no completed subagent turn node under the root: %+v", r.Nodes)
-	}
+	sub := e.subagentTurn(th, r)
 	// The child's items hang under its node; its text is not the run's.
 	var childMsgs int
 	for _, n := range r.Nodes {

@@ -126,11 +126,7 @@ func TestCursorResumeAfterRestart(t *testing.T) {
 	e := newEnv(t)
 	threadID := e.cursorThread("resume", "")
 	groups := plugintest.ReadGroups(t, filepath.Join(root, "testdata", "cursor/resume.messages"))
-	e.dispatch(domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[0][0]}})
-	e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
-	e.restart()
-	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[1][0]}})
-	th := e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
+	th := e.sendAcrossRestart(threadID, groups[0][0], groups[1][0])
 	if r := th.Runs[1]; r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != "The word was pineapple." {
 		t.Fatalf("run 2: %s %q", r.Status, assistantText(th, r.ID))
 	}

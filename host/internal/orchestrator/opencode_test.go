@@ -104,18 +104,7 @@ func TestOpencodeSubagent(t *testing.T) {
 	if r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != "Hi from the helper.The helper said hi." {
 		t.Fatalf("run %s, said %q", r.Status, assistantText(th, r.ID))
 	}
-	root := r.Attempts[0].RootNode
-	var sub *domain.Node
-	for i, n := range r.Nodes {
-		for _, pt := range th.ProviderTurns {
-			if pt.NodeID == n.ID && n.ID != root {
-				sub = &r.Nodes[i]
-			}
-		}
-	}
-	if sub == nil || sub.Kind != domain.NodeSubagent || sub.ParentID != root || sub.Status != domain.StatusCompleted {
-		t.Fatalf("no completed subagent turn node under the root: %+v", r.Nodes)
-	}
+	sub := e.subagentTurn(th, r)
 	var childMsgs int
 	for _, n := range r.Nodes {
 		if n.ParentID == sub.ID && n.Kind == domain.ItemAssistantMessage {
@@ -225,11 +214,7 @@ func TestOpencodeThreadRollback(t *testing.T) {
 func TestOpencodeResume(t *testing.T) {
 	e := newEnv(t)
 	threadID, _, _ := e.opencodeThread("resume", "")
-	e.dispatch(domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Remember the word banana"}})
-	e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
-	e.restart() // the session closes; the server ends
-	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "What was the word?"}})
-	th := e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
+	th := e.sendAcrossRestart(threadID, "Remember the word banana", "What was the word?")
 	for i, want := range []string{"I will remember banana.", "The word was banana."} {
 		r := th.Runs[i]
 		if r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != want {
