@@ -131,6 +131,43 @@ func (e *env) checkApprovals(provider string, tc approvalCase) domain.Thread {
 	return th
 }
 
+// checkSteeredNatively checks a run a message was steered into natively:
+// one run, completed in its one attempt, the steer stored (run.steered),
+// the run ended once, and both user messages the run's.
+func (e *env) checkSteeredNatively(threadID string, th domain.Thread) domain.Run {
+	e.t.Helper()
+	if len(th.Runs) != 1 {
+		e.t.Fatalf("runs = %d, want 1", len(th.Runs))
+	}
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 1 {
+		e.t.Fatalf("run %s with %d attempts; want completed with 1", r.Status, len(r.Attempts))
+	}
+	if e.countEvents(threadID, "run.steered") != 1 || e.countEvents(threadID, "run.ended") != 1 {
+		e.t.Fatalf("events %v; want one run.steered and one run.ended", e.types(threadID, 0))
+	}
+	e.checkUserMessages(th, r, 2)
+	return r
+}
+
+// checkUserMessages checks that the thread has n user messages, all of
+// them the run's.
+func (e *env) checkUserMessages(th domain.Thread, r domain.Run, n int) {
+	e.t.Helper()
+	var users []string
+	for _, m := range th.Messages {
+		if m.Role == domain.RoleUser {
+			users = append(users, m.Text)
+			if m.RunID != r.ID {
+				e.t.Errorf("user message %q belongs to %s, not the run %s", m.Text, m.RunID, r.ID)
+			}
+		}
+	}
+	if len(users) != n {
+		e.t.Errorf("user messages %q; want %d", users, n)
+	}
+}
+
 // checkSteeringRestart checks a run steered by restart: one run, completed
 // by its second attempt, which replaced the interrupted first for the
 // steering message and carried a provider turn of its own.

@@ -88,19 +88,9 @@ func TestClaudeMessageSteering(t *testing.T) {
 			e.dispatch(domain.Command{ID: "steer", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Make it short",
 				Mode: domain.ModeSteerActive}})
 			th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
-			if len(th.Runs) != 1 {
-				t.Fatalf("runs = %d, want 1", len(th.Runs))
-			}
-			r := th.Runs[0]
-			if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 1 || assistantText(th, r.ID) != tc.want {
-				t.Fatalf("run %s with %d attempts said %q", r.Status, len(r.Attempts), assistantText(th, r.ID))
-			}
-			types := e.types(threadID, 0)
-			if indexOf(types, "run.steered") < 0 {
-				t.Fatal("no run.steered event")
-			}
-			if n := strings.Count(strings.Join(types, " "), "run.ended"); n != 1 {
-				t.Errorf("run.ended %d times", n)
+			r := e.checkSteeredNatively(threadID, th)
+			if got := assistantText(th, r.ID); got != tc.want {
+				t.Fatalf("assistant text %q", got)
 			}
 			th = e.checkSessionsClosed(threadID)
 			if n := e.countFrames(th, `"content":"Make it short"`); n != 2 {

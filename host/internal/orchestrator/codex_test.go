@@ -25,27 +25,9 @@ func TestCodexMessageSteering(t *testing.T) {
 	steer := domain.Command{ID: "steer", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Make it short"}} // auto: steer
 	steered := e.dispatch(steer)
 	th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
-	if len(th.Runs) != 1 {
-		t.Fatalf("runs = %d, want 1", len(th.Runs))
-	}
-	r := th.Runs[0]
-	if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 1 {
-		t.Fatalf("run %s with %d attempts; want completed with 1", r.Status, len(r.Attempts))
-	}
-	var users []string
-	for _, m := range th.Messages {
-		if m.Role == domain.RoleUser {
-			users = append(users, m.Text)
-			if m.RunID != r.ID {
-				t.Errorf("message %q is not run 1's", m.Text)
-			}
-		}
-	}
-	if len(users) != 2 || assistantText(th, r.ID) != "A short story: the end." {
-		t.Fatalf("user messages %q, assistant %q", users, assistantText(th, r.ID))
-	}
-	if indexOf(e.types(threadID, 0), "run.steered") < 0 {
-		t.Fatal("no run.steered event")
+	r := e.checkSteeredNatively(threadID, th)
+	if got := assistantText(th, r.ID); got != "A short story: the end." {
+		t.Fatalf("assistant text %q", got)
 	}
 	e.redispatchAll([]domain.Command{create, send, steer}, []domain.Receipt{created, sent, steered})
 	e.restart()

@@ -149,6 +149,7 @@ func TestCursorSteeringRestartFallback(t *testing.T) {
 	threadID := e.cursorThread("steering_restart_fallback", "")
 	th := e.play(threadID, "cursor/steering_restart_fallback.steps.json")
 	r := e.checkSteeringRestart(th)
+	e.checkUserMessages(th, r, 2)
 	if th.ProviderTurns[0].ProviderThreadID != th.ProviderTurns[1].ProviderThreadID || len(th.ProviderThreads) != 1 {
 		t.Fatalf("provider turns %+v, threads %+v; want both turns on the one chat", th.ProviderTurns, th.ProviderThreads)
 	}

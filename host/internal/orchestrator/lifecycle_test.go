@@ -112,17 +112,9 @@ func TestACPSteeringRestartFallback(t *testing.T) {
 	threadID := e.createThread("acp", "acp/steering_restart_fallback.ndjson")
 	th := e.play(threadID, "acp/steering_restart_fallback.steps.json")
 	r := e.checkSteeringRestart(th)
-	var users int
-	for _, m := range th.Messages {
-		if m.Role == domain.RoleUser {
-			users++
-			if m.RunID != r.ID {
-				t.Errorf("user message %q belongs to %s, not the run", m.Text, m.RunID)
-			}
-		}
-	}
-	if users != 2 || assistantText(th, r.ID) != "Hi! Keeping it short." {
-		t.Fatalf("%d user messages, assistant text %q", users, assistantText(th, r.ID))
+	e.checkUserMessages(th, r, 2)
+	if got := assistantText(th, r.ID); got != "Hi! Keeping it short." {
+		t.Fatalf("assistant text %q", got)
 	}
 	// The replacement's turn is bound to the new attempt's root node.
 	var roots int

@@ -160,6 +160,7 @@ func TestOpencodeSteeringRestartFallback(t *testing.T) {
 		return allRunsEnded(1)(th) && len(th.Runs[0].Attempts) == 2
 	})
 	r := e.checkSteeringRestart(th)
+	e.checkUserMessages(th, r, 2)
 	if got := assistantText(th, r.ID); got != "Hi!" {
 		t.Errorf("assistant text %q", got)
 	}
