@@ -10,8 +10,15 @@
 //		s := p.Open(t, "../../testdata/acp/simple.ndjson", t.TempDir())
 //		s.StartTurn(t, "hello")
 //		events := s.WaitTurn(t)
-//		...
+//		if got := plugintest.ItemText(events, "", sdk.ItemAssistantMessage); got != "Hello!" {
+//			t.Errorf("assistant text = %q", got)
+//		}
+//		plugintest.CheckItemsClosed(t, events)
+//		s.Close(t)
 //	}
+//
+// Filter, Count, Index and Find select events; ItemText, CheckItemsClosed
+// and CheckRawFrames state what every plugin's events must show.
 //
 // The replay peer is the test binary itself, re-executed (or the binary
 // named by $BATON_REPLAYPEER), so a plugin module needs nothing but sdk.
