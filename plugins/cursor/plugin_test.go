@@ -38,22 +38,7 @@ func open(t *testing.T, p *plugintest.Plugin, scenario string) (*plugintest.Sess
 
 // only keeps the events of one kind (and item kind, if given).
 func only(evs []sdk.RuntimeEvent, kind sdk.EventKind, item sdk.ItemKind) []sdk.RuntimeEvent {
-	var out []sdk.RuntimeEvent
-	for _, ev := range evs {
-		if ev.Kind == kind && (item == "" || ev.ItemKind == item) {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-// text joins the content deltas of one item kind.
-func text(evs []sdk.RuntimeEvent, item sdk.ItemKind) string {
-	var b strings.Builder
-	for _, ev := range only(evs, sdk.EventContentDelta, item) {
-		b.WriteString(ev.Text)
-	}
-	return b.String()
+	return plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == kind && (item == "" || ev.ItemKind == item) })
 }
 
 func terminal(t *testing.T, evs []sdk.RuntimeEvent) sdk.RuntimeEvent {
@@ -94,10 +79,10 @@ func TestSimple(t *testing.T) {
 		ts[0].ClientTurnID != "client-turn-1" || ts[0].TurnRef != r.TurnRef || r.TurnRef == "" {
 		t.Fatalf("thread_started %+v, turn_started %+v (turn %q)", th, ts, r.TurnRef)
 	}
-	if got := text(evs, sdk.ItemAssistantMessage); got != "I'll create hello.txt. Done: hello.txt says hello." {
+	if got := plugintest.ItemText(evs, "", sdk.ItemAssistantMessage); got != "I'll create hello.txt. Done: hello.txt says hello." {
 		t.Errorf("assistant text = %q", got)
 	}
-	if got := text(evs, sdk.ItemReasoning); got != "The user wants a file hello.txt with hello." {
+	if got := plugintest.ItemText(evs, "", sdk.ItemReasoning); got != "The user wants a file hello.txt with hello." {
 		t.Errorf("reasoning = %q", got)
 	}
 	// Two messages: the one before the tool call and the one after.
@@ -116,14 +101,11 @@ func TestSimple(t *testing.T) {
 	if term := terminal(t, evs); term.Status != sdk.TurnCompleted || !term.ThreadUsable || term.TurnRef != r.TurnRef {
 		t.Errorf("terminal: %+v", term)
 	}
-	for _, ev := range evs {
-		if ev.Kind == sdk.EventDiagnostic {
-			t.Errorf("diagnostic: %s %s", ev.Title, ev.Text)
-		}
-		if ev.RawFrame == 0 && ev.Kind != sdk.EventDiagnostic {
-			t.Errorf("%s has no raw frame", ev.Kind)
-		}
+	for _, ev := range only(evs, sdk.EventDiagnostic, "") {
+		t.Errorf("diagnostic: %s %s", ev.Title, ev.Text)
 	}
+	plugintest.CheckItemsClosed(t, evs)
+	plugintest.CheckRawFrames(t, evs)
 	if b, err := os.ReadFile(filepath.Join(ws, "hello.txt")); err != nil || string(b) != "hello\n" {
 		t.Errorf("hello.txt = %q, %v", b, err)
 	}
@@ -158,7 +140,7 @@ func TestMultiTurnResumesTheChat(t *testing.T) {
 	if n := len(only(second, sdk.EventThreadStarted, "")); n != 0 {
 		t.Errorf("the resumed chat was announced again (%d)", n)
 	}
-	if got := text(second, sdk.ItemAssistantMessage); got != "The word was pineapple." {
+	if got := plugintest.ItemText(second, "", sdk.ItemAssistantMessage); got != "The word was pineapple." {
 		t.Errorf("turn 2 said %q", got)
 	}
 	s.Close(t)
@@ -234,7 +216,7 @@ func TestResumeInANewSession(t *testing.T) {
 	if ts := only(evs, sdk.EventTurnStarted, ""); len(ts) != 1 || ts[0].ThreadRef != chat || ts[0].ClientTurnID != "client-turn-1" {
 		t.Errorf("turn_started: %+v", ts)
 	}
-	if got := text(evs, sdk.ItemAssistantMessage); got != "The word was pineapple." {
+	if got := plugintest.ItemText(evs, "", sdk.ItemAssistantMessage); got != "The word was pineapple." {
 		t.Errorf("said %q", got)
 	}
 	s2.Close(t)
@@ -305,8 +287,8 @@ func TestFailureWithoutResult(t *testing.T) {
 	}
 	s.StartTurn(t, "Try again: say hello.")
 	evs := s.WaitTurn(t)
-	if term := terminal(t, evs); term.Status != sdk.TurnCompleted || text(evs, sdk.ItemAssistantMessage) != "Hello!" {
-		t.Fatalf("the turn after: %+v %q", term, text(evs, sdk.ItemAssistantMessage))
+	if term := terminal(t, evs); term.Status != sdk.TurnCompleted || plugintest.ItemText(evs, "", sdk.ItemAssistantMessage) != "Hello!" {
+		t.Fatalf("the turn after: %+v %q", term, plugintest.ItemText(evs, "", sdk.ItemAssistantMessage))
 	}
 	s.Close(t)
 }
@@ -400,7 +382,7 @@ func TestToolVariants(t *testing.T) {
 	if len(diags) != 3 {
 		t.Errorf("diagnostics = %d, want 3 (a line that is no event, an object without a type, an unknown event type): %+v", len(diags), diags)
 	}
-	if got := text(evs, sdk.ItemAssistantMessage); got != "Looking around.Tidied notes.txt; go vet found unreachable code." {
+	if got := plugintest.ItemText(evs, "", sdk.ItemAssistantMessage); got != "Looking around.Tidied notes.txt; go vet found unreachable code." {
 		t.Errorf("assistant text = %q", got)
 	}
 	if term := terminal(t, evs); term.Status != sdk.TurnCompleted {

@@ -61,7 +61,7 @@ func TestSimple(t *testing.T) {
 	root := s.Open.ProviderThreadRef
 	s.StartTurn(t, "Say hello")
 	evs := s.WaitTurn(t)
-	started := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	started := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
 	if started.ClientTurnID != "client-turn-1" || started.ThreadRef != root || !strings.HasPrefix(started.TurnRef, "msg_") {
 		t.Errorf("turn_started %+v; want client-turn-1 on %s, the user message as the turn", started, root)
 	}
@@ -74,18 +74,20 @@ func TestSimple(t *testing.T) {
 	}
 	// The text came as one delta and again whole in the part's update: the
 	// item carries it once.
-	if got := deltas(evs, sdk.ItemAssistantMessage); got != "Hello from the replay agent." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "Hello from the replay agent." {
 		t.Errorf("content deltas = %q; want the text once", got)
 	}
-	u := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
+	u := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
 	if u.Usage == nil || u.Usage.InputTokens == 0 || u.Usage.OutputTokens == 0 || u.Usage.TotalTokens < u.Usage.InputTokens+u.Usage.OutputTokens {
 		t.Errorf("usage = %+v", u.Usage)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d diagnostics: %s", n, plugintest.Kinds(evs))
 	}
-	checkItemsClosed(t, evs)
-	checkRawFrames(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
+	// Every event names the server's frame it came from, but a request's
+	// resolution, which the plugin reports as it sends the host's answer.
+	plugintest.CheckRawFrames(t, evs, sdk.EventRequestResolved)
 	all := s.Close(t)
 	if first := s.All()[0]; first.Kind != sdk.EventThreadStarted || first.ThreadRef != root || first.ParentThreadRef != "" {
 		t.Errorf("first event %+v; want the root's thread_started", first)
@@ -114,27 +116,6 @@ func TestMismatchFailsClose(t *testing.T) {
 	}
 }
 
-func find(t *testing.T, evs []sdk.RuntimeEvent, pred func(sdk.RuntimeEvent) bool) sdk.RuntimeEvent {
-	t.Helper()
-	for _, ev := range evs {
-		if pred(ev) {
-			return ev
-		}
-	}
-	t.Fatalf("no such event in %s", plugintest.Kinds(evs))
-	return sdk.RuntimeEvent{}
-}
-
-func count(evs []sdk.RuntimeEvent, pred func(sdk.RuntimeEvent) bool) int {
-	n := 0
-	for _, ev := range evs {
-		if pred(ev) {
-			n++
-		}
-	}
-	return n
-}
-
 // text is the completed items' text of a kind on a thread, joined.
 func text(evs []sdk.RuntimeEvent, thread string, kind sdk.ItemKind) string {
 	var parts []string
@@ -144,49 +125,6 @@ func text(evs []sdk.RuntimeEvent, thread string, kind sdk.ItemKind) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-func deltas(evs []sdk.RuntimeEvent, kind sdk.ItemKind) string {
-	var b strings.Builder
-	for _, ev := range evs {
-		if ev.Kind == sdk.EventContentDelta && ev.ItemKind == kind {
-			b.WriteString(ev.Text)
-		}
-	}
-	return b.String()
-}
-
-// checkItemsClosed: every item started is completed once.
-func checkItemsClosed(t *testing.T, evs []sdk.RuntimeEvent) {
-	t.Helper()
-	open := map[string]bool{}
-	for _, ev := range evs {
-		switch ev.Kind {
-		case sdk.EventItemStarted:
-			if open[ev.ItemRef] {
-				t.Errorf("item %s started twice", ev.ItemRef)
-			}
-			open[ev.ItemRef] = true
-		case sdk.EventItemCompleted:
-			if !open[ev.ItemRef] {
-				t.Errorf("item %s completed but not open", ev.ItemRef)
-			}
-			delete(open, ev.ItemRef)
-		}
-	}
-	for ref := range open {
-		t.Errorf("item %s never completed", ref)
-	}
-}
-
-// checkRawFrames: every event from the provider names its raw frame.
-func checkRawFrames(t *testing.T, evs []sdk.RuntimeEvent) {
-	t.Helper()
-	for _, ev := range evs {
-		if ev.RawFrame == 0 && ev.Kind != sdk.EventRequestResolved {
-			t.Errorf("%s event without a raw frame", ev.Kind)
-		}
-	}
 }
 
 func readFile(t *testing.T, path string) string {
@@ -207,7 +145,7 @@ func TestMultiTurn(t *testing.T) {
 	for i, c := range []struct{ send, want string }{{"Say hello", "First reply."}, {"Say it again", "Second reply."}} {
 		s.StartTurn(t, c.send)
 		evs := s.WaitTurn(t)
-		st := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+		st := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
 		if want := "client-turn-" + string(rune('1'+i)); st.ClientTurnID != want {
 			t.Errorf("turn %d started with client turn %q, want %s", i+1, st.ClientTurnID, want)
 		}
@@ -218,7 +156,7 @@ func TestMultiTurn(t *testing.T) {
 		if got := text(evs, root, sdk.ItemAssistantMessage); got != c.want {
 			t.Errorf("turn %d text = %q, want %q", i+1, got, c.want)
 		}
-		checkItemsClosed(t, evs)
+		plugintest.CheckItemsClosed(t, evs)
 	}
 	if refs[0] == refs[1] {
 		t.Errorf("both turns are %s", refs[0])
@@ -238,29 +176,24 @@ func TestApprovalAccept(t *testing.T) {
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %+v", term)
 	}
-	var reqs []sdk.RuntimeEvent
-	for _, ev := range evs {
-		if ev.Kind == sdk.EventRequestOpened {
-			reqs = append(reqs, ev)
-		}
-	}
+	reqs := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	if len(reqs) != 2 || reqs[0].RequestKind != "command_approval" || reqs[0].Text != "echo made > made.txt" ||
 		reqs[1].RequestKind != "file_change_approval" || reqs[0].ItemRef == "" || reqs[0].ThreadRef != root {
 		t.Fatalf("requests %+v; want a command then a file change, each naming its item", reqs)
 	}
-	resolved := count(evs, func(ev sdk.RuntimeEvent) bool {
+	resolved := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventRequestResolved && ev.Status == string(sdk.DecisionAccept)
 	})
 	if resolved != 2 {
 		t.Errorf("%d requests resolved as accepted, want 2", resolved)
 	}
-	cmd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	cmd := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
 	})
 	if cmd.Status != sdk.ItemDone || cmd.Title != "echo made > made.txt" || cmd.ItemRef != reqs[0].ItemRef {
 		t.Errorf("command item %+v", cmd)
 	}
-	fc := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	fc := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange
 	})
 	if fc.Status != sdk.ItemDone || fc.Title != "hello.txt" {
@@ -273,7 +206,7 @@ func TestApprovalAccept(t *testing.T) {
 	if got := readFile(t, filepath.Join(ws, "made.txt")); got != "made\n" {
 		t.Errorf("made.txt = %q", got)
 	}
-	checkItemsClosed(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
 	s.Close(t)
 }
 
@@ -286,12 +219,12 @@ func TestApprovalDecline(t *testing.T) {
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || !term.ThreadUsable {
 		t.Fatalf("turn ended %+v", term)
 	}
-	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
-	res := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
+	req := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	res := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
 	if req.RequestKind != "command_approval" || res.RequestRef != req.RequestRef || res.Status != string(sdk.DecisionDecline) {
 		t.Errorf("request %+v resolved %+v", req, res)
 	}
-	cmd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	cmd := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
 	})
 	if cmd.Status != sdk.ItemDeclined {
@@ -300,7 +233,7 @@ func TestApprovalDecline(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "declined.txt")); err == nil {
 		t.Error("declined.txt exists")
 	}
-	checkItemsClosed(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
 	s.Close(t)
 }
 
@@ -314,7 +247,7 @@ func TestSubagent(t *testing.T) {
 	evs := s.Until(t, "the root turn's end", func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == root
 	})
-	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	child := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
 	if child.ParentThreadRef != root || child.ThreadRef == root || !strings.HasPrefix(child.ThreadRef, "ses_") {
 		t.Fatalf("child thread %+v", child)
 	}
@@ -335,7 +268,7 @@ func TestSubagent(t *testing.T) {
 	if got := strings.Join(order, ", "); got != "child thread, child turn, end of child, end of root" {
 		t.Errorf("order: %s", got)
 	}
-	task := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	task := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemSubagent
 	})
 	if task.ThreadRef != root || task.Status != sdk.ItemDone || task.Title != "task: Say hi" {
@@ -347,7 +280,7 @@ func TestSubagent(t *testing.T) {
 	if got := text(evs, root, sdk.ItemAssistantMessage); got != "The helper said hi." {
 		t.Errorf("root text = %q", got)
 	}
-	checkItemsClosed(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
 	s.Close(t)
 }
 
@@ -364,10 +297,10 @@ func TestInterrupt(t *testing.T) {
 	if term.Status != sdk.TurnInterrupted || term.Failure != nil || !term.ThreadUsable {
 		t.Fatalf("turn ended %+v; want interrupted, usable, no failure", term)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("the abort made %d diagnostics", n)
 	}
-	checkItemsClosed(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
 	// An interrupt with no turn running sends nothing (the peer would
 	// refuse an unexpected request) and is still acknowledged.
 	s.Interrupt(t, "")
@@ -405,7 +338,7 @@ func TestResumeUnknownSession(t *testing.T) {
 		t.Fatalf("open: %+v; want a new session, not resumed", s.Open)
 	}
 	evs := s.Close(t)
-	d := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
+	d := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
 	if !strings.Contains(d.Title, "could not resume session ses_gone") {
 		t.Errorf("diagnostic %+v", d)
 	}
@@ -468,15 +401,15 @@ func TestSubagentCheckpoint(t *testing.T) {
 	evs := s.Until(t, "the root turn's end", func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == root
 	})
-	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
-	childTurn := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	child := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	childTurn := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef
 	})
-	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	req := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	if req.ThreadRef != child.ThreadRef || req.TurnRef != childTurn.TurnRef || req.RequestKind != "file_change_approval" {
 		t.Errorf("request %+v; want the child turn's file change", req)
 	}
-	fc := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	fc := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange
 	})
 	if fc.ThreadRef != child.ThreadRef || fc.Title != "notes.txt" || fc.Status != sdk.ItemDone {

@@ -455,7 +455,7 @@ func (n *normalizer) itemTitle(it item) string {
 	case "collabAgentToolCall":
 		t := deref(it.Tool)
 		if p := deref(it.Prompt); p != "" {
-			t += ": " + firstLine(p)
+			t += ": " + sdk.Title(p)
 		}
 		return t
 	case "webSearch":
@@ -469,7 +469,7 @@ func (n *normalizer) itemTitle(it item) string {
 		for _, c := range content {
 			texts = append(texts, c.Text)
 		}
-		return firstLine(strings.Join(texts, " "))
+		return sdk.Title(strings.Join(texts, " "))
 	case "agentMessage", "reasoning", "plan":
 		return ""
 	}
@@ -641,13 +641,4 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// firstLine is the first line of s, at most 120 characters.
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(s); len(r) > 120 {
-		return string(r[:119]) + "…"
-	}
-	return s
 }
