@@ -10,6 +10,7 @@ func TestRelPath(t *testing.T) {
 		{"/ws", "/other/x", "/other/x"},
 		{"/ws", "/ws2/x", "/ws2/x"},
 		{"/ws", "/", "/"},
+		{"/ws", "/ws/../x", "/ws/../x"},
 		{"/ws", "rel/x", "rel/x"},
 		{"", "/ws/x", "/ws/x"},
 	} {

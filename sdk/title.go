@@ -1,9 +1,6 @@
 package sdk
 
-import (
-	"path/filepath"
-	"strings"
-)
+import "strings"
 
 // What an adapter shows of provider data in an event's Title: the same
 // rules for every provider, so that a client shows them alike.
@@ -20,16 +17,4 @@ func Title(text string) string {
 		return string(r[:titleRunes-1]) + "…"
 	}
 	return s
-}
-
-// RelPath shows a path inside cwd relative to it; any other path (relative
-// already, outside cwd, or with cwd empty) as it is.
-func RelPath(cwd, path string) string {
-	if cwd == "" || !filepath.IsAbs(path) {
-		return path
-	}
-	if rel, err := filepath.Rel(cwd, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-		return rel
-	}
-	return path
 }

@@ -19,20 +19,3 @@ func TestTitle(t *testing.T) {
 		}
 	}
 }
-
-func TestRelPath(t *testing.T) {
-	for _, c := range []struct{ cwd, in, want string }{
-		{"/ws", "/ws/a/b.txt", "a/b.txt"},
-		{"/ws", "/ws", "."},
-		{"/ws", "/other/x", "/other/x"},
-		{"/ws", "/ws/../x", "/ws/../x"},
-		{"/ws", "/ws2/x", "/ws2/x"},
-		{"/ws", "/ws/..x", "..x"},
-		{"/ws", "rel/x", "rel/x"},
-		{"", "/ws/x", "/ws/x"},
-	} {
-		if got := RelPath(c.cwd, c.in); got != c.want {
-			t.Errorf("RelPath(%q, %q) = %q, want %q", c.cwd, c.in, got, c.want)
-		}
-	}
-}

@@ -492,7 +492,7 @@ func TestOverLongEventIsADiagnostic(t *testing.T) {
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %+v; want completed", term)
 	}
-	diag := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
+	diag := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
 	if !strings.Contains(diag.Text, "too long") {
 		t.Errorf("diagnostic %+v; want the over-long event named", diag)
 	}
@@ -559,7 +559,7 @@ func TestInterruptBeforeTheTurnStarted(t *testing.T) {
 	s.StartTurn(t, "Count to a million, slowly")
 	s.Interrupt(t, "")
 	evs := s.WaitTurn(t)
-	if started := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); started.ClientTurnID != "client-turn-1" {
+	if started := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); started.ClientTurnID != "client-turn-1" {
 		t.Errorf("turn_started %+v", started)
 	}
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnInterrupted || term.Failure != nil || !term.ThreadUsable {
