@@ -652,11 +652,8 @@ func reply(d sdk.Decision) (string, error) {
 
 // RespondToRequest implements sdk.Adapter.
 func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequestRequest) error {
-	s, err := a.session(req.SessionID)
+	s, err := a.sessions.ForRequest(req.SessionID, req.RequestRef)
 	if err != nil {
-		if errors.Is(err, sdk.ErrUnknownSession) {
-			return sdk.Errorf(sdk.ErrNotResumable, "request %s: its session is gone", req.RequestRef)
-		}
 		return err
 	}
 	answer, err := reply(req.Decision)
