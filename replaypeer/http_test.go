@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -446,5 +447,32 @@ func TestHTTPEarlyRequest(t *testing.T) {
 	}
 	if code, stderr := p.exit(); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// TestHTTPRuntimeExitWaitsForASignal: as on stdio, a runtime_exit that
+// waits for a signal keeps the server up after its client's stdin ends,
+// until SIGTERM, and then exits as the entry says.
+func TestHTTPRuntimeExitWaitsForASignal(t *testing.T) {
+	tr := lines(httpHeader,
+		`{"type":"emit_inbound","frame":{"stdout":"listening on <listen>"}}`,
+		`{"type":"runtime_exit","status":"cancelled","wait":"signal"}`)
+	p := startHTTPPeer(t, tr)
+	p.stdin.Close()
+	select {
+	case <-p.done:
+		t.Fatalf("the peer ended before it was stopped (exit %d): %s", p.code, p.stderr.String())
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the peer did not exit at SIGTERM")
+	}
+	if p.code != 130 {
+		t.Fatalf("exit %d, want 130 (cancelled): %s", p.code, p.stderr.String())
 	}
 }

@@ -22,6 +22,17 @@ func (t *Sessions[S]) Get(id string) (S, error) {
 	return s, nil
 }
 
+// ForRequest returns the open session a request was opened in, for its
+// answer. A session no longer open took its provider with it: the request
+// can no longer be answered (ErrNotResumable, naming the request).
+func (t *Sessions[S]) ForRequest(id, requestRef string) (S, error) {
+	s, err := t.Get(id)
+	if err != nil {
+		return s, Errorf(ErrNotResumable, "request %s: its session is gone", requestRef)
+	}
+	return s, nil
+}
+
 // Add records a session until gone closes.
 func (t *Sessions[S]) Add(id string, s S, gone <-chan struct{}) {
 	t.mu.Lock()

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -16,9 +17,16 @@ func TestSessions(t *testing.T) {
 	if v, err := tab.Get("s"); err != nil || v != 7 {
 		t.Fatalf("get: %v %v", v, err)
 	}
+	if v, err := tab.ForRequest("s", "req-1"); err != nil || v != 7 {
+		t.Fatalf("for a request: %v %v", v, err)
+	}
 	close(gone)
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		if _, err := tab.Get("s"); err != nil {
+			_, err := tab.ForRequest("s", "req-1")
+			if !errors.Is(err, ErrNotResumable) || !strings.Contains(err.Error(), "req-1") {
+				t.Errorf("a request of a session gone: %v; want not resumable, naming the request", err)
+			}
 			break
 		}
 		if time.Now().After(deadline) {

@@ -51,8 +51,8 @@ func TestRestartAfterCancel(t *testing.T) {
 	}
 	s.StartTurn(t, "Actually, just say hi.")
 	evs := s.WaitTurn(t)
-	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || assistant(evs) != "Hi! Keeping it short." {
-		t.Fatalf("second turn: %s %q", term.Status, assistant(evs))
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || plugintest.ItemText(evs, "", sdk.ItemAssistantMessage) != "Hi! Keeping it short." {
+		t.Fatalf("second turn: %s %q", term.Status, plugintest.ItemText(evs, "", sdk.ItemAssistantMessage))
 	}
 	s.Close(t)
 }

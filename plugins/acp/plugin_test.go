@@ -52,10 +52,10 @@ func TestTranscripts(t *testing.T) {
 					if term.Status != sdk.TurnCompleted || !term.ThreadUsable {
 						t.Fatalf("turn %d ended %s (%+v); want completed and usable", turn+1, term.Status, term.Failure)
 					}
-					if got := assistant(evs); got != want[turn] {
+					if got := plugintest.ItemText(evs, "", sdk.ItemAssistantMessage); got != want[turn] {
 						t.Errorf("turn %d assistant text = %q, want %q", turn+1, got, want[turn])
 					}
-					checkItemsClosed(t, evs)
+					plugintest.CheckItemsClosed(t, evs)
 					turn++
 				}
 			}
@@ -105,30 +105,4 @@ func TestFileSystemStaysInsideCwd(t *testing.T) {
 		}
 	}
 	s.Close(t)
-}
-
-func checkItemsClosed(t *testing.T, evs []sdk.RuntimeEvent) {
-	t.Helper()
-	open := map[string]bool{}
-	for _, ev := range evs {
-		switch ev.Kind {
-		case sdk.EventItemStarted:
-			open[ev.ItemRef] = true
-		case sdk.EventItemCompleted:
-			delete(open, ev.ItemRef)
-		}
-	}
-	if len(open) > 0 {
-		t.Errorf("items left open at the turn's end: %v", open)
-	}
-}
-
-func assistant(evs []sdk.RuntimeEvent) string {
-	var s string
-	for _, ev := range evs {
-		if ev.Kind == sdk.EventContentDelta && ev.ItemKind == sdk.ItemAssistantMessage {
-			s += ev.Text
-		}
-	}
-	return s
 }

@@ -41,17 +41,17 @@ func TestDescribe(t *testing.T) {
 
 func TestSimple(t *testing.T) {
 	s := open(t, "simple", nil)
-	if s.open.ProviderThreadRef != "" {
-		t.Errorf("a fresh conversation has no id before its first message; got %q", s.open.ProviderThreadRef)
+	if s.Open.ProviderThreadRef != "" {
+		t.Errorf("a fresh conversation has no id before its first message; got %q", s.Open.ProviderThreadRef)
 	}
-	turn := s.startTurn("Say hello")
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "Say hello").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	first := evs[0]
 	if first.Kind != sdk.EventThreadStarted || first.ThreadRef == "" || first.ParentThreadRef != "" {
 		t.Fatalf("first event %+v; want the root's thread_started, named by the CLI's session id", first)
 	}
 	root := first.ThreadRef
-	started := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	started := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
 	if started.TurnRef != turn || started.ThreadRef != root || started.ClientTurnID != "client-turn-1" {
 		t.Errorf("turn_started %+v; want turn %s on %s for client-turn-1", started, turn, root)
 	}
@@ -59,24 +59,27 @@ func TestSimple(t *testing.T) {
 	if term.Status != sdk.TurnCompleted || !term.ThreadUsable || term.ThreadRef != root || term.TurnRef != turn {
 		t.Fatalf("turn ended %+v; want completed and usable", term)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Hello! How can I help you today?" {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "Hello! How can I help you today?" {
 		t.Errorf("assistant text = %q", got)
 	}
-	if got := text(evs, root, sdk.ItemReasoning); got != "The user wants a greeting." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemReasoning); got != "The user wants a greeting." {
 		t.Errorf("reasoning text = %q", got)
 	}
-	u := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
+	u := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
 	if u.Usage == nil || u.Usage.InputTokens == 0 || u.Usage.OutputTokens == 0 || u.Usage.TotalTokens != u.Usage.InputTokens+u.Usage.OutputTokens {
 		t.Errorf("usage = %+v", u.Usage)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventDiagnostic || ev.ItemKind == sdk.ItemUserMessage
 	}); n != 0 {
 		t.Errorf("%d diagnostics or user-message events (the user's own message echoed): %s", n, plugintest.Kinds(evs))
 	}
-	checkItemsClosed(t, evs)
-	checkRawFrames(t, evs)
-	all := s.close()
+	plugintest.CheckItemsClosed(t, evs)
+	// Every event names the CLI frame it came from, but the turn_started
+	// the plugin emits as it writes the user message: the host's own.
+	plugintest.CheckRawFrames(t, evs, sdk.EventTurnStarted)
+	s.Close(t)
+	all := s.All()
 	if last := all[len(all)-1]; last.Status != sdk.ExitClosed || last.ThreadRef != root {
 		t.Errorf("runtime exit %+v; want closed on %s", last, root)
 	}
@@ -88,22 +91,22 @@ func TestQueuedTurns(t *testing.T) {
 	want := []string{"First reply, after a while.", "Second reply."}
 	var root string
 	for i, input := range []string{"Answer slowly", "Then answer again"} {
-		turn := s.startTurn(input)
-		evs := s.waitTurn(turn)
+		turn := s.StartTurn(t, input).TurnRef
+		evs := s.WaitTurnRef(t, turn)
 		if root == "" {
 			root = evs[0].ThreadRef
 		}
 		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 			t.Fatalf("turn %d ended %+v", i+1, term)
 		}
-		if got := text(evs, root, sdk.ItemAssistantMessage); got != want[i] {
+		if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != want[i] {
 			t.Errorf("turn %d text = %q, want %q", i+1, got, want[i])
 		}
-		if i == 1 && count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted }) != 0 {
+		if i == 1 && plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted }) != 0 {
 			t.Errorf("the second turn announced the thread again: %s", plugintest.Kinds(evs))
 		}
 	}
-	s.close()
+	s.Close(t)
 }
 
 // steer runs a turn with a steer written once it started, and returns its
@@ -111,13 +114,13 @@ func TestQueuedTurns(t *testing.T) {
 func steer(t *testing.T, scenario, input string) (root string, evs []sdk.RuntimeEvent) {
 	t.Helper()
 	s := open(t, scenario, nil)
-	turn := s.startTurn(input)
-	evs = s.until("turn_started", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	turn := s.StartTurn(t, input).TurnRef
+	evs = s.Until(t, "turn_started", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
 	root = evs[0].ThreadRef
 	if err := s.Steer(turn, "Make it short"); err != nil {
 		t.Fatalf("steer: %v", err)
 	}
-	evs = append(evs, s.waitTurn(turn)...)
+	evs = append(evs, s.WaitTurnRef(t, turn)...)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || term.TurnRef != turn {
 		t.Fatalf("turn ended %+v", term)
 	}
@@ -127,11 +130,12 @@ func steer(t *testing.T, scenario, input string) (root string, evs []sdk.Runtime
 	}
 	// Over the whole session: one terminal, and nothing the CLI did
 	// after it (a turn ended too early leaves the rest outside any turn).
-	all := s.close()
-	if n := count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal }); n != 1 {
+	s.Close(t)
+	all := s.All()
+	if n := plugintest.Count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal }); n != 1 {
 		t.Errorf("%d turn terminals; want the one of the host's turn: %s", n, plugintest.Kinds(all))
 	}
-	if n := count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+	if n := plugintest.Count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d diagnostics: %s", n, plugintest.Kinds(all))
 	}
 	return root, evs
@@ -142,10 +146,10 @@ func steer(t *testing.T, scenario, input string) (root string, evs []sdk.Runtime
 // results belong to the host's one turn, which ends with the second.
 func TestSteeringAfterTheAnswer(t *testing.T) {
 	root, evs := steer(t, "message_steering", "Write a long story")
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "A very long story that nobody reads, because the user steered.A short story: the end." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "A very long story that nobody reads, because the user steered.A short story: the end." {
 		t.Errorf("assistant text = %q", got)
 	}
-	u := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
+	u := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
 	if u.Usage.OutputTokens < 2 {
 		t.Errorf("usage %+v; want both results' tokens", u.Usage)
 	}
@@ -155,23 +159,23 @@ func TestSteeringAfterTheAnswer(t *testing.T) {
 // with the tool's result, in the same CLI turn.
 func TestSteeringAtAToolBoundary(t *testing.T) {
 	root, evs := steer(t, "message_steering_tool", "Look around, then write a long story")
-	cmd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	cmd := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
 	})
 	if cmd.Title != "ls" || cmd.Status != sdk.ItemDone {
 		t.Errorf("command item %+v; want ls, completed", cmd)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "A short story: the end." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "A short story: the end." {
 		t.Errorf("assistant text = %q", got)
 	}
 }
 
 func TestInterrupt(t *testing.T) {
 	s := open(t, "turn_interrupt", nil)
-	turn := s.startTurn("Count to a million, slowly")
-	s.until("turn_started", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	turn := s.StartTurn(t, "Count to a million, slowly").TurnRef
+	s.Until(t, "turn_started", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
 	s.Interrupt(t, "")
-	evs := s.waitTurn(turn)
+	evs := s.WaitTurnRef(t, turn)
 	term := evs[len(evs)-1]
 	if term.Status != sdk.TurnInterrupted || !term.ThreadUsable || term.Failure != nil {
 		t.Fatalf("turn ended %+v; want interrupted, usable", term)
@@ -179,7 +183,7 @@ func TestInterrupt(t *testing.T) {
 	if !strings.Contains(term.Title, "aborted_streaming") {
 		t.Errorf("terminal title %q; want the CLI's terminal reason", term.Title)
 	}
-	s.close()
+	s.Close(t)
 }
 
 // A steer still queued when the host interrupts (recorded): the interrupt
@@ -187,18 +191,19 @@ func TestInterrupt(t *testing.T) {
 // after the interrupted turn's result, and the turn ends with that result.
 func TestInterruptCancelsTheQueuedSteer(t *testing.T) {
 	s := open(t, "message_steering_interrupt", nil)
-	turn := s.startTurn("Write a long story")
-	s.until("turn_started", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	turn := s.StartTurn(t, "Write a long story").TurnRef
+	s.Until(t, "turn_started", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
 	if err := s.Steer(turn, "Make it short"); err != nil {
 		t.Fatalf("steer: %v", err)
 	}
 	s.Interrupt(t, turn)
-	evs := s.waitTurn(turn)
+	evs := s.WaitTurnRef(t, turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnInterrupted || !term.ThreadUsable {
 		t.Fatalf("turn ended %+v; want interrupted", term)
 	}
-	all := s.close()
-	if n := count(all, func(ev sdk.RuntimeEvent) bool {
+	s.Close(t)
+	all := s.All()
+	if n := plugintest.Count(all, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnTerminal || ev.Kind == sdk.EventDiagnostic
 	}); n != 1 {
 		t.Errorf("%d terminals and diagnostics; want the turn's terminal only: %s", n, plugintest.Kinds(all))
@@ -211,47 +216,47 @@ func TestApprovalAccept(t *testing.T) {
 		req = ev
 		return sdk.DecisionAccept, nil
 	})
-	turn := s.startTurn("Write allowed.txt")
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "Write allowed.txt").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	root := evs[0].ThreadRef
 	if req.RequestKind != "file_change_approval" || req.Title != "allowed.txt" || req.ThreadRef != root || req.TurnRef != turn ||
 		req.ItemRef == "" || len(req.Options) != 3 {
 		t.Fatalf("request %+v; want a file change approval for allowed.txt on the turn's item", req)
 	}
-	res := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
+	res := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
 	if res.RequestRef != req.RequestRef || res.Status != string(sdk.DecisionAccept) {
 		t.Errorf("resolution %+v", res)
 	}
-	item := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	item := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange
 	})
 	if item.ItemRef != req.ItemRef || item.Status != sdk.ItemDone || item.Title != "allowed.txt" {
 		t.Errorf("file change item %+v", item)
 	}
-	if i, j := index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved }),
-		index(evs, func(ev sdk.RuntimeEvent) bool {
+	if i, j := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved }),
+		plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
 			return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange
 		}); i > j {
 		t.Errorf("the item completed before its request was resolved: %s", plugintest.Kinds(evs))
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "I wrote allowed.txt." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "I wrote allowed.txt." {
 		t.Errorf("assistant text = %q", got)
 	}
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Errorf("turn ended %+v", term)
 	}
-	s.close() // the peer checked the allow answer (updatedInput is the tool's input)
+	s.Close(t) // the peer checked the allow answer (updatedInput is the tool's input)
 }
 
 func TestApprovalDecline(t *testing.T) {
 	s := open(t, "approval_decline", nil) // requests declined
-	turn := s.startTurn("Create declined.txt")
-	evs := s.waitTurn(turn)
-	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	turn := s.StartTurn(t, "Create declined.txt").TurnRef
+	evs := s.WaitTurnRef(t, turn)
+	req := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	if req.RequestKind != "command_approval" || req.Title != "touch declined.txt" {
 		t.Errorf("request %+v; want a command approval", req)
 	}
-	item := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	item := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
 	})
 	if item.Status != sdk.ItemDeclined {
@@ -260,7 +265,7 @@ func TestApprovalDecline(t *testing.T) {
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Errorf("turn ended %+v", term)
 	}
-	s.close()
+	s.Close(t)
 }
 
 // Accepted for the session: the CLI's suggested rule is sent back for the
@@ -272,69 +277,69 @@ func TestApprovalAcceptForSession(t *testing.T) {
 		reqs = append(reqs, ev)
 		return sdk.DecisionAcceptForSession, nil
 	})
-	turn := s.startTurn("Create made.txt twice")
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "Create made.txt twice").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	if len(reqs) != 1 || reqs[0].Title != "touch made.txt" {
 		t.Fatalf("requests %+v; want one for the first touch", reqs)
 	}
-	cmds := filter(evs, func(ev sdk.RuntimeEvent) bool {
+	cmds := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution && ev.Status == sdk.ItemDone
 	})
 	if len(cmds) != 2 {
 		t.Errorf("completed commands %d, want 2: %s", len(cmds), plugintest.Kinds(evs))
 	}
-	s.close()
+	s.Close(t)
 }
 
 // An interrupt while the CLI waits on a permission: the CLI withdraws the
 // request (control_cancel_request) and the plugin never answers it.
 func TestRequestWithdrawn(t *testing.T) {
 	s := open(t, "request_withdrawn", func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) { return "", nil })
-	turn := s.startTurn("Create x.txt")
-	evs := s.until("the request", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	turn := s.StartTurn(t, "Create x.txt").TurnRef
+	evs := s.Until(t, "the request", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	req := evs[len(evs)-1]
 	s.Interrupt(t, turn)
-	evs = s.waitTurn(turn)
-	res := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
+	evs = s.WaitTurnRef(t, turn)
+	res := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
 	if res.RequestRef != req.RequestRef || res.Status != string(sdk.DecisionCancel) || !strings.Contains(res.Text, "withdrew") {
 		t.Errorf("resolution %+v; want the request cancelled by the CLI", res)
 	}
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnInterrupted {
 		t.Errorf("turn ended %+v", term)
 	}
-	err := s.p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: req.RequestRef,
+	err := s.Plugin().RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.ID, RequestRef: req.RequestRef,
 		Decision: sdk.DecisionAccept})
 	if !errors.Is(err, sdk.ErrUnknownRequest) {
 		t.Errorf("answering a withdrawn request: %v; want unknown request", err)
 	}
-	s.close() // the peer fails if an answer was written
+	s.Close(t) // the peer fails if an answer was written
 }
 
 func TestSubagent(t *testing.T) {
 	s := open(t, "subagent", nil)
-	turn := s.startTurn("Ask a helper agent to say hi")
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "Ask a helper agent to say hi").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	root := evs[0].ThreadRef
-	task := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	task := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemStarted && ev.ItemKind == sdk.ItemSubagent
 	})
-	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	child := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
 	if child.ParentThreadRef != root || child.ThreadRef != task.ItemRef || task.Title != "Task: Say hi" {
 		t.Fatalf("child thread %+v of task %+v; want a child of %s named by the Task tool use", child, task, root)
 	}
-	cturn := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	cturn := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef
 	})
 	if cturn.ClientTurnID != "" || cturn.Title != "child task: say hi" {
 		t.Errorf("child turn %+v", cturn)
 	}
-	if got := text(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
+	if got := plugintest.ItemText(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
 		t.Errorf("child text = %q", got)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Spawning a helper.The helper said hi. Done." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "Spawning a helper.The helper said hi. Done." {
 		t.Errorf("root text = %q", got)
 	}
-	cend := index(evs, func(ev sdk.RuntimeEvent) bool {
+	cend := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == child.ThreadRef
 	})
 	if cend < 0 || evs[cend].Status != sdk.TurnCompleted || cend == len(evs)-1 {
@@ -343,8 +348,8 @@ func TestSubagent(t *testing.T) {
 	if term := evs[len(evs)-1]; term.ThreadRef != root || term.Status != sdk.TurnCompleted {
 		t.Errorf("turn ended %+v", term)
 	}
-	checkItemsClosed(t, evs)
-	s.close()
+	plugintest.CheckItemsClosed(t, evs)
+	s.Close(t)
 }
 
 // A background subagent outlives the CLI turn that started it: the host's
@@ -352,33 +357,34 @@ func TestSubagent(t *testing.T) {
 // ends with that turn's result, after the subagent's.
 func TestBackgroundSubagent(t *testing.T) {
 	s := open(t, "subagent_background", nil)
-	turn := s.startTurn("Ask a background helper to say hi")
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "Ask a background helper to say hi").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	root := evs[0].ThreadRef
-	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
-	cend := index(evs, func(ev sdk.RuntimeEvent) bool {
+	child := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	cend := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == child.ThreadRef
 	})
 	if cend < 0 || evs[cend].Status != sdk.TurnCompleted || cend == len(evs)-1 {
 		t.Fatalf("the subagent's turn did not end before the root's: %s", plugintest.Kinds(evs))
 	}
-	if got := text(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
+	if got := plugintest.ItemText(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
 		t.Errorf("child text = %q", got)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "The helper is working.The helper said hi. Done." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "The helper is working.The helper said hi. Done." {
 		t.Errorf("root text = %q", got)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d diagnostics: %s", n, plugintest.Kinds(evs))
 	}
 	if term := evs[len(evs)-1]; term.ThreadRef != root || term.Status != sdk.TurnCompleted {
 		t.Errorf("turn ended %+v", term)
 	}
-	all := s.close()
-	if n := count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == root }); n != 1 {
+	s.Close(t)
+	all := s.All()
+	if n := plugintest.Count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == root }); n != 1 {
 		t.Errorf("%d root turn terminals over the session; want 1: %s", n, plugintest.Kinds(all))
 	}
-	if n := count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+	if n := plugintest.Count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d diagnostics over the session: %s", n, plugintest.Kinds(all))
 	}
 }
@@ -390,30 +396,30 @@ func TestBackgroundSubagent(t *testing.T) {
 // session takes the next turn.
 func TestInterruptWhileWaitingOnABackgroundSubagent(t *testing.T) {
 	s := open(t, "subagent_background_interrupt", nil)
-	turn := s.startTurn("Ask a background helper to say hi")
-	evs := s.until("the subagent's text", func(ev sdk.RuntimeEvent) bool {
+	turn := s.StartTurn(t, "Ask a background helper to say hi").TurnRef
+	evs := s.Until(t, "the subagent's text", func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemAssistantMessage && ev.ThreadRef == "toolu_000000000000000000000001"
 	})
 	root := evs[0].ThreadRef
 	s.Interrupt(t, turn)
-	evs = append(evs, s.waitTurn(turn)...)
+	evs = append(evs, s.WaitTurnRef(t, turn)...)
 	term := evs[len(evs)-1]
 	if term.ThreadRef != root || term.Status != sdk.TurnInterrupted || !term.ThreadUsable || term.Failure != nil {
 		t.Fatalf("turn ended %+v; want interrupted, usable", term)
 	}
-	child := filter(evs, func(ev sdk.RuntimeEvent) bool {
+	child := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == "toolu_000000000000000000000001"
 	})
 	if len(child) != 1 || child[0].Status != sdk.TurnInterrupted {
 		t.Errorf("subagent turn ends %+v; want one, interrupted", child)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage }); n != 1 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage }); n != 1 {
 		t.Errorf("%d usage events; want the first result's", n)
 	}
 	if err := s.Steer(turn, "too late"); !errors.Is(err, sdk.ErrBusy) {
 		t.Errorf("steer after the turn: %v; want busy", err)
 	}
-	s.close()
+	s.Close(t)
 }
 
 // A command started in the background (Bash run_in_background) is a task
@@ -422,23 +428,24 @@ func TestInterruptWhileWaitingOnABackgroundSubagent(t *testing.T) {
 // without waiting for it (a server started that way may never end).
 func TestBackgroundCommand(t *testing.T) {
 	s := open(t, "command_background", nil)
-	turn := s.startTurn("Run a slow command in the background")
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "Run a slow command in the background").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	root := evs[0].ThreadRef
 	if term := evs[len(evs)-1]; term.ThreadRef != root || term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %+v", term)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.ThreadRef != root && ev.Kind != sdk.EventDiagnostic }); n != 0 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.ThreadRef != root && ev.Kind != sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d events off the root thread (the command made a subagent): %s", n, plugintest.Kinds(evs))
 	}
-	cmd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	cmd := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
 	})
 	if cmd.Title != "sleep 30; echo finished" || cmd.Status != sdk.ItemDone {
 		t.Errorf("command item %+v", cmd)
 	}
-	all := s.close()
-	if n := count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+	s.Close(t)
+	all := s.All()
+	if n := plugintest.Count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d diagnostics (the command's end is no subagent's): %s", n, plugintest.Kinds(all))
 	}
 }
@@ -450,45 +457,46 @@ func TestSubagentApproval(t *testing.T) {
 		reqs = append(reqs, ev)
 		return sdk.DecisionAccept, nil
 	})
-	turn := s.startTurn("Ask a helper agent to write notes.txt, then summarize")
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "Ask a helper agent to write notes.txt, then summarize").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	root := evs[0].ThreadRef
-	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	child := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
 	if len(reqs) != 2 || reqs[0].ThreadRef != child.ThreadRef || reqs[0].Title != "notes.txt" ||
 		reqs[1].ThreadRef != root || reqs[1].Title != "summary.txt" {
 		t.Fatalf("requests %+v; want notes.txt on the child, then summary.txt on the root", reqs)
 	}
-	notes := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	notes := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange && ev.Title == "notes.txt"
 	})
 	if notes.ThreadRef != child.ThreadRef || notes.Status != sdk.ItemDone {
 		t.Errorf("notes.txt item %+v", notes)
 	}
-	checkItemsClosed(t, evs)
-	s.close()
+	plugintest.CheckItemsClosed(t, evs)
+	s.Close(t)
 }
 
 // A second CLI process resumes the conversation (--resume, checked by the
 // peer) and keeps its id.
 func TestResume(t *testing.T) {
 	s := open(t, "resume", nil)
-	turn := s.startTurn("Remember the word banana")
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "Remember the word banana").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	root := evs[0].ThreadRef
-	s.close()
-	r := openWith(t, s.p, s.req, root, nil)
-	if !r.open.Resumed || r.open.ProviderThreadRef != root {
-		t.Fatalf("resumed session %+v; want %s resumed", r.open, root)
+	s.Close(t)
+	r := openWith(t, s.Plugin(), s.Request(), root, nil)
+	if !r.Open.Resumed || r.Open.ProviderThreadRef != root {
+		t.Fatalf("resumed session %+v; want %s resumed", r.Open, root)
 	}
-	turn = r.startTurn("What was the word?")
-	evs = r.waitTurn(turn)
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "The word was banana." {
+	turn = r.StartTurn(t, "What was the word?").TurnRef
+	evs = r.WaitTurnRef(t, turn)
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "The word was banana." {
 		t.Errorf("text = %q", got)
 	}
-	if started := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); started.ThreadRef != root {
+	if started := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); started.ThreadRef != root {
 		t.Errorf("turn_started %+v", started)
 	}
-	all := r.close()
+	r.Close(t)
+	all := r.All()
 	if first := all[0]; first.Kind != sdk.EventThreadStarted || first.ThreadRef != root {
 		t.Errorf("the resumed session's first event %+v; want its thread", first)
 	}
@@ -503,42 +511,23 @@ func TestResumeUnknown(t *testing.T) {
 		filepath.Join(t.TempDir(), "cursor"))}
 	const lost = "5e1f0000-0000-4000-8000-0000000000a1"
 	s := openWith(t, p, req, lost, nil)
-	if s.open.Resumed || s.open.ProviderThreadRef != "" {
-		t.Fatalf("open %+v; want a fresh conversation, not resumed", s.open)
+	if s.Open.Resumed || s.Open.ProviderThreadRef != "" {
+		t.Fatalf("open %+v; want a fresh conversation, not resumed", s.Open)
 	}
-	turn := s.startTurn("Say hello")
-	evs := s.waitTurn(turn)
-	diags := filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
+	turn := s.StartTurn(t, "Say hello").TurnRef
+	evs := s.WaitTurnRef(t, turn)
+	diags := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
 	if len(diags) != 2 || !strings.Contains(diags[0].Text, "No conversation found") || !strings.Contains(diags[1].Title, "could not resume") {
 		t.Errorf("diagnostics %+v; want the CLI's error and the fallback", diags)
 	}
-	thread := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted })
+	thread := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted })
 	if thread.ThreadRef == lost || thread.ThreadRef == "" {
 		t.Errorf("thread %+v; want the fresh session", thread)
 	}
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || term.ThreadRef != thread.ThreadRef {
 		t.Errorf("turn ended %+v", term)
 	}
-	s.close()
-}
-
-// Authored: a resume the CLI fails for another reason (it exits with no
-// "No conversation found") is an error, not a fresh conversation that
-// would drop the context; the transcript's fresh CLI is never started.
-func TestResumeCrash(t *testing.T) {
-	p := plugintest.Start(t, plugintest.Build(t, "."))
-	ws := t.TempDir()
-	req := sdk.OpenSessionRequest{SessionID: "resume-crash", Cwd: ws, ResumeThreadRef: "5e1f0000-0000-4000-8000-0000000000a1",
-		Command: plugintest.PeerCommand(filepath.Join(testdata, "resume_crash.ndjson"), ws, filepath.Join(t.TempDir(), "cursor"))}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := p.OpenSession(ctx, req)
-	if err == nil {
-		t.Fatalf("open session %+v; want an error (the CLI failed to resume)", resp)
-	}
-	if !strings.Contains(err.Error(), "exited before it answered initialize") {
-		t.Errorf("error %v; want the CLI's early exit", err)
-	}
+	s.Close(t)
 }
 
 // Three turns, then the last two dropped: the CLI is resumed cut at the
@@ -550,12 +539,13 @@ func TestRollback(t *testing.T) {
 	frames := filepath.Join(t.TempDir(), "frames.ndjson")
 	s := openWith(t, p, sdk.OpenSessionRequest{Cwd: ws, RawFrameLog: frames,
 		Command: plugintest.PeerCommand(filepath.Join(testdata, "thread_rollback.ndjson"), ws, filepath.Join(t.TempDir(), "cursor"))},
-		"", answerAll(sdk.DecisionAccept))
+		"", nil)
+	s.Answer = sdk.DecisionAccept
 	var turns []string
 	var root string
 	for _, input := range []string{"Write a.txt saying one", "Add a line to a.txt and write sub/b.txt", "Write c.txt"} {
-		turn := s.startTurn(input)
-		evs := s.waitTurn(turn)
+		turn := s.StartTurn(t, input).TurnRef
+		evs := s.WaitTurnRef(t, turn)
 		if root == "" {
 			root = evs[0].ThreadRef
 		}
@@ -565,14 +555,14 @@ func TestRollback(t *testing.T) {
 		turns = append(turns, turn)
 	}
 	ctx := context.Background()
-	_, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 2, BeforeTurnRef: turns[2]})
+	_, err := p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.ID, ThreadRef: root, Turns: 2, BeforeTurnRef: turns[2]})
 	if !errors.Is(err, sdk.ErrInvalid) {
 		t.Errorf("a rollback naming the wrong oldest turn: %v; want invalid", err)
 	}
-	if _, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 4}); !errors.Is(err, sdk.ErrInvalid) {
+	if _, err := p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.ID, ThreadRef: root, Turns: 4}); !errors.Is(err, sdk.ErrInvalid) {
 		t.Errorf("a rollback of more turns than the session ran: %v; want invalid", err)
 	}
-	resp, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 2, BeforeTurnRef: turns[1]})
+	resp, err := p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.ID, ThreadRef: root, Turns: 2, BeforeTurnRef: turns[1]})
 	if err != nil {
 		t.Fatalf("rollback: %v", err)
 	}
@@ -580,22 +570,23 @@ func TestRollback(t *testing.T) {
 	if fork == "" || fork == root {
 		t.Fatalf("rollback answered thread %q; want the fork of %s", fork, root)
 	}
-	ev := s.until("the fork's thread_started", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted })
+	ev := s.Until(t, "the fork's thread_started", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted })
 	if got := ev[len(ev)-1]; got.ThreadRef != fork || got.ParentThreadRef != "" {
 		t.Errorf("thread_started %+v; want the fork as a root", got)
 	}
-	turn := s.startTurn("What does a.txt say now?")
-	evs := s.waitTurn(turn)
-	if got := text(evs, fork, sdk.ItemAssistantMessage); got != "a.txt says one." {
+	turn := s.StartTurn(t, "What does a.txt say now?").TurnRef
+	evs := s.WaitTurnRef(t, turn)
+	if got := plugintest.ItemText(evs, fork, sdk.ItemAssistantMessage); got != "a.txt says one." {
 		t.Errorf("text on the fork = %q", got)
 	}
 	if term := evs[len(evs)-1]; term.ThreadRef != fork || term.Status != sdk.TurnCompleted {
 		t.Errorf("turn ended %+v", term)
 	}
-	if n := count(s.All(), func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited }); n != 0 {
+	if n := plugintest.Count(s.All(), func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited }); n != 0 {
 		t.Errorf("the replaced CLI process ended the session")
 	}
-	all := s.close()
+	s.Close(t)
+	all := s.All()
 	// One raw-frame log, one numbering, across both CLI processes.
 	var last uint64
 	for _, ev := range all {
@@ -621,23 +612,24 @@ func TestRollback(t *testing.T) {
 // original session again, further back, into a fork of its own, which the
 // next turn continues.
 func TestRollbackTwice(t *testing.T) {
-	s := open(t, "thread_rollback_twice", answerAll(sdk.DecisionAccept))
+	s := open(t, "thread_rollback_twice", nil)
+	s.Answer = sdk.DecisionAccept
 	var turns []string
 	var root string
 	for _, input := range []string{"Write a.txt saying one", "Add a line to a.txt and write sub/b.txt", "Write c.txt"} {
-		turn := s.startTurn(input)
-		evs := s.waitTurn(turn)
+		turn := s.StartTurn(t, input).TurnRef
+		evs := s.WaitTurnRef(t, turn)
 		if root == "" {
 			root = evs[0].ThreadRef
 		}
 		turns = append(turns, turn)
 	}
 	ctx := context.Background()
-	first, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 1, BeforeTurnRef: turns[2]})
+	first, err := s.Plugin().RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.ID, ThreadRef: root, Turns: 1, BeforeTurnRef: turns[2]})
 	if err != nil {
 		t.Fatalf("first rollback: %v", err)
 	}
-	second, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: first.ThreadRef, Turns: 1,
+	second, err := s.Plugin().RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.ID, ThreadRef: first.ThreadRef, Turns: 1,
 		BeforeTurnRef: turns[1]})
 	if err != nil {
 		t.Fatalf("second rollback: %v", err)
@@ -645,15 +637,34 @@ func TestRollbackTwice(t *testing.T) {
 	if second.ThreadRef == "" || second.ThreadRef == first.ThreadRef || second.ThreadRef == root {
 		t.Fatalf("rollbacks answered %s, then %s; want two forks of %s", first.ThreadRef, second.ThreadRef, root)
 	}
-	turn := s.startTurn("What does a.txt say now?")
-	evs := s.waitTurn(turn)
-	if got := text(evs, second.ThreadRef, sdk.ItemAssistantMessage); got != "a.txt says one." {
+	turn := s.StartTurn(t, "What does a.txt say now?").TurnRef
+	evs := s.WaitTurnRef(t, turn)
+	if got := plugintest.ItemText(evs, second.ThreadRef, sdk.ItemAssistantMessage); got != "a.txt says one." {
 		t.Errorf("text on the second fork = %q", got)
 	}
 	if term := evs[len(evs)-1]; term.ThreadRef != second.ThreadRef || term.Status != sdk.TurnCompleted {
 		t.Errorf("turn ended %+v", term)
 	}
-	s.close()
+	s.Close(t)
+}
+
+// Authored: a resume the CLI fails for another reason (it exits with no
+// "No conversation found") is an error, not a fresh conversation that
+// would drop the context; the transcript's fresh CLI is never started.
+func TestResumeCrash(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	ws := t.TempDir()
+	req := sdk.OpenSessionRequest{SessionID: "resume-crash", Cwd: ws, ResumeThreadRef: "5e1f0000-0000-4000-8000-0000000000a1",
+		Command: plugintest.PeerCommand(filepath.Join(testdata, "resume_crash.ndjson"), ws, filepath.Join(t.TempDir(), "cursor"))}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := p.OpenSession(ctx, req)
+	if err == nil {
+		t.Fatalf("open session %+v; want an error (the CLI failed to resume)", resp)
+	}
+	if !strings.Contains(err.Error(), "exited before it answered initialize") {
+		t.Errorf("error %v; want the CLI's early exit", err)
+	}
 }
 
 // Authored from recorded frames: a rate limit warning, malformed frames,
@@ -661,15 +672,15 @@ func TestRollbackTwice(t *testing.T) {
 // reports as a "success" result with is_error.
 func TestAPIErrorAndOddFrames(t *testing.T) {
 	s := open(t, "api_error", nil)
-	turn := s.startTurn("Say hello")
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "Say hello").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	root := evs[0].ThreadRef
-	rl := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRateLimit })
+	rl := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRateLimit })
 	if rl.RateLimit == nil || !rl.RateLimit.ResetsAt.Equal(time.Unix(1796050800, 0)) || rl.RateLimit.Scope != "five_hour" ||
 		rl.RateLimit.UsedPercent < 90.9 || rl.RateLimit.UsedPercent > 91.1 || rl.Title != "allowed_warning" || rl.ThreadRef != root {
 		t.Errorf("rate limit %+v (%+v)", rl, rl.RateLimit)
 	}
-	diags := filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
+	diags := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
 	var malformed int
 	for _, d := range diags {
 		if d.Title == "malformed frame" {
@@ -684,22 +695,12 @@ func TestAPIErrorAndOddFrames(t *testing.T) {
 		!strings.Contains(term.Failure.Message, "Overloaded") || !term.ThreadUsable {
 		t.Errorf("turn ended %+v (%+v); want failed with the API error", term, term.Failure)
 	}
-	s.close() // the peer checked the error answer to hook_callback
-}
-
-// session is a plugintest session with the shorthands these tests use.
-type session struct {
-	*plugintest.Session
-	t    *testing.T
-	p    *plugintest.Plugin
-	id   string
-	req  sdk.OpenSessionRequest
-	open sdk.OpenSessionResponse
+	s.Close(t) // the peer checked the error answer to hook_callback
 }
 
 // open opens a session on a transcript; requests are answered by answer
 // (nil: declined).
-func open(t *testing.T, scenario string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *session {
+func open(t *testing.T, scenario string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *plugintest.Session {
 	t.Helper()
 	p := plugintest.Start(t, plugintest.Build(t, "."))
 	ws := t.TempDir()
@@ -708,117 +709,13 @@ func open(t *testing.T, scenario string, answer func(sdk.RuntimeEvent) (sdk.Deci
 	return openWith(t, p, req, "", answer)
 }
 
-func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, resume string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *session {
+// openWith opens a session with req, resuming the provider's thread resume
+// (if not empty); requests are answered by answer (nil: declined).
+func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, resume string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *plugintest.Session {
 	t.Helper()
 	req.SessionID = ""
 	req.ResumeThreadRef = resume
-	ps := p.OpenWith(t, req)
-	ps.AnswerFunc = answer
-	if answer == nil {
-		ps.AnswerFunc = answerAll(sdk.DecisionDecline)
-	}
-	return &session{Session: ps, t: t, p: p, id: ps.ID, req: ps.Request(), open: ps.Open}
-}
-
-func (s *session) startTurn(text string) string {
-	s.t.Helper()
-	r := s.StartTurn(s.t, text)
-	if r.TurnRef == "" {
-		s.t.Fatal("start turn returned no turn ref")
-	}
-	return r.TurnRef
-}
-
-func (s *session) until(what string, stop func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
-	s.t.Helper()
-	return s.Until(s.t, what, stop)
-}
-
-// waitTurn reads events up to the terminal of the turn.
-func (s *session) waitTurn(turn string) []sdk.RuntimeEvent {
-	s.t.Helper()
-	return s.until("turn "+turn+" to end", func(ev sdk.RuntimeEvent) bool {
-		return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turn
-	})
-}
-
-// close closes the session and checks that the replay peer ended cleanly;
-// it returns every event of the session.
-func (s *session) close() []sdk.RuntimeEvent {
-	s.t.Helper()
-	s.Close(s.t)
-	return s.All()
-}
-
-func answerAll(d sdk.Decision) func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) {
-	return func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) { return d, nil }
-}
-
-// text is the text of items of a kind on a thread.
-func text(evs []sdk.RuntimeEvent, thread string, kind sdk.ItemKind) string {
-	var s string
-	for _, ev := range evs {
-		if ev.Kind == sdk.EventContentDelta && ev.ItemKind == kind && ev.ThreadRef == thread {
-			s += ev.Text
-		}
-	}
+	s := p.OpenWith(t, req)
+	s.AnswerFunc = answer // nil: Answer, decline
 	return s
-}
-
-func filter(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
-	var out []sdk.RuntimeEvent
-	for _, ev := range evs {
-		if f(ev) {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func count(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) int { return len(filter(evs, f)) }
-
-func index(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) int {
-	for i, ev := range evs {
-		if f(ev) {
-			return i
-		}
-	}
-	return -1
-}
-
-func find(t *testing.T, evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) sdk.RuntimeEvent {
-	t.Helper()
-	i := index(evs, f)
-	if i < 0 {
-		t.Fatalf("no such event in %s", plugintest.Kinds(evs))
-	}
-	return evs[i]
-}
-
-func checkItemsClosed(t *testing.T, evs []sdk.RuntimeEvent) {
-	t.Helper()
-	open := map[string]bool{}
-	for _, ev := range evs {
-		switch ev.Kind {
-		case sdk.EventItemStarted:
-			open[ev.ItemRef] = true
-		case sdk.EventItemCompleted:
-			delete(open, ev.ItemRef)
-		}
-	}
-	if len(open) > 0 {
-		t.Errorf("items left open at the turn's end: %v", open)
-	}
-}
-
-// checkRawFrames: every event that comes from a CLI frame names it (the
-// turn_started the plugin emits as it writes the user message is the
-// host's own, and names none).
-func checkRawFrames(t *testing.T, evs []sdk.RuntimeEvent) {
-	t.Helper()
-	for _, ev := range evs {
-		if ev.RawFrame == 0 && ev.Kind != sdk.EventTurnStarted {
-			t.Errorf("event %s (%s) names no raw frame", ev.Kind, ev.ItemRef)
-		}
-	}
 }

@@ -37,40 +37,41 @@ func TestDescribe(t *testing.T) {
 
 func TestSimple(t *testing.T) {
 	s := open(t, "simple", t.TempDir(), "", nil)
-	root := s.open.ProviderThreadRef
-	turn := s.startTurn("Say hello")
-	evs := s.waitTurn(turn)
+	root := s.Open.ProviderThreadRef
+	turn := s.StartTurn(t, "Say hello").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	term := evs[len(evs)-1]
 	if term.Status != sdk.TurnCompleted || !term.ThreadUsable || term.ThreadRef != root {
 		t.Fatalf("turn ended %+v; want completed and usable on %s", term, root)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Hello! How can I help you today?" {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "Hello! How can I help you today?" {
 		t.Errorf("assistant text = %q", got)
 	}
-	if got := text(evs, root, sdk.ItemReasoning); got != "The user wants a greeting." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemReasoning); got != "The user wants a greeting." {
 		t.Errorf("reasoning text = %q", got)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.ItemKind == sdk.ItemUserMessage }); n != 0 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.ItemKind == sdk.ItemUserMessage }); n != 0 {
 		t.Errorf("the user's own message came back as %d events", n)
 	}
-	u := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
+	u := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
 	if u.Usage == nil || u.Usage.TotalTokens != u.Usage.InputTokens+u.Usage.OutputTokens || u.Usage.TotalTokens == 0 {
 		t.Errorf("usage = %+v", u.Usage)
 	}
 	// codex with a custom model provider reports rate limits with every
 	// field null: no rate_limit event, no diagnostic.
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventRateLimit || ev.Kind == sdk.EventDiagnostic
 	}); n != 0 {
 		t.Errorf("%d rate_limit/diagnostic events: %s", n, plugintest.Kinds(evs))
 	}
-	checkItemsClosed(t, evs)
-	checkRawFrames(t, evs)
-	all := s.close()
+	plugintest.CheckItemsClosed(t, evs)
+	plugintest.CheckRawFrames(t, evs)
+	s.Close(t)
+	all := s.All()
 	if first := all[0]; first.Kind != sdk.EventThreadStarted || first.ThreadRef != root || first.ParentThreadRef != "" {
 		t.Errorf("first event %+v; want the root's thread_started", first)
 	}
-	if n := count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted }); n != 1 {
+	if n := plugintest.Count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted }); n != 1 {
 		t.Errorf("%d thread_started events; want 1 (codex's own thread/started for the root is not repeated)", n)
 	}
 	if last := all[len(all)-1]; last.Status != sdk.ExitClosed {
@@ -82,15 +83,15 @@ func TestSimple(t *testing.T) {
 // reply) to end, then runs as a turn of its own.
 func TestQueuedTurns(t *testing.T) {
 	s := open(t, "multi_turn", t.TempDir(), "", nil)
-	root := s.open.ProviderThreadRef
-	first := s.startTurn("Answer slowly")
-	started := s.until("the first turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted && ev.TurnRef == first })
+	root := s.Open.ProviderThreadRef
+	first := s.StartTurn(t, "Answer slowly").TurnRef
+	started := s.Until(t, "the first turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted && ev.TurnRef == first })
 	if c := started[len(started)-1].ClientTurnID; c != "client-turn-1" {
 		t.Errorf("turn_started names client turn %q, want client-turn-1", c)
 	}
-	evs := s.waitTurn(first)
-	second := s.startTurn("Then answer again")
-	evs2 := s.waitTurn(second)
+	evs := s.WaitTurnRef(t, first)
+	second := s.StartTurn(t, "Then answer again").TurnRef
+	evs2 := s.WaitTurnRef(t, second)
 	if first == second {
 		t.Fatalf("both turns are %s", first)
 	}
@@ -102,11 +103,11 @@ func TestQueuedTurns(t *testing.T) {
 		if term.Status != sdk.TurnCompleted {
 			t.Errorf("turn %d ended %s", i+1, term.Status)
 		}
-		if got := text(c.evs, root, sdk.ItemAssistantMessage); got != c.want {
+		if got := plugintest.ItemText(c.evs, root, sdk.ItemAssistantMessage); got != c.want {
 			t.Errorf("turn %d text = %q, want %q", i+1, got, c.want)
 		}
 	}
-	s.close()
+	s.Close(t)
 }
 
 // TestSteering: a steer goes into the running turn (turn/steer with the
@@ -114,62 +115,59 @@ func TestQueuedTurns(t *testing.T) {
 // turn. A steer with no turn running is an error, not a silent no-op.
 func TestSteering(t *testing.T) {
 	s := open(t, "message_steering", t.TempDir(), "", nil)
-	root := s.open.ProviderThreadRef
-	turn := s.startTurn("Write a long story")
-	s.until("the turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
-	if err := s.p.SteerTurn(context.Background(), sdk.SteerTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: "Make it short"}}); err != nil {
+	root := s.Open.ProviderThreadRef
+	turn := s.StartTurn(t, "Write a long story").TurnRef
+	s.Until(t, "the turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	if err := s.Steer("", "Make it short"); err != nil {
 		t.Fatalf("steer: %v", err)
 	}
-	evs := s.waitTurn(turn)
+	evs := s.WaitTurnRef(t, turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %s", term.Status)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "A short story: the end." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "A short story: the end." {
 		t.Errorf("assistant text = %q; want only the answer to the steer", got)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); n != 0 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); n != 0 {
 		t.Errorf("the steer started %d turns", n)
 	}
-	err := s.p.SteerTurn(context.Background(), sdk.SteerTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: "late"}})
+	err := s.Steer("", "late")
 	if !errors.Is(err, sdk.ErrBusy) || !strings.Contains(err.Error(), "no turn is running") {
 		t.Errorf("steer after the turn = %v; want a busy error saying no turn is running", err)
 	}
-	s.close()
+	s.Close(t)
 }
 
 // TestInterrupt: an interrupt without a turn ref stops the running turn,
 // which ends interrupted when codex says so.
 func TestInterrupt(t *testing.T) {
 	s := open(t, "turn_interrupt", t.TempDir(), "", nil)
-	turn := s.startTurn("Count to a million, slowly")
-	s.until("the turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
-	if err := s.p.InterruptTurn(context.Background(), sdk.InterruptTurnRequest{SessionID: s.id}); err != nil {
-		t.Fatalf("interrupt: %v", err)
-	}
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "Count to a million, slowly").TurnRef
+	s.Until(t, "the turn's start", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	s.Interrupt(t, "")
+	evs := s.WaitTurnRef(t, turn)
 	term := evs[len(evs)-1]
 	if term.Status != sdk.TurnInterrupted || term.Failure != nil || !term.ThreadUsable {
 		t.Fatalf("turn ended %+v; want interrupted, usable, no failure", term)
 	}
 	// Nothing runs any more: a second interrupt is a quiet acknowledgement.
-	if err := s.p.InterruptTurn(context.Background(), sdk.InterruptTurnRequest{SessionID: s.id}); err != nil {
-		t.Errorf("interrupt with no turn: %v", err)
-	}
-	s.close()
+	s.Interrupt(t, "")
+	s.Close(t)
 }
 
 // TestApprovalAccept: a command and a patch are each asked of the host
 // (codex runs with approvalPolicy "untrusted"); accepted, both run.
 func TestApprovalAccept(t *testing.T) {
 	ws := t.TempDir()
-	s := open(t, "approval_accept", ws, "", answerAll(sdk.DecisionAccept))
-	root := s.open.ProviderThreadRef
-	turn := s.startTurn("Create made.txt with a command, then hello.txt with a patch")
-	evs := s.waitTurn(turn)
+	s := open(t, "approval_accept", ws, "", nil)
+	s.Answer = sdk.DecisionAccept
+	root := s.Open.ProviderThreadRef
+	turn := s.StartTurn(t, "Create made.txt with a command, then hello.txt with a patch").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %s", term.Status)
 	}
-	reqs := filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	reqs := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	if len(reqs) != 2 || reqs[0].RequestKind != "command_approval" || reqs[1].RequestKind != "file_change_approval" {
 		t.Fatalf("requests: %+v", reqs)
 	}
@@ -184,10 +182,10 @@ func TestApprovalAccept(t *testing.T) {
 		t.Errorf("patch request title = %q; want the file it changes", patch.Title)
 	}
 	for _, q := range reqs {
-		resolved := index(evs, func(ev sdk.RuntimeEvent) bool {
+		resolved := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
 			return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == q.RequestRef && ev.Status == "accept"
 		})
-		done := index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemRef == q.ItemRef })
+		done := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemRef == q.ItemRef })
 		if resolved < 0 || done < resolved {
 			t.Errorf("request %s: resolved at %d, its item completed at %d", q.RequestRef, resolved, done)
 		}
@@ -195,7 +193,7 @@ func TestApprovalAccept(t *testing.T) {
 			t.Errorf("item %s ended %s", item.ItemRef, item.Status)
 		}
 	}
-	ran := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	ran := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
 	})
 	var detail struct {
@@ -210,28 +208,28 @@ func TestApprovalAccept(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "I will create made.txt first.Done: made.txt and hello.txt exist." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "I will create made.txt first.Done: made.txt and hello.txt exist." {
 		t.Errorf("assistant text = %q", got)
 	}
-	checkItemsClosed(t, evs)
-	s.close()
+	plugintest.CheckItemsClosed(t, evs)
+	s.Close(t)
 }
 
 // TestApprovalDecline: a declined command does not run, and the turn goes
 // on to completion.
 func TestApprovalDecline(t *testing.T) {
 	ws := t.TempDir()
-	s := open(t, "approval_decline", ws, "", answerAll(sdk.DecisionDecline))
-	turn := s.startTurn("Create declined.txt")
-	evs := s.waitTurn(turn)
+	s := open(t, "approval_decline", ws, "", nil) // requests declined
+	turn := s.StartTurn(t, "Create declined.txt").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %s", term.Status)
 	}
-	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	req := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	if req.RequestKind != "command_approval" {
 		t.Errorf("request kind %q", req.RequestKind)
 	}
-	item := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	item := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
 	})
 	if item.Status != sdk.ItemDeclined || item.ItemRef != req.ItemRef {
@@ -240,7 +238,7 @@ func TestApprovalDecline(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "declined.txt")); err == nil {
 		t.Error("declined.txt exists")
 	}
-	s.close()
+	s.Close(t)
 }
 
 // TestSubagent: the child thread codex spawns (it sends no thread/started
@@ -248,50 +246,50 @@ func TestApprovalDecline(t *testing.T) {
 // never takes the child's turn for a root turn; the root turn ends last.
 func TestSubagent(t *testing.T) {
 	s := open(t, "subagent", t.TempDir(), "", nil)
-	root := s.open.ProviderThreadRef
-	turn := s.startTurn("Ask a helper agent to say hi")
-	evs := s.waitTurn(turn)
+	root := s.Open.ProviderThreadRef
+	turn := s.StartTurn(t, "Ask a helper agent to say hi").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	term := evs[len(evs)-1]
 	if term.Status != sdk.TurnCompleted || term.ThreadRef != root {
 		t.Fatalf("root turn ended %+v", term)
 	}
 	isChild := func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root }
-	child := find(t, evs, isChild)
+	child := plugintest.Find(t, evs, isChild)
 	if child.ParentThreadRef != root || child.ThreadRef == root || child.ThreadRef == "" {
 		t.Fatalf("child thread_started %+v; want a child of %s", child, root)
 	}
-	announced := index(evs, isChild)
+	announced := plugintest.Index(evs, isChild)
 	for i, ev := range evs {
 		if ev.ThreadRef == child.ThreadRef && i < announced {
 			t.Errorf("event %d (%s) on the child thread comes before its thread_started", i, ev.Kind)
 		}
 	}
-	childTurn := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	childTurn := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef
 	})
 	if childTurn.Title != "child task: say hi" {
 		t.Errorf("child turn title %q; want its prompt", childTurn.Title)
 	}
-	childEnd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	childEnd := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == child.ThreadRef
 	})
 	if childEnd.Status != sdk.TurnCompleted || childEnd.TurnRef != childTurn.TurnRef {
 		t.Errorf("child turn ended %+v", childEnd)
 	}
-	if got := text(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
+	if got := plugintest.ItemText(evs, child.ThreadRef, sdk.ItemAssistantMessage); got != "Child says hi." {
 		t.Errorf("child text = %q", got)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Spawning a helper.The helper said hi. Done." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "Spawning a helper.The helper said hi. Done." {
 		t.Errorf("root text = %q", got)
 	}
-	spawns := filter(evs, func(ev sdk.RuntimeEvent) bool {
+	spawns := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemSubagent && ev.ThreadRef == root
 	})
 	if len(spawns) != 2 || !strings.HasPrefix(spawns[0].Title, "spawnAgent") || spawns[1].Title != "wait" {
 		t.Errorf("subagent items: %+v", spawns)
 	}
-	checkItemsClosed(t, evs)
-	s.close()
+	plugintest.CheckItemsClosed(t, evs)
+	s.Close(t)
 }
 
 // TestResume: codex started again resumes the thread (thread/resume), and
@@ -300,28 +298,28 @@ func TestResume(t *testing.T) {
 	ws := t.TempDir()
 	state := filepath.Join(t.TempDir(), "cursor")
 	s := open(t, "resume", ws, state, nil)
-	thread := s.open.ProviderThreadRef
-	evs := s.waitTurn(s.startTurn("Remember the word banana"))
-	if got := text(evs, thread, sdk.ItemAssistantMessage); got != "Noted: the word is banana." {
+	thread := s.Open.ProviderThreadRef
+	evs := s.WaitTurnRef(t, s.StartTurn(t, "Remember the word banana").TurnRef)
+	if got := plugintest.ItemText(evs, thread, sdk.ItemAssistantMessage); got != "Noted: the word is banana." {
 		t.Errorf("turn 1 text = %q", got)
 	}
-	s.close()
+	s.Close(t)
 
-	s2 := openWith(t, s.p, s.req, thread, nil)
-	if !s2.open.Resumed || s2.open.ProviderThreadRef != thread {
-		t.Fatalf("open = %+v; want thread %s resumed", s2.open, thread)
+	s2 := openWith(t, s.Plugin(), s.Request(), thread, nil)
+	if !s2.Open.Resumed || s2.Open.ProviderThreadRef != thread {
+		t.Fatalf("open = %+v; want thread %s resumed", s2.Open, thread)
 	}
-	evs = s2.waitTurn(s2.startTurn("What was the word?"))
+	evs = s2.WaitTurnRef(t, s2.StartTurn(t, "What was the word?").TurnRef)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn 2 ended %s", term.Status)
 	}
-	if got := text(evs, thread, sdk.ItemAssistantMessage); got != "The word was banana." {
+	if got := plugintest.ItemText(evs, thread, sdk.ItemAssistantMessage); got != "The word was banana." {
 		t.Errorf("turn 2 text = %q", got)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d diagnostics (resume's extra notifications must be quiet): %s", n, plugintest.Kinds(evs))
 	}
-	s2.close()
+	s2.Close(t)
 }
 
 // TestUnknownRequest: a server request of a method the plugin does not know
@@ -334,13 +332,13 @@ func TestUnknownRequest(t *testing.T) {
 		}
 		return sdk.DecisionDecline, nil
 	})
-	root := s.open.ProviderThreadRef
-	turn := s.startTurn("Pick a colour for the button")
-	evs := s.waitTurn(turn)
+	root := s.Open.ProviderThreadRef
+	turn := s.StartTurn(t, "Pick a colour for the button").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %s", term.Status)
 	}
-	reqs := filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	reqs := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	if len(reqs) != 2 {
 		t.Fatalf("requests: %+v", reqs)
 	}
@@ -353,21 +351,21 @@ func TestUnknownRequest(t *testing.T) {
 		t.Errorf("question = %+v", ask)
 	}
 	for _, want := range []struct{ ref, status string }{{gen.RequestRef, "decline"}, {ask.RequestRef, "answer"}} {
-		if n := count(evs, func(ev sdk.RuntimeEvent) bool {
+		if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool {
 			return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == want.ref
 		}); n != 1 {
 			t.Errorf("request %s resolved %d times; want once (codex's serverRequest/resolved is not repeated)", want.ref, n)
 		}
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "Blue it is." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "Blue it is." {
 		t.Errorf("assistant text = %q", got)
 	}
-	err := s.p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: gen.RequestRef,
+	err := s.Plugin().RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.ID, RequestRef: gen.RequestRef,
 		Decision: sdk.DecisionAccept})
 	if !errors.Is(err, sdk.ErrUnknownRequest) {
 		t.Errorf("answering a resolved request: %v; want unknown request", err)
 	}
-	s.close()
+	s.Close(t)
 }
 
 // TestCloseWithPendingRequest: closing the session while codex waits for
@@ -375,24 +373,24 @@ func TestUnknownRequest(t *testing.T) {
 // (its thread cannot go on in that process), before the runtime exit.
 func TestCloseWithPendingRequest(t *testing.T) {
 	s := open(t, "approval_decline", t.TempDir(), "", func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) { return "", nil })
-	turn := s.startTurn("Create declined.txt")
-	evs := s.until("the request", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	turn := s.StartTurn(t, "Create declined.txt").TurnRef
+	evs := s.Until(t, "the request", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	ref := evs[len(evs)-1].RequestRef
-	if err := s.p.CloseSession(context.Background(), s.id); err != nil {
+	if err := s.Plugin().CloseSession(context.Background(), s.ID); err != nil {
 		t.Fatal(err)
 	}
-	evs = s.until("runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
-	resolved := index(evs, func(ev sdk.RuntimeEvent) bool {
+	evs = s.Until(t, "runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
+	resolved := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == ref && ev.Status == "cancel"
 	})
-	term := index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turn })
+	term := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turn })
 	if resolved < 0 || term < 0 || evs[term].Status != sdk.TurnFailed || evs[term].ThreadUsable {
 		t.Fatalf("events after close: %s; want the request cancelled and the turn failed, unusable", plugintest.Kinds(evs))
 	}
 	if exit := evs[len(evs)-1]; exit.Status != sdk.ExitClosed {
 		t.Errorf("runtime exit %+v; want closed", exit)
 	}
-	err := s.p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: ref, Decision: sdk.DecisionAccept})
+	err := s.Plugin().RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.ID, RequestRef: ref, Decision: sdk.DecisionAccept})
 	if !errors.Is(err, sdk.ErrNotResumable) {
 		t.Errorf("answer after close: %v; want not resumable", err)
 	}
@@ -404,25 +402,26 @@ func TestCloseWithPendingRequest(t *testing.T) {
 // reverts codex's history before it, and the thread takes its next turn.
 // The revert's notifications are quiet.
 func TestRollback(t *testing.T) {
-	s := open(t, "thread_rollback", t.TempDir(), "", answerAll(sdk.DecisionAccept))
-	root := s.open.ProviderThreadRef
+	s := open(t, "thread_rollback", t.TempDir(), "", nil)
+	s.Answer = sdk.DecisionAccept
+	root := s.Open.ProviderThreadRef
 	var turns []string
 	for _, step := range []struct{ input, reply string }{
 		{"Write a.txt saying one", "Wrote a.txt."},
 		{"Add a line to a.txt and write sub/b.txt", "Changed a.txt and added sub/b.txt."},
 		{"Write c.txt", "Added c.txt."},
 	} {
-		ref := s.startTurn(step.input)
-		evs := s.waitTurn(ref)
+		ref := s.StartTurn(t, step.input).TurnRef
+		evs := s.WaitTurnRef(t, ref)
 		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 			t.Fatalf("turn %q ended %s", step.input, term.Status)
 		}
-		if got := text(evs, root, sdk.ItemAssistantMessage); got != step.reply {
+		if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != step.reply {
 			t.Errorf("turn %q text = %q, want %q", step.input, got, step.reply)
 		}
 		turns = append(turns, ref)
 	}
-	res, err := s.p.RollbackThread(context.Background(), sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 2,
+	res, err := s.Plugin().RollbackThread(context.Background(), sdk.RollbackThreadRequest{SessionID: s.ID, ThreadRef: root, Turns: 2,
 		BeforeTurnRef: turns[1]})
 	if err != nil {
 		t.Fatalf("rollback of the last 2 turns: %v", err)
@@ -430,16 +429,17 @@ func TestRollback(t *testing.T) {
 	if res.ThreadRef != root {
 		t.Errorf("rollback names thread %q; want the same thread %s (codex keeps its id)", res.ThreadRef, root)
 	}
-	turn := s.startTurn("What does a.txt say now?")
-	evs := s.waitTurn(turn)
+	turn := s.StartTurn(t, "What does a.txt say now?").TurnRef
+	evs := s.WaitTurnRef(t, turn)
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || term.ThreadRef != root {
 		t.Fatalf("the turn after the rollback ended %+v; want completed on %s", term, root)
 	}
-	if got := text(evs, root, sdk.ItemAssistantMessage); got != "a.txt says one." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "a.txt says one." {
 		t.Errorf("assistant text after the rollback = %q", got)
 	}
-	all := s.close()
-	if n := count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+	s.Close(t)
+	all := s.All()
+	if n := plugintest.Count(all, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d diagnostics (thread/status/changed and thread/reverted must be quiet): %s", n, plugintest.Kinds(all))
 	}
 }
@@ -450,28 +450,28 @@ func TestRollback(t *testing.T) {
 // unknown session is an unknown session.
 func TestRollbackRefused(t *testing.T) {
 	s := openNever(t, "rollback_mismatch")
-	root := s.open.ProviderThreadRef
-	turns := s.turns(t, "turn 1", "turn 2")
+	root := s.Open.ProviderThreadRef
+	turns := runTurns(t, s, "turn 1", "turn 2")
 	ctx := context.Background()
-	if res, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, Turns: 0}); err != nil || res.ThreadRef != root {
+	if res, err := s.Plugin().RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.ID, Turns: 0}); err != nil || res.ThreadRef != root {
 		t.Errorf("rollback of 0 turns = %+v, %v; want thread %s and nothing done", res, err, root)
 	}
-	_, err := s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: root, Turns: 1, BeforeTurnRef: turns[0]})
+	_, err := s.Plugin().RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.ID, ThreadRef: root, Turns: 1, BeforeTurnRef: turns[0]})
 	if !errors.Is(err, sdk.ErrInvalid) || !strings.Contains(err.Error(), turns[0]) || !strings.Contains(err.Error(), turns[1]) ||
 		!strings.Contains(err.Error(), "history differs") {
 		t.Errorf("rollback naming turn 1 when codex's newest is turn 2: %v; want an invalid-request error naming %s and %s "+
 			"and saying the histories differ", err, turns[0], turns[1])
 	}
-	_, err = s.p.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: "no-such-session", Turns: 1})
+	_, err = s.Plugin().RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: "no-such-session", Turns: 1})
 	if !errors.Is(err, sdk.ErrUnknownSession) {
 		t.Errorf("rollback in an unknown session: %v; want unknown session", err)
 	}
-	s.close()
+	s.Close(t)
 }
 
 // openNever opens a session on scenario with codex's approvalPolicy
 // "never", as the probe the rollback transcripts come from ran.
-func openNever(t *testing.T, scenario string) *session {
+func openNever(t *testing.T, scenario string) *plugintest.Session {
 	t.Helper()
 	p := plugintest.Start(t, plugintest.Build(t, "."))
 	ws := t.TempDir()
@@ -480,17 +480,17 @@ func openNever(t *testing.T, scenario string) *session {
 	return openWith(t, p, req, "", nil)
 }
 
-// turns runs one turn per text, each to completion, and returns their refs.
-func (s *session) turns(t *testing.T, texts ...string) []string {
+// runTurns runs one turn per text, each to completion, and returns their refs.
+func runTurns(t *testing.T, s *plugintest.Session, texts ...string) []string {
 	t.Helper()
 	var refs []string
 	for i, input := range texts {
-		ref := s.startTurn(input)
-		evs := s.waitTurn(ref)
+		ref := s.StartTurn(t, input).TurnRef
+		evs := s.WaitTurnRef(t, ref)
 		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 			t.Fatalf("turn %q ended %s", input, term.Status)
 		}
-		if got, want := text(evs, s.open.ProviderThreadRef, sdk.ItemAssistantMessage), fmt.Sprintf("Reply %d.", i+1); got != want {
+		if got, want := plugintest.ItemText(evs, s.Open.ProviderThreadRef, sdk.ItemAssistantMessage), fmt.Sprintf("Reply %d.", i+1); got != want {
 			t.Errorf("turn %q text = %q, want %q", input, got, want)
 		}
 		refs = append(refs, ref)
@@ -498,135 +498,22 @@ func (s *session) turns(t *testing.T, texts ...string) []string {
 	return refs
 }
 
-// session is a plugintest session with the shorthands these tests use.
-// Requests are answered by answer (nil: declined).
-type session struct {
-	*plugintest.Session
-	t    *testing.T
-	p    *plugintest.Plugin
-	id   string
-	req  sdk.OpenSessionRequest
-	open sdk.OpenSessionResponse
-}
-
-func open(t *testing.T, scenario, ws, state string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *session {
+// open opens a session on a transcript in ws, the peer's cursor in state
+// (if not empty); requests are answered by answer (nil: declined).
+func open(t *testing.T, scenario, ws, state string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *plugintest.Session {
 	t.Helper()
 	p := plugintest.Start(t, plugintest.Build(t, "."))
 	req := sdk.OpenSessionRequest{Cwd: ws, Command: plugintest.PeerCommand(filepath.Join(testdata, scenario+".ndjson"), ws, state)}
 	return openWith(t, p, req, "", answer)
 }
 
-func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, resume string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *session {
+// openWith opens a session with req, resuming the provider's thread resume
+// (if not empty); requests are answered by answer (nil: declined).
+func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, resume string, answer func(sdk.RuntimeEvent) (sdk.Decision, map[string]string)) *plugintest.Session {
 	t.Helper()
 	req.SessionID = ""
 	req.ResumeThreadRef = resume
-	ps := p.OpenWith(t, req)
-	ps.AnswerFunc = answer
-	if answer == nil {
-		ps.AnswerFunc = answerAll(sdk.DecisionDecline)
-	}
-	return &session{Session: ps, t: t, p: p, id: ps.ID, req: ps.Request(), open: ps.Open}
-}
-
-func (s *session) startTurn(text string) string {
-	s.t.Helper()
-	r := s.StartTurn(s.t, text)
-	if r.TurnRef == "" {
-		s.t.Fatal("start turn returned no turn ref")
-	}
-	return r.TurnRef
-}
-
-// until reads events up to one that satisfies stop, answering requests.
-func (s *session) until(what string, stop func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
-	s.t.Helper()
-	return s.Until(s.t, what, stop)
-}
-
-// waitTurn reads events up to the terminal of the turn.
-func (s *session) waitTurn(turn string) []sdk.RuntimeEvent {
-	s.t.Helper()
-	return s.until("turn "+turn+" to end", func(ev sdk.RuntimeEvent) bool {
-		return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turn
-	})
-}
-
-// close closes the session and checks that the replay peer ended cleanly
-// (it fails when the plugin sent a frame it did not expect, or too few);
-// it returns every event of the session.
-func (s *session) close() []sdk.RuntimeEvent {
-	s.t.Helper()
-	s.Close(s.t)
-	return s.All()
-}
-
-func answerAll(d sdk.Decision) func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) {
-	return func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) { return d, nil }
-}
-
-// text is the streamed text of items of a kind on a thread.
-func text(evs []sdk.RuntimeEvent, thread string, kind sdk.ItemKind) string {
-	var s string
-	for _, ev := range evs {
-		if ev.Kind == sdk.EventContentDelta && ev.ItemKind == kind && ev.ThreadRef == thread {
-			s += ev.Text
-		}
-	}
+	s := p.OpenWith(t, req)
+	s.AnswerFunc = answer // nil: Answer, decline
 	return s
-}
-
-func filter(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
-	var out []sdk.RuntimeEvent
-	for _, ev := range evs {
-		if f(ev) {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func count(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) int { return len(filter(evs, f)) }
-
-func index(evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) int {
-	for i, ev := range evs {
-		if f(ev) {
-			return i
-		}
-	}
-	return -1
-}
-
-func find(t *testing.T, evs []sdk.RuntimeEvent, f func(sdk.RuntimeEvent) bool) sdk.RuntimeEvent {
-	t.Helper()
-	i := index(evs, f)
-	if i < 0 {
-		t.Fatalf("no such event in %s", plugintest.Kinds(evs))
-	}
-	return evs[i]
-}
-
-func checkItemsClosed(t *testing.T, evs []sdk.RuntimeEvent) {
-	t.Helper()
-	open := map[string]bool{}
-	for _, ev := range evs {
-		switch ev.Kind {
-		case sdk.EventItemStarted:
-			open[ev.ItemRef] = true
-		case sdk.EventItemCompleted:
-			delete(open, ev.ItemRef)
-		}
-	}
-	if len(open) > 0 {
-		t.Errorf("items left open at the turn's end: %v", open)
-	}
-}
-
-// checkRawFrames: every event that comes from a codex frame names it.
-func checkRawFrames(t *testing.T, evs []sdk.RuntimeEvent) {
-	t.Helper()
-	for _, ev := range evs {
-		if ev.RawFrame == 0 {
-			t.Errorf("event %s (%s) names no raw frame", ev.Kind, ev.ItemRef)
-		}
-	}
 }

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/plugintest"
@@ -36,22 +38,7 @@ func open(t *testing.T, p *plugintest.Plugin, scenario string) (*plugintest.Sess
 
 // only keeps the events of one kind (and item kind, if given).
 func only(evs []sdk.RuntimeEvent, kind sdk.EventKind, item sdk.ItemKind) []sdk.RuntimeEvent {
-	var out []sdk.RuntimeEvent
-	for _, ev := range evs {
-		if ev.Kind == kind && (item == "" || ev.ItemKind == item) {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-// text joins the content deltas of one item kind.
-func text(evs []sdk.RuntimeEvent, item sdk.ItemKind) string {
-	var b strings.Builder
-	for _, ev := range only(evs, sdk.EventContentDelta, item) {
-		b.WriteString(ev.Text)
-	}
-	return b.String()
+	return plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == kind && (item == "" || ev.ItemKind == item) })
 }
 
 func terminal(t *testing.T, evs []sdk.RuntimeEvent) sdk.RuntimeEvent {
@@ -92,10 +79,10 @@ func TestSimple(t *testing.T) {
 		ts[0].ClientTurnID != "client-turn-1" || ts[0].TurnRef != r.TurnRef || r.TurnRef == "" {
 		t.Fatalf("thread_started %+v, turn_started %+v (turn %q)", th, ts, r.TurnRef)
 	}
-	if got := text(evs, sdk.ItemAssistantMessage); got != "I'll create hello.txt. Done: hello.txt says hello." {
+	if got := plugintest.ItemText(evs, "", sdk.ItemAssistantMessage); got != "I'll create hello.txt. Done: hello.txt says hello." {
 		t.Errorf("assistant text = %q", got)
 	}
-	if got := text(evs, sdk.ItemReasoning); got != "The user wants a file hello.txt with hello." {
+	if got := plugintest.ItemText(evs, "", sdk.ItemReasoning); got != "The user wants a file hello.txt with hello." {
 		t.Errorf("reasoning = %q", got)
 	}
 	// Two messages: the one before the tool call and the one after.
@@ -114,14 +101,11 @@ func TestSimple(t *testing.T) {
 	if term := terminal(t, evs); term.Status != sdk.TurnCompleted || !term.ThreadUsable || term.TurnRef != r.TurnRef {
 		t.Errorf("terminal: %+v", term)
 	}
-	for _, ev := range evs {
-		if ev.Kind == sdk.EventDiagnostic {
-			t.Errorf("diagnostic: %s %s", ev.Title, ev.Text)
-		}
-		if ev.RawFrame == 0 && ev.Kind != sdk.EventDiagnostic {
-			t.Errorf("%s has no raw frame", ev.Kind)
-		}
+	for _, ev := range only(evs, sdk.EventDiagnostic, "") {
+		t.Errorf("diagnostic: %s %s", ev.Title, ev.Text)
 	}
+	plugintest.CheckItemsClosed(t, evs)
+	plugintest.CheckRawFrames(t, evs)
 	if b, err := os.ReadFile(filepath.Join(ws, "hello.txt")); err != nil || string(b) != "hello\n" {
 		t.Errorf("hello.txt = %q, %v", b, err)
 	}
@@ -156,7 +140,7 @@ func TestMultiTurnResumesTheChat(t *testing.T) {
 	if n := len(only(second, sdk.EventThreadStarted, "")); n != 0 {
 		t.Errorf("the resumed chat was announced again (%d)", n)
 	}
-	if got := text(second, sdk.ItemAssistantMessage); got != "The word was pineapple." {
+	if got := plugintest.ItemText(second, "", sdk.ItemAssistantMessage); got != "The word was pineapple." {
 		t.Errorf("turn 2 said %q", got)
 	}
 	s.Close(t)
@@ -232,7 +216,7 @@ func TestResumeInANewSession(t *testing.T) {
 	if ts := only(evs, sdk.EventTurnStarted, ""); len(ts) != 1 || ts[0].ThreadRef != chat || ts[0].ClientTurnID != "client-turn-1" {
 		t.Errorf("turn_started: %+v", ts)
 	}
-	if got := text(evs, sdk.ItemAssistantMessage); got != "The word was pineapple." {
+	if got := plugintest.ItemText(evs, "", sdk.ItemAssistantMessage); got != "The word was pineapple." {
 		t.Errorf("said %q", got)
 	}
 	s2.Close(t)
@@ -303,8 +287,8 @@ func TestFailureWithoutResult(t *testing.T) {
 	}
 	s.StartTurn(t, "Try again: say hello.")
 	evs := s.WaitTurn(t)
-	if term := terminal(t, evs); term.Status != sdk.TurnCompleted || text(evs, sdk.ItemAssistantMessage) != "Hello!" {
-		t.Fatalf("the turn after: %+v %q", term, text(evs, sdk.ItemAssistantMessage))
+	if term := terminal(t, evs); term.Status != sdk.TurnCompleted || plugintest.ItemText(evs, "", sdk.ItemAssistantMessage) != "Hello!" {
+		t.Fatalf("the turn after: %+v %q", term, plugintest.ItemText(evs, "", sdk.ItemAssistantMessage))
 	}
 	s.Close(t)
 }
@@ -398,7 +382,7 @@ func TestToolVariants(t *testing.T) {
 	if len(diags) != 3 {
 		t.Errorf("diagnostics = %d, want 3 (a line that is no event, an object without a type, an unknown event type): %+v", len(diags), diags)
 	}
-	if got := text(evs, sdk.ItemAssistantMessage); got != "Looking around.Tidied notes.txt; go vet found unreachable code." {
+	if got := plugintest.ItemText(evs, "", sdk.ItemAssistantMessage); got != "Looking around.Tidied notes.txt; go vet found unreachable code." {
 		t.Errorf("assistant text = %q", got)
 	}
 	if term := terminal(t, evs); term.Status != sdk.TurnCompleted {
@@ -456,5 +440,59 @@ func TestUnknownRuntimePolicy(t *testing.T) {
 		Command: plugintest.PeerCommand(testdata+"simple.ndjson", ws, "")})
 	if !errors.Is(err, sdk.ErrInvalid) {
 		t.Fatalf("open: %v, want invalid", err)
+	}
+}
+
+// TestNoProcessLeftAfterClose: a process cursor-agent started in its
+// process group (a command left in the background) does not outlive the
+// session; the one here also keeps the CLI's stdout open.
+func TestNoProcessLeftAfterClose(t *testing.T) {
+	p := start(t)
+	ws, dir := t.TempDir(), t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	cmd := plugintest.PeerCommand(testdata+"simple.ndjson", ws, filepath.Join(dir, "cursor"))
+	cmd.Argv = append([]string{"sh", "-c", `sleep 300 & echo $! > ` + pidFile + `; exec "$0" "$@"`}, cmd.Argv...)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
+	s.StartTurn(t, "Write hello.txt saying hello, then tell me you did.")
+	if term := terminal(t, s.WaitTurn(t)); term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %+v; want completed", term)
+	}
+	s.Close(t)
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(b))
+	t.Cleanup(func() { _ = exec.Command("kill", "-9", pid).Run() })
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		// Gone, or a zombie nobody reaped yet.
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %s the CLI left behind still runs after the session closed: %s", pid, stat)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestStdoutClosedButAlive: a CLI that closes its stdout and lives on can
+// no longer say anything; its turn does not wait for it to end by itself:
+// it is stopped, and the turn fails saying so.
+func TestStdoutClosedButAlive(t *testing.T) {
+	p := start(t)
+	ws := t.TempDir()
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: sdk.ProviderCommand{
+		Argv: []string{"sh", "-c", `echo '{"type":"system","subtype":"init","session_id":"chat-1"}'; exec >&-; sleep 300`}}})
+	began := time.Now()
+	s.StartTurn(t, "Say hello.")
+	term := terminal(t, s.WaitTurn(t))
+	if term.Status != sdk.TurnFailed || term.Failure == nil || term.Failure.Code != "provider_exited" {
+		t.Fatalf("terminal: %+v (failure %+v)", term, term.Failure)
+	}
+	if d := time.Since(began); d > 15*time.Second {
+		t.Errorf("the turn ended after %v; want a few seconds", d)
 	}
 }

@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/plugintest"
+	"github.com/baton-run/baton/sdk/sse"
 )
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
@@ -55,7 +61,7 @@ func TestSimple(t *testing.T) {
 	root := s.Open.ProviderThreadRef
 	s.StartTurn(t, "Say hello")
 	evs := s.WaitTurn(t)
-	started := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+	started := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
 	if started.ClientTurnID != "client-turn-1" || started.ThreadRef != root || !strings.HasPrefix(started.TurnRef, "msg_") {
 		t.Errorf("turn_started %+v; want client-turn-1 on %s, the user message as the turn", started, root)
 	}
@@ -68,18 +74,20 @@ func TestSimple(t *testing.T) {
 	}
 	// The text came as one delta and again whole in the part's update: the
 	// item carries it once.
-	if got := deltas(evs, sdk.ItemAssistantMessage); got != "Hello from the replay agent." {
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "Hello from the replay agent." {
 		t.Errorf("content deltas = %q; want the text once", got)
 	}
-	u := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
+	u := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage })
 	if u.Usage == nil || u.Usage.InputTokens == 0 || u.Usage.OutputTokens == 0 || u.Usage.TotalTokens < u.Usage.InputTokens+u.Usage.OutputTokens {
 		t.Errorf("usage = %+v", u.Usage)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("%d diagnostics: %s", n, plugintest.Kinds(evs))
 	}
-	checkItemsClosed(t, evs)
-	checkRawFrames(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
+	// Every event names the server's frame it came from, but a request's
+	// resolution, which the plugin reports as it sends the host's answer.
+	plugintest.CheckRawFrames(t, evs, sdk.EventRequestResolved)
 	all := s.Close(t)
 	if first := s.All()[0]; first.Kind != sdk.EventThreadStarted || first.ThreadRef != root || first.ParentThreadRef != "" {
 		t.Errorf("first event %+v; want the root's thread_started", first)
@@ -108,27 +116,6 @@ func TestMismatchFailsClose(t *testing.T) {
 	}
 }
 
-func find(t *testing.T, evs []sdk.RuntimeEvent, pred func(sdk.RuntimeEvent) bool) sdk.RuntimeEvent {
-	t.Helper()
-	for _, ev := range evs {
-		if pred(ev) {
-			return ev
-		}
-	}
-	t.Fatalf("no such event in %s", plugintest.Kinds(evs))
-	return sdk.RuntimeEvent{}
-}
-
-func count(evs []sdk.RuntimeEvent, pred func(sdk.RuntimeEvent) bool) int {
-	n := 0
-	for _, ev := range evs {
-		if pred(ev) {
-			n++
-		}
-	}
-	return n
-}
-
 // text is the completed items' text of a kind on a thread, joined.
 func text(evs []sdk.RuntimeEvent, thread string, kind sdk.ItemKind) string {
 	var parts []string
@@ -138,49 +125,6 @@ func text(evs []sdk.RuntimeEvent, thread string, kind sdk.ItemKind) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-func deltas(evs []sdk.RuntimeEvent, kind sdk.ItemKind) string {
-	var b strings.Builder
-	for _, ev := range evs {
-		if ev.Kind == sdk.EventContentDelta && ev.ItemKind == kind {
-			b.WriteString(ev.Text)
-		}
-	}
-	return b.String()
-}
-
-// checkItemsClosed: every item started is completed once.
-func checkItemsClosed(t *testing.T, evs []sdk.RuntimeEvent) {
-	t.Helper()
-	open := map[string]bool{}
-	for _, ev := range evs {
-		switch ev.Kind {
-		case sdk.EventItemStarted:
-			if open[ev.ItemRef] {
-				t.Errorf("item %s started twice", ev.ItemRef)
-			}
-			open[ev.ItemRef] = true
-		case sdk.EventItemCompleted:
-			if !open[ev.ItemRef] {
-				t.Errorf("item %s completed but not open", ev.ItemRef)
-			}
-			delete(open, ev.ItemRef)
-		}
-	}
-	for ref := range open {
-		t.Errorf("item %s never completed", ref)
-	}
-}
-
-// checkRawFrames: every event from the provider names its raw frame.
-func checkRawFrames(t *testing.T, evs []sdk.RuntimeEvent) {
-	t.Helper()
-	for _, ev := range evs {
-		if ev.RawFrame == 0 && ev.Kind != sdk.EventRequestResolved {
-			t.Errorf("%s event without a raw frame", ev.Kind)
-		}
-	}
 }
 
 func readFile(t *testing.T, path string) string {
@@ -201,7 +145,7 @@ func TestMultiTurn(t *testing.T) {
 	for i, c := range []struct{ send, want string }{{"Say hello", "First reply."}, {"Say it again", "Second reply."}} {
 		s.StartTurn(t, c.send)
 		evs := s.WaitTurn(t)
-		st := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
+		st := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted })
 		if want := "client-turn-" + string(rune('1'+i)); st.ClientTurnID != want {
 			t.Errorf("turn %d started with client turn %q, want %s", i+1, st.ClientTurnID, want)
 		}
@@ -212,7 +156,7 @@ func TestMultiTurn(t *testing.T) {
 		if got := text(evs, root, sdk.ItemAssistantMessage); got != c.want {
 			t.Errorf("turn %d text = %q, want %q", i+1, got, c.want)
 		}
-		checkItemsClosed(t, evs)
+		plugintest.CheckItemsClosed(t, evs)
 	}
 	if refs[0] == refs[1] {
 		t.Errorf("both turns are %s", refs[0])
@@ -232,29 +176,24 @@ func TestApprovalAccept(t *testing.T) {
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
 		t.Fatalf("turn ended %+v", term)
 	}
-	var reqs []sdk.RuntimeEvent
-	for _, ev := range evs {
-		if ev.Kind == sdk.EventRequestOpened {
-			reqs = append(reqs, ev)
-		}
-	}
+	reqs := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	if len(reqs) != 2 || reqs[0].RequestKind != "command_approval" || reqs[0].Text != "echo made > made.txt" ||
 		reqs[1].RequestKind != "file_change_approval" || reqs[0].ItemRef == "" || reqs[0].ThreadRef != root {
 		t.Fatalf("requests %+v; want a command then a file change, each naming its item", reqs)
 	}
-	resolved := count(evs, func(ev sdk.RuntimeEvent) bool {
+	resolved := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventRequestResolved && ev.Status == string(sdk.DecisionAccept)
 	})
 	if resolved != 2 {
 		t.Errorf("%d requests resolved as accepted, want 2", resolved)
 	}
-	cmd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	cmd := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
 	})
 	if cmd.Status != sdk.ItemDone || cmd.Title != "echo made > made.txt" || cmd.ItemRef != reqs[0].ItemRef {
 		t.Errorf("command item %+v", cmd)
 	}
-	fc := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	fc := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange
 	})
 	if fc.Status != sdk.ItemDone || fc.Title != "hello.txt" {
@@ -267,7 +206,7 @@ func TestApprovalAccept(t *testing.T) {
 	if got := readFile(t, filepath.Join(ws, "made.txt")); got != "made\n" {
 		t.Errorf("made.txt = %q", got)
 	}
-	checkItemsClosed(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
 	s.Close(t)
 }
 
@@ -280,12 +219,12 @@ func TestApprovalDecline(t *testing.T) {
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted || !term.ThreadUsable {
 		t.Fatalf("turn ended %+v", term)
 	}
-	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
-	res := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
+	req := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	res := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
 	if req.RequestKind != "command_approval" || res.RequestRef != req.RequestRef || res.Status != string(sdk.DecisionDecline) {
 		t.Errorf("request %+v resolved %+v", req, res)
 	}
-	cmd := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	cmd := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemCommandExecution
 	})
 	if cmd.Status != sdk.ItemDeclined {
@@ -294,7 +233,7 @@ func TestApprovalDecline(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "declined.txt")); err == nil {
 		t.Error("declined.txt exists")
 	}
-	checkItemsClosed(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
 	s.Close(t)
 }
 
@@ -308,7 +247,7 @@ func TestSubagent(t *testing.T) {
 	evs := s.Until(t, "the root turn's end", func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == root
 	})
-	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	child := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
 	if child.ParentThreadRef != root || child.ThreadRef == root || !strings.HasPrefix(child.ThreadRef, "ses_") {
 		t.Fatalf("child thread %+v", child)
 	}
@@ -329,7 +268,7 @@ func TestSubagent(t *testing.T) {
 	if got := strings.Join(order, ", "); got != "child thread, child turn, end of child, end of root" {
 		t.Errorf("order: %s", got)
 	}
-	task := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	task := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemSubagent
 	})
 	if task.ThreadRef != root || task.Status != sdk.ItemDone || task.Title != "task: Say hi" {
@@ -341,7 +280,7 @@ func TestSubagent(t *testing.T) {
 	if got := text(evs, root, sdk.ItemAssistantMessage); got != "The helper said hi." {
 		t.Errorf("root text = %q", got)
 	}
-	checkItemsClosed(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
 	s.Close(t)
 }
 
@@ -358,10 +297,10 @@ func TestInterrupt(t *testing.T) {
 	if term.Status != sdk.TurnInterrupted || term.Failure != nil || !term.ThreadUsable {
 		t.Fatalf("turn ended %+v; want interrupted, usable, no failure", term)
 	}
-	if n := count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
+	if n := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic }); n != 0 {
 		t.Errorf("the abort made %d diagnostics", n)
 	}
-	checkItemsClosed(t, evs)
+	plugintest.CheckItemsClosed(t, evs)
 	// An interrupt with no turn running sends nothing (the peer would
 	// refuse an unexpected request) and is still acknowledged.
 	s.Interrupt(t, "")
@@ -399,7 +338,7 @@ func TestResumeUnknownSession(t *testing.T) {
 		t.Fatalf("open: %+v; want a new session, not resumed", s.Open)
 	}
 	evs := s.Close(t)
-	d := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
+	d := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
 	if !strings.Contains(d.Title, "could not resume session ses_gone") {
 		t.Errorf("diagnostic %+v", d)
 	}
@@ -462,15 +401,15 @@ func TestSubagentCheckpoint(t *testing.T) {
 	evs := s.Until(t, "the root turn's end", func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnTerminal && ev.ThreadRef == root
 	})
-	child := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
-	childTurn := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	child := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventThreadStarted && ev.ThreadRef != root })
+	childTurn := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventTurnStarted && ev.ThreadRef == child.ThreadRef
 	})
-	req := find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	req := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	if req.ThreadRef != child.ThreadRef || req.TurnRef != childTurn.TurnRef || req.RequestKind != "file_change_approval" {
 		t.Errorf("request %+v; want the child turn's file change", req)
 	}
-	fc := find(t, evs, func(ev sdk.RuntimeEvent) bool {
+	fc := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemKind == sdk.ItemFileChange
 	})
 	if fc.ThreadRef != child.ThreadRef || fc.Title != "notes.txt" || fc.Status != sdk.ItemDone {
@@ -478,6 +417,169 @@ func TestSubagentCheckpoint(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(ws, "notes.txt")); got != "notes from the helper\n" {
 		t.Errorf("notes.txt = %q", got)
+	}
+	s.Close(t)
+}
+
+// TestCrashWithGrandchildHoldingStdout: opencode dies during a turn while a
+// process it started (a language server, a command left in the
+// background) keeps its stdout open. The turn still ends, failed, and the
+// session's runtime_exited comes: the plugin does not wait for that
+// process to end.
+func TestCrashWithGrandchildHoldingStdout(t *testing.T) {
+	// simple, cut after the first text delta, where opencode crashes.
+	lines := strings.SplitAfter(readFile(t, filepath.Join(testdata, "simple.ndjson")), "\n")
+	cut := -1
+	for i, l := range lines {
+		if strings.Contains(l, `"type":"message.part.delta"`) {
+			cut = i + 1
+			break
+		}
+	}
+	if cut < 0 {
+		t.Fatal("simple.ndjson has no message.part.delta")
+	}
+	crash := filepath.Join(t.TempDir(), "crash.ndjson")
+	body := strings.Join(lines[:cut], "") + `{"type":"runtime_exit","status":"error","error":"crashed","wait":"now"}` + "\n"
+	if err := os.WriteFile(crash, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	p := start(t)
+	cmd := plugintest.PeerCommand(crash, ws, "")
+	// The peer's grandchild keeps its stdout open; its process group goes
+	// when the session closes.
+	cmd.Argv = append([]string{"sh", "-c", `sleep 300 & exec "$0" "$@"`}, cmd.Argv...)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
+	s.StartTurn(t, "Say hello")
+	began := time.Now()
+	evs := s.WaitTurn(t)
+	term := evs[len(evs)-1]
+	if term.Status != sdk.TurnFailed || term.Failure == nil || term.Failure.Code != "provider_exited" {
+		t.Fatalf("turn ended %+v; want failed: opencode exited", term)
+	}
+	evs = s.Until(t, "runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
+	if last := evs[len(evs)-1]; last.Status != sdk.ExitFailed {
+		t.Errorf("runtime exit %+v; want failed", last)
+	}
+	if d := time.Since(began); d > 15*time.Second {
+		t.Errorf("the turn ended %v after opencode's exit; want a few seconds", d)
+	}
+}
+
+// TestOverLongEventIsADiagnostic: an event too long to keep (over
+// sse.MaxLine) is dropped with a diagnostic; the stream, opencode and the
+// turn go on.
+func TestOverLongEventIsADiagnostic(t *testing.T) {
+	lines := strings.SplitAfter(readFile(t, filepath.Join(testdata, "simple.ndjson")), "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if strings.Contains(l, `"type":"message.part.delta"`) {
+			b.WriteString(`{"type":"emit_inbound","frame":{"sse":{"type":"message.part.updated","properties":{"huge":"` +
+				strings.Repeat("x", sse.MaxLine) + `"}}}}` + "\n")
+		}
+		b.WriteString(l)
+	}
+	long := filepath.Join(t.TempDir(), "long.ndjson")
+	if err := os.WriteFile(long, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	p := start(t)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: plugintest.PeerCommand(long, ws, "")})
+	s.StartTurn(t, "Say hello")
+	evs := s.WaitTurn(t)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %+v; want completed", term)
+	}
+	diag := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventDiagnostic })
+	if !strings.Contains(diag.Text, "too long") {
+		t.Errorf("diagnostic %+v; want the over-long event named", diag)
+	}
+	if got := text(evs, s.Open.ProviderThreadRef, sdk.ItemAssistantMessage); got != "Hello from the replay agent." {
+		t.Errorf("assistant text = %q", got)
+	}
+	s.Close(t)
+}
+
+// TestOverLongStdoutLine: a line on opencode's stdout too long to keep
+// (over ndjson.DefaultMaxLine) is skipped; the address after it is still
+// found, and stdout is still read.
+func TestOverLongStdoutLine(t *testing.T) {
+	ws := t.TempDir()
+	p := start(t)
+	cmd := plugintest.PeerCommand(filepath.Join(testdata, "simple.ndjson"), ws, "")
+	cmd.Argv = append([]string{"sh", "-c", fmt.Sprintf(`head -c %d /dev/zero | tr '\0' x; echo; exec "$0" "$@"`, ndjson.DefaultMaxLine+10)},
+		cmd.Argv...)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
+	s.StartTurn(t, "Say hello")
+	evs := s.WaitTurn(t)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %+v; want completed", term)
+	}
+	s.Close(t)
+}
+
+// TestInterruptBeforeTheTurnStarted: the host interrupts (naming no turn)
+// after prompt_async was accepted and before opencode's user message
+// started the turn. The interrupt is not lost: opencode is asked to abort
+// once the turn runs, and the turn ends interrupted.
+func TestInterruptBeforeTheTurnStarted(t *testing.T) {
+	// turn_interrupt, played in real time with no waits but one: the user
+	// message comes 1.5 s after prompt_async's answer.
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(readFile(t, filepath.Join(testdata, "turn_interrupt.ndjson")), "\n") {
+		if l == "" {
+			continue
+		}
+		var e map[string]any
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		delete(e, "afterMs")
+		if e["label"] == "15.message.updated" {
+			e["afterMs"] = 1500
+		}
+		out, _ := json.Marshal(e)
+		b.Write(append(out, '\n'))
+	}
+	late := filepath.Join(t.TempDir(), "late.ndjson")
+	if err := os.WriteFile(late, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	p := start(t)
+	cmd := plugintest.PeerCommand(late, ws, "")
+	if i := slices.Index(cmd.Argv, "--speed"); i < 0 {
+		t.Fatalf("no --speed in %v", cmd.Argv)
+	} else {
+		cmd.Argv[i+1] = "1"
+	}
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
+	s.StartTurn(t, "Count to a million, slowly")
+	s.Interrupt(t, "")
+	evs := s.WaitTurn(t)
+	if started := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnStarted }); started.ClientTurnID != "client-turn-1" {
+		t.Errorf("turn_started %+v", started)
+	}
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnInterrupted || term.Failure != nil || !term.ThreadUsable {
+		t.Fatalf("turn ended %+v; want interrupted, usable, no failure", term)
+	}
+	s.Close(t)
+}
+
+// TestAddressOnlyOn127: the server's address is the first URL on
+// 127.0.0.1 that a "listening" line names, as the plugin asked for
+// (--hostname 127.0.0.1); another URL on such a line is not taken for it.
+func TestAddressOnlyOn127(t *testing.T) {
+	ws := t.TempDir()
+	p := start(t)
+	cmd := plugintest.PeerCommand(filepath.Join(testdata, "simple.ndjson"), ws, "")
+	cmd.Argv = append([]string{"sh", "-c", `echo "not listening yet: see http://localhost:1/docs"; exec "$0" "$@"`}, cmd.Argv...)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
+	s.StartTurn(t, "Say hello")
+	if evs := s.WaitTurn(t); evs[len(evs)-1].Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %+v; want completed", evs[len(evs)-1])
 	}
 	s.Close(t)
 }

@@ -8,10 +8,12 @@ package lineproc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -48,7 +50,9 @@ type Process struct {
 
 	name      string
 	r         *ndjson.Reader
-	ownFrames bool // Frames was opened here, and ExitEvent closes it
+	ownFrames bool          // Frames was opened here, and ExitEvent closes it
+	readEnd   chan struct{} // closed when Next reached the end of stdout
+	readOnce  sync.Once
 
 	wmu sync.Mutex
 	w   *ndjson.Writer
@@ -61,8 +65,14 @@ type Process struct {
 // quotes.
 const stderrTailLines = 5
 
+// DrainTimeout bounds how long stdout is read once the process exited:
+// something it started (a grandchild) may keep the pipe open for much
+// longer, and what the provider itself wrote has been read by then.
+const DrainTimeout = 2 * time.Second
+
 // Start starts the process. It is not bound to a context: it lives until
-// Close or until it exits.
+// Close or until it exits. Next reaches the end of its stdout at most
+// DrainTimeout after it exits, whatever keeps the pipe open.
 func Start(cfg Config) (*Process, error) {
 	frames, own := cfg.Frames, false
 	if frames == nil {
@@ -75,7 +85,7 @@ func Start(cfg Config) (*Process, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	p := &Process{Frames: frames, name: cfg.Name, ownFrames: own}
+	p := &Process{Frames: frames, name: cfg.Name, ownFrames: own, readEnd: make(chan struct{})}
 	cmd, err := providerproc.Start(providerproc.Command{Argv: cfg.Command.Argv, Env: cfg.Command.Env, Dir: cfg.Dir,
 		Stderr: func(line []byte) {
 			frames.Append(framelog.Stderr, line)
@@ -94,7 +104,21 @@ func Start(cfg Config) (*Process, error) {
 	if !cfg.Stdin {
 		_ = cmd.Stdin.Close()
 	}
+	go p.drain()
 	return p, nil
+}
+
+// drain closes stdout DrainTimeout after the process exited, unless Next
+// reached its end first: that ends a read a grandchild would hold.
+func (p *Process) drain() {
+	<-p.Cmd.Done()
+	t := time.NewTimer(DrainTimeout)
+	defer t.Stop()
+	select {
+	case <-p.readEnd:
+	case <-t.C:
+		_ = p.Cmd.Stdout.Close()
+	}
 }
 
 func (p *Process) keepStderr(line []byte) {
@@ -112,6 +136,9 @@ func (p *Process) keepStderr(line []byte) {
 func (p *Process) Next() ([]byte, uint64, error) {
 	b, err := p.r.Next()
 	if err != nil {
+		if !errors.Is(err, ndjson.ErrLineTooLong) {
+			p.readOnce.Do(func() { close(p.readEnd) })
+		}
 		return nil, 0, err
 	}
 	return b, p.Frames.Append(framelog.In, b), nil

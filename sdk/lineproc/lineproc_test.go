@@ -117,3 +117,23 @@ func TestSharedFrameLog(t *testing.T) {
 		t.Fatalf("log = %q, %v", b, err)
 	}
 }
+
+// A process the provider started that keeps its stdout open after the
+// provider exited (a language server, a command in the background) does
+// not keep Next from reaching the end: at most DrainTimeout after the exit,
+// what the provider wrote has been read and Next says io.EOF.
+func TestStdoutEndsSoonAfterTheExit(t *testing.T) {
+	p := start(t, false, `sleep 60 & echo '{"last":1}'; exit 0`)
+	line, _, err := p.Next()
+	if err != nil || string(line) != `{"last":1}` {
+		t.Fatalf("Next = %q, %v", line, err)
+	}
+	<-p.Done()
+	exited := time.Now()
+	if _, _, err := p.Next(); err == nil {
+		t.Fatal("a line after the last")
+	}
+	if d := time.Since(exited); d > DrainTimeout+2*time.Second {
+		t.Fatalf("Next ended %v after the exit; want at most about %v", d, DrainTimeout)
+	}
+}

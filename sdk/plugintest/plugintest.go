@@ -10,8 +10,15 @@
 //		s := p.Open(t, "../../testdata/acp/simple.ndjson", t.TempDir())
 //		s.StartTurn(t, "hello")
 //		events := s.WaitTurn(t)
-//		...
+//		if got := plugintest.ItemText(events, "", sdk.ItemAssistantMessage); got != "Hello!" {
+//			t.Errorf("assistant text = %q", got)
+//		}
+//		plugintest.CheckItemsClosed(t, events)
+//		s.Close(t)
 //	}
+//
+// Filter, Count, Index and Find select events; ItemText, CheckItemsClosed
+// and CheckRawFrames state what every plugin's events must show.
 //
 // The replay peer is the test binary itself, re-executed (or the binary
 // named by $BATON_REPLAYPEER), so a plugin module needs nothing but sdk.
@@ -301,6 +308,19 @@ func (s *Session) WaitTurn(t testing.TB) []sdk.RuntimeEvent {
 	return s.Until(t, "the turn's terminal event", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal })
 }
 
+// WaitTurnRef reads events up to and including the terminal event of the
+// turn named turnRef (one StartTurn answered, or a turn_started named),
+// past other turns' terminals: a subagent's, or a turn queued before it.
+func (s *Session) WaitTurnRef(t testing.TB, turnRef string) []sdk.RuntimeEvent {
+	t.Helper()
+	if turnRef == "" {
+		t.Fatal("wait for a turn: no turn ref (the plugin named none)")
+	}
+	return s.Until(t, "turn "+turnRef+" to end", func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turnRef
+	})
+}
+
 // Close closes the session and checks that the provider ended cleanly: a
 // replay peer that saw a mismatch or kept unused entries exits non-zero,
 // and that fails the test here with the peer's own explanation.
@@ -316,6 +336,10 @@ func (s *Session) Close(t testing.TB) []sdk.RuntimeEvent {
 	}
 	return evs
 }
+
+// Plugin is the plugin the session is open in, for the calls a test makes
+// itself (RespondToRequest, RollbackThread, ...).
+func (s *Session) Plugin() *Plugin { return s.plugin }
 
 // Request is the request the session was opened with.
 func (s *Session) Request() sdk.OpenSessionRequest { return s.req }

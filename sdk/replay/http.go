@@ -49,6 +49,7 @@ type eventStream struct {
 type httpPeer struct {
 	cfg     HTTPConfig
 	m       *transcript.Matcher
+	signal  context.Context // ends at SIGTERM or SIGINT (Main's ctx)
 	arrived chan *httpRequest
 	ended   chan struct{} // closed when the playback ends
 
@@ -74,7 +75,7 @@ func ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
 	if err != nil {
 		return &Error{ExitBadUsage, fmt.Sprintf("listen: %v", err)}
 	}
-	p := &httpPeer{cfg: cfg, m: transcript.NewMatcher(cfg.Workspace), arrived: make(chan *httpRequest, 1024),
+	p := &httpPeer{cfg: cfg, m: transcript.NewMatcher(cfg.Workspace), signal: ctx, arrived: make(chan *httpRequest, 1024),
 		ended: make(chan struct{})}
 	srv := &http.Server{Handler: http.HandlerFunc(p.handle), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan struct{})
@@ -219,21 +220,20 @@ func (p *httpPeer) play(ctx context.Context, addr string) error {
 				return &Error{ExitIO, fmt.Sprintf("%s: %v", e.Name(i), err)}
 			}
 		case transcript.TypeRuntimeExit:
-			if e.ExitWait() == transcript.WaitStdinClose {
+			switch e.ExitWait() {
+			case transcript.WaitStdinClose:
 				if err := p.drain(ctx, i); err != nil {
 					return err
 				}
+			case transcript.WaitSignal:
+				// The server runs until it is stopped; its client's stdin
+				// ending does not stop it.
+				<-p.signal.Done()
 			}
 			if err := save(i + 1); err != nil {
 				return err
 			}
-			switch e.Status {
-			case transcript.ExitError:
-				return &Error{ExitRuntimeError, fmt.Sprintf("runtime exit (error) at %s: %v", e.Name(i), e.Error)}
-			case transcript.ExitCancelled:
-				return &Error{ExitCancelled, fmt.Sprintf("runtime exit (cancelled) at %s", e.Name(i))}
-			}
-			return nil
+			return exitResult(e, i)
 		}
 	}
 	if err := p.drain(ctx, len(t.Entries)-1); err != nil {

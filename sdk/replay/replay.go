@@ -229,13 +229,7 @@ func Run(ctx context.Context, cfg Config) error {
 			if err := save(i + 1); err != nil {
 				return err
 			}
-			switch e.Status {
-			case transcript.ExitError:
-				return &Error{ExitRuntimeError, fmt.Sprintf("runtime exit (error) at %s: %v", e.Name(i), e.Error)}
-			case transcript.ExitCancelled:
-				return &Error{ExitCancelled, fmt.Sprintf("runtime exit (cancelled) at %s", e.Name(i))}
-			}
-			return nil
+			return exitResult(e, i)
 		}
 	}
 	if err := drain(next, len(t.Entries)-1, t); err != nil {
@@ -285,4 +279,16 @@ func apply(dir string, e transcript.Entry) error {
 		return os.Rename(p, to)
 	}
 	return fmt.Errorf("unknown workspace op %q", e.Op)
+}
+
+// exitResult is how the peer ends at runtime_exit entry i: as the entry's
+// status says.
+func exitResult(e transcript.Entry, i int) error {
+	switch e.Status {
+	case transcript.ExitError:
+		return &Error{ExitRuntimeError, fmt.Sprintf("runtime exit (error) at %s: %v", e.Name(i), e.Error)}
+	case transcript.ExitCancelled:
+		return &Error{ExitCancelled, fmt.Sprintf("runtime exit (cancelled) at %s", e.Name(i))}
+	}
+	return nil
 }

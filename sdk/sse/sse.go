@@ -32,8 +32,8 @@ type Event struct {
 	Retry int
 }
 
-// MaxLine bounds one line of a stream; a longer line is an error rather
-// than unbounded memory.
+// MaxLine bounds one line of a stream, and an event's data; a longer one
+// is an error rather than unbounded memory.
 const MaxLine = 16 << 20
 
 // ErrLineTooLong is returned for a line over MaxLine bytes.
@@ -52,11 +52,16 @@ func NewDecoder(r io.Reader) *Decoder {
 }
 
 // line reads one line without its end. io.EOF only when nothing was read.
+// A line over MaxLine is read to its end and dropped: ErrLineTooLong.
 func (d *Decoder) line() ([]byte, error) {
 	var buf []byte
+	long := false
 	for {
 		b, err := d.r.ReadByte()
 		if err != nil {
+			if err == io.EOF && long {
+				return nil, ErrLineTooLong
+			}
 			if err == io.EOF && len(buf) > 0 {
 				return buf, nil
 			}
@@ -69,14 +74,19 @@ func (d *Decoder) line() ([]byte, error) {
 			}
 		}
 		switch b {
-		case '\n':
-			return buf, nil
-		case '\r':
-			d.pendCR = true
+		case '\n', '\r':
+			d.pendCR = b == '\r'
+			if long {
+				return nil, ErrLineTooLong
+			}
 			return buf, nil
 		}
+		if long {
+			continue
+		}
 		if len(buf) >= MaxLine {
-			return nil, ErrLineTooLong
+			long, buf = true, nil
+			continue
 		}
 		buf = append(buf, b)
 	}
@@ -86,18 +96,34 @@ func (d *Decoder) line() ([]byte, error) {
 // dispatched (as the standard says), so Next skips it. At the end of the
 // stream it returns io.EOF; a last event not ended by a blank line is
 // dropped, as a browser drops it.
+//
+// An event with a line over MaxLine, or more than MaxLine bytes of data,
+// is read to its end and dropped: Next returns ErrLineTooLong, and the
+// next call goes on with the event after it.
 func (d *Decoder) Next() (Event, error) {
 	var (
 		data    bytes.Buffer
 		hasData bool
+		tooLong bool
 		ev      Event
 	)
 	for {
 		l, err := d.line()
+		if errors.Is(err, ErrLineTooLong) {
+			tooLong = true
+			data = bytes.Buffer{}
+			continue
+		}
 		if err != nil {
+			if err == io.EOF && tooLong {
+				return Event{}, fmt.Errorf("%w: an unfinished event at the end of the stream", ErrLineTooLong)
+			}
 			return Event{}, err
 		}
 		if len(l) == 0 { // dispatch
+			if tooLong {
+				return Event{}, fmt.Errorf("%w: an event over %d bytes was dropped", ErrLineTooLong, MaxLine)
+			}
 			if !hasData {
 				ev = Event{}
 				continue
@@ -118,6 +144,14 @@ func (d *Decoder) Next() (Event, error) {
 		}
 		switch string(field) {
 		case "data":
+			if tooLong {
+				continue
+			}
+			if data.Len()+1+len(value) > MaxLine {
+				tooLong = true
+				data = bytes.Buffer{}
+				continue
+			}
 			if hasData {
 				data.WriteByte('\n')
 			}

@@ -120,3 +120,33 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestTooLongEventIsSkipped: an event with an over-long line, or with more
+// data than MaxLine over many lines, is dropped with ErrLineTooLong (not
+// kept in memory without bound), and the stream goes on after it.
+func TestTooLongEventIsSkipped(t *testing.T) {
+	// What passes MaxLine must not come back as a line of its own.
+	long := append(bytes.Repeat([]byte("x"), MaxLine-len("data: ")), "Xdata: bogus"...)
+	many := bytes.Repeat([]byte("data: "+strings.Repeat("y", 1<<20)+"\n"), MaxLine>>20+1)
+	for name, ev := range map[string][]byte{
+		"one long line":   append(append([]byte("id: 7\ndata: "), long...), "\n\n"...),
+		"many data lines": append(many, '\n'),
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := io.MultiReader(strings.NewReader("data: before\n\n"), bytes.NewReader(ev), strings.NewReader("data: after\n\n"))
+			d := NewDecoder(in)
+			if e, err := d.Next(); err != nil || string(e.Data) != "before" {
+				t.Fatalf("first event %+v, %v", e, err)
+			}
+			if _, err := d.Next(); !errors.Is(err, ErrLineTooLong) {
+				t.Fatalf("got %v, want ErrLineTooLong", err)
+			}
+			if e, err := d.Next(); err != nil || string(e.Data) != "after" {
+				t.Fatalf("the event after it: %+v, %v", e, err)
+			}
+			if _, err := d.Next(); err != io.EOF {
+				t.Fatalf("got %v, want io.EOF", err)
+			}
+		})
+	}
+}

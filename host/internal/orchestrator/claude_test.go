@@ -24,21 +24,6 @@ func (e *env) claudeThread(scenario, policy string) string {
 	return id
 }
 
-// checkSessionsClosed restarts the host (closing every provider session)
-// and checks that each ended cleanly: the peer saw exactly the frames the
-// CLI saw.
-func (e *env) checkSessionsClosed(threadID string) domain.Thread {
-	e.t.Helper()
-	e.restart()
-	th := mustThread(e.t, e, threadID)
-	for _, s := range th.ProviderSessions {
-		if s.EndReason != "closed" {
-			e.t.Errorf("session %s ended %q, want closed", s.ID, s.EndReason)
-		}
-	}
-	return th
-}
-
 // One run: the CLI's session is the thread's provider thread; the
 // assistant's text and reasoning are in the projection, and the usage of
 // the result.
@@ -103,19 +88,9 @@ func TestClaudeMessageSteering(t *testing.T) {
 			e.dispatch(domain.Command{ID: "steer", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Make it short",
 				Mode: domain.ModeSteerActive}})
 			th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
-			if len(th.Runs) != 1 {
-				t.Fatalf("runs = %d, want 1", len(th.Runs))
-			}
-			r := th.Runs[0]
-			if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 1 || assistantText(th, r.ID) != tc.want {
-				t.Fatalf("run %s with %d attempts said %q", r.Status, len(r.Attempts), assistantText(th, r.ID))
-			}
-			types := e.types(threadID, 0)
-			if indexOf(types, "run.steered") < 0 {
-				t.Fatal("no run.steered event")
-			}
-			if n := strings.Count(strings.Join(types, " "), "run.ended"); n != 1 {
-				t.Errorf("run.ended %d times", n)
+			r := e.checkSteeredNatively(threadID, th)
+			if got := assistantText(th, r.ID); got != tc.want {
+				t.Fatalf("assistant text %q", got)
 			}
 			th = e.checkSessionsClosed(threadID)
 			if n := e.countFrames(th, `"content":"Make it short"`); n != 2 {
@@ -132,13 +107,7 @@ func TestClaudeTurnInterrupt(t *testing.T) {
 	threadID := e.claudeThread("turn_interrupt", "")
 	th := e.play(threadID, "claude/turn_interrupt.steps.json")
 	r := th.Runs[0]
-	if r.Status != domain.RunStatusInterrupted || !r.InterruptRequested {
-		t.Fatalf("run %s (requested %v), want interrupted", r.Status, r.InterruptRequested)
-	}
-	types := e.types(threadID, 0)
-	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
-		t.Fatalf("events: %v", types)
-	}
+	e.checkInterrupted(threadID, r)
 	th = e.checkSessionsClosed(threadID)
 	if n := e.countFrames(th, `"subtype":"interrupt"`); n != 1 {
 		t.Errorf("interrupt sent %d times, want 1", n)
@@ -172,35 +141,19 @@ func TestClaudeSteerThenInterrupt(t *testing.T) {
 // still completes.
 func TestClaudeApprovals(t *testing.T) {
 	for _, tc := range []struct {
-		scenario, decision, kind, itemKind, itemStatus string
+		approvalCase
+		kind string // of the one request
 	}{
-		{"approval_accept", "accept", domain.RequestFileChangeApproval, "file_change", domain.StatusCompleted},
-		{"approval_decline", "decline", domain.RequestCommandApproval, "command_execution", "declined"},
+		{approvalCase{"approval_accept", "accept", 1, "file_change", domain.StatusCompleted}, domain.RequestFileChangeApproval},
+		{approvalCase{"approval_decline", "decline", 1, "command_execution", "declined"}, domain.RequestCommandApproval},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			e := newEnv(t)
-			threadID := e.claudeThread(tc.scenario, domain.ApproveAsk)
-			th := e.play(threadID, "claude/"+tc.scenario+".steps.json")
-			if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
-				t.Fatalf("run %s (%+v)", r.Status, r.Failure)
+			th := e.checkApprovals("claude", tc.approvalCase)
+			if q := th.Requests[0]; q.Kind != tc.kind {
+				t.Errorf("request kind %q, want %q", q.Kind, tc.kind)
 			}
-			if len(th.Requests) != 1 {
-				t.Fatalf("requests = %+v, want 1", th.Requests)
-			}
-			if q := th.Requests[0]; q.Status != domain.RequestStatusResolved || q.Decision != tc.decision ||
-				q.AnsweredBy != "client" || q.Kind != tc.kind {
-				t.Errorf("request %+v", q)
-			}
-			var items []domain.TurnItem
-			for _, it := range th.TurnItems {
-				if it.Kind == tc.itemKind {
-					items = append(items, it)
-				}
-			}
-			if len(items) != 1 || items[0].Status != tc.itemStatus {
-				t.Errorf("%s items %+v, want one %s", tc.itemKind, items, tc.itemStatus)
-			}
-			e.checkSessionsClosed(threadID)
+			e.checkSessionsClosed(th.ID)
 		})
 	}
 }
@@ -231,20 +184,7 @@ func TestClaudeSubagent(t *testing.T) {
 		t.Fatalf("runs %+v", th.Runs)
 	}
 	r := th.Runs[0]
-	root := r.Attempts[0].RootNode
-	var sub *domain.Node
-	for i, n := range r.Nodes {
-		if n.Kind == domain.NodeSubagent && n.ParentID == root {
-			for _, pt := range th.ProviderTurns {
-				if pt.NodeID == n.ID {
-					sub = &r.Nodes[i]
-				}
-			}
-		}
-	}
-	if sub == nil || sub.Status != domain.StatusCompleted {
-		t.Fatalf("no completed subagent turn node under the root: %+v", r.Nodes)
-	}
+	sub := e.subagentTurn(th, r)
 	// The subagent's text is a message of the run on a node under the
 	// subagent's; the root's text is on the root's nodes.
 	parent := map[string]string{}
@@ -263,7 +203,7 @@ func TestClaudeSubagent(t *testing.T) {
 	if len(th.ProviderThreads) != 2 || th.ProviderThreads[1].ParentID != th.ProviderThreads[0].ID {
 		t.Fatalf("provider threads: %+v", th.ProviderThreads)
 	}
-	if n := strings.Count(strings.Join(e.types(threadID, 0), " "), "run.ended"); n != 1 {
+	if n := e.countEvents(threadID, "run.ended"); n != 1 {
 		t.Fatalf("run.ended %d times", n)
 	}
 	e.checkSessionsClosed(threadID)
@@ -292,7 +232,7 @@ func TestClaudeBackgroundSubagent(t *testing.T) {
 	if subs == 0 {
 		t.Errorf("no completed subagent node under the root: %+v", r.Nodes)
 	}
-	if n := strings.Count(strings.Join(e.types(threadID, 0), " "), "run.ended"); n != 1 {
+	if n := e.countEvents(threadID, "run.ended"); n != 1 {
 		t.Fatalf("run.ended %d times", n)
 	}
 	if len(th.Diagnostics) != 0 {
@@ -361,27 +301,8 @@ func TestClaudeSubagentCheckpoint(t *testing.T) {
 	if len(th.Runs) != 1 || th.Runs[0].Status != domain.RunStatusCompleted {
 		t.Fatalf("runs: %+v", th.Runs)
 	}
-	var root, sub []domain.CheckpointScope
-	for _, sc := range th.CheckpointScopes {
-		if sc.Kind == domain.ScopeSubagent {
-			sub = append(sub, sc)
-		} else if sc.RunID != "" {
-			root = append(root, sc)
-		}
-	}
-	if len(root) != 1 || len(sub) != 1 || sub[0].ParentID != root[0].ID || sub[0].AdvancesRunCount {
-		t.Fatalf("scopes: %+v", th.CheckpointScopes)
-	}
-	var subCP, runCP domain.Checkpoint
-	for _, c := range th.Checkpoints {
-		switch c.ScopeID {
-		case sub[0].ID:
-			subCP = c
-		case root[0].ID:
-			runCP = c
-		}
-	}
-	if got := fileList(subCP); !slices.Equal(got, []string{"added notes.txt"}) || subCP.Status != domain.CheckpointReady {
+	_, subCP, runCP := e.subagentCheckpoints(th)
+	if got := fileList(subCP); !slices.Equal(got, []string{"added notes.txt"}) {
 		t.Errorf("subagent checkpoint %+v: files %q", subCP, got)
 	}
 	if got := fileList(runCP); !slices.Equal(got, []string{"added notes.txt", "added summary.txt"}) {
@@ -407,12 +328,7 @@ func TestClaudeResumeAfterRestart(t *testing.T) {
 	if len(groups) != 2 {
 		t.Fatalf("the scenario has %d groups, want 2", len(groups))
 	}
-	e.dispatch(domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[0][0]}})
-	e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
-	e.restart() // the session closes; the CLI ends
-
-	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[1][0]}})
-	th := e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
+	th := e.sendAcrossRestart(threadID, groups[0][0], groups[1][0])
 	for i, want := range []string{"Noted: the word is banana.", "The word was banana."} {
 		r := th.Runs[i]
 		if r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != want {

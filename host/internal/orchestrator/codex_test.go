@@ -25,27 +25,9 @@ func TestCodexMessageSteering(t *testing.T) {
 	steer := domain.Command{ID: "steer", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Make it short"}} // auto: steer
 	steered := e.dispatch(steer)
 	th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
-	if len(th.Runs) != 1 {
-		t.Fatalf("runs = %d, want 1", len(th.Runs))
-	}
-	r := th.Runs[0]
-	if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 1 {
-		t.Fatalf("run %s with %d attempts; want completed with 1", r.Status, len(r.Attempts))
-	}
-	var users []string
-	for _, m := range th.Messages {
-		if m.Role == domain.RoleUser {
-			users = append(users, m.Text)
-			if m.RunID != r.ID {
-				t.Errorf("message %q is not run 1's", m.Text)
-			}
-		}
-	}
-	if len(users) != 2 || assistantText(th, r.ID) != "A short story: the end." {
-		t.Fatalf("user messages %q, assistant %q", users, assistantText(th, r.ID))
-	}
-	if indexOf(e.types(threadID, 0), "run.steered") < 0 {
-		t.Fatal("no run.steered event")
+	r := e.checkSteeredNatively(threadID, th)
+	if got := assistantText(th, r.ID); got != "A short story: the end." {
+		t.Fatalf("assistant text %q", got)
 	}
 	e.redispatchAll([]domain.Command{create, send, steer}, []domain.Receipt{created, sent, steered})
 	e.restart()
@@ -64,13 +46,7 @@ func TestCodexTurnInterrupt(t *testing.T) {
 	threadID, _, _ := e.codexThread("turn_interrupt", "")
 	th := e.play(threadID, "codex/turn_interrupt.steps.json")
 	r := th.Runs[0]
-	if r.Status != domain.RunStatusInterrupted || !r.InterruptRequested {
-		t.Fatalf("run %s (requested %v), want interrupted", r.Status, r.InterruptRequested)
-	}
-	types := e.types(threadID, 0)
-	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
-		t.Fatalf("events: %v", types)
-	}
+	e.checkInterrupted(threadID, r)
 	// Interrupting an ended run is a conflict, and sends nothing.
 	if _, err := e.host.Dispatch(t.Context(), domain.Command{ID: "late", ThreadID: threadID,
 		Payload: domain.InterruptRun{RunID: r.ID}}); err == nil {
@@ -95,20 +71,7 @@ func TestCodexSubagent(t *testing.T) {
 	if r.Status != domain.RunStatusCompleted || r.Ordinal != 1 {
 		t.Fatalf("run %d %s", r.Ordinal, r.Status)
 	}
-	root := r.Attempts[0].RootNode
-	var sub *domain.Node
-	for i, n := range r.Nodes {
-		if n.Kind == domain.NodeSubagent && n.ProviderRef != "" && strings.Contains(n.ProviderRef, "-") {
-			for _, pt := range th.ProviderTurns {
-				if pt.NodeID == n.ID {
-					sub = &r.Nodes[i]
-				}
-			}
-		}
-	}
-	if sub == nil || sub.ParentID != root || sub.Status != domain.StatusCompleted {
-		t.Fatalf("no completed subagent turn node under the root: %+v", r.Nodes)
-	}
+	sub := e.subagentTurn(th, r)
 	// The child's items hang under its node; its text is not the run's.
 	var childMsgs int
 	for _, n := range r.Nodes {
@@ -129,8 +92,7 @@ func TestCodexSubagent(t *testing.T) {
 		t.Fatalf("provider threads: %+v", th.ProviderThreads)
 	}
 	// The run ended after, and only after, its root turn's terminal.
-	types := e.types(threadID, 0)
-	if n := strings.Count(strings.Join(types, " "), "run.ended"); n != 1 {
+	if n := e.countEvents(threadID, "run.ended"); n != 1 {
 		t.Fatalf("run.ended %d times", n)
 	}
 }
@@ -138,44 +100,11 @@ func TestCodexSubagent(t *testing.T) {
 // Approvals answered by a client: accept runs the command and the patch,
 // decline leaves the file alone and the turn still completes.
 func TestCodexApprovals(t *testing.T) {
-	for _, tc := range []struct {
-		scenario, decision, itemStatus string
-		requests                       int
-	}{
-		{"approval_accept", "accept", domain.StatusCompleted, 2},
-		{"approval_decline", "decline", "declined", 1},
+	for _, tc := range []approvalCase{
+		{"approval_accept", "accept", 2, "command_execution", domain.StatusCompleted}, // a command and a patch
+		{"approval_decline", "decline", 1, "command_execution", "declined"},
 	} {
-		t.Run(tc.scenario, func(t *testing.T) {
-			e := newEnv(t)
-			threadID, _, _ := e.codexThread(tc.scenario, domain.ApproveAsk)
-			th := e.play(threadID, "codex/"+tc.scenario+".steps.json")
-			if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
-				t.Fatalf("run %s (%+v)", r.Status, r.Failure)
-			}
-			if len(th.Requests) != tc.requests {
-				t.Fatalf("requests = %d, want %d", len(th.Requests), tc.requests)
-			}
-			for _, q := range th.Requests {
-				if q.Status != domain.RequestStatusResolved || q.Decision != tc.decision || q.AnsweredBy != "client" {
-					t.Errorf("request %+v", q)
-				}
-				if q.Kind != domain.RequestCommandApproval && q.Kind != domain.RequestFileChangeApproval {
-					t.Errorf("request kind %q", q.Kind)
-				}
-			}
-			var cmds int
-			for _, it := range th.TurnItems {
-				if it.Kind == "command_execution" {
-					cmds++
-					if it.Status != tc.itemStatus {
-						t.Errorf("command item %q is %s, want %s", it.Title, it.Status, tc.itemStatus)
-					}
-				}
-			}
-			if cmds != 1 {
-				t.Errorf("command items = %d, want 1", cmds)
-			}
-		})
+		t.Run(tc.scenario, func(t *testing.T) { newEnv(t).checkApprovals("codex", tc) })
 	}
 }
 

@@ -3,7 +3,6 @@ package orchestrator_test
 import (
 	"context"
 	"errors"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,15 +42,6 @@ func (e *env) invocations(th domain.Thread, text string) int {
 		}
 	}
 	return n
-}
-
-func assertSessionsClosedCleanly(t *testing.T, th domain.Thread) {
-	t.Helper()
-	for _, s := range th.ProviderSessions {
-		if s.Status != domain.SessionStatusEnded || s.EndReason != "closed" {
-			t.Errorf("session %s = %s (%q); want ended, closed (the peer saw every process it expected)", s.ID, s.Status, s.EndReason)
-		}
-	}
 }
 
 // Simple and checkpoint: one message, one run, one root node, one provider
@@ -97,9 +87,7 @@ func TestCursorSimple(t *testing.T) {
 		t.Errorf("diff of run 1: %+v %v", d, err)
 	}
 	assertSequencesIncrease(t, e, threadID)
-	e.restart()
-	th = mustThread(t, e, threadID)
-	assertSessionsClosedCleanly(t, th)
+	th = e.checkSessionsClosed(threadID)
 	if n := e.invocations(th, `"--resume"`); n != 0 {
 		t.Errorf("%d processes resumed a chat; the first turn starts one", n)
 	}
@@ -126,9 +114,7 @@ func TestCursorMultiTurn(t *testing.T) {
 	if len(th.ProviderThreads) != 1 || len(th.ProviderSessions) != 1 {
 		t.Fatalf("provider threads %+v, sessions %d; want one chat in one session", th.ProviderThreads, len(th.ProviderSessions))
 	}
-	e.restart()
-	th = mustThread(t, e, threadID)
-	assertSessionsClosedCleanly(t, th)
+	th = e.checkSessionsClosed(threadID)
 	if n := e.invocations(th, `"--resume","8d2c4b6a-0e1f-4a3b-8c5d-7e9f1a2b3c4d"`); n != 1 {
 		t.Errorf("%d processes resumed the chat, want 1", n)
 	}
@@ -140,11 +126,7 @@ func TestCursorResumeAfterRestart(t *testing.T) {
 	e := newEnv(t)
 	threadID := e.cursorThread("resume", "")
 	groups := plugintest.ReadGroups(t, filepath.Join(root, "testdata", "cursor/resume.messages"))
-	e.dispatch(domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[0][0]}})
-	e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
-	e.restart()
-	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[1][0]}})
-	th := e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
+	th := e.sendAcrossRestart(threadID, groups[0][0], groups[1][0])
 	if r := th.Runs[1]; r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != "The word was pineapple." {
 		t.Fatalf("run 2: %s %q", r.Status, assistantText(th, r.ID))
 	}
@@ -156,8 +138,7 @@ func TestCursorResumeAfterRestart(t *testing.T) {
 			t.Errorf("diagnostic: %+v", d)
 		}
 	}
-	e.restart()
-	assertSessionsClosedCleanly(t, mustThread(t, e, threadID))
+	e.checkSessionsClosed(threadID)
 }
 
 // Steering by restart: the message sent into the running turn interrupts
@@ -167,28 +148,15 @@ func TestCursorSteeringRestartFallback(t *testing.T) {
 	e := newEnv(t)
 	threadID := e.cursorThread("steering_restart_fallback", "")
 	th := e.play(threadID, "cursor/steering_restart_fallback.steps.json")
-	if len(th.Runs) != 1 {
-		t.Fatalf("runs = %d, want 1", len(th.Runs))
-	}
-	r := th.Runs[0]
-	if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 2 {
-		t.Fatalf("run = %s with %d attempts, want completed with 2", r.Status, len(r.Attempts))
-	}
-	first, second := r.Attempts[0], r.Attempts[1]
-	if first.Reason != domain.AttemptInitial || first.Status != domain.RunStatusInterrupted ||
-		second.Reason != domain.AttemptSteeringRestart || r.FinalAttempt != second.ID {
-		t.Fatalf("attempts = %+v", r.Attempts)
-	}
-	if len(th.ProviderTurns) != 2 || th.ProviderTurns[1].AttemptID != second.ID ||
-		th.ProviderTurns[0].ProviderThreadID != th.ProviderTurns[1].ProviderThreadID || len(th.ProviderThreads) != 1 {
+	r := e.checkSteeringRestart(th)
+	e.checkUserMessages(th, r, 2)
+	if th.ProviderTurns[0].ProviderThreadID != th.ProviderTurns[1].ProviderThreadID || len(th.ProviderThreads) != 1 {
 		t.Fatalf("provider turns %+v, threads %+v; want both turns on the one chat", th.ProviderTurns, th.ProviderThreads)
 	}
 	if got := assistantText(th, r.ID); !strings.HasSuffix(got, "Hi! Keeping it short.") {
 		t.Errorf("assistant text = %q", got)
 	}
-	e.restart()
-	th = mustThread(t, e, threadID)
-	assertSessionsClosedCleanly(t, th)
+	th = e.checkSessionsClosed(threadID)
 	if n := e.invocations(th, `"--resume","c7a9e1f3-5b2d-4e8c-a6f0-1d3b5c7e9a2f","--","Actually, just say hi."`); n != 1 {
 		t.Errorf("the replacement process resumed the chat with the steering message %d times, want 1", n)
 	}
@@ -201,13 +169,7 @@ func TestCursorTurnInterrupt(t *testing.T) {
 	threadID := e.cursorThread("turn_interrupt", "")
 	th := e.play(threadID, "cursor/turn_interrupt.steps.json")
 	r := th.Runs[0]
-	if r.Status != domain.RunStatusInterrupted || !r.InterruptRequested {
-		t.Fatalf("run %s (requested %v), want interrupted", r.Status, r.InterruptRequested)
-	}
-	types := e.types(threadID, 0)
-	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
-		t.Fatalf("events: %v", types)
-	}
+	e.checkInterrupted(threadID, r)
 	var cmd *domain.TurnItem
 	for i, it := range th.TurnItems {
 		if it.Kind == "command_execution" {
@@ -217,8 +179,7 @@ func TestCursorTurnInterrupt(t *testing.T) {
 	if cmd == nil || cmd.Status == domain.StatusCompleted || cmd.Status == domain.StatusInProgress {
 		t.Errorf("the running command: %+v", cmd)
 	}
-	e.restart()
-	assertSessionsClosedCleanly(t, mustThread(t, e, threadID))
+	e.checkSessionsClosed(threadID)
 }
 
 // Subagent: the task tool call is a subagent node under the run's root;
@@ -241,7 +202,7 @@ func TestCursorSubagent(t *testing.T) {
 	if len(subs) != 1 || subs[0].ParentID != root || subs[0].Status != domain.StatusCompleted || subs[0].Title != "Say hi" {
 		t.Fatalf("subagent nodes: %+v", subs)
 	}
-	if n := strings.Count(strings.Join(e.types(threadID, 0), " "), "run.ended"); n != 1 {
+	if n := e.countEvents(threadID, "run.ended"); n != 1 {
 		t.Fatalf("run.ended %d times", n)
 	}
 	if got := assistantText(th, r.ID); got != "Asking a helper. The helper said: Hi there!" {
@@ -257,38 +218,7 @@ func TestCursorThreadRollback(t *testing.T) {
 	e.gitWorkspace()
 	threadID := e.cursorThread("thread_rollback", domain.ApproveAccept)
 	th := e.play(threadID, "cursor/thread_rollback.steps.json")
-	want := map[string]string{"README.md": readme, ".gitignore": "*.log\n", "build.log": "ignored\n", "a.txt": "one\n"}
-	if got := e.files(); !maps.Equal(got, want) {
-		t.Errorf("files after the rollback = %q, want %q", got, want)
-	}
-	if len(th.Runs) != 4 {
-		t.Fatalf("runs = %d, want 4", len(th.Runs))
-	}
-	for i, want := range []string{domain.RunStatusCompleted, domain.RunStatusRolledBack, domain.RunStatusRolledBack, domain.RunStatusCompleted} {
-		if r := th.Runs[i]; r.Status != want {
-			t.Errorf("run %d = %s, want %s (failure %+v)", r.Ordinal, r.Status, want, r.Failure)
-		}
-	}
-	if got := assistantText(th, th.Runs[3].ID); got != "a.txt says one." {
-		t.Errorf("run 4 said %q", got)
-	}
-	roots := rootCheckpoints(th)
-	if len(roots) != 5 {
-		t.Fatalf("root checkpoints: %+v", roots)
-	}
-	for i, want := range [][]string{nil, {"added a.txt"}, {"modified a.txt", "added sub/b.txt"}, {"added c.txt"}, nil} {
-		if got := fileList(roots[i]); !slices.Equal(got, want) {
-			t.Errorf("checkpoint of run %d: files %q, want %q", roots[i].RunOrdinal, got, want)
-		}
-	}
-	rb := th.Rollbacks[0]
-	if rb.Status != domain.RollbackDone || rb.TargetRunOrdinal != 1 || rb.Reconciliation != domain.ReconcileFreshThread ||
-		rb.FilesWritten != 1 || rb.FilesRemoved != 2 {
-		t.Fatalf("rollback: %+v", rb)
-	}
-	if len(th.Handoffs) != 1 || th.Handoffs[0].Status != domain.HandoffStatusConsumed || th.Handoffs[0].RunID != th.Runs[3].ID {
-		t.Errorf("handoffs: %+v", th.Handoffs)
-	}
+	e.checkRolledBackToRun1(th, domain.ReconcileFreshThread)
 	const old, fresh = "d4e6f8a0-b2c4-4d6e-8f0a-2c4e6a8c0e2a", "f6a8c0e2-d4f6-4a8c-9e0b-4d6f8b0d2f4b"
 	if len(th.ProviderThreads) != 2 || th.ProviderThreads[0].ProviderRef != old || !th.ProviderThreads[0].Detached ||
 		th.ProviderThreads[1].ProviderRef != fresh || th.ProviderThreads[1].Detached {
@@ -303,9 +233,7 @@ func TestCursorThreadRollback(t *testing.T) {
 	if run4 == nil || run4.ProviderThreadID != th.ProviderThreads[1].ID {
 		t.Errorf("run 4's turn: %+v", run4)
 	}
-	e.restart()
-	th = mustThread(t, e, threadID)
-	assertSessionsClosedCleanly(t, th)
+	th = e.checkSessionsClosed(threadID)
 	// The old chat was resumed by runs 2 and 3 only; after the rollback no
 	// process names it.
 	if n := e.invocations(th, `"--resume","`+old+`"`); n != 2 {
@@ -335,8 +263,7 @@ func TestCursorFailureWithoutResult(t *testing.T) {
 	if len(th.ProviderThreads) != 1 || len(th.ProviderSessions) != 1 {
 		t.Errorf("provider threads %d, sessions %d; want the one chat in the one session", len(th.ProviderThreads), len(th.ProviderSessions))
 	}
-	e.restart()
-	assertSessionsClosedCleanly(t, mustThread(t, e, threadID))
+	e.checkSessionsClosed(threadID)
 }
 
 // Approvals: print mode has none. The capability is off; with the thread

@@ -93,12 +93,9 @@ func TestACPInterrupt(t *testing.T) {
 		t.Fatalf("after run.interrupt the run is %s (requested %v)", r.Status, r.InterruptRequested)
 	}
 	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
-	if r := th.Runs[0]; r.Status != domain.RunStatusInterrupted || r.StopReason != "cancelled" {
-		t.Fatalf("run = %s (%s), want interrupted (cancelled)", r.Status, r.StopReason)
-	}
-	types := e.types(threadID, 0)
-	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
-		t.Fatalf("events: %v", types)
+	e.checkInterrupted(threadID, th.Runs[0])
+	if r := th.Runs[0]; r.StopReason != "cancelled" {
+		t.Fatalf("run stopped for %q, want cancelled", r.StopReason)
 	}
 	e.redispatchAll([]domain.Command{send, interrupt}, []domain.Receipt{sent, stopped})
 	e.restart()
@@ -114,29 +111,10 @@ func TestACPSteeringRestartFallback(t *testing.T) {
 	e := newEnv(t)
 	threadID := e.createThread("acp", "acp/steering_restart_fallback.ndjson")
 	th := e.play(threadID, "acp/steering_restart_fallback.steps.json")
-	if len(th.Runs) != 1 {
-		t.Fatalf("runs = %d, want 1", len(th.Runs))
-	}
-	r := th.Runs[0]
-	if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 2 {
-		t.Fatalf("run = %s with %d attempts, want completed with 2", r.Status, len(r.Attempts))
-	}
-	first, second := r.Attempts[0], r.Attempts[1]
-	if first.Reason != domain.AttemptInitial || first.Status != domain.RunStatusInterrupted ||
-		second.Reason != domain.AttemptSteeringRestart || r.FinalAttempt != second.ID {
-		t.Fatalf("attempts = %+v", r.Attempts)
-	}
-	var users int
-	for _, m := range th.Messages {
-		if m.Role == domain.RoleUser {
-			users++
-			if m.RunID != r.ID {
-				t.Errorf("user message %q belongs to %s, not the run", m.Text, m.RunID)
-			}
-		}
-	}
-	if users != 2 || assistantText(th, r.ID) != "Hi! Keeping it short." {
-		t.Fatalf("%d user messages, assistant text %q", users, assistantText(th, r.ID))
+	r := e.checkSteeringRestart(th)
+	e.checkUserMessages(th, r, 2)
+	if got := assistantText(th, r.ID); got != "Hi! Keeping it short." {
+		t.Fatalf("assistant text %q", got)
 	}
 	// The replacement's turn is bound to the new attempt's root node.
 	var roots int
@@ -145,8 +123,8 @@ func TestACPSteeringRestartFallback(t *testing.T) {
 			roots++
 		}
 	}
-	if roots != 2 || len(th.ProviderTurns) != 2 || th.ProviderTurns[1].AttemptID != second.ID {
-		t.Fatalf("root nodes %d, provider turns %+v", roots, th.ProviderTurns)
+	if roots != 2 {
+		t.Fatalf("root nodes %d; want one per attempt", roots)
 	}
 }
 

@@ -1,10 +1,6 @@
 package orchestrator_test
 
 import (
-	"errors"
-	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -52,15 +48,9 @@ func TestOpencodeSimpleAndMultiTurn(t *testing.T) {
 		t.Errorf("run 1 has no usage: %+v", th.Runs[0].Usage)
 	}
 	e.redispatchAll(append([]domain.Command{create}, cmds...), append([]domain.Receipt{created}, receipts...))
-	e.restart()
+	th = e.checkSessionsClosed(threadID)
 	if n := e.countFrames(th, `"path":"/session/`+th.ProviderThreads[0].ProviderRef+`/prompt_async"`); n != 2 {
 		t.Errorf("prompt_async sent %d times, want 2", n)
-	}
-	th, _ = e.host.Thread(threadID)
-	for _, s := range th.ProviderSessions {
-		if s.EndReason != "closed" {
-			t.Errorf("session %s ended %q, want closed", s.ID, s.EndReason)
-		}
 	}
 }
 
@@ -68,43 +58,13 @@ func TestOpencodeSimpleAndMultiTurn(t *testing.T) {
 // decline leaves the file alone, the command item is declined, and the turn
 // still completes.
 func TestOpencodeApprovals(t *testing.T) {
-	for _, tc := range []struct {
-		scenario, decision, itemStatus string
-		requests                       int
-	}{
-		{"approval_accept", "accept", domain.StatusCompleted, 2},
-		{"approval_decline", "decline", "declined", 1},
+	for _, tc := range []approvalCase{
+		{"approval_accept", "accept", 2, "command_execution", domain.StatusCompleted}, // a command and a write
+		{"approval_decline", "decline", 1, "command_execution", "declined"},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			e := newEnv(t)
-			threadID, _, _ := e.opencodeThread(tc.scenario, domain.ApproveAsk)
-			th := e.play(threadID, "opencode/"+tc.scenario+".steps.json")
-			if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
-				t.Fatalf("run %s (%+v)", r.Status, r.Failure)
-			}
-			if len(th.Requests) != tc.requests {
-				t.Fatalf("requests = %d, want %d", len(th.Requests), tc.requests)
-			}
-			for _, q := range th.Requests {
-				if q.Status != domain.RequestStatusResolved || q.Decision != tc.decision || q.AnsweredBy != "client" {
-					t.Errorf("request %+v", q)
-				}
-				if q.Kind != domain.RequestCommandApproval && q.Kind != domain.RequestFileChangeApproval {
-					t.Errorf("request kind %q", q.Kind)
-				}
-			}
-			var cmds int
-			for _, it := range th.TurnItems {
-				if it.Kind == "command_execution" {
-					cmds++
-					if it.Status != tc.itemStatus {
-						t.Errorf("command item %q is %s, want %s", it.Title, it.Status, tc.itemStatus)
-					}
-				}
-			}
-			if cmds != 1 {
-				t.Errorf("command items = %d, want 1", cmds)
-			}
+			th := e.checkApprovals("opencode", tc)
 			e.restart()
 			if n := e.countFrames(th, `"path":"/permission/`); n != tc.requests {
 				t.Errorf("permission replies sent %d times, want %d", n, tc.requests)
@@ -144,18 +104,7 @@ func TestOpencodeSubagent(t *testing.T) {
 	if r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != "Hi from the helper.The helper said hi." {
 		t.Fatalf("run %s, said %q", r.Status, assistantText(th, r.ID))
 	}
-	root := r.Attempts[0].RootNode
-	var sub *domain.Node
-	for i, n := range r.Nodes {
-		for _, pt := range th.ProviderTurns {
-			if pt.NodeID == n.ID && n.ID != root {
-				sub = &r.Nodes[i]
-			}
-		}
-	}
-	if sub == nil || sub.Kind != domain.NodeSubagent || sub.ParentID != root || sub.Status != domain.StatusCompleted {
-		t.Fatalf("no completed subagent turn node under the root: %+v", r.Nodes)
-	}
+	sub := e.subagentTurn(th, r)
 	var childMsgs int
 	for _, n := range r.Nodes {
 		if n.ParentID == sub.ID && n.Kind == domain.ItemAssistantMessage {
@@ -168,7 +117,7 @@ func TestOpencodeSubagent(t *testing.T) {
 	if len(th.ProviderThreads) != 2 || th.ProviderThreads[1].ParentID == "" {
 		t.Fatalf("provider threads: %+v", th.ProviderThreads)
 	}
-	if n := strings.Count(strings.Join(e.types(threadID, 0), " "), "run.ended"); n != 1 {
+	if n := e.countEvents(threadID, "run.ended"); n != 1 {
 		t.Fatalf("run.ended %d times", n)
 	}
 }
@@ -185,12 +134,9 @@ func TestOpencodeTurnInterrupt(t *testing.T) {
 	interrupt := domain.Command{ID: "stop", ThreadID: threadID, Payload: domain.InterruptRun{RunID: th.Runs[0].ID}}
 	stopped := e.dispatch(interrupt)
 	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
-	if r := th.Runs[0]; r.Status != domain.RunStatusInterrupted || !r.InterruptRequested || r.Failure != nil {
-		t.Fatalf("run %s (requested %v, failure %+v), want interrupted", r.Status, r.InterruptRequested, r.Failure)
-	}
-	types := e.types(threadID, 0)
-	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
-		t.Fatalf("events: %v", types)
+	e.checkInterrupted(threadID, th.Runs[0])
+	if f := th.Runs[0].Failure; f != nil {
+		t.Errorf("the interrupted run failed: %+v", f)
 	}
 	e.redispatchAll([]domain.Command{interrupt}, []domain.Receipt{stopped})
 	e.restart()
@@ -213,22 +159,13 @@ func TestOpencodeSteeringRestartFallback(t *testing.T) {
 	th := e.waitFor(threadID, "the run to end", func(th domain.Thread) bool {
 		return allRunsEnded(1)(th) && len(th.Runs[0].Attempts) == 2
 	})
-	if len(th.Runs) != 1 {
-		t.Fatalf("runs = %d, want 1", len(th.Runs))
-	}
-	r := th.Runs[0]
-	if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 2 {
-		t.Fatalf("run = %s with %d attempts, want completed with 2", r.Status, len(r.Attempts))
-	}
-	first, second := r.Attempts[0], r.Attempts[1]
-	if first.Status != domain.RunStatusInterrupted || second.Reason != domain.AttemptSteeringRestart || r.FinalAttempt != second.ID {
-		t.Fatalf("attempts = %+v", r.Attempts)
-	}
+	r := e.checkSteeringRestart(th)
+	e.checkUserMessages(th, r, 2)
 	if got := assistantText(th, r.ID); got != "Hi!" {
 		t.Errorf("assistant text %q", got)
 	}
-	if len(th.ProviderTurns) != 2 || th.ProviderTurns[1].AttemptID != second.ID || len(th.ProviderThreads) != 1 {
-		t.Fatalf("provider turns %+v, threads %+v", th.ProviderTurns, th.ProviderThreads)
+	if len(th.ProviderThreads) != 1 {
+		t.Fatalf("provider threads %+v; want the one opencode session", th.ProviderThreads)
 	}
 }
 
@@ -242,27 +179,8 @@ func TestOpencodeSubagentCheckpoint(t *testing.T) {
 	if len(th.Runs) != 1 || th.Runs[0].Status != domain.RunStatusCompleted {
 		t.Fatalf("runs: %+v", th.Runs)
 	}
-	var root, sub []domain.CheckpointScope
-	for _, sc := range th.CheckpointScopes {
-		if sc.Kind == domain.ScopeSubagent {
-			sub = append(sub, sc)
-		} else if sc.RunID != "" {
-			root = append(root, sc)
-		}
-	}
-	if len(root) != 1 || len(sub) != 1 || sub[0].ParentID != root[0].ID || sub[0].AdvancesRunCount {
-		t.Fatalf("scopes: %+v", th.CheckpointScopes)
-	}
-	var subCP, runCP domain.Checkpoint
-	for _, c := range th.Checkpoints {
-		switch c.ScopeID {
-		case sub[0].ID:
-			subCP = c
-		case root[0].ID:
-			runCP = c
-		}
-	}
-	if got := fileList(subCP); !slices.Equal(got, []string{"added notes.txt"}) || subCP.Status != domain.CheckpointReady {
+	_, subCP, runCP := e.subagentCheckpoints(th)
+	if got := fileList(subCP); !slices.Equal(got, []string{"added notes.txt"}) {
 		t.Errorf("subagent checkpoint %+v, files %q", subCP, got)
 	}
 	if got := fileList(runCP); !slices.Equal(got, []string{"added notes.txt"}) {
@@ -282,41 +200,13 @@ func TestOpencodeThreadRollback(t *testing.T) {
 	e.gitWorkspace()
 	threadID, _, _ := e.opencodeThread("thread_rollback", domain.ApproveAccept)
 	th := e.play(threadID, "opencode/thread_rollback.steps.json")
-	want := map[string]string{"README.md": readme, ".gitignore": "*.log\n", "build.log": "ignored\n", "a.txt": "one\n"}
-	if got := e.files(); !maps.Equal(got, want) {
-		t.Errorf("files after the rollback = %q, want %q", got, want)
-	}
-	if _, err := os.Stat(filepath.Join(e.ws, "sub")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the directory sub/ made by run 2 is still there: %v", err)
-	}
-	if len(th.Runs) != 4 {
-		t.Fatalf("runs = %d, want 4", len(th.Runs))
-	}
-	for i, want := range []string{domain.RunStatusCompleted, domain.RunStatusRolledBack, domain.RunStatusRolledBack, domain.RunStatusCompleted} {
-		if r := th.Runs[i]; r.Status != want {
-			t.Errorf("run %d = %s, want %s (failure %+v)", r.Ordinal, r.Status, want, r.Failure)
-		}
-	}
-	if got := assistantText(th, th.Runs[3].ID); got != "a.txt says one." {
-		t.Errorf("run 4 said %q", got)
-	}
-	rb := th.Rollbacks[0]
-	if rb.Status != domain.RollbackDone || rb.TargetRunOrdinal != 1 || rb.Reconciliation != domain.ReconcileNative ||
-		rb.TurnsDropped != 2 || len(th.Handoffs) != 0 {
-		t.Fatalf("rollback: %+v, handoffs %+v", rb, th.Handoffs)
-	}
+	e.checkRolledBackToRun1(th, domain.ReconcileNative)
 	if len(th.ProviderThreads) != 1 || th.ProviderThreads[0].Detached {
 		t.Errorf("provider threads: %+v; want the one session, reverted in place", th.ProviderThreads)
 	}
-	e.restart()
-	th, _ = e.host.Thread(threadID)
+	th = e.checkSessionsClosed(threadID)
 	if n := e.countFrames(th, `/revert"`); n != 1 {
 		t.Errorf("revert sent %d times, want 1", n)
-	}
-	for _, s := range th.ProviderSessions {
-		if s.EndReason != "closed" {
-			t.Errorf("session %s ended %q, want closed", s.ID, s.EndReason)
-		}
 	}
 }
 
@@ -325,11 +215,7 @@ func TestOpencodeThreadRollback(t *testing.T) {
 func TestOpencodeResume(t *testing.T) {
 	e := newEnv(t)
 	threadID, _, _ := e.opencodeThread("resume", "")
-	e.dispatch(domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Remember the word banana"}})
-	e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
-	e.restart() // the session closes; the server ends
-	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "What was the word?"}})
-	th := e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
+	th := e.sendAcrossRestart(threadID, "Remember the word banana", "What was the word?")
 	for i, want := range []string{"I will remember banana.", "The word was banana."} {
 		r := th.Runs[i]
 		if r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != want {
@@ -340,8 +226,5 @@ func TestOpencodeResume(t *testing.T) {
 	if len(th.ProviderSessions) != 2 || len(th.ProviderThreads) != 1 {
 		t.Fatalf("sessions %d, provider threads %d; want 2 sessions on 1 resumed opencode session", len(th.ProviderSessions), len(th.ProviderThreads))
 	}
-	e.restart()
-	if s := mustThread(t, e, threadID).ProviderSessions[1]; s.EndReason != "closed" {
-		t.Errorf("second session ended %q; want closed", s.EndReason)
-	}
+	e.checkSessionsClosed(threadID)
 }

@@ -268,11 +268,8 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 
 // RespondToRequest implements sdk.Adapter.
 func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequestRequest) error {
-	s, err := a.session(req.SessionID)
+	s, err := a.sessions.ForRequest(req.SessionID, req.RequestRef)
 	if err != nil {
-		if errors.Is(err, sdk.ErrUnknownSession) {
-			return sdk.Errorf(sdk.ErrNotResumable, "request %s: its session is gone", req.RequestRef)
-		}
 		return err
 	}
 	s.mu.Lock()

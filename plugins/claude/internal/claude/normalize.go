@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -351,10 +350,10 @@ func (n *normalizer) toolUse(thread, turn string, b block) []sdk.RuntimeEvent {
 	case sdk.ItemCommandExecution:
 		title = in.Command
 	case sdk.ItemFileChange:
-		title = n.relPath(cmp.Or(in.FilePath, in.NotebookPath))
+		title = sdk.RelPath(n.cwd, cmp.Or(in.FilePath, in.NotebookPath))
 	case sdk.ItemSubagent:
 		title = b.Name
-		if d := cmp.Or(in.Description, firstLine(in.Prompt)); d != "" {
+		if d := cmp.Or(in.Description, sdk.Title(in.Prompt)); d != "" {
 			title += ": " + d
 		}
 	}
@@ -489,7 +488,7 @@ func (n *normalizer) endChild(c *child, status, text string) []sdk.RuntimeEvent 
 	ev := sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadRef: c.thread, TurnRef: c.turn, Status: status}
 	if status == "" {
 		ev.Status = sdk.TurnFailed
-		ev.Failure = &sdk.Failure{Code: "subagent_failed", Message: cmp.Or(firstLine(text), "the subagent failed")}
+		ev.Failure = &sdk.Failure{Code: "subagent_failed", Message: cmp.Or(sdk.Title(text), "the subagent failed")}
 	}
 	return append(out, ev)
 }
@@ -713,24 +712,4 @@ func (n *normalizer) exited(message string) []sdk.RuntimeEvent {
 			Failure: &sdk.Failure{Code: "provider_exited", Message: message}})
 	}
 	return out
-}
-
-// relPath shows a path inside the session's cwd relative to it.
-func (n *normalizer) relPath(p string) string {
-	if n.cwd == "" || !filepath.IsAbs(p) {
-		return p
-	}
-	if rel, err := filepath.Rel(n.cwd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-		return rel
-	}
-	return p
-}
-
-// firstLine is the first line of s, at most 120 characters.
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(s); len(r) > 120 {
-		return string(r[:119]) + "…"
-	}
-	return s
 }

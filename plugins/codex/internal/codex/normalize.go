@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -443,7 +442,7 @@ func (n *normalizer) itemTitle(it item) string {
 		_ = json.Unmarshal(it.Changes, &changes)
 		paths := make([]string, 0, len(changes))
 		for _, c := range changes {
-			paths = append(paths, n.relPath(c.Path))
+			paths = append(paths, sdk.RelPath(n.cwd, c.Path))
 		}
 		return strings.Join(paths, ", ")
 	case "mcpToolCall":
@@ -456,13 +455,13 @@ func (n *normalizer) itemTitle(it item) string {
 	case "collabAgentToolCall":
 		t := deref(it.Tool)
 		if p := deref(it.Prompt); p != "" {
-			t += ": " + firstLine(p)
+			t += ": " + sdk.Title(p)
 		}
 		return t
 	case "webSearch":
 		return strings.TrimSpace("web search " + deref(it.Query))
 	case "imageView":
-		return n.relPath(deref(it.Path))
+		return sdk.RelPath(n.cwd, deref(it.Path))
 	case "userMessage":
 		var content []userInput
 		_ = json.Unmarshal(it.Content, &content)
@@ -470,7 +469,7 @@ func (n *normalizer) itemTitle(it item) string {
 		for _, c := range content {
 			texts = append(texts, c.Text)
 		}
-		return firstLine(strings.Join(texts, " "))
+		return sdk.Title(strings.Join(texts, " "))
 	case "agentMessage", "reasoning", "plan":
 		return ""
 	}
@@ -513,17 +512,6 @@ func (n *normalizer) itemDetail(it item) json.RawMessage {
 	}
 	b, _ := json.Marshal(d)
 	return b
-}
-
-// relPath shows a path inside the session's cwd relative to it.
-func (n *normalizer) relPath(p string) string {
-	if n.cwd == "" || !filepath.IsAbs(p) {
-		return p
-	}
-	if rel, err := filepath.Rel(n.cwd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-		return rel
-	}
-	return p
 }
 
 // deltaKind is the item kind a delta method streams into.
@@ -653,13 +641,4 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// firstLine is the first line of s, at most 120 characters.
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(s); len(r) > 120 {
-		return string(r[:119]) + "…"
-	}
-	return s
 }

@@ -92,7 +92,7 @@ func (n *normalizer) openRequest(ref, method string, raw json.RawMessage) (*serv
 		for _, qu := range q.params.Questions {
 			texts = append(texts, qu.Question)
 		}
-		ev.Title = firstLine(strings.Join(texts, " / "))
+		ev.Title = sdk.Title(strings.Join(texts, " / "))
 		var qs struct {
 			Questions json.RawMessage `json:"questions"`
 		}

@@ -38,10 +38,6 @@ const (
 // process must not wait on a CLI that hangs at exit.
 const lingerAfterResult = 5 * time.Second
 
-// drainTimeout bounds reading what a process wrote once it exited, when a
-// grandchild keeps its stdout open.
-const drainTimeout = 2 * time.Second
-
 // Args are the arguments the plugin appends to the configured command for
 // a turn: print mode, stream-json with partial output (text streams as it
 // is written), the workspace trusted (a headless run cannot answer the
@@ -259,22 +255,8 @@ func (s *session) emitDetail(ev sdk.RuntimeEvent, pid int) {
 // result did not.
 func (s *session) run(tp *turnProc) {
 	defer close(tp.exited)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		// A grandchild that keeps stdout open must not keep the read
-		// going once the process is gone.
-		select {
-		case <-tp.proc.Done():
-		case <-stop:
-			return
-		}
-		select {
-		case <-time.After(drainTimeout):
-			_ = tp.proc.Cmd.Stdout.Close()
-		case <-stop:
-		}
-	}()
+	// Next ends soon after the process does, even when a grandchild keeps
+	// stdout open (lineproc.DrainTimeout).
 	lingering := false
 	for {
 		line, idx, err := tp.proc.Next()
@@ -309,7 +291,18 @@ func (s *session) run(tp *turnProc) {
 			}()
 		}
 	}
-	<-tp.proc.Done()
+	select {
+	case <-tp.proc.Done():
+	case <-time.After(lineproc.DrainTimeout):
+		// Its stdout ended and it lives on: nothing more can come from it.
+		s.log.Warn("cursor-agent closed its stdout and lives on; stopping it")
+		tp.stop()
+		<-tp.proc.Done()
+	}
+	// What the CLI left behind in its process group (a command it put in
+	// the background) ends with it: the turn's process is the provider's
+	// whole life, and nothing else would ever stop them.
+	_ = tp.proc.Close(context.Background())
 	tp.mu.Lock()
 	interrupted, closing := tp.interrupted, tp.closing
 	tp.mu.Unlock()

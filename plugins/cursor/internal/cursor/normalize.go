@@ -3,7 +3,6 @@ package cursor
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -258,7 +257,7 @@ func (n *normalizer) toolCall(e *event, raw []byte) []sdk.RuntimeEvent {
 // describeTool is the item kind and title of a tool call.
 func (n *normalizer) describeTool(tc toolCall) (sdk.ItemKind, string) {
 	a := decodeArgs(tc.Args)
-	path := n.relPath(firstNonEmpty(a.Path, a.TargetFile))
+	path := sdk.RelPath(n.cwd, firstNonEmpty(a.Path, a.TargetFile))
 	switch tc.Variant {
 	case "shellToolCall":
 		return sdk.ItemCommandExecution, a.Command
@@ -358,7 +357,7 @@ func (n *normalizer) toolDetail(tc toolCall, res toolResult) json.RawMessage {
 		}
 	case "editToolCall", "writeToolCall", "deleteToolCall":
 		kind := map[string]string{"editToolCall": "update", "writeToolCall": "add", "deleteToolCall": "delete"}[tc.Variant]
-		d["changes"] = []map[string]string{{"path": n.relPath(firstNonEmpty(a.Path, a.TargetFile)), "kind": kind}}
+		d["changes"] = []map[string]string{{"path": sdk.RelPath(n.cwd, firstNonEmpty(a.Path, a.TargetFile)), "kind": kind}}
 	default:
 		if len(tc.Args) > 0 {
 			d["args"] = tc.Args
@@ -468,17 +467,6 @@ func decodeUsage(raw json.RawMessage) *sdk.Usage {
 		return nil
 	}
 	return out
-}
-
-// relPath shows a path inside the session's cwd relative to it.
-func (n *normalizer) relPath(p string) string {
-	if n.cwd == "" || !filepath.IsAbs(p) {
-		return p
-	}
-	if rel, err := filepath.Rel(n.cwd, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-		return rel
-	}
-	return p
 }
 
 func firstLine(s string) string {

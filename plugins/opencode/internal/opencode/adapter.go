@@ -27,6 +27,7 @@ import (
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
+	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/sse"
 )
 
@@ -152,8 +153,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// listening finds the server's address in a stdout line.
-var listening = regexp.MustCompile(`https?://[0-9A-Za-z.\[\]:-]+`)
+// listening finds the server's address in a stdout line: on 127.0.0.1,
+// where the plugin asked it to listen (and the only network target).
+var listening = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+`)
 
 // OpenSession implements sdk.Adapter: start the server, open its event
 // stream, and create (or find) the session.
@@ -215,6 +217,10 @@ func (s *session) readStdout(addr chan<- string, done chan<- struct{}) {
 	found := false
 	for {
 		line, _, err := s.proc.Next()
+		if errors.Is(err, ndjson.ErrLineTooLong) {
+			s.log.Warn("opencode printed an over-long line; skipped", "error", err)
+			continue // what comes after it is still read
+		}
 		if err != nil {
 			return
 		}
@@ -322,6 +328,11 @@ func (s *session) readEvents(body io.ReadCloser, first chan<- struct{}) {
 	once := sync.OnceFunc(func() { close(first) })
 	for {
 		ev, err := d.Next()
+		if errors.Is(err, sse.ErrLineTooLong) {
+			// Dropped whole; the events after it still come.
+			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed event", Text: err.Error()})
+			continue
+		}
 		if err != nil {
 			s.streamEnded(err)
 			return
@@ -400,10 +411,26 @@ func (s *session) handle(data []byte, frame uint64) {
 	default:
 		evs = s.norm.event(e)
 	}
+	abort := s.norm.takeAbort()
 	s.mu.Unlock()
+	if abort != "" {
+		go s.abortLate(abort)
+	}
 	for _, ev := range evs {
 		ev.RawFrame = frame
 		s.emit.Emit(ev)
+	}
+}
+
+// abortLate aborts a session whose turn the client interrupted before it
+// started. It runs on its own: the event stream goes on meanwhile.
+func (s *session) abortLate(session string) {
+	ctx, cancel := context.WithTimeout(s.ctx, callTimeout)
+	defer cancel()
+	if _, err := s.call(ctx, http.MethodPost, "/session/"+url.PathEscape(session)+"/abort", nil, nil); err != nil && s.ctx.Err() == nil {
+		s.log.Warn("abort failed", "session", session, "error", err)
+		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: session, Title: "opencode was not told to stop the interrupted turn",
+			Text: err.Error()})
 	}
 }
 
@@ -412,6 +439,9 @@ func (s *session) handle(data []byte, frame uint64) {
 // cancelled, and runtime_exited comes last.
 func (s *session) watch(stdoutDone <-chan struct{}) {
 	<-s.proc.Done()
+	// At most lineproc.DrainTimeout later, even when a process opencode
+	// started (a language server, a command left in the background)
+	// keeps its stdout open.
 	<-stdoutDone
 	s.cancel(errors.New("opencode exited"))
 	if s.streaming.Load() {
@@ -570,7 +600,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	body := promptBody{Parts: []textPartInput{{Type: "text", Text: req.Input.Text}}, Model: modelOf(s.model)}
 	if _, err := s.call(ctx, http.MethodPost, "/session/"+url.PathEscape(root)+"/prompt_async", body, nil); err != nil {
 		s.mu.Lock()
-		s.norm.expectTurn("") // a late user message must not take the next turn's id
+		s.norm.unexpectTurn() // a late user message must not take the next turn's id
 		s.mu.Unlock()
 		return sdk.StartTurnResponse{}, fmt.Errorf("start turn: %w", err)
 	}
@@ -588,6 +618,12 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 	root, turn := s.root, s.norm.activeTurn(s.root)
 	if turn != "" && (req.TurnRef == "" || req.TurnRef == turn) {
 		s.norm.abort(root)
+	}
+	if turn == "" && req.TurnRef == "" && s.norm.abortExpected() {
+		// The prompt was accepted and its turn has not started: it is
+		// aborted once it runs.
+		s.mu.Unlock()
+		return nil
 	}
 	s.mu.Unlock()
 	if turn == "" || (req.TurnRef != "" && req.TurnRef != turn) {
@@ -616,11 +652,8 @@ func reply(d sdk.Decision) (string, error) {
 
 // RespondToRequest implements sdk.Adapter.
 func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequestRequest) error {
-	s, err := a.session(req.SessionID)
+	s, err := a.sessions.ForRequest(req.SessionID, req.RequestRef)
 	if err != nil {
-		if errors.Is(err, sdk.ErrUnknownSession) {
-			return sdk.Errorf(sdk.ErrNotResumable, "request %s: its session is gone", req.RequestRef)
-		}
 		return err
 	}
 	answer, err := reply(req.Decision)

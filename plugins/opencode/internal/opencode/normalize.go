@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -42,6 +41,10 @@ type normalizer struct {
 	failure    map[string]*sdk.Failure // session -> the turn's error
 	rejected   map[string]bool         // tool callIDs whose permission was rejected
 	clientTurn string                  // the host's id for the next root turn
+	expecting  bool                    // a prompt was accepted; its root turn has not started
+	abortNext  bool                    // the client interrupted that turn before it started
+	abortOnRun bool                    // the root's running turn is to be aborted once it runs
+	abortNow   string                  // a session to abort now (see takeAbort)
 }
 
 // openItem is an item started and not yet completed.
@@ -70,7 +73,31 @@ func (n *normalizer) setRoot(id string) {
 
 // expectTurn says that the next root turn is the one the host started as
 // clientTurn.
-func (n *normalizer) expectTurn(clientTurn string) { n.clientTurn = clientTurn }
+func (n *normalizer) expectTurn(clientTurn string) {
+	n.clientTurn, n.expecting, n.abortNext = clientTurn, true, false
+}
+
+// unexpectTurn forgets the expected turn: its prompt was not accepted.
+func (n *normalizer) unexpectTurn() { n.clientTurn, n.expecting, n.abortNext = "", false, false }
+
+// abortExpected says that the client interrupted the root turn its prompt
+// starts before it started; false when no such turn is expected.
+func (n *normalizer) abortExpected() bool {
+	if !n.expecting {
+		return false
+	}
+	n.abortNext = true
+	return true
+}
+
+// takeAbort returns a session to abort now ("" for none): a turn
+// interrupted before it started, once it runs (opencode aborts only a
+// session that is busy).
+func (n *normalizer) takeAbort() string {
+	s := n.abortNow
+	n.abortNow = ""
+	return s
+}
 
 // activeTurn is a thread's running turn ("" when none).
 func (n *normalizer) activeTurn(thread string) string { return n.active[thread] }
@@ -129,6 +156,11 @@ func (n *normalizer) dispatch(ev event) ([]sdk.RuntimeEvent, error) {
 		}
 		if p.Status.Type == "busy" && n.active[p.SessionID] != "" {
 			n.busy[p.SessionID] = true
+			if p.SessionID == n.root && n.abortOnRun {
+				n.abortOnRun = false
+				n.aborting[p.SessionID] = true
+				n.abortNow = p.SessionID
+			}
 		}
 		if p.Status.Type == "retry" && n.threads[p.SessionID] {
 			return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: p.SessionID, TurnRef: n.active[p.SessionID],
@@ -174,7 +206,6 @@ func (n *normalizer) message(m messageInfo) []sdk.RuntimeEvent {
 			return nil
 		}
 		n.seenUser[m.ID] = true
-		n.msgRole[m.ID] = "user"
 		if turn := n.active[m.SessionID]; turn != "" {
 			n.msgTurn[m.ID] = turn // queued while the turn ran: it is that turn's input now
 			return nil
@@ -184,14 +215,15 @@ func (n *normalizer) message(m messageInfo) []sdk.RuntimeEvent {
 		ev := sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: m.SessionID, TurnRef: m.ID}
 		if m.SessionID == n.root {
 			ev.ClientTurnID, n.clientTurn = n.clientTurn, ""
+			n.abortOnRun, n.expecting, n.abortNext = n.abortNext, false, false
 		}
 		return []sdk.RuntimeEvent{ev}
 	case "assistant":
-		n.msgRole[m.ID] = "assistant"
 		turn, ok := n.msgTurn[m.ParentID]
-		if !ok {
-			return nil
+		if !ok || n.active[m.SessionID] != turn {
+			return nil // not of a running turn: nothing of it is emitted
 		}
+		n.msgRole[m.ID] = "assistant"
 		n.msgTurn[m.ID] = turn
 		if m.Error != nil && n.active[m.SessionID] == turn {
 			n.noteError(m.SessionID, m.Error)
@@ -314,7 +346,7 @@ func (n *normalizer) toolTitle(tool string, input json.RawMessage) string {
 		return in.Command
 	case sdk.ItemFileChange:
 		if in.FilePath != "" {
-			return n.relPath(in.FilePath)
+			return sdk.RelPath(n.cwd, in.FilePath)
 		}
 	case sdk.ItemSubagent:
 		if in.Description != "" {
@@ -322,15 +354,6 @@ func (n *normalizer) toolTitle(tool string, input json.RawMessage) string {
 		}
 	}
 	return tool
-}
-
-func (n *normalizer) relPath(p string) string {
-	if n.cwd != "" && filepath.IsAbs(p) {
-		if r, err := filepath.Rel(n.cwd, p); err == nil && !strings.HasPrefix(r, "..") {
-			return r
-		}
-	}
-	return p
 }
 
 func (n *normalizer) tool(p part, turn string) []sdk.RuntimeEvent {
@@ -352,6 +375,7 @@ func (n *normalizer) tool(p part, turn string) []sdk.RuntimeEvent {
 	}
 	switch p.State.Status {
 	case "completed":
+		n.callDone(p.CallID)
 		d, _ := json.Marshal(map[string]any{"tool": p.Tool, "callID": p.CallID, "input": p.State.Input,
 			"output": p.State.Output, "metadata": p.State.Metadata})
 		return append(out, n.complete(it, sdk.ItemDone, p.State.Output, d))
@@ -360,6 +384,7 @@ func (n *normalizer) tool(p part, turn string) []sdk.RuntimeEvent {
 		if n.rejected[p.CallID] {
 			status = sdk.ItemDeclined
 		}
+		n.callDone(p.CallID)
 		return append(out, n.complete(it, status, p.State.Error, detail))
 	}
 	return out
@@ -426,7 +451,19 @@ func (n *normalizer) end(session, turn, status string, failure *sdk.Failure, usa
 			out = append(out, n.complete(it, itemStatus, "", nil))
 		}
 	}
+	// What is kept of an ended turn is its user messages (rollback
+	// tells the turns from them); its assistant messages are forgotten.
+	for id := range n.msgRole {
+		if n.msgTurn[id] == turn {
+			delete(n.msgRole, id)
+			delete(n.msgTurn, id)
+		}
+	}
 	delete(n.active, session)
+	if len(n.active) == 0 {
+		clear(n.callPart) // the calls of tool parts that never completed
+		clear(n.rejected)
+	}
 	delete(n.busy, session)
 	delete(n.aborting, session)
 	delete(n.failure, session)
@@ -494,9 +531,15 @@ func (n *normalizer) permissionAsked(p permissionAsked, raw json.RawMessage) (sd
 	case meta.Diff != "":
 		ev.Text = meta.Diff
 	case meta.FilePath != "":
-		ev.Text = n.relPath(meta.FilePath)
+		ev.Text = sdk.RelPath(n.cwd, meta.FilePath)
 	}
 	return ev, true
+}
+
+// callDone forgets a tool call that completed.
+func (n *normalizer) callDone(callID string) {
+	delete(n.callPart, callID)
+	delete(n.rejected, callID)
 }
 
 // rejectedCall remembers a tool call whose permission was rejected: its

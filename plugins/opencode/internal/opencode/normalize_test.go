@@ -348,3 +348,33 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestStateDoesNotGrowWithTurns: over a long session, what the normalizer
+// keeps of ended turns is their user messages (for rollback), not their
+// assistant messages, tool calls or rejections.
+func TestStateDoesNotGrowWithTurns(t *testing.T) {
+	n := newNormalizer("ses_root", "/ws")
+	const turns = 20
+	for i := range turns {
+		u, a, a2 := fmt.Sprintf("msg_u%d", i), fmt.Sprintf("msg_a%d", i), fmt.Sprintf("msg_b%d", i)
+		tool := func(a, part, call, status string) []byte {
+			return ev("message.part.updated", fmt.Sprintf(`{"sessionID":"ses_root","part":{"id":%q,"messageID":%q,"sessionID":"ses_root","type":"tool","tool":"bash","callID":%q,"state":{"status":%q,"input":{"command":"ls"}}}}`,
+				part, a, call, status))
+		}
+		c1, c2 := fmt.Sprintf("call_%d_1", i), fmt.Sprintf("call_%d_2", i)
+		out := feed(t, n, user("ses_root", u), busy("ses_root"), assistant("ses_root", a, u),
+			tool(a, "prt_"+c1, c1, "running"), tool(a, "prt_"+c1, c1, "completed"), tool(a, "prt_"+c2, c2, "running"))
+		n.rejectedCall(c2)
+		out = append(out, feed(t, n, tool(a, "prt_"+c2, c2, "error"), assistant("ses_root", a2, u),
+			textPart("ses_root", a2, "prt_t"+a2, "done", true), idle("ses_root"),
+			// a late update of the ended turn's message binds nothing
+			assistant("ses_root", a2, u))...)
+		if term := out[len(out)-1]; term.Kind != sdk.EventTurnTerminal || term.Status != sdk.TurnCompleted {
+			t.Fatalf("turn %d: events %s", i, kinds(out))
+		}
+	}
+	if len(n.msgRole) != 0 || len(n.callPart) != 0 || len(n.rejected) != 0 || len(n.msgTurn) != turns || len(n.items) != 0 {
+		t.Errorf("after %d turns: %d message roles, %d tool calls, %d rejections, %d messages bound to turns, %d open items; want 0, 0, 0, %d, 0",
+			turns, len(n.msgRole), len(n.callPart), len(n.rejected), len(n.msgTurn), len(n.items), turns)
+	}
+}

@@ -1,0 +1,285 @@
+package orchestrator_test
+
+import (
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/baton-run/baton/host/internal/domain"
+)
+
+// Checks that scenarios recorded for several providers share: each states
+// what the host must show at the scenario's end, whatever the provider.
+
+// checkSessionsClosed restarts the host (closing every provider session)
+// and checks that each ended cleanly: a replay peer that saw a frame it did
+// not expect, or missed one, would have exited with an error.
+func (e *env) checkSessionsClosed(threadID string) domain.Thread {
+	e.t.Helper()
+	e.restart()
+	th := mustThread(e.t, e, threadID)
+	for _, s := range th.ProviderSessions {
+		if s.Status != domain.SessionStatusEnded || s.EndReason != "closed" {
+			e.t.Errorf("session %s = %s (%q); want ended, closed (the peer saw every frame it expected)", s.ID, s.Status, s.EndReason)
+		}
+	}
+	return th
+}
+
+// countEvents counts the thread's stored events of a type.
+func (e *env) countEvents(threadID, typ string) int {
+	e.t.Helper()
+	n := 0
+	for _, t := range e.types(threadID, 0) {
+		if t == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// checkInterrupted checks that a run ended interrupted because the host
+// asked: the interrupt's request is stored before the run's end.
+func (e *env) checkInterrupted(threadID string, r domain.Run) {
+	e.t.Helper()
+	if r.Status != domain.RunStatusInterrupted || !r.InterruptRequested {
+		e.t.Fatalf("run %s (requested %v), want interrupted", r.Status, r.InterruptRequested)
+	}
+	types := e.types(threadID, 0)
+	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
+		e.t.Fatalf("events: %v", types)
+	}
+}
+
+// sendAcrossRestart sends a message, waits for its run to end, restarts
+// the host (the provider session closes, its process ends) and sends the
+// next, whose run must go on in the provider's thread from a new session;
+// it returns the thread once that run has ended.
+func (e *env) sendAcrossRestart(threadID, first, second string) domain.Thread {
+	e.t.Helper()
+	e.dispatch(domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: first}})
+	e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
+	e.restart()
+	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: second}})
+	return e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
+}
+
+// subagentTurn is the node of a subagent's turn in a run: a subagent node
+// under the run's root, bound to a provider turn of its own; the test
+// fails unless there is one and it completed.
+func (e *env) subagentTurn(th domain.Thread, r domain.Run) domain.Node {
+	e.t.Helper()
+	root := r.Attempts[0].RootNode
+	for _, n := range r.Nodes {
+		if n.Kind != domain.NodeSubagent || n.ParentID != root {
+			continue
+		}
+		for _, pt := range th.ProviderTurns {
+			if pt.NodeID == n.ID {
+				if n.Status != domain.StatusCompleted {
+					e.t.Fatalf("subagent turn node %+v; want completed", n)
+				}
+				return n
+			}
+		}
+	}
+	e.t.Fatalf("no subagent turn node under the root: %+v", r.Nodes)
+	return domain.Node{}
+}
+
+// approvalCase is a scenario whose approval requests a client answers,
+// every one with the same decision.
+type approvalCase struct {
+	scenario, decision   string
+	requests             int    // how many the provider asks
+	itemKind, itemStatus string // the one item of this kind ends so
+}
+
+// checkApprovals plays an approval scenario on a thread that asks a client
+// about everything, and checks that the run completed, that the client
+// answered every request, all of them approvals, with the case's decision,
+// and that the case's item ended as the answer made it.
+func (e *env) checkApprovals(provider string, tc approvalCase) domain.Thread {
+	e.t.Helper()
+	threadID, _, _ := e.newThread(provider, provider+"/"+tc.scenario+".ndjson", domain.ApproveAsk)
+	th := e.play(threadID, provider+"/"+tc.scenario+".steps.json")
+	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
+		e.t.Fatalf("run %s (%+v)", r.Status, r.Failure)
+	}
+	if len(th.Requests) != tc.requests {
+		e.t.Fatalf("requests = %+v, want %d", th.Requests, tc.requests)
+	}
+	for _, q := range th.Requests {
+		if q.Status != domain.RequestStatusResolved || q.Decision != tc.decision || q.AnsweredBy != "client" {
+			e.t.Errorf("request %+v; want resolved by the client's %s", q, tc.decision)
+		}
+		if q.Kind != domain.RequestCommandApproval && q.Kind != domain.RequestFileChangeApproval {
+			e.t.Errorf("request kind %q", q.Kind)
+		}
+	}
+	var items []domain.TurnItem
+	for _, it := range th.TurnItems {
+		if it.Kind == tc.itemKind {
+			items = append(items, it)
+		}
+	}
+	if len(items) != 1 || items[0].Status != tc.itemStatus {
+		e.t.Errorf("%s items %+v, want one %s", tc.itemKind, items, tc.itemStatus)
+	}
+	return th
+}
+
+// checkSteeredNatively checks a run a message was steered into natively:
+// one run, completed in its one attempt, the steer stored (run.steered),
+// the run ended once, and both user messages the run's.
+func (e *env) checkSteeredNatively(threadID string, th domain.Thread) domain.Run {
+	e.t.Helper()
+	if len(th.Runs) != 1 {
+		e.t.Fatalf("runs = %d, want 1", len(th.Runs))
+	}
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 1 {
+		e.t.Fatalf("run %s with %d attempts; want completed with 1", r.Status, len(r.Attempts))
+	}
+	if e.countEvents(threadID, "run.steered") != 1 || e.countEvents(threadID, "run.ended") != 1 {
+		e.t.Fatalf("events %v; want one run.steered and one run.ended", e.types(threadID, 0))
+	}
+	e.checkUserMessages(th, r, 2)
+	return r
+}
+
+// checkUserMessages checks that the thread has n user messages, all of
+// them the run's.
+func (e *env) checkUserMessages(th domain.Thread, r domain.Run, n int) {
+	e.t.Helper()
+	var users []string
+	for _, m := range th.Messages {
+		if m.Role == domain.RoleUser {
+			users = append(users, m.Text)
+			if m.RunID != r.ID {
+				e.t.Errorf("user message %q belongs to %s, not the run %s", m.Text, m.RunID, r.ID)
+			}
+		}
+	}
+	if len(users) != n {
+		e.t.Errorf("user messages %q; want %d", users, n)
+	}
+}
+
+// checkSteeringRestart checks a run steered by restart: one run, completed
+// by its second attempt, which replaced the interrupted first for the
+// steering message and carried a provider turn of its own.
+func (e *env) checkSteeringRestart(th domain.Thread) domain.Run {
+	e.t.Helper()
+	if len(th.Runs) != 1 {
+		e.t.Fatalf("runs = %d, want 1", len(th.Runs))
+	}
+	r := th.Runs[0]
+	if r.Status != domain.RunStatusCompleted || len(r.Attempts) != 2 {
+		e.t.Fatalf("run = %s with %d attempts, want completed with 2", r.Status, len(r.Attempts))
+	}
+	first, second := r.Attempts[0], r.Attempts[1]
+	if first.Reason != domain.AttemptInitial || first.Status != domain.RunStatusInterrupted ||
+		second.Reason != domain.AttemptSteeringRestart || r.FinalAttempt != second.ID {
+		e.t.Fatalf("attempts = %+v", r.Attempts)
+	}
+	if len(th.ProviderTurns) != 2 || th.ProviderTurns[1].AttemptID != second.ID {
+		e.t.Fatalf("provider turns %+v; want the second attempt's own", th.ProviderTurns)
+	}
+	return r
+}
+
+// checkRolledBackToRun1 checks the end of a thread_rollback scenario: three
+// runs changed files; a rollback to run 1 put the files back byte for byte
+// (files made later removed, ignored ones kept) and reconciled the
+// provider's conversation as said; runs 2 and 3 are rolled back, and the
+// fourth run answered from run 1's state. It returns the root checkpoints
+// (the baseline's, then each run's) and the rollback.
+func (e *env) checkRolledBackToRun1(th domain.Thread, reconciliation string) ([]domain.Checkpoint, domain.Rollback) {
+	e.t.Helper()
+	t := e.t
+	want := map[string]string{"README.md": readme, ".gitignore": "*.log\n", "build.log": "ignored\n", "a.txt": "one\n"}
+	if got := e.files(); !maps.Equal(got, want) {
+		t.Errorf("files after the rollback = %q, want %q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "sub")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the directory sub/ made by run 2 is still there: %v", err)
+	}
+	if len(th.Runs) != 4 {
+		t.Fatalf("runs = %d, want 4", len(th.Runs))
+	}
+	for i, want := range []string{domain.RunStatusCompleted, domain.RunStatusRolledBack, domain.RunStatusRolledBack, domain.RunStatusCompleted} {
+		if r := th.Runs[i]; r.Status != want {
+			t.Errorf("run %d = %s, want %s (failure %+v)", r.Ordinal, r.Status, want, r.Failure)
+		}
+	}
+	if got := assistantText(th, th.Runs[3].ID); got != "a.txt says one." {
+		t.Errorf("run 4 said %q", got)
+	}
+	// What each run changed.
+	roots := rootCheckpoints(th)
+	if len(roots) != 5 {
+		t.Fatalf("root checkpoints: %+v", roots)
+	}
+	for i, want := range [][]string{nil, {"added a.txt"}, {"modified a.txt", "added sub/b.txt"}, {"added c.txt"}, nil} {
+		if got := fileList(roots[i]); !slices.Equal(got, want) {
+			t.Errorf("checkpoint of run %d: files %q, want %q", roots[i].RunOrdinal, got, want)
+		}
+	}
+	if len(th.Rollbacks) != 1 {
+		t.Fatalf("rollbacks: %+v", th.Rollbacks)
+	}
+	rb := th.Rollbacks[0]
+	if rb.Status != domain.RollbackDone || rb.TargetRunOrdinal != 1 || rb.Reconciliation != reconciliation ||
+		rb.FilesWritten != 1 || rb.FilesRemoved != 2 {
+		t.Fatalf("rollback: %+v", rb)
+	}
+	switch reconciliation {
+	case domain.ReconcileNative:
+		if rb.TurnsDropped != 2 || len(th.Handoffs) != 0 {
+			t.Errorf("native rollback: %+v, handoffs %+v", rb, th.Handoffs)
+		}
+	case domain.ReconcileFreshThread:
+		if len(th.Handoffs) != 1 || th.Handoffs[0].Status != domain.HandoffStatusConsumed || th.Handoffs[0].RunID != th.Runs[3].ID {
+			t.Errorf("handoffs: %+v", th.Handoffs)
+		}
+		if len(th.ProviderThreads) != 2 || !th.ProviderThreads[0].Detached || th.ProviderThreads[1].Detached {
+			t.Errorf("provider threads: %+v; want the old conversation detached and a fresh one", th.ProviderThreads)
+		}
+	}
+	return roots, rb
+}
+
+// subagentCheckpoints checks the checkpoints of a run whose subagent wrote
+// a file: one root scope for the run and one subagent scope nested under
+// it, which does not advance the run count. It returns the subagent's
+// scope and checkpoint, and the run's checkpoint.
+func (e *env) subagentCheckpoints(th domain.Thread) (domain.CheckpointScope, domain.Checkpoint, domain.Checkpoint) {
+	e.t.Helper()
+	var root, sub []domain.CheckpointScope
+	for _, sc := range th.CheckpointScopes {
+		if sc.Kind == domain.ScopeSubagent {
+			sub = append(sub, sc)
+		} else if sc.RunID != "" {
+			root = append(root, sc)
+		}
+	}
+	if len(root) != 1 || len(sub) != 1 || sub[0].ParentID != root[0].ID || sub[0].AdvancesRunCount {
+		e.t.Fatalf("scopes: %+v", th.CheckpointScopes)
+	}
+	var subCP, runCP domain.Checkpoint
+	for _, c := range th.Checkpoints {
+		switch c.ScopeID {
+		case sub[0].ID:
+			subCP = c
+		case root[0].ID:
+			runCP = c
+		}
+	}
+	if subCP.Status != domain.CheckpointReady {
+		e.t.Errorf("subagent checkpoint %+v; want ready", subCP)
+	}
+	return sub[0], subCP, runCP
+}
