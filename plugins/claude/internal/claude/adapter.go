@@ -20,6 +20,7 @@ import (
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
+	"github.com/baton-run/baton/sdk/ndjson"
 )
 
 // Version is the plugin's version.
@@ -286,6 +287,12 @@ func (s *session) call(ctx context.Context, p *process, request any, then func(c
 func (s *session) read(p *process) {
 	for {
 		line, raw, err := p.Next()
+		if errors.Is(err, ndjson.ErrLineTooLong) {
+			// The rest of the line is skipped; the frames after it are
+			// read as usual.
+			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: err.Error()})
+			continue
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				s.log.Warn("reading claude's output failed", "error", err)
