@@ -243,21 +243,23 @@ func (n *normalizer) where(parent string) (thread, turn string, out []sdk.Runtim
 	if parent == "" {
 		return n.root, n.turn.ref, nil, true
 	}
-	if parent == n.root {
-		return "", "", nil, false // no tool use is named like the session
-	}
 	c, out := n.child(parent, "")
-	if c.ended {
-		// A subagent that goes on after its turn was ended for it (its
-		// parent turn was interrupted): nothing to bind it to.
+	if c == nil || c.ended {
+		// A parent named like the session, or a subagent that goes on
+		// after its turn was ended for it (its parent turn was
+		// interrupted): nothing to bind it to.
 		return "", "", nil, false
 	}
 	return c.thread, c.turn, out, true
 }
 
 // child is the subagent thread of a Task tool use, announced (thread and
-// turn) the first time it is named.
+// turn) the first time it is named. A tool use named like the session has
+// none (nil): its thread would be a second one with the root's id.
 func (n *normalizer) child(toolUse, title string) (*child, []sdk.RuntimeEvent) {
+	if toolUse == n.root {
+		return nil, nil
+	}
 	if c := n.children[toolUse]; c != nil {
 		return c, nil
 	}
@@ -365,7 +367,7 @@ func (n *normalizer) toolUse(thread, turn string, b block) []sdk.RuntimeEvent {
 	}
 	out := []sdk.RuntimeEvent{{Kind: sdk.EventItemStarted, ThreadRef: thread, TurnRef: turn, ItemRef: b.ID, ItemKind: kind,
 		Title: title, Status: sdk.ItemInProgress, Detail: detail}}
-	if kind == sdk.ItemSubagent && b.ID != n.root {
+	if kind == sdk.ItemSubagent {
 		_, evs := n.child(b.ID, cmp.Or(in.Prompt, in.Description))
 		out = append(out, evs...)
 	}
@@ -526,7 +528,7 @@ func (n *normalizer) system(f *frame) ([]sdk.RuntimeEvent, error) {
 		}
 		return nil, nil
 	case "task_started":
-		if s.ToolUseID == "" || n.root == "" || s.ToolUseID == n.root {
+		if s.ToolUseID == "" || n.root == "" {
 			return nil, nil // a session not named yet (or a task no tool use names)
 		}
 		if n.children[s.ToolUseID] == nil && s.TaskType != "local_agent" {
@@ -537,6 +539,9 @@ func (n *normalizer) system(f *frame) ([]sdk.RuntimeEvent, error) {
 			return nil, nil
 		}
 		c, out := n.child(s.ToolUseID, cmp.Or(s.Prompt, s.Description))
+		if c == nil {
+			return nil, nil
+		}
 		c.background = s.IsBackgrounded
 		return out, nil
 	case "task_progress":
