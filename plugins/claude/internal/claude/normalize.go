@@ -44,12 +44,8 @@ type normalizer struct {
 	// lastEntry is the uuid of the newest root assistant message: the
 	// point a resumed session can be truncated at.
 	lastEntry string
-	// turnEnds maps a finished root turn to the last root assistant
-	// message before it (the entry to truncate at to drop it and every
-	// turn after it).
-	turnBefore map[string]string
 	// turns are the root turns this session ran, oldest first.
-	turns []string
+	turns []ranTurn
 	// forkOf is the session the root forks after a rollback, until the
 	// CLI takes a message on the fork: it writes the fork only then, and a
 	// fork it has not written cannot be resumed (a second rollback cuts
@@ -69,6 +65,12 @@ type rootTurn struct {
 	usage sdk.Usage
 }
 
+// ranTurn is a root turn this session ran, with the last root assistant
+// message before it: the entry to truncate at to drop it and every turn
+// after it ("" for a conversation's first turn, which has nothing before
+// it).
+type ranTurn struct{ ref, before string }
+
 // openItem is a tool use whose result has not come.
 type openItem struct {
 	thread, turn, id string
@@ -87,7 +89,7 @@ type child struct {
 
 func newNormalizer(root, cwd string) *normalizer {
 	return &normalizer{root: root, cwd: cwd, items: map[string]*openItem{}, children: map[string]*child{},
-		declined: map[string]bool{}, turnBefore: map[string]string{}}
+		declined: map[string]bool{}}
 }
 
 // activeTurn is the root turn in progress ("" when none).
@@ -102,8 +104,7 @@ func (n *normalizer) activeTurn() string {
 // it). Its turn_started waits until the root thread is known.
 func (n *normalizer) startTurn(ref, clientTurn string) []sdk.RuntimeEvent {
 	n.turn = &rootTurn{ref: ref, clientTurn: clientTurn, unconsumed: 1}
-	n.turnBefore[ref] = n.lastEntry
-	n.turns = append(n.turns, ref)
+	n.turns = append(n.turns, ranTurn{ref: ref, before: n.lastEntry})
 	return n.announceTurn()
 }
 
@@ -118,11 +119,8 @@ func (n *normalizer) cancelStart(ref string) {
 // rolledBack says that the conversation goes on as fork (of session
 // source, not written yet), without turn first and the turns after it.
 func (n *normalizer) rolledBack(fork, source, first string) {
-	i := slices.Index(n.turns, first)
-	n.lastEntry = n.turnBefore[first]
-	for _, t := range n.turns[i:] {
-		delete(n.turnBefore, t)
-	}
+	i := slices.IndexFunc(n.turns, func(t ranTurn) bool { return t.ref == first })
+	n.lastEntry = n.turns[i].before
 	n.turns = n.turns[:i]
 	n.root = fork
 	n.forkOf = source
@@ -143,15 +141,6 @@ func (n *normalizer) interrupting() {
 	if n.turn != nil {
 		n.turn.interrupted = true
 	}
-}
-
-// truncationPoint is the entry a resumed session is cut at to drop turn
-// ref and every turn after it; ok is false for a turn this session did not
-// run (or the first one of a fresh conversation, which has nothing before
-// it).
-func (n *normalizer) truncationPoint(ref string) (string, bool) {
-	e, ok := n.turnBefore[ref]
-	return e, ok && e != ""
 }
 
 func (n *normalizer) announceTurn() []sdk.RuntimeEvent {

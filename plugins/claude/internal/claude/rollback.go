@@ -56,16 +56,15 @@ func (a *Adapter) RollbackThread(ctx context.Context, req sdk.RollbackThreadRequ
 			"rollback thread %s by %d turns: this session ran %d of its turns; earlier ones cannot be cut here", root, req.Turns, len(turns))
 	}
 	first := turns[len(turns)-int(req.Turns)]
-	if req.BeforeTurnRef != "" && req.BeforeTurnRef != first {
+	if req.BeforeTurnRef != "" && req.BeforeTurnRef != first.ref {
 		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrInvalid,
-			"rollback thread %s by %d turns: the oldest of them is %s, not %s", root, req.Turns, first, req.BeforeTurnRef)
+			"rollback thread %s by %d turns: the oldest of them is %s, not %s", root, req.Turns, first.ref, req.BeforeTurnRef)
 	}
-	s.mu.Lock()
-	cut, ok := s.norm.truncationPoint(first)
-	s.mu.Unlock()
-	if !ok {
+	// The cut: the last assistant message before the oldest turn dropped.
+	cut := first.before
+	if cut == "" {
 		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrInvalid,
-			"rollback thread %s: turn %s has no assistant message before it to resume at", root, first)
+			"rollback thread %s: turn %s has no assistant message before it to resume at", root, first.ref)
 	}
 	fork := forkID(source, cut)
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
@@ -74,7 +73,7 @@ func (a *Adapter) RollbackThread(ctx context.Context, req sdk.RollbackThreadRequ
 		return sdk.RollbackThreadResponse{}, fmt.Errorf("rollback thread %s by %d turns: %w", root, req.Turns, err)
 	}
 	s.mu.Lock()
-	s.norm.rolledBack(fork, source, first)
+	s.norm.rolledBack(fork, source, first.ref)
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: fork,
 		Title: fmt.Sprintf("%s without its last %d turns", root, req.Turns)})
 	s.mu.Unlock()
