@@ -584,7 +584,7 @@ func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequest
 	}
 	delete(s.pending, req.RequestRef)
 	if req.Decision == sdk.DecisionDecline || req.Decision == sdk.DecisionCancel {
-		s.norm.declined[q.body.ToolUseID] = true
+		s.norm.decline(q.body.ToolUseID)
 	}
 	p := s.proc
 	// The resolution is emitted before the answer: the answer lets the CLI

@@ -40,7 +40,6 @@ type normalizer struct {
 	turn     *rootTurn
 	items    map[string]*openItem // thread\x00tool use id -> open tool item
 	children map[string]*child    // Task tool use id -> its thread
-	declined map[string]bool      // tool use ids whose permission the host declined
 	// lastEntry is the uuid of the newest root assistant message: the
 	// point a resumed session can be truncated at.
 	lastEntry string
@@ -77,6 +76,7 @@ type openItem struct {
 	kind             sdk.ItemKind
 	title            string
 	name             string
+	declined         bool // the host declined its permission request
 }
 
 // child is a subagent's thread and its one turn.
@@ -88,8 +88,7 @@ type child struct {
 }
 
 func newNormalizer(root, cwd string) *normalizer {
-	return &normalizer{root: root, cwd: cwd, items: map[string]*openItem{}, children: map[string]*child{},
-		declined: map[string]bool{}}
+	return &normalizer{root: root, cwd: cwd, items: map[string]*openItem{}, children: map[string]*child{}}
 }
 
 // activeTurn is the root turn in progress ("" when none).
@@ -365,6 +364,25 @@ func (n *normalizer) toolUse(thread, turn string, b block) []sdk.RuntimeEvent {
 
 func itemKey(thread, id string) string { return thread + "\x00" + id }
 
+// toolItem is the open item of tool use id, on whichever thread (nil when
+// none is open). A permission request names only the tool use.
+func (n *normalizer) toolItem(id string) *openItem {
+	for _, it := range n.items {
+		if it.id == id {
+			return it
+		}
+	}
+	return nil
+}
+
+// decline says that the host declined tool use id's permission: its
+// result completes its item as declined.
+func (n *normalizer) decline(id string) {
+	if it := n.toolItem(id); it != nil {
+		it.declined = true
+	}
+}
+
 // user normalizes a user message: the echo of the host's own input (one
 // message of the turn taken), or tool results completing tool items.
 func (n *normalizer) user(f *frame) ([]sdk.RuntimeEvent, error) {
@@ -415,12 +433,11 @@ func (n *normalizer) toolResult(f *frame, b block) []sdk.RuntimeEvent {
 	delete(n.items, itemKey(thread, b.ToolUseID))
 	status := sdk.ItemDone
 	switch {
-	case n.declined[b.ToolUseID]:
+	case it.declined:
 		status = sdk.ItemDeclined
 	case b.IsError:
 		status = sdk.ItemFailed
 	}
-	delete(n.declined, b.ToolUseID)
 	text := resultText(b.Content)
 	d := map[string]any{"tool": it.name, "output": text}
 	if len(f.ToolUseResult) > 0 {
@@ -495,8 +512,6 @@ func (n *normalizer) closeItems(thread, turn string) []sdk.RuntimeEvent {
 		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
 			ItemKind: it.kind, Title: it.title, Status: sdk.ItemFailed, Text: "the item was still open when the turn ended"})
 		delete(n.items, key)
-		delete(n.declined, it.id) // its result will not come
-
 	}
 	return out
 }

@@ -56,11 +56,9 @@ func (n *normalizer) openRequest(id string, body controlRequestBody, raw json.Ra
 	// The request names its tool use; the tool use names its thread.
 	q.thread, q.turn = n.root, n.activeTurn()
 	title := body.ToolName
-	for _, it := range n.items {
-		if it.id == body.ToolUseID {
-			q.thread, q.turn = it.thread, it.turn
-			title = it.title
-		}
+	if it := n.toolItem(body.ToolUseID); it != nil {
+		q.thread, q.turn = it.thread, it.turn
+		title = it.title
 	}
 	switch {
 	case body.Title != "":
