@@ -629,11 +629,17 @@ func randomHex(n int) string {
 
 // newUUID is a random (version 4) UUID.
 func newUUID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	b[6] = b[6]&0x0f | 0x40
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return uuidString(b, 4)
+}
+
+// uuidString is the UUID of b with its version and variant bits set
+// (RFC 9562), in its usual form.
+func uuidString(b [16]byte, version byte) string {
+	b[6] = b[6]&0x0f | version<<4
 	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b)
+	h := hex.EncodeToString(b[:])
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 

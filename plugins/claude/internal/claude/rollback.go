@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	"github.com/baton-run/baton/sdk"
@@ -84,11 +83,7 @@ func (a *Adapter) RollbackThread(ctx context.Context, req sdk.RollbackThreadRequ
 // (version 8, name-based) from both.
 func forkID(session, entry string) string {
 	sum := sha256.Sum256([]byte("baton rollback\x00" + session + "\x00" + entry))
-	b := sum[:16]
-	b[6] = b[6]&0x0f | 0x80
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b)
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	return uuidString([16]byte(sum[:16]), 8)
 }
 
 // restart replaces the session's CLI process with one started with extra
