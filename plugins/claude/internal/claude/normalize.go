@@ -418,13 +418,12 @@ func (n *normalizer) user(f *frame) ([]sdk.RuntimeEvent, error) {
 func (n *normalizer) toolResult(f *frame, b block) []sdk.RuntimeEvent {
 	thread := n.root
 	if p := f.parent(); p != "" {
-		c := n.children[p]
-		if c != nil && c.ended {
+		if c := n.children[p]; c != nil && c.ended {
 			// A subagent stopped with its turn (an interrupt) reports the
 			// tool use it was in; its item ended with the turn.
 			return nil
 		}
-		thread = c.threadOr(p)
+		thread = p // a subagent's thread is named by its tool use
 	}
 	it := n.items[itemKey(thread, b.ToolUseID)]
 	if it == nil {
@@ -457,13 +456,6 @@ func (n *normalizer) toolResult(f *frame, b block) []sdk.RuntimeEvent {
 		}
 	}
 	return out
-}
-
-func (c *child) threadOr(p string) string {
-	if c == nil {
-		return p
-	}
-	return c.thread
 }
 
 // resultText is a tool result's text (a string or text blocks).
