@@ -41,6 +41,10 @@ type Config struct {
 	// closed at once: a provider that reads its input to the end before it
 	// starts (one process per turn) starts right away.
 	Stdin bool
+	// OnLineTooLong, when set, is told of each stdout line longer than
+	// ndjson.DefaultMaxLine (the error wraps ndjson.ErrLineTooLong); Next
+	// skips the line and reads on. Without it Next returns that error.
+	OnLineTooLong func(err error)
 }
 
 // Process is a running provider process.
@@ -50,6 +54,7 @@ type Process struct {
 
 	name      string
 	r         *ndjson.Reader
+	tooLong   func(error)
 	ownFrames bool          // Frames was opened here, and ExitEvent closes it
 	readEnd   chan struct{} // closed when Next reached the end of stdout
 	readOnce  sync.Once
@@ -85,7 +90,7 @@ func Start(cfg Config) (*Process, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	p := &Process{Frames: frames, name: cfg.Name, ownFrames: own, readEnd: make(chan struct{})}
+	p := &Process{Frames: frames, name: cfg.Name, tooLong: cfg.OnLineTooLong, ownFrames: own, readEnd: make(chan struct{})}
 	cmd, err := providerproc.Start(providerproc.Command{Argv: cfg.Command.Argv, Env: cfg.Command.Env, Dir: cfg.Dir,
 		Stderr: func(line []byte) {
 			frames.Append(framelog.Stderr, line)
@@ -148,6 +153,10 @@ func (p *Process) keepStderr(line []byte) {
 // goroutine reads.
 func (p *Process) Next() ([]byte, uint64, error) {
 	b, err := p.r.Next()
+	for p.tooLong != nil && errors.Is(err, ndjson.ErrLineTooLong) {
+		p.tooLong(err)
+		b, err = p.r.Next()
+	}
 	if err != nil {
 		if !errors.Is(err, ndjson.ErrLineTooLong) {
 			p.readOnce.Do(func() { close(p.readEnd) })
@@ -231,6 +240,15 @@ func (p *Process) StderrTail() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return strings.Join(p.stderrTail, "\n")
+}
+
+// TooLongDiagnostic is a Config.OnLineTooLong that reports each over-long
+// line as a malformed-frame diagnostic (with no raw frame: the line is not
+// in the log).
+func TooLongDiagnostic(emit sdk.Emitter) func(error) {
+	return func(err error) {
+		emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: err.Error()})
+	}
 }
 
 // String names the process for logs.

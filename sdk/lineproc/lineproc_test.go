@@ -2,6 +2,8 @@ package lineproc
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/framelog"
+	"github.com/baton-run/baton/sdk/ndjson"
 )
 
 func start(t *testing.T, stdin bool, script string) *Process {
@@ -158,5 +161,29 @@ func TestWaitStopsAProviderThatClosedItsStdout(t *testing.T) {
 	}
 	if ev := p.ExitEvent("", false); ev.Status != sdk.ExitFailed {
 		t.Fatalf("exit event %+v; want the stopped provider's failure", ev)
+	}
+}
+
+// An over-long stdout line is reported to OnLineTooLong and skipped: the
+// lines after it are read as usual.
+func TestOverLongLineIsSkipped(t *testing.T) {
+	var reported []error
+	p, err := Start(Config{Name: "the agent", Dir: t.TempDir(),
+		Command: sdk.ProviderCommand{Argv: []string{"sh", "-c",
+			fmt.Sprintf(`head -c %d /dev/zero | tr '\0' x; echo; echo '{"after":1}'`, ndjson.DefaultMaxLine+1)}},
+		OnLineTooLong: func(err error) { reported = append(reported, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(context.Background()) })
+	line, _, err := p.Next()
+	if err != nil || string(line) != `{"after":1}` {
+		t.Fatalf("Next = %q, %v; want the line after the over-long one", line, err)
+	}
+	if len(reported) != 1 || !errors.Is(reported[0], ndjson.ErrLineTooLong) {
+		t.Fatalf("reported %v; want one ErrLineTooLong", reported)
+	}
+	if _, _, err := p.Next(); err != io.EOF {
+		t.Fatalf("after the last line: %v, want io.EOF", err)
 	}
 }

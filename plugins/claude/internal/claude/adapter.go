@@ -20,7 +20,6 @@ import (
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
-	"github.com/baton-run/baton/sdk/ndjson"
 )
 
 // Version is the plugin's version.
@@ -207,7 +206,7 @@ func (s *session) start(ctx context.Context, extra ...string) error {
 	}
 	argv = append(argv, extra...)
 	lp, err := lineproc.Start(lineproc.Config{Name: "claude", Command: sdk.ProviderCommand{Argv: argv, Env: s.req.Command.Env},
-		Dir: s.cwd, Frames: s.frames, Log: s.log, Stdin: true})
+		Dir: s.cwd, Frames: s.frames, Log: s.log, Stdin: true, OnLineTooLong: lineproc.TooLongDiagnostic(s.emit)})
 	if err != nil {
 		return err
 	}
@@ -287,12 +286,6 @@ func (s *session) call(ctx context.Context, p *process, request any, then func(c
 func (s *session) read(p *process) {
 	for {
 		line, raw, err := p.Next()
-		if errors.Is(err, ndjson.ErrLineTooLong) {
-			// The rest of the line is skipped; the frames after it are
-			// read as usual.
-			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: err.Error()})
-			continue
-		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				s.log.Warn("reading claude's output failed", "error", err)

@@ -16,7 +16,6 @@ import (
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
-	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/providerproc"
 )
 
@@ -229,7 +228,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	// The prompt is an argument: stdin closes at once, or the CLI would
 	// wait for it to end before it starts.
 	proc, err := lineproc.Start(lineproc.Config{Name: s.name(), Command: sdk.ProviderCommand{Argv: argv, Env: s.cmd.Env},
-		Dir: s.cwd, Frames: s.frames, Log: s.log})
+		Dir: s.cwd, Frames: s.frames, Log: s.log, OnLineTooLong: lineproc.TooLongDiagnostic(s.emit)})
 	if err != nil {
 		return sdk.StartTurnResponse{}, fmt.Errorf("start turn: %w", err)
 	}
@@ -260,12 +259,6 @@ func (s *session) run(tp *turnProc) {
 	lingering := false
 	for {
 		line, idx, err := tp.proc.Next()
-		if errors.Is(err, ndjson.ErrLineTooLong) {
-			s.mu.Lock()
-			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: err.Error()})
-			s.mu.Unlock()
-			continue
-		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				s.log.Debug("stdout ended", "error", err)
