@@ -38,6 +38,7 @@ type Config struct {
 	OnRecv func(*jsonrpc2.Request, *jsonrpc2.Response)
 	// OnMalformed is told of a line that is not a JSON-RPC message (a
 	// banner, a log line): it is kept in the log and skipped, never fatal.
+	// An over-long line is skipped too (frame 0: it is not in the log).
 	OnMalformed func(frame uint64, err error)
 }
 
@@ -59,7 +60,12 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		cfg.Log = hclog.NewNullLogger()
 	}
 	lines, err := lineproc.Start(lineproc.Config{Name: cfg.Name, Command: cfg.Command, Dir: cfg.Dir,
-		RawFrameLog: cfg.RawFrameLog, Log: cfg.Log, Stdin: true})
+		RawFrameLog: cfg.RawFrameLog, Log: cfg.Log, Stdin: true, OnLineTooLong: func(err error) {
+			// Skipped like a banner: the connection reads on.
+			if cfg.OnMalformed != nil {
+				cfg.OnMalformed(0, err)
+			}
+		}})
 	if err != nil {
 		return nil, err
 	}

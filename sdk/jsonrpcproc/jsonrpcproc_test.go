@@ -3,6 +3,7 @@ package jsonrpcproc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/ndjson"
 )
 
 type noHandler struct{}
@@ -85,4 +87,32 @@ func TestWaitStopsAProviderThatStoppedTalking(t *testing.T) {
 		t.Fatal("Wait did not return")
 	}
 	<-c.Proc.Done()
+}
+
+// An over-long line is reported and skipped, like a banner: the answer
+// after it still arrives (it used to end the connection).
+func TestOverLongLineIsSkipped(t *testing.T) {
+	script := fmt.Sprintf(`read line; head -c %d /dev/zero | tr '\0' x; echo; echo '{"id":0,"result":{"ok":true}}'; read line`,
+		ndjson.DefaultMaxLine+1)
+	var tooLong atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := Start(ctx, Config{Name: "the agent", Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", script}},
+		Dir: t.TempDir(), Handler: noHandler{}, OnMalformed: func(frame uint64, err error) {
+			if !errors.Is(err, ndjson.ErrLineTooLong) {
+				t.Errorf("malformed frame %d: %v; want ErrLineTooLong", frame, err)
+			}
+			tooLong.Add(1)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Proc.Close(context.Background()) })
+	var res struct{ OK bool }
+	if err := c.Call(ctx, "ping", nil, &res); err != nil || !res.OK {
+		t.Fatalf("ping after an over-long line: %+v %v", res, err)
+	}
+	if n := tooLong.Load(); n != 1 {
+		t.Fatalf("over-long lines reported: %d, want 1", n)
+	}
 }
