@@ -167,8 +167,11 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	}
 	s.mu.Lock()
 	if resumed {
-		s.norm.root = req.ResumeThreadRef
-		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: req.ResumeThreadRef})
+		// The resumed conversation is the root, as if the CLI had named
+		// it (unless its frames already did).
+		for _, ev := range s.norm.learnRoot(req.ResumeThreadRef) {
+			s.emit.Emit(ev)
+		}
 	}
 	s.opening = false
 	p := s.proc
