@@ -92,16 +92,15 @@ type session struct {
 	// processes (a resume that fell back, a rollback's restart).
 	frames *framelog.Log
 
-	mu       sync.Mutex
-	proc     *process
-	opening  bool // OpenSession has not returned: a process that ends is its to handle
-	norm     *normalizer
-	pending  map[string]*permissionRequest // by request ref
-	calls    map[string]*pendingCall
-	nextID   int
-	closed   bool
-	finished bool // runtime_exited was emitted
-	exited   chan struct{}
+	mu      sync.Mutex
+	proc    *process
+	opening bool // OpenSession has not returned: a process that ends is its to handle
+	norm    *normalizer
+	pending map[string]*permissionRequest // by request ref
+	calls   map[string]*pendingCall
+	nextID  int
+	closed  bool
+	exited  chan struct{} // closed once runtime_exited was emitted
 }
 
 // process is one CLI process of a session.
@@ -413,11 +412,12 @@ func (s *session) answer(p *process, body controlResponseBody) {
 // pending requests are cancelled, and runtime_exited comes last.
 func (s *session) finish(p *process) {
 	s.mu.Lock()
-	if s.finished {
-		s.mu.Unlock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.exited:
 		return // the read loop and OpenSession (or a restart) both saw the end
+	default:
 	}
-	s.finished = true
 	closed := s.closed
 	report := "claude exited"
 	if !closed {
@@ -435,8 +435,7 @@ func (s *session) finish(p *process) {
 	}
 	s.emit.Emit(p.ExitEvent(s.norm.root, closed))
 	s.frames.Close()
-	s.mu.Unlock()
-	close(s.exited)
+	close(s.exited) // (under the lock: a second finish sees it)
 }
 
 // live is the session's process, or ErrProviderExited.
