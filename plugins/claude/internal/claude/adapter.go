@@ -344,8 +344,7 @@ func (s *session) handle(p *process, line []byte, raw uint64) {
 		ref := requestRef(f.RequestID)
 		if q, ok := s.pending[ref]; ok {
 			delete(s.pending, ref)
-			emit([]sdk.RuntimeEvent{{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: ref,
-				RequestKind: q.kind, Status: string(sdk.DecisionCancel), Text: "claude withdrew the request"}})
+			emit([]sdk.RuntimeEvent{q.resolved(sdk.DecisionCancel, "claude withdrew the request")})
 		}
 	default:
 		if !p.initialized {
@@ -426,8 +425,7 @@ func (s *session) finish(p *process) {
 	evs := s.norm.exited(report)
 	for _, ref := range slices.Sorted(maps.Keys(s.pending)) {
 		q := s.pending[ref]
-		evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-			RequestRef: ref, RequestKind: q.kind, Status: string(sdk.DecisionCancel)})
+		evs = append(evs, q.resolved(sdk.DecisionCancel, ""))
 		delete(s.pending, ref)
 	}
 	for _, ev := range evs {
@@ -584,8 +582,7 @@ func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequest
 	p := s.proc
 	// The resolution is emitted before the answer: the answer lets the CLI
 	// go on, and what it does next must come after.
-	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-		RequestRef: req.RequestRef, RequestKind: q.kind, Status: string(req.Decision)})
+	s.emit.Emit(q.resolved(req.Decision, ""))
 	s.mu.Unlock()
 	body, _ := json.Marshal(resp)
 	b, _ := json.Marshal(outControlResponse{Type: typeControlResponse,

@@ -28,6 +28,13 @@ type permissionRequest struct {
 // requestRef names a CLI request for the host.
 func requestRef(id string) string { return "req-" + id }
 
+// resolved is the request's request_resolved event: the host's decision,
+// or cancel when it can no longer be answered.
+func (q *permissionRequest) resolved(d sdk.Decision, text string) sdk.RuntimeEvent {
+	return sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: requestRef(q.id),
+		RequestKind: q.kind, Status: string(d), Text: text}
+}
+
 // permissionOptions are the answers a can_use_tool request takes.
 var permissionOptions = []sdk.RequestOption{
 	{ID: "allow", Label: "Allow", Kind: "allow_once"},
