@@ -81,10 +81,8 @@ func (a *Adapter) session(id string) (*session, error) { return a.sessions.Get(i
 
 // session is one Claude Code conversation and the CLI process serving it.
 type session struct {
-	id   string
 	req  sdk.OpenSessionRequest
 	cwd  string
-	mode string
 	log  hclog.Logger
 	emit sdk.Emitter
 
@@ -130,7 +128,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 			req.RuntimePolicy, strings.Join(permissionModes, ", "))
 	}
 	cwd := filepath.Clean(req.Cwd)
-	s := &session{id: req.SessionID, req: req, cwd: cwd, mode: req.RuntimePolicy, log: a.log.With("session", req.SessionID),
+	s := &session{req: req, cwd: cwd, log: a.log.With("session", req.SessionID),
 		emit: emit, opening: true, norm: newNormalizer("", cwd), pending: map[string]*permissionRequest{},
 		calls: map[string]*pendingCall{}, exited: make(chan struct{})}
 
@@ -203,8 +201,8 @@ func (s *session) start(ctx context.Context, extra ...string) error {
 	if s.req.Model != "" {
 		argv = append(argv, "--model", s.req.Model)
 	}
-	if s.mode != "" {
-		argv = append(argv, "--permission-mode", s.mode)
+	if s.req.RuntimePolicy != "" {
+		argv = append(argv, "--permission-mode", s.req.RuntimePolicy)
 	}
 	argv = append(argv, extra...)
 	lp, err := lineproc.Start(lineproc.Config{Name: "claude", Command: sdk.ProviderCommand{Argv: argv, Env: s.req.Command.Env},
