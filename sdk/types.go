@@ -226,6 +226,15 @@ type Usage struct {
 	TotalTokens       int64 `json:"totalTokens,omitempty"`
 }
 
+// Add adds o's counts to u: a turn's usage is the sum of its model calls'.
+func (u *Usage) Add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CachedInputTokens += o.CachedInputTokens
+	u.ReasoningTokens += o.ReasoningTokens
+	u.TotalTokens += o.TotalTokens
+}
+
 // RateLimit says when a provider's limit resets.
 type RateLimit struct {
 	ResetsAt    time.Time `json:"resetsAt,omitzero"`

@@ -596,13 +596,7 @@ func (n *normalizer) result(r resultFrame, raw json.RawMessage) []sdk.RuntimeEve
 		return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "claude sent a result before it named its session", Detail: raw}}
 	}
 	if r.Usage != nil {
-		t.usage.InputTokens += r.Usage.InputTokens + r.Usage.CacheReadInputTokens + r.Usage.CacheCreationInputTokens
-		t.usage.CachedInputTokens += r.Usage.CacheReadInputTokens
-		t.usage.OutputTokens += r.Usage.OutputTokens
-		if d := r.Usage.OutputTokensDetails; d != nil {
-			t.usage.ReasoningTokens += d.ThinkingTokens
-		}
-		t.usage.TotalTokens = t.usage.InputTokens + t.usage.OutputTokens
+		t.usage.Add(r.Usage.usage())
 	}
 	if !t.interrupted && !strings.HasPrefix(r.TerminalReason, "aborted") && (t.unconsumed > 0 || n.backgroundRunning(t.ref)) {
 		// A steer still queued, or a background subagent of the turn still
@@ -618,6 +612,18 @@ func (n *normalizer) result(r resultFrame, raw json.RawMessage) []sdk.RuntimeEve
 	}
 	status, failure := resultStatus(r, t.interrupted)
 	return n.endTurn(status, failure, title, raw)
+}
+
+// usage is a result's usage for the host: its input counts the tokens read
+// from and written to the prompt cache too.
+func (u *resultUsage) usage() sdk.Usage {
+	in := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+	out := sdk.Usage{InputTokens: in, CachedInputTokens: u.CacheReadInputTokens, OutputTokens: u.OutputTokens,
+		TotalTokens: in + u.OutputTokens}
+	if d := u.OutputTokensDetails; d != nil {
+		out.ReasoningTokens = d.ThinkingTokens
+	}
+	return out
 }
 
 // interruptAcknowledged ends the host's turn ref when the CLI acknowledged

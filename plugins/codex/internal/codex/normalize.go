@@ -34,8 +34,8 @@ type normalizer struct {
 	active     map[string]string // thread -> its in-progress turn
 	ended      map[string]bool   // turns that reached their terminal
 	items      map[string]*openItem
-	usage      map[string]*tokenUsageBreakdown // turn -> the sum of its model calls
-	history    map[string]string               // thread -> its historyMode, where codex said
+	usage      map[string]sdk.Usage // turn -> the sum of its model calls
+	history    map[string]string    // thread -> its historyMode, where codex said
 	// clientTurn is the host's id for the root turn being started, given
 	// to the next root turn/started.
 	clientTurn string
@@ -52,7 +52,7 @@ type openItem struct {
 func newNormalizer(root, cwd string) *normalizer {
 	n := &normalizer{root: root, cwd: cwd, known: map[string]bool{}, parents: map[string]string{},
 		prompts: map[string]string{}, turnThread: map[string]string{}, active: map[string]string{}, ended: map[string]bool{},
-		items: map[string]*openItem{}, usage: map[string]*tokenUsageBreakdown{}, history: map[string]string{}}
+		items: map[string]*openItem{}, usage: map[string]sdk.Usage{}, history: map[string]string{}}
 	if root != "" {
 		n.setRoot(root)
 	}
@@ -218,15 +218,9 @@ func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.Runt
 		}
 		l := p.TokenUsage.Last
 		u := n.usage[p.TurnID]
-		if u == nil {
-			u = &tokenUsageBreakdown{}
-			n.usage[p.TurnID] = u
-		}
-		u.InputTokens += l.InputTokens
-		u.OutputTokens += l.OutputTokens
-		u.CachedInputTokens += l.CachedInputTokens
-		u.ReasoningOutputTokens += l.ReasoningOutputTokens
-		u.TotalTokens += l.TotalTokens
+		u.Add(sdk.Usage{InputTokens: l.InputTokens, OutputTokens: l.OutputTokens, CachedInputTokens: l.CachedInputTokens,
+			ReasoningTokens: l.ReasoningOutputTokens, TotalTokens: l.TotalTokens})
+		n.usage[p.TurnID] = u
 		var detail json.RawMessage
 		var raw struct {
 			TokenUsage json.RawMessage `json:"tokenUsage"`
@@ -235,8 +229,7 @@ func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.Runt
 			detail = raw.TokenUsage
 		}
 		return append(n.announce(p.ThreadID, ""), sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: p.ThreadID, TurnRef: p.TurnID,
-			Usage: &sdk.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens,
-				ReasoningTokens: u.ReasoningOutputTokens, TotalTokens: u.TotalTokens}, Detail: detail}), nil
+			Usage: &u, Detail: detail}), nil
 	case "account/rateLimits/updated":
 		var p rateLimitsNotification
 		if err := decodeParams(method, params, &p); err != nil {
