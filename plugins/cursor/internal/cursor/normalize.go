@@ -89,7 +89,7 @@ func (n *normalizer) event(e *event, raw []byte) []sdk.RuntimeEvent {
 		text := e.Message.text()
 		return append(out,
 			sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: ref,
-				ItemKind: sdk.ItemUserMessage, Title: firstLine(text), Status: sdk.ItemInProgress},
+				ItemKind: sdk.ItemUserMessage, Title: sdk.Title(text), Status: sdk.ItemInProgress},
 			sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: ref,
 				ItemKind: sdk.ItemUserMessage, Text: text, Status: sdk.ItemDone})
 	case "assistant":
@@ -286,7 +286,7 @@ func (n *normalizer) describeTool(tc toolCall) (sdk.ItemKind, string) {
 		_ = json.Unmarshal(tc.Raw, &f)
 		return sdk.ItemToolCall, firstNonEmpty(f.Name, "function")
 	case "task", "taskToolCall":
-		return sdk.ItemSubagent, firstNonEmpty(a.Description, firstLine(a.Prompt), "Subagent")
+		return sdk.ItemSubagent, firstNonEmpty(a.Description, sdk.Title(a.Prompt), "Subagent")
 	}
 	return sdk.ItemToolCall, strings.TrimSuffix(tc.Variant, "ToolCall")
 }
@@ -467,16 +467,4 @@ func decodeUsage(raw json.RawMessage) *sdk.Usage {
 		return nil
 	}
 	return out
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	const max = 120
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return s
 }
