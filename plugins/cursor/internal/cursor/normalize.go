@@ -1,6 +1,7 @@
 package cursor
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -257,7 +258,7 @@ func (n *normalizer) toolCall(e *event, raw []byte) []sdk.RuntimeEvent {
 // describeTool is the item kind and title of a tool call.
 func (n *normalizer) describeTool(tc toolCall) (sdk.ItemKind, string) {
 	a := decodeArgs(tc.Args)
-	path := sdk.RelPath(n.cwd, firstNonEmpty(a.Path, a.TargetFile))
+	path := sdk.RelPath(n.cwd, cmp.Or(a.Path, a.TargetFile))
 	switch tc.Variant {
 	case "shellToolCall":
 		return sdk.ItemCommandExecution, a.Command
@@ -272,21 +273,21 @@ func (n *normalizer) describeTool(tc toolCall) (sdk.ItemKind, string) {
 	case "grepToolCall":
 		return sdk.ItemToolCall, strings.TrimSpace("Grep " + a.Pattern + " " + path)
 	case "globToolCall":
-		return sdk.ItemToolCall, "Glob " + firstNonEmpty(a.GlobPattern, a.Pattern)
+		return sdk.ItemToolCall, "Glob " + cmp.Or(a.GlobPattern, a.Pattern)
 	case "lsToolCall":
 		return sdk.ItemToolCall, "List " + path
 	case "todoToolCall", "updateTodosToolCall":
 		return sdk.ItemToolCall, "Update the to-do list"
 	case "mcpToolCall":
-		return sdk.ItemToolCall, strings.TrimPrefix(firstNonEmpty(a.ProviderID, a.Name)+"/"+firstNonEmpty(a.ToolName, a.Name), "/")
+		return sdk.ItemToolCall, strings.TrimPrefix(cmp.Or(a.ProviderID, a.Name)+"/"+cmp.Or(a.ToolName, a.Name), "/")
 	case "function":
 		var f struct {
 			Name string `json:"name"`
 		}
 		_ = json.Unmarshal(tc.Raw, &f)
-		return sdk.ItemToolCall, firstNonEmpty(f.Name, "function")
+		return sdk.ItemToolCall, cmp.Or(f.Name, "function")
 	case "task", "taskToolCall":
-		return sdk.ItemSubagent, firstNonEmpty(a.Description, sdk.Title(a.Prompt), "Subagent")
+		return sdk.ItemSubagent, cmp.Or(a.Description, sdk.Title(a.Prompt), "Subagent")
 	}
 	return sdk.ItemToolCall, strings.TrimSuffix(tc.Variant, "ToolCall")
 }
@@ -321,7 +322,7 @@ func toolText(tc toolCall, res toolResult) string {
 		return sr.Stdout + sr.Stderr
 	}
 	if res.Outcome == "error" || res.Outcome == "rejected" {
-		if msg := firstNonEmpty(sr.Message, sr.ErrorMessage, sr.Error, sr.Reason); msg != "" {
+		if msg := cmp.Or(sr.Message, sr.ErrorMessage, sr.Error, sr.Reason); msg != "" {
 			return msg
 		}
 		var s string
@@ -357,7 +358,7 @@ func (n *normalizer) toolDetail(tc toolCall, res toolResult) json.RawMessage {
 		}
 	case "editToolCall", "writeToolCall", "deleteToolCall":
 		kind := map[string]string{"editToolCall": "update", "writeToolCall": "add", "deleteToolCall": "delete"}[tc.Variant]
-		d["changes"] = []map[string]string{{"path": sdk.RelPath(n.cwd, firstNonEmpty(a.Path, a.TargetFile)), "kind": kind}}
+		d["changes"] = []map[string]string{{"path": sdk.RelPath(n.cwd, cmp.Or(a.Path, a.TargetFile)), "kind": kind}}
 	default:
 		if len(tc.Args) > 0 {
 			d["args"] = tc.Args
@@ -386,7 +387,7 @@ func (n *normalizer) result(e *event, raw []byte) []sdk.RuntimeEvent {
 		ThreadUsable: true, Detail: detail}
 	if e.IsError || (e.Subtype != "" && e.Subtype != "success") {
 		term.Status = sdk.TurnFailed
-		term.Failure = &sdk.Failure{Code: firstNonEmpty(e.Subtype, "error"), Message: firstNonEmpty(e.resultText(), "cursor-agent reported an error")}
+		term.Failure = &sdk.Failure{Code: cmp.Or(e.Subtype, "error"), Message: cmp.Or(e.resultText(), "cursor-agent reported an error")}
 		term.Text = term.Failure.Message
 	}
 	n.ended = true

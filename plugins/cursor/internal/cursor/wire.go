@@ -7,6 +7,7 @@ package cursor
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,7 +102,7 @@ func (e *event) resultText() string {
 			Error   string `json:"error"`
 		}
 		if json.Unmarshal(raw, &o) == nil && (o.Message != "" || o.Error != "") {
-			return firstNonEmpty(o.Message, o.Error)
+			return cmp.Or(o.Message, o.Error)
 		}
 	}
 	return ""
@@ -259,13 +260,4 @@ type usage struct {
 	ReasoningTokensS  *int64 `json:"reasoning_tokens"`
 	TotalTokensS      *int64 `json:"total_tokens"`
 	CacheWriteTokensS *int64 `json:"cache_write_tokens"`
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
