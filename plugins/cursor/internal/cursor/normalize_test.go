@@ -188,3 +188,23 @@ func TestArgs(t *testing.T) {
 		t.Errorf("args = %q, want %q", got, want)
 	}
 }
+
+// TestDecodeEventSaysWhatIsWrong: a line that is not JSON, JSON that is
+// not an event object, and an event without a type each say so.
+func TestDecodeEventSaysWhatIsWrong(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{`{"type":"assistant"`, "not JSON"},
+		{`cursor-agent: warning`, "not JSON"},
+		{`["type"]`, "not a cursor-agent event"},
+		{`{"type":7}`, "not a cursor-agent event"},
+		{`{"subtype":"init"}`, "an event without a type"},
+	} {
+		e, err := DecodeEvent([]byte(tc.line))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("DecodeEvent(%s) = %+v, %v; want an error starting %q", tc.line, e, err, tc.want)
+		}
+	}
+	if e, err := DecodeEvent([]byte(" {\"type\":\"user\"}\n")); err != nil || e.Type != "user" {
+		t.Errorf("DecodeEvent of a user event = %+v, %v", e, err)
+	}
+}

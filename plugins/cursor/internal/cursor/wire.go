@@ -112,11 +112,13 @@ func (e *event) resultText() string {
 // wrong with it. Every event needs a type.
 func DecodeEvent(line []byte) (*event, error) {
 	line = bytes.TrimSpace(line)
-	if !json.Valid(line) {
-		return nil, fmt.Errorf("not JSON: %.120q", line)
-	}
 	var e event
 	if err := json.Unmarshal(line, &e); err != nil {
+		// Unmarshal checks the whole line is JSON before it decodes any
+		// of it: a syntax error is a line that is not JSON.
+		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
+			return nil, fmt.Errorf("not JSON: %.120q", line)
+		}
 		return nil, fmt.Errorf("not a cursor-agent event (%v): %.120q", err, line)
 	}
 	if e.Type == "" {
