@@ -23,12 +23,14 @@ type normalizer struct {
 	ended      bool // turn_terminal emitted
 
 	msg      *textItem // the assistant message being written
-	think    *textItem // the reasoning being written
+	think    string    // the ref of the reasoning being written ("" when none)
 	items    int       // items made up by the plugin this turn
 	sawDelta bool      // a --stream-partial-output delta came this turn
 	tools    map[string]*toolItem
 }
 
+// textItem is the assistant message being written; its text so far tells
+// a repeat of it from new text.
 type textItem struct {
 	ref  string
 	text strings.Builder
@@ -178,16 +180,15 @@ func (n *normalizer) thinking(e *event) []sdk.RuntimeEvent {
 	default:
 		return append(out, sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "unknown cursor-agent event thinking/" + e.Subtype})
 	}
-	if n.think == nil {
-		n.think = &textItem{ref: n.newRef("thinking")}
-		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: n.think.ref,
+	if n.think == "" {
+		n.think = n.newRef("thinking")
+		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: n.think,
 			ItemKind: sdk.ItemReasoning, Status: sdk.ItemInProgress})
 	}
 	if e.Text == "" {
 		return out
 	}
-	n.think.text.WriteString(e.Text)
-	return append(out, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: n.think.ref,
+	return append(out, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: n.think,
 		ItemKind: sdk.ItemReasoning, Text: e.Text})
 }
 
@@ -197,12 +198,12 @@ func (n *normalizer) newRef(kind string) string {
 }
 
 func (n *normalizer) closeThinking() []sdk.RuntimeEvent {
-	if n.think == nil {
+	if n.think == "" {
 		return nil
 	}
-	ev := sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: n.think.ref,
+	ev := sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: n.think,
 		ItemKind: sdk.ItemReasoning, Status: sdk.ItemDone}
-	n.think = nil
+	n.think = ""
 	return []sdk.RuntimeEvent{ev}
 }
 
