@@ -258,7 +258,7 @@ func (n *normalizer) toolCall(e *event, raw []byte) []sdk.RuntimeEvent {
 
 // describeTool is the item kind and title of a tool call.
 func (n *normalizer) describeTool(tc toolCall) (sdk.ItemKind, string) {
-	a := decodeArgs(tc.Args)
+	a := tc.args
 	path := sdk.RelPath(n.cwd, cmp.Or(a.Path, a.TargetFile))
 	switch tc.Variant {
 	case "shellToolCall":
@@ -282,11 +282,7 @@ func (n *normalizer) describeTool(tc toolCall) (sdk.ItemKind, string) {
 	case "mcpToolCall":
 		return sdk.ItemToolCall, strings.TrimPrefix(cmp.Or(a.ProviderID, a.Name)+"/"+cmp.Or(a.ToolName, a.Name), "/")
 	case "function":
-		var f struct {
-			Name string `json:"name"`
-		}
-		_ = json.Unmarshal(tc.Raw, &f)
-		return sdk.ItemToolCall, cmp.Or(f.Name, "function")
+		return sdk.ItemToolCall, cmp.Or(tc.Name, "function")
 	case "task", "taskToolCall":
 		return sdk.ItemSubagent, cmp.Or(a.Description, sdk.Title(a.Prompt), "Subagent")
 	}
@@ -303,11 +299,8 @@ func toolStatus(tc toolCall, res toolResult) string {
 	case "rejected":
 		return sdk.ItemDeclined
 	}
-	if tc.Variant == "shellToolCall" {
-		var sr shellResult
-		if json.Unmarshal(res.Body, &sr) == nil && sr.ExitCode != nil && *sr.ExitCode != 0 {
-			return sdk.ItemFailed
-		}
+	if sr := res.Shell; tc.Variant == "shellToolCall" && res.whole && sr.ExitCode != nil && *sr.ExitCode != 0 {
+		return sdk.ItemFailed
 	}
 	return sdk.ItemDone
 }
@@ -315,10 +308,7 @@ func toolStatus(tc toolCall, res toolResult) string {
 // toolText is what a completed item says: a command's output, a failure's
 // message.
 func toolText(tc toolCall, res toolResult) string {
-	var sr shellResult
-	if len(res.Body) > 0 {
-		_ = json.Unmarshal(res.Body, &sr)
-	}
+	sr := res.Shell
 	if tc.Variant == "shellToolCall" && (sr.Stdout != "" || sr.Stderr != "") {
 		return sr.Stdout + sr.Stderr
 	}
@@ -337,13 +327,12 @@ func toolText(tc toolCall, res toolResult) string {
 // toolDetail keeps what the item's node shows: for commands the command
 // and its exit; for file changes the path; for the rest cursor's own call.
 func (n *normalizer) toolDetail(tc toolCall, res toolResult) json.RawMessage {
-	a := decodeArgs(tc.Args)
+	a := tc.args
 	d := map[string]any{"tool": tc.Variant}
 	switch tc.Variant {
 	case "shellToolCall":
 		d["command"] = a.Command
-		var sr shellResult
-		if json.Unmarshal(res.Body, &sr) == nil {
+		if sr := res.Shell; res.whole {
 			if sr.ExitCode != nil {
 				d["exitCode"] = *sr.ExitCode
 			}

@@ -1,6 +1,7 @@
 package cursor
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -206,5 +207,48 @@ func TestDecodeEventSaysWhatIsWrong(t *testing.T) {
 	}
 	if e, err := DecodeEvent([]byte(" {\"type\":\"user\"}\n")); err != nil || e.Type != "user" {
 		t.Errorf("DecodeEvent of a user event = %+v, %v", e, err)
+	}
+}
+
+// TestToolCompletion: what a completed call's item says, from its args and
+// its result: a command's exit, output and duration, a function's name, and
+// a failure's message.
+func TestToolCompletion(t *testing.T) {
+	for _, tc := range []struct {
+		name, call, result  string
+		kind                sdk.ItemKind
+		title, status, text string
+		detailKey           string
+		detailValue         any
+	}{
+		{name: "command exits 2", call: `"shellToolCall":{"args":{"command":"go vet"}`,
+			result: `{"success":{"exitCode":2,"stdout":"out\n","stderr":"err\n","executionTime":40}}`,
+			kind:   sdk.ItemCommandExecution, title: "go vet", status: sdk.ItemFailed, text: "out\nerr\n",
+			detailKey: "durationMs", detailValue: float64(40)},
+		{name: "command exits 0", call: `"shellToolCall":{"args":{"command":"true"}`,
+			result: `{"success":{"exitCode":0}}`,
+			kind:   sdk.ItemCommandExecution, title: "true", status: sdk.ItemDone,
+			detailKey: "exitCode", detailValue: float64(0)},
+		{name: "function", call: `"function":{"name":"lookup","arguments":"{\"query\":\"x\"}"`,
+			result: `{"success":{"answer":1}}`,
+			kind:   sdk.ItemToolCall, title: "lookup", status: sdk.ItemDone,
+			detailKey: "outcome", detailValue: "success"},
+		{name: "edit fails", call: `"editToolCall":{"args":{"path":"/w/a.go"}`,
+			result: `{"error":{"errorMessage":"no such file"}}`,
+			kind:   sdk.ItemFileChange, title: "Edit a.go", status: sdk.ItemFailed, text: "no such file",
+			detailKey: "outcome", detailValue: "error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNormalizer("/w", "chat-1")
+			evs := feed(n, `{"type":"tool_call","subtype":"completed","call_id":"c1","tool_call":{`+tc.call+`,"result":`+tc.result+`}}}`)
+			ev := evs[len(evs)-1]
+			if ev.Kind != sdk.EventItemCompleted || ev.ItemKind != tc.kind || ev.Title != tc.title || ev.Status != tc.status || ev.Text != tc.text {
+				t.Fatalf("completion = %+v; want a %s item %q, %s, text %q", ev, tc.kind, tc.title, tc.status, tc.text)
+			}
+			var d map[string]any
+			if err := json.Unmarshal(ev.Detail, &d); err != nil || d[tc.detailKey] != tc.detailValue {
+				t.Fatalf("detail %s = %v, want %s %v", ev.Detail, err, tc.detailKey, tc.detailValue)
+			}
+		})
 	}
 }
