@@ -44,7 +44,7 @@ import (
 // the server is stopped with SIGTERM and a runtime_exit is written.
 func recordHTTP(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, portArg string,
 	cmd, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	upstreamPort, err := freePort()
+	upstreamPort, err := providerproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -144,16 +144,6 @@ func recordHTTP(out string, appendTo bool, provider, protocol, scenario, workspa
 
 // serverURL finds the address a server prints.
 var serverURL = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+`)
-
-// freePort asks the kernel for a free port on 127.0.0.1.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // httpProxy passes requests to the server and records them.
 type httpProxy struct {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,6 +27,7 @@ import (
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
 	"github.com/baton-run/baton/sdk/ndjson"
+	"github.com/baton-run/baton/sdk/providerproc"
 	"github.com/baton-run/baton/sdk/sse"
 )
 
@@ -142,17 +142,6 @@ type pendingRequest struct {
 	thread, turn, kind, callID string
 }
 
-// freePort asks the kernel for a free port on 127.0.0.1. opencode takes
-// --port 0 as its default port, not as "any free port".
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // listening finds the server's address in a stdout line: on 127.0.0.1,
 // where the plugin asked it to listen (and the only network target).
 var listening = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+`)
@@ -174,7 +163,8 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	if err != nil {
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
-	port, err := freePort()
+	// opencode takes --port 0 as its default port, not as any free port.
+	port, err := providerproc.FreePort()
 	if err != nil {
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
