@@ -114,11 +114,7 @@ func recordHTTP(out string, appendTo bool, provider, protocol, scenario, workspa
 	case <-proc.Done():
 		exitedFirst = true
 	}
-	// What changed since the client's last request is its own doing (a
-	// host restoring files before it closed the session).
-	r.mu.Lock()
-	r.files = r.scan()
-	r.mu.Unlock()
+	r.clientDone()
 	// The server's event streams end with it; their last events are still
 	// recorded, then nothing more passes.
 	if !exitedFirst {
@@ -131,15 +127,7 @@ func recordHTTP(out string, appendTo bool, provider, protocol, scenario, workspa
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	_ = srv.Close()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.workspaceChanges()
-	status := transcript.ExitSuccess
-	var exitErr any
-	if err := proc.Err(); err != nil && exitedFirst {
-		status, exitErr = transcript.ExitError, err.Error()
-	}
-	return r.enc.Encode(transcript.Entry{Type: transcript.TypeRuntimeExit, Status: status, Error: exitErr})
+	return r.exit(proc.Err(), exitedFirst)
 }
 
 // serverURL finds the address a server prints.
