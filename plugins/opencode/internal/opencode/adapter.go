@@ -453,18 +453,10 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 	for _, ev := range terminals {
 		s.emit.Emit(ev)
 	}
-	ev := s.proc.ExitEvent(root, closed)
-	if closed && ev.Failure != nil && terminated(s.proc.Err()) {
-		// Our own SIGTERM: the way an opencode server is stopped.
-		ev.Failure = nil
-	}
-	s.emit.Emit(ev)
+	// A closed session's server ended by our SIGTERM (close): lineproc
+	// takes that as the way it was stopped.
+	s.emit.Emit(s.proc.ExitEvent(root, closed))
 	close(s.exited)
-}
-
-// terminated says whether a process ended by SIGTERM.
-func terminated(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "signal: terminated")
 }
 
 // close ends the session: opencode does not exit when its stdin closes, so
