@@ -30,9 +30,8 @@ type normalizer struct {
 
 	threads    map[string]bool   // announced sessions
 	active     map[string]string // session -> its running turn
-	msgTurn    map[string]string // message -> its turn
+	msgTurn    map[string]string // message -> its turn; a user message's is kept (seen, and for rollback)
 	msgRole    map[string]string // message -> user or assistant
-	seenUser   map[string]bool   // user messages already seen
 	items      map[string]*openItem
 	callPart   map[string]string // tool callID -> part id
 	usage      map[string]*sdk.Usage
@@ -57,7 +56,7 @@ type openItem struct {
 
 func newNormalizer(root, cwd string) *normalizer {
 	n := &normalizer{cwd: cwd, threads: map[string]bool{}, active: map[string]string{}, msgTurn: map[string]string{},
-		msgRole: map[string]string{}, seenUser: map[string]bool{}, items: map[string]*openItem{}, callPart: map[string]string{},
+		msgRole: map[string]string{}, items: map[string]*openItem{}, callPart: map[string]string{},
 		usage: map[string]*sdk.Usage{}, busy: map[string]bool{}, aborting: map[string]bool{}, failure: map[string]*sdk.Failure{}, rejected: map[string]bool{}}
 	if root != "" {
 		n.setRoot(root)
@@ -202,10 +201,9 @@ func (n *normalizer) message(m messageInfo) []sdk.RuntimeEvent {
 	}
 	switch m.Role {
 	case "user":
-		if n.seenUser[m.ID] {
-			return nil
+		if _, seen := n.msgTurn[m.ID]; seen {
+			return nil // an update of a user message already bound
 		}
-		n.seenUser[m.ID] = true
 		if turn := n.active[m.SessionID]; turn != "" {
 			n.msgTurn[m.ID] = turn // queued while the turn ran: it is that turn's input now
 			return nil
