@@ -114,8 +114,6 @@ func (a *Adapter) session(id string) (*session, error) { return a.sessions.Get(i
 
 // session is one opencode server and its root session.
 type session struct {
-	id     string
-	cwd    string
 	model  string
 	log    hclog.Logger
 	emit   sdk.Emitter
@@ -129,8 +127,7 @@ type session struct {
 	streaming atomic.Bool   // the event stream's reader was started
 
 	mu      sync.Mutex
-	root    string
-	norm    *normalizer
+	norm    *normalizer // its root is the session's own opencode session
 	pending map[string]*pendingRequest
 	closed  bool
 	exited  chan struct{}
@@ -174,7 +171,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	}
 	cwd := filepath.Clean(req.Cwd)
 	sctx, cancel := context.WithCancelCause(context.Background())
-	s := &session{id: req.SessionID, cwd: cwd, model: req.Model, log: a.log.With("session", req.SessionID), emit: emit, ctx: sctx, cancel: cancel,
+	s := &session{model: req.Model, log: a.log.With("session", req.SessionID), emit: emit, ctx: sctx, cancel: cancel,
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}}, norm: newNormalizer("", cwd),
 		pending: map[string]*pendingRequest{}, exited: make(chan struct{}), events: make(chan struct{})}
 	// The stream's reader is started once the stream is open; until then
@@ -268,7 +265,6 @@ func (s *session) start(ctx context.Context, req sdk.OpenSessionRequest, addr <-
 		return sdk.OpenSessionResponse{}, errors.New("opencode returned a session without an id")
 	}
 	s.mu.Lock()
-	s.root = info.ID
 	s.norm.setRoot(info.ID)
 	s.mu.Unlock()
 	detail, _ := json.Marshal(map[string]string{"opencodeVersion": h.Version, "title": info.Title})
@@ -442,7 +438,7 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 		}
 	}
 	s.mu.Lock()
-	closed, root := s.closed, s.root
+	closed, root := s.closed, s.norm.root
 	report := "opencode exited"
 	if !closed {
 		report = "opencode exited during the turn: " + s.proc.ExitReport()
@@ -570,7 +566,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrProviderExited, "start turn")
 	}
 	s.mu.Lock()
-	root, running := s.root, s.norm.activeTurn(s.root)
+	root, running := s.norm.root, s.norm.activeTurn(s.norm.root)
 	if running != "" {
 		s.mu.Unlock()
 		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrBusy, "start turn: turn %s is running", running)
@@ -597,7 +593,7 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 		return err
 	}
 	s.mu.Lock()
-	root, turn := s.root, s.norm.activeTurn(s.root)
+	root, turn := s.norm.root, s.norm.activeTurn(s.norm.root)
 	if turn != "" && (req.TurnRef == "" || req.TurnRef == turn) {
 		s.norm.abort(root)
 	}

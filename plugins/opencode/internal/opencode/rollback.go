@@ -28,7 +28,7 @@ func (a *Adapter) RollbackThread(ctx context.Context, req sdk.RollbackThreadRequ
 		return sdk.RollbackThreadResponse{}, err
 	}
 	s.mu.Lock()
-	root, running := s.root, s.norm.activeTurn(s.root)
+	root, running := s.norm.root, s.norm.activeTurn(s.norm.root)
 	s.mu.Unlock()
 	switch {
 	case req.ThreadRef != "" && req.ThreadRef != root:
