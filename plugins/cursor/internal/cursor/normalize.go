@@ -19,6 +19,7 @@ type normalizer struct {
 
 	turn       string // the turn in progress ("" between turns)
 	clientTurn string
+	pid        int  // the turn's process, named in its turn_started
 	started    bool // turn_started emitted
 	ended      bool // turn_terminal emitted
 
@@ -45,10 +46,10 @@ func newNormalizer(cwd, chat string) *normalizer {
 	return &normalizer{cwd: cwd, chat: chat}
 }
 
-// begin starts a turn. Its turn_started comes at once when the chat is
-// known, else with the chat id (system/init).
-func (n *normalizer) begin(turn, clientTurn string) []sdk.RuntimeEvent {
-	*n = normalizer{cwd: n.cwd, chat: n.chat, turn: turn, clientTurn: clientTurn, tools: map[string]*toolItem{}}
+// begin starts a turn run by process pid. Its turn_started comes at once
+// when the chat is known, else with the chat id (system/init).
+func (n *normalizer) begin(turn, clientTurn string, pid int) []sdk.RuntimeEvent {
+	*n = normalizer{cwd: n.cwd, chat: n.chat, turn: turn, clientTurn: clientTurn, pid: pid, tools: map[string]*toolItem{}}
 	if n.chat == "" {
 		return nil
 	}
@@ -61,7 +62,9 @@ func (n *normalizer) start() []sdk.RuntimeEvent {
 		return nil
 	}
 	n.started = true
-	return []sdk.RuntimeEvent{{Kind: sdk.EventTurnStarted, ThreadRef: n.chat, TurnRef: n.turn, ClientTurnID: n.clientTurn}}
+	detail, _ := json.Marshal(map[string]int{"pid": n.pid})
+	return []sdk.RuntimeEvent{{Kind: sdk.EventTurnStarted, ThreadRef: n.chat, TurnRef: n.turn, ClientTurnID: n.clientTurn,
+		Detail: detail}}
 }
 
 // inTurn says whether events belong to a turn that has not ended.

@@ -10,7 +10,7 @@ import (
 
 // feed runs lines through a normalizer in one turn.
 func feed(n *normalizer, lines ...string) []sdk.RuntimeEvent {
-	out := n.begin("s/turn-1", "attempt-1")
+	out := n.begin("s/turn-1", "attempt-1", 0)
 	for _, l := range lines {
 		out = append(out, n.line([]byte(l))...)
 	}
@@ -96,7 +96,7 @@ func TestAssistantTextOnce(t *testing.T) {
 // reported and followed.
 func TestTurnStartedAndChat(t *testing.T) {
 	n := newNormalizer("/w", "")
-	evs := n.begin("s/turn-1", "a1")
+	evs := n.begin("s/turn-1", "a1", 0)
 	if len(evs) != 0 {
 		t.Fatalf("begin without a chat: %+v", evs)
 	}
@@ -106,7 +106,7 @@ func TestTurnStartedAndChat(t *testing.T) {
 		t.Fatalf("init: %+v", evs)
 	}
 	n.line([]byte(`{"type":"result","subtype":"success","is_error":false,"result":"","session_id":"chat-1"}`))
-	evs = n.begin("s/turn-2", "a2")
+	evs = n.begin("s/turn-2", "a2", 0)
 	if len(evs) != 1 || evs[0].Kind != sdk.EventTurnStarted || evs[0].ThreadRef != "chat-1" {
 		t.Fatalf("second turn: %+v", evs)
 	}
@@ -123,7 +123,7 @@ func TestTurnStartedAndChat(t *testing.T) {
 // with why; before init the turn still starts (with no chat) and ends.
 func TestExited(t *testing.T) {
 	n := newNormalizer("/w", "")
-	n.begin("s/turn-1", "a1")
+	n.begin("s/turn-1", "a1", 0)
 	evs := n.exited(false, "cursor-agent exited: exit status 1")
 	if len(evs) != 2 || evs[0].Kind != sdk.EventTurnStarted || evs[0].ThreadRef != "" ||
 		evs[1].Status != sdk.TurnFailed || evs[1].Failure.Code != "provider_exited" || !evs[1].ThreadUsable {
@@ -250,5 +250,23 @@ func TestToolCompletion(t *testing.T) {
 				t.Fatalf("detail %s = %v, want %s %v", ev.Detail, err, tc.detailKey, tc.detailValue)
 			}
 		})
+	}
+}
+
+// TestTurnStartedNamesTheProcess: a turn's turn_started names the process
+// that runs it, whether it comes at once (the chat known) or with the
+// chat's system/init.
+func TestTurnStartedNamesTheProcess(t *testing.T) {
+	for _, chat := range []string{"chat-1", ""} {
+		n := newNormalizer("/w", chat)
+		evs := append(n.begin("s/turn-1", "a1", 4242), n.line([]byte(initLine))...)
+		if count(evs, sdk.EventTurnStarted, "") != 1 {
+			t.Fatalf("chat %q: events %+v, want one turn_started", chat, evs)
+		}
+		for _, ev := range evs {
+			if ev.Kind == sdk.EventTurnStarted && string(ev.Detail) != `{"pid":4242}` {
+				t.Errorf("chat %q: turn_started detail %s, want the process id 4242", chat, ev.Detail)
+			}
+		}
 	}
 }
