@@ -135,6 +135,25 @@ type RollbackThreadRequest struct {
 	BeforeTurnRef string `json:"beforeTurnRef,omitempty"`
 }
 
+// Check is what a Rollbacker refuses before it asks its provider anything:
+// a rollback of another thread than the session's own (thread), of a
+// provider that exited, or while turn running runs ("" for none). A
+// rollback of no turns is done as it is: Check says so (done), and the
+// response names thread.
+func (r RollbackThreadRequest) Check(thread, running string, exited bool) (done bool, err error) {
+	switch {
+	case r.ThreadRef != "" && r.ThreadRef != thread:
+		return false, Errorf(ErrInvalid, "rollback thread %s: the session's thread is %s", r.ThreadRef, thread)
+	case r.Turns == 0:
+		return true, nil
+	case exited:
+		return false, Errorf(ErrProviderExited, "rollback thread %s", thread)
+	case running != "":
+		return false, Errorf(ErrBusy, "rollback thread %s: turn %s is running", thread, running)
+	}
+	return false, nil
+}
+
 // RollbackThreadResponse names the thread to continue on.
 type RollbackThreadResponse struct {
 	ThreadRef string `json:"threadRef"`

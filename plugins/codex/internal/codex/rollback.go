@@ -41,15 +41,12 @@ func (a *Adapter) RollbackThread(ctx context.Context, req sdk.RollbackThreadRequ
 	s.mu.Lock()
 	thread, mode, running := s.thread, s.norm.historyMode(s.thread), s.norm.activeTurn(s.thread)
 	s.mu.Unlock()
-	switch {
-	case req.ThreadRef != "" && req.ThreadRef != thread:
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrInvalid, "rollback thread %s: the session's thread is %s", req.ThreadRef, thread)
-	case req.Turns == 0:
+	done, err := req.Check(thread, running, s.ctx.Err() != nil)
+	if err != nil {
+		return sdk.RollbackThreadResponse{}, err
+	}
+	if done {
 		return sdk.RollbackThreadResponse{ThreadRef: thread}, nil
-	case s.ctx.Err() != nil:
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrProviderExited, "rollback thread %s", thread)
-	case running != "":
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrBusy, "rollback thread %s: turn %s is running", thread, running)
 	}
 	ctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
 	defer cancel()

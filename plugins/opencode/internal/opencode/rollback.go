@@ -30,15 +30,12 @@ func (a *Adapter) RollbackThread(ctx context.Context, req sdk.RollbackThreadRequ
 	s.mu.Lock()
 	root, running := s.norm.root, s.norm.activeTurn(s.norm.root)
 	s.mu.Unlock()
-	switch {
-	case req.ThreadRef != "" && req.ThreadRef != root:
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrInvalid, "rollback thread %s: the session's thread is %s", req.ThreadRef, root)
-	case req.Turns == 0:
+	done, err := req.Check(root, running, s.ctx.Err() != nil)
+	if err != nil {
+		return sdk.RollbackThreadResponse{}, err
+	}
+	if done {
 		return sdk.RollbackThreadResponse{ThreadRef: root}, nil
-	case s.ctx.Err() != nil:
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrProviderExited, "rollback thread %s", root)
-	case running != "":
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrBusy, "rollback thread %s: turn %s is running", root, running)
 	}
 	ctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
 	defer cancel()
