@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/providerproc"
 	"github.com/baton-run/baton/sdk/replay"
 	"github.com/baton-run/baton/sdk/sse"
@@ -78,22 +78,30 @@ func recordHTTP(out string, appendTo bool, provider, protocol, scenario, workspa
 	go func() { _ = srv.Serve(ln) }()
 
 	// The server's stdout: each line recorded, and passed on with our
-	// address for its own.
+	// address for its own. A line too long to keep is skipped, and the
+	// lines after it still read, as the stdio recorder reads.
 	stdoutDone := make(chan struct{})
 	go func() {
 		defer close(stdoutDone)
-		sc := bufio.NewScanner(proc.Stdout)
-		sc.Buffer(nil, 1<<20)
+		rd := ndjson.NewReader(proc.Stdout)
 		found := false
-		for sc.Scan() {
-			line := sc.Text()
+		for {
+			b, err := rd.Next()
+			if errors.Is(err, ndjson.ErrLineTooLong) {
+				fmt.Fprintf(stderr, "replaypeer record: the server's stdout: %v\n", err)
+				continue
+			}
+			if err != nil {
+				return
+			}
+			line := string(b)
 			if u := serverURL.FindString(line); u != "" && !found {
 				found = true
 				p.upstream <- u
 				line = strings.Replace(line, u, transcript.Listen, 1)
 			}
-			b, _ := json.Marshal(map[string]string{"stdout": line})
-			r.add(transcript.TypeEmitInbound, b)
+			frame, _ := json.Marshal(map[string]string{"stdout": line})
+			r.add(transcript.TypeEmitInbound, frame)
 			fmt.Fprintln(stdout, strings.ReplaceAll(line, transcript.Listen, own))
 		}
 	}()
