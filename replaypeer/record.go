@@ -22,7 +22,6 @@ import (
 
 	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/providerproc"
-	"github.com/baton-run/baton/sdk/replay"
 	"github.com/baton-run/baton/sdk/transcript"
 )
 
@@ -111,7 +110,7 @@ func record(out string, appendTo bool, provider, protocol, scenario, workspace s
 	stdin io.Reader, stdout, stderr io.Writer) error {
 	var first []byte
 	if invocation != nil {
-		first = replay.InvocationFrame(invocation)
+		first = transcript.InvocationFrame(invocation)
 	}
 	r, f, err := openRecorder(out, appendTo, provider, protocol, scenario, workspace, meta, argv, first)
 	if err != nil {

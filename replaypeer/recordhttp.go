@@ -21,7 +21,6 @@ import (
 
 	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/providerproc"
-	"github.com/baton-run/baton/sdk/replay"
 	"github.com/baton-run/baton/sdk/sse"
 	"github.com/baton-run/baton/sdk/transcript"
 )
@@ -55,7 +54,7 @@ func recordHTTP(out string, appendTo bool, provider, protocol, scenario, workspa
 		real[i+1] = strconv.Itoa(upstreamPort)
 	}
 
-	r, f, err := openRecorder(out, appendTo, provider, protocol, scenario, workspace, meta, cmd, replay.InvocationFrame(recorded))
+	r, f, err := openRecorder(out, appendTo, provider, protocol, scenario, workspace, meta, cmd, transcript.InvocationFrame(recorded))
 	if err != nil {
 		return err
 	}

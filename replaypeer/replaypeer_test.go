@@ -316,3 +316,20 @@ func TestRecordInvocation(t *testing.T) {
 		t.Fatalf("replay: %v\n%s", err, b)
 	}
 }
+
+// peer-args says what a peer command needs for each kind of transcript.
+func TestPeerArgs(t *testing.T) {
+	for file, want := range map[string]string{
+		"../testdata/acp/simple.ndjson":      "",
+		"../testdata/claude/simple.ndjson":   "--",
+		"../testdata/opencode/simple.ndjson": "--listen 127.0.0.1:0 --",
+	} {
+		out, err := exec.Command(bin, "peer-args", file).Output()
+		if err != nil || strings.TrimSpace(string(out)) != want {
+			t.Errorf("peer-args %s = %q, %v; want %q", file, out, err, want)
+		}
+	}
+	if err := exec.Command(bin, "peer-args").Run(); err == nil {
+		t.Error("peer-args without a file succeeded")
+	}
+}

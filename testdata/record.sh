@@ -147,16 +147,13 @@ record_and_verify() {
   echo "record.sh: wrote ${out#"$REPO"/} ($(wc -l <"$out") lines)" >&2
 
   init_workspace "$TMP/replay/ws" # a git repository, as checkpoints need
-  local invoked=
-  # A transcript that checks the provider's arguments: the plugin's go after "--".
-  jq -e -s '[.[1:][] | select(.type != "workspace")][0] | .type == "expect_outbound" and (.frame | type == "object" and has("argv"))' \
-    "$out" >/dev/null && invoked=' --'
-  # An HTTP provider's transcript: the peer is an HTTP server too.
-  jq -e -s 'any(.[]; .type == "expect_outbound" and (.frame | type == "object" and .http == "request"))' "$out" >/dev/null &&
-    invoked=" --listen 127.0.0.1:0$invoked"
+  # What else the peer command needs for this transcript (--listen for an
+  # HTTP server, a final "--" for the plugin's arguments).
+  local invoked
+  invoked=$("$BIN/replaypeer" peer-args "$out") || die "replaypeer peer-args $out failed"
   rc=0
   run_baton "$provider" "$TMP/replay/data" "$TMP/replay/ws" \
-    "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")$invoked" \
+    "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")${invoked:+ $invoked}" \
     "$TMP/replay.out" "$TMP/replay.err" || rc=$?
   if [ "$rc" -ne 0 ]; then
     KEEP_TMP=1

@@ -104,10 +104,6 @@ func (c *Conn) CallID(ctx context.Context, method string, params, result any) (j
 	return id, nil
 }
 
-// drainTimeout bounds how long Wait reads what the provider wrote before it
-// exited, when something (a grandchild) keeps its stdout open.
-const drainTimeout = 2 * time.Second
-
 // Wait waits for the provider to exit and for every frame it wrote before
 // that to be read and handled, then closes the connection. Call it before
 // reporting the exit, so that no frame is lost or handled after it.
@@ -120,17 +116,14 @@ func (c *Conn) Wait() {
 	select {
 	case <-c.Proc.Done():
 	case <-c.RPC.DisconnectNotify():
-		select {
-		case <-c.Proc.Done():
-		case <-time.After(drainTimeout):
-			_ = c.Proc.Close(context.Background())
-		}
+		c.lines.Wait() // stdout ended: a provider that lives on is stopped
 	}
+	// lineproc ends stdout at most DrainTimeout after the exit, which ends
+	// the read loop.
 	select {
 	case <-c.RPC.DisconnectNotify():
-	case <-time.After(drainTimeout):
-		c.Proc.Stdin.Close()  // ends a reply blocked on a full pipe
-		c.Proc.Stdout.Close() // ends the read loop
+	case <-time.After(2 * lineproc.DrainTimeout):
+		c.Proc.Stdin.Close() // ends a reply blocked on a full pipe
 		<-c.RPC.DisconnectNotify()
 	}
 	c.RPC.Close()

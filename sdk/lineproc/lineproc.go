@@ -122,6 +122,19 @@ func (p *Process) drain() {
 	}
 }
 
+// Wait waits for the process to exit, once its stdout has ended (Next
+// returned an error). A process that closed its stdout and lives on can
+// no longer be heard: DrainTimeout after, its group is stopped.
+func (p *Process) Wait() {
+	select {
+	case <-p.Cmd.Done():
+		return
+	case <-time.After(DrainTimeout):
+	}
+	_ = p.Cmd.Signal(syscall.SIGTERM)
+	_ = p.Cmd.Close(context.Background()) // SIGKILL if SIGTERM is not enough
+}
+
 func (p *Process) keepStderr(line []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -101,12 +101,7 @@ func PeerCommand(file, workspace, stateFile string) sdk.ProviderCommand {
 		args = append(args, "--state", stateFile)
 	}
 	if t, err := transcript.ReadFile(abs); err == nil {
-		if t.IsHTTP() {
-			args = append(args, "--listen", "127.0.0.1:0") // an HTTP server, as the provider is
-		}
-		if t.Invoked() {
-			args = append(args, "--")
-		}
+		args = append(args, replay.PeerArgs(t)...)
 	}
 	if peer := os.Getenv("BATON_REPLAYPEER"); peer != "" {
 		return sdk.ProviderCommand{Argv: append([]string{peer}, args...)}

@@ -246,7 +246,7 @@ func (p *httpPeer) expect(ctx context.Context, i int, e transcript.Entry) error 
 			return &Error{ExitMismatch, fmt.Sprintf("mismatch at %s: the transcript expects the arguments %s, and the peer was given none (after \"--\")",
 				e.Name(i), probe.Argv)}
 		}
-		if err := p.m.Match(e.Frame, InvocationFrame(p.cfg.Invocation)); err != nil {
+		if err := p.m.Match(e.Frame, transcript.InvocationFrame(p.cfg.Invocation)); err != nil {
 			return &Error{ExitMismatch, fmt.Sprintf("mismatch at %s: %v", e.Name(i), err)}
 		}
 		return nil

@@ -55,15 +55,19 @@ type Config struct {
 	Invocation []string
 }
 
-// InvocationFrame is the outbound frame a process's arguments make.
-func InvocationFrame(args []string) []byte {
-	if args == nil {
-		args = []string{}
+// PeerArgs are the arguments a peer command for t ends with, after
+// --transcript and the other flags: --listen for an HTTP transcript (the
+// peer is a server, as the provider is), and "--" when t checks the
+// arguments the client appends (transcript.Invoked).
+func PeerArgs(t *transcript.Transcript) []string {
+	var args []string
+	if t.IsHTTP() {
+		args = append(args, "--listen", "127.0.0.1:0")
 	}
-	b, _ := json.Marshal(struct {
-		Argv []string `json:"argv"`
-	}{args}) // strings always encode
-	return b
+	if t.Invoked() {
+		args = append(args, "--")
+	}
+	return args
 }
 
 type state struct {
@@ -130,7 +134,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// The invocation, if any, is the first of them.
 	frames := make(chan line, 1024)
 	if cfg.Invocation != nil {
-		frames <- line{b: InvocationFrame(cfg.Invocation)}
+		frames <- line{b: transcript.InvocationFrame(cfg.Invocation)}
 	}
 	go func() {
 		r := ndjson.NewReader(cfg.In)

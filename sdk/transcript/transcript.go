@@ -125,6 +125,19 @@ type Transcript struct {
 	Entries []Entry
 }
 
+// InvocationFrame is the outbound frame a process's arguments make,
+// {"argv": [...]}: the first frame of a provider the client starts with
+// arguments of its own.
+func InvocationFrame(args []string) []byte {
+	if args == nil {
+		args = []string{}
+	}
+	b, _ := json.Marshal(struct {
+		Argv []string `json:"argv"`
+	}{args}) // strings always encode
+	return b
+}
+
 // Invoked says whether the provider's processes are checked on their
 // arguments: the first entry after the workspace files expects an
 // invocation frame ({"argv": [...]}), so the replay peer must be started

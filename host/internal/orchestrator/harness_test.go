@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/pluginhost"
 	"github.com/baton-run/baton/sdk/plugintest"
+	"github.com/baton-run/baton/sdk/replay"
 	"github.com/baton-run/baton/sdk/transcript"
 )
 
@@ -133,16 +134,11 @@ func (e *env) peer(name string) domain.ProviderCommand {
 	// continue the transcript.
 	state := filepath.Join(e.t.TempDir(), "cursor")
 	argv := []string{peerBin, "--transcript", abs, "--speed", "0", "--state", state}
-	if t, err := transcript.ReadFile(abs); err != nil {
+	t, err := transcript.ReadFile(abs)
+	if err != nil {
 		e.t.Fatal(err)
-	} else {
-		if t.IsHTTP() {
-			argv = append(argv, "--listen", "127.0.0.1:0") // an HTTP server, as the provider is
-		}
-		if t.Invoked() {
-			argv = append(argv, "--") // the plugin's arguments are checked
-		}
 	}
+	argv = append(argv, replay.PeerArgs(t)...)
 	return domain.ProviderCommand{Argv: argv}
 }
 

@@ -301,7 +301,7 @@ func (s *session) read(p *process) {
 		}
 		s.handle(p, line, raw)
 	}
-	<-p.Done()
+	p.Wait() // one that closed its stdout and lives on is stopped
 	close(p.ended)
 	s.mu.Lock()
 	current := p == s.proc && !s.opening

@@ -283,14 +283,9 @@ func (s *session) run(tp *turnProc) {
 			}()
 		}
 	}
-	select {
-	case <-tp.proc.Done():
-	case <-time.After(lineproc.DrainTimeout):
-		// Its stdout ended and it lives on: nothing more can come from it.
-		s.log.Warn("cursor-agent closed its stdout and lives on; stopping it")
-		tp.stop()
-		<-tp.proc.Done()
-	}
+	// Its stdout ended; one that lives on is stopped: nothing more can
+	// come from it.
+	tp.proc.Wait()
 	// What the CLI left behind in its process group (a command it put in
 	// the background) ends with it: the turn's process is the provider's
 	// whole life, and nothing else would ever stop them.
