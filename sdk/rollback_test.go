@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -24,6 +25,33 @@ func TestRollbackCheck(t *testing.T) {
 		done, err := tc.req.Check("thr", tc.running, tc.exited)
 		if done != tc.done || !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
 			t.Errorf("%s: Check = %v, %v; want %v, %v", tc.name, done, err, tc.done, tc.err)
+		}
+	}
+}
+
+// The turn a rollback cuts before, and the errors that say how the
+// provider's history differs from the host's.
+func TestRollbackTarget(t *testing.T) {
+	turns := []string{"u1", "u2", "u3"} // oldest first
+	for _, tc := range []struct {
+		want           int
+		before, target string
+		errHas         string
+	}{
+		{want: 1, target: "u3"},
+		{want: 2, before: "u2", target: "u2"},
+		{want: 3, before: "u1", target: "u1"},
+		{want: 4, errHas: "cannot drop 4 turns: prov has 3 on the thread"},
+		{want: 0, errHas: "cannot drop 0 turns"},
+		{want: 2, before: "u1", errHas: "the oldest of the last 2 turns is u2 in prov, but the host expected u1: prov's history differs"},
+		{want: 1, before: "u2", errHas: "the newest turn is u3 in prov, but the host expected u2: prov's history differs"},
+	} {
+		got, err := RollbackTarget("prov", turns, tc.want, tc.before)
+		switch {
+		case tc.errHas == "" && (err != nil || got != tc.target):
+			t.Errorf("RollbackTarget(%d, %q) = %q, %v; want %q", tc.want, tc.before, got, err, tc.target)
+		case tc.errHas != "" && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.errHas)):
+			t.Errorf("RollbackTarget(%d, %q) = %q, %v; want invalid: %s", tc.want, tc.before, got, err, tc.errHas)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,17 +168,7 @@ func (p *turnPages) target(before string) (string, error) {
 	if p.running != "" {
 		return "", sdk.Errorf(sdk.ErrBusy, "codex has turn %s in progress", p.running)
 	}
-	if len(p.ids) < p.want {
-		return "", sdk.Errorf(sdk.ErrInvalid, "cannot drop %d turns: codex has %d on the thread", p.want, len(p.ids))
-	}
-	id := p.ids[p.want-1]
-	if before != "" && before != id {
-		which := fmt.Sprintf("the oldest of the last %d turns", p.want)
-		if p.want == 1 {
-			which = "the newest turn"
-		}
-		return "", sdk.Errorf(sdk.ErrInvalid, "%s is %s in codex, but the host expected %s: codex's history differs from the host's",
-			which, id, before)
-	}
-	return id, nil
+	oldestFirst := slices.Clone(p.ids)
+	slices.Reverse(oldestFirst)
+	return sdk.RollbackTarget("codex", oldestFirst, p.want, before)
 }
