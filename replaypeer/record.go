@@ -161,11 +161,7 @@ func record(out string, appendTo bool, provider, protocol, scenario, workspace s
 			break
 		}
 	}
-	// The client is done: what changed since its last frame is its own
-	// doing too (a host restoring files before it closed the session).
-	r.mu.Lock()
-	r.files = r.scan()
-	r.mu.Unlock()
+	r.clientDone()
 	// If the provider already exited on its own, that
 	// exit is the transcript's end; otherwise closing its stdin (and, for
 	// agents that ignore that, stopping it) is the client's doing, and the
@@ -178,15 +174,31 @@ func record(out string, appendTo bool, provider, protocol, scenario, workspace s
 	}
 	_ = proc.Close(context.Background())
 	<-done
+	return r.exit(proc.Err(), exitedFirst)
+}
+
+// clientDone takes the workspace as it is without recording it: the client
+// is done, and what changed since its last frame is its own doing too (a
+// host restoring files before it closed the session).
+func (r *recorder) clientDone() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.files = r.scan()
+}
+
+// exit records the provider's end, once nothing more passes: the workspace
+// changes it made last, and the runtime_exit. An error exit is recorded
+// only when the provider exited on its own (exitedFirst); otherwise its end
+// was the client's doing, which a replay reproduces as a clean exit.
+func (r *recorder) exit(err error, exitedFirst bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.workspaceChanges()
-	status := transcript.ExitSuccess
-	var exitErr any
-	if err := proc.Err(); err != nil && exitedFirst {
-		status, exitErr = transcript.ExitError, err.Error()
+	e := transcript.Entry{Type: transcript.TypeRuntimeExit, Status: transcript.ExitSuccess}
+	if err != nil && exitedFirst {
+		e.Status, e.Error = transcript.ExitError, err.Error()
 	}
-	return r.enc.Encode(transcript.Entry{Type: transcript.TypeRuntimeExit, Status: status, Error: exitErr})
+	return r.enc.Encode(e)
 }
 
 // openRecorder opens (or, appending, continues) the transcript out, records

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/providerproc"
 	"github.com/baton-run/baton/sdk/sse"
 	"github.com/baton-run/baton/sdk/transcript"
@@ -43,7 +43,7 @@ import (
 // the server is stopped with SIGTERM and a runtime_exit is written.
 func recordHTTP(out string, appendTo bool, provider, protocol, scenario, workspace string, meta metaFlags, portArg string,
 	cmd, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	upstreamPort, err := freePort()
+	upstreamPort, err := providerproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -77,22 +77,30 @@ func recordHTTP(out string, appendTo bool, provider, protocol, scenario, workspa
 	go func() { _ = srv.Serve(ln) }()
 
 	// The server's stdout: each line recorded, and passed on with our
-	// address for its own.
+	// address for its own. A line too long to keep is skipped, and the
+	// lines after it still read, as the stdio recorder reads.
 	stdoutDone := make(chan struct{})
 	go func() {
 		defer close(stdoutDone)
-		sc := bufio.NewScanner(proc.Stdout)
-		sc.Buffer(nil, 1<<20)
+		rd := ndjson.NewReader(proc.Stdout)
 		found := false
-		for sc.Scan() {
-			line := sc.Text()
+		for {
+			b, err := rd.Next()
+			if errors.Is(err, ndjson.ErrLineTooLong) {
+				fmt.Fprintf(stderr, "replaypeer record: the server's stdout: %v\n", err)
+				continue
+			}
+			if err != nil {
+				return
+			}
+			line := string(b)
 			if u := serverURL.FindString(line); u != "" && !found {
 				found = true
 				p.upstream <- u
 				line = strings.Replace(line, u, transcript.Listen, 1)
 			}
-			b, _ := json.Marshal(map[string]string{"stdout": line})
-			r.add(transcript.TypeEmitInbound, b)
+			frame, _ := json.Marshal(map[string]string{"stdout": line})
+			r.add(transcript.TypeEmitInbound, frame)
 			fmt.Fprintln(stdout, strings.ReplaceAll(line, transcript.Listen, own))
 		}
 	}()
@@ -113,11 +121,7 @@ func recordHTTP(out string, appendTo bool, provider, protocol, scenario, workspa
 	case <-proc.Done():
 		exitedFirst = true
 	}
-	// What changed since the client's last request is its own doing (a
-	// host restoring files before it closed the session).
-	r.mu.Lock()
-	r.files = r.scan()
-	r.mu.Unlock()
+	r.clientDone()
 	// The server's event streams end with it; their last events are still
 	// recorded, then nothing more passes.
 	if !exitedFirst {
@@ -130,29 +134,11 @@ func recordHTTP(out string, appendTo bool, provider, protocol, scenario, workspa
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	_ = srv.Close()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.workspaceChanges()
-	status := transcript.ExitSuccess
-	var exitErr any
-	if err := proc.Err(); err != nil && exitedFirst {
-		status, exitErr = transcript.ExitError, err.Error()
-	}
-	return r.enc.Encode(transcript.Entry{Type: transcript.TypeRuntimeExit, Status: status, Error: exitErr})
+	return r.exit(proc.Err(), exitedFirst)
 }
 
 // serverURL finds the address a server prints.
 var serverURL = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+`)
-
-// freePort asks the kernel for a free port on 127.0.0.1.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // httpProxy passes requests to the server and records them.
 type httpProxy struct {

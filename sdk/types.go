@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -133,6 +134,45 @@ type RollbackThreadRequest struct {
 	// host knows it; an adapter that can check it refuses a rollback whose
 	// Turns-th newest turn is another one.
 	BeforeTurnRef string `json:"beforeTurnRef,omitempty"`
+}
+
+// Check is what a Rollbacker refuses before it asks its provider anything:
+// a rollback of another thread than the session's own (thread), of a
+// provider that exited, or while turn running runs ("" for none). A
+// rollback of no turns is done as it is: Check says so (done), and the
+// response names thread.
+func (r RollbackThreadRequest) Check(thread, running string, exited bool) (done bool, err error) {
+	switch {
+	case r.ThreadRef != "" && r.ThreadRef != thread:
+		return false, Errorf(ErrInvalid, "rollback thread %s: the session's thread is %s", r.ThreadRef, thread)
+	case r.Turns == 0:
+		return true, nil
+	case exited:
+		return false, Errorf(ErrProviderExited, "rollback thread %s", thread)
+	case running != "":
+		return false, Errorf(ErrBusy, "rollback thread %s: turn %s is running", thread, running)
+	}
+	return false, nil
+}
+
+// RollbackTarget is the turn a rollback of want turns cuts before: of a
+// provider's turns, oldest first, the oldest of the last want, checked
+// against before (the host's ref for that turn; "" checks nothing).
+// provider names the provider in the errors, which are ErrInvalid.
+func RollbackTarget(provider string, turns []string, want int, before string) (string, error) {
+	if want < 1 || len(turns) < want {
+		return "", Errorf(ErrInvalid, "cannot drop %d turns: %s has %d on the thread", want, provider, len(turns))
+	}
+	id := turns[len(turns)-want]
+	if before != "" && before != id {
+		which := fmt.Sprintf("the oldest of the last %d turns", want)
+		if want == 1 {
+			which = "the newest turn"
+		}
+		return "", Errorf(ErrInvalid, "%s is %s in %s, but the host expected %s: %s's history differs from the host's",
+			which, id, provider, before, provider)
+	}
+	return id, nil
 }
 
 // RollbackThreadResponse names the thread to continue on.

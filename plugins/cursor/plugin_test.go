@@ -222,16 +222,24 @@ func TestResumeInANewSession(t *testing.T) {
 	s2.Close(t)
 }
 
-// Interrupt ends the process group (the peer waits for the signal); the
-// turn ends interrupted once the process is gone, the running command
-// with it. A second turn while one runs is refused.
-func TestInterrupt(t *testing.T) {
-	p := start(t)
+// countingTurn opens the turn_interrupt session and starts its turn, a
+// command that counts slowly, and returns once the command runs.
+func countingTurn(t *testing.T, p *plugintest.Plugin) *plugintest.Session {
+	t.Helper()
 	s, _ := open(t, p, "turn_interrupt")
 	s.StartTurn(t, "Count to a million, slowly")
 	s.Until(t, "the command to start", func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemStarted && ev.ItemKind == sdk.ItemCommandExecution
 	})
+	return s
+}
+
+// Interrupt ends the process group (the peer waits for the signal); the
+// turn ends interrupted once the process is gone, the running command
+// with it. A second turn while one runs is refused.
+func TestInterrupt(t *testing.T) {
+	p := start(t)
+	s := countingTurn(t, p)
 	_, err := p.StartTurn(context.Background(), sdk.StartTurnRequest{SessionID: s.ID, Input: sdk.TurnInput{Text: "again"}})
 	if !errors.Is(err, sdk.ErrBusy) {
 		t.Errorf("a turn while one runs: %v, want busy", err)
@@ -255,11 +263,7 @@ func TestInterrupt(t *testing.T) {
 // interrupted, then the session's runtime_exited, cleanly.
 func TestCloseDuringATurn(t *testing.T) {
 	p := start(t)
-	s, _ := open(t, p, "turn_interrupt")
-	s.StartTurn(t, "Count to a million, slowly")
-	s.Until(t, "the command to start", func(ev sdk.RuntimeEvent) bool {
-		return ev.Kind == sdk.EventItemStarted && ev.ItemKind == sdk.ItemCommandExecution
-	})
+	s := countingTurn(t, p)
 	evs := s.Close(t)
 	term := only(evs, sdk.EventTurnTerminal, "")
 	if len(term) != 1 || term[0].Status != sdk.TurnInterrupted || term[0].Text != "the session was closed" {

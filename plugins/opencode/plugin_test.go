@@ -506,11 +506,18 @@ func TestOverLongEventIsADiagnostic(t *testing.T) {
 // (over ndjson.DefaultMaxLine) is skipped; the address after it is still
 // found, and stdout is still read.
 func TestOverLongStdoutLine(t *testing.T) {
+	helloAfter(t, fmt.Sprintf(`head -c %d /dev/zero | tr '\0' x; echo`, ndjson.DefaultMaxLine+10))
+}
+
+// helloAfter plays the simple scenario with the shell command prelude
+// run first, writing to the server's stdout before the server does, and
+// checks that the turn completes.
+func helloAfter(t *testing.T, prelude string) {
+	t.Helper()
 	ws := t.TempDir()
 	p := start(t)
 	cmd := plugintest.PeerCommand(filepath.Join(testdata, "simple.ndjson"), ws, "")
-	cmd.Argv = append([]string{"sh", "-c", fmt.Sprintf(`head -c %d /dev/zero | tr '\0' x; echo; exec "$0" "$@"`, ndjson.DefaultMaxLine+10)},
-		cmd.Argv...)
+	cmd.Argv = append([]string{"sh", "-c", prelude + `; exec "$0" "$@"`}, cmd.Argv...)
 	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
 	s.StartTurn(t, "Say hello")
 	evs := s.WaitTurn(t)
@@ -572,14 +579,5 @@ func TestInterruptBeforeTheTurnStarted(t *testing.T) {
 // 127.0.0.1 that a "listening" line names, as the plugin asked for
 // (--hostname 127.0.0.1); another URL on such a line is not taken for it.
 func TestAddressOnlyOn127(t *testing.T) {
-	ws := t.TempDir()
-	p := start(t)
-	cmd := plugintest.PeerCommand(filepath.Join(testdata, "simple.ndjson"), ws, "")
-	cmd.Argv = append([]string{"sh", "-c", `echo "not listening yet: see http://localhost:1/docs"; exec "$0" "$@"`}, cmd.Argv...)
-	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
-	s.StartTurn(t, "Say hello")
-	if evs := s.WaitTurn(t); evs[len(evs)-1].Status != sdk.TurnCompleted {
-		t.Fatalf("turn ended %+v; want completed", evs[len(evs)-1])
-	}
-	s.Close(t)
+	helloAfter(t, `echo "not listening yet: see http://localhost:1/docs"`)
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -203,15 +204,17 @@ func (p *Process) Err() error { return p.Cmd.Err() }
 
 // ExitEvent is the runtime_exited event for the provider's exit (once it
 // exited and its stdout was read to the end): closed says the session was
-// closed by the host; an exit with an error carries the exit report. It
-// closes the raw-frame log it opened (not Config.Frames): the exit is a
-// session's last event.
+// closed by the host; an exit with an error carries the exit report, but
+// for a closed session an exit by SIGTERM, the way it was stopped (Close
+// sends it; so does a plugin whose provider does not exit when its stdin
+// closes), is not an error. It closes the raw-frame log it opened (not
+// Config.Frames): the exit is a session's last event.
 func (p *Process) ExitEvent(threadRef string, closed bool) sdk.RuntimeEvent {
 	ev := sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: threadRef, Status: sdk.ExitExited}
 	if closed {
 		ev.Status = sdk.ExitClosed
 	}
-	if p.Err() != nil {
+	if err := p.Err(); err != nil && !(closed && terminated(err)) {
 		if !closed {
 			ev.Status = sdk.ExitFailed
 		}
@@ -221,6 +224,16 @@ func (p *Process) ExitEvent(threadRef string, closed bool) sdk.RuntimeEvent {
 		p.Frames.Close()
 	}
 	return ev
+}
+
+// terminated says whether a process's exit error is its death by SIGTERM.
+func terminated(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
 }
 
 // ExitReport says how the provider exited, with the end of its stderr.

@@ -187,3 +187,25 @@ func TestOverLongLineIsSkipped(t *testing.T) {
 		t.Fatalf("after the last line: %v, want io.EOF", err)
 	}
 }
+
+// A closed session's provider that died of SIGTERM was stopped, the way a
+// provider is stopped: its exit is clean. Without the close it failed.
+func TestExitBySIGTERM(t *testing.T) {
+	for _, closed := range []bool{true, false} {
+		p := start(t, true, `echo '{"up":1}'; exec sleep 60`)
+		if _, _, err := p.Next(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		<-p.Done()
+		ev := p.ExitEvent("thr", closed)
+		switch {
+		case closed && (ev.Status != sdk.ExitClosed || ev.Failure != nil):
+			t.Errorf("closed, ended by SIGTERM: exit event %+v, want closed without a failure", ev)
+		case !closed && (ev.Status != sdk.ExitFailed || ev.Failure == nil || !strings.Contains(ev.Failure.Message, "signal: terminated")):
+			t.Errorf("not closed, ended by SIGTERM: exit event %+v, want failed with the signal", ev)
+		}
+	}
+}

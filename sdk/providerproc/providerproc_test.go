@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -95,4 +96,20 @@ func TestOutputOutlivesTheProcess(t *testing.T) {
 	if n := bytes.Count(b, []byte("\n")); n != 5000 {
 		t.Fatalf("read %d lines after the exit, want 5000", n)
 	}
+}
+
+// FreePort gives a port on 127.0.0.1 that can be listened on.
+func TestFreePort(t *testing.T) {
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if port <= 0 || port > 65535 {
+		t.Fatalf("FreePort() = %d, want a TCP port", port)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatalf("listen on the free port %d: %v", port, err)
+	}
+	l.Close()
 }

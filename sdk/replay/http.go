@@ -176,37 +176,16 @@ func (p *httpPeer) handle(w http.ResponseWriter, r *http.Request) {
 // play walks the transcript; addr is the peer's own URL.
 func (p *httpPeer) play(ctx context.Context, addr string) error {
 	t := p.cfg.Transcript
-	start := 0
-	if p.cfg.StateFile != "" {
-		var err error
-		if start, err = loadState(p.cfg.StateFile); err != nil {
-			return &Error{ExitBadUsage, err.Error()}
-		}
-		if start >= len(t.Entries) {
-			return &Error{ExitUnexpected, fmt.Sprintf("the transcript is used up: state file %s is at entry %d of %d",
-				p.cfg.StateFile, start+1, len(t.Entries))}
-		}
-	}
-	save := func(cursor int) error {
-		if p.cfg.StateFile == "" {
-			return nil
-		}
-		if err := saveState(p.cfg.StateFile, cursor); err != nil {
-			return &Error{ExitIO, fmt.Sprintf("save state: %v", err)}
-		}
-		return nil
+	start, err := p.cfg.start()
+	if err != nil {
+		return err
 	}
 	for i := start; i < len(t.Entries); i++ {
 		e := t.Entries[i]
 		switch e.Type {
 		case transcript.TypeEmitInbound:
-			if p.cfg.Speed > 0 && e.AfterMs > 0 {
-				d := time.Duration(float64(e.AfterMs) * float64(time.Millisecond) / p.cfg.Speed)
-				select {
-				case <-time.After(d):
-				case <-ctx.Done():
-					return p.leftover(i)
-				}
+			if !p.cfg.wait(ctx, e) {
+				return p.leftover(i)
 			}
 			if err := p.emit(i, e, addr); err != nil {
 				return err
@@ -230,7 +209,7 @@ func (p *httpPeer) play(ctx context.Context, addr string) error {
 				// ending does not stop it.
 				<-p.signal.Done()
 			}
-			if err := save(i + 1); err != nil {
+			if err := p.cfg.save(i + 1); err != nil {
 				return err
 			}
 			return exitResult(e, i)
@@ -239,7 +218,7 @@ func (p *httpPeer) play(ctx context.Context, addr string) error {
 	if err := p.drain(ctx, len(t.Entries)-1); err != nil {
 		return err
 	}
-	return save(len(t.Entries))
+	return p.cfg.save(len(t.Entries))
 }
 
 // leftover is the error for a client that went away at entry i.

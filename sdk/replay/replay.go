@@ -159,38 +159,16 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 
-	start := 0
-	if cfg.StateFile != "" {
-		var err error
-		if start, err = loadState(cfg.StateFile); err != nil {
-			return &Error{ExitBadUsage, err.Error()}
-		}
-		if start >= len(t.Entries) {
-			return &Error{ExitUnexpected, fmt.Sprintf("the transcript is used up: state file %s is at entry %d of %d",
-				cfg.StateFile, start+1, len(t.Entries))}
-		}
+	start, err := cfg.start()
+	if err != nil {
+		return err
 	}
-	save := func(cursor int) error {
-		if cfg.StateFile == "" {
-			return nil
-		}
-		if err := saveState(cfg.StateFile, cursor); err != nil {
-			return &Error{ExitIO, fmt.Sprintf("save state: %v", err)}
-		}
-		return nil
-	}
-
 	for i := start; i < len(t.Entries); i++ {
 		e := t.Entries[i]
 		switch e.Type {
 		case transcript.TypeEmitInbound:
-			if cfg.Speed > 0 && e.AfterMs > 0 {
-				d := time.Duration(float64(e.AfterMs) * float64(time.Millisecond) / cfg.Speed)
-				select {
-				case <-time.After(d):
-				case <-ctx.Done():
-					return ctx.Err()
-				}
+			if !cfg.wait(ctx, e) {
+				return ctx.Err()
 			}
 			frame, err := m.Rewrite(e.Frame)
 			if err != nil {
@@ -230,7 +208,7 @@ func Run(ctx context.Context, cfg Config) error {
 				// matter.
 				<-ctx.Done()
 			}
-			if err := save(i + 1); err != nil {
+			if err := cfg.save(i + 1); err != nil {
 				return err
 			}
 			return exitResult(e, i)
@@ -239,7 +217,51 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := drain(next, len(t.Entries)-1, t); err != nil {
 		return err
 	}
-	return save(len(t.Entries))
+	return cfg.save(len(t.Entries))
+}
+
+// start is the entry a playback starts at: the first, or with a state file
+// the one after the runtime_exit the last peer ended at.
+func (cfg Config) start() (int, error) {
+	if cfg.StateFile == "" {
+		return 0, nil
+	}
+	start, err := loadState(cfg.StateFile)
+	if err != nil {
+		return 0, &Error{ExitBadUsage, err.Error()}
+	}
+	if n := len(cfg.Transcript.Entries); start >= n {
+		return 0, &Error{ExitUnexpected, fmt.Sprintf("the transcript is used up: state file %s is at entry %d of %d",
+			cfg.StateFile, start+1, n)}
+	}
+	return start, nil
+}
+
+// save keeps the cursor in the state file, if there is one.
+func (cfg Config) save(cursor int) error {
+	if cfg.StateFile == "" {
+		return nil
+	}
+	if err := saveState(cfg.StateFile, cursor); err != nil {
+		return &Error{ExitIO, fmt.Sprintf("save state: %v", err)}
+	}
+	return nil
+}
+
+// wait waits the time before emit_inbound entry e, its afterMs scaled by
+// cfg.Speed (none at speed 0). It says false when ctx ended first.
+func (cfg Config) wait(ctx context.Context, e transcript.Entry) bool {
+	if cfg.Speed <= 0 || e.AfterMs <= 0 {
+		return true
+	}
+	t := time.NewTimer(time.Duration(float64(e.AfterMs) * float64(time.Millisecond) / cfg.Speed))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // drain waits for the client to close the stream; any frame is unexpected.

@@ -36,6 +36,10 @@ type Event struct {
 // is an error rather than unbounded memory.
 const MaxLine = 16 << 20
 
+// keptLine bounds the line buffer a decoder keeps for the next line: a
+// rare long line's is let go.
+const keptLine = 64 << 10
+
 // ErrLineTooLong is returned for a line over MaxLine bytes.
 var ErrLineTooLong = errors.New("sse: line too long")
 
@@ -43,7 +47,8 @@ var ErrLineTooLong = errors.New("sse: line too long")
 type Decoder struct {
 	r      *bufio.Reader
 	lastID string
-	pendCR bool // the last line ended in CR: a following LF belongs to it
+	pendCR bool   // the last line ended in CR: a following LF belongs to it
+	buf    []byte // the line being read, reused from line to line
 }
 
 // NewDecoder reads from r.
@@ -51,10 +56,16 @@ func NewDecoder(r io.Reader) *Decoder {
 	return &Decoder{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
-// line reads one line without its end. io.EOF only when nothing was read.
-// A line over MaxLine is read to its end and dropped: ErrLineTooLong.
+// line reads one line without its end; it is valid until the next call.
+// io.EOF only when nothing was read. A line over MaxLine is read to its end
+// and dropped: ErrLineTooLong.
 func (d *Decoder) line() ([]byte, error) {
-	var buf []byte
+	buf := d.buf[:0]
+	defer func() {
+		if cap(buf) <= keptLine {
+			d.buf = buf[:0]
+		}
+	}()
 	long := false
 	for {
 		b, err := d.r.ReadByte()
@@ -85,7 +96,7 @@ func (d *Decoder) line() ([]byte, error) {
 			continue
 		}
 		if len(buf) >= MaxLine {
-			long, buf = true, nil
+			long, buf = true, nil // a line this long is not kept either
 			continue
 		}
 		buf = append(buf, b)

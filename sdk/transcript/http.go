@@ -132,11 +132,11 @@ func BodyValue(body []byte) json.RawMessage {
 	if len(body) == 0 {
 		return nil
 	}
-	if json.Valid(body) {
-		var buf bytes.Buffer
-		if json.Compact(&buf, body) == nil {
-			return buf.Bytes()
-		}
+	// Compact checks the body is JSON as it goes (and leaves buf empty
+	// when it is not).
+	var buf bytes.Buffer
+	if json.Compact(&buf, body) == nil {
+		return buf.Bytes()
 	}
 	s, _ := json.Marshal(string(body))
 	return s

@@ -139,3 +139,19 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// BodyValue: a JSON body compacted, any other body a JSON string, none nil.
+func TestBodyValue(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{" {\"a\": [1, 2],\n \"b\": \"x y\"}\n", `{"a":[1,2],"b":"x y"}`},
+		{`"text"`, `"text"`},
+		{`{"a":1} {"b":2}`, `"{\"a\":1} {\"b\":2}"`},
+		{`{"a":`, `"{\"a\":"`},
+		{"plain <b>text</b>", `"plain \u003cb\u003etext\u003c/b\u003e"`},
+		{" \n", ""},
+	} {
+		if got := string(BodyValue([]byte(tc.body))); got != tc.want {
+			t.Errorf("BodyValue(%q) = %s, want %s", tc.body, got, tc.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,15 +42,12 @@ func (a *Adapter) RollbackThread(ctx context.Context, req sdk.RollbackThreadRequ
 	s.mu.Lock()
 	thread, mode, running := s.thread, s.norm.historyMode(s.thread), s.norm.activeTurn(s.thread)
 	s.mu.Unlock()
-	switch {
-	case req.ThreadRef != "" && req.ThreadRef != thread:
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrInvalid, "rollback thread %s: the session's thread is %s", req.ThreadRef, thread)
-	case req.Turns == 0:
+	done, err := req.Check(thread, running, s.ctx.Err() != nil)
+	if err != nil {
+		return sdk.RollbackThreadResponse{}, err
+	}
+	if done {
 		return sdk.RollbackThreadResponse{ThreadRef: thread}, nil
-	case s.ctx.Err() != nil:
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrProviderExited, "rollback thread %s", thread)
-	case running != "":
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrBusy, "rollback thread %s: turn %s is running", thread, running)
 	}
 	ctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
 	defer cancel()
@@ -170,17 +168,7 @@ func (p *turnPages) target(before string) (string, error) {
 	if p.running != "" {
 		return "", sdk.Errorf(sdk.ErrBusy, "codex has turn %s in progress", p.running)
 	}
-	if len(p.ids) < p.want {
-		return "", sdk.Errorf(sdk.ErrInvalid, "cannot drop %d turns: codex has %d on the thread", p.want, len(p.ids))
-	}
-	id := p.ids[p.want-1]
-	if before != "" && before != id {
-		which := fmt.Sprintf("the oldest of the last %d turns", p.want)
-		if p.want == 1 {
-			which = "the newest turn"
-		}
-		return "", sdk.Errorf(sdk.ErrInvalid, "%s is %s in codex, but the host expected %s: codex's history differs from the host's",
-			which, id, before)
-	}
-	return id, nil
+	oldestFirst := slices.Clone(p.ids)
+	slices.Reverse(oldestFirst)
+	return sdk.RollbackTarget("codex", oldestFirst, p.want, before)
 }

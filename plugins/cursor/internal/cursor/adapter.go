@@ -234,20 +234,12 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	}
 	tp := &turnProc{proc: proc, turn: turn, exited: make(chan struct{})}
 	s.cur = tp
-	for _, ev := range s.norm.begin(turn, req.ClientTurnID) {
+	for _, ev := range s.norm.begin(turn, req.ClientTurnID, proc.Pid()) {
 		ev.RawFrame = raw
-		s.emitDetail(ev, proc.Pid())
+		s.emit.Emit(ev)
 	}
 	go s.run(tp)
 	return sdk.StartTurnResponse{TurnRef: turn}, nil
-}
-
-// emitDetail emits an event; a turn_started carries the process id.
-func (s *session) emitDetail(ev sdk.RuntimeEvent, pid int) {
-	if ev.Kind == sdk.EventTurnStarted && ev.Detail == nil {
-		ev.Detail, _ = json.Marshal(map[string]int{"pid": pid})
-	}
-	s.emit.Emit(ev)
 }
 
 // run reads a turn's process until it exits, then ends the turn if its
@@ -268,7 +260,7 @@ func (s *session) run(tp *turnProc) {
 		s.mu.Lock()
 		for _, ev := range s.norm.line(line) {
 			ev.RawFrame = idx
-			s.emitDetail(ev, tp.proc.Pid())
+			s.emit.Emit(ev)
 		}
 		ended := s.norm.done()
 		s.mu.Unlock()
@@ -303,7 +295,7 @@ func (s *session) run(tp *turnProc) {
 	s.mu.Lock()
 	if s.cur == tp {
 		for _, ev := range s.norm.exited(interrupted, why) {
-			s.emitDetail(ev, tp.proc.Pid())
+			s.emit.Emit(ev)
 		}
 	}
 	s.mu.Unlock()

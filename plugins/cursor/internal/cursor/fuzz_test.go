@@ -18,7 +18,7 @@ func FuzzDecodeEvent(f *testing.F) {
 			t.Fatalf("DecodeEvent(%q) = %+v, %v", line, e, err)
 		}
 		n := newNormalizer("/w", "")
-		n.begin("s/turn-1", "a1")
+		n.begin("s/turn-1", "a1", 0)
 		for _, ev := range n.line(line) {
 			if ev.Kind == "" {
 				t.Fatalf("an event without a kind from %q", line)
@@ -35,7 +35,7 @@ func FuzzNormalize(f *testing.F) {
 	f.Add([]byte(initLine+"\n"+toolLine("started", "")+"\n"+`{"type":"result","subtype":"success"}`), false)
 	f.Fuzz(func(t *testing.T, stream []byte, interrupted bool) {
 		n := newNormalizer("/w", "")
-		evs := n.begin("s/turn-1", "a1")
+		evs := n.begin("s/turn-1", "a1", 0)
 		for _, l := range bytes.Split(stream, []byte("\n")) {
 			evs = append(evs, n.line(l)...)
 		}

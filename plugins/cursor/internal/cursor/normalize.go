@@ -1,6 +1,7 @@
 package cursor
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -18,16 +19,19 @@ type normalizer struct {
 
 	turn       string // the turn in progress ("" between turns)
 	clientTurn string
+	pid        int  // the turn's process, named in its turn_started
 	started    bool // turn_started emitted
 	ended      bool // turn_terminal emitted
 
 	msg      *textItem // the assistant message being written
-	think    *textItem // the reasoning being written
+	think    string    // the ref of the reasoning being written ("" when none)
 	items    int       // items made up by the plugin this turn
 	sawDelta bool      // a --stream-partial-output delta came this turn
 	tools    map[string]*toolItem
 }
 
+// textItem is the assistant message being written; its text so far tells
+// a repeat of it from new text.
 type textItem struct {
 	ref  string
 	text strings.Builder
@@ -42,10 +46,10 @@ func newNormalizer(cwd, chat string) *normalizer {
 	return &normalizer{cwd: cwd, chat: chat}
 }
 
-// begin starts a turn. Its turn_started comes at once when the chat is
-// known, else with the chat id (system/init).
-func (n *normalizer) begin(turn, clientTurn string) []sdk.RuntimeEvent {
-	*n = normalizer{cwd: n.cwd, chat: n.chat, turn: turn, clientTurn: clientTurn, tools: map[string]*toolItem{}}
+// begin starts a turn run by process pid. Its turn_started comes at once
+// when the chat is known, else with the chat id (system/init).
+func (n *normalizer) begin(turn, clientTurn string, pid int) []sdk.RuntimeEvent {
+	*n = normalizer{cwd: n.cwd, chat: n.chat, turn: turn, clientTurn: clientTurn, pid: pid, tools: map[string]*toolItem{}}
 	if n.chat == "" {
 		return nil
 	}
@@ -58,7 +62,9 @@ func (n *normalizer) start() []sdk.RuntimeEvent {
 		return nil
 	}
 	n.started = true
-	return []sdk.RuntimeEvent{{Kind: sdk.EventTurnStarted, ThreadRef: n.chat, TurnRef: n.turn, ClientTurnID: n.clientTurn}}
+	detail, _ := json.Marshal(map[string]int{"pid": n.pid})
+	return []sdk.RuntimeEvent{{Kind: sdk.EventTurnStarted, ThreadRef: n.chat, TurnRef: n.turn, ClientTurnID: n.clientTurn,
+		Detail: detail}}
 }
 
 // inTurn says whether events belong to a turn that has not ended.
@@ -89,7 +95,7 @@ func (n *normalizer) event(e *event, raw []byte) []sdk.RuntimeEvent {
 		text := e.Message.text()
 		return append(out,
 			sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: ref,
-				ItemKind: sdk.ItemUserMessage, Title: firstLine(text), Status: sdk.ItemInProgress},
+				ItemKind: sdk.ItemUserMessage, Title: sdk.Title(text), Status: sdk.ItemInProgress},
 			sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: ref,
 				ItemKind: sdk.ItemUserMessage, Text: text, Status: sdk.ItemDone})
 	case "assistant":
@@ -177,16 +183,15 @@ func (n *normalizer) thinking(e *event) []sdk.RuntimeEvent {
 	default:
 		return append(out, sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "unknown cursor-agent event thinking/" + e.Subtype})
 	}
-	if n.think == nil {
-		n.think = &textItem{ref: n.newRef("thinking")}
-		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: n.think.ref,
+	if n.think == "" {
+		n.think = n.newRef("thinking")
+		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: n.think,
 			ItemKind: sdk.ItemReasoning, Status: sdk.ItemInProgress})
 	}
 	if e.Text == "" {
 		return out
 	}
-	n.think.text.WriteString(e.Text)
-	return append(out, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: n.think.ref,
+	return append(out, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: n.think,
 		ItemKind: sdk.ItemReasoning, Text: e.Text})
 }
 
@@ -196,12 +201,12 @@ func (n *normalizer) newRef(kind string) string {
 }
 
 func (n *normalizer) closeThinking() []sdk.RuntimeEvent {
-	if n.think == nil {
+	if n.think == "" {
 		return nil
 	}
-	ev := sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: n.think.ref,
+	ev := sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: n.chat, TurnRef: n.turn, ItemRef: n.think,
 		ItemKind: sdk.ItemReasoning, Status: sdk.ItemDone}
-	n.think = nil
+	n.think = ""
 	return []sdk.RuntimeEvent{ev}
 }
 
@@ -256,8 +261,8 @@ func (n *normalizer) toolCall(e *event, raw []byte) []sdk.RuntimeEvent {
 
 // describeTool is the item kind and title of a tool call.
 func (n *normalizer) describeTool(tc toolCall) (sdk.ItemKind, string) {
-	a := decodeArgs(tc.Args)
-	path := sdk.RelPath(n.cwd, firstNonEmpty(a.Path, a.TargetFile))
+	a := tc.args
+	path := sdk.RelPath(n.cwd, cmp.Or(a.Path, a.TargetFile))
 	switch tc.Variant {
 	case "shellToolCall":
 		return sdk.ItemCommandExecution, a.Command
@@ -272,21 +277,17 @@ func (n *normalizer) describeTool(tc toolCall) (sdk.ItemKind, string) {
 	case "grepToolCall":
 		return sdk.ItemToolCall, strings.TrimSpace("Grep " + a.Pattern + " " + path)
 	case "globToolCall":
-		return sdk.ItemToolCall, "Glob " + firstNonEmpty(a.GlobPattern, a.Pattern)
+		return sdk.ItemToolCall, "Glob " + cmp.Or(a.GlobPattern, a.Pattern)
 	case "lsToolCall":
 		return sdk.ItemToolCall, "List " + path
 	case "todoToolCall", "updateTodosToolCall":
 		return sdk.ItemToolCall, "Update the to-do list"
 	case "mcpToolCall":
-		return sdk.ItemToolCall, strings.TrimPrefix(firstNonEmpty(a.ProviderID, a.Name)+"/"+firstNonEmpty(a.ToolName, a.Name), "/")
+		return sdk.ItemToolCall, strings.TrimPrefix(cmp.Or(a.ProviderID, a.Name)+"/"+cmp.Or(a.ToolName, a.Name), "/")
 	case "function":
-		var f struct {
-			Name string `json:"name"`
-		}
-		_ = json.Unmarshal(tc.Raw, &f)
-		return sdk.ItemToolCall, firstNonEmpty(f.Name, "function")
+		return sdk.ItemToolCall, cmp.Or(tc.Name, "function")
 	case "task", "taskToolCall":
-		return sdk.ItemSubagent, firstNonEmpty(a.Description, firstLine(a.Prompt), "Subagent")
+		return sdk.ItemSubagent, cmp.Or(a.Description, sdk.Title(a.Prompt), "Subagent")
 	}
 	return sdk.ItemToolCall, strings.TrimSuffix(tc.Variant, "ToolCall")
 }
@@ -301,11 +302,8 @@ func toolStatus(tc toolCall, res toolResult) string {
 	case "rejected":
 		return sdk.ItemDeclined
 	}
-	if tc.Variant == "shellToolCall" {
-		var sr shellResult
-		if json.Unmarshal(res.Body, &sr) == nil && sr.ExitCode != nil && *sr.ExitCode != 0 {
-			return sdk.ItemFailed
-		}
+	if sr := res.Shell; tc.Variant == "shellToolCall" && res.whole && sr.ExitCode != nil && *sr.ExitCode != 0 {
+		return sdk.ItemFailed
 	}
 	return sdk.ItemDone
 }
@@ -313,15 +311,12 @@ func toolStatus(tc toolCall, res toolResult) string {
 // toolText is what a completed item says: a command's output, a failure's
 // message.
 func toolText(tc toolCall, res toolResult) string {
-	var sr shellResult
-	if len(res.Body) > 0 {
-		_ = json.Unmarshal(res.Body, &sr)
-	}
+	sr := res.Shell
 	if tc.Variant == "shellToolCall" && (sr.Stdout != "" || sr.Stderr != "") {
 		return sr.Stdout + sr.Stderr
 	}
 	if res.Outcome == "error" || res.Outcome == "rejected" {
-		if msg := firstNonEmpty(sr.Message, sr.ErrorMessage, sr.Error, sr.Reason); msg != "" {
+		if msg := cmp.Or(sr.Message, sr.ErrorMessage, sr.Error, sr.Reason); msg != "" {
 			return msg
 		}
 		var s string
@@ -335,13 +330,12 @@ func toolText(tc toolCall, res toolResult) string {
 // toolDetail keeps what the item's node shows: for commands the command
 // and its exit; for file changes the path; for the rest cursor's own call.
 func (n *normalizer) toolDetail(tc toolCall, res toolResult) json.RawMessage {
-	a := decodeArgs(tc.Args)
+	a := tc.args
 	d := map[string]any{"tool": tc.Variant}
 	switch tc.Variant {
 	case "shellToolCall":
 		d["command"] = a.Command
-		var sr shellResult
-		if json.Unmarshal(res.Body, &sr) == nil {
+		if sr := res.Shell; res.whole {
 			if sr.ExitCode != nil {
 				d["exitCode"] = *sr.ExitCode
 			}
@@ -357,7 +351,7 @@ func (n *normalizer) toolDetail(tc toolCall, res toolResult) json.RawMessage {
 		}
 	case "editToolCall", "writeToolCall", "deleteToolCall":
 		kind := map[string]string{"editToolCall": "update", "writeToolCall": "add", "deleteToolCall": "delete"}[tc.Variant]
-		d["changes"] = []map[string]string{{"path": sdk.RelPath(n.cwd, firstNonEmpty(a.Path, a.TargetFile)), "kind": kind}}
+		d["changes"] = []map[string]string{{"path": sdk.RelPath(n.cwd, cmp.Or(a.Path, a.TargetFile)), "kind": kind}}
 	default:
 		if len(tc.Args) > 0 {
 			d["args"] = tc.Args
@@ -386,7 +380,7 @@ func (n *normalizer) result(e *event, raw []byte) []sdk.RuntimeEvent {
 		ThreadUsable: true, Detail: detail}
 	if e.IsError || (e.Subtype != "" && e.Subtype != "success") {
 		term.Status = sdk.TurnFailed
-		term.Failure = &sdk.Failure{Code: firstNonEmpty(e.Subtype, "error"), Message: firstNonEmpty(e.resultText(), "cursor-agent reported an error")}
+		term.Failure = &sdk.Failure{Code: cmp.Or(e.Subtype, "error"), Message: cmp.Or(e.resultText(), "cursor-agent reported an error")}
 		term.Text = term.Failure.Message
 	}
 	n.ended = true
@@ -467,16 +461,4 @@ func decodeUsage(raw json.RawMessage) *sdk.Usage {
 		return nil
 	}
 	return out
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	const max = 120
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	return s
 }

@@ -1,6 +1,7 @@
 package cursor
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -9,7 +10,7 @@ import (
 
 // feed runs lines through a normalizer in one turn.
 func feed(n *normalizer, lines ...string) []sdk.RuntimeEvent {
-	out := n.begin("s/turn-1", "attempt-1")
+	out := n.begin("s/turn-1", "attempt-1", 0)
 	for _, l := range lines {
 		out = append(out, n.line([]byte(l))...)
 	}
@@ -95,7 +96,7 @@ func TestAssistantTextOnce(t *testing.T) {
 // reported and followed.
 func TestTurnStartedAndChat(t *testing.T) {
 	n := newNormalizer("/w", "")
-	evs := n.begin("s/turn-1", "a1")
+	evs := n.begin("s/turn-1", "a1", 0)
 	if len(evs) != 0 {
 		t.Fatalf("begin without a chat: %+v", evs)
 	}
@@ -105,7 +106,7 @@ func TestTurnStartedAndChat(t *testing.T) {
 		t.Fatalf("init: %+v", evs)
 	}
 	n.line([]byte(`{"type":"result","subtype":"success","is_error":false,"result":"","session_id":"chat-1"}`))
-	evs = n.begin("s/turn-2", "a2")
+	evs = n.begin("s/turn-2", "a2", 0)
 	if len(evs) != 1 || evs[0].Kind != sdk.EventTurnStarted || evs[0].ThreadRef != "chat-1" {
 		t.Fatalf("second turn: %+v", evs)
 	}
@@ -122,7 +123,7 @@ func TestTurnStartedAndChat(t *testing.T) {
 // with why; before init the turn still starts (with no chat) and ends.
 func TestExited(t *testing.T) {
 	n := newNormalizer("/w", "")
-	n.begin("s/turn-1", "a1")
+	n.begin("s/turn-1", "a1", 0)
 	evs := n.exited(false, "cursor-agent exited: exit status 1")
 	if len(evs) != 2 || evs[0].Kind != sdk.EventTurnStarted || evs[0].ThreadRef != "" ||
 		evs[1].Status != sdk.TurnFailed || evs[1].Failure.Code != "provider_exited" || !evs[1].ThreadUsable {
@@ -186,5 +187,86 @@ func TestArgs(t *testing.T) {
 	want := "-p --output-format stream-json --stream-partial-output --trust --workspace /w --model gpt-5 --resume chat-1 --force -- -rf everything"
 	if got != want {
 		t.Errorf("args = %q, want %q", got, want)
+	}
+}
+
+// TestDecodeEventSaysWhatIsWrong: a line that is not JSON, JSON that is
+// not an event object, and an event without a type each say so.
+func TestDecodeEventSaysWhatIsWrong(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{`{"type":"assistant"`, "not JSON"},
+		{`cursor-agent: warning`, "not JSON"},
+		{`["type"]`, "not a cursor-agent event"},
+		{`{"type":7}`, "not a cursor-agent event"},
+		{`{"subtype":"init"}`, "an event without a type"},
+	} {
+		e, err := DecodeEvent([]byte(tc.line))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("DecodeEvent(%s) = %+v, %v; want an error starting %q", tc.line, e, err, tc.want)
+		}
+	}
+	if e, err := DecodeEvent([]byte(" {\"type\":\"user\"}\n")); err != nil || e.Type != "user" {
+		t.Errorf("DecodeEvent of a user event = %+v, %v", e, err)
+	}
+}
+
+// TestToolCompletion: what a completed call's item says, from its args and
+// its result: a command's exit, output and duration, a function's name, and
+// a failure's message.
+func TestToolCompletion(t *testing.T) {
+	for _, tc := range []struct {
+		name, call, result  string
+		kind                sdk.ItemKind
+		title, status, text string
+		detailKey           string
+		detailValue         any
+	}{
+		{name: "command exits 2", call: `"shellToolCall":{"args":{"command":"go vet"}`,
+			result: `{"success":{"exitCode":2,"stdout":"out\n","stderr":"err\n","executionTime":40}}`,
+			kind:   sdk.ItemCommandExecution, title: "go vet", status: sdk.ItemFailed, text: "out\nerr\n",
+			detailKey: "durationMs", detailValue: float64(40)},
+		{name: "command exits 0", call: `"shellToolCall":{"args":{"command":"true"}`,
+			result: `{"success":{"exitCode":0}}`,
+			kind:   sdk.ItemCommandExecution, title: "true", status: sdk.ItemDone,
+			detailKey: "exitCode", detailValue: float64(0)},
+		{name: "function", call: `"function":{"name":"lookup","arguments":"{\"query\":\"x\"}"`,
+			result: `{"success":{"answer":1}}`,
+			kind:   sdk.ItemToolCall, title: "lookup", status: sdk.ItemDone,
+			detailKey: "outcome", detailValue: "success"},
+		{name: "edit fails", call: `"editToolCall":{"args":{"path":"/w/a.go"}`,
+			result: `{"error":{"errorMessage":"no such file"}}`,
+			kind:   sdk.ItemFileChange, title: "Edit a.go", status: sdk.ItemFailed, text: "no such file",
+			detailKey: "outcome", detailValue: "error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNormalizer("/w", "chat-1")
+			evs := feed(n, `{"type":"tool_call","subtype":"completed","call_id":"c1","tool_call":{`+tc.call+`,"result":`+tc.result+`}}}`)
+			ev := evs[len(evs)-1]
+			if ev.Kind != sdk.EventItemCompleted || ev.ItemKind != tc.kind || ev.Title != tc.title || ev.Status != tc.status || ev.Text != tc.text {
+				t.Fatalf("completion = %+v; want a %s item %q, %s, text %q", ev, tc.kind, tc.title, tc.status, tc.text)
+			}
+			var d map[string]any
+			if err := json.Unmarshal(ev.Detail, &d); err != nil || d[tc.detailKey] != tc.detailValue {
+				t.Fatalf("detail %s = %v, want %s %v", ev.Detail, err, tc.detailKey, tc.detailValue)
+			}
+		})
+	}
+}
+
+// TestTurnStartedNamesTheProcess: a turn's turn_started names the process
+// that runs it, whether it comes at once (the chat known) or with the
+// chat's system/init.
+func TestTurnStartedNamesTheProcess(t *testing.T) {
+	for _, chat := range []string{"chat-1", ""} {
+		n := newNormalizer("/w", chat)
+		evs := append(n.begin("s/turn-1", "a1", 4242), n.line([]byte(initLine))...)
+		if count(evs, sdk.EventTurnStarted, "") != 1 {
+			t.Fatalf("chat %q: events %+v, want one turn_started", chat, evs)
+		}
+		for _, ev := range evs {
+			if ev.Kind == sdk.EventTurnStarted && string(ev.Detail) != `{"pid":4242}` {
+				t.Errorf("chat %q: turn_started detail %s, want the process id 4242", chat, ev.Detail)
+			}
+		}
 	}
 }

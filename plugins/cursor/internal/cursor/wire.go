@@ -7,6 +7,7 @@ package cursor
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,7 +102,7 @@ func (e *event) resultText() string {
 			Error   string `json:"error"`
 		}
 		if json.Unmarshal(raw, &o) == nil && (o.Message != "" || o.Error != "") {
-			return firstNonEmpty(o.Message, o.Error)
+			return cmp.Or(o.Message, o.Error)
 		}
 	}
 	return ""
@@ -111,11 +112,13 @@ func (e *event) resultText() string {
 // wrong with it. Every event needs a type.
 func DecodeEvent(line []byte) (*event, error) {
 	line = bytes.TrimSpace(line)
-	if !json.Valid(line) {
-		return nil, fmt.Errorf("not JSON: %.120q", line)
-	}
 	var e event
 	if err := json.Unmarshal(line, &e); err != nil {
+		// Unmarshal checks the whole line is JSON before it decodes any
+		// of it: a syntax error is a line that is not JSON.
+		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
+			return nil, fmt.Errorf("not JSON: %.120q", line)
+		}
 		return nil, fmt.Errorf("not a cursor-agent event (%v): %.120q", err, line)
 	}
 	if e.Type == "" {
@@ -131,8 +134,10 @@ type toolCall struct {
 	Variant string
 	Args    json.RawMessage
 	Result  json.RawMessage
-	// Raw is the variant's whole value.
-	Raw json.RawMessage
+	// Name is a function call's name.
+	Name string
+	// args is Args decoded, once for the item's title and its detail.
+	args args
 }
 
 var errNoVariant = errors.New("tool_call names no tool")
@@ -153,7 +158,7 @@ func decodeToolCall(raw json.RawMessage) (toolCall, error) {
 	if variant == "" {
 		return toolCall{}, errNoVariant
 	}
-	tc := toolCall{Variant: variant, Raw: m[variant]}
+	tc := toolCall{Variant: variant}
 	var body struct {
 		Args   json.RawMessage `json:"args"`
 		Result json.RawMessage `json:"result"`
@@ -161,13 +166,14 @@ func decodeToolCall(raw json.RawMessage) (toolCall, error) {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if err := json.Unmarshal(tc.Raw, &body); err != nil {
+	if err := json.Unmarshal(m[variant], &body); err != nil {
 		return toolCall{}, fmt.Errorf("tool_call %s is not an object: %w", variant, err)
 	}
-	tc.Args, tc.Result = body.Args, body.Result
+	tc.Args, tc.Result, tc.Name = body.Args, body.Result, body.Name
 	if tc.Args == nil && body.Arguments != nil {
 		tc.Args = body.Arguments
 	}
+	tc.args = decodeArgs(tc.Args)
 	return tc, nil
 }
 
@@ -176,28 +182,35 @@ func decodeToolCall(raw json.RawMessage) (toolCall, error) {
 type toolResult struct {
 	Outcome string // "success", "error", "rejected", or "" when there is none
 	Body    json.RawMessage
+	// Shell is Body decoded as a shell result, as far as it decodes (its
+	// message fields also say why another call failed); whole says that
+	// all of Body decoded.
+	Shell shellResult
+	whole bool
 }
 
 func decodeResult(raw json.RawMessage) toolResult {
 	if len(raw) == 0 || string(raw) == "null" {
 		return toolResult{}
 	}
+	res := toolResult{Outcome: "success", Body: raw}
 	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return toolResult{Outcome: "success", Body: raw}
-	}
-	for _, k := range []string{"success", "error", "rejected", "failure", "cancelled", "timeout"} {
-		if b, ok := m[k]; ok {
-			switch k {
-			case "failure", "timeout":
-				k = "error"
-			case "cancelled":
-				k = "rejected"
+	if json.Unmarshal(raw, &m) == nil {
+		for _, k := range []string{"success", "error", "rejected", "failure", "cancelled", "timeout"} {
+			if b, ok := m[k]; ok {
+				switch k {
+				case "failure", "timeout":
+					k = "error"
+				case "cancelled":
+					k = "rejected"
+				}
+				res.Outcome, res.Body = k, b
+				break
 			}
-			return toolResult{Outcome: k, Body: b}
 		}
 	}
-	return toolResult{Outcome: "success", Body: raw}
+	res.whole = json.Unmarshal(res.Body, &res.Shell) == nil
+	return res
 }
 
 // args is the union of the argument fields the variants use.
@@ -259,13 +272,4 @@ type usage struct {
 	ReasoningTokensS  *int64 `json:"reasoning_tokens"`
 	TotalTokensS      *int64 `json:"total_tokens"`
 	CacheWriteTokensS *int64 `json:"cache_write_tokens"`
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

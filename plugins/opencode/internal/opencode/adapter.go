@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,6 +27,7 @@ import (
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
 	"github.com/baton-run/baton/sdk/ndjson"
+	"github.com/baton-run/baton/sdk/providerproc"
 	"github.com/baton-run/baton/sdk/sse"
 )
 
@@ -114,8 +114,6 @@ func (a *Adapter) session(id string) (*session, error) { return a.sessions.Get(i
 
 // session is one opencode server and its root session.
 type session struct {
-	id     string
-	cwd    string
 	model  string
 	log    hclog.Logger
 	emit   sdk.Emitter
@@ -129,8 +127,7 @@ type session struct {
 	streaming atomic.Bool   // the event stream's reader was started
 
 	mu      sync.Mutex
-	root    string
-	norm    *normalizer
+	norm    *normalizer // its root is the session's own opencode session
 	pending map[string]*pendingRequest
 	closed  bool
 	exited  chan struct{}
@@ -140,17 +137,6 @@ type session struct {
 // pendingRequest is a permission request waiting for the host's answer.
 type pendingRequest struct {
 	thread, turn, kind, callID string
-}
-
-// freePort asks the kernel for a free port on 127.0.0.1. opencode takes
-// --port 0 as its default port, not as "any free port".
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // listening finds the server's address in a stdout line: on 127.0.0.1,
@@ -174,7 +160,8 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	if err != nil {
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
-	port, err := freePort()
+	// opencode takes --port 0 as its default port, not as any free port.
+	port, err := providerproc.FreePort()
 	if err != nil {
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
@@ -184,7 +171,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	}
 	cwd := filepath.Clean(req.Cwd)
 	sctx, cancel := context.WithCancelCause(context.Background())
-	s := &session{id: req.SessionID, cwd: cwd, model: req.Model, log: a.log.With("session", req.SessionID), emit: emit, ctx: sctx, cancel: cancel,
+	s := &session{model: req.Model, log: a.log.With("session", req.SessionID), emit: emit, ctx: sctx, cancel: cancel,
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}}, norm: newNormalizer("", cwd),
 		pending: map[string]*pendingRequest{}, exited: make(chan struct{}), events: make(chan struct{})}
 	// The stream's reader is started once the stream is open; until then
@@ -278,7 +265,6 @@ func (s *session) start(ctx context.Context, req sdk.OpenSessionRequest, addr <-
 		return sdk.OpenSessionResponse{}, errors.New("opencode returned a session without an id")
 	}
 	s.mu.Lock()
-	s.root = info.ID
 	s.norm.setRoot(info.ID)
 	s.mu.Unlock()
 	detail, _ := json.Marshal(map[string]string{"opencodeVersion": h.Version, "title": info.Title})
@@ -452,7 +438,7 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 		}
 	}
 	s.mu.Lock()
-	closed, root := s.closed, s.root
+	closed, root := s.closed, s.norm.root
 	report := "opencode exited"
 	if !closed {
 		report = "opencode exited during the turn: " + s.proc.ExitReport()
@@ -463,18 +449,10 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 	for _, ev := range terminals {
 		s.emit.Emit(ev)
 	}
-	ev := s.proc.ExitEvent(root, closed)
-	if closed && ev.Failure != nil && terminated(s.proc.Err()) {
-		// Our own SIGTERM: the way an opencode server is stopped.
-		ev.Failure = nil
-	}
-	s.emit.Emit(ev)
+	// A closed session's server ended by our SIGTERM (close): lineproc
+	// takes that as the way it was stopped.
+	s.emit.Emit(s.proc.ExitEvent(root, closed))
 	close(s.exited)
-}
-
-// terminated says whether a process ended by SIGTERM.
-func terminated(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "signal: terminated")
 }
 
 // close ends the session: opencode does not exit when its stdin closes, so
@@ -588,7 +566,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrProviderExited, "start turn")
 	}
 	s.mu.Lock()
-	root, running := s.root, s.norm.activeTurn(s.root)
+	root, running := s.norm.root, s.norm.activeTurn(s.norm.root)
 	if running != "" {
 		s.mu.Unlock()
 		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrBusy, "start turn: turn %s is running", running)
@@ -615,7 +593,7 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 		return err
 	}
 	s.mu.Lock()
-	root, turn := s.root, s.norm.activeTurn(s.root)
+	root, turn := s.norm.root, s.norm.activeTurn(s.norm.root)
 	if turn != "" && (req.TurnRef == "" || req.TurnRef == turn) {
 		s.norm.abort(root)
 	}

@@ -28,23 +28,28 @@ type normalizer struct {
 	root string
 	cwd  string
 
-	threads    map[string]bool   // announced sessions
-	active     map[string]string // session -> its running turn
-	msgTurn    map[string]string // message -> its turn
-	msgRole    map[string]string // message -> user or assistant
-	seenUser   map[string]bool   // user messages already seen
+	threads    map[string]bool     // announced sessions
+	active     map[string]*running // session -> its running turn
+	msgTurn    map[string]string   // message -> its turn; a user message's is kept (seen, and for rollback)
+	msgRole    map[string]string   // message -> user or assistant
 	items      map[string]*openItem
 	callPart   map[string]string // tool callID -> part id
-	usage      map[string]*sdk.Usage
-	busy       map[string]bool         // session -> busy since its turn started
-	aborting   map[string]bool         // session -> an abort was asked
-	failure    map[string]*sdk.Failure // session -> the turn's error
-	rejected   map[string]bool         // tool callIDs whose permission was rejected
-	clientTurn string                  // the host's id for the next root turn
-	expecting  bool                    // a prompt was accepted; its root turn has not started
-	abortNext  bool                    // the client interrupted that turn before it started
-	abortOnRun bool                    // the root's running turn is to be aborted once it runs
-	abortNow   string                  // a session to abort now (see takeAbort)
+	rejected   map[string]bool   // tool callIDs whose permission was rejected
+	clientTurn string            // the host's id for the next root turn
+	expecting  bool              // a prompt was accepted; its root turn has not started
+	abortNext  bool              // the client interrupted that turn before it started
+	abortOnRun bool              // the root's running turn is to be aborted once it runs
+	abortNow   string            // a session to abort now (see takeAbort)
+}
+
+// running is a session's running turn, and what its end will say: all of
+// it goes when the turn ends.
+type running struct {
+	id       string       // the turn ref: its user message's id
+	busy     bool         // the session went busy since the turn started
+	aborting bool         // the client asked for an abort, or opencode reported one
+	failure  *sdk.Failure // the turn's first error
+	usage    sdk.Usage    // summed over its steps
 }
 
 // openItem is an item started and not yet completed.
@@ -56,9 +61,9 @@ type openItem struct {
 }
 
 func newNormalizer(root, cwd string) *normalizer {
-	n := &normalizer{cwd: cwd, threads: map[string]bool{}, active: map[string]string{}, msgTurn: map[string]string{},
-		msgRole: map[string]string{}, seenUser: map[string]bool{}, items: map[string]*openItem{}, callPart: map[string]string{},
-		usage: map[string]*sdk.Usage{}, busy: map[string]bool{}, aborting: map[string]bool{}, failure: map[string]*sdk.Failure{}, rejected: map[string]bool{}}
+	n := &normalizer{cwd: cwd, threads: map[string]bool{}, active: map[string]*running{}, msgTurn: map[string]string{},
+		msgRole: map[string]string{}, items: map[string]*openItem{}, callPart: map[string]string{},
+		rejected: map[string]bool{}}
 	if root != "" {
 		n.setRoot(root)
 	}
@@ -100,11 +105,20 @@ func (n *normalizer) takeAbort() string {
 }
 
 // activeTurn is a thread's running turn ("" when none).
-func (n *normalizer) activeTurn(thread string) string { return n.active[thread] }
+func (n *normalizer) activeTurn(thread string) string {
+	if t := n.active[thread]; t != nil {
+		return t.id
+	}
+	return ""
+}
 
 // abort marks the thread's running turn as interrupted by the client: its
 // end is an interruption.
-func (n *normalizer) abort(thread string) { n.aborting[thread] = true }
+func (n *normalizer) abort(thread string) {
+	if t := n.active[thread]; t != nil {
+		t.aborting = true
+	}
+}
 
 // event normalizes one event. Malformed events become diagnostics.
 func (n *normalizer) event(ev event) []sdk.RuntimeEvent {
@@ -154,16 +168,16 @@ func (n *normalizer) dispatch(ev event) ([]sdk.RuntimeEvent, error) {
 		if err != nil {
 			return nil, err
 		}
-		if p.Status.Type == "busy" && n.active[p.SessionID] != "" {
-			n.busy[p.SessionID] = true
+		if t := n.active[p.SessionID]; p.Status.Type == "busy" && t != nil {
+			t.busy = true
 			if p.SessionID == n.root && n.abortOnRun {
 				n.abortOnRun = false
-				n.aborting[p.SessionID] = true
+				t.aborting = true
 				n.abortNow = p.SessionID
 			}
 		}
 		if p.Status.Type == "retry" && n.threads[p.SessionID] {
-			return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: p.SessionID, TurnRef: n.active[p.SessionID],
+			return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: p.SessionID, TurnRef: n.activeTurn(p.SessionID),
 				Title: fmt.Sprintf("opencode retries the model call (attempt %d)", p.Status.Attempt), Text: p.Status.Message}}, nil
 		}
 		return nil, nil
@@ -202,15 +216,14 @@ func (n *normalizer) message(m messageInfo) []sdk.RuntimeEvent {
 	}
 	switch m.Role {
 	case "user":
-		if n.seenUser[m.ID] {
-			return nil
+		if _, seen := n.msgTurn[m.ID]; seen {
+			return nil // an update of a user message already bound
 		}
-		n.seenUser[m.ID] = true
-		if turn := n.active[m.SessionID]; turn != "" {
+		if turn := n.activeTurn(m.SessionID); turn != "" {
 			n.msgTurn[m.ID] = turn // queued while the turn ran: it is that turn's input now
 			return nil
 		}
-		n.active[m.SessionID] = m.ID
+		n.active[m.SessionID] = &running{id: m.ID}
 		n.msgTurn[m.ID] = m.ID
 		ev := sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: m.SessionID, TurnRef: m.ID}
 		if m.SessionID == n.root {
@@ -220,34 +233,35 @@ func (n *normalizer) message(m messageInfo) []sdk.RuntimeEvent {
 		return []sdk.RuntimeEvent{ev}
 	case "assistant":
 		turn, ok := n.msgTurn[m.ParentID]
-		if !ok || n.active[m.SessionID] != turn {
+		if !ok || n.activeTurn(m.SessionID) != turn {
 			return nil // not of a running turn: nothing of it is emitted
 		}
 		n.msgRole[m.ID] = "assistant"
 		n.msgTurn[m.ID] = turn
-		if m.Error != nil && n.active[m.SessionID] == turn {
+		if m.Error != nil {
 			n.noteError(m.SessionID, m.Error)
 		}
 	}
 	return nil
 }
 
-// noteError keeps a turn's error for its terminal event; an abort is an
-// interruption, not a failure.
+// noteError keeps the session's running turn's error for its terminal
+// event; an abort is an interruption, not a failure.
 func (n *normalizer) noteError(session string, e *errorInfo) {
-	if e.Name == "MessageAbortedError" {
-		n.aborting[session] = true
-		return
-	}
-	if n.failure[session] == nil {
-		n.failure[session] = &sdk.Failure{Code: e.Name, Message: e.message()}
+	t := n.active[session]
+	switch {
+	case t == nil:
+	case e.Name == "MessageAbortedError":
+		t.aborting = true
+	case t.failure == nil:
+		t.failure = &sdk.Failure{Code: e.Name, Message: e.message()}
 	}
 }
 
 // turnOf is the running turn a part belongs to ("" when none).
 func (n *normalizer) turnOf(session, message string) string {
 	turn := n.msgTurn[message]
-	if turn == "" || n.active[session] != turn {
+	if turn == "" || n.activeTurn(session) != turn {
 		return ""
 	}
 	return turn
@@ -282,11 +296,7 @@ func (n *normalizer) part(p part) []sdk.RuntimeEvent {
 		if p.Tokens == nil {
 			return nil
 		}
-		u := n.usage[turn]
-		if u == nil {
-			u = &sdk.Usage{}
-			n.usage[turn] = u
-		}
+		u := &n.active[p.SessionID].usage // turn is the session's running turn
 		u.InputTokens += p.Tokens.Input
 		u.OutputTokens += p.Tokens.Output
 		u.ReasoningTokens += p.Tokens.Reasoning
@@ -408,13 +418,11 @@ func (n *normalizer) sessionError(p sessionErrorEvent) []sdk.RuntimeEvent {
 	if !n.threads[s] || p.Error == nil {
 		return nil
 	}
-	if n.active[s] != "" {
-		n.noteError(s, p.Error)
-	}
+	n.noteError(s, p.Error)
 	if p.Error.Name == "MessageAbortedError" {
 		return nil
 	}
-	return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: s, TurnRef: n.active[s],
+	return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: s, TurnRef: n.activeTurn(s),
 		Title: "opencode session error: " + p.Error.Name, Text: p.Error.message()}}
 }
 
@@ -424,19 +432,18 @@ func (n *normalizer) sessionError(p sessionErrorEvent) []sdk.RuntimeEvent {
 // Only an idle after the turn's session went busy ends it: an abort's
 // second session.idle can come after the next prompt's user message.
 func (n *normalizer) idle(session string) []sdk.RuntimeEvent {
-	turn := n.active[session]
-	if turn == "" || !n.busy[session] {
+	t := n.active[session]
+	if t == nil || !t.busy {
 		return nil
 	}
-	status := sdk.TurnCompleted
-	failure := n.failure[session]
+	status, failure := sdk.TurnCompleted, t.failure
 	switch {
-	case n.aborting[session]:
+	case t.aborting:
 		status, failure = sdk.TurnInterrupted, nil
 	case failure != nil:
 		status = sdk.TurnFailed
 	}
-	return n.end(session, turn, status, failure, true)
+	return n.end(session, t.id, status, failure, true)
 }
 
 // end closes a turn's open items and emits its terminal event.
@@ -464,10 +471,6 @@ func (n *normalizer) end(session, turn, status string, failure *sdk.Failure, usa
 		clear(n.callPart) // the calls of tool parts that never completed
 		clear(n.rejected)
 	}
-	delete(n.busy, session)
-	delete(n.aborting, session)
-	delete(n.failure, session)
-	delete(n.usage, turn)
 	return append(out, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadRef: session, TurnRef: turn, Status: status,
 		Failure: failure, ThreadUsable: usable})
 }
@@ -479,9 +482,9 @@ func (n *normalizer) exited(report string) []sdk.RuntimeEvent {
 		if s == n.root {
 			continue
 		}
-		out = append(out, n.end(s, n.active[s], sdk.TurnFailed, &sdk.Failure{Code: "provider_exited", Message: report}, false)...)
+		out = append(out, n.end(s, n.active[s].id, sdk.TurnFailed, &sdk.Failure{Code: "provider_exited", Message: report}, false)...)
 	}
-	if turn := n.active[n.root]; turn != "" {
+	if turn := n.activeTurn(n.root); turn != "" {
 		out = append(out, n.end(n.root, turn, sdk.TurnFailed, &sdk.Failure{Code: "provider_exited", Message: report}, false)...)
 	}
 	return out
@@ -513,7 +516,7 @@ func (n *normalizer) permissionAsked(p permissionAsked, raw json.RawMessage) (sd
 	if !n.threads[p.SessionID] || p.ID == "" {
 		return sdk.RuntimeEvent{}, false
 	}
-	ev := sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, ThreadRef: p.SessionID, TurnRef: n.active[p.SessionID],
+	ev := sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, ThreadRef: p.SessionID, TurnRef: n.activeTurn(p.SessionID),
 		RequestRef: p.ID, RequestKind: permissionKind(p.Permission), Title: p.Permission + ": " + strings.Join(p.Patterns, ", "),
 		Options: permissionOptions, Detail: raw}
 	if p.Tool != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -376,5 +377,36 @@ func TestStateDoesNotGrowWithTurns(t *testing.T) {
 	if len(n.msgRole) != 0 || len(n.callPart) != 0 || len(n.rejected) != 0 || len(n.msgTurn) != turns || len(n.items) != 0 {
 		t.Errorf("after %d turns: %d message roles, %d tool calls, %d rejections, %d messages bound to turns, %d open items; want 0, 0, 0, %d, 0",
 			turns, len(n.msgRole), len(n.callPart), len(n.rejected), len(n.msgTurn), len(n.items), turns)
+	}
+}
+
+// TestUsageSumsTheTurnsSteps: each step-finish reports the turn's usage so
+// far; the next turn counts from zero.
+func TestUsageSumsTheTurnsSteps(t *testing.T) {
+	step := func(msg, part string, in, out int) []byte {
+		return ev("message.part.updated", fmt.Sprintf(`{"sessionID":"ses_root","part":{"id":%q,"messageID":%q,"sessionID":"ses_root","type":"step-finish","tokens":{"input":%d,"output":%d,"reasoning":0,"cache":{"read":1,"write":0}}}}`,
+			part, msg, in, out))
+	}
+	usage := func(evs []sdk.RuntimeEvent) []sdk.Usage {
+		var us []sdk.Usage
+		for _, e := range evs {
+			if e.Kind == sdk.EventUsage {
+				us = append(us, *e.Usage)
+			}
+		}
+		return us
+	}
+	n := newNormalizer("ses_root", "/ws")
+	first := usage(feed(t, n, user("ses_root", "msg_u1"), busy("ses_root"), assistant("ses_root", "msg_a1", "msg_u1"),
+		step("msg_a1", "prt_s1", 10, 2), assistant("ses_root", "msg_a2", "msg_u1"), step("msg_a2", "prt_s2", 20, 3), idle("ses_root")))
+	second := usage(feed(t, n, user("ses_root", "msg_u2"), busy("ses_root"), assistant("ses_root", "msg_a3", "msg_u2"),
+		step("msg_a3", "prt_s3", 5, 1), idle("ses_root")))
+	want := []sdk.Usage{
+		{InputTokens: 10, OutputTokens: 2, CachedInputTokens: 1, TotalTokens: 13},
+		{InputTokens: 30, OutputTokens: 5, CachedInputTokens: 2, TotalTokens: 37},
+		{InputTokens: 5, OutputTokens: 1, CachedInputTokens: 1, TotalTokens: 7},
+	}
+	if got := append(first, second...); !slices.Equal(got, want) {
+		t.Errorf("usage events %+v; want %+v", got, want)
 	}
 }

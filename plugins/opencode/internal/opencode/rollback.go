@@ -28,17 +28,14 @@ func (a *Adapter) RollbackThread(ctx context.Context, req sdk.RollbackThreadRequ
 		return sdk.RollbackThreadResponse{}, err
 	}
 	s.mu.Lock()
-	root, running := s.root, s.norm.activeTurn(s.root)
+	root, running := s.norm.root, s.norm.activeTurn(s.norm.root)
 	s.mu.Unlock()
-	switch {
-	case req.ThreadRef != "" && req.ThreadRef != root:
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrInvalid, "rollback thread %s: the session's thread is %s", req.ThreadRef, root)
-	case req.Turns == 0:
+	done, err := req.Check(root, running, s.ctx.Err() != nil)
+	if err != nil {
+		return sdk.RollbackThreadResponse{}, err
+	}
+	if done {
 		return sdk.RollbackThreadResponse{ThreadRef: root}, nil
-	case s.ctx.Err() != nil:
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrProviderExited, "rollback thread %s", root)
-	case running != "":
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrBusy, "rollback thread %s: turn %s is running", root, running)
 	}
 	ctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
 	defer cancel()
@@ -54,20 +51,9 @@ func (a *Adapter) RollbackThread(ctx context.Context, req sdk.RollbackThreadRequ
 	s.mu.Lock()
 	turns := s.norm.turns(msgs, info)
 	s.mu.Unlock()
-	want := int(req.Turns)
-	if len(turns) < want {
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrInvalid, "rollback thread %s: cannot drop %d turns: opencode has %d",
-			root, want, len(turns))
-	}
-	target := turns[len(turns)-want]
-	if req.BeforeTurnRef != "" && req.BeforeTurnRef != target {
-		which := fmt.Sprintf("the oldest of the last %d turns", want)
-		if want == 1 {
-			which = "the newest turn"
-		}
-		return sdk.RollbackThreadResponse{}, sdk.Errorf(sdk.ErrInvalid,
-			"rollback thread %s: %s is %s in opencode, but the host expected %s: opencode's history differs from the host's",
-			root, which, target, req.BeforeTurnRef)
+	target, err := sdk.RollbackTarget("opencode", turns, int(req.Turns), req.BeforeTurnRef)
+	if err != nil {
+		return sdk.RollbackThreadResponse{}, fmt.Errorf("rollback thread %s: %w", root, err)
 	}
 	if _, err := s.call(ctx, http.MethodPost, path+"/revert", revertBody{MessageID: target}, &info); err != nil {
 		return sdk.RollbackThreadResponse{}, fmt.Errorf("rollback thread %s to before message %s: %w", root, target, err)
