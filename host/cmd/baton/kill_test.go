@@ -63,7 +63,7 @@ func TestSIGKILLLosesNothingCommitted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if th, err = h.Thread(rec.ThreadID); err == nil && len(th.Runs) > 0 && domain.Terminal(th.Runs[0].Status) {
+		if th, err = h.Thread(rec.ThreadID); err == nil && len(th.Runs) > 0 && th.Runs[0].Status.Terminal() {
 			break
 		}
 	}

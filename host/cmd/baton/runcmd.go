@@ -84,11 +84,12 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "baton run: --provider is required for a new thread (or continue one with --thread)")
 		return exitUsage
 	}
-	switch *approve {
+	policy := domain.ApprovalPolicy(*approve)
+	switch policy {
 	case "":
-		*approve = domain.ApproveDecline
+		policy = domain.ApproveDecline
 		if isTerminal(stdin) {
-			*approve = domain.ApproveAsk
+			policy = domain.ApproveAsk
 		}
 	case domain.ApproveAsk, domain.ApproveAccept, domain.ApproveDecline:
 	default:
@@ -170,7 +171,7 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		rc, err := host.Dispatch(ctx, domain.Command{ID: idgen.NewID("cmd"), Payload: domain.CreateThread{
 			Provider: *provider, Cwd: absCwd, Model: *model, ProviderCommand: domain.ProviderCommand{Argv: argv},
-			ApprovalPolicy: *approve}})
+			ApprovalPolicy: policy}})
 		if err != nil {
 			fmt.Fprintf(stderr, "baton run: create thread: %v\n", err)
 			return exitFailed
@@ -181,11 +182,10 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	th, _ := host.Thread(threadID)
+	th, start, _ := host.Snapshot(threadID)
 	out := newPrinter(stdout, *jsonOut, th)
-	start := uint64(0)
-	if *thread != "" {
-		start = host.LastSequence() // a continued thread: show only what this run adds
+	if *thread == "" {
+		start = 0 // a new thread: show it from its creation (a continued one: what this run adds)
 	}
 	wanted := map[string]bool{} // message ids this invocation sent
 	for _, m := range messages {
@@ -217,14 +217,14 @@ func runCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if th.ApprovalPolicy == domain.ApproveAsk && sc == nil { // a script answers by its steps
 		s.answers = readLines(ctx, stdin)
 	}
-	// The stream is read by a goroutine so that the loop below also hears
-	// Ctrl-C and the user's answers; it ends with ctx, or when the host
-	// closes.
+	// The thread's stream is read by a goroutine so that the loop below
+	// also hears Ctrl-C and the user's answers; it ends with ctx, or when
+	// the host closes.
 	recs := make(chan eventlog.Record)
 	errs := make(chan error, 1)
 	go func() {
 		defer close(recs)
-		for rec, err := range host.Events(ctx, start) {
+		for rec, err := range host.ThreadStream(ctx, threadID, start) {
 			if err != nil {
 				errs <- err
 				return
@@ -260,7 +260,8 @@ loop:
 				return exitFailed
 			}
 			// Done once the stream has shown everything the script caused.
-			s.scripted, s.needSeq = false, host.LastSequence()
+			_, seq, _ := host.Snapshot(threadID)
+			s.scripted, s.needSeq = false, seq
 		case line, ok := <-answers:
 			s.answer(ctx, line, ok)
 		case rec, ok := <-recs:
@@ -296,7 +297,7 @@ type session struct {
 	out      *printer
 	stdout   io.Writer // where prompts go
 	stderr   io.Writer
-	policy   string
+	policy   domain.ApprovalPolicy
 
 	wanted   map[string]bool // messages sent whose runs have not shown up yet
 	scripted bool            // a script is still running
@@ -368,7 +369,7 @@ func (s *session) event(ctx context.Context, rec eventlog.Record) error {
 			// there is no one to ask: this client declines it, and says so.
 			fmt.Fprintf(s.stderr, "baton run: declining %s request %s: no one to ask (answer such requests with --approve ask on a terminal)\n",
 				e.Title, e.RequestID)
-			s.respond(ctx, domain.RespondToRequest{RequestID: e.RequestID, Decision: domain.ApproveDecline})
+			s.respond(ctx, domain.RespondToRequest{RequestID: e.RequestID, Decision: domain.VerdictDecline})
 		}
 	case domain.RequestAnswered:
 		s.forget(e.RequestID)
@@ -402,7 +403,7 @@ func (s *session) prompt() {
 	q := s.asking[0]
 	if s.stdinClosed {
 		fmt.Fprintf(s.stdout, "  ? request %s: no more input: declined\n", q.RequestID)
-		s.respond(context.Background(), domain.RespondToRequest{RequestID: q.RequestID, Decision: domain.ApproveDecline})
+		s.respond(context.Background(), domain.RespondToRequest{RequestID: q.RequestID, Decision: domain.VerdictDecline})
 		return
 	}
 	if q.Kind == domain.RequestUserInput {
@@ -422,13 +423,14 @@ func (s *session) answer(ctx context.Context, line string, ok bool) {
 	case !ok:
 		s.answers, s.stdinClosed = nil, true
 		fmt.Fprintln(s.stdout, "(no more input: declined)")
-		p.Decision = domain.ApproveDecline
+		p.Decision = domain.VerdictDecline
 	case question && line != "":
-		p.Decision, p.Answers = "answer", map[string]string{"answer": line}
+		p.Decision, p.Answers = domain.VerdictAnswer, map[string]string{"answer": line}
 	case question:
-		p.Decision = domain.ApproveDecline
+		p.Decision = domain.VerdictDecline
 	default:
-		p.Decision = map[string]string{"a": "accept", "s": "accept_for_session", "d": "decline", "c": "cancel"}[strings.ToLower(line)]
+		p.Decision = map[string]domain.Verdict{"a": domain.VerdictAccept, "s": domain.VerdictAcceptForSession,
+			"d": domain.VerdictDecline, "c": domain.VerdictCancel}[strings.ToLower(line)]
 	}
 	if p.Decision == "" {
 		fmt.Fprintf(s.stdout, "  ? please type a, s, d or c: ")
@@ -552,21 +554,22 @@ type printer struct {
 	w        io.Writer
 	json     bool
 	threadID string
-	policy   string
+	policy   domain.ApprovalPolicy
 	inText   bool
 	ordinals map[string]int    // run id -> ordinal
 	items    map[string]*item  // node id -> what to say about it
-	scopes   map[string]string // checkpoint scope id -> kind
+	scopes   map[string]domain.ScopeKind // checkpoint scope id -> kind
 	cps      map[string]string // checkpoint id -> what it is ("run 2", "a subagent of run 2")
 }
 
 type item struct {
-	kind, title, text string
+	kind        domain.NodeKind
+	title, text string
 }
 
 func newPrinter(w io.Writer, jsonOut bool, t domain.Thread) *printer {
 	p := &printer{w: w, json: jsonOut, threadID: t.ID, policy: t.ApprovalPolicy,
-		ordinals: map[string]int{}, items: map[string]*item{}, scopes: map[string]string{}, cps: map[string]string{}}
+		ordinals: map[string]int{}, items: map[string]*item{}, scopes: map[string]domain.ScopeKind{}, cps: map[string]string{}}
 	for _, r := range t.Runs {
 		p.ordinals[r.ID] = r.Ordinal
 	}
@@ -633,7 +636,7 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		p.inText = true
 	case domain.NodeStarted:
 		if e.Kind != domain.NodeRootTurn && e.Kind != domain.ItemAssistantMessage && e.Kind != domain.ItemReasoning {
-			p.line("  · %s %s", strings.ReplaceAll(e.Kind, "_", " "), e.Title)
+			p.line("  · %s %s", words(string(e.Kind)), e.Title)
 		}
 	case domain.NodeCompleted:
 		if it := p.items[e.NodeID]; it != nil && it.kind != domain.NodeRootTurn && it.kind != domain.ItemAssistantMessage {
@@ -641,10 +644,10 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 			if it.kind == domain.ItemReasoning && it.text != "" {
 				text = ": " + oneLine(it.text, 100)
 			}
-			p.line("  · %s %s %s%s", strings.ReplaceAll(it.kind, "_", " "), it.title, e.Status, text)
+			p.line("  · %s %s %s%s", words(string(it.kind)), it.title, e.Status, text)
 		}
 	case domain.RequestOpened:
-		p.line("  ? %s request %s: %s", strings.ReplaceAll(e.Kind, "_", " "), e.RequestID, oneLine(e.Title, 100))
+		p.line("  ? %s request %s: %s", words(string(e.Kind)), e.RequestID, oneLine(e.Title, 100))
 	case domain.RequestAnswered:
 		p.line("  ? request %s: %s (by %s)", e.RequestID, e.Decision, e.By)
 	case domain.RunSteered:
@@ -657,7 +660,7 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		p.line("  ↻ run %d: attempt ended (%s)", p.ordinals[e.RunID], e.Status)
 	case domain.AttemptStarted:
 		if e.Reason != domain.AttemptInitial {
-			p.line("  ↻ run %d: new attempt (%s)", p.ordinals[e.RunID], strings.ReplaceAll(e.Reason, "_", " "))
+			p.line("  ↻ run %d: new attempt (%s)", p.ordinals[e.RunID], words(string(e.Reason)))
 		}
 	case domain.RequestAnswerFailed:
 		p.line("  ! the answer to request %s did not reach the provider: %s", e.RequestID, oneLine(e.Reason, 100))
@@ -710,7 +713,7 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 	case domain.RollbackFailed:
 		p.line("✖ rollback failed while restoring %s: %s", e.Stage, e.Failure.Message)
 	case domain.RollbackCompleted:
-		how := map[string]string{domain.ReconcileNone: "the provider had no turns to drop",
+		how := map[domain.Reconciliation]string{domain.ReconcileNone: "the provider had no turns to drop",
 			domain.ReconcileNative:      fmt.Sprintf("the provider dropped %d turns", e.TurnsDropped),
 			domain.ReconcileFreshThread: "the next run starts a fresh provider conversation"}[e.Reconciliation]
 		p.line("↺ rolled back; %s", how)
@@ -768,6 +771,9 @@ func (p *printer) final(t domain.Thread, mine []string) {
 	}
 	p.line("■ thread %s: %s (continue it with --thread %s)", t.ID, strings.Join(parts, ", "), t.ID)
 }
+
+// words is a vocabulary word as words: command_execution -> command execution.
+func words(s string) string { return strings.ReplaceAll(s, "_", " ") }
 
 func plural(n int, what string) string {
 	if n == 1 {

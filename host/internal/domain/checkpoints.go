@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Checkpoints and rollback.
@@ -21,27 +20,6 @@ import (
 // its run's. A rollback restores the files first, then reconciles the
 // provider; until both are done no run starts, and a rollback whose files
 // failed to restore keeps runs from starting until one succeeds.
-
-// Effect types of checkpoints and rollback. These are the host's own work
-// (git, and a provider rollback checked against the turn it expects), so a
-// host that stopped with one in its outbox performs it again; see
-// Replayable.
-const (
-	EffectCapture         = "checkpoint_capture"
-	EffectRestoreFiles    = "rollback_files"
-	EffectReconcileThread = "rollback_provider"
-)
-
-// Replayable says whether an effect left in the outbox by a host that
-// stopped is performed again by the next one. Provider actions bound to a
-// process that is gone are not: recovery cancels them.
-func Replayable(effectType string) bool {
-	switch effectType {
-	case EffectCapture, EffectRestoreFiles, EffectReconcileThread:
-		return true
-	}
-	return false
-}
 
 // RefPrefix is the hidden ref namespace checkpoints live under.
 const RefPrefix = "refs/baton/checkpoints/"
@@ -57,13 +35,6 @@ func refComponent(id string) string {
 	sum := sha256.Sum256([]byte(id))
 	return "x" + hex.EncodeToString(sum[:16])
 }
-
-// settled says whether a run takes no more provider work: it has ended,
-// or its turn has and its checkpoint is being captured.
-func (r *Run) settled() bool { return Terminal(r.Status) || r.Ending != nil }
-
-// live says whether a run is active and its provider turn not over.
-func (r *Run) live() bool { return Active(r.Status) && r.Ending == nil }
 
 // lastReadyRoot is the newest ready root checkpoint: what the worktree was
 // when the next run began.
@@ -99,12 +70,12 @@ func (t *Thread) rootScope(runID string) *CheckpointScope {
 	return nil
 }
 
-// requestCheckpoint opens a scope for a run (r nil: the baseline), or for a
+// requestCheckpoint opens a scope for a run (runID "": the baseline), or for a
 // subagent node of it, and asks for the worktree to be captured in it.
-func requestCheckpoint(t *Thread, r *Run, subagentNode string, env Env, d *Decision) {
-	ordinal, runID := 0, ""
-	if r != nil {
-		ordinal, runID = r.Ordinal, r.ID
+func requestCheckpoint(t *Thread, runID, subagentNode string, env Env, d *Decision) {
+	ordinal := 0
+	if r := t.run(runID); r != nil {
+		ordinal = r.Ordinal
 	}
 	thr := RefPrefix + refComponent(t.ID)
 	scopeID := ""
@@ -154,18 +125,10 @@ func decideRecordCheckpoint(t *Thread, p RecordCheckpoint, env Env, d *Decision)
 	}
 	d.emit(CheckpointRecorded(p))
 	if r := t.run(c.RunID); r != nil && r.Ending != nil && r.CheckpointID == c.ID {
-		finishRun(t, r, *r.Ending, env, d)
+		finishRun(t, r.ID, *r.Ending, env, d)
+		startNextQueued(t, env, d)
 	}
 	return nil
-}
-
-// rollbackHolds says whether a rollback keeps runs from starting: one in
-// progress, or one whose files failed to restore.
-func (t *Thread) rollbackHolds() bool {
-	if n := len(t.Rollbacks); n > 0 {
-		return t.Rollbacks[n-1].Status != RollbackDone
-	}
-	return false
 }
 
 func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) error {
@@ -215,7 +178,7 @@ func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) err
 	}
 	runs, stale := []string{}, []string{}
 	for _, r := range t.Runs {
-		if r.Ordinal > c.RunOrdinal && Terminal(r.Status) && r.Status != RunStatusCancelled && r.Status != RunStatusRolledBack {
+		if r.Ordinal > c.RunOrdinal && r.Status.Terminal() && r.Status != RunStatusCancelled && r.Status != RunStatusRolledBack {
 			runs = append(runs, r.ID)
 		}
 	}
@@ -269,17 +232,6 @@ func decideFilesRestored(t *Thread, p RecordFilesRestored, d *Decision) error {
 	return nil
 }
 
-// rootProviderThread is the conversation the next run continues: the
-// newest root one a rollback has not left behind.
-func (t *Thread) rootProviderThread() *ProviderThread {
-	for i := len(t.ProviderThreads) - 1; i >= 0; i-- {
-		if pt := &t.ProviderThreads[i]; pt.ParentID == "" && !pt.Detached {
-			return pt
-		}
-	}
-	return nil
-}
-
 func decideProviderReconciled(t *Thread, p RecordProviderReconciled, env Env, d *Decision) error {
 	rb := t.rollback(p.RollbackID)
 	if rb == nil {
@@ -318,78 +270,6 @@ func decideProviderReconciled(t *Thread, p RecordProviderReconciled, env Env, d 
 	// work).
 	if !p.Replayed {
 		startNextQueued(t, env, d)
-	}
-	return nil
-}
-
-// handoff limits: what a fresh conversation is told of the earlier one.
-const (
-	handoffMessageMax = 4000
-	handoffMax        = 32000
-)
-
-// handoffText is the context a fresh provider conversation gets after a
-// rollback to run upTo: what was asked and answered in the runs that
-// remain, and the files each changed.
-func handoffText(t *Thread, upTo int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "[Baton: the files of this project were rolled back to how they were after run %d, and this conversation starts afresh. What was said and done up to then follows.]\n", upTo)
-	for _, r := range t.Runs {
-		if r.Ordinal > upTo || r.Status == RunStatusRolledBack || r.Status == RunStatusCancelled || !Terminal(r.Status) {
-			continue
-		}
-		fmt.Fprintf(&b, "\n## Run %d (%s)\n", r.Ordinal, r.Status)
-		for _, m := range t.Messages {
-			if m.RunID != r.ID || m.Text == "" {
-				continue
-			}
-			text := cut(m.Text, handoffMessageMax)
-			role := "User"
-			if m.Role == RoleAssistant {
-				role = "Assistant"
-			}
-			fmt.Fprintf(&b, "%s: %s\n", role, text)
-		}
-		if c := t.checkpoint(r.CheckpointID); c != nil && len(c.Files) > 0 {
-			b.WriteString("Files changed:")
-			for _, f := range c.Files {
-				fmt.Fprintf(&b, " %s (%s)", f.Path, f.Kind)
-			}
-			b.WriteString("\n")
-		}
-	}
-	b.WriteString("\n[End of the earlier conversation.]")
-	s := b.String()
-	if len(s) > handoffMax {
-		// The newest runs matter most: the oldest are cut.
-		head, _, _ := strings.Cut(s, "\n")
-		tail := s[len(s)-handoffMax:]
-		for !utf8.ValidString(tail) {
-			tail = tail[1:]
-		}
-		s = head + "\n[... earlier runs cut ...]" + tail
-	}
-	return s
-}
-
-// cut shortens s to at most n bytes on a character boundary, marking the cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + " [...]"
-}
-
-// readyHandoff is a handoff waiting for the next run, if any.
-func (t *Thread) readyHandoff() *ContextHandoff {
-	for i := range t.Handoffs {
-		if t.Handoffs[i].Status == HandoffReady {
-			return &t.Handoffs[i]
-		}
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func TestRunEndsWhenItsCheckpointIsRecorded(t *testing.T) {
 	if d, err := w.dispatch(DispatchMessage{Text: "more"}); err != nil || types(d) != "message.added run.queued" {
 		t.Fatalf("auto dispatch while completing: %s %v", types(d), err)
 	}
-	for _, mode := range []string{ModeSteerActive, ModeRestartActive} {
+	for _, mode := range []DispatchMode{ModeSteerActive, ModeRestartActive} {
 		if _, err := w.dispatch(DispatchMessage{Text: "x", Mode: mode}); !errors.Is(err, ErrConflict) {
 			t.Errorf("%s while completing: %v", mode, err)
 		}
@@ -118,7 +118,7 @@ func TestRecoverEndsACompletingRun(t *testing.T) {
 	if w.thread.Runs[1].Status != RunStatusQueued {
 		t.Fatalf("recovery started a run")
 	}
-	if !Replayable(EffectCapture) || !Replayable(EffectRestoreFiles) || !Replayable(EffectReconcileThread) || Replayable(EffectStartTurn) {
+	if !EffectCapture.Replayable() || !EffectRestoreFiles.Replayable() || !EffectReconcileThread.Replayable() || EffectStartTurn.Replayable() {
 		t.Error("Replayable")
 	}
 }
@@ -222,7 +222,7 @@ func TestRollbackNative(t *testing.T) {
 		t.Fatalf("runs: %s %s %s", th.Runs[0].Status, th.Runs[1].Status, th.Runs[2].Status)
 	}
 	for i, c := range th.Checkpoints[:5] {
-		if want := map[bool]string{true: CheckpointStale, false: CheckpointReady}[i >= 2]; c.Status != want {
+		if want := map[bool]CheckpointStatus{true: CheckpointStale, false: CheckpointReady}[i >= 2]; c.Status != want {
 			t.Errorf("checkpoint %d: %s, want %s", i, c.Status, want)
 		}
 	}
@@ -248,8 +248,10 @@ func TestRollbackNative(t *testing.T) {
 func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 	w := threeRuns(t, Capabilities{})
 	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "late", ItemKind: ItemAssistantMessage, Text: "ignored"})
-	w.thread.Messages = append(w.thread.Messages, Message{RunID: w.thread.Runs[0].ID, Role: RoleAssistant, Text: "I wrote a.txt"})
-	w.thread.Checkpoints[1].Files = []FileChange{{Path: "a.txt", Kind: "added"}}
+	w.edit(func(t *Thread) {
+		t.Messages = append(t.Messages, Message{RunID: t.Runs[0].ID, Role: RoleAssistant, Text: NewText("I wrote a.txt")})
+		t.Checkpoints[1].Files = []FileChange{{Path: "a.txt", Kind: "added"}}
+	})
 	d, err := w.rollbackTo(RollbackToCheckpoint{CheckpointID: w.thread.Checkpoints[1].ID})
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +325,7 @@ func TestRollbackThatFailsHoldsRuns(t *testing.T) {
 		t.Fatalf("dispatch after a failed rollback: %v", err)
 	}
 	// Another rollback may fix it; a checkpoint that is not ready cannot.
-	w.thread.Checkpoints[0].Status, w.thread.Checkpoints[0].Reason = CheckpointMissing, "not git"
+	w.edit(func(t *Thread) { t.Checkpoints[0].Status, t.Checkpoints[0].Reason = CheckpointMissing, "not git" })
 	if _, err := w.rollbackTo(RollbackToCheckpoint{CheckpointID: w.thread.Checkpoints[0].ID}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "not git") {
 		t.Errorf("missing checkpoint: %v", err)
 	}
@@ -356,7 +358,7 @@ func TestRefComponentAndCut(t *testing.T) {
 		t.Errorf("cut: %q", got)
 	}
 	th := &Thread{Runs: []Run{{ID: "r", Ordinal: 1, Status: RunStatusCompleted}},
-		Messages: []Message{{RunID: "r", Role: RoleUser, Text: strings.Repeat("x", 40000)}, {RunID: "r", Role: RoleUser, Text: ""}}}
+		Messages: []Message{{RunID: "r", Role: RoleUser, Text: NewText(strings.Repeat("x", 40000))}, {RunID: "r", Role: RoleUser}}}
 	for range 10 {
 		th.Messages = append(th.Messages, th.Messages[0])
 	}
@@ -366,7 +368,7 @@ func TestRefComponentAndCut(t *testing.T) {
 	}
 	for _, pad := range []string{"", "a"} { // one of them cuts inside a character
 		for i := range th.Messages {
-			th.Messages[i].Text = pad + strings.Repeat("é", 20000)
+			th.Messages[i].Text = NewText(pad + strings.Repeat("é", 20000))
 		}
 		if s := handoffText(th, 1); !utf8.ValidString(s) {
 			t.Errorf("handoff is not UTF-8")
@@ -405,7 +407,7 @@ func TestRollbackToAScopeWithNoCheckpointYet(t *testing.T) {
 // rollback a restarted host finishes starts nothing.
 func TestSecondRollbackKeepsTheContext(t *testing.T) {
 	w := threeRuns(t, Capabilities{})
-	rollback := func(ordinal int, how string, replayed bool) Decision {
+	rollback := func(ordinal int, how Reconciliation, replayed bool) Decision {
 		var id string
 		for _, c := range w.thread.Checkpoints {
 			if c.RunOrdinal == ordinal && c.NodeID == "" {
@@ -438,7 +440,9 @@ func TestSecondRollbackKeepsTheContext(t *testing.T) {
 // the checkpoint of the run before the next one.
 func TestBaselineOfAnOlderThread(t *testing.T) {
 	w := newWorld(t)
-	w.thread.Runs = append(w.thread.Runs, Run{ID: "old", Ordinal: 1, Status: RunStatusCompleted}, Run{ID: "gone", Ordinal: 2, Status: RunStatusCancelled})
+	w.edit(func(t *Thread) {
+		t.Runs = append(t.Runs, Run{ID: "old", Ordinal: 1, Status: RunStatusCompleted}, Run{ID: "gone", Ordinal: 2, Status: RunStatusCancelled})
+	})
 	w.send("new")
 	c := w.thread.Checkpoints[0]
 	if c.RunOrdinal != 1 || c.RunID != "old" || w.thread.Runs[0].CheckpointID != c.ID || c.Ref != "refs/baton/checkpoints/thr/root/1" {

@@ -31,16 +31,16 @@ type (
 		ProviderCommand ProviderCommand `json:"providerCommand"`
 		// ApprovalPolicy is how the provider's requests are answered:
 		// "decline" (the default), "accept" or "ask".
-		ApprovalPolicy string `json:"approvalPolicy,omitempty"`
+		ApprovalPolicy ApprovalPolicy `json:"approvalPolicy,omitempty"`
 	}
 	// DispatchMessage sends a user message. Mode says what happens when a
 	// run is active (see the Mode constants); empty chooses by the
 	// provider's capabilities: steer when it steers natively, else
 	// restart the active attempt; an idle thread starts a run at once.
 	DispatchMessage struct {
-		MessageID string `json:"messageId,omitempty"`
-		Text      string `json:"text"`
-		Mode      string `json:"mode,omitempty"`
+		MessageID string       `json:"messageId,omitempty"`
+		Text      string       `json:"text"`
+		Mode      DispatchMode `json:"mode,omitempty"`
 		// TargetRunID, for steer_active and restart_active, is the run the
 		// client means; the command is refused when it is not the active
 		// one.
@@ -54,7 +54,7 @@ type (
 	// RespondToRequest answers a provider's approval or question.
 	RespondToRequest struct {
 		RequestID string            `json:"requestId"`
-		Decision  string            `json:"decision"`
+		Decision  Verdict           `json:"decision"`
 		Answers   map[string]string `json:"answers,omitempty"`
 	}
 	// RollbackToCheckpoint puts the worktree back to a run's checkpoint
@@ -127,11 +127,11 @@ type (
 	}
 	// RecordCheckpoint is what a capture found.
 	RecordCheckpoint struct {
-		CheckpointID string       `json:"checkpointId"`
-		Status       string       `json:"status"`
-		Commit       string       `json:"commit,omitempty"`
-		Files        []FileChange `json:"files,omitempty"`
-		Reason       string       `json:"reason,omitempty"`
+		CheckpointID string           `json:"checkpointId"`
+		Status       CheckpointStatus `json:"status"`
+		Commit       string           `json:"commit,omitempty"`
+		Files        []FileChange     `json:"files,omitempty"`
+		Reason       string           `json:"reason,omitempty"`
 	}
 	// RecordFilesRestored says a rollback's files were restored, or how
 	// restoring them failed.
@@ -149,11 +149,11 @@ type (
 	// RecordProviderReconciled says how a rollback brought the provider's
 	// conversation back (a Reconcile constant).
 	RecordProviderReconciled struct {
-		RollbackID        string `json:"rollbackId"`
-		Reconciliation    string `json:"reconciliation"`
-		ProviderThreadRef string `json:"providerThreadRef,omitempty"`
-		TurnsDropped      int    `json:"turnsDropped,omitempty"`
-		Note              string `json:"note,omitempty"`
+		RollbackID        string         `json:"rollbackId"`
+		Reconciliation    Reconciliation `json:"reconciliation"`
+		ProviderThreadRef string         `json:"providerThreadRef,omitempty"`
+		TurnsDropped      int            `json:"turnsDropped,omitempty"`
+		Note              string         `json:"note,omitempty"`
 		// Replayed: a host that restarted finished the rollback; queued
 		// runs wait for the thread's next message.
 		Replayed bool `json:"replayed,omitempty"`
@@ -162,10 +162,10 @@ type (
 
 // PendingEffect names an effect left in the outbox.
 type PendingEffect struct {
-	ID        string `json:"id"`
-	Type      string `json:"type"`
-	RunID     string `json:"runId,omitempty"`
-	MessageID string `json:"messageId,omitempty"`
+	ID        string     `json:"id"`
+	Type      EffectType `json:"type"`
+	RunID     string     `json:"runId,omitempty"`
+	MessageID string     `json:"messageId,omitempty"`
 }
 
 func (CreateThread) CommandType() string         { return "thread.create" }
@@ -189,8 +189,8 @@ func (RecordProviderReconciled) CommandType() string { return "rollback.provider
 
 // ProviderEvent is the domain's copy of a normalized runtime event.
 type ProviderEvent struct {
-	Sequence uint64 `json:"sequence"`
-	Kind     string `json:"kind"`
+	Sequence uint64    `json:"sequence"`
+	Kind     EventKind `json:"kind"`
 	// ClientTurnID is the attempt a turn was started for, when the
 	// provider's adapter says so.
 	ClientTurnID    string          `json:"clientTurnId,omitempty"`
@@ -199,12 +199,12 @@ type ProviderEvent struct {
 	ParentThreadRef string          `json:"parentThreadRef,omitempty"`
 	TurnRef         string          `json:"turnRef,omitempty"`
 	ItemRef         string          `json:"itemRef,omitempty"`
-	ItemKind        string          `json:"itemKind,omitempty"`
+	ItemKind        NodeKind        `json:"itemKind,omitempty"`
 	Title           string          `json:"title,omitempty"`
 	Text            string          `json:"text,omitempty"`
 	Status          string          `json:"status,omitempty"`
 	RequestRef      string          `json:"requestRef,omitempty"`
-	RequestKind     string          `json:"requestKind,omitempty"`
+	RequestKind     RequestKind     `json:"requestKind,omitempty"`
 	Options         []RequestOption `json:"options,omitempty"`
 	Usage           *Usage          `json:"usage,omitempty"`
 	RateLimit       *RateLimit      `json:"rateLimit,omitempty"`
@@ -212,28 +212,6 @@ type ProviderEvent struct {
 	ThreadUsable    bool            `json:"threadUsable,omitempty"`
 	Detail          json.RawMessage `json:"detail,omitempty"`
 }
-
-// Provider event kinds (the sdk's normalized kinds).
-const (
-	EvThreadStarted   = "thread_started"
-	EvTurnStarted     = "turn_started"
-	EvItemStarted     = "item_started"
-	EvItemUpdated     = "item_updated"
-	EvItemCompleted   = "item_completed"
-	EvContentDelta    = "content_delta"
-	EvPlanUpdated     = "plan_updated"
-	EvRequestOpened   = "request_opened"
-	EvRequestResolved = "request_resolved"
-	EvUsage           = "usage"
-	EvTurnTerminal    = "turn_terminal"
-	EvRuntimeExited   = "runtime_exited"
-	EvDiagnostic      = "diagnostic"
-	EvSessionState    = "session_state"
-	EvRateLimit       = "rate_limit"
-)
-
-// DecisionCancel is the provider's word for a request withdrawn unanswered.
-const DecisionCancel = "cancel"
 
 // Receipt is what a command returns, and what a duplicate returns again.
 type Receipt struct {

@@ -14,11 +14,15 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-// world is a thread evolved by the events Decide returns: the orchestrator
-// loop without storage.
+// world is the orchestrator loop without storage: each command is decided
+// against a scratch copy of the thread, which becomes the thread when the
+// decision succeeds. Beside it, replica is the thread rebuilt from the
+// decisions' events alone, as a host that restarts rebuilds it from the
+// log: after every decision the two must be the same.
 type world struct {
 	t       *testing.T
 	thread  *Thread
+	replica *Thread
 	seq     uint64
 	n       int
 	effects []Effect
@@ -30,7 +34,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
-	w := &world{t: t}
+	w := &world{t: t, thread: &Thread{}, replica: &Thread{}}
 	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: ProviderCommand{Argv: []string{"agent"}}}})
 	return w
 }
@@ -39,20 +43,31 @@ func (w *world) env() Env {
 	return Env{Now: t0, NewID: func(p string) string { w.n++; return fmt.Sprintf("%s_%d", p, w.n) }, Caps: w.caps}
 }
 
-func (w *world) decide(cmd Command) (Decision, error) {
-	d, err := Decide(w.thread, cmd, w.env())
+// decide1 decides one command as the host does: on a scratch copy, kept
+// only when the decision succeeds.
+func (w *world) decide1(cmd Command) (Decision, error) {
+	scratch := w.thread.Clone()
+	d, err := Decide(&scratch, cmd, w.env())
 	if err != nil {
 		return d, err
 	}
+	w.thread = &scratch
 	w.apply(d)
+	return d, nil
+}
+
+func (w *world) decide(cmd Command) (Decision, error) {
+	d, err := w.decide1(cmd)
+	if err != nil {
+		return d, err
+	}
 	for i := 0; i < len(d.Effects) && !w.holdCaptures; i++ {
 		if e := d.Effects[i]; e.Type == EffectCapture {
-			c, err := Decide(w.thread, Command{ID: "cap", ThreadID: "thr", Payload: RecordCheckpoint{CheckpointID: e.CheckpointID,
-				Status: CheckpointReady, Commit: "commit-" + e.CheckpointID}}, w.env())
+			c, err := w.decide1(Command{ID: "cap", ThreadID: "thr", Payload: RecordCheckpoint{CheckpointID: e.CheckpointID,
+				Status: CheckpointReady, Commit: "commit-" + e.CheckpointID}})
 			if err != nil {
 				w.t.Fatalf("record checkpoint: %v", err)
 			}
-			w.apply(c)
 			d.Events = append(d.Events, c.Events...)
 			d.Effects = append(d.Effects, c.Effects...)
 		}
@@ -60,15 +75,30 @@ func (w *world) decide(cmd Command) (Decision, error) {
 	return d, nil
 }
 
+// apply stores a decision: its events get sequences and are applied to the
+// replica, which must then equal the live thread.
 func (w *world) apply(d Decision) {
+	w.t.Helper()
 	for _, p := range d.Events {
 		w.seq++
-		if w.thread == nil {
-			w.thread = &Thread{}
-		}
-		Evolve(w.thread, Event{Sequence: w.seq, ThreadID: "thr", At: t0, Payload: p})
+		Evolve(w.replica, Event{Sequence: w.seq, ThreadID: "thr", At: t0, Payload: p})
+	}
+	if len(d.Events) > 0 {
+		w.thread.Sequence = w.seq
 	}
 	w.effects = append(w.effects, d.Effects...)
+	live, _ := json.Marshal(w.thread)
+	rebuilt, _ := json.Marshal(w.replica)
+	if string(live) != string(rebuilt) {
+		w.t.Fatalf("the thread Decide left differs from the one its events rebuild:\nlive:    %s\nrebuilt: %s", live, rebuilt)
+	}
+}
+
+// edit changes the thread by hand (and its replica alike), for a state the
+// commands cannot reach directly.
+func (w *world) edit(f func(*Thread)) {
+	f(w.thread)
+	f(w.replica)
 }
 
 func (w *world) must(cmd Command) Decision {
@@ -111,7 +141,7 @@ func TestCreateThreadValidation(t *testing.T) {
 		{CreateThread{Provider: "acp"}, ErrInvalid},
 		{CreateThread{Provider: "acp", Cwd: "/w", ApprovalPolicy: "sometimes"}, ErrInvalid},
 	} {
-		if _, err := Decide(nil, Command{ID: "c", ThreadID: "t", Payload: tc.p}, Env{}); !errors.Is(err, tc.want) {
+		if _, err := Decide(&Thread{}, Command{ID: "c", ThreadID: "t", Payload: tc.p}, Env{}); !errors.Is(err, tc.want) {
 			t.Errorf("%+v: %v, want %v", tc.p, err, tc.want)
 		}
 	}
@@ -119,10 +149,10 @@ func TestCreateThreadValidation(t *testing.T) {
 	if _, err := w.decide(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w"}}); !errors.Is(err, ErrConflict) {
 		t.Errorf("creating an existing thread: %v", err)
 	}
-	if _, err := Decide(nil, Command{ID: "c", ThreadID: "nope", Payload: DispatchMessage{Text: "x"}}, Env{}); !errors.Is(err, ErrNotFound) {
+	if _, err := Decide(&Thread{}, Command{ID: "c", ThreadID: "nope", Payload: DispatchMessage{Text: "x"}}, Env{}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown thread: %v", err)
 	}
-	if _, err := Decide(nil, Command{ID: "c"}, Env{}); !errors.Is(err, ErrInvalid) {
+	if _, err := Decide(&Thread{}, Command{ID: "c"}, Env{}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("no payload: %v", err)
 	}
 	if _, err := w.decide(Command{ID: "c", ThreadID: "thr", Payload: DispatchMessage{}}); !errors.Is(err, ErrInvalid) {
@@ -179,7 +209,7 @@ func TestRunLifecycle(t *testing.T) {
 	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: ItemAssistantMessage, Text: "lo"})
 	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: ItemAssistantMessage})
 	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "t1", Title: "ls"})
-	w.ev("s1", ProviderEvent{Kind: EvItemUpdated, TurnRef: "u1", ItemRef: "t1", Status: StatusInProgress, Detail: json.RawMessage(`{"x":1}`)})
+	w.ev("s1", ProviderEvent{Kind: EvItemUpdated, TurnRef: "u1", ItemRef: "t1", Status: string(StatusInProgress), Detail: json.RawMessage(`{"x":1}`)})
 	w.ev("s1", ProviderEvent{Kind: EvItemUpdated, TurnRef: "u1", ItemRef: "t1"})
 	w.ev("s1", ProviderEvent{Kind: EvItemUpdated, TurnRef: "u1", ItemRef: "t1", Title: "ls -la"})
 	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "a0", ItemKind: ItemAssistantMessage})
@@ -201,10 +231,10 @@ func TestRunLifecycle(t *testing.T) {
 	if th.Runs[1].Status != RunStatusStarting || th.Runs[1].Ordinal != 2 {
 		t.Fatalf("run 2: %+v", th.Runs[1])
 	}
-	if m := th.Messages[2]; m.Role != RoleAssistant || m.Text != "Hello" || m.Status != StatusCompleted {
+	if m := th.Messages[2]; m.Role != RoleAssistant || m.Text.String() != "Hello" || m.Status != StatusCompleted {
 		t.Fatalf("assistant message: %+v", m)
 	}
-	if it := th.TurnItems[0]; it.Kind != ItemReasoning || it.Text != "hmm" || it.Status != StatusCompleted {
+	if it := th.TurnItems[0]; it.Kind != ItemReasoning || it.Text.String() != "hmm" || it.Status != StatusCompleted {
 		t.Fatalf("reasoning item: %+v", it)
 	}
 	if it := th.TurnItems[1]; it.Kind != "tool_call" || string(it.Detail) != `{"x":1}` || it.Status != StatusCompleted || it.Title != "ls -la" {
@@ -213,7 +243,7 @@ func TestRunLifecycle(t *testing.T) {
 	if string(th.TurnItems[2].Detail) != `[1,2]` {
 		t.Fatalf("plan: %+v", th.TurnItems[2])
 	}
-	if th.ProviderTurns[0].Status != RunStatusCompleted || len(th.Diagnostics) != 1 {
+	if th.ProviderTurns[0].Status != StatusCompleted || len(th.Diagnostics) != 1 {
 		t.Fatalf("turns %+v diags %+v", th.ProviderTurns, th.Diagnostics)
 	}
 	// Late events for the ended run change nothing.
@@ -238,7 +268,7 @@ func TestOnlyTheRootTurnEndsTheRun(t *testing.T) {
 	if p := w.thread.ProviderThreads[1]; p.ParentID != w.thread.ProviderThreads[0].ID {
 		t.Fatalf("child thread: %+v", p)
 	}
-	if !Active(w.thread.Runs[0].Status) {
+	if !w.thread.Runs[0].Status.Active() {
 		t.Fatalf("the run ended on a child's terminal: %s", w.thread.Runs[0].Status)
 	}
 	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "root"})
@@ -261,7 +291,7 @@ func TestOnlyTheRootTurnEndsTheRun(t *testing.T) {
 		}
 	}
 	r := w.thread.Runs[0]
-	if !Active(r.Status) || r.Status != RunStatusRunning {
+	if !r.Status.Active() || r.Status != RunStatusRunning {
 		t.Fatalf("after child turns the run is %s; want running", r.Status)
 	}
 	var sub []string
@@ -270,7 +300,7 @@ func TestOnlyTheRootTurnEndsTheRun(t *testing.T) {
 			if n.ParentID != r.Attempts[0].RootNode {
 				t.Errorf("subagent node %s is not under the root", n.ID)
 			}
-			sub = append(sub, n.Status)
+			sub = append(sub, string(n.Status))
 		}
 	}
 	if strings.Join(sub, ",") != "failed,cancelled,completed" {
@@ -283,7 +313,7 @@ func TestOnlyTheRootTurnEndsTheRun(t *testing.T) {
 }
 
 func TestTerminalStatuses(t *testing.T) {
-	for status, want := range map[string]string{"completed": RunStatusCompleted, "interrupted": RunStatusInterrupted, "failed": RunStatusFailed} {
+	for status, want := range map[string]RunStatus{"completed": RunStatusCompleted, "interrupted": RunStatusInterrupted, "failed": RunStatusFailed} {
 		w := newWorld(t)
 		w.send("one")
 		w.open("s1")
@@ -313,7 +343,7 @@ func TestRequestsAndProviderExit(t *testing.T) {
 	if len(w.thread.Requests) != 1 || w.thread.Runs[0].Status != RunStatusWaiting || w.thread.Requests[0].NodeID == "" {
 		t.Fatalf("after request: %+v %s", w.thread.Requests, w.thread.Runs[0].Status)
 	}
-	if e := w.effects[len(w.effects)-1]; e.Type != EffectRespond || e.Decision != ApproveDecline || e.RequestRef != "q1" || e.SessionID != "s1" {
+	if e := w.effects[len(w.effects)-1]; e.Type != EffectRespond || e.Decision != VerdictDecline || e.RequestRef != "q1" || e.SessionID != "s1" {
 		t.Fatalf("the default policy declines: %+v", e)
 	}
 	w.ev("s1", ProviderEvent{Kind: EvRequestResolved, RequestRef: "q1", Status: "accept"})
@@ -325,7 +355,9 @@ func TestRequestsAndProviderExit(t *testing.T) {
 	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q3"})
 	w.ev("s1", ProviderEvent{Kind: EvRequestResolved, RequestRef: "q3", Status: "cancel"})
 	d := w.ev("s1", ProviderEvent{Kind: EvRuntimeExited, Status: "failed", Failure: &Failure{Message: "boom"}})
-	if got := types(d); !strings.HasPrefix(got, "provider.session.ended request.resolved node.completed request.resolved node.completed run.completing checkpoint.scope.opened checkpoint.requested checkpoint.recorded run.ended run.started") {
+	// The session's end expires its pending request once: the run's
+	// completion barrier that follows sees it expired already.
+	if got := types(d); !strings.HasPrefix(got, "provider.session.ended request.resolved node.completed node.completed run.completing checkpoint.scope.opened checkpoint.requested checkpoint.recorded run.ended run.started") {
 		t.Fatalf("exit: %s", got)
 	}
 	th := w.thread
@@ -396,7 +428,7 @@ func TestTurnStartedWithoutARun(t *testing.T) {
 	if d := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, TurnRef: "u1"}); types(d) != "diagnostic.recorded" {
 		t.Fatalf("%s", types(d))
 	}
-	for _, k := range []string{EvItemStarted, EvPlanUpdated, EvUsage, EvRequestResolved} {
+	for _, k := range []EventKind{EvItemStarted, EvPlanUpdated, EvUsage, EvRequestResolved} {
 		if d := w.ev("s1", ProviderEvent{Kind: k, ItemRef: "x", RequestRef: "x", Usage: &Usage{}}); len(d.Events) != 0 {
 			t.Errorf("%s with no run: %s", k, types(d))
 		}
@@ -535,17 +567,17 @@ func TestDecodeCommand(t *testing.T) {
 }
 
 func TestStatusHelpers(t *testing.T) {
-	for _, s := range []string{RunStatusCompleted, RunStatusInterrupted, RunStatusFailed, RunStatusCancelled, RunStatusRolledBack} {
-		if !Terminal(s) || Active(s) {
+	for _, s := range []RunStatus{RunStatusCompleted, RunStatusInterrupted, RunStatusFailed, RunStatusCancelled, RunStatusRolledBack} {
+		if !s.Terminal() || s.Active() {
 			t.Errorf("%s", s)
 		}
 	}
-	for _, s := range []string{RunStatusStarting, RunStatusRunning, RunStatusWaiting} {
-		if Terminal(s) || !Active(s) {
+	for _, s := range []RunStatus{RunStatusStarting, RunStatusRunning, RunStatusWaiting} {
+		if s.Terminal() || !s.Active() {
 			t.Errorf("%s", s)
 		}
 	}
-	if Terminal(RunStatusQueued) || Active(RunStatusQueued) {
+	if RunStatusQueued.Terminal() || RunStatusQueued.Active() {
 		t.Error("queued")
 	}
 }
@@ -567,7 +599,7 @@ func TestRunOrdinalsProperty(t *testing.T) {
 		for i := 0; i < steps; i++ {
 			ended := map[string]bool{}
 			for _, r := range w.thread.Runs {
-				ended[r.ID] = Terminal(r.Status)
+				ended[r.ID] = r.Status.Terminal()
 			}
 			r := w.thread.activeRun()
 			op := rapid.IntRange(0, 6).Draw(rt, "op")
@@ -593,7 +625,7 @@ func TestRunOrdinalsProperty(t *testing.T) {
 				w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "child", TurnRef: ref})
 				w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: ref, Status: status()})
 				for _, q := range w.thread.Runs {
-					if Terminal(q.Status) != ended[q.ID] {
+					if q.Status.Terminal() != ended[q.ID] {
 						rt.Fatalf("a subagent's terminal changed run %d to %s", q.Ordinal, q.Status)
 					}
 				}
@@ -603,9 +635,9 @@ func TestRunOrdinalsProperty(t *testing.T) {
 				if r.Ordinal != j+1 {
 					rt.Fatalf("run %d has ordinal %d", j, r.Ordinal)
 				}
-				if Active(r.Status) {
+				if r.Status.Active() {
 					active++
-					if a := r.attempt(r.ActiveAttempt); a == nil || a.Status != StatusInProgress {
+					if a := r.attempt(r.ActiveAttempt); a == nil || a.Status != AttemptInProgress {
 						rt.Fatalf("active run %d has no attempt in progress", r.Ordinal)
 					}
 				} else if r.ActiveAttempt != "" {
@@ -613,7 +645,7 @@ func TestRunOrdinalsProperty(t *testing.T) {
 				}
 				inProgress := 0
 				for _, a := range r.Attempts {
-					if a.Status == StatusInProgress {
+					if a.Status == AttemptInProgress {
 						inProgress++
 					}
 				}
@@ -658,6 +690,24 @@ func FuzzDecodeCommand(f *testing.F) {
 		// Deciding it against a thread must not panic.
 		w := &world{t: t}
 		w.thread = nil
-		_, _ = Decide(nil, c, w.env())
+		_, _ = Decide(&Thread{}, c, w.env())
 	})
+}
+
+// The completion barrier expires a request the provider left pending when
+// its turn ended; a session that exits with no run active ends alone.
+func TestTurnEndExpiresPendingRequests(t *testing.T) {
+	w := running(t, Capabilities{})
+	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1", RequestKind: RequestUserInput})
+	d := w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed"})
+	if got := types(d); !strings.HasPrefix(got, "request.resolved node.completed run.completing") {
+		t.Fatalf("terminal: %s", got)
+	}
+	if q := w.thread.Requests[0]; q.Status != RequestStatusExpired || q.Delivery != DeliveryLive {
+		t.Fatalf("request: %+v", q)
+	}
+	d = w.ev("s1", ProviderEvent{Kind: EvRuntimeExited, Status: "exited"})
+	if got := types(d); got != "provider.session.ended" {
+		t.Fatalf("exit with no run: %s", got)
+	}
 }

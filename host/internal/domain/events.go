@@ -16,15 +16,15 @@ type (
 		Cwd             string          `json:"cwd"`
 		Model           string          `json:"model,omitempty"`
 		ProviderCommand ProviderCommand `json:"providerCommand"`
-		ApprovalPolicy  string          `json:"approvalPolicy,omitempty"`
+		ApprovalPolicy  ApprovalPolicy  `json:"approvalPolicy,omitempty"`
 	}
 	MessageAdded struct {
-		MessageID string `json:"messageId"`
-		RunID     string `json:"runId"`
-		NodeID    string `json:"nodeId,omitempty"`
-		Role      string `json:"role"`
-		Text      string `json:"text,omitempty"`
-		Status    string `json:"status"`
+		MessageID string     `json:"messageId"`
+		RunID     string     `json:"runId"`
+		NodeID    string     `json:"nodeId,omitempty"`
+		Role      Role       `json:"role"`
+		Text      string     `json:"text,omitempty"`
+		Status    ItemStatus `json:"status"`
 	}
 	MessageDelta struct {
 		MessageID string `json:"messageId"`
@@ -43,17 +43,17 @@ type (
 		RunID string `json:"runId"`
 	}
 	AttemptStarted struct {
-		RunID     string `json:"runId"`
-		AttemptID string `json:"attemptId"`
-		Reason    string `json:"reason"`
-		RootNode  string `json:"rootNode"`
+		RunID     string        `json:"runId"`
+		AttemptID string        `json:"attemptId"`
+		Reason    AttemptReason `json:"reason"`
+		RootNode  string        `json:"rootNode"`
 	}
 	NodeStarted struct {
 		RunID       string          `json:"runId"`
 		NodeID      string          `json:"nodeId"`
 		ParentID    string          `json:"parentId,omitempty"`
 		AttemptID   string          `json:"attemptId"`
-		Kind        string          `json:"kind"`
+		Kind        NodeKind        `json:"kind"`
 		ProviderRef string          `json:"providerRef,omitempty"`
 		Title       string          `json:"title,omitempty"`
 		Detail      json.RawMessage `json:"detail,omitempty"`
@@ -61,7 +61,7 @@ type (
 	NodeUpdated struct {
 		RunID  string          `json:"runId"`
 		NodeID string          `json:"nodeId"`
-		Status string          `json:"status,omitempty"`
+		Status ItemStatus      `json:"status,omitempty"`
 		Title  string          `json:"title,omitempty"`
 		Detail json.RawMessage `json:"detail,omitempty"`
 	}
@@ -71,9 +71,9 @@ type (
 		Text   string `json:"text"`
 	}
 	NodeCompleted struct {
-		RunID  string `json:"runId"`
-		NodeID string `json:"nodeId"`
-		Status string `json:"status"`
+		RunID  string     `json:"runId"`
+		NodeID string     `json:"nodeId"`
+		Status ItemStatus `json:"status"`
 	}
 	SessionOpened struct {
 		SessionID   string `json:"sessionId"`
@@ -106,26 +106,26 @@ type (
 		NodeID      string          `json:"nodeId,omitempty"`
 		SessionID   string          `json:"sessionId"`
 		ProviderRef string          `json:"providerRef"`
-		Kind        string          `json:"kind"`
+		Kind        RequestKind     `json:"kind"`
 		Title       string          `json:"title,omitempty"`
 		Options     []RequestOption `json:"options,omitempty"`
 	}
 	RequestResolved struct {
-		RequestID string `json:"requestId"`
-		Status    string `json:"status"`
-		Decision  string `json:"decision,omitempty"`
-		Delivery  string `json:"delivery,omitempty"`
+		RequestID string        `json:"requestId"`
+		Status    RequestStatus `json:"status"`
+		Decision  Verdict       `json:"decision,omitempty"`
+		Delivery  Delivery      `json:"delivery,omitempty"`
 	}
 	UsageReported struct {
 		RunID string `json:"runId"`
 		Usage Usage  `json:"usage"`
 	}
 	RunEnded struct {
-		RunID      string   `json:"runId"`
-		AttemptID  string   `json:"attemptId,omitempty"`
-		Status     string   `json:"status"`
-		StopReason string   `json:"stopReason,omitempty"`
-		Failure    *Failure `json:"failure,omitempty"`
+		RunID      string    `json:"runId"`
+		AttemptID  string    `json:"attemptId,omitempty"`
+		Status     RunStatus `json:"status"`
+		StopReason string    `json:"stopReason,omitempty"`
+		Failure    *Failure  `json:"failure,omitempty"`
 	}
 	DiagnosticRecorded struct {
 		RunID string `json:"runId,omitempty"`
@@ -154,17 +154,17 @@ type (
 	// AttemptEnded: an attempt ended without ending its run (it was
 	// replaced).
 	AttemptEnded struct {
-		RunID     string `json:"runId"`
-		AttemptID string `json:"attemptId"`
-		Status    string `json:"status"`
+		RunID     string    `json:"runId"`
+		AttemptID string    `json:"attemptId"`
+		Status    RunStatus `json:"status"`
 	}
 	// RequestAnswered: an answer to a request is on its way to the
 	// provider, from the thread's policy or a client.
 	RequestAnswered struct {
 		RequestID string            `json:"requestId"`
-		Decision  string            `json:"decision"`
+		Decision  Verdict           `json:"decision"`
 		Answers   map[string]string `json:"answers,omitempty"`
-		By        string            `json:"by"`
+		By        Answerer          `json:"by"`
 	}
 	// AttemptDispatched: the provider took the attempt's turn in a session.
 	AttemptDispatched struct {
@@ -186,10 +186,10 @@ type (
 	// that stopped was not performed, because the process it was bound to
 	// is gone.
 	EffectCancelled struct {
-		EffectID string `json:"effectId"`
-		Type     string `json:"type"`
-		RunID    string `json:"runId,omitempty"`
-		Reason   string `json:"reason"`
+		EffectID string     `json:"effectId"`
+		Type     EffectType `json:"type"`
+		RunID    string     `json:"runId,omitempty"`
+		Reason   string     `json:"reason"`
 	}
 	// RunCompleting: the run's provider turn ended and its attempt is
 	// closed; the run ends with this outcome once its checkpoint is
@@ -201,13 +201,13 @@ type (
 	// CheckpointScopeOpened: a run's, or a subagent turn's, checkpoint
 	// scope.
 	CheckpointScopeOpened struct {
-		ScopeID          string `json:"scopeId"`
-		Kind             string `json:"kind"`
-		RunID            string `json:"runId,omitempty"`
-		NodeID           string `json:"nodeId,omitempty"`
-		ParentID         string `json:"parentId,omitempty"`
-		Ordinal          int    `json:"ordinal"`
-		AdvancesRunCount bool   `json:"advancesRunCount"`
+		ScopeID          string    `json:"scopeId"`
+		Kind             ScopeKind `json:"kind"`
+		RunID            string    `json:"runId,omitempty"`
+		NodeID           string    `json:"nodeId,omitempty"`
+		ParentID         string    `json:"parentId,omitempty"`
+		Ordinal          int       `json:"ordinal"`
+		AdvancesRunCount bool      `json:"advancesRunCount"`
 	}
 	// CheckpointRequested: the worktree is to be captured under Ref.
 	CheckpointRequested struct {
@@ -221,11 +221,11 @@ type (
 	}
 	// CheckpointRecorded: what the capture found.
 	CheckpointRecorded struct {
-		CheckpointID string       `json:"checkpointId"`
-		Status       string       `json:"status"`
-		Commit       string       `json:"commit,omitempty"`
-		Files        []FileChange `json:"files,omitempty"`
-		Reason       string       `json:"reason,omitempty"`
+		CheckpointID string           `json:"checkpointId"`
+		Status       CheckpointStatus `json:"status"`
+		Commit       string           `json:"commit,omitempty"`
+		Files        []FileChange     `json:"files,omitempty"`
+		Reason       string           `json:"reason,omitempty"`
 	}
 	// RollbackStarted: files are being restored to a checkpoint.
 	RollbackStarted struct {
@@ -247,11 +247,11 @@ type (
 	// RollbackCompleted: the provider was reconciled; the rollback's runs
 	// are rolled back and its checkpoints stale.
 	RollbackCompleted struct {
-		RollbackID        string `json:"rollbackId"`
-		Reconciliation    string `json:"reconciliation"`
-		ProviderThreadRef string `json:"providerThreadRef,omitempty"`
-		TurnsDropped      int    `json:"turnsDropped,omitempty"`
-		Note              string `json:"note,omitempty"`
+		RollbackID        string         `json:"rollbackId"`
+		Reconciliation    Reconciliation `json:"reconciliation"`
+		ProviderThreadRef string         `json:"providerThreadRef,omitempty"`
+		TurnsDropped      int            `json:"turnsDropped,omitempty"`
+		Note              string         `json:"note,omitempty"`
 		// Detached are the provider threads left behind for a fresh one.
 		Detached []string `json:"detached,omitempty"`
 	}
@@ -263,12 +263,12 @@ type (
 	}
 	// HandoffCreated: context for a fresh provider conversation.
 	HandoffCreated struct {
-		HandoffID  string `json:"handoffId"`
-		RollbackID string `json:"rollbackId,omitempty"`
-		Strategy   string `json:"strategy"`
-		FromRun    int    `json:"fromRun"`
-		ToRun      int    `json:"toRun"`
-		Text       string `json:"text"`
+		HandoffID  string          `json:"handoffId"`
+		RollbackID string          `json:"rollbackId,omitempty"`
+		Strategy   HandoffStrategy `json:"strategy"`
+		FromRun    int             `json:"fromRun"`
+		ToRun      int             `json:"toRun"`
+		Text       string          `json:"text"`
 	}
 	// HandoffConsumed: a run's first turn carried the handoff.
 	HandoffConsumed struct {

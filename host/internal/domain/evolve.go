@@ -31,10 +31,10 @@ func Evolve(t *Thread, e Event) {
 			CheckpointScopes: []CheckpointScope{}, Checkpoints: []Checkpoint{}}
 	case MessageAdded:
 		t.Messages = append(t.Messages, Message{ID: p.MessageID, RunID: p.RunID, NodeID: p.NodeID, Role: p.Role,
-			Text: p.Text, Status: p.Status})
+			Text: NewText(p.Text), Status: p.Status})
 	case MessageDelta:
 		if m := t.message(p.MessageID); m != nil {
-			m.Text += p.Text
+			m.Text.Append(p.Text)
 		}
 	case MessageCompleted:
 		if m := t.message(p.MessageID); m != nil {
@@ -54,7 +54,7 @@ func Evolve(t *Thread, e Event) {
 		}
 	case AttemptStarted:
 		if r := t.run(p.RunID); r != nil {
-			r.Attempts = append(r.Attempts, Attempt{ID: p.AttemptID, Reason: p.Reason, Status: StatusInProgress,
+			r.Attempts = append(r.Attempts, Attempt{ID: p.AttemptID, Reason: p.Reason, Status: AttemptInProgress,
 				StartedAt: e.At, RootNode: p.RootNode})
 			r.ActiveAttempt = p.AttemptID
 			if p.Reason != AttemptInitial {
@@ -93,7 +93,7 @@ func Evolve(t *Thread, e Event) {
 		}
 	case NodeDelta:
 		if it := t.item(p.NodeID); it != nil {
-			it.Text += p.Text
+			it.Text.Append(p.Text)
 		}
 	case NodeCompleted:
 		if n := t.node(p.RunID, p.NodeID); n != nil {
@@ -123,7 +123,7 @@ func Evolve(t *Thread, e Event) {
 	case ProviderTurnBound:
 		t.ProviderTurns = append(t.ProviderTurns, ProviderTurn{ID: p.ProviderTurnID, ProviderThreadID: p.ProviderThreadID,
 			ProviderRef: p.ProviderRef, RunID: p.RunID, AttemptID: p.AttemptID, NodeID: p.NodeID, Status: StatusInProgress})
-		if r := t.run(p.RunID); r != nil && Active(r.Status) && r.ActiveAttempt == p.AttemptID {
+		if r := t.run(p.RunID); r != nil && r.Status.Active() && r.ActiveAttempt == p.AttemptID {
 			if a := r.attempt(p.AttemptID); a.RootNode == p.NodeID {
 				r.Status = RunStatusRunning
 				a.SessionID = p.SessionID
@@ -212,7 +212,7 @@ func Evolve(t *Thread, e Event) {
 			t.RateLimits[i] = p.RateLimit
 		}
 	case EffectCancelled:
-		t.Diagnostics = append(t.Diagnostics, Diagnostic{RunID: p.RunID, Title: "a " + p.Type + " action was not performed",
+		t.Diagnostics = append(t.Diagnostics, Diagnostic{RunID: p.RunID, Title: "a " + string(p.Type) + " action was not performed",
 			Text: p.Reason})
 	case RunCompleting:
 		if r := t.run(p.RunID); r != nil {
@@ -299,116 +299,10 @@ func Evolve(t *Thread, e Event) {
 	}
 }
 
-// Request deliveries.
-const (
-	DeliveryLive         = "live"
-	DeliveryNotResumable = "not_resumable"
-)
-
-func (t *Thread) run(id string) *Run {
-	for i := len(t.Runs) - 1; i >= 0; i-- { // the newest are wanted most
-		if t.Runs[i].ID == id {
-			return &t.Runs[i]
-		}
-	}
-	return nil
-}
-
-func (a *Attempt) end(status string, at time.Time) {
-	a.Status = status
+// end ends an attempt with its run's status.
+func (a *Attempt) end(status RunStatus, at time.Time) {
+	a.Status = AttemptStatus(status)
 	a.EndedAt = &at
-}
-
-func (r *Run) attempt(id string) *Attempt {
-	for i := range r.Attempts {
-		if r.Attempts[i].ID == id {
-			return &r.Attempts[i]
-		}
-	}
-	return nil
-}
-
-func (t *Thread) node(runID, id string) *Node {
-	if r := t.run(runID); r != nil {
-		for i := range r.Nodes {
-			if r.Nodes[i].ID == id {
-				return &r.Nodes[i]
-			}
-		}
-	}
-	return nil
-}
-
-func (t *Thread) item(id string) *TurnItem {
-	for i := len(t.TurnItems) - 1; i >= 0; i-- { // the newest are wanted most
-		if t.TurnItems[i].ID == id {
-			return &t.TurnItems[i]
-		}
-	}
-	return nil
-}
-
-func (t *Thread) message(id string) *Message {
-	for i := len(t.Messages) - 1; i >= 0; i-- { // the newest are wanted most
-		if t.Messages[i].ID == id {
-			return &t.Messages[i]
-		}
-	}
-	return nil
-}
-
-func (t *Thread) session(id string) *ProviderSession {
-	for i := range t.ProviderSessions {
-		if t.ProviderSessions[i].ID == id {
-			return &t.ProviderSessions[i]
-		}
-	}
-	return nil
-}
-
-func (t *Thread) request(id string) *RuntimeRequest {
-	for i := len(t.Requests) - 1; i >= 0; i-- { // the newest are wanted most
-		if t.Requests[i].ID == id {
-			return &t.Requests[i]
-		}
-	}
-	return nil
-}
-
-func (t *Thread) scope(id string) *CheckpointScope {
-	for i := range t.CheckpointScopes {
-		if t.CheckpointScopes[i].ID == id {
-			return &t.CheckpointScopes[i]
-		}
-	}
-	return nil
-}
-
-func (t *Thread) checkpoint(id string) *Checkpoint {
-	for i := len(t.Checkpoints) - 1; i >= 0; i-- { // the newest are wanted most
-		if t.Checkpoints[i].ID == id {
-			return &t.Checkpoints[i]
-		}
-	}
-	return nil
-}
-
-func (t *Thread) rollback(id string) *Rollback {
-	for i := len(t.Rollbacks) - 1; i >= 0; i-- {
-		if t.Rollbacks[i].ID == id {
-			return &t.Rollbacks[i]
-		}
-	}
-	return nil
-}
-
-func (t *Thread) hasPending(runID string) bool {
-	for _, q := range t.Requests {
-		if q.RunID == runID && q.Status == RequestStatusPending {
-			return true
-		}
-	}
-	return false
 }
 
 // Clone is a copy of the thread that events applied to t later do not

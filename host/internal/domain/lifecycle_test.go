@@ -79,7 +79,7 @@ func TestAutoModeRestartsWithoutNativeSteering(t *testing.T) {
 	if len(w.thread.Runs) != 1 || len(r.Attempts) != 2 || r.Status != RunStatusStarting || len(r.PendingRestart) != 0 {
 		t.Fatalf("run after restart: %+v", r)
 	}
-	if a := r.Attempts[0]; a.Status != RunStatusInterrupted || a.EndedAt == nil {
+	if a := r.Attempts[0]; a.Status != AttemptStatus(RunStatusInterrupted) || a.EndedAt == nil {
 		t.Fatalf("first attempt: %+v", a)
 	}
 	if a := r.Attempts[1]; a.Reason != AttemptSteeringRestart || r.ActiveAttempt != a.ID {
@@ -88,7 +88,7 @@ func TestAutoModeRestartsWithoutNativeSteering(t *testing.T) {
 	if e := lastEffect(w); e.Type != EffectStartTurn || e.Text != "no, the other file\n\nand be quick" || e.AttemptID != r.Attempts[1].ID {
 		t.Fatalf("replacement start: %+v", e)
 	}
-	if w.thread.ProviderTurns[0].Status != RunStatusInterrupted {
+	if w.thread.ProviderTurns[0].Status != ItemStatus(RunStatusInterrupted) {
 		t.Fatalf("old provider turn: %+v", w.thread.ProviderTurns[0])
 	}
 	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
@@ -265,7 +265,7 @@ func TestTurnsBindByClientTurnID(t *testing.T) {
 
 func TestRespondToRequest(t *testing.T) {
 	w := running(t, Capabilities{})
-	w.thread.ApprovalPolicy = ApproveAsk
+	w.edit(func(t *Thread) { t.ApprovalPolicy = ApproveAsk })
 	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1", RequestKind: RequestCommandApproval})
 	q := w.thread.Requests[0]
 	n := len(w.effects)
@@ -346,12 +346,16 @@ func TestRespondToRequest(t *testing.T) {
 }
 
 func TestPolicyDecision(t *testing.T) {
-	for _, tc := range []struct{ policy, kind, want string }{
-		{ApproveAccept, RequestPermission, ApproveAccept},
-		{ApproveDecline, RequestCommandApproval, ApproveDecline},
-		{ApproveAccept, RequestFileChangeApproval, ApproveAccept},
-		{ApproveAccept, RequestPermissions, ApproveAccept},
-		{ApproveAccept, RequestUserInput, ApproveDecline},
+	for _, tc := range []struct {
+		policy ApprovalPolicy
+		kind   RequestKind
+		want   Verdict
+	}{
+		{ApproveAccept, RequestPermission, VerdictAccept},
+		{ApproveDecline, RequestCommandApproval, VerdictDecline},
+		{ApproveAccept, RequestFileChangeApproval, VerdictAccept},
+		{ApproveAccept, RequestPermissions, VerdictAccept},
+		{ApproveAccept, RequestUserInput, VerdictDecline},
 		{ApproveAccept, RequestGeneric, ""},
 		{ApproveAccept, "something/new", ""},
 		{ApproveAsk, RequestPermission, ""},
@@ -392,7 +396,7 @@ func TestPolicyAnswersAgain(t *testing.T) {
 	q := w.thread.Requests[0]
 	for i := 1; i < policyAnswerTries; i++ {
 		d := w.must(Command{ID: "rf", ThreadID: "thr", Payload: RespondFailed{RequestID: q.ID, Reason: "timeout"}})
-		if types(d) != "request.answer.failed request.answered" || lastEffect(w).Type != EffectRespond || lastEffect(w).Decision != ApproveDecline {
+		if types(d) != "request.answer.failed request.answered" || lastEffect(w).Type != EffectRespond || lastEffect(w).Decision != VerdictDecline {
 			t.Fatalf("failure %d: %s %+v", i, types(d), lastEffect(w))
 		}
 	}

@@ -10,58 +10,6 @@ import (
 	"time"
 )
 
-// Run statuses.
-const (
-	RunStatusQueued      = "queued"
-	RunStatusStarting    = "starting"
-	RunStatusRunning     = "running"
-	RunStatusWaiting     = "waiting"
-	RunStatusCompleted   = "completed"
-	RunStatusInterrupted = "interrupted"
-	RunStatusFailed      = "failed"
-	RunStatusCancelled   = "cancelled"
-	RunStatusRolledBack  = "rolled_back"
-)
-
-// Attempt reasons.
-const (
-	AttemptInitial                = "initial"
-	AttemptSteeringRestart        = "steering_restart"
-	AttemptRetry                  = "retry"
-	AttemptProviderRecovery       = "provider_recovery"
-	AttemptUsageLimitContinuation = "usage_limit_continuation"
-)
-
-// Node kinds. Provider item kinds (assistant_message, reasoning, tool_call,
-// command_execution, file_change, plan, subagent) are node kinds as they are.
-const (
-	NodeRootTurn        = "root_turn"
-	NodeSubagent        = "subagent"
-	NodeApprovalRequest = "approval_request"
-)
-
-// Node and message statuses.
-const (
-	StatusInProgress = "in_progress"
-	StatusCompleted  = "completed"
-	StatusFailed     = "failed"
-	StatusCancelled  = "cancelled"
-)
-
-// Session statuses.
-const (
-	SessionStatusOpen  = "open"
-	SessionStatusEnded = "ended"
-)
-
-// Request statuses.
-const (
-	RequestStatusPending   = "pending"
-	RequestStatusResolved  = "resolved"
-	RequestStatusExpired   = "expired"
-	RequestStatusCancelled = "cancelled"
-)
-
 // Thread is one user-visible conversation and everything under it.
 type Thread struct {
 	ID               string            `json:"id"`
@@ -69,7 +17,7 @@ type Thread struct {
 	Cwd              string            `json:"cwd"`
 	Model            string            `json:"model,omitempty"`
 	ProviderCommand  ProviderCommand   `json:"providerCommand"`
-	ApprovalPolicy   string            `json:"approvalPolicy"`
+	ApprovalPolicy   ApprovalPolicy    `json:"approvalPolicy"`
 	CreatedAt        time.Time         `json:"createdAt"`
 	UpdatedAt        time.Time         `json:"updatedAt"`
 	Runs             []Run             `json:"runs"`
@@ -103,7 +51,7 @@ type ProviderCommand struct {
 type Run struct {
 	ID            string     `json:"id"`
 	Ordinal       int        `json:"ordinal"`
-	Status        string     `json:"status"`
+	Status        RunStatus  `json:"status"`
 	MessageID     string     `json:"messageId"`
 	Input         string     `json:"input"`
 	QueuedAt      time.Time  `json:"queuedAt"`
@@ -131,10 +79,10 @@ type Run struct {
 
 // RunOutcome is how a run ends.
 type RunOutcome struct {
-	AttemptID  string   `json:"attemptId,omitempty"`
-	Status     string   `json:"status"`
-	StopReason string   `json:"stopReason,omitempty"`
-	Failure    *Failure `json:"failure,omitempty"`
+	AttemptID  string    `json:"attemptId,omitempty"`
+	Status     RunStatus `json:"status"`
+	StopReason string    `json:"stopReason,omitempty"`
+	Failure    *Failure  `json:"failure,omitempty"`
 }
 
 // SteeringMessage is a user message sent into an active run.
@@ -145,41 +93,35 @@ type SteeringMessage struct {
 
 // Attempt is one try at a run.
 type Attempt struct {
-	ID        string     `json:"id"`
-	Reason    string     `json:"reason"`
-	Status    string     `json:"status"`
-	SessionID string     `json:"sessionId,omitempty"`
-	StartedAt time.Time  `json:"startedAt"`
-	EndedAt   *time.Time `json:"endedAt,omitempty"`
-	RootNode  string     `json:"rootNode"`
+	ID        string        `json:"id"`
+	Reason    AttemptReason `json:"reason"`
+	Status    AttemptStatus `json:"status"`
+	SessionID string        `json:"sessionId,omitempty"`
+	StartedAt time.Time     `json:"startedAt"`
+	EndedAt   *time.Time    `json:"endedAt,omitempty"`
+	RootNode  string        `json:"rootNode"`
 }
 
 // Node is one part of a run's execution tree.
 type Node struct {
-	ID          string `json:"id"`
-	ParentID    string `json:"parentId,omitempty"`
-	AttemptID   string `json:"attemptId"`
-	Kind        string `json:"kind"`
-	Status      string `json:"status"`
-	ProviderRef string `json:"providerRef,omitempty"`
-	Title       string `json:"title,omitempty"`
+	ID          string     `json:"id"`
+	ParentID    string     `json:"parentId,omitempty"`
+	AttemptID   string     `json:"attemptId"`
+	Kind        NodeKind   `json:"kind"`
+	Status      ItemStatus `json:"status"`
+	ProviderRef string     `json:"providerRef,omitempty"`
+	Title       string     `json:"title,omitempty"`
 }
 
 // Message is what the user reads: their input and the assistant's replies.
 type Message struct {
-	ID     string `json:"id"`
-	RunID  string `json:"runId"`
-	NodeID string `json:"nodeId,omitempty"`
-	Role   string `json:"role"`
-	Text   string `json:"text"`
-	Status string `json:"status"`
+	ID     string     `json:"id"`
+	RunID  string     `json:"runId"`
+	NodeID string     `json:"nodeId,omitempty"`
+	Role   Role       `json:"role"`
+	Text   Text       `json:"text"`
+	Status ItemStatus `json:"status"`
 }
-
-// Message roles.
-const (
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-)
 
 // TurnItem is one visible step of a run, in order: reasoning, tool calls,
 // commands, file changes, plans.
@@ -187,24 +129,24 @@ type TurnItem struct {
 	ID     string          `json:"id"`
 	RunID  string          `json:"runId"`
 	NodeID string          `json:"nodeId"`
-	Kind   string          `json:"kind"`
+	Kind   NodeKind        `json:"kind"`
 	Title  string          `json:"title,omitempty"`
-	Status string          `json:"status"`
-	Text   string          `json:"text,omitempty"`
+	Status ItemStatus      `json:"status"`
+	Text   Text            `json:"text,omitzero"`
 	Detail json.RawMessage `json:"detail,omitempty"`
 }
 
 // ProviderSession is a durable record of one provider session (never a
 // process handle).
 type ProviderSession struct {
-	ID          string     `json:"id"`
-	Status      string     `json:"status"`
-	ProviderRef string     `json:"providerRef,omitempty"`
-	PluginPid   int        `json:"pluginPid,omitempty"`
-	ProviderPid int        `json:"providerPid,omitempty"`
-	OpenedAt    time.Time  `json:"openedAt"`
-	EndedAt     *time.Time `json:"endedAt,omitempty"`
-	EndReason   string     `json:"endReason,omitempty"`
+	ID          string        `json:"id"`
+	Status      SessionStatus `json:"status"`
+	ProviderRef string        `json:"providerRef,omitempty"`
+	PluginPid   int           `json:"pluginPid,omitempty"`
+	ProviderPid int           `json:"providerPid,omitempty"`
+	OpenedAt    time.Time     `json:"openedAt"`
+	EndedAt     *time.Time    `json:"endedAt,omitempty"`
+	EndReason   string        `json:"endReason,omitempty"`
 }
 
 // ProviderThread binds a provider's conversation id to the app.
@@ -220,13 +162,13 @@ type ProviderThread struct {
 
 // ProviderTurn binds a provider's turn id to a run attempt.
 type ProviderTurn struct {
-	ID               string `json:"id"`
-	ProviderThreadID string `json:"providerThreadId"`
-	ProviderRef      string `json:"providerRef"`
-	RunID            string `json:"runId"`
-	AttemptID        string `json:"attemptId"`
-	NodeID           string `json:"nodeId"`
-	Status           string `json:"status"`
+	ID               string     `json:"id"`
+	ProviderThreadID string     `json:"providerThreadId"`
+	ProviderRef      string     `json:"providerRef"`
+	RunID            string     `json:"runId"`
+	AttemptID        string     `json:"attemptId"`
+	NodeID           string     `json:"nodeId"`
+	Status           ItemStatus `json:"status"`
 }
 
 // RuntimeRequest is an approval or question from the provider.
@@ -236,20 +178,20 @@ type RuntimeRequest struct {
 	NodeID      string          `json:"nodeId,omitempty"`
 	SessionID   string          `json:"sessionId"`
 	ProviderRef string          `json:"providerRef"`
-	Kind        string          `json:"kind"`
+	Kind        RequestKind     `json:"kind"`
 	Title       string          `json:"title,omitempty"`
 	Options     []RequestOption `json:"options,omitempty"`
-	Status      string          `json:"status"`
-	Decision    string          `json:"decision,omitempty"`
+	Status      RequestStatus   `json:"status"`
+	Decision    Verdict         `json:"decision,omitempty"`
 	// Answers are the answers to a question, when it was answered.
 	Answers map[string]string `json:"answers,omitempty"`
 	// AnsweredBy is "policy" or "client" once an answer was sent.
-	AnsweredBy string `json:"answeredBy,omitempty"`
+	AnsweredBy Answerer `json:"answeredBy,omitempty"`
 	// AnswerFailures counts answers that did not reach the provider.
 	AnswerFailures int `json:"answerFailures,omitempty"`
 	// Delivery is "live" while the provider can still receive an answer,
 	// "not_resumable" after its process is gone.
-	Delivery string `json:"delivery"`
+	Delivery Delivery `json:"delivery"`
 }
 
 // RequestOption is one answer offered by the provider.
@@ -288,91 +230,20 @@ type Diagnostic struct {
 	Text  string `json:"text,omitempty"`
 }
 
-// Terminal says whether a run status is final.
-func Terminal(status string) bool {
-	switch status {
-	case RunStatusCompleted, RunStatusInterrupted, RunStatusFailed, RunStatusCancelled, RunStatusRolledBack:
-		return true
-	}
-	return false
-}
-
-// Active says whether a run status holds the thread.
-func Active(status string) bool {
-	switch status {
-	case RunStatusStarting, RunStatusRunning, RunStatusWaiting:
-		return true
-	}
-	return false
-}
-
-// Approval policies: how the host answers the provider's requests.
-const (
-	ApproveDecline = "decline" // answer every approval "decline" (the default)
-	ApproveAccept  = "accept"  // answer every approval "accept"
-	ApproveAsk     = "ask"     // leave every request to a client
-)
-
-// Request kinds the sdk's adapters report. Approvals are answered by the
-// thread's policy; questions need answers a policy cannot invent, so a
-// policy declines them; a generic (unknown) request is never answered by
-// policy.
-const (
-	RequestPermission         = "permission"
-	RequestCommandApproval    = "command_approval"
-	RequestFileChangeApproval = "file_change_approval"
-	RequestPermissions        = "permissions"
-	RequestUserInput          = "user_input"
-	RequestGeneric            = "generic"
-)
-
 // Capabilities is what the domain needs to know about a thread's
 // provider to choose a dispatch mode.
 type Capabilities struct {
 	NativeSteering bool
 }
 
-// Dispatch modes of message.dispatch.
-const (
-	ModeStartImmediately = "start_immediately"  // start a run now; refused while one is active
-	ModeQueueAfterActive = "queue_after_active" // a new run, started when the runs before it end
-	ModeSteerActive      = "steer_active"       // add the message to the active turn (native steering)
-	ModeRestartActive    = "restart_active"     // interrupt the active attempt; a new attempt carries the message
-)
-
-// Item kinds the domain treats specially.
-const (
-	ItemAssistantMessage = "assistant_message"
-	ItemReasoning        = "reasoning"
-)
-
-// Checkpoint scope kinds.
-const (
-	// ScopeRootRun is a run's scope (ordinal 0: the baseline before the
-	// first run); it advances the app run count.
-	ScopeRootRun = "root_run"
-	// ScopeSubagent is a subagent turn's scope, nested under its run's;
-	// it does not advance the app run count.
-	ScopeSubagent = "subagent"
-)
-
-// Checkpoint statuses.
-const (
-	CheckpointCapturing = "capturing"
-	CheckpointReady     = "ready"
-	CheckpointMissing   = "missing" // the cwd is not in a git repository
-	CheckpointError     = "error"
-	CheckpointStale     = "stale" // a rollback went back past it; its ref is deleted
-)
-
 // CheckpointScope is what a checkpoint belongs to: a run, or a subagent
 // turn within one.
 type CheckpointScope struct {
-	ID       string `json:"id"`
-	Kind     string `json:"kind"`
-	RunID    string `json:"runId,omitempty"`
-	NodeID   string `json:"nodeId,omitempty"`
-	ParentID string `json:"parentId,omitempty"`
+	ID       string    `json:"id"`
+	Kind     ScopeKind `json:"kind"`
+	RunID    string    `json:"runId,omitempty"`
+	NodeID   string    `json:"nodeId,omitempty"`
+	ParentID string    `json:"parentId,omitempty"`
 	// Ordinal is the run's ordinal for a root_run scope (0 for the
 	// baseline), the subagent's number within its run for a subagent one.
 	Ordinal          int  `json:"ordinal"`
@@ -388,14 +259,14 @@ type Checkpoint struct {
 	NodeID     string `json:"nodeId,omitempty"`
 	RunOrdinal int    `json:"runOrdinal"`
 	// BaseID is the checkpoint its file summary is against.
-	BaseID      string       `json:"baseId,omitempty"`
-	Ref         string       `json:"ref"`
-	Commit      string       `json:"commit,omitempty"`
-	Status      string       `json:"status"`
-	Files       []FileChange `json:"files,omitempty"`
-	Reason      string       `json:"reason,omitempty"`
-	RequestedAt time.Time    `json:"requestedAt"`
-	CapturedAt  *time.Time   `json:"capturedAt,omitempty"`
+	BaseID      string           `json:"baseId,omitempty"`
+	Ref         string           `json:"ref"`
+	Commit      string           `json:"commit,omitempty"`
+	Status      CheckpointStatus `json:"status"`
+	Files       []FileChange     `json:"files,omitempty"`
+	Reason      string           `json:"reason,omitempty"`
+	RequestedAt time.Time        `json:"requestedAt"`
+	CapturedAt  *time.Time       `json:"capturedAt,omitempty"`
 }
 
 // FileChange is one file a checkpoint changed against its base.
@@ -407,28 +278,13 @@ type FileChange struct {
 	Binary    bool   `json:"binary,omitempty"`
 }
 
-// Rollback statuses.
-const (
-	RollbackRestoringFiles = "restoring_files"
-	RollbackReconciling    = "reconciling_provider"
-	RollbackDone           = "completed"
-	RollbackStatusFailed   = "failed"
-)
-
-// How a rollback reconciled the provider's conversation.
-const (
-	ReconcileNone        = "none"            // the provider had no turns to drop
-	ReconcileNative      = "native_rollback" // the provider dropped the turns itself
-	ReconcileFreshThread = "fresh_thread"    // the next run starts a new conversation, with a handoff
-)
-
 // Rollback puts the files back to a checkpoint and the provider's
 // conversation back to the same point.
 type Rollback struct {
-	ID               string `json:"id"`
-	CheckpointID     string `json:"checkpointId"`
-	TargetRunOrdinal int    `json:"targetRunOrdinal"`
-	Status           string `json:"status"`
+	ID               string         `json:"id"`
+	CheckpointID     string         `json:"checkpointId"`
+	TargetRunOrdinal int            `json:"targetRunOrdinal"`
+	Status           RollbackStatus `json:"status"`
 	// Runs are the runs it rolls back; Checkpoints the ones it makes stale.
 	Runs         []string `json:"runs"`
 	Checkpoints  []string `json:"checkpoints"`
@@ -440,14 +296,14 @@ type Rollback struct {
 	SavedCommit string `json:"savedCommit,omitempty"`
 	// Reconciliation is how the provider was brought back (see the
 	// Reconcile constants), with what it dropped and any note.
-	Reconciliation    string     `json:"reconciliation,omitempty"`
-	ProviderThreadRef string     `json:"providerThreadRef,omitempty"`
-	TurnsDropped      int        `json:"turnsDropped,omitempty"`
-	Note              string     `json:"note,omitempty"`
-	FailedStage       string     `json:"failedStage,omitempty"`
-	Failure           *Failure   `json:"failure,omitempty"`
-	RequestedAt       time.Time  `json:"requestedAt"`
-	EndedAt           *time.Time `json:"endedAt,omitempty"`
+	Reconciliation    Reconciliation `json:"reconciliation,omitempty"`
+	ProviderThreadRef string         `json:"providerThreadRef,omitempty"`
+	TurnsDropped      int            `json:"turnsDropped,omitempty"`
+	Note              string         `json:"note,omitempty"`
+	FailedStage       string         `json:"failedStage,omitempty"`
+	Failure           *Failure       `json:"failure,omitempty"`
+	RequestedAt       time.Time      `json:"requestedAt"`
+	EndedAt           *time.Time     `json:"endedAt,omitempty"`
 }
 
 // InProgress says whether a rollback is still restoring files or
@@ -462,24 +318,15 @@ func (t *Thread) RollingBack() bool {
 	return n > 0 && t.Rollbacks[n-1].InProgress()
 }
 
-// Handoff statuses and strategies.
-const (
-	HandoffReady          = "ready"
-	HandoffStatusConsumed = "consumed"
-	HandoffSuperseded     = "superseded"
-
-	HandoffFullThreadSummary = "full_thread_summary"
-)
-
 // ContextHandoff is the portable context a fresh provider conversation
 // gets: what the runs it covers said and changed.
 type ContextHandoff struct {
-	ID         string `json:"id"`
-	RollbackID string `json:"rollbackId,omitempty"`
-	Strategy   string `json:"strategy"`
-	FromRun    int    `json:"fromRun"`
-	ToRun      int    `json:"toRun"`
-	Status     string `json:"status"`
+	ID         string          `json:"id"`
+	RollbackID string          `json:"rollbackId,omitempty"`
+	Strategy   HandoffStrategy `json:"strategy"`
+	FromRun    int             `json:"fromRun"`
+	ToRun      int             `json:"toRun"`
+	Status     HandoffStatus   `json:"status"`
 	// RunID is the run it was given to.
 	RunID string `json:"runId,omitempty"`
 	Text  string `json:"text"`

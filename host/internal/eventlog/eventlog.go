@@ -1,13 +1,17 @@
-// Package eventlog is Baton's append-only event log in Pebble. Each command
-// commits its events and its receipt in one synced batch; every event gets a
-// global sequence, strictly increasing with no gaps. Readers read after a
-// sequence and wait for more.
+// Package eventlog is Baton's append-only event log in Pebble. Each commit
+// writes its events, its receipt, its outbox changes and its thread's head,
+// live marker and snapshot in one synced batch; every event gets a global
+// sequence, strictly increasing with no gaps. Commits from many writers at
+// once share one synced write (group commit). Readers read after a
+// sequence and wait for more, and never see a sequence before everything
+// below it is durable.
 package eventlog
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,24 +32,29 @@ type Record struct {
 	Data     json.RawMessage `json:"data"`
 }
 
-// Receipt is a stored command receipt; the store keeps it opaque.
-type Receipt struct {
-	CommandID string
-	Data      []byte
-}
-
-// Store is the log. It is safe for concurrent use; appends are serialized.
+// Store is the log. It is safe for concurrent use. Appends go through one
+// sequencer goroutine, which assigns sequences in the order appends arrive
+// and commits all that are waiting with one synced write.
 type Store struct {
-	db *pebble.DB
+	db  *pebble.DB
+	log hclog.Logger
 
 	// life guards db against Close: readers hold it shared, Close
 	// exclusively, so no read runs on a closed db.
 	life sync.RWMutex
 
-	mu      sync.Mutex // serializes appends; guards last, changed, closed
-	last    uint64
+	qmu     sync.Mutex // guards queue, stopping
+	queue   []*appendReq
+	stopped bool          // no more appends are taken
+	wake    chan struct{} // one token: the queue is not empty, or the store stops
+	done    chan struct{} // closed when the sequencer has stopped
+
+	mu      sync.Mutex // guards last, changed, closed, broken
+	last    uint64     // the last sequence published: durable, its commit hooks run
 	changed chan struct{}
 	closed  bool
+	broken  error // a commit failed: nothing more is written until the store is reopened
+	next    uint64
 }
 
 // read runs f unless the store is closed.
@@ -76,13 +85,14 @@ func Open(dir string, log hclog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open event log %s: %w", dir, err)
 	}
-	s := &Store{db: db, changed: make(chan struct{})}
+	s := &Store{db: db, log: log, changed: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	last, err := s.lastSequence()
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open event log %s: %w", dir, err)
 	}
-	s.last = last
+	s.last, s.next = last, last
+	go s.sequence()
 	return s, nil
 }
 
@@ -98,19 +108,32 @@ func (s *Store) lastSequence() (uint64, error) {
 	return parseEventKey(it.Key())
 }
 
-// Close closes the store; waiting readers are woken.
+// Close commits what is queued, stops the sequencer and closes the store;
+// waiting readers are woken. The memtable is flushed first, so that the
+// next Open has no write-ahead log to replay.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	s.qmu.Lock()
+	if s.stopped {
+		s.qmu.Unlock()
+		<-s.done
 		return nil
 	}
+	s.stopped = true
+	s.qmu.Unlock()
+	s.signal()
+	<-s.done
+	s.mu.Lock()
 	s.closed = true
 	close(s.changed)
+	broken := s.broken
 	s.mu.Unlock()
 	s.life.Lock()
 	defer s.life.Unlock()
-	return s.db.Close()
+	var ferr error
+	if broken == nil {
+		ferr = s.db.Flush()
+	}
+	return errors.Join(ferr, s.db.Close())
 }
 
 // ErrClosed is returned after Close.
@@ -143,8 +166,9 @@ type EffectRef struct {
 	ID       string
 }
 
-// Batch is what one command commits, atomically: its events, the effects
-// they call for, the outbox entries it settles, and its receipt.
+// Batch is what one commit writes, atomically: its events, the effects
+// they call for, the outbox entries it settles, its receipt, and the state
+// of its thread after it.
 type Batch struct {
 	Events  []Pending
 	Effects []Effect
@@ -153,73 +177,245 @@ type Batch struct {
 	CommandID string
 	// Receipt builds the receipt once sequences are known: it is given
 	// the batch's last sequence.
-	Receipt func(last uint64) ([]byte, error)
+	Receipt func(last uint64) []byte
+
+	// ThreadID names the thread whose state follows: Head (written when
+	// not nil), Live (Keep, Set or Clear the thread's live marker) and
+	// Snapshot (written when not nil; its watermark is the batch's last
+	// sequence).
+	ThreadID string
+	Head     []byte
+	Live     LiveChange
+	Snapshot *Snapshot
+
+	// OnCommit, when set, is called once the batch is durable and before
+	// any reader can see its events, with the batch's last sequence. It
+	// runs on the sequencer: it must be quick and must not call the store.
+	OnCommit func(last uint64)
 }
 
-// Append commits a batch with one synced write and returns the stored
-// records and the ids of the new outbox entries. Effects need at least
-// one event in the batch: an effect id names the event that caused it.
+// LiveChange says what a batch does to its thread's live marker.
+type LiveChange int
+
+// Live marker changes.
+const (
+	LiveKeep LiveChange = iota
+	LiveSet
+	LiveClear
+)
+
+// appendReq is one Append waiting for the sequencer.
+type appendReq struct {
+	b     Batch
+	tails [][]byte // each event's record encoded without its sequence
+	recs  []Record
+	ids   []string
+	err   error
+	done  chan struct{}
+}
+
+// Append commits a batch with one synced write (shared with the batches of
+// other writers waiting at the same time) and returns the stored records
+// and the ids of the new outbox entries. Effects need at least one event
+// in the batch: an effect id names the event that caused it.
 func (s *Store) Append(in Batch) ([]Record, []string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, nil, ErrClosed
-	}
 	if len(in.Effects) > 0 && len(in.Events) == 0 {
 		return nil, nil, errors.New("append: effects without an event")
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	recs := make([]Record, len(in.Events))
-	seq := s.last
+	if in.Snapshot != nil && len(in.Events) == 0 {
+		return nil, nil, errors.New("append: a snapshot without an event to mark it")
+	}
+	for _, d := range in.Done {
+		if _, _, err := parseEffectID(d.ID); err != nil {
+			return nil, nil, fmt.Errorf("append: %w", err)
+		}
+	}
+	req := &appendReq{b: in, tails: make([][]byte, len(in.Events)), done: make(chan struct{})}
 	for i, e := range in.Events {
-		seq++
-		recs[i] = Record{Sequence: seq, ThreadID: e.ThreadID, Type: e.Type, At: e.At.UTC(), Data: e.Data}
-		v, err := json.Marshal(recs[i])
+		tail, err := encodeTail(e)
 		if err != nil {
 			return nil, nil, fmt.Errorf("append event %s: %w", e.Type, err)
 		}
-		if err := b.Set(eventKey(seq), v, nil); err != nil {
-			return nil, nil, err
-		}
-		if err := b.Set(threadKey(e.ThreadID, seq), nil, nil); err != nil {
-			return nil, nil, err
+		req.tails[i] = tail
+	}
+	s.qmu.Lock()
+	if s.stopped {
+		s.qmu.Unlock()
+		return nil, nil, ErrClosed
+	}
+	s.queue = append(s.queue, req)
+	s.qmu.Unlock()
+	s.signal()
+	<-req.done
+	return req.recs, req.ids, req.err
+}
+
+func (s *Store) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// maxGroup bounds how many appends share one write.
+const maxGroup = 512
+
+// sequence is the sequencer: it takes every append waiting, assigns their
+// sequences in arrival order, commits them in one synced batch, runs their
+// commit hooks, publishes the new last sequence, and answers them.
+func (s *Store) sequence() {
+	defer close(s.done)
+	for {
+		<-s.wake
+		for {
+			s.qmu.Lock()
+			group := s.queue
+			if len(group) > maxGroup {
+				group = group[:maxGroup]
+			}
+			s.queue = s.queue[len(group):]
+			stopped := s.stopped
+			s.qmu.Unlock()
+			if len(group) == 0 {
+				if stopped {
+					return
+				}
+				break
+			}
+			s.commit(group)
 		}
 	}
-	ids := make([]string, len(in.Effects))
-	for i, e := range in.Effects {
-		if err := b.Set(outboxKey(e.ThreadID, seq, uint32(i)), e.Data, nil); err != nil {
-			return nil, nil, err
+}
+
+func (s *Store) commit(group []*appendReq) {
+	s.mu.Lock()
+	err := s.broken
+	s.mu.Unlock()
+	seq := s.next
+	if err == nil {
+		b := s.db.NewBatch()
+		for _, r := range group {
+			if err = s.build(b, r, &seq); err != nil {
+				break
+			}
 		}
-		ids[i] = effectID(seq, uint32(i))
+		if err == nil {
+			if err = b.Commit(pebble.Sync); err != nil {
+				err = fmt.Errorf("commit events: %w", err)
+				s.mu.Lock()
+				s.broken = fmt.Errorf("event log unusable until reopened: %w", err)
+				s.mu.Unlock()
+			}
+		}
+		b.Close()
 	}
-	for _, d := range in.Done {
-		es, ei, err := parseEffectID(d.ID)
-		if err != nil {
-			return nil, nil, fmt.Errorf("append: %w", err)
+	if err != nil {
+		// Nothing of the group was written: its sequences are given again.
+		for _, r := range group {
+			r.recs, r.ids, r.err = nil, nil, err
+			close(r.done)
 		}
-		if err := b.Delete(outboxKey(d.ThreadID, es, ei), nil); err != nil {
-			return nil, nil, err
+		return
+	}
+	for _, r := range group {
+		if r.b.OnCommit != nil && len(r.recs) > 0 {
+			r.b.OnCommit(r.recs[len(r.recs)-1].Sequence)
 		}
 	}
-	if in.CommandID != "" {
-		v, err := in.Receipt(seq)
-		if err != nil {
-			return nil, nil, fmt.Errorf("append receipt %s: %w", in.CommandID, err)
-		}
-		if err := b.Set(receiptKey(in.CommandID), v, nil); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return nil, nil, fmt.Errorf("commit events: %w", err)
-	}
+	s.next = seq
+	s.mu.Lock()
 	if seq != s.last {
 		s.last = seq
 		close(s.changed)
 		s.changed = make(chan struct{})
 	}
-	return recs, ids, nil
+	s.mu.Unlock()
+	for _, r := range group {
+		close(r.done)
+	}
+}
+
+// build adds an append to the batch, advancing *seq past its events.
+func (s *Store) build(b *pebble.Batch, r *appendReq, seq *uint64) error {
+	in := r.b
+	r.recs = make([]Record, len(in.Events))
+	for i, e := range in.Events {
+		*seq++
+		r.recs[i] = Record{Sequence: *seq, ThreadID: e.ThreadID, Type: e.Type, At: e.At.UTC(), Data: e.Data}
+		if err := b.Set(eventKey(*seq), recordValue(*seq, r.tails[i]), nil); err != nil {
+			return err
+		}
+		if err := b.Set(threadKey(e.ThreadID, *seq), nil, nil); err != nil {
+			return err
+		}
+	}
+	last := *seq
+	r.ids = make([]string, len(in.Effects))
+	for i, e := range in.Effects {
+		if err := b.Set(outboxKey(e.ThreadID, last, uint32(i)), e.Data, nil); err != nil {
+			return err
+		}
+		r.ids[i] = effectID(last, uint32(i))
+	}
+	for _, d := range in.Done {
+		es, ei, _ := parseEffectID(d.ID) // checked by Append
+		if err := b.Delete(outboxKey(d.ThreadID, es, ei), nil); err != nil {
+			return err
+		}
+	}
+	if in.CommandID != "" {
+		if err := b.Set(receiptKey(in.CommandID), in.Receipt(last), nil); err != nil {
+			return err
+		}
+	}
+	return s.buildThreadState(b, in, last)
+}
+
+func (s *Store) buildThreadState(b *pebble.Batch, in Batch, last uint64) error {
+	if in.Head != nil {
+		if err := b.Set(threadStateKey(prefixHead, in.ThreadID), in.Head, nil); err != nil {
+			return err
+		}
+	}
+	switch in.Live {
+	case LiveSet:
+		if err := b.Set(threadStateKey(prefixLive, in.ThreadID), nil, nil); err != nil {
+			return err
+		}
+	case LiveClear:
+		if err := b.Delete(threadStateKey(prefixLive, in.ThreadID), nil); err != nil {
+			return err
+		}
+	}
+	if in.Snapshot != nil {
+		sn := *in.Snapshot
+		sn.Seq = last
+		if err := b.Set(threadStateKey(prefixSnapshot, in.ThreadID), encodeSnapshot(sn), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodeTail is an event's record in JSON without its sequence: the
+// sequencer puts that in front (recordValue), so that the encoding is
+// done by the writer, not the sequencer.
+func encodeTail(e Pending) ([]byte, error) {
+	return json.Marshal(struct {
+		ThreadID string          `json:"threadId"`
+		Type     string          `json:"type"`
+		At       time.Time       `json:"at"`
+		Data     json.RawMessage `json:"data"`
+	}{e.ThreadID, e.Type, e.At.UTC(), e.Data})
+}
+
+// recordValue is {"sequence":N, followed by the tail after its '{'.
+func recordValue(seq uint64, tail []byte) []byte {
+	v := make([]byte, 0, len(tail)+32)
+	v = append(v, `{"sequence":`...)
+	v = strconv.AppendUint(v, seq, 10)
+	v = append(v, ',')
+	return append(v, tail[1:]...)
 }
 
 // EffectDone removes a performed effect from the outbox (synced: an entry
@@ -240,25 +436,35 @@ func (s *Store) EffectDone(ref EffectRef) error {
 // Outbox returns every pending effect, by thread and in decided order.
 func (s *Store) Outbox() (out []StoredEffect, err error) {
 	err = s.read(func() error {
-		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixOutbox}, UpperBound: []byte{prefixOutbox + 1}})
-		if err != nil {
-			return err
-		}
-		defer it.Close()
-		for ok := it.First(); ok; ok = it.Next() {
-			thread, id, err := parseOutboxKey(it.Key())
+		return s.scan([]byte{prefixOutbox}, func(k, v []byte) error {
+			thread, id, err := parseOutboxKey(k)
 			if err != nil {
 				return err
 			}
-			out = append(out, StoredEffect{ID: id, ThreadID: thread, Data: append([]byte(nil), it.Value()...)})
-		}
-		return it.Error()
+			out = append(out, StoredEffect{ID: id, ThreadID: thread, Data: append([]byte(nil), v...)})
+			return nil
+		})
 	})
 	return out, err
 }
 
-// Last is the last committed sequence and a channel closed at the next
-// commit (or at Close).
+// scan calls f for every key with a prefix, in order.
+func (s *Store) scan(prefix []byte, f func(k, v []byte) error) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: upperBound(prefix)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := f(it.Key(), it.Value()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// Last is the last published sequence and a channel closed at the next
+// publication (or at Close).
 func (s *Store) Last() (uint64, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -268,32 +474,43 @@ func (s *Store) Last() (uint64, <-chan struct{}) {
 // Receipt returns a stored receipt.
 func (s *Store) Receipt(commandID string) (b []byte, found bool, err error) {
 	err = s.read(func() error {
-		v, closer, err := s.db.Get(receiptKey(commandID))
-		if errors.Is(err, pebble.ErrNotFound) {
-			return nil
-		}
+		b, found, err = s.get(receiptKey(commandID))
 		if err != nil {
 			return fmt.Errorf("read receipt %s: %w", commandID, err)
 		}
-		defer closer.Close()
-		b, found = append([]byte(nil), v...), true
 		return nil
 	})
 	return b, found, err
 }
 
-// After returns up to limit events with a sequence greater than after, in
-// order (limit <= 0: all).
+func (s *Store) get(k []byte) ([]byte, bool, error) {
+	v, closer, err := s.db.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), true, nil
+}
+
+// After returns up to limit published events with a sequence greater than
+// after, in order (limit <= 0: all).
 func (s *Store) After(after uint64, limit int) (out []Record, err error) {
+	last, _ := s.Last()
+	if after >= last {
+		return nil, nil
+	}
 	err = s.read(func() error {
-		out, err = s.after(after, limit)
+		out, err = s.after(after, last, limit)
 		return err
 	})
 	return out, err
 }
 
-func (s *Store) after(after uint64, limit int) ([]Record, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: eventKey(after + 1), UpperBound: []byte{prefixEvent + 1}})
+func (s *Store) after(after, last uint64, limit int) ([]Record, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: eventKey(after + 1), UpperBound: eventKey(last + 1)})
 	if err != nil {
 		return nil, err
 	}
@@ -312,40 +529,175 @@ func (s *Store) after(after uint64, limit int) ([]Record, error) {
 	return out, it.Error()
 }
 
-// ThreadAfter returns a thread's events after a sequence, in order.
-func (s *Store) ThreadAfter(threadID string, after uint64) (out []Record, err error) {
+// ThreadAfter returns up to limit of a thread's events with a sequence
+// greater than after and at most upTo, in order (limit <= 0: all). It reads
+// the thread's index, not the global log. With upTo 0 it reads up to the
+// last published sequence; a caller that passes upTo knows the thread's
+// events up to it are committed (its projection shows them).
+func (s *Store) ThreadAfter(threadID string, after, upTo uint64, limit int) (out []Record, err error) {
+	if upTo == 0 {
+		upTo, _ = s.Last()
+	}
+	if after >= upTo {
+		return nil, nil
+	}
 	err = s.read(func() error {
-		out, err = s.threadAfter(threadID, after)
+		out, err = s.threadAfter(threadID, after, upTo, limit)
 		return err
 	})
 	return out, err
 }
 
-func (s *Store) threadAfter(threadID string, after uint64) ([]Record, error) {
-	p := threadPrefix(threadID)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: threadKey(threadID, after+1), UpperBound: upperBound(p)})
+func (s *Store) threadAfter(threadID string, after, upTo uint64, limit int) ([]Record, error) {
+	idx, err := s.db.NewIter(&pebble.IterOptions{LowerBound: threadKey(threadID, after+1), UpperBound: threadKey(threadID, upTo+1)})
 	if err != nil {
 		return nil, err
 	}
-	defer it.Close()
+	defer idx.Close()
+	evs, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixEvent}, UpperBound: []byte{prefixEvent + 1}})
+	if err != nil {
+		return nil, err
+	}
+	defer evs.Close()
 	var out []Record
-	for ok := it.First(); ok; ok = it.Next() {
-		seq, err := parseThreadKey(it.Key())
+	for ok := idx.First(); ok; ok = idx.Next() {
+		seq, err := parseThreadKey(idx.Key())
 		if err != nil {
 			return nil, err
 		}
-		v, closer, err := s.db.Get(eventKey(seq))
-		if err != nil {
-			return nil, fmt.Errorf("thread %s index names event %d: %w", threadID, seq, err)
+		k := eventKey(seq)
+		if !evs.SeekGE(k) || string(evs.Key()) != string(k) {
+			if err := evs.Error(); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("thread %s index names event %d, which is not in the log", threadID, seq)
 		}
-		r, err := decodeRecord(eventKey(seq), v)
-		closer.Close()
+		r, err := decodeRecord(k, evs.Value())
 		if err != nil {
 			return nil, err
+		}
+		if r.ThreadID != threadID {
+			return nil, fmt.Errorf("thread %s index names event %d, which is thread %s's", threadID, seq, r.ThreadID)
 		}
 		out = append(out, r)
+		if limit > 0 && len(out) == limit {
+			break
+		}
 	}
-	return out, it.Error()
+	return out, idx.Error()
+}
+
+// HasThreadEvent says whether event seq is the thread's.
+func (s *Store) HasThreadEvent(threadID string, seq uint64) (found bool, err error) {
+	err = s.read(func() error {
+		_, found, err = s.get(threadKey(threadID, seq))
+		return err
+	})
+	return found, err
+}
+
+// ThreadSnapshot returns a thread's snapshot. A snapshot that cannot be
+// trusted is an error wrapping ErrCorruptSnapshot.
+func (s *Store) ThreadSnapshot(threadID string) (sn Snapshot, found bool, err error) {
+	err = s.read(func() error {
+		var v []byte
+		if v, found, err = s.get(threadStateKey(prefixSnapshot, threadID)); err != nil || !found {
+			return err
+		}
+		sn, err = decodeSnapshot(v)
+		return err
+	})
+	if err != nil {
+		return Snapshot{}, false, fmt.Errorf("snapshot of thread %s: %w", threadID, err)
+	}
+	return sn, found, nil
+}
+
+// Head is a thread's head as a list shows it.
+type Head struct {
+	ThreadID string
+	Data     []byte
+}
+
+// Heads returns up to limit thread heads after a thread id, in id order
+// (limit <= 0: all).
+func (s *Store) Heads(after string, limit int) (out []Head, err error) {
+	err = s.read(func() error {
+		lower := threadStateKey(prefixHead, after)
+		if after != "" {
+			lower = append(lower, 0) // the smallest key after it
+		}
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{prefixHead + 1}})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			out = append(out, Head{ThreadID: string(it.Key()[1:]), Data: append([]byte(nil), it.Value()...)})
+			if limit > 0 && len(out) == limit {
+				break
+			}
+		}
+		return it.Error()
+	})
+	return out, err
+}
+
+// Head returns one thread's head.
+func (s *Store) Head(threadID string) (b []byte, found bool, err error) {
+	err = s.read(func() error {
+		b, found, err = s.get(threadStateKey(prefixHead, threadID))
+		return err
+	})
+	return b, found, err
+}
+
+// LiveThreads returns the threads marked live, in id order.
+func (s *Store) LiveThreads() (out []string, err error) {
+	err = s.read(func() error {
+		return s.scan([]byte{prefixLive}, func(k, _ []byte) error {
+			out = append(out, string(k[1:]))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// PutThreadState writes a thread's head, live marker and snapshot (whose
+// Seq must be one of the thread's events) without events: for indexing a
+// log written before they were kept.
+func (s *Store) PutThreadState(threadID string, head []byte, live bool, sn *Snapshot) error {
+	return s.read(func() error {
+		b := s.db.NewBatch()
+		defer b.Close()
+		in := Batch{ThreadID: threadID, Head: head, Live: LiveClear}
+		if live {
+			in.Live = LiveSet
+		}
+		if err := s.buildThreadState(b, in, 0); err != nil {
+			return err
+		}
+		if sn != nil {
+			if err := b.Set(threadStateKey(prefixSnapshot, threadID), encodeSnapshot(*sn), nil); err != nil {
+				return err
+			}
+		}
+		return b.Commit(pebble.Sync)
+	})
+}
+
+// Meta returns a metadata value.
+func (s *Store) Meta(name string) (v []byte, found bool, err error) {
+	err = s.read(func() error {
+		v, found, err = s.get(metaKey(name))
+		return err
+	})
+	return v, found, err
+}
+
+// SetMeta writes a metadata value, synced.
+func (s *Store) SetMeta(name string, v []byte) error {
+	return s.read(func() error { return s.db.Set(metaKey(name), v, pebble.Sync) })
 }
 
 func decodeRecord(k, v []byte) (Record, error) {

@@ -2,7 +2,9 @@ package eventlog
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +19,7 @@ func appendN(t testing.TB, s *Store, thread string, n int, cmd string) []Record 
 		ev[i] = Pending{ThreadID: thread, Type: "x.happened", At: time.Unix(1, 0), Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
 	}
 	recs, _, err := s.Append(Batch{Events: ev, CommandID: cmd,
-		Receipt: func(last uint64) ([]byte, error) { return []byte(fmt.Sprintf(`{"last":%d}`, last)), nil }})
+		Receipt: func(last uint64) []byte { return []byte(fmt.Sprintf(`{"last":%d}`, last)) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestLogProperty(t *testing.T) {
 			rt.Fatalf("After(0) = %d events, %v", len(all), err)
 		}
 		for th, want := range byThread {
-			got, err := s.ThreadAfter(th, 0)
+			got, err := s.ThreadAfter(th, 0, 0, 0)
 			if err != nil || len(got) != len(want) {
 				rt.Fatalf("thread %q: %d events, want %d (%v)", th, len(got), len(want), err)
 			}
@@ -79,7 +81,7 @@ func TestLogProperty(t *testing.T) {
 				}
 			}
 			if len(want) > 1 {
-				later, _ := s.ThreadAfter(th, want[0])
+				later, _ := s.ThreadAfter(th, want[0], 0, 0)
 				if len(later) != len(want)-1 {
 					rt.Fatalf("ThreadAfter(%d) = %d events", want[0], len(later))
 				}
@@ -257,5 +259,177 @@ func TestOutbox(t *testing.T) {
 	}
 	if _, _, err := parseOutboxKey([]byte("o")); err == nil {
 		t.Error("bad outbox key accepted")
+	}
+}
+
+// Appends from many writers at once share synced writes, and still: the
+// sequences are dense, each writer's events are in its order, every
+// commit hook runs before a reader can see its events, and a reader never
+// sees a sequence whose predecessors it cannot read.
+func TestConcurrentAppends(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const writers, commits = 8, 50
+	var hooked sync.Map // sequence -> true, set by the commit hooks
+	stop := make(chan struct{})
+	readerErr := make(chan error, 1)
+	go func() {
+		// A reader following the log: whatever it reads is complete and
+		// had its hook run.
+		var after uint64
+		for {
+			last, changed := s.Last()
+			recs, err := s.After(after, 0)
+			if err != nil {
+				readerErr <- err
+				return
+			}
+			for _, r := range recs {
+				if r.Sequence != after+1 {
+					readerErr <- fmt.Errorf("read %d after %d", r.Sequence, after)
+					return
+				}
+				after = r.Sequence
+			}
+			if last > 0 {
+				if _, ok := hooked.Load(last); !ok {
+					readerErr <- fmt.Errorf("sequence %d published before its hook ran", last)
+					return
+				}
+			}
+			select {
+			case <-changed:
+			case <-stop:
+				readerErr <- nil
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			th := fmt.Sprintf("w%d", w)
+			for i := range commits {
+				ev := []Pending{{ThreadID: th, Type: "x", At: time.Unix(1, 0), Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))},
+					{ThreadID: th, Type: "y", At: time.Unix(1, 0), Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}}
+				_, _, err := s.Append(Batch{Events: ev, ThreadID: th, OnCommit: func(last uint64) {
+					hooked.Store(last-1, true)
+					hooked.Store(last, true)
+				}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	if err := <-readerErr; err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := s.Last(); last != writers*commits*2 {
+		t.Fatalf("last %d, want %d", last, writers*commits*2)
+	}
+	for w := range writers {
+		th := fmt.Sprintf("w%d", w)
+		recs, err := s.ThreadAfter(th, 0, 0, 0)
+		if err != nil || len(recs) != commits*2 {
+			t.Fatalf("%s: %d events, %v", th, len(recs), err)
+		}
+		for i, r := range recs {
+			if want := fmt.Sprintf(`{"i":%d}`, i/2); string(r.Data) != want || (i > 0 && r.Sequence <= recs[i-1].Sequence) {
+				t.Fatalf("%s event %d: %s at %d", th, i, r.Data, r.Sequence)
+			}
+		}
+	}
+}
+
+// A thread's state (head, live marker, snapshot) is written with its
+// events; a snapshot's watermark is the batch's last event; a damaged
+// snapshot is an error, never a value.
+func TestThreadState(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := func(th string) []Pending {
+		return []Pending{{ThreadID: th, Type: "x", At: time.Unix(1, 0), Data: json.RawMessage(`{}`)}}
+	}
+	if _, _, err := s.Append(Batch{ThreadID: "a", Snapshot: &Snapshot{Body: []byte("x")}}); err == nil {
+		t.Fatal("a snapshot with no event was accepted")
+	}
+	s.Append(Batch{Events: ev("a"), ThreadID: "a", Head: []byte("A1"), Live: LiveSet})
+	s.Append(Batch{Events: ev("b"), ThreadID: "b", Head: []byte("B1"), Live: LiveSet})
+	s.Append(Batch{Events: append(ev("a"), ev("a")...), ThreadID: "a", Head: []byte("A2"), Live: LiveClear,
+		Snapshot: &Snapshot{Schema: 7, Body: []byte(`{"x":1}`)}})
+	s.Append(Batch{Events: ev("c"), ThreadID: "c", Head: []byte("C1")})
+	s.Close()
+	if s, err = Open(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sn, ok, err := s.ThreadSnapshot("a")
+	if err != nil || !ok || sn.Seq != 4 || sn.Schema != 7 || string(sn.Body) != `{"x":1}` {
+		t.Fatalf("snapshot %+v %v %v", sn, ok, err)
+	}
+	if _, ok, err := s.ThreadSnapshot("b"); ok || err != nil {
+		t.Fatalf("b has no snapshot: %v %v", ok, err)
+	}
+	live, _ := s.LiveThreads()
+	if fmt.Sprint(live) != "[b]" {
+		t.Fatalf("live %v", live)
+	}
+	heads, _ := s.Heads("", 0)
+	page, _ := s.Heads("a", 1)
+	if len(heads) != 3 || string(heads[0].Data) != "A2" || heads[2].ThreadID != "c" || len(page) != 1 || page[0].ThreadID != "b" {
+		t.Fatalf("heads %+v, page after a %+v", heads, page)
+	}
+	if h, ok, _ := s.Head("c"); !ok || string(h) != "C1" {
+		t.Fatalf("head c %q", h)
+	}
+	if ok, _ := s.HasThreadEvent("a", 4); !ok {
+		t.Fatal("event 4 is a's")
+	}
+	if ok, _ := s.HasThreadEvent("b", 4); ok {
+		t.Fatal("event 4 is not b's")
+	}
+	recs, _ := s.ThreadAfter("a", 1, 3, 0)
+	if len(recs) != 1 || recs[0].Sequence != 3 {
+		t.Fatalf("a after 1 up to 3: %+v", recs)
+	}
+	if recs, _ := s.ThreadAfter("a", 0, 0, 2); len(recs) != 2 || recs[1].Sequence != 3 {
+		t.Fatalf("a limit 2: %+v", recs)
+	}
+	// Damage: a flipped body byte, a short value, an unknown envelope.
+	good, _, _ := s.get(threadStateKey(prefixSnapshot, "a"))
+	for name, bad := range map[string][]byte{
+		"flipped": append(append([]byte(nil), good[:len(good)-1]...), good[len(good)-1]^1),
+		"short":   good[:5],
+		"format":  append([]byte{9}, good[1:]...),
+	} {
+		s.db.Set(threadStateKey(prefixSnapshot, "a"), bad, pebble.Sync)
+		if _, _, err := s.ThreadSnapshot("a"); !errors.Is(err, ErrCorruptSnapshot) {
+			t.Errorf("%s snapshot: %v", name, err)
+		}
+	}
+	if err := s.PutThreadState("z", []byte("Z"), true, &Snapshot{Seq: 4, Body: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	if sn, ok, _ := s.ThreadSnapshot("z"); !ok || sn.Seq != 4 {
+		t.Fatalf("put snapshot %+v", sn)
+	}
+	if live, _ := s.LiveThreads(); fmt.Sprint(live) != "[b z]" {
+		t.Fatalf("live %v", live)
+	}
+	if err := s.SetMeta("layout", []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, _ := s.Meta("layout"); !ok || string(v) != "2" {
+		t.Fatalf("meta %q", v)
 	}
 }

@@ -13,17 +13,37 @@ import (
 //	't' | threadID | 0x00 | u64be(seq)    -> empty (the thread index)
 //	'r' | commandID                       -> receipt (JSON)
 //	'o' | threadID | 0x00 | u64be(seq) | u32be(i) -> outbox effect (opaque)
+//	'h' | threadID                        -> the thread's head (opaque: what a thread list shows)
+//	'l' | threadID                        -> empty: the thread was live (a restart must reconcile it)
+//	'p' | threadID                        -> the thread's projection snapshot (see snapshot.go)
+//	'm' | name                            -> store metadata
 //
 // An outbox key names the last event of the batch that wrote the effect
 // and the effect's place in it, so a prefix scan reads a thread's pending
-// effects in the order they were decided.
+// effects in the order they were decided. The head, live and snapshot keys
+// of a thread are written in the batch of the events they follow from, so
+// they never disagree with the log.
 // Thread ids never contain 0x00 (the orchestrator checks ids it accepts).
 const (
-	prefixEvent   = 'e'
-	prefixThread  = 't'
-	prefixReceipt = 'r'
-	prefixOutbox  = 'o'
+	prefixEvent    = 'e'
+	prefixThread   = 't'
+	prefixReceipt  = 'r'
+	prefixOutbox   = 'o'
+	prefixHead     = 'h'
+	prefixLive     = 'l'
+	prefixSnapshot = 'p'
+	prefixMeta     = 'm'
 )
+
+// threadStateKey is a thread's key under a one-byte prefix (head, live,
+// snapshot).
+func threadStateKey(prefix byte, threadID string) []byte {
+	k := make([]byte, 0, len(threadID)+1)
+	k = append(k, prefix)
+	return append(k, threadID...)
+}
+
+func metaKey(name string) []byte { return append([]byte{prefixMeta}, name...) }
 
 func eventKey(seq uint64) []byte {
 	k := make([]byte, 9)

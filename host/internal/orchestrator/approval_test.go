@@ -28,7 +28,7 @@ func TestApprovalDeclinedByPolicy(t *testing.T) {
 		t.Fatalf("requests = %+v, want one", th.Requests)
 	}
 	q := th.Requests[0]
-	if q.Kind != "permission" || q.Status != domain.RequestStatusResolved || q.Decision != domain.ApproveDecline ||
+	if q.Kind != "permission" || q.Status != domain.RequestStatusResolved || q.Decision != domain.VerdictDecline ||
 		q.RunID != th.Runs[0].ID || q.NodeID == "" || len(q.Options) == 0 {
 		t.Errorf("request = %+v; want a permission resolved as declined, on the run's tool node, with options", q)
 	}

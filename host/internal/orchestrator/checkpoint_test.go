@@ -100,7 +100,8 @@ func fileList(c domain.Checkpoint) []string {
 // fourth run is accepted by the provider's transcript.
 func TestThreadRollback(t *testing.T) {
 	for _, tc := range []struct {
-		provider, reconciliation string
+		provider       string
+		reconciliation domain.Reconciliation
 	}{
 		{"codex", domain.ReconcileNative},
 		{"claude", domain.ReconcileNative},

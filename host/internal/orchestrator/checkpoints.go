@@ -20,10 +20,8 @@ const gitTimeout = 10 * time.Minute
 // checkpointInfo is what an effect needs from the projection: the thread's
 // cwd and provider, and the commit of a checkpoint.
 func (h *Host) checkpointInfo(threadID, checkpointID string) (cwd, provider, commit string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	t, ok := h.threads[threadID]
-	if !ok {
+	t, err := h.view(threadID)
+	if err != nil {
 		return "", "", ""
 	}
 	for _, c := range t.Checkpoints {
@@ -53,7 +51,7 @@ func (h *Host) capture(e domain.Effect) *domain.Command {
 		h.log.Warn("checkpoint capture failed", "thread", e.ThreadID, "checkpoint", e.CheckpointID, "error", err)
 		rec.Status, rec.Reason = domain.CheckpointError, err.Error()
 	} else {
-		rec.Status, rec.Commit, rec.Reason = res.Status, res.Commit, res.Reason
+		rec.Status, rec.Commit, rec.Reason = domain.CheckpointStatus(res.Status), res.Commit, res.Reason
 		for _, f := range res.Files {
 			rec.Files = append(rec.Files, domain.FileChange(f))
 		}
@@ -196,7 +194,7 @@ func (h *Host) Diff(ctx context.Context, threadID string, run, maxBytes int) (ch
 		return checkpoint.Diff{}, domain.Checkpoint{}, fmt.Errorf("%w: run %d of thread %s has no checkpoint", domain.ErrNotFound, run, threadID)
 	}
 	if c.Status != domain.CheckpointReady {
-		why := map[string]string{domain.CheckpointStale: "the run was rolled back and its checkpoint deleted",
+		why := map[domain.CheckpointStatus]string{domain.CheckpointStale: "the run was rolled back and its checkpoint deleted",
 			domain.CheckpointCapturing: "it is still being captured"}[c.Status]
 		return checkpoint.Diff{}, *c, fmt.Errorf("%w: the checkpoint of run %d is %s: %s", domain.ErrConflict, c.RunOrdinal, c.Status,
 			cmp.Or(c.Reason, why))

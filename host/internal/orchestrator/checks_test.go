@@ -92,9 +92,11 @@ func (e *env) subagentTurn(th domain.Thread, r domain.Run) domain.Node {
 // approvalCase is a scenario whose approval requests a client answers,
 // every one with the same decision.
 type approvalCase struct {
-	scenario, decision   string
+	scenario             string
+	decision             domain.Verdict
 	requests             int    // how many the provider asks
-	itemKind, itemStatus string // the one item of this kind ends so
+	itemKind             domain.NodeKind
+	itemStatus           domain.ItemStatus // the one item of this kind ends so
 }
 
 // checkApprovals plays an approval scenario on a thread that asks a client
@@ -157,7 +159,7 @@ func (e *env) checkUserMessages(th domain.Thread, r domain.Run, n int) {
 	var users []string
 	for _, m := range th.Messages {
 		if m.Role == domain.RoleUser {
-			users = append(users, m.Text)
+			users = append(users, m.Text.String())
 			if m.RunID != r.ID {
 				e.t.Errorf("user message %q belongs to %s, not the run %s", m.Text, m.RunID, r.ID)
 			}
@@ -181,7 +183,7 @@ func (e *env) checkSteeringRestart(th domain.Thread) domain.Run {
 		e.t.Fatalf("run = %s with %d attempts, want completed with 2", r.Status, len(r.Attempts))
 	}
 	first, second := r.Attempts[0], r.Attempts[1]
-	if first.Reason != domain.AttemptInitial || first.Status != domain.RunStatusInterrupted ||
+	if first.Reason != domain.AttemptInitial || first.Status != domain.AttemptStatus(domain.RunStatusInterrupted) ||
 		second.Reason != domain.AttemptSteeringRestart || r.FinalAttempt != second.ID {
 		e.t.Fatalf("attempts = %+v", r.Attempts)
 	}
@@ -197,7 +199,7 @@ func (e *env) checkSteeringRestart(th domain.Thread) domain.Run {
 // provider's conversation as said; runs 2 and 3 are rolled back, and the
 // fourth run answered from run 1's state. It returns the root checkpoints
 // (the baseline's, then each run's) and the rollback.
-func (e *env) checkRolledBackToRun1(th domain.Thread, reconciliation string) ([]domain.Checkpoint, domain.Rollback) {
+func (e *env) checkRolledBackToRun1(th domain.Thread, reconciliation domain.Reconciliation) ([]domain.Checkpoint, domain.Rollback) {
 	e.t.Helper()
 	t := e.t
 	want := map[string]string{"README.md": readme, ".gitignore": "*.log\n", "build.log": "ignored\n", "a.txt": "one\n"}
@@ -210,7 +212,7 @@ func (e *env) checkRolledBackToRun1(th domain.Thread, reconciliation string) ([]
 	if len(th.Runs) != 4 {
 		t.Fatalf("runs = %d, want 4", len(th.Runs))
 	}
-	for i, want := range []string{domain.RunStatusCompleted, domain.RunStatusRolledBack, domain.RunStatusRolledBack, domain.RunStatusCompleted} {
+	for i, want := range []domain.RunStatus{domain.RunStatusCompleted, domain.RunStatusRolledBack, domain.RunStatusRolledBack, domain.RunStatusCompleted} {
 		if r := th.Runs[i]; r.Status != want {
 			t.Errorf("run %d = %s, want %s (failure %+v)", r.Ordinal, r.Status, want, r.Failure)
 		}

@@ -18,7 +18,7 @@ import (
 // frame it writes. thread_rollback is in TestThreadRollback.
 
 // claudeThread creates a Claude Code thread on a transcript.
-func (e *env) claudeThread(scenario, policy string) string {
+func (e *env) claudeThread(scenario string, policy domain.ApprovalPolicy) string {
 	e.t.Helper()
 	id, _, _ := e.newThread("claude", "claude/"+scenario+".ndjson", policy)
 	return id
@@ -41,7 +41,7 @@ func TestClaudeSimple(t *testing.T) {
 	var reasoning []string
 	for _, it := range th.TurnItems {
 		if it.Kind == domain.ItemReasoning {
-			reasoning = append(reasoning, it.Text)
+			reasoning = append(reasoning, it.Text.String())
 		}
 	}
 	if !slices.Equal(reasoning, []string{"The user wants a greeting."}) {
@@ -142,7 +142,7 @@ func TestClaudeSteerThenInterrupt(t *testing.T) {
 func TestClaudeApprovals(t *testing.T) {
 	for _, tc := range []struct {
 		approvalCase
-		kind string // of the one request
+		kind domain.RequestKind // of the one request
 	}{
 		{approvalCase{"approval_accept", "accept", 1, "file_change", domain.StatusCompleted}, domain.RequestFileChangeApproval},
 		{approvalCase{"approval_decline", "decline", 1, "command_execution", "declined"}, domain.RequestCommandApproval},
@@ -196,7 +196,7 @@ func TestClaudeSubagent(t *testing.T) {
 			continue
 		}
 		under := m.NodeID == sub.ID || parent[m.NodeID] == sub.ID
-		if under != (m.Text == "Child says hi.") {
+		if under != (m.Text.String() == "Child says hi.") {
 			t.Errorf("message %q on node %s (under the subagent: %v)", m.Text, m.NodeID, under)
 		}
 	}
@@ -250,7 +250,7 @@ func TestClaudeBackgroundSubagentInterrupt(t *testing.T) {
 	threadID := e.claudeThread("subagent_background_interrupt", "")
 	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Ask a background helper to say hi"}})
 	th := e.waitFor(threadID, "the subagent's text", func(th domain.Thread) bool {
-		return slices.ContainsFunc(th.Messages, func(m domain.Message) bool { return m.Text == "Child says hi." })
+		return slices.ContainsFunc(th.Messages, func(m domain.Message) bool { return m.Text.String() == "Child says hi." })
 	})
 	e.dispatch(domain.Command{ID: "stop", ThreadID: threadID, Payload: domain.InterruptRun{RunID: th.Runs[0].ID}})
 	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
@@ -259,7 +259,7 @@ func TestClaudeBackgroundSubagentInterrupt(t *testing.T) {
 		t.Fatalf("run %s (requested %v), want interrupted", r.Status, r.InterruptRequested)
 	}
 	for _, n := range r.Nodes {
-		if n.Kind == domain.NodeSubagent && !domain.Terminal(n.Status) {
+		if n.Kind == domain.NodeSubagent && !domain.RunStatus(n.Status).Terminal() {
 			t.Errorf("subagent node %s is still %s", n.ID, n.Status)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // codexThread creates a codex thread on a transcript.
-func (e *env) codexThread(scenario, policy string) (string, domain.Command, domain.Receipt) {
+func (e *env) codexThread(scenario string, policy domain.ApprovalPolicy) (string, domain.Command, domain.Receipt) {
 	e.t.Helper()
 	return e.newThread("codex", "codex/"+scenario+".ndjson", policy)
 }
@@ -150,7 +150,7 @@ func TestCodexUnknownRequest(t *testing.T) {
 	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
 		t.Fatalf("run %s", r.Status)
 	}
-	kinds := map[string]domain.RuntimeRequest{}
+	kinds := map[domain.RequestKind]domain.RuntimeRequest{}
 	for _, q := range th.Requests {
 		kinds[q.Kind] = q
 	}

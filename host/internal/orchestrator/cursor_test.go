@@ -23,7 +23,7 @@ import (
 // attempts, starts a fresh chat with a handoff, and asks nothing.
 
 // cursorThread creates a cursor thread on a transcript.
-func (e *env) cursorThread(scenario, policy string) string {
+func (e *env) cursorThread(scenario string, policy domain.ApprovalPolicy) string {
 	e.t.Helper()
 	id, _, _ := e.newThread("cursor", "cursor/"+scenario+".ndjson", policy)
 	return id
@@ -67,7 +67,7 @@ func TestCursorSimple(t *testing.T) {
 	}
 	var kinds []string
 	for _, it := range th.TurnItems {
-		kinds = append(kinds, it.Kind+" "+it.Status)
+		kinds = append(kinds, string(it.Kind)+" "+string(it.Status))
 	}
 	for _, want := range []string{"reasoning completed", "file_change completed"} {
 		if !slices.Contains(kinds, want) {

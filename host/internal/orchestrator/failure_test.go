@@ -47,7 +47,7 @@ func TestRestartReconcilesARunInFlight(t *testing.T) {
 	e.restart()
 	th := mustThread(t, e, threadID)
 	r := th.Runs[0]
-	if !domain.Terminal(r.Status) || r.Failure == nil {
+	if !r.Status.Terminal() || r.Failure == nil {
 		t.Fatalf("after restart the run is %s (%+v); want it ended with a reason", r.Status, r.Failure)
 	}
 	for _, s := range th.ProviderSessions {

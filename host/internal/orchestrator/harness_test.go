@@ -157,7 +157,7 @@ func (e *env) createThread(provider, transcript string) string {
 }
 
 // createThreadWith creates a thread with an approval policy.
-func (e *env) createThreadWith(provider, transcript, policy string) string {
+func (e *env) createThreadWith(provider, transcript string, policy domain.ApprovalPolicy) string {
 	e.t.Helper()
 	id, _, _ := e.newThread(provider, transcript, policy)
 	return id
@@ -165,7 +165,7 @@ func (e *env) createThreadWith(provider, transcript, policy string) string {
 
 // newThread creates a thread and also returns the command and its
 // receipt, so that a test can send the same command again.
-func (e *env) newThread(provider, transcript, policy string) (string, domain.Command, domain.Receipt) {
+func (e *env) newThread(provider, transcript string, policy domain.ApprovalPolicy) (string, domain.Command, domain.Receipt) {
 	e.t.Helper()
 	cmd := domain.Command{ID: "create-" + e.t.Name(), Payload: domain.CreateThread{
 		Provider: provider, Cwd: e.ws, ProviderCommand: e.peer(transcript), ApprovalPolicy: policy}}
@@ -226,7 +226,7 @@ func allRunsEnded(n int) func(domain.Thread) bool {
 			return false
 		}
 		for _, r := range t.Runs {
-			if !domain.Terminal(r.Status) {
+			if !r.Status.Terminal() {
 				return false
 			}
 		}
@@ -255,7 +255,7 @@ func assistantText(t domain.Thread, runID string) string {
 	var s string
 	for _, m := range t.Messages {
 		if m.RunID == runID && m.Role == domain.RoleAssistant {
-			s += m.Text
+			s += m.Text.String()
 		}
 	}
 	return s

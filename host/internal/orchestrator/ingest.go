@@ -2,12 +2,45 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/sdk"
 )
+
+// Ingesting a session's events: each batch is one commit, its events
+// decided in order against the same scratch thread.
+
+// maxIngestBatch bounds how many provider events share one write.
+const maxIngestBatch = 256
+
+// ingestBatch decides a session's events, in order. Storage errors are
+// retried: a lost terminal event would leave its run running.
+func (h *Host) ingestBatch(s *liveSession, evs []sdk.RuntimeEvent) {
+	pevs := make([]domain.ProviderEvent, len(evs))
+	for i, ev := range evs {
+		pevs[i] = toDomain(ev)
+	}
+	id := fmt.Sprintf("pev:%s:%d", s.id, evs[0].Sequence)
+	if len(evs) > 1 {
+		id += fmt.Sprintf("-%d", evs[len(evs)-1].Sequence)
+	}
+	h.ingestRetrying(s, id, pevs)
+}
+
+// ingest decides one provider event the host made itself.
+func (h *Host) ingest(s *liveSession, ev domain.ProviderEvent, cmdID string) {
+	h.ingestRetrying(s, cmdID, []domain.ProviderEvent{ev})
+}
+
+func (h *Host) ingestRetrying(s *liveSession, cmdID string, evs []domain.ProviderEvent) {
+	err := h.retry("ingest provider events", func() error { return h.ingestEvents(s.threadID, s.id, cmdID, evs) },
+		"thread", s.threadID, "session", s.id)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		h.log.Error("ingest provider events failed; they are lost", "thread", s.threadID, "session", s.id, "events", len(evs), "error", err)
+	}
+}
 
 // providerEvents is the content of a batch of provider events, for its
 // receipt's hash.
@@ -18,12 +51,9 @@ type providerEvents struct {
 
 func (providerEvents) CommandType() string { return "provider.events" }
 
-// ingestEvents decides a session's provider events as one command: each is
+// ingestEvents commits a session's provider events as one command: each is
 // decided against the thread as the ones before it left it, and all of
 // them, their effects and one receipt are committed in one synced batch.
-// The projection is evolved as it goes (the writer holds h.mu, so the
-// sequences the store will assign are known); if the commit fails, the
-// thread's projection is rebuilt from the log.
 func (h *Host) ingestEvents(threadID, sessionID, cmdID string, evs []domain.ProviderEvent) error {
 	if len(evs) == 1 {
 		_, err := h.Dispatch(context.Background(), domain.Command{ID: cmdID, ThreadID: threadID,
@@ -31,95 +61,39 @@ func (h *Host) ingestEvents(threadID, sessionID, cmdID string, evs []domain.Prov
 		return err
 	}
 	hash := domain.Hash(domain.Command{ID: cmdID, ThreadID: threadID, Payload: providerEvents{SessionID: sessionID, Events: evs}})
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return ErrClosed
-	}
-	if b, ok, err := h.store.Receipt(cmdID); err != nil {
-		return err
-	} else if ok {
-		var rc domain.Receipt
-		if err := json.Unmarshal(b, &rc); err != nil || rc.PayloadHash != hash {
-			return fmt.Errorf("%w: events %s were stored with other content", domain.ErrConflict, cmdID)
-		}
-		return nil // a duplicate
-	}
-	t, ok := h.threads[threadID]
-	if !ok {
-		return fmt.Errorf("%w: thread %q", domain.ErrNotFound, threadID)
-	}
-	now := h.cfg.Now()
-	at := now.UTC() // as the store keeps it, so a rebuilt projection is the same
-	env := domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: h.capabilities(threadID)}
-	last, _ := h.store.Last()
-	batch := eventlog.Batch{CommandID: cmdID}
-	var effects []domain.Effect
-	fail := func(err error) error {
-		h.reload(threadID)
-		return err
-	}
-	for _, ev := range evs {
-		dec, err := domain.Decide(t, domain.Command{ID: cmdID, ThreadID: threadID,
-			Payload: domain.IngestProviderEvent{SessionID: sessionID, Event: ev}}, env)
-		if err != nil {
-			return fail(err)
-		}
-		for _, p := range dec.Events {
-			data, err := json.Marshal(p)
-			if err != nil {
-				return fail(fmt.Errorf("encode %s: %w", p.EventType(), err))
+	_, err := h.commit(commitReq{threadID: threadID, cmdID: cmdID, typ: providerEvents{}.CommandType(), hash: hash,
+		decide: func(t *domain.Thread, env domain.Env) (events []domain.Payload, effects []domain.Effect, err error) {
+			for _, ev := range evs {
+				d, err := domain.Decide(t, domain.Command{ID: cmdID, ThreadID: threadID,
+					Payload: domain.IngestProviderEvent{SessionID: sessionID, Event: ev}}, env)
+				if err != nil {
+					return nil, nil, err
+				}
+				events = append(events, d.Events...)
+				effects = append(effects, d.Effects...)
 			}
-			seq := last + uint64(len(batch.Events)) + 1
-			batch.Events = append(batch.Events, eventlog.Pending{ThreadID: threadID, Type: p.EventType(), At: now, Data: data})
-			domain.Evolve(t, domain.Event{Sequence: seq, ThreadID: threadID, At: at, Payload: p})
-		}
-		for _, e := range dec.Effects {
-			data, _ := json.Marshal(e) // an Effect always encodes
-			batch.Effects = append(batch.Effects, eventlog.Effect{ThreadID: e.ThreadID, Data: data})
-		}
-		effects = append(effects, dec.Effects...)
-	}
-	rc := domain.Receipt{CommandID: cmdID, Type: providerEvents{}.CommandType(), ThreadID: threadID, PayloadHash: hash, At: at}
-	batch.Receipt = func(last uint64) ([]byte, error) {
-		rc.Sequence = last
-		return json.Marshal(rc)
-	}
-	recs, ids, err := h.store.Append(batch)
-	if err != nil {
-		return fail(err)
-	}
-	if n := len(recs); n > 0 && recs[n-1].Sequence != last+uint64(n) {
-		// Cannot happen while h.mu is held by the only writer; if it did,
-		// the projection would name wrong sequences.
-		h.log.Error("event sequences differ from the ones foreseen; rebuilding the projection", "thread", threadID)
-		h.reload(threadID)
-	}
-	if h.ctx.Err() == nil {
-		for i, e := range effects {
-			e.ID = ids[i]
-			h.workerFor(e.ThreadID).push(e)
-		}
-	}
-	return nil
+			return events, effects, nil
+		}})
+	return err
 }
 
-// reload rebuilds a thread's projection from the log; h.mu is held.
-func (h *Host) reload(threadID string) {
-	recs, err := h.store.ThreadAfter(threadID, 0)
-	if err != nil {
-		h.log.Error("rebuild a thread's projection; it may show events the log does not have until the host restarts",
-			"thread", threadID, "error", err)
-		return
+func toDomain(ev sdk.RuntimeEvent) domain.ProviderEvent {
+	pe := domain.ProviderEvent{Sequence: ev.Sequence, Kind: domain.EventKind(ev.Kind), ClientTurnID: ev.ClientTurnID, RawFrame: ev.RawFrame, ThreadRef: ev.ThreadRef,
+		ParentThreadRef: ev.ParentThreadRef, TurnRef: ev.TurnRef, ItemRef: ev.ItemRef, ItemKind: domain.NodeKind(ev.ItemKind),
+		Title: ev.Title, Text: ev.Text, Status: ev.Status, RequestRef: ev.RequestRef, RequestKind: domain.RequestKind(ev.RequestKind),
+		ThreadUsable: ev.ThreadUsable, Detail: ev.Detail}
+	for _, o := range ev.Options {
+		pe.Options = append(pe.Options, domain.RequestOption{ID: o.ID, Label: o.Label, Kind: o.Kind})
 	}
-	t := &domain.Thread{}
-	for _, r := range recs {
-		p, err := domain.DecodePayload(r.Type, r.Data)
-		if err != nil {
-			h.log.Error("rebuild a thread's projection", "thread", threadID, "error", err)
-			return
-		}
-		domain.Evolve(t, domain.Event{Sequence: r.Sequence, ThreadID: r.ThreadID, At: r.At, Payload: p})
+	if u := ev.Usage; u != nil {
+		pe.Usage = &domain.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens,
+			ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens}
 	}
-	h.threads[threadID] = t
+	if f := ev.Failure; f != nil {
+		pe.Failure = &domain.Failure{Code: f.Code, Message: f.Message}
+	}
+	if l := ev.RateLimit; l != nil {
+		pe.RateLimit = &domain.RateLimit{Scope: l.Scope, UsedPercent: l.UsedPercent, ResetsAt: l.ResetsAt}
+	}
+	return pe
 }

@@ -49,11 +49,11 @@ func TestIngestBatch(t *testing.T) {
 	if live.ProviderThreads[1].ParentID != live.ProviderThreads[0].ID {
 		t.Fatalf("the second event was not decided against the first: %+v", live.ProviderThreads)
 	}
-	h.mu.Lock()
-	h.reload(th)
-	h.mu.Unlock()
-	rebuilt, _ := h.Thread(th)
-	if diff := cmp.Diff(live, rebuilt); diff != "" {
+	rebuilt, _, err := h.loadThread(th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(live, *rebuilt); diff != "" {
 		t.Fatalf("live projection differs from the log's (-live +log):\n%s", diff)
 	}
 	head = h.LastSequence()

@@ -85,7 +85,7 @@ func TestACPInterrupt(t *testing.T) {
 	th := mustThread(t, e, threadID)
 	interrupt := domain.Command{ID: "stop", ThreadID: threadID, Payload: domain.InterruptRun{RunID: th.Runs[0].ID}}
 	stopped := e.dispatch(interrupt)
-	if r := mustThread(t, e, threadID).Runs[0]; !r.InterruptRequested || domain.Terminal(r.Status) {
+	if r := mustThread(t, e, threadID).Runs[0]; !r.InterruptRequested || r.Status.Terminal() {
 		// The run may only end on the provider's word; it cannot have
 		// ended before the plugin even sent the cancel... unless the
 		// provider was faster than this check, which the transcript

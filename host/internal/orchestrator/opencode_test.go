@@ -13,7 +13,7 @@ import (
 // HTTP and server-sent events.
 
 // opencodeThread creates an opencode thread on a transcript.
-func (e *env) opencodeThread(scenario, policy string) (string, domain.Command, domain.Receipt) {
+func (e *env) opencodeThread(scenario string, policy domain.ApprovalPolicy) (string, domain.Command, domain.Receipt) {
 	e.t.Helper()
 	return e.newThread("opencode", "opencode/"+scenario+".ndjson", policy)
 }

@@ -139,7 +139,7 @@ func Run(ctx context.Context, h *orchestrator.Host, threadID string, s Script, o
 		var err error
 		switch {
 		case st.Send != "":
-			mode := st.Mode
+			mode := domain.DispatchMode(st.Mode)
 			if mode == "" {
 				mode = domain.ModeQueueAfterActive
 			} else if mode == "auto" {
@@ -168,7 +168,7 @@ func Run(ctx context.Context, h *orchestrator.Host, threadID string, s Script, o
 					return fmt.Errorf("step %d: no pending request to answer", i+1)
 				}
 				_, err = h.Dispatch(ctx, domain.Command{ID: id, ThreadID: threadID,
-					Payload: domain.RespondToRequest{RequestID: q.ID, Decision: st.Respond, Answers: st.Answers}})
+					Payload: domain.RespondToRequest{RequestID: q.ID, Decision: domain.Verdict(st.Respond), Answers: st.Answers}})
 			}
 		case st.Rollback != nil:
 			var rb domain.Rollback
@@ -203,7 +203,7 @@ func until(ctx context.Context, h *orchestrator.Host, threadID, what string, ok 
 	if ok(t) {
 		return nil
 	}
-	for _, err := range h.Events(ctx, seq) {
+	for _, err := range h.ThreadStream(ctx, threadID, seq) {
 		if err != nil {
 			return err
 		}
@@ -225,20 +225,20 @@ func Reached(t domain.Thread, what string) bool {
 	r := newest(t)
 	switch what {
 	case WaitRunning:
-		return r != nil && (r.Status == domain.RunStatusRunning || r.Status == domain.RunStatusWaiting || domain.Terminal(r.Status))
+		return r != nil && (r.Status == domain.RunStatusRunning || r.Status == domain.RunStatusWaiting || r.Status.Terminal())
 	case WaitText:
 		for _, m := range t.Messages {
-			if r != nil && m.RunID == r.ID && m.Role == domain.RoleAssistant && m.Text != "" {
+			if r != nil && m.RunID == r.ID && m.Role == domain.RoleAssistant && m.Text.Len() > 0 {
 				return true
 			}
 		}
-		return r != nil && domain.Terminal(r.Status)
+		return r != nil && r.Status.Terminal()
 	case WaitRequest:
 		// Nothing more can come once every run has ended.
 		return pending(t) != nil || Reached(t, WaitEnded)
 	default: // WaitEnded: every run, and any rollback
 		for _, r := range t.Runs {
-			if !domain.Terminal(r.Status) {
+			if !r.Status.Terminal() {
 				return false
 			}
 		}

@@ -50,7 +50,7 @@ func TestReached(t *testing.T) {
 	if !Reached(th, WaitRunning) || Reached(th, WaitText) || Reached(th, WaitRequest) || Reached(th, WaitEnded) {
 		t.Fatal("a running run with a queued one")
 	}
-	th.Messages = []domain.Message{{RunID: "r1", Role: domain.RoleAssistant, Text: "hi"}}
+	th.Messages = []domain.Message{{RunID: "r1", Role: domain.RoleAssistant, Text: domain.NewText("hi")}}
 	th.Requests = []domain.RuntimeRequest{{Status: domain.RequestStatusPending, Delivery: domain.DeliveryLive}}
 	if !Reached(th, WaitText) || !Reached(th, WaitRequest) {
 		t.Fatal("text and a pending request")

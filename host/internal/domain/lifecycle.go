@@ -1,0 +1,155 @@
+package domain
+
+import "slices"
+
+// The run lifecycle: a queued run starts when nothing is ahead of it; its
+// provider turn's terminal event closes its attempt (the completion
+// barrier) and asks for its checkpoint; the run ends when the checkpoint
+// is recorded, and the next queued run starts. Recovery ends what a host
+// that stopped left in flight, and starts nothing.
+
+// startNextQueued starts the oldest queued run, unless a run is active or
+// a rollback holds the thread.
+func startNextQueued(t *Thread, env Env, d *Decision) {
+	if t.activeRun() != nil || t.rollbackHolds() {
+		return
+	}
+	if r := t.oldestQueued(); r != nil {
+		startAttempt(t, r.ID, r.Input, AttemptInitial, env, d)
+	}
+}
+
+// startAttempt starts an attempt at a run: for a queued run its first, for
+// an active one a replacement. Its root node is made, and the effect that
+// sends the input to the provider.
+func startAttempt(t *Thread, runID, input string, reason AttemptReason, env Env, d *Decision) {
+	attemptID, rootID := env.NewID("att"), env.NewID("node")
+	if reason == AttemptInitial {
+		if !t.hasRootCheckpoint() {
+			// The baseline: the worktree before this run, captured before its
+			// turn is sent (effects run in order). It is the checkpoint of
+			// the run before, when a thread from before checkpoints has one.
+			prev := ""
+			for _, r := range t.Runs {
+				if r.ID != runID && r.Status.Terminal() && r.Status != RunStatusCancelled {
+					prev = r.ID
+				}
+			}
+			requestCheckpoint(t, prev, "", env, d)
+		}
+		d.emit(RunStarted{RunID: runID})
+		if h := t.readyHandoff(); h != nil {
+			// A fresh provider conversation after a rollback: the first run
+			// carries what came before. The handoff is used up when the
+			// provider takes the turn.
+			input = h.Text + "\n\n" + input
+		}
+	}
+	d.emit(
+		AttemptStarted{RunID: runID, AttemptID: attemptID, Reason: reason, RootNode: rootID},
+		NodeStarted{RunID: runID, NodeID: rootID, AttemptID: attemptID, Kind: NodeRootTurn},
+	)
+	d.effect(Effect{Type: EffectStartTurn, ThreadID: t.ID, RunID: runID, AttemptID: attemptID, Text: input})
+}
+
+// closeAttempt is the completion barrier of the run's active attempt: open
+// messages are flushed, open items closed, pending requests expired, and
+// the root node ends with rootStatus.
+func closeAttempt(t *Thread, runID string, rootStatus RunStatus, d *Decision) {
+	closing := StatusCompleted
+	if rootStatus != RunStatusCompleted {
+		closing = StatusCancelled
+	}
+	r := t.run(runID)
+	a := *r.attempt(r.ActiveAttempt)
+	var events []Payload
+	for _, m := range t.Messages {
+		if m.RunID == runID && m.Status == StatusInProgress {
+			events = append(events, MessageCompleted{MessageID: m.ID})
+		}
+	}
+	for _, n := range r.Nodes {
+		if n.Status == StatusInProgress && n.AttemptID == a.ID && n.ID != a.RootNode {
+			events = append(events, NodeCompleted{RunID: runID, NodeID: n.ID, Status: closing})
+		}
+	}
+	for _, q := range t.Requests {
+		if q.RunID == runID && q.Status == RequestStatusPending {
+			events = append(events, RequestResolved{RequestID: q.ID, Status: RequestStatusExpired})
+		}
+	}
+	root := StatusCompleted
+	if rootStatus != RunStatusCompleted {
+		root = ItemStatus(rootStatus)
+	}
+	events = append(events, NodeCompleted{RunID: runID, NodeID: a.RootNode, Status: root})
+	d.emit(events...)
+}
+
+// endRun ends an active run's work: its attempt's completion barrier,
+// then its checkpoint is asked for. The run ends (finishRun) when the
+// checkpoint is recorded: whatever it was, its files are kept.
+func endRun(t *Thread, runID string, status RunStatus, stopReason string, f *Failure, env Env, d *Decision) RunOutcome {
+	closeAttempt(t, runID, status, d)
+	out := RunOutcome{AttemptID: t.run(runID).ActiveAttempt, Status: status, StopReason: stopReason, Failure: f}
+	d.emit(RunCompleting{RunID: runID, RunOutcome: out})
+	requestCheckpoint(t, runID, "", env, d)
+	return out
+}
+
+// finishRun ends a run. Steering messages that were waiting for its
+// attempt to restart become runs of their own; the caller starts the next
+// queued run when it may.
+func finishRun(t *Thread, runID string, out RunOutcome, env Env, d *Decision) {
+	r := t.run(runID)
+	ordinal, pending := r.Ordinal, slices.Clone(r.PendingRestart)
+	d.emit(RunEnded{RunID: runID, AttemptID: out.AttemptID, Status: out.Status, StopReason: out.StopReason, Failure: out.Failure})
+	requeue(t, ordinal, runID, pending, "the run ended ("+string(out.Status)+") before its turn could restart with it", env, d)
+}
+
+// endSession ends a session; its pending requests can no longer be answered.
+func endSession(t *Thread, sessionID, reason string, d *Decision) {
+	var expired []Payload
+	for _, q := range t.Requests {
+		if q.SessionID == sessionID && q.Status == RequestStatusPending {
+			expired = append(expired, RequestResolved{RequestID: q.ID, Status: RequestStatusExpired, Delivery: DeliveryNotResumable})
+		}
+	}
+	d.emit(SessionEnded{SessionID: sessionID, Reason: reason})
+	d.emit(expired...)
+}
+
+// decideRecover reconciles a thread after a host start. Recovery starts no
+// work: runs it leaves queued start with the thread's next message.
+func decideRecover(t *Thread, p Recover, env Env, d *Decision) {
+	for _, e := range p.Effects {
+		d.emit(EffectCancelled{EffectID: e.ID, Type: e.Type, RunID: e.RunID, Reason: p.Reason})
+		if m := t.message(e.MessageID); m != nil && e.Type == EffectSteer {
+			if r := t.run(e.RunID); r != nil {
+				msg := SteeringMessage{MessageID: m.ID, Text: m.Text.String()}
+				requeue(t, r.Ordinal, r.ID, []SteeringMessage{msg},
+					"the host restarted before it was known to have reached the provider", env, d)
+			}
+		}
+	}
+	var open []string
+	for _, s := range t.ProviderSessions {
+		if s.Status == SessionStatusOpen {
+			open = append(open, s.ID)
+		}
+	}
+	for _, id := range open {
+		endSession(t, id, p.Reason, d)
+	}
+	// A run whose turn had ended ends as it would have; one in flight
+	// fails. Both end now (their checkpoints are captured after), so that
+	// nothing starts from recovery.
+	if r := t.activeRun(); r != nil {
+		runID, out := r.ID, r.Ending
+		if out == nil {
+			o := endRun(t, runID, RunStatusFailed, "", &Failure{Code: "host_restarted", Message: p.Reason}, env, d)
+			out = &o
+		}
+		finishRun(t, runID, *out, env, d)
+	}
+}

@@ -1,0 +1,177 @@
+package domain
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Messages and steering: a user message becomes a run of its own, joins
+// the active run's turn (native steering), or replaces the active attempt
+// (steering by restart); and interrupting a run.
+
+func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
+	if p.Text == "" {
+		return fmt.Errorf("%w: message.dispatch needs text", ErrInvalid)
+	}
+	if n := len(t.Rollbacks); n > 0 && t.Rollbacks[n-1].Status == RollbackStatusFailed {
+		rb := t.Rollbacks[n-1]
+		return fmt.Errorf("%w: rollback %s failed while restoring files (%s), so the files may be half-restored; no run starts until checkpoint.rollback succeeds",
+			ErrConflict, rb.ID, rb.Failure.Message)
+	}
+	active := t.activeRun()
+	mode := p.Mode
+	if mode == "" {
+		mode = autoMode(t, active, env.Caps)
+	}
+	msgID := p.MessageID
+	if msgID == "" {
+		msgID = env.NewID("msg")
+	}
+	if t.message(msgID) != nil {
+		return fmt.Errorf("%w: message %q already exists", ErrConflict, msgID)
+	}
+	switch mode {
+	case ModeStartImmediately:
+		if active != nil || t.hasQueued() || t.rollbackHolds() {
+			return fmt.Errorf("%w: a run is active or queued, or a rollback is in progress; send with mode %s, %s or %s", ErrConflict,
+				ModeQueueAfterActive, ModeSteerActive, ModeRestartActive)
+		}
+		queueRun(t, msgID, p.Text, env, d)
+		startNextQueued(t, env, d)
+	case ModeQueueAfterActive:
+		queueRun(t, msgID, p.Text, env, d)
+		startNextQueued(t, env, d) // runs a recovery left queued go first
+	case ModeSteerActive, ModeRestartActive:
+		return steer(t, active, mode, msgID, p, env, d)
+	default:
+		return fmt.Errorf("%w: unknown dispatch mode %q (want %s, %s, %s or %s)", ErrInvalid, mode,
+			ModeStartImmediately, ModeQueueAfterActive, ModeSteerActive, ModeRestartActive)
+	}
+	return nil
+}
+
+// steer adds a message to the active run: to its provider turn (native
+// steering), or to the replacement attempt that will carry it once the
+// active one has stopped (steering by restart).
+func steer(t *Thread, active *Run, mode DispatchMode, msgID string, p DispatchMessage, env Env, d *Decision) error {
+	if active == nil {
+		return fmt.Errorf("%w: %s needs an active run, and thread %s has none", ErrConflict, mode, t.ID)
+	}
+	if p.TargetRunID != "" && p.TargetRunID != active.ID {
+		return fmt.Errorf("%w: run %s is not the active run (%s is)", ErrConflict, p.TargetRunID, active.ID)
+	}
+	if active.InterruptRequested || active.Ending != nil {
+		return fmt.Errorf("%w: run %d is being interrupted or is ending; send with mode %s", ErrConflict, active.Ordinal, ModeQueueAfterActive)
+	}
+	turn := t.rootTurn(active)
+	if mode == ModeSteerActive {
+		if !env.Caps.NativeSteering {
+			return fmt.Errorf("%w: %s cannot steer a running turn; send with mode %s or %s", ErrUnsupported,
+				t.Provider, ModeRestartActive, ModeQueueAfterActive)
+		}
+		if turn == nil || len(active.PendingRestart) > 0 {
+			return fmt.Errorf("%w: run %d has no provider turn to steer yet; send with mode %s or %s", ErrConflict,
+				active.Ordinal, ModeRestartActive, ModeQueueAfterActive)
+		}
+	}
+	runID, a := active.ID, *active.attempt(active.ActiveAttempt)
+	first := len(active.PendingRestart) == 0
+	var interrupt Effect
+	if mode == ModeRestartActive && first {
+		interrupt = interruptEffect(t, active, turn)
+	}
+	d.emit(MessageAdded{MessageID: msgID, RunID: runID, Role: RoleUser, Text: p.Text, Status: StatusCompleted})
+	if mode == ModeSteerActive {
+		d.emit(RunSteered{RunID: runID, AttemptID: a.ID, MessageID: msgID})
+		d.effect(Effect{Type: EffectSteer, ThreadID: t.ID, RunID: runID, AttemptID: a.ID, MessageID: msgID,
+			SessionID: a.SessionID, TurnRef: turn.ProviderRef, Text: p.Text})
+		return nil
+	}
+	d.emit(RestartRequested{RunID: runID, AttemptID: a.ID, MessageID: msgID, Text: p.Text})
+	if first {
+		d.effect(interrupt)
+	}
+	return nil
+}
+
+// autoMode is the dispatch policy when the client does not choose: an
+// idle thread starts a run; a message for a run whose provider turn has
+// started steers it natively or by restart; anything else queues.
+func autoMode(t *Thread, active *Run, caps Capabilities) DispatchMode {
+	if active == nil {
+		return ModeQueueAfterActive // starts at once unless runs are queued
+	}
+	if t.rootTurn(active) == nil || active.InterruptRequested || active.Ending != nil || len(active.PendingRestart) > 0 {
+		if len(active.PendingRestart) > 0 && !active.InterruptRequested {
+			return ModeRestartActive // joins the replacement attempt already coming
+		}
+		return ModeQueueAfterActive
+	}
+	if caps.NativeSteering {
+		return ModeSteerActive
+	}
+	return ModeRestartActive
+}
+
+// queueRun adds a run for a message (already added, or added here). It
+// does not start it: the caller starts the next queued run when it may.
+func queueRun(t *Thread, msgID, text string, env Env, d *Decision) {
+	runID := env.NewID("run")
+	if t.message(msgID) == nil {
+		d.emit(MessageAdded{MessageID: msgID, RunID: runID, Role: RoleUser, Text: text, Status: StatusCompleted})
+	}
+	d.emit(RunQueued{RunID: runID, Ordinal: len(t.Runs) + 1, MessageID: msgID, Input: text})
+}
+
+// requeue makes steering messages that never reached the provider runs of
+// their own, saying so: a user's message is never dropped.
+func requeue(t *Thread, ordinal int, runID string, msgs []SteeringMessage, why string, env Env, d *Decision) {
+	for _, m := range msgs {
+		d.emit(DiagnosticRecorded{RunID: runID, Title: "a message for run " + strconv.Itoa(ordinal) + " was queued as a run of its own",
+			Text: why})
+		queueRun(t, m.MessageID, m.Text, env, d)
+	}
+}
+
+func decideSteerFailed(t *Thread, p SteerFailed, env Env, d *Decision) error {
+	m := t.message(p.MessageID)
+	if m == nil {
+		return fmt.Errorf("%w: message %q", ErrNotFound, p.MessageID)
+	}
+	id, text := m.ID, m.Text.String()
+	d.emit(DiagnosticRecorded{RunID: p.RunID, Title: "the provider did not take a steering message; it was queued as a new run",
+		Text: p.Reason})
+	queueRun(t, id, text, env, d)
+	startNextQueued(t, env, d)
+	return nil
+}
+
+// interruptEffect asks the provider to stop the run's active attempt.
+func interruptEffect(t *Thread, r *Run, turn *ProviderTurn) Effect {
+	a := r.attempt(r.ActiveAttempt)
+	e := Effect{Type: EffectInterrupt, ThreadID: t.ID, RunID: r.ID, AttemptID: a.ID, SessionID: a.SessionID}
+	if turn != nil {
+		e.TurnRef = turn.ProviderRef
+	}
+	return e
+}
+
+func decideInterrupt(t *Thread, p InterruptRun, d *Decision) error {
+	r := t.run(p.RunID)
+	if r == nil {
+		return fmt.Errorf("%w: run %q", ErrNotFound, p.RunID)
+	}
+	switch {
+	case r.Status == RunStatusQueued:
+		d.emit(RunEnded{RunID: r.ID, Status: RunStatusCancelled, StopReason: "cancelled before it started"})
+	case r.Status.Terminal():
+		return fmt.Errorf("%w: run %d has already ended (%s)", ErrConflict, r.Ordinal, r.Status)
+	case r.InterruptRequested || r.Ending != nil:
+		// Asked before, or the turn is over: nothing to send.
+	default:
+		e := interruptEffect(t, r, t.rootTurn(r))
+		d.emit(InterruptRequested{RunID: r.ID, AttemptID: r.ActiveAttempt})
+		d.effect(e)
+	}
+	return nil
+}

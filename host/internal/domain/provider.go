@@ -1,0 +1,298 @@
+package domain
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// Provider events: what a provider session reports, bound to the app's
+// entities by its refs. Reprocessing the same event finds the bindings it
+// made before and allocates nothing new (invariant 1).
+
+func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision) {
+	ev := p.Event
+	s := t.session(p.SessionID)
+	if s == nil || s.Status != SessionStatusOpen {
+		return // a late event from a session that has ended: its effects are already recorded
+	}
+	var pt *ProviderTurn // the turn the event names, looked up once
+	if ev.TurnRef != "" {
+		pt = t.providerTurnByRef(ev.TurnRef)
+	}
+	switch ev.Kind {
+	case EvThreadStarted:
+		if ev.ThreadRef != "" && t.providerThreadByRef(ev.ThreadRef) == nil {
+			var parent string
+			if pt := t.providerThreadByRef(ev.ParentThreadRef); pt != nil {
+				parent = pt.ID
+			}
+			d.emit(ProviderThreadBound{ProviderThreadID: env.NewID("pthr"), SessionID: p.SessionID, ProviderRef: ev.ThreadRef, ParentID: parent})
+		}
+	case EvTurnStarted:
+		if ev.TurnRef != "" && pt == nil { // already bound: reprocessing allocates nothing
+			turnStarted(t, p.SessionID, ev, env, d)
+		}
+	case EvItemStarted, EvItemUpdated, EvItemCompleted, EvContentDelta:
+		decideItem(t, ev, pt, env, d)
+	case EvPlanUpdated:
+		planUpdated(t, ev, pt, env, d)
+	case EvRequestOpened:
+		requestOpened(t, p.SessionID, ev, pt, env, d)
+	case EvRequestResolved:
+		q := t.requestByRef(p.SessionID, ev.RequestRef)
+		if q == nil || q.Status != RequestStatusPending {
+			return
+		}
+		status := RequestStatusResolved
+		if Verdict(ev.Status) == VerdictCancel {
+			status = RequestStatusCancelled
+		}
+		d.emit(RequestResolved{RequestID: q.ID, Status: status, Decision: Verdict(ev.Status)})
+	case EvUsage:
+		// A run's usage is its root turn's: a subagent's own totals are
+		// not the run's.
+		if pt != nil {
+			if r := t.run(pt.RunID); r == nil || r.attempt(pt.AttemptID).RootNode != pt.NodeID {
+				return
+			}
+		}
+		if r := t.runFor(pt); r != nil && ev.Usage != nil && !r.settled() && !t.replaced(r, pt) {
+			d.emit(UsageReported{RunID: r.ID, Usage: *ev.Usage})
+		}
+	case EvTurnTerminal:
+		turnTerminal(t, ev, pt, env, d)
+	case EvRuntimeExited:
+		runtimeExited(t, p.SessionID, ev, env, d)
+	case EvDiagnostic:
+		var runID string
+		if r := t.runFor(pt); r != nil {
+			runID = r.ID
+		}
+		d.emit(DiagnosticRecorded{RunID: runID, Title: ev.Title, Text: ev.Text})
+	case EvRateLimit:
+		// Kept when it changes: providers repeat it after every reply.
+		if l := ev.RateLimit; l != nil && l.Scope != "" && !slices.ContainsFunc(t.RateLimits, l.equal) {
+			d.emit(RateLimitReported{RateLimit: *l})
+		}
+	}
+	// session_state is kept in the raw-frame log only.
+}
+
+func (l RateLimit) equal(m RateLimit) bool {
+	return l.Scope == m.Scope && l.UsedPercent == m.UsedPercent && l.ResetsAt.Equal(m.ResetsAt)
+}
+
+// turnStarted binds a provider turn to the attempt it is for: the one the
+// provider names (its client turn id), else the active run's.
+func turnStarted(t *Thread, sessionID string, ev ProviderEvent, env Env, d *Decision) {
+	pthr := t.providerThreadByRef(ev.ThreadRef)
+	child := pthr != nil && pthr.ParentID != ""
+	if ev.ClientTurnID != "" && !child {
+		// The provider names the attempt the turn is for. A turn for an
+		// attempt the host no longer wants (replaced, or its run ended) is
+		// bound to it, so that its events are known and ignored, and the
+		// provider is asked to stop it.
+		r, a := t.attemptByID(ev.ClientTurnID)
+		if a == nil {
+			d.emit(DiagnosticRecorded{Title: "provider turn started for an unknown attempt", Text: ev.ClientTurnID})
+			return
+		}
+		if !r.live() || r.ActiveAttempt != a.ID {
+			runID, attemptID, root := r.ID, a.ID, a.RootNode
+			pthrID := t.bindThread(pthr, sessionID, ev.ThreadRef, env, d)
+			d.emit(ProviderTurnBound{ProviderTurnID: env.NewID("pturn"), ProviderThreadID: pthrID, SessionID: sessionID,
+				ProviderRef: ev.TurnRef, RunID: runID, AttemptID: attemptID, NodeID: root})
+			d.effect(Effect{Type: EffectInterrupt, ThreadID: t.ID, RunID: runID, AttemptID: attemptID, SessionID: sessionID, TurnRef: ev.TurnRef})
+			return
+		}
+	}
+	r := t.activeRun()
+	if r == nil || r.ActiveAttempt == "" || r.Ending != nil {
+		d.emit(DiagnosticRecorded{Title: "provider turn started with no active run", Text: ev.TurnRef})
+		return
+	}
+	runID, a := r.ID, *r.attempt(r.ActiveAttempt)
+	parentNode := ""
+	if child {
+		parentNode = t.parentTurnNode(runID, a, pthr.ParentID)
+	}
+	pthrID := t.bindThread(pthr, sessionID, ev.ThreadRef, env, d)
+	node := a.RootNode
+	if child {
+		// A turn on a child (subagent) thread: it gets a node of its own
+		// under the node of its parent thread's turn, and its end never
+		// ends the run.
+		node = env.NewID("node")
+		d.emit(NodeStarted{RunID: runID, NodeID: node, ParentID: parentNode, AttemptID: a.ID,
+			Kind: NodeSubagent, ProviderRef: ev.TurnRef, Title: ev.Title})
+	}
+	d.emit(ProviderTurnBound{ProviderTurnID: env.NewID("pturn"), ProviderThreadID: pthrID, SessionID: sessionID,
+		ProviderRef: ev.TurnRef, RunID: runID, AttemptID: a.ID, NodeID: node})
+	if h := t.readyHandoff(); h != nil && node == a.RootNode && a.Reason == AttemptInitial {
+		d.emit(HandoffConsumed{HandoffID: h.ID, RunID: runID})
+	}
+}
+
+func planUpdated(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Decision) {
+	r := t.runFor(pt)
+	if r == nil || r.settled() || t.replaced(r, pt) {
+		return
+	}
+	ref := cmp.Or(ev.ItemRef, "plan")
+	if n := r.nodeByRef(ref); n != nil {
+		d.emit(NodeUpdated{RunID: r.ID, NodeID: n.ID, Detail: ev.Detail})
+		return
+	}
+	a := r.attempt(r.ActiveAttempt)
+	d.emit(NodeStarted{RunID: r.ID, NodeID: env.NewID("node"), ParentID: a.RootNode, AttemptID: a.ID, Kind: NodePlan,
+		ProviderRef: ref, Title: "Plan", Detail: ev.Detail})
+}
+
+func requestOpened(t *Thread, sessionID string, ev ProviderEvent, pt *ProviderTurn, env Env, d *Decision) {
+	if t.requestByRef(sessionID, ev.RequestRef) != nil {
+		return
+	}
+	var runID, nodeID string
+	// A request of a replaced attempt is kept (it can be answered) but
+	// does not hold the run.
+	if r := t.runFor(pt); r != nil && !t.replaced(r, pt) {
+		runID = r.ID
+		if n := r.nodeByRef(ev.ItemRef); n != nil {
+			nodeID = n.ID
+		}
+	}
+	reqID := env.NewID("req")
+	d.emit(RequestOpened{RequestID: reqID, RunID: runID, NodeID: nodeID, SessionID: sessionID,
+		ProviderRef: ev.RequestRef, Kind: ev.RequestKind, Title: ev.Title, Options: ev.Options})
+	// The thread's policy answers at once where it can; the request
+	// resolves when the provider says it got the answer.
+	if decision := policyDecision(t.ApprovalPolicy, ev.RequestKind); decision != "" {
+		d.emit(RequestAnswered{RequestID: reqID, Decision: decision, By: AnsweredByPolicy})
+		d.effect(Effect{Type: EffectRespond, ThreadID: t.ID, RunID: runID, SessionID: sessionID,
+			RequestRef: ev.RequestRef, Decision: decision})
+	}
+}
+
+// turnTerminal ends a provider turn: a child's ends its node; the root
+// turn of the active attempt ends the run (invariant 2), or, when the
+// attempt was stopped for steering by restart, starts its replacement.
+func turnTerminal(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Decision) {
+	if pt == nil {
+		d.emit(DiagnosticRecorded{Title: "terminal event for an unknown provider turn", Text: ev.TurnRef})
+		return
+	}
+	r := t.run(pt.RunID)
+	if r == nil || r.ActiveAttempt != pt.AttemptID || r.settled() {
+		return
+	}
+	status := TurnStatus(ev.Status)
+	if a := r.attempt(pt.AttemptID); pt.NodeID != a.RootNode {
+		if n := t.node(r.ID, pt.NodeID); n != nil && n.Status == StatusInProgress {
+			runID, nodeID := r.ID, n.ID
+			d.emit(NodeCompleted{RunID: runID, NodeID: nodeID, Status: status.ItemStatus()})
+			// A subagent's checkpoint, in a scope of its own under the
+			// run's: it does not advance the app run count.
+			requestCheckpoint(t, runID, nodeID, env, d)
+		}
+		return
+	}
+	if len(r.PendingRestart) > 0 && !r.InterruptRequested {
+		// Steering by restart: the attempt that was asked to stop has
+		// stopped; a replacement carries the steering messages.
+		runID, attemptID := r.ID, r.ActiveAttempt
+		var input strings.Builder
+		for i, m := range r.PendingRestart {
+			if i > 0 {
+				input.WriteString("\n\n")
+			}
+			input.WriteString(m.Text)
+		}
+		closeAttempt(t, runID, status.RunStatus(), d)
+		d.emit(AttemptEnded{RunID: runID, AttemptID: attemptID, Status: status.RunStatus()})
+		startAttempt(t, runID, input.String(), AttemptSteeringRestart, env, d)
+		return
+	}
+	endRun(t, r.ID, status.RunStatus(), ev.Title, ev.Failure, env, d)
+}
+
+// runtimeExited ends a session whose provider process is gone: its
+// pending requests can no longer be answered, and a run whose turn it had
+// fails.
+func runtimeExited(t *Thread, sessionID string, ev ProviderEvent, env Env, d *Decision) {
+	reason := ev.Status
+	if ev.Failure != nil {
+		reason = ev.Failure.Message
+	}
+	endSession(t, sessionID, reason, d)
+	r := t.activeRun()
+	if r == nil || r.Ending != nil {
+		return
+	}
+	// Only an attempt this session took ends with it; one not yet sent
+	// anywhere will open a new session.
+	if a := r.attempt(r.ActiveAttempt); a.SessionID == sessionID {
+		f := Failure{Code: "provider_exited", Message: "the provider process exited during the run"}
+		if ev.Failure != nil {
+			f.Message = ev.Failure.Message
+			f.Code = cmp.Or(ev.Failure.Code, f.Code)
+		}
+		endRun(t, r.ID, RunStatusFailed, "", &f, env, d)
+	}
+}
+
+// decideItem maps item lifecycle and content events to nodes, turn items
+// and assistant messages. An item is bound by its provider ref within the
+// run: the same frame processed twice finds the node it made before.
+func decideItem(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Decision) {
+	r := t.runFor(pt)
+	if r == nil || r.settled() || r.ActiveAttempt == "" || ev.ItemRef == "" {
+		return
+	}
+	if t.replaced(r, pt) {
+		return // a late event of an attempt that was replaced
+	}
+	runID := r.ID
+	var n Node // a copy: emits below may move the run's nodes
+	if found := r.nodeByRef(ev.ItemRef); found != nil {
+		n = *found
+	} else {
+		a := r.attempt(r.ActiveAttempt)
+		parent := a.RootNode
+		if pt != nil {
+			parent = pt.NodeID // a subagent's items nest under its node
+		}
+		n = Node{ID: env.NewID("node"), Kind: cmp.Or(ev.ItemKind, NodeToolCall), Status: StatusInProgress}
+		d.emit(NodeStarted{RunID: runID, NodeID: n.ID, ParentID: parent, AttemptID: a.ID, Kind: n.Kind,
+			ProviderRef: ev.ItemRef, Title: ev.Title, Detail: ev.Detail})
+		if n.Kind == ItemAssistantMessage {
+			d.emit(MessageAdded{MessageID: n.ID, RunID: runID, NodeID: n.ID, Role: RoleAssistant, Status: StatusInProgress})
+		}
+	}
+	switch ev.Kind {
+	case EvContentDelta:
+		if ev.Text == "" {
+			return
+		}
+		if n.Kind == ItemAssistantMessage {
+			d.emit(MessageDelta{MessageID: n.ID, Text: ev.Text})
+		} else {
+			d.emit(NodeDelta{RunID: runID, NodeID: n.ID, Text: ev.Text})
+		}
+	case EvItemUpdated:
+		if ev.Status != "" || ev.Title != "" || len(ev.Detail) > 0 {
+			d.emit(NodeUpdated{RunID: runID, NodeID: n.ID, Status: ItemStatus(ev.Status), Title: ev.Title, Detail: ev.Detail})
+		}
+	case EvItemCompleted:
+		if n.Status != StatusInProgress {
+			return
+		}
+		if len(ev.Detail) > 0 || ev.Title != "" {
+			d.emit(NodeUpdated{RunID: runID, NodeID: n.ID, Title: ev.Title, Detail: ev.Detail})
+		}
+		d.emit(NodeCompleted{RunID: runID, NodeID: n.ID, Status: cmp.Or(ItemStatus(ev.Status), StatusCompleted)})
+		if n.Kind == ItemAssistantMessage {
+			d.emit(MessageCompleted{MessageID: n.ID})
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package domain
+
+import (
+	"cmp"
+	"fmt"
+)
+
+// Runtime requests: a provider's approvals and questions, answered by the
+// thread's policy or a client.
+
+func decideRespond(t *Thread, p RespondToRequest, d *Decision) error {
+	q := t.request(p.RequestID)
+	if q == nil {
+		return fmt.Errorf("%w: request %q", ErrNotFound, p.RequestID)
+	}
+	switch p.Decision {
+	case VerdictAccept, VerdictAcceptForSession, VerdictDecline, VerdictCancel:
+		if p.Decision != VerdictDecline && p.Decision != VerdictCancel && q.Kind == RequestUserInput {
+			return fmt.Errorf("%w: a question is answered with decision %q (or declined), not %q", ErrInvalid, VerdictAnswer, p.Decision)
+		}
+	case VerdictAnswer:
+		if len(p.Answers) == 0 {
+			return fmt.Errorf("%w: decision %q needs answers", ErrInvalid, VerdictAnswer)
+		}
+		if q.Kind != RequestUserInput && q.Kind != RequestGeneric {
+			return fmt.Errorf("%w: a %s request takes accept, accept_for_session, decline or cancel, not answers", ErrInvalid, q.Kind)
+		}
+	default:
+		return fmt.Errorf("%w: decision must be accept, accept_for_session, decline, cancel or answer, got %q", ErrInvalid, p.Decision)
+	}
+	if q.Delivery == DeliveryNotResumable {
+		return fmt.Errorf("%w: request %s cannot be answered: its provider process is gone", ErrNotResumable, q.ID)
+	}
+	if q.Status != RequestStatusPending || q.AnsweredBy != "" {
+		return fmt.Errorf("%w: request %s is already %s", ErrConflict, q.ID, cmp.Or(string(q.AnsweredBy)+" answered", string(q.Status)))
+	}
+	e := Effect{Type: EffectRespond, ThreadID: t.ID, RunID: q.RunID, SessionID: q.SessionID, RequestRef: q.ProviderRef,
+		Decision: p.Decision, Answers: p.Answers}
+	d.emit(RequestAnswered{RequestID: q.ID, Decision: p.Decision, Answers: p.Answers, By: AnsweredByClient})
+	d.effect(e)
+	return nil
+}
+
+func decideRespondFailed(t *Thread, p RespondFailed, d *Decision) error {
+	q := t.request(p.RequestID)
+	if q == nil {
+		return fmt.Errorf("%w: request %q", ErrNotFound, p.RequestID)
+	}
+	if q.Status != RequestStatusPending || q.AnsweredBy == "" {
+		return nil
+	}
+	// A policy answers again, a few times: a client that answered is
+	// asked again instead.
+	again := q.AnsweredBy == AnsweredByPolicy && q.AnswerFailures+1 < policyAnswerTries
+	retry := Effect{Type: EffectRespond, ThreadID: t.ID, RunID: q.RunID, SessionID: q.SessionID,
+		RequestRef: q.ProviderRef, Decision: q.Decision}
+	id := q.ID
+	d.emit(RequestAnswerFailed{RequestID: id, Reason: p.Reason})
+	if again {
+		d.emit(RequestAnswered{RequestID: id, Decision: retry.Decision, By: AnsweredByPolicy})
+		d.effect(retry)
+	}
+	return nil
+}
+
+func decideUnreachable(t *Thread, p MarkRequestUnreachable, d *Decision) error {
+	q := t.request(p.RequestID)
+	if q == nil {
+		return fmt.Errorf("%w: request %q", ErrNotFound, p.RequestID)
+	}
+	if q.Status == RequestStatusPending {
+		d.emit(RequestResolved{RequestID: q.ID, Status: RequestStatusExpired, Delivery: DeliveryNotResumable})
+	}
+	return nil
+}
+
+// policyAnswerTries is how many times a policy's answer is sent before the
+// request is left to a client.
+const policyAnswerTries = 3
+
+// policyDecision is how a thread's approval policy answers a request of
+// a kind: "" leaves it to a client.
+func policyDecision(policy ApprovalPolicy, kind RequestKind) Verdict {
+	if policy == ApproveAsk {
+		return ""
+	}
+	switch kind {
+	case RequestPermission, RequestCommandApproval, RequestFileChangeApproval, RequestPermissions:
+		return Verdict(policy)
+	case RequestUserInput:
+		return VerdictDecline // a policy cannot invent answers
+	}
+	return "" // generic and unknown kinds are never answered by policy
+}

@@ -1,0 +1,294 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/eventlog"
+)
+
+// The one way anything is committed. A client's command, a provider's
+// events and the host's own observations all go through commit:
+//
+//  1. the command id is checked against the receipts (a duplicate returns
+//     its original receipt and does nothing);
+//  2. with the thread's writer lock, the command is decided against a
+//     scratch copy of the thread's projection, each event applied to it as
+//     it is emitted;
+//  3. the events, the receipt, the effects, the outbox entries settled and
+//     the thread's head, live marker and (now and then) snapshot are
+//     appended in one synced batch, which other threads' commits may share;
+//  4. once it is durable, the scratch copy is published as the thread's
+//     projection, before any reader can see the events;
+//  5. the effects go to the thread's worker, in commit order.
+//
+// Nothing holds a lock across the synced write that another thread's
+// commit waits on: the writer lock is the thread's own.
+
+// decideFunc decides against a scratch thread and returns the events and
+// effects it decided (its events already applied to the thread).
+type decideFunc func(t *domain.Thread, env domain.Env) ([]domain.Payload, []domain.Effect, error)
+
+// commitReq is one commit.
+type commitReq struct {
+	threadID string
+	cmdID    string
+	typ      string // the receipt's command type
+	hash     string // the command's content, to tell a duplicate from a reuse
+	decide   decideFunc
+	done     []eventlog.EffectRef // outbox entries this commit settles
+}
+
+// Dispatch decides a command, commits its events, receipt and effects in
+// one synced batch, publishes the thread's new projection, and hands the
+// effects to the thread's worker. A command id seen before returns the
+// original receipt and does nothing else; the same id with other content is
+// a conflict.
+func (h *Host) Dispatch(ctx context.Context, cmd domain.Command) (domain.Receipt, error) {
+	return h.dispatch(ctx, cmd, nil)
+}
+
+// dispatch is Dispatch that also settles outbox entries in the batch.
+func (h *Host) dispatch(ctx context.Context, cmd domain.Command, done []eventlog.EffectRef) (domain.Receipt, error) {
+	if err := validID("commandId", cmd.ID); err != nil {
+		return domain.Receipt{}, err
+	}
+	if cmd.Payload == nil {
+		return domain.Receipt{}, fmt.Errorf("%w: command %s has no payload", domain.ErrInvalid, cmd.ID)
+	}
+	// The hash is of the command as the client sent it: a retried
+	// thread.create without a thread id is the same command.
+	hash := domain.Hash(cmd)
+	if _, create := cmd.Payload.(domain.CreateThread); create && cmd.ThreadID == "" {
+		if rc, ok, err := h.receipt(cmd.ID, hash); err != nil || ok {
+			return rc, err
+		}
+		cmd.ThreadID = h.cfg.IDs.NewID("thr")
+	}
+	if err := validID("threadId", cmd.ThreadID); err != nil {
+		return domain.Receipt{}, err
+	}
+	if p, ok := cmd.Payload.(domain.RespondToRequest); ok {
+		if err := h.checkReachable(ctx, cmd.ThreadID, p.RequestID); err != nil {
+			return domain.Receipt{}, err
+		}
+	}
+	return h.commit(commitReq{threadID: cmd.ThreadID, cmdID: cmd.ID, typ: cmd.Payload.CommandType(), hash: hash, done: done,
+		decide: func(t *domain.Thread, env domain.Env) ([]domain.Payload, []domain.Effect, error) {
+			d, err := domain.Decide(t, cmd, env)
+			return d.Events, d.Effects, err
+		}})
+}
+
+// commit is the commit path described at the top of this file.
+func (h *Host) commit(c commitReq) (domain.Receipt, error) {
+	if h.closed.Load() {
+		return domain.Receipt{}, ErrClosed
+	}
+	release := h.cmds.reserve(c.cmdID)
+	defer release()
+	if rc, ok, err := h.receipt(c.cmdID, c.hash); err != nil || ok {
+		return rc, err
+	}
+	e := h.cache.acquire(c.threadID)
+	defer h.cache.release(e)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cur, err := h.loadLocked(e)
+	if err != nil {
+		return domain.Receipt{}, err
+	}
+	scratch := cur.Clone()
+	now := h.cfg.Now()
+	events, effects, err := c.decide(&scratch, domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: h.capabilities(c.threadID)})
+	if err != nil {
+		return domain.Receipt{}, err
+	}
+	rc := domain.Receipt{CommandID: c.cmdID, Type: c.typ, ThreadID: c.threadID, PayloadHash: c.hash, At: now.UTC()}
+	b := eventlog.Batch{CommandID: c.cmdID, Done: c.done, ThreadID: c.threadID,
+		Receipt: func(last uint64) []byte {
+			rc.Sequence = last
+			v, _ := json.Marshal(rc) // a receipt always encodes
+			return v
+		}}
+	size := 0
+	for _, p := range events {
+		data, err := json.Marshal(p)
+		if err != nil {
+			return domain.Receipt{}, fmt.Errorf("encode %s: %w", p.EventType(), err)
+		}
+		size += len(data)
+		b.Events = append(b.Events, eventlog.Pending{ThreadID: c.threadID, Type: p.EventType(), At: now, Data: data})
+	}
+	for _, ef := range effects {
+		data, _ := json.Marshal(ef) // an Effect always encodes
+		b.Effects = append(b.Effects, eventlog.Effect{ThreadID: ef.ThreadID, Data: data})
+	}
+	if len(events) > 0 {
+		h.stateOf(e, &scratch, size, &b)
+		published := &scratch
+		b.OnCommit = func(last uint64) {
+			published.Sequence = last
+			e.publish(published)
+		}
+	}
+	_, ids, err := h.store.Append(b)
+	if err != nil {
+		if errors.Is(err, eventlog.ErrClosed) {
+			err = ErrClosed
+		}
+		return domain.Receipt{}, err
+	}
+	h.afterCommit(e, b)
+	if len(effects) > 0 && h.ctx.Err() == nil { // closing: the effects wait in the outbox for the next host
+		for i := range effects {
+			effects[i].ID = ids[i]
+		}
+		h.push(c.threadID, effects)
+	}
+	return rc, nil
+}
+
+// stateOf fills in the thread state a batch writes beside its events: the
+// head, the live marker when it changes, and a snapshot when enough has
+// happened since the last one, or when the thread goes quiet. e.mu is held.
+func (h *Host) stateOf(e *threadEntry, t *domain.Thread, size int, b *eventlog.Batch) {
+	b.Head = encodeHead(t)
+	live := t.Live()
+	if live != e.live {
+		b.Live = eventlog.LiveClear
+		if live {
+			b.Live = eventlog.LiveSet
+		}
+	}
+	since := e.sinceSnapshot + size
+	quiet := e.live && !live
+	if since >= max(h.cfg.SnapshotBytes, e.snapshotSize) || (quiet && since >= h.cfg.SnapshotBytes/8) {
+		body, _ := json.Marshal(t) // a thread always encodes
+		b.Snapshot = &eventlog.Snapshot{Schema: projectionSchema, Body: body}
+	}
+}
+
+// afterCommit records in the entry what a committed batch wrote. e.mu is
+// held.
+func (h *Host) afterCommit(e *threadEntry, b eventlog.Batch) {
+	switch b.Live {
+	case eventlog.LiveSet:
+		e.live = true
+	case eventlog.LiveClear:
+		e.live = false
+	}
+	for _, p := range b.Events {
+		e.sinceSnapshot += len(p.Data)
+	}
+	if b.Snapshot != nil {
+		e.sinceSnapshot, e.snapshotSize = 0, len(b.Snapshot.Body)
+	}
+}
+
+// receipt returns the stored receipt of a command id, if any; a receipt of
+// other content is a conflict.
+func (h *Host) receipt(cmdID, hash string) (domain.Receipt, bool, error) {
+	b, ok, err := h.store.Receipt(cmdID)
+	if err != nil || !ok {
+		if errors.Is(err, eventlog.ErrClosed) {
+			err = ErrClosed
+		}
+		return domain.Receipt{}, false, err
+	}
+	var rc domain.Receipt
+	if err := json.Unmarshal(b, &rc); err != nil {
+		return domain.Receipt{}, false, fmt.Errorf("receipt of %s is corrupt: %w", cmdID, err)
+	}
+	if rc.PayloadHash != hash {
+		return domain.Receipt{}, false, fmt.Errorf("%w: command %s was already used for another %s command on thread %s",
+			domain.ErrConflict, cmdID, rc.Type, rc.ThreadID)
+	}
+	return rc, true, nil
+}
+
+// checkReachable refuses an answer to a request whose provider process is
+// gone (invariant 11): the request says so from then on, and the answer is
+// a clear error at once.
+func (h *Host) checkReachable(ctx context.Context, threadID, requestID string) error {
+	t, err := h.view(threadID)
+	if err != nil {
+		return nil // Decide says what is wrong
+	}
+	for i := range t.Requests {
+		q := &t.Requests[i]
+		if q.ID != requestID || q.Status != domain.RequestStatusPending || q.Delivery != domain.DeliveryLive {
+			continue
+		}
+		if h.sessionLive(threadID, q.SessionID) {
+			return nil
+		}
+		if _, err := h.Dispatch(ctx, *unreachableCmd(threadID, q.ID)); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: request %s cannot be answered: its provider process is gone", domain.ErrNotResumable, q.ID)
+	}
+	return nil
+}
+
+// capabilities is what the thread's live plugin says it can do (nothing,
+// when the thread has no live session: then no provider turn is running
+// to steer either).
+func (h *Host) capabilities(threadID string) domain.Capabilities {
+	h.smu.Lock()
+	defer h.smu.Unlock()
+	s, ok := h.sessions[threadID]
+	if !ok {
+		return domain.Capabilities{}
+	}
+	return domain.Capabilities{NativeSteering: s.plugin.Description.Capabilities.NativeSteering}
+}
+
+func validID(what, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: no %s", domain.ErrInvalid, what)
+	}
+	if len(id) > 256 || strings.ContainsRune(id, 0) || !utf8.ValidString(id) {
+		return fmt.Errorf("%w: %s %q is too long, not UTF-8 or holds a NUL byte", domain.ErrInvalid, what, id)
+	}
+	return nil
+}
+
+// inflight is the set of command ids being committed: a second commit of
+// the same id waits for the first, then finds its receipt. (Command ids
+// are global, so two threads' writers could otherwise both commit one.)
+type inflight struct {
+	mu  sync.Mutex
+	ids map[string]chan struct{}
+}
+
+// reserve waits until no commit holds id, then holds it until the
+// returned function is called.
+func (f *inflight) reserve(id string) (release func()) {
+	for {
+		f.mu.Lock()
+		if f.ids == nil {
+			f.ids = map[string]chan struct{}{}
+		}
+		busy, ok := f.ids[id]
+		if !ok {
+			ch := make(chan struct{})
+			f.ids[id] = ch
+			f.mu.Unlock()
+			return func() {
+				f.mu.Lock()
+				delete(f.ids, id)
+				f.mu.Unlock()
+				close(ch)
+			}
+		}
+		f.mu.Unlock()
+		<-busy
+	}
+}

@@ -1,0 +1,261 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/sdk"
+)
+
+// The outbox: effects are committed with the events that call for them, and
+// a worker per thread performs them in order, one at a time, removing each
+// from the outbox when its outcome is recorded.
+
+// worker performs one thread's effects. It is started with an effect and
+// ends when its queue is empty (or the host closes), so that idle threads
+// cost nothing.
+type worker struct {
+	threadID string
+	queue    []domain.Effect // guarded by h.wmu
+}
+
+// push hands effects to the thread's worker, starting one if needed. A
+// thread's commits push with its writer lock held, so its effects queue
+// in commit order.
+func (h *Host) push(threadID string, effects []domain.Effect) {
+	if len(effects) == 0 {
+		return
+	}
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	if h.ctx.Err() != nil {
+		return // closing: the effects wait in the outbox for the next host
+	}
+	w, ok := h.workers[threadID]
+	if !ok {
+		w = &worker{threadID: threadID}
+		h.workers[threadID] = w
+		h.wg.Go(func() { w.run(h) })
+	}
+	w.queue = append(w.queue, effects...)
+}
+
+// run performs the queue; when it is empty, the worker retires. Pushes and
+// the retirement take h.wmu, so no effect can arrive between the check and
+// the removal: the next one starts a new worker.
+func (w *worker) run(h *Host) {
+	for {
+		h.wmu.Lock()
+		if len(w.queue) == 0 {
+			delete(h.workers, w.threadID)
+			h.wmu.Unlock()
+			return
+		}
+		e := w.queue[0]
+		w.queue = w.queue[1:]
+		h.wmu.Unlock()
+		h.settle(e)
+	}
+}
+
+// settle performs an effect and removes it from the outbox: with the
+// command that records its outcome, in one batch, when it has one. An
+// effect cut short by the host closing stays in the outbox for the next
+// host to cancel; so does one whose outcome could not be recorded.
+func (h *Host) settle(e domain.Effect) {
+	cmd, settled := h.perform(e)
+	if !settled {
+		return
+	}
+	ref := eventlog.EffectRef{ThreadID: e.ThreadID, ID: e.ID}
+	if cmd != nil {
+		// Retried: an outcome not recorded would leave a run ending, or a
+		// rollback in progress, until the host restarts.
+		if err := h.retry("record the outcome of an action", func() error {
+			_, err := h.dispatch(h.ctx, *cmd, []eventlog.EffectRef{ref})
+			return err
+		}, "type", e.Type, "thread", e.ThreadID); err != nil {
+			h.log.Error("record the outcome of an action; it stays in the outbox for the next host", "type", e.Type, "thread", e.ThreadID, "error", err)
+			return
+		}
+	}
+	// Also after a command: one sent before (a duplicate) did not remove it.
+	if err := h.store.EffectDone(ref); err != nil && h.ctx.Err() == nil {
+		h.log.Error("remove performed effect from the outbox", "thread", e.ThreadID, "effect", e.ID, "error", err)
+	}
+}
+
+// perform does one effect and returns the command that records what came
+// of it (nil: nothing to record) and whether it is settled (false: the
+// host is closing). A failure becomes a command, so it is decided and
+// recorded like everything else.
+func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
+	if h.ctx.Err() != nil {
+		return nil, false // closing: left in the outbox
+	}
+	// The host's own work: a nil command means it was cut short by the
+	// host closing, and the next host performs it again.
+	if own := map[domain.EffectType]func(domain.Effect) *domain.Command{domain.EffectCapture: h.capture,
+		domain.EffectRestoreFiles: h.restoreFiles, domain.EffectReconcileThread: h.reconcileThread}[e.Type]; own != nil {
+		cmd := own(e)
+		return cmd, cmd != nil
+	}
+	if (e.Type == domain.EffectStartTurn || e.Type == domain.EffectSteer) && !h.attemptActive(e) {
+		// Decided for an attempt that has since been replaced or whose run
+		// ended: sending it now would start work nobody follows.
+		h.log.Debug("provider action for an attempt no longer active; skipped", "type", e.Type, "run", e.RunID, "attempt", e.AttemptID)
+		if e.Type == domain.EffectSteer {
+			return &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID, Payload: domain.SteerFailed{RunID: e.RunID,
+				MessageID: e.MessageID, Reason: "its turn had ended before the message could be sent"}}, true
+		}
+		return nil, true
+	}
+	var err error
+	var sessionID string
+	switch e.Type {
+	case domain.EffectStartTurn:
+		sessionID, err = h.startTurn(e)
+	case domain.EffectRespond:
+		err = h.respond(e)
+	case domain.EffectSteer:
+		err = h.steer(e)
+	case domain.EffectInterrupt:
+		err = h.interrupt(e)
+	default:
+		h.log.Error("unknown effect", "type", e.Type, "thread", e.ThreadID)
+		return nil, true
+	}
+	if err == nil {
+		if e.Type == domain.EffectStartTurn {
+			return &domain.Command{ID: "dispatched:" + e.AttemptID, ThreadID: e.ThreadID, Payload: domain.RecordTurnDispatched{
+				RunID: e.RunID, AttemptID: e.AttemptID, SessionID: sessionID}}, true
+		}
+		return nil, true
+	}
+	if h.ctx.Err() != nil || errors.Is(err, ErrClosed) {
+		return nil, false // shutting down: the next host's recovery decides
+	}
+	h.log.Warn("provider action failed", "type", e.Type, "thread", e.ThreadID, "run", e.RunID, "error", err)
+	switch e.Type {
+	case domain.EffectStartTurn:
+		return &domain.Command{ID: "fail:" + e.RunID + ":" + e.AttemptID, ThreadID: e.ThreadID,
+			Payload: domain.FailRun{RunID: e.RunID, Failure: domain.Failure{Code: "start_failed", Message: err.Error()}}}, true
+	case domain.EffectSteer:
+		return &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID,
+			Payload: domain.SteerFailed{RunID: e.RunID, MessageID: e.MessageID, Reason: err.Error()}}, true
+	case domain.EffectRespond:
+		q := h.requestByRef(e.ThreadID, e.SessionID, e.RequestRef)
+		if q == "" {
+			return nil, true
+		}
+		if gone(err) {
+			return unreachableCmd(e.ThreadID, q), true
+		}
+		// The answer did not get through (refused, timed out): the request
+		// can be answered again.
+		return &domain.Command{ID: "respondfail:" + e.ID, ThreadID: e.ThreadID,
+			Payload: domain.RespondFailed{RequestID: q, Reason: err.Error()}}, true
+	}
+	// An interrupt that did not reach a live provider: if the process is
+	// gone, its exit ends the run.
+	return nil, true
+}
+
+// unreachableCmd marks a request whose provider process is gone. Both
+// paths that find it (a client's answer, a failed delivery) send the same
+// command, so the second is a duplicate, not a conflict.
+func unreachableCmd(threadID, requestID string) *domain.Command {
+	return &domain.Command{ID: "unreachable:" + requestID, ThreadID: threadID,
+		Payload: domain.MarkRequestUnreachable{RequestID: requestID, Reason: "its provider process is gone"}}
+}
+
+// attemptActive says whether an effect's attempt is still its run's active
+// one.
+func (h *Host) attemptActive(e domain.Effect) bool {
+	t, err := h.view(e.ThreadID)
+	if err != nil {
+		return false
+	}
+	for i := len(t.Runs) - 1; i >= 0; i-- {
+		if r := &t.Runs[i]; r.ID == e.RunID {
+			return r.Status.Active() && r.ActiveAttempt == e.AttemptID
+		}
+	}
+	return false
+}
+
+// gone says whether an error means the provider session cannot be reached.
+func gone(err error) bool {
+	return errors.Is(err, sdk.ErrNotResumable) || errors.Is(err, sdk.ErrUnknownSession) ||
+		errors.Is(err, sdk.ErrProviderExited) || errors.Is(err, sdk.ErrPluginUnavailable)
+}
+
+// requestByRef finds a request's app id.
+func (h *Host) requestByRef(threadID, sessionID, ref string) string {
+	t, err := h.view(threadID)
+	if err != nil {
+		return ""
+	}
+	for _, q := range t.Requests {
+		if q.SessionID == sessionID && q.ProviderRef == ref {
+			return q.ID
+		}
+	}
+	return ""
+}
+
+// withSession calls the plugin of the live session an effect is bound to
+// (the thread's current one when the effect names none), bounded in time.
+func (h *Host) withSession(e domain.Effect, call func(context.Context, *liveSession) error) error {
+	s, err := h.liveSessionFor(e.ThreadID, e.SessionID)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	return call(ctx, s)
+}
+
+// respond delivers an answer to the provider through the live session
+// that asked.
+func (h *Host) respond(e domain.Effect) error {
+	return h.withSession(e, func(ctx context.Context, s *liveSession) error {
+		return s.plugin.RespondToRequest(ctx, sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: e.RequestRef,
+			Decision: sdk.Decision(e.Decision), Answers: e.Answers})
+	})
+}
+
+// steer adds a message to the provider's active turn.
+func (h *Host) steer(e domain.Effect) error {
+	return h.withSession(e, func(ctx context.Context, s *liveSession) error {
+		return s.plugin.SteerTurn(ctx, sdk.SteerTurnRequest{SessionID: s.id, TurnRef: e.TurnRef, Input: sdk.TurnInput{Text: e.Text}})
+	})
+}
+
+// interrupt asks the provider to stop a turn. Its return is an
+// acknowledgement only: the run ends on the provider's terminal event.
+// An interrupt decided before the turn started names no session: the
+// start went first (effects run in order), so the thread's session now is
+// the one.
+func (h *Host) interrupt(e domain.Effect) error {
+	return h.withSession(e, func(ctx context.Context, s *liveSession) error {
+		return s.plugin.InterruptTurn(ctx, sdk.InterruptTurnRequest{SessionID: s.id, TurnRef: e.TurnRef})
+	})
+}
+
+// retry calls f until it succeeds, up to 5 times with a growing pause, and
+// returns its last error. An error that trying again cannot mend (the host
+// closed, the command refused) ends it at once.
+func (h *Host) retry(what string, f func() error, args ...any) error {
+	for try := 1; ; try++ {
+		err := f()
+		if err == nil || try == 5 || errors.Is(err, ErrClosed) || errors.Is(err, domain.ErrInvalid) || errors.Is(err, domain.ErrNotFound) {
+			return err
+		}
+		h.log.Warn(what+"; retrying", append(args, "error", err)...)
+		time.Sleep(time.Duration(try) * 50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,127 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/eventlog"
+)
+
+// What a start reconciles, and the one-time indexing of a log written
+// before the thread index existed.
+
+// layoutVersion is the version of the store's indexes: the thread heads,
+// live markers and snapshots kept beside the events.
+const layoutVersion = 1
+
+// index makes sure the thread index matches the log. A log written by a
+// host from before the index (no layout recorded, events present) is read
+// once, whole, to write each thread's head, live marker and snapshot; every
+// later start reads none of it.
+func (h *Host) index() error {
+	v, ok, err := h.store.Meta("layout")
+	if err != nil {
+		return fmt.Errorf("read the store's layout: %w", err)
+	}
+	if ok {
+		if n, _ := strconv.Atoi(string(v)); n != layoutVersion {
+			return fmt.Errorf("the event log's indexes are layout %s; this baton knows layout %d (a newer baton wrote them?)", v, layoutVersion)
+		}
+		return nil
+	}
+	threads := map[string]*domain.Thread{}
+	var order []string
+	var after uint64
+	for {
+		recs, err := h.store.After(after, 4096)
+		if err != nil {
+			return fmt.Errorf("index the event log: %w", err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		for _, r := range recs {
+			t, ok := threads[r.ThreadID]
+			if !ok {
+				t = &domain.Thread{}
+				threads[r.ThreadID] = t
+				order = append(order, r.ThreadID)
+			}
+			if err := apply(t, r); err != nil {
+				return fmt.Errorf("index the event log: thread %s: %w", r.ThreadID, err)
+			}
+			after = r.Sequence
+		}
+	}
+	for _, id := range order {
+		t := threads[id]
+		body, _ := json.Marshal(t) // a thread always encodes
+		sn := &eventlog.Snapshot{Schema: projectionSchema, Seq: t.Sequence, Body: body}
+		if err := h.store.PutThreadState(id, encodeHead(t), t.Live(), sn); err != nil {
+			return fmt.Errorf("index thread %s: %w", id, err)
+		}
+	}
+	if len(order) > 0 {
+		h.log.Info("indexed the event log's threads", "threads", len(order), "events", after)
+	}
+	return h.store.SetMeta("layout", []byte(strconv.Itoa(layoutVersion)))
+}
+
+// recover reconciles threads whose sessions or runs were live when the
+// previous host stopped, or that have provider actions left in the outbox:
+// those processes are gone, so the actions are cancelled with a reason,
+// never performed blindly against a new process. The host's own work left
+// in the outbox (checkpoint captures, rollback stages) is performed again,
+// after the recovery, in its order. Only those threads are read.
+func (h *Host) recover() error {
+	outbox, err := h.store.Outbox()
+	if err != nil {
+		return err
+	}
+	live, err := h.store.LiveThreads()
+	if err != nil {
+		return err
+	}
+	left := map[string][]domain.Effect{}
+	for _, se := range outbox {
+		var e domain.Effect
+		if err := json.Unmarshal(se.Data, &e); err != nil {
+			return fmt.Errorf("recover thread %s: outbox entry %s is corrupt: %w", se.ThreadID, se.ID, err)
+		}
+		e.ID, e.ThreadID = se.ID, se.ThreadID
+		left[se.ThreadID] = append(left[se.ThreadID], e)
+	}
+	for _, id := range liveThreads(live, outbox) {
+		rec := domain.Recover{Reason: "the host restarted while this was in progress"}
+		var done []eventlog.EffectRef
+		var again []domain.Effect
+		for _, e := range left[id] {
+			if e.Type.Replayable() {
+				again = append(again, e)
+				continue
+			}
+			rec.Effects = append(rec.Effects, domain.PendingEffect{ID: e.ID, Type: e.Type, RunID: e.RunID, MessageID: e.MessageID})
+			done = append(done, eventlog.EffectRef{ThreadID: id, ID: e.ID})
+		}
+		t, err := h.view(id)
+		if err != nil {
+			return fmt.Errorf("recover thread %s: %w", id, err)
+		}
+		if t.Live() || len(rec.Effects) > 0 {
+			last, _ := h.store.Last()
+			_, err := h.dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("recover:%s:%d", id, last), ThreadID: id, Payload: rec}, done)
+			if err != nil {
+				return fmt.Errorf("recover thread %s: %w", id, err)
+			}
+		}
+		// After the recovery: a run it ended does not start the next one
+		// when its checkpoint is recorded.
+		for i := range again {
+			again[i].Replayed = true
+		}
+		h.push(id, again)
+	}
+	return nil
+}

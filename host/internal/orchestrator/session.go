@@ -1,0 +1,261 @@
+package orchestrator
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/sdk"
+)
+
+// Provider sessions: a thread's open session with its plugin, opened when
+// a turn needs one (resuming the provider's own conversation where it
+// can), and the pump that ingests its events.
+
+// liveSessionFor returns the thread's live session; sessionID, when set,
+// must be it.
+func (h *Host) liveSessionFor(threadID, sessionID string) (*liveSession, error) {
+	h.smu.Lock()
+	s, ok := h.sessions[threadID]
+	h.smu.Unlock()
+	if !ok || (sessionID != "" && s.id != sessionID) || s.ended() {
+		return nil, fmt.Errorf("session %s is gone: %w", cmp.Or(sessionID, "of thread "+threadID), sdk.ErrNotResumable)
+	}
+	return s, nil
+}
+
+
+// sessionLive says whether a session's plugin and stream are still there.
+func (h *Host) sessionLive(threadID, sessionID string) bool {
+	s, err := h.liveSessionFor(threadID, sessionID)
+	if err != nil {
+		return false
+	}
+	select {
+	case <-s.plugin.Exited():
+		return false
+	default:
+		return true
+	}
+}
+
+func (h *Host) startTurn(e domain.Effect) (sessionID string, err error) {
+	for try := 0; ; try++ {
+		s, err := h.session(e.ThreadID)
+		if err != nil {
+			return "", err
+		}
+		ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
+		_, err = s.plugin.StartTurn(ctx, sdk.StartTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: e.Text}, ClientTurnID: e.AttemptID})
+		cancel()
+		if err == nil {
+			return s.id, nil
+		}
+		gone := errors.Is(err, sdk.ErrUnknownSession) || errors.Is(err, sdk.ErrProviderExited)
+		if !gone || try > 0 {
+			return "", fmt.Errorf("start turn with %s: %w", s.plugin.Name, err)
+		}
+		// The session ended under us (its provider exited after the last
+		// run). Once its end is recorded, a new session takes the turn.
+		select {
+		case <-s.done:
+		case <-time.After(sessionCloseTimeout):
+			return "", fmt.Errorf("start turn with %s: %w", s.plugin.Name, err)
+		}
+	}
+}
+
+// liveSession is an open provider session and the goroutine that ingests
+// its events.
+type liveSession struct {
+	id       string
+	threadID string
+	plugin   *pluginhost.Plugin
+	done     chan struct{} // closed when its event stream has ended
+}
+
+func (s *liveSession) ended() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// sessionCloseTimeout bounds how long Close waits for a session's last
+// events.
+const sessionCloseTimeout = 15 * time.Second
+
+func (s *liveSession) close(log hclog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), sessionCloseTimeout)
+	defer cancel()
+	if err := s.plugin.CloseSession(ctx, s.id); err != nil && !errors.Is(err, sdk.ErrUnknownSession) {
+		log.Debug("close session", "session", s.id, "error", err)
+	}
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		log.Warn("session did not end in time", "session", s.id)
+	}
+}
+
+// session returns the thread's open session, opening one if needed. A new
+// session resumes the thread's provider conversation when the plugin can.
+func (h *Host) session(threadID string) (*liveSession, error) {
+	h.smu.Lock()
+	if h.closing {
+		h.smu.Unlock()
+		return nil, ErrClosed
+	}
+	if s, ok := h.sessions[threadID]; ok && !s.ended() {
+		h.smu.Unlock()
+		return s, nil
+	}
+	h.smu.Unlock()
+
+	t, err := h.Thread(threadID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := h.plugins.Get(h.ctx, t.Provider)
+	if err != nil {
+		return nil, err
+	}
+	var resume string
+	if p.Description.Capabilities.Resume {
+		for _, pt := range t.ProviderThreads {
+			if pt.ParentID == "" {
+				resume = pt.ProviderRef // the latest root conversation…
+				if pt.Detached {
+					resume = "" // …unless a rollback left it: then a fresh one
+				}
+			}
+		}
+	}
+	id := h.cfg.IDs.NewID("ses")
+	ctx, cancel := context.WithTimeout(h.ctx, 2*time.Minute)
+	defer cancel()
+	resp, err := p.OpenSession(ctx, sdk.OpenSessionRequest{SessionID: id, Cwd: t.Cwd, Model: t.Model,
+		Command:         sdk.ProviderCommand{Argv: t.ProviderCommand.Argv, Env: t.ProviderCommand.Env},
+		ResumeThreadRef: resume, RawFrameLog: filepath.Join(h.cfg.DataDir, "rawframes", id+".ndjson")})
+	if err != nil {
+		return nil, fmt.Errorf("open %s session: %w", t.Provider, err)
+	}
+	s := &liveSession{id: id, threadID: threadID, plugin: p, done: make(chan struct{})}
+	if _, err := h.Dispatch(h.ctx, domain.Command{ID: "open:" + id, ThreadID: threadID, Payload: domain.RecordSessionOpened{
+		SessionID: id, ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
+		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, ResumeRequested: resume, Resumed: resp.Resumed}}); err != nil {
+		_ = p.CloseSession(context.Background(), id)
+		return nil, err
+	}
+	h.smu.Lock()
+	if h.closing {
+		// Close began while this session opened: it has not seen it.
+		h.smu.Unlock()
+		_ = p.CloseSession(context.Background(), id)
+		return nil, ErrClosed
+	}
+	h.sessions[threadID] = s
+	h.smu.Unlock()
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		h.pump(s)
+	}()
+	return s, nil
+}
+
+// pump ingests a session's events until its stream ends. A stream that
+// breaks while the plugin lives is reopened after the last event ingested
+// (the plugin buffers them); if the plugin is gone, the session ends with
+// that reason.
+func (h *Host) pump(s *liveSession) {
+	defer close(s.done)
+	// The stream is read with a context of its own: at Close the host
+	// still wants the session's last events (its runtime exit). Close
+	// kills the plugins last, which ends any stream still open.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last uint64
+	for attempt := 0; ; attempt++ {
+		// A reader goroutine fills evc; the loop below ingests what has
+		// arrived in batches, one synced write each: when events come
+		// faster than the disk syncs (content deltas), they share writes;
+		// one at a time, each goes alone, with no wait added.
+		evc := make(chan sdk.RuntimeEvent, 64)
+		errc := make(chan error, 1)
+		sctx, scancel := context.WithCancel(ctx)
+		go func() {
+			defer close(evc)
+			for ev, err := range s.plugin.Events(sctx, s.id, last) {
+				if err != nil {
+					errc <- err
+					return
+				}
+				select {
+				case evc <- ev:
+				case <-sctx.Done():
+					return
+				}
+			}
+		}()
+		exited := false
+		for ev := range evc {
+			batch := append(make([]sdk.RuntimeEvent, 0, 8), ev)
+		more:
+			for len(batch) < maxIngestBatch && batch[len(batch)-1].Kind != sdk.EventRuntimeExited {
+				select {
+				case ev, ok := <-evc:
+					if !ok {
+						break more
+					}
+					batch = append(batch, ev)
+				default:
+					break more
+				}
+			}
+			attempt = 0
+			h.ingestBatch(s, batch)
+			last = batch[len(batch)-1].Sequence
+			if batch[len(batch)-1].Kind == sdk.EventRuntimeExited {
+				exited = true
+				break
+			}
+		}
+		scancel()
+		for range evc { // the reader ends with its context
+		}
+		if exited {
+			return
+		}
+		var streamErr error
+		select {
+		case streamErr = <-errc:
+		default:
+		}
+		if streamErr == nil {
+			return // the plugin closed the stream: the session is over
+		}
+		select {
+		case <-s.plugin.Exited():
+		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+			if attempt < 5 && !errors.Is(streamErr, sdk.ErrUnknownSession) {
+				h.log.Warn("session event stream broke; reopening", "session", s.id, "after", last, "error", streamErr)
+				continue
+			}
+		}
+		h.ingest(s, domain.ProviderEvent{Kind: domain.EvRuntimeExited, Status: "failed",
+			Failure: &domain.Failure{Code: "plugin_exited", Message: fmt.Sprintf("the %s plugin went away: %v", s.plugin.Name, streamErr)}},
+			"pexit:"+s.id)
+		return
+	}
+}
+
