@@ -556,10 +556,10 @@ type printer struct {
 	threadID string
 	policy   domain.ApprovalPolicy
 	inText   bool
-	ordinals map[string]int    // run id -> ordinal
-	items    map[string]*item  // node id -> what to say about it
+	ordinals map[string]int              // run id -> ordinal
+	items    map[string]*item            // node id -> what to say about it
 	scopes   map[string]domain.ScopeKind // checkpoint scope id -> kind
-	cps      map[string]string // checkpoint id -> what it is ("run 2", "a subagent of run 2")
+	cps      map[string]string           // checkpoint id -> what it is ("run 2", "a subagent of run 2")
 }
 
 type item struct {

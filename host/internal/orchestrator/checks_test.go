@@ -92,11 +92,11 @@ func (e *env) subagentTurn(th domain.Thread, r domain.Run) domain.Node {
 // approvalCase is a scenario whose approval requests a client answers,
 // every one with the same decision.
 type approvalCase struct {
-	scenario             string
-	decision             domain.Verdict
-	requests             int    // how many the provider asks
-	itemKind             domain.NodeKind
-	itemStatus           domain.ItemStatus // the one item of this kind ends so
+	scenario   string
+	decision   domain.Verdict
+	requests   int // how many the provider asks
+	itemKind   domain.NodeKind
+	itemStatus domain.ItemStatus // the one item of this kind ends so
 }
 
 // checkApprovals plays an approval scenario on a thread that asks a client

@@ -31,7 +31,6 @@ func (h *Host) liveSessionFor(threadID, sessionID string) (*liveSession, error) 
 	return s, nil
 }
 
-
 // sessionLive says whether a session's plugin and stream are still there.
 func (h *Host) sessionLive(threadID, sessionID string) bool {
 	s, err := h.liveSessionFor(threadID, sessionID)
@@ -258,4 +257,3 @@ func (h *Host) pump(s *liveSession) {
 		return
 	}
 }
-
