@@ -33,6 +33,9 @@ var (
 // TestMain builds the real plugin and replay peer binaries once (or uses
 // the ones `make build` made, named by $BATON_BIN).
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("BATON_CRASH_HELPER"); dir != "" {
+		os.Exit(crashHelper(dir)) // this process is the host a test kills
+	}
 	code, err := setup(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
