@@ -8,10 +8,13 @@ import (
 	"io"
 	"iter"
 	"os/exec"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
 )
@@ -94,6 +97,8 @@ func (p *Plugin) Pid() int {
 type Client struct {
 	rpc    pb.ProviderClient
 	exited context.Context
+	// noBatches says the plugin does not serve EventBatches.
+	noBatches atomic.Bool
 }
 
 // Exited is closed when the plugin process has exited.
@@ -125,7 +130,29 @@ func (c *Client) Events(ctx context.Context, sessionID string, after uint64) ite
 	return func(yield func(RuntimeEvent, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		st, err := c.rpc.Events(ctx, &pb.EventsRequest{SessionId: sessionID, AfterSequence: after})
+		req := &pb.EventsRequest{SessionId: sessionID, AfterSequence: after}
+		if !c.noBatches.Load() {
+			st, err := c.rpc.EventBatches(ctx, req)
+			var b *pb.EventBatch
+			if err == nil {
+				b, err = st.Recv() // a stream's refusal comes with its first message
+			}
+			if status.Code(err) != codes.Unimplemented {
+				for ; err == nil; b, err = st.Recv() {
+					for _, ev := range b.GetEvents() {
+						if !yield(eventFromWire(ev), nil) {
+							return
+						}
+					}
+				}
+				if err != io.EOF {
+					yield(RuntimeEvent{}, fromStatus(err))
+				}
+				return
+			}
+			c.noBatches.Store(true) // a plugin built before EventBatches: one event a message
+		}
+		st, err := c.rpc.Events(ctx, req)
 		if err != nil {
 			yield(RuntimeEvent{}, fromStatus(err))
 			return
@@ -144,6 +171,17 @@ func (c *Client) Events(ctx context.Context, sessionID string, after uint64) ite
 			}
 		}
 	}
+}
+
+// AckEvents tells the plugin that a session's events up to seq are
+// stored, so that it can drop them; a plugin that keeps no acknowledgements
+// (built before them) is not told, and no error is returned for it.
+func (c *Client) AckEvents(ctx context.Context, sessionID string, seq uint64) error {
+	_, err := c.rpc.AckEvents(ctx, &pb.AckEventsRequest{SessionId: sessionID, Sequence: seq})
+	if status.Code(err) == codes.Unimplemented {
+		return nil
+	}
+	return fromStatus(err)
 }
 
 // StartTurn starts a turn.

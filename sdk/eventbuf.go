@@ -12,11 +12,15 @@ const maxBufferedEvents = 1 << 16
 
 // eventBuffer is one session's event stream: it numbers events from 1 and
 // keeps the recent ones so that a reader can resume after any sequence.
+// Dropping old events costs O(1) amortized: the kept ones are
+// events[head:], and the slice is compacted only when most of it is
+// dropped, so a session of any length costs linear time, not quadratic.
 type eventBuffer struct {
 	sessionID string
 
 	mu      sync.Mutex
-	events  []RuntimeEvent // events[i].Sequence == first+i
+	events  []RuntimeEvent // events[head+i].Sequence == first+i
+	head    int
 	first   uint64
 	next    uint64
 	changed chan struct{} // closed and replaced on every change
@@ -39,16 +43,26 @@ func (b *eventBuffer) Emit(ev RuntimeEvent) {
 	ev.Sequence = b.next
 	b.next++
 	b.events = append(b.events, ev)
-	if len(b.events) > maxBufferedEvents {
-		drop := len(b.events) - maxBufferedEvents
-		b.events = append(b.events[:0:0], b.events[drop:]...)
-		b.first += uint64(drop)
+	if n := len(b.events) - b.head; n > maxBufferedEvents {
+		b.drop(n - maxBufferedEvents)
 	}
 	if ev.Kind == EventRuntimeExited {
 		b.ended = true
 	}
 	close(b.changed)
 	b.changed = make(chan struct{})
+}
+
+// drop forgets the k oldest events; b.mu is held.
+func (b *eventBuffer) drop(k int) {
+	clear(b.events[b.head : b.head+k]) // their payloads can be collected
+	b.head += k
+	b.first += uint64(k)
+	if b.head >= len(b.events)/2 {
+		n := copy(b.events, b.events[b.head:])
+		clear(b.events[n:])
+		b.events, b.head = b.events[:n], 0
+	}
 }
 
 // ack drops the events up to seq: a reader that asks for events after seq
@@ -59,9 +73,7 @@ func (b *eventBuffer) ack(seq uint64) {
 	if seq < b.first {
 		return
 	}
-	drop := min(int(seq-b.first+1), len(b.events))
-	b.events = append(b.events[:0:0], b.events[drop:]...)
-	b.first += uint64(drop)
+	b.drop(min(int(seq-b.first+1), len(b.events)-b.head))
 }
 
 // end marks the stream finished without a further event.
@@ -86,7 +98,7 @@ func (b *eventBuffer) after(seq uint64) ([]RuntimeEvent, bool, <-chan struct{}, 
 	}
 	var out []RuntimeEvent
 	if seq+1 < b.next {
-		out = append(out, b.events[seq+1-b.first:]...)
+		out = append(out, b.events[b.head+int(seq+1-b.first):]...)
 	}
 	return out, b.ended, b.changed, nil
 }

@@ -100,6 +100,49 @@ func (s *server) OpenSession(ctx context.Context, req *pb.OpenSessionRequest) (*
 }
 
 func (s *server) Events(req *pb.EventsRequest, stream pb.Provider_EventsServer) error {
+	return s.stream(req, stream.Context(), func(evs []RuntimeEvent) error {
+		for _, ev := range evs {
+			if err := stream.Send(eventToWire(ev)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// AckEvents drops the events the host has stored from the session's
+// buffer. A session already gone is not an error: its events are too.
+func (s *server) AckEvents(_ context.Context, req *pb.AckEventsRequest) (*pb.AckEventsResponse, error) {
+	if buf, err := s.session(req.GetSessionId()); err == nil {
+		buf.ack(req.GetSequence())
+	}
+	return &pb.AckEventsResponse{}, nil
+}
+
+// maxBatch bounds how many events one EventBatch carries.
+const maxBatch = 512
+
+func (s *server) EventBatches(req *pb.EventsRequest, stream pb.Provider_EventBatchesServer) error {
+	return s.stream(req, stream.Context(), func(evs []RuntimeEvent) error {
+		for len(evs) > 0 {
+			n := min(len(evs), maxBatch)
+			b := &pb.EventBatch{Events: make([]*pb.RuntimeEvent, n)}
+			for i, ev := range evs[:n] {
+				b.Events[i] = eventToWire(ev)
+			}
+			if err := stream.Send(b); err != nil {
+				return err
+			}
+			evs = evs[n:]
+		}
+		return nil
+	})
+}
+
+// stream sends a session's events after req's sequence, as they come,
+// until the session ends (then it forgets the session) or the host goes
+// away; send sends the events ready at one time.
+func (s *server) stream(req *pb.EventsRequest, ctx context.Context, send func([]RuntimeEvent) error) error {
 	buf, err := s.session(req.GetSessionId())
 	if err != nil {
 		return toStatus(err)
@@ -111,25 +154,23 @@ func (s *server) Events(req *pb.EventsRequest, stream pb.Provider_EventsServer) 
 		if err != nil {
 			return toStatus(err)
 		}
-		for _, ev := range evs {
-			if err := stream.Send(eventToWire(ev)); err != nil {
+		if len(evs) > 0 {
+			if err := send(evs); err != nil {
 				return err
 			}
-			after = ev.Sequence
+			after = evs[len(evs)-1].Sequence
+			continue
 		}
-		if ended && len(evs) == 0 {
+		if ended {
 			// Everything, the exit included, is delivered: the session's
 			// buffer is no longer needed.
 			s.forget(buf)
 			return nil
 		}
-		if len(evs) > 0 {
-			continue
-		}
 		select {
 		case <-changed:
-		case <-stream.Context().Done():
-			return toStatus(stream.Context().Err())
+		case <-ctx.Done():
+			return toStatus(ctx.Err())
 		case <-s.stop.Done():
 			return nil
 		}

@@ -4,9 +4,11 @@
 package framelog
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -90,16 +92,7 @@ func (l *Log) Append(dir Direction, frame []byte) uint64 {
 	if l.f == nil {
 		return i
 	}
-	rec := record{Index: i, Time: l.now().UTC(), Dir: dir}
-	if json.Valid(frame) {
-		rec.Frame = frame
-	} else {
-		rec.Text = string(frame)
-	}
-	line, err := json.Marshal(rec)
-	if err != nil {
-		return i
-	}
+	line := l.line(i, dir, frame)
 	line = append(line, '\n')
 	if l.size+int64(len(line)) > l.maxBytes && l.size > 0 {
 		if err := l.rotate(); err != nil {
@@ -114,6 +107,30 @@ func (l *Log) Append(dir Direction, frame []byte) uint64 {
 		l.f = nil
 	}
 	return i
+}
+
+// line is a frame's record, {"i":…,"t":…,"dir":…,"frame":…} with the frame
+// as JSON (compacted) when it is JSON, else {…,"text":…}: built by hand,
+// one pass over the frame, as encoding/json would write the record type.
+func (l *Log) line(i uint64, dir Direction, frame []byte) []byte {
+	buf := bytes.NewBuffer(make([]byte, 0, len(frame)+96))
+	buf.WriteString(`{"i":`)
+	buf.Write(strconv.AppendUint(nil, i, 10))
+	buf.WriteString(`,"t":"`)
+	buf.Write(l.now().UTC().AppendFormat(nil, time.RFC3339Nano))
+	buf.WriteString(`","dir":`)
+	d, _ := json.Marshal(dir)
+	buf.Write(d)
+	mark := buf.Len()
+	buf.WriteString(`,"frame":`)
+	if err := json.Compact(buf, frame); err != nil {
+		buf.Truncate(mark)
+		buf.WriteString(`,"text":`)
+		t, _ := json.Marshal(string(frame))
+		buf.Write(t)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes()
 }
 
 // Close closes the file.

@@ -1,8 +1,14 @@
 package framelog
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
+	"reflect"
+	"time"
+
 	"path/filepath"
+	"pgregory.net/rapid"
 	"strings"
 	"testing"
 )
@@ -37,4 +43,44 @@ func TestLogRotatesAndNumbers(t *testing.T) {
 	if counter.Append(Out, []byte("{}")) != 1 || counter.Close() != nil {
 		t.Error("a log without a path still counts")
 	}
+}
+
+// A record line reads back as the record it stands for: the frame
+// compacted when it is JSON, else as text, whatever its characters.
+func TestRecordLineProperty(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
+	l := &Log{now: func() time.Time { return at }}
+	rapid.Check(t, func(rt *rapid.T) {
+		var frame []byte
+		if rapid.Bool().Draw(rt, "json") {
+			v := rapid.MapOf(rapid.StringMatching(`[a-z<>&"\\ é]{0,6}`), rapid.OneOf(
+				rapid.Just[any](nil), rapid.Map(rapid.Int(), func(i int) any { return i }),
+				rapid.Map(rapid.String(), func(s string) any { return s }))).Draw(rt, "v")
+			if rapid.Bool().Draw(rt, "pretty") {
+				frame, _ = json.MarshalIndent(v, "", "  ")
+			} else {
+				frame, _ = json.Marshal(v)
+			}
+		} else {
+			frame = []byte(rapid.String().Draw(rt, "text"))
+		}
+		dir := rapid.SampledFrom([]Direction{In, Out, Stderr}).Draw(rt, "dir")
+		line := l.line(7, dir, frame)
+		var got record
+		if err := json.Unmarshal(line, &got); err != nil {
+			rt.Fatalf("line %s: %v", line, err)
+		}
+		if bytes.ContainsRune(line, '\n') || got.Index != 7 || !got.Time.Equal(at) || got.Dir != dir {
+			rt.Fatalf("line %s", line)
+		}
+		if json.Valid(frame) {
+			var want, have any
+			json.Unmarshal(frame, &want)
+			if json.Unmarshal(got.Frame, &have); !reflect.DeepEqual(want, have) || got.Text != "" {
+				rt.Fatalf("frame %s came back as %s", frame, got.Frame)
+			}
+		} else if got.Text != strings.ToValidUTF8(string(frame), "\uFFFD") || got.Frame != nil {
+			rt.Fatalf("text %q came back as %q", frame, got.Text)
+		}
+	})
 }

@@ -192,10 +192,18 @@ func (st *stream) Close() error { return st.c.lines.CloseStdin() }
 // with an error that says what is wrong with the line. A "jsonrpc" member
 // is not required (codex sends none).
 func DecodeFrame(line []byte, v any) error {
-	if !json.Valid(line) {
-		return fmt.Errorf("not JSON: %.120q", line)
+	// jsonrpc2's message decodes itself, checking the syntax as it does:
+	// json.Unmarshal would scan the line once more first.
+	var err error
+	if u, ok := v.(json.Unmarshaler); ok {
+		err = u.UnmarshalJSON(line)
+	} else {
+		err = json.Unmarshal(line, v)
 	}
-	if err := json.Unmarshal(line, v); err != nil {
+	if err != nil {
+		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
+			return fmt.Errorf("not JSON: %.120q", line)
+		}
 		return fmt.Errorf("not a JSON-RPC message (%v): %.120q", err, line)
 	}
 	return nil

@@ -5,6 +5,7 @@
 package replay
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -128,7 +129,11 @@ type line struct {
 func Run(ctx context.Context, cfg Config) error {
 	t := cfg.Transcript
 	m := transcript.NewMatcher(cfg.Workspace)
-	out := ndjson.NewWriter(cfg.Out)
+	// Frames the transcript emits back to back are written together: the
+	// buffer is flushed before anything that waits (an afterMs, the
+	// client's next frame, the end).
+	bw := bufio.NewWriter(cfg.Out)
+	out := ndjson.NewWriter(bw)
 
 	// One reader owns In; frames queue until an expectation takes them.
 	// The invocation, if any, is the first of them.
@@ -175,6 +180,12 @@ func Run(ctx context.Context, cfg Config) error {
 				return &Error{ExitBadUsage, fmt.Sprintf("%s: %v", e.Name(i), err)}
 			}
 			if err := out.Write(frame); err != nil {
+				return &Error{ExitIO, fmt.Sprintf("%s: write to client: %v", e.Name(i), err)}
+			}
+			if i+1 < len(t.Entries) && t.Entries[i+1].Type == transcript.TypeEmitInbound && !cfg.waits(t.Entries[i+1]) {
+				continue // the next frame goes at once: with this one
+			}
+			if err := bw.Flush(); err != nil {
 				return &Error{ExitIO, fmt.Sprintf("%s: write to client: %v", e.Name(i), err)}
 			}
 		case transcript.TypeExpectOutbound:
@@ -248,10 +259,13 @@ func (cfg Config) save(cursor int) error {
 	return nil
 }
 
+// waits says whether emit_inbound entry e is played after a wait.
+func (cfg Config) waits(e transcript.Entry) bool { return cfg.Speed > 0 && e.AfterMs > 0 }
+
 // wait waits the time before emit_inbound entry e, its afterMs scaled by
 // cfg.Speed (none at speed 0). It says false when ctx ended first.
 func (cfg Config) wait(ctx context.Context, e transcript.Entry) bool {
-	if cfg.Speed <= 0 || e.AfterMs <= 0 {
+	if !cfg.waits(e) {
 		return true
 	}
 	t := time.NewTimer(time.Duration(float64(e.AfterMs) * float64(time.Millisecond) / cfg.Speed))

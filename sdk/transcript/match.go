@@ -3,6 +3,7 @@ package transcript
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"sort"
@@ -51,7 +52,7 @@ func parse(b []byte) (any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	if dec.More() {
+	if len(bytes.Trim(b[dec.InputOffset():], " \t\r\n")) > 0 { // JSON's whitespace only
 		return nil, fmt.Errorf("more than one JSON value")
 	}
 	return v, nil
@@ -217,6 +218,17 @@ func sortedKeys(m map[string]any) []string {
 // rebound request gets the id the client really used, and workspace
 // placeholders become the real directory.
 func (m *Matcher) Rewrite(frame []byte) ([]byte, error) {
+	if !m.mayRewrite(frame) {
+		if !json.Valid(frame) {
+			return nil, errors.New("inbound frame is not JSON")
+		}
+		return frame, nil
+	}
+	return m.rewrite(frame)
+}
+
+// rewrite is Rewrite without the shortcut for frames it leaves alone.
+func (m *Matcher) rewrite(frame []byte) ([]byte, error) {
 	v, err := parse(frame)
 	if err != nil {
 		return nil, fmt.Errorf("inbound frame is not JSON: %v", err)
@@ -237,6 +249,17 @@ func (m *Matcher) Rewrite(frame []byte) ([]byte, error) {
 		return frame, nil
 	}
 	return marshal(v), nil
+}
+
+// mayRewrite says whether Rewrite might change a frame: it names the
+// workspace (a placeholder, plain or escaped), or it may carry an id to
+// rebind. Most frames (a provider's notifications) do neither and are
+// written as they are, without being decoded.
+func (m *Matcher) mayRewrite(frame []byte) bool {
+	if bytes.Contains(frame, []byte("workspace")) {
+		return true
+	}
+	return len(m.bindings) > 0 && (bytes.Contains(frame, []byte(`"id"`)) || bytes.Contains(frame, []byte(`"`+controlID+`"`)))
 }
 
 // rebind gives o[key] the id the client really used for the request it

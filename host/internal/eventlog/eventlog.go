@@ -8,6 +8,7 @@
 package eventlog
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -345,7 +346,7 @@ func (s *Store) build(b *pebble.Batch, r *appendReq, seq *uint64) error {
 		if err := b.Set(eventKey(*seq), recordValue(*seq, r.tails[i]), nil); err != nil {
 			return err
 		}
-		if err := b.Set(threadKey(e.ThreadID, *seq), nil, nil); err != nil {
+		if err := b.Set(threadKey(e.ThreadID, *seq), indexValue(e.Type, r.recs[i].At, e.Data), nil); err != nil {
 			return err
 		}
 	}
@@ -554,30 +555,31 @@ func (s *Store) threadAfter(threadID string, after, upTo uint64, limit int) ([]R
 		return nil, err
 	}
 	defer idx.Close()
-	evs, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixEvent}, UpperBound: []byte{prefixEvent + 1}})
-	if err != nil {
-		return nil, err
-	}
-	defer evs.Close()
+	var evs *pebble.Iterator // the global log, for index entries that hold no event
+	defer func() {
+		if evs != nil {
+			evs.Close()
+		}
+	}()
 	var out []Record
 	for ok := idx.First(); ok; ok = idx.Next() {
 		seq, err := parseThreadKey(idx.Key())
 		if err != nil {
 			return nil, err
 		}
-		k := eventKey(seq)
-		if !evs.SeekGE(k) || string(evs.Key()) != string(k) {
-			if err := evs.Error(); err != nil {
-				return nil, err
+		var r Record
+		if v := idx.Value(); len(v) > 0 {
+			r, err = parseIndexValue(threadID, seq, v)
+		} else {
+			if evs == nil {
+				if evs, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixEvent}, UpperBound: []byte{prefixEvent + 1}}); err != nil {
+					return nil, err
+				}
 			}
-			return nil, fmt.Errorf("thread %s index names event %d, which is not in the log", threadID, seq)
+			r, err = s.globalEvent(evs, threadID, seq)
 		}
-		r, err := decodeRecord(k, evs.Value())
 		if err != nil {
 			return nil, err
-		}
-		if r.ThreadID != threadID {
-			return nil, fmt.Errorf("thread %s index names event %d, which is thread %s's", threadID, seq, r.ThreadID)
 		}
 		out = append(out, r)
 		if limit > 0 && len(out) == limit {
@@ -585,6 +587,25 @@ func (s *Store) threadAfter(threadID string, after, upTo uint64, limit int) ([]R
 		}
 	}
 	return out, idx.Error()
+}
+
+// globalEvent reads an event the thread index names from the global log.
+func (s *Store) globalEvent(evs *pebble.Iterator, threadID string, seq uint64) (Record, error) {
+	k := eventKey(seq)
+	if !evs.SeekGE(k) || string(evs.Key()) != string(k) {
+		if err := evs.Error(); err != nil {
+			return Record{}, err
+		}
+		return Record{}, fmt.Errorf("thread %s index names event %d, which is not in the log", threadID, seq)
+	}
+	r, err := decodeRecord(k, evs.Value())
+	if err != nil {
+		return Record{}, err
+	}
+	if r.ThreadID != threadID {
+		return Record{}, fmt.Errorf("thread %s index names event %d, which is thread %s's", threadID, seq, r.ThreadID)
+	}
+	return r, nil
 }
 
 // HasThreadEvent says whether event seq is the thread's.
@@ -684,6 +705,12 @@ func (s *Store) PutThreadState(threadID string, head []byte, live bool, sn *Snap
 		}
 		return b.Commit(pebble.Sync)
 	})
+}
+
+// Compact compacts the whole store, as Pebble would over time: for
+// maintenance, and to measure a settled store.
+func (s *Store) Compact(ctx context.Context) error {
+	return s.read(func() error { return s.db.Compact(ctx, []byte{0}, []byte{0xff}, true) })
 }
 
 // Meta returns a metadata value.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,6 +81,10 @@ func TestLogProperty(t *testing.T) {
 				if r.Sequence != want[i] || r.ThreadID != th {
 					rt.Fatalf("thread %q event %d = %d/%q", th, i, r.Sequence, r.ThreadID)
 				}
+				// The index's copy of an event is the log's.
+				if g := all[r.Sequence-1]; !reflect.DeepEqual(r, g) {
+					rt.Fatalf("thread %q event %d: index %+v, log %+v", th, i, r, g)
+				}
 			}
 			if len(want) > 1 {
 				later, _ := s.ThreadAfter(th, want[0], 0, 0)
@@ -134,44 +140,6 @@ func TestKeys(t *testing.T) {
 	}
 	if string(upperBound([]byte{'a', 0xff})) != "b" {
 		t.Error("upper bound of a\\xff")
-	}
-}
-
-// BenchmarkAppend measures one command's commit (events plus receipt, one
-// synced batch) for commands of 1 and of 16 events; divide ns/op by the
-// event count for the cost per event.
-func BenchmarkAppend(b *testing.B) {
-	for _, n := range []int{1, 16} {
-		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
-			s, err := Open(b.TempDir(), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			i := 0
-			for b.Loop() {
-				i++
-				appendN(b, s, "thread", n, fmt.Sprintf("cmd-%d", i))
-			}
-		})
-	}
-}
-
-// BenchmarkBaselinePebbleSync is the floor under BenchmarkAppend: one raw
-// Pebble Set committed with Sync, no index, no receipt, same value size.
-func BenchmarkBaselinePebbleSync(b *testing.B) {
-	s, err := Open(b.TempDir(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	v := []byte(`{"sequence":1,"threadId":"thread","type":"x.happened","at":"1970-01-01T00:00:01Z","data":{"i":0}}`)
-	var seq uint64
-	for b.Loop() {
-		seq++
-		if err := s.db.Set(eventKey(seq), v, pebble.Sync); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 
@@ -431,5 +399,39 @@ func TestThreadState(t *testing.T) {
 	}
 	if v, ok, _ := s.Meta("layout"); !ok || string(v) != "2" {
 		t.Fatalf("meta %q", v)
+	}
+}
+
+// A thread index written by a Baton from before the index held events
+// (empty values) is read through the global log; a damaged index entry is
+// an error that names it.
+func TestThreadIndexFormats(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	recs := appendN(t, s, "a", 3, "c")
+	s.db.Set(threadKey("a", 2), nil, pebble.Sync) // as an older Baton wrote it
+	got, err := s.ThreadAfter("a", 0, 0, 0)
+	if err != nil || !reflect.DeepEqual(got, recs) {
+		t.Fatalf("mixed index: %+v %v, want %+v", got, err, recs)
+	}
+	s.db.Set(threadKey("a", 2), []byte{9, 1}, pebble.Sync)
+	if _, err := s.ThreadAfter("a", 0, 0, 0); err == nil || !strings.Contains(err.Error(), "index entry of event 2 is corrupt") {
+		t.Fatalf("damaged index entry: %v", err)
+	}
+	for _, bad := range [][]byte{{1, 200}, {1, 1, 'x'}, {1, 1, 'x', 2}} {
+		if _, err := parseIndexValue("a", 2, bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	s.db.Set(threadKey("a", 9), nil, pebble.Sync) // names an event the log does not have
+	if _, err := s.ThreadAfter("a", 2, 9, 0); err == nil || !strings.Contains(err.Error(), "not in the log") {
+		t.Fatalf("dangling index entry: %v", err)
+	}
+	s.db.Set(threadKey("b", 1), nil, pebble.Sync) // names another thread's event
+	if _, err := s.ThreadAfter("b", 0, 3, 0); err == nil || !strings.Contains(err.Error(), "thread a's") {
+		t.Fatalf("index entry of another thread: %v", err)
 	}
 }

@@ -2,7 +2,9 @@ package eventlog
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // The key layout. Every key the store writes is built and parsed here and
@@ -10,7 +12,7 @@ import (
 // order and a prefix scan reads in sequence order.
 //
 //	'e' | u64be(seq)                      -> event record (JSON)
-//	't' | threadID | 0x00 | u64be(seq)    -> empty (the thread index)
+//	't' | threadID | 0x00 | u64be(seq)    -> the event again, compact (the thread index; see indexValue)
 //	'r' | commandID                       -> receipt (JSON)
 //	'o' | threadID | 0x00 | u64be(seq) | u32be(i) -> outbox effect (opaque)
 //	'h' | threadID                        -> the thread's head (opaque: what a thread list shows)
@@ -76,6 +78,49 @@ func parseThreadKey(k []byte) (uint64, error) {
 		return 0, fmt.Errorf("bad thread index key %x", k)
 	}
 	return binary.BigEndian.Uint64(k[len(k)-8:]), nil
+}
+
+// indexValue is an event as the thread index keeps it, so that a thread's
+// events are read in one forward scan of its index, never looked up one by
+// one in the global log: a format byte (1), the type's length (uvarint),
+// the type, the time (varint Unix nanoseconds), then the data. The thread
+// and the sequence are in the key. (An empty value, written by a Baton
+// from before the index held events, means: read the global log.)
+func indexValue(typ string, at time.Time, data []byte) []byte {
+	v := make([]byte, 0, 1+binary.MaxVarintLen64*2+len(typ)+len(data))
+	v = append(v, indexFormat)
+	v = binary.AppendUvarint(v, uint64(len(typ)))
+	v = append(v, typ...)
+	v = binary.AppendVarint(v, at.UnixNano())
+	return append(v, data...)
+}
+
+const indexFormat = 1
+
+// parseIndexValue reads an index value back into a record.
+func parseIndexValue(threadID string, seq uint64, v []byte) (Record, error) {
+	bad := func(what string) (Record, error) {
+		return Record{}, fmt.Errorf("thread %s index entry of event %d is corrupt: %s", threadID, seq, what)
+	}
+	if v[0] != indexFormat {
+		return bad(fmt.Sprintf("unknown format %d", v[0]))
+	}
+	n, k := binary.Uvarint(v[1:])
+	if k <= 0 || uint64(len(v)-1-k) < n {
+		return bad("bad type length")
+	}
+	typ := string(v[1+k : 1+k+int(n)])
+	rest := v[1+k+int(n):]
+	nanos, k := binary.Varint(rest)
+	if k <= 0 {
+		return bad("bad time")
+	}
+	data := rest[k:]
+	if len(data) == 0 {
+		return bad("no data")
+	}
+	return Record{Sequence: seq, ThreadID: threadID, Type: typ, At: time.Unix(0, nanos).UTC(),
+		Data: append(json.RawMessage(nil), data...)}, nil
 }
 
 func receiptKey(commandID string) []byte {

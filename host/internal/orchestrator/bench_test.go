@@ -1,12 +1,16 @@
 package orchestrator_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -163,4 +167,181 @@ func firstMessage(b *testing.B, provider, scenario string) string {
 		b.Fatalf("%s/%s.steps.json sends nothing", provider, scenario)
 	}
 	return plugintest.ReadGroups(b, filepath.Join(dir, scenario+".messages"))[0][0]
+}
+
+// deltaTranscript writes the ACP simple transcript with its second answer
+// chunk repeated n times, each with its own text ("c000001 " ...) and
+// afterMs pace (0: at full speed), and the other waits dropped.
+func deltaTranscript(b *testing.B, n, pace int) string {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "testdata", "acp", "simple.ndjson"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out bytes.Buffer
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var e map[string]any
+		if err := json.Unmarshal(line, &e); err != nil {
+			b.Fatal(err)
+		}
+		delete(e, "afterMs")
+		if e["label"] != "8.session/update.agent_message_chunk" {
+			enc, _ := json.Marshal(e)
+			out.Write(enc)
+			out.WriteByte('\n')
+			continue
+		}
+		for i := range n {
+			e["frame"].(map[string]any)["params"].(map[string]any)["update"].(map[string]any)["content"].(map[string]any)["text"] = fmt.Sprintf("c%06d ", i)
+			if pace > 0 {
+				e["afterMs"] = pace
+			}
+			enc, _ := json.Marshal(e)
+			out.Write(enc)
+			out.WriteByte('\n')
+		}
+	}
+	name := filepath.Join(b.TempDir(), "deltas.ndjson")
+	if err := os.WriteFile(name, out.Bytes(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return name
+}
+
+// pipelineRun runs one turn of the transcript through a host and returns,
+// for each delta text, when a subscriber of the thread's stream saw it,
+// and the thread.
+func pipelineRun(b *testing.B, h *orchestrator.Host, transcript string, speed string) (map[string]time.Time, domain.Thread) {
+	ctx := context.Background()
+	msg := plugintest.ReadGroups(b, filepath.Join(root, "testdata", "acp", "simple.messages"))[0][0]
+	rc, err := h.Dispatch(ctx, domain.Command{ID: "create-" + b.TempDir(), Payload: domain.CreateThread{
+		Provider: "acp", Cwd: b.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", speed}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	seen := map[string]time.Time{}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		for rec, err := range h.ThreadStream(sctx, rc.ThreadID, 0) {
+			if err != nil {
+				done <- err
+				return
+			}
+			switch rec.Type {
+			case "message.delta":
+				var d domain.MessageDelta
+				json.Unmarshal(rec.Data, &d)
+				seen[d.Text] = time.Now()
+			case "run.ended":
+				done <- nil
+				return
+			}
+		}
+		done <- errors.New("the stream ended before the run")
+	}()
+	if _, err := h.Dispatch(ctx, domain.Command{ID: "send-" + rc.ThreadID, ThreadID: rc.ThreadID, Payload: domain.DispatchMessage{Text: msg}}); err != nil {
+		b.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	th, _ := h.Thread(rc.ThreadID)
+	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
+		b.Fatalf("run %s: %+v", r.Status, r.Failure)
+	}
+	return seen, th
+}
+
+// BenchmarkReplayPipeline measures the whole pipeline on one ACP turn of
+// many content deltas: the replay peer (the provider process) ->
+// baton-plugin-acp over go-plugin (its normalizer) -> the host (ingest,
+// commit to Pebble, publish) -> a subscriber of the thread's stream.
+//
+// "deltas=100000" plays 100,000 deltas at full speed; deltas/s is what the
+// subscriber received per second, from the message's dispatch to the run's
+// end. "paced" plays 3,000 deltas at 1,000 a second and reports the
+// latency from each frame's arrival at the plugin (its raw-frame log's
+// time) to the subscriber, at the median and the 99th percentile.
+func BenchmarkReplayPipeline(b *testing.B) {
+	newHost := func(b *testing.B) (*orchestrator.Host, string) {
+		data := b.TempDir()
+		h, err := orchestrator.Open(orchestrator.Config{DataDir: data, PluginDirs: []string{pluginDir}, Logger: hclog.NewNullLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { h.Close() })
+		return h, data
+	}
+	b.Run("deltas=100000", func(b *testing.B) {
+		const n = 100000
+		transcript := deltaTranscript(b, n, 0)
+		h, _ := newHost(b)
+		var elapsed time.Duration
+		for b.Loop() {
+			start := time.Now()
+			seen, _ := pipelineRun(b, h, transcript, "0")
+			elapsed += time.Since(start)
+			if len(seen) != n {
+				b.Fatalf("the subscriber saw %d deltas, want %d", len(seen), n)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "deltas/s")
+	})
+	b.Run("paced", func(b *testing.B) {
+		const n = 3000
+		transcript := deltaTranscript(b, n, 1)
+		h, data := newHost(b)
+		var lat []time.Duration
+		for b.Loop() {
+			seen, th := pipelineRun(b, h, transcript, "1")
+			arrived := frameTimes(b, filepath.Join(data, "rawframes", th.ProviderSessions[0].ID+".ndjson"))
+			for text, at := range seen {
+				if in, ok := arrived[text]; ok {
+					lat = append(lat, at.Sub(in))
+				}
+			}
+		}
+		if len(lat) < n*b.N {
+			b.Fatalf("%d latencies, want %d", len(lat), n*b.N)
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	})
+}
+
+// frameTimes reads a session's raw-frame log (and its rotated part): when
+// the plugin read each answer chunk, by its text.
+func frameTimes(b *testing.B, name string) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, f := range []string{name + ".1", name} {
+		data, err := os.ReadFile(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var rec struct {
+				T     time.Time `json:"t"`
+				Dir   string    `json:"dir"`
+				Frame struct {
+					Params struct {
+						Update struct {
+							Content struct {
+								Text string `json:"text"`
+							} `json:"content"`
+						} `json:"update"`
+					} `json:"params"`
+				} `json:"frame"`
+			}
+			if json.Unmarshal(line, &rec) == nil && rec.Dir == "in" && rec.Frame.Params.Update.Content.Text != "" {
+				out[rec.Frame.Params.Update.Content.Text] = rec.T
+			}
+		}
+	}
+	return out
 }

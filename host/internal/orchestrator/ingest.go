@@ -2,6 +2,9 @@ package orchestrator
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -42,14 +45,25 @@ func (h *Host) ingestRetrying(s *liveSession, cmdID string, evs []domain.Provide
 	}
 }
 
-// providerEvents is the content of a batch of provider events, for its
-// receipt's hash.
-type providerEvents struct {
-	SessionID string                 `json:"sessionId"`
-	Events    []domain.ProviderEvent `json:"events"`
-}
+// providerEventsType is the receipt type of a batch of provider events.
+const providerEventsType = "provider.events"
 
-func (providerEvents) CommandType() string { return "provider.events" }
+// batchHash is a batch's content for its receipt: its thread, its session,
+// and each event's sequence and kind. A plugin numbers a session's events
+// once (a stream resumed after sequence N sends the same events again), so
+// these name the events; hashing their whole content would cost a second
+// encoding of every delta.
+func batchHash(threadID, sessionID string, evs []domain.ProviderEvent) string {
+	h := sha256.New()
+	b := make([]byte, 0, 64)
+	b = append(append(append(b, threadID...), 0), sessionID...)
+	h.Write(b)
+	for _, ev := range evs {
+		b = binary.BigEndian.AppendUint64(b[:0], ev.Sequence)
+		h.Write(append(append(b, ev.Kind...), 0))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
 
 // ingestEvents commits a session's provider events as one command: each is
 // decided against the thread as the ones before it left it, and all of
@@ -60,8 +74,8 @@ func (h *Host) ingestEvents(threadID, sessionID, cmdID string, evs []domain.Prov
 			Payload: domain.IngestProviderEvent{SessionID: sessionID, Event: evs[0]}})
 		return err
 	}
-	hash := domain.Hash(domain.Command{ID: cmdID, ThreadID: threadID, Payload: providerEvents{SessionID: sessionID, Events: evs}})
-	_, err := h.commit(commitReq{threadID: threadID, cmdID: cmdID, typ: providerEvents{}.CommandType(), hash: hash,
+	hash := batchHash(threadID, sessionID, evs)
+	_, err := h.commit(commitReq{threadID: threadID, cmdID: cmdID, typ: providerEventsType, hash: hash,
 		decide: func(t *domain.Thread, env domain.Env) (events []domain.Payload, effects []domain.Effect, err error) {
 			for _, ev := range evs {
 				d, err := domain.Decide(t, domain.Command{ID: cmdID, ThreadID: threadID,

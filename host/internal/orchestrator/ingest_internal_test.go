@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -69,46 +68,5 @@ func TestIngestBatch(t *testing.T) {
 	h.Close()
 	if err := h.ingestEvents(th, "s1", "pev:s1:5-6", evs); !errors.Is(err, ErrClosed) {
 		t.Fatalf("after close: %v", err)
-	}
-}
-
-// BenchmarkIngestDeltas: content deltas of a running turn, ingested one
-// per command (each its own synced write) and in batches of 64 (what the
-// pump does when they arrive faster than the disk syncs). ns/op is per
-// delta.
-func BenchmarkIngestDeltas(b *testing.B) {
-	for _, size := range []int{1, 64} {
-		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
-			h, err := Open(Config{DataDir: b.TempDir(), IDs: ids.Seeded(7)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer h.Close()
-			h.cancel() // effects stay in the outbox: no plugin is started
-			ctx := context.Background()
-			rc, _ := h.Dispatch(ctx, domain.Command{ID: "c", Payload: domain.CreateThread{Provider: "none", Cwd: "/w",
-				ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}})
-			th := rc.ThreadID
-			h.Dispatch(ctx, domain.Command{ID: "o", ThreadID: th, Payload: domain.RecordSessionOpened{SessionID: "s1", ThreadRef: "pt"}})
-			h.Dispatch(ctx, domain.Command{ID: "m", ThreadID: th, Payload: domain.DispatchMessage{Text: "go"}})
-			if err := h.ingestEvents(th, "s1", "pev:s1:0", []domain.ProviderEvent{{Kind: domain.EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"}}); err != nil {
-				b.Fatal(err)
-			}
-			seq := uint64(1)
-			batch := make([]domain.ProviderEvent, 0, size)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				seq++
-				// A new message every 100 deltas, as a turn's replies come.
-				batch = append(batch, domain.ProviderEvent{Sequence: seq, Kind: domain.EvContentDelta, TurnRef: "u1", ItemRef: fmt.Sprintf("a%d", i/100),
-					ItemKind: domain.ItemAssistantMessage, Text: "token "})
-				if len(batch) == size || i == b.N-1 {
-					if err := h.ingestEvents(th, "s1", fmt.Sprintf("pev:s1:%d", seq), batch); err != nil {
-						b.Fatal(err)
-					}
-					batch = batch[:0]
-				}
-			}
-		})
 	}
 }

@@ -172,6 +172,11 @@ func (h *Host) session(threadID string) (*liveSession, error) {
 	return s, nil
 }
 
+// ackEvery is how many events the host stores before it tells the plugin
+// it may drop them: the plugin keeps at most about this many that the host
+// already has.
+const ackEvery = 512
+
 // pump ingests a session's events until its stream ends. A stream that
 // breaks while the plugin lives is reopened after the last event ingested
 // (the plugin buffers them); if the plugin is gone, the session ends with
@@ -183,7 +188,7 @@ func (h *Host) pump(s *liveSession) {
 	// kills the plugins last, which ends any stream still open.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var last uint64
+	var last, acked uint64
 	for attempt := 0; ; attempt++ {
 		// A reader goroutine fills evc; the loop below ingests what has
 		// arrived in batches, one synced write each: when events come
@@ -224,6 +229,15 @@ func (h *Host) pump(s *liveSession) {
 			attempt = 0
 			h.ingestBatch(s, batch)
 			last = batch[len(batch)-1].Sequence
+			if last-acked >= ackEvery {
+				// Stored: the plugin need not keep them for a stream that
+				// resumes (a failed acknowledgement only leaves them kept).
+				actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+				if err := s.plugin.AckEvents(actx, s.id, last); err == nil {
+					acked = last
+				}
+				acancel()
+			}
 			if batch[len(batch)-1].Kind == sdk.EventRuntimeExited {
 				exited = true
 				break

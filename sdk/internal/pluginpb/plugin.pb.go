@@ -602,6 +602,139 @@ func (x *EventsRequest) GetAfterSequence() uint64 {
 	return 0
 }
 
+type AckEventsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Sequence      uint64                 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckEventsRequest) Reset() {
+	*x = AckEventsRequest{}
+	mi := &file_plugin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckEventsRequest) ProtoMessage() {}
+
+func (x *AckEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckEventsRequest.ProtoReflect.Descriptor instead.
+func (*AckEventsRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AckEventsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *AckEventsRequest) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+type AckEventsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckEventsResponse) Reset() {
+	*x = AckEventsResponse{}
+	mi := &file_plugin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckEventsResponse) ProtoMessage() {}
+
+func (x *AckEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckEventsResponse.ProtoReflect.Descriptor instead.
+func (*AckEventsResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{8}
+}
+
+// EventBatch is events of one session in sequence order, with no gap.
+type EventBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*RuntimeEvent        `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventBatch) Reset() {
+	*x = EventBatch{}
+	mi := &file_plugin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventBatch) ProtoMessage() {}
+
+func (x *EventBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventBatch.ProtoReflect.Descriptor instead.
+func (*EventBatch) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *EventBatch) GetEvents() []*RuntimeEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 type RequestOption struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -614,7 +747,7 @@ type RequestOption struct {
 
 func (x *RequestOption) Reset() {
 	*x = RequestOption{}
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -626,7 +759,7 @@ func (x *RequestOption) String() string {
 func (*RequestOption) ProtoMessage() {}
 
 func (x *RequestOption) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -639,7 +772,7 @@ func (x *RequestOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestOption.ProtoReflect.Descriptor instead.
 func (*RequestOption) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{7}
+	return file_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RequestOption) GetId() string {
@@ -676,7 +809,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +821,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +834,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{8}
+	return file_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -750,7 +883,7 @@ type RateLimit struct {
 
 func (x *RateLimit) Reset() {
 	*x = RateLimit{}
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -762,7 +895,7 @@ func (x *RateLimit) String() string {
 func (*RateLimit) ProtoMessage() {}
 
 func (x *RateLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -775,7 +908,7 @@ func (x *RateLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
 func (*RateLimit) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{9}
+	return file_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RateLimit) GetResetsAt() *timestamppb.Timestamp {
@@ -809,7 +942,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +954,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +967,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{10}
+	return file_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Failure) GetCode() string {
@@ -891,7 +1024,7 @@ type RuntimeEvent struct {
 
 func (x *RuntimeEvent) Reset() {
 	*x = RuntimeEvent{}
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -903,7 +1036,7 @@ func (x *RuntimeEvent) String() string {
 func (*RuntimeEvent) ProtoMessage() {}
 
 func (x *RuntimeEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -916,7 +1049,7 @@ func (x *RuntimeEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeEvent.ProtoReflect.Descriptor instead.
 func (*RuntimeEvent) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{11}
+	return file_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RuntimeEvent) GetSessionId() string {
@@ -1082,7 +1215,7 @@ type TurnInput struct {
 
 func (x *TurnInput) Reset() {
 	*x = TurnInput{}
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1227,7 @@ func (x *TurnInput) String() string {
 func (*TurnInput) ProtoMessage() {}
 
 func (x *TurnInput) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1240,7 @@ func (x *TurnInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnInput.ProtoReflect.Descriptor instead.
 func (*TurnInput) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{12}
+	return file_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TurnInput) GetText() string {
@@ -1128,7 +1261,7 @@ type StartTurnRequest struct {
 
 func (x *StartTurnRequest) Reset() {
 	*x = StartTurnRequest{}
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1273,7 @@ func (x *StartTurnRequest) String() string {
 func (*StartTurnRequest) ProtoMessage() {}
 
 func (x *StartTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1286,7 @@ func (x *StartTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTurnRequest.ProtoReflect.Descriptor instead.
 func (*StartTurnRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{13}
+	return file_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StartTurnRequest) GetSessionId() string {
@@ -1186,7 +1319,7 @@ type StartTurnResponse struct {
 
 func (x *StartTurnResponse) Reset() {
 	*x = StartTurnResponse{}
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1331,7 @@ func (x *StartTurnResponse) String() string {
 func (*StartTurnResponse) ProtoMessage() {}
 
 func (x *StartTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1344,7 @@ func (x *StartTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTurnResponse.ProtoReflect.Descriptor instead.
 func (*StartTurnResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{14}
+	return file_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StartTurnResponse) GetTurnRef() string {
@@ -1232,7 +1365,7 @@ type SteerTurnRequest struct {
 
 func (x *SteerTurnRequest) Reset() {
 	*x = SteerTurnRequest{}
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1377,7 @@ func (x *SteerTurnRequest) String() string {
 func (*SteerTurnRequest) ProtoMessage() {}
 
 func (x *SteerTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1390,7 @@ func (x *SteerTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteerTurnRequest.ProtoReflect.Descriptor instead.
 func (*SteerTurnRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{15}
+	return file_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SteerTurnRequest) GetSessionId() string {
@@ -1289,7 +1422,7 @@ type SteerTurnResponse struct {
 
 func (x *SteerTurnResponse) Reset() {
 	*x = SteerTurnResponse{}
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1434,7 @@ func (x *SteerTurnResponse) String() string {
 func (*SteerTurnResponse) ProtoMessage() {}
 
 func (x *SteerTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1447,7 @@ func (x *SteerTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteerTurnResponse.ProtoReflect.Descriptor instead.
 func (*SteerTurnResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{16}
+	return file_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 type InterruptTurnRequest struct {
@@ -1327,7 +1460,7 @@ type InterruptTurnRequest struct {
 
 func (x *InterruptTurnRequest) Reset() {
 	*x = InterruptTurnRequest{}
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1472,7 @@ func (x *InterruptTurnRequest) String() string {
 func (*InterruptTurnRequest) ProtoMessage() {}
 
 func (x *InterruptTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1485,7 @@ func (x *InterruptTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptTurnRequest.ProtoReflect.Descriptor instead.
 func (*InterruptTurnRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{17}
+	return file_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *InterruptTurnRequest) GetSessionId() string {
@@ -1377,7 +1510,7 @@ type InterruptTurnResponse struct {
 
 func (x *InterruptTurnResponse) Reset() {
 	*x = InterruptTurnResponse{}
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1522,7 @@ func (x *InterruptTurnResponse) String() string {
 func (*InterruptTurnResponse) ProtoMessage() {}
 
 func (x *InterruptTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1535,7 @@ func (x *InterruptTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptTurnResponse.ProtoReflect.Descriptor instead.
 func (*InterruptTurnResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{18}
+	return file_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 type RespondToRequestRequest struct {
@@ -1418,7 +1551,7 @@ type RespondToRequestRequest struct {
 
 func (x *RespondToRequestRequest) Reset() {
 	*x = RespondToRequestRequest{}
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1430,7 +1563,7 @@ func (x *RespondToRequestRequest) String() string {
 func (*RespondToRequestRequest) ProtoMessage() {}
 
 func (x *RespondToRequestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1443,7 +1576,7 @@ func (x *RespondToRequestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RespondToRequestRequest.ProtoReflect.Descriptor instead.
 func (*RespondToRequestRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{19}
+	return file_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RespondToRequestRequest) GetSessionId() string {
@@ -1482,7 +1615,7 @@ type RespondToRequestResponse struct {
 
 func (x *RespondToRequestResponse) Reset() {
 	*x = RespondToRequestResponse{}
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1627,7 @@ func (x *RespondToRequestResponse) String() string {
 func (*RespondToRequestResponse) ProtoMessage() {}
 
 func (x *RespondToRequestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1640,7 @@ func (x *RespondToRequestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RespondToRequestResponse.ProtoReflect.Descriptor instead.
 func (*RespondToRequestResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{20}
+	return file_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 type RollbackThreadRequest struct {
@@ -1525,7 +1658,7 @@ type RollbackThreadRequest struct {
 
 func (x *RollbackThreadRequest) Reset() {
 	*x = RollbackThreadRequest{}
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1670,7 @@ func (x *RollbackThreadRequest) String() string {
 func (*RollbackThreadRequest) ProtoMessage() {}
 
 func (x *RollbackThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1683,7 @@ func (x *RollbackThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackThreadRequest.ProtoReflect.Descriptor instead.
 func (*RollbackThreadRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{21}
+	return file_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RollbackThreadRequest) GetSessionId() string {
@@ -1590,7 +1723,7 @@ type RollbackThreadResponse struct {
 
 func (x *RollbackThreadResponse) Reset() {
 	*x = RollbackThreadResponse{}
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1602,7 +1735,7 @@ func (x *RollbackThreadResponse) String() string {
 func (*RollbackThreadResponse) ProtoMessage() {}
 
 func (x *RollbackThreadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1615,7 +1748,7 @@ func (x *RollbackThreadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackThreadResponse.ProtoReflect.Descriptor instead.
 func (*RollbackThreadResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{22}
+	return file_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RollbackThreadResponse) GetThreadRef() string {
@@ -1635,7 +1768,7 @@ type ReadThreadSnapshotRequest struct {
 
 func (x *ReadThreadSnapshotRequest) Reset() {
 	*x = ReadThreadSnapshotRequest{}
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1647,7 +1780,7 @@ func (x *ReadThreadSnapshotRequest) String() string {
 func (*ReadThreadSnapshotRequest) ProtoMessage() {}
 
 func (x *ReadThreadSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1660,7 +1793,7 @@ func (x *ReadThreadSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadThreadSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*ReadThreadSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{23}
+	return file_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReadThreadSnapshotRequest) GetSessionId() string {
@@ -1687,7 +1820,7 @@ type ReadThreadSnapshotResponse struct {
 
 func (x *ReadThreadSnapshotResponse) Reset() {
 	*x = ReadThreadSnapshotResponse{}
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1699,7 +1832,7 @@ func (x *ReadThreadSnapshotResponse) String() string {
 func (*ReadThreadSnapshotResponse) ProtoMessage() {}
 
 func (x *ReadThreadSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1712,7 +1845,7 @@ func (x *ReadThreadSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadThreadSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*ReadThreadSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{24}
+	return file_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReadThreadSnapshotResponse) GetTurnRefs() []string {
@@ -1738,7 +1871,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1750,7 +1883,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1763,7 +1896,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{25}
+	return file_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1781,7 +1914,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1793,7 +1926,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1806,7 +1939,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{26}
+	return file_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 var File_plugin_proto protoreflect.FileDescriptor
@@ -1854,7 +1987,15 @@ const file_plugin_proto_rawDesc = "" +
 	"\rEventsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12%\n" +
-	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"I\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"M\n" +
+	"\x10AckEventsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n" +
+	"\bsequence\x18\x02 \x01(\x04R\bsequence\"\x13\n" +
+	"\x11AckEventsResponse\"C\n" +
+	"\n" +
+	"EventBatch\x125\n" +
+	"\x06events\x18\x01 \x03(\v2\x1d.baton.plugin.v1.RuntimeEventR\x06events\"I\n" +
 	"\rRequestOption\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x12\n" +
@@ -1970,11 +2111,13 @@ const file_plugin_proto_rawDesc = "" +
 	"\x15EVENT_KIND_RATE_LIMIT\x10\f\x12\x1c\n" +
 	"\x18EVENT_KIND_TURN_TERMINAL\x10\r\x12\x1d\n" +
 	"\x19EVENT_KIND_RUNTIME_EXITED\x10\x0e\x12\x19\n" +
-	"\x15EVENT_KIND_DIAGNOSTIC\x10\x0f2\xa0\a\n" +
+	"\x15EVENT_KIND_DIAGNOSTIC\x10\x0f2\xc3\b\n" +
 	"\bProvider\x12O\n" +
 	"\bDescribe\x12 .baton.plugin.v1.DescribeRequest\x1a!.baton.plugin.v1.DescribeResponse\x12X\n" +
 	"\vOpenSession\x12#.baton.plugin.v1.OpenSessionRequest\x1a$.baton.plugin.v1.OpenSessionResponse\x12I\n" +
-	"\x06Events\x12\x1e.baton.plugin.v1.EventsRequest\x1a\x1d.baton.plugin.v1.RuntimeEvent0\x01\x12R\n" +
+	"\x06Events\x12\x1e.baton.plugin.v1.EventsRequest\x1a\x1d.baton.plugin.v1.RuntimeEvent0\x01\x12M\n" +
+	"\fEventBatches\x12\x1e.baton.plugin.v1.EventsRequest\x1a\x1b.baton.plugin.v1.EventBatch0\x01\x12R\n" +
+	"\tAckEvents\x12!.baton.plugin.v1.AckEventsRequest\x1a\".baton.plugin.v1.AckEventsResponse\x12R\n" +
 	"\tStartTurn\x12!.baton.plugin.v1.StartTurnRequest\x1a\".baton.plugin.v1.StartTurnResponse\x12R\n" +
 	"\tSteerTurn\x12!.baton.plugin.v1.SteerTurnRequest\x1a\".baton.plugin.v1.SteerTurnResponse\x12^\n" +
 	"\rInterruptTurn\x12%.baton.plugin.v1.InterruptTurnRequest\x1a&.baton.plugin.v1.InterruptTurnResponse\x12g\n" +
@@ -1996,7 +2139,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_plugin_proto_goTypes = []any{
 	(EventKind)(0),                     // 0: baton.plugin.v1.EventKind
 	(*DescribeRequest)(nil),            // 1: baton.plugin.v1.DescribeRequest
@@ -2006,68 +2149,76 @@ var file_plugin_proto_goTypes = []any{
 	(*OpenSessionRequest)(nil),         // 5: baton.plugin.v1.OpenSessionRequest
 	(*OpenSessionResponse)(nil),        // 6: baton.plugin.v1.OpenSessionResponse
 	(*EventsRequest)(nil),              // 7: baton.plugin.v1.EventsRequest
-	(*RequestOption)(nil),              // 8: baton.plugin.v1.RequestOption
-	(*Usage)(nil),                      // 9: baton.plugin.v1.Usage
-	(*RateLimit)(nil),                  // 10: baton.plugin.v1.RateLimit
-	(*Failure)(nil),                    // 11: baton.plugin.v1.Failure
-	(*RuntimeEvent)(nil),               // 12: baton.plugin.v1.RuntimeEvent
-	(*TurnInput)(nil),                  // 13: baton.plugin.v1.TurnInput
-	(*StartTurnRequest)(nil),           // 14: baton.plugin.v1.StartTurnRequest
-	(*StartTurnResponse)(nil),          // 15: baton.plugin.v1.StartTurnResponse
-	(*SteerTurnRequest)(nil),           // 16: baton.plugin.v1.SteerTurnRequest
-	(*SteerTurnResponse)(nil),          // 17: baton.plugin.v1.SteerTurnResponse
-	(*InterruptTurnRequest)(nil),       // 18: baton.plugin.v1.InterruptTurnRequest
-	(*InterruptTurnResponse)(nil),      // 19: baton.plugin.v1.InterruptTurnResponse
-	(*RespondToRequestRequest)(nil),    // 20: baton.plugin.v1.RespondToRequestRequest
-	(*RespondToRequestResponse)(nil),   // 21: baton.plugin.v1.RespondToRequestResponse
-	(*RollbackThreadRequest)(nil),      // 22: baton.plugin.v1.RollbackThreadRequest
-	(*RollbackThreadResponse)(nil),     // 23: baton.plugin.v1.RollbackThreadResponse
-	(*ReadThreadSnapshotRequest)(nil),  // 24: baton.plugin.v1.ReadThreadSnapshotRequest
-	(*ReadThreadSnapshotResponse)(nil), // 25: baton.plugin.v1.ReadThreadSnapshotResponse
-	(*CloseSessionRequest)(nil),        // 26: baton.plugin.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),       // 27: baton.plugin.v1.CloseSessionResponse
-	nil,                                // 28: baton.plugin.v1.DescribeResponse.NotesEntry
-	nil,                                // 29: baton.plugin.v1.RespondToRequestRequest.AnswersEntry
-	(*timestamppb.Timestamp)(nil),      // 30: google.protobuf.Timestamp
+	(*AckEventsRequest)(nil),           // 8: baton.plugin.v1.AckEventsRequest
+	(*AckEventsResponse)(nil),          // 9: baton.plugin.v1.AckEventsResponse
+	(*EventBatch)(nil),                 // 10: baton.plugin.v1.EventBatch
+	(*RequestOption)(nil),              // 11: baton.plugin.v1.RequestOption
+	(*Usage)(nil),                      // 12: baton.plugin.v1.Usage
+	(*RateLimit)(nil),                  // 13: baton.plugin.v1.RateLimit
+	(*Failure)(nil),                    // 14: baton.plugin.v1.Failure
+	(*RuntimeEvent)(nil),               // 15: baton.plugin.v1.RuntimeEvent
+	(*TurnInput)(nil),                  // 16: baton.plugin.v1.TurnInput
+	(*StartTurnRequest)(nil),           // 17: baton.plugin.v1.StartTurnRequest
+	(*StartTurnResponse)(nil),          // 18: baton.plugin.v1.StartTurnResponse
+	(*SteerTurnRequest)(nil),           // 19: baton.plugin.v1.SteerTurnRequest
+	(*SteerTurnResponse)(nil),          // 20: baton.plugin.v1.SteerTurnResponse
+	(*InterruptTurnRequest)(nil),       // 21: baton.plugin.v1.InterruptTurnRequest
+	(*InterruptTurnResponse)(nil),      // 22: baton.plugin.v1.InterruptTurnResponse
+	(*RespondToRequestRequest)(nil),    // 23: baton.plugin.v1.RespondToRequestRequest
+	(*RespondToRequestResponse)(nil),   // 24: baton.plugin.v1.RespondToRequestResponse
+	(*RollbackThreadRequest)(nil),      // 25: baton.plugin.v1.RollbackThreadRequest
+	(*RollbackThreadResponse)(nil),     // 26: baton.plugin.v1.RollbackThreadResponse
+	(*ReadThreadSnapshotRequest)(nil),  // 27: baton.plugin.v1.ReadThreadSnapshotRequest
+	(*ReadThreadSnapshotResponse)(nil), // 28: baton.plugin.v1.ReadThreadSnapshotResponse
+	(*CloseSessionRequest)(nil),        // 29: baton.plugin.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),       // 30: baton.plugin.v1.CloseSessionResponse
+	nil,                                // 31: baton.plugin.v1.DescribeResponse.NotesEntry
+	nil,                                // 32: baton.plugin.v1.RespondToRequestRequest.AnswersEntry
+	(*timestamppb.Timestamp)(nil),      // 33: google.protobuf.Timestamp
 }
 var file_plugin_proto_depIdxs = []int32{
 	2,  // 0: baton.plugin.v1.DescribeResponse.capabilities:type_name -> baton.plugin.v1.Capabilities
-	28, // 1: baton.plugin.v1.DescribeResponse.notes:type_name -> baton.plugin.v1.DescribeResponse.NotesEntry
+	31, // 1: baton.plugin.v1.DescribeResponse.notes:type_name -> baton.plugin.v1.DescribeResponse.NotesEntry
 	4,  // 2: baton.plugin.v1.OpenSessionRequest.command:type_name -> baton.plugin.v1.ProviderCommand
-	30, // 3: baton.plugin.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
-	0,  // 4: baton.plugin.v1.RuntimeEvent.kind:type_name -> baton.plugin.v1.EventKind
-	8,  // 5: baton.plugin.v1.RuntimeEvent.options:type_name -> baton.plugin.v1.RequestOption
-	9,  // 6: baton.plugin.v1.RuntimeEvent.usage:type_name -> baton.plugin.v1.Usage
-	10, // 7: baton.plugin.v1.RuntimeEvent.rate_limit:type_name -> baton.plugin.v1.RateLimit
-	11, // 8: baton.plugin.v1.RuntimeEvent.failure:type_name -> baton.plugin.v1.Failure
-	13, // 9: baton.plugin.v1.StartTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
-	13, // 10: baton.plugin.v1.SteerTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
-	29, // 11: baton.plugin.v1.RespondToRequestRequest.answers:type_name -> baton.plugin.v1.RespondToRequestRequest.AnswersEntry
-	1,  // 12: baton.plugin.v1.Provider.Describe:input_type -> baton.plugin.v1.DescribeRequest
-	5,  // 13: baton.plugin.v1.Provider.OpenSession:input_type -> baton.plugin.v1.OpenSessionRequest
-	7,  // 14: baton.plugin.v1.Provider.Events:input_type -> baton.plugin.v1.EventsRequest
-	14, // 15: baton.plugin.v1.Provider.StartTurn:input_type -> baton.plugin.v1.StartTurnRequest
-	16, // 16: baton.plugin.v1.Provider.SteerTurn:input_type -> baton.plugin.v1.SteerTurnRequest
-	18, // 17: baton.plugin.v1.Provider.InterruptTurn:input_type -> baton.plugin.v1.InterruptTurnRequest
-	20, // 18: baton.plugin.v1.Provider.RespondToRequest:input_type -> baton.plugin.v1.RespondToRequestRequest
-	22, // 19: baton.plugin.v1.Provider.RollbackThread:input_type -> baton.plugin.v1.RollbackThreadRequest
-	24, // 20: baton.plugin.v1.Provider.ReadThreadSnapshot:input_type -> baton.plugin.v1.ReadThreadSnapshotRequest
-	26, // 21: baton.plugin.v1.Provider.CloseSession:input_type -> baton.plugin.v1.CloseSessionRequest
-	3,  // 22: baton.plugin.v1.Provider.Describe:output_type -> baton.plugin.v1.DescribeResponse
-	6,  // 23: baton.plugin.v1.Provider.OpenSession:output_type -> baton.plugin.v1.OpenSessionResponse
-	12, // 24: baton.plugin.v1.Provider.Events:output_type -> baton.plugin.v1.RuntimeEvent
-	15, // 25: baton.plugin.v1.Provider.StartTurn:output_type -> baton.plugin.v1.StartTurnResponse
-	17, // 26: baton.plugin.v1.Provider.SteerTurn:output_type -> baton.plugin.v1.SteerTurnResponse
-	19, // 27: baton.plugin.v1.Provider.InterruptTurn:output_type -> baton.plugin.v1.InterruptTurnResponse
-	21, // 28: baton.plugin.v1.Provider.RespondToRequest:output_type -> baton.plugin.v1.RespondToRequestResponse
-	23, // 29: baton.plugin.v1.Provider.RollbackThread:output_type -> baton.plugin.v1.RollbackThreadResponse
-	25, // 30: baton.plugin.v1.Provider.ReadThreadSnapshot:output_type -> baton.plugin.v1.ReadThreadSnapshotResponse
-	27, // 31: baton.plugin.v1.Provider.CloseSession:output_type -> baton.plugin.v1.CloseSessionResponse
-	22, // [22:32] is the sub-list for method output_type
-	12, // [12:22] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	15, // 3: baton.plugin.v1.EventBatch.events:type_name -> baton.plugin.v1.RuntimeEvent
+	33, // 4: baton.plugin.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	0,  // 5: baton.plugin.v1.RuntimeEvent.kind:type_name -> baton.plugin.v1.EventKind
+	11, // 6: baton.plugin.v1.RuntimeEvent.options:type_name -> baton.plugin.v1.RequestOption
+	12, // 7: baton.plugin.v1.RuntimeEvent.usage:type_name -> baton.plugin.v1.Usage
+	13, // 8: baton.plugin.v1.RuntimeEvent.rate_limit:type_name -> baton.plugin.v1.RateLimit
+	14, // 9: baton.plugin.v1.RuntimeEvent.failure:type_name -> baton.plugin.v1.Failure
+	16, // 10: baton.plugin.v1.StartTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
+	16, // 11: baton.plugin.v1.SteerTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
+	32, // 12: baton.plugin.v1.RespondToRequestRequest.answers:type_name -> baton.plugin.v1.RespondToRequestRequest.AnswersEntry
+	1,  // 13: baton.plugin.v1.Provider.Describe:input_type -> baton.plugin.v1.DescribeRequest
+	5,  // 14: baton.plugin.v1.Provider.OpenSession:input_type -> baton.plugin.v1.OpenSessionRequest
+	7,  // 15: baton.plugin.v1.Provider.Events:input_type -> baton.plugin.v1.EventsRequest
+	7,  // 16: baton.plugin.v1.Provider.EventBatches:input_type -> baton.plugin.v1.EventsRequest
+	8,  // 17: baton.plugin.v1.Provider.AckEvents:input_type -> baton.plugin.v1.AckEventsRequest
+	17, // 18: baton.plugin.v1.Provider.StartTurn:input_type -> baton.plugin.v1.StartTurnRequest
+	19, // 19: baton.plugin.v1.Provider.SteerTurn:input_type -> baton.plugin.v1.SteerTurnRequest
+	21, // 20: baton.plugin.v1.Provider.InterruptTurn:input_type -> baton.plugin.v1.InterruptTurnRequest
+	23, // 21: baton.plugin.v1.Provider.RespondToRequest:input_type -> baton.plugin.v1.RespondToRequestRequest
+	25, // 22: baton.plugin.v1.Provider.RollbackThread:input_type -> baton.plugin.v1.RollbackThreadRequest
+	27, // 23: baton.plugin.v1.Provider.ReadThreadSnapshot:input_type -> baton.plugin.v1.ReadThreadSnapshotRequest
+	29, // 24: baton.plugin.v1.Provider.CloseSession:input_type -> baton.plugin.v1.CloseSessionRequest
+	3,  // 25: baton.plugin.v1.Provider.Describe:output_type -> baton.plugin.v1.DescribeResponse
+	6,  // 26: baton.plugin.v1.Provider.OpenSession:output_type -> baton.plugin.v1.OpenSessionResponse
+	15, // 27: baton.plugin.v1.Provider.Events:output_type -> baton.plugin.v1.RuntimeEvent
+	10, // 28: baton.plugin.v1.Provider.EventBatches:output_type -> baton.plugin.v1.EventBatch
+	9,  // 29: baton.plugin.v1.Provider.AckEvents:output_type -> baton.plugin.v1.AckEventsResponse
+	18, // 30: baton.plugin.v1.Provider.StartTurn:output_type -> baton.plugin.v1.StartTurnResponse
+	20, // 31: baton.plugin.v1.Provider.SteerTurn:output_type -> baton.plugin.v1.SteerTurnResponse
+	22, // 32: baton.plugin.v1.Provider.InterruptTurn:output_type -> baton.plugin.v1.InterruptTurnResponse
+	24, // 33: baton.plugin.v1.Provider.RespondToRequest:output_type -> baton.plugin.v1.RespondToRequestResponse
+	26, // 34: baton.plugin.v1.Provider.RollbackThread:output_type -> baton.plugin.v1.RollbackThreadResponse
+	28, // 35: baton.plugin.v1.Provider.ReadThreadSnapshot:output_type -> baton.plugin.v1.ReadThreadSnapshotResponse
+	30, // 36: baton.plugin.v1.Provider.CloseSession:output_type -> baton.plugin.v1.CloseSessionResponse
+	25, // [25:37] is the sub-list for method output_type
+	13, // [13:25] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -2081,7 +2232,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,8 @@ const (
 	Provider_Describe_FullMethodName           = "/baton.plugin.v1.Provider/Describe"
 	Provider_OpenSession_FullMethodName        = "/baton.plugin.v1.Provider/OpenSession"
 	Provider_Events_FullMethodName             = "/baton.plugin.v1.Provider/Events"
+	Provider_EventBatches_FullMethodName       = "/baton.plugin.v1.Provider/EventBatches"
+	Provider_AckEvents_FullMethodName          = "/baton.plugin.v1.Provider/AckEvents"
 	Provider_StartTurn_FullMethodName          = "/baton.plugin.v1.Provider/StartTurn"
 	Provider_SteerTurn_FullMethodName          = "/baton.plugin.v1.Provider/SteerTurn"
 	Provider_InterruptTurn_FullMethodName      = "/baton.plugin.v1.Provider/InterruptTurn"
@@ -46,6 +48,13 @@ type ProviderClient interface {
 	OpenSession(ctx context.Context, in *OpenSessionRequest, opts ...grpc.CallOption) (*OpenSessionResponse, error)
 	// Events streams a session's normalized runtime events after a sequence.
 	Events(ctx context.Context, in *EventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RuntimeEvent], error)
+	// EventBatches is Events with the events that are ready sent together,
+	// one message per batch: what a host asks for first (a plugin built
+	// before it answers Unimplemented, and the host uses Events).
+	EventBatches(ctx context.Context, in *EventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EventBatch], error)
+	// AckEvents says the host has stored a session's events up to a
+	// sequence: the plugin need not keep them for a stream that resumes.
+	AckEvents(ctx context.Context, in *AckEventsRequest, opts ...grpc.CallOption) (*AckEventsResponse, error)
 	StartTurn(ctx context.Context, in *StartTurnRequest, opts ...grpc.CallOption) (*StartTurnResponse, error)
 	SteerTurn(ctx context.Context, in *SteerTurnRequest, opts ...grpc.CallOption) (*SteerTurnResponse, error)
 	InterruptTurn(ctx context.Context, in *InterruptTurnRequest, opts ...grpc.CallOption) (*InterruptTurnResponse, error)
@@ -101,6 +110,35 @@ func (c *providerClient) Events(ctx context.Context, in *EventsRequest, opts ...
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Provider_EventsClient = grpc.ServerStreamingClient[RuntimeEvent]
+
+func (c *providerClient) EventBatches(ctx context.Context, in *EventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EventBatch], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Provider_ServiceDesc.Streams[1], Provider_EventBatches_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[EventsRequest, EventBatch]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Provider_EventBatchesClient = grpc.ServerStreamingClient[EventBatch]
+
+func (c *providerClient) AckEvents(ctx context.Context, in *AckEventsRequest, opts ...grpc.CallOption) (*AckEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AckEventsResponse)
+	err := c.cc.Invoke(ctx, Provider_AckEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 func (c *providerClient) StartTurn(ctx context.Context, in *StartTurnRequest, opts ...grpc.CallOption) (*StartTurnResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -182,6 +220,13 @@ type ProviderServer interface {
 	OpenSession(context.Context, *OpenSessionRequest) (*OpenSessionResponse, error)
 	// Events streams a session's normalized runtime events after a sequence.
 	Events(*EventsRequest, grpc.ServerStreamingServer[RuntimeEvent]) error
+	// EventBatches is Events with the events that are ready sent together,
+	// one message per batch: what a host asks for first (a plugin built
+	// before it answers Unimplemented, and the host uses Events).
+	EventBatches(*EventsRequest, grpc.ServerStreamingServer[EventBatch]) error
+	// AckEvents says the host has stored a session's events up to a
+	// sequence: the plugin need not keep them for a stream that resumes.
+	AckEvents(context.Context, *AckEventsRequest) (*AckEventsResponse, error)
 	StartTurn(context.Context, *StartTurnRequest) (*StartTurnResponse, error)
 	SteerTurn(context.Context, *SteerTurnRequest) (*SteerTurnResponse, error)
 	InterruptTurn(context.Context, *InterruptTurnRequest) (*InterruptTurnResponse, error)
@@ -207,6 +252,12 @@ func (UnimplementedProviderServer) OpenSession(context.Context, *OpenSessionRequ
 }
 func (UnimplementedProviderServer) Events(*EventsRequest, grpc.ServerStreamingServer[RuntimeEvent]) error {
 	return status.Errorf(codes.Unimplemented, "method Events not implemented")
+}
+func (UnimplementedProviderServer) EventBatches(*EventsRequest, grpc.ServerStreamingServer[EventBatch]) error {
+	return status.Errorf(codes.Unimplemented, "method EventBatches not implemented")
+}
+func (UnimplementedProviderServer) AckEvents(context.Context, *AckEventsRequest) (*AckEventsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method AckEvents not implemented")
 }
 func (UnimplementedProviderServer) StartTurn(context.Context, *StartTurnRequest) (*StartTurnResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method StartTurn not implemented")
@@ -296,6 +347,35 @@ func _Provider_Events_Handler(srv interface{}, stream grpc.ServerStream) error {
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Provider_EventsServer = grpc.ServerStreamingServer[RuntimeEvent]
+
+func _Provider_EventBatches_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(EventsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ProviderServer).EventBatches(m, &grpc.GenericServerStream[EventsRequest, EventBatch]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Provider_EventBatchesServer = grpc.ServerStreamingServer[EventBatch]
+
+func _Provider_AckEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AckEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).AckEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_AckEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).AckEvents(ctx, req.(*AckEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
 
 func _Provider_StartTurn_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(StartTurnRequest)
@@ -439,6 +519,10 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Provider_OpenSession_Handler,
 		},
 		{
+			MethodName: "AckEvents",
+			Handler:    _Provider_AckEvents_Handler,
+		},
+		{
 			MethodName: "StartTurn",
 			Handler:    _Provider_StartTurn_Handler,
 		},
@@ -471,6 +555,11 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Events",
 			Handler:       _Provider_Events_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "EventBatches",
+			Handler:       _Provider_EventBatches_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -373,8 +373,7 @@ func (s *session) applyUpdate(params []byte, raw uint64) {
 	if s.loading || s.norm == nil {
 		return // history replayed by session/load: the host has it already
 	}
-	upd, _ := json.Marshal(u)
-	for _, ev := range s.norm.update(u, upd) {
+	for _, ev := range s.norm.update(u) {
 		ev.RawFrame = raw
 		s.emit.Emit(ev)
 	}

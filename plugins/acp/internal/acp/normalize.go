@@ -117,7 +117,7 @@ func toolDetail(u update) json.RawMessage {
 
 // update normalizes one session/update. Updates outside a turn (history
 // replayed by session/load, or late chunks) are reported as diagnostics.
-func (n *normalizer) update(u update, raw json.RawMessage) []sdk.RuntimeEvent {
+func (n *normalizer) update(u update) []sdk.RuntimeEvent {
 	switch u.Kind {
 	case "agent_message_chunk":
 		if n.turnRef == "" {
@@ -143,7 +143,7 @@ func (n *normalizer) update(u update, raw json.RawMessage) []sdk.RuntimeEvent {
 			// Agents repeat tool_call for a call they announced (claude-code-acp
 			// sends it again with the full input): an upsert, not a new item.
 			u.Kind = "tool_call_update"
-			return append(out, n.update(u, raw)...)
+			return append(out, n.update(u)...)
 		}
 		ev := n.event(sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ItemRef: u.ToolCallID,
 			ItemKind: toolItemKind(deref(u.ToolKind)), Title: deref(u.Title), Status: sdk.ItemInProgress, Detail: toolDetail(u)})
@@ -175,16 +175,16 @@ func (n *normalizer) update(u update, raw json.RawMessage) []sdk.RuntimeEvent {
 	case "plan":
 		return []sdk.RuntimeEvent{n.event(sdk.RuntimeEvent{Kind: sdk.EventPlanUpdated, ItemKind: sdk.ItemPlan, Detail: u.Entries})}
 	case "usage_update":
-		ev := n.event(sdk.RuntimeEvent{Kind: sdk.EventUsage, Detail: raw})
+		ev := n.event(sdk.RuntimeEvent{Kind: sdk.EventUsage, Detail: u.json()})
 		if u.Used != nil {
 			ev.Usage = &sdk.Usage{TotalTokens: *u.Used}
 		}
 		return []sdk.RuntimeEvent{ev}
 	case "available_commands_update", "current_mode_update", "config_option_update", "session_info_update":
-		return []sdk.RuntimeEvent{n.event(sdk.RuntimeEvent{Kind: sdk.EventSessionState, Title: u.Kind, Detail: raw})}
+		return []sdk.RuntimeEvent{n.event(sdk.RuntimeEvent{Kind: sdk.EventSessionState, Title: u.Kind, Detail: u.json()})}
 	}
 	// Kept, never dropped: a newer agent's update the host may still show.
-	return []sdk.RuntimeEvent{n.event(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "unknown session/update " + u.Kind, Detail: raw})}
+	return []sdk.RuntimeEvent{n.event(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "unknown session/update " + u.Kind, Detail: u.json()})}
 }
 
 func (n *normalizer) outsideTurn(u update) []sdk.RuntimeEvent {

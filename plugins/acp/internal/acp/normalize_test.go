@@ -17,7 +17,7 @@ func upd(t *testing.T, n *normalizer, params string) []sdk.RuntimeEvent {
 	if err != nil {
 		t.Fatalf("decode %s: %v", params, err)
 	}
-	return n.update(u, json.RawMessage(params))
+	return n.update(u)
 }
 
 func kinds(evs []sdk.RuntimeEvent) string {
@@ -155,8 +155,8 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 		n := newNormalizer("s", "p")
 		n.startTurn()
-		n.update(u, msg.Params)
-		n.update(u, msg.Params)
+		n.update(u)
+		n.update(u)
 		evs := n.endTurn(&promptResult{StopReason: "end_turn"}, nil, true)
 		if evs[len(evs)-1].Kind != sdk.EventTurnTerminal || len(n.tools) != 0 || n.open != "" {
 			t.Fatalf("the turn did not close everything: %+v", evs)

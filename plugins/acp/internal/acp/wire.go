@@ -146,6 +146,13 @@ type update struct {
 	Size       *int64          `json:"size,omitempty"`
 }
 
+// json is the update as a detail: the fields Baton knows, re-encoded (only
+// for the updates that carry it, not for every chunk of a message).
+func (u update) json() json.RawMessage {
+	b, _ := json.Marshal(u) // an update always encodes
+	return b
+}
+
 // decodeUpdate decodes the params of a session/update notification. Errors
 // say what is wrong with the frame.
 func decodeUpdate(params []byte) (string, update, error) {

@@ -1,0 +1,295 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/ids"
+)
+
+// Start cost and write cost at scale. The data dirs are made by the real
+// commit path, as a host records a thread's run: created, a session, a
+// message, the baseline checkpoint, the provider's turn (80 content deltas
+// of an answer), its checkpoint, the session's end; about 100 events per
+// thread, every effect settled as the worker would, the host closed. They
+// are kept in the system's temp dir between runs (generating 10,000
+// threads takes a while).
+
+// benchDataDir returns a data dir holding threads recorded threads.
+func benchDataDir(b *testing.B, threads int) string {
+	b.Helper()
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("baton-bench-layout%d-schema%d-%d", layoutVersion, projectionSchema, threads))
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+		return dir
+	}
+	os.RemoveAll(dir)
+	h, err := Open(Config{DataDir: dir, IDs: ids.Seeded(42)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.cancel() // the effects are settled below, as a worker would
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= threads {
+					return
+				}
+				if err := recordThread(h, fmt.Sprintf("thr_%06d", i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		b.Fatal(err)
+	}
+	// Settled, as a store that has been in use for a while is.
+	s, err := eventlog.Open(filepath.Join(dir, "events"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Compact(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "complete"), nil, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// recordThread commits one thread's run, settling each effect with the
+// command that records its outcome.
+func recordThread(h *Host, thread string) error {
+	ctx := context.Background()
+	n := 0
+	do := func(p domain.CommandPayload, done ...eventlog.EffectRef) error {
+		n++
+		_, err := h.dispatch(ctx, domain.Command{ID: fmt.Sprintf("%s-%d", thread, n), ThreadID: thread, Payload: p}, done)
+		return err
+	}
+	// pending are the thread's effects in the outbox, by type.
+	pending := func() (map[domain.EffectType]domain.Effect, error) {
+		out, err := h.store.Outbox()
+		if err != nil {
+			return nil, err
+		}
+		m := map[domain.EffectType]domain.Effect{}
+		for _, se := range out {
+			if se.ThreadID == thread {
+				var e domain.Effect
+				json.Unmarshal(se.Data, &e)
+				e.ID = se.ID
+				m[e.Type] = e
+			}
+		}
+		return m, nil
+	}
+	ref := func(e domain.Effect) eventlog.EffectRef { return eventlog.EffectRef{ThreadID: thread, ID: e.ID} }
+	capture := func() error {
+		eff, err := pending()
+		if err != nil {
+			return err
+		}
+		c := eff[domain.EffectCapture]
+		return do(domain.RecordCheckpoint{CheckpointID: c.CheckpointID, Status: domain.CheckpointReady, Commit: "0123456789abcdef0123456789abcdef01234567",
+			Files: []domain.FileChange{{Path: "main.go", Kind: "modified", Additions: 3, Deletions: 1}}}, ref(c))
+	}
+	if err := do(domain.CreateThread{Provider: "acp", Cwd: "/work/" + thread, ProviderCommand: domain.ProviderCommand{Argv: []string{"claude-code-acp"}}}); err != nil {
+		return err
+	}
+	if err := do(domain.RecordSessionOpened{SessionID: "ses_" + thread, ThreadRef: "pt-" + thread}); err != nil {
+		return err
+	}
+	if err := do(domain.DispatchMessage{Text: "Explain the failing test in pkg/store and fix it."}); err != nil {
+		return err
+	}
+	if err := capture(); err != nil {
+		return err
+	}
+	eff, err := pending()
+	if err != nil {
+		return err
+	}
+	st := eff[domain.EffectStartTurn]
+	if err := do(domain.RecordTurnDispatched{RunID: st.RunID, AttemptID: st.AttemptID, SessionID: "ses_" + thread}, ref(st)); err != nil {
+		return err
+	}
+	evs := []domain.ProviderEvent{{Kind: domain.EvTurnStarted, ThreadRef: "pt-" + thread, TurnRef: "turn-1", ClientTurnID: st.AttemptID}}
+	for i := range 80 {
+		evs = append(evs, domain.ProviderEvent{Kind: domain.EvContentDelta, TurnRef: "turn-1", ItemRef: "msg-1",
+			ItemKind: domain.ItemAssistantMessage, Text: fmt.Sprintf("token %d of the answer ", i)})
+	}
+	evs = append(evs, domain.ProviderEvent{Kind: domain.EvItemCompleted, TurnRef: "turn-1", ItemRef: "msg-1"},
+		domain.ProviderEvent{Kind: domain.EvTurnTerminal, TurnRef: "turn-1", Status: "completed", Title: "end_turn"})
+	n++
+	if err := h.ingestEvents(thread, "ses_"+thread, fmt.Sprintf("%s-%d", thread, n), evs); err != nil {
+		return err
+	}
+	if err := capture(); err != nil {
+		return err
+	}
+	n++
+	return h.ingestEvents(thread, "ses_"+thread, fmt.Sprintf("%s-%d", thread, n), []domain.ProviderEvent{
+		{Kind: domain.EvRuntimeExited, Status: "exited"}})
+}
+
+// BenchmarkOpen measures a host's start on data dirs of 0, 1,000 and
+// 10,000 recorded threads (about 100,000 and 1,000,000 events): open, then
+// the first command (the close after it is not timed). "new" creates a thread; "touch" commits a
+// command on one of the recorded threads, whose projection is loaded from
+// its snapshot first. The empty data dir is the baseline: start cost must
+// not grow with the log.
+func BenchmarkOpen(b *testing.B) {
+	for _, threads := range []int{0, 1000, 10000} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			dir := benchDataDir(b, threads)
+			for _, first := range []string{"new", "touch"} {
+				if threads == 0 && first == "touch" {
+					continue
+				}
+				b.Run(first, func(b *testing.B) {
+					i := 0
+					for b.Loop() {
+						i++
+						h, err := Open(Config{DataDir: dir})
+						if err != nil {
+							b.Fatal(err)
+						}
+						var cmd domain.Command
+						if first == "new" {
+							cmd = domain.Command{ID: fmt.Sprintf("bench-%s", h.cfg.IDs.NewID("c")), Payload: domain.CreateThread{
+								Provider: "acp", Cwd: "/w", ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}}
+						} else {
+							th := fmt.Sprintf("thr_%06d", (i*7919)%threads)
+							t, err := h.Thread(th)
+							if err != nil {
+								b.Fatal(err)
+							}
+							cmd = domain.Command{ID: h.cfg.IDs.NewID("c"), ThreadID: th, Payload: domain.RecordCheckpoint{
+								CheckpointID: t.Checkpoints[0].ID, Status: domain.CheckpointReady}}
+						}
+						if _, err := h.Dispatch(context.Background(), cmd); err != nil {
+							b.Fatal(err)
+						}
+						// Not timed: a close waits for Pebble's background work
+						// (in a small store, a compaction into its one level).
+						b.StopTimer()
+						if err := h.Close(); err != nil {
+							b.Fatal(err)
+						}
+						b.StartTimer()
+					}
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkParallelCommit: eight threads commit at once through the whole
+// commit path (receipt check, decide on a scratch thread, append, publish):
+// a provider's delta each. ns/op is per commit; compare with the event
+// log's and raw Pebble's BenchmarkParallelAppend.
+func BenchmarkParallelCommit(b *testing.B) {
+	for _, writers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("threads=%d", writers), func(b *testing.B) {
+			h, err := Open(Config{DataDir: b.TempDir(), IDs: ids.Seeded(7)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			h.cancel() // effects stay in the outbox: no plugin is started
+			for w := range writers {
+				startTurn(b, h, fmt.Sprintf("t%d", w))
+			}
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for w := range writers {
+				wg.Go(func() {
+					th := fmt.Sprintf("t%d", w)
+					for {
+						i := next.Add(1)
+						if i > int64(b.N) {
+							return
+						}
+						if err := h.ingestEvents(th, "s1", fmt.Sprintf("pev-%d", i), []domain.ProviderEvent{{Kind: domain.EvContentDelta,
+							TurnRef: "u-" + th, ItemRef: fmt.Sprintf("a%d", i/100), ItemKind: domain.ItemAssistantMessage, Text: "token "}}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// startTurn makes a thread with a run whose provider turn has started.
+func startTurn(b *testing.B, h *Host, th string) {
+	ctx := context.Background()
+	for _, c := range []domain.Command{
+		{ID: "c-" + th, ThreadID: th, Payload: domain.CreateThread{Provider: "none", Cwd: "/w", ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}},
+		{ID: "o-" + th, ThreadID: th, Payload: domain.RecordSessionOpened{SessionID: "s1", ThreadRef: "pt-" + th}},
+		{ID: "m-" + th, ThreadID: th, Payload: domain.DispatchMessage{Text: "go"}},
+	} {
+		if _, err := h.Dispatch(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := h.ingestEvents(th, "s1", "ts-"+th, []domain.ProviderEvent{{Kind: domain.EvTurnStarted, ThreadRef: "pt-" + th, TurnRef: "u-" + th}}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkMessageGrowth: deltas ingested into one message of 1,000 and
+// of 10,000 deltas, in batches of 64 (as the pump does when they come
+// faster than the disk syncs). ns/op is per delta: the cost of a delta
+// must not grow with the length of the message so far.
+func BenchmarkMessageGrowth(b *testing.B) {
+	for _, size := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("deltas=%d", size), func(b *testing.B) {
+			h, err := Open(Config{DataDir: b.TempDir(), IDs: ids.Seeded(7)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			h.cancel()
+			startTurn(b, h, "t")
+			batch := make([]domain.ProviderEvent, 0, 64)
+			b.ResetTimer()
+			for i := range b.N {
+				// One message of size deltas, then the next.
+				batch = append(batch, domain.ProviderEvent{Kind: domain.EvContentDelta, TurnRef: "u-t", ItemRef: fmt.Sprintf("a%d", i/size),
+					ItemKind: domain.ItemAssistantMessage, Text: "token "})
+				if len(batch) == cap(batch) || i == b.N-1 {
+					if err := h.ingestEvents("t", "s1", fmt.Sprintf("pev-%d", i), batch); err != nil {
+						b.Fatal(err)
+					}
+					batch = batch[:0]
+				}
+			}
+		})
+	}
+}
