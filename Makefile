@@ -93,9 +93,13 @@ live-test: build
 	done
 
 # Benchmarks, 5 runs each; compare with benchstat. Baselines run in the same
-# invocation (raw Pebble sync beside the event log's append).
+# invocation: raw Pebble and SQLite (cgo, -tags sqlitebench) beside the
+# event log's appends, an empty data dir beside 100,000 and 1,000,000
+# events, the plugin alone beside the whole pipeline. The data dirs of
+# recorded threads are made once and kept in the system's temp dir.
 bench: build
-	@for m in host sdk; do (cd $$m && GOWORK=off $(GO) test -run '^$$' -bench . -benchmem -count 5 ./...) || exit 1; done | tee $(CURDIR)/bench.txt
+	@for m in host sdk; do (cd $$m && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer \
+		$(GO) test -tags sqlitebench -run '^$$' -bench . -benchmem -count 5 -timeout 60m ./...) || exit 1; done | tee $(CURDIR)/bench.txt
 
 # Fuzz every decoder of outside input for FUZZTIME each. New interesting
 # inputs stay in the Go cache; copy the ones worth keeping into the

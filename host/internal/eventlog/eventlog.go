@@ -8,6 +8,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -400,14 +401,29 @@ func (s *Store) buildThreadState(b *pebble.Batch, in Batch, last uint64) error {
 
 // encodeTail is an event's record in JSON without its sequence: the
 // sequencer puts that in front (recordValue), so that the encoding is
-// done by the writer, not the sequencer.
+// done by the writer, not the sequencer. It is written by hand, as
+// encoding/json writes Record, because it is on every event's path: the
+// data is JSON already (Append's callers encode it), and is checked and
+// compacted here in one pass.
 func encodeTail(e Pending) ([]byte, error) {
-	return json.Marshal(struct {
-		ThreadID string          `json:"threadId"`
-		Type     string          `json:"type"`
-		At       time.Time       `json:"at"`
-		Data     json.RawMessage `json:"data"`
-	}{e.ThreadID, e.Type, e.At.UTC(), e.Data})
+	if y := e.At.UTC().Year(); y < 0 || y > 9999 {
+		return nil, fmt.Errorf("time %v is outside the years 0 to 9999 that RFC 3339 can write", e.At)
+	}
+	thread, _ := json.Marshal(e.ThreadID) // a string always encodes
+	typ, _ := json.Marshal(e.Type)
+	buf := bytes.NewBuffer(make([]byte, 0, len(thread)+len(typ)+len(e.Data)+64))
+	buf.WriteString(`{"threadId":`)
+	buf.Write(thread)
+	buf.WriteString(`,"type":`)
+	buf.Write(typ)
+	buf.WriteString(`,"at":"`)
+	buf.Write(e.At.UTC().AppendFormat(nil, time.RFC3339Nano))
+	buf.WriteString(`","data":`)
+	if err := json.Compact(buf, e.Data); err != nil {
+		return nil, fmt.Errorf("data is not JSON: %w", err)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
 }
 
 // recordValue is {"sequence":N, followed by the tail after its '{'.

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -433,5 +434,40 @@ func TestThreadIndexFormats(t *testing.T) {
 	s.db.Set(threadKey("b", 1), nil, pebble.Sync) // names another thread's event
 	if _, err := s.ThreadAfter("b", 0, 3, 0); err == nil || !strings.Contains(err.Error(), "thread a's") {
 		t.Fatalf("index entry of another thread: %v", err)
+	}
+}
+
+// A record the log writes by hand reads back as encoding/json would have
+// written it: the same fields, the same bytes.
+func TestRecordEncodingProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		e := Pending{
+			ThreadID: rapid.String().Draw(rt, "thread"),
+			Type:     rapid.StringMatching(`[a-z.<>&]{1,20}`).Draw(rt, "type"),
+			At:       time.Unix(rapid.Int64Range(0, 253402300799).Draw(rt, "s"), rapid.Int64Range(0, 999999999).Draw(rt, "ns")),
+		}
+		data, _ := json.Marshal(map[string]any{"text": rapid.String().Draw(rt, "text"), "n": rapid.Int().Draw(rt, "n")})
+		if rapid.Bool().Draw(rt, "spaced") {
+			data = append(append([]byte(" "), data...), '\n')
+		}
+		e.Data = data
+		seq := rapid.Uint64Range(1, 1<<50).Draw(rt, "seq")
+		tail, err := encodeTail(e)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		got := recordValue(seq, tail)
+		var compact bytes.Buffer
+		json.Compact(&compact, data)
+		want, _ := json.Marshal(Record{Sequence: seq, ThreadID: e.ThreadID, Type: e.Type, At: e.At.UTC(), Data: compact.Bytes()})
+		if string(got) != string(want) {
+			rt.Fatalf("record\n%s\nwant\n%s", got, want)
+		}
+	})
+	if _, err := encodeTail(Pending{Data: []byte("{")}); err == nil {
+		t.Fatal("data that is not JSON was accepted")
+	}
+	if _, err := encodeTail(Pending{At: time.Unix(253402300800, 0), Data: []byte("{}")}); err == nil {
+		t.Fatal("a time RFC 3339 cannot write was accepted")
 	}
 }

@@ -106,6 +106,7 @@ func simpleScenario(b *testing.B) (transcript, message string) {
 // (the peer process, and for opencode its HTTP server and event stream),
 // the turn, and the close. The differences are the transports' own costs
 // (JSON-RPC or stream-json on stdio, a process per turn, HTTP and SSE).
+// plugin-RSS-MB is the plugin process's resident memory after its turns.
 func BenchmarkPluginTurn(b *testing.B) {
 	b.Setenv("BATON_REPLAYPEER", peerBin) // plugintest.PeerCommand's peer
 	for _, provider := range []string{"acp", "codex", "claude", "cursor", "opencode"} {
@@ -142,6 +143,8 @@ func BenchmarkPluginTurn(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			// The plugin process's resident set after its turns.
+			b.ReportMetric(float64(orchestrator.ResidentKB(p.Pid()))/1024, "plugin-RSS-MB")
 		})
 	}
 }
@@ -309,6 +312,7 @@ func BenchmarkReplayPipeline(b *testing.B) {
 		slices.Sort(lat)
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
 	})
 }
 

@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("BATON_CRASH_HELPER"); dir != "" {
 		os.Exit(crashHelper(dir)) // this process is the host a test kills
 	}
+	if dir := os.Getenv("BATON_RSS_HELPER"); dir != "" {
+		os.Exit(orchestrator.RSSHelper(dir)) // this process is the host a benchmark measures
+	}
 	code, err := setup(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
