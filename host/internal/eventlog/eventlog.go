@@ -82,7 +82,13 @@ func Open(dir string, log hclog.Logger) (*Store, error) {
 		CacheSize:          16 << 20,
 		MemTableSize:       8 << 20,
 		MaxOpenFiles:       256,
-		Logger:             pebbleLogger{log.Named("pebble")},
+		// Pebble's default (64 MB) keeps a store smaller than that in one
+		// level, so that every flush's compaction rewrites all of it (a
+		// host's start paid 80 ms for it in a store of 100,000 events).
+		// A small base level keeps compactions small; an event log's write
+		// rate is far below what the extra levels cost.
+		LBaseMaxBytes: 4 << 20,
+		Logger:        pebbleLogger{log.Named("pebble")},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open event log %s: %w", dir, err)
@@ -111,8 +117,12 @@ func (s *Store) lastSequence() (uint64, error) {
 }
 
 // Close commits what is queued, stops the sequencer and closes the store;
-// waiting readers are woken. The memtable is flushed first, so that the
-// next Open has no write-ahead log to replay.
+// waiting readers are woken. The memtable is not flushed: the next Open
+// replays the write-ahead log (a few MB at most), where a flush at every
+// close would leave a table behind each short-lived process and, in a
+// store of one level, a compaction for the close to wait for (measured:
+// a one-turn baton run on a data dir of 100,000 events took 2.5x as long
+// with it, 1.16x without).
 func (s *Store) Close() error {
 	s.qmu.Lock()
 	if s.stopped {
@@ -127,15 +137,10 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	close(s.changed)
-	broken := s.broken
 	s.mu.Unlock()
 	s.life.Lock()
 	defer s.life.Unlock()
-	var ferr error
-	if broken == nil {
-		ferr = s.db.Flush()
-	}
-	return errors.Join(ferr, s.db.Close())
+	return s.db.Close()
 }
 
 // ErrClosed is returned after Close.
