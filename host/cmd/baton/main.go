@@ -25,6 +25,8 @@ func main() {
 const usage = `usage:
   baton run --provider NAME [--provider-command 'CMD ARGS'] [--cwd DIR] [--data DIR]
             [--thread ID] [--model M] [--json] MESSAGE...
+  baton threads [--data DIR] [--json] [--after ID] [--limit N]
+                                        the threads in the data dir, their status and runs
   baton diff THREAD [--run N] [--max-bytes N] [--data DIR]
                                         a run's changes: its checkpoint against the one before
   baton rollback THREAD --run N [--data DIR]
@@ -46,6 +48,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runCmd(args[1:], stdin, stdout, stderr)
 	case "plugin":
 		return pluginCmd(args[1:], stdout, stderr)
+	case "threads":
+		return threadsCmd(args[1:], stdout, stderr)
 	case "diff":
 		return diffCmd(args[1:], stdout, stderr)
 	case "rollback":

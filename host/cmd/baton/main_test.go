@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -169,6 +170,26 @@ func TestRunReadableAndContinue(t *testing.T) {
 	}
 	if _, stderr, code := baton(t, "run", "--data", data, "--thread", "thr_nope", "hi"); code != 2 || !strings.Contains(stderr, "thr_nope") {
 		t.Errorf("unknown thread: exit %d, %s", code, stderr)
+	}
+	// The thread list, from the thread index.
+	out, stderr, code = baton(t, "threads", "--data", data, "--json")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+		t.Fatalf("threads --json: exit %d, %v\n%s\n%s", code, err, out, stderr)
+	}
+	delete(got, "createdAt")
+	delete(got, "updatedAt")
+	want := map[string]any{"id": threadID, "provider": "acp", "cwd": ws, "runs": 2.0, "status": "idle", "lastRun": "completed",
+		"sequence": got["sequence"]}
+	if seq, _ := got["sequence"].(float64); seq < 10 || !reflect.DeepEqual(got, want) {
+		t.Errorf("threads --json:\n got %v\nwant %v", got, want)
+	}
+	out, _, code = baton(t, "threads", "--data", data)
+	if code != 0 || !strings.Contains(out, threadID+"  acp       idle, last run completed  2") {
+		t.Errorf("threads: exit %d\n%s", code, out)
+	}
+	if out, _, code = baton(t, "threads", "--data", data, "--after", threadID); code != 0 || strings.Contains(out, threadID) {
+		t.Errorf("threads after the only thread: exit %d\n%s", code, out)
 	}
 }
 

@@ -53,7 +53,7 @@ func logCommit(s *Store, w, i int) error {
 	cmd := fmt.Sprintf("cmd-%d", i)
 	_, _, err := s.Append(Batch{Events: []Pending{{ThreadID: th, Type: "message.delta", At: time.Unix(1, 0), Data: benchEvent}},
 		CommandID: cmd, Receipt: func(last uint64) []byte { return receiptOf(cmd, last) },
-		ThreadID: th, Head: []byte(`{"id":"` + th + `","status":"running"}`)})
+		ThreadID: th, Head: func(last uint64) []byte { return []byte(`{"id":"` + th + `","status":"running"}`) }})
 	return err
 }
 

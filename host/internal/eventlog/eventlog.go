@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -77,7 +78,7 @@ func Open(dir string, log hclog.Logger) (*Store, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	db, err := pebble.Open(dir, &pebble.Options{
+	opts := &pebble.Options{
 		FormatMajorVersion: FormatVersion,
 		CacheSize:          16 << 20,
 		MemTableSize:       8 << 20,
@@ -89,7 +90,14 @@ func Open(dir string, log hclog.Logger) (*Store, error) {
 		// rate is far below what the extra levels cost.
 		LBaseMaxBytes: 4 << 20,
 		Logger:        pebbleLogger{log.Named("pebble")},
-	})
+	}
+	// Bloom filters on every level: each commit looks up its command's
+	// receipt, which is almost never there, and a miss should not read an
+	// index block of every table that might hold it.
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open event log %s: %w", dir, err)
 	}
@@ -187,11 +195,11 @@ type Batch struct {
 	Receipt func(last uint64) []byte
 
 	// ThreadID names the thread whose state follows: Head (written when
-	// not nil), Live (Keep, Set or Clear the thread's live marker) and
-	// Snapshot (written when not nil; its watermark is the batch's last
-	// sequence).
+	// not nil; given the batch's last sequence), Live (Keep, Set or Clear
+	// the thread's live marker) and Snapshot (written when not nil; its
+	// watermark is the batch's last sequence).
 	ThreadID string
-	Head     []byte
+	Head     func(last uint64) []byte
 	Live     LiveChange
 	Snapshot *Snapshot
 
@@ -380,7 +388,7 @@ func (s *Store) build(b *pebble.Batch, r *appendReq, seq *uint64) error {
 
 func (s *Store) buildThreadState(b *pebble.Batch, in Batch, last uint64) error {
 	if in.Head != nil {
-		if err := b.Set(threadStateKey(prefixHead, in.ThreadID), in.Head, nil); err != nil {
+		if err := b.Set(threadStateKey(prefixHead, in.ThreadID), in.Head(last), nil); err != nil {
 			return err
 		}
 	}
@@ -712,7 +720,7 @@ func (s *Store) PutThreadState(threadID string, head []byte, live bool, sn *Snap
 	return s.read(func() error {
 		b := s.db.NewBatch()
 		defer b.Close()
-		in := Batch{ThreadID: threadID, Head: head, Live: LiveClear}
+		in := Batch{ThreadID: threadID, Head: func(uint64) []byte { return head }, Live: LiveClear}
 		if live {
 			in.Live = LiveSet
 		}

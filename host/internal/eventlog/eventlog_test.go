@@ -317,6 +317,10 @@ func TestConcurrentAppends(t *testing.T) {
 	}
 }
 
+func head(s string) func(uint64) []byte {
+	return func(last uint64) []byte { return []byte(fmt.Sprintf("%s@%d", s, last)) }
+}
+
 // A thread's state (head, live marker, snapshot) is written with its
 // events; a snapshot's watermark is the batch's last event; a damaged
 // snapshot is an error, never a value.
@@ -332,11 +336,11 @@ func TestThreadState(t *testing.T) {
 	if _, _, err := s.Append(Batch{ThreadID: "a", Snapshot: &Snapshot{Body: []byte("x")}}); err == nil {
 		t.Fatal("a snapshot with no event was accepted")
 	}
-	s.Append(Batch{Events: ev("a"), ThreadID: "a", Head: []byte("A1"), Live: LiveSet})
-	s.Append(Batch{Events: ev("b"), ThreadID: "b", Head: []byte("B1"), Live: LiveSet})
-	s.Append(Batch{Events: append(ev("a"), ev("a")...), ThreadID: "a", Head: []byte("A2"), Live: LiveClear,
+	s.Append(Batch{Events: ev("a"), ThreadID: "a", Head: head("A1"), Live: LiveSet})
+	s.Append(Batch{Events: ev("b"), ThreadID: "b", Head: head("B1"), Live: LiveSet})
+	s.Append(Batch{Events: append(ev("a"), ev("a")...), ThreadID: "a", Head: head("A2"), Live: LiveClear,
 		Snapshot: &Snapshot{Schema: 7, Body: []byte(`{"x":1}`)}})
-	s.Append(Batch{Events: ev("c"), ThreadID: "c", Head: []byte("C1")})
+	s.Append(Batch{Events: ev("c"), ThreadID: "c", Head: head("C1")})
 	s.Close()
 	if s, err = Open(dir, nil); err != nil {
 		t.Fatal(err)
@@ -355,10 +359,10 @@ func TestThreadState(t *testing.T) {
 	}
 	heads, _ := s.Heads("", 0)
 	page, _ := s.Heads("a", 1)
-	if len(heads) != 3 || string(heads[0].Data) != "A2" || heads[2].ThreadID != "c" || len(page) != 1 || page[0].ThreadID != "b" {
+	if len(heads) != 3 || string(heads[0].Data) != "A2@4" || heads[2].ThreadID != "c" || len(page) != 1 || page[0].ThreadID != "b" {
 		t.Fatalf("heads %+v, page after a %+v", heads, page)
 	}
-	if h, ok, _ := s.Head("c"); !ok || string(h) != "C1" {
+	if h, ok, _ := s.Head("c"); !ok || string(h) != "C1@5" {
 		t.Fatalf("head c %q", h)
 	}
 	if ok, _ := s.HasThreadEvent("a", 4); !ok {

@@ -159,7 +159,11 @@ func (h *Host) commit(c commitReq) (domain.Receipt, error) {
 // head, the live marker when it changes, and a snapshot when enough has
 // happened since the last one, or when the thread goes quiet. e.mu is held.
 func (h *Host) stateOf(e *threadEntry, t *domain.Thread, size int, b *eventlog.Batch) {
-	b.Head = encodeHead(t)
+	sum := t.Summary()
+	b.Head = func(last uint64) []byte {
+		sum.Sequence = last
+		return encodeHead(sum)
+	}
 	live := t.Live()
 	if live != e.live {
 		b.Live = eventlog.LiveClear

@@ -318,3 +318,52 @@ func indexSeq(recs []eventlog.Record, seq uint64) int {
 	}
 	return -1
 }
+
+// Projections no one holds leave memory when more threads than the bound
+// have been touched, the least recently used first; a thread in flight
+// (here, a session open) stays. A thread that left is loaded again, equal.
+func TestProjectionsLeaveMemory(t *testing.T) {
+	h, err := Open(Config{DataDir: t.TempDir(), IDs: ids.Seeded(3), MaxThreads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	h.cancel() // effects stay in the outbox
+	ctx := context.Background()
+	for i := range 5 {
+		th := fmt.Sprintf("t%d", i)
+		if _, err := h.Dispatch(ctx, domain.Command{ID: "c" + th, ThreadID: th, Payload: domain.CreateThread{Provider: "none", Cwd: "/w",
+			ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.Dispatch(ctx, domain.Command{ID: "o", ThreadID: "t0", Payload: domain.RecordSessionOpened{SessionID: "s"}}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := json.Marshal(mustView(t, h, "t1"))
+	for _, th := range []string{"t2", "t3", "t4"} {
+		mustView(t, h, th)
+	}
+	h.cache.mu.Lock()
+	var in []string
+	for el := h.cache.lru.Front(); el != nil; el = el.Next() {
+		in = append(in, el.Value.(*threadEntry).id)
+	}
+	h.cache.mu.Unlock()
+	if fmt.Sprint(in) != "[t4 t0]" {
+		t.Fatalf("threads in memory, most recent first: %v, want [t4 t0] (t0 has a session open)", in)
+	}
+	after, _ := json.Marshal(mustView(t, h, "t1"))
+	if string(before) != string(after) {
+		t.Fatalf("t1 loaded again differs:\n%s\n%s", before, after)
+	}
+}
+
+func mustView(t *testing.T, h *Host, id string) *domain.Thread {
+	t.Helper()
+	th, err := h.view(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th
+}

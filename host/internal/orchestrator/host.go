@@ -47,8 +47,10 @@ type Config struct {
 	Now func() time.Time
 	// IDs allocates ids (default: randomly seeded).
 	IDs *ids.Allocator
-	// MaxThreads bounds how many idle threads' projections stay in memory
-	// (default 256). Threads with a run or a session in flight stay too.
+	// MaxThreads bounds how many threads' projections stay in memory
+	// (default 256), the least recently used leaving first. A thread in
+	// flight (a run or a session) never leaves, so more stay while more
+	// than that many are in flight.
 	MaxThreads int
 	// SnapshotBytes is how many bytes of a thread's events, at least, come
 	// between two of its snapshots (default 32 KiB; a snapshot is also

@@ -59,7 +59,7 @@ func (h *Host) index() error {
 		t := threads[id]
 		body, _ := json.Marshal(t) // a thread always encodes
 		sn := &eventlog.Snapshot{Schema: projectionSchema, Seq: t.Sequence, Body: body}
-		if err := h.store.PutThreadState(id, encodeHead(t), t.Live(), sn); err != nil {
+		if err := h.store.PutThreadState(id, encodeHead(t.Summary()), t.Live(), sn); err != nil {
 			return fmt.Errorf("index thread %s: %w", id, err)
 		}
 	}

@@ -251,8 +251,8 @@ func apply(t *domain.Thread, r eventlog.Record) error {
 	return nil
 }
 
-func encodeHead(t *domain.Thread) []byte {
-	b, _ := json.Marshal(t.Summary()) // a summary always encodes
+func encodeHead(s domain.ThreadSummary) []byte {
+	b, _ := json.Marshal(s) // a summary always encodes
 	return b
 }
 
