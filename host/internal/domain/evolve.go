@@ -307,7 +307,9 @@ func (a *Attempt) end(status RunStatus, at time.Time) {
 
 // Clone is a copy of the thread that events applied to t later do not
 // change. Evolve only ever replaces the pointers, maps and raw JSON a
-// thread holds, never writes through them, so those are shared.
+// thread holds, never writes through them, so those are shared; so are
+// message and item texts, whose appends never change what a copy holds
+// (see Text). The cost is the thread's entries, not its texts' length.
 func (t *Thread) Clone() Thread {
 	c := *t
 	c.Runs = slices.Clone(t.Runs)

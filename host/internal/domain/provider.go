@@ -169,8 +169,7 @@ func requestOpened(t *Thread, sessionID string, ev ProviderEvent, pt *ProviderTu
 	// resolves when the provider says it got the answer.
 	if decision := policyDecision(t.ApprovalPolicy, ev.RequestKind); decision != "" {
 		d.emit(RequestAnswered{RequestID: reqID, Decision: decision, By: AnsweredByPolicy})
-		d.effect(Effect{Type: EffectRespond, ThreadID: t.ID, RunID: runID, SessionID: sessionID,
-			RequestRef: ev.RequestRef, Decision: decision})
+		d.effect(t.request(reqID).respondEffect(t.ID, decision, nil))
 	}
 }
 

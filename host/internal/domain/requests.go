@@ -34,8 +34,7 @@ func decideRespond(t *Thread, p RespondToRequest, d *Decision) error {
 	if q.Status != RequestStatusPending || q.AnsweredBy != "" {
 		return fmt.Errorf("%w: request %s is already %s", ErrConflict, q.ID, cmp.Or(string(q.AnsweredBy)+" answered", string(q.Status)))
 	}
-	e := Effect{Type: EffectRespond, ThreadID: t.ID, RunID: q.RunID, SessionID: q.SessionID, RequestRef: q.ProviderRef,
-		Decision: p.Decision, Answers: p.Answers}
+	e := q.respondEffect(t.ID, p.Decision, p.Answers)
 	d.emit(RequestAnswered{RequestID: q.ID, Decision: p.Decision, Answers: p.Answers, By: AnsweredByClient})
 	d.effect(e)
 	return nil
@@ -52,8 +51,7 @@ func decideRespondFailed(t *Thread, p RespondFailed, d *Decision) error {
 	// A policy answers again, a few times: a client that answered is
 	// asked again instead.
 	again := q.AnsweredBy == AnsweredByPolicy && q.AnswerFailures+1 < policyAnswerTries
-	retry := Effect{Type: EffectRespond, ThreadID: t.ID, RunID: q.RunID, SessionID: q.SessionID,
-		RequestRef: q.ProviderRef, Decision: q.Decision}
+	retry := q.respondEffect(t.ID, q.Decision, nil)
 	id := q.ID
 	d.emit(RequestAnswerFailed{RequestID: id, Reason: p.Reason})
 	if again {
@@ -72,6 +70,12 @@ func decideUnreachable(t *Thread, p MarkRequestUnreachable, d *Decision) error {
 		d.emit(RequestResolved{RequestID: q.ID, Status: RequestStatusExpired, Delivery: DeliveryNotResumable})
 	}
 	return nil
+}
+
+// respondEffect delivers an answer to the request through its session.
+func (q *RuntimeRequest) respondEffect(threadID string, v Verdict, answers map[string]string) Effect {
+	return Effect{Type: EffectRespond, ThreadID: threadID, RunID: q.RunID, SessionID: q.SessionID, RequestRef: q.ProviderRef,
+		Decision: v, Answers: answers}
 }
 
 // policyAnswerTries is how many times a policy's answer is sent before the

@@ -218,12 +218,7 @@ func BenchmarkOpen(b *testing.B) {
 func BenchmarkParallelCommit(b *testing.B) {
 	for _, writers := range []int{1, 8} {
 		b.Run(fmt.Sprintf("threads=%d", writers), func(b *testing.B) {
-			h, err := Open(Config{DataDir: b.TempDir(), IDs: ids.Seeded(7)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer h.Close()
-			h.cancel() // effects stay in the outbox: no plugin is started
+			h := quietHost(b, Config{IDs: ids.Seeded(7)})
 			for w := range writers {
 				startTurn(b, h, fmt.Sprintf("t%d", w))
 			}
@@ -275,12 +270,7 @@ func startTurn(b *testing.B, h *Host, th string) {
 func BenchmarkMessageGrowth(b *testing.B) {
 	for _, size := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("deltas=%d", size), func(b *testing.B) {
-			h, err := Open(Config{DataDir: b.TempDir(), IDs: ids.Seeded(7)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer h.Close()
-			h.cancel()
+			h := quietHost(b, Config{IDs: ids.Seeded(7)})
 			startTurn(b, h, "t")
 			batch := make([]domain.ProviderEvent, 0, 64)
 			b.ResetTimer()

@@ -323,12 +323,7 @@ func indexSeq(recs []eventlog.Record, seq uint64) int {
 // have been touched, the least recently used first; a thread in flight
 // (here, a session open) stays. A thread that left is loaded again, equal.
 func TestProjectionsLeaveMemory(t *testing.T) {
-	h, err := Open(Config{DataDir: t.TempDir(), IDs: ids.Seeded(3), MaxThreads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	h.cancel() // effects stay in the outbox
+	h := quietHost(t, Config{IDs: ids.Seeded(3), MaxThreads: 2})
 	ctx := context.Background()
 	for i := range 5 {
 		th := fmt.Sprintf("t%d", i)
@@ -357,6 +352,22 @@ func TestProjectionsLeaveMemory(t *testing.T) {
 	if string(before) != string(after) {
 		t.Fatalf("t1 loaded again differs:\n%s\n%s", before, after)
 	}
+}
+
+// quietHost is a host on a temp data dir whose effects stay in the outbox:
+// no plugin is started, so that the test alone drives what is committed.
+func quietHost(tb testing.TB, cfg Config) *Host {
+	tb.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = tb.TempDir()
+	}
+	h, err := Open(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { h.Close() })
+	h.cancel()
+	return h
 }
 
 func mustView(t *testing.T, h *Host, id string) *domain.Thread {

@@ -22,33 +22,11 @@ const streamPage = 1024
 // durable and applied.
 func (h *Host) Events(ctx context.Context, after uint64) iter.Seq2[eventlog.Record, error] {
 	return func(yield func(eventlog.Record, error) bool) {
-		for {
-			if h.ctx.Err() != nil {
-				return
-			}
+		h.follow(ctx, after, yield, func(after uint64) ([]eventlog.Record, <-chan struct{}, error) {
 			_, changed := h.store.Last()
 			recs, err := h.store.After(after, streamPage)
-			if err != nil {
-				yield(eventlog.Record{}, err)
-				return
-			}
-			for _, r := range recs {
-				if !yield(r, nil) {
-					return
-				}
-				after = r.Sequence
-			}
-			if len(recs) > 0 {
-				continue
-			}
-			select {
-			case <-changed:
-			case <-ctx.Done():
-				return
-			case <-h.ctx.Done():
-				return
-			}
-		}
+			return recs, changed, err
+		})
 	}
 }
 
@@ -65,37 +43,49 @@ func (h *Host) ThreadStream(ctx context.Context, threadID string, after uint64) 
 			yield(eventlog.Record{}, err)
 			return
 		}
-		for {
-			if h.ctx.Err() != nil || h.closed.Load() {
-				return
-			}
+		h.follow(ctx, after, yield, func(after uint64) ([]eventlog.Record, <-chan struct{}, error) {
 			t, changed := e.current()
-			if t.Sequence > after {
-				recs, err := h.store.ThreadAfter(threadID, after, t.Sequence, streamPage)
-				if err != nil {
-					yield(eventlog.Record{}, err)
-					return
-				}
-				if len(recs) == 0 {
-					yield(eventlog.Record{}, fmt.Errorf("thread %s: its index has no event after %d, but its projection is at %d",
-						threadID, after, t.Sequence))
-					return
-				}
-				for _, r := range recs {
-					if !yield(r, nil) {
-						return
-					}
-					after = r.Sequence
-				}
-				continue
+			if t.Sequence <= after {
+				return nil, changed, nil
 			}
-			select {
-			case <-changed:
-			case <-ctx.Done():
-				return
-			case <-h.ctx.Done():
+			recs, err := h.store.ThreadAfter(threadID, after, t.Sequence, streamPage)
+			if err == nil && len(recs) == 0 {
+				err = fmt.Errorf("thread %s: its index has no event after %d, but its projection is at %d", threadID, after, t.Sequence)
+			}
+			return recs, changed, err
+		})
+	}
+}
+
+// follow yields what read returns after a sequence, a page at a time and
+// in order; when read has nothing new, it waits on the channel read gave
+// with it, until ctx ends or the host closes.
+func (h *Host) follow(ctx context.Context, after uint64, yield func(eventlog.Record, error) bool,
+	read func(after uint64) ([]eventlog.Record, <-chan struct{}, error)) {
+	for {
+		if h.ctx.Err() != nil || h.closed.Load() {
+			return
+		}
+		recs, changed, err := read(after)
+		if err != nil {
+			yield(eventlog.Record{}, err)
+			return
+		}
+		for _, r := range recs {
+			if !yield(r, nil) {
 				return
 			}
+			after = r.Sequence
+		}
+		if len(recs) > 0 {
+			continue
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		case <-h.ctx.Done():
+			return
 		}
 	}
 }
