@@ -46,8 +46,15 @@ func (w *world) env() Env {
 // decide1 decides one command as the host does: on a scratch copy, kept
 // only when the decision succeeds.
 func (w *world) decide1(cmd Command) (Decision, error) {
-	scratch := w.thread.Clone()
+	before, _ := json.Marshal(w.thread)
+	scratch := w.thread.Scratch()
 	d, err := Decide(&scratch, cmd, w.env())
+	// The scratch shares the thread's collections until it writes to them:
+	// what it writes, the thread it was made from never shows.
+	if after, _ := json.Marshal(w.thread); string(after) != string(before) {
+		w.t.Fatalf("deciding %s changed the thread the scratch was made from:\nbefore: %s\nafter:  %s",
+			cmd.Payload.CommandType(), before, after)
+	}
 	if err != nil {
 		return d, err
 	}
@@ -97,7 +104,9 @@ func (w *world) apply(d Decision) {
 // edit changes the thread by hand (and its replica alike), for a state the
 // commands cannot reach directly.
 func (w *world) edit(f func(*Thread)) {
-	f(w.thread)
+	c := w.thread.Clone() // its own slices: the edit writes into them
+	f(&c)
+	w.thread = &c
 	f(w.replica)
 }
 

@@ -39,6 +39,10 @@ type Thread struct {
 	Handoffs         []ContextHandoff  `json:"handoffs,omitempty"`
 	// Sequence is the last event applied to this thread.
 	Sequence uint64 `json:"sequence"`
+
+	// shared are the collections this value shares with the thread it was
+	// copied from (see Scratch).
+	shared part
 }
 
 // ProviderCommand is the provider process the thread's sessions run.
@@ -75,6 +79,10 @@ type Run struct {
 	Ending *RunOutcome `json:"ending,omitempty"`
 	// CheckpointID is the run's root checkpoint.
 	CheckpointID string `json:"checkpointId,omitempty"`
+
+	// shared says the run's attempts, nodes and pending messages are
+	// shared with the thread the run's was copied from (see Scratch).
+	shared bool
 }
 
 // RunOutcome is how a run ends.

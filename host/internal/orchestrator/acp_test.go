@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/baton-run/baton/host/internal/domain"
 )
@@ -101,7 +102,7 @@ func TestSimple(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(th2, th3); diff != "" {
+	if diff := cmp.Diff(th2, th3, cmpopts.IgnoreUnexported(domain.Thread{}, domain.Run{})); diff != "" {
 		t.Errorf("the projection rebuilt by a new host differs (-before +after):\n%s", diff)
 	}
 }

@@ -353,3 +353,70 @@ func statusKB(pid int, field string) int {
 	}
 	return 0
 }
+
+// BenchmarkThreadHistory: a delta committed on a thread with 10 and with
+// 100 runs behind it (each with its messages, items, turns and
+// checkpoints). ns/op is per delta, one commit each. A commit decides on a
+// copy of the thread's projection, whose entries (not their texts) it
+// copies: this is the one cost that follows a thread's own history.
+func BenchmarkThreadHistory(b *testing.B) {
+	for _, runs := range []int{10, 100} {
+		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
+			h := quietHost(b, Config{IDs: ids.Seeded(7)})
+			startTurn(b, h, "t")
+			n := 0
+			ingest := func(evs ...domain.ProviderEvent) {
+				n++
+				if err := h.ingestEvents("t", "s1", fmt.Sprintf("pev-%d", n), evs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			capture := func() {
+				t, _ := h.view("t")
+				for _, c := range t.Checkpoints {
+					if c.Status == domain.CheckpointCapturing {
+						n++
+						if _, err := h.Dispatch(context.Background(), domain.Command{ID: fmt.Sprintf("cap-%d", n), ThreadID: "t",
+							Payload: domain.RecordCheckpoint{CheckpointID: c.ID, Status: domain.CheckpointMissing}}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+			for r := range runs {
+				turn := fmt.Sprintf("u-%d", r)
+				if r > 0 {
+					n++
+					if _, err := h.Dispatch(context.Background(), domain.Command{ID: fmt.Sprintf("m-%d", n), ThreadID: "t",
+						Payload: domain.DispatchMessage{Text: "next"}}); err != nil {
+						b.Fatal(err)
+					}
+					ingest(domain.ProviderEvent{Kind: domain.EvTurnStarted, ThreadRef: "pt-t", TurnRef: turn})
+				} else {
+					turn = "u-t"
+				}
+				evs := []domain.ProviderEvent{{Kind: domain.EvItemStarted, TurnRef: turn, ItemRef: turn + "/cmd", ItemKind: "command_execution", Title: "go test"}}
+				for i := range 20 {
+					evs = append(evs, domain.ProviderEvent{Kind: domain.EvContentDelta, TurnRef: turn, ItemRef: turn + "/msg",
+						ItemKind: domain.ItemAssistantMessage, Text: fmt.Sprintf("word %d ", i)})
+				}
+				evs = append(evs, domain.ProviderEvent{Kind: domain.EvItemCompleted, TurnRef: turn, ItemRef: turn + "/cmd"},
+					domain.ProviderEvent{Kind: domain.EvTurnTerminal, TurnRef: turn, Status: "completed"})
+				ingest(evs...)
+				capture()
+			}
+			n++
+			if _, err := h.Dispatch(context.Background(), domain.Command{ID: fmt.Sprintf("m-%d", n), ThreadID: "t",
+				Payload: domain.DispatchMessage{Text: "last"}}); err != nil {
+				b.Fatal(err)
+			}
+			capture()
+			ingest(domain.ProviderEvent{Kind: domain.EvTurnStarted, ThreadRef: "pt-t", TurnRef: "last"})
+			b.ResetTimer()
+			for i := range b.N {
+				ingest(domain.ProviderEvent{Kind: domain.EvContentDelta, TurnRef: "last", ItemRef: fmt.Sprintf("a%d", i/100),
+					ItemKind: domain.ItemAssistantMessage, Text: "token "})
+			}
+		})
+	}
+}

@@ -104,7 +104,7 @@ func (h *Host) commit(c commitReq) (domain.Receipt, error) {
 	if err != nil {
 		return domain.Receipt{}, err
 	}
-	scratch := cur.Clone()
+	scratch := cur.Scratch()
 	now := h.cfg.Now()
 	events, effects, err := c.decide(&scratch, domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: h.capabilities(c.threadID)})
 	if err != nil {
