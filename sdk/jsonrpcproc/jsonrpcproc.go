@@ -74,7 +74,9 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.OnRecv != nil {
 		opts = append(opts, jsonrpc2.OnRecv(cfg.OnRecv))
 	}
-	c.RPC = jsonrpc2.NewConn(ctx, &stream{c: c, onMalformed: cfg.OnMalformed}, cfg.Handler, opts...)
+	st := &stream{c: c, onMalformed: cfg.OnMalformed, ctx: ctx, handler: cfg.Handler, onRecv: cfg.OnRecv, ready: make(chan struct{})}
+	c.RPC = jsonrpc2.NewConn(ctx, st, cfg.Handler, opts...)
+	close(st.ready)
 	return c, nil
 }
 
@@ -156,9 +158,19 @@ func (c *Conn) ExitReport() string { return c.lines.ExitReport() }
 
 // stream is the jsonrpc2 object stream over the provider's stdio: NDJSON
 // lines, each recorded in the raw-frame log.
+//
+// A notification (most of what a provider sends while it works: every
+// chunk of an answer) is decoded here in one pass and handed to the handler
+// as jsonrpc2 would hand it, in order, on the same read loop; jsonrpc2
+// decodes a message into a generic map and encodes its params again, which
+// made it most of a plugin's work. Requests and responses go to jsonrpc2.
 type stream struct {
 	c           *Conn
 	onMalformed func(uint64, error)
+	ctx         context.Context
+	handler     jsonrpc2.Handler
+	onRecv      func(*jsonrpc2.Request, *jsonrpc2.Response)
+	ready       chan struct{} // closed once c.RPC is set
 }
 
 func (st *stream) WriteObject(obj any) error {
@@ -170,10 +182,19 @@ func (st *stream) WriteObject(obj any) error {
 }
 
 func (st *stream) ReadObject(v any) error {
+	<-st.ready
 	for {
 		b, idx, err := st.c.lines.Next()
 		if err != nil {
 			return err
+		}
+		if n, ok := decodeNotification(b); ok {
+			st.c.frame.Store(idx)
+			if st.onRecv != nil {
+				st.onRecv(n, nil)
+			}
+			st.handler.Handle(st.ctx, st.c.RPC, n)
+			continue
 		}
 		if err := DecodeFrame(b, v); err != nil {
 			if st.onMalformed != nil {
@@ -187,6 +208,38 @@ func (st *stream) ReadObject(v any) error {
 }
 
 func (st *stream) Close() error { return st.c.lines.CloseStdin() }
+
+// decodeNotification reads a line that is a JSON-RPC notification (a
+// method, no id, no result or error) as jsonrpc2 would, but in one pass
+// and with its params as they came; ok is false for anything else, which
+// jsonrpc2 then reads. Members are matched by their exact names, as
+// jsonrpc2 matches them.
+func decodeNotification(line []byte) (*jsonrpc2.Request, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil {
+		return nil, false
+	}
+	var method string
+	if raw, ok := m["method"]; !ok || string(raw) == "null" || json.Unmarshal(raw, &method) != nil {
+		return nil, false // none, or not a string
+	}
+	// jsonrpc2 takes a null id for none, a null result for a result, and
+	// a null error for none.
+	if id, ok := m["id"]; ok && string(id) != "null" {
+		return nil, false
+	}
+	if e, ok := m["error"]; ok && string(e) != "null" {
+		return nil, false
+	}
+	if _, ok := m["result"]; ok {
+		return nil, false
+	}
+	r := &jsonrpc2.Request{Method: method, Notif: true}
+	if p, ok := m["params"]; ok {
+		r.Params = &p
+	}
+	return r, true
+}
 
 // DecodeFrame decodes one line from a provider into v (jsonrpc2's message),
 // with an error that says what is wrong with the line. A "jsonrpc" member

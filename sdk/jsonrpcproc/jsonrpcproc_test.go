@@ -1,9 +1,12 @@
 package jsonrpcproc
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -115,4 +118,64 @@ func TestOverLongLineIsSkipped(t *testing.T) {
 	if n := tooLong.Load(); n != 1 {
 		t.Fatalf("over-long lines reported: %d, want 1", n)
 	}
+}
+
+// Property: a line read as a notification by the fast path is one jsonrpc2
+// reads as a notification, with the same method and params (as JSON
+// values); a line jsonrpc2 reads as a notification the fast path takes too.
+func FuzzNotification(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"text":"hi"}}}`,
+		`{"method":"m","params":null}`, `{"method":"m"}`, `{"method":"m","id":null,"error":null}`,
+		`{"method":"m","id":1}`, `{"id":1,"result":null}`, `{"Method":"m"}`, `{"method":3}`, `[{"method":"m"}]`,
+		`{"method":"m","params":[1,2.50,"<&>"],"meta":{"a":1}}`, `{"method":"m","result":null}`, `not json`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		got, ok := decodeNotification(line)
+		var want jsonrpc2.Request
+		jerr := want.UnmarshalJSON(line)
+		viaLib := jerr == nil && want.Notif && isRequest(line)
+		if ok != viaLib {
+			t.Fatalf("%s: fast path %v, jsonrpc2 %v (%v)", line, ok, viaLib, jerr)
+		}
+		if !ok {
+			return
+		}
+		if got.Method != want.Method || !sameJSON(got.Params, want.Params) {
+			t.Fatalf("%s: fast path %s %s, jsonrpc2 %s %s", line, got.Method, deref(got.Params), want.Method, deref(want.Params))
+		}
+	})
+}
+
+// isRequest says whether jsonrpc2's connection would take a line for a
+// request (its message type check), not a response.
+func isRequest(line []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil {
+		return false
+	}
+	_, result := m["result"]
+	e, hasErr := m["error"]
+	return !result && (!hasErr || string(e) == "null")
+}
+
+func deref(p *json.RawMessage) string {
+	if p == nil {
+		return "<absent>"
+	}
+	return string(*p)
+}
+
+func sameJSON(a, b *json.RawMessage) bool {
+	if a == nil || b == nil {
+		// jsonrpc2 says null params with a pointer to "null".
+		return (a == nil) == (b == nil) || (a != nil && string(*a) == "null") || (b != nil && string(*b) == "null")
+	}
+	var x, y any
+	dx, dy := json.NewDecoder(bytes.NewReader(*a)), json.NewDecoder(bytes.NewReader(*b))
+	dx.UseNumber()
+	dy.UseNumber()
+	return dx.Decode(&x) == nil && dy.Decode(&y) == nil && reflect.DeepEqual(x, y)
 }
