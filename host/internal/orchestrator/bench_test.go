@@ -264,7 +264,8 @@ func pipelineRun(b *testing.B, h *orchestrator.Host, transcript string, speed st
 //
 // "deltas=100000" plays 100,000 deltas at full speed; deltas/s is what the
 // subscriber received per second, from the message's dispatch to the run's
-// end. "paced" plays 3,000 deltas at 1,000 a second and reports the
+// end; its baseline, "plugin-only", reads the same turn from the plugin
+// with the sdk client alone. "paced" plays 3,000 deltas at 1,000 a second and reports the
 // latency from each frame's arrival at the plugin (its raw-frame log's
 // time) to the subscriber, at the median and the 99th percentile.
 func BenchmarkReplayPipeline(b *testing.B) {
@@ -289,6 +290,51 @@ func BenchmarkReplayPipeline(b *testing.B) {
 			if len(seen) != n {
 				b.Fatalf("the subscriber saw %d deltas, want %d", len(seen), n)
 			}
+		}
+		b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "deltas/s")
+	})
+	// The baseline: the same peer and plugin, the events read with the
+	// sdk client alone, no host.
+	b.Run("deltas=100000/plugin-only", func(b *testing.B) {
+		const n = 100000
+		transcript := deltaTranscript(b, n, 0)
+		p, err := sdk.Launch(sdk.LaunchConfig{Path: filepath.Join(pluginDir, "baton-plugin-acp")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Kill()
+		msg := plugintest.ReadGroups(b, filepath.Join(root, "testdata", "acp", "simple.messages"))[0][0]
+		ctx := context.Background()
+		var elapsed time.Duration
+		i := 0
+		for b.Loop() {
+			i++
+			id := fmt.Sprintf("s%d", i)
+			start := time.Now()
+			if _, err := p.OpenSession(ctx, sdk.OpenSessionRequest{SessionID: id, Cwd: b.TempDir(),
+				Command: sdk.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", "0"}}}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := p.StartTurn(ctx, sdk.StartTurnRequest{SessionID: id, Input: sdk.TurnInput{Text: msg}}); err != nil {
+				b.Fatal(err)
+			}
+			deltas := 0
+			for ev, err := range p.Events(ctx, id, 0) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				if ev.Kind == sdk.EventContentDelta {
+					deltas++
+				}
+				if ev.Kind == sdk.EventTurnTerminal {
+					break
+				}
+			}
+			elapsed += time.Since(start)
+			if deltas != n {
+				b.Fatalf("%d deltas, want %d", deltas, n)
+			}
+			p.CloseSession(ctx, id)
 		}
 		b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "deltas/s")
 	})
