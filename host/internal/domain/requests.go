@@ -9,9 +9,9 @@ import (
 // thread's policy or a client.
 
 func decideRespond(t *Thread, p RespondToRequest, d *Decision) error {
-	q := t.request(p.RequestID)
-	if q == nil {
-		return fmt.Errorf("%w: request %q", ErrNotFound, p.RequestID)
+	q, err := t.requestOr(p.RequestID)
+	if err != nil {
+		return err
 	}
 	switch p.Decision {
 	case VerdictAccept, VerdictAcceptForSession, VerdictDecline, VerdictCancel:
@@ -41,9 +41,9 @@ func decideRespond(t *Thread, p RespondToRequest, d *Decision) error {
 }
 
 func decideRespondFailed(t *Thread, p RespondFailed, d *Decision) error {
-	q := t.request(p.RequestID)
-	if q == nil {
-		return fmt.Errorf("%w: request %q", ErrNotFound, p.RequestID)
+	q, err := t.requestOr(p.RequestID)
+	if err != nil {
+		return err
 	}
 	if q.Status != RequestStatusPending || q.AnsweredBy == "" {
 		return nil
@@ -62,14 +62,22 @@ func decideRespondFailed(t *Thread, p RespondFailed, d *Decision) error {
 }
 
 func decideUnreachable(t *Thread, p MarkRequestUnreachable, d *Decision) error {
-	q := t.request(p.RequestID)
-	if q == nil {
-		return fmt.Errorf("%w: request %q", ErrNotFound, p.RequestID)
+	q, err := t.requestOr(p.RequestID)
+	if err != nil {
+		return err
 	}
 	if q.Status == RequestStatusPending {
 		d.emit(RequestResolved{RequestID: q.ID, Status: RequestStatusExpired, Delivery: DeliveryNotResumable})
 	}
 	return nil
+}
+
+// requestOr is a request, or an error that says it is not the thread's.
+func (t *Thread) requestOr(id string) (*RuntimeRequest, error) {
+	if q := t.request(id); q != nil {
+		return q, nil
+	}
+	return nil, fmt.Errorf("%w: request %q", ErrNotFound, id)
 }
 
 // respondEffect delivers an answer to the request through its session.
