@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -11,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
@@ -78,15 +82,31 @@ func TestSIGKILLLosesNothingCommitted(t *testing.T) {
 	s := th.ProviderSessions[0]
 	deadline := time.Now().Add(30 * time.Second)
 	for _, pid := range []int{s.PluginPid, s.ProviderPid} {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				t.Errorf("process %d outlived the killed host", pid)
-				syscall.Kill(pid, syscall.SIGKILL)
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
+		if !waitGone(pid, deadline) {
+			t.Errorf("process %d outlived the killed host", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// waitGone waits until a process (not this one's child) has exited, or
+// the deadline: its pidfd becomes readable when it exits.
+func waitGone(pid int, deadline time.Time) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return !alive(pid) // gone already (ESRCH)
+	}
+	defer unix.Close(fd)
+	for alive(pid) {
+		ms := int(time.Until(deadline).Milliseconds())
+		if ms <= 0 {
+			return false
+		}
+		if _, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms); err != nil && err != unix.EINTR {
+			return !alive(pid)
+		}
+	}
+	return true
 }
 
 // alive says whether a process runs (a zombie waiting for its new parent to
