@@ -131,7 +131,7 @@ func (h *Host) commit(c commitReq) (domain.Receipt, error) {
 		b.Effects = append(b.Effects, eventlog.Effect{ThreadID: ef.ThreadID, Data: data})
 	}
 	if len(events) > 0 {
-		h.stateOf(e, &scratch, size, &b)
+		h.stateOf(e, cur, &scratch, size, &b)
 		published := &scratch
 		b.OnCommit = func(last uint64) {
 			published.Sequence = last
@@ -155,24 +155,25 @@ func (h *Host) commit(c commitReq) (domain.Receipt, error) {
 	return rc, nil
 }
 
-// stateOf fills in the thread state a batch writes beside its events: the
-// head, the live marker when it changes, and a snapshot when enough has
-// happened since the last one, or when the thread goes quiet. e.mu is held.
-func (h *Host) stateOf(e *threadEntry, t *domain.Thread, size int, b *eventlog.Batch) {
+// stateOf fills in the thread state a batch writes beside its events, as
+// the thread goes from was to t: the head, the live marker when it
+// changes, and a snapshot when enough has happened since the last one, or
+// when the thread goes quiet. e.mu is held.
+func (h *Host) stateOf(e *threadEntry, was, t *domain.Thread, size int, b *eventlog.Batch) {
 	sum := t.Summary()
 	b.Head = func(last uint64) []byte {
 		sum.Sequence = last
 		return encodeHead(sum)
 	}
-	live := t.Live()
-	if live != e.live {
+	wasLive, live := was.Live(), t.Live()
+	if live != wasLive {
 		b.Live = eventlog.LiveClear
 		if live {
 			b.Live = eventlog.LiveSet
 		}
 	}
 	since := e.sinceSnapshot + size
-	quiet := e.live && !live
+	quiet := wasLive && !live
 	if since >= max(h.cfg.SnapshotBytes, e.snapshotSize) || (quiet && since >= h.cfg.SnapshotBytes/8) {
 		body, _ := json.Marshal(t) // a thread always encodes
 		b.Snapshot = &eventlog.Snapshot{Schema: projectionSchema, Body: body}
@@ -182,12 +183,6 @@ func (h *Host) stateOf(e *threadEntry, t *domain.Thread, size int, b *eventlog.B
 // afterCommit records in the entry what a committed batch wrote. e.mu is
 // held.
 func (h *Host) afterCommit(e *threadEntry, b eventlog.Batch) {
-	switch b.Live {
-	case eventlog.LiveSet:
-		e.live = true
-	case eventlog.LiveClear:
-		e.live = false
-	}
 	for _, p := range b.Events {
 		e.sinceSnapshot += len(p.Data)
 	}

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -214,15 +213,4 @@ func (h *Host) LastSequence() uint64 {
 // ThreadEvents returns a thread's stored events after a sequence.
 func (h *Host) ThreadEvents(threadID string, after uint64) ([]eventlog.Record, error) {
 	return h.store.ThreadAfter(threadID, after, 0, 0)
-}
-
-// liveThreads are the threads a restart must look at: marked live, or with
-// effects left in the outbox; sorted.
-func liveThreads(live []string, outbox []eventlog.StoredEffect) []string {
-	ids := slices.Clone(live)
-	for _, e := range outbox {
-		ids = append(ids, e.ThreadID)
-	}
-	slices.Sort(ids)
-	return slices.Compact(ids)
 }

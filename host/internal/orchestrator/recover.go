@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/baton-run/baton/host/internal/domain"
@@ -124,4 +125,15 @@ func (h *Host) recover() error {
 		h.push(id, again)
 	}
 	return nil
+}
+
+// liveThreads are the threads a restart must look at: marked live, or with
+// effects left in the outbox; sorted.
+func liveThreads(live []string, outbox []eventlog.StoredEffect) []string {
+	ids := slices.Clone(live)
+	for _, e := range outbox {
+		ids = append(ids, e.ThreadID)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }

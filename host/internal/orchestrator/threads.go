@@ -31,10 +31,8 @@ type threadEntry struct {
 	// projection is never changed.
 	proj atomic.Pointer[domain.Thread]
 
-	// Writer state (guarded by mu): whether the thread's live marker is
-	// set, and the bytes of events since its last snapshot and that
-	// snapshot's size.
-	live          bool
+	// Writer state (guarded by mu): the bytes of events since the
+	// thread's last snapshot, and that snapshot's size.
 	sinceSnapshot int
 	snapshotSize  int
 
@@ -167,7 +165,6 @@ func (h *Host) loadLocked(e *threadEntry) (*domain.Thread, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.live = t.Live()
 	e.snapshotSize = snapSize
 	e.sinceSnapshot = 0
 	if snapSize == 0 && t.Exists() {
