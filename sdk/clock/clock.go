@@ -1,0 +1,59 @@
+// Package clock is the one source of time for Baton's timers: the host's
+// retries and reconnects, the checkpoint lock's wait, the provider-process
+// close timeouts, the replay peer's pacing. Production code takes a Clock
+// (nil means System); tests pass a Fake and move time themselves, so every
+// timeout and backoff path can be driven without sleeping.
+package clock
+
+import (
+	"context"
+	"time"
+)
+
+// Clock tells the time and makes timers.
+type Clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is a one-shot timer made by a Clock.
+type Timer interface {
+	// C receives the clock's time once the timer fires.
+	C() <-chan time.Time
+	// Stop prevents the timer from firing; it reports whether it did.
+	Stop() bool
+}
+
+// System is the operating system's clock.
+var System Clock = system{}
+
+// Or returns c, or System when c is nil, so a zero config works.
+func Or(c Clock) Clock {
+	if c == nil {
+		return System
+	}
+	return c
+}
+
+// Sleep waits d on c, or until ctx ends; it returns ctx's cause then.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	t := Or(c).NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+type system struct{}
+
+func (system) Now() time.Time { return time.Now() }
+
+func (system) NewTimer(d time.Duration) Timer { return sysTimer{time.NewTimer(d)} }
+
+type sysTimer struct{ t *time.Timer }
+
+func (t sysTimer) C() <-chan time.Time { return t.t.C }
+func (t sysTimer) Stop() bool          { return t.t.Stop() }

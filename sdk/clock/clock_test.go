@@ -1,0 +1,112 @@
+package clock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/baton-run/baton/sdk/clock"
+	"github.com/google/go-cmp/cmp"
+)
+
+var epoch = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+func TestFakeFiresTimersInOrderWhenTimeReachesThem(t *testing.T) {
+	f := clock.NewFake(epoch)
+	a, b, c := f.NewTimer(3*time.Second), f.NewTimer(time.Second), f.NewTimer(2*time.Second)
+	if diff := cmp.Diff([]time.Duration{3 * time.Second, time.Second, 2 * time.Second}, f.Pending()); diff != "" {
+		t.Fatalf("pending (-want +got):\n%s", diff)
+	}
+	f.Advance(1500 * time.Millisecond)
+	if got := <-b.C(); !got.Equal(epoch.Add(1500 * time.Millisecond)) {
+		t.Fatalf("b fired at %v", got)
+	}
+	select {
+	case <-a.C():
+		t.Fatal("a fired before its instant")
+	case <-c.C():
+		t.Fatal("c fired before its instant")
+	default:
+	}
+	if !c.Stop() {
+		t.Fatal("stopping a pending timer reported it had fired")
+	}
+	if c.Stop() || b.Stop() {
+		t.Fatal("stopping a stopped or fired timer reported it was pending")
+	}
+	d, err := f.AdvanceNext(t.Context())
+	if err != nil || d != 1500*time.Millisecond {
+		t.Fatalf("AdvanceNext = %v, %v; want 1.5s", d, err)
+	}
+	<-a.C()
+	if got := f.Now(); !got.Equal(epoch.Add(3 * time.Second)) {
+		t.Fatalf("now = %v", got)
+	}
+	f.Set(epoch) // never backwards
+	if got := f.Now(); !got.Equal(epoch.Add(3 * time.Second)) {
+		t.Fatalf("Set moved the clock backwards to %v", got)
+	}
+	select {
+	case <-f.NewTimer(0).C():
+	default:
+		t.Fatal("a zero timer did not fire at once")
+	}
+}
+
+func TestSleepWaitsForTheClockOrTheContext(t *testing.T) {
+	f := clock.NewFake(epoch)
+	done := make(chan error, 1)
+	go func() { done <- clock.Sleep(t.Context(), f, time.Minute) }()
+	if err := f.WaitTimers(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Advance(time.Minute)
+	if err := <-done; err != nil {
+		t.Fatalf("Sleep = %v", err)
+	}
+
+	stop := errors.New("stopped")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	go func() { done <- clock.Sleep(ctx, f, time.Minute) }()
+	if err := f.WaitTimers(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	cancel(stop)
+	if err := <-done; !errors.Is(err, stop) {
+		t.Fatalf("Sleep after cancel = %v, want %v", err, stop)
+	}
+	if p := f.Pending(); len(p) != 0 {
+		t.Fatalf("Sleep left its timer pending: %v", p)
+	}
+
+	ctx, cancel = context.WithCancelCause(t.Context())
+	cancel(context.Canceled)
+	if err := f.WaitTimers(ctx, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitTimers on a cancelled context = %v", err)
+	}
+	if _, err := f.AdvanceNext(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("AdvanceNext on a cancelled context = %v", err)
+	}
+}
+
+func TestSystemClock(t *testing.T) {
+	if clock.Or(nil) != clock.System {
+		t.Fatal("Or(nil) is not the system clock")
+	}
+	f := clock.NewFake(epoch)
+	if clock.Or(f) != f {
+		t.Fatal("Or(f) is not f")
+	}
+	before := time.Now()
+	if now := clock.System.Now(); now.Before(before) {
+		t.Fatalf("system now %v before %v", now, before)
+	}
+	if err := clock.Sleep(t.Context(), nil, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	tm := clock.System.NewTimer(time.Hour)
+	if !tm.Stop() {
+		t.Fatal("stopping an hour timer reported it had fired")
+	}
+}

@@ -1,0 +1,144 @@
+package clock
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Fake is a Clock whose time moves only when a test moves it. Timers fire
+// when Advance or Set passes their instant. Waiting for Timers lets a test
+// know the code under test is parked on a timer before it moves time, so no
+// test sleeps to get the order right.
+type Fake struct {
+	mu      sync.Mutex
+	now     time.Time
+	timers  []*fakeTimer
+	changed chan struct{} // closed and replaced whenever timers change
+}
+
+// NewFake returns a Fake clock reading start.
+func NewFake(start time.Time) *Fake {
+	return &Fake{now: start, changed: make(chan struct{})}
+}
+
+// Now returns the fake time.
+func (f *Fake) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+// NewTimer returns a timer that fires once the fake time reaches now+d; a
+// timer of zero or negative duration fires at once.
+func (f *Fake) NewTimer(d time.Duration) Timer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := &fakeTimer{f: f, at: f.now.Add(d), c: make(chan time.Time, 1)}
+	if d <= 0 {
+		t.c <- f.now
+		return t
+	}
+	f.timers = append(f.timers, t)
+	f.notify()
+	return t
+}
+
+// Advance moves the time forward by d, firing the timers it passes.
+func (f *Fake) Advance(d time.Duration) { f.Set(f.Now().Add(d)) }
+
+// Set moves the time to t (never backwards), firing the timers it passes.
+func (f *Fake) Set(t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t.Before(f.now) {
+		return
+	}
+	f.now = t
+	kept := f.timers[:0]
+	for _, tm := range f.timers {
+		if tm.at.After(t) {
+			kept = append(kept, tm)
+			continue
+		}
+		tm.c <- t
+	}
+	clear(f.timers[len(kept):])
+	f.timers = kept
+	f.notify()
+}
+
+// Pending returns the durations, from now, of the timers not yet fired, in
+// the order they were made.
+func (f *Fake) Pending() []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ds := make([]time.Duration, len(f.timers))
+	for i, t := range f.timers {
+		ds[i] = t.at.Sub(f.now)
+	}
+	return ds
+}
+
+// WaitTimers blocks until at least n timers are pending, or ctx ends.
+func (f *Fake) WaitTimers(ctx context.Context, n int) error {
+	for {
+		f.mu.Lock()
+		have, changed := len(f.timers), f.changed
+		f.mu.Unlock()
+		if have >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// AdvanceNext waits until a timer is pending, then moves the time to the
+// earliest one, firing it; it returns how far the time moved.
+func (f *Fake) AdvanceNext(ctx context.Context) (time.Duration, error) {
+	if err := f.WaitTimers(ctx, 1); err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	next := f.timers[0].at
+	for _, t := range f.timers[1:] {
+		if t.at.Before(next) {
+			next = t.at
+		}
+	}
+	d := next.Sub(f.now)
+	f.mu.Unlock()
+	f.Set(next)
+	return d, nil
+}
+
+func (f *Fake) notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+type fakeTimer struct {
+	f  *Fake
+	at time.Time
+	c  chan time.Time
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+
+func (t *fakeTimer) Stop() bool {
+	f := t.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, tm := range f.timers {
+		if tm == t {
+			f.timers = append(f.timers[:i], f.timers[i+1:]...)
+			f.notify()
+			return true
+		}
+	}
+	return false
+}
