@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/baton-run/baton/host/internal/domain"
 )
 
@@ -38,6 +40,104 @@ func (e *env) countEvents(threadID, typ string) int {
 		}
 	}
 	return n
+}
+
+// storedOrder is the thread's stored events that label names, in the
+// order they were stored; label returns "" for the events to leave out.
+func (e *env) storedOrder(threadID string, label func(domain.Payload) string) []string {
+	e.t.Helper()
+	recs, err := e.host.ThreadEvents(threadID, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, r := range recs {
+		p, err := domain.DecodePayload(r.Type, r.Data)
+		if err != nil {
+			e.t.Fatalf("stored event %d: %v", r.Sequence, err)
+		}
+		if s := label(p); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// checkOrder checks that the events label names were stored in the order
+// want says, and no others.
+func (e *env) checkOrder(threadID, what string, want []string, label func(domain.Payload) string) {
+	e.t.Helper()
+	if diff := cmp.Diff(want, e.storedOrder(threadID, label)); diff != "" {
+		e.t.Errorf("%s: stored events (-want +got):\n%s", what, diff)
+	}
+}
+
+// runEnd labels the events that end run r: its root turn's terminal
+// (node.completed of the attempt's root node, what the provider's terminal
+// event becomes), the run's completing while its checkpoint is captured,
+// and its end. other labels more events, or is nil.
+func runEnd(r domain.Run, other func(domain.Payload) string) func(domain.Payload) string {
+	return func(p domain.Payload) string {
+		if other != nil {
+			if s := other(p); s != "" {
+				return s
+			}
+		}
+		switch p := p.(type) {
+		case domain.NodeCompleted:
+			for _, a := range r.Attempts {
+				if p.NodeID == a.RootNode {
+					return "root turn's terminal"
+				}
+			}
+		case domain.RunCompleting:
+			if p.RunID == r.ID {
+				return "run completing"
+			}
+		case domain.RunEnded:
+			if p.RunID == r.ID {
+				return "run ended"
+			}
+		}
+		return ""
+	}
+}
+
+// checkEndedAfterRoot checks that a run with a subagent ended after, and
+// only after, its root turn's terminal: the child's terminal is stored
+// first (it does not end the run), then the root turn goes on (its last
+// assistant message starts), then the root's terminal and the run's end,
+// once. (The root's node.completed alone would not do: a run ended early
+// completes its root node too.)
+func (e *env) checkEndedAfterRoot(th domain.Thread, r domain.Run, child domain.Node) {
+	e.t.Helper()
+	parent := map[string]string{}
+	for _, n := range r.Nodes {
+		parent[n.ID] = n.ParentID
+	}
+	var last string // the root's last assistant message
+	for _, m := range th.Messages {
+		if m.RunID == r.ID && m.Role == domain.RoleAssistant && m.NodeID != child.ID && parent[m.NodeID] != child.ID {
+			last = m.NodeID
+		}
+	}
+	if last == "" {
+		e.t.Fatalf("run %d has no assistant message of its root turn: %+v", r.Ordinal, th.Messages)
+	}
+	e.checkOrder(th.ID, "the subagent's run", []string{"child's terminal", "root's last message", "root turn's terminal", "run completing", "run ended"},
+		runEnd(r, func(p domain.Payload) string {
+			switch p := p.(type) {
+			case domain.NodeCompleted:
+				if p.NodeID == child.ID {
+					return "child's terminal"
+				}
+			case domain.NodeStarted:
+				if p.NodeID == last {
+					return "root's last message"
+				}
+			}
+			return ""
+		}))
 }
 
 // checkInterrupted checks that a run ended interrupted because the host

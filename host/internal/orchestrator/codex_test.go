@@ -92,9 +92,7 @@ func TestCodexSubagent(t *testing.T) {
 		t.Fatalf("provider threads: %+v", th.ProviderThreads)
 	}
 	// The run ended after, and only after, its root turn's terminal.
-	if n := e.countEvents(threadID, "run.ended"); n != 1 {
-		t.Fatalf("run.ended %d times", n)
-	}
+	e.checkEndedAfterRoot(th, r, sub)
 }
 
 // Approvals answered by a client: accept runs the command and the patch,

@@ -202,9 +202,7 @@ func TestCursorSubagent(t *testing.T) {
 	if len(subs) != 1 || subs[0].ParentID != root || subs[0].Status != domain.StatusCompleted || subs[0].Title != "Say hi" {
 		t.Fatalf("subagent nodes: %+v", subs)
 	}
-	if n := e.countEvents(threadID, "run.ended"); n != 1 {
-		t.Fatalf("run.ended %d times", n)
-	}
+	e.checkEndedAfterRoot(th, r, subs[0])
 	if got := assistantText(th, r.ID); got != "Asking a helper. The helper said: Hi there!" {
 		t.Errorf("assistant text = %q", got)
 	}

@@ -117,9 +117,7 @@ func TestOpencodeSubagent(t *testing.T) {
 	if len(th.ProviderThreads) != 2 || th.ProviderThreads[1].ParentID == "" {
 		t.Fatalf("provider threads: %+v", th.ProviderThreads)
 	}
-	if n := e.countEvents(threadID, "run.ended"); n != 1 {
-		t.Fatalf("run.ended %d times", n)
-	}
+	e.checkEndedAfterRoot(th, r, sub)
 }
 
 // Invariant 3: an interrupt is opencode's abort; the run ends interrupted
