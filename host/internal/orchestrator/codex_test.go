@@ -1,6 +1,7 @@
 package orchestrator_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -49,8 +50,8 @@ func TestCodexTurnInterrupt(t *testing.T) {
 	e.checkInterrupted(threadID, r)
 	// Interrupting an ended run is a conflict, and sends nothing.
 	if _, err := e.host.Dispatch(t.Context(), domain.Command{ID: "late", ThreadID: threadID,
-		Payload: domain.InterruptRun{RunID: r.ID}}); err == nil {
-		t.Fatal("interrupting an ended run succeeded")
+		Payload: domain.InterruptRun{RunID: r.ID}}); !errors.Is(err, domain.ErrConflict) {
+		t.Fatalf("interrupting an ended run: err = %v, want a conflict", err)
 	}
 	e.restart()
 	if n := e.countFrames(th, `"method":"turn/interrupt"`); n != 1 {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/baton-run/baton/host/internal/domain"
 )
 
@@ -83,10 +85,24 @@ func TestOpencodeApprovalByPolicy(t *testing.T) {
 	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
 		t.Fatalf("run %s (%+v)", r.Status, r.Failure)
 	}
+	// Both of the transcript's requests, the command's and the write's,
+	// accepted by the policy.
+	type answer struct {
+		Kind       domain.RequestKind
+		Status     domain.RequestStatus
+		Decision   domain.Verdict
+		AnsweredBy domain.Answerer
+	}
+	var got []answer
 	for _, q := range th.Requests {
-		if q.Decision != "accept" || q.AnsweredBy != "policy" {
-			t.Errorf("request %+v; want accepted by policy", q)
-		}
+		got = append(got, answer{q.Kind, q.Status, q.Decision, q.AnsweredBy})
+	}
+	want := []answer{
+		{domain.RequestCommandApproval, domain.RequestStatusResolved, "accept", domain.AnsweredByPolicy},
+		{domain.RequestFileChangeApproval, domain.RequestStatusResolved, "accept", domain.AnsweredByPolicy},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
 
