@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/scenario"
@@ -337,9 +340,23 @@ func TestSnapshotAndStreamAcrossRestart(t *testing.T) {
 			t.Fatalf("thread stream event %d: %d, want %d", i, r.Sequence, mine[i].Sequence)
 		}
 	}
-	// The snapshot plus the events after it is the projection now.
+	// The snapshot plus the events streamed after it is the projection
+	// now, whole.
+	if len(snap.Runs) != 1 {
+		t.Fatalf("the snapshot has %d runs, want 1 (taken after run 1)", len(snap.Runs))
+	}
+	for _, r := range mine {
+		p, err := domain.DecodePayload(r.Type, r.Data)
+		if err != nil {
+			t.Fatalf("streamed event %d: %v", r.Sequence, err)
+		}
+		domain.Evolve(&snap, domain.Event{Sequence: r.Sequence, ThreadID: r.ThreadID, At: r.At, Payload: p})
+	}
 	th := mustThread(t, e, threadID)
-	if len(th.Runs) != len(msgs) || len(snap.Runs) != 1 {
-		t.Fatalf("runs: snapshot %d, now %d", len(snap.Runs), len(th.Runs))
+	if len(th.Runs) != len(msgs) {
+		t.Fatalf("runs now %d, want %d", len(th.Runs), len(msgs))
+	}
+	if diff := cmp.Diff(th, snap, cmpopts.IgnoreUnexported(domain.Thread{}, domain.Run{})); diff != "" {
+		t.Errorf("the snapshot plus the stream differs from the projection (-projection +snapshot and stream):\n%s", diff)
 	}
 }
