@@ -5,7 +5,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -344,8 +346,28 @@ func (e *env) checkRolledBackToRun1(th domain.Thread, reconciliation domain.Reco
 			t.Errorf("native rollback: %+v, handoffs %+v", rb, th.Handoffs)
 		}
 	case domain.ReconcileFreshThread:
-		if len(th.Handoffs) != 1 || th.Handoffs[0].Status != domain.HandoffStatusConsumed || th.Handoffs[0].RunID != th.Runs[3].ID {
-			t.Errorf("handoffs: %+v", th.Handoffs)
+		// One handoff, made by the rollback: a summary of run 1 alone
+		// (its range, and the runs its text covers), given to run 4.
+		type handoff struct {
+			RollbackID      string
+			Strategy        domain.HandoffStrategy
+			FromRun, ToRun  int
+			Status          domain.HandoffStatus
+			RunID           string
+			CoveredOrdinals []int
+		}
+		var got []handoff
+		for _, h := range th.Handoffs {
+			var covered []int
+			for _, m := range regexp.MustCompile(`(?m)^## Run (\d+) `).FindAllStringSubmatch(h.Text, -1) {
+				n, _ := strconv.Atoi(m[1])
+				covered = append(covered, n)
+			}
+			got = append(got, handoff{h.RollbackID, h.Strategy, h.FromRun, h.ToRun, h.Status, h.RunID, covered})
+		}
+		want := []handoff{{rb.ID, domain.HandoffFullThreadSummary, 1, 1, domain.HandoffStatusConsumed, th.Runs[3].ID, []int{1}}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("handoffs (-want +got):\n%s", diff)
 		}
 		if len(th.ProviderThreads) != 2 || !th.ProviderThreads[0].Detached || th.ProviderThreads[1].Detached {
 			t.Errorf("provider threads: %+v; want the old conversation detached and a fresh one", th.ProviderThreads)
