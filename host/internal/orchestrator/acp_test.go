@@ -49,9 +49,20 @@ func TestSimple(t *testing.T) {
 	if c := roots[1]; c.Status != domain.CheckpointReady || len(c.Files) != 0 || c.BaseID != roots[0].ID {
 		t.Errorf("run checkpoint: %+v", c)
 	}
-	if types := e.types(threadID, 0); indexOf(types, "checkpoint.recorded") > indexOf(types, "run.ended") {
-		t.Errorf("the run ended before its checkpoint was recorded: %v", types)
-	}
+	// The run's own checkpoint is recorded after the provider's terminal
+	// (the files as the turn left them), and the run ends after that.
+	e.checkOrder(threadID, "the run's end", []string{"baseline recorded", "root turn's terminal", "run completing", "run's checkpoint recorded", "run ended"},
+		runEnd(run, func(p domain.Payload) string {
+			if p, ok := p.(domain.CheckpointRecorded); ok {
+				switch p.CheckpointID {
+				case roots[0].ID:
+					return "baseline recorded"
+				case run.CheckpointID:
+					return "run's checkpoint recorded"
+				}
+			}
+			return ""
+		}))
 
 	// The same command again: the same receipt, no new events, no prompt.
 	head := e.host.LastSequence()
