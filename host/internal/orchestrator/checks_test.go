@@ -407,3 +407,102 @@ func (e *env) subagentCheckpoints(th domain.Thread) (domain.CheckpointScope, dom
 	}
 	return sub[0], subCP, runCP
 }
+
+// turnRun is what checkTurnRuns compares of a run.
+type turnRun struct {
+	Ordinal  int
+	Status   domain.RunStatus
+	Attempts []turnAttempt
+	// Turns are the provider turns of the run.
+	Turns []boundTurn
+	// Checkpoint is the run's root checkpoint.
+	Checkpoint runCheckpoint
+}
+
+type turnAttempt struct {
+	Reason     domain.AttemptReason
+	Status     domain.AttemptStatus
+	Final      bool
+	Session    int             // the provider session it ran in, by index
+	RootKind   domain.NodeKind // of the attempt's root node
+	RootStatus domain.ItemStatus
+}
+
+// boundTurn is a provider turn's binding: to which attempt (by index) and
+// whether to its root node, on which of the thread's provider threads (by
+// index), and how it ended.
+type boundTurn struct {
+	Attempt, Thread int
+	OnRoot          bool
+	Status          domain.ItemStatus
+}
+
+type runCheckpoint struct {
+	Status     domain.CheckpointStatus
+	RunOrdinal int
+	// BaseOrdinal is the run ordinal of the checkpoint it is against (0:
+	// the baseline).
+	BaseOrdinal int
+	Files       []string
+}
+
+// checkTurnRuns checks runs that took one turn each, as the simple and
+// multi_turn scenarios do: run i has ordinal i+1 and completed in one
+// initial attempt, its final, in the given provider session, whose root
+// node completed; its one provider turn, completed, is bound to that root
+// node, on the thread's first provider thread; and its root checkpoint is ready, against the run
+// before's (the baseline for run 1), with the files files[i] says.
+func (e *env) checkTurnRuns(th domain.Thread, sessions []int, files [][]string) {
+	e.t.Helper()
+	index := func(id string, ids []string) int { return slices.Index(ids, id) }
+	var threadIDs, sessionIDs []string
+	for _, pt := range th.ProviderThreads {
+		threadIDs = append(threadIDs, pt.ID)
+	}
+	for _, s := range th.ProviderSessions {
+		sessionIDs = append(sessionIDs, s.ID)
+	}
+	cps := map[string]domain.Checkpoint{}
+	for _, c := range th.Checkpoints {
+		cps[c.ID] = c
+	}
+	var got, want []turnRun
+	for _, r := range th.Runs {
+		g := turnRun{Ordinal: r.Ordinal, Status: r.Status}
+		var attemptIDs []string
+		for _, a := range r.Attempts {
+			attemptIDs = append(attemptIDs, a.ID)
+			ta := turnAttempt{Reason: a.Reason, Status: a.Status, Final: r.FinalAttempt == a.ID, Session: index(a.SessionID, sessionIDs)}
+			for _, n := range r.Nodes {
+				if n.ID == a.RootNode {
+					ta.RootKind, ta.RootStatus = n.Kind, n.Status
+				}
+			}
+			g.Attempts = append(g.Attempts, ta)
+		}
+		for _, pt := range th.ProviderTurns {
+			if pt.RunID != r.ID {
+				continue
+			}
+			a := index(pt.AttemptID, attemptIDs)
+			g.Turns = append(g.Turns, boundTurn{Attempt: a, Thread: index(pt.ProviderThreadID, threadIDs),
+				OnRoot: a >= 0 && pt.NodeID == r.Attempts[a].RootNode, Status: pt.Status})
+		}
+		if c, ok := cps[r.CheckpointID]; ok && c.RunID == r.ID {
+			g.Checkpoint = runCheckpoint{Status: c.Status, RunOrdinal: c.RunOrdinal, BaseOrdinal: -1, Files: fileList(c)}
+			if base, ok := cps[c.BaseID]; ok {
+				g.Checkpoint.BaseOrdinal = base.RunOrdinal
+			}
+		}
+		got = append(got, g)
+	}
+	for i := range files {
+		want = append(want, turnRun{Ordinal: i + 1, Status: domain.RunStatusCompleted,
+			Attempts:   []turnAttempt{{domain.AttemptInitial, domain.AttemptStatus(domain.RunStatusCompleted), true, sessions[i], domain.NodeRootTurn, domain.StatusCompleted}},
+			Turns:      []boundTurn{{Attempt: 0, Thread: 0, OnRoot: true, Status: domain.StatusCompleted}},
+			Checkpoint: runCheckpoint{Status: domain.CheckpointReady, RunOrdinal: i + 1, BaseOrdinal: i, Files: files[i]}})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		e.t.Errorf("runs (-want +got):\n%s", diff)
+	}
+}

@@ -31,8 +31,10 @@ func (e *env) claudeThread(scenario string, policy domain.ApprovalPolicy) string
 // the result.
 func TestClaudeSimple(t *testing.T) {
 	e := newEnv(t)
+	e.gitWorkspace()
 	threadID := e.claudeThread("simple", "")
 	th := e.play(threadID, "claude/simple.steps.json")
+	e.checkTurnRuns(th, []int{0}, [][]string{nil})
 	r := th.Runs[0]
 	if r.Status != domain.RunStatusCompleted || assistantText(th, r.ID) != "Hello! How can I help you today?" {
 		t.Fatalf("run %s said %q", r.Status, assistantText(th, r.ID))
@@ -62,8 +64,10 @@ func TestClaudeSimple(t *testing.T) {
 // Two runs in one CLI process, the second queued behind the first.
 func TestClaudeQueuedRun(t *testing.T) {
 	e := newEnv(t)
+	e.gitWorkspace()
 	threadID := e.claudeThread("multi_turn", "")
 	th := e.play(threadID, "claude/multi_turn.steps.json")
+	e.checkTurnRuns(th, []int{0, 0}, [][]string{nil, nil})
 	if len(th.Runs) != 2 || len(th.ProviderSessions) != 1 {
 		t.Fatalf("runs %d, sessions %d; want 2 runs in 1 session", len(th.Runs), len(th.ProviderSessions))
 	}

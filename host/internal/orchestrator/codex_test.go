@@ -14,6 +14,24 @@ func (e *env) codexThread(scenario string, policy domain.ApprovalPolicy) (string
 	return e.newThread("codex", "codex/"+scenario+".ndjson", policy)
 }
 
+// One message, one run in one turn on the app server's thread (recorded:
+// testdata/codex/simple.ndjson), with the assistant's text and a
+// checkpoint.
+func TestCodexSimple(t *testing.T) {
+	e := newEnv(t)
+	e.gitWorkspace()
+	threadID, _, _ := e.codexThread("simple", "")
+	th := e.play(threadID, "codex/simple.steps.json")
+	e.checkTurnRuns(th, []int{0}, [][]string{nil})
+	if got := assistantText(th, th.Runs[0].ID); got != "Hello! How can I help you today?" {
+		t.Errorf("assistant text %q", got)
+	}
+	if len(th.ProviderThreads) != 1 || th.ProviderThreads[0].ProviderRef != "01a22c20-9631-7302-96a1-049f8b508f6f" {
+		t.Errorf("provider threads %+v; want the app server's thread", th.ProviderThreads)
+	}
+	e.checkSessionsClosed(threadID)
+}
+
 // Invariant 4 with native steering: the message attaches to the active run
 // through turn/steer; no new run and no new attempt. Every client command
 // sent again returns its receipt and reaches the provider once.
@@ -111,6 +129,7 @@ func TestCodexApprovals(t *testing.T) {
 // of its own that starts when the first ends.
 func TestCodexQueuedRun(t *testing.T) {
 	e := newEnv(t)
+	e.gitWorkspace()
 	threadID, _, _ := e.codexThread("multi_turn", "")
 	th := e.play(threadID, "codex/multi_turn.steps.json")
 	if len(th.Runs) != 2 {
@@ -122,6 +141,7 @@ func TestCodexQueuedRun(t *testing.T) {
 			t.Fatalf("run %d: ordinal %d %s %q", i+1, r.Ordinal, r.Status, assistantText(th, r.ID))
 		}
 	}
+	e.checkTurnRuns(th, []int{0, 0}, [][]string{nil, nil})
 	if !th.Runs[1].StartedAt.After(*th.Runs[0].EndedAt) && !th.Runs[1].StartedAt.Equal(*th.Runs[0].EndedAt) {
 		t.Fatalf("run 2 started at %v, before run 1 ended at %v", th.Runs[1].StartedAt, th.Runs[0].EndedAt)
 	}

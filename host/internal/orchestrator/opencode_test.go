@@ -20,10 +20,29 @@ func (e *env) opencodeThread(scenario string, policy domain.ApprovalPolicy) (str
 	return e.newThread("opencode", "opencode/"+scenario+".ndjson", policy)
 }
 
+// One message, one run in one turn on the server's session (recorded:
+// testdata/opencode/simple.ndjson), with a checkpoint.
+func TestOpencodeSimple(t *testing.T) {
+	e := newEnv(t)
+	e.gitWorkspace()
+	threadID, _, _ := e.opencodeThread("simple", "")
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: messages(t, "opencode/simple.messages")[0]}})
+	th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
+	e.checkTurnRuns(th, []int{0}, [][]string{nil})
+	if got := assistantText(th, th.Runs[0].ID); got != "Hello from the replay agent." {
+		t.Errorf("assistant text %q", got)
+	}
+	if len(th.ProviderThreads) != 1 || th.ProviderThreads[0].ProviderRef != "ses_dd3626894ffeaqaI9vhh6dEh26" {
+		t.Errorf("provider threads %+v; want the server's session", th.ProviderThreads)
+	}
+	e.checkSessionsClosed(threadID)
+}
+
 // Two messages, two runs, each the assistant's answer to its own message;
 // commands sent again return their receipts and reach opencode once.
 func TestOpencodeSimpleAndMultiTurn(t *testing.T) {
 	e := newEnv(t)
+	e.gitWorkspace()
 	threadID, create, created := e.opencodeThread("multi_turn", "")
 	var cmds []domain.Command
 	var receipts []domain.Receipt
@@ -39,6 +58,7 @@ func TestOpencodeSimpleAndMultiTurn(t *testing.T) {
 			t.Fatalf("run %d: %s %q", i+1, r.Status, assistantText(th, r.ID))
 		}
 	}
+	e.checkTurnRuns(th, []int{0, 0}, [][]string{nil, nil})
 	if len(th.ProviderThreads) != 1 || !strings.HasPrefix(th.ProviderThreads[0].ProviderRef, "ses_") {
 		t.Fatalf("provider threads: %+v", th.ProviderThreads)
 	}
