@@ -142,17 +142,64 @@ func (e *env) checkEndedAfterRoot(th domain.Thread, r domain.Run, child domain.N
 		}))
 }
 
-// checkInterrupted checks that a run ended interrupted because the host
-// asked: the interrupt's request is stored before the run's end.
-func (e *env) checkInterrupted(threadID string, r domain.Run) {
+// afterAck is what a turn_interrupt transcript's provider does between
+// acknowledging an interrupt and ending its turn.
+type afterAck int
+
+const (
+	// nothingAfterAck: the provider ends its turn (or its process) at once.
+	nothingAfterAck afterAck = iota
+	// goesOnAfterAck: it says something more (an item's output, a message).
+	goesOnAfterAck
+	// asksAfterAck: it asks for an approval, waits for the answer, and
+	// only then goes on.
+	asksAfterAck
+)
+
+// checkInterrupted checks, from the stored events, that a run ended
+// interrupted because the host asked, and only on the provider's terminal
+// event: the interrupt's request; then what the provider did after its
+// acknowledgement (after), stored while the run still runs; then the root
+// turn's terminal, and the run's end after it. With asksAfterAck, a host
+// that ended the run at the acknowledgement fails this whatever the
+// timing: it sends the answer only once it has done with the interrupt, so
+// the provider cannot go on before the run's end (closing a run completes
+// its open nodes, but writes no output or text). With goesOnAfterAck it
+// fails when the provider's words come after the host's end, which the
+// timing allows but does not force.
+func (e *env) checkInterrupted(threadID string, r domain.Run, after afterAck) {
 	e.t.Helper()
 	if r.Status != domain.RunStatusInterrupted || !r.InterruptRequested {
 		e.t.Fatalf("run %s (requested %v), want interrupted", r.Status, r.InterruptRequested)
 	}
-	types := e.types(threadID, 0)
-	if req, end := indexOf(types, "run.interrupt.requested"), indexOf(types, "run.ended"); req < 0 || end < req {
-		e.t.Fatalf("events: %v", types)
+	want := []string{"interrupt requested", "root turn's terminal", "run completing", "run ended"}
+	switch after {
+	case goesOnAfterAck:
+		want = slices.Insert(want, 1, "provider goes on")
+	case asksAfterAck:
+		want = slices.Insert(want, 1, "provider asks", "provider goes on")
 	}
+	var interrupted, asked, wentOn bool
+	e.checkOrder(threadID, "the interrupted run", want, runEnd(r, func(p domain.Payload) string {
+		switch p := p.(type) {
+		case domain.InterruptRequested:
+			if p.RunID == r.ID {
+				interrupted = true
+				return "interrupt requested"
+			}
+		case domain.RequestOpened:
+			if interrupted && !asked {
+				asked = true
+				return "provider asks"
+			}
+		case domain.NodeStarted, domain.NodeUpdated, domain.NodeDelta, domain.MessageAdded, domain.MessageDelta:
+			if interrupted && !wentOn && (asked || after != asksAfterAck) {
+				wentOn = true
+				return "provider goes on"
+			}
+		}
+		return ""
+	}))
 }
 
 // sendAcrossRestart sends a message, waits for its run to end, restarts

@@ -108,13 +108,14 @@ func TestClaudeMessageSteering(t *testing.T) {
 }
 
 // The interrupt control request is acknowledged; the run ends
-// interrupted with the result (terminal reason aborted_streaming).
+// interrupted with the result (terminal reason aborted_streaming), which
+// comes after an approval the CLI asks for after the acknowledgement.
 func TestClaudeTurnInterrupt(t *testing.T) {
 	e := newEnv(t)
-	threadID := e.claudeThread("turn_interrupt", "")
+	threadID := e.claudeThread("turn_interrupt_late", "")
 	th := e.play(threadID, "claude/turn_interrupt.steps.json")
 	r := th.Runs[0]
-	e.checkInterrupted(threadID, r)
+	e.checkInterrupted(threadID, r, asksAfterAck)
 	th = e.checkSessionsClosed(threadID)
 	if n := e.countFrames(th, `"subtype":"interrupt"`); n != 1 {
 		t.Errorf("interrupt sent %d times, want 1", n)

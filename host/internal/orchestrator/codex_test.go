@@ -59,13 +59,14 @@ func TestCodexMessageSteering(t *testing.T) {
 }
 
 // Invariant 3 (Codex): turn/interrupt is acknowledged; the run ends
-// interrupted on turn/completed.
+// interrupted on turn/completed, which comes after an approval the
+// provider asks for after the acknowledgement.
 func TestCodexTurnInterrupt(t *testing.T) {
 	e := newEnv(t)
-	threadID, _, _ := e.codexThread("turn_interrupt", "")
+	threadID, _, _ := e.codexThread("turn_interrupt_late", "")
 	th := e.play(threadID, "codex/turn_interrupt.steps.json")
 	r := th.Runs[0]
-	e.checkInterrupted(threadID, r)
+	e.checkInterrupted(threadID, r, asksAfterAck)
 	// Interrupting an ended run is a conflict, and sends nothing.
 	if _, err := e.host.Dispatch(t.Context(), domain.Command{ID: "late", ThreadID: threadID,
 		Payload: domain.InterruptRun{RunID: r.ID}}); !errors.Is(err, domain.ErrConflict) {

@@ -76,10 +76,11 @@ func (e *env) redispatchAll(cmds []domain.Command, receipts []domain.Receipt) {
 
 // Invariant 3 (ACP): run.interrupt sends session/cancel and records only
 // the request; the run ends interrupted when the prompt's stopReason says
-// so. A duplicate interrupt sends nothing again.
+// so, after what the agent says once it has the cancel. A duplicate
+// interrupt sends nothing again.
 func TestACPInterrupt(t *testing.T) {
 	e := newEnv(t)
-	threadID := e.createThread("acp", "acp/turn_interrupt.ndjson")
+	threadID := e.createThread("acp", "acp/turn_interrupt_late.ndjson")
 	send := domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Write a very long essay about rivers."}}
 	sent := e.dispatch(send)
 	if err := scenario.Wait(t.Context(), e.host, threadID, scenario.WaitRunning); err != nil {
@@ -88,15 +89,11 @@ func TestACPInterrupt(t *testing.T) {
 	th := mustThread(t, e, threadID)
 	interrupt := domain.Command{ID: "stop", ThreadID: threadID, Payload: domain.InterruptRun{RunID: th.Runs[0].ID}}
 	stopped := e.dispatch(interrupt)
-	if r := mustThread(t, e, threadID).Runs[0]; !r.InterruptRequested || r.Status.Terminal() {
-		// The run may only end on the provider's word; it cannot have
-		// ended before the plugin even sent the cancel... unless the
-		// provider was faster than this check, which the transcript
-		// rules out (it waits for session/cancel).
-		t.Fatalf("after run.interrupt the run is %s (requested %v)", r.Status, r.InterruptRequested)
-	}
+	// The agent speaks only once it has read session/cancel, and then
+	// answers the prompt: its words, stored while the run still runs,
+	// show that the run outlived the cancel's sending.
 	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
-	e.checkInterrupted(threadID, th.Runs[0])
+	e.checkInterrupted(threadID, th.Runs[0], goesOnAfterAck)
 	if r := th.Runs[0]; r.StopReason != "cancelled" {
 		t.Fatalf("run stopped for %q, want cancelled", r.StopReason)
 	}

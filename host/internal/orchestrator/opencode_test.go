@@ -157,10 +157,11 @@ func TestOpencodeSubagent(t *testing.T) {
 }
 
 // Invariant 3: an interrupt is opencode's abort; the run ends interrupted
-// when the session goes idle. The abort is sent once.
+// when the session goes idle, after a permission opencode asks for after
+// answering the abort. The abort is sent once.
 func TestOpencodeTurnInterrupt(t *testing.T) {
 	e := newEnv(t)
-	threadID, _, _ := e.opencodeThread("turn_interrupt", "")
+	threadID, _, _ := e.opencodeThread("turn_interrupt_late", "")
 	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Count to a million, slowly"}})
 	th := e.waitFor(threadID, "the turn to start", func(th domain.Thread) bool {
 		return len(th.Runs) == 1 && th.Runs[0].Status == domain.RunStatusRunning && len(th.ProviderTurns) == 1
@@ -168,7 +169,7 @@ func TestOpencodeTurnInterrupt(t *testing.T) {
 	interrupt := domain.Command{ID: "stop", ThreadID: threadID, Payload: domain.InterruptRun{RunID: th.Runs[0].ID}}
 	stopped := e.dispatch(interrupt)
 	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
-	e.checkInterrupted(threadID, th.Runs[0])
+	e.checkInterrupted(threadID, th.Runs[0], asksAfterAck)
 	if f := th.Runs[0].Failure; f != nil {
 		t.Errorf("the interrupted run failed: %+v", f)
 	}
