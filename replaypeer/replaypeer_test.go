@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"flag"
 	"io"
 	"os"
 	"os/exec"
@@ -13,9 +14,21 @@ import (
 	"time"
 )
 
-var bin string
+var bin string // the replaypeer binary under test
 
+// TestMain builds the replay peer once, or uses the one $BATON_REPLAYPEER
+// names (`make test` builds it with coverage).
 func TestMain(m *testing.M) {
+	// The peer processes write their coverage counters where this test
+	// binary writes its own (as plugintest.CoverChildren, which would
+	// bring all of sdk's dependencies into this module).
+	flag.Parse()
+	if f := flag.Lookup("test.gocoverdir"); f != nil && f.Value.String() != "" {
+		os.Setenv("GOCOVERDIR", f.Value.String())
+	}
+	if bin = os.Getenv("BATON_REPLAYPEER"); bin != "" {
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "replaypeer-test-")
 	if err != nil {
 		panic(err)

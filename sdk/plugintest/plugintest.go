@@ -28,6 +28,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -52,7 +53,23 @@ func Main(m *testing.M) {
 	if os.Getenv(peerEnv) == "1" {
 		os.Exit(replay.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
+	CoverChildren()
 	os.Exit(m.Run())
+}
+
+// CoverChildren makes the processes this test binary starts write their
+// coverage counters where it writes its own: it points $GOCOVERDIR at
+// -test.gocoverdir. A binary built with -cover (the plugin, the replay
+// peer) writes to $GOCOVERDIR when it exits. go test points both at a
+// temporary directory of its own and keeps only the test binary's counters
+// from it; run with -args -test.gocoverdir=DIR, the test binary and all
+// its children write to DIR, which go tool covdata reads. Call it from
+// TestMain, before m.Run; Main calls it.
+func CoverChildren() {
+	flag.Parse()
+	if f := flag.Lookup("test.gocoverdir"); f != nil && f.Value.String() != "" {
+		os.Setenv("GOCOVERDIR", f.Value.String())
+	}
 }
 
 var (
@@ -61,7 +78,9 @@ var (
 )
 
 // Build builds the main package in dir once per test binary and returns the
-// executable's path.
+// executable's path. The go command sees the test's environment, so
+// GOFLAGS="-cover -coverpkg=..." builds a plugin that reports its coverage
+// (see CoverChildren).
 func Build(t testing.TB, dir string) string {
 	t.Helper()
 	buildMu.Lock()

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/sdk/plugintest"
 )
 
 const root = "../../.."
@@ -20,6 +21,7 @@ const root = "../../.."
 var binDir string // baton, baton-plugin-acp, replaypeer and plugins.lock
 
 func TestMain(m *testing.M) {
+	plugintest.CoverChildren()
 	if b := os.Getenv("BATON_BIN"); b != "" {
 		binDir = b
 		os.Exit(m.Run())

@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("BATON_RSS_HELPER"); dir != "" {
 		os.Exit(orchestrator.RSSHelper(dir)) // this process is the host a benchmark measures
 	}
+	plugintest.CoverChildren()
 	code, err := setup(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "setup:", err)
