@@ -114,7 +114,7 @@ func Open(dir string, log hclog.Logger) (*Store, error) {
 
 func (s *Store) lastSequence() (uint64, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixEvent}, UpperBound: []byte{prefixEvent + 1}})
-	if err != nil {
+	if err != nil { // unreachable: Pebble v2 NewIter always returns a nil error
 		return 0, err
 	}
 	defer it.Close()
@@ -302,6 +302,14 @@ func (s *Store) sequence() {
 	}
 }
 
+// commit writes a group in one synced batch. Its errors cannot happen with
+// Pebble v2 as this store uses it: Set and Delete on a batch from NewBatch
+// (not indexed) always succeed, and Commit returns an error only for
+// options the store does not set (read-only, no WAL, range keys), while a
+// write that fails in the commit pipeline ends the process through the
+// logger's Fatalf. They are checked so that a Pebble that does return one
+// fails the group and, for Commit, leaves the store broken rather than
+// half-written; TestBrokenStoreWritesNothing checks the broken state.
 func (s *Store) commit(group []*appendReq) {
 	s.mu.Lock()
 	err := s.broken
@@ -350,7 +358,8 @@ func (s *Store) commit(group []*appendReq) {
 	}
 }
 
-// build adds an append to the batch, advancing *seq past its events.
+// build adds an append to the batch, advancing *seq past its events. Its
+// Set and Delete errors cannot happen (see commit).
 func (s *Store) build(b *pebble.Batch, r *appendReq, seq *uint64) error {
 	in := r.b
 	r.recs = make([]Record, len(in.Events))
@@ -386,6 +395,8 @@ func (s *Store) build(b *pebble.Batch, r *appendReq, seq *uint64) error {
 	return s.buildThreadState(b, in, last)
 }
 
+// buildThreadState adds a thread's head, live marker and snapshot to the
+// batch. Its Set and Delete errors cannot happen (see commit).
 func (s *Store) buildThreadState(b *pebble.Batch, in Batch, last uint64) error {
 	if in.Head != nil {
 		if err := b.Set(threadStateKey(prefixHead, in.ThreadID), in.Head(last), nil); err != nil {
@@ -456,6 +467,7 @@ func (s *Store) EffectDone(ref EffectRef) error {
 		return err
 	}
 	return s.read(func() error {
+		// Delete fails only as Batch.Commit does: not here (see commit).
 		if err := s.db.Delete(outboxKey(ref.ThreadID, seq, i), pebble.Sync); err != nil {
 			return fmt.Errorf("remove effect %s of thread %s: %w", ref.ID, ref.ThreadID, err)
 		}
@@ -481,7 +493,7 @@ func (s *Store) Outbox() (out []StoredEffect, err error) {
 // scan calls f for every key with a prefix, in order.
 func (s *Store) scan(prefix []byte, f func(k, v []byte) error) error {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: upperBound(prefix)})
-	if err != nil {
+	if err != nil { // unreachable: Pebble v2 NewIter always returns a nil error
 		return err
 	}
 	defer it.Close()
@@ -541,7 +553,7 @@ func (s *Store) After(after uint64, limit int) (out []Record, err error) {
 
 func (s *Store) after(after, last uint64, limit int) ([]Record, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: eventKey(after + 1), UpperBound: eventKey(last + 1)})
-	if err != nil {
+	if err != nil { // unreachable: Pebble v2 NewIter always returns a nil error
 		return nil, err
 	}
 	defer it.Close()
@@ -580,7 +592,7 @@ func (s *Store) ThreadAfter(threadID string, after, upTo uint64, limit int) (out
 
 func (s *Store) threadAfter(threadID string, after, upTo uint64, limit int) ([]Record, error) {
 	idx, err := s.db.NewIter(&pebble.IterOptions{LowerBound: threadKey(threadID, after+1), UpperBound: threadKey(threadID, upTo+1)})
-	if err != nil {
+	if err != nil { // unreachable: Pebble v2 NewIter always returns a nil error
 		return nil, err
 	}
 	defer idx.Close()
@@ -601,6 +613,7 @@ func (s *Store) threadAfter(threadID string, after, upTo uint64, limit int) ([]R
 			r, err = parseIndexValue(threadID, seq, v)
 		} else {
 			if evs == nil {
+				// NewIter's error is unreachable, as above.
 				if evs, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixEvent}, UpperBound: []byte{prefixEvent + 1}}); err != nil {
 					return nil, err
 				}
@@ -678,7 +691,7 @@ func (s *Store) Heads(after string, limit int) (out []Head, err error) {
 			lower = append(lower, 0) // the smallest key after it
 		}
 		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{prefixHead + 1}})
-		if err != nil {
+		if err != nil { // unreachable: Pebble v2 NewIter always returns a nil error
 			return err
 		}
 		defer it.Close()
@@ -724,6 +737,7 @@ func (s *Store) PutThreadState(threadID string, head []byte, live bool, sn *Snap
 		if live {
 			in.Live = LiveSet
 		}
+		// Neither the batch's Set nor buildThreadState can fail (see commit).
 		if err := s.buildThreadState(b, in, 0); err != nil {
 			return err
 		}
