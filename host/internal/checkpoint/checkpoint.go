@@ -156,7 +156,7 @@ func (s *Service) capture(ctx context.Context, dir, ref, base string, now time.T
 		return Result{}, summaryErr
 	}
 	files, err := parseSummary(summary)
-	if err != nil {
+	if err != nil { // unreachable while git writes diff-tree's documented format
 		return Result{}, err
 	}
 	return Result{Status: StatusReady, Commit: commit, Files: files}, nil
@@ -230,7 +230,7 @@ func (s *Service) restore(ctx context.Context, dir, commit, saveRef string, now 
 		return Restored{}, err
 	}
 	changes, _, err := parseDiffTree(out)
-	if err != nil {
+	if err != nil { // unreachable while git writes diff-tree's documented format
 		return Restored{}, err
 	}
 	var write []rawChange

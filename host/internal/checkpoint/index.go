@@ -47,7 +47,7 @@ func writeTreeWith(ctx context.Context, r repo, useCache bool) (tree string, fro
 
 	if useCache {
 		if fromCache, err = copyIndex(cache, idx); err != nil {
-			return "", false, err
+			return "", true, err // the cache is what does not work
 		}
 	}
 	g := gitRun{dir: r.dir, env: []string{"GIT_INDEX_FILE=" + idx}}
@@ -205,7 +205,7 @@ func clearFlags(ctx context.Context, r repo, g gitRun) error {
 	flagged := map[string][]string{}
 	for rec := range strings.SplitSeq(strings.TrimSuffix(string(out), "\x00"), "\x00") {
 		tag, path, ok := strings.Cut(rec, " ")
-		if !ok {
+		if !ok { // unreachable: ls-files -v writes "<tag> <path>"
 			continue
 		}
 		if tag == "S" || tag == "s" {

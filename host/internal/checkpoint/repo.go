@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Empty tree ids by object format: the base of a first checkpoint.
@@ -64,7 +65,7 @@ func open(ctx context.Context, dir string) (r repo, missing string, err error) {
 	}
 	fi, err := os.Stat(abs)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR): // gone, or a file took a parent's place
 		return repo{}, abs + " does not exist", nil
 	case err != nil:
 		return repo{}, "", err
@@ -98,6 +99,8 @@ func open(ctx context.Context, dir string) (r repo, missing string, err error) {
 		return repo{}, "", fmt.Errorf("git rev-parse: unexpected output %q", out)
 	}
 	if lines[0] != "true" {
+		// Unreachable with git 2.25 or later: outside a work tree
+		// --show-toplevel fails (handled above); older git printed false.
 		return repo{}, abs + " is not in a git work tree", nil
 	}
 	r = repo{dir: abs, top: lines[1], gitDir: lines[2], prefix: lines[3], emptyTree: emptyTreeSHA1}
