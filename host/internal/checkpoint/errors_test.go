@@ -76,6 +76,9 @@ func TestDirNotInWorkTree(t *testing.T) {
 		if want := (Result{Status: StatusMissing, Reason: base + " is not in a git repository"}); err != nil || !cmp.Equal(res, want) {
 			t.Errorf("capture of .: %+v, %v; want %+v", res, err, want)
 		}
+		if _, err := New().Diff(t.Context(), ".", "", emptyTreeSHA1, 0); err == nil || err.Error() != "checkpoint: diff .: "+base+" is not in a git repository" {
+			t.Errorf("diff of .: %v, want the reason naming %s", err, base)
+		}
 	})
 }
 
