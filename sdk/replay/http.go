@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-run/baton/sdk/clock"
@@ -32,6 +33,7 @@ const maxStreamEvents = 1 << 16
 type httpRequest struct {
 	frame  json.RawMessage
 	answer chan httpAnswer // buffered: the peer never waits on a handler
+	phase  int64           // the peer's phase when it arrived (see peer.phase)
 }
 
 type httpAnswer struct {
@@ -54,9 +56,14 @@ type httpPeer struct {
 	arrived chan *httpRequest
 	ended   chan struct{} // closed when the playback ends
 
+	// phase counts the runs of expectations taken and the waits ended
+	// (see peer.phase).
+	phase atomic.Int64
+
 	// the playback loop's own
 	matched []matchedRequest // matched, not yet answered, in the transcript's order
 	streams []*eventStream
+	held    *httpRequest // taken from arrived to look at its stamp, first in line
 }
 
 type matchedRequest struct {
@@ -125,7 +132,7 @@ func (p *httpPeer) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "replay peer: read body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	req := &httpRequest{frame: transcript.RequestFrame(r, body), answer: make(chan httpAnswer, 1)}
+	req := &httpRequest{frame: transcript.RequestFrame(r, body), answer: make(chan httpAnswer, 1), phase: p.phase.Load()}
 	select {
 	case p.arrived <- req:
 	case <-p.ended:
@@ -257,10 +264,14 @@ func (p *httpPeer) play(ctx context.Context, addr string) error {
 	return p.cfg.save(len(t.Entries))
 }
 
-// pace waits the time before emit_inbound entry i. A request that arrives
-// meanwhile, or is waiting already, came too early.
+// pace waits the time before emit_inbound entry i, the first of a run
+// played together. A request that arrives meanwhile came too early, as did
+// one that arrived before the peer's current phase.
 func (p *httpPeer) pace(ctx context.Context, i int, e transcript.Entry) error {
 	if d := Delay(e.AfterMs, p.cfg.Speed); d > 0 {
+		if p.held != nil {
+			return p.early(i, p.held)
+		}
 		tm := clock.Or(p.cfg.Clock).NewTimer(d)
 		defer tm.Stop()
 		select {
@@ -270,13 +281,34 @@ func (p *httpPeer) pace(ctx context.Context, i int, e transcript.Entry) error {
 		case <-ctx.Done():
 			return p.leftover(i, nil)
 		}
+		p.phase.Add(1)
+	}
+	if p.held == nil {
+		select {
+		case req := <-p.arrived:
+			p.held = req
+		default:
+		}
+	}
+	if p.held != nil && p.held.phase < p.phase.Load() {
+		return p.early(i, p.held)
+	}
+	return nil
+}
+
+// take is the next request: the one held, or the next to arrive; nil when
+// ctx ends first.
+func (p *httpPeer) take(ctx context.Context) *httpRequest {
+	if req := p.held; req != nil {
+		p.held = nil
+		return req
 	}
 	select {
 	case req := <-p.arrived:
-		return p.early(i, req)
-	default:
+		return req
+	case <-ctx.Done():
+		return nil
 	}
-	return nil
 }
 
 // early answers and reports a request that arrived before emit_inbound
@@ -354,10 +386,8 @@ func (p *httpPeer) expect(ctx context.Context, i, j int) error {
 	}
 	got := map[int]*httpRequest{}
 	for len(pending) > 0 {
-		var req *httpRequest
-		select {
-		case req = <-p.arrived:
-		case <-ctx.Done():
+		req := p.take(ctx)
+		if req == nil {
 			return p.leftover(pending[0], pending)
 		}
 		var firstErr error
@@ -389,6 +419,7 @@ func (p *httpPeer) expect(ctx context.Context, i, j int) error {
 			return err
 		}
 	}
+	p.phase.Add(1)
 	// Responses answer them in the transcript's order.
 	for k := i; k < j; k++ {
 		if req, ok := got[k]; ok {
@@ -501,10 +532,9 @@ func (p *httpPeer) respond(i int, e transcript.Entry, f transcript.HTTPFrame) er
 
 // drain waits for the client to go away; any request is unexpected.
 func (p *httpPeer) drain(ctx context.Context, last int) error {
-	select {
-	case <-ctx.Done():
+	req := p.take(ctx)
+	if req == nil {
 		return nil
-	case req := <-p.arrived:
-		return p.fail(req, unexpected(p.cfg.Transcript, last, "request", req.frame))
 	}
+	return p.fail(req, unexpected(p.cfg.Transcript, last, "request", req.frame))
 }

@@ -5,11 +5,17 @@
 //
 // A client frame is checked against its expectation and against its time:
 // one that arrives before the emit_inbound entries the transcript has before
-// its expectation were sent is a mismatch too ("sent too early"). The peer
-// sees a frame when it arrives; it looks for early ones while it waits
-// before an emit_inbound entry (afterMs) and when it starts a run of
-// emit_inbound entries, so a client that sends before it has what the
-// transcript says it had is caught whenever its frame is there first.
+// its expectation were due is a mismatch too ("sent too early"). The peer
+// plays the emit_inbound entries after an expectation, up to the first that
+// waits (afterMs), as the provider's instant answer to the frame it took:
+// a frame that arrives after that one is taken is not early for them. So a
+// frame is early when it arrived before the client's previous frame was
+// taken, where the transcript has the provider answer in between (a client
+// that sends two frames without waiting for the answer to the first), or
+// during an afterMs wait, before the entry waited for. The peer stamps
+// each frame with its phase (how many expectations it has taken and waits
+// it has ended) when it arrives, and looks at the stamps when it starts
+// a run of emit_inbound entries.
 package replay
 
 import (
@@ -22,6 +28,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-run/baton/sdk/clock"
@@ -172,6 +179,8 @@ func ExitCode(err error) int {
 type line struct {
 	b   []byte
 	err error
+	// phase is the peer's phase when the frame arrived.
+	phase int64
 }
 
 // peer is the state of one stdio playback.
@@ -181,6 +190,12 @@ type peer struct {
 	bw     *bufio.Writer
 	out    *ndjson.Writer
 	frames chan line // from the one reader of cfg.In; closed at its end
+	// held is a frame taken from frames to look at its stamp, first in
+	// line for the next expectation.
+	held *line
+	// phase counts the expectations taken and the waits ended: the
+	// peer's instants, which the reader stamps frames with.
+	phase atomic.Int64
 	// invocation is the frame the process's arguments make, taken by the
 	// first expectation; it does not arrive, so it is never early.
 	invocation []byte
@@ -210,12 +225,12 @@ func Run(ctx context.Context, cfg Config) error {
 			b, err := r.Next()
 			if err != nil {
 				if err != io.EOF {
-					p.frames <- line{err: err}
+					p.frames <- line{err: err, phase: p.phase.Load()}
 				}
 				close(p.frames)
 				return
 			}
-			p.frames <- line{b: b}
+			p.frames <- line{b: b, phase: p.phase.Load()}
 		}
 	}()
 
@@ -308,13 +323,17 @@ func (p *peer) flush(next int) error {
 	return nil
 }
 
-// pace waits the time before emit_inbound entry i. A client frame that
-// arrives meanwhile, or is there already, came too early.
+// pace waits the time before emit_inbound entry i, the first of a run
+// played together. A client frame that arrives meanwhile came too early,
+// as did one that arrived before the peer's current phase.
 func (p *peer) pace(ctx context.Context, i int, e transcript.Entry) error {
-	frames := p.frames
 	if d := Delay(e.AfterMs, p.cfg.Speed); d > 0 {
+		if p.held != nil {
+			return p.early(i, *p.held)
+		}
 		tm := clock.Or(p.cfg.Clock).NewTimer(d)
 		defer tm.Stop()
+		frames := p.frames
 	wait:
 		for {
 			select {
@@ -330,16 +349,19 @@ func (p *peer) pace(ctx context.Context, i int, e transcript.Entry) error {
 				return ctx.Err()
 			}
 		}
+		p.phase.Add(1)
 	}
-	if frames == nil {
-		return nil
-	}
-	select {
-	case l, ok := <-frames:
-		if ok {
-			return p.early(i, l)
+	if p.held == nil {
+		select {
+		case l, ok := <-p.frames:
+			if ok {
+				p.held = &l
+			}
+		default:
 		}
-	default:
+	}
+	if p.held != nil && p.held.err == nil && p.held.phase < p.phase.Load() {
+		return p.early(i, *p.held)
 	}
 	return nil
 }
@@ -383,6 +405,11 @@ func (p *peer) next(ctx context.Context) (line, bool, error) {
 		p.invocation = nil
 		return l, true, nil
 	}
+	if p.held != nil {
+		l := *p.held
+		p.held = nil
+		return l, true, nil
+	}
 	select {
 	case l, ok := <-p.frames:
 		return l, ok, nil
@@ -408,6 +435,7 @@ func (p *peer) expect(ctx context.Context, i int, e transcript.Entry) error {
 	if err := p.m.Match(e.Frame, l.b); err != nil {
 		return &Error{Code: ExitMismatch, Msg: fmt.Sprintf("mismatch at %s: %v", e.Name(i), err)}
 	}
+	p.phase.Add(1)
 	p.cfg.tracef("%s: matched", e.Name(i))
 	return nil
 }

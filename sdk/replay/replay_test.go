@@ -5,7 +5,10 @@ import (
 	"context"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -163,5 +166,98 @@ func TestMainRefusesABadSpeed(t *testing.T) {
 		if code != ExitBadUsage || !strings.Contains(stderr.String(), "--speed") {
 			t.Errorf("--speed %s: exit %d, %q; want %d naming --speed", s, code, stderr.String(), ExitBadUsage)
 		}
+	}
+}
+
+// gatedReader is the client's end of the peer's stdin: each Read says on
+// reads that the peer's reader is reading again, so every frame it read
+// before is stamped and queued.
+type gatedReader struct {
+	r     io.Reader
+	reads chan struct{}
+}
+
+func (g gatedReader) Read(b []byte) (int, error) {
+	g.reads <- struct{}{}
+	return g.r.Read(b)
+}
+
+// gatedWriter holds each Write until the test releases it, after saying on
+// entered that it was called.
+type gatedWriter struct{ entered, release chan struct{} }
+
+func (g gatedWriter) Write(b []byte) (int, error) {
+	g.entered <- struct{}{}
+	<-g.release
+	return len(b), nil
+}
+
+var pipelined = []string{
+	`{"type":"expect_outbound","label":"a","frame":{"method":"a"}}`,
+	`{"type":"emit_inbound","label":"answer","frame":{"answer":"a"}}`,
+	`{"type":"expect_outbound","label":"b","frame":{"method":"b"}}`,
+	`{"type":"runtime_exit","status":"success","wait":"now"}`,
+}
+
+// A frame that arrives once the frame before it was taken is not early for
+// the entries the peer sends at once in answer to that one, even if it is
+// there before they are sent: they are due at the same instant.
+func TestFrameAfterItsPredecessorIsNotEarly(t *testing.T) {
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	in := gatedReader{inR, make(chan struct{}, 8)}
+	trace := gatedWriter{make(chan struct{}, 8), make(chan struct{})}
+	var out strings.Builder
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(t.Context(), Config{Transcript: decode(t, pipelined...), In: in, Out: &out, Trace: trace})
+	}()
+	<-in.reads
+	io.WriteString(inW, `{"method":"a"}`+"\n")
+	<-in.reads
+	<-trace.entered // "a" taken: the peer is at its next instant, held before its answer
+	io.WriteString(inW, `{"method":"b"}`+"\n")
+	<-in.reads // "b" is stamped and queued
+	close(trace.release)
+	if err := <-done; err != nil {
+		t.Fatalf("a frame sent after the one before it was taken: %v", err)
+	}
+	if out.String() != `{"answer":"a"}`+"\n" {
+		t.Errorf("stdout %q", out.String())
+	}
+}
+
+// A frame the client sends right behind another, where the transcript has
+// the provider answer the first in between, is early: it arrived before
+// the first was taken.
+func TestPipelinedFrameIsEarly(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "cursor")
+	if err := syscall.Mkfifo(state, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	in := gatedReader{inR, make(chan struct{}, 8)}
+	var out strings.Builder
+	done := make(chan error, 1)
+	go func() {
+		// The peer opens its state file first, a FIFO: it waits there
+		// until the test writes it.
+		done <- Run(t.Context(), Config{Transcript: decode(t, pipelined...), In: in, Out: &out, StateFile: state})
+	}()
+	<-in.reads
+	io.WriteString(inW, `{"method":"a"}`+"\n"+`{"method":"b"}`+"\n")
+	<-in.reads // both are stamped and queued before the peer took either
+	if err := os.WriteFile(state, []byte(`{"cursor":0}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := <-done
+	want := `mismatch at entry 3 (line 4, expect_outbound "b"): sent too early: the frame arrived before entry 2 (line 3, emit_inbound "answer") was sent`
+	if ExitCode(err) != ExitMismatch || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Run = %v, want %q", err, want)
+	}
+	if out.String() != "" {
+		t.Errorf("stdout %q: the answer went out", out.String())
 	}
 }

@@ -25,12 +25,16 @@
 //	{"type":"workspace","op":"write|delete|rename","path":…,"content":…,"to":…}
 //	{"type":"runtime_exit","status":"success|error|cancelled",…}  how the process ends
 //
-// An expect_outbound frame may come only after every emit_inbound entry
-// before it was sent: a client frame that arrives earlier is a mismatch
-// ("sent too early"), as a frame that differs is. The frames of an HTTP
-// provider's consecutive expect_outbound entries (no emit_inbound between
-// them) are requests the client may send at once: they are matched by
-// content, in any order.
+// An expect_outbound frame may come only after the emit_inbound entries
+// before it were due: a client frame that arrives earlier is a mismatch
+// ("sent too early"), as a frame that differs is. The emit_inbound entries
+// after an expectation, up to one with an afterMs wait, are due at once
+// when the client's frame is taken (the provider's answer to it); so a
+// frame is early when the client sent it before the frame the transcript
+// has the provider answer first, or during an afterMs wait. The frames of
+// an HTTP provider's consecutive expect_outbound entries (no emit_inbound
+// between them) are requests the client may send at once: they are
+// matched by content, in any order.
 //
 // A runtime_exit says how the process ends, and so what a client sees of
 // its end. All but status are optional:
