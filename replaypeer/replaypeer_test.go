@@ -489,7 +489,8 @@ func TestCursorSavedAtEveryEntry(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		return errb.String(), wait(t, cmd)
+		code := wait(t, cmd)
+		return errb.String(), code
 	}
 	cursor := func() map[string]any {
 		b, err := os.ReadFile(state)

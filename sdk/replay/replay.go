@@ -12,10 +12,13 @@
 // frame is early when it arrived before the client's previous frame was
 // taken, where the transcript has the provider answer in between (a client
 // that sends two frames without waiting for the answer to the first), or
-// during an afterMs wait, before the entry waited for. The peer stamps
-// each frame with its phase (how many expectations it has taken and waits
-// it has ended) when it arrives, and looks at the stamps when it starts
-// a run of emit_inbound entries.
+// during an afterMs wait, before the entry waited for. A frame the
+// provider does not answer (transcript.Answered: a JSON-RPC notification
+// or response) has nothing the client could wait for, so a frame right
+// behind it is not early. The peer stamps each frame with its phase (how
+// many answered expectations it has taken and waits it has ended) when it
+// arrives, and looks at the stamps when it starts a run of emit_inbound
+// entries.
 package replay
 
 import (
@@ -193,8 +196,8 @@ type peer struct {
 	// held is a frame taken from frames to look at its stamp, first in
 	// line for the next expectation.
 	held *line
-	// phase counts the expectations taken and the waits ended: the
-	// peer's instants, which the reader stamps frames with.
+	// phase counts the answered expectations taken and the waits ended:
+	// the peer's instants, which the reader stamps frames with.
 	phase atomic.Int64
 	// invocation is the frame the process's arguments make, taken by the
 	// first expectation; it does not arrive, so it is never early.
@@ -435,7 +438,9 @@ func (p *peer) expect(ctx context.Context, i int, e transcript.Entry) error {
 	if err := p.m.Match(e.Frame, l.b); err != nil {
 		return &Error{Code: ExitMismatch, Msg: fmt.Sprintf("mismatch at %s: %v", e.Name(i), err)}
 	}
-	p.phase.Add(1)
+	if transcript.Answered(l.b) {
+		p.phase.Add(1)
+	}
 	p.cfg.tracef("%s: matched", e.Name(i))
 	return nil
 }

@@ -193,9 +193,9 @@ func (g gatedWriter) Write(b []byte) (int, error) {
 }
 
 var pipelined = []string{
-	`{"type":"expect_outbound","label":"a","frame":{"method":"a"}}`,
-	`{"type":"emit_inbound","label":"answer","frame":{"answer":"a"}}`,
-	`{"type":"expect_outbound","label":"b","frame":{"method":"b"}}`,
+	`{"type":"expect_outbound","label":"a","frame":{"id":1,"method":"a"}}`,
+	`{"type":"emit_inbound","label":"answer","frame":{"id":1,"result":"a"}}`,
+	`{"type":"expect_outbound","label":"b","frame":{"id":2,"method":"b"}}`,
 	`{"type":"runtime_exit","status":"success","wait":"now"}`,
 }
 
@@ -213,51 +213,69 @@ func TestFrameAfterItsPredecessorIsNotEarly(t *testing.T) {
 		done <- Run(t.Context(), Config{Transcript: decode(t, pipelined...), In: in, Out: &out, Trace: trace})
 	}()
 	<-in.reads
-	io.WriteString(inW, `{"method":"a"}`+"\n")
+	io.WriteString(inW, `{"id":1,"method":"a"}`+"\n")
 	<-in.reads
 	<-trace.entered // "a" taken: the peer is at its next instant, held before its answer
-	io.WriteString(inW, `{"method":"b"}`+"\n")
+	io.WriteString(inW, `{"id":2,"method":"b"}`+"\n")
 	<-in.reads // "b" is stamped and queued
 	close(trace.release)
 	if err := <-done; err != nil {
 		t.Fatalf("a frame sent after the one before it was taken: %v", err)
 	}
-	if out.String() != `{"answer":"a"}`+"\n" {
+	if out.String() != `{"id":1,"result":"a"}`+"\n" {
 		t.Errorf("stdout %q", out.String())
 	}
 }
 
-// A frame the client sends right behind another, where the transcript has
-// the provider answer the first in between, is early: it arrived before
-// the first was taken.
-func TestPipelinedFrameIsEarly(t *testing.T) {
-	dir := t.TempDir()
-	state := filepath.Join(dir, "cursor")
-	if err := syscall.Mkfifo(state, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	inR, inW := io.Pipe()
-	defer inW.Close()
-	in := gatedReader{inR, make(chan struct{}, 8)}
-	var out strings.Builder
-	done := make(chan error, 1)
-	go func() {
-		// The peer opens its state file first, a FIFO: it waits there
-		// until the test writes it.
-		done <- Run(t.Context(), Config{Transcript: decode(t, pipelined...), In: in, Out: &out, StateFile: state})
-	}()
-	<-in.reads
-	io.WriteString(inW, `{"method":"a"}`+"\n"+`{"method":"b"}`+"\n")
-	<-in.reads // both are stamped and queued before the peer took either
-	if err := os.WriteFile(state, []byte(`{"cursor":0}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	err := <-done
-	want := `mismatch at entry 3 (line 4, expect_outbound "b"): sent too early: the frame arrived before entry 2 (line 3, emit_inbound "answer") was sent`
-	if ExitCode(err) != ExitMismatch || !strings.Contains(err.Error(), want) {
-		t.Fatalf("Run = %v, want %q", err, want)
-	}
-	if out.String() != "" {
-		t.Errorf("stdout %q: the answer went out", out.String())
+// A frame the client sends right behind a request, where the transcript
+// has the provider answer the request in between, is early: it arrived
+// before the request was taken. Right behind a notification, which gets no
+// answer, it is not: the client had nothing to wait for.
+func TestPipelinedFrame(t *testing.T) {
+	notified := append([]string{`{"type":"expect_outbound","label":"a","frame":{"method":"a"}}`}, pipelined[1:]...)
+	for name, tc := range map[string]struct {
+		lines []string
+		first string
+		want  string
+	}{
+		"behind a request": {pipelined, `{"id":1,"method":"a"}`,
+			`mismatch at entry 3 (line 4, expect_outbound "b"): sent too early: the frame arrived before entry 2 (line 3, emit_inbound "answer") was sent`},
+		"behind a notification": {notified, `{"method":"a"}`, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "cursor")
+			if err := syscall.Mkfifo(state, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			inR, inW := io.Pipe()
+			defer inW.Close()
+			in := gatedReader{inR, make(chan struct{}, 8)}
+			var out strings.Builder
+			done := make(chan error, 1)
+			go func() {
+				// The peer opens its state file first, a FIFO: it waits
+				// there until the test writes it.
+				done <- Run(t.Context(), Config{Transcript: decode(t, tc.lines...), In: in, Out: &out, StateFile: state})
+			}()
+			<-in.reads
+			io.WriteString(inW, tc.first+"\n"+`{"id":2,"method":"b"}`+"\n")
+			<-in.reads // both are stamped and queued before the peer took either
+			if err := os.WriteFile(state, []byte(`{"cursor":0}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := <-done
+			if tc.want == "" {
+				if err != nil || out.String() != `{"id":1,"result":"a"}`+"\n" {
+					t.Fatalf("Run = %v, stdout %q; want the transcript played", err, out.String())
+				}
+				return
+			}
+			if ExitCode(err) != ExitMismatch || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Run = %v, want %q", err, tc.want)
+			}
+			if out.String() != "" {
+				t.Errorf("stdout %q: the answer went out", out.String())
+			}
+		})
 	}
 }
