@@ -286,15 +286,41 @@ func TestHTTPMismatchAmongRequestsAtOnce(t *testing.T) {
 		`{"type":"emit_inbound","frame":{"http":"response","status":200,"body":1}}`,
 		`{"type":"emit_inbound","frame":{"http":"response","status":200,"body":2}}`,
 		`{"type":"runtime_exit","status":"success"}`)...)
-	p := startHTTPPeer(t, tr, "serve", "--port", "1")
-	p.events()
-	code, body := p.do("GET", "/three", "")
-	want := `mismatch at entry 6 (line 7, expect_outbound "one"): the request matches none of the 2 expected now (entries 6, 7); against the first, frame differs`
-	if code != 500 || !strings.Contains(body, want) {
-		t.Fatalf("answered %d %q, want 500 and %q", code, body, want)
-	}
-	if exit, stderr := p.exit(); exit != 3 || !strings.Contains(stderr, want) {
-		t.Fatalf("exit %d: %s", exit, stderr)
+	for _, tc := range []struct {
+		name   string
+		first  string // a request sent and taken first, if any
+		want   string
+		cursor string
+	}{
+		{"none taken", "", `mismatch at entry 6 (line 7, expect_outbound "one"): the request matches none of the 2 expected now (entries 6, 7); against the first, frame differs`,
+			`{"cursor":5,"next":"entry 6 (line 7, expect_outbound \"one\")"}`},
+		{"one taken", "/one", `mismatch at entry 7 (line 8, expect_outbound "two"): frame differs`,
+			`{"cursor":6,"next":"entry 7 (line 8, expect_outbound \"two\")"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "cursor")
+			p := startProc(t, "--transcript", writeTranscript(t, tr), "--workspace", t.TempDir(), "--speed", "0", "--listen", "127.0.0.1:0",
+				"--state", state, "--trace", "/dev/fd/3", "--", "serve", "--port", "1")
+			p.events()
+			var wg sync.WaitGroup
+			if tc.first != "" {
+				wg.Add(1)
+				go func() { defer wg.Done(); p.do("GET", tc.first, "") }() // unanswered: the peer ends first
+				awaitTrace(t, p.steps, `expect_outbound "one"): matched`)
+			}
+			code, body := p.do("GET", "/three", "")
+			if code != 500 || !strings.Contains(body, tc.want) {
+				t.Fatalf("answered %d %q, want 500 and %q", code, body, tc.want)
+			}
+			if exit, stderr := p.exit(); exit != 3 || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d: %s", exit, stderr)
+			}
+			wg.Wait()
+			// The cursor is at the first expectation not taken.
+			if b, _ := os.ReadFile(state); string(b) != tc.cursor {
+				t.Errorf("state file %s, want %s", b, tc.cursor)
+			}
+		})
 	}
 }
 
@@ -510,6 +536,7 @@ func TestHTTPRuntimeExitWaitsForASignal(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	awaitTrace(t, p.steps, "entry 2 (line 3, runtime_exit): stopped by a signal")
 	select {
 	case <-p.done:
 	case <-time.After(10 * time.Second):

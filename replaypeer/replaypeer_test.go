@@ -353,6 +353,7 @@ func TestRuntimeExitWaitsForASignal(t *testing.T) {
 	// The peer saw its stdin end and waits on: only a signal ends it.
 	awaitTrace(t, steps, "entry 2 (line 3, runtime_exit): stdin closed, waiting for a signal")
 	cmd.Process.Signal(syscall.SIGTERM)
+	awaitTrace(t, steps, "entry 2 (line 3, runtime_exit): stopped by a signal")
 	go io.Copy(io.Discard, rd)
 	if code := wait(t, cmd); code != 130 {
 		t.Fatalf("exit %d, want 130 (cancelled)", code)
@@ -474,7 +475,6 @@ func TestCursorSavedAtEveryEntry(t *testing.T) {
 	tr := lines(header,
 		`{"type":"workspace","op":"write","path":"a.txt","content":"a"}`,
 		`{"type":"expect_outbound","label":"first","frame":{"jsonrpc":"2.0","method":"a"}}`,
-		`{"type":"workspace","op":"write","path":"b.txt","content":"b"}`,
 		`{"type":"expect_outbound","label":"second","frame":{"jsonrpc":"2.0","id":1,"method":"b"}}`,
 		`{"type":"emit_inbound","frame":{"jsonrpc":"2.0","id":1,"result":{}}}`,
 		`{"type":"runtime_exit","status":"success"}`)
@@ -503,19 +503,31 @@ func TestCursorSavedAtEveryEntry(t *testing.T) {
 		}
 		return st
 	}
-	if stderr, code := run(`{"jsonrpc":"2.0","method":"a"}`+"\n", `{"jsonrpc":"2.0","id":6,"method":"wrong"}`+"\n"); code != 3 {
+	a, b, wrong := `{"jsonrpc":"2.0","method":"a"}`+"\n", `{"jsonrpc":"2.0","id":6,"method":"b"}`+"\n", `{"jsonrpc":"2.0","method":"wrong"}`+"\n"
+	var got []map[string]any
+	// Past the workspace entry, a mismatch at the first expectation.
+	if stderr, code := run(wrong); code != 3 {
 		t.Fatalf("exit %d, want 3 (mismatch): %s", code, stderr)
 	}
-	want := map[string]any{"cursor": 3.0, "next": `entry 4 (line 5, expect_outbound "second")`}
-	if diff := cmp.Diff(want, cursor()); diff != "" {
-		t.Errorf("the cursor after a mismatch at entry 4 (-want +got):\n%s", diff)
+	got = append(got, cursor())
+	// Started again there: past the first expectation, a mismatch at the
+	// second.
+	if stderr, code := run(a, wrong); code != 3 {
+		t.Fatalf("exit %d, want 3 (mismatch): %s", code, stderr)
 	}
-	// The next peer starts at the entry that failed.
-	if stderr, code := run(`{"jsonrpc":"2.0","id":6,"method":"b"}` + "\n"); code != 0 {
+	got = append(got, cursor())
+	// Started again there: to the end.
+	if stderr, code := run(b); code != 0 {
 		t.Fatalf("the peer started at the cursor: exit %d: %s", code, stderr)
 	}
-	if diff := cmp.Diff(map[string]any{"cursor": 6.0}, cursor()); diff != "" {
-		t.Errorf("the cursor at the end (-want +got):\n%s", diff)
+	got = append(got, cursor())
+	want := []map[string]any{
+		{"cursor": 1.0, "next": `entry 2 (line 3, expect_outbound "first")`},
+		{"cursor": 2.0, "next": `entry 3 (line 4, expect_outbound "second")`},
+		{"cursor": 5.0},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the cursor after each peer (-want +got):\n%s", diff)
 	}
 }
 

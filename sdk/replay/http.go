@@ -251,6 +251,9 @@ func (p *httpPeer) play(ctx context.Context, addr string) error {
 					}
 					<-p.signal.Done()
 				}
+				if p.signal.Err() != nil {
+					p.cfg.tracef("%s: stopped by a signal", e.Name(i))
+				}
 			}
 			if err := p.cfg.save(i + 1); err != nil {
 				return err

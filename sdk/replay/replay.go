@@ -480,6 +480,7 @@ func (p *peer) exit(ctx context.Context, i int, e transcript.Entry) error {
 			}
 		}
 		<-ctx.Done()
+		p.cfg.tracef("%s: stopped by a signal", e.Name(i))
 	}
 	if err := p.cfg.save(i + 1); err != nil {
 		return err
