@@ -5,3 +5,5 @@ go 1.26.8
 require github.com/baton-run/baton/sdk v0.0.0
 
 replace github.com/baton-run/baton/sdk => ../sdk
+
+require github.com/google/go-cmp v0.7.0

@@ -29,6 +29,9 @@ type httpPeer struct {
 	stderr bytes.Buffer
 	done   chan struct{}
 	code   int
+	// steps is the peer's trace, when it was started with
+	// "--trace /dev/fd/3".
+	steps <-chan string
 }
 
 // startHTTPPeer starts the peer on transcript with args after "--", and
@@ -39,7 +42,7 @@ func startHTTPPeer(t *testing.T, transcript string, args ...string) *httpPeer {
 	if err := os.WriteFile(f, []byte(transcript), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	argv := []string{"--transcript", f, "--workspace", t.TempDir(), "--speed", "0", "--listen", "127.0.0.1:0"}
+	argv := []string{"--transcript", f, "--workspace", t.TempDir(), "--speed", "0", "--listen", "127.0.0.1:0", "--trace", "/dev/fd/3"}
 	if args != nil {
 		argv = append(append(argv, "--"), args...)
 	}
@@ -60,9 +63,12 @@ func startProc(t *testing.T, argv ...string) *httpPeer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	steps, started := trace(t, p.cmd)
+	p.steps = steps
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	started()
 	t.Cleanup(func() { _ = p.cmd.Process.Kill(); <-p.done })
 	lines := make(chan string, 8)
 	go func() {
@@ -118,9 +124,11 @@ func (p *httpPeer) do(method, path, body string) (int, string) {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// A request the peer holds for longer than this is stuck.
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
-		p.t.Fatalf("%s %s: %v", method, path, err)
+		p.t.Errorf("%s %s: %v", method, path, err)
+		return 0, err.Error()
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -174,8 +182,9 @@ var httpPrelude = []string{httpHeader,
 
 // TestHTTPRaces plays the server's races: events a request caused before
 // its response, a terminal event before the response to the request that
-// caused it, a response naming its request, and a request that arrives
-// before the peer expects it (it waits).
+// caused it, a response naming its request, and two requests the client
+// sends at once, matched by what they are, not by when they come: here
+// they come in the order the transcript does not have them.
 func TestHTTPRaces(t *testing.T) {
 	tr := lines(append(httpPrelude,
 		`{"type":"expect_outbound","label":"create","frame":{"http":"request","method":"POST","path":"/session","query":{"directory":"<workspace>"},"body":{}}}`,
@@ -210,26 +219,28 @@ func TestHTTPRaces(t *testing.T) {
 	if got := next(t, evs); !strings.Contains(got, "session.created") {
 		t.Fatalf("event %s", got)
 	}
-	// Both requests at once: the prompt's answer comes only after the
-	// status request is answered and the idle event is out.
+	// Both requests at once, the status first: the peer has taken it (its
+	// trace says so) before the prompt is sent. The status's answer comes
+	// only once the prompt is there too, and the idle event is out.
 	var wg sync.WaitGroup
-	var promptCode int
+	var statusCode int
+	var statusBody string
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		promptCode, _ = p.do("POST", "/session/ses_1/prompt_async", `{"text":"hi"}`)
+		statusCode, statusBody = p.do("GET", "/session/status", "")
 	}()
-	time.Sleep(50 * time.Millisecond) // the prompt arrives first, as recorded
-	code, body := p.do("GET", "/session/status", "")
-	if code != 200 || body != `{"ses_1":"idle"}` {
-		t.Fatalf("status: %d %s", code, body)
+	awaitTrace(t, p.steps, `expect_outbound "status"): matched`)
+	promptCode, _ := p.do("POST", "/session/ses_1/prompt_async", `{"text":"hi"}`)
+	wg.Wait()
+	if statusCode != 200 || statusBody != `{"ses_1":"idle"}` {
+		t.Fatalf("status: %d %s", statusCode, statusBody)
+	}
+	if promptCode != 204 {
+		t.Fatalf("prompt: %d", promptCode)
 	}
 	if got := next(t, evs); !strings.Contains(got, "session.idle") {
 		t.Fatalf("event %s", got)
-	}
-	wg.Wait()
-	if promptCode != 204 {
-		t.Fatalf("prompt: %d", promptCode)
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "a.txt")); err != nil || string(b) != "a\n" {
 		t.Fatalf("workspace entry: %q %v", b, err)
@@ -242,12 +253,16 @@ func TestHTTPRaces(t *testing.T) {
 	}
 }
 
+// A request that differs from its expectation is answered 500 and ends
+// the peer with a mismatch; the cursor stays at the entry that failed.
 func TestHTTPMismatch(t *testing.T) {
 	tr := lines(append(httpPrelude,
-		`{"type":"expect_outbound","frame":{"http":"request","method":"POST","path":"/session","body":{"title":"a"}}}`,
+		`{"type":"expect_outbound","label":"create","frame":{"http":"request","method":"POST","path":"/session","body":{"title":"a"}}}`,
 		`{"type":"emit_inbound","frame":{"http":"response","status":200,"body":{}}}`,
 		`{"type":"runtime_exit","status":"success"}`)...)
-	p := startHTTPPeer(t, tr, "serve", "--port", "1")
+	state := filepath.Join(t.TempDir(), "cursor")
+	p := startProc(t, "--transcript", writeTranscript(t, tr), "--workspace", t.TempDir(), "--speed", "0", "--listen", "127.0.0.1:0",
+		"--state", state, "--", "serve", "--port", "1")
 	p.events()
 	code, body := p.do("POST", "/session", `{"title":"b"}`)
 	if code != 500 || !strings.Contains(body, `$.body.title: expected "a", got "b"`) {
@@ -256,6 +271,56 @@ func TestHTTPMismatch(t *testing.T) {
 	exit, stderr := p.exit()
 	if exit != 3 || !strings.Contains(stderr, "mismatch at entry 6") {
 		t.Fatalf("exit %d: %s", exit, stderr)
+	}
+	if b, _ := os.ReadFile(state); string(b) != `{"cursor":5,"next":"entry 6 (line 7, expect_outbound \"create\")"}` {
+		t.Errorf("state file %s, want the cursor at entry 6", b)
+	}
+}
+
+// Requests the client may send at once are matched by content; one that
+// matches none of them is a mismatch that says so.
+func TestHTTPMismatchAmongRequestsAtOnce(t *testing.T) {
+	tr := lines(append(httpPrelude,
+		`{"type":"expect_outbound","label":"one","frame":{"http":"request","method":"GET","path":"/one"}}`,
+		`{"type":"expect_outbound","label":"two","frame":{"http":"request","method":"GET","path":"/two"}}`,
+		`{"type":"emit_inbound","frame":{"http":"response","status":200,"body":1}}`,
+		`{"type":"emit_inbound","frame":{"http":"response","status":200,"body":2}}`,
+		`{"type":"runtime_exit","status":"success"}`)...)
+	for _, tc := range []struct {
+		name   string
+		first  string // a request sent and taken first, if any
+		want   string
+		cursor string
+	}{
+		{"none taken", "", `mismatch at entry 6 (line 7, expect_outbound "one"): the request matches none of the 2 expected now (entries 6, 7); against the first, frame differs`,
+			`{"cursor":5,"next":"entry 6 (line 7, expect_outbound \"one\")"}`},
+		{"one taken", "/one", `mismatch at entry 7 (line 8, expect_outbound "two"): frame differs`,
+			`{"cursor":6,"next":"entry 7 (line 8, expect_outbound \"two\")"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "cursor")
+			p := startProc(t, "--transcript", writeTranscript(t, tr), "--workspace", t.TempDir(), "--speed", "0", "--listen", "127.0.0.1:0",
+				"--state", state, "--trace", "/dev/fd/3", "--", "serve", "--port", "1")
+			p.events()
+			var wg sync.WaitGroup
+			if tc.first != "" {
+				wg.Add(1)
+				go func() { defer wg.Done(); p.do("GET", tc.first, "") }() // unanswered: the peer ends first
+				awaitTrace(t, p.steps, `expect_outbound "one"): matched`)
+			}
+			code, body := p.do("GET", "/three", "")
+			if code != 500 || !strings.Contains(body, tc.want) {
+				t.Fatalf("answered %d %q, want 500 and %q", code, body, tc.want)
+			}
+			if exit, stderr := p.exit(); exit != 3 || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d: %s", exit, stderr)
+			}
+			wg.Wait()
+			// The cursor is at the first expectation not taken.
+			if b, _ := os.ReadFile(state); string(b) != tc.cursor {
+				t.Errorf("state file %s, want %s", b, tc.cursor)
+			}
+		})
 	}
 }
 
@@ -382,7 +447,7 @@ func TestRecordHTTP(t *testing.T) {
 		}
 	}
 	rec := startProc(t, "record", "--http-proxy", "--out", out, "--provider", "fake", "--protocol", "http", "--scenario", "t",
-		"--workspace", ws, "--", "sh", "-c", `t=$1 w=$2; shift 2; exec "$0" --transcript "$t" --workspace "$w" --speed 0 --listen 127.0.0.1:0 -- "$@"`,
+		"--workspace", ws, "--meta", "agentVersion=1.0.0", "--meta", "model=scripted", "--", "sh", "-c", `t=$1 w=$2; shift 2; exec "$0" --transcript "$t" --workspace "$w" --speed 0 --listen 127.0.0.1:0 -- "$@"`,
 		bin, f, ws, "--", "serve", "--port", "4096")
 	if !strings.Contains(rec.url, "127.0.0.1") {
 		t.Fatalf("recorder address %q", rec.url)
@@ -415,38 +480,45 @@ func TestRecordHTTP(t *testing.T) {
 	}
 }
 
-// TestHTTPEarlyRequest: a request that arrives while the peer is still
-// playing earlier entries (a delayed event) waits, and is taken by its
-// expectation when the peer gets there; it is answered after the event
-// was sent.
-func TestHTTPEarlyRequest(t *testing.T) {
+// TestHTTPSentTooEarly: a request that arrives while the peer has still
+// to play the entries before its expectation (here it waits out the
+// afterMs of an event) came too early: it is answered 500 and ends the
+// peer with a mismatch.
+func TestHTTPSentTooEarly(t *testing.T) {
 	tr := lines(httpHeader,
 		`{"type":"emit_inbound","frame":{"stdout":"listening on <listen>"}}`,
 		`{"type":"expect_outbound","frame":{"http":"request","method":"GET","path":"/event"}}`,
 		`{"type":"emit_inbound","frame":{"http":"response","status":200,"stream":true}}`,
-		`{"type":"emit_inbound","frame":{"sse":{"type":"late"}},"afterMs":300}`,
-		`{"type":"expect_outbound","frame":{"http":"request","method":"POST","path":"/early"}}`,
+		`{"type":"emit_inbound","label":"late","frame":{"sse":{"type":"late"}},"afterMs":600000}`,
+		`{"type":"expect_outbound","label":"early","frame":{"http":"request","method":"POST","path":"/early"}}`,
 		`{"type":"emit_inbound","frame":{"http":"response","status":200,"body":{"ok":true}}}`,
 		`{"type":"runtime_exit","status":"success"}`)
-	f := filepath.Join(t.TempDir(), "t.ndjson")
-	if err := os.WriteFile(f, []byte(tr), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := startProc(t, "--transcript", f, "--workspace", t.TempDir(), "--speed", "1", "--listen", "127.0.0.1:0")
-	evs := p.events()
-	start := time.Now()
+	p := startProc(t, "--transcript", writeTranscript(t, tr), "--workspace", t.TempDir(), "--speed", "1", "--listen", "127.0.0.1:0")
+	p.events()
 	code, body := p.do("POST", "/early", "")
-	if code != 200 || body != `{"ok":true}` {
-		t.Fatalf("early request: %d %s", code, body)
+	want := `mismatch at entry 5 (line 6, expect_outbound "early"): sent too early: the request arrived before entry 4 (line 5, emit_inbound "late") was played, which the transcript has before it`
+	if code != 500 || !strings.Contains(body, want) {
+		t.Fatalf("early request answered %d %q, want 500 and %q", code, body, want)
 	}
-	if waited := time.Since(start); waited < 250*time.Millisecond {
-		t.Errorf("the early request was answered after %v, before the delayed event it follows", waited)
-	}
-	if got := next(t, evs); !strings.Contains(got, "late") {
-		t.Errorf("event %s", got)
-	}
-	if code, stderr := p.exit(); code != 0 {
+	if code, stderr := p.exit(); code != 3 || !strings.Contains(stderr, want) {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// An HTTP provider ends as its runtime_exit says too: the stderr text and
+// the exit code.
+func TestHTTPExitCodeAndStderr(t *testing.T) {
+	tr := lines(httpHeader,
+		`{"type":"emit_inbound","frame":{"stdout":"listening on <listen>"}}`,
+		`{"type":"runtime_exit","status":"error","code":7,"stderr":"Error: port in use\n"}`)
+	p := startHTTPPeer(t, tr)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the peer did not end")
+	}
+	if p.code != 7 || p.stderr.String() != "Error: port in use\n" {
+		t.Fatalf("exit %d, stderr %q; want 7 and the entry's text alone", p.code, p.stderr.String())
 	}
 }
 
@@ -459,14 +531,12 @@ func TestHTTPRuntimeExitWaitsForASignal(t *testing.T) {
 		`{"type":"runtime_exit","status":"cancelled","wait":"signal"}`)
 	p := startHTTPPeer(t, tr)
 	p.stdin.Close()
-	select {
-	case <-p.done:
-		t.Fatalf("the peer ended before it was stopped (exit %d): %s", p.code, p.stderr.String())
-	case <-time.After(300 * time.Millisecond):
-	}
+	// The peer saw its stdin end and waits on: only a signal ends it.
+	awaitTrace(t, p.steps, "entry 2 (line 3, runtime_exit): stdin closed, waiting for a signal")
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	awaitTrace(t, p.steps, "entry 2 (line 3, runtime_exit): stopped by a signal")
 	select {
 	case <-p.done:
 	case <-time.After(10 * time.Second):

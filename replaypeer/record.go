@@ -56,8 +56,16 @@ func recordMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if *out == "" || *provider == "" || *scenario == "" || len(argv) == 0 {
-		fmt.Fprintln(stderr, "usage: replaypeer record --out FILE --provider NAME --protocol P --scenario NAME [--workspace DIR] [--meta k=v] [--append] [--invocation] -- ARGV... [-- ARGS...]")
+		fmt.Fprintln(stderr, "usage: replaypeer record --out FILE --provider NAME --protocol P --scenario NAME --meta agentVersion=V --meta model=M [--workspace DIR] [--meta k=v] [--append] [--invocation] -- ARGV... [-- ARGS...]")
 		return 2
+	}
+	// A recorded transcript says what it was recorded from (its header's
+	// version is the provider's; see transcript.Header).
+	for _, k := range []string{"agentVersion", "model"} {
+		if v, _ := meta[k].(string); v == "" {
+			fmt.Fprintf(stderr, "replaypeer record: --meta %s=... is required: a recorded transcript says which provider version and model it was recorded from\n", k)
+			return 2
+		}
 	}
 	if *workspace == "" {
 		*workspace, _ = os.Getwd()
@@ -230,7 +238,8 @@ func openRecorder(out string, appendTo bool, provider, protocol, scenario, works
 		meta["capturedAt"] = time.Now().UTC().Format(time.RFC3339)
 		meta["cwdPolicy"] = "workspace placeholder"
 		meta["command"] = filepath.Base(argv[0])
-		if enc, err = transcript.NewEncoder(f, transcript.Header{Provider: provider, Protocol: protocol, Version: "1",
+		version, _ := meta["agentVersion"].(string)
+		if enc, err = transcript.NewEncoder(f, transcript.Header{Provider: provider, Protocol: protocol, Version: version,
 			Scenario: scenario, Metadata: meta}); err != nil {
 			f.Close()
 			return nil, nil, err

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"flag"
 	"io"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 var bin string // the replaypeer binary under test
@@ -49,23 +52,93 @@ const header = `{"type":"transcript_start","provider":"acp","protocol":"acp/1","
 // and closing its stdin; it returns stdout, stderr and the exit code.
 func peer(t *testing.T, transcript string, input ...string) (string, string, int) {
 	t.Helper()
-	ws := t.TempDir()
+	return peerWith(t, transcript, []string{"--speed", "0"}, input...)
+}
+
+// peerWith is peer with flags of the test's own.
+func peerWith(t *testing.T, transcript string, flags []string, input ...string) (string, string, int) {
+	t.Helper()
+	f := writeTranscript(t, transcript)
+	cmd := exec.Command(bin, append([]string{"--transcript", f, "--workspace", t.TempDir()}, flags...)...)
+	cmd.Stdin = strings.NewReader(strings.Join(input, ""))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	code := wait(t, cmd)
+	return out.String(), errb.String(), code
+}
+
+func writeTranscript(t *testing.T, transcript string) string {
+	t.Helper()
 	f := filepath.Join(t.TempDir(), "t.ndjson")
 	if err := os.WriteFile(f, []byte(transcript), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--transcript", f, "--workspace", ws, "--speed", "0")
-	cmd.Stdin = strings.NewReader(strings.Join(input, ""))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	return f
+}
+
+// wait waits for a started peer to end and returns its exit code (-1 when
+// a signal ended it). A peer still running after 30 seconds is stuck: it is
+// killed and the test fails.
+func wait(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if _, ok := err.(*exec.ExitError); err != nil && !ok {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("the peer did not end (%v)", cmd.Args)
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// trace gives cmd a trace on fd 3 ("--trace /dev/fd/3" must be among its
+// flags) and returns its lines. Call it before cmd.Start, and done after.
+func trace(t *testing.T, cmd *exec.Cmd) (lines <-chan string, started func()) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return out.String(), errb.String(), code
+	cmd.ExtraFiles = []*os.File{w}
+	ch := make(chan string, 64)
+	go func() {
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+		close(ch)
+	}()
+	return ch, func() { w.Close() }
+}
+
+// awaitTrace reads trace lines until one contains want: the peer has got
+// there. It fails the test if the trace ends first.
+func awaitTrace(t *testing.T, lines <-chan string, want string) {
+	t.Helper()
+	var seen []string
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the peer's trace ended without %q; it had:\n%s", want, strings.Join(seen, "\n"))
+			}
+			if strings.Contains(l, want) {
+				return
+			}
+			seen = append(seen, l)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %q in the peer's trace after 30s; it had:\n%s", want, strings.Join(seen, "\n"))
+		}
+	}
 }
 
 func lines(s ...string) string { return strings.Join(s, "\n") + "\n" }
@@ -184,7 +257,8 @@ func TestWorkspaceEntriesAndErrorExit(t *testing.T) {
 func TestRecordKeepsOnlyTheProvidersChanges(t *testing.T) {
 	ws := t.TempDir()
 	out := filepath.Join(t.TempDir(), "t.ndjson")
-	cmd := exec.Command(bin, "record", "--out", out, "--provider", "p", "--protocol", "x", "--scenario", "s", "--workspace", ws, "--",
+	cmd := exec.Command(bin, "record", "--out", out, "--provider", "p", "--protocol", "x", "--scenario", "s", "--workspace", ws,
+		"--meta", "agentVersion=1.2.3", "--meta", "model=scripted", "--",
 		"sh", "-c", `echo '{"r":0}'; read line; echo made > provider.txt; echo '{"b":2}'; read rest`)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -277,26 +351,24 @@ func TestRuntimeExitWaitsForASignal(t *testing.T) {
 	f := filepath.Join(dir, "t.ndjson")
 	os.WriteFile(f, []byte(tr), 0o644)
 	state := filepath.Join(dir, "cursor")
-	cmd := exec.Command(bin, "--transcript", f, "--workspace", dir, "--speed", "0", "--state", state)
+	cmd := exec.Command(bin, "--transcript", f, "--workspace", dir, "--speed", "0", "--state", state, "--trace", "/dev/fd/3")
 	cmd.Stdin = strings.NewReader("") // at its end at once
 	stdout, _ := cmd.StdoutPipe()
+	steps, started := trace(t, cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	started()
 	rd := bufio.NewReader(stdout)
 	if line, err := rd.ReadString('\n'); err != nil || !strings.Contains(line, "working") {
 		t.Fatalf("first frame: %q %v", line, err)
 	}
-	done := make(chan error, 1)
-	go func() { io.Copy(io.Discard, rd); done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		t.Fatalf("the peer ended before it was stopped: %v", err)
-	case <-time.After(300 * time.Millisecond):
-	}
+	// The peer saw its stdin end and waits on: only a signal ends it.
+	awaitTrace(t, steps, "entry 2 (line 3, runtime_exit): stdin closed, waiting for a signal")
 	cmd.Process.Signal(syscall.SIGTERM)
-	<-done
-	if code := cmd.ProcessState.ExitCode(); code != 130 {
+	awaitTrace(t, steps, "entry 2 (line 3, runtime_exit): stopped by a signal")
+	go io.Copy(io.Discard, rd)
+	if code := wait(t, cmd); code != 130 {
 		t.Fatalf("exit %d, want 130 (cancelled)", code)
 	}
 	next := exec.Command(bin, "--transcript", f, "--workspace", dir, "--speed", "0", "--state", state)
@@ -313,7 +385,7 @@ func TestRecordInvocation(t *testing.T) {
 	ws, dir := t.TempDir(), t.TempDir()
 	out := filepath.Join(dir, "t.ndjson")
 	cmd := exec.Command(bin, "record", "--invocation", "--out", out, "--provider", "p", "--protocol", "x", "--scenario", "s",
-		"--workspace", ws, "--", "sh", "-c", `printf '{"args":"%s %s"}\n' "$1" "$2"`, "sh", "--", "-p", ws+"/x")
+		"--workspace", ws, "--meta", "agentVersion=1.2.3", "--meta", "model=scripted", "--", "sh", "-c", `printf '{"args":"%s %s"}\n' "$1" "$2"`, "sh", "--", "-p", ws+"/x")
 	cmd.Stdin = strings.NewReader("")
 	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), `{"args":"-p `+ws+`/x"}`) {
 		t.Fatalf("record: %v\n%s", err, b)
@@ -321,6 +393,12 @@ func TestRecordInvocation(t *testing.T) {
 	b, _ := os.ReadFile(out)
 	if !strings.Contains(string(b), `{"type":"expect_outbound","label":"1.invocation","frame":{"argv":["-p","<workspace>/x"]}}`) {
 		t.Fatalf("transcript:\n%s\nwant the invocation frame first, the workspace redacted", b)
+	}
+	// The header says what it was recorded from: the provider's version is
+	// the header's.
+	hdr, _, _ := strings.Cut(string(b), "\n")
+	if !strings.Contains(hdr, `"version":"1.2.3"`) || !strings.Contains(hdr, `"model":"scripted"`) || !strings.Contains(hdr, `"capturedAt":"`) {
+		t.Errorf("header %s: want the provider's version, the model and the capture time", hdr)
 	}
 	ws2 := t.TempDir()
 	play := exec.Command(bin, "--transcript", out, "--workspace", ws2, "--speed", "0", "--", "-p", ws2+"/x")
@@ -345,4 +423,236 @@ func TestPeerArgs(t *testing.T) {
 	if err := exec.Command(bin, "peer-args").Run(); err == nil {
 		t.Error("peer-args without a file succeeded")
 	}
+}
+
+// A recording must say which provider version and model it was made from.
+func TestRecordNeedsVersionAndModel(t *testing.T) {
+	for _, tc := range []struct{ meta []string }{{[]string{"--meta", "model=m"}}, {[]string{"--meta", "agentVersion=1"}}} {
+		args := append([]string{"record", "--out", filepath.Join(t.TempDir(), "t.ndjson"), "--provider", "p", "--protocol", "x", "--scenario", "s"}, tc.meta...)
+		cmd := exec.Command(bin, append(args, "--", "true")...)
+		out, err := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "is required: a recorded transcript says which provider version and model") {
+			t.Errorf("record with %v: %v\n%s\nwant exit 2 saying what is missing", tc.meta, err, out)
+		}
+	}
+}
+
+// A frame the client sends before the peer has sent the entries the
+// transcript has before its expectation came too early: a mismatch, here
+// while the peer waits out an afterMs before the response it should have
+// waited for.
+func TestSentTooEarly(t *testing.T) {
+	tr := lines(header,
+		`{"type":"expect_outbound","label":"a","frame":{"jsonrpc":"2.0","id":0,"method":"a"}}`,
+		`{"type":"emit_inbound","label":"a.result","frame":{"jsonrpc":"2.0","id":0,"result":{}},"afterMs":600000}`,
+		`{"type":"expect_outbound","label":"b","frame":{"jsonrpc":"2.0","id":1,"method":"b"}}`,
+		`{"type":"emit_inbound","frame":{"jsonrpc":"2.0","id":1,"result":{}}}`,
+		`{"type":"runtime_exit","status":"success"}`)
+	a, b := `{"jsonrpc":"2.0","id":0,"method":"a"}`+"\n", `{"jsonrpc":"2.0","id":1,"method":"b"}`+"\n"
+	out, stderr, code := peerWith(t, tr, []string{"--speed", "1"}, a, b)
+	want := `mismatch at entry 3 (line 4, expect_outbound "b"): sent too early: the frame arrived before entry 2 (line 3, emit_inbound "a.result") was sent, which the transcript has before it`
+	if code != 3 || !strings.Contains(stderr, want) {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 3 (mismatch) and %q", code, stderr, want)
+	}
+	if out != "" {
+		t.Errorf("stdout %q: the response was sent after all", out)
+	}
+	// A client that waits for the response plays the transcript through.
+	f := writeTranscript(t, tr)
+	cmd := exec.Command(bin, "--transcript", f, "--workspace", t.TempDir(), "--speed", "0")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(stdout)
+	io.WriteString(stdin, a)
+	if l, err := rd.ReadString('\n'); err != nil || !strings.Contains(l, `"id":0`) {
+		t.Fatalf("response to a: %q %v", l, err)
+	}
+	io.WriteString(stdin, b)
+	if l, err := rd.ReadString('\n'); err != nil || !strings.Contains(l, `"id":1`) {
+		t.Fatalf("response to b: %q %v", l, err)
+	}
+	stdin.Close()
+	if code := wait(t, cmd); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
+
+// The cursor is saved at every entry consumed: a mismatch leaves it at the
+// entry that failed, and a peer started again there continues with it.
+func TestCursorSavedAtEveryEntry(t *testing.T) {
+	tr := lines(header,
+		`{"type":"workspace","op":"write","path":"a.txt","content":"a"}`,
+		`{"type":"expect_outbound","label":"first","frame":{"jsonrpc":"2.0","method":"a"}}`,
+		`{"type":"expect_outbound","label":"second","frame":{"jsonrpc":"2.0","id":1,"method":"b"}}`,
+		`{"type":"emit_inbound","frame":{"jsonrpc":"2.0","id":1,"result":{}}}`,
+		`{"type":"runtime_exit","status":"success"}`)
+	f := writeTranscript(t, tr)
+	state := filepath.Join(t.TempDir(), "cursor")
+	ws := t.TempDir()
+	run := func(input ...string) (string, int) {
+		cmd := exec.Command(bin, "--transcript", f, "--workspace", ws, "--speed", "0", "--state", state)
+		cmd.Stdin = strings.NewReader(strings.Join(input, ""))
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		code := wait(t, cmd)
+		return errb.String(), code
+	}
+	cursor := func() map[string]any {
+		b, err := os.ReadFile(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st map[string]any
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatalf("state file %q: %v", b, err)
+		}
+		return st
+	}
+	a, b, wrong := `{"jsonrpc":"2.0","method":"a"}`+"\n", `{"jsonrpc":"2.0","id":6,"method":"b"}`+"\n", `{"jsonrpc":"2.0","method":"wrong"}`+"\n"
+	var got []map[string]any
+	// Past the workspace entry, a mismatch at the first expectation.
+	if stderr, code := run(wrong); code != 3 {
+		t.Fatalf("exit %d, want 3 (mismatch): %s", code, stderr)
+	}
+	got = append(got, cursor())
+	// Started again there: past the first expectation, a mismatch at the
+	// second.
+	if stderr, code := run(a, wrong); code != 3 {
+		t.Fatalf("exit %d, want 3 (mismatch): %s", code, stderr)
+	}
+	got = append(got, cursor())
+	// Started again there: to the end.
+	if stderr, code := run(b); code != 0 {
+		t.Fatalf("the peer started at the cursor: exit %d: %s", code, stderr)
+	}
+	got = append(got, cursor())
+	want := []map[string]any{
+		{"cursor": 1.0, "next": `entry 2 (line 3, expect_outbound "first")`},
+		{"cursor": 2.0, "next": `entry 3 (line 4, expect_outbound "second")`},
+		{"cursor": 5.0},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the cursor after each peer (-want +got):\n%s", diff)
+	}
+}
+
+// A peer that crashes (here: is killed) leaves the cursor where it was:
+// past every entry it consumed.
+func TestCursorAfterACrash(t *testing.T) {
+	tr := lines(header,
+		`{"type":"expect_outbound","label":"first","frame":{"jsonrpc":"2.0","id":0,"method":"a"}}`,
+		`{"type":"emit_inbound","frame":{"jsonrpc":"2.0","id":0,"result":{}}}`,
+		`{"type":"emit_inbound","frame":{"jsonrpc":"2.0","method":"note"}}`,
+		`{"type":"expect_outbound","label":"second","frame":{"jsonrpc":"2.0","id":1,"method":"b"}}`,
+		`{"type":"runtime_exit","status":"success"}`)
+	f := writeTranscript(t, tr)
+	state := filepath.Join(t.TempDir(), "cursor")
+	cmd := exec.Command(bin, "--transcript", f, "--workspace", t.TempDir(), "--speed", "0", "--state", state)
+	stdin, _ := cmd.StdinPipe()
+	defer stdin.Close()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":0,"method":"a"}`+"\n")
+	rd := bufio.NewReader(stdout)
+	for _, want := range []string{`"result"`, `"note"`} {
+		if l, err := rd.ReadString('\n'); err != nil || !strings.Contains(l, want) {
+			t.Fatalf("frame %q %v, want %s", l, err, want)
+		}
+	}
+	// The frames were flushed after the cursor moved past them.
+	cmd.Process.Kill()
+	wait(t, cmd)
+	b, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), `{"cursor":3,"next":"entry 4 (line 5, expect_outbound \"second\")"}`; got != want {
+		t.Errorf("state file %s, want %s", got, want)
+	}
+}
+
+// How a process ends: the runtime_exit entry's exit code and stderr text,
+// death by a signal, a last frame cut short, stdout closed while the
+// process lives on.
+func TestExitSimulation(t *testing.T) {
+	emit := `{"type":"emit_inbound","frame":{"type":"system","n":1}}`
+	t.Run("code and stderr", func(t *testing.T) {
+		out, stderr, code := peer(t, lines(header, emit,
+			`{"type":"runtime_exit","status":"error","code":42,"stderr":"Error: model \"x\" not found\n"}`))
+		if code != 42 || stderr != "Error: model \"x\" not found\n" || out != `{"type":"system","n":1}`+"\n" {
+			t.Errorf("exit %d, stderr %q, stdout %q; want 42, the entry's text alone and the frame", code, stderr, out)
+		}
+	})
+	t.Run("status codes", func(t *testing.T) {
+		got := map[string]int{}
+		for _, st := range []string{"success", "error", "cancelled"} {
+			_, _, got[st] = peer(t, lines(header, `{"type":"runtime_exit","status":"`+st+`","wait":"now"}`))
+		}
+		if diff := cmp.Diff(map[string]int{"success": 0, "error": 1, "cancelled": 130}, got); diff != "" {
+			t.Errorf("exit codes by status (-want +got):\n%s", diff)
+		}
+	})
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		name := map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP"}[sig]
+		t.Run("killed by "+name, func(t *testing.T) {
+			f := writeTranscript(t, lines(header, emit, `{"type":"runtime_exit","status":"error","signal":"`+name+`"}`))
+			cmd := exec.Command(bin, "--transcript", f, "--workspace", t.TempDir(), "--speed", "0")
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			wait(t, cmd)
+			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if !ws.Signaled() || ws.Signal() != sig || errb.Len() != 0 || out.String() != `{"type":"system","n":1}`+"\n" {
+				t.Errorf("wait status %v (signaled %v), stderr %q, stdout %q; want killed by %v, nothing on stderr, the frame",
+					ws, ws.Signaled(), errb.String(), out.String(), sig)
+			}
+		})
+	}
+	t.Run("truncated last frame", func(t *testing.T) {
+		out, stderr, code := peer(t, lines(header, emit, `{"type":"runtime_exit","status":"error","partial":"{\"type\":\"resu"}`))
+		if want := `{"type":"system","n":1}` + "\n" + `{"type":"resu`; out != want || code != 1 {
+			t.Errorf("stdout %q, exit %d (stderr %s); want %q, 1", out, code, stderr, want)
+		}
+	})
+	t.Run("stdout closed, the process living on", func(t *testing.T) {
+		f := writeTranscript(t, lines(header, emit, `{"type":"runtime_exit","status":"error","code":3,"closeStdout":true,"wait":"stdin_close"}`))
+		cmd := exec.Command(bin, "--transcript", f, "--workspace", t.TempDir(), "--speed", "0", "--trace", "/dev/fd/3")
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		steps, started := trace(t, cmd)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		started()
+		// stdout ends while stdin is still open.
+		all := make(chan []byte, 1)
+		go func() { b, _ := io.ReadAll(stdout); all <- b }()
+		select {
+		case b := <-all:
+			if string(b) != `{"type":"system","n":1}`+"\n" {
+				t.Errorf("stdout %q", b)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("stdout was not closed")
+		}
+		awaitTrace(t, steps, "entry 2 (line 3, runtime_exit): stdout closed")
+		stdin.Close()
+		// It lived on to see its stdin close, and then ended.
+		awaitTrace(t, steps, "entry 2 (line 3, runtime_exit): stdin closed")
+		if code := wait(t, cmd); code != 3 {
+			t.Errorf("exit %d, want 3", code)
+		}
+	})
 }

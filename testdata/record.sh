@@ -166,7 +166,7 @@ record_and_verify() {
 record_acp() {
   local agent_pkg=@zed-industries/claude-code-acp
   local agent_version=0.16.2
-  local protocol='acp/1 json-rpc ndjson stdio'
+  local protocol='acp/1' transport='json-rpc ndjson stdio' # the plugin's wire protocol (Describe)
   local npm_dir=$REPO/.cache/npm-acp
   local agent_bin=$npm_dir/node_modules/.bin/claude-code-acp
   local script_src=$REPO/testdata/acp/scenarios/$SCENARIO.json
@@ -242,6 +242,7 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
     --out "$TMP/transcript.ndjson"
     --provider acp
     --protocol "$protocol"
+    --meta "transport=$transport"
     --scenario "$SCENARIO"
     --workspace "$ws"
     --meta "agent=$agent_pkg"
@@ -302,7 +303,7 @@ start_modelserver() {
 record_codex() {
   local codex_pkg=@openai/codex
   local codex_version=0.171.0
-  local protocol='codex-app-server/v2 json-rpc ndjson stdio'
+  local protocol='codex-app-server/v2' transport='json-rpc ndjson stdio' # the plugin's wire protocol (Describe)
   local npm_dir=$REPO/.cache/npm-codex
   local codex_bin=$npm_dir/node_modules/.bin/codex
   local script_src=$REPO/testdata/codex/scenarios/$SCENARIO.json
@@ -387,6 +388,7 @@ TOML
     --out "$TMP/transcript.ndjson"
     --provider codex
     --protocol "$protocol"
+    --meta "transport=$transport"
     --scenario "$SCENARIO"
     --workspace "$ws"
     --meta "agent=$codex_pkg"

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/baton-run/baton/sdk"
@@ -88,4 +89,43 @@ func TestApprovalAllowed(t *testing.T) {
 		t.Fatalf("allowed.txt = %q, %v", b, err)
 	}
 	s.Close(t)
+}
+
+// An agent that dies mid-turn: the turn fails with how it ended, as the
+// replay peer plays it (the transcript's runtime_exit): its exit code and
+// the end of its stderr, or the signal that killed it.
+func TestAgentDiesMidTurn(t *testing.T) {
+	// simple.ndjson up to the prompt, then the agent's end.
+	b, err := os.ReadFile(filepath.Join(testdata, "simple.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head []string
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		head = append(head, l)
+		if strings.Contains(l, `"type":"expect_outbound"`) && strings.Contains(l, `"method":"session/prompt"`) {
+			break
+		}
+	}
+	bin := plugintest.Build(t, ".")
+	for name, tc := range map[string]struct{ exit, want string }{
+		"exit code and stderr": {`{"type":"runtime_exit","status":"error","code":2,"stderr":"Error: the API key was revoked\n"}`,
+			"the agent exited: exit status 2; its last stderr lines:\nError: the API key was revoked"},
+		"killed": {`{"type":"runtime_exit","status":"error","signal":"SIGKILL"}`, "the agent exited: signal: killed"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "dies.ndjson")
+			if err := os.WriteFile(f, []byte(strings.Join(head, "")+tc.exit+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p := plugintest.Start(t, bin)
+			s := p.Open(t, f, t.TempDir())
+			s.StartTurn(t, "Say hello.")
+			evs := s.WaitTurn(t)
+			term := evs[len(evs)-1]
+			if term.Status != sdk.TurnFailed || term.Failure == nil || !strings.Contains(term.Failure.Message, tc.want) {
+				t.Fatalf("terminal %s %+v; want failed with %q", term.Status, term.Failure, tc.want)
+			}
+		})
+	}
 }

@@ -37,15 +37,18 @@ func NewReaderSize(r io.Reader, maxLine int) *Reader {
 // Line is the number of the line last returned, from 1.
 func (r *Reader) Line() int { return r.line }
 
-// Next returns the next non-blank line without its line ending. The slice is
-// the caller's. At the end of input it returns io.EOF; a last line without a
-// newline is still returned first.
+// Next returns the next non-blank line without its line ending (the
+// "\n" and the "\r"s before it). The slice is the caller's. At the end of
+// input it returns io.EOF; a last line without a newline is still returned
+// first. A line longer than the limit, not counting a "\n" or "\r\n"
+// ending, is skipped and reported with ErrLineTooLong; the next call reads
+// on after it.
 func (r *Reader) Next() ([]byte, error) {
 	for {
 		var buf []byte
 		for {
 			chunk, err := r.r.ReadSlice('\n')
-			if len(buf)+len(chunk) > r.maxLine+1 {
+			if r.tooLong(len(buf)+len(chunk), chunk, err) {
 				r.line++
 				if skipErr := r.discardLine(err); skipErr != nil {
 					return nil, skipErr
@@ -71,6 +74,22 @@ func (r *Reader) Next() ([]byte, error) {
 		}
 		return buf, nil
 	}
+}
+
+// tooLong says whether a line of which n bytes are read, the last of them
+// chunk (as ReadSlice returned it, with err), is longer than the limit
+// without its ending. While the line goes on, its last byte may be the
+// "\r" of a "\r\n" ending.
+func (r *Reader) tooLong(n int, chunk []byte, err error) bool {
+	switch {
+	case err == bufio.ErrBufferFull:
+		return n-1 > r.maxLine
+	case bytes.HasSuffix(chunk, []byte("\r\n")):
+		return n-2 > r.maxLine
+	case bytes.HasSuffix(chunk, []byte("\n")):
+		return n-1 > r.maxLine
+	}
+	return n > r.maxLine // the last line, with no ending
 }
 
 // discardLine skips the rest of an over-long line.

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestReaderLinesOfSeveralMegabytes(t *testing.T) {
@@ -68,5 +70,19 @@ func BenchmarkReader(b *testing.B) {
 				break
 			}
 		}
+	}
+}
+
+// The limit is on a line without its ending: "\r\n" and "\n" endings do
+// not count, and a last line with no ending is held to it too.
+func TestReaderLimitLeavesOutTheEnding(t *testing.T) {
+	const ok, long = "frame: abc", "error: line 1: ndjson: line too long (limit 3 bytes)"
+	got := map[string][]string{}
+	for _, in := range []string{"abc\r\n", "abc\n", "abc", "abcd\r\n", "abcd\n", "abcd", "abc\r"} {
+		got[in] = read(NewReaderSize(strings.NewReader(in), 3))
+	}
+	want := map[string][]string{"abc\r\n": {ok}, "abc\n": {ok}, "abc": {ok}, "abcd\r\n": {long}, "abcd\n": {long}, "abcd": {long}, "abc\r": {long}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lines at the limit of 3 bytes (-want +got):\n%s", diff)
 	}
 }

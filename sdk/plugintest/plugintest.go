@@ -129,6 +129,42 @@ func PeerCommand(file, workspace, stateFile string) sdk.ProviderCommand {
 	return sdk.ProviderCommand{Argv: append([]string{self}, args...), Env: []string{peerEnv + "=1"}}
 }
 
+// checkTranscript says whether a provider command that plays a transcript
+// (a replay peer's --transcript) plays one for the plugin described by d:
+// the header's provider and protocol must be its name and wire protocol.
+// A command that plays none passes.
+func checkTranscript(d sdk.Description, argv []string) error {
+	file := transcriptArg(argv)
+	if file == "" {
+		return nil
+	}
+	tr, err := transcript.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := tr.Header.CheckDescription(d.Name, d.WireProtocol); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}
+
+// transcriptArg is the transcript a replay peer command plays: the value
+// of its --transcript flag, or "".
+func transcriptArg(argv []string) string {
+	for i, a := range argv {
+		if a == "--" {
+			break
+		}
+		if a == "--transcript" && i+1 < len(argv) {
+			return argv[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, "--transcript="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // Plugin is a plugin process started for a test.
 type Plugin struct {
 	*sdk.Plugin
@@ -207,9 +243,15 @@ func (s *Session) Resume(t testing.TB) *Session {
 	return s.plugin.OpenWith(t, req)
 }
 
-// OpenWith opens a session with a request of the test's own.
+// OpenWith opens a session with a request of the test's own. When its
+// provider command plays a transcript (--transcript), the transcript must
+// be one for this plugin: its header's provider and protocol are the
+// plugin's Describe name and wire protocol.
 func (p *Plugin) OpenWith(t testing.TB, req sdk.OpenSessionRequest) *Session {
 	t.Helper()
+	if err := checkTranscript(p.Description, req.Command.Argv); err != nil {
+		t.Fatalf("open session: %v", err)
+	}
 	if req.SessionID == "" {
 		sessionSeq.Lock()
 		sessionSeq.n++

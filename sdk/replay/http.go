@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/sse"
 	"github.com/baton-run/baton/sdk/transcript"
 )
@@ -31,6 +33,7 @@ const maxStreamEvents = 1 << 16
 type httpRequest struct {
 	frame  json.RawMessage
 	answer chan httpAnswer // buffered: the peer never waits on a handler
+	phase  int64           // the peer's phase when it arrived (see peer.phase)
 }
 
 type httpAnswer struct {
@@ -53,9 +56,14 @@ type httpPeer struct {
 	arrived chan *httpRequest
 	ended   chan struct{} // closed when the playback ends
 
+	// phase counts the runs of expectations taken and the waits ended
+	// (see peer.phase).
+	phase atomic.Int64
+
 	// the playback loop's own
-	matched []matchedRequest // matched, not yet answered, oldest first
+	matched []matchedRequest // matched, not yet answered, in the transcript's order
 	streams []*eventStream
+	held    *httpRequest // taken from arrived to look at its stamp, first in line
 }
 
 type matchedRequest struct {
@@ -64,16 +72,19 @@ type matchedRequest struct {
 }
 
 // ServeHTTP plays an HTTP transcript: it listens on cfg.Listen, checks
-// each request against the expect_outbound entry at the cursor (requests
-// that come early wait, in order of arrival), and sends responses, event
-// stream events and stdout lines when their entries come. cfg.In is the
-// client's end of the peer's stdin: it closing (or ctx ending) is the
-// client going away. A mismatch or an unexpected request is answered with
-// status 500 and the explanation, and ends the playback with that error.
+// each request against the expect_outbound entries at the cursor (the
+// requests of consecutive expect_outbound entries may come in any order:
+// each is matched by content), and sends responses, event stream events
+// and stdout lines when their entries come. A request that arrives before
+// the emit_inbound entries before its expectation were played came too
+// early. cfg.In is the client's end of the peer's stdin: it closing (or ctx
+// ending) is the client going away. A mismatch or an unexpected request is
+// answered with status 500 and the explanation, and ends the playback with
+// that error.
 func ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return &Error{ExitBadUsage, fmt.Sprintf("listen: %v", err)}
+		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("listen: %v", err)}
 	}
 	p := &httpPeer{cfg: cfg, m: transcript.NewMatcher(cfg.Workspace), signal: ctx, arrived: make(chan *httpRequest, 1024),
 		ended: make(chan struct{})}
@@ -121,7 +132,7 @@ func (p *httpPeer) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "replay peer: read body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	req := &httpRequest{frame: transcript.RequestFrame(r, body), answer: make(chan httpAnswer, 1)}
+	req := &httpRequest{frame: transcript.RequestFrame(r, body), answer: make(chan httpAnswer, 1), phase: p.phase.Load()}
 	select {
 	case p.arrived <- req:
 	case <-p.ended:
@@ -184,30 +195,65 @@ func (p *httpPeer) play(ctx context.Context, addr string) error {
 		e := t.Entries[i]
 		switch e.Type {
 		case transcript.TypeEmitInbound:
-			if !p.cfg.wait(ctx, e) {
-				return p.leftover(i)
+			// The first of a run of entries played together waits its
+			// afterMs, and a request there by then came too early.
+			if i == start || t.Entries[i-1].Type != transcript.TypeEmitInbound || Delay(e.AfterMs, p.cfg.Speed) > 0 {
+				if err := p.pace(ctx, i, e); err != nil {
+					return err
+				}
+			}
+			// The cursor moves first: what the client has seen is behind it.
+			if err := p.cfg.save(i + 1); err != nil {
+				return err
 			}
 			if err := p.emit(i, e, addr); err != nil {
 				return err
 			}
 		case transcript.TypeExpectOutbound:
-			if err := p.expect(ctx, i, e); err != nil {
+			j := i + 1
+			for j < len(t.Entries) && t.Entries[j].Type == transcript.TypeExpectOutbound {
+				j++
+			}
+			if err := p.expect(ctx, i, j); err != nil {
 				return err
 			}
+			i = j - 1
 		case transcript.TypeWorkspace:
 			if err := apply(p.cfg.Workspace, e); err != nil {
-				return &Error{ExitIO, fmt.Sprintf("%s: %v", e.Name(i), err)}
+				return &Error{Code: ExitIO, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
+			}
+			if err := p.cfg.save(i + 1); err != nil {
+				return err
 			}
 		case transcript.TypeRuntimeExit:
+			if e.Partial != "" {
+				if _, err := io.WriteString(p.cfg.Out, e.Partial); err != nil {
+					return &Error{Code: ExitIO, Msg: fmt.Sprintf("%s: write stdout: %v", e.Name(i), err)}
+				}
+			}
+			if err := p.cfg.ending(i, e); err != nil {
+				return err
+			}
 			switch e.ExitWait() {
 			case transcript.WaitStdinClose:
 				if err := p.drain(ctx, i); err != nil {
 					return err
 				}
+				p.cfg.tracef("%s: stdin closed", e.Name(i))
 			case transcript.WaitSignal:
 				// The server runs until it is stopped; its client's stdin
 				// ending does not stop it.
-				<-p.signal.Done()
+				select {
+				case <-p.signal.Done():
+				case <-ctx.Done():
+					if p.signal.Err() == nil {
+						p.cfg.tracef("%s: stdin closed, waiting for a signal", e.Name(i))
+					}
+					<-p.signal.Done()
+				}
+				if p.signal.Err() != nil {
+					p.cfg.tracef("%s: stopped by a signal", e.Name(i))
+				}
 			}
 			if err := p.cfg.save(i + 1); err != nil {
 				return err
@@ -221,89 +267,226 @@ func (p *httpPeer) play(ctx context.Context, addr string) error {
 	return p.cfg.save(len(t.Entries))
 }
 
-// leftover is the error for a client that went away at entry i.
-func (p *httpPeer) leftover(i int) error {
+// pace waits the time before emit_inbound entry i, the first of a run
+// played together. A request that arrives meanwhile came too early, as did
+// one that arrived before the peer's current phase.
+func (p *httpPeer) pace(ctx context.Context, i int, e transcript.Entry) error {
+	if d := Delay(e.AfterMs, p.cfg.Speed); d > 0 {
+		if p.held != nil {
+			return p.early(i, p.held)
+		}
+		tm := clock.Or(p.cfg.Clock).NewTimer(d)
+		defer tm.Stop()
+		select {
+		case <-tm.C():
+		case req := <-p.arrived:
+			return p.early(i, req)
+		case <-ctx.Done():
+			return p.leftover(i, nil)
+		}
+		p.phase.Add(1)
+	}
+	if p.held == nil {
+		select {
+		case req := <-p.arrived:
+			p.held = req
+		default:
+		}
+	}
+	if p.held != nil && p.held.phase < p.phase.Load() {
+		return p.early(i, p.held)
+	}
+	return nil
+}
+
+// take is the next request: the one held, or the next to arrive; nil when
+// ctx ends first.
+func (p *httpPeer) take(ctx context.Context) *httpRequest {
+	if req := p.held; req != nil {
+		p.held = nil
+		return req
+	}
+	select {
+	case req := <-p.arrived:
+		return req
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// early answers and reports a request that arrived before emit_inbound
+// entry i was played.
+func (p *httpPeer) early(i int, req *httpRequest) error {
+	t := p.cfg.Transcript
+	e := t.Entries[i]
+	k := nextExpectation(t, i)
+	if k < 0 {
+		return p.fail(req, &Error{Code: ExitUnexpected, Msg: fmt.Sprintf("unexpected request before %s was played, when the transcript expects none before its end or its next runtime_exit: %s",
+			e.Name(i), req.frame)})
+	}
+	// Name the expectation it is for: the first of the next run it matches.
+	for j := k; j < len(t.Entries) && t.Entries[j].Type == transcript.TypeExpectOutbound; j++ {
+		if transcript.NewMatcher(p.cfg.Workspace).Match(t.Entries[j].Frame, req.frame) == nil {
+			k = j
+			break
+		}
+	}
+	return p.fail(req, &Error{Code: ExitMismatch, Msg: fmt.Sprintf("mismatch at %s: sent too early: the request arrived before %s was played, which the transcript has before it\n  expected: %s\n  actual:   %s",
+		t.Entries[k].Name(k), e.Name(i), t.Entries[k].Frame, req.frame)})
+}
+
+// fail answers req with err's explanation (status 500) and returns err.
+func (p *httpPeer) fail(req *httpRequest, err *Error) error {
+	req.answer <- httpAnswer{status: http.StatusInternalServerError, body: []byte("replay peer: " + err.Msg + "\n"), ctype: "text/plain; charset=utf-8"}
+	return err
+}
+
+// leftover is the error for a client that went away with entry i the
+// first unused, or, for a run of expectations, those in pending.
+func (p *httpPeer) leftover(i int, pending []int) error {
 	t := p.cfg.Transcript
 	e := t.Entries[i]
 	msg := fmt.Sprintf("the client went away with %d entries unused; the first unused is %s", len(t.Entries)-i, e.Name(i))
 	if len(e.Frame) > 0 {
 		msg += ": " + string(e.Frame)
 	}
+	if len(pending) > 1 {
+		msg += fmt.Sprintf(" (and %d more expected with it)", len(pending)-1)
+	}
 	if n := len(p.matched); n > 0 {
 		msg += fmt.Sprintf(" (%d matched requests unanswered, the oldest %q)", n, p.matched[0].label)
 	}
-	return &Error{ExitLeftover, msg}
+	return &Error{Code: ExitLeftover, Msg: msg}
 }
 
-// expect takes the next request (or checks the invocation) against entry i.
-func (p *httpPeer) expect(ctx context.Context, i int, e transcript.Entry) error {
-	var probe struct {
-		Argv json.RawMessage `json:"argv"`
-	}
-	_ = json.Unmarshal(e.Frame, &probe)
-	if probe.Argv != nil {
+// expect takes the requests of expect_outbound entries i to j-1, a run the
+// client may send at once: each request is matched by content against the
+// entries not matched yet, first to last, and takes the first it matches.
+// An invocation entry is checked against the peer's arguments.
+func (p *httpPeer) expect(ctx context.Context, i, j int) error {
+	t := p.cfg.Transcript
+	var pending []int
+	for k := i; k < j; k++ {
+		e := t.Entries[k]
+		var probe struct {
+			Argv json.RawMessage `json:"argv"`
+		}
+		_ = json.Unmarshal(e.Frame, &probe)
+		if probe.Argv == nil {
+			pending = append(pending, k)
+			continue
+		}
 		if p.cfg.Invocation == nil {
-			return &Error{ExitMismatch, fmt.Sprintf("mismatch at %s: the transcript expects the arguments %s, and the peer was given none (after \"--\")",
-				e.Name(i), probe.Argv)}
+			return &Error{Code: ExitMismatch, Msg: fmt.Sprintf("mismatch at %s: the transcript expects the arguments %s, and the peer was given none (after \"--\")",
+				e.Name(k), probe.Argv)}
 		}
 		if err := p.m.Match(e.Frame, transcript.InvocationFrame(p.cfg.Invocation)); err != nil {
-			return &Error{ExitMismatch, fmt.Sprintf("mismatch at %s: %v", e.Name(i), err)}
+			return &Error{Code: ExitMismatch, Msg: fmt.Sprintf("mismatch at %s: %v", e.Name(k), err)}
 		}
-		return nil
 	}
-	var req *httpRequest
-	select {
-	case req = <-p.arrived:
-	case <-ctx.Done():
-		return p.leftover(i)
+	if err := p.cfg.save(first(pending, j)); err != nil {
+		return err
 	}
-	if err := p.m.Match(e.Frame, req.frame); err != nil {
-		msg := fmt.Sprintf("mismatch at %s: %v", e.Name(i), err)
-		req.answer <- httpAnswer{status: http.StatusInternalServerError, body: []byte("replay peer: " + msg + "\n"), ctype: "text/plain; charset=utf-8"}
-		return &Error{ExitMismatch, msg}
+	got := map[int]*httpRequest{}
+	for len(pending) > 0 {
+		req := p.take(ctx)
+		if req == nil {
+			return p.leftover(pending[0], pending)
+		}
+		var firstErr error
+		taken := -1
+		for n, k := range pending {
+			err := p.m.Match(t.Entries[k].Frame, req.frame)
+			if err == nil {
+				taken = n
+				break
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+		if taken < 0 {
+			k := pending[0]
+			msg := fmt.Sprintf("mismatch at %s: %v", t.Entries[k].Name(k), firstErr)
+			if len(pending) > 1 {
+				msg = fmt.Sprintf("mismatch at %s: the request matches none of the %d expected now (entries %s); against the first, %v",
+					t.Entries[k].Name(k), len(pending), entryNumbers(pending), firstErr)
+			}
+			return p.fail(req, &Error{Code: ExitMismatch, Msg: msg})
+		}
+		k := pending[taken]
+		got[k] = req
+		pending = append(pending[:taken], pending[taken+1:]...)
+		p.cfg.tracef("%s: matched", t.Entries[k].Name(k))
+		if err := p.cfg.save(first(pending, j)); err != nil {
+			return err
+		}
 	}
-	label := e.Label
-	if label == "" {
-		label = fmt.Sprintf("line %d", e.Line)
+	p.phase.Add(1)
+	// Responses answer them in the transcript's order.
+	for k := i; k < j; k++ {
+		if req, ok := got[k]; ok {
+			label := t.Entries[k].Label
+			if label == "" {
+				label = fmt.Sprintf("line %d", t.Entries[k].Line)
+			}
+			p.matched = append(p.matched, matchedRequest{label: label, req: req})
+		}
 	}
-	p.matched = append(p.matched, matchedRequest{label: label, req: req})
 	return nil
+}
+
+// first is the first of pending, or else end.
+func first(pending []int, end int) int {
+	if len(pending) > 0 {
+		return pending[0]
+	}
+	return end
+}
+
+// entryNumbers names entries by number, from 1: "3, 4".
+func entryNumbers(idx []int) string {
+	s := make([]string, len(idx))
+	for n, k := range idx {
+		s[n] = fmt.Sprint(k + 1)
+	}
+	return strings.Join(s, ", ")
 }
 
 // emit plays an emit_inbound entry: a response, an event or a stdout line.
 func (p *httpPeer) emit(i int, e transcript.Entry, addr string) error {
 	raw, err := p.m.Rewrite(e.Frame)
 	if err != nil {
-		return &Error{ExitBadUsage, fmt.Sprintf("%s: %v", e.Name(i), err)}
+		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
 	}
 	f, err := transcript.DecodeHTTPFrame(raw)
 	if err != nil {
-		return &Error{ExitBadUsage, fmt.Sprintf("%s: %v", e.Name(i), err)}
+		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
 	}
 	switch f.Kind() {
 	case transcript.HTTPResponse:
 		return p.respond(i, e, f)
 	case "sse":
 		if len(p.streams) == 0 {
-			return &Error{ExitBadUsage, fmt.Sprintf("%s: an event, but no response has opened an event stream", e.Name(i))}
+			return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: an event, but no response has opened an event stream", e.Name(i))}
 		}
 		var buf bytes.Buffer
 		if err := sse.NewEncoder(&buf).Encode(sse.Event{Data: f.SSE, Event: f.Event, ID: f.ID}); err != nil {
-			return &Error{ExitBadUsage, fmt.Sprintf("%s: %v", e.Name(i), err)}
+			return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
 		}
 		s := p.streams[len(p.streams)-1]
 		select {
 		case s.events <- buf.Bytes():
 		default:
-			return &Error{ExitIO, fmt.Sprintf("%s: the client reads no events (%d queued)", e.Name(i), maxStreamEvents)}
+			return &Error{Code: ExitIO, Msg: fmt.Sprintf("%s: the client reads no events (%d queued)", e.Name(i), maxStreamEvents)}
 		}
 	case "stdout":
 		line := strings.ReplaceAll(*f.Stdout, transcript.Listen, addr)
 		if _, err := io.WriteString(p.cfg.Out, line+"\n"); err != nil {
-			return &Error{ExitIO, fmt.Sprintf("%s: write stdout: %v", e.Name(i), err)}
+			return &Error{Code: ExitIO, Msg: fmt.Sprintf("%s: write stdout: %v", e.Name(i), err)}
 		}
 	default:
-		return &Error{ExitBadUsage, fmt.Sprintf("%s: an HTTP transcript's emit_inbound frame must be a response, an sse event or a stdout line: %s", e.Name(i), e.Frame)}
+		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: an HTTP transcript's emit_inbound frame must be a response, an sse event or a stdout line: %s", e.Name(i), e.Frame)}
 	}
 	return nil
 }
@@ -320,10 +503,10 @@ func (p *httpPeer) respond(i int, e transcript.Entry, f transcript.HTTPFrame) er
 			}
 		}
 		if k < 0 {
-			return &Error{ExitBadUsage, fmt.Sprintf("%s: answers request %q, which is not waiting for an answer", e.Name(i), f.Request)}
+			return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: answers request %q, which is not waiting for an answer", e.Name(i), f.Request)}
 		}
 	} else if len(p.matched) == 0 {
-		return &Error{ExitBadUsage, fmt.Sprintf("%s: a response, but no request is waiting for one", e.Name(i))}
+		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: a response, but no request is waiting for one", e.Name(i))}
 	}
 	m := p.matched[k]
 	p.matched = append(p.matched[:k], p.matched[k+1:]...)
@@ -340,7 +523,7 @@ func (p *httpPeer) respond(i int, e transcript.Entry, f transcript.HTTPFrame) er
 		// A body that is not JSON is recorded as a string.
 		var s string
 		if json.Unmarshal(f.Body, &s) != nil {
-			return &Error{ExitBadUsage, fmt.Sprintf("%s: a %s body must be a JSON string", e.Name(i), f.ContentType)}
+			return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: a %s body must be a JSON string", e.Name(i), f.ContentType)}
 		}
 		a.body, a.ctype = []byte(s), f.ContentType
 	case len(f.Body) > 0:
@@ -352,16 +535,9 @@ func (p *httpPeer) respond(i int, e transcript.Entry, f transcript.HTTPFrame) er
 
 // drain waits for the client to go away; any request is unexpected.
 func (p *httpPeer) drain(ctx context.Context, last int) error {
-	select {
-	case <-ctx.Done():
+	req := p.take(ctx)
+	if req == nil {
 		return nil
-	case req := <-p.arrived:
-		after := "the start"
-		if last >= 0 {
-			after = p.cfg.Transcript.Entries[last].Name(last)
-		}
-		msg := fmt.Sprintf("unexpected request after the transcript's last expectation (%s): %s", after, req.frame)
-		req.answer <- httpAnswer{status: http.StatusInternalServerError, body: []byte("replay peer: " + msg + "\n"), ctype: "text/plain; charset=utf-8"}
-		return &Error{ExitUnexpected, msg}
 	}
+	return p.fail(req, unexpected(p.cfg.Transcript, last, "request", req.frame))
 }

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,6 +29,11 @@ import (
 //	--listen ADDR       play an HTTP transcript as an HTTP server on ADDR
 //	                    (127.0.0.1:0: a free port); the transcript's stdout
 //	                    frames print the address (see transcript.Listen)
+//	--trace FILE        append a line to FILE for each step a client cannot
+//	                    see (Config.Trace), e.g. /dev/fd/3 for a test's pipe
+//
+// A runtime_exit entry that dies by a signal ends the process by it (see
+// die).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replaypeer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -36,12 +42,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	speed := fs.Float64("speed", 1, "scale afterMs waits by 1/`x`; 0 plays without waiting")
 	stateFile := fs.String("state", "", "keep the cursor in `file` across processes")
 	listen := fs.String("listen", "", "serve an HTTP transcript on `addr` (127.0.0.1:0 for a free port)")
+	traceFile := fs.String("trace", "", "append the peer's steps to `file`")
 	if err := fs.Parse(args); err != nil {
 		return ExitBadUsage
 	}
 	invocation, ok := invocationArgs(args, fs.Args())
-	if *file == "" || !ok || *speed < 0 {
-		fmt.Fprintln(stderr, "usage: replaypeer --transcript FILE [--workspace DIR] [--speed X] [--state FILE] [-- ARGS...]")
+	if *file == "" || !ok {
+		fmt.Fprintln(stderr, "usage: replaypeer --transcript FILE [--workspace DIR] [--speed X] [--state FILE] [--listen ADDR] [--trace FILE] [-- ARGS...]")
+		return ExitBadUsage
+	}
+	if err := CheckSpeed(*speed); err != nil {
+		fmt.Fprintf(stderr, "replaypeer: --speed: %v\n", err)
 		return ExitBadUsage
 	}
 	t, err := transcript.ReadFile(*file)
@@ -55,17 +66,34 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return ExitBadUsage
 		}
 	}
+	var trace io.Writer
+	if *traceFile != "" {
+		f, err := os.OpenFile(*traceFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "replaypeer: --trace: %v\n", err)
+			return ExitBadUsage
+		}
+		defer f.Close()
+		trace = f
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	cfg := Config{Transcript: t, Workspace: *workspace, Speed: *speed, In: stdin, Out: stdout, StateFile: *stateFile,
-		Invocation: invocation}
+	cfg := Config{Transcript: t, Workspace: *workspace, Speed: *speed, In: stdin, Out: stdout, Err: stderr, Trace: trace,
+		StateFile: *stateFile, Invocation: invocation}
 	if *listen != "" {
 		err = ServeHTTP(ctx, HTTPConfig{Config: cfg, Listen: *listen})
 	} else {
 		err = Run(ctx, cfg)
 	}
-	if err != nil {
+	var pe *Error
+	if errors.As(err, &pe) && pe.Quiet {
+		// The transcript said what the process writes on stderr.
+	} else if err != nil {
 		fmt.Fprintf(stderr, "replaypeer: %s: %v\n", *file, err)
+	}
+	if pe != nil && pe.Signal != "" {
+		stop()
+		return die(pe.Signal)
 	}
 	return ExitCode(err)
 }

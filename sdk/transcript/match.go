@@ -96,6 +96,31 @@ func requestIDKey(obj map[string]any) string {
 	return ""
 }
 
+// Answered says whether the provider answers a client frame, so that the
+// provider's frames after it may be its answer, which the client waits
+// for: every frame but a JSON-RPC notification (a method, no id) or
+// response (an id, no method), or a Claude Code control_response, which
+// get none. (The replay peer does not hold a frame the client sends right
+// behind one of these as early: the client has nothing to wait for.) An
+// HTTP request is always answered.
+func Answered(frame []byte) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(frame, &obj) != nil {
+		return true
+	}
+	if _, ok := obj["http"]; ok {
+		return true
+	}
+	_, hasID := obj["id"]
+	_, hasMethod := obj["method"]
+	if hasMethod != hasID {
+		return false // a notification, or a response
+	}
+	var typ string
+	_ = json.Unmarshal(obj["type"], &typ)
+	return typ != controlResponse
+}
+
 // Match compares an actual outbound frame with the expected one. A *Mismatch
 // lists every difference; an actual frame that is not JSON is an error too.
 func (m *Matcher) Match(expected, actual []byte) error {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestMatch(t *testing.T) {
@@ -125,4 +127,37 @@ func FuzzMatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The provider answers every client frame but a JSON-RPC notification or
+// response and a control_response.
+func TestAnswered(t *testing.T) {
+	got := map[string]bool{}
+	for _, f := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize"}`,
+		`{"jsonrpc":"2.0","method":"initialized"}`,
+		`{"jsonrpc":"2.0","id":7,"result":{}}`,
+		`{"jsonrpc":"2.0","id":7,"error":{"code":1}}`,
+		`{"type":"control_request","request_id":"r1","request":{"subtype":"interrupt"}}`,
+		`{"type":"control_response","response":{"request_id":"r1"}}`,
+		`{"type":"user","message":{}}`,
+		`{"http":"request","method":"GET","path":"/event"}`,
+		`not json`,
+	} {
+		got[f] = Answered([]byte(f))
+	}
+	want := map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize"}`:                                 true,
+		`{"jsonrpc":"2.0","method":"initialized"}`:                                       false,
+		`{"jsonrpc":"2.0","id":7,"result":{}}`:                                           false,
+		`{"jsonrpc":"2.0","id":7,"error":{"code":1}}`:                                    false,
+		`{"type":"control_request","request_id":"r1","request":{"subtype":"interrupt"}}`: true,
+		`{"type":"control_response","response":{"request_id":"r1"}}`:                     false,
+		`{"type":"user","message":{}}`:                                                   true,
+		`{"http":"request","method":"GET","path":"/event"}`:                              true,
+		`not json`: true,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Answered (-want +got):\n%s", diff)
+	}
 }

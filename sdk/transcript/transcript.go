@@ -4,6 +4,52 @@
 // wire frames, kept raw; a provider that is an HTTP server has frames for
 // its requests, responses, event-stream events and stdout lines (see
 // HTTPFrame).
+//
+// The header:
+//
+//	{"type":"transcript_start","provider":"acp","protocol":"acp/1","version":"0.16.2","scenario":"simple",
+//	 "metadata":{"source":"recorded","model":"...","capturedAt":"2026-11-30T10:21:57Z",...}}
+//
+// provider and protocol are the plugin's Describe name and wire protocol
+// (CheckDescription); version is the provider's version. metadata.source is
+// "recorded" (captured from a real provider binary) or "authored" (written
+// by hand); a recorded transcript must also say which provider version
+// (version, equal to metadata.agentVersion when that is given), which model
+// (metadata.model) and when (metadata.capturedAt, RFC 3339) it was recorded
+// from.
+//
+// The entries:
+//
+//	{"type":"expect_outbound","label":…,"frame":…}      the client's next frame
+//	{"type":"emit_inbound","label":…,"frame":…,"afterMs":…}  a frame the provider sends
+//	{"type":"workspace","op":"write|delete|rename","path":…,"content":…,"to":…}
+//	{"type":"runtime_exit","status":"success|error|cancelled",…}  how the process ends
+//
+// An expect_outbound frame may come only after the emit_inbound entries
+// before it were due: a client frame that arrives earlier is a mismatch
+// ("sent too early"), as a frame that differs is. The emit_inbound entries
+// after an expectation, up to one with an afterMs wait, are due at once
+// when the client's frame is taken (the provider's answer to it); so a
+// frame is early when the client sent it before the frame the transcript
+// has the provider answer first, or during an afterMs wait. The frames of
+// an HTTP provider's consecutive expect_outbound entries (no emit_inbound
+// between them) are requests the client may send at once: they are
+// matched by content, in any order.
+//
+// A runtime_exit says how the process ends, and so what a client sees of
+// its end. All but status are optional:
+//
+//	{"type":"runtime_exit","status":"error",
+//	 "wait":"now",              // when: "stdin_close", "now" or "signal" (see Entry.Wait)
+//	 "partial":"{\"type\":\"res", // written on stdout with no newline: a last frame cut short
+//	 "stderr":"fatal: ...\n",   // written on stderr; then the peer writes nothing else there
+//	 "closeStdout":true,        // stdout closed, the process living on until wait says
+//	 "code":2,                  // the exit code (default: 0 success, 1 error, 130 cancelled)
+//	 "signal":"SIGKILL",        // or: death by this signal (SIGKILL, SIGTERM, SIGINT, SIGHUP)
+//	 "error":"..."}             // what the failure was, for a reader of the transcript
+//
+// In that order: the partial frame, the stderr text, stdout closed, the
+// wait, then the exit (or the signal).
 package transcript
 
 import (
@@ -14,7 +60,9 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/baton-run/baton/sdk/ndjson"
 )
@@ -67,6 +115,20 @@ type Entry struct {
 	// stops the process with SIGTERM or SIGINT: a provider interrupted by
 	// ending it).
 	Wait string `json:"wait,omitempty"`
+	// Code is the process's exit code (nil: ExitCode's default for the
+	// status).
+	Code *int `json:"code,omitempty"`
+	// Stderr is written on the process's stderr before it ends.
+	Stderr string `json:"stderr,omitempty"`
+	// Signal, when set, is the signal the process dies by instead of
+	// exiting (one of Signals).
+	Signal string `json:"signal,omitempty"`
+	// Partial is written on stdout, with no newline, before the end: a
+	// last frame cut short.
+	Partial string `json:"partial,omitempty"`
+	// CloseStdout closes the process's stdout before the wait: a process
+	// that lives on after its output ended.
+	CloseStdout bool `json:"closeStdout,omitempty"`
 
 	// workspace
 	Op      string  `json:"op,omitempty"`
@@ -98,6 +160,25 @@ const (
 	WaitNow        = "now"
 	WaitSignal     = "signal"
 )
+
+// Signals a runtime_exit may die by: those a process dies of without a
+// core dump or a handler of its own.
+var Signals = []string{"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP"}
+
+// ExitCode is the exit code of a runtime_exit entry that does not die by a
+// signal: its Code, or 0 for success, 1 for error and 130 (interrupted)
+// for cancelled.
+func (e Entry) ExitCode() int {
+	switch {
+	case e.Code != nil:
+		return *e.Code
+	case e.Status == ExitError:
+		return 1
+	case e.Status == ExitCancelled:
+		return 130
+	}
+	return 0
+}
 
 // ExitWait is the effective Wait of a runtime_exit entry.
 func (e Entry) ExitWait() string {
@@ -237,9 +318,46 @@ func decodeHeader(line []byte, n int, h *Header) error {
 		}
 	}
 	switch h.Source() {
-	case SourceRecorded, SourceAuthored:
+	case SourceRecorded:
+		if err := h.checkRecorded(); err != nil {
+			return lineErr(n, "%v", err)
+		}
+	case SourceAuthored:
 	default:
 		return lineErr(n, "header metadata.source must be %q or %q, got %q", SourceRecorded, SourceAuthored, h.Source())
+	}
+	return nil
+}
+
+// checkRecorded checks that a recorded header says what it was recorded
+// from: the provider's version, the model and the capture time.
+func (h Header) checkRecorded() error {
+	if h.Version == "" {
+		return errors.New(`a recorded transcript's header has no "version" (the provider's version it was recorded from)`)
+	}
+	if v, ok := h.Metadata["agentVersion"]; ok && v != h.Version {
+		return fmt.Errorf(`a recorded transcript's header has "version" %q but metadata.agentVersion %v: the version is the provider's`, h.Version, v)
+	}
+	if m, _ := h.Metadata["model"].(string); m == "" {
+		return errors.New("a recorded transcript's header has no metadata.model (the model it was recorded with)")
+	}
+	at, _ := h.Metadata["capturedAt"].(string)
+	if at == "" {
+		return errors.New("a recorded transcript's header has no metadata.capturedAt (when it was recorded)")
+	}
+	if _, err := time.Parse(time.RFC3339, at); err != nil {
+		return fmt.Errorf("a recorded transcript's metadata.capturedAt %q is not an RFC 3339 time", at)
+	}
+	return nil
+}
+
+// CheckDescription says whether the header was made for a plugin that
+// describes itself with name and wireProtocol (its Describe answer): the
+// header's provider and protocol must be exactly those.
+func (h Header) CheckDescription(name, wireProtocol string) error {
+	if h.Provider != name || h.Protocol != wireProtocol {
+		return fmt.Errorf("the transcript is of provider %q, protocol %q; the plugin is %q, protocol %q",
+			h.Provider, h.Protocol, name, wireProtocol)
 	}
 	return nil
 }
@@ -269,6 +387,9 @@ func decodeEntry(line []byte, n int) (Entry, error) {
 		default:
 			return e, lineErr(n, "runtime_exit wait must be %q, %q or %q, got %q", WaitStdinClose, WaitNow, WaitSignal, e.Wait)
 		}
+		if err := checkExit(e); err != nil {
+			return e, lineErr(n, "runtime_exit: %v", err)
+		}
 	case TypeWorkspace:
 		if err := checkRelPath(e.Path); err != nil {
 			return e, lineErr(n, "workspace path: %v", err)
@@ -294,6 +415,28 @@ func decodeEntry(line []byte, n int) (Entry, error) {
 		return e, lineErr(n, "unknown entry type %q", e.Type)
 	}
 	return e, nil
+}
+
+// checkExit checks how a runtime_exit entry ends the process.
+func checkExit(e Entry) error {
+	if e.Code != nil && (*e.Code < 0 || *e.Code > 255) {
+		return fmt.Errorf("code %d is not an exit code (0 to 255)", *e.Code)
+	}
+	if e.Signal != "" {
+		if !slices.Contains(Signals, e.Signal) {
+			return fmt.Errorf("signal must be one of %s, got %q", strings.Join(Signals, ", "), e.Signal)
+		}
+		if e.Code != nil {
+			return errors.New("a process that dies by a signal has no exit code: give code or signal, not both")
+		}
+	}
+	if e.CloseStdout && e.ExitWait() == WaitNow {
+		return errors.New(`closeStdout is a process that lives on after closing stdout: wait must be "stdin_close" or "signal"`)
+	}
+	if strings.Contains(e.Partial, "\n") {
+		return errors.New("partial is a frame cut short: it has no newline")
+	}
+	return nil
 }
 
 // checkRelPath accepts a clean relative path inside the workspace.

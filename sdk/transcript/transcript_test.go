@@ -7,9 +7,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
-const hdr = `{"type":"transcript_start","provider":"acp","protocol":"acp/1","version":"1","scenario":"s","metadata":{"source":"recorded"}}`
+const hdr = `{"type":"transcript_start","provider":"acp","protocol":"acp/1","version":"0.16.2","scenario":"s","metadata":{"source":"recorded","agentVersion":"0.16.2","model":"scripted","capturedAt":"2026-11-30T10:21:57Z"}}`
+
+// recorded is a recorded header with metadata.
+func recorded(version, meta string) string {
+	return `{"type":"transcript_start","provider":"acp","protocol":"acp/1","version":"` + version + `","scenario":"s","metadata":{"source":"recorded"` + meta + `}}`
+}
 
 func TestDecodeErrorsNameTheLine(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
@@ -29,6 +36,21 @@ func TestDecodeErrorsNameTheLine(t *testing.T) {
 		{hdr + "\n" + `{"type":"workspace","op":"chmod","path":"a"}`, "workspace op must be"},
 		{hdr + "\n" + `{"type":"emit_inbound","frame":{}} {}`, "line 2: bad JSON: more than one JSON value"},
 		{`{"type":"transcript_start","provider":"p","protocol":"x","scenario":""}`, `header has no "scenario"`},
+		// A recorded transcript says what it was recorded from.
+		{recorded("", `,"model":"m","capturedAt":"2026-11-30T10:21:57Z"`), `line 1: a recorded transcript's header has no "version"`},
+		{recorded("1", `,"agentVersion":"0.16.2","model":"m","capturedAt":"2026-11-30T10:21:57Z"`), `has "version" "1" but metadata.agentVersion 0.16.2`},
+		{recorded("1", `,"capturedAt":"2026-11-30T10:21:57Z"`), "line 1: a recorded transcript's header has no metadata.model"},
+		{recorded("1", `,"model":"","capturedAt":"2026-11-30T10:21:57Z"`), "has no metadata.model"},
+		{recorded("1", `,"model":"m"`), "line 1: a recorded transcript's header has no metadata.capturedAt"},
+		{recorded("1", `,"model":"m","capturedAt":"yesterday"`), `metadata.capturedAt "yesterday" is not an RFC 3339 time`},
+		// How a process ends.
+		{hdr + "\n" + `{"type":"runtime_exit","status":"error","code":256}`, "line 2: runtime_exit: code 256 is not an exit code"},
+		{hdr + "\n" + `{"type":"runtime_exit","status":"error","code":-1}`, "code -1 is not an exit code"},
+		{hdr + "\n" + `{"type":"runtime_exit","status":"error","signal":"SIGSEGV"}`, `line 2: runtime_exit: signal must be one of SIGKILL, SIGTERM, SIGINT, SIGHUP, got "SIGSEGV"`},
+		{hdr + "\n" + `{"type":"runtime_exit","status":"error","signal":"SIGKILL","code":137}`, "give code or signal, not both"},
+		{hdr + "\n" + `{"type":"runtime_exit","status":"error","closeStdout":true}`, `closeStdout is a process that lives on after closing stdout: wait must be`},
+		{hdr + "\n" + `{"type":"runtime_exit","status":"success","closeStdout":true,"wait":"now"}`, `wait must be "stdin_close" or "signal"`},
+		{hdr + "\n" + `{"type":"runtime_exit","status":"error","partial":"{\"a\":\n"}`, "partial is a frame cut short: it has no newline"},
 	} {
 		_, err := Decode(strings.NewReader(tc.in))
 		if err == nil || !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), tc.want) {
@@ -39,18 +61,21 @@ func TestDecodeErrorsNameTheLine(t *testing.T) {
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	enc, err := NewEncoder(&buf, Header{Provider: "acp", Protocol: "acp/1", Version: "1", Scenario: "s",
-		Metadata: map[string]any{"source": SourceRecorded}})
+	enc, err := NewEncoder(&buf, Header{Provider: "acp", Protocol: "acp/1", Version: "0.16.2", Scenario: "s",
+		Metadata: map[string]any{"source": SourceRecorded, "model": "scripted", "capturedAt": "2026-11-30T10:21:57Z"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	content := "a <b> & c\n"
-	for _, e := range []Entry{
+	two := 2
+	want := []Entry{
 		{Type: TypeExpectOutbound, Label: "x", Frame: []byte(`{"id":1,"method":"m"}`)},
 		{Type: TypeEmitInbound, Frame: []byte(`{"id":1,"result":"<workspace>/f"}`), AfterMs: 5},
 		{Type: TypeWorkspace, Op: OpWrite, Path: "dir/f.txt", Content: &content},
-		{Type: TypeRuntimeExit, Status: ExitSuccess},
-	} {
+		{Type: TypeRuntimeExit, Status: ExitError, Code: &two, Stderr: "fatal <x>\n", Partial: `{"type":"res`, CloseStdout: true, Wait: WaitSignal},
+		{Type: TypeRuntimeExit, Status: ExitSuccess, Signal: "SIGKILL"},
+	}
+	for _, e := range want {
 		if err := enc.Encode(e); err != nil {
 			t.Fatal(err)
 		}
@@ -59,9 +84,49 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.Header.Source() != SourceRecorded || len(tr.Entries) != 4 || *tr.Entries[2].Content != content ||
-		tr.Entries[1].AfterMs != 5 || tr.Entries[3].ExitWait() != WaitStdinClose || tr.Entries[0].Line != 2 {
-		t.Errorf("round trip lost something: %+v", tr)
+	for i := range want {
+		want[i].Line = i + 2
+	}
+	if tr.Header.Source() != SourceRecorded {
+		t.Errorf("source %q", tr.Header.Source())
+	}
+	if diff := cmp.Diff(want, tr.Entries); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+// A runtime_exit's exit code: its own, or the status's.
+func TestExitCode(t *testing.T) {
+	zero, three := 0, 3
+	got := map[string]int{}
+	for name, e := range map[string]Entry{
+		"success":      {Status: ExitSuccess},
+		"error":        {Status: ExitError},
+		"cancelled":    {Status: ExitCancelled},
+		"error code 3": {Status: ExitError, Code: &three},
+		"error code 0": {Status: ExitError, Code: &zero},
+	} {
+		got[name] = e.ExitCode()
+	}
+	want := map[string]int{"success": 0, "error": 1, "cancelled": 130, "error code 3": 3, "error code 0": 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("exit codes (-want +got):\n%s", diff)
+	}
+}
+
+// A transcript is played by the plugin it names: the header's provider and
+// protocol are the plugin's Describe name and wire protocol, exactly.
+func TestCheckDescription(t *testing.T) {
+	h := Header{Provider: "acp", Protocol: "acp/1"}
+	if err := h.CheckDescription("acp", "acp/1"); err != nil {
+		t.Errorf("the same plugin: %v", err)
+	}
+	for _, d := range [][2]string{{"codex", "acp/1"}, {"acp", "acp/2"}, {"acp", "acp/1 json-rpc"}, {"", ""}} {
+		err := h.CheckDescription(d[0], d[1])
+		want := `the transcript is of provider "acp", protocol "acp/1"; the plugin is "` + d[0] + `", protocol "` + d[1] + `"`
+		if err == nil || err.Error() != want {
+			t.Errorf("CheckDescription(%q, %q) = %v, want %q", d[0], d[1], err, want)
+		}
 	}
 }
 

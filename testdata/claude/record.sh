@@ -15,7 +15,7 @@
 record_claude() {
   local pkg=@anthropic-ai/claude-code
   local version=2.1.332
-  local protocol='claude-code stream-json ndjson stdio'
+  local protocol='claude-code/stream-json' transport='ndjson stdio' # the plugin's wire protocol (Describe)
   local npm_dir=$REPO/.cache/npm-claude
   local claude_bin=$npm_dir/node_modules/.bin/claude
   local script_src=$REPO/testdata/claude/scenarios/$SCENARIO.json
@@ -58,6 +58,7 @@ record_claude() {
     --out "$TMP/transcript.ndjson"
     --provider claude
     --protocol "$protocol"
+    --meta "transport=$transport"
     --scenario "$SCENARIO"
     --workspace "$ws"
     --meta "agent=$pkg"

@@ -1,0 +1,35 @@
+//go:build unix
+
+package replay
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/baton-run/baton/sdk/clock"
+)
+
+var signals = map[string]syscall.Signal{
+	"SIGKILL": syscall.SIGKILL,
+	"SIGTERM": syscall.SIGTERM,
+	"SIGINT":  syscall.SIGINT,
+	"SIGHUP":  syscall.SIGHUP,
+}
+
+// die ends the process by the signal named (one of transcript.Signals), as
+// a provider killed by it ends: with the program's own handling of it
+// reset, the Go runtime dies of each of them as the default action does
+// (SIGKILL cannot be handled at all). The signal may reach another of the
+// process's threads; die waits for it, and returns (the exit code a shell
+// gives a process killed by the signal) only if it has not ended the
+// process within a minute.
+func die(name string) int {
+	sig := signals[name]
+	signal.Reset(sig)
+	_ = syscall.Kill(os.Getpid(), sig)
+	_ = clock.Sleep(context.Background(), nil, time.Minute)
+	return 128 + int(sig)
+}
