@@ -1,3 +1,5 @@
+//go:build linux
+
 package orchestrator_test
 
 import (
@@ -25,7 +27,8 @@ import (
 
 // The host's waits run on its clock (the fake one of env): these tests
 // move it to drive each pause, and check that nothing waits one out that
-// it should not.
+// it should not. (Linux: a plugin's connections are broken through
+// pidfd_getfd.)
 
 // hangGuard bounds a wait that must end without the fake clock moving: a
 // host that waits for a timer instead hangs, and the test fails here.
