@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // --approve ask: the request is put to the user, who answers on stdin.
@@ -102,8 +101,11 @@ func TestCtrlCInterruptsTheRun(t *testing.T) {
 	sent := false
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
+		// The session is open: the run's turn is being started. The
+		// interrupt, decided now, is an effect queued behind that start
+		// (a thread's effects are performed in order), so the prompt goes
+		// out before the cancel, as the transcript expects.
 		if !sent && strings.Contains(sc.Text(), "provider session") {
-			time.Sleep(100 * time.Millisecond) // let the prompt go out; the transcript waits for the cancel either way
 			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}

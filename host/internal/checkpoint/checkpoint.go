@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 // Checkpoint statuses.
@@ -51,14 +53,27 @@ const (
 // <gitdir>/baton/checkpoint.lock so two processes on one repo do not
 // interleave. It is safe for concurrent use.
 type Service struct {
+	clock clock.Clock // paces the wait for another process's lock
 	mu    sync.Mutex
 	locks map[string]chan struct{} // by git dir; a full channel is a held lock
 	repos map[string]repo          // by directory: where each is in git
 }
 
+// Option configures a Service.
+type Option func(*Service)
+
+// WithClock runs the Service's waits on c (nil: the system clock).
+func WithClock(c clock.Clock) Option {
+	return func(s *Service) { s.clock = clock.Or(c) }
+}
+
 // New returns a Service.
-func New() *Service {
-	return &Service{locks: map[string]chan struct{}{}, repos: map[string]repo{}}
+func New(opts ...Option) *Service {
+	s := &Service{clock: clock.System, locks: map[string]chan struct{}{}, repos: map[string]repo{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // FileChange is one file's change between two checkpoints.

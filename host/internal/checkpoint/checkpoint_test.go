@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -413,8 +415,13 @@ func TestConcurrentCaptures(t *testing.T) {
 	}
 }
 
-func TestLockWaitEndsWithContext(t *testing.T) {
+// A capture that finds the worktree's file lock held by another process
+// (another Service here: only the file lock keeps two apart) tries it
+// again every lockPoll of its clock until it is free, and gives up when its
+// context ends, not later.
+func TestLockWaitPollsOnTheClock(t *testing.T) {
 	dir := newRepo(t)
+	writeFiles(t, dir, map[string]string{"a.txt": "a\n"})
 	r, _, err := open(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -424,11 +431,77 @@ func TestLockWaitEndsWithContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f := clock.NewFake(now)
+	waiter := New(WithClock(f))
+	guard, cancelGuard := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancelGuard()
+
+	type result struct {
+		res Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := waiter.Capture(t.Context(), dir, "refs/baton/t/1", "", now)
+		done <- result{res, err}
+	}()
+	for range 3 { // held: each try finds it so and waits for the next
+		if err := f.WaitTimers(guard, 1); err != nil {
+			t.Fatalf("the capture does not wait on its clock: %v", err)
+		}
+		if diff := cmp.Diff([]time.Duration{lockPoll}, f.Pending()); diff != "" {
+			t.Fatalf("pending timers (-want +got):\n%s", diff)
+		}
+		select {
+		case got := <-done:
+			t.Fatalf("capture while the lock is held returned %+v, %v", got.res, got.err)
+		default:
+		}
+		f.Advance(lockPoll)
+	}
+	if err := f.WaitTimers(guard, 1); err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	f.Advance(lockPoll)
+	select {
+	case got := <-done:
+		if got.err != nil || got.res.Status != StatusReady {
+			t.Fatalf("capture once the lock is free = %+v, %v", got.res, got.err)
+		}
+		if ref := gitT(t, dir, "rev-parse", "refs/baton/t/1"); ref != got.res.Commit {
+			t.Errorf("ref at %s, want %s", ref, got.res.Commit)
+		}
+	case <-guard.Done():
+		t.Fatal("capture still waits once the lock is free")
+	}
+
+	// Given up when the context ends, with its cause.
+	unlock, err = holder.lock(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer unlock()
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	if _, err := New().Capture(ctx, dir, "refs/baton/t/1", "", now); err == nil || !strings.Contains(err.Error(), "wait for lock") {
-		t.Errorf("capture while another process holds the lock: %v, want it to give up waiting", err)
+	stop := errors.New("the run was cancelled")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	go func() {
+		res, err := waiter.Capture(ctx, dir, "refs/baton/t/2", "", now)
+		done <- result{res, err}
+	}()
+	if err := f.WaitTimers(guard, 1); err != nil {
+		t.Fatal(err)
+	}
+	cancel(stop)
+	select {
+	case got := <-done:
+		if !errors.Is(got.err, stop) || !strings.Contains(got.err.Error(), "wait for lock") {
+			t.Errorf("capture whose context ends while it waits = %v; want it to give up waiting with %v", got.err, stop)
+		}
+	case <-guard.Done():
+		t.Fatal("capture still waits after its context ended")
+	}
+	if p := f.Pending(); len(p) != 0 {
+		t.Errorf("timers left pending: %v", p)
 	}
 }
 
@@ -485,25 +558,34 @@ func TestCaptureErrors(t *testing.T) {
 
 // A file changed in the same second as the capture before, keeping its
 // size, has the stat data the cached index recorded (git compares whole
-// seconds unless built with USE_NSEC). Git still notices because the
-// index is as new as the file; the cached index must keep that time.
+// seconds unless built with USE_NSEC). Git still notices because the index
+// is no older than the file ("racily clean"), so the copy of the cached
+// index a capture works on must keep the cache's time. The instants are
+// set, not waited for: the file, before and after, and the cached index
+// get one modification time, and the change time, which a test cannot
+// set, is kept out of git's comparison (core.trustctime).
 func TestCaptureSeesSameSecondChange(t *testing.T) {
 	dir := newRepo(t)
+	gitT(t, dir, "config", "core.trustctime", "false")
 	name := filepath.Join(dir, "f.txt")
-	s := New()
-	for attempt := 0; ; attempt++ {
-		writeFiles(t, dir, map[string]string{"f.txt": "aaaa"})
-		start := time.Now()
-		capture(t, s, dir, "refs/baton/t/1", "")
-		writeFiles(t, dir, map[string]string{"f.txt": "bbbb"})
-		if time.Now().Truncate(time.Second).Equal(start.Truncate(time.Second)) {
-			break
-		}
-		if attempt == 5 {
-			t.Skip("could not capture and change a file within one second")
+	at := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC) // before any real index is written
+	touch := func(path string) {
+		t.Helper()
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
+	s := New()
+	writeFiles(t, dir, map[string]string{"f.txt": "aaaa"})
+	touch(name)
+	capture(t, s, dir, "refs/baton/t/1", "")
+	writeFiles(t, dir, map[string]string{"f.txt": "bbbb"})
+	touch(name)
+	r, _, err := open(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	touch(filepath.Join(r.stateDir(), cacheIndex)) // written in the second f.txt changed
 	res := capture(t, s, dir, "refs/baton/t/2", "")
 	if got := treeFiles(t, dir, res.Commit)["f.txt"].Content; got != "bbbb" {
 		b, _ := os.ReadFile(name)

@@ -7,7 +7,12 @@ import (
 
 // FuzzParseSummary feeds git diff-tree output (the -z --raw --numstat
 // form) to the parsers: they return an error or a summary, never panic,
-// and every file they report has a path and a known kind.
+// and every file they report has a path and a known kind. The corpus in
+// testdata/fuzz/FuzzParseSummary is real git output between trees with an
+// edit, a binary file ("-\t-"), a mode and a type change, a rename (as
+// capture asks, a deletion and an addition; and as -M reports it), names
+// with a space, a tab, a newline, a quote and non-ASCII letters, plus the
+// quoted form git writes without -z.
 func FuzzParseSummary(f *testing.F) {
 	f.Add([]byte(":000000 100644 0000000000000000000000000000000000000000 d00491fd7e5bb6fa28c517a0bb32b8b506539d4d A\x00a.txt\x002\t0\ta.txt\x00"))
 	f.Add([]byte(":100644 100755 d00491fd7e5bb6fa28c517a0bb32b8b506539d4d d00491fd7e5bb6fa28c517a0bb32b8b506539d4d M\x00x\x00-\t-\tx\x00"))

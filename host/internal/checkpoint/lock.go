@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/baton-run/baton/sdk/clock"
 )
 
-// lockPoll is how often a Service retries a file lock held by another
-// process; a capture takes tens of milliseconds, so waiting is short.
+// lockPoll is how often, on the Service's clock, it retries a file lock
+// held by another process; a capture takes tens of milliseconds, so
+// waiting is short.
 const lockPoll = 10 * time.Millisecond
 
 // lock takes the worktree's lock: first the in-process one for gitDir, then
@@ -50,14 +53,10 @@ func (s *Service) lock(ctx context.Context, r repo) (unlock func(), err error) {
 		if ok {
 			break
 		}
-		t := time.NewTimer(lockPoll)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if err := clock.Sleep(ctx, s.clock, lockPoll); err != nil {
 			f.Close()
 			release()
-			return nil, fmt.Errorf("wait for lock %s: %w", name, context.Cause(ctx))
+			return nil, fmt.Errorf("wait for lock %s: %w", name, err)
 		}
 	}
 	return func() {

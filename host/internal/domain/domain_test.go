@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +22,7 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // decisions' events alone, as a host that restarts rebuilds it from the
 // log: after every decision the two must be the same.
 type world struct {
-	t       *testing.T
+	t       testing.TB
 	thread  *Thread
 	replica *Thread
 	seq     uint64
@@ -678,13 +680,51 @@ func TestRunOrdinalsProperty(t *testing.T) {
 	})
 }
 
+// fuzzStates are the threads a decoded command is decided against: none
+// yet (only thread.create succeeds), one with a run whose provider turn is
+// running, the same with a permission request pending for the client, and
+// the run ended with its checkpoint. They are built by deciding real
+// commands and provider events.
+func fuzzStates(tb testing.TB) (states map[string]Thread, runID, requestID, checkpointID string) {
+	w := &world{t: tb, thread: &Thread{}, replica: &Thread{}}
+	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: ProviderCommand{Argv: []string{"agent"}},
+		ApprovalPolicy: ApproveAsk}})
+	w.send("one")
+	w.open("s1")
+	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
+	active := w.thread.Clone()
+	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1", ItemRef: "t1", RequestKind: RequestPermission,
+		Title: "Write a.txt", Options: []RequestOption{{ID: "allow", Label: "Allow", Kind: "allow_once"}}})
+	pending := w.thread.Clone()
+	if r := pending.Runs[0]; r.Status != RunStatusWaiting || len(pending.Requests) != 1 || pending.Requests[0].Status != RequestStatusPending {
+		tb.Fatalf("the pending state is not a run waiting on a pending request: run %s, requests %+v", r.Status, pending.Requests)
+	}
+	w.must(Command{ID: "r", ThreadID: "thr", Payload: RespondToRequest{RequestID: pending.Requests[0].ID, Decision: VerdictAccept}})
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed"})
+	ended := w.thread.Clone()
+	if r := ended.Runs[0]; r.Status != RunStatusCompleted || ended.Checkpoints[len(ended.Checkpoints)-1].Status != CheckpointReady {
+		tb.Fatalf("the ended state is not a completed run with its checkpoint: run %s, checkpoints %+v", r.Status, ended.Checkpoints)
+	}
+	return map[string]Thread{"none": {}, "active run": active, "pending request": pending, "ended run": ended},
+		active.Runs[0].ID, pending.Requests[0].ID, ended.Checkpoints[len(ended.Checkpoints)-1].ID
+}
+
 func FuzzDecodeCommand(f *testing.F) {
-	f.Add([]byte(`{"type":"message.dispatch","commandId":"c1","threadId":"t1","payload":{"text":"hi"}}`))
-	f.Add([]byte(`{"type":"thread.create","commandId":"c","payload":{"provider":"acp","cwd":"/w","providerCommand":{"argv":["a"]}}}`))
-	f.Add([]byte(`{"type":"message.dispatch","commandId":"c2","threadId":"t1","payload":{"text":"hi","mode":"steer_active","targetRunId":"r"}}`))
-	f.Add([]byte(`{"type":"run.interrupt","commandId":"c3","threadId":"t1","payload":{"runId":"r1"}}`))
-	f.Add([]byte(`{"type":"runtime-request.respond","commandId":"c4","threadId":"t1","payload":{"requestId":"q","decision":"answer","answers":{"a":"b"}}}`))
-	f.Add([]byte(`{"type":"checkpoint.rollback","commandId":"c5","threadId":"t1","payload":{"scopeId":"s","checkpointId":"k"}}`))
+	states, runID, requestID, checkpointID := fuzzStates(f)
+	for _, seed := range []string{
+		`{"type":"thread.create","commandId":"c","payload":{"provider":"acp","cwd":"/w","providerCommand":{"argv":["a"]}}}`,
+		`{"type":"message.dispatch","commandId":"c1","threadId":"thr","payload":{"text":"hi"}}`,
+		`{"type":"message.dispatch","commandId":"c1","threadId":"thr","payload":{"text":"hi","mode":"queue_after_active"}}`,
+		`{"type":"message.dispatch","commandId":"c2","threadId":"thr","payload":{"text":"hi","mode":"steer_active","targetRunId":"` + runID + `"}}`,
+		`{"type":"message.dispatch","commandId":"c2","threadId":"thr","payload":{"text":"hi","mode":"restart_active","targetRunId":"` + runID + `"}}`,
+		`{"type":"run.interrupt","commandId":"c3","threadId":"thr","payload":{"runId":"` + runID + `"}}`,
+		`{"type":"runtime-request.respond","commandId":"c4","threadId":"thr","payload":{"requestId":"` + requestID + `","decision":"accept"}}`,
+		`{"type":"runtime-request.respond","commandId":"c4","threadId":"thr","payload":{"requestId":"` + requestID + `","decision":"answer","answers":{"a":"b"}}}`,
+		`{"type":"checkpoint.rollback","commandId":"c5","threadId":"thr","payload":{"checkpointId":"` + checkpointID + `"}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	names := slices.Sorted(maps.Keys(states))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeCommand(b)
 		if err != nil {
@@ -696,10 +736,38 @@ func FuzzDecodeCommand(f *testing.F) {
 		if c.ID == "" || c.Payload == nil {
 			t.Fatalf("decoded a command without id or payload: %+v", c)
 		}
-		// Deciding it against a thread must not panic.
-		w := &world{t: t}
-		w.thread = nil
-		_, _ = Decide(&Thread{}, c, w.env())
+		// Decided against each state, a command is refused with one of
+		// the domain's errors, or its events, applied to the state as a
+		// reader applies them, give the thread the decision left.
+		for _, name := range names {
+			state := states[name]
+			th, replica := state.Clone(), state.Clone()
+			n := 0
+			d, err := Decide(&th, c, Env{Now: t0, NewID: func(p string) string { n++; return fmt.Sprintf("%s_f%d", p, n) }})
+			if err != nil {
+				if !slices.ContainsFunc([]error{ErrInvalid, ErrNotFound, ErrConflict, ErrNotResumable, ErrUnsupported},
+					func(e error) bool { return errors.Is(err, e) }) {
+					t.Fatalf("%s: error %v is none of the domain's", name, err)
+				}
+				continue
+			}
+			seq := replica.Sequence
+			for _, p := range d.Events {
+				seq++
+				Evolve(&replica, Event{Sequence: seq, ThreadID: th.ID, At: t0, Payload: p})
+			}
+			if len(d.Events) > 0 {
+				th.Sequence = seq
+			}
+			if name == "none" {
+				replica.ID = th.ID // a created thread takes its id from the command
+			}
+			decided, _ := json.Marshal(th)
+			evolved, _ := json.Marshal(replica)
+			if string(decided) != string(evolved) {
+				t.Fatalf("%s: %s decided to\n%s\nbut its events evolve to\n%s", name, c.Payload.CommandType(), decided, evolved)
+			}
+		}
 	})
 }
 

@@ -43,7 +43,7 @@ func (h *Host) capture(e domain.Effect) *domain.Command {
 	ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
 	defer cancel()
 	rec := domain.RecordCheckpoint{CheckpointID: e.CheckpointID}
-	res, err := h.cps.Capture(ctx, cwd, e.Ref, base, h.cfg.Now())
+	res, err := h.cps.Capture(ctx, cwd, e.Ref, base, h.cfg.Clock.Now())
 	if err != nil {
 		if h.closingNow() {
 			return nil
@@ -66,7 +66,7 @@ func (h *Host) restoreFiles(e domain.Effect) *domain.Command {
 	ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
 	defer cancel()
 	rec := domain.RecordFilesRestored{RollbackID: e.RollbackID, Replayed: e.Replayed}
-	res, err := h.cps.SaveAndRestore(ctx, cwd, e.Commit, e.Ref, h.cfg.Now())
+	res, err := h.cps.SaveAndRestore(ctx, cwd, e.Commit, e.Ref, h.cfg.Clock.Now())
 	if err != nil {
 		if h.closingNow() {
 			return nil
@@ -163,7 +163,7 @@ func (h *Host) closeThreadSession(threadID string) {
 	s, ok := h.sessions[threadID]
 	h.smu.Unlock()
 	if ok && !s.ended() {
-		s.close(h.log)
+		s.close(h.cfg.Clock, h.log)
 	}
 }
 

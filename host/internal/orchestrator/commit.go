@@ -105,7 +105,7 @@ func (h *Host) commit(c commitReq) (domain.Receipt, error) {
 		return domain.Receipt{}, err
 	}
 	scratch := cur.Scratch()
-	now := h.cfg.Now()
+	now := h.cfg.Clock.Now()
 	events, effects, err := c.decide(&scratch, domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: h.capabilities(c.threadID)})
 	if err != nil {
 		return domain.Receipt{}, err

@@ -17,6 +17,7 @@ import (
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/plugintest"
 	"github.com/baton-run/baton/sdk/replay"
 	"github.com/baton-run/baton/sdk/transcript"
@@ -81,18 +82,26 @@ func setup(m *testing.M) (int, error) {
 	return m.Run(), nil
 }
 
-// env is one test's world: a data dir, a workspace, and a host on them.
+// env is one test's world: a data dir, a workspace, a clock, and a host on
+// them.
 type env struct {
 	t    *testing.T
 	data string
 	ws   string
 	seed uint64
-	host *orchestrator.Host
+	// clock is the host's: it reads epoch until a test moves it, so every
+	// recorded instant is known, and no timer of the host fires unless a
+	// test moves time past it. A restarted host keeps it.
+	clock *clock.Fake
+	host  *orchestrator.Host
 }
+
+// epoch is the instant every test's host starts at.
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 1}
+	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 1, clock: clock.NewFake(epoch)}
 	e.open()
 	t.Cleanup(func() {
 		if e.host != nil {
@@ -106,7 +115,7 @@ func (e *env) open() {
 	e.t.Helper()
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: []string{pluginDir},
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
-		IDs:    ids.Seeded(e.seed)})
+		IDs:    ids.Seeded(e.seed), Clock: e.clock})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

@@ -24,7 +24,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -33,6 +32,7 @@ import (
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 // Config configures a host. The zero value of every field but DataDir works.
@@ -42,8 +42,10 @@ type Config struct {
 	// PluginDirs are searched for plugin binaries, in order.
 	PluginDirs []string
 	Logger     hclog.Logger
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+	// Clock tells the time of events and runs the host's timers: effect
+	// retries, stream reconnects, session close timeouts, the checkpoint
+	// lock's wait (default clock.System).
+	Clock clock.Clock
 	// IDs allocates ids (default: randomly seeded).
 	IDs *ids.Allocator
 	// MaxThreads bounds how many threads' projections stay in memory
@@ -65,10 +67,15 @@ type Host struct {
 	plugins *pluginhost.Manager
 	cps     *checkpoint.Service
 
-	ctx    context.Context // ends at Close
+	ctx    context.Context // ends at Close, once the sessions have closed
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // effect workers and session pumps
-	closed atomic.Bool    // no more commands: the store is closing
+	// stopping ends as Close begins: waits that only pause before trying
+	// again (a retry's, a reconnect's) end with it, so that a shutdown does
+	// not wait them out.
+	stopping context.Context
+	stop     context.CancelFunc
+	wg       sync.WaitGroup // effect workers and session pumps
+	closed   atomic.Bool    // no more commands: the store is closing
 
 	cache threadCache
 	cmds  inflight // command ids being committed
@@ -91,9 +98,7 @@ func Open(cfg Config) (*Host, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.IDs == nil {
 		cfg.IDs = ids.New()
 	}
@@ -113,10 +118,11 @@ func Open(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	stopping, stop := context.WithCancel(ctx)
 	h := &Host{cfg: cfg, log: cfg.Logger, store: store,
 		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin")}),
-		cps:     checkpoint.New(),
-		ctx:     ctx, cancel: cancel, workers: map[string]*worker{}, sessions: map[string]*liveSession{}}
+		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
+		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{}}
 	h.cache.init(cfg.MaxThreads)
 	if err := h.index(); err != nil {
 		cancel()
@@ -143,6 +149,7 @@ func (h *Host) Close() error {
 		return nil
 	}
 	h.closing = true
+	h.stop()
 	live := make([]*liveSession, 0, len(h.sessions))
 	for _, s := range h.sessions {
 		live = append(live, s)
@@ -150,7 +157,7 @@ func (h *Host) Close() error {
 	h.smu.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range live {
-		wg.Go(func() { s.close(h.log) })
+		wg.Go(func() { s.close(h.cfg.Clock, h.log) })
 	}
 	wg.Wait()
 	h.cancel()
@@ -162,6 +169,10 @@ func (h *Host) Close() error {
 	h.cache.wakeAll()
 	return h.store.Close()
 }
+
+// Clock is the host's clock: the one its events are dated by and its
+// timers run on. A client that paces itself (a script's pauses) uses it too.
+func (h *Host) Clock() clock.Clock { return h.cfg.Clock }
 
 // ErrClosed is returned by Dispatch after Close began.
 var ErrClosed = errors.New("host closed")

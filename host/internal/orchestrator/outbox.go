@@ -3,11 +3,13 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 // The outbox: effects are committed with the events that call for them, and
@@ -246,9 +248,14 @@ func (h *Host) interrupt(e domain.Effect) error {
 	})
 }
 
-// retry calls f until it succeeds, up to 5 times with a growing pause, and
-// returns its last error. An error that trying again cannot mend (the host
-// closed, the command refused) ends it at once.
+// retryPause is the pause after a retry's first failure; each further
+// failure adds as much again.
+const retryPause = 50 * time.Millisecond
+
+// retry calls f until it succeeds, up to 5 times with a growing pause on
+// the host's clock, and returns its last error. An error that trying again
+// cannot mend (the host closed, the command refused) ends it at once, and
+// so does Close beginning during a pause: then the error wraps ErrClosed.
 func (h *Host) retry(what string, f func() error, args ...any) error {
 	for try := 1; ; try++ {
 		err := f()
@@ -256,6 +263,8 @@ func (h *Host) retry(what string, f func() error, args ...any) error {
 			return err
 		}
 		h.log.Warn(what+"; retrying", append(args, "error", err)...)
-		time.Sleep(time.Duration(try) * 50 * time.Millisecond)
+		if clock.Sleep(h.stopping, h.cfg.Clock, time.Duration(try)*retryPause) != nil {
+			return fmt.Errorf("%w while retrying after: %w", ErrClosed, err)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/pluginhost"
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 // Provider sessions: a thread's open session with its plugin, opened when
@@ -63,10 +64,8 @@ func (h *Host) startTurn(e domain.Effect) (sessionID string, err error) {
 		}
 		// The session ended under us (its provider exited after the last
 		// run). Once its end is recorded, a new session takes the turn.
-		select {
-		case <-s.done:
-		case <-time.After(sessionCloseTimeout):
-			return "", fmt.Errorf("start turn with %s: %w", s.plugin.Name, err)
+		if werr := h.awaitEnd(s); werr != nil {
+			return "", fmt.Errorf("start turn with %s: %w (%w)", s.plugin.Name, err, werr)
 		}
 	}
 }
@@ -90,12 +89,42 @@ func (s *liveSession) ended() bool {
 }
 
 // sessionCloseTimeout bounds how long Close waits for a session's last
-// events.
+// events, and how long a turn waits for the end of a session whose provider
+// exited.
 const sessionCloseTimeout = 15 * time.Second
 
-func (s *liveSession) close(log hclog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), sessionCloseTimeout)
-	defer cancel()
+// errSessionEndTimeout says a session's end did not come in time.
+var errSessionEndTimeout = errors.New("the session did not end in time")
+
+// awaitEnd waits, on the host's clock, until the session's end is recorded;
+// it gives up after sessionCloseTimeout, or when Close begins.
+func (h *Host) awaitEnd(s *liveSession) error {
+	t := h.cfg.Clock.NewTimer(sessionCloseTimeout)
+	defer t.Stop()
+	select {
+	case <-s.done:
+		return nil
+	case <-t.C():
+		return errSessionEndTimeout
+	case <-h.stopping.Done():
+		return ErrClosed
+	}
+}
+
+// close ends the session and waits for its last events, for at most
+// sessionCloseTimeout on clk.
+func (s *liveSession) close(clk clock.Clock, log hclog.Logger) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	t := clk.NewTimer(sessionCloseTimeout)
+	defer t.Stop()
+	go func() { // ends with close: its context is cancelled when close returns
+		select {
+		case <-t.C():
+			cancel(errSessionEndTimeout)
+		case <-ctx.Done():
+		}
+	}()
 	if err := s.plugin.CloseSession(ctx, s.id); err != nil && !errors.Is(err, sdk.ErrUnknownSession) {
 		log.Debug("close session", "session", s.id, "error", err)
 	}
@@ -172,6 +201,10 @@ func (h *Host) session(threadID string) (*liveSession, error) {
 	return s, nil
 }
 
+// reconnectPause is the pause before an event stream that broke is
+// reopened; each further break in a row adds as much again.
+const reconnectPause = 100 * time.Millisecond
+
 // ackEvery is how many events the host stores before it tells the plugin
 // it may drop them: the plugin keeps at most about this many that the host
 // already has.
@@ -180,7 +213,10 @@ const ackEvery = 512
 // pump ingests a session's events until its stream ends. A stream that
 // breaks while the plugin lives is reopened after the last event ingested
 // (the plugin buffers them); if the plugin is gone, the session ends with
-// that reason.
+// that reason. A pause before reopening is on the host's clock; Close cuts
+// it short: the stream is reopened at once, since the session's last events
+// are still wanted, and if it breaks again the session is left for the next
+// host to reconcile.
 func (h *Host) pump(s *liveSession) {
 	defer close(s.done)
 	// The stream is read with a context of its own: at Close the host
@@ -189,6 +225,7 @@ func (h *Host) pump(s *liveSession) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var last, acked uint64
+	reopenedAtStop := false
 	for attempt := 0; ; attempt++ {
 		// A reader goroutine fills evc; the loop below ingests what has
 		// arrived in batches, one synced write each: when events come
@@ -257,14 +294,27 @@ func (h *Host) pump(s *liveSession) {
 		if streamErr == nil {
 			return // the plugin closed the stream: the session is over
 		}
+		unknown := errors.Is(streamErr, sdk.ErrUnknownSession)
+		if reopenedAtStop && !unknown {
+			h.log.Warn("session event stream broke while the host closes; left for the next host", "session", s.id, "after", last, "error", streamErr)
+			return
+		}
+		wait := h.cfg.Clock.NewTimer(time.Duration(attempt+1) * reconnectPause)
 		select {
 		case <-s.plugin.Exited():
-		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
-			if attempt < 5 && !errors.Is(streamErr, sdk.ErrUnknownSession) {
+		case <-h.stopping.Done():
+			if !unknown {
+				reopenedAtStop = true
+				wait.Stop()
+				continue
+			}
+		case <-wait.C():
+			if attempt < 5 && !unknown {
 				h.log.Warn("session event stream broke; reopening", "session", s.id, "after", last, "error", streamErr)
 				continue
 			}
 		}
+		wait.Stop()
 		h.ingest(s, domain.ProviderEvent{Kind: domain.EvRuntimeExited, Status: "failed",
 			Failure: &domain.Failure{Code: "plugin_exited", Message: fmt.Sprintf("the %s plugin went away: %v", s.plugin.Name, streamErr)}},
 			"pexit:"+s.id)

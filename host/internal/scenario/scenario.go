@@ -34,6 +34,7 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 // Script is a scenario's client side.
@@ -54,8 +55,8 @@ type Step struct {
 	// Respond answers the oldest pending request with this decision.
 	Respond string            `json:"respond,omitempty"`
 	Answers map[string]string `json:"answers,omitempty"`
-	// SleepMS pauses, for a real provider to get somewhere; replays skip
-	// it (Options.Sleep false).
+	// SleepMS pauses, on the host's clock, for a real provider to get
+	// somewhere; replays skip it (Options.Sleep false).
 	SleepMS int `json:"sleepMs,omitempty"`
 	// Rollback rolls back to this run's checkpoint (0: the baseline).
 	Rollback *int `json:"rollback,omitempty"`
@@ -176,11 +177,7 @@ func Run(ctx context.Context, h *orchestrator.Host, threadID string, s Script, o
 				err = fmt.Errorf("rollback to run %d %s: %s", *st.Rollback, rb.Status, rb.Failure.Message)
 			}
 		case st.SleepMS > 0 && o.Sleep:
-			select {
-			case <-time.After(time.Duration(st.SleepMS) * time.Millisecond):
-			case <-ctx.Done():
-				err = ctx.Err()
-			}
+			err = clock.Sleep(ctx, h.Clock(), time.Duration(st.SleepMS)*time.Millisecond)
 		}
 		if err != nil {
 			return fmt.Errorf("step %d: %w", i+1, err)
