@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/plugintest"
 	"github.com/baton-run/baton/sdk/replay"
@@ -140,8 +142,9 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// peer is the provider command that plays a transcript in the workspace.
-func (e *env) peer(name string) domain.ProviderCommand {
+// peer is the provider command that plays a transcript in the workspace,
+// refused unless the transcript was made for the provider's plugin.
+func (e *env) peer(provider, name string) domain.ProviderCommand {
 	abs, err := filepath.Abs(filepath.Join(root, "testdata", name))
 	if err != nil {
 		e.t.Fatal(err)
@@ -154,8 +157,31 @@ func (e *env) peer(name string) domain.ProviderCommand {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	if err := checkHeader(e.t.Context(), provider, t.Header); err != nil {
+		e.t.Fatalf("%s: %v", name, err)
+	}
 	argv = append(argv, replay.PeerArgs(t)...)
 	return domain.ProviderCommand{Argv: argv}
+}
+
+// described holds each plugin's Describe answer, asked once per package.
+var described sync.Map // provider name -> sdk.Description
+
+// checkHeader says whether a transcript's header names the provider and
+// wire protocol of the plugin that will play it.
+func checkHeader(ctx context.Context, provider string, h transcript.Header) error {
+	d, ok := described.Load(provider)
+	if !ok {
+		m := pluginhost.New(pluginhost.Config{Dirs: []string{pluginDir}})
+		defer m.Close()
+		p, err := m.Get(ctx, provider)
+		if err != nil {
+			return err
+		}
+		d, _ = described.LoadOrStore(provider, p.Description)
+	}
+	desc := d.(sdk.Description)
+	return h.CheckDescription(desc.Name, desc.WireProtocol)
 }
 
 func (e *env) dispatch(cmd domain.Command) domain.Receipt {
@@ -184,7 +210,7 @@ func (e *env) createThreadWith(provider, transcript string, policy domain.Approv
 func (e *env) newThread(provider, transcript string, policy domain.ApprovalPolicy) (string, domain.Command, domain.Receipt) {
 	e.t.Helper()
 	cmd := domain.Command{ID: "create-" + e.t.Name(), Payload: domain.CreateThread{
-		Provider: provider, Cwd: e.ws, ProviderCommand: e.peer(transcript), ApprovalPolicy: policy}}
+		Provider: provider, Cwd: e.ws, ProviderCommand: e.peer(provider, transcript), ApprovalPolicy: policy}}
 	rc := e.dispatch(cmd)
 	return rc.ThreadID, cmd, rc
 }
