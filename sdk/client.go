@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"os"
 	"os/exec"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/baton-run/baton/sdk/clock"
 	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
 )
 
@@ -32,11 +35,27 @@ type LaunchConfig struct {
 	Env []string
 	// StartTimeout bounds the handshake (default 10s).
 	StartTimeout time.Duration
+	// KillGrace is how long Kill waits, after asking the plugin to shut
+	// down, for it to exit before it kills the process (default
+	// DefaultKillGrace).
+	KillGrace time.Duration
+	// Clock runs KillGrace (default clock.System).
+	Clock clock.Clock
 }
+
+// DefaultKillGrace is LaunchConfig.KillGrace's default. It is longer than
+// go-plugin's own wait for a plugin that answered the request to shut
+// down (2s), so that a plugin that answers is let go by go-plugin.
+const DefaultKillGrace = 5 * time.Second
 
 // Plugin is a running plugin process as the host sees it.
 type Plugin struct {
-	gp *plugin.Client
+	gp    *plugin.Client
+	proc  *os.Process
+	log   hclog.Logger
+	clock clock.Clock
+	grace time.Duration
+	kill  sync.Once
 	*Client
 }
 
@@ -48,6 +67,9 @@ func Launch(cfg LaunchConfig) (*Plugin, error) {
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 10 * time.Second
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = DefaultKillGrace
 	}
 	cmd := exec.Command(cfg.Path)
 	cmd.Env = append(cmd.Environ(), cfg.Env...)
@@ -79,11 +101,49 @@ func Launch(cfg LaunchConfig) (*Plugin, error) {
 		gp.Kill()
 		return nil, fmt.Errorf("start plugin %s: %w", cfg.Path, err)
 	}
-	return &Plugin{gp: gp, Client: raw.(*Client)}, nil
+	// cmd.Process was set when go-plugin started the command, before
+	// Client returned. Killing through it is safe against pid reuse: it
+	// holds the process's pidfd.
+	return &Plugin{gp: gp, proc: cmd.Process, log: cfg.Logger, clock: clock.Or(cfg.Clock), grace: cfg.KillGrace,
+		Client: raw.(*Client)}, nil
 }
 
-// Kill stops the plugin process (gracefully, then by force) and waits.
-func (p *Plugin) Kill() { p.gp.Kill() }
+// Kill stops the plugin process and waits for it: it asks the plugin to
+// shut down, and kills the process (SIGKILL) if it has not exited after
+// the kill grace on the launch's clock. go-plugin's request to shut down
+// has no deadline of its own, so a plugin that does not answer (stopped,
+// or deadlocked) would otherwise hold Kill forever. A plugin killed so
+// cannot close its provider processes; on Linux they die with it (their
+// parent-death signal is SIGKILL, see providerproc), but what they
+// started in their own process groups is left. Kill may be called more
+// than once, and concurrently; every call returns once the plugin is gone.
+func (p *Plugin) Kill() {
+	p.kill.Do(func() {
+		select {
+		case <-p.Exited():
+			p.gp.Kill() // nothing to wait for: only go-plugin's cleanup
+			return
+		default:
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.gp.Kill() // returns once the process has exited
+		}()
+		t := p.clock.NewTimer(p.grace)
+		defer t.Stop()
+		select {
+		case <-done:
+			return
+		case <-t.C():
+		}
+		p.log.Warn("plugin did not exit after being asked to; killing it", "pid", p.proc.Pid, "grace", p.grace)
+		if err := p.proc.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			p.log.Error("kill plugin", "pid", p.proc.Pid, "error", err)
+		}
+		<-done
+	})
+}
 
 // Pid is the plugin's process id (for diagnostics and tests).
 func (p *Plugin) Pid() int {

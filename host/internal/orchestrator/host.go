@@ -44,7 +44,8 @@ type Config struct {
 	Logger     hclog.Logger
 	// Clock tells the time of events and runs the host's timers: effect
 	// retries, stream reconnects, session close timeouts, the checkpoint
-	// lock's wait (default clock.System).
+	// lock's wait, the wait before a plugin that does not shut down is
+	// killed (default clock.System).
 	Clock clock.Clock
 	// IDs allocates ids (default: randomly seeded).
 	IDs *ids.Allocator
@@ -120,7 +121,7 @@ func Open(cfg Config) (*Host, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopping, stop := context.WithCancel(ctx)
 	h := &Host{cfg: cfg, log: cfg.Logger, store: store,
-		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin")}),
+		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin"), Clock: cfg.Clock}),
 		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
 		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{}}
 	h.cache.init(cfg.MaxThreads)
@@ -141,7 +142,10 @@ func Open(cfg Config) (*Host, error) {
 //
 // Order matters: sessions close first (their ends are recorded), then the
 // workers stop, then the plugins are killed, which ends any event stream
-// still open, so that waiting for the goroutines cannot hang.
+// still open, so that waiting for the goroutines cannot hang. Each wait is
+// bounded on the host's clock: a session's end by 15 seconds, a plugin's
+// exit, once asked to shut down, by sdk.DefaultKillGrace, after which its
+// process is killed.
 func (h *Host) Close() error {
 	h.smu.Lock()
 	if h.closing {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -222,9 +224,9 @@ func TestPluginExitDuringAReopeningPauseEndsTheRunAtOnce(t *testing.T) {
 
 // Close waits for a session's last events for at most 15 seconds of the
 // host's clock: a plugin that does not answer (stopped here) does not hold
-// the sessions open. (It still holds Close in go-plugin's graceful
-// shutdown, which has no deadline: the plugin is let go on once the host
-// has given up on the session.)
+// the sessions open. (The plugin is let go on once the host has given up
+// on the session, and shuts down when asked; for one that does not, see
+// TestCloseKillsAPluginThatDoesNotShutDown.)
 func TestCloseGivesUpOnASessionThatDoesNotEnd(t *testing.T) {
 	gaveUp := make(chan struct{})
 	var once sync.Once
@@ -285,4 +287,106 @@ type watchWriter struct {
 func (w watchWriter) Write(b []byte) (int, error) {
 	w.see(string(b))
 	return w.w.Write(b)
+}
+
+// Close asks a plugin to shut down and, if it has not exited after the
+// kill grace on the host's clock, kills it: a plugin that does not answer
+// (stopped here, mid-turn) does not hold Close forever, and neither it nor
+// its provider process is left behind. The provider here runs until it is
+// signalled (its stdin closing does not end it): it dies with the plugin
+// because its parent-death signal is SIGKILL.
+func TestCloseKillsAPluginThatDoesNotShutDown(t *testing.T) {
+	e := newEnv(t)
+	transcript, err := filepath.Abs("testdata/stall_until_signal.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	threadID := e.dispatch(domain.Command{ID: "create", Payload: domain.CreateThread{Provider: "acp", Cwd: e.ws,
+		ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", "0"}}}}).ThreadID
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Take your time"}})
+	s := e.waitFor(threadID, "the provider to start thinking", func(th domain.Thread) bool { return len(th.TurnItems) > 0 }).ProviderSessions[0]
+	plugin, provider := openPidfd(t, s.PluginPid), openPidfd(t, s.ProviderPid)
+	if err := unix.PidfdSendSignal(plugin, unix.SIGSTOP, nil, 0); err != nil {
+		t.Fatalf("stop plugin %d: %v", s.PluginPid, err)
+	}
+	// A test that fails leaves the plugin to go on and shut down.
+	t.Cleanup(func() { unix.PidfdSendSignal(plugin, unix.SIGCONT, nil, 0) })
+
+	closed := make(chan error, 1)
+	go func() { closed <- e.host.Close() }()
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+	defer cancel()
+	if err := e.clock.WaitTimers(ctx, 1); err != nil {
+		t.Fatalf("Close set no timeout for the session's end on the host's clock: %v", err)
+	}
+	if diff := cmp.Diff([]time.Duration{15 * time.Second}, e.clock.Pending()); diff != "" {
+		t.Fatalf("pending timers while the session closes (-want +got):\n%s", diff)
+	}
+	e.clock.Advance(15 * time.Second)
+	if err := e.clock.WaitTimers(ctx, 1); err != nil {
+		t.Fatalf("Close waits for the stopped plugin with no kill grace on the host's clock (go-plugin's shutdown request has no deadline): %v", err)
+	}
+	if diff := cmp.Diff([]time.Duration{sdk.DefaultKillGrace}, e.clock.Pending()); diff != "" {
+		t.Fatalf("pending timers while the plugin is asked to shut down (-want +got):\n%s", diff)
+	}
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) before the kill grace was up", err)
+	default:
+	}
+	if exited(t, plugin, 0) {
+		t.Fatal("the plugin was killed before the kill grace was up")
+	}
+	e.clock.Advance(sdk.DefaultKillGrace)
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("close: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Close still waits for the plugin after the kill grace")
+	}
+	e.host = nil
+	for _, p := range []struct {
+		what string
+		fd   int
+		pid  int
+	}{{"plugin", plugin, s.PluginPid}, {"provider", provider, s.ProviderPid}} {
+		if !exited(t, p.fd, time.Until(deadline(ctx))) {
+			t.Errorf("the %s (pid %d) outlived Close", p.what, p.pid)
+			unix.PidfdSendSignal(p.fd, unix.SIGKILL, nil, 0)
+		}
+	}
+}
+
+// openPidfd opens a pidfd of a running process, closed when the test ends.
+func openPidfd(t *testing.T, pid int) int {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatalf("pidfd of %d: %v", pid, err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+// exited waits up to d for the process of a pidfd to exit (its pidfd
+// becomes readable then, whether or not its parent has reaped it).
+func exited(t *testing.T, pidfd int, d time.Duration) bool {
+	t.Helper()
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, int(d.Milliseconds()))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("poll pidfd: %v", err)
+		}
+		return n > 0
+	}
+}
+
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }

@@ -13,10 +13,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 // Config says where plugins are.
@@ -24,6 +26,11 @@ type Config struct {
 	// Dirs are searched in order; the first holding the plugin wins.
 	Dirs   []string
 	Logger hclog.Logger
+	// Clock runs the wait, when a plugin is stopped, between asking it to
+	// shut down and killing it (default clock.System).
+	Clock clock.Clock
+	// KillGrace is that wait (default sdk.DefaultKillGrace).
+	KillGrace time.Duration
 }
 
 // Manager runs one process per plugin, started on first use.
@@ -32,6 +39,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	running map[string]*Plugin
+	closed  bool
 }
 
 // Plugin is a started plugin with its description.
@@ -52,6 +60,9 @@ func New(cfg Config) *Manager {
 
 // ErrNotInstalled is returned for a provider with no plugin binary.
 var ErrNotInstalled = errors.New("plugin not installed")
+
+// ErrClosed is returned by Get after Close.
+var ErrClosed = errors.New("plugin manager closed")
 
 // Find locates a plugin binary and its recorded checksum.
 func (m *Manager) Find(name string) (path string, sum []byte, err error) {
@@ -101,14 +112,19 @@ func (m *Manager) Installed() []string {
 	return names
 }
 
-// Get returns the running plugin for a provider, starting it if needed.
+// Get returns the running plugin for a provider, starting it if needed: a
+// plugin whose process has exited is started again.
 func (m *Manager) Get(ctx context.Context, name string) (*Plugin, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("plugin %s: %w", name, ErrClosed)
+	}
 	if p, ok := m.running[name]; ok {
 		select {
 		case <-p.Exited():
 			delete(m.running, name)
+			p.Kill() // the process is gone: this only releases its client
 		default:
 			return p, nil
 		}
@@ -117,7 +133,8 @@ func (m *Manager) Get(ctx context.Context, name string) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp, err := sdk.Launch(sdk.LaunchConfig{Path: path, Checksum: sum, Logger: m.cfg.Logger.Named(name)})
+	sp, err := sdk.Launch(sdk.LaunchConfig{Path: path, Checksum: sum, Logger: m.cfg.Logger.Named(name),
+		Clock: m.cfg.Clock, KillGrace: m.cfg.KillGrace})
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", name, err)
 	}
@@ -131,12 +148,17 @@ func (m *Manager) Get(ctx context.Context, name string) (*Plugin, error) {
 	return p, nil
 }
 
-// Close stops every plugin.
+// Close stops every plugin, all at once: each is asked to shut down and
+// killed if it has not exited after the kill grace, so Close returns within
+// about one grace even when plugins do not answer. Get fails after it.
 func (m *Manager) Close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for name, p := range m.running {
-		p.Kill()
-		delete(m.running, name)
+	m.closed = true
+	var wg sync.WaitGroup
+	for _, p := range m.running {
+		wg.Go(p.Kill)
 	}
+	wg.Wait()
+	clear(m.running)
 }
