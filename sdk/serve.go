@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/baton-run/baton/sdk/clock"
 	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
 )
 
@@ -35,11 +37,17 @@ type ServeOpt func(*serveConfig)
 type serveConfig struct {
 	logger hclog.Logger
 	test   *plugin.ServeTestConfig
+	clock  clock.Clock
 }
 
 // WithLogger sets the logger the sdk logs with. Use NewLogger for one the
 // host understands.
 func WithLogger(l hclog.Logger) ServeOpt { return func(c *serveConfig) { c.logger = l } }
+
+// WithClock sets the clock the plugin's shutdown reads: how often it looks
+// for its parent, how long it spends closing sessions (default: the
+// system clock).
+func WithClock(c clock.Clock) ServeOpt { return func(cfg *serveConfig) { cfg.clock = c } }
 
 // NewLogger returns the logger a plugin should use: JSON lines on stderr,
 // which the host reads and re-logs under the plugin's name.
@@ -63,9 +71,10 @@ func Serve(a Adapter, opts ...ServeOpt) {
 	if cfg.logger == nil {
 		cfg.logger = NewLogger(a.Describe().Name)
 	}
+	clk := clock.Or(cfg.clock)
 	stop, cancel := context.WithCancel(context.Background())
 	srv := newServer(stop, a, cfg.logger)
-	go exitWithHost(stop, srv, cfg.logger)
+	go exitWithHost(stop, srv, cfg.logger, clk)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{
@@ -77,33 +86,47 @@ func Serve(a Adapter, opts ...ServeOpt) {
 	})
 	// The host is gone (or done): stop every provider process still running.
 	cancel()
-	srv.closeAll(shutdownTimeout)
+	srv.closeAll(clk, shutdownTimeout)
 }
 
 // exitWithHost ends the plugin, after closing its sessions, when the host
 // is gone without telling it: on SIGTERM (what Linux sends when the host
 // dies, see Launch) or when the plugin's parent changes.
-func exitWithHost(stop context.Context, srv *server, log hclog.Logger) {
+func exitWithHost(stop context.Context, srv *server, log hclog.Logger, clk clock.Clock) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	parent := os.Getppid()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	why, gone := hostGone(stop, clk, sig, os.Getppid)
+	if !gone {
+		return
+	}
+	log.Info(why + "; closing sessions")
+	srv.closeAll(clk, shutdownTimeout)
+	os.Exit(0)
+}
+
+// parentPoll is how often the plugin looks whether its parent changed.
+const parentPoll = time.Second
+
+// hostGone waits until the host is gone: a signal on sig, or ppid (the
+// parent's pid) changed, looked at every parentPoll on clk. It says why,
+// or returns false when stop ends first.
+func hostGone(stop context.Context, clk clock.Clock, sig <-chan os.Signal, ppid func() int) (string, bool) {
+	parent := ppid()
 	for {
+		t := clk.NewTimer(parentPoll)
 		select {
 		case <-stop.Done():
-			return
-		case <-sig:
-			log.Info("terminated; closing sessions")
-		case <-tick.C:
-			if os.Getppid() == parent {
-				continue
+			t.Stop()
+			return "", false
+		case s := <-sig:
+			t.Stop()
+			return fmt.Sprintf("%v", s), true
+		case <-t.C():
+			if p := ppid(); p != parent {
+				return fmt.Sprintf("the host is gone (parent %d, now %d)", parent, p), true
 			}
-			log.Info("the host is gone; closing sessions")
 		}
-		srv.closeAll(shutdownTimeout)
-		os.Exit(0)
 	}
 }
 

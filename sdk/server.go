@@ -2,11 +2,13 @@ package sdk
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/baton-run/baton/sdk/clock"
 	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
 )
 
@@ -47,15 +49,26 @@ func (s *server) forget(buf *eventBuffer) {
 
 // closeAll closes every open session, so that no provider process outlives
 // the plugin when the host goes away without closing them.
-func (s *server) closeAll(timeout time.Duration) {
+// The adapter's CloseSession calls share a context that ends timeout
+// after, on clk.
+func (s *server) closeAll(clk clock.Clock, timeout time.Duration) {
 	s.mu.Lock()
 	ids := make([]string, 0, len(s.sessions))
 	for id := range s.sessions {
 		ids = append(ids, id)
 	}
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	t := clk.NewTimer(timeout)
+	defer t.Stop()
+	go func() { // ends with closeAll: cancel ends ctx
+		select {
+		case <-t.C():
+			cancel(fmt.Errorf("closing sessions at shutdown: %w after %v", context.DeadlineExceeded, timeout))
+		case <-ctx.Done():
+		}
+	}()
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		wg.Go(func() {

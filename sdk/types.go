@@ -3,6 +3,7 @@ package sdk
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -267,12 +268,40 @@ type Usage struct {
 }
 
 // Add adds o's counts to u: a turn's usage is the sum of its model calls'.
+// A count is never negative (a negative one, which no provider means,
+// counts as none) and a sum stops at math.MaxInt64 instead of wrapping
+// round to a negative count; so Add is commutative and associative, and
+// the zero Usage adds nothing.
 func (u *Usage) Add(o Usage) {
-	u.InputTokens += o.InputTokens
-	u.OutputTokens += o.OutputTokens
-	u.CachedInputTokens += o.CachedInputTokens
-	u.ReasoningTokens += o.ReasoningTokens
-	u.TotalTokens += o.TotalTokens
+	u.InputTokens = addCount(u.InputTokens, o.InputTokens)
+	u.OutputTokens = addCount(u.OutputTokens, o.OutputTokens)
+	u.CachedInputTokens = addCount(u.CachedInputTokens, o.CachedInputTokens)
+	u.ReasoningTokens = addCount(u.ReasoningTokens, o.ReasoningTokens)
+	u.TotalTokens = addCount(u.TotalTokens, o.TotalTokens)
+}
+
+// addCount is a+b over counts: negatives as 0, saturating at MaxInt64.
+func addCount(a, b int64) int64 {
+	a, b = max(a, 0), max(b, 0)
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// maxUnix is the last second of the year 9999: JSON and protobuf
+// timestamps end there.
+const maxUnix = 253402300799
+
+// UnixSeconds is the instant of a Unix time in seconds (a provider's
+// rate-limit reset), in UTC. A time before 1970 or past the year 9999 is
+// no instant a provider means, and no event could carry it: it is the zero
+// time (unknown).
+func UnixSeconds(sec int64) time.Time {
+	if sec < 0 || sec > maxUnix {
+		return time.Time{}
+	}
+	return time.Unix(sec, 0).UTC()
 }
 
 // RateLimit says when a provider's limit resets.

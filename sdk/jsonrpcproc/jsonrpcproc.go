@@ -17,6 +17,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
 	"github.com/baton-run/baton/sdk/providerproc"
@@ -40,6 +41,9 @@ type Config struct {
 	// banner, a log line): it is kept in the log and skipped, never fatal.
 	// An over-long line is skipped too (frame 0: it is not in the log).
 	OnMalformed func(frame uint64, err error)
+	// Clock times the wait of a call for the provider's exit, and
+	// lineproc's timeouts (nil: the system clock).
+	Clock clock.Clock
 }
 
 // Conn is a running provider process and the connection to it.
@@ -49,6 +53,7 @@ type Conn struct {
 	RPC    *jsonrpc2.Conn
 
 	lines  *lineproc.Process
+	clock  clock.Clock
 	frame  atomic.Uint64 // raw-frame index of the frame being handled
 	nextID atomic.Uint64 // our request ids
 }
@@ -60,7 +65,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		cfg.Log = hclog.NewNullLogger()
 	}
 	lines, err := lineproc.Start(lineproc.Config{Name: cfg.Name, Command: cfg.Command, Dir: cfg.Dir,
-		RawFrameLog: cfg.RawFrameLog, Log: cfg.Log, Stdin: true, OnLineTooLong: func(err error) {
+		RawFrameLog: cfg.RawFrameLog, Log: cfg.Log, Stdin: true, Clock: cfg.Clock, OnLineTooLong: func(err error) {
 			// Skipped like a banner: the connection reads on.
 			if cfg.OnMalformed != nil {
 				cfg.OnMalformed(0, err)
@@ -69,7 +74,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{Proc: lines.Cmd, Frames: lines.Frames, lines: lines}
+	c := &Conn{Proc: lines.Cmd, Frames: lines.Frames, lines: lines, clock: clock.Or(cfg.Clock)}
 	opts := []jsonrpc2.ConnOpt{jsonrpc2.SetLogger(cfg.Log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}))}
 	if cfg.OnRecv != nil {
 		opts = append(opts, jsonrpc2.OnRecv(cfg.OnRecv))
@@ -79,6 +84,10 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	close(st.ready)
 	return c, nil
 }
+
+// exitReportWait bounds how long a call the connection's end failed waits
+// for the provider's exit, to say how it exited.
+const exitReportWait = 5 * time.Second
 
 // Frame is the raw-frame index of the frame being handled (the latest
 // read), for events to name the frame they came from.
@@ -94,17 +103,22 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 }
 
 // CallID is Call that also says which id the request had, so that its
-// response frame can be found again (see Config.OnRecv).
+// response frame can be found again (see Config.OnRecv). A connection that
+// closed under the call waits up to exitReportWait (or until ctx ends) for
+// the provider's exit, to report it.
 func (c *Conn) CallID(ctx context.Context, method string, params, result any) (jsonrpc2.ID, error) {
 	id := jsonrpc2.ID{Num: c.nextID.Add(1) - 1}
 	err := c.RPC.Call(ctx, method, params, result, jsonrpc2.PickID(id))
 	if err != nil && errors.Is(err, jsonrpc2.ErrClosed) {
+		t := c.clock.NewTimer(exitReportWait)
+		defer t.Stop()
 		select {
 		case <-c.Proc.Done():
 			return id, sdk.Errorf(sdk.ErrProviderExited, "%s: %s", method, c.ExitReport())
-		case <-time.After(5 * time.Second):
-			return id, sdk.Errorf(sdk.ErrProviderExited, "%s", method)
+		case <-t.C():
+		case <-ctx.Done():
 		}
+		return id, sdk.Errorf(sdk.ErrProviderExited, "%s", method)
 	}
 	if err != nil {
 		return id, fmt.Errorf("%s: %w", method, err)
@@ -119,21 +133,16 @@ func (c *Conn) CallID(ctx context.Context, method string, params, result any) (j
 // A provider that closes its stdout but lives on can no longer be talked
 // to: after a grace period it is stopped (its whole group). Something that
 // keeps the pipes open after the provider exited (a grandchild) does not
-// hold Wait for more than the grace period either.
+// hold Wait either: lineproc ends stdout at most DrainTimeout after the
+// exit, which ends the read loop, and the exit closed stdin (os/exec does),
+// which ends a reply blocked on a pipe nothing reads.
 func (c *Conn) Wait() {
 	select {
 	case <-c.Proc.Done():
 	case <-c.RPC.DisconnectNotify():
 		c.lines.Wait() // stdout ended: a provider that lives on is stopped
 	}
-	// lineproc ends stdout at most DrainTimeout after the exit, which ends
-	// the read loop.
-	select {
-	case <-c.RPC.DisconnectNotify():
-	case <-time.After(2 * lineproc.DrainTimeout):
-		c.Proc.Stdin.Close() // ends a reply blocked on a full pipe
-		<-c.RPC.DisconnectNotify()
-	}
+	<-c.RPC.DisconnectNotify()
 	c.RPC.Close()
 }
 

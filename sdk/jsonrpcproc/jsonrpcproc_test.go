@@ -7,14 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/lineproc"
 	"github.com/baton-run/baton/sdk/ndjson"
 )
 
@@ -72,24 +77,132 @@ func TestDecodeFrame(t *testing.T) {
 	}
 }
 
-// A provider that closes its stdout and lives on is stopped, and Wait
-// returns.
-func TestWaitStopsAProviderThatStoppedTalking(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c, err := Start(ctx, Config{Name: "the agent", Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", "exec >&-; sleep 60"}},
-		Dir: t.TempDir(), Handler: noHandler{}})
+var epoch = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+// startOn starts script with its timeouts on f.
+func startOn(t *testing.T, f *clock.Fake, h jsonrpc2.Handler, script string) *Conn {
+	t.Helper()
+	c, err := Start(t.Context(), Config{Name: "the agent", Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", script}},
+		Dir: t.TempDir(), Handler: h, Clock: f})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = syscall.Kill(-c.Proc.Pid(), syscall.SIGKILL); <-c.Proc.Done() })
+	return c
+}
+
+// A provider that closes its stdout and lives on is stopped DrainTimeout
+// later, and Wait returns.
+func TestWaitStopsAProviderThatStoppedTalking(t *testing.T) {
+	f := clock.NewFake(epoch)
+	c := startOn(t, f, noHandler{}, "exec >&-; exec sleep 300")
 	done := make(chan struct{})
 	go func() { c.Wait(); close(done) }()
+	pending(t, f, "stdout ended", []time.Duration{lineproc.DrainTimeout})
+	f.Advance(lineproc.DrainTimeout - time.Millisecond)
 	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("Wait did not return")
+	case <-c.Proc.Done():
+		t.Fatalf("the provider was stopped before DrainTimeout: %v", c.Proc.Err())
+	default:
 	}
-	<-c.Proc.Done()
+	f.Advance(time.Millisecond)
+	within(t, done)
+	if err := c.Proc.Err(); err == nil || err.Error() != "signal: terminated" {
+		t.Fatalf("exit %v, want SIGTERM's", err)
+	}
+}
+
+// bigReply answers every request with more than a pipe holds.
+type bigReply struct{}
+
+func (bigReply) Handle(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
+	println("reply")
+	err := c.Reply(ctx, r.ID, strings.Repeat("x", 1<<20))
+	println("replied", fmt.Sprint(err))
+}
+
+// A reply in flight when the provider exits, blocked on its stdin that
+// something it started holds and does not read, does not hold Wait: the
+// exit closes stdin, which ends the write. (The provider reads a byte of
+// the reply first, so the write is under way before it exits; the sleep
+// takes stdin through fd 3, as sh gives a background command /dev/null.)
+func TestAReplyInFlightAtTheExitDoesNotHoldWait(t *testing.T) {
+	f := clock.NewFake(epoch)
+	c := startOn(t, f, bigReply{}, `exec 3<&0; sleep 300 <&3 >/dev/null 2>&1 3<&- &
+		echo '{"jsonrpc":"2.0","id":"a","method":"ask"}'; head -c 1 >/dev/null; exit 0`)
+	done := make(chan struct{})
+	go func() { c.Wait(); close(done) }()
+	within(t, done)
+	if got := f.Now(); !got.Equal(epoch) {
+		t.Fatalf("the clock moved to %v", got)
+	}
+}
+
+// A call the connection's end failed while the provider lives on waits
+// for its exit (to report it) only so long, or until its context ends.
+func TestCallWaitsForTheExitReportSoLong(t *testing.T) {
+	for _, cancelled := range []bool{false, true} {
+		f := clock.NewFake(epoch)
+		c := startOn(t, f, noHandler{}, "read line; exec >&-; exec sleep 300")
+		ctx, cancel := context.WithCancel(t.Context())
+		errc := make(chan error, 1)
+		go func() { errc <- c.Call(ctx, "ping", nil, nil) }()
+		pending(t, f, "the connection ended", []time.Duration{exitReportWait})
+		if cancelled {
+			cancel()
+		} else {
+			f.Advance(exitReportWait - time.Millisecond)
+			select {
+			case err := <-errc:
+				t.Fatalf("the call returned %v before exitReportWait", err)
+			default:
+			}
+			f.Advance(time.Millisecond)
+		}
+		err := within(t, errc)
+		cancel()
+		if !errors.Is(err, sdk.ErrProviderExited) || err.Error() != "ping: provider exited" {
+			t.Fatalf("cancelled %v: call = %v, want ErrProviderExited naming the method alone", cancelled, err)
+		}
+		select {
+		case <-c.Proc.Done():
+			t.Fatal("the provider exited; the test wants it alive")
+		default:
+		}
+		if p := f.Pending(); len(p) != 0 {
+			t.Fatalf("cancelled %v: timers left pending: %v", cancelled, p)
+		}
+	}
+}
+
+// pending waits until the fake clock has the timers want (from now, in
+// any order).
+func pending(t *testing.T, f *clock.Fake, what string, want []time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard: a broken timer fails, not hangs
+	defer cancel()
+	if err := f.WaitTimers(ctx, len(want)); err != nil {
+		t.Fatalf("%s: waiting for %d timers, have %v: %v", what, len(want), f.Pending(), err)
+	}
+	got := f.Pending()
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("%s: pending timers (-want +got):\n%s", what, diff)
+	}
+}
+
+// within receives from c; the guard only keeps a broken timeout from
+// hanging the test.
+func within[T any](t *testing.T, c <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatal("nothing after a minute")
+	}
+	var zero T
+	return zero
 }
 
 // An over-long line is reported and skipped, like a banner: the answer

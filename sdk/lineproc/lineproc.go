@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/providerproc"
@@ -46,6 +47,9 @@ type Config struct {
 	// ndjson.DefaultMaxLine (the error wraps ndjson.ErrLineTooLong); Next
 	// skips the line and reads on. Without it Next returns that error.
 	OnLineTooLong func(err error)
+	// Clock times DrainTimeout and the grace periods of Close (nil: the
+	// system clock).
+	Clock clock.Clock
 }
 
 // Process is a running provider process.
@@ -54,6 +58,7 @@ type Process struct {
 	Frames *framelog.Log
 
 	name      string
+	clock     clock.Clock
 	r         *ndjson.Reader
 	tooLong   func(error)
 	ownFrames bool          // Frames was opened here, and ExitEvent closes it
@@ -91,9 +96,9 @@ func Start(cfg Config) (*Process, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	p := &Process{Frames: frames, name: cfg.Name, tooLong: cfg.OnLineTooLong, ownFrames: own, readEnd: make(chan struct{})}
+	p := &Process{Frames: frames, name: cfg.Name, clock: clock.Or(cfg.Clock), tooLong: cfg.OnLineTooLong, ownFrames: own, readEnd: make(chan struct{})}
 	cmd, err := providerproc.Start(providerproc.Command{Argv: cfg.Command.Argv, Env: cfg.Command.Env, Dir: cfg.Dir,
-		Stderr: func(line []byte) {
+		Clock: p.clock, Stderr: func(line []byte) {
 			frames.Append(framelog.Stderr, line)
 			cfg.Log.Debug("provider stderr", "line", string(line))
 			p.keepStderr(line)
@@ -118,11 +123,16 @@ func Start(cfg Config) (*Process, error) {
 // reached its end first: that ends a read a grandchild would hold.
 func (p *Process) drain() {
 	<-p.Cmd.Done()
-	t := time.NewTimer(DrainTimeout)
+	select {
+	case <-p.readEnd:
+		return
+	default:
+	}
+	t := p.clock.NewTimer(DrainTimeout)
 	defer t.Stop()
 	select {
 	case <-p.readEnd:
-	case <-t.C:
+	case <-t.C():
 		_ = p.Cmd.Stdout.Close()
 	}
 }
@@ -131,10 +141,12 @@ func (p *Process) drain() {
 // returned an error). A process that closed its stdout and lives on can
 // no longer be heard: DrainTimeout after, its group is stopped.
 func (p *Process) Wait() {
+	t := p.clock.NewTimer(DrainTimeout)
+	defer t.Stop()
 	select {
 	case <-p.Cmd.Done():
 		return
-	case <-time.After(DrainTimeout):
+	case <-t.C():
 	}
 	_ = p.Cmd.Signal(syscall.SIGTERM)
 	_ = p.Cmd.Close(context.Background()) // SIGKILL if SIGTERM is not enough

@@ -12,15 +12,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/ndjson"
 )
 
+var epoch = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
 func start(t *testing.T, stdin bool, script string) *Process {
 	t.Helper()
+	return startOn(t, nil, stdin, script)
+}
+
+// startOn starts script with its timeouts on clk.
+func startOn(t *testing.T, clk clock.Clock, stdin bool, script string) *Process {
+	t.Helper()
 	p, err := Start(Config{Name: "the agent", Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", script}},
-		Dir: t.TempDir(), RawFrameLog: filepath.Join(t.TempDir(), "frames.ndjson"), Stdin: stdin})
+		Dir: t.TempDir(), RawFrameLog: filepath.Join(t.TempDir(), "frames.ndjson"), Stdin: stdin, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,45 +134,115 @@ func TestSharedFrameLog(t *testing.T) {
 
 // A process the provider started that keeps its stdout open after the
 // provider exited (a language server, a command in the background) does
-// not keep Next from reaching the end: at most DrainTimeout after the exit,
-// what the provider wrote has been read and Next says io.EOF.
-func TestStdoutEndsSoonAfterTheExit(t *testing.T) {
-	p := start(t, false, `sleep 60 & echo '{"last":1}'; exit 0`)
+// not keep Next from reaching the end: DrainTimeout after the exit, what
+// the provider wrote has been read and Next returns.
+func TestStdoutEndsDrainTimeoutAfterTheExit(t *testing.T) {
+	f := clock.NewFake(epoch)
+	// The sleep's stderr goes elsewhere: os/exec's WaitDelay (on the real
+	// clock) would hold Done back for it.
+	p := startOn(t, f, false, `sleep 300 2>/dev/null & echo '{"last":1}'; exit 0`)
 	line, _, err := p.Next()
 	if err != nil || string(line) != `{"last":1}` {
 		t.Fatalf("Next = %q, %v", line, err)
 	}
 	<-p.Done()
-	exited := time.Now()
-	if _, _, err := p.Next(); err == nil {
-		t.Fatal("a line after the last")
+	next := make(chan error, 1)
+	go func() { _, _, err := p.Next(); next <- err }()
+	pending(t, f, "the provider exited", []time.Duration{DrainTimeout})
+	f.Advance(DrainTimeout - time.Millisecond)
+	pending(t, f, "a millisecond before the drain timeout", []time.Duration{time.Millisecond})
+	select {
+	case err := <-next:
+		t.Fatalf("Next returned %v before the drain timeout (the sleep holds stdout)", err)
+	default:
 	}
-	// Without the drain Next would wait for the sleep (60 s); the bound
-	// is loose for a busy machine.
-	if d := time.Since(exited); d > 30*time.Second {
-		t.Fatalf("Next ended %v after the exit; want about %v", d, DrainTimeout)
+	f.Advance(time.Millisecond)
+	if err := within(t, next); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("Next after the drain timeout: %v, want the closed pipe's error", err)
 	}
 }
 
 // A provider that closes its stdout and lives on can no longer be heard:
-// Wait stops it once its stdout has ended, instead of waiting for it.
+// Wait gives it DrainTimeout to exit, then stops it.
 func TestWaitStopsAProviderThatClosedItsStdout(t *testing.T) {
-	p := start(t, false, `echo '{"bye":1}'; exec >&-; sleep 300`)
+	f := clock.NewFake(epoch)
+	p := startOn(t, f, false, `echo '{"bye":1}'; exec >&-; sleep 300`)
 	if _, _, err := p.Next(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := p.Next(); err == nil {
-		t.Fatal("a line after stdout closed")
+	if _, _, err := p.Next(); err != io.EOF {
+		t.Fatalf("Next after stdout closed: %v, want io.EOF", err)
 	}
-	p.Wait()
+	waited := make(chan error, 1)
+	go func() { p.Wait(); waited <- nil }()
+	pending(t, f, "stdout ended", []time.Duration{DrainTimeout})
+	f.Advance(DrainTimeout - time.Millisecond)
+	pending(t, f, "a millisecond before the drain timeout", []time.Duration{time.Millisecond})
+	select {
+	case <-p.Done():
+		t.Fatalf("the provider exited before the drain timeout: %v", p.Err())
+	default:
+	}
+	f.Advance(time.Millisecond)
+	within(t, waited)
 	select {
 	case <-p.Done():
 	default:
 		t.Fatal("Wait returned with the provider still running")
 	}
-	if ev := p.ExitEvent("", false); ev.Status != sdk.ExitFailed {
-		t.Fatalf("exit event %+v; want the stopped provider's failure", ev)
+	if ev := p.ExitEvent("", false); ev.Status != sdk.ExitFailed || ev.Failure == nil ||
+		!strings.Contains(ev.Failure.Message, "signal: terminated") {
+		t.Fatalf("exit event %+v; want the provider's failure by SIGTERM", ev)
 	}
+	if got := f.Now(); !got.Equal(epoch.Add(DrainTimeout)) {
+		t.Fatalf("the clock moved to %v; SIGTERM alone should have stopped it", got)
+	}
+}
+
+// A provider that exits by itself is not stopped: Wait returns at once.
+func TestWaitForAProviderThatExits(t *testing.T) {
+	f := clock.NewFake(epoch)
+	p := startOn(t, f, false, `echo '{"bye":1}'; exit 4`)
+	for {
+		if _, _, err := p.Next(); err != nil {
+			break
+		}
+	}
+	<-p.Done()
+	p.Wait()
+	if ev := p.ExitEvent("", false); ev.Failure == nil || !strings.Contains(ev.Failure.Message, "exit status 4") {
+		t.Fatalf("exit event %+v; want exit status 4", ev)
+	}
+	if got := f.Now(); !got.Equal(epoch) {
+		t.Fatalf("the clock moved to %v", got)
+	}
+}
+
+// pending waits until the fake clock has the timers want (from now).
+func pending(t *testing.T, f *clock.Fake, what string, want []time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard: a broken timer fails, not hangs
+	defer cancel()
+	if err := f.WaitTimers(ctx, len(want)); err != nil {
+		t.Fatalf("%s: waiting for %d timers, have %v: %v", what, len(want), f.Pending(), err)
+	}
+	if diff := cmp.Diff(want, f.Pending()); diff != "" {
+		t.Fatalf("%s: pending timers (-want +got):\n%s", what, diff)
+	}
+}
+
+// within receives from c; the guard only keeps a broken timeout from
+// hanging the test.
+func within[T any](t *testing.T, c <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatal("nothing after a minute")
+	}
+	var zero T
+	return zero
 }
 
 // An over-long stdout line is reported to OnLineTooLong and skipped: the

@@ -41,6 +41,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/replay"
 	"github.com/baton-run/baton/sdk/transcript"
 )
@@ -315,12 +316,16 @@ func (s *Session) Steer(turnRef, text string) error {
 // hitting it means the plugin or the peer is stuck.
 var Timeout = 30 * time.Second
 
+// Clock is the clock Timeout is read on (nil: the system clock).
+var Clock clock.Clock
+
 // Until reads events until one satisfies stop and returns them all (that
 // one included).
 func (s *Session) Until(t testing.TB, what string, stop func(sdk.RuntimeEvent) bool) []sdk.RuntimeEvent {
 	t.Helper()
 	var got []sdk.RuntimeEvent
-	deadline := time.After(Timeout)
+	deadline := clock.Or(Clock).NewTimer(Timeout)
+	defer deadline.Stop()
 	for {
 		select {
 		case ev, ok := <-s.events:
@@ -352,7 +357,7 @@ func (s *Session) Until(t testing.TB, what string, stop func(sdk.RuntimeEvent) b
 			if stop(ev) {
 				return got
 			}
-		case <-deadline:
+		case <-deadline.C():
 			t.Fatalf("waiting for %s: nothing after %v (events so far: %s)", what, Timeout, Kinds(got))
 		}
 	}

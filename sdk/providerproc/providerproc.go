@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 // GracePeriod is how long Close waits for the provider to exit after its
@@ -28,6 +30,8 @@ type Command struct {
 	Dir string
 	// Stderr receives the provider's stderr a line at a time (optional).
 	Stderr func(line []byte)
+	// Clock times Close's grace periods (nil: the system clock).
+	Clock clock.Clock
 }
 
 // Process is a running provider process.
@@ -35,6 +39,7 @@ type Process struct {
 	cmd    *exec.Cmd
 	Stdin  io.WriteCloser
 	Stdout io.ReadCloser
+	clock  clock.Clock
 
 	done    chan struct{}
 	waitErr error
@@ -118,7 +123,7 @@ func Start(c Command) (*Process, error) {
 		stdout.Close()
 		return nil, fmt.Errorf("start provider %s: %w", c.Argv[0], err)
 	}
-	p := &Process{cmd: cmd, Stdin: stdin, Stdout: stdout, done: make(chan struct{})}
+	p := &Process{cmd: cmd, Stdin: stdin, Stdout: stdout, clock: clock.Or(c.Clock), done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		lw.flush()
@@ -194,12 +199,12 @@ func (p *Process) Close(ctx context.Context) error {
 
 // waitFor waits up to d for the process to exit.
 func (p *Process) waitFor(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
+	t := p.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-p.done:
 		return true
-	case <-t.C:
+	case <-t.C():
 	case <-ctx.Done():
 	}
 	return false

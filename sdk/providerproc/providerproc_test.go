@@ -1,50 +1,40 @@
 package providerproc
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 // Close ends the provider's whole process group, children included, even
-// when the provider ignores its stdin closing and SIGTERM.
+// when the provider ignores its stdin closing and SIGTERM. (An ended
+// context skips the grace periods; grace_test.go times them.)
 func TestCloseEndsTheGroup(t *testing.T) {
-	var mu sync.Mutex
-	var stderr []string
-	p, err := Start(Command{Argv: []string{"sh", "-c", `trap '' TERM; sleep 300 & echo child $! >&2; echo ready; wait`},
-		Stderr: func(l []byte) { mu.Lock(); stderr = append(stderr, string(l)); mu.Unlock() }})
+	f := clock.NewFake(epoch)
+	p, stderr := startReady(t, f, `trap '' TERM; sleep 300 & echo child $! >&2; echo ready; wait`)
+	var child int
+	if l := next(t, stderr); !strings.HasPrefix(l.Text, "child ") {
+		t.Fatalf("stderr = %q, want the child's pid", l.Text)
+	} else if child, _ = strconv.Atoi(strings.TrimPrefix(l.Text, "child ")); child == 0 {
+		t.Fatalf("no child pid in %q", l.Text)
+	}
+	// Its pidfd, opened while it runs, becomes readable when it exits.
+	fd, err := unix.PidfdOpen(child, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, _ := bufio.NewReader(p.Stdout).ReadString('\n')
-	if line != "ready\n" {
-		t.Fatalf("stdout = %q", line)
-	}
-	var child int
-	for i := 0; child == 0 && i < 200; i++ { // stderr arrives on its own
-		mu.Lock()
-		for _, l := range stderr {
-			if f := strings.Fields(l); len(f) == 2 && f[0] == "child" {
-				child, _ = strconv.Atoi(f[1])
-			}
-		}
-		mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
-	}
-	if child == 0 {
-		t.Fatalf("no child pid in stderr %q", stderr)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // skip the grace periods
-	defer cancel()
+	defer unix.Close(fd)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
 	p.Close(ctx)
 	select {
 	case <-p.Done():
@@ -54,22 +44,16 @@ func TestCloseEndsTheGroup(t *testing.T) {
 	if p.Err() == nil {
 		t.Error("a killed provider should report its exit")
 	}
-	for i := 0; alive(child) && i < 100; i++ {
-		time.Sleep(20 * time.Millisecond)
+	for { // the guard only keeps a surviving child from hanging the test
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(time.Minute.Milliseconds()))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			t.Fatalf("the provider's child %d outlived Close (%v)", child, err)
+		}
+		break
 	}
-	if alive(child) {
-		t.Errorf("the provider's child %d outlived Close", child)
-	}
-}
-
-// alive says whether a process runs; a zombie waiting to be reaped by its
-// new parent does not.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil
-	}
-	return !strings.Contains(string(b), ") Z")
 }
 
 func TestStartErrors(t *testing.T) {

@@ -50,13 +50,26 @@ var permissionModes = []string{"acceptEdits", "auto", "bypassPermissions", "defa
 // sdk.Rollbacker (a resumed session cut short; see rollback.go).
 type Adapter struct {
 	log hclog.Logger
+	ids *idSource
 
 	sessions sdk.Sessions[*session]
 }
 
+// Option configures an Adapter.
+type Option func(*Adapter)
+
+// WithRandom sets where the adapter's ids (user message uuids, control
+// request ids) draw their randomness: a seeded source makes them the same
+// on every run (default: crypto/rand).
+func WithRandom(r io.Reader) Option { return func(a *Adapter) { a.ids = &idSource{r: r} } }
+
 // New returns an adapter that logs to log.
-func New(log hclog.Logger) *Adapter {
-	return &Adapter{log: log}
+func New(log hclog.Logger, opts ...Option) *Adapter {
+	a := &Adapter{log: log, ids: &idSource{r: rand.Reader}}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
 }
 
 // Describe implements sdk.Adapter.
@@ -85,6 +98,7 @@ type session struct {
 	cwd  string
 	log  hclog.Logger
 	emit sdk.Emitter
+	ids  *idSource
 
 	// frames is the session's raw-frame log, one numbering across its CLI
 	// processes (a resume that fell back, a rollback's restart).
@@ -128,7 +142,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 			req.RuntimePolicy, strings.Join(permissionModes, ", "))
 	}
 	cwd := filepath.Clean(req.Cwd)
-	s := &session{req: req, cwd: cwd, log: a.log.With("session", req.SessionID),
+	s := &session{req: req, cwd: cwd, log: a.log.With("session", req.SessionID), ids: a.ids,
 		emit: emit, opening: true, norm: newNormalizer("", cwd), pending: map[string]*permissionRequest{},
 		calls: map[string]*pendingCall{}, exited: make(chan struct{})}
 
@@ -256,7 +270,7 @@ type pendingCall struct {
 func (s *session) call(ctx context.Context, p *process, request any, then func(controlResponseBody) []sdk.RuntimeEvent) (json.RawMessage, error) {
 	s.mu.Lock()
 	s.nextID++
-	id := fmt.Sprintf("req_%d_%s", s.nextID, randomHex(4))
+	id := fmt.Sprintf("req_%d_%s", s.nextID, s.ids.hex(4))
 	ch := make(chan controlResponseBody, 1)
 	s.calls[id] = &pendingCall{ch: ch, then: then}
 	s.mu.Unlock()
@@ -448,8 +462,8 @@ func (s *session) live(what string) (*process, error) {
 
 // userMessage is a user line with a fresh uuid (the CLI drops a message
 // whose uuid its session already has).
-func userMessage(text string) (string, []byte) {
-	id := newUUID()
+func (s *session) userMessage(text string) (string, []byte) {
+	id := s.ids.uuid()
 	b, _ := json.Marshal(outUserMessage{Type: typeUser, Message: userContent{Role: "user", Content: text}, SessionID: "", UUID: id})
 	return id, b
 }
@@ -465,7 +479,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	if err != nil {
 		return sdk.StartTurnResponse{}, err
 	}
-	ref, line := userMessage(req.Input.Text)
+	ref, line := s.userMessage(req.Input.Text)
 	s.mu.Lock()
 	if t := s.norm.activeTurn(); t != "" {
 		s.mu.Unlock()
@@ -497,7 +511,7 @@ func (a *Adapter) SteerTurn(ctx context.Context, req sdk.SteerTurnRequest) error
 	if err != nil {
 		return err
 	}
-	_, line := userMessage(req.Input.Text)
+	_, line := s.userMessage(req.Input.Text)
 	s.mu.Lock()
 	active := s.norm.activeTurn()
 	if active == "" || (req.TurnRef != "" && req.TurnRef != active) {
@@ -611,16 +625,32 @@ func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 	}
 }
 
-func randomHex(n int) string {
+// idSource is where the adapter's random ids come from: one reader,
+// shared by its sessions.
+type idSource struct {
+	mu sync.Mutex
+	r  io.Reader
+}
+
+func (s *idSource) read(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := io.ReadFull(s.r, b); err != nil {
+		panic(fmt.Sprintf("claude: read random id bytes: %v", err)) // crypto/rand does not fail
+	}
+}
+
+// hex is n random bytes in hex.
+func (s *idSource) hex(n int) string {
 	b := make([]byte, n)
-	_, _ = rand.Read(b)
+	s.read(b)
 	return hex.EncodeToString(b)
 }
 
-// newUUID is a random (version 4) UUID.
-func newUUID() string {
+// uuid is a random (version 4) UUID.
+func (s *idSource) uuid() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:])
+	s.read(b[:])
 	return uuidString(b, 4)
 }
 

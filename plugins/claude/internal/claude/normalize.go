@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/baton-run/baton/sdk"
 )
@@ -573,7 +572,7 @@ func (n *normalizer) system(f *frame) ([]sdk.RuntimeEvent, error) {
 func (n *normalizer) rateLimit(r rateLimitInfo, raw json.RawMessage) sdk.RuntimeEvent {
 	rl := &sdk.RateLimit{Scope: r.RateLimitType}
 	if r.ResetsAt != nil {
-		rl.ResetsAt = time.Unix(*r.ResetsAt, 0).UTC()
+		rl.ResetsAt = sdk.UnixSeconds(*r.ResetsAt)
 	}
 	if r.Utilization != nil {
 		rl.UsedPercent = *r.Utilization * 100

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/baton-run/baton/sdk"
 )
@@ -622,7 +621,7 @@ func rateLimits(p rateLimitsNotification, raw json.RawMessage) []sdk.RuntimeEven
 		}
 		rl := &sdk.RateLimit{UsedPercent: w.w.UsedPercent, Scope: strings.TrimPrefix(scope+"/"+w.name, "/")}
 		if w.w.ResetsAt != nil {
-			rl.ResetsAt = time.Unix(*w.w.ResetsAt, 0).UTC()
+			rl.ResetsAt = sdk.UnixSeconds(*w.w.ResetsAt)
 		}
 		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventRateLimit, RateLimit: rl, Detail: raw})
 	}

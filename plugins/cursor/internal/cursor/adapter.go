@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
 	"github.com/baton-run/baton/sdk/providerproc"
@@ -61,11 +62,27 @@ func Args(cwd, model, resume string, force bool, prompt string) []string {
 // fresh chat with a handoff), no approvals (print mode has no channel).
 type Adapter struct {
 	log      hclog.Logger
+	clock    clock.Clock
 	sessions sdk.Sessions[*session]
 }
 
+// Option configures an Adapter.
+type Option func(*Adapter)
+
+// WithClock sets the clock the adapter's timeouts read: how long a process
+// may linger after its result, the grace before SIGKILL, the waits for a
+// process to exit (default: the system clock).
+func WithClock(c clock.Clock) Option { return func(a *Adapter) { a.clock = c } }
+
 // New returns an adapter that logs to log.
-func New(log hclog.Logger) *Adapter { return &Adapter{log: log} }
+func New(log hclog.Logger, opts ...Option) *Adapter {
+	a := &Adapter{log: log}
+	for _, o := range opts {
+		o(a)
+	}
+	a.clock = clock.Or(a.clock)
+	return a
+}
 
 // Describe implements sdk.Adapter.
 func (a *Adapter) Describe() sdk.Description {
@@ -90,6 +107,7 @@ type session struct {
 	force  bool
 	cmd    sdk.ProviderCommand
 	log    hclog.Logger
+	clock  clock.Clock
 	emit   sdk.Emitter
 	frames *framelog.Log // the session's raw frames, every process's
 
@@ -104,6 +122,7 @@ type session struct {
 // turnProc is one turn's process.
 type turnProc struct {
 	proc   *lineproc.Process
+	clock  clock.Clock
 	turn   string
 	exited chan struct{} // closed once its end is reported
 
@@ -121,10 +140,12 @@ func (tp *turnProc) signal(sig syscall.Signal) {
 // period.
 func (tp *turnProc) stop() {
 	tp.signal(syscall.SIGTERM)
-	go func() {
+	t := tp.clock.NewTimer(providerproc.GracePeriod)
+	go func() { // ends with the process, or SIGKILL ends it
+		defer t.Stop()
 		select {
 		case <-tp.proc.Done():
-		case <-time.After(providerproc.GracePeriod):
+		case <-t.C():
 			tp.signal(syscall.SIGKILL)
 		}
 	}()
@@ -170,7 +191,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	}
 	cwd := filepath.Clean(req.Cwd)
 	s := &session{id: req.SessionID, cwd: cwd, model: req.Model, force: force, cmd: req.Command,
-		log: a.log.With("session", req.SessionID), emit: emit, frames: frames,
+		log: a.log.With("session", req.SessionID), clock: a.clock, emit: emit, frames: frames,
 		norm: newNormalizer(cwd, req.ResumeThreadRef), done: make(chan struct{})}
 	a.sessions.Add(req.SessionID, s, s.done)
 	return sdk.OpenSessionResponse{ProviderSessionRef: req.ResumeThreadRef, ProviderThreadRef: req.ResumeThreadRef,
@@ -205,11 +226,14 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 		// The turn before has its result; its process may still be
 		// exiting, and the chat is not to be resumed under it.
 		s.mu.Unlock()
+		t := s.clock.NewTimer(waitExitTimeout)
 		select {
 		case <-prev.exited:
-		case <-time.After(waitExitTimeout):
+			t.Stop()
+		case <-t.C():
 			return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrBusy, "start turn: the process of the turn before did not exit")
 		case <-ctx.Done():
+			t.Stop()
 			return sdk.StartTurnResponse{}, ctx.Err()
 		}
 		s.mu.Lock()
@@ -228,11 +252,11 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	// The prompt is an argument: stdin closes at once, or the CLI would
 	// wait for it to end before it starts.
 	proc, err := lineproc.Start(lineproc.Config{Name: s.name(), Command: sdk.ProviderCommand{Argv: argv, Env: s.cmd.Env},
-		Dir: s.cwd, Frames: s.frames, Log: s.log, OnLineTooLong: lineproc.TooLongDiagnostic(s.emit)})
+		Dir: s.cwd, Frames: s.frames, Log: s.log, Clock: s.clock, OnLineTooLong: lineproc.TooLongDiagnostic(s.emit)})
 	if err != nil {
 		return sdk.StartTurnResponse{}, fmt.Errorf("start turn: %w", err)
 	}
-	tp := &turnProc{proc: proc, turn: turn, exited: make(chan struct{})}
+	tp := &turnProc{proc: proc, clock: s.clock, turn: turn, exited: make(chan struct{})}
 	s.cur = tp
 	for _, ev := range s.norm.begin(turn, req.ClientTurnID, proc.Pid()) {
 		ev.RawFrame = raw
@@ -266,10 +290,12 @@ func (s *session) run(tp *turnProc) {
 		s.mu.Unlock()
 		if ended && !lingering {
 			lingering = true
-			go func() {
+			t := s.clock.NewTimer(lingerAfterResult)
+			go func() { // ends with the process, or stops it
+				defer t.Stop()
 				select {
 				case <-tp.proc.Done():
-				case <-time.After(lingerAfterResult):
+				case <-t.C():
 					s.log.Warn("cursor-agent lives on after its result; stopping it")
 					tp.stop()
 				}
@@ -355,12 +381,14 @@ func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 			tp.mu.Unlock()
 			tp.stop()
 		}
+		t := s.clock.NewTimer(waitExitTimeout)
 		select {
 		case <-tp.exited:
-		case <-time.After(waitExitTimeout):
+		case <-t.C():
 			tp.signal(syscall.SIGKILL)
 			<-tp.exited
 		}
+		t.Stop()
 	}
 	s.mu.Lock()
 	chat := s.norm.chat

@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
 	"github.com/baton-run/baton/sdk/ndjson"
@@ -38,6 +39,14 @@ const Version = "0.1.0"
 // stream, and creating (or finding) the session. A cold start takes a few
 // seconds (1.18.33 loads its provider plugins first).
 const startTimeout = 60 * time.Second
+
+// streamEndGrace is how long an event stream that ended waits for the
+// server's exit before it takes the server for stuck and stops it.
+const streamEndGrace = 2 * time.Second
+
+// streamAfterExit bounds the wait for the event stream's end once the
+// server exited.
+const streamAfterExit = 5 * time.Second
 
 // callTimeout bounds one request; opencode answers prompt_async, abort and
 // permission replies at once (the turn goes on in events).
@@ -86,11 +95,27 @@ func configEnv(env []string, permission map[string]string) (string, error) {
 // .notes/opencode-probe.md), so the host restarts the turn instead.
 type Adapter struct {
 	log      hclog.Logger
+	clock    clock.Clock
 	sessions sdk.Sessions[*session]
 }
 
+// Option configures an Adapter.
+type Option func(*Adapter)
+
+// WithClock sets the clock the adapter's waits read: for the event stream
+// after the server's exit, for the server after the stream ended, and
+// lineproc's (default: the system clock).
+func WithClock(c clock.Clock) Option { return func(a *Adapter) { a.clock = c } }
+
 // New returns an adapter that logs to log.
-func New(log hclog.Logger) *Adapter { return &Adapter{log: log} }
+func New(log hclog.Logger, opts ...Option) *Adapter {
+	a := &Adapter{log: log}
+	for _, o := range opts {
+		o(a)
+	}
+	a.clock = clock.Or(a.clock)
+	return a
+}
 
 // Describe implements sdk.Adapter.
 func (a *Adapter) Describe() sdk.Description {
@@ -116,6 +141,7 @@ func (a *Adapter) session(id string) (*session, error) { return a.sessions.Get(i
 type session struct {
 	model  string
 	log    hclog.Logger
+	clock  clock.Clock
 	emit   sdk.Emitter
 	proc   *lineproc.Process
 	base   string // the server's URL
@@ -171,13 +197,13 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	}
 	cwd := filepath.Clean(req.Cwd)
 	sctx, cancel := context.WithCancelCause(context.Background())
-	s := &session{model: req.Model, log: a.log.With("session", req.SessionID), emit: emit, ctx: sctx, cancel: cancel,
+	s := &session{model: req.Model, log: a.log.With("session", req.SessionID), clock: a.clock, emit: emit, ctx: sctx, cancel: cancel,
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}}, norm: newNormalizer("", cwd),
 		pending: map[string]*pendingRequest{}, exited: make(chan struct{}), events: make(chan struct{})}
 	// The stream's reader is started once the stream is open; until then
 	// nothing reads it.
 	proc, err := lineproc.Start(lineproc.Config{Name: "opencode", Command: cmd, Dir: cwd, RawFrameLog: req.RawFrameLog,
-		Log: s.log, Stdin: true})
+		Log: s.log, Stdin: true, Clock: s.clock})
 	if err != nil {
 		cancel(err)
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
@@ -337,12 +363,14 @@ func (s *session) streamEnded(err error) {
 	if s.ctx.Err() != nil {
 		return
 	}
+	t := s.clock.NewTimer(streamEndGrace)
+	defer t.Stop()
 	select {
 	case <-s.proc.Done(): // the server ended: watch reports it
 		return
 	case <-s.ctx.Done():
 		return
-	case <-time.After(2 * time.Second):
+	case <-t.C():
 	}
 	s.mu.Lock()
 	closed := s.closed
@@ -432,10 +460,12 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 	s.cancel(errors.New("opencode exited"))
 	if s.streaming.Load() {
 		// The stream ends with the server, or with s.ctx just cancelled.
+		t := s.clock.NewTimer(streamAfterExit)
 		select {
 		case <-s.events:
-		case <-time.After(5 * time.Second):
+		case <-t.C():
 		}
+		t.Stop()
 	}
 	s.mu.Lock()
 	closed, root := s.closed, s.norm.root
