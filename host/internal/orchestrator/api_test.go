@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -155,8 +156,10 @@ func TestHostClockIsTheOneConfigured(t *testing.T) {
 	}
 }
 
-// A stream ends when its reader's context does, and a stream asked of a
-// closed host ends at once, yielding nothing.
+// A stream ends when its reader's context does, a stream waiting for more
+// ends when the host closes, and a stream asked of a closed host ends at
+// once, yielding nothing. A closed host refuses commands and lists no
+// threads.
 func TestStreamsEnd(t *testing.T) {
 	e := newEnv(t)
 	threadID := e.createThread("acp", "acp/simple.ndjson")
@@ -181,11 +184,27 @@ func TestStreamsEnd(t *testing.T) {
 	if diff := cmp.Diff([]string{"thread.created"}, <-ended); diff != "" {
 		t.Errorf("stream until its reader went (-want +got):\n%s", diff)
 	}
+	waiting := make(chan []string, 1)
+	go func() {
+		var got []string
+		for r, err := range e.host.Events(t.Context(), e.host.LastSequence()) {
+			got = append(got, r.Type, errString(err))
+		}
+		waiting <- got
+	}()
 	if err := e.host.Close(); err != nil {
 		t.Fatal(err)
 	}
 	h := e.host
 	e.host = nil
+	select {
+	case got := <-waiting:
+		if len(got) != 0 {
+			t.Errorf("a waiting stream yielded %q at Close", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a stream waiting for more did not end when the host closed")
+	}
 	var got []string
 	for r, err := range h.Events(t.Context(), 0) {
 		got = append(got, r.Type, errString(err))
@@ -195,6 +214,16 @@ func TestStreamsEnd(t *testing.T) {
 	}
 	if len(got) != 0 {
 		t.Errorf("streams of a closed host yielded %q", got)
+	}
+	_, err = h.Dispatch(t.Context(), domain.Command{ID: "late", Payload: domain.CreateThread{Provider: "acp", Cwd: e.ws}})
+	refusals := []refusal{refused(err)}
+	_, err = h.Dispatch(t.Context(), domain.Command{ID: "late", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "hi"}})
+	refusals = append(refusals, refused(err))
+	_, err = h.Threads("", 0)
+	refusals = append(refusals, refused(err))
+	want := []refusal{{"closed", "host closed"}, {"closed", "host closed"}, {"other", "list threads: event log closed"}}
+	if diff := cmp.Diff(want, refusals); diff != "" {
+		t.Errorf("create, send, list on a closed host (-want +got):\n%s", diff)
 	}
 }
 
