@@ -399,3 +399,28 @@ func TestThreadWithAnEventItCannotReadIsNotLoaded(t *testing.T) {
 		t.Errorf("another thread: %v", err)
 	}
 }
+
+// A command whose stored receipt cannot be read is refused, saying so,
+// rather than committed a second time.
+func TestCorruptReceiptRefusesItsCommand(t *testing.T) {
+	dir, th := storedThread(t)
+	s := openStore(t, dir)
+	if _, _, err := s.Append(eventlog.Batch{CommandID: "send", Receipt: func(uint64) []byte { return []byte(`{"commandId":`) },
+		Events: []eventlog.Pending{{ThreadID: th.ID, Type: domain.DiagnosticRecorded{}.EventType(), At: epoch,
+			Data: mustJSON(t, domain.DiagnosticRecorded{Title: "a note"})}}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	h, _, err := openHost(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := h.LastSequence()
+	_, err = h.Dispatch(t.Context(), domain.Command{ID: "send", ThreadID: th.ID, Payload: domain.DispatchMessage{Text: "hi"}})
+	if diff := cmp.Diff(refusal{"other", "receipt of send is corrupt: unexpected end of JSON input"}, refused(err)); diff != "" {
+		t.Errorf("dispatch (-want +got):\n%s", diff)
+	}
+	if h.LastSequence() != head {
+		t.Errorf("the command was committed: head %d -> %d", head, h.LastSequence())
+	}
+}
