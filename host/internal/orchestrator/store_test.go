@@ -152,11 +152,11 @@ func TestOpenIndexesALogFromBeforeTheIndex(t *testing.T) {
 		t.Errorf("the ended thread, indexed (-as its host had it +indexed):\n%s", diff)
 	}
 	// The thread in flight was found live and reconciled: its run failed
-	// saying why, its session ended.
-	recovered, err := h.Thread(inFlight)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// saying why (once its checkpoint, captured after the recovery, is
+	// recorded), its session ended.
+	recovered := (&env{t: t, host: h}).waitFor(inFlight, "the failed run's checkpoint", func(th domain.Thread) bool {
+		return len(th.Checkpoints) == 2 && th.Checkpoints[1].Status != domain.CheckpointCapturing
+	})
 	type outcome struct {
 		Status   domain.RunStatus
 		Failure  *domain.Failure
