@@ -184,19 +184,19 @@ func TestStreamsEnd(t *testing.T) {
 	if diff := cmp.Diff([]string{"thread.created"}, <-ended); diff != "" {
 		t.Errorf("stream until its reader went (-want +got):\n%s", diff)
 	}
+	h, last := e.host, e.host.LastSequence()
+	e.host = nil
 	waiting := make(chan []string, 1)
 	go func() {
 		var got []string
-		for r, err := range e.host.Events(t.Context(), e.host.LastSequence()) {
+		for r, err := range h.Events(t.Context(), last) {
 			got = append(got, r.Type, errString(err))
 		}
 		waiting <- got
 	}()
-	if err := e.host.Close(); err != nil {
+	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	h := e.host
-	e.host = nil
 	select {
 	case got := <-waiting:
 		if len(got) != 0 {
