@@ -228,6 +228,10 @@ func (h *Host) checkReachable(ctx context.Context, threadID, requestID string) e
 		if h.sessionLive(threadID, q.SessionID) {
 			return nil
 		}
+		// The provider's process is gone but its end is not recorded yet
+		// (its session's pump is ingesting it): a window of milliseconds
+		// that no test can place an answer in; once the end is recorded,
+		// the request is expired and Decide refuses the answer.
 		if _, err := h.Dispatch(ctx, *unreachableCmd(threadID, q.ID)); err != nil {
 			return err
 		}

@@ -107,7 +107,14 @@ func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
 	}
 	if (e.Type == domain.EffectStartTurn || e.Type == domain.EffectSteer) && !h.attemptActive(e) {
 		// Decided for an attempt that has since been replaced or whose run
-		// ended: sending it now would start work nobody follows.
+		// ended: sending it now would start work nobody follows. No
+		// sequence reaches this under today's domain rules (so no test
+		// does): a run ends only after its start was performed (its turn's
+		// terminal, the start's own failure) or at recovery, before any
+		// worker runs; an attempt is replaced, and a run's checkpoint
+		// captured, only after the provider ended the turn, by effects
+		// queued behind this one. It guards against a rule that ends runs
+		// from elsewhere.
 		h.log.Debug("provider action for an attempt no longer active; skipped", "type", e.Type, "run", e.RunID, "attempt", e.AttemptID)
 		if e.Type == domain.EffectSteer {
 			return &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID, Payload: domain.SteerFailed{RunID: e.RunID,
@@ -127,6 +134,11 @@ func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
 	case domain.EffectInterrupt:
 		err = h.interrupt(e)
 	default:
+		// Unreachable: every effect type the domain decides has a case
+		// here or above, and recovery performs again only the host's own
+		// (Replayable) ones, so an unknown type read from the outbox is
+		// cancelled, never performed. A type added without a case is
+		// logged rather than dropped silently.
 		h.log.Error("unknown effect", "type", e.Type, "thread", e.ThreadID)
 		return nil, true
 	}

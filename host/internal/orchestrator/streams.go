@@ -49,7 +49,7 @@ func (h *Host) ThreadStream(ctx context.Context, threadID string, after uint64) 
 				return nil, changed, nil
 			}
 			recs, err := h.store.ThreadAfter(threadID, after, t.Sequence, streamPage)
-			if err == nil && len(recs) == 0 {
+			if err == nil && len(recs) == 0 { // only a store whose thread index lost events
 				err = fmt.Errorf("thread %s: its index has no event after %d, but its projection is at %d", threadID, after, t.Sequence)
 			}
 			return recs, changed, err

@@ -123,13 +123,6 @@ func (c *threadCache) wakeAll() {
 	}
 }
 
-// len is how many threads are in memory.
-func (c *threadCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.entries)
-}
-
 // view returns a thread's published projection, loading it if needed. The
 // caller must not change it.
 func (h *Host) view(id string) (*domain.Thread, error) {
