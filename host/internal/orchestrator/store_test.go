@@ -90,11 +90,11 @@ func TestOpenIndexesALogFromBeforeTheIndex(t *testing.T) {
 	// flight at the last event (as a host killed then would leave it).
 	ref := newEnv(t)
 	done := ref.dispatch(domain.Command{ID: "create-done", Payload: domain.CreateThread{Provider: "acp", Cwd: ref.ws,
-		ProviderCommand: ref.peer("acp/simple.ndjson")}}).ThreadID
+		ProviderCommand: ref.peer("acp", "acp/simple.ndjson")}}).ThreadID
 	ref.dispatch(domain.Command{ID: "send-done", ThreadID: done, Payload: domain.DispatchMessage{Text: messages(t, "acp/simple.messages")[0]}})
 	ref.waitFor(done, "the run to end", allRunsEnded(1))
 	inFlight := ref.dispatch(domain.Command{ID: "create-stalled", Payload: domain.CreateThread{Provider: "acp", Cwd: ref.ws,
-		ProviderCommand: ref.peer("acp/stall.ndjson")}}).ThreadID
+		ProviderCommand: ref.peer("acp", "acp/stall.ndjson")}}).ThreadID
 	ref.dispatch(domain.Command{ID: "send-stalled", ThreadID: inFlight, Payload: domain.DispatchMessage{Text: "Take your time"}})
 	stalled := ref.waitFor(inFlight, "the provider to start thinking", func(th domain.Thread) bool { return len(th.TurnItems) > 0 })
 	if stalled.Runs[0].Status != domain.RunStatusRunning {
