@@ -149,7 +149,8 @@ func collect(t *testing.T, ch <-chan string) []string {
 
 // An HTTP transcript the peer cannot play, or a peer that cannot play it,
 // ends the playback with an error that names the entry, before any client
-// request is needed.
+// request is needed (and not as a client gone with entries unused), and
+// sends nothing.
 func TestHTTPCannotPlay(t *testing.T) {
 	_, notFrame := transcript.DecodeHTTPFrame([]byte(`[1]`))
 	_, listenErr := net.Listen("tcp", "127.0.0.1:99999")
@@ -192,14 +193,19 @@ func TestHTTPCannotPlay(t *testing.T) {
 			if cfg.Listen == "" {
 				cfg.Listen = "127.0.0.1:0"
 			}
+			var out strings.Builder
 			if cfg.Out == nil {
-				cfg.Out = io.Discard
+				cfg.Out = &out
 			}
-			inR, inW := io.Pipe() // the client stays
-			defer inW.Close()
-			cfg.In = inR
+			// The client is gone at once: the error comes before the
+			// peer looks.
+			cfg.In = strings.NewReader("")
 			if diff := cmp.Diff(tc.want, asError(ServeHTTP(t.Context(), cfg))); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+			// Nothing went out: the cursor is not past it.
+			if out.Len() != 0 {
+				t.Errorf("stdout %q", out.String())
 			}
 		})
 	}
@@ -313,7 +319,9 @@ func TestHTTPClientGoesAway(t *testing.T) {
 			answered <- answer{code, body}
 		}()
 		trace.await(t, `entry 2 (line 3, expect_outbound "a"): matched`)
-		if err := clk.WaitTimers(t.Context(), 1); err != nil {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if err := clk.WaitTimers(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
 		p.stdin.Close()
@@ -353,7 +361,9 @@ func TestHTTPPacingReadsTheClock(t *testing.T) {
 	var pending [][]time.Duration
 	parked := func() {
 		t.Helper()
-		if err := clk.WaitTimers(t.Context(), 1); err != nil {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if err := clk.WaitTimers(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
 		pending = append(pending, clk.Pending())

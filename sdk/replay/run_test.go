@@ -381,8 +381,11 @@ func TestStoppedWhileWaiting(t *testing.T) {
 			defer inW.Close()
 			ctx, cancel := context.WithCancel(t.Context())
 			cancel()
-			err := Run(ctx, Config{Transcript: decode(t, entries...), Speed: 1, Clock: clock.NewFake(time.Unix(0, 0)), In: inR, Out: io.Discard})
-			if !errors.Is(err, context.Canceled) {
+			done := make(chan error, 1)
+			go func() {
+				done <- Run(ctx, Config{Transcript: decode(t, entries...), Speed: 1, Clock: clock.NewFake(time.Unix(0, 0)), In: inR, Out: io.Discard})
+			}()
+			if err := result(t, done); !errors.Is(err, context.Canceled) {
 				t.Fatalf("Run = %v, want the context's error", err)
 			}
 		})
@@ -390,23 +393,42 @@ func TestStoppedWhileWaiting(t *testing.T) {
 }
 
 // The client closing stdin during an afterMs wait does not end the wait:
-// the entry is sent when it is due.
+// the entry is sent when it is due, and not before (here the peer is
+// stopped first).
 func TestStdinClosedDuringAWait(t *testing.T) {
 	tr := decode(t, `{"type":"emit_inbound","frame":{"n":1},"afterMs":1000}`)
-	clk := clock.NewFake(time.Unix(0, 0))
-	trace := newLineWriter()
-	var out strings.Builder
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(t.Context(), Config{Transcript: tr, Speed: 1, Clock: clk, In: strings.NewReader(""), Out: &out, Trace: trace})
-	}()
-	trace.await(t, "entry 1 (line 2, emit_inbound): stdin closed during its wait")
-	clk.Advance(time.Second)
-	if err := result(t, done); err != nil {
-		t.Fatal(err)
-	}
-	if out.String() != `{"n":1}`+"\n" {
-		t.Errorf("stdout %q, want the frame sent after the wait", out.String())
+	for name, tc := range map[string]struct {
+		stop bool
+		want string
+	}{
+		"sent when due":  {false, `{"n":1}` + "\n"},
+		"not sent early": {true, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(time.Unix(0, 0))
+			trace := newLineWriter()
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var out strings.Builder
+			done := make(chan error, 1)
+			go func() {
+				done <- Run(ctx, Config{Transcript: tr, Speed: 1, Clock: clk, In: strings.NewReader(""), Out: &out, Trace: trace})
+			}()
+			trace.await(t, "entry 1 (line 2, emit_inbound): stdin closed during its wait")
+			var want error
+			if tc.stop {
+				cancel()
+				want = context.Canceled
+			} else {
+				clk.Advance(time.Second)
+			}
+			if err := result(t, done); err != want {
+				t.Fatalf("Run = %v, want %v", err, want)
+			}
+			if out.String() != tc.want {
+				t.Errorf("stdout %q, want %q", out.String(), tc.want)
+			}
+		})
 	}
 }
 
