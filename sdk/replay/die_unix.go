@@ -26,6 +26,13 @@ var signals = map[string]syscall.Signal{
 // process's threads; die waits for it, and returns (the exit code a shell
 // gives a process killed by the signal) only if it has not ended the
 // process within a minute.
+//
+// No test counts die's statements, and none can: a process that dies by a
+// signal writes no coverage counters (a binary built with -cover writes
+// them when it exits), and die run in a test's own process would kill the
+// test binary. The replay peer's tests see its work from outside instead
+// (replaypeer's TestExitSimulation: the wait status names each signal);
+// the Error that asks for it is checked in-process (TestSignalExit).
 func die(name string) int {
 	sig := signals[name]
 	signal.Reset(sig)

@@ -92,6 +92,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "replaypeer: %s: %v\n", *file, err)
 	}
 	if pe != nil && pe.Signal != "" {
+		// No test counts this block: the process dies by the signal and
+		// writes no coverage counters (see die).
 		stop()
 		return die(pe.Signal)
 	}

@@ -345,6 +345,7 @@ func (p *peer) pace(ctx context.Context, i int, e transcript.Entry) error {
 			case l, ok := <-frames:
 				if !ok {
 					frames = nil // the client closed the stream: the wait goes on
+					p.cfg.tracef("%s: stdin closed during its wait", e.Name(i))
 					continue
 				}
 				return p.early(i, l)
