@@ -225,7 +225,18 @@ func (h *Host) LastSequence() uint64 {
 	return last
 }
 
-// ThreadEvents returns a thread's stored events after a sequence.
+// ThreadEvents returns a thread's stored events after a sequence, up to
+// the last one its projection shows: the events behind what Thread returns
+// at the same moment. (A commit's projection is swapped in before the log
+// publishes its sequence, so reading up to the log's last could miss the
+// event a reader has just seen in the projection.)
 func (h *Host) ThreadEvents(threadID string, after uint64) ([]eventlog.Record, error) {
-	return h.store.ThreadAfter(threadID, after, 0, 0)
+	t, err := h.view(threadID)
+	if err != nil {
+		return nil, err
+	}
+	if after >= t.Sequence {
+		return nil, nil
+	}
+	return h.store.ThreadAfter(threadID, after, t.Sequence, 0)
 }
