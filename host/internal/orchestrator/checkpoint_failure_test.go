@@ -2,6 +2,7 @@ package orchestrator_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,4 +177,45 @@ func TestRollbackFailures(t *testing.T) {
 		t.Errorf("run 4 said %q", got)
 	}
 	e.checkSessionsClosed(threadID)
+}
+
+// A native rollback the provider refuses (codex answers thread/revert with
+// an error; authored from the recorded thread_rollback) still completes:
+// the files go back, and the conversation is reconciled as for a provider
+// that cannot drop turns, the refusal recorded in the rollback's note. The
+// old conversation is left (its session closed), and run 4 starts a fresh
+// one carrying a summary of run 1.
+func TestNativeRollbackRefused(t *testing.T) {
+	e := newEnv(t)
+	e.gitWorkspace()
+	threadID, _, _ := e.newThread("codex", "codex/thread_rollback_refused.ndjson", domain.ApproveAccept)
+	th := e.play(threadID, "codex/thread_rollback.steps.json")
+	_, rb := e.checkRolledBackToRun1(th, domain.ReconcileFreshThread)
+	type outcome struct {
+		Status         domain.RollbackStatus
+		Reconciliation domain.Reconciliation
+		TurnsDropped   int
+		Note           string
+		Threads        []string // each provider thread's ref, and whether it was left
+	}
+	got := outcome{rb.Status, rb.Reconciliation, rb.TurnsDropped, rb.Note, nil}
+	for _, pt := range th.ProviderThreads {
+		got.Threads = append(got.Threads, fmt.Sprintf("%s detached=%t", pt.ProviderRef, pt.Detached))
+	}
+	want := outcome{domain.RollbackDone, domain.ReconcileFreshThread, 0,
+		"the provider's rollback failed (codex rollback of 2 turns: rollback thread 01a22c6e-89c9-7732-b037-fd0edaa01936 " +
+			"to before turn 01a22c6e-8ac2-7c62-a96a-61c7fc6e4d82: thread/revert: jsonrpc2: code -32603 message: " +
+			"failed to rewrite the rollout of thread 01a22c6e-89c9-7732-b037-fd0edaa01936); " +
+			"the next run starts a fresh conversation with a summary of the earlier one",
+		[]string{"01a22c6e-89c9-7732-b037-fd0edaa01936 detached=true", "01a22c6e-8d10-7b55-9c21-6e3fa0b4d217 detached=false"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the rollback codex refused (-want +got):\n%s", diff)
+	}
+	th = e.checkSessionsClosed(threadID)
+	if n := len(th.ProviderSessions); n != 2 {
+		t.Errorf("%d provider sessions, want 2 (the one the rollback closed, and run 4's)", n)
+	}
+	if n := e.countFrames(th, `"method":"thread/revert"`); n != 1 {
+		t.Errorf("thread/revert sent %d times, want 1", n)
+	}
 }

@@ -2,8 +2,11 @@ package orchestrator_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
 )
@@ -55,6 +58,103 @@ func TestCodexMessageSteering(t *testing.T) {
 	}
 	if n := e.countFrames(th, `"method":"turn/start"`); n != 1 {
 		t.Errorf("turn/start sent %d times, want 1", n)
+	}
+}
+
+// A steering message the provider refuses (codex answers turn/steer with
+// an error; authored from the recorded message_steering) is not lost: it
+// becomes a run of its own, queued behind the active run and started once
+// that run has ended, with the provider's reason recorded against the run
+// it was meant for. turn/steer reaches the provider once; the message then
+// goes as its own turn.
+func TestCodexSteerRefused(t *testing.T) {
+	e := newEnv(t)
+	threadID, _, _ := e.codexThread("message_steering_refused", "")
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Write a long story"}})
+	e.waitFor(threadID, "the turn to start", func(th domain.Thread) bool { return th.Runs[0].Status == domain.RunStatusRunning })
+	e.dispatch(domain.Command{ID: "steer", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Make it short"}}) // auto: steer
+	th := e.waitFor(threadID, "both runs to end", allRunsEnded(2))
+
+	type run struct {
+		Ordinal   int
+		Status    domain.RunStatus
+		Message   string // the text of the user message the run is for
+		Attempts  int
+		Assistant string
+		Users     []string // the user messages that are the run's
+	}
+	var got []run
+	for _, r := range th.Runs {
+		var users []string
+		var msg string
+		for _, m := range th.Messages {
+			if m.ID == r.MessageID {
+				msg = m.Text.String()
+			}
+			if m.Role == domain.RoleUser && m.RunID == r.ID {
+				users = append(users, m.Text.String())
+			}
+		}
+		got = append(got, run{r.Ordinal, r.Status, msg, len(r.Attempts), assistantText(th, r.ID), users})
+	}
+	want := []run{
+		{1, domain.RunStatusCompleted, "Write a long story", 1, "Once upon a time, a long story began, and went on.", []string{"Write a long story"}},
+		{2, domain.RunStatusCompleted, "Make it short", 1, "A short story: the end.", []string{"Make it short"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("runs (-want +got):\n%s", diff)
+	}
+	var diags []domain.Diagnostic
+	for _, d := range th.Diagnostics {
+		if d.RunID != "" {
+			diags = append(diags, d)
+		}
+	}
+	wantDiags := []domain.Diagnostic{{RunID: th.Runs[0].ID, Title: "the provider did not take a steering message; it was queued as a new run",
+		Text: "steer turn 01a22c20-b2d1-7dd0-afd2-b97ac91073a3: codex refused it: cannot steer turn 01a22c20-b2d1-7dd0-afd2-b97ac91073a3: " +
+			"it is completing: session busy"}}
+	if diff := cmp.Diff(wantDiags, diags); diff != "" {
+		t.Errorf("diagnostics of the runs (-want +got):\n%s", diff)
+	}
+
+	// The refusal is recorded while run 1 is still ending (its checkpoint
+	// is captured after the steer is done with), so run 2 waits for it.
+	ordinal := map[string]int{}
+	for _, r := range th.Runs {
+		ordinal[r.ID] = r.Ordinal
+	}
+	e.checkOrder(threadID, "the refused steer", []string{
+		"message \"Write a long story\" for run 1", "run 1 queued", "run 1 started",
+		"message \"Make it short\" for run 1", "steered into run 1",
+		"diagnostic for run 1: the provider did not take a steering message; it was queued as a new run",
+		"run 2 queued", "run 1 ended completed", "run 2 started", "run 2 ended completed",
+	}, func(p domain.Payload) string {
+		switch p := p.(type) {
+		case domain.MessageAdded:
+			if p.Role == domain.RoleUser {
+				return fmt.Sprintf("message %q for run %d", p.Text, ordinal[p.RunID])
+			}
+		case domain.RunQueued:
+			return fmt.Sprintf("run %d queued", p.Ordinal)
+		case domain.RunStarted:
+			return fmt.Sprintf("run %d started", ordinal[p.RunID])
+		case domain.RunSteered:
+			return fmt.Sprintf("steered into run %d", ordinal[p.RunID])
+		case domain.DiagnosticRecorded:
+			if p.RunID != "" {
+				return fmt.Sprintf("diagnostic for run %d: %s", ordinal[p.RunID], p.Title)
+			}
+		case domain.RunEnded:
+			return fmt.Sprintf("run %d ended %s", ordinal[p.RunID], p.Status)
+		}
+		return ""
+	})
+	th = e.checkSessionsClosed(threadID)
+	if n := e.countFrames(th, `"method":"turn/steer"`); n != 1 {
+		t.Errorf("turn/steer sent %d times, want 1", n)
+	}
+	if n := e.countFrames(th, `"method":"turn/start"`); n != 2 {
+		t.Errorf("turn/start sent %d times, want 2", n)
 	}
 }
 

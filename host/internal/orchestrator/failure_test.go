@@ -1,11 +1,14 @@
 package orchestrator_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/pluginhost"
@@ -100,5 +103,73 @@ func TestBadProviderCommandFailsTheRun(t *testing.T) {
 	th := e.waitFor(rc.ThreadID, "the run to fail", allRunsEnded(1))
 	if r := th.Runs[0]; r.Status != domain.RunStatusFailed || !strings.Contains(r.Failure.Message, "/nonexistent/agent") {
 		t.Fatalf("run = %s %+v; want failed naming the command", r.Status, r.Failure)
+	}
+}
+
+// A provider that dies while a turn is being started (codex exits on
+// reading turn/start; authored from the recorded resume) does not fail the
+// run: the turn never reached it, so once the session's end is recorded
+// the host opens a new session, resuming the provider's thread, and sends
+// the turn there. The run completes in one attempt.
+func TestTurnStartedAgainAfterTheProviderDied(t *testing.T) {
+	e := newEnv(t)
+	threadID, _, _ := e.codexThread("start_turn_crash", "")
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Remember the word banana"}})
+	th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
+	r := th.Runs[0]
+	type outcome struct {
+		Status    domain.RunStatus
+		Attempts  int
+		Assistant string
+		Sessions  []string // each session's status and how it ended
+		Threads   []string // the provider threads bound
+	}
+	got := outcome{r.Status, len(r.Attempts), assistantText(th, r.ID), nil, nil}
+	for _, s := range th.ProviderSessions {
+		reason := s.EndReason
+		if i := strings.Index(reason, ";"); i >= 0 {
+			reason = reason[:i] // the rest is the process's last stderr lines
+		}
+		got.Sessions = append(got.Sessions, string(s.Status)+" "+reason)
+	}
+	for _, pt := range th.ProviderThreads {
+		got.Threads = append(got.Threads, pt.ProviderRef)
+	}
+	want := outcome{domain.RunStatusCompleted, 1, "Noted: the word is banana.",
+		[]string{"ended codex exited: exit status 1", "open "}, []string{"01a22c20-dbd1-7ac1-afa5-e9808b4b9b79"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the run whose provider died at its start (-want +got):\n%s", diff)
+	}
+	// The turn went to the second session, once the first had ended.
+	session := map[string]int{}
+	e.checkOrder(threadID, "the sessions and the turn", []string{
+		"run started", "session 1 opened", "session 1 ended", "session 2 opened", "turn started in session 2", "run ended completed",
+	}, func(p domain.Payload) string {
+		switch p := p.(type) {
+		case domain.RunStarted:
+			return "run started"
+		case domain.SessionOpened:
+			session[p.SessionID] = len(session) + 1
+			return fmt.Sprintf("session %d opened", session[p.SessionID])
+		case domain.SessionEnded:
+			return fmt.Sprintf("session %d ended", session[p.SessionID])
+		case domain.ProviderTurnBound:
+			return fmt.Sprintf("turn started in session %d", session[p.SessionID])
+		case domain.RunEnded:
+			return "run ended " + string(p.Status)
+		}
+		return ""
+	})
+	// The second process saw every frame it expected.
+	e.restart()
+	th = mustThread(t, e, threadID)
+	if len(th.ProviderSessions) != 2 {
+		t.Fatalf("provider sessions: %+v", th.ProviderSessions)
+	}
+	if s := th.ProviderSessions[1]; s.Status != domain.SessionStatusEnded || s.EndReason != "closed" {
+		t.Errorf("the second session = %s (%q); want ended, closed", s.Status, s.EndReason)
+	}
+	if n := e.countFrames(th, `"method":"turn/start"`); n != 2 {
+		t.Errorf("turn/start sent %d times, want 2 (once to each process)", n)
 	}
 }
