@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/plugintest"
@@ -447,41 +445,6 @@ func TestUnknownRuntimePolicy(t *testing.T) {
 	}
 }
 
-// TestNoProcessLeftAfterClose: a process cursor-agent started in its
-// process group (a command left in the background) does not outlive the
-// session; the one here also keeps the CLI's stdout open.
-func TestNoProcessLeftAfterClose(t *testing.T) {
-	p := start(t)
-	ws, dir := t.TempDir(), t.TempDir()
-	pidFile := filepath.Join(dir, "pid")
-	cmd := plugintest.PeerCommand(testdata+"simple.ndjson", ws, filepath.Join(dir, "cursor"))
-	cmd.Argv = append([]string{"sh", "-c", `sleep 300 & echo $! > ` + pidFile + `; exec "$0" "$@"`}, cmd.Argv...)
-	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
-	s.StartTurn(t, "Write hello.txt saying hello, then tell me you did.")
-	if term := terminal(t, s.WaitTurn(t)); term.Status != sdk.TurnCompleted {
-		t.Fatalf("turn ended %+v; want completed", term)
-	}
-	s.Close(t)
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid := strings.TrimSpace(string(b))
-	t.Cleanup(func() { _ = exec.Command("kill", "-9", pid).Run() })
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		stat, err := os.ReadFile("/proc/" + pid + "/stat")
-		// Gone, or a zombie nobody reaped yet.
-		if err != nil || strings.Contains(string(stat), ") Z ") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %s the CLI left behind still runs after the session closed: %s", pid, stat)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestStdoutClosedButAlive: a CLI that closes its stdout and lives on can
 // no longer say anything; its turn does not wait for it to end by itself:
 // it is stopped, and the turn fails saying so.
@@ -490,13 +453,9 @@ func TestStdoutClosedButAlive(t *testing.T) {
 	ws := t.TempDir()
 	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: sdk.ProviderCommand{
 		Argv: []string{"sh", "-c", `echo '{"type":"system","subtype":"init","session_id":"chat-1"}'; exec >&-; sleep 300`}}})
-	began := time.Now()
 	s.StartTurn(t, "Say hello.")
 	term := terminal(t, s.WaitTurn(t))
 	if term.Status != sdk.TurnFailed || term.Failure == nil || term.Failure.Code != "provider_exited" {
 		t.Fatalf("terminal: %+v (failure %+v)", term, term.Failure)
-	}
-	if d := time.Since(began); d > 15*time.Second {
-		t.Errorf("the turn ended after %v; want a few seconds", d)
 	}
 }
