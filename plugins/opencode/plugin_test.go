@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/ndjson"
@@ -452,8 +451,7 @@ func TestCrashWithGrandchildHoldingStdout(t *testing.T) {
 	cmd.Argv = append([]string{"sh", "-c", `sleep 300 & exec "$0" "$@"`}, cmd.Argv...)
 	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Command: cmd})
 	s.StartTurn(t, "Say hello")
-	began := time.Now()
-	evs := s.WaitTurn(t)
+	evs := s.WaitTurn(t) // within plugintest.Timeout, though the grandchild holds stdout for 300s
 	term := evs[len(evs)-1]
 	if term.Status != sdk.TurnFailed || term.Failure == nil || term.Failure.Code != "provider_exited" {
 		t.Fatalf("turn ended %+v; want failed: opencode exited", term)
@@ -461,9 +459,6 @@ func TestCrashWithGrandchildHoldingStdout(t *testing.T) {
 	evs = s.Until(t, "runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
 	if last := evs[len(evs)-1]; last.Status != sdk.ExitFailed {
 		t.Errorf("runtime exit %+v; want failed", last)
-	}
-	if d := time.Since(began); d > 15*time.Second {
-		t.Errorf("the turn ended %v after opencode's exit; want a few seconds", d)
 	}
 }
 
