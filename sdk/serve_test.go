@@ -14,37 +14,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/clock/clocktest"
 	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
 )
 
 var epoch = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-
-// pending waits until the fake clock has the timers want (from now).
-func pending(t *testing.T, f *clock.Fake, what string, want []time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard: a broken timer fails, not hangs
-	defer cancel()
-	if err := f.WaitTimers(ctx, len(want)); err != nil {
-		t.Fatalf("%s: waiting for %d timers, have %v: %v", what, len(want), f.Pending(), err)
-	}
-	if diff := cmp.Diff(want, f.Pending()); diff != "" {
-		t.Fatalf("%s: pending timers (-want +got):\n%s", what, diff)
-	}
-}
-
-// within receives from c; the guard only keeps a broken wait from hanging
-// the test.
-func within[T any](t *testing.T, c <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(time.Minute):
-		t.Fatal("nothing after a minute")
-	}
-	var zero T
-	return zero
-}
 
 type gone struct {
 	why  string
@@ -70,10 +44,10 @@ func TestHostGone(t *testing.T) {
 
 	got := watch(t.Context())
 	for range 3 { // the parent is still there: it looks again
-		pending(t, f, "looking for the parent", []time.Duration{parentPoll})
+		clocktest.Pending(t, f, "looking for the parent", parentPoll)
 		f.Advance(parentPoll)
 	}
-	pending(t, f, "looking for the parent", []time.Duration{parentPoll})
+	clocktest.Pending(t, f, "looking for the parent", parentPoll)
 	select {
 	case g := <-got:
 		t.Fatalf("host taken for gone with its parent there: %+v", g)
@@ -81,27 +55,27 @@ func TestHostGone(t *testing.T) {
 	}
 	ppid.Store(1) // reparented
 	f.Advance(parentPoll - time.Millisecond)
-	pending(t, f, "a millisecond before the next look", []time.Duration{time.Millisecond})
+	clocktest.Pending(t, f, "a millisecond before the next look", time.Millisecond)
 	f.Advance(time.Millisecond)
-	if diff := cmp.Diff(gone{"the host is gone (parent 100, now 1)", true}, within(t, got), cmp.AllowUnexported(gone{})); diff != "" {
+	if diff := cmp.Diff(gone{"the host is gone (parent 100, now 1)", true}, clocktest.Within(t, got), cmp.AllowUnexported(gone{})); diff != "" {
 		t.Fatalf("parent changed (-want +got):\n%s", diff)
 	}
 
 	got = watch(t.Context())
-	pending(t, f, "looking for the parent", []time.Duration{parentPoll})
+	clocktest.Pending(t, f, "looking for the parent", parentPoll)
 	sig <- syscall.SIGTERM
-	if diff := cmp.Diff(gone{"terminated", true}, within(t, got), cmp.AllowUnexported(gone{})); diff != "" {
+	if diff := cmp.Diff(gone{"terminated", true}, clocktest.Within(t, got), cmp.AllowUnexported(gone{})); diff != "" {
 		t.Fatalf("SIGTERM (-want +got):\n%s", diff)
 	}
 
 	stop, cancel := context.WithCancel(t.Context())
 	got = watch(stop)
-	pending(t, f, "looking for the parent", []time.Duration{parentPoll})
+	clocktest.Pending(t, f, "looking for the parent", parentPoll)
 	cancel()
-	if diff := cmp.Diff(gone{"", false}, within(t, got), cmp.AllowUnexported(gone{})); diff != "" {
+	if diff := cmp.Diff(gone{"", false}, clocktest.Within(t, got), cmp.AllowUnexported(gone{})); diff != "" {
 		t.Fatalf("stopped (-want +got):\n%s", diff)
 	}
-	pending(t, f, "stopped", []time.Duration{})
+	clocktest.Pending(t, f, "stopped")
 }
 
 // closing is an adapter whose sessions take as long to close as their
@@ -142,7 +116,7 @@ func TestCloseAllGivesUpAfterTheShutdownTimeout(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { srv.closeAll(f, shutdownTimeout); close(done) }()
-	pending(t, f, "closing", []time.Duration{shutdownTimeout})
+	clocktest.Pending(t, f, "closing", shutdownTimeout)
 	<-a.quick
 	f.Advance(shutdownTimeout - time.Millisecond)
 	select {
@@ -151,7 +125,7 @@ func TestCloseAllGivesUpAfterTheShutdownTimeout(t *testing.T) {
 	default:
 	}
 	f.Advance(time.Millisecond)
-	within(t, done)
+	clocktest.Within(t, done)
 	const timedOut = "closing sessions at shutdown: context deadline exceeded after 10s"
 	if diff := cmp.Diff(map[string]string{"quick": "closed", "stuck-1": timedOut, "stuck-2": timedOut}, a.causes); diff != "" {
 		t.Fatalf("how the sessions closed (-want +got):\n%s", diff)

@@ -7,18 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/clock/clocktest"
 	"github.com/baton-run/baton/sdk/lineproc"
 	"github.com/baton-run/baton/sdk/ndjson"
 )
@@ -98,7 +97,7 @@ func TestWaitStopsAProviderThatStoppedTalking(t *testing.T) {
 	c := startOn(t, f, noHandler{}, "exec >&-; exec sleep 300")
 	done := make(chan struct{})
 	go func() { c.Wait(); close(done) }()
-	pending(t, f, "stdout ended", []time.Duration{lineproc.DrainTimeout})
+	clocktest.Pending(t, f, "stdout ended", lineproc.DrainTimeout)
 	f.Advance(lineproc.DrainTimeout - time.Millisecond)
 	select {
 	case <-c.Proc.Done():
@@ -106,7 +105,7 @@ func TestWaitStopsAProviderThatStoppedTalking(t *testing.T) {
 	default:
 	}
 	f.Advance(time.Millisecond)
-	within(t, done)
+	clocktest.Within(t, done)
 	if err := c.Proc.Err(); err == nil || err.Error() != "signal: terminated" {
 		t.Fatalf("exit %v, want SIGTERM's", err)
 	}
@@ -132,7 +131,7 @@ func TestAReplyInFlightAtTheExitDoesNotHoldWait(t *testing.T) {
 		echo '{"jsonrpc":"2.0","id":"a","method":"ask"}'; head -c 1 >/dev/null; exit 0`)
 	done := make(chan struct{})
 	go func() { c.Wait(); close(done) }()
-	within(t, done)
+	clocktest.Within(t, done)
 	if got := f.Now(); !got.Equal(epoch) {
 		t.Fatalf("the clock moved to %v", got)
 	}
@@ -147,7 +146,7 @@ func TestCallWaitsForTheExitReportSoLong(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() { errc <- c.Call(ctx, "ping", nil, nil) }()
-		pending(t, f, "the connection ended", []time.Duration{exitReportWait})
+		clocktest.Pending(t, f, "the connection ended", exitReportWait)
 		if cancelled {
 			cancel()
 		} else {
@@ -159,7 +158,7 @@ func TestCallWaitsForTheExitReportSoLong(t *testing.T) {
 			}
 			f.Advance(time.Millisecond)
 		}
-		err := within(t, errc)
+		err := clocktest.Within(t, errc)
 		cancel()
 		if !errors.Is(err, sdk.ErrProviderExited) || err.Error() != "ping: provider exited" {
 			t.Fatalf("cancelled %v: call = %v, want ErrProviderExited naming the method alone", cancelled, err)
@@ -173,36 +172,6 @@ func TestCallWaitsForTheExitReportSoLong(t *testing.T) {
 			t.Fatalf("cancelled %v: timers left pending: %v", cancelled, p)
 		}
 	}
-}
-
-// pending waits until the fake clock has the timers want (from now, in
-// any order).
-func pending(t *testing.T, f *clock.Fake, what string, want []time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard: a broken timer fails, not hangs
-	defer cancel()
-	if err := f.WaitTimers(ctx, len(want)); err != nil {
-		t.Fatalf("%s: waiting for %d timers, have %v: %v", what, len(want), f.Pending(), err)
-	}
-	got := f.Pending()
-	slices.Sort(got)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("%s: pending timers (-want +got):\n%s", what, diff)
-	}
-}
-
-// within receives from c; the guard only keeps a broken timeout from
-// hanging the test.
-func within[T any](t *testing.T, c <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(time.Minute):
-		t.Fatal("nothing after a minute")
-	}
-	var zero T
-	return zero
 }
 
 // An over-long line is reported and skipped, like a banner: the answer

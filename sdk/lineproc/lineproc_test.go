@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/clock/clocktest"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/ndjson"
 )
@@ -148,16 +147,16 @@ func TestStdoutEndsDrainTimeoutAfterTheExit(t *testing.T) {
 	<-p.Done()
 	next := make(chan error, 1)
 	go func() { _, _, err := p.Next(); next <- err }()
-	pending(t, f, "the provider exited", []time.Duration{DrainTimeout})
+	clocktest.Pending(t, f, "the provider exited", DrainTimeout)
 	f.Advance(DrainTimeout - time.Millisecond)
-	pending(t, f, "a millisecond before the drain timeout", []time.Duration{time.Millisecond})
+	clocktest.Pending(t, f, "a millisecond before the drain timeout", time.Millisecond)
 	select {
 	case err := <-next:
 		t.Fatalf("Next returned %v before the drain timeout (the sleep holds stdout)", err)
 	default:
 	}
 	f.Advance(time.Millisecond)
-	if err := within(t, next); !errors.Is(err, os.ErrClosed) {
+	if err := clocktest.Within(t, next); !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("Next after the drain timeout: %v, want the closed pipe's error", err)
 	}
 }
@@ -175,16 +174,16 @@ func TestWaitStopsAProviderThatClosedItsStdout(t *testing.T) {
 	}
 	waited := make(chan error, 1)
 	go func() { p.Wait(); waited <- nil }()
-	pending(t, f, "stdout ended", []time.Duration{DrainTimeout})
+	clocktest.Pending(t, f, "stdout ended", DrainTimeout)
 	f.Advance(DrainTimeout - time.Millisecond)
-	pending(t, f, "a millisecond before the drain timeout", []time.Duration{time.Millisecond})
+	clocktest.Pending(t, f, "a millisecond before the drain timeout", time.Millisecond)
 	select {
 	case <-p.Done():
 		t.Fatalf("the provider exited before the drain timeout: %v", p.Err())
 	default:
 	}
 	f.Advance(time.Millisecond)
-	within(t, waited)
+	clocktest.Within(t, waited)
 	select {
 	case <-p.Done():
 	default:
@@ -216,33 +215,6 @@ func TestWaitForAProviderThatExits(t *testing.T) {
 	if got := f.Now(); !got.Equal(epoch) {
 		t.Fatalf("the clock moved to %v", got)
 	}
-}
-
-// pending waits until the fake clock has the timers want (from now).
-func pending(t *testing.T, f *clock.Fake, what string, want []time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard: a broken timer fails, not hangs
-	defer cancel()
-	if err := f.WaitTimers(ctx, len(want)); err != nil {
-		t.Fatalf("%s: waiting for %d timers, have %v: %v", what, len(want), f.Pending(), err)
-	}
-	if diff := cmp.Diff(want, f.Pending()); diff != "" {
-		t.Fatalf("%s: pending timers (-want +got):\n%s", what, diff)
-	}
-}
-
-// within receives from c; the guard only keeps a broken timeout from
-// hanging the test.
-func within[T any](t *testing.T, c <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(time.Minute):
-		t.Fatal("nothing after a minute")
-	}
-	var zero T
-	return zero
 }
 
 // An over-long stdout line is reported to OnLineTooLong and skipped: the

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/clock/clocktest"
 )
 
 var epoch = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -53,21 +54,14 @@ func returned(t *testing.T, closed <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-closed:
-	case <-time.After(time.Minute):
+	case <-time.After(clocktest.Guard):
 		t.Fatalf("Close did not return %s", what)
 	}
 }
 
-func alivePending(t *testing.T, p *Process, f *clock.Fake, what string, want []time.Duration) {
+func alivePending(t *testing.T, p *Process, f *clock.Fake, what string, want ...time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard, as in returned
-	defer cancel()
-	if err := f.WaitTimers(ctx, len(want)); err != nil {
-		t.Fatalf("%s: waiting for %d timers, have %v: %v", what, len(want), f.Pending(), err)
-	}
-	if diff := cmp.Diff(want, f.Pending()); diff != "" {
-		t.Fatalf("%s: pending timers (-want +got):\n%s", what, diff)
-	}
+	clocktest.Pending(t, f, what, want...)
 	select {
 	case <-p.Done():
 		t.Fatalf("%s: the provider already exited (%v)", what, p.Err())
@@ -75,16 +69,10 @@ func alivePending(t *testing.T, p *Process, f *clock.Fake, what string, want []t
 	}
 }
 
-// next is the next stderr line (the guard as in returned).
+// next is the next stderr line.
 func next(t *testing.T, stderr <-chan line) line {
 	t.Helper()
-	select {
-	case l := <-stderr:
-		return l
-	case <-time.After(time.Minute):
-		t.Fatal("no stderr line")
-	}
-	return line{}
+	return clocktest.Within(t, stderr)
 }
 
 func waitStatus(t *testing.T, err error) syscall.WaitStatus {
@@ -102,9 +90,9 @@ func TestCloseSendsSIGTERMAfterTheGrace(t *testing.T) {
 	f := clock.NewFake(epoch)
 	p, stderr := startReady(t, f, `trap 'echo TERM >&2; exit 7' TERM; echo ready; sleep 300 & wait`)
 	closed := closeAsync(t.Context(), p)
-	alivePending(t, p, f, "stdin closed", []time.Duration{GracePeriod})
+	alivePending(t, p, f, "stdin closed", GracePeriod)
 	f.Advance(GracePeriod - time.Millisecond)
-	alivePending(t, p, f, "a millisecond before the grace ends", []time.Duration{time.Millisecond})
+	alivePending(t, p, f, "a millisecond before the grace ends", time.Millisecond)
 	f.Advance(time.Millisecond)
 	returned(t, closed, "when the provider exited on SIGTERM")
 	if diff := cmp.Diff(line{epoch.Add(GracePeriod), "TERM"}, next(t, stderr)); diff != "" {
@@ -127,14 +115,14 @@ func TestCloseSendsSIGKILLAfterTheSecondGrace(t *testing.T) {
 	f := clock.NewFake(epoch)
 	p, stderr := startReady(t, f, `trap 'echo TERM >&2' TERM; echo ready; while :; do sleep 300 & wait; done`)
 	closed := closeAsync(t.Context(), p)
-	alivePending(t, p, f, "stdin closed", []time.Duration{GracePeriod})
+	alivePending(t, p, f, "stdin closed", GracePeriod)
 	f.Advance(GracePeriod)
 	if diff := cmp.Diff(line{epoch.Add(GracePeriod), "TERM"}, next(t, stderr)); diff != "" {
 		t.Fatalf("the TERM trap's line (-want +got):\n%s", diff)
 	}
-	alivePending(t, p, f, "after SIGTERM", []time.Duration{GracePeriod})
+	alivePending(t, p, f, "after SIGTERM", GracePeriod)
 	f.Advance(GracePeriod - time.Millisecond)
-	alivePending(t, p, f, "a millisecond before the second grace ends", []time.Duration{time.Millisecond})
+	alivePending(t, p, f, "a millisecond before the second grace ends", time.Millisecond)
 	f.Advance(time.Millisecond)
 	returned(t, closed, "after SIGKILL")
 	if ws := waitStatus(t, p.Err()); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
@@ -149,7 +137,7 @@ func TestCloseStopsWaitingWhenTheContextEnds(t *testing.T) {
 	p, _ := startReady(t, f, `trap '' TERM; echo ready; sleep 300`)
 	ctx, cancel := context.WithCancel(t.Context())
 	closed := closeAsync(ctx, p)
-	alivePending(t, p, f, "stdin closed", []time.Duration{GracePeriod})
+	alivePending(t, p, f, "stdin closed", GracePeriod)
 	cancel()
 	returned(t, closed, "when its context ended")
 	if ws := waitStatus(t, p.Err()); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {

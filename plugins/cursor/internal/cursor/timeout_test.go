@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/clock/clocktest"
 	"github.com/baton-run/baton/sdk/lineproc"
 	"github.com/baton-run/baton/sdk/providerproc"
 )
@@ -54,8 +54,8 @@ func (e events) until(t *testing.T, kind sdk.EventKind) []step {
 			if ev.Kind == kind {
 				return got
 			}
-		case <-time.After(time.Minute): // a guard: a broken timeout fails, not hangs
-			t.Fatalf("no %s after a minute; got %+v", kind, got)
+		case <-time.After(clocktest.Guard):
+			t.Fatalf("no %s within %v; got %+v", kind, clocktest.Guard, got)
 		}
 	}
 }
@@ -85,22 +85,6 @@ func current(t *testing.T, a *Adapter, id string) *turnProc {
 	return s.cur
 }
 
-// pending waits until the fake clock has the timers want (from now, in
-// any order).
-func pending(t *testing.T, f *clock.Fake, what string, want ...time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard, as in until
-	defer cancel()
-	if err := f.WaitTimers(ctx, len(want)); err != nil {
-		t.Fatalf("%s: waiting for %d timers, have %v: %v", what, len(want), f.Pending(), err)
-	}
-	got := f.Pending()
-	slices.Sort(got)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("%s: pending timers (-want +got):\n%s", what, diff)
-	}
-}
-
 func running(t *testing.T, tp *turnProc, what string) {
 	t.Helper()
 	select {
@@ -108,20 +92,6 @@ func running(t *testing.T, tp *turnProc, what string) {
 		t.Fatalf("%s: the process already exited (%v)", what, tp.proc.Err())
 	default:
 	}
-}
-
-// within receives from c; the guard only keeps a broken wait from hanging
-// the test.
-func within[T any](t *testing.T, c <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(time.Minute):
-		t.Fatal("nothing after a minute")
-	}
-	var zero T
-	return zero
 }
 
 // finish moves the clock from timer to timer until the turn's process
@@ -134,7 +104,7 @@ func finish(t *testing.T, f *clock.Fake, tp *turnProc) {
 			select {
 			case <-tp.exited:
 			case <-ctx.Done():
-			case <-time.After(time.Minute): // a guard, as in until
+			case <-time.After(clocktest.Guard):
 				t.Error("the turn's process did not end")
 			}
 			cancel()
@@ -151,7 +121,7 @@ func exitErr(t *testing.T, tp *turnProc) string {
 	t.Helper()
 	select {
 	case <-tp.exited:
-	case <-time.After(time.Minute): // a guard, as in until
+	case <-time.After(clocktest.Guard):
 		t.Fatal("the turn's process did not end")
 	}
 	if err := tp.proc.Err(); err != nil {
@@ -182,15 +152,15 @@ func TestLingerAfterTheResult(t *testing.T) {
 				t.Fatalf("the turn (-want +got):\n%s", diff)
 			}
 			tp := current(t, a, id)
-			pending(t, f, "after the result", lingerAfterResult)
+			clocktest.Pending(t, f, "after the result", lingerAfterResult)
 			f.Advance(lingerAfterResult - time.Millisecond)
-			pending(t, f, "a millisecond before the linger ends", time.Millisecond)
+			clocktest.Pending(t, f, "a millisecond before the linger ends", time.Millisecond)
 			running(t, tp, "a millisecond before the linger ends")
 			f.Advance(time.Millisecond)
 			if c.trap != "" {
-				pending(t, f, "SIGTERM ignored", providerproc.GracePeriod)
+				clocktest.Pending(t, f, "SIGTERM ignored", providerproc.GracePeriod)
 				f.Advance(providerproc.GracePeriod - time.Millisecond)
-				pending(t, f, "a millisecond before SIGKILL", time.Millisecond)
+				clocktest.Pending(t, f, "a millisecond before SIGKILL", time.Millisecond)
 				running(t, tp, "a millisecond before SIGKILL")
 				f.Advance(time.Millisecond)
 			}
@@ -240,24 +210,24 @@ func TestNextTurnWaitsForTheProcessBefore(t *testing.T) {
 				_, err := a.StartTurn(ctx, sdk.StartTurnRequest{SessionID: id, Input: sdk.TurnInput{Text: "again"}})
 				next <- err
 			}()
-			pending(t, f, "the next turn waits", lingerAfterResult, waitExitTimeout)
+			clocktest.Pending(t, f, "the next turn waits", lingerAfterResult, waitExitTimeout)
 			var err error
 			if cancelled {
 				cancel()
-				err = within(t, next)
+				err = clocktest.Within(t, next)
 				if !errors.Is(err, context.Canceled) {
 					t.Fatalf("next turn, cancelled: %v", err)
 				}
 				if got := f.Now(); !got.Equal(epoch) {
 					t.Fatalf("the clock moved to %v", got)
 				}
-				pending(t, f, "the wait given up", lingerAfterResult)
+				clocktest.Pending(t, f, "the wait given up", lingerAfterResult)
 			} else {
 				f.Advance(lingerAfterResult) // SIGTERM, ignored
-				pending(t, f, "SIGTERM ignored", providerproc.GracePeriod, waitExitTimeout-lingerAfterResult)
+				clocktest.Pending(t, f, "SIGTERM ignored", providerproc.GracePeriod, waitExitTimeout-lingerAfterResult)
 				f.Advance(providerproc.GracePeriod) // SIGKILL; the drain begins
 				left := waitExitTimeout - lingerAfterResult - providerproc.GracePeriod
-				pending(t, f, "SIGKILL", left, lineproc.DrainTimeout)
+				clocktest.Pending(t, f, "SIGKILL", left, lineproc.DrainTimeout)
 				running := tp.exited
 				select {
 				case <-running:
@@ -267,7 +237,7 @@ func TestNextTurnWaitsForTheProcessBefore(t *testing.T) {
 				default:
 				}
 				f.Advance(left)
-				err = within(t, next)
+				err = clocktest.Within(t, next)
 				if want := "start turn: the process of the turn before did not exit"; !errors.Is(err, sdk.ErrBusy) || !strings.Contains(err.Error(), want) {
 					t.Fatalf("next turn: %v, want ErrBusy: %s", err, want)
 				}
@@ -295,11 +265,11 @@ func TestCloseStopsTheRunningTurn(t *testing.T) {
 	tp := current(t, a, id)
 	closed := make(chan error, 1)
 	go func() { closed <- a.CloseSession(t.Context(), id) }()
-	pending(t, f, "closing", providerproc.GracePeriod, waitExitTimeout)
+	clocktest.Pending(t, f, "closing", providerproc.GracePeriod, waitExitTimeout)
 	f.Advance(providerproc.GracePeriod - time.Millisecond)
 	running(t, tp, "a millisecond before SIGKILL")
 	f.Advance(time.Millisecond)
-	if err := within(t, closed); err != nil {
+	if err := clocktest.Within(t, closed); err != nil {
 		t.Fatal(err)
 	}
 	if got := exitErr(t, tp); got != "signal: killed" {
