@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/plugintest"
 )
@@ -39,25 +37,10 @@ func TestNoProcessLeftAfterClose(t *testing.T) {
 		t.Fatalf("pid file: %v", err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	// Its pidfd, opened while it runs, becomes readable when it exits.
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		t.Fatalf("pidfd of the background process %d: %v", pid, err)
-	}
-	defer unix.Close(fd)
+	fd := plugintest.Pidfd(t, pid) // opened while it runs
 	s.Close(t)
-	for {
-		// The bound only keeps a broken plugin from hanging the test.
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(plugintest.Timeout.Milliseconds()))
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("poll pidfd: %v", err)
-		}
-		if n == 0 {
-			t.Fatalf("process %d the CLI left behind still runs after the session closed", pid)
-		}
-		return
+	// The bound only keeps a broken plugin from hanging the test.
+	if !plugintest.Exited(t, fd, plugintest.Timeout) {
+		t.Fatalf("process %d the CLI left behind still runs after the session closed", pid)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/plugintest"
 )
 
 // The host's waits run on its clock (the fake one of env): these tests
@@ -305,7 +306,7 @@ func TestCloseKillsAPluginThatDoesNotShutDown(t *testing.T) {
 		ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", "0"}}}}).ThreadID
 	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Take your time"}})
 	s := e.waitFor(threadID, "the provider to start thinking", func(th domain.Thread) bool { return len(th.TurnItems) > 0 }).ProviderSessions[0]
-	plugin, provider := openPidfd(t, s.PluginPid), openPidfd(t, s.ProviderPid)
+	plugin, provider := plugintest.Pidfd(t, s.PluginPid), plugintest.Pidfd(t, s.ProviderPid)
 	if err := unix.PidfdSendSignal(plugin, unix.SIGSTOP, nil, 0); err != nil {
 		t.Fatalf("stop plugin %d: %v", s.PluginPid, err)
 	}
@@ -334,7 +335,7 @@ func TestCloseKillsAPluginThatDoesNotShutDown(t *testing.T) {
 		t.Fatalf("Close returned (%v) before the kill grace was up", err)
 	default:
 	}
-	if exited(t, plugin, 0) {
+	if plugintest.Exited(t, plugin, 0) {
 		t.Fatal("the plugin was killed before the kill grace was up")
 	}
 	e.clock.Advance(sdk.DefaultKillGrace)
@@ -352,37 +353,10 @@ func TestCloseKillsAPluginThatDoesNotShutDown(t *testing.T) {
 		fd   int
 		pid  int
 	}{{"plugin", plugin, s.PluginPid}, {"provider", provider, s.ProviderPid}} {
-		if !exited(t, p.fd, time.Until(deadline(ctx))) {
+		if !plugintest.Exited(t, p.fd, time.Until(deadline(ctx))) {
 			t.Errorf("the %s (pid %d) outlived Close", p.what, p.pid)
 			unix.PidfdSendSignal(p.fd, unix.SIGKILL, nil, 0)
 		}
-	}
-}
-
-// openPidfd opens a pidfd of a running process, closed when the test ends.
-func openPidfd(t *testing.T, pid int) int {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		t.Fatalf("pidfd of %d: %v", pid, err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	return fd
-}
-
-// exited waits up to d for the process of a pidfd to exit (its pidfd
-// becomes readable then, whether or not its parent has reaped it).
-func exited(t *testing.T, pidfd int, d time.Duration) bool {
-	t.Helper()
-	for {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, int(d.Milliseconds()))
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("poll pidfd: %v", err)
-		}
-		return n > 0
 	}
 }
 

@@ -13,36 +13,11 @@ import (
 
 	"github.com/baton-run/baton/host/internal/pluginhost"
 	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/plugintest"
 )
 
 // hangGuard bounds a wait that must end without the fake clock moving.
 const hangGuard = 30 * time.Second
-
-// pidfd opens a pidfd of a running process, closed when the test ends.
-func pidfd(t *testing.T, pid int) int {
-	t.Helper()
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		t.Fatalf("pidfd of %d: %v", pid, err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	return fd
-}
-
-// exited waits up to d for the process of a pidfd to exit.
-func exited(t *testing.T, fd int, d time.Duration) bool {
-	t.Helper()
-	for {
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(d.Milliseconds()))
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("poll pidfd: %v", err)
-		}
-		return n > 0
-	}
-}
 
 // Get hands out the running plugin while it lives, and starts it again
 // once its process has exited.
@@ -56,7 +31,7 @@ func TestGetRestartsAPluginThatExited(t *testing.T) {
 	if again, err := m.Get(t.Context(), "acp"); err != nil || again != first {
 		t.Fatalf("Get of a running plugin = %p, %v; want the running one, %p", again, err, first)
 	}
-	if err := unix.PidfdSendSignal(pidfd(t, first.Pid()), unix.SIGKILL, nil, 0); err != nil {
+	if err := unix.PidfdSendSignal(plugintest.Pidfd(t, first.Pid()), unix.SIGKILL, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -93,7 +68,7 @@ func TestCloseKillsStoppedPluginsAfterTheGrace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fd := pidfd(t, p.Pid())
+		fd := plugintest.Pidfd(t, p.Pid())
 		if err := unix.PidfdSendSignal(fd, unix.SIGSTOP, nil, 0); err != nil {
 			t.Fatalf("stop plugin %s: %v", name, err)
 		}
@@ -126,7 +101,7 @@ func TestCloseKillsStoppedPluginsAfterTheGrace(t *testing.T) {
 		t.Fatal("Close still waits for the plugins after the kill grace")
 	}
 	for i, fd := range fds {
-		if !exited(t, fd, 0) {
+		if !plugintest.Exited(t, fd, 0) {
 			t.Errorf("plugin %d outlived Close", i)
 		}
 	}
