@@ -289,16 +289,16 @@ func addCount(a, b int64) int64 {
 	return a + b
 }
 
-// maxUnix is the last second of the year 9999: JSON and protobuf
-// timestamps end there.
-const maxUnix = 253402300799
+// MaxUnixSeconds is the last second of the year 9999: JSON and protobuf
+// timestamps end there, and UnixSeconds gives no instant past it.
+const MaxUnixSeconds = 253402300799
 
 // UnixSeconds is the instant of a Unix time in seconds (a provider's
 // rate-limit reset), in UTC. A time before 1970 or past the year 9999 is
 // no instant a provider means, and no event could carry it: it is the zero
 // time (unknown).
 func UnixSeconds(sec int64) time.Time {
-	if sec < 0 || sec > maxUnix {
+	if sec < 0 || sec > MaxUnixSeconds {
 		return time.Time{}
 	}
 	return time.Unix(sec, 0).UTC()

@@ -84,10 +84,10 @@ func TestUsageAddProperties(t *testing.T) {
 // given survives the event's JSON and its wire form.
 func TestUnixSecondsProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		sec := rapid.OneOf(rapid.Int64Range(0, maxUnix), rapid.Int64Range(maxUnix-1000, maxUnix+1000),
+		sec := rapid.OneOf(rapid.Int64Range(0, MaxUnixSeconds), rapid.Int64Range(MaxUnixSeconds-1000, MaxUnixSeconds+1000),
 			rapid.Int64Range(-1000, 1000), rapid.Int64()).Draw(t, "sec")
 		got := UnixSeconds(sec)
-		if sec < 0 || sec > maxUnix {
+		if sec < 0 || sec > MaxUnixSeconds {
 			if !got.IsZero() {
 				t.Fatalf("UnixSeconds(%d) = %v, want the zero time", sec, got)
 			}
@@ -96,7 +96,7 @@ func TestUnixSecondsProperties(t *testing.T) {
 		if got.Unix() != sec || got.Location() != time.UTC || got.Nanosecond() != 0 {
 			t.Fatalf("UnixSeconds(%d) = %v (unix %d)", sec, got, got.Unix())
 		}
-		if later := rapid.Int64Range(sec, maxUnix).Draw(t, "later"); UnixSeconds(later).Before(got) {
+		if later := rapid.Int64Range(sec, MaxUnixSeconds).Draw(t, "later"); UnixSeconds(later).Before(got) {
 			t.Fatalf("UnixSeconds(%d) before UnixSeconds(%d)", later, sec)
 		}
 		ev := RuntimeEvent{Kind: EventRateLimit, RateLimit: &RateLimit{ResetsAt: got}}

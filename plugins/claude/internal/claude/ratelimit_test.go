@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
-	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
@@ -12,23 +11,11 @@ import (
 	"github.com/baton-run/baton/sdk"
 )
 
-// lastSecondOf9999 is the last Unix second JSON and protobuf timestamps
-// can carry.
-const lastSecondOf9999 = 253402300799
-
 // resetSecond draws a resetsAt: plausible ones, ones near the ends of what
 // an event carries, and any int64 at all.
 func resetSecond() *rapid.Generator[int64] {
 	return rapid.OneOf(rapid.Int64Range(1_700_000_000, 2_000_000_000), rapid.Int64Range(-10, 10),
-		rapid.Int64Range(lastSecondOf9999-10, lastSecondOf9999+10), rapid.Int64())
-}
-
-// resetsAt is the instant a resetsAt second should become.
-func resetsAt(sec int64) time.Time {
-	if sec < 0 || sec > lastSecondOf9999 {
-		return time.Time{} // no instant an event can carry: unknown
-	}
-	return time.Unix(sec, 0).UTC()
+		rapid.Int64Range(sdk.MaxUnixSeconds-10, sdk.MaxUnixSeconds+10), rapid.Int64())
 }
 
 func rateLimitLine(sec int64, utilization float64) []byte {
@@ -48,8 +35,8 @@ func TestRateLimitResetProperties(tt *testing.T) {
 		}
 		u := rapid.Float64Range(0, 1).Draw(t, "utilization")
 		evs := feed(tt, newNormalizer("", "/w"), [][]byte{rateLimitLine(sec, u), rateLimitLine(later, u)})
-		want := []sdk.RateLimit{{ResetsAt: resetsAt(sec), UsedPercent: u * 100, Scope: "five_hour"},
-			{ResetsAt: resetsAt(later), UsedPercent: u * 100, Scope: "five_hour"}}
+		want := []sdk.RateLimit{{ResetsAt: sdk.UnixSeconds(sec), UsedPercent: u * 100, Scope: "five_hour"},
+			{ResetsAt: sdk.UnixSeconds(later), UsedPercent: u * 100, Scope: "five_hour"}}
 		var got []sdk.RateLimit
 		for _, ev := range evs {
 			if ev.Kind != sdk.EventRateLimit || ev.RateLimit == nil || ev.Title != "allowed_warning" {
