@@ -261,10 +261,8 @@ func (p *httpPeer) play(ctx context.Context, addr string) error {
 			return exitResult(e, i)
 		}
 	}
-	if err := p.drain(ctx, len(t.Entries)-1); err != nil {
-		return err
-	}
-	return p.cfg.save(len(t.Entries))
+	// Every entry saved the cursor past itself as it was played.
+	return p.drain(ctx, len(t.Entries)-1)
 }
 
 // pace waits the time before emit_inbound entry i, the first of a run

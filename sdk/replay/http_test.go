@@ -25,11 +25,7 @@ const listening = `{"type":"emit_inbound","frame":{"stdout":"listening on <liste
 
 func decodeHTTP(t *testing.T, lines ...string) *transcript.Transcript {
 	t.Helper()
-	tr, err := transcript.Decode(strings.NewReader(strings.Join(append([]string{httpHeader}, lines...), "\n")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
+	return decodeUnder(t, httpHeader, lines...)
 }
 
 // server is an HTTP playback in this process; the test is its client.

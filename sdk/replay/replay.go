@@ -279,10 +279,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := p.flush(len(t.Entries)); err != nil {
 		return err
 	}
-	if err := p.drain(ctx, len(t.Entries)-1); err != nil {
-		return err
-	}
-	return cfg.save(len(t.Entries))
+	// Every entry saved the cursor past itself as it was played.
+	return p.drain(ctx, len(t.Entries)-1)
 }
 
 // emit plays emit_inbound entry i. The first of a run of entries sent

@@ -23,6 +23,12 @@ const header = `{"type":"transcript_start","provider":"acp","protocol":"acp/1","
 
 func decode(t *testing.T, lines ...string) *transcript.Transcript {
 	t.Helper()
+	return decodeUnder(t, header, lines...)
+}
+
+// decodeUnder decodes a transcript of a header and entry lines.
+func decodeUnder(t *testing.T, header string, lines ...string) *transcript.Transcript {
+	t.Helper()
 	tr, err := transcript.Decode(strings.NewReader(strings.Join(append([]string{header}, lines...), "\n")))
 	if err != nil {
 		t.Fatal(err)
