@@ -186,8 +186,15 @@ func TestNextTurnWaitsForTheProcessBefore(t *testing.T) {
 	for _, cancelled := range []bool{false, true} {
 		t.Run("cancelled="+strconv.FormatBool(cancelled), func(t *testing.T) {
 			f := clock.NewFake(epoch)
-			pidfile := filepath.Join(t.TempDir(), "pid")
-			a, id, em := open(t, f, "trap '' TERM; setsid sleep 300 2>/dev/null & echo $! >"+pidfile+
+			dir := t.TempDir()
+			pidfile, started := filepath.Join(dir, "pid"), filepath.Join(dir, "started")
+			if err := syscall.Mkfifo(started, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// The script goes on only once the holder is in its own session
+			// (it says so through the FIFO), so the group's SIGKILL can
+			// never reach it first.
+			a, id, em := open(t, f, "trap '' TERM; setsid sh -c 'echo $$ >"+pidfile+"; echo >"+started+"; exec sleep 300' 2>/dev/null & read _ <"+started+
 				"; echo '"+initLine+"'; echo '"+resultLine+"'; exec sleep 300")
 			if _, err := a.StartTurn(t.Context(), sdk.StartTurnRequest{SessionID: id, Input: sdk.TurnInput{Text: "hi"}}); err != nil {
 				t.Fatal(err)
