@@ -58,17 +58,9 @@ func (s *server) closeAll(clk clock.Clock, timeout time.Duration) {
 		ids = append(ids, id)
 	}
 	s.mu.Unlock()
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	t := clk.NewTimer(timeout)
-	defer t.Stop()
-	go func() { // ends with closeAll: cancel ends ctx
-		select {
-		case <-t.C():
-			cancel(fmt.Errorf("closing sessions at shutdown: %w after %v", context.DeadlineExceeded, timeout))
-		case <-ctx.Done():
-		}
-	}()
+	ctx, cancel := clock.WithTimeout(context.Background(), clk, timeout,
+		fmt.Errorf("closing sessions at shutdown: %w after %v", context.DeadlineExceeded, timeout))
+	defer cancel()
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		wg.Go(func() {

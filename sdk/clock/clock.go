@@ -47,6 +47,27 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	}
 }
 
+// WithTimeout is context.WithTimeoutCause on c: the context it returns
+// ends with cause once d has passed on c, when parent ends, or when the
+// returned function is called, which also stops the timer. Call it when
+// done, as with context.WithTimeout.
+func WithTimeout(parent context.Context, c Clock, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	t := Or(c).NewTimer(d)
+	go func() { // ends when ctx does: at the timer, at parent's end, or at stop
+		select {
+		case <-t.C():
+			cancel(cause)
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}()
+	return ctx, func() {
+		t.Stop()
+		cancel(nil)
+	}
+}
+
 type system struct{}
 
 func (system) Now() time.Time { return time.Now() }

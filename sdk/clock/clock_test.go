@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/clock/clocktest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -108,5 +109,42 @@ func TestSystemClock(t *testing.T) {
 	tm := clock.System.NewTimer(time.Hour)
 	if !tm.Stop() {
 		t.Fatal("stopping an hour timer reported it had fired")
+	}
+}
+
+func TestWithTimeoutEndsOnTheClock(t *testing.T) {
+	f := clock.NewFake(epoch)
+	late := errors.New("too late")
+	ctx, cancel := clock.WithTimeout(t.Context(), f, time.Second, late)
+	defer cancel()
+	if diff := cmp.Diff([]time.Duration{time.Second}, f.Pending()); diff != "" {
+		t.Fatalf("pending (-want +got):\n%s", diff)
+	}
+	f.Advance(999 * time.Millisecond)
+	if ctx.Err() != nil {
+		t.Fatal("the context ended before its time")
+	}
+	f.Advance(time.Millisecond)
+	clocktest.Within(t, ctx.Done())
+	if err := context.Cause(ctx); !errors.Is(err, late) {
+		t.Fatalf("cause = %v, want %v", err, late)
+	}
+
+	ctx, cancel = clock.WithTimeout(t.Context(), f, time.Second, late)
+	cancel()
+	if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cause after cancel = %v, want context.Canceled", err)
+	}
+	if p := f.Pending(); len(p) != 0 {
+		t.Fatalf("cancel left the timer pending: %v", p)
+	}
+
+	parent, end := context.WithCancel(t.Context())
+	ctx, cancel = clock.WithTimeout(parent, f, time.Second, late)
+	defer cancel()
+	end()
+	clocktest.Within(t, ctx.Done())
+	if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cause after the parent ended = %v, want context.Canceled", err)
 	}
 }

@@ -114,17 +114,8 @@ func (h *Host) awaitEnd(s *liveSession) error {
 // close ends the session and waits for its last events, for at most
 // sessionCloseTimeout on clk.
 func (s *liveSession) close(clk clock.Clock, log hclog.Logger) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	t := clk.NewTimer(sessionCloseTimeout)
-	defer t.Stop()
-	go func() { // ends with close: its context is cancelled when close returns
-		select {
-		case <-t.C():
-			cancel(errSessionEndTimeout)
-		case <-ctx.Done():
-		}
-	}()
+	ctx, cancel := clock.WithTimeout(context.Background(), clk, sessionCloseTimeout, errSessionEndTimeout)
+	defer cancel()
 	if err := s.plugin.CloseSession(ctx, s.id); err != nil && !errors.Is(err, sdk.ErrUnknownSession) {
 		log.Debug("close session", "session", s.id, "error", err)
 	}
