@@ -44,7 +44,7 @@ var floors = []struct {
 	{"host/internal/checkpoint", 90},
 	{"sdk", 85},
 	{"sdk/*", 85},
-	{"sdk/*/*", 85}, // sdk/clock/clocktest
+	{"sdk/*/*", 85},              // sdk/clock/clocktest
 	{"plugins/*/internal/*", 80}, // a plugin is its adapter package; its main only calls sdk.Serve
 }
 
