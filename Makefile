@@ -86,6 +86,9 @@ generate:
 	cd sdk/internal/pluginpb && PATH=$(TOOLS):$$PATH protoc -I . \
 		--go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative plugin.proto
+	cd host/api/baton/v1 && PATH=$(TOOLS):$$PATH protoc -I . \
+		--go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative baton.proto
 	$(MAKE) --no-print-directory build
 	@$(BIN)/baton plugin list --markdown --data $(TOOLS)/nodata >$(TOOLS)/capabilities.md
 	@awk -v f=$(TOOLS)/capabilities.md '/<!-- capabilities:end -->/ {skip=0} !skip {print} \
