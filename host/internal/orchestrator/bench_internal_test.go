@@ -36,7 +36,11 @@ func benchDataDir(b *testing.B, threads int) string {
 		return dir
 	}
 	os.RemoveAll(dir)
-	h, err := Open(Config{DataDir: dir, IDs: ids.Seeded(42)})
+	plugins, err := StubPlugins(filepath.Join(dir, "plugins"), "acp")
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := Open(Config{DataDir: dir, PluginDirs: []string{plugins}, IDs: ids.Seeded(42)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -177,7 +181,7 @@ func BenchmarkOpen(b *testing.B) {
 					i := 0
 					for b.Loop() {
 						i++
-						h, err := Open(Config{DataDir: dir})
+						h, err := Open(Config{DataDir: dir, PluginDirs: []string{filepath.Join(dir, "plugins")}})
 						if err != nil {
 							b.Fatal(err)
 						}
