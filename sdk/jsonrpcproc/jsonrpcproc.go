@@ -111,7 +111,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 func (c *Conn) CallID(ctx context.Context, method string, params, result any) (jsonrpc2.ID, error) {
 	id := jsonrpc2.ID{Num: c.nextID.Add(1) - 1}
 	err := c.RPC.Call(ctx, method, params, result, jsonrpc2.PickID(id))
-	if err != nil && errors.Is(err, jsonrpc2.ErrClosed) {
+	if errors.Is(err, jsonrpc2.ErrClosed) || errors.Is(err, sdk.ErrProviderExited) { // ended, or gone before the write
 		t := c.clock.NewTimer(exitReportWait)
 		defer t.Stop()
 		select {
