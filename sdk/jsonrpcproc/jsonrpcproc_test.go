@@ -83,7 +83,11 @@ func TestExitBeforeAnswering(t *testing.T) {
 		"stdout": {`read line; echo '{"jsonrpc":"2.0","method":"log"}'; echo 'Please log in first.'; echo 'Then again.'; exit 0`,
 			"the agent exited with status 0 before answering initialize: Please log in first."},
 		"nothing said": {`read line; exit 7`, "the agent exited with status 7 before answering initialize"},
-		"killed":       {`read line; kill -9 $$`, "the agent was killed by SIGKILL before answering initialize"},
+		// Gone before the call is written, or after: the same sentence.
+		"before it reads": {`echo 'Error: gone' >&2; exit 1`, "the agent exited with status 1 before answering initialize: Error: gone"},
+		"a long stdout line": {`read line; echo start` + long + `end; exit 1`,
+			"the agent exited with status 1 before answering initialize: start" + long[:512-len("start")] + "…"},
+		"killed": {`read line; kill -9 $$`, "the agent was killed by SIGKILL before answering initialize"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := Start(t.Context(), Config{Name: "the agent", Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", tc.script}},

@@ -291,17 +291,21 @@ func (p *Process) ExitReport(when string) string {
 
 // exitHow says how a process exited, from its exit error.
 func exitHow(err error) string {
-	if err == nil {
-		return "exited with status 0"
-	}
 	var ee *exec.ExitError
-	if errors.As(err, &ee) {
+	switch {
+	case err == nil, errors.Is(err, exec.ErrWaitDelay):
+		// (ErrWaitDelay: it exited 0, and something it started kept its
+		// stderr open.)
+		return "exited with status 0"
+	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return "was killed by " + unix.SignalName(ws.Signal())
 		}
 		return fmt.Sprintf("exited with status %d", ee.ExitCode())
 	}
-	return "exited (" + err.Error() + ")" // the wait failed, not the process
+	// Not reached while providerproc's stderr writer never fails: Wait
+	// returns no other error for a process it started.
+	return "exited (" + err.Error() + ")"
 }
 
 // why is what the provider said before it exited: the end of its stderr
