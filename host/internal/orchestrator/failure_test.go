@@ -119,23 +119,32 @@ type startFailure struct {
 // A provider that exits before it answers (authored transcripts: each
 // exits at once, saying on stderr why) fails the run with one sentence:
 // which provider, how it exited, before what, and the end of its stderr.
-// Through the real plugins: JSON-RPC (acp, codex), stream-json (claude) and
-// HTTP (opencode, whose server exits before it listens).
+// Through the real plugins: JSON-RPC (acp, codex), stream-json (claude;
+// cursor, whose turn's process exits without a result) and HTTP (opencode,
+// whose server exits before it listens).
 func TestProviderThatExitsAtOnceSaysWhy(t *testing.T) {
-	for provider, want := range map[string]string{
-		"acp":      "acp: the agent exited with status 1 before answering initialize: Starting agent; Error: ANTHROPIC_API_KEY is not set",
-		"claude":   "claude exited with status 1 before answering initialize: Invalid API key · Please run /login",
-		"codex":    "codex exited with status 2 before answering initialize: Error: unexpected argument 'app-server' found",
-		"opencode": "opencode exited with status 1 before it said where it listens: Error: listen EADDRINUSE: address already in use 127.0.0.1",
+	for provider, want := range map[string]domain.Failure{
+		"acp": {Code: "start_failed",
+			Message: "acp: the agent exited with status 1 before answering initialize: Starting agent; Error: ANTHROPIC_API_KEY is not set"},
+		"claude": {Code: "start_failed",
+			Message: "claude exited with status 1 before answering initialize: Invalid API key · Please run /login"},
+		"codex": {Code: "start_failed",
+			Message: "codex exited with status 2 before answering initialize: Error: unexpected argument 'app-server' found"},
+		"cursor": {Code: "provider_exited", Message: filepath.Base(peerBin) +
+			" exited with status 1 without a result: Error: Authentication required. Please run 'cursor-agent login' first."},
+		"opencode": {Code: "start_failed",
+			Message: "opencode exited with status 1 before it said where it listens: Error: listen EADDRINUSE: address already in use 127.0.0.1"},
 	} {
 		t.Run(provider, func(t *testing.T) {
 			e := newEnv(t)
 			threadID := e.createThread(provider, provider+"/exit_at_start.ndjson")
 			e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "hi"}})
 			th := e.waitFor(threadID, "the run to fail", allRunsEnded(1))
-			w := startFailure{domain.RunStatusFailed, &domain.Failure{Code: "start_failed", Message: want}, []domain.ProviderSession{}}
-			if diff := cmp.Diff(w, startFailure{th.Runs[0].Status, th.Runs[0].Failure, th.ProviderSessions}); diff != "" {
-				t.Errorf("run (-want +got):\n%s", diff)
+			if diff := cmp.Diff(&want, th.Runs[0].Failure); diff != "" || th.Runs[0].Status != domain.RunStatusFailed {
+				t.Errorf("run %s; failure (-want +got):\n%s", th.Runs[0].Status, diff)
+			}
+			if want.Code == "start_failed" && len(th.ProviderSessions) != 0 {
+				t.Errorf("sessions %+v; want none: none opened", th.ProviderSessions)
 			}
 		})
 	}
