@@ -31,3 +31,18 @@ var (
 func Errorf(kind error, format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), kind)
 }
+
+// Kindf is Errorf for a message that already says what the kind says ("the
+// agent exited …" needs no ": provider exited" after it): the error is of
+// kind for errors.Is, and its text is the message alone.
+func Kindf(kind error, format string, args ...any) error {
+	return &kindError{msg: fmt.Sprintf(format, args...), kind: kind}
+}
+
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }

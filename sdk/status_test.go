@@ -40,3 +40,13 @@ func TestStatusRoundTrip(t *testing.T) {
 		t.Errorf("non-status: %v", err)
 	}
 }
+
+// An error told in its own words (Kindf) crosses the boundary with its
+// kind and its words alone.
+func TestKindfRoundTrip(t *testing.T) {
+	const msg = "the agent exited with status 1 before answering initialize: no key"
+	err := fromStatus(toStatus(Kindf(ErrProviderExited, "the agent exited with status %d before answering initialize: no key", 1)))
+	if !errors.Is(err, ErrProviderExited) || err.Error() != msg {
+		t.Fatalf("across the boundary: %v; want ErrProviderExited saying %q", err, msg)
+	}
+}

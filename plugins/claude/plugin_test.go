@@ -662,8 +662,12 @@ func TestResumeCrash(t *testing.T) {
 	if err == nil {
 		t.Fatalf("open session %+v; want an error (the CLI failed to resume)", resp)
 	}
-	if !strings.Contains(err.Error(), "exited before it answered initialize") {
-		t.Errorf("error %v; want the CLI's early exit", err)
+	// The peer says on stderr why it ended, as a CLI would.
+	abs, _ := filepath.Abs(filepath.Join(testdata, "resume_crash.ndjson"))
+	want := "resume conversation 5e1f0000-0000-4000-8000-0000000000a1: claude exited with status 1 before answering initialize: replaypeer: " +
+		abs + ": runtime exit (error) at entry 4 (line 5, runtime_exit): exit status 1"
+	if !errors.Is(err, sdk.ErrProviderExited) || err.Error() != want {
+		t.Errorf("error %v\nwant ErrProviderExited: %s", err, want)
 	}
 }
 

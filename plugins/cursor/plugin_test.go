@@ -283,9 +283,13 @@ func TestFailureWithoutResult(t *testing.T) {
 	s, _ := open(t, p, "failure")
 	s.StartTurn(t, "Say hello.")
 	term := terminal(t, s.WaitTurn(t))
-	if term.Status != sdk.TurnFailed || term.Failure == nil || term.Failure.Code != "provider_exited" ||
-		!strings.Contains(term.Failure.Message, "exit status 1") || !strings.Contains(term.Failure.Message, "usage limit") || !term.ThreadUsable {
-		t.Fatalf("terminal: %+v (failure %+v)", term, term.Failure)
+	// The peer says on stderr why it ended, as the CLI would.
+	abs, _ := filepath.Abs(testdata + "failure.ndjson")
+	peer := filepath.Base(plugintest.PeerCommand(abs, "", "").Argv[0]) // the replay peer, or this test binary playing it
+	want := peer + " exited with status 1 without a result: replaypeer: " + abs +
+		": runtime exit (error) at entry 4 (line 5, runtime_exit): ConnectError: [resource_exhausted] You've hit your usage limit"
+	if term.Status != sdk.TurnFailed || term.Failure == nil || term.Failure.Code != "provider_exited" || term.Failure.Message != want || !term.ThreadUsable {
+		t.Fatalf("terminal: %+v (failure %+v)\nwant failed, usable: %s", term, term.Failure, want)
 	}
 	s.StartTurn(t, "Try again: say hello.")
 	evs := s.WaitTurn(t)

@@ -110,7 +110,7 @@ func TestMismatchFailsClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs := s.Until(t, "runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
-	if last := evs[len(evs)-1]; last.Failure == nil || !strings.Contains(last.Failure.Message, "exit status 3") {
+	if last := evs[len(evs)-1]; last.Failure == nil || !strings.Contains(last.Failure.Message, "opencode exited with status 3: ") {
 		t.Errorf("runtime exit %+v; want the peer's mismatch exit (3)", last)
 	}
 }
@@ -369,7 +369,7 @@ func TestRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs := s.Until(t, "runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
-	if last := evs[len(evs)-1]; last.Failure == nil || !strings.Contains(last.Failure.Message, "exit status 4") {
+	if last := evs[len(evs)-1]; last.Failure == nil || !strings.Contains(last.Failure.Message, "opencode exited with status 4: ") {
 		t.Errorf("runtime exit %+v; want the peer's leftover exit (4): nothing was reverted", last)
 	}
 	p, s, _ = open(t, "thread_rollback")

@@ -53,6 +53,7 @@ type Conn struct {
 	RPC    *jsonrpc2.Conn
 
 	lines  *lineproc.Process
+	name   string
 	clock  clock.Clock
 	frame  atomic.Uint64 // raw-frame index of the frame being handled
 	nextID atomic.Uint64 // our request ids
@@ -74,7 +75,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{Proc: lines.Cmd, Frames: lines.Frames, lines: lines, clock: clock.Or(cfg.Clock)}
+	c := &Conn{Proc: lines.Cmd, Frames: lines.Frames, lines: lines, name: cfg.Name, clock: clock.Or(cfg.Clock)}
 	opts := []jsonrpc2.ConnOpt{jsonrpc2.SetLogger(cfg.Log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}))}
 	if cfg.OnRecv != nil {
 		opts = append(opts, jsonrpc2.OnRecv(cfg.OnRecv))
@@ -105,20 +106,21 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 // CallID is Call that also says which id the request had, so that its
 // response frame can be found again (see Config.OnRecv). A connection that
 // closed under the call waits up to exitReportWait (or until ctx ends) for
-// the provider's exit, to report it.
+// the provider's exit, to report it in one sentence: "the agent exited with
+// status 1 before answering initialize: <the end of its stderr>".
 func (c *Conn) CallID(ctx context.Context, method string, params, result any) (jsonrpc2.ID, error) {
 	id := jsonrpc2.ID{Num: c.nextID.Add(1) - 1}
 	err := c.RPC.Call(ctx, method, params, result, jsonrpc2.PickID(id))
-	if err != nil && errors.Is(err, jsonrpc2.ErrClosed) {
+	if errors.Is(err, jsonrpc2.ErrClosed) || errors.Is(err, sdk.ErrProviderExited) { // ended, or gone before the write
 		t := c.clock.NewTimer(exitReportWait)
 		defer t.Stop()
 		select {
 		case <-c.Proc.Done():
-			return id, sdk.Errorf(sdk.ErrProviderExited, "%s: %s", method, c.ExitReport())
+			return id, sdk.Kindf(sdk.ErrProviderExited, "%s", c.ExitReport("before answering "+method))
 		case <-t.C():
 		case <-ctx.Done():
 		}
-		return id, sdk.Errorf(sdk.ErrProviderExited, "%s", method)
+		return id, sdk.Kindf(sdk.ErrProviderExited, "%s closed its output before answering %s", c.name, method)
 	}
 	if err != nil {
 		return id, fmt.Errorf("%s: %w", method, err)
@@ -162,8 +164,9 @@ func MalformedDiagnostic(emit sdk.Emitter) func(uint64, error) {
 	}
 }
 
-// ExitReport says how the provider exited, with the end of its stderr.
-func (c *Conn) ExitReport() string { return c.lines.ExitReport() }
+// ExitReport says how the provider exited, when (if given) and why, as
+// lineproc.Process.ExitReport does.
+func (c *Conn) ExitReport(when string) string { return c.lines.ExitReport(when) }
 
 // stream is the jsonrpc2 object stream over the provider's stdio: NDJSON
 // lines, each recorded in the raw-frame log.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/baton-run/baton/sdk"
@@ -57,9 +58,52 @@ func TestCallBannerAndExitReport(t *testing.T) {
 	if !errors.Is(err, sdk.ErrProviderExited) || id.Num != 1 {
 		t.Fatalf("call after exit: id %v, %v", id, err)
 	}
+	if diff := cmp.Diff("the agent exited with status 3 before answering again: out of tea", err.Error()); diff != "" {
+		t.Errorf("call after exit (-want +got):\n%s", diff)
+	}
 	<-c.Proc.Done()
-	if r := c.ExitReport(); !strings.Contains(r, "the agent exited: exit status 3") || !strings.Contains(r, "out of tea") {
-		t.Fatalf("exit report: %s", r)
+	if diff := cmp.Diff("the agent exited with status 3: out of tea", c.ExitReport("")); diff != "" {
+		t.Errorf("exit report (-want +got):\n%s", diff)
+	}
+}
+
+// A provider that exits before it answers: the call's error says, in one
+// sentence, how it exited, before answering what, and why as far as the
+// provider said: the end of its stderr (bounded, on one line), else the
+// first stdout line that is not a frame.
+func TestExitBeforeAnswering(t *testing.T) {
+	long := strings.Repeat("x", 600)
+	for name, tc := range map[string]struct{ script, want string }{
+		"stderr": {`read line; echo 'Error: no API key' >&2; exit 1`,
+			"the agent exited with status 1 before answering initialize: Error: no API key"},
+		"the last stderr lines": {`read line; printf 'one\n\ntwo\nthree\nfour\nfive\nsix\n' >&2; exit 1`,
+			"the agent exited with status 1 before answering initialize: two; three; four; five; six"},
+		"a long stderr": {`read line; echo start` + long + `end >&2; exit 1`,
+			"the agent exited with status 1 before answering initialize: …" + long[:512-len("end")] + "end"},
+		"stdout": {`read line; echo '{"jsonrpc":"2.0","method":"log"}'; echo 'Please log in first.'; echo 'Then again.'; exit 0`,
+			"the agent exited with status 0 before answering initialize: Please log in first."},
+		"nothing said": {`read line; exit 7`, "the agent exited with status 7 before answering initialize"},
+		// Gone before the call is written, or after: the same sentence.
+		"before it reads": {`echo 'Error: gone' >&2; exit 1`, "the agent exited with status 1 before answering initialize: Error: gone"},
+		"a long stdout line": {`read line; echo start` + long + `end; exit 1`,
+			"the agent exited with status 1 before answering initialize: start" + long[:512-len("start")] + "…"},
+		"killed": {`read line; kill -9 $$`, "the agent was killed by SIGKILL before answering initialize"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := Start(t.Context(), Config{Name: "the agent", Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", tc.script}},
+				Dir: t.TempDir(), Handler: noHandler{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Proc.Close(context.Background()) })
+			err = c.Call(t.Context(), "initialize", nil, nil)
+			if !errors.Is(err, sdk.ErrProviderExited) {
+				t.Fatalf("initialize: %v; want ErrProviderExited", err)
+			}
+			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
+				t.Errorf("initialize (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -160,8 +204,8 @@ func TestCallWaitsForTheExitReportSoLong(t *testing.T) {
 		}
 		err := clocktest.Within(t, errc)
 		cancel()
-		if !errors.Is(err, sdk.ErrProviderExited) || err.Error() != "ping: provider exited" {
-			t.Fatalf("cancelled %v: call = %v, want ErrProviderExited naming the method alone", cancelled, err)
+		if !errors.Is(err, sdk.ErrProviderExited) || err.Error() != "the agent closed its output before answering ping" {
+			t.Fatalf("cancelled %v: call = %v, want ErrProviderExited saying the output closed", cancelled, err)
 		}
 		select {
 		case <-c.Proc.Done():

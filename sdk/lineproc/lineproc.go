@@ -15,8 +15,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
@@ -70,11 +72,19 @@ type Process struct {
 
 	mu         sync.Mutex
 	stderrTail []string
+	// firstOther is the first stdout line that is not a protocol frame
+	// (a banner, an error a CLI prints where it would print frames): an
+	// exit report quotes it when stderr said nothing.
+	firstOther string
 }
 
 // stderrTailLines is how much of the provider's stderr an exit report
-// quotes.
-const stderrTailLines = 5
+// quotes, and maxWhy how many bytes of it at most (its end): a provider
+// that dies writing a long trace must not put it all in a run's failure.
+const (
+	stderrTailLines = 5
+	maxWhy          = 512
+)
 
 // DrainTimeout bounds how long stdout is read once the process exited:
 // something it started (a grandchild) may keep the pipe open for much
@@ -176,6 +186,7 @@ func (p *Process) Next() ([]byte, uint64, error) {
 		}
 		return nil, 0, err
 	}
+	p.noteOther(b)
 	return b, p.Frames.Append(framelog.In, b), nil
 }
 
@@ -230,7 +241,7 @@ func (p *Process) ExitEvent(threadRef string, closed bool) sdk.RuntimeEvent {
 		if !closed {
 			ev.Status = sdk.ExitFailed
 		}
-		ev.Failure = &sdk.Failure{Code: "provider_exited", Message: p.ExitReport()}
+		ev.Failure = &sdk.Failure{Code: "provider_exited", Message: p.ExitReport("")}
 	}
 	if p.ownFrames {
 		p.Frames.Close()
@@ -248,16 +259,92 @@ func terminated(err error) bool {
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
 }
 
-// ExitReport says how the provider exited, with the end of its stderr.
-func (p *Process) ExitReport() string {
-	msg := p.name + " exited"
-	if err := p.Cmd.Err(); err != nil {
-		msg += ": " + err.Error()
+// noteOther keeps the first stdout line that is not a frame: every
+// protocol lineproc carries has a JSON object on each line.
+func (p *Process) noteOther(line []byte) {
+	t := strings.TrimSpace(string(line))
+	if t == "" || t[0] == '{' {
+		return
 	}
-	if tail := p.StderrTail(); tail != "" {
-		msg += "; its last stderr lines:\n" + tail
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.firstOther == "" {
+		p.firstOther = bound(t, false)
+	}
+}
+
+// ExitReport says in one sentence how the provider exited, then when (if
+// given: "before answering initialize"), then why, as far as it said: the
+// end of its stderr, or else the first line it wrote on stdout that was not
+// a frame. "the agent exited with status 1 before answering initialize:
+// Error: no API key". Call it once the process exited.
+func (p *Process) ExitReport(when string) string {
+	msg := p.name + " " + exitHow(p.Cmd.Err())
+	if when != "" {
+		msg += " " + when
+	}
+	if why := p.why(); why != "" {
+		msg += ": " + why
 	}
 	return msg
+}
+
+// exitHow says how a process exited, from its exit error.
+func exitHow(err error) string {
+	var ee *exec.ExitError
+	switch {
+	case err == nil, errors.Is(err, exec.ErrWaitDelay):
+		// (ErrWaitDelay: it exited 0, and something it started kept its
+		// stderr open.)
+		return "exited with status 0"
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "was killed by " + unix.SignalName(ws.Signal())
+		}
+		return fmt.Sprintf("exited with status %d", ee.ExitCode())
+	}
+	// Not reached while providerproc's stderr writer never fails: Wait
+	// returns no other error for a process it started.
+	return "exited (" + err.Error() + ")"
+}
+
+// why is what the provider said before it exited: the end of its stderr
+// on one line, or the first stdout line that was not a frame.
+func (p *Process) why() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.stderrTail) > 0 {
+		lines := make([]string, 0, len(p.stderrTail))
+		for _, l := range p.stderrTail {
+			if l = strings.TrimSpace(l); l != "" {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) > 0 {
+			return bound(strings.Join(lines, "; "), true)
+		}
+	}
+	return p.firstOther
+}
+
+// bound cuts s to maxWhy bytes (at a rune's start), keeping its end or its
+// start.
+func bound(s string, keepEnd bool) string {
+	if len(s) <= maxWhy {
+		return s
+	}
+	if keepEnd {
+		i := len(s) - maxWhy
+		for i < len(s) && !utf8.RuneStart(s[i]) {
+			i++
+		}
+		return "…" + s[i:]
+	}
+	i := maxWhy
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // StderrTail is the last few lines the provider wrote to stderr.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/clock/clocktest"
@@ -56,9 +58,10 @@ func TestLinesBothWaysAndTheExitReport(t *testing.T) {
 	}
 	<-p.Done()
 	ev := p.ExitEvent("thr", false)
-	if ev.Status != sdk.ExitFailed || ev.Failure == nil || !strings.Contains(ev.Failure.Message, "the agent exited: exit status 3") ||
-		!strings.Contains(ev.Failure.Message, "out of tea") {
-		t.Fatalf("exit event %+v", ev)
+	want := sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: "thr", Status: sdk.ExitFailed,
+		Failure: &sdk.Failure{Code: "provider_exited", Message: "the agent exited with status 3: out of tea"}}
+	if diff := cmp.Diff(want, ev); diff != "" {
+		t.Fatalf("exit event (-want +got):\n%s", diff)
 	}
 }
 
@@ -190,7 +193,7 @@ func TestWaitStopsAProviderThatClosedItsStdout(t *testing.T) {
 		t.Fatal("Wait returned with the provider still running")
 	}
 	if ev := p.ExitEvent("", false); ev.Status != sdk.ExitFailed || ev.Failure == nil ||
-		!strings.Contains(ev.Failure.Message, "signal: terminated") {
+		ev.Failure.Message != "the agent was killed by SIGTERM" {
 		t.Fatalf("exit event %+v; want the provider's failure by SIGTERM", ev)
 	}
 	if got := f.Now(); !got.Equal(epoch.Add(DrainTimeout)) {
@@ -209,7 +212,7 @@ func TestWaitForAProviderThatExits(t *testing.T) {
 	}
 	<-p.Done()
 	p.Wait()
-	if ev := p.ExitEvent("", false); ev.Failure == nil || !strings.Contains(ev.Failure.Message, "exit status 4") {
+	if ev := p.ExitEvent("", false); ev.Failure == nil || ev.Failure.Message != "the agent exited with status 4" {
 		t.Fatalf("exit event %+v; want exit status 4", ev)
 	}
 	if got := f.Now(); !got.Equal(epoch) {
@@ -257,7 +260,7 @@ func TestExitBySIGTERM(t *testing.T) {
 		switch {
 		case closed && (ev.Status != sdk.ExitClosed || ev.Failure != nil):
 			t.Errorf("closed, ended by SIGTERM: exit event %+v, want closed without a failure", ev)
-		case !closed && (ev.Status != sdk.ExitFailed || ev.Failure == nil || !strings.Contains(ev.Failure.Message, "signal: terminated")):
+		case !closed && (ev.Status != sdk.ExitFailed || ev.Failure == nil || ev.Failure.Message != "the agent was killed by SIGTERM"):
 			t.Errorf("not closed, ended by SIGTERM: exit event %+v, want failed with the signal", ev)
 		}
 	}

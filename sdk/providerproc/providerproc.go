@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"sync"
@@ -93,7 +94,7 @@ func (w *lineWriter) flush() {
 // Close or until it exits.
 func Start(c Command) (*Process, error) {
 	if len(c.Argv) == 0 || c.Argv[0] == "" {
-		return nil, errors.New("start provider: empty command")
+		return nil, errors.New("the provider command is empty")
 	}
 	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
 	cmd.Env = append(os.Environ(), c.Env...)
@@ -121,7 +122,7 @@ func Start(c Command) (*Process, error) {
 	stdoutW.Close() // the child has its own copy
 	if err != nil {
 		stdout.Close()
-		return nil, fmt.Errorf("start provider %s: %w", c.Argv[0], err)
+		return nil, startError(c, err)
 	}
 	p := &Process{cmd: cmd, Stdin: stdin, Stdout: stdout, clock: clock.Or(c.Clock), done: make(chan struct{})}
 	go func() {
@@ -130,6 +131,43 @@ func Start(c Command) (*Process, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// startError says in one sentence why the command did not start: the
+// program or the directory is not there, or cannot be run. It wraps err
+// (for errors.Is) without repeating it where it says no more.
+func startError(c Command, err error) error {
+	prog := c.Argv[0]
+	say := func(format string) error { return &startErr{msg: fmt.Sprintf(format, prog), err: err} }
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return say("the provider command %s is not on $PATH")
+	case c.Dir != "" && !isDir(c.Dir):
+		return &startErr{msg: fmt.Sprintf("the provider's working directory %s does not exist", c.Dir), err: err}
+	case errors.Is(err, fs.ErrNotExist):
+		if _, serr := os.Stat(prog); serr == nil {
+			// The program is there: the interpreter it names is not.
+			return say("the provider command %s cannot be run: the interpreter it names does not exist")
+		}
+		return say("the provider command %s does not exist")
+	case errors.Is(err, fs.ErrPermission):
+		return say("the provider command %s is not executable")
+	}
+	return fmt.Errorf("the provider command %s cannot be run: %w", prog, err)
+}
+
+// startErr is a start error told in its own words.
+type startErr struct {
+	msg string
+	err error
+}
+
+func (e *startErr) Error() string { return e.msg }
+func (e *startErr) Unwrap() error { return e.err }
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // pipeReader is the read end of the provider's stdout. It closes itself at

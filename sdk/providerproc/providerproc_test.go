@@ -3,13 +3,19 @@ package providerproc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
 	"github.com/baton-run/baton/sdk/clock"
@@ -56,12 +62,43 @@ func TestCloseEndsTheGroup(t *testing.T) {
 	}
 }
 
+// A command that cannot start says why in one sentence naming it: the
+// program is not there, not on $PATH, not executable, or its interpreter
+// or working directory is not there.
 func TestStartErrors(t *testing.T) {
-	if _, err := Start(Command{}); err == nil {
-		t.Error("an empty command started")
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	noInterp := filepath.Join(dir, "script")
+	if err := os.WriteFile(plain, []byte("echo hi\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := Start(Command{Argv: []string{"/nonexistent/provider"}}); err == nil || !strings.Contains(err.Error(), "/nonexistent/provider") {
-		t.Errorf("err = %v, want one naming the command", err)
+	if err := os.WriteFile(noInterp, []byte("#!/nonexistent/interpreter\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		cmd  Command
+		want string
+		is   error
+	}{
+		"empty":          {Command{}, "the provider command is empty", nil},
+		"no such file":   {Command{Argv: []string{"/nonexistent/provider"}}, "the provider command /nonexistent/provider does not exist", fs.ErrNotExist},
+		"not on PATH":    {Command{Argv: []string{"baton-no-such-provider"}}, "the provider command baton-no-such-provider is not on $PATH", exec.ErrNotFound},
+		"not executable": {Command{Argv: []string{plain}}, "the provider command " + plain + " is not executable", fs.ErrPermission},
+		"no interpreter": {Command{Argv: []string{noInterp}}, "the provider command " + noInterp + " cannot be run: the interpreter it names does not exist", fs.ErrNotExist},
+		"no working dir": {Command{Argv: []string{"sh"}, Dir: "/nonexistent/dir"}, "the provider's working directory /nonexistent/dir does not exist", fs.ErrNotExist},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Start(tc.cmd)
+			if err == nil {
+				t.Fatal("started")
+			}
+			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
+				t.Errorf("start error (-want +got):\n%s", diff)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("start error %v is not %v", err, tc.is)
+			}
+		})
 	}
 }
 

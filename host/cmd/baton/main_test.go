@@ -208,8 +208,9 @@ func TestUsageAndFailures(t *testing.T) {
 	if _, _, code := baton(t, "frobnicate"); code != 2 {
 		t.Errorf("unknown command: exit %d", code)
 	}
-	out, _, code := baton(t, "run", "--data", t.TempDir(), "--cwd", t.TempDir(), "--provider", "nosuch", "--provider-command", "x", "hi")
-	if code != 1 || !strings.Contains(out, "not installed") {
-		t.Errorf("missing plugin: exit %d\n%s", code, out)
+	// Refused before anything is written, naming what is installed.
+	_, stderr, code := baton(t, "run", "--data", t.TempDir(), "--cwd", t.TempDir(), "--provider", "nosuch", "--provider-command", "x", "hi")
+	if code == 0 || !strings.Contains(stderr, `provider "nosuch" is not installed; installed: acp, claude, codex, cursor, opencode`) {
+		t.Errorf("missing plugin: exit %d\n%s", code, stderr)
 	}
 }

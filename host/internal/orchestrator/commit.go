@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/pluginhost"
 )
 
 // The one way anything is committed. A client's command, a provider's
@@ -82,8 +83,32 @@ func (h *Host) dispatch(ctx context.Context, cmd domain.Command, done []eventlog
 	return h.commit(commitReq{threadID: cmd.ThreadID, cmdID: cmd.ID, typ: cmd.Payload.CommandType(), hash: hash, done: done,
 		decide: func(t *domain.Thread, env domain.Env) ([]domain.Payload, []domain.Effect, error) {
 			d, err := domain.Decide(t, cmd, env)
+			if p, ok := cmd.Payload.(domain.CreateThread); ok && err == nil {
+				err = h.checkInstalled(p.Provider)
+			}
 			return d.Events, d.Effects, err
 		}})
+}
+
+// checkInstalled refuses a thread whose provider has no plugin to run it,
+// naming the providers that have one: such a thread could only fail its
+// first run. It runs once the command is otherwise valid and is not a
+// duplicate, so a retried create still gets its original receipt.
+func (h *Host) checkInstalled(provider string) error {
+	_, _, err := h.plugins.Find(provider)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, pluginhost.ErrNotInstalled) {
+		return fmt.Errorf("%w: %w", domain.ErrInvalid, err) // there, but not usable (no checksum recorded)
+	}
+	installed := "none (no plugin directory is configured)"
+	if names := h.plugins.Installed(); len(names) > 0 {
+		installed = strings.Join(names, ", ")
+	} else if len(h.cfg.PluginDirs) > 0 {
+		installed = "none (searched " + strings.Join(h.cfg.PluginDirs, ", ") + ")"
+	}
+	return fmt.Errorf("%w: provider %q is not installed; installed: %s", domain.ErrInvalid, provider, installed)
 }
 
 // commit is the commit path described at the top of this file.

@@ -39,7 +39,7 @@ func TestCommitProperty(t *testing.T) {
 		snapshotBytes := rapid.SampledFrom([]int{1, 400, 1 << 20}).Draw(rt, "snapshotBytes")
 		maxThreads := rapid.IntRange(1, 8).Draw(rt, "maxThreads")
 
-		h, err := Open(Config{DataDir: t.TempDir(), IDs: ids.Seeded(1), SnapshotBytes: snapshotBytes, MaxThreads: maxThreads})
+		h, err := Open(Config{DataDir: t.TempDir(), PluginDirs: stubPlugins(t), IDs: ids.Seeded(1), SnapshotBytes: snapshotBytes, MaxThreads: maxThreads})
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -360,6 +360,9 @@ func quietHost(tb testing.TB, cfg Config) *Host {
 	tb.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = tb.TempDir()
+	}
+	if cfg.PluginDirs == nil {
+		cfg.PluginDirs = stubPlugins(tb)
 	}
 	h, err := Open(cfg)
 	if err != nil {

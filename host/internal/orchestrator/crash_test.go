@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,7 +187,12 @@ func crashRound(t *testing.T, dir, ws string, round int) map[string]uint64 {
 func crashHelper(dir string) int {
 	ws := os.Getenv("BATON_CRASH_WS")
 	round := os.Getenv("BATON_CRASH_ROUND")
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: dir, SnapshotBytes: 1, MaxThreads: 2})
+	plugins, err := orchestrator.StubPlugins(filepath.Join(dir, "plugins"), "none")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crash helper:", err)
+		return 1
+	}
+	h, err := orchestrator.Open(orchestrator.Config{DataDir: dir, PluginDirs: []string{plugins}, SnapshotBytes: 1, MaxThreads: 2})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crash helper:", err)
 		return 1

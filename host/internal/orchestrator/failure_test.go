@@ -94,15 +94,59 @@ func TestPluginChecksumMismatchIsRefused(t *testing.T) {
 	}
 }
 
-// A provider command that cannot start fails the run with that reason.
+// A provider command that cannot start fails the run saying so in one
+// sentence naming the command, and no session is recorded.
 func TestBadProviderCommandFailsTheRun(t *testing.T) {
 	e := newEnv(t)
 	rc := e.dispatch(domain.Command{ID: "create", Payload: domain.CreateThread{Provider: "acp", Cwd: e.ws,
 		ProviderCommand: domain.ProviderCommand{Argv: []string{"/nonexistent/agent"}}}})
 	e.dispatch(domain.Command{ID: "send", ThreadID: rc.ThreadID, Payload: domain.DispatchMessage{Text: "hi"}})
 	th := e.waitFor(rc.ThreadID, "the run to fail", allRunsEnded(1))
-	if r := th.Runs[0]; r.Status != domain.RunStatusFailed || !strings.Contains(r.Failure.Message, "/nonexistent/agent") {
-		t.Fatalf("run = %s %+v; want failed naming the command", r.Status, r.Failure)
+	want := startFailure{domain.RunStatusFailed, &domain.Failure{Code: "start_failed",
+		Message: "acp: the provider command /nonexistent/agent does not exist"}, []domain.ProviderSession{}}
+	if diff := cmp.Diff(want, startFailure{th.Runs[0].Status, th.Runs[0].Failure, th.ProviderSessions}); diff != "" {
+		t.Errorf("run (-want +got):\n%s", diff)
+	}
+}
+
+// startFailure is how a run whose provider could not start ended.
+type startFailure struct {
+	Status   domain.RunStatus
+	Failure  *domain.Failure
+	Sessions []domain.ProviderSession
+}
+
+// A provider that exits before it answers (authored transcripts: each
+// exits at once, saying on stderr why) fails the run with one sentence:
+// which provider, how it exited, before what, and the end of its stderr.
+// Through the real plugins: JSON-RPC (acp, codex), stream-json (claude;
+// cursor, whose turn's process exits without a result) and HTTP (opencode,
+// whose server exits before it listens).
+func TestProviderThatExitsAtOnceSaysWhy(t *testing.T) {
+	for provider, want := range map[string]domain.Failure{
+		"acp": {Code: "start_failed",
+			Message: "acp: the agent exited with status 1 before answering initialize: Starting agent; Error: ANTHROPIC_API_KEY is not set"},
+		"claude": {Code: "start_failed",
+			Message: "claude exited with status 1 before answering initialize: Invalid API key · Please run /login"},
+		"codex": {Code: "start_failed",
+			Message: "codex exited with status 2 before answering initialize: Error: unexpected argument 'app-server' found"},
+		"cursor": {Code: "provider_exited", Message: filepath.Base(peerBin) +
+			" exited with status 1 without a result: Error: Authentication required. Please run 'cursor-agent login' first."},
+		"opencode": {Code: "start_failed",
+			Message: "opencode exited with status 1 before it said where it listens: Error: listen EADDRINUSE: address already in use 127.0.0.1"},
+	} {
+		t.Run(provider, func(t *testing.T) {
+			e := newEnv(t)
+			threadID := e.createThread(provider, provider+"/exit_at_start.ndjson")
+			e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "hi"}})
+			th := e.waitFor(threadID, "the run to fail", allRunsEnded(1))
+			if diff := cmp.Diff(&want, th.Runs[0].Failure); diff != "" || th.Runs[0].Status != domain.RunStatusFailed {
+				t.Errorf("run %s; failure (-want +got):\n%s", th.Runs[0].Status, diff)
+			}
+			if want.Code == "start_failed" && len(th.ProviderSessions) != 0 {
+				t.Errorf("sessions %+v; want none: none opened", th.ProviderSessions)
+			}
+		})
 	}
 }
 
@@ -126,17 +170,13 @@ func TestTurnStartedAgainAfterTheProviderDied(t *testing.T) {
 	}
 	got := outcome{r.Status, len(r.Attempts), assistantText(th, r.ID), nil, nil}
 	for _, s := range th.ProviderSessions {
-		reason := s.EndReason
-		if i := strings.Index(reason, ";"); i >= 0 {
-			reason = reason[:i] // the rest is the process's last stderr lines
-		}
-		got.Sessions = append(got.Sessions, string(s.Status)+" "+reason)
+		got.Sessions = append(got.Sessions, string(s.Status)+" "+s.EndReason)
 	}
 	for _, pt := range th.ProviderThreads {
 		got.Threads = append(got.Threads, pt.ProviderRef)
 	}
 	want := outcome{domain.RunStatusCompleted, 1, "Noted: the word is banana.",
-		[]string{"ended codex exited: exit status 1", "open "}, []string{"01a22c20-dbd1-7ac1-afa5-e9808b4b9b79"}}
+		[]string{"ended codex exited with status 1: thread 'main' panicked at app-server/src/turn.rs: turn/start: unexpected end of input", "open "}, []string{"01a22c20-dbd1-7ac1-afa5-e9808b4b9b79"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the run whose provider died at its start (-want +got):\n%s", diff)
 	}

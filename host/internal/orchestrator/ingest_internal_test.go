@@ -17,7 +17,7 @@ import (
 // from the log gives. The same batch again changes nothing; the same id
 // with other events is a conflict.
 func TestIngestBatch(t *testing.T) {
-	h, err := Open(Config{DataDir: t.TempDir(), IDs: ids.Seeded(7)})
+	h, err := Open(Config{DataDir: t.TempDir(), PluginDirs: stubPlugins(t), IDs: ids.Seeded(7)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package orchestrator_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,23 +16,35 @@ import (
 // How the effects of a thread are performed when the provider cannot be
 // reached.
 
-// A thread whose provider has no plugin installed fails its run when the
-// turn is to start, naming the provider, and no session is recorded.
-func TestProviderWithNoPluginFailsTheRun(t *testing.T) {
+// A thread whose provider has no plugin installed is refused before
+// anything is written, naming the providers that are installed: no thread,
+// no event, no receipt (the same command id then creates the thread for an
+// installed provider).
+func TestProviderWithNoPluginIsRefused(t *testing.T) {
 	e := newEnv(t)
-	rc := e.dispatch(domain.Command{ID: "create", Payload: domain.CreateThread{Provider: "nope", Cwd: e.ws,
-		ProviderCommand: domain.ProviderCommand{Argv: []string{"nope-agent"}}}})
-	e.dispatch(domain.Command{ID: "send", ThreadID: rc.ThreadID, Payload: domain.DispatchMessage{Text: "hi"}})
-	th := e.waitFor(rc.ThreadID, "the run to fail", allRunsEnded(1))
-	type outcome struct {
-		Status   domain.RunStatus
-		Failure  *domain.Failure
-		Sessions []domain.ProviderSession
+	create := domain.Command{ID: "create", Payload: domain.CreateThread{Provider: "nope", Cwd: e.ws,
+		ProviderCommand: domain.ProviderCommand{Argv: []string{"nope-agent"}}}}
+	_, err := e.host.Dispatch(t.Context(), create)
+	if !errors.Is(err, domain.ErrInvalid) {
+		t.Fatalf("create for provider nope: %v; want ErrInvalid", err)
 	}
-	want := outcome{domain.RunStatusFailed, &domain.Failure{Code: "start_failed",
-		Message: "plugin not installed: no baton-plugin-nope in [" + pluginDir + "]"}, []domain.ProviderSession{}}
-	if diff := cmp.Diff(want, outcome{th.Runs[0].Status, th.Runs[0].Failure, th.ProviderSessions}); diff != "" {
-		t.Errorf("run (-want +got):\n%s", diff)
+	want := `invalid command: provider "nope" is not installed; installed: acp, claude, codex, cursor, opencode`
+	if diff := cmp.Diff(want, err.Error()); diff != "" {
+		t.Errorf("refusal (-want +got):\n%s", diff)
+	}
+	threads, err := e.host.Threads("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(uint64(0), e.host.LastSequence()); diff != "" {
+		t.Errorf("log head after the refusal (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]domain.ThreadSummary{}, threads); diff != "" {
+		t.Errorf("threads after the refusal (-want +got):\n%s", diff)
+	}
+	create.Payload = domain.CreateThread{Provider: "acp", Cwd: e.ws, ProviderCommand: domain.ProviderCommand{Argv: []string{"acp-agent"}}}
+	if _, err := e.host.Dispatch(t.Context(), create); err != nil {
+		t.Errorf("the same command id for an installed provider: %v; want the thread created", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -60,14 +61,23 @@ func (h *Host) startTurn(e domain.Effect) (sessionID string, err error) {
 		}
 		gone := errors.Is(err, sdk.ErrUnknownSession) || errors.Is(err, sdk.ErrProviderExited)
 		if !gone || try > 0 {
-			return "", fmt.Errorf("start turn with %s: %w", s.plugin.Name, err)
+			return "", providerErr(s.plugin.Name, err)
 		}
 		// The session ended under us (its provider exited after the last
 		// run). Once its end is recorded, a new session takes the turn.
 		if werr := h.awaitEnd(s); werr != nil {
-			return "", fmt.Errorf("start turn with %s: %w (%w)", s.plugin.Name, err, werr)
+			return "", fmt.Errorf("%w (%w)", providerErr(s.plugin.Name, err), werr)
 		}
 	}
+}
+
+// providerErr is a plugin's error, which says what failed, said of its
+// provider: "acp: the agent exited …", but "claude exited …" as it is.
+func providerErr(provider string, err error) error {
+	if strings.HasPrefix(err.Error(), provider+" ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", provider, err)
 }
 
 // liveSession is an open provider session and the goroutine that ingests
@@ -166,7 +176,7 @@ func (h *Host) session(threadID string) (*liveSession, error) {
 		Command:         sdk.ProviderCommand{Argv: t.ProviderCommand.Argv, Env: t.ProviderCommand.Env},
 		ResumeThreadRef: resume, RawFrameLog: filepath.Join(h.cfg.DataDir, "rawframes", id+".ndjson")})
 	if err != nil {
-		return nil, fmt.Errorf("open %s session: %w", t.Provider, err)
+		return nil, providerErr(t.Provider, err) // the plugin says what failed
 	}
 	s := &liveSession{id: id, threadID: threadID, plugin: p, done: make(chan struct{})}
 	if _, err := h.Dispatch(h.ctx, domain.Command{ID: "open:" + id, ThreadID: threadID, Payload: domain.RecordSessionOpened{

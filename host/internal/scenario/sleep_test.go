@@ -3,6 +3,8 @@ package scenario
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/host/internal/pluginhost"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -17,7 +20,16 @@ import (
 // provider) is on the host's clock, and ends early with the run's context.
 func TestSleepIsOnTheHostsClock(t *testing.T) {
 	f := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: t.TempDir(), Clock: f})
+	// The thread's provider must be installed; it is never started (a
+	// pause sends nothing), so an empty locked file stands for it.
+	plugins := t.TempDir()
+	if err := os.WriteFile(filepath.Join(plugins, pluginhost.BinaryPrefix+"acp"), nil, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pluginhost.Lock(plugins); err != nil {
+		t.Fatal(err)
+	}
+	h, err := orchestrator.Open(orchestrator.Config{DataDir: t.TempDir(), PluginDirs: []string{plugins}, Clock: f})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		OnMalformed: jsonrpcproc.MalformedDiagnostic(emit)})
 	if err != nil {
 		cancel(err)
-		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+		return sdk.OpenSessionResponse{}, err // it names the command; the host says it opened a session
 	}
 	s.c = c
 	go s.watch()
@@ -104,7 +104,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	resp, err := s.handshake(ctx, req)
 	if err != nil {
 		s.close(fmt.Errorf("handshake failed: %w", err))
-		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+		return sdk.OpenSessionResponse{}, err
 	}
 	a.sessions.Add(req.SessionID, s, s.exited)
 	return resp, nil
@@ -120,10 +120,10 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 		ClientInfo:         clientInfo{Name: "baton", Version: Version},
 	}, &init)
 	if err != nil {
-		return sdk.OpenSessionResponse{}, fmt.Errorf("initialize: %w", err)
+		return sdk.OpenSessionResponse{}, err // the call names the method
 	}
 	if init.ProtocolVersion != ProtocolVersion {
-		return sdk.OpenSessionResponse{}, fmt.Errorf("initialize: the agent speaks ACP version %d; this plugin speaks %d",
+		return sdk.OpenSessionResponse{}, fmt.Errorf("the agent speaks ACP version %d; this plugin speaks %d",
 			init.ProtocolVersion, ProtocolVersion)
 	}
 	var sessionID string
@@ -137,13 +137,13 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 		s.loading = false
 		s.mu.Unlock()
 		if err != nil {
-			return sdk.OpenSessionResponse{}, fmt.Errorf("session/load %s: %w", req.ResumeThreadRef, err)
+			return sdk.OpenSessionResponse{}, fmt.Errorf("resume session %s: %w", req.ResumeThreadRef, err)
 		}
 		sessionID, resumed = req.ResumeThreadRef, true
 	} else {
 		var res newSessionResult
 		if err := s.c.Call(ctx, "session/new", newSessionParams{Cwd: s.cwd, McpServers: []any{}}, &res); err != nil {
-			return sdk.OpenSessionResponse{}, fmt.Errorf("session/new: %w", err)
+			return sdk.OpenSessionResponse{}, err // the call names the method
 		}
 		if res.SessionID == "" {
 			return sdk.OpenSessionResponse{}, errors.New("session/new: the agent returned no sessionId")

@@ -167,13 +167,13 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 				Text: err.Error()})
 		default:
 			frames.Close()
-			return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+			return sdk.OpenSessionResponse{}, fmt.Errorf("resume conversation %s: %w", req.ResumeThreadRef, err)
 		}
 	}
 	if !resumed {
 		if err := s.start(ctx); err != nil {
 			frames.Close()
-			return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+			return sdk.OpenSessionResponse{}, err // it says what failed; the host says it opened a session
 		}
 	}
 	s.mu.Lock()
@@ -200,13 +200,9 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		Resumed: resumed}, nil
 }
 
-// errExitedEarly is a CLI that exited before it answered initialize;
-// errNoConversation one that said first that it has no conversation to
-// resume.
-var (
-	errExitedEarly    = errors.New("claude exited before it answered initialize")
-	errNoConversation = errors.New("claude has no such conversation")
-)
+// errNoConversation is a CLI that exited before it answered initialize,
+// having said first that it has no conversation to resume.
+var errNoConversation = errors.New("claude has no such conversation")
 
 // start starts a CLI process with the base arguments and extra, and
 // initializes it. A process that fails to start or initialize is stopped.
@@ -243,11 +239,12 @@ func (s *session) start(ctx context.Context, extra ...string) error {
 	if _, err := s.call(ctx, p, map[string]any{"subtype": "initialize", "hooks": nil, "forwardSubagentText": true}, nil); err != nil {
 		_ = p.Close(context.Background())
 		<-p.ended
-		if errors.Is(err, errProcessEnded) {
+		if errors.Is(err, errProcessEnded) || errors.Is(err, sdk.ErrProviderExited) { // ended, or gone before the write
+			exited := sdk.Kindf(sdk.ErrProviderExited, "%s", p.ExitReport("before answering initialize"))
 			if p.noConversation {
-				return fmt.Errorf("%w: %w: %s", errNoConversation, errExitedEarly, p.ExitReport())
+				return fmt.Errorf("%w: %w", errNoConversation, exited)
 			}
-			return fmt.Errorf("%w: %s", errExitedEarly, p.ExitReport())
+			return exited
 		}
 		return fmt.Errorf("initialize: %w", err)
 	}
@@ -432,7 +429,7 @@ func (s *session) finish(p *process) {
 	closed := s.closed
 	report := "claude exited"
 	if !closed {
-		report = "claude exited during the turn: " + p.ExitReport()
+		report = p.ExitReport("during the turn")
 	}
 	evs := s.norm.exited(report)
 	for _, ref := range slices.Sorted(maps.Keys(s.pending)) {

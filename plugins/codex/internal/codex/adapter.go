@@ -129,7 +129,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		OnMalformed: jsonrpcproc.MalformedDiagnostic(emit)})
 	if err != nil {
 		cancel(err)
-		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+		return sdk.OpenSessionResponse{}, err // it names the command; the host says it opened a session
 	}
 	s.c = c
 	go s.watch()
@@ -137,7 +137,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	resp, err := s.handshake(ctx, req, policy)
 	if err != nil {
 		s.close(fmt.Errorf("handshake failed: %w", err))
-		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+		return sdk.OpenSessionResponse{}, err // the call names the method
 	}
 	a.sessions.Add(req.SessionID, s, s.exited)
 	return resp, nil

@@ -151,19 +151,9 @@ func (tp *turnProc) stop() {
 	}()
 }
 
-// report says how the process ended, with the end of its stderr.
-func (tp *turnProc) report(name string) string {
-	msg := name + " exited"
-	if err := tp.proc.Err(); err != nil {
-		msg += ": " + err.Error()
-	} else {
-		msg += " without a result"
-	}
-	if tail := tp.proc.StderrTail(); tail != "" {
-		msg += "; its last stderr lines:\n" + tail
-	}
-	return msg
-}
+// report says in one sentence how the process ended and why, as far as
+// it said (the end of its stderr).
+func (tp *turnProc) report() string { return tp.proc.ExitReport("without a result") }
 
 // OpenSession implements sdk.Adapter. No process starts until a turn does;
 // a chat to resume is taken as resumed (its id goes with --resume on every
@@ -254,7 +244,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	proc, err := lineproc.Start(lineproc.Config{Name: s.name(), Command: sdk.ProviderCommand{Argv: argv, Env: s.cmd.Env},
 		Dir: s.cwd, Frames: s.frames, Log: s.log, Clock: s.clock, OnLineTooLong: lineproc.TooLongDiagnostic(s.emit)})
 	if err != nil {
-		return sdk.StartTurnResponse{}, fmt.Errorf("start turn: %w", err)
+		return sdk.StartTurnResponse{}, err // it names the command; the host says it started a turn
 	}
 	tp := &turnProc{proc: proc, clock: s.clock, turn: turn, exited: make(chan struct{})}
 	s.cur = tp
@@ -312,7 +302,7 @@ func (s *session) run(tp *turnProc) {
 	tp.mu.Lock()
 	interrupted, closing := tp.interrupted, tp.closing
 	tp.mu.Unlock()
-	why := tp.report(s.name())
+	why := tp.report()
 	if closing {
 		why = "the session was closed"
 	} else if interrupted {

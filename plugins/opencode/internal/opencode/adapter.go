@@ -206,7 +206,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		Log: s.log, Stdin: true, Clock: s.clock})
 	if err != nil {
 		cancel(err)
-		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+		return sdk.OpenSessionResponse{}, err // it names the command; the host says it opened a session
 	}
 	s.proc = proc
 	addr := make(chan string, 1)
@@ -214,10 +214,10 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	go s.readStdout(addr, stdoutDone)
 	go s.watch(stdoutDone)
 
-	resp, err := s.start(ctx, req, addr)
+	resp, err := s.start(ctx, req, addr, stdoutDone)
 	if err != nil {
 		s.close(fmt.Errorf("start failed: %w", err))
-		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+		return sdk.OpenSessionResponse{}, err
 	}
 	a.sessions.Add(req.SessionID, s, s.exited)
 	return resp, nil
@@ -244,13 +244,14 @@ func (s *session) readStdout(addr chan<- string, done chan<- struct{}) {
 	}
 }
 
-func (s *session) start(ctx context.Context, req sdk.OpenSessionRequest, addr <-chan string) (sdk.OpenSessionResponse, error) {
+func (s *session) start(ctx context.Context, req sdk.OpenSessionRequest, addr <-chan string, stdoutDone <-chan struct{}) (sdk.OpenSessionResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	select {
 	case s.base = <-addr:
 	case <-s.proc.Done():
-		return sdk.OpenSessionResponse{}, fmt.Errorf("before it said where it listens: %s", s.proc.ExitReport())
+		<-stdoutDone // what it printed is read (at most lineproc.DrainTimeout later)
+		return sdk.OpenSessionResponse{}, sdk.Kindf(sdk.ErrProviderExited, "%s", s.proc.ExitReport("before it said where it listens"))
 	case <-ctx.Done():
 		return sdk.OpenSessionResponse{}, fmt.Errorf("opencode said nowhere where it listens: %w", ctx.Err())
 	}
@@ -471,7 +472,7 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 	closed, root := s.closed, s.norm.root
 	report := "opencode exited"
 	if !closed {
-		report = "opencode exited during the turn: " + s.proc.ExitReport()
+		report = s.proc.ExitReport("during the turn")
 	}
 	terminals := s.norm.exited(report)
 	s.mu.Unlock()
