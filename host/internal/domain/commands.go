@@ -230,6 +230,11 @@ var (
 	ErrInvalid  = errors.New("invalid command")
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("conflict")
+	// ErrExists: an id the command names for something new is taken (a
+	// thread id, a message id, a command id used for another command).
+	// It always comes with ErrConflict, so errors.Is(err, ErrConflict)
+	// holds for it too.
+	ErrExists = errors.New("already exists")
 	// ErrUnsupported: the thread's provider cannot do what was asked.
 	ErrUnsupported = errors.New("unsupported by the provider")
 	// ErrNotResumable: a request's provider process is gone, so no answer

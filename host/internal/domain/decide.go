@@ -142,7 +142,7 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 
 func decideCreate(t *Thread, id string, p CreateThread, d *Decision) error {
 	if t.Exists() {
-		return fmt.Errorf("%w: thread %q already exists", ErrConflict, id)
+		return fmt.Errorf("%w: thread %q %w", ErrConflict, id, ErrExists)
 	}
 	if p.Provider == "" {
 		return fmt.Errorf("%w: thread.create needs a provider", ErrInvalid)

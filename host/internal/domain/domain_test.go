@@ -157,8 +157,12 @@ func TestCreateThreadValidation(t *testing.T) {
 		}
 	}
 	w := newWorld(t)
-	if _, err := w.decide(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w"}}); !errors.Is(err, ErrConflict) {
-		t.Errorf("creating an existing thread: %v", err)
+	if _, err := w.decide(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w"}}); !errors.Is(err, ErrConflict) || !errors.Is(err, ErrExists) {
+		t.Errorf("creating an existing thread: %v, want ErrConflict and ErrExists", err)
+	}
+	w.must(Command{ID: "m1", ThreadID: "thr", Payload: DispatchMessage{MessageID: "msg1", Text: "hi", Mode: ModeQueueAfterActive}})
+	if _, err := w.decide(Command{ID: "m2", ThreadID: "thr", Payload: DispatchMessage{MessageID: "msg1", Text: "again", Mode: ModeQueueAfterActive}}); !errors.Is(err, ErrConflict) || !errors.Is(err, ErrExists) {
+		t.Errorf("a message id in use: %v, want ErrConflict and ErrExists", err)
 	}
 	if _, err := Decide(&Thread{}, Command{ID: "c", ThreadID: "nope", Payload: DispatchMessage{Text: "x"}}, Env{}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown thread: %v", err)

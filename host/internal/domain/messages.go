@@ -28,7 +28,7 @@ func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
 		msgID = env.NewID("msg")
 	}
 	if t.message(msgID) != nil {
-		return fmt.Errorf("%w: message %q already exists", ErrConflict, msgID)
+		return fmt.Errorf("%w: message %q %w", ErrConflict, msgID, ErrExists)
 	}
 	switch mode {
 	case ModeStartImmediately:

@@ -206,8 +206,8 @@ func (h *Host) receipt(cmdID, hash string) (domain.Receipt, bool, error) {
 		return domain.Receipt{}, false, fmt.Errorf("receipt of %s is corrupt: %w", cmdID, err)
 	}
 	if rc.PayloadHash != hash {
-		return domain.Receipt{}, false, fmt.Errorf("%w: command %s was already used for another %s command on thread %s",
-			domain.ErrConflict, cmdID, rc.Type, rc.ThreadID)
+		return domain.Receipt{}, false, fmt.Errorf("%w: command id %s %w: it was used for another %s command on thread %s",
+			domain.ErrConflict, cmdID, domain.ErrExists, rc.Type, rc.ThreadID)
 	}
 	return rc, true, nil
 }

@@ -1,0 +1,262 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/domain"
+)
+
+// The commands. Each RPC checks its request (errors name the proto field),
+// makes the domain command with its command id (allocated when the client
+// sends none) and dispatches it; a command id seen before returns the
+// first receipt and changes nothing.
+
+// commandID is the request's command id, or a new one.
+func (s *Server) commandID(id string) (string, error) {
+	if id == "" {
+		return s.host.NewID("cmd"), nil
+	}
+	return id, checkID("command_id", id)
+}
+
+// dispatch dispatches a command and maps its error to a status.
+func (s *Server) dispatch(ctx context.Context, rpc string, cmd domain.Command) (domain.Receipt, error) {
+	rc, err := s.host.Dispatch(ctx, cmd)
+	return rc, s.toStatus(rpc, err)
+}
+
+// prior is the receipt a command id already has, if it has one.
+func (s *Server) prior(rpc, cmdID string) (domain.Receipt, bool, error) {
+	rc, ok, err := s.host.Receipt(cmdID)
+	return rc, ok, s.toStatus(rpc, err)
+}
+
+// CreateThread starts a conversation.
+func (s *Server) CreateThread(ctx context.Context, req *batonv1.CreateThreadRequest) (*batonv1.Receipt, error) {
+	id, err := s.commandID(req.GetCommandId())
+	if err != nil {
+		return nil, err
+	}
+	if err := checkID("thread_id", req.GetThreadId()); err != nil {
+		return nil, err
+	}
+	if err := required("provider", req.GetProvider()); err != nil {
+		return nil, err
+	}
+	if req.GetCwd() == "" {
+		return nil, invalid("cwd", "required")
+	}
+	if !filepath.IsAbs(req.GetCwd()) {
+		return nil, invalid("cwd", "must be an absolute path, got %q", req.GetCwd())
+	}
+	policy := domain.ApprovalPolicy(req.GetApprovalPolicy())
+	switch policy {
+	case "", domain.ApproveDecline, domain.ApproveAccept, domain.ApproveAsk:
+	default:
+		return nil, invalid("approval_policy", "unknown policy %q; want decline, accept or ask", policy)
+	}
+	pc := req.GetProviderCommand()
+	rc, err := s.dispatch(ctx, "CreateThread", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.CreateThread{
+		Provider: req.GetProvider(), Cwd: req.GetCwd(), Model: req.GetModel(), ApprovalPolicy: policy,
+		ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}}})
+	if err != nil {
+		return nil, err
+	}
+	return receiptPB(rc, ""), nil
+}
+
+// SendMessage sends a user message. A message with no id gets one made
+// from the command id, so that a retried command is the same command.
+func (s *Server) SendMessage(ctx context.Context, req *batonv1.SendMessageRequest) (*batonv1.Receipt, error) {
+	id, err := s.commandID(req.GetCommandId())
+	if err != nil {
+		return nil, err
+	}
+	if err := required("thread_id", req.GetThreadId()); err != nil {
+		return nil, err
+	}
+	if req.GetText() == "" {
+		return nil, invalid("text", "required")
+	}
+	mode, ok := modes[req.GetMode()]
+	if !ok {
+		return nil, invalid("mode", "unknown mode %q; want queue, steer, restart or now", req.GetMode())
+	}
+	for _, f := range []struct{ name, v string }{{"message_id", req.GetMessageId()}, {"target_run_id", req.GetTargetRunId()}} {
+		if err := checkID(f.name, f.v); err != nil {
+			return nil, err
+		}
+	}
+	msgID := req.GetMessageId()
+	if msgID == "" {
+		msgID = "msg_" + id
+	}
+	rc, err := s.dispatch(ctx, "SendMessage", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.DispatchMessage{
+		MessageID: msgID, Text: req.GetText(), Mode: mode, TargetRunID: req.GetTargetRunId()}})
+	if err != nil {
+		return nil, err
+	}
+	return receiptPB(rc, s.runOf(rc.ThreadID, msgID)), nil
+}
+
+// runOf is the run a message started or joined, as the thread shows it
+// now ("" when it shows none).
+func (s *Server) runOf(threadID, msgID string) string {
+	t, err := s.host.Thread(threadID)
+	if err != nil {
+		return ""
+	}
+	for _, m := range t.Messages {
+		if m.ID == msgID {
+			return m.RunID
+		}
+	}
+	return ""
+}
+
+// decisions are the answers a request takes.
+var decisions = map[string]bool{
+	string(domain.VerdictAccept): true, string(domain.VerdictAcceptForSession): true, string(domain.VerdictDecline): true,
+	string(domain.VerdictCancel): true, string(domain.VerdictAnswer): true,
+}
+
+// AnswerRequest answers a provider's request. With no thread id it is the
+// thread the request is on (a repeat: the thread of its first receipt).
+func (s *Server) AnswerRequest(ctx context.Context, req *batonv1.AnswerRequestRequest) (*batonv1.Receipt, error) {
+	id, err := s.commandID(req.GetCommandId())
+	if err != nil {
+		return nil, err
+	}
+	if err := required("request_id", req.GetRequestId()); err != nil {
+		return nil, err
+	}
+	if err := checkID("thread_id", req.GetThreadId()); err != nil {
+		return nil, err
+	}
+	decision := req.GetDecision()
+	if decision == "" && len(req.GetAnswers()) > 0 {
+		decision = string(domain.VerdictAnswer)
+	}
+	if decision == "" {
+		return nil, invalid("decision", "required")
+	}
+	if !decisions[decision] {
+		return nil, invalid("decision", "unknown decision %q; want accept, accept_for_session, decline, cancel or answer", decision)
+	}
+	threadID := req.GetThreadId()
+	if threadID == "" {
+		rc, ok, err := s.prior("AnswerRequest", id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			threadID = rc.ThreadID // Dispatch tells a repeat from a reuse
+		} else if threadID, err = s.host.RequestThread(req.GetRequestId()); err != nil {
+			return nil, s.toStatus("AnswerRequest", err)
+		}
+	}
+	rc, err := s.dispatch(ctx, "AnswerRequest", domain.Command{ID: id, ThreadID: threadID, Payload: domain.RespondToRequest{
+		RequestID: req.GetRequestId(), Decision: domain.Verdict(decision), Answers: req.GetAnswers()}})
+	if err != nil {
+		return nil, err
+	}
+	return receiptPB(rc, ""), nil
+}
+
+// Interrupt asks the provider to stop a run: the one named, or the
+// thread's active run.
+func (s *Server) Interrupt(ctx context.Context, req *batonv1.InterruptRequest) (*batonv1.Receipt, error) {
+	id, err := s.commandID(req.GetCommandId())
+	if err != nil {
+		return nil, err
+	}
+	if err := required("thread_id", req.GetThreadId()); err != nil {
+		return nil, err
+	}
+	if err := checkID("run_id", req.GetRunId()); err != nil {
+		return nil, err
+	}
+	runID := req.GetRunId()
+	if runID == "" {
+		// Which run was meant is known only at the first try: a repeat
+		// returns the first receipt without looking again.
+		rc, ok, err := s.prior("Interrupt", id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if rc.Type != (domain.InterruptRun{}).CommandType() || rc.ThreadID != req.GetThreadId() {
+				return nil, status.Errorf(codes.AlreadyExists, "command id %s already exists: it was used for another %s command on thread %s",
+					id, rc.Type, rc.ThreadID)
+			}
+			return receiptPB(rc, ""), nil
+		}
+		t, err := s.host.Thread(req.GetThreadId())
+		if err != nil {
+			return nil, s.toStatus("Interrupt", err)
+		}
+		if runID = activeRun(t); runID == "" {
+			return nil, status.Errorf(codes.FailedPrecondition, "thread %s has no active run to interrupt", t.ID)
+		}
+	}
+	rc, err := s.dispatch(ctx, "Interrupt", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.InterruptRun{RunID: runID}})
+	if err != nil {
+		return nil, err
+	}
+	return receiptPB(rc, ""), nil
+}
+
+// activeRun is the id of the thread's active run ("" when none is): the
+// newest run that has started, while it has not ended.
+func activeRun(t domain.Thread) string {
+	for i := len(t.Runs) - 1; i >= 0; i-- {
+		if r := t.Runs[i]; r.StartedAt != nil {
+			if r.Status.Active() {
+				return r.ID
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// Rollback puts a thread back to a run's checkpoint (or the checkpoint
+// named).
+func (s *Server) Rollback(ctx context.Context, req *batonv1.RollbackRequest) (*batonv1.Receipt, error) {
+	id, err := s.commandID(req.GetCommandId())
+	if err != nil {
+		return nil, err
+	}
+	if err := required("thread_id", req.GetThreadId()); err != nil {
+		return nil, err
+	}
+	if err := checkID("checkpoint_id", req.GetCheckpointId()); err != nil {
+		return nil, err
+	}
+	p := domain.RollbackToCheckpoint{CheckpointID: req.GetCheckpointId()}
+	if p.CheckpointID == "" {
+		t, err := s.host.Thread(req.GetThreadId())
+		if err != nil {
+			return nil, s.toStatus("Rollback", err)
+		}
+		for _, sc := range t.CheckpointScopes {
+			if sc.Kind == domain.ScopeRootRun && sc.Ordinal == int(req.GetRun()) {
+				p.ScopeID = sc.ID
+			}
+		}
+		if p.ScopeID == "" {
+			return nil, s.toStatus("Rollback", fmt.Errorf("%w: thread %s has no checkpoint of run %d", domain.ErrNotFound, t.ID, req.GetRun()))
+		}
+	}
+	rc, err := s.dispatch(ctx, "Rollback", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: p})
+	if err != nil {
+		return nil, err
+	}
+	return receiptPB(rc, ""), nil
+}

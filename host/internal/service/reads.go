@@ -1,0 +1,133 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/domain"
+)
+
+// The reads: a thread, the list of threads, a run's diff, the plugins.
+
+// GetThread returns a thread's projection and the sequence it shows.
+func (s *Server) GetThread(_ context.Context, req *batonv1.GetThreadRequest) (*batonv1.Thread, error) {
+	if err := required("thread_id", req.GetThreadId()); err != nil {
+		return nil, err
+	}
+	t, seq, err := s.host.Snapshot(req.GetThreadId())
+	if err != nil {
+		return nil, s.toStatus("GetThread", err)
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, s.toStatus("GetThread", fmt.Errorf("encode thread %s: %w", t.ID, err))
+	}
+	proj, err := jsonStruct(b)
+	if err != nil {
+		return nil, s.toStatus("GetThread", fmt.Errorf("thread %s: %w", t.ID, err))
+	}
+	return &batonv1.Thread{Summary: summaryPB(t.Summary()), Sequence: seq, Projection: proj}, nil
+}
+
+// Page sizes of ListThreads.
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
+)
+
+// statuses are the statuses a thread's summary can have.
+var statuses = map[string]bool{
+	string(domain.ThreadIdle): true, string(domain.RunStatusStarting): true,
+	string(domain.RunStatusRunning): true, string(domain.RunStatusWaiting): true,
+}
+
+// ListThreads lists threads in id order, a page at a time. The page token
+// is the last id of the page before.
+func (s *Server) ListThreads(_ context.Context, req *batonv1.ListThreadsRequest) (*batonv1.ListThreadsResponse, error) {
+	size := int(req.GetPageSize())
+	switch {
+	case size == 0:
+		size = defaultPageSize
+	case size > maxPageSize:
+		size = maxPageSize
+	}
+	if err := checkID("page_token", req.GetPageToken()); err != nil {
+		return nil, err
+	}
+	if st := req.GetStatus(); st != "" && !statuses[st] {
+		return nil, invalid("status", "unknown status %q; want idle, starting, running or waiting", st)
+	}
+	keep := func(t domain.ThreadSummary) bool {
+		return (req.GetStatus() == "" || string(t.Status) == req.GetStatus()) &&
+			(req.GetProvider() == "" || t.Provider == req.GetProvider())
+	}
+	// Read one more than the page holds: if it is there, a page follows.
+	var page []domain.ThreadSummary
+	after := req.GetPageToken()
+	for len(page) <= size {
+		batch, err := s.host.Threads(after, size+1)
+		if err != nil {
+			return nil, s.toStatus("ListThreads", err)
+		}
+		for _, t := range batch {
+			if keep(t) {
+				page = append(page, t)
+			}
+		}
+		if len(batch) < size+1 {
+			break
+		}
+		after = batch[len(batch)-1].ID
+	}
+	resp := &batonv1.ListThreadsResponse{}
+	if len(page) > size {
+		page = page[:size]
+		resp.NextPageToken = page[size-1].ID
+	}
+	for _, t := range page {
+		resp.Threads = append(resp.Threads, summaryPB(t))
+	}
+	return resp, nil
+}
+
+// Diff returns a run's changes against the checkpoint before it.
+func (s *Server) Diff(ctx context.Context, req *batonv1.DiffRequest) (*batonv1.DiffResponse, error) {
+	if err := required("thread_id", req.GetThreadId()); err != nil {
+		return nil, err
+	}
+	d, c, err := s.host.Diff(ctx, req.GetThreadId(), int(req.GetRun()), int(req.GetMaxBytes()))
+	if err != nil {
+		return nil, s.toStatus("Diff", err)
+	}
+	resp := &batonv1.DiffResponse{Run: uint32(c.RunOrdinal), CheckpointId: c.ID, Commit: c.Commit,
+		Patch: d.Text, Truncated: d.Truncated, Size: d.Size}
+	for _, f := range c.Files {
+		resp.Files = append(resp.Files, &batonv1.FileChange{Path: f.Path, Kind: f.Kind, Additions: int64(f.Additions),
+			Deletions: int64(f.Deletions), Binary: f.Binary})
+	}
+	return resp, nil
+}
+
+// ListPlugins lists the installed plugins. One that cannot start is listed
+// with its error in notes["error"].
+func (s *Server) ListPlugins(ctx context.Context, _ *batonv1.ListPluginsRequest) (*batonv1.ListPluginsResponse, error) {
+	infos, err := s.host.Plugins(ctx)
+	if err != nil {
+		return nil, s.toStatus("ListPlugins", err)
+	}
+	resp := &batonv1.ListPluginsResponse{}
+	for _, p := range infos {
+		d := p.Description
+		c := d.Capabilities
+		pb := &batonv1.Plugin{Name: p.Name, Version: d.Version, WireProtocol: d.WireProtocol, Path: p.Path, Notes: d.Notes,
+			Capabilities: &batonv1.Capabilities{NativeSteering: c.NativeSteering, Interrupt: c.Interrupt, Approvals: c.Approvals,
+				Subagents: c.Subagents, NativeRollback: c.NativeRollback, Fork: c.Fork, Resume: c.Resume, ThreadSnapshot: c.ThreadSnapshot}}
+		if p.Err != nil {
+			pb.Notes = map[string]string{"error": p.Err.Error()}
+		}
+		resp.Plugins = append(resp.Plugins, pb)
+	}
+	return resp, nil
+}
