@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -9,7 +10,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -301,5 +304,79 @@ func TestVerbsOnEmbeddedHost(t *testing.T) {
 	out, _, _ = baton(t, "threads", "--json", "--data", data, "--status", "idle", "--provider", "acp")
 	if diff := cmp.Diff(want, threadsJSON(t, out), ignoreTimes); diff != "" {
 		t.Errorf("threads --status idle --provider acp (-want +got):\n%s", diff)
+	}
+}
+
+// watch prints a thread's events as run does, from the sequence asked,
+// until Ctrl-C, which only stops the watching (exit 0).
+func TestWatchFollowsUntilCtrlC(t *testing.T) {
+	data, ws := t.TempDir(), t.TempDir()
+	out, errOut, code := batonIn(t, "a\n", "run", "--data", data, "--provider", "acp", "--approve", "ask", "--cwd", ws,
+		"--provider-command", peerCommand(t, "acp/approval_accept.ndjson"), "Write allowed.txt")
+	if code != exitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	thread := threadOf(t, out)
+	cmd := exec.Command(filepath.Join(binDir, "baton"), "watch", "--data", data, "--after", "0", thread)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string)
+	go func() {
+		defer close(seen)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			seen <- sc.Text()
+		}
+	}()
+	var got []string
+	timeout := time.After(60 * time.Second)
+wait:
+	for {
+		select {
+		case l, ok := <-seen:
+			if !ok {
+				t.Fatalf("watch ended by itself: %v\n%s\n%s", cmd.Wait(), strings.Join(got, "\n"), errb.String())
+			}
+			got = append(got, l)
+			if strings.HasPrefix(l, "✔ run 1 completed") {
+				break wait
+			}
+		case <-timeout:
+			cmd.Process.Kill()
+			t.Fatalf("watch never showed the run's end:\n%s\n%s", strings.Join(got, "\n"), errb.String())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for range seen {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("watch after Ctrl-C: %v\n%s", err, errb.String())
+	}
+	// The whole thread, as baton run showed it (less its prompts and its
+	// closing line).
+	var want []string
+	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "? [a]ccept, accept for [s]ession, [d]ecline, [c]ancel the turn:"))
+		if l != "" && !strings.HasPrefix(l, "■") {
+			want = append(want, l)
+		}
+	}
+	var gotTrim []string
+	for _, l := range got {
+		if l = strings.TrimSpace(l); l != "" {
+			gotTrim = append(gotTrim, l)
+		}
+	}
+	if diff := cmp.Diff(want, gotTrim); diff != "" {
+		t.Errorf("watch --after 0 (-run's lines +watch's):\n%s", diff)
 	}
 }
