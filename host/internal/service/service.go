@@ -1,10 +1,21 @@
 // Package service is the host's gRPC API (baton.v1): the server behind
 // `baton serve` and behind every CLI verb that embeds the host.
+//
+// The files: commands.go the commands, reads.go the reads, subscribe.go
+// the event streams, status.go how errors become gRPC codes, convert.go
+// the conversions; serve.go, listen.go and auth.go run the service on its
+// listeners (Run).
 package service
 
 import (
+	"context"
+	"time"
+
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/orchestrator"
@@ -17,15 +28,38 @@ type Options struct {
 	// Clock times how long a subscriber may stay behind (default: the
 	// host's clock).
 	Clock clock.Clock
+	// SlowSubscriber is how long a subscriber's buffer may stay full
+	// before its stream is ended with ResourceExhausted (default 30s).
+	SlowSubscriber time.Duration
+	// SubscriberBuffer is how many events wait for a subscriber while it
+	// is behind (default 1024).
+	SubscriberBuffer int
 }
+
+// Defaults of Options.
+const (
+	DefaultSlowSubscriber   = 30 * time.Second
+	DefaultSubscriberBuffer = 1024
+)
+
+// Service is baton.v1's full name, as health and reflection know it.
+const Service = "baton.v1.Baton"
 
 // Server answers baton.v1 over one host.
 type Server struct {
 	batonv1.UnimplementedBatonServer
 
-	host *orchestrator.Host
-	log  hclog.Logger
-	clk  clock.Clock
+	host   *orchestrator.Host
+	log    hclog.Logger
+	clk    clock.Clock
+	slow   time.Duration
+	buffer int
+	health *health.Server
+
+	// stopping ends when the service shuts down: subscriptions end with
+	// Unavailable.
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
 // New returns a server over h.
@@ -36,10 +70,32 @@ func New(h *orchestrator.Host, opts Options) *Server {
 	if opts.Clock == nil {
 		opts.Clock = h.Clock()
 	}
-	return &Server{host: h, log: opts.Logger, clk: opts.Clock}
+	if opts.SlowSubscriber <= 0 {
+		opts.SlowSubscriber = DefaultSlowSubscriber
+	}
+	if opts.SubscriberBuffer <= 0 {
+		opts.SubscriberBuffer = DefaultSubscriberBuffer
+	}
+	stopping, stop := context.WithCancel(context.Background())
+	return &Server{host: h, log: opts.Logger, clk: opts.Clock, slow: opts.SlowSubscriber, buffer: opts.SubscriberBuffer,
+		health: health.NewServer(), stopping: stopping, stop: stop}
 }
 
-// Register registers the Baton service on g.
+// Register registers the Baton service on g, with gRPC health (SERVING
+// for "" and baton.v1.Baton) and server reflection, so that grpcurl
+// works against it.
 func (s *Server) Register(g *grpc.Server) {
 	batonv1.RegisterBatonServer(g, s)
+	healthpb.RegisterHealthServer(g, s.health)
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(Service, healthpb.HealthCheckResponse_SERVING)
+	reflection.Register(g)
+}
+
+// Shutdown begins a drain: health says NOT_SERVING and every subscription
+// ends with Unavailable ("service shutting down"). Commands still in
+// flight finish; the caller stops the gRPC server next.
+func (s *Server) Shutdown() {
+	s.health.Shutdown()
+	s.stop()
 }
