@@ -335,38 +335,54 @@ func finalThread(c *client, threadID string) (domain.Thread, error) {
 
 // follow streams a thread's events after a sequence, until ctx ends: a
 // goroutine reads them so that the caller also hears Ctrl-C and the user's
-// answers. errs gets the stream's error, if it ends with one.
+// answers. A subscriber the service cut off for falling behind subscribes
+// again after the last event it got. errs gets the stream's error, if it
+// ends with one.
 func follow(ctx context.Context, c *client, threadID string, after uint64) (<-chan eventlog.Record, <-chan error) {
 	recs := make(chan eventlog.Record)
 	errs := make(chan error, 1)
 	go func() {
 		defer close(recs)
-		stream, err := c.Subscribe(ctx, &batonv1.SubscribeRequest{ThreadId: threadID, AfterSequence: after})
-		if err != nil {
-			errs <- err
-			return
-		}
 		for {
-			ev, err := stream.Recv()
-			if err != nil {
-				if err != io.EOF {
-					errs <- err
-				}
-				return
+			err := followOnce(ctx, c, threadID, &after, recs)
+			if status.Code(err) == codes.ResourceExhausted && ctx.Err() == nil {
+				continue
 			}
-			rec, err := record(ev)
 			if err != nil {
 				errs <- err
-				return
 			}
-			select {
-			case recs <- rec:
-			case <-ctx.Done():
-				return
-			}
+			return
 		}
 	}()
 	return recs, errs
+}
+
+// followOnce is one subscription; after is the last sequence delivered.
+func followOnce(ctx context.Context, c *client, threadID string, after *uint64, recs chan<- eventlog.Record) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.Subscribe(ctx, &batonv1.SubscribeRequest{ThreadId: threadID, AfterSequence: *after})
+	if err != nil {
+		return err
+	}
+	for {
+		ev, err := stream.Recv()
+		if err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		rec, err := record(ev)
+		if err != nil {
+			return err
+		}
+		select {
+		case recs <- rec:
+			*after = rec.Sequence
+		case <-ctx.Done():
+			return nil
+		}
+	}
 }
 
 // session is what baton run follows of its thread: the runs it queued,

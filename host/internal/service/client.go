@@ -165,7 +165,8 @@ func Check(ctx context.Context, conn *grpc.ClientConn) error {
 func InProcess(h *orchestrator.Host, opts Options) (conn *grpc.ClientConn, stop func(), err error) {
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
-	New(h, opts).Register(srv)
+	svc := New(h, opts)
+	svc.Register(srv)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -182,6 +183,7 @@ func InProcess(h *orchestrator.Host, opts Options) (conn *grpc.ClientConn, stop 
 	}
 	return conn, func() {
 		conn.Close()
+		svc.Shutdown()
 		srv.Stop()
 		<-served
 	}, nil
