@@ -139,7 +139,7 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 	pf.BoolVar(&g.tls, "tls", false, "speak TLS to a tcp:// server")
 	pf.StringVar(&g.caFile, "ca-file", "", "PEM `file` of the certificates that verify a TLS server (implies --tls)")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "host log `level` on stderr: trace, debug, info, warn, error")
-	pf.StringArrayVar(&g.pluginDirs, "plugin-dir", nil, "extra plugin `directory` for an embedded host (repeatable)")
+	pf.StringArrayVar(&g.pluginDirs, "plugin-dir", nil, "extra plugin `directory` for the host this command runs (embedded, or baton serve) (repeatable)")
 	root.RegisterFlagCompletionFunc("log-level", fixedCompletion("trace", "debug", "info", "warn", "error"))
 
 	root.AddCommand(runCommand(g), threadsCommand(g), showCommand(g), watchCommand(g), sendCommand(g),
