@@ -2,6 +2,8 @@ package service_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -330,5 +332,41 @@ func TestClosedHostUnavailable(t *testing.T) {
 	_, err := e.client.CreateThread(context.Background(), &batonv1.CreateThreadRequest{Provider: "acp", Cwd: e.ws})
 	if status.Code(err) != codes.Unavailable {
 		t.Errorf("create on a closed host: %v, want Unavailable", err)
+	}
+}
+
+// Rollback to run 0 puts the files back as they were before the first
+// run; a repeat returns the first receipt.
+func TestRollbackToRun(t *testing.T) {
+	e := newEnv(t, service.Options{})
+	ctx := t.Context()
+	e.gitWorkspace()
+	threadID := e.create("create", "", "acp", "acp/approval_accept.ndjson", "accept").GetThreadId()
+	if _, err := e.client.SendMessage(ctx, &batonv1.SendMessageRequest{ThreadId: threadID, Text: "Write allowed.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(threadID, "the run to end", allRunsEnded(1))
+	written := filepath.Join(e.ws, "allowed.txt")
+	if _, err := os.Stat(written); err != nil {
+		t.Fatalf("the run wrote nothing: %v", err)
+	}
+	rollback := &batonv1.RollbackRequest{CommandId: "rb", ThreadId: threadID, Run: 0}
+	rc, err := e.client.Rollback(ctx, rollback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := e.waitFor(threadID, "the rollback", func(t domain.Thread) bool { return len(t.Rollbacks) == 1 && !t.RollingBack() })
+	if rb := th.Rollbacks[0]; rb.Status != domain.RollbackDone {
+		t.Fatalf("rollback %+v, want completed", rb)
+	}
+	if _, err := os.Stat(written); !os.IsNotExist(err) {
+		t.Errorf("allowed.txt after the rollback to run 0: %v, want it gone", err)
+	}
+	again, err := e.client.Rollback(ctx, rollback)
+	if err != nil {
+		t.Fatalf("repeated rollback: %v", err)
+	}
+	if d := cmp.Diff(rc, again, protocmp.Transform()); d != "" {
+		t.Errorf("repeated rollback (-first +repeat):\n%s", d)
 	}
 }

@@ -1,0 +1,136 @@
+package service
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Listeners. The service listens on a unix socket, DATA/baton.sock unless
+// Config.Listen names unix sockets of its own, and on each TCP address
+// Config.Listen names. A unix socket is made 0600 in a directory that only
+// its owner may write; a stale one (nothing answers it) is replaced, a
+// live one refused.
+
+// SocketName is the default socket's name in the data dir.
+const SocketName = "baton.sock"
+
+// endpoint is one address to listen on.
+type endpoint struct {
+	network string // "unix" or "tcp"
+	addr    string // a socket path, or host:port
+}
+
+func (e endpoint) String() string { return e.network + "://" + e.addr }
+
+// parseListen reads Config.Listen: unix:///PATH or tcp://HOST:PORT. With no
+// unix socket among them, the data dir's socket is added.
+func parseListen(dataDir string, listen []string) ([]endpoint, error) {
+	var eps []endpoint
+	unix := false
+	for _, a := range listen {
+		switch {
+		case strings.HasPrefix(a, "unix://"):
+			p := strings.TrimPrefix(a, "unix://")
+			if !filepath.IsAbs(p) {
+				return nil, fmt.Errorf("listen %q: a unix socket's path must be absolute", a)
+			}
+			eps = append(eps, endpoint{"unix", filepath.Clean(p)})
+			unix = true
+		case strings.HasPrefix(a, "tcp://"):
+			hp := strings.TrimPrefix(a, "tcp://")
+			if _, _, err := net.SplitHostPort(hp); err != nil {
+				return nil, fmt.Errorf("listen %q: want tcp://HOST:PORT: %w", a, err)
+			}
+			eps = append(eps, endpoint{"tcp", hp})
+		default:
+			return nil, fmt.Errorf("listen %q: want unix:///PATH or tcp://HOST:PORT", a)
+		}
+	}
+	if !unix {
+		eps = append([]endpoint{{"unix", filepath.Join(dataDir, SocketName)}}, eps...)
+	}
+	return eps, nil
+}
+
+// checkDir refuses a directory that others than its owner may write.
+func checkDir(what, dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s %s is not a directory", what, dir)
+	}
+	if m := fi.Mode().Perm(); m&0o022 != 0 {
+		who := "group and others"
+		switch m & 0o022 {
+		case 0o020:
+			who = "its group"
+		case 0o002:
+			who = "others"
+		}
+		return fmt.Errorf("%s %s is writable by %s (mode %04o); refusing to serve from it: chmod go-w %s", what, dir, who, m, dir)
+	}
+	return nil
+}
+
+// clearSocket removes a stale socket at path; a socket a service answers
+// on, or a file that is not a socket, is refused.
+func clearSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	if fi.Mode()&fs.ModeSocket == 0 {
+		return fmt.Errorf("socket %s: a file that is not a socket is in the way", path)
+	}
+	d := net.Dialer{Timeout: time.Second}
+	if c, err := d.Dial("unix", path); err == nil {
+		c.Close()
+		return fmt.Errorf("socket %s: a service already answers there", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove stale socket: %w", err)
+	}
+	return nil
+}
+
+// listen opens an endpoint's listener: a unix socket made 0600, or TCP
+// (with TLS when tlsConf is set).
+func listen(ep endpoint, tlsConf *tls.Config) (net.Listener, error) {
+	l, err := net.Listen(ep.network, ep.addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", ep, err)
+	}
+	switch {
+	case ep.network == "unix":
+		// The directory is its owner's alone, so the moment before the
+		// chmod lets no one else in.
+		if err := os.Chmod(ep.addr, 0o600); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("listen %s: %w", ep, err)
+		}
+	case tlsConf != nil:
+		l = tls.NewListener(l, tlsConf)
+	}
+	return l, nil
+}
+
+// addrOf is a listener's address as Ready reports it: unix:///PATH or
+// tcp://HOST:PORT (the port it got).
+func addrOf(ep endpoint, l net.Listener) string {
+	if ep.network == "unix" {
+		return ep.String()
+	}
+	return "tcp://" + l.Addr().String()
+}

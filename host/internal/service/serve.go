@@ -1,0 +1,184 @@
+package service
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+
+	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/sdk/clock"
+)
+
+// Config configures Run: `baton serve`'s flags.
+type Config struct {
+	// DataDir holds the event log, the socket and the token; it is made
+	// 0700 and refused when others than its owner may write it.
+	DataDir string
+	// Listen adds listeners: unix:///PATH (replacing DATA/baton.sock) and
+	// tcp://HOST:PORT (always with the token; TLS unless on loopback).
+	Listen []string
+	// TokenFile holds the bearer token TCP callers send (default
+	// DATA/token, made on first use).
+	TokenFile string
+	// TLSCert and TLSKey serve TCP over TLS.
+	TLSCert, TLSKey string
+	// IdleTimeout is how long an idle provider session stays open.
+	IdleTimeout time.Duration
+	PluginDirs  []string
+	Logger      hclog.Logger
+	// Clock is the host's clock, and the drain's (default clock.System).
+	Clock clock.Clock
+	// Ready, when set, is called once every listener listens, with their
+	// addresses (unix:///PATH, tcp://HOST:PORT).
+	Ready func(addrs []string)
+}
+
+// DrainTimeout bounds how long a drain waits for calls in flight before
+// it ends them.
+const DrainTimeout = 10 * time.Second
+
+// Run runs the service until ctx ends, then drains: health says
+// NOT_SERVING, no new call is taken, subscriptions end with Unavailable,
+// calls in flight get DrainTimeout to finish, and the host closes (its
+// sessions' ends recorded). It returns nil after a drain that ctx asked
+// for, or why the service could not start or stopped serving.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.DataDir == "" {
+		return errors.New("serve: no data dir")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	clk := clock.Or(cfg.Clock)
+	eps, err := parseListen(cfg.DataDir, cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	tlsConf, err := loadTLS(cfg.TLSCert, cfg.TLSKey)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	tcp := false
+	for _, ep := range eps {
+		if ep.network != "tcp" {
+			continue
+		}
+		tcp = true
+		if host, _, _ := net.SplitHostPort(ep.addr); tlsConf == nil && !isLoopback(host) {
+			return fmt.Errorf("serve: listen %s: an address other than loopback needs TLS (a certificate and key)", ep)
+		}
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("serve: data dir: %w", err)
+	}
+	if err := checkDir("data dir", cfg.DataDir); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	for _, ep := range eps {
+		if ep.network != "unix" {
+			continue
+		}
+		if err := checkDir("socket dir", filepath.Dir(ep.addr)); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		if err := clearSocket(ep.addr); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+	var token string
+	if tcp {
+		if token, err = loadToken(cfg.DataDir, cfg.TokenFile); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+
+	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	srv := New(host, Options{Logger: log.Named("service"), Clock: clk})
+	auth := &authenticator{token: token, log: log.Named("auth")}
+	g := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.unary), grpc.ChainStreamInterceptor(auth.stream))
+	srv.Register(g)
+
+	var lis []net.Listener
+	var addrs []string
+	for _, ep := range eps {
+		l, err := listen(ep, tlsConf)
+		if err != nil {
+			for _, l := range lis {
+				l.Close()
+			}
+			host.Close()
+			return fmt.Errorf("serve: %w", err)
+		}
+		lis = append(lis, l)
+		addrs = append(addrs, addrOf(ep, l))
+	}
+	served := make(chan error, len(lis))
+	for _, l := range lis {
+		go func() { served <- g.Serve(l) }()
+	}
+	log.Info("serving", "addrs", addrs, "data_dir", cfg.DataDir, "tls", tlsConf != nil)
+	if cfg.Ready != nil {
+		cfg.Ready(addrs)
+	}
+
+	var runErr error
+	pending := len(lis)
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		pending--
+		runErr = fmt.Errorf("serve: %w", err)
+		log.Error("a listener failed; stopping", "error", err)
+	}
+	log.Info("draining", "timeout", DrainTimeout)
+	srv.Shutdown()
+	stopped := make(chan struct{})
+	go func() {
+		g.GracefulStop()
+		close(stopped)
+	}()
+	t := clk.NewTimer(DrainTimeout)
+	select {
+	case <-stopped:
+	case <-t.C():
+		log.Warn("calls still running after the drain timeout; ending them", "timeout", DrainTimeout)
+		g.Stop()
+		<-stopped
+	}
+	t.Stop()
+	for ; pending > 0; pending-- {
+		<-served
+	}
+	if err := host.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("serve: close host: %w", err)
+	}
+	log.Info("stopped")
+	return runErr
+}
+
+// loadTLS reads the TLS certificate and key (nil, nil without them).
+func loadTLS(certFile, keyFile string) (*tls.Config, error) {
+	if certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("TLS needs both a certificate and its key")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("TLS: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}}, nil
+}
