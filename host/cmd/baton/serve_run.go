@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/baton-run/baton/host/internal/service"
 )
 
-// serve runs the service until ctx ends (service.Run, once merged).
+// serve runs the service on the data dir until ctx ends, then drains.
 func serve(ctx context.Context, g *globals, f *serveFlags, log hclog.Logger) error {
-	return errors.New("not in this build yet")
+	return service.Run(ctx, service.Config{DataDir: g.data, Listen: f.listen, TokenFile: g.tokenFile,
+		TLSCert: f.tlsCert, TLSKey: f.tlsKey, IdleTimeout: f.idleTimeout,
+		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log})
 }
