@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/orchestrator"
@@ -39,7 +40,7 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 	if g.server != "" {
 		c, err := g.dial(ctx, g.server, serverCheckTimeout)
 		if err != nil {
-			return nil, failf(exitFailed, "server %s does not answer: %v", g.server, err)
+			return nil, failf(exitFailed, "server %s does not answer: %s", g.server, status.Convert(err).Message())
 		}
 		return c, nil
 	}

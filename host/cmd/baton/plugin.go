@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/pluginhost"
@@ -85,7 +86,7 @@ func (g *globals) plugins(ctx context.Context) ([]sdk.Description, error) {
 	if g.server != "" {
 		var err error
 		if c, err = g.dial(ctx, g.server, serverCheckTimeout); err != nil {
-			return nil, failf(exitFailed, "server %s does not answer: %v", g.server, err)
+			return nil, failf(exitFailed, "server %s does not answer: %s", g.server, status.Convert(err).Message())
 		}
 	} else {
 		c = g.local(ctx)
