@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -21,9 +22,9 @@ import (
 
 // startServe runs `baton serve` on a data dir until the test ends (or
 // stop), once its socket answers.
-func startServe(t *testing.T, data string) (stop func() error) {
+func startServe(t *testing.T, data string, args ...string) (stop func() error) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "baton"), "serve", "--data", data)
+	cmd := exec.Command(filepath.Join(binDir, "baton"), append([]string{"serve", "--data", data}, args...)...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
@@ -114,8 +115,11 @@ func (w *lineWaiter) rest() string {
 // run is asking about is answered from another terminal with baton
 // approve, and the run goes on.
 func TestServeApproveFromAnotherTerminal(t *testing.T) {
-	data, ws := t.TempDir(), t.TempDir()
-	startServe(t, data)
+	data, ws, extra := t.TempDir(), t.TempDir(), t.TempDir()
+	if out, errOut, code := baton(t, "plugin", "install", "other", filepath.Join(binDir, "baton-plugin-acp"), extra); code != exitOK {
+		t.Fatalf("plugin install: exit %d\n%s\n%s", code, out, errOut)
+	}
+	startServe(t, data, "--plugin-dir", extra)
 	run := exec.Command(filepath.Join(binDir, "baton"), "run", "--data", data, "--provider", "acp", "--approve", "ask", "--cwd", ws,
 		"--provider-command", peerCommand(t, "acp/approval_accept.ndjson"), "Write allowed.txt")
 	stdin, _ := run.StdinPipe() // open, never written: the answer comes from elsewhere
@@ -140,6 +144,16 @@ func TestServeApproveFromAnotherTerminal(t *testing.T) {
 		t.Fatalf("run: %v\n%s\n%s", err, all, errb.String())
 	}
 	thread := threadOf(t, all)
+	// The service's plugins, through ListPlugins: this machine's, and the
+	// one in the service's own --plugin-dir, as they say of themselves.
+	local, _, _ := baton(t, "plugin", "list", "--markdown", "--data", t.TempDir())
+	got, errOut, code = baton(t, "plugin", "list", "--markdown", "--data", data)
+	acpRow := regexp.MustCompile(`(?m)^\| acp (\|.*)$`).FindStringSubmatch(local)
+	end := strings.Index(local, "\n\nWhere") // after the table's last row (the plugin dirs in order)
+	want := local[:end] + "\n| other " + acpRow[1] + local[end:]
+	if diff := cmp.Diff(want, got); code != exitOK || diff != "" {
+		t.Errorf("plugin list through the service: exit %d, %s (-want +got):\n%s", code, errOut, diff)
+	}
 	got, _, code = baton(t, "threads", "--server", "unix://"+filepath.Join(data, "baton.sock"))
 	if code != exitOK || !strings.Contains(got, thread+"  acp       idle, last run completed  1") {
 		t.Errorf("threads --server: exit %d\n%s", code, got)
