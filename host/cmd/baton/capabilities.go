@@ -1,65 +1,30 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/baton-run/baton/host/internal/pluginhost"
 	"github.com/baton-run/baton/sdk"
 )
 
-// pluginListCmd starts every installed plugin, asks it to describe itself
-// and prints what each provider can do; --markdown prints the README's
-// capability matrix, with what the host does where a capability is missing.
-func pluginListCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("baton plugin list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	markdown := fs.Bool("markdown", false, "print the capability matrix as Markdown")
-	data := fs.String("data", defaultDataDir(), "data `directory` (its plugins/ is searched)")
-	var dirs stringList
-	fs.Var(&dirs, "plugin-dir", "extra plugin `directory` (repeatable)")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: baton plugin list [--markdown] [--plugin-dir DIR] [--data DIR]")
-		return exitUsage
+// printPlugins prints what each provider can do; markdown prints the
+// README's capability matrix, with what the host does where a capability is
+// missing.
+func printPlugins(w io.Writer, descs []sdk.Description, markdown bool) {
+	if markdown {
+		fmt.Fprint(w, capabilityMatrix(descs))
+		return
 	}
-	m := pluginhost.New(pluginhost.Config{Dirs: append(dirs, pluginSearchPath(*data)...)})
-	defer m.Close()
-	var descs []sdk.Description
-	failed := false
-	for _, name := range m.Installed() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		p, err := m.Get(ctx, name)
-		cancel()
-		if err != nil {
-			fmt.Fprintf(stderr, "baton: %v\n", err)
-			failed = true
-			continue
-		}
-		d := p.Description
-		d.Name = name // the name the host knows it by
-		descs = append(descs, d)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROVIDER\tVERSION\tSTEERING\tINTERRUPT\tAPPROVALS\tSUBAGENTS\tROLLBACK\tRESUME\tWIRE PROTOCOL")
+	for _, d := range descs {
+		c := d.Capabilities
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.Version, steering(c), yesNo(c.Interrupt),
+			yesNo(c.Approvals), yesNo(c.Subagents), rollback(c), yesNo(c.Resume), d.WireProtocol)
 	}
-	if *markdown {
-		fmt.Fprint(stdout, capabilityMatrix(descs))
-	} else {
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "PROVIDER\tVERSION\tSTEERING\tINTERRUPT\tAPPROVALS\tSUBAGENTS\tROLLBACK\tRESUME\tWIRE PROTOCOL")
-		for _, d := range descs {
-			c := d.Capabilities
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.Version, steering(c), yesNo(c.Interrupt),
-				yesNo(c.Approvals), yesNo(c.Subagents), rollback(c), yesNo(c.Resume), d.WireProtocol)
-		}
-		w.Flush()
-	}
-	if failed {
-		return exitFailed
-	}
-	return exitOK
+	tw.Flush()
 }
 
 func yesNo(b bool) string {

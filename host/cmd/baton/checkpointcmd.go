@@ -2,149 +2,124 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 
-	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
 
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/host/internal/orchestrator"
-	"github.com/baton-run/baton/host/internal/scenario"
 )
 
-// threadFlags parses a command that takes a THREAD argument and flags in
-// any order, and opens the host on the data dir.
-type threadCmd struct {
-	name       string
-	fs         *flag.FlagSet
-	data       *string
-	logLevel   *string
-	pluginDirs stringList
+// threadArg takes the one THREAD argument, saying so when it is missing.
+func threadArg(cmd *cobra.Command, args []string) error {
+	switch len(args) {
+	case 1:
+		return nil
+	case 0:
+		return usagef("%s: give a THREAD id", cmd.Name())
+	}
+	return usagef("%s: unexpected arguments %q", cmd.Name(), args[1:])
 }
 
-func newThreadCmd(name string, stderr io.Writer) *threadCmd {
-	c := &threadCmd{name: name, fs: flag.NewFlagSet("baton "+name, flag.ContinueOnError)}
-	c.fs.SetOutput(stderr)
-	c.data = c.fs.String("data", "", "data `directory` (default: "+defaultDataDir()+")")
-	c.logLevel = c.fs.String("log-level", "warn", "host log `level` on stderr")
-	c.fs.Var(&c.pluginDirs, "plugin-dir", "extra plugin `directory` (repeatable)")
+func diffCommand(g *globals) *cobra.Command {
+	var run, maxBytes int
+	c := &cobra.Command{
+		Use:   "diff THREAD",
+		Short: "Print a run's changes: its checkpoint against the one before",
+		Long: `Diff prints, as a unified diff, what a run changed in the thread's working
+directory: the run's checkpoint against the one before it. A summary line goes
+to stderr.`,
+		Example: `  baton diff thr_123            # the newest run with a checkpoint
+  baton diff thr_123 --run 2 | git apply -R`,
+		Args: threadArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if run < 0 || maxBytes < 0 {
+				return usagef("diff: --run and --max-bytes cannot be negative")
+			}
+			return withClient(cmd, g, func(ctx context.Context, c *client) error {
+				d, err := c.Diff(ctx, &batonv1.DiffRequest{ThreadId: args[0], Run: uint32(run), MaxBytes: uint32(maxBytes)})
+				if err != nil {
+					return rpcError("diff", err)
+				}
+				fmt.Fprintf(g.stderr, "run %d: checkpoint %s (commit %s), %s changed\n", d.GetRun(), d.GetCheckpointId(), d.GetCommit(), plural(len(d.GetFiles()), "file"))
+				io.WriteString(g.stdout, d.GetPatch())
+				return nil
+			})
+		},
+	}
+	c.Flags().IntVar(&run, "run", 0, "the run `ordinal` (default: the newest run with a checkpoint)")
+	c.Flags().IntVar(&maxBytes, "max-bytes", 1<<20, "cut the diff after this many `bytes`")
 	return c
 }
 
-// parse reads THREAD and the flags; the thread id may come first.
-func (c *threadCmd) parse(args []string, stderr io.Writer) (string, bool) {
-	var thread string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		thread, args = args[0], args[1:]
-	}
-	if err := c.fs.Parse(args); err != nil {
-		return "", false
-	}
-	if thread == "" && c.fs.NArg() == 1 {
-		thread = c.fs.Arg(0)
-	} else if c.fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "baton %s: unexpected arguments %q\n", c.name, c.fs.Args())
-		return "", false
-	}
-	if thread == "" {
-		fmt.Fprintf(stderr, "baton %s: give a THREAD id\n", c.name)
-		return "", false
-	}
-	if *c.data == "" {
-		*c.data = defaultDataDir()
-	}
-	return thread, true
-}
-
-func (c *threadCmd) open(stderr io.Writer) (*orchestrator.Host, bool) {
-	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: stderr, Level: hclog.LevelFromString(*c.logLevel)})
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: *c.data, PluginDirs: append(c.pluginDirs, pluginSearchPath(*c.data)...), Logger: log})
-	if err != nil {
-		fmt.Fprintf(stderr, "baton %s: %v\n", c.name, err)
-		return nil, false
-	}
-	return h, true
-}
-
-// diffCmd prints the unified diff of a run's checkpoint against the one
-// before it.
-func diffCmd(args []string, stdout, stderr io.Writer) int {
-	c := newThreadCmd("diff", stderr)
-	run := c.fs.Int("run", 0, "the run `ordinal` (default: the newest run with a checkpoint)")
-	max := c.fs.Int("max-bytes", 1<<20, "cut the diff after this many `bytes`")
-	thread, ok := c.parse(args, stderr)
-	if !ok {
-		return exitUsage
-	}
-	h, ok := c.open(stderr)
-	if !ok {
-		return exitFailed
-	}
-	defer h.Close()
-	d, cp, err := h.Diff(context.Background(), thread, *run, *max)
-	if err != nil {
-		fmt.Fprintf(stderr, "baton diff: %v\n", err)
-		if errors.Is(err, domain.ErrNotFound) {
-			return exitUsage
-		}
-		return exitFailed
-	}
-	fmt.Fprintf(stderr, "run %d: checkpoint %s (commit %s), %s changed\n", cp.RunOrdinal, cp.ID, cp.Commit, plural(len(cp.Files), "file"))
-	io.WriteString(stdout, d.Text)
-	return exitOK
-}
-
-// rollbackCmd rolls a thread back to a run's checkpoint and reports how.
-func rollbackCmd(args []string, stdout, stderr io.Writer) int {
-	c := newThreadCmd("rollback", stderr)
-	run := c.fs.Int("run", -1, "the run `ordinal` to go back to (0: before the first run)")
-	thread, ok := c.parse(args, stderr)
-	if !ok {
-		return exitUsage
-	}
-	if *run < 0 {
-		fmt.Fprintln(stderr, "baton rollback: --run N is required")
-		return exitUsage
-	}
-	h, ok := c.open(stderr)
-	if !ok {
-		return exitFailed
-	}
-	defer h.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	t, seq, err := h.Snapshot(thread)
-	if err != nil {
-		fmt.Fprintf(stderr, "baton rollback: %v\n", err)
-		return exitUsage
-	}
-	p := newPrinter(stdout, false, t)
-	for _, sc := range t.CheckpointScopes { // the printer names checkpoints by their scopes
-		p.scopes[sc.ID] = sc.Kind
-	}
-	rb, err := scenario.RollbackToRun(ctx, h, thread, fmt.Sprintf("rollback:%s:%d:%d", thread, *run, seq), *run)
-	if recs, rerr := h.ThreadEvents(thread, seq); rerr == nil {
-		for _, rec := range recs {
-			if pl, err := domain.DecodePayload(rec.Type, rec.Data); err == nil {
-				p.event(rec, pl)
+func rollbackCommand(g *globals) *cobra.Command {
+	run := -1
+	c := &cobra.Command{
+		Use:   "rollback THREAD --run N",
+		Short: "Put a thread's files and provider conversation back to run N's checkpoint",
+		Long: `Rollback puts the thread's working directory back to run N's checkpoint (0: as it
+was before the first run), and the provider's conversation with it: natively
+where the provider can, else the next run starts a fresh conversation that
+carries a summary of the runs that remain. The runs after N are marked rolled
+back.`,
+		Example: `  baton rollback thr_123 --run 1
+  baton rollback thr_123 --run 0   # before the first run`,
+		Args: threadArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if run < 0 {
+				return usagef("rollback: --run N is required")
 			}
-		}
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			c, err := g.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: args[0]})
+			if err != nil {
+				return rpcError("rollback", err)
+			}
+			t, err := projection(at)
+			if err != nil {
+				return failf(exitFailed, "%v", err)
+			}
+			p := newPrinter(g.stdout, false, t)
+			for _, sc := range t.CheckpointScopes { // the printer names checkpoints by their scopes
+				p.scopes[sc.ID] = sc.Kind
+			}
+			recs, errs := follow(ctx, c, args[0], at.GetSequence())
+			if _, err := c.Rollback(ctx, &batonv1.RollbackRequest{CommandId: fmt.Sprintf("rollback:%s:%d:%d", args[0], run, at.GetSequence()),
+				ThreadId: args[0], Run: uint32(run)}); err != nil {
+				return rpcError("rollback", err)
+			}
+			for {
+				select {
+				case rec, ok := <-recs:
+					if !ok {
+						return failf(exitInterrupted, "rollback: stopped watching; the rollback goes on")
+					}
+					pl, err := domain.DecodePayload(rec.Type, rec.Data)
+					if err != nil {
+						return failf(exitFailed, "rollback: %v", err)
+					}
+					p.event(rec, pl)
+					switch pl.(type) {
+					case domain.RollbackCompleted:
+						return nil
+					case domain.RollbackFailed:
+						return silent(exitFailed)
+					}
+				case err := <-errs:
+					if ctx.Err() != nil {
+						return failf(exitInterrupted, "rollback: stopped watching; the rollback goes on")
+					}
+					return rpcError("rollback", err)
+				}
+			}
+		},
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "baton rollback: %v\n", err)
-		if errors.Is(err, domain.ErrConflict) || errors.Is(err, domain.ErrNotFound) || errors.Is(err, domain.ErrUnsupported) {
-			return exitUsage
-		}
-		return exitFailed
-	}
-	if rb.Status != domain.RollbackDone {
-		return exitFailed
-	}
-	return exitOK
+	c.Flags().IntVar(&run, "run", -1, "the run `ordinal` to go back to (0: before the first run)")
+	return c
 }

@@ -1,13 +1,20 @@
 // Command baton runs coding agents behind one durable model of threads and
-// runs. 'baton run' runs the host embedded: it creates (or continues) a
-// thread, sends each message as its own run, streams what happens, and
-// exits when every run has ended.
+// runs. Every verb is a client of the baton.v1 API: of a service (`baton
+// serve`, reached with --server or on the data dir's socket) when one
+// answers, else of a host it embeds for the command's life.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Exit codes.
@@ -18,51 +25,199 @@ const (
 	exitInterrupted = 130
 )
 
+const version = "0.1.0"
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-const usage = `usage:
-  baton run --provider NAME [--provider-command 'CMD ARGS'] [--cwd DIR] [--data DIR]
-            [--thread ID] [--model M] [--json] MESSAGE...
-  baton threads [--data DIR] [--json] [--after ID] [--limit N]
-                                        the threads in the data dir, their status and runs
-  baton diff THREAD [--run N] [--max-bytes N] [--data DIR]
-                                        a run's changes: its checkpoint against the one before
-  baton rollback THREAD --run N [--data DIR]
-                                        put the files and the provider's conversation back
-                                        to run N's checkpoint (0: before the first run)
-  baton plugin list [--markdown]        what each installed provider plugin can do
-  baton plugin lock DIR                 record the SHA-256 of every plugin in DIR
-  baton plugin install NAME FILE [DIR]  install a plugin binary (default DIR: DATA/plugins)
-  baton version
-`
+// exitError ends a command with an exit code; msg (when set) is printed as
+// "baton: msg".
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func failf(code int, format string, args ...any) error {
+	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func usagef(format string, args ...any) error { return failf(exitUsage, format, args...) }
+
+// silent ends a command with code, having said why already.
+func silent(code int) error { return &exitError{code: code} }
+
+// rpcError turns an API error into an exit: a refusal of what the user
+// gave (InvalidArgument, NotFound) is bad usage, exit 2; the rest failed,
+// exit 1. The message is the server's.
+func rpcError(what string, err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return failf(exitFailed, "%s: %v", what, err)
+	}
+	switch st.Code() {
+	case codes.InvalidArgument, codes.NotFound:
+		return failf(exitUsage, "%s", st.Message())
+	case codes.Canceled:
+		return failf(exitInterrupted, "%s: cancelled", what)
+	}
+	return failf(exitFailed, "%s: %s", what, st.Message())
+}
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitUsage
-	}
-	switch args[0] {
-	case "run":
-		return runCmd(args[1:], stdin, stdout, stderr)
-	case "plugin":
-		return pluginCmd(args[1:], stdout, stderr)
-	case "threads":
-		return threadsCmd(args[1:], stdout, stderr)
-	case "diff":
-		return diffCmd(args[1:], stdout, stderr)
-	case "rollback":
-		return rollbackCmd(args[1:], stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "baton", version)
-		return exitOK
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+	root := newRoot(stdin, stdout, stderr)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "baton: unknown command %q\n%s", args[0], usage)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "baton: %s\n", ee.msg)
+		}
+		return ee.code
+	}
+	// What cobra refused: an unknown verb or flag, wrong arguments.
+	fmt.Fprintf(stderr, "baton: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
 	return exitUsage
 }
 
-const version = "0.1.0"
+// globals are the flags common to the verbs, declared once on the root.
+type globals struct {
+	data       string
+	server     string
+	tokenFile  string
+	tls        bool
+	caFile     string
+	logLevel   string
+	pluginDirs []string
+
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "baton",
+		Short: "Run coding agents behind one durable model of threads and runs",
+		Long: `Baton runs coding agents (ACP, Codex, Claude, Cursor, OpenCode) behind one
+durable model of threads and runs.
+
+Every verb speaks the baton.v1 API: to the service named by --server, else to
+a service answering on the data directory's socket (DATA/baton.sock), else to
+a host it embeds for the command's life (holding the data directory).
+
+Every flag can also be set in the environment: --data as BATON_DATA,
+--provider-command as BATON_PROVIDER_COMMAND, and so on (the command line
+wins; repeatable flags take comma-separated values).
+
+Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
+		Example: `  baton run --provider acp "Write hello.txt"
+  baton threads
+  baton show THREAD
+  baton serve &
+  baton watch THREAD`,
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return applyEnv(cmd)
+		},
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return err })
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.data, "data", defaultDataDir(), "data `directory`: the event log, plugins/, the service's socket")
+	pf.StringVar(&g.server, "server", "", "the service's `address`: unix:///PATH, a socket path, or tcp://HOST:PORT (default: DATA/baton.sock when a service answers there, else an embedded host)")
+	pf.StringVar(&g.tokenFile, "token-file", "", "`file` holding the bearer token for a TCP service (default: DATA/token); for serve, the token its TCP listeners require")
+	pf.BoolVar(&g.tls, "tls", false, "speak TLS to a tcp:// server")
+	pf.StringVar(&g.caFile, "ca-file", "", "PEM `file` of the certificates that verify a TLS server (implies --tls)")
+	pf.StringVar(&g.logLevel, "log-level", "warn", "host log `level` on stderr: trace, debug, info, warn, error")
+	pf.StringArrayVar(&g.pluginDirs, "plugin-dir", nil, "extra plugin `directory` for the host this command runs (embedded, or baton serve) (repeatable)")
+	root.RegisterFlagCompletionFunc("log-level", fixedCompletion("trace", "debug", "info", "warn", "error"))
+
+	root.AddCommand(runCommand(g), threadsCommand(g), showCommand(g), watchCommand(g), sendCommand(g),
+		interruptCommand(g), answerCommand(g, "approve"), answerCommand(g, "decline"), diffCommand(g),
+		rollbackCommand(g), pluginCommand(g), serveCommand(g), versionCommand(g))
+	root.SetVersionTemplate("baton {{.Version}}\n")
+	annotateEnv(root)
+	return root
+}
+
+func versionCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print baton's version",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintln(g.stdout, "baton", version)
+			return nil
+		},
+	}
+}
+
+// envName is the environment variable of a flag: --token-file is
+// BATON_TOKEN_FILE.
+func envName(flag string) string {
+	return "BATON_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// applyEnv sets each flag of cmd not given on the command line from its
+// environment variable.
+func applyEnv(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || f.Name == "help" || f.Name == "version" {
+			return
+		}
+		v, ok := os.LookupEnv(envName(f.Name))
+		if !ok {
+			return
+		}
+		vals := []string{v}
+		if t := f.Value.Type(); strings.HasSuffix(t, "Array") || strings.HasSuffix(t, "Slice") {
+			vals = strings.Split(v, ",")
+		}
+		for _, v := range vals {
+			if e := f.Value.Set(v); e != nil {
+				err = usagef("%s=%q: %v", envName(f.Name), v, e)
+				return
+			}
+		}
+		f.Changed = true
+	})
+	return err
+}
+
+// annotateEnv adds each flag's environment variable to its help.
+func annotateEnv(root *cobra.Command) {
+	seen := map[*pflag.Flag]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.PersistentFlags(), c.LocalNonPersistentFlags(), c.Flags()} {
+			fs.VisitAll(func(f *pflag.Flag) {
+				if seen[f] || f.Name == "help" || f.Name == "version" {
+					return
+				}
+				seen[f] = true
+				f.Usage += " [$" + envName(f.Name) + "]"
+			})
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+func fixedCompletion(vals ...string) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return vals, cobra.ShellCompDirectiveNoFileComp
+	}
+}

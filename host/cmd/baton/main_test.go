@@ -210,7 +210,7 @@ func TestUsageAndFailures(t *testing.T) {
 	}
 	// Refused before anything is written, naming what is installed.
 	_, stderr, code := baton(t, "run", "--data", t.TempDir(), "--cwd", t.TempDir(), "--provider", "nosuch", "--provider-command", "x", "hi")
-	if code == 0 || !strings.Contains(stderr, `provider "nosuch" is not installed; installed: acp, claude, codex, cursor, opencode`) {
+	if code != 2 || !strings.Contains(stderr, `provider "nosuch" is not installed; installed: acp, claude, codex, cursor, opencode`) {
 		t.Errorf("missing plugin: exit %d\n%s", code, stderr)
 	}
 }

@@ -1,56 +1,93 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
 	"text/tabwriter"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
 
-	"github.com/baton-run/baton/host/internal/orchestrator"
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/ids"
 )
 
-// threadsCmd lists the data dir's threads from the thread index: no
-// thread's events are read.
-func threadsCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("baton threads", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	data := fs.String("data", "", "data `directory` (default: "+defaultDataDir()+")")
-	jsonOut := fs.Bool("json", false, "print one JSON object per thread")
-	after := fs.String("after", "", "list the threads after this thread `id` (ids are in order)")
-	limit := fs.Int("limit", 0, "list at most `n` threads (0: all)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "baton threads: unexpected arguments %q\n", fs.Args())
-		return exitUsage
-	}
-	if *data == "" {
-		*data = defaultDataDir()
-	}
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: *data, Logger: hclog.New(&hclog.LoggerOptions{Output: stderr, Level: hclog.Warn})})
+// withClient runs fn with a client found by the connection rule.
+func withClient(cmd *cobra.Command, g *globals, fn func(ctx context.Context, c *client) error) error {
+	ctx := cmd.Context()
+	c, err := g.connect(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "baton threads: %v\n", err)
-		return exitFailed
+		return err
 	}
-	defer h.Close()
-	list, err := h.Threads(*after, *limit)
-	if err != nil {
-		fmt.Fprintf(stderr, "baton threads: %v\n", err)
-		return exitFailed
+	defer c.close()
+	return fn(ctx, c)
+}
+
+func summary(t *batonv1.ThreadSummary) domain.ThreadSummary {
+	return domain.ThreadSummary{ID: t.GetId(), Provider: t.GetProvider(), Cwd: t.GetCwd(), Model: t.GetModel(),
+		CreatedAt: t.GetCreatedAt().AsTime(), UpdatedAt: t.GetUpdatedAt().AsTime(), Runs: int(t.GetRuns()), Queued: int(t.GetQueued()),
+		Status: domain.ThreadStatus(t.GetStatus()), LastRun: domain.RunStatus(t.GetLastRun()), Sequence: t.GetSequence()}
+}
+
+func threadsCommand(g *globals) *cobra.Command {
+	var jsonOut bool
+	var after, status, provider string
+	var limit int
+	c := &cobra.Command{
+		Use:   "threads",
+		Short: "List the threads: id, provider, status, runs, last update",
+		Long: `Threads lists the threads, in id order (oldest first), from the thread index: no
+thread's events are read. --status and --provider keep only the matching ones.`,
+		Example: `  baton threads
+  baton threads --status running
+  baton threads --json | jq -r .id`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withClient(cmd, g, func(ctx context.Context, c *client) error {
+				var list []domain.ThreadSummary
+				token := after
+				for {
+					size := uint32(1000)
+					if limit > 0 {
+						size = uint32(min(limit-len(list), 1000))
+					}
+					resp, err := c.ListThreads(ctx, &batonv1.ListThreadsRequest{PageSize: size, PageToken: token, Status: status, Provider: provider})
+					if err != nil {
+						return rpcError("list threads", err)
+					}
+					for _, t := range resp.GetThreads() {
+						list = append(list, summary(t))
+					}
+					token = resp.GetNextPageToken()
+					if token == "" || (limit > 0 && len(list) >= limit) {
+						break
+					}
+				}
+				return printThreads(g, list, jsonOut)
+			})
+		},
 	}
-	if *jsonOut {
-		enc := json.NewEncoder(stdout)
+	fl := c.Flags()
+	fl.BoolVar(&jsonOut, "json", false, "print one JSON object per thread")
+	fl.StringVar(&after, "after", "", "list the threads after this thread `id` (ids are in order)")
+	fl.IntVar(&limit, "limit", 0, "list at most `n` threads (0: all)")
+	fl.StringVar(&status, "status", "", "keep the threads with this `status` (idle, running, waiting, ...)")
+	fl.StringVar(&provider, "provider", "", "keep the threads of this `provider`")
+	c.RegisterFlagCompletionFunc("status", fixedCompletion("idle", "starting", "running", "waiting"))
+	return c
+}
+
+func printThreads(g *globals, list []domain.ThreadSummary, jsonOut bool) error {
+	if jsonOut {
+		enc := json.NewEncoder(g.stdout)
 		for _, t := range list {
 			enc.Encode(t)
 		}
-		return exitOK
+		return nil
 	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "THREAD\tPROVIDER\tSTATUS\tRUNS\tUPDATED\tCWD")
 	for _, t := range list {
 		runs := fmt.Sprint(t.Runs)
@@ -63,6 +100,296 @@ func threadsCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Provider, status, runs, t.UpdatedAt.Local().Format(time.DateTime), t.Cwd)
 	}
-	w.Flush()
-	return exitOK
+	return w.Flush()
+}
+
+func showCommand(g *globals) *cobra.Command {
+	var jsonOut bool
+	c := &cobra.Command{
+		Use:   "show THREAD",
+		Short: "Show a thread: its runs, messages, requests and checkpoints",
+		Long: `Show prints a thread's projection: a summary of its runs, messages, requests and
+checkpoints, or with --json the whole projection as one JSON object.`,
+		Example: `  baton show thr_123
+  baton show --json thr_123 | jq '.runs[] | {ordinal, status}'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(cmd, g, func(ctx context.Context, c *client) error {
+				at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: args[0]})
+				if err != nil {
+					return rpcError("show", err)
+				}
+				t, err := projection(at)
+				if err != nil {
+					return failf(exitFailed, "%v", err)
+				}
+				if jsonOut {
+					b, err := json.Marshal(t)
+					if err != nil {
+						return failf(exitFailed, "%v", err)
+					}
+					fmt.Fprintln(g.stdout, string(b))
+					return nil
+				}
+				showThread(g, t, summary(at.GetSummary()))
+				return nil
+			})
+		},
+	}
+	c.Flags().BoolVar(&jsonOut, "json", false, "print the thread's projection as one JSON object")
+	return c
+}
+
+// showThread is a thread for people to read.
+func showThread(g *globals, t domain.Thread, s domain.ThreadSummary) {
+	w := g.stdout
+	fmt.Fprintf(w, "thread %s · %s · %s\n", t.ID, t.Provider, t.Cwd)
+	status := string(s.Status)
+	if s.LastRun != "" && s.Status == "idle" {
+		status += ", last run " + string(s.LastRun)
+	}
+	fmt.Fprintf(w, "  %s; approvals: %s; created %s, updated %s; sequence %d\n", status, t.ApprovalPolicy,
+		t.CreatedAt.Local().Format(time.DateTime), t.UpdatedAt.Local().Format(time.DateTime), t.Sequence)
+	if t.Model != "" {
+		fmt.Fprintf(w, "  model %s\n", t.Model)
+	}
+	fmt.Fprintf(w, "\nruns (%d):\n", len(t.Runs))
+	for _, r := range t.Runs {
+		end := string(r.Status)
+		switch {
+		case r.Failure != nil:
+			end += ": " + oneLine(r.Failure.Message, 80)
+		case r.StopReason != "":
+			end += " (" + r.StopReason + ")"
+		}
+		fmt.Fprintf(w, "  %d  %s  %s  %s\n", r.Ordinal, r.ID, end, oneLine(r.Input, 60))
+	}
+	if len(t.Messages) > 0 {
+		fmt.Fprintf(w, "\nmessages (%d):\n", len(t.Messages))
+		for _, m := range t.Messages {
+			run := ""
+			if r := runOf(t, m.RunID); r != nil {
+				run = fmt.Sprintf("run %d ", r.Ordinal)
+			}
+			fmt.Fprintf(w, "  %s%s: %s\n", run, m.Role, oneLine(m.Text.String(), 100))
+		}
+	}
+	if len(t.Requests) > 0 {
+		fmt.Fprintf(w, "\nrequests (%d):\n", len(t.Requests))
+		for _, q := range t.Requests {
+			how := string(q.Status)
+			if q.Decision != "" {
+				how += ", " + string(q.Decision)
+				if q.AnsweredBy != "" {
+					how += " by " + string(q.AnsweredBy)
+				}
+			}
+			fmt.Fprintf(w, "  %s  %s %s: %s\n", q.ID, words(string(q.Kind)), oneLine(q.Title, 60), how)
+		}
+	}
+	if len(t.Checkpoints) > 0 {
+		fmt.Fprintf(w, "\ncheckpoints (%d):\n", len(t.Checkpoints))
+		for _, cp := range t.Checkpoints {
+			what := fmt.Sprintf("run %d", cp.RunOrdinal)
+			if cp.RunOrdinal == 0 {
+				what = "baseline"
+			}
+			fmt.Fprintf(w, "  %s  %s  %s, %s\n", cp.ID, what, cp.Status, plural(len(cp.Files), "file"))
+		}
+	}
+}
+
+func watchCommand(g *globals) *cobra.Command {
+	var after uint64
+	var afterSet, jsonOut bool
+	c := &cobra.Command{
+		Use:   "watch THREAD",
+		Short: "Follow a thread's events as they happen (Ctrl-C stops watching, not the thread)",
+		Long: `Watch prints a thread's events as baton run does, from its current state on
+(or from after --after SEQ), until Ctrl-C. Leaving does not stop the thread.`,
+		Example: `  baton watch thr_123
+  baton watch --after 0 thr_123   # the whole thread from its creation`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			afterSet = cmd.Flags().Changed("after")
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			c, err := g.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: args[0]})
+			if err != nil {
+				return rpcError("watch", err)
+			}
+			t, err := projection(at)
+			if err != nil {
+				return failf(exitFailed, "%v", err)
+			}
+			start := at.GetSequence()
+			if afterSet {
+				start = after
+			}
+			if !afterSet && !jsonOut {
+				fmt.Fprintf(g.stdout, "● thread %s · %s · %s (watching from sequence %d)\n", t.ID, t.Provider, t.Cwd, start)
+			}
+			p := newPrinter(g.stdout, jsonOut, t)
+			for _, sc := range t.CheckpointScopes { // the printer names checkpoints by their scopes
+				p.scopes[sc.ID] = sc.Kind
+			}
+			recs, errs := follow(ctx, c, args[0], start)
+			for {
+				select {
+				case rec, ok := <-recs:
+					if !ok {
+						return nil
+					}
+					pl, err := domain.DecodePayload(rec.Type, rec.Data)
+					if err != nil {
+						return failf(exitFailed, "watch: %v", err)
+					}
+					p.event(rec, pl)
+				case err := <-errs:
+					if ctx.Err() != nil {
+						return nil // Ctrl-C: the thread goes on
+					}
+					return rpcError("watch", err)
+				case <-ctx.Done():
+					return nil
+				}
+			}
+		},
+	}
+	c.Flags().Uint64Var(&after, "after", 0, "print the events after this `sequence` (default: the thread's current one)")
+	c.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object per event")
+	return c
+}
+
+// signalContext ends at the first SIGINT or SIGTERM.
+func signalContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	first, stop := signals(ctx, cancel)
+	go func() {
+		select {
+		case <-first:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, stop
+}
+
+func sendCommand(g *globals) *cobra.Command {
+	var mode, target string
+	c := &cobra.Command{
+		Use:   "send THREAD MESSAGE",
+		Short: "Send a message to a thread: a new run, or into the active one (--mode)",
+		Long: `Send sends MESSAGE to THREAD. Against a service it returns at once (follow the
+run with baton watch); with no service running it follows the run to its end,
+as baton run --thread does (nothing else would carry it).
+While a run is active, --mode says what the message does: queue (a run of its
+own after the active one), steer (added to the active turn), restart (the
+active turn stops and starts again with it), or now (interrupt the active run
+and start this one). Without --mode: steer where the provider steers natively,
+else restart; on an idle thread the message starts a run at once.`,
+		Example: `  baton send thr_123 "Also update the changelog"
+  baton send --mode queue thr_123 "Then run the tests"`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch mode {
+			case "", "queue", "steer", "restart", "now":
+			default:
+				return usagef("send: --mode must be queue, steer, restart or now, got %q", mode)
+			}
+			ctx, cancel := context.WithCancel(cmd.Context())
+			interruptReq, stopSignals := signals(ctx, cancel)
+			defer stopSignals()
+			c, err := g.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			if c.embedded {
+				// No service carries the run once this command exits: follow
+				// it to its end, as baton run --thread does.
+				fmt.Fprintln(g.stderr, "baton: no service runs (baton serve); following the run to its end")
+				return runOn(ctx, g, c, &runFlags{thread: args[0]}, runOptions{messages: args[1:], mode: mode}, interruptReq)
+			}
+			rc, err := c.SendMessage(ctx, &batonv1.SendMessageRequest{CommandId: ids.New().NewID("cmd"), ThreadId: args[0],
+				Text: args[1], Mode: mode, TargetRunId: target})
+			if err != nil {
+				return rpcError("send", err)
+			}
+			fmt.Fprintf(g.stdout, "sent to thread %s (run %s, sequence %d); follow it with: baton watch %s\n", rc.GetThreadId(), rc.GetRunId(), rc.GetSequence(), rc.GetThreadId())
+			return nil
+		},
+	}
+	c.Flags().StringVar(&mode, "mode", "", "what the message does while a run is active: queue, steer, restart or now")
+	c.Flags().StringVar(&target, "run", "", "for steer and restart, the run `id` meant (refused if another is active)")
+	c.RegisterFlagCompletionFunc("mode", fixedCompletion("queue", "steer", "restart", "now"))
+	return c
+}
+
+func interruptCommand(g *globals) *cobra.Command {
+	var run string
+	c := &cobra.Command{
+		Use:   "interrupt THREAD",
+		Short: "Ask the provider to stop a thread's active run (or --run ID)",
+		Long: `Interrupt asks the provider to stop the thread's active run (or the run --run
+names; a queued run is cancelled). The run ends interrupted when the provider
+confirms; follow it with baton watch.`,
+		Example: `  baton interrupt thr_123`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(cmd, g, func(ctx context.Context, c *client) error {
+				rc, err := c.Interrupt(ctx, &batonv1.InterruptRequest{CommandId: ids.New().NewID("cmd"), ThreadId: args[0], RunId: run})
+				if err != nil {
+					return rpcError("interrupt", err)
+				}
+				fmt.Fprintf(g.stdout, "interrupt sent to thread %s (run %s)\n", rc.GetThreadId(), rc.GetRunId())
+				return nil
+			})
+		},
+	}
+	c.Flags().StringVar(&run, "run", "", "the run `id` to stop (default: the active run)")
+	return c
+}
+
+// answerCommand is approve or decline: an answer to a pending request
+// from any terminal.
+func answerCommand(g *globals, verb string) *cobra.Command {
+	var session, cancelTurn bool
+	decision := map[string]domain.Verdict{"approve": domain.VerdictAccept, "decline": domain.VerdictDecline}[verb]
+	c := &cobra.Command{
+		Use:   verb + " REQUEST",
+		Short: map[string]string{"approve": "Accept an agent's pending request", "decline": "Decline an agent's pending request"}[verb],
+		Long: fmt.Sprintf(`%s answers a pending request (a command to run, a file to write) by its id,
+as baton run, baton show and baton watch print it; the host finds its thread.`, map[string]string{"approve": "Approve", "decline": "Decline"}[verb]),
+		Example: fmt.Sprintf("  baton %s req_123", verb),
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d := decision
+			if session {
+				d = domain.VerdictAcceptForSession
+			}
+			if cancelTurn {
+				d = domain.VerdictCancel
+			}
+			return withClient(cmd, g, func(ctx context.Context, c *client) error {
+				rc, err := c.AnswerRequest(ctx, &batonv1.AnswerRequestRequest{CommandId: ids.New().NewID("cmd"), RequestId: args[0], Decision: string(d)})
+				if err != nil {
+					return rpcError(verb, err)
+				}
+				fmt.Fprintf(g.stdout, "request %s: %s (thread %s)\n", args[0], d, rc.GetThreadId())
+				return nil
+			})
+		},
+	}
+	if verb == "approve" {
+		c.Flags().BoolVar(&session, "for-session", false, "accept such requests for the rest of the provider session")
+	} else {
+		c.Flags().BoolVar(&cancelTurn, "cancel", false, "decline and cancel the agent's turn")
+	}
+	return c
 }

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/status"
+
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/host/internal/service"
+)
+
+// Bounds on finding a service: one named with --server may take a moment
+// to answer; the data dir's socket is only tried.
+const (
+	serverCheckTimeout = 5 * time.Second
+	socketCheckTimeout = time.Second
+)
+
+// client is a verb's way to the host: a service's, or one embedded for
+// the command's life.
+type client struct {
+	batonv1.BatonClient
+	embedded bool
+	target   string // the service's address (not embedded)
+	close    func()
+}
+
+// connect finds the host, by one rule: the service --server names (an
+// error if it does not answer); else a service answering on the data dir's
+// socket; else a host embedded on the data dir.
+func (g *globals) connect(ctx context.Context) (*client, error) {
+	if g.server != "" {
+		c, err := g.dial(ctx, g.server, serverCheckTimeout)
+		if err != nil {
+			return nil, failf(exitFailed, "server %s does not answer: %s", g.server, status.Convert(err).Message())
+		}
+		return c, nil
+	}
+	if c := g.local(ctx); c != nil {
+		return c, nil
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: hclog.LevelFromString(g.logLevel)})
+	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log})
+	if err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, "lock") {
+			msg += "; another baton may be using this data directory (pass --data to use another)"
+		}
+		return nil, failf(exitFailed, "%s", msg)
+	}
+	conn, stop, err := service.InProcess(h, service.Options{Logger: log})
+	if err != nil {
+		h.Close()
+		return nil, failf(exitFailed, "%v", err)
+	}
+	return &client{BatonClient: batonv1.NewBatonClient(conn), embedded: true, close: func() {
+		stop()
+		h.Close()
+	}}, nil
+}
+
+// local is the service on the data dir's socket, if one answers there.
+func (g *globals) local(ctx context.Context) *client {
+	sock := filepath.Join(g.data, "baton.sock")
+	if fi, err := os.Stat(sock); err != nil || fi.Mode().Type() != fs.ModeSocket {
+		return nil
+	}
+	c, err := g.dial(ctx, sock, socketCheckTimeout)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// dial connects to a service and checks that it answers within bound.
+func (g *globals) dial(ctx context.Context, target string, bound time.Duration) (*client, error) {
+	opts := service.DialOptions{TokenFile: g.tokenFile, TLS: g.tls, CAFile: g.caFile}
+	if opts.TokenFile == "" && strings.HasPrefix(target, "tcp://") {
+		if tok := filepath.Join(g.data, "token"); fileExists(tok) {
+			opts.TokenFile = tok
+		}
+	}
+	conn, err := service.Dial(ctx, target, opts)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	if err := service.Check(cctx, conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &client{BatonClient: batonv1.NewBatonClient(conn), target: target, close: func() { conn.Close() }}, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// pluginSearchPath is where first-party and installed plugins are: beside
+// the baton executable, then the data dir's plugins directory.
+func pluginSearchPath(data string) []string {
+	var dirs []string
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		dirs = append(dirs, filepath.Dir(exe))
+	}
+	return append(dirs, filepath.Join(data, "plugins"))
+}
+
+// defaultDataDir is the user's data directory for baton (BATON_DATA, like
+// every flag's variable, is applied to --data).
+func defaultDataDir() string {
+	home, _ := os.UserHomeDir()
+	switch runtime.GOOS {
+	case "darwin":
+		return filepath.Join(home, "Library", "Application Support", "baton")
+	case "windows":
+		return filepath.Join(os.Getenv("LocalAppData"), "baton")
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "baton")
+	}
+	return filepath.Join(home, ".local", "share", "baton")
+}

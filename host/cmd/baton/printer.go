@@ -1,0 +1,281 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/eventlog"
+)
+
+// record is an API event as the log's record: its data (a Struct) back to
+// the JSON it was stored as.
+func record(ev *batonv1.Event) (eventlog.Record, error) {
+	data, err := protojson.Marshal(ev.GetData())
+	if err != nil {
+		return eventlog.Record{}, fmt.Errorf("event %d: %w", ev.GetSequence(), err)
+	}
+	return eventlog.Record{Sequence: ev.GetSequence(), ThreadID: ev.GetThreadId(), Type: ev.GetType(),
+		At: ev.GetAt().AsTime(), Data: data}, nil
+}
+
+// projection is an API thread's projection as the domain's Thread.
+func projection(t *batonv1.Thread) (domain.Thread, error) {
+	var th domain.Thread
+	b, err := protojson.Marshal(t.GetProjection())
+	if err == nil {
+		err = json.Unmarshal(b, &th)
+	}
+	if err != nil {
+		return domain.Thread{}, fmt.Errorf("thread %s: projection: %w", t.GetSummary().GetId(), err)
+	}
+	return th, nil
+}
+
+// printer shows a thread's events, readably or as JSON lines. It keeps the
+// little state it needs from the events themselves.
+type printer struct {
+	w        io.Writer
+	json     bool
+	threadID string
+	policy   domain.ApprovalPolicy
+	inText   bool
+	ordinals map[string]int              // run id -> ordinal
+	items    map[string]*item            // node id -> what to say about it
+	scopes   map[string]domain.ScopeKind // checkpoint scope id -> kind
+	cps      map[string]string           // checkpoint id -> what it is ("run 2", "a subagent of run 2")
+}
+
+type item struct {
+	kind        domain.NodeKind
+	title, text string
+}
+
+func newPrinter(w io.Writer, jsonOut bool, t domain.Thread) *printer {
+	p := &printer{w: w, json: jsonOut, threadID: t.ID, policy: t.ApprovalPolicy,
+		ordinals: map[string]int{}, items: map[string]*item{}, scopes: map[string]domain.ScopeKind{}, cps: map[string]string{}}
+	for _, r := range t.Runs {
+		p.ordinals[r.ID] = r.Ordinal
+	}
+	return p
+}
+
+func (p *printer) line(format string, args ...any) {
+	if p.inText {
+		fmt.Fprintln(p.w)
+		p.inText = false
+	}
+	fmt.Fprintf(p.w, format+"\n", args...)
+}
+
+func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
+	if p.json {
+		b, _ := json.Marshal(struct {
+			Kind string `json:"kind"`
+			eventlog.Record
+		}{"event", rec})
+		fmt.Fprintln(p.w, string(b))
+	}
+	switch e := pl.(type) {
+	case domain.RunQueued:
+		p.ordinals[e.RunID] = e.Ordinal
+	case domain.NodeStarted:
+		p.items[e.NodeID] = &item{kind: e.Kind, title: e.Title}
+	case domain.NodeUpdated:
+		if it := p.items[e.NodeID]; it != nil && e.Title != "" {
+			it.title = e.Title
+		}
+	case domain.NodeDelta:
+		if it := p.items[e.NodeID]; it != nil {
+			it.text += e.Text
+		}
+	case domain.CheckpointScopeOpened:
+		p.scopes[e.ScopeID] = e.Kind
+	case domain.CheckpointRequested:
+		switch {
+		case p.scopes[e.ScopeID] == domain.ScopeSubagent:
+			p.cps[e.CheckpointID] = fmt.Sprintf("a subagent of run %d", e.RunOrdinal)
+		case e.RunOrdinal == 0:
+			p.cps[e.CheckpointID] = "the baseline"
+		default:
+			p.cps[e.CheckpointID] = fmt.Sprintf("run %d", e.RunOrdinal)
+		}
+	}
+	if p.json {
+		return
+	}
+	switch e := pl.(type) {
+	case domain.ThreadCreated:
+		p.policy = cmp.Or(e.ApprovalPolicy, domain.ApproveDecline)
+		p.line("● thread %s · %s · %s", p.threadID, e.Provider, e.Cwd)
+	case domain.RunQueued:
+		p.line("▶ run %d queued: %s", e.Ordinal, oneLine(e.Input, 100))
+	case domain.RunStarted:
+		p.line("▶ run %d started", p.ordinals[e.RunID])
+	case domain.MessageDelta:
+		if !p.inText {
+			fmt.Fprint(p.w, "  ")
+		}
+		fmt.Fprint(p.w, strings.ReplaceAll(e.Text, "\n", "\n  "))
+		p.inText = true
+	case domain.NodeStarted:
+		if e.Kind != domain.NodeRootTurn && e.Kind != domain.ItemAssistantMessage && e.Kind != domain.ItemReasoning {
+			p.line("  · %s %s", words(string(e.Kind)), e.Title)
+		}
+	case domain.NodeCompleted:
+		if it := p.items[e.NodeID]; it != nil && it.kind != domain.NodeRootTurn && it.kind != domain.ItemAssistantMessage {
+			text := ""
+			if it.kind == domain.ItemReasoning && it.text != "" {
+				text = ": " + oneLine(it.text, 100)
+			}
+			p.line("  · %s %s %s%s", words(string(it.kind)), it.title, e.Status, text)
+		}
+	case domain.RequestOpened:
+		p.line("  ? %s request %s: %s", words(string(e.Kind)), e.RequestID, oneLine(e.Title, 100))
+	case domain.RequestAnswered:
+		p.line("  ? request %s: %s (by %s)", e.RequestID, e.Decision, e.By)
+	case domain.RunSteered:
+		p.line("  » message added to run %d's turn", p.ordinals[e.RunID])
+	case domain.RestartRequested:
+		p.line("  » run %d is stopping its turn to restart with: %s", p.ordinals[e.RunID], oneLine(e.Text, 80))
+	case domain.InterruptRequested:
+		p.line("  ⏸ run %d: interrupt sent; waiting for the provider", p.ordinals[e.RunID])
+	case domain.AttemptEnded:
+		p.line("  ↻ run %d: attempt ended (%s)", p.ordinals[e.RunID], e.Status)
+	case domain.AttemptStarted:
+		if e.Reason != domain.AttemptInitial {
+			p.line("  ↻ run %d: new attempt (%s)", p.ordinals[e.RunID], words(string(e.Reason)))
+		}
+	case domain.RequestAnswerFailed:
+		p.line("  ! the answer to request %s did not reach the provider: %s", e.RequestID, oneLine(e.Reason, 100))
+	case domain.RateLimitReported:
+		resets := ""
+		if !e.ResetsAt.IsZero() {
+			resets = ", resets " + e.ResetsAt.Local().Format("Jan 2 15:04")
+		}
+		p.line("  ⓘ %s limit: %.0f%% used%s", e.Scope, e.UsedPercent, resets)
+	case domain.EffectCancelled:
+		p.line("  ! a %s action was not performed: %s", e.Type, e.Reason)
+	case domain.RequestResolved:
+		switch {
+		case e.Delivery == domain.DeliveryNotResumable:
+			p.line("  ? request %s: %s (the provider is gone)", e.RequestID, e.Status)
+		case e.Decision != "":
+			p.line("  ? request %s resolved: %s", e.RequestID, e.Decision)
+		default:
+			p.line("  ? request %s", e.Status)
+		}
+	case domain.SessionOpened:
+		p.line("  (provider session %s opened)", e.SessionID)
+	case domain.SessionEnded:
+		p.line("  (provider session %s ended: %s)", e.SessionID, e.Reason)
+	case domain.RunEnded:
+		n := p.ordinals[e.RunID]
+		mark := "✔"
+		switch e.Status {
+		case domain.RunStatusFailed:
+			mark = "✖"
+		case domain.RunStatusInterrupted, domain.RunStatusCancelled:
+			mark = "⏹"
+		}
+		switch {
+		case e.Failure != nil:
+			p.line("%s run %d %s: %s", mark, n, e.Status, e.Failure.Message)
+		case e.StopReason != "":
+			p.line("%s run %d %s (%s)", mark, n, e.Status, e.StopReason)
+		default:
+			p.line("%s run %d %s", mark, n, e.Status)
+		}
+	case domain.DiagnosticRecorded:
+		p.line("  ! %s %s", e.Title, oneLine(e.Text, 100))
+	case domain.CheckpointRecorded:
+		p.checkpoint(e)
+	case domain.RollbackStarted:
+		p.line("↺ rolling back to the checkpoint of run %d: restoring files", e.TargetRunOrdinal)
+	case domain.RollbackFilesRestored:
+		p.line("  ↺ files restored: %d written, %d removed (as they were before: git checkout %s -- .)", e.Written, e.Removed, e.SavedRef)
+	case domain.RollbackFailed:
+		p.line("✖ rollback failed while restoring %s: %s", e.Stage, e.Failure.Message)
+	case domain.RollbackCompleted:
+		how := map[domain.Reconciliation]string{domain.ReconcileNone: "the provider had no turns to drop",
+			domain.ReconcileNative:      fmt.Sprintf("the provider dropped %d turns", e.TurnsDropped),
+			domain.ReconcileFreshThread: "the next run starts a fresh provider conversation"}[e.Reconciliation]
+		p.line("↺ rolled back; %s", how)
+		if e.Note != "" {
+			p.line("  ! %s", e.Note)
+		}
+	case domain.HandoffCreated:
+		runs := fmt.Sprintf("runs %d-%d", e.FromRun, e.ToRun)
+		if e.FromRun == e.ToRun {
+			runs = fmt.Sprintf("run %d", e.ToRun)
+		}
+		p.line("  ⓘ the next run carries a summary of %s", runs)
+	}
+}
+
+// checkpoint shows what a checkpoint kept: its status, and the files it
+// changed.
+func (p *printer) checkpoint(e domain.CheckpointRecorded) {
+	what := cmp.Or(p.cps[e.CheckpointID], "checkpoint")
+	switch {
+	case e.Status != domain.CheckpointReady:
+		p.line("  ⛁ checkpoint of %s: %s (%s)", what, e.Status, oneLine(e.Reason, 100))
+	case len(e.Files) == 0:
+		p.line("  ⛁ checkpoint of %s: no files changed", what)
+	default:
+		p.line("  ⛁ checkpoint of %s: %s changed", what, plural(len(e.Files), "file"))
+		for i, f := range e.Files {
+			if i == 20 {
+				p.line("      … and %d more (baton diff %s)", len(e.Files)-i, p.threadID)
+				break
+			}
+			stat := fmt.Sprintf("+%d -%d", f.Additions, f.Deletions)
+			if f.Binary {
+				stat = "binary"
+			}
+			p.line("      %s %s (%s)", f.Kind, f.Path, stat)
+		}
+	}
+}
+
+func (p *printer) final(t domain.Thread, mine []string) {
+	if p.json {
+		b, _ := json.Marshal(struct {
+			Kind string `json:"kind"`
+			domain.Thread
+		}{"thread", t})
+		fmt.Fprintln(p.w, string(b))
+		return
+	}
+	var parts []string
+	for _, id := range mine {
+		if r := runOf(t, id); r != nil {
+			parts = append(parts, fmt.Sprintf("run %d %s", r.Ordinal, r.Status))
+		}
+	}
+	p.line("■ thread %s: %s (continue it with --thread %s)", t.ID, strings.Join(parts, ", "), t.ID)
+}
+
+// words is a vocabulary word as words: command_execution -> command execution.
+func words(s string) string { return strings.ReplaceAll(s, "_", " ") }
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+)
+
+type serveFlags struct {
+	listen          []string
+	tlsCert, tlsKey string
+	idleTimeout     time.Duration
+	logFormat       string
+}
+
+func serveCommand(g *globals) *cobra.Command {
+	f := &serveFlags{}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the host as a service until SIGTERM or SIGINT",
+		Long: `Serve runs the host as a long-running service: threads go on while terminals,
+editors and scripts come and go. Every baton verb finds it on the data
+directory's socket (DATA/baton.sock, mode 0600), or with --server.
+
+--listen tcp://127.0.0.1:PORT adds a TCP listener, which always requires a
+bearer token (generated on first use into DATA/token, or --token-file); with
+--tls-cert and --tls-key it speaks TLS, and only then may it listen on an
+address other than loopback.
+
+SIGTERM or SIGINT drains: the service stops accepting, asks active runs'
+providers to stop, records each run's end, closes the plugins, and exits 0.
+A second signal exits at once (the next start recovers).`,
+		Example: `  baton serve
+  baton serve --listen unix:///run/user/1000/baton.sock --log-format json
+  baton serve --listen tcp://127.0.0.1:7077 --idle-timeout 30m
+  grpcurl -unix -plaintext ~/.local/share/baton/baton.sock list`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch f.logFormat {
+			case "text", "json":
+			default:
+				return usagef("serve: --log-format must be text or json, got %q", f.logFormat)
+			}
+			if (f.tlsCert == "") != (f.tlsKey == "") {
+				return usagef("serve: give both --tls-cert and --tls-key, or neither")
+			}
+			if f.idleTimeout < 0 {
+				return usagef("serve: --idle-timeout cannot be negative")
+			}
+			level := g.logLevel
+			if !cmd.Flags().Changed("log-level") {
+				level = "info" // a service says what it does
+			}
+			log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: hclog.LevelFromString(level),
+				JSONFormat: f.logFormat == "json"})
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			go func() {
+				select {
+				case sig := <-sigs:
+					log.Info("stopping: draining the runs; a second signal stops at once", "signal", sig.String())
+					cancel()
+				case <-ctx.Done():
+					return
+				}
+				sig := <-sigs
+				fmt.Fprintf(g.stderr, "baton: %s: stopping at once\n", sig)
+				os.Exit(exitFailed)
+			}()
+			if err := serve(ctx, g, f, log); err != nil {
+				return failf(exitFailed, "serve: %v", err)
+			}
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.StringArrayVar(&f.listen, "listen", nil, "an `address` to serve on: unix:///PATH or tcp://HOST:PORT (repeatable; default: unix://DATA/baton.sock)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM `file` of the TLS certificate for TCP listeners")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM `file` of the TLS certificate's key")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", 10*time.Minute, "close a provider session idle this `long` (0: never)")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log `format` on stderr: text or json")
+	c.RegisterFlagCompletionFunc("log-format", fixedCompletion("text", "json"))
+	return c
+}
