@@ -71,7 +71,7 @@ decline (the default otherwise).`,
 	fl.StringVar(&f.thread, "thread", "", "continue this thread `id` instead of creating one")
 	fl.StringVar(&f.model, "model", "", "provider `model`")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per line; the last is the final thread projection")
-	fl.StringVar(&f.approve, "approve", "", "`policy`: how to answer the agent's requests on a new thread: ask, accept or decline (default: ask on a terminal, else decline)")
+	fl.StringVar(&f.approve, "approve", "", "the `policy` for the agent's requests on a new thread: ask, accept or decline (default: ask on a terminal, else decline)")
 	fl.StringVar(&f.script, "script", "", "run a scenario `file` of steps (send, waitFor, interrupt, respond) instead of MESSAGE arguments")
 	fl.BoolVar(&f.detach, "detach", false, "against a service, Ctrl-C leaves the runs going instead of interrupting them")
 	c.RegisterFlagCompletionFunc("approve", fixedCompletion("ask", "accept", "decline"))

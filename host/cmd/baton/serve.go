@@ -86,7 +86,7 @@ A second signal exits at once (the next start recovers).`,
 	fl.StringArrayVar(&f.listen, "listen", nil, "an `address` to serve on: unix:///PATH or tcp://HOST:PORT (repeatable; default: unix://DATA/baton.sock)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM `file` of the TLS certificate for TCP listeners")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM `file` of the TLS certificate's key")
-	fl.DurationVar(&f.idleTimeout, "idle-timeout", 10*time.Minute, "close a provider session idle this `long` (0: never)")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", 10*time.Minute, "close a provider session idle for this `duration` (0: never)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log `format` on stderr: text or json")
 	c.RegisterFlagCompletionFunc("log-format", fixedCompletion("text", "json"))
 	return c
