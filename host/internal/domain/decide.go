@@ -187,7 +187,8 @@ func decideTurnDispatched(t *Thread, p RecordTurnDispatched, env Env, d *Decisio
 }
 
 func decideSessionOpened(t *Thread, p RecordSessionOpened, env Env, d *Decision) {
-	d.emit(SessionOpened{SessionID: p.SessionID, ProviderRef: p.ProviderRef, PluginPid: p.PluginPid, ProviderPid: p.ProviderPid})
+	d.emit(SessionOpened{SessionID: p.SessionID, ProviderRef: p.ProviderRef, PluginPid: p.PluginPid, ProviderPid: p.ProviderPid,
+		ResumeRequested: p.ResumeRequested, Resumed: p.Resumed})
 	if p.ResumeRequested != "" && !p.Resumed {
 		d.emit(DiagnosticRecorded{Title: "the provider could not resume its conversation",
 			Text: fmt.Sprintf("asked to resume provider thread %s; a fresh conversation started without the earlier context", p.ResumeRequested)})

@@ -434,6 +434,9 @@ func TestResumeThatDidNotHappenIsVisible(t *testing.T) {
 	if got := types(d); got != "provider.session.opened" {
 		t.Fatalf("a resumed thread is bound already: %s", got)
 	}
+	if got, want := d.Events[0], (SessionOpened{SessionID: "s3", ResumeRequested: "fresh", Resumed: true}); got != want {
+		t.Fatalf("session opened: %+v, want %+v", got, want)
+	}
 }
 
 func TestTurnStartedWithoutARun(t *testing.T) {

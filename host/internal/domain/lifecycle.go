@@ -173,7 +173,7 @@ func decideCloseIdleSession(t *Thread, p CloseIdleSession, d *Decision) error {
 	if s.Status != SessionStatusOpen {
 		return nil // ended before
 	}
-	if t.activeRun() != nil || t.hasQueued() || t.rollbackInProgress() || t.hasPendingRequest() {
+	if t.InUse() {
 		return fmt.Errorf("%w: session %s is in use (a run active or queued, a request pending or a rollback in progress)", ErrConflict, p.SessionID)
 	}
 	endSession(t, p.SessionID, SessionEndIdle, d)

@@ -13,7 +13,8 @@
 // The files: commit.go is the one way anything is committed; threads.go the
 // projections; streams.go what readers follow; recover.go what a start
 // reconciles; outbox.go the effects; session.go the provider sessions;
-// ingest.go their events; checkpoints.go the git work.
+// ingest.go their events; checkpoints.go the git work; drain.go what Close
+// ends first, and the reaper of idle sessions.
 package orchestrator
 
 import (
@@ -24,6 +25,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -54,6 +56,12 @@ type Config struct {
 	// flight (a run or a session) never leaves, so more stay while more
 	// than that many are in flight.
 	MaxThreads int
+	// IdleTimeout is how long a provider session that nothing uses (no run
+	// active or queued, no request pending, no rollback in progress) stays
+	// open after it was last used; then it is closed and its end recorded
+	// with the reason idle. The thread's next run opens a new session,
+	// resuming the provider's conversation where the plugin can. 0: never.
+	IdleTimeout time.Duration
 	// SnapshotBytes is how many bytes of a thread's events, at least, come
 	// between two of its snapshots (default 32 KiB; a snapshot is also
 	// written when at least that many bytes follow one as large).
@@ -77,6 +85,9 @@ type Host struct {
 	stop     context.CancelFunc
 	wg       sync.WaitGroup // effect workers and session pumps
 	closed   atomic.Bool    // no more commands: the store is closing
+	// draining is set as Close begins: runs are asked to stop and no
+	// queued run starts (domain.Env.ShuttingDown).
+	draining atomic.Bool
 
 	cache threadCache
 	cmds  inflight // command ids being committed
@@ -137,10 +148,12 @@ func Open(cfg Config) (*Host, error) {
 	return h, nil
 }
 
-// Close closes live sessions (their provider processes stop and their last
-// events are recorded), stops plugins and closes the log.
+// Close drains the host (drain.go: active runs are asked to stop and each
+// one's end is recorded), closes live sessions (their provider processes
+// stop and their last events are recorded), stops plugins and closes the
+// log.
 //
-// Order matters: sessions close first (their ends are recorded), then the
+// Order matters: runs end first, then sessions close (their ends are recorded), then the
 // workers stop, then the plugins are killed, which ends any event stream
 // still open, so that waiting for the goroutines cannot hang. Each wait is
 // bounded on the host's clock: a session's end by 15 seconds, a plugin's
@@ -153,6 +166,9 @@ func (h *Host) Close() error {
 		return nil
 	}
 	h.closing = true
+	h.smu.Unlock()
+	h.drain()
+	h.smu.Lock()
 	h.stop()
 	live := make([]*liveSession, 0, len(h.sessions))
 	for _, s := range h.sessions {
