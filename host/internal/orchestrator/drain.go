@@ -41,8 +41,8 @@ func (h *Host) drain() {
 		if r == nil {
 			continue
 		}
-		if r.Ending == nil && !dispatched(r) {
-			continue // no provider has its turn: ended below
+		if sid := dispatchedTo(r); h.ctx.Err() != nil || (r.Ending == nil && (sid == "" || !h.sessionLive(id, sid))) {
+			continue // no live provider has its turn (or no effect can run): ended below
 		}
 		if r.Ending == nil {
 			if _, err := h.Dispatch(h.ctx, domain.Command{ID: "drain:" + r.ID + ":" + r.ActiveAttempt, ThreadID: id,
@@ -102,14 +102,15 @@ func activeRun(t *domain.Thread) *domain.Run {
 	return nil
 }
 
-// dispatched says whether a provider took the run's active attempt.
-func dispatched(r *domain.Run) bool {
+// dispatchedTo is the session that took the run's active attempt ("":
+// none has).
+func dispatchedTo(r *domain.Run) string {
 	for _, a := range r.Attempts {
 		if a.ID == r.ActiveAttempt {
-			return a.SessionID != ""
+			return a.SessionID
 		}
 	}
-	return false
+	return ""
 }
 
 // reapWhenIdle closes a session once nothing has used it for IdleTimeout

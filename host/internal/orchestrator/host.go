@@ -78,9 +78,9 @@ type Host struct {
 
 	ctx    context.Context // ends at Close, once the sessions have closed
 	cancel context.CancelFunc
-	// stopping ends as Close begins: waits that only pause before trying
-	// again (a retry's, a reconnect's) end with it, so that a shutdown does
-	// not wait them out.
+	// stopping ends as Close begins (before its drain): waits that only
+	// pause before trying again (a retry's, a reconnect's) end with it, so
+	// that a shutdown does not wait them out.
 	stopping context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup // effect workers and session pumps
@@ -166,10 +166,10 @@ func (h *Host) Close() error {
 		return nil
 	}
 	h.closing = true
+	h.stop()
 	h.smu.Unlock()
 	h.drain()
 	h.smu.Lock()
-	h.stop()
 	live := make([]*liveSession, 0, len(h.sessions))
 	for _, s := range h.sessions {
 		live = append(live, s)

@@ -379,3 +379,24 @@ func passDrain(ctx context.Context, t *testing.T, c *clock.Fake) {
 	}
 	c.Advance(orchestrator.DrainTimeout)
 }
+
+// restartPastDrain restarts the host, moving its clock past Close's wait
+// for runs whose providers do not stop.
+func (e *env) restartPastDrain() {
+	e.t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- e.host.Close() }()
+	ctx, cancel := context.WithTimeout(e.t.Context(), hangGuard)
+	defer cancel()
+	passDrain(ctx, e.t, e.clock)
+	select {
+	case err := <-closed:
+		if err != nil {
+			e.t.Fatalf("close host: %v", err)
+		}
+	case <-ctx.Done():
+		e.t.Fatal("Close still waits after its drain's bound")
+	}
+	e.host = nil
+	e.open()
+}
