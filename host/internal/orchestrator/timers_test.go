@@ -384,6 +384,14 @@ func passDrain(ctx context.Context, t *testing.T, c *clock.Fake) {
 // for runs whose providers do not stop.
 func (e *env) restartPastDrain() {
 	e.t.Helper()
+	e.closePastDrain()
+	e.open()
+}
+
+// closePastDrain closes the host, moving its clock past Close's wait for
+// runs whose providers do not stop.
+func (e *env) closePastDrain() {
+	e.t.Helper()
 	closed := make(chan error, 1)
 	go func() { closed <- e.host.Close() }()
 	ctx, cancel := context.WithTimeout(e.t.Context(), hangGuard)
@@ -398,5 +406,4 @@ func (e *env) restartPastDrain() {
 		e.t.Fatal("Close still waits after its drain's bound")
 	}
 	e.host = nil
-	e.open()
 }
