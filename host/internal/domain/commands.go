@@ -125,6 +125,22 @@ type (
 		RequestID string `json:"requestId"`
 		Reason    string `json:"reason"`
 	}
+	// StartQueued starts the thread's oldest queued run when nothing holds
+	// it: a host that opened sends it after its recovery, so that runs a
+	// restart left queued go on with no new message.
+	StartQueued struct{}
+	// CloseIdleSession ends a provider session that nothing uses: no run
+	// active or queued, no request pending, no rollback in progress. The
+	// host closes the session's process once it is recorded.
+	CloseIdleSession struct {
+		SessionID string `json:"sessionId"`
+	}
+	// ShutDown ends the thread's active run as the host shuts down, when
+	// its provider did not end it in time: a run whose turn had ended ends
+	// as it would have, one in flight is interrupted with the reason.
+	ShutDown struct {
+		Reason string `json:"reason"`
+	}
 	// RecordCheckpoint is what a capture found.
 	RecordCheckpoint struct {
 		CheckpointID string           `json:"checkpointId"`
@@ -182,6 +198,9 @@ func (RespondFailed) CommandType() string        { return "runtime-request.respo
 func (MarkRequestUnreachable) CommandType() string {
 	return "runtime-request.unreachable"
 }
+func (StartQueued) CommandType() string              { return "thread.queue.start" }
+func (CloseIdleSession) CommandType() string         { return "provider.session.close" }
+func (ShutDown) CommandType() string                 { return "thread.shutdown" }
 func (RollbackToCheckpoint) CommandType() string     { return "checkpoint.rollback" }
 func (RecordCheckpoint) CommandType() string         { return "checkpoint.record" }
 func (RecordFilesRestored) CommandType() string      { return "rollback.files.record" }

@@ -28,6 +28,9 @@ type Env struct {
 	Now   time.Time
 	NewID func(prefix string) string
 	Caps  Capabilities
+	// ShuttingDown: the host is draining; no queued run starts (the next
+	// host starts them).
+	ShuttingDown bool
 }
 
 // Effect is work for the host to do after a command's events are stored.
@@ -134,6 +137,12 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		err = decideFailRun(t, p, env, &d)
 	case Recover:
 		decideRecover(t, p, env, &d)
+	case StartQueued:
+		startNextQueued(t, env, &d)
+	case CloseIdleSession:
+		err = decideCloseIdleSession(t, p, &d)
+	case ShutDown:
+		decideShutDown(t, p, env, &d)
 	default:
 		err = fmt.Errorf("%w: unknown command type %q", ErrInvalid, cmd.Payload.CommandType())
 	}
@@ -178,7 +187,8 @@ func decideTurnDispatched(t *Thread, p RecordTurnDispatched, env Env, d *Decisio
 }
 
 func decideSessionOpened(t *Thread, p RecordSessionOpened, env Env, d *Decision) {
-	d.emit(SessionOpened{SessionID: p.SessionID, ProviderRef: p.ProviderRef, PluginPid: p.PluginPid, ProviderPid: p.ProviderPid})
+	d.emit(SessionOpened{SessionID: p.SessionID, ProviderRef: p.ProviderRef, PluginPid: p.PluginPid, ProviderPid: p.ProviderPid,
+		ResumeRequested: p.ResumeRequested, Resumed: p.Resumed})
 	if p.ResumeRequested != "" && !p.Resumed {
 		d.emit(DiagnosticRecorded{Title: "the provider could not resume its conversation",
 			Text: fmt.Sprintf("asked to resume provider thread %s; a fresh conversation started without the earlier context", p.ResumeRequested)})

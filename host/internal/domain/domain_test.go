@@ -29,6 +29,8 @@ type world struct {
 	n       int
 	effects []Effect
 	caps    Capabilities
+	// shuttingDown is the Env's: the host drains.
+	shuttingDown bool
 	// holdCaptures leaves checkpoint captures undone; otherwise each is
 	// recorded ready at once, as the host does after the decision, and its
 	// events are added to the decision's.
@@ -42,7 +44,8 @@ func newWorld(t *testing.T) *world {
 }
 
 func (w *world) env() Env {
-	return Env{Now: t0, NewID: func(p string) string { w.n++; return fmt.Sprintf("%s_%d", p, w.n) }, Caps: w.caps}
+	return Env{Now: t0, NewID: func(p string) string { w.n++; return fmt.Sprintf("%s_%d", p, w.n) }, Caps: w.caps,
+		ShuttingDown: w.shuttingDown}
 }
 
 // decide1 decides one command as the host does: on a scratch copy, kept
@@ -435,6 +438,9 @@ func TestResumeThatDidNotHappenIsVisible(t *testing.T) {
 	if got := types(d); got != "provider.session.opened" {
 		t.Fatalf("a resumed thread is bound already: %s", got)
 	}
+	if got, want := d.Events[0], (SessionOpened{SessionID: "s3", ResumeRequested: "fresh", Resumed: true}); got != want {
+		t.Fatalf("session opened: %+v, want %+v", got, want)
+	}
 }
 
 func TestTurnStartedWithoutARun(t *testing.T) {
@@ -525,7 +531,8 @@ func TestCommandTypesAreDistinct(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range []CommandPayload{CreateThread{}, DispatchMessage{}, IngestProviderEvent{}, RecordSessionOpened{}, FailRun{}, Recover{},
 		InterruptRun{}, RespondToRequest{}, SteerFailed{}, MarkRequestUnreachable{}, RecordTurnDispatched{}, RespondFailed{},
-		RollbackToCheckpoint{}, RecordCheckpoint{}, RecordFilesRestored{}, RecordProviderReconciled{}} {
+		RollbackToCheckpoint{}, RecordCheckpoint{}, RecordFilesRestored{}, RecordProviderReconciled{},
+		StartQueued{}, CloseIdleSession{}, ShutDown{}} {
 		if seen[c.CommandType()] {
 			t.Errorf("duplicate command type %s", c.CommandType())
 		}

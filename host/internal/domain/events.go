@@ -80,6 +80,10 @@ type (
 		ProviderRef string `json:"providerRef,omitempty"`
 		PluginPid   int    `json:"pluginPid,omitempty"`
 		ProviderPid int    `json:"providerPid,omitempty"`
+		// ResumeRequested is the provider thread the host asked the
+		// session to resume; Resumed says whether the provider did.
+		ResumeRequested string `json:"resumeRequested,omitempty"`
+		Resumed         bool   `json:"resumed,omitempty"`
 	}
 	SessionEnded struct {
 		SessionID string `json:"sessionId"`

@@ -1,17 +1,22 @@
 package domain
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // The run lifecycle: a queued run starts when nothing is ahead of it; its
 // provider turn's terminal event closes its attempt (the completion
 // barrier) and asks for its checkpoint; the run ends when the checkpoint
 // is recorded, and the next queued run starts. Recovery ends what a host
-// that stopped left in flight, and starts nothing.
+// that stopped left in flight; the host then starts what it left queued
+// (StartQueued). A host that shuts down ends its runs (ShutDown) and
+// starts nothing more.
 
 // startNextQueued starts the oldest queued run, unless a run is active or
 // a rollback holds the thread.
 func startNextQueued(t *Thread, env Env, d *Decision) {
-	if t.activeRun() != nil || t.rollbackHolds() {
+	if env.ShuttingDown || t.activeRun() != nil || t.rollbackHolds() {
 		return
 	}
 	if r := t.oldestQueued(); r != nil {
@@ -119,8 +124,9 @@ func endSession(t *Thread, sessionID, reason string, d *Decision) {
 	d.emit(expired...)
 }
 
-// decideRecover reconciles a thread after a host start. Recovery starts no
-// work: runs it leaves queued start with the thread's next message.
+// decideRecover reconciles a thread after a host start. Recovery itself
+// starts no work: the host sends StartQueued once the effects the last
+// host left are queued again, so that they go first.
 func decideRecover(t *Thread, p Recover, env Env, d *Decision) {
 	for _, e := range p.Effects {
 		d.emit(EffectCancelled{EffectID: e.ID, Type: e.Type, RunID: e.RunID, Reason: p.Reason})
@@ -152,4 +158,40 @@ func decideRecover(t *Thread, p Recover, env Env, d *Decision) {
 		}
 		finishRun(t, runID, *out, env, d)
 	}
+}
+
+// SessionEndIdle is the reason a session closed for being idle ends with.
+const SessionEndIdle = "idle"
+
+// decideCloseIdleSession ends a session nothing uses. A session in use is
+// a conflict: the host keeps it open.
+func decideCloseIdleSession(t *Thread, p CloseIdleSession, d *Decision) error {
+	s := t.session(p.SessionID)
+	if s == nil {
+		return fmt.Errorf("%w: session %q", ErrNotFound, p.SessionID)
+	}
+	if s.Status != SessionStatusOpen {
+		return nil // ended before
+	}
+	if t.InUse() {
+		return fmt.Errorf("%w: session %s is in use (a run active or queued, a request pending or a rollback in progress)", ErrConflict, p.SessionID)
+	}
+	endSession(t, p.SessionID, SessionEndIdle, d)
+	return nil
+}
+
+// decideShutDown ends the active run as the host shuts down, as recovery
+// would: its checkpoint is captured after (by this host if it can, else
+// by the next).
+func decideShutDown(t *Thread, p ShutDown, env Env, d *Decision) {
+	r := t.activeRun()
+	if r == nil {
+		return
+	}
+	runID, out := r.ID, r.Ending
+	if out == nil {
+		o := endRun(t, runID, RunStatusInterrupted, p.Reason, &Failure{Code: "host_shut_down", Message: p.Reason}, env, d)
+		out = &o
+	}
+	finishRun(t, runID, *out, env, d)
 }

@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -512,5 +513,103 @@ func TestClone(t *testing.T) {
 	now, _ := json.Marshal(w.thread)
 	if string(now) == string(before) {
 		t.Fatal("the thread did not change")
+	}
+}
+
+// Runs a recovery left queued start when the host says so (StartQueued,
+// sent after its recovery), one at a time, and not while it shuts down.
+func TestStartQueuedAfterRecovery(t *testing.T) {
+	w := newWorld(t)
+	w.send("one")
+	w.send("two")
+	w.open("s1")
+	w.must(Command{ID: "r", ThreadID: "thr", Payload: Recover{Reason: "restart"}})
+	if r := w.thread.Runs[1]; r.Status != RunStatusQueued {
+		t.Fatalf("recovery started a run: %+v", r)
+	}
+	w.shuttingDown = true
+	if d := w.must(Command{ID: "s", ThreadID: "thr", Payload: StartQueued{}}); types(d) != "" {
+		t.Fatalf("a queued run started while the host shuts down: %s", types(d))
+	}
+	w.shuttingDown = false
+	if d := w.must(Command{ID: "s", ThreadID: "thr", Payload: StartQueued{}}); types(d) != "run.started attempt.started node.started" ||
+		w.thread.Runs[1].Status != RunStatusStarting {
+		t.Fatalf("start queued: %s; run %s", types(d), w.thread.Runs[1].Status)
+	}
+	if d := w.must(Command{ID: "s2", ThreadID: "thr", Payload: StartQueued{}}); types(d) != "" {
+		t.Fatalf("start queued with a run active: %s", types(d))
+	}
+}
+
+// An idle session is closed with the reason idle; one in use is not.
+func TestCloseIdleSession(t *testing.T) {
+	w := running(t, Capabilities{})
+	closeCmd := Command{ID: "x", ThreadID: "thr", Payload: CloseIdleSession{SessionID: "s1"}}
+	if _, err := w.decide(closeCmd); !errors.Is(err, ErrConflict) {
+		t.Fatalf("closing a session with a run active: %v", err)
+	}
+	if _, err := w.decide(Command{ID: "x", ThreadID: "thr", Payload: CloseIdleSession{SessionID: "nope"}}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("closing an unknown session: %v", err)
+	}
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed"})
+	if w.thread.activeRun() != nil {
+		t.Fatal("the run is still active")
+	}
+	busy := map[string]func(*Thread){
+		"a queued run": func(th *Thread) { th.Runs = append(th.Runs, Run{ID: "q", Status: RunStatusQueued}) },
+		"a pending request": func(th *Thread) {
+			th.Requests = append(th.Requests, RuntimeRequest{ID: "q", Status: RequestStatusPending})
+		},
+		"restoring files": func(th *Thread) {
+			th.Rollbacks = append(th.Rollbacks, Rollback{ID: "b", Status: RollbackRestoringFiles})
+		},
+		"reconciling provider": func(th *Thread) { th.Rollbacks = append(th.Rollbacks, Rollback{ID: "b", Status: RollbackReconciling}) },
+	}
+	for what, f := range busy {
+		c := w.thread.Clone()
+		f(&c)
+		scratch := c.Scratch()
+		if _, err := Decide(&scratch, closeCmd, w.env()); !errors.Is(err, ErrConflict) {
+			t.Errorf("closing a session with %s: %v", what, err)
+		}
+	}
+	// A rollback that failed holds runs but is not in progress.
+	w.edit(func(th *Thread) { th.Rollbacks = append(th.Rollbacks, Rollback{ID: "b", Status: RollbackStatusFailed}) })
+	d := w.must(closeCmd)
+	if want := []Payload{SessionEnded{SessionID: "s1", Reason: SessionEndIdle}}; !reflect.DeepEqual(d.Events, want) {
+		t.Fatalf("close idle session: %+v, want %+v", d.Events, want)
+	}
+	if d := w.must(closeCmd); len(d.Events) != 0 {
+		t.Fatalf("closing it again: %s", types(d))
+	}
+}
+
+// A host that shuts down ends its active run with the reason: one in
+// flight is interrupted, one whose turn had ended ends as it would have;
+// nothing queued starts.
+func TestShutDownEndsTheActiveRun(t *testing.T) {
+	w := running(t, Capabilities{})
+	w.send("two")
+	w.shuttingDown = true
+	d := w.must(Command{ID: "x", ThreadID: "thr", Payload: ShutDown{Reason: "host shut down"}})
+	if got := types(d); got != "node.completed run.completing checkpoint.scope.opened checkpoint.requested run.ended checkpoint.recorded" {
+		t.Fatalf("shut down: %s", got)
+	}
+	if r := w.thread.Runs[0]; r.Status != RunStatusInterrupted || r.StopReason != "host shut down" || r.Failure == nil || r.Failure.Code != "host_shut_down" {
+		t.Fatalf("run after shut down: %+v", r)
+	}
+	if r := w.thread.Runs[1]; r.Status != RunStatusQueued {
+		t.Fatalf("a run started while the host shuts down: %+v", r)
+	}
+	if d := w.must(Command{ID: "y", ThreadID: "thr", Payload: ShutDown{Reason: "host shut down"}}); len(d.Events) != 0 {
+		t.Fatalf("shut down with no run active: %s", types(d))
+	}
+
+	w = running(t, Capabilities{})
+	w.holdCaptures = true
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed"})
+	d = w.must(Command{ID: "x", ThreadID: "thr", Payload: ShutDown{Reason: "host shut down"}})
+	if got := types(d); got != "run.ended" || w.thread.Runs[0].Status != RunStatusCompleted {
+		t.Fatalf("shut down of an ending run: %s, %s", got, w.thread.Runs[0].Status)
 	}
 }

@@ -282,3 +282,30 @@ func (t *Thread) rollbackHolds() bool {
 	}
 	return false
 }
+
+// InUse says whether the thread has work for a provider session: a run
+// active or queued, a request pending, or a rollback in progress. A session
+// of a thread not in use may be closed as idle.
+func (t *Thread) InUse() bool {
+	return t.activeRun() != nil || t.hasQueued() || t.rollbackInProgress() || t.hasPendingRequest()
+}
+
+// rollbackInProgress says whether a rollback is restoring files or the
+// provider's conversation (one that failed holds runs, but is not going on).
+func (t *Thread) rollbackInProgress() bool {
+	if n := len(t.Rollbacks); n > 0 {
+		st := t.Rollbacks[n-1].Status
+		return st == RollbackRestoringFiles || st == RollbackReconciling
+	}
+	return false
+}
+
+// hasPendingRequest says whether any request waits for an answer.
+func (t *Thread) hasPendingRequest() bool {
+	for _, q := range t.Requests {
+		if q.Status == RequestStatusPending {
+			return true
+		}
+	}
+	return false
+}

@@ -263,8 +263,9 @@ func TestCaptureLeftInTheOutboxIsPerformedByTheNextHost(t *testing.T) {
 		}
 	}
 	// The turn that was waiting behind the capture was for a host that is
-	// gone: it was cancelled, not sent, and the run ended with the reason.
-	if r := th.Runs[0]; r.Status != domain.RunStatusFailed || r.Failure.Code != "host_restarted" || r.CheckpointID != th.Checkpoints[1].ID {
+	// gone: it was cancelled, not sent, and the run was ended with the
+	// reason by the host that closed.
+	if r := th.Runs[0]; r.Status != domain.RunStatusInterrupted || r.Failure.Code != "host_shut_down" || r.CheckpointID != th.Checkpoints[1].ID {
 		t.Errorf("run: %+v", r)
 	}
 	if types := e.types(threadID, 0); indexOf(types, "effect.cancelled") < 0 {

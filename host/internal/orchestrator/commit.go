@@ -131,7 +131,8 @@ func (h *Host) commit(c commitReq) (domain.Receipt, error) {
 	}
 	scratch := cur.Scratch()
 	now := h.cfg.Clock.Now()
-	events, effects, err := c.decide(&scratch, domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: h.capabilities(c.threadID)})
+	events, effects, err := c.decide(&scratch, domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: h.capabilities(c.threadID),
+		ShuttingDown: h.draining.Load()})
 	if err != nil {
 		return domain.Receipt{}, err
 	}

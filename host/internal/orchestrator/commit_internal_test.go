@@ -213,15 +213,6 @@ func run(h *Host, thread string, plan []step) ([]committed, error) {
 	return out, nil
 }
 
-func activeRun(t *domain.Thread) *domain.Run {
-	for i := range t.Runs {
-		if t.Runs[i].Status.Active() {
-			return &t.Runs[i]
-		}
-	}
-	return nil
-}
-
 // follow reads the log as it grows until stop, checking that it never sees
 // a gap, nor an event its thread's published projection does not show.
 func follow(h *Host, stop <-chan struct{}) error {

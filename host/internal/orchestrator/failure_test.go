@@ -41,13 +41,16 @@ func TestPluginCrashEndsTheRun(t *testing.T) {
 }
 
 // A host restarted while a run was in flight ends that run with a reason
-// instead of leaving it running forever (invariant 12).
+// instead of leaving it running forever (invariant 12): the host that
+// closes does, when the provider does not.
 func TestRestartReconcilesARunInFlight(t *testing.T) {
 	e := newEnv(t)
 	threadID := e.createThread("acp", "acp/stall.ndjson")
 	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Take your time"}})
 	e.waitFor(threadID, "the provider to start thinking", func(th domain.Thread) bool { return len(th.TurnItems) > 0 })
-	e.restart()
+	// The agent takes the request to stop and says nothing more: Close
+	// ends the run itself once its drain's bound is up.
+	e.restartPastDrain()
 	th := mustThread(t, e, threadID)
 	r := th.Runs[0]
 	if !r.Status.Terminal() || r.Failure == nil {

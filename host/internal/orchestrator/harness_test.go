@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("BATON_CRASH_HELPER"); dir != "" {
 		os.Exit(crashHelper(dir)) // this process is the host a test kills
 	}
+	if dir := os.Getenv("BATON_QUEUED_HELPER"); dir != "" {
+		os.Exit(queuedHelper(dir)) // this process is the host a test kills mid-run
+	}
 	if dir := os.Getenv("BATON_RSS_HELPER"); dir != "" {
 		os.Exit(orchestrator.RSSHelper(dir)) // this process is the host a benchmark measures
 	}
@@ -96,6 +99,8 @@ type env struct {
 	// test moves time past it. A restarted host keeps it.
 	clock *clock.Fake
 	host  *orchestrator.Host
+	// idle is the host's IdleTimeout (0: sessions are never reaped).
+	idle time.Duration
 }
 
 // epoch is the instant every test's host starts at.
@@ -117,7 +122,7 @@ func (e *env) open() {
 	e.t.Helper()
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: []string{pluginDir},
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
-		IDs:    ids.Seeded(e.seed), Clock: e.clock})
+		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

@@ -13,7 +13,8 @@
 // The files: commit.go is the one way anything is committed; threads.go the
 // projections; streams.go what readers follow; recover.go what a start
 // reconciles; outbox.go the effects; session.go the provider sessions;
-// ingest.go their events; checkpoints.go the git work.
+// ingest.go their events; checkpoints.go the git work; drain.go what Close
+// ends first, and the reaper of idle sessions.
 package orchestrator
 
 import (
@@ -24,6 +25,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -54,6 +56,12 @@ type Config struct {
 	// flight (a run or a session) never leaves, so more stay while more
 	// than that many are in flight.
 	MaxThreads int
+	// IdleTimeout is how long a provider session that nothing uses (no run
+	// active or queued, no request pending, no rollback in progress) stays
+	// open after it was last used; then it is closed and its end recorded
+	// with the reason idle. The thread's next run opens a new session,
+	// resuming the provider's conversation where the plugin can. 0: never.
+	IdleTimeout time.Duration
 	// SnapshotBytes is how many bytes of a thread's events, at least, come
 	// between two of its snapshots (default 32 KiB; a snapshot is also
 	// written when at least that many bytes follow one as large).
@@ -70,13 +78,16 @@ type Host struct {
 
 	ctx    context.Context // ends at Close, once the sessions have closed
 	cancel context.CancelFunc
-	// stopping ends as Close begins: waits that only pause before trying
-	// again (a retry's, a reconnect's) end with it, so that a shutdown does
-	// not wait them out.
+	// stopping ends as Close begins (before its drain): waits that only
+	// pause before trying again (a retry's, a reconnect's) end with it, so
+	// that a shutdown does not wait them out.
 	stopping context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup // effect workers and session pumps
 	closed   atomic.Bool    // no more commands: the store is closing
+	// draining is set as Close begins: runs are asked to stop and no
+	// queued run starts (domain.Env.ShuttingDown).
+	draining atomic.Bool
 
 	cache threadCache
 	cmds  inflight // command ids being committed
@@ -137,10 +148,12 @@ func Open(cfg Config) (*Host, error) {
 	return h, nil
 }
 
-// Close closes live sessions (their provider processes stop and their last
-// events are recorded), stops plugins and closes the log.
+// Close drains the host (drain.go: active runs are asked to stop and each
+// one's end is recorded), closes live sessions (their provider processes
+// stop and their last events are recorded), stops plugins and closes the
+// log.
 //
-// Order matters: sessions close first (their ends are recorded), then the
+// Order matters: runs end first, then sessions close (their ends are recorded), then the
 // workers stop, then the plugins are killed, which ends any event stream
 // still open, so that waiting for the goroutines cannot hang. Each wait is
 // bounded on the host's clock: a session's end by 15 seconds, a plugin's
@@ -154,6 +167,9 @@ func (h *Host) Close() error {
 	}
 	h.closing = true
 	h.stop()
+	h.smu.Unlock()
+	h.drain()
+	h.smu.Lock()
 	live := make([]*liveSession, 0, len(h.sessions))
 	for _, s := range h.sessions {
 		live = append(live, s)

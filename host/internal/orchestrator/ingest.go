@@ -21,6 +21,7 @@ const maxIngestBatch = 256
 // ingestBatch decides a session's events, in order. Storage errors are
 // retried: a lost terminal event would leave its run running.
 func (h *Host) ingestBatch(s *liveSession, evs []sdk.RuntimeEvent) {
+	s.touch(h.cfg.Clock.Now())
 	pevs := make([]domain.ProviderEvent, len(evs))
 	for i, ev := range evs {
 		pevs[i] = toDomain(ev)

@@ -206,15 +206,18 @@ func TestAnswerAfterTheProviderIsGone(t *testing.T) {
 
 // Effects are in the outbox with the events that caused them: a start
 // that the host never finished is cancelled by the next host, with a
-// reason, and never performed against a new process.
+// reason, and never performed against a new process (the run itself was
+// ended by the host that closed).
 func TestUnfinishedEffectIsCancelledOnRestart(t *testing.T) {
 	e := newEnv(t)
 	threadID := e.createThread("acp", "acp/unresponsive.ndjson")
 	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "hello?"}})
 	e.waitFor(threadID, "the run to start", func(th domain.Thread) bool { return len(th.Runs) == 1 && th.Runs[0].Status == domain.RunStatusStarting })
 	e.restart()
+	// The host that closed ended the run (its turn never reached a
+	// provider); the start it left in the outbox is the next host's.
 	th := mustThread(t, e, threadID)
-	if r := th.Runs[0]; r.Status != domain.RunStatusFailed || r.Failure == nil || r.Failure.Code != "host_restarted" {
+	if r := th.Runs[0]; r.Status != domain.RunStatusInterrupted || r.Failure == nil || r.Failure.Code != "host_shut_down" {
 		t.Fatalf("run after restart: %+v", r)
 	}
 	types := e.types(threadID, 0)

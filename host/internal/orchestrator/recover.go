@@ -75,7 +75,8 @@ func (h *Host) index() error {
 // those processes are gone, so the actions are cancelled with a reason,
 // never performed blindly against a new process. The host's own work left
 // in the outbox (checkpoint captures, rollback stages) is performed again,
-// after the recovery, in its order. Only those threads are read.
+// after the recovery, in its order; then each thread's oldest queued run
+// starts, with no new message. Only those threads are read.
 func (h *Host) recover() error {
 	outbox, err := h.store.Outbox()
 	if err != nil {
@@ -123,6 +124,15 @@ func (h *Host) recover() error {
 			again[i].Replayed = true
 		}
 		h.push(id, again)
+		// Then runs the last host left queued start by themselves, after
+		// the effects it left (their effects queue behind those).
+		if t, err := h.view(id); err == nil && t.Summary().Queued > 0 {
+			last, _ := h.store.Last()
+			if _, err := h.dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("startqueued:%s:%d", id, last), ThreadID: id,
+				Payload: domain.StartQueued{}}, nil); err != nil {
+				return fmt.Errorf("recover thread %s: start its queued runs: %w", id, err)
+			}
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -87,7 +88,14 @@ type liveSession struct {
 	threadID string
 	plugin   *pluginhost.Plugin
 	done     chan struct{} // closed when its event stream has ended
+	used     atomic.Int64  // when it was last used, on the host's clock (Unix ns)
 }
+
+// touch says the session is used now: its idle time starts again.
+func (s *liveSession) touch(now time.Time) { s.used.Store(now.UnixNano()) }
+
+// lastUsed is when the session was last used.
+func (s *liveSession) lastUsed() time.Time { return time.Unix(0, s.used.Load()) }
 
 func (s *liveSession) ended() bool {
 	select {
@@ -146,6 +154,7 @@ func (h *Host) session(threadID string) (*liveSession, error) {
 	}
 	if s, ok := h.sessions[threadID]; ok && !s.ended() {
 		h.smu.Unlock()
+		s.touch(h.cfg.Clock.Now())
 		return s, nil
 	}
 	h.smu.Unlock()
@@ -179,6 +188,7 @@ func (h *Host) session(threadID string) (*liveSession, error) {
 		return nil, providerErr(t.Provider, err) // the plugin says what failed
 	}
 	s := &liveSession{id: id, threadID: threadID, plugin: p, done: make(chan struct{})}
+	s.touch(h.cfg.Clock.Now())
 	if _, err := h.Dispatch(h.ctx, domain.Command{ID: "open:" + id, ThreadID: threadID, Payload: domain.RecordSessionOpened{
 		SessionID: id, ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
 		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, ResumeRequested: resume, Resumed: resp.Resumed}}); err != nil {
@@ -199,6 +209,9 @@ func (h *Host) session(threadID string) (*liveSession, error) {
 		defer h.wg.Done()
 		h.pump(s)
 	}()
+	if h.cfg.IdleTimeout > 0 {
+		h.wg.Go(func() { h.reapWhenIdle(s) })
+	}
 	return s, nil
 }
 

@@ -254,6 +254,7 @@ func TestCloseGivesUpOnASessionThatDoesNotEnd(t *testing.T) {
 	go func() { closed <- h.Close() }()
 	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
 	defer cancel()
+	passDrain(ctx, t, e.clock)
 	if err := e.clock.WaitTimers(ctx, 1); err != nil {
 		t.Fatalf("Close set no timeout on the host's clock: %v", err)
 	}
@@ -317,6 +318,7 @@ func TestCloseKillsAPluginThatDoesNotShutDown(t *testing.T) {
 	go func() { closed <- e.host.Close() }()
 	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
 	defer cancel()
+	passDrain(ctx, t, e.clock)
 	if err := e.clock.WaitTimers(ctx, 1); err != nil {
 		t.Fatalf("Close set no timeout for the session's end on the host's clock: %v", err)
 	}
@@ -363,4 +365,45 @@ func TestCloseKillsAPluginThatDoesNotShutDown(t *testing.T) {
 func deadline(ctx context.Context) time.Time {
 	d, _ := ctx.Deadline()
 	return d
+}
+
+// passDrain moves the host's clock past Close's wait for its runs to end
+// (the plugin here does not answer the request to stop them).
+func passDrain(ctx context.Context, t *testing.T, c *clock.Fake) {
+	t.Helper()
+	if err := c.WaitTimers(ctx, 1); err != nil {
+		t.Fatalf("Close set no bound on its drain on the host's clock: %v", err)
+	}
+	if diff := cmp.Diff([]time.Duration{orchestrator.DrainTimeout}, c.Pending()); diff != "" {
+		t.Fatalf("pending timers while the runs are asked to stop (-want +got):\n%s", diff)
+	}
+	c.Advance(orchestrator.DrainTimeout)
+}
+
+// restartPastDrain restarts the host, moving its clock past Close's wait
+// for runs whose providers do not stop.
+func (e *env) restartPastDrain() {
+	e.t.Helper()
+	e.closePastDrain()
+	e.open()
+}
+
+// closePastDrain closes the host, moving its clock past Close's wait for
+// runs whose providers do not stop.
+func (e *env) closePastDrain() {
+	e.t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- e.host.Close() }()
+	ctx, cancel := context.WithTimeout(e.t.Context(), hangGuard)
+	defer cancel()
+	passDrain(ctx, e.t, e.clock)
+	select {
+	case err := <-closed:
+		if err != nil {
+			e.t.Fatalf("close host: %v", err)
+		}
+	case <-ctx.Done():
+		e.t.Fatal("Close still waits after its drain's bound")
+	}
+	e.host = nil
 }

@@ -1,0 +1,180 @@
+package orchestrator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/baton-run/baton/host/internal/domain"
+)
+
+// What Close ends first (the drain), and the reaper of idle sessions.
+
+// DrainTimeout bounds how long Close waits, on the host's clock, for the
+// runs whose providers it asked to stop to end by themselves.
+const DrainTimeout = 10 * time.Second
+
+// ShutDownReason is the reason a run the host ended as it shut down gives
+// (its provider did not end it in time).
+const ShutDownReason = "host shut down"
+
+// drain ends the host's active runs before Close closes their sessions:
+// each run whose turn a provider has is asked to stop (an interrupt), and
+// its own terminal ends it, checkpoint and all, if it comes within
+// DrainTimeout; every run still active then (its provider did not answer,
+// or its turn never reached one) is ended by the host with ShutDownReason.
+// No queued run starts meanwhile (domain.Env.ShuttingDown): the next host
+// starts them. No run is left running.
+func (h *Host) drain() {
+	h.draining.Store(true)
+	live, err := h.store.LiveThreads()
+	if err != nil {
+		h.log.Error("drain: list live threads", "error", err)
+		return
+	}
+	var asked []string
+	for _, id := range live {
+		t, err := h.view(id)
+		if err != nil {
+			continue
+		}
+		r := activeRun(t)
+		if r == nil {
+			continue
+		}
+		if sid := dispatchedTo(r); h.ctx.Err() != nil || (r.Ending == nil && (sid == "" || !h.sessionLive(id, sid))) {
+			continue // no live provider has its turn (or no effect can run): ended below
+		}
+		if r.Ending == nil {
+			if _, err := h.Dispatch(h.ctx, domain.Command{ID: "drain:" + r.ID + ":" + r.ActiveAttempt, ThreadID: id,
+				Payload: domain.InterruptRun{RunID: r.ID}}); err != nil {
+				h.log.Warn("drain: ask a run to stop", "thread", id, "run", r.ID, "error", err)
+			}
+		}
+		asked = append(asked, id)
+	}
+	if len(asked) > 0 {
+		h.awaitRunsEnded(asked)
+	}
+	for _, id := range live {
+		t, err := h.view(id)
+		if err != nil || activeRun(t) == nil {
+			continue
+		}
+		if _, err := h.Dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("shutdown:%s:%d", id, t.Sequence), ThreadID: id,
+			Payload: domain.ShutDown{Reason: ShutDownReason}}); err != nil {
+			h.log.Error("drain: end a run as the host shuts down", "thread", id, "error", err)
+		}
+	}
+}
+
+// awaitRunsEnded waits until none of the threads has an active run, or
+// DrainTimeout on the host's clock has passed.
+func (h *Host) awaitRunsEnded(threads []string) {
+	timer := h.cfg.Clock.NewTimer(DrainTimeout)
+	defer timer.Stop()
+	for _, id := range threads {
+		e := h.cache.acquire(id) // held while waited on: not evicted
+		for {
+			t, changed := e.current()
+			if t == nil || activeRun(t) == nil {
+				break
+			}
+			select {
+			case <-changed:
+				continue
+			case <-timer.C():
+			}
+			h.cache.release(e)
+			h.log.Warn("drain: runs did not end in time; the host ends them", "after", DrainTimeout)
+			return
+		}
+		h.cache.release(e)
+	}
+}
+
+// activeRun is the thread's active run, if any.
+func activeRun(t *domain.Thread) *domain.Run {
+	for i := range t.Runs {
+		if t.Runs[i].Status.Active() {
+			return &t.Runs[i]
+		}
+	}
+	return nil
+}
+
+// dispatchedTo is the session that took the run's active attempt ("":
+// none has).
+func dispatchedTo(r *domain.Run) string {
+	for _, a := range r.Attempts {
+		if a.ID == r.ActiveAttempt {
+			return a.SessionID
+		}
+	}
+	return ""
+}
+
+// reapWhenIdle closes a session once nothing has used it for IdleTimeout
+// on the host's clock. It is the session's one timer, and ends with the
+// session or when Close begins; a session used meanwhile is looked at
+// again IdleTimeout after its last use.
+func (h *Host) reapWhenIdle(s *liveSession) {
+	wait := h.cfg.IdleTimeout
+	for {
+		timer := h.cfg.Clock.NewTimer(wait)
+		select {
+		case <-s.done:
+			timer.Stop()
+			return
+		case <-h.stopping.Done():
+			timer.Stop()
+			return
+		case <-timer.C():
+		}
+		if idle := h.cfg.Clock.Now().Sub(s.lastUsed()); idle < h.cfg.IdleTimeout {
+			wait = h.cfg.IdleTimeout - idle
+			continue
+		}
+		if h.reap(s) {
+			return
+		}
+		wait = h.cfg.IdleTimeout
+	}
+}
+
+// reap closes an idle session: its end is decided (domain.CloseIdleSession,
+// which refuses a session in use) and recorded, then its plugin session
+// closed, which stops the provider process. It says whether the session is
+// done with (closed, or no longer the thread's).
+func (h *Host) reap(s *liveSession) bool {
+	if h.draining.Load() {
+		return true // Close closes it
+	}
+	t, err := h.view(s.threadID)
+	if err != nil || t.InUse() {
+		return false
+	}
+	// Out of the map first: a turn that starts from now on opens a new
+	// session. One that took this session before is seen by the decision
+	// (its run is active), and the session is put back.
+	h.smu.Lock()
+	if h.closing || h.sessions[s.threadID] != s {
+		h.smu.Unlock()
+		return true
+	}
+	delete(h.sessions, s.threadID)
+	h.smu.Unlock()
+	_, err = h.Dispatch(h.ctx, domain.Command{ID: "idle:" + s.id, ThreadID: s.threadID, Payload: domain.CloseIdleSession{SessionID: s.id}})
+	if err != nil {
+		h.smu.Lock()
+		if _, taken := h.sessions[s.threadID]; !taken && !h.closing {
+			h.sessions[s.threadID] = s
+			h.smu.Unlock()
+			h.log.Debug("idle session in use after all; kept", "session", s.id, "error", err)
+			return false
+		}
+		h.smu.Unlock()
+	}
+	h.log.Debug("closing idle session", "thread", s.threadID, "session", s.id)
+	s.close(h.cfg.Clock, h.log)
+	return true
+}
