@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,8 +20,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
@@ -413,32 +414,39 @@ func TestServiceFiftyThreads(t *testing.T) {
 	}
 }
 
-// SIGTERM drains: the run in flight ends with a reason, the service exits
-// 0, and no plugin or provider process it started is left.
+// SIGTERM drains: the run in flight is asked to stop and ends with the
+// provider's own interrupt while subscribers still follow it, the service
+// exits 0, and no plugin or provider process it started is left.
 func TestServiceSIGTERMDrains(t *testing.T) {
 	data := t.TempDir()
 	s := startService(t, data)
 	c := s.client()
-	id := createThread(t, c, "acp/stall.ndjson", "decline")
+	id := createThread(t, c, "acp/turn_interrupt.ndjson", "decline")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	ev, errc := subscribe(ctx, t, c, id, 0)
-	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Take your time"}); err != nil {
+	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Write a very long essay about rivers."}); err != nil {
 		t.Fatal(err)
 	}
-	until(t, ev, "the provider's thinking", func(e event) bool {
-		return e.Type == "node.started" && strings.Contains(e.Data, `"reasoning"`)
-	})
+	until(t, ev, "the turn reaching the provider", ofType("attempt.dispatched"))
 	procs := pids(t, thread(t, c, id))
 	if err := s.signal(syscall.SIGTERM); err != nil {
 		t.Fatalf("baton serve after SIGTERM: %v (want exit 0)\n%s", err, s.stderr)
 	}
-	rest := until(t, ev, "the run's end", ofType("run.ended"))
-	_ = rest
+	// The subscriber saw the drain: the interrupt asked, the run ended.
+	var seen []string
+	for _, e := range until(t, ev, "the run's end", ofType("run.ended")) {
+		seen = append(seen, e.Type)
+	}
+	for _, want := range []string{"run.interrupt.requested", "run.ended"} {
+		if !slices.Contains(seen, want) {
+			t.Errorf("events after SIGTERM = %v; want %s among them", seen, want)
+		}
+	}
 	select {
 	case err := <-errc:
-		if err == nil || errors.Is(err, io.EOF) {
-			break
+		if st, _ := status.FromError(err); st.Code() != codes.Unavailable {
+			t.Errorf("the subscription ended with %v; want Unavailable (service shutting down)", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Error("the subscription did not end with the service")
@@ -451,12 +459,10 @@ func TestServiceSIGTERMDrains(t *testing.T) {
 	}
 	// The run's end, as the next start reads it.
 	s = startService(t, data)
-	runs := thread(t, s.client(), id)["runs"].([]any)
-	r := runs[0].(map[string]any)
-	f, _ := r["failure"].(map[string]any)
-	got := map[string]any{"status": r["status"], "reason": fmt.Sprint(f["code"])}
-	if diff := cmp.Diff(map[string]any{"status": "interrupted", "reason": "host_shutdown"}, got); diff != "" {
-		t.Errorf("the run after a drain (-want +got):\n%s", diff)
+	r := thread(t, s.client(), id)["runs"].([]any)[0].(map[string]any)
+	got := map[string]any{"status": r["status"], "stopReason": r["stopReason"]}
+	if diff := cmp.Diff(map[string]any{"status": "interrupted", "stopReason": "cancelled"}, got); diff != "" {
+		t.Errorf("the run after a drain (-want +got):\n%s\nrun: %v", diff, r)
 	}
 }
 

@@ -87,7 +87,8 @@ type Host struct {
 	closed   atomic.Bool    // no more commands: the store is closing
 	// draining is set as Close begins: runs are asked to stop and no
 	// queued run starts (domain.Env.ShuttingDown).
-	draining atomic.Bool
+	draining  atomic.Bool
+	drainOnce sync.Once
 
 	cache threadCache
 	cmds  inflight // command ids being committed
@@ -168,7 +169,7 @@ func (h *Host) Close() error {
 	h.closing = true
 	h.stop()
 	h.smu.Unlock()
-	h.drain()
+	h.drainOnce.Do(h.drain)
 	h.smu.Lock()
 	live := make([]*liveSession, 0, len(h.sessions))
 	for _, s := range h.sessions {
@@ -188,6 +189,15 @@ func (h *Host) Close() error {
 	h.closed.Store(true)
 	h.cache.wakeAll()
 	return h.store.Close()
+}
+
+// Drain ends the host's active runs, as Close does first (see drain), and
+// leaves the host open: clients still read and follow the log, and see the
+// runs end. A service drains before it ends its subscriptions, then
+// closes; Close does not drain twice.
+func (h *Host) Drain() {
+	h.stop()
+	h.drainOnce.Do(h.drain)
 }
 
 // Clock is the host's clock: the one its events are dated by and its

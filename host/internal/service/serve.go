@@ -101,7 +101,8 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 
-	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk})
+	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk,
+		IdleTimeout: cfg.IdleTimeout})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -142,7 +143,10 @@ func Run(ctx context.Context, cfg Config) error {
 		runErr = fmt.Errorf("serve: %w", err)
 		log.Error("a listener failed; stopping", "error", err)
 	}
-	log.Info("draining", "timeout", DrainTimeout)
+	log.Info("draining: active runs are asked to stop", "timeout", orchestrator.DrainTimeout)
+	srv.NotServing()
+	host.Drain() // subscribers see the runs end
+	log.Info("draining: ending the calls", "timeout", DrainTimeout)
 	srv.Shutdown()
 	stopped := make(chan struct{})
 	go func() {

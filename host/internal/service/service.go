@@ -92,6 +92,10 @@ func (s *Server) Register(g *grpc.Server) {
 	reflection.Register(g)
 }
 
+// NotServing makes health say NOT_SERVING: what a drain says first, while
+// the host's runs end and subscribers still see them.
+func (s *Server) NotServing() { s.health.Shutdown() }
+
 // Shutdown begins a drain: health says NOT_SERVING and every subscription
 // ends with Unavailable ("service shutting down"). Commands still in
 // flight finish; the caller stops the gRPC server next.
