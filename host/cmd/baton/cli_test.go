@@ -119,20 +119,29 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 // A provider that is not installed is refused before anything is written,
 // naming the installed ones.
 func TestUnknownProviderRefused(t *testing.T) {
-	data := t.TempDir()
-	out, errOut, code := baton(t, "run", "--data", data, "--cwd", t.TempDir(), "--provider", "nope", "--provider-command", "x", "hi")
-	if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "baton: ") || strings.Count(errOut, "\n") != 1 ||
-		!strings.Contains(errOut, "nope") || !strings.Contains(errOut, "acp") || !strings.Contains(errOut, "codex") {
-		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
-	}
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: data, PluginDirs: []string{binDir}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if seq := h.LastSequence(); seq != 0 {
-		recs, _ := h.ThreadEvents("", 0)
-		t.Errorf("the log holds %d events after a refused run: %v", seq, recs)
+	for name, extra := range map[string][]string{
+		"as typed":              nil, // no default command to fall back on either
+		"with a command of its": {"--provider-command", "x"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			data := t.TempDir()
+			args := append([]string{"run", "--data", data, "--cwd", t.TempDir(), "--provider", "nope"}, extra...)
+			out, errOut, code := baton(t, append(args, "hi")...)
+			const want = `provider "nope" is not installed; installed: acp, claude, codex, cursor, opencode`
+			if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "baton: ") || strings.Count(errOut, "\n") != 1 ||
+				!strings.Contains(errOut, want) {
+				t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			h, err := orchestrator.Open(orchestrator.Config{DataDir: data, PluginDirs: []string{binDir}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			if seq := h.LastSequence(); seq != 0 {
+				recs, _ := h.ThreadEvents("", 0)
+				t.Errorf("the log holds %d events after a refused run: %v", seq, recs)
+			}
+		})
 	}
 }
 

@@ -87,6 +87,9 @@ type runOptions struct {
 	policy   domain.ApprovalPolicy
 	cwd      string
 	argv     []string
+	// noCommand: a new thread of a provider with no default command, and
+	// no --provider-command (what is wrong depends on what is installed).
+	noCommand bool
 }
 
 func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
@@ -141,11 +144,28 @@ func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
 			}
 		}
 	} else if f.thread == "" {
-		if o.argv = defaultCommands[f.provider]; len(o.argv) == 0 {
-			return o, usagef("run: no default command for provider %q; pass --provider-command", f.provider)
-		}
+		o.argv = defaultCommands[f.provider]
+		o.noCommand = len(o.argv) == 0
 	}
 	return o, nil
+}
+
+// noCommand is the usage error for a new thread without a provider
+// command: the provider is not installed (naming those that are), or it
+// has no default command.
+func noCommand(ctx context.Context, c *client, provider string) error {
+	resp, err := c.ListPlugins(ctx, &batonv1.ListPluginsRequest{})
+	if err != nil {
+		return rpcError("list plugins", err)
+	}
+	var names []string
+	for _, p := range resp.GetPlugins() {
+		if p.GetName() == provider {
+			return usagef("run: provider %q has no default command; pass --provider-command", provider)
+		}
+		names = append(names, p.GetName())
+	}
+	return usagef("run: provider %q is not installed; installed: %s", provider, cmp.Or(strings.Join(names, ", "), "none"))
 }
 
 // signals delivers the first SIGINT on first; a second signal (or SIGTERM)
@@ -202,6 +222,9 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	}
 	idgen := ids.New()
 	threadID := f.thread
+	if o.noCommand {
+		return noCommand(ctx, c, f.provider)
+	}
 	if threadID == "" {
 		rc, err := c.CreateThread(ctx, &batonv1.CreateThreadRequest{CommandId: idgen.NewID("cmd"), Provider: f.provider,
 			Cwd: o.cwd, Model: f.model, ProviderCommand: &batonv1.ProviderCommand{Argv: o.argv}, ApprovalPolicy: string(o.policy)})

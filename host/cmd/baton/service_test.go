@@ -428,7 +428,11 @@ func TestServiceSIGTERMDrains(t *testing.T) {
 	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Write a very long essay about rivers."}); err != nil {
 		t.Fatal(err)
 	}
-	until(t, ev, "the turn reaching the provider", ofType("attempt.dispatched"))
+	// The turn has reached the provider: the host knows the session that
+	// took it (whichever it hears of first).
+	until(t, ev, "the turn reaching the provider", func(e event) bool {
+		return e.Type == "attempt.dispatched" || e.Type == "provider.turn.bound"
+	})
 	procs := pids(t, thread(t, c, id))
 	if err := s.signal(syscall.SIGTERM); err != nil {
 		t.Fatalf("baton serve after SIGTERM: %v (want exit 0)\n%s", err, s.stderr)

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"iter"
 	"sync/atomic"
 
@@ -22,33 +21,45 @@ import (
 // the stream ends with ResourceExhausted, saying the last sequence sent,
 // after which the client subscribes again.
 //
-// The sender is owned by the handler: it stops when the handler ends (its
-// context is cancelled and its buffer closed; a Send it is blocked in
-// fails once the stream is done).
+// When the service shuts down, the stream stops following, sends what was
+// committed up to then (the runs a drain ended among it), and ends with
+// Unavailable.
+//
+// The sender is owned by the handler: it stops when its buffer is closed
+// and emptied (the handler waits for that), or when the handler's context
+// ends (a Send it is blocked in fails once the handler has returned and
+// the stream is done).
 func (s *Server) Subscribe(req *batonv1.SubscribeRequest, stream grpc.ServerStreamingServer[batonv1.Event]) error {
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
-	unhook := context.AfterFunc(s.stopping, func() { cancel(errShuttingDown) })
+	reading, stopReading := context.WithCancel(ctx) // ends at shutdown too
+	defer stopReading()
+	unhook := context.AfterFunc(s.stopping, stopReading)
 	defer unhook()
 
 	after := req.GetAfterSequence()
-	var events iter.Seq2[eventlog.Record, error]
-	if id := req.GetThreadId(); id != "" {
+	id := req.GetThreadId()
+	open := func(ctx context.Context, after uint64) iter.Seq2[eventlog.Record, error] { return s.host.Events(ctx, after) }
+	head := s.host.LastSequence
+	if id != "" {
 		if err := checkID("thread_id", id); err != nil {
 			return err
 		}
 		if _, err := s.host.Thread(id); err != nil {
 			return s.toStatus("Subscribe", err)
 		}
-		events = s.host.ThreadStream(ctx, id, after)
-	} else {
-		events = s.host.Events(ctx, after)
+		open = func(ctx context.Context, after uint64) iter.Seq2[eventlog.Record, error] {
+			return s.host.ThreadStream(ctx, id, after)
+		}
+		head = func() uint64 { _, seq, _ := s.host.Snapshot(id); return seq }
 	}
 
 	buf := make(chan *batonv1.Event, s.buffer)
 	var sent atomic.Uint64 // the last sequence the sender has sent
 	sent.Store(after)
+	sender := make(chan struct{})
 	go func() {
+		defer close(sender)
 		for {
 			select {
 			case <-ctx.Done():
@@ -65,40 +76,52 @@ func (s *Server) Subscribe(req *batonv1.SubscribeRequest, stream grpc.ServerStre
 			}
 		}
 	}()
-	defer close(buf)
-
-	for r, err := range events {
-		if err == nil {
-			var ev *batonv1.Event
-			if ev, err = eventPB(r); err == nil {
-				s.enqueue(ctx, cancel, buf, ev, &sent)
+	last := after // the last sequence put in the buffer
+	pump := func(events iter.Seq2[eventlog.Record, error], bound uint64) {
+		for r, err := range events {
+			if err == nil {
+				var ev *batonv1.Event
+				if ev, err = eventPB(r); err == nil {
+					s.enqueue(ctx, cancel, buf, ev, &sent)
+				}
+			}
+			if err != nil {
+				cancel(s.toStatus("Subscribe", err))
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if last = r.Sequence; bound > 0 && last >= bound {
+				return
 			}
 		}
-		if err != nil {
-			cancel(s.toStatus("Subscribe", err))
-		}
-		if ctx.Err() != nil {
-			break
+	}
+	pump(open(reading, after), 0)
+	shuttingDown := s.stopping.Err() != nil && ctx.Err() == nil
+	if shuttingDown {
+		if bound := head(); last < bound {
+			pump(open(ctx, last), bound)
 		}
 	}
-	if ctx.Err() == nil { // the stream ended by itself: the host closed
-		cancel(nil)
-		return status.Error(codes.Unavailable, "the host closed")
-	}
-	cause := context.Cause(ctx)
-	switch {
-	case errors.Is(cause, errShuttingDown):
+	close(buf)
+	if ctx.Err() == nil {
+		<-sender // it sends what the buffer holds, then ends
+	} // else a Send it is blocked in fails as this handler returns, and it ends
+	switch cause := context.Cause(ctx); {
+	case cause == nil && shuttingDown:
 		return status.Error(codes.Unavailable, "service shutting down; subscribe again after the last sequence you received")
+	case cause == nil: // the stream ended by itself: the host closed
+		return status.Error(codes.Unavailable, "the host closed")
 	case stream.Context().Err() != nil:
 		return status.FromContextError(stream.Context().Err()).Err()
+	default:
+		if _, ok := status.FromError(cause); ok {
+			return cause
+		}
+		return status.Error(codeOf(cause), cause.Error()) // the sender's Send failed
 	}
-	if _, ok := status.FromError(cause); ok {
-		return cause
-	}
-	return status.Error(codeOf(cause), cause.Error()) // the sender's Send failed
 }
 
-var errShuttingDown = errors.New("service shutting down")
 
 // enqueue puts an event in the sender's buffer, waiting at most
 // SlowSubscriber for room; after that it ends the subscription.
