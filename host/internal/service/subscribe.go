@@ -39,7 +39,9 @@ func (s *Server) Subscribe(req *batonv1.SubscribeRequest, stream grpc.ServerStre
 
 	after := req.GetAfterSequence()
 	id := req.GetThreadId()
-	open := func(ctx context.Context, after uint64) iter.Seq2[eventlog.Record, error] { return s.host.Events(ctx, after) }
+	open := func(ctx context.Context, after uint64) iter.Seq2[eventlog.Record, error] {
+		return s.host.Events(ctx, after)
+	}
 	head := s.host.LastSequence
 	if id != "" {
 		if err := checkID("thread_id", id); err != nil {
@@ -121,7 +123,6 @@ func (s *Server) Subscribe(req *batonv1.SubscribeRequest, stream grpc.ServerStre
 		return status.Error(codeOf(cause), cause.Error()) // the sender's Send failed
 	}
 }
-
 
 // enqueue puts an event in the sender's buffer, waiting at most
 // SlowSubscriber for room; after that it ends the subscription.
