@@ -121,6 +121,46 @@ func TestIdleSessionIsClosedAndTheNextRunResumes(t *testing.T) {
 
 // A session whose thread waits on a request is not closed, however long
 // it waits: the reaper looks again an idle time later.
+// The idle time counts from the session's last use: a run on it part way
+// through puts its close off, and the timer, waking early, waits only the
+// rest of the time.
+func TestIdleTimeCountsFromTheLastUse(t *testing.T) {
+	const idle = 10 * time.Minute
+	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 1, clock: clock.NewFake(epoch), idle: idle}
+	e.open()
+	t.Cleanup(func() { e.host.Close() })
+	threadID := e.createThread("acp", "acp/multi_turn.ndjson")
+	msgs := messages(t, "acp/multi_turn.messages")
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+	defer cancel()
+	e.dispatch(domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: msgs[0]}})
+	e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
+	if err := e.clock.WaitTimers(ctx, 1); err != nil {
+		t.Fatalf("no idle timer on the host's clock: %v", err)
+	}
+	e.clock.Advance(6 * time.Minute)
+	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: msgs[1]}})
+	th := e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
+	ended := th.Sequence
+	e.clock.Advance(4 * time.Minute) // 10 minutes after run 1, 4 after run 2: the timer wakes
+	if err := e.clock.WaitTimers(ctx, 1); err != nil {
+		t.Fatalf("the idle timer was not armed again: %v", err)
+	}
+	if diff := cmp.Diff([]time.Duration{6 * time.Minute}, e.clock.Pending()); diff != "" {
+		t.Fatalf("pending timers after a use part way through (-want +got):\n%s", diff)
+	}
+	if got := mustThread(t, e, threadID).ProviderSessions[0].Status; got != domain.SessionStatusOpen {
+		t.Fatalf("the session closed %v after its last use: %s", 4*time.Minute, got)
+	}
+	e.clock.Advance(6 * time.Minute)
+	e.waitFor(threadID, "the idle session to close", func(th domain.Thread) bool {
+		return th.ProviderSessions[0].Status == domain.SessionStatusEnded
+	})
+	if diff := cmp.Diff([]string{"session ended: idle"}, e.lifecycle(threadID, ended)); diff != "" {
+		t.Errorf("events after run 2 ended (-want +got):\n%s", diff)
+	}
+}
+
 func TestSessionWithAPendingRequestIsNotReaped(t *testing.T) {
 	const idle = 10 * time.Minute
 	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 1, clock: clock.NewFake(epoch), idle: idle}
