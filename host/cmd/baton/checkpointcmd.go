@@ -77,13 +77,9 @@ back.`,
 				return err
 			}
 			defer c.close()
-			at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: args[0]})
+			at, t, err := c.threadFor(ctx, "rollback", args[0])
 			if err != nil {
-				return rpcError("rollback", err)
-			}
-			t, err := projection(at)
-			if err != nil {
-				return failf(exitFailed, "%v", err)
+				return err
 			}
 			p := newPrinter(g.stdout, false, t)
 			for _, sc := range t.CheckpointScopes { // the printer names checkpoints by their scopes

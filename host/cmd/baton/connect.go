@@ -113,6 +113,19 @@ func (c *client) thread(ctx context.Context, threadID string) (*batonv1.Thread, 
 	return at, t, err
 }
 
+// threadFor is thread for a verb: its errors are the verb's exits (see
+// rpcError; a projection that does not decode failed).
+func (c *client) threadFor(ctx context.Context, verb, threadID string) (*batonv1.Thread, domain.Thread, error) {
+	at, t, err := c.thread(ctx, threadID)
+	switch {
+	case err == nil:
+		return at, t, nil
+	case at == nil:
+		return nil, domain.Thread{}, rpcError(verb, err)
+	}
+	return nil, domain.Thread{}, failf(exitFailed, "%v", err)
+}
+
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil

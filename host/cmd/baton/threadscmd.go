@@ -115,13 +115,9 @@ checkpoints, or with --json the whole projection as one JSON object.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, g, func(ctx context.Context, c *client) error {
-				at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: args[0]})
+				at, t, err := c.threadFor(ctx, "show", args[0])
 				if err != nil {
-					return rpcError("show", err)
-				}
-				t, err := projection(at)
-				if err != nil {
-					return failf(exitFailed, "%v", err)
+					return err
 				}
 				if jsonOut {
 					b, err := json.Marshal(t)
@@ -219,13 +215,9 @@ func watchCommand(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.close()
-			at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: args[0]})
+			at, t, err := c.threadFor(ctx, "watch", args[0])
 			if err != nil {
-				return rpcError("watch", err)
-			}
-			t, err := projection(at)
-			if err != nil {
-				return failf(exitFailed, "%v", err)
+				return err
 			}
 			start := at.GetSequence()
 			if afterSet {
