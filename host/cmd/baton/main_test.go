@@ -41,8 +41,15 @@ func baton(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // batonIn runs baton with stdin (not a terminal) holding input.
 func batonIn(t *testing.T, input string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return execBaton(t, append(os.Environ(), "BATON_DATA="+t.TempDir()), input, args...)
+}
+
+// execBaton runs baton with exactly this environment and stdin holding
+// input.
+func execBaton(t *testing.T, env []string, input string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "baton"), args...)
-	cmd.Env = append(os.Environ(), "BATON_DATA="+t.TempDir())
+	cmd.Env = env
 	cmd.Stdin = strings.NewReader(input)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
