@@ -70,54 +70,38 @@ back.`,
 			if run < 0 {
 				return usagef("rollback: --run N is required")
 			}
-			ctx, stop := signalContext(cmd.Context())
-			defer stop()
-			c, err := g.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: args[0]})
-			if err != nil {
-				return rpcError("rollback", err)
-			}
-			t, err := projection(at)
-			if err != nil {
-				return failf(exitFailed, "%v", err)
-			}
-			p := newPrinter(g.stdout, false, t)
-			for _, sc := range t.CheckpointScopes { // the printer names checkpoints by their scopes
-				p.scopes[sc.ID] = sc.Kind
-			}
-			recs, errs := follow(ctx, c, args[0], at.GetSequence())
-			if _, err := c.Rollback(ctx, &batonv1.RollbackRequest{CommandId: fmt.Sprintf("rollback:%s:%d:%d", args[0], run, at.GetSequence()),
-				ThreadId: args[0], Run: uint32(run)}); err != nil {
-				return rpcError("rollback", err)
-			}
-			for {
-				select {
-				case rec, ok := <-recs:
-					if !ok {
-						return failf(exitInterrupted, "rollback: stopped watching; the rollback goes on")
-					}
-					pl, err := domain.DecodePayload(rec.Type, rec.Data)
-					if err != nil {
-						return failf(exitFailed, "rollback: %v", err)
-					}
-					p.event(rec, pl)
-					switch pl.(type) {
-					case domain.RollbackCompleted:
-						return nil
-					case domain.RollbackFailed:
-						return silent(exitFailed)
-					}
-				case err := <-errs:
-					if ctx.Err() != nil {
-						return failf(exitInterrupted, "rollback: stopped watching; the rollback goes on")
-					}
+			return withThread(cmd, g, "rollback", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
+				p := scopedPrinter(g.stdout, false, t)
+				recs, errs := follow(ctx, c, args[0], at.GetSequence())
+				if _, err := c.Rollback(ctx, &batonv1.RollbackRequest{CommandId: fmt.Sprintf("rollback:%s:%d:%d", args[0], run, at.GetSequence()),
+					ThreadId: args[0], Run: uint32(run)}); err != nil {
 					return rpcError("rollback", err)
 				}
-			}
+				for {
+					select {
+					case rec, ok := <-recs:
+						if !ok {
+							return failf(exitInterrupted, "rollback: stopped watching; the rollback goes on")
+						}
+						pl, err := domain.DecodePayload(rec.Type, rec.Data)
+						if err != nil {
+							return failf(exitFailed, "rollback: %v", err)
+						}
+						p.event(rec, pl)
+						switch pl.(type) {
+						case domain.RollbackCompleted:
+							return nil
+						case domain.RollbackFailed:
+							return silent(exitFailed)
+						}
+					case err := <-errs:
+						if ctx.Err() != nil {
+							return failf(exitInterrupted, "rollback: stopped watching; the rollback goes on")
+						}
+						return rpcError("rollback", err)
+					}
+				}
+			})
 		},
 	}
 	c.Flags().IntVar(&run, "run", -1, "the run `ordinal` to go back to (0: before the first run)")

@@ -25,23 +25,13 @@ import (
 // own are dropped) and stdin holding input.
 func batonEnv(t *testing.T, env []string, input string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "baton"), args...)
+	var all []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "BATON_") {
-			cmd.Env = append(cmd.Env, kv)
+			all = append(all, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stdin = strings.NewReader(input)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return execBaton(t, append(all, env...), input, args...)
 }
 
 // threadsJSON is `baton threads --json`, decoded.

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/service"
 )
@@ -99,6 +100,30 @@ func (g *globals) dial(ctx context.Context, target string, bound time.Duration) 
 		return nil, err
 	}
 	return &client{BatonClient: batonv1.NewBatonClient(conn), target: target, close: func() { conn.Close() }}, nil
+}
+
+// thread reads a thread and its projection. The error is the API's, or
+// (with the thread) the projection's.
+func (c *client) thread(ctx context.Context, threadID string) (*batonv1.Thread, domain.Thread, error) {
+	at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: threadID})
+	if err != nil {
+		return nil, domain.Thread{}, err
+	}
+	t, err := projection(at)
+	return at, t, err
+}
+
+// threadFor is thread for a verb: its errors are the verb's exits (see
+// rpcError; a projection that does not decode failed).
+func (c *client) threadFor(ctx context.Context, verb, threadID string) (*batonv1.Thread, domain.Thread, error) {
+	at, t, err := c.thread(ctx, threadID)
+	switch {
+	case err == nil:
+		return at, t, nil
+	case at == nil:
+		return nil, domain.Thread{}, rpcError(verb, err)
+	}
+	return nil, domain.Thread{}, failf(exitFailed, "%v", err)
 }
 
 func fileExists(p string) bool {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/host/internal/testbin"
 	"github.com/baton-run/baton/sdk/plugintest"
 )
 
@@ -22,34 +22,14 @@ var binDir string // baton, baton-plugin-acp, replaypeer and plugins.lock
 
 func TestMain(m *testing.M) {
 	plugintest.CoverChildren()
-	if b := os.Getenv("BATON_BIN"); b != "" {
-		binDir = b
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "baton-cli-test-")
+	bins, err := testbin.Build(root, true)
 	if err != nil {
-		panic(err)
+		fmt.Fprintln(os.Stderr, "setup:", err)
+		os.Exit(1)
 	}
-	builds := []struct{ dir, out, pkg string }{{"host", "baton", "./cmd/baton"}, {"replaypeer", "replaypeer", "."}}
-	mods, _ := filepath.Glob(filepath.Join(root, "plugins", "*", "go.mod"))
-	for _, m := range mods {
-		name := filepath.Base(filepath.Dir(m))
-		builds = append(builds, struct{ dir, out, pkg string }{"plugins/" + name, pluginhost.BinaryPrefix + name, "."})
-	}
-	for _, b := range builds {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
-		cmd.Dir = filepath.Join(root, b.dir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", b.dir, err, out)
-			os.Exit(1)
-		}
-	}
-	if _, err := pluginhost.Lock(dir); err != nil {
-		panic(err)
-	}
-	binDir = dir
+	binDir = bins.Dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 
@@ -61,8 +41,15 @@ func baton(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // batonIn runs baton with stdin (not a terminal) holding input.
 func batonIn(t *testing.T, input string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return execBaton(t, append(os.Environ(), "BATON_DATA="+t.TempDir()), input, args...)
+}
+
+// execBaton runs baton with exactly this environment and stdin holding
+// input.
+func execBaton(t *testing.T, env []string, input string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "baton"), args...)
-	cmd.Env = append(os.Environ(), "BATON_DATA="+t.TempDir())
+	cmd.Env = env
 	cmd.Stdin = strings.NewReader(input)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -38,6 +38,16 @@ func projection(t *batonv1.Thread) (domain.Thread, error) {
 	return th, nil
 }
 
+// scopedPrinter is a printer that names checkpoints by the thread's scopes
+// so far (events after t open the later ones).
+func scopedPrinter(w io.Writer, jsonOut bool, t domain.Thread) *printer {
+	p := newPrinter(w, jsonOut, t)
+	for _, sc := range t.CheckpointScopes {
+		p.scopes[sc.ID] = sc.Kind
+	}
+	return p
+}
+
 // printer shows a thread's events, readably or as JSON lines. It keeps the
 // little state it needs from the events themselves.
 type printer struct {

@@ -233,13 +233,9 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 		}
 		threadID = rc.GetThreadId()
 	}
-	at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: threadID})
+	at, th, err := c.threadFor(ctx, "thread "+threadID, threadID)
 	if err != nil {
-		return rpcError("thread "+threadID, err)
-	}
-	th, err := projection(at)
-	if err != nil {
-		return failf(exitFailed, "%v", err)
+		return err
 	}
 	start := at.GetSequence()
 	if f.thread == "" {
@@ -349,11 +345,8 @@ loop:
 func finalThread(c *client, threadID string) (domain.Thread, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	t, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: threadID})
-	if err != nil {
-		return domain.Thread{}, err
-	}
-	return projection(t)
+	_, t, err := c.thread(ctx, threadID)
+	return t, err
 }
 
 // follow streams a thread's events after a sequence, until ctx ends: a

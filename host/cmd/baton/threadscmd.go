@@ -115,13 +115,9 @@ checkpoints, or with --json the whole projection as one JSON object.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, g, func(ctx context.Context, c *client) error {
-				at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: args[0]})
+				at, t, err := c.threadFor(ctx, "show", args[0])
 				if err != nil {
-					return rpcError("show", err)
-				}
-				t, err := projection(at)
-				if err != nil {
-					return failf(exitFailed, "%v", err)
+					return err
 				}
 				if jsonOut {
 					b, err := json.Marshal(t)
@@ -212,58 +208,61 @@ func watchCommand(g *globals) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			afterSet = cmd.Flags().Changed("after")
-			ctx, stop := signalContext(cmd.Context())
-			defer stop()
-			c, err := g.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: args[0]})
-			if err != nil {
-				return rpcError("watch", err)
-			}
-			t, err := projection(at)
-			if err != nil {
-				return failf(exitFailed, "%v", err)
-			}
-			start := at.GetSequence()
-			if afterSet {
-				start = after
-			}
-			if !afterSet && !jsonOut {
-				fmt.Fprintf(g.stdout, "● thread %s · %s · %s (watching from sequence %d)\n", t.ID, t.Provider, t.Cwd, start)
-			}
-			p := newPrinter(g.stdout, jsonOut, t)
-			for _, sc := range t.CheckpointScopes { // the printer names checkpoints by their scopes
-				p.scopes[sc.ID] = sc.Kind
-			}
-			recs, errs := follow(ctx, c, args[0], start)
-			for {
-				select {
-				case rec, ok := <-recs:
-					if !ok {
+			return withThread(cmd, g, "watch", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
+				start := at.GetSequence()
+				if afterSet {
+					start = after
+				}
+				if !afterSet && !jsonOut {
+					fmt.Fprintf(g.stdout, "● thread %s · %s · %s (watching from sequence %d)\n", t.ID, t.Provider, t.Cwd, start)
+				}
+				p := scopedPrinter(g.stdout, jsonOut, t)
+				recs, errs := follow(ctx, c, args[0], start)
+				for {
+					select {
+					case rec, ok := <-recs:
+						if !ok {
+							return nil
+						}
+						pl, err := domain.DecodePayload(rec.Type, rec.Data)
+						if err != nil {
+							return failf(exitFailed, "watch: %v", err)
+						}
+						p.event(rec, pl)
+					case err := <-errs:
+						if ctx.Err() != nil {
+							return nil // Ctrl-C: the thread goes on
+						}
+						return rpcError("watch", err)
+					case <-ctx.Done():
 						return nil
 					}
-					pl, err := domain.DecodePayload(rec.Type, rec.Data)
-					if err != nil {
-						return failf(exitFailed, "watch: %v", err)
-					}
-					p.event(rec, pl)
-				case err := <-errs:
-					if ctx.Err() != nil {
-						return nil // Ctrl-C: the thread goes on
-					}
-					return rpcError("watch", err)
-				case <-ctx.Done():
-					return nil
 				}
-			}
+			})
 		},
 	}
 	c.Flags().Uint64Var(&after, "after", 0, "print the events after this `sequence` (default: the thread's current one)")
 	c.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object per event")
 	return c
+}
+
+// withThread runs fn for a verb that follows a thread until Ctrl-C: on a
+// context the first SIGINT or SIGTERM ends, with a client found by the
+// connection rule and the thread as it is now.
+func withThread(cmd *cobra.Command, g *globals, verb, threadID string,
+	fn func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error) error {
+	ctx, stop := signalContext(cmd.Context())
+	defer stop()
+	c, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	at, t, err := c.threadFor(ctx, verb, threadID)
+	if err != nil {
+		return err
+	}
+	return fn(ctx, c, at, t)
 }
 
 // signalContext ends at the first SIGINT or SIGTERM.

@@ -101,7 +101,7 @@ func TestRollbackFailures(t *testing.T) {
 	before.Steps, after.Steps = sc.Steps[:at], sc.Steps[at+1:]
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	if err := scenario.Run(ctx, e.host, threadID, before, scenario.Options{}); err != nil {
+	if err := scenario.Run(ctx, scenario.Host(e.host), threadID, before, scenario.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	th := mustThread(t, e, threadID)
@@ -169,7 +169,7 @@ func TestRollbackFailures(t *testing.T) {
 		}
 	}
 	// The thread goes on from run 1, as the provider's transcript has it.
-	if err := scenario.Run(ctx, e.host, threadID, after, scenario.Options{CommandPrefix: "after-"}); err != nil {
+	if err := scenario.Run(ctx, scenario.Host(e.host), threadID, after, scenario.Options{CommandPrefix: "after-"}); err != nil {
 		t.Fatal(err)
 	}
 	th = mustThread(t, e, threadID)

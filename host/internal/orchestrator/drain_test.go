@@ -172,7 +172,7 @@ func TestSessionWithAPendingRequestIsNotReaped(t *testing.T) {
 	})
 	threadID := e.createThreadWith("acp", "acp/approval_accept.ndjson", domain.ApproveAsk)
 	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Write allowed.txt"}})
-	if err := scenario.Wait(t.Context(), e.host, threadID, scenario.WaitRequest); err != nil {
+	if err := scenario.Wait(t.Context(), scenario.Host(e.host), threadID, scenario.WaitRequest); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
@@ -208,7 +208,7 @@ func TestCloseStopsARunningTurn(t *testing.T) {
 	e := newEnv(t)
 	threadID := e.createThread("acp", "acp/turn_interrupt_late.ndjson")
 	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Write a very long essay about rivers."}})
-	if err := scenario.Wait(t.Context(), e.host, threadID, scenario.WaitRunning); err != nil {
+	if err := scenario.Wait(t.Context(), scenario.Host(e.host), threadID, scenario.WaitRunning); err != nil {
 		t.Fatal(err)
 	}
 	s := mustThread(t, e, threadID).ProviderSessions[0]

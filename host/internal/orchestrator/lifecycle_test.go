@@ -28,7 +28,7 @@ func (e *env) play(threadID, steps string) domain.Thread {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := scenario.Run(ctx, e.host, threadID, sc, scenario.Options{}); err != nil {
+	if err := scenario.Run(ctx, scenario.Host(e.host), threadID, sc, scenario.Options{}); err != nil {
 		th, _ := e.host.Thread(threadID)
 		e.t.Fatalf("scenario %s: %v\nthread: %+v", steps, err, th)
 	}
@@ -83,7 +83,7 @@ func TestACPInterrupt(t *testing.T) {
 	threadID := e.createThread("acp", "acp/turn_interrupt_late.ndjson")
 	send := domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Write a very long essay about rivers."}}
 	sent := e.dispatch(send)
-	if err := scenario.Wait(t.Context(), e.host, threadID, scenario.WaitRunning); err != nil {
+	if err := scenario.Wait(t.Context(), scenario.Host(e.host), threadID, scenario.WaitRunning); err != nil {
 		t.Fatal(err)
 	}
 	th := mustThread(t, e, threadID)
@@ -136,7 +136,7 @@ func TestACPApprovalAnsweredByClient(t *testing.T) {
 	threadID := e.createThreadWith("acp", "acp/approval_accept.ndjson", domain.ApproveAsk)
 	send := domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Write allowed.txt"}}
 	sent := e.dispatch(send)
-	if err := scenario.Wait(t.Context(), e.host, threadID, scenario.WaitRequest); err != nil {
+	if err := scenario.Wait(t.Context(), scenario.Host(e.host), threadID, scenario.WaitRequest); err != nil {
 		t.Fatal(err)
 	}
 	th := mustThread(t, e, threadID)
@@ -179,7 +179,7 @@ func TestAnswerAfterTheProviderIsGone(t *testing.T) {
 	e := newEnv(t)
 	threadID := e.createThreadWith("acp", "acp/approval_accept.ndjson", domain.ApproveAsk)
 	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Write allowed.txt"}})
-	if err := scenario.Wait(t.Context(), e.host, threadID, scenario.WaitRequest); err != nil {
+	if err := scenario.Wait(t.Context(), scenario.Host(e.host), threadID, scenario.WaitRequest); err != nil {
 		t.Fatal(err)
 	}
 	th := mustThread(t, e, threadID)

@@ -69,7 +69,7 @@ func TestRefusedAnswerCanBeGivenAgain(t *testing.T) {
 	defer cancel()
 	played := make(chan error, 1)
 	go func() { // its last wait ends with the run; the question's answers are given below
-		played <- scenario.Run(ctx, e.host, threadID, sc, scenario.Options{})
+		played <- scenario.Run(ctx, scenario.Host(e.host), threadID, sc, scenario.Options{})
 	}()
 	question := func(th domain.Thread) *domain.RuntimeRequest {
 		for i := range th.Requests {

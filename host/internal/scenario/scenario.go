@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -132,9 +131,31 @@ type Options struct {
 	CommandPrefix string
 }
 
+// Driver is what a script acts on a thread through: a host (see Host), or
+// a client of the host's service. Its errors are what the script reports.
+type Driver interface {
+	// Send dispatches a message in a mode ("" lets the host choose).
+	Send(ctx context.Context, threadID, cmdID, text string, mode domain.DispatchMode) error
+	// Interrupt interrupts a run; nil if the run ended first (nothing to
+	// interrupt).
+	Interrupt(ctx context.Context, threadID, cmdID, runID string) error
+	// Respond answers a request.
+	Respond(ctx context.Context, threadID, cmdID, requestID string, decision domain.Verdict, answers map[string]string) error
+	// Rollback starts rolling the thread back to run N's checkpoint (0:
+	// the baseline before the first run).
+	Rollback(ctx context.Context, threadID, cmdID string, run int) error
+	// Thread is the thread's projection now.
+	Thread(ctx context.Context, threadID string) (domain.Thread, error)
+	// Wait returns the thread once ok holds for it, reading it again after
+	// each of its events.
+	Wait(ctx context.Context, threadID string, ok func(domain.Thread) bool) (domain.Thread, error)
+	// Clock is the clock sleepMs pauses on.
+	Clock() clock.Clock
+}
+
 // Run performs the script's steps on a thread, then waits for every run
 // to end.
-func Run(ctx context.Context, h *orchestrator.Host, threadID string, s Script, o Options) error {
+func Run(ctx context.Context, d Driver, threadID string, s Script, o Options) error {
 	for i, st := range s.Steps {
 		id := o.CommandPrefix + "step-" + strconv.Itoa(i+1)
 		var err error
@@ -146,75 +167,48 @@ func Run(ctx context.Context, h *orchestrator.Host, threadID string, s Script, o
 			} else if mode == "auto" {
 				mode = ""
 			}
-			_, err = h.Dispatch(ctx, domain.Command{ID: id, ThreadID: threadID, Payload: domain.DispatchMessage{Text: st.Send, Mode: mode}})
+			err = d.Send(ctx, threadID, id, st.Send, mode)
 		case st.WaitFor != "":
-			err = Wait(ctx, h, threadID, st.WaitFor)
+			err = Wait(ctx, d, threadID, st.WaitFor)
 		case st.Interrupt:
 			var t domain.Thread
-			if t, err = h.Thread(threadID); err == nil {
+			if t, err = d.Thread(ctx, threadID); err == nil {
 				r := newest(t)
 				if r == nil {
 					return fmt.Errorf("step %d: no run to interrupt", i+1)
 				}
-				_, err = h.Dispatch(ctx, domain.Command{ID: id, ThreadID: threadID, Payload: domain.InterruptRun{RunID: r.ID}})
-				if errors.Is(err, domain.ErrConflict) {
-					err = nil // it ended first: nothing to interrupt
-				}
+				err = d.Interrupt(ctx, threadID, id, r.ID)
 			}
 		case st.Respond != "":
 			var t domain.Thread
-			if t, err = h.Thread(threadID); err == nil {
+			if t, err = d.Thread(ctx, threadID); err == nil {
 				q := pending(t)
 				if q == nil {
 					return fmt.Errorf("step %d: no pending request to answer", i+1)
 				}
-				_, err = h.Dispatch(ctx, domain.Command{ID: id, ThreadID: threadID,
-					Payload: domain.RespondToRequest{RequestID: q.ID, Decision: domain.Verdict(st.Respond), Answers: st.Answers}})
+				err = d.Respond(ctx, threadID, id, q.ID, domain.Verdict(st.Respond), st.Answers)
 			}
 		case st.Rollback != nil:
 			var rb domain.Rollback
-			if rb, err = RollbackToRun(ctx, h, threadID, id, *st.Rollback); err == nil && rb.Status != domain.RollbackDone {
+			if rb, err = RollbackToRun(ctx, d, threadID, id, *st.Rollback); err == nil && rb.Status != domain.RollbackDone {
 				err = fmt.Errorf("rollback to run %d %s: %s", *st.Rollback, rb.Status, rb.Failure.Message)
 			}
 		case st.SleepMS > 0 && o.Sleep:
-			err = clock.Sleep(ctx, h.Clock(), time.Duration(st.SleepMS)*time.Millisecond)
+			err = clock.Sleep(ctx, d.Clock(), time.Duration(st.SleepMS)*time.Millisecond)
 		}
 		if err != nil {
 			return fmt.Errorf("step %d: %w", i+1, err)
 		}
 	}
-	return Wait(ctx, h, threadID, WaitEnded)
+	return Wait(ctx, d, threadID, WaitEnded)
 }
 
 // Wait waits until the thread reaches a point (see the Wait constants).
-func Wait(ctx context.Context, h *orchestrator.Host, threadID, what string) error {
-	return until(ctx, h, threadID, what, func(t domain.Thread) bool { return Reached(t, what) })
-}
-
-// until waits until ok holds for the thread.
-func until(ctx context.Context, h *orchestrator.Host, threadID, what string, ok func(domain.Thread) bool) error {
-	t, seq, err := h.Snapshot(threadID)
-	if err != nil {
-		return err
+func Wait(ctx context.Context, d Driver, threadID, what string) error {
+	if _, err := d.Wait(ctx, threadID, func(t domain.Thread) bool { return Reached(t, what) }); err != nil {
+		return fmt.Errorf("waiting for %q: %w", what, err)
 	}
-	if ok(t) {
-		return nil
-	}
-	for _, err := range h.ThreadStream(ctx, threadID, seq) {
-		if err != nil {
-			return err
-		}
-		if t, err = h.Thread(threadID); err != nil {
-			return err
-		}
-		if ok(t) {
-			return nil
-		}
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("waiting for %q: %w", what, ctx.Err())
-	}
-	return fmt.Errorf("waiting for %q: %w", what, orchestrator.ErrClosed)
+	return nil
 }
 
 // Reached says whether a thread is at a point.
@@ -246,28 +240,16 @@ func Reached(t domain.Thread, what string) bool {
 // RollbackToRun rolls a thread back to run N's checkpoint (0: the baseline
 // before the first run) with command id cmdID, and waits until the rollback
 // has finished, one way or the other.
-func RollbackToRun(ctx context.Context, h *orchestrator.Host, threadID, cmdID string, run int) (domain.Rollback, error) {
-	t, err := h.Thread(threadID)
+func RollbackToRun(ctx context.Context, d Driver, threadID, cmdID string, run int) (domain.Rollback, error) {
+	if err := d.Rollback(ctx, threadID, cmdID, run); err != nil {
+		return domain.Rollback{}, err
+	}
+	t, err := d.Wait(ctx, threadID, func(t domain.Thread) bool { return !t.RollingBack() })
 	if err != nil {
-		return domain.Rollback{}, err
+		return domain.Rollback{}, fmt.Errorf("waiting for the rollback: %w", err)
 	}
-	scope := ""
-	for _, sc := range t.CheckpointScopes {
-		if sc.Kind == domain.ScopeRootRun && sc.Ordinal == run {
-			scope = sc.ID
-		}
-	}
-	if scope == "" {
-		return domain.Rollback{}, fmt.Errorf("%w: thread %s has no checkpoint of run %d", domain.ErrNotFound, threadID, run)
-	}
-	if _, err := h.Dispatch(ctx, domain.Command{ID: cmdID, ThreadID: threadID, Payload: domain.RollbackToCheckpoint{ScopeID: scope}}); err != nil {
-		return domain.Rollback{}, err
-	}
-	if err := until(ctx, h, threadID, "the rollback", func(t domain.Thread) bool { return !t.RollingBack() }); err != nil {
-		return domain.Rollback{}, err
-	}
-	if t, err = h.Thread(threadID); err != nil {
-		return domain.Rollback{}, err
+	if len(t.Rollbacks) == 0 {
+		return domain.Rollback{}, errors.New("no rollback recorded")
 	}
 	return t.Rollbacks[len(t.Rollbacks)-1], nil
 }

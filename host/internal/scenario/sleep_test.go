@@ -46,7 +46,7 @@ func TestSleepIsOnTheHostsClock(t *testing.T) {
 	defer cancel()
 
 	done := make(chan error, 1)
-	go func() { done <- Run(t.Context(), h, rc.ThreadID, sc, Options{Sleep: true}) }()
+	go func() { done <- Run(t.Context(), Host(h), rc.ThreadID, sc, Options{Sleep: true}) }()
 	if err := f.WaitTimers(guard, 1); err != nil {
 		t.Fatalf("the pause is not on the host's clock: %v", err)
 	}
@@ -70,7 +70,7 @@ func TestSleepIsOnTheHostsClock(t *testing.T) {
 
 	stop := errors.New("recording stopped")
 	ctx, stopRun := context.WithCancelCause(t.Context())
-	go func() { done <- Run(ctx, h, rc.ThreadID, sc, Options{Sleep: true}) }()
+	go func() { done <- Run(ctx, Host(h), rc.ThreadID, sc, Options{Sleep: true}) }()
 	if err := f.WaitTimers(guard, 1); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,8 +18,8 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
-	"github.com/baton-run/baton/host/internal/pluginhost"
 	"github.com/baton-run/baton/host/internal/service"
+	"github.com/baton-run/baton/host/internal/testbin"
 	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/plugintest"
 	"github.com/baton-run/baton/sdk/replay"
@@ -48,38 +47,12 @@ func TestMain(m *testing.M) {
 }
 
 func setup(m *testing.M) (int, error) {
-	if bin := os.Getenv("BATON_BIN"); bin != "" {
-		pluginDir, peerBin = bin, filepath.Join(bin, "replaypeer")
-		if p := os.Getenv("BATON_REPLAYPEER"); p != "" {
-			peerBin = p
-		}
-		return m.Run(), nil
-	}
-	dir, err := os.MkdirTemp("", "baton-service-test-")
+	bins, err := testbin.Build(root, false)
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
-	builds := []struct{ src, out string }{{"replaypeer", "replaypeer"}}
-	plugins, err := filepath.Glob(filepath.Join(root, "plugins", "*", "go.mod"))
-	if err != nil {
-		return 0, err
-	}
-	for _, p := range plugins {
-		name := filepath.Base(filepath.Dir(p))
-		builds = append(builds, struct{ src, out string }{"plugins/" + name, "baton-plugin-" + name})
-	}
-	for _, b := range builds {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), ".")
-		cmd.Dir = filepath.Join(root, b.src)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return 0, fmt.Errorf("build %s: %v\n%s", b.src, err, out)
-		}
-	}
-	if _, err := pluginhost.Lock(dir); err != nil {
-		return 0, err
-	}
-	pluginDir, peerBin = dir, filepath.Join(dir, "replaypeer")
+	defer bins.Remove()
+	pluginDir, peerBin = bins.Dir, bins.Peer
 	return m.Run(), nil
 }
 
