@@ -217,14 +217,7 @@ func TestCloseStopsARunningTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.host = nil
-	for _, p := range []struct {
-		what string
-		fd   int
-	}{{"plugin", plugin}, {"provider", provider}} {
-		if !plugintest.Exited(t, p.fd, hangGuard) {
-			t.Errorf("the %s outlived Close", p.what)
-		}
-	}
+	checkExited(t, "Close", plugin, provider)
 	e.open()
 	if diff := cmp.Diff([]string{"run 1 started", "session opened (resume \"\": false)", `run 1 ended interrupted "cancelled" `, "session ended: closed"},
 		e.lifecycle(threadID, 0)); diff != "" {
@@ -240,15 +233,7 @@ func TestCloseStopsARunningTurn(t *testing.T) {
 // closes the session, and no process is left.
 func TestCloseEndsARunItsProviderDoesNotStop(t *testing.T) {
 	e := newEnv(t)
-	transcript, err := filepath.Abs("testdata/stall_until_signal.ndjson")
-	if err != nil {
-		t.Fatal(err)
-	}
-	threadID := e.dispatch(domain.Command{ID: "create", Payload: domain.CreateThread{Provider: "acp", Cwd: e.ws,
-		ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", "0"}}}}).ThreadID
-	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Take your time"}})
-	s := e.waitFor(threadID, "the provider to start thinking", func(th domain.Thread) bool { return len(th.TurnItems) > 0 }).ProviderSessions[0]
-	plugin, provider := plugintest.Pidfd(t, s.PluginPid), plugintest.Pidfd(t, s.ProviderPid)
+	threadID, plugin, provider := e.stallingTurn()
 	closed := make(chan error, 1)
 	go func() { closed <- e.host.Close() }()
 	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
@@ -269,14 +254,7 @@ func TestCloseEndsARunItsProviderDoesNotStop(t *testing.T) {
 		t.Fatal("Close still waits after the drain's bound")
 	}
 	e.host = nil
-	for _, p := range []struct {
-		what string
-		fd   int
-	}{{"plugin", plugin}, {"provider", provider}} {
-		if !plugintest.Exited(t, p.fd, hangGuard) {
-			t.Errorf("the %s outlived Close", p.what)
-		}
-	}
+	checkExited(t, "Close", plugin, provider)
 	e.open()
 	got := e.lifecycle(threadID, 0)
 	if diff := cmp.Diff([]string{"run 1 started", "session opened (resume \"\": false)",
@@ -395,4 +373,35 @@ func thinking(ctx context.Context, h *orchestrator.Host, threadID string) error 
 		}
 	}
 	return fmt.Errorf("the provider of %s said nothing: %w", threadID, ctx.Err())
+}
+
+// stallingTurn starts a turn whose provider runs until it is signalled
+// (testdata/stall_until_signal.ndjson: its stdin closing does not end it)
+// and returns once the provider is thinking, with pidfds of the session's
+// plugin and provider processes.
+func (e *env) stallingTurn() (threadID string, plugin, provider int) {
+	e.t.Helper()
+	transcript, err := filepath.Abs("testdata/stall_until_signal.ndjson")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	threadID = e.dispatch(domain.Command{ID: "create", Payload: domain.CreateThread{Provider: "acp", Cwd: e.ws,
+		ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", "0"}}}}).ThreadID
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Take your time"}})
+	s := e.waitFor(threadID, "the provider to start thinking", func(th domain.Thread) bool { return len(th.TurnItems) > 0 }).ProviderSessions[0]
+	return threadID, plugintest.Pidfd(e.t, s.PluginPid), plugintest.Pidfd(e.t, s.ProviderPid)
+}
+
+// checkExited fails the test for a plugin or provider process (a pidfd)
+// that has not exited, having outlived what.
+func checkExited(t *testing.T, what string, plugin, provider int) {
+	t.Helper()
+	for _, p := range []struct {
+		name string
+		fd   int
+	}{{"plugin", plugin}, {"provider", provider}} {
+		if !plugintest.Exited(t, p.fd, hangGuard) {
+			t.Errorf("the %s outlived %s", p.name, what)
+		}
+	}
 }

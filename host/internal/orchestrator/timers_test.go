@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -299,17 +298,9 @@ func (w watchWriter) Write(b []byte) (int, error) {
 // because its parent-death signal is SIGKILL.
 func TestCloseKillsAPluginThatDoesNotShutDown(t *testing.T) {
 	e := newEnv(t)
-	transcript, err := filepath.Abs("testdata/stall_until_signal.ndjson")
-	if err != nil {
-		t.Fatal(err)
-	}
-	threadID := e.dispatch(domain.Command{ID: "create", Payload: domain.CreateThread{Provider: "acp", Cwd: e.ws,
-		ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", "0"}}}}).ThreadID
-	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Take your time"}})
-	s := e.waitFor(threadID, "the provider to start thinking", func(th domain.Thread) bool { return len(th.TurnItems) > 0 }).ProviderSessions[0]
-	plugin, provider := plugintest.Pidfd(t, s.PluginPid), plugintest.Pidfd(t, s.ProviderPid)
+	_, plugin, provider := e.stallingTurn()
 	if err := unix.PidfdSendSignal(plugin, unix.SIGSTOP, nil, 0); err != nil {
-		t.Fatalf("stop plugin %d: %v", s.PluginPid, err)
+		t.Fatalf("stop the plugin: %v", err)
 	}
 	// A test that fails leaves the plugin to go on and shut down.
 	t.Cleanup(func() { unix.PidfdSendSignal(plugin, unix.SIGCONT, nil, 0) })
@@ -350,21 +341,7 @@ func TestCloseKillsAPluginThatDoesNotShutDown(t *testing.T) {
 		t.Fatal("Close still waits for the plugin after the kill grace")
 	}
 	e.host = nil
-	for _, p := range []struct {
-		what string
-		fd   int
-		pid  int
-	}{{"plugin", plugin, s.PluginPid}, {"provider", provider, s.ProviderPid}} {
-		if !plugintest.Exited(t, p.fd, time.Until(deadline(ctx))) {
-			t.Errorf("the %s (pid %d) outlived Close", p.what, p.pid)
-			unix.PidfdSendSignal(p.fd, unix.SIGKILL, nil, 0)
-		}
-	}
-}
-
-func deadline(ctx context.Context) time.Time {
-	d, _ := ctx.Deadline()
-	return d
+	checkExited(t, "Close", plugin, provider)
 }
 
 // passDrain moves the host's clock past Close's wait for its runs to end
