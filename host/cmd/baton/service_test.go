@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -467,6 +468,42 @@ func TestServiceSIGTERMDrains(t *testing.T) {
 	got := map[string]any{"status": r["status"], "stopReason": r["stopReason"]}
 	if diff := cmp.Diff(map[string]any{"status": "interrupted", "stopReason": "cancelled"}, got); diff != "" {
 		t.Errorf("the run after a drain (-want +got):\n%s\nrun: %v", diff, r)
+	}
+}
+
+// A second signal during the drain exits at once, with status 1; the next
+// start ends the run the drain had not ended yet, with a reason.
+func TestServiceSecondSignalExitsAtOnce(t *testing.T) {
+	data := t.TempDir()
+	s := startService(t, data)
+	c := s.client()
+	// The provider takes the interrupt and never ends its turn: the drain
+	// would wait for it.
+	id := createThread(t, c, "acp/stall.ndjson", "decline")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ev, _ := subscribe(ctx, t, c, id, 0)
+	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Take your time"}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ev, "the provider's thinking", func(e event) bool {
+		return e.Type == "node.started" && strings.Contains(e.Data, `"reasoning"`)
+	})
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ev, "the drain's interrupt", ofType("run.interrupt.requested"))
+	err := s.signal(syscall.SIGTERM)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("baton serve after a second signal: %v, want exit status 1\n%s", err, s.stderr)
+	}
+	s = startService(t, data)
+	r := thread(t, s.client(), id)["runs"].([]any)[0].(map[string]any)
+	f, _ := r["failure"].(map[string]any)
+	got := map[string]any{"status": r["status"], "code": f["code"]}
+	if diff := cmp.Diff(map[string]any{"status": "failed", "code": "host_restarted"}, got); diff != "" {
+		t.Errorf("the run after the service exited mid-drain (-want +got):\n%s", diff)
 	}
 }
 
