@@ -518,7 +518,15 @@ func (cfg Config) start() (int, error) {
 	if err != nil {
 		return 0, &Error{Code: ExitBadUsage, Msg: err.Error()}
 	}
-	if n := len(cfg.Transcript.Entries); start >= n {
+	es := cfg.Transcript.Entries
+	if start > 0 && start < len(es) && es[start].Type == transcript.TypeRuntimeExit {
+		// The last process was stopped at its end, before it could save
+		// the cursor past it (killed while it waited for its stdin to
+		// close, say): this process is the next one.
+		cfg.tracef("%s: where the last process ended; starting after it", es[start].Name(start))
+		start++
+	}
+	if n := len(es); start >= n {
 		return 0, &Error{Code: ExitUnexpected, Msg: fmt.Sprintf("the transcript is used up: state file %s is at entry %d of %d",
 			cfg.StateFile, start+1, n)}
 	}

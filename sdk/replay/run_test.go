@@ -144,6 +144,31 @@ func (s *stdio) frame(t *testing.T, want string) {
 	}
 }
 
+// A process stopped at its runtime_exit before it saved the cursor past it
+// (killed while it waited for its stdin to close) leaves the cursor there:
+// the next process starts after it, with the next process's entries.
+func TestStateAtAnExitStartsTheNextProcess(t *testing.T) {
+	tr := decode(t,
+		`{"type":"expect_outbound","label":"first","frame":{"id":1,"method":"a"}}`,
+		`{"type":"runtime_exit","status":"error","wait":"stdin_close"}`,
+		`{"type":"expect_outbound","label":"second","frame":{"id":1,"method":"b"}}`,
+		`{"type":"emit_inbound","frame":{"id":1,"result":"b"}}`)
+	state := filepath.Join(t.TempDir(), "cursor")
+	if err := os.WriteFile(state, []byte(`{"cursor":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startRun(t, t.Context(), Config{Transcript: tr, StateFile: state})
+	p.send(t, `{"id":1,"method":"b"}`)
+	p.frame(t, `{"id":1,"result":"b"}`)
+	p.in.Close()
+	if err := result(t, p.done); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(state); err != nil || string(b) != `{"cursor":4}` {
+		t.Errorf("state file %s %v, want the cursor past the end", b, err)
+	}
+}
+
 // A transcript that ends without a runtime_exit is a process that ends
 // when its client closes stdin, with the cursor past the last entry; a
 // frame after the last entry is unexpected.

@@ -173,7 +173,11 @@ func until(t *testing.T, ch <-chan event, what string, stop func(event) bool) []
 				return got
 			}
 		case <-timeout:
-			t.Fatalf("no %s in 90s; got %v", what, types(got))
+			last := "nothing"
+			if len(got) > 0 {
+				last = got[len(got)-1].Data
+			}
+			t.Fatalf("no %s in 90s; got %v; the last: %s", what, types(got), last)
 		}
 	}
 }
