@@ -83,12 +83,8 @@ back.`,
 						if !ok {
 							return failf(exitInterrupted, "rollback: stopped watching; the rollback goes on")
 						}
-						pl, err := domain.DecodePayload(rec.Type, rec.Data)
-						if err != nil {
-							return failf(exitFailed, "rollback: %v", err)
-						}
-						p.event(rec, pl)
-						switch pl.(type) {
+						p.event(rec.Record, rec.Payload)
+						switch rec.Payload.(type) {
 						case domain.RollbackCompleted:
 							return nil
 						case domain.RollbackFailed:

@@ -14,15 +14,27 @@ import (
 	"github.com/baton-run/baton/host/internal/eventlog"
 )
 
-// record is an API event as the log's record: its data (a Struct) back to
-// the JSON it was stored as.
-func record(ev *batonv1.Event) (eventlog.Record, error) {
+// followed is an event as a client follows it: the log's record, its data
+// (a Struct on the wire) back to the JSON it was stored as, and that
+// decoded.
+type followed struct {
+	eventlog.Record
+	Payload domain.Payload
+}
+
+// decodeEvent is an API event as the log's record, decoded.
+func decodeEvent(ev *batonv1.Event) (followed, error) {
 	data, err := protojson.Marshal(ev.GetData())
 	if err != nil {
-		return eventlog.Record{}, fmt.Errorf("event %d: %w", ev.GetSequence(), err)
+		return followed{}, fmt.Errorf("event %d: %w", ev.GetSequence(), err)
 	}
-	return eventlog.Record{Sequence: ev.GetSequence(), ThreadID: ev.GetThreadId(), Type: ev.GetType(),
-		At: ev.GetAt().AsTime(), Data: data}, nil
+	rec := eventlog.Record{Sequence: ev.GetSequence(), ThreadID: ev.GetThreadId(), Type: ev.GetType(),
+		At: ev.GetAt().AsTime(), Data: data}
+	pl, err := domain.DecodePayload(rec.Type, rec.Data)
+	if err != nil {
+		return followed{}, fmt.Errorf("event %d: %w", rec.Sequence, err)
+	}
+	return followed{Record: rec, Payload: pl}, nil
 }
 
 // projection is an API thread's projection as the domain's Thread.

@@ -22,7 +22,6 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/scenario"
 )
@@ -318,9 +317,7 @@ loop:
 			if !ok {
 				break loop
 			}
-			if err := s.event(ctx, rec); err != nil {
-				return failf(exitFailed, "run: %v", err)
-			}
+			s.event(ctx, rec)
 		}
 	}
 	if ctx.Err() != nil {
@@ -354,8 +351,8 @@ func finalThread(c *client, threadID string) (domain.Thread, error) {
 // answers. A subscriber the service cut off for falling behind subscribes
 // again after the last event it got. errs gets the stream's error, if it
 // ends with one.
-func follow(ctx context.Context, c *client, threadID string, after uint64) (<-chan eventlog.Record, <-chan error) {
-	recs := make(chan eventlog.Record)
+func follow(ctx context.Context, c *client, threadID string, after uint64) (<-chan followed, <-chan error) {
+	recs := make(chan followed)
 	errs := make(chan error, 1)
 	go func() {
 		defer close(recs)
@@ -374,7 +371,7 @@ func follow(ctx context.Context, c *client, threadID string, after uint64) (<-ch
 }
 
 // followOnce is one subscription; after is the last sequence delivered.
-func followOnce(ctx context.Context, c *client, threadID string, after *uint64, recs chan<- eventlog.Record) error {
+func followOnce(ctx context.Context, c *client, threadID string, after *uint64, recs chan<- followed) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.Subscribe(ctx, &batonv1.SubscribeRequest{ThreadId: threadID, AfterSequence: *after})
@@ -388,7 +385,7 @@ func followOnce(ctx context.Context, c *client, threadID string, after *uint64, 
 		} else if err != nil {
 			return err
 		}
-		rec, err := record(ev)
+		rec, err := decodeEvent(ev)
 		if err != nil {
 			return err
 		}
@@ -441,16 +438,13 @@ func (s *session) done() bool {
 	return true
 }
 
-func (s *session) event(ctx context.Context, rec eventlog.Record) error {
+func (s *session) event(ctx context.Context, rec followed) {
 	s.lastSeq = rec.Sequence
 	if rec.ThreadID != s.threadID {
-		return nil
+		return
 	}
-	pl, err := domain.DecodePayload(rec.Type, rec.Data)
-	if err != nil {
-		return err
-	}
-	s.out.event(rec, pl)
+	pl := rec.Payload
+	s.out.event(rec.Record, pl)
 	switch e := pl.(type) {
 	case domain.RunQueued:
 		if !slices.Contains(s.mine, e.RunID) {
@@ -491,7 +485,6 @@ func (s *session) event(ctx context.Context, rec eventlog.Record) error {
 	case domain.RequestResolved:
 		s.forget(e.RequestID)
 	}
-	return nil
 }
 
 // forget drops a request that no longer waits for the user (answered by

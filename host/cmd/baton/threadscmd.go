@@ -224,11 +224,7 @@ func watchCommand(g *globals) *cobra.Command {
 						if !ok {
 							return nil
 						}
-						pl, err := domain.DecodePayload(rec.Type, rec.Data)
-						if err != nil {
-							return failf(exitFailed, "watch: %v", err)
-						}
-						p.event(rec, pl)
+						p.event(rec.Record, rec.Payload)
 					case err := <-errs:
 						if ctx.Err() != nil {
 							return nil // Ctrl-C: the thread goes on
