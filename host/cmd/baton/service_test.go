@@ -192,6 +192,24 @@ func types(es []event) []string {
 
 func ofType(typ string) func(event) bool { return func(e event) bool { return e.Type == typ } }
 
+// thinking is the provider's reasoning starting: a turn under way.
+func thinking(e event) bool { return e.Type == "node.started" && strings.Contains(e.Data, `"reasoning"`) }
+
+// startTurn creates a thread replaying transcript (the replay peer given
+// peerArgs too), follows its events from its creation on, and sends text:
+// a client of the service, the thread, its events and how their stream
+// ended.
+func (s *batonService) startTurn(t *testing.T, transcript, text string, peerArgs ...string) (batonv1.BatonClient, string, <-chan event, <-chan error) {
+	t.Helper()
+	c := s.client()
+	id := createThread(t, c, transcript, "decline", peerArgs...)
+	ev, errc := subscribe(t.Context(), t, c, id, 0)
+	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	return c, id, ev, errc
+}
+
 func createThread(t *testing.T, c batonv1.BatonClient, transcript, approval string, extra ...string) string {
 	t.Helper()
 	argv := []string{filepath.Join(binDir, "replaypeer"), "--transcript", testdataPath(transcript), "--speed", "0"}
@@ -284,25 +302,15 @@ func TestServiceTwoClientsOneThread(t *testing.T) {
 func TestServiceSIGKILLAndResubscribe(t *testing.T) {
 	data := t.TempDir()
 	s := startService(t, data)
-	c := s.client()
 	state := filepath.Join(t.TempDir(), "cursor")
-	id := createThread(t, c, "acp/restart_queued.ndjson", "decline", "--state", state)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	ev, _ := subscribe(ctx, t, c, id, 0)
-	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Take your time"}); err != nil {
-		t.Fatal(err)
-	}
-	before := until(t, ev, "the provider's thinking", func(e event) bool {
-		return e.Type == "node.started" && strings.Contains(e.Data, `"reasoning"`)
-	})
+	c, id, ev, _ := s.startTurn(t, "acp/restart_queued.ndjson", "Take your time", "--state", state)
+	before := until(t, ev, "the provider's thinking", thinking)
 	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Then finish", Mode: "queue"}); err != nil {
 		t.Fatal(err)
 	}
 	before = append(before, until(t, ev, "the queued run", ofType("run.queued"))...)
 	sessions := pids(t, thread(t, c, id))
 	s.signal(syscall.SIGKILL)
-	cancel()
 	for _, pid := range sessions { // the orphans notice and go; the peer keeps its cursor
 		if !waitGone(pid, time.Now().Add(30*time.Second)) {
 			t.Errorf("process %d outlived the killed service", pid)
@@ -425,14 +433,7 @@ func TestServiceFiftyThreads(t *testing.T) {
 func TestServiceSIGTERMDrains(t *testing.T) {
 	data := t.TempDir()
 	s := startService(t, data)
-	c := s.client()
-	id := createThread(t, c, "acp/turn_interrupt.ndjson", "decline")
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	ev, errc := subscribe(ctx, t, c, id, 0)
-	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Write a very long essay about rivers."}); err != nil {
-		t.Fatal(err)
-	}
+	c, id, ev, errc := s.startTurn(t, "acp/turn_interrupt.ndjson", "Write a very long essay about rivers.")
 	// The turn has reached the provider: the host knows the session that
 	// took it (whichever it hears of first).
 	until(t, ev, "the turn reaching the provider", func(e event) bool {
@@ -480,19 +481,10 @@ func TestServiceSIGTERMDrains(t *testing.T) {
 func TestServiceSecondSignalExitsAtOnce(t *testing.T) {
 	data := t.TempDir()
 	s := startService(t, data)
-	c := s.client()
 	// The provider takes the interrupt and never ends its turn: the drain
 	// would wait for it.
-	id := createThread(t, c, "acp/stall.ndjson", "decline")
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	ev, _ := subscribe(ctx, t, c, id, 0)
-	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Take your time"}); err != nil {
-		t.Fatal(err)
-	}
-	until(t, ev, "the provider's thinking", func(e event) bool {
-		return e.Type == "node.started" && strings.Contains(e.Data, `"reasoning"`)
-	})
+	_, id, ev, _ := s.startTurn(t, "acp/stall.ndjson", "Take your time")
+	until(t, ev, "the provider's thinking", thinking)
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
