@@ -441,6 +441,16 @@ func ReadGroups(t testing.TB, file string) [][]string {
 	return groups
 }
 
+// ReadMessages reads a scenario's user messages, every group's, in order.
+func ReadMessages(t testing.TB, file string) []string {
+	t.Helper()
+	var out []string
+	for _, g := range ReadGroups(t, file) {
+		out = append(out, g...)
+	}
+	return out
+}
+
 // ACPReplies reads, from an ACP transcript, the assistant text the agent
 // sends in each prompt turn (agent_message_chunk updates between a
 // session/prompt and its stopReason response): what a replay must yield.

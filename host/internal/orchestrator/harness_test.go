@@ -17,6 +17,7 @@ import (
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/host/internal/scenario"
 	"github.com/baton-run/baton/host/internal/testbin"
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
@@ -244,28 +245,13 @@ func (e *env) waitFor(threadID, what string, ok func(domain.Thread) bool) domain
 	return t
 }
 
-func allRunsEnded(n int) func(domain.Thread) bool {
-	return func(t domain.Thread) bool {
-		if len(t.Runs) < n {
-			return false
-		}
-		for _, r := range t.Runs {
-			if !r.Status.Terminal() {
-				return false
-			}
-		}
-		return true
-	}
-}
+// allRunsEnded: at least n runs, all ended.
+var allRunsEnded = scenario.RunsEnded
 
 // messages reads a scenario's user messages (all groups, in order).
 func messages(t *testing.T, name string) []string {
 	t.Helper()
-	var out []string
-	for _, g := range plugintest.ReadGroups(t, filepath.Join(root, "testdata", name)) {
-		out = append(out, g...)
-	}
-	return out
+	return plugintest.ReadMessages(t, filepath.Join(root, "testdata", name))
 }
 
 // assistantTexts is the assistant text of each turn in a transcript.

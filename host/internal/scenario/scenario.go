@@ -237,6 +237,22 @@ func Reached(t domain.Thread, what string) bool {
 	}
 }
 
+// RunsEnded is a wait's condition: the thread has at least n runs, and
+// every one has ended.
+func RunsEnded(n int) func(domain.Thread) bool {
+	return func(t domain.Thread) bool {
+		if len(t.Runs) < n {
+			return false
+		}
+		for _, r := range t.Runs {
+			if !r.Status.Terminal() {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // RollbackToRun rolls a thread back to run N's checkpoint (0: the baseline
 // before the first run) with command id cmdID, and waits until the rollback
 // has finished, one way or the other.

@@ -18,6 +18,7 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/host/internal/scenario"
 	"github.com/baton-run/baton/host/internal/service"
 	"github.com/baton-run/baton/host/internal/testbin"
 	"github.com/baton-run/baton/sdk/clock"
@@ -213,26 +214,11 @@ func (e *env) waitFor(threadID, what string, ok func(domain.Thread) bool) domain
 	}
 }
 
-func allRunsEnded(n int) func(domain.Thread) bool {
-	return func(t domain.Thread) bool {
-		if len(t.Runs) < n {
-			return false
-		}
-		for _, r := range t.Runs {
-			if !r.Status.Terminal() {
-				return false
-			}
-		}
-		return true
-	}
-}
+// allRunsEnded: at least n runs, all ended.
+var allRunsEnded = scenario.RunsEnded
 
 // messages reads a scenario's user messages (all groups, in order).
 func messages(t *testing.T, name string) []string {
 	t.Helper()
-	var out []string
-	for _, g := range plugintest.ReadGroups(t, filepath.Join(root, "testdata", name)) {
-		out = append(out, g...)
-	}
-	return out
+	return plugintest.ReadMessages(t, filepath.Join(root, "testdata", name))
 }
