@@ -193,7 +193,9 @@ func types(es []event) []string {
 func ofType(typ string) func(event) bool { return func(e event) bool { return e.Type == typ } }
 
 // thinking is the provider's reasoning starting: a turn under way.
-func thinking(e event) bool { return e.Type == "node.started" && strings.Contains(e.Data, `"reasoning"`) }
+func thinking(e event) bool {
+	return e.Type == "node.started" && strings.Contains(e.Data, `"reasoning"`)
+}
 
 // startTurn creates a thread replaying transcript (the replay peer given
 // peerArgs too), follows its events from its creation on, and sends text:
