@@ -127,6 +127,36 @@ type process struct {
 	// session to resume as unknown ("No conversation found"). Read loop
 	// only, then read once ended is closed.
 	noConversation bool
+
+	// The CLI answers each user message it takes with a "queued"
+	// command_lifecycle, in order (capability msg_lifecycle_v1). sent
+	// counts the user messages written, queued the answers; queuedCh is
+	// closed and replaced at each answer. Under the session's lock.
+	sent, queued int
+	queuedCh     chan struct{}
+	// noLifecycle says the CLI's init named its capabilities without
+	// msg_lifecycle_v1: no answer will come.
+	noLifecycle bool
+}
+
+// steerAckTimeout bounds the wait for the CLI to take a steer. A CLI that
+// takes longer still gets it; the steer is just not known to be queued.
+const steerAckTimeout = 5 * time.Second
+
+// sending counts a user message about to be written and returns its place
+// (the answer that acknowledges it). Under the session's lock.
+func (p *process) sending() int {
+	p.sent++
+	return p.sent
+}
+
+// tookMessage notes a "queued" command_lifecycle. Under the session's lock.
+func (p *process) tookMessage() {
+	p.queued++
+	if p.queuedCh != nil {
+		close(p.queuedCh)
+		p.queuedCh = nil
+	}
 }
 
 // OpenSession implements sdk.Adapter: start the CLI and initialize the
@@ -280,14 +310,25 @@ func (s *session) call(ctx context.Context, p *process, request any, then func(c
 	if err := p.Write(b); err != nil {
 		return nil, err
 	}
-	select {
-	case r := <-ch:
+	answered := func(r controlResponseBody) (json.RawMessage, error) {
 		if r.Subtype == "error" {
 			return nil, fmt.Errorf("claude refused the control request: %s", r.Error)
 		}
 		return r.Response, nil
+	}
+	select {
+	case r := <-ch:
+		return answered(r)
 	case <-p.ended:
-		return nil, errProcessEnded
+		// The reader hands the answer over before it closes ended, so an
+		// answer that came just before the exit is here; select picks
+		// among ready cases at random, so look again.
+		select {
+		case r := <-ch:
+			return answered(r)
+		default:
+			return nil, errProcessEnded
+		}
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for claude's control response: %w", context.Cause(ctx))
 	}
@@ -330,6 +371,12 @@ func (s *session) handle(p *process, line []byte, raw uint64) {
 	if err != nil {
 		emit([]sdk.RuntimeEvent{malformed(err, line)})
 		return
+	}
+	switch {
+	case f.Type == typeCommandLife && f.State == "queued":
+		p.tookMessage()
+	case f.Type == typeSystem && f.Subtype == "init" && f.Capabilities != nil:
+		p.noLifecycle = !slices.Contains(f.Capabilities, "msg_lifecycle_v1")
 	}
 	switch f.Type {
 	case typeControlResponse:
@@ -485,6 +532,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	for _, ev := range s.norm.startTurn(ref, req.ClientTurnID) {
 		s.emit.Emit(ev)
 	}
+	p.sending()
 	s.mu.Unlock()
 	if err := p.Write(line); err != nil {
 		s.mu.Lock()
@@ -516,11 +564,44 @@ func (a *Adapter) SteerTurn(ctx context.Context, req sdk.SteerTurnRequest) error
 		return sdk.Errorf(sdk.ErrBusy, "steer: turn %q is not running (running: %q)", req.TurnRef, active)
 	}
 	s.norm.steer()
+	place := p.sending()
 	s.mu.Unlock()
 	if err := p.Write(line); err != nil {
 		return fmt.Errorf("steer turn %s: %w", active, err)
 	}
-	return nil
+	// Return once the CLI has queued it: an interrupt right after must
+	// find it queued to cancel it, or the CLI runs it after the
+	// interrupted turn, outside any of the host's turns.
+	return s.awaitQueued(ctx, p, place)
+}
+
+// awaitQueued waits for the CLI's answer to the user message at place
+// (see process.sent), the process's end, or steerAckTimeout.
+func (s *session) awaitQueued(ctx context.Context, p *process, place int) error {
+	timeout := time.NewTimer(steerAckTimeout)
+	defer timeout.Stop()
+	for {
+		s.mu.Lock()
+		if p.queued >= place || p.noLifecycle {
+			s.mu.Unlock()
+			return nil
+		}
+		if p.queuedCh == nil {
+			p.queuedCh = make(chan struct{})
+		}
+		ch := p.queuedCh
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-p.ended:
+			return nil // the exit is reported as the turn's end
+		case <-timeout.C:
+			s.log.Debug("claude has not queued the steer yet", "message", place)
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("steer: waiting for claude to queue it: %w", context.Cause(ctx))
+		}
+	}
 }
 
 // InterruptTurn implements sdk.Adapter: the interrupt control request,

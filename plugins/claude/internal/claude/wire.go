@@ -49,6 +49,9 @@ type frame struct {
 	CommandUUID string `json:"command_uuid,omitempty"`
 	State       string `json:"state,omitempty"`
 
+	// system init
+	Capabilities []string `json:"capabilities,omitempty"`
+
 	raw json.RawMessage
 }
 
