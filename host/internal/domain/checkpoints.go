@@ -258,12 +258,18 @@ func decideProviderReconciled(t *Thread, p RecordProviderReconciled, env Env, d 
 		}
 	}
 	d.emit(done)
+	// The other providers' conversations that saw a dropped run are left
+	// behind: a return to one starts afresh, told the thread as it is.
+	for _, b := range t.ProviderBindings {
+		if b.Provider != t.Provider && b.ProviderThreadID != "" && b.SeenThrough > rb.TargetRunOrdinal {
+			d.emit(ProviderThreadDetached{ProviderThreadID: b.ProviderThreadID,
+				Reason: fmt.Sprintf("it saw runs that rollback %s dropped", rb.ID)})
+		}
+	}
 	// A next run that starts a conversation afresh (this rollback left the
 	// old one, or an earlier one did) is told what came before.
-	fresh := p.Reconciliation == ReconcileFreshThread || t.rootProviderThread() == nil
-	if fresh && rb.TargetRunOrdinal > 0 {
-		d.emit(HandoffCreated{HandoffID: env.NewID("hof"), RollbackID: rb.ID, Strategy: HandoffFullThreadSummary,
-			FromRun: 1, ToRun: rb.TargetRunOrdinal, Text: handoffText(t, rb.TargetRunOrdinal)})
+	if t.rootProviderThread() == nil && rb.TargetRunOrdinal > 0 {
+		planHandoff(t, env, d, handoffSpec{RollbackTo: rb.TargetRunOrdinal, RollbackID: rb.ID})
 	}
 	// Messages sent while the rollback ran were queued; they go now,
 	// unless a host that restarted is finishing it (recovery starts no

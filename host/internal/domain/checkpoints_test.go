@@ -276,15 +276,16 @@ func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 	// The next run carries it; a run that fails before the provider took
 	// its turn does not use it up.
 	w.send("go on")
-	if e := lastEffect(w); e.Type != EffectStartTurn || !strings.HasPrefix(e.Text, h.Text) || !strings.HasSuffix(e.Text, "\n\ngo on") {
-		t.Fatalf("start effect: %+v", e)
+	if e := lastEffect(w); e.Type != EffectStartTurn || e.Text != "go on" ||
+		w.thread.TurnText(e.RunID, e.AttemptID, e.Text) != h.Text+"\n\ngo on" {
+		t.Fatalf("start effect: %+v; sent %q", e, w.thread.TurnText(e.RunID, e.AttemptID, e.Text))
 	}
 	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[3].ID, Failure: Failure{Message: "no plugin"}}})
 	if h := w.thread.Handoffs[0]; h.Status != HandoffReady {
 		t.Fatalf("handoff after a failed start: %+v", h)
 	}
 	w.send("go on again")
-	if e := lastEffect(w); !strings.HasPrefix(e.Text, h.Text) {
+	if e := lastEffect(w); !strings.HasPrefix(w.thread.TurnText(e.RunID, e.AttemptID, e.Text), h.Text) {
 		t.Fatalf("the handoff was not carried again: %+v", e)
 	}
 	w.open("s2")
@@ -308,7 +309,7 @@ func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 		t.Fatalf("reconcile effect: %+v", e)
 	}
 	d = w.must(Command{ID: "p", ThreadID: "thr", Payload: RecordProviderReconciled{RollbackID: rb.ID, Reconciliation: ReconcileFreshThread}})
-	if got := types(d); got != "rollback.completed" || w.thread.Handoffs[0].Status != HandoffSuperseded {
+	if got := types(d); got != "rollback.completed" || w.thread.Handoffs[0].Status != HandoffStatusSuperseded {
 		t.Fatalf("to the baseline: %s %+v", got, w.thread.Handoffs)
 	}
 }
@@ -362,7 +363,7 @@ func TestRefComponentAndCut(t *testing.T) {
 	for range 10 {
 		th.Messages = append(th.Messages, th.Messages[0])
 	}
-	if s := handoffText(th, 1); len(s) > handoffMax+300 || !strings.HasSuffix(s, "[End of the earlier conversation.]") ||
+	if s := composeHandoff(th, handoffSpec{Runs: []int{1}, MaxBytes: 32000}).Text; len(s) > 32000 || !strings.HasSuffix(s, "[End of the earlier conversation.]") ||
 		!strings.Contains(s, "earlier runs cut") {
 		t.Errorf("handoff of %d bytes", len(s))
 	}
@@ -370,7 +371,7 @@ func TestRefComponentAndCut(t *testing.T) {
 		for i := range th.Messages {
 			th.Messages[i].Text = NewText(pad + strings.Repeat("é", 20000))
 		}
-		if s := handoffText(th, 1); !utf8.ValidString(s) {
+		if s := composeHandoff(th, handoffSpec{Runs: []int{1}}).Text; !utf8.ValidString(s) {
 			t.Errorf("handoff is not UTF-8")
 		}
 	}
@@ -431,7 +432,7 @@ func TestSecondRollbackKeepsTheContext(t *testing.T) {
 	if got := types(rollback(1, ReconcileNone, false)); !strings.HasPrefix(got, "rollback.completed handoff.created run.started") {
 		t.Fatalf("second rollback: %s", got)
 	}
-	if hs := w.thread.Handoffs; len(hs) != 2 || hs[0].Status != HandoffSuperseded || hs[1].Status != HandoffReady || hs[1].ToRun != 1 {
+	if hs := w.thread.Handoffs; len(hs) != 2 || hs[0].Status != HandoffStatusSuperseded || hs[1].Status != HandoffReady || hs[1].ToRun != 1 {
 		t.Fatalf("handoffs: %+v", hs)
 	}
 }

@@ -57,6 +57,19 @@ type (
 		Decision  Verdict           `json:"decision"`
 		Answers   map[string]string `json:"answers,omitempty"`
 	}
+	// SwitchProvider changes the provider (or model) the thread's next
+	// runs start on; a run already going goes on where it is. Switching to
+	// a provider the thread has used resumes that provider's conversation;
+	// the first run on the new provider carries a handoff of the runs it
+	// has not seen. ProviderCommand may be left empty for a provider the
+	// thread has used (its command is kept). HandoffMaxBytes, when set,
+	// bounds the thread's handoffs from now on.
+	SwitchProvider struct {
+		Provider        string          `json:"provider"`
+		Model           string          `json:"model,omitempty"`
+		ProviderCommand ProviderCommand `json:"providerCommand,omitzero"`
+		HandoffMaxBytes int             `json:"handoffMaxBytes,omitempty"`
+	}
 	// RollbackToCheckpoint puts the worktree back to a run's checkpoint
 	// and the provider's conversation back to the end of that run. The
 	// checkpoint is named by id, or by its scope (the scope's checkpoint);
@@ -78,6 +91,8 @@ type (
 	// RecordSessionOpened says a provider session is open.
 	RecordSessionOpened struct {
 		SessionID   string `json:"sessionId"`
+		Provider    string `json:"provider,omitempty"`
+		Model       string `json:"model,omitempty"`
 		ProviderRef string `json:"providerRef,omitempty"`
 		ThreadRef   string `json:"threadRef,omitempty"`
 		PluginPid   int    `json:"pluginPid,omitempty"`
@@ -134,6 +149,14 @@ type (
 	// host closes the session's process once it is recorded.
 	CloseIdleSession struct {
 		SessionID string `json:"sessionId"`
+	}
+	// RetireSession ends a provider session the thread's next run will not
+	// use (it starts on another provider or model): refused while the
+	// active run's attempt is in it. The host closes the session's process
+	// once it is recorded.
+	RetireSession struct {
+		SessionID string `json:"sessionId"`
+		Reason    string `json:"reason"`
 	}
 	// ShutDown ends the thread's active run as the host shuts down, when
 	// its provider did not end it in time: a run whose turn had ended ends
@@ -201,6 +224,8 @@ func (MarkRequestUnreachable) CommandType() string {
 func (StartQueued) CommandType() string              { return "thread.queue.start" }
 func (CloseIdleSession) CommandType() string         { return "provider.session.close" }
 func (ShutDown) CommandType() string                 { return "thread.shutdown" }
+func (SwitchProvider) CommandType() string           { return "thread.switch_provider" }
+func (RetireSession) CommandType() string            { return "provider.session.retire" }
 func (RollbackToCheckpoint) CommandType() string     { return "checkpoint.rollback" }
 func (RecordCheckpoint) CommandType() string         { return "checkpoint.record" }
 func (RecordFilesRestored) CommandType() string      { return "rollback.files.record" }
@@ -288,6 +313,7 @@ var clientCommands = map[string]func(json.RawMessage) (CommandPayload, error){
 	InterruptRun{}.CommandType():         decodeCmd[InterruptRun],
 	RespondToRequest{}.CommandType():     decodeCmd[RespondToRequest],
 	RollbackToCheckpoint{}.CommandType(): decodeCmd[RollbackToCheckpoint],
+	SwitchProvider{}.CommandType():       decodeCmd[SwitchProvider],
 }
 
 func decodeCmd[T CommandPayload](b json.RawMessage) (CommandPayload, error) {

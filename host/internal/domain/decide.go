@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -44,6 +45,10 @@ type Effect struct {
 	AttemptID string     `json:"attemptId,omitempty"`
 	MessageID string     `json:"messageId,omitempty"`
 	Text      string     `json:"text,omitempty"`
+	// Provider and Model, for start_turn, are the run's: the session that
+	// takes the turn runs them.
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
 	// SessionID is the provider session an effect is bound to; empty for
 	// start_turn, which uses (or opens) the thread's session.
 	SessionID  string            `json:"sessionId,omitempty"`
@@ -143,6 +148,10 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		err = decideCloseIdleSession(t, p, &d)
 	case ShutDown:
 		decideShutDown(t, p, env, &d)
+	case SwitchProvider:
+		err = decideSwitchProvider(t, p, env, &d)
+	case RetireSession:
+		err = decideRetireSession(t, p, &d)
 	default:
 		err = fmt.Errorf("%w: unknown command type %q", ErrInvalid, cmd.Payload.CommandType())
 	}
@@ -187,11 +196,22 @@ func decideTurnDispatched(t *Thread, p RecordTurnDispatched, env Env, d *Decisio
 }
 
 func decideSessionOpened(t *Thread, p RecordSessionOpened, env Env, d *Decision) {
-	d.emit(SessionOpened{SessionID: p.SessionID, ProviderRef: p.ProviderRef, PluginPid: p.PluginPid, ProviderPid: p.ProviderPid,
-		ResumeRequested: p.ResumeRequested, Resumed: p.Resumed})
+	provider := cmp.Or(p.Provider, t.Provider)
+	d.emit(SessionOpened{SessionID: p.SessionID, Provider: p.Provider, Model: p.Model, ProviderRef: p.ProviderRef,
+		PluginPid: p.PluginPid, ProviderPid: p.ProviderPid, ResumeRequested: p.ResumeRequested, Resumed: p.Resumed})
 	if p.ResumeRequested != "" && !p.Resumed {
+		// The conversation is gone (or the plugin cannot resume one): it is
+		// left behind, and the next run's handoff tells the fresh one the
+		// whole thread.
+		why := fmt.Sprintf("%s could not resume its conversation %s", provider, p.ResumeRequested)
 		d.emit(DiagnosticRecorded{Title: "the provider could not resume its conversation",
-			Text: fmt.Sprintf("asked to resume provider thread %s; a fresh conversation started without the earlier context", p.ResumeRequested)})
+			Text: fmt.Sprintf("asked to resume provider thread %s; a fresh conversation starts, told the thread so far", p.ResumeRequested)})
+		if b := t.binding(provider); b != nil && b.ThreadRef == p.ResumeRequested {
+			d.emit(ProviderThreadDetached{ProviderThreadID: b.ProviderThreadID, Reason: why})
+		}
+		if provider == t.Provider {
+			planHandoff(t, env, d, handoffSpec{Fallback: why})
+		}
 	}
 	if p.ThreadRef != "" && t.providerThreadByRef(p.ThreadRef) == nil {
 		d.emit(ProviderThreadBound{ProviderThreadID: env.NewID("pthr"), SessionID: p.SessionID, ProviderRef: p.ThreadRef})

@@ -40,7 +40,9 @@ type (
 		Input     string `json:"input"`
 	}
 	RunStarted struct {
-		RunID string `json:"runId"`
+		RunID    string `json:"runId"`
+		Provider string `json:"provider,omitempty"`
+		Model    string `json:"model,omitempty"`
 	}
 	AttemptStarted struct {
 		RunID     string        `json:"runId"`
@@ -77,6 +79,8 @@ type (
 	}
 	SessionOpened struct {
 		SessionID   string `json:"sessionId"`
+		Provider    string `json:"provider,omitempty"`
+		Model       string `json:"model,omitempty"`
 		ProviderRef string `json:"providerRef,omitempty"`
 		PluginPid   int    `json:"pluginPid,omitempty"`
 		ProviderPid int    `json:"providerPid,omitempty"`
@@ -267,17 +271,47 @@ type (
 	}
 	// HandoffCreated: context for a fresh provider conversation.
 	HandoffCreated struct {
-		HandoffID  string          `json:"handoffId"`
-		RollbackID string          `json:"rollbackId,omitempty"`
-		Strategy   HandoffStrategy `json:"strategy"`
-		FromRun    int             `json:"fromRun"`
-		ToRun      int             `json:"toRun"`
-		Text       string          `json:"text"`
+		HandoffID    string          `json:"handoffId"`
+		RollbackID   string          `json:"rollbackId,omitempty"`
+		Strategy     HandoffStrategy `json:"strategy"`
+		Version      int             `json:"version,omitempty"`
+		FromProvider string          `json:"fromProvider,omitempty"`
+		ToProvider   string          `json:"toProvider,omitempty"`
+		FromRun      int             `json:"fromRun"`
+		ToRun        int             `json:"toRun"`
+		Runs         []HandoffRun    `json:"runs,omitempty"`
+		Bytes        int             `json:"bytes,omitempty"`
+		Truncated    bool            `json:"truncated,omitempty"`
+		Cut          string          `json:"cut,omitempty"`
+		Fallback     string          `json:"fallback,omitempty"`
+		Text         string          `json:"text"`
 	}
 	// HandoffConsumed: a run's first turn carried the handoff.
 	HandoffConsumed struct {
 		HandoffID string `json:"handoffId"`
 		RunID     string `json:"runId"`
+	}
+	// HandoffStatusSuperseded: a ready handoff will not be given (a later switch,
+	// or what the next run needs changed); By names what replaced it.
+	HandoffSuperseded struct {
+		HandoffID string `json:"handoffId"`
+		By        string `json:"by,omitempty"`
+	}
+	// ProviderSwitched: the thread's next runs start on another provider
+	// or model. Command is the process the provider runs.
+	ProviderSwitched struct {
+		From            string          `json:"from"`
+		To              string          `json:"to"`
+		FromModel       string          `json:"fromModel,omitempty"`
+		ToModel         string          `json:"toModel,omitempty"`
+		Command         ProviderCommand `json:"command"`
+		HandoffMaxBytes int             `json:"handoffMaxBytes,omitempty"`
+	}
+	// ProviderThreadDetached: a provider's conversation will not be
+	// resumed (its resume failed); its next run starts a fresh one.
+	ProviderThreadDetached struct {
+		ProviderThreadID string `json:"providerThreadId"`
+		Reason           string `json:"reason"`
 	}
 )
 
@@ -322,6 +356,11 @@ func (RollbackCompleted) EventType() string     { return "rollback.completed" }
 func (RollbackFailed) EventType() string        { return "rollback.failed" }
 func (HandoffCreated) EventType() string        { return "handoff.created" }
 func (HandoffConsumed) EventType() string       { return "handoff.consumed" }
+func (HandoffSuperseded) EventType() string     { return "handoff.superseded" }
+func (ProviderSwitched) EventType() string      { return "thread.provider_switched" }
+func (ProviderThreadDetached) EventType() string {
+	return "provider_thread.detached"
+}
 
 // decoders maps each event type to the decoder of its payload.
 var decoders = map[string]func([]byte) (Payload, error){}
@@ -375,6 +414,9 @@ func init() {
 	register[RollbackFailed]()
 	register[HandoffCreated]()
 	register[HandoffConsumed]()
+	register[HandoffSuperseded]()
+	register[ProviderSwitched]()
+	register[ProviderThreadDetached]()
 }
 
 // DecodePayload decodes an event's data by its type. An unknown type is an

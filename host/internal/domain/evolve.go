@@ -28,7 +28,8 @@ func Evolve(t *Thread, e Event) {
 			CreatedAt:      e.At, UpdatedAt: e.At, Sequence: e.Sequence,
 			Runs: []Run{}, Messages: []Message{}, TurnItems: []TurnItem{}, ProviderSessions: []ProviderSession{},
 			ProviderThreads: []ProviderThread{}, ProviderTurns: []ProviderTurn{}, Requests: []RuntimeRequest{},
-			CheckpointScopes: []CheckpointScope{}, Checkpoints: []Checkpoint{}}
+			CheckpointScopes: []CheckpointScope{}, Checkpoints: []Checkpoint{},
+			ProviderBindings: []ProviderBinding{{Provider: p.Provider, Model: p.Model, Command: p.ProviderCommand}}}
 	case MessageAdded:
 		t.write(partMessages)
 		t.Messages = append(t.Messages, Message{ID: p.MessageID, RunID: p.RunID, NodeID: p.NodeID, Role: p.Role,
@@ -55,6 +56,12 @@ func Evolve(t *Thread, e Event) {
 			r.Status = RunStatusStarting
 			at := e.At
 			r.StartedAt = &at
+			r.Provider, r.Model = p.Provider, p.Model
+			if p.Provider == "" { // a log from before switches: the thread's
+				r.Provider, r.Model = t.Provider, t.Model
+			}
+			b := t.bindingW(r.Provider)
+			b.Runs = append(slices.Clip(b.Runs), r.Ordinal)
 		}
 	case AttemptStarted:
 		if r := t.runW(p.RunID); r != nil {
@@ -116,8 +123,13 @@ func Evolve(t *Thread, e Event) {
 		}
 	case SessionOpened:
 		t.write(partSessions)
-		t.ProviderSessions = append(t.ProviderSessions, ProviderSession{ID: p.SessionID, Status: SessionStatusOpen,
-			ProviderRef: p.ProviderRef, PluginPid: p.PluginPid, ProviderPid: p.ProviderPid, OpenedAt: e.At})
+		provider, model := p.Provider, p.Model
+		if provider == "" { // a log from before switches: the thread's
+			provider, model = t.Provider, t.Model
+		}
+		t.ProviderSessions = append(t.ProviderSessions, ProviderSession{ID: p.SessionID, Provider: provider, Model: model,
+			Status: SessionStatusOpen, ProviderRef: p.ProviderRef, PluginPid: p.PluginPid, ProviderPid: p.ProviderPid, OpenedAt: e.At})
+		t.bindingW(provider).SessionID = p.SessionID
 	case SessionEnded:
 		t.write(partSessions)
 		if s := t.session(p.SessionID); s != nil {
@@ -128,12 +140,30 @@ func Evolve(t *Thread, e Event) {
 		}
 	case ProviderThreadBound:
 		t.write(partProviderThreads)
-		t.ProviderThreads = append(t.ProviderThreads, ProviderThread{ID: p.ProviderThreadID, SessionID: p.SessionID,
-			ProviderRef: p.ProviderRef, ParentID: p.ParentID})
+		var provider string
+		if s := t.session(p.SessionID); s != nil {
+			provider = s.Provider
+		}
+		t.ProviderThreads = append(t.ProviderThreads, ProviderThread{ID: p.ProviderThreadID, Provider: provider,
+			SessionID: p.SessionID, ProviderRef: p.ProviderRef, ParentID: p.ParentID})
+		if p.ParentID == "" && provider != "" {
+			// A new root conversation: it has seen nothing of the thread yet.
+			b := t.bindingW(provider)
+			b.ProviderThreadID, b.ThreadRef, b.SeenThrough = p.ProviderThreadID, p.ProviderRef, 0
+		}
 	case ProviderTurnBound:
 		t.write(partProviderTurns)
 		t.ProviderTurns = append(t.ProviderTurns, ProviderTurn{ID: p.ProviderTurnID, ProviderThreadID: p.ProviderThreadID,
 			ProviderRef: p.ProviderRef, RunID: p.RunID, AttemptID: p.AttemptID, NodeID: p.NodeID, Status: StatusInProgress})
+		if r := t.run(p.RunID); r != nil && r.attempt(p.AttemptID) != nil && r.attempt(p.AttemptID).RootNode == p.NodeID {
+			// The conversation has now seen the run (and what its handoff
+			// carried of the runs before it).
+			if pt := t.providerThread(p.ProviderThreadID); pt != nil {
+				if b := t.binding(pt.Provider); b != nil && b.ProviderThreadID == pt.ID && b.SeenThrough < r.Ordinal {
+					t.bindingW(pt.Provider).SeenThrough = r.Ordinal
+				}
+			}
+		}
 		if r := t.run(p.RunID); r != nil && r.Status.Active() && r.ActiveAttempt == p.AttemptID && r.attempt(p.AttemptID).RootNode == p.NodeID {
 			r = t.runW(p.RunID)
 			r.Status = RunStatusRunning
@@ -303,18 +333,40 @@ func Evolve(t *Thread, e Event) {
 		// Context that covers a rolled-back run no longer holds.
 		for i := range t.Handoffs {
 			if h := &t.Handoffs[i]; h.ToRun > rb.TargetRunOrdinal {
-				h.Status = HandoffSuperseded
+				h.Status = HandoffStatusSuperseded
 			}
 		}
-		for i := range t.ProviderThreads {
-			if slices.Contains(p.Detached, t.ProviderThreads[i].ID) {
-				t.ProviderThreads[i].Detached = true
+		for _, id := range p.Detached {
+			t.detach(id)
+		}
+		if p.Reconciliation == ReconcileNative {
+			// The conversation dropped the rolled-back runs' turns.
+			if b := t.binding(t.Provider); b != nil && b.SeenThrough > rb.TargetRunOrdinal {
+				t.bindingW(t.Provider).SeenThrough = rb.TargetRunOrdinal
 			}
+		}
+	case ProviderThreadDetached:
+		t.detach(p.ProviderThreadID)
+	case ProviderSwitched:
+		t.Provider, t.Model, t.ProviderCommand = p.To, p.ToModel, p.Command
+		b := t.bindingW(p.To)
+		b.Model, b.Command = p.ToModel, p.Command
+		if p.HandoffMaxBytes > 0 {
+			t.HandoffMaxBytes = p.HandoffMaxBytes
 		}
 	case HandoffCreated:
 		t.write(partHandoffs)
 		t.Handoffs = append(t.Handoffs, ContextHandoff{ID: p.HandoffID, RollbackID: p.RollbackID, Strategy: p.Strategy,
-			FromRun: p.FromRun, ToRun: p.ToRun, Status: HandoffReady, Text: p.Text})
+			Version: p.Version, FromProvider: p.FromProvider, ToProvider: p.ToProvider, FromRun: p.FromRun, ToRun: p.ToRun,
+			Runs: p.Runs, Bytes: p.Bytes, Truncated: p.Truncated, Cut: p.Cut, Fallback: p.Fallback,
+			Status: HandoffReady, Text: p.Text})
+	case HandoffSuperseded:
+		t.write(partHandoffs)
+		for i := range t.Handoffs {
+			if h := &t.Handoffs[i]; h.ID == p.HandoffID {
+				h.Status, h.SupersededBy = HandoffStatusSuperseded, p.By
+			}
+		}
 	case HandoffConsumed:
 		t.write(partHandoffs)
 		for i := range t.Handoffs {
@@ -329,4 +381,33 @@ func Evolve(t *Thread, e Event) {
 func (a *Attempt) end(status RunStatus, at time.Time) {
 	a.Status = AttemptStatus(status)
 	a.EndedAt = &at
+}
+
+// bindingW is the thread's binding of provider, made if there is none, to
+// write to.
+func (t *Thread) bindingW(provider string) *ProviderBinding {
+	t.write(partBindings)
+	if b := t.binding(provider); b != nil {
+		return b
+	}
+	t.ProviderBindings = append(t.ProviderBindings, ProviderBinding{Provider: provider})
+	return &t.ProviderBindings[len(t.ProviderBindings)-1]
+}
+
+// detach leaves a provider conversation behind: it is never resumed, and
+// its provider's next run starts a fresh one.
+func (t *Thread) detach(providerThreadID string) {
+	t.write(partProviderThreads)
+	pt := t.providerThread(providerThreadID)
+	if pt == nil {
+		return
+	}
+	pt.Detached = true
+	for i := range t.ProviderBindings {
+		if t.ProviderBindings[i].ProviderThreadID == providerThreadID {
+			t.write(partBindings)
+			b := &t.ProviderBindings[i]
+			b.ProviderThreadID, b.ThreadRef, b.SeenThrough = "", "", 0
+		}
+	}
 }

@@ -42,19 +42,19 @@ func startAttempt(t *Thread, runID, input string, reason AttemptReason, env Env,
 			}
 			requestCheckpoint(t, prev, "", env, d)
 		}
-		d.emit(RunStarted{RunID: runID})
-		if h := t.readyHandoff(); h != nil {
-			// A fresh provider conversation after a rollback: the first run
-			// carries what came before. The handoff is used up when the
-			// provider takes the turn.
-			input = h.Text + "\n\n" + input
-		}
+		d.emit(RunStarted{RunID: runID, Provider: t.Provider, Model: t.Model})
+		// What the provider has not seen of the thread goes with the run's
+		// first turn: the host puts the ready handoff before the input when
+		// it sends the turn, and it is used up when the provider takes it.
+		planHandoff(t, env, d, handoffSpec{})
 	}
 	d.emit(
 		AttemptStarted{RunID: runID, AttemptID: attemptID, Reason: reason, RootNode: rootID},
 		NodeStarted{RunID: runID, NodeID: rootID, AttemptID: attemptID, Kind: NodeRootTurn},
 	)
-	d.effect(Effect{Type: EffectStartTurn, ThreadID: t.ID, RunID: runID, AttemptID: attemptID, Text: input})
+	r := t.run(runID)
+	d.effect(Effect{Type: EffectStartTurn, ThreadID: t.ID, RunID: runID, AttemptID: attemptID, Text: input,
+		Provider: r.Provider, Model: r.Model})
 }
 
 // closeAttempt is the completion barrier of the run's active attempt: open

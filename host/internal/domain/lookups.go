@@ -264,11 +264,20 @@ func (t *Thread) readyHandoff() *ContextHandoff {
 }
 
 // rootProviderThread is the conversation the next run continues: the
-// newest root one a rollback has not left behind.
+// thread's provider's own, unless it has none (never started, or left
+// behind).
 func (t *Thread) rootProviderThread() *ProviderThread {
-	for i := len(t.ProviderThreads) - 1; i >= 0; i-- {
-		if pt := &t.ProviderThreads[i]; pt.ParentID == "" && !pt.Detached {
-			return pt
+	if b := t.binding(t.Provider); b != nil && b.ProviderThreadID != "" {
+		return t.providerThread(b.ProviderThreadID)
+	}
+	return nil
+}
+
+// providerThread is the provider thread with the app id, or nil.
+func (t *Thread) providerThread(id string) *ProviderThread {
+	for i := range t.ProviderThreads {
+		if t.ProviderThreads[i].ID == id {
+			return &t.ProviderThreads[i]
 		}
 	}
 	return nil

@@ -37,6 +37,11 @@ type Thread struct {
 	Checkpoints      []Checkpoint      `json:"checkpoints"`
 	Rollbacks        []Rollback        `json:"rollbacks,omitempty"`
 	Handoffs         []ContextHandoff  `json:"handoffs,omitempty"`
+	// ProviderBindings are the providers the thread has used, the current
+	// one (Provider) among them: what each keeps of the thread.
+	ProviderBindings []ProviderBinding `json:"providerBindings,omitempty"`
+	// HandoffMaxBytes bounds a handoff's text (0: DefaultHandoffMaxBytes).
+	HandoffMaxBytes int `json:"handoffMaxBytes,omitempty"`
 	// Sequence is the last event applied to this thread.
 	Sequence uint64 `json:"sequence"`
 
@@ -62,12 +67,16 @@ type Run struct {
 	StartedAt     *time.Time `json:"startedAt,omitempty"`
 	EndedAt       *time.Time `json:"endedAt,omitempty"`
 	ActiveAttempt string     `json:"activeAttempt,omitempty"`
-	FinalAttempt  string     `json:"finalAttempt,omitempty"`
-	Attempts      []Attempt  `json:"attempts"`
-	Nodes         []Node     `json:"nodes"`
-	StopReason    string     `json:"stopReason,omitempty"`
-	Failure       *Failure   `json:"failure,omitempty"`
-	Usage         *Usage     `json:"usage,omitempty"`
+	// Provider and Model are what the run started on (the thread's at the
+	// time); a switch applies to the runs that start after it.
+	Provider     string    `json:"provider,omitempty"`
+	Model        string    `json:"model,omitempty"`
+	FinalAttempt string    `json:"finalAttempt,omitempty"`
+	Attempts     []Attempt `json:"attempts"`
+	Nodes        []Node    `json:"nodes"`
+	StopReason   string    `json:"stopReason,omitempty"`
+	Failure      *Failure  `json:"failure,omitempty"`
+	Usage        *Usage    `json:"usage,omitempty"`
 	// InterruptRequested says run.interrupt was sent to the provider; the
 	// run ends when the provider's terminal event arrives.
 	InterruptRequested bool `json:"interruptRequested,omitempty"`
@@ -148,6 +157,8 @@ type TurnItem struct {
 // process handle).
 type ProviderSession struct {
 	ID          string        `json:"id"`
+	Provider    string        `json:"provider,omitempty"`
+	Model       string        `json:"model,omitempty"`
 	Status      SessionStatus `json:"status"`
 	ProviderRef string        `json:"providerRef,omitempty"`
 	PluginPid   int           `json:"pluginPid,omitempty"`
@@ -160,6 +171,7 @@ type ProviderSession struct {
 // ProviderThread binds a provider's conversation id to the app.
 type ProviderThread struct {
 	ID          string `json:"id"`
+	Provider    string `json:"provider,omitempty"`
 	SessionID   string `json:"sessionId"`
 	ProviderRef string `json:"providerRef"`
 	ParentID    string `json:"parentId,omitempty"`
@@ -326,16 +338,68 @@ func (t *Thread) RollingBack() bool {
 	return n > 0 && t.Rollbacks[n-1].InProgress()
 }
 
-// ContextHandoff is the portable context a fresh provider conversation
-// gets: what the runs it covers said and changed.
+// ContextHandoff is the portable context a provider's conversation gets
+// of runs it has not seen: what they asked, answered, ran and changed.
 type ContextHandoff struct {
 	ID         string          `json:"id"`
 	RollbackID string          `json:"rollbackId,omitempty"`
 	Strategy   HandoffStrategy `json:"strategy"`
-	FromRun    int             `json:"fromRun"`
-	ToRun      int             `json:"toRun"`
-	Status     HandoffStatus   `json:"status"`
-	// RunID is the run it was given to.
+	// Version is the version of the text's format (HandoffVersion when it
+	// was made).
+	Version int `json:"version,omitempty"`
+	// FromProvider is the provider of the newest run it covers; ToProvider
+	// the provider whose conversation it is for.
+	FromProvider string `json:"fromProvider,omitempty"`
+	ToProvider   string `json:"toProvider,omitempty"`
+	// FromRun and ToRun are the first and last ordinals it covers; Runs
+	// each covered run.
+	FromRun int          `json:"fromRun"`
+	ToRun   int          `json:"toRun"`
+	Runs    []HandoffRun `json:"runs,omitempty"`
+	// Bytes is the text's length; Truncated says runs were shortened to
+	// fit HandoffMaxBytes, and Cut says which and how.
+	Bytes     int    `json:"bytes,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Cut       string `json:"cut,omitempty"`
+	// Fallback says why a provider that had seen the thread gets a full
+	// summary in a fresh conversation instead of a delta (its resume
+	// failed, or it cannot resume).
+	Fallback string        `json:"fallback,omitempty"`
+	Status   HandoffStatus `json:"status"`
+	// SupersededBy says what replaced a superseded handoff.
+	SupersededBy string `json:"supersededBy,omitempty"`
+	// RunID is the run whose first turn carried it.
 	RunID string `json:"runId,omitempty"`
 	Text  string `json:"text"`
+}
+
+// HandoffRun is one run a handoff covers.
+type HandoffRun struct {
+	Ordinal    int      `json:"ordinal"`
+	RunID      string   `json:"runId"`
+	Provider   string   `json:"provider,omitempty"`
+	MessageIDs []string `json:"messageIds,omitempty"`
+	// Shortened says the run's part of the text was cut to fit.
+	Shortened bool `json:"shortened,omitempty"`
+}
+
+// ProviderBinding is what a thread keeps of one provider it has used: the
+// process to run, and its own conversation of the thread, which a return
+// to the provider resumes.
+type ProviderBinding struct {
+	Provider string          `json:"provider"`
+	Model    string          `json:"model,omitempty"`
+	Command  ProviderCommand `json:"command"`
+	// SessionID is the provider's latest session on the thread.
+	SessionID string `json:"sessionId,omitempty"`
+	// ProviderThreadID and ThreadRef are its root conversation, the one a
+	// return resumes: empty when it has none (never started, or left behind
+	// by a rollback or a resume that failed).
+	ProviderThreadID string `json:"providerThreadId,omitempty"`
+	ThreadRef        string `json:"threadRef,omitempty"`
+	// SeenThrough is the ordinal of the last run that conversation has
+	// seen: run on it, or carried to it by a handoff (0: none).
+	SeenThrough int `json:"seenThrough,omitempty"`
+	// Runs are the ordinals of the runs that ran on the provider.
+	Runs []int `json:"runs,omitempty"`
 }

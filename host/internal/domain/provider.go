@@ -129,7 +129,8 @@ func turnStarted(t *Thread, sessionID string, ev ProviderEvent, env Env, d *Deci
 	}
 	d.emit(ProviderTurnBound{ProviderTurnID: env.NewID("pturn"), ProviderThreadID: pthrID, SessionID: sessionID,
 		ProviderRef: ev.TurnRef, RunID: runID, AttemptID: a.ID, NodeID: node})
-	if h := t.readyHandoff(); h != nil && node == a.RootNode && a.Reason == AttemptInitial {
+	if h := t.readyHandoff(); h != nil && node == a.RootNode && a.Reason == AttemptInitial &&
+		(h.ToProvider == "" || h.ToProvider == t.session(sessionID).Provider) {
 		d.emit(HandoffConsumed{HandoffID: h.ID, RunID: runID})
 	}
 }

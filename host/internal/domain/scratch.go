@@ -32,8 +32,9 @@ const (
 	partCheckpoints
 	partRollbacks
 	partHandoffs
+	partBindings
 
-	partAll = partHandoffs<<1 - 1
+	partAll = partBindings<<1 - 1
 )
 
 // Scratch is a copy of the thread to apply events to: the thread does not
@@ -63,7 +64,7 @@ func (t *Thread) write(ps part) {
 		return
 	}
 	t.shared &^= ps
-	for p := part(1); p <= partHandoffs; p <<= 1 {
+	for p := part(1); p <= partBindings; p <<= 1 {
 		if ps&p == 0 {
 			continue
 		}
@@ -97,6 +98,8 @@ func (t *Thread) write(ps part) {
 			t.Rollbacks = slices.Clone(t.Rollbacks)
 		case partHandoffs:
 			t.Handoffs = slices.Clone(t.Handoffs)
+		case partBindings:
+			t.ProviderBindings = slices.Clone(t.ProviderBindings) // each one's Runs is only appended to, clipped
 		}
 	}
 }

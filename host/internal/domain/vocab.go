@@ -323,9 +323,9 @@ type HandoffStatus string
 
 // Handoff statuses.
 const (
-	HandoffReady          HandoffStatus = "ready"
-	HandoffStatusConsumed HandoffStatus = "consumed"
-	HandoffSuperseded     HandoffStatus = "superseded"
+	HandoffReady            HandoffStatus = "ready"
+	HandoffStatusConsumed   HandoffStatus = "consumed"
+	HandoffStatusSuperseded HandoffStatus = "superseded"
 )
 
 // HandoffStrategy is what a handoff covers.
@@ -333,5 +333,10 @@ type HandoffStrategy string
 
 // Handoff strategies.
 const (
+	// HandoffFullThreadSummary: a conversation that has seen none of the
+	// thread (or lost what it saw) is told every run.
 	HandoffFullThreadSummary HandoffStrategy = "full_thread_summary"
+	// HandoffDeltaSinceLastSeen: a provider's own conversation, resumed, is
+	// told only the runs since it last saw the thread.
+	HandoffDeltaSinceLastSeen HandoffStrategy = "delta_since_target_last_seen"
 )

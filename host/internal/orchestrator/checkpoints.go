@@ -142,7 +142,7 @@ func (h *Host) rollbackNative(e domain.Effect, provider string) (string, error) 
 	if !p.Description.Capabilities.NativeRollback {
 		return "", sdk.ErrUnsupported
 	}
-	s, err := h.session(e.ThreadID)
+	s, err := h.session(e.ThreadID, "", "")
 	if err != nil {
 		return "", err
 	}

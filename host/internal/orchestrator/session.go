@@ -50,12 +50,19 @@ func (h *Host) sessionLive(threadID, sessionID string) bool {
 
 func (h *Host) startTurn(e domain.Effect) (sessionID string, err error) {
 	for try := 0; ; try++ {
-		s, err := h.session(e.ThreadID)
+		s, err := h.session(e.ThreadID, e.Provider, e.Model)
 		if err != nil {
 			return "", err
 		}
+		// Read once the session is open: a resume that failed replaced the
+		// handoff the turn carries.
+		t, err := h.Thread(e.ThreadID)
+		if err != nil {
+			return "", err
+		}
+		text := t.TurnText(e.RunID, e.AttemptID, e.Text)
 		ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
-		_, err = s.plugin.StartTurn(ctx, sdk.StartTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: e.Text}, ClientTurnID: e.AttemptID})
+		_, err = s.plugin.StartTurn(ctx, sdk.StartTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: text}, ClientTurnID: e.AttemptID})
 		cancel()
 		if err == nil {
 			return s.id, nil
@@ -86,7 +93,9 @@ func providerErr(provider string, err error) error {
 type liveSession struct {
 	id       string
 	threadID string
-	plugin   *pluginhost.Plugin
+	// provider and model are what it runs.
+	provider, model string
+	plugin          *pluginhost.Plugin
 	done     chan struct{} // closed when its event stream has ended
 	used     atomic.Int64  // when it was last used, on the host's clock (Unix ns)
 }
@@ -144,54 +153,68 @@ func (s *liveSession) close(clk clock.Clock, log hclog.Logger) {
 	}
 }
 
-// session returns the thread's open session, opening one if needed. A new
-// session resumes the thread's provider conversation when the plugin can.
-func (h *Host) session(threadID string) (*liveSession, error) {
+// session returns the thread's open session on provider and model (""
+// provider: the thread's own), opening one if needed. A session on another
+// provider or model is retired first: a run that starts after a switch
+// runs where the switch says. A new session resumes the provider's own
+// conversation of the thread where it has one.
+func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	h.smu.Lock()
-	if h.closing {
-		h.smu.Unlock()
+	closing := h.closing
+	h.smu.Unlock()
+	if closing {
 		return nil, ErrClosed
 	}
-	if s, ok := h.sessions[threadID]; ok && !s.ended() {
-		h.smu.Unlock()
-		s.touch(h.cfg.Clock.Now())
-		return s, nil
-	}
-	h.smu.Unlock()
-
 	t, err := h.Thread(threadID)
 	if err != nil {
 		return nil, err
 	}
-	p, err := h.plugins.Get(h.ctx, t.Provider)
+	if provider == "" {
+		provider, model = t.Provider, t.Model
+	}
+	h.smu.Lock()
+	s, ok := h.sessions[threadID]
+	h.smu.Unlock()
+	if ok && !s.ended() {
+		if s.provider == provider && s.model == model {
+			s.touch(h.cfg.Clock.Now())
+			return s, nil
+		}
+		to := provider
+		if model != "" {
+			to += " (" + model + ")"
+		}
+		if _, err := h.Dispatch(h.ctx, domain.Command{ID: "retire:" + s.id, ThreadID: threadID,
+			Payload: domain.RetireSession{SessionID: s.id, Reason: "the thread switched to " + to}}); err != nil {
+			return nil, err
+		}
+		s.close(h.cfg.Clock, h.log)
+	}
+	b, _ := t.Binding(provider)
+	p, err := h.plugins.Get(h.ctx, provider)
 	if err != nil {
 		return nil, err
 	}
-	var resume string
+	resume := b.ThreadRef // its own conversation, unless it has none
+	req := sdk.OpenSessionRequest{SessionID: h.cfg.IDs.NewID("ses"), Cwd: t.Cwd, Model: model,
+		Command: sdk.ProviderCommand{Argv: b.Command.Argv, Env: b.Command.Env}}
+	req.RawFrameLog = filepath.Join(h.cfg.DataDir, "rawframes", req.SessionID+".ndjson")
 	if p.Description.Capabilities.Resume {
-		for _, pt := range t.ProviderThreads {
-			if pt.ParentID == "" {
-				resume = pt.ProviderRef // the latest root conversation…
-				if pt.Detached {
-					resume = "" // …unless a rollback left it: then a fresh one
-				}
-			}
-		}
+		req.ResumeThreadRef = resume // else: recorded as not resumed, and the run gets the whole thread
 	}
-	id := h.cfg.IDs.NewID("ses")
+	id := req.SessionID
 	ctx, cancel := context.WithTimeout(h.ctx, 2*time.Minute)
 	defer cancel()
-	resp, err := p.OpenSession(ctx, sdk.OpenSessionRequest{SessionID: id, Cwd: t.Cwd, Model: t.Model,
-		Command:         sdk.ProviderCommand{Argv: t.ProviderCommand.Argv, Env: t.ProviderCommand.Env},
-		ResumeThreadRef: resume, RawFrameLog: filepath.Join(h.cfg.DataDir, "rawframes", id+".ndjson")})
+	resp, err := p.OpenSession(ctx, req)
 	if err != nil {
-		return nil, providerErr(t.Provider, err) // the plugin says what failed
+		return nil, providerErr(provider, err) // the plugin says what failed
 	}
-	s := &liveSession{id: id, threadID: threadID, plugin: p, done: make(chan struct{})}
+	s = &liveSession{id: id, threadID: threadID, provider: provider, model: model, plugin: p, done: make(chan struct{})}
 	s.touch(h.cfg.Clock.Now())
 	if _, err := h.Dispatch(h.ctx, domain.Command{ID: "open:" + id, ThreadID: threadID, Payload: domain.RecordSessionOpened{
-		SessionID: id, ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
-		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, ResumeRequested: resume, Resumed: resp.Resumed}}); err != nil {
+		SessionID: id, Provider: provider, Model: model, ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
+		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, ResumeRequested: resume,
+		Resumed: resp.Resumed && req.ResumeThreadRef != ""}}); err != nil {
 		_ = p.CloseSession(context.Background(), id)
 		return nil, err
 	}

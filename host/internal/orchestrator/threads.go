@@ -171,7 +171,7 @@ func (h *Host) loadLocked(e *threadEntry) (*domain.Thread, error) {
 // JSON form. A change to the projection that an older snapshot would not
 // hold (a new field derived from events) moves it, and older snapshots are
 // rebuilt from events.
-const projectionSchema = 1
+const projectionSchema = 2
 
 // loadThread builds a thread's projection from its snapshot and the events
 // after it, or from all its events when it has no snapshot it can trust.

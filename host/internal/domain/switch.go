@@ -1,0 +1,188 @@
+package domain
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Provider switch and return. A thread keeps one binding per provider it
+// has used (ProviderBinding): the command it runs, its own conversation of
+// the thread and the last run that conversation saw. A switch changes the
+// provider the next runs start on; the first of them carries a handoff of
+// what the provider has not seen: every run, in a fresh conversation
+// (full_thread_summary), or the runs since it last saw the thread, in its
+// own conversation resumed (delta_since_target_last_seen). The handoff is
+// planned when the switch is made (so it can be shown) and again when the
+// run starts: a plan that changed (a run ended in between) supersedes the
+// ready one.
+
+func decideSwitchProvider(t *Thread, p SwitchProvider, env Env, d *Decision) error {
+	if !validProviderName(p.Provider) {
+		return fmt.Errorf("%w: provider: %q is not a provider name ([a-z0-9][a-z0-9-]*)", ErrInvalid, p.Provider)
+	}
+	if p.HandoffMaxBytes != 0 && p.HandoffMaxBytes < MinHandoffMaxBytes {
+		return fmt.Errorf("%w: handoff max bytes: %d is below the least, %d", ErrInvalid, p.HandoffMaxBytes, MinHandoffMaxBytes)
+	}
+	b := t.binding(p.Provider)
+	command, model := p.ProviderCommand, p.Model
+	if len(command.Argv) == 0 {
+		if b == nil {
+			return fmt.Errorf("%w: provider command: the thread has not used %s, so its command must be given", ErrInvalid, p.Provider)
+		}
+		command = b.Command
+	}
+	if model == "" && b != nil {
+		model = b.Model
+	}
+	sw := ProviderSwitched{From: t.Provider, To: p.Provider, FromModel: t.Model, ToModel: model, Command: command,
+		HandoffMaxBytes: p.HandoffMaxBytes}
+	if sw.From == sw.To && sw.FromModel == sw.ToModel && slices.Equal(command.Argv, t.ProviderCommand.Argv) &&
+		slices.Equal(command.Env, t.ProviderCommand.Env) && (p.HandoffMaxBytes == 0 || p.HandoffMaxBytes == t.HandoffMaxBytes) {
+		return nil // nothing changes
+	}
+	d.emit(sw)
+	if t.activeRun() == nil {
+		// Shown now; a run that ends before the next one starts changes it.
+		planHandoff(t, env, d, handoffSpec{})
+	}
+	return nil
+}
+
+// validProviderName says whether name is a plugin's name.
+func validProviderName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// handoffRuns is what the thread's provider has not seen: the strategy and
+// the ordinals of the ended runs to tell it.
+func handoffRuns(t *Thread) (HandoffStrategy, []int) {
+	strategy, since := HandoffFullThreadSummary, 0
+	if b := t.binding(t.Provider); b != nil && b.ProviderThreadID != "" {
+		strategy, since = HandoffDeltaSinceLastSeen, b.SeenThrough
+	}
+	var runs []int
+	for i := range t.Runs {
+		if r := &t.Runs[i]; r.Ordinal > since && r.told() {
+			runs = append(runs, r.Ordinal)
+		}
+	}
+	return strategy, runs
+}
+
+// told says whether a run is part of what a provider is told of the
+// thread: it ended (not rolled back or cancelled), and a provider took its
+// turn (a run that failed before any did was never seen by anyone).
+func (r *Run) told() bool {
+	if !r.Status.Terminal() || r.Status == RunStatusRolledBack || r.Status == RunStatusCancelled {
+		return false
+	}
+	for _, a := range r.Attempts {
+		if a.SessionID != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// TurnText is what the provider is sent for a run's attempt: its input,
+// after the ready handoff when the attempt is the run's first.
+func (t *Thread) TurnText(runID, attemptID, input string) string {
+	r := t.run(runID)
+	if r == nil || len(r.Attempts) == 0 || r.Attempts[0].ID != attemptID {
+		return input
+	}
+	if h := t.readyHandoff(); h != nil && (h.ToProvider == "" || h.ToProvider == r.Provider) {
+		return h.Text + "\n\n" + input
+	}
+	return input
+}
+
+// planHandoff makes the handoff the thread's next run needs ready: the
+// ready one, if it is that; else it is superseded, and a new one made
+// (unless the provider has seen everything). spec gives the rollback or
+// fallback it is for; the strategy, target, runs and bound are the
+// thread's.
+func planHandoff(t *Thread, env Env, d *Decision, spec handoffSpec) {
+	spec.Strategy, spec.Runs = handoffRuns(t)
+	spec.To, spec.MaxBytes = t.Provider, t.HandoffMaxBytes
+	ready := t.readyHandoff()
+	if ready != nil && ready.Strategy == spec.Strategy && ready.ToProvider == spec.To && slices.Equal(ready.ordinals(), spec.Runs) {
+		return
+	}
+	var id string
+	if len(spec.Runs) > 0 {
+		id = env.NewID("hof")
+	}
+	if ready != nil {
+		d.emit(HandoffSuperseded{HandoffID: ready.ID, By: id})
+	}
+	if id != "" {
+		h := composeHandoff(t, spec)
+		h.HandoffID = id
+		d.emit(h)
+	}
+}
+
+// ordinals are the runs a handoff covers.
+func (h *ContextHandoff) ordinals() []int {
+	out := make([]int, len(h.Runs))
+	for i, r := range h.Runs {
+		out[i] = r.Ordinal
+	}
+	return out
+}
+
+func decideRetireSession(t *Thread, p RetireSession, d *Decision) error {
+	s := t.session(p.SessionID)
+	if s == nil {
+		return fmt.Errorf("%w: session %q", ErrNotFound, p.SessionID)
+	}
+	if s.Status != SessionStatusOpen {
+		return nil // ended before
+	}
+	if r := t.activeRun(); r != nil && r.ActiveAttempt != "" && r.attempt(r.ActiveAttempt).SessionID == s.ID {
+		return fmt.Errorf("%w: session %s runs the active run %s", ErrConflict, s.ID, r.ID)
+	}
+	endSession(t, s.ID, p.Reason, d)
+	return nil
+}
+
+// binding is what the thread keeps of provider, or nil.
+func (t *Thread) binding(provider string) *ProviderBinding {
+	for i := range t.ProviderBindings {
+		if t.ProviderBindings[i].Provider == provider {
+			return &t.ProviderBindings[i]
+		}
+	}
+	return nil
+}
+
+// Binding is what the thread keeps of provider: the host opens its
+// sessions from it.
+func (t *Thread) Binding(provider string) (ProviderBinding, bool) {
+	if b := t.binding(provider); b != nil {
+		return *b, true
+	}
+	return ProviderBinding{}, false
+}
+
+// runByOrdinal is the run with the ordinal, or nil.
+func (t *Thread) runByOrdinal(ord int) *Run {
+	if i := ord - 1; i >= 0 && i < len(t.Runs) && t.Runs[i].Ordinal == ord {
+		return &t.Runs[i]
+	}
+	for i := range t.Runs {
+		if t.Runs[i].Ordinal == ord {
+			return &t.Runs[i]
+		}
+	}
+	return nil
+}
