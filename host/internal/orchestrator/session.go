@@ -96,8 +96,8 @@ type liveSession struct {
 	// provider and model are what it runs.
 	provider, model string
 	plugin          *pluginhost.Plugin
-	done     chan struct{} // closed when its event stream has ended
-	used     atomic.Int64  // when it was last used, on the host's clock (Unix ns)
+	done            chan struct{} // closed when its event stream has ended
+	used            atomic.Int64  // when it was last used, on the host's clock (Unix ns)
 }
 
 // touch says the session is used now: its idle time starts again.
