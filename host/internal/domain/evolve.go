@@ -147,9 +147,14 @@ func Evolve(t *Thread, e Event) {
 		t.ProviderThreads = append(t.ProviderThreads, ProviderThread{ID: p.ProviderThreadID, Provider: provider,
 			SessionID: p.SessionID, ProviderRef: p.ProviderRef, ParentID: p.ParentID})
 		if p.ParentID == "" && provider != "" {
-			// A new root conversation: it has seen nothing of the thread yet.
+			// A new root conversation: it has seen nothing of the thread yet,
+			// unless a native rollback continues the conversation in it (a
+			// fork cut at the rollback's run, named before or after).
 			b := t.bindingW(provider)
-			b.ProviderThreadID, b.ThreadRef, b.SeenThrough = p.ProviderThreadID, p.ProviderRef, 0
+			if b.ThreadRef != p.ProviderRef && !t.RollingBack() {
+				b.SeenThrough = 0
+			}
+			b.ProviderThreadID, b.ThreadRef = p.ProviderThreadID, p.ProviderRef
 		}
 	case ProviderTurnBound:
 		t.write(partProviderTurns)
@@ -339,10 +344,14 @@ func Evolve(t *Thread, e Event) {
 		for _, id := range p.Detached {
 			t.detach(id)
 		}
-		if p.Reconciliation == ReconcileNative {
-			// The conversation dropped the rolled-back runs' turns.
-			if b := t.binding(t.Provider); b != nil && b.SeenThrough > rb.TargetRunOrdinal {
-				t.bindingW(t.Provider).SeenThrough = rb.TargetRunOrdinal
+		if b := t.binding(t.Provider); p.Reconciliation == ReconcileNative && b != nil && b.ProviderThreadID != "" {
+			// The conversation dropped the rolled-back runs' turns; it goes
+			// on under the ref the provider gave (a fork, for some).
+			b = t.bindingW(t.Provider)
+			b.SeenThrough = min(b.SeenThrough, rb.TargetRunOrdinal)
+			b.ThreadRef = cmp.Or(p.ProviderThreadRef, b.ThreadRef)
+			if pt := t.providerThreadByRef(b.ThreadRef); pt != nil {
+				b.ProviderThreadID = pt.ID
 			}
 		}
 	case ProviderThreadDetached:
