@@ -345,10 +345,12 @@ func Evolve(t *Thread, e Event) {
 			t.detach(id)
 		}
 		if b := t.binding(t.Provider); p.Reconciliation == ReconcileNative && b != nil && b.ProviderThreadID != "" {
-			// The conversation dropped the rolled-back runs' turns; it goes
-			// on under the ref the provider gave (a fork, for some).
+			// The conversation dropped the rolled-back runs' turns, and with
+			// them the handoffs they carried: it has seen what its kept
+			// turns saw. It goes on under the ref the provider gave (a fork,
+			// for some).
 			b = t.bindingW(t.Provider)
-			b.SeenThrough = min(b.SeenThrough, rb.TargetRunOrdinal)
+			b.SeenThrough = t.keptThrough(t.Provider, rb.TargetRunOrdinal)
 			b.ThreadRef = cmp.Or(p.ProviderThreadRef, b.ThreadRef)
 			if pt := t.providerThreadByRef(b.ThreadRef); pt != nil {
 				b.ProviderThreadID = pt.ID
@@ -419,4 +421,20 @@ func (t *Thread) detach(providerThreadID string) {
 			b.ProviderThreadID, b.ThreadRef, b.SeenThrough = "", "", 0
 		}
 	}
+}
+
+// keptThrough is the newest run, up to ordinal upTo, whose root turn ran
+// in a conversation of provider's that is not left behind (0: none): after
+// a native rollback, the conversation and the fork it may go on in.
+func (t *Thread) keptThrough(provider string, upTo int) int {
+	seen := 0
+	for _, pt := range t.ProviderTurns {
+		if c := t.providerThread(pt.ProviderThreadID); c == nil || c.Provider != provider || c.Detached || c.ParentID != "" {
+			continue
+		}
+		if r := t.run(pt.RunID); r != nil && r.Ordinal <= upTo && r.Ordinal > seen && r.attempt(pt.AttemptID).RootNode == pt.NodeID {
+			seen = r.Ordinal
+		}
+	}
+	return seen
 }
