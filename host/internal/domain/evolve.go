@@ -340,9 +340,18 @@ func Evolve(t *Thread, e Event) {
 			t.detach(id)
 		}
 		if p.Reconciliation == ReconcileNative {
-			// The conversation dropped the rolled-back runs' turns.
+			// The conversation dropped the rolled-back runs' turns, and with
+			// them what their handoffs carried: it has seen the thread up to
+			// its newest turn that is kept (not up to the rollback's run,
+			// which another provider may have run).
 			if b := t.binding(t.Provider); b != nil && b.SeenThrough > rb.TargetRunOrdinal {
-				t.bindingW(t.Provider).SeenThrough = rb.TargetRunOrdinal
+				seen := 0
+				for _, pt := range t.ProviderTurns {
+					if r := t.run(pt.RunID); pt.ProviderThreadID == b.ProviderThreadID && r != nil && r.Status != RunStatusRolledBack {
+						seen = max(seen, r.Ordinal)
+					}
+				}
+				t.bindingW(t.Provider).SeenThrough = seen
 			}
 		}
 	case ProviderThreadDetached:
