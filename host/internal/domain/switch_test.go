@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -239,6 +240,10 @@ func TestSwitchHandoffCoverageProperty(t *testing.T) {
 					if r := w.thread.activeRun(); r.Provider != h.provider {
 						rt.Fatalf("a switch moved running run %d to %s", r.Ordinal, r.Provider)
 					}
+				case 2: // a switch before its turn starts, too
+					p := rapid.SampledFrom(providers).Draw(rt, "provider")
+					w.decide(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: p, ProviderCommand: ProviderCommand{Argv: []string{p}}}})
+					h.start()
 				default:
 					h.start()
 				}
@@ -351,3 +356,50 @@ func TestSwitchProviderRefused(t *testing.T) {
 }
 
 func isInvalid(err error) bool { return errors.Is(err, ErrInvalid) }
+
+// A resume that fails falls back to a fresh conversation told the whole
+// thread, also when the thread switched away after the run started: the
+// run's provider gets the full summary, not the delta planned for its old
+// conversation.
+func TestResumeFailsAfterASwitch(t *testing.T) {
+	w := newWorldOn(t, "codex")
+	h := newHost(w, nil)
+	w.send("one")
+	h.start()
+	h.end("completed")
+	w.switchTo("claude")
+	w.send("two")
+	h.start()
+	h.end("completed")
+	w.switchTo("codex")
+	w.send("three") // starts on codex with a delta of run 2
+	delta := *w.thread.readyHandoff()
+	w.switchTo("claude")
+	fails := true
+	h.resumeFails = func() bool { return fails }
+	r := w.thread.activeRun()
+	if r.Provider != "codex" || delta.Strategy != HandoffDeltaSinceLastSeen {
+		t.Fatalf("run 3 on %s, handoff %+v", r.Provider, delta)
+	}
+	old := w.thread.binding("codex").ProviderThreadID
+	h.start()
+	hs := w.thread.Handoffs
+	full := hs[len(hs)-1]
+	why := "codex could not resume its conversation codex-conv-1"
+	want := ContextHandoff{ID: full.ID, Strategy: HandoffFullThreadSummary, Version: HandoffVersion, FromProvider: "claude", ToProvider: "codex",
+		FromRun: 1, ToRun: 2, Runs: []HandoffRun{{Ordinal: 1, RunID: w.thread.Runs[0].ID, Provider: "codex", MessageIDs: []string{w.thread.Runs[0].MessageID}},
+			{Ordinal: 2, RunID: w.thread.Runs[1].ID, Provider: "claude", MessageIDs: []string{w.thread.Runs[1].MessageID}}},
+		Bytes: len(full.Text), Fallback: why, Status: HandoffStatusConsumed, RunID: r.ID, Text: full.Text}
+	if diff := cmp.Diff(want, full); diff != "" {
+		t.Errorf("fallback handoff (-want +got):\n%s", diff)
+	}
+	if d := hs[len(hs)-2]; d.ID != delta.ID || d.Status != HandoffStatusSuperseded || d.SupersededBy != full.ID {
+		t.Errorf("the delta: %+v", d)
+	}
+	if pt := w.thread.providerThread(old); !pt.Detached {
+		t.Errorf("the old conversation: %+v", pt)
+	}
+	if !strings.Contains(full.Text, "could not be resumed ("+why+")") {
+		t.Errorf("the text does not say why:\n%s", full.Text)
+	}
+}
