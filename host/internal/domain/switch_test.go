@@ -403,3 +403,152 @@ func TestResumeFailsAfterASwitch(t *testing.T) {
 		t.Errorf("the text does not say why:\n%s", full.Text)
 	}
 }
+
+// A log from before switches: runs and sessions name no provider; they are
+// the thread's.
+func TestSwitchLegacyLogAndEdges(t *testing.T) {
+	th := &Thread{}
+	for i, p := range []Payload{
+		ThreadCreated{Provider: "acp", Model: "m", Cwd: "/w", ProviderCommand: ProviderCommand{Argv: []string{"agent"}}},
+		RunQueued{RunID: "r1", Ordinal: 1, MessageID: "m1", Input: "one"},
+		RunStarted{RunID: "r1"},
+		SessionOpened{SessionID: "s1"},
+		ProviderThreadDetached{ProviderThreadID: "never bound"},
+	} {
+		Evolve(th, Event{Sequence: uint64(i + 1), ThreadID: "thr", At: t0, Payload: p})
+	}
+	want := []ProviderBinding{{Provider: "acp", Model: "m", Command: ProviderCommand{Argv: []string{"agent"}}, SessionID: "s1", Runs: []int{1}}}
+	if diff := cmp.Diff(want, th.ProviderBindings); diff != "" {
+		t.Errorf("bindings (-want +got):\n%s", diff)
+	}
+	if r, s := th.Runs[0], th.ProviderSessions[0]; r.Provider != "acp" || r.Model != "m" || s.Provider != "acp" || s.Model != "m" {
+		t.Errorf("run %+v, session %+v", r, s)
+	}
+	// Runs found by ordinal where ordinals and places differ (an older
+	// thread's), and not found.
+	th.Runs = []Run{{ID: "a", Ordinal: 2}, {ID: "b", Ordinal: 3}}
+	if r := th.runByOrdinal(3); r == nil || r.ID != "b" {
+		t.Errorf("run 3: %+v", r)
+	}
+	if r := th.runByOrdinal(7); r != nil {
+		t.Errorf("run 7: %+v", r)
+	}
+}
+
+// What a run's turn is sent: the handoff goes only with the first attempt
+// of a run on the provider it is for.
+func TestTurnText(t *testing.T) {
+	w := newWorldOn(t, "codex")
+	h := newHost(w, nil)
+	w.send("one")
+	h.start()
+	h.end("completed")
+	w.switchTo("claude")
+	w.send("two")
+	r := w.thread.activeRun()
+	hof := w.thread.readyHandoff()
+	for _, tc := range []struct {
+		run, attempt, want string
+	}{
+		{r.ID, r.ActiveAttempt, hof.Text + "\n\nin"},
+		{"no run", r.ActiveAttempt, "in"},
+		{r.ID, "another attempt", "in"},
+		{w.thread.Runs[0].ID, w.thread.Runs[0].Attempts[0].ID, "in"}, // on codex: the handoff is claude's
+	} {
+		if got := w.thread.TurnText(tc.run, tc.attempt, "in"); got != tc.want {
+			t.Errorf("TurnText(%s, %s) = %q, want %q", tc.run, tc.attempt, got, tc.want)
+		}
+	}
+}
+
+// A session is retired when the thread's next run will not use it; never
+// the one the active run's attempt is in.
+func TestRetireSession(t *testing.T) {
+	w := newWorldOn(t, "codex")
+	h := newHost(w, nil)
+	w.send("one")
+	h.start()
+	retire := func(id string) (Decision, error) {
+		return w.decide(Command{ID: "r", ThreadID: "thr", Payload: RetireSession{SessionID: id, Reason: "switched"}})
+	}
+	if _, err := retire("nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown session: %v", err)
+	}
+	if _, err := retire(h.session); !errors.Is(err, ErrConflict) {
+		t.Errorf("the active run's session: %v", err)
+	}
+	w.ev(h.session, ProviderEvent{Kind: EvRequestOpened, TurnRef: w.thread.rootTurn(w.thread.activeRun()).ProviderRef, RequestRef: "q1",
+		RequestKind: RequestUserInput})
+	h.end("completed")
+	d, err := retire(h.session)
+	if err != nil || types(d) != "provider.session.ended" {
+		t.Fatalf("retire: %s %v", types(d), err)
+	}
+	if s := w.thread.session(h.session); s.Status != SessionStatusEnded || s.EndReason != "switched" {
+		t.Errorf("session: %+v", s)
+	}
+	if d, err := retire(h.session); err != nil || len(d.Events) != 0 {
+		t.Errorf("retired again: %s %v", types(d), err)
+	}
+}
+
+// Rollback after switching, both ways: the provider that rolls back
+// natively keeps its conversation up to its newest kept turn; another
+// provider's conversation that saw a dropped run is left behind, and a
+// return to it starts afresh with the whole thread.
+func TestRollbackAfterSwitch(t *testing.T) {
+	w := newWorldOn(t, "codex")
+	h := newHost(w, nil)
+	run := func(provider string) {
+		if w.thread.Provider != provider {
+			w.switchTo(provider)
+		}
+		w.send("to " + provider)
+		h.start()
+		h.end("completed")
+	}
+	run("codex")
+	run("claude")
+	run("codex") // carries run 2
+	codex, claude := *w.thread.binding("codex"), *w.thread.binding("claude")
+	if codex.SeenThrough != 3 || claude.SeenThrough != 2 {
+		t.Fatalf("seen: codex %d, claude %d", codex.SeenThrough, claude.SeenThrough)
+	}
+	// Back to run 2 (claude's), natively: codex's turn of run 3, which
+	// carried run 2, is dropped, so codex has seen run 1 only.
+	h.rollback(2, true)
+	rb := w.thread.Rollbacks[0]
+	if rb.Reconciliation != ReconcileNative || w.thread.binding("codex").SeenThrough != 1 || w.thread.binding("claude").ProviderThreadID == "" {
+		t.Fatalf("after the native rollback: %+v %+v", rb, w.thread.ProviderBindings)
+	}
+	w.send("codex again")
+	if hof := w.thread.readyHandoff(); hof == nil || hof.Strategy != HandoffDeltaSinceLastSeen || !slices.Equal(hof.ordinals(), []int{2}) {
+		t.Fatalf("codex's handoff after the rollback: %+v", hof)
+	}
+	h.start()
+	h.end("completed") // run 4
+	// Back to run 1, natively again: claude's conversation, which saw run
+	// 2, is left behind; codex has seen run 1, all there is to tell.
+	h.rollback(1, true)
+	var detached []string
+	for _, pt := range w.thread.ProviderThreads {
+		if pt.Detached {
+			detached = append(detached, pt.ProviderRef)
+		}
+	}
+	if want := []string{"claude-conv-2"}; !slices.Equal(detached, want) {
+		t.Errorf("detached %v, want %v", detached, want)
+	}
+	if b := w.thread.binding("codex"); b.ThreadRef != "codex-conv-1" || b.SeenThrough != 1 || w.thread.readyHandoff() != nil {
+		t.Fatalf("codex after the second rollback: %+v, handoff %+v", b, w.thread.readyHandoff())
+	}
+	w.switchTo("claude")
+	if hof := w.thread.readyHandoff(); hof.ToProvider != "claude" || hof.Strategy != HandoffFullThreadSummary || !slices.Equal(hof.ordinals(), []int{1}) {
+		t.Fatalf("claude's handoff: %+v", hof)
+	}
+	w.send("claude again")
+	h.start()
+	if b := w.thread.binding("claude"); b.ThreadRef == "claude-conv-2" || b.SeenThrough != 5 {
+		t.Errorf("claude resumed the conversation left behind: %+v", b)
+	}
+}
