@@ -205,3 +205,28 @@ func TestSwitchAndHandoffLines(t *testing.T) {
 		t.Errorf("lines (-want +got):\n%s", d)
 	}
 }
+
+// Against a service, baton send --provider switches the thread before its
+// message, prints the switch, and the message's run starts on the provider.
+func TestServeSendSwitches(t *testing.T) {
+	data, ws := t.TempDir(), t.TempDir()
+	startServe(t, data)
+	groups := lines(t, "acp/resume.messages")
+	acp := peerCommand(t, "acp/resume.ndjson") + " --state '" + filepath.Join(t.TempDir(), "cursor") + "'"
+	out, errOut, code := baton(t, "run", "--data", data, "--cwd", ws, "--provider", "acp", "--provider-command", acp, groups[0])
+	if code != exitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	thread := threadOf(t, out)
+	if out, errOut, code := baton(t, "switch", thread, "--data", data, "--provider", "codex", "--provider-command", peerCommand(t, "codex/simple.ndjson")); code != exitOK {
+		t.Fatalf("switch: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = baton(t, "send", "--data", data, "--provider", "acp", thread, groups[2])
+	if code != exitOK || !strings.HasPrefix(out, "⇄ switched to acp\n  ⓘ handoff withdrawn: nothing new to tell\nsent to thread "+thread+" (run run_") {
+		t.Fatalf("send --provider acp: exit %d\n%s\n%s", code, out, errOut)
+	}
+	th := showJSON(t, data, thread)
+	if len(th.Runs) != 2 || th.Provider != "acp" || th.Runs[1].Provider != "acp" {
+		t.Errorf("after send --provider acp: thread on %s, runs %+v", th.Provider, th.Runs)
+	}
+}
