@@ -126,13 +126,19 @@ func TestSwitchAndReturn(t *testing.T) {
 // thread is refused naming what is wrong; nothing is written.
 func TestSwitchRefusals(t *testing.T) {
 	data, ws := t.TempDir(), t.TempDir()
-	out, errOut, code := baton(t, "run", "--data", data, "--cwd", ws, "--provider", "acp", "--provider-command",
-		peerCommand(t, "acp/simple.ndjson"), lines(t, "acp/simple.messages")[0])
-	if code != exitOK {
+	// A new thread takes --handoff-max-bytes too (for a later switch or
+	// rollback).
+	out, errOut, code := baton(t, "run", "--data", data, "--cwd", ws, "--provider", "acp", "--handoff-max-bytes", "20000",
+		"--provider-command", peerCommand(t, "acp/simple.ndjson"), lines(t, "acp/simple.messages")[0])
+	if code != exitOK || !strings.Contains(out, "\n⇄ acp: provider settings changed; handoffs at most 20 KiB\n▶ run 1 queued") {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
 	thread := threadOf(t, out)
 	before := showJSON(t, data, thread)
+	if before.HandoffMaxBytes != 20000 || before.Provider != "acp" || len(before.ProviderBindings) != 1 {
+		t.Errorf("a new thread with --handoff-max-bytes 20000: bound %d, provider %s, bindings %+v", before.HandoffMaxBytes,
+			before.Provider, before.ProviderBindings)
+	}
 	for _, tc := range []struct {
 		args []string
 		msg  string
