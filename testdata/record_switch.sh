@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # record_switch records a thread that moves between two real agents:
-# `make record PROVIDER=FIRST+SECOND SCENARIO=provider_switch_return`
-# (sourced by testdata/record.sh, whose helpers it uses). The pairs the
-# tests replay are codex+claude and acp+opencode.
+# `make record PROVIDER=FIRST+SECOND SCENARIO=provider_switch_return` (or
+# SCENARIO=provider_switch_rollback), sourced by testdata/record.sh, whose
+# helpers it uses. The pairs the tests replay are codex+claude and
+# acp+opencode; `make record-switch` records all of them.
 #
 #   1. Each provider is set up by its own record_P (pinned install, temp
 #      HOME, its scripted model server on 127.0.0.1 with
@@ -13,18 +14,22 @@
 #      provider has its own model server (its own API flavour and script)
 #      and its own transcript file, appended to by every process the host
 #      starts for it.
-#   2. The client side is TestProviderSwitchReturn/FIRST_SECOND in
+#   2. The client side is the scenario's test, TestProviderSwitchReturn or
+#      TestProviderSwitchRollback, subtest FIRST_SECOND, in
 #      host/internal/orchestrator, run with $BATON_SWITCH_RECORD naming a
-#      file with the workspace and the two commands: run 1 on FIRST, a
-#      switch to SECOND, run 2, a switch back, run 3 (FIRST resumes its own
-#      conversation with a delta handoff). The test drives the real host and
+#      file with the scenario, the workspace and the two commands. Return:
+#      run 1 on FIRST, a switch to SECOND, run 2, a switch back, run 3
+#      (FIRST resumes its own conversation with a delta handoff). Rollback:
+#      the same three runs, a rollback to run 1 on FIRST, a switch to
+#      SECOND and run 4 (its conversation saw a dropped run: a fresh one,
+#      with a full summary). The test drives the real host and
 #      plugins, as it does when it replays, with the same seeded ids, so the
 #      handoff text a replay sends is byte for byte the recorded one.
 #   3. Every scripted reply of both model servers must be consumed; each
 #      transcript gets the usual checks and rewrites (record_and_verify's),
 #      then goes to testdata/P/SCENARIO.ndjson.
 #   4. Transcripts derived from the recorded ones by a script (header
-#      "source":"authored") are written again: for codex,
+#      "source":"authored") are written again: for codex's return,
 #      provider_switch_return_resume_fails.ndjson (codex no longer has its
 #      thread on the return; see derive_resume_fails).
 #   5. The test is run again, now replaying the new transcripts.
@@ -34,7 +39,12 @@ record_switch() {
   local first=${PROVIDER%%+*} second=${PROVIDER#*+} p
   case $second in '' | *+*) die "PROVIDER must be FIRST+SECOND, got '$PROVIDER'" ;; esac
   [ "$first" != "$second" ] || die "a switch needs two providers, got '$PROVIDER'"
-  [ "$SCENARIO" = provider_switch_return ] || die "a switch recording plays provider_switch_return only"
+  local test
+  case $SCENARIO in
+    provider_switch_return) test=TestProviderSwitchReturn ;;
+    provider_switch_rollback) test=TestProviderSwitchRollback ;;
+    *) die "a switch recording plays provider_switch_return or provider_switch_rollback, not $SCENARIO" ;;
+  esac
   command -v "${GO:-go}" >/dev/null || die "${GO:-go} is not installed"
   SWITCH=1
   SW_DIRS+=("$(mktemp -d)")
@@ -62,14 +72,14 @@ record_switch() {
     "record_$p"
   done
   local dir=${SW_DIRS[0]}
-  jq -n --arg pair "${first}_$second" --arg ws "$SHARED_WS" \
+  jq -n --arg pair "${first}_$second" --arg ws "$SHARED_WS" --arg scenario "$SCENARIO" \
     --argjson a "${sw_argv[$first]}" --argjson b "${sw_argv[$second]}" --arg pa "$first" --arg pb "$second" \
-    '{pair: $pair, workspace: $ws, commands: {($pa): $a, ($pb): $b}}' >"$dir/switch.json"
+    '{scenario: $scenario, pair: $pair, workspace: $ws, commands: {($pa): $a, ($pb): $b}}' >"$dir/switch.json"
 
   # 2. The client: the Go test, recording.
   echo "record.sh: recording $first -> $second -> $first ($SCENARIO, tmp $dir)" >&2
   local start=$SECONDS
-  if ! switch_test "$first" "$second" BATON_SWITCH_RECORD="$dir/switch.json" >"$dir/record.log" 2>&1; then
+  if ! switch_test "$test" "$first" "$second" BATON_SWITCH_RECORD="$dir/switch.json" >"$dir/record.log" 2>&1; then
     KEEP_TMP=1
     cat "$dir/record.log" >&2
     die "the recording test failed; nothing written (logs kept in $dir and the providers' temp dirs)"
@@ -99,8 +109,8 @@ record_switch() {
       KEEP_TMP=1
       die "the $p transcript still contains a temp path (kept in $t)"
     fi
-    jq -c --arg pair "$first -> $second -> $first" \
-      'if .type == "transcript_start" then .metadata.switch = $pair | .metadata.driver = "TestProviderSwitchReturn (host/internal/orchestrator)"
+    jq -c --arg pair "$first -> $second -> $first" --arg driver "$test (host/internal/orchestrator)" \
+      'if .type == "transcript_start" then .metadata.switch = $pair | .metadata.driver = $driver
        elif .type == "expect_outbound" and .frame.method == "initialize" then .frame.params.clientInfo.version = "<any>"
        else . end' "$t" >"$t.tmp" && mv "$t.tmp" "$t"
     if declare -F "postprocess_$p" >/dev/null; then
@@ -111,12 +121,12 @@ record_switch() {
   done
 
   # 4. Derived transcripts.
-  if [ "$first" = codex ]; then
+  if [ "$first" = codex ] && [ "$SCENARIO" = provider_switch_return ]; then
     derive_resume_fails "${sw_out[codex]}" "$REPO/testdata/codex/provider_switch_return_resume_fails.ndjson"
   fi
 
   # 5. Replay.
-  if ! switch_test "$first" "$second" >"$dir/replay.log" 2>&1; then
+  if ! switch_test "$test" "$first" "$second" >"$dir/replay.log" 2>&1; then
     KEEP_TMP=1
     cat "$dir/replay.log" >&2
     die "replaying the new transcripts failed (logs kept in $dir)"
@@ -124,13 +134,13 @@ record_switch() {
   echo "record.sh: replay OK" >&2
 }
 
-# switch_test FIRST SECOND [VAR=VALUE...] runs TestProviderSwitchReturn for
-# the pair with the binaries of bin/.
+# switch_test TEST FIRST SECOND [VAR=VALUE...] runs TEST for the pair with
+# the binaries of bin/.
 switch_test() {
-  local first=$1 second=$2
-  shift 2
+  local test=$1 first=$2 second=$3
+  shift 3
   (cd "$REPO/host" && env GOWORK=off BATON_BIN="$BIN" BATON_REPLAYPEER="$BIN/replaypeer" "$@" \
-    "${GO:-go}" test -count=1 -v -run "^TestProviderSwitchReturn\$/^${first}_$second\$" ./internal/orchestrator/)
+    "${GO:-go}" test -count=1 -v -run "^$test\$/^${first}_$second\$" ./internal/orchestrator/)
 }
 
 # derive_resume_fails IN OUT writes a codex transcript in which the return
