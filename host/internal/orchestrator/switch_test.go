@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/scenario"
 )
 
 // switchPair is a provider switch and return: run 1 on first, a switch to
@@ -28,20 +29,22 @@ var switchMessages = []string{
 	"Write a.txt saying one.",
 	"Write b.txt saying two.",
 	"Add a line saying three to a.txt.",
+	"Write c.txt saying four.", // provider_switch_rollback only
 }
 
 // switchRecording is what testdata/record_switch.sh gives the test (in the
 // file $BATON_SWITCH_RECORD names) when it records: the workspace, and the
 // provider commands that run the real agents under `replaypeer record`.
 type switchRecording struct {
+	Scenario  string              `json:"scenario"`
 	Pair      string              `json:"pair"`
 	Workspace string              `json:"workspace"`
 	Commands  map[string][]string `json:"commands"`
 }
 
-// recording is the recording the test is part of for the pair, or nil when
-// it replays.
-func recording(t *testing.T, pair string) *switchRecording {
+// recording is the recording the test is part of for the scenario and
+// pair, or nil when it replays.
+func recording(t *testing.T, scenario, pair string) *switchRecording {
 	t.Helper()
 	path := os.Getenv("BATON_SWITCH_RECORD")
 	if path == "" {
@@ -55,15 +58,15 @@ func recording(t *testing.T, pair string) *switchRecording {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	if r.Pair != pair {
-		t.Skipf("recording %s, not %s", r.Pair, pair)
+	if r.Scenario != scenario || r.Pair != pair {
+		t.Skipf("recording %s %s, not %s %s", r.Scenario, r.Pair, scenario, pair)
 	}
 	return &r
 }
 
 // switchThread is a thread on first whose provider commands replay
-// transcripts (FIRST/NAME.ndjson and SECOND/provider_switch_return.ndjson),
-// or run the real agents when the test records.
+// transcripts (FIRST/NAME.ndjson and SECOND/SCENARIO.ndjson), or run the
+// real agents when the test records.
 type switchThread struct {
 	e          *env
 	id         string
@@ -71,18 +74,18 @@ type switchThread struct {
 	cmd1, cmd2 domain.ProviderCommand
 }
 
-func newSwitchThread(t *testing.T, pair switchPair, firstTranscript string) *switchThread {
+func newSwitchThread(t *testing.T, scenario string, pair switchPair, firstTranscript string) *switchThread {
 	t.Helper()
 	e := newEnv(t)
 	s := &switchThread{e: e, pair: pair}
-	if rec := recording(t, pair.name()); rec != nil {
+	if rec := recording(t, scenario, pair.name()); rec != nil {
 		e.ws = rec.Workspace // a git repository with the README (record.sh)
 		s.cmd1 = domain.ProviderCommand{Argv: rec.Commands[pair.first]}
 		s.cmd2 = domain.ProviderCommand{Argv: rec.Commands[pair.second]}
 	} else {
 		e.gitWorkspace()
 		s.cmd1 = e.peer(pair.first, pair.first+"/"+firstTranscript)
-		s.cmd2 = e.peer(pair.second, pair.second+"/provider_switch_return.ndjson")
+		s.cmd2 = e.peer(pair.second, pair.second+"/"+scenario+".ndjson")
 	}
 	s.id = e.dispatch(domain.Command{ID: "create", Payload: domain.CreateThread{Provider: pair.first, Cwd: e.ws,
 		ProviderCommand: s.cmd1, ApprovalPolicy: domain.ApproveAccept}}).ThreadID
@@ -210,11 +213,11 @@ func (e *env) sessionOpenings(threadID string) []domain.SessionOpened {
 func TestProviderSwitchReturn(t *testing.T) {
 	for _, pair := range switchPairs {
 		t.Run(pair.name(), func(t *testing.T) {
-			s := newSwitchThread(t, pair, "provider_switch_return.ndjson")
+			s := newSwitchThread(t, "provider_switch_return", pair, "provider_switch_return.ndjson")
 			e, first, second := s.e, pair.first, pair.second
 			s.play()
 			th := e.checkSwitchSessions(s.id, []string{"the thread switched to " + second, "the thread switched to " + first, "closed"})
-			if recording(t, pair.name()) != nil {
+			if recording(t, "provider_switch_return", pair.name()) != nil {
 				return // the replay checks the rest
 			}
 
@@ -228,11 +231,11 @@ func TestProviderSwitchReturn(t *testing.T) {
 			if diff := cmp.Diff([]handoffView{{
 				Strategy: domain.HandoffFullThreadSummary, From: first, To: second, FromRun: 1, ToRun: 1,
 				Runs: []int{1}, RunProviders: []string{first}, Status: domain.HandoffStatusConsumed, ConsumedByRun: 2,
-				BytesIsTextLen: true, TextHasMessages: []bool{true, false, false}, TextHasAnswers: []bool{true, false, false},
+				BytesIsTextLen: true, TextHasMessages: []bool{true, false, false, false}, TextHasAnswers: []bool{true, false, false},
 			}, {
 				Strategy: domain.HandoffDeltaSinceLastSeen, From: second, To: first, FromRun: 2, ToRun: 2,
 				Runs: []int{2}, RunProviders: []string{second}, Status: domain.HandoffStatusConsumed, ConsumedByRun: 3,
-				BytesIsTextLen: true, TextHasMessages: []bool{false, true, false}, TextHasAnswers: []bool{false, true, false},
+				BytesIsTextLen: true, TextHasMessages: []bool{false, true, false, false}, TextHasAnswers: []bool{false, true, false},
 			}}, handoffViews(th)); diff != "" {
 				t.Errorf("handoffs (-want +got):\n%s", diff)
 			}
@@ -275,7 +278,7 @@ func TestProviderSwitchReturn(t *testing.T) {
 			}
 			// What each provider was sent: the second provider got run 1 (in
 			// the handoff) with its own message; the return got run 2 only.
-			if diff := cmp.Diff([][]bool{{true, false, false}, {true, true, false}, {false, true, true}}, [][]bool{
+			if diff := cmp.Diff([][]bool{{true, false, false, false}, {true, true, false, false}, {false, true, true, false}}, [][]bool{
 				e.framesHave(ses[0].ID), e.framesHave(ses[1].ID), e.framesHave(ses[2].ID),
 			}); diff != "" {
 				t.Errorf("switchMessages in each session's raw frames (-want +got):\n%s", diff)
@@ -353,7 +356,7 @@ func TestProviderSwitchReturnResumeFails(t *testing.T) {
 	if os.Getenv("BATON_SWITCH_RECORD") != "" {
 		t.Skip("not recorded: derived from the recording by testdata/record_switch.sh")
 	}
-	s := newSwitchThread(t, switchPair{"codex", "claude"}, "provider_switch_return_resume_fails.ndjson")
+	s := newSwitchThread(t, "provider_switch_return", switchPair{"codex", "claude"}, "provider_switch_return_resume_fails.ndjson")
 	e := s.e
 	s.play()
 	th := e.checkSwitchSessions(s.id, []string{"the thread switched to claude", "the thread switched to codex", "closed"})
@@ -368,15 +371,15 @@ func TestProviderSwitchReturnResumeFails(t *testing.T) {
 	if diff := cmp.Diff([]handoffView{{
 		Strategy: domain.HandoffFullThreadSummary, From: "codex", To: "claude", FromRun: 1, ToRun: 1,
 		Runs: []int{1}, RunProviders: []string{"codex"}, Status: domain.HandoffStatusConsumed, ConsumedByRun: 2,
-		BytesIsTextLen: true, TextHasMessages: []bool{true, false, false}, TextHasAnswers: []bool{true, false, false},
+		BytesIsTextLen: true, TextHasMessages: []bool{true, false, false, false}, TextHasAnswers: []bool{true, false, false},
 	}, {
 		Strategy: domain.HandoffDeltaSinceLastSeen, From: "claude", To: "codex", FromRun: 2, ToRun: 2,
 		Runs: []int{2}, RunProviders: []string{"claude"}, Status: domain.HandoffStatusSuperseded,
-		BytesIsTextLen: true, TextHasMessages: []bool{false, true, false}, TextHasAnswers: []bool{false, true, false},
+		BytesIsTextLen: true, TextHasMessages: []bool{false, true, false, false}, TextHasAnswers: []bool{false, true, false},
 	}, {
 		Strategy: domain.HandoffFullThreadSummary, From: "claude", To: "codex", FromRun: 1, ToRun: 2,
 		Runs: []int{1, 2}, RunProviders: []string{"codex", "claude"}, Status: domain.HandoffStatusConsumed, ConsumedByRun: 3,
-		Fallback: true, BytesIsTextLen: true, TextHasMessages: []bool{true, true, false}, TextHasAnswers: []bool{true, true, false},
+		Fallback: true, BytesIsTextLen: true, TextHasMessages: []bool{true, true, false, false}, TextHasAnswers: []bool{true, true, false},
 	}}, handoffViews(th)); diff != "" {
 		t.Errorf("handoffs (-want +got):\n%s", diff)
 	}
@@ -411,7 +414,119 @@ func TestProviderSwitchReturnResumeFails(t *testing.T) {
 		t.Errorf("provider bindings (-want +got):\n%s", diff)
 	}
 	// The fresh conversation was told runs 1 and 2.
-	if diff := cmp.Diff([]bool{true, true, true}, e.framesHave(ses[2].ID)); diff != "" {
+	if diff := cmp.Diff([]bool{true, true, true, false}, e.framesHave(ses[2].ID)); diff != "" {
 		t.Errorf("switchMessages in the fresh conversation's frames (-want +got):\n%s", diff)
+	}
+}
+
+// Rollback after a switch and return (level 4, recorded): after runs 1
+// (first), 2 (second) and 3 (first, resumed), a rollback to run 1 on the
+// first provider reconciles its own conversation (codex drops run 3's turn
+// natively; the ACP agent, which has no rollback, gets a fresh
+// conversation), and leaves the second provider's conversation behind: it
+// saw run 2, which is dropped. The switch back to it starts a fresh
+// conversation told the thread as it is now (a full summary of run 1).
+func TestProviderSwitchRollback(t *testing.T) {
+	for _, tc := range []struct {
+		pair           switchPair
+		reconciliation domain.Reconciliation
+		// rolledBack is how the first provider's second session ended: in
+		// use after a native rollback, closed by a fresh-thread one.
+		rolledBack string
+	}{
+		{switchPair{"codex", "claude"}, domain.ReconcileNative, "the thread switched to claude"},
+		{switchPair{"acp", "opencode"}, domain.ReconcileFreshThread, "closed"},
+	} {
+		pair := tc.pair
+		t.Run(pair.name(), func(t *testing.T) {
+			s := newSwitchThread(t, "provider_switch_rollback", pair, "provider_switch_rollback.ndjson")
+			e, first, second := s.e, pair.first, pair.second
+			s.play()
+			rb, err := scenario.RollbackToRun(t.Context(), scenario.Host(e.host), s.id, "rollback", 1)
+			if err != nil || rb.Status != domain.RollbackDone {
+				t.Fatalf("rollback to run 1: %+v %v", rb, err)
+			}
+			s.switchTo("switch-again", second, domain.ProviderCommand{})
+			s.run(4)
+			th := e.checkSwitchSessions(s.id, []string{"the thread switched to " + second, "the thread switched to " + first,
+				tc.rolledBack, "closed"})
+			if recording(t, "provider_switch_rollback", pair.name()) != nil {
+				return // the replay checks the rest
+			}
+			if diff := cmp.Diff([]runView{
+				{1, first, domain.RunStatusCompleted, []string{"added a.txt +1 -0"}},
+				{2, second, domain.RunStatusRolledBack, []string{"added b.txt +1 -0"}},
+				{3, first, domain.RunStatusRolledBack, []string{"modified a.txt +1 -0"}},
+				{4, second, domain.RunStatusCompleted, []string{"added c.txt +1 -0"}},
+			}, runViews(th)); diff != "" {
+				t.Errorf("runs (-want +got):\n%s", diff)
+			}
+			rb = th.Rollbacks[0]
+			if rb.Reconciliation != tc.reconciliation || rb.Status != domain.RollbackDone ||
+				(tc.reconciliation == domain.ReconcileNative) != (rb.TurnsDropped == 1) {
+				t.Errorf("rollback = %s, %s, %d turns dropped; want %s (native: run 3's one turn)", rb.Status, rb.Reconciliation,
+					rb.TurnsDropped, tc.reconciliation)
+			}
+			// The handoffs: the delta run 3 consumed covered run 2, which is
+			// dropped (superseded); the second provider's fresh conversation
+			// is told run 1 only. A fresh-thread rollback plans a handoff for
+			// the first provider, which the switch supersedes.
+			full := func(from, to string, run int, status domain.HandoffStatus) handoffView {
+				return handoffView{Strategy: domain.HandoffFullThreadSummary, From: from, To: to, FromRun: 1, ToRun: 1,
+					Runs: []int{1}, RunProviders: []string{first}, Status: status, ConsumedByRun: run, BytesIsTextLen: true,
+					TextHasMessages: []bool{true, false, false, false}, TextHasAnswers: []bool{true, false, false, false}}
+			}
+			want := []handoffView{full(first, second, 2, domain.HandoffStatusConsumed), {
+				Strategy: domain.HandoffDeltaSinceLastSeen, From: second, To: first, FromRun: 2, ToRun: 2,
+				Runs: []int{2}, RunProviders: []string{second}, Status: domain.HandoffStatusSuperseded, ConsumedByRun: 3,
+				BytesIsTextLen: true, TextHasMessages: []bool{false, true, false, false}, TextHasAnswers: []bool{false, true, false, false},
+			}}
+			if tc.reconciliation == domain.ReconcileFreshThread {
+				want = append(want, full(first, first, 0, domain.HandoffStatusSuperseded))
+			}
+			want = append(want, full(first, second, 4, domain.HandoffStatusConsumed))
+			if diff := cmp.Diff(want, handoffViews(th)); diff != "" {
+				t.Errorf("handoffs (-want +got):\n%s", diff)
+			}
+
+			ses, pt := th.ProviderSessions, th.ProviderThreads
+			if len(ses) != 4 || len(pt) != 3 {
+				t.Fatalf("sessions %+v, provider threads %+v; want 4 sessions on 3 provider threads", ses, pt)
+			}
+			native := tc.reconciliation == domain.ReconcileNative
+			if diff := cmp.Diff([]domain.ProviderThread{
+				{ID: pt[0].ID, Provider: first, SessionID: ses[0].ID, ProviderRef: pt[0].ProviderRef, Detached: !native},
+				{ID: pt[1].ID, Provider: second, SessionID: ses[1].ID, ProviderRef: pt[1].ProviderRef, Detached: true},
+				{ID: pt[2].ID, Provider: second, SessionID: ses[3].ID, ProviderRef: pt[2].ProviderRef},
+			}, pt); diff != "" || pt[2].ProviderRef == pt[1].ProviderRef {
+				t.Errorf("provider threads (-want +got):\n%s", diff)
+			}
+			// The second provider's return opened a fresh conversation.
+			var opened [][3]any
+			for _, o := range e.sessionOpenings(s.id) {
+				opened = append(opened, [3]any{o.Provider, o.ResumeRequested, o.Resumed})
+			}
+			if diff := cmp.Diff([][3]any{{first, "", false}, {second, "", false}, {first, pt[0].ProviderRef, true}, {second, "", false}},
+				opened); diff != "" {
+				t.Errorf("sessions opened (provider, resume requested, resumed) (-want +got):\n%s", diff)
+			}
+			firstBinding := domain.ProviderBinding{Provider: first, Command: s.cmd1, SessionID: ses[2].ID, SeenThrough: 0, Runs: []int{1, 3}}
+			if native {
+				firstBinding.ProviderThreadID, firstBinding.ThreadRef, firstBinding.SeenThrough = pt[0].ID, pt[0].ProviderRef, 1
+			}
+			if diff := cmp.Diff([]domain.ProviderBinding{firstBinding,
+				{Provider: second, Command: s.cmd2, SessionID: ses[3].ID, ProviderThreadID: pt[2].ID, ThreadRef: pt[2].ProviderRef,
+					SeenThrough: 4, Runs: []int{2, 4}},
+			}, th.ProviderBindings); diff != "" {
+				t.Errorf("provider bindings (-want +got):\n%s", diff)
+			}
+			// The fresh conversation was told run 1, not the dropped runs.
+			if diff := cmp.Diff([]bool{true, false, false, true}, e.framesHave(ses[3].ID)); diff != "" {
+				t.Errorf("switchMessages in the second provider's fresh conversation (-want +got):\n%s", diff)
+			}
+			if got := e.files(); !hasFiles(got, map[string]string{"a.txt": "one\n", "c.txt": "four\n"}) {
+				t.Errorf("workspace = %q", got)
+			}
+		})
 	}
 }
