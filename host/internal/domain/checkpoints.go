@@ -249,10 +249,10 @@ func decideProviderReconciled(t *Thread, p RecordProviderReconciled, env Env, d 
 	done := RollbackCompleted{RollbackID: rb.ID, Reconciliation: p.Reconciliation, ProviderThreadRef: p.ProviderThreadRef,
 		TurnsDropped: p.TurnsDropped, Note: p.Note}
 	if p.Reconciliation == ReconcileFreshThread {
-		// Every root conversation is left behind: the next run resumes none
-		// of them.
+		// The provider's root conversations are left behind: its next run
+		// resumes none of them. (Other providers' are dealt with below.)
 		for _, pt := range t.ProviderThreads {
-			if pt.ParentID == "" && !pt.Detached {
+			if pt.ParentID == "" && !pt.Detached && (pt.Provider == t.Provider || pt.Provider == "") {
 				done.Detached = append(done.Detached, pt.ID)
 			}
 		}

@@ -147,9 +147,14 @@ func Evolve(t *Thread, e Event) {
 		t.ProviderThreads = append(t.ProviderThreads, ProviderThread{ID: p.ProviderThreadID, Provider: provider,
 			SessionID: p.SessionID, ProviderRef: p.ProviderRef, ParentID: p.ParentID})
 		if p.ParentID == "" && provider != "" {
-			// A new root conversation: it has seen nothing of the thread yet.
+			// A new root conversation: it has seen nothing of the thread yet,
+			// unless a native rollback continues the conversation in it (a
+			// fork cut at the rollback's run, named before or after).
 			b := t.bindingW(provider)
-			b.ProviderThreadID, b.ThreadRef, b.SeenThrough = p.ProviderThreadID, p.ProviderRef, 0
+			if b.ThreadRef != p.ProviderRef && !t.RollingBack() {
+				b.SeenThrough = 0
+			}
+			b.ProviderThreadID, b.ThreadRef = p.ProviderThreadID, p.ProviderRef
 		}
 	case ProviderTurnBound:
 		t.write(partProviderTurns)
@@ -339,10 +344,16 @@ func Evolve(t *Thread, e Event) {
 		for _, id := range p.Detached {
 			t.detach(id)
 		}
-		if p.Reconciliation == ReconcileNative {
-			// The conversation dropped the rolled-back runs' turns.
-			if b := t.binding(t.Provider); b != nil && b.SeenThrough > rb.TargetRunOrdinal {
-				t.bindingW(t.Provider).SeenThrough = rb.TargetRunOrdinal
+		if b := t.binding(t.Provider); p.Reconciliation == ReconcileNative && b != nil && b.ProviderThreadID != "" {
+			// The conversation dropped the rolled-back runs' turns, and with
+			// them the handoffs they carried: it has seen what its kept
+			// turns saw. It goes on under the ref the provider gave (a fork,
+			// for some).
+			b = t.bindingW(t.Provider)
+			b.SeenThrough = t.keptThrough(t.Provider, rb.TargetRunOrdinal)
+			b.ThreadRef = cmp.Or(p.ProviderThreadRef, b.ThreadRef)
+			if pt := t.providerThreadByRef(b.ThreadRef); pt != nil {
+				b.ProviderThreadID = pt.ID
 			}
 		}
 	case ProviderThreadDetached:
@@ -410,4 +421,20 @@ func (t *Thread) detach(providerThreadID string) {
 			b.ProviderThreadID, b.ThreadRef, b.SeenThrough = "", "", 0
 		}
 	}
+}
+
+// keptThrough is the newest run, up to ordinal upTo, whose root turn ran
+// in a conversation of provider's that is not left behind (0: none): after
+// a native rollback, the conversation and the fork it may go on in.
+func (t *Thread) keptThrough(provider string, upTo int) int {
+	seen := 0
+	for _, pt := range t.ProviderTurns {
+		if c := t.providerThread(pt.ProviderThreadID); c == nil || c.Provider != provider || c.Detached || c.ParentID != "" {
+			continue
+		}
+		if r := t.run(pt.RunID); r != nil && r.Ordinal <= upTo && r.Ordinal > seen && r.attempt(pt.AttemptID).RootNode == pt.NodeID {
+			seen = r.Ordinal
+		}
+	}
+	return seen
 }

@@ -68,12 +68,16 @@ func handoffRuns(t *Thread) (HandoffStrategy, []int) {
 	if b := t.binding(t.Provider); b != nil && b.ProviderThreadID != "" {
 		strategy, since = HandoffDeltaSinceLastSeen, b.SeenThrough
 	}
+	// Runs are in ordinal order: walking back from the newest stops at the
+	// last one seen, so a provider that has seen the thread costs what it
+	// missed, not the thread's history.
 	var runs []int
-	for i := range t.Runs {
-		if r := &t.Runs[i]; r.Ordinal > since && r.told() {
-			runs = append(runs, r.Ordinal)
+	for i := len(t.Runs) - 1; i >= 0 && t.Runs[i].Ordinal > since; i-- {
+		if t.Runs[i].told() {
+			runs = append(runs, t.Runs[i].Ordinal)
 		}
 	}
+	slices.Reverse(runs)
 	return strategy, runs
 }
 

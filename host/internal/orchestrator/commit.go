@@ -83,16 +83,21 @@ func (h *Host) dispatch(ctx context.Context, cmd domain.Command, done []eventlog
 	return h.commit(commitReq{threadID: cmd.ThreadID, cmdID: cmd.ID, typ: cmd.Payload.CommandType(), hash: hash, done: done,
 		decide: func(t *domain.Thread, env domain.Env) ([]domain.Payload, []domain.Effect, error) {
 			d, err := domain.Decide(t, cmd, env)
-			if p, ok := cmd.Payload.(domain.CreateThread); ok && err == nil {
-				err = h.checkInstalled(p.Provider)
+			if err == nil {
+				switch p := cmd.Payload.(type) {
+				case domain.CreateThread:
+					err = h.checkInstalled(p.Provider)
+				case domain.SwitchProvider:
+					err = h.checkInstalled(p.Provider)
+				}
 			}
 			return d.Events, d.Effects, err
 		}})
 }
 
-// checkInstalled refuses a thread whose provider has no plugin to run it,
-// naming the providers that have one: such a thread could only fail its
-// first run. It runs once the command is otherwise valid and is not a
+// checkInstalled refuses a thread (or a switch) whose provider has no
+// plugin to run it, naming the providers that have one: such a thread could
+// only fail its next run. It runs once the command is otherwise valid and is not a
 // duplicate, so a retried create still gets its original receipt.
 func (h *Host) checkInstalled(provider string) error {
 	_, _, err := h.plugins.Find(provider)

@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -316,8 +317,9 @@ func TestUntrustedSnapshotIsRebuiltFromEvents(t *testing.T) {
 		seq    func(th domain.Thread) uint64
 		why    string
 	}{
-		{"another schema", 2, func(th domain.Thread) uint64 { return th.Sequence }, "schema 2, this host writes 1"},
-		{"a watermark that is not the thread's", 1, func(th domain.Thread) uint64 { return th.Sequence + 1000 }, "its watermark %d is not one of the thread's events"},
+		{"another schema", orchestrator.ProjectionSchema + 1, func(th domain.Thread) uint64 { return th.Sequence },
+			fmt.Sprintf("schema %d, this host writes %d", orchestrator.ProjectionSchema+1, orchestrator.ProjectionSchema)},
+		{"a watermark that is not the thread's", orchestrator.ProjectionSchema, func(th domain.Thread) uint64 { return th.Sequence + 1000 }, "its watermark %d is not one of the thread's events"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, th := storedThread(t)

@@ -72,3 +72,6 @@ func TestUninstalledProviderRefusals(t *testing.T) {
 		})
 	}
 }
+
+// ProjectionSchema is the schema of the snapshots this host writes.
+const ProjectionSchema = projectionSchema

@@ -112,6 +112,9 @@ func (e *env) answeredThread(between func(th domain.Thread)) (domain.Thread, []s
 func (e *env) comparable(th domain.Thread) domain.Thread {
 	e.t.Helper()
 	th.ProviderCommand, th.Sequence = domain.ProviderCommand{}, 0
+	for i := range th.ProviderBindings {
+		th.ProviderBindings[i].Command = domain.ProviderCommand{}
+	}
 	for i := range th.ProviderSessions {
 		th.ProviderSessions[i].PluginPid, th.ProviderSessions[i].ProviderPid = 0, 0
 	}
