@@ -110,8 +110,8 @@ demo: build
 # Record a transcript from the real provider binary (installed from npm into
 # .cache/), driven by baton through the real plugin, with a scripted model
 # server on 127.0.0.1. See testdata/record.sh. PROVIDER=FIRST+SECOND (e.g.
-# codex+claude) with SCENARIO=provider_switch_return or
-# provider_switch_rollback records a thread that switches from FIRST to
+# codex+claude) with SCENARIO=provider_switch_return,
+# provider_switch_rollback or provider_switch_rollback_away records a thread that switches from FIRST to
 # SECOND and back, one transcript per provider, driven by the scenario's
 # orchestrator test (testdata/record_switch.sh); record-switch records every
 # pair and scenario the tests replay.
@@ -119,7 +119,9 @@ record: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
 	bash testdata/record.sh $(PROVIDER) $(SCENARIO)
 
-SWITCH_RECORDINGS ?= codex+claude:provider_switch_return acp+opencode:provider_switch_return codex+claude:provider_switch_rollback acp+opencode:provider_switch_rollback
+SWITCH_RECORDINGS ?= codex+claude:provider_switch_return acp+opencode:provider_switch_return \
+	codex+claude:provider_switch_rollback acp+opencode:provider_switch_rollback \
+	codex+claude:provider_switch_rollback_away acp+opencode:provider_switch_rollback_away
 record-switch: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
 	@for ps in $(SWITCH_RECORDINGS); do GO=$(GO) bash testdata/record.sh $${ps%%:*} $${ps#*:} || exit 1; done

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # record_switch records a thread that moves between two real agents:
 # `make record PROVIDER=FIRST+SECOND SCENARIO=provider_switch_return` (or
-# SCENARIO=provider_switch_rollback), sourced by testdata/record.sh, whose
+# SCENARIO=provider_switch_rollback or provider_switch_rollback_away), sourced by testdata/record.sh, whose
 # helpers it uses. The pairs the tests replay are codex+claude and
 # acp+opencode; `make record-switch` records all of them.
 #
@@ -22,7 +22,10 @@
 #      (FIRST resumes its own conversation with a delta handoff). Rollback:
 #      the same three runs, a rollback to run 1 on FIRST, a switch to
 #      SECOND and run 4 (its conversation saw a dropped run: a fresh one,
-#      with a full summary). The test drives the real host and
+#      with a full summary). Rollback away: run 1 on FIRST, run 2 on
+#      SECOND, a rollback to run 1 there (SECOND reconciles its own
+#      conversation), a switch back and run 3 (FIRST resumes with no
+#      handoff: it has seen all that is left). The test drives the real host and
 #      plugins, as it does when it replays, with the same seeded ids, so the
 #      handoff text a replay sends is byte for byte the recorded one.
 #   3. Every scripted reply of both model servers must be consumed; each
@@ -43,7 +46,8 @@ record_switch() {
   case $SCENARIO in
     provider_switch_return) test=TestProviderSwitchReturn ;;
     provider_switch_rollback) test=TestProviderSwitchRollback ;;
-    *) die "a switch recording plays provider_switch_return or provider_switch_rollback, not $SCENARIO" ;;
+    provider_switch_rollback_away) test=TestProviderSwitchRollbackAway ;;
+    *) die "a switch recording plays provider_switch_return, provider_switch_rollback or provider_switch_rollback_away, not $SCENARIO" ;;
   esac
   command -v "${GO:-go}" >/dev/null || die "${GO:-go} is not installed"
   SWITCH=1
