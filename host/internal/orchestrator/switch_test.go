@@ -530,3 +530,106 @@ func TestProviderSwitchRollback(t *testing.T) {
 		})
 	}
 }
+
+// Rollback on the second provider, then the return (level 4, recorded):
+// after run 1 (first) and run 2 (second), a rollback to run 1 reconciles
+// the second provider's conversation (claude and opencode drop run 2
+// natively), and the first provider, which saw run 1 and nothing since
+// that is left, resumes its conversation with no handoff at all.
+func TestProviderSwitchRollbackAway(t *testing.T) {
+	for _, tc := range []struct {
+		pair           switchPair
+		reconciliation domain.Reconciliation
+		// rolledBack is how the second provider's session ended: in use
+		// after a native rollback, closed by a fresh-thread one.
+		rolledBack string
+	}{
+		// Claude Code cannot cut its conversation before its first turn
+		// (there is no assistant message to resume at): a fresh one.
+		{switchPair{"codex", "claude"}, domain.ReconcileFreshThread, "closed"},
+		{switchPair{"acp", "opencode"}, domain.ReconcileNative, "the thread switched to acp"},
+	} {
+		pair := tc.pair
+		t.Run(pair.name(), func(t *testing.T) {
+			s := newSwitchThread(t, "provider_switch_rollback_away", pair, "provider_switch_rollback_away.ndjson")
+			e, first, second := s.e, pair.first, pair.second
+			s.run(1)
+			s.switchTo("switch-away", second, s.cmd2)
+			s.run(2)
+			rb, err := scenario.RollbackToRun(t.Context(), scenario.Host(e.host), s.id, "rollback", 1)
+			if err != nil || rb.Status != domain.RollbackDone {
+				t.Fatalf("rollback to run 1: %+v %v", rb, err)
+			}
+			s.switchTo("switch-back", first, domain.ProviderCommand{})
+			s.run(3)
+			th := e.checkSwitchSessions(s.id, []string{"the thread switched to " + second, tc.rolledBack, "closed"})
+			if recording(t, "provider_switch_rollback_away", pair.name()) != nil {
+				return // the replay checks the rest
+			}
+			if diff := cmp.Diff([]runView{
+				{1, first, domain.RunStatusCompleted, []string{"added a.txt +1 -0"}},
+				{2, second, domain.RunStatusRolledBack, []string{"added b.txt +1 -0"}},
+				{3, first, domain.RunStatusCompleted, []string{"modified a.txt +1 -0"}},
+			}, runViews(th)); diff != "" {
+				t.Errorf("runs (-want +got):\n%s", diff)
+			}
+			native := tc.reconciliation == domain.ReconcileNative
+			rb = th.Rollbacks[0]
+			if rb.Reconciliation != tc.reconciliation || rb.Status != domain.RollbackDone || native != (rb.TurnsDropped == 1) {
+				t.Errorf("rollback = %s, %s, %d turns dropped; want %s (native: run 2's one turn)", rb.Status, rb.Reconciliation,
+					rb.TurnsDropped, tc.reconciliation)
+			}
+			// Run 3 carries no handoff: the first provider has seen run 1,
+			// all that is left. (A fresh-thread rollback planned one for the
+			// second provider's fresh conversation; the switch superseded it.)
+			summary := func(status domain.HandoffStatus, run int) handoffView {
+				return handoffView{Strategy: domain.HandoffFullThreadSummary, From: first, To: second, FromRun: 1, ToRun: 1,
+					Runs: []int{1}, RunProviders: []string{first}, Status: status, ConsumedByRun: run, BytesIsTextLen: true,
+					TextHasMessages: []bool{true, false, false, false}, TextHasAnswers: []bool{true, false, false}}
+			}
+			want := []handoffView{summary(domain.HandoffStatusConsumed, 2)}
+			if !native {
+				want = append(want, summary(domain.HandoffStatusSuperseded, 0))
+			}
+			if diff := cmp.Diff(want, handoffViews(th)); diff != "" {
+				t.Errorf("handoffs (-want +got):\n%s", diff)
+			}
+			ses, pt := th.ProviderSessions, th.ProviderThreads
+			if len(ses) != 3 || len(pt) != 2 {
+				t.Fatalf("sessions %+v, provider threads %+v; want 3 sessions on 2 provider threads", ses, pt)
+			}
+			if diff := cmp.Diff([]domain.ProviderThread{
+				{ID: pt[0].ID, Provider: first, SessionID: ses[0].ID, ProviderRef: pt[0].ProviderRef},
+				{ID: pt[1].ID, Provider: second, SessionID: ses[1].ID, ProviderRef: pt[1].ProviderRef, Detached: !native},
+			}, pt); diff != "" {
+				t.Errorf("provider threads (-want +got):\n%s", diff)
+			}
+			var opened [][3]any
+			for _, o := range e.sessionOpenings(s.id) {
+				opened = append(opened, [3]any{o.Provider, o.ResumeRequested, o.Resumed})
+			}
+			if diff := cmp.Diff([][3]any{{first, "", false}, {second, "", false}, {first, pt[0].ProviderRef, true}}, opened); diff != "" {
+				t.Errorf("sessions opened (provider, resume requested, resumed) (-want +got):\n%s", diff)
+			}
+			// The second provider's conversation has seen nothing that is
+			// left (natively cut before run 2, or left behind).
+			secondBinding := domain.ProviderBinding{Provider: second, Command: s.cmd2, SessionID: ses[1].ID, Runs: []int{2}}
+			if native {
+				secondBinding.ProviderThreadID, secondBinding.ThreadRef = pt[1].ID, pt[1].ProviderRef
+			}
+			if diff := cmp.Diff([]domain.ProviderBinding{
+				{Provider: first, Command: s.cmd1, SessionID: ses[2].ID, ProviderThreadID: pt[0].ID, ThreadRef: pt[0].ProviderRef,
+					SeenThrough: 3, Runs: []int{1, 3}},
+				secondBinding,
+			}, th.ProviderBindings); diff != "" {
+				t.Errorf("provider bindings (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]bool{false, false, true, false}, e.framesHave(ses[2].ID)); diff != "" {
+				t.Errorf("switchMessages in the return's frames (-want +got):\n%s", diff)
+			}
+			if got := e.files(); !hasFiles(got, map[string]string{"a.txt": "one\nthree\n"}) {
+				t.Errorf("workspace = %q", got)
+			}
+		})
+	}
+}
