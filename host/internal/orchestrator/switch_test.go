@@ -283,6 +283,8 @@ func TestProviderSwitchReturn(t *testing.T) {
 			}); diff != "" {
 				t.Errorf("switchMessages in each session's raw frames (-want +got):\n%s", diff)
 			}
+			e.checkPrompt(ses[1].ID, th.Handoffs[0], switchMessages[1])
+			e.checkPrompt(ses[2].ID, th.Handoffs[1], switchMessages[2])
 			if got := e.files(); !hasFiles(got, map[string]string{"a.txt": "one\nthree\n", "b.txt": "two\n"}) {
 				t.Errorf("workspace = %q", got)
 			}
@@ -309,6 +311,47 @@ func (e *env) framesHave(sessionID string) []bool {
 		out = append(out, strings.Contains(sent.String(), m))
 	}
 	return out
+}
+
+// sentStrings are the strings in the frames a session sent its provider
+// (every string value, at any depth).
+func (e *env) sentStrings(sessionID string) []string {
+	e.t.Helper()
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			out = append(out, v)
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		case map[string]any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	for _, line := range strings.Split(e.rawFrames(sessionID), "\n") {
+		var rec struct {
+			Dir   string `json:"dir"`
+			Frame any    `json:"frame"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Dir == "out" {
+			walk(rec.Frame)
+		}
+	}
+	return out
+}
+
+// checkPrompt checks that a session sent its provider the handoff and the
+// message as one prompt, exactly (Thread.TurnText).
+func (e *env) checkPrompt(sessionID string, h domain.ContextHandoff, message string) {
+	e.t.Helper()
+	if want := h.Text + "\n\n" + message; !slices.Contains(e.sentStrings(sessionID), want) {
+		e.t.Errorf("session %s did not send the prompt %q", sessionID, want)
+	}
 }
 
 // hasFiles says whether got has want's files (and others only under .git or
@@ -417,6 +460,7 @@ func TestProviderSwitchReturnResumeFails(t *testing.T) {
 	if diff := cmp.Diff([]bool{true, true, true, false}, e.framesHave(ses[2].ID)); diff != "" {
 		t.Errorf("switchMessages in the fresh conversation's frames (-want +got):\n%s", diff)
 	}
+	e.checkPrompt(ses[2].ID, th.Handoffs[2], switchMessages[2])
 }
 
 // Rollback after a switch and return (level 4, recorded): after runs 1
@@ -524,6 +568,7 @@ func TestProviderSwitchRollback(t *testing.T) {
 			if diff := cmp.Diff([]bool{true, false, false, true}, e.framesHave(ses[3].ID)); diff != "" {
 				t.Errorf("switchMessages in the second provider's fresh conversation (-want +got):\n%s", diff)
 			}
+			e.checkPrompt(ses[3].ID, th.Handoffs[len(th.Handoffs)-1], switchMessages[3])
 			if got := e.files(); !hasFiles(got, map[string]string{"a.txt": "one\n", "c.txt": "four\n"}) {
 				t.Errorf("workspace = %q", got)
 			}
