@@ -100,5 +100,5 @@ var degradations = []struct {
 	{func(c sdk.Capabilities) bool { return !c.NativeRollback },
 		"**rollback fresh thread + handoff**: files are restored from the checkpoint as for every provider; the provider's conversation is left behind, and the next run starts a fresh one whose first turn carries a handoff (what was asked, answered and changed in the runs that remain)."},
 	{func(c sdk.Capabilities) bool { return !c.Resume },
-		"**resume no**: a thread continued in a new session (a restarted host) starts a new provider conversation."},
+		"**resume no**: a thread continued in a new session (a restarted host) starts a new provider conversation; a thread that switches back to the provider gets a fresh conversation whose first turn carries a full summary (`full_thread_summary`), not a delta."},
 }

@@ -33,7 +33,7 @@ func TestCheckpointCommands(t *testing.T) {
 	}
 	for _, want := range []string{"⛁ checkpoint of run 1: 1 file changed", "added a.txt (+1 -0)", "⛁ checkpoint of run 2: 2 files changed",
 		"↺ files restored: 1 written, 2 removed (as they were before: git checkout refs/baton/checkpoints/", "↺ rolled back; the next run starts a fresh provider conversation",
-		"the next run carries a summary of run 1", "run 2 rolled_back, run 3 rolled_back, run 4 completed"} {
+		"ⓘ handoff to acp (after the rollback): run 1, ", "run 2 rolled_back, run 3 rolled_back, run 4 completed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -142,7 +142,7 @@ func TestHelpAndCompletion(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("baton --help: exit %d", code)
 	}
-	verbs := []string{"run", "threads", "show", "watch", "send", "interrupt", "approve", "decline", "diff", "rollback", "plugin", "serve", "version", "completion"}
+	verbs := []string{"run", "threads", "show", "watch", "send", "interrupt", "approve", "decline", "diff", "rollback", "switch", "plugin", "serve", "version", "completion"}
 	for _, v := range verbs {
 		if !regexp.MustCompile(`(?m)^  ` + v + ` `).MatchString(out) {
 			t.Errorf("baton --help does not list %s:\n%s", v, out)
@@ -154,11 +154,12 @@ func TestHelpAndCompletion(t *testing.T) {
 		}
 	}
 	flags := map[string][]string{
-		"run":       {"--provider name", "[$BATON_PROVIDER]", "--approve", "--detach", "[$BATON_PROVIDER_COMMAND]"},
+		"run":       {"--provider name", "[$BATON_PROVIDER]", "--approve", "--detach", "[$BATON_PROVIDER_COMMAND]", "--handoff-max-bytes n"},
 		"threads":   {"--status", "--provider", "--json"},
-		"show":      {"--json"},
+		"show":      {"--json", "--handoff id"},
 		"watch":     {"--after sequence", "[$BATON_AFTER]"},
-		"send":      {"--mode", "queue, steer, restart or now"},
+		"send":      {"--mode", "queue, steer, restart or now", "--provider name", "--handoff-max-bytes n"},
+		"switch":    {"--provider name", "--model model", "--provider-command", "--handoff-max-bytes n", "[$BATON_HANDOFF_MAX_BYTES]"},
 		"interrupt": {"--run id"},
 		"approve":   {"--for-session"},
 		"decline":   {"--cancel"},

@@ -232,13 +232,104 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		if e.Note != "" {
 			p.line("  ! %s", e.Note)
 		}
+	case domain.ProviderSwitched:
+		p.line("%s", switchedLine(e))
 	case domain.HandoffCreated:
-		runs := fmt.Sprintf("runs %d-%d", e.FromRun, e.ToRun)
-		if e.FromRun == e.ToRun {
-			runs = fmt.Sprintf("run %d", e.ToRun)
+		p.line("  ⓘ %s", handoffLine(e))
+	case domain.HandoffSuperseded:
+		if e.By == "" { // a replacement says itself what it is
+			p.line("  ⓘ handoff withdrawn: nothing new to tell")
 		}
-		p.line("  ⓘ the next run carries a summary of %s", runs)
 	}
+}
+
+// switchedLine is what a provider switch says.
+func switchedLine(e domain.ProviderSwitched) string {
+	var s string
+	switch {
+	case e.From != e.To:
+		s = "⇄ switched to " + e.To + modelNote(e.ToModel)
+	case e.FromModel != e.ToModel:
+		s = "⇄ switched to " + e.To + "'s " + cmp.Or(e.ToModel, "default") + " model"
+	default:
+		s = "⇄ " + e.To + ": provider settings changed"
+	}
+	if e.HandoffMaxBytes > 0 {
+		s += "; handoffs at most " + byteSize(e.HandoffMaxBytes)
+	}
+	return s
+}
+
+// handoffLine is what a handoff says: whom it is for, what it covers, how
+// big it is, and what was cut or why it is a full summary after all.
+func handoffLine(e domain.HandoffCreated) string {
+	s := "handoff"
+	if e.ToProvider != "" {
+		s += " to " + e.ToProvider
+	}
+	switch {
+	case e.RollbackID != "":
+		s += " (after the rollback)"
+	case e.Strategy == domain.HandoffDeltaSinceLastSeen && e.FromRun > 1:
+		s += fmt.Sprintf(" (delta since run %d)", e.FromRun-1)
+	case e.Strategy == domain.HandoffDeltaSinceLastSeen:
+		s += " (delta)"
+	}
+	s += ": " + runList(handoffOrdinals(e.Runs, e.FromRun, e.ToRun)) + ", " + byteSize(cmp.Or(e.Bytes, len(e.Text)))
+	if e.Truncated {
+		s += ", truncated"
+	}
+	if e.Fallback != "" {
+		s += "; fallback: " + oneLine(e.Fallback, 100)
+	}
+	return s
+}
+
+// handoffOrdinals are the runs a handoff covers (from..to when it does
+// not list them).
+func handoffOrdinals(runs []domain.HandoffRun, from, to int) []int {
+	var out []int
+	for _, r := range runs {
+		out = append(out, r.Ordinal)
+	}
+	if len(runs) == 0 {
+		for n := from; n <= to && n > 0; n++ {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// runList is ordinals as people write them: "run 2", "runs 1-3, 5".
+func runList(ords []int) string {
+	if len(ords) == 0 {
+		return "no runs"
+	}
+	var parts []string
+	for i := 0; i < len(ords); {
+		j := i
+		for j+1 < len(ords) && ords[j+1] == ords[j]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, fmt.Sprint(ords[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", ords[i], ords[j]))
+		}
+		i = j + 1
+	}
+	if len(ords) == 1 {
+		return "run " + parts[0]
+	}
+	return "runs " + strings.Join(parts, ", ")
+}
+
+// byteSize is a size as people read it: 900 bytes, 12 KiB (rounded).
+func byteSize(n int) string {
+	if n < 1024 {
+		return plural(n, "byte")
+	}
+	return fmt.Sprintf("%d KiB", (n+512)/1024)
 }
 
 // checkpoint shows what a checkpoint kept: its status, and the files it

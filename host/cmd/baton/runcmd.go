@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/shlex"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"google.golang.org/grpc/codes"
@@ -37,8 +36,9 @@ var defaultCommands = map[string][]string{
 }
 
 type runFlags struct {
-	provider, command, cwd, thread, model, approve, script string
-	json, detach                                           bool
+	switchFlags
+	cwd, thread, approve, script string
+	json, detach                 bool
 }
 
 func runCommand(g *globals) *cobra.Command {
@@ -56,19 +56,24 @@ the runs going (follow them with baton watch).
 
 The agent's requests (a command to run, a file to write) are answered by
 --approve: ask (at the terminal, the default on a terminal), accept, or
-decline (the default otherwise).`,
+decline (the default otherwise).
+
+With --thread, --provider (or --model, --provider-command) switches the thread
+before its messages, as baton switch does: the runs start on that provider,
+the first carrying a handoff of what it has not seen. --handoff-max-bytes
+bounds the thread's handoffs (a new thread's too, for those after a rollback
+or a later switch).`,
 		Example: `  baton run --provider acp "Write hello.txt"
   baton run --provider codex --approve accept --cwd ~/src/app "Fix the failing test"
   baton run --thread thr_123 "Now add a README"
+  baton run --thread thr_123 --provider claude "Review what codex did"
   baton run --json --provider acp "Explain main.go" | jq .`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runRun(cmd.Context(), g, f, args) },
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.provider, "provider", "", "provider `name` of a new thread (an installed plugin baton-plugin-NAME)")
-	fl.StringVar(&f.command, "provider-command", "", "the provider process to run, split into words like a shell would (no shell runs)")
+	addSwitchFlags(fl, &f.switchFlags, true)
 	fl.StringVar(&f.cwd, "cwd", "", "the new thread's working `directory` (default: the current directory)")
 	fl.StringVar(&f.thread, "thread", "", "continue this thread `id` instead of creating one")
-	fl.StringVar(&f.model, "model", "", "provider `model`")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per line; the last is the final thread projection")
 	fl.StringVar(&f.approve, "approve", "", "the `policy` for the agent's requests on a new thread: ask, accept or decline (default: ask on a terminal, else decline)")
 	fl.StringVar(&f.script, "script", "", "run a scenario `file` of steps (send, waitFor, interrupt, respond) instead of MESSAGE arguments")
@@ -80,12 +85,16 @@ decline (the default otherwise).`,
 
 // runOptions are run's flags, checked before anything is written.
 type runOptions struct {
+	verb     string // the verb for errors (default: run)
 	messages []string
 	mode     string // of the messages (default: queue)
 	script   *scenario.Script
 	policy   domain.ApprovalPolicy
 	cwd      string
 	argv     []string
+	// switchArgv is --provider-command's words for a switch of a
+	// continued thread (nil: not given).
+	switchArgv []string
 	// noCommand: a new thread of a provider with no default command, and
 	// no --provider-command (what is wrong depends on what is installed).
 	noCommand bool
@@ -131,28 +140,22 @@ func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
 	if o.cwd, err = filepath.Abs(cwd); err != nil {
 		return o, usagef("run: --cwd: %v", err)
 	}
-	if f.command != "" {
-		if o.argv, err = shlex.Split(f.command); err != nil || len(o.argv) == 0 {
-			return o, usagef("run: --provider-command %q: cannot split it into words: %v", f.command, err)
-		}
-		// A relative path to the program means here, not the thread's cwd
-		// (where the plugin starts it).
-		if strings.ContainsRune(o.argv[0], '/') && !filepath.IsAbs(o.argv[0]) {
-			if abs, err := filepath.Abs(o.argv[0]); err == nil {
-				o.argv[0] = abs
-			}
-		}
-	} else if f.thread == "" {
+	if o.argv, err = f.switchFlags.check("run"); err != nil {
+		return o, err
+	}
+	if f.thread != "" {
+		o.switchArgv = o.argv
+	} else if o.argv == nil {
 		o.argv = defaultCommands[f.provider]
 		o.noCommand = len(o.argv) == 0
 	}
 	return o, nil
 }
 
-// noCommand is the usage error for a new thread without a provider
-// command: the provider is not installed (naming those that are), or it
-// has no default command.
-func noCommand(ctx context.Context, c *client, provider string) error {
+// noCommand is the usage error of verb for a provider new to the thread
+// (or a new thread) without a provider command: the provider is not
+// installed (naming those that are), or it has no default command.
+func noCommand(ctx context.Context, verb string, c *client, provider string) error {
 	resp, err := c.ListPlugins(ctx, &batonv1.ListPluginsRequest{})
 	if err != nil {
 		return rpcError("list plugins", err)
@@ -160,11 +163,11 @@ func noCommand(ctx context.Context, c *client, provider string) error {
 	var names []string
 	for _, p := range resp.GetPlugins() {
 		if p.GetName() == provider {
-			return usagef("run: provider %q has no default command; pass --provider-command", provider)
+			return usagef("%s: provider %q has no default command; pass --provider-command", verb, provider)
 		}
 		names = append(names, p.GetName())
 	}
-	return usagef("run: provider %q is not installed; installed: %s", provider, cmp.Or(strings.Join(names, ", "), "none"))
+	return usagef("%s: provider %q is not installed; installed: %s", verb, provider, cmp.Or(strings.Join(names, ", "), "none"))
 }
 
 // signals delivers the first SIGINT on first; a second signal (or SIGTERM)
@@ -222,7 +225,7 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	idgen := ids.New()
 	threadID := f.thread
 	if o.noCommand {
-		return noCommand(ctx, c, f.provider)
+		return noCommand(ctx, "run", c, f.provider)
 	}
 	if threadID == "" {
 		rc, err := c.CreateThread(ctx, &batonv1.CreateThreadRequest{CommandId: idgen.NewID("cmd"), Provider: f.provider,
@@ -234,6 +237,15 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	}
 	at, th, err := c.threadFor(ctx, "thread "+threadID, threadID)
 	if err != nil {
+		return err
+	}
+	// A continued thread switches as its flags say; a new one is on its
+	// provider already, and only takes the handoff bound.
+	sw, switchArgv := f.switchFlags, o.switchArgv
+	if f.thread == "" {
+		sw, switchArgv = switchFlags{handoffMax: f.handoffMax}, nil
+	}
+	if _, err := switchThread(ctx, cmp.Or(o.verb, "run"), c, idgen, th, sw, switchArgv); err != nil {
 		return err
 	}
 	start := at.GetSequence()

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -105,12 +107,16 @@ func printThreads(g *globals, list []domain.ThreadSummary, jsonOut bool) error {
 
 func showCommand(g *globals) *cobra.Command {
 	var jsonOut bool
+	var handoff string
 	c := &cobra.Command{
 		Use:   "show THREAD",
-		Short: "Show a thread: its runs, messages, requests and checkpoints",
-		Long: `Show prints a thread's projection: a summary of its runs, messages, requests and
-checkpoints, or with --json the whole projection as one JSON object.`,
+		Short: "Show a thread: its runs, messages, requests, checkpoints and handoffs",
+		Long: `Show prints a thread's projection: a summary of its runs, messages, requests,
+checkpoints and context handoffs (and, once it has switched providers, each
+provider's binding: its model, its conversation, the last run it saw and the
+runs it ran), or with --json the whole projection as one JSON object.`,
 		Example: `  baton show thr_123
+  baton show --handoff hof_123 thr_123
   baton show --json thr_123 | jq '.runs[] | {ordinal, status}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -118,6 +124,15 @@ checkpoints, or with --json the whole projection as one JSON object.`,
 				at, t, err := c.threadFor(ctx, "show", args[0])
 				if err != nil {
 					return err
+				}
+				if handoff != "" {
+					for _, h := range t.Handoffs {
+						if h.ID == handoff {
+							fmt.Fprint(g.stdout, h.Text)
+							return nil
+						}
+					}
+					return usagef("show: thread %s has no handoff %q", t.ID, handoff)
 				}
 				if jsonOut {
 					b, err := json.Marshal(t)
@@ -133,6 +148,7 @@ checkpoints, or with --json the whole projection as one JSON object.`,
 		},
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the thread's projection as one JSON object")
+	c.Flags().StringVar(&handoff, "handoff", "", "print the text of this handoff `id` (what the provider's first turn is told)")
 	return c
 }
 
@@ -149,6 +165,10 @@ func showThread(g *globals, t domain.Thread, s domain.ThreadSummary) {
 	if t.Model != "" {
 		fmt.Fprintf(w, "  model %s\n", t.Model)
 	}
+	switched := len(t.ProviderBindings) > 1
+	if switched {
+		showProviders(w, t)
+	}
 	fmt.Fprintf(w, "\nruns (%d):\n", len(t.Runs))
 	for _, r := range t.Runs {
 		end := string(r.Status)
@@ -157,6 +177,9 @@ func showThread(g *globals, t domain.Thread, s domain.ThreadSummary) {
 			end += ": " + oneLine(r.Failure.Message, 80)
 		case r.StopReason != "":
 			end += " (" + r.StopReason + ")"
+		}
+		if switched && r.Provider != "" {
+			end += " on " + r.Provider
 		}
 		fmt.Fprintf(w, "  %d  %s  %s  %s\n", r.Ordinal, r.ID, end, oneLine(r.Input, 60))
 	}
@@ -193,6 +216,74 @@ func showThread(g *globals, t domain.Thread, s domain.ThreadSummary) {
 			fmt.Fprintf(w, "  %s  %s  %s, %s\n", cp.ID, what, cp.Status, plural(len(cp.Files), "file"))
 		}
 	}
+	if len(t.Handoffs) > 0 {
+		showHandoffs(w, t)
+	}
+}
+
+// showProviders lists the providers a thread has used: each one's model,
+// its own conversation of the thread (the one a return resumes), the last
+// run it has seen and the runs it ran.
+func showProviders(out io.Writer, t domain.Thread) {
+	fmt.Fprintf(out, "\nproviders (%d):\n", len(t.ProviderBindings))
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, b := range t.ProviderBindings {
+		name := b.Provider
+		if name == t.Provider {
+			name += " (current)"
+		}
+		model := "default model"
+		if b.Model != "" {
+			model = "model " + b.Model
+		}
+		conv := "no conversation"
+		if b.ThreadRef != "" {
+			conv = "conversation " + b.ThreadRef
+		}
+		seen := "has seen no run"
+		if b.SeenThrough > 0 {
+			seen = fmt.Sprintf("seen through run %d", b.SeenThrough)
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\tran %s\n", name, model, conv, seen, runList(b.Runs))
+	}
+	w.Flush()
+}
+
+// showHandoffs lists a thread's handoffs: what each covered, for whom, and
+// what became of it.
+func showHandoffs(out io.Writer, t domain.Thread) {
+	fmt.Fprintf(out, "\nhandoffs (%d):\n", len(t.Handoffs))
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, h := range t.Handoffs {
+		route := h.FromProvider + " -> " + h.ToProvider
+		if h.RollbackID != "" {
+			route += " (rollback)"
+		}
+		size := byteSize(cmp.Or(h.Bytes, len(h.Text)))
+		if h.Truncated {
+			size += ", truncated"
+		}
+		status := string(h.Status)
+		switch {
+		case h.Status == domain.HandoffStatusConsumed:
+			status = "consumed by " + runName(t, h.RunID)
+		case h.Status == domain.HandoffStatusSuperseded && h.SupersededBy != "":
+			status += " by " + h.SupersededBy
+		}
+		if h.Fallback != "" {
+			status += "; fallback: " + oneLine(h.Fallback, 80)
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", h.ID, h.Strategy, route, runList(handoffOrdinals(h.Runs, h.FromRun, h.ToRun)), size, status)
+	}
+	w.Flush()
+}
+
+// runName is "run N", or the run's id when the thread does not show it.
+func runName(t domain.Thread, runID string) string {
+	if r := runOf(t, runID); r != nil {
+		return fmt.Sprintf("run %d", r.Ordinal)
+	}
+	return runID
 }
 
 func watchCommand(g *globals) *cobra.Command {
@@ -277,6 +368,7 @@ func signalContext(parent context.Context) (context.Context, func()) {
 
 func sendCommand(g *globals) *cobra.Command {
 	var mode, target string
+	sf := &switchFlags{}
 	c := &cobra.Command{
 		Use:   "send THREAD MESSAGE",
 		Short: "Send a message to a thread: a new run, or into the active one (--mode)",
@@ -287,15 +379,22 @@ While a run is active, --mode says what the message does: queue (a run of its
 own after the active one), steer (added to the active turn), restart (the
 active turn stops and starts again with it), or now (interrupt the active run
 and start this one). Without --mode: steer where the provider steers natively,
-else restart; on an idle thread the message starts a run at once.`,
+else restart; on an idle thread the message starts a run at once.
+--provider (or --model, --provider-command) switches the thread first, as
+baton switch does: the message's run starts on that provider.`,
 		Example: `  baton send thr_123 "Also update the changelog"
-  baton send --mode queue thr_123 "Then run the tests"`,
+  baton send --mode queue thr_123 "Then run the tests"
+  baton send --provider claude thr_123 "Take it from here"`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch mode {
 			case "", "queue", "steer", "restart", "now":
 			default:
 				return usagef("send: --mode must be queue, steer, restart or now, got %q", mode)
+			}
+			argv, err := sf.check("send")
+			if err != nil {
+				return err
 			}
 			ctx, cancel := context.WithCancel(cmd.Context())
 			interruptReq, stopSignals := signals(ctx, cancel)
@@ -309,9 +408,30 @@ else restart; on an idle thread the message starts a run at once.`,
 				// No service carries the run once this command exits: follow
 				// it to its end, as baton run --thread does.
 				fmt.Fprintln(g.stderr, "baton: no service runs (baton serve); following the run to its end")
-				return runOn(ctx, g, c, &runFlags{thread: args[0]}, runOptions{messages: args[1:], mode: mode}, interruptReq)
+				return runOn(ctx, g, c, &runFlags{switchFlags: *sf, thread: args[0]}, runOptions{verb: "send", messages: args[1:], mode: mode, switchArgv: argv}, interruptReq)
 			}
-			rc, err := c.SendMessage(ctx, &batonv1.SendMessageRequest{CommandId: ids.New().NewID("cmd"), ThreadId: args[0],
+			idgen := ids.New()
+			if *sf != (switchFlags{}) {
+				// The switch first, shown as baton switch shows it.
+				at, t, err := c.threadFor(ctx, "send", args[0])
+				if err != nil {
+					return err
+				}
+				switched, err := switchThread(ctx, "send", c, idgen, t, *sf, argv)
+				if err != nil {
+					return err
+				}
+				if switched {
+					now, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: t.ID})
+					if err != nil {
+						return rpcError("send", err)
+					}
+					if err := printEvents(ctx, c, scopedPrinter(g.stdout, false, t), t.ID, at.GetSequence(), now.GetSequence()); err != nil {
+						return err
+					}
+				}
+			}
+			rc, err := c.SendMessage(ctx, &batonv1.SendMessageRequest{CommandId: idgen.NewID("cmd"), ThreadId: args[0],
 				Text: args[1], Mode: mode, TargetRunId: target})
 			if err != nil {
 				return rpcError("send", err)
@@ -322,6 +442,8 @@ else restart; on an idle thread the message starts a run at once.`,
 	}
 	c.Flags().StringVar(&mode, "mode", "", "what the message does while a run is active: queue, steer, restart or now")
 	c.Flags().StringVar(&target, "run", "", "for steer and restart, the run `id` meant (refused if another is active)")
+	addSwitchFlags(c.Flags(), sf, false)
+	c.RegisterFlagCompletionFunc("provider", fixedCompletion("acp", "claude", "codex", "cursor", "opencode"))
 	c.RegisterFlagCompletionFunc("mode", fixedCompletion("queue", "steer", "restart", "now"))
 	return c
 }

@@ -270,7 +270,7 @@ func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 	h := th.Handoffs[0]
 	if h.Status != HandoffReady || h.ToRun != 1 || h.Strategy != HandoffFullThreadSummary ||
 		!strings.Contains(h.Text, "User: one") || !strings.Contains(h.Text, "Assistant: I wrote a.txt") ||
-		!strings.Contains(h.Text, "a.txt (added)") || strings.Contains(h.Text, "Run 2") {
+		!strings.Contains(h.Text, "a.txt (added, +0/-0)") || strings.Contains(h.Text, "Run 2") {
 		t.Fatalf("handoff: %+v", h)
 	}
 	// The next run carries it; a run that fails before the provider took
@@ -363,9 +363,9 @@ func TestRefComponentAndCut(t *testing.T) {
 	for range 10 {
 		th.Messages = append(th.Messages, th.Messages[0])
 	}
-	if s := composeHandoff(th, handoffSpec{Runs: []int{1}, MaxBytes: 32000}).Text; len(s) > 32000 || !strings.HasSuffix(s, "[End of the earlier conversation.]") ||
-		!strings.Contains(s, "earlier runs cut") {
-		t.Errorf("handoff of %d bytes", len(s))
+	if h := composeHandoff(th, handoffSpec{Runs: []int{1}, MaxBytes: 32000}); len(h.Text) > 32000 || !strings.HasSuffix(h.Text, "[End of the handoff. The user's new message follows.]") ||
+		h.Cut != "run 1 cut short" {
+		t.Errorf("handoff of %d bytes: %s", len(h.Text), h.Cut)
 	}
 	for _, pad := range []string{"", "a"} { // one of them cuts inside a character
 		for i := range th.Messages {

@@ -209,8 +209,14 @@ func decideSessionOpened(t *Thread, p RecordSessionOpened, env Env, d *Decision)
 		if b := t.binding(provider); b != nil && b.ThreadRef == p.ResumeRequested {
 			d.emit(ProviderThreadDetached{ProviderThreadID: b.ProviderThreadID, Reason: why})
 		}
-		if provider == t.Provider {
-			planHandoff(t, env, d, handoffSpec{Fallback: why})
+		// The fresh conversation's first turn is the active run's (which
+		// may have started before a switch), else the next run's.
+		to := t.Provider
+		if r := t.activeRun(); r != nil {
+			to = r.Provider
+		}
+		if provider == to {
+			planHandoff(t, env, d, handoffSpec{To: to, Fallback: why})
 		}
 	}
 	if p.ThreadRef != "" && t.providerThreadByRef(p.ThreadRef) == nil {

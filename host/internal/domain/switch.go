@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -61,11 +62,11 @@ func validProviderName(name string) bool {
 	return true
 }
 
-// handoffRuns is what the thread's provider has not seen: the strategy and
-// the ordinals of the ended runs to tell it.
-func handoffRuns(t *Thread) (HandoffStrategy, []int) {
+// handoffRuns is what provider has not seen: the strategy and the
+// ordinals of the ended runs to tell it.
+func handoffRuns(t *Thread, provider string) (HandoffStrategy, []int) {
 	strategy, since := HandoffFullThreadSummary, 0
-	if b := t.binding(t.Provider); b != nil && b.ProviderThreadID != "" {
+	if b := t.binding(provider); b != nil && b.ProviderThreadID != "" {
 		strategy, since = HandoffDeltaSinceLastSeen, b.SeenThrough
 	}
 	// Runs are in ordinal order: walking back from the newest stops at the
@@ -112,11 +113,12 @@ func (t *Thread) TurnText(runID, attemptID, input string) string {
 // planHandoff makes the handoff the thread's next run needs ready: the
 // ready one, if it is that; else it is superseded, and a new one made
 // (unless the provider has seen everything). spec gives the rollback or
-// fallback it is for; the strategy, target, runs and bound are the
-// thread's.
+// fallback it is for, and the provider it is for when that is not the
+// thread's (a run that started before a switch); the strategy, runs and
+// bound are the thread's.
 func planHandoff(t *Thread, env Env, d *Decision, spec handoffSpec) {
-	spec.Strategy, spec.Runs = handoffRuns(t)
-	spec.To, spec.MaxBytes = t.Provider, t.HandoffMaxBytes
+	spec.To, spec.MaxBytes = cmp.Or(spec.To, t.Provider), t.HandoffMaxBytes
+	spec.Strategy, spec.Runs = handoffRuns(t, spec.To)
 	ready := t.readyHandoff()
 	if ready != nil && ready.Strategy == spec.Strategy && ready.ToProvider == spec.To && slices.Equal(ready.ordinals(), spec.Runs) {
 		return

@@ -316,6 +316,28 @@ func TestQueuedRunStartsAfterACrash(t *testing.T) {
 	if got := assistantText(th, th.Runs[1].ID); got != "Second, done." {
 		t.Errorf("run 2 text %q", got)
 	}
+	// The conversation could not be resumed: run 2's fresh one was told
+	// run 1 (the peer checked the prompt).
+	type handoff struct {
+		Strategy domain.HandoffStrategy
+		Runs     []int
+		Fallback string
+		Status   domain.HandoffStatus
+		RunID    string
+	}
+	var got []handoff
+	for _, h := range th.Handoffs {
+		var runs []int
+		for _, r := range h.Runs {
+			runs = append(runs, r.Ordinal)
+		}
+		got = append(got, handoff{h.Strategy, runs, h.Fallback, h.Status, h.RunID})
+	}
+	want := []handoff{{domain.HandoffFullThreadSummary, []int{1}, "acp could not resume its conversation sess_one",
+		domain.HandoffStatusConsumed, th.Runs[1].ID}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("handoffs (-want +got):\n%s", diff)
+	}
 }
 
 // queuedSetup is what the queued helper is given.

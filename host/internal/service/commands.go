@@ -260,3 +260,53 @@ func (s *Server) Rollback(ctx context.Context, req *batonv1.RollbackRequest) (*b
 	}
 	return receiptPB(rc, ""), nil
 }
+
+// SwitchProvider changes the provider (or model) the thread's next runs
+// start on. What the request alone cannot say is checked against the
+// thread before the first try (a repeat returns its first receipt without
+// looking again): a provider the thread has not used needs its command.
+func (s *Server) SwitchProvider(ctx context.Context, req *batonv1.SwitchProviderRequest) (*batonv1.Receipt, error) {
+	id, err := s.commandID(req.GetCommandId())
+	if err != nil {
+		return nil, err
+	}
+	if err := required("thread_id", req.GetThreadId()); err != nil {
+		return nil, err
+	}
+	if err := required("provider", req.GetProvider()); err != nil {
+		return nil, err
+	}
+	if err := checkID("model", req.GetModel()); err != nil {
+		return nil, err
+	}
+	maxBytes := req.GetHandoffMaxBytes()
+	if maxBytes != 0 && maxBytes < domain.MinHandoffMaxBytes {
+		return nil, invalid("handoff_max_bytes", "%d is below the least, %d (0 keeps the thread's bound)", maxBytes, domain.MinHandoffMaxBytes)
+	}
+	pc := req.GetProviderCommand()
+	if len(pc.GetArgv()) == 0 {
+		if len(pc.GetEnv()) > 0 {
+			return nil, invalid("provider_command", "env without argv")
+		}
+		_, ok, err := s.prior("SwitchProvider", id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			t, err := s.host.Thread(req.GetThreadId())
+			if err != nil {
+				return nil, s.toStatus("SwitchProvider", err)
+			}
+			if _, used := t.Binding(req.GetProvider()); !used {
+				return nil, invalid("provider_command", "required: thread %s has not used %s, so there is no command of it to keep", t.ID, req.GetProvider())
+			}
+		}
+	}
+	rc, err := s.dispatch(ctx, "SwitchProvider", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.SwitchProvider{
+		Provider: req.GetProvider(), Model: req.GetModel(), ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()},
+		HandoffMaxBytes: int(maxBytes)}})
+	if err != nil {
+		return nil, err
+	}
+	return receiptPB(rc, ""), nil
+}

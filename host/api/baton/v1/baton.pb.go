@@ -579,6 +579,99 @@ func (x *RollbackRequest) GetCheckpointId() string {
 	return ""
 }
 
+type SwitchProviderRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	ThreadId  string                 `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// provider is an installed plugin's name (ListPlugins).
+	Provider string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	// model is the provider's model (empty: the one the thread last used
+	// with this provider, else the provider's default).
+	Model string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	// provider_command is the provider process. Empty: the command the
+	// thread used for this provider before; required for a provider the
+	// thread has not used.
+	ProviderCommand *ProviderCommand `protobuf:"bytes,5,opt,name=provider_command,json=providerCommand,proto3" json:"provider_command,omitempty"`
+	// handoff_max_bytes bounds the thread's handoff texts from now on (0:
+	// keep the thread's bound, by default 64 KiB; at least 4096): the
+	// newest runs are kept whole, older ones shortened.
+	HandoffMaxBytes uint32 `protobuf:"varint,6,opt,name=handoff_max_bytes,json=handoffMaxBytes,proto3" json:"handoff_max_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SwitchProviderRequest) Reset() {
+	*x = SwitchProviderRequest{}
+	mi := &file_baton_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SwitchProviderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SwitchProviderRequest) ProtoMessage() {}
+
+func (x *SwitchProviderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SwitchProviderRequest.ProtoReflect.Descriptor instead.
+func (*SwitchProviderRequest) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SwitchProviderRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *SwitchProviderRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *SwitchProviderRequest) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *SwitchProviderRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *SwitchProviderRequest) GetProviderCommand() *ProviderCommand {
+	if x != nil {
+		return x.ProviderCommand
+	}
+	return nil
+}
+
+func (x *SwitchProviderRequest) GetHandoffMaxBytes() uint32 {
+	if x != nil {
+		return x.HandoffMaxBytes
+	}
+	return 0
+}
+
 type GetThreadRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ThreadId      string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
@@ -588,7 +681,7 @@ type GetThreadRequest struct {
 
 func (x *GetThreadRequest) Reset() {
 	*x = GetThreadRequest{}
-	mi := &file_baton_proto_msgTypes[7]
+	mi := &file_baton_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +693,7 @@ func (x *GetThreadRequest) String() string {
 func (*GetThreadRequest) ProtoMessage() {}
 
 func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[7]
+	mi := &file_baton_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +706,7 @@ func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreadRequest.ProtoReflect.Descriptor instead.
 func (*GetThreadRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{7}
+	return file_baton_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetThreadRequest) GetThreadId() string {
@@ -630,7 +723,9 @@ type Thread struct {
 	// sequence is the last event the projection shows: subscribe after it.
 	Sequence uint64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	// projection is the whole thread as JSON: runs, attempts, nodes,
-	// messages, requests, checkpoints, handoffs.
+	// messages, requests, checkpoints, handoffs, and providerBindings (each
+	// provider the thread has used: its conversation, the last run it saw,
+	// the runs it ran).
 	Projection    *structpb.Struct `protobuf:"bytes,3,opt,name=projection,proto3" json:"projection,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -638,7 +733,7 @@ type Thread struct {
 
 func (x *Thread) Reset() {
 	*x = Thread{}
-	mi := &file_baton_proto_msgTypes[8]
+	mi := &file_baton_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -650,7 +745,7 @@ func (x *Thread) String() string {
 func (*Thread) ProtoMessage() {}
 
 func (x *Thread) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[8]
+	mi := &file_baton_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -663,7 +758,7 @@ func (x *Thread) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Thread.ProtoReflect.Descriptor instead.
 func (*Thread) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{8}
+	return file_baton_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Thread) GetSummary() *ThreadSummary {
@@ -708,7 +803,7 @@ type ThreadSummary struct {
 
 func (x *ThreadSummary) Reset() {
 	*x = ThreadSummary{}
-	mi := &file_baton_proto_msgTypes[9]
+	mi := &file_baton_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +815,7 @@ func (x *ThreadSummary) String() string {
 func (*ThreadSummary) ProtoMessage() {}
 
 func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[9]
+	mi := &file_baton_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +828,7 @@ func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadSummary.ProtoReflect.Descriptor instead.
 func (*ThreadSummary) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{9}
+	return file_baton_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ThreadSummary) GetId() string {
@@ -829,7 +924,7 @@ type ListThreadsRequest struct {
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_baton_proto_msgTypes[10]
+	mi := &file_baton_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -841,7 +936,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[10]
+	mi := &file_baton_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -854,7 +949,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{10}
+	return file_baton_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListThreadsRequest) GetPageSize() uint32 {
@@ -896,7 +991,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_baton_proto_msgTypes[11]
+	mi := &file_baton_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1003,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[11]
+	mi := &file_baton_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1016,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{11}
+	return file_baton_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*ThreadSummary {
@@ -950,7 +1045,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_baton_proto_msgTypes[12]
+	mi := &file_baton_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1057,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[12]
+	mi := &file_baton_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1070,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{12}
+	return file_baton_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SubscribeRequest) GetThreadId() string {
@@ -1008,7 +1103,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_baton_proto_msgTypes[13]
+	mi := &file_baton_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1115,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[13]
+	mi := &file_baton_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1128,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{13}
+	return file_baton_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Event) GetSequence() uint64 {
@@ -1084,7 +1179,7 @@ type DiffRequest struct {
 
 func (x *DiffRequest) Reset() {
 	*x = DiffRequest{}
-	mi := &file_baton_proto_msgTypes[14]
+	mi := &file_baton_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1191,7 @@ func (x *DiffRequest) String() string {
 func (*DiffRequest) ProtoMessage() {}
 
 func (x *DiffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[14]
+	mi := &file_baton_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1204,7 @@ func (x *DiffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffRequest.ProtoReflect.Descriptor instead.
 func (*DiffRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{14}
+	return file_baton_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DiffRequest) GetThreadId() string {
@@ -1147,7 +1242,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_baton_proto_msgTypes[15]
+	mi := &file_baton_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1254,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[15]
+	mi := &file_baton_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1267,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{15}
+	return file_baton_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FileChange) GetPath() string {
@@ -1228,7 +1323,7 @@ type DiffResponse struct {
 
 func (x *DiffResponse) Reset() {
 	*x = DiffResponse{}
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1240,7 +1335,7 @@ func (x *DiffResponse) String() string {
 func (*DiffResponse) ProtoMessage() {}
 
 func (x *DiffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1253,7 +1348,7 @@ func (x *DiffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffResponse.ProtoReflect.Descriptor instead.
 func (*DiffResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{16}
+	return file_baton_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DiffResponse) GetRun() uint32 {
@@ -1313,7 +1408,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1420,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1433,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{17}
+	return file_baton_proto_rawDescGZIP(), []int{18}
 }
 
 type Capabilities struct {
@@ -1357,7 +1452,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1464,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1477,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{18}
+	return file_baton_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Capabilities) GetNativeSteering() bool {
@@ -1456,7 +1551,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1563,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1576,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{19}
+	return file_baton_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Plugin) GetName() string {
@@ -1535,7 +1630,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1547,7 +1642,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1560,7 +1655,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{20}
+	return file_baton_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -1625,7 +1720,15 @@ const file_baton_proto_rawDesc = "" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x10\n" +
 	"\x03run\x18\x03 \x01(\rR\x03run\x12#\n" +
-	"\rcheckpoint_id\x18\x04 \x01(\tR\fcheckpointId\"/\n" +
+	"\rcheckpoint_id\x18\x04 \x01(\tR\fcheckpointId\"\xf7\x01\n" +
+	"\x15SwitchProviderRequest\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
+	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x1a\n" +
+	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\x12D\n" +
+	"\x10provider_command\x18\x05 \x01(\v2\x19.baton.v1.ProviderCommandR\x0fproviderCommand\x12*\n" +
+	"\x11handoff_max_bytes\x18\x06 \x01(\rR\x0fhandoffMaxBytes\"/\n" +
 	"\x10GetThreadRequest\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\"\x90\x01\n" +
 	"\x06Thread\x121\n" +
@@ -1708,13 +1811,14 @@ const file_baton_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
 	"\x13ListPluginsResponse\x12*\n" +
-	"\aplugins\x18\x01 \x03(\v2\x10.baton.v1.PluginR\aplugins2\x89\x05\n" +
+	"\aplugins\x18\x01 \x03(\v2\x10.baton.v1.PluginR\aplugins2\xcf\x05\n" +
 	"\x05Baton\x12@\n" +
 	"\fCreateThread\x12\x1d.baton.v1.CreateThreadRequest\x1a\x11.baton.v1.Receipt\x12>\n" +
 	"\vSendMessage\x12\x1c.baton.v1.SendMessageRequest\x1a\x11.baton.v1.Receipt\x12B\n" +
 	"\rAnswerRequest\x12\x1e.baton.v1.AnswerRequestRequest\x1a\x11.baton.v1.Receipt\x12:\n" +
 	"\tInterrupt\x12\x1a.baton.v1.InterruptRequest\x1a\x11.baton.v1.Receipt\x128\n" +
-	"\bRollback\x12\x19.baton.v1.RollbackRequest\x1a\x11.baton.v1.Receipt\x129\n" +
+	"\bRollback\x12\x19.baton.v1.RollbackRequest\x1a\x11.baton.v1.Receipt\x12D\n" +
+	"\x0eSwitchProvider\x12\x1f.baton.v1.SwitchProviderRequest\x1a\x11.baton.v1.Receipt\x129\n" +
 	"\tGetThread\x12\x1a.baton.v1.GetThreadRequest\x1a\x10.baton.v1.Thread\x12J\n" +
 	"\vListThreads\x12\x1c.baton.v1.ListThreadsRequest\x1a\x1d.baton.v1.ListThreadsResponse\x12:\n" +
 	"\tSubscribe\x12\x1a.baton.v1.SubscribeRequest\x1a\x0f.baton.v1.Event0\x01\x125\n" +
@@ -1733,7 +1837,7 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),               // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),       // 1: baton.v1.ProviderCommand
@@ -1742,65 +1846,69 @@ var file_baton_proto_goTypes = []any{
 	(*AnswerRequestRequest)(nil),  // 4: baton.v1.AnswerRequestRequest
 	(*InterruptRequest)(nil),      // 5: baton.v1.InterruptRequest
 	(*RollbackRequest)(nil),       // 6: baton.v1.RollbackRequest
-	(*GetThreadRequest)(nil),      // 7: baton.v1.GetThreadRequest
-	(*Thread)(nil),                // 8: baton.v1.Thread
-	(*ThreadSummary)(nil),         // 9: baton.v1.ThreadSummary
-	(*ListThreadsRequest)(nil),    // 10: baton.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),   // 11: baton.v1.ListThreadsResponse
-	(*SubscribeRequest)(nil),      // 12: baton.v1.SubscribeRequest
-	(*Event)(nil),                 // 13: baton.v1.Event
-	(*DiffRequest)(nil),           // 14: baton.v1.DiffRequest
-	(*FileChange)(nil),            // 15: baton.v1.FileChange
-	(*DiffResponse)(nil),          // 16: baton.v1.DiffResponse
-	(*ListPluginsRequest)(nil),    // 17: baton.v1.ListPluginsRequest
-	(*Capabilities)(nil),          // 18: baton.v1.Capabilities
-	(*Plugin)(nil),                // 19: baton.v1.Plugin
-	(*ListPluginsResponse)(nil),   // 20: baton.v1.ListPluginsResponse
-	nil,                           // 21: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                           // 22: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 24: google.protobuf.Struct
+	(*SwitchProviderRequest)(nil), // 7: baton.v1.SwitchProviderRequest
+	(*GetThreadRequest)(nil),      // 8: baton.v1.GetThreadRequest
+	(*Thread)(nil),                // 9: baton.v1.Thread
+	(*ThreadSummary)(nil),         // 10: baton.v1.ThreadSummary
+	(*ListThreadsRequest)(nil),    // 11: baton.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),   // 12: baton.v1.ListThreadsResponse
+	(*SubscribeRequest)(nil),      // 13: baton.v1.SubscribeRequest
+	(*Event)(nil),                 // 14: baton.v1.Event
+	(*DiffRequest)(nil),           // 15: baton.v1.DiffRequest
+	(*FileChange)(nil),            // 16: baton.v1.FileChange
+	(*DiffResponse)(nil),          // 17: baton.v1.DiffResponse
+	(*ListPluginsRequest)(nil),    // 18: baton.v1.ListPluginsRequest
+	(*Capabilities)(nil),          // 19: baton.v1.Capabilities
+	(*Plugin)(nil),                // 20: baton.v1.Plugin
+	(*ListPluginsResponse)(nil),   // 21: baton.v1.ListPluginsResponse
+	nil,                           // 22: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                           // 23: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 25: google.protobuf.Struct
 }
 var file_baton_proto_depIdxs = []int32{
-	23, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	24, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,  // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
-	21, // 2: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
-	9,  // 3: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
-	24, // 4: baton.v1.Thread.projection:type_name -> google.protobuf.Struct
-	23, // 5: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	23, // 6: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 7: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	23, // 8: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	24, // 9: baton.v1.Event.data:type_name -> google.protobuf.Struct
-	15, // 10: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
-	18, // 11: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	22, // 12: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
-	19, // 13: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	2,  // 14: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	3,  // 15: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	4,  // 16: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	5,  // 17: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	6,  // 18: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	7,  // 19: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	10, // 20: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	12, // 21: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	14, // 22: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	17, // 23: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	0,  // 24: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,  // 25: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,  // 26: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,  // 27: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,  // 28: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	8,  // 29: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	11, // 30: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	13, // 31: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	16, // 32: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	20, // 33: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	24, // [24:34] is the sub-list for method output_type
-	14, // [14:24] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	22, // 2: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	1,  // 3: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
+	10, // 4: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
+	25, // 5: baton.v1.Thread.projection:type_name -> google.protobuf.Struct
+	24, // 6: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	24, // 7: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 8: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
+	24, // 9: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	25, // 10: baton.v1.Event.data:type_name -> google.protobuf.Struct
+	16, // 11: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
+	19, // 12: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
+	23, // 13: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	20, // 14: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
+	2,  // 15: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	3,  // 16: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	4,  // 17: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	5,  // 18: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	6,  // 19: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	7,  // 20: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	8,  // 21: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	11, // 22: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	13, // 23: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	15, // 24: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	18, // 25: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	0,  // 26: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,  // 27: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,  // 28: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,  // 29: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,  // 30: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,  // 31: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	9,  // 32: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	12, // 33: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	14, // 34: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	17, // 35: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	21, // 36: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	26, // [26:37] is the sub-list for method output_type
+	15, // [15:26] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -1814,7 +1922,7 @@ func file_baton_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

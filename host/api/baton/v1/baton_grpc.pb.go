@@ -35,16 +35,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Baton_CreateThread_FullMethodName  = "/baton.v1.Baton/CreateThread"
-	Baton_SendMessage_FullMethodName   = "/baton.v1.Baton/SendMessage"
-	Baton_AnswerRequest_FullMethodName = "/baton.v1.Baton/AnswerRequest"
-	Baton_Interrupt_FullMethodName     = "/baton.v1.Baton/Interrupt"
-	Baton_Rollback_FullMethodName      = "/baton.v1.Baton/Rollback"
-	Baton_GetThread_FullMethodName     = "/baton.v1.Baton/GetThread"
-	Baton_ListThreads_FullMethodName   = "/baton.v1.Baton/ListThreads"
-	Baton_Subscribe_FullMethodName     = "/baton.v1.Baton/Subscribe"
-	Baton_Diff_FullMethodName          = "/baton.v1.Baton/Diff"
-	Baton_ListPlugins_FullMethodName   = "/baton.v1.Baton/ListPlugins"
+	Baton_CreateThread_FullMethodName   = "/baton.v1.Baton/CreateThread"
+	Baton_SendMessage_FullMethodName    = "/baton.v1.Baton/SendMessage"
+	Baton_AnswerRequest_FullMethodName  = "/baton.v1.Baton/AnswerRequest"
+	Baton_Interrupt_FullMethodName      = "/baton.v1.Baton/Interrupt"
+	Baton_Rollback_FullMethodName       = "/baton.v1.Baton/Rollback"
+	Baton_SwitchProvider_FullMethodName = "/baton.v1.Baton/SwitchProvider"
+	Baton_GetThread_FullMethodName      = "/baton.v1.Baton/GetThread"
+	Baton_ListThreads_FullMethodName    = "/baton.v1.Baton/ListThreads"
+	Baton_Subscribe_FullMethodName      = "/baton.v1.Baton/Subscribe"
+	Baton_Diff_FullMethodName           = "/baton.v1.Baton/Diff"
+	Baton_ListPlugins_FullMethodName    = "/baton.v1.Baton/ListPlugins"
 )
 
 // BatonClient is the client API for Baton service.
@@ -64,6 +65,16 @@ type BatonClient interface {
 	// Rollback puts a thread's files and provider conversation back to a
 	// run's checkpoint.
 	Rollback(ctx context.Context, in *RollbackRequest, opts ...grpc.CallOption) (*Receipt, error)
+	// SwitchProvider changes the provider (or model) a thread's next runs
+	// start on. It applies to the next run that starts: a run going on (or
+	// an attempt of it, restarted or steered) stays where it is. The first
+	// run on the new provider carries a context handoff: every run, in a
+	// fresh conversation, for a provider that has not seen the thread
+	// (full_thread_summary); for one returning, its own conversation resumed
+	// and only the runs since it last saw the thread
+	// (delta_since_target_last_seen). A switch that changes nothing writes
+	// nothing.
+	SwitchProvider(ctx context.Context, in *SwitchProviderRequest, opts ...grpc.CallOption) (*Receipt, error)
 	// GetThread returns a thread's projection and the sequence it shows.
 	GetThread(ctx context.Context, in *GetThreadRequest, opts ...grpc.CallOption) (*Thread, error)
 	// ListThreads lists threads by id, a page at a time.
@@ -129,6 +140,16 @@ func (c *batonClient) Rollback(ctx context.Context, in *RollbackRequest, opts ..
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Receipt)
 	err := c.cc.Invoke(ctx, Baton_Rollback_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *batonClient) SwitchProvider(ctx context.Context, in *SwitchProviderRequest, opts ...grpc.CallOption) (*Receipt, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Receipt)
+	err := c.cc.Invoke(ctx, Baton_SwitchProvider_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -211,6 +232,16 @@ type BatonServer interface {
 	// Rollback puts a thread's files and provider conversation back to a
 	// run's checkpoint.
 	Rollback(context.Context, *RollbackRequest) (*Receipt, error)
+	// SwitchProvider changes the provider (or model) a thread's next runs
+	// start on. It applies to the next run that starts: a run going on (or
+	// an attempt of it, restarted or steered) stays where it is. The first
+	// run on the new provider carries a context handoff: every run, in a
+	// fresh conversation, for a provider that has not seen the thread
+	// (full_thread_summary); for one returning, its own conversation resumed
+	// and only the runs since it last saw the thread
+	// (delta_since_target_last_seen). A switch that changes nothing writes
+	// nothing.
+	SwitchProvider(context.Context, *SwitchProviderRequest) (*Receipt, error)
 	// GetThread returns a thread's projection and the sequence it shows.
 	GetThread(context.Context, *GetThreadRequest) (*Thread, error)
 	// ListThreads lists threads by id, a page at a time.
@@ -246,6 +277,9 @@ func (UnimplementedBatonServer) Interrupt(context.Context, *InterruptRequest) (*
 }
 func (UnimplementedBatonServer) Rollback(context.Context, *RollbackRequest) (*Receipt, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Rollback not implemented")
+}
+func (UnimplementedBatonServer) SwitchProvider(context.Context, *SwitchProviderRequest) (*Receipt, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SwitchProvider not implemented")
 }
 func (UnimplementedBatonServer) GetThread(context.Context, *GetThreadRequest) (*Thread, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetThread not implemented")
@@ -373,6 +407,24 @@ func _Baton_Rollback_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Baton_SwitchProvider_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SwitchProviderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BatonServer).SwitchProvider(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Baton_SwitchProvider_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BatonServer).SwitchProvider(ctx, req.(*SwitchProviderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Baton_GetThread_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetThreadRequest)
 	if err := dec(in); err != nil {
@@ -482,6 +534,10 @@ var Baton_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Rollback",
 			Handler:    _Baton_Rollback_Handler,
+		},
+		{
+			MethodName: "SwitchProvider",
+			Handler:    _Baton_SwitchProvider_Handler,
 		},
 		{
 			MethodName: "GetThread",

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/shlex"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/ids"
+)
+
+// Provider switch: run --thread, send and switch take --provider, --model,
+// --provider-command and --handoff-max-bytes, and send the thread a
+// SwitchProvider (before any message) when they change what its next run
+// starts on.
+
+// switchFlags are the flags that switch a thread's provider.
+type switchFlags struct {
+	provider, model, command string
+	handoffMax               int
+}
+
+// addSwitchFlags declares the switch flags on fs; newThread says whether
+// the verb also makes threads (run), whose --provider names the new one's.
+func addSwitchFlags(fs *pflag.FlagSet, f *switchFlags, newThread bool) {
+	provider := "switch the thread to this provider `name` (an installed plugin baton-plugin-NAME): its next run starts on it"
+	if newThread {
+		provider = "provider `name` of a new thread (an installed plugin baton-plugin-NAME); with --thread, switch the thread to it"
+	}
+	fs.StringVar(&f.provider, "provider", "", provider)
+	fs.StringVar(&f.command, "provider-command", "", "the provider process to run, split into words like a shell would (no shell runs); on a switch, default: the command the thread used for the provider, else the provider's usual one")
+	fs.StringVar(&f.model, "model", "", "provider `model` (on a switch to another provider, default: the one the thread used with it)")
+	fs.IntVar(&f.handoffMax, "handoff-max-bytes", 0, fmt.Sprintf("bound the thread's context handoffs to `n` bytes (at least %d; default %d): the newest runs are kept whole, older ones shortened",
+		domain.MinHandoffMaxBytes, domain.DefaultHandoffMaxBytes))
+}
+
+// check checks the switch flags of verb and returns the provider command
+// given (nil: none).
+func (f *switchFlags) check(verb string) ([]string, error) {
+	if f.handoffMax != 0 && f.handoffMax < domain.MinHandoffMaxBytes {
+		return nil, usagef("%s: --handoff-max-bytes must be at least %d, got %d", verb, domain.MinHandoffMaxBytes, f.handoffMax)
+	}
+	if f.command == "" {
+		return nil, nil
+	}
+	return splitCommand(verb, f.command)
+}
+
+// splitCommand splits a --provider-command into words.
+func splitCommand(verb, command string) ([]string, error) {
+	argv, err := shlex.Split(command)
+	if err != nil || len(argv) == 0 {
+		return nil, usagef("%s: --provider-command %q: cannot split it into words: %v", verb, command, err)
+	}
+	// A relative path to the program means here, not the thread's cwd
+	// (where the plugin starts it).
+	if strings.ContainsRune(argv[0], '/') && !filepath.IsAbs(argv[0]) {
+		if abs, err := filepath.Abs(argv[0]); err == nil {
+			argv[0] = abs
+		}
+	}
+	return argv, nil
+}
+
+// switchRequest is the SwitchProvider that makes thread t what the flags
+// ask (nil when they ask nothing new). argv is --provider-command's words.
+// A provider the thread has not used, with no command given, runs its
+// usual command; noCommand names such a provider that has none.
+func switchRequest(t domain.Thread, f switchFlags, argv []string) (req *batonv1.SwitchProviderRequest, noCommand string) {
+	provider := f.provider
+	if provider == "" {
+		provider = t.Provider
+	}
+	if provider == t.Provider && (f.model == "" || f.model == t.Model) && argv == nil &&
+		(f.handoffMax == 0 || f.handoffMax == t.HandoffMaxBytes) {
+		return nil, ""
+	}
+	req = &batonv1.SwitchProviderRequest{ThreadId: t.ID, Provider: provider, Model: f.model, HandoffMaxBytes: uint32(f.handoffMax)}
+	if _, used := t.Binding(provider); argv == nil && !used {
+		if argv = defaultCommands[provider]; argv == nil {
+			return nil, provider
+		}
+	}
+	if argv != nil {
+		req.ProviderCommand = &batonv1.ProviderCommand{Argv: argv}
+	}
+	return req, ""
+}
+
+// switchThread sends thread t the switch the flags ask, if any; it says
+// whether it sent one.
+func switchThread(ctx context.Context, verb string, c *client, idgen *ids.Allocator, t domain.Thread, f switchFlags, argv []string) (bool, error) {
+	req, missing := switchRequest(t, f, argv)
+	if missing != "" {
+		return false, noCommand(ctx, verb, c, missing)
+	}
+	if req == nil {
+		return false, nil
+	}
+	req.CommandId = idgen.NewID("cmd")
+	if _, err := c.SwitchProvider(ctx, req); err != nil {
+		return false, rpcError("switch provider", err)
+	}
+	return true, nil
+}
+
+func switchCommand(g *globals) *cobra.Command {
+	f := &switchFlags{}
+	c := &cobra.Command{
+		Use:   "switch THREAD --provider NAME",
+		Short: "Switch a thread to another provider or model: its next run starts there, with a handoff",
+		Long: `Switch changes the provider (or model) a thread's next runs start on, without
+sending anything yet; baton run --thread and baton send take the same flags and
+switch before their messages. A run going on is not changed.
+
+The first run on the new provider carries a context handoff of what it has not
+seen: the whole thread for a provider new to it (full_thread_summary), or, for a
+provider the thread used before, only the runs since it last saw the thread,
+in its own conversation resumed (delta_since_target_last_seen). The handoff is
+printed here; baton show lists each provider's binding and every handoff.`,
+		Example: `  baton switch thr_123 --provider claude
+  baton switch thr_123 --provider codex --model gpt-5-codex
+  baton switch thr_123 --provider acp --provider-command "claude-code-acp --debug"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.provider == "" && f.model == "" && f.command == "" && f.handoffMax == 0 {
+				return usagef("switch: give --provider (or --model, --provider-command, --handoff-max-bytes)")
+			}
+			argv, err := f.check("switch")
+			if err != nil {
+				return err
+			}
+			return withThread(cmd, g, "switch", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
+				switched, err := switchThread(ctx, "switch", c, ids.New(), t, *f, argv)
+				if err != nil {
+					return err
+				}
+				if !switched {
+					fmt.Fprintf(g.stdout, "thread %s already runs on %s%s; nothing changed\n", t.ID, t.Provider, modelNote(t.Model))
+					return nil
+				}
+				now, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: t.ID})
+				if err != nil {
+					return rpcError("switch", err)
+				}
+				return printEvents(ctx, c, scopedPrinter(g.stdout, false, t), t.ID, at.GetSequence(), now.GetSequence())
+			})
+		},
+	}
+	addSwitchFlags(c.Flags(), f, false)
+	c.RegisterFlagCompletionFunc("provider", fixedCompletion("acp", "claude", "codex", "cursor", "opencode"))
+	return c
+}
+
+// printEvents prints a thread's events after a sequence through upto.
+func printEvents(ctx context.Context, c *client, p *printer, threadID string, after, upto uint64) error {
+	if upto <= after {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	recs, errs := follow(ctx, c, threadID, after)
+	for {
+		select {
+		case rec, ok := <-recs:
+			if !ok {
+				return nil
+			}
+			p.event(rec.Record, rec.Payload)
+			if rec.Sequence >= upto {
+				return nil
+			}
+		case err := <-errs:
+			return rpcError("read events", err)
+		}
+	}
+}
+
+// modelNote is " (model M)", or nothing for the provider's default.
+func modelNote(model string) string {
+	if model == "" {
+		return ""
+	}
+	return " (model " + model + ")"
+}
