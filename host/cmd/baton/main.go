@@ -113,7 +113,9 @@ a host it embeds for the command's life (holding the data directory).
 
 Every flag can also be set in the environment: --data as BATON_DATA,
 --provider-command as BATON_PROVIDER_COMMAND, and so on (the command line
-wins; repeatable flags take comma-separated values).
+wins; repeatable flags take comma-separated values). BATON_PROVIDER,
+BATON_MODEL and BATON_PROVIDER_COMMAND apply to new threads only: a thread
+that goes on switches only on the command line's --provider.
 
 Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 		Example: `  baton run --provider acp "Write hello.txt"
@@ -191,8 +193,22 @@ func applyEnv(cmd *cobra.Command) error {
 			}
 		}
 		f.Changed = true
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[fromEnvAnnotation] = []string{envName(f.Name)}
 	})
 	return err
+}
+
+// fromEnvAnnotation marks a flag applyEnv set from the environment.
+const fromEnvAnnotation = "baton_from_env"
+
+// fromEnv says whether the flag was set from the environment, not the
+// command line.
+func fromEnv(fs *pflag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	return f != nil && f.Annotations[fromEnvAnnotation] != nil
 }
 
 // annotateEnv adds each flag's environment variable to its help.

@@ -68,7 +68,12 @@ or a later switch).`,
   baton run --thread thr_123 "Now add a README"
   baton run --thread thr_123 --provider claude "Review what codex did"
   baton run --json --provider acp "Explain main.go" | jq .`,
-		RunE: func(cmd *cobra.Command, args []string) error { return runRun(cmd.Context(), g, f, args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.thread != "" {
+				f.switchFlags.explicit(cmd.Flags())
+			}
+			return runRun(cmd.Context(), g, f, args)
+		},
 	}
 	fl := c.Flags()
 	addSwitchFlags(fl, &f.switchFlags, true)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
@@ -234,5 +235,42 @@ func TestServeSendSwitches(t *testing.T) {
 	th := showJSON(t, data, thread)
 	if len(th.Runs) != 2 || th.Provider != "acp" || th.Runs[1].Provider != "acp" {
 		t.Errorf("after send --provider acp: thread on %s, runs %+v", th.Provider, th.Runs)
+	}
+}
+
+// An environment meant for new threads never switches a thread that goes
+// on; the command line does.
+func TestSwitchFlagsFromTheEnvironmentAreForNewThreads(t *testing.T) {
+	t.Setenv("BATON_PROVIDER", "codex")
+	t.Setenv("BATON_MODEL", "gpt-test")
+	t.Setenv("BATON_PROVIDER_COMMAND", "codex app-server")
+	for _, tc := range []struct {
+		args []string
+		want switchFlags
+	}{
+		{nil, switchFlags{}},
+		{[]string{"--provider", "claude"}, switchFlags{provider: "claude"}},
+		{[]string{"--model", "m", "--provider-command", "x y"}, switchFlags{model: "m", command: "x y"}},
+	} {
+		var f switchFlags
+		cmd := &cobra.Command{Use: "run"}
+		addSwitchFlags(cmd.Flags(), &f, true)
+		if err := cmd.Flags().Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := applyEnv(cmd); err != nil {
+			t.Fatal(err)
+		}
+		wantProvider := tc.want.provider
+		if wantProvider == "" {
+			wantProvider = "codex"
+		}
+		if f.provider != wantProvider {
+			t.Errorf("%q: the environment did not set --provider (%q)", tc.args, f.provider)
+		}
+		f.explicit(cmd.Flags())
+		if f != tc.want {
+			t.Errorf("%q: the switch flags of a thread that goes on = %+v, want %+v", tc.args, f, tc.want)
+		}
 	}
 }

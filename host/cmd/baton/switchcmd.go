@@ -40,6 +40,21 @@ func addSwitchFlags(fs *pflag.FlagSet, f *switchFlags, newThread bool) {
 		domain.MinHandoffMaxBytes, domain.DefaultHandoffMaxBytes))
 }
 
+// explicit keeps only the switch flags given on the command line: an
+// environment meant for new threads (BATON_PROVIDER, BATON_MODEL,
+// BATON_PROVIDER_COMMAND) never switches a thread that goes on.
+func (f *switchFlags) explicit(fs *pflag.FlagSet) {
+	if fromEnv(fs, "provider") {
+		f.provider = ""
+	}
+	if fromEnv(fs, "model") {
+		f.model = ""
+	}
+	if fromEnv(fs, "provider-command") {
+		f.command = ""
+	}
+}
+
 // check checks the switch flags of verb and returns the provider command
 // given (nil: none).
 func (f *switchFlags) check(verb string) ([]string, error) {

@@ -392,6 +392,7 @@ baton switch does: the message's run starts on that provider.`,
 			default:
 				return usagef("send: --mode must be queue, steer, restart or now, got %q", mode)
 			}
+			sf.explicit(cmd.Flags())
 			argv, err := sf.check("send")
 			if err != nil {
 				return err

@@ -250,7 +250,8 @@ func decideProviderReconciled(t *Thread, p RecordProviderReconciled, env Env, d 
 		TurnsDropped: p.TurnsDropped, Note: p.Note}
 	if p.Reconciliation == ReconcileFreshThread {
 		// The provider's root conversations are left behind: its next run
-		// resumes none of them. (Other providers' are dealt with below.)
+		// resumes none of them. (Other providers' are left below if they
+		// saw a dropped run; "" is a log's from before switches.)
 		for _, pt := range t.ProviderThreads {
 			if pt.ParentID == "" && !pt.Detached && (pt.Provider == t.Provider || pt.Provider == "") {
 				done.Detached = append(done.Detached, pt.ID)

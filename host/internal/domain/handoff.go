@@ -145,13 +145,13 @@ func composeHandoff(t *Thread, spec handoffSpec) HandoffCreated {
 	var b strings.Builder
 	b.Grow(limit)
 	b.WriteString(head)
-	var out []int
+	var out runRanges
 	for i := range parts {
 		if parts[i].level == levelOut {
-			out = append(out, parts[i].run.Ordinal)
+			out.add(parts[i].run.Ordinal)
 		}
 	}
-	b.WriteString(leftOutLine(out))
+	b.WriteString(leftOutLine(&out))
 	for i := range parts {
 		if p := &parts[i]; p.level != levelOut {
 			b.WriteString(p.text[p.level])
@@ -185,18 +185,20 @@ func composeHandoff(t *Thread, spec handoffSpec) HandoffCreated {
 // the older runs are cut first, a step at a time across all of them, the
 // newest last.
 func fit(parts []handoffPart, budget int) {
-	size, out := 0, []int(nil)
+	size, line := 0, 0 // the parts' bytes; the left-out line's
+	var out runRanges
 	for i := range parts {
 		size += len(parts[i].text[levelWhole])
 	}
 	set := func(i, level int) bool {
-		if size+len(leftOutLine(out)) <= budget {
+		if size+line <= budget {
 			return true
 		}
 		p := &parts[i]
 		size -= len(p.text[p.level])
 		if p.level = level; level == levelOut {
-			out = append(out, p.run.Ordinal)
+			out.add(p.run.Ordinal)
+			line = len(leftOutLine(&out))
 		} else {
 			size += len(p.text[level])
 		}
@@ -218,11 +220,11 @@ func fit(parts []handoffPart, budget int) {
 }
 
 // leftOutLine names the runs left out of the text (none: "").
-func leftOutLine(out []int) string {
-	if len(out) == 0 {
+func leftOutLine(out *runRanges) string {
+	if out.count == 0 {
 		return ""
 	}
-	return fmt.Sprintf("\n(%s left out: the handoff's size bound has no room for them.)\n", capitalize(runList(out)))
+	return fmt.Sprintf("\n(%s left out: the handoff's size bound has no room for them.)\n", capitalize(out.String()))
 }
 
 // handoffHeader says what the handoff is, for whom and why.
@@ -344,7 +346,7 @@ func (p *handoffPart) render(msgs []*Message, items []*TurnItem) {
 	var trail []trailEntry
 	for _, it := range items {
 		switch it.Kind {
-		case ItemReasoning, NodeApprovalRequest:
+		case ItemReasoning, NodeApprovalRequest, "user_message": // the user's message is the run's
 		case NodePlan:
 			if steps, ok := parsePlan(it.Detail); ok {
 				p.plan = steps // the newest plan of the run
@@ -631,26 +633,49 @@ func parsePlan(detail json.RawMessage) ([]planStep, bool) {
 // runList names runs by their ordinals, ascending: "run 4", "runs 1-3,
 // 5"; more than four ranges are named by their count and span.
 func runList(ords []int) string {
-	if len(ords) == 1 {
-		return "run " + strconv.Itoa(ords[0])
+	var rs runRanges
+	for _, o := range ords {
+		rs.add(o)
 	}
-	var ranges []string
-	for i := 0; i < len(ords); {
-		j := i
-		for j+1 < len(ords) && ords[j+1] == ords[j]+1 {
-			j++
+	return rs.String()
+}
+
+// runRanges are ascending ordinals kept as ranges, each added in constant
+// time: the first five ranges, the count and the last.
+type runRanges struct {
+	ranges      [][2]int // at most five
+	count, last int
+}
+
+func (rs *runRanges) add(o int) {
+	switch n := len(rs.ranges); {
+	case n > 0 && rs.ranges[n-1][1] == o-1:
+		rs.ranges[n-1][1] = o
+	case n < 5:
+		rs.ranges = append(rs.ranges, [2]int{o, o})
+	}
+	rs.count, rs.last = rs.count+1, o
+}
+
+func (rs *runRanges) String() string {
+	switch {
+	case rs.count == 1:
+		return "run " + strconv.Itoa(rs.last)
+	case len(rs.ranges) > 4:
+		return fmt.Sprintf("%d runs from %d to %d", rs.count, rs.ranges[0][0], rs.last)
+	}
+	var b strings.Builder
+	b.WriteString("runs ")
+	for i, r := range rs.ranges {
+		if i > 0 {
+			b.WriteString(", ")
 		}
-		if i == j {
-			ranges = append(ranges, strconv.Itoa(ords[i]))
-		} else {
-			ranges = append(ranges, fmt.Sprintf("%d-%d", ords[i], ords[j]))
+		b.WriteString(strconv.Itoa(r[0]))
+		if r[1] > r[0] {
+			b.WriteString("-" + strconv.Itoa(r[1]))
 		}
-		i = j + 1
 	}
-	if len(ranges) > 4 {
-		return fmt.Sprintf("%d runs from %d to %d", len(ords), ords[0], ords[len(ords)-1])
-	}
-	return "runs " + strings.Join(ranges, ", ")
+	return b.String()
 }
 
 func capitalize(s string) string { return strings.ToUpper(s[:1]) + s[1:] }

@@ -348,6 +348,7 @@ func TestHandoffEdges(t *testing.T) {
 		Messages: []Message{{ID: "m1", RunID: "r1", Role: RoleUser, Text: NewText("bad \xff byte")}, {ID: "m0", RunID: "r1"}},
 		TurnItems: []TurnItem{
 			{RunID: "r1", Kind: ItemReasoning, Text: NewText("thinking")},
+			{RunID: "r1", Kind: "user_message", Title: "bad byte"},
 			{RunID: "r1", Kind: "command_execution", Title: "make", Status: StatusCompleted, Detail: json.RawMessage(`{"output":"made\n"}`)},
 			{RunID: "r1", Kind: "command_execution", Title: "ls", Status: StatusCompleted, Detail: json.RawMessage(`{"aggregatedOutput":"a\nb"}`)},
 			{RunID: "r1", Kind: "command_execution", Title: "cat", Status: StatusFailed, Detail: json.RawMessage(`{"stdout":"o\n","stderr":"e"}`)},

@@ -551,4 +551,16 @@ func TestRollbackAfterSwitch(t *testing.T) {
 	if b := w.thread.binding("claude"); b.ThreadRef == "claude-conv-2" || b.SeenThrough != 5 {
 		t.Errorf("claude resumed the conversation left behind: %+v", b)
 	}
+	h.end("completed")
+	// Claude's conversation that saw runs 1 and 5 stays when codex, the
+	// thread's again, cannot drop its turn of run 6 and starts afresh.
+	w.switchTo("codex")
+	w.send("codex once more")
+	h.start()
+	h.end("completed") // run 6
+	claudeConv := w.thread.binding("claude").ProviderThreadID
+	h.rollback(5, false)
+	if b := w.thread.binding("codex"); b.ProviderThreadID != "" || w.thread.binding("claude").ProviderThreadID != claudeConv {
+		t.Errorf("after a fresh-thread rollback: %+v", w.thread.ProviderBindings)
+	}
 }

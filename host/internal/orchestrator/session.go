@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -93,8 +94,9 @@ func providerErr(provider string, err error) error {
 type liveSession struct {
 	id       string
 	threadID string
-	// provider and model are what it runs.
+	// provider, model and command are what it runs.
 	provider, model string
+	command         domain.ProviderCommand
 	plugin          *pluginhost.Plugin
 	done            chan struct{} // closed when its event stream has ended
 	used            atomic.Int64  // when it was last used, on the host's clock (Unix ns)
@@ -172,11 +174,13 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	if provider == "" {
 		provider, model = t.Provider, t.Model
 	}
+	b, _ := t.Binding(provider)
 	h.smu.Lock()
 	s, ok := h.sessions[threadID]
 	h.smu.Unlock()
 	if ok && !s.ended() {
-		if s.provider == provider && s.model == model {
+		if s.provider == provider && s.model == model && slices.Equal(s.command.Argv, b.Command.Argv) &&
+			slices.Equal(s.command.Env, b.Command.Env) {
 			s.touch(h.cfg.Clock.Now())
 			return s, nil
 		}
@@ -184,13 +188,15 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		if model != "" {
 			to += " (" + model + ")"
 		}
+		if s.provider == provider && s.model == model {
+			to += ", with another command"
+		}
 		if _, err := h.Dispatch(h.ctx, domain.Command{ID: "retire:" + s.id, ThreadID: threadID,
 			Payload: domain.RetireSession{SessionID: s.id, Reason: "the thread switched to " + to}}); err != nil {
 			return nil, err
 		}
 		s.close(h.cfg.Clock, h.log)
 	}
-	b, _ := t.Binding(provider)
 	p, err := h.plugins.Get(h.ctx, provider)
 	if err != nil {
 		return nil, err
@@ -209,7 +215,8 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	if err != nil {
 		return nil, providerErr(provider, err) // the plugin says what failed
 	}
-	s = &liveSession{id: id, threadID: threadID, provider: provider, model: model, plugin: p, done: make(chan struct{})}
+	s = &liveSession{id: id, threadID: threadID, provider: provider, model: model, command: b.Command, plugin: p,
+		done: make(chan struct{})}
 	s.touch(h.cfg.Clock.Now())
 	if _, err := h.Dispatch(h.ctx, domain.Command{ID: "open:" + id, ThreadID: threadID, Payload: domain.RecordSessionOpened{
 		SessionID: id, Provider: provider, Model: model, ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
