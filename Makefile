@@ -111,10 +111,11 @@ demo: build
 # .cache/), driven by baton through the real plugin, with a scripted model
 # server on 127.0.0.1. See testdata/record.sh. PROVIDER=FIRST+SECOND (e.g.
 # codex+claude) with SCENARIO=provider_switch_return,
-# provider_switch_rollback or provider_switch_rollback_away records a thread that switches from FIRST to
-# SECOND and back, one transcript per provider, driven by the scenario's
-# orchestrator test (testdata/record_switch.sh); record-switch records every
-# pair and scenario the tests replay.
+# provider_switch_rollback or provider_switch_rollback_away records a
+# thread that switches from FIRST to SECOND and back, one transcript per
+# provider, driven by the scenario's orchestrator test
+# (testdata/record_switch.sh); record-switch records every pair and
+# scenario the tests replay (again after a change to the handoff text).
 record: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
 	bash testdata/record.sh $(PROVIDER) $(SCENARIO)

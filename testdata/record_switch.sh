@@ -1,9 +1,10 @@
 # shellcheck shell=bash
 # record_switch records a thread that moves between two real agents:
 # `make record PROVIDER=FIRST+SECOND SCENARIO=provider_switch_return` (or
-# SCENARIO=provider_switch_rollback or provider_switch_rollback_away), sourced by testdata/record.sh, whose
-# helpers it uses. The pairs the tests replay are codex+claude and
-# acp+opencode; `make record-switch` records all of them.
+# SCENARIO=provider_switch_rollback or provider_switch_rollback_away),
+# sourced by testdata/record.sh, whose helpers it uses. The pairs the tests
+# replay are codex+claude and acp+opencode; `make record-switch` records
+# every pair and scenario (about 3 minutes).
 #
 #   1. Each provider is set up by its own record_P (pinned install, temp
 #      HOME, its scripted model server on 127.0.0.1 with
@@ -14,8 +15,9 @@
 #      provider has its own model server (its own API flavour and script)
 #      and its own transcript file, appended to by every process the host
 #      starts for it.
-#   2. The client side is the scenario's test, TestProviderSwitchReturn or
-#      TestProviderSwitchRollback, subtest FIRST_SECOND, in
+#   2. The client side is the scenario's test (TestProviderSwitchReturn,
+#      TestProviderSwitchRollback or TestProviderSwitchRollbackAway),
+#      subtest FIRST_SECOND, in
 #      host/internal/orchestrator, run with $BATON_SWITCH_RECORD naming a
 #      file with the scenario, the workspace and the two commands. Return:
 #      run 1 on FIRST, a switch to SECOND, run 2, a switch back, run 3
@@ -25,9 +27,10 @@
 #      with a full summary). Rollback away: run 1 on FIRST, run 2 on
 #      SECOND, a rollback to run 1 there (SECOND reconciles its own
 #      conversation), a switch back and run 3 (FIRST resumes with no
-#      handoff: it has seen all that is left). The test drives the real host and
-#      plugins, as it does when it replays, with the same seeded ids, so the
-#      handoff text a replay sends is byte for byte the recorded one.
+#      handoff: it has seen all that is left). The test drives the real
+#      host and plugins, as it does when it replays, with the same seeded
+#      ids, so the handoff text a replay sends is byte for byte the
+#      recorded one. A change to the handoff text means recording again.
 #   3. Every scripted reply of both model servers must be consumed; each
 #      transcript gets the usual checks and rewrites (record_and_verify's),
 #      then goes to testdata/P/SCENARIO.ndjson.
@@ -38,6 +41,7 @@
 #   5. The test is run again, now replaying the new transcripts.
 #
 # Env: KEEP_TMP=1 keeps the temp directories; GO names the go command.
+# RECORD_OUT is not used: the transcripts always go to testdata.
 record_switch() {
   local first=${PROVIDER%%+*} second=${PROVIDER#*+} p
   case $second in '' | *+*) die "PROVIDER must be FIRST+SECOND, got '$PROVIDER'" ;; esac
