@@ -127,8 +127,12 @@ func Evolve(t *Thread, e Event) {
 		if provider == "" { // a log from before switches: the thread's
 			provider, model = t.Provider, t.Model
 		}
+		var resumed string
+		if p.Resumed {
+			resumed = p.ResumeRequested
+		}
 		t.ProviderSessions = append(t.ProviderSessions, ProviderSession{ID: p.SessionID, Provider: provider, Model: model,
-			Status: SessionStatusOpen, ProviderRef: p.ProviderRef, PluginPid: p.PluginPid, ProviderPid: p.ProviderPid, OpenedAt: e.At})
+			Resumed: resumed, Status: SessionStatusOpen, ProviderRef: p.ProviderRef, PluginPid: p.PluginPid, ProviderPid: p.ProviderPid, OpenedAt: e.At})
 		t.bindingW(provider).SessionID = p.SessionID
 	case SessionEnded:
 		t.write(partSessions)

@@ -156,9 +156,11 @@ type TurnItem struct {
 // ProviderSession is a durable record of one provider session (never a
 // process handle).
 type ProviderSession struct {
-	ID          string        `json:"id"`
-	Provider    string        `json:"provider,omitempty"`
-	Model       string        `json:"model,omitempty"`
+	ID       string `json:"id"`
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	// Resumed is the provider thread it resumed ("": it started afresh).
+	Resumed     string        `json:"resumed,omitempty"`
 	Status      SessionStatus `json:"status"`
 	ProviderRef string        `json:"providerRef,omitempty"`
 	PluginPid   int           `json:"pluginPid,omitempty"`

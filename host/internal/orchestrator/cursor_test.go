@@ -235,7 +235,7 @@ func TestCursorThreadRollback(t *testing.T) {
 	if n := e.invocations(th, `"--resume","`+old+`"`); n != 2 {
 		t.Errorf("%d processes resumed the old chat, want 2 (runs 2 and 3)", n)
 	}
-	if n := e.invocations(th, `"--","[Baton: the files of this project were rolled back`); n != 1 {
+	if n := e.invocations(th, `"--","[Baton context handoff, format 1: full_thread_summary for cursor]\nThe files of this project were rolled back`); n != 1 {
 		t.Errorf("%d processes got the handoff, want 1", n)
 	}
 }

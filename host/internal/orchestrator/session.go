@@ -180,7 +180,7 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	h.smu.Unlock()
 	if ok && !s.ended() {
 		if s.provider == provider && s.model == model && slices.Equal(s.command.Argv, b.Command.Argv) &&
-			slices.Equal(s.command.Env, b.Command.Env) {
+			slices.Equal(s.command.Env, b.Command.Env) && !leftBehind(t, b, s.id) {
 			s.touch(h.cfg.Clock.Now())
 			return s, nil
 		}
@@ -243,6 +243,26 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		h.wg.Go(func() { h.reapWhenIdle(s) })
 	}
 	return s, nil
+}
+
+// leftBehind says whether session's conversation was left behind (a
+// rollback after a switch away from its provider detached it): the
+// provider's next run must not go on in it.
+func leftBehind(t domain.Thread, b domain.ProviderBinding, session string) bool {
+	if b.ThreadRef != "" && b.SessionID == session {
+		return false
+	}
+	for _, pt := range t.ProviderThreads {
+		if pt.ParentID == "" && pt.Detached && pt.SessionID == session {
+			return true
+		}
+	}
+	for _, s := range t.ProviderSessions {
+		if s.ID == session && s.Resumed != "" && b.ThreadRef != s.Resumed {
+			return true // it resumed a conversation the provider no longer goes on in
+		}
+	}
+	return false
 }
 
 // reconnectPause is the pause before an event stream that broke is
