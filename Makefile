@@ -11,7 +11,7 @@ TOOLS     := $(CURDIR)/.bin
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 
-.PHONY: all build test cover-build plugin-test generate demo bench record live-test cover fuzz clean
+.PHONY: all build test cover-build plugin-test generate demo bench record record-switch live-test cover fuzz clean
 
 all: build
 
@@ -109,10 +109,23 @@ demo: build
 
 # Record a transcript from the real provider binary (installed from npm into
 # .cache/), driven by baton through the real plugin, with a scripted model
-# server on 127.0.0.1. See testdata/record.sh.
+# server on 127.0.0.1. See testdata/record.sh. PROVIDER=FIRST+SECOND (e.g.
+# codex+claude) with SCENARIO=provider_switch_return,
+# provider_switch_rollback or provider_switch_rollback_away records a
+# thread that switches from FIRST to SECOND and back, one transcript per
+# provider, driven by the scenario's orchestrator test
+# (testdata/record_switch.sh); record-switch records every pair and
+# scenario the tests replay (again after a change to the handoff text).
 record: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
 	bash testdata/record.sh $(PROVIDER) $(SCENARIO)
+
+SWITCH_RECORDINGS ?= codex+claude:provider_switch_return acp+opencode:provider_switch_return \
+	codex+claude:provider_switch_rollback acp+opencode:provider_switch_rollback \
+	codex+claude:provider_switch_rollback_away acp+opencode:provider_switch_rollback_away
+record-switch: build
+	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
+	@for ps in $(SWITCH_RECORDINGS); do GO=$(GO) bash testdata/record.sh $${ps%%:*} $${ps#*:} || exit 1; done
 
 # Real turns against the real agents (installed from npm into .cache/ on
 # first use) and the scripted model servers on 127.0.0.1: each scenario is

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # record.sh PROVIDER SCENARIO — record a replay transcript from a real agent.
+# record.sh FIRST+SECOND SCENARIO — record a thread that switches from one
+# real agent to another and back (provider_switch_return): see
+# testdata/record_switch.sh.
 #
 # Usually run as `make record PROVIDER=acp|codex SCENARIO=NAME`, which
 # builds bin/baton, the plugins, bin/replaypeer and bin/baton-modelserver
@@ -48,7 +51,7 @@ esac
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$REPO/bin
 
-for b in baton "baton-plugin-$PROVIDER" replaypeer baton-modelserver; do
+for b in baton $(printf 'baton-plugin-%s ' ${PROVIDER//+/ }) replaypeer baton-modelserver; do
   [ -x "$BIN/$b" ] || die "$BIN/$b is missing; run: make record PROVIDER=$PROVIDER SCENARIO=$SCENARIO"
 done
 
@@ -80,9 +83,11 @@ npm_pinned() {
   fi
 }
 
-# init_workspace WS makes WS a git repository with one commit.
+# init_workspace WS makes WS a git repository with one commit (unless it is
+# one already: the shared workspace of a switch recording).
 init_workspace() {
   local ws=$1
+  [ -d "$ws/.git" ] && return
   mkdir -p "$ws"
   git init -q "$ws"
   printf '# Replay workspace\n\nA throwaway repository for recording transcripts.\n' >"$ws/README.md"
@@ -186,7 +191,7 @@ record_acp() {
 
   # 2. Temp HOME and workspace.
   TMP=$(mktemp -d)
-  local home=$TMP/home ws=$TMP/ws
+  local home=$TMP/home ws=${SHARED_WS:-$TMP/ws}
   mkdir -p "$home"
   init_workspace "$ws"
 
@@ -319,7 +324,7 @@ record_codex() {
   mkdir -p "$REPO/.cache"
   TMP=$(mktemp -d "$REPO/.cache/codex-rec-XXXX")
   WS_TMP=$(mktemp -d)
-  local home=$TMP/home ws=$WS_TMP/ws
+  local home=$TMP/home ws=${SHARED_WS:-$WS_TMP/ws}
   local codex_home=$home/.codex
   mkdir -p "$codex_home"
   init_workspace "$ws"
@@ -412,6 +417,7 @@ TOML
 read_client_side() {
   local dir=$1 line
   STEPS= msgs=()
+  [ -n "$SWITCH" ] && return # the switch scenario's client is its Go test
   if [ -f "$dir/$SCENARIO.steps.json" ]; then
     STEPS=$dir/$SCENARIO.steps.json
     return
@@ -465,19 +471,25 @@ REPLIES=
 TMP=
 WS_TMP=
 KEEP_TMP=${KEEP_TMP:-}
+SWITCH=
+SHARED_WS=
+SW_MS_PIDS=()
+SW_DIRS=()
 
 stop_modelserver() {
-  if [ -n "$MS_PID" ]; then
-    kill "$MS_PID" 2>/dev/null || true
-    wait "$MS_PID" 2>/dev/null || true
-    MS_PID=
-  fi
+  local pid
+  for pid in "$MS_PID" "${SW_MS_PIDS[@]}"; do
+    [ -n "$pid" ] || continue
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  MS_PID= SW_MS_PIDS=()
 }
 
 cleanup() {
   stop_modelserver
   local d
-  for d in "$TMP" "$WS_TMP"; do
+  for d in "$TMP" "$WS_TMP" "${SW_DIRS[@]}"; do
     [ -n "$d" ] || continue
     if [ -n "$KEEP_TMP" ]; then
       echo "record.sh: kept $d" >&2
@@ -489,12 +501,25 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A provider's recording may live beside its transcripts, in
-# testdata/PROVIDER/record.sh, defining record_PROVIDER.
-if [ -f "$REPO/testdata/$PROVIDER/record.sh" ]; then
-  # shellcheck source=/dev/null
-  source "$REPO/testdata/$PROVIDER/record.sh"
-fi
-declare -F "record_$PROVIDER" >/dev/null ||
-  die "unknown provider '$PROVIDER' (no record_$PROVIDER in testdata/record.sh or testdata/$PROVIDER/record.sh)"
-"record_$PROVIDER"
+# load_provider P sources testdata/P/record.sh (where a provider's
+# recording may live, beside its transcripts) and checks record_P exists.
+load_provider() {
+  if [ -f "$REPO/testdata/$1/record.sh" ]; then
+    # shellcheck source=/dev/null
+    source "$REPO/testdata/$1/record.sh"
+  fi
+  declare -F "record_$1" >/dev/null ||
+    die "unknown provider '$1' (no record_$1 in testdata/record.sh or testdata/$1/record.sh)"
+}
+
+case $PROVIDER in
+  *+*)
+    # shellcheck source=/dev/null
+    source "$REPO/testdata/record_switch.sh"
+    record_switch
+    ;;
+  *)
+    load_provider "$PROVIDER"
+    "record_$PROVIDER"
+    ;;
+esac

@@ -29,7 +29,7 @@ record_claude() {
 
   # 2. Temp HOME and workspace.
   TMP=$(mktemp -d)
-  local home=$TMP/home ws=$TMP/ws
+  local home=$TMP/home ws=${SHARED_WS:-$TMP/ws}
   mkdir -p "$home"
   init_workspace "$ws"
 

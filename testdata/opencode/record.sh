@@ -33,7 +33,7 @@ record_opencode() {
 
   # 2. Temp HOME, XDG directories and workspace.
   TMP=$(mktemp -d)
-  local home=$TMP/home ws=$TMP/ws xdg=$TMP/home/xdg
+  local home=$TMP/home ws=${SHARED_WS:-$TMP/ws} xdg=$TMP/home/xdg
   mkdir -p "$home" "$xdg"/{config,data,state,cache}/opencode
   init_workspace "$ws"
 
