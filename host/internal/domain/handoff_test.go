@@ -522,3 +522,28 @@ func BenchmarkComposeHandoff(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPlanHandoff at N and 10N runs, where the thread's provider has
+// seen all but the newest: planning the next run's handoff costs the run it
+// missed, not the thread's history.
+func BenchmarkPlanHandoff(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		th, _ := benchThread(n)
+		for i := range th.Runs {
+			th.Runs[i].Attempts = []Attempt{{ID: "a", SessionID: "s"}}
+		}
+		th.Provider = "codex"
+		th.ProviderBindings = []ProviderBinding{{Provider: "codex", ProviderThreadID: "pt", ThreadRef: "ref", SeenThrough: n - 1}}
+		env := Env{NewID: func(p string) string { return p + "_1" }}
+		b.Run(fmt.Sprintf("runs=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				s := th.Scratch()
+				d := Decision{t: &s}
+				planHandoff(&s, env, &d, handoffSpec{})
+				if len(d.Events) != 1 {
+					b.Fatalf("events %v", d.Events)
+				}
+			}
+		})
+	}
+}
