@@ -106,3 +106,28 @@ func TestFileSystemStaysInsideCwd(t *testing.T) {
 	}
 	s.Close(t)
 }
+
+// A session the agent no longer has: session/load is refused (as
+// claude-code-acp 0.16.2 answers it), and the plugin starts a fresh
+// session, reported as not resumed, so that the host tells it the thread
+// so far instead of failing the run.
+func TestResumeOfAGoneSessionStartsAfresh(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	s := p.Open(t, filepath.Join(testdata, "resume_unknown.ndjson"), t.TempDir())
+	s.StartTurn(t, "Remember the word: pineapple.")
+	s.WaitTurn(t)
+	old := s.Open.ProviderThreadRef
+	s = s.Resume(t)
+	if s.Open.Resumed || s.Open.ProviderThreadRef == old || s.Open.ProviderThreadRef != "7f3e2a10-5b6c-4d8e-9f01-23456789abcd" {
+		t.Fatalf("open after a refused load: %+v; want a fresh session (not %s), not resumed", s.Open, old)
+	}
+	s.StartTurn(t, "What was the word?")
+	evs := s.WaitTurn(t)
+	if got := plugintest.ItemText(evs, "", sdk.ItemAssistantMessage); got != "I don't know which word you mean." {
+		t.Errorf("assistant text = %q", got)
+	}
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Errorf("turn ended %+v", term)
+	}
+	s.Close(t)
+}

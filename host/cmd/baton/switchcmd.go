@@ -164,7 +164,7 @@ printed here; baton show lists each provider's binding and every handoff.`,
 				if err != nil {
 					return rpcError("switch", err)
 				}
-				return printEvents(ctx, c, scopedPrinter(g.stdout, false, t), t.ID, at.GetSequence(), now.GetSequence())
+				return printEvents(ctx, c, scopedPrinter(g.stdout, false, t), "read events", t.ID, at.GetSequence(), now.GetSequence())
 			})
 		},
 	}
@@ -173,9 +173,11 @@ printed here; baton show lists each provider's binding and every handoff.`,
 	return c
 }
 
-// printEvents prints a thread's events after a sequence through upto.
-func printEvents(ctx context.Context, c *client, p *printer, threadID string, after, upto uint64) error {
-	if upto <= after {
+// printEvents prints a thread's events after a sequence, through upto (0:
+// until ctx ends, which is no error: the thread goes on). what names the
+// reading in an error.
+func printEvents(ctx context.Context, c *client, p *printer, what, threadID string, after, upto uint64) error {
+	if upto != 0 && upto <= after {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -188,11 +190,16 @@ func printEvents(ctx context.Context, c *client, p *printer, threadID string, af
 				return nil
 			}
 			p.event(rec.Record, rec.Payload)
-			if rec.Sequence >= upto {
+			if upto != 0 && rec.Sequence >= upto {
 				return nil
 			}
 		case err := <-errs:
-			return rpcError("read events", err)
+			if ctx.Err() != nil {
+				return nil // Ctrl-C: the thread goes on
+			}
+			return rpcError(what, err)
+		case <-ctx.Done():
+			return nil
 		}
 	}
 }

@@ -307,24 +307,7 @@ func watchCommand(g *globals) *cobra.Command {
 				if !afterSet && !jsonOut {
 					fmt.Fprintf(g.stdout, "● thread %s · %s · %s (watching from sequence %d)\n", t.ID, t.Provider, t.Cwd, start)
 				}
-				p := scopedPrinter(g.stdout, jsonOut, t)
-				recs, errs := follow(ctx, c, args[0], start)
-				for {
-					select {
-					case rec, ok := <-recs:
-						if !ok {
-							return nil
-						}
-						p.event(rec.Record, rec.Payload)
-					case err := <-errs:
-						if ctx.Err() != nil {
-							return nil // Ctrl-C: the thread goes on
-						}
-						return rpcError("watch", err)
-					case <-ctx.Done():
-						return nil
-					}
-				}
+				return printEvents(ctx, c, scopedPrinter(g.stdout, jsonOut, t), "watch", args[0], start, 0)
 			})
 		},
 	}
@@ -427,7 +410,7 @@ baton switch does: the message's run starts on that provider.`,
 					if err != nil {
 						return rpcError("send", err)
 					}
-					if err := printEvents(ctx, c, scopedPrinter(g.stdout, false, t), t.ID, at.GetSequence(), now.GetSequence()); err != nil {
+					if err := printEvents(ctx, c, scopedPrinter(g.stdout, false, t), "read events", t.ID, at.GetSequence(), now.GetSequence()); err != nil {
 						return err
 					}
 				}

@@ -136,11 +136,20 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 		s.mu.Lock()
 		s.loading = false
 		s.mu.Unlock()
-		if err != nil {
+		var refused *jsonrpc2.Error
+		switch {
+		case err == nil:
+			sessionID, resumed = req.ResumeThreadRef, true
+		case errors.As(err, &refused):
+			// The agent answered that it cannot load the session (it is
+			// gone): a fresh one, reported as not resumed, so the host tells
+			// it the thread so far.
+			s.log.Warn("the agent cannot load the session; starting a fresh one", "session", req.ResumeThreadRef, "error", err)
+		default:
 			return sdk.OpenSessionResponse{}, fmt.Errorf("resume session %s: %w", req.ResumeThreadRef, err)
 		}
-		sessionID, resumed = req.ResumeThreadRef, true
-	} else {
+	}
+	if !resumed {
 		var res newSessionResult
 		if err := s.c.Call(ctx, "session/new", newSessionParams{Cwd: s.cwd, McpServers: []any{}}, &res); err != nil {
 			return sdk.OpenSessionResponse{}, err // the call names the method
