@@ -2,7 +2,9 @@ package orchestrator_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/scenario"
+	"github.com/baton-run/baton/sdk/plugintest"
 )
 
 // switchPair is a provider switch and return: run 1 on first, a switch to
@@ -676,5 +679,39 @@ func TestProviderSwitchRollbackAway(t *testing.T) {
 				t.Errorf("workspace = %q", got)
 			}
 		})
+	}
+}
+
+// A switch that changes only the provider's command: the open session,
+// running the old command, is retired with that reason, and the next run
+// resumes the same conversation in a process running the new one, with no
+// handoff (the conversation has seen every run).
+func TestSwitchToAnotherCommandResumesTheConversation(t *testing.T) {
+	e := newEnv(t)
+	threadID := e.createThread("acp", "acp/resume.ndjson")
+	groups := plugintest.ReadGroups(t, filepath.Join(root, "testdata", "acp/resume.messages"))
+	e.dispatch(domain.Command{ID: "send-1", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[0][0]}})
+	th := e.waitFor(threadID, "run 1 to end", allRunsEnded(1))
+	ended := th.Sequence
+	// The same replay, started by another command line (a flag given twice).
+	argv := append(slices.Clone(th.ProviderCommand.Argv), "--speed", "0")
+	e.dispatch(domain.Command{ID: "switch", ThreadID: threadID, Payload: domain.SwitchProvider{Provider: "acp",
+		ProviderCommand: domain.ProviderCommand{Argv: argv}}})
+	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[1][0]}})
+	th = e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
+	ref := th.ProviderThreads[0].ProviderRef
+	want := []string{"run 2 started", "session ended: the thread switched to acp, with another command",
+		fmt.Sprintf("session opened (resume %q: true)", ref), `run 2 ended completed "end_turn" `}
+	if diff := cmp.Diff(want, e.lifecycle(threadID, ended)); diff != "" {
+		t.Errorf("after run 1 (-want +got):\n%s", diff)
+	}
+	if got := assistantText(th, th.Runs[1].ID); got != "The word was pineapple." || len(th.Handoffs) != 0 || len(th.ProviderThreads) != 1 {
+		t.Errorf("run 2 said %q; handoffs %+v; provider threads %+v", got, th.Handoffs, th.ProviderThreads)
+	}
+	if len(th.ProviderSessions) != 2 {
+		t.Fatalf("sessions %+v; want the first retired and a second", th.ProviderSessions)
+	}
+	if s := th.ProviderSessions[1]; !slices.Equal(th.ProviderBindings[0].Command.Argv, argv) || s.Resumed != ref {
+		t.Errorf("binding %+v, session %+v", th.ProviderBindings[0], s)
 	}
 }
