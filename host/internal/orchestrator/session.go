@@ -56,8 +56,9 @@ func (h *Host) startTurn(e domain.Effect) (sessionID string, err error) {
 			return "", err
 		}
 		// Read once the session is open: a resume that failed replaced the
-		// handoff the turn carries.
-		t, err := h.Thread(e.ThreadID)
+		// handoff the turn carries. (The published view, read only: a
+		// turn's cost does not grow with the thread's history.)
+		t, err := h.view(e.ThreadID)
 		if err != nil {
 			return "", err
 		}
@@ -167,7 +168,7 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	if closing {
 		return nil, ErrClosed
 	}
-	t, err := h.Thread(threadID)
+	t, err := h.view(threadID) // read only
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +181,7 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	h.smu.Unlock()
 	if ok && !s.ended() {
 		if s.provider == provider && s.model == model && slices.Equal(s.command.Argv, b.Command.Argv) &&
-			slices.Equal(s.command.Env, b.Command.Env) && !leftBehind(t, b, s.id) {
+			slices.Equal(s.command.Env, b.Command.Env) && !leftBehind(*t, b, s.id) {
 			s.touch(h.cfg.Clock.Now())
 			return s, nil
 		}
