@@ -47,15 +47,9 @@ func section(t *testing.T, out, name string) []string {
 // for codex is withdrawn; baton show lists both providers and the handoff.
 func TestSwitchAndReturn(t *testing.T) {
 	data, ws := t.TempDir(), t.TempDir()
-	groups := lines(t, "acp/resume.messages")
-	acp := peerCommand(t, "acp/resume.ndjson") + " --state '" + filepath.Join(t.TempDir(), "cursor") + "'"
-	out, errOut, code := baton(t, "run", "--data", data, "--cwd", ws, "--provider", "acp", "--provider-command", acp, groups[0])
-	if code != exitOK {
-		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
-	}
-	thread := threadOf(t, out)
+	thread, groups := firstACPRun(t, data, ws)
 	codex := peerCommand(t, "codex/simple.ndjson")
-	out, errOut, code = baton(t, "switch", thread, "--data", data, "--provider", "codex", "--model", "gpt-test",
+	out, errOut, code := baton(t, "switch", thread, "--data", data, "--provider", "codex", "--model", "gpt-test",
 		"--provider-command", codex, "--handoff-max-bytes", "8192")
 	if code != exitOK {
 		t.Fatalf("switch: exit %d\n%s\n%s", code, out, errOut)
@@ -218,17 +212,11 @@ func TestSwitchAndHandoffLines(t *testing.T) {
 func TestServeSendSwitches(t *testing.T) {
 	data, ws := t.TempDir(), t.TempDir()
 	startServe(t, data)
-	groups := lines(t, "acp/resume.messages")
-	acp := peerCommand(t, "acp/resume.ndjson") + " --state '" + filepath.Join(t.TempDir(), "cursor") + "'"
-	out, errOut, code := baton(t, "run", "--data", data, "--cwd", ws, "--provider", "acp", "--provider-command", acp, groups[0])
-	if code != exitOK {
-		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
-	}
-	thread := threadOf(t, out)
+	thread, groups := firstACPRun(t, data, ws)
 	if out, errOut, code := baton(t, "switch", thread, "--data", data, "--provider", "codex", "--provider-command", peerCommand(t, "codex/simple.ndjson")); code != exitOK {
 		t.Fatalf("switch: exit %d\n%s\n%s", code, out, errOut)
 	}
-	out, errOut, code = baton(t, "send", "--data", data, "--provider", "acp", thread, groups[2])
+	out, errOut, code := baton(t, "send", "--data", data, "--provider", "acp", thread, groups[2])
 	if code != exitOK || !strings.HasPrefix(out, "⇄ switched to acp\n  ⓘ handoff withdrawn: nothing new to tell\nsent to thread "+thread+" (run run_") {
 		t.Fatalf("send --provider acp: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -273,4 +261,18 @@ func TestSwitchFlagsFromTheEnvironmentAreForNewThreads(t *testing.T) {
 			t.Errorf("%q: the switch flags of a thread that goes on = %+v, want %+v", tc.args, f, tc.want)
 		}
 	}
+}
+
+// firstACPRun runs the first message of acp/resume (whose agent is started
+// again for the second, resuming its session) on a new thread: the thread,
+// and the scenario's messages.
+func firstACPRun(t *testing.T, data, ws string) (string, []string) {
+	t.Helper()
+	groups := lines(t, "acp/resume.messages")
+	acp := peerCommand(t, "acp/resume.ndjson") + " --state '" + filepath.Join(t.TempDir(), "cursor") + "'"
+	out, errOut, code := baton(t, "run", "--data", data, "--cwd", ws, "--provider", "acp", "--provider-command", acp, groups[0])
+	if code != exitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	return threadOf(t, out), groups
 }
