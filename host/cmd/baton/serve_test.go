@@ -182,17 +182,18 @@ func TestServeDetachInterruptWatch(t *testing.T) {
 		t.Fatalf("run --detach after Ctrl-C: %v\n%s\n%s", err, all, errb.String())
 	}
 	// The run goes on: it is running once the provider has taken its turn
-	// (the session may have opened just before the detach).
-	running := regexp.MustCompile(`(?m)^  1  \S+  running`)
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		got, _, code := baton(t, "show", "--data", data, thread)
-		if code == exitOK && running.MatchString(got) {
-			break
-		}
-		if code != exitOK || !regexp.MustCompile(`(?m)^  1  \S+  starting`).MatchString(got) || time.Now().After(deadline) {
-			t.Fatalf("the run after the detach: exit %d\n%s", code, got)
-		}
-		time.Sleep(50 * time.Millisecond) // polling another process's state
+	// (the session may have opened just before the detach), which the
+	// thread's events say.
+	bound := exec.Command(filepath.Join(binDir, "baton"), "watch", "--json", "--data", data, "--after", "0", thread)
+	bout, _ := bound.StdoutPipe()
+	if err := bound.Start(); err != nil {
+		t.Fatal(err)
+	}
+	newLineWaiter(bout).until(t, regexp.MustCompile(`"type":"provider\.turn\.bound"`))
+	bound.Process.Signal(syscall.SIGINT)
+	bound.Wait()
+	if got, _, code := baton(t, "show", "--data", data, thread); code != exitOK || !regexp.MustCompile(`(?m)^  1  \S+  running`).MatchString(got) {
+		t.Fatalf("the run after the detach: exit %d\n%s", code, got)
 	}
 	if got, errOut, code := baton(t, "interrupt", "--data", data, thread); code != exitOK || !strings.Contains(got, "interrupt sent") {
 		t.Fatalf("interrupt: exit %d\n%s\n%s", code, got, errOut)
