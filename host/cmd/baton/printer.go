@@ -275,7 +275,7 @@ func handoffLine(e domain.HandoffCreated) string {
 	case e.Strategy == domain.HandoffDeltaSinceLastSeen:
 		s += " (delta)"
 	}
-	s += ": " + runList(handoffOrdinals(e.Runs, e.FromRun, e.ToRun)) + ", " + byteSize(cmp.Or(e.Bytes, len(e.Text)))
+	s += ": " + domain.RunList(domain.HandoffOrdinals(e.Runs, e.FromRun, e.ToRun)) + ", " + byteSize(cmp.Or(e.Bytes, len(e.Text)))
 	if e.Truncated {
 		s += ", truncated"
 	}
@@ -283,45 +283,6 @@ func handoffLine(e domain.HandoffCreated) string {
 		s += "; fallback: " + oneLine(e.Fallback, 100)
 	}
 	return s
-}
-
-// handoffOrdinals are the runs a handoff covers (from..to when it does
-// not list them).
-func handoffOrdinals(runs []domain.HandoffRun, from, to int) []int {
-	var out []int
-	for _, r := range runs {
-		out = append(out, r.Ordinal)
-	}
-	if len(runs) == 0 {
-		for n := from; n <= to && n > 0; n++ {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// runList is ordinals as people write them: "run 2", "runs 1-3, 5".
-func runList(ords []int) string {
-	if len(ords) == 0 {
-		return "no runs"
-	}
-	var parts []string
-	for i := 0; i < len(ords); {
-		j := i
-		for j+1 < len(ords) && ords[j+1] == ords[j]+1 {
-			j++
-		}
-		if i == j {
-			parts = append(parts, fmt.Sprint(ords[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", ords[i], ords[j]))
-		}
-		i = j + 1
-	}
-	if len(ords) == 1 {
-		return "run " + parts[0]
-	}
-	return "runs " + strings.Join(parts, ", ")
 }
 
 // byteSize is a size as people read it: 900 bytes, 12 KiB (rounded).

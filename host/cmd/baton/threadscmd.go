@@ -244,7 +244,7 @@ func showProviders(out io.Writer, t domain.Thread) {
 		if b.SeenThrough > 0 {
 			seen = fmt.Sprintf("seen through run %d", b.SeenThrough)
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\tran %s\n", name, model, conv, seen, runList(b.Runs))
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\tran %s\n", name, model, conv, seen, domain.RunList(b.Runs))
 	}
 	w.Flush()
 }
@@ -273,7 +273,7 @@ func showHandoffs(out io.Writer, t domain.Thread) {
 		if h.Fallback != "" {
 			status += "; fallback: " + oneLine(h.Fallback, 80)
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", h.ID, h.Strategy, route, runList(handoffOrdinals(h.Runs, h.FromRun, h.ToRun)), size, status)
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", h.ID, h.Strategy, route, domain.RunList(domain.HandoffOrdinals(h.Runs, h.FromRun, h.ToRun)), size, status)
 	}
 	w.Flush()
 }

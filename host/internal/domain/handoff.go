@@ -172,7 +172,7 @@ func composeHandoff(t *Thread, spec handoffSpec) HandoffCreated {
 	for l, how := range [...]string{levelNoOutput: "without command output", levelBrief: "cut short",
 		levelStub: "cut to one line", levelOut: "left out"} {
 		if len(cuts[l]) > 0 {
-			said = append(said, fmt.Sprintf("%s %s", runList(cuts[l]), how))
+			said = append(said, fmt.Sprintf("%s %s", RunList(cuts[l]), how))
 		}
 	}
 	if len(said) > 0 {
@@ -244,7 +244,7 @@ func handoffHeader(spec handoffSpec, parts []handoffPart) string {
 	}
 	covered := "no runs"
 	if len(ords) > 0 {
-		covered = runList(ords) + " (on " + strings.Join(from, ", ") + ")"
+		covered = RunList(ords) + " (on " + strings.Join(from, ", ") + ")"
 	}
 	switch {
 	case spec.Fallback != "":
@@ -630,9 +630,13 @@ func parsePlan(detail json.RawMessage) ([]planStep, bool) {
 	return steps, true
 }
 
-// runList names runs by their ordinals, ascending: "run 4", "runs 1-3,
-// 5"; more than four ranges are named by their count and span.
-func runList(ords []int) string {
+// RunList names runs by their ordinals, ascending, as people write them:
+// "run 4", "runs 1-3, 5"; more than four ranges are named by their count
+// and span; none, "no runs".
+func RunList(ords []int) string {
+	if len(ords) == 0 {
+		return "no runs"
+	}
 	var rs runRanges
 	for _, o := range ords {
 		rs.add(o)

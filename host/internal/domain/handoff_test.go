@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -380,12 +381,27 @@ func TestHandoffHelpers(t *testing.T) {
 		ords []int
 		want string
 	}{
+		{nil, "no runs"},
 		{[]int{4}, "run 4"},
 		{[]int{1, 2, 3, 5}, "runs 1-3, 5"},
 		{[]int{1, 3, 5, 7, 9}, "5 runs from 1 to 9"},
 	} {
-		if got := runList(tc.ords); got != tc.want {
-			t.Errorf("runList(%v) = %q, want %q", tc.ords, got, tc.want)
+		if got := RunList(tc.ords); got != tc.want {
+			t.Errorf("RunList(%v) = %q, want %q", tc.ords, got, tc.want)
+		}
+	}
+	// A handoff from before handoffs listed their runs covers from..to.
+	for _, tc := range []struct {
+		runs     []HandoffRun
+		from, to int
+		want     []int
+	}{
+		{nil, 1, 3, []int{1, 2, 3}},
+		{[]HandoffRun{{Ordinal: 2}, {Ordinal: 4}}, 2, 4, []int{2, 4}},
+		{nil, 0, 0, []int{}},
+	} {
+		if got := HandoffOrdinals(tc.runs, tc.from, tc.to); !slices.Equal(got, tc.want) {
+			t.Errorf("HandoffOrdinals(%v, %d, %d) = %v, want %v", tc.runs, tc.from, tc.to, got, tc.want)
 		}
 	}
 	if got := oneLine(strings.Repeat("é", 100), 10); got != "ééééé [...]" {

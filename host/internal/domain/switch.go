@@ -138,9 +138,20 @@ func planHandoff(t *Thread, env Env, d *Decision, spec handoffSpec) {
 }
 
 // ordinals are the runs a handoff covers.
-func (h *ContextHandoff) ordinals() []int {
-	out := make([]int, len(h.Runs))
-	for i, r := range h.Runs {
+func (h *ContextHandoff) ordinals() []int { return HandoffOrdinals(h.Runs, h.FromRun, h.ToRun) }
+
+// HandoffOrdinals are the runs a handoff covers: its runs, or from..to for
+// one made before handoffs listed them.
+func HandoffOrdinals(runs []HandoffRun, from, to int) []int {
+	if len(runs) == 0 && from > 0 {
+		out := make([]int, 0, to-from+1)
+		for n := from; n <= to; n++ {
+			out = append(out, n)
+		}
+		return out
+	}
+	out := make([]int, len(runs))
+	for i, r := range runs {
 		out[i] = r.Ordinal
 	}
 	return out
