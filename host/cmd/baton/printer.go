@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -349,6 +350,9 @@ func plural(n int, what string) string {
 func oneLine(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > max {
+		for max > 0 && !utf8.RuneStart(s[max]) {
+			max-- // never inside a character
+		}
 		return s[:max] + "…"
 	}
 	return s

@@ -276,3 +276,13 @@ func firstACPRun(t *testing.T, data, ws string) (string, []string) {
 	}
 	return threadOf(t, out), groups
 }
+
+// A line cut to fit never cuts a character in two.
+func TestOneLineCutsBetweenCharacters(t *testing.T) {
+	if got := oneLine("aé  b\nc", 2); got != "a…" {
+		t.Errorf("oneLine = %q, want %q", got, "a…")
+	}
+	if got := oneLine("short", 10); got != "short" {
+		t.Errorf("oneLine = %q", got)
+	}
+}
