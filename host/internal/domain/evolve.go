@@ -164,16 +164,21 @@ func Evolve(t *Thread, e Event) {
 		t.write(partProviderTurns)
 		t.ProviderTurns = append(t.ProviderTurns, ProviderTurn{ID: p.ProviderTurnID, ProviderThreadID: p.ProviderThreadID,
 			ProviderRef: p.ProviderRef, RunID: p.RunID, AttemptID: p.AttemptID, NodeID: p.NodeID, Status: StatusInProgress})
-		if r := t.run(p.RunID); r != nil && r.attempt(p.AttemptID) != nil && r.attempt(p.AttemptID).RootNode == p.NodeID {
-			// The conversation has now seen the run (and what its handoff
-			// carried of the runs before it).
-			if pt := t.providerThread(p.ProviderThreadID); pt != nil {
-				if b := t.binding(pt.Provider); b != nil && b.ProviderThreadID == pt.ID && b.SeenThrough < r.Ordinal {
-					t.bindingW(pt.Provider).SeenThrough = r.Ordinal
-				}
+		r := t.run(p.RunID)
+		if r == nil {
+			return
+		}
+		if a := r.attempt(p.AttemptID); a == nil || a.RootNode != p.NodeID {
+			return // a subagent's turn
+		}
+		// The conversation has now seen the run (and what its handoff
+		// carried of the runs before it).
+		if pt := t.providerThread(p.ProviderThreadID); pt != nil {
+			if b := t.binding(pt.Provider); b != nil && b.ProviderThreadID == pt.ID && b.SeenThrough < r.Ordinal {
+				t.bindingW(pt.Provider).SeenThrough = r.Ordinal
 			}
 		}
-		if r := t.run(p.RunID); r != nil && r.Status.Active() && r.ActiveAttempt == p.AttemptID && r.attempt(p.AttemptID).RootNode == p.NodeID {
+		if r.Status.Active() && r.ActiveAttempt == p.AttemptID {
 			r = t.runW(p.RunID)
 			r.Status = RunStatusRunning
 			r.attempt(p.AttemptID).SessionID = p.SessionID
