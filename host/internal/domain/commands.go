@@ -279,6 +279,9 @@ var (
 	// It always comes with ErrConflict, so errors.Is(err, ErrConflict)
 	// holds for it too.
 	ErrExists = errors.New("already exists")
+	// ErrNoProviderCommand: a switch to a provider the thread has not used
+	// gives no command to run it. It always comes with ErrInvalid.
+	ErrNoProviderCommand = errors.New("no provider command")
 	// ErrUnsupported: the thread's provider cannot do what was asked.
 	ErrUnsupported = errors.New("unsupported by the provider")
 	// ErrNotResumable: a request's provider process is gone, so no answer

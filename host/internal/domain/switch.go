@@ -28,7 +28,7 @@ func decideSwitchProvider(t *Thread, p SwitchProvider, env Env, d *Decision) err
 	command, model := p.ProviderCommand, p.Model
 	if len(command.Argv) == 0 {
 		if b == nil {
-			return fmt.Errorf("%w: provider command: the thread has not used %s, so its command must be given", ErrInvalid, p.Provider)
+			return fmt.Errorf("%w: %w: thread %s has not used %s, so there is no command of it to keep", ErrInvalid, ErrNoProviderCommand, t.ID, p.Provider)
 		}
 		command = b.Command
 	}

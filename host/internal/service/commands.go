@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -284,29 +285,20 @@ func (s *Server) SwitchProvider(ctx context.Context, req *batonv1.SwitchProvider
 		return nil, invalid("handoff_max_bytes", "%d is below the least, %d (0 keeps the thread's bound)", maxBytes, domain.MinHandoffMaxBytes)
 	}
 	pc := req.GetProviderCommand()
-	if len(pc.GetArgv()) == 0 {
-		if len(pc.GetEnv()) > 0 {
-			return nil, invalid("provider_command", "env without argv")
-		}
-		_, ok, err := s.prior("SwitchProvider", id)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			t, err := s.host.Thread(req.GetThreadId())
-			if err != nil {
-				return nil, s.toStatus("SwitchProvider", err)
-			}
-			if _, used := t.Binding(req.GetProvider()); !used {
-				return nil, invalid("provider_command", "required: thread %s has not used %s, so there is no command of it to keep", t.ID, req.GetProvider())
-			}
-		}
+	if len(pc.GetArgv()) == 0 && len(pc.GetEnv()) > 0 {
+		return nil, invalid("provider_command", "env without argv")
 	}
-	rc, err := s.dispatch(ctx, "SwitchProvider", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.SwitchProvider{
+	rc, err := s.host.Dispatch(ctx, domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.SwitchProvider{
 		Provider: req.GetProvider(), Model: req.GetModel(), ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()},
 		HandoffMaxBytes: int(maxBytes)}})
+	if errors.Is(err, domain.ErrNoProviderCommand) {
+		// The domain knows which providers the thread has used; the field
+		// is the API's.
+		return nil, invalid("provider_command", "required: thread %s has not used %s, so there is no command of it to keep",
+			req.GetThreadId(), req.GetProvider())
+	}
 	if err != nil {
-		return nil, err
+		return nil, s.toStatus("SwitchProvider", err)
 	}
 	return receiptPB(rc, ""), nil
 }
