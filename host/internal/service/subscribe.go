@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"sync/atomic"
 
@@ -84,7 +85,7 @@ func (s *Server) Subscribe(req *batonv1.SubscribeRequest, stream grpc.ServerStre
 			if err == nil {
 				var ev *batonv1.Event
 				if ev, err = eventPB(r); err == nil {
-					s.enqueue(ctx, cancel, buf, ev, &sent)
+					s.enqueue(ctx, cancel, buf, ev)
 				}
 			}
 			if err != nil {
@@ -106,10 +107,25 @@ func (s *Server) Subscribe(req *batonv1.SubscribeRequest, stream grpc.ServerStre
 		}
 	}
 	close(buf)
-	if ctx.Err() == nil {
+	slow := errors.Is(context.Cause(ctx), errSlowSubscriber)
+	switch {
+	case ctx.Err() == nil:
 		<-sender // it sends what the buffer holds, then ends
+	case slow:
+		// A Send it is in may still deliver its event (once the client
+		// reads): the status must name the last event the client gets.
+		select {
+		case <-sender:
+		case <-stream.Context().Done():
+		}
 	} // else a Send it is blocked in fails as this handler returns, and it ends
 	switch cause := context.Cause(ctx); {
+	case slow:
+		last := sent.Load()
+		s.log.Warn("subscriber too slow; ended its stream", "last_sent", last, "buffer", cap(buf), "waited", s.slow)
+		return status.Errorf(codes.ResourceExhausted,
+			"subscriber too slow: %d events waited longer than %s; the last event sent was sequence %d: subscribe again with after_sequence %d",
+			cap(buf), s.slow, last, last)
 	case cause == nil && shuttingDown:
 		return status.Error(codes.Unavailable, "service shutting down; subscribe again after the last sequence you received")
 	case cause == nil: // the stream ended by itself: the host closed
@@ -124,9 +140,13 @@ func (s *Server) Subscribe(req *batonv1.SubscribeRequest, stream grpc.ServerStre
 	}
 }
 
+// errSlowSubscriber ends a subscription whose buffer stayed full for
+// SlowSubscriber.
+var errSlowSubscriber = errors.New("subscriber too slow")
+
 // enqueue puts an event in the sender's buffer, waiting at most
 // SlowSubscriber for room; after that it ends the subscription.
-func (s *Server) enqueue(ctx context.Context, cancel context.CancelCauseFunc, buf chan<- *batonv1.Event, ev *batonv1.Event, sent *atomic.Uint64) {
+func (s *Server) enqueue(ctx context.Context, cancel context.CancelCauseFunc, buf chan<- *batonv1.Event, ev *batonv1.Event) {
 	select {
 	case buf <- ev:
 		return
@@ -138,10 +158,6 @@ func (s *Server) enqueue(ctx context.Context, cancel context.CancelCauseFunc, bu
 	case buf <- ev:
 	case <-ctx.Done():
 	case <-t.C():
-		last := sent.Load()
-		s.log.Warn("subscriber too slow; ending its stream", "last_sent", last, "buffer", cap(buf), "waited", s.slow)
-		cancel(status.Errorf(codes.ResourceExhausted,
-			"subscriber too slow: %d events waited longer than %s; the last event sent was sequence %d: subscribe again with after_sequence %d",
-			cap(buf), s.slow, last, last))
+		cancel(errSlowSubscriber)
 	}
 }
