@@ -432,16 +432,19 @@ func (t *Thread) detach(providerThreadID string) {
 	}
 }
 
-// keptThrough is the newest run, up to ordinal upTo, whose root turn ran
-// in a conversation of provider's that is not left behind (0: none): after
-// a native rollback, the conversation and the fork it may go on in.
+// keptThrough is the newest run, up to ordinal upTo and not rolled back,
+// whose root turn ran in a conversation of provider's that is not left
+// behind (0: none): after a native rollback, the conversation and the fork
+// it may go on in.
 func (t *Thread) keptThrough(provider string, upTo int) int {
 	seen := 0
 	for _, pt := range t.ProviderTurns {
 		if c := t.providerThread(pt.ProviderThreadID); c == nil || c.Provider != provider || c.Detached || c.ParentID != "" {
 			continue
 		}
-		if r := t.run(pt.RunID); r != nil && r.Ordinal <= upTo && r.Ordinal > seen && r.attempt(pt.AttemptID).RootNode == pt.NodeID {
+		// A run an earlier rollback dropped is not kept, whatever its ordinal.
+		if r := t.run(pt.RunID); r != nil && r.Status != RunStatusRolledBack && r.Ordinal <= upTo && r.Ordinal > seen &&
+			r.attempt(pt.AttemptID).RootNode == pt.NodeID {
 			seen = r.Ordinal
 		}
 	}

@@ -564,3 +564,34 @@ func TestRollbackAfterSwitch(t *testing.T) {
 		t.Errorf("after a fresh-thread rollback: %+v", w.thread.ProviderBindings)
 	}
 }
+
+// Two native rollbacks: the turns the first one dropped stay dropped. A
+// conversation whose only kept turns were rolled back earlier has seen
+// nothing, so its next run is told every run (found by the coverage
+// property).
+func TestSecondNativeRollbackForgetsTheFirstsRuns(t *testing.T) {
+	w := newWorldOn(t, "codex")
+	h := newHost(w, nil)
+	run := func(provider string) {
+		if w.thread.Provider != provider {
+			w.switchTo(provider)
+		}
+		w.send("to " + provider)
+		h.start()
+		h.end("completed")
+	}
+	run("codex")  // 1
+	run("claude") // 2, told run 1
+	run("claude") // 3
+	h.rollback(1, true)
+	run("codex")  // 4
+	run("claude") // 5, told run 4
+	h.rollback(4, true)
+	if b := w.thread.binding("claude"); b.ProviderThreadID == "" || b.SeenThrough != 0 {
+		t.Fatalf("claude after the second rollback: %+v; want its conversation, having seen nothing kept", b)
+	}
+	w.send("claude again")
+	if hof := w.thread.readyHandoff(); hof == nil || !slices.Equal(hof.ordinals(), []int{1, 4}) {
+		t.Fatalf("claude's handoff: %+v; want runs 1 and 4", hof)
+	}
+}
