@@ -107,14 +107,18 @@ func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
 	}
 	if (e.Type == domain.EffectStartTurn || e.Type == domain.EffectSteer) && !h.attemptActive(e) {
 		// Decided for an attempt that has since been replaced or whose run
-		// ended: sending it now would start work nobody follows. No
-		// sequence reaches this under today's domain rules (so no test
-		// does): a run ends only after its start was performed (its turn's
-		// terminal, the start's own failure) or at recovery, before any
-		// worker runs; an attempt is replaced, and a run's checkpoint
-		// captured, only after the provider ended the turn, by effects
-		// queued behind this one. It guards against a rule that ends runs
-		// from elsewhere.
+		// ended: sending it now would start work nobody follows. Only a
+		// drain reaches this (it ends runs whose start is still queued);
+		// otherwise a run ends only after its start was performed (its
+		// turn's terminal, the start's own failure) or at recovery, before
+		// any worker runs, and an attempt is replaced only after the
+		// provider ended the turn, by effects queued behind this one.
+		if h.draining.Load() {
+			// The drain ended the run before its start was performed: the
+			// start is left in the outbox, for the next host's recovery to
+			// record as cancelled.
+			return nil, false
+		}
 		h.log.Debug("provider action for an attempt no longer active; skipped", "type", e.Type, "run", e.RunID, "attempt", e.AttemptID)
 		if e.Type == domain.EffectSteer {
 			return &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID, Payload: domain.SteerFailed{RunID: e.RunID,
