@@ -75,6 +75,12 @@ func eventToWire(ev RuntimeEvent) *pb.RuntimeEvent {
 	if f := ev.Failure; f != nil {
 		out.Failure = &pb.Failure{Code: f.Code, Message: f.Message}
 	}
+	if l := ev.Limit; l != nil {
+		out.Limit = &pb.Limit{Kind: string(l.Kind), Scope: l.Scope, Message: l.Message, Evidence: []byte(l.Evidence)}
+		if !l.ResetsAt.IsZero() {
+			out.Limit.ResetsAt = timestamppb.New(l.ResetsAt)
+		}
+	}
 	return out
 }
 
@@ -118,6 +124,12 @@ func eventFromWire(in *pb.RuntimeEvent) RuntimeEvent {
 	}
 	if f := in.GetFailure(); f != nil {
 		ev.Failure = &Failure{Code: f.GetCode(), Message: f.GetMessage()}
+	}
+	if l := in.GetLimit(); l != nil {
+		ev.Limit = &Limit{Kind: LimitKind(l.GetKind()), Scope: l.GetScope(), Message: l.GetMessage(), Evidence: string(l.GetEvidence())}
+		if l.GetResetsAt() != nil {
+			ev.Limit.ResetsAt = l.GetResetsAt().AsTime()
+		}
 	}
 	return ev
 }

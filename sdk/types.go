@@ -311,6 +311,46 @@ type RateLimit struct {
 	Scope       string    `json:"scope,omitempty"`
 }
 
+// LimitKind is what sort of provider limit ended a turn.
+type LimitKind string
+
+// Limit kinds.
+const (
+	// LimitUsageWindow: the plan's usage for a window (five hours, a week)
+	// is spent; it comes back at the window's reset.
+	LimitUsageWindow LimitKind = "usage_window"
+	// LimitRate: too many requests for now (HTTP 429 without a spent
+	// window).
+	LimitRate LimitKind = "rate_limit"
+	// LimitCredits: the account's credits or billing stop it; it comes
+	// back when someone tops it up.
+	LimitCredits LimitKind = "credits"
+	// LimitOverload: the provider is overloaded (HTTP 529, 503).
+	LimitOverload LimitKind = "overload"
+)
+
+// MaxLimitEvidence bounds Limit.Evidence: the frame a limit was read from
+// is kept as evidence, not as a transcript.
+const MaxLimitEvidence = 4096
+
+// Limit is a provider limit that ended a turn. An adapter that recognises
+// one sets it on the turn's failed turn_terminal event; the host ends the
+// run blocked (not failed) and its continuation policy decides what
+// follows.
+type Limit struct {
+	Kind LimitKind `json:"kind"`
+	// ResetsAt is when the provider says the limit lifts (zero: it did
+	// not say, or said something that is no instant).
+	ResetsAt time.Time `json:"resetsAt,omitzero"`
+	// Scope names the limit in the provider's words (five_hour,
+	// seven_day, primary, ...).
+	Scope   string `json:"scope,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Evidence is the raw frame (or frames) the limit was read from, cut
+	// to MaxLimitEvidence bytes.
+	Evidence string `json:"evidence,omitempty"`
+}
+
 // Failure says why something failed.
 type Failure struct {
 	Code    string `json:"code,omitempty"`
@@ -345,6 +385,9 @@ type RuntimeEvent struct {
 	Usage        *Usage          `json:"usage,omitempty"`
 	RateLimit    *RateLimit      `json:"rateLimit,omitempty"`
 	Failure      *Failure        `json:"failure,omitempty"`
+	// Limit, on a failed turn_terminal event, says the turn ended on a
+	// provider limit.
+	Limit *Limit `json:"limit,omitempty"`
 	// ThreadUsable, on a turn terminal event, says whether the provider
 	// thread can take another turn.
 	ThreadUsable bool            `json:"threadUsable,omitempty"`

@@ -78,6 +78,12 @@ type (
 		ScopeID      string `json:"scopeId,omitempty"`
 		CheckpointID string `json:"checkpointId,omitempty"`
 	}
+	// SetPolicy sets the thread's continuation policy (a zero one turns it
+	// off). Its budgets count from now; a wait already armed is kept and
+	// follows the new policy when it fires.
+	SetPolicy struct {
+		Policy ContinuationPolicy `json:"policy"`
+	}
 )
 
 // Internal commands: the host's own observations, decided like any other
@@ -149,6 +155,16 @@ type (
 	// host closes the session's process once it is recorded.
 	CloseIdleSession struct {
 		SessionID string `json:"sessionId"`
+	}
+	// FireWait says an armed wait's instant has passed (the host's timer);
+	// a wait no longer armed is left alone. Its command id derives from
+	// the wait's id, so a wait fires once whatever restarts between.
+	FireWait struct {
+		WaitID string `json:"waitId"`
+	}
+	// RecordCheck is what a loop's --until check found.
+	RecordCheck struct {
+		CheckResult
 	}
 	// RetireSession ends a provider session the thread's next run will not
 	// use (it starts on another provider or model): refused while the
@@ -226,6 +242,9 @@ func (CloseIdleSession) CommandType() string         { return "provider.session.
 func (ShutDown) CommandType() string                 { return "thread.shutdown" }
 func (SwitchProvider) CommandType() string           { return "thread.switch_provider" }
 func (RetireSession) CommandType() string            { return "provider.session.retire" }
+func (SetPolicy) CommandType() string                { return "thread.set_policy" }
+func (FireWait) CommandType() string                 { return "wait.fire" }
+func (RecordCheck) CommandType() string              { return "loop.check.record" }
 func (RollbackToCheckpoint) CommandType() string     { return "checkpoint.rollback" }
 func (RecordCheckpoint) CommandType() string         { return "checkpoint.record" }
 func (RecordFilesRestored) CommandType() string      { return "rollback.files.record" }
@@ -253,6 +272,7 @@ type ProviderEvent struct {
 	Usage           *Usage          `json:"usage,omitempty"`
 	RateLimit       *RateLimit      `json:"rateLimit,omitempty"`
 	Failure         *Failure        `json:"failure,omitempty"`
+	Limit           *Limit          `json:"limit,omitempty"`
 	ThreadUsable    bool            `json:"threadUsable,omitempty"`
 	Detail          json.RawMessage `json:"detail,omitempty"`
 }

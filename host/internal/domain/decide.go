@@ -73,6 +73,8 @@ type Effect struct {
 	// is done, queued runs wait for the thread's next message.
 	Replayed bool `json:"-"`
 	Hold     bool `json:"hold,omitempty"`
+	// Timeout bounds a check (run_check).
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
 // Decision is what Decide returns: the events it emitted (already applied

@@ -307,6 +307,42 @@ type (
 		Command         ProviderCommand `json:"command"`
 		HandoffMaxBytes int             `json:"handoffMaxBytes,omitempty"`
 	}
+	// PolicySet: the thread's continuation policy (defaults filled in;
+	// Off: none).
+	PolicySet struct {
+		Policy ContinuationPolicy `json:"policy"`
+	}
+	// LimitReached: a run's attempt ended on a provider limit.
+	LimitReached struct {
+		RunID     string `json:"runId"`
+		AttemptID string `json:"attemptId"`
+		Provider  string `json:"provider"`
+		Limit     Limit  `json:"limit"`
+	}
+	// WaitArmed: a wait is armed until its instant.
+	WaitArmed struct {
+		Wait
+	}
+	// WaitEnded: a wait fired, or was cancelled (Reason says why).
+	WaitEnded struct {
+		WaitID  string      `json:"waitId"`
+		Outcome WaitOutcome `json:"outcome"`
+		Reason  string      `json:"reason,omitempty"`
+	}
+	// CheckRequested: a loop's check is to run after a completed run.
+	CheckRequested struct {
+		RunID   string `json:"runId"`
+		Command string `json:"command"`
+	}
+	// CheckRecorded: what the check found.
+	CheckRecorded struct {
+		CheckResult
+	}
+	// LoopEnded: the continuation loop ended, and why.
+	LoopEnded struct {
+		Status LoopStatus `json:"status"`
+		Reason string     `json:"reason"`
+	}
 	// ProviderThreadDetached: a provider's conversation will not be
 	// resumed (its resume failed); its next run starts a fresh one.
 	ProviderThreadDetached struct {
@@ -361,6 +397,13 @@ func (ProviderSwitched) EventType() string      { return "thread.provider_switch
 func (ProviderThreadDetached) EventType() string {
 	return "provider_thread.detached"
 }
+func (PolicySet) EventType() string      { return "thread.policy_set" }
+func (LimitReached) EventType() string   { return "run.limit_reached" }
+func (WaitArmed) EventType() string      { return "wait.armed" }
+func (WaitEnded) EventType() string      { return "wait.ended" }
+func (CheckRequested) EventType() string { return "loop.check_requested" }
+func (CheckRecorded) EventType() string  { return "loop.check_recorded" }
+func (LoopEnded) EventType() string      { return "loop.ended" }
 
 // decoders maps each event type to the decoder of its payload.
 var decoders = map[string]func([]byte) (Payload, error){}
@@ -417,6 +460,13 @@ func init() {
 	register[HandoffSuperseded]()
 	register[ProviderSwitched]()
 	register[ProviderThreadDetached]()
+	register[PolicySet]()
+	register[LimitReached]()
+	register[WaitArmed]()
+	register[WaitEnded]()
+	register[CheckRequested]()
+	register[CheckRecorded]()
+	register[LoopEnded]()
 }
 
 // DecodePayload decodes an event's data by its type. An unknown type is an

@@ -42,6 +42,9 @@ type Thread struct {
 	ProviderBindings []ProviderBinding `json:"providerBindings,omitempty"`
 	// HandoffMaxBytes bounds a handoff's text (0: DefaultHandoffMaxBytes).
 	HandoffMaxBytes int `json:"handoffMaxBytes,omitempty"`
+	// Loop is the thread's continuation policy and what its unattended
+	// loop has used (nil: none set).
+	Loop *Loop `json:"loop,omitempty"`
 	// Sequence is the last event applied to this thread.
 	Sequence uint64 `json:"sequence"`
 
@@ -88,6 +91,13 @@ type Run struct {
 	Ending *RunOutcome `json:"ending,omitempty"`
 	// CheckpointID is the run's root checkpoint.
 	CheckpointID string `json:"checkpointId,omitempty"`
+	// Limit is the last provider limit the run hit; WaitID the armed wait
+	// that will continue it (the run is waiting, its attempt ended);
+	// Waits how many waits it has had, the first from WaitSince.
+	Limit     *Limit    `json:"limit,omitempty"`
+	WaitID    string    `json:"waitId,omitempty"`
+	Waits     int       `json:"waits,omitempty"`
+	WaitSince time.Time `json:"waitSince,omitzero"`
 
 	// shared says the run's attempts, nodes and pending messages are
 	// shared with the thread the run's was copied from (see Scratch).
@@ -117,6 +127,9 @@ type Attempt struct {
 	StartedAt time.Time     `json:"startedAt"`
 	EndedAt   *time.Time    `json:"endedAt,omitempty"`
 	RootNode  string        `json:"rootNode"`
+	// Provider is where the attempt ran, when not the run's (a limit
+	// moved the run to another provider).
+	Provider string `json:"provider,omitempty"`
 }
 
 // Node is one part of a run's execution tree.

@@ -18,12 +18,15 @@ const (
 	RunStatusFailed      RunStatus = "failed"
 	RunStatusCancelled   RunStatus = "cancelled"
 	RunStatusRolledBack  RunStatus = "rolled_back"
+	// RunStatusBlocked: a provider limit (or the agent itself) stopped
+	// the run, and nothing continues it.
+	RunStatusBlocked RunStatus = "blocked"
 )
 
 // Terminal says whether a run status is final.
 func (s RunStatus) Terminal() bool {
 	switch s {
-	case RunStatusCompleted, RunStatusInterrupted, RunStatusFailed, RunStatusCancelled, RunStatusRolledBack:
+	case RunStatusCompleted, RunStatusInterrupted, RunStatusFailed, RunStatusCancelled, RunStatusRolledBack, RunStatusBlocked:
 		return true
 	}
 	return false
@@ -258,6 +261,9 @@ const (
 	EffectCapture         EffectType = "checkpoint_capture"
 	EffectRestoreFiles    EffectType = "rollback_files"
 	EffectReconcileThread EffectType = "rollback_provider"
+	// EffectRunCheck runs a loop's --until check (Text) in the thread's
+	// cwd, bounded by Timeout; RecordCheck says what it found.
+	EffectRunCheck EffectType = "run_check"
 )
 
 // Replayable says whether an effect left in the outbox by a host that
@@ -265,7 +271,7 @@ const (
 // process that is gone are not: recovery cancels them.
 func (e EffectType) Replayable() bool {
 	switch e {
-	case EffectCapture, EffectRestoreFiles, EffectReconcileThread:
+	case EffectCapture, EffectRestoreFiles, EffectReconcileThread, EffectRunCheck:
 		return true
 	}
 	return false

@@ -45,6 +45,9 @@ type Reply struct {
 	// DelayMS delays the stream after message_start by this many milliseconds
 	// (useful to test cancellation mid turn).
 	DelayMS int `json:"delay_ms,omitempty"`
+	// HTTPError, when set, answers the call with this HTTP error instead
+	// of a reply (Content is then empty).
+	HTTPError *HTTPError `json:"http_error,omitempty"`
 }
 
 // UnmarshalJSON accepts either a bare list of blocks or an object
@@ -56,6 +59,27 @@ func (r *Reply) UnmarshalJSON(b []byte) error {
 
 // Script is an ordered list of replies.
 type Script []Reply
+
+// HTTPError is a scripted reply that is no model answer but an HTTP error:
+// the status, headers and body a real API sends when a limit is hit (429
+// with its rate-limit headers, 529 overloaded, 402 billing), so that a real
+// agent reports the limit as it would in production. It is set on a Reply
+// (Messages API) or a ResponsesReply (Responses API) as "http_error".
+type HTTPError struct {
+	Status  int               `json:"status"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// Body is sent as it is (JSON).
+	Body json.RawMessage `json:"body,omitempty"`
+	// Repeat answers this many more requests (besides the first) with the
+	// same error without consuming the script, for agents that retry a 429
+	// on their own before they give up.
+	Repeat int `json:"repeat,omitempty"`
+	// ResetInSeconds, when set, is written into every header and body
+	// value "{{RESET}}" as the Unix time that many seconds after the
+	// request (and "{{RESET_ISO}}" as RFC 3339), so a recorded reset lies
+	// a known distance after the frame that carries it.
+	ResetInSeconds int `json:"reset_in_seconds,omitempty"`
+}
 
 // ParseScript parses a script: a JSON list of replies, or an object
 // {"replies":[...]}.

@@ -64,6 +64,9 @@ type ResponsesReply struct {
 	// error instead of response.completed (e.g. {"code":"server_error",
 	// "message":"boom"}).
 	Error *ResponsesError `json:"error,omitempty"`
+	// HTTPError, when set, answers the call with this HTTP error instead
+	// of a stream (Content is then empty).
+	HTTPError *HTTPError `json:"http_error,omitempty"`
 	// Thread, when set, restricts this reply to requests of a root thread
 	// ("root") or of a sub-agent thread ("sub": codex marks those with the
 	// x-openai-subagent / x-codex-parent-thread-id headers). Use it to keep

@@ -110,5 +110,9 @@ func toDomain(ev sdk.RuntimeEvent) domain.ProviderEvent {
 	if l := ev.RateLimit; l != nil {
 		pe.RateLimit = &domain.RateLimit{Scope: l.Scope, UsedPercent: l.UsedPercent, ResetsAt: l.ResetsAt}
 	}
+	if l := ev.Limit; l != nil {
+		pe.Limit = &domain.Limit{Kind: domain.LimitKind(l.Kind), ResetsAt: l.ResetsAt, Scope: l.Scope, Message: l.Message,
+			Evidence: l.Evidence}
+	}
 	return pe
 }

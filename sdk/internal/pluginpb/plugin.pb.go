@@ -932,6 +932,86 @@ func (x *RateLimit) GetScope() string {
 	return ""
 }
 
+// Limit is a provider limit that ended a turn: which kind, when it
+// resets (unset: the provider did not say), and the provider's own words.
+type Limit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind is one of usage_window, rate_limit, credits, overload.
+	Kind     string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	ResetsAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=resets_at,json=resetsAt,proto3" json:"resets_at,omitempty"`
+	Scope    string                 `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
+	Message  string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// evidence is the provider frame (or frames) the limit was read from.
+	Evidence      []byte `protobuf:"bytes,5,opt,name=evidence,proto3" json:"evidence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Limit) Reset() {
+	*x = Limit{}
+	mi := &file_plugin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Limit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Limit) ProtoMessage() {}
+
+func (x *Limit) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Limit.ProtoReflect.Descriptor instead.
+func (*Limit) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Limit) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Limit) GetResetsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ResetsAt
+	}
+	return nil
+}
+
+func (x *Limit) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *Limit) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Limit) GetEvidence() []byte {
+	if x != nil {
+		return x.Evidence
+	}
+	return nil
+}
+
 type Failure struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Code          string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
@@ -942,7 +1022,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1034,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1047,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{13}
+	return file_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Failure) GetCode() string {
@@ -1017,14 +1097,17 @@ type RuntimeEvent struct {
 	// client_turn_id, on a turn_started event, is the client_turn_id of the
 	// StartTurn request the turn is for (empty for turns the client did not
 	// start, such as a subagent's).
-	ClientTurnId  string `protobuf:"bytes,22,opt,name=client_turn_id,json=clientTurnId,proto3" json:"client_turn_id,omitempty"`
+	ClientTurnId string `protobuf:"bytes,22,opt,name=client_turn_id,json=clientTurnId,proto3" json:"client_turn_id,omitempty"`
+	// limit, on a failed turn_terminal event, says the turn ended on a
+	// provider limit (a usage window, a rate limit, credits, an overload).
+	Limit         *Limit `protobuf:"bytes,23,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RuntimeEvent) Reset() {
 	*x = RuntimeEvent{}
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1036,7 +1119,7 @@ func (x *RuntimeEvent) String() string {
 func (*RuntimeEvent) ProtoMessage() {}
 
 func (x *RuntimeEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1049,7 +1132,7 @@ func (x *RuntimeEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeEvent.ProtoReflect.Descriptor instead.
 func (*RuntimeEvent) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{14}
+	return file_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RuntimeEvent) GetSessionId() string {
@@ -1206,6 +1289,13 @@ func (x *RuntimeEvent) GetClientTurnId() string {
 	return ""
 }
 
+func (x *RuntimeEvent) GetLimit() *Limit {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
 type TurnInput struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
@@ -1215,7 +1305,7 @@ type TurnInput struct {
 
 func (x *TurnInput) Reset() {
 	*x = TurnInput{}
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1227,7 +1317,7 @@ func (x *TurnInput) String() string {
 func (*TurnInput) ProtoMessage() {}
 
 func (x *TurnInput) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1240,7 +1330,7 @@ func (x *TurnInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnInput.ProtoReflect.Descriptor instead.
 func (*TurnInput) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{15}
+	return file_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TurnInput) GetText() string {
@@ -1261,7 +1351,7 @@ type StartTurnRequest struct {
 
 func (x *StartTurnRequest) Reset() {
 	*x = StartTurnRequest{}
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1363,7 @@ func (x *StartTurnRequest) String() string {
 func (*StartTurnRequest) ProtoMessage() {}
 
 func (x *StartTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1376,7 @@ func (x *StartTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTurnRequest.ProtoReflect.Descriptor instead.
 func (*StartTurnRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{16}
+	return file_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StartTurnRequest) GetSessionId() string {
@@ -1319,7 +1409,7 @@ type StartTurnResponse struct {
 
 func (x *StartTurnResponse) Reset() {
 	*x = StartTurnResponse{}
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1421,7 @@ func (x *StartTurnResponse) String() string {
 func (*StartTurnResponse) ProtoMessage() {}
 
 func (x *StartTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1434,7 @@ func (x *StartTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTurnResponse.ProtoReflect.Descriptor instead.
 func (*StartTurnResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{17}
+	return file_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StartTurnResponse) GetTurnRef() string {
@@ -1365,7 +1455,7 @@ type SteerTurnRequest struct {
 
 func (x *SteerTurnRequest) Reset() {
 	*x = SteerTurnRequest{}
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1377,7 +1467,7 @@ func (x *SteerTurnRequest) String() string {
 func (*SteerTurnRequest) ProtoMessage() {}
 
 func (x *SteerTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1390,7 +1480,7 @@ func (x *SteerTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteerTurnRequest.ProtoReflect.Descriptor instead.
 func (*SteerTurnRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{18}
+	return file_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SteerTurnRequest) GetSessionId() string {
@@ -1422,7 +1512,7 @@ type SteerTurnResponse struct {
 
 func (x *SteerTurnResponse) Reset() {
 	*x = SteerTurnResponse{}
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1434,7 +1524,7 @@ func (x *SteerTurnResponse) String() string {
 func (*SteerTurnResponse) ProtoMessage() {}
 
 func (x *SteerTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1447,7 +1537,7 @@ func (x *SteerTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteerTurnResponse.ProtoReflect.Descriptor instead.
 func (*SteerTurnResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{19}
+	return file_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 type InterruptTurnRequest struct {
@@ -1460,7 +1550,7 @@ type InterruptTurnRequest struct {
 
 func (x *InterruptTurnRequest) Reset() {
 	*x = InterruptTurnRequest{}
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1472,7 +1562,7 @@ func (x *InterruptTurnRequest) String() string {
 func (*InterruptTurnRequest) ProtoMessage() {}
 
 func (x *InterruptTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1485,7 +1575,7 @@ func (x *InterruptTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptTurnRequest.ProtoReflect.Descriptor instead.
 func (*InterruptTurnRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{20}
+	return file_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *InterruptTurnRequest) GetSessionId() string {
@@ -1510,7 +1600,7 @@ type InterruptTurnResponse struct {
 
 func (x *InterruptTurnResponse) Reset() {
 	*x = InterruptTurnResponse{}
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1612,7 @@ func (x *InterruptTurnResponse) String() string {
 func (*InterruptTurnResponse) ProtoMessage() {}
 
 func (x *InterruptTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1625,7 @@ func (x *InterruptTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptTurnResponse.ProtoReflect.Descriptor instead.
 func (*InterruptTurnResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{21}
+	return file_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 type RespondToRequestRequest struct {
@@ -1551,7 +1641,7 @@ type RespondToRequestRequest struct {
 
 func (x *RespondToRequestRequest) Reset() {
 	*x = RespondToRequestRequest{}
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +1653,7 @@ func (x *RespondToRequestRequest) String() string {
 func (*RespondToRequestRequest) ProtoMessage() {}
 
 func (x *RespondToRequestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +1666,7 @@ func (x *RespondToRequestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RespondToRequestRequest.ProtoReflect.Descriptor instead.
 func (*RespondToRequestRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{22}
+	return file_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RespondToRequestRequest) GetSessionId() string {
@@ -1615,7 +1705,7 @@ type RespondToRequestResponse struct {
 
 func (x *RespondToRequestResponse) Reset() {
 	*x = RespondToRequestResponse{}
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +1717,7 @@ func (x *RespondToRequestResponse) String() string {
 func (*RespondToRequestResponse) ProtoMessage() {}
 
 func (x *RespondToRequestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +1730,7 @@ func (x *RespondToRequestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RespondToRequestResponse.ProtoReflect.Descriptor instead.
 func (*RespondToRequestResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{23}
+	return file_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 type RollbackThreadRequest struct {
@@ -1658,7 +1748,7 @@ type RollbackThreadRequest struct {
 
 func (x *RollbackThreadRequest) Reset() {
 	*x = RollbackThreadRequest{}
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1760,7 @@ func (x *RollbackThreadRequest) String() string {
 func (*RollbackThreadRequest) ProtoMessage() {}
 
 func (x *RollbackThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1773,7 @@ func (x *RollbackThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackThreadRequest.ProtoReflect.Descriptor instead.
 func (*RollbackThreadRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{24}
+	return file_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RollbackThreadRequest) GetSessionId() string {
@@ -1723,7 +1813,7 @@ type RollbackThreadResponse struct {
 
 func (x *RollbackThreadResponse) Reset() {
 	*x = RollbackThreadResponse{}
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1825,7 @@ func (x *RollbackThreadResponse) String() string {
 func (*RollbackThreadResponse) ProtoMessage() {}
 
 func (x *RollbackThreadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1838,7 @@ func (x *RollbackThreadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackThreadResponse.ProtoReflect.Descriptor instead.
 func (*RollbackThreadResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{25}
+	return file_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RollbackThreadResponse) GetThreadRef() string {
@@ -1768,7 +1858,7 @@ type ReadThreadSnapshotRequest struct {
 
 func (x *ReadThreadSnapshotRequest) Reset() {
 	*x = ReadThreadSnapshotRequest{}
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +1870,7 @@ func (x *ReadThreadSnapshotRequest) String() string {
 func (*ReadThreadSnapshotRequest) ProtoMessage() {}
 
 func (x *ReadThreadSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +1883,7 @@ func (x *ReadThreadSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadThreadSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*ReadThreadSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{26}
+	return file_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReadThreadSnapshotRequest) GetSessionId() string {
@@ -1820,7 +1910,7 @@ type ReadThreadSnapshotResponse struct {
 
 func (x *ReadThreadSnapshotResponse) Reset() {
 	*x = ReadThreadSnapshotResponse{}
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +1922,7 @@ func (x *ReadThreadSnapshotResponse) String() string {
 func (*ReadThreadSnapshotResponse) ProtoMessage() {}
 
 func (x *ReadThreadSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +1935,7 @@ func (x *ReadThreadSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadThreadSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*ReadThreadSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{27}
+	return file_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReadThreadSnapshotResponse) GetTurnRefs() []string {
@@ -1871,7 +1961,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1883,7 +1973,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1896,7 +1986,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{28}
+	return file_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -1914,7 +2004,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1926,7 +2016,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1939,7 +2029,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{29}
+	return file_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 var File_plugin_proto protoreflect.FileDescriptor
@@ -2009,10 +2099,16 @@ const file_plugin_proto_rawDesc = "" +
 	"\tRateLimit\x127\n" +
 	"\tresets_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\x12!\n" +
 	"\fused_percent\x18\x02 \x01(\x01R\vusedPercent\x12\x14\n" +
-	"\x05scope\x18\x03 \x01(\tR\x05scope\"7\n" +
+	"\x05scope\x18\x03 \x01(\tR\x05scope\"\xa0\x01\n" +
+	"\x05Limit\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x127\n" +
+	"\tresets_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\x12\x14\n" +
+	"\x05scope\x18\x03 \x01(\tR\x05scope\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1a\n" +
+	"\bevidence\x18\x05 \x01(\fR\bevidence\"7\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x9c\x06\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xca\x06\n" +
 	"\fRuntimeEvent\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n" +
@@ -2040,7 +2136,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\afailure\x18\x13 \x01(\v2\x18.baton.plugin.v1.FailureR\afailure\x12#\n" +
 	"\rthread_usable\x18\x14 \x01(\bR\fthreadUsable\x12\x16\n" +
 	"\x06detail\x18\x15 \x01(\fR\x06detail\x12$\n" +
-	"\x0eclient_turn_id\x18\x16 \x01(\tR\fclientTurnId\"\x1f\n" +
+	"\x0eclient_turn_id\x18\x16 \x01(\tR\fclientTurnId\x12,\n" +
+	"\x05limit\x18\x17 \x01(\v2\x16.baton.plugin.v1.LimitR\x05limit\"\x1f\n" +
 	"\tTurnInput\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"\x89\x01\n" +
 	"\x10StartTurnRequest\x12\x1d\n" +
@@ -2139,7 +2236,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_plugin_proto_goTypes = []any{
 	(EventKind)(0),                     // 0: baton.plugin.v1.EventKind
 	(*DescribeRequest)(nil),            // 1: baton.plugin.v1.DescribeRequest
@@ -2155,70 +2252,73 @@ var file_plugin_proto_goTypes = []any{
 	(*RequestOption)(nil),              // 11: baton.plugin.v1.RequestOption
 	(*Usage)(nil),                      // 12: baton.plugin.v1.Usage
 	(*RateLimit)(nil),                  // 13: baton.plugin.v1.RateLimit
-	(*Failure)(nil),                    // 14: baton.plugin.v1.Failure
-	(*RuntimeEvent)(nil),               // 15: baton.plugin.v1.RuntimeEvent
-	(*TurnInput)(nil),                  // 16: baton.plugin.v1.TurnInput
-	(*StartTurnRequest)(nil),           // 17: baton.plugin.v1.StartTurnRequest
-	(*StartTurnResponse)(nil),          // 18: baton.plugin.v1.StartTurnResponse
-	(*SteerTurnRequest)(nil),           // 19: baton.plugin.v1.SteerTurnRequest
-	(*SteerTurnResponse)(nil),          // 20: baton.plugin.v1.SteerTurnResponse
-	(*InterruptTurnRequest)(nil),       // 21: baton.plugin.v1.InterruptTurnRequest
-	(*InterruptTurnResponse)(nil),      // 22: baton.plugin.v1.InterruptTurnResponse
-	(*RespondToRequestRequest)(nil),    // 23: baton.plugin.v1.RespondToRequestRequest
-	(*RespondToRequestResponse)(nil),   // 24: baton.plugin.v1.RespondToRequestResponse
-	(*RollbackThreadRequest)(nil),      // 25: baton.plugin.v1.RollbackThreadRequest
-	(*RollbackThreadResponse)(nil),     // 26: baton.plugin.v1.RollbackThreadResponse
-	(*ReadThreadSnapshotRequest)(nil),  // 27: baton.plugin.v1.ReadThreadSnapshotRequest
-	(*ReadThreadSnapshotResponse)(nil), // 28: baton.plugin.v1.ReadThreadSnapshotResponse
-	(*CloseSessionRequest)(nil),        // 29: baton.plugin.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),       // 30: baton.plugin.v1.CloseSessionResponse
-	nil,                                // 31: baton.plugin.v1.DescribeResponse.NotesEntry
-	nil,                                // 32: baton.plugin.v1.RespondToRequestRequest.AnswersEntry
-	(*timestamppb.Timestamp)(nil),      // 33: google.protobuf.Timestamp
+	(*Limit)(nil),                      // 14: baton.plugin.v1.Limit
+	(*Failure)(nil),                    // 15: baton.plugin.v1.Failure
+	(*RuntimeEvent)(nil),               // 16: baton.plugin.v1.RuntimeEvent
+	(*TurnInput)(nil),                  // 17: baton.plugin.v1.TurnInput
+	(*StartTurnRequest)(nil),           // 18: baton.plugin.v1.StartTurnRequest
+	(*StartTurnResponse)(nil),          // 19: baton.plugin.v1.StartTurnResponse
+	(*SteerTurnRequest)(nil),           // 20: baton.plugin.v1.SteerTurnRequest
+	(*SteerTurnResponse)(nil),          // 21: baton.plugin.v1.SteerTurnResponse
+	(*InterruptTurnRequest)(nil),       // 22: baton.plugin.v1.InterruptTurnRequest
+	(*InterruptTurnResponse)(nil),      // 23: baton.plugin.v1.InterruptTurnResponse
+	(*RespondToRequestRequest)(nil),    // 24: baton.plugin.v1.RespondToRequestRequest
+	(*RespondToRequestResponse)(nil),   // 25: baton.plugin.v1.RespondToRequestResponse
+	(*RollbackThreadRequest)(nil),      // 26: baton.plugin.v1.RollbackThreadRequest
+	(*RollbackThreadResponse)(nil),     // 27: baton.plugin.v1.RollbackThreadResponse
+	(*ReadThreadSnapshotRequest)(nil),  // 28: baton.plugin.v1.ReadThreadSnapshotRequest
+	(*ReadThreadSnapshotResponse)(nil), // 29: baton.plugin.v1.ReadThreadSnapshotResponse
+	(*CloseSessionRequest)(nil),        // 30: baton.plugin.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),       // 31: baton.plugin.v1.CloseSessionResponse
+	nil,                                // 32: baton.plugin.v1.DescribeResponse.NotesEntry
+	nil,                                // 33: baton.plugin.v1.RespondToRequestRequest.AnswersEntry
+	(*timestamppb.Timestamp)(nil),      // 34: google.protobuf.Timestamp
 }
 var file_plugin_proto_depIdxs = []int32{
 	2,  // 0: baton.plugin.v1.DescribeResponse.capabilities:type_name -> baton.plugin.v1.Capabilities
-	31, // 1: baton.plugin.v1.DescribeResponse.notes:type_name -> baton.plugin.v1.DescribeResponse.NotesEntry
+	32, // 1: baton.plugin.v1.DescribeResponse.notes:type_name -> baton.plugin.v1.DescribeResponse.NotesEntry
 	4,  // 2: baton.plugin.v1.OpenSessionRequest.command:type_name -> baton.plugin.v1.ProviderCommand
-	15, // 3: baton.plugin.v1.EventBatch.events:type_name -> baton.plugin.v1.RuntimeEvent
-	33, // 4: baton.plugin.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
-	0,  // 5: baton.plugin.v1.RuntimeEvent.kind:type_name -> baton.plugin.v1.EventKind
-	11, // 6: baton.plugin.v1.RuntimeEvent.options:type_name -> baton.plugin.v1.RequestOption
-	12, // 7: baton.plugin.v1.RuntimeEvent.usage:type_name -> baton.plugin.v1.Usage
-	13, // 8: baton.plugin.v1.RuntimeEvent.rate_limit:type_name -> baton.plugin.v1.RateLimit
-	14, // 9: baton.plugin.v1.RuntimeEvent.failure:type_name -> baton.plugin.v1.Failure
-	16, // 10: baton.plugin.v1.StartTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
-	16, // 11: baton.plugin.v1.SteerTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
-	32, // 12: baton.plugin.v1.RespondToRequestRequest.answers:type_name -> baton.plugin.v1.RespondToRequestRequest.AnswersEntry
-	1,  // 13: baton.plugin.v1.Provider.Describe:input_type -> baton.plugin.v1.DescribeRequest
-	5,  // 14: baton.plugin.v1.Provider.OpenSession:input_type -> baton.plugin.v1.OpenSessionRequest
-	7,  // 15: baton.plugin.v1.Provider.Events:input_type -> baton.plugin.v1.EventsRequest
-	7,  // 16: baton.plugin.v1.Provider.EventBatches:input_type -> baton.plugin.v1.EventsRequest
-	8,  // 17: baton.plugin.v1.Provider.AckEvents:input_type -> baton.plugin.v1.AckEventsRequest
-	17, // 18: baton.plugin.v1.Provider.StartTurn:input_type -> baton.plugin.v1.StartTurnRequest
-	19, // 19: baton.plugin.v1.Provider.SteerTurn:input_type -> baton.plugin.v1.SteerTurnRequest
-	21, // 20: baton.plugin.v1.Provider.InterruptTurn:input_type -> baton.plugin.v1.InterruptTurnRequest
-	23, // 21: baton.plugin.v1.Provider.RespondToRequest:input_type -> baton.plugin.v1.RespondToRequestRequest
-	25, // 22: baton.plugin.v1.Provider.RollbackThread:input_type -> baton.plugin.v1.RollbackThreadRequest
-	27, // 23: baton.plugin.v1.Provider.ReadThreadSnapshot:input_type -> baton.plugin.v1.ReadThreadSnapshotRequest
-	29, // 24: baton.plugin.v1.Provider.CloseSession:input_type -> baton.plugin.v1.CloseSessionRequest
-	3,  // 25: baton.plugin.v1.Provider.Describe:output_type -> baton.plugin.v1.DescribeResponse
-	6,  // 26: baton.plugin.v1.Provider.OpenSession:output_type -> baton.plugin.v1.OpenSessionResponse
-	15, // 27: baton.plugin.v1.Provider.Events:output_type -> baton.plugin.v1.RuntimeEvent
-	10, // 28: baton.plugin.v1.Provider.EventBatches:output_type -> baton.plugin.v1.EventBatch
-	9,  // 29: baton.plugin.v1.Provider.AckEvents:output_type -> baton.plugin.v1.AckEventsResponse
-	18, // 30: baton.plugin.v1.Provider.StartTurn:output_type -> baton.plugin.v1.StartTurnResponse
-	20, // 31: baton.plugin.v1.Provider.SteerTurn:output_type -> baton.plugin.v1.SteerTurnResponse
-	22, // 32: baton.plugin.v1.Provider.InterruptTurn:output_type -> baton.plugin.v1.InterruptTurnResponse
-	24, // 33: baton.plugin.v1.Provider.RespondToRequest:output_type -> baton.plugin.v1.RespondToRequestResponse
-	26, // 34: baton.plugin.v1.Provider.RollbackThread:output_type -> baton.plugin.v1.RollbackThreadResponse
-	28, // 35: baton.plugin.v1.Provider.ReadThreadSnapshot:output_type -> baton.plugin.v1.ReadThreadSnapshotResponse
-	30, // 36: baton.plugin.v1.Provider.CloseSession:output_type -> baton.plugin.v1.CloseSessionResponse
-	25, // [25:37] is the sub-list for method output_type
-	13, // [13:25] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	16, // 3: baton.plugin.v1.EventBatch.events:type_name -> baton.plugin.v1.RuntimeEvent
+	34, // 4: baton.plugin.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	34, // 5: baton.plugin.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
+	0,  // 6: baton.plugin.v1.RuntimeEvent.kind:type_name -> baton.plugin.v1.EventKind
+	11, // 7: baton.plugin.v1.RuntimeEvent.options:type_name -> baton.plugin.v1.RequestOption
+	12, // 8: baton.plugin.v1.RuntimeEvent.usage:type_name -> baton.plugin.v1.Usage
+	13, // 9: baton.plugin.v1.RuntimeEvent.rate_limit:type_name -> baton.plugin.v1.RateLimit
+	15, // 10: baton.plugin.v1.RuntimeEvent.failure:type_name -> baton.plugin.v1.Failure
+	14, // 11: baton.plugin.v1.RuntimeEvent.limit:type_name -> baton.plugin.v1.Limit
+	17, // 12: baton.plugin.v1.StartTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
+	17, // 13: baton.plugin.v1.SteerTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
+	33, // 14: baton.plugin.v1.RespondToRequestRequest.answers:type_name -> baton.plugin.v1.RespondToRequestRequest.AnswersEntry
+	1,  // 15: baton.plugin.v1.Provider.Describe:input_type -> baton.plugin.v1.DescribeRequest
+	5,  // 16: baton.plugin.v1.Provider.OpenSession:input_type -> baton.plugin.v1.OpenSessionRequest
+	7,  // 17: baton.plugin.v1.Provider.Events:input_type -> baton.plugin.v1.EventsRequest
+	7,  // 18: baton.plugin.v1.Provider.EventBatches:input_type -> baton.plugin.v1.EventsRequest
+	8,  // 19: baton.plugin.v1.Provider.AckEvents:input_type -> baton.plugin.v1.AckEventsRequest
+	18, // 20: baton.plugin.v1.Provider.StartTurn:input_type -> baton.plugin.v1.StartTurnRequest
+	20, // 21: baton.plugin.v1.Provider.SteerTurn:input_type -> baton.plugin.v1.SteerTurnRequest
+	22, // 22: baton.plugin.v1.Provider.InterruptTurn:input_type -> baton.plugin.v1.InterruptTurnRequest
+	24, // 23: baton.plugin.v1.Provider.RespondToRequest:input_type -> baton.plugin.v1.RespondToRequestRequest
+	26, // 24: baton.plugin.v1.Provider.RollbackThread:input_type -> baton.plugin.v1.RollbackThreadRequest
+	28, // 25: baton.plugin.v1.Provider.ReadThreadSnapshot:input_type -> baton.plugin.v1.ReadThreadSnapshotRequest
+	30, // 26: baton.plugin.v1.Provider.CloseSession:input_type -> baton.plugin.v1.CloseSessionRequest
+	3,  // 27: baton.plugin.v1.Provider.Describe:output_type -> baton.plugin.v1.DescribeResponse
+	6,  // 28: baton.plugin.v1.Provider.OpenSession:output_type -> baton.plugin.v1.OpenSessionResponse
+	16, // 29: baton.plugin.v1.Provider.Events:output_type -> baton.plugin.v1.RuntimeEvent
+	10, // 30: baton.plugin.v1.Provider.EventBatches:output_type -> baton.plugin.v1.EventBatch
+	9,  // 31: baton.plugin.v1.Provider.AckEvents:output_type -> baton.plugin.v1.AckEventsResponse
+	19, // 32: baton.plugin.v1.Provider.StartTurn:output_type -> baton.plugin.v1.StartTurnResponse
+	21, // 33: baton.plugin.v1.Provider.SteerTurn:output_type -> baton.plugin.v1.SteerTurnResponse
+	23, // 34: baton.plugin.v1.Provider.InterruptTurn:output_type -> baton.plugin.v1.InterruptTurnResponse
+	25, // 35: baton.plugin.v1.Provider.RespondToRequest:output_type -> baton.plugin.v1.RespondToRequestResponse
+	27, // 36: baton.plugin.v1.Provider.RollbackThread:output_type -> baton.plugin.v1.RollbackThreadResponse
+	29, // 37: baton.plugin.v1.Provider.ReadThreadSnapshot:output_type -> baton.plugin.v1.ReadThreadSnapshotResponse
+	31, // 38: baton.plugin.v1.Provider.CloseSession:output_type -> baton.plugin.v1.CloseSessionResponse
+	27, // [27:39] is the sub-list for method output_type
+	15, // [15:27] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -2232,7 +2332,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
