@@ -318,3 +318,18 @@ func (t *Thread) NextWait() *Wait {
 	}
 	return w
 }
+
+// Unattended says whether the thread's continuation loop has work still
+// to come by itself: a wait armed, a check running, or an active loop with
+// a run going or queued. A client that follows a loop (baton run with a
+// policy) waits until it is false.
+func (t *Thread) Unattended() bool {
+	l := t.Loop
+	if l == nil {
+		return false
+	}
+	if l.Wait != nil || l.Return != nil || l.CheckPending {
+		return true
+	}
+	return l.Status == LoopActive && (t.activeRun() != nil || t.hasQueued())
+}
