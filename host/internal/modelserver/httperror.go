@@ -1,0 +1,24 @@
+package modelserver
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// write sends the scripted error, its "{{RESET}}" and "{{RESET_ISO}}"
+// placeholders (in header values and the body) replaced by the reset
+// instant ResetInSeconds after now.
+func (e *HTTPError) write(w http.ResponseWriter, now time.Time) {
+	reset := now.Add(time.Duration(e.ResetInSeconds) * time.Second).UTC()
+	fill := strings.NewReplacer("{{RESET}}", strconv.FormatInt(reset.Unix(), 10), "{{RESET_ISO}}", reset.Format(time.RFC3339)).Replace
+	for k, v := range e.Headers {
+		w.Header().Set(k, fill(v))
+	}
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(e.Status)
+	_, _ = w.Write([]byte(fill(string(e.Body))))
+}
