@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"time"
@@ -42,7 +43,14 @@ func policyCommandID(id string) string { return id + ":policy" }
 
 // setPolicy dispatches SetPolicy.
 func (s *Server) setPolicy(ctx context.Context, rpc, id, threadID string, p domain.ContinuationPolicy) (domain.Receipt, error) {
-	return s.dispatch(ctx, rpc, domain.Command{ID: id, ThreadID: threadID, Payload: domain.SetPolicy{Policy: p}})
+	rc, err := s.host.Dispatch(ctx, domain.Command{ID: id, ThreadID: threadID, Payload: domain.SetPolicy{Policy: p}})
+	if errors.Is(err, domain.ErrNoProviderCommand) {
+		// The domain knows which providers the thread has used; the field
+		// is the API's.
+		return rc, invalid("policy.switch_provider_command", "required: thread %s has not used %s, so there is no command of it to keep",
+			threadID, p.SwitchTo)
+	}
+	return rc, s.toStatus(rpc, err)
 }
 
 // onLimits are the on_limit values a client may send.

@@ -79,6 +79,11 @@ func TestSetPolicyErrors(t *testing.T) {
 		status.Convert(err).Message() != "thread_id: required" {
 		t.Errorf("SetPolicy with no thread: %v; want InvalidArgument thread_id: required", err)
 	}
+	if _, err := e.client.SetPolicy(ctx, &batonv1.SetPolicyRequest{ThreadId: idle, Policy: &batonv1.ContinuationPolicy{OnLimit: "switch",
+		SwitchTo: "codex"}}); status.Code(err) != codes.InvalidArgument ||
+		status.Convert(err).Message() != "policy.switch_provider_command: required: thread idle has not used codex, so there is no command of it to keep" {
+		t.Errorf("SetPolicy switching to a provider the thread has not used, with no command: %v", err)
+	}
 	if _, err := e.client.SetPolicy(ctx, &batonv1.SetPolicyRequest{ThreadId: "nope"}); status.Code(err) != codes.NotFound {
 		t.Errorf("SetPolicy of an unknown thread: %v; want NotFound", err)
 	}
