@@ -274,3 +274,55 @@ func TestDurationsAndClockTimes(t *testing.T) {
 		t.Errorf("when in UTC+2 = %q, want 02:00 (in 1h)", got)
 	}
 }
+
+// loopLines are the lines of baton run's output that tell the loop: its
+// policy, checks and end.
+func loopLines(out string) []string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		for _, p := range []string{"⚙ ", "◇ ", "✔ check", "✖ check", "    │ ", "● loop", "⏳ ", "✔ run", "✖ run", "⏸ "} {
+			if strings.HasPrefix(l, p) {
+				keep = append(keep, l)
+				break
+			}
+		}
+	}
+	return keep
+}
+
+// baton run --until follows the thread past its runs until the loop is
+// over: a check that passes is exit 0, a budget that ends the loop first
+// exit 1.
+func TestRunUntil(t *testing.T) {
+	peer := peerCommand(t, "acp/simple.ndjson")
+	msg := lines(t, "acp/simple.messages")[0]
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		code  int
+		want  []string
+	}{
+		{"passes", []string{"--until", "echo checking; exit 0"}, exitOK, []string{
+			"⚙ policy: until `echo checking; exit 0` passes (timeout 10m)",
+			"✔ run 1 completed (end_turn)",
+			"◇ check `echo checking; exit 0` after run 1",
+			"✔ check `echo checking; exit 0` passed",
+			"● loop done: the check passed",
+		}},
+		{"out of runs", []string{"--until", "echo one; echo two; exit 3", "--max-runs", "1", "--check-timeout", "1m"}, exitFailed, []string{
+			"⚙ policy: until `echo one; echo two; exit 3` passes (timeout 1m); at most 1 run",
+			"✔ run 1 completed (end_turn)",
+			"◇ check `echo one; echo two; exit 3` after run 1",
+			"✖ check `echo one; echo two; exit 3` failed (exit 3); last lines:",
+			"    │ one",
+			"    │ two",
+			"● loop stopped: max runs (1) reached",
+		}},
+	} {
+		args := append([]string{"run", "--cwd", t.TempDir(), "--provider", "acp", "--provider-command", peer}, append(tc.flags, msg)...)
+		out, errOut, code := baton(t, args...)
+		if d := cmp.Diff(tc.want, loopLines(out)); d != "" || code != tc.code {
+			t.Errorf("%s: exit %d, want %d; the loop's lines (-want +got):\n%s\n%s\n%s", tc.name, code, tc.code, d, out, errOut)
+		}
+	}
+}
