@@ -496,8 +496,8 @@ reset (--on-limit wait) is the active run: its wait is cancelled.`,
 				if err != nil {
 					return rpcError("interrupt", err)
 				}
-				if waiting != nil && waiting.RunID == rc.GetRunId() {
-					fmt.Fprintf(g.stdout, "interrupt sent to thread %s (run %s): its wait for %s is cancelled\n", rc.GetThreadId(), rc.GetRunId(),
+				if waiting != nil {
+					fmt.Fprintf(g.stdout, "interrupt sent to thread %s (run %s): its wait for %s is cancelled\n", rc.GetThreadId(), waiting.RunID,
 						waiting.Limit.Describe(waiting.Provider))
 					return nil
 				}

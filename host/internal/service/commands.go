@@ -233,7 +233,7 @@ func (s *Server) Interrupt(ctx context.Context, req *batonv1.InterruptRequest) (
 	if err != nil {
 		return nil, err
 	}
-	return receiptPB(rc, runID), nil
+	return receiptPB(rc, ""), nil
 }
 
 // activeRun is the id of the thread's active run ("" when none is): the

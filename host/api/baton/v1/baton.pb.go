@@ -50,8 +50,7 @@ type Receipt struct {
 	// sequence is the log's sequence after the command's events.
 	Sequence uint64                 `protobuf:"varint,4,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	At       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=at,proto3" json:"at,omitempty"`
-	// run_id is the run a message started or joined, or the run an
-	// interrupt stops, when there is one.
+	// run_id is the run a message started or joined, when there is one.
 	RunId         string `protobuf:"bytes,6,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
