@@ -443,11 +443,17 @@ read_client_side() {
 # to the same transcript; a replay keeps its cursor in a --state file).
 run_baton() {
   local provider=$1 data=$2 ws=$3 cmd=$4 out=$5 err=$6 thread= m
-  local -a group=()
+  local -a group=() flags=()
+  # testdata/PROVIDER/SCENARIO.flags: more flags for the baton run that
+  # creates the thread (e.g. --approve accept --on-limit wait), words
+  # split on white space.
+  if [ -f "$REPO/testdata/$provider/$SCENARIO.flags" ]; then
+    read -r -a flags <"$REPO/testdata/$provider/$SCENARIO.flags"
+  fi
   : >"$out"
   if [ -n "$STEPS" ]; then
     "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --cwd "$ws" --provider "$provider" \
-      --provider-command "$cmd" --script "$STEPS" >>"$out" 2>>"$err" </dev/null
+      --provider-command "$cmd" "${flags[@]}" --script "$STEPS" >>"$out" 2>>"$err" </dev/null
     return $?
   fi
   for m in "${msgs[@]}" "---"; do
@@ -458,7 +464,7 @@ run_baton() {
     [ ${#group[@]} -gt 0 ] || continue
     if [ -z "$thread" ]; then
       "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --cwd "$ws" --provider "$provider" \
-        --provider-command "$cmd" "${group[@]}" >>"$out" 2>>"$err" </dev/null || return $?
+        --provider-command "$cmd" "${flags[@]}" "${group[@]}" >>"$out" 2>>"$err" </dev/null || return $?
       thread=$(sed -n 's/.*--thread \(thr_[0-9a-f]*\)).*/\1/p' "$out" | tail -n 1)
       [ -n "$thread" ] || { echo "record.sh: no thread id in baton's output" >&2; return 1; }
     else

@@ -15,7 +15,8 @@ import (
 // Anthropic Messages API, see .notes/opencode-probe.md "Limits"):
 //
 //   - A 429 (or 529, 503) is retryable: opencode retries the model call by
-//     itself, as long as it takes, and says so with session.status
+//     itself (recorded: attempts 1, 2, 3 about 1-2 s apart, and no sign of
+//     a cap), and says so with session.status
 //     {"type":"retry","attempt":N,"message":<the API's error message>,
 //     "next":<Unix ms of its next call>} (the next call waits the API's
 //     retry-after). Nothing in it says which limit; the message does.
