@@ -561,3 +561,38 @@ func TestUsageLimit(t *testing.T) {
 	}
 	s.Close(t)
 }
+
+// TestUsageLimitWait: the turns of `baton run --on-limit wait` (recorded):
+// the first fails on the usage limit, whose reset is 3 s after the turn's
+// end; the continuation the host sends after it ("continue where you
+// stopped") is a turn of the same codex thread, which writes notes.txt
+// and completes, no limit on it.
+func TestUsageLimitWait(t *testing.T) {
+	ws := t.TempDir()
+	s := open(t, "usage_limit_wait", ws, "", nil)
+	s.Answer = sdk.DecisionAccept
+	root := s.Open.ProviderThreadRef
+	first := s.StartTurn(t, "Write notes.txt with the word done").TurnRef
+	evs := s.WaitTurnRef(t, first)
+	term := evs[len(evs)-1]
+	if term.Status != sdk.TurnFailed || term.Limit == nil || !term.ThreadUsable {
+		t.Fatalf("first turn ended %+v; want failed on a limit, usable", term)
+	}
+	if got, want := *term.Limit, (sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: time.Unix(1796154059, 0).UTC(), Scope: "codex/primary",
+		Message: term.Failure.Message, Evidence: term.Limit.Evidence}); got != want {
+		t.Errorf("limit %+v, want %+v", got, want)
+	}
+	next := s.StartTurn(t, "continue where you stopped").TurnRef
+	evs = s.WaitTurnRef(t, next)
+	term = evs[len(evs)-1]
+	if term.Status != sdk.TurnCompleted || term.Limit != nil || term.ThreadRef != root {
+		t.Fatalf("continuation ended %+v; want completed on %s, no limit", term, root)
+	}
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "I wrote notes.txt with the word done." {
+		t.Errorf("assistant text = %q", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "notes.txt")); err != nil || string(b) != "done\n" {
+		t.Errorf("notes.txt = %q, %v", b, err)
+	}
+	s.Close(t)
+}
