@@ -96,6 +96,8 @@ type Host struct {
 	wmu     sync.Mutex // guards workers
 	workers map[string]*worker
 
+	timers timers // wait timers, by thread id (waits.go)
+
 	smu      sync.Mutex
 	sessions map[string]*liveSession // by thread id
 	closing  bool
