@@ -137,7 +137,7 @@ func switchOnLimit(t *Thread, runID string, l Limit, from string, env Env, d *De
 	// Validated when the policy was set: the binding or the command is there.
 	_ = decideSwitchProvider(t, SwitchProvider{Provider: pol.SwitchTo, Model: pol.SwitchModel, ProviderCommand: pol.SwitchCommand}, env, d)
 	text := fmt.Sprintf("(%s stopped at its %s while working on this; the files in the working directory may hold its partial work.)\n\n%s",
-		from, strings.TrimPrefix(l.Describe(""), " "), input)
+		from, l.Describe(""), withSteering(input, r.PendingRestart))
 	startAttempt(t, runID, text, AttemptUsageLimitContinuation, env, d)
 	if pol.Return {
 		id := env.NewID("wait")
@@ -159,13 +159,19 @@ func decideFireWait(t *Thread, p FireWait, env Env, d *Decision) error {
 		_ = decideSwitchProvider(t, SwitchProvider{Provider: wait.Provider}, env, d)
 	default:
 		r := t.run(wait.RunID)
-		text := t.policy().WithDefaults().ContinueText
-		for _, m := range r.PendingRestart {
-			text += "\n\n" + m.Text
-		}
+		text := withSteering(t.policy().WithDefaults().ContinueText, r.PendingRestart)
 		startAttempt(t, r.ID, text, AttemptUsageLimitContinuation, env, d)
 	}
 	return nil
+}
+
+// withSteering is a continuation's text: text, then the steering messages
+// that were waiting for the attempt the limit ended to restart.
+func withSteering(text string, pending []SteeringMessage) string {
+	for _, m := range pending {
+		text += "\n\n" + m.Text
+	}
+	return text
 }
 
 // wait is the armed wait with this id.
@@ -203,15 +209,16 @@ func loopAfterRun(t *Thread, runID string, env Env, d *Decision) {
 	r := t.run(runID)
 	switch r.Status {
 	case RunStatusCompleted:
-	case RunStatusBlocked:
-		d.emit(LoopEnded{Status: LoopBlocked, Reason: fmt.Sprintf("run %d ended blocked: %s", r.Ordinal, r.Failure.Message)})
-		return
 	default:
 		why := fmt.Sprintf("run %d ended %s", r.Ordinal, r.Status)
 		if r.Failure != nil {
 			why += ": " + r.Failure.Message
 		}
-		d.emit(LoopEnded{Status: LoopStopped, Reason: why})
+		status := LoopStopped
+		if r.Status == RunStatusBlocked {
+			status = LoopBlocked
+		}
+		d.emit(LoopEnded{Status: status, Reason: why})
 		return
 	}
 	if line := blockedLine(t, runID); line != "" {

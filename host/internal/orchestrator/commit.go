@@ -178,6 +178,9 @@ func (h *Host) commit(c commitReq) (domain.Receipt, error) {
 	}
 	h.afterCommit(e, b)
 	if len(events) > 0 && (cur.NextWait() != nil || scratch.NextWait() != nil) {
+		if armed(events) {
+			h.followWaits(c.threadID) // this host's decision: it keeps the thread going
+		}
 		h.syncWait(c.threadID, scratch.NextWait())
 	}
 	if len(effects) > 0 && h.ctx.Err() == nil { // closing: the effects wait in the outbox for the next host

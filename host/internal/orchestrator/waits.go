@@ -27,17 +27,40 @@ type waitTimer struct {
 	stop context.CancelFunc
 }
 
-// timers are the threads' wait timers, by thread id.
+// timers are the threads' wait timers, by thread id, and the threads
+// whose waits this host arms (all, when the host is Unattended).
 type timers struct {
-	mu sync.Mutex
-	m  map[string]*waitTimer
+	mu       sync.Mutex
+	m        map[string]*waitTimer
+	followed map[string]bool
 }
 
+// Follow makes the host arm the thread's waits, from its armed one now on,
+// as a service does every thread's: a client that follows a thread's
+// unattended work in a host embedded for it calls it.
+func (h *Host) Follow(threadID string) error {
+	t, err := h.view(threadID)
+	if err != nil {
+		return err
+	}
+	h.followWaits(threadID)
+	h.syncWait(threadID, t.NextWait())
+	return nil
+}
+
+// follows says whether the host arms the thread's waits; h.timers.mu is
+// held.
+func (h *Host) follows(threadID string) bool { return h.cfg.Unattended || h.timers.followed[threadID] }
+
 // syncWait arms the thread's timer for its next wait (or stops it when
-// there is none), unless it is armed for that wait already.
+// there is none), unless it is armed for that wait already, or the host
+// does not arm the thread's waits.
 func (h *Host) syncWait(threadID string, w *domain.Wait) {
 	h.timers.mu.Lock()
 	defer h.timers.mu.Unlock()
+	if !h.follows(threadID) {
+		return
+	}
 	cur := h.timers.m[threadID]
 	if cur != nil && w != nil && cur.id == w.ID {
 		return
@@ -72,7 +95,28 @@ func (h *Host) syncWait(threadID string, w *domain.Wait) {
 	})
 }
 
-// armWaits arms the timers of threads a restart left waiting.
+// armed says whether a decision armed a wait.
+func armed(events []domain.Payload) bool {
+	for _, p := range events {
+		if _, ok := p.(domain.WaitArmed); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// followWaits marks a thread as one whose waits the host arms.
+func (h *Host) followWaits(threadID string) {
+	h.timers.mu.Lock()
+	defer h.timers.mu.Unlock()
+	if h.timers.followed == nil {
+		h.timers.followed = map[string]bool{}
+	}
+	h.timers.followed[threadID] = true
+}
+
+// armWaits arms the timers of threads a restart left waiting (of an
+// Unattended host; syncWait leaves the others).
 func (h *Host) armWaits(threadIDs []string) {
 	for _, id := range threadIDs {
 		if t, err := h.view(id); err == nil {
