@@ -165,3 +165,33 @@ func TestNewPolicyKeepsArmedWaits(t *testing.T) {
 		t.Fatalf("after a new policy: loop %+v", l)
 	}
 }
+
+// Malformed or missing reset information falls back to the backoff: a
+// limit that resets never, an hour ago, now, or at the epoch is probed
+// after the policy's interval, never at once.
+func TestMalformedResetFallsBackToTheBackoff(t *testing.T) {
+	now := t0.Add(3 * time.Hour)
+	for name, reset := range map[string]time.Time{"none": {}, "an hour ago": now.Add(-time.Hour), "now": now, "the epoch": time.Unix(0, 0)} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t)
+			w.setPolicy(ContinuationPolicy{OnLimit: OnLimitWait, Probe: Backoff{Interval: 2 * time.Minute, Factor: 3, Ceiling: time.Hour}})
+			w.send("one")
+			w.open("s1")
+			w.turnOn("s1", "u1")
+			w.now = now
+			w.ev("s1", limitTerminal("u1", Limit{Kind: LimitUsageWindow, ResetsAt: reset, Message: "try again later"}))
+			wait := w.thread.NextWait()
+			if wait == nil || !wait.At.Equal(now.Add(2*time.Minute)) {
+				t.Fatalf("wait %+v, want one at %v", wait, now.Add(2*time.Minute))
+			}
+			// Probed again with the same answer: the next probe backs off.
+			w.now = wait.At
+			w.must(Command{ID: "f", ThreadID: "thr", Payload: FireWait{WaitID: wait.ID}})
+			w.turnOn("s1", "u2")
+			w.ev("s1", limitTerminal("u2", Limit{Kind: LimitUsageWindow, ResetsAt: reset}))
+			if next := w.thread.NextWait(); next == nil || !next.At.Equal(wait.At.Add(6*time.Minute)) || next.Probe != 2 {
+				t.Fatalf("second wait %+v, want probe 2 at %v", next, wait.At.Add(6*time.Minute))
+			}
+		})
+	}
+}
