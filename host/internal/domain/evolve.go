@@ -386,7 +386,10 @@ func Evolve(t *Thread, e Event) {
 			l.Status, l.Reason = LoopStopped, "the policy was turned off"
 		}
 		if t.Loop != nil {
-			l.Wait, l.Return = t.Loop.Wait, t.Loop.Return // armed waits are kept
+			// Armed waits are kept, and a check still running: its
+			// result is recorded when it comes, and runs queued behind
+			// it start then.
+			l.Wait, l.Return, l.CheckPending = t.Loop.Wait, t.Loop.Return, t.Loop.CheckPending
 		}
 		t.Loop = l
 	case LimitReached:
