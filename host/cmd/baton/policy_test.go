@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -324,5 +329,103 @@ func TestRunUntil(t *testing.T) {
 		if d := cmp.Diff(tc.want, loopLines(out)); d != "" || code != tc.code {
 			t.Errorf("%s: exit %d, want %d; the loop's lines (-want +got):\n%s\n%s\n%s", tc.name, code, tc.code, d, out, errOut)
 		}
+	}
+}
+
+// baton run --on-limit wait against codex's recorded usage limit (its
+// reset already past: a probe) says what it waits for and until when;
+// Ctrl-C cancels the wait: the run ends blocked, the loop stopped, exit
+// 130.
+func TestRunWaitsOnALimitAndCtrlCCancels(t *testing.T) {
+	data, ws := t.TempDir(), t.TempDir()
+	cmd := exec.Command(filepath.Join(binDir, "baton"), "run", "--data", data, "--cwd", ws, "--provider", "codex", "--approve", "accept",
+		"--provider-command", peerCommand(t, "codex/usage_limit.ndjson"), "--on-limit", "wait", lines(t, "codex/usage_limit.messages")[0])
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string)
+	go func() {
+		defer close(seen)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			seen <- sc.Text()
+		}
+	}()
+	waiting := regexp.MustCompile(`^⏳ waiting for codex usage limit \(codex/primary\): probe 1 of at most 8 at ([A-Z][a-z]+ \d+ )?\d\d:\d\d \(in 5m\)$`)
+	var got []string
+	timeout := time.After(60 * time.Second)
+wait:
+	for {
+		select {
+		case l, ok := <-seen:
+			if !ok {
+				t.Fatalf("run ended without waiting: %v\n%s\n%s", cmd.Wait(), strings.Join(got, "\n"), errb.String())
+			}
+			got = append(got, l)
+			if strings.HasPrefix(l, "⏳") {
+				if !waiting.MatchString(l) {
+					t.Errorf("the wait line %q does not match %s", l, waiting)
+				}
+				break wait
+			}
+		case <-timeout:
+			cmd.Process.Kill()
+			t.Fatalf("run never showed a wait:\n%s\n%s", strings.Join(got, "\n"), errb.String())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	kill := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() }) // a wait Ctrl-C did not cancel
+	for l := range seen {
+		got = append(got, l)
+	}
+	err = cmd.Wait()
+	kill.Stop()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Errorf("run after Ctrl-C in a wait: %v, want exit 130\n%s", err, errb.String())
+	}
+	limit := regexp.MustCompile(`^  ⏸ codex hit its usage limit \(codex/primary\): resets (\w+ \d+ )?\d\d:\d\d \(\S+ ago\)$`)
+	var limits int
+	for _, l := range got {
+		if limit.MatchString(l) {
+			limits++
+		}
+	}
+	var loop []string
+	for _, l := range loopLines(strings.Join(got, "\n")) {
+		loop = append(loop, waiting.ReplaceAllString(l, "⏳ waiting (probe 1)"))
+	}
+	wantLoop := []string{"⚙ policy: on a limit: wait (at most 8 waits, 8d in all)", "⏳ waiting (probe 1)",
+		"⏳ the wait for codex usage limit (codex/primary) was cancelled", "● loop stopped: the wait was cancelled",
+		"⏸ run 1 blocked: codex usage limit (codex/primary): the wait was cancelled"}
+	if d := cmp.Diff(wantLoop, loop); d != "" || limits != 1 {
+		t.Errorf("run's loop lines (-want +got), %d limit lines (want 1):\n%s\n%s", limits, d, strings.Join(got, "\n"))
+	}
+	th := showJSON(t, data, threadOf(t, strings.Join(got, "\n")+"\n"))
+	type state struct {
+		Loop  domain.LoopStatus
+		Wait  *domain.Wait
+		Runs  []domain.RunStatus
+		Limit domain.LimitKind
+	}
+	gotState := state{Runs: []domain.RunStatus{}}
+	if th.Loop != nil {
+		gotState.Loop, gotState.Wait = th.Loop.Status, th.Loop.Wait
+	}
+	for _, r := range th.Runs {
+		gotState.Runs = append(gotState.Runs, r.Status)
+		if r.Limit != nil {
+			gotState.Limit = r.Limit.Kind
+		}
+	}
+	if d := cmp.Diff(state{Loop: domain.LoopStopped, Runs: []domain.RunStatus{domain.RunStatusBlocked}, Limit: domain.LimitUsageWindow}, gotState); d != "" {
+		t.Errorf("the thread after the cancelled wait (-want +got):\n%s", d)
 	}
 }
