@@ -490,3 +490,35 @@ func TestInterruptCancelsADurableWait(t *testing.T) {
 		t.Errorf("the thread after the interrupt (-want +got):\n%s", d)
 	}
 }
+
+// Against a service, baton send --on-limit sets the thread's policy
+// before its message and prints it; a switch target the thread has not
+// used gets its usual command. The environment's policy is for new
+// threads: a send with BATON_ON_LIMIT set and no flag leaves it be.
+func TestServeSendSetsPolicy(t *testing.T) {
+	data, ws := t.TempDir(), t.TempDir()
+	startServe(t, data)
+	thread, groups := firstACPRun(t, data, ws)
+	out, errOut, code := baton(t, "send", "--data", data, "--on-limit", "switch:claude,return", "--max-runs", "3", thread, groups[2])
+	want := "⚙ policy: on a limit: switch to claude, return after the reset (at most 8 waits, 8d in all); at most 3 runs\nsent to thread " + thread + " (run run_"
+	if code != exitOK || !strings.HasPrefix(out, want) {
+		t.Fatalf("send --on-limit: exit %d\n%s\nwant it to start with:\n%s\n%s", code, out, want, errOut)
+	}
+	wantPolicy := domain.ContinuationPolicy{OnLimit: domain.OnLimitSwitch, SwitchTo: "claude", Return: true,
+		SwitchCommand: domain.ProviderCommand{Argv: []string{"claude"}}, MaxRuns: 3}.WithDefaults()
+	th := showJSON(t, data, thread)
+	if th.Loop == nil {
+		t.Fatal("send --on-limit set no policy")
+	}
+	if d := cmp.Diff(wantPolicy, th.Loop.Policy); d != "" {
+		t.Errorf("the thread's policy (-want +got):\n%s", d)
+	}
+	t.Setenv("BATON_ON_LIMIT", "wait")
+	out, errOut, code = baton(t, "send", "--data", data, "--mode", "queue", thread, groups[2])
+	if code != exitOK || !strings.HasPrefix(out, "sent to thread ") {
+		t.Fatalf("send with BATON_ON_LIMIT: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if d := cmp.Diff(wantPolicy, showJSON(t, data, thread).Loop.Policy); d != "" {
+		t.Errorf("the environment changed the policy of a thread that goes on (-want +got):\n%s", d)
+	}
+}
