@@ -445,10 +445,10 @@ run_baton() {
   local provider=$1 data=$2 ws=$3 cmd=$4 out=$5 err=$6 thread= m
   local -a group=() flags=()
   # testdata/PROVIDER/SCENARIO.flags: more flags for the baton run that
-  # creates the thread (e.g. --approve accept --on-limit wait), words
-  # split on white space.
+  # creates the thread (e.g. --approve accept --on-limit wait), split into
+  # words as a shell would (quotes keep a check command whole).
   if [ -f "$REPO/testdata/$provider/$SCENARIO.flags" ]; then
-    read -r -a flags <"$REPO/testdata/$provider/$SCENARIO.flags"
+    eval "flags=($(<"$REPO/testdata/$provider/$SCENARIO.flags"))"
   fi
   : >"$out"
   if [ -n "$STEPS" ]; then

@@ -265,6 +265,9 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	if err != nil {
 		return err
 	}
+	// The runs this verb follows go on through their waits (a host
+	// embedded for it arms them; a service arms every thread's).
+	c.followWaits(threadID)
 	// A continued thread switches as its flags say; a new one is on its
 	// provider already, and only takes the handoff bound.
 	sw, switchArgv := f.switchFlags, o.switchArgv
