@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -324,5 +329,196 @@ func TestRunUntil(t *testing.T) {
 		if d := cmp.Diff(tc.want, loopLines(out)); d != "" || code != tc.code {
 			t.Errorf("%s: exit %d, want %d; the loop's lines (-want +got):\n%s\n%s\n%s", tc.name, code, tc.code, d, out, errOut)
 		}
+	}
+}
+
+// waitingLine is the wait baton run --on-limit wait shows for codex's
+// recorded usage limit (its reset already past: the first probe, 5m on).
+var waitingLine = regexp.MustCompile(`^⏳ waiting for codex usage limit \(codex/primary\): probe 1 of at most 8 at ([A-Z][a-z]+ \d+ )?\d\d:\d\d \(in 5m\)$`)
+
+// runUntilWait starts baton run --on-limit wait on codex's recorded usage
+// limit and returns once it shows its wait: the process, its lines so
+// far, and the channel of the lines to come.
+func runUntilWait(t *testing.T, data string) (*exec.Cmd, []string, <-chan string, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "baton"), "run", "--data", data, "--cwd", t.TempDir(), "--provider", "codex", "--approve", "accept",
+		"--provider-command", peerCommand(t, "codex/usage_limit.ndjson"), "--on-limit", "wait", lines(t, "codex/usage_limit.messages")[0])
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errb := &bytes.Buffer{}
+	cmd.Stderr = errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string)
+	go func() {
+		defer close(seen)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			seen <- sc.Text()
+		}
+	}()
+	var got []string
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case l, ok := <-seen:
+			if !ok {
+				t.Fatalf("run ended without waiting: %v\n%s\n%s", cmd.Wait(), strings.Join(got, "\n"), errb.String())
+			}
+			got = append(got, l)
+			if strings.HasPrefix(l, "⏳") {
+				if !waitingLine.MatchString(l) {
+					t.Errorf("the wait line %q does not match %s", l, waitingLine)
+				}
+				return cmd, got, seen, errb
+			}
+		case <-timeout:
+			cmd.Process.Kill()
+			t.Fatalf("run never showed a wait:\n%s\n%s", strings.Join(got, "\n"), errb.String())
+		}
+	}
+}
+
+// loopState is what a thread's loop came to: its status, its armed wait,
+// its runs' statuses and the kind of limit they hit.
+type loopState struct {
+	Loop  domain.LoopStatus
+	Wait  *domain.Wait
+	Runs  []domain.RunStatus
+	Limit domain.LimitKind
+}
+
+func stateOf(th domain.Thread) loopState {
+	s := loopState{Runs: []domain.RunStatus{}}
+	if th.Loop != nil {
+		s.Loop, s.Wait = th.Loop.Status, th.Loop.Wait
+	}
+	for _, r := range th.Runs {
+		s.Runs = append(s.Runs, r.Status)
+		if r.Limit != nil {
+			s.Limit = r.Limit.Kind
+		}
+	}
+	return s
+}
+
+// cancelled is a thread whose wait was cancelled.
+var cancelled = loopState{Loop: domain.LoopStopped, Runs: []domain.RunStatus{domain.RunStatusBlocked}, Limit: domain.LimitUsageWindow}
+
+// baton run --on-limit wait against codex's recorded usage limit says
+// what it waits for and until when; Ctrl-C cancels the wait: the run ends
+// blocked, the loop stopped, exit 130.
+func TestRunWaitsOnALimitAndCtrlCCancels(t *testing.T) {
+	data := t.TempDir()
+	cmd, got, seen, errb := runUntilWait(t, data)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	kill := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() }) // a wait Ctrl-C did not cancel
+	for l := range seen {
+		got = append(got, l)
+	}
+	err := cmd.Wait()
+	kill.Stop()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Errorf("run after Ctrl-C in a wait: %v, want exit 130\n%s", err, errb.String())
+	}
+	limit := regexp.MustCompile(`^  ⏸ codex hit its usage limit \(codex/primary\): resets (\w+ \d+ )?\d\d:\d\d \(\S+ ago\)$`)
+	var limits int
+	for _, l := range got {
+		if limit.MatchString(l) {
+			limits++
+		}
+	}
+	var loop []string
+	for _, l := range loopLines(strings.Join(got, "\n")) {
+		loop = append(loop, waitingLine.ReplaceAllString(l, "⏳ waiting (probe 1)"))
+	}
+	wantLoop := []string{"⚙ policy: on a limit: wait (at most 8 waits, 8d in all)", "⏳ waiting (probe 1)",
+		"⏳ the wait for codex usage limit (codex/primary) was cancelled", "● loop stopped: the wait was cancelled",
+		"⏸ run 1 blocked: codex usage limit (codex/primary): the wait was cancelled"}
+	if d := cmp.Diff(wantLoop, loop); d != "" || limits != 1 {
+		t.Errorf("run's loop lines (-want +got), %d limit lines (want 1):\n%s\n%s", limits, d, strings.Join(got, "\n"))
+	}
+	th := showJSON(t, data, threadOf(t, strings.Join(got, "\n")+"\n"))
+	if d := cmp.Diff(cancelled, stateOf(th)); d != "" {
+		t.Errorf("the thread after the cancelled wait (-want +got):\n%s", d)
+	}
+}
+
+// A wait outlives the host that armed it (SIGKILLed): baton show prints
+// it, and baton interrupt cancels it.
+func TestInterruptCancelsADurableWait(t *testing.T) {
+	data := t.TempDir()
+	cmd, got, seen, _ := runUntilWait(t, data)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range seen {
+		}
+	}()
+	cmd.Wait()
+	m := regexp.MustCompile(`^● thread (\S+) `).FindStringSubmatch(got[0])
+	if m == nil {
+		t.Fatalf("no thread id in %q", got[0])
+	}
+	thread := m[1]
+	th := showJSON(t, data, thread)
+	if th.Loop == nil || th.Loop.Wait == nil || len(th.Runs) != 1 || th.Runs[0].WaitID != th.Loop.Wait.ID {
+		t.Fatalf("after SIGKILL, the wait is gone: loop %+v, runs %+v", th.Loop, th.Runs)
+	}
+	out, errOut, code := baton(t, "show", "--data", data, thread)
+	var waits []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "  ⏳ ") {
+			waits = append(waits, waitingLine.ReplaceAllString(strings.TrimPrefix(l, "  "), "⏳ waiting (probe 1)"))
+		}
+	}
+	if d := cmp.Diff([]string{"⏳ waiting (probe 1)"}, waits); code != exitOK || d != "" {
+		t.Errorf("show: exit %d; its wait lines (-want +got):\n%s\n%s%s", code, d, out, errOut)
+	}
+	out, errOut, code = baton(t, "interrupt", "--data", data, thread)
+	want := "interrupt sent to thread " + thread + " (run " + th.Runs[0].ID + "): its wait for codex usage limit (codex/primary) is cancelled\n"
+	if d := cmp.Diff(want, out); code != exitOK || d != "" {
+		t.Errorf("interrupt: exit %d (-want +got):\n%s%s", code, d, errOut)
+	}
+	if d := cmp.Diff(cancelled, stateOf(showJSON(t, data, thread))); d != "" {
+		t.Errorf("the thread after the interrupt (-want +got):\n%s", d)
+	}
+}
+
+// Against a service, baton send --on-limit sets the thread's policy
+// before its message and prints it; a switch target the thread has not
+// used gets its usual command. The environment's policy is for new
+// threads: a send with BATON_ON_LIMIT set and no flag leaves it be.
+func TestServeSendSetsPolicy(t *testing.T) {
+	data, ws := t.TempDir(), t.TempDir()
+	startServe(t, data)
+	thread, groups := firstACPRun(t, data, ws)
+	out, errOut, code := baton(t, "send", "--data", data, "--on-limit", "switch:claude,return", "--max-runs", "3", thread, groups[2])
+	want := "⚙ policy: on a limit: switch to claude, return after the reset (at most 8 waits, 8d in all); at most 3 runs\nsent to thread " + thread + " (run run_"
+	if code != exitOK || !strings.HasPrefix(out, want) {
+		t.Fatalf("send --on-limit: exit %d\n%s\nwant it to start with:\n%s\n%s", code, out, want, errOut)
+	}
+	wantPolicy := domain.ContinuationPolicy{OnLimit: domain.OnLimitSwitch, SwitchTo: "claude", Return: true,
+		SwitchCommand: domain.ProviderCommand{Argv: []string{"claude"}}, MaxRuns: 3}.WithDefaults()
+	th := showJSON(t, data, thread)
+	if th.Loop == nil {
+		t.Fatal("send --on-limit set no policy")
+	}
+	if d := cmp.Diff(wantPolicy, th.Loop.Policy); d != "" {
+		t.Errorf("the thread's policy (-want +got):\n%s", d)
+	}
+	t.Setenv("BATON_ON_LIMIT", "wait")
+	out, errOut, code = baton(t, "send", "--data", data, "--mode", "queue", thread, groups[2])
+	if code != exitOK || !strings.HasPrefix(out, "sent to thread ") {
+		t.Fatalf("send with BATON_ON_LIMIT: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if d := cmp.Diff(wantPolicy, showJSON(t, data, thread).Loop.Policy); d != "" {
+		t.Errorf("the environment changed the policy of a thread that goes on (-want +got):\n%s", d)
 	}
 }

@@ -73,10 +73,7 @@ func (p *printer) limitLine(e domain.LimitReached) string {
 	} else {
 		s += ": resets " + p.when(e.Limit.ResetsAt)
 	}
-	if e.Limit.Message != "" {
-		s += " (" + oneLine(e.Limit.Message, 100) + ")"
-	}
-	return s
+	return s // the provider's message is its diagnostic's
 }
 
 // waitLine is what an armed wait says: "waiting for codex usage limit:
@@ -113,7 +110,7 @@ func (p *printer) waitEndedLine(e domain.WaitEnded) string {
 		return fmt.Sprintf("%s is over: continuing run %d", what, p.ordinals[w.RunID])
 	case e.Outcome == domain.WaitFired:
 		return what + " is over"
-	case e.Reason != "":
+	case e.Reason != "" && e.Reason != "the wait was cancelled":
 		return what + " was cancelled: " + oneLine(e.Reason, 100)
 	}
 	return what + " was cancelled"
