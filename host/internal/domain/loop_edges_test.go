@@ -2,6 +2,8 @@ package domain
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -191,6 +193,114 @@ func TestMalformedResetFallsBackToTheBackoff(t *testing.T) {
 			w.ev("s1", limitTerminal("u2", Limit{Kind: LimitUsageWindow, ResetsAt: reset}))
 			if next := w.thread.NextWait(); next == nil || !next.At.Equal(wait.At.Add(6*time.Minute)) || next.Probe != 2 {
 				t.Fatalf("second wait %+v, want probe 2 at %v", next, wait.At.Add(6*time.Minute))
+			}
+		})
+	}
+}
+
+// How each loop ends, in the words the log keeps: every budget, the wait
+// budget, a blocked run and a failed one, the agent's blocked marker.
+func TestHowLoopsEnd(t *testing.T) {
+	// turn is the active run's next provider turn on s1: it reports
+	// tokens (0: none), answers, and ends as end says.
+	turns := 0
+	turn := func(w *world, tokens int64, answer string, end ProviderEvent) {
+		w.t.Helper()
+		turns++
+		ref := fmt.Sprintf("turn-%d", turns)
+		w.turnOn("s1", ref)
+		if tokens != 0 {
+			w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: ref, Usage: &Usage{TotalTokens: tokens}})
+		}
+		if answer != "" {
+			w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: ref, ItemRef: ref + "-a", ItemKind: ItemAssistantMessage})
+			w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: ref, ItemRef: ref + "-a", Text: answer})
+			w.ev("s1", ProviderEvent{Kind: EvItemCompleted, TurnRef: ref, ItemRef: ref + "-a"})
+		}
+		end.TurnRef = ref
+		w.ev("s1", end)
+	}
+	fail := func(w *world) {
+		w.t.Helper()
+		w.must(Command{ID: "chk", ThreadID: "thr", Payload: RecordCheck{CheckResult: CheckResult{RunID: w.thread.Runs[len(w.thread.Runs)-1].ID,
+			Command: "make check", ExitCode: 1}}})
+	}
+	done := ProviderEvent{Kind: EvTurnTerminal, Status: "completed"}
+	limit := func(l Limit) ProviderEvent { return limitTerminal("", l) }
+	// The wait that would lift past its budget is the ninth id the
+	// decisions draw: the reset plus its jitter, to the second.
+	overBudget := "the acp usage limit lifts at " + t0.Add(3*time.Hour+Jitter("wait_9")).Format(time.RFC3339) +
+		", past the wait budget (1h0m0s from 2026-11-30T12:00:00Z)"
+	type end struct {
+		Loop    LoopStatus
+		Reason  string
+		Run     RunStatus
+		Failure *Failure
+		Tokens  int64
+	}
+	for _, c := range []struct {
+		name   string
+		policy ContinuationPolicy
+		play   func(w *world)
+		want   end
+	}{
+		{"max runs, within the hours", ContinuationPolicy{Until: "make check", MaxRuns: 2, MaxDuration: 5 * time.Hour}, func(w *world) {
+			turn(w, 0, "", done)
+			fail(w)
+			turn(w, 0, "", done)
+			fail(w)
+		}, end{LoopBudget, "max runs (2) reached", RunStatusCompleted, nil, 0}},
+		{"max runs, no check", ContinuationPolicy{MaxRuns: 1}, func(w *world) {
+			turn(w, 0, "", done)
+		}, end{LoopBudget, "max runs (1) reached", RunStatusCompleted, nil, 0}},
+		// Negative usage counts as none; the count stops at the largest.
+		{"max tokens", ContinuationPolicy{Until: "make check", MaxTokens: 100}, func(w *world) {
+			turn(w, -5, "", done)
+			fail(w)
+			if tok := w.thread.Loop.Tokens; tok != 0 {
+				w.t.Fatalf("tokens after a run that used -5: %d", tok)
+			}
+			turn(w, 50, "", done)
+			fail(w)
+			turn(w, math.MaxInt64, "", done)
+			fail(w)
+		}, end{LoopBudget, "max tokens (100) reached: 9223372036854775807 used", RunStatusCompleted, nil, math.MaxInt64}},
+		{"max hours at a check", ContinuationPolicy{Until: "make check", MaxDuration: 90 * time.Minute}, func(w *world) {
+			w.now = t0.Add(2 * time.Hour)
+			turn(w, 0, "", done)
+			fail(w)
+		}, end{LoopBudget, "max hours (1.50h) reached at 2026-11-30T13:30:00Z", RunStatusCompleted, nil, 0}},
+		{"max hours before a wait's instant", ContinuationPolicy{OnLimit: OnLimitWait, MaxDuration: time.Hour}, func(w *world) {
+			turn(w, 0, "", limit(Limit{Kind: LimitUsageWindow, ResetsAt: t0.Add(2 * time.Hour)}))
+		}, end{LoopBudget, "max hours (1h) reached at 2026-11-30T13:00:00Z", RunStatusBlocked,
+			&Failure{Code: "loop_budget", Message: "acp usage limit: max hours (1h) reached at 2026-11-30T13:00:00Z"}, 0}},
+		{"the wait budget", ContinuationPolicy{OnLimit: OnLimitWait, MaxWait: time.Hour, Until: "make check"}, func(w *world) {
+			turn(w, 0, "", limit(Limit{Kind: LimitUsageWindow, ResetsAt: t0.Add(3 * time.Hour)}))
+		}, end{LoopStopped, "run 1 ended failed: " + overBudget, RunStatusFailed,
+			&Failure{Code: "limit_wait_budget", Message: overBudget}, 0}},
+		{"a limit, no waiting", ContinuationPolicy{Until: "make check"}, func(w *world) {
+			turn(w, 0, "", limit(Limit{Kind: LimitRate}))
+		}, end{LoopBlocked, "run 1 ended blocked: acp rate limit", RunStatusBlocked, &Failure{Code: "limit", Message: "acp rate limit"}, 0}},
+		{"a failed run", ContinuationPolicy{Until: "make check"}, func(w *world) {
+			turn(w, 0, "", ProviderEvent{Kind: EvTurnTerminal, Status: "failed", Failure: &Failure{Message: "boom"}})
+		}, end{LoopStopped, "run 1 ended failed: boom", RunStatusFailed, &Failure{Message: "boom"}, 0}},
+		{"the agent is blocked", ContinuationPolicy{Until: "make check"}, func(w *world) {
+			turn(w, 0, "I tried.\n"+BlockedMarker+"  need the API key  \nBye.", done)
+		}, end{LoopBlocked, "the agent said it is blocked: need the API key", RunStatusCompleted, nil, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.setPolicy(c.policy)
+			w.send("work")
+			w.open("s1")
+			c.play(w)
+			l, r := w.thread.Loop, w.thread.Runs[len(w.thread.Runs)-1]
+			got := end{l.Status, l.Reason, r.Status, r.Failure, l.Tokens}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("how the loop ended (-want +got):\n%s", diff)
+			}
+			if w.thread.Unattended() {
+				t.Errorf("the loop ended, yet has work to come: %+v", l)
 			}
 		})
 	}
