@@ -163,7 +163,6 @@ func TestUsageLimitWaitThenContinue(t *testing.T) {
 	}
 }
 
-
 // stepsCheck is the --until check testdata/codex/until_loop.flags gives:
 // it passes once three step files are written, and says how many are.
 const stepsCheck = `n=$(ls step*.txt 2>/dev/null | wc -l); echo "$n of 3 steps done"; test "$n" -ge 3`
