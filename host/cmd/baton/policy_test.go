@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/shlex"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -520,5 +523,40 @@ func TestServeSendSetsPolicy(t *testing.T) {
 	}
 	if d := cmp.Diff(wantPolicy, showJSON(t, data, thread).Loop.Policy); d != "" {
 		t.Errorf("the environment changed the policy of a thread that goes on (-want +got):\n%s", d)
+	}
+}
+
+// baton run --until on codex's recorded loop (its flags as recorded): the
+// check fails twice, each time starting the next run with its output, then
+// passes; run follows all three runs and exits 0.
+func TestRunUntilLoopOnCodex(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "testdata", "codex", "until_loop.flags"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, err := shlex.Split(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	args := append([]string{"run", "--data", data, "--cwd", t.TempDir(), "--provider", "codex", "--provider-command",
+		peerCommand(t, "codex/until_loop.ndjson")}, append(flags, lines(t, "codex/until_loop.messages")[0])...)
+	out, errOut, code := baton(t, args...)
+	check := "`n=$(ls step*.txt 2>/dev/null | wc -l); echo \"$n of 3 steps done\"; test \"$n\" -ge …`"
+	want := []string{"⚙ policy: until " + check + " passes (timeout 10m); at most 5 runs"}
+	for n := 1; n <= 3; n++ {
+		want = append(want, fmt.Sprintf("✔ run %d completed (completed)", n), fmt.Sprintf("◇ check %s after run %d", check, n))
+		if n < 3 {
+			want = append(want, "✖ check "+check+" failed (exit 1); last lines:", fmt.Sprintf("    │ %d of 3 steps done", n))
+		}
+	}
+	want = append(want, "✔ check "+check+" passed", "● loop done: the check passed")
+	if d := cmp.Diff(want, loopLines(out)); code != exitOK || d != "" {
+		t.Errorf("run: exit %d; the loop's lines (-want +got):\n%s\n%s\n%s", code, d, out, errOut)
+	}
+	th := showJSON(t, data, threadOf(t, out))
+	if d := cmp.Diff(loopState{Loop: domain.LoopDone, Runs: []domain.RunStatus{domain.RunStatusCompleted, domain.RunStatusCompleted,
+		domain.RunStatusCompleted}}, stateOf(th)); d != "" || th.Loop.Runs != 3 {
+		t.Errorf("the thread after the loop (-want +got), %d loop runs (want 3):\n%s", th.Loop.Runs, d)
 	}
 }

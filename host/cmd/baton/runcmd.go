@@ -288,9 +288,6 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	s := &session{c: c, idgen: idgen, threadID: threadID, out: out, stdout: g.stdout, stderr: g.stderr,
 		wanted: map[string]bool{}, scripted: o.script != nil, ended: map[string]bool{}, policy: th.ApprovalPolicy,
 		opened: map[string]domain.RequestOpened{}, loop: o.cont != nil || (th.Loop != nil && !th.Loop.Policy.Off())}
-	if s.loop {
-		c.followWaits(threadID) // an embedded host keeps the loop going while run follows it
-	}
 	mode := cmp.Or(o.mode, string(domain.ModeQueueAfterActive))
 	for _, m := range o.messages {
 		msgID := idgen.NewID("msg")
