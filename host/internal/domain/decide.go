@@ -151,6 +151,10 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 	case ShutDown:
 		decideShutDown(t, p, env, &d)
 	case SwitchProvider:
+		if l := t.Loop; l != nil && l.Return != nil {
+			// A person chose where the thread goes: no return overrides it.
+			d.emit(WaitEnded{WaitID: l.Return.ID, Outcome: WaitCancelled, Reason: "the thread was switched by hand"})
+		}
 		err = decideSwitchProvider(t, p, env, &d)
 	case RetireSession:
 		err = decideRetireSession(t, p, &d)

@@ -270,3 +270,23 @@ func TestSwitchOnLimitAndReturn(t *testing.T) {
 		t.Fatalf("back on %s with handoff %+v", w.thread.Provider, h)
 	}
 }
+
+// A switch by hand cancels a return the loop had armed: the person's
+// choice stands.
+func TestSwitchByHandCancelsAReturn(t *testing.T) {
+	w := newWorld(t)
+	w.setPolicy(ContinuationPolicy{OnLimit: OnLimitSwitch, SwitchTo: "claude", Return: true,
+		SwitchCommand: ProviderCommand{Argv: []string{"claude"}}})
+	w.send("one")
+	w.open("s1")
+	w.turnOn("s1", "u1")
+	w.ev("s1", limitTerminal("u1", Limit{Kind: LimitUsageWindow, ResetsAt: t0.Add(time.Hour)}))
+	ret := w.thread.Loop.Return.ID
+	d := w.must(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: "acp"}})
+	if got := types(d); !strings.HasPrefix(got, "wait.ended thread.provider_switched") {
+		t.Fatalf("switch by hand: %s", got)
+	}
+	if w.thread.NextWait() != nil || w.thread.wait(ret) != nil {
+		t.Fatalf("the return is still armed: %+v", w.thread.Loop.Return)
+	}
+}

@@ -89,6 +89,10 @@ func (h *Host) dispatch(ctx context.Context, cmd domain.Command, done []eventlog
 					err = h.checkInstalled(p.Provider)
 				case domain.SwitchProvider:
 					err = h.checkInstalled(p.Provider)
+				case domain.SetPolicy:
+					if p.Policy.OnLimit == domain.OnLimitSwitch {
+						err = h.checkInstalled(p.Policy.SwitchTo)
+					}
 				}
 			}
 			return d.Events, d.Effects, err

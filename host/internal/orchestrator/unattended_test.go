@@ -206,3 +206,18 @@ func TestUntilLoopRunsUntilTheCheckPasses(t *testing.T) {
 		t.Fatalf("loop %+v check %+v", l, l.Check)
 	}
 }
+
+// A policy that would switch to a provider with no plugin is refused when
+// it is set, not when the limit comes at 2 a.m.
+func TestSwitchPolicyToAnUninstalledProviderIsRefused(t *testing.T) {
+	e := newEnv(t)
+	id := e.createThread("codex", "codex/usage_limit_wait.ndjson")
+	_, err := e.host.Dispatch(t.Context(), domain.Command{ID: "pol", ThreadID: id, Payload: domain.SetPolicy{Policy: domain.ContinuationPolicy{
+		OnLimit: domain.OnLimitSwitch, SwitchTo: "nosuch", SwitchCommand: domain.ProviderCommand{Argv: []string{"nosuch"}}}}})
+	if err == nil || !strings.Contains(err.Error(), `provider "nosuch" is not installed`) {
+		t.Fatalf("switch policy to an uninstalled provider: %v", err)
+	}
+	if th, _ := e.host.Thread(id); th.Loop != nil {
+		t.Fatalf("the refused policy was set: %+v", th.Loop)
+	}
+}
