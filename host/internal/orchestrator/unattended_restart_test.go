@@ -37,16 +37,27 @@ const restartTranscript = "codex/usage_limit_restart.ndjson"
 
 var restartReset = time.Unix(1796154745, 0)
 
+// How the hosts after the killed one start: the next after the wait's
+// instant (it fires the wait at once); the next before the instant (it
+// arms the wait again), then one more before it (closed and opened again:
+// the wait is still armed); or the next before the instant, closed, and
+// one more after it (fires at once a wait no recovery touched).
+type restartPlan int
+
+const (
+	startAfter restartPlan = iota
+	startBeforeTwice
+	startBeforeThenAfter
+)
+
 func TestSIGKILLDuringAWaitContinuesOnce(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		// next is when the next host starts, from the instant the killed
-		// host's wait fires at and the instant it was killed.
-		next   func(at, killed time.Time) time.Time
-		before bool
+		plan restartPlan
 	}{
-		{"started after the instant", func(at, _ time.Time) time.Time { return at.Add(time.Hour) }, false},
-		{"started before the instant", func(_, killed time.Time) time.Time { return killed.Add(time.Second) }, true},
+		{"started after the instant", startAfter},
+		{"started before the instant, twice", startBeforeTwice},
+		{"started before the instant, then after it", startBeforeThenAfter},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 100, clock: clock.NewFake(epoch)}
@@ -59,28 +70,39 @@ func TestSIGKILLDuringAWaitContinuesOnce(t *testing.T) {
 				w.Kind != domain.WaitContinue || !w.ArmedAt.Equal(captured) {
 				t.Fatalf("the killed host's wait %+v (captured at %s)", w, captured)
 			}
-
-			e.clock.Set(c.next(w.At, captured))
-			e.open()
 			t.Cleanup(func() {
 				if e.host != nil {
 					e.host.Close()
 				}
 			})
+			if c.plan == startAfter {
+				e.clock.Set(w.At.Add(time.Hour))
+				e.open()
+			} else {
+				// A second after the kill.
+				e.clock.Set(captured.Add(time.Second))
+				e.open()
+				e.waitArmedAgain(k.ThreadID, w, w.At.Sub(e.clock.Now()))
+			}
 			fired := e.clock.Now()
-			if c.before {
-				fired = w.At
-				rest := w.At.Sub(e.clock.Now())
-				e.waitArmedAgain(k.ThreadID, w, rest)
-				// Closed and opened again while the wait is still ahead: the
-				// next host arms it again too.
+			switch c.plan {
+			case startBeforeTwice:
 				e.restart()
-				e.waitArmedAgain(k.ThreadID, w, rest)
+				e.waitArmedAgain(k.ThreadID, w, w.At.Sub(e.clock.Now()))
 				e.clock.Set(w.At.Add(-time.Millisecond))
 				if diff := cmp.Diff([]time.Duration{time.Millisecond}, e.clock.Pending()); diff != "" {
 					t.Fatalf("pending timers a moment before the instant (-want +got):\n%s", diff)
 				}
 				e.clock.Set(w.At)
+				fired = w.At
+			case startBeforeThenAfter:
+				if err := e.host.Close(); err != nil {
+					t.Fatal(err)
+				}
+				e.host = nil
+				e.clock.Set(w.At.Add(time.Hour))
+				e.open()
+				fired = e.clock.Now()
 			}
 			th := e.waitFor(k.ThreadID, "the run to end", allRunsEnded(1))
 			r := th.Runs[0]
