@@ -116,6 +116,9 @@ demo: build
 # provider, driven by the scenario's orchestrator test
 # (testdata/record_switch.sh); record-switch records every pair and
 # scenario the tests replay (again after a change to the handoff text).
+# A SCENARIO ending in _restart (usage_limit_restart) runs through baton
+# serve, killed with SIGKILL during the run's wait and started again after
+# it (testdata/record_restart.sh).
 record: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
 	bash testdata/record.sh $(PROVIDER) $(SCENARIO)

@@ -32,6 +32,11 @@
 # Responses API, testdata/codex/scenarios/SCENARIO.json and
 # testdata/codex/SCENARIO.{steps.json,messages}.
 #
+# A scenario whose name ends in _restart (usage_limit_restart) is played
+# through `baton serve`, which is killed with SIGKILL while the run waits for
+# a provider limit and started again after the wait's instant: see
+# testdata/record_restart.sh.
+#
 # Env: RECORD_OUT=FILE writes the transcript there instead of testdata (what
 # `make live-test` does: a real run, checked by replaying it, that changes
 # nothing in the repository); KEEP_TMP=1 keeps the temp directory (logs, agent HOME, workspace);
@@ -444,6 +449,10 @@ read_client_side() {
 run_baton() {
   local provider=$1 data=$2 ws=$3 cmd=$4 out=$5 err=$6 thread= m
   local -a group=() flags=()
+  if [ -n "$RESTART" ]; then
+    run_baton_restart "$@"
+    return $?
+  fi
   # testdata/PROVIDER/SCENARIO.flags: more flags for the baton run that
   # creates the thread (e.g. --approve accept --on-limit wait), split into
   # words as a shell would (quotes keep a check command whole).
@@ -485,6 +494,9 @@ WS_TMP=
 KEEP_TMP=${KEEP_TMP:-}
 SWITCH=
 SHARED_WS=
+RESTART=
+RUN_PID=
+SERVE_PID=
 SW_MS_PIDS=()
 SW_DIRS=()
 
@@ -499,6 +511,10 @@ stop_modelserver() {
 }
 
 cleanup() {
+  local pid
+  for pid in "$RUN_PID" "$SERVE_PID"; do # a restart scenario's (testdata/record_restart.sh)
+    [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+  done
   stop_modelserver
   local d
   for d in "$TMP" "$WS_TMP" "${SW_DIRS[@]}"; do
@@ -531,6 +547,15 @@ case $PROVIDER in
     record_switch
     ;;
   *)
+    case $SCENARIO in
+      *_restart)
+        # The host is killed during the run's wait and started again:
+        # see testdata/record_restart.sh.
+        RESTART=1
+        # shellcheck source=/dev/null
+        source "$REPO/testdata/record_restart.sh"
+        ;;
+    esac
     load_provider "$PROVIDER"
     "record_$PROVIDER"
     ;;

@@ -43,6 +43,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("BATON_QUEUED_HELPER"); dir != "" {
 		os.Exit(queuedHelper(dir)) // this process is the host a test kills mid-run
 	}
+	if dir := os.Getenv("BATON_WAITING_HELPER"); dir != "" {
+		os.Exit(waitingHelper(dir)) // this process is the host a test kills during a wait
+	}
 	if dir := os.Getenv("BATON_RSS_HELPER"); dir != "" {
 		os.Exit(orchestrator.RSSHelper(dir)) // this process is the host a benchmark measures
 	}

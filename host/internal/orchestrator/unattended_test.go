@@ -71,24 +71,33 @@ func (e *env) loopEvents(threadID string) []string {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		switch p := p.(type) {
-		case domain.RunStarted, domain.LimitReached, domain.WaitArmed, domain.CheckRequested, domain.ProviderSwitched:
-			out = append(out, r.Type)
-		case domain.AttemptStarted:
-			out = append(out, r.Type+" "+string(p.Reason)+" "+p.Provider)
-		case domain.AttemptEnded:
-			out = append(out, r.Type+" "+string(p.Status))
-		case domain.WaitEnded:
-			out = append(out, r.Type+" "+string(p.Outcome))
-		case domain.RunEnded:
-			out = append(out, r.Type+" "+string(p.Status))
-		case domain.CheckRecorded:
-			out = append(out, r.Type+" exit "+strconv.Itoa(p.ExitCode))
-		case domain.LoopEnded:
-			out = append(out, r.Type+" "+string(p.Status)+": "+p.Reason)
+		if line, ok := loopEvent(r.Type, p); ok {
+			out = append(out, line)
 		}
 	}
 	return out
+}
+
+// loopEvent is an event of the loop or of a run's life as loopEvents
+// shows it (ok false: not one).
+func loopEvent(typ string, p domain.Payload) (string, bool) {
+	switch p := p.(type) {
+	case domain.RunStarted, domain.LimitReached, domain.WaitArmed, domain.CheckRequested, domain.ProviderSwitched:
+		return typ, true
+	case domain.AttemptStarted:
+		return typ + " " + string(p.Reason) + " " + p.Provider, true
+	case domain.AttemptEnded:
+		return typ + " " + string(p.Status), true
+	case domain.WaitEnded:
+		return typ + " " + string(p.Outcome), true
+	case domain.RunEnded:
+		return typ + " " + string(p.Status), true
+	case domain.CheckRecorded:
+		return typ + " exit " + strconv.Itoa(p.ExitCode), true
+	case domain.LoopEnded:
+		return typ + " " + string(p.Status) + ": " + p.Reason, true
+	}
+	return "", false
 }
 
 // waitAndContinue plays a transcript whose first run hits a limit, waits
