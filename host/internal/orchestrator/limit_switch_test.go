@@ -1,6 +1,7 @@
 package orchestrator_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -75,12 +76,16 @@ func TestUsageLimitSwitchReturn(t *testing.T) {
 		if r1.Limit == nil || r1.Limit.Kind != "usage_window" || r1.Limit.Scope != "codex/primary" {
 			t.Errorf("run 1's limit %+v; want codex's usage window (codex/primary)", r1.Limit)
 		}
-		var strategies []string
+		// Claude took run 1 with nothing before it to tell; codex, back,
+		// is told run 1, which it began but claude finished.
+		var handoffs []string
 		for _, h := range th.Handoffs {
-			strategies = append(strategies, string(h.Strategy)+" "+h.FromProvider+"->"+h.ToProvider)
+			handoffs = append(handoffs, fmt.Sprintf("%s %s->%s %v %s run %s", h.Strategy, h.FromProvider, h.ToProvider,
+				domain.HandoffOrdinals(h.Runs, h.FromRun, h.ToRun), h.Status, h.RunID))
 		}
-		if diff := cmp.Diff([]string{string(domain.HandoffDeltaSinceLastSeen) + " claude->codex"}, strategies[len(strategies)-1:]); diff != "" {
-			t.Errorf("handoffs %v; want the return's delta last (-want +got):\n%s", strategies, diff)
+		if diff := cmp.Diff([]string{fmt.Sprintf("%s claude->codex [1] consumed run %s", domain.HandoffDeltaSinceLastSeen, th.Runs[1].ID)},
+			handoffs); diff != "" {
+			t.Errorf("handoffs (-want +got):\n%s", diff)
 		}
 		if got := e.files(); !hasFiles(got, map[string]string{"a.txt": "one\n", "b.txt": "two\n"}) {
 			t.Errorf("workspace = %q", got)
