@@ -122,7 +122,8 @@ record: build
 
 SWITCH_RECORDINGS ?= codex+claude:provider_switch_return acp+opencode:provider_switch_return \
 	codex+claude:provider_switch_rollback acp+opencode:provider_switch_rollback \
-	codex+claude:provider_switch_rollback_away acp+opencode:provider_switch_rollback_away
+	codex+claude:provider_switch_rollback_away acp+opencode:provider_switch_rollback_away \
+	codex+claude:usage_limit_switch_return
 record-switch: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
 	@for ps in $(SWITCH_RECORDINGS); do GO=$(GO) bash testdata/record.sh $${ps%%:*} $${ps#*:} || exit 1; done

@@ -106,15 +106,21 @@ init_workspace() {
 record_and_verify() {
   local provider=$1 ws=$2 cmd=$3 out=$4
   echo "record.sh: recording $provider/$SCENARIO (${STEPS:-${#msgs[@]} messages}, model server $MS_URL, tmp $TMP)" >&2
-  local start=$SECONDS rc=0
+  local start=$SECONDS rc=0 want_rc=0
+  # A scenario whose run ends on a provider limit exits non-zero by design:
+  # testdata/PROVIDER/SCENARIO.exit holds the status baton run must exit
+  # with (recording and replay alike).
+  if [ -f "$REPO/testdata/$provider/$SCENARIO.exit" ]; then
+    want_rc=$(tr -d '[:space:]' <"$REPO/testdata/$provider/$SCENARIO.exit")
+  fi
   run_baton "$provider" "$TMP/data" "$ws" "$cmd" "$TMP/baton.out" "$TMP/baton.err" || rc=$?
   cat "$TMP/baton.out"
-  if [ "$rc" -ne 0 ]; then
+  if [ "$rc" -ne "$want_rc" ]; then
     KEEP_TMP=1
     cat "$TMP/baton.err" >&2
     echo "--- model server log:" >&2
     cat "$TMP/modelserver.err" >&2
-    die "baton run exited with status $rc; nothing written (logs kept in $TMP)"
+    die "baton run exited with status $rc, want $want_rc; nothing written (logs kept in $TMP)"
   fi
   echo "record.sh: baton run took $((SECONDS - start))s" >&2
 
@@ -160,7 +166,7 @@ record_and_verify() {
   run_baton "$provider" "$TMP/replay/data" "$TMP/replay/ws" \
     "$(quote "$BIN/replaypeer") --transcript $(quote "$out") --speed 0 --state $(quote "$TMP/replay/cursor")${invoked:+ $invoked}" \
     "$TMP/replay.out" "$TMP/replay.err" || rc=$?
-  if [ "$rc" -ne 0 ]; then
+  if [ "$rc" -ne "$want_rc" ]; then
     KEEP_TMP=1
     cat "$TMP/replay.out" "$TMP/replay.err" >&2
     die "replaying ${out#"$REPO"/} failed with status $rc (logs kept in $TMP)"
@@ -437,11 +443,17 @@ read_client_side() {
 # to the same transcript; a replay keeps its cursor in a --state file).
 run_baton() {
   local provider=$1 data=$2 ws=$3 cmd=$4 out=$5 err=$6 thread= m
-  local -a group=()
+  local -a group=() flags=()
+  # testdata/PROVIDER/SCENARIO.flags: more flags for the baton run that
+  # creates the thread (e.g. --approve accept --on-limit wait), split into
+  # words as a shell would (quotes keep a check command whole).
+  if [ -f "$REPO/testdata/$provider/$SCENARIO.flags" ]; then
+    eval "flags=($(<"$REPO/testdata/$provider/$SCENARIO.flags"))"
+  fi
   : >"$out"
   if [ -n "$STEPS" ]; then
     "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --cwd "$ws" --provider "$provider" \
-      --provider-command "$cmd" --script "$STEPS" >>"$out" 2>>"$err" </dev/null
+      --provider-command "$cmd" "${flags[@]}" --script "$STEPS" >>"$out" 2>>"$err" </dev/null
     return $?
   fi
   for m in "${msgs[@]}" "---"; do
@@ -452,7 +464,7 @@ run_baton() {
     [ ${#group[@]} -gt 0 ] || continue
     if [ -z "$thread" ]; then
       "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --cwd "$ws" --provider "$provider" \
-        --provider-command "$cmd" "${group[@]}" >>"$out" 2>>"$err" </dev/null || return $?
+        --provider-command "$cmd" "${flags[@]}" "${group[@]}" >>"$out" 2>>"$err" </dev/null || return $?
       thread=$(sed -n 's/.*--thread \(thr_[0-9a-f]*\)).*/\1/p' "$out" | tail -n 1)
       [ -n "$thread" ] || { echo "record.sh: no thread id in baton's output" >&2; return 1; }
     else

@@ -27,7 +27,11 @@
 #      with a full summary). Rollback away: run 1 on FIRST, run 2 on
 #      SECOND, a rollback to run 1 there (SECOND reconciles its own
 #      conversation), a switch back and run 3 (FIRST resumes with no
-#      handoff: it has seen all that is left). The test drives the real
+#      handoff: it has seen all that is left). Usage limit switch return
+#      (codex+claude, TestUsageLimitSwitchReturn): run 1 on FIRST hits a
+#      usage limit (its model server's 429), the policy switch:SECOND,return
+#      goes on on SECOND, the host's clock is set past the reset, the thread
+#      returns and run 2 is FIRST's again, with a delta handoff. The test drives the real
 #      host and plugins, as it does when it replays, with the same seeded
 #      ids, so the handoff text a replay sends is byte for byte the
 #      recorded one. A change to the handoff text means recording again.
@@ -51,7 +55,8 @@ record_switch() {
     provider_switch_return) test=TestProviderSwitchReturn ;;
     provider_switch_rollback) test=TestProviderSwitchRollback ;;
     provider_switch_rollback_away) test=TestProviderSwitchRollbackAway ;;
-    *) die "a switch recording plays provider_switch_return, provider_switch_rollback or provider_switch_rollback_away, not $SCENARIO" ;;
+    usage_limit_switch_return) test=TestUsageLimitSwitchReturn ;;
+    *) die "a switch recording plays provider_switch_return, provider_switch_rollback, provider_switch_rollback_away or usage_limit_switch_return, not $SCENARIO" ;;
   esac
   command -v "${GO:-go}" >/dev/null || die "${GO:-go} is not installed"
   SWITCH=1

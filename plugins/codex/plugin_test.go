@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/plugintest"
@@ -516,4 +519,80 @@ func openWith(t *testing.T, p *plugintest.Plugin, req sdk.OpenSessionRequest, re
 	s := p.OpenWith(t, req)
 	s.AnswerFunc = answer // nil: Answer, decline
 	return s
+}
+
+// TestUsageLimit: codex's first model call got a 429 usage_limit_reached
+// (recorded: codex 0.171.0 against the scripted Responses API, whose
+// x-codex-primary-* headers said the five-hour window is spent and resets
+// 3 s later). codex sends the headers as a rate-limit snapshot, then fails
+// the turn with codexErrorInfo usageLimitExceeded: the turn terminal is
+// failed and carries the limit, its reset from the spent window, and both
+// frames as evidence.
+func TestUsageLimit(t *testing.T) {
+	s := open(t, "usage_limit", t.TempDir(), "", nil)
+	turn := s.StartTurn(t, "Write notes.txt with the word done").TurnRef
+	evs := s.WaitTurnRef(t, turn)
+	term := evs[len(evs)-1]
+	msg := "You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at 7:12 PM."
+	snapshot := `{"method":"account/rateLimits/updated","params":{"rateLimits":{"credits":null,"individualLimit":null,"limitId":"codex","limitName":null,"normalModelSlug":null,"planType":null,"primary":{"resetsAt":1796152365,"usedPercent":100,"windowDurationMins":300},"rateLimitReachedType":null,"secondary":{"resetsAt":null,"usedPercent":41,"windowDurationMins":10080},"spendControlReached":null}}}`
+	completed := `{"method":"turn/completed","params":{"threadId":"01a23306-0390-7360-93d3-ecb75422d1ae","turn":{"completedAt":1796152362,"durationMs":163,"error":{"additionalDetails":null,"codexErrorInfo":"usageLimitExceeded","message":"` +
+		msg + `","misalignment":null},"id":"01a23306-03c0-7e43-821e-0c55d018addd","items":[],"itemsView":"notLoaded","rootTurnId":"01a23306-03c0-7e43-821e-0c55d018addd","startedAt":1796152361,"status":"failed"}}}`
+	want := &sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: time.Unix(1796152365, 0).UTC(), Scope: "codex/primary",
+		Message: msg, Evidence: snapshot + "\n" + completed}
+	if term.Kind != sdk.EventTurnTerminal || term.Status != sdk.TurnFailed || !term.ThreadUsable {
+		t.Fatalf("turn ended %+v; want failed and usable", term)
+	}
+	if d := cmp.Diff(want, term.Limit); d != "" {
+		t.Errorf("limit (-want +got):\n%s", d)
+	}
+	if term.Failure == nil || term.Failure.Message != msg {
+		t.Errorf("failure %+v", term.Failure)
+	}
+	// The snapshot is a rate limit of its own; codex's error notification
+	// a diagnostic.
+	got := plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRateLimit })
+	var rls []sdk.RateLimit
+	for _, ev := range got {
+		rls = append(rls, *ev.RateLimit)
+	}
+	if d := cmp.Diff([]sdk.RateLimit{{ResetsAt: time.Unix(1796152365, 0).UTC(), UsedPercent: 100, Scope: "codex/primary"},
+		{UsedPercent: 41, Scope: "codex/secondary"}}, rls); d != "" {
+		t.Errorf("rate limits (-want +got):\n%s", d)
+	}
+	s.Close(t)
+}
+
+// TestUsageLimitWait: the turns of `baton run --on-limit wait` (recorded):
+// the first fails on the usage limit, whose reset is 3 s after the turn's
+// end; the continuation the host sends after it ("continue where you
+// stopped") is a turn of the same codex thread, which writes notes.txt
+// and completes, no limit on it.
+func TestUsageLimitWait(t *testing.T) {
+	ws := t.TempDir()
+	s := open(t, "usage_limit_wait", ws, "", nil)
+	s.Answer = sdk.DecisionAccept
+	root := s.Open.ProviderThreadRef
+	first := s.StartTurn(t, "Write notes.txt with the word done").TurnRef
+	evs := s.WaitTurnRef(t, first)
+	term := evs[len(evs)-1]
+	if term.Status != sdk.TurnFailed || term.Limit == nil || !term.ThreadUsable {
+		t.Fatalf("first turn ended %+v; want failed on a limit, usable", term)
+	}
+	if got, want := *term.Limit, (sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: time.Unix(1796154059, 0).UTC(), Scope: "codex/primary",
+		Message: term.Failure.Message, Evidence: term.Limit.Evidence}); got != want {
+		t.Errorf("limit %+v, want %+v", got, want)
+	}
+	next := s.StartTurn(t, "continue where you stopped").TurnRef
+	evs = s.WaitTurnRef(t, next)
+	term = evs[len(evs)-1]
+	if term.Status != sdk.TurnCompleted || term.Limit != nil || term.ThreadRef != root {
+		t.Fatalf("continuation ended %+v; want completed on %s, no limit", term, root)
+	}
+	if got := plugintest.ItemText(evs, root, sdk.ItemAssistantMessage); got != "I wrote notes.txt with the word done." {
+		t.Errorf("assistant text = %q", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "notes.txt")); err != nil || string(b) != "done\n" {
+		t.Errorf("notes.txt = %q, %v", b, err)
+	}
+	s.Close(t)
 }

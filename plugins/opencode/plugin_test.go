@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/plugintest"
@@ -576,4 +578,38 @@ func TestInterruptBeforeTheTurnStarted(t *testing.T) {
 // (--hostname 127.0.0.1); another URL on such a line is not taken for it.
 func TestAddressOnlyOn127(t *testing.T) {
 	helloAfter(t, `echo "not listening yet: see http://localhost:1/docs"`)
+}
+
+// TestUsageLimit: the model API answers every call with a 429 (recorded:
+// opencode 1.18.33 against the scripted Messages API). opencode retries on
+// its own and says so with session.status retry; at its third attempt the
+// plugin stops waiting: it aborts the turn, which ends failed on a rate
+// limit whose evidence is that retry frame. (Its reset, opencode's next
+// call, lies in the past of a replay: none.)
+func TestUsageLimit(t *testing.T) {
+	_, s, _ := open(t, "usage_limit")
+	s.StartTurn(t, "Write notes.txt with the word done")
+	evs := s.WaitTurn(t)
+	term := evs[len(evs)-1]
+	msg := "This request would exceed your account's rate limit. Please try again later."
+	want := &sdk.Limit{Kind: sdk.LimitRate, Message: msg,
+		Evidence: `{"id":"evt_2330f2eb9001T47SnX0uyIq1WX","properties":{"sessionID":"ses_dccf0fc46ffeIDZ4tCja9S6T5x","status":{"attempt":3,"message":"This request would exceed your account's rate limit. Please try again later.","next":1796152963745,"type":"retry"}},"type":"session.status"}`}
+	if term.Kind != sdk.EventTurnTerminal || term.Status != sdk.TurnFailed || !term.ThreadUsable ||
+		term.Failure == nil || term.Failure.Message != msg {
+		t.Fatalf("turn ended %+v; want failed on the limit, usable", term)
+	}
+	if d := cmp.Diff(want, term.Limit); d != "" {
+		t.Errorf("limit (-want +got):\n%s", d)
+	}
+	var retries []string
+	for _, ev := range evs {
+		if ev.Kind == sdk.EventDiagnostic {
+			retries = append(retries, ev.Title)
+		}
+	}
+	if d := cmp.Diff([]string{"opencode retries the model call (attempt 1)", "opencode retries the model call (attempt 2)",
+		"opencode retries the model call (attempt 3)", "the turn stops on the rate_limit limit instead of waiting for opencode's retries"}, retries); d != "" {
+		t.Errorf("diagnostics (-want +got):\n%s", d)
+	}
+	s.Close(t)
 }

@@ -32,6 +32,17 @@ type client struct {
 	embedded bool
 	target   string // the service's address (not embedded)
 	close    func()
+	// follow, for an embedded host, makes it arm the thread's waits (a
+	// service arms every thread's): a verb that follows a thread's
+	// unattended work calls it.
+	follow func(threadID string)
+}
+
+// followWaits makes the host arm the thread's waits while the verb runs.
+func (c *client) followWaits(threadID string) {
+	if c.follow != nil {
+		c.follow(threadID)
+	}
 }
 
 // connect finds the host, by one rule: the service --server names (an
@@ -65,7 +76,7 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 	return &client{BatonClient: batonv1.NewBatonClient(conn), embedded: true, close: func() {
 		stop()
 		h.Close()
-	}}, nil
+	}, follow: func(threadID string) { _ = h.Follow(threadID) }}, nil
 }
 
 // local is the service on the data dir's socket, if one answers there.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -73,6 +74,10 @@ type printer struct {
 	items    map[string]*item            // node id -> what to say about it
 	scopes   map[string]domain.ScopeKind // checkpoint scope id -> kind
 	cps      map[string]string           // checkpoint id -> what it is ("run 2", "a subagent of run 2")
+	waits    map[string]domain.Wait      // wait id -> the wait armed
+	// now and loc are the clock and zone instants are shown in.
+	now func() time.Time
+	loc *time.Location
 }
 
 type item struct {
@@ -82,9 +87,17 @@ type item struct {
 
 func newPrinter(w io.Writer, jsonOut bool, t domain.Thread) *printer {
 	p := &printer{w: w, json: jsonOut, threadID: t.ID, policy: t.ApprovalPolicy,
-		ordinals: map[string]int{}, items: map[string]*item{}, scopes: map[string]domain.ScopeKind{}, cps: map[string]string{}}
+		ordinals: map[string]int{}, items: map[string]*item{}, scopes: map[string]domain.ScopeKind{}, cps: map[string]string{},
+		waits: map[string]domain.Wait{}, now: time.Now, loc: time.Local}
 	for _, r := range t.Runs {
 		p.ordinals[r.ID] = r.Ordinal
+	}
+	if l := t.Loop; l != nil {
+		for _, w := range []*domain.Wait{l.Wait, l.Return} {
+			if w != nil {
+				p.waits[w.ID] = *w
+			}
+		}
 	}
 	return p
 }
@@ -120,6 +133,8 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		}
 	case domain.CheckpointScopeOpened:
 		p.scopes[e.ScopeID] = e.Kind
+	case domain.WaitArmed:
+		p.waits[e.ID] = e.Wait
 	case domain.CheckpointRequested:
 		switch {
 		case p.scopes[e.ScopeID] == domain.ScopeSubagent:
@@ -206,6 +221,8 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 			mark = "✖"
 		case domain.RunStatusInterrupted, domain.RunStatusCancelled:
 			mark = "⏹"
+		case domain.RunStatusBlocked:
+			mark = "⏸"
 		}
 		switch {
 		case e.Failure != nil:
@@ -241,6 +258,29 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		if e.By == "" { // a replacement says itself what it is
 			p.line("  ⓘ handoff withdrawn: nothing new to tell")
 		}
+	case domain.PolicySet:
+		p.line("⚙ policy: %s", policyLine(e.Policy))
+	case domain.LimitReached:
+		p.line("  ⏸ %s", p.limitLine(e))
+	case domain.WaitArmed:
+		p.line("⏳ %s", p.waitLine(e.Wait))
+	case domain.WaitEnded:
+		p.line("⏳ %s", p.waitEndedLine(e))
+	case domain.CheckRequested:
+		p.line("◇ check `%s` after run %d", oneLine(e.Command, 80), p.ordinals[e.RunID])
+	case domain.CheckRecorded:
+		mark := "✖"
+		if e.Passed() {
+			mark = "✔"
+		}
+		for i, l := range checkLine(e.CheckResult) {
+			if i == 0 {
+				l = mark + " " + l
+			}
+			p.line("%s", l)
+		}
+	case domain.LoopEnded:
+		p.line("● %s", loopEndedLine(e))
 	}
 }
 

@@ -37,6 +37,7 @@ var defaultCommands = map[string][]string{
 
 type runFlags struct {
 	switchFlags
+	policyFlags
 	cwd, thread, approve, script string
 	json, detach                 bool
 }
@@ -62,21 +63,35 @@ With --thread, --provider (or --model, --provider-command) switches the thread
 before its messages, as baton switch does: the runs start on that provider,
 the first carrying a handoff of what it has not seen. --handoff-max-bytes
 bounds the thread's handoffs (a new thread's too, for those after a rollback
-or a later switch).`,
+or a later switch).
+
+--on-limit, --until and the budgets (--max-runs, --max-hours, --max-tokens)
+set the thread's continuation policy before its messages, and run then follows
+the thread until its loop is over: every run, wait and check. A run that hits
+a provider's limit waits for the reset (--on-limit wait) or goes on on another
+provider (--on-limit switch:claude, and with ,return comes back after the
+reset); with --until, runs go on until the check command exits 0. Exit codes:
+0 when the check passed (without --until: the last run completed), 1 when the
+loop ended blocked, failed or out of budget, 130 when interrupted. Ctrl-C
+during a wait cancels it.`,
 		Example: `  baton run --provider acp "Write hello.txt"
   baton run --provider codex --approve accept --cwd ~/src/app "Fix the failing test"
   baton run --thread thr_123 "Now add a README"
   baton run --thread thr_123 --provider claude "Review what codex did"
-  baton run --json --provider acp "Explain main.go" | jq .`,
+  baton run --json --provider acp "Explain main.go" | jq .
+  baton run --provider codex --on-limit wait "Migrate the tests to testify"
+  baton run --provider codex --on-limit switch:claude,return --until 'go test ./...' --max-runs 10 "Fix the build"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.thread != "" {
 				f.switchFlags.explicit(cmd.Flags())
 			}
+			f.policyFlags.collect(cmd.Flags(), f.thread != "")
 			return runRun(cmd.Context(), g, f, args)
 		},
 	}
 	fl := c.Flags()
 	addSwitchFlags(fl, &f.switchFlags, true)
+	addPolicyFlags(fl, &f.policyFlags)
 	fl.StringVar(&f.cwd, "cwd", "", "the new thread's working `directory` (default: the current directory)")
 	fl.StringVar(&f.thread, "thread", "", "continue this thread `id` instead of creating one")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per line; the last is the final thread projection")
@@ -85,6 +100,7 @@ or a later switch).`,
 	fl.BoolVar(&f.detach, "detach", false, "against a service, Ctrl-C leaves the runs going instead of interrupting them")
 	c.RegisterFlagCompletionFunc("approve", fixedCompletion("ask", "accept", "decline"))
 	c.RegisterFlagCompletionFunc("provider", fixedCompletion("acp", "claude", "codex", "cursor", "opencode"))
+	c.RegisterFlagCompletionFunc("on-limit", fixedCompletion("wait", "stop", "switch:acp", "switch:claude", "switch:codex", "switch:cursor", "switch:opencode"))
 	return c
 }
 
@@ -103,6 +119,8 @@ type runOptions struct {
 	// noCommand: a new thread of a provider with no default command, and
 	// no --provider-command (what is wrong depends on what is installed).
 	noCommand bool
+	// cont is the continuation policy the flags ask (nil: none given).
+	cont *batonv1.ContinuationPolicy
 }
 
 func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
@@ -146,6 +164,9 @@ func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
 		return o, usagef("run: --cwd: %v", err)
 	}
 	if o.argv, err = f.switchFlags.check("run"); err != nil {
+		return o, err
+	}
+	if o.cont, err = f.policyFlags.check("run"); err != nil {
 		return o, err
 	}
 	if f.thread != "" {
@@ -244,6 +265,9 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	if err != nil {
 		return err
 	}
+	// The runs this verb follows go on through their waits (a host
+	// embedded for it arms them; a service arms every thread's).
+	c.followWaits(threadID)
 	// A continued thread switches as its flags say; a new one is on its
 	// provider already, and only takes the handoff bound.
 	sw, switchArgv := f.switchFlags, o.switchArgv
@@ -253,6 +277,9 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	if _, err := switchThread(ctx, cmp.Or(o.verb, "run"), c, idgen, th, sw, switchArgv); err != nil {
 		return err
 	}
+	if err := setPolicy(ctx, cmp.Or(o.verb, "run"), c, idgen, th, o.cont); err != nil {
+		return err
+	}
 	start := at.GetSequence()
 	if f.thread == "" {
 		start = 0 // a new thread: show it from its creation (a continued one: what this run adds)
@@ -260,7 +287,10 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	out := newPrinter(g.stdout, f.json, th)
 	s := &session{c: c, idgen: idgen, threadID: threadID, out: out, stdout: g.stdout, stderr: g.stderr,
 		wanted: map[string]bool{}, scripted: o.script != nil, ended: map[string]bool{}, policy: th.ApprovalPolicy,
-		opened: map[string]domain.RequestOpened{}}
+		opened: map[string]domain.RequestOpened{}, loop: o.cont != nil || (th.Loop != nil && !th.Loop.Policy.Off())}
+	if s.loop {
+		c.followWaits(threadID) // an embedded host keeps the loop going while run follows it
+	}
 	mode := cmp.Or(o.mode, string(domain.ModeQueueAfterActive))
 	for _, m := range o.messages {
 		msgID := idgen.NewID("msg")
@@ -294,7 +324,7 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	recs, errs := follow(ctx, c, threadID, start)
 	interrupted := false
 loop:
-	for !s.done() {
+	for !s.done(ctx) {
 		var answers <-chan string
 		if len(s.asking) > 0 {
 			answers = s.answers
@@ -348,7 +378,9 @@ loop:
 	switch {
 	case interrupted:
 		return silent(exitInterrupted)
-	case anyFailed(final, s.mine, o.script != nil):
+	case s.loop && loopFailed(final, s.mine):
+		return silent(exitFailed)
+	case !s.loop && anyFailed(final, s.mine, o.script != nil):
 		return silent(exitFailed)
 	}
 	return nil
@@ -439,11 +471,16 @@ type session struct {
 	opened      map[string]domain.RequestOpened
 
 	interrupted bool // Ctrl-C: every run of this invocation is to stop
+
+	// loop: the thread has a continuation policy; it is followed until its
+	// loop is over (loopOver: the projection said so at needSeq).
+	loop, loopOver bool
 }
 
 // done: the script (if any) is over, the stream has caught up with it,
-// and the runs of this invocation have all ended.
-func (s *session) done() bool {
+// and the runs of this invocation have all ended; with a policy, the
+// thread's loop has no work to come by itself either.
+func (s *session) done(ctx context.Context) bool {
 	if s.scripted || len(s.wanted) > 0 || s.lastSeq < s.needSeq {
 		return false
 	}
@@ -452,7 +489,28 @@ func (s *session) done() bool {
 			return false
 		}
 	}
-	return true
+	if !s.loop || s.loopOver {
+		return true
+	}
+	at, t, err := s.c.thread(ctx, s.threadID)
+	if err != nil {
+		return true // the final read says what is wrong
+	}
+	if t.Unattended() || activeRun(t) != nil {
+		return false // a wait, a check or a run to come: its events will follow
+	}
+	s.loopOver, s.needSeq = true, at.GetSequence()
+	return s.lastSeq >= s.needSeq
+}
+
+// activeRun is the thread's run that holds it (a waiting one too), if any.
+func activeRun(t domain.Thread) *domain.Run {
+	for i := range t.Runs {
+		if t.Runs[i].Status.Active() {
+			return &t.Runs[i]
+		}
+	}
+	return nil
 }
 
 func (s *session) event(ctx context.Context, rec followed) {
@@ -627,6 +685,20 @@ func runOf(t domain.Thread, runID string) *domain.Run {
 		}
 	}
 	return nil
+}
+
+// loopFailed says whether a loop did not end as asked: with --until, its
+// check did not pass; without, its last run did not complete.
+func loopFailed(t domain.Thread, mine []string) bool {
+	if t.Loop != nil && t.Loop.Policy.Until != "" {
+		return t.Loop.Status != domain.LoopDone
+	}
+	for i := len(mine) - 1; i >= 0; i-- {
+		if r := runOf(t, mine[i]); r != nil {
+			return r.Status != domain.RunStatusCompleted
+		}
+	}
+	return false
 }
 
 // anyFailed says whether a run did not complete. A script interrupts and

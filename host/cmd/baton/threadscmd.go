@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -165,6 +166,7 @@ func showThread(g *globals, t domain.Thread, s domain.ThreadSummary) {
 	if t.Model != "" {
 		fmt.Fprintf(w, "  model %s\n", t.Model)
 	}
+	showLoop(w, t, time.Now(), time.Local)
 	switched := len(t.ProviderBindings) > 1
 	if switched {
 		showProviders(w, t)
@@ -218,6 +220,27 @@ func showThread(g *globals, t domain.Thread, s domain.ThreadSummary) {
 	}
 	if len(t.Handoffs) > 0 {
 		showHandoffs(w, t)
+	}
+}
+
+// showLoop shows a thread's continuation policy, where its loop is, its
+// armed waits and its last check, at now in loc.
+func showLoop(w io.Writer, t domain.Thread, now time.Time, loc *time.Location) {
+	l := t.Loop
+	if l == nil {
+		return
+	}
+	p := newPrinter(w, false, t)
+	p.now, p.loc = func() time.Time { return now }, loc
+	fmt.Fprintf(w, "  policy: %s\n", policyLine(l.Policy))
+	fmt.Fprintf(w, "  loop: %s\n", loopLine(*l, now, loc))
+	for _, wt := range []*domain.Wait{l.Wait, l.Return} {
+		if wt != nil {
+			fmt.Fprintf(w, "  ⏳ %s\n", p.waitLine(*wt))
+		}
+	}
+	if l.Check != nil {
+		fmt.Fprintf(w, "  last %s\n", strings.TrimSuffix(checkLine(*l.Check)[0], "; last lines:"))
 	}
 }
 
@@ -300,6 +323,7 @@ func watchCommand(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			afterSet = cmd.Flags().Changed("after")
 			return withThread(cmd, g, "watch", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
+				c.followWaits(t.ID) // a wait the thread holds fires while it is watched
 				start := at.GetSequence()
 				if afterSet {
 					start = after
@@ -352,6 +376,7 @@ func signalContext(parent context.Context) (context.Context, func()) {
 func sendCommand(g *globals) *cobra.Command {
 	var mode, target string
 	sf := &switchFlags{}
+	pf := &policyFlags{}
 	c := &cobra.Command{
 		Use:   "send THREAD MESSAGE",
 		Short: "Send a message to a thread: a new run, or into the active one (--mode)",
@@ -364,10 +389,13 @@ active turn stops and starts again with it), or now (interrupt the active run
 and start this one). Without --mode: steer where the provider steers natively,
 else restart; on an idle thread the message starts a run at once.
 --provider (or --model, --provider-command) switches the thread first, as
-baton switch does: the message's run starts on that provider.`,
+baton switch does: the message's run starts on that provider.
+--on-limit, --until and the budgets set the thread's continuation policy
+first, as baton run does (see baton run --help).`,
 		Example: `  baton send thr_123 "Also update the changelog"
   baton send --mode queue thr_123 "Then run the tests"
-  baton send --provider claude thr_123 "Take it from here"`,
+  baton send --provider claude thr_123 "Take it from here"
+  baton send --on-limit wait --until 'make test' --max-hours 8 thr_123 "Finish the migration"`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch mode {
@@ -377,6 +405,11 @@ baton switch does: the message's run starts on that provider.`,
 			}
 			sf.explicit(cmd.Flags())
 			argv, err := sf.check("send")
+			if err != nil {
+				return err
+			}
+			pf.collect(cmd.Flags(), true)
+			cont, err := pf.check("send")
 			if err != nil {
 				return err
 			}
@@ -392,11 +425,13 @@ baton switch does: the message's run starts on that provider.`,
 				// No service carries the run once this command exits: follow
 				// it to its end, as baton run --thread does.
 				fmt.Fprintln(g.stderr, "baton: no service runs (baton serve); following the run to its end")
-				return runOn(ctx, g, c, &runFlags{switchFlags: *sf, thread: args[0]}, runOptions{verb: "send", messages: args[1:], mode: mode, switchArgv: argv}, interruptReq)
+				return runOn(ctx, g, c, &runFlags{switchFlags: *sf, policyFlags: *pf, thread: args[0]},
+					runOptions{verb: "send", messages: args[1:], mode: mode, switchArgv: argv, cont: cont}, interruptReq)
 			}
 			idgen := ids.New()
-			if *sf != (switchFlags{}) {
-				// The switch first, shown as baton switch shows it.
+			if *sf != (switchFlags{}) || cont != nil {
+				// The switch and the policy first, shown as baton switch
+				// shows it.
 				at, t, err := c.threadFor(ctx, "send", args[0])
 				if err != nil {
 					return err
@@ -405,7 +440,10 @@ baton switch does: the message's run starts on that provider.`,
 				if err != nil {
 					return err
 				}
-				if switched {
+				if err := setPolicy(ctx, "send", c, idgen, t, cont); err != nil {
+					return err
+				}
+				if switched || cont != nil {
 					now, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: t.ID})
 					if err != nil {
 						return rpcError("send", err)
@@ -427,8 +465,10 @@ baton switch does: the message's run starts on that provider.`,
 	c.Flags().StringVar(&mode, "mode", "", "what the message does while a run is active: queue, steer, restart or now")
 	c.Flags().StringVar(&target, "run", "", "for steer and restart, the run `id` meant (refused if another is active)")
 	addSwitchFlags(c.Flags(), sf, false)
+	addPolicyFlags(c.Flags(), pf)
 	c.RegisterFlagCompletionFunc("provider", fixedCompletion("acp", "claude", "codex", "cursor", "opencode"))
 	c.RegisterFlagCompletionFunc("mode", fixedCompletion("queue", "steer", "restart", "now"))
+	c.RegisterFlagCompletionFunc("on-limit", fixedCompletion("wait", "stop", "switch:acp", "switch:claude", "switch:codex", "switch:cursor", "switch:opencode"))
 	return c
 }
 
@@ -439,14 +479,28 @@ func interruptCommand(g *globals) *cobra.Command {
 		Short: "Ask the provider to stop a thread's active run (or --run ID)",
 		Long: `Interrupt asks the provider to stop the thread's active run (or the run --run
 names; a queued run is cancelled). The run ends interrupted when the provider
-confirms; follow it with baton watch.`,
+confirms; follow it with baton watch. A run waiting for a provider's limit to
+reset (--on-limit wait) is the active run: its wait is cancelled.`,
 		Example: `  baton interrupt thr_123`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, g, func(ctx context.Context, c *client) error {
+				// A run waiting for a limit's reset has no turn to stop: the
+				// interrupt cancels its wait, and says so.
+				var waiting *domain.Wait
+				if _, t, err := c.thread(ctx, args[0]); err == nil && t.Loop != nil && t.Loop.Wait != nil {
+					if w := *t.Loop.Wait; run == "" || run == w.RunID {
+						waiting = &w
+					}
+				}
 				rc, err := c.Interrupt(ctx, &batonv1.InterruptRequest{CommandId: ids.New().NewID("cmd"), ThreadId: args[0], RunId: run})
 				if err != nil {
 					return rpcError("interrupt", err)
+				}
+				if waiting != nil {
+					fmt.Fprintf(g.stdout, "interrupt sent to thread %s (run %s): its wait for %s is cancelled\n", rc.GetThreadId(), waiting.RunID,
+						waiting.Limit.Describe(waiting.Provider))
+					return nil
 				}
 				fmt.Fprintf(g.stdout, "interrupt sent to thread %s (run %s)\n", rc.GetThreadId(), rc.GetRunId())
 				return nil

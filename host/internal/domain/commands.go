@@ -337,6 +337,7 @@ var clientCommands = map[string]func(json.RawMessage) (CommandPayload, error){
 	RespondToRequest{}.CommandType():     decodeCmd[RespondToRequest],
 	RollbackToCheckpoint{}.CommandType(): decodeCmd[RollbackToCheckpoint],
 	SwitchProvider{}.CommandType():       decodeCmd[SwitchProvider],
+	SetPolicy{}.CommandType():            decodeCmd[SetPolicy],
 }
 
 func decodeCmd[T CommandPayload](b json.RawMessage) (CommandPayload, error) {

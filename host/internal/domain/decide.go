@@ -117,7 +117,7 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 	case DispatchMessage:
 		err = decideDispatch(t, p, env, &d)
 	case InterruptRun:
-		err = decideInterrupt(t, p, &d)
+		err = decideInterrupt(t, p, env, &d)
 	case RespondToRequest:
 		err = decideRespond(t, p, &d)
 	case RollbackToCheckpoint:
@@ -154,6 +154,12 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		err = decideSwitchProvider(t, p, env, &d)
 	case RetireSession:
 		err = decideRetireSession(t, p, &d)
+	case SetPolicy:
+		err = decideSetPolicy(t, p, &d)
+	case FireWait:
+		err = decideFireWait(t, p, env, &d)
+	case RecordCheck:
+		err = decideRecordCheck(t, p, env, &d)
 	default:
 		err = fmt.Errorf("%w: unknown command type %q", ErrInvalid, cmd.Payload.CommandType())
 	}

@@ -35,6 +35,8 @@ type world struct {
 	// recorded ready at once, as the host does after the decision, and its
 	// events are added to the decision's.
 	holdCaptures bool
+	// now is the decisions' time (zero: t0).
+	now time.Time
 }
 
 func newWorld(t *testing.T) *world {
@@ -44,7 +46,11 @@ func newWorld(t *testing.T) *world {
 }
 
 func (w *world) env() Env {
-	return Env{Now: t0, NewID: func(p string) string { w.n++; return fmt.Sprintf("%s_%d", p, w.n) }, Caps: w.caps,
+	now := t0
+	if !w.now.IsZero() {
+		now = w.now
+	}
+	return Env{Now: now, NewID: func(p string) string { w.n++; return fmt.Sprintf("%s_%d", p, w.n) }, Caps: w.caps,
 		ShuttingDown: w.shuttingDown}
 }
 
@@ -93,7 +99,7 @@ func (w *world) apply(d Decision) {
 	w.t.Helper()
 	for _, p := range d.Events {
 		w.seq++
-		Evolve(w.replica, Event{Sequence: w.seq, ThreadID: "thr", At: t0, Payload: p})
+		Evolve(w.replica, Event{Sequence: w.seq, ThreadID: "thr", At: w.env().Now.UTC(), Payload: p})
 	}
 	if len(d.Events) > 0 {
 		w.thread.Sequence = w.seq

@@ -49,6 +49,10 @@ type (
 		AttemptID string        `json:"attemptId"`
 		Reason    AttemptReason `json:"reason"`
 		RootNode  string        `json:"rootNode"`
+		// Provider and Model are where the attempt runs ("" in logs from
+		// before: the run's); a limit may move a run to another provider.
+		Provider string `json:"provider,omitempty"`
+		Model    string `json:"model,omitempty"`
 	}
 	NodeStarted struct {
 		RunID       string          `json:"runId"`

@@ -52,6 +52,9 @@ func Evolve(t *Thread, e Event) {
 			m.RunID = p.RunID // a steering message the provider refused, queued as a run
 		}
 	case RunStarted:
+		if t.loopActive() {
+			t.loopW().Runs++
+		}
 		if r := t.runW(p.RunID); r != nil {
 			r.Status = RunStatusStarting
 			at := e.At
@@ -66,8 +69,14 @@ func Evolve(t *Thread, e Event) {
 	case AttemptStarted:
 		if r := t.runW(p.RunID); r != nil {
 			r.Attempts = append(r.Attempts, Attempt{ID: p.AttemptID, Reason: p.Reason, Status: AttemptInProgress,
-				StartedAt: e.At, RootNode: p.RootNode})
+				StartedAt: e.At, RootNode: p.RootNode, Provider: p.Provider})
 			r.ActiveAttempt = p.AttemptID
+			if p.Provider != "" && p.Provider != r.Provider {
+				// A limit moved the run: the provider it ends on runs it.
+				r.Provider, r.Model = p.Provider, p.Model
+				b := t.bindingW(p.Provider)
+				b.Runs = append(slices.Clip(b.Runs), r.Ordinal)
+			}
 			if p.Reason != AttemptInitial {
 				r.Status = RunStatusStarting
 				r.PendingRestart = nil
@@ -222,6 +231,10 @@ func Evolve(t *Thread, e Event) {
 			r.ActiveAttempt = ""
 			r.PendingRestart = nil // requeued as runs of their own
 			r.Ending = nil
+			if r.Usage != nil && t.loopActive() {
+				l := t.loopW()
+				l.Tokens = addTokens(l.Tokens, r.Usage.TotalTokens)
+			}
 		}
 	case DiagnosticRecorded:
 		t.write(partDiagnostics)
@@ -367,6 +380,58 @@ func Evolve(t *Thread, e Event) {
 		}
 	case ProviderThreadDetached:
 		t.detach(p.ProviderThreadID)
+	case PolicySet:
+		l := &Loop{Policy: p.Policy, Since: e.At, Status: LoopActive}
+		if p.Policy.Off() {
+			l.Status, l.Reason = LoopStopped, "the policy was turned off"
+		}
+		if t.Loop != nil {
+			// Armed waits are kept, and a check still running: its
+			// result is recorded when it comes, and runs queued behind
+			// it start then.
+			l.Wait, l.Return, l.CheckPending = t.Loop.Wait, t.Loop.Return, t.Loop.CheckPending
+		}
+		t.Loop = l
+	case LimitReached:
+		if r := t.runW(p.RunID); r != nil {
+			l := p.Limit
+			r.Limit = &l
+			// The provider has not seen the run through: a return to it
+			// tells it how the run went on.
+			if b := t.binding(p.Provider); b != nil && b.SeenThrough >= r.Ordinal {
+				t.bindingW(p.Provider).SeenThrough = r.Ordinal - 1
+			}
+		}
+	case WaitArmed:
+		l := t.loopW()
+		w := p.Wait
+		if w.Kind == WaitReturn {
+			l.Return = &w
+			return
+		}
+		l.Wait = &w
+		if r := t.runW(w.RunID); r != nil {
+			r.Status, r.WaitID, r.Waits, r.WaitSince = RunStatusWaiting, w.ID, w.Probe, w.Since
+		}
+	case WaitEnded:
+		l := t.loopW()
+		for _, w := range []**Wait{&l.Wait, &l.Return} {
+			if *w != nil && (*w).ID == p.WaitID {
+				if r := t.runW((*w).RunID); r != nil {
+					r.WaitID = ""
+				}
+				*w = nil
+			}
+		}
+	case CheckRequested:
+		t.loopW().CheckPending = true
+	case CheckRecorded:
+		l := t.loopW()
+		c := p.CheckResult
+		l.Check, l.CheckPending = &c, false
+	case LoopEnded:
+		l := t.loopW()
+		l.Status, l.Reason = p.Status, p.Reason
 	case ProviderSwitched:
 		t.Provider, t.Model, t.ProviderCommand = p.To, p.ToModel, p.Command
 		b := t.bindingW(p.To)

@@ -16,7 +16,7 @@ import (
 // startNextQueued starts the oldest queued run, unless a run is active or
 // a rollback holds the thread.
 func startNextQueued(t *Thread, env Env, d *Decision) {
-	if env.ShuttingDown || t.activeRun() != nil || t.rollbackHolds() {
+	if env.ShuttingDown || t.activeRun() != nil || t.rollbackHolds() || (t.Loop != nil && t.Loop.CheckPending) {
 		return
 	}
 	if r := t.oldestQueued(); r != nil {
@@ -48,13 +48,20 @@ func startAttempt(t *Thread, runID, input string, reason AttemptReason, env Env,
 		// it sends the turn, and it is used up when the provider takes it.
 		planHandoff(t, env, d, handoffSpec{})
 	}
+	// An attempt runs where its run does, unless a limit moved the run to
+	// the thread's provider now: then it carries the handoff that provider
+	// needs of the runs before.
+	provider, model := t.run(runID).Provider, t.run(runID).Model
+	if reason == AttemptUsageLimitContinuation && provider != t.Provider {
+		provider, model = t.Provider, t.Model
+		planHandoff(t, env, d, handoffSpec{To: provider})
+	}
 	d.emit(
-		AttemptStarted{RunID: runID, AttemptID: attemptID, Reason: reason, RootNode: rootID},
+		AttemptStarted{RunID: runID, AttemptID: attemptID, Reason: reason, RootNode: rootID, Provider: provider, Model: model},
 		NodeStarted{RunID: runID, NodeID: rootID, AttemptID: attemptID, Kind: NodeRootTurn},
 	)
-	r := t.run(runID)
 	d.effect(Effect{Type: EffectStartTurn, ThreadID: t.ID, RunID: runID, AttemptID: attemptID, Text: input,
-		Provider: r.Provider, Model: r.Model})
+		Provider: provider, Model: model})
 }
 
 // closeAttempt is the completion barrier of the run's active attempt: open
@@ -110,6 +117,7 @@ func finishRun(t *Thread, runID string, out RunOutcome, env Env, d *Decision) {
 	ordinal, pending := r.Ordinal, slices.Clone(r.PendingRestart)
 	d.emit(RunEnded{RunID: runID, AttemptID: out.AttemptID, Status: out.Status, StopReason: out.StopReason, Failure: out.Failure})
 	requeue(t, ordinal, runID, pending, "the run ended ("+string(out.Status)+") before its turn could restart with it", env, d)
+	loopAfterRun(t, runID, env, d)
 }
 
 // endSession ends a session; its pending requests can no longer be answered.
@@ -149,8 +157,9 @@ func decideRecover(t *Thread, p Recover, env Env, d *Decision) {
 	}
 	// A run whose turn had ended ends as it would have; one in flight
 	// fails. Both end now (their checkpoints are captured after), so that
-	// nothing starts from recovery.
-	if r := t.activeRun(); r != nil {
+	// nothing starts from recovery. A run waiting for a limit goes on
+	// waiting: the new host arms its wait again.
+	if r := t.activeRun(); r != nil && r.WaitID == "" {
 		runID, out := r.ID, r.Ending
 		if out == nil {
 			o := endRun(t, runID, RunStatusFailed, "", &Failure{Code: "host_restarted", Message: p.Reason}, env, d)
@@ -185,8 +194,8 @@ func decideCloseIdleSession(t *Thread, p CloseIdleSession, d *Decision) error {
 // by the next).
 func decideShutDown(t *Thread, p ShutDown, env Env, d *Decision) {
 	r := t.activeRun()
-	if r == nil {
-		return
+	if r == nil || r.WaitID != "" {
+		return // none, or waiting: the next host arms the wait again
 	}
 	runID, out := r.ID, r.Ending
 	if out == nil {

@@ -1,5 +1,7 @@
 package domain
 
+import "cmp"
+
 // Lookups. Each returns a pointer into the thread (nil when not found),
 // valid until the next event is applied to it. Most search from the
 // newest entry, which is the one wanted most, so that their cost follows
@@ -67,10 +69,26 @@ func (r *Run) attempt(id string) *Attempt {
 
 // settled says whether a run takes no more provider work: it has ended,
 // or its turn has and its checkpoint is being captured.
-func (r *Run) settled() bool { return r.Status.Terminal() || r.Ending != nil }
+func (r *Run) settled() bool { return r.Status.Terminal() || r.Ending != nil || r.WaitID != "" }
 
 // live says whether a run is active and its provider turn not over.
-func (r *Run) live() bool { return r.Status.Active() && r.Ending == nil }
+func (r *Run) live() bool { return r.Status.Active() && r.Ending == nil && r.WaitID == "" }
+
+// carriesHandoff says whether an attempt is the one that carries the
+// ready handoff: the run's first, or a continuation a limit moved to
+// another provider.
+func (r *Run) carriesHandoff(attemptID string) bool {
+	for i, a := range r.Attempts {
+		if a.ID == attemptID {
+			return i == 0 || a.Reason == AttemptUsageLimitContinuation && a.Provider != "" && a.Provider != r.Attempts[i-1].provider(r)
+		}
+	}
+	return false
+}
+
+// provider is where an attempt ran ("" in logs from before: the run's
+// first provider, which a log without moved runs never changes).
+func (a Attempt) provider(r *Run) string { return cmp.Or(a.Provider, r.Provider) }
 
 // attemptByID finds an attempt and its run.
 func (t *Thread) attemptByID(id string) (*Run, *Attempt) {
@@ -296,7 +314,12 @@ func (t *Thread) rollbackHolds() bool {
 // active or queued, a request pending, or a rollback in progress. A session
 // of a thread not in use may be closed as idle.
 func (t *Thread) InUse() bool {
-	return t.activeRun() != nil || t.hasQueued() || t.rollbackInProgress() || t.hasPendingRequest()
+	if r := t.activeRun(); r != nil {
+		// A run waiting for a limit holds the thread, not its session:
+		// the continuation resumes the conversation in a new one.
+		return r.WaitID == "" || t.rollbackInProgress() || t.hasPendingRequest()
+	}
+	return t.hasQueued() || t.rollbackInProgress() || t.hasPendingRequest()
 }
 
 // rollbackInProgress says whether a rollback is restoring files or the

@@ -60,8 +60,9 @@ func steer(t *Thread, active *Run, mode DispatchMode, msgID string, p DispatchMe
 	if p.TargetRunID != "" && p.TargetRunID != active.ID {
 		return fmt.Errorf("%w: run %s is not the active run (%s is)", ErrConflict, p.TargetRunID, active.ID)
 	}
-	if active.InterruptRequested || active.Ending != nil {
-		return fmt.Errorf("%w: run %d is being interrupted or is ending; send with mode %s", ErrConflict, active.Ordinal, ModeQueueAfterActive)
+	if active.InterruptRequested || active.Ending != nil || active.WaitID != "" {
+		return fmt.Errorf("%w: run %d is being interrupted, is ending or is waiting for a limit; send with mode %s", ErrConflict,
+			active.Ordinal, ModeQueueAfterActive)
 	}
 	turn := t.rootTurn(active)
 	if mode == ModeSteerActive {
@@ -98,8 +99,8 @@ func steer(t *Thread, active *Run, mode DispatchMode, msgID string, p DispatchMe
 // idle thread starts a run; a message for a run whose provider turn has
 // started steers it natively or by restart; anything else queues.
 func autoMode(t *Thread, active *Run, caps Capabilities) DispatchMode {
-	if active == nil {
-		return ModeQueueAfterActive // starts at once unless runs are queued
+	if active == nil || active.WaitID != "" {
+		return ModeQueueAfterActive // starts at once unless runs are queued; after a waiting run
 	}
 	if t.rootTurn(active) == nil || active.InterruptRequested || active.Ending != nil || len(active.PendingRestart) > 0 {
 		if len(active.PendingRestart) > 0 && !active.InterruptRequested {
@@ -156,7 +157,7 @@ func interruptEffect(t *Thread, r *Run, turn *ProviderTurn) Effect {
 	return e
 }
 
-func decideInterrupt(t *Thread, p InterruptRun, d *Decision) error {
+func decideInterrupt(t *Thread, p InterruptRun, env Env, d *Decision) error {
 	r := t.run(p.RunID)
 	if r == nil {
 		return fmt.Errorf("%w: run %q", ErrNotFound, p.RunID)
@@ -166,6 +167,9 @@ func decideInterrupt(t *Thread, p InterruptRun, d *Decision) error {
 		d.emit(RunEnded{RunID: r.ID, Status: RunStatusCancelled, StopReason: "cancelled before it started"})
 	case r.Status.Terminal():
 		return fmt.Errorf("%w: run %d has already ended (%s)", ErrConflict, r.Ordinal, r.Status)
+	case r.WaitID != "":
+		// Waiting for a limit: no turn to stop; the wait is cancelled.
+		cancelWait(t, r, "the wait was cancelled", env, d)
 	case r.InterruptRequested || r.Ending != nil:
 		// Asked before, or the turn is over: nothing to send.
 	default:

@@ -100,6 +100,11 @@ func (p ContinuationPolicy) Off() bool {
 // WithDefaults fills what was left zero.
 func (p ContinuationPolicy) WithDefaults() ContinuationPolicy {
 	p.ContinueText = cmp.Or(p.ContinueText, DefaultContinueText)
+	// A default interval is never above a ceiling given, nor a default
+	// ceiling below the interval: the defaulted policy stays valid.
+	if p.Probe.Ceiling != 0 {
+		p.Probe.Interval = cmp.Or(p.Probe.Interval, min(DefaultProbeInterval, p.Probe.Ceiling))
+	}
 	p.Probe.Interval = cmp.Or(p.Probe.Interval, DefaultProbeInterval)
 	p.Probe.Factor = cmp.Or(p.Probe.Factor, DefaultProbeFactor)
 	p.Probe.Ceiling = cmp.Or(p.Probe.Ceiling, max(DefaultProbeCeiling, p.Probe.Interval))

@@ -129,7 +129,7 @@ func turnStarted(t *Thread, sessionID string, ev ProviderEvent, env Env, d *Deci
 	}
 	d.emit(ProviderTurnBound{ProviderTurnID: env.NewID("pturn"), ProviderThreadID: pthrID, SessionID: sessionID,
 		ProviderRef: ev.TurnRef, RunID: runID, AttemptID: a.ID, NodeID: node})
-	if h := t.readyHandoff(); h != nil && node == a.RootNode && a.Reason == AttemptInitial &&
+	if h := t.readyHandoff(); h != nil && node == a.RootNode && r.carriesHandoff(a.ID) &&
 		(h.ToProvider == "" || h.ToProvider == t.session(sessionID).Provider) {
 		d.emit(HandoffConsumed{HandoffID: h.ID, RunID: runID})
 	}
@@ -197,6 +197,12 @@ func turnTerminal(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Dec
 		}
 		return
 	}
+	if ev.Limit != nil && status == TurnFailed && !r.InterruptRequested {
+		// A provider limit: the run is blocked, and the thread's policy
+		// says whether it waits, moves or ends.
+		limitReached(t, r, *ev.Limit, env, d)
+		return
+	}
 	if len(r.PendingRestart) > 0 && !r.InterruptRequested {
 		// Steering by restart: the attempt that was asked to stop has
 		// stopped; a replacement carries the steering messages.
@@ -226,8 +232,8 @@ func runtimeExited(t *Thread, sessionID string, ev ProviderEvent, env Env, d *De
 	}
 	endSession(t, sessionID, reason, d)
 	r := t.activeRun()
-	if r == nil || r.Ending != nil {
-		return
+	if r == nil || !r.live() {
+		return // none, ending, or waiting for a limit (a later attempt opens a session)
 	}
 	// Only an attempt this session took ends with it; one not yet sent
 	// anywhere will open a new session.

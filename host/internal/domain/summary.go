@@ -51,7 +51,7 @@ func (t *Thread) Summary() ThreadSummary {
 }
 
 // Live says whether a host that stops now leaves the thread in flight: a
-// provider session open or a run active. A host that starts reconciles
+// provider session open, a run active or a wait armed. A host that starts reconciles
 // every live thread.
 func (t *Thread) Live() bool {
 	for _, s := range t.ProviderSessions {
@@ -59,5 +59,5 @@ func (t *Thread) Live() bool {
 			return true
 		}
 	}
-	return t.activeRun() != nil
+	return t.activeRun() != nil || t.NextWait() != nil
 }

@@ -101,7 +101,7 @@ func (r *Run) told() bool {
 // after the ready handoff when the attempt is the run's first.
 func (t *Thread) TurnText(runID, attemptID, input string) string {
 	r := t.run(runID)
-	if r == nil || len(r.Attempts) == 0 || r.Attempts[0].ID != attemptID {
+	if r == nil || !r.carriesHandoff(attemptID) {
 		return input
 	}
 	if h := t.readyHandoff(); h != nil && (h.ToProvider == "" || h.ToProvider == r.Provider) {

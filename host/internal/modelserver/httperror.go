@@ -9,10 +9,13 @@ import (
 
 // write sends the scripted error, its "{{RESET}}" and "{{RESET_ISO}}"
 // placeholders (in header values and the body) replaced by the reset
-// instant ResetInSeconds after now.
+// instant ResetInSeconds after now. A body value that is the JSON string
+// "{{RESET}}" becomes the JSON number (codex reads error.resets_at as an
+// integer and ignores the whole body otherwise).
 func (e *HTTPError) write(w http.ResponseWriter, now time.Time) {
 	reset := now.Add(time.Duration(e.ResetInSeconds) * time.Second).UTC()
-	fill := strings.NewReplacer("{{RESET}}", strconv.FormatInt(reset.Unix(), 10), "{{RESET_ISO}}", reset.Format(time.RFC3339)).Replace
+	unix := strconv.FormatInt(reset.Unix(), 10)
+	fill := strings.NewReplacer(`"{{RESET}}"`, unix, "{{RESET}}", unix, "{{RESET_ISO}}", reset.Format(time.RFC3339)).Replace
 	for k, v := range e.Headers {
 		w.Header().Set(k, fill(v))
 	}

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 // ResponsesBlock is one output item of a scripted Responses API reply.
@@ -104,6 +106,9 @@ func ParseResponsesScript(b []byte) (ResponsesScript, error) {
 	for i, r := range s {
 		if r.Thread != "" && r.Thread != "root" && r.Thread != "sub" {
 			return nil, fmt.Errorf("reply %d: thread must be \"root\" or \"sub\", not %q", i, r.Thread)
+		}
+		if e := r.HTTPError; e != nil && (e.Status < 400 || e.Status > 599 || e.Repeat < 0 || e.ResetInSeconds < 0) {
+			return nil, fmt.Errorf("reply %d: http_error needs a status 400-599 and no negative repeat or reset_in_seconds", i)
 		}
 		for j, bl := range r.Content {
 			switch bl.Type {
@@ -307,6 +312,9 @@ type ResponsesServer struct {
 	Journal
 	// Classify, when set, replaces IsResponsesSideCall.
 	Classify func(*ResponsesRequest) (side bool)
+	// Clock is the time of a scripted HTTP error's reset (nil: the system
+	// clock).
+	Clock clock.Clock
 
 	mu      sync.Mutex
 	script  ResponsesScript
@@ -317,6 +325,10 @@ type ResponsesServer struct {
 	itemSeq int
 	callSeq int
 	entries []LogEntry
+	// repeat is the HTTP error the next main requests get again, and
+	// repeatLeft how many more of them (HTTPError.Repeat).
+	repeat     *HTTPError
+	repeatLeft int
 }
 
 // NewResponses returns a Responses API server serving script.
@@ -426,6 +438,17 @@ func (s *ResponsesServer) serveResponses(w http.ResponseWriter, r *http.Request,
 		reply = ResponsesReply{Content: []ResponsesBlock{{Type: "text", Text: s.SideText}}}
 	} else {
 		e.Kind = "main"
+		if s.repeatLeft > 0 {
+			// An agent retrying a scripted error gets it again; the script
+			// stays where it is.
+			s.repeatLeft--
+			herr := s.repeat
+			s.mu.Unlock()
+			e.Note = fmt.Sprintf("http-error %d (repeated)", herr.Status)
+			s.record(e, r.Header, body)
+			herr.write(w, clock.Or(s.Clock).Now())
+			return
+		}
 		if i := s.pick(&req); i >= 0 {
 			reply = s.script[i]
 			s.used[i] = true
@@ -438,6 +461,14 @@ func (s *ResponsesServer) serveResponses(w http.ResponseWriter, r *http.Request,
 		if req.IsSubagent() {
 			e.Note = strings.TrimPrefix(e.Note+" subagent", " ")
 		}
+	}
+	if herr := reply.HTTPError; herr != nil {
+		s.repeat, s.repeatLeft = herr, max(herr.Repeat, 0)
+		s.mu.Unlock()
+		e.Note = strings.TrimPrefix(e.Note+fmt.Sprintf(" http-error %d", herr.Status), " ")
+		s.record(e, r.Header, body)
+		herr.write(w, clock.Or(s.Clock).Now())
+		return
 	}
 	s.respSeq++
 	respID := fmt.Sprintf("resp_%024d", s.respSeq)

@@ -3,12 +3,16 @@ package modelserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baton-run/baton/sdk/clock"
+	"github.com/google/go-cmp/cmp"
 )
 
 // codexReq is a trimmed main-loop request of codex 0.171 (tools present).
@@ -81,6 +85,9 @@ func TestParseResponsesScript(t *testing.T) {
 		`[[{"type":"tool_use","name":"x"}]]`,
 		`[[{"type":"function_call","name":"x","arguments":[1]}]]`,
 		`[{"thread":"child","content":[]}]`,
+		`[{"http_error":{"status":200}}]`,
+		`[{"http_error":{"status":429,"repeat":-1}}]`,
+		`[{"http_error":{"status":429,"reset_in_seconds":-1}}]`,
 	} {
 		if _, err := ParseResponsesScript([]byte(bad)); err == nil {
 			t.Errorf("%s: want error", bad)
@@ -337,5 +344,87 @@ func TestResponsesBodyLog(t *testing.T) {
 	}
 	if got := strings.Join(req.ToolNames(), ","); got != "exec_command,apply_patch,multi_agent_v1,web_search" {
 		t.Fatalf("tools %s", got)
+	}
+}
+
+// rawPost posts a Responses request and returns the status, the headers
+// named and the body, whatever the status.
+func rawPost(t *testing.T, url string, names ...string) (int, map[string]string, string) {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/responses", "application/json", strings.NewReader(codexReq))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := map[string]string{}
+	for _, n := range names {
+		hdr[n] = resp.Header.Get(n)
+	}
+	return resp.StatusCode, hdr, string(b)
+}
+
+// A scripted HTTP error answers the call, and Repeat more calls, with the
+// status, headers and body, the reset filled in from the server's clock;
+// the repeats do not consume the script, whose next reply answers the call
+// after them.
+func TestResponsesHTTPErrorRepeats(t *testing.T) {
+	script, err := ParseResponsesScript([]byte(`[
+	  {"http_error":{"status":429,"repeat":2,"reset_in_seconds":90,
+	    "headers":{"x-codex-primary-reset-at":"{{RESET}}","x-codex-primary-used-percent":"100"},
+	    "body":{"error":{"type":"usage_limit_reached","resets_at":"{{RESET}}","at":"{{RESET_ISO}}","message":"try at {{RESET}}"}}}},
+	  [{"type":"text","text":"after"}],
+	  {"http_error":{"status":503,"body":{"error":{"message":"overloaded"}}}},
+	  [{"type":"text","text":"last"}]
+	]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewResponses(script)
+	srv.Clock = clock.NewFake(time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC))
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	type answer struct {
+		Status  int
+		Headers map[string]string
+		Body    string
+	}
+	limit := answer{429, map[string]string{"Content-Type": "application/json", "X-Codex-Primary-Reset-At": "1796151690",
+		"X-Codex-Primary-Used-Percent": "100"},
+		`{"error":{"type":"usage_limit_reached","resets_at":1796151690,"at":"2026-12-01T19:01:30Z","message":"try at 1796151690"}}`}
+	var got []answer
+	for range 3 {
+		st, h, b := rawPost(t, ts.URL, "Content-Type", "X-Codex-Primary-Reset-At", "X-Codex-Primary-Used-Percent")
+		got = append(got, answer{st, h, b})
+	}
+	if d := cmp.Diff([]answer{limit, limit, limit}, got); d != "" {
+		t.Fatalf("the error and its repeats (-want +got):\n%s", d)
+	}
+	if n := srv.Consumed(); n != 1 {
+		t.Fatalf("consumed %d after the repeats, want 1", n)
+	}
+	evs := readSSE(t, postResponses(t, ts.URL, codexReq, nil).Body)
+	if out := completedOutput(t, evs); out[0].(map[string]any)["content"].([]any)[0].(map[string]any)["text"] != "after" {
+		t.Fatalf("after the repeats: %v", out)
+	}
+	// No repeat: the error is sent once.
+	if st, _, b := rawPost(t, ts.URL); st != 503 || b != `{"error":{"message":"overloaded"}}` {
+		t.Fatalf("503: %d %s", st, b)
+	}
+	evs = readSSE(t, postResponses(t, ts.URL, codexReq, nil).Body)
+	if out := completedOutput(t, evs); out[0].(map[string]any)["content"].([]any)[0].(map[string]any)["text"] != "last" {
+		t.Fatalf("after the 503: %v", out)
+	}
+	var notes []string
+	for _, e := range srv.Entries() {
+		notes = append(notes, fmt.Sprint(e.Reply, " ", e.Note))
+	}
+	want := []string{"1 http-error 429", "0 http-error 429 (repeated)", "0 http-error 429 (repeated)", "2 ", "3 http-error 503", "4 "}
+	if d := cmp.Diff(want, notes); d != "" {
+		t.Fatalf("request log (-want +got):\n%s", d)
 	}
 }

@@ -177,6 +177,12 @@ func (h *Host) commit(c commitReq) (domain.Receipt, error) {
 		return domain.Receipt{}, err
 	}
 	h.afterCommit(e, b)
+	if len(events) > 0 && (cur.NextWait() != nil || scratch.NextWait() != nil) {
+		if armed(events) {
+			h.followWaits(c.threadID) // this host's decision: it keeps the thread going
+		}
+		h.syncWait(c.threadID, scratch.NextWait())
+	}
 	if len(effects) > 0 && h.ctx.Err() == nil { // closing: the effects wait in the outbox for the next host
 		for i := range effects {
 			effects[i].ID = ids[i]

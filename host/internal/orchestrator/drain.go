@@ -95,7 +95,7 @@ func (h *Host) awaitRunsEnded(threads []string) {
 // activeRun is the thread's active run, if any.
 func activeRun(t *domain.Thread) *domain.Run {
 	for i := range t.Runs {
-		if t.Runs[i].Status.Active() {
+		if t.Runs[i].Status.Active() && t.Runs[i].WaitID == "" {
 			return &t.Runs[i]
 		}
 	}

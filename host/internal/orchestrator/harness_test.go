@@ -100,7 +100,7 @@ func (e *env) open() {
 	e.t.Helper()
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: []string{pluginDir},
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
-		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle})
+		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: true})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

@@ -66,6 +66,13 @@ type Config struct {
 	// between two of its snapshots (default 32 KiB; a snapshot is also
 	// written when at least that many bytes follow one as large).
 	SnapshotBytes int
+	// Unattended: the host lives to run threads' unattended work (baton
+	// serve), so it arms the waits a restart left, and a wait whose
+	// instant passed while no host ran fires at once. A host embedded for
+	// one command arms only the waits its own decisions arm and those of
+	// the threads it follows (Follow): one that read a thread and closed
+	// would otherwise start a continuation and stop it again at once.
+	Unattended bool
 }
 
 // Host is a running orchestrator.
@@ -95,6 +102,8 @@ type Host struct {
 
 	wmu     sync.Mutex // guards workers
 	workers map[string]*worker
+
+	timers timers // wait timers, by thread id (waits.go)
 
 	smu      sync.Mutex
 	sessions map[string]*liveSession // by thread id

@@ -101,7 +101,7 @@ func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
 	// The host's own work: a nil command means it was cut short by the
 	// host closing, and the next host performs it again.
 	if own := map[domain.EffectType]func(domain.Effect) *domain.Command{domain.EffectCapture: h.capture,
-		domain.EffectRestoreFiles: h.restoreFiles, domain.EffectReconcileThread: h.reconcileThread}[e.Type]; own != nil {
+		domain.EffectRestoreFiles: h.restoreFiles, domain.EffectReconcileThread: h.reconcileThread, domain.EffectRunCheck: h.runCheck}[e.Type]; own != nil {
 		cmd := own(e)
 		return cmd, cmd != nil
 	}

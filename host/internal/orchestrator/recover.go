@@ -95,7 +95,9 @@ func (h *Host) recover() error {
 		e.ID, e.ThreadID = se.ID, se.ThreadID
 		left[se.ThreadID] = append(left[se.ThreadID], e)
 	}
-	for _, id := range liveThreads(live, outbox) {
+	ids := liveThreads(live, outbox)
+	defer h.armWaits(ids) // after the recovery: a wait that passed while no host ran fires now, once
+	for _, id := range ids {
 		rec := domain.Recover{Reason: "the host restarted while this was in progress"}
 		var done []eventlog.EffectRef
 		var again []domain.Effect

@@ -62,12 +62,25 @@ func (s *Server) CreateThread(ctx context.Context, req *batonv1.CreateThreadRequ
 	default:
 		return nil, invalid("approval_policy", "unknown policy %q; want decline, accept or ask", policy)
 	}
+	cont, err := policyOf("policy", req.GetPolicy())
+	if err != nil {
+		return nil, err
+	}
 	pc := req.GetProviderCommand()
 	rc, err := s.dispatch(ctx, "CreateThread", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.CreateThread{
 		Provider: req.GetProvider(), Cwd: req.GetCwd(), Model: req.GetModel(), ApprovalPolicy: policy,
 		ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}}})
 	if err != nil {
 		return nil, err
+	}
+	if req.GetPolicy() != nil {
+		// The thread's policy, once it is there: the receipt stays the
+		// create's, at the sequence after both.
+		prc, err := s.setPolicy(ctx, "CreateThread", policyCommandID(id), rc.ThreadID, cont)
+		if err != nil {
+			return nil, err
+		}
+		rc.Sequence = max(rc.Sequence, prc.Sequence)
 	}
 	return receiptPB(rc, ""), nil
 }
@@ -94,9 +107,19 @@ func (s *Server) SendMessage(ctx context.Context, req *batonv1.SendMessageReques
 			return nil, err
 		}
 	}
+	cont, err := policyOf("policy", req.GetPolicy())
+	if err != nil {
+		return nil, err
+	}
 	msgID := req.GetMessageId()
 	if msgID == "" {
 		msgID = "msg_" + id
+	}
+	if req.GetPolicy() != nil {
+		// The policy first, so that the message's run follows it.
+		if _, err := s.setPolicy(ctx, "SendMessage", policyCommandID(id), req.GetThreadId(), cont); err != nil {
+			return nil, err
+		}
 	}
 	rc, err := s.dispatch(ctx, "SendMessage", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.DispatchMessage{
 		MessageID: msgID, Text: req.GetText(), Mode: mode, TargetRunID: req.GetTargetRunId()}})

@@ -101,7 +101,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 
-	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk,
+	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
 		IdleTimeout: cfg.IdleTimeout})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

@@ -25,6 +25,7 @@ package batonv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
@@ -197,8 +198,11 @@ type CreateThreadRequest struct {
 	ProviderCommand *ProviderCommand `protobuf:"bytes,6,opt,name=provider_command,json=providerCommand,proto3" json:"provider_command,omitempty"`
 	// approval_policy: decline (the default), accept, or ask.
 	ApprovalPolicy string `protobuf:"bytes,7,opt,name=approval_policy,json=approvalPolicy,proto3" json:"approval_policy,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// policy, when set, is the new thread's continuation policy (as
+	// SetPolicy sets it, with a command id derived from this one).
+	Policy        *ContinuationPolicy `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateThreadRequest) Reset() {
@@ -280,6 +284,13 @@ func (x *CreateThreadRequest) GetApprovalPolicy() string {
 	return ""
 }
 
+func (x *CreateThreadRequest) GetPolicy() *ContinuationPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
 type SendMessageRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
@@ -292,7 +303,11 @@ type SendMessageRequest struct {
 	// message_id names the message (allocated when empty).
 	MessageId string `protobuf:"bytes,5,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	// target_run_id, for steer and restart, is the run the client means.
-	TargetRunId   string `protobuf:"bytes,6,opt,name=target_run_id,json=targetRunId,proto3" json:"target_run_id,omitempty"`
+	TargetRunId string `protobuf:"bytes,6,opt,name=target_run_id,json=targetRunId,proto3" json:"target_run_id,omitempty"`
+	// policy, when set, is set as the thread's continuation policy before
+	// the message (as SetPolicy sets it, with a command id derived from
+	// this one), so that the message's run follows it.
+	Policy        *ContinuationPolicy `protobuf:"bytes,7,opt,name=policy,proto3" json:"policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -367,6 +382,13 @@ func (x *SendMessageRequest) GetTargetRunId() string {
 		return x.TargetRunId
 	}
 	return ""
+}
+
+func (x *SendMessageRequest) GetPolicy() *ContinuationPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
 }
 
 type AnswerRequestRequest struct {
@@ -672,6 +694,254 @@ func (x *SwitchProviderRequest) GetHandoffMaxBytes() uint32 {
 	return 0
 }
 
+// ContinuationPolicy is a thread's unattended-work policy. Zero fields
+// take the defaults; a policy of all zero fields is off.
+type ContinuationPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// on_limit: empty (a run that hits a provider limit ends blocked),
+	// wait (wait for the limit's reset, or probe it, and continue the run on
+	// the same provider), or switch (continue it on switch_to, with a
+	// handoff).
+	OnLimit string `protobuf:"bytes,1,opt,name=on_limit,json=onLimit,proto3" json:"on_limit,omitempty"`
+	// switch_to is the provider an on_limit switch goes to (an installed
+	// plugin); switch_model its model; switch_provider_command its process
+	// (required when the thread has not used that provider).
+	SwitchTo              string           `protobuf:"bytes,2,opt,name=switch_to,json=switchTo,proto3" json:"switch_to,omitempty"`
+	SwitchModel           string           `protobuf:"bytes,3,opt,name=switch_model,json=switchModel,proto3" json:"switch_model,omitempty"`
+	SwitchProviderCommand *ProviderCommand `protobuf:"bytes,4,opt,name=switch_provider_command,json=switchProviderCommand,proto3" json:"switch_provider_command,omitempty"`
+	// return: after a switch, come back to the first provider once its
+	// limit resets (with a delta handoff).
+	Return bool `protobuf:"varint,5,opt,name=return,proto3" json:"return,omitempty"`
+	// continue_text is the turn sent after a wait (default: "continue where
+	// you stopped").
+	ContinueText string `protobuf:"bytes,6,opt,name=continue_text,json=continueText,proto3" json:"continue_text,omitempty"`
+	// A limit with no reset instant is probed at probe_interval x
+	// probe_factor^(n-1), at most probe_ceiling (defaults 5m, 2, 1h).
+	ProbeInterval *durationpb.Duration `protobuf:"bytes,7,opt,name=probe_interval,json=probeInterval,proto3" json:"probe_interval,omitempty"`
+	ProbeFactor   float64              `protobuf:"fixed64,8,opt,name=probe_factor,json=probeFactor,proto3" json:"probe_factor,omitempty"`
+	ProbeCeiling  *durationpb.Duration `protobuf:"bytes,9,opt,name=probe_ceiling,json=probeCeiling,proto3" json:"probe_ceiling,omitempty"`
+	// max_probes bounds one run's waits (default 8); max_wait their total
+	// time (default 8 days). Past either, the run ends failed.
+	MaxProbes uint32               `protobuf:"varint,10,opt,name=max_probes,json=maxProbes,proto3" json:"max_probes,omitempty"`
+	MaxWait   *durationpb.Duration `protobuf:"bytes,11,opt,name=max_wait,json=maxWait,proto3" json:"max_wait,omitempty"`
+	// until is a check command run in the thread's cwd after
+	// each completed run: exit 0 ends the loop done; otherwise a new run
+	// continues with the check's output. check_timeout bounds it (default
+	// 10m).
+	Until        string               `protobuf:"bytes,12,opt,name=until,proto3" json:"until,omitempty"`
+	CheckTimeout *durationpb.Duration `protobuf:"bytes,13,opt,name=check_timeout,json=checkTimeout,proto3" json:"check_timeout,omitempty"`
+	// Budgets of the loop, from when the policy is set (0: none): runs,
+	// time, and tokens (from each run's usage).
+	MaxRuns       uint32               `protobuf:"varint,14,opt,name=max_runs,json=maxRuns,proto3" json:"max_runs,omitempty"`
+	MaxDuration   *durationpb.Duration `protobuf:"bytes,15,opt,name=max_duration,json=maxDuration,proto3" json:"max_duration,omitempty"`
+	MaxTokens     int64                `protobuf:"varint,16,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContinuationPolicy) Reset() {
+	*x = ContinuationPolicy{}
+	mi := &file_baton_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContinuationPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContinuationPolicy) ProtoMessage() {}
+
+func (x *ContinuationPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContinuationPolicy.ProtoReflect.Descriptor instead.
+func (*ContinuationPolicy) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ContinuationPolicy) GetOnLimit() string {
+	if x != nil {
+		return x.OnLimit
+	}
+	return ""
+}
+
+func (x *ContinuationPolicy) GetSwitchTo() string {
+	if x != nil {
+		return x.SwitchTo
+	}
+	return ""
+}
+
+func (x *ContinuationPolicy) GetSwitchModel() string {
+	if x != nil {
+		return x.SwitchModel
+	}
+	return ""
+}
+
+func (x *ContinuationPolicy) GetSwitchProviderCommand() *ProviderCommand {
+	if x != nil {
+		return x.SwitchProviderCommand
+	}
+	return nil
+}
+
+func (x *ContinuationPolicy) GetReturn() bool {
+	if x != nil {
+		return x.Return
+	}
+	return false
+}
+
+func (x *ContinuationPolicy) GetContinueText() string {
+	if x != nil {
+		return x.ContinueText
+	}
+	return ""
+}
+
+func (x *ContinuationPolicy) GetProbeInterval() *durationpb.Duration {
+	if x != nil {
+		return x.ProbeInterval
+	}
+	return nil
+}
+
+func (x *ContinuationPolicy) GetProbeFactor() float64 {
+	if x != nil {
+		return x.ProbeFactor
+	}
+	return 0
+}
+
+func (x *ContinuationPolicy) GetProbeCeiling() *durationpb.Duration {
+	if x != nil {
+		return x.ProbeCeiling
+	}
+	return nil
+}
+
+func (x *ContinuationPolicy) GetMaxProbes() uint32 {
+	if x != nil {
+		return x.MaxProbes
+	}
+	return 0
+}
+
+func (x *ContinuationPolicy) GetMaxWait() *durationpb.Duration {
+	if x != nil {
+		return x.MaxWait
+	}
+	return nil
+}
+
+func (x *ContinuationPolicy) GetUntil() string {
+	if x != nil {
+		return x.Until
+	}
+	return ""
+}
+
+func (x *ContinuationPolicy) GetCheckTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.CheckTimeout
+	}
+	return nil
+}
+
+func (x *ContinuationPolicy) GetMaxRuns() uint32 {
+	if x != nil {
+		return x.MaxRuns
+	}
+	return 0
+}
+
+func (x *ContinuationPolicy) GetMaxDuration() *durationpb.Duration {
+	if x != nil {
+		return x.MaxDuration
+	}
+	return nil
+}
+
+func (x *ContinuationPolicy) GetMaxTokens() int64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+type SetPolicyRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	ThreadId  string                 `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// policy is the thread's new policy (unset or empty: off).
+	Policy        *ContinuationPolicy `protobuf:"bytes,3,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPolicyRequest) Reset() {
+	*x = SetPolicyRequest{}
+	mi := &file_baton_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPolicyRequest) ProtoMessage() {}
+
+func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
+func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SetPolicyRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *SetPolicyRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *SetPolicyRequest) GetPolicy() *ContinuationPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
 type GetThreadRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ThreadId      string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
@@ -681,7 +951,7 @@ type GetThreadRequest struct {
 
 func (x *GetThreadRequest) Reset() {
 	*x = GetThreadRequest{}
-	mi := &file_baton_proto_msgTypes[8]
+	mi := &file_baton_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +963,7 @@ func (x *GetThreadRequest) String() string {
 func (*GetThreadRequest) ProtoMessage() {}
 
 func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[8]
+	mi := &file_baton_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +976,7 @@ func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreadRequest.ProtoReflect.Descriptor instead.
 func (*GetThreadRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{8}
+	return file_baton_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetThreadRequest) GetThreadId() string {
@@ -733,7 +1003,7 @@ type Thread struct {
 
 func (x *Thread) Reset() {
 	*x = Thread{}
-	mi := &file_baton_proto_msgTypes[9]
+	mi := &file_baton_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +1015,7 @@ func (x *Thread) String() string {
 func (*Thread) ProtoMessage() {}
 
 func (x *Thread) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[9]
+	mi := &file_baton_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +1028,7 @@ func (x *Thread) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Thread.ProtoReflect.Descriptor instead.
 func (*Thread) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{9}
+	return file_baton_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Thread) GetSummary() *ThreadSummary {
@@ -803,7 +1073,7 @@ type ThreadSummary struct {
 
 func (x *ThreadSummary) Reset() {
 	*x = ThreadSummary{}
-	mi := &file_baton_proto_msgTypes[10]
+	mi := &file_baton_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -815,7 +1085,7 @@ func (x *ThreadSummary) String() string {
 func (*ThreadSummary) ProtoMessage() {}
 
 func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[10]
+	mi := &file_baton_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -828,7 +1098,7 @@ func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadSummary.ProtoReflect.Descriptor instead.
 func (*ThreadSummary) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{10}
+	return file_baton_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ThreadSummary) GetId() string {
@@ -924,7 +1194,7 @@ type ListThreadsRequest struct {
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_baton_proto_msgTypes[11]
+	mi := &file_baton_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +1206,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[11]
+	mi := &file_baton_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +1219,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{11}
+	return file_baton_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListThreadsRequest) GetPageSize() uint32 {
@@ -991,7 +1261,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_baton_proto_msgTypes[12]
+	mi := &file_baton_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1273,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[12]
+	mi := &file_baton_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1286,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{12}
+	return file_baton_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*ThreadSummary {
@@ -1045,7 +1315,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_baton_proto_msgTypes[13]
+	mi := &file_baton_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1327,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[13]
+	mi := &file_baton_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1340,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{13}
+	return file_baton_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SubscribeRequest) GetThreadId() string {
@@ -1103,7 +1373,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_baton_proto_msgTypes[14]
+	mi := &file_baton_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1385,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[14]
+	mi := &file_baton_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1398,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{14}
+	return file_baton_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Event) GetSequence() uint64 {
@@ -1179,7 +1449,7 @@ type DiffRequest struct {
 
 func (x *DiffRequest) Reset() {
 	*x = DiffRequest{}
-	mi := &file_baton_proto_msgTypes[15]
+	mi := &file_baton_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1191,7 +1461,7 @@ func (x *DiffRequest) String() string {
 func (*DiffRequest) ProtoMessage() {}
 
 func (x *DiffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[15]
+	mi := &file_baton_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1204,7 +1474,7 @@ func (x *DiffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffRequest.ProtoReflect.Descriptor instead.
 func (*DiffRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{15}
+	return file_baton_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DiffRequest) GetThreadId() string {
@@ -1242,7 +1512,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1524,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1537,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{16}
+	return file_baton_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FileChange) GetPath() string {
@@ -1323,7 +1593,7 @@ type DiffResponse struct {
 
 func (x *DiffResponse) Reset() {
 	*x = DiffResponse{}
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1605,7 @@ func (x *DiffResponse) String() string {
 func (*DiffResponse) ProtoMessage() {}
 
 func (x *DiffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1618,7 @@ func (x *DiffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffResponse.ProtoReflect.Descriptor instead.
 func (*DiffResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{17}
+	return file_baton_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DiffResponse) GetRun() uint32 {
@@ -1408,7 +1678,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1690,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1703,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{18}
+	return file_baton_proto_rawDescGZIP(), []int{20}
 }
 
 type Capabilities struct {
@@ -1452,7 +1722,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1734,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1747,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{19}
+	return file_baton_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Capabilities) GetNativeSteering() bool {
@@ -1551,7 +1821,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +1833,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +1846,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{20}
+	return file_baton_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Plugin) GetName() string {
@@ -1630,7 +1900,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1642,7 +1912,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1655,7 +1925,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{21}
+	return file_baton_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -1669,7 +1939,7 @@ var File_baton_proto protoreflect.FileDescriptor
 
 const file_baton_proto_rawDesc = "" +
 	"\n" +
-	"\vbaton.proto\x12\bbaton.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb8\x01\n" +
+	"\vbaton.proto\x12\bbaton.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb8\x01\n" +
 	"\aReceipt\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x12\n" +
@@ -1680,7 +1950,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x06run_id\x18\x06 \x01(\tR\x05runId\"7\n" +
 	"\x0fProviderCommand\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x10\n" +
-	"\x03env\x18\x02 \x03(\tR\x03env\"\x84\x02\n" +
+	"\x03env\x18\x02 \x03(\tR\x03env\"\xba\x02\n" +
 	"\x13CreateThreadRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
@@ -1689,7 +1959,8 @@ const file_baton_proto_rawDesc = "" +
 	"\x03cwd\x18\x04 \x01(\tR\x03cwd\x12\x14\n" +
 	"\x05model\x18\x05 \x01(\tR\x05model\x12D\n" +
 	"\x10provider_command\x18\x06 \x01(\v2\x19.baton.v1.ProviderCommandR\x0fproviderCommand\x12'\n" +
-	"\x0fapproval_policy\x18\a \x01(\tR\x0eapprovalPolicy\"\xbb\x01\n" +
+	"\x0fapproval_policy\x18\a \x01(\tR\x0eapprovalPolicy\x124\n" +
+	"\x06policy\x18\b \x01(\v2\x1c.baton.v1.ContinuationPolicyR\x06policy\"\xf1\x01\n" +
 	"\x12SendMessageRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
@@ -1698,7 +1969,8 @@ const file_baton_proto_rawDesc = "" +
 	"\x04mode\x18\x04 \x01(\tR\x04mode\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x05 \x01(\tR\tmessageId\x12\"\n" +
-	"\rtarget_run_id\x18\x06 \x01(\tR\vtargetRunId\"\x90\x02\n" +
+	"\rtarget_run_id\x18\x06 \x01(\tR\vtargetRunId\x124\n" +
+	"\x06policy\x18\a \x01(\v2\x1c.baton.v1.ContinuationPolicyR\x06policy\"\x90\x02\n" +
 	"\x14AnswerRequestRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1d\n" +
@@ -1728,7 +2000,32 @@ const file_baton_proto_rawDesc = "" +
 	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x14\n" +
 	"\x05model\x18\x04 \x01(\tR\x05model\x12D\n" +
 	"\x10provider_command\x18\x05 \x01(\v2\x19.baton.v1.ProviderCommandR\x0fproviderCommand\x12*\n" +
-	"\x11handoff_max_bytes\x18\x06 \x01(\rR\x0fhandoffMaxBytes\"/\n" +
+	"\x11handoff_max_bytes\x18\x06 \x01(\rR\x0fhandoffMaxBytes\"\xc7\x05\n" +
+	"\x12ContinuationPolicy\x12\x19\n" +
+	"\bon_limit\x18\x01 \x01(\tR\aonLimit\x12\x1b\n" +
+	"\tswitch_to\x18\x02 \x01(\tR\bswitchTo\x12!\n" +
+	"\fswitch_model\x18\x03 \x01(\tR\vswitchModel\x12Q\n" +
+	"\x17switch_provider_command\x18\x04 \x01(\v2\x19.baton.v1.ProviderCommandR\x15switchProviderCommand\x12\x16\n" +
+	"\x06return\x18\x05 \x01(\bR\x06return\x12#\n" +
+	"\rcontinue_text\x18\x06 \x01(\tR\fcontinueText\x12@\n" +
+	"\x0eprobe_interval\x18\a \x01(\v2\x19.google.protobuf.DurationR\rprobeInterval\x12!\n" +
+	"\fprobe_factor\x18\b \x01(\x01R\vprobeFactor\x12>\n" +
+	"\rprobe_ceiling\x18\t \x01(\v2\x19.google.protobuf.DurationR\fprobeCeiling\x12\x1d\n" +
+	"\n" +
+	"max_probes\x18\n" +
+	" \x01(\rR\tmaxProbes\x124\n" +
+	"\bmax_wait\x18\v \x01(\v2\x19.google.protobuf.DurationR\amaxWait\x12\x14\n" +
+	"\x05until\x18\f \x01(\tR\x05until\x12>\n" +
+	"\rcheck_timeout\x18\r \x01(\v2\x19.google.protobuf.DurationR\fcheckTimeout\x12\x19\n" +
+	"\bmax_runs\x18\x0e \x01(\rR\amaxRuns\x12<\n" +
+	"\fmax_duration\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\vmaxDuration\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x10 \x01(\x03R\tmaxTokens\"\x84\x01\n" +
+	"\x10SetPolicyRequest\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
+	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x124\n" +
+	"\x06policy\x18\x03 \x01(\v2\x1c.baton.v1.ContinuationPolicyR\x06policy\"/\n" +
 	"\x10GetThreadRequest\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\"\x90\x01\n" +
 	"\x06Thread\x121\n" +
@@ -1811,14 +2108,15 @@ const file_baton_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
 	"\x13ListPluginsResponse\x12*\n" +
-	"\aplugins\x18\x01 \x03(\v2\x10.baton.v1.PluginR\aplugins2\xcf\x05\n" +
+	"\aplugins\x18\x01 \x03(\v2\x10.baton.v1.PluginR\aplugins2\x8b\x06\n" +
 	"\x05Baton\x12@\n" +
 	"\fCreateThread\x12\x1d.baton.v1.CreateThreadRequest\x1a\x11.baton.v1.Receipt\x12>\n" +
 	"\vSendMessage\x12\x1c.baton.v1.SendMessageRequest\x1a\x11.baton.v1.Receipt\x12B\n" +
 	"\rAnswerRequest\x12\x1e.baton.v1.AnswerRequestRequest\x1a\x11.baton.v1.Receipt\x12:\n" +
 	"\tInterrupt\x12\x1a.baton.v1.InterruptRequest\x1a\x11.baton.v1.Receipt\x128\n" +
 	"\bRollback\x12\x19.baton.v1.RollbackRequest\x1a\x11.baton.v1.Receipt\x12D\n" +
-	"\x0eSwitchProvider\x12\x1f.baton.v1.SwitchProviderRequest\x1a\x11.baton.v1.Receipt\x129\n" +
+	"\x0eSwitchProvider\x12\x1f.baton.v1.SwitchProviderRequest\x1a\x11.baton.v1.Receipt\x12:\n" +
+	"\tSetPolicy\x12\x1a.baton.v1.SetPolicyRequest\x1a\x11.baton.v1.Receipt\x129\n" +
 	"\tGetThread\x12\x1a.baton.v1.GetThreadRequest\x1a\x10.baton.v1.Thread\x12J\n" +
 	"\vListThreads\x12\x1c.baton.v1.ListThreadsRequest\x1a\x1d.baton.v1.ListThreadsResponse\x12:\n" +
 	"\tSubscribe\x12\x1a.baton.v1.SubscribeRequest\x1a\x0f.baton.v1.Event0\x01\x125\n" +
@@ -1837,7 +2135,7 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),               // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),       // 1: baton.v1.ProviderCommand
@@ -1847,68 +2145,82 @@ var file_baton_proto_goTypes = []any{
 	(*InterruptRequest)(nil),      // 5: baton.v1.InterruptRequest
 	(*RollbackRequest)(nil),       // 6: baton.v1.RollbackRequest
 	(*SwitchProviderRequest)(nil), // 7: baton.v1.SwitchProviderRequest
-	(*GetThreadRequest)(nil),      // 8: baton.v1.GetThreadRequest
-	(*Thread)(nil),                // 9: baton.v1.Thread
-	(*ThreadSummary)(nil),         // 10: baton.v1.ThreadSummary
-	(*ListThreadsRequest)(nil),    // 11: baton.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),   // 12: baton.v1.ListThreadsResponse
-	(*SubscribeRequest)(nil),      // 13: baton.v1.SubscribeRequest
-	(*Event)(nil),                 // 14: baton.v1.Event
-	(*DiffRequest)(nil),           // 15: baton.v1.DiffRequest
-	(*FileChange)(nil),            // 16: baton.v1.FileChange
-	(*DiffResponse)(nil),          // 17: baton.v1.DiffResponse
-	(*ListPluginsRequest)(nil),    // 18: baton.v1.ListPluginsRequest
-	(*Capabilities)(nil),          // 19: baton.v1.Capabilities
-	(*Plugin)(nil),                // 20: baton.v1.Plugin
-	(*ListPluginsResponse)(nil),   // 21: baton.v1.ListPluginsResponse
-	nil,                           // 22: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                           // 23: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 25: google.protobuf.Struct
+	(*ContinuationPolicy)(nil),    // 8: baton.v1.ContinuationPolicy
+	(*SetPolicyRequest)(nil),      // 9: baton.v1.SetPolicyRequest
+	(*GetThreadRequest)(nil),      // 10: baton.v1.GetThreadRequest
+	(*Thread)(nil),                // 11: baton.v1.Thread
+	(*ThreadSummary)(nil),         // 12: baton.v1.ThreadSummary
+	(*ListThreadsRequest)(nil),    // 13: baton.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),   // 14: baton.v1.ListThreadsResponse
+	(*SubscribeRequest)(nil),      // 15: baton.v1.SubscribeRequest
+	(*Event)(nil),                 // 16: baton.v1.Event
+	(*DiffRequest)(nil),           // 17: baton.v1.DiffRequest
+	(*FileChange)(nil),            // 18: baton.v1.FileChange
+	(*DiffResponse)(nil),          // 19: baton.v1.DiffResponse
+	(*ListPluginsRequest)(nil),    // 20: baton.v1.ListPluginsRequest
+	(*Capabilities)(nil),          // 21: baton.v1.Capabilities
+	(*Plugin)(nil),                // 22: baton.v1.Plugin
+	(*ListPluginsResponse)(nil),   // 23: baton.v1.ListPluginsResponse
+	nil,                           // 24: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                           // 25: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 27: google.protobuf.Duration
+	(*structpb.Struct)(nil),       // 28: google.protobuf.Struct
 }
 var file_baton_proto_depIdxs = []int32{
-	24, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	26, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,  // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
-	22, // 2: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
-	1,  // 3: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
-	10, // 4: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
-	25, // 5: baton.v1.Thread.projection:type_name -> google.protobuf.Struct
-	24, // 6: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	24, // 7: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 8: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	24, // 9: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	25, // 10: baton.v1.Event.data:type_name -> google.protobuf.Struct
-	16, // 11: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
-	19, // 12: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	23, // 13: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
-	20, // 14: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	2,  // 15: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	3,  // 16: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	4,  // 17: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	5,  // 18: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	6,  // 19: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	7,  // 20: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	8,  // 21: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	11, // 22: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	13, // 23: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	15, // 24: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	18, // 25: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	0,  // 26: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,  // 27: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,  // 28: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,  // 29: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,  // 30: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,  // 31: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	9,  // 32: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	12, // 33: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	14, // 34: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	17, // 35: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	21, // 36: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	26, // [26:37] is the sub-list for method output_type
-	15, // [15:26] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	8,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
+	8,  // 3: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
+	24, // 4: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	1,  // 5: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
+	1,  // 6: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
+	27, // 7: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	27, // 8: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	27, // 9: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	27, // 10: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	27, // 11: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	8,  // 12: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
+	12, // 13: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
+	28, // 14: baton.v1.Thread.projection:type_name -> google.protobuf.Struct
+	26, // 15: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	26, // 16: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	12, // 17: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
+	26, // 18: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	28, // 19: baton.v1.Event.data:type_name -> google.protobuf.Struct
+	18, // 20: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
+	21, // 21: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
+	25, // 22: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	22, // 23: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
+	2,  // 24: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	3,  // 25: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	4,  // 26: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	5,  // 27: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	6,  // 28: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	7,  // 29: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	9,  // 30: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	10, // 31: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	13, // 32: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	15, // 33: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	17, // 34: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	20, // 35: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	0,  // 36: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,  // 37: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,  // 38: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,  // 39: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,  // 40: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,  // 41: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,  // 42: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	11, // 43: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	14, // 44: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	16, // 45: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	19, // 46: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	23, // 47: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	36, // [36:48] is the sub-list for method output_type
+	24, // [24:36] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -1922,7 +2234,7 @@ func file_baton_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

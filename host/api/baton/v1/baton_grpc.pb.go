@@ -41,6 +41,7 @@ const (
 	Baton_Interrupt_FullMethodName      = "/baton.v1.Baton/Interrupt"
 	Baton_Rollback_FullMethodName       = "/baton.v1.Baton/Rollback"
 	Baton_SwitchProvider_FullMethodName = "/baton.v1.Baton/SwitchProvider"
+	Baton_SetPolicy_FullMethodName      = "/baton.v1.Baton/SetPolicy"
 	Baton_GetThread_FullMethodName      = "/baton.v1.Baton/GetThread"
 	Baton_ListThreads_FullMethodName    = "/baton.v1.Baton/ListThreads"
 	Baton_Subscribe_FullMethodName      = "/baton.v1.Baton/Subscribe"
@@ -75,6 +76,14 @@ type BatonClient interface {
 	// (delta_since_target_last_seen). A switch that changes nothing writes
 	// nothing.
 	SwitchProvider(ctx context.Context, in *SwitchProviderRequest, opts ...grpc.CallOption) (*Receipt, error)
+	// SetPolicy sets a thread's continuation policy: what it does,
+	// unattended, when a run hits a provider limit (wait for the reset, or
+	// switch provider) and whether runs go on until a check passes, within
+	// budgets. An empty policy turns it off. The budgets count from now; a
+	// wait already armed is kept and follows the new policy when it fires.
+	// The projection's loop (GetThread) shows the policy, what the loop has
+	// used, and its armed wait.
+	SetPolicy(ctx context.Context, in *SetPolicyRequest, opts ...grpc.CallOption) (*Receipt, error)
 	// GetThread returns a thread's projection and the sequence it shows.
 	GetThread(ctx context.Context, in *GetThreadRequest, opts ...grpc.CallOption) (*Thread, error)
 	// ListThreads lists threads by id, a page at a time.
@@ -150,6 +159,16 @@ func (c *batonClient) SwitchProvider(ctx context.Context, in *SwitchProviderRequ
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Receipt)
 	err := c.cc.Invoke(ctx, Baton_SwitchProvider_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *batonClient) SetPolicy(ctx context.Context, in *SetPolicyRequest, opts ...grpc.CallOption) (*Receipt, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Receipt)
+	err := c.cc.Invoke(ctx, Baton_SetPolicy_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -242,6 +261,14 @@ type BatonServer interface {
 	// (delta_since_target_last_seen). A switch that changes nothing writes
 	// nothing.
 	SwitchProvider(context.Context, *SwitchProviderRequest) (*Receipt, error)
+	// SetPolicy sets a thread's continuation policy: what it does,
+	// unattended, when a run hits a provider limit (wait for the reset, or
+	// switch provider) and whether runs go on until a check passes, within
+	// budgets. An empty policy turns it off. The budgets count from now; a
+	// wait already armed is kept and follows the new policy when it fires.
+	// The projection's loop (GetThread) shows the policy, what the loop has
+	// used, and its armed wait.
+	SetPolicy(context.Context, *SetPolicyRequest) (*Receipt, error)
 	// GetThread returns a thread's projection and the sequence it shows.
 	GetThread(context.Context, *GetThreadRequest) (*Thread, error)
 	// ListThreads lists threads by id, a page at a time.
@@ -280,6 +307,9 @@ func (UnimplementedBatonServer) Rollback(context.Context, *RollbackRequest) (*Re
 }
 func (UnimplementedBatonServer) SwitchProvider(context.Context, *SwitchProviderRequest) (*Receipt, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SwitchProvider not implemented")
+}
+func (UnimplementedBatonServer) SetPolicy(context.Context, *SetPolicyRequest) (*Receipt, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetPolicy not implemented")
 }
 func (UnimplementedBatonServer) GetThread(context.Context, *GetThreadRequest) (*Thread, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetThread not implemented")
@@ -425,6 +455,24 @@ func _Baton_SwitchProvider_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Baton_SetPolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetPolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BatonServer).SetPolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Baton_SetPolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BatonServer).SetPolicy(ctx, req.(*SetPolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Baton_GetThread_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetThreadRequest)
 	if err := dec(in); err != nil {
@@ -538,6 +586,10 @@ var Baton_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SwitchProvider",
 			Handler:    _Baton_SwitchProvider_Handler,
+		},
+		{
+			MethodName: "SetPolicy",
+			Handler:    _Baton_SetPolicy_Handler,
 		},
 		{
 			MethodName: "GetThread",

@@ -6,8 +6,10 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 // normalizer turns one codex connection's notifications and server
@@ -38,6 +40,12 @@ type normalizer struct {
 	// clientTurn is the host's id for the root turn being started, given
 	// to the next root turn/started.
 	clientTurn string
+	// snapshots are the last rate-limit snapshots, by limit id: a usage
+	// limit's reset is in them.
+	snapshots map[string]limitSnapshot
+	// clock tells a limit's reset in the past from one to come when a
+	// frame does not say when codex sent it (nil: the system clock).
+	clock clock.Clock
 }
 
 // openItem is an item started and not yet completed.
@@ -51,7 +59,8 @@ type openItem struct {
 func newNormalizer(root, cwd string) *normalizer {
 	n := &normalizer{root: root, cwd: cwd, known: map[string]bool{}, parents: map[string]string{},
 		prompts: map[string]string{}, turnThread: map[string]string{}, active: map[string]string{}, ended: map[string]bool{},
-		items: map[string]*openItem{}, usage: map[string]sdk.Usage{}, history: map[string]string{}}
+		items: map[string]*openItem{}, usage: map[string]sdk.Usage{}, history: map[string]string{},
+		snapshots: map[string]limitSnapshot{}}
 	if root != "" {
 		n.setRoot(root)
 	}
@@ -108,6 +117,8 @@ var ignored = map[string]bool{
 	"thread/reverted": true,
 }
 
+func (n *normalizer) now() time.Time { return clock.Or(n.clock).Now() }
+
 // notification normalizes one server notification.
 func (n *normalizer) notification(method string, params json.RawMessage) []sdk.RuntimeEvent {
 	out, err := n.dispatch(method, params)
@@ -147,7 +158,7 @@ func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.Runt
 		if err := decodeParams(method, params, &p); err != nil {
 			return nil, err
 		}
-		return n.turnCompleted(p), nil
+		return n.turnCompleted(p, frameOf(method, params)), nil
 	case "item/started", "item/completed":
 		var p itemNotification
 		if err := decodeParams(method, params, &p); err != nil {
@@ -234,6 +245,7 @@ func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.Runt
 		if err := decodeParams(method, params, &p); err != nil {
 			return nil, err
 		}
+		n.snapshots[deref(p.RateLimits.LimitID)] = limitSnapshot{p: p, raw: frameOf(method, params)}
 		return rateLimits(p, params), nil
 	case "error":
 		var p errorNotification
@@ -561,7 +573,8 @@ func turnStatus(t turn) (string, *sdk.Failure) {
 
 // turnCompleted closes what the turn left open and ends it. A codex thread
 // takes another turn after any terminal status.
-func (n *normalizer) turnCompleted(p turnNotification) []sdk.RuntimeEvent {
+// raw is the turn/completed frame (nil when the process is gone).
+func (n *normalizer) turnCompleted(p turnNotification, raw json.RawMessage) []sdk.RuntimeEvent {
 	out := n.announce(p.ThreadID, p.Turn.RootTurnID)
 	n.turnThread[p.Turn.ID] = p.ThreadID
 	n.ended[p.Turn.ID] = true
@@ -580,7 +593,7 @@ func (n *normalizer) turnCompleted(p turnNotification) []sdk.RuntimeEvent {
 	}
 	status, failure := turnStatus(p.Turn)
 	return append(out, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadRef: p.ThreadID, TurnRef: p.Turn.ID,
-		Status: status, Failure: failure, ThreadUsable: true, Title: p.Turn.Status})
+		Status: status, Failure: failure, Limit: n.limit(p.Turn, raw), ThreadUsable: true, Title: p.Turn.Status})
 }
 
 // exited ends every turn still in progress when the codex process is gone:
@@ -600,7 +613,7 @@ func (n *normalizer) exited(message string) []sdk.RuntimeEvent {
 	})
 	for _, th := range threads {
 		evs := n.turnCompleted(turnNotification{ThreadID: th, Turn: turn{ID: n.active[th], Status: "failed",
-			Error: &turnError{Message: message, CodexErrorInfo: json.RawMessage(`"provider_exited"`)}}})
+			Error: &turnError{Message: message, CodexErrorInfo: json.RawMessage(`"provider_exited"`)}}}, nil)
 		evs[len(evs)-1].ThreadUsable = false
 		out = append(out, evs...)
 	}

@@ -415,7 +415,9 @@ func TestTranscriptFramesDecode(t *testing.T) {
 				continue
 			}
 			for _, ev := range newNormalizer("", "").notification(msg.Method, msg.Params) {
-				if ev.Kind == sdk.EventDiagnostic {
+				// codex's own error notification (a limit's) is a diagnostic
+				// by design; a malformed or unknown frame is not.
+				if ev.Kind == sdk.EventDiagnostic && !(msg.Method == "error" && ev.Failure != nil) {
 					t.Errorf("%s: %s: %s %s", filepath.Base(f), msg.Method, ev.Title, ev.Text)
 				}
 			}
@@ -459,6 +461,9 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add([]byte(`{"id":5,"result":{"data":[],"nextCursor":{"k":1}}}`))
 	f.Add([]byte(`{"id":6,"result":{"thread":{"id":"T","historyMode":"paginated","turns":[]},"turnsBackwardsCursor":"{}","itemsBackwardsCursor":"{}"}}`))
 	f.Add([]byte(`{"method":"thread/reverted","params":{"threadId":"T"},"emittedAtMs":1}`))
+	// Limits: a spent window's snapshot, then the failed turn (codex 0.171.0).
+	f.Add([]byte(`{"method":"account/rateLimits/updated","params":{"rateLimits":{"limitId":"codex","primary":{"resetsAt":1796152365,"usedPercent":100,"windowDurationMins":300},"secondary":null}},"emittedAtMs":1}`))
+	f.Add([]byte(`{"method":"turn/completed","params":{"threadId":"T","turn":{"id":"u","status":"failed","completedAt":1796152362,"error":{"codexErrorInfo":{"responseTooManyFailedAttempts":{"httpStatusCode":429}},"message":"Please try again in 1.5s."}}},"emittedAtMs":1}`))
 	f.Add([]byte(`WARNING: banner`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var req jsonrpc2.Request

@@ -133,10 +133,11 @@ type threadRollbackParams struct {
 
 // turn is codex's Turn object.
 type turn struct {
-	ID         string     `json:"id"`
-	RootTurnID string     `json:"rootTurnId"`
-	Status     string     `json:"status"`
-	Error      *turnError `json:"error"`
+	ID          string     `json:"id"`
+	RootTurnID  string     `json:"rootTurnId"`
+	Status      string     `json:"status"`
+	Error       *turnError `json:"error"`
+	CompletedAt *int64     `json:"completedAt"`
 }
 
 type turnError struct {

@@ -200,6 +200,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	s := &session{model: req.Model, log: a.log.With("session", req.SessionID), clock: a.clock, emit: emit, ctx: sctx, cancel: cancel,
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}}, norm: newNormalizer("", cwd),
 		pending: map[string]*pendingRequest{}, exited: make(chan struct{}), events: make(chan struct{})}
+	s.norm.clock = a.clock
 	// The stream's reader is started once the stream is open; until then
 	// nothing reads it.
 	proc, err := lineproc.Start(lineproc.Config{Name: "opencode", Command: cmd, Dir: cwd, RawFrameLog: req.RawFrameLog,

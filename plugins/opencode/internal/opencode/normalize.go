@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 // normalizer turns one opencode server's events into runtime events. It
@@ -40,6 +41,10 @@ type normalizer struct {
 	abortNext  bool              // the client interrupted that turn before it started
 	abortOnRun bool              // the root's running turn is to be aborted once it runs
 	abortNow   string            // a session to abort now (see takeAbort)
+	// clock is when events arrive, for a retry's next call (nil: the
+	// system clock).
+	clock clock.Clock
+	raw   json.RawMessage // the event being normalized
 }
 
 // running is a session's running turn, and what its end will say: all of
@@ -50,6 +55,7 @@ type running struct {
 	aborting bool         // the client asked for an abort, or opencode reported one
 	failure  *sdk.Failure // the turn's first error
 	usage    sdk.Usage    // summed over its steps
+	limit    *sdk.Limit   // the provider limit the turn ends on
 }
 
 // openItem is an item started and not yet completed.
@@ -122,6 +128,7 @@ func (n *normalizer) abort(thread string) {
 
 // event normalizes one event. Malformed events become diagnostics.
 func (n *normalizer) event(ev event) []sdk.RuntimeEvent {
+	n.raw = ev.Raw
 	out, err := n.dispatch(ev)
 	if err != nil {
 		return append(out, sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed event", Text: err.Error()})
@@ -177,8 +184,20 @@ func (n *normalizer) dispatch(ev event) ([]sdk.RuntimeEvent, error) {
 			}
 		}
 		if p.Status.Type == "retry" && n.threads[p.SessionID] {
-			return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: p.SessionID, TurnRef: n.activeTurn(p.SessionID),
-				Title: fmt.Sprintf("opencode retries the model call (attempt %d)", p.Status.Attempt), Text: p.Status.Message}}, nil
+			out := []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: p.SessionID, TurnRef: n.activeTurn(p.SessionID),
+				Title: fmt.Sprintf("opencode retries the model call (attempt %d)", p.Status.Attempt), Text: p.Status.Message}}
+			t := n.active[p.SessionID]
+			if p.SessionID != n.root || t == nil || t.aborting || t.limit != nil {
+				return out, nil
+			}
+			if l := retryLimit(p, n.raw, clock.Or(n.clock).Now()); l != nil {
+				// A limit that does not clear soon: the turn ends on it
+				// (the abort's idle ends it) instead of waiting unseen.
+				t.limit, t.aborting, n.abortNow = l, true, p.SessionID
+				out = append(out, sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: p.SessionID, TurnRef: t.id,
+					Title: "the turn stops on the " + string(l.Kind) + " limit instead of waiting for opencode's retries"})
+			}
+			return out, nil
 		}
 		return nil, nil
 	case "session.idle":
@@ -255,6 +274,9 @@ func (n *normalizer) noteError(session string, e *errorInfo) {
 		t.aborting = true
 	case t.failure == nil:
 		t.failure = &sdk.Failure{Code: e.Name, Message: e.message()}
+	}
+	if t != nil && t.limit == nil {
+		t.limit = errorLimit(e, n.raw, clock.Or(n.clock).Now())
 	}
 }
 
@@ -438,6 +460,14 @@ func (n *normalizer) idle(session string) []sdk.RuntimeEvent {
 	}
 	status, failure := sdk.TurnCompleted, t.failure
 	switch {
+	case t.limit != nil:
+		// Ended on a limit: failed, also when the plugin aborted it.
+		if failure == nil || failure.Code == "MessageAbortedError" {
+			failure = &sdk.Failure{Code: "provider_limit", Message: t.limit.Message}
+		}
+		out := n.end(session, t.id, sdk.TurnFailed, failure, true)
+		out[len(out)-1].Limit = t.limit
+		return out
 	case t.aborting:
 		status, failure = sdk.TurnInterrupted, nil
 	case failure != nil:

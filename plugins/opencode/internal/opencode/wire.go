@@ -25,6 +25,8 @@ type event struct {
 	ID         string          `json:"id"`
 	Type       string          `json:"type"`
 	Properties json.RawMessage `json:"properties"`
+	// Raw is the whole event as opencode sent it (a limit's evidence).
+	Raw json.RawMessage `json:"-"`
 }
 
 // decodeEvent decodes an event's data.
@@ -36,6 +38,7 @@ func decodeEvent(data []byte) (event, error) {
 	if ev.Type == "" {
 		return ev, fmt.Errorf("event has no type")
 	}
+	ev.Raw = data
 	return ev, nil
 }
 
@@ -70,6 +73,11 @@ type errorInfo struct {
 	Name string `json:"name"`
 	Data struct {
 		Message string `json:"message"`
+		// An APIError's HTTP answer (opencode 1.18: statusCode,
+		// isRetryable, responseHeaders, responseBody), read leniently
+		// (see limit.go).
+		StatusCode      json.RawMessage `json:"statusCode"`
+		ResponseHeaders json.RawMessage `json:"responseHeaders"`
 	} `json:"data"`
 }
 
@@ -138,6 +146,9 @@ type statusEvent struct {
 		Type    string `json:"type"`
 		Message string `json:"message,omitempty"`
 		Attempt int    `json:"attempt,omitempty"`
+		// Next is when opencode calls the model again (Unix ms), read
+		// leniently (see limit.go).
+		Next json.RawMessage `json:"next,omitempty"`
 	} `json:"status"`
 }
 

@@ -1,0 +1,272 @@
+package domain
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// limitTerminal is a root turn that failed on a limit.
+func limitTerminal(turn string, l Limit) ProviderEvent {
+	return ProviderEvent{Kind: EvTurnTerminal, TurnRef: turn, Status: "failed", Limit: &l,
+		Failure: &Failure{Code: "usage_limit", Message: l.Message}}
+}
+
+// setPolicy sets the thread's policy.
+func (w *world) setPolicy(p ContinuationPolicy) {
+	w.t.Helper()
+	w.must(Command{ID: "pol", ThreadID: "thr", Payload: SetPolicy{Policy: p}})
+}
+
+// turnOn starts the active attempt's provider turn.
+func (w *world) turnOn(session, ref string) {
+	w.t.Helper()
+	w.ev(session, ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: ref})
+}
+
+func TestLimitWithoutPolicyEndsTheRunBlocked(t *testing.T) {
+	w := newWorld(t)
+	w.send("one")
+	w.open("s1")
+	w.turnOn("s1", "u1")
+	l := Limit{Kind: LimitUsageWindow, Scope: "five_hour", Message: "usage limit reached", ResetsAt: t0.Add(time.Hour)}
+	w.ev("s1", limitTerminal("u1", l))
+	r := w.thread.Runs[0]
+	want := &Failure{Code: "limit", Message: "acp usage limit (five_hour): usage limit reached"}
+	if r.Status != RunStatusBlocked || !cmp.Equal(r.Failure, want) || !cmp.Equal(r.Limit, &l) {
+		t.Fatalf("run: status %s failure %+v limit %+v", r.Status, r.Failure, r.Limit)
+	}
+	if w.thread.Loop != nil || w.thread.NextWait() != nil {
+		t.Fatalf("no policy, yet a loop: %+v", w.thread.Loop)
+	}
+}
+
+func TestWaitForTheResetThenContinueTheSameRun(t *testing.T) {
+	w := newWorld(t)
+	w.setPolicy(ContinuationPolicy{OnLimit: OnLimitWait, MaxProbes: 3})
+	w.send("one")
+	w.open("s1")
+	w.turnOn("s1", "u1")
+	reset := t0.Add(7 * 24 * time.Hour)
+	l := Limit{Kind: LimitUsageWindow, Scope: "seven_day", ResetsAt: reset}
+	d := w.ev("s1", limitTerminal("u1", l))
+	if got := types(d); got != "run.limit_reached node.completed attempt.ended wait.armed" {
+		t.Fatalf("limit: %s", got)
+	}
+	r := w.thread.Runs[0]
+	wait := w.thread.NextWait()
+	if r.Status != RunStatusWaiting || wait == nil || r.WaitID != wait.ID || wait.Probe != 1 || wait.Kind != WaitContinue {
+		t.Fatalf("run %s wait %+v", r.Status, wait)
+	}
+	if want := reset.Add(Jitter(wait.ID)); !wait.At.Equal(want) {
+		t.Fatalf("wait at %s, want the reset plus its jitter %s", wait.At, want)
+	}
+	// A new message waits behind the waiting run; the idle session may close.
+	if got := types(w.must(Command{ID: "m2", ThreadID: "thr", Payload: DispatchMessage{Text: "two"}})); got != "message.added run.queued" {
+		t.Fatalf("message during the wait: %s", got)
+	}
+	if w.thread.InUse() {
+		t.Fatalf("a waiting run keeps its session in use")
+	}
+	// The session ends (idle): the waiting run is not failed by it.
+	w.ev("s1", ProviderEvent{Kind: EvRuntimeExited, Status: "closed"})
+	if st := w.thread.Runs[0].Status; st != RunStatusWaiting {
+		t.Fatalf("after the session ended the run is %s", st)
+	}
+	w.now = wait.At
+	d = w.must(Command{ID: "f", ThreadID: "thr", Payload: FireWait{WaitID: wait.ID}})
+	if got := types(d); got != "wait.ended attempt.started node.started" {
+		t.Fatalf("fire: %s", got)
+	}
+	if e := d.Effects[0]; e.Type != EffectStartTurn || e.Text != DefaultContinueText || e.RunID != r.ID {
+		t.Fatalf("continuation effect %+v", e)
+	}
+	// Fired once: again is nothing.
+	if d := w.must(Command{ID: "f2", ThreadID: "thr", Payload: FireWait{WaitID: wait.ID}}); len(d.Events) != 0 {
+		t.Fatalf("a second fire: %s", types(d))
+	}
+	w.open("s2")
+	w.turnOn("s2", "u2")
+	w.ev("s2", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u2", Status: "completed"})
+	r = w.thread.Runs[0]
+	var reasons []AttemptReason
+	for _, a := range r.Attempts {
+		reasons = append(reasons, a.Reason)
+	}
+	if r.Status != RunStatusCompleted || !cmp.Equal(reasons, []AttemptReason{AttemptInitial, AttemptUsageLimitContinuation}) {
+		t.Fatalf("run %s attempts %v", r.Status, reasons)
+	}
+	if w.thread.Runs[1].Status != RunStatusStarting {
+		t.Fatalf("the queued run did not start after: %s", w.thread.Runs[1].Status)
+	}
+}
+
+func TestProbesBackOffThenGiveUp(t *testing.T) {
+	w := newWorld(t)
+	w.setPolicy(ContinuationPolicy{OnLimit: OnLimitWait, MaxProbes: 2, Probe: Backoff{Interval: time.Minute, Factor: 3, Ceiling: time.Hour}})
+	w.send("one")
+	w.open("s1")
+	w.turnOn("s1", "u1")
+	l := Limit{Kind: LimitCredits, Message: "credit balance too low"}
+	w.ev("s1", limitTerminal("u1", l))
+	var at []time.Duration
+	for i, turn := range []string{"u2", "u3"} {
+		wait := w.thread.NextWait()
+		at = append(at, wait.At.Sub(w.env().Now))
+		w.now = wait.At
+		w.must(Command{ID: "f" + turn, ThreadID: "thr", Payload: FireWait{WaitID: wait.ID}})
+		w.turnOn("s1", turn)
+		w.ev("s1", limitTerminal(turn, l))
+		_ = i
+	}
+	if !cmp.Equal(at, []time.Duration{time.Minute, 3 * time.Minute}) {
+		t.Fatalf("probe waits %v", at)
+	}
+	r := w.thread.Runs[0]
+	if r.Status != RunStatusFailed || r.Failure.Code != "limit_wait_exhausted" {
+		t.Fatalf("run %s %+v", r.Status, r.Failure)
+	}
+}
+
+func TestInterruptCancelsAWait(t *testing.T) {
+	w := newWorld(t)
+	w.setPolicy(ContinuationPolicy{OnLimit: OnLimitWait})
+	w.send("one")
+	w.open("s1")
+	w.turnOn("s1", "u1")
+	w.ev("s1", limitTerminal("u1", Limit{Kind: LimitRate}))
+	r := w.thread.Runs[0]
+	d := w.must(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: r.ID}})
+	if got := types(d); got != "wait.ended loop.ended run.completing checkpoint.scope.opened checkpoint.requested checkpoint.recorded run.ended" {
+		t.Fatalf("interrupt: %s", got)
+	}
+	if r := w.thread.Runs[0]; r.Status != RunStatusBlocked || r.WaitID != "" || w.thread.NextWait() != nil {
+		t.Fatalf("run %s wait %q next %+v", r.Status, r.WaitID, w.thread.NextWait())
+	}
+	if l := w.thread.Loop; l.Status != LoopStopped {
+		t.Fatalf("loop %+v", l)
+	}
+}
+
+func TestRecoveryKeepsAWait(t *testing.T) {
+	w := newWorld(t)
+	w.setPolicy(ContinuationPolicy{OnLimit: OnLimitWait})
+	w.send("one")
+	w.open("s1")
+	w.turnOn("s1", "u1")
+	w.ev("s1", limitTerminal("u1", Limit{Kind: LimitRate}))
+	wait := *w.thread.NextWait()
+	w.must(Command{ID: "r", ThreadID: "thr", Payload: Recover{Reason: "restart"}})
+	w.must(Command{ID: "sd", ThreadID: "thr", Payload: ShutDown{Reason: "stop"}})
+	if r := w.thread.Runs[0]; r.Status != RunStatusWaiting || !cmp.Equal(w.thread.NextWait(), &wait) || !w.thread.Live() {
+		t.Fatalf("after recovery: run %s wait %+v", r.Status, w.thread.NextWait())
+	}
+}
+
+func TestUntilLoop(t *testing.T) {
+	w := newWorld(t)
+	w.setPolicy(ContinuationPolicy{Until: "make check", MaxRuns: 3})
+	w.send("fix it")
+	check := func(i int, exit int) Decision {
+		w.open("s" + string(rune('0'+i)))
+		w.turnOn("s"+string(rune('0'+i)), "u"+string(rune('0'+i)))
+		d := w.ev("s"+string(rune('0'+i)), ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u" + string(rune('0'+i)), Status: "completed"})
+		var eff *Effect
+		for _, e := range d.Effects {
+			if e.Type == EffectRunCheck {
+				eff = &e
+			}
+		}
+		if eff == nil || eff.Text != "make check" || eff.Timeout != DefaultCheckTimeout {
+			t.Fatalf("run %d: no check asked for: %+v", i, d.Effects)
+		}
+		return w.must(Command{ID: "chk", ThreadID: "thr", Payload: RecordCheck{CheckResult: CheckResult{RunID: eff.RunID,
+			Command: eff.Text, ExitCode: exit, Output: "FAIL x\n"}}})
+	}
+	d := check(1, 1)
+	if got := types(d); got != "loop.check_recorded message.added run.queued run.started attempt.started node.started" {
+		t.Fatalf("failed check: %s", got)
+	}
+	if in := w.thread.Runs[1].Input; !strings.Contains(in, "The check `make check` did not pass (exit 1).") || !strings.Contains(in, "FAIL x") {
+		t.Fatalf("continuation message %q", in)
+	}
+	check(2, 2)
+	d = check(3, 0)
+	if got := types(d); got != "loop.check_recorded loop.ended" {
+		t.Fatalf("passing check: %s", got)
+	}
+	if l := w.thread.Loop; l.Status != LoopDone || l.Runs != 3 || w.thread.Unattended() {
+		t.Fatalf("loop %+v", l)
+	}
+}
+
+func TestSetPolicyRefusals(t *testing.T) {
+	w := newWorld(t)
+	_, err := w.decide(Command{ID: "p", ThreadID: "thr", Payload: SetPolicy{Policy: ContinuationPolicy{OnLimit: "later"}}})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "on-limit") {
+		t.Fatalf("bad on-limit: %v", err)
+	}
+	_, err = w.decide(Command{ID: "p", ThreadID: "thr", Payload: SetPolicy{Policy: ContinuationPolicy{OnLimit: OnLimitSwitch, SwitchTo: "claude"}}})
+	if !errors.Is(err, ErrNoProviderCommand) {
+		t.Fatalf("switch to an unused provider without a command: %v", err)
+	}
+	if d := w.must(Command{ID: "p", ThreadID: "thr", Payload: SetPolicy{}}); len(d.Events) != 0 {
+		t.Fatalf("turning off no policy: %s", types(d))
+	}
+}
+
+func TestSwitchOnLimitAndReturn(t *testing.T) {
+	w := newWorld(t)
+	w.setPolicy(ContinuationPolicy{OnLimit: OnLimitSwitch, SwitchTo: "claude", Return: true,
+		SwitchCommand: ProviderCommand{Argv: []string{"claude"}}})
+	w.send("one")
+	w.open("s1")
+	w.turnOn("s1", "u1")
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed"})
+	w.send("two")
+	w.turnOn("s1", "u2")
+	reset := t0.Add(2 * time.Hour)
+	d := w.ev("s1", limitTerminal("u2", Limit{Kind: LimitUsageWindow, ResetsAt: reset}))
+	if got := types(d); got != "run.limit_reached node.completed attempt.ended thread.provider_switched handoff.created attempt.started node.started wait.armed" {
+		t.Fatalf("limit: %s", got)
+	}
+	r := w.thread.Runs[1]
+	if r.Provider != "claude" || w.thread.Provider != "claude" {
+		t.Fatalf("run on %s, thread on %s", r.Provider, w.thread.Provider)
+	}
+	h := w.thread.Handoffs[len(w.thread.Handoffs)-1]
+	if h.ToProvider != "claude" || h.Strategy != HandoffFullThreadSummary || !cmp.Equal(h.ordinals(), []int{1}) {
+		t.Fatalf("handoff %+v", h)
+	}
+	var start Effect
+	for _, e := range d.Effects {
+		if e.Type == EffectStartTurn {
+			start = e
+		}
+	}
+	if start.Provider != "claude" || !strings.HasSuffix(start.Text, "\n\ntwo") {
+		t.Fatalf("continuation %+v", start)
+	}
+	if text := w.thread.TurnText(r.ID, start.AttemptID, start.Text); !strings.HasPrefix(text, h.Text) {
+		t.Fatalf("the continuation does not carry the handoff: %q", text)
+	}
+	ret := w.thread.Loop.Return
+	if ret == nil || ret.Provider != "acp" || !ret.At.Equal(reset.Add(Jitter(ret.ID))) {
+		t.Fatalf("return %+v", ret)
+	}
+	w.must(Command{ID: "o2", ThreadID: "thr", Payload: RecordSessionOpened{SessionID: "s2", Provider: "claude", ThreadRef: "ct"}})
+	w.ev("s2", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "ct", TurnRef: "c1"})
+	w.ev("s2", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "c1", Status: "completed"})
+	w.now = ret.At
+	d = w.must(Command{ID: "ret", ThreadID: "thr", Payload: FireWait{WaitID: ret.ID}})
+	if got := types(d); got != "wait.ended thread.provider_switched handoff.created" {
+		t.Fatalf("return: %s", got)
+	}
+	h = w.thread.Handoffs[len(w.thread.Handoffs)-1]
+	if w.thread.Provider != "acp" || h.Strategy != HandoffDeltaSinceLastSeen || !cmp.Equal(h.ordinals(), []int{2}) {
+		t.Fatalf("back on %s with handoff %+v", w.thread.Provider, h)
+	}
+}

@@ -1,0 +1,202 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/sdk/clock"
+)
+
+// Waits and checks: the host's half of the continuation loop. The domain
+// decides when a wait fires (Thread.NextWait); the host keeps one timer per
+// thread on its clock, armed after every commit that changes the thread's
+// next wait and on start for threads a restart left waiting, and sends
+// FireWait when it passes. The command's id is the wait's, so a wait fires
+// once however many hosts try. A loop's --until check runs as an effect.
+
+// waitTimer is a thread's armed timer.
+type waitTimer struct {
+	id   string
+	stop context.CancelFunc
+}
+
+// timers are the threads' wait timers, by thread id, and the threads
+// whose waits this host arms (all, when the host is Unattended).
+type timers struct {
+	mu       sync.Mutex
+	m        map[string]*waitTimer
+	followed map[string]bool
+}
+
+// Follow makes the host arm the thread's waits, from its armed one now on,
+// as a service does every thread's: a client that follows a thread's
+// unattended work in a host embedded for it calls it.
+func (h *Host) Follow(threadID string) error {
+	t, err := h.view(threadID)
+	if err != nil {
+		return err
+	}
+	h.followWaits(threadID)
+	h.syncWait(threadID, t.NextWait())
+	return nil
+}
+
+// follows says whether the host arms the thread's waits; h.timers.mu is
+// held.
+func (h *Host) follows(threadID string) bool { return h.cfg.Unattended || h.timers.followed[threadID] }
+
+// syncWait arms the thread's timer for its next wait (or stops it when
+// there is none), unless it is armed for that wait already, or the host
+// does not arm the thread's waits.
+func (h *Host) syncWait(threadID string, w *domain.Wait) {
+	h.timers.mu.Lock()
+	defer h.timers.mu.Unlock()
+	if !h.follows(threadID) {
+		return
+	}
+	cur := h.timers.m[threadID]
+	if cur != nil && w != nil && cur.id == w.ID {
+		return
+	}
+	if cur != nil {
+		cur.stop()
+		delete(h.timers.m, threadID)
+	}
+	if w == nil || h.stopping.Err() != nil {
+		return // none, or the host is stopping: the next one arms it
+	}
+	if h.timers.m == nil {
+		h.timers.m = map[string]*waitTimer{}
+	}
+	ctx, cancel := context.WithCancel(h.stopping)
+	h.timers.m[threadID] = &waitTimer{id: w.ID, stop: cancel}
+	id, at := w.ID, w.At
+	h.wg.Go(func() {
+		defer cancel()
+		if d := at.Sub(h.cfg.Clock.Now()); d > 0 {
+			if clock.Sleep(ctx, h.cfg.Clock, d) != nil {
+				return // stopped: another wait replaced it, or the host stops
+			}
+		}
+		cmd := domain.Command{ID: "wait:" + id, ThreadID: threadID, Payload: domain.FireWait{WaitID: id}}
+		if err := h.retry("fire a wait", func() error {
+			_, err := h.dispatch(h.ctx, cmd, nil)
+			return err
+		}, "thread", threadID, "wait", id); err != nil && !errors.Is(err, ErrClosed) {
+			h.log.Error("fire a wait; the next host fires it", "thread", threadID, "wait", id, "error", err)
+		}
+	})
+}
+
+// armed says whether a decision armed a wait.
+func armed(events []domain.Payload) bool {
+	for _, p := range events {
+		if _, ok := p.(domain.WaitArmed); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// followWaits marks a thread as one whose waits the host arms.
+func (h *Host) followWaits(threadID string) {
+	h.timers.mu.Lock()
+	defer h.timers.mu.Unlock()
+	if h.timers.followed == nil {
+		h.timers.followed = map[string]bool{}
+	}
+	h.timers.followed[threadID] = true
+}
+
+// armWaits arms the timers of threads a restart left waiting (of an
+// Unattended host; syncWait leaves the others).
+func (h *Host) armWaits(threadIDs []string) {
+	for _, id := range threadIDs {
+		if t, err := h.view(id); err == nil {
+			h.syncWait(id, t.NextWait())
+		}
+	}
+}
+
+// checkOutputTail is how much of a check's output the host reads back:
+// the log keeps its last domain.MaxCheckOutput bytes.
+const checkOutputTail = domain.MaxCheckOutput
+
+// runCheck runs a loop's check in the thread's cwd, bounded by the
+// effect's timeout on the host's clock, and returns what it found.
+func (h *Host) runCheck(e domain.Effect) *domain.Command {
+	res := domain.CheckResult{RunID: e.RunID, Command: e.Text}
+	t, err := h.view(e.ThreadID)
+	if err != nil {
+		res.Error = err.Error()
+		return checkCmd(e, res)
+	}
+	ctx, cancel := clock.WithTimeout(h.stopping, h.cfg.Clock, cmpDur(e.Timeout, domain.DefaultCheckTimeout), errCheckTimeout)
+	defer cancel()
+	var out tailBuffer
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", e.Text)
+	cmd.Dir = t.Cwd
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	err = cmd.Run()
+	res.Output, res.Truncated = out.String(), out.cut
+	var exit *exec.ExitError
+	switch {
+	case h.stopping.Err() != nil:
+		return nil // the host stops: the next one runs the check again
+	case errors.Is(context.Cause(ctx), errCheckTimeout):
+		res.TimedOut, res.ExitCode = true, -1
+	case errors.As(err, &exit):
+		res.ExitCode = exit.ExitCode()
+	case err != nil:
+		res.Error, res.ExitCode = err.Error(), -1
+	}
+	return checkCmd(e, res)
+}
+
+var errCheckTimeout = errors.New("the check timed out")
+
+func checkCmd(e domain.Effect, res domain.CheckResult) *domain.Command {
+	return &domain.Command{ID: "check:" + e.ID, ThreadID: e.ThreadID, Payload: domain.RecordCheck{CheckResult: res}}
+}
+
+func cmpDur(d, or time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return or
+}
+
+// tailBuffer keeps the last checkOutputTail bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	cut bool
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - checkOutputTail; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+		b.cut = true
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := bytes.ToValidUTF8(b.buf, []byte("\uFFFD"))
+	return fmt.Sprintf("%s", s)
+}
