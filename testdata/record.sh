@@ -234,6 +234,23 @@ record_acp() {
     CLAUDE_CODE_DISABLE_TERMINAL_TITLE=1
     CLAUDE_CODE_DISABLE_FAST_MODE=1
   )
+  # "claudeEnv" in the script: more env for the agent (as for claude: a
+  # made-up CLAUDE_CODE_OAUTH_TOKEN signs it in to a plan, in place of the
+  # API key, so that it reads the unified rate-limit headers).
+  local auth="ANTHROPIC_API_KEY (made up)"
+  if jq -e 'type == "object" and has("claudeEnv")' "$script_src" >/dev/null; then
+    local -a extra=() kept=()
+    local e
+    mapfile -t extra < <(jq -r '.claudeEnv | to_entries[] | "\(.key)=\(.value)"' "$script_src")
+    if printf '%s\n' "${extra[@]}" | grep -q '^CLAUDE_CODE_OAUTH_TOKEN='; then
+      for e in "${agent_env[@]}"; do
+        [ "${e%%=*}" = ANTHROPIC_API_KEY ] || kept+=("$e")
+      done
+      agent_env=("${kept[@]}")
+      auth="CLAUDE_CODE_OAUTH_TOKEN (made up: a plan's sign-in)"
+    fi
+    agent_env+=("${extra[@]}")
+  fi
   # claude-code-acp never exits when its stdin closes (it calls
   # process.stdin.resume()); it has to be stopped with SIGTERM. replaypeer
   # record does that only after its own 3 s grace period, and the ACP plugin
@@ -267,6 +284,7 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
     --meta "claudeCodeVersion=$cli_version"
     --meta "model=baton-modelserver (scripted)"
     --meta "modelScript=testdata/acp/scenarios/$SCENARIO.json"
+    --meta "auth=$auth"
     --meta "capturedBy=make record"
     --meta "agentStop=SIGTERM 1.5 s after its stdin closes, once it has saved its session (node wrapper in testdata/record.sh)"
     --

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	gocmp "github.com/google/go-cmp/cmp"
+
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/plugintest"
 )
@@ -698,6 +700,13 @@ func TestAPIErrorAndOddFrames(t *testing.T) {
 	if term.Status != sdk.TurnFailed || term.Failure == nil || term.Failure.Code != "api_error_529" ||
 		!strings.Contains(term.Failure.Message, "Overloaded") || !term.ThreadUsable {
 		t.Errorf("turn ended %+v (%+v); want failed with the API error", term, term.Failure)
+	}
+	// A 529 the CLI gave up on is the provider's overload (the
+	// allowed_warning event before it is no limit: no scope, no reset).
+	res := frames(t, "api_error", "result (success, is_error)")
+	want := &sdk.Limit{Kind: sdk.LimitOverload, Message: term.Failure.Message, Evidence: evidenceOf(res)}
+	if diff := gocmp.Diff(want, term.Limit); diff != "" {
+		t.Errorf("limit (-want +got):\n%s", diff)
 	}
 	s.Close(t) // the peer checked the error answer to hook_callback
 }

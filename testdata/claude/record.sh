@@ -52,6 +52,24 @@ record_claude() {
     CLAUDE_CODE_DISABLE_TERMINAL_TITLE=1
     CLAUDE_CODE_DISABLE_FAST_MODE=1
   )
+  # A script in the object form may carry "claudeEnv": more env for the
+  # CLI. A scenario that needs a plan's limits sets CLAUDE_CODE_OAUTH_TOKEN
+  # (made up; the CLI reads the unified rate-limit headers only when signed
+  # in to a plan, .notes/claude-probe.md): it replaces the API key.
+  local auth="ANTHROPIC_API_KEY (made up)"
+  if jq -e 'type == "object" and has("claudeEnv")' "$script_src" >/dev/null; then
+    local -a extra=()
+    mapfile -t extra < <(jq -r '.claudeEnv | to_entries[] | "\(.key)=\(.value)"' "$script_src")
+    if printf '%s\n' "${extra[@]}" | grep -q '^CLAUDE_CODE_OAUTH_TOKEN='; then
+      local -a kept=() e
+      for e in "${claude_env[@]}"; do
+        [ "${e%%=*}" = ANTHROPIC_API_KEY ] || kept+=("$e")
+      done
+      claude_env=("${kept[@]}")
+      auth="CLAUDE_CODE_OAUTH_TOKEN (made up: a plan's sign-in)"
+    fi
+    claude_env+=("${extra[@]}")
+  fi
   local -a argv=(
     env "HOME=$home"
     "$BIN/replaypeer" record --append --invocation
@@ -65,6 +83,7 @@ record_claude() {
     --meta "agentVersion=$version"
     --meta "model=baton-modelserver --api anthropic (scripted)"
     --meta "modelScript=testdata/claude/scenarios/$SCENARIO.json"
+    --meta "auth=$auth"
     --meta "capturedBy=make record"
     --
     "${claude_env[@]}"

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 // Block is one content block of a scripted reply.
@@ -89,6 +91,16 @@ func ParseScript(b []byte) (Script, error) {
 		return nil, err
 	}
 	for i, r := range s {
+		if he := r.HTTPError; he != nil {
+			switch {
+			case he.Status < 400 || he.Status > 599:
+				return nil, fmt.Errorf("reply %d: http_error status %d is no HTTP error", i, he.Status)
+			case he.Repeat < 0:
+				return nil, fmt.Errorf("reply %d: http_error repeat %d is negative", i, he.Repeat)
+			case len(r.Content) > 0:
+				return nil, fmt.Errorf("reply %d: an http_error reply has no content", i)
+			}
+		}
 		for j, bl := range r.Content {
 			switch bl.Type {
 			case "text", "thinking":
@@ -208,12 +220,19 @@ type Server struct {
 	Journal
 	// Classify, when set, replaces IsSideCall.
 	Classify func(*MessagesRequest) (side bool)
+	// Clock is the time a scripted error's reset is counted from (nil:
+	// the system clock).
+	Clock clock.Clock
 
 	mu      sync.Mutex
 	script  Script
 	next    int
 	msgSeq  int
 	toolSeq int
+	// failing is the scripted HTTP error of the last reply served and
+	// repeats how many more main calls still get it (HTTPError.Repeat).
+	failing *HTTPError
+	repeats int
 }
 
 // New returns a server serving script.
@@ -281,6 +300,17 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, path stri
 		}
 	} else {
 		e.Kind = "main"
+		if s.repeats > 0 {
+			// A retry of a call the script failed: the same error again,
+			// the script untouched.
+			s.repeats--
+			failing := s.failing
+			s.mu.Unlock()
+			e.Note = fmt.Sprintf("http_error %d (repeat)", failing.Status)
+			s.record(e, r.Header, body)
+			failing.write(w, clock.Or(s.Clock).Now())
+			return
+		}
 		if s.next < len(s.script) {
 			reply = s.script[s.next]
 			s.next++
@@ -288,6 +318,14 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, path stri
 		} else {
 			e.Note = "script-exhausted"
 			reply = Reply{Content: []Block{{Type: "text", Text: s.ExhaustedText}}}
+		}
+		if he := reply.HTTPError; he != nil {
+			s.failing, s.repeats = he, he.Repeat
+			s.mu.Unlock()
+			e.Note = fmt.Sprintf("http_error %d", he.Status)
+			s.record(e, r.Header, body)
+			he.write(w, clock.Or(s.Clock).Now())
+			return
 		}
 	}
 	s.msgSeq++

@@ -4,11 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
+
+	"github.com/baton-run/baton/sdk/clock"
 )
 
 type sseEvent struct {
@@ -313,5 +319,115 @@ func TestParseScript(t *testing.T) {
 	}
 	if got := chunk("héllo wörld", 4); strings.Join(got, "|") != "héll|o wö|rld" {
 		t.Fatalf("chunk: %q", got)
+	}
+}
+
+// answer is what a client got from one request.
+type answer struct {
+	Status int
+	Header map[string]string
+	Body   string
+}
+
+func postAnswer(t *testing.T, url, body string, headers ...string) answer {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/messages", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	a := answer{Status: resp.StatusCode, Header: map[string]string{}}
+	for _, h := range headers {
+		if v := resp.Header.Get(h); v != "" {
+			a.Header[h] = v
+		}
+	}
+	if resp.StatusCode == http.StatusOK {
+		var text strings.Builder
+		for _, e := range readSSE(t, bytes.NewReader(b)) {
+			if e.Name == "content_block_delta" {
+				text.WriteString(e.Data["delta"].(map[string]any)["text"].(string))
+			}
+		}
+		a.Body = text.String()
+	} else {
+		a.Body = string(b)
+	}
+	return a
+}
+
+// A reply with an http_error answers its main call with that error, its
+// reset filled in from the server's clock at each request; Repeat more
+// main calls get the same error without consuming the script; side calls
+// in between are answered as always; then the script goes on.
+func TestHTTPErrorReply(t *testing.T) {
+	s, url := newTestServer(t, `[
+	 {"http_error": {"status": 429, "repeat": 2, "reset_in_seconds": 3,
+	   "headers": {"anthropic-ratelimit-unified-status": "rejected", "anthropic-ratelimit-unified-reset": "{{RESET}}", "retry-after": "3"},
+	   "body": {"type":"error","error":{"type":"rate_limit_error","message":"limit; resets {{RESET_ISO}}"}}}},
+	 [{"type":"text","text":"after"}],
+	 {"http_error": {"status": 529, "body": {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}}},
+	 [{"type":"text","text":"last"}]
+	]`)
+	fc := clock.NewFake(time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC))
+	s.Clock = fc
+	s.SideText = "side"
+	main := strings.Replace(mainReq, "%s", "true", 1)
+	hdrs := []string{"anthropic-ratelimit-unified-status", "anthropic-ratelimit-unified-reset", "retry-after", "Content-Type"}
+	limited := func(reset time.Time) answer {
+		return answer{Status: 429, Header: map[string]string{"anthropic-ratelimit-unified-status": "rejected",
+			"anthropic-ratelimit-unified-reset": fmt.Sprint(reset.Unix()), "retry-after": "3", "Content-Type": "application/json"},
+			Body: `{"type":"error","error":{"type":"rate_limit_error","message":"limit; resets ` + reset.Format(time.RFC3339) + `"}}`}
+	}
+	streamed := func(text string) answer {
+		return answer{Status: 200, Header: map[string]string{"Content-Type": "text/event-stream"}, Body: text}
+	}
+	t0 := fc.Now()
+	var got []answer
+	got = append(got, postAnswer(t, url, main, hdrs...))
+	fc.Advance(time.Second)
+	got = append(got, postAnswer(t, url, sideReq, hdrs...), postAnswer(t, url, main, hdrs...))
+	fc.Advance(time.Second)
+	got = append(got, postAnswer(t, url, main, hdrs...), postAnswer(t, url, main, hdrs...),
+		postAnswer(t, url, main, hdrs...), postAnswer(t, url, main, hdrs...))
+	want := []answer{
+		limited(t0.Add(3 * time.Second)),
+		streamed("side"),
+		limited(t0.Add(4 * time.Second)),
+		limited(t0.Add(5 * time.Second)),
+		streamed("after"),
+		{Status: 529, Header: map[string]string{"Content-Type": "application/json"}, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		streamed("last"),
+	}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Fatalf("answers (-want +got):\n%s", diff)
+	}
+	var log []string
+	for _, e := range s.Entries() {
+		log = append(log, fmt.Sprintf("%s %d %s", e.Kind, e.Reply, e.Note))
+	}
+	wantLog := []string{"main 1 http_error 429", "side 0 system:You are an expert at analyzing git history",
+		"main 0 http_error 429 (repeat)", "main 0 http_error 429 (repeat)", "main 2 ", "main 3 http_error 529", "main 4 "}
+	if diff := gocmp.Diff(wantLog, log); diff != "" {
+		t.Fatalf("journal (-want +got):\n%s", diff)
+	}
+}
+
+// A script's http_error must be an HTTP error, repeat no negative count,
+// and the reply no content besides.
+func TestParseScriptHTTPError(t *testing.T) {
+	for _, bad := range []string{
+		`[{"http_error":{"status":200}}]`,
+		`[{"http_error":{"status":600}}]`,
+		`[{"http_error":{"status":429,"repeat":-1}}]`,
+		`[{"http_error":{"status":429},"content":[{"type":"text","text":"x"}]}]`,
+	} {
+		if _, err := ParseScript([]byte(bad)); err == nil {
+			t.Errorf("ParseScript(%s): no error", bad)
+		}
+	}
+	if _, err := ParseScript([]byte(`[{"http_error":{"status":402,"repeat":0}}]`)); err != nil {
+		t.Errorf("a 402 reply: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/jsonrpcproc"
 )
 
@@ -29,14 +30,27 @@ const handshakeTimeout = 60 * time.Second
 // Adapter drives ACP agents. It implements sdk.Adapter; ACP v1 has no
 // steering or rollback, so it implements none of the optional interfaces.
 type Adapter struct {
-	log hclog.Logger
+	log   hclog.Logger
+	clock clock.Clock
 
 	sessions sdk.Sessions[*session]
 }
 
+// Option configures an Adapter.
+type Option func(*Adapter)
+
+// WithClock sets the clock a limit's retry hint counts from (default: the
+// system clock).
+func WithClock(c clock.Clock) Option { return func(a *Adapter) { a.clock = c } }
+
 // New returns an adapter that logs to log.
-func New(log hclog.Logger) *Adapter {
-	return &Adapter{log: log}
+func New(log hclog.Logger, opts ...Option) *Adapter {
+	a := &Adapter{log: log}
+	for _, o := range opts {
+		o(a)
+	}
+	a.clock = clock.Or(a.clock)
+	return a
 }
 
 // Describe implements sdk.Adapter.
@@ -77,6 +91,7 @@ type session struct {
 	pending      map[string]chan permissionOutcome
 	pendingOrder []string
 	respFrames   map[string]uint64
+	now          func() time.Time // the adapter's clock
 	closed       bool
 	exited       chan struct{}
 }
@@ -90,7 +105,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	sctx, cancel := context.WithCancelCause(context.Background())
 	s := &session{id: req.SessionID, cwd: filepath.Clean(req.Cwd), log: a.log.With("session", req.SessionID), emit: emit,
 		ctx: sctx, cancel: cancel, pending: map[string]chan permissionOutcome{},
-		respFrames: map[string]uint64{}, exited: make(chan struct{})}
+		respFrames: map[string]uint64{}, now: a.clock.Now, exited: make(chan struct{})}
 	c, err := jsonrpcproc.Start(sctx, jsonrpcproc.Config{Name: "the agent", Command: req.Command, Dir: s.cwd,
 		RawFrameLog: req.RawFrameLog, Log: s.log, Handler: handler{s}, OnRecv: s.onRecv,
 		OnMalformed: jsonrpcproc.MalformedDiagnostic(emit)})
@@ -162,6 +177,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 	s.mu.Lock()
 	s.acpSession = sessionID
 	s.norm = newNormalizer(sessionID, s.id)
+	s.norm.now = s.now
 	s.mu.Unlock()
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: sessionID, Detail: init.AgentInfo})
 	return sdk.OpenSessionResponse{ProviderSessionRef: sessionID, ProviderThreadRef: sessionID, ProviderPid: s.c.Proc.Pid(),

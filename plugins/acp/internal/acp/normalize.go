@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/baton-run/baton/sdk"
 )
@@ -25,6 +26,8 @@ type normalizer struct {
 	openKind sdk.ItemKind
 	items    int
 	tools    map[string]bool // tool calls started and not yet completed
+	// now is the adapter's clock: a limit's retry hint counts from it.
+	now func() time.Time
 }
 
 func newNormalizer(threadRef, turnPrefix string) *normalizer {
@@ -219,6 +222,11 @@ func (n *normalizer) endTurn(res *promptResult, callErr error, threadUsable bool
 	case callErr != nil:
 		term.Status = sdk.TurnFailed
 		term.Failure = &sdk.Failure{Code: "prompt_failed", Message: callErr.Error()}
+		now := time.Now
+		if n.now != nil {
+			now = n.now
+		}
+		term.Limit = limitOf(callErr, now())
 	default:
 		term.Status, term.Failure = stopStatus(res.StopReason)
 		term.Title = res.StopReason

@@ -61,6 +61,15 @@ type rootTurn struct {
 	// not started another yet (see result).
 	idle  bool
 	usage sdk.Usage
+	// What the CLI said about a provider limit during the turn, kept until
+	// its result, which says only that the turn failed on an API error:
+	// the last rate_limit_event if its status is "rejected" (nil once a
+	// later event says the limit lets requests through again), the
+	// event's frame as it came, and the class of the last API error the
+	// CLI gave up on (its made-up assistant message's "error").
+	rejected    *rateLimitInfo
+	rejectedRaw json.RawMessage
+	apiError    string
 }
 
 // ranTurn is a root turn this session ran, with the last root assistant
@@ -204,6 +213,12 @@ func (n *normalizer) dispatch(f *frame) ([]sdk.RuntimeEvent, error) {
 		if f.RateLimitInfo == nil {
 			return nil, fmt.Errorf("rate_limit_event without rate_limit_info")
 		}
+		if t := n.turn; t != nil {
+			t.rejected, t.rejectedRaw = nil, nil
+			if f.RateLimitInfo.Status == "rejected" {
+				t.rejected, t.rejectedRaw = f.RateLimitInfo, f.raw
+			}
+		}
 		return []sdk.RuntimeEvent{n.rateLimit(*f.RateLimitInfo, f.raw)}, nil
 	case typeCommandLife:
 		// A message the CLI dropped from its queue will never be echoed:
@@ -282,6 +297,9 @@ func (n *normalizer) assistant(f *frame) ([]sdk.RuntimeEvent, error) {
 	}
 	if f.parent() == "" && f.UUID != "" {
 		n.lastEntry = f.UUID
+	}
+	if f.IsAPIErrorMessage && f.parent() == "" && n.turn != nil {
+		n.turn.apiError = f.Error
 	}
 	for i, b := range blocks {
 		id := f.UUID
@@ -574,8 +592,12 @@ func (n *normalizer) rateLimit(r rateLimitInfo, raw json.RawMessage) sdk.Runtime
 	if r.ResetsAt != nil {
 		rl.ResetsAt = sdk.UnixSeconds(*r.ResetsAt)
 	}
-	if r.Utilization != nil {
-		rl.UsedPercent = *r.Utilization * 100
+	u := r.Utilization
+	if w, ok := r.UnifiedWindows[r.RateLimitType]; ok && u == nil {
+		u = w.Utilization
+	}
+	if u != nil {
+		rl.UsedPercent = *u * 100
 	}
 	return sdk.RuntimeEvent{Kind: sdk.EventRateLimit, ThreadRef: n.root, TurnRef: n.activeTurn(), Title: r.Status,
 		RateLimit: rl, Detail: raw}
@@ -610,7 +632,11 @@ func (n *normalizer) result(r resultFrame, raw json.RawMessage) []sdk.RuntimeEve
 		title += " (" + r.TerminalReason + ")"
 	}
 	status, failure := resultStatus(r, t.interrupted)
-	return n.endTurn(status, failure, title, raw)
+	out := n.endTurn(status, failure, title, raw)
+	if status == sdk.TurnFailed {
+		out[len(out)-1].Limit = t.limit(r, raw)
+	}
+	return out
 }
 
 // usage is a result's usage for the host: its input counts the tokens read

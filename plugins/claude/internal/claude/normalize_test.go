@@ -277,6 +277,7 @@ func inboundFrames(f *testing.F, file string) [][]byte {
 
 func transcripts(f *testing.F) []string {
 	files, _ := filepath.Glob("../../../../testdata/claude/*.ndjson")
+
 	if len(files) == 0 {
 		f.Fatal("no claude transcripts")
 	}
@@ -286,6 +287,11 @@ func transcripts(f *testing.F) []string {
 func FuzzDecodeFrame(f *testing.F) {
 	for _, file := range transcripts(f) {
 		for _, fr := range inboundFrames(f, file) {
+			f.Add(fr)
+		}
+	}
+	for _, frames := range limitSeeds(f) {
+		for _, fr := range frames {
 			f.Add(fr)
 		}
 	}
@@ -318,6 +324,9 @@ func FuzzDecodeFrame(f *testing.F) {
 func FuzzNormalize(f *testing.F) {
 	for _, file := range transcripts(f) {
 		f.Add(bytes.Join(inboundFrames(f, file), []byte("\n")))
+	}
+	for _, frames := range limitSeeds(f) {
+		f.Add(bytes.Join(frames, []byte("\n")))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n := newNormalizer("", "/ws")
@@ -384,6 +393,7 @@ func FuzzNormalize(f *testing.F) {
 					t.Fatalf("event %d: turn %s ended without a start or twice", i, key)
 				}
 				ended[key] = true
+				checkLimit(t, i, ev)
 			case sdk.EventItemStarted:
 				open[ev.ThreadRef+"/"+ev.ItemRef] = true
 			case sdk.EventItemCompleted:

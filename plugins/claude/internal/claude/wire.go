@@ -52,6 +52,12 @@ type frame struct {
 	// system init
 	Capabilities []string `json:"capabilities,omitempty"`
 
+	// assistant: the message the CLI makes up for an API error it gave up
+	// on (is_api_error_message) names the error's class ("rate_limit",
+	// "billing_error", "server_error", ...).
+	Error             string `json:"error,omitempty"`
+	IsAPIErrorMessage bool   `json:"is_api_error_message,omitempty"`
+
 	raw json.RawMessage
 }
 
@@ -152,17 +158,23 @@ type systemFrame struct {
 
 // resultFrame is the terminal frame of a CLI turn.
 type resultFrame struct {
-	Subtype        string       `json:"subtype"`
-	IsError        bool         `json:"is_error"`
-	Result         string       `json:"result,omitempty"`
-	Errors         []string     `json:"errors,omitempty"`
-	TerminalReason string       `json:"terminal_reason,omitempty"`
-	StopReason     *string      `json:"stop_reason,omitempty"`
-	APIErrorStatus *int         `json:"api_error_status,omitempty"`
-	SessionID      string       `json:"session_id"`
-	NumTurns       int          `json:"num_turns,omitempty"`
-	TotalCostUSD   float64      `json:"total_cost_usd,omitempty"`
-	Usage          *resultUsage `json:"usage,omitempty"`
+	Subtype        string   `json:"subtype"`
+	IsError        bool     `json:"is_error"`
+	Result         string   `json:"result,omitempty"`
+	Errors         []string `json:"errors,omitempty"`
+	TerminalReason string   `json:"terminal_reason,omitempty"`
+	StopReason     *string  `json:"stop_reason,omitempty"`
+	APIErrorStatus *int     `json:"api_error_status,omitempty"`
+	// APIErrorType is the API error body's type (rate_limit_error,
+	// overloaded_error, invalid_request_error, billing_error, ...).
+	APIErrorType string `json:"api_error_type,omitempty"`
+	// APIError is the CLI's own name for the error, when it has one
+	// ("usage_limit_reached" for a rejected five-hour or weekly limit).
+	APIError     string       `json:"api_error,omitempty"`
+	SessionID    string       `json:"session_id"`
+	NumTurns     int          `json:"num_turns,omitempty"`
+	TotalCostUSD float64      `json:"total_cost_usd,omitempty"`
+	Usage        *resultUsage `json:"usage,omitempty"`
 }
 
 type resultUsage struct {
@@ -181,6 +193,11 @@ type rateLimitInfo struct {
 	ResetsAt      *int64   `json:"resetsAt,omitempty"`
 	RateLimitType string   `json:"rateLimitType,omitempty"`
 	Utilization   *float64 `json:"utilization,omitempty"`
+	// UnifiedWindows, on a rejected event of a plan, has each window's
+	// utilization (the event itself has none then).
+	UnifiedWindows map[string]struct {
+		Utilization *float64 `json:"utilization,omitempty"`
+	} `json:"unifiedWindows,omitempty"`
 }
 
 // controlRequestBody is the request of a control_request, either way.
