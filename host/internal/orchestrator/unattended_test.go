@@ -159,7 +159,8 @@ func TestUsageLimitWaitThenContinue(t *testing.T) {
 		provider string
 		reset    time.Time // the reset the recorded limit frame gives
 	}{
-		{"codex", time.Unix(1796154059, 0)}, // account/rateLimits/updated primary.resetsAt
+		{"codex", time.Unix(1796154059, 0)},  // account/rateLimits/updated primary.resetsAt
+		{"claude", time.Unix(1796154783, 0)}, // rate_limit_event (rejected, five_hour) resetsAt
 	} {
 		t.Run(c.provider, func(t *testing.T) {
 			p := c.provider
@@ -228,5 +229,21 @@ func TestSwitchPolicyToAnUninstalledProviderIsRefused(t *testing.T) {
 	}
 	if th, _ := e.host.Thread(id); th.Loop != nil {
 		t.Fatalf("the refused policy was set: %+v", th.Loop)
+	}
+}
+
+// A seven-day window: claude's weekly limit, rejected with its reset a
+// week ahead. The wait is a week of the host's clock, exactly to the
+// recorded reset plus the wait's jitter, and no time of the test's; the
+// continuation goes to the same claude process, kept open over the week.
+func TestSevenDayWaitUnderTheFakeClock(t *testing.T) {
+	e := newEnv(t)
+	th := waitAndContinue(t, e, "claude", "claude/usage_limit_seven_day.ndjson", time.Unix(1796759613, 0))
+	r := th.Runs[0]
+	if got := r.Attempts[1].StartedAt.Sub(r.Attempts[0].StartedAt).Round(time.Hour); got != 7*24*time.Hour {
+		t.Fatalf("the continuation came %s after the run began, want a week", got)
+	}
+	if r.Limit.Scope != "seven_day" || r.Limit.Kind != domain.LimitUsageWindow {
+		t.Fatalf("limit %+v", r.Limit)
 	}
 }
