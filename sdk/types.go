@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Description is what a plugin says about itself.
@@ -332,6 +334,30 @@ const (
 // MaxLimitEvidence bounds Limit.Evidence: the frame a limit was read from
 // is kept as evidence, not as a transcript.
 const MaxLimitEvidence = 4096
+
+// LimitEvidence is a Limit's Evidence: the frames it was read from, one a
+// line (empty ones left out), cut to MaxLimitEvidence bytes, never inside
+// a character.
+func LimitEvidence[F ~[]byte](frames ...F) string {
+	var b strings.Builder
+	for _, f := range frames {
+		if len(f) == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.Write(f)
+	}
+	s, n := b.String(), MaxLimitEvidence
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
 
 // Limit is a provider limit that ended a turn. An adapter that recognises
 // one sets it on the turn's failed turn_terminal event; the host ends the

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -98,7 +97,7 @@ func limitOf(callErr error, now time.Time) *sdk.Limit {
 	ev, _ := json.Marshal(struct {
 		Error *jsonrpc2.Error `json:"error"`
 	}{e})
-	l.Evidence = cut(string(ev), sdk.MaxLimitEvidence)
+	l.Evidence = sdk.LimitEvidence(ev)
 	return &l
 }
 
@@ -177,15 +176,4 @@ func resetsAt(text string, now time.Time) time.Time {
 		t = time.Date(local.Year()+1, month, day, hour, minute, 0, 0, loc)
 	}
 	return t.UTC()
-}
-
-// cut is s's first n bytes or fewer, ending on a character boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

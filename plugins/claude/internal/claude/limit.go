@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/baton-run/baton/sdk"
 )
@@ -75,7 +74,7 @@ func (t *rootTurn) limit(r resultFrame, raw json.RawMessage) *sdk.Limit {
 		}
 	}
 	l.Message = text
-	l.Evidence = evidence(t.rejectedRaw, raw)
+	l.Evidence = sdk.LimitEvidence(t.rejectedRaw, raw)
 	return &l
 }
 
@@ -92,31 +91,4 @@ func resetAt(sec int64) time.Time {
 		return time.Time{}
 	}
 	return sdk.UnixSeconds(sec)
-}
-
-// evidence joins the frames a limit was read from, one a line, cut to
-// sdk.MaxLimitEvidence bytes (never inside a character).
-func evidence(frames ...json.RawMessage) string {
-	var b strings.Builder
-	for _, f := range frames {
-		if len(f) == 0 {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.Write(f)
-	}
-	return cut(b.String(), sdk.MaxLimitEvidence)
-}
-
-// cut is s's first n bytes or fewer, ending on a character boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

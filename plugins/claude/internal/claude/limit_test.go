@@ -93,7 +93,7 @@ func TestProbedLimits(t *testing.T) {
 	got := map[string]sdk.Limit{}
 	for name, frames := range seeds {
 		w := want[name]
-		w.Evidence = evidence(pick(frames, "rate_limit_event", "result")...)
+		w.Evidence = sdk.LimitEvidence(pick(frames, "rate_limit_event", "result")...)
 		want[name] = w
 		term := terminal(t, frames)
 		if term.Status != sdk.TurnFailed || term.Limit == nil {
@@ -162,9 +162,9 @@ func TestLimitShapes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			term := terminal(t, append([][]byte{echo}, c.frames...))
 			if c.want != nil {
-				c.want.Evidence = evidence(pick(c.frames, "result")...)
+				c.want.Evidence = sdk.LimitEvidence(pick(c.frames, "result")...)
 				if c.want.Scope != "" {
-					c.want.Evidence = evidence(append(pick(c.frames[:1], "rate_limit_event"), pick(c.frames, "result")...)...)
+					c.want.Evidence = sdk.LimitEvidence(append(pick(c.frames[:1], "rate_limit_event"), pick(c.frames, "result")...)...)
 				}
 			}
 			if diff := gocmp.Diff(c.want, term.Limit); diff != "" {
@@ -225,18 +225,4 @@ func checkLimit(t *testing.T, i int, ev sdk.RuntimeEvent) {
 	if _, err := json.Marshal(ev); err != nil {
 		t.Fatalf("event %d does not encode: %v", i, err)
 	}
-}
-
-// cut keeps the longest prefix of at most n bytes that ends between two
-// characters.
-func TestCutProperties(tt *testing.T) {
-	rapid.Check(tt, func(t *rapid.T) {
-		s := rapid.String().Draw(t, "s")
-		n := rapid.IntRange(0, len(s)+2).Draw(t, "n")
-		got := cut(s, n)
-		if !strings.HasPrefix(s, got) || len(got) > n || utf8.ValidString(s) && !utf8.ValidString(got) ||
-			len(s) > n && len(got) < n-3 || len(s) <= n && got != s {
-			t.Fatalf("cut(%q, %d) = %q", s, n, got)
-		}
-	})
 }

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/baton-run/baton/sdk"
 )
@@ -154,32 +153,8 @@ func (n *normalizer) limit(t turn, raw json.RawMessage) *sdk.Limit {
 			}
 		}
 	}
-	l.Evidence = evidenceOf(evidence)
+	l.Evidence = sdk.LimitEvidence(evidence...)
 	return l
-}
-
-// evidenceOf joins frames, one a line, cut to sdk.MaxLimitEvidence bytes
-// (between characters).
-func evidenceOf(frames []json.RawMessage) string {
-	var b strings.Builder
-	for _, f := range frames {
-		if len(f) == 0 {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.Write(f)
-	}
-	s := b.String()
-	if len(s) <= sdk.MaxLimitEvidence {
-		return s
-	}
-	i := sdk.MaxLimitEvidence
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/baton-run/baton/sdk"
 )
@@ -88,7 +87,7 @@ func errorLimit(e *errorInfo, raw json.RawMessage, now time.Time) *sdk.Limit {
 	if kind == sdk.LimitRate && h("anthropic-ratelimit-unified-status") == "rejected" {
 		kind = sdk.LimitUsageWindow // the plan's window (five_hour, seven_day) is spent
 	}
-	l := &sdk.Limit{Kind: kind, Message: e.Data.Message, Evidence: evidence(raw)}
+	l := &sdk.Limit{Kind: kind, Message: e.Data.Message, Evidence: sdk.LimitEvidence(raw)}
 	if v, err := strconv.ParseInt(h("anthropic-ratelimit-unified-reset"), 10, 64); err == nil {
 		l.ResetsAt = sdk.UnixSeconds(v)
 		l.Scope = h("anthropic-ratelimit-unified-representative-claim")
@@ -118,7 +117,7 @@ func retryLimit(p statusEvent, raw json.RawMessage, now time.Time) *sdk.Limit {
 		// some sort, the message says no more.
 		kind = sdk.LimitRate
 	}
-	l := &sdk.Limit{Kind: kind, Message: p.Status.Message, Evidence: evidence(raw)}
+	l := &sdk.Limit{Kind: kind, Message: p.Status.Message, Evidence: sdk.LimitEvidence(raw)}
 	if next.After(now) {
 		l.ResetsAt = next
 	}
@@ -133,18 +132,4 @@ func unixMillis(raw json.RawMessage) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(int64(f)).UTC()
-}
-
-// evidence is a frame cut to sdk.MaxLimitEvidence bytes (between
-// characters).
-func evidence(raw json.RawMessage) string {
-	s := string(raw)
-	if len(s) <= sdk.MaxLimitEvidence {
-		return s
-	}
-	i := sdk.MaxLimitEvidence
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
 }
