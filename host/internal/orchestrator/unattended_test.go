@@ -61,21 +61,10 @@ func (e *env) setPolicy(threadID string, p domain.ContinuationPolicy) {
 // in order, with the attempt reason or outcome that tells them apart.
 func (e *env) loopEvents(threadID string) []string {
 	e.t.Helper()
-	recs, err := e.host.ThreadEvents(threadID, 0)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []string
-	for _, r := range recs {
-		p, err := domain.DecodePayload(r.Type, r.Data)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if line, ok := loopEvent(r.Type, p); ok {
-			out = append(out, line)
-		}
-	}
-	return out
+	return e.storedOrder(threadID, func(p domain.Payload) string {
+		line, _ := loopEvent(p.EventType(), p)
+		return line
+	})
 }
 
 // loopEvent is an event of the loop or of a run's life as loopEvents
