@@ -128,9 +128,12 @@ type (
 		Decision  Verdict       `json:"decision,omitempty"`
 		Delivery  Delivery      `json:"delivery,omitempty"`
 	}
+	// UsageReported: the usage of a run's attempt so far, as its provider
+	// reports it (AttemptID "" in logs from before: the run's).
 	UsageReported struct {
-		RunID string `json:"runId"`
-		Usage Usage  `json:"usage"`
+		RunID     string `json:"runId"`
+		AttemptID string `json:"attemptId,omitempty"`
+		Usage     Usage  `json:"usage"`
 	}
 	RunEnded struct {
 		RunID      string    `json:"runId"`

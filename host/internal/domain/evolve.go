@@ -215,7 +215,21 @@ func Evolve(t *Thread, e Event) {
 	case UsageReported:
 		if r := t.runW(p.RunID); r != nil {
 			u := p.Usage
-			r.Usage = &u
+			a := r.attempt(p.AttemptID)
+			if a == nil { // a log from before: the run's usage as reported
+				r.Usage = &u
+				return
+			}
+			a.Usage = &u
+			// A run's usage is its attempts': a limit's continuation or a
+			// steering restart adds to what the attempts before it used.
+			var sum Usage
+			for _, at := range r.Attempts {
+				if at.Usage != nil {
+					sum = sum.plus(*at.Usage)
+				}
+			}
+			r.Usage = &sum
 		}
 	case RunEnded:
 		if r := t.runW(p.RunID); r != nil {

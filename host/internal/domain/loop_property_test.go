@@ -29,11 +29,15 @@ type driver struct {
 	startedAtTokens []int64
 	startedAt       []time.Time
 	// tokens are the loop's tokens as the driver counts them: a run's
-	// usage is the last one its turns reported, added when the run ends
-	// while the loop is active, at most math.MaxInt64.
+	// usage is the sum of its attempts', each the last its turn reported
+	// (each sum at most math.MaxInt64), added when the run ends while the
+	// loop is active, at most math.MaxInt64.
 	tokens    int64
-	runTokens map[string]int64
+	runTokens map[string][]int64 // by run: each attempt's
 }
+
+// sat is a+b over counts, at most math.MaxInt64.
+func sat(a, b int64) int64 { return int64(min(uint64(a)+uint64(b), math.MaxInt64)) }
 
 type armedWait struct {
 	Wait
@@ -48,7 +52,11 @@ func (dr *driver) do(cmd Command) Decision {
 		switch e := e.(type) {
 		case RunEnded:
 			if active {
-				dr.tokens = int64(min(uint64(dr.tokens)+uint64(dr.runTokens[e.RunID]), math.MaxInt64))
+				var run int64
+				for _, n := range dr.runTokens[e.RunID] {
+					run = sat(run, n)
+				}
+				dr.tokens = sat(dr.tokens, run)
 			}
 		case LoopEnded:
 			active = false
@@ -91,9 +99,10 @@ func (dr *driver) say(text string, tokens int64, end ProviderEvent) Decision {
 	}
 	if tokens != 0 {
 		if dr.runTokens == nil {
-			dr.runTokens = map[string]int64{}
+			dr.runTokens = map[string][]int64{}
 		}
-		dr.runTokens[dr.w.thread.activeRun().ID] = tokens
+		r := dr.w.thread.activeRun()
+		dr.runTokens[r.ID] = append(dr.runTokens[r.ID], tokens) // one report a turn, a turn an attempt
 		dr.ev(ProviderEvent{Kind: EvUsage, TurnRef: ref, Usage: &Usage{TotalTokens: tokens}})
 	}
 	end.TurnRef = ref

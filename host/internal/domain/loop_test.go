@@ -290,3 +290,37 @@ func TestSwitchByHandCancelsAReturn(t *testing.T) {
 		t.Fatalf("the return is still armed: %+v", w.thread.Loop.Return)
 	}
 }
+
+// A run's usage is its attempts': the tokens a limited attempt used count
+// with its continuation's, toward the loop's budget too. A log from
+// before attempts had usage keeps the run's as reported.
+func TestUsageAddsUpOverAttempts(t *testing.T) {
+	w := newWorld(t)
+	w.setPolicy(ContinuationPolicy{OnLimit: OnLimitWait, MaxTokens: 1000})
+	w.send("one")
+	w.open("s1")
+	w.turnOn("s1", "u1")
+	w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: "u1", Usage: &Usage{InputTokens: 800, TotalTokens: 900}})
+	w.ev("s1", limitTerminal("u1", Limit{Kind: LimitRate}))
+	w.must(Command{ID: "f", ThreadID: "thr", Payload: FireWait{WaitID: w.thread.NextWait().ID}})
+	w.turnOn("s1", "u2")
+	w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: "u2", Usage: &Usage{InputTokens: 5, TotalTokens: 10}})
+	w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: "u2", Usage: &Usage{InputTokens: 15, TotalTokens: 20}})
+	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u2", Status: "completed"})
+	r := w.thread.Runs[0]
+	if diff := cmp.Diff(&Usage{InputTokens: 815, TotalTokens: 920}, r.Usage); diff != "" {
+		t.Fatalf("run usage (-want +got):\n%s", diff)
+	}
+	if l := w.thread.Loop; l.Tokens != 920 {
+		t.Fatalf("loop tokens %d", l.Tokens)
+	}
+	// An event from a log written before: the run's usage as reported.
+	var old Thread
+	for _, p := range []Payload{ThreadCreated{Provider: "acp", Cwd: "/w"}, RunQueued{RunID: "r1", Ordinal: 1},
+		UsageReported{RunID: "r1", Usage: Usage{TotalTokens: 7}}} {
+		Evolve(&old, Event{ThreadID: "thr", At: t0, Payload: p})
+	}
+	if diff := cmp.Diff(&Usage{TotalTokens: 7}, old.Runs[0].Usage); diff != "" {
+		t.Fatalf("old log's usage (-want +got):\n%s", diff)
+	}
+}

@@ -127,6 +127,8 @@ type Attempt struct {
 	StartedAt time.Time     `json:"startedAt"`
 	EndedAt   *time.Time    `json:"endedAt,omitempty"`
 	RootNode  string        `json:"rootNode"`
+	// Usage is what the attempt's turn used, as last reported.
+	Usage *Usage `json:"usage,omitempty"`
 	// Provider is where the attempt ran, when not the run's (a limit
 	// moved the run to another provider).
 	Provider string `json:"provider,omitempty"`
@@ -243,6 +245,13 @@ type Usage struct {
 	CachedInputTokens int64 `json:"cachedInputTokens,omitempty"`
 	ReasoningTokens   int64 `json:"reasoningTokens,omitempty"`
 	TotalTokens       int64 `json:"totalTokens,omitempty"`
+}
+
+// plus is u and o added, each count saturating (see addTokens).
+func (u Usage) plus(o Usage) Usage {
+	return Usage{InputTokens: addTokens(u.InputTokens, o.InputTokens), OutputTokens: addTokens(u.OutputTokens, o.OutputTokens),
+		CachedInputTokens: addTokens(u.CachedInputTokens, o.CachedInputTokens),
+		ReasoningTokens:   addTokens(u.ReasoningTokens, o.ReasoningTokens), TotalTokens: addTokens(u.TotalTokens, o.TotalTokens)}
 }
 
 // RateLimit is how much of a provider limit is used and when it resets.

@@ -58,7 +58,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			}
 		}
 		if r := t.runFor(pt); r != nil && ev.Usage != nil && !r.settled() && !t.replaced(r, pt) {
-			d.emit(UsageReported{RunID: r.ID, Usage: *ev.Usage})
+			d.emit(UsageReported{RunID: r.ID, AttemptID: r.ActiveAttempt, Usage: *ev.Usage})
 		}
 	case EvTurnTerminal:
 		turnTerminal(t, ev, pt, env, d)

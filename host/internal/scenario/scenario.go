@@ -16,8 +16,10 @@
 // baseline before the first run) and waits for the rollback to finish.
 //
 // Waits are event-driven: "running" (the newest run's provider turn has
-// started), "text" (the newest run has assistant text), "request" (a
-// request is pending and unanswered), "ended" (every run has ended). A
+// started), "text" (the newest run has assistant text), "item" (the
+// newest run has a turn item: a tool call, a command, a file change...),
+// "request" (a request is pending and unanswered), "ended" (every run has
+// ended). A
 // wait is also over when what it waits for can no longer happen (the run
 // ended), so a script never hangs on a run that failed.
 package scenario
@@ -65,6 +67,7 @@ type Step struct {
 const (
 	WaitRunning = "running"
 	WaitText    = "text"
+	WaitItem    = "item"
 	WaitRequest = "request"
 	WaitEnded   = "ended"
 )
@@ -91,7 +94,7 @@ func Parse(b []byte) (Script, error) {
 			return Script{}, fmt.Errorf("scenario script: step %d must do exactly one thing (send, waitFor, interrupt, respond, sleepMs or rollback)", i+1)
 		}
 		switch st.WaitFor {
-		case "", WaitRunning, WaitText, WaitRequest, WaitEnded:
+		case "", WaitRunning, WaitText, WaitItem, WaitRequest, WaitEnded:
 		default:
 			return Script{}, fmt.Errorf("scenario script: step %d: unknown wait %q", i+1, st.WaitFor)
 		}
@@ -220,6 +223,13 @@ func Reached(t domain.Thread, what string) bool {
 	case WaitText:
 		for _, m := range t.Messages {
 			if r != nil && m.RunID == r.ID && m.Role == domain.RoleAssistant && m.Text.Len() > 0 {
+				return true
+			}
+		}
+		return r != nil && r.Status.Terminal()
+	case WaitItem:
+		for _, it := range t.TurnItems {
+			if r != nil && it.RunID == r.ID {
 				return true
 			}
 		}

@@ -50,6 +50,17 @@ func TestReached(t *testing.T) {
 	if !Reached(th, WaitRunning) || Reached(th, WaitText) || Reached(th, WaitRequest) || Reached(th, WaitEnded) {
 		t.Fatal("a running run with a queued one")
 	}
+	if Reached(th, WaitItem) {
+		t.Fatal("no turn item yet")
+	}
+	th.TurnItems = []domain.TurnItem{{RunID: "r0"}}
+	if Reached(th, WaitItem) {
+		t.Fatal("another run's turn item")
+	}
+	th.TurnItems = append(th.TurnItems, domain.TurnItem{RunID: "r1", Kind: "command_execution"})
+	if !Reached(th, WaitItem) {
+		t.Fatal("the run's turn item")
+	}
 	th.Messages = []domain.Message{{RunID: "r1", Role: domain.RoleAssistant, Text: domain.NewText("hi")}}
 	th.Requests = []domain.RuntimeRequest{{Status: domain.RequestStatusPending, Delivery: domain.DeliveryLive}}
 	if !Reached(th, WaitText) || !Reached(th, WaitRequest) {
