@@ -25,3 +25,23 @@ func (e *HTTPError) write(w http.ResponseWriter, now time.Time) {
 	w.WriteHeader(e.Status)
 	_, _ = w.Write([]byte(fill(string(e.Body))))
 }
+
+// errorRepeats is a scripted error that more main calls still get
+// (HTTPError.Repeat), the script untouched: an agent that retries a 429
+// on its own sees it again. A server holds one, under its lock.
+type errorRepeats struct {
+	err  *HTTPError
+	left int
+}
+
+// serve makes e the error to repeat, Repeat more times.
+func (r *errorRepeats) serve(e *HTTPError) { r.err, r.left = e, max(e.Repeat, 0) }
+
+// again is the error a retry gets, if one is left.
+func (r *errorRepeats) again() (*HTTPError, bool) {
+	if r.left <= 0 {
+		return nil, false
+	}
+	r.left--
+	return r.err, true
+}

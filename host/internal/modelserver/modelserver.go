@@ -229,10 +229,7 @@ type Server struct {
 	next    int
 	msgSeq  int
 	toolSeq int
-	// failing is the scripted HTTP error of the last reply served and
-	// repeats how many more main calls still get it (HTTPError.Repeat).
-	failing *HTTPError
-	repeats int
+	repeats errorRepeats
 }
 
 // New returns a server serving script.
@@ -300,11 +297,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, path stri
 		}
 	} else {
 		e.Kind = "main"
-		if s.repeats > 0 {
-			// A retry of a call the script failed: the same error again,
-			// the script untouched.
-			s.repeats--
-			failing := s.failing
+		if failing, ok := s.repeats.again(); ok {
 			s.mu.Unlock()
 			e.Note = fmt.Sprintf("http_error %d (repeat)", failing.Status)
 			s.record(e, r.Header, body)
@@ -320,7 +313,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, path stri
 			reply = Reply{Content: []Block{{Type: "text", Text: s.ExhaustedText}}}
 		}
 		if he := reply.HTTPError; he != nil {
-			s.failing, s.repeats = he, he.Repeat
+			s.repeats.serve(he)
 			s.mu.Unlock()
 			e.Note = fmt.Sprintf("http_error %d", he.Status)
 			s.record(e, r.Header, body)

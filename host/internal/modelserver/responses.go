@@ -325,10 +325,7 @@ type ResponsesServer struct {
 	itemSeq int
 	callSeq int
 	entries []LogEntry
-	// repeat is the HTTP error the next main requests get again, and
-	// repeatLeft how many more of them (HTTPError.Repeat).
-	repeat     *HTTPError
-	repeatLeft int
+	repeats errorRepeats
 }
 
 // NewResponses returns a Responses API server serving script.
@@ -438,11 +435,7 @@ func (s *ResponsesServer) serveResponses(w http.ResponseWriter, r *http.Request,
 		reply = ResponsesReply{Content: []ResponsesBlock{{Type: "text", Text: s.SideText}}}
 	} else {
 		e.Kind = "main"
-		if s.repeatLeft > 0 {
-			// An agent retrying a scripted error gets it again; the script
-			// stays where it is.
-			s.repeatLeft--
-			herr := s.repeat
+		if herr, ok := s.repeats.again(); ok {
 			s.mu.Unlock()
 			e.Note = fmt.Sprintf("http-error %d (repeated)", herr.Status)
 			s.record(e, r.Header, body)
@@ -463,7 +456,7 @@ func (s *ResponsesServer) serveResponses(w http.ResponseWriter, r *http.Request,
 		}
 	}
 	if herr := reply.HTTPError; herr != nil {
-		s.repeat, s.repeatLeft = herr, max(herr.Repeat, 0)
+		s.repeats.serve(herr)
 		s.mu.Unlock()
 		e.Note = strings.TrimPrefix(e.Note+fmt.Sprintf(" http-error %d", herr.Status), " ")
 		s.record(e, r.Header, body)
