@@ -341,14 +341,23 @@ func (h Header) checkRecorded() error {
 	if m, _ := h.Metadata["model"].(string); m == "" {
 		return errors.New("a recorded transcript's header has no metadata.model (the model it was recorded with)")
 	}
+	_, err := h.CapturedAt()
+	return err
+}
+
+// CapturedAt is when a recorded transcript was recorded
+// (metadata.capturedAt): a replay that depends on the instants its frames
+// carry (a limit's reset) sets its clock there.
+func (h Header) CapturedAt() (time.Time, error) {
 	at, _ := h.Metadata["capturedAt"].(string)
 	if at == "" {
-		return errors.New("a recorded transcript's header has no metadata.capturedAt (when it was recorded)")
+		return time.Time{}, errors.New("a recorded transcript's header has no metadata.capturedAt (when it was recorded)")
 	}
-	if _, err := time.Parse(time.RFC3339, at); err != nil {
-		return fmt.Errorf("a recorded transcript's metadata.capturedAt %q is not an RFC 3339 time", at)
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("a recorded transcript's metadata.capturedAt %q is not an RFC 3339 time", at)
 	}
-	return nil
+	return t, nil
 }
 
 // CheckDescription says whether the header was made for a plugin that

@@ -165,13 +165,18 @@ func decideFireWait(t *Thread, p FireWait, env Env, d *Decision) error {
 	return nil
 }
 
-// withSteering is a continuation's text: text, then the steering messages
-// that were waiting for the attempt the limit ended to restart.
+// withSteering is a replacement attempt's input: text (a continuation's,
+// or none), then the steering messages that were waiting for the attempt
+// before it to stop, a blank line between each.
 func withSteering(text string, pending []SteeringMessage) string {
-	for _, m := range pending {
-		text += "\n\n" + m.Text
+	parts := make([]string, 0, len(pending)+1)
+	if text != "" {
+		parts = append(parts, text)
 	}
-	return text
+	for _, m := range pending {
+		parts = append(parts, m.Text)
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // wait is the armed wait with this id.
@@ -239,7 +244,11 @@ func loopAfterRun(t *Thread, runID string, env Env, d *Decision) {
 // blockedLine is the line of the run's answer that starts with the
 // BlockedMarker, without it ("": none).
 func blockedLine(t *Thread, runID string) string {
-	for _, m := range t.Messages {
+	// The run's messages come after its user message: walking back from
+	// the newest costs the run's, not the thread's history.
+	r := t.run(runID)
+	for i := len(t.Messages) - 1; i >= 0 && t.Messages[i].ID != r.MessageID; i-- {
+		m := t.Messages[i]
 		if m.RunID != runID || m.Role != RoleAssistant {
 			continue
 		}

@@ -3,7 +3,6 @@ package domain
 import (
 	"cmp"
 	"slices"
-	"strings"
 )
 
 // Provider events: what a provider session reports, bound to the app's
@@ -206,17 +205,10 @@ func turnTerminal(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Dec
 	if len(r.PendingRestart) > 0 && !r.InterruptRequested {
 		// Steering by restart: the attempt that was asked to stop has
 		// stopped; a replacement carries the steering messages.
-		runID, attemptID := r.ID, r.ActiveAttempt
-		var input strings.Builder
-		for i, m := range r.PendingRestart {
-			if i > 0 {
-				input.WriteString("\n\n")
-			}
-			input.WriteString(m.Text)
-		}
+		runID, attemptID, input := r.ID, r.ActiveAttempt, withSteering("", r.PendingRestart)
 		closeAttempt(t, runID, status.RunStatus(), d)
 		d.emit(AttemptEnded{RunID: runID, AttemptID: attemptID, Status: status.RunStatus()})
-		startAttempt(t, runID, input.String(), AttemptSteeringRestart, env, d)
+		startAttempt(t, runID, input, AttemptSteeringRestart, env, d)
 		return
 	}
 	endRun(t, r.ID, status.RunStatus(), ev.Title, ev.Failure, env, d)

@@ -26,9 +26,9 @@ func (e *env) atCapture(name string) time.Time {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	at, err := time.Parse(time.RFC3339, tr.Header.Metadata["capturedAt"].(string))
+	at, err := tr.Header.CapturedAt()
 	if err != nil {
-		e.t.Fatalf("%s: capturedAt: %v", name, err)
+		e.t.Fatalf("%s: %v", name, err)
 	}
 	e.clock.Set(at)
 	return at

@@ -2,9 +2,9 @@ package orchestrator
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -125,10 +125,6 @@ func (h *Host) armWaits(threadIDs []string) {
 	}
 }
 
-// checkOutputTail is how much of a check's output the host reads back:
-// the log keeps its last domain.MaxCheckOutput bytes.
-const checkOutputTail = domain.MaxCheckOutput
-
 // runCheck runs a loop's check in the thread's cwd, bounded by the
 // effect's timeout on the host's clock, and returns what it found.
 func (h *Host) runCheck(e domain.Effect) *domain.Command {
@@ -138,7 +134,7 @@ func (h *Host) runCheck(e domain.Effect) *domain.Command {
 		res.Error = err.Error()
 		return checkCmd(e, res)
 	}
-	ctx, cancel := clock.WithTimeout(h.stopping, h.cfg.Clock, cmpDur(e.Timeout, domain.DefaultCheckTimeout), errCheckTimeout)
+	ctx, cancel := clock.WithTimeout(h.stopping, h.cfg.Clock, cmp.Or(e.Timeout, domain.DefaultCheckTimeout), errCheckTimeout)
 	defer cancel()
 	var out tailBuffer
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", e.Text)
@@ -169,14 +165,8 @@ func checkCmd(e domain.Effect, res domain.CheckResult) *domain.Command {
 	return &domain.Command{ID: "check:" + e.ID, ThreadID: e.ThreadID, Payload: domain.RecordCheck{CheckResult: res}}
 }
 
-func cmpDur(d, or time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return or
-}
-
-// tailBuffer keeps the last checkOutputTail bytes written to it.
+// tailBuffer keeps the last domain.MaxCheckOutput bytes written to it:
+// the tail of a check's output the log keeps.
 type tailBuffer struct {
 	mu  sync.Mutex
 	buf []byte
@@ -187,7 +177,7 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - checkOutputTail; over > 0 {
+	if over := len(b.buf) - domain.MaxCheckOutput; over > 0 {
 		b.buf = append(b.buf[:0], b.buf[over:]...)
 		b.cut = true
 	}
@@ -197,6 +187,5 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 func (b *tailBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := bytes.ToValidUTF8(b.buf, []byte("\uFFFD"))
-	return fmt.Sprintf("%s", s)
+	return string(bytes.ToValidUTF8(b.buf, []byte("\uFFFD")))
 }
