@@ -19,6 +19,9 @@ type Description struct {
 	// capability name (the Note* keys): what `baton plugin list` and the
 	// README's capability matrix show beside yes and no.
 	Notes map[string]string `json:"notes,omitempty"`
+	// SDKVersion is the sdk the plugin was built with (Version); Serve
+	// sets it.
+	SDKVersion string `json:"sdkVersion,omitempty"`
 }
 
 // Keys of Description.Notes.
@@ -29,19 +32,22 @@ const (
 	NoteSubagents = "subagents"
 	NoteRollback  = "rollback"
 	NoteResume    = "resume"
+	NoteSnapshot  = "thread_snapshot"
 )
 
 // Capabilities says what a plugin can do natively. The host decides by
-// policy what to do where a capability is missing.
+// policy what to do where a capability is missing. Each field but
+// Subagents is an optional interface of the Adapter (see Implemented);
+// Subagents says the plugin reports child threads (thread_started with a
+// ParentThreadRef), which the conformance suite checks.
 type Capabilities struct {
-	NativeSteering bool `json:"nativeSteering"`
-	Interrupt      bool `json:"interrupt"`
-	Approvals      bool `json:"approvals"`
+	NativeSteering bool `json:"nativeSteering"` // Steerer
+	Interrupt      bool `json:"interrupt"`      // Interrupter
+	Approvals      bool `json:"approvals"`      // Responder
 	Subagents      bool `json:"subagents"`
-	NativeRollback bool `json:"nativeRollback"`
-	Fork           bool `json:"fork"`
-	Resume         bool `json:"resume"`
-	ThreadSnapshot bool `json:"threadSnapshot"`
+	NativeRollback bool `json:"nativeRollback"` // Rollbacker
+	Resume         bool `json:"resume"`         // Resumer
+	ThreadSnapshot bool `json:"threadSnapshot"` // SnapshotReader
 }
 
 // ProviderCommand is the provider process a session runs.
@@ -59,7 +65,8 @@ type OpenSessionRequest struct {
 	RuntimePolicy string          `json:"runtimePolicy,omitempty"`
 	Command       ProviderCommand `json:"command"`
 	// ResumeThreadRef is the provider's own thread (conversation) id to
-	// continue, when the host has one from an earlier session.
+	// continue, when the host has one from an earlier session. Only a
+	// Resumer's ResumeSession is given one.
 	ResumeThreadRef string `json:"resumeThreadRef,omitempty"`
 	// RawFrameLog is where raw provider frames are kept; empty keeps none.
 	RawFrameLog string `json:"rawFrameLog,omitempty"`
@@ -109,7 +116,8 @@ type InterruptTurnRequest struct {
 	TurnRef   string `json:"turnRef,omitempty"`
 }
 
-// Decision is an answer to a runtime request.
+// Decision is an answer to a runtime request, and how a request_resolved
+// event says it was answered (its Status, see Decision.Status).
 type Decision string
 
 const (
@@ -119,6 +127,9 @@ const (
 	DecisionCancel           Decision = "cancel"
 	DecisionAnswer           Decision = "answer"
 )
+
+// Status is the decision as a request_resolved event's status.
+func (d Decision) Status() Status { return Status(d) }
 
 // RespondToRequestRequest answers an approval or question.
 type RespondToRequestRequest struct {
@@ -230,34 +241,84 @@ const (
 	ItemUserMessage      ItemKind = "user_message"
 )
 
-// Turn terminal statuses.
+// Status is an event's status. Which statuses an event may carry depends
+// on its kind (see StatusesFor): a turn's end, an item's state, how a
+// request was decided, how the provider process ended.
+type Status string
+
+// Turn statuses: turn_terminal.
 const (
-	TurnCompleted   = "completed"
-	TurnInterrupted = "interrupted"
-	TurnFailed      = "failed"
+	TurnCompleted   Status = "completed"
+	TurnInterrupted Status = "interrupted"
+	TurnFailed      Status = "failed"
 )
 
-// Runtime exit statuses (Status of an EventRuntimeExited event).
+// Exit statuses: runtime_exited.
 const (
-	ExitExited = "exited" // the provider ended on its own, cleanly
-	ExitClosed = "closed" // the session was closed
-	ExitFailed = "failed" // the provider ended on its own with an error
+	ExitExited Status = "exited" // the provider ended on its own, cleanly
+	ExitClosed Status = "closed" // the session was closed
+	ExitFailed Status = "failed" // the provider ended on its own with an error
 )
 
-// Item statuses.
+// Item statuses: item_started, item_updated, item_completed.
 const (
-	ItemInProgress = "in_progress"
-	ItemDone       = "completed"
-	ItemFailed     = "failed"
-	ItemDeclined   = "declined"
+	ItemInProgress Status = "in_progress"
+	ItemDone       Status = "completed"
+	ItemFailed     Status = "failed"
+	ItemDeclined   Status = "declined"
+)
+
+// StatusesFor is the statuses an event of kind may carry ("" is always
+// allowed: no status), or nil when any status goes (item_updated may
+// carry a provider's own word for an item in progress) or the kind takes
+// none.
+func StatusesFor(kind EventKind) []Status {
+	switch kind {
+	case EventTurnTerminal:
+		return []Status{TurnCompleted, TurnInterrupted, TurnFailed}
+	case EventRuntimeExited:
+		return []Status{ExitExited, ExitClosed, ExitFailed}
+	case EventItemStarted, EventItemCompleted:
+		return []Status{ItemInProgress, ItemDone, ItemFailed, ItemDeclined}
+	case EventRequestResolved:
+		return []Status{DecisionAccept.Status(), DecisionAcceptForSession.Status(), DecisionDecline.Status(),
+			DecisionCancel.Status(), DecisionAnswer.Status()}
+	}
+	return nil
+}
+
+// RequestKind is what a provider asks in a request_opened event. The host
+// answers approvals by the thread's policy; questions need answers a
+// policy cannot invent, so a policy declines them; a generic request (one
+// the adapter does not know) is never answered by policy.
+type RequestKind string
+
+// Request kinds.
+const (
+	RequestPermission         RequestKind = "permission"           // use a tool
+	RequestCommandApproval    RequestKind = "command_approval"     // run a command
+	RequestFileChangeApproval RequestKind = "file_change_approval" // change files
+	RequestPermissions        RequestKind = "permissions"          // widen the sandbox
+	RequestUserInput          RequestKind = "user_input"           // a question for the user
+	RequestGeneric            RequestKind = "generic"              // anything else
+)
+
+// OptionKind is what choosing a RequestOption does.
+type OptionKind string
+
+// Option kinds.
+const (
+	OptionAllowOnce    OptionKind = "allow_once"
+	OptionAllowAlways  OptionKind = "allow_always"
+	OptionRejectOnce   OptionKind = "reject_once"
+	OptionRejectAlways OptionKind = "reject_always"
 )
 
 // RequestOption is one answer a provider offers for a request.
 type RequestOption struct {
-	ID    string `json:"id"`
-	Label string `json:"label,omitempty"`
-	// Kind is one of allow_once, allow_always, reject_once, reject_always.
-	Kind string `json:"kind,omitempty"`
+	ID    string     `json:"id"`
+	Label string     `json:"label,omitempty"`
+	Kind  OptionKind `json:"kind,omitempty"`
 }
 
 // Usage is token usage as the provider reports it.
@@ -404,9 +465,9 @@ type RuntimeEvent struct {
 	ItemKind     ItemKind        `json:"itemKind,omitempty"`
 	Title        string          `json:"title,omitempty"`
 	Text         string          `json:"text,omitempty"`
-	Status       string          `json:"status,omitempty"`
+	Status       Status          `json:"status,omitempty"`
 	RequestRef   string          `json:"requestRef,omitempty"`
-	RequestKind  string          `json:"requestKind,omitempty"`
+	RequestKind  RequestKind     `json:"requestKind,omitempty"`
 	Options      []RequestOption `json:"options,omitempty"`
 	Usage        *Usage          `json:"usage,omitempty"`
 	RateLimit    *RateLimit      `json:"rateLimit,omitempty"`

@@ -77,7 +77,7 @@ func TestApprovalAllowed(t *testing.T) {
 			}
 		case sdk.EventRequestResolved:
 			resolved++
-			if ev.Status != string(sdk.DecisionAccept) {
+			if ev.Status != sdk.DecisionAccept.Status() {
 				t.Errorf("resolved as %q", ev.Status)
 			}
 		}

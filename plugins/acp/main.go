@@ -4,11 +4,16 @@
 package main
 
 import (
+	"os"
+
 	"github.com/baton-run/baton/plugins/acp/internal/acp"
-	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/server"
 )
 
 func main() {
-	log := sdk.NewLogger("acp")
-	sdk.Serve(acp.New(log), sdk.WithLogger(log))
+	log := server.NewLogger("acp")
+	if err := server.Serve(acp.New(log), server.WithLogger(log)); err != nil {
+		log.Error("serve", "error", err)
+		os.Exit(1)
+	}
 }

@@ -6,11 +6,16 @@
 package main
 
 import (
+	"os"
+
 	"github.com/baton-run/baton/plugins/claude/internal/claude"
-	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/server"
 )
 
 func main() {
-	log := sdk.NewLogger("claude")
-	sdk.Serve(claude.New(log), sdk.WithLogger(log))
+	log := server.NewLogger("claude")
+	if err := server.Serve(claude.New(log), server.WithLogger(log)); err != nil {
+		log.Error("serve", "error", err)
+		os.Exit(1)
+	}
 }

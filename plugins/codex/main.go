@@ -5,11 +5,16 @@
 package main
 
 import (
+	"os"
+
 	"github.com/baton-run/baton/plugins/codex/internal/codex"
-	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/server"
 )
 
 func main() {
-	log := sdk.NewLogger("codex")
-	sdk.Serve(codex.New(log), sdk.WithLogger(log))
+	log := server.NewLogger("codex")
+	if err := server.Serve(codex.New(log), server.WithLogger(log)); err != nil {
+		log.Error("serve", "error", err)
+		os.Exit(1)
+	}
 }

@@ -6,11 +6,16 @@
 package main
 
 import (
+	"os"
+
 	"github.com/baton-run/baton/plugins/cursor/internal/cursor"
-	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/server"
 )
 
 func main() {
-	log := sdk.NewLogger("cursor")
-	sdk.Serve(cursor.New(log), sdk.WithLogger(log))
+	log := server.NewLogger("cursor")
+	if err := server.Serve(cursor.New(log), server.WithLogger(log)); err != nil {
+		log.Error("serve", "error", err)
+		os.Exit(1)
+	}
 }

@@ -343,8 +343,9 @@ func TestToolVariants(t *testing.T) {
 	s.StartTurn(t, "Look around, tidy notes.txt and check the build.")
 	evs := s.WaitTurn(t)
 	type item struct {
-		kind          sdk.ItemKind
-		title, status string
+		kind   sdk.ItemKind
+		title  string
+		status sdk.Status
 	}
 	var got []item
 	for _, ev := range only(evs, sdk.EventItemCompleted, "") {
@@ -431,8 +432,8 @@ func TestNoApprovalChannel(t *testing.T) {
 		t.Errorf("command: %+v", cmd)
 	}
 	err := p.RespondToRequest(context.Background(), sdk.RespondToRequestRequest{SessionID: s.ID, RequestRef: "any", Decision: sdk.DecisionAccept})
-	if !errors.Is(err, sdk.ErrUnknownRequest) {
-		t.Errorf("answering a request: %v", err)
+	if !errors.Is(err, sdk.ErrUnsupported) {
+		t.Errorf("answering a request of a plugin without approvals: %v", err)
 	}
 	s.Close(t)
 }

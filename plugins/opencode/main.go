@@ -5,11 +5,16 @@
 package main
 
 import (
+	"os"
+
 	"github.com/baton-run/baton/plugins/opencode/internal/opencode"
-	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/server"
 )
 
 func main() {
-	log := sdk.NewLogger("opencode")
-	sdk.Serve(opencode.New(log), sdk.WithLogger(log))
+	log := server.NewLogger("opencode")
+	if err := server.Serve(opencode.New(log), server.WithLogger(log)); err != nil {
+		log.Error("serve", "error", err)
+		os.Exit(1)
+	}
 }

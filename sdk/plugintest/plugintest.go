@@ -42,6 +42,7 @@ import (
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/pluginclient"
 	"github.com/baton-run/baton/sdk/replay"
 	"github.com/baton-run/baton/sdk/transcript"
 )
@@ -168,7 +169,7 @@ func transcriptArg(argv []string) string {
 
 // Plugin is a plugin process started for a test.
 type Plugin struct {
-	*sdk.Plugin
+	*pluginclient.Plugin
 	Description sdk.Description
 }
 
@@ -176,7 +177,7 @@ type Plugin struct {
 // describes itself sensibly. It is killed when the test ends.
 func Start(t testing.TB, bin string) *Plugin {
 	t.Helper()
-	p, err := sdk.Launch(sdk.LaunchConfig{Path: bin, Logger: hclog.New(&hclog.LoggerOptions{
+	p, err := pluginclient.Launch(pluginclient.LaunchConfig{Path: bin, Logger: hclog.New(&hclog.LoggerOptions{
 		Name: "plugin", Level: hclog.Warn, Output: testWriter{t}})})
 	if err != nil {
 		t.Fatalf("launch plugin: %v", err)

@@ -102,7 +102,7 @@ func (g *globals) plugins(ctx context.Context) ([]sdk.Description, error) {
 			cp := p.GetCapabilities()
 			descs = append(descs, sdk.Description{Name: p.GetName(), Version: p.GetVersion(), WireProtocol: p.GetWireProtocol(), Notes: p.GetNotes(),
 				Capabilities: sdk.Capabilities{NativeSteering: cp.GetNativeSteering(), Interrupt: cp.GetInterrupt(), Approvals: cp.GetApprovals(),
-					Subagents: cp.GetSubagents(), NativeRollback: cp.GetNativeRollback(), Fork: cp.GetFork(), Resume: cp.GetResume(),
+					Subagents: cp.GetSubagents(), NativeRollback: cp.GetNativeRollback(), Resume: cp.GetResume(),
 					ThreadSnapshot: cp.GetThreadSnapshot()}})
 		}
 		return descs, nil

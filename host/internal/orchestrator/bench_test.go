@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/pluginclient"
 	"github.com/baton-run/baton/sdk/plugintest"
 )
 
@@ -60,7 +61,7 @@ func BenchmarkRun(b *testing.B) {
 }
 
 func BenchmarkPluginOnly(b *testing.B) {
-	p, err := sdk.Launch(sdk.LaunchConfig{Path: filepath.Join(pluginDir, "baton-plugin-acp")})
+	p, err := pluginclient.Launch(pluginclient.LaunchConfig{Path: filepath.Join(pluginDir, "baton-plugin-acp")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func BenchmarkPluginTurn(b *testing.B) {
 	b.Setenv("BATON_REPLAYPEER", peerBin) // plugintest.PeerCommand's peer
 	for _, provider := range []string{"acp", "codex", "claude", "cursor", "opencode"} {
 		b.Run(provider, func(b *testing.B) {
-			p, err := sdk.Launch(sdk.LaunchConfig{Path: filepath.Join(pluginDir, "baton-plugin-"+provider)})
+			p, err := pluginclient.Launch(pluginclient.LaunchConfig{Path: filepath.Join(pluginDir, "baton-plugin-"+provider)})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -298,7 +299,7 @@ func BenchmarkReplayPipeline(b *testing.B) {
 	b.Run("deltas=100000/plugin-only", func(b *testing.B) {
 		const n = 100000
 		transcript := deltaTranscript(b, n, 0)
-		p, err := sdk.Launch(sdk.LaunchConfig{Path: filepath.Join(pluginDir, "baton-plugin-acp")})
+		p, err := pluginclient.Launch(pluginclient.LaunchConfig{Path: filepath.Join(pluginDir, "baton-plugin-acp")})
 		if err != nil {
 			b.Fatal(err)
 		}

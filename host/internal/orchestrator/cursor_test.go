@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/pluginclient"
 	"github.com/baton-run/baton/sdk/plugintest"
 )
 
@@ -266,7 +266,7 @@ func TestCursorFailureWithoutResult(t *testing.T) {
 // asking a client about everything, nothing is asked: the CLI itself
 // refused the command (the item is declined) and the run completes.
 func TestCursorNoApprovals(t *testing.T) {
-	p, err := sdk.Launch(sdk.LaunchConfig{Path: filepath.Join(pluginDir, "baton-plugin-cursor"),
+	p, err := pluginclient.Launch(pluginclient.LaunchConfig{Path: filepath.Join(pluginDir, "baton-plugin-cursor"),
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Warn, Output: testWriter{t}})})
 	if err != nil {
 		t.Fatal(err)

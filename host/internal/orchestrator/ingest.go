@@ -95,10 +95,10 @@ func (h *Host) ingestEvents(threadID, sessionID, cmdID string, evs []domain.Prov
 func toDomain(ev sdk.RuntimeEvent) domain.ProviderEvent {
 	pe := domain.ProviderEvent{Sequence: ev.Sequence, Kind: domain.EventKind(ev.Kind), ClientTurnID: ev.ClientTurnID, RawFrame: ev.RawFrame, ThreadRef: ev.ThreadRef,
 		ParentThreadRef: ev.ParentThreadRef, TurnRef: ev.TurnRef, ItemRef: ev.ItemRef, ItemKind: domain.NodeKind(ev.ItemKind),
-		Title: ev.Title, Text: ev.Text, Status: ev.Status, RequestRef: ev.RequestRef, RequestKind: domain.RequestKind(ev.RequestKind),
+		Title: ev.Title, Text: ev.Text, Status: string(ev.Status), RequestRef: ev.RequestRef, RequestKind: domain.RequestKind(ev.RequestKind),
 		ThreadUsable: ev.ThreadUsable, Detail: ev.Detail}
 	for _, o := range ev.Options {
-		pe.Options = append(pe.Options, domain.RequestOption{ID: o.ID, Label: o.Label, Kind: o.Kind})
+		pe.Options = append(pe.Options, domain.RequestOption{ID: o.ID, Label: o.Label, Kind: string(o.Kind)})
 	}
 	if u := ev.Usage; u != nil {
 		pe.Usage = &domain.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens,

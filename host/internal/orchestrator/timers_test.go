@@ -22,8 +22,8 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/pluginclient"
 	"github.com/baton-run/baton/sdk/plugintest"
 )
 
@@ -323,7 +323,7 @@ func TestCloseKillsAPluginThatDoesNotShutDown(t *testing.T) {
 	if err := e.clock.WaitTimers(ctx, 1); err != nil {
 		t.Fatalf("Close waits for the stopped plugin with no kill grace on the host's clock (go-plugin's shutdown request has no deadline): %v", err)
 	}
-	if diff := cmp.Diff([]time.Duration{sdk.DefaultKillGrace}, e.clock.Pending()); diff != "" {
+	if diff := cmp.Diff([]time.Duration{pluginclient.DefaultKillGrace}, e.clock.Pending()); diff != "" {
 		t.Fatalf("pending timers while the plugin is asked to shut down (-want +got):\n%s", diff)
 	}
 	select {
@@ -334,7 +334,7 @@ func TestCloseKillsAPluginThatDoesNotShutDown(t *testing.T) {
 	if plugintest.Exited(t, plugin, 0) {
 		t.Fatal("the plugin was killed before the kill grace was up")
 	}
-	e.clock.Advance(sdk.DefaultKillGrace)
+	e.clock.Advance(pluginclient.DefaultKillGrace)
 	select {
 	case err := <-closed:
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/pluginclient"
 )
 
 // Config says where plugins are.
@@ -44,7 +45,7 @@ type Manager struct {
 
 // Plugin is a started plugin with its description.
 type Plugin struct {
-	*sdk.Plugin
+	*pluginclient.Plugin
 	Name        string
 	Path        string
 	Description sdk.Description
@@ -133,7 +134,7 @@ func (m *Manager) Get(ctx context.Context, name string) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp, err := sdk.Launch(sdk.LaunchConfig{Path: path, Checksum: sum, Logger: m.cfg.Logger.Named(name),
+	sp, err := pluginclient.Launch(pluginclient.LaunchConfig{Path: path, Checksum: sum, Logger: m.cfg.Logger.Named(name),
 		Clock: m.cfg.Clock, KillGrace: m.cfg.KillGrace})
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", name, err)

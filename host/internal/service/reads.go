@@ -123,7 +123,7 @@ func (s *Server) ListPlugins(ctx context.Context, _ *batonv1.ListPluginsRequest)
 		c := d.Capabilities
 		pb := &batonv1.Plugin{Name: p.Name, Version: d.Version, WireProtocol: d.WireProtocol, Path: p.Path, Notes: d.Notes,
 			Capabilities: &batonv1.Capabilities{NativeSteering: c.NativeSteering, Interrupt: c.Interrupt, Approvals: c.Approvals,
-				Subagents: c.Subagents, NativeRollback: c.NativeRollback, Fork: c.Fork, Resume: c.Resume, ThreadSnapshot: c.ThreadSnapshot}}
+				Subagents: c.Subagents, NativeRollback: c.NativeRollback, Resume: c.Resume, ThreadSnapshot: c.ThreadSnapshot}}
 		if p.Err != nil {
 			pb.Notes = map[string]string{"error": p.Err.Error()}
 		}

@@ -94,7 +94,7 @@ func TestListPlugins(t *testing.T) {
 		d, c := p.Description, p.Description.Capabilities
 		want = append(want, &batonv1.Plugin{Name: name, Version: d.Version, WireProtocol: d.WireProtocol, Notes: d.Notes, Path: p.Path,
 			Capabilities: &batonv1.Capabilities{NativeSteering: c.NativeSteering, Interrupt: c.Interrupt, Approvals: c.Approvals,
-				Subagents: c.Subagents, NativeRollback: c.NativeRollback, Fork: c.Fork, Resume: c.Resume, ThreadSnapshot: c.ThreadSnapshot}})
+				Subagents: c.Subagents, NativeRollback: c.NativeRollback, Resume: c.Resume, ThreadSnapshot: c.ThreadSnapshot}})
 	}
 	if len(want) < 2 {
 		t.Fatalf("only %d plugins installed in %s", len(want), pluginDir)

@@ -158,9 +158,13 @@ type Capabilities struct {
 	Approvals      bool                   `protobuf:"varint,3,opt,name=approvals,proto3" json:"approvals,omitempty"`
 	Subagents      bool                   `protobuf:"varint,4,opt,name=subagents,proto3" json:"subagents,omitempty"`
 	NativeRollback bool                   `protobuf:"varint,5,opt,name=native_rollback,json=nativeRollback,proto3" json:"native_rollback,omitempty"`
-	Fork           bool                   `protobuf:"varint,6,opt,name=fork,proto3" json:"fork,omitempty"`
-	Resume         bool                   `protobuf:"varint,7,opt,name=resume,proto3" json:"resume,omitempty"`
-	ThreadSnapshot bool                   `protobuf:"varint,8,opt,name=thread_snapshot,json=threadSnapshot,proto3" json:"thread_snapshot,omitempty"`
+	// fork was never implemented by any plugin; sdk v1 neither sets nor
+	// reads it.
+	//
+	// Deprecated: Marked as deprecated in plugin.proto.
+	Fork           bool `protobuf:"varint,6,opt,name=fork,proto3" json:"fork,omitempty"`
+	Resume         bool `protobuf:"varint,7,opt,name=resume,proto3" json:"resume,omitempty"`
+	ThreadSnapshot bool `protobuf:"varint,8,opt,name=thread_snapshot,json=threadSnapshot,proto3" json:"thread_snapshot,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -230,6 +234,7 @@ func (x *Capabilities) GetNativeRollback() bool {
 	return false
 }
 
+// Deprecated: Marked as deprecated in plugin.proto.
 func (x *Capabilities) GetFork() bool {
 	if x != nil {
 		return x.Fork
@@ -261,7 +266,10 @@ type DescribeResponse struct {
 	// notes say how the plugin does each capability, or why it cannot, by
 	// capability name (steering, interrupt, approvals, subagents, rollback,
 	// resume).
-	Notes         map[string]string `protobuf:"bytes,5,rep,name=notes,proto3" json:"notes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Notes map[string]string `protobuf:"bytes,5,rep,name=notes,proto3" json:"notes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// sdk_version is the sdk release the plugin was built with (added in
+	// sdk v1.0.0; empty from a plugin built before).
+	SdkVersion    string `protobuf:"bytes,6,opt,name=sdk_version,json=sdkVersion,proto3" json:"sdk_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -329,6 +337,13 @@ func (x *DescribeResponse) GetNotes() map[string]string {
 		return x.Notes
 	}
 	return nil
+}
+
+func (x *DescribeResponse) GetSdkVersion() string {
+	if x != nil {
+		return x.SdkVersion
+	}
+	return ""
 }
 
 type ProviderCommand struct {
@@ -2037,22 +2052,24 @@ var File_plugin_proto protoreflect.FileDescriptor
 const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"\fplugin.proto\x12\x0fbaton.plugin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x11\n" +
-	"\x0fDescribeRequest\"\x8f\x02\n" +
+	"\x0fDescribeRequest\"\x93\x02\n" +
 	"\fCapabilities\x12'\n" +
 	"\x0fnative_steering\x18\x01 \x01(\bR\x0enativeSteering\x12\x1c\n" +
 	"\tinterrupt\x18\x02 \x01(\bR\tinterrupt\x12\x1c\n" +
 	"\tapprovals\x18\x03 \x01(\bR\tapprovals\x12\x1c\n" +
 	"\tsubagents\x18\x04 \x01(\bR\tsubagents\x12'\n" +
-	"\x0fnative_rollback\x18\x05 \x01(\bR\x0enativeRollback\x12\x12\n" +
-	"\x04fork\x18\x06 \x01(\bR\x04fork\x12\x16\n" +
+	"\x0fnative_rollback\x18\x05 \x01(\bR\x0enativeRollback\x12\x16\n" +
+	"\x04fork\x18\x06 \x01(\bB\x02\x18\x01R\x04fork\x12\x16\n" +
 	"\x06resume\x18\a \x01(\bR\x06resume\x12'\n" +
-	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\xa6\x02\n" +
+	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\xc7\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12#\n" +
 	"\rwire_protocol\x18\x03 \x01(\tR\fwireProtocol\x12A\n" +
 	"\fcapabilities\x18\x04 \x01(\v2\x1d.baton.plugin.v1.CapabilitiesR\fcapabilities\x12B\n" +
-	"\x05notes\x18\x05 \x03(\v2,.baton.plugin.v1.DescribeResponse.NotesEntryR\x05notes\x1a8\n" +
+	"\x05notes\x18\x05 \x03(\v2,.baton.plugin.v1.DescribeResponse.NotesEntryR\x05notes\x12\x1f\n" +
+	"\vsdk_version\x18\x06 \x01(\tR\n" +
+	"sdkVersion\x1a8\n" +
 	"\n" +
 	"NotesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +

@@ -17,6 +17,7 @@ import (
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/jsonrpcproc"
+	"github.com/baton-run/baton/sdk/sessions"
 )
 
 // Version is the plugin's version.
@@ -33,7 +34,7 @@ type Adapter struct {
 	log   hclog.Logger
 	clock clock.Clock
 
-	sessions sdk.Sessions[*session]
+	sessions sessions.Table[*session]
 }
 
 // Option configures an Adapter.
@@ -94,6 +95,12 @@ type session struct {
 	now          func() time.Time // the adapter's clock
 	closed       bool
 	exited       chan struct{}
+}
+
+// ResumeSession implements sdk.Resumer: OpenSession continues
+// req.ResumeThreadRef when it is set.
+func (a *Adapter) ResumeSession(ctx context.Context, req sdk.OpenSessionRequest, emit sdk.Emitter) (sdk.OpenSessionResponse, error) {
+	return a.OpenSession(ctx, req, emit)
 }
 
 // OpenSession implements sdk.Adapter: start the agent, initialize, and open
@@ -430,7 +437,7 @@ func (s *session) permission(id jsonrpc2.ID, ch chan permissionOutcome, params [
 	_ = json.Unmarshal(p.ToolCall, &tool)
 	opts := make([]sdk.RequestOption, 0, len(p.Options))
 	for _, o := range p.Options {
-		opts = append(opts, sdk.RequestOption{ID: o.OptionID, Label: o.Name, Kind: o.Kind})
+		opts = append(opts, sdk.RequestOption{ID: o.OptionID, Label: o.Name, Kind: sdk.OptionKind(o.Kind)})
 	}
 	s.mu.Lock()
 	turnRef, thread := "", s.acpSession
@@ -442,12 +449,12 @@ func (s *session) permission(id jsonrpc2.ID, ch chan permissionOutcome, params [
 		RequestRef: ref, RequestKind: "permission", ItemRef: tool.ToolCallID, Title: deref(tool.Title), Options: opts,
 		Detail: p.ToolCall})
 
-	var decision string
+	var decision sdk.Status
 	select {
 	case o := <-ch:
-		decision = o.Outcome
+		decision = sdk.Status(o.Outcome)
 	case <-s.ctx.Done():
-		decision = string(sdk.DecisionCancel)
+		decision = sdk.DecisionCancel.Status()
 	}
 	outcome := pickOption(p.Options, sdk.Decision(decision))
 	// The resolution is emitted before the reply: the reply lets the agent

@@ -90,7 +90,7 @@ func toolItemKind(kind string) sdk.ItemKind {
 
 // toolStatus maps an ACP tool status to an item status; done says whether
 // the item has ended.
-func toolStatus(s string) (status string, done bool) {
+func toolStatus(s string) (status sdk.Status, done bool) {
 	switch s {
 	case "completed":
 		return sdk.ItemDone, true
@@ -196,7 +196,7 @@ func (n *normalizer) outsideTurn(u update) []sdk.RuntimeEvent {
 }
 
 // stopStatus maps an ACP stop reason to a turn status.
-func stopStatus(reason string) (string, *sdk.Failure) {
+func stopStatus(reason string) (sdk.Status, *sdk.Failure) {
 	switch reason {
 	case "end_turn", "max_tokens", "max_turn_requests":
 		return sdk.TurnCompleted, nil

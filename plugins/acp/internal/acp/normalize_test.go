@@ -23,7 +23,7 @@ func upd(t *testing.T, n *normalizer, params string) []sdk.RuntimeEvent {
 func kinds(evs []sdk.RuntimeEvent) string {
 	var ks []string
 	for _, e := range evs {
-		ks = append(ks, string(e.Kind)+":"+string(e.ItemKind)+":"+e.Status)
+		ks = append(ks, string(e.Kind)+":"+string(e.ItemKind)+":"+string(e.Status))
 	}
 	return strings.Join(ks, " ")
 }
@@ -76,7 +76,7 @@ func TestNormalizerStreamsAndClosesItems(t *testing.T) {
 }
 
 func TestStopReasons(t *testing.T) {
-	for reason, want := range map[string]string{"end_turn": sdk.TurnCompleted, "max_tokens": sdk.TurnCompleted,
+	for reason, want := range map[string]sdk.Status{"end_turn": sdk.TurnCompleted, "max_tokens": sdk.TurnCompleted,
 		"max_turn_requests": sdk.TurnCompleted, "cancelled": sdk.TurnInterrupted, "refusal": sdk.TurnFailed, "weird": sdk.TurnFailed} {
 		n := newNormalizer("s", "p")
 		n.startTurn()

@@ -20,6 +20,7 @@ import (
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
+	"github.com/baton-run/baton/sdk/sessions"
 )
 
 // Version is the plugin's version.
@@ -52,7 +53,7 @@ type Adapter struct {
 	log hclog.Logger
 	ids *idSource
 
-	sessions sdk.Sessions[*session]
+	sessions sessions.Table[*session]
 }
 
 // Option configures an Adapter.
@@ -78,7 +79,7 @@ func (a *Adapter) Describe() sdk.Description {
 		Name:         "claude",
 		Version:      Version,
 		WireProtocol: WireProtocol,
-		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Subagents: true, Resume: true},
+		Capabilities: sdk.Capabilities{NativeSteering: true, Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Resume: true},
 		Notes: map[string]string{
 			sdk.NoteSteering:  "a user message written into the running turn",
 			sdk.NoteInterrupt: "`interrupt` control request",
@@ -157,6 +158,12 @@ func (p *process) tookMessage() {
 		close(p.queuedCh)
 		p.queuedCh = nil
 	}
+}
+
+// ResumeSession implements sdk.Resumer: OpenSession continues
+// req.ResumeThreadRef when it is set.
+func (a *Adapter) ResumeSession(ctx context.Context, req sdk.OpenSessionRequest, emit sdk.Emitter) (sdk.OpenSessionResponse, error) {
+	return a.OpenSession(ctx, req, emit)
 }
 
 // OpenSession implements sdk.Adapter: start the CLI and initialize the

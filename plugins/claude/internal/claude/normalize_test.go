@@ -130,7 +130,7 @@ func TestResultStatus(t *testing.T) {
 		name        string
 		r           resultFrame
 		interrupted bool
-		status      string
+		status      sdk.Status
 		code        string
 	}{
 		{"success", resultFrame{Subtype: "success", TerminalReason: "completed"}, false, sdk.TurnCompleted, ""},

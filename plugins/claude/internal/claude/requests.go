@@ -19,7 +19,7 @@ const (
 // permissionRequest is a can_use_tool request the CLI waits on.
 type permissionRequest struct {
 	id     string // the CLI's request_id
-	kind   string
+	kind   sdk.RequestKind
 	thread string
 	turn   string
 	body   controlRequestBody
@@ -32,7 +32,7 @@ func requestRef(id string) string { return "req-" + id }
 // or cancel when it can no longer be answered.
 func (q *permissionRequest) resolved(d sdk.Decision, text string) sdk.RuntimeEvent {
 	return sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: requestRef(q.id),
-		RequestKind: q.kind, Status: string(d), Text: text}
+		RequestKind: q.kind, Status: d.Status(), Text: text}
 }
 
 // permissionOptions are the answers a can_use_tool request takes.

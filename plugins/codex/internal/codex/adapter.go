@@ -17,6 +17,7 @@ import (
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/jsonrpcproc"
+	"github.com/baton-run/baton/sdk/sessions"
 )
 
 // Version is the plugin's version (sent to codex as clientInfo.version).
@@ -55,7 +56,7 @@ func approvalPolicy(runtimePolicy string) (string, error) {
 type Adapter struct {
 	log hclog.Logger
 
-	sessions sdk.Sessions[*session]
+	sessions sessions.Table[*session]
 }
 
 // New returns an adapter that logs to log.
@@ -69,7 +70,7 @@ func (a *Adapter) Describe() sdk.Description {
 		Name:         "codex",
 		Version:      Version,
 		WireProtocol: WireProtocol,
-		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Subagents: true, Resume: true},
+		Capabilities: sdk.Capabilities{NativeSteering: true, Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Resume: true},
 		Notes: map[string]string{
 			sdk.NoteSteering:  "`turn/steer`",
 			sdk.NoteInterrupt: "`turn/interrupt`",
@@ -107,6 +108,12 @@ type session struct {
 type pendingRequest struct {
 	*serverRequest
 	id jsonrpc2.ID
+}
+
+// ResumeSession implements sdk.Resumer: OpenSession continues
+// req.ResumeThreadRef when it is set.
+func (a *Adapter) ResumeSession(ctx context.Context, req sdk.OpenSessionRequest, emit sdk.Emitter) (sdk.OpenSessionResponse, error) {
+	return a.OpenSession(ctx, req, emit)
 }
 
 // OpenSession implements sdk.Adapter: start codex, initialize, and start
@@ -245,7 +252,7 @@ func (s *session) cancelPending() {
 	for _, ref := range slices.Sorted(maps.Keys(s.pending)) {
 		q := s.pending[ref]
 		evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-			RequestRef: ref, Status: string(sdk.DecisionCancel)})
+			RequestRef: ref, Status: sdk.DecisionCancel.Status()})
 		delete(s.pending, ref)
 	}
 	s.mu.Unlock()
@@ -365,7 +372,7 @@ func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequest
 	// The resolution is emitted before the reply: the reply lets codex go
 	// on, and what it does next (even ending the turn) must come after.
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-		RequestRef: req.RequestRef, RequestKind: q.kind, Status: string(req.Decision)})
+		RequestRef: req.RequestRef, RequestKind: q.kind, Status: req.Decision.Status()})
 	if rerr != nil {
 		err = s.c.RPC.ReplyWithError(s.ctx, q.id, &jsonrpc2.Error{Code: rerr.Code, Message: rerr.Message})
 	} else {
@@ -451,7 +458,7 @@ func (s *session) resolvedByCodex(params json.RawMessage) []sdk.RuntimeEvent {
 	}
 	delete(s.pending, ref)
 	return []sdk.RuntimeEvent{{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: ref,
-		RequestKind: q.kind, Status: string(sdk.DecisionCancel), Text: "codex withdrew the request"}}
+		RequestKind: q.kind, Status: sdk.DecisionCancel.Status(), Text: "codex withdrew the request"}}
 }
 
 var (

@@ -35,7 +35,7 @@ func kinds(evs []sdk.RuntimeEvent) string {
 	for _, e := range evs {
 		k := string(e.Kind)
 		if e.ItemKind != "" || e.Status != "" {
-			k += ":" + string(e.ItemKind) + ":" + e.Status
+			k += ":" + string(e.ItemKind) + ":" + string(e.Status)
 		}
 		ks = append(ks, k)
 	}
@@ -183,7 +183,9 @@ func TestChildThreads(t *testing.T) {
 
 func TestTurnEnds(t *testing.T) {
 	for _, c := range []struct {
-		turn, status, code, msg string
+		turn      string
+		status    sdk.Status
+		code, msg string
 	}{
 		{`{"id":"u","status":"completed"}`, sdk.TurnCompleted, "", ""},
 		{`{"id":"u","status":"interrupted","error":null}`, sdk.TurnInterrupted, "", ""},
@@ -290,8 +292,10 @@ func TestOpenRequest(t *testing.T) {
 	n := newNormalizer("T", "/ws")
 	feed(n, `{"method":"item/started","params":{"threadId":"T","turnId":"u","item":{"type":"fileChange","id":"f","changes":[{"path":"/ws/a.go"}]}}}`)
 	for _, c := range []struct {
-		method, params, kind, title, item string
-		options                           int
+		method, params string
+		kind           sdk.RequestKind
+		title, item    string
+		options        int
 	}{
 		{"item/commandExecution/requestApproval", `{"threadId":"T","turnId":"u","itemId":"c","command":"ls","availableDecisions":["accept",{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["ls"]}},"acceptForSession","decline","cancel","later"]}`, "command_approval", "ls", "c", 4},
 		{"item/fileChange/requestApproval", `{"threadId":"T","turnId":"u","itemId":"f","reason":"outside"}`, "file_change_approval", "a.go: outside", "f", 0},

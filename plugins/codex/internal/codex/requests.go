@@ -19,7 +19,7 @@ const (
 )
 
 // requestKinds maps the server request methods this plugin understands.
-var requestKinds = map[string]string{
+var requestKinds = map[string]sdk.RequestKind{
 	"item/commandExecution/requestApproval": kindCommandApproval,
 	"item/fileChange/requestApproval":       kindFileChangeApproval,
 	"item/permissions/requestApproval":      kindPermissions,
@@ -30,7 +30,7 @@ var requestKinds = map[string]string{
 type serverRequest struct {
 	ref    string
 	method string
-	kind   string
+	kind   sdk.RequestKind
 	thread string
 	turn   string
 	params requestParams

@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
 	"github.com/baton-run/baton/sdk/providerproc"
+	"github.com/baton-run/baton/sdk/sessions"
 )
 
 // Version is the plugin's version.
@@ -63,7 +64,7 @@ func Args(cwd, model, resume string, force bool, prompt string) []string {
 type Adapter struct {
 	log      hclog.Logger
 	clock    clock.Clock
-	sessions sdk.Sessions[*session]
+	sessions sessions.Table[*session]
 }
 
 // Option configures an Adapter.
@@ -154,6 +155,12 @@ func (tp *turnProc) stop() {
 // report says in one sentence how the process ended and why, as far as
 // it said (the end of its stderr).
 func (tp *turnProc) report() string { return tp.proc.ExitReport("without a result") }
+
+// ResumeSession implements sdk.Resumer: OpenSession continues
+// req.ResumeThreadRef when it is set.
+func (a *Adapter) ResumeSession(ctx context.Context, req sdk.OpenSessionRequest, emit sdk.Emitter) (sdk.OpenSessionResponse, error) {
+	return a.OpenSession(ctx, req, emit)
+}
 
 // OpenSession implements sdk.Adapter. No process starts until a turn does;
 // a chat to resume is taken as resumed (its id goes with --resume on every
@@ -337,14 +344,6 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 	tp.mu.Unlock()
 	tp.stop()
 	return nil
-}
-
-// RespondToRequest implements sdk.Adapter. Print mode opens no requests.
-func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequestRequest) error {
-	if _, err := a.sessions.Get(req.SessionID); err != nil {
-		return err
-	}
-	return sdk.Errorf(sdk.ErrUnknownRequest, "request %q: cursor-agent in print mode asks for nothing", req.RequestRef)
 }
 
 // CloseSession implements sdk.Adapter: a running process is stopped (its

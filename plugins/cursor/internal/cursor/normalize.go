@@ -295,7 +295,7 @@ func (n *normalizer) describeTool(tc toolCall) (sdk.ItemKind, string) {
 // toolStatus is a completed call's item status: a success is completed
 // (a command that exited non-zero failed), an error failed, a rejection
 // declined.
-func toolStatus(tc toolCall, res toolResult) string {
+func toolStatus(tc toolCall, res toolResult) sdk.Status {
 	switch res.Outcome {
 	case "error":
 		return sdk.ItemFailed
@@ -388,7 +388,7 @@ func (n *normalizer) result(e *event, raw []byte) []sdk.RuntimeEvent {
 }
 
 // closeOpen ends every open item; tool calls still running get status.
-func (n *normalizer) closeOpen(status string) []sdk.RuntimeEvent {
+func (n *normalizer) closeOpen(status sdk.Status) []sdk.RuntimeEvent {
 	out := n.closeThinking()
 	out = append(out, n.closeMessage()...)
 	refs := make([]string, 0, len(n.tools))

@@ -215,11 +215,12 @@ func TestDecodeEventSaysWhatIsWrong(t *testing.T) {
 // a failure's message.
 func TestToolCompletion(t *testing.T) {
 	for _, tc := range []struct {
-		name, call, result  string
-		kind                sdk.ItemKind
-		title, status, text string
-		detailKey           string
-		detailValue         any
+		name, call, result string
+		kind               sdk.ItemKind
+		title, text        string
+		status             sdk.Status
+		detailKey          string
+		detailValue        any
 	}{
 		{name: "command exits 2", call: `"shellToolCall":{"args":{"command":"go vet"}`,
 			result: `{"success":{"exitCode":2,"stdout":"out\n","stderr":"err\n","executionTime":40}}`,

@@ -39,7 +39,7 @@ func (e events) Emit(ev sdk.RuntimeEvent) { e <- ev }
 // step is what a test compares of an event.
 type step struct {
 	Kind   sdk.EventKind
-	Status string
+	Status sdk.Status
 	Text   string
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/baton-run/baton/sdk/lineproc"
 	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/providerproc"
+	"github.com/baton-run/baton/sdk/sessions"
 	"github.com/baton-run/baton/sdk/sse"
 )
 
@@ -96,7 +97,7 @@ func configEnv(env []string, permission map[string]string) (string, error) {
 type Adapter struct {
 	log      hclog.Logger
 	clock    clock.Clock
-	sessions sdk.Sessions[*session]
+	sessions sessions.Table[*session]
 }
 
 // Option configures an Adapter.
@@ -123,7 +124,7 @@ func (a *Adapter) Describe() sdk.Description {
 		Name:         "opencode",
 		Version:      Version,
 		WireProtocol: WireProtocol,
-		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Subagents: true, Resume: true},
+		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Resume: true},
 		Notes: map[string]string{
 			sdk.NoteSteering:  "a prompt sent while busy is only queued: answered after the current answer, which it cannot change",
 			sdk.NoteInterrupt: "`POST /session/{id}/abort`",
@@ -162,12 +163,19 @@ type session struct {
 
 // pendingRequest is a permission request waiting for the host's answer.
 type pendingRequest struct {
-	thread, turn, kind, callID string
+	thread, turn, callID string
+	kind                 sdk.RequestKind
 }
 
 // listening finds the server's address in a stdout line: on 127.0.0.1,
 // where the plugin asked it to listen (and the only network target).
 var listening = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+`)
+
+// ResumeSession implements sdk.Resumer: OpenSession continues
+// req.ResumeThreadRef when it is set.
+func (a *Adapter) ResumeSession(ctx context.Context, req sdk.OpenSessionRequest, emit sdk.Emitter) (sdk.OpenSessionResponse, error) {
+	return a.OpenSession(ctx, req, emit)
+}
 
 // OpenSession implements sdk.Adapter: start the server, open its event
 // stream, and create (or find) the session.
@@ -421,7 +429,7 @@ func (s *session) handle(data []byte, frame uint64) {
 					s.norm.rejectedCall(q.callID)
 				}
 				evs = []sdk.RuntimeEvent{{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: p.RequestID,
-					RequestKind: q.kind, Status: string(sdk.DecisionCancel), Text: "opencode resolved the request itself (" + p.Reply + ")"}}
+					RequestKind: q.kind, Status: sdk.DecisionCancel.Status(), Text: "opencode resolved the request itself (" + p.Reply + ")"}}
 			}
 		}
 	default:
@@ -507,7 +515,7 @@ func (s *session) cancelPending() {
 	for _, ref := range slices.Sorted(maps.Keys(s.pending)) {
 		q := s.pending[ref]
 		evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-			RequestRef: ref, RequestKind: q.kind, Status: string(sdk.DecisionCancel)})
+			RequestRef: ref, RequestKind: q.kind, Status: sdk.DecisionCancel.Status()})
 		delete(s.pending, ref)
 	}
 	s.mu.Unlock()
@@ -684,7 +692,7 @@ func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequest
 	// The resolution is emitted before the reply: the reply lets opencode
 	// go on, and what it does next must come after.
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-		RequestRef: req.RequestRef, RequestKind: q.kind, Status: string(req.Decision)})
+		RequestRef: req.RequestRef, RequestKind: q.kind, Status: req.Decision.Status()})
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	if _, err := s.call(ctx, http.MethodPost, "/permission/"+url.PathEscape(req.RequestRef)+"/reply", permissionReply{Reply: answer}, nil); err != nil {

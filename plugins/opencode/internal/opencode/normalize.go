@@ -345,7 +345,7 @@ func (n *normalizer) open(thread, turn, id string, kind sdk.ItemKind, title stri
 		Title: title, Status: sdk.ItemInProgress, Detail: detail}}, it
 }
 
-func (n *normalizer) complete(it *openItem, status, text string, detail json.RawMessage) sdk.RuntimeEvent {
+func (n *normalizer) complete(it *openItem, status sdk.Status, text string, detail json.RawMessage) sdk.RuntimeEvent {
 	delete(n.items, it.id)
 	return sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
 		ItemKind: it.kind, Title: it.title, Text: text, Status: status, Detail: detail}
@@ -477,7 +477,7 @@ func (n *normalizer) idle(session string) []sdk.RuntimeEvent {
 }
 
 // end closes a turn's open items and emits its terminal event.
-func (n *normalizer) end(session, turn, status string, failure *sdk.Failure, usable bool) []sdk.RuntimeEvent {
+func (n *normalizer) end(session, turn string, status sdk.Status, failure *sdk.Failure, usable bool) []sdk.RuntimeEvent {
 	var out []sdk.RuntimeEvent
 	itemStatus := sdk.ItemFailed
 	if status == sdk.TurnCompleted {
@@ -523,7 +523,7 @@ func (n *normalizer) exited(report string) []sdk.RuntimeEvent {
 // permissionKind names a permission request by what it is about, in the
 // host's request kinds: a command, a file change, or another permission
 // (webfetch, external_directory, ...).
-func permissionKind(permission string) string {
+func permissionKind(permission string) sdk.RequestKind {
 	switch permission {
 	case "bash":
 		return "command_approval"

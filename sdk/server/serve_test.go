@@ -1,4 +1,4 @@
-package sdk
+package server
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/clock/clocktest"
 	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
@@ -78,10 +79,24 @@ func TestHostGone(t *testing.T) {
 	clocktest.Pending(t, f, "stopped")
 }
 
+// idle is an adapter whose sessions do nothing.
+type idle struct{}
+
+func (idle) Describe() sdk.Description {
+	return sdk.Description{Name: "idle", Version: "1", WireProtocol: "none"}
+}
+func (idle) OpenSession(context.Context, sdk.OpenSessionRequest, sdk.Emitter) (sdk.OpenSessionResponse, error) {
+	return sdk.OpenSessionResponse{}, nil
+}
+func (idle) StartTurn(context.Context, sdk.StartTurnRequest) (sdk.StartTurnResponse, error) {
+	return sdk.StartTurnResponse{}, nil
+}
+func (idle) CloseSession(context.Context, string) error { return nil }
+
 // closing is an adapter whose sessions take as long to close as their
 // context lets them, but "quick", which closes at once.
 type closing struct {
-	emitting
+	idle
 	quick  chan struct{} // closed once "quick" closed
 	mu     sync.Mutex
 	causes map[string]string

@@ -1,34 +1,36 @@
-package sdk
+package wire
 
 import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/baton-run/baton/sdk"
 	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
 )
 
 // The conversions between sdk types and wire types. Both halves of the
-// plugin boundary use them; nothing else touches pluginpb.
+// plugin boundary (server and pluginclient) use them; nothing else touches
+// pluginpb.
 
-var eventKindToWire = map[EventKind]pb.EventKind{
-	EventSessionState:    pb.EventKind_EVENT_KIND_SESSION_STATE,
-	EventThreadStarted:   pb.EventKind_EVENT_KIND_THREAD_STARTED,
-	EventTurnStarted:     pb.EventKind_EVENT_KIND_TURN_STARTED,
-	EventItemStarted:     pb.EventKind_EVENT_KIND_ITEM_STARTED,
-	EventItemUpdated:     pb.EventKind_EVENT_KIND_ITEM_UPDATED,
-	EventItemCompleted:   pb.EventKind_EVENT_KIND_ITEM_COMPLETED,
-	EventContentDelta:    pb.EventKind_EVENT_KIND_CONTENT_DELTA,
-	EventPlanUpdated:     pb.EventKind_EVENT_KIND_PLAN_UPDATED,
-	EventRequestOpened:   pb.EventKind_EVENT_KIND_REQUEST_OPENED,
-	EventRequestResolved: pb.EventKind_EVENT_KIND_REQUEST_RESOLVED,
-	EventUsage:           pb.EventKind_EVENT_KIND_USAGE,
-	EventRateLimit:       pb.EventKind_EVENT_KIND_RATE_LIMIT,
-	EventTurnTerminal:    pb.EventKind_EVENT_KIND_TURN_TERMINAL,
-	EventRuntimeExited:   pb.EventKind_EVENT_KIND_RUNTIME_EXITED,
-	EventDiagnostic:      pb.EventKind_EVENT_KIND_DIAGNOSTIC,
+var eventKindToWire = map[sdk.EventKind]pb.EventKind{
+	sdk.EventSessionState:    pb.EventKind_EVENT_KIND_SESSION_STATE,
+	sdk.EventThreadStarted:   pb.EventKind_EVENT_KIND_THREAD_STARTED,
+	sdk.EventTurnStarted:     pb.EventKind_EVENT_KIND_TURN_STARTED,
+	sdk.EventItemStarted:     pb.EventKind_EVENT_KIND_ITEM_STARTED,
+	sdk.EventItemUpdated:     pb.EventKind_EVENT_KIND_ITEM_UPDATED,
+	sdk.EventItemCompleted:   pb.EventKind_EVENT_KIND_ITEM_COMPLETED,
+	sdk.EventContentDelta:    pb.EventKind_EVENT_KIND_CONTENT_DELTA,
+	sdk.EventPlanUpdated:     pb.EventKind_EVENT_KIND_PLAN_UPDATED,
+	sdk.EventRequestOpened:   pb.EventKind_EVENT_KIND_REQUEST_OPENED,
+	sdk.EventRequestResolved: pb.EventKind_EVENT_KIND_REQUEST_RESOLVED,
+	sdk.EventUsage:           pb.EventKind_EVENT_KIND_USAGE,
+	sdk.EventRateLimit:       pb.EventKind_EVENT_KIND_RATE_LIMIT,
+	sdk.EventTurnTerminal:    pb.EventKind_EVENT_KIND_TURN_TERMINAL,
+	sdk.EventRuntimeExited:   pb.EventKind_EVENT_KIND_RUNTIME_EXITED,
+	sdk.EventDiagnostic:      pb.EventKind_EVENT_KIND_DIAGNOSTIC,
 }
 
-var eventKindFromWire = func() map[pb.EventKind]EventKind {
-	m := make(map[pb.EventKind]EventKind, len(eventKindToWire))
+var eventKindFromWire = func() map[pb.EventKind]sdk.EventKind {
+	m := make(map[pb.EventKind]sdk.EventKind, len(eventKindToWire))
 	for k, v := range eventKindToWire {
 		m[v] = k
 	}
@@ -36,9 +38,9 @@ var eventKindFromWire = func() map[pb.EventKind]EventKind {
 }()
 
 // unknownEventKind is what a host sees for an event kind newer than its sdk.
-const unknownEventKind EventKind = "unknown"
+const unknownEventKind sdk.EventKind = "unknown"
 
-func eventToWire(ev RuntimeEvent) *pb.RuntimeEvent {
+func EventToWire(ev sdk.RuntimeEvent) *pb.RuntimeEvent {
 	out := &pb.RuntimeEvent{
 		SessionId:       ev.SessionID,
 		Sequence:        ev.Sequence,
@@ -53,14 +55,14 @@ func eventToWire(ev RuntimeEvent) *pb.RuntimeEvent {
 		ItemKind:        string(ev.ItemKind),
 		Title:           ev.Title,
 		Text:            ev.Text,
-		Status:          ev.Status,
+		Status:          string(ev.Status),
 		RequestRef:      ev.RequestRef,
-		RequestKind:     ev.RequestKind,
+		RequestKind:     string(ev.RequestKind),
 		ThreadUsable:    ev.ThreadUsable,
 		Detail:          ev.Detail,
 	}
 	for _, o := range ev.Options {
-		out.Options = append(out.Options, &pb.RequestOption{Id: o.ID, Label: o.Label, Kind: o.Kind})
+		out.Options = append(out.Options, &pb.RequestOption{Id: o.ID, Label: o.Label, Kind: string(o.Kind)})
 	}
 	if u := ev.Usage; u != nil {
 		out.Usage = &pb.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
@@ -84,12 +86,12 @@ func eventToWire(ev RuntimeEvent) *pb.RuntimeEvent {
 	return out
 }
 
-func eventFromWire(in *pb.RuntimeEvent) RuntimeEvent {
+func EventFromWire(in *pb.RuntimeEvent) sdk.RuntimeEvent {
 	kind, ok := eventKindFromWire[in.GetKind()]
 	if !ok {
 		kind = unknownEventKind
 	}
-	ev := RuntimeEvent{
+	ev := sdk.RuntimeEvent{
 		SessionID:       in.GetSessionId(),
 		Sequence:        in.GetSequence(),
 		Kind:            kind,
@@ -100,33 +102,33 @@ func eventFromWire(in *pb.RuntimeEvent) RuntimeEvent {
 		ItemRef:         in.GetItemRef(),
 		ParentItemRef:   in.GetParentItemRef(),
 		ClientTurnID:    in.GetClientTurnId(),
-		ItemKind:        ItemKind(in.GetItemKind()),
+		ItemKind:        sdk.ItemKind(in.GetItemKind()),
 		Title:           in.GetTitle(),
 		Text:            in.GetText(),
-		Status:          in.GetStatus(),
+		Status:          sdk.Status(in.GetStatus()),
 		RequestRef:      in.GetRequestRef(),
-		RequestKind:     in.GetRequestKind(),
+		RequestKind:     sdk.RequestKind(in.GetRequestKind()),
 		ThreadUsable:    in.GetThreadUsable(),
 		Detail:          in.GetDetail(),
 	}
 	for _, o := range in.GetOptions() {
-		ev.Options = append(ev.Options, RequestOption{ID: o.GetId(), Label: o.GetLabel(), Kind: o.GetKind()})
+		ev.Options = append(ev.Options, sdk.RequestOption{ID: o.GetId(), Label: o.GetLabel(), Kind: sdk.OptionKind(o.GetKind())})
 	}
 	if u := in.GetUsage(); u != nil {
-		ev.Usage = &Usage{InputTokens: u.GetInputTokens(), OutputTokens: u.GetOutputTokens(),
+		ev.Usage = &sdk.Usage{InputTokens: u.GetInputTokens(), OutputTokens: u.GetOutputTokens(),
 			CachedInputTokens: u.GetCachedInputTokens(), ReasoningTokens: u.GetReasoningTokens(), TotalTokens: u.GetTotalTokens()}
 	}
 	if r := in.GetRateLimit(); r != nil {
-		ev.RateLimit = &RateLimit{UsedPercent: r.GetUsedPercent(), Scope: r.GetScope()}
+		ev.RateLimit = &sdk.RateLimit{UsedPercent: r.GetUsedPercent(), Scope: r.GetScope()}
 		if r.GetResetsAt() != nil {
 			ev.RateLimit.ResetsAt = r.GetResetsAt().AsTime()
 		}
 	}
 	if f := in.GetFailure(); f != nil {
-		ev.Failure = &Failure{Code: f.GetCode(), Message: f.GetMessage()}
+		ev.Failure = &sdk.Failure{Code: f.GetCode(), Message: f.GetMessage()}
 	}
 	if l := in.GetLimit(); l != nil {
-		ev.Limit = &Limit{Kind: LimitKind(l.GetKind()), Scope: l.GetScope(), Message: l.GetMessage(), Evidence: string(l.GetEvidence())}
+		ev.Limit = &sdk.Limit{Kind: sdk.LimitKind(l.GetKind()), Scope: l.GetScope(), Message: l.GetMessage(), Evidence: string(l.GetEvidence())}
 		if l.GetResetsAt() != nil {
 			ev.Limit.ResetsAt = l.GetResetsAt().AsTime()
 		}
@@ -134,36 +136,36 @@ func eventFromWire(in *pb.RuntimeEvent) RuntimeEvent {
 	return ev
 }
 
-func capsToWire(c Capabilities) *pb.Capabilities {
+func CapsToWire(c sdk.Capabilities) *pb.Capabilities {
 	return &pb.Capabilities{NativeSteering: c.NativeSteering, Interrupt: c.Interrupt, Approvals: c.Approvals,
-		Subagents: c.Subagents, NativeRollback: c.NativeRollback, Fork: c.Fork, Resume: c.Resume, ThreadSnapshot: c.ThreadSnapshot}
+		Subagents: c.Subagents, NativeRollback: c.NativeRollback, Resume: c.Resume, ThreadSnapshot: c.ThreadSnapshot}
 }
 
-func capsFromWire(c *pb.Capabilities) Capabilities {
-	return Capabilities{NativeSteering: c.GetNativeSteering(), Interrupt: c.GetInterrupt(), Approvals: c.GetApprovals(),
-		Subagents: c.GetSubagents(), NativeRollback: c.GetNativeRollback(), Fork: c.GetFork(), Resume: c.GetResume(),
+func CapsFromWire(c *pb.Capabilities) sdk.Capabilities {
+	return sdk.Capabilities{NativeSteering: c.GetNativeSteering(), Interrupt: c.GetInterrupt(), Approvals: c.GetApprovals(),
+		Subagents: c.GetSubagents(), NativeRollback: c.GetNativeRollback(), Resume: c.GetResume(),
 		ThreadSnapshot: c.GetThreadSnapshot()}
 }
 
-func openToWire(r OpenSessionRequest) *pb.OpenSessionRequest {
+func OpenToWire(r sdk.OpenSessionRequest) *pb.OpenSessionRequest {
 	return &pb.OpenSessionRequest{SessionId: r.SessionID, Cwd: r.Cwd, Model: r.Model, RuntimePolicy: r.RuntimePolicy,
 		Command: &pb.ProviderCommand{Argv: r.Command.Argv, Env: r.Command.Env}, ResumeThreadRef: r.ResumeThreadRef,
 		RawFrameLog: r.RawFrameLog}
 }
 
-func openFromWire(r *pb.OpenSessionRequest) OpenSessionRequest {
-	return OpenSessionRequest{SessionID: r.GetSessionId(), Cwd: r.GetCwd(), Model: r.GetModel(),
+func OpenFromWire(r *pb.OpenSessionRequest) sdk.OpenSessionRequest {
+	return sdk.OpenSessionRequest{SessionID: r.GetSessionId(), Cwd: r.GetCwd(), Model: r.GetModel(),
 		RuntimePolicy:   r.GetRuntimePolicy(),
-		Command:         ProviderCommand{Argv: r.GetCommand().GetArgv(), Env: r.GetCommand().GetEnv()},
+		Command:         sdk.ProviderCommand{Argv: r.GetCommand().GetArgv(), Env: r.GetCommand().GetEnv()},
 		ResumeThreadRef: r.GetResumeThreadRef(), RawFrameLog: r.GetRawFrameLog()}
 }
 
-func rollbackToWire(r RollbackThreadRequest) *pb.RollbackThreadRequest {
+func RollbackToWire(r sdk.RollbackThreadRequest) *pb.RollbackThreadRequest {
 	return &pb.RollbackThreadRequest{SessionId: r.SessionID, ThreadRef: r.ThreadRef, Turns: r.Turns,
 		BeforeTurnRef: r.BeforeTurnRef}
 }
 
-func rollbackFromWire(r *pb.RollbackThreadRequest) RollbackThreadRequest {
-	return RollbackThreadRequest{SessionID: r.GetSessionId(), ThreadRef: r.GetThreadRef(), Turns: r.GetTurns(),
+func RollbackFromWire(r *pb.RollbackThreadRequest) sdk.RollbackThreadRequest {
+	return sdk.RollbackThreadRequest{SessionID: r.GetSessionId(), ThreadRef: r.GetThreadRef(), Turns: r.GetTurns(),
 		BeforeTurnRef: r.GetBeforeTurnRef()}
 }

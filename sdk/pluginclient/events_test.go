@@ -1,10 +1,11 @@
-package sdk
+package pluginclient_test
 
 import (
 	"context"
 	"errors"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -13,49 +14,57 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/pluginclient"
+	"github.com/baton-run/baton/sdk/server"
 )
 
 // emitting is a provider adapter, as a plugin author writes one, whose
 // sessions emit n content deltas and exit.
 type emitting struct{ n int }
 
-func (a emitting) Describe() Description { return Description{Name: "emitting"} }
-func (a emitting) OpenSession(_ context.Context, _ OpenSessionRequest, emit Emitter) (OpenSessionResponse, error) {
+func (a emitting) Describe() sdk.Description {
+	return sdk.Description{Name: "emitting", Version: "1", WireProtocol: "none"}
+}
+func (a emitting) OpenSession(_ context.Context, _ sdk.OpenSessionRequest, emit sdk.Emitter) (sdk.OpenSessionResponse, error) {
 	for range a.n {
-		emit.Emit(RuntimeEvent{Kind: EventContentDelta, Text: "token "})
+		emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventContentDelta, Text: "token "})
 	}
-	emit.Emit(RuntimeEvent{Kind: EventRuntimeExited, Status: ExitExited})
-	return OpenSessionResponse{}, nil
+	emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitExited})
+	return sdk.OpenSessionResponse{}, nil
 }
-func (emitting) StartTurn(context.Context, StartTurnRequest) (StartTurnResponse, error) {
-	return StartTurnResponse{}, nil
+func (emitting) StartTurn(context.Context, sdk.StartTurnRequest) (sdk.StartTurnResponse, error) {
+	return sdk.StartTurnResponse{}, nil
 }
-func (emitting) InterruptTurn(context.Context, InterruptTurnRequest) error       { return nil }
-func (emitting) RespondToRequest(context.Context, RespondToRequestRequest) error { return nil }
-func (emitting) CloseSession(context.Context, string) error                      { return nil }
+func (emitting) CloseSession(context.Context, string) error { return nil }
 
-// legacy is a plugin built before EventBatches: it answers Unimplemented.
-type legacy struct{ *server }
-
-func (legacy) EventBatches(*pb.EventsRequest, pb.Provider_EventBatchesServer) error {
-	return status.Error(codes.Unimplemented, "method EventBatches not implemented")
-}
-
-func (legacy) AckEvents(context.Context, *pb.AckEventsRequest) (*pb.AckEventsResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method AckEvents not implemented")
+// legacy answers Unimplemented for the methods a plugin built before
+// EventBatches and AckEvents lacks.
+func legacy(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if strings.HasSuffix(info.FullMethod, "/AckEvents") {
+		return nil, status.Error(codes.Unimplemented, "method AckEvents not implemented")
+	}
+	return h(ctx, req)
 }
 
-// serve runs a provider service on a unix socket and returns a client of it.
-func serve(t *testing.T, impl pb.ProviderServer) *Client {
+func legacyStreams(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if strings.HasSuffix(info.FullMethod, "/EventBatches") {
+		return status.Error(codes.Unimplemented, "method EventBatches not implemented")
+	}
+	return h(srv, ss)
+}
+
+// serve runs an adapter's provider service on a unix socket and returns a
+// client of it.
+func serve(t *testing.T, a sdk.Adapter, opts ...grpc.ServerOption) *pluginclient.Client {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "p.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grpc.NewServer()
-	pb.RegisterProviderServer(g, impl)
+	g := grpc.NewServer(opts...)
+	server.Register(t.Context(), g, a, hclog.NewNullLogger())
 	go g.Serve(l)
 	t.Cleanup(g.Stop)
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -63,7 +72,7 @@ func serve(t *testing.T, impl pb.ProviderServer) *Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &Client{rpc: pb.NewProviderClient(conn), exited: t.Context()}
+	return pluginclient.NewClient(t.Context(), conn)
 }
 
 // A session's events reach the host whole and in order, in batches from a
@@ -75,17 +84,16 @@ func TestEventsInBatchesAndFromOlderPlugins(t *testing.T) {
 	const n = 1500 // several batches
 	for _, tc := range []struct {
 		name   string
-		impl   func(*server) pb.ProviderServer
+		opts   []grpc.ServerOption
 		legacy bool
 	}{
-		{"batches", func(s *server) pb.ProviderServer { return s }, false},
-		{"legacy", func(s *server) pb.ProviderServer { return legacy{s} }, true},
+		{"batches", nil, false},
+		{"legacy", []grpc.ServerOption{grpc.UnaryInterceptor(legacy), grpc.StreamInterceptor(legacyStreams)}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := newServer(t.Context(), emitting{n: n}, hclog.NewNullLogger())
-			c := serve(t, tc.impl(srv))
+			c := serve(t, emitting{n: n}, tc.opts...)
 			ctx := t.Context()
-			if _, err := c.OpenSession(ctx, OpenSessionRequest{SessionID: "s"}); err != nil {
+			if _, err := c.OpenSession(ctx, sdk.OpenSessionRequest{SessionID: "s"}); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.AckEvents(ctx, "s", 100); err != nil {
@@ -94,7 +102,7 @@ func TestEventsInBatchesAndFromOlderPlugins(t *testing.T) {
 			from := uint64(0)
 			if !tc.legacy {
 				for _, err := range c.Events(ctx, "s", 99) {
-					if !errors.Is(err, ErrInvalid) {
+					if !errors.Is(err, sdk.ErrInvalid) {
 						t.Fatalf("resuming before acknowledged events: %v", err)
 					}
 					break
@@ -116,12 +124,12 @@ func TestEventsInBatchesAndFromOlderPlugins(t *testing.T) {
 					t.Fatalf("event %d has sequence %d", i, s)
 				}
 			}
-			if c.noBatches.Load() != tc.legacy {
-				t.Fatalf("client fell back to single events: %v, want %v", c.noBatches.Load(), tc.legacy)
+			if c.SingleEvents() != tc.legacy {
+				t.Fatalf("client fell back to single events: %v, want %v", c.SingleEvents(), tc.legacy)
 			}
 			// The session is forgotten once its stream is read to its end.
 			for _, err := range c.Events(ctx, "s", 0) {
-				if !errors.Is(err, ErrUnknownSession) {
+				if !errors.Is(err, sdk.ErrUnknownSession) {
 					t.Fatalf("the ended session still streams: %v", err)
 				}
 				break

@@ -1,4 +1,4 @@
-package sdk
+package server
 
 import (
 	"context"
@@ -7,16 +7,19 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
 
+	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
+	"github.com/baton-run/baton/sdk/internal/wire"
 )
 
 // server adapts an Adapter to the generated gRPC service. Every method does
 // the same steps: convert in, call the adapter, convert out, map the error.
 type server struct {
 	pb.UnimplementedProviderServer
-	adapter Adapter
+	adapter sdk.Adapter
 	log     hclog.Logger
 	stop    context.Context // cancelled when the plugin shuts down
 
@@ -24,7 +27,7 @@ type server struct {
 	sessions map[string]*eventBuffer
 }
 
-func newServer(stop context.Context, a Adapter, log hclog.Logger) *server {
+func newServer(stop context.Context, a sdk.Adapter, log hclog.Logger) *server {
 	return &server{adapter: a, log: log, stop: stop, sessions: map[string]*eventBuffer{}}
 }
 
@@ -33,7 +36,7 @@ func (s *server) session(id string) (*eventBuffer, error) {
 	defer s.mu.Unlock()
 	b, ok := s.sessions[id]
 	if !ok {
-		return nil, Errorf(ErrUnknownSession, "session %q", id)
+		return nil, sdk.Errorf(sdk.ErrUnknownSession, "session %q", id)
 	}
 	return b, nil
 }
@@ -73,41 +76,55 @@ func (s *server) closeAll(clk clock.Clock, timeout time.Duration) {
 }
 
 func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeResponse, error) {
-	d := describe(s.adapter)
+	d := s.adapter.Describe()
 	return &pb.DescribeResponse{Name: d.Name, Version: d.Version, WireProtocol: d.WireProtocol,
-		Capabilities: capsToWire(d.Capabilities), Notes: d.Notes}, nil
+		Capabilities: wire.CapsToWire(d.Capabilities), Notes: d.Notes, SdkVersion: sdk.Version}, nil
 }
 
 func (s *server) OpenSession(ctx context.Context, req *pb.OpenSessionRequest) (*pb.OpenSessionResponse, error) {
-	r := openFromWire(req)
+	r := wire.OpenFromWire(req)
 	if r.SessionID == "" {
-		return nil, toStatus(Errorf(ErrInvalid, "open session: no session id"))
+		return nil, wire.ToStatus(sdk.Errorf(sdk.ErrInvalid, "open session: no session id"))
 	}
 	s.mu.Lock()
 	if _, dup := s.sessions[r.SessionID]; dup {
 		s.mu.Unlock()
-		return nil, toStatus(Errorf(ErrInvalid, "open session: session %q is already open", r.SessionID))
+		return nil, wire.ToStatus(sdk.Errorf(sdk.ErrInvalid, "open session: session %q is already open", r.SessionID))
 	}
 	buf := newEventBuffer(r.SessionID)
 	s.sessions[r.SessionID] = buf
 	s.mu.Unlock()
 
 	s.log.Debug("open session", "session", r.SessionID, "cwd", r.Cwd, "argv", r.Command.Argv)
-	resp, err := s.adapter.OpenSession(ctx, r, buf)
+	resp, err := s.open(ctx, r, buf)
 	if err != nil {
 		s.mu.Lock()
 		delete(s.sessions, r.SessionID)
 		s.mu.Unlock()
-		return nil, toStatus(err)
+		return nil, wire.ToStatus(err)
 	}
 	return &pb.OpenSessionResponse{ProviderSessionRef: resp.ProviderSessionRef, ProviderThreadRef: resp.ProviderThreadRef,
 		ProviderPid: int64(resp.ProviderPid), Resumed: resp.Resumed}, nil
 }
 
+// open opens a session: a Resumer resumes the thread asked for; any other
+// adapter opens a fresh session, which the response says did not resume.
+func (s *server) open(ctx context.Context, r sdk.OpenSessionRequest, emit sdk.Emitter) (sdk.OpenSessionResponse, error) {
+	if r.ResumeThreadRef != "" {
+		if rs, ok := s.adapter.(sdk.Resumer); ok {
+			return rs.ResumeSession(ctx, r, emit)
+		}
+		r.ResumeThreadRef = ""
+	}
+	resp, err := s.adapter.OpenSession(ctx, r, emit)
+	resp.Resumed = false
+	return resp, err
+}
+
 func (s *server) Events(req *pb.EventsRequest, stream pb.Provider_EventsServer) error {
-	return s.stream(req, stream.Context(), func(evs []RuntimeEvent) error {
+	return s.stream(req, stream.Context(), func(evs []sdk.RuntimeEvent) error {
 		for _, ev := range evs {
-			if err := stream.Send(eventToWire(ev)); err != nil {
+			if err := stream.Send(wire.EventToWire(ev)); err != nil {
 				return err
 			}
 		}
@@ -128,12 +145,12 @@ func (s *server) AckEvents(_ context.Context, req *pb.AckEventsRequest) (*pb.Ack
 const maxBatch = 512
 
 func (s *server) EventBatches(req *pb.EventsRequest, stream pb.Provider_EventBatchesServer) error {
-	return s.stream(req, stream.Context(), func(evs []RuntimeEvent) error {
+	return s.stream(req, stream.Context(), func(evs []sdk.RuntimeEvent) error {
 		for len(evs) > 0 {
 			n := min(len(evs), maxBatch)
 			b := &pb.EventBatch{Events: make([]*pb.RuntimeEvent, n)}
 			for i, ev := range evs[:n] {
-				b.Events[i] = eventToWire(ev)
+				b.Events[i] = wire.EventToWire(ev)
 			}
 			if err := stream.Send(b); err != nil {
 				return err
@@ -147,17 +164,17 @@ func (s *server) EventBatches(req *pb.EventsRequest, stream pb.Provider_EventBat
 // stream sends a session's events after req's sequence, as they come,
 // until the session ends (then it forgets the session) or the host goes
 // away; send sends the events ready at one time.
-func (s *server) stream(req *pb.EventsRequest, ctx context.Context, send func([]RuntimeEvent) error) error {
+func (s *server) stream(req *pb.EventsRequest, ctx context.Context, send func([]sdk.RuntimeEvent) error) error {
 	buf, err := s.session(req.GetSessionId())
 	if err != nil {
-		return toStatus(err)
+		return wire.ToStatus(err)
 	}
 	after := req.GetAfterSequence()
 	buf.ack(after)
 	for {
 		evs, ended, changed, err := buf.after(after)
 		if err != nil {
-			return toStatus(err)
+			return wire.ToStatus(err)
 		}
 		if len(evs) > 0 {
 			if err := send(evs); err != nil {
@@ -175,7 +192,7 @@ func (s *server) stream(req *pb.EventsRequest, ctx context.Context, send func([]
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return toStatus(ctx.Err())
+			return wire.ToStatus(ctx.Err())
 		case <-s.stop.Done():
 			return nil
 		}
@@ -183,63 +200,71 @@ func (s *server) stream(req *pb.EventsRequest, ctx context.Context, send func([]
 }
 
 func (s *server) StartTurn(ctx context.Context, req *pb.StartTurnRequest) (*pb.StartTurnResponse, error) {
-	resp, err := s.adapter.StartTurn(ctx, StartTurnRequest{SessionID: req.GetSessionId(),
-		Input: TurnInput{Text: req.GetInput().GetText()}, ClientTurnID: req.GetClientTurnId()})
+	resp, err := s.adapter.StartTurn(ctx, sdk.StartTurnRequest{SessionID: req.GetSessionId(),
+		Input: sdk.TurnInput{Text: req.GetInput().GetText()}, ClientTurnID: req.GetClientTurnId()})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, wire.ToStatus(err)
 	}
 	return &pb.StartTurnResponse{TurnRef: resp.TurnRef}, nil
 }
 
 func (s *server) SteerTurn(ctx context.Context, req *pb.SteerTurnRequest) (*pb.SteerTurnResponse, error) {
-	st, ok := s.adapter.(Steerer)
+	st, ok := s.adapter.(sdk.Steerer)
 	if !ok {
-		return nil, toStatus(Errorf(ErrUnsupported, "steer turn"))
+		return nil, wire.ToStatus(sdk.Errorf(sdk.ErrUnsupported, "steer turn"))
 	}
-	err := st.SteerTurn(ctx, SteerTurnRequest{SessionID: req.GetSessionId(), TurnRef: req.GetTurnRef(),
-		Input: TurnInput{Text: req.GetInput().GetText()}})
+	err := st.SteerTurn(ctx, sdk.SteerTurnRequest{SessionID: req.GetSessionId(), TurnRef: req.GetTurnRef(),
+		Input: sdk.TurnInput{Text: req.GetInput().GetText()}})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, wire.ToStatus(err)
 	}
 	return &pb.SteerTurnResponse{}, nil
 }
 
 func (s *server) InterruptTurn(ctx context.Context, req *pb.InterruptTurnRequest) (*pb.InterruptTurnResponse, error) {
-	if err := s.adapter.InterruptTurn(ctx, InterruptTurnRequest{SessionID: req.GetSessionId(), TurnRef: req.GetTurnRef()}); err != nil {
-		return nil, toStatus(err)
+	it, ok := s.adapter.(sdk.Interrupter)
+	if !ok {
+		return nil, wire.ToStatus(sdk.Errorf(sdk.ErrUnsupported, "interrupt turn"))
+	}
+	if err := it.InterruptTurn(ctx, sdk.InterruptTurnRequest{SessionID: req.GetSessionId(), TurnRef: req.GetTurnRef()}); err != nil {
+		return nil, wire.ToStatus(err)
 	}
 	return &pb.InterruptTurnResponse{}, nil
 }
 
 func (s *server) RespondToRequest(ctx context.Context, req *pb.RespondToRequestRequest) (*pb.RespondToRequestResponse, error) {
-	err := s.adapter.RespondToRequest(ctx, RespondToRequestRequest{SessionID: req.GetSessionId(),
-		RequestRef: req.GetRequestRef(), Decision: Decision(req.GetDecision()), Answers: req.GetAnswers()})
+	rs, ok := s.adapter.(sdk.Responder)
+	if !ok {
+		return nil, wire.ToStatus(sdk.Errorf(sdk.ErrUnsupported, "respond to request %s", req.GetRequestRef()))
+	}
+	err := rs.RespondToRequest(ctx, sdk.RespondToRequestRequest{SessionID: req.GetSessionId(),
+		RequestRef: req.GetRequestRef(), Decision: sdk.Decision(req.GetDecision()), Answers: req.GetAnswers()})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, wire.ToStatus(err)
 	}
 	return &pb.RespondToRequestResponse{}, nil
 }
 
 func (s *server) RollbackThread(ctx context.Context, req *pb.RollbackThreadRequest) (*pb.RollbackThreadResponse, error) {
-	rb, ok := s.adapter.(Rollbacker)
+	rb, ok := s.adapter.(sdk.Rollbacker)
 	if !ok {
-		return nil, toStatus(Errorf(ErrUnsupported, "rollback thread"))
+		return nil, wire.ToStatus(sdk.Errorf(sdk.ErrUnsupported, "rollback thread"))
 	}
-	resp, err := rb.RollbackThread(ctx, rollbackFromWire(req))
+	resp, err := rb.RollbackThread(ctx, wire.RollbackFromWire(req))
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, wire.ToStatus(err)
 	}
 	return &pb.RollbackThreadResponse{ThreadRef: resp.ThreadRef}, nil
 }
 
 func (s *server) ReadThreadSnapshot(ctx context.Context, req *pb.ReadThreadSnapshotRequest) (*pb.ReadThreadSnapshotResponse, error) {
-	sr, ok := s.adapter.(SnapshotReader)
+	sr, ok := s.adapter.(sdk.SnapshotReader)
 	if !ok {
-		return nil, toStatus(Errorf(ErrUnsupported, "read thread snapshot"))
+		return nil, wire.ToStatus(sdk.Errorf(sdk.ErrUnsupported, "read thread snapshot"))
 	}
-	snap, err := sr.ReadThreadSnapshot(ctx, ReadThreadSnapshotRequest{SessionID: req.GetSessionId(), ThreadRef: req.GetThreadRef()})
+	snap, err := sr.ReadThreadSnapshot(ctx, sdk.ReadThreadSnapshotRequest{SessionID: req.GetSessionId(), ThreadRef: req.GetThreadRef()})
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, wire.ToStatus(err)
 	}
 	return &pb.ReadThreadSnapshotResponse{TurnRefs: snap.TurnRefs, Detail: snap.Detail}, nil
 }
@@ -247,7 +272,7 @@ func (s *server) ReadThreadSnapshot(ctx context.Context, req *pb.ReadThreadSnaps
 func (s *server) CloseSession(ctx context.Context, req *pb.CloseSessionRequest) (*pb.CloseSessionResponse, error) {
 	buf, err := s.session(req.GetSessionId())
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, wire.ToStatus(err)
 	}
 	err = s.adapter.CloseSession(ctx, req.GetSessionId())
 	buf.end()
@@ -255,7 +280,14 @@ func (s *server) CloseSession(ctx context.Context, req *pb.CloseSessionRequest) 
 	delete(s.sessions, req.GetSessionId())
 	s.mu.Unlock()
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, wire.ToStatus(err)
 	}
 	return &pb.CloseSessionResponse{}, nil
+}
+
+// Register serves the adapter's provider service on s: what Serve does
+// through go-plugin, for a caller that runs its own gRPC server (a test
+// that talks to an adapter in process). stop ends the session streams.
+func Register(stop context.Context, s *grpc.Server, a sdk.Adapter, log hclog.Logger) {
+	pb.RegisterProviderServer(s, newServer(stop, a, log))
 }

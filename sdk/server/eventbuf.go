@@ -1,8 +1,10 @@
-package sdk
+package server
 
 import (
 	"fmt"
 	"sync"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 // maxBufferedEvents bounds how many events a session keeps for a host that
@@ -19,7 +21,7 @@ type eventBuffer struct {
 	sessionID string
 
 	mu      sync.Mutex
-	events  []RuntimeEvent // events[head+i].Sequence == first+i
+	events  []sdk.RuntimeEvent // events[head+i].Sequence == first+i
 	head    int
 	first   uint64
 	next    uint64
@@ -31,9 +33,9 @@ func newEventBuffer(sessionID string) *eventBuffer {
 	return &eventBuffer{sessionID: sessionID, first: 1, next: 1, changed: make(chan struct{})}
 }
 
-// Emit implements Emitter. Events after the session ended are dropped: the
+// Emit implements sdk.Emitter. Events after the session ended are dropped: the
 // runtime-exited event is always the last.
-func (b *eventBuffer) Emit(ev RuntimeEvent) {
+func (b *eventBuffer) Emit(ev sdk.RuntimeEvent) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ended {
@@ -46,7 +48,7 @@ func (b *eventBuffer) Emit(ev RuntimeEvent) {
 	if n := len(b.events) - b.head; n > maxBufferedEvents {
 		b.drop(n - maxBufferedEvents)
 	}
-	if ev.Kind == EventRuntimeExited {
+	if ev.Kind == sdk.EventRuntimeExited {
 		b.ended = true
 	}
 	close(b.changed)
@@ -89,14 +91,14 @@ func (b *eventBuffer) end() {
 
 // after returns the events after seq, whether the stream has ended with
 // them, and a channel closed at the next change.
-func (b *eventBuffer) after(seq uint64) ([]RuntimeEvent, bool, <-chan struct{}, error) {
+func (b *eventBuffer) after(seq uint64) ([]sdk.RuntimeEvent, bool, <-chan struct{}, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if seq+1 < b.first {
 		return nil, false, nil, fmt.Errorf("events %d to %d of session %s are no longer buffered (they were dropped or already read): %w",
-			seq+1, b.first-1, b.sessionID, ErrInvalid)
+			seq+1, b.first-1, b.sessionID, sdk.ErrInvalid)
 	}
-	var out []RuntimeEvent
+	var out []sdk.RuntimeEvent
 	if seq+1 < b.next {
 		out = append(out, b.events[b.head+int(seq+1-b.first):]...)
 	}

@@ -1,4 +1,8 @@
-package sdk
+// Package pluginclient is the host's half of the plugin protocol: Launch
+// starts a plugin binary through go-plugin (checksum, handshake, protocol
+// version) and returns a Client whose methods are the Adapter's, over gRPC.
+// Plugin authors do not need it; the host and the conformance kit do.
+package pluginclient
 
 import (
 	"context"
@@ -15,11 +19,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
+	"github.com/baton-run/baton/sdk/internal/wire"
 )
 
 // LaunchConfig says how a host starts a plugin binary.
@@ -79,8 +86,8 @@ func Launch(cfg LaunchConfig) (*Plugin, error) {
 		secure = &plugin.SecureConfig{Checksum: cfg.Checksum, Hash: sha256.New()}
 	}
 	gp := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: {pluginKey: &grpcPlugin{}}},
+		HandshakeConfig:  wire.Handshake(sdk.ProtocolVersion),
+		VersionedPlugins: wire.Plugins(nil, newClient),
 		Cmd:              cmd,
 		SecureConfig:     secure,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
@@ -94,9 +101,12 @@ func Launch(cfg LaunchConfig) (*Plugin, error) {
 		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
 			return nil, fmt.Errorf("start plugin %s: its SHA-256 does not match the one recorded for it; reinstall it or record the new checksum: %w", cfg.Path, err)
 		}
+		if v, ok := otherVersion(err); ok {
+			return nil, fmt.Errorf("start plugin %s: %w", cfg.Path, &VersionError{Path: cfg.Path, Plugin: v, Host: sdk.ProtocolVersion})
+		}
 		return nil, fmt.Errorf("start plugin %s: %w", cfg.Path, err)
 	}
-	raw, err := rpc.Dispense(pluginKey)
+	raw, err := rpc.Dispense(wire.PluginKey)
 	if err != nil {
 		gp.Kill()
 		return nil, fmt.Errorf("start plugin %s: %w", cfg.Path, err)
@@ -153,6 +163,21 @@ func (p *Plugin) Pid() int {
 	return 0
 }
 
+func newClient(exited context.Context, rpc pb.ProviderClient) any {
+	return &Client{rpc: rpc, exited: exited}
+}
+
+// NewClient is a client of the provider service on conn, for a caller that
+// dials a plugin itself (a test of an adapter served in process); exited
+// ends when the plugin is gone. Launch is the usual way to a Client.
+func NewClient(exited context.Context, conn grpc.ClientConnInterface) *Client {
+	return &Client{rpc: pb.NewProviderClient(conn), exited: exited}
+}
+
+// SingleEvents says the plugin streams one event a message: it was built
+// before EventBatches, and Events fell back to the old stream.
+func (c *Client) SingleEvents() bool { return c.noBatches.Load() }
+
 // Client is the host's typed client of one plugin.
 type Client struct {
 	rpc    pb.ProviderClient
@@ -165,29 +190,29 @@ type Client struct {
 func (c *Client) Exited() <-chan struct{} { return c.exited.Done() }
 
 // Describe asks the plugin what it is and can do.
-func (c *Client) Describe(ctx context.Context) (Description, error) {
+func (c *Client) Describe(ctx context.Context) (sdk.Description, error) {
 	r, err := c.rpc.Describe(ctx, &pb.DescribeRequest{})
 	if err != nil {
-		return Description{}, fromStatus(err)
+		return sdk.Description{}, wire.FromStatus(err)
 	}
-	return Description{Name: r.GetName(), Version: r.GetVersion(), WireProtocol: r.GetWireProtocol(),
-		Capabilities: capsFromWire(r.GetCapabilities()), Notes: r.GetNotes()}, nil
+	return sdk.Description{Name: r.GetName(), Version: r.GetVersion(), WireProtocol: r.GetWireProtocol(),
+		Capabilities: wire.CapsFromWire(r.GetCapabilities()), Notes: r.GetNotes(), SDKVersion: r.GetSdkVersion()}, nil
 }
 
 // OpenSession starts a provider session.
-func (c *Client) OpenSession(ctx context.Context, req OpenSessionRequest) (OpenSessionResponse, error) {
-	r, err := c.rpc.OpenSession(ctx, openToWire(req))
+func (c *Client) OpenSession(ctx context.Context, req sdk.OpenSessionRequest) (sdk.OpenSessionResponse, error) {
+	r, err := c.rpc.OpenSession(ctx, wire.OpenToWire(req))
 	if err != nil {
-		return OpenSessionResponse{}, fromStatus(err)
+		return sdk.OpenSessionResponse{}, wire.FromStatus(err)
 	}
-	return OpenSessionResponse{ProviderSessionRef: r.GetProviderSessionRef(), ProviderThreadRef: r.GetProviderThreadRef(),
+	return sdk.OpenSessionResponse{ProviderSessionRef: r.GetProviderSessionRef(), ProviderThreadRef: r.GetProviderThreadRef(),
 		ProviderPid: int(r.GetProviderPid()), Resumed: r.GetResumed()}, nil
 }
 
 // Events streams a session's events after a sequence until the session
 // ends, ctx is done or the plugin goes away (the last yields an error).
-func (c *Client) Events(ctx context.Context, sessionID string, after uint64) iter.Seq2[RuntimeEvent, error] {
-	return func(yield func(RuntimeEvent, error) bool) {
+func (c *Client) Events(ctx context.Context, sessionID string, after uint64) iter.Seq2[sdk.RuntimeEvent, error] {
+	return func(yield func(sdk.RuntimeEvent, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		req := &pb.EventsRequest{SessionId: sessionID, AfterSequence: after}
@@ -200,13 +225,13 @@ func (c *Client) Events(ctx context.Context, sessionID string, after uint64) ite
 			if status.Code(err) != codes.Unimplemented {
 				for ; err == nil; b, err = st.Recv() {
 					for _, ev := range b.GetEvents() {
-						if !yield(eventFromWire(ev), nil) {
+						if !yield(wire.EventFromWire(ev), nil) {
 							return
 						}
 					}
 				}
 				if err != io.EOF {
-					yield(RuntimeEvent{}, fromStatus(err))
+					yield(sdk.RuntimeEvent{}, wire.FromStatus(err))
 				}
 				return
 			}
@@ -214,7 +239,7 @@ func (c *Client) Events(ctx context.Context, sessionID string, after uint64) ite
 		}
 		st, err := c.rpc.Events(ctx, req)
 		if err != nil {
-			yield(RuntimeEvent{}, fromStatus(err))
+			yield(sdk.RuntimeEvent{}, wire.FromStatus(err))
 			return
 		}
 		for {
@@ -223,10 +248,10 @@ func (c *Client) Events(ctx context.Context, sessionID string, after uint64) ite
 				return
 			}
 			if err != nil {
-				yield(RuntimeEvent{}, fromStatus(err))
+				yield(sdk.RuntimeEvent{}, wire.FromStatus(err))
 				return
 			}
-			if !yield(eventFromWire(ev), nil) {
+			if !yield(wire.EventFromWire(ev), nil) {
 				return
 			}
 		}
@@ -241,59 +266,59 @@ func (c *Client) AckEvents(ctx context.Context, sessionID string, seq uint64) er
 	if status.Code(err) == codes.Unimplemented {
 		return nil
 	}
-	return fromStatus(err)
+	return wire.FromStatus(err)
 }
 
 // StartTurn starts a turn.
-func (c *Client) StartTurn(ctx context.Context, req StartTurnRequest) (StartTurnResponse, error) {
+func (c *Client) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.StartTurnResponse, error) {
 	r, err := c.rpc.StartTurn(ctx, &pb.StartTurnRequest{SessionId: req.SessionID,
 		Input: &pb.TurnInput{Text: req.Input.Text}, ClientTurnId: req.ClientTurnID})
 	if err != nil {
-		return StartTurnResponse{}, fromStatus(err)
+		return sdk.StartTurnResponse{}, wire.FromStatus(err)
 	}
-	return StartTurnResponse{TurnRef: r.GetTurnRef()}, nil
+	return sdk.StartTurnResponse{TurnRef: r.GetTurnRef()}, nil
 }
 
 // SteerTurn adds input to a running turn.
-func (c *Client) SteerTurn(ctx context.Context, req SteerTurnRequest) error {
+func (c *Client) SteerTurn(ctx context.Context, req sdk.SteerTurnRequest) error {
 	_, err := c.rpc.SteerTurn(ctx, &pb.SteerTurnRequest{SessionId: req.SessionID, TurnRef: req.TurnRef,
 		Input: &pb.TurnInput{Text: req.Input.Text}})
-	return fromStatus(err)
+	return wire.FromStatus(err)
 }
 
 // InterruptTurn asks the provider to stop a turn (an acknowledgement only).
-func (c *Client) InterruptTurn(ctx context.Context, req InterruptTurnRequest) error {
+func (c *Client) InterruptTurn(ctx context.Context, req sdk.InterruptTurnRequest) error {
 	_, err := c.rpc.InterruptTurn(ctx, &pb.InterruptTurnRequest{SessionId: req.SessionID, TurnRef: req.TurnRef})
-	return fromStatus(err)
+	return wire.FromStatus(err)
 }
 
 // RespondToRequest answers an opened request.
-func (c *Client) RespondToRequest(ctx context.Context, req RespondToRequestRequest) error {
+func (c *Client) RespondToRequest(ctx context.Context, req sdk.RespondToRequestRequest) error {
 	_, err := c.rpc.RespondToRequest(ctx, &pb.RespondToRequestRequest{SessionId: req.SessionID,
 		RequestRef: req.RequestRef, Decision: string(req.Decision), Answers: req.Answers})
-	return fromStatus(err)
+	return wire.FromStatus(err)
 }
 
 // RollbackThread drops turns from a provider thread.
-func (c *Client) RollbackThread(ctx context.Context, req RollbackThreadRequest) (RollbackThreadResponse, error) {
-	r, err := c.rpc.RollbackThread(ctx, rollbackToWire(req))
+func (c *Client) RollbackThread(ctx context.Context, req sdk.RollbackThreadRequest) (sdk.RollbackThreadResponse, error) {
+	r, err := c.rpc.RollbackThread(ctx, wire.RollbackToWire(req))
 	if err != nil {
-		return RollbackThreadResponse{}, fromStatus(err)
+		return sdk.RollbackThreadResponse{}, wire.FromStatus(err)
 	}
-	return RollbackThreadResponse{ThreadRef: r.GetThreadRef()}, nil
+	return sdk.RollbackThreadResponse{ThreadRef: r.GetThreadRef()}, nil
 }
 
 // ReadThreadSnapshot reads the provider's view of a thread.
-func (c *Client) ReadThreadSnapshot(ctx context.Context, req ReadThreadSnapshotRequest) (ThreadSnapshot, error) {
+func (c *Client) ReadThreadSnapshot(ctx context.Context, req sdk.ReadThreadSnapshotRequest) (sdk.ThreadSnapshot, error) {
 	r, err := c.rpc.ReadThreadSnapshot(ctx, &pb.ReadThreadSnapshotRequest{SessionId: req.SessionID, ThreadRef: req.ThreadRef})
 	if err != nil {
-		return ThreadSnapshot{}, fromStatus(err)
+		return sdk.ThreadSnapshot{}, wire.FromStatus(err)
 	}
-	return ThreadSnapshot{TurnRefs: r.GetTurnRefs(), Detail: r.GetDetail()}, nil
+	return sdk.ThreadSnapshot{TurnRefs: r.GetTurnRefs(), Detail: r.GetDetail()}, nil
 }
 
 // CloseSession stops a session's provider process.
 func (c *Client) CloseSession(ctx context.Context, sessionID string) error {
 	_, err := c.rpc.CloseSession(ctx, &pb.CloseSessionRequest{SessionId: sessionID})
-	return fromStatus(err)
+	return wire.FromStatus(err)
 }

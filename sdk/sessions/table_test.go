@@ -1,18 +1,20 @@
-package sdk
+package sessions
 
 import (
 	"errors"
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 func TestSessions(t *testing.T) {
 	// The table forgets a session from a goroutine of its own; the bubble
 	// tells when that goroutine is done, without polling.
 	synctest.Test(t, func(t *testing.T) {
-		var tab Sessions[int]
-		if _, err := tab.Get("s"); !errors.Is(err, ErrUnknownSession) {
+		var tab Table[int]
+		if _, err := tab.Get("s"); !errors.Is(err, sdk.ErrUnknownSession) {
 			t.Fatalf("unknown: %v", err)
 		}
 		gone := make(chan struct{})
@@ -25,11 +27,11 @@ func TestSessions(t *testing.T) {
 		}
 		close(gone)
 		synctest.Wait()
-		if _, err := tab.Get("s"); !errors.Is(err, ErrUnknownSession) {
+		if _, err := tab.Get("s"); !errors.Is(err, sdk.ErrUnknownSession) {
 			t.Fatalf("a session whose provider is gone: %v; want it gone from the table", err)
 		}
 		_, err := tab.ForRequest("s", "req-1")
-		if !errors.Is(err, ErrNotResumable) || !strings.Contains(err.Error(), "req-1") {
+		if !errors.Is(err, sdk.ErrNotResumable) || !strings.Contains(err.Error(), "req-1") {
 			t.Errorf("a request of a session gone: %v; want not resumable, naming the request", err)
 		}
 	})

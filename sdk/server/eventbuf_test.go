@@ -1,4 +1,4 @@
-package sdk
+package server
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 func TestEventBufferResumesAfterAnySequence(t *testing.T) {
@@ -13,7 +15,7 @@ func TestEventBufferResumesAfterAnySequence(t *testing.T) {
 		b := newEventBuffer("s")
 		n := rapid.IntRange(0, 50).Draw(t, "n")
 		for i := 0; i < n; i++ {
-			b.Emit(RuntimeEvent{Kind: EventContentDelta})
+			b.Emit(sdk.RuntimeEvent{Kind: sdk.EventContentDelta})
 		}
 		after := rapid.Uint64Range(0, uint64(n)).Draw(t, "after")
 		evs, ended, _, err := b.after(after)
@@ -33,8 +35,8 @@ func TestEventBufferResumesAfterAnySequence(t *testing.T) {
 
 func TestEventBufferEndsAtRuntimeExit(t *testing.T) {
 	b := newEventBuffer("s")
-	b.Emit(RuntimeEvent{Kind: EventRuntimeExited})
-	b.Emit(RuntimeEvent{Kind: EventContentDelta}) // after the exit: dropped
+	b.Emit(sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited})
+	b.Emit(sdk.RuntimeEvent{Kind: sdk.EventContentDelta}) // after the exit: dropped
 	evs, ended, _, _ := b.after(0)
 	if len(evs) != 1 || !ended {
 		t.Fatalf("events %d ended %v; want the exit only, and ended", len(evs), ended)
@@ -44,9 +46,9 @@ func TestEventBufferEndsAtRuntimeExit(t *testing.T) {
 func TestEventBufferBound(t *testing.T) {
 	b := newEventBuffer("s")
 	for i := 0; i < maxBufferedEvents+10; i++ {
-		b.Emit(RuntimeEvent{})
+		b.Emit(sdk.RuntimeEvent{})
 	}
-	if _, _, _, err := b.after(5); !errors.Is(err, ErrInvalid) {
+	if _, _, _, err := b.after(5); !errors.Is(err, sdk.ErrInvalid) {
 		t.Errorf("reading dropped events: %v, want an error", err)
 	}
 	evs, _, _, err := b.after(10)
@@ -58,7 +60,7 @@ func TestEventBufferBound(t *testing.T) {
 func TestEventBufferAckDropsWhatWasRead(t *testing.T) {
 	b := newEventBuffer("s")
 	for i := 0; i < 10; i++ {
-		b.Emit(RuntimeEvent{})
+		b.Emit(sdk.RuntimeEvent{})
 	}
 	b.ack(4)
 	b.ack(2) // older acks change nothing
@@ -66,7 +68,7 @@ func TestEventBufferAckDropsWhatWasRead(t *testing.T) {
 	if err != nil || len(evs) != 6 || evs[0].Sequence != 5 {
 		t.Fatalf("after(4) = %d events from %d, %v", len(evs), evs[0].Sequence, err)
 	}
-	if _, _, _, err := b.after(3); !errors.Is(err, ErrInvalid) {
+	if _, _, _, err := b.after(3); !errors.Is(err, sdk.ErrInvalid) {
 		t.Errorf("reading acknowledged events: %v, want an error", err)
 	}
 	b.ack(100)
@@ -86,7 +88,7 @@ func TestEventBufferWindowProperty(t *testing.T) {
 			switch rapid.IntRange(0, 3).Draw(t, "op") {
 			case 0, 1:
 				for range rapid.IntRange(1, 40).Draw(t, "n") {
-					b.Emit(RuntimeEvent{Kind: EventContentDelta})
+					b.Emit(sdk.RuntimeEvent{Kind: sdk.EventContentDelta})
 				}
 			case 2:
 				seq := rapid.Uint64Range(0, b.next-1).Draw(t, "ack")
@@ -118,7 +120,7 @@ func BenchmarkEventBuffer(b *testing.B) {
 			for b.Loop() {
 				buf := newEventBuffer("s")
 				for range n {
-					buf.Emit(RuntimeEvent{Kind: EventContentDelta, Text: "token "})
+					buf.Emit(sdk.RuntimeEvent{Kind: sdk.EventContentDelta, Text: "token "})
 				}
 			}
 		})

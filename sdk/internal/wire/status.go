@@ -1,4 +1,4 @@
-package sdk
+package wire
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 type mapping struct {
@@ -17,20 +19,20 @@ type mapping struct {
 // statusTable is the one place where sdk errors meet gRPC codes. Each error
 // keeps its identity across the boundary through a reason prefix.
 var statusTable = []mapping{
-	{ErrUnknownSession, codes.NotFound, "unknown_session"},
-	{ErrUnknownRequest, codes.NotFound, "unknown_request"},
-	{ErrNotResumable, codes.FailedPrecondition, "not_resumable"},
-	{ErrUnsupported, codes.Unimplemented, "unsupported"},
-	{ErrInvalid, codes.InvalidArgument, "invalid"},
-	{ErrBusy, codes.FailedPrecondition, "busy"},
-	{ErrProviderExited, codes.Unavailable, "provider_exited"},
-	{ErrPluginUnavailable, codes.Unavailable, "plugin_unavailable"},
+	{sdk.ErrUnknownSession, codes.NotFound, "unknown_session"},
+	{sdk.ErrUnknownRequest, codes.NotFound, "unknown_request"},
+	{sdk.ErrNotResumable, codes.FailedPrecondition, "not_resumable"},
+	{sdk.ErrUnsupported, codes.Unimplemented, "unsupported"},
+	{sdk.ErrInvalid, codes.InvalidArgument, "invalid"},
+	{sdk.ErrBusy, codes.FailedPrecondition, "busy"},
+	{sdk.ErrProviderExited, codes.Unavailable, "provider_exited"},
+	{sdk.ErrPluginUnavailable, codes.Unavailable, "plugin_unavailable"},
 }
 
 const reasonSep = ": "
 
-// toStatus turns an adapter's error into a gRPC status error.
-func toStatus(err error) error {
+// ToStatus turns an adapter's error into a gRPC status error.
+func ToStatus(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -48,9 +50,9 @@ func toStatus(err error) error {
 	return status.Error(codes.Unknown, err.Error())
 }
 
-// fromStatus turns a gRPC status error back into an error that wraps the
+// FromStatus turns a gRPC status error back into an error that wraps the
 // matching sdk error, so callers can use errors.Is.
-func fromStatus(err error) error {
+func FromStatus(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -71,7 +73,7 @@ func fromStatus(err error) error {
 	case codes.DeadlineExceeded:
 		return &remoteError{msg: msg, kind: context.DeadlineExceeded}
 	case codes.Unavailable:
-		return &remoteError{msg: "plugin unavailable: " + msg, kind: ErrPluginUnavailable}
+		return &remoteError{msg: "plugin unavailable: " + msg, kind: sdk.ErrPluginUnavailable}
 	}
 	return errors.New(msg)
 }

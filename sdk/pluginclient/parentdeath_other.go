@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sdk
+package pluginclient
 
 import "os/exec"
 

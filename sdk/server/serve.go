@@ -1,4 +1,10 @@
-package sdk
+// Package server serves a provider Adapter to a Baton host: Serve is what a
+// plugin's main calls. It sets up go-plugin (gRPC, the handshake, the
+// negotiated protocol version), checks that the adapter's declared
+// capabilities are the ones it implements, numbers and buffers each
+// session's events for the host, and closes every session when the host
+// goes away.
+package server
 
 import (
 	"context"
@@ -10,29 +16,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 
+	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
-	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
+	"github.com/baton-run/baton/sdk/internal/wire"
 )
 
-// ProtocolVersion is the version of the plugin wire contract this sdk
-// speaks. It changes only when an old host could no longer talk to a new
-// plugin (or the other way round); adding fields does not change it.
-const ProtocolVersion = 1
-
-// pluginKey names the one plugin a Baton plugin binary serves.
-const pluginKey = "provider"
-
-// Handshake is the go-plugin handshake. The cookie only keeps a user from
-// running a plugin binary by hand by mistake; it is not a secret.
-var Handshake = plugin.HandshakeConfig{
-	MagicCookieKey:   "BATON_PLUGIN",
-	MagicCookieValue: "4a1d7c0e2b9f4e51a3c86d07f2e9b815",
-}
-
-// ServeOpt configures Serve.
-type ServeOpt func(*serveConfig)
+// Option configures Serve.
+type Option func(*serveConfig)
 
 type serveConfig struct {
 	logger hclog.Logger
@@ -42,12 +33,12 @@ type serveConfig struct {
 
 // WithLogger sets the logger the sdk logs with. Use NewLogger for one the
 // host understands.
-func WithLogger(l hclog.Logger) ServeOpt { return func(c *serveConfig) { c.logger = l } }
+func WithLogger(l hclog.Logger) Option { return func(c *serveConfig) { c.logger = l } }
 
 // WithClock sets the clock the plugin's shutdown reads: how often it looks
 // for its parent, how long it spends closing sessions (default: the
 // system clock).
-func WithClock(c clock.Clock) ServeOpt { return func(cfg *serveConfig) { cfg.clock = c } }
+func WithClock(c clock.Clock) Option { return func(cfg *serveConfig) { cfg.clock = c } }
 
 // NewLogger returns the logger a plugin should use: JSON lines on stderr,
 // which the host reads and re-logs under the plugin's name.
@@ -62,11 +53,28 @@ func NewLogger(name string) hclog.Logger {
 
 // Serve serves the adapter to a Baton host over go-plugin (gRPC only,
 // mutual TLS set up by the host) and returns when the host is done with it.
-// It must be called from main, before anything is written to stdout.
-func Serve(a Adapter, opts ...ServeOpt) {
+// It must be called from main, before anything is written to stdout:
+//
+//	func main() {
+//		log := server.NewLogger("myagent")
+//		if err := server.Serve(myagent.New(log), server.WithLogger(log)); err != nil {
+//			log.Error("serve", "error", err)
+//			os.Exit(1)
+//		}
+//	}
+//
+// It returns an error, before serving anything, for an adapter that
+// cannot be served: one whose description lacks a name, version or wire
+// protocol, or whose declared capabilities are not the ones it implements
+// (sdk.CheckCapabilities). Started by hand rather than by a host, the
+// plugin says so and exits 1 (go-plugin's handshake check).
+func Serve(a sdk.Adapter, opts ...Option) error {
 	cfg := serveConfig{}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if err := check(a); err != nil {
+		return err
 	}
 	if cfg.logger == nil {
 		cfg.logger = NewLogger(a.Describe().Name)
@@ -76,17 +84,29 @@ func Serve(a Adapter, opts ...ServeOpt) {
 	srv := newServer(stop, a, cfg.logger)
 	go exitWithHost(stop, srv, cfg.logger, clk)
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{
-			ProtocolVersion: {pluginKey: &grpcPlugin{server: srv}},
-		},
-		GRPCServer: plugin.DefaultGRPCServer,
-		Logger:     cfg.logger,
-		Test:       cfg.test,
+		HandshakeConfig:  wire.Handshake(sdk.ProtocolVersion),
+		VersionedPlugins: wire.Plugins(srv, nil),
+		GRPCServer:       plugin.DefaultGRPCServer,
+		Logger:           cfg.logger,
+		Test:             cfg.test,
 	})
 	// The host is gone (or done): stop every provider process still running.
 	cancel()
 	srv.closeAll(clk, shutdownTimeout)
+	return nil
+}
+
+// check is what Serve refuses to serve.
+func check(a sdk.Adapter) error {
+	d := a.Describe()
+	if d.Name == "" || d.Version == "" || d.WireProtocol == "" {
+		return fmt.Errorf("serve plugin: its description must name it, its version and its wire protocol, got name %q, version %q, wire protocol %q",
+			d.Name, d.Version, d.WireProtocol)
+	}
+	if err := sdk.CheckCapabilities(a); err != nil {
+		return fmt.Errorf("serve plugin: %w", err)
+	}
+	return nil
 }
 
 // exitWithHost ends the plugin, after closing its sessions, when the host
@@ -133,20 +153,3 @@ func hostGone(stop context.Context, clk clock.Clock, sig <-chan os.Signal, ppid 
 // shutdownTimeout bounds how long a plugin spends closing its sessions when
 // the host goes away; providerproc's grace periods fit inside it.
 const shutdownTimeout = 10 * time.Second
-
-// grpcPlugin is the go-plugin glue. The plugin side sets server; the host
-// side uses GRPCClient only.
-type grpcPlugin struct {
-	plugin.NetRPCUnsupportedPlugin
-	server *server
-}
-
-func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	pb.RegisterProviderServer(s, p.server)
-	return nil
-}
-
-// GRPCClient's ctx is cancelled when the plugin process exits.
-func (p *grpcPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &Client{rpc: pb.NewProviderClient(c), exited: ctx}, nil
-}

@@ -1,4 +1,4 @@
-package sdk
+package wire
 
 import (
 	"encoding/json"
@@ -10,26 +10,28 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"pgregory.net/rapid"
 
+	"github.com/baton-run/baton/sdk"
 	pb "github.com/baton-run/baton/sdk/internal/pluginpb"
 )
 
-func fullEvent() RuntimeEvent {
-	return RuntimeEvent{SessionID: "s", Sequence: 7, Kind: EventRequestOpened, RawFrame: 3, ThreadRef: "t", ParentThreadRef: "p",
-		TurnRef: "u", ItemRef: "i", ParentItemRef: "pi", ClientTurnID: "att", ItemKind: ItemToolCall, Title: "T", Text: "x", Status: "s",
-		RequestRef: "r", RequestKind: "permission", Options: []RequestOption{{ID: "a", Label: "Allow", Kind: "allow_once"}},
-		Usage:     &Usage{InputTokens: 1, OutputTokens: 2, CachedInputTokens: 3, ReasoningTokens: 4, TotalTokens: 10},
-		RateLimit: &RateLimit{ResetsAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), UsedPercent: 50, Scope: "5h"},
-		Failure:   &Failure{Code: "c", Message: "m"}, ThreadUsable: true, Detail: json.RawMessage(`{"k":1}`)}
+func fullEvent() sdk.RuntimeEvent {
+	return sdk.RuntimeEvent{SessionID: "s", Sequence: 7, Kind: sdk.EventRequestOpened, RawFrame: 3, ThreadRef: "t", ParentThreadRef: "p",
+		TurnRef: "u", ItemRef: "i", ParentItemRef: "pi", ClientTurnID: "att", ItemKind: sdk.ItemToolCall, Title: "T", Text: "x", Status: "s",
+		RequestRef: "r", RequestKind: "permission", Options: []sdk.RequestOption{{ID: "a", Label: "Allow", Kind: "allow_once"}},
+		Usage:     &sdk.Usage{InputTokens: 1, OutputTokens: 2, CachedInputTokens: 3, ReasoningTokens: 4, TotalTokens: 10},
+		RateLimit: &sdk.RateLimit{ResetsAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), UsedPercent: 50, Scope: "5h"},
+		Failure:   &sdk.Failure{Code: "c", Message: "m"}, ThreadUsable: true, Detail: json.RawMessage(`{"k":1}`)}
 }
 
 // Level 1: the wire messages and their JSON forms round-trip.
 func TestRuntimeEventRoundTrips(t *testing.T) {
 	ev := fullEvent()
-	if diff := cmp.Diff(ev, eventFromWire(eventToWire(ev))); diff != "" {
+	if diff := cmp.Diff(ev, EventFromWire(EventToWire(ev))); diff != "" {
 		t.Errorf("Go -> wire -> Go changed the event:\n%s", diff)
 	}
-	w := eventToWire(ev)
+	w := EventToWire(ev)
 	js, err := protojson.Marshal(w)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +44,7 @@ func TestRuntimeEventRoundTrips(t *testing.T) {
 		t.Errorf("protojson round trip changed the message: %s", js)
 	}
 	b, _ := json.Marshal(ev)
-	var ev2 RuntimeEvent
+	var ev2 sdk.RuntimeEvent
 	if err := json.Unmarshal(b, &ev2); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func TestRuntimeEventRoundTrips(t *testing.T) {
 		t.Errorf("the Go JSON form does not round-trip:\n%s", diff)
 	}
 	for kind := range eventKindToWire {
-		if eventFromWire(eventToWire(RuntimeEvent{Kind: kind})).Kind != kind {
+		if EventFromWire(EventToWire(sdk.RuntimeEvent{Kind: kind})).Kind != kind {
 			t.Errorf("kind %s does not round-trip", kind)
 		}
 	}
@@ -59,7 +61,7 @@ func TestRuntimeEventRoundTrips(t *testing.T) {
 // A field added by a newer plugin does not break an older host, and an
 // event kind it does not know arrives as "unknown", not as garbage.
 func TestNewFieldsDoNotBreakOldReaders(t *testing.T) {
-	b, err := proto.Marshal(eventToWire(fullEvent()))
+	b, err := proto.Marshal(EventToWire(fullEvent()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,19 +75,19 @@ func TestNewFieldsDoNotBreakOldReaders(t *testing.T) {
 		t.Errorf("known fields lost: %v", &got)
 	}
 	got.Kind = pb.EventKind(99)
-	if k := eventFromWire(&got).Kind; k != unknownEventKind {
+	if k := EventFromWire(&got).Kind; k != unknownEventKind {
 		t.Errorf("unknown kind decoded as %q", k)
 	}
 }
 
 func TestCapabilitiesAndOpenRequestRoundTrip(t *testing.T) {
-	c := Capabilities{NativeSteering: true, Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Fork: true, Resume: true, ThreadSnapshot: true}
-	if capsFromWire(capsToWire(c)) != c {
+	c := sdk.Capabilities{NativeSteering: true, Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Resume: true, ThreadSnapshot: true}
+	if CapsFromWire(CapsToWire(c)) != c {
 		t.Error("capabilities do not round-trip")
 	}
-	r := OpenSessionRequest{SessionID: "s", Cwd: "/w", Model: "m", RuntimePolicy: "p",
-		Command: ProviderCommand{Argv: []string{"a", "b"}, Env: []string{"K=V"}}, ResumeThreadRef: "t", RawFrameLog: "/l"}
-	if diff := cmp.Diff(r, openFromWire(openToWire(r))); diff != "" {
+	r := sdk.OpenSessionRequest{SessionID: "s", Cwd: "/w", Model: "m", RuntimePolicy: "p",
+		Command: sdk.ProviderCommand{Argv: []string{"a", "b"}, Env: []string{"K=V"}}, ResumeThreadRef: "t", RawFrameLog: "/l"}
+	if diff := cmp.Diff(r, OpenFromWire(OpenToWire(r))); diff != "" {
 		t.Errorf("open request:\n%s", diff)
 	}
 }
@@ -94,11 +96,11 @@ func TestCapabilitiesAndOpenRequestRoundTrip(t *testing.T) {
 // protojson form and its Go JSON form; the turn check is omitted from JSON
 // when the host does not know the turn.
 func TestRollbackRequestRoundTrips(t *testing.T) {
-	r := RollbackThreadRequest{SessionID: "s", ThreadRef: "t", Turns: 2, BeforeTurnRef: "u2"}
-	if diff := cmp.Diff(r, rollbackFromWire(rollbackToWire(r))); diff != "" {
+	r := sdk.RollbackThreadRequest{SessionID: "s", ThreadRef: "t", Turns: 2, BeforeTurnRef: "u2"}
+	if diff := cmp.Diff(r, RollbackFromWire(RollbackToWire(r))); diff != "" {
 		t.Errorf("Go -> wire -> Go changed the rollback request:\n%s", diff)
 	}
-	w := rollbackToWire(r)
+	w := RollbackToWire(r)
 	js, err := protojson.Marshal(w)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +113,7 @@ func TestRollbackRequestRoundTrips(t *testing.T) {
 		t.Errorf("protojson round trip changed the message: %s", js)
 	}
 	b, _ := json.Marshal(r)
-	var r2 RollbackThreadRequest
+	var r2 sdk.RollbackThreadRequest
 	if err := json.Unmarshal(b, &r2); err != nil {
 		t.Fatal(err)
 	}
@@ -121,8 +123,19 @@ func TestRollbackRequestRoundTrips(t *testing.T) {
 	if want := `"beforeTurnRef":"u2"`; !strings.Contains(string(b), want) {
 		t.Errorf("JSON form %s; want %s", b, want)
 	}
-	b, _ = json.Marshal(RollbackThreadRequest{SessionID: "s", ThreadRef: "t", Turns: 1})
+	b, _ = json.Marshal(sdk.RollbackThreadRequest{SessionID: "s", ThreadRef: "t", Turns: 1})
 	if strings.Contains(string(b), "beforeTurnRef") {
 		t.Errorf("JSON form %s names beforeTurnRef though it is empty", b)
 	}
+}
+
+// Every instant UnixSeconds gives crosses the wire as it is.
+func TestResetInstantsCrossTheWire(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		got := sdk.UnixSeconds(rapid.Int64Range(0, sdk.MaxUnixSeconds).Draw(t, "sec"))
+		ev := sdk.RuntimeEvent{Kind: sdk.EventRateLimit, RateLimit: &sdk.RateLimit{ResetsAt: got}}
+		if w := EventFromWire(EventToWire(ev)); !w.RateLimit.ResetsAt.Equal(got) {
+			t.Fatalf("wire: %v back as %v", got, w.RateLimit.ResetsAt)
+		}
+	})
 }

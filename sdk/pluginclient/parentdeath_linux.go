@@ -1,4 +1,4 @@
-package sdk
+package pluginclient
 
 import (
 	"os/exec"
