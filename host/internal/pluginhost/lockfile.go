@@ -26,10 +26,23 @@ type Lockfile struct {
 	Plugins map[string]LockEntry `json:"plugins"`
 }
 
-// LockEntry is one plugin's record.
+// LockEntry is one plugin's record, under its name. File and SHA256 are
+// all a lockfile written before installs from modules has; the rest is
+// what the plugin said of itself when it was installed (or locked).
 type LockEntry struct {
 	File   string `json:"file"`
 	SHA256 string `json:"sha256"`
+	// Source is where the binary came from: "file:PATH" (installed or
+	// locked from a file) or "PACKAGE@VERSION" (built with go install).
+	Source string `json:"source,omitempty"`
+	// Protocol is the plugin protocol version it spoke at install.
+	Protocol int `json:"protocol,omitempty"`
+	// Version and SDKVersion are the plugin's Describe().Version and
+	// Describe().SDKVersion.
+	Version    string `json:"version,omitempty"`
+	SDKVersion string `json:"sdkVersion,omitempty"`
+	// Capabilities are the capabilities it declared (CapabilityNames).
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // ReadLockfile reads dir's lockfile; a missing one is empty.
@@ -56,11 +69,15 @@ func writeLockfile(dir string, lf Lockfile) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, LockfileName+".tmp")
+	tmp := filepath.Join(dir, "."+LockfileName+".tmp")
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write plugin lockfile: %w", err)
 	}
-	return os.Rename(tmp, filepath.Join(dir, LockfileName))
+	if err := os.Rename(tmp, filepath.Join(dir, LockfileName)); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write plugin lockfile: %w", err)
+	}
+	return nil
 }
 
 // FileSHA256 hashes a file.
@@ -78,7 +95,9 @@ func FileSHA256(path string) (string, error) {
 }
 
 // Lock records the SHA-256 of every plugin binary in dir (what a build or
-// an install does) and returns the plugin names.
+// an install does) and returns the plugin names. A binary that is
+// unchanged keeps its record; another gets a new one whose source is the
+// file itself. Lock does not start the binaries (Install does).
 func Lock(dir string) ([]string, error) {
 	lf, err := ReadLockfile(dir)
 	if err != nil {
@@ -98,7 +117,15 @@ func Lock(dir string) ([]string, error) {
 			return nil, fmt.Errorf("lock plugins: %w", err)
 		}
 		name := strings.TrimPrefix(e.Name(), BinaryPrefix)
-		lf.Plugins[name] = LockEntry{File: e.Name(), SHA256: sum}
+		if old, ok := lf.Plugins[name]; ok && old.File == e.Name() && old.SHA256 == sum {
+			names = append(names, name)
+			continue
+		}
+		src, err := filepath.Abs(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("lock plugins: %w", err)
+		}
+		lf.Plugins[name] = LockEntry{File: e.Name(), SHA256: sum, Source: "file:" + src}
 		names = append(names, name)
 	}
 	sort.Strings(names)
@@ -106,43 +133,70 @@ func Lock(dir string) ([]string, error) {
 }
 
 // Install copies a plugin binary into dir as baton-plugin-<name> and records
-// its checksum.
+// its checksum and source, without starting it (InstallFile does: it is
+// what `baton plugin install` runs).
 func Install(src, dir, name string) error {
-	if name == "" || strings.ContainsAny(name, "/\\ ") {
-		return fmt.Errorf("install plugin: bad name %q", name)
+	if err := CheckName(name); err != nil {
+		return fmt.Errorf("install plugin: %w", err)
 	}
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		return fmt.Errorf("install plugin: %w", err)
+	}
+	tmp, sum, err := copyIn(abs, dir, name)
+	if err != nil {
+		return err
+	}
+	return commit(dir, name, tmp, LockEntry{SHA256: sum, Source: "file:" + abs})
+}
+
+// copyIn copies a binary into dir (made, private, if missing) under a
+// temporary name, mode 0700, and hashes the copy.
+func copyIn(src, dir, name string) (tmp, sum string, err error) {
 	in, err := os.Open(src)
 	if err != nil {
-		return fmt.Errorf("install plugin: %w", err)
+		return "", "", fmt.Errorf("install plugin %s: %w", name, err)
 	}
 	defer in.Close()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("install plugin: %w", err)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", fmt.Errorf("install plugin %s: %w", name, err)
 	}
-	dst := filepath.Join(dir, BinaryPrefix+name)
-	tmp := dst + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err := checkMode(dir, "plugin directory", dir); err != nil {
+		return "", "", fmt.Errorf("install plugin %s: %w", name, err)
+	}
+	out, err := os.CreateTemp(dir, ".install-"+name+"-")
 	if err != nil {
-		return fmt.Errorf("install plugin: %w", err)
+		return "", "", fmt.Errorf("install plugin %s: %w", name, err)
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return fmt.Errorf("install plugin: %w", err)
+	tmp = out.Name()
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, h), in)
+	if err == nil {
+		err = out.Chmod(0o700)
 	}
-	if err := out.Close(); err != nil {
-		return fmt.Errorf("install plugin: %w", err)
+	if cerr := out.Close(); err == nil {
+		err = cerr
 	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return fmt.Errorf("install plugin: %w", err)
-	}
-	sum, err := FileSHA256(dst)
 	if err != nil {
-		return err
+		os.Remove(tmp)
+		return "", "", fmt.Errorf("install plugin %s: %w", name, err)
 	}
+	return tmp, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// commit moves a copied binary into place as name's and records e for it
+// (the old binary, if any, is replaced in one rename).
+func commit(dir, name, tmp string, e LockEntry) error {
+	e.File = BinaryPrefix + name
 	lf, err := ReadLockfile(dir)
 	if err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	lf.Plugins[name] = LockEntry{File: BinaryPrefix + name, SHA256: sum}
+	if err := os.Rename(tmp, filepath.Join(dir, e.File)); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("install plugin %s: %w", name, err)
+	}
+	lf.Plugins[name] = e
 	return writeLockfile(dir, lf)
 }

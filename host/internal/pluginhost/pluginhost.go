@@ -72,6 +72,9 @@ func (m *Manager) Find(name string) (path string, sum []byte, err error) {
 		if _, err := os.Stat(p); err != nil {
 			continue
 		}
+		if err := checkInstalled(dir, name, p); err != nil {
+			return "", nil, err
+		}
 		lf, err := ReadLockfile(dir)
 		if err != nil {
 			return "", nil, err
@@ -137,7 +140,7 @@ func (m *Manager) Get(ctx context.Context, name string) (*Plugin, error) {
 	sp, err := pluginclient.Launch(pluginclient.LaunchConfig{Path: path, Checksum: sum, Logger: m.cfg.Logger.Named(name),
 		Clock: m.cfg.Clock, KillGrace: m.cfg.KillGrace})
 	if err != nil {
-		return nil, fmt.Errorf("plugin %s: %w", name, err)
+		return nil, launchError("plugin "+name, err)
 	}
 	d, err := sp.Describe(ctx)
 	if err != nil {

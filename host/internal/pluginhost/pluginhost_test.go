@@ -213,9 +213,10 @@ func TestLockAndInstall(t *testing.T) {
 	if err := pluginhost.Install(src, dir, "c"); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"", "x/y", "x y"} {
-		if err := pluginhost.Install(src, dir, bad); err == nil || !strings.Contains(err.Error(), "bad name") {
-			t.Errorf("Install as %q: %v, want a refusal", bad, err)
+	for _, bad := range []string{"", "x/y", "x y", ".", "..", "-x", "X", "a_b", "a.b"} {
+		want := fmt.Sprintf("install plugin: plugin name %q is not allowed: use lower-case letters, digits and '-', starting with a letter or digit (for example --name myagent)", bad)
+		if err := pluginhost.Install(src, dir, bad); err == nil || err.Error() != want {
+			t.Errorf("Install as %q: %v, want %s", bad, err, want)
 		}
 	}
 	if err := pluginhost.Install(filepath.Join(dir, "missing"), dir, "d"); err == nil {
@@ -225,11 +226,14 @@ func TestLockAndInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// sha256 of "a", "b" and "c".
+	// sha256 of "a", "b" and "c", each from where it was found.
 	want := pluginhost.Lockfile{Version: 1, Plugins: map[string]pluginhost.LockEntry{
-		"a": {File: pluginhost.BinaryPrefix + "a", SHA256: "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"},
-		"b": {File: pluginhost.BinaryPrefix + "b", SHA256: "3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d"},
-		"c": {File: pluginhost.BinaryPrefix + "c", SHA256: "2e7d2c03a9507ae265ecf5b5356885a53393a2029d241394997265a1a25aefc6"},
+		"a": {File: pluginhost.BinaryPrefix + "a", SHA256: "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb",
+			Source: "file:" + filepath.Join(dir, pluginhost.BinaryPrefix+"a")},
+		"b": {File: pluginhost.BinaryPrefix + "b", SHA256: "3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d",
+			Source: "file:" + filepath.Join(dir, pluginhost.BinaryPrefix+"b")},
+		"c": {File: pluginhost.BinaryPrefix + "c", SHA256: "2e7d2c03a9507ae265ecf5b5356885a53393a2029d241394997265a1a25aefc6",
+			Source: "file:" + src},
 	}}
 	if diff := cmp.Diff(want, lf); diff != "" {
 		t.Errorf("lockfile (-want +got):\n%s", diff)
