@@ -1,9 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,31 +23,46 @@ import (
 func pluginCommand(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "plugin",
-		Short: "List, lock and install provider plugins",
-		Args:  cobra.NoArgs,
+		Short: "Install, list, verify, upgrade and remove provider plugins",
+		Long: `A plugin is an executable baton-plugin-NAME in a plugin directory (beside
+baton, then DATA/plugins, after any --plugin-dir) whose SHA-256, source and
+self-description are recorded in the directory's plugins.lock. A binary
+that differs from its record, or a directory or binary that group or
+others may write, is refused at every start.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usagef("plugin: give a subcommand: list, lock or install (baton plugin --help)")
+			return usagef("plugin: give a subcommand: list, install, verify, upgrade, remove or lock (baton plugin --help)")
 		},
 	}
-	var markdown bool
+	var markdown, asJSON bool
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "What each installed provider plugin can do",
-		Long: `List starts each installed plugin, asks it to describe itself, and prints what
-each provider can do. A service that answers (--server, or on the data
-directory's socket) lists its own plugins.`,
+		Short: "What each installed provider plugin is and can do",
+		Long: `List starts each installed plugin, asks it to describe itself, and prints
+its name, version, plugin protocol version, source (from plugins.lock) and
+capabilities. --markdown prints the README's capability matrix; a service
+that answers (--server, or on the data directory's socket) lists its own
+plugins for it.`,
 		Example: `  baton plugin list
+  baton plugin list --json
   baton plugin list --markdown > capabilities.md`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			descs, err := g.plugins(cmd.Context())
-			if descs != nil {
-				printPlugins(g.stdout, descs, markdown)
+			if markdown {
+				descs, err := g.plugins(cmd.Context())
+				if descs != nil {
+					printPlugins(g.stdout, descs, true)
+				}
+				return err
 			}
+			rows, err := g.localPlugins(cmd.Context())
+			printPluginRows(g.stdout, rows, asJSON)
 			return err
 		},
 	}
 	list.Flags().BoolVar(&markdown, "markdown", false, "print the capability matrix as Markdown")
+	list.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per plugin")
+	list.MarkFlagsMutuallyExclusive("markdown", "json")
 	lock := &cobra.Command{
 		Use:     "lock DIR",
 		Short:   "Record the SHA-256 of every plugin in DIR",
@@ -56,25 +77,214 @@ directory's socket) lists its own plugins.`,
 			return nil
 		},
 	}
+	var dir, name string
 	install := &cobra.Command{
-		Use:     "install NAME FILE [DIR]",
-		Short:   "Install a plugin binary (default DIR: DATA/plugins)",
-		Example: `  baton plugin install myagent ./baton-plugin-myagent`,
-		Args:    cobra.RangeArgs(2, 3),
+		Use:   "install (NAME FILE | PACKAGE@VERSION) [DIR]",
+		Short: "Install a plugin from a binary or a Go module (default DIR: DATA/plugins)",
+		Long: `Install copies a plugin binary into DIR as baton-plugin-NAME, or builds
+PACKAGE@VERSION with 'go install' (your go command, GOPROXY, GOSUMDB and
+GOFLAGS: by default the Go module proxy and checksum database) and copies
+what it built. The binary is started first: one that is not a Baton plugin,
+or speaks another plugin protocol version, is refused. Its SHA-256, source,
+version and capabilities are then recorded in DIR/plugins.lock.
+
+A module's plugin is named after its binary (X for baton-plugin-X, else the
+binary's name); --name names it otherwise.`,
+		Example: `  baton plugin install myagent ./baton-plugin-myagent
+  baton plugin install github.com/you/baton-plugin-myagent@v1.2.0
+  baton plugin install --name mine example.com/agents/cmd/agent@latest`,
+		Args: cobra.RangeArgs(1, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := filepath.Join(g.data, "plugins")
-			if len(args) == 3 {
-				dir = args[2]
+			target := dir
+			if target == "" {
+				target = filepath.Join(g.data, "plugins")
 			}
-			if err := pluginhost.Install(args[1], dir, args[0]); err != nil {
+			var e pluginhost.LockEntry
+			var err error
+			installed := name
+			if strings.Contains(args[0], "@") {
+				if len(args) > 2 {
+					return usagef("plugin install: PACKAGE@VERSION takes at most a DIR after it")
+				}
+				if len(args) == 2 {
+					target = args[1]
+				}
+				e, installed, err = pluginhost.InstallModule(cmd.Context(), args[0], target, name, pluginhost.GoInstall{Output: g.stderr})
+			} else {
+				if len(args) < 2 {
+					return usagef("plugin install: give NAME FILE, or PACKAGE@VERSION")
+				}
+				if name != "" {
+					return usagef("plugin install: --name is for PACKAGE@VERSION; NAME FILE names the plugin already")
+				}
+				if len(args) == 3 {
+					target = args[2]
+				}
+				installed = args[0]
+				e, err = pluginhost.InstallFile(cmd.Context(), args[1], target, args[0])
+			}
+			if err != nil {
 				return failf(exitFailed, "%v", err)
 			}
-			fmt.Fprintf(g.stdout, "installed plugin %s in %s\n", args[0], dir)
+			fmt.Fprintf(g.stdout, "installed plugin %s %s (%s) in %s\n", installed, e.Version, e.Source, target)
 			return nil
 		},
 	}
-	c.AddCommand(list, lock, install)
+	install.Flags().StringVar(&name, "name", "", "the plugin's `name` (PACKAGE@VERSION only; default: from the binary's name)")
+	install.Flags().StringVar(&dir, "dir", "", "the plugin `directory` (default DATA/plugins)")
+	verify := &cobra.Command{
+		Use:   "verify [DIR...]",
+		Short: "Check every plugin binary against its lockfile",
+		Long: `Verify checks, without starting anything, that every plugin binary in each
+DIR (default: the plugin search path) has the SHA-256 its plugins.lock
+records, that every locked plugin is there, and that no directory or binary
+is writable by group or others. It exits 1 naming each plugin that fails.`,
+		Example: `  baton plugin verify
+  baton plugin verify ./bin`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dirs := args
+			if len(dirs) == 0 {
+				for _, d := range g.searchPath() {
+					if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+						dirs = append(dirs, d)
+					}
+				}
+			}
+			return verifyPlugins(g, dirs)
+		},
+	}
+	var pdir string
+	upgrade := &cobra.Command{
+		Use:   "upgrade NAME [VERSION]",
+		Short: "Rebuild a plugin installed from a module, at its latest version or VERSION",
+		Long: `Upgrade runs 'go install PACKAGE@latest' (or @VERSION) for a plugin installed
+from a module, checks the new binary as install does, and replaces the old
+one in a single rename. If anything fails, the old binary and its record stay.`,
+		Example: `  baton plugin upgrade myagent
+  baton plugin upgrade myagent v1.3.0`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target := cmp.Or(pdir, filepath.Join(g.data, "plugins"))
+			version := ""
+			if len(args) == 2 {
+				version = args[1]
+			}
+			old, e, err := pluginhost.Upgrade(cmd.Context(), target, args[0], version, pluginhost.GoInstall{Output: g.stderr})
+			if err != nil {
+				return failf(exitFailed, "%v", err)
+			}
+			fmt.Fprintf(g.stdout, "upgraded plugin %s: %s -> %s\n", args[0], old.Source, e.Source)
+			return nil
+		},
+	}
+	upgrade.Flags().StringVar(&pdir, "dir", "", "the plugin `directory` (default DATA/plugins)")
+	remove := &cobra.Command{
+		Use:     "remove NAME",
+		Short:   "Delete a plugin and its record",
+		Example: `  baton plugin remove myagent`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target := cmp.Or(pdir, filepath.Join(g.data, "plugins"))
+			if err := pluginhost.Remove(target, args[0]); err != nil {
+				return failf(exitFailed, "%v", err)
+			}
+			fmt.Fprintf(g.stdout, "removed plugin %s from %s\n", args[0], target)
+			return nil
+		},
+	}
+	remove.Flags().StringVar(&pdir, "dir", "", "the plugin `directory` (default DATA/plugins)")
+	c.AddCommand(list, install, verify, upgrade, remove, lock)
 	return c
+}
+
+// searchPath is where this command's host looks for plugins, in order.
+func (g *globals) searchPath() []string {
+	return append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...)
+}
+
+// verifyPlugins prints each plugin of dirs with what is wrong with it (or
+// ok) and fails naming the plugins that are not as locked.
+func verifyPlugins(g *globals, dirs []string) error {
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	var bad []string
+	var failed error
+	for _, d := range dirs {
+		checks, err := pluginhost.Verify(d)
+		if err != nil {
+			fmt.Fprintf(g.stderr, "baton: %v\n", err)
+			failed = silent(exitFailed)
+			continue
+		}
+		for _, c := range checks {
+			if c.Problem == "" {
+				fmt.Fprintf(tw, "%s\tok\t%s\n", c.Name, c.Path)
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.Problem, c.Detail)
+			bad = append(bad, c.Name+" ("+c.Problem+")")
+		}
+	}
+	tw.Flush()
+	if len(bad) > 0 {
+		return failf(exitFailed, "plugin verify: %d failed: %s", len(bad), strings.Join(bad, ", "))
+	}
+	return failed
+}
+
+// pluginRow is one line of `baton plugin list`.
+type pluginRow struct {
+	Name         string   `json:"name"`
+	Version      string   `json:"version"`
+	SDKVersion   string   `json:"sdkVersion,omitempty"`
+	Protocol     int      `json:"protocol"`
+	WireProtocol string   `json:"wireProtocol"`
+	Source       string   `json:"source,omitempty"`
+	Capabilities []string `json:"capabilities"`
+	Path         string   `json:"path"`
+}
+
+// localPlugins starts each plugin of this machine's search path and
+// describes it, with where it came from (its lockfile record).
+func (g *globals) localPlugins(ctx context.Context) ([]pluginRow, error) {
+	m := pluginhost.New(pluginhost.Config{Dirs: g.searchPath()})
+	defer m.Close()
+	rows := []pluginRow{}
+	var failed error
+	for _, name := range m.Installed() {
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		p, err := m.Get(pctx, name)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(g.stderr, "baton: %v\n", err)
+			failed = silent(exitFailed)
+			continue
+		}
+		d := p.Description
+		r := pluginRow{Name: name, Version: d.Version, SDKVersion: d.SDKVersion, Protocol: sdk.ProtocolVersion, WireProtocol: d.WireProtocol,
+			Capabilities: append([]string{}, pluginhost.CapabilityNames(d.Capabilities)...), Path: p.Path}
+		if lf, err := pluginhost.ReadLockfile(filepath.Dir(p.Path)); err == nil {
+			r.Source = lf.Plugins[name].Source
+		}
+		rows = append(rows, r)
+	}
+	return rows, failed
+}
+
+func printPluginRows(w io.Writer, rows []pluginRow, asJSON bool) {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, r := range rows {
+			enc.Encode(r)
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tPROTOCOL\tSOURCE\tCAPABILITIES")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.Name, cmp.Or(r.Version, "-"), r.Protocol, cmp.Or(r.Source, "-"),
+			cmp.Or(strings.Join(r.Capabilities, ","), "-"))
+	}
+	tw.Flush()
 }
 
 // plugins describes the installed plugins: the service's, when one
@@ -107,7 +317,7 @@ func (g *globals) plugins(ctx context.Context) ([]sdk.Description, error) {
 		}
 		return descs, nil
 	}
-	m := pluginhost.New(pluginhost.Config{Dirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...)})
+	m := pluginhost.New(pluginhost.Config{Dirs: g.searchPath()})
 	defer m.Close()
 	descs := []sdk.Description{}
 	var failed error

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-run/baton/sdk"
+)
+
+// sdkModule is the sdk's published module path.
+const sdkModule = "github.com/baton-run/baton/sdk"
+
+// proxyModule writes one version of a module into a module proxy
+// directory (the layout GOPROXY=file://DIR reads): @v/list, .info, .mod
+// and a .zip of files (paths relative to the module root).
+func proxyModule(t *testing.T, proxy, mod, version string, files map[string][]byte) {
+	t.Helper()
+	dir := filepath.Join(proxy, filepath.FromSlash(mod), "@v")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := os.ReadFile(filepath.Join(dir, "list"))
+	list = append(list, version+"\n"...)
+	var zb bytes.Buffer
+	zw := zip.NewWriter(&zb)
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range files {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	for _, n := range names {
+		w, err := zw.Create(mod + "@" + version + "/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(files[n])
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for f, b := range map[string][]byte{
+		"list":            list,
+		version + ".info": fmt.Appendf(nil, `{"Version":%q,"Time":"2026-01-02T03:04:05Z"}`, version),
+		version + ".mod":  files["go.mod"],
+		version + ".zip":  zb.Bytes(),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// moduleFiles reads a module's directory as a module zip holds it: every
+// regular file, with none of a nested module's or of .git, and the
+// changes given (a nil change drops the file).
+func moduleFiles(t *testing.T, dir string, change map[string][]byte) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && (d.Name() == ".git" || d.Name() == "vendor" || fileExists(filepath.Join(p, "go.mod"))) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || d.Name() == "go.work" || d.Name() == "go.work.sum" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		files[rel] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, b := range change {
+		if b == nil {
+			delete(files, n)
+		} else {
+			files[n] = b
+		}
+	}
+	return files
+}
+
+// tinyPlugin is a plugin module's files: a main serving the smallest
+// adapter, of version version, built against sdk at sdkVersion. Its go.mod
+// requires what the sdk's does, as a tidy one would.
+func tinyPlugin(t *testing.T, mod, version, sdkVersion string) map[string][]byte {
+	t.Helper()
+	sdkMod, err := os.ReadFile(filepath.Join(root, "sdk", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(sdkMod, []byte("\nrequire"))
+	if i < 0 {
+		t.Fatal("sdk/go.mod requires nothing")
+	}
+	return map[string][]byte{
+		"go.mod": fmt.Appendf(nil, "module %s\n\ngo 1.26.8\n\nrequire %s %s\n%s", mod, sdkModule, sdkVersion, sdkMod[i:]),
+		"main.go": fmt.Appendf(nil, `package main
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/server"
+)
+
+type adapter struct{}
+
+func (adapter) Describe() sdk.Description {
+	return sdk.Description{Name: "tiny", Version: %q, WireProtocol: "none"}
+}
+
+func (adapter) OpenSession(context.Context, sdk.OpenSessionRequest, sdk.Emitter) (sdk.OpenSessionResponse, error) {
+	return sdk.OpenSessionResponse{}, errors.New("tiny runs nothing")
+}
+
+func (adapter) StartTurn(context.Context, sdk.StartTurnRequest) (sdk.StartTurnResponse, error) {
+	return sdk.StartTurnResponse{}, errors.New("tiny runs nothing")
+}
+
+func (adapter) CloseSession(context.Context, string) error { return nil }
+
+func main() {
+	if err := server.Serve(adapter{}); err != nil {
+		os.Exit(1)
+	}
+}
+`, strings.TrimPrefix(version, "v")),
+	}
+}
+
+// goEnv is an environment in which go install reaches only the module
+// proxy directory proxy and the modules this machine has downloaded (no
+// network), with a module cache of its own.
+func goEnv(t *testing.T, proxy string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	downloaded := filepath.Join(strings.TrimSpace(string(out)), "cache", "download")
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOFLAGS", "GOMODCACHE", "GOWORK", "GOTOOLCHAIN", "GOBIN", "BATON_DATA":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "GOPROXY=file://"+proxy+",file://"+downloaded, "GOSUMDB=off", "GOFLAGS=-mod=mod -modcacherw -trimpath",
+		"GOMODCACHE="+t.TempDir(), "GOWORK=off", "GOTOOLCHAIN=local")
+}
+
+// A plugin installed from a module through a module proxy directory (the
+// sdk and the plugin published there, no network): go install builds it,
+// it is locked with where it came from and what it says of itself, listed,
+// verified (a changed byte named), upgraded to the proxy's latest version,
+// and removed; a module that speaks another plugin protocol version is
+// refused, naming both versions.
+func TestPluginInstallFromModule(t *testing.T) {
+	const plugin = "github.com/baton-run/baton-plugin-tiny"
+	proxy := t.TempDir()
+	sdkFiles := moduleFiles(t, filepath.Join(root, "sdk"), nil)
+	proxyModule(t, proxy, sdkModule, "v1.0.0", sdkFiles)
+	version := sdkFiles["version.go"]
+	if !bytes.Contains(version, []byte("const ProtocolVersion = 1\n")) {
+		t.Fatal("sdk/version.go has no `const ProtocolVersion = 1`")
+	}
+	proto2 := maps(sdkFiles, "version.go", bytes.Replace(version, []byte("const ProtocolVersion = 1\n"), []byte("const ProtocolVersion = 2\n"), 1))
+	proxyModule(t, proxy, sdkModule, "v1.0.1-proto2", proto2)
+	proxyModule(t, proxy, plugin, "v1.0.0", tinyPlugin(t, plugin, "v1.0.0", "v1.0.0"))
+	proxyModule(t, proxy, plugin, "v1.1.0", tinyPlugin(t, plugin, "v1.1.0", "v1.0.0"))
+	future := "github.com/baton-run/baton-plugin-future"
+	proxyModule(t, proxy, future, "v1.0.0", tinyPlugin(t, future, "v1.0.0", "v1.0.1-proto2"))
+
+	data := t.TempDir()
+	env := append(goEnv(t, proxy), "BATON_DATA="+data)
+	dir := filepath.Join(data, "plugins")
+	bin := filepath.Join(dir, "baton-plugin-tiny")
+	exe := lonelyBaton(t)
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		return execAt(t, exe, env, args...)
+	}
+	type result struct {
+		Stdout string
+		Code   int
+	}
+	expect := func(what string, want result, args ...string) string {
+		t.Helper()
+		out, errOut, code := run(args...)
+		if diff := cmp.Diff(want, result{out, code}); diff != "" {
+			t.Fatalf("%s (-want +got):\n%s\nstderr:\n%s", what, diff, errOut)
+		}
+		return errOut
+	}
+
+	expect("install", result{"installed plugin tiny 1.0.0 (" + plugin + "@v1.0.0) in " + dir + "\n", 0},
+		"plugin", "install", plugin+"@v1.0.0")
+	sum := sha(t, bin)
+	lf := readLock(t, dir)
+	wantLock := map[string]any{"version": 1.0, "plugins": map[string]any{"tiny": map[string]any{
+		"file": "baton-plugin-tiny", "sha256": sum, "source": plugin + "@v1.0.0", "protocol": 1.0,
+		"version": "1.0.0", "sdkVersion": sdk.Version}}}
+	if diff := cmp.Diff(wantLock, lf); diff != "" {
+		t.Errorf("lockfile after install (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]os.FileMode{dir: 0o700, bin: 0o700}, modes(t, dir, bin)); diff != "" {
+		t.Errorf("modes (-want +got):\n%s", diff)
+	}
+
+	out, errOut, code := run("plugin", "list", "--json")
+	var rows []pluginRow
+	for l := range strings.Lines(out) {
+		var r pluginRow
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("plugin list --json: %v\n%s", err, out)
+		}
+		rows = append(rows, r)
+	}
+	tiny := pluginRow{Name: "tiny", Version: "1.0.0", SDKVersion: sdk.Version, Protocol: 1, WireProtocol: "none",
+		Source: plugin + "@v1.0.0", Capabilities: []string{}, Path: bin}
+	if diff := cmp.Diff([]pluginRow{tiny}, rows); code != 0 || diff != "" {
+		t.Errorf("plugin list --json: exit %d (-want +got):\n%s\n%s", code, diff, errOut)
+	}
+	expect("list", result{"NAME  VERSION  PROTOCOL  SOURCE                                         CAPABILITIES\n" +
+		"tiny  1.0.0    1         github.com/baton-run/baton-plugin-tiny@v1.0.0  -\n", 0},
+		"plugin", "list")
+}
+
+// lonelyBaton is a copy of baton in a directory of its own: no plugins
+// beside it, so that its plugins are the data directory's only.
+func lonelyBaton(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(binDir, "baton"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(t.TempDir(), "baton")
+	if err := os.WriteFile(exe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// execAt runs the baton executable exe with exactly this environment.
+func execAt(t *testing.T, exe string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(exe, args...)
+	cmd.Env = env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func maps(m map[string][]byte, k string, v []byte) map[string][]byte {
+	c := map[string][]byte{}
+	for n, b := range m {
+		c[n] = b
+	}
+	c[k] = v
+	return c
+}
+
+func sha(t *testing.T, p string) string {
+	t.Helper()
+	out, err := exec.Command("sha256sum", p).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(out))[0]
+}
+
+func readLock(t *testing.T, dir string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "plugins.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func modes(t *testing.T, paths ...string) map[string]os.FileMode {
+	t.Helper()
+	m := map[string]os.FileMode{}
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[p] = fi.Mode().Perm()
+	}
+	return m
+}
