@@ -160,6 +160,7 @@ type turn struct {
 	closing     bool
 	diags       int
 	tail        []string
+	malformed   bool // output that is not UTF-8 was reported
 }
 
 // threadRef matches the thread refs the plugin makes.
@@ -510,6 +511,12 @@ func (s *session) output(tp *turn, b []byte) {
 	text := strings.ToValidUTF8(string(b), "\uFFFD")
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !utf8.Valid(b) && !tp.malformed {
+		// The one malformed frame a text stream has.
+		tp.malformed = true
+		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: s.thread, TurnRef: tp.ref, RawFrame: idx,
+			Title: "malformed frame", Text: s.name() + " wrote bytes that are not UTF-8 text on stdout: they are shown as U+FFFD"})
+	}
 	if tp.item == "" {
 		tp.item = tp.ref + "/answer"
 		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: s.thread, TurnRef: tp.ref, ItemRef: tp.item,
