@@ -31,9 +31,10 @@ func TestREADMECapabilityMatrix(t *testing.T) {
 			t.Errorf("no row for %s:\n%s", p, got)
 		}
 	}
-	// The plain listing names every plugin with its wire protocol.
+	// The plain listing names every plugin with its source (the whole
+	// listing is TestPluginInstallFromModule's).
 	out, _, code := baton(t, "plugin", "list")
-	if code != 0 || !strings.Contains(out, "codex-app-server/v2") || !strings.HasPrefix(out, "PROVIDER") {
+	if code != 0 || !strings.Contains(out, " file:"+filepath.Join(binDir, "baton-plugin-codex")+" ") || !strings.HasPrefix(out, "NAME ") {
 		t.Fatalf("baton plugin list: exit %d\n%s", code, out)
 	}
 	if _, _, code := baton(t, "plugin", "list", "extra"); code != exitUsage {

@@ -176,13 +176,14 @@ func goEnv(t *testing.T, proxy string) []string {
 }
 
 // A plugin installed from a module through a module proxy directory (the
-// sdk and the plugin published there, no network): go install builds it,
-// it is locked with where it came from and what it says of itself, listed,
-// verified (a changed byte named), upgraded to the proxy's latest version,
+// sdk and baton-plugin-exec published there, no network): go install
+// builds it, it is locked with where it came from and what it says of
+// itself, listed, verified (a changed byte named, and refused at start),
+// upgraded to the proxy's latest version (a failed upgrade keeps it),
 // and removed; a module that speaks another plugin protocol version is
-// refused, naming both versions.
+// refused, at install and at start, naming both versions.
 func TestPluginInstallFromModule(t *testing.T) {
-	const plugin = "github.com/baton-run/baton-plugin-tiny"
+	const plugin = "github.com/baton-run/baton-plugin-exec"
 	proxy := t.TempDir()
 	sdkFiles := moduleFiles(t, filepath.Join(root, "sdk"), nil)
 	proxyModule(t, proxy, sdkModule, "v1.0.0", sdkFiles)
@@ -192,48 +193,55 @@ func TestPluginInstallFromModule(t *testing.T) {
 	}
 	proto2 := maps(sdkFiles, "version.go", bytes.Replace(version, []byte("const ProtocolVersion = 1\n"), []byte("const ProtocolVersion = 2\n"), 1))
 	proxyModule(t, proxy, sdkModule, "v1.0.1-proto2", proto2)
-	proxyModule(t, proxy, plugin, "v1.0.0", tinyPlugin(t, plugin, "v1.0.0", "v1.0.0"))
-	proxyModule(t, proxy, plugin, "v1.1.0", tinyPlugin(t, plugin, "v1.1.0", "v1.0.0"))
-	future := "github.com/baton-run/baton-plugin-future"
+	execDir := filepath.Join(root, "testdata", "plugins", "exec")
+	proxyModule(t, proxy, plugin, "v1.0.0", moduleFiles(t, execDir, nil))
+	adapter, err := os.ReadFile(filepath.Join(execDir, "adapter.go"))
+	if err != nil || !bytes.Contains(adapter, []byte(`= "1.0.0"`)) {
+		t.Fatalf("testdata/plugins/exec/adapter.go has no version 1.0.0 (%v)", err)
+	}
+	proxyModule(t, proxy, plugin, "v1.1.0", moduleFiles(t, execDir,
+		map[string][]byte{"adapter.go": bytes.Replace(adapter, []byte(`= "1.0.0"`), []byte(`= "1.1.0"`), 1)}))
+	const future = "github.com/baton-run/baton-plugin-future"
 	proxyModule(t, proxy, future, "v1.0.0", tinyPlugin(t, future, "v1.0.0", "v1.0.1-proto2"))
 
 	data := t.TempDir()
-	env := append(goEnv(t, proxy), "BATON_DATA="+data)
+	goenv := goEnv(t, proxy)
+	env := append(slices.Clip(goenv), "BATON_DATA="+data)
 	dir := filepath.Join(data, "plugins")
-	bin := filepath.Join(dir, "baton-plugin-tiny")
+	bin := filepath.Join(dir, "baton-plugin-exec")
 	exe := lonelyBaton(t)
-	run := func(args ...string) (string, string, int) {
-		t.Helper()
-		return execAt(t, exe, env, args...)
-	}
 	type result struct {
-		Stdout string
-		Code   int
+		Stdout, Stderr string
+		Code           int
 	}
-	expect := func(what string, want result, args ...string) string {
+	expect := func(what string, want result, args ...string) {
 		t.Helper()
-		out, errOut, code := run(args...)
-		if diff := cmp.Diff(want, result{out, code}); diff != "" {
+		out, errOut, code := execAt(t, exe, env, args...)
+		got := result{out, errOut, code}
+		if want.Stderr == "<any>" {
+			got.Stderr = "<any>"
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("%s (-want +got):\n%s\nstderr:\n%s", what, diff, errOut)
 		}
-		return errOut
 	}
 
-	expect("install", result{"installed plugin tiny 1.0.0 (" + plugin + "@v1.0.0) in " + dir + "\n", 0},
+	expect("install", result{"installed plugin exec 1.0.0 (" + plugin + "@v1.0.0) in " + dir + "\n", "<any>", 0},
 		"plugin", "install", plugin+"@v1.0.0")
 	sum := sha(t, bin)
-	lf := readLock(t, dir)
-	wantLock := map[string]any{"version": 1.0, "plugins": map[string]any{"tiny": map[string]any{
-		"file": "baton-plugin-tiny", "sha256": sum, "source": plugin + "@v1.0.0", "protocol": 1.0,
-		"version": "1.0.0", "sdkVersion": sdk.Version}}}
-	if diff := cmp.Diff(wantLock, lf); diff != "" {
+	lock := func(sum, version string) map[string]any {
+		return map[string]any{"version": 1.0, "plugins": map[string]any{"exec": map[string]any{
+			"file": "baton-plugin-exec", "sha256": sum, "source": plugin + "@v" + version, "protocol": 1.0,
+			"version": version, "sdkVersion": sdk.Version, "capabilities": []any{"interrupt", "resume"}}}}
+	}
+	if diff := cmp.Diff(lock(sum, "1.0.0"), readLock(t, dir)); diff != "" {
 		t.Errorf("lockfile after install (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]os.FileMode{dir: 0o700, bin: 0o700}, modes(t, dir, bin)); diff != "" {
 		t.Errorf("modes (-want +got):\n%s", diff)
 	}
 
-	out, errOut, code := run("plugin", "list", "--json")
+	out, errOut, code := execAt(t, exe, env, "plugin", "list", "--json")
 	var rows []pluginRow
 	for l := range strings.Lines(out) {
 		var r pluginRow
@@ -242,45 +250,102 @@ func TestPluginInstallFromModule(t *testing.T) {
 		}
 		rows = append(rows, r)
 	}
-	tiny := pluginRow{Name: "tiny", Version: "1.0.0", SDKVersion: sdk.Version, Protocol: 1, WireProtocol: "none",
-		Source: plugin + "@v1.0.0", Capabilities: []string{}, Path: bin}
-	if diff := cmp.Diff([]pluginRow{tiny}, rows); code != 0 || diff != "" {
+	want := []pluginRow{{Name: "exec", Version: "1.0.0", SDKVersion: sdk.Version, Protocol: 1, WireProtocol: "exec/1",
+		Source: plugin + "@v1.0.0", Capabilities: []string{"interrupt", "resume"}, Path: bin}}
+	if diff := cmp.Diff(want, rows); code != 0 || diff != "" {
 		t.Errorf("plugin list --json: exit %d (-want +got):\n%s\n%s", code, diff, errOut)
 	}
 	expect("list", result{"NAME  VERSION  PROTOCOL  SOURCE                                         CAPABILITIES\n" +
-		"tiny  1.0.0    1         github.com/baton-run/baton-plugin-tiny@v1.0.0  -\n", 0},
+		"exec  1.0.0    1         github.com/baton-run/baton-plugin-exec@v1.0.0  interrupt,resume\n", "", 0},
 		"plugin", "list")
-}
+	expect("verify", result{"exec  ok  " + bin + "\n", "", 0}, "plugin", "verify")
 
-// lonelyBaton is a copy of baton in a directory of its own: no plugins
-// beside it, so that its plugins are the data directory's only.
-func lonelyBaton(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(binDir, "baton"))
+	// A changed byte: verify names it, and the host refuses to start it.
+	b, err := os.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe := filepath.Join(t.TempDir(), "baton")
-	if err := os.WriteFile(exe, b, 0o755); err != nil {
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(bin, b, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	return exe
+	expect("verify a changed binary", result{"exec  tampered  " + bin + " has SHA-256 " + sha(t, bin) + ", the lock records " + sum +
+		"; reinstall it (baton plugin install or upgrade) or remove it\n", "baton: plugin verify: 1 failed: exec (tampered)\n", 1},
+		"plugin", "verify")
+	expect("list a changed binary", result{"NAME  VERSION  PROTOCOL  SOURCE  CAPABILITIES\n",
+		"baton: plugin exec: start plugin " + bin + ": its SHA-256 does not match the one recorded for it; reinstall it or record the new checksum: checksums did not match\n", 1},
+		"plugin", "list")
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(bin, b, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	// Upgrade: to the proxy's latest; to a version that is not there, which
+	// keeps what is installed.
+	expect("upgrade", result{"upgraded plugin exec: " + plugin + "@v1.0.0 -> " + plugin + "@v1.1.0\n", "<any>", 0},
+		"plugin", "upgrade", "exec")
+	upgraded := sha(t, bin)
+	if diff := cmp.Diff(lock(upgraded, "1.1.0"), readLock(t, dir)); upgraded == sum || diff != "" {
+		t.Errorf("lockfile after upgrade (the binary's sha256 was %s, is %s) (-want +got):\n%s", sum, upgraded, diff)
+	}
+	_, errOut, code = execAt(t, exe, env, "plugin", "upgrade", "exec", "v9.9.9")
+	if last := "baton: upgrade plugin exec (kept " + plugin + "@v1.1.0): install plugin " + plugin + "@v9.9.9: go install failed (exit status 1); " +
+		"check the module path and version, and that the go command can reach your module proxy (GOPROXY)\n"; code != 1 || !strings.HasSuffix(errOut, "\n"+last) {
+		t.Errorf("upgrade to a missing version: exit %d, stderr:\n%s\nwant it to end %q", code, errOut, last)
+	}
+	if diff := cmp.Diff(lock(upgraded, "1.1.0"), readLock(t, dir)); sha(t, bin) != upgraded || diff != "" {
+		t.Errorf("after a failed upgrade the binary's sha256 is %s (want %s), lockfile (-want +got):\n%s", sha(t, bin), upgraded, diff)
+	}
+	expect("verify after upgrade", result{"exec  ok  " + bin + "\n", "", 0}, "plugin", "verify")
+
+	// A plugin of another protocol version: refused at install (nothing
+	// left behind) and, copied in and locked by hand, at start.
+	installFuture := []string{"plugin", "install", future + "@v1.0.0"}
+	out, errOut, code = execAt(t, exe, env, installFuture...)
+	refusal := "the plugin speaks plugin protocol version 2, this host speaks version 1: upgrade baton to a release that speaks protocol 2, or install a release of the plugin built for protocol 1\n"
+	if code != 1 || out != "" || !strings.HasSuffix(errOut, "\nbaton: install plugin future: "+future+"@v1.0.0: "+refusal) {
+		t.Errorf("install a protocol 2 plugin: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if diff := cmp.Diff([]string{"baton-plugin-exec", "plugins.lock"}, ls(t, dir)); diff != "" {
+		t.Errorf("plugin dir after a refused install (-want +got):\n%s", diff)
+	}
+	other := t.TempDir()
+	gocmd := exec.Command("go", "install", future+"@v1.0.0")
+	gocmd.Env = append(slices.Clip(goenv), "GOBIN="+other)
+	if out, err := gocmd.CombinedOutput(); err != nil {
+		t.Fatalf("go install %s: %v\n%s", future, err, out)
+	}
+	expect("lock", result{"recorded 1 plugins in " + filepath.Join(other, "plugins.lock") + ": [future]\n", "", 0}, "plugin", "lock", other)
+	expect("list a protocol 2 plugin", result{"NAME  VERSION  PROTOCOL  SOURCE                                         CAPABILITIES\n" +
+		"exec  1.1.0    1         github.com/baton-run/baton-plugin-exec@v1.1.0  interrupt,resume\n",
+		"baton: plugin future: " + refusal, 1},
+		"plugin", "list", "--plugin-dir", other)
+
+	// Remove: the binary and its record go; a second remove says there is
+	// nothing to remove.
+	expect("remove", result{"removed plugin exec from " + dir + "\n", "", 0}, "plugin", "remove", "exec")
+	if diff := cmp.Diff(map[string]any{"version": 1.0, "plugins": map[string]any{}}, readLock(t, dir)); diff != "" {
+		t.Errorf("lockfile after remove (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"plugins.lock"}, ls(t, dir)); diff != "" {
+		t.Errorf("plugin dir after remove (-want +got):\n%s", diff)
+	}
+	expect("remove again", result{"", "baton: remove plugin exec: it is not installed in " + dir + " (see 'baton plugin list')\n", 1},
+		"plugin", "remove", "exec")
+	expect("verify after remove", result{"", "", 0}, "plugin", "verify")
 }
 
-// execAt runs the baton executable exe with exactly this environment.
-func execAt(t *testing.T, exe string, env []string, args ...string) (stdout, stderr string, code int) {
+func ls(t *testing.T, dir string) []string {
 	t.Helper()
-	cmd := exec.Command(exe, args...)
-	cmd.Env = env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return out.String(), errb.String(), code
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 func maps(m map[string][]byte, k string, v []byte) map[string][]byte {
@@ -325,4 +390,35 @@ func modes(t *testing.T, paths ...string) map[string]os.FileMode {
 		m[p] = fi.Mode().Perm()
 	}
 	return m
+}
+
+// lonelyBaton is a copy of baton in a directory of its own: no plugins
+// beside it, so that its plugins are the data directory's only.
+func lonelyBaton(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(binDir, "baton"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(t.TempDir(), "baton")
+	if err := os.WriteFile(exe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// execAt runs the baton executable exe with exactly this environment.
+func execAt(t *testing.T, exe string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(exe, args...)
+	cmd.Env = env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
 }

@@ -68,8 +68,16 @@ func checkInstalled(dir, name, bin string) error {
 // to do: a checksum or protocol version refusal says so itself; any other
 // failure of the handshake means the binary is not a Baton plugin.
 func launchError(what string, err error) error {
-	if errors.Is(err, pluginclient.ErrVersion) || strings.Contains(err.Error(), "SHA-256 does not match") {
+	var ve *pluginclient.VersionError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("%s: %w", what, ve)
+	}
+	if strings.Contains(err.Error(), "SHA-256 does not match") { // pluginclient's checksum refusal
+
 		return fmt.Errorf("%s: %w", what, err)
+	}
+	if inner := errors.Unwrap(err); inner != nil {
+		err = inner // go-plugin's own, without Launch's "start plugin PATH"
 	}
 	return fmt.Errorf("%s is not a Baton plugin (the plugin handshake failed: %w); install a binary whose main calls server.Serve from github.com/baton-run/baton/sdk/server", what, err)
 }
@@ -212,8 +220,12 @@ func goInstall(ctx context.Context, pkgVersion, gobin string, g GoInstall) (stri
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("install plugin %s: go install failed (%v); check the module path and version, and that the go command can reach your module proxy (GOPROXY):\n%s",
-			pkgVersion, err, strings.TrimSpace(out.String()))
+		said := ""
+		if g.Output == nil {
+			said = ":\n" + strings.TrimSpace(out.String())
+		}
+		return "", fmt.Errorf("install plugin %s: go install failed (%v); check the module path and version, and that the go command can reach your module proxy (GOPROXY)%s",
+			pkgVersion, err, said)
 	}
 	var bins []string
 	err := filepath.WalkDir(gobin, func(p string, d fs.DirEntry, err error) error {
