@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -258,7 +259,7 @@ func TestPluginInstallFromModule(t *testing.T) {
 	expect("list", result{"NAME  VERSION  PROTOCOL  SOURCE                                         CAPABILITIES\n" +
 		"exec  1.0.0    1         github.com/baton-run/baton-plugin-exec@v1.0.0  interrupt,resume\n", "", 0},
 		"plugin", "list")
-	expect("verify", result{"exec  ok  " + bin + "\n", "", 0}, "plugin", "verify")
+	expect("verify", result{"exec: ok: " + bin + "\n", "", 0}, "plugin", "verify")
 
 	// A changed byte: verify names it, and the host refuses to start it.
 	b, err := os.ReadFile(bin)
@@ -269,7 +270,7 @@ func TestPluginInstallFromModule(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	expect("verify a changed binary", result{"exec  tampered  " + bin + " has SHA-256 " + sha(t, bin) + ", the lock records " + sum +
+	expect("verify a changed binary", result{"exec: tampered: " + bin + " has SHA-256 " + sha(t, bin) + ", the lock records " + sum +
 		"; reinstall it (baton plugin install or upgrade) or remove it\n", "baton: plugin verify: 1 failed: exec (tampered)\n", 1},
 		"plugin", "verify")
 	expect("list a changed binary", result{"NAME  VERSION  PROTOCOL  SOURCE  CAPABILITIES\n",
@@ -296,7 +297,7 @@ func TestPluginInstallFromModule(t *testing.T) {
 	if diff := cmp.Diff(lock(upgraded, "1.1.0"), readLock(t, dir)); sha(t, bin) != upgraded || diff != "" {
 		t.Errorf("after a failed upgrade the binary's sha256 is %s (want %s), lockfile (-want +got):\n%s", sha(t, bin), upgraded, diff)
 	}
-	expect("verify after upgrade", result{"exec  ok  " + bin + "\n", "", 0}, "plugin", "verify")
+	expect("verify after upgrade", result{"exec: ok: " + bin + "\n", "", 0}, "plugin", "verify")
 
 	// A plugin of another protocol version: refused at install (nothing
 	// left behind) and, copied in and locked by hand, at start.
@@ -421,4 +422,143 @@ func execAt(t *testing.T, exe string, env []string, args ...string) (stdout, std
 		t.Fatal(err)
 	}
 	return out.String(), errb.String(), code
+}
+
+// Each refusal says what to do: a name that is not [a-z0-9][a-z0-9-]*, a
+// plugin directory or binary others may write, and a binary that is not a
+// Baton plugin, at install (nothing is left behind) and when the host
+// starts the plugin; verify names an unlocked, a missing and an unsafe
+// plugin.
+func TestPluginRefusals(t *testing.T) {
+	acp := filepath.Join(binDir, "baton-plugin-acp")
+	exe := lonelyBaton(t)
+	// A go command that is asked anything fails at once, offline.
+	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GOPROXY=off", "GOFLAGS=-mod=mod"}
+	if d := os.Getenv("GOCOVERDIR"); d != "" {
+		base = append(base, "GOCOVERDIR="+d)
+	}
+	fresh := func() (env []string, dir string) {
+		data := t.TempDir()
+		return append(slices.Clip(base), "BATON_DATA="+data), filepath.Join(data, "plugins")
+	}
+	type result struct {
+		Stdout, Stderr string
+		Code           int
+	}
+	run := func(env []string, args ...string) result {
+		t.Helper()
+		out, errOut, code := execAt(t, exe, env, args...)
+		return result{out, errOut, code}
+	}
+	check := func(what string, want, got result) {
+		t.Helper()
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", what, diff)
+		}
+	}
+	const header = "NAME  VERSION  PROTOCOL  SOURCE  CAPABILITIES\n"
+	badName := func(name string) string {
+		return fmt.Sprintf("plugin name %q is not allowed: use lower-case letters, digits and '-', starting with a letter or digit (for example --name myagent)", name)
+	}
+
+	// Names, at install (from a file and from a module), remove and start.
+	env, dir := fresh()
+	for _, name := range []string{"Bad", "a_b", ".", "..", "-x", "a/b", "a.b", ""} {
+		check("install as "+name, result{"", "baton: install plugin: " + badName(name) + "\n", 1}, run(env, "plugin", "install", "--", name, acp))
+		check("remove "+name, result{"", "baton: remove plugin: " + badName(name) + "\n", 1}, run(env, "plugin", "remove", "--", name))
+		if name != "" { // --name "" is no --name
+			check("install a module as "+name, result{"", "baton: install plugin: " + badName(name) + "\n", 1},
+				run(env, "plugin", "install", "--name", name, "example.com/agent@v1.0.0"))
+		}
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("refused installs made %s: %v", dir, err)
+	}
+	named := t.TempDir()
+	copyFile(t, acp, filepath.Join(named, "baton-plugin-Bad"), 0o755)
+	run(env, "plugin", "lock", named)
+	check("start a plugin named Bad", result{header, "baton: plugin Bad at " + filepath.Join(named, "baton-plugin-Bad") + ": " + badName("Bad") +
+		"; rename the file baton-plugin-NAME\n", 1}, run(env, "plugin", "list", "--plugin-dir", named))
+
+	// A directory others may write, at install.
+	env, dir = fresh()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	chmod(t, dir, 0o777)
+	writable := func(what, p string, mode os.FileMode) string {
+		return fmt.Sprintf("%s %s is writable by group or others (mode %04o), so anyone who can write it could run code as baton: make it private with 'chmod go-w %s'",
+			what, p, mode, p)
+	}
+	check("install into a writable dir", result{"", "baton: install plugin acp: " + writable("plugin directory", dir, 0o777) + "\n", 1},
+		run(env, "plugin", "install", "acp", acp))
+	if diff := cmp.Diff([]string(nil), ls(t, dir)); diff != "" {
+		t.Errorf("a refused install left (-want +got):\n%s", diff)
+	}
+	// ... and at start, and the binary too; verify names each.
+	chmod(t, dir, 0o700)
+	check("install", result{"installed plugin acp 0.1.0 (file:" + acp + ") in " + dir + "\n", "", 0}, run(env, "plugin", "install", "acp", acp))
+	bin := filepath.Join(dir, "baton-plugin-acp")
+	chmod(t, dir, 0o770)
+	check("start from a writable dir", result{header, "baton: plugin acp: " + writable("plugin directory", dir, 0o770) + "\n", 1},
+		run(env, "plugin", "list"))
+	check("verify a writable dir", result{dir + ": permission: " + writable("plugin directory", dir, 0o770) + "\nacp: ok: " + bin + "\n",
+		"baton: plugin verify: 1 failed: " + dir + " (permission)\n", 1}, run(env, "plugin", "verify"))
+	chmod(t, dir, 0o700)
+	chmod(t, bin, 0o722)
+	check("start a writable binary", result{header, "baton: plugin acp: " + writable("plugin", bin, 0o722) + "\n", 1},
+		run(env, "plugin", "list"))
+	// An unlocked binary and a locked one that is gone, beside it.
+	copyFile(t, acp, filepath.Join(dir, "baton-plugin-extra"), 0o700)
+	check("install gone", result{"installed plugin gone 0.1.0 (file:" + acp + ") in " + dir + "\n", "", 0}, run(env, "plugin", "install", "gone", acp))
+	if err := os.Remove(filepath.Join(dir, "baton-plugin-gone")); err != nil {
+		t.Fatal(err)
+	}
+	lockPath := filepath.Join(dir, "plugins.lock")
+	check("verify", result{"acp: permission: " + writable("plugin", bin, 0o722) + "\n" +
+		"extra: not locked: " + filepath.Join(dir, "baton-plugin-extra") + " has no checksum in " + lockPath + "; if you trust it, record it with 'baton plugin lock " + dir + "', else remove it\n" +
+		"gone: missing: " + filepath.Join(dir, "baton-plugin-gone") + " is locked but not there; reinstall it, or 'baton plugin remove gone' to forget it\n",
+		"baton: plugin verify: 3 failed: acp (permission), extra (not locked), gone (missing)\n", 1}, run(env, "plugin", "verify"))
+
+	// A binary that is not a Baton plugin, at install and at start.
+	env, dir = fresh()
+	script := filepath.Join(t.TempDir(), "agent")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho hello\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const fix = "); install a binary whose main calls server.Serve from github.com/baton-run/baton/sdk/server\n"
+	got := run(env, "plugin", "install", "agent", script)
+	if prefix := "baton: install plugin agent: " + script + " is not a Baton plugin (the plugin handshake failed: Unrecognized remote plugin message: hello\n"; got.Code != 1 || got.Stdout != "" ||
+		!strings.HasPrefix(got.Stderr, prefix) || !strings.HasSuffix(got.Stderr, fix) {
+		t.Errorf("install a script: %+v\nwant stderr %q...%q", got, prefix, fix)
+	}
+	if diff := cmp.Diff([]string{}, append([]string{}, ls(t, dir)...)); diff != "" {
+		t.Errorf("a refused install left (-want +got):\n%s", diff)
+	}
+	copyFile(t, script, filepath.Join(dir, "baton-plugin-agent"), 0o700)
+	run(env, "plugin", "lock", dir)
+	got = run(env, "plugin", "list")
+	if prefix := "baton: plugin agent is not a Baton plugin (the plugin handshake failed: Unrecognized remote plugin message: hello\n"; got.Code != 1 || got.Stdout != header ||
+		!strings.HasPrefix(got.Stderr, prefix) || !strings.HasSuffix(got.Stderr, fix) {
+		t.Errorf("start a script: %+v\nwant stderr %q...%q", got, prefix, fix)
+	}
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, mode); err != nil {
+		t.Fatal(err)
+	}
+	chmod(t, to, mode)
+}
+
+func chmod(t *testing.T, p string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -202,10 +202,10 @@ func (g *globals) searchPath() []string {
 	return append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...)
 }
 
-// verifyPlugins prints each plugin of dirs with what is wrong with it (or
-// ok) and fails naming the plugins that are not as locked.
+// verifyPlugins prints each plugin of dirs, a line each (NAME: ok: PATH,
+// or NAME: PROBLEM: what is wrong and what to do), and fails naming the
+// plugins that are not as locked.
 func verifyPlugins(g *globals, dirs []string) error {
-	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	var bad []string
 	var failed error
 	for _, d := range dirs {
@@ -217,14 +217,13 @@ func verifyPlugins(g *globals, dirs []string) error {
 		}
 		for _, c := range checks {
 			if c.Problem == "" {
-				fmt.Fprintf(tw, "%s\tok\t%s\n", c.Name, c.Path)
+				fmt.Fprintf(g.stdout, "%s: ok: %s\n", c.Name, c.Path)
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.Problem, c.Detail)
+			fmt.Fprintf(g.stdout, "%s: %s: %s\n", c.Name, c.Problem, c.Detail)
 			bad = append(bad, c.Name+" ("+c.Problem+")")
 		}
 	}
-	tw.Flush()
 	if len(bad) > 0 {
 		return failf(exitFailed, "plugin verify: %d failed: %s", len(bad), strings.Join(bad, ", "))
 	}
