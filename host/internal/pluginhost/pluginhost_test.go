@@ -251,3 +251,46 @@ func TestLockAndInstall(t *testing.T) {
 		t.Errorf("Find after Lock and Install (-want +got):\n%s", diff)
 	}
 }
+
+// Lock keeps what an install recorded of a binary that has not changed
+// (its source and self-description), and records a changed one afresh,
+// from where it is.
+func TestLockKeepsRecords(t *testing.T) {
+	dir := t.TempDir()
+	entry, err := pluginhost.InstallFile(t.Context(), acpBin, dir, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pluginhost.InstallFile(t.Context(), acpBin, dir, "changed"); err != nil {
+		t.Fatal(err)
+	}
+	changed := filepath.Join(dir, pluginhost.BinaryPrefix+"changed")
+	write(t, changed, "changed")
+	if _, err := pluginhost.Lock(dir); err != nil {
+		t.Fatal(err)
+	}
+	lf, err := pluginhost.ReadLockfile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]pluginhost.LockEntry{
+		"kept": entry,
+		"changed": {File: pluginhost.BinaryPrefix + "changed", SHA256: sum(t, changed),
+			Source: "file:" + changed},
+	}
+	if diff := cmp.Diff(want, lf.Plugins); diff != "" {
+		t.Errorf("lockfile after Lock (-want +got):\n%s", diff)
+	}
+	if entry.Version == "" || entry.SDKVersion == "" || entry.Protocol != 1 || entry.Source != "file:"+acpBin {
+		t.Errorf("InstallFile recorded %+v", entry)
+	}
+}
+
+func sum(t *testing.T, p string) string {
+	t.Helper()
+	s, err := pluginhost.FileSHA256(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
