@@ -499,6 +499,8 @@ func TestPluginRefusals(t *testing.T) {
 	chmod(t, dir, 0o700)
 	check("install", result{"installed plugin acp 0.1.0 (file:" + acp + ") in " + dir + "\n", "", 0}, run(env, "plugin", "install", "acp", acp))
 	bin := filepath.Join(dir, "baton-plugin-acp")
+	check("upgrade a plugin from a file", result{"", "baton: upgrade plugin acp: it was installed from a file (file:" + acp +
+		"), not a module; install the new binary with 'baton plugin install acp FILE'\n", 1}, run(env, "plugin", "upgrade", "acp"))
 	chmod(t, dir, 0o770)
 	check("start from a writable dir", result{header, "baton: plugin acp: " + writable("plugin directory", dir, 0o770) + "\n", 1},
 		run(env, "plugin", "list"))
