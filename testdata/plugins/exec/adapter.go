@@ -35,8 +35,10 @@ const (
 	WireProtocol = "exec/1"
 )
 
-// Settings a session's provider command carries in its Env (they are
-// passed on to the command too, which does no harm).
+// Settings a session's provider command carries in its Env, or else the
+// plugin's own environment (`baton run` gives a command no Env: set them
+// where baton runs). Command.Env is passed on to the command too, which
+// does no harm.
 const (
 	// EnvPrompt says how the prompt reaches the command: "arg" (the
 	// default: the last argument, or in place of an argument that is
@@ -45,8 +47,7 @@ const (
 	EnvPrompt = "BATON_EXEC_PROMPT"
 	// EnvStateDir is where a session's earlier turns are kept for resume
 	// (default: $XDG_STATE_HOME/baton-plugin-exec, or
-	// ~/.local/state/baton-plugin-exec). The plugin's own environment may
-	// set it too.
+	// ~/.local/state/baton-plugin-exec).
 	EnvStateDir = "BATON_EXEC_STATE_DIR"
 	// EnvModel is set in the command's environment to the session's
 	// model, when the host names one.
@@ -234,7 +235,7 @@ func (a *Adapter) newSession(req sdk.OpenSessionRequest, emit sdk.Emitter, threa
 		return nil, sdk.Errorf(sdk.ErrInvalid, "open session: runtime policy %q: exec has none (the command's own settings decide what it may do)", req.RuntimePolicy)
 	}
 	stdin := false
-	switch v := setting(req.Command.Env, EnvPrompt); v {
+	switch v := cmpOr(setting(req.Command.Env, EnvPrompt), os.Getenv(EnvPrompt)); v {
 	case "", "arg":
 	case "stdin":
 		stdin = true
