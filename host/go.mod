@@ -3,7 +3,7 @@ module github.com/baton-run/baton/host
 go 1.26.8
 
 require (
-	github.com/baton-run/baton/sdk v0.0.0
+	github.com/baton-run/baton/sdk v1.0.0
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/google/go-cmp v0.7.0
 	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510

@@ -2,7 +2,7 @@ module github.com/baton-run/baton/replaypeer
 
 go 1.26.8
 
-require github.com/baton-run/baton/sdk v0.0.0
+require github.com/baton-run/baton/sdk v1.0.0
 
 replace github.com/baton-run/baton/sdk => ../sdk
 

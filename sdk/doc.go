@@ -1,4 +1,5 @@
-// Package sdk is everything a Baton provider plugin needs.
+// Package sdk is the contract between Baton and its provider plugins, and
+// the value types that cross it.
 //
 // A plugin is a program that drives one kind of coding agent (a provider
 // process such as an ACP agent, codex app-server or claude) and reports what
@@ -13,17 +14,107 @@
 //		}
 //	}
 //
-// Optional abilities are small interfaces ([Steerer], [Interrupter],
-// [Responder], [Rollbacker], [Resumer], [SnapshotReader]). A plugin declares
-// its capabilities in its [Description] and implements the matching
-// interfaces; Serve refuses a plugin whose two disagree
-// ([CheckCapabilities]), so a plugin cannot claim what it does not do.
+// # Capabilities
+//
+// Optional abilities are small interfaces: [Steerer] (native steering),
+// [Interrupter] (interrupt), [Responder] (approvals), [Rollbacker] (native
+// rollback), [Resumer] (resume) and [SnapshotReader] (thread snapshot). A
+// plugin declares its capabilities in [Description.Capabilities] and
+// implements the matching interfaces; Serve refuses a plugin whose two
+// disagree ([CheckCapabilities]), so a plugin cannot claim what it does not
+// do, nor do what the host is not told of. The host handles a missing
+// capability by policy: without steering it restarts the turn with the new
+// input, without rollback it starts a fresh provider thread with a handoff,
+// without resume it starts a fresh conversation and says so.
+//
+// # Events
+//
+// A session's events go to the [Emitter] OpenSession is given, in the order
+// they happen. The sdk numbers them (Sequence) and keeps them until the
+// host has stored them, so a host that reconnects loses none. Every event
+// that comes from a provider frame names it (RawFrame, an index into the
+// session's raw-frame log, see framelog); events the plugin makes of its
+// own accord (a turn it ends because the provider died) carry 0.
+//
+// Each event kind, the fields it requires, when it may be sent, and what
+// the host does with it:
+//
+//   - [EventThreadStarted]: ThreadRef; ParentThreadRef for a subagent's
+//     thread (the Subagents capability). Before the first turn_started on
+//     the thread. The host binds the provider thread to the session; a
+//     child thread's turns become subagent nodes under the parent's turn.
+//   - [EventTurnStarted]: ThreadRef, TurnRef; ClientTurnID echoing the
+//     [StartTurnRequest] the turn answers (empty only for a turn the host
+//     did not start, a subagent's). After StartTurn took the input, before
+//     any item of the turn. The host binds the turn to the run attempt the
+//     ClientTurnID names; a turn for an attempt the host no longer wants is
+//     interrupted.
+//   - [EventItemStarted]: TurnRef, ItemRef (unique in the session),
+//     ItemKind, Title; ParentItemRef for a nested item; Status
+//     [ItemInProgress]. Inside a started turn, before its terminal. The host
+//     makes an execution node and the item the user reads.
+//   - [EventItemUpdated]: ItemRef of a started item; any of Title, Text,
+//     Status, Detail. The host updates the node.
+//   - [EventContentDelta]: TurnRef, ItemRef, ItemKind, Text (the next
+//     chunk). The host appends the chunk to the item's text as it comes.
+//   - [EventItemCompleted]: ItemRef of a started item, once; Status
+//     [ItemDone], [ItemFailed] or [ItemDeclined]; Text and Detail final.
+//     Before the turn's terminal. The host closes the node; a run's
+//     checkpoint waits for every item of its turn to close.
+//   - [EventPlanUpdated]: TurnRef, Detail (the steps). The host keeps the
+//     turn's plan.
+//   - [EventRequestOpened]: RequestRef, RequestKind, Title, Options,
+//     TurnRef (the Approvals capability). While the provider waits for an
+//     answer. The host answers by the thread's policy or asks the user,
+//     through [Responder].
+//   - [EventRequestResolved]: RequestRef, Status (a [Decision]'s Status).
+//     Once the answer reached the provider, or the provider withdrew the
+//     question ([DecisionCancel]). The host closes the request. Requests
+//     still open when the session ends become not resumable.
+//   - [EventUsage]: TurnRef, Usage (the turn's totals so far). The host
+//     keeps the last report per attempt; a run's usage is its attempts'.
+//   - [EventRateLimit]: RateLimit (Scope, UsedPercent, ResetsAt). Whenever
+//     the provider says. The host keeps it when it changes.
+//   - [EventTurnTerminal]: TurnRef, Status ([TurnCompleted],
+//     [TurnInterrupted] or [TurnFailed]), Failure when failed, Limit when a
+//     provider limit ended it, ThreadUsable. Exactly once per started turn,
+//     after its items are completed. The root turn's terminal of the
+//     attempt the host is running ends the run (completed, interrupted,
+//     failed, or blocked on a Limit); a subagent's ends only its node.
+//     Interrupted is reported only when the provider confirms it:
+//     InterruptTurn returning is an acknowledgement.
+//   - [EventRuntimeExited]: Status ([ExitExited], [ExitClosed] after
+//     CloseSession, [ExitFailed]), Failure when failed. Exactly once, last:
+//     the sdk drops anything emitted after it. A turn still running is
+//     ended first (a failed turn_terminal, ThreadUsable false). The host
+//     closes the session, fails the running attempt, and marks its open
+//     requests not resumable.
+//   - [EventDiagnostic]: Title, Text. Anything the provider said that has
+//     no other place (a malformed frame, a retry). The host records it on
+//     the run.
+//   - [EventSessionState]: Title, Detail. The provider's own session state.
+//     Kept in the raw-frame log only.
+//
+// [StatusesFor] lists the statuses each kind may carry. The conformance
+// suite (plugintest.Conformance) plays standard scenarios against a plugin
+// binary and checks every rule above.
+//
+// # Packages
 //
 // This package holds the contract and its value types only; it imports no
-// gRPC or go-plugin. The sub-packages carry the rest: server serves an
-// Adapter; sessions is the machinery adapters share; providerproc starts
-// and stops provider processes, ndjson frames their stdio, framelog keeps
-// raw frames for diagnosis; transcript and replay are the replay-testing
+// gRPC or go-plugin, so the host's pure domain uses its types as they are.
+// The sub-packages carry the rest: server serves an Adapter (Serve);
+// sessions is the machinery adapters share; providerproc starts and stops
+// provider processes, lineproc and jsonrpcproc speak to them over stdio,
+// ndjson frames their stdio and sse their HTTP streams, framelog keeps raw
+// frames for diagnosis; transcript and replay are the replay-testing
 // format and peer; plugintest is the conformance kit; pluginclient is the
 // host's half of the wire.
+//
+// # Versions
+//
+// [ProtocolVersion] is the wire contract's version, negotiated at the
+// handshake: a host refuses a plugin of another version, naming both.
+// Fields are only ever added within a version. [Version] is this module's
+// release; CHANGELOG.md says what changed in each.
 package sdk

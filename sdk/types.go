@@ -278,8 +278,10 @@ func StatusesFor(kind EventKind) []Status {
 		return []Status{TurnCompleted, TurnInterrupted, TurnFailed}
 	case EventRuntimeExited:
 		return []Status{ExitExited, ExitClosed, ExitFailed}
-	case EventItemStarted, EventItemCompleted:
+	case EventItemStarted:
 		return []Status{ItemInProgress, ItemDone, ItemFailed, ItemDeclined}
+	case EventItemCompleted:
+		return []Status{ItemDone, ItemFailed, ItemDeclined}
 	case EventRequestResolved:
 		return []Status{DecisionAccept.Status(), DecisionAcceptForSession.Status(), DecisionDecline.Status(),
 			DecisionCancel.Status(), DecisionAnswer.Status()}

@@ -3,7 +3,7 @@ module github.com/baton-run/baton/plugins/acp
 go 1.26.8
 
 require (
-	github.com/baton-run/baton/sdk v0.0.0
+	github.com/baton-run/baton/sdk v1.0.0
 	github.com/google/go-cmp v0.7.0
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/sourcegraph/jsonrpc2 v0.2.3
