@@ -135,7 +135,8 @@ type session struct {
 	stateFile       string // "" keeps no state
 	log             hclog.Logger
 	clock           clock.Clock
-	emit            sdk.Emitter
+	life            *sessions.Lifecycle // closed, and runtime_exited last
+	emit            sdk.Emitter         // life: nothing after runtime_exited
 	frames          *framelog.Log
 
 	mu        sync.Mutex
@@ -143,8 +144,6 @@ type session struct {
 	announced bool // thread_started emitted
 	turns     int
 	cur       *turn // the latest turn; nil before the first
-	closed    bool
-	done      chan struct{} // closed after runtime_exited
 }
 
 // turn is one turn and its process.
@@ -179,7 +178,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	if err != nil {
 		return sdk.OpenSessionResponse{}, err
 	}
-	a.sessions.Add(req.SessionID, s, s.done)
+	a.sessions.Add(req.SessionID, s, s.life.Done())
 	return sdk.OpenSessionResponse{ProviderSessionRef: s.thread, ProviderThreadRef: s.thread}, nil
 }
 
@@ -213,7 +212,7 @@ func (a *Adapter) ResumeSession(ctx context.Context, req sdk.OpenSessionRequest,
 		s.thread = newThreadRef()
 		s.stateFile = stateFile(filepath.Dir(s.stateFile), s.thread)
 	}
-	a.sessions.Add(req.SessionID, s, s.done)
+	a.sessions.Add(req.SessionID, s, s.life.Done())
 	return sdk.OpenSessionResponse{ProviderSessionRef: s.thread, ProviderThreadRef: s.thread, Resumed: resumed}, nil
 }
 
@@ -250,9 +249,9 @@ func (a *Adapter) newSession(req sdk.OpenSessionRequest, emit sdk.Emitter, threa
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
+	life := sessions.NewLifecycle(emit)
 	s := &session{id: req.SessionID, cwd: filepath.Clean(req.Cwd), thread: thread, argv: slices.Clone(req.Command.Argv),
-		env: env, stdin: stdin, log: a.log.With("session", req.SessionID), clock: a.clock, emit: emit, frames: frames,
-		done: make(chan struct{})}
+		env: env, stdin: stdin, log: a.log.With("session", req.SessionID), clock: a.clock, life: life, emit: life, frames: frames}
 	if dir := stateDir(req.Command.Env); dir != "" {
 		s.stateFile = stateFile(dir, thread)
 	}
@@ -378,7 +377,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.life.Closed() {
 		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrUnknownSession, "start turn: session %s is closed", s.id)
 	}
 	if s.cur != nil && !s.cur.ended {
@@ -645,19 +644,20 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 }
 
 // CloseSession implements sdk.Adapter: a running turn is stopped (it ends
-// interrupted), then runtime_exited comes, the session's last event.
+// interrupted), then runtime_exited comes, the session's last event. Between
+// turns no process runs: the session's end is its close.
 func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 	s, err := a.sessions.Get(sessionID)
 	if err != nil {
 		return err
 	}
+	return s.life.Close(ctx, nil, s.close)
+}
+
+// close stops the running turn's process, if there is one, waits for the
+// turn's end and reports the session's.
+func (s *session) close() {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		<-s.done
-		return nil
-	}
-	s.closed = true
 	tp := s.cur
 	running := tp != nil && !tp.ended
 	if running {
@@ -670,8 +670,8 @@ func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 	if tp != nil {
 		<-tp.exited // SIGKILL ends a process that ignores SIGTERM
 	}
-	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: s.thread, Status: sdk.ExitClosed})
-	s.frames.Close()
-	close(s.done)
-	return nil
+	s.life.Exit(errors.New("session closed"), func(bool) ([]sdk.RuntimeEvent, sdk.RuntimeEvent) {
+		s.frames.Close() // no frame comes after the exit
+		return nil, sdk.RuntimeEvent{ThreadRef: s.thread, Status: sdk.ExitClosed}
+	})
 }
