@@ -517,10 +517,10 @@ func (s *session) output(tp *turn, b []byte) {
 		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: s.thread, TurnRef: tp.ref, RawFrame: idx,
 			Title: "malformed frame", Text: s.name() + " wrote bytes that are not UTF-8 text on stdout: they are shown as U+FFFD"})
 	}
-	if tp.item == "" {
+	if tp.item == "" { // titled with the command's name: who answers
 		tp.item = tp.ref + "/answer"
 		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: s.thread, TurnRef: tp.ref, ItemRef: tp.item,
-			ItemKind: sdk.ItemAssistantMessage, Status: sdk.ItemInProgress, RawFrame: idx})
+			ItemKind: sdk.ItemAssistantMessage, Title: s.name(), Status: sdk.ItemInProgress, RawFrame: idx})
 	}
 	tp.answer.WriteString(text)
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: s.thread, TurnRef: tp.ref, ItemRef: tp.item,

@@ -91,7 +91,7 @@ func TestTurnEvents(t *testing.T) {
 	want := []view{
 		{Kind: sdk.EventThreadStarted},
 		{Kind: sdk.EventTurnStarted, Client: "client-turn-1"},
-		{Kind: sdk.EventItemStarted, ItemKind: sdk.ItemAssistantMessage, Status: sdk.ItemInProgress},
+		{Kind: sdk.EventItemStarted, ItemKind: sdk.ItemAssistantMessage, Title: "sh", Status: sdk.ItemInProgress},
 	}
 	// The two lines come in one read or two.
 	got := views(evs)
