@@ -288,3 +288,15 @@ func TestOpenRefuses(t *testing.T) {
 		}
 	}
 }
+
+// The session's model reaches the command in its environment.
+func TestModelInEnv(t *testing.T) {
+	p := start(t)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: t.TempDir(), Model: "small-1",
+		Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", `printf '%s' "$` + EnvModel + `"`}}})
+	s.StartTurn(t, "which model?")
+	if got := plugintest.ItemText(s.WaitTurn(t), "", sdk.ItemAssistantMessage); got != "small-1" {
+		t.Errorf("the command saw model %q", got)
+	}
+	s.Close(t)
+}
