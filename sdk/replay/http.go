@@ -453,6 +453,9 @@ func entryNumbers(idx []int) string {
 
 // emit plays an emit_inbound entry: a response, an event or a stdout line.
 func (p *httpPeer) emit(i int, e transcript.Entry, addr string) error {
+	if e.Raw != "" {
+		return p.event(i, e, sse.Event{Data: []byte(e.Raw)})
+	}
 	raw, err := p.m.Rewrite(e.Frame)
 	if err != nil {
 		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
@@ -465,19 +468,7 @@ func (p *httpPeer) emit(i int, e transcript.Entry, addr string) error {
 	case transcript.HTTPResponse:
 		return p.respond(i, e, f)
 	case "sse":
-		if len(p.streams) == 0 {
-			return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: an event, but no response has opened an event stream", e.Name(i))}
-		}
-		var buf bytes.Buffer
-		if err := sse.NewEncoder(&buf).Encode(sse.Event{Data: f.SSE, Event: f.Event, ID: f.ID}); err != nil {
-			return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
-		}
-		s := p.streams[len(p.streams)-1]
-		select {
-		case s.events <- buf.Bytes():
-		default:
-			return &Error{Code: ExitIO, Msg: fmt.Sprintf("%s: the client reads no events (%d queued)", e.Name(i), maxStreamEvents)}
-		}
+		return p.event(i, e, sse.Event{Data: f.SSE, Event: f.Event, ID: f.ID})
 	case "stdout":
 		line := strings.ReplaceAll(*f.Stdout, transcript.Listen, addr)
 		if _, err := io.WriteString(p.cfg.Out, line+"\n"); err != nil {
@@ -485,6 +476,24 @@ func (p *httpPeer) emit(i int, e transcript.Entry, addr string) error {
 		}
 	default:
 		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: an HTTP transcript's emit_inbound frame must be a response, an sse event or a stdout line: %s", e.Name(i), e.Frame)}
+	}
+	return nil
+}
+
+// event sends an event on the newest event stream: emit_inbound entry i's.
+func (p *httpPeer) event(i int, e transcript.Entry, ev sse.Event) error {
+	if len(p.streams) == 0 {
+		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: an event, but no response has opened an event stream", e.Name(i))}
+	}
+	var buf bytes.Buffer
+	if err := sse.NewEncoder(&buf).Encode(ev); err != nil {
+		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
+	}
+	s := p.streams[len(p.streams)-1]
+	select {
+	case s.events <- buf.Bytes():
+	default:
+		return &Error{Code: ExitIO, Msg: fmt.Sprintf("%s: the client reads no events (%d queued)", e.Name(i), maxStreamEvents)}
 	}
 	return nil
 }

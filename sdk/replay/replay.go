@@ -292,9 +292,12 @@ func (p *peer) emit(ctx context.Context, i int, e transcript.Entry) error {
 			return err
 		}
 	}
-	frame, err := p.m.Rewrite(e.Frame)
-	if err != nil {
-		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
+	frame := []byte(e.Raw)
+	if e.Raw == "" {
+		var err error
+		if frame, err = p.m.Rewrite(e.Frame); err != nil {
+			return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
+		}
 	}
 	if err := p.out.Write(frame); err != nil {
 		return &Error{Code: ExitIO, Msg: fmt.Sprintf("%s: write to client: %v", e.Name(i), err)}

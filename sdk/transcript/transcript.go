@@ -22,6 +22,7 @@
 //
 //	{"type":"expect_outbound","label":…,"frame":…}      the client's next frame
 //	{"type":"emit_inbound","label":…,"frame":…,"afterMs":…}  a frame the provider sends
+//	{"type":"emit_inbound","label":…,"raw":"…"}        bytes that are no frame (see Entry.Raw)
 //	{"type":"workspace","op":"write|delete|rename","path":…,"content":…,"to":…}
 //	{"type":"runtime_exit","status":"success|error|cancelled",…}  how the process ends
 //
@@ -105,6 +106,12 @@ type Entry struct {
 	Frame json.RawMessage `json:"frame,omitempty"`
 	// AfterMs delays an emit_inbound entry.
 	AfterMs int `json:"afterMs,omitempty"`
+	// Raw, on an emit_inbound entry instead of Frame, is text the provider
+	// sends as it is, though it is no frame (not JSON): a line on stdout,
+	// or for an HTTP provider an event's data on the newest event stream.
+	// It has no newline. A malformed frame, for a test of how a client
+	// takes one.
+	Raw string `json:"raw,omitempty"`
 
 	// runtime_exit
 	Status string `json:"status,omitempty"`
@@ -379,7 +386,15 @@ func decodeEntry(line []byte, n int) (Entry, error) {
 	e.Line = n
 	switch e.Type {
 	case TypeExpectOutbound, TypeEmitInbound:
-		if len(e.Frame) == 0 || string(e.Frame) == "null" {
+		noFrame := len(e.Frame) == 0 || string(e.Frame) == "null"
+		switch {
+		case e.Raw != "" && e.Type == TypeExpectOutbound:
+			return e, lineErr(n, "%s has raw text: only an emit_inbound entry sends some", e.Type)
+		case e.Raw != "" && !noFrame:
+			return e, lineErr(n, "%s has both a frame and raw text: give one", e.Type)
+		case strings.Contains(e.Raw, "\n"):
+			return e, lineErr(n, "%s raw text has a newline: it would be two lines", e.Type)
+		case noFrame && e.Raw == "":
 			return e, lineErr(n, "%s has no frame", e.Type)
 		}
 		if e.AfterMs < 0 {
