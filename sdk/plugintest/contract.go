@@ -17,7 +17,7 @@ const (
 	RuleClientTurnID = "turn_started echoes the ClientTurnID of the StartTurn it answers"
 	RuleExitLast     = "runtime_exited is the last event, exactly once"
 	RuleRawFrame     = "an event made of a provider frame names it (RawFrame)"
-	RuleCrash        = "a crash mid-turn fails the turn (ThreadUsable false) and the runtime exit"
+	RuleCrash        = "a crash mid-turn fails the turn, and then the runtime exits failed with the thread unusable, or the session lives on with the thread usable (a provider process per turn)"
 	RuleMalformed    = "a malformed frame yields a diagnostic or a failed turn"
 	RuleSubagents    = "a subagent is a child thread: thread_started with a ParentThreadRef"
 )
@@ -92,8 +92,9 @@ func (v Violation) String() string {
 //     or the one the response named); a child thread's turn echoes none;
 //   - runtime_exited is the last event, exactly once;
 //   - the events of RawFrameKinds name their raw frame;
-//   - and what run says happened: a crash (a failed turn_terminal with
-//     ThreadUsable false, runtime_exited failed), malformed frames (a
+//   - and what run says happened: a crash (a failed turn_terminal, then
+//     runtime_exited failed and ThreadUsable false, or a session that
+//     lives on, runtime_exited closed, and ThreadUsable true), malformed frames (a
 //     diagnostic each, or a failed turn), a subagent (a thread_started
 //     with a ParentThreadRef of a thread already known).
 func CheckContract(evs []sdk.RuntimeEvent, run Run) []Violation {
@@ -279,25 +280,26 @@ func CheckContract(evs []sdk.RuntimeEvent, run Run) []Violation {
 		}
 	}
 	if run.Crashed {
-		failed := false
-		var last []uint64
+		var term *sdk.RuntimeEvent
 		for _, ref := range turnOrder {
-			for _, term := range turns[ref].terms {
-				if !children[term.ThreadRef] {
-					last = []uint64{term.Sequence}
-					failed = term.Status == sdk.TurnFailed && !term.ThreadUsable
+			for i, e := range turns[ref].terms {
+				if !children[e.ThreadRef] {
+					term = &turns[ref].terms[i]
 				}
 			}
 		}
-		if !failed {
-			got := "no turn_terminal"
-			if len(last) > 0 {
-				got = "the last root turn_terminal " + describeTerm(evs, last[0])
-			}
-			add(RuleCrash, "the turn's turn_terminal failed, ThreadUsable false", got, last...)
-		}
-		if exited && exits[0].Status != sdk.ExitFailed {
-			add(RuleCrash, "runtime_exited failed", fmt.Sprintf("%q", exits[0].Status), exits[0].Sequence)
+		switch {
+		case term == nil:
+			add(RuleCrash, "a failed turn_terminal", "none")
+		case term.Status != sdk.TurnFailed:
+			add(RuleCrash, "a failed turn_terminal", fmt.Sprintf("%q", term.Status), term.Sequence)
+		case !exited:
+		case !term.ThreadUsable && exits[0].Status != sdk.ExitFailed:
+			add(RuleCrash, "runtime_exited failed after a turn_terminal with ThreadUsable false",
+				fmt.Sprintf("runtime_exited %q", exits[0].Status), term.Sequence, exits[0].Sequence)
+		case term.ThreadUsable && exits[0].Status != sdk.ExitClosed:
+			add(RuleCrash, "the session living on (runtime_exited closed, when it was closed) after a turn_terminal with ThreadUsable true",
+				fmt.Sprintf("runtime_exited %q", exits[0].Status), term.Sequence, exits[0].Sequence)
 		}
 	}
 	if run.Malformed > 0 && diags < run.Malformed {
@@ -316,15 +318,6 @@ func CheckContract(evs []sdk.RuntimeEvent, run Run) []Violation {
 		add(RuleSubagents, "a thread_started with the ParentThreadRef of a thread already started", "none")
 	}
 	return vs
-}
-
-func describeTerm(evs []sdk.RuntimeEvent, seq uint64) string {
-	for _, ev := range evs {
-		if ev.Sequence == seq {
-			return fmt.Sprintf("%s (ThreadUsable %v)", ev.Status, ev.ThreadUsable)
-		}
-	}
-	return ""
 }
 
 func allSeqs(evs []sdk.RuntimeEvent) []uint64 {
