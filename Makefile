@@ -73,10 +73,15 @@ cover: cover-build
 	test -z "$$failed" || echo "tests failed in:$$failed"; \
 	test -z "$$failed$$floors"
 
-# One plugin against the replay peer, through its real process boundary.
+# One plugin against the replay peer, through its real process boundary:
+# its module's tests, among them the conformance suite (TestConformance:
+# plugintest.Conformance plays the scenarios the plugin's capabilities
+# call for), each scenario's result and notes shown.
 plugin-test: build
 	@test -d plugins/$(PROVIDER) || (echo "no plugin $(PROVIDER) (have: $(PLUGINS))"; exit 2)
-	cd plugins/$(PROVIDER) && GOWORK=off BATON_REPLAYPEER=$(BIN)/replaypeer $(GO) test -race -count=1 -v ./... 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
+	@test -f plugins/$(PROVIDER)/conformance_test.go || (echo "plugins/$(PROVIDER) has no conformance_test.go (plugintest.Conformance)"; exit 2)
+	cd plugins/$(PROVIDER) && GOWORK=off BATON_REPLAYPEER=$(BIN)/replaypeer $(GO) test -race -count=1 -v ./... 2>&1 \
+		| grep -E '^ *(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go|conformance.go' ; exit $${PIPESTATUS[0]}
 
 # Regenerate the gRPC code and the README's capability matrix (from the
 # plugins' Describe answers); the result must match what is committed.

@@ -331,6 +331,17 @@ func play(t *testing.T, bin string, sc Scenario, tr Transcript) {
 		t.Errorf("%s: the plugin died: describe after the scenario: %v", sc, err)
 	}
 	pl.checkOutcome(rolled, resumed)
+	if !t.Failed() {
+		evs, turns := 0, 0
+		for _, sr := range pl.done {
+			evs, turns = evs+len(sr.evs), turns+len(sr.run.Turns)
+		}
+		defer func() {
+			if !t.Failed() {
+				t.Logf("%s: %d session(s), %d turns, %d events: the contract holds", sc, len(pl.done), turns, evs)
+			}
+		}()
+	}
 	for n, sr := range pl.done {
 		for _, v := range CheckContract(sr.evs, sr.run) {
 			t.Errorf("%s, session %d: %s", sc, n+1, v)
