@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -585,6 +586,13 @@ func (pl *player) checkOutcome(rolled, resumed bool) {
 				t.Errorf("%s: no request_opened resolved accept: %s", pl.sc, Kinds(sr.evs))
 			}
 		}
+	}
+	does := func(f func(Step) bool) bool { return slices.ContainsFunc(pl.script.Steps, f) }
+	if pl.sc == Steering && !does(func(st Step) bool { return st.Send != "" && st.Mode == "steer_active" }) {
+		t.Errorf("%s: the script steers nothing (a send with mode steer_active)", pl.sc)
+	}
+	if pl.sc == Interrupt && !does(func(st Step) bool { return st.Interrupt }) {
+		t.Errorf("%s: the script interrupts nothing", pl.sc)
 	}
 	if pl.sc == Rollback && !rolled {
 		t.Errorf("%s: the script rolls nothing back", pl.sc)
