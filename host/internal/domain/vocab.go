@@ -3,8 +3,10 @@ package domain
 import "github.com/baton-run/baton/sdk"
 
 // The domain's vocabularies, declared once. Each is a string type so that
-// its JSON form is the word itself, and a value from outside (a provider
-// event, a client's command) is converted where it enters.
+// its JSON form is the word itself. A provider's vocabularies (event,
+// item and request kinds, statuses, decisions, limit kinds) are the sdk's,
+// used as they are; where a provider's word becomes the domain's own (an
+// item's kind a node's, a turn's status a run's), it is converted there.
 
 // RunStatus is where a run is in its life.
 type RunStatus string
