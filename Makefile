@@ -73,15 +73,20 @@ cover: cover-build
 	test -z "$$failed" || echo "tests failed in:$$failed"; \
 	test -z "$$failed$$floors"
 
-# One plugin against the replay peer, through its real process boundary.
-# A first-party plugin (plugins/X) is tested alone (GOWORK=off); one under
-# testdata/plugins (exec, a third-party module outside the workspace) is
-# built against this sdk through its own go.work.
+# One plugin against the replay peer, through its real process boundary:
+# its module's tests, among them the conformance suite (TestConformance:
+# plugintest.Conformance plays the scenarios the plugin's capabilities
+# call for), each scenario's result and notes shown. A first-party plugin
+# (plugins/X) is tested alone (GOWORK=off); one under testdata/plugins
+# (exec, a third-party module outside the workspace) is built against this
+# sdk through its own go.work.
 PLUGIN_DIR    = $(firstword $(wildcard plugins/$(PROVIDER) testdata/plugins/$(PROVIDER)))
 PLUGIN_GOWORK = $(if $(filter testdata/%,$(PLUGIN_DIR)),,off)
 plugin-test: build
 	@test -n "$(PLUGIN_DIR)" || (echo "no plugin $(PROVIDER) (have: $(PLUGINS) $(notdir $(wildcard testdata/plugins/*)))"; exit 2)
-	cd $(PLUGIN_DIR) && GOWORK=$(PLUGIN_GOWORK) BATON_REPLAYPEER=$(BIN)/replaypeer $(GO) test -race -count=1 -v ./... 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
+	@test -f $(PLUGIN_DIR)/conformance_test.go || (echo "$(PLUGIN_DIR) has no conformance_test.go (plugintest.Conformance)"; exit 2)
+	cd $(PLUGIN_DIR) && GOWORK=$(PLUGIN_GOWORK) BATON_REPLAYPEER=$(BIN)/replaypeer $(GO) test -race -count=1 -v ./... 2>&1 \
+		| grep -E '^ *(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go|conformance.go' ; exit $${PIPESTATUS[0]}
 
 # Regenerate the gRPC code and the README's capability matrix (from the
 # plugins' Describe answers); the result must match what is committed.

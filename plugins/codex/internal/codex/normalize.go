@@ -35,6 +35,7 @@ type normalizer struct {
 	turnThread map[string]string // turn -> its thread
 	active     map[string]string // thread -> its in-progress turn
 	ended      map[string]bool   // turns that reached their terminal
+	announced  map[string]bool   // turns a turn_started named
 	items      sessions.Items[struct{}]
 	usage      map[string]sdk.Usage // turn -> the sum of its model calls
 	history    map[string]string    // thread -> its historyMode, where codex said
@@ -51,7 +52,7 @@ type normalizer struct {
 
 func newNormalizer(root, cwd string) *normalizer {
 	n := &normalizer{root: root, cwd: cwd, known: map[string]bool{}, parents: map[string]string{},
-		prompts: map[string]string{}, turnThread: map[string]string{}, active: map[string]string{}, ended: map[string]bool{},
+		prompts: map[string]string{}, turnThread: map[string]string{}, active: map[string]string{}, ended: map[string]bool{}, announced: map[string]bool{},
 		usage: map[string]sdk.Usage{}, history: map[string]string{},
 		snapshots: map[string]limitSnapshot{}}
 	if root != "" {
@@ -136,6 +137,7 @@ func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.Runt
 		}
 		out := n.announce(p.ThreadID, p.Turn.RootTurnID)
 		n.turnStarted(p.ThreadID, p.Turn.ID)
+		n.announced[p.Turn.ID] = true
 		ev := sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: p.ThreadID, TurnRef: p.Turn.ID}
 		if p.ThreadID != n.root {
 			ev.Title = n.prompts[p.ThreadID]
@@ -586,6 +588,17 @@ func (n *normalizer) exited(message string) []sdk.RuntimeEvent {
 		return 0
 	})
 	for _, th := range threads {
+		if id := n.active[th]; !n.announced[id] {
+			// codex answered turn/start and died before turn/started: the
+			// turn is announced here, so that its terminal ends a turn the
+			// host knows (and binds to the attempt it started).
+			ev := sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: th, TurnRef: id}
+			if th == n.root {
+				ev.ClientTurnID, n.clientTurn = n.clientTurn, ""
+			}
+			n.announced[id] = true
+			out = append(out, ev)
+		}
 		evs := n.turnCompleted(turnNotification{ThreadID: th, Turn: turn{ID: n.active[th], Status: "failed",
 			Error: &turnError{Message: message, CodexErrorInfo: json.RawMessage(`"provider_exited"`)}}}, nil)
 		evs[len(evs)-1].ThreadUsable = false

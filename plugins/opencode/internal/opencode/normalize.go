@@ -502,6 +502,15 @@ func (n *normalizer) exited(report string) []sdk.RuntimeEvent {
 	}
 	if turn := n.activeTurn(n.root); turn != "" {
 		out = append(out, n.end(n.root, turn, sdk.TurnFailed, &sdk.Failure{Code: "provider_exited", Message: report}, false)...)
+	} else if n.expecting {
+		// opencode took the prompt and died before its user message
+		// started the turn: the host's turn is announced (named by its
+		// client turn id, there being no message) and fails, rather than
+		// never ending.
+		ref := "unstarted/" + n.clientTurn
+		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: n.root, TurnRef: ref, ClientTurnID: n.clientTurn})
+		n.clientTurn, n.expecting, n.abortNext = "", false, false
+		out = append(out, n.end(n.root, ref, sdk.TurnFailed, &sdk.Failure{Code: "provider_exited", Message: report}, false)...)
 	}
 	return out
 }
