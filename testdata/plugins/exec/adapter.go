@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -160,7 +161,9 @@ type turn struct {
 	closing     bool
 	diags       int
 	tail        []string
-	malformed   bool // output that is not UTF-8 was reported
+	badLine     bool // the stdout line being read is not text
+	malformed   int  // lines that were not text
+	lastFrame   uint64
 }
 
 // threadRef matches the thread refs the plugin makes.
@@ -475,6 +478,9 @@ func (s *session) run(tp *turn) {
 		}
 	}
 	s.output(tp, pending)
+	s.mu.Lock()
+	s.lineEnded(tp) // a last line without a newline
+	s.mu.Unlock()
 	close(readEnd)
 	// A process that closed its stdout and lives on can no longer answer.
 	t := s.clock.NewTimer(drainTimeout)
@@ -508,14 +514,20 @@ func (s *session) output(tp *turn, b []byte) {
 		return
 	}
 	idx := s.frames.Append(framelog.In, b)
-	text := strings.ToValidUTF8(string(b), "\uFFFD")
+	text := strings.ReplaceAll(strings.ToValidUTF8(string(b), "\uFFFD"), "\x00", "\uFFFD")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !utf8.Valid(b) && !tp.malformed {
-		// The one malformed frame a text stream has.
-		tp.malformed = true
-		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: s.thread, TurnRef: tp.ref, RawFrame: idx,
-			Title: "malformed frame", Text: s.name() + " wrote bytes that are not UTF-8 text on stdout: they are shown as U+FFFD"})
+	tp.lastFrame = idx
+	for rest := b; len(rest) > 0; {
+		line, more, ended := bytes.Cut(rest, []byte("\n"))
+		if !utf8.Valid(line) || bytes.IndexByte(line, 0) >= 0 {
+			tp.badLine = true
+		}
+		if !ended {
+			break
+		}
+		s.lineEnded(tp)
+		rest = more
 	}
 	if tp.item == "" { // titled with the command's name: who answers
 		tp.item = tp.ref + "/answer"
@@ -525,6 +537,22 @@ func (s *session) output(tp *turn, b []byte) {
 	tp.answer.WriteString(text)
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: s.thread, TurnRef: tp.ref, ItemRef: tp.item,
 		ItemKind: sdk.ItemAssistantMessage, Text: text, RawFrame: idx})
+}
+
+// lineEnded reports the stdout line that just ended if it was not text
+// (bytes that are not UTF-8, or NUL): the malformed frames of a text
+// stream, one diagnostic a line (the first maxDiagnostics of a turn),
+// however the reads cut the stream. Called with s.mu held.
+func (s *session) lineEnded(tp *turn) {
+	if !tp.badLine {
+		return
+	}
+	tp.badLine = false
+	tp.malformed++
+	if tp.malformed <= maxDiagnostics {
+		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: s.thread, TurnRef: tp.ref, RawFrame: tp.lastFrame,
+			Title: "malformed frame", Text: s.name() + " wrote a line on stdout that is not text (bytes that are not UTF-8, or NUL): they are shown as U+FFFD"})
+	}
 }
 
 // end emits a turn's end once its process exited with err: completed on

@@ -181,20 +181,25 @@ func TestFailedTurn(t *testing.T) {
 	s.Close(t)
 }
 
-// Stdout that is not UTF-8 is the malformed frame of a text stream: one
-// diagnostic, the bytes shown as U+FFFD, the turn completed.
-func TestNotUTF8(t *testing.T) {
+// A stdout line that is not text (bytes that are not UTF-8, or NUL) is
+// the malformed frame of a text stream: a diagnostic each, the bytes shown
+// as U+FFFD, the turn completed. The last line needs no newline.
+func TestNotText(t *testing.T) {
 	p := start(t)
-	s := open(t, p, nil, "sh", "-c", `printf 'a\377b\n'`)
+	s := open(t, p, nil, "sh", "-c", `printf 'a\377b\nok\nc\000d'`)
 	s.StartTurn(t, "go")
 	evs := s.WaitTurn(t)
 	d := keep(views(evs), func(v view) bool { return v.Kind == sdk.EventDiagnostic })
-	if diff := cmp.Diff([]view{{Kind: sdk.EventDiagnostic, Title: "malformed frame",
-		Text: "sh wrote bytes that are not UTF-8 text on stdout: they are shown as U+FFFD"}}, d); diff != "" {
+	diag := view{Kind: sdk.EventDiagnostic, Title: "malformed frame",
+		Text: "sh wrote a line on stdout that is not text (bytes that are not UTF-8, or NUL): they are shown as U+FFFD"}
+	if diff := cmp.Diff([]view{diag, diag}, d); diff != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)
 	}
-	if got := plugintest.ItemText(evs, "", sdk.ItemAssistantMessage); got != "a\uFFFDb\n" {
+	if got := plugintest.ItemText(evs, "", sdk.ItemAssistantMessage); got != "a\uFFFDb\nok\nc\uFFFDd" {
 		t.Errorf("answer %q", got)
+	}
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Errorf("the turn ended %s", term.Status)
 	}
 	s.Close(t)
 }
