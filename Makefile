@@ -24,11 +24,18 @@ build:
 
 # Every module on its own (GOWORK=off): gofmt, vet, then its tests, once,
 # with the race detector and coverage (see cover).
+# Then the third-party plugin modules under testdata/plugins (exec): each
+# outside the workspace, built against this sdk through its own go.work,
+# its tests (the conformance suite among them) run as make plugin-test
+# runs them.
+THIRD_PARTY := $(wildcard testdata/plugins/*)
 test:
-	@test -z "$$(gofmt -l $(MODULES) .ci)" || (echo "gofmt needed:"; gofmt -l $(MODULES) .ci; exit 1)
+	@test -z "$$(gofmt -l $(MODULES) $(THIRD_PARTY) .ci)" || (echo "gofmt needed:"; gofmt -l $(MODULES) $(THIRD_PARTY) .ci; exit 1)
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) vet ./...) || exit 1; done
+	@for p in $(THIRD_PARTY); do (cd $$p && $(GO) vet ./...) || exit 1; done
 	@GOWORK=off $(GO) vet .ci/cover.go
 	@$(MAKE) --no-print-directory cover
+	@for p in $(THIRD_PARTY); do echo "== $$p"; (cd $$p && BATON_REPLAYPEER=$(COVER_BIN)/replaypeer $(GO) test -race -count=1 ./...) || exit 1; done
 
 # Coverage of every layer, from one run of each module's tests. Plugins, the
 # replay peer and the CLI run as separate processes in tests, so cover-build
