@@ -24,11 +24,18 @@ build:
 
 # Every module on its own (GOWORK=off): gofmt, vet, then its tests, once,
 # with the race detector and coverage (see cover).
+# Then the third-party plugin modules under testdata/plugins (exec): each
+# outside the workspace, built against this sdk through its own go.work,
+# its tests (the conformance suite among them) run as make plugin-test
+# runs them.
+THIRD_PARTY := $(wildcard testdata/plugins/*)
 test:
-	@test -z "$$(gofmt -l $(MODULES) .ci)" || (echo "gofmt needed:"; gofmt -l $(MODULES) .ci; exit 1)
+	@test -z "$$(gofmt -l $(MODULES) $(THIRD_PARTY) .ci)" || (echo "gofmt needed:"; gofmt -l $(MODULES) $(THIRD_PARTY) .ci; exit 1)
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) vet ./...) || exit 1; done
+	@for p in $(THIRD_PARTY); do (cd $$p && $(GO) vet ./...) || exit 1; done
 	@GOWORK=off $(GO) vet .ci/cover.go
 	@$(MAKE) --no-print-directory cover
+	@for p in $(THIRD_PARTY); do echo "== $$p"; (cd $$p && BATON_REPLAYPEER=$(COVER_BIN)/replaypeer $(GO) test -race -count=1 ./...) || exit 1; done
 
 # Coverage of every layer, from one run of each module's tests. Plugins, the
 # replay peer and the CLI run as separate processes in tests, so cover-build
@@ -73,15 +80,20 @@ cover: cover-build
 	test -z "$$failed" || echo "tests failed in:$$failed"; \
 	test -z "$$failed$$floors"
 
-# One plugin against the replay peer, through its real process boundary.
-# A first-party plugin (plugins/X) is tested alone (GOWORK=off); one under
-# testdata/plugins (exec, a third-party module outside the workspace) is
-# built against this sdk through its own go.work.
+# One plugin against the replay peer, through its real process boundary:
+# its module's tests, among them the conformance suite (TestConformance:
+# plugintest.Conformance plays the scenarios the plugin's capabilities
+# call for), each scenario's result and notes shown. A first-party plugin
+# (plugins/X) is tested alone (GOWORK=off); one under testdata/plugins
+# (exec, a third-party module outside the workspace) is built against this
+# sdk through its own go.work.
 PLUGIN_DIR    = $(firstword $(wildcard plugins/$(PROVIDER) testdata/plugins/$(PROVIDER)))
 PLUGIN_GOWORK = $(if $(filter testdata/%,$(PLUGIN_DIR)),,off)
 plugin-test: build
 	@test -n "$(PLUGIN_DIR)" || (echo "no plugin $(PROVIDER) (have: $(PLUGINS) $(notdir $(wildcard testdata/plugins/*)))"; exit 2)
-	cd $(PLUGIN_DIR) && GOWORK=$(PLUGIN_GOWORK) BATON_REPLAYPEER=$(BIN)/replaypeer $(GO) test -race -count=1 -v ./... 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' ; exit $${PIPESTATUS[0]}
+	@test -f $(PLUGIN_DIR)/conformance_test.go || (echo "$(PLUGIN_DIR) has no conformance_test.go (plugintest.Conformance)"; exit 2)
+	cd $(PLUGIN_DIR) && GOWORK=$(PLUGIN_GOWORK) BATON_REPLAYPEER=$(BIN)/replaypeer $(GO) test -race -count=1 -v ./... 2>&1 \
+		| grep -E '^ *(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go|conformance.go' ; exit $${PIPESTATUS[0]}
 
 # Regenerate the gRPC code and the README's capability matrix (from the
 # plugins' Describe answers); the result must match what is committed.

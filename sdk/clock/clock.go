@@ -47,6 +47,28 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	}
 }
 
+// SleepUntil waits on c until the instant at (at once when it has
+// passed), or until ctx ends; it returns ctx's cause then. Unlike Sleep(at
+// minus now), it does not wait longer when c jumps between reading the
+// time and starting the timer: a clock that can start a timer for an
+// instant in one step (Fake) is asked to.
+func SleepUntil(ctx context.Context, c Clock, at time.Time) error {
+	c = Or(c)
+	var t Timer
+	if ac, ok := c.(interface{ NewTimerAt(time.Time) Timer }); ok {
+		t = ac.NewTimerAt(at)
+	} else {
+		t = c.NewTimer(at.Sub(c.Now()))
+	}
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
 // WithTimeout is context.WithTimeoutCause on c: the context it returns
 // ends with cause once d has passed on c, when parent ends, or when the
 // returned function is called, which also stops the timer. Call it when

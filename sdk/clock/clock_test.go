@@ -148,3 +148,30 @@ func TestWithTimeoutEndsOnTheClock(t *testing.T) {
 		t.Fatalf("cause after the parent ended = %v, want context.Canceled", err)
 	}
 }
+
+// SleepUntil wakes at its instant, not later when time moved between
+// reading it and starting the timer; an instant passed wakes it at once.
+func TestSleepUntil(t *testing.T) {
+	f := clock.NewFake(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	at := f.Now().Add(time.Hour)
+	f.Advance(59 * time.Minute) // the jump a Sleep(at - an earlier now) would miss
+	done := make(chan error, 1)
+	go func() { done <- clock.SleepUntil(t.Context(), f, at) }()
+	clocktest.Pending(t, f, "sleeping until the instant", time.Minute)
+	f.Advance(time.Minute)
+	if err := clocktest.Within(t, done); err != nil {
+		t.Fatal(err)
+	}
+	if err := clock.SleepUntil(t.Context(), f, at.Add(-time.Second)); err != nil {
+		t.Fatalf("an instant passed: %v", err)
+	}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(errors.New("stop"))
+	if err := clock.SleepUntil(ctx, f, at.Add(time.Hour)); err == nil || err.Error() != "stop" {
+		t.Fatalf("a cancelled sleep: %v", err)
+	}
+	start := time.Now()
+	if err := clock.SleepUntil(t.Context(), nil, start.Add(time.Millisecond)); err != nil || time.Since(start) < time.Millisecond {
+		t.Fatalf("the system clock: %v after %v", err, time.Since(start))
+	}
+}

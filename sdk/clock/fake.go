@@ -34,8 +34,22 @@ func (f *Fake) Now() time.Time {
 func (f *Fake) NewTimer(d time.Duration) Timer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	t := &fakeTimer{f: f, at: f.now.Add(d), c: make(chan time.Time, 1)}
-	if d <= 0 {
+	return f.timerAt(f.now.Add(d))
+}
+
+// NewTimerAt makes a timer that fires once the fake's time reaches at (at
+// once when it has): SleepUntil's timer, made in one step with reading the
+// time, so a test that moves time meanwhile does not push it later.
+func (f *Fake) NewTimerAt(at time.Time) Timer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.timerAt(at)
+}
+
+// timerAt makes a timer for at; f.mu is held.
+func (f *Fake) timerAt(at time.Time) Timer {
+	t := &fakeTimer{f: f, at: at, c: make(chan time.Time, 1)}
+	if !at.After(f.now) {
 		t.c <- f.now
 		return t
 	}

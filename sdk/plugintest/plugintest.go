@@ -1,9 +1,20 @@
 // Package plugintest is the conformance kit for Baton plugins. A plugin's
 // tests build the real plugin binary, start it through go-plugin exactly as
 // the host does, and give it the replay peer as its provider process, so the
-// whole child-process boundary is under test:
+// whole child-process boundary is under test.
+//
+// Every plugin runs the conformance suite, Conformance: the standard
+// scenarios its declared capabilities call for, each played from a replay
+// transcript in its testdata directory (Dir), every session's events
+// checked against the event contract (CheckContract):
 //
 //	func TestMain(m *testing.M) { plugintest.Main(m) }
+//
+//	func TestConformance(t *testing.T) {
+//		plugintest.Conformance(t, plugintest.Build(t, "."), plugintest.Dir("testdata"))
+//	}
+//
+// Its own tests drive sessions by hand:
 //
 //	func TestSimple(t *testing.T) {
 //		p := plugintest.Start(t, plugintest.Build(t, "."))

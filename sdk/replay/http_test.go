@@ -465,3 +465,32 @@ func TestHTTPEventStreamReopened(t *testing.T) {
 		t.Errorf("the second stream's events (-want +got):\n%s", diff)
 	}
 }
+
+// An HTTP transcript's raw text is an event on the newest stream whose
+// data is the text as it is.
+func TestHTTPRawTextIsAnEvent(t *testing.T) {
+	p := startServer(t, t.Context(), HTTPConfig{Config: Config{Transcript: decodeHTTP(t, listening,
+		`{"type":"expect_outbound","label":"events","frame":{"http":"request","method":"GET","path":"/event"}}`,
+		`{"type":"emit_inbound","frame":{"http":"response","status":200,"stream":true}}`,
+		`{"type":"emit_inbound","raw":"not JSON {\""}`,
+		`{"type":"emit_inbound","frame":{"sse":{"n":1}}}`,
+		`{"type":"runtime_exit","status":"success"}`)}})
+	events, _ := p.stream(t)
+	p.stdin.Close()
+	if err := p.result(t); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{`not JSON {"`, `{"n":1}`}, collect(t, events)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// Raw text with no event stream open is bad usage, as an event is.
+func TestHTTPRawTextWithoutAStream(t *testing.T) {
+	p := startServer(t, t.Context(), HTTPConfig{Config: Config{Transcript: decodeHTTP(t, listening,
+		`{"type":"emit_inbound","raw":"junk"}`)}})
+	want := &Error{Code: ExitBadUsage, Msg: "entry 2 (line 3, emit_inbound): an event, but no response has opened an event stream"}
+	if diff := cmp.Diff(error(want), p.result(t)); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
+}

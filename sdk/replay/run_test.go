@@ -553,3 +553,21 @@ func TestMainFlags(t *testing.T) {
 		})
 	}
 }
+
+// An emit_inbound entry's raw text goes out as it is, a line that is no
+// frame, among the frames.
+func TestRawTextIsSentAsItIs(t *testing.T) {
+	tr := decode(t,
+		`{"type":"emit_inbound","frame":{"n":1}}`,
+		`{"type":"emit_inbound","label":"junk","raw":"not JSON {\""}`,
+		`{"type":"emit_inbound","frame":{"n":2}}`,
+		`{"type":"runtime_exit","status":"success","wait":"now"}`)
+	var out writeLog
+	if err := Run(t.Context(), Config{Transcript: tr, In: strings.NewReader(""), Out: &out}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"n":1}` + "\n" + `not JSON {"` + "\n" + `{"n":2}` + "\n"}
+	if diff := cmp.Diff(want, out.writes); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+}

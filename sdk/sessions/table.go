@@ -1,7 +1,13 @@
 // Package sessions is the machinery provider adapters share, so that each
-// adapter holds only what is particular to its provider: the table of open
-// sessions by id, and (see its other files) a session's lifecycle and its
-// items' bookkeeping.
+// adapter holds only what is particular to its provider:
+//
+//   - Table, the adapter's open sessions by id;
+//   - Lifecycle, a session from its provider's start to the report of its
+//     exit: closed or not, and runtime_exited last, once;
+//   - Requests, a session's requests waiting for the host's answer, all
+//     resolved cancelled at the exit;
+//   - Items, a normalizer's open items, each started once and completed
+//     before its turn's end.
 package sessions
 
 import (

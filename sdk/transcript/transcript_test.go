@@ -35,6 +35,10 @@ func TestDecodeErrorsNameTheLine(t *testing.T) {
 		{hdr + "\n" + `{"type":"workspace","op":"rename","path":"a","to":"a/../../b"}`, "rename target"},
 		{hdr + "\n" + `{"type":"workspace","op":"chmod","path":"a"}`, "workspace op must be"},
 		{hdr + "\n" + `{"type":"emit_inbound","frame":{}} {}`, "line 2: bad JSON: more than one JSON value"},
+		// Raw text: only sent, instead of a frame, on one line.
+		{hdr + "\n" + `{"type":"expect_outbound","raw":"x"}`, "line 2: expect_outbound has raw text: only an emit_inbound entry sends some"},
+		{hdr + "\n" + `{"type":"emit_inbound","frame":{},"raw":"x"}`, "line 2: emit_inbound has both a frame and raw text: give one"},
+		{hdr + "\n" + `{"type":"emit_inbound","raw":"a\nb"}`, "line 2: emit_inbound raw text has a newline"},
 		{`{"type":"transcript_start","provider":"p","protocol":"x","scenario":""}`, `header has no "scenario"`},
 		// A recorded transcript says what it was recorded from.
 		{recorded("", `,"model":"m","capturedAt":"2026-11-30T10:21:57Z"`), `line 1: a recorded transcript's header has no "version"`},
@@ -71,6 +75,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	want := []Entry{
 		{Type: TypeExpectOutbound, Label: "x", Frame: []byte(`{"id":1,"method":"m"}`)},
 		{Type: TypeEmitInbound, Frame: []byte(`{"id":1,"result":"<workspace>/f"}`), AfterMs: 5},
+		{Type: TypeEmitInbound, Label: "junk", Raw: `not JSON {"`},
 		{Type: TypeWorkspace, Op: OpWrite, Path: "dir/f.txt", Content: &content},
 		{Type: TypeRuntimeExit, Status: ExitError, Code: &two, Stderr: "fatal <x>\n", Partial: `{"type":"res`, CloseStdout: true, Wait: WaitSignal},
 		{Type: TypeRuntimeExit, Status: ExitSuccess, Signal: "SIGKILL"},
@@ -172,6 +177,7 @@ func TestInvoked(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(hdr + "\n" + `{"type":"emit_inbound","frame":{"a":1}}` + "\n"))
 	f.Add([]byte(hdr + "\n" + `{"type":"workspace","op":"rename","path":"a","to":"b"}`))
+	f.Add([]byte(hdr + "\n" + `{"type":"emit_inbound","raw":"not JSON {"}`))
 	f.Add([]byte(hdr + "\n" + `{"type":"runtime_exit","status":"error","error":{"x":1}}`))
 	if b, err := os.ReadFile("../../testdata/acp/simple.ndjson"); err == nil {
 		f.Add(b)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/sdk"
 )
 
 // batonEnv runs baton with exactly these BATON_* variables (the test's
@@ -218,9 +219,9 @@ func TestVerbsOnEmbeddedHost(t *testing.T) {
 		Input   string
 	}
 	type request struct {
-		Kind       domain.RequestKind
+		Kind       sdk.RequestKind
 		Status     domain.RequestStatus
-		Decision   domain.Verdict
+		Decision   sdk.Decision
 		AnsweredBy domain.Answerer
 	}
 	var runs []run
@@ -238,7 +239,7 @@ func TestVerbsOnEmbeddedHost(t *testing.T) {
 		t.Fatalf("show --json: requests %+v", th.Requests)
 	}
 	reqID := th.Requests[0].ID
-	if diff := cmp.Diff([]request{{domain.RequestPermission, domain.RequestStatusResolved, domain.VerdictAccept, domain.AnsweredByClient}}, reqs); diff != "" {
+	if diff := cmp.Diff([]request{{sdk.RequestPermission, domain.RequestStatusResolved, sdk.DecisionAccept, domain.AnsweredByClient}}, reqs); diff != "" {
 		t.Errorf("show --json: requests (-want +got):\n%s", diff)
 	}
 	if th.ID != thread || th.Provider != "acp" || th.Cwd != ws || th.ApprovalPolicy != domain.ApproveAsk {

@@ -163,13 +163,13 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		fmt.Fprint(p.w, strings.ReplaceAll(e.Text, "\n", "\n  "))
 		p.inText = true
 	case domain.NodeStarted:
-		if e.Kind != domain.NodeRootTurn && e.Kind != domain.ItemAssistantMessage && e.Kind != domain.ItemReasoning {
+		if e.Kind != domain.NodeRootTurn && e.Kind != domain.NodeAssistantMessage && e.Kind != domain.NodeReasoning {
 			p.line("  · %s %s", words(string(e.Kind)), e.Title)
 		}
 	case domain.NodeCompleted:
-		if it := p.items[e.NodeID]; it != nil && it.kind != domain.NodeRootTurn && it.kind != domain.ItemAssistantMessage {
+		if it := p.items[e.NodeID]; it != nil && it.kind != domain.NodeRootTurn && it.kind != domain.NodeAssistantMessage {
 			text := ""
-			if it.kind == domain.ItemReasoning && it.text != "" {
+			if it.kind == domain.NodeReasoning && it.text != "" {
 				text = ": " + oneLine(it.text, 100)
 			}
 			p.line("  · %s %s %s%s", words(string(it.kind)), it.title, e.Status, text)

@@ -67,7 +67,7 @@ func (p *printer) when(t time.Time) string {
 // limitLine is what a run that hit a limit says: "codex hit its usage
 // limit (five_hour): resets 14:05 (in 2h13m)".
 func (p *printer) limitLine(e domain.LimitReached) string {
-	s := e.Provider + " hit its " + e.Limit.Describe("")
+	s := e.Provider + " hit its " + domain.DescribeLimit(e.Limit, "")
 	if e.Limit.ResetsAt.IsZero() {
 		s += ": no reset time given"
 	} else {
@@ -83,9 +83,9 @@ func (p *printer) limitLine(e domain.LimitReached) string {
 // (in 2h13m), after its usage limit resets".
 func (p *printer) waitLine(w domain.Wait) string {
 	if w.Kind == domain.WaitReturn {
-		return "returning to " + w.Provider + " at " + p.when(w.At) + ", after its " + w.Limit.Describe("") + " resets"
+		return "returning to " + w.Provider + " at " + p.when(w.At) + ", after its " + domain.DescribeLimit(w.Limit, "") + " resets"
 	}
-	s := "waiting for " + w.Limit.Describe(w.Provider) + ": "
+	s := "waiting for " + domain.DescribeLimit(w.Limit, w.Provider) + ": "
 	probe := fmt.Sprintf("probe %d of at most %d", w.Probe, w.MaxProbes)
 	// A wait for a reset fires at it (plus a jitter); else it is a probe.
 	if r := w.Limit.ResetsAt; !r.IsZero() && !w.At.Before(r) && w.At.Sub(r) <= domain.MaxJitter {
@@ -101,7 +101,7 @@ func (p *printer) waitEndedLine(e domain.WaitEnded) string {
 	if known && w.Kind == domain.WaitReturn {
 		what = "the wait to return to " + w.Provider
 	} else if known {
-		what = "the wait for " + w.Limit.Describe(w.Provider)
+		what = "the wait for " + domain.DescribeLimit(w.Limit, w.Provider)
 	}
 	switch {
 	case e.Outcome == domain.WaitFired && known && w.Kind == domain.WaitReturn:

@@ -23,6 +23,7 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/scenario"
+	"github.com/baton-run/baton/sdk"
 )
 
 // defaultCommands are the provider commands used when --provider-command is
@@ -545,12 +546,12 @@ func (s *session) event(ctx context.Context, rec followed) {
 			if len(s.asking) == 1 {
 				s.prompt()
 			}
-		case s.policy != domain.ApproveAsk && e.Kind == domain.RequestGeneric:
+		case s.policy != domain.ApproveAsk && e.Kind == sdk.RequestGeneric:
 			// No policy answers a request of a kind Baton does not know, and
 			// there is no one to ask: this client declines it, and says so.
 			fmt.Fprintf(s.stderr, "baton: declining %s request %s: no one to ask (answer such requests with --approve ask on a terminal)\n",
 				e.Title, e.RequestID)
-			s.respond(ctx, e.RequestID, domain.VerdictDecline, nil)
+			s.respond(ctx, e.RequestID, sdk.DecisionDecline, nil)
 		}
 	case domain.RequestAnswered:
 		s.forget(e.RequestID)
@@ -583,10 +584,10 @@ func (s *session) prompt() {
 	q := s.asking[0]
 	if s.stdinClosed {
 		fmt.Fprintf(s.stdout, "  ? request %s: no more input: declined\n", q.RequestID)
-		s.respond(context.Background(), q.RequestID, domain.VerdictDecline, nil)
+		s.respond(context.Background(), q.RequestID, sdk.DecisionDecline, nil)
 		return
 	}
-	if q.Kind == domain.RequestUserInput {
+	if q.Kind == sdk.RequestUserInput {
 		fmt.Fprintf(s.stdout, "  ? answer (empty line declines): ")
 	} else {
 		fmt.Fprintf(s.stdout, "  ? [a]ccept, accept for [s]ession, [d]ecline, [c]ancel the turn: ")
@@ -596,22 +597,22 @@ func (s *session) prompt() {
 // answer takes the user's line for the first waiting request.
 func (s *session) answer(ctx context.Context, line string, ok bool) {
 	q := s.asking[0]
-	var decision domain.Verdict
+	var decision sdk.Decision
 	var answers map[string]string
 	line = strings.TrimSpace(line)
-	question := q.Kind == domain.RequestUserInput
+	question := q.Kind == sdk.RequestUserInput
 	switch {
 	case !ok:
 		s.answers, s.stdinClosed = nil, true
 		fmt.Fprintln(s.stdout, "(no more input: declined)")
-		decision = domain.VerdictDecline
+		decision = sdk.DecisionDecline
 	case question && line != "":
-		decision, answers = domain.VerdictAnswer, map[string]string{"answer": line}
+		decision, answers = sdk.DecisionAnswer, map[string]string{"answer": line}
 	case question:
-		decision = domain.VerdictDecline
+		decision = sdk.DecisionDecline
 	default:
-		decision = map[string]domain.Verdict{"a": domain.VerdictAccept, "s": domain.VerdictAcceptForSession,
-			"d": domain.VerdictDecline, "c": domain.VerdictCancel}[strings.ToLower(line)]
+		decision = map[string]sdk.Decision{"a": sdk.DecisionAccept, "s": sdk.DecisionAcceptForSession,
+			"d": sdk.DecisionDecline, "c": sdk.DecisionCancel}[strings.ToLower(line)]
 	}
 	if decision == "" {
 		fmt.Fprintf(s.stdout, "  ? please type a, s, d or c: ")
@@ -624,7 +625,7 @@ func (s *session) answer(ctx context.Context, line string, ok bool) {
 	}
 }
 
-func (s *session) respond(ctx context.Context, requestID string, decision domain.Verdict, answers map[string]string) {
+func (s *session) respond(ctx context.Context, requestID string, decision sdk.Decision, answers map[string]string) {
 	if _, err := s.c.AnswerRequest(ctx, &batonv1.AnswerRequestRequest{CommandId: s.idgen.NewID("cmd"), ThreadId: s.threadID,
 		RequestId: requestID, Decision: string(decision), Answers: answers}); err != nil {
 		fmt.Fprintf(s.stderr, "baton: answer request %s: %s\n", requestID, status.Convert(err).Message())

@@ -15,6 +15,7 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
+	"github.com/baton-run/baton/sdk"
 )
 
 // withClient runs fn with a client found by the connection rule.
@@ -499,7 +500,7 @@ reset (--on-limit wait) is the active run: its wait is cancelled.`,
 				}
 				if waiting != nil {
 					fmt.Fprintf(g.stdout, "interrupt sent to thread %s (run %s): its wait for %s is cancelled\n", rc.GetThreadId(), waiting.RunID,
-						waiting.Limit.Describe(waiting.Provider))
+						domain.DescribeLimit(waiting.Limit, waiting.Provider))
 					return nil
 				}
 				fmt.Fprintf(g.stdout, "interrupt sent to thread %s (run %s)\n", rc.GetThreadId(), rc.GetRunId())
@@ -515,7 +516,7 @@ reset (--on-limit wait) is the active run: its wait is cancelled.`,
 // from any terminal.
 func answerCommand(g *globals, verb string) *cobra.Command {
 	var session, cancelTurn bool
-	decision := map[string]domain.Verdict{"approve": domain.VerdictAccept, "decline": domain.VerdictDecline}[verb]
+	decision := map[string]sdk.Decision{"approve": sdk.DecisionAccept, "decline": sdk.DecisionDecline}[verb]
 	c := &cobra.Command{
 		Use:   verb + " REQUEST",
 		Short: map[string]string{"approve": "Accept an agent's pending request", "decline": "Decline an agent's pending request"}[verb],
@@ -526,10 +527,10 @@ as baton run, baton show and baton watch print it; the host finds its thread.`, 
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d := decision
 			if session {
-				d = domain.VerdictAcceptForSession
+				d = sdk.DecisionAcceptForSession
 			}
 			if cancelTurn {
-				d = domain.VerdictCancel
+				d = sdk.DecisionCancel
 			}
 			return withClient(cmd, g, func(ctx context.Context, c *client) error {
 				rc, err := c.AnswerRequest(ctx, &batonv1.AnswerRequestRequest{CommandId: ids.New().NewID("cmd"), RequestId: args[0], Decision: string(d)})

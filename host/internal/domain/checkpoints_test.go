@@ -5,12 +5,14 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 // finish ends the running run's root turn "u<n>" and, when captures are
 // held, leaves it completing.
 func (w *world) finish(turn string) Decision {
-	return w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: turn, Status: "completed"})
+	return w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: "completed"})
 }
 
 func (w *world) rollbackTo(p RollbackToCheckpoint) (Decision, error) {
@@ -25,8 +27,8 @@ func TestRunEndsWhenItsCheckpointIsRecorded(t *testing.T) {
 	w.holdCaptures = true
 	w.send("one")
 	w.open("s1")
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
-	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "a1", ItemKind: ItemAssistantMessage})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: "u1", ItemRef: "a1", ItemKind: sdk.ItemAssistantMessage})
 	d := w.finish("u1")
 	if got := types(d); got != "message.completed node.completed node.completed run.completing checkpoint.scope.opened checkpoint.requested" {
 		t.Fatalf("terminal: %s", got)
@@ -59,18 +61,18 @@ func TestRunEndsWhenItsCheckpointIsRecorded(t *testing.T) {
 			t.Errorf("%s on a completing run: %s", cmd.CommandType(), types(d))
 		}
 	}
-	for _, ev := range []ProviderEvent{
-		{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "late"},
-		{Kind: EvPlanUpdated, TurnRef: "u1"},
-		{Kind: EvUsage, TurnRef: "u1", Usage: &Usage{TotalTokens: 1}},
-		{Kind: EvTurnTerminal, TurnRef: "u1", Status: "failed"},
-		{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u-late", ClientTurnID: r.ActiveAttempt},
+	for _, ev := range []sdk.RuntimeEvent{
+		{Kind: sdk.EventItemStarted, TurnRef: "u1", ItemRef: "late"},
+		{Kind: sdk.EventPlanUpdated, TurnRef: "u1"},
+		{Kind: sdk.EventUsage, TurnRef: "u1", Usage: &sdk.Usage{TotalTokens: 1}},
+		{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "failed"},
+		{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u-late", ClientTurnID: r.ActiveAttempt},
 	} {
 		if d := w.ev("s1", ev); strings.Contains(types(d), "run.") || strings.Contains(types(d), "node.started") {
 			t.Errorf("%s on a completing run: %s", ev.Kind, types(d))
 		}
 	}
-	if d := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u-other"}); types(d) != "diagnostic.recorded" {
+	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u-other"}); types(d) != "diagnostic.recorded" {
 		t.Errorf("a turn with no live run: %s", types(d))
 	}
 	// Bad and unknown records.
@@ -94,7 +96,7 @@ func TestRunEndsWhenItsCheckpointIsRecorded(t *testing.T) {
 	// The baseline is still capturing: run 2's base is the newest ready
 	// root checkpoint, run 1's.
 	w.must(Command{ID: "c", ThreadID: "thr", Payload: RecordCheckpoint{CheckpointID: base.ID, Status: CheckpointMissing, Reason: "not git"}})
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
 	w.finish("u2")
 	if c := w.thread.Checkpoints[2]; c.BaseID != cp.ID || c.RunOrdinal != 2 {
 		t.Fatalf("run 2's checkpoint: %+v", c)
@@ -130,11 +132,11 @@ func threeRuns(t *testing.T, caps Capabilities) *world {
 	w.finish("u1")
 	for _, turn := range []string{"u2", "u3"} {
 		w.send("next")
-		w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: turn})
+		w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: turn})
 		if turn == "u2" {
-			w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "child", ParentThreadRef: "pt"})
-			w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "child", TurnRef: "c1"})
-			w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "c1", Status: "completed"})
+			w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: "child", ParentThreadRef: "pt"})
+			w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "child", TurnRef: "c1"})
+			w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "c1", Status: "completed"})
 		}
 		w.finish(turn)
 	}
@@ -247,7 +249,7 @@ func TestRollbackNative(t *testing.T) {
 
 func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 	w := threeRuns(t, Capabilities{})
-	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "late", ItemKind: ItemAssistantMessage, Text: "ignored"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "u1", ItemRef: "late", ItemKind: sdk.ItemAssistantMessage, Text: "ignored"})
 	w.edit(func(t *Thread) {
 		t.Messages = append(t.Messages, Message{RunID: t.Runs[0].ID, Role: RoleAssistant, Text: NewText("I wrote a.txt")})
 		t.Checkpoints[1].Files = []FileChange{{Path: "a.txt", Kind: "added"}}
@@ -280,7 +282,7 @@ func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 		w.thread.TurnText(e.RunID, e.AttemptID, e.Text) != h.Text+"\n\ngo on" {
 		t.Fatalf("start effect: %+v; sent %q", e, w.thread.TurnText(e.RunID, e.AttemptID, e.Text))
 	}
-	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[3].ID, Failure: Failure{Message: "no plugin"}}})
+	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[3].ID, Failure: sdk.Failure{Message: "no plugin"}}})
 	if h := w.thread.Handoffs[0]; h.Status != HandoffReady {
 		t.Fatalf("handoff after a failed start: %+v", h)
 	}
@@ -289,11 +291,11 @@ func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 		t.Fatalf("the handoff was not carried again: %+v", e)
 	}
 	w.open("s2")
-	w.ev("s2", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt2", TurnRef: "v1"})
+	w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt2", TurnRef: "v1"})
 	if h := w.thread.Handoffs[0]; h.Status != HandoffStatusConsumed || h.RunID != w.thread.Runs[4].ID {
 		t.Fatalf("handoff: %+v", h)
 	}
-	w.ev("s2", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "v1", Status: "completed"})
+	w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "v1", Status: "completed"})
 	// Rolling back to the baseline: the handoff covers a rolled-back run
 	// now, and a conversation from nothing needs none.
 	d, err = w.rollbackTo(RollbackToCheckpoint{CheckpointID: w.thread.Checkpoints[0].ID})
@@ -318,7 +320,7 @@ func TestRollbackThatFailsHoldsRuns(t *testing.T) {
 	w := threeRuns(t, Capabilities{})
 	w.rollbackTo(RollbackToCheckpoint{CheckpointID: w.thread.Checkpoints[1].ID})
 	rb := w.thread.Rollbacks[0]
-	d := w.must(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: rb.ID, Failure: &Failure{Message: "disk full"}}})
+	d := w.must(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: rb.ID, Failure: &sdk.Failure{Message: "disk full"}}})
 	if types(d) != "rollback.failed" || w.thread.Rollbacks[0].FailedStage != "files" {
 		t.Fatalf("failed: %s %+v", types(d), w.thread.Rollbacks[0])
 	}
@@ -338,7 +340,7 @@ func TestRollbackThatFailsHoldsRuns(t *testing.T) {
 func TestRollbackWithNoProviderThread(t *testing.T) {
 	w := newWorld(t)
 	w.send("one")
-	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: Failure{Message: "no plugin"}}})
+	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: sdk.Failure{Message: "no plugin"}}})
 	if _, err := w.rollbackTo(RollbackToCheckpoint{CheckpointID: w.thread.Checkpoints[0].ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -389,9 +391,9 @@ func TestDecodeRollbackCommand(t *testing.T) {
 // run that is ending be rolled back past.
 func TestRollbackToAScopeWithNoCheckpointYet(t *testing.T) {
 	w := running(t, Capabilities{})
-	w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "child", ParentThreadRef: "pt"})
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "child", TurnRef: "c1"})
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "c1", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: "child", ParentThreadRef: "pt"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "child", TurnRef: "c1"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "c1", Status: "completed"})
 	runScope := w.thread.rootScope(w.thread.Runs[0].ID)
 	if _, err := w.rollbackTo(RollbackToCheckpoint{ScopeID: runScope.ID}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no checkpoint yet") {
 		t.Errorf("rollback to a scope with no checkpoint: %v", err)

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 // Command is a request to change a thread. Every command carries an id; a
@@ -25,10 +27,10 @@ type CommandPayload interface{ CommandType() string }
 type (
 	// CreateThread starts a conversation.
 	CreateThread struct {
-		Provider        string          `json:"provider"`
-		Cwd             string          `json:"cwd"`
-		Model           string          `json:"model,omitempty"`
-		ProviderCommand ProviderCommand `json:"providerCommand"`
+		Provider        string              `json:"provider"`
+		Cwd             string              `json:"cwd"`
+		Model           string              `json:"model,omitempty"`
+		ProviderCommand sdk.ProviderCommand `json:"providerCommand"`
 		// ApprovalPolicy is how the provider's requests are answered:
 		// "decline" (the default), "accept" or "ask".
 		ApprovalPolicy ApprovalPolicy `json:"approvalPolicy,omitempty"`
@@ -54,7 +56,7 @@ type (
 	// RespondToRequest answers a provider's approval or question.
 	RespondToRequest struct {
 		RequestID string            `json:"requestId"`
-		Decision  Verdict           `json:"decision"`
+		Decision  sdk.Decision      `json:"decision"`
 		Answers   map[string]string `json:"answers,omitempty"`
 	}
 	// SwitchProvider changes the provider (or model) the thread's next
@@ -65,10 +67,10 @@ type (
 	// thread has used (its command is kept). HandoffMaxBytes, when set,
 	// bounds the thread's handoffs from now on.
 	SwitchProvider struct {
-		Provider        string          `json:"provider"`
-		Model           string          `json:"model,omitempty"`
-		ProviderCommand ProviderCommand `json:"providerCommand,omitzero"`
-		HandoffMaxBytes int             `json:"handoffMaxBytes,omitempty"`
+		Provider        string              `json:"provider"`
+		Model           string              `json:"model,omitempty"`
+		ProviderCommand sdk.ProviderCommand `json:"providerCommand,omitzero"`
+		HandoffMaxBytes int                 `json:"handoffMaxBytes,omitempty"`
 	}
 	// RollbackToCheckpoint puts the worktree back to a run's checkpoint
 	// and the provider's conversation back to the end of that run. The
@@ -91,8 +93,8 @@ type (
 type (
 	// IngestProviderEvent is one normalized event from a provider session.
 	IngestProviderEvent struct {
-		SessionID string        `json:"sessionId"`
-		Event     ProviderEvent `json:"event"`
+		SessionID string           `json:"sessionId"`
+		Event     sdk.RuntimeEvent `json:"event"`
 	}
 	// RecordSessionOpened says a provider session is open.
 	RecordSessionOpened struct {
@@ -110,8 +112,8 @@ type (
 	}
 	// FailRun ends a run that could not be started or continued.
 	FailRun struct {
-		RunID   string  `json:"runId"`
-		Failure Failure `json:"failure"`
+		RunID   string      `json:"runId"`
+		Failure sdk.Failure `json:"failure"`
 	}
 	// Recover reconciles a thread after a host start: sessions that were
 	// open belong to processes that are gone, and so do the provider
@@ -191,10 +193,10 @@ type (
 	// RecordFilesRestored says a rollback's files were restored, or how
 	// restoring them failed.
 	RecordFilesRestored struct {
-		RollbackID string   `json:"rollbackId"`
-		Written    int      `json:"written"`
-		Removed    int      `json:"removed"`
-		Failure    *Failure `json:"failure,omitempty"`
+		RollbackID string       `json:"rollbackId"`
+		Written    int          `json:"written"`
+		Removed    int          `json:"removed"`
+		Failure    *sdk.Failure `json:"failure,omitempty"`
 		// SavedRef and SavedCommit keep the files as they were before.
 		SavedRef    string `json:"savedRef,omitempty"`
 		SavedCommit string `json:"savedCommit,omitempty"`
@@ -249,33 +251,6 @@ func (RollbackToCheckpoint) CommandType() string     { return "checkpoint.rollba
 func (RecordCheckpoint) CommandType() string         { return "checkpoint.record" }
 func (RecordFilesRestored) CommandType() string      { return "rollback.files.record" }
 func (RecordProviderReconciled) CommandType() string { return "rollback.provider.record" }
-
-// ProviderEvent is the domain's copy of a normalized runtime event.
-type ProviderEvent struct {
-	Sequence uint64    `json:"sequence"`
-	Kind     EventKind `json:"kind"`
-	// ClientTurnID is the attempt a turn was started for, when the
-	// provider's adapter says so.
-	ClientTurnID    string          `json:"clientTurnId,omitempty"`
-	RawFrame        uint64          `json:"rawFrame,omitempty"`
-	ThreadRef       string          `json:"threadRef,omitempty"`
-	ParentThreadRef string          `json:"parentThreadRef,omitempty"`
-	TurnRef         string          `json:"turnRef,omitempty"`
-	ItemRef         string          `json:"itemRef,omitempty"`
-	ItemKind        NodeKind        `json:"itemKind,omitempty"`
-	Title           string          `json:"title,omitempty"`
-	Text            string          `json:"text,omitempty"`
-	Status          string          `json:"status,omitempty"`
-	RequestRef      string          `json:"requestRef,omitempty"`
-	RequestKind     RequestKind     `json:"requestKind,omitempty"`
-	Options         []RequestOption `json:"options,omitempty"`
-	Usage           *Usage          `json:"usage,omitempty"`
-	RateLimit       *RateLimit      `json:"rateLimit,omitempty"`
-	Failure         *Failure        `json:"failure,omitempty"`
-	Limit           *Limit          `json:"limit,omitempty"`
-	ThreadUsable    bool            `json:"threadUsable,omitempty"`
-	Detail          json.RawMessage `json:"detail,omitempty"`
-}
 
 // Receipt is what a command returns, and what a duplicate returns again.
 type Receipt struct {

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"time"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 // Deciding. Decide turns one command into events and effects against a
@@ -54,7 +56,7 @@ type Effect struct {
 	SessionID  string            `json:"sessionId,omitempty"`
 	TurnRef    string            `json:"turnRef,omitempty"`
 	RequestRef string            `json:"requestRef,omitempty"`
-	Decision   Verdict           `json:"decision,omitempty"`
+	Decision   sdk.Decision      `json:"decision,omitempty"`
 	Answers    map[string]string `json:"answers,omitempty"`
 	// Checkpoints: the checkpoint to capture or restore, its ref, the
 	// checkpoint to summarize against, and the commit to restore.
@@ -199,7 +201,7 @@ func decideTurnDispatched(t *Thread, p RecordTurnDispatched, env Env, d *Decisio
 		return nil // stale, or its turn has already started
 	}
 	if s := t.session(p.SessionID); s == nil || s.Status != SessionStatusOpen {
-		endRun(t, r.ID, RunStatusFailed, "", &Failure{Code: "provider_exited",
+		endRun(t, r.ID, RunStatusFailed, "", &sdk.Failure{Code: "provider_exited",
 			Message: "the provider exited before the turn started"}, env, d)
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/sdk"
 	"pgregory.net/rapid"
 )
 
@@ -41,7 +42,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	w := &world{t: t, thread: &Thread{}, replica: &Thread{}}
-	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: ProviderCommand{Argv: []string{"agent"}}}})
+	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"agent"}}}})
 	return w
 }
 
@@ -139,7 +140,7 @@ func (w *world) open(session string) {
 	w.must(Command{ID: "o", ThreadID: "thr", Payload: RecordSessionOpened{SessionID: session, ProviderRef: "p", ThreadRef: "pt"}})
 }
 
-func (w *world) ev(session string, e ProviderEvent) Decision {
+func (w *world) ev(session string, e sdk.RuntimeEvent) Decision {
 	return w.must(Command{ID: "e", ThreadID: "thr", Payload: IngestProviderEvent{SessionID: session, Event: e}})
 }
 
@@ -213,37 +214,37 @@ func TestRunLifecycle(t *testing.T) {
 		t.Fatalf("dispatch behind an active run: %s", got)
 	}
 	w.open("s1")
-	w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "pt"}) // already bound by the open
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: "pt"}) // already bound by the open
 	if len(w.thread.ProviderThreads) != 1 {
 		t.Fatalf("provider threads: %+v", w.thread.ProviderThreads)
 	}
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
-	if again := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"}); len(again.Events) != 0 {
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
+	if again := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1"}); len(again.Events) != 0 {
 		t.Fatalf("the same turn again allocated %s", types(again))
 	}
 	r := w.thread.Runs[0]
 	if r.Status != RunStatusRunning {
 		t.Fatalf("run status %s", r.Status)
 	}
-	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "r1", ItemKind: ItemReasoning})
-	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "r1", ItemKind: ItemReasoning, Text: "hmm"})
-	w.ev("s1", ProviderEvent{Kind: EvItemCompleted, TurnRef: "u1", ItemRef: "r1"})
-	w.ev("s1", ProviderEvent{Kind: EvItemCompleted, TurnRef: "u1", ItemRef: "r1"}) // twice: nothing more
-	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: ItemAssistantMessage, Text: "Hel"})
-	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: ItemAssistantMessage, Text: "lo"})
-	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: ItemAssistantMessage})
-	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "t1", Title: "ls"})
-	w.ev("s1", ProviderEvent{Kind: EvItemUpdated, TurnRef: "u1", ItemRef: "t1", Status: string(StatusInProgress), Detail: json.RawMessage(`{"x":1}`)})
-	w.ev("s1", ProviderEvent{Kind: EvItemUpdated, TurnRef: "u1", ItemRef: "t1"})
-	w.ev("s1", ProviderEvent{Kind: EvItemUpdated, TurnRef: "u1", ItemRef: "t1", Title: "ls -la"})
-	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "a0", ItemKind: ItemAssistantMessage})
-	w.ev("s1", ProviderEvent{Kind: EvItemCompleted, TurnRef: "u1", ItemRef: "a0", Title: "done", Detail: json.RawMessage(`{}`)})
-	w.ev("s1", ProviderEvent{Kind: EvPlanUpdated, TurnRef: "u1", Detail: json.RawMessage(`[1]`)})
-	w.ev("s1", ProviderEvent{Kind: EvPlanUpdated, TurnRef: "u1", Detail: json.RawMessage(`[1,2]`)})
-	w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: "u1", Usage: &Usage{TotalTokens: 5}})
-	w.ev("s1", ProviderEvent{Kind: EvDiagnostic, Title: "odd"})
-	w.ev("s1", ProviderEvent{Kind: EvSessionState})
-	d = w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed", Title: "end_turn"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: "u1", ItemRef: "r1", ItemKind: sdk.ItemReasoning})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "u1", ItemRef: "r1", ItemKind: sdk.ItemReasoning, Text: "hmm"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: "u1", ItemRef: "r1"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: "u1", ItemRef: "r1"}) // twice: nothing more
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: sdk.ItemAssistantMessage, Text: "Hel"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: sdk.ItemAssistantMessage, Text: "lo"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: sdk.ItemAssistantMessage})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: "u1", ItemRef: "t1", Title: "ls"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemUpdated, TurnRef: "u1", ItemRef: "t1", Status: sdk.ItemInProgress, Detail: json.RawMessage(`{"x":1}`)})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemUpdated, TurnRef: "u1", ItemRef: "t1"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemUpdated, TurnRef: "u1", ItemRef: "t1", Title: "ls -la"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: "u1", ItemRef: "a0", ItemKind: sdk.ItemAssistantMessage})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: "u1", ItemRef: "a0", Title: "done", Detail: json.RawMessage(`{}`)})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventPlanUpdated, TurnRef: "u1", Detail: json.RawMessage(`[1]`)})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventPlanUpdated, TurnRef: "u1", Detail: json.RawMessage(`[1,2]`)})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventUsage, TurnRef: "u1", Usage: &sdk.Usage{TotalTokens: 5}})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "odd"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventSessionState})
+	d = w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed", Title: "end_turn"})
 	if got := types(d); got != "message.completed node.completed node.completed node.completed node.completed run.completing checkpoint.scope.opened checkpoint.requested checkpoint.recorded run.ended run.started attempt.started node.started" {
 		t.Fatalf("terminal: %s", got)
 	}
@@ -258,7 +259,7 @@ func TestRunLifecycle(t *testing.T) {
 	if m := th.Messages[2]; m.Role != RoleAssistant || m.Text.String() != "Hello" || m.Status != StatusCompleted {
 		t.Fatalf("assistant message: %+v", m)
 	}
-	if it := th.TurnItems[0]; it.Kind != ItemReasoning || it.Text.String() != "hmm" || it.Status != StatusCompleted {
+	if it := th.TurnItems[0]; it.Kind != NodeReasoning || it.Text.String() != "hmm" || it.Status != StatusCompleted {
 		t.Fatalf("reasoning item: %+v", it)
 	}
 	if it := th.TurnItems[1]; it.Kind != "tool_call" || string(it.Detail) != `{"x":1}` || it.Status != StatusCompleted || it.Title != "ls -la" {
@@ -271,10 +272,10 @@ func TestRunLifecycle(t *testing.T) {
 		t.Fatalf("turns %+v diags %+v", th.ProviderTurns, th.Diagnostics)
 	}
 	// Late events for the ended run change nothing.
-	if d := w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", Text: "late"}); len(d.Events) != 0 {
+	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "u1", ItemRef: "a1", Text: "late"}); len(d.Events) != 0 {
 		t.Fatalf("late delta: %s", types(d))
 	}
-	if d := w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed"}); len(d.Events) != 0 {
+	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed"}); len(d.Events) != 0 {
 		t.Fatalf("second terminal: %s", types(d))
 	}
 }
@@ -285,24 +286,24 @@ func TestOnlyTheRootTurnEndsTheRun(t *testing.T) {
 	w := newWorld(t)
 	w.send("one")
 	w.open("s1")
-	if d := w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "child", Status: "completed"}); types(d) != "diagnostic.recorded" {
+	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "child", Status: "completed"}); types(d) != "diagnostic.recorded" {
 		t.Fatalf("unknown turn's terminal: %s", types(d))
 	}
-	w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "child-thread", ParentThreadRef: "pt"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: "child-thread", ParentThreadRef: "pt"})
 	if p := w.thread.ProviderThreads[1]; p.ParentID != w.thread.ProviderThreads[0].ID {
 		t.Fatalf("child thread: %+v", p)
 	}
 	if !w.thread.Runs[0].Status.Active() {
 		t.Fatalf("the run ended on a child's terminal: %s", w.thread.Runs[0].Status)
 	}
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "root"})
-	for i, st := range []string{"failed", "interrupted", "completed"} {
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "root"})
+	for i, st := range []sdk.Status{sdk.TurnFailed, sdk.TurnInterrupted, sdk.TurnCompleted} {
 		ref := fmt.Sprintf("child-%d", i)
-		d := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "child-thread", TurnRef: ref, Title: "helper"})
+		d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "child-thread", TurnRef: ref, Title: "helper"})
 		if got := types(d); got != "node.started provider.turn.bound" {
 			t.Fatalf("child turn started: %s", got)
 		}
-		d = w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: ref, Status: st})
+		d = w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref, Status: st})
 		want := "node.completed checkpoint.scope.opened checkpoint.requested checkpoint.recorded"
 		if i == 0 {
 			want = "node.completed checkpoint.scope.opened checkpoint.scope.opened checkpoint.requested checkpoint.recorded" // the run's scope first
@@ -310,7 +311,7 @@ func TestOnlyTheRootTurnEndsTheRun(t *testing.T) {
 		if got := types(d); got != want {
 			t.Fatalf("child terminal (%s): %s", st, got)
 		}
-		if again := w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: ref, Status: st}); len(again.Events) != 0 {
+		if again := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref, Status: st}); len(again.Events) != 0 {
 			t.Fatalf("child terminal twice: %s", types(again))
 		}
 	}
@@ -330,20 +331,20 @@ func TestOnlyTheRootTurnEndsTheRun(t *testing.T) {
 	if strings.Join(sub, ",") != "failed,cancelled,completed" {
 		t.Errorf("subagent nodes: %v", sub)
 	}
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "root", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "root", Status: "completed"})
 	if r := w.thread.Runs[0]; r.Status != RunStatusCompleted || r.Attempts[0].SessionID != "s1" {
 		t.Fatalf("the root turn ends the run: %+v", r)
 	}
 }
 
 func TestTerminalStatuses(t *testing.T) {
-	for status, want := range map[string]RunStatus{"completed": RunStatusCompleted, "interrupted": RunStatusInterrupted, "failed": RunStatusFailed} {
+	for status, want := range map[sdk.Status]RunStatus{sdk.TurnCompleted: RunStatusCompleted, sdk.TurnInterrupted: RunStatusInterrupted, sdk.TurnFailed: RunStatusFailed} {
 		w := newWorld(t)
 		w.send("one")
 		w.open("s1")
-		w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "new-thread", TurnRef: "u1"})
-		w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "t1"})
-		w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: status})
+		w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "new-thread", TurnRef: "u1"})
+		w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: "u1", ItemRef: "t1"})
+		w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: status})
 		r := w.thread.Runs[0]
 		if r.Status != want {
 			t.Errorf("%s: run %s", status, r.Status)
@@ -359,26 +360,26 @@ func TestRequestsAndProviderExit(t *testing.T) {
 	w.send("one")
 	w.send("two")
 	w.open("s1")
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
-	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "t1"})
-	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1", ItemRef: "t1", RequestKind: "permission",
-		Options: []RequestOption{{ID: "a", Kind: "allow_once"}}})
-	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1"}) // the same frame again
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: "u1", ItemRef: "t1"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q1", ItemRef: "t1", RequestKind: "permission",
+		Options: []sdk.RequestOption{{ID: "a", Kind: "allow_once"}}})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q1"}) // the same frame again
 	if len(w.thread.Requests) != 1 || w.thread.Runs[0].Status != RunStatusWaiting || w.thread.Requests[0].NodeID == "" {
 		t.Fatalf("after request: %+v %s", w.thread.Requests, w.thread.Runs[0].Status)
 	}
-	if e := w.effects[len(w.effects)-1]; e.Type != EffectRespond || e.Decision != VerdictDecline || e.RequestRef != "q1" || e.SessionID != "s1" {
+	if e := w.effects[len(w.effects)-1]; e.Type != EffectRespond || e.Decision != sdk.DecisionDecline || e.RequestRef != "q1" || e.SessionID != "s1" {
 		t.Fatalf("the default policy declines: %+v", e)
 	}
-	w.ev("s1", ProviderEvent{Kind: EvRequestResolved, RequestRef: "q1", Status: "accept"})
-	w.ev("s1", ProviderEvent{Kind: EvRequestResolved, RequestRef: "q1", Status: "accept"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q1", Status: "accept"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q1", Status: "accept"})
 	if q := w.thread.Requests[0]; q.Status != RequestStatusResolved || q.Decision != "accept" || w.thread.Runs[0].Status != RunStatusRunning {
 		t.Fatalf("resolved: %+v %s", q, w.thread.Runs[0].Status)
 	}
-	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q2"})
-	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q3"})
-	w.ev("s1", ProviderEvent{Kind: EvRequestResolved, RequestRef: "q3", Status: "cancel"})
-	d := w.ev("s1", ProviderEvent{Kind: EvRuntimeExited, Status: "failed", Failure: &Failure{Message: "boom"}})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q2"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q3"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q3", Status: "cancel"})
+	d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "failed", Failure: &sdk.Failure{Message: "boom"}})
 	// The session's end expires its pending request once: the run's
 	// completion barrier that follows sees it expired already.
 	if got := types(d); !strings.HasPrefix(got, "provider.session.ended request.resolved node.completed node.completed run.completing checkpoint.scope.opened checkpoint.requested checkpoint.recorded run.ended run.started") {
@@ -398,13 +399,13 @@ func TestRequestsAndProviderExit(t *testing.T) {
 		t.Fatalf("session: %+v", s)
 	}
 	// Events from the ended session are ignored.
-	if d := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, TurnRef: "u9"}); len(d.Events) != 0 {
+	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, TurnRef: "u9"}); len(d.Events) != 0 {
 		t.Fatalf("event from an ended session: %s", types(d))
 	}
 	// A session that exits before run 2's turn was sent to it leaves the
 	// run to the next session.
 	w.open("s2")
-	if d := w.ev("s2", ProviderEvent{Kind: EvRuntimeExited, Status: "exited"}); strings.Contains(types(d), "run.ended") {
+	if d := w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "exited"}); strings.Contains(types(d), "run.ended") {
 		t.Fatalf("an exit of a session the run's turn never reached ended it: %s", types(d))
 	}
 	run2 := w.thread.Runs[1]
@@ -423,7 +424,7 @@ func TestRequestsAndProviderExit(t *testing.T) {
 	if again := w.must(Command{ID: "td", ThreadID: "thr", Payload: RecordTurnDispatched{RunID: run3.ID, AttemptID: run3.ActiveAttempt, SessionID: "s3"}}); len(again.Events) != 0 {
 		t.Fatalf("dispatched twice: %s", types(again))
 	}
-	d = w.ev("s3", ProviderEvent{Kind: EvRuntimeExited, Status: "failed", Failure: &Failure{Code: "plugin_exited", Message: "gone"}})
+	d = w.ev("s3", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "failed", Failure: &sdk.Failure{Code: "plugin_exited", Message: "gone"}})
 	if r := w.thread.Runs[2]; r.Failure == nil || r.Failure.Code != "plugin_exited" || !strings.Contains(types(d), "run.ended") {
 		t.Fatalf("the exit's own failure code is kept: %+v", r.Failure)
 	}
@@ -452,15 +453,15 @@ func TestResumeThatDidNotHappenIsVisible(t *testing.T) {
 func TestTurnStartedWithoutARun(t *testing.T) {
 	w := newWorld(t)
 	w.open("s1")
-	if d := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, TurnRef: "u1"}); types(d) != "diagnostic.recorded" {
+	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, TurnRef: "u1"}); types(d) != "diagnostic.recorded" {
 		t.Fatalf("%s", types(d))
 	}
-	for _, k := range []EventKind{EvItemStarted, EvPlanUpdated, EvUsage, EvRequestResolved} {
-		if d := w.ev("s1", ProviderEvent{Kind: k, ItemRef: "x", RequestRef: "x", Usage: &Usage{}}); len(d.Events) != 0 {
+	for _, k := range []sdk.EventKind{sdk.EventItemStarted, sdk.EventPlanUpdated, sdk.EventUsage, sdk.EventRequestResolved} {
+		if d := w.ev("s1", sdk.RuntimeEvent{Kind: k, ItemRef: "x", RequestRef: "x", Usage: &sdk.Usage{}}); len(d.Events) != 0 {
 			t.Errorf("%s with no run: %s", k, types(d))
 		}
 	}
-	if d := w.ev("s1", ProviderEvent{Kind: EvRequestOpened, RequestRef: "q"}); types(d) != "request.opened" {
+	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, RequestRef: "q"}); types(d) != "request.opened" {
 		t.Errorf("a request with no run is still recorded: %s", types(d))
 	}
 }
@@ -469,7 +470,7 @@ func TestFailRunAndRecover(t *testing.T) {
 	w := newWorld(t)
 	w.send("one")
 	w.send("two")
-	d := w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: Failure{Message: "no plugin"}}})
+	d := w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: sdk.Failure{Message: "no plugin"}}})
 	if !strings.Contains(types(d), "run.ended run.started") {
 		t.Fatalf("fail: %s", types(d))
 	}
@@ -553,7 +554,7 @@ func TestEveryEventRoundTrips(t *testing.T) {
 			t.Errorf("%s: %v", typ, err)
 		}
 	}
-	p := RunEnded{RunID: "r", Status: "failed", Failure: &Failure{Message: "m"}}
+	p := RunEnded{RunID: "r", Status: "failed", Failure: &sdk.Failure{Message: "m"}}
 	b, _ := json.Marshal(p)
 	got, err := DecodePayload(p.EventType(), b)
 	if err != nil || !reflect.DeepEqual(got, p) {
@@ -617,11 +618,11 @@ func TestRunOrdinalsProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		w := newWorld(t)
 		w.open("s1")
-		w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "child", ParentThreadRef: "pt"})
+		w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: "child", ParentThreadRef: "pt"})
 		turns := 0
 		newTurn := func() string { turns++; return fmt.Sprintf("u%d", turns) }
-		status := func() string {
-			return rapid.SampledFrom([]string{"completed", "failed", "interrupted"}).Draw(rt, "status")
+		status := func() sdk.Status {
+			return rapid.SampledFrom([]sdk.Status{sdk.TurnCompleted, sdk.TurnFailed, sdk.TurnInterrupted}).Draw(rt, "status")
 		}
 		steps := rapid.IntRange(1, 50).Draw(rt, "steps")
 		for i := 0; i < steps; i++ {
@@ -635,9 +636,9 @@ func TestRunOrdinalsProperty(t *testing.T) {
 			case op == 0:
 				w.send("m")
 			case op == 1 && r != nil && w.thread.rootTurn(r) == nil:
-				w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: newTurn()})
+				w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: newTurn()})
 			case op == 2 && r != nil && w.thread.rootTurn(r) != nil:
-				w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: w.thread.rootTurn(r).ProviderRef, Status: status()})
+				w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: w.thread.rootTurn(r).ProviderRef, Status: status()})
 			case op == 3 && r != nil:
 				w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: r.ID}})
 			case op == 4:
@@ -650,8 +651,8 @@ func TestRunOrdinalsProperty(t *testing.T) {
 			case op == 6 && r != nil:
 				// Subagent work: never ends, fails or starts a run.
 				ref := newTurn()
-				w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "child", TurnRef: ref})
-				w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: ref, Status: status()})
+				w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "child", TurnRef: ref})
+				w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref, Status: status()})
 				for _, q := range w.thread.Runs {
 					if q.Status.Terminal() != ended[q.ID] {
 						rt.Fatalf("a subagent's terminal changed run %d to %s", q.Ordinal, q.Status)
@@ -704,20 +705,20 @@ func TestRunOrdinalsProperty(t *testing.T) {
 // commands and provider events.
 func fuzzStates(tb testing.TB) (states map[string]Thread, runID, requestID, checkpointID string) {
 	w := &world{t: tb, thread: &Thread{}, replica: &Thread{}}
-	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: ProviderCommand{Argv: []string{"agent"}},
+	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"agent"}},
 		ApprovalPolicy: ApproveAsk}})
 	w.send("one")
 	w.open("s1")
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
 	active := w.thread.Clone()
-	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1", ItemRef: "t1", RequestKind: RequestPermission,
-		Title: "Write a.txt", Options: []RequestOption{{ID: "allow", Label: "Allow", Kind: "allow_once"}}})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q1", ItemRef: "t1", RequestKind: sdk.RequestPermission,
+		Title: "Write a.txt", Options: []sdk.RequestOption{{ID: "allow", Label: "Allow", Kind: "allow_once"}}})
 	pending := w.thread.Clone()
 	if r := pending.Runs[0]; r.Status != RunStatusWaiting || len(pending.Requests) != 1 || pending.Requests[0].Status != RequestStatusPending {
 		tb.Fatalf("the pending state is not a run waiting on a pending request: run %s, requests %+v", r.Status, pending.Requests)
 	}
-	w.must(Command{ID: "r", ThreadID: "thr", Payload: RespondToRequest{RequestID: pending.Requests[0].ID, Decision: VerdictAccept}})
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed"})
+	w.must(Command{ID: "r", ThreadID: "thr", Payload: RespondToRequest{RequestID: pending.Requests[0].ID, Decision: sdk.DecisionAccept}})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed"})
 	ended := w.thread.Clone()
 	if r := ended.Runs[0]; r.Status != RunStatusCompleted || ended.Checkpoints[len(ended.Checkpoints)-1].Status != CheckpointReady {
 		tb.Fatalf("the ended state is not a completed run with its checkpoint: run %s, checkpoints %+v", r.Status, ended.Checkpoints)
@@ -792,15 +793,15 @@ func FuzzDecodeCommand(f *testing.F) {
 // its turn ended; a session that exits with no run active ends alone.
 func TestTurnEndExpiresPendingRequests(t *testing.T) {
 	w := running(t, Capabilities{})
-	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1", RequestKind: RequestUserInput})
-	d := w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q1", RequestKind: sdk.RequestUserInput})
+	d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed"})
 	if got := types(d); !strings.HasPrefix(got, "request.resolved node.completed run.completing") {
 		t.Fatalf("terminal: %s", got)
 	}
 	if q := w.thread.Requests[0]; q.Status != RequestStatusExpired || q.Delivery != DeliveryLive {
 		t.Fatalf("request: %+v", q)
 	}
-	d = w.ev("s1", ProviderEvent{Kind: EvRuntimeExited, Status: "exited"})
+	d = w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "exited"})
 	if got := types(d); got != "provider.session.ended" {
 		t.Fatalf("exit with no run: %s", got)
 	}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 // Event is a payload with its place in the log.
@@ -86,7 +88,7 @@ func Evolve(t *Thread, e Event) {
 		if r := t.runW(p.RunID); r != nil {
 			r.Nodes = append(r.Nodes, Node{ID: p.NodeID, ParentID: p.ParentID, AttemptID: p.AttemptID, Kind: p.Kind,
 				Status: StatusInProgress, ProviderRef: p.ProviderRef, Title: p.Title})
-			if p.Kind != NodeRootTurn && p.Kind != ItemAssistantMessage {
+			if p.Kind != NodeRootTurn && p.Kind != NodeAssistantMessage {
 				t.write(partTurnItems)
 				t.TurnItems = append(t.TurnItems, TurnItem{ID: p.NodeID, RunID: p.RunID, NodeID: p.NodeID, Kind: p.Kind,
 					Title: p.Title, Status: StatusInProgress, Detail: p.Detail})
@@ -223,10 +225,10 @@ func Evolve(t *Thread, e Event) {
 			a.Usage = &u
 			// A run's usage is its attempts': a limit's continuation or a
 			// steering restart adds to what the attempts before it used.
-			var sum Usage
+			var sum sdk.Usage
 			for _, at := range r.Attempts {
 				if at.Usage != nil {
-					sum = sum.plus(*at.Usage)
+					sum.Add(*at.Usage)
 				}
 			}
 			r.Usage = &sum
@@ -247,7 +249,9 @@ func Evolve(t *Thread, e Event) {
 			r.Ending = nil
 			if r.Usage != nil && t.loopActive() {
 				l := t.loopW()
-				l.Tokens = addTokens(l.Tokens, r.Usage.TotalTokens)
+				used := sdk.Usage{TotalTokens: l.Tokens}
+				used.Add(sdk.Usage{TotalTokens: r.Usage.TotalTokens})
+				l.Tokens = used.TotalTokens
 			}
 		}
 	case DiagnosticRecorded:
@@ -292,7 +296,7 @@ func Evolve(t *Thread, e Event) {
 		t.Diagnostics = append(t.Diagnostics, Diagnostic{Title: "an answer did not reach the provider; answer again", Text: p.Reason})
 	case RateLimitReported:
 		t.write(partRateLimits)
-		i := slices.IndexFunc(t.RateLimits, func(l RateLimit) bool { return l.Scope == p.Scope })
+		i := slices.IndexFunc(t.RateLimits, func(l sdk.RateLimit) bool { return l.Scope == p.Scope })
 		if i < 0 {
 			t.RateLimits = append(t.RateLimits, p.RateLimit)
 		} else {

@@ -346,7 +346,7 @@ func (p *handoffPart) render(msgs []*Message, items []*TurnItem) {
 	var trail []trailEntry
 	for _, it := range items {
 		switch it.Kind {
-		case ItemReasoning, NodeApprovalRequest, "user_message": // the user's message is the run's
+		case NodeReasoning, NodeApprovalRequest, "user_message": // the user's message is the run's
 		case NodePlan:
 			if steps, ok := parsePlan(it.Detail); ok {
 				p.plan = steps // the newest plan of the run

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/baton-run/baton/sdk"
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 )
@@ -39,7 +40,7 @@ func golden(t *testing.T, name, got string) {
 func newWorldOn(t *testing.T, provider string) *world {
 	w := &world{t: t, thread: &Thread{}, replica: &Thread{}}
 	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: provider, Cwd: "/w",
-		ProviderCommand: ProviderCommand{Argv: []string{provider}}}})
+		ProviderCommand: sdk.ProviderCommand{Argv: []string{provider}}}})
 	return w
 }
 
@@ -65,36 +66,36 @@ func (w *world) turn(session, provider, threadRef string, steps []step, files ..
 	}
 	r := w.thread.activeRun()
 	ref := fmt.Sprintf("turn-%d", r.Ordinal)
-	w.ev(session, ProviderEvent{Kind: EvTurnStarted, ThreadRef: threadRef, TurnRef: ref, ClientTurnID: r.ActiveAttempt})
+	w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: threadRef, TurnRef: ref, ClientTurnID: r.ActiveAttempt})
 	for i, s := range steps {
 		item := fmt.Sprintf("%s-item-%d", ref, i)
 		switch {
 		case s.say != "":
-			w.ev(session, ProviderEvent{Kind: EvItemStarted, TurnRef: ref, ItemRef: item, ItemKind: ItemAssistantMessage})
-			w.ev(session, ProviderEvent{Kind: EvContentDelta, TurnRef: ref, ItemRef: item, Text: s.say})
-			w.ev(session, ProviderEvent{Kind: EvItemCompleted, TurnRef: ref, ItemRef: item})
+			w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: ref, ItemRef: item, ItemKind: sdk.ItemAssistantMessage})
+			w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: ref, ItemRef: item, Text: s.say})
+			w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: ref, ItemRef: item})
 		case s.command != "":
-			w.ev(session, ProviderEvent{Kind: EvItemStarted, TurnRef: ref, ItemRef: item, ItemKind: "command_execution", Title: s.command})
-			w.ev(session, ProviderEvent{Kind: EvContentDelta, TurnRef: ref, ItemRef: item, Text: s.output})
-			status := "completed"
+			w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: ref, ItemRef: item, ItemKind: "command_execution", Title: s.command})
+			w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: ref, ItemRef: item, Text: s.output})
+			status := sdk.ItemDone
 			if s.exit != 0 {
-				status = "failed"
+				status = sdk.ItemFailed
 			}
-			w.ev(session, ProviderEvent{Kind: EvItemCompleted, TurnRef: ref, ItemRef: item, Status: status,
+			w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: ref, ItemRef: item, Status: status,
 				Detail: json.RawMessage(fmt.Sprintf(`{"exitCode":%d}`, s.exit))})
 		case s.tool != "":
-			w.ev(session, ProviderEvent{Kind: EvItemStarted, TurnRef: ref, ItemRef: item, ItemKind: "tool_call", Title: s.tool})
-			w.ev(session, ProviderEvent{Kind: EvItemCompleted, TurnRef: ref, ItemRef: item})
+			w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: ref, ItemRef: item, ItemKind: "tool_call", Title: s.tool})
+			w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: ref, ItemRef: item})
 		case s.edit != "":
-			w.ev(session, ProviderEvent{Kind: EvItemStarted, TurnRef: ref, ItemRef: item, ItemKind: "file_change", Title: s.edit})
-			w.ev(session, ProviderEvent{Kind: EvItemCompleted, TurnRef: ref, ItemRef: item})
+			w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: ref, ItemRef: item, ItemKind: "file_change", Title: s.edit})
+			w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: ref, ItemRef: item})
 		default:
-			w.ev(session, ProviderEvent{Kind: EvPlanUpdated, TurnRef: ref, Detail: s.plan})
+			w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventPlanUpdated, TurnRef: ref, Detail: s.plan})
 		}
 	}
 	hold := w.holdCaptures
 	w.holdCaptures = true
-	w.ev(session, ProviderEvent{Kind: EvTurnTerminal, TurnRef: ref, Status: "completed"})
+	w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref, Status: "completed"})
 	w.holdCaptures = hold
 	w.must(Command{ID: "cap", ThreadID: "thr", Payload: RecordCheckpoint{CheckpointID: w.thread.run(r.ID).CheckpointID,
 		Status: CheckpointReady, Commit: "commit", Files: files}})
@@ -106,7 +107,7 @@ func (w *world) turn(session, provider, threadRef string, steps []step, files ..
 func (w *world) switchTo(provider string) Decision {
 	w.t.Helper()
 	return w.must(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: provider,
-		ProviderCommand: ProviderCommand{Argv: []string{provider}}}})
+		ProviderCommand: sdk.ProviderCommand{Argv: []string{provider}}}})
 }
 
 // codexClaudeCodex is the example of the issue: two runs on codex, a
@@ -348,7 +349,7 @@ func TestHandoffEdges(t *testing.T) {
 			{ID: "r2", Ordinal: 2, Status: RunStatusFailed, Provider: "acp", Input: "second\nline"}},
 		Messages: []Message{{ID: "m1", RunID: "r1", Role: RoleUser, Text: NewText("bad \xff byte")}, {ID: "m0", RunID: "r1"}},
 		TurnItems: []TurnItem{
-			{RunID: "r1", Kind: ItemReasoning, Text: NewText("thinking")},
+			{RunID: "r1", Kind: NodeReasoning, Text: NewText("thinking")},
 			{RunID: "r1", Kind: "user_message", Title: "bad byte"},
 			{RunID: "r1", Kind: "command_execution", Title: "make", Status: StatusCompleted, Detail: json.RawMessage(`{"output":"made\n"}`)},
 			{RunID: "r1", Kind: "command_execution", Title: "ls", Status: StatusCompleted, Detail: json.RawMessage(`{"aggregatedOutput":"a\nb"}`)},
@@ -360,8 +361,8 @@ func TestHandoffEdges(t *testing.T) {
 			{RunID: "r2", Kind: NodeSubagent, Title: "explore", Status: StatusInProgress},
 			{RunID: "r2", Kind: NodePlan, Detail: json.RawMessage(`{"entries":[{"text":"all done","status":"done"}]}`)},
 		},
-		Requests: []RuntimeRequest{{Kind: RequestPermission, Title: "Run rm -rf", Status: RequestStatusPending},
-			{Kind: RequestPermission, Title: "old", Status: RequestStatusResolved}},
+		Requests: []RuntimeRequest{{Kind: sdk.RequestPermission, Title: "Run rm -rf", Status: RequestStatusPending},
+			{Kind: sdk.RequestPermission, Title: "old", Status: RequestStatusResolved}},
 	}
 	h := composeHandoff(th, handoffSpec{Strategy: HandoffFullThreadSummary, To: "codex", Runs: []int{1, 2, 9}, RollbackTo: 2,
 		MaxBytes: 100})
@@ -461,7 +462,7 @@ func randomThread(rt *rapid.T) (*Thread, []int) {
 		}
 	}
 	for range rapid.IntRange(0, 10).Draw(rt, "requests") {
-		th.Requests = append(th.Requests, RuntimeRequest{Kind: RequestPermission, Title: text.Draw(rt, "request"), Status: RequestStatusPending})
+		th.Requests = append(th.Requests, RuntimeRequest{Kind: sdk.RequestPermission, Title: text.Draw(rt, "request"), Status: RequestStatusPending})
 	}
 	return th, ords
 }

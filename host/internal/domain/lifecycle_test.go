@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 // running is a world with one run whose root turn u1 is running in s1.
@@ -15,7 +17,7 @@ func running(t *testing.T, caps Capabilities) *world {
 	w.caps = caps
 	w.send("one")
 	w.open("s1")
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
 	return w
 }
 
@@ -59,7 +61,7 @@ func TestAutoModeSteersNatively(t *testing.T) {
 // and a replacement attempt starts under the same run.
 func TestAutoModeRestartsWithoutNativeSteering(t *testing.T) {
 	w := running(t, Capabilities{})
-	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "u1", ItemRef: "t1"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: "u1", ItemRef: "t1"})
 	d, err := w.dispatch(DispatchMessage{Text: "no, the other file"})
 	if err != nil || types(d) != "message.added run.restart.requested" {
 		t.Fatalf("restart: %s %v", types(d), err)
@@ -72,7 +74,7 @@ func TestAutoModeRestartsWithoutNativeSteering(t *testing.T) {
 	if d, _ := w.dispatch(DispatchMessage{Text: "and be quick"}); types(d) != "message.added run.restart.requested" || len(w.effects) != n {
 		t.Fatalf("second restart message: %s, %d effects", types(d), len(w.effects)-n)
 	}
-	d = w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	d = w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "interrupted"})
 	if got := types(d); got != "node.completed node.completed attempt.ended attempt.started node.started" {
 		t.Fatalf("terminal of the replaced attempt: %s", got)
 	}
@@ -92,8 +94,8 @@ func TestAutoModeRestartsWithoutNativeSteering(t *testing.T) {
 	if w.thread.ProviderTurns[0].Status != ItemStatus(RunStatusInterrupted) {
 		t.Fatalf("old provider turn: %+v", w.thread.ProviderTurns[0])
 	}
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u2", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: "completed"})
 	if r := w.thread.Runs[0]; r.Status != RunStatusCompleted || r.FinalAttempt != r.Attempts[1].ID {
 		t.Fatalf("run: %+v", r)
 	}
@@ -106,8 +108,8 @@ func TestDispatchModes(t *testing.T) {
 	}
 	w.must(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: w.thread.Runs[0].ID}})
 	w.open("s0")
-	w.ev("s0", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "none", Status: "interrupted"}) // unknown turn
-	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: Failure{Message: "x"}}})
+	w.ev("s0", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "none", Status: "interrupted"}) // unknown turn
+	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: sdk.Failure{Message: "x"}}})
 	for _, p := range []DispatchMessage{
 		{Text: "x", Mode: ModeSteerActive},
 		{Text: "x", Mode: ModeRestartActive},
@@ -135,7 +137,7 @@ func TestDispatchModes(t *testing.T) {
 		t.Errorf("steer before the turn started: %v", err)
 	}
 	w.open("s1")
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
 	if _, err := w.dispatch(DispatchMessage{Text: "x", Mode: ModeSteerActive, TargetRunID: "run_other"}); !errors.Is(err, ErrConflict) {
 		t.Errorf("steer for a run that is not active: %v", err)
 	}
@@ -194,7 +196,7 @@ func TestInterrupt(t *testing.T) {
 	if d, err := interrupt(queued); err != nil || types(d) != "run.ended" || w.thread.Runs[2].Status != RunStatusCancelled {
 		t.Fatalf("interrupt a queued run: %s %v", types(d), err)
 	}
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "interrupted"})
 	if r := w.thread.Runs[0]; r.Status != RunStatusInterrupted {
 		t.Fatalf("run: %s", r.Status)
 	}
@@ -215,7 +217,7 @@ func TestInterruptWinsOverRestart(t *testing.T) {
 	w := running(t, Capabilities{})
 	w.dispatch(DispatchMessage{Text: "steer", Mode: ModeRestartActive, MessageID: "m2"})
 	w.must(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: w.thread.Runs[0].ID}})
-	d := w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "interrupted"})
 	if r := w.thread.Runs[0]; r.Status != RunStatusInterrupted || len(r.Attempts) != 1 {
 		t.Fatalf("run: %+v", r)
 	}
@@ -235,27 +237,27 @@ func TestTurnsBindByClientTurnID(t *testing.T) {
 	w.send("one")
 	w.open("s1")
 	a1 := w.thread.Runs[0].ActiveAttempt
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1", ClientTurnID: a1})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1", ClientTurnID: a1})
 	if pt := w.thread.ProviderTurns[0]; pt.AttemptID != a1 || w.thread.Runs[0].Status != RunStatusRunning {
 		t.Fatalf("bound: %+v", pt)
 	}
-	if d := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u0", ClientTurnID: "att_nope"}); types(d) != "diagnostic.recorded" {
+	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u0", ClientTurnID: "att_nope"}); types(d) != "diagnostic.recorded" {
 		t.Fatalf("unknown attempt: %s", types(d))
 	}
 	// Restart: the replaced attempt's turn ends, a new attempt starts.
 	w.dispatch(DispatchMessage{Text: "again", Mode: ModeRestartActive})
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "interrupted"})
 	n := len(w.effects)
 	// A turn that arrives late for the replaced attempt is bound to it and
 	// interrupted; the run is not touched.
-	d := w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "late", ClientTurnID: a1})
+	d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "late", ClientTurnID: a1})
 	if types(d) != "provider.turn.bound" || len(w.effects) != n+1 || lastEffect(w).Type != EffectInterrupt || lastEffect(w).TurnRef != "late" {
 		t.Fatalf("late turn: %s %+v", types(d), w.effects[n:])
 	}
 	if r := w.thread.Runs[0]; r.Status != RunStatusStarting {
 		t.Fatalf("the late turn changed the run: %s", r.Status)
 	}
-	if d := w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "late", ItemRef: "x"}); len(d.Events) != 0 {
+	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: "late", ItemRef: "x"}); len(d.Events) != 0 {
 		t.Fatalf("an item of the replaced attempt: %s", types(d))
 	}
 	// Its dispatch record is stale too.
@@ -267,7 +269,7 @@ func TestTurnsBindByClientTurnID(t *testing.T) {
 func TestRespondToRequest(t *testing.T) {
 	w := running(t, Capabilities{})
 	w.edit(func(t *Thread) { t.ApprovalPolicy = ApproveAsk })
-	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1", RequestKind: RequestCommandApproval})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q1", RequestKind: sdk.RequestCommandApproval})
 	q := w.thread.Requests[0]
 	n := len(w.effects)
 	if n != 2 || q.AnsweredBy != "" || w.thread.Runs[0].Status != RunStatusWaiting {
@@ -317,7 +319,7 @@ func TestRespondToRequest(t *testing.T) {
 		t.Fatalf("answering again: %v", err)
 	}
 	// A question answered with answers.
-	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q2", RequestKind: RequestUserInput})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q2", RequestKind: sdk.RequestUserInput})
 	q2 := w.thread.Requests[1]
 	if _, err := respond(RespondToRequest{RequestID: q2.ID, Decision: "accept"}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("accepting a question: %v", err)
@@ -329,7 +331,7 @@ func TestRespondToRequest(t *testing.T) {
 		t.Fatalf("answered question: %+v", q)
 	}
 	// A request whose process is found gone is marked so, then refused.
-	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q3", RequestKind: RequestGeneric})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q3", RequestKind: sdk.RequestGeneric})
 	q3 := w.thread.Requests[2]
 	d = w.must(Command{ID: "u", ThreadID: "thr", Payload: MarkRequestUnreachable{RequestID: q3.ID, Reason: "plugin gone"}})
 	if types(d) != "request.resolved" || w.thread.Requests[2].Delivery != DeliveryNotResumable {
@@ -349,17 +351,17 @@ func TestRespondToRequest(t *testing.T) {
 func TestPolicyDecision(t *testing.T) {
 	for _, tc := range []struct {
 		policy ApprovalPolicy
-		kind   RequestKind
-		want   Verdict
+		kind   sdk.RequestKind
+		want   sdk.Decision
 	}{
-		{ApproveAccept, RequestPermission, VerdictAccept},
-		{ApproveDecline, RequestCommandApproval, VerdictDecline},
-		{ApproveAccept, RequestFileChangeApproval, VerdictAccept},
-		{ApproveAccept, RequestPermissions, VerdictAccept},
-		{ApproveAccept, RequestUserInput, VerdictDecline},
-		{ApproveAccept, RequestGeneric, ""},
+		{ApproveAccept, sdk.RequestPermission, sdk.DecisionAccept},
+		{ApproveDecline, sdk.RequestCommandApproval, sdk.DecisionDecline},
+		{ApproveAccept, sdk.RequestFileChangeApproval, sdk.DecisionAccept},
+		{ApproveAccept, sdk.RequestPermissions, sdk.DecisionAccept},
+		{ApproveAccept, sdk.RequestUserInput, sdk.DecisionDecline},
+		{ApproveAccept, sdk.RequestGeneric, ""},
 		{ApproveAccept, "something/new", ""},
-		{ApproveAsk, RequestPermission, ""},
+		{ApproveAsk, sdk.RequestPermission, ""},
 	} {
 		if got := policyDecision(tc.policy, tc.kind); got != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.policy, tc.kind, got, tc.want)
@@ -393,11 +395,11 @@ func TestRecoverCancelsOutboxEffects(t *testing.T) {
 // then the request is left to a client.
 func TestPolicyAnswersAgain(t *testing.T) {
 	w := running(t, Capabilities{})
-	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "q1", RequestKind: RequestCommandApproval})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q1", RequestKind: sdk.RequestCommandApproval})
 	q := w.thread.Requests[0]
 	for i := 1; i < policyAnswerTries; i++ {
 		d := w.must(Command{ID: "rf", ThreadID: "thr", Payload: RespondFailed{RequestID: q.ID, Reason: "timeout"}})
-		if types(d) != "request.answer.failed request.answered" || lastEffect(w).Type != EffectRespond || lastEffect(w).Decision != VerdictDecline {
+		if types(d) != "request.answer.failed request.answered" || lastEffect(w).Type != EffectRespond || lastEffect(w).Decision != sdk.DecisionDecline {
 			t.Fatalf("failure %d: %s %+v", i, types(d), lastEffect(w))
 		}
 	}
@@ -415,15 +417,15 @@ func TestPolicyAnswersAgain(t *testing.T) {
 func TestLateEventsOfAReplacedAttempt(t *testing.T) {
 	w := running(t, Capabilities{})
 	w.dispatch(DispatchMessage{Text: "again", Mode: ModeRestartActive})
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
-	w.ev("s1", ProviderEvent{Kind: EvRequestOpened, TurnRef: "u1", RequestRef: "late", RequestKind: RequestCommandApproval})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "late", RequestKind: sdk.RequestCommandApproval})
 	if q := w.thread.Requests[0]; q.RunID != "" || w.thread.Runs[0].Status != RunStatusRunning {
 		t.Fatalf("late request %+v, run %s", q, w.thread.Runs[0].Status)
 	}
-	for _, ev := range []ProviderEvent{
-		{Kind: EvUsage, TurnRef: "u1", Usage: &Usage{TotalTokens: 9}},
-		{Kind: EvPlanUpdated, TurnRef: "u1"},
+	for _, ev := range []sdk.RuntimeEvent{
+		{Kind: sdk.EventUsage, TurnRef: "u1", Usage: &sdk.Usage{TotalTokens: 9}},
+		{Kind: sdk.EventPlanUpdated, TurnRef: "u1"},
 	} {
 		if d := w.ev("s1", ev); len(d.Events) != 0 {
 			t.Fatalf("%s of the replaced attempt: %s", ev.Kind, types(d))
@@ -435,11 +437,11 @@ func TestLateEventsOfAReplacedAttempt(t *testing.T) {
 // its items under its own node.
 func TestNestedSubagents(t *testing.T) {
 	w := running(t, Capabilities{})
-	w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "c1", ParentThreadRef: "pt"})
-	w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "c2", ParentThreadRef: "c1"})
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "c1", TurnRef: "t1"})
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "c2", TurnRef: "t2"})
-	w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: "t2", ItemRef: "i2", ItemKind: "command_execution"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: "c1", ParentThreadRef: "pt"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: "c2", ParentThreadRef: "c1"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "c1", TurnRef: "t1"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "c2", TurnRef: "t2"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: "t2", ItemRef: "i2", ItemKind: "command_execution"})
 	r := w.thread.Runs[0]
 	root := r.Attempts[0].RootNode
 	byRef := map[string]Node{}
@@ -453,15 +455,15 @@ func TestNestedSubagents(t *testing.T) {
 		t.Fatalf("subagents made runs: %+v", w.thread.Runs)
 	}
 	// A subagent's usage is not the run's.
-	w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: "u1", Usage: &Usage{TotalTokens: 10}})
-	w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: "t2", Usage: &Usage{TotalTokens: 99}})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventUsage, TurnRef: "u1", Usage: &sdk.Usage{TotalTokens: 10}})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventUsage, TurnRef: "t2", Usage: &sdk.Usage{TotalTokens: 99}})
 	if u := w.thread.Runs[0].Usage; u == nil || u.TotalTokens != 10 {
 		t.Fatalf("run usage: %+v", u)
 	}
 	// A turn whose parent thread has no turn in progress goes under the root.
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "t2", Status: "completed"})
-	w.ev("s1", ProviderEvent{Kind: EvThreadStarted, ThreadRef: "c3", ParentThreadRef: "c2"})
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "c3", TurnRef: "t3"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "t2", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: "c3", ParentThreadRef: "c2"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "c3", TurnRef: "t3"})
 	r = w.thread.Runs[0]
 	if n := r.Nodes[len(r.Nodes)-1]; n.ProviderRef != "t3" || n.ParentID != root {
 		t.Fatalf("t3 node: %+v", n)
@@ -472,18 +474,18 @@ func TestNestedSubagents(t *testing.T) {
 func TestRateLimits(t *testing.T) {
 	w := running(t, Capabilities{})
 	reset := t0.Add(time.Hour)
-	limit := func(scope string, used float64) ProviderEvent {
-		return ProviderEvent{Kind: EvRateLimit, RateLimit: &RateLimit{Scope: scope, UsedPercent: used, ResetsAt: reset}}
+	limit := func(scope string, used float64) sdk.RuntimeEvent {
+		return sdk.RuntimeEvent{Kind: sdk.EventRateLimit, RateLimit: &sdk.RateLimit{Scope: scope, UsedPercent: used, ResetsAt: reset}}
 	}
 	for _, c := range []struct {
-		ev   ProviderEvent
+		ev   sdk.RuntimeEvent
 		want string
 	}{
 		{limit("codex/primary", 10), "rate_limit.reported"},
 		{limit("codex/primary", 10), ""},
 		{limit("codex/secondary", 3), "rate_limit.reported"},
 		{limit("codex/primary", 42), "rate_limit.reported"},
-		{ProviderEvent{Kind: EvRateLimit}, ""},
+		{sdk.RuntimeEvent{Kind: sdk.EventRateLimit}, ""},
 	} {
 		if got := types(w.ev("s1", c.ev)); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.ev.RateLimit, got, c.want)
@@ -498,13 +500,13 @@ func TestRateLimits(t *testing.T) {
 // show in it.
 func TestClone(t *testing.T) {
 	w := running(t, Capabilities{})
-	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: ItemAssistantMessage, Text: "Hel"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: sdk.ItemAssistantMessage, Text: "Hel"})
 	w.dispatch(DispatchMessage{Text: "again", Mode: ModeRestartActive})
 	c := w.thread.Clone()
 	before, _ := json.Marshal(c)
-	w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: ItemAssistantMessage, Text: "lo"})
-	w.ev("s1", ProviderEvent{Kind: EvRateLimit, RateLimit: &RateLimit{Scope: "x", UsedPercent: 1}})
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: sdk.ItemAssistantMessage, Text: "lo"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRateLimit, RateLimit: &sdk.RateLimit{Scope: "x", UsedPercent: 1}})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "interrupted"})
 	w.send("more")
 	after, _ := json.Marshal(c)
 	if string(before) != string(after) {
@@ -551,7 +553,7 @@ func TestCloseIdleSession(t *testing.T) {
 	if _, err := w.decide(Command{ID: "x", ThreadID: "thr", Payload: CloseIdleSession{SessionID: "nope"}}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("closing an unknown session: %v", err)
 	}
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed"})
 	if w.thread.activeRun() != nil {
 		t.Fatal("the run is still active")
 	}
@@ -607,7 +609,7 @@ func TestShutDownEndsTheActiveRun(t *testing.T) {
 
 	w = running(t, Capabilities{})
 	w.holdCaptures = true
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed"})
 	d = w.must(Command{ID: "x", ThreadID: "thr", Payload: ShutDown{Reason: "host shut down"}})
 	if got := types(d); got != "run.ended" || w.thread.Runs[0].Status != RunStatusCompleted {
 		t.Fatalf("shut down of an ending run: %s, %s", got, w.thread.Runs[0].Status)

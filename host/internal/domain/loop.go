@@ -3,9 +3,10 @@ package domain
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"strings"
 	"time"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 // The continuation loop, decided. A run whose provider turn ends on a
@@ -36,16 +37,6 @@ func (t *Thread) loopW() *Loop {
 	return t.Loop
 }
 
-// addTokens adds a run's tokens to the loop's: negatives count as none,
-// and the sum stops at the largest count instead of wrapping.
-func addTokens(a, b int64) int64 {
-	b = max(b, 0)
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
 // loopActive says whether the thread's loop goes on by itself.
 func (t *Thread) loopActive() bool { return t.Loop != nil && t.Loop.Status == LoopActive }
 
@@ -70,7 +61,7 @@ func decideSetPolicy(t *Thread, p SetPolicy, d *Decision) error {
 
 // limitReached ends the active attempt of run r on a provider limit and
 // does what the policy says: wait, switch, or end the run blocked.
-func limitReached(t *Thread, r *Run, l Limit, env Env, d *Decision) {
+func limitReached(t *Thread, r *Run, l sdk.Limit, env Env, d *Decision) {
 	runID, attemptID, provider := r.ID, r.ActiveAttempt, r.Provider
 	d.emit(LimitReached{RunID: runID, AttemptID: attemptID, Provider: provider, Limit: l})
 	pol := t.policy()
@@ -82,11 +73,11 @@ func limitReached(t *Thread, r *Run, l Limit, env Env, d *Decision) {
 		switchOnLimit(t, runID, l, provider, env, d)
 		return
 	}
-	endRun(t, runID, RunStatusBlocked, "limit", &Failure{Code: "limit", Message: l.Describe(provider) + limitWords(l)}, env, d)
+	endRun(t, runID, RunStatusBlocked, "limit", &sdk.Failure{Code: "limit", Message: DescribeLimit(l, provider) + limitWords(l)}, env, d)
 }
 
 // limitWords is what a provider said of a limit, for a failure message.
-func limitWords(l Limit) string {
+func limitWords(l sdk.Limit) string {
 	if l.Message == "" {
 		return ""
 	}
@@ -95,28 +86,28 @@ func limitWords(l Limit) string {
 
 // armContinue arms the run's next wait, or ends the run when its waits
 // are spent: probes, the wait budget, or the loop's hours.
-func armContinue(t *Thread, runID string, l Limit, provider string, env Env, d *Decision) {
+func armContinue(t *Thread, runID string, l sdk.Limit, provider string, env Env, d *Decision) {
 	pol, r := t.policy(), t.run(runID)
 	n, since := r.Waits+1, r.WaitSince
 	if n == 1 {
 		since = env.Now
 	}
-	what := l.Describe(provider)
+	what := DescribeLimit(l, provider)
 	if n > pol.MaxProbes {
-		endRun(t, runID, RunStatusFailed, "", &Failure{Code: "limit_wait_exhausted",
+		endRun(t, runID, RunStatusFailed, "", &sdk.Failure{Code: "limit_wait_exhausted",
 			Message: fmt.Sprintf("gave up on the %s after %d waits (at most %d)", what, r.Waits, pol.MaxProbes)}, env, d)
 		return
 	}
 	id := env.NewID("wait")
 	at := pol.WaitInstant(l, n, id, env.Now)
 	if end := since.Add(pol.MaxWait); at.After(end) {
-		endRun(t, runID, RunStatusFailed, "", &Failure{Code: "limit_wait_budget",
+		endRun(t, runID, RunStatusFailed, "", &sdk.Failure{Code: "limit_wait_budget",
 			Message: fmt.Sprintf("the %s lifts at %s, past the wait budget (%s from %s)", what, stamp(at), pol.MaxWait, stamp(since))}, env, d)
 		return
 	}
 	if why := loopTimeSpent(t.Loop, at); why != "" {
 		d.emit(LoopEnded{Status: LoopBudget, Reason: why})
-		endRun(t, runID, RunStatusBlocked, "limit", &Failure{Code: "loop_budget", Message: what + ": " + why}, env, d)
+		endRun(t, runID, RunStatusBlocked, "limit", &sdk.Failure{Code: "loop_budget", Message: what + ": " + why}, env, d)
 		return
 	}
 	closeAttempt(t, runID, RunStatusBlocked, d)
@@ -129,7 +120,7 @@ func armContinue(t *Thread, runID string, l Limit, provider string, env Env, d *
 // blocked, the thread switches, and a continuation attempt carries the
 // run's input (and a handoff of the runs before it) to the new provider;
 // with Return, a wait brings the thread back when the limit lifts.
-func switchOnLimit(t *Thread, runID string, l Limit, from string, env Env, d *Decision) {
+func switchOnLimit(t *Thread, runID string, l sdk.Limit, from string, env Env, d *Decision) {
 	pol, r := t.policy(), t.run(runID)
 	input, attemptID := r.Input, r.ActiveAttempt
 	closeAttempt(t, runID, RunStatusBlocked, d)
@@ -137,7 +128,7 @@ func switchOnLimit(t *Thread, runID string, l Limit, from string, env Env, d *De
 	// Validated when the policy was set: the binding or the command is there.
 	_ = decideSwitchProvider(t, SwitchProvider{Provider: pol.SwitchTo, Model: pol.SwitchModel, ProviderCommand: pol.SwitchCommand}, env, d)
 	text := fmt.Sprintf("(%s stopped at its %s while working on this; the files in the working directory may hold its partial work.)\n\n%s",
-		from, l.Describe(""), withSteering(input, r.PendingRestart))
+		from, DescribeLimit(l, ""), withSteering(input, r.PendingRestart))
 	startAttempt(t, runID, text, AttemptUsageLimitContinuation, env, d)
 	if pol.Return {
 		id := env.NewID("wait")
@@ -194,13 +185,13 @@ func (t *Thread) wait(id string) *Wait {
 // cancelWait ends a waiting run: its wait is cancelled and the run ends
 // blocked (its attempt ended when the wait was armed).
 func cancelWait(t *Thread, r *Run, reason string, env Env, d *Decision) {
-	runID, attemptID, what := r.ID, r.ActiveAttempt, r.Limit.Describe(r.Provider)
+	runID, attemptID, what := r.ID, r.ActiveAttempt, DescribeLimit(*r.Limit, r.Provider)
 	d.emit(WaitEnded{WaitID: r.WaitID, Outcome: WaitCancelled, Reason: reason})
 	if t.loopActive() {
 		d.emit(LoopEnded{Status: LoopStopped, Reason: reason})
 	}
 	out := RunOutcome{AttemptID: attemptID, Status: RunStatusBlocked, StopReason: "limit",
-		Failure: &Failure{Code: "limit", Message: what + ": " + reason}}
+		Failure: &sdk.Failure{Code: "limit", Message: what + ": " + reason}}
 	d.emit(RunCompleting{RunID: runID, RunOutcome: out})
 	requestCheckpoint(t, runID, "", env, d)
 }

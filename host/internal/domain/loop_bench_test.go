@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 // BenchmarkLimitWaitContinue is the cost of the loop's decisions on a
@@ -21,21 +23,21 @@ func BenchmarkLimitWaitContinue(b *testing.B) {
 			env := Env{Now: t0, NewID: func(p string) string { return p + "_b" }}
 			for b.Loop() {
 				t := base.Scratch()
-				mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "last"}}, env)
-				mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: ProviderEvent{Kind: EvTurnTerminal, TurnRef: "last", Status: "completed"}}, env)
+				mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "last"}}, env)
+				mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "last", Status: "completed"}}, env)
 			}
 		})
 		b.Run(fmt.Sprintf("limit/runs=%d", n), func(b *testing.B) {
 			base := threadWithRuns(b, n)
 			base.Loop = &Loop{Policy: ContinuationPolicy{OnLimit: OnLimitWait}.WithDefaults(), Since: t0, Status: LoopActive}
-			l := Limit{Kind: LimitUsageWindow, ResetsAt: t0.Add(time.Hour)}
+			l := sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: t0.Add(time.Hour)}
 			id := 0
 			env := Env{Now: t0, NewID: func(p string) string { id++; return fmt.Sprintf("%s_b%d", p, id) }}
 			b.ResetTimer()
 			for b.Loop() {
 				t := base.Scratch()
-				mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "last"}}, env)
-				mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: ProviderEvent{Kind: EvTurnTerminal, TurnRef: "last",
+				mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "last"}}, env)
+				mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "last",
 					Status: "failed", Limit: &l}}, env)
 				mustDecide(b, &t, FireWait{WaitID: t.NextWait().ID}, env)
 			}
@@ -49,7 +51,7 @@ func threadWithRuns(b *testing.B, n int) Thread {
 	t := Thread{}
 	id := 0
 	env := Env{Now: t0, NewID: func(p string) string { id++; return fmt.Sprintf("%s_%d", p, id) }}
-	mustDecide(b, &t, CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: ProviderCommand{Argv: []string{"agent"}}}, env)
+	mustDecide(b, &t, CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"agent"}}}, env)
 	mustDecide(b, &t, RecordSessionOpened{SessionID: "s1", ThreadRef: "pt"}, env)
 	for i := range n + 1 {
 		d := mustDecide(b, &t, DispatchMessage{Text: fmt.Sprintf("message %d", i), Mode: ModeQueueAfterActive}, env)
@@ -62,8 +64,8 @@ func threadWithRuns(b *testing.B, n int) Thread {
 			break // the last run is the benchmark's
 		}
 		ref := fmt.Sprintf("u%d", i)
-		mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: ref}}, env)
-		d = mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: ProviderEvent{Kind: EvTurnTerminal, TurnRef: ref, Status: "completed"}}, env)
+		mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: ref}}, env)
+		d = mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref, Status: "completed"}}, env)
 		for _, e := range d.Effects {
 			if e.Type == EffectCapture {
 				mustDecide(b, &t, RecordCheckpoint{CheckpointID: e.CheckpointID, Status: CheckpointReady, Commit: "c"}, env)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/sdk"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -37,7 +38,7 @@ func TestContinuationCarriesSteeringPendingAtTheLimit(t *testing.T) {
 	w.open("s1")
 	w.turnOn("s1", "u1")
 	w.must(Command{ID: "m2", ThreadID: "thr", Payload: DispatchMessage{Text: "also fix the docs", Mode: ModeRestartActive}})
-	w.ev("s1", limitTerminal("u1", Limit{Kind: LimitRate}))
+	w.ev("s1", limitTerminal("u1", sdk.Limit{Kind: sdk.LimitRate}))
 	wait := w.thread.NextWait()
 	w.now = wait.At
 	d := w.must(Command{ID: "f", ThreadID: "thr", Payload: FireWait{WaitID: wait.ID}})
@@ -60,7 +61,7 @@ func TestContinuationCarriesSteeringPendingAtTheLimit(t *testing.T) {
 func completeWithCheck(w *world, session, turn string) string {
 	w.t.Helper()
 	w.turnOn(session, turn)
-	w.ev(session, ProviderEvent{Kind: EvTurnTerminal, TurnRef: turn, Status: "completed"})
+	w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: "completed"})
 	if !w.thread.Loop.CheckPending {
 		w.t.Fatalf("no check asked for after %s: %+v", turn, w.thread.Loop)
 	}
@@ -156,7 +157,7 @@ func TestNewPolicyKeepsArmedWaits(t *testing.T) {
 	w.send("one")
 	w.open("s1")
 	w.turnOn("s1", "u1")
-	w.ev("s1", limitTerminal("u1", Limit{Kind: LimitRate}))
+	w.ev("s1", limitTerminal("u1", sdk.Limit{Kind: sdk.LimitRate}))
 	wait := *w.thread.NextWait()
 	w.must(Command{ID: "off", ThreadID: "thr", Payload: SetPolicy{}})
 	if l := w.thread.Loop; l.Status != LoopStopped || !cmp.Equal(l.Wait, &wait) || !w.thread.Unattended() {
@@ -181,7 +182,7 @@ func TestMalformedResetFallsBackToTheBackoff(t *testing.T) {
 			w.open("s1")
 			w.turnOn("s1", "u1")
 			w.now = now
-			w.ev("s1", limitTerminal("u1", Limit{Kind: LimitUsageWindow, ResetsAt: reset, Message: "try again later"}))
+			w.ev("s1", limitTerminal("u1", sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: reset, Message: "try again later"}))
 			wait := w.thread.NextWait()
 			if wait == nil || !wait.At.Equal(now.Add(2*time.Minute)) {
 				t.Fatalf("wait %+v, want one at %v", wait, now.Add(2*time.Minute))
@@ -190,7 +191,7 @@ func TestMalformedResetFallsBackToTheBackoff(t *testing.T) {
 			w.now = wait.At
 			w.must(Command{ID: "f", ThreadID: "thr", Payload: FireWait{WaitID: wait.ID}})
 			w.turnOn("s1", "u2")
-			w.ev("s1", limitTerminal("u2", Limit{Kind: LimitUsageWindow, ResetsAt: reset}))
+			w.ev("s1", limitTerminal("u2", sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: reset}))
 			if next := w.thread.NextWait(); next == nil || !next.At.Equal(wait.At.Add(6*time.Minute)) || next.Probe != 2 {
 				t.Fatalf("second wait %+v, want probe 2 at %v", next, wait.At.Add(6*time.Minute))
 			}
@@ -204,18 +205,18 @@ func TestHowLoopsEnd(t *testing.T) {
 	// turn is the active run's next provider turn on s1: it reports
 	// tokens (0: none), answers, and ends as end says.
 	turns := 0
-	turn := func(w *world, tokens int64, answer string, end ProviderEvent) {
+	turn := func(w *world, tokens int64, answer string, end sdk.RuntimeEvent) {
 		w.t.Helper()
 		turns++
 		ref := fmt.Sprintf("turn-%d", turns)
 		w.turnOn("s1", ref)
 		if tokens != 0 {
-			w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: ref, Usage: &Usage{TotalTokens: tokens}})
+			w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventUsage, TurnRef: ref, Usage: &sdk.Usage{TotalTokens: tokens}})
 		}
 		if answer != "" {
-			w.ev("s1", ProviderEvent{Kind: EvItemStarted, TurnRef: ref, ItemRef: ref + "-a", ItemKind: ItemAssistantMessage})
-			w.ev("s1", ProviderEvent{Kind: EvContentDelta, TurnRef: ref, ItemRef: ref + "-a", Text: answer})
-			w.ev("s1", ProviderEvent{Kind: EvItemCompleted, TurnRef: ref, ItemRef: ref + "-a"})
+			w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: ref, ItemRef: ref + "-a", ItemKind: sdk.ItemAssistantMessage})
+			w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: ref, ItemRef: ref + "-a", Text: answer})
+			w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: ref, ItemRef: ref + "-a"})
 		}
 		end.TurnRef = ref
 		w.ev("s1", end)
@@ -225,8 +226,8 @@ func TestHowLoopsEnd(t *testing.T) {
 		w.must(Command{ID: "chk", ThreadID: "thr", Payload: RecordCheck{CheckResult: CheckResult{RunID: w.thread.Runs[len(w.thread.Runs)-1].ID,
 			Command: "make check", ExitCode: 1}}})
 	}
-	done := ProviderEvent{Kind: EvTurnTerminal, Status: "completed"}
-	limit := func(l Limit) ProviderEvent { return limitTerminal("", l) }
+	done := sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: "completed"}
+	limit := func(l sdk.Limit) sdk.RuntimeEvent { return limitTerminal("", l) }
 	// The wait that would lift past its budget is the ninth id the
 	// decisions draw: the reset plus its jitter, to the second.
 	overBudget := "the acp usage limit lifts at " + t0.Add(3*time.Hour+Jitter("wait_9")).Format(time.RFC3339) +
@@ -235,7 +236,7 @@ func TestHowLoopsEnd(t *testing.T) {
 		Loop    LoopStatus
 		Reason  string
 		Run     RunStatus
-		Failure *Failure
+		Failure *sdk.Failure
 		Tokens  int64
 	}
 	for _, c := range []struct {
@@ -271,19 +272,19 @@ func TestHowLoopsEnd(t *testing.T) {
 			fail(w)
 		}, end{LoopBudget, "max hours (1.50h) reached at 2026-11-30T13:30:00Z", RunStatusCompleted, nil, 0}},
 		{"max hours before a wait's instant", ContinuationPolicy{OnLimit: OnLimitWait, MaxDuration: time.Hour}, func(w *world) {
-			turn(w, 0, "", limit(Limit{Kind: LimitUsageWindow, ResetsAt: t0.Add(2 * time.Hour)}))
+			turn(w, 0, "", limit(sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: t0.Add(2 * time.Hour)}))
 		}, end{LoopBudget, "max hours (1h) reached at 2026-11-30T13:00:00Z", RunStatusBlocked,
-			&Failure{Code: "loop_budget", Message: "acp usage limit: max hours (1h) reached at 2026-11-30T13:00:00Z"}, 0}},
+			&sdk.Failure{Code: "loop_budget", Message: "acp usage limit: max hours (1h) reached at 2026-11-30T13:00:00Z"}, 0}},
 		{"the wait budget", ContinuationPolicy{OnLimit: OnLimitWait, MaxWait: time.Hour, Until: "make check"}, func(w *world) {
-			turn(w, 0, "", limit(Limit{Kind: LimitUsageWindow, ResetsAt: t0.Add(3 * time.Hour)}))
+			turn(w, 0, "", limit(sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: t0.Add(3 * time.Hour)}))
 		}, end{LoopStopped, "run 1 ended failed: " + overBudget, RunStatusFailed,
-			&Failure{Code: "limit_wait_budget", Message: overBudget}, 0}},
+			&sdk.Failure{Code: "limit_wait_budget", Message: overBudget}, 0}},
 		{"a limit, no waiting", ContinuationPolicy{Until: "make check"}, func(w *world) {
-			turn(w, 0, "", limit(Limit{Kind: LimitRate}))
-		}, end{LoopBlocked, "run 1 ended blocked: acp rate limit", RunStatusBlocked, &Failure{Code: "limit", Message: "acp rate limit"}, 0}},
+			turn(w, 0, "", limit(sdk.Limit{Kind: sdk.LimitRate}))
+		}, end{LoopBlocked, "run 1 ended blocked: acp rate limit", RunStatusBlocked, &sdk.Failure{Code: "limit", Message: "acp rate limit"}, 0}},
 		{"a failed run", ContinuationPolicy{Until: "make check"}, func(w *world) {
-			turn(w, 0, "", ProviderEvent{Kind: EvTurnTerminal, Status: "failed", Failure: &Failure{Message: "boom"}})
-		}, end{LoopStopped, "run 1 ended failed: boom", RunStatusFailed, &Failure{Message: "boom"}, 0}},
+			turn(w, 0, "", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: "failed", Failure: &sdk.Failure{Message: "boom"}})
+		}, end{LoopStopped, "run 1 ended failed: boom", RunStatusFailed, &sdk.Failure{Message: "boom"}, 0}},
 		{"the agent is blocked", ContinuationPolicy{Until: "make check"}, func(w *world) {
 			turn(w, 0, "I tried.\n"+BlockedMarker+"  need the API key  \nBye.", done)
 		}, end{LoopBlocked, "the agent said it is blocked: need the API key", RunStatusCompleted, nil, 0}},

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/baton-run/baton/sdk"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -76,26 +77,26 @@ func (dr *driver) do(cmd Command) Decision {
 	return d
 }
 
-func (dr *driver) ev(e ProviderEvent) Decision {
+func (dr *driver) ev(e sdk.RuntimeEvent) Decision {
 	return dr.do(Command{ID: "e", ThreadID: "thr", Payload: IngestProviderEvent{SessionID: "s1", Event: e}})
 }
 
 // turn is the provider's turn of the active attempt: it starts, reports
 // the run's usage so far, and ends as end says (its TurnRef filled in).
-func (dr *driver) turn(tokens int64, end ProviderEvent) Decision {
+func (dr *driver) turn(tokens int64, end sdk.RuntimeEvent) Decision {
 	return dr.say("", tokens, end)
 }
 
 // say is a turn whose answer is text.
-func (dr *driver) say(text string, tokens int64, end ProviderEvent) Decision {
+func (dr *driver) say(text string, tokens int64, end sdk.RuntimeEvent) Decision {
 	dr.turns++
 	ref := fmt.Sprintf("u%d", dr.turns)
-	dr.ev(ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: ref})
+	dr.ev(sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: ref})
 	if text != "" {
 		item := ref + "-answer"
-		dr.ev(ProviderEvent{Kind: EvItemStarted, TurnRef: ref, ItemRef: item, ItemKind: ItemAssistantMessage})
-		dr.ev(ProviderEvent{Kind: EvContentDelta, TurnRef: ref, ItemRef: item, Text: text})
-		dr.ev(ProviderEvent{Kind: EvItemCompleted, TurnRef: ref, ItemRef: item})
+		dr.ev(sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: ref, ItemRef: item, ItemKind: sdk.ItemAssistantMessage})
+		dr.ev(sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: ref, ItemRef: item, Text: text})
+		dr.ev(sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: ref, ItemRef: item})
 	}
 	if tokens != 0 {
 		if dr.runTokens == nil {
@@ -103,7 +104,7 @@ func (dr *driver) say(text string, tokens int64, end ProviderEvent) Decision {
 		}
 		r := dr.w.thread.activeRun()
 		dr.runTokens[r.ID] = append(dr.runTokens[r.ID], tokens) // one report a turn, a turn an attempt
-		dr.ev(ProviderEvent{Kind: EvUsage, TurnRef: ref, Usage: &Usage{TotalTokens: tokens}})
+		dr.ev(sdk.RuntimeEvent{Kind: sdk.EventUsage, TurnRef: ref, Usage: &sdk.Usage{TotalTokens: tokens}})
 	}
 	end.TurnRef = ref
 	return dr.ev(end)
@@ -116,10 +117,12 @@ func (dr *driver) fire(late time.Duration) Decision {
 	return dr.do(Command{ID: "fire-" + wait.ID, ThreadID: "thr", Payload: FireWait{WaitID: wait.ID}})
 }
 
-func completed() ProviderEvent { return ProviderEvent{Kind: EvTurnTerminal, Status: "completed"} }
+func completed() sdk.RuntimeEvent {
+	return sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: "completed"}
+}
 
-func hitLimit(l Limit) ProviderEvent {
-	return ProviderEvent{Kind: EvTurnTerminal, Status: "failed", Limit: &l, Failure: &Failure{Code: "usage_limit", Message: l.Message}}
+func hitLimit(l sdk.Limit) sdk.RuntimeEvent {
+	return sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: "failed", Limit: &l, Failure: &sdk.Failure{Code: "usage_limit", Message: l.Message}}
 }
 
 // boundedBackoff draws a probe backoff whose instants stay within the
@@ -171,12 +174,12 @@ func TestCreditsTopUpAfterFailedProbesResumesProperty(t *testing.T) {
 		p := w.thread.Loop.Policy
 		w.send("work")
 		w.open("s1")
-		credits := func() Limit {
+		credits := func() sdk.Limit {
 			at, _ := resetGen(rt, w.now, "reset")
 			if at.After(w.now) {
 				at = time.Time{}
 			}
-			return Limit{Kind: LimitCredits, ResetsAt: at, Message: "credit balance too low"}
+			return sdk.Limit{Kind: sdk.LimitCredits, ResetsAt: at, Message: "credit balance too low"}
 		}
 		dr.turn(10, hitLimit(credits()))
 		var texts []string
@@ -300,11 +303,11 @@ func TestLoopBudgetsEndTheLoopProperty(t *testing.T) {
 						"Will print " + BlockedMarker + " if stuck."}).Draw(rt, "answer")
 					dr.say(answer, used, completed())
 				case 5:
-					dr.turn(used, ProviderEvent{Kind: EvTurnTerminal, Status: "failed", Failure: &Failure{Message: "boom"}})
+					dr.turn(used, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: "failed", Failure: &sdk.Failure{Message: "boom"}})
 				default:
 					at, _ := resetGen(rt, w.now, "reset")
-					kind := rapid.SampledFrom([]LimitKind{LimitUsageWindow, LimitRate, LimitCredits, LimitOverload}).Draw(rt, "kind")
-					dr.turn(used, hitLimit(Limit{Kind: kind, ResetsAt: at}))
+					kind := rapid.SampledFrom([]sdk.LimitKind{sdk.LimitUsageWindow, sdk.LimitRate, sdk.LimitCredits, sdk.LimitOverload}).Draw(rt, "kind")
+					dr.turn(used, hitLimit(sdk.Limit{Kind: kind, ResetsAt: at}))
 				}
 			default:
 				rt.Fatalf("the loop is active, no wait, no check, no run: %+v", l)

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-run/baton/sdk"
 	"github.com/google/go-cmp/cmp"
 )
 
 // limitTerminal is a root turn that failed on a limit.
-func limitTerminal(turn string, l Limit) ProviderEvent {
-	return ProviderEvent{Kind: EvTurnTerminal, TurnRef: turn, Status: "failed", Limit: &l,
-		Failure: &Failure{Code: "usage_limit", Message: l.Message}}
+func limitTerminal(turn string, l sdk.Limit) sdk.RuntimeEvent {
+	return sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: "failed", Limit: &l,
+		Failure: &sdk.Failure{Code: "usage_limit", Message: l.Message}}
 }
 
 // setPolicy sets the thread's policy.
@@ -24,7 +25,7 @@ func (w *world) setPolicy(p ContinuationPolicy) {
 // turnOn starts the active attempt's provider turn.
 func (w *world) turnOn(session, ref string) {
 	w.t.Helper()
-	w.ev(session, ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: ref})
+	w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: ref})
 }
 
 func TestLimitWithoutPolicyEndsTheRunBlocked(t *testing.T) {
@@ -32,10 +33,10 @@ func TestLimitWithoutPolicyEndsTheRunBlocked(t *testing.T) {
 	w.send("one")
 	w.open("s1")
 	w.turnOn("s1", "u1")
-	l := Limit{Kind: LimitUsageWindow, Scope: "five_hour", Message: "usage limit reached", ResetsAt: t0.Add(time.Hour)}
+	l := sdk.Limit{Kind: sdk.LimitUsageWindow, Scope: "five_hour", Message: "usage limit reached", ResetsAt: t0.Add(time.Hour)}
 	w.ev("s1", limitTerminal("u1", l))
 	r := w.thread.Runs[0]
-	want := &Failure{Code: "limit", Message: "acp usage limit (five_hour): usage limit reached"}
+	want := &sdk.Failure{Code: "limit", Message: "acp usage limit (five_hour): usage limit reached"}
 	if r.Status != RunStatusBlocked || !cmp.Equal(r.Failure, want) || !cmp.Equal(r.Limit, &l) {
 		t.Fatalf("run: status %s failure %+v limit %+v", r.Status, r.Failure, r.Limit)
 	}
@@ -51,7 +52,7 @@ func TestWaitForTheResetThenContinueTheSameRun(t *testing.T) {
 	w.open("s1")
 	w.turnOn("s1", "u1")
 	reset := t0.Add(7 * 24 * time.Hour)
-	l := Limit{Kind: LimitUsageWindow, Scope: "seven_day", ResetsAt: reset}
+	l := sdk.Limit{Kind: sdk.LimitUsageWindow, Scope: "seven_day", ResetsAt: reset}
 	d := w.ev("s1", limitTerminal("u1", l))
 	if got := types(d); got != "run.limit_reached node.completed attempt.ended wait.armed" {
 		t.Fatalf("limit: %s", got)
@@ -72,7 +73,7 @@ func TestWaitForTheResetThenContinueTheSameRun(t *testing.T) {
 		t.Fatalf("a waiting run keeps its session in use")
 	}
 	// The session ends (idle): the waiting run is not failed by it.
-	w.ev("s1", ProviderEvent{Kind: EvRuntimeExited, Status: "closed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "closed"})
 	if st := w.thread.Runs[0].Status; st != RunStatusWaiting {
 		t.Fatalf("after the session ended the run is %s", st)
 	}
@@ -90,7 +91,7 @@ func TestWaitForTheResetThenContinueTheSameRun(t *testing.T) {
 	}
 	w.open("s2")
 	w.turnOn("s2", "u2")
-	w.ev("s2", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u2", Status: "completed"})
+	w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: "completed"})
 	r = w.thread.Runs[0]
 	var reasons []AttemptReason
 	for _, a := range r.Attempts {
@@ -110,7 +111,7 @@ func TestProbesBackOffThenGiveUp(t *testing.T) {
 	w.send("one")
 	w.open("s1")
 	w.turnOn("s1", "u1")
-	l := Limit{Kind: LimitCredits, Message: "credit balance too low"}
+	l := sdk.Limit{Kind: sdk.LimitCredits, Message: "credit balance too low"}
 	w.ev("s1", limitTerminal("u1", l))
 	var at []time.Duration
 	for i, turn := range []string{"u2", "u3"} {
@@ -137,7 +138,7 @@ func TestInterruptCancelsAWait(t *testing.T) {
 	w.send("one")
 	w.open("s1")
 	w.turnOn("s1", "u1")
-	w.ev("s1", limitTerminal("u1", Limit{Kind: LimitRate}))
+	w.ev("s1", limitTerminal("u1", sdk.Limit{Kind: sdk.LimitRate}))
 	r := w.thread.Runs[0]
 	d := w.must(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: r.ID}})
 	if got := types(d); got != "wait.ended loop.ended run.completing checkpoint.scope.opened checkpoint.requested checkpoint.recorded run.ended" {
@@ -157,7 +158,7 @@ func TestRecoveryKeepsAWait(t *testing.T) {
 	w.send("one")
 	w.open("s1")
 	w.turnOn("s1", "u1")
-	w.ev("s1", limitTerminal("u1", Limit{Kind: LimitRate}))
+	w.ev("s1", limitTerminal("u1", sdk.Limit{Kind: sdk.LimitRate}))
 	wait := *w.thread.NextWait()
 	w.must(Command{ID: "r", ThreadID: "thr", Payload: Recover{Reason: "restart"}})
 	w.must(Command{ID: "sd", ThreadID: "thr", Payload: ShutDown{Reason: "stop"}})
@@ -173,7 +174,7 @@ func TestUntilLoop(t *testing.T) {
 	check := func(i int, exit int) Decision {
 		w.open("s" + string(rune('0'+i)))
 		w.turnOn("s"+string(rune('0'+i)), "u"+string(rune('0'+i)))
-		d := w.ev("s"+string(rune('0'+i)), ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u" + string(rune('0'+i)), Status: "completed"})
+		d := w.ev("s"+string(rune('0'+i)), sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u" + string(rune('0'+i)), Status: "completed"})
 		var eff *Effect
 		for _, e := range d.Effects {
 			if e.Type == EffectRunCheck {
@@ -221,15 +222,15 @@ func TestSetPolicyRefusals(t *testing.T) {
 func TestSwitchOnLimitAndReturn(t *testing.T) {
 	w := newWorld(t)
 	w.setPolicy(ContinuationPolicy{OnLimit: OnLimitSwitch, SwitchTo: "claude", Return: true,
-		SwitchCommand: ProviderCommand{Argv: []string{"claude"}}})
+		SwitchCommand: sdk.ProviderCommand{Argv: []string{"claude"}}})
 	w.send("one")
 	w.open("s1")
 	w.turnOn("s1", "u1")
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed"})
 	w.send("two")
 	w.turnOn("s1", "u2")
 	reset := t0.Add(2 * time.Hour)
-	d := w.ev("s1", limitTerminal("u2", Limit{Kind: LimitUsageWindow, ResetsAt: reset}))
+	d := w.ev("s1", limitTerminal("u2", sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: reset}))
 	if got := types(d); got != "run.limit_reached node.completed attempt.ended thread.provider_switched handoff.created attempt.started node.started wait.armed" {
 		t.Fatalf("limit: %s", got)
 	}
@@ -258,8 +259,8 @@ func TestSwitchOnLimitAndReturn(t *testing.T) {
 		t.Fatalf("return %+v", ret)
 	}
 	w.must(Command{ID: "o2", ThreadID: "thr", Payload: RecordSessionOpened{SessionID: "s2", Provider: "claude", ThreadRef: "ct"}})
-	w.ev("s2", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "ct", TurnRef: "c1"})
-	w.ev("s2", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "c1", Status: "completed"})
+	w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "ct", TurnRef: "c1"})
+	w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "c1", Status: "completed"})
 	w.now = ret.At
 	d = w.must(Command{ID: "ret", ThreadID: "thr", Payload: FireWait{WaitID: ret.ID}})
 	if got := types(d); got != "wait.ended thread.provider_switched handoff.created" {
@@ -276,11 +277,11 @@ func TestSwitchOnLimitAndReturn(t *testing.T) {
 func TestSwitchByHandCancelsAReturn(t *testing.T) {
 	w := newWorld(t)
 	w.setPolicy(ContinuationPolicy{OnLimit: OnLimitSwitch, SwitchTo: "claude", Return: true,
-		SwitchCommand: ProviderCommand{Argv: []string{"claude"}}})
+		SwitchCommand: sdk.ProviderCommand{Argv: []string{"claude"}}})
 	w.send("one")
 	w.open("s1")
 	w.turnOn("s1", "u1")
-	w.ev("s1", limitTerminal("u1", Limit{Kind: LimitUsageWindow, ResetsAt: t0.Add(time.Hour)}))
+	w.ev("s1", limitTerminal("u1", sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: t0.Add(time.Hour)}))
 	ret := w.thread.Loop.Return.ID
 	d := w.must(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: "acp"}})
 	if got := types(d); !strings.HasPrefix(got, "wait.ended thread.provider_switched") {
@@ -300,15 +301,15 @@ func TestUsageAddsUpOverAttempts(t *testing.T) {
 	w.send("one")
 	w.open("s1")
 	w.turnOn("s1", "u1")
-	w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: "u1", Usage: &Usage{InputTokens: 800, TotalTokens: 900}})
-	w.ev("s1", limitTerminal("u1", Limit{Kind: LimitRate}))
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventUsage, TurnRef: "u1", Usage: &sdk.Usage{InputTokens: 800, TotalTokens: 900}})
+	w.ev("s1", limitTerminal("u1", sdk.Limit{Kind: sdk.LimitRate}))
 	w.must(Command{ID: "f", ThreadID: "thr", Payload: FireWait{WaitID: w.thread.NextWait().ID}})
 	w.turnOn("s1", "u2")
-	w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: "u2", Usage: &Usage{InputTokens: 5, TotalTokens: 10}})
-	w.ev("s1", ProviderEvent{Kind: EvUsage, TurnRef: "u2", Usage: &Usage{InputTokens: 15, TotalTokens: 20}})
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u2", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventUsage, TurnRef: "u2", Usage: &sdk.Usage{InputTokens: 5, TotalTokens: 10}})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventUsage, TurnRef: "u2", Usage: &sdk.Usage{InputTokens: 15, TotalTokens: 20}})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: "completed"})
 	r := w.thread.Runs[0]
-	if diff := cmp.Diff(&Usage{InputTokens: 815, TotalTokens: 920}, r.Usage); diff != "" {
+	if diff := cmp.Diff(&sdk.Usage{InputTokens: 815, TotalTokens: 920}, r.Usage); diff != "" {
 		t.Fatalf("run usage (-want +got):\n%s", diff)
 	}
 	if l := w.thread.Loop; l.Tokens != 920 {
@@ -317,10 +318,10 @@ func TestUsageAddsUpOverAttempts(t *testing.T) {
 	// An event from a log written before: the run's usage as reported.
 	var old Thread
 	for _, p := range []Payload{ThreadCreated{Provider: "acp", Cwd: "/w"}, RunQueued{RunID: "r1", Ordinal: 1},
-		UsageReported{RunID: "r1", Usage: Usage{TotalTokens: 7}}} {
+		UsageReported{RunID: "r1", Usage: sdk.Usage{TotalTokens: 7}}} {
 		Evolve(&old, Event{ThreadID: "thr", At: t0, Payload: p})
 	}
-	if diff := cmp.Diff(&Usage{TotalTokens: 7}, old.Runs[0].Usage); diff != "" {
+	if diff := cmp.Diff(&sdk.Usage{TotalTokens: 7}, old.Runs[0].Usage); diff != "" {
 		t.Fatalf("old log's usage (-want +got):\n%s", diff)
 	}
 }

@@ -8,28 +8,30 @@ package domain
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 // Thread is one user-visible conversation and everything under it.
 type Thread struct {
-	ID               string            `json:"id"`
-	Provider         string            `json:"provider"`
-	Cwd              string            `json:"cwd"`
-	Model            string            `json:"model,omitempty"`
-	ProviderCommand  ProviderCommand   `json:"providerCommand"`
-	ApprovalPolicy   ApprovalPolicy    `json:"approvalPolicy"`
-	CreatedAt        time.Time         `json:"createdAt"`
-	UpdatedAt        time.Time         `json:"updatedAt"`
-	Runs             []Run             `json:"runs"`
-	Messages         []Message         `json:"messages"`
-	TurnItems        []TurnItem        `json:"turnItems"`
-	ProviderSessions []ProviderSession `json:"providerSessions"`
-	ProviderThreads  []ProviderThread  `json:"providerThreads"`
-	ProviderTurns    []ProviderTurn    `json:"providerTurns"`
-	Requests         []RuntimeRequest  `json:"requests"`
-	Diagnostics      []Diagnostic      `json:"diagnostics,omitempty"`
+	ID               string              `json:"id"`
+	Provider         string              `json:"provider"`
+	Cwd              string              `json:"cwd"`
+	Model            string              `json:"model,omitempty"`
+	ProviderCommand  sdk.ProviderCommand `json:"providerCommand"`
+	ApprovalPolicy   ApprovalPolicy      `json:"approvalPolicy"`
+	CreatedAt        time.Time           `json:"createdAt"`
+	UpdatedAt        time.Time           `json:"updatedAt"`
+	Runs             []Run               `json:"runs"`
+	Messages         []Message           `json:"messages"`
+	TurnItems        []TurnItem          `json:"turnItems"`
+	ProviderSessions []ProviderSession   `json:"providerSessions"`
+	ProviderThreads  []ProviderThread    `json:"providerThreads"`
+	ProviderTurns    []ProviderTurn      `json:"providerTurns"`
+	Requests         []RuntimeRequest    `json:"requests"`
+	Diagnostics      []Diagnostic        `json:"diagnostics,omitempty"`
 	// RateLimits is the provider's latest word on each of its limits.
-	RateLimits []RateLimit `json:"rateLimits,omitempty"`
+	RateLimits []sdk.RateLimit `json:"rateLimits,omitempty"`
 	// CheckpointScopes and Checkpoints are the worktree's recorded
 	// states: a baseline before the first run, one per run, and one per
 	// subagent turn nested under its run's.
@@ -53,12 +55,6 @@ type Thread struct {
 	shared part
 }
 
-// ProviderCommand is the provider process the thread's sessions run.
-type ProviderCommand struct {
-	Argv []string `json:"argv"`
-	Env  []string `json:"env,omitempty"`
-}
-
 // Run is one counted user-visible turn.
 type Run struct {
 	ID            string     `json:"id"`
@@ -72,14 +68,14 @@ type Run struct {
 	ActiveAttempt string     `json:"activeAttempt,omitempty"`
 	// Provider and Model are what the run started on (the thread's at the
 	// time); a switch applies to the runs that start after it.
-	Provider     string    `json:"provider,omitempty"`
-	Model        string    `json:"model,omitempty"`
-	FinalAttempt string    `json:"finalAttempt,omitempty"`
-	Attempts     []Attempt `json:"attempts"`
-	Nodes        []Node    `json:"nodes"`
-	StopReason   string    `json:"stopReason,omitempty"`
-	Failure      *Failure  `json:"failure,omitempty"`
-	Usage        *Usage    `json:"usage,omitempty"`
+	Provider     string       `json:"provider,omitempty"`
+	Model        string       `json:"model,omitempty"`
+	FinalAttempt string       `json:"finalAttempt,omitempty"`
+	Attempts     []Attempt    `json:"attempts"`
+	Nodes        []Node       `json:"nodes"`
+	StopReason   string       `json:"stopReason,omitempty"`
+	Failure      *sdk.Failure `json:"failure,omitempty"`
+	Usage        *sdk.Usage   `json:"usage,omitempty"`
 	// InterruptRequested says run.interrupt was sent to the provider; the
 	// run ends when the provider's terminal event arrives.
 	InterruptRequested bool `json:"interruptRequested,omitempty"`
@@ -94,10 +90,10 @@ type Run struct {
 	// Limit is the last provider limit the run hit; WaitID the armed wait
 	// that will continue it (the run is waiting, its attempt ended);
 	// Waits how many waits it has had, the first from WaitSince.
-	Limit     *Limit    `json:"limit,omitempty"`
-	WaitID    string    `json:"waitId,omitempty"`
-	Waits     int       `json:"waits,omitempty"`
-	WaitSince time.Time `json:"waitSince,omitzero"`
+	Limit     *sdk.Limit `json:"limit,omitempty"`
+	WaitID    string     `json:"waitId,omitempty"`
+	Waits     int        `json:"waits,omitempty"`
+	WaitSince time.Time  `json:"waitSince,omitzero"`
 
 	// shared says the run's attempts, nodes and pending messages are
 	// shared with the thread the run's was copied from (see Scratch).
@@ -106,10 +102,10 @@ type Run struct {
 
 // RunOutcome is how a run ends.
 type RunOutcome struct {
-	AttemptID  string    `json:"attemptId,omitempty"`
-	Status     RunStatus `json:"status"`
-	StopReason string    `json:"stopReason,omitempty"`
-	Failure    *Failure  `json:"failure,omitempty"`
+	AttemptID  string       `json:"attemptId,omitempty"`
+	Status     RunStatus    `json:"status"`
+	StopReason string       `json:"stopReason,omitempty"`
+	Failure    *sdk.Failure `json:"failure,omitempty"`
 }
 
 // SteeringMessage is a user message sent into an active run.
@@ -128,7 +124,7 @@ type Attempt struct {
 	EndedAt   *time.Time    `json:"endedAt,omitempty"`
 	RootNode  string        `json:"rootNode"`
 	// Usage is what the attempt's turn used, as last reported.
-	Usage *Usage `json:"usage,omitempty"`
+	Usage *sdk.Usage `json:"usage,omitempty"`
 	// Provider is where the attempt ran, when not the run's (a limit
 	// moved the run to another provider).
 	Provider string `json:"provider,omitempty"`
@@ -210,16 +206,16 @@ type ProviderTurn struct {
 
 // RuntimeRequest is an approval or question from the provider.
 type RuntimeRequest struct {
-	ID          string          `json:"id"`
-	RunID       string          `json:"runId,omitempty"`
-	NodeID      string          `json:"nodeId,omitempty"`
-	SessionID   string          `json:"sessionId"`
-	ProviderRef string          `json:"providerRef"`
-	Kind        RequestKind     `json:"kind"`
-	Title       string          `json:"title,omitempty"`
-	Options     []RequestOption `json:"options,omitempty"`
-	Status      RequestStatus   `json:"status"`
-	Decision    Verdict         `json:"decision,omitempty"`
+	ID          string              `json:"id"`
+	RunID       string              `json:"runId,omitempty"`
+	NodeID      string              `json:"nodeId,omitempty"`
+	SessionID   string              `json:"sessionId"`
+	ProviderRef string              `json:"providerRef"`
+	Kind        sdk.RequestKind     `json:"kind"`
+	Title       string              `json:"title,omitempty"`
+	Options     []sdk.RequestOption `json:"options,omitempty"`
+	Status      RequestStatus       `json:"status"`
+	Decision    sdk.Decision        `json:"decision,omitempty"`
 	// Answers are the answers to a question, when it was answered.
 	Answers map[string]string `json:"answers,omitempty"`
 	// AnsweredBy is "policy" or "client" once an answer was sent.
@@ -229,42 +225,6 @@ type RuntimeRequest struct {
 	// Delivery is "live" while the provider can still receive an answer,
 	// "not_resumable" after its process is gone.
 	Delivery Delivery `json:"delivery"`
-}
-
-// RequestOption is one answer offered by the provider.
-type RequestOption struct {
-	ID    string `json:"id"`
-	Label string `json:"label,omitempty"`
-	Kind  string `json:"kind,omitempty"`
-}
-
-// Usage is token usage.
-type Usage struct {
-	InputTokens       int64 `json:"inputTokens,omitempty"`
-	OutputTokens      int64 `json:"outputTokens,omitempty"`
-	CachedInputTokens int64 `json:"cachedInputTokens,omitempty"`
-	ReasoningTokens   int64 `json:"reasoningTokens,omitempty"`
-	TotalTokens       int64 `json:"totalTokens,omitempty"`
-}
-
-// plus is u and o added, each count saturating (see addTokens).
-func (u Usage) plus(o Usage) Usage {
-	return Usage{InputTokens: addTokens(u.InputTokens, o.InputTokens), OutputTokens: addTokens(u.OutputTokens, o.OutputTokens),
-		CachedInputTokens: addTokens(u.CachedInputTokens, o.CachedInputTokens),
-		ReasoningTokens:   addTokens(u.ReasoningTokens, o.ReasoningTokens), TotalTokens: addTokens(u.TotalTokens, o.TotalTokens)}
-}
-
-// RateLimit is how much of a provider limit is used and when it resets.
-type RateLimit struct {
-	Scope       string    `json:"scope"`
-	UsedPercent float64   `json:"usedPercent"`
-	ResetsAt    time.Time `json:"resetsAt,omitzero"`
-}
-
-// Failure says why something failed.
-type Failure struct {
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message"`
 }
 
 // Diagnostic is something a provider said that the model has no place for.
@@ -345,7 +305,7 @@ type Rollback struct {
 	TurnsDropped      int            `json:"turnsDropped,omitempty"`
 	Note              string         `json:"note,omitempty"`
 	FailedStage       string         `json:"failedStage,omitempty"`
-	Failure           *Failure       `json:"failure,omitempty"`
+	Failure           *sdk.Failure   `json:"failure,omitempty"`
 	RequestedAt       time.Time      `json:"requestedAt"`
 	EndedAt           *time.Time     `json:"endedAt,omitempty"`
 }
@@ -411,9 +371,9 @@ type HandoffRun struct {
 // process to run, and its own conversation of the thread, which a return
 // to the provider resumes.
 type ProviderBinding struct {
-	Provider string          `json:"provider"`
-	Model    string          `json:"model,omitempty"`
-	Command  ProviderCommand `json:"command"`
+	Provider string              `json:"provider"`
+	Model    string              `json:"model,omitempty"`
+	Command  sdk.ProviderCommand `json:"command"`
 	// SessionID is the provider's latest session on the thread.
 	SessionID string `json:"sessionId,omitempty"`
 	// ProviderThreadID and ThreadRef are its root conversation, the one a

@@ -3,6 +3,8 @@ package domain
 import (
 	"cmp"
 	"slices"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 // Provider events: what a provider session reports, bound to the app's
@@ -20,7 +22,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		pt = t.providerTurnByRef(ev.TurnRef)
 	}
 	switch ev.Kind {
-	case EvThreadStarted:
+	case sdk.EventThreadStarted:
 		if ev.ThreadRef != "" && t.providerThreadByRef(ev.ThreadRef) == nil {
 			var parent string
 			if pt := t.providerThreadByRef(ev.ParentThreadRef); pt != nil {
@@ -28,27 +30,27 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			}
 			d.emit(ProviderThreadBound{ProviderThreadID: env.NewID("pthr"), SessionID: p.SessionID, ProviderRef: ev.ThreadRef, ParentID: parent})
 		}
-	case EvTurnStarted:
+	case sdk.EventTurnStarted:
 		if ev.TurnRef != "" && pt == nil { // already bound: reprocessing allocates nothing
 			turnStarted(t, p.SessionID, ev, env, d)
 		}
-	case EvItemStarted, EvItemUpdated, EvItemCompleted, EvContentDelta:
+	case sdk.EventItemStarted, sdk.EventItemUpdated, sdk.EventItemCompleted, sdk.EventContentDelta:
 		decideItem(t, ev, pt, env, d)
-	case EvPlanUpdated:
+	case sdk.EventPlanUpdated:
 		planUpdated(t, ev, pt, env, d)
-	case EvRequestOpened:
+	case sdk.EventRequestOpened:
 		requestOpened(t, p.SessionID, ev, pt, env, d)
-	case EvRequestResolved:
+	case sdk.EventRequestResolved:
 		q := t.requestByRef(p.SessionID, ev.RequestRef)
 		if q == nil || q.Status != RequestStatusPending {
 			return
 		}
 		status := RequestStatusResolved
-		if Verdict(ev.Status) == VerdictCancel {
+		if ev.Status == sdk.DecisionCancel.Status() {
 			status = RequestStatusCancelled
 		}
-		d.emit(RequestResolved{RequestID: q.ID, Status: status, Decision: Verdict(ev.Status)})
-	case EvUsage:
+		d.emit(RequestResolved{RequestID: q.ID, Status: status, Decision: sdk.Decision(ev.Status)})
+	case sdk.EventUsage:
 		// A run's usage is its root turn's: a subagent's own totals are
 		// not the run's.
 		if pt != nil {
@@ -59,32 +61,33 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		if r := t.runFor(pt); r != nil && ev.Usage != nil && !r.settled() && !t.replaced(r, pt) {
 			d.emit(UsageReported{RunID: r.ID, AttemptID: r.ActiveAttempt, Usage: *ev.Usage})
 		}
-	case EvTurnTerminal:
+	case sdk.EventTurnTerminal:
 		turnTerminal(t, ev, pt, env, d)
-	case EvRuntimeExited:
+	case sdk.EventRuntimeExited:
 		runtimeExited(t, p.SessionID, ev, env, d)
-	case EvDiagnostic:
+	case sdk.EventDiagnostic:
 		var runID string
 		if r := t.runFor(pt); r != nil {
 			runID = r.ID
 		}
 		d.emit(DiagnosticRecorded{RunID: runID, Title: ev.Title, Text: ev.Text})
-	case EvRateLimit:
+	case sdk.EventRateLimit:
 		// Kept when it changes: providers repeat it after every reply.
-		if l := ev.RateLimit; l != nil && l.Scope != "" && !slices.ContainsFunc(t.RateLimits, l.equal) {
+		if l := ev.RateLimit; l != nil && l.Scope != "" && !slices.ContainsFunc(t.RateLimits, func(m sdk.RateLimit) bool { return sameRateLimit(*l, m) }) {
 			d.emit(RateLimitReported{RateLimit: *l})
 		}
 	}
 	// session_state is kept in the raw-frame log only.
 }
 
-func (l RateLimit) equal(m RateLimit) bool {
+// sameRateLimit says whether two reports of a limit say the same.
+func sameRateLimit(l, m sdk.RateLimit) bool {
 	return l.Scope == m.Scope && l.UsedPercent == m.UsedPercent && l.ResetsAt.Equal(m.ResetsAt)
 }
 
 // turnStarted binds a provider turn to the attempt it is for: the one the
 // provider names (its client turn id), else the active run's.
-func turnStarted(t *Thread, sessionID string, ev ProviderEvent, env Env, d *Decision) {
+func turnStarted(t *Thread, sessionID string, ev sdk.RuntimeEvent, env Env, d *Decision) {
 	pthr := t.providerThreadByRef(ev.ThreadRef)
 	child := pthr != nil && pthr.ParentID != ""
 	if ev.ClientTurnID != "" && !child {
@@ -134,7 +137,7 @@ func turnStarted(t *Thread, sessionID string, ev ProviderEvent, env Env, d *Deci
 	}
 }
 
-func planUpdated(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Decision) {
+func planUpdated(t *Thread, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *Decision) {
 	r := t.runFor(pt)
 	if r == nil || r.settled() || t.replaced(r, pt) {
 		return
@@ -149,7 +152,7 @@ func planUpdated(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Deci
 		ProviderRef: ref, Title: "Plan", Detail: ev.Detail})
 }
 
-func requestOpened(t *Thread, sessionID string, ev ProviderEvent, pt *ProviderTurn, env Env, d *Decision) {
+func requestOpened(t *Thread, sessionID string, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *Decision) {
 	if t.requestByRef(sessionID, ev.RequestRef) != nil {
 		return
 	}
@@ -176,7 +179,7 @@ func requestOpened(t *Thread, sessionID string, ev ProviderEvent, pt *ProviderTu
 // turnTerminal ends a provider turn: a child's ends its node; the root
 // turn of the active attempt ends the run (invariant 2), or, when the
 // attempt was stopped for steering by restart, starts its replacement.
-func turnTerminal(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Decision) {
+func turnTerminal(t *Thread, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *Decision) {
 	if pt == nil {
 		d.emit(DiagnosticRecorded{Title: "terminal event for an unknown provider turn", Text: ev.TurnRef})
 		return
@@ -185,18 +188,18 @@ func turnTerminal(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Dec
 	if r == nil || r.ActiveAttempt != pt.AttemptID || r.settled() {
 		return
 	}
-	status := TurnStatus(ev.Status)
+	status := ev.Status
 	if a := r.attempt(pt.AttemptID); pt.NodeID != a.RootNode {
 		if n := t.node(r.ID, pt.NodeID); n != nil && n.Status == StatusInProgress {
 			runID, nodeID := r.ID, n.ID
-			d.emit(NodeCompleted{RunID: runID, NodeID: nodeID, Status: status.ItemStatus()})
+			d.emit(NodeCompleted{RunID: runID, NodeID: nodeID, Status: itemStatus(status)})
 			// A subagent's checkpoint, in a scope of its own under the
 			// run's: it does not advance the app run count.
 			requestCheckpoint(t, runID, nodeID, env, d)
 		}
 		return
 	}
-	if ev.Limit != nil && status == TurnFailed && !r.InterruptRequested {
+	if ev.Limit != nil && status == sdk.TurnFailed && !r.InterruptRequested {
 		// A provider limit: the run is blocked, and the thread's policy
 		// says whether it waits, moves or ends.
 		limitReached(t, r, *ev.Limit, env, d)
@@ -206,19 +209,19 @@ func turnTerminal(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Dec
 		// Steering by restart: the attempt that was asked to stop has
 		// stopped; a replacement carries the steering messages.
 		runID, attemptID, input := r.ID, r.ActiveAttempt, withSteering("", r.PendingRestart)
-		closeAttempt(t, runID, status.RunStatus(), d)
-		d.emit(AttemptEnded{RunID: runID, AttemptID: attemptID, Status: status.RunStatus()})
+		closeAttempt(t, runID, runStatus(status), d)
+		d.emit(AttemptEnded{RunID: runID, AttemptID: attemptID, Status: runStatus(status)})
 		startAttempt(t, runID, input, AttemptSteeringRestart, env, d)
 		return
 	}
-	endRun(t, r.ID, status.RunStatus(), ev.Title, ev.Failure, env, d)
+	endRun(t, r.ID, runStatus(status), ev.Title, ev.Failure, env, d)
 }
 
 // runtimeExited ends a session whose provider process is gone: its
 // pending requests can no longer be answered, and a run whose turn it had
 // fails.
-func runtimeExited(t *Thread, sessionID string, ev ProviderEvent, env Env, d *Decision) {
-	reason := ev.Status
+func runtimeExited(t *Thread, sessionID string, ev sdk.RuntimeEvent, env Env, d *Decision) {
+	reason := string(ev.Status)
 	if ev.Failure != nil {
 		reason = ev.Failure.Message
 	}
@@ -230,7 +233,7 @@ func runtimeExited(t *Thread, sessionID string, ev ProviderEvent, env Env, d *De
 	// Only an attempt this session took ends with it; one not yet sent
 	// anywhere will open a new session.
 	if a := r.attempt(r.ActiveAttempt); a.SessionID == sessionID {
-		f := Failure{Code: "provider_exited", Message: "the provider process exited during the run"}
+		f := sdk.Failure{Code: "provider_exited", Message: "the provider process exited during the run"}
 		if ev.Failure != nil {
 			f.Message = ev.Failure.Message
 			f.Code = cmp.Or(ev.Failure.Code, f.Code)
@@ -242,7 +245,7 @@ func runtimeExited(t *Thread, sessionID string, ev ProviderEvent, env Env, d *De
 // decideItem maps item lifecycle and content events to nodes, turn items
 // and assistant messages. An item is bound by its provider ref within the
 // run: the same frame processed twice finds the node it made before.
-func decideItem(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Decision) {
+func decideItem(t *Thread, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *Decision) {
 	r := t.runFor(pt)
 	if r == nil || r.settled() || r.ActiveAttempt == "" || ev.ItemRef == "" {
 		return
@@ -260,28 +263,28 @@ func decideItem(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Decis
 		if pt != nil {
 			parent = pt.NodeID // a subagent's items nest under its node
 		}
-		n = Node{ID: env.NewID("node"), Kind: cmp.Or(ev.ItemKind, NodeToolCall), Status: StatusInProgress}
+		n = Node{ID: env.NewID("node"), Kind: cmp.Or(NodeKind(ev.ItemKind), NodeToolCall), Status: StatusInProgress}
 		d.emit(NodeStarted{RunID: runID, NodeID: n.ID, ParentID: parent, AttemptID: a.ID, Kind: n.Kind,
 			ProviderRef: ev.ItemRef, Title: ev.Title, Detail: ev.Detail})
-		if n.Kind == ItemAssistantMessage {
+		if n.Kind == NodeAssistantMessage {
 			d.emit(MessageAdded{MessageID: n.ID, RunID: runID, NodeID: n.ID, Role: RoleAssistant, Status: StatusInProgress})
 		}
 	}
 	switch ev.Kind {
-	case EvContentDelta:
+	case sdk.EventContentDelta:
 		if ev.Text == "" {
 			return
 		}
-		if n.Kind == ItemAssistantMessage {
+		if n.Kind == NodeAssistantMessage {
 			d.emit(MessageDelta{MessageID: n.ID, Text: ev.Text})
 		} else {
 			d.emit(NodeDelta{RunID: runID, NodeID: n.ID, Text: ev.Text})
 		}
-	case EvItemUpdated:
+	case sdk.EventItemUpdated:
 		if ev.Status != "" || ev.Title != "" || len(ev.Detail) > 0 {
 			d.emit(NodeUpdated{RunID: runID, NodeID: n.ID, Status: ItemStatus(ev.Status), Title: ev.Title, Detail: ev.Detail})
 		}
-	case EvItemCompleted:
+	case sdk.EventItemCompleted:
 		if n.Status != StatusInProgress {
 			return
 		}
@@ -289,7 +292,7 @@ func decideItem(t *Thread, ev ProviderEvent, pt *ProviderTurn, env Env, d *Decis
 			d.emit(NodeUpdated{RunID: runID, NodeID: n.ID, Title: ev.Title, Detail: ev.Detail})
 		}
 		d.emit(NodeCompleted{RunID: runID, NodeID: n.ID, Status: cmp.Or(ItemStatus(ev.Status), StatusCompleted)})
-		if n.Kind == ItemAssistantMessage {
+		if n.Kind == NodeAssistantMessage {
 			d.emit(MessageCompleted{MessageID: n.ID})
 		}
 	}

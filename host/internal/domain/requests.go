@@ -3,6 +3,8 @@ package domain
 import (
 	"cmp"
 	"fmt"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 // Runtime requests: a provider's approvals and questions, answered by the
@@ -14,15 +16,15 @@ func decideRespond(t *Thread, p RespondToRequest, d *Decision) error {
 		return err
 	}
 	switch p.Decision {
-	case VerdictAccept, VerdictAcceptForSession, VerdictDecline, VerdictCancel:
-		if p.Decision != VerdictDecline && p.Decision != VerdictCancel && q.Kind == RequestUserInput {
-			return fmt.Errorf("%w: a question is answered with decision %q (or declined), not %q", ErrInvalid, VerdictAnswer, p.Decision)
+	case sdk.DecisionAccept, sdk.DecisionAcceptForSession, sdk.DecisionDecline, sdk.DecisionCancel:
+		if p.Decision != sdk.DecisionDecline && p.Decision != sdk.DecisionCancel && q.Kind == sdk.RequestUserInput {
+			return fmt.Errorf("%w: a question is answered with decision %q (or declined), not %q", ErrInvalid, sdk.DecisionAnswer, p.Decision)
 		}
-	case VerdictAnswer:
+	case sdk.DecisionAnswer:
 		if len(p.Answers) == 0 {
-			return fmt.Errorf("%w: decision %q needs answers", ErrInvalid, VerdictAnswer)
+			return fmt.Errorf("%w: decision %q needs answers", ErrInvalid, sdk.DecisionAnswer)
 		}
-		if q.Kind != RequestUserInput && q.Kind != RequestGeneric {
+		if q.Kind != sdk.RequestUserInput && q.Kind != sdk.RequestGeneric {
 			return fmt.Errorf("%w: a %s request takes accept, accept_for_session, decline or cancel, not answers", ErrInvalid, q.Kind)
 		}
 	default:
@@ -81,7 +83,7 @@ func (t *Thread) requestOr(id string) (*RuntimeRequest, error) {
 }
 
 // respondEffect delivers an answer to the request through its session.
-func (q *RuntimeRequest) respondEffect(threadID string, v Verdict, answers map[string]string) Effect {
+func (q *RuntimeRequest) respondEffect(threadID string, v sdk.Decision, answers map[string]string) Effect {
 	return Effect{Type: EffectRespond, ThreadID: threadID, RunID: q.RunID, SessionID: q.SessionID, RequestRef: q.ProviderRef,
 		Decision: v, Answers: answers}
 }
@@ -92,15 +94,15 @@ const policyAnswerTries = 3
 
 // policyDecision is how a thread's approval policy answers a request of
 // a kind: "" leaves it to a client.
-func policyDecision(policy ApprovalPolicy, kind RequestKind) Verdict {
+func policyDecision(policy ApprovalPolicy, kind sdk.RequestKind) sdk.Decision {
 	if policy == ApproveAsk {
 		return ""
 	}
 	switch kind {
-	case RequestPermission, RequestCommandApproval, RequestFileChangeApproval, RequestPermissions:
-		return Verdict(policy)
-	case RequestUserInput:
-		return VerdictDecline // a policy cannot invent answers
+	case sdk.RequestPermission, sdk.RequestCommandApproval, sdk.RequestFileChangeApproval, sdk.RequestPermissions:
+		return sdk.Decision(policy)
+	case sdk.RequestUserInput:
+		return sdk.DecisionDecline // a policy cannot invent answers
 	}
 	return "" // generic and unknown kinds are never answered by policy
 }

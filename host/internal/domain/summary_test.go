@@ -3,6 +3,7 @@ package domain
 import (
 	"testing"
 
+	"github.com/baton-run/baton/sdk"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -28,16 +29,16 @@ func TestSummaryAndLive(t *testing.T) {
 	w.send("two")
 	want.Runs, want.Queued, want.Status, want.LastRun = 2, 1, ThreadStatus(RunStatusStarting), RunStatusStarting
 	check("one run starting, one queued", true)
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
 	want.Status, want.LastRun = ThreadStatus(RunStatusRunning), RunStatusRunning
 	check("running", true)
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u1", Status: "failed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "failed"})
 	want.Queued, want.Status, want.LastRun = 0, ThreadStatus(RunStatusStarting), RunStatusStarting
 	check("the first failed, the second starting", true)
-	w.ev("s1", ProviderEvent{Kind: EvTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
-	w.ev("s1", ProviderEvent{Kind: EvTurnTerminal, TurnRef: "u2", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: "completed"})
 	want.Status, want.LastRun = ThreadIdle, RunStatusCompleted
 	check("both ended, the session open", true)
-	w.ev("s1", ProviderEvent{Kind: EvRuntimeExited, Status: "exited"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "exited"})
 	check("the session ended", false)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/baton-run/baton/sdk"
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 )
@@ -126,7 +127,7 @@ func (h *host) start() {
 		h.fatalf("handoff of %d bytes over the bound %d", hof.Bytes, t.HandoffMaxBytes)
 	}
 	turn := fmt.Sprintf("turn-%d", len(t.ProviderTurns)+1)
-	d := h.w.ev(h.session, ProviderEvent{Kind: EvTurnStarted, ThreadRef: h.ref, TurnRef: turn})
+	d := h.w.ev(h.session, sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: h.ref, TurnRef: turn})
 	if consumed := slices.ContainsFunc(d.Events, func(p Payload) bool { _, ok := p.(HandoffConsumed); return ok }); consumed != (carried != nil) {
 		h.fatalf("run %d: handoff consumed %v, carried %v", r.Ordinal, consumed, carried)
 	}
@@ -151,9 +152,9 @@ func intersect(a, b []int) []int {
 }
 
 // end ends the active run's turn with status.
-func (h *host) end(status string) {
+func (h *host) end(status sdk.Status) {
 	r := h.w.thread.activeRun()
-	h.w.ev(h.session, ProviderEvent{Kind: EvTurnTerminal, TurnRef: h.w.thread.rootTurn(r).ProviderRef, Status: status})
+	h.w.ev(h.session, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: h.w.thread.rootTurn(r).ProviderRef, Status: status})
 }
 
 // rollback rolls back to the run ordinal's checkpoint; the provider drops
@@ -209,7 +210,7 @@ func TestSwitchHandoffCoverageProperty(t *testing.T) {
 				p := rapid.SampledFrom(providers).Draw(rt, "provider")
 				sw := SwitchProvider{Provider: p, Model: rapid.SampledFrom([]string{"", "big"}).Draw(rt, "model")}
 				if rapid.Bool().Draw(rt, "command") {
-					sw.ProviderCommand = ProviderCommand{Argv: []string{p}}
+					sw.ProviderCommand = sdk.ProviderCommand{Argv: []string{p}}
 				}
 				if rapid.IntRange(0, 3).Draw(rt, "bound") == 0 {
 					sw.HandoffMaxBytes = MinHandoffMaxBytes
@@ -231,23 +232,23 @@ func TestSwitchHandoffCoverageProperty(t *testing.T) {
 				w.send(fmt.Sprintf("message %d", len(w.thread.Runs)+1))
 				switch rapid.IntRange(0, 7).Draw(rt, "how the run goes") {
 				case 0: // it fails before any provider takes it
-					w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.activeRun().ID, Failure: Failure{Message: "no plugin"}}})
+					w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.activeRun().ID, Failure: sdk.Failure{Message: "no plugin"}}})
 					continue
 				case 1: // a switch while it runs applies to the next run
 					h.start()
 					p := rapid.SampledFrom(providers).Draw(rt, "provider")
-					w.decide(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: p, ProviderCommand: ProviderCommand{Argv: []string{p}}}})
+					w.decide(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: p, ProviderCommand: sdk.ProviderCommand{Argv: []string{p}}}})
 					if r := w.thread.activeRun(); r.Provider != h.provider {
 						rt.Fatalf("a switch moved running run %d to %s", r.Ordinal, r.Provider)
 					}
 				case 2: // a switch before its turn starts, too
 					p := rapid.SampledFrom(providers).Draw(rt, "provider")
-					w.decide(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: p, ProviderCommand: ProviderCommand{Argv: []string{p}}}})
+					w.decide(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: p, ProviderCommand: sdk.ProviderCommand{Argv: []string{p}}}})
 					h.start()
 				default:
 					h.start()
 				}
-				h.end(rapid.SampledFrom([]string{"completed", "failed", "interrupted"}).Draw(rt, "status"))
+				h.end(rapid.SampledFrom([]sdk.Status{sdk.TurnCompleted, sdk.TurnFailed, sdk.TurnInterrupted}).Draw(rt, "status"))
 			}
 			// A handoff ready for the next run covers runs ascending, and
 			// only runs the thread tells of.
@@ -272,14 +273,14 @@ func TestSwitchAndReturn(t *testing.T) {
 	w.switchTo("codex")
 	w.send("one")
 	h.start()
-	h.end("completed")
+	h.end(sdk.TurnCompleted)
 	d := w.must(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: "claude", Model: "opus",
-		ProviderCommand: ProviderCommand{Argv: []string{"claude"}, Env: []string{"A=1"}}, HandoffMaxBytes: 5000}})
+		ProviderCommand: sdk.ProviderCommand{Argv: []string{"claude"}, Env: []string{"A=1"}}, HandoffMaxBytes: 5000}})
 	if got := types(d); got != "thread.provider_switched handoff.created" {
 		t.Fatalf("switch: %s", got)
 	}
 	// A second switch before the first handoff is given supersedes it.
-	d = w.must(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: "acp", ProviderCommand: ProviderCommand{Argv: []string{"acp"}}}})
+	d = w.must(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: "acp", ProviderCommand: sdk.ProviderCommand{Argv: []string{"acp"}}}})
 	if got := types(d); got != "thread.provider_switched handoff.superseded handoff.created" {
 		t.Fatalf("second switch: %s", got)
 	}
@@ -308,17 +309,17 @@ func TestSwitchAndReturn(t *testing.T) {
 	}
 	w.send("two")
 	h.start()
-	h.end("completed")
+	h.end(sdk.TurnCompleted)
 	w.switchTo("codex")
 	w.send("three")
 	h.start()
-	h.end("completed")
+	h.end(sdk.TurnCompleted)
 	want := []ProviderBinding{
-		{Provider: "codex", Command: ProviderCommand{Argv: []string{"codex"}}, SessionID: "ses_3", ProviderThreadID: w.thread.binding("codex").ProviderThreadID,
+		{Provider: "codex", Command: sdk.ProviderCommand{Argv: []string{"codex"}}, SessionID: "ses_3", ProviderThreadID: w.thread.binding("codex").ProviderThreadID,
 			ThreadRef: "codex-conv-1", SeenThrough: 3, Runs: []int{1, 3}},
-		{Provider: "claude", Model: "opus", Command: ProviderCommand{Argv: []string{"claude"}, Env: []string{"A=1"}}, SessionID: "ses_2",
+		{Provider: "claude", Model: "opus", Command: sdk.ProviderCommand{Argv: []string{"claude"}, Env: []string{"A=1"}}, SessionID: "ses_2",
 			ProviderThreadID: w.thread.binding("claude").ProviderThreadID, ThreadRef: "claude-conv-2", SeenThrough: 2, Runs: []int{2}},
-		{Provider: "acp", Command: ProviderCommand{Argv: []string{"acp"}}},
+		{Provider: "acp", Command: sdk.ProviderCommand{Argv: []string{"acp"}}},
 	}
 	if diff := cmp.Diff(want, w.thread.ProviderBindings); diff != "" {
 		t.Errorf("bindings (-want +got):\n%s", diff)
@@ -334,7 +335,7 @@ func TestSwitchAndReturn(t *testing.T) {
 func TestSwitchProviderRefused(t *testing.T) {
 	w := newWorldOn(t, "codex")
 	for _, p := range []SwitchProvider{
-		{Provider: ""}, {Provider: "-x", ProviderCommand: ProviderCommand{Argv: []string{"x"}}},
+		{Provider: ""}, {Provider: "-x", ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}},
 		{Provider: "Codex"}, {Provider: string(make([]byte, 65))},
 		{Provider: "claude"}, // never used: its command is needed
 		{Provider: "codex", HandoffMaxBytes: MinHandoffMaxBytes - 1},
@@ -347,7 +348,7 @@ func TestSwitchProviderRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(SwitchProvider{Provider: "claude", Model: "m", ProviderCommand: ProviderCommand{Argv: []string{"claude"}}, HandoffMaxBytes: 8192}, c.Payload); diff != "" {
+	if diff := cmp.Diff(SwitchProvider{Provider: "claude", Model: "m", ProviderCommand: sdk.ProviderCommand{Argv: []string{"claude"}}, HandoffMaxBytes: 8192}, c.Payload); diff != "" {
 		t.Errorf("decoded (-want +got):\n%s", diff)
 	}
 	if (RetireSession{}).CommandType() != "provider.session.retire" {
@@ -366,11 +367,11 @@ func TestResumeFailsAfterASwitch(t *testing.T) {
 	h := newHost(w, nil)
 	w.send("one")
 	h.start()
-	h.end("completed")
+	h.end(sdk.TurnCompleted)
 	w.switchTo("claude")
 	w.send("two")
 	h.start()
-	h.end("completed")
+	h.end(sdk.TurnCompleted)
 	w.switchTo("codex")
 	w.send("three") // starts on codex with a delta of run 2
 	delta := *w.thread.readyHandoff()
@@ -409,7 +410,7 @@ func TestResumeFailsAfterASwitch(t *testing.T) {
 func TestSwitchLegacyLogAndEdges(t *testing.T) {
 	th := &Thread{}
 	for i, p := range []Payload{
-		ThreadCreated{Provider: "acp", Model: "m", Cwd: "/w", ProviderCommand: ProviderCommand{Argv: []string{"agent"}}},
+		ThreadCreated{Provider: "acp", Model: "m", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"agent"}}},
 		RunQueued{RunID: "r1", Ordinal: 1, MessageID: "m1", Input: "one"},
 		RunStarted{RunID: "r1"},
 		SessionOpened{SessionID: "s1"},
@@ -417,7 +418,7 @@ func TestSwitchLegacyLogAndEdges(t *testing.T) {
 	} {
 		Evolve(th, Event{Sequence: uint64(i + 1), ThreadID: "thr", At: t0, Payload: p})
 	}
-	want := []ProviderBinding{{Provider: "acp", Model: "m", Command: ProviderCommand{Argv: []string{"agent"}}, SessionID: "s1", Runs: []int{1}}}
+	want := []ProviderBinding{{Provider: "acp", Model: "m", Command: sdk.ProviderCommand{Argv: []string{"agent"}}, SessionID: "s1", Runs: []int{1}}}
 	if diff := cmp.Diff(want, th.ProviderBindings); diff != "" {
 		t.Errorf("bindings (-want +got):\n%s", diff)
 	}
@@ -442,7 +443,7 @@ func TestTurnText(t *testing.T) {
 	h := newHost(w, nil)
 	w.send("one")
 	h.start()
-	h.end("completed")
+	h.end(sdk.TurnCompleted)
 	w.switchTo("claude")
 	w.send("two")
 	r := w.thread.activeRun()
@@ -477,9 +478,9 @@ func TestRetireSession(t *testing.T) {
 	if _, err := retire(h.session); !errors.Is(err, ErrConflict) {
 		t.Errorf("the active run's session: %v", err)
 	}
-	w.ev(h.session, ProviderEvent{Kind: EvRequestOpened, TurnRef: w.thread.rootTurn(w.thread.activeRun()).ProviderRef, RequestRef: "q1",
-		RequestKind: RequestUserInput})
-	h.end("completed")
+	w.ev(h.session, sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: w.thread.rootTurn(w.thread.activeRun()).ProviderRef, RequestRef: "q1",
+		RequestKind: sdk.RequestUserInput})
+	h.end(sdk.TurnCompleted)
 	d, err := retire(h.session)
 	if err != nil || types(d) != "provider.session.ended" {
 		t.Fatalf("retire: %s %v", types(d), err)
@@ -505,7 +506,7 @@ func TestRollbackAfterSwitch(t *testing.T) {
 		}
 		w.send("to " + provider)
 		h.start()
-		h.end("completed")
+		h.end(sdk.TurnCompleted)
 	}
 	run("codex")
 	run("claude")
@@ -526,7 +527,7 @@ func TestRollbackAfterSwitch(t *testing.T) {
 		t.Fatalf("codex's handoff after the rollback: %+v", hof)
 	}
 	h.start()
-	h.end("completed") // run 4
+	h.end(sdk.TurnCompleted) // run 4
 	// Back to run 1, natively again: claude's conversation, which saw run
 	// 2, is left behind; codex has seen run 1, all there is to tell.
 	h.rollback(1, true)
@@ -551,13 +552,13 @@ func TestRollbackAfterSwitch(t *testing.T) {
 	if b := w.thread.binding("claude"); b.ThreadRef == "claude-conv-2" || b.SeenThrough != 5 {
 		t.Errorf("claude resumed the conversation left behind: %+v", b)
 	}
-	h.end("completed")
+	h.end(sdk.TurnCompleted)
 	// Claude's conversation that saw runs 1 and 5 stays when codex, the
 	// thread's again, cannot drop its turn of run 6 and starts afresh.
 	w.switchTo("codex")
 	w.send("codex once more")
 	h.start()
-	h.end("completed") // run 6
+	h.end(sdk.TurnCompleted) // run 6
 	claudeConv := w.thread.binding("claude").ProviderThreadID
 	h.rollback(5, false)
 	if b := w.thread.binding("codex"); b.ProviderThreadID != "" || w.thread.binding("claude").ProviderThreadID != claudeConv {
@@ -578,7 +579,7 @@ func TestSecondNativeRollbackForgetsTheFirstsRuns(t *testing.T) {
 		}
 		w.send("to " + provider)
 		h.start()
-		h.end("completed")
+		h.end(sdk.TurnCompleted)
 	}
 	run("codex")  // 1
 	run("claude") // 2, told run 1

@@ -1,8 +1,12 @@
 package domain
 
+import "github.com/baton-run/baton/sdk"
+
 // The domain's vocabularies, declared once. Each is a string type so that
-// its JSON form is the word itself, and a value from outside (a provider
-// event, a client's command) is converted where it enters.
+// its JSON form is the word itself. A provider's vocabularies (event,
+// item and request kinds, statuses, decisions, limit kinds) are the sdk's,
+// used as they are; where a provider's word becomes the domain's own (an
+// item's kind a node's, a turn's status a run's), it is converted there.
 
 // RunStatus is where a run is in its life.
 type RunStatus string
@@ -60,20 +64,19 @@ type AttemptStatus string
 // AttemptInProgress is an attempt that has not ended.
 const AttemptInProgress AttemptStatus = "in_progress"
 
-// NodeKind is what an execution node is. Provider item kinds
-// (assistant_message, reasoning, tool_call, command_execution,
-// file_change, plan, subagent) are node kinds as they are.
+// NodeKind is what an execution node is. A node made from a provider's
+// item is of the item's kind (sdk.ItemKind) as it is.
 type NodeKind string
 
 // Node kinds the domain makes or treats specially.
 const (
 	NodeRootTurn         NodeKind = "root_turn"
-	NodeSubagent         NodeKind = "subagent"
 	NodeApprovalRequest  NodeKind = "approval_request"
-	NodePlan             NodeKind = "plan"
-	NodeToolCall         NodeKind = "tool_call" // an item whose kind the provider did not say
-	ItemAssistantMessage NodeKind = "assistant_message"
-	ItemReasoning        NodeKind = "reasoning"
+	NodeSubagent                  = NodeKind(sdk.ItemSubagent)
+	NodePlan                      = NodeKind(sdk.ItemPlan)
+	NodeToolCall                  = NodeKind(sdk.ItemToolCall) // an item whose kind the provider did not say
+	NodeAssistantMessage          = NodeKind(sdk.ItemAssistantMessage)
+	NodeReasoning                 = NodeKind(sdk.ItemReasoning)
 )
 
 // ItemStatus is the status of a node, a message, a turn item or a provider
@@ -88,34 +91,24 @@ const (
 	StatusCancelled  ItemStatus = "cancelled"
 )
 
-// TurnStatus is how a provider says its turn ended.
-type TurnStatus string
-
-// Turn statuses.
-const (
-	TurnCompleted   TurnStatus = "completed"
-	TurnInterrupted TurnStatus = "interrupted"
-	TurnFailed      TurnStatus = "failed"
-)
-
-// RunStatus maps a provider turn status to a run status (anything else
-// is a completed turn).
-func (s TurnStatus) RunStatus() RunStatus {
+// runStatus maps a provider turn's status (turn_terminal's) to a run
+// status (anything else is a completed turn).
+func runStatus(s sdk.Status) RunStatus {
 	switch s {
-	case TurnInterrupted:
+	case sdk.TurnInterrupted:
 		return RunStatusInterrupted
-	case TurnFailed:
+	case sdk.TurnFailed:
 		return RunStatusFailed
 	}
 	return RunStatusCompleted
 }
 
-// ItemStatus maps a provider turn status to the status of its node.
-func (s TurnStatus) ItemStatus() ItemStatus {
+// itemStatus maps a provider turn's status to the status of its node.
+func itemStatus(s sdk.Status) ItemStatus {
 	switch s {
-	case TurnFailed:
+	case sdk.TurnFailed:
 		return StatusFailed
-	case TurnInterrupted:
+	case sdk.TurnInterrupted:
 		return StatusCancelled
 	}
 	return StatusCompleted
@@ -139,22 +132,6 @@ const (
 	SessionStatusEnded SessionStatus = "ended"
 )
 
-// RequestKind is what a provider asks. Approvals are answered by the
-// thread's policy; questions need answers a policy cannot invent, so a
-// policy declines them; a generic (unknown) request is never answered by
-// policy.
-type RequestKind string
-
-// Request kinds the sdk's adapters report.
-const (
-	RequestPermission         RequestKind = "permission"
-	RequestCommandApproval    RequestKind = "command_approval"
-	RequestFileChangeApproval RequestKind = "file_change_approval"
-	RequestPermissions        RequestKind = "permissions"
-	RequestUserInput          RequestKind = "user_input"
-	RequestGeneric            RequestKind = "generic"
-)
-
 // RequestStatus is where a runtime request is.
 type RequestStatus string
 
@@ -173,19 +150,6 @@ type Delivery string
 const (
 	DeliveryLive         Delivery = "live"
 	DeliveryNotResumable Delivery = "not_resumable"
-)
-
-// Verdict is an answer to a runtime request.
-type Verdict string
-
-// Verdicts. The provider reports a request withdrawn unanswered as
-// cancel.
-const (
-	VerdictAccept           Verdict = "accept"
-	VerdictAcceptForSession Verdict = "accept_for_session"
-	VerdictDecline          Verdict = "decline"
-	VerdictCancel           Verdict = "cancel"
-	VerdictAnswer           Verdict = "answer"
 )
 
 // Answerer says who answered a request.
@@ -216,28 +180,6 @@ const (
 	ModeQueueAfterActive DispatchMode = "queue_after_active" // a new run, started when the runs before it end
 	ModeSteerActive      DispatchMode = "steer_active"       // add the message to the active turn (native steering)
 	ModeRestartActive    DispatchMode = "restart_active"     // interrupt the active attempt; a new attempt carries the message
-)
-
-// EventKind is the kind of a normalized provider event (the sdk's kinds).
-type EventKind string
-
-// Provider event kinds.
-const (
-	EvThreadStarted   EventKind = "thread_started"
-	EvTurnStarted     EventKind = "turn_started"
-	EvItemStarted     EventKind = "item_started"
-	EvItemUpdated     EventKind = "item_updated"
-	EvItemCompleted   EventKind = "item_completed"
-	EvContentDelta    EventKind = "content_delta"
-	EvPlanUpdated     EventKind = "plan_updated"
-	EvRequestOpened   EventKind = "request_opened"
-	EvRequestResolved EventKind = "request_resolved"
-	EvUsage           EventKind = "usage"
-	EvTurnTerminal    EventKind = "turn_terminal"
-	EvRuntimeExited   EventKind = "runtime_exited"
-	EvDiagnostic      EventKind = "diagnostic"
-	EvSessionState    EventKind = "session_state"
-	EvRateLimit       EventKind = "rate_limit"
 )
 
 // EffectType names work for the host to do after a commit.

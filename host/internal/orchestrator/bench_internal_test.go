@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/ids"
+	"github.com/baton-run/baton/sdk"
 )
 
 // Start cost and write cost at scale. The data dirs are made by the real
@@ -129,7 +130,7 @@ func recordThread(h *Host, thread string) error {
 		return do(domain.RecordCheckpoint{CheckpointID: c.CheckpointID, Status: domain.CheckpointReady, Commit: "0123456789abcdef0123456789abcdef01234567",
 			Files: []domain.FileChange{{Path: "main.go", Kind: "modified", Additions: 3, Deletions: 1}}}, ref(c))
 	}
-	if err := do(domain.CreateThread{Provider: "acp", Cwd: "/work/" + thread, ProviderCommand: domain.ProviderCommand{Argv: []string{"claude-code-acp"}}}); err != nil {
+	if err := do(domain.CreateThread{Provider: "acp", Cwd: "/work/" + thread, ProviderCommand: sdk.ProviderCommand{Argv: []string{"claude-code-acp"}}}); err != nil {
 		return err
 	}
 	if err := do(domain.RecordSessionOpened{SessionID: "ses_" + thread, ThreadRef: "pt-" + thread}); err != nil {
@@ -149,13 +150,13 @@ func recordThread(h *Host, thread string) error {
 	if err := do(domain.RecordTurnDispatched{RunID: st.RunID, AttemptID: st.AttemptID, SessionID: "ses_" + thread}, ref(st)); err != nil {
 		return err
 	}
-	evs := []domain.ProviderEvent{{Kind: domain.EvTurnStarted, ThreadRef: "pt-" + thread, TurnRef: "turn-1", ClientTurnID: st.AttemptID}}
+	evs := []sdk.RuntimeEvent{{Kind: sdk.EventTurnStarted, ThreadRef: "pt-" + thread, TurnRef: "turn-1", ClientTurnID: st.AttemptID}}
 	for i := range 80 {
-		evs = append(evs, domain.ProviderEvent{Kind: domain.EvContentDelta, TurnRef: "turn-1", ItemRef: "msg-1",
-			ItemKind: domain.ItemAssistantMessage, Text: fmt.Sprintf("token %d of the answer ", i)})
+		evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "turn-1", ItemRef: "msg-1",
+			ItemKind: sdk.ItemAssistantMessage, Text: fmt.Sprintf("token %d of the answer ", i)})
 	}
-	evs = append(evs, domain.ProviderEvent{Kind: domain.EvItemCompleted, TurnRef: "turn-1", ItemRef: "msg-1"},
-		domain.ProviderEvent{Kind: domain.EvTurnTerminal, TurnRef: "turn-1", Status: "completed", Title: "end_turn"})
+	evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: "turn-1", ItemRef: "msg-1"},
+		sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "turn-1", Status: "completed", Title: "end_turn"})
 	n++
 	if err := h.ingestEvents(thread, "ses_"+thread, fmt.Sprintf("%s-%d", thread, n), evs); err != nil {
 		return err
@@ -164,8 +165,8 @@ func recordThread(h *Host, thread string) error {
 		return err
 	}
 	n++
-	return h.ingestEvents(thread, "ses_"+thread, fmt.Sprintf("%s-%d", thread, n), []domain.ProviderEvent{
-		{Kind: domain.EvRuntimeExited, Status: "exited"}})
+	return h.ingestEvents(thread, "ses_"+thread, fmt.Sprintf("%s-%d", thread, n), []sdk.RuntimeEvent{
+		{Kind: sdk.EventRuntimeExited, Status: "exited"}})
 }
 
 // BenchmarkOpen measures a host's start on data dirs of 0, 1,000 and
@@ -193,7 +194,7 @@ func BenchmarkOpen(b *testing.B) {
 						var cmd domain.Command
 						if first == "new" {
 							cmd = domain.Command{ID: fmt.Sprintf("bench-%s", h.cfg.IDs.NewID("c")), Payload: domain.CreateThread{
-								Provider: "acp", Cwd: "/w", ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}}
+								Provider: "acp", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}}
 						} else {
 							th := fmt.Sprintf("thr_%06d", (i*7919)%threads)
 							t, err := h.Thread(th)
@@ -242,8 +243,8 @@ func BenchmarkParallelCommit(b *testing.B) {
 						if i > int64(b.N) {
 							return
 						}
-						if err := h.ingestEvents(th, "s1", fmt.Sprintf("pev-%d", i), []domain.ProviderEvent{{Kind: domain.EvContentDelta,
-							TurnRef: "u-" + th, ItemRef: fmt.Sprintf("a%d", i/100), ItemKind: domain.ItemAssistantMessage, Text: "token "}}); err != nil {
+						if err := h.ingestEvents(th, "s1", fmt.Sprintf("pev-%d", i), []sdk.RuntimeEvent{{Kind: sdk.EventContentDelta,
+							TurnRef: "u-" + th, ItemRef: fmt.Sprintf("a%d", i/100), ItemKind: sdk.ItemAssistantMessage, Text: "token "}}); err != nil {
 							b.Error(err)
 							return
 						}
@@ -259,7 +260,7 @@ func BenchmarkParallelCommit(b *testing.B) {
 func startTurn(b *testing.B, h *Host, th string) {
 	ctx := context.Background()
 	for _, c := range []domain.Command{
-		{ID: "c-" + th, ThreadID: th, Payload: domain.CreateThread{Provider: "none", Cwd: "/w", ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}},
+		{ID: "c-" + th, ThreadID: th, Payload: domain.CreateThread{Provider: "none", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}},
 		{ID: "o-" + th, ThreadID: th, Payload: domain.RecordSessionOpened{SessionID: "s1", ThreadRef: "pt-" + th}},
 		{ID: "m-" + th, ThreadID: th, Payload: domain.DispatchMessage{Text: "go"}},
 	} {
@@ -267,7 +268,7 @@ func startTurn(b *testing.B, h *Host, th string) {
 			b.Fatal(err)
 		}
 	}
-	if err := h.ingestEvents(th, "s1", "ts-"+th, []domain.ProviderEvent{{Kind: domain.EvTurnStarted, ThreadRef: "pt-" + th, TurnRef: "u-" + th}}); err != nil {
+	if err := h.ingestEvents(th, "s1", "ts-"+th, []sdk.RuntimeEvent{{Kind: sdk.EventTurnStarted, ThreadRef: "pt-" + th, TurnRef: "u-" + th}}); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -281,12 +282,12 @@ func BenchmarkMessageGrowth(b *testing.B) {
 		b.Run(fmt.Sprintf("deltas=%d", size), func(b *testing.B) {
 			h := quietHost(b, Config{IDs: ids.Seeded(7)})
 			startTurn(b, h, "t")
-			batch := make([]domain.ProviderEvent, 0, 64)
+			batch := make([]sdk.RuntimeEvent, 0, 64)
 			b.ResetTimer()
 			for i := range b.N {
 				// One message of size deltas, then the next.
-				batch = append(batch, domain.ProviderEvent{Kind: domain.EvContentDelta, TurnRef: "u-t", ItemRef: fmt.Sprintf("a%d", i/size),
-					ItemKind: domain.ItemAssistantMessage, Text: "token "})
+				batch = append(batch, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "u-t", ItemRef: fmt.Sprintf("a%d", i/size),
+					ItemKind: sdk.ItemAssistantMessage, Text: "token "})
 				if len(batch) == cap(batch) || i == b.N-1 {
 					if err := h.ingestEvents("t", "s1", fmt.Sprintf("pev-%d", i), batch); err != nil {
 						b.Fatal(err)
@@ -374,7 +375,7 @@ func BenchmarkThreadHistory(b *testing.B) {
 			h := quietHost(b, Config{IDs: ids.Seeded(7)})
 			startTurn(b, h, "t")
 			n := 0
-			ingest := func(evs ...domain.ProviderEvent) {
+			ingest := func(evs ...sdk.RuntimeEvent) {
 				n++
 				if err := h.ingestEvents("t", "s1", fmt.Sprintf("pev-%d", n), evs); err != nil {
 					b.Fatal(err)
@@ -400,17 +401,17 @@ func BenchmarkThreadHistory(b *testing.B) {
 						Payload: domain.DispatchMessage{Text: "next"}}); err != nil {
 						b.Fatal(err)
 					}
-					ingest(domain.ProviderEvent{Kind: domain.EvTurnStarted, ThreadRef: "pt-t", TurnRef: turn})
+					ingest(sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt-t", TurnRef: turn})
 				} else {
 					turn = "u-t"
 				}
-				evs := []domain.ProviderEvent{{Kind: domain.EvItemStarted, TurnRef: turn, ItemRef: turn + "/cmd", ItemKind: "command_execution", Title: "go test"}}
+				evs := []sdk.RuntimeEvent{{Kind: sdk.EventItemStarted, TurnRef: turn, ItemRef: turn + "/cmd", ItemKind: "command_execution", Title: "go test"}}
 				for i := range 20 {
-					evs = append(evs, domain.ProviderEvent{Kind: domain.EvContentDelta, TurnRef: turn, ItemRef: turn + "/msg",
-						ItemKind: domain.ItemAssistantMessage, Text: fmt.Sprintf("word %d ", i)})
+					evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: turn, ItemRef: turn + "/msg",
+						ItemKind: sdk.ItemAssistantMessage, Text: fmt.Sprintf("word %d ", i)})
 				}
-				evs = append(evs, domain.ProviderEvent{Kind: domain.EvItemCompleted, TurnRef: turn, ItemRef: turn + "/cmd"},
-					domain.ProviderEvent{Kind: domain.EvTurnTerminal, TurnRef: turn, Status: "completed"})
+				evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: turn, ItemRef: turn + "/cmd"},
+					sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: "completed"})
 				ingest(evs...)
 				capture()
 			}
@@ -420,11 +421,11 @@ func BenchmarkThreadHistory(b *testing.B) {
 				b.Fatal(err)
 			}
 			capture()
-			ingest(domain.ProviderEvent{Kind: domain.EvTurnStarted, ThreadRef: "pt-t", TurnRef: "last"})
+			ingest(sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt-t", TurnRef: "last"})
 			b.ResetTimer()
 			for i := range b.N {
-				ingest(domain.ProviderEvent{Kind: domain.EvContentDelta, TurnRef: "last", ItemRef: fmt.Sprintf("a%d", i/100),
-					ItemKind: domain.ItemAssistantMessage, Text: "token "})
+				ingest(sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "last", ItemRef: fmt.Sprintf("a%d", i/100),
+					ItemKind: sdk.ItemAssistantMessage, Text: "token "})
 			}
 		})
 	}

@@ -72,7 +72,7 @@ func (h *Host) restoreFiles(e domain.Effect) *domain.Command {
 			return nil
 		}
 		h.log.Warn("rollback: restoring files failed", "thread", e.ThreadID, "rollback", e.RollbackID, "error", err)
-		rec.Failure = &domain.Failure{Code: "restore_failed", Message: err.Error()}
+		rec.Failure = &sdk.Failure{Code: "restore_failed", Message: err.Error()}
 	} else {
 		rec.Written, rec.Removed = len(res.Written), len(res.Removed)
 		rec.SavedRef, rec.SavedCommit = e.Ref, res.Saved

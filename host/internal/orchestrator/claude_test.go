@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/plugintest"
 )
 
@@ -45,7 +46,7 @@ func TestClaudeSimple(t *testing.T) {
 	}
 	var reasoning []string
 	for _, it := range th.TurnItems {
-		if it.Kind == domain.ItemReasoning {
+		if it.Kind == domain.NodeReasoning {
 			reasoning = append(reasoning, it.Text.String())
 		}
 	}
@@ -150,10 +151,10 @@ func TestClaudeSteerThenInterrupt(t *testing.T) {
 func TestClaudeApprovals(t *testing.T) {
 	for _, tc := range []struct {
 		approvalCase
-		kind domain.RequestKind // of the one request
+		kind sdk.RequestKind // of the one request
 	}{
-		{approvalCase{"approval_accept", "accept", 1, "file_change", domain.StatusCompleted}, domain.RequestFileChangeApproval},
-		{approvalCase{"approval_decline", "decline", 1, "command_execution", "declined"}, domain.RequestCommandApproval},
+		{approvalCase{"approval_accept", "accept", 1, "file_change", domain.StatusCompleted}, sdk.RequestFileChangeApproval},
+		{approvalCase{"approval_decline", "decline", 1, "command_execution", "declined"}, sdk.RequestCommandApproval},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			e := newEnv(t)
@@ -178,16 +179,16 @@ func TestClaudeRequestWithdrawn(t *testing.T) {
 	}
 	// Withdrawn by the CLI: cancelled, with no answer from anyone.
 	type outcome struct {
-		Kind       domain.RequestKind
+		Kind       sdk.RequestKind
 		Status     domain.RequestStatus
-		Decision   domain.Verdict
+		Decision   sdk.Decision
 		AnsweredBy domain.Answerer
 	}
 	var got []outcome
 	for _, q := range th.Requests {
 		got = append(got, outcome{q.Kind, q.Status, q.Decision, q.AnsweredBy})
 	}
-	want := []outcome{{domain.RequestCommandApproval, domain.RequestStatusCancelled, domain.VerdictCancel, ""}}
+	want := []outcome{{sdk.RequestCommandApproval, domain.RequestStatusCancelled, sdk.DecisionCancel, ""}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("requests (-want +got):\n%s", diff)
 	}

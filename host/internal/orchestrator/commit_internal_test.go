@@ -13,6 +13,7 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/ids"
+	"github.com/baton-run/baton/sdk"
 )
 
 // The commit path under concurrency, as a property. Writers on several
@@ -86,14 +87,14 @@ func TestCommitProperty(t *testing.T) {
 type step struct {
 	op     string
 	n      int
-	status string
+	status sdk.Status
 }
 
 func drawStep(t *rapid.T) step {
 	return step{
 		op:     rapid.SampledFrom([]string{"send", "send", "turn", "deltas", "deltas", "end", "capture", "interrupt", "again"}).Draw(t, "op"),
 		n:      rapid.IntRange(1, 40).Draw(t, "n"),
-		status: rapid.SampledFrom([]string{"completed", "failed", "interrupted"}).Draw(t, "status"),
+		status: rapid.SampledFrom([]sdk.Status{sdk.TurnCompleted, sdk.TurnFailed, sdk.TurnInterrupted}).Draw(t, "status"),
 	}
 }
 
@@ -132,7 +133,7 @@ func run(h *Host, thread string, plan []step) ([]committed, error) {
 		out = append(out, committed{cmd: cmd, rc: rc, before: before, after: seq()})
 		return nil
 	}
-	batch := func(evs ...domain.ProviderEvent) error {
+	batch := func(evs ...sdk.RuntimeEvent) error {
 		n++
 		id := fmt.Sprintf("%s-%d", thread, n)
 		before := seq()
@@ -145,7 +146,7 @@ func run(h *Host, thread string, plan []step) ([]committed, error) {
 		out = append(out, committed{cmd: domain.Command{ID: id}, rc: rc, before: before, after: seq()})
 		return nil
 	}
-	if err := send(domain.CreateThread{Provider: "none", Cwd: "/w", ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}); err != nil {
+	if err := send(domain.CreateThread{Provider: "none", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}); err != nil {
 		return nil, err
 	}
 	if err := send(domain.RecordSessionOpened{SessionID: "s1", ThreadRef: "pt"}); err != nil {
@@ -171,17 +172,17 @@ func run(h *Host, thread string, plan []step) ([]committed, error) {
 			err = send(domain.DispatchMessage{Text: fmt.Sprintf("message %d", i), Mode: domain.ModeQueueAfterActive})
 		case st.op == "turn" && active != nil && turn == "":
 			turns++
-			err = batch(domain.ProviderEvent{Kind: domain.EvTurnStarted, ThreadRef: "pt", TurnRef: fmt.Sprintf("u%d", turns)})
+			err = batch(sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: fmt.Sprintf("u%d", turns)})
 		case st.op == "deltas" && turn != "":
-			evs := make([]domain.ProviderEvent, st.n)
+			evs := make([]sdk.RuntimeEvent, st.n)
 			for j := range evs {
-				evs[j] = domain.ProviderEvent{Kind: domain.EvContentDelta, TurnRef: turn, ItemRef: fmt.Sprintf("a%d", i%3),
-					ItemKind: domain.ItemAssistantMessage, Text: fmt.Sprintf("d%d ", j)}
+				evs[j] = sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: turn, ItemRef: fmt.Sprintf("a%d", i%3),
+					ItemKind: sdk.ItemAssistantMessage, Text: fmt.Sprintf("d%d ", j)}
 			}
 			err = batch(evs...)
 		case st.op == "end" && turn != "":
-			err = batch(domain.ProviderEvent{Kind: domain.EvItemCompleted, TurnRef: turn, ItemRef: fmt.Sprintf("a%d", i%3)},
-				domain.ProviderEvent{Kind: domain.EvTurnTerminal, TurnRef: turn, Status: st.status})
+			err = batch(sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: turn, ItemRef: fmt.Sprintf("a%d", i%3)},
+				sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: st.status})
 		case st.op == "capture":
 			for _, c := range t.Checkpoints {
 				if c.Status == domain.CheckpointCapturing {
@@ -319,7 +320,7 @@ func TestProjectionsLeaveMemory(t *testing.T) {
 	for i := range 5 {
 		th := fmt.Sprintf("t%d", i)
 		if _, err := h.Dispatch(ctx, domain.Command{ID: "c" + th, ThreadID: th, Payload: domain.CreateThread{Provider: "none", Cwd: "/w",
-			ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}}); err != nil {
+			ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

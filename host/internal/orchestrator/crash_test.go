@@ -22,6 +22,7 @@ import (
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/sdk"
 )
 
 // A host killed with SIGKILL in the middle of group commits and snapshot
@@ -245,18 +246,18 @@ func crashHelper(dir string) int {
 					ack(id, rc)
 				}
 			}
-			ev := func(e domain.ProviderEvent) { send(domain.IngestProviderEvent{SessionID: "s1", Event: e}) }
-			send(domain.CreateThread{Provider: "none", Cwd: ws, ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}})
+			ev := func(e sdk.RuntimeEvent) { send(domain.IngestProviderEvent{SessionID: "s1", Event: e}) }
+			send(domain.CreateThread{Provider: "none", Cwd: ws, ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}})
 			send(domain.RecordSessionOpened{SessionID: "s1", ThreadRef: "pt"})
 			for turn := 0; ; turn++ {
 				send(domain.DispatchMessage{Text: fmt.Sprintf("message %d", turn), Mode: domain.ModeQueueAfterActive})
 				ref := fmt.Sprintf("u%d", turn)
-				ev(domain.ProviderEvent{Kind: domain.EvTurnStarted, ThreadRef: "pt", TurnRef: ref})
+				ev(sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: ref})
 				for i := range 20 {
-					ev(domain.ProviderEvent{Kind: domain.EvContentDelta, TurnRef: ref, ItemRef: "a" + ref,
-						ItemKind: domain.ItemAssistantMessage, Text: fmt.Sprintf("delta %d ", i)})
+					ev(sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: ref, ItemRef: "a" + ref,
+						ItemKind: sdk.ItemAssistantMessage, Text: fmt.Sprintf("delta %d ", i)})
 				}
-				ev(domain.ProviderEvent{Kind: domain.EvTurnTerminal, TurnRef: ref, Status: "completed"})
+				ev(sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref, Status: "completed"})
 			}
 		})
 	}

@@ -22,23 +22,19 @@ const maxIngestBatch = 256
 // retried: a lost terminal event would leave its run running.
 func (h *Host) ingestBatch(s *liveSession, evs []sdk.RuntimeEvent) {
 	s.touch(h.cfg.Clock.Now())
-	pevs := make([]domain.ProviderEvent, len(evs))
-	for i, ev := range evs {
-		pevs[i] = toDomain(ev)
-	}
 	id := fmt.Sprintf("pev:%s:%d", s.id, evs[0].Sequence)
 	if len(evs) > 1 {
 		id += fmt.Sprintf("-%d", evs[len(evs)-1].Sequence)
 	}
-	h.ingestRetrying(s, id, pevs)
+	h.ingestRetrying(s, id, evs)
 }
 
 // ingest decides one provider event the host made itself.
-func (h *Host) ingest(s *liveSession, ev domain.ProviderEvent, cmdID string) {
-	h.ingestRetrying(s, cmdID, []domain.ProviderEvent{ev})
+func (h *Host) ingest(s *liveSession, ev sdk.RuntimeEvent, cmdID string) {
+	h.ingestRetrying(s, cmdID, []sdk.RuntimeEvent{ev})
 }
 
-func (h *Host) ingestRetrying(s *liveSession, cmdID string, evs []domain.ProviderEvent) {
+func (h *Host) ingestRetrying(s *liveSession, cmdID string, evs []sdk.RuntimeEvent) {
 	err := h.retry("ingest provider events", func() error { return h.ingestEvents(s.threadID, s.id, cmdID, evs) },
 		"thread", s.threadID, "session", s.id)
 	if err != nil && !errors.Is(err, ErrClosed) {
@@ -54,7 +50,7 @@ const providerEventsType = "provider.events"
 // once (a stream resumed after sequence N sends the same events again), so
 // these name the events; hashing their whole content would cost a second
 // encoding of every delta.
-func batchHash(threadID, sessionID string, evs []domain.ProviderEvent) string {
+func batchHash(threadID, sessionID string, evs []sdk.RuntimeEvent) string {
 	h := sha256.New()
 	b := make([]byte, 0, 64)
 	b = append(append(append(b, threadID...), 0), sessionID...)
@@ -69,7 +65,7 @@ func batchHash(threadID, sessionID string, evs []domain.ProviderEvent) string {
 // ingestEvents commits a session's provider events as one command: each is
 // decided against the thread as the ones before it left it, and all of
 // them, their effects and one receipt are committed in one synced batch.
-func (h *Host) ingestEvents(threadID, sessionID, cmdID string, evs []domain.ProviderEvent) error {
+func (h *Host) ingestEvents(threadID, sessionID, cmdID string, evs []sdk.RuntimeEvent) error {
 	if len(evs) == 1 {
 		_, err := h.Dispatch(context.Background(), domain.Command{ID: cmdID, ThreadID: threadID,
 			Payload: domain.IngestProviderEvent{SessionID: sessionID, Event: evs[0]}})
@@ -90,29 +86,4 @@ func (h *Host) ingestEvents(threadID, sessionID, cmdID string, evs []domain.Prov
 			return events, effects, nil
 		}})
 	return err
-}
-
-func toDomain(ev sdk.RuntimeEvent) domain.ProviderEvent {
-	pe := domain.ProviderEvent{Sequence: ev.Sequence, Kind: domain.EventKind(ev.Kind), ClientTurnID: ev.ClientTurnID, RawFrame: ev.RawFrame, ThreadRef: ev.ThreadRef,
-		ParentThreadRef: ev.ParentThreadRef, TurnRef: ev.TurnRef, ItemRef: ev.ItemRef, ItemKind: domain.NodeKind(ev.ItemKind),
-		Title: ev.Title, Text: ev.Text, Status: string(ev.Status), RequestRef: ev.RequestRef, RequestKind: domain.RequestKind(ev.RequestKind),
-		ThreadUsable: ev.ThreadUsable, Detail: ev.Detail}
-	for _, o := range ev.Options {
-		pe.Options = append(pe.Options, domain.RequestOption{ID: o.ID, Label: o.Label, Kind: string(o.Kind)})
-	}
-	if u := ev.Usage; u != nil {
-		pe.Usage = &domain.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens,
-			ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens}
-	}
-	if f := ev.Failure; f != nil {
-		pe.Failure = &domain.Failure{Code: f.Code, Message: f.Message}
-	}
-	if l := ev.RateLimit; l != nil {
-		pe.RateLimit = &domain.RateLimit{Scope: l.Scope, UsedPercent: l.UsedPercent, ResetsAt: l.ResetsAt}
-	}
-	if l := ev.Limit; l != nil {
-		pe.Limit = &domain.Limit{Kind: domain.LimitKind(l.Kind), ResetsAt: l.ResetsAt, Scope: l.Scope, Message: l.Message,
-			Evidence: l.Evidence}
-	}
-	return pe
 }

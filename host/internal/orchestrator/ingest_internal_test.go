@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
+	"github.com/baton-run/baton/sdk"
 )
 
 // A batch of provider events is one command: its events are decided in
@@ -24,7 +25,7 @@ func TestIngestBatch(t *testing.T) {
 	defer h.Close()
 	ctx := context.Background()
 	rc, err := h.Dispatch(ctx, domain.Command{ID: "c", Payload: domain.CreateThread{Provider: "none", Cwd: "/w",
-		ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}})
+		ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,11 +33,11 @@ func TestIngestBatch(t *testing.T) {
 	if _, err := h.Dispatch(ctx, domain.Command{ID: "o", ThreadID: th, Payload: domain.RecordSessionOpened{SessionID: "s1"}}); err != nil {
 		t.Fatal(err)
 	}
-	evs := []domain.ProviderEvent{
-		{Sequence: 1, Kind: domain.EvThreadStarted, ThreadRef: "pt"},
-		{Sequence: 2, Kind: domain.EvThreadStarted, ThreadRef: "child", ParentThreadRef: "pt"}, // needs the one before
-		{Sequence: 3, Kind: domain.EvDiagnostic, Title: "one"},
-		{Sequence: 4, Kind: domain.EvDiagnostic, Title: "two"},
+	evs := []sdk.RuntimeEvent{
+		{Sequence: 1, Kind: sdk.EventThreadStarted, ThreadRef: "pt"},
+		{Sequence: 2, Kind: sdk.EventThreadStarted, ThreadRef: "child", ParentThreadRef: "pt"}, // needs the one before
+		{Sequence: 3, Kind: sdk.EventDiagnostic, Title: "one"},
+		{Sequence: 4, Kind: sdk.EventDiagnostic, Title: "two"},
 	}
 	head := h.LastSequence()
 	if err := h.ingestEvents(th, "s1", "pev:s1:1-4", evs); err != nil {

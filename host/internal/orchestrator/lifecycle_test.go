@@ -16,6 +16,7 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/scenario"
+	"github.com/baton-run/baton/sdk"
 )
 
 // play runs a scenario's client side (testdata/PROVIDER/NAME.steps.json)
@@ -141,7 +142,7 @@ func TestACPApprovalAnsweredByClient(t *testing.T) {
 	}
 	th := mustThread(t, e, threadID)
 	q := th.Requests[0]
-	if q.Status != domain.RequestStatusPending || q.Delivery != domain.DeliveryLive || q.Kind != domain.RequestPermission ||
+	if q.Status != domain.RequestStatusPending || q.Delivery != domain.DeliveryLive || q.Kind != sdk.RequestPermission ||
 		th.Runs[0].Status != domain.RunStatusWaiting {
 		t.Fatalf("request %+v, run %s; want pending, live, run waiting", q, th.Runs[0].Status)
 	}

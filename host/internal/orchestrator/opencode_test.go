@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/sdk"
 )
 
 // The host with the real opencode plugin and the replay peer serving
@@ -108,9 +109,9 @@ func TestOpencodeApprovalByPolicy(t *testing.T) {
 	// Both of the transcript's requests, the command's and the write's,
 	// accepted by the policy.
 	type answer struct {
-		Kind       domain.RequestKind
+		Kind       sdk.RequestKind
 		Status     domain.RequestStatus
-		Decision   domain.Verdict
+		Decision   sdk.Decision
 		AnsweredBy domain.Answerer
 	}
 	var got []answer
@@ -118,8 +119,8 @@ func TestOpencodeApprovalByPolicy(t *testing.T) {
 		got = append(got, answer{q.Kind, q.Status, q.Decision, q.AnsweredBy})
 	}
 	want := []answer{
-		{domain.RequestCommandApproval, domain.RequestStatusResolved, "accept", domain.AnsweredByPolicy},
-		{domain.RequestFileChangeApproval, domain.RequestStatusResolved, "accept", domain.AnsweredByPolicy},
+		{sdk.RequestCommandApproval, domain.RequestStatusResolved, "accept", domain.AnsweredByPolicy},
+		{sdk.RequestFileChangeApproval, domain.RequestStatusResolved, "accept", domain.AnsweredByPolicy},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
@@ -143,7 +144,7 @@ func TestOpencodeSubagent(t *testing.T) {
 	sub := e.subagentTurn(th, r)
 	var childMsgs int
 	for _, n := range r.Nodes {
-		if n.ParentID == sub.ID && n.Kind == domain.ItemAssistantMessage {
+		if n.ParentID == sub.ID && n.Kind == domain.NodeAssistantMessage {
 			childMsgs++
 		}
 	}
@@ -221,7 +222,7 @@ func TestOpencodeSubagentCheckpoint(t *testing.T) {
 	if got := fileList(runCP); !slices.Equal(got, []string{"added notes.txt"}) {
 		t.Errorf("run checkpoint files: %q", got)
 	}
-	if len(th.Requests) != 1 || th.Requests[0].AnsweredBy != "policy" || th.Requests[0].Kind != domain.RequestFileChangeApproval {
+	if len(th.Requests) != 1 || th.Requests[0].AnsweredBy != "policy" || th.Requests[0].Kind != sdk.RequestFileChangeApproval {
 		t.Errorf("requests: %+v", th.Requests)
 	}
 }

@@ -160,7 +160,7 @@ func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
 	switch e.Type {
 	case domain.EffectStartTurn:
 		return &domain.Command{ID: "fail:" + e.RunID + ":" + e.AttemptID, ThreadID: e.ThreadID,
-			Payload: domain.FailRun{RunID: e.RunID, Failure: domain.Failure{Code: "start_failed", Message: err.Error()}}}, true
+			Payload: domain.FailRun{RunID: e.RunID, Failure: sdk.Failure{Code: "start_failed", Message: err.Error()}}}, true
 	case domain.EffectSteer:
 		return &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID,
 			Payload: domain.SteerFailed{RunID: e.RunID, MessageID: e.MessageID, Reason: err.Error()}}, true

@@ -97,7 +97,7 @@ type liveSession struct {
 	threadID string
 	// provider, model and command are what it runs.
 	provider, model string
-	command         domain.ProviderCommand
+	command         sdk.ProviderCommand
 	plugin          *pluginhost.Plugin
 	done            chan struct{} // closed when its event stream has ended
 	used            atomic.Int64  // when it was last used, on the host's clock (Unix ns)
@@ -380,8 +380,8 @@ func (h *Host) pump(s *liveSession) {
 			}
 		}
 		wait.Stop()
-		h.ingest(s, domain.ProviderEvent{Kind: domain.EvRuntimeExited, Status: "failed",
-			Failure: &domain.Failure{Code: "plugin_exited", Message: fmt.Sprintf("the %s plugin went away: %v", s.plugin.Name, streamErr)}},
+		h.ingest(s, sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "failed",
+			Failure: &sdk.Failure{Code: "plugin_exited", Message: fmt.Sprintf("the %s plugin went away: %v", s.plugin.Name, streamErr)}},
 			"pexit:"+s.id)
 		return
 	}

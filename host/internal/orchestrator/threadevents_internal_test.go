@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/sdk"
 )
 
 // A reader that sees a projection finds, in ThreadEvents, every event it
@@ -16,7 +17,7 @@ func TestThreadEventsCoverTheProjectionTheyStandBehind(t *testing.T) {
 	h := quietHost(t, Config{})
 	ctx := context.Background()
 	for i, p := range []domain.CommandPayload{
-		domain.CreateThread{Provider: "none", Cwd: "/w", ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}},
+		domain.CreateThread{Provider: "none", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}},
 		domain.RecordSessionOpened{SessionID: "s1", ThreadRef: "pt"},
 		domain.DispatchMessage{Text: "hello"},
 	} {
@@ -24,15 +25,15 @@ func TestThreadEventsCoverTheProjectionTheyStandBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := h.ingestEvents("t", "s1", "turn", []domain.ProviderEvent{{Kind: domain.EvTurnStarted, ThreadRef: "pt", TurnRef: "u1"}}); err != nil {
+	if err := h.ingestEvents("t", "s1", "turn", []sdk.RuntimeEvent{{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1"}}); err != nil {
 		t.Fatal(err)
 	}
 	const deltas = 500
 	written := make(chan error, 1)
 	go func() {
 		for i := range deltas {
-			ev := domain.ProviderEvent{Kind: domain.EvContentDelta, TurnRef: "u1", ItemRef: "a", Text: "x"}
-			if err := h.ingestEvents("t", "s1", fmt.Sprint("d", i), []domain.ProviderEvent{ev}); err != nil {
+			ev := sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "u1", ItemRef: "a", Text: "x"}
+			if err := h.ingestEvents("t", "s1", fmt.Sprint("d", i), []sdk.RuntimeEvent{ev}); err != nil {
 				written <- err
 				return
 			}

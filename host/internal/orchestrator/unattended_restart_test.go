@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/plugintest"
 )
@@ -203,7 +204,7 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 type waitingSetup struct {
 	PluginDir string
 	Cwd       string
-	Command   domain.ProviderCommand
+	Command   sdk.ProviderCommand
 	Text      string
 	// Now is the helper host's clock, which nothing moves.
 	Now time.Time

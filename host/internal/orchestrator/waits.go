@@ -80,10 +80,8 @@ func (h *Host) syncWait(threadID string, w *domain.Wait) {
 	id, at := w.ID, w.At
 	h.wg.Go(func() {
 		defer cancel()
-		if d := at.Sub(h.cfg.Clock.Now()); d > 0 {
-			if clock.Sleep(ctx, h.cfg.Clock, d) != nil {
-				return // stopped: another wait replaced it, or the host stops
-			}
+		if clock.SleepUntil(ctx, h.cfg.Clock, at) != nil {
+			return // stopped: another wait replaced it, or the host stops
 		}
 		cmd := domain.Command{ID: "wait:" + id, ThreadID: threadID, Payload: domain.FireWait{WaitID: id}}
 		if err := h.retry("fire a wait", func() error {

@@ -11,6 +11,7 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/sdk"
 )
 
 // The commands. Each RPC checks its request (errors name the proto field),
@@ -69,7 +70,7 @@ func (s *Server) CreateThread(ctx context.Context, req *batonv1.CreateThreadRequ
 	pc := req.GetProviderCommand()
 	rc, err := s.dispatch(ctx, "CreateThread", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.CreateThread{
 		Provider: req.GetProvider(), Cwd: req.GetCwd(), Model: req.GetModel(), ApprovalPolicy: policy,
-		ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}}})
+		ProviderCommand: sdk.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}}})
 	if err != nil {
 		return nil, err
 	}
@@ -146,8 +147,8 @@ func (s *Server) runOf(threadID, msgID string) string {
 
 // decisions are the answers a request takes.
 var decisions = map[string]bool{
-	string(domain.VerdictAccept): true, string(domain.VerdictAcceptForSession): true, string(domain.VerdictDecline): true,
-	string(domain.VerdictCancel): true, string(domain.VerdictAnswer): true,
+	string(sdk.DecisionAccept): true, string(sdk.DecisionAcceptForSession): true, string(sdk.DecisionDecline): true,
+	string(sdk.DecisionCancel): true, string(sdk.DecisionAnswer): true,
 }
 
 // AnswerRequest answers a provider's request. With no thread id it is the
@@ -165,7 +166,7 @@ func (s *Server) AnswerRequest(ctx context.Context, req *batonv1.AnswerRequestRe
 	}
 	decision := req.GetDecision()
 	if decision == "" && len(req.GetAnswers()) > 0 {
-		decision = string(domain.VerdictAnswer)
+		decision = string(sdk.DecisionAnswer)
 	}
 	if decision == "" {
 		return nil, invalid("decision", "required")
@@ -186,7 +187,7 @@ func (s *Server) AnswerRequest(ctx context.Context, req *batonv1.AnswerRequestRe
 		}
 	}
 	rc, err := s.dispatch(ctx, "AnswerRequest", domain.Command{ID: id, ThreadID: threadID, Payload: domain.RespondToRequest{
-		RequestID: req.GetRequestId(), Decision: domain.Verdict(decision), Answers: req.GetAnswers()}})
+		RequestID: req.GetRequestId(), Decision: sdk.Decision(decision), Answers: req.GetAnswers()}})
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +313,7 @@ func (s *Server) SwitchProvider(ctx context.Context, req *batonv1.SwitchProvider
 		return nil, invalid("provider_command", "env without argv")
 	}
 	rc, err := s.host.Dispatch(ctx, domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.SwitchProvider{
-		Provider: req.GetProvider(), Model: req.GetModel(), ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()},
+		Provider: req.GetProvider(), Model: req.GetModel(), ProviderCommand: sdk.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()},
 		HandoffMaxBytes: int(maxBytes)}})
 	if errors.Is(err, domain.ErrNoProviderCommand) {
 		// The domain knows which providers the thread has used; the field

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -35,8 +36,10 @@ const (
 	WireProtocol = "exec/1"
 )
 
-// Settings a session's provider command carries in its Env (they are
-// passed on to the command too, which does no harm).
+// Settings a session's provider command carries in its Env, or else the
+// plugin's own environment (`baton run` gives a command no Env: set them
+// where baton runs). Command.Env is passed on to the command too, which
+// does no harm.
 const (
 	// EnvPrompt says how the prompt reaches the command: "arg" (the
 	// default: the last argument, or in place of an argument that is
@@ -45,8 +48,7 @@ const (
 	EnvPrompt = "BATON_EXEC_PROMPT"
 	// EnvStateDir is where a session's earlier turns are kept for resume
 	// (default: $XDG_STATE_HOME/baton-plugin-exec, or
-	// ~/.local/state/baton-plugin-exec). The plugin's own environment may
-	// set it too.
+	// ~/.local/state/baton-plugin-exec).
 	EnvStateDir = "BATON_EXEC_STATE_DIR"
 	// EnvModel is set in the command's environment to the session's
 	// model, when the host names one.
@@ -134,7 +136,8 @@ type session struct {
 	stateFile       string // "" keeps no state
 	log             hclog.Logger
 	clock           clock.Clock
-	emit            sdk.Emitter
+	life            *sessions.Lifecycle // closed, and runtime_exited last
+	emit            sdk.Emitter         // life: nothing after runtime_exited
 	frames          *framelog.Log
 
 	mu        sync.Mutex
@@ -142,8 +145,6 @@ type session struct {
 	announced bool // thread_started emitted
 	turns     int
 	cur       *turn // the latest turn; nil before the first
-	closed    bool
-	done      chan struct{} // closed after runtime_exited
 }
 
 // turn is one turn and its process.
@@ -160,7 +161,9 @@ type turn struct {
 	closing     bool
 	diags       int
 	tail        []string
-	malformed   bool // output that is not UTF-8 was reported
+	badLine     bool // the stdout line being read is not text
+	malformed   int  // lines that were not text
+	lastFrame   uint64
 }
 
 // threadRef matches the thread refs the plugin makes.
@@ -178,7 +181,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	if err != nil {
 		return sdk.OpenSessionResponse{}, err
 	}
-	a.sessions.Add(req.SessionID, s, s.done)
+	a.sessions.Add(req.SessionID, s, s.life.Done())
 	return sdk.OpenSessionResponse{ProviderSessionRef: s.thread, ProviderThreadRef: s.thread}, nil
 }
 
@@ -212,7 +215,7 @@ func (a *Adapter) ResumeSession(ctx context.Context, req sdk.OpenSessionRequest,
 		s.thread = newThreadRef()
 		s.stateFile = stateFile(filepath.Dir(s.stateFile), s.thread)
 	}
-	a.sessions.Add(req.SessionID, s, s.done)
+	a.sessions.Add(req.SessionID, s, s.life.Done())
 	return sdk.OpenSessionResponse{ProviderSessionRef: s.thread, ProviderThreadRef: s.thread, Resumed: resumed}, nil
 }
 
@@ -234,7 +237,7 @@ func (a *Adapter) newSession(req sdk.OpenSessionRequest, emit sdk.Emitter, threa
 		return nil, sdk.Errorf(sdk.ErrInvalid, "open session: runtime policy %q: exec has none (the command's own settings decide what it may do)", req.RuntimePolicy)
 	}
 	stdin := false
-	switch v := setting(req.Command.Env, EnvPrompt); v {
+	switch v := cmpOr(setting(req.Command.Env, EnvPrompt), os.Getenv(EnvPrompt)); v {
 	case "", "arg":
 	case "stdin":
 		stdin = true
@@ -249,9 +252,9 @@ func (a *Adapter) newSession(req sdk.OpenSessionRequest, emit sdk.Emitter, threa
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
+	life := sessions.NewLifecycle(emit)
 	s := &session{id: req.SessionID, cwd: filepath.Clean(req.Cwd), thread: thread, argv: slices.Clone(req.Command.Argv),
-		env: env, stdin: stdin, log: a.log.With("session", req.SessionID), clock: a.clock, emit: emit, frames: frames,
-		done: make(chan struct{})}
+		env: env, stdin: stdin, log: a.log.With("session", req.SessionID), clock: a.clock, life: life, emit: life, frames: frames}
 	if dir := stateDir(req.Command.Env); dir != "" {
 		s.stateFile = stateFile(dir, thread)
 	}
@@ -377,7 +380,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.life.Closed() {
 		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrUnknownSession, "start turn: session %s is closed", s.id)
 	}
 	if s.cur != nil && !s.cur.ended {
@@ -475,6 +478,9 @@ func (s *session) run(tp *turn) {
 		}
 	}
 	s.output(tp, pending)
+	s.mu.Lock()
+	s.lineEnded(tp) // a last line without a newline
+	s.mu.Unlock()
 	close(readEnd)
 	// A process that closed its stdout and lives on can no longer answer.
 	t := s.clock.NewTimer(drainTimeout)
@@ -508,23 +514,45 @@ func (s *session) output(tp *turn, b []byte) {
 		return
 	}
 	idx := s.frames.Append(framelog.In, b)
-	text := strings.ToValidUTF8(string(b), "\uFFFD")
+	text := strings.ReplaceAll(strings.ToValidUTF8(string(b), "\uFFFD"), "\x00", "\uFFFD")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !utf8.Valid(b) && !tp.malformed {
-		// The one malformed frame a text stream has.
-		tp.malformed = true
-		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: s.thread, TurnRef: tp.ref, RawFrame: idx,
-			Title: "malformed frame", Text: s.name() + " wrote bytes that are not UTF-8 text on stdout: they are shown as U+FFFD"})
+	tp.lastFrame = idx
+	for rest := b; len(rest) > 0; {
+		line, more, ended := bytes.Cut(rest, []byte("\n"))
+		if !utf8.Valid(line) || bytes.IndexByte(line, 0) >= 0 {
+			tp.badLine = true
+		}
+		if !ended {
+			break
+		}
+		s.lineEnded(tp)
+		rest = more
 	}
-	if tp.item == "" {
+	if tp.item == "" { // titled with the command's name: who answers
 		tp.item = tp.ref + "/answer"
 		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: s.thread, TurnRef: tp.ref, ItemRef: tp.item,
-			ItemKind: sdk.ItemAssistantMessage, Status: sdk.ItemInProgress, RawFrame: idx})
+			ItemKind: sdk.ItemAssistantMessage, Title: s.name(), Status: sdk.ItemInProgress, RawFrame: idx})
 	}
 	tp.answer.WriteString(text)
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: s.thread, TurnRef: tp.ref, ItemRef: tp.item,
 		ItemKind: sdk.ItemAssistantMessage, Text: text, RawFrame: idx})
+}
+
+// lineEnded reports the stdout line that just ended if it was not text
+// (bytes that are not UTF-8, or NUL): the malformed frames of a text
+// stream, one diagnostic a line (the first maxDiagnostics of a turn),
+// however the reads cut the stream. Called with s.mu held.
+func (s *session) lineEnded(tp *turn) {
+	if !tp.badLine {
+		return
+	}
+	tp.badLine = false
+	tp.malformed++
+	if tp.malformed <= maxDiagnostics {
+		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: s.thread, TurnRef: tp.ref, RawFrame: tp.lastFrame,
+			Title: "malformed frame", Text: s.name() + " wrote a line on stdout that is not text (bytes that are not UTF-8, or NUL): they are shown as U+FFFD"})
+	}
 }
 
 // end emits a turn's end once its process exited with err: completed on
@@ -644,19 +672,20 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 }
 
 // CloseSession implements sdk.Adapter: a running turn is stopped (it ends
-// interrupted), then runtime_exited comes, the session's last event.
+// interrupted), then runtime_exited comes, the session's last event. Between
+// turns no process runs: the session's end is its close.
 func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 	s, err := a.sessions.Get(sessionID)
 	if err != nil {
 		return err
 	}
+	return s.life.Close(ctx, nil, s.close)
+}
+
+// close stops the running turn's process, if there is one, waits for the
+// turn's end and reports the session's.
+func (s *session) close() {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		<-s.done
-		return nil
-	}
-	s.closed = true
 	tp := s.cur
 	running := tp != nil && !tp.ended
 	if running {
@@ -669,8 +698,8 @@ func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 	if tp != nil {
 		<-tp.exited // SIGKILL ends a process that ignores SIGTERM
 	}
-	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: s.thread, Status: sdk.ExitClosed})
-	s.frames.Close()
-	close(s.done)
-	return nil
+	s.life.Exit(errors.New("session closed"), func(bool) ([]sdk.RuntimeEvent, sdk.RuntimeEvent) {
+		s.frames.Close() // no frame comes after the exit
+		return nil, sdk.RuntimeEvent{ThreadRef: s.thread, Status: sdk.ExitClosed}
+	})
 }

@@ -91,7 +91,7 @@ func TestTurnEvents(t *testing.T) {
 	want := []view{
 		{Kind: sdk.EventThreadStarted},
 		{Kind: sdk.EventTurnStarted, Client: "client-turn-1"},
-		{Kind: sdk.EventItemStarted, ItemKind: sdk.ItemAssistantMessage, Status: sdk.ItemInProgress},
+		{Kind: sdk.EventItemStarted, ItemKind: sdk.ItemAssistantMessage, Title: "sh", Status: sdk.ItemInProgress},
 	}
 	// The two lines come in one read or two.
 	got := views(evs)
@@ -181,20 +181,25 @@ func TestFailedTurn(t *testing.T) {
 	s.Close(t)
 }
 
-// Stdout that is not UTF-8 is the malformed frame of a text stream: one
-// diagnostic, the bytes shown as U+FFFD, the turn completed.
-func TestNotUTF8(t *testing.T) {
+// A stdout line that is not text (bytes that are not UTF-8, or NUL) is
+// the malformed frame of a text stream: a diagnostic each, the bytes shown
+// as U+FFFD, the turn completed. The last line needs no newline.
+func TestNotText(t *testing.T) {
 	p := start(t)
-	s := open(t, p, nil, "sh", "-c", `printf 'a\377b\n'`)
+	s := open(t, p, nil, "sh", "-c", `printf 'a\377b\nok\nc\000d'`)
 	s.StartTurn(t, "go")
 	evs := s.WaitTurn(t)
 	d := keep(views(evs), func(v view) bool { return v.Kind == sdk.EventDiagnostic })
-	if diff := cmp.Diff([]view{{Kind: sdk.EventDiagnostic, Title: "malformed frame",
-		Text: "sh wrote bytes that are not UTF-8 text on stdout: they are shown as U+FFFD"}}, d); diff != "" {
+	diag := view{Kind: sdk.EventDiagnostic, Title: "malformed frame",
+		Text: "sh wrote a line on stdout that is not text (bytes that are not UTF-8, or NUL): they are shown as U+FFFD"}
+	if diff := cmp.Diff([]view{diag, diag}, d); diff != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)
 	}
-	if got := plugintest.ItemText(evs, "", sdk.ItemAssistantMessage); got != "a\uFFFDb\n" {
+	if got := plugintest.ItemText(evs, "", sdk.ItemAssistantMessage); got != "a\uFFFDb\nok\nc\uFFFDd" {
 		t.Errorf("answer %q", got)
+	}
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Errorf("the turn ended %s", term.Status)
 	}
 	s.Close(t)
 }
@@ -287,4 +292,16 @@ func TestOpenRefuses(t *testing.T) {
 			t.Errorf("open %+v: %v, want a refusal", req, err)
 		}
 	}
+}
+
+// The session's model reaches the command in its environment.
+func TestModelInEnv(t *testing.T) {
+	p := start(t)
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: t.TempDir(), Model: "small-1",
+		Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", `printf '%s' "$` + EnvModel + `"`}}})
+	s.StartTurn(t, "which model?")
+	if got := plugintest.ItemText(s.WaitTurn(t), "", sdk.ItemAssistantMessage); got != "small-1" {
+		t.Errorf("the command saw model %q", got)
+	}
+	s.Close(t)
 }

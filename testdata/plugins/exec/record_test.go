@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 
 // recorded are the scenarios recorded, each played from its inputs
 // (<scenario>.messages or <scenario>.steps.json).
-var recorded = []plugintest.Scenario{plugintest.Simple, plugintest.MultiTurn, plugintest.Interrupt, plugintest.Resume, plugintest.CrashMidTurn}
+var recorded = []plugintest.Scenario{plugintest.Simple, plugintest.MultiTurn, plugintest.Interrupt, plugintest.Resume, plugintest.CrashMidTurn, plugintest.MalformedFrames}
 
 func TestRecord(t *testing.T) {
 	if !*record {

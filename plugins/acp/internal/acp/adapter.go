@@ -76,25 +76,27 @@ func (a *Adapter) session(id string) (*session, error) { return a.sessions.Get(i
 
 // session is one agent process and its ACP session.
 type session struct {
-	id     string
-	cwd    string
-	log    hclog.Logger
-	emit   sdk.Emitter
-	c      *jsonrpcproc.Conn
-	ctx    context.Context // ends when the session closes or the agent exits
-	cancel context.CancelCauseFunc
+	id   string
+	cwd  string
+	log  hclog.Logger
+	life *sessions.Lifecycle
+	emit sdk.Emitter // the session's life: nothing after runtime_exited
+	c    *jsonrpcproc.Conn
+	ctx  context.Context // ends when the session closes or the agent exits
 
-	mu           sync.Mutex
-	acpSession   string
-	norm         *normalizer
-	loading      bool
-	turnDone     chan struct{} // closed when the running turn has ended
-	pending      map[string]chan permissionOutcome
-	pendingOrder []string
-	respFrames   map[string]uint64
-	now          func() time.Time // the adapter's clock
-	closed       bool
-	exited       chan struct{}
+	// pending are the permission requests waiting for the host's answer,
+	// each with the channel its goroutine (counted in permissions) waits
+	// on.
+	pending     sessions.Requests[chan permissionOutcome]
+	permissions sync.WaitGroup
+
+	mu         sync.Mutex
+	acpSession string
+	norm       *normalizer
+	loading    bool
+	turnDone   chan struct{} // closed when the running turn has ended
+	respFrames map[string]uint64
+	now        func() time.Time // the adapter's clock
 }
 
 // ResumeSession implements sdk.Resumer: OpenSession continues
@@ -109,15 +111,13 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	if !filepath.IsAbs(req.Cwd) {
 		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: cwd %q is not absolute", req.Cwd)
 	}
-	sctx, cancel := context.WithCancelCause(context.Background())
-	s := &session{id: req.SessionID, cwd: filepath.Clean(req.Cwd), log: a.log.With("session", req.SessionID), emit: emit,
-		ctx: sctx, cancel: cancel, pending: map[string]chan permissionOutcome{},
-		respFrames: map[string]uint64{}, now: a.clock.Now, exited: make(chan struct{})}
-	c, err := jsonrpcproc.Start(sctx, jsonrpcproc.Config{Name: "the agent", Command: req.Command, Dir: s.cwd,
+	life := sessions.NewLifecycle(emit)
+	s := &session{id: req.SessionID, cwd: filepath.Clean(req.Cwd), log: a.log.With("session", req.SessionID), life: life, emit: life,
+		ctx: life.Context(), respFrames: map[string]uint64{}, now: a.clock.Now}
+	c, err := jsonrpcproc.Start(s.ctx, jsonrpcproc.Config{Name: "the agent", Command: req.Command, Dir: s.cwd,
 		RawFrameLog: req.RawFrameLog, Log: s.log, Handler: handler{s}, OnRecv: s.onRecv,
-		OnMalformed: jsonrpcproc.MalformedDiagnostic(emit)})
+		OnMalformed: jsonrpcproc.MalformedDiagnostic(s.emit)})
 	if err != nil {
-		cancel(err)
 		return sdk.OpenSessionResponse{}, err // it names the command; the host says it opened a session
 	}
 	s.c = c
@@ -125,10 +125,10 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 
 	resp, err := s.handshake(ctx, req)
 	if err != nil {
-		s.close(fmt.Errorf("handshake failed: %w", err))
+		_ = s.close(context.Background(), fmt.Errorf("handshake failed: %w", err))
 		return sdk.OpenSessionResponse{}, err
 	}
-	a.sessions.Add(req.SessionID, s, s.exited)
+	a.sessions.Add(req.SessionID, s, life.Done())
 	return resp, nil
 }
 
@@ -201,33 +201,30 @@ func (s *session) onRecv(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
 	}
 }
 
-// watch waits for the agent to exit and reports it.
+// watch waits for the agent to exit and reports it: the running turn ends
+// (its prompt call fails now that the conn is closed), the permission
+// requests still pending are resolved cancelled, and runtime_exited comes
+// last.
 func (s *session) watch() {
 	s.c.Wait() // every frame the agent wrote is handled first
-	s.cancel(errors.New("agent exited"))
-	s.mu.Lock()
-	closed := s.closed
-	turn := s.turnDone
-	s.mu.Unlock()
-	if turn != nil {
-		<-turn // the prompt call fails now that the conn is closed
-	}
-	s.mu.Lock()
-	thread := s.acpSession
-	s.mu.Unlock()
-	s.cancelPending()
-	s.emit.Emit(s.c.ExitEvent(thread, closed))
-	close(s.exited)
+	s.life.Exit(errors.New("agent exited"), func(closed bool) ([]sdk.RuntimeEvent, sdk.RuntimeEvent) {
+		s.mu.Lock()
+		turn := s.turnDone
+		s.mu.Unlock()
+		if turn != nil {
+			<-turn
+		}
+		s.cancelPending()
+		s.permissions.Wait() // each emits its resolution
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return nil, s.c.ExitEvent(s.acpSession, closed)
+	})
 }
 
 // close ends the session: the agent process group is stopped.
-func (s *session) close(cause error) {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.cancel(cause)
-	_ = s.c.Proc.Close(context.Background())
-	<-s.exited
+func (s *session) close(ctx context.Context, cause error) error {
+	return s.life.Close(ctx, cause, func() { _ = s.c.Proc.Close(context.Background()) })
 }
 
 // StartTurn implements sdk.Adapter: send session/prompt and return; the
@@ -304,12 +301,7 @@ func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequest
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	ch, ok := s.pending[req.RequestRef]
-	if ok {
-		delete(s.pending, req.RequestRef)
-	}
-	s.mu.Unlock()
+	ch, ok := s.pending.Take(req.RequestRef)
 	if !ok {
 		return sdk.Errorf(sdk.ErrUnknownRequest, "request %q", req.RequestRef)
 	}
@@ -323,17 +315,13 @@ func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 	if err != nil {
 		return err
 	}
-	s.close(errors.New("session closed"))
-	return nil
+	return s.close(ctx, errors.New("session closed"))
 }
 
 // cancelPending answers every pending permission request "cancelled".
 func (s *session) cancelPending() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for ref, ch := range s.pending {
-		ch <- permissionOutcome{Outcome: string(sdk.DecisionCancel)}
-		delete(s.pending, ref)
+	for _, ch := range s.pending.TakeAll() {
+		ch <- permissionOutcome{Outcome: string(sdk.DecisionCancel)} // buffered: never blocks
 	}
 }
 
@@ -378,10 +366,8 @@ func (s *session) handle(r *jsonrpc2.Request) (result any, err *jsonrpc2.Error, 
 		// Registered here, on the read loop, so that an interrupt that
 		// follows it in the stream finds it pending.
 		ch := make(chan permissionOutcome, 1)
-		s.mu.Lock()
-		s.pending[permissionRef(r.ID)] = ch
-		s.mu.Unlock()
-		go s.permission(r.ID, ch, params, raw)
+		s.pending.Open(permissionRef(r.ID), ch)
+		s.permissions.Go(func() { s.permission(r.ID, ch, params, raw) })
 		return nil, nil, true
 	case "fs/read_text_file":
 		result, err = s.readTextFile(params)
@@ -423,9 +409,7 @@ func (s *session) permission(id jsonrpc2.ID, ch chan permissionOutcome, params [
 		if err != nil {
 			msg = "session/request_permission params: " + err.Error()
 		}
-		s.mu.Lock()
-		delete(s.pending, ref)
-		s.mu.Unlock()
+		s.pending.Take(ref)
 		_ = s.c.RPC.ReplyWithError(s.ctx, id, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: msg})
 		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: raw, Title: "malformed frame", Text: msg})
 		return

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -98,22 +97,22 @@ type session struct {
 	req  sdk.OpenSessionRequest
 	cwd  string
 	log  hclog.Logger
-	emit sdk.Emitter
+	life *sessions.Lifecycle
+	emit sdk.Emitter // the session's life: nothing after runtime_exited
 	ids  *idSource
 
 	// frames is the session's raw-frame log, one numbering across its CLI
 	// processes (a resume that fell back, a rollback's restart).
 	frames *framelog.Log
 
+	pending sessions.Requests[*permissionRequest]
+
 	mu      sync.Mutex
 	proc    *process
 	opening bool // OpenSession has not returned: a process that ends is its to handle
 	norm    *normalizer
-	pending map[string]*permissionRequest // by request ref
 	calls   map[string]*pendingCall
 	nextID  int
-	closed  bool
-	exited  chan struct{} // closed once runtime_exited was emitted
 }
 
 // process is one CLI process of a session.
@@ -179,9 +178,9 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 			req.RuntimePolicy, strings.Join(permissionModes, ", "))
 	}
 	cwd := filepath.Clean(req.Cwd)
+	life := sessions.NewLifecycle(emit)
 	s := &session{req: req, cwd: cwd, log: a.log.With("session", req.SessionID), ids: a.ids,
-		emit: emit, opening: true, norm: newNormalizer("", cwd), pending: map[string]*permissionRequest{},
-		calls: map[string]*pendingCall{}, exited: make(chan struct{})}
+		life: life, emit: life, opening: true, norm: newNormalizer("", cwd), calls: map[string]*pendingCall{}}
 
 	frames, err := framelog.Open(req.RawFrameLog, 0)
 	if err != nil {
@@ -227,7 +226,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	// frame that carries the session id, which may come before a turn.)
 	root := s.norm.root
 	s.mu.Unlock()
-	a.sessions.Add(req.SessionID, s, s.exited)
+	a.sessions.Add(req.SessionID, s, life.Done())
 	select {
 	case <-p.ended: // it ended while the session opened: report it now
 		s.finish(p)
@@ -259,7 +258,7 @@ func (s *session) start(ctx context.Context, extra ...string) error {
 	}
 	p := &process{Process: lp, ended: make(chan struct{})}
 	s.mu.Lock()
-	if s.closed {
+	if s.life.Closed() {
 		// Closed while a rollback replaced the process: CloseSession
 		// stopped the old one and waits for the session's end, which this
 		// one must not outlive.
@@ -405,8 +404,7 @@ func (s *session) handle(p *process, line []byte, raw uint64) {
 		emit(s.controlRequest(p, f))
 	case typeControlCancel:
 		ref := requestRef(f.RequestID)
-		if q, ok := s.pending[ref]; ok {
-			delete(s.pending, ref)
+		if q, ok := s.pending.Take(ref); ok {
 			emit([]sdk.RuntimeEvent{q.resolved(sdk.DecisionCancel, "claude withdrew the request")})
 		}
 	default:
@@ -457,7 +455,7 @@ func (s *session) controlRequest(p *process, f *frame) []sdk.RuntimeEvent {
 		s.answer(p, controlResponseBody{Subtype: "success", RequestID: f.RequestID, Response: resp})
 		return evs
 	}
-	s.pending[requestRef(f.RequestID)] = q
+	s.pending.Open(requestRef(f.RequestID), q)
 	return evs
 }
 
@@ -471,32 +469,25 @@ func (s *session) answer(p *process, body controlResponseBody) {
 }
 
 // finish reports the end of the session's process: running turns fail,
-// pending requests are cancelled, and runtime_exited comes last.
+// pending requests are cancelled, and runtime_exited comes last. The read
+// loop and OpenSession (or a restart) may both see the end: the first
+// reports it.
 func (s *session) finish(p *process) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case <-s.exited:
-		return // the read loop and OpenSession (or a restart) both saw the end
-	default:
-	}
-	closed := s.closed
-	report := "claude exited"
-	if !closed {
-		report = p.ExitReport("during the turn")
-	}
-	evs := s.norm.exited(report)
-	for _, ref := range slices.Sorted(maps.Keys(s.pending)) {
-		q := s.pending[ref]
-		evs = append(evs, q.resolved(sdk.DecisionCancel, ""))
-		delete(s.pending, ref)
-	}
-	for _, ev := range evs {
-		s.emit.Emit(ev)
-	}
-	s.emit.Emit(p.ExitEvent(s.norm.root, closed))
-	s.frames.Close()
-	close(s.exited) // (under the lock: a second finish sees it)
+	s.life.Exit(errProcessEnded, func(closed bool) ([]sdk.RuntimeEvent, sdk.RuntimeEvent) {
+		report := "claude exited"
+		if !closed {
+			report = p.ExitReport("during the turn")
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		evs := s.norm.exited(report)
+		for _, q := range s.pending.TakeAll() {
+			evs = append(evs, q.resolved(sdk.DecisionCancel, ""))
+		}
+		exit := p.ExitEvent(s.norm.root, closed)
+		s.frames.Close() // the exit is the session's last event: no frame comes after it
+		return evs, exit
+	})
 }
 
 // live is the session's process, or ErrProviderExited.
@@ -662,17 +653,17 @@ func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequest
 		return err
 	}
 	s.mu.Lock()
-	q, ok := s.pending[req.RequestRef]
-	if !ok {
+	q, err := s.pending.Get(req.RequestRef)
+	if err != nil {
 		s.mu.Unlock()
-		return sdk.Errorf(sdk.ErrUnknownRequest, "request %q", req.RequestRef)
+		return err
 	}
 	resp, err := reply(q, req.Decision, req.Answers)
 	if err != nil {
 		s.mu.Unlock()
 		return err
 	}
-	delete(s.pending, req.RequestRef)
+	s.pending.Take(req.RequestRef)
 	if req.Decision == sdk.DecisionDecline || req.Decision == sdk.DecisionCancel {
 		s.norm.decline(q.body.ToolUseID)
 	}
@@ -697,17 +688,16 @@ func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.closed = true
-	p := s.proc
-	s.mu.Unlock()
-	_ = p.Close(context.Background())
-	select {
-	case <-s.exited:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("close session %s: waiting for claude to exit: %w", sessionID, context.Cause(ctx))
+	err = s.life.Close(ctx, nil, func() {
+		s.mu.Lock()
+		p := s.proc
+		s.mu.Unlock()
+		_ = p.Close(context.Background())
+	})
+	if err != nil {
+		return fmt.Errorf("close session %s: waiting for claude to exit: %w", sessionID, err)
 	}
+	return nil
 }
 
 // idSource is where the adapter's random ids come from: one reader,

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/baton-run/baton/sdk"
+	"github.com/baton-run/baton/sdk/sessions"
 )
 
 // normalizer turns one Claude Code session's frames into runtime events. It
@@ -37,7 +38,7 @@ type normalizer struct {
 	cwd  string
 
 	turn     *rootTurn
-	items    map[string]*openItem // thread\x00tool use id -> open tool item
+	items    sessions.Items[tool] // open tool items, by thread and tool use id
 	children map[string]*child    // Task tool use id -> its thread
 	// lastEntry is the uuid of the newest root assistant message: the
 	// point a resumed session can be truncated at.
@@ -78,13 +79,11 @@ type rootTurn struct {
 // it).
 type ranTurn struct{ ref, before string }
 
-// openItem is a tool use whose result has not come.
-type openItem struct {
-	thread, turn, id string
-	kind             sdk.ItemKind
-	title            string
-	name             string
-	declined         bool // the host declined its permission request
+// tool is what an open tool item keeps besides: a tool use whose result
+// has not come.
+type tool struct {
+	name     string
+	declined bool // the host declined its permission request
 }
 
 // child is a subagent's thread and its one turn.
@@ -96,7 +95,7 @@ type child struct {
 }
 
 func newNormalizer(root, cwd string) *normalizer {
-	return &normalizer{root: root, cwd: cwd, items: map[string]*openItem{}, children: map[string]*child{}}
+	return &normalizer{root: root, cwd: cwd, children: map[string]*child{}}
 }
 
 // activeTurn is the root turn in progress ("" when none).
@@ -364,8 +363,11 @@ func (n *normalizer) toolUse(thread, turn string, b block) []sdk.RuntimeEvent {
 			title += ": " + d
 		}
 	}
-	it := &openItem{thread: thread, turn: turn, id: b.ID, kind: kind, title: title, name: b.Name}
-	n.items[itemKey(thread, b.ID)] = it
+	if old := n.items.Get(thread, b.ID); old != nil {
+		n.items.Forget(old) // a tool use named again starts again
+	}
+	it, _ := n.items.Start(thread, turn, b.ID, kind, title)
+	it.Data.name = b.Name
 	var detail json.RawMessage
 	if len(b.Input) > 0 {
 		detail, _ = json.Marshal(map[string]any{"tool": b.Name, "input": b.Input})
@@ -379,24 +381,15 @@ func (n *normalizer) toolUse(thread, turn string, b block) []sdk.RuntimeEvent {
 	return out
 }
 
-func itemKey(thread, id string) string { return thread + "\x00" + id }
-
 // toolItem is the open item of tool use id, on whichever thread (nil when
 // none is open). A permission request names only the tool use.
-func (n *normalizer) toolItem(id string) *openItem {
-	for _, it := range n.items {
-		if it.id == id {
-			return it
-		}
-	}
-	return nil
-}
+func (n *normalizer) toolItem(id string) *sessions.Item[tool] { return n.items.Find(id) }
 
 // decline says that the host declined tool use id's permission: its
 // result completes its item as declined.
 func (n *normalizer) decline(id string) {
 	if it := n.toolItem(id); it != nil {
-		it.declined = true
+		it.Data.declined = true
 	}
 }
 
@@ -442,33 +435,32 @@ func (n *normalizer) toolResult(f *frame, b block) []sdk.RuntimeEvent {
 		}
 		thread = p // a subagent's thread is named by its tool use
 	}
-	it := n.items[itemKey(thread, b.ToolUseID)]
+	it := n.items.Get(thread, b.ToolUseID)
 	if it == nil {
 		return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, ThreadRef: thread, Title: "tool result for an unknown tool use " + b.ToolUseID, Detail: f.raw}}
 	}
-	delete(n.items, itemKey(thread, b.ToolUseID))
 	status := sdk.ItemDone
 	switch {
-	case it.declined:
+	case it.Data.declined:
 		status = sdk.ItemDeclined
 	case b.IsError:
 		status = sdk.ItemFailed
 	}
 	text := resultText(b.Content)
-	d := map[string]any{"tool": it.name, "output": text}
+	d := map[string]any{"tool": it.Data.name, "output": text}
 	if len(f.ToolUseResult) > 0 {
 		d["result"] = f.ToolUseResult
 	}
 	detail, _ := json.Marshal(d)
 	var out []sdk.RuntimeEvent
-	if it.kind == sdk.ItemCommandExecution && text != "" {
-		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
-			ItemKind: it.kind, Text: text})
+	if it.Kind == sdk.ItemCommandExecution && text != "" {
+		out = append(out, it.Delta(text))
 	}
-	out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
-		ItemKind: it.kind, Title: it.title, Status: status, Detail: detail})
-	if it.kind == sdk.ItemSubagent {
-		if c := n.children[it.id]; c != nil && !c.background {
+	done := n.items.Complete(it, status)
+	done.Detail = detail
+	out = append(out, done)
+	if it.Kind == sdk.ItemSubagent {
+		if c := n.children[it.Ref]; c != nil && !c.background {
 			out = append(out, n.endChild(c, map[sdk.Status]sdk.Status{sdk.ItemDone: sdk.TurnCompleted, sdk.ItemDeclined: sdk.TurnInterrupted}[status], text)...)
 		}
 	}
@@ -512,17 +504,7 @@ func (n *normalizer) endChild(c *child, status sdk.Status, text string) []sdk.Ru
 
 // closeItems fails the tool items a turn left open.
 func (n *normalizer) closeItems(thread, turn string) []sdk.RuntimeEvent {
-	var out []sdk.RuntimeEvent
-	for _, key := range slices.Sorted(maps.Keys(n.items)) {
-		it := n.items[key]
-		if it.thread != thread || it.turn != turn {
-			continue
-		}
-		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
-			ItemKind: it.kind, Title: it.title, Status: sdk.ItemFailed, Text: "the item was still open when the turn ended"})
-		delete(n.items, key)
-	}
-	return out
+	return n.items.CloseTurn(thread, turn, sdk.ItemFailed, "the item was still open when the turn ended")
 }
 
 // system normalizes the system messages that matter: the task_* lifecycle

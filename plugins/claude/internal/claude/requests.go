@@ -64,8 +64,8 @@ func (n *normalizer) openRequest(id string, body controlRequestBody, raw json.Ra
 	q.thread, q.turn = n.root, n.activeTurn()
 	title := body.ToolName
 	if it := n.toolItem(body.ToolUseID); it != nil {
-		q.thread, q.turn = it.thread, it.turn
-		title = it.title
+		q.thread, q.turn = it.Thread, it.Turn
+		title = it.Title
 	}
 	switch {
 	case body.Title != "":

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,22 +84,21 @@ func (a *Adapter) session(id string) (*session, error) { return a.sessions.Get(i
 
 // session is one codex process and its root thread.
 type session struct {
-	id     string
-	cwd    string
-	log    hclog.Logger
-	emit   sdk.Emitter
-	c      *jsonrpcproc.Conn
-	ctx    context.Context // ends when the session closes or codex exits
-	cancel context.CancelCauseFunc
+	id   string
+	cwd  string
+	log  hclog.Logger
+	life *sessions.Lifecycle
+	emit sdk.Emitter // the session's life: nothing after runtime_exited
+	c    *jsonrpcproc.Conn
+	ctx  context.Context // ends when the session closes or codex exits
 
 	lastResp atomic.Uint64 // raw-frame index of the latest response
 
-	mu      sync.Mutex
-	thread  string // the root thread
-	norm    *normalizer
-	pending map[string]*pendingRequest
-	closed  bool
-	exited  chan struct{}
+	pending sessions.Requests[*pendingRequest]
+
+	mu     sync.Mutex
+	thread string // the root thread
+	norm   *normalizer
 }
 
 // pendingRequest is a server request waiting for the host's answer.
@@ -126,16 +123,14 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	if err != nil {
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
-	sctx, cancel := context.WithCancelCause(context.Background())
 	cwd := filepath.Clean(req.Cwd)
-	s := &session{id: req.SessionID, cwd: cwd, log: a.log.With("session", req.SessionID), emit: emit,
-		ctx: sctx, cancel: cancel, norm: newNormalizer("", cwd), pending: map[string]*pendingRequest{},
-		exited: make(chan struct{})}
-	c, err := jsonrpcproc.Start(sctx, jsonrpcproc.Config{Name: "codex", Command: req.Command, Dir: cwd,
+	life := sessions.NewLifecycle(emit)
+	s := &session{id: req.SessionID, cwd: cwd, log: a.log.With("session", req.SessionID), life: life, emit: life,
+		ctx: life.Context(), norm: newNormalizer("", cwd)}
+	c, err := jsonrpcproc.Start(s.ctx, jsonrpcproc.Config{Name: "codex", Command: req.Command, Dir: cwd,
 		RawFrameLog: req.RawFrameLog, Log: s.log, Handler: handler{s}, OnRecv: s.onRecv,
-		OnMalformed: jsonrpcproc.MalformedDiagnostic(emit)})
+		OnMalformed: jsonrpcproc.MalformedDiagnostic(s.emit)})
 	if err != nil {
-		cancel(err)
 		return sdk.OpenSessionResponse{}, err // it names the command; the host says it opened a session
 	}
 	s.c = c
@@ -143,10 +138,10 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 
 	resp, err := s.handshake(ctx, req, policy)
 	if err != nil {
-		s.close(fmt.Errorf("handshake failed: %w", err))
+		_ = s.close(context.Background(), fmt.Errorf("handshake failed: %w", err))
 		return sdk.OpenSessionResponse{}, err // the call names the method
 	}
-	a.sessions.Add(req.SessionID, s, s.exited)
+	a.sessions.Add(req.SessionID, s, life.Done())
 	return resp, nil
 }
 
@@ -211,54 +206,31 @@ func (s *session) onRecv(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
 	}
 }
 
-// watch waits for codex to exit and reports it: turns still running fail,
-// requests still pending are cancelled, and runtime_exited comes last.
+// watch waits for codex to exit and reports it: requests still pending
+// are cancelled (codex can no longer be answered), turns still running
+// fail, and runtime_exited comes last.
 func (s *session) watch() {
 	s.c.Wait() // every frame codex wrote is handled first
-	s.cancel(errors.New("codex exited"))
-	s.mu.Lock()
-	closed := s.closed
-	thread := s.thread
-	report := "codex exited"
-	if !closed {
-		report = "codex exited during the turn"
-	}
-	terminals := s.norm.exited(report)
-	s.mu.Unlock()
-	s.cancelPending()
-	for _, ev := range terminals {
-		s.emit.Emit(ev)
-	}
-	s.emit.Emit(s.c.ExitEvent(thread, closed))
-	close(s.exited)
+	s.life.Exit(errors.New("codex exited"), func(closed bool) ([]sdk.RuntimeEvent, sdk.RuntimeEvent) {
+		var evs []sdk.RuntimeEvent
+		for _, q := range s.pending.TakeAll() {
+			evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
+				RequestRef: q.ref, Status: sdk.DecisionCancel.Status()})
+		}
+		report := "codex exited"
+		if !closed {
+			report = "codex exited during the turn"
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return append(evs, s.norm.exited(report)...), s.c.ExitEvent(s.thread, closed)
+	})
 }
 
 // close ends the session: codex's stdin closes (it exits on its own within
 // tens of milliseconds), then providerproc stops what is left.
-func (s *session) close(cause error) {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.cancel(cause)
-	_ = s.c.Proc.Close(context.Background())
-	<-s.exited
-}
-
-// cancelPending resolves every pending request as cancelled: codex can no
-// longer be answered.
-func (s *session) cancelPending() {
-	s.mu.Lock()
-	var evs []sdk.RuntimeEvent
-	for _, ref := range slices.Sorted(maps.Keys(s.pending)) {
-		q := s.pending[ref]
-		evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-			RequestRef: ref, Status: sdk.DecisionCancel.Status()})
-		delete(s.pending, ref)
-	}
-	s.mu.Unlock()
-	for _, ev := range evs {
-		s.emit.Emit(ev)
-	}
+func (s *session) close(ctx context.Context, cause error) error {
+	return s.life.Close(ctx, cause, func() { _ = s.c.Proc.Close(context.Background()) })
 }
 
 // StartTurn implements sdk.Adapter: turn/start on the session's thread. The
@@ -356,19 +328,18 @@ func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequest
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	q, ok := s.pending[req.RequestRef]
-	if !ok {
-		s.mu.Unlock()
-		return sdk.Errorf(sdk.ErrUnknownRequest, "request %q", req.RequestRef)
+	q, err := s.pending.Get(req.RequestRef)
+	if err != nil {
+		return err
 	}
 	result, rerr, err := reply(q.serverRequest, req.Decision, req.Answers)
 	if err != nil {
-		s.mu.Unlock()
 		return err
 	}
-	delete(s.pending, req.RequestRef)
-	s.mu.Unlock()
+	if _, ok := s.pending.Take(req.RequestRef); !ok {
+		// Withdrawn by codex meanwhile (and resolved so).
+		return sdk.Errorf(sdk.ErrUnknownRequest, "request %q", req.RequestRef)
+	}
 	// The resolution is emitted before the reply: the reply lets codex go
 	// on, and what it does next (even ending the turn) must come after.
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
@@ -390,8 +361,7 @@ func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 	if err != nil {
 		return err
 	}
-	s.close(errors.New("session closed"))
-	return nil
+	return s.close(ctx, errors.New("session closed"))
 }
 
 // handler applies codex's notifications and opens its requests, on the
@@ -418,7 +388,7 @@ func (h handler) Handle(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request
 		ref := requestRef(r.ID)
 		var q *serverRequest
 		q, evs = s.norm.openRequest(ref, r.Method, params)
-		s.pending[ref] = &pendingRequest{serverRequest: q, id: r.ID}
+		s.pending.Open(ref, &pendingRequest{serverRequest: q, id: r.ID})
 	}
 	s.mu.Unlock()
 	for _, ev := range evs {
@@ -452,11 +422,10 @@ func (s *session) resolvedByCodex(params json.RawMessage) []sdk.RuntimeEvent {
 		return nil
 	}
 	ref := requestRef(id)
-	q, ok := s.pending[ref]
+	q, ok := s.pending.Take(ref)
 	if !ok {
 		return nil
 	}
-	delete(s.pending, ref)
 	return []sdk.RuntimeEvent{{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: ref,
 		RequestKind: q.kind, Status: sdk.DecisionCancel.Status(), Text: "codex withdrew the request"}}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/sessions"
 )
 
 // normalizer turns one codex connection's notifications and server
@@ -34,7 +35,8 @@ type normalizer struct {
 	turnThread map[string]string // turn -> its thread
 	active     map[string]string // thread -> its in-progress turn
 	ended      map[string]bool   // turns that reached their terminal
-	items      map[string]*openItem
+	announced  map[string]bool   // turns a turn_started named
+	items      sessions.Items[struct{}]
 	usage      map[string]sdk.Usage // turn -> the sum of its model calls
 	history    map[string]string    // thread -> its historyMode, where codex said
 	// clientTurn is the host's id for the root turn being started, given
@@ -48,18 +50,10 @@ type normalizer struct {
 	clock clock.Clock
 }
 
-// openItem is an item started and not yet completed.
-type openItem struct {
-	thread, turn, id string
-	kind             sdk.ItemKind
-	title            string
-	streamed         strings.Builder // text sent as content deltas
-}
-
 func newNormalizer(root, cwd string) *normalizer {
 	n := &normalizer{root: root, cwd: cwd, known: map[string]bool{}, parents: map[string]string{},
-		prompts: map[string]string{}, turnThread: map[string]string{}, active: map[string]string{}, ended: map[string]bool{},
-		items: map[string]*openItem{}, usage: map[string]sdk.Usage{}, history: map[string]string{},
+		prompts: map[string]string{}, turnThread: map[string]string{}, active: map[string]string{}, ended: map[string]bool{}, announced: map[string]bool{},
+		usage: map[string]sdk.Usage{}, history: map[string]string{},
 		snapshots: map[string]limitSnapshot{}}
 	if root != "" {
 		n.setRoot(root)
@@ -143,6 +137,7 @@ func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.Runt
 		}
 		out := n.announce(p.ThreadID, p.Turn.RootTurnID)
 		n.turnStarted(p.ThreadID, p.Turn.ID)
+		n.announced[p.Turn.ID] = true
 		ev := sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: p.ThreadID, TurnRef: p.Turn.ID}
 		if p.ThreadID != n.root {
 			ev.Title = n.prompts[p.ThreadID]
@@ -187,7 +182,7 @@ func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.Runt
 		if err := decodeParams(method, params, &p); err != nil {
 			return nil, err
 		}
-		if it := n.items[itemKey(p.ThreadID, p.ItemID)]; it != nil && p.SummaryIndex > 0 && it.streamed.Len() > 0 {
+		if it := n.items.Get(p.ThreadID, p.ItemID); it != nil && p.SummaryIndex > 0 && it.Streamed.Len() > 0 {
 			return n.delta(method, deltaNotification{ThreadID: p.ThreadID, TurnID: p.TurnID, ItemID: p.ItemID, Delta: summarySep}), nil
 		}
 		return nil, nil
@@ -196,12 +191,13 @@ func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.Runt
 		if err := decodeParams(method, params, &p); err != nil {
 			return nil, err
 		}
-		it := n.items[itemKey(p.ThreadID, p.ItemID)]
+		it := n.items.Get(p.ThreadID, p.ItemID)
 		if it == nil {
 			return nil, nil
 		}
-		return []sdk.RuntimeEvent{{Kind: sdk.EventItemUpdated, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
-			ItemKind: it.kind, Detail: params}}, nil
+		ev := it.Event(sdk.EventItemUpdated)
+		ev.Detail = params
+		return []sdk.RuntimeEvent{ev}, nil
 	case "turn/plan/updated":
 		var p planNotification
 		if err := decodeParams(method, params, &p); err != nil {
@@ -268,8 +264,6 @@ func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.Runt
 
 // summarySep separates the parts of a reasoning summary.
 const summarySep = "\n\n"
-
-func itemKey(thread, id string) string { return thread + "\x00" + id }
 
 // threadStarted announces a thread codex said it started (a fork, or a
 // sub-agent in versions that report it). The session's own thread was
@@ -367,18 +361,15 @@ func (n *normalizer) item(completed bool, p itemNotification, it item) []sdk.Run
 	if it.Type == "collabAgentToolCall" {
 		out = append(out, n.learnChildren(it)...)
 	}
-	key := itemKey(p.ThreadID, it.ID)
-	open := n.items[key]
 	ev := sdk.RuntimeEvent{ThreadRef: p.ThreadID, TurnRef: p.TurnID, ItemRef: it.ID, ItemKind: itemKind(it.Type),
 		Title: n.itemTitle(it), Detail: n.itemDetail(it)}
 	if ev.Detail == nil && (ev.ItemKind == sdk.ItemToolCall || ev.ItemKind == sdk.ItemSubagent) {
 		ev.Detail = p.Item // tool calls and sub-agents keep codex's whole item
 	}
-	if open == nil {
-		open = &openItem{thread: p.ThreadID, turn: p.TurnID, id: it.ID, kind: ev.ItemKind, title: ev.Title}
-		n.items[key] = open
-		started := ev
-		started.Kind, started.Status = sdk.EventItemStarted, sdk.ItemInProgress
+	open, isNew := n.items.Start(p.ThreadID, p.TurnID, it.ID, ev.ItemKind, ev.Title)
+	if isNew {
+		started := open.Started()
+		started.Detail = ev.Detail
 		out = append(out, started)
 	} else if !completed {
 		return out // started again: nothing new
@@ -388,13 +379,12 @@ func (n *normalizer) item(completed bool, p itemNotification, it item) []sdk.Run
 	}
 	if full, ok := itemText(it); ok {
 		// Text that arrived without deltas (or more than the deltas).
-		if streamed := open.streamed.String(); strings.HasPrefix(full, streamed) && len(full) > len(streamed) {
-			out = append(out, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: p.ThreadID, TurnRef: open.turn,
-				ItemRef: it.ID, ItemKind: open.kind, Text: full[len(streamed):]})
+		if streamed := open.Streamed.String(); strings.HasPrefix(full, streamed) && len(full) > len(streamed) {
+			out = append(out, open.Delta(full[len(streamed):]))
 		}
 	}
-	delete(n.items, key)
-	ev.Kind, ev.Status, ev.TurnRef = sdk.EventItemCompleted, itemStatus(it.Status), open.turn
+	n.items.Forget(open)
+	ev.Kind, ev.Status, ev.TurnRef = sdk.EventItemCompleted, itemStatus(it.Status), open.Turn
 	return append(out, ev)
 }
 
@@ -539,20 +529,14 @@ func (n *normalizer) delta(method string, p deltaNotification) []sdk.RuntimeEven
 		return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: method + " has no itemId"}}
 	}
 	out := n.announce(p.ThreadID, "")
-	key := itemKey(p.ThreadID, p.ItemID)
-	it := n.items[key]
-	if it == nil {
-		it = &openItem{thread: p.ThreadID, turn: p.TurnID, id: p.ItemID, kind: deltaKind(method)}
-		n.items[key] = it
-		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: p.ThreadID, TurnRef: p.TurnID,
-			ItemRef: p.ItemID, ItemKind: it.kind, Status: sdk.ItemInProgress})
+	it, isNew := n.items.Start(p.ThreadID, p.TurnID, p.ItemID, deltaKind(method), "")
+	if isNew {
+		out = append(out, it.Started())
 	}
 	if p.Delta == "" {
 		return out
 	}
-	it.streamed.WriteString(p.Delta)
-	return append(out, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: p.ThreadID, TurnRef: it.turn,
-		ItemRef: p.ItemID, ItemKind: it.kind, Text: p.Delta})
+	return append(out, it.Delta(p.Delta))
 }
 
 // turnStatus maps a codex turn status to a terminal status.
@@ -579,15 +563,7 @@ func (n *normalizer) turnCompleted(p turnNotification, raw json.RawMessage) []sd
 	n.turnThread[p.Turn.ID] = p.ThreadID
 	n.ended[p.Turn.ID] = true
 	delete(n.usage, p.Turn.ID)
-	for _, key := range slices.Sorted(maps.Keys(n.items)) {
-		it := n.items[key]
-		if it.thread != p.ThreadID || (it.turn != p.Turn.ID && it.turn != "") {
-			continue
-		}
-		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: it.thread, TurnRef: p.Turn.ID,
-			ItemRef: it.id, ItemKind: it.kind, Status: sdk.ItemFailed, Text: "the item was still open when the turn ended"})
-		delete(n.items, key)
-	}
+	out = append(out, n.items.CloseTurn(p.ThreadID, p.Turn.ID, sdk.ItemFailed, "the item was still open when the turn ended")...)
 	if n.active[p.ThreadID] == p.Turn.ID {
 		delete(n.active, p.ThreadID)
 	}
@@ -612,6 +588,17 @@ func (n *normalizer) exited(message string) []sdk.RuntimeEvent {
 		return 0
 	})
 	for _, th := range threads {
+		if id := n.active[th]; !n.announced[id] {
+			// codex answered turn/start and died before turn/started: the
+			// turn is announced here, so that its terminal ends a turn the
+			// host knows (and binds to the attempt it started).
+			ev := sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: th, TurnRef: id}
+			if th == n.root {
+				ev.ClientTurnID, n.clientTurn = n.clientTurn, ""
+			}
+			n.announced[id] = true
+			out = append(out, ev)
+		}
 		evs := n.turnCompleted(turnNotification{ThreadID: th, Turn: turn{ID: n.active[th], Status: "failed",
 			Error: &turnError{Message: message, CodexErrorInfo: json.RawMessage(`"provider_exited"`)}}}, nil)
 		evs[len(evs)-1].ThreadUsable = false

@@ -73,8 +73,8 @@ func (n *normalizer) openRequest(ref, method string, raw json.RawMessage) (*serv
 		ev.Title = deref(q.params.Command)
 		ev.Options = decisionOptions(q.params.AvailableDecisions)
 	case kindFileChangeApproval:
-		if it := n.items[itemKey(q.thread, q.params.ItemID)]; it != nil {
-			ev.Title = it.title
+		if it := n.items.Get(q.thread, q.params.ItemID); it != nil {
+			ev.Title = it.Title
 		}
 		if ev.Title == "" {
 			ev.Title = "file change"

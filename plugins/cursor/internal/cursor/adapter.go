@@ -109,15 +109,14 @@ type session struct {
 	cmd    sdk.ProviderCommand
 	log    hclog.Logger
 	clock  clock.Clock
-	emit   sdk.Emitter
+	life   *sessions.Lifecycle
+	emit   sdk.Emitter   // the session's life: nothing after runtime_exited
 	frames *framelog.Log // the session's raw frames, every process's
 
-	mu     sync.Mutex
-	norm   *normalizer
-	turns  int
-	cur    *turnProc // the latest process; nil before the first
-	closed bool
-	done   chan struct{} // closed after runtime_exited
+	mu    sync.Mutex
+	norm  *normalizer
+	turns int
+	cur   *turnProc // the latest process; nil before the first
 }
 
 // turnProc is one turn's process.
@@ -187,10 +186,11 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
 	cwd := filepath.Clean(req.Cwd)
+	life := sessions.NewLifecycle(emit)
 	s := &session{id: req.SessionID, cwd: cwd, model: req.Model, force: force, cmd: req.Command,
-		log: a.log.With("session", req.SessionID), clock: a.clock, emit: emit, frames: frames,
-		norm: newNormalizer(cwd, req.ResumeThreadRef), done: make(chan struct{})}
-	a.sessions.Add(req.SessionID, s, s.done)
+		log: a.log.With("session", req.SessionID), clock: a.clock, life: life, emit: life, frames: frames,
+		norm: newNormalizer(cwd, req.ResumeThreadRef)}
+	a.sessions.Add(req.SessionID, s, life.Done())
 	return sdk.OpenSessionResponse{ProviderSessionRef: req.ResumeThreadRef, ProviderThreadRef: req.ResumeThreadRef,
 		Resumed: req.ResumeThreadRef != ""}, nil
 }
@@ -211,7 +211,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 		return sdk.StartTurnResponse{}, err
 	}
 	s.mu.Lock()
-	if s.closed {
+	if s.life.Closed() {
 		s.mu.Unlock()
 		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrUnknownSession, "start turn: session %s is closed", s.id)
 	}
@@ -234,7 +234,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 			return sdk.StartTurnResponse{}, ctx.Err()
 		}
 		s.mu.Lock()
-		if s.closed || s.cur != prev {
+		if s.life.Closed() || s.cur != prev {
 			s.mu.Unlock()
 			return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrBusy, "start turn: the session changed while waiting")
 		}
@@ -347,19 +347,20 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 }
 
 // CloseSession implements sdk.Adapter: a running process is stopped (its
-// turn ends interrupted), then the session's runtime_exited comes.
+// turn ends interrupted), then the session's runtime_exited comes. Between
+// turns no process runs: the session's end is its close.
 func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 	s, err := a.sessions.Get(sessionID)
 	if err != nil {
 		return err
 	}
+	return s.life.Close(ctx, nil, s.stop)
+}
+
+// stop stops the turn's process, if one runs, and reports the session's
+// end.
+func (s *session) stop() {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		<-s.done
-		return nil
-	}
-	s.closed = true
 	tp := s.cur
 	running := tp != nil && !s.norm.done()
 	s.mu.Unlock()
@@ -379,11 +380,10 @@ func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 		}
 		t.Stop()
 	}
-	s.mu.Lock()
-	chat := s.norm.chat
-	s.mu.Unlock()
-	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, ThreadRef: chat, Status: sdk.ExitClosed})
-	s.frames.Close()
-	close(s.done)
-	return nil
+	s.life.Exit(errors.New("session closed"), func(bool) ([]sdk.RuntimeEvent, sdk.RuntimeEvent) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.frames.Close() // the exit is the session's last event: no frame comes after it
+		return nil, sdk.RuntimeEvent{ThreadRef: s.norm.chat, Status: sdk.ExitClosed}
+	})
 }

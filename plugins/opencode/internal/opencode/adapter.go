@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -143,28 +142,27 @@ type session struct {
 	model  string
 	log    hclog.Logger
 	clock  clock.Clock
-	emit   sdk.Emitter
+	life   *sessions.Lifecycle
+	emit   sdk.Emitter // the session's life: nothing after runtime_exited
 	proc   *lineproc.Process
 	base   string // the server's URL
 	client *http.Client
-	ctx    context.Context // ends when the session closes or opencode exits
-	cancel context.CancelCauseFunc
+	ctx    context.Context // ends when opencode exits
 
 	lastResp  atomic.Uint64 // raw-frame index of the latest response
 	streaming atomic.Bool   // the event stream's reader was started
 
-	mu      sync.Mutex
-	norm    *normalizer // its root is the session's own opencode session
-	pending map[string]*pendingRequest
-	closed  bool
-	exited  chan struct{}
-	events  chan struct{} // closed when the event stream's reader ends
+	pending sessions.Requests[*pendingRequest]
+
+	mu     sync.Mutex
+	norm   *normalizer   // its root is the session's own opencode session
+	events chan struct{} // closed when the event stream's reader ends
 }
 
 // pendingRequest is a permission request waiting for the host's answer.
 type pendingRequest struct {
-	thread, turn, callID string
-	kind                 sdk.RequestKind
+	ref, thread, turn, callID string
+	kind                      sdk.RequestKind
 }
 
 // listening finds the server's address in a stdout line: on 127.0.0.1,
@@ -204,17 +202,16 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		Env:  append(slices.Clone(req.Command.Env), cfgEnv),
 	}
 	cwd := filepath.Clean(req.Cwd)
-	sctx, cancel := context.WithCancelCause(context.Background())
-	s := &session{model: req.Model, log: a.log.With("session", req.SessionID), clock: a.clock, emit: emit, ctx: sctx, cancel: cancel,
+	life := sessions.NewLifecycle(emit)
+	s := &session{model: req.Model, log: a.log.With("session", req.SessionID), clock: a.clock, life: life, emit: life, ctx: life.Context(),
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}}, norm: newNormalizer("", cwd),
-		pending: map[string]*pendingRequest{}, exited: make(chan struct{}), events: make(chan struct{})}
+		events: make(chan struct{})}
 	s.norm.clock = a.clock
 	// The stream's reader is started once the stream is open; until then
 	// nothing reads it.
 	proc, err := lineproc.Start(lineproc.Config{Name: "opencode", Command: cmd, Dir: cwd, RawFrameLog: req.RawFrameLog,
 		Log: s.log, Stdin: true, Clock: s.clock})
 	if err != nil {
-		cancel(err)
 		return sdk.OpenSessionResponse{}, err // it names the command; the host says it opened a session
 	}
 	s.proc = proc
@@ -225,10 +222,10 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 
 	resp, err := s.start(ctx, req, addr, stdoutDone)
 	if err != nil {
-		s.close(fmt.Errorf("start failed: %w", err))
+		_ = s.close(context.Background())
 		return sdk.OpenSessionResponse{}, err
 	}
-	a.sessions.Add(req.SessionID, s, s.exited)
+	a.sessions.Add(req.SessionID, s, life.Done())
 	return resp, nil
 }
 
@@ -382,10 +379,7 @@ func (s *session) streamEnded(err error) {
 		return
 	case <-t.C():
 	}
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+	if s.life.Closed() {
 		return
 	}
 	s.log.Warn("the event stream ended while opencode runs; stopping it", "error", err)
@@ -411,20 +405,19 @@ func (s *session) handle(data []byte, frame uint64) {
 			break
 		}
 		if ev, ok := s.norm.permissionAsked(p, e.Properties); ok {
-			q := &pendingRequest{thread: ev.ThreadRef, turn: ev.TurnRef, kind: ev.RequestKind}
+			q := &pendingRequest{ref: p.ID, thread: ev.ThreadRef, turn: ev.TurnRef, kind: ev.RequestKind}
 			if p.Tool != nil {
 				q.callID = p.Tool.CallID
 			}
-			s.pending[p.ID] = q
+			s.pending.Open(p.ID, q)
 			evs = []sdk.RuntimeEvent{ev}
 		}
 	case "permission.replied":
 		var p permissionReplied
 		if json.Unmarshal(e.Properties, &p) == nil {
-			if q, ok := s.pending[p.RequestID]; ok {
+			if q, ok := s.pending.Take(p.RequestID); ok {
 				// Answered without the host: opencode withdrew it (an
 				// abort rejects what is pending).
-				delete(s.pending, p.RequestID)
 				if p.Reply == "reject" {
 					s.norm.rejectedCall(q.callID)
 				}
@@ -459,69 +452,51 @@ func (s *session) abortLate(session string) {
 }
 
 // watch waits for opencode to exit and reports it: the event stream is
-// read to its end, turns still running fail, requests still pending are
-// cancelled, and runtime_exited comes last.
+// read to its end, requests still pending are cancelled (opencode can no
+// longer be answered), turns still running fail, and runtime_exited comes
+// last.
 func (s *session) watch(stdoutDone <-chan struct{}) {
 	<-s.proc.Done()
 	// At most lineproc.DrainTimeout later, even when a process opencode
 	// started (a language server, a command left in the background)
 	// keeps its stdout open.
 	<-stdoutDone
-	s.cancel(errors.New("opencode exited"))
-	if s.streaming.Load() {
-		// The stream ends with the server, or with s.ctx just cancelled.
-		t := s.clock.NewTimer(streamAfterExit)
-		select {
-		case <-s.events:
-		case <-t.C():
+	s.life.Exit(errors.New("opencode exited"), func(closed bool) ([]sdk.RuntimeEvent, sdk.RuntimeEvent) {
+		if s.streaming.Load() {
+			// The stream ends with the server, or with s.ctx just cancelled.
+			t := s.clock.NewTimer(streamAfterExit)
+			select {
+			case <-s.events:
+			case <-t.C():
+			}
+			t.Stop()
 		}
-		t.Stop()
-	}
-	s.mu.Lock()
-	closed, root := s.closed, s.norm.root
-	report := "opencode exited"
-	if !closed {
-		report = s.proc.ExitReport("during the turn")
-	}
-	terminals := s.norm.exited(report)
-	s.mu.Unlock()
-	s.cancelPending()
-	for _, ev := range terminals {
-		s.emit.Emit(ev)
-	}
-	// A closed session's server ended by our SIGTERM (close): lineproc
-	// takes that as the way it was stopped.
-	s.emit.Emit(s.proc.ExitEvent(root, closed))
-	close(s.exited)
+		var evs []sdk.RuntimeEvent
+		for _, q := range s.pending.TakeAll() {
+			evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
+				RequestRef: q.ref, RequestKind: q.kind, Status: sdk.DecisionCancel.Status()})
+		}
+		report := "opencode exited"
+		if !closed {
+			report = s.proc.ExitReport("during the turn")
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		// A closed session's server ended by our SIGTERM (close): lineproc
+		// takes that as the way it was stopped.
+		return append(evs, s.norm.exited(report)...), s.proc.ExitEvent(s.norm.root, closed)
+	})
 }
 
 // close ends the session: opencode does not exit when its stdin closes, so
-// it gets SIGTERM at once; lineproc stops what is left.
-func (s *session) close(cause error) {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	_ = s.proc.Signal(syscall.SIGTERM)
-	_ = s.proc.Close(context.Background())
-	<-s.exited
-	s.cancel(cause)
-}
-
-// cancelPending resolves every pending request as cancelled: opencode can
-// no longer be answered.
-func (s *session) cancelPending() {
-	s.mu.Lock()
-	var evs []sdk.RuntimeEvent
-	for _, ref := range slices.Sorted(maps.Keys(s.pending)) {
-		q := s.pending[ref]
-		evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-			RequestRef: ref, RequestKind: q.kind, Status: sdk.DecisionCancel.Status()})
-		delete(s.pending, ref)
-	}
-	s.mu.Unlock()
-	for _, ev := range evs {
-		s.emit.Emit(ev)
-	}
+// it gets SIGTERM at once; lineproc stops what is left. The session's
+// context ends with the exit, not before: the event stream, under it,
+// brings what opencode says while it stops.
+func (s *session) close(ctx context.Context) error {
+	return s.life.Close(ctx, nil, func() {
+		_ = s.proc.Signal(syscall.SIGTERM)
+		_ = s.proc.Close(context.Background())
+	})
 }
 
 // httpError is a response with a status that is not a success.
@@ -679,12 +654,11 @@ func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequest
 		return err
 	}
 	s.mu.Lock()
-	q, ok := s.pending[req.RequestRef]
+	q, ok := s.pending.Take(req.RequestRef)
 	if !ok {
 		s.mu.Unlock()
 		return sdk.Errorf(sdk.ErrUnknownRequest, "request %q", req.RequestRef)
 	}
-	delete(s.pending, req.RequestRef)
 	if answer == "reject" {
 		s.norm.rejectedCall(q.callID)
 	}
@@ -710,8 +684,7 @@ func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 	if err != nil {
 		return err
 	}
-	s.close(errors.New("session closed"))
-	return nil
+	return s.close(ctx)
 }
 
 var _ sdk.Rollbacker = (*Adapter)(nil)

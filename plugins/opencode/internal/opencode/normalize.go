@@ -9,6 +9,7 @@ import (
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
+	"github.com/baton-run/baton/sdk/sessions"
 )
 
 // normalizer turns one opencode server's events into runtime events. It
@@ -33,7 +34,7 @@ type normalizer struct {
 	active     map[string]*running // session -> its running turn
 	msgTurn    map[string]string   // message -> its turn; a user message's is kept (seen, and for rollback)
 	msgRole    map[string]string   // message -> user or assistant
-	items      map[string]*openItem
+	items      sessions.Items[struct{}]
 	callPart   map[string]string // tool callID -> part id
 	rejected   map[string]bool   // tool callIDs whose permission was rejected
 	clientTurn string            // the host's id for the next root turn
@@ -58,17 +59,9 @@ type running struct {
 	limit    *sdk.Limit   // the provider limit the turn ends on
 }
 
-// openItem is an item started and not yet completed.
-type openItem struct {
-	thread, turn, id string
-	kind             sdk.ItemKind
-	title            string
-	streamed         strings.Builder
-}
-
 func newNormalizer(root, cwd string) *normalizer {
 	n := &normalizer{cwd: cwd, threads: map[string]bool{}, active: map[string]*running{}, msgTurn: map[string]string{},
-		msgRole: map[string]string{}, items: map[string]*openItem{}, callPart: map[string]string{},
+		msgRole: map[string]string{}, callPart: map[string]string{},
 		rejected: map[string]bool{}}
 	if root != "" {
 		n.setRoot(root)
@@ -307,7 +300,7 @@ func (n *normalizer) part(p part) []sdk.RuntimeEvent {
 		if p.Time == nil || p.Time.End == 0 {
 			return out
 		}
-		if streamed := it.streamed.String(); strings.HasPrefix(p.Text, streamed) && len(p.Text) > len(streamed) {
+		if streamed := it.Streamed.String(); strings.HasPrefix(p.Text, streamed) && len(p.Text) > len(streamed) {
 			out = append(out, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, ThreadRef: p.SessionID, TurnRef: turn,
 				ItemRef: p.ID, ItemKind: kind, Text: p.Text[len(streamed):]})
 		}
@@ -335,20 +328,20 @@ func (n *normalizer) part(p part) []sdk.RuntimeEvent {
 }
 
 // open starts an item unless it is open.
-func (n *normalizer) open(thread, turn, id string, kind sdk.ItemKind, title string, detail json.RawMessage) ([]sdk.RuntimeEvent, *openItem) {
-	if it := n.items[id]; it != nil {
+func (n *normalizer) open(thread, turn, id string, kind sdk.ItemKind, title string, detail json.RawMessage) ([]sdk.RuntimeEvent, *sessions.Item[struct{}]) {
+	it, started := n.items.Start(thread, turn, id, kind, title)
+	if !started {
 		return nil, it
 	}
-	it := &openItem{thread: thread, turn: turn, id: id, kind: kind, title: title}
-	n.items[id] = it
-	return []sdk.RuntimeEvent{{Kind: sdk.EventItemStarted, ThreadRef: thread, TurnRef: turn, ItemRef: id, ItemKind: kind,
-		Title: title, Status: sdk.ItemInProgress, Detail: detail}}, it
+	ev := it.Started()
+	ev.Detail = detail
+	return []sdk.RuntimeEvent{ev}, it
 }
 
-func (n *normalizer) complete(it *openItem, status sdk.Status, text string, detail json.RawMessage) sdk.RuntimeEvent {
-	delete(n.items, it.id)
-	return sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
-		ItemKind: it.kind, Title: it.title, Text: text, Status: status, Detail: detail}
+func (n *normalizer) complete(it *sessions.Item[struct{}], status sdk.Status, text string, detail json.RawMessage) sdk.RuntimeEvent {
+	ev := n.items.Complete(it, status)
+	ev.Text, ev.Detail = text, detail
+	return ev
 }
 
 // toolKind maps opencode's tool names to item kinds.
@@ -402,8 +395,8 @@ func (n *normalizer) tool(p part, turn string) []sdk.RuntimeEvent {
 	}
 	detail, _ := json.Marshal(map[string]any{"tool": p.Tool, "callID": p.CallID, "input": p.State.Input})
 	out, it := n.open(p.SessionID, turn, p.ID, kind, title, detail)
-	if it.title == "" || it.title == p.Tool {
-		it.title = title // the input arrives after the pending state
+	if it.Title == "" || it.Title == p.Tool {
+		it.Title = title // the input arrives after the pending state
 	}
 	switch p.State.Status {
 	case "completed":
@@ -423,13 +416,11 @@ func (n *normalizer) tool(p part, turn string) []sdk.RuntimeEvent {
 }
 
 func (n *normalizer) delta(d deltaEvent) []sdk.RuntimeEvent {
-	it := n.items[d.PartID]
+	it := n.items.Get(d.SessionID, d.PartID)
 	if it == nil || d.Field != "text" || d.Delta == "" {
 		return nil
 	}
-	it.streamed.WriteString(d.Delta)
-	return []sdk.RuntimeEvent{{Kind: sdk.EventContentDelta, ThreadRef: it.thread, TurnRef: it.turn, ItemRef: it.id,
-		ItemKind: it.kind, Text: d.Delta}}
+	return []sdk.RuntimeEvent{it.Delta(d.Delta)}
 }
 
 func (n *normalizer) sessionError(p sessionErrorEvent) []sdk.RuntimeEvent {
@@ -478,16 +469,11 @@ func (n *normalizer) idle(session string) []sdk.RuntimeEvent {
 
 // end closes a turn's open items and emits its terminal event.
 func (n *normalizer) end(session, turn string, status sdk.Status, failure *sdk.Failure, usable bool) []sdk.RuntimeEvent {
-	var out []sdk.RuntimeEvent
 	itemStatus := sdk.ItemFailed
 	if status == sdk.TurnCompleted {
 		itemStatus = sdk.ItemDone
 	}
-	for _, id := range slices.Sorted(maps.Keys(n.items)) {
-		if it := n.items[id]; it.turn == turn {
-			out = append(out, n.complete(it, itemStatus, "", nil))
-		}
-	}
+	out := n.items.CloseTurn(session, turn, itemStatus, "")
 	// What is kept of an ended turn is its user messages (rollback
 	// tells the turns from them); its assistant messages are forgotten.
 	for id := range n.msgRole {
@@ -516,6 +502,15 @@ func (n *normalizer) exited(report string) []sdk.RuntimeEvent {
 	}
 	if turn := n.activeTurn(n.root); turn != "" {
 		out = append(out, n.end(n.root, turn, sdk.TurnFailed, &sdk.Failure{Code: "provider_exited", Message: report}, false)...)
+	} else if n.expecting {
+		// opencode took the prompt and died before its user message
+		// started the turn: the host's turn is announced (named by its
+		// client turn id, there being no message) and fails, rather than
+		// never ending.
+		ref := "unstarted/" + n.clientTurn
+		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: n.root, TurnRef: ref, ClientTurnID: n.clientTurn})
+		n.clientTurn, n.expecting, n.abortNext = "", false, false
+		out = append(out, n.end(n.root, ref, sdk.TurnFailed, &sdk.Failure{Code: "provider_exited", Message: report}, false)...)
 	}
 	return out
 }

@@ -31,6 +31,12 @@ case $message in
 	echo "Starting."
 	kill -KILL $$
 	;;
+"Print the file.")
+	echo "Here is the file:"
+	printf 'GIF89a\001\000\001\000\n'
+	printf '\000\000;\n'
+	echo "That was all of it."
+	;;
 "Fail.")
 	echo "agent: warming up" >&2
 	echo "agent: no model is configured" >&2
