@@ -24,9 +24,9 @@ type Read struct {
 	// DescribeUnknown is what of Describe's answer this protocol has no
 	// field for (a newer plugin's added fields), as it came.
 	DescribeUnknown []byte
-	Open     *pb.OpenSessionResponse
-	Turn     *pb.StartTurnResponse
-	Events   []*pb.RuntimeEvent
+	Open            *pb.OpenSessionResponse
+	Turn            *pb.StartTurnResponse
+	Events          []*pb.RuntimeEvent
 }
 
 func main() {
