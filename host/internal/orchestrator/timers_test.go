@@ -240,7 +240,7 @@ func TestCloseGivesUpOnASessionThatDoesNotEnd(t *testing.T) {
 	}}})
 	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), clock: clock.NewFake(epoch)}
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: []string{pluginDir}, Logger: log,
-		IDs: ids.Seeded(1), Clock: e.clock})
+		IDs: ids.Seeded(1), Clock: e.clock, PluginCallTimeout: callDeadline})
 	if err != nil {
 		t.Fatal(err)
 	}
