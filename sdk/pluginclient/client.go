@@ -63,6 +63,10 @@ type Plugin struct {
 	clock clock.Clock
 	grace time.Duration
 	kill  sync.Once
+	// stderr is the end of what the plugin wrote to stderr.
+	stderr *tail
+	// killedFor is why the host killed the plugin (KillFor).
+	killedFor atomic.Pointer[string]
 	*Client
 }
 
@@ -81,6 +85,7 @@ func Launch(cfg LaunchConfig) (*Plugin, error) {
 	cmd := exec.Command(cfg.Path)
 	cmd.Env = append(cmd.Environ(), cfg.Env...)
 	dieWithHost(cmd)
+	stderr := &tail{}
 	var secure *plugin.SecureConfig
 	if cfg.Checksum != nil {
 		secure = &plugin.SecureConfig{Checksum: cfg.Checksum, Hash: sha256.New()}
@@ -93,6 +98,7 @@ func Launch(cfg LaunchConfig) (*Plugin, error) {
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		Logger:           cfg.Logger,
+		Stderr:           stderr,
 		StartTimeout:     cfg.StartTimeout,
 	})
 	rpc, err := gp.Client()
@@ -115,7 +121,28 @@ func Launch(cfg LaunchConfig) (*Plugin, error) {
 	// Client returned. Killing through it is safe against pid reuse: it
 	// holds the process's pidfd.
 	return &Plugin{gp: gp, proc: cmd.Process, log: cfg.Logger, clock: clock.Or(cfg.Clock), grace: cfg.KillGrace,
-		Client: raw.(*Client)}, nil
+		stderr: stderr, Client: raw.(*Client)}, nil
+}
+
+// StderrTail is the end of what the plugin wrote to its stderr (at most
+// StderrTailBytes, in whole lines): once Exited is closed, all of it, so
+// a plugin that crashed says there why (a Go plugin's panic). The same
+// lines also go to the launch's Logger.
+func (p *Plugin) StderrTail() string { return p.stderr.String() }
+
+// KillFor is Kill, saying why: KilledFor tells it afterwards (the first
+// reason, when killed for several).
+func (p *Plugin) KillFor(reason string) {
+	p.killedFor.CompareAndSwap(nil, &reason)
+	p.Kill()
+}
+
+// KilledFor is the reason the plugin was killed for (KillFor), or "".
+func (p *Plugin) KilledFor() string {
+	if r := p.killedFor.Load(); r != nil {
+		return *r
+	}
+	return ""
 }
 
 // Kill stops the plugin process and waits for it: it asks the plugin to

@@ -146,10 +146,12 @@ func (h *Host) rollbackNative(e domain.Effect, provider string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
-	defer cancel()
-	resp, err := s.plugin.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: e.ThreadRef,
-		Turns: uint32(e.Turns), BeforeTurnRef: e.TurnRef})
+	var resp sdk.RollbackThreadResponse
+	err = h.callPlugin(h.ctx, s.plugin, "RollbackThread", h.cfg.PluginCallTimeout, func(ctx context.Context) error {
+		resp, err = s.plugin.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: e.ThreadRef,
+			Turns: uint32(e.Turns), BeforeTurnRef: e.TurnRef})
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("%s rollback of %d turns: %w", provider, e.Turns, err)
 	}

@@ -1,6 +1,7 @@
 package orchestrator_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,6 +65,7 @@ func setup(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer bins.Remove()
+	defer removeTestPlugins()
 	pluginDir, peerBin = bins.Dir, bins.Peer
 	return m.Run(), nil
 }
@@ -82,6 +84,40 @@ type env struct {
 	host  *orchestrator.Host
 	// idle is the host's IdleTimeout (0: sessions are never reaped).
 	idle time.Duration
+	// dirs are plugin directories searched after pluginDir.
+	dirs []string
+	// calls is the host's PluginCallTimeout (0: callDeadline).
+	calls time.Duration
+}
+
+// callDeadline is the plugin call timeout of a test's host unless it sets
+// one: far from every other bound of the host, so that a test of those
+// tells the deadlines of the plugin calls in flight apart (bounds).
+const callDeadline = 1000 * time.Hour
+
+// bounds is the fake clock's pending timers but the deadlines of plugin
+// calls in flight (callDeadline's).
+func bounds(c *clock.Fake) []time.Duration {
+	var ds []time.Duration
+	for _, d := range c.Pending() {
+		if d <= callDeadline/2 {
+			ds = append(ds, d)
+		}
+	}
+	return ds
+}
+
+// waitBounds waits until n timers but plugin calls' deadlines are pending
+// (bounds) and returns them.
+func waitBounds(ctx context.Context, c *clock.Fake, n int) ([]time.Duration, error) {
+	for m := 1; ; m++ {
+		if b := bounds(c); len(b) >= n {
+			return b, nil
+		}
+		if err := c.WaitTimers(ctx, m); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // epoch is the instant every test's host starts at.
@@ -101,9 +137,9 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: []string{pluginDir},
+	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: append([]string{pluginDir}, e.dirs...),
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
-		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: true})
+		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: true, PluginCallTimeout: cmp.Or(e.calls, callDeadline)})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

@@ -62,6 +62,11 @@ type Config struct {
 	// with the reason idle. The thread's next run opens a new session,
 	// resuming the provider's conversation where the plugin can. 0: never.
 	IdleTimeout time.Duration
+	// PluginCallTimeout bounds, on Clock, each call to a plugin (opening a
+	// session gets twice as long: it starts a provider process); a plugin
+	// that does not answer in time is killed, and what it was doing fails
+	// saying so (default DefaultPluginCallTimeout).
+	PluginCallTimeout time.Duration
 	// SnapshotBytes is how many bytes of a thread's events, at least, come
 	// between two of its snapshots (default 32 KiB; a snapshot is also
 	// written when at least that many bytes follow one as large).
@@ -126,6 +131,9 @@ func Open(cfg Config) (*Host, error) {
 	}
 	if cfg.MaxThreads <= 0 {
 		cfg.MaxThreads = 256
+	}
+	if cfg.PluginCallTimeout <= 0 {
+		cfg.PluginCallTimeout = DefaultPluginCallTimeout
 	}
 	if cfg.SnapshotBytes <= 0 {
 		cfg.SnapshotBytes = 32 << 10

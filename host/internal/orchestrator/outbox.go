@@ -227,20 +227,18 @@ func (h *Host) requestByRef(threadID, sessionID, ref string) string {
 
 // withSession calls the plugin of the live session an effect is bound to
 // (the thread's current one when the effect names none), bounded in time.
-func (h *Host) withSession(e domain.Effect, call func(context.Context, *liveSession) error) error {
+func (h *Host) withSession(e domain.Effect, what string, call func(context.Context, *liveSession) error) error {
 	s, err := h.liveSessionFor(e.ThreadID, e.SessionID)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
-	defer cancel()
-	return call(ctx, s)
+	return h.callPlugin(h.ctx, s.plugin, what, h.cfg.PluginCallTimeout, func(ctx context.Context) error { return call(ctx, s) })
 }
 
 // respond delivers an answer to the provider through the live session
 // that asked.
 func (h *Host) respond(e domain.Effect) error {
-	return h.withSession(e, func(ctx context.Context, s *liveSession) error {
+	return h.withSession(e, "RespondToRequest", func(ctx context.Context, s *liveSession) error {
 		return s.plugin.RespondToRequest(ctx, sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: e.RequestRef,
 			Decision: sdk.Decision(e.Decision), Answers: e.Answers})
 	})
@@ -248,7 +246,7 @@ func (h *Host) respond(e domain.Effect) error {
 
 // steer adds a message to the provider's active turn.
 func (h *Host) steer(e domain.Effect) error {
-	return h.withSession(e, func(ctx context.Context, s *liveSession) error {
+	return h.withSession(e, "SteerTurn", func(ctx context.Context, s *liveSession) error {
 		return s.plugin.SteerTurn(ctx, sdk.SteerTurnRequest{SessionID: s.id, TurnRef: e.TurnRef, Input: sdk.TurnInput{Text: e.Text}})
 	})
 }
@@ -259,7 +257,7 @@ func (h *Host) steer(e domain.Effect) error {
 // start went first (effects run in order), so the thread's session now is
 // the one.
 func (h *Host) interrupt(e domain.Effect) error {
-	return h.withSession(e, func(ctx context.Context, s *liveSession) error {
+	return h.withSession(e, "InterruptTurn", func(ctx context.Context, s *liveSession) error {
 		return s.plugin.InterruptTurn(ctx, sdk.InterruptTurnRequest{SessionID: s.id, TurnRef: e.TurnRef})
 	})
 }

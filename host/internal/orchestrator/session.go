@@ -63,11 +63,20 @@ func (h *Host) startTurn(e domain.Effect) (sessionID string, err error) {
 			return "", err
 		}
 		text := t.TurnText(e.RunID, e.AttemptID, e.Text)
-		ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
-		_, err = s.plugin.StartTurn(ctx, sdk.StartTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: text}, ClientTurnID: e.AttemptID})
-		cancel()
+		err = h.callPlugin(h.ctx, s.plugin, "StartTurn", h.cfg.PluginCallTimeout, func(ctx context.Context) error {
+			_, err := s.plugin.StartTurn(ctx, sdk.StartTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: text}, ClientTurnID: e.AttemptID})
+			return err
+		})
 		if err == nil {
 			return s.id, nil
+		}
+		if errors.Is(err, sdk.ErrPluginUnavailable) {
+			// The plugin crashed, or was killed: once its session's end is
+			// recorded, its process is gone, and its stderr says why.
+			if werr := h.awaitEnd(s); werr != nil {
+				h.log.Warn("the end of a session whose plugin went away", "session", s.id, "error", werr)
+			}
+			return "", pluginGoneError(s.plugin, err)
 		}
 		gone := errors.Is(err, sdk.ErrUnknownSession) || errors.Is(err, sdk.ErrProviderExited)
 		if !gone || try > 0 {
@@ -146,7 +155,15 @@ func (h *Host) awaitEnd(s *liveSession) error {
 func (s *liveSession) close(clk clock.Clock, log hclog.Logger) {
 	ctx, cancel := clock.WithTimeout(context.Background(), clk, sessionCloseTimeout, errSessionEndTimeout)
 	defer cancel()
-	if err := s.plugin.CloseSession(ctx, s.id); err != nil && !errors.Is(err, sdk.ErrUnknownSession) {
+	err := s.plugin.CloseSession(ctx, s.id)
+	if err != nil && errors.Is(context.Cause(ctx), errSessionEndTimeout) {
+		// The plugin did not answer: it is killed, which ends the session
+		// (its pump records why). Not waited for here: a plugin that does
+		// not shut down when asked takes a kill grace to go, and the
+		// host's Close waits for it when it stops the plugins.
+		log.Error("plugin did not answer; killing it", "plugin", s.plugin.Name, "call", "CloseSession", "timeout", sessionCloseTimeout)
+		go killPlugin(s.plugin, "CloseSession", sessionCloseTimeout) // ends once the plugin is gone
+	} else if err != nil && !errors.Is(err, sdk.ErrUnknownSession) {
 		log.Debug("close session", "session", s.id, "error", err)
 	}
 	select {
@@ -210,9 +227,11 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		req.ResumeThreadRef = resume // else: recorded as not resumed, and the run gets the whole thread
 	}
 	id := req.SessionID
-	ctx, cancel := context.WithTimeout(h.ctx, 2*time.Minute)
-	defer cancel()
-	resp, err := p.OpenSession(ctx, req)
+	var resp sdk.OpenSessionResponse
+	err = h.callPlugin(h.ctx, p, "OpenSession", 2*h.cfg.PluginCallTimeout, func(ctx context.Context) error {
+		resp, err = p.OpenSession(ctx, req)
+		return err
+	})
 	if err != nil {
 		return nil, providerErr(provider, err) // the plugin says what failed
 	}
@@ -334,11 +353,11 @@ func (h *Host) pump(s *liveSession) {
 			if last-acked >= ackEvery {
 				// Stored: the plugin need not keep them for a stream that
 				// resumes (a failed acknowledgement only leaves them kept).
-				actx, acancel := context.WithTimeout(ctx, 5*time.Second)
-				if err := s.plugin.AckEvents(actx, s.id, last); err == nil {
+				if err := h.callPlugin(ctx, s.plugin, "AckEvents", h.cfg.PluginCallTimeout, func(ctx context.Context) error {
+					return s.plugin.AckEvents(ctx, s.id, last)
+				}); err == nil {
 					acked = last
 				}
-				acancel()
 			}
 			if batch[len(batch)-1].Kind == sdk.EventRuntimeExited {
 				exited = true
@@ -360,28 +379,33 @@ func (h *Host) pump(s *liveSession) {
 			return // the plugin closed the stream: the session is over
 		}
 		unknown := errors.Is(streamErr, sdk.ErrUnknownSession)
-		if reopenedAtStop && !unknown {
+		killed := s.plugin.KilledFor() != "" // by the host: it did not answer
+		if reopenedAtStop && !unknown && !killed {
 			h.log.Warn("session event stream broke while the host closes; left for the next host", "session", s.id, "after", last, "error", streamErr)
 			return
 		}
 		wait := h.cfg.Clock.NewTimer(time.Duration(attempt+1) * reconnectPause)
+		stopping, paused := h.stopping.Done(), wait.C()
+		if killed {
+			stopping, paused = nil, nil // no reopening: its process is gone soon (Kill ends it)
+		}
 		select {
 		case <-s.plugin.Exited():
-		case <-h.stopping.Done():
+		case <-stopping:
 			if !unknown {
 				reopenedAtStop = true
 				wait.Stop()
 				continue
 			}
-		case <-wait.C():
+		case <-paused:
 			if attempt < 5 && !unknown {
 				h.log.Warn("session event stream broke; reopening", "session", s.id, "after", last, "error", streamErr)
 				continue
 			}
 		}
 		wait.Stop()
-		h.ingest(s, sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "failed",
-			Failure: &sdk.Failure{Code: "plugin_exited", Message: fmt.Sprintf("the %s plugin went away: %v", s.plugin.Name, streamErr)}},
+		h.ingest(s, sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitFailed,
+			Failure: &sdk.Failure{Code: "plugin_exited", Message: pluginGoneFailure(s.plugin, streamErr)}},
 			"pexit:"+s.id)
 		return
 	}

@@ -241,7 +241,7 @@ func TestCloseGivesUpOnASessionThatDoesNotEnd(t *testing.T) {
 	}}})
 	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), clock: clock.NewFake(epoch)}
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: []string{pluginDir}, Logger: log,
-		IDs: ids.Seeded(1), Clock: e.clock})
+		IDs: ids.Seeded(1), Clock: e.clock, PluginCallTimeout: callDeadline})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,10 +258,11 @@ func TestCloseGivesUpOnASessionThatDoesNotEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
 	defer cancel()
 	passDrain(ctx, t, e.clock)
-	if err := e.clock.WaitTimers(ctx, 1); err != nil {
+	pending, err := waitBounds(ctx, e.clock, 1)
+	if err != nil {
 		t.Fatalf("Close set no timeout on the host's clock: %v", err)
 	}
-	if diff := cmp.Diff([]time.Duration{15 * time.Second}, e.clock.Pending()); diff != "" {
+	if diff := cmp.Diff([]time.Duration{15 * time.Second}, pending); diff != "" {
 		t.Fatalf("pending timers (-want +got):\n%s", diff)
 	}
 	select {
@@ -314,17 +315,18 @@ func TestCloseKillsAPluginThatDoesNotShutDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
 	defer cancel()
 	passDrain(ctx, t, e.clock)
-	if err := e.clock.WaitTimers(ctx, 1); err != nil {
+	pending, err := waitBounds(ctx, e.clock, 1)
+	if err != nil {
 		t.Fatalf("Close set no timeout for the session's end on the host's clock: %v", err)
 	}
-	if diff := cmp.Diff([]time.Duration{15 * time.Second}, e.clock.Pending()); diff != "" {
+	if diff := cmp.Diff([]time.Duration{15 * time.Second}, pending); diff != "" {
 		t.Fatalf("pending timers while the session closes (-want +got):\n%s", diff)
 	}
 	e.clock.Advance(15 * time.Second)
-	if err := e.clock.WaitTimers(ctx, 1); err != nil {
+	if pending, err = waitBounds(ctx, e.clock, 1); err != nil {
 		t.Fatalf("Close waits for the stopped plugin with no kill grace on the host's clock (go-plugin's shutdown request has no deadline): %v", err)
 	}
-	if diff := cmp.Diff([]time.Duration{pluginclient.DefaultKillGrace}, e.clock.Pending()); diff != "" {
+	if diff := cmp.Diff([]time.Duration{pluginclient.DefaultKillGrace}, pending); diff != "" {
 		t.Fatalf("pending timers while the plugin is asked to shut down (-want +got):\n%s", diff)
 	}
 	select {
@@ -352,10 +354,11 @@ func TestCloseKillsAPluginThatDoesNotShutDown(t *testing.T) {
 // (the plugin here does not answer the request to stop them).
 func passDrain(ctx context.Context, t *testing.T, c *clock.Fake) {
 	t.Helper()
-	if err := c.WaitTimers(ctx, 1); err != nil {
+	pending, err := waitBounds(ctx, c, 1)
+	if err != nil {
 		t.Fatalf("Close set no bound on its drain on the host's clock: %v", err)
 	}
-	if diff := cmp.Diff([]time.Duration{orchestrator.DrainTimeout}, c.Pending()); diff != "" {
+	if diff := cmp.Diff([]time.Duration{orchestrator.DrainTimeout}, pending); diff != "" {
 		t.Fatalf("pending timers while the runs are asked to stop (-want +got):\n%s", diff)
 	}
 	c.Advance(orchestrator.DrainTimeout)

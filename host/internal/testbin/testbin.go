@@ -78,3 +78,32 @@ func (b Bins) Remove() {
 		os.RemoveAll(b.temp)
 	}
 }
+
+// Plugin builds the plugin program pkg (a main package of the host module,
+// as "./internal/testbin/crashplugin") into dir once for each name, as
+// baton-plugin-<name>, and locks dir. A test plugin that no `make build`
+// makes is built so.
+func Plugin(root, pkg, dir string, names ...string) error {
+	if len(names) == 0 {
+		return fmt.Errorf("build %s: no plugin name", pkg)
+	}
+	first := filepath.Join(dir, pluginhost.BinaryPrefix+names[0])
+	cmd := exec.Command("go", "build", "-o", first, pkg)
+	cmd.Dir = filepath.Join(root, "host")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+	}
+	b, err := os.ReadFile(first)
+	if err != nil {
+		return err
+	}
+	for _, n := range names[1:] {
+		if err := os.WriteFile(filepath.Join(dir, pluginhost.BinaryPrefix+n), b, 0o700); err != nil {
+			return err
+		}
+	}
+	if _, err := pluginhost.Lock(dir); err != nil {
+		return fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return nil
+}
