@@ -245,9 +245,25 @@ type pluginRow struct {
 // localPlugins starts each plugin of this machine's search path and
 // describes it, with where it came from (its lockfile record).
 func (g *globals) localPlugins(ctx context.Context) ([]pluginRow, error) {
+	rows := []pluginRow{}
+	failed := g.eachLocalPlugin(ctx, func(name string, p *pluginhost.Plugin) {
+		d := p.Description
+		r := pluginRow{Name: name, Version: d.Version, SDKVersion: d.SDKVersion, Protocol: sdk.ProtocolVersion, WireProtocol: d.WireProtocol,
+			Capabilities: append([]string{}, pluginhost.CapabilityNames(d.Capabilities)...), Path: p.Path}
+		if lf, err := pluginhost.ReadLockfile(filepath.Dir(p.Path)); err == nil {
+			r.Source = lf.Plugins[name].Source
+		}
+		rows = append(rows, r)
+	})
+	return rows, failed
+}
+
+// eachLocalPlugin starts each plugin of this machine's search path and
+// gives it to fn; a plugin that does not start is reported on stderr, and
+// the error says one did not.
+func (g *globals) eachLocalPlugin(ctx context.Context, fn func(name string, p *pluginhost.Plugin)) error {
 	m := pluginhost.New(pluginhost.Config{Dirs: g.searchPath()})
 	defer m.Close()
-	rows := []pluginRow{}
 	var failed error
 	for _, name := range m.Installed() {
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -258,15 +274,9 @@ func (g *globals) localPlugins(ctx context.Context) ([]pluginRow, error) {
 			failed = silent(exitFailed)
 			continue
 		}
-		d := p.Description
-		r := pluginRow{Name: name, Version: d.Version, SDKVersion: d.SDKVersion, Protocol: sdk.ProtocolVersion, WireProtocol: d.WireProtocol,
-			Capabilities: append([]string{}, pluginhost.CapabilityNames(d.Capabilities)...), Path: p.Path}
-		if lf, err := pluginhost.ReadLockfile(filepath.Dir(p.Path)); err == nil {
-			r.Source = lf.Plugins[name].Source
-		}
-		rows = append(rows, r)
+		fn(name, p)
 	}
-	return rows, failed
+	return failed
 }
 
 func printPluginRows(w io.Writer, rows []pluginRow, asJSON bool) {
@@ -316,22 +326,11 @@ func (g *globals) plugins(ctx context.Context) ([]sdk.Description, error) {
 		}
 		return descs, nil
 	}
-	m := pluginhost.New(pluginhost.Config{Dirs: g.searchPath()})
-	defer m.Close()
 	descs := []sdk.Description{}
-	var failed error
-	for _, name := range m.Installed() {
-		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		p, err := m.Get(pctx, name)
-		cancel()
-		if err != nil {
-			fmt.Fprintf(g.stderr, "baton: %v\n", err)
-			failed = silent(exitFailed)
-			continue
-		}
+	failed := g.eachLocalPlugin(ctx, func(name string, p *pluginhost.Plugin) {
 		d := p.Description
 		d.Name = name // the name the host knows it by
 		descs = append(descs, d)
-	}
+	})
 	return descs, failed
 }

@@ -1,6 +1,7 @@
 package pluginhost
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -117,13 +118,17 @@ func Lock(dir string) ([]string, error) {
 			return nil, fmt.Errorf("lock plugins: %w", err)
 		}
 		name := strings.TrimPrefix(e.Name(), BinaryPrefix)
-		if old, ok := lf.Plugins[name]; ok && old.File == e.Name() && old.SHA256 == sum {
-			names = append(names, name)
-			continue
-		}
 		src, err := filepath.Abs(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("lock plugins: %w", err)
+		}
+		if old, ok := lf.Plugins[name]; ok && old.File == e.Name() && old.SHA256 == sum {
+			// Unchanged: its record stays (a module's source with it); a
+			// record from before sources were kept gets the file's.
+			old.Source = cmp.Or(old.Source, "file:"+src)
+			lf.Plugins[name] = old
+			names = append(names, name)
+			continue
 		}
 		lf.Plugins[name] = LockEntry{File: e.Name(), SHA256: sum, Source: "file:" + src}
 		names = append(names, name)

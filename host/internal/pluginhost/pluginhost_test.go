@@ -284,6 +284,26 @@ func TestLockKeepsRecords(t *testing.T) {
 	if entry.Version == "" || entry.SDKVersion == "" || entry.Protocol != 1 || entry.Source != "file:"+acpBin {
 		t.Errorf("InstallFile recorded %+v", entry)
 	}
+
+	// A record written before sources were kept gets its file's source.
+	kept := filepath.Join(dir, pluginhost.BinaryPrefix+"kept")
+	old := fmt.Sprintf(`{"version":1,"plugins":{"kept":{"file":%q,"sha256":%q}}}`, pluginhost.BinaryPrefix+"kept", entry.SHA256)
+	if err := os.WriteFile(filepath.Join(dir, pluginhost.LockfileName), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pluginhost.Lock(dir); err != nil {
+		t.Fatal(err)
+	}
+	if lf, err = pluginhost.ReadLockfile(dir); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]pluginhost.LockEntry{
+		"kept":    {File: pluginhost.BinaryPrefix + "kept", SHA256: entry.SHA256, Source: "file:" + kept},
+		"changed": want["changed"],
+	}
+	if diff := cmp.Diff(want, lf.Plugins); diff != "" {
+		t.Errorf("an old lockfile after Lock (-want +got):\n%s", diff)
+	}
 }
 
 func sum(t *testing.T, p string) string {
