@@ -4,7 +4,7 @@
 //
 //	replaypeer --transcript FILE [--workspace DIR] [--speed X] [--state FILE] [-- ARGS...]
 //	replaypeer peer-args FILE
-//	replaypeer record --out FILE --provider NAME --scenario NAME [--workspace DIR] [--append] [--invocation] -- ARGV... [-- ARGS...]
+//	replaypeer record --out FILE --provider NAME --protocol P --scenario NAME --meta agentVersion=V --meta model=M [--workspace DIR] [--append] [--invocation] -- ARGV... [-- ARGS...]
 //
 // The first form plays; ARGS, when "--" is given, are the arguments the
 // client started the provider with, checked as its first frame. The second

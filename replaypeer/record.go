@@ -59,6 +59,10 @@ func recordMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: replaypeer record --out FILE --provider NAME --protocol P --scenario NAME --meta agentVersion=V --meta model=M [--workspace DIR] [--meta k=v] [--append] [--invocation] -- ARGV... [-- ARGS...]")
 		return 2
 	}
+	if *protocol == "" {
+		fmt.Fprintln(stderr, "replaypeer record: --protocol is required: the plugin's wire protocol (its Describe WireProtocol), which a transcript names to be played for that plugin")
+		return 2
+	}
 	// A recorded transcript says what it was recorded from (its header's
 	// version is the provider's; see transcript.Header).
 	for _, k := range []string{"agentVersion", "model"} {

@@ -437,6 +437,21 @@ func TestRecordNeedsVersionAndModel(t *testing.T) {
 	}
 }
 
+// A recording must name the wire protocol: a header without one does not
+// decode, so the recording could never be played.
+func TestRecordNeedsProtocol(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "t.ndjson")
+	cmd := exec.Command(bin, "record", "--out", out, "--provider", "p", "--scenario", "s",
+		"--meta", "agentVersion=1", "--meta", "model=m", "--", "true")
+	b, err := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(b), "--protocol is required: the plugin's wire protocol") {
+		t.Errorf("record without --protocol: %v\n%s\nwant exit 2 saying --protocol is required", err, b)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("record without --protocol wrote %s (%v)", out, err)
+	}
+}
+
 // A frame the client sends before the peer has sent the entries the
 // transcript has before its expectation came too early: a mismatch, here
 // while the peer waits out an afterMs before the response it should have

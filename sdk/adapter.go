@@ -40,7 +40,10 @@ type Steerer interface {
 
 // Interrupter is the interrupt capability: the provider can be asked to
 // stop a turn. Returning is an acknowledgement only; the turn ends when its
-// turn_terminal (status interrupted) arrives.
+// turn_terminal (status interrupted) arrives. req.TurnRef empty means the
+// running turn. A turn that already ended, or no turn running, is nothing
+// to stop: return nil (the interrupt may cross the turn's terminal; the host
+// only logs an error, and waits for the terminal either way).
 type Interrupter interface {
 	InterruptTurn(ctx context.Context, req InterruptTurnRequest) error
 }

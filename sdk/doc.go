@@ -56,11 +56,15 @@
 //   - [EventItemUpdated]: ItemRef of a started item; any of Title, Text,
 //     Status, Detail. The host updates the node.
 //   - [EventContentDelta]: TurnRef, ItemRef, ItemKind, Text (the next
-//     chunk). The host appends the chunk to the item's text as it comes.
+//     chunk). The host appends the chunk to the item's text as it comes:
+//     an item's text is its deltas, and nothing else.
 //   - [EventItemCompleted]: ItemRef of a started item, once; Status
-//     [ItemDone], [ItemFailed] or [ItemDeclined]; Text and Detail final.
-//     Before the turn's terminal. The host closes the node; a run's
-//     checkpoint waits for every item of its turn to close.
+//     [ItemDone], [ItemFailed] or [ItemDeclined]; Title and Detail final;
+//     Text, if any, says why it failed (the host does not add it to the
+//     item's text: send text not streamed yet as a last content_delta
+//     first, see sessions.Item.Streamed). Before the turn's terminal. The
+//     host closes the node; a run's checkpoint waits for every item of its
+//     turn to close.
 //   - [EventPlanUpdated]: TurnRef, Detail (the steps). The host keeps the
 //     turn's plan.
 //   - [EventRequestOpened]: RequestRef, RequestKind, Title, Options,
@@ -77,10 +81,14 @@
 //     the provider says. The host keeps it when it changes.
 //   - [EventTurnTerminal]: TurnRef, Status ([TurnCompleted],
 //     [TurnInterrupted] or [TurnFailed]), Failure when failed, Limit when a
-//     provider limit ended it, ThreadUsable. Exactly once per started turn,
-//     after its items are completed. The root turn's terminal of the
-//     attempt the host is running ends the run (completed, interrupted,
-//     failed, or blocked on a Limit); a subagent's ends only its node.
+//     provider limit ended it; ThreadUsable true when the provider thread
+//     can take another turn (the conformance suite wants it on every
+//     completed turn, and false on one failed because the session's
+//     provider died, runtime_exited failed to follow). Exactly once per
+//     started turn, after its items are completed. The root turn's
+//     terminal of the attempt the host is running ends the run (completed,
+//     interrupted, failed, or blocked on a Limit); a subagent's ends only
+//     its node.
 //     Interrupted is reported only when the provider confirms it:
 //     InterruptTurn returning is an acknowledgement.
 //   - [EventRuntimeExited]: Status ([ExitExited], [ExitClosed] after

@@ -575,8 +575,12 @@ func (pl *player) checkOutcome(rolled, resumed bool) {
 				continue // CheckContract's
 			}
 			if term.Status != want || (want == sdk.TurnCompleted && !term.ThreadUsable) {
-				t.Errorf("%s, session %d: turn %s ended %s (usable %v, failure %+v) at #%d; want %s", pl.sc, n+1, term.TurnRef, term.Status,
-					term.ThreadUsable, term.Failure, term.Sequence, want)
+				wantUsable := ""
+				if want == sdk.TurnCompleted {
+					wantUsable = " with ThreadUsable true (the thread can take another turn)"
+				}
+				t.Errorf("%s, session %d: turn %s ended %s (usable %v, failure %+v) at #%d; want %s%s", pl.sc, n+1, term.TurnRef, term.Status,
+					term.ThreadUsable, term.Failure, term.Sequence, want, wantUsable)
 			}
 		}
 		if pl.sc == Approvals {

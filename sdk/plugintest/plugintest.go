@@ -18,8 +18,8 @@
 //
 //	func TestSimple(t *testing.T) {
 //		p := plugintest.Start(t, plugintest.Build(t, "."))
-//		s := p.Open(t, "../../testdata/acp/simple.ndjson", t.TempDir())
-//		s.StartTurn(t, "hello")
+//		s := p.Open(t, "testdata/simple.ndjson", t.TempDir())
+//		s.StartTurn(t, "hello") // the input it was recorded with: the peer checks what the plugin sends
 //		events := s.WaitTurn(t)
 //		if got := plugintest.ItemText(events, "", sdk.ItemAssistantMessage); got != "Hello!" {
 //			t.Errorf("assistant text = %q", got)
@@ -30,6 +30,12 @@
 //
 // Filter, Count, Index and Find select events; ItemText, CheckItemsClosed
 // and CheckRawFrames state what every plugin's events must show.
+//
+// Transcripts are recorded from the real provider (`replaypeer record`
+// wrapped around it as the session's provider command; see the README's
+// "Writing a plugin"), or written by hand (see package transcript, and
+// CrashTranscript and MalformedTranscript for the two Conformance derives).
+// A scenario's inputs sit beside its transcript (see Dir).
 //
 // The replay peer is the test binary itself, re-executed (or the binary
 // named by $BATON_REPLAYPEER), so a plugin module needs nothing but sdk.

@@ -19,9 +19,15 @@ import (
 //     they were when it started (Item.Event, Item.Delta);
 //   - the text streamed into it so far is kept (Item.Streamed): a provider
 //     that sends the whole text again when the item completes adds only
-//     what was not streamed;
+//     what was not streamed, as a last Delta (the host's item text is its
+//     deltas; item_completed's Text is not added to it);
 //   - an item still open when its turn ends is completed then, before the
 //     turn's terminal event (CloseTurn): no item outlives its turn.
+//
+// The events the methods return name no raw frame (RawFrame 0): set it to
+// the index of the provider frame the event came from (lineproc's Next
+// returns it) before emitting; the conformance suite fails an item_started
+// or content_delta without one (plugintest.RawFrameKinds).
 //
 // X is what a plugin keeps about an item besides. Items is a map so that
 // a plugin can count and range over it; it changes through its methods.
@@ -74,7 +80,8 @@ func (s *Items[X]) Start(thread, turn, ref string, kind sdk.ItemKind, title stri
 // Forget closes it without an event (the plugin makes its own).
 func (s Items[X]) Forget(it *Item[X]) { delete(s, itemKey(it.Thread, it.Ref)) }
 
-// Complete closes it and returns its item_completed event with status.
+// Complete closes it and returns its item_completed event with status and
+// its title (no Text: stream what is left with Delta first).
 func (s Items[X]) Complete(it *Item[X], status sdk.Status) sdk.RuntimeEvent {
 	s.Forget(it)
 	ev := it.Event(sdk.EventItemCompleted)
