@@ -806,3 +806,41 @@ func TestTurnEndExpiresPendingRequests(t *testing.T) {
 		t.Fatalf("exit with no run: %s", got)
 	}
 }
+
+// A plugin that numbers its turns afresh in each session gives a resumed
+// thread's new turn the ref of an earlier one. That is not the earlier
+// turn's frame again (it names another attempt): the run fails, saying
+// why, rather than waiting forever for a turn whose events look like the
+// old one's. The old turn's frame again still allocates nothing, and a
+// reused ref for an attempt the host no longer waits for changes nothing.
+func TestTurnRefReusedInANewSession(t *testing.T) {
+	w := newWorld(t)
+	w.send("one")
+	w.open("s1")
+	first := w.thread.Runs[0].ActiveAttempt
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "turn-1", ClientTurnID: first})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "turn-1", Status: sdk.TurnCompleted, ThreadUsable: true})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitClosed})
+	if r := w.thread.Runs[0]; r.Status != RunStatusCompleted {
+		t.Fatalf("run 1 %s", r.Status)
+	}
+	w.send("two")
+	second := w.thread.Runs[1].ActiveAttempt
+	w.must(Command{ID: "o", ThreadID: "thr", Payload: RecordSessionOpened{SessionID: "s2", ThreadRef: "pt", ResumeRequested: "pt", Resumed: true}})
+	if d := w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "turn-1", ClientTurnID: first}); len(d.Events) != 0 {
+		t.Fatalf("the earlier turn's frame again: %s", types(d))
+	}
+	d := w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "turn-1", ClientTurnID: second})
+	if got := types(d); got != "node.completed run.completing checkpoint.scope.opened checkpoint.requested checkpoint.recorded run.ended" {
+		t.Fatalf("a reused ref: %s", got)
+	}
+	r := w.thread.Runs[1]
+	want := sdk.Failure{Code: "turn_ref_reused", Message: "the provider started this run's turn as turn-1, the ref a turn of run 1 already has: " +
+		"a plugin must give every turn of a provider thread its own ref, in every session"}
+	if r.Status != RunStatusFailed || r.Failure == nil || *r.Failure != want {
+		t.Fatalf("run 2 %s, failure %+v", r.Status, r.Failure)
+	}
+	if d := w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "turn-1", ClientTurnID: second}); len(d.Events) != 0 {
+		t.Fatalf("a reused ref for a run that ended: %s", types(d))
+	}
+}

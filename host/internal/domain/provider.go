@@ -2,6 +2,7 @@ package domain
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/baton-run/baton/sdk"
@@ -31,9 +32,13 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			d.emit(ProviderThreadBound{ProviderThreadID: env.NewID("pthr"), SessionID: p.SessionID, ProviderRef: ev.ThreadRef, ParentID: parent})
 		}
 	case sdk.EventTurnStarted:
-		if ev.TurnRef != "" && pt == nil { // already bound: reprocessing allocates nothing
+		switch {
+		case ev.TurnRef == "":
+		case pt == nil:
 			turnStarted(t, p.SessionID, ev, env, d)
-		}
+		case ev.ClientTurnID != "" && ev.ClientTurnID != pt.AttemptID:
+			turnRefReused(t, ev, pt, env, d)
+		} // else the same turn again: reprocessing allocates nothing
 	case sdk.EventItemStarted, sdk.EventItemUpdated, sdk.EventItemCompleted, sdk.EventContentDelta:
 		decideItem(t, ev, pt, env, d)
 	case sdk.EventPlanUpdated:
@@ -83,6 +88,21 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 // sameRateLimit says whether two reports of a limit say the same.
 func sameRateLimit(l, m sdk.RateLimit) bool {
 	return l.Scope == m.Scope && l.UsedPercent == m.UsedPercent && l.ResetsAt.Equal(m.ResetsAt)
+}
+
+// turnRefReused ends the run of a turn the provider started under a ref
+// an earlier turn of the thread has (for another attempt, so not the same
+// frame again): a plugin that numbers its turns afresh in each session of
+// a resumed thread. Its events could not be told from the earlier turn's,
+// so the run would never end; it fails, saying why.
+func turnRefReused(t *Thread, ev sdk.RuntimeEvent, earlier *ProviderTurn, env Env, d *Decision) {
+	r, a := t.attemptByID(ev.ClientTurnID)
+	if a == nil || !r.live() || r.ActiveAttempt != a.ID {
+		return // not a turn the host waits for
+	}
+	endRun(t, r.ID, RunStatusFailed, "", &sdk.Failure{Code: "turn_ref_reused", Message: fmt.Sprintf(
+		"the provider started this run's turn as %s, the ref a turn of run %d already has: a plugin must give every turn of a provider thread its own ref, in every session",
+		ev.TurnRef, t.run(earlier.RunID).Ordinal)}, env, d)
 }
 
 // turnStarted binds a provider turn to the attempt it is for: the one the
