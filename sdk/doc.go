@@ -48,11 +48,14 @@
 //     did not start, a subagent's). After StartTurn took the input, before
 //     any item of the turn. The host binds the turn to the run attempt the
 //     ClientTurnID names; a turn for an attempt the host no longer wants is
-//     interrupted.
-//   - [EventItemStarted]: TurnRef, ItemRef (unique in the session),
-//     ItemKind, Title; ParentItemRef for a nested item; Status
-//     [ItemInProgress]. Inside a started turn, before its terminal. The host
-//     makes an execution node and the item the user reads.
+//     interrupted. TurnRef is unique across every session of the provider
+//     thread: a session that resumes the thread gives no TurnRef an earlier
+//     session of it gave (see Refs below).
+//   - [EventItemStarted]: TurnRef, ItemRef (unique across every session of
+//     the provider thread, as TurnRef), ItemKind, Title; ParentItemRef for
+//     a nested item; Status [ItemInProgress]. Inside a started turn, before
+//     its terminal. The host makes an execution node and the item the user
+//     reads.
 //   - [EventItemUpdated]: ItemRef of a started item; any of Title, Text,
 //     Status, Detail. The host updates the node.
 //   - [EventContentDelta]: TurnRef, ItemRef, ItemKind, Text (the next
@@ -67,9 +70,9 @@
 //     turn to close.
 //   - [EventPlanUpdated]: TurnRef, Detail (the steps). The host keeps the
 //     turn's plan.
-//   - [EventRequestOpened]: RequestRef, RequestKind, Title, Options,
-//     TurnRef (the Approvals capability). While the provider waits for an
-//     answer. The host answers by the thread's policy or asks the user,
+//   - [EventRequestOpened]: RequestRef (unique in the session), RequestKind,
+//     Title, Options, TurnRef (the Approvals capability). While the
+//     provider waits for an answer. The host answers by the thread's policy or asks the user,
 //     through [Responder].
 //   - [EventRequestResolved]: RequestRef, Status (a [Decision]'s Status).
 //     Once the answer reached the provider, or the provider withdrew the
@@ -103,9 +106,28 @@
 //   - [EventSessionState]: Title, Detail. The provider's own session state.
 //     Kept in the raw-frame log only.
 //
+// Refs: the host binds an event to what it stands for by its refs, and
+// a ref it has bound before reads as the same thing seen again (a frame
+// reprocessed after a restart binds nothing new). It looks a turn up by
+// TurnRef alone among every turn of the thread the user sees, whatever
+// session gave it; an item by ItemRef among the items of the run, whose
+// attempts may run in several sessions (a continuation after a usage
+// limit); a request by the session and RequestRef. So a turn or item ref
+// must never come again on the provider thread, in this session or one
+// that resumes it: a plugin that numbers its turns "turn-1", "turn-2"
+// afresh in each session makes the first turn of a resumed session look
+// like an old turn's frame seen again, and the host cannot bind it to
+// the run it answers. Use the provider's
+// own ids, or refs with a part unique to the session. A user's thread may
+// also hold several provider threads (a fresh one after a rollback
+// without native rollback, another provider's after a switch), and turns
+// are looked up across them all: refs unique beyond the provider thread
+// are safest. A request ref needs to be unique in its session only.
+//
 // [StatusesFor] lists the statuses each kind may carry. The conformance
 // suite (plugintest.Conformance) plays standard scenarios against a plugin
-// binary and checks every rule above.
+// binary and checks every rule above, the refs of a resumed session
+// against an earlier session's among them (plugintest.CheckThread).
 //
 // # Packages
 //

@@ -144,7 +144,9 @@ func calledFor(sc Scenario, c sdk.Capabilities) (bool, string) {
 // simple transcript (see CrashTranscript and MalformedTranscript).
 //
 // Every session's events are checked against the event contract
-// (CheckContract), and each scenario's own outcome: its turns end
+// (CheckContract), the sessions of a scenario that resumes its thread
+// against each other (CheckThread: a resumed session gives no turn or
+// item ref an earlier one gave), and each scenario's own outcome: its turns end
 // completed (interrupted for turn_interrupt), a request is answered for
 // approval_accept, a child thread appears for subagent, the rollback and
 // the resume succeed, and the replay peer saw every frame it expected.
@@ -342,6 +344,15 @@ func play(t *testing.T, bin string, sc Scenario, tr Transcript) {
 				t.Logf("%s: %d session(s), %d turns, %d events: the contract holds", sc, len(pl.done), turns, evs)
 			}
 		}()
+	}
+	// The sessions of a scenario are one thread's: each after the first
+	// resumes it.
+	var thread [][]sdk.RuntimeEvent
+	for _, sr := range pl.done {
+		thread = append(thread, sr.evs)
+	}
+	for _, v := range CheckThread(thread) {
+		t.Errorf("%s: %s", sc, v)
 	}
 	for n, sr := range pl.done {
 		for _, v := range CheckContract(sr.evs, sr.run) {

@@ -20,6 +20,7 @@ const (
 	RuleCrash        = "a crash mid-turn fails the turn, and then the runtime exits failed with the thread unusable, or the session lives on with the thread usable (a provider process per turn)"
 	RuleMalformed    = "a malformed frame yields a diagnostic or a failed turn"
 	RuleSubagents    = "a subagent is a child thread: thread_started with a ParentThreadRef"
+	RuleResumedRefs  = "a session that resumes a thread gives no turn ref or item ref an earlier session of the thread gave"
 )
 
 // RawFrameKinds are the events a plugin makes only of a provider frame, so
@@ -59,8 +60,11 @@ type Violation struct {
 	// Seqs are the sequence numbers of the events it is about (none: it
 	// is about what is missing).
 	Seqs []uint64
-	Want string
-	Got  string
+	// Sessions, for a rule across sessions (CheckThread), are the
+	// sessions (from 1) of the events Seqs names, one each.
+	Sessions []int
+	Want     string
+	Got      string
 }
 
 func (v Violation) String() string {
@@ -69,6 +73,9 @@ func (v Violation) String() string {
 		n := make([]string, len(v.Seqs))
 		for i, q := range v.Seqs {
 			n[i] = fmt.Sprintf("#%d", q)
+			if i < len(v.Sessions) {
+				n[i] = fmt.Sprintf("session %d #%d", v.Sessions[i], q)
+			}
 		}
 		s += " (events " + strings.Join(n, ", ") + ")"
 	}
@@ -316,6 +323,57 @@ func CheckContract(evs []sdk.RuntimeEvent, run Run) []Violation {
 	}
 	if run.Subagents && len(childSeen) == 0 {
 		add(RuleSubagents, "a thread_started with the ParentThreadRef of a thread already started", "none")
+	}
+	return vs
+}
+
+// CheckThread checks the sessions of one provider thread, each one's
+// events in order and the sessions in the order they were opened (each
+// after the first resuming the thread), against the rule that spans them
+// (RuleResumedRefs): no turn_started of a later session names a TurnRef,
+// and no item_started an ItemRef, that an event of an earlier session
+// named. The host binds a turn by its ref alone across the sessions of
+// a thread, and an item by its ref within a run, whose attempts may run
+// in several sessions: a ref given again reads as the old turn's or
+// item's frame seen again. Each breach names both sessions, the ref and
+// the sequence numbers of both events, in the order of the later
+// session's events. Requests are bound by session and ref, so a request
+// ref may come again.
+func CheckThread(sessions [][]sdk.RuntimeEvent) []Violation {
+	var vs []Violation
+	type given struct {
+		session int
+		seq     uint64
+	}
+	turns, items := map[string]given{}, map[string]given{}
+	for n, evs := range sessions {
+		newTurns, newItems := map[string]given{}, map[string]given{}
+		for _, ev := range evs {
+			kind, ref, seen, mine := "", "", turns, newTurns
+			switch {
+			case ev.Kind == sdk.EventTurnStarted && ev.TurnRef != "":
+				kind, ref = "turn", ev.TurnRef
+			case ev.Kind == sdk.EventItemStarted && ev.ItemRef != "":
+				kind, ref, seen, mine = "item", ev.ItemRef, items, newItems
+			default:
+				continue
+			}
+			if g, ok := seen[ref]; ok {
+				vs = append(vs, Violation{Rule: RuleResumedRefs, Seqs: []uint64{g.seq, ev.Sequence}, Sessions: []int{g.session, n + 1},
+					Want: fmt.Sprintf("%s ref %s, given by session %d's %s #%d, not given again", kind, ref, g.session, ev.Kind, g.seq),
+					Got:  fmt.Sprintf("session %d's %s #%d gives it again", n+1, ev.Kind, ev.Sequence)})
+				continue
+			}
+			if _, ok := mine[ref]; !ok {
+				mine[ref] = given{session: n + 1, seq: ev.Sequence}
+			}
+		}
+		for ref, g := range newTurns {
+			turns[ref] = g
+		}
+		for ref, g := range newItems {
+			items[ref] = g
+		}
 	}
 	return vs
 }

@@ -163,4 +163,71 @@ func TestViolationString(t *testing.T) {
 	if got := v.String(); got != want {
 		t.Errorf("String() = %q\nwant %q", got, want)
 	}
+	v = Violation{Rule: RuleResumedRefs, Seqs: []uint64{2, 13}, Sessions: []int{1, 2}, Want: "turn ref t1, given by session 1's turn_started #2, not given again",
+		Got: "session 2's turn_started #13 gives it again"}
+	want = RuleResumedRefs + ": want turn ref t1, given by session 1's turn_started #2, not given again; got session 2's turn_started #13 gives it again (events session 1 #2, session 2 #13)"
+	if got := v.String(); got != want {
+		t.Errorf("String() = %q\nwant %q", got, want)
+	}
+}
+
+// resumed is the good stream as a session that resumes its thread gives
+// it: the turn and item refs its own, the request ref the same (requests
+// are bound by session).
+func resumed(suffix string) []sdk.RuntimeEvent {
+	evs := goodStream()
+	for i := range evs {
+		if evs[i].TurnRef != "" {
+			evs[i].TurnRef += suffix
+		}
+		if evs[i].ItemRef != "" {
+			evs[i].ItemRef += suffix
+		}
+	}
+	return evs
+}
+
+// TestCheckThread: sessions of one thread that each give refs of their
+// own pass; a resumed session that gives a turn or item ref an earlier
+// session gave (a plugin that numbers its turns afresh in every session)
+// is named, with both sessions and both events.
+func TestCheckThread(t *testing.T) {
+	for name, c := range map[string]struct {
+		sessions [][]sdk.RuntimeEvent
+		want     []Violation
+	}{
+		"one session":           {[][]sdk.RuntimeEvent{goodStream()}, nil},
+		"refs of its own, each": {[][]sdk.RuntimeEvent{goodStream(), resumed("-b"), resumed("-c")}, nil},
+		"a request ref again":   {[][]sdk.RuntimeEvent{goodStream(), resumed("-b")}, nil},
+		"a turn ref given again": {[][]sdk.RuntimeEvent{goodStream(), slices.Concat(resumed("-b")[:12], []sdk.RuntimeEvent{
+			{Kind: sdk.EventTurnStarted, ThreadRef: "root", TurnRef: "t1", ClientTurnID: "client-turn-2"},
+			{Kind: sdk.EventTurnTerminal, ThreadRef: "root", TurnRef: "t1", Status: sdk.TurnCompleted, ThreadUsable: true, RawFrame: 10},
+			goodStream()[12],
+		})}, []Violation{{Rule: RuleResumedRefs, Seqs: []uint64{2, 13}, Sessions: []int{1, 2},
+			Want: "turn ref t1, given by session 1's turn_started #2, not given again", Got: "session 2's turn_started #13 gives it again"}}},
+		"every ref given again": {[][]sdk.RuntimeEvent{goodStream(), goodStream()}, []Violation{
+			{Rule: RuleResumedRefs, Seqs: []uint64{2, 2}, Sessions: []int{1, 2},
+				Want: "turn ref t1, given by session 1's turn_started #2, not given again", Got: "session 2's turn_started #2 gives it again"},
+			{Rule: RuleResumedRefs, Seqs: []uint64{3, 3}, Sessions: []int{1, 2},
+				Want: "item ref i1, given by session 1's item_started #3, not given again", Got: "session 2's item_started #3 gives it again"},
+			{Rule: RuleResumedRefs, Seqs: []uint64{9, 9}, Sessions: []int{1, 2},
+				Want: "turn ref c1, given by session 1's turn_started #9, not given again", Got: "session 2's turn_started #9 gives it again"},
+		}},
+		"the third session gives the first's": {[][]sdk.RuntimeEvent{goodStream(), resumed("-b"), slices.Concat(resumed("-c")[:1], goodStream()[1:2])},
+			[]Violation{{Rule: RuleResumedRefs, Seqs: []uint64{2, 2}, Sessions: []int{1, 3},
+				Want: "turn ref t1, given by session 1's turn_started #2, not given again", Got: "session 3's turn_started #2 gives it again"}}},
+		"the third session gives the second's": {[][]sdk.RuntimeEvent{goodStream(), resumed("-b"), slices.Concat(resumed("-c")[:2], resumed("-b")[2:3])},
+			[]Violation{{Rule: RuleResumedRefs, Seqs: []uint64{3, 3}, Sessions: []int{2, 3},
+				Want: "item ref i1-b, given by session 2's item_started #3, not given again", Got: "session 3's item_started #3 gives it again"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var sessions [][]sdk.RuntimeEvent
+			for _, evs := range c.sessions {
+				sessions = append(sessions, numbered(evs))
+			}
+			if diff := cmp.Diff(c.want, CheckThread(sessions)); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
