@@ -387,7 +387,10 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrBusy, "start turn: turn %s is running", s.cur.ref)
 	}
 	s.turns++
-	tp := &turn{ref: fmt.Sprintf("%s/turn-%d", s.thread, s.turns), client: req.ClientTurnID, prompt: req.Input.Text,
+	// The session's id is in the ref: a session that resumes the thread
+	// numbers its turns from 1 again, and a ref an earlier session gave
+	// would be taken for that turn (see the sdk's Refs).
+	tp := &turn{ref: fmt.Sprintf("%s/%s/turn-%d", s.thread, s.id, s.turns), client: req.ClientTurnID, prompt: req.Input.Text,
 		exited: make(chan struct{})}
 	prompt := Handoff(s.history, req.Input.Text)
 	argv := Argv(s.argv, prompt, s.stdin)
