@@ -3,20 +3,15 @@ package pluginclient_test
 import (
 	"context"
 	"errors"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/sdk"
-	"github.com/baton-run/baton/sdk/pluginclient"
-	"github.com/baton-run/baton/sdk/server"
+	"github.com/baton-run/baton/sdk/plugintest"
 )
 
 // emitting is a provider adapter, as a plugin author writes one, whose
@@ -54,27 +49,6 @@ func legacyStreams(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h
 	return h(srv, ss)
 }
 
-// serve runs an adapter's provider service on a unix socket and returns a
-// client of it.
-func serve(t *testing.T, a sdk.Adapter, opts ...grpc.ServerOption) *pluginclient.Client {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "p.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer(opts...)
-	server.Register(t.Context(), g, a, hclog.NewNullLogger())
-	go g.Serve(l)
-	t.Cleanup(g.Stop)
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return pluginclient.NewClient(t.Context(), conn)
-}
-
 // A session's events reach the host whole and in order, in batches from a
 // plugin that serves them, one by one from a plugin built before batches
 // (the client falls back, and remembers). Events the host acknowledged are
@@ -91,7 +65,7 @@ func TestEventsInBatchesAndFromOlderPlugins(t *testing.T) {
 		{"legacy", []grpc.ServerOption{grpc.UnaryInterceptor(legacy), grpc.StreamInterceptor(legacyStreams)}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := serve(t, emitting{n: n}, tc.opts...)
+			c := plugintest.InProcess(t, emitting{n: n}, tc.opts...)
 			ctx := t.Context()
 			if _, err := c.OpenSession(ctx, sdk.OpenSessionRequest{SessionID: "s"}); err != nil {
 				t.Fatal(err)

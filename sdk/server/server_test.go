@@ -3,18 +3,13 @@ package server_test
 import (
 	"context"
 	"errors"
-	"net"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/hashicorp/go-hclog"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/baton-run/baton/sdk"
-	"github.com/baton-run/baton/sdk/pluginclient"
+	"github.com/baton-run/baton/sdk/plugintest"
 	"github.com/baton-run/baton/sdk/server"
 )
 
@@ -56,25 +51,6 @@ func (a *resuming) ResumeSession(_ context.Context, req sdk.OpenSessionRequest, 
 	return sdk.OpenSessionResponse{ProviderThreadRef: req.ResumeThreadRef, Resumed: true}, nil
 }
 
-func dial(t *testing.T, a sdk.Adapter) *pluginclient.Client {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "p.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	server.Register(t.Context(), g, a, hclog.NewNullLogger())
-	go g.Serve(l)
-	t.Cleanup(g.Stop)
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return pluginclient.NewClient(t.Context(), conn)
-}
-
 // A plugin without resume is never given a thread to resume: it opens a
 // fresh session, and the host is told it did not resume, whatever the
 // adapter answered. A Resumer is asked to resume; a fresh open of a
@@ -82,7 +58,7 @@ func dial(t *testing.T, a sdk.Adapter) *pluginclient.Client {
 func TestResumeGoesToResumersOnly(t *testing.T) {
 	ctx := t.Context()
 	p := &plain{resp: sdk.OpenSessionResponse{ProviderThreadRef: "fresh", Resumed: true}}
-	c := dial(t, p)
+	c := plugintest.InProcess(t, p)
 	got, err := c.OpenSession(ctx, sdk.OpenSessionRequest{SessionID: "s1", Cwd: "/w", ResumeThreadRef: "T1"})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +71,7 @@ func TestResumeGoesToResumersOnly(t *testing.T) {
 	}
 
 	r := &resuming{}
-	c = dial(t, r)
+	c = plugintest.InProcess(t, r)
 	got, err = c.OpenSession(ctx, sdk.OpenSessionRequest{SessionID: "s1", ResumeThreadRef: "T1"})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +94,7 @@ func TestResumeGoesToResumersOnly(t *testing.T) {
 // what was asked; its description carries the sdk's version.
 func TestMissingCapabilitiesAreUnsupported(t *testing.T) {
 	ctx := t.Context()
-	c := dial(t, &plain{})
+	c := plugintest.InProcess(t, &plain{})
 	d, err := c.Describe(ctx)
 	if err != nil {
 		t.Fatal(err)
