@@ -96,17 +96,26 @@ func (f *Fake) Pending() []time.Duration {
 
 // WaitTimers blocks until at least n timers are pending, or ctx ends.
 func (f *Fake) WaitTimers(ctx context.Context, n int) error {
+	_, err := f.WaitPending(ctx, func(p []time.Duration) bool { return len(p) >= n })
+	return err
+}
+
+// WaitPending blocks until the pending timers (as Pending gives them)
+// satisfy cond, looking again at every change (a timer made, stopped or
+// fired), and returns them; or until ctx ends. Unlike a count, cond can
+// tell timers apart: some timers going while others come is seen.
+func (f *Fake) WaitPending(ctx context.Context, cond func([]time.Duration) bool) ([]time.Duration, error) {
 	for {
 		f.mu.Lock()
-		have, changed := len(f.timers), f.changed
+		changed := f.changed
 		f.mu.Unlock()
-		if have >= n {
-			return nil
+		if p := f.Pending(); cond(p) {
+			return p, nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return nil, context.Cause(ctx)
 		}
 	}
 }

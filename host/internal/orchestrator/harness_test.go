@@ -97,9 +97,12 @@ const callDeadline = 1000 * time.Hour
 
 // bounds is the fake clock's pending timers but the deadlines of plugin
 // calls in flight (callDeadline's).
-func bounds(c *clock.Fake) []time.Duration {
+func bounds(c *clock.Fake) []time.Duration { return boundsOf(c.Pending()) }
+
+// boundsOf is the pending durations p but plugin calls' deadlines.
+func boundsOf(p []time.Duration) []time.Duration {
 	var ds []time.Duration
-	for _, d := range c.Pending() {
+	for _, d := range p {
 		if d <= callDeadline/2 {
 			ds = append(ds, d)
 		}
@@ -110,14 +113,8 @@ func bounds(c *clock.Fake) []time.Duration {
 // waitBounds waits until n timers but plugin calls' deadlines are pending
 // (bounds) and returns them.
 func waitBounds(ctx context.Context, c *clock.Fake, n int) ([]time.Duration, error) {
-	for m := 1; ; m++ {
-		if b := bounds(c); len(b) >= n {
-			return b, nil
-		}
-		if err := c.WaitTimers(ctx, m); err != nil {
-			return nil, err
-		}
-	}
+	p, err := c.WaitPending(ctx, func(p []time.Duration) bool { return len(boundsOf(p)) >= n })
+	return boundsOf(p), err
 }
 
 // epoch is the instant every test's host starts at.
