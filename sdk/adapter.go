@@ -101,7 +101,8 @@ var ErrCapabilityMismatch = errors.New("capabilities declared and implemented di
 // CheckCapabilities says whether what a declares (Describe) and what it
 // implements (the optional interfaces) agree, naming every difference.
 func CheckCapabilities(a Adapter) error {
-	declared, has := a.Describe().Capabilities, Implemented(a)
+	d := a.Describe()
+	declared, has := d.Capabilities, Implemented(a)
 	var errs []error
 	for _, c := range methodCapabilities {
 		d, h := c.field(&declared), c.field(&has)
@@ -113,7 +114,7 @@ func CheckCapabilities(a Adapter) error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("plugin %s: %w: %w", a.Describe().Name, ErrCapabilityMismatch, errors.Join(errs...))
+		return fmt.Errorf("plugin %s: %w: %w", d.Name, ErrCapabilityMismatch, errors.Join(errs...))
 	}
 	return nil
 }

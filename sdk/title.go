@@ -1,6 +1,9 @@
 package sdk
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // What an adapter shows of provider data in an event's Title: the same
 // rules for every provider, so that a client shows them alike.
@@ -17,4 +20,26 @@ func Title(text string) string {
 		return string(r[:titleRunes-1]) + "…"
 	}
 	return s
+}
+
+// Clip bounds s to n bytes without cutting a character: its first n bytes
+// (keepEnd false) or its last n (keepEnd true), with "…" where the text was
+// cut. A string of at most n bytes is s. What a plugin puts in a failure's
+// message or a diagnostic's text (the end of a provider's stderr, the
+// start of an odd line) is bounded so.
+func Clip(s string, n int, keepEnd bool) string {
+	if len(s) <= n {
+		return s
+	}
+	if keepEnd {
+		i := len(s) - n
+		for i < len(s) && !utf8.RuneStart(s[i]) {
+			i++
+		}
+		return "…" + s[i:]
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

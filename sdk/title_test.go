@@ -19,3 +19,24 @@ func TestTitle(t *testing.T) {
 		}
 	}
 }
+
+func TestClip(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		n       int
+		keepEnd bool
+		want    string
+	}{
+		{"short", 5, false, "short"},
+		{"abcdef", 3, false, "abc…"},
+		{"abcdef", 3, true, "…def"},
+		{"aé", 2, false, "a…"}, // é is 2 bytes: not cut inside
+		{"éa", 2, true, "…a"},
+		{"ééé", 4, false, "éé…"},
+		{"ééé", 4, true, "…éé"},
+	} {
+		if got := Clip(c.in, c.n, c.keepEnd); got != c.want {
+			t.Errorf("Clip(%q, %d, %v) = %q, want %q", c.in, c.n, c.keepEnd, got, c.want)
+		}
+	}
+}

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
@@ -269,7 +268,7 @@ func (p *Process) noteOther(line []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.firstOther == "" {
-		p.firstOther = bound(t, false)
+		p.firstOther = sdk.Clip(t, maxWhy, false)
 	}
 }
 
@@ -321,30 +320,10 @@ func (p *Process) why() string {
 			}
 		}
 		if len(lines) > 0 {
-			return bound(strings.Join(lines, "; "), true)
+			return sdk.Clip(strings.Join(lines, "; "), maxWhy, true)
 		}
 	}
 	return p.firstOther
-}
-
-// bound cuts s to maxWhy bytes (at a rune's start), keeping its end or its
-// start.
-func bound(s string, keepEnd bool) string {
-	if len(s) <= maxWhy {
-		return s
-	}
-	if keepEnd {
-		i := len(s) - maxWhy
-		for i < len(s) && !utf8.RuneStart(s[i]) {
-			i++
-		}
-		return "…" + s[i:]
-	}
-	i := maxWhy
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
 }
 
 // StderrTail is the last few lines the provider wrote to stderr.

@@ -441,7 +441,7 @@ func (s *session) stderr(tp *turn, line []byte) {
 	switch {
 	case tp.diags <= maxDiagnostics:
 		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: s.thread, TurnRef: tp.ref, RawFrame: idx,
-			Title: s.name() + " stderr", Text: cut(text, maxDiagLine, false)})
+			Title: s.name() + " stderr", Text: sdk.Clip(text, maxDiagLine, false)})
 	case tp.diags == maxDiagnostics+1:
 		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: s.thread, TurnRef: tp.ref,
 			Title: s.name() + " stderr", Text: fmt.Sprintf("more than %d lines: the rest are in the raw-frame log only", maxDiagnostics)})
@@ -617,26 +617,7 @@ func tailText(tail []string) string {
 			lines = append(lines, l)
 		}
 	}
-	return cut(strings.Join(lines, "; "), maxWhy, true)
-}
-
-// cut bounds s to n bytes at a character's start, keeping its end or its
-// start.
-func cut(s string, n int, keepEnd bool) string {
-	if len(s) <= n {
-		return s
-	}
-	if keepEnd {
-		i := len(s) - n
-		for i < len(s) && !utf8.RuneStart(s[i]) {
-			i++
-		}
-		return "…" + s[i:]
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return sdk.Clip(strings.Join(lines, "; "), maxWhy, true)
 }
 
 // stop ends a turn's process group: SIGTERM at once, SIGKILL after the
