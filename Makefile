@@ -11,7 +11,7 @@ TOOLS     := $(CURDIR)/.bin
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 
-.PHONY: all build test cover-build plugin-test generate demo bench record record-switch live-test cover fuzz clean
+.PHONY: all build test cover-build plugin-test generate demo bench record record-switch live-test sigkill-sweep cover fuzz clean
 
 all: build
 
@@ -161,6 +161,15 @@ live-test: build
 		RECORD_OUT=$$out/$$p-$$s.ndjson bash testdata/record.sh $$p $$s >$$out/$$p-$$s.log 2>&1 || { cat $$out/$$p-$$s.log; exit 1; }; \
 		grep -E 'replay OK|wrote' $$out/$$p-$$s.log; \
 	done
+
+# The SIGKILL sweep at full size: the real baton killed 100 times at random
+# points of replayed multi-turn sessions on one data dir (TestSIGKILLSweep
+# in host/cmd/baton; make test runs 25). A failure names its seed:
+# BATON_SIGKILL_SEED=N make sigkill-sweep plays the same kill points.
+SIGKILL_KILLS ?= 100
+sigkill-sweep: build
+	cd host && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer BATON_SIGKILL_KILLS=$(SIGKILL_KILLS) \
+		$(GO) test -count=1 -run '^TestSIGKILLSweep$$' -v ./cmd/baton/
 
 # Benchmarks, 5 runs each; compare with benchstat. Baselines run in the same
 # invocation: raw Pebble and SQLite (cgo, -tags sqlitebench) beside the
