@@ -31,14 +31,16 @@ func Clip(s string, n int, keepEnd bool) string {
 	if len(s) <= n {
 		return s
 	}
+	// A character has at most utf8.UTFMax-1 bytes after its first: text
+	// that is not UTF-8 (bytes a provider printed) is cut within as many.
 	if keepEnd {
 		i := len(s) - n
-		for i < len(s) && !utf8.RuneStart(s[i]) {
+		for k := 1; k < utf8.UTFMax && i < len(s) && !utf8.RuneStart(s[i]); k++ {
 			i++
 		}
 		return "…" + s[i:]
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
+	for k := 1; k < utf8.UTFMax && n > 0 && !utf8.RuneStart(s[n]); k++ {
 		n--
 	}
 	return s[:n] + "…"

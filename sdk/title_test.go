@@ -34,6 +34,9 @@ func TestClip(t *testing.T) {
 		{"éa", 2, true, "…a"},
 		{"ééé", 4, false, "éé…"},
 		{"ééé", 4, true, "…éé"},
+		// Bytes that are not UTF-8: cut within a character's length.
+		{"a\x80\x80\x80\x80\x80b", 5, false, "a\x80…"},
+		{"a\x80\x80\x80\x80\x80b", 5, true, "…\x80b"},
 	} {
 		if got := Clip(c.in, c.n, c.keepEnd); got != c.want {
 			t.Errorf("Clip(%q, %d, %v) = %q, want %q", c.in, c.n, c.keepEnd, got, c.want)
