@@ -1,7 +1,10 @@
 package sdk
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -44,4 +47,26 @@ func Clip(s string, n int, keepEnd bool) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// Printable is s with what is not printable text escaped as Go escapes it
+// in a string ("\x1b", "\xff", "\n"), the rest as it is: text a provider
+// wrote (its stderr, an error's body) put in a message stays valid UTF-8
+// (a gRPC string must be) and on one line, and shows what it was.
+func Printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsPrint(r) || r == ' ':
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
 }

@@ -43,3 +43,17 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"Error: no key · é":     "Error: no key · é",
+		"\x1b[31mred\x1b[0m":    `\x1b[31mred\x1b[0m`,
+		"a\xffb\xc3":            `a\xffb\xc3`,
+		"tab\there\nline\u2028": `tab\there\nline\u2028`,
+		`"quoted" \ back`:       `"quoted" \ back`,
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

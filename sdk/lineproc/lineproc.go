@@ -18,8 +18,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
@@ -93,7 +91,7 @@ type Process struct {
 type otherLine struct {
 	head    []byte // its first bytes: at most ndjson.HeadBytes, more than maxPrinted when cut
 	size    int64  // its length
-	tooLong bool   // over ndjson.DefaultMaxLine: skipped unread
+	tooLong int    // over this limit (ndjson.DefaultMaxLine): skipped unread; 0 for a line read
 }
 
 // stderrTailLines is how much of the provider's stderr an exit report
@@ -198,7 +196,7 @@ func (p *Process) keepStderr(line []byte) {
 func (p *Process) Next() ([]byte, uint64, error) {
 	b, err := p.r.Next()
 	for tooLong := (*ndjson.LineTooLongError)(nil); errors.As(err, &tooLong); {
-		p.noteOther(&otherLine{head: tooLong.Head, size: tooLong.Len, tooLong: true})
+		p.noteOther(&otherLine{head: tooLong.Head, size: tooLong.Len, tooLong: tooLong.Limit})
 		if p.tooLong == nil {
 			break
 		}
@@ -375,14 +373,14 @@ func (p *Process) why() (printed, stderr string) {
 		// (A head is cut only past maxPrinted: Clip says it was cut.)
 		q := strconv.Quote(sdk.Clip(string(o.head), maxPrinted, false))
 		switch {
-		case o.tooLong:
-			printed = fmt.Sprintf("it printed a line over the limit of %d bytes: %s (%d bytes in all)", ndjson.DefaultMaxLine, q, o.size)
+		case o.tooLong > 0:
+			printed = fmt.Sprintf("it printed a line over the limit of %d bytes: %s (%d bytes in all)", o.tooLong, q, o.size)
 		case o.size > maxPrinted:
 			printed = fmt.Sprintf("it printed %s (%d bytes in all)", q, o.size)
 		default:
 			printed = "it printed " + q
 		}
-		if p.protocol != "" && !o.tooLong {
+		if p.protocol != "" && o.tooLong == 0 {
 			printed += ", not " + p.protocol
 		}
 	}
@@ -393,29 +391,9 @@ func (p *Process) why() (printed, stderr string) {
 		}
 	}
 	if len(lines) > 0 {
-		stderr = printable(sdk.Clip(strings.Join(lines, "; "), maxWhy, true))
+		stderr = sdk.Printable(sdk.Clip(strings.Join(lines, "; "), maxWhy, true))
 	}
 	return printed, stderr
-}
-
-// printable is s with what is not printable text escaped as Go would
-// escape it in a string ("\x1b", "\xff"), the rest as it is.
-func printable(s string) string {
-	var b strings.Builder
-	for i, w := 0, 0; i < len(s); i += w {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		w = n
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsPrint(r) || r == ' ':
-			b.WriteString(s[i : i+n])
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-	}
-	return b.String()
 }
 
 // StderrTail is the last few lines the provider wrote to stderr.
