@@ -30,6 +30,8 @@ func TestAnswersThatAreNotWhatWasExpected(t *testing.T) {
 		"not JSON": {map[string]any{"http": "response", "status": 200, "body": page, "contentType": "text/html"},
 			`GET /global/health: the answer is not what was expected (invalid character '<' looking for beginning of value): "` +
 				page[:200] + `…" (` + strconv.Itoa(len(page)) + ` bytes in all)`},
+		"a failure status without a body": {map[string]any{"http": "response", "status": 502},
+			`GET /global/health: status 502`},
 		"a failure status": {map[string]any{"http": "response", "status": 502, "body": notText, "contentType": "text/plain"},
 			`GET /global/health: status 502: \x1b[31mError:\n` + strings.Repeat("y", 1024-len("\x1b[31mError:\n")) + "…"},
 	} {

@@ -1,7 +1,8 @@
 // Package lineproc runs a provider process that speaks NDJSON on its stdio
 // without JSON-RPC (Claude Code's stream-json, Cursor's print mode): the
 // process in a group of its own, every line both ways and its stderr in the
-// raw-frame log, and an exit report that quotes the end of its stderr. A
+// raw-frame log, and an exit report that quotes what it printed instead of
+// a frame and the end of its stderr (bounded, escaped). A
 // plugin reads lines with Next and writes them with Write; the protocol is
 // its own. jsonrpcproc puts JSON-RPC on top of it.
 package lineproc
