@@ -1,7 +1,10 @@
 package sdk
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -31,15 +34,39 @@ func Clip(s string, n int, keepEnd bool) string {
 	if len(s) <= n {
 		return s
 	}
+	// A character has at most utf8.UTFMax-1 bytes after its first: text
+	// that is not UTF-8 (bytes a provider printed) is cut within as many.
 	if keepEnd {
 		i := len(s) - n
-		for i < len(s) && !utf8.RuneStart(s[i]) {
+		for k := 1; k < utf8.UTFMax && i < len(s) && !utf8.RuneStart(s[i]); k++ {
 			i++
 		}
 		return "…" + s[i:]
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
+	for k := 1; k < utf8.UTFMax && n > 0 && !utf8.RuneStart(s[n]); k++ {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// Printable is s with what is not printable text escaped as Go escapes it
+// in a string ("\x1b", "\xff", "\n"), the rest as it is: text a provider
+// wrote (its stderr, an error's body) put in a message stays valid UTF-8
+// (a gRPC string must be) and on one line, and shows what it was.
+func Printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsPrint(r) || r == ' ':
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
 }

@@ -65,7 +65,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	lines, err := lineproc.Start(lineproc.Config{Name: cfg.Name, Command: cfg.Command, Dir: cfg.Dir,
+	lines, err := lineproc.Start(lineproc.Config{Name: cfg.Name, Protocol: "JSON-RPC", Command: cfg.Command, Dir: cfg.Dir,
 		RawFrameLog: cfg.RawFrameLog, Log: cfg.Log, Stdin: true, Clock: cfg.Clock, OnLineTooLong: func(err error) {
 			// Skipped like a banner: the connection reads on.
 			if cfg.OnMalformed != nil {
@@ -209,6 +209,7 @@ func (st *stream) ReadObject(v any) error {
 			continue
 		}
 		if err := DecodeFrame(b, v); err != nil {
+			st.c.lines.NotFrame(b) // for the exit report
 			if st.onMalformed != nil {
 				st.onMalformed(idx, err)
 			}

@@ -69,10 +69,12 @@ func TestCallBannerAndExitReport(t *testing.T) {
 
 // A provider that exits before it answers: the call's error says, in one
 // sentence, how it exited, before answering what, and why as far as the
-// provider said: the end of its stderr (bounded, on one line), else the
-// first stdout line that is not a frame.
+// provider said: the first stdout line since its last frame that is not
+// one (quoted, its first 200 bytes, with its length when cut) and the end
+// of its stderr (bounded, on one line), escaping what is not text.
 func TestExitBeforeAnswering(t *testing.T) {
 	long := strings.Repeat("x", 600)
+	tenMB := 10 << 20
 	for name, tc := range map[string]struct{ script, want string }{
 		"stderr": {`read line; echo 'Error: no API key' >&2; exit 1`,
 			"the agent exited with status 1 before answering initialize: Error: no API key"},
@@ -81,12 +83,23 @@ func TestExitBeforeAnswering(t *testing.T) {
 		"a long stderr": {`read line; echo start` + long + `end >&2; exit 1`,
 			"the agent exited with status 1 before answering initialize: …" + long[:512-len("end")] + "end"},
 		"stdout": {`read line; echo '{"jsonrpc":"2.0","method":"log"}'; echo 'Please log in first.'; echo 'Then again.'; exit 0`,
-			"the agent exited with status 0 before answering initialize: Please log in first."},
+			`the agent exited with status 0 before answering initialize: it printed "Please log in first.", not JSON-RPC`},
+		"stdout and stderr": {`read line; echo 'Welcome to garbage'; echo 'Error: no API key' >&2; echo 'see the docs' >&2; exit 1`,
+			`the agent exited with status 1 before answering initialize: it printed "Welcome to garbage", not JSON-RPC; its stderr ends: Error: no API key; see the docs`},
+		"a 10 MB line": {fmt.Sprintf(`read line; head -c %d /dev/zero | tr '\0' x; echo; echo 'Error: out of memory' >&2; exit 1`, tenMB),
+			fmt.Sprintf(`the agent exited with status 1 before answering initialize: it printed "%s…" (10485760 bytes in all), not JSON-RPC; its stderr ends: Error: out of memory`, strings.Repeat("x", 200))},
+		"not UTF-8": {`read line; printf '\377\376garbage\200\033[0m\n'; printf '\033[31mError:\377 bad\n' >&2; exit 1`,
+			`the agent exited with status 1 before answering initialize: it printed "\xff\xfegarbage\x80\x1b[0m", not JSON-RPC; its stderr ends: \x1b[31mError:\xff bad`},
+		"JSON that is not JSON-RPC": {`read line; echo '{"error":"no key"}'; exit 1`,
+			`the agent exited with status 1 before answering initialize: it printed "{\"error\":\"no key\"}", not JSON-RPC`},
+		// A line that was not a frame, then frames: a banner, not why.
+		"a banner before frames": {`read line; echo 'Starting'; echo '{"method":"log"}'; echo 'Error: gone' >&2; exit 1`,
+			"the agent exited with status 1 before answering initialize: Error: gone"},
 		"nothing said": {`read line; exit 7`, "the agent exited with status 7 before answering initialize"},
 		// Gone before the call is written, or after: the same sentence.
 		"before it reads": {`echo 'Error: gone' >&2; exit 1`, "the agent exited with status 1 before answering initialize: Error: gone"},
 		"a long stdout line": {`read line; echo start` + long + `end; exit 1`,
-			"the agent exited with status 1 before answering initialize: start" + long[:512-len("start")] + "…"},
+			`the agent exited with status 1 before answering initialize: it printed "start` + long[:200-len("start")] + `…" (608 bytes in all), not JSON-RPC`},
 		"killed": {`read line; kill -9 $$`, "the agent was killed by SIGKILL before answering initialize"},
 	} {
 		t.Run(name, func(t *testing.T) {

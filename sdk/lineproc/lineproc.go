@@ -1,18 +1,22 @@
 // Package lineproc runs a provider process that speaks NDJSON on its stdio
 // without JSON-RPC (Claude Code's stream-json, Cursor's print mode): the
 // process in a group of its own, every line both ways and its stderr in the
-// raw-frame log, and an exit report that quotes the end of its stderr. A
+// raw-frame log, and an exit report that quotes what it printed instead of
+// a frame and the end of its stderr (bounded, escaped). A
 // plugin reads lines with Next and writes them with Write; the protocol is
 // its own. jsonrpcproc puts JSON-RPC on top of it.
 package lineproc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,9 +33,13 @@ import (
 // Config says what to start.
 type Config struct {
 	// Name is how reports name the provider ("claude", "the agent").
-	Name    string
-	Command sdk.ProviderCommand
-	Dir     string
+	Name string
+	// Protocol names what the provider should print on stdout
+	// ("JSON-RPC", "stream-json"): an exit report says that a line it
+	// printed instead is not that. Empty says nothing of the kind.
+	Protocol string
+	Command  sdk.ProviderCommand
+	Dir      string
 	// RawFrameLog is the raw-frame log's path; empty keeps none.
 	RawFrameLog string
 	// Frames, when set, is the raw-frame log to use instead of opening
@@ -45,8 +53,9 @@ type Config struct {
 	// starts (one process per turn) starts right away.
 	Stdin bool
 	// OnLineTooLong, when set, is told of each stdout line longer than
-	// ndjson.DefaultMaxLine (the error wraps ndjson.ErrLineTooLong); Next
-	// skips the line and reads on. Without it Next returns that error.
+	// ndjson.DefaultMaxLine (a *ndjson.LineTooLongError: its length and
+	// first bytes); Next skips the line and reads on. Without it Next
+	// returns that error. Either way an exit report quotes it.
 	OnLineTooLong func(err error)
 	// Clock times DrainTimeout and the grace periods of Close (nil: the
 	// system clock).
@@ -59,6 +68,7 @@ type Process struct {
 	Frames *framelog.Log
 
 	name      string
+	protocol  string
 	clock     clock.Clock
 	r         *ndjson.Reader
 	tooLong   func(error)
@@ -71,18 +81,29 @@ type Process struct {
 
 	mu         sync.Mutex
 	stderrTail []string
-	// firstOther is the first stdout line that is not a protocol frame
-	// (a banner, an error a CLI prints where it would print frames): an
-	// exit report quotes it when stderr said nothing.
-	firstOther string
+	// other is the first stdout line since the last frame that is not one
+	// (an error a CLI prints where it would print frames, a line too long
+	// to read): an exit report quotes it, beside the end of stderr.
+	other     *otherLine
+	haveOther atomic.Bool // other is set: the next frame clears it
+}
+
+// otherLine is a line on stdout that was not a frame.
+type otherLine struct {
+	head    []byte // its first bytes: at most ndjson.HeadBytes, more than maxPrinted when cut
+	size    int64  // its length
+	tooLong int    // over this limit (ndjson.DefaultMaxLine): skipped unread; 0 for a line read
 }
 
 // stderrTailLines is how much of the provider's stderr an exit report
-// quotes, and maxWhy how many bytes of it at most (its end): a provider
-// that dies writing a long trace must not put it all in a run's failure.
+// quotes, and maxWhy how many bytes of it at most (its end); maxPrinted is
+// how much it quotes of a line on stdout that was not a frame (its start,
+// with its length when cut). A provider that dies writing a long trace, or
+// a 10 MB line, must not put it all in a run's failure.
 const (
 	stderrTailLines = 5
 	maxWhy          = 512
+	maxPrinted      = 200 // less than ndjson.HeadBytes
 )
 
 // DrainTimeout bounds how long stdout is read once the process exited:
@@ -105,7 +126,7 @@ func Start(cfg Config) (*Process, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	p := &Process{Frames: frames, name: cfg.Name, clock: clock.Or(cfg.Clock), tooLong: cfg.OnLineTooLong, ownFrames: own, readEnd: make(chan struct{})}
+	p := &Process{Frames: frames, name: cfg.Name, protocol: cfg.Protocol, clock: clock.Or(cfg.Clock), tooLong: cfg.OnLineTooLong, ownFrames: own, readEnd: make(chan struct{})}
 	cmd, err := providerproc.Start(providerproc.Command{Argv: cfg.Command.Argv, Env: cfg.Command.Env, Dir: cfg.Dir,
 		Clock: p.clock, Stderr: func(line []byte) {
 			frames.Append(framelog.Stderr, line)
@@ -175,7 +196,11 @@ func (p *Process) keepStderr(line []byte) {
 // goroutine reads.
 func (p *Process) Next() ([]byte, uint64, error) {
 	b, err := p.r.Next()
-	for p.tooLong != nil && errors.Is(err, ndjson.ErrLineTooLong) {
+	for tooLong := (*ndjson.LineTooLongError)(nil); errors.As(err, &tooLong); {
+		p.noteOther(&otherLine{head: tooLong.Head, size: tooLong.Len, tooLong: tooLong.Limit})
+		if p.tooLong == nil {
+			break
+		}
 		p.tooLong(err)
 		b, err = p.r.Next()
 	}
@@ -185,8 +210,33 @@ func (p *Process) Next() ([]byte, uint64, error) {
 		}
 		return nil, 0, err
 	}
-	p.noteOther(b)
+	if looksLikeFrame(b) {
+		if p.haveOther.Load() {
+			p.mu.Lock()
+			p.other = nil
+			p.haveOther.Store(false)
+			p.mu.Unlock()
+		}
+	} else {
+		p.NotFrame(b)
+	}
 	return b, p.Frames.Append(framelog.In, b), nil
+}
+
+// looksLikeFrame says whether a line may be a frame: every protocol
+// lineproc carries has a JSON object on each line. (Whether it is one is
+// the protocol's to say: see NotFrame.)
+func looksLikeFrame(line []byte) bool {
+	t := bytes.TrimSpace(line)
+	return len(t) > 0 && t[0] == '{' && t[len(t)-1] == '}'
+}
+
+// NotFrame tells the process that line, which Next returned, is not a
+// frame of its protocol (a JSON object that is not a message of it): the
+// exit report quotes the first such line since the last frame, as it
+// quotes a line that is not JSON. It keeps a bounded part of line.
+func (p *Process) NotFrame(line []byte) {
+	p.noteOther(&otherLine{head: bytes.Clone(line[:min(len(line), ndjson.HeadBytes)]), size: int64(len(line))})
 }
 
 // Write sends one line to the provider's stdin (safe for concurrent use).
@@ -258,32 +308,38 @@ func terminated(err error) bool {
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
 }
 
-// noteOther keeps the first stdout line that is not a frame: every
-// protocol lineproc carries has a JSON object on each line.
-func (p *Process) noteOther(line []byte) {
-	t := strings.TrimSpace(string(line))
-	if t == "" || t[0] == '{' {
-		return
-	}
+// noteOther keeps the first stdout line since the last frame that is not
+// a frame.
+func (p *Process) noteOther(o *otherLine) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.firstOther == "" {
-		p.firstOther = sdk.Clip(t, maxWhy, false)
+	if p.other == nil {
+		p.other = o
+		p.haveOther.Store(true)
 	}
 }
 
 // ExitReport says in one sentence how the provider exited, then when (if
 // given: "before answering initialize"), then why, as far as it said: the
-// end of its stderr, or else the first line it wrote on stdout that was not
-// a frame. "the agent exited with status 1 before answering initialize:
-// Error: no API key". Call it once the process exited.
+// first line it printed on stdout since its last frame that was not one
+// (quoted, its start, with its length when cut), and the end of its
+// stderr. "the agent exited with status 1 before answering initialize:
+// Error: no API key"; "the agent exited with status 1 before answering
+// initialize: it printed "Welcome" (not JSON-RPC); its stderr ends: Error:
+// no API key". Call it once the process exited.
 func (p *Process) ExitReport(when string) string {
 	msg := p.name + " " + exitHow(p.Cmd.Err())
 	if when != "" {
 		msg += " " + when
 	}
-	if why := p.why(); why != "" {
-		msg += ": " + why
+	printed, stderr := p.why()
+	switch {
+	case printed != "" && stderr != "":
+		msg += ": " + printed + "; its stderr ends: " + stderr
+	case printed != "":
+		msg += ": " + printed
+	case stderr != "":
+		msg += ": " + stderr
 	}
 	return msg
 }
@@ -307,23 +363,38 @@ func exitHow(err error) string {
 	return "exited (" + err.Error() + ")"
 }
 
-// why is what the provider said before it exited: the end of its stderr
-// on one line, or the first stdout line that was not a frame.
-func (p *Process) why() string {
+// why is what the provider said before it exited: what it printed on
+// stdout instead of a frame, and the end of its stderr on one line, each
+// bounded and with what is not text escaped (a failure's message is valid
+// UTF-8, and one line).
+func (p *Process) why() (printed, stderr string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.stderrTail) > 0 {
-		lines := make([]string, 0, len(p.stderrTail))
-		for _, l := range p.stderrTail {
-			if l = strings.TrimSpace(l); l != "" {
-				lines = append(lines, l)
-			}
+	if o := p.other; o != nil {
+		// (A head is cut only past maxPrinted: Clip says it was cut.)
+		q := strconv.Quote(sdk.Clip(string(o.head), maxPrinted, false))
+		switch {
+		case o.tooLong > 0:
+			printed = fmt.Sprintf("it printed a line over the limit of %d bytes: %s (%d bytes in all)", o.tooLong, q, o.size)
+		case o.size > maxPrinted:
+			printed = fmt.Sprintf("it printed %s (%d bytes in all)", q, o.size)
+		default:
+			printed = "it printed " + q
 		}
-		if len(lines) > 0 {
-			return sdk.Clip(strings.Join(lines, "; "), maxWhy, true)
+		if p.protocol != "" && o.tooLong == 0 {
+			printed += ", not " + p.protocol
 		}
 	}
-	return p.firstOther
+	lines := make([]string, 0, len(p.stderrTail))
+	for _, l := range p.stderrTail {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 0 {
+		stderr = sdk.Printable(sdk.Clip(strings.Join(lines, "; "), maxWhy, true))
+	}
+	return printed, stderr
 }
 
 // StderrTail is the last few lines the provider wrote to stderr.

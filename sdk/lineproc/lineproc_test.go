@@ -265,3 +265,40 @@ func TestExitBySIGTERM(t *testing.T) {
 		}
 	}
 }
+
+// A provider that prints what is not a frame and exits: the exit report
+// quotes the line (its first 200 bytes, escaped, with its length when cut,
+// and not the protocol's), a line too long to read too, beside the end of
+// its stderr.
+func TestExitReportQuotesWhatItPrinted(t *testing.T) {
+	over := ndjson.DefaultMaxLine + 1
+	for name, tc := range map[string]struct{ script, want string }{
+		"a line that is not JSON": {`echo 'Usage: agent [flags]'; echo 'bad flag' >&2; exit 2`,
+			`the agent exited with status 2: it printed "Usage: agent [flags]", not stream-json; its stderr ends: bad flag`},
+		"a line too long to read": {fmt.Sprintf(`printf '{"\377'; head -c %d /dev/zero | tr '\0' x; echo; echo oom >&2; exit 2`, over-3),
+			fmt.Sprintf(`the agent exited with status 2: it printed a line over the limit of %d bytes: "{\"\xff%s…" (%d bytes in all); its stderr ends: oom`,
+				ndjson.DefaultMaxLine, strings.Repeat("x", 197), over)},
+		"a frame after it": {`echo 'Starting'; echo '{"type":"system"}'; exit 2`, `the agent exited with status 2`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, err := Start(Config{Name: "the agent", Protocol: "stream-json", Dir: t.TempDir(),
+				Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", tc.script}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close(context.Background()) })
+			for {
+				if _, _, err := p.Next(); err == io.EOF {
+					break
+				} else if err != nil && !errors.Is(err, ndjson.ErrLineTooLong) {
+					t.Fatal(err)
+				}
+			}
+			<-p.Done()
+			ev := p.ExitEvent("", false)
+			if diff := cmp.Diff(&sdk.Failure{Code: "provider_exited", Message: tc.want}, ev.Failure); diff != "" {
+				t.Errorf("exit failure (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

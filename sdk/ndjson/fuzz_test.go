@@ -14,7 +14,8 @@ import (
 // in: each line's frame, or the error for a line too long, in order.
 // A line is the bytes before a "\n" (or the end); its frame is the line
 // without the "\r"s that end it; a line longer than maxLine without its
-// ending ("\n", or "\r\n") is too long; a blank frame is skipped.
+// ending ("\n", or "\r\n") is too long, and its error gives its length
+// and its first HeadBytes; a blank frame is skipped.
 func model(in []byte, maxLine int) []string {
 	var out []string
 	segs := bytes.Split(in, []byte("\n"))
@@ -28,7 +29,11 @@ func model(in []byte, maxLine int) []string {
 		}
 		switch frame := bytes.TrimRight(seg, "\r"); {
 		case size > maxLine:
-			out = append(out, fmt.Sprintf("error: line %d: %v (limit %d bytes)", n+1, ErrLineTooLong, maxLine))
+			head, cut := seg[:min(size, HeadBytes)], ""
+			if size > HeadBytes {
+				cut = "…"
+			}
+			out = append(out, fmt.Sprintf("error: line %d: %v: %d bytes, over the limit of %d: %q%s", n+1, ErrLineTooLong, size, maxLine, head, cut))
 		case len(bytes.TrimSpace(frame)) == 0:
 		default:
 			out = append(out, "frame: "+string(frame))
@@ -64,6 +69,7 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte("xxxx\r\nyyyyy\n"), uint8(4))
 	f.Add([]byte("xxxxx"), uint8(4))
 	f.Add([]byte("\r\r\n \t\n"), uint8(1))
+	f.Add(append(bytes.Repeat([]byte("\xffx"), HeadBytes), "\r\nnext"...), uint8(8)) // a head cut short
 	f.Fuzz(func(t *testing.T, in []byte, limit uint8) {
 		maxLine := int(limit%64) + 1
 		if diff := cmp.Diff(model(in, maxLine), read(NewReaderSize(bytes.NewReader(in), maxLine))); diff != "" {

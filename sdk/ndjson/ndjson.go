@@ -16,8 +16,33 @@ import (
 // single frames, so this is generous; a longer line is an error, not a hang.
 const DefaultMaxLine = 64 << 20
 
-// ErrLineTooLong is returned for a line longer than the reader's limit.
+// ErrLineTooLong is returned for a line longer than the reader's limit
+// (as a *LineTooLongError).
 var ErrLineTooLong = errors.New("ndjson: line too long")
+
+// HeadBytes is how much of a line too long a LineTooLongError keeps: what
+// a report quotes of it, so that a user sees what the provider printed.
+const HeadBytes = 256
+
+// LineTooLongError is a line longer than the reader's limit, which was
+// skipped. It is ErrLineTooLong for errors.Is.
+type LineTooLongError struct {
+	Line  int    // its number, from 1
+	Len   int64  // its length in bytes, without its ending
+	Limit int    // the reader's limit
+	Head  []byte // its first bytes, at most HeadBytes
+}
+
+func (e *LineTooLongError) Error() string {
+	cut := ""
+	if int64(len(e.Head)) < e.Len {
+		cut = "…"
+	}
+	return fmt.Sprintf("line %d: %v: %d bytes, over the limit of %d: %q%s", e.Line, ErrLineTooLong, e.Len, e.Limit, e.Head, cut)
+}
+
+// Unwrap makes the error ErrLineTooLong.
+func (e *LineTooLongError) Unwrap() error { return ErrLineTooLong }
 
 // Reader reads lines. Blank lines are skipped; a trailing \r is removed.
 type Reader struct {
@@ -41,8 +66,8 @@ func (r *Reader) Line() int { return r.line }
 // "\n" and the "\r"s before it). The slice is the caller's. At the end of
 // input it returns io.EOF; a last line without a newline is still returned
 // first. A line longer than the limit, not counting a "\n" or "\r\n"
-// ending, is skipped and reported with ErrLineTooLong; the next call reads
-// on after it.
+// ending, is skipped and reported with a *LineTooLongError (its length and
+// its first bytes); the next call reads on after it.
 func (r *Reader) Next() ([]byte, error) {
 	for {
 		var buf []byte
@@ -50,10 +75,7 @@ func (r *Reader) Next() ([]byte, error) {
 			chunk, err := r.r.ReadSlice('\n')
 			if r.tooLong(len(buf)+len(chunk), chunk, err) {
 				r.line++
-				if skipErr := r.discardLine(err); skipErr != nil {
-					return nil, skipErr
-				}
-				return nil, fmt.Errorf("line %d: %w (limit %d bytes)", r.line, ErrLineTooLong, r.maxLine)
+				return nil, r.skipLine(buf, chunk, err)
 			}
 			buf = append(buf, chunk...)
 			if err == bufio.ErrBufferFull {
@@ -92,15 +114,43 @@ func (r *Reader) tooLong(n int, chunk []byte, err error) bool {
 	return n > r.maxLine // the last line, with no ending
 }
 
-// discardLine skips the rest of an over-long line.
-func (r *Reader) discardLine(err error) error {
+// skipLine skips the rest of an over-long line, of which buf and then
+// chunk (as ReadSlice returned it, with err) are read, and says what it
+// was: a *LineTooLongError, or the error that cut the read short.
+func (r *Reader) skipLine(buf, chunk []byte, err error) error {
+	e := &LineTooLongError{Line: r.line, Limit: r.maxLine}
+	e.Head = append(e.Head, buf[:min(len(buf), HeadBytes)]...)
+	e.Head = append(e.Head, chunk[:min(len(chunk), HeadBytes-len(e.Head))]...)
+	n := int64(len(buf) + len(chunk))
+	var end [2]byte // the last two bytes read, for the line's ending
+	last := func(chunk []byte) {
+		if len(chunk) >= 2 {
+			end = [2]byte{chunk[len(chunk)-2], chunk[len(chunk)-1]}
+		} else if len(chunk) == 1 {
+			end = [2]byte{end[1], chunk[0]}
+		}
+	}
+	if len(buf) > 0 {
+		last(buf)
+	}
+	last(chunk)
 	for err == bufio.ErrBufferFull {
-		_, err = r.r.ReadSlice('\n')
+		chunk, err = r.r.ReadSlice('\n')
+		n += int64(len(chunk))
+		last(chunk)
 	}
 	if err != nil && err != io.EOF {
 		return err
 	}
-	return nil
+	if err == nil { // it ends with "\n", or "\r\n"
+		n--
+		if end[0] == '\r' {
+			n--
+		}
+	}
+	e.Len = n
+	e.Head = e.Head[:min(int64(len(e.Head)), n)]
+	return e
 }
 
 // Writer writes one frame per line; it is safe for concurrent use.

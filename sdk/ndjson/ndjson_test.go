@@ -3,6 +3,7 @@ package ndjson
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -33,11 +34,24 @@ func TestReaderLinesOfSeveralMegabytes(t *testing.T) {
 	}
 }
 
+// A line too long is skipped with an error that says which line, how long
+// it was and how it began: a report can quote what the provider printed.
 func TestReaderLineTooLong(t *testing.T) {
-	in := strings.Repeat("x", 200<<10) + "\n" + `{"next":1}` + "\n"
+	big := "\xffstart" + strings.Repeat("x", 200<<10)
+	in := big + "\r\n" + `{"next":1}` + "\n"
 	r := NewReaderSize(strings.NewReader(in), 100<<10)
-	if _, err := r.Next(); !errors.Is(err, ErrLineTooLong) || !strings.Contains(err.Error(), "line 1") {
-		t.Fatalf("err = %v, want ErrLineTooLong naming line 1", err)
+	_, err := r.Next()
+	var e *LineTooLongError
+	if !errors.As(err, &e) || !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("err = %v, want a *LineTooLongError that is ErrLineTooLong", err)
+	}
+	want := &LineTooLongError{Line: 1, Len: int64(len(big)), Limit: 100 << 10, Head: []byte(big[:HeadBytes])}
+	if diff := cmp.Diff(want, e); diff != "" {
+		t.Errorf("the error (-want +got):\n%s", diff)
+	}
+	wantMsg := fmt.Sprintf(`line 1: ndjson: line too long: %d bytes, over the limit of 102400: "\xffstart%s"…`, len(big), strings.Repeat("x", HeadBytes-6))
+	if diff := cmp.Diff(wantMsg, err.Error()); diff != "" {
+		t.Errorf("the message (-want +got):\n%s", diff)
 	}
 	b, err := r.Next()
 	if err != nil || string(b) != `{"next":1}` {
@@ -76,12 +90,16 @@ func BenchmarkReader(b *testing.B) {
 // The limit is on a line without its ending: "\r\n" and "\n" endings do
 // not count, and a last line with no ending is held to it too.
 func TestReaderLimitLeavesOutTheEnding(t *testing.T) {
-	const ok, long = "frame: abc", "error: line 1: ndjson: line too long (limit 3 bytes)"
+	const ok = "frame: abc"
+	long := func(line string) string {
+		return fmt.Sprintf("error: line 1: ndjson: line too long: %d bytes, over the limit of 3: %q", len(line), line)
+	}
 	got := map[string][]string{}
 	for _, in := range []string{"abc\r\n", "abc\n", "abc", "abcd\r\n", "abcd\n", "abcd", "abc\r"} {
 		got[in] = read(NewReaderSize(strings.NewReader(in), 3))
 	}
-	want := map[string][]string{"abc\r\n": {ok}, "abc\n": {ok}, "abc": {ok}, "abcd\r\n": {long}, "abcd\n": {long}, "abcd": {long}, "abc\r": {long}}
+	want := map[string][]string{"abc\r\n": {ok}, "abc\n": {ok}, "abc": {ok},
+		"abcd\r\n": {long("abcd")}, "abcd\n": {long("abcd")}, "abcd": {long("abcd")}, "abc\r": {long("abc\r")}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("lines at the limit of 3 bytes (-want +got):\n%s", diff)
 	}

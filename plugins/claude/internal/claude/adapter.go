@@ -251,7 +251,7 @@ func (s *session) start(ctx context.Context, extra ...string) error {
 		argv = append(argv, "--permission-mode", s.req.RuntimePolicy)
 	}
 	argv = append(argv, extra...)
-	lp, err := lineproc.Start(lineproc.Config{Name: "claude", Command: sdk.ProviderCommand{Argv: argv, Env: s.req.Command.Env},
+	lp, err := lineproc.Start(lineproc.Config{Name: "claude", Protocol: "stream-json", Command: sdk.ProviderCommand{Argv: argv, Env: s.req.Command.Env},
 		Dir: s.cwd, Frames: s.frames, Log: s.log, Stdin: true, OnLineTooLong: lineproc.TooLongDiagnostic(s.emit)})
 	if err != nil {
 		return err

@@ -248,7 +248,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	raw := s.frames.Append(framelog.Out, invocation)
 	// The prompt is an argument: stdin closes at once, or the CLI would
 	// wait for it to end before it starts.
-	proc, err := lineproc.Start(lineproc.Config{Name: s.name(), Command: sdk.ProviderCommand{Argv: argv, Env: s.cmd.Env},
+	proc, err := lineproc.Start(lineproc.Config{Name: s.name(), Protocol: "stream-json", Command: sdk.ProviderCommand{Argv: argv, Env: s.cmd.Env},
 		Dir: s.cwd, Frames: s.frames, Log: s.log, Clock: s.clock, OnLineTooLong: lineproc.TooLongDiagnostic(s.emit)})
 	if err != nil {
 		return sdk.StartTurnResponse{}, err // it names the command; the host says it started a turn

@@ -324,7 +324,7 @@ func (s *session) openEvents(ctx context.Context) error {
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
-		return fmt.Errorf("GET /event: status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+		return &httpError{method: http.MethodGet, path: "/event", status: resp.StatusCode, body: string(bytes.TrimSpace(b))}
 	}
 	first := make(chan struct{})
 	s.streaming.Store(true)
@@ -507,7 +507,26 @@ type httpError struct {
 }
 
 func (e *httpError) Error() string {
-	return fmt.Sprintf("%s %s: status %d: %s", e.method, e.path, e.status, e.body)
+	if e.body == "" {
+		return fmt.Sprintf("%s %s: status %d", e.method, e.path, e.status)
+	}
+	return fmt.Sprintf("%s %s: status %d: %s", e.method, e.path, e.status, sdk.Printable(sdk.Clip(e.body, maxBody, false)))
+}
+
+// maxBody is how much of a failure's body an error quotes (its start: an
+// explanation, which may name what was sent): a server that answers with
+// a page of HTML, or megabytes, must not put it all in a run's failure.
+const maxBody = 1 << 10
+
+// quoteBody quotes an answer that is not what was expected, for an error:
+// its first 200 bytes, escaped, with its length when cut.
+func quoteBody(b []byte) string {
+	const n = 200
+	q := strconv.Quote(sdk.Clip(string(b), n, false))
+	if len(b) > n {
+		q += fmt.Sprintf(" (%d bytes in all)", len(b))
+	}
+	return q
 }
 
 func requestFrame(method, path string, body []byte) []byte {
@@ -553,7 +572,7 @@ func (s *session) call(ctx context.Context, method, path string, in, out any) (i
 	}
 	if out != nil && len(bytes.TrimSpace(rb)) > 0 {
 		if err := json.Unmarshal(rb, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s %s: the answer is not what was expected: %w", method, path, err)
+			return resp.StatusCode, fmt.Errorf("%s %s: the answer is not what was expected (%w): %s", method, path, err, quoteBody(bytes.TrimSpace(rb)))
 		}
 	}
 	return resp.StatusCode, nil

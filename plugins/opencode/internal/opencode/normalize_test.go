@@ -240,6 +240,13 @@ func TestMalformedEvents(t *testing.T) {
 	if _, err := decodeEvent([]byte(`{"properties":{}}`)); err == nil {
 		t.Error("an event without a type decoded")
 	}
+	// Data that is not JSON: the error quotes it (bounded, escaped).
+	_, err := decodeEvent([]byte("\xffnot json " + strings.Repeat("z", 300)))
+	want := `event is not a JSON object (invalid character 'ÿ' looking for beginning of value): "\xffnot json ` +
+		strings.Repeat("z", 200-len("\xffnot json ")) + `…" (310 bytes in all)`
+	if err == nil || err.Error() != want {
+		t.Errorf("data that is not JSON: %v, want %s", err, want)
+	}
 	n := newNormalizer("ses_root", "/ws")
 	out := feed(t, n, ev("message.updated", `{"info":"x"}`))
 	if len(out) != 1 || out[0].Kind != sdk.EventDiagnostic {

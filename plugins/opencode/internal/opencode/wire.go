@@ -33,7 +33,7 @@ type event struct {
 func decodeEvent(data []byte) (event, error) {
 	var ev event
 	if err := json.Unmarshal(data, &ev); err != nil {
-		return ev, fmt.Errorf("event is not a JSON object: %w", err)
+		return ev, fmt.Errorf("event is not a JSON object (%w): %s", err, quoteBody(data))
 	}
 	if ev.Type == "" {
 		return ev, fmt.Errorf("event has no type")
