@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -28,6 +30,10 @@ const (
 const version = "0.1.0"
 
 func main() {
+	eventlog.Fatal = func(msg string) {
+		fmt.Fprintf(os.Stderr, "baton: %s; run `baton doctor` to check the store\n", msg)
+		os.Exit(exitFailed)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -62,6 +68,8 @@ func rpcError(what string, err error) error {
 		return failf(exitUsage, "%s", st.Message())
 	case codes.Canceled:
 		return failf(exitInterrupted, "%s: cancelled", what)
+	case codes.DataLoss:
+		return failf(exitFailed, "%s: %s%s", what, st.Message(), doctorHint)
 	}
 	return failf(exitFailed, "%s: %s", what, st.Message())
 }
