@@ -154,7 +154,7 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 
 	root.AddCommand(runCommand(g), threadsCommand(g), showCommand(g), watchCommand(g), sendCommand(g),
 		interruptCommand(g), answerCommand(g, "approve"), answerCommand(g, "decline"), diffCommand(g),
-		rollbackCommand(g), switchCommand(g), pluginCommand(g), serveCommand(g), versionCommand(g))
+		rollbackCommand(g), switchCommand(g), pluginCommand(g), serveCommand(g), versionCommand(g), doctorCommand(g))
 	root.SetVersionTemplate("baton {{.Version}}\n")
 	annotateEnv(root)
 	return root

@@ -177,6 +177,9 @@ func (s *Store) open(dir string, opts *pebble.Options) error {
 		return err
 	}
 	last, err := s.lastSequence()
+	if err != nil && opts.ReadOnly && errors.Is(err, ErrDamaged) {
+		err = nil // to inspect: Verify reports it
+	}
 	if err == nil && !opts.ReadOnly && s.seal.Err == nil && last < s.seal.Sealed {
 		err = sealBroken(dir, last, s.seal.Sealed) // unreachable: checked read-only above
 	}
@@ -227,7 +230,28 @@ func (s *Store) startSeal(dir string, last uint64) error {
 // Seal is what the store's seal said when it opened.
 func (s *Store) Seal() SealState { return s.seal }
 
+// lastSequence is the last event's sequence, or the last a salvage gave
+// (metaNext) when that is later: sequences are never given twice.
 func (s *Store) lastSequence() (uint64, error) {
+	last, err := s.lastEvent()
+	if err != nil {
+		return 0, err
+	}
+	v, found, err := s.get(metaKey(metaNext))
+	if err != nil {
+		return 0, s.damaged(err)
+	}
+	if found {
+		n, perr := strconv.ParseUint(string(v), 10, 64)
+		if perr != nil {
+			return 0, &DamageError{Err: fmt.Errorf("the store's %q metadata is %q, not a sequence", metaNext, v)}
+		}
+		last = max(last, n)
+	}
+	return last, nil
+}
+
+func (s *Store) lastEvent() (uint64, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixEvent}, UpperBound: []byte{prefixEvent + 1}})
 	if err != nil { // unreachable: Pebble v2 NewIter always returns a nil error
 		return 0, err
