@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -144,6 +145,9 @@ func (s *Store) damageOf(err error) *DamageError {
 	s.dmu.Lock()
 	d.File = s.corruptFile
 	s.dmu.Unlock()
+	if m := fileNum.FindStringSubmatch(d.Err.Error()); d.File == "" && m != nil {
+		d.File = filepath.Join(s.dir, m[1]+map[string]string{"sstable": ".sst", "blob": ".blob"}[m[2]])
+	}
 	if d.File == "" {
 		// A write-ahead log that cannot be replayed: Pebble names it in
 		// the error's details.
@@ -156,6 +160,10 @@ func (s *Store) damageOf(err error) *DamageError {
 	}
 	return d
 }
+
+// fileNum finds the file Pebble names in some errors: "file 000016 (type
+// sstable)".
+var fileNum = regexp.MustCompile(`file (\d+) \(type (\w+)\)`)
 
 // firstLine is an error's first line (Pebble's carry details below it).
 func firstLine(err error) error {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -198,6 +199,11 @@ func (s *Store) open(dir string, opts *pebble.Options) error {
 func (s *Store) openDB(dir string, opts *pebble.Options) error {
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
+		if oserror.IsNotExist(err) && s.seal.Found {
+			// A store that was written (it has a seal) missing one of
+			// the files its manifest names.
+			return s.damageOf(err)
+		}
 		return s.damaged(err)
 	}
 	s.db = db
