@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -152,22 +153,12 @@ func walFiles(dir string) []string {
 			wals = append(wals, wal{n, e.Name()})
 		}
 	}
-	slices.SortFunc(wals, func(a, b wal) int { return compareUint(a.num, b.num) })
+	slices.SortFunc(wals, func(a, b wal) int { return cmp.Compare(a.num, b.num) })
 	out := make([]string, len(wals))
 	for i, w := range wals {
 		out[i] = filepath.Join(dir, w.name)
 	}
 	return out
-}
-
-func compareUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // sealBroken is the refusal of a store that ends before its seal: its

@@ -168,8 +168,8 @@ func (r *Report) verify(s *Store) {
 	}
 	threadOf, indexRead := r.checkIndex(s)
 	r.ThreadOf = threadOf
-	r.checkEvents(s, last, threadOf, indexRead)
-	r.checkState(s, threadOf)
+	present := r.checkEvents(s, last, threadOf, indexRead)
+	r.checkState(s, threadOf, present)
 	// Threads a problem touches, where its events tell.
 	for i := range r.Problems {
 		p := &r.Problems[i]
@@ -211,7 +211,8 @@ func (r *Report) checkIndex(s *Store) (map[uint64]string, bool) {
 
 // checkEvents reads every event by itself, so that a damaged block hides
 // only its own events.
-func (r *Report) checkEvents(s *Store, last uint64, threadOf map[uint64]string, indexRead bool) {
+func (r *Report) checkEvents(s *Store, last uint64, threadOf map[uint64]string, indexRead bool) (present map[uint64]bool) {
+	present = map[uint64]bool{}
 	lost := map[uint64]bool{}
 	for _, q := range r.Lost {
 		lost[q] = true
@@ -246,6 +247,7 @@ func (r *Report) checkEvents(s *Store, last uint64, threadOf map[uint64]string, 
 			continue
 		}
 		r.Events++
+		present[q] = true
 		switch t, ok := threadOf[q]; {
 		case !ok:
 			if indexRead { // else the index's damage is the problem
@@ -273,15 +275,18 @@ func (r *Report) checkEvents(s *Store, last uint64, threadOf map[uint64]string, 
 			r.add(Problem{What: fmt.Sprintf("the thread index names event %d of thread %s, past the last event %d", q, t, last), Seqs: []uint64{q}, Threads: []string{t}})
 		}
 	}
+	return present
 }
 
 // checkState reads the outbox, heads, live markers and snapshots.
-func (r *Report) checkState(s *Store, threadOf map[uint64]string) {
+func (r *Report) checkState(s *Store, threadOf map[uint64]string, present map[uint64]bool) {
 	threads := map[string]bool{}
-	for _, t := range threadOf {
-		threads[t] = true
+	for q, t := range threadOf {
+		if present[q] {
+			threads[t] = true
+		}
 	}
-	has := func(thread string, seq uint64) bool { return threadOf[seq] == thread }
+	has := func(thread string, seq uint64) bool { return present[seq] && threadOf[seq] == thread }
 	scan := func(kind string, prefix byte, f func(k, v []byte)) {
 		if err := s.scan([]byte{prefix}, func(k, v []byte) error { f(k, v); return nil }); err != nil {
 			err = s.damaged(err)
@@ -320,6 +325,9 @@ func (r *Report) checkState(s *Store, threadOf map[uint64]string) {
 			r.add(Problem{What: fmt.Sprintf("the snapshot of thread %s is as of event %d, which is not the thread's", thread, sn.Seq), Threads: []string{thread}})
 		}
 	})
+	if _, indexed, _ := s.Meta("layout"); !indexed {
+		return // a store from before the heads were kept: the host indexes it
+	}
 	for t := range threads {
 		if _, ok := r.Heads[t]; !ok {
 			r.add(Problem{What: fmt.Sprintf("thread %s has events but no head", t), Threads: []string{t}})
