@@ -166,13 +166,13 @@ func TestOpenRefusesCutLog(t *testing.T) {
 func TestOpenRefusesOverwrittenLog(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir)
-	for range 400 {
-		appendN(t, s, "a", 1, "")
+	for range 300 {
+		appendN(t, s, "a", 10, "")
 	}
 	s.Close()
 	wal := newest(t, dir, ".log")
 	b, _ := os.ReadFile(wal)
-	copy(b[len(b)/2:], "XXXXXXXX")
+	copy(b[len(b)/4:], "XXXXXXXX") // blocks of good records follow
 	os.WriteFile(wal, b, 0o600)
 	_, err := Open(dir, nil)
 	var d *DamageError
@@ -184,10 +184,14 @@ func TestOpenRefusesOverwrittenLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	if vs != nil {
-		vs.Close()
+		defer vs.Close()
 	}
-	if len(r.Problems) == 0 || r.Problems[0].File != wal || !strings.Contains(r.Problems[0].What, "the write-ahead log is damaged") {
+	if len(r.Problems) == 0 || r.Problems[0].File != wal || !strings.Contains(r.Problems[0].What, "the write-ahead log is damaged: at offset") {
 		t.Errorf("problems: %+v", r.Problems)
+	}
+	// What precedes the damage is read from a cut copy, and salvaged.
+	if vs == nil || r.Last != 3000 || r.Events == 0 || r.Events >= 3000 {
+		t.Fatalf("report: last %d, %d events read; want the events before the damage", r.Last, r.Events)
 	}
 }
 

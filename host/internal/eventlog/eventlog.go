@@ -48,6 +48,7 @@ type Store struct {
 	readOnly bool
 	seal     SealState   // what the seal said at Open
 	sealw    *sealWriter // nil: read-only
+	onClose  func()      // after Close (Verify's scratch copy)
 
 	dmu         sync.Mutex // guards damage, corruptFile
 	damage      *DamageError
@@ -304,6 +305,9 @@ func (s *Store) Close() error {
 		if cerr := s.lock.Close(); err == nil {
 			err = cerr
 		}
+	}
+	if s.onClose != nil {
+		s.onClose()
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/record"
@@ -88,7 +89,12 @@ func Verify(dir string) (*Report, *Store, error) {
 			return nil, nil, err
 		}
 		r.add(Problem{File: d.File, What: "the store cannot be opened: " + d.Err.Error()})
-		return r, nil, nil
+		// A newest log damaged mid-way: what precedes the damage reads
+		// from a copy with the log cut there.
+		if s, err = openCut(dir, d.File); err != nil {
+			return r, nil, nil
+		}
+		r.add(Problem{File: d.File, What: "the store is read up to the log's first bad record; what the log held after it is lost"})
 	}
 	r.verify(s)
 	return r, s, nil
@@ -112,6 +118,15 @@ func (r *Report) checkWALs() {
 	}
 }
 
+// walError is a write-ahead log's first record that cannot be read.
+type walError struct {
+	offset int64 // where the record begins
+	err    error
+}
+
+func (e *walError) Error() string { return fmt.Sprintf("at offset %d: %v", e.offset, e.err) }
+func (e *walError) Unwrap() error { return e.err }
+
 // readWAL reads a write-ahead log to its end.
 func readWAL(path string, num uint64) error {
 	f, err := os.Open(path)
@@ -121,6 +136,7 @@ func readWAL(path string, num uint64) error {
 	defer f.Close()
 	rr := newWALReader(record.NewReader, f, num)
 	for {
+		off := rr.Offset()
 		rec, err := rr.Next()
 		if err == nil {
 			_, err = io.Copy(io.Discard, rec)
@@ -129,9 +145,55 @@ func readWAL(path string, num uint64) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("at offset %d: %w", rr.Offset(), err)
+			return &walError{offset: off, err: err}
 		}
 	}
+}
+
+// openCut opens, read-only, a copy of a store whose newest write-ahead
+// log cannot be replayed, the log cut before its first bad record, so that
+// what precedes the damage can be read. The copy is removed when the
+// store closes.
+func openCut(dir, wal string) (*Store, error) {
+	wals := walFiles(dir)
+	if len(wals) == 0 || wals[len(wals)-1] != wal {
+		return nil, errors.New("not the newest log")
+	}
+	num, _ := strconv.ParseUint(strings.TrimSuffix(filepath.Base(wal), ".log"), 10, 64)
+	var we *walError
+	if err := readWAL(wal, num); !errors.As(err, &we) {
+		return nil, fmt.Errorf("no bad record in %s", wal)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".doctor-")
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(dir)
+	for _, e := range ents {
+		if err != nil {
+			break
+		}
+		if !e.Type().IsRegular() {
+			continue
+		}
+		var b []byte
+		if b, err = os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
+			if e.Name() == filepath.Base(wal) {
+				b = b[:we.offset]
+			}
+			err = os.WriteFile(filepath.Join(tmp, e.Name()), b, 0o600)
+		}
+	}
+	var s *Store
+	if err == nil {
+		s, err = OpenWith(tmp, Options{ReadOnly: true})
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	s.onClose = func() { os.RemoveAll(tmp) }
+	return s, nil
 }
 
 // newWALReader calls record.NewReader, whose log number type is Pebble's
