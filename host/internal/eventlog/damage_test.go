@@ -445,3 +445,20 @@ func TestVerifyErrors(t *testing.T) {
 		t.Errorf("store in use: %v, want an error that is not damage", err)
 	}
 }
+
+// BenchmarkSealWrite is what each commit group adds: one write of the
+// seal at offset 0, no sync.
+func BenchmarkSealWrite(b *testing.B) {
+	w, err := openSeal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.close(0)
+	var seq uint64
+	for b.Loop() {
+		seq++
+		if err := w.write(seq); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
