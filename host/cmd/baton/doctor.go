@@ -39,6 +39,8 @@ in flight are ended, with a reason, by the next baton to open the store, as
 after any restart.
 
 The data directory must not be in use: stop baton serve first.`,
+		Example: `  baton doctor
+  baton doctor --rebuild`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.doctor(rebuild)
