@@ -143,7 +143,7 @@ func TestHelpAndCompletion(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("baton --help: exit %d", code)
 	}
-	verbs := []string{"run", "threads", "show", "watch", "send", "interrupt", "approve", "decline", "diff", "rollback", "switch", "plugin", "serve", "version", "completion"}
+	verbs := []string{"run", "threads", "show", "watch", "send", "interrupt", "approve", "decline", "diff", "rollback", "switch", "plugin", "serve", "version", "completion", "doctor"}
 	for _, v := range verbs {
 		if !regexp.MustCompile(`(?m)^  ` + v + ` `).MatchString(out) {
 			t.Errorf("baton --help does not list %s:\n%s", v, out)
@@ -162,6 +162,7 @@ func TestHelpAndCompletion(t *testing.T) {
 		"send":      {"--mode", "queue, steer, restart or now", "--provider name", "--handoff-max-bytes n"},
 		"switch":    {"--provider name", "--model model", "--provider-command", "--handoff-max-bytes n", "[$BATON_HANDOFF_MAX_BYTES]"},
 		"interrupt": {"--run id"},
+		"doctor":    {"--rebuild"},
 		"approve":   {"--for-session"},
 		"decline":   {"--cancel"},
 		"diff":      {"--run ordinal", "--max-bytes"},

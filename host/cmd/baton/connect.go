@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/service"
 )
@@ -63,6 +65,9 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log})
 	if err != nil {
 		msg := err.Error()
+		if errors.Is(err, eventlog.ErrDamaged) {
+			return nil, failf(exitFailed, "%s%s", msg, doctorHint)
+		}
 		if strings.Contains(msg, "lock") {
 			msg += "; another baton may be using this data directory (pass --data to use another)"
 		}
@@ -170,3 +175,6 @@ func defaultDataDir() string {
 	}
 	return filepath.Join(home, ".local", "share", "baton")
 }
+
+// doctorHint ends the message of an error that says the store is damaged.
+const doctorHint = "; run `baton doctor` to see what it touches"

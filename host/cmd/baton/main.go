@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -28,6 +30,10 @@ const (
 const version = "0.1.0"
 
 func main() {
+	eventlog.Fatal = func(msg string) {
+		fmt.Fprintf(os.Stderr, "baton: %s; run `baton doctor` to check the store\n", msg)
+		os.Exit(exitFailed)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -62,6 +68,8 @@ func rpcError(what string, err error) error {
 		return failf(exitUsage, "%s", st.Message())
 	case codes.Canceled:
 		return failf(exitInterrupted, "%s: cancelled", what)
+	case codes.DataLoss:
+		return failf(exitFailed, "%s: %s%s", what, st.Message(), doctorHint)
 	}
 	return failf(exitFailed, "%s: %s", what, st.Message())
 }
@@ -146,7 +154,7 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 
 	root.AddCommand(runCommand(g), threadsCommand(g), showCommand(g), watchCommand(g), sendCommand(g),
 		interruptCommand(g), answerCommand(g, "approve"), answerCommand(g, "decline"), diffCommand(g),
-		rollbackCommand(g), switchCommand(g), pluginCommand(g), serveCommand(g), versionCommand(g))
+		rollbackCommand(g), switchCommand(g), pluginCommand(g), serveCommand(g), versionCommand(g), doctorCommand(g))
 	root.SetVersionTemplate("baton {{.Version}}\n")
 	annotateEnv(root)
 	return root

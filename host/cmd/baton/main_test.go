@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	binDir = bins.Dir
 	code := m.Run()
 	bins.Remove()
+	if pristineDir != "" {
+		os.RemoveAll(filepath.Dir(pristineDir))
+	}
 	os.Exit(code)
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -287,25 +288,57 @@ func TestDamagedLog(t *testing.T) {
 }
 
 // Pebble's log lines go to the store's logger: informational ones at
-// debug level, errors at error level, and a fatal one at error level
-// before it panics with its message (Pebble cannot go on after it).
+// debug level, errors at error level; a fatal one at error level, whole,
+// then its first line goes to Fatal, which must not return (Pebble cannot
+// go on after it): here it ends the goroutine.
 func TestPebbleLogger(t *testing.T) {
 	var out bytes.Buffer
-	l := pebbleLogger{hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Debug, DisableTime: true})}
+	l := pebbleLogger{hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Debug, DisableTime: true}), "/d/events"}
 	l.Infof("flushed %d", 1)
 	l.Errorf("background error: %s", "disk")
-	func() {
-		defer func() {
-			if r := recover(); r != "fatal commit error: boom" {
-				t.Errorf("Fatalf panicked with %v, want its message", r)
-			}
-		}()
-		l.Fatalf("fatal commit error: %s", "boom")
+	saved := Fatal
+	defer func() { Fatal = saved }()
+	var got string
+	Fatal = func(msg string) {
+		got = msg
+		fatalMu.Unlock() // for the next test; Fatal's own never returns
+		runtime.Goexit()
+	}
+	done := make(chan bool)
+	go func() {
+		defer close(done)
+		l.Fatalf("fatal commit error: %s\nstack", "boom")
 		t.Error("Fatalf returned")
 	}()
-	want := "[DEBUG] flushed 1\n[ERROR] background error: disk\n[ERROR] fatal commit error: boom\n"
+	<-done
+	if want := "the event store /d/events failed and this process cannot go on: fatal commit error: boom"; got != want {
+		t.Errorf("Fatal got %q, want %q", got, want)
+	}
+	want := "[DEBUG] flushed 1\n[ERROR] background error: disk\n[ERROR] fatal commit error: boom\nstack\n"
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
+	}
+}
+
+// The default Fatal prints its line on stderr and exits with status 1: run
+// in a child process of the test.
+func TestDefaultFatalExits(t *testing.T) {
+	if os.Getenv("EVENTLOG_FATAL_CHILD") == "1" {
+		pebbleLogger{hclog.NewNullLogger(), "/d/events"}.Fatalf("pebble: fatal commit error: %s", "boom")
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDefaultFatalExits$")
+	cmd.Env = append(os.Environ(), "EVENTLOG_FATAL_CHILD=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("child: %v, want exit status 1", err)
+	}
+	want := "the event store /d/events failed and this process cannot go on: pebble: fatal commit error: boom\n"
+	if diff := cmp.Diff(want, stderr.String()); diff != "" {
+		t.Errorf("stderr (-want +got):\n%s", diff)
 	}
 }
 

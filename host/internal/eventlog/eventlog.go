@@ -17,8 +17,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -39,8 +41,18 @@ type Record struct {
 // sequencer goroutine, which assigns sequences in the order appends arrive
 // and commits all that are waiting with one synced write.
 type Store struct {
-	db  *pebble.DB
-	log hclog.Logger
+	db       *pebble.DB
+	lock     *pebble.Lock // the directory's, held from before the first open to Close
+	log      hclog.Logger
+	dir      string
+	readOnly bool
+	seal     SealState   // what the seal said at Open
+	sealw    *sealWriter // nil: read-only
+	onClose  func()      // after Close (Verify's scratch copy)
+
+	dmu         sync.Mutex // guards damage, corruptFile
+	damage      *DamageError
+	corruptFile string // the last file Pebble reported damaged
 
 	// life guards db against Close: readers hold it shared, Close
 	// exclusively, so no read runs on a closed db.
@@ -70,14 +82,33 @@ func (s *Store) read(f func() error) error {
 	if closed {
 		return ErrClosed
 	}
-	return f()
+	return s.damaged(f())
+}
+
+// Options are a store's options.
+type Options struct {
+	// Logger (nil: none) gets the store's and Pebble's log lines.
+	Logger hclog.Logger
+	// ReadOnly opens the store for reading only, to inspect it: nothing is
+	// written, not even the seal, and a store that ends before its seal
+	// opens (Seal tells).
+	ReadOnly bool
 }
 
 // Open opens (or creates) the log in dir.
 func Open(dir string, log hclog.Logger) (*Store, error) {
+	return OpenWith(dir, Options{Logger: log})
+}
+
+// OpenWith opens the log in dir with options. A store whose files are
+// damaged, or that ends before the last sequence its seal records (see
+// seal.go), is refused with a *DamageError and left as it was.
+func OpenWith(dir string, o Options) (*Store, error) {
+	log := o.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	s := &Store{log: log, dir: dir, readOnly: o.ReadOnly, changed: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	opts := &pebble.Options{
 		FormatMajorVersion: FormatVersion,
 		CacheSize:          16 << 20,
@@ -89,7 +120,9 @@ func Open(dir string, log hclog.Logger) (*Store, error) {
 		// A small base level keeps compactions small; an event log's write
 		// rate is far below what the extra levels cost.
 		LBaseMaxBytes: 4 << 20,
-		Logger:        pebbleLogger{log.Named("pebble")},
+		Logger:        pebbleLogger{log.Named("pebble"), dir},
+		EventListener: s.listener(),
+		ReadOnly:      o.ReadOnly,
 	}
 	// Bloom filters on every level: each commit looks up its command's
 	// receipt, which is almost never there, and a miss should not read an
@@ -97,29 +130,142 @@ func Open(dir string, log hclog.Logger) (*Store, error) {
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
-	db, err := pebble.Open(dir, opts)
-	if err != nil {
+	if err := s.open(dir, opts); err != nil {
+		if s.lock != nil {
+			s.lock.Close()
+		}
 		return nil, fmt.Errorf("open event log %s: %w", dir, err)
 	}
-	s := &Store{db: db, log: log, changed: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{})}
-	last, err := s.lastSequence()
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open event log %s: %w", dir, err)
-	}
-	s.last, s.next = last, last
 	go s.sequence()
 	return s, nil
 }
 
+// open opens Pebble and checks the store against its seal. A store with a
+// seal is first opened read-only, to learn its last sequence before Pebble
+// writes anything (a read-write open flushes what it recovered from its
+// write-ahead log, and a damaged log would then be gone); the directory is
+// locked across both opens.
+func (s *Store) open(dir string, opts *pebble.Options) error {
+	s.seal = readSeal(dir)
+	if s.seal.Found && !opts.ReadOnly {
+		fs := opts.FS
+		if fs == nil {
+			fs = vfs.Default
+		}
+		lock, err := pebble.LockDirectory(dir, fs)
+		if err != nil {
+			return err
+		}
+		s.lock = lock
+		opts.Lock = lock
+		if s.seal.Err == nil {
+			ro := opts.Clone()
+			ro.ReadOnly = true
+			if err := s.openDB(dir, ro); err != nil {
+				return err
+			}
+			last, err := s.lastSequence()
+			s.db.Close()
+			s.db = nil
+			if err != nil {
+				return err
+			}
+			if last < s.seal.Sealed {
+				return sealBroken(dir, last, s.seal.Sealed)
+			}
+		}
+	}
+	if err := s.openDB(dir, opts); err != nil {
+		return err
+	}
+	last, err := s.lastSequence()
+	if err != nil && opts.ReadOnly && errors.Is(err, ErrDamaged) {
+		err = nil // to inspect: Verify reports it
+	}
+	if err == nil && !opts.ReadOnly && s.seal.Err == nil && last < s.seal.Sealed {
+		err = sealBroken(dir, last, s.seal.Sealed) // unreachable: checked read-only above
+	}
+	if err == nil && !opts.ReadOnly {
+		err = s.startSeal(dir, last)
+	}
+	if err != nil {
+		s.db.Close()
+		return err
+	}
+	s.last, s.next = last, last
+	return nil
+}
+
+// openDB opens Pebble, its corruption a *DamageError.
+func (s *Store) openDB(dir string, opts *pebble.Options) error {
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		if oserror.IsNotExist(err) && s.seal.Found {
+			// A store that was written (it has a seal) missing one of
+			// the files its manifest names.
+			return s.damageOf(err)
+		}
+		return s.damaged(err)
+	}
+	s.db = db
+	return nil
+}
+
+// startSeal reports a seal that is missing (in a store with events) or
+// damaged, and writes the store's last sequence to it.
+func (s *Store) startSeal(dir string, last uint64) error {
+	switch {
+	case s.seal.Err != nil:
+		s.log.Warn("the event store's seal is damaged, so this open could not check that no committed event is missing; "+
+			"run `baton doctor` to check the store; a new seal is written", "seal", s.seal.Path, "error", s.seal.Err)
+	case !s.seal.Found && last > 0:
+		s.log.Warn("the event store has no seal, so this open could not check that no committed event is missing; a new seal is written",
+			"seal", s.seal.Path)
+	}
+	w, err := openSeal(dir)
+	if err != nil {
+		return err
+	}
+	if err := w.write(last); err != nil {
+		w.f.Close()
+		return err
+	}
+	s.sealw = w
+	return nil
+}
+
+// Seal is what the store's seal said when it opened.
+func (s *Store) Seal() SealState { return s.seal }
+
+// lastSequence is the last event's sequence, or the last a salvage gave
+// (metaNext) when that is later: sequences are never given twice.
 func (s *Store) lastSequence() (uint64, error) {
+	last, err := s.lastEvent()
+	if err != nil {
+		return 0, err
+	}
+	v, found, err := s.get(metaKey(metaNext))
+	if err != nil {
+		return 0, s.damaged(err)
+	}
+	if found {
+		n, perr := strconv.ParseUint(string(v), 10, 64)
+		if perr != nil {
+			return 0, &DamageError{Err: fmt.Errorf("the store's %q metadata is %q, not a sequence", metaNext, v)}
+		}
+		last = max(last, n)
+	}
+	return last, nil
+}
+
+func (s *Store) lastEvent() (uint64, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixEvent}, UpperBound: []byte{prefixEvent + 1}})
 	if err != nil { // unreachable: Pebble v2 NewIter always returns a nil error
 		return 0, err
 	}
 	defer it.Close()
 	if !it.Last() {
-		return 0, it.Error()
+		return 0, s.damaged(it.Error())
 	}
 	return parseEventKey(it.Key())
 }
@@ -148,7 +294,22 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.life.Lock()
 	defer s.life.Unlock()
-	return s.db.Close()
+	var err error
+	if s.sealw != nil {
+		err = s.sealw.close(s.next)
+	}
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	if s.lock != nil {
+		if cerr := s.lock.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if s.onClose != nil {
+		s.onClose()
+	}
+	return err
 }
 
 // ErrClosed is returned after Close.
@@ -314,6 +475,9 @@ func (s *Store) commit(group []*appendReq) {
 	s.mu.Lock()
 	err := s.broken
 	s.mu.Unlock()
+	if err == nil {
+		err = s.writable()
+	}
 	seq := s.next
 	if err == nil {
 		b := s.db.NewBatch()
@@ -346,6 +510,11 @@ func (s *Store) commit(group []*appendReq) {
 		}
 	}
 	s.next = seq
+	// Durable now: the seal may say so (see seal.go). A seal that cannot
+	// be written fails no commit; the next Open reports it.
+	if err := s.sealw.write(seq); err != nil {
+		s.log.Warn("the event store's seal could not be written", "error", err)
+	}
 	s.mu.Lock()
 	if seq != s.last {
 		s.last = seq
@@ -785,11 +954,17 @@ func decodeRecord(k, v []byte) (Record, error) {
 	return r, nil
 }
 
-type pebbleLogger struct{ l hclog.Logger }
+// ErrReadOnly is returned by writes to a store opened read-only.
+var ErrReadOnly = errors.New("event log opened read-only")
 
-func (p pebbleLogger) Infof(format string, args ...any)  { p.l.Debug(fmt.Sprintf(format, args...)) }
-func (p pebbleLogger) Errorf(format string, args ...any) { p.l.Error(fmt.Sprintf(format, args...)) }
-func (p pebbleLogger) Fatalf(format string, args ...any) {
-	p.l.Error(fmt.Sprintf(format, args...))
-	panic(fmt.Sprintf(format, args...))
+// writable says whether the store takes writes: not read-only, and no
+// damage met (a damaged store is not written to until it is repaired).
+func (s *Store) writable() error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	if d := s.Damage(); d != nil {
+		return fmt.Errorf("nothing more is written to a damaged store: %w", d)
+	}
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 )
@@ -148,4 +150,17 @@ func liveThreads(live []string, outbox []eventlog.StoredEffect) []string {
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids)
+}
+
+// Reindex writes a store's thread heads, live markers and snapshots from
+// its events, as a host's first open of a store without them does: for a
+// store rebuilt from what of a damaged one was intact (baton doctor).
+// Threads it leaves live are reconciled by the next host to open it, as
+// after any restart.
+func Reindex(store *eventlog.Store, log hclog.Logger) error {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	h := &Host{store: store, log: log}
+	return h.index()
 }

@@ -178,7 +178,10 @@ const projectionSchema = 2
 // A thread with no events is the zero Thread. It also returns the
 // snapshot's size (0: none used).
 func (h *Host) loadThread(id string) (*domain.Thread, int, error) {
-	t, after, size := h.trustedSnapshot(id)
+	t, after, size, err := h.trustedSnapshot(id)
+	if err != nil {
+		return nil, 0, fmt.Errorf("load thread %s: %w", id, err)
+	}
 	for {
 		recs, err := h.store.ThreadAfter(id, after, 0, 4096)
 		if err != nil {
@@ -199,11 +202,12 @@ func (h *Host) loadThread(id string) (*domain.Thread, int, error) {
 // trustedSnapshot is a thread's snapshot, checked: the envelope's checksum,
 // the schema, the body, the thread it names, and that its watermark is one
 // of the thread's events. A snapshot that fails any check is not used: the
-// thread is rebuilt from its events, and the log says why.
-func (h *Host) trustedSnapshot(id string) (*domain.Thread, uint64, int) {
+// thread is rebuilt from its events, and the log says why. A store whose
+// files are damaged is the error: its events cannot be trusted either.
+func (h *Host) trustedSnapshot(id string) (*domain.Thread, uint64, int, error) {
 	sn, found, err := h.store.ThreadSnapshot(id)
 	if !found && err == nil {
-		return &domain.Thread{}, 0, 0
+		return &domain.Thread{}, 0, 0, nil
 	}
 	if err == nil && sn.Schema != projectionSchema {
 		err = fmt.Errorf("schema %d, this host writes %d", sn.Schema, projectionSchema)
@@ -220,12 +224,15 @@ func (h *Host) trustedSnapshot(id string) (*domain.Thread, uint64, int) {
 			err = fmt.Errorf("its watermark %d is not one of the thread's events", sn.Seq)
 		}
 	}
+	if errors.Is(err, eventlog.ErrDamaged) {
+		return nil, 0, 0, err
+	}
 	if err != nil {
 		h.log.Warn("a thread's snapshot cannot be trusted; rebuilding the thread from its events", "thread", id, "error", err)
-		return &domain.Thread{}, 0, 0
+		return &domain.Thread{}, 0, 0, nil
 	}
 	t.Sequence = sn.Seq
-	return t, sn.Seq, len(sn.Body)
+	return t, sn.Seq, len(sn.Body), nil
 }
 
 // apply decodes a stored event and applies it to a thread.

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/pluginhost"
 )
@@ -28,6 +29,7 @@ var codeTable = []struct {
 	{domain.ErrUnsupported, codes.FailedPrecondition},
 	{domain.ErrNotResumable, codes.FailedPrecondition},
 	{pluginhost.ErrNotInstalled, codes.FailedPrecondition},
+	{eventlog.ErrDamaged, codes.DataLoss},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }
