@@ -90,6 +90,7 @@ func Open(dir string, log hclog.Logger) (*Store, error) {
 		// rate is far below what the extra levels cost.
 		LBaseMaxBytes: 4 << 20,
 		Logger:        pebbleLogger{log.Named("pebble")},
+		FS:            privateDefault, // files 0600, directories 0700 (fs.go)
 	}
 	// Bloom filters on every level: each commit looks up its command's
 	// receipt, which is almost never there, and a miss should not read an
