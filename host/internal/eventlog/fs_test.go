@@ -3,12 +3,14 @@
 package eventlog
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -87,4 +89,55 @@ func openModes(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return open
+}
+
+// Every way the store's file system makes or opens a file for writing
+// leaves it 0600, whatever the umask; what fails fails as Pebble's own.
+func TestPrivateFS(t *testing.T) {
+	old := syscall.Umask(0)
+	t.Cleanup(func() { syscall.Umask(old) })
+	dir := t.TempDir()
+	pfs := privateDefault
+	if pfs.Unwrap() != vfs.Default {
+		t.Errorf("Unwrap = %v, want vfs.Default", pfs.Unwrap())
+	}
+	p := func(name string) string { return filepath.Join(dir, name) }
+	for _, open := range []func() (vfs.File, error){
+		func() (vfs.File, error) { return pfs.Create(p("created"), vfs.WriteCategoryUnspecified) },
+		func() (vfs.File, error) { return pfs.OpenReadWrite(p("opened"), vfs.WriteCategoryUnspecified) },
+		func() (vfs.File, error) {
+			if err := os.WriteFile(p("old"), nil, 0o644); err != nil {
+				return nil, err
+			}
+			return pfs.ReuseForWrite(p("old"), p("reused"), vfs.WriteCategoryUnspecified)
+		},
+	} {
+		f, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	got := map[string]string{}
+	for _, n := range []string{"created", "opened", "reused"} {
+		fi, err := os.Stat(p(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[n] = fi.Mode().Perm().String()
+	}
+	if diff := cmp.Diff(map[string]string{"created": "-rw-------", "opened": "-rw-------", "reused": "-rw-------"}, got); diff != "" {
+		t.Errorf("modes (-want +got):\n%s", diff)
+	}
+	if _, err := pfs.OpenReadWrite(p("missing/x"), vfs.WriteCategoryUnspecified); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("open in a missing directory: %v, want not found", err)
+	}
+	l, err := pfs.Lock(p("LOCK"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := pfs.Lock(p("LOCK")); err == nil {
+		t.Error("a second lock of a held lock succeeded")
+	}
 }
