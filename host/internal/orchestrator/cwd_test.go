@@ -68,3 +68,11 @@ func TestCwdMustBeADirectory(t *testing.T) {
 		t.Errorf("sessions %+v; want none opened in a directory that is gone", th.ProviderSessions)
 	}
 }
+
+// errText is an error's message, "" for none.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

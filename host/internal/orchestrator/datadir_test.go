@@ -200,11 +200,3 @@ func TestOpenFailsOnADataDirItCannotSetUp(t *testing.T) {
 		t.Errorf("BusyError without a pid file: %q, want %q", got, want)
 	}
 }
-
-// errText is an error's message, "" for none.
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
