@@ -116,6 +116,7 @@ func TestUnknownProviderRefused(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			data := t.TempDir()
+			os.Chmod(data, 0o700) // else the one line is a warning of a data dir others may reach
 			args := append([]string{"run", "--data", data, "--cwd", t.TempDir(), "--provider", "nope"}, extra...)
 			out, errOut, code := baton(t, append(args, "hi")...)
 			const want = `provider "nope" is not installed; installed: acp, claude, codex, cursor, opencode`

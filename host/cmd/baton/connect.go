@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -62,16 +63,21 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 		return c, nil
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: hclog.LevelFromString(g.logLevel)})
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log})
-	if err != nil {
-		msg := err.Error()
-		if errors.Is(err, eventlog.ErrDamaged) {
-			return nil, failf(exitFailed, "%s%s", msg, doctorHint)
-		}
-		if strings.Contains(msg, "lock") {
-			msg += "; another baton may be using this data directory (pass --data to use another)"
-		}
-		return nil, failf(exitFailed, "%s", msg)
+	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, Command: g.command,
+		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log})
+	var busy *orchestrator.BusyError
+	switch {
+	case errors.As(err, &busy) && strings.HasPrefix(busy.Command, "baton serve"):
+		return nil, failf(exitFailed, "%v; it does not answer on %s: wait for it to start, or reach it with --server", busy, filepath.Join(g.data, "baton.sock"))
+	case errors.As(err, &busy):
+		return nil, failf(exitFailed, "%v; wait for it, or run `baton serve` so every baton command shares the data dir", busy)
+	case errors.Is(err, eventlog.ErrDamaged):
+		return nil, failf(exitFailed, "%v%s", err, doctorHint)
+	case err != nil:
+		return nil, failf(exitFailed, "%v", err)
+	}
+	if err := orchestrator.CheckDataDir(g.data); err != nil {
+		fmt.Fprintf(g.stderr, "baton: warning: %v, and it holds your threads' messages: chmod 700 %s\n", err, g.data)
 	}
 	conn, stop, err := service.InProcess(h, service.Options{Logger: log})
 	if err != nil {

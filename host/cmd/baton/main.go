@@ -102,6 +102,9 @@ type globals struct {
 	caFile     string
 	logLevel   string
 	pluginDirs []string
+	// command is the verb being run ("baton run"), for the data dir's pid
+	// file.
+	command string
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -135,6 +138,7 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			g.command = cmd.CommandPath()
 			return applyEnv(cmd)
 		},
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+
+	"github.com/baton-run/baton/host/internal/orchestrator"
 )
 
 type serveFlags struct {
@@ -32,6 +35,11 @@ directory's socket (DATA/baton.sock, mode 0600), or with --server.
 bearer token (generated on first use into DATA/token, or --token-file); with
 --tls-cert and --tls-key it speaks TLS, and only then may it listen on an
 address other than loopback.
+
+The data dir holds the threads' messages in the clear: everything baton
+writes there is 0600 (directories 0700), and serve refuses (exit 1) a data
+dir that others than its owner may read, write or search, saying how to fix
+it (chmod 700 DATA); the other verbs warn.
 
 SIGTERM or SIGINT drains: the service stops accepting, asks active runs'
 providers to stop, records each run's end, closes the plugins, and exits 0.
@@ -77,7 +85,11 @@ A second signal exits at once (the next start recovers).`,
 				os.Exit(exitFailed)
 			}()
 			if err := serve(ctx, g, f, log); err != nil {
-				return failf(exitFailed, "serve: %v", err)
+				var busy *orchestrator.BusyError
+				if errors.As(err, &busy) {
+					return failf(exitFailed, "%v; wait for it to end, then start the service", err)
+				}
+				return failf(exitFailed, "%v", err) // "serve: …"
 			}
 			return nil
 		},

@@ -10,7 +10,7 @@ import (
 
 // serve runs the service on the data dir until ctx ends, then drains.
 func serve(ctx context.Context, g *globals, f *serveFlags, log hclog.Logger) error {
-	return service.Run(ctx, service.Config{DataDir: g.data, Listen: f.listen, TokenFile: g.tokenFile,
+	return service.Run(ctx, service.Config{DataDir: g.data, Command: g.command, Listen: f.listen, TokenFile: g.tokenFile,
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, IdleTimeout: f.idleTimeout,
 		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log})
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -24,6 +25,9 @@ import (
 // stop), once its socket answers.
 func startServe(t *testing.T, data string, args ...string) (stop func() error) {
 	t.Helper()
+	if err := os.Chmod(data, 0o700); err != nil { // serve refuses a data dir others may reach
+		t.Fatal(err)
+	}
 	cmd := exec.Command(filepath.Join(binDir, "baton"), append([]string{"serve", "--data", data}, args...)...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb

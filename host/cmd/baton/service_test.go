@@ -49,6 +49,12 @@ type batonService struct {
 // answers its health check.
 func startService(t *testing.T, data string, args ...string) *batonService {
 	t.Helper()
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(data, 0o700); err != nil { // serve refuses a data dir others may reach
+		t.Fatal(err)
+	}
 	s := &batonService{t: t, data: data, sock: filepath.Join(data, "baton.sock"), stderr: &bytes.Buffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(filepath.Join(binDir, "baton"), append([]string{"serve", "--data", data}, args...)...)
 	s.cmd.Stderr = &lockedWriter{w: s.stderr}

@@ -123,6 +123,7 @@ func OpenWith(dir string, o Options) (*Store, error) {
 		Logger:        pebbleLogger{log.Named("pebble"), dir},
 		EventListener: s.listener(),
 		ReadOnly:      o.ReadOnly,
+		FS:            privateDefault, // files 0600, directories 0700 (fs.go)
 	}
 	// Bloom filters on every level: each commit looks up its command's
 	// receipt, which is almost never there, and a miss should not read an

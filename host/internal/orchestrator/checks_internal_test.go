@@ -74,7 +74,8 @@ func TestRunCheck(t *testing.T) {
 	if err := os.RemoveAll(cwd); err != nil {
 		t.Fatal(err)
 	}
-	if got := check("true", time.Minute); got.Error == "" || got.ExitCode != -1 || got.Passed() {
-		t.Fatalf("check in a missing cwd: %+v", got)
+	want := domain.CheckResult{RunID: "run_1", Command: "true", ExitCode: -1, Error: "the thread's working directory " + cwd + " does not exist"}
+	if got := check("true", time.Minute); !cmp.Equal(want, got) || got.Passed() {
+		t.Fatalf("check in a missing cwd (-want +got):\n%s", cmp.Diff(want, got))
 	}
 }

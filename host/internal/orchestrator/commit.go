@@ -86,7 +86,11 @@ func (h *Host) dispatch(ctx context.Context, cmd domain.Command, done []eventlog
 			if err == nil {
 				switch p := cmd.Payload.(type) {
 				case domain.CreateThread:
-					err = h.checkInstalled(p.Provider)
+					if err = h.checkInstalled(p.Provider); err == nil {
+						if cerr := checkCwd(p.Cwd); cerr != nil {
+							err = fmt.Errorf("%w: cwd %w; give a directory that exists", domain.ErrInvalid, cerr)
+						}
+					}
 				case domain.SwitchProvider:
 					err = h.checkInstalled(p.Provider)
 				case domain.SetPolicy:

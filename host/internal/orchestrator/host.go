@@ -39,8 +39,12 @@ import (
 
 // Config configures a host. The zero value of every field but DataDir works.
 type Config struct {
-	// DataDir holds the event log and the raw-frame logs.
+	// DataDir holds the event log and the raw-frame logs (datadir.go).
 	DataDir string
+	// Command is what the host runs for ("baton run"), written with the
+	// process's pid to the data dir's pid file: another process the data
+	// dir refuses says which process holds it (BusyError).
+	Command string
 	// PluginDirs are searched for plugin binaries, in order.
 	PluginDirs []string
 	Logger     hclog.Logger
@@ -138,13 +142,17 @@ func Open(cfg Config) (*Host, error) {
 	if cfg.SnapshotBytes <= 0 {
 		cfg.SnapshotBytes = 32 << 10
 	}
-	for _, d := range []string{cfg.DataDir, filepath.Join(cfg.DataDir, "rawframes")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("open host: %w", err)
-		}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("open host: %w", err)
 	}
 	store, err := eventlog.Open(filepath.Join(cfg.DataDir, "events"), cfg.Logger)
 	if err != nil {
+		if berr := busy(cfg.DataDir, err); berr != nil {
+			return nil, berr
+		}
+		return nil, fmt.Errorf("open host: %w", err)
+	}
+	if err := holdDataDir(cfg, store); err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -156,6 +164,7 @@ func Open(cfg Config) (*Host, error) {
 	h.cache.init(cfg.MaxThreads)
 	if err := h.index(); err != nil {
 		cancel()
+		removeHolder(cfg.DataDir)
 		store.Close()
 		return nil, fmt.Errorf("open host: %w", err)
 	}
@@ -205,7 +214,8 @@ func (h *Host) Close() error {
 	h.wg.Wait()
 	h.closed.Store(true)
 	h.cache.wakeAll()
-	return h.store.Close()
+	err := removeHolder(h.cfg.DataDir) // while the lock is held: after, it may be another's
+	return errors.Join(err, h.store.Close())
 }
 
 // Drain ends the host's active runs, as Close does first (see drain), and

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -24,7 +25,7 @@ func TestIngestBatch(t *testing.T) {
 	}
 	defer h.Close()
 	ctx := context.Background()
-	rc, err := h.Dispatch(ctx, domain.Command{ID: "c", Payload: domain.CreateThread{Provider: "none", Cwd: "/w",
+	rc, err := h.Dispatch(ctx, domain.Command{ID: "c", Payload: domain.CreateThread{Provider: "none", Cwd: os.TempDir(),
 		ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -215,6 +215,9 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		}
 		s.close(h.cfg.Clock, h.log)
 	}
+	if err := checkCwd(t.Cwd); err != nil {
+		return nil, fmt.Errorf("the thread's working directory %w; restore it to go on with this thread, or start a new thread", err)
+	}
 	p, err := h.plugins.Get(h.ctx, provider)
 	if err != nil {
 		return nil, err

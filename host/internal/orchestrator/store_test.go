@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -392,7 +393,7 @@ func TestThreadWithAnEventItCannotReadIsNotLoaded(t *testing.T) {
 		t.Errorf("read, snapshot, dispatch, stream (-want +got):\n%s", diff)
 	}
 	// Another thread is created and read as ever.
-	rc, err := h.Dispatch(t.Context(), domain.Command{ID: "create-other", Payload: domain.CreateThread{Provider: "acp", Cwd: "/w",
+	rc, err := h.Dispatch(t.Context(), domain.Command{ID: "create-other", Payload: domain.CreateThread{Provider: "acp", Cwd: os.TempDir(),
 		ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}})
 	if err != nil {
 		t.Fatal(err)

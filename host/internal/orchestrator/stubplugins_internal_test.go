@@ -62,7 +62,7 @@ func TestUninstalledProviderRefusals(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := quietHost(t, Config{PluginDirs: tc.dirs})
-			_, err := h.Dispatch(t.Context(), domain.Command{ID: "c", ThreadID: "t", Payload: domain.CreateThread{Provider: tc.provider, Cwd: "/w"}})
+			_, err := h.Dispatch(t.Context(), domain.Command{ID: "c", ThreadID: "t", Payload: domain.CreateThread{Provider: tc.provider, Cwd: os.TempDir()}})
 			if !errors.Is(err, domain.ErrInvalid) || err.Error() != tc.want {
 				t.Fatalf("create: %v\nwant ErrInvalid: %s", err, tc.want)
 			}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -128,6 +129,12 @@ func (h *Host) armWaits(threadIDs []string) {
 func (h *Host) runCheck(e domain.Effect) *domain.Command {
 	res := domain.CheckResult{RunID: e.RunID, Command: e.Text}
 	t, err := h.view(e.ThreadID)
+	if err == nil {
+		if err = checkCwd(t.Cwd); err != nil {
+			err = fmt.Errorf("the thread's working directory %w", err)
+			res.ExitCode = -1
+		}
+	}
 	if err != nil {
 		res.Error = err.Error()
 		return checkCmd(e, res)

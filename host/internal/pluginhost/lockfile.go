@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -70,8 +71,18 @@ func writeLockfile(dir string, lf Lockfile) error {
 	if err != nil {
 		return err
 	}
+	// The lockfile is as readable as its directory: private in the data
+	// dir's plugins directory (0700), readable by all beside a baton
+	// installed for all (0755).
+	mode := fs.FileMode(0o600)
+	if fi, err := os.Stat(dir); err == nil {
+		mode = fi.Mode().Perm() & 0o644
+	}
 	tmp := filepath.Join(dir, "."+LockfileName+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) { // a stale one would keep its mode
+		return fmt.Errorf("write plugin lockfile: %w", err)
+	}
+	if err := os.WriteFile(tmp, append(b, '\n'), mode); err != nil {
 		return fmt.Errorf("write plugin lockfile: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, LockfileName)); err != nil {

@@ -314,3 +314,34 @@ func sum(t *testing.T, p string) string {
 	}
 	return s
 }
+
+// The lockfile is as readable as its directory: private in the data dir's
+// plugins directory, readable by all beside a baton installed for all
+// (even where a stale temporary file of another mode was left).
+func TestLockfileMode(t *testing.T) {
+	got := map[os.FileMode]os.FileMode{}
+	for _, mode := range []os.FileMode{0o700, 0o755} {
+		dir := filepath.Join(t.TempDir(), "plugins")
+		if err := os.Mkdir(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil { // whatever the umask
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(dir, pluginhost.BinaryPrefix+"a"), "a")
+		if err := os.WriteFile(filepath.Join(dir, "."+pluginhost.LockfileName+".tmp"), nil, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pluginhost.Lock(dir); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(filepath.Join(dir, pluginhost.LockfileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[mode] = fi.Mode().Perm()
+	}
+	if diff := cmp.Diff(map[os.FileMode]os.FileMode{0o700: 0o600, 0o755: 0o644}, got); diff != "" {
+		t.Errorf("lockfile mode by its directory's (-want +got):\n%s", diff)
+	}
+}

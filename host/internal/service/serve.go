@@ -20,8 +20,12 @@ import (
 // Config configures Run: `baton serve`'s flags.
 type Config struct {
 	// DataDir holds the event log, the socket and the token; it is made
-	// 0700 and refused when others than its owner may write it.
+	// 0700, and refused when others than its owner may reach it (read,
+	// write or search it: orchestrator.CheckDataDir).
 	DataDir string
+	// Command is what the service runs as ("baton serve"), for the data
+	// dir's pid file (orchestrator.Config.Command).
+	Command string
 	// Listen adds listeners: unix:///PATH (replacing DATA/baton.sock) and
 	// tcp://HOST:PORT (always with the token; TLS unless on loopback).
 	Listen []string
@@ -80,8 +84,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("serve: data dir: %w", err)
 	}
-	if err := checkDir("data dir", cfg.DataDir); err != nil {
-		return fmt.Errorf("serve: %w", err)
+	if err := orchestrator.CheckDataDir(cfg.DataDir); err != nil {
+		return fmt.Errorf("serve: %w; refusing to serve from it: chmod 700 %s", err, cfg.DataDir)
 	}
 	for _, ep := range eps {
 		if ep.network != "unix" {
@@ -101,7 +105,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 
-	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
+	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
 		IdleTimeout: cfg.IdleTimeout})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

@@ -148,8 +148,8 @@ func TestRunUnixSocket(t *testing.T) {
 	}
 }
 
-// A data dir or socket dir others may write is refused, naming it and its
-// mode, before anything listens.
+// A data dir others may reach, or a socket dir others may write, is
+// refused, naming it and its mode, before anything listens.
 func TestRunRefusesWritableDirs(t *testing.T) {
 	base := shortDir(t)
 	data := filepath.Join(base, "data")
@@ -165,8 +165,10 @@ func TestRunRefusesWritableDirs(t *testing.T) {
 		listen []string
 		want   string
 	}{
-		{data, 0o770, nil, "data dir " + data + " is writable by its group (mode 0770)"},
-		{data, 0o702, nil, "data dir " + data + " is writable by others (mode 0702)"},
+		{data, 0o770, nil, "data dir " + data + " is readable, writable and searchable by its group (mode 0770); refusing to serve from it: chmod 700 " + data},
+		{data, 0o702, nil, "data dir " + data + " is writable by others (mode 0702); refusing to serve from it: chmod 700 " + data},
+		{data, 0o755, nil, "data dir " + data + " is readable and searchable by its group and others (mode 0755); refusing to serve from it: chmod 700 " + data},
+		{data, 0o740, nil, "data dir " + data + " is readable by its group (mode 0740); refusing to serve from it: chmod 700 " + data},
 		{socks, 0o777, []string{"unix://" + filepath.Join(socks, "b.sock")}, "socket dir " + socks + " is writable by group and others (mode 0777)"},
 	} {
 		if err := os.Chmod(tc.dir, tc.mode); err != nil {

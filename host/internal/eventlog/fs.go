@@ -1,0 +1,127 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// The modes of everything the store writes: its files hold the threads'
+// messages in the clear, so they are their owner's alone, whatever the
+// data dir's mode and the process's umask (which Baton leaves alone: the
+// checkpoints it restores are the user's own files, with the user's
+// modes).
+const (
+	fileMode = 0o600
+	dirMode  = 0o700
+)
+
+// privateFS is Pebble's file system with Baton's modes: Pebble makes its
+// directories 0755 and its files 0666, less the umask. Every file it makes
+// or opens for writing, and every directory, is made private as it is
+// made; and once the store's lock is held, the files an older Baton left
+// (0644) are made private too.
+//
+// A file is made private just after it is made (Pebble's Create picks the
+// mode): its directory is private by then, so no one else can reach it in
+// between.
+type privateFS struct{ vfs.FS }
+
+// privateDefault is the store's file system: the operating system's, made
+// private.
+var privateDefault vfs.FS = privateFS{vfs.Default}
+
+func (p privateFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := p.FS.Create(name, category)
+	return privateFile(name, f, err)
+}
+
+func (p privateFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := p.FS.OpenReadWrite(name, category, opts...)
+	return privateFile(name, f, err)
+}
+
+func (p privateFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := p.FS.ReuseForWrite(oldname, newname, category)
+	return privateFile(newname, f, err)
+}
+
+// MkdirAll makes dir (and its missing parents) 0700, and dir itself 0700
+// if it was there already.
+func (p privateFS) MkdirAll(dir string, _ os.FileMode) error {
+	if err := p.FS.MkdirAll(dir, dirMode); err != nil {
+		return err
+	}
+	return chmod(dir, dirMode)
+}
+
+// Lock takes the store's lock, then makes every file and directory of the
+// store private: a store an older Baton wrote has 0644 files.
+func (p privateFS) Lock(name string) (io.Closer, error) {
+	l, err := p.FS.Lock(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := makePrivate(filepath.Dir(name)); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (p privateFS) Unwrap() vfs.FS { return p.FS }
+
+// privateFile makes a file that was just made or opened private; on a
+// failure it closes the file.
+func privateFile(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return f, err
+	}
+	if err := chmod(name, fileMode); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// makePrivate makes dir, and every directory and file under it, private.
+// Symbolic links are left alone (a chmod would change what they point
+// to).
+func makePrivate(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil // removed while we walked (an obsolete file Pebble deleted)
+		case err != nil:
+			return fmt.Errorf("make the event log private: %w", err)
+		case d.IsDir():
+			err = chmod(path, dirMode)
+		case d.Type().IsRegular():
+			err = chmod(path, fileMode)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	})
+}
+
+// chmod sets a file's permission bits unless they are set already.
+func chmod(name string, mode fs.FileMode) error {
+	fi, err := os.Lstat(name)
+	if err != nil {
+		return fmt.Errorf("make %s private: %w", name, err)
+	}
+	if fi.Mode().Perm() == mode {
+		return nil
+	}
+	if err := os.Chmod(name, mode); err != nil {
+		return fmt.Errorf("make %s private: %w", name, err)
+	}
+	return nil
+}
