@@ -539,7 +539,7 @@ func TestCommandTypesAreDistinct(t *testing.T) {
 	for _, c := range []CommandPayload{CreateThread{}, DispatchMessage{}, IngestProviderEvent{}, RecordSessionOpened{}, FailRun{}, Recover{},
 		InterruptRun{}, RespondToRequest{}, SteerFailed{}, MarkRequestUnreachable{}, RecordTurnDispatched{}, RespondFailed{},
 		RollbackToCheckpoint{}, RecordCheckpoint{}, RecordFilesRestored{}, RecordProviderReconciled{},
-		StartQueued{}, CloseIdleSession{}, ShutDown{}} {
+		StartQueued{}, CloseIdleSession{}, ShutDown{}, CancelQueued{}} {
 		if seen[c.CommandType()] {
 			t.Errorf("duplicate command type %s", c.CommandType())
 		}
@@ -739,6 +739,8 @@ func FuzzDecodeCommand(f *testing.F) {
 		`{"type":"runtime-request.respond","commandId":"c4","threadId":"thr","payload":{"requestId":"` + requestID + `","decision":"accept"}}`,
 		`{"type":"runtime-request.respond","commandId":"c4","threadId":"thr","payload":{"requestId":"` + requestID + `","decision":"answer","answers":{"a":"b"}}}`,
 		`{"type":"checkpoint.rollback","commandId":"c5","threadId":"thr","payload":{"checkpointId":"` + checkpointID + `"}}`,
+		`{"type":"thread.queue.cancel","commandId":"c6","threadId":"thr","payload":{}}`,
+		`{"type":"thread.queue.cancel","commandId":"c6","threadId":"thr","payload":{"runIds":["` + runID + `"],"reason":"r"}}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -164,7 +164,7 @@ func decideInterrupt(t *Thread, p InterruptRun, env Env, d *Decision) error {
 	}
 	switch {
 	case r.Status == RunStatusQueued:
-		d.emit(RunEnded{RunID: r.ID, Status: RunStatusCancelled, StopReason: "cancelled before it started"})
+		cancelQueued(r.ID, "", d)
 	case r.Status.Terminal():
 		return fmt.Errorf("%w: run %d has already ended (%s)", ErrConflict, r.Ordinal, r.Status)
 	case r.WaitID != "":
