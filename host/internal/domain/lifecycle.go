@@ -35,26 +35,36 @@ func nextQueued(t *Thread, env Env) *Run {
 	return t.oldestQueued()
 }
 
-// ResumeReason is why QueuedRunsResumed's runs are sent with no new
+// ResumeReason is why QueuedRunsResumed's runs are sent before any new
 // message.
 const ResumeReason = "they were queued when the host stopped"
 
-// decideStartQueued starts the oldest queued run after a host's recovery,
-// saying first which runs the last host left queued are now sent: a
-// client continuing the thread shows it, and how to drop them.
+// decideStartQueued starts the oldest queued run after a host's recovery
+// (StartQueued), saying so.
 func decideStartQueued(t *Thread, env Env, d *Decision) {
+	resumeQueued(t, "", env, d)
+}
+
+// resumeQueued starts the oldest queued run when it may. When that run is
+// not mine (the run the command queued itself; "" for none), the runs
+// queued before it were left by a host that stopped (or held by a rollback
+// it finished): QueuedRunsResumed names them first, so that a client
+// continuing the thread can tell its user, and how to drop them.
+func resumeQueued(t *Thread, mine string, env Env, d *Decision) {
 	r := nextQueued(t, env)
 	if r == nil {
 		return
 	}
 	id, input := r.ID, r.Input
-	var runs []QueuedRun
-	for _, q := range t.Runs {
-		if q.Status == RunStatusQueued {
-			runs = append(runs, QueuedRun{RunID: q.ID, Ordinal: q.Ordinal, Input: sdk.Clip(q.Input, QueuedInputBytes, false)})
+	if id != mine {
+		var runs []QueuedRun
+		for _, q := range t.Runs {
+			if q.Status == RunStatusQueued && q.ID != mine {
+				runs = append(runs, QueuedRun{RunID: q.ID, Ordinal: q.Ordinal, Input: sdk.Clip(q.Input, QueuedInputBytes, false)})
+			}
 		}
+		d.emit(QueuedRunsResumed{Reason: ResumeReason, Runs: runs})
 	}
-	d.emit(QueuedRunsResumed{Reason: ResumeReason, Runs: runs})
 	startAttempt(t, id, input, AttemptInitial, env, d)
 }
 
