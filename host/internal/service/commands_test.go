@@ -434,7 +434,9 @@ func TestCancelQueued(t *testing.T) {
 		}
 	}
 	// The active run went on: it ends when interrupted.
-	e.waitFor(id, "the prompt to be sent", func(th domain.Thread) bool { return len(th.Runs[0].Attempts) > 0 && th.Runs[0].Attempts[0].SessionID != "" })
+	e.waitFor(id, "the prompt to be sent", func(th domain.Thread) bool {
+		return len(th.Runs[0].Attempts) > 0 && th.Runs[0].Attempts[0].SessionID != ""
+	})
 	if _, err := e.client.Interrupt(ctx, &batonv1.InterruptRequest{ThreadId: id}); err != nil {
 		t.Fatal(err)
 	}
