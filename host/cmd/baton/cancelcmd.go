@@ -45,8 +45,10 @@ Exit codes: 0 dropped (or nothing was queued), 1 failed (run N has started),
 				return usagef("cancel: give --queued or --run N, not both")
 			case !queued && !given:
 				return usagef("cancel: say what to drop: --queued (every queued run) or --run N (one queued run); to stop the active run, use baton interrupt %s", args[0])
-			case given && run < 1:
-				return usagef("cancel: --run must be a run ordinal from 1, got %d", run)
+			case given:
+				if err := checkOrdinal("cancel", run, 1); err != nil {
+					return err
+				}
 			}
 			return withThread(cmd, g, "cancel", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
 				req := &batonv1.CancelQueuedRequest{CommandId: ids.New().NewID("cmd"), ThreadId: t.ID, Reason: cancelReason}
