@@ -22,6 +22,19 @@ func threadArg(cmd *cobra.Command, args []string) error {
 	return usagef("%s: unexpected arguments %q", cmd.Name(), args[1:])
 }
 
+// checkOrdinal refuses a --run ordinal below least (1; or 0 where 0 is the
+// baseline before the first run), naming the flag: a usage error.
+func checkOrdinal(verb string, n, least int) error {
+	if n >= least {
+		return nil
+	}
+	from := "1"
+	if least == 0 {
+		from = "0 (0: before the first run)"
+	}
+	return usagef("%s: --run must be a run ordinal from %s, got %d", verb, from, n)
+}
+
 func diffCommand(g *globals) *cobra.Command {
 	var run, maxBytes int
 	c := &cobra.Command{
@@ -34,8 +47,13 @@ to stderr.`,
   baton diff thr_123 --run 2 | git apply -R`,
 		Args: threadArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if run < 0 || maxBytes < 0 {
-				return usagef("diff: --run and --max-bytes cannot be negative")
+			if cmd.Flags().Changed("run") {
+				if err := checkOrdinal("diff", run, 1); err != nil {
+					return err
+				}
+			}
+			if maxBytes < 0 {
+				return usagef("diff: --max-bytes cannot be negative, got %d", maxBytes)
 			}
 			return withClient(cmd, g, func(ctx context.Context, c *client) error {
 				d, err := c.Diff(ctx, &batonv1.DiffRequest{ThreadId: args[0], Run: uint32(run), MaxBytes: uint32(maxBytes)})
@@ -48,13 +66,13 @@ to stderr.`,
 			})
 		},
 	}
-	c.Flags().IntVar(&run, "run", 0, "the run `ordinal` (default: the newest run with a checkpoint)")
+	c.Flags().IntVar(&run, "run", 0, "the run `ordinal`, from 1 (default: the newest run with a checkpoint)")
 	c.Flags().IntVar(&maxBytes, "max-bytes", 1<<20, "cut the diff after this many `bytes`")
 	return c
 }
 
 func rollbackCommand(g *globals) *cobra.Command {
-	run := -1
+	var run int
 	c := &cobra.Command{
 		Use:   "rollback THREAD --run N",
 		Short: "Put a thread's files and provider conversation back to run N's checkpoint",
@@ -67,8 +85,11 @@ back.`,
   baton rollback thr_123 --run 0   # before the first run`,
 		Args: threadArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if run < 0 {
+			if !cmd.Flags().Changed("run") {
 				return usagef("rollback: --run N is required")
+			}
+			if err := checkOrdinal("rollback", run, 0); err != nil {
+				return err
 			}
 			return withThread(cmd, g, "rollback", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
 				p := scopedPrinter(g.stdout, false, t)
@@ -100,6 +121,6 @@ back.`,
 			})
 		},
 	}
-	c.Flags().IntVar(&run, "run", -1, "the run `ordinal` to go back to (0: before the first run)")
+	c.Flags().IntVar(&run, "run", 0, "the run `ordinal` to go back to (required; 0: before the first run)")
 	return c
 }

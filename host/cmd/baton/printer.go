@@ -121,6 +121,10 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 	switch e := pl.(type) {
 	case domain.RunQueued:
 		p.ordinals[e.RunID] = e.Ordinal
+	case domain.QueuedRunsResumed:
+		for _, r := range e.Runs {
+			p.ordinals[r.RunID] = r.Ordinal
+		}
 	case domain.NodeStarted:
 		p.items[e.NodeID] = &item{kind: e.Kind, title: e.Title}
 	case domain.NodeUpdated:
@@ -154,6 +158,8 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		p.line("● thread %s · %s · %s", p.threadID, e.Provider, e.Cwd)
 	case domain.RunQueued:
 		p.line("▶ run %d queued: %s", e.Ordinal, oneLine(e.Input, 100))
+	case domain.QueuedRunsResumed:
+		p.line("%s", resumedLine(p.threadID, e))
 	case domain.RunStarted:
 		p.line("▶ run %d started", p.ordinals[e.RunID])
 	case domain.MessageDelta:
@@ -282,6 +288,25 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 	case domain.LoopEnded:
 		p.line("● %s", loopEndedLine(e))
 	}
+}
+
+// resumedLine is what runs a host that stopped left queued say as they
+// are sent: which they are, and how to stop or drop them.
+func resumedLine(threadID string, e domain.QueuedRunsResumed) string {
+	if len(e.Runs) == 0 {
+		return "! runs queued when the host stopped are sent first" // a log from elsewhere: no run named
+	}
+	var runs []string
+	for _, r := range e.Runs {
+		runs = append(runs, fmt.Sprintf("run %d %q", r.Ordinal, oneLine(r.Input, 60)))
+	}
+	first := e.Runs[0].Ordinal
+	if len(e.Runs) == 1 {
+		return fmt.Sprintf("! 1 run queued when the host stopped is sent first: %s; it starts now (stop it: baton interrupt %s)",
+			runs[0], threadID)
+	}
+	return fmt.Sprintf("! %d runs queued when the host stopped are sent first: %s; run %d starts now (stop it: baton interrupt %s); drop the rest: baton cancel %s --queued",
+		len(e.Runs), strings.Join(runs, ", "), first, threadID, threadID)
 }
 
 // switchedLine is what a provider switch says.

@@ -49,7 +49,8 @@ type (
 		TargetRunID string `json:"targetRunId,omitempty"`
 	}
 	// InterruptRun asks the provider to stop a run's turn. The run ends
-	// when the provider says the turn ended. A queued run is cancelled.
+	// when the provider says the turn ended. A queued run is cancelled
+	// (as CancelQueued would).
 	InterruptRun struct {
 		RunID string `json:"runId"`
 	}
@@ -79,6 +80,14 @@ type (
 	RollbackToCheckpoint struct {
 		ScopeID      string `json:"scopeId,omitempty"`
 		CheckpointID string `json:"checkpointId,omitempty"`
+	}
+	// CancelQueued cancels queued runs, which have sent nothing to the
+	// provider: the ones RunIDs names (each must still be queued), or
+	// every one when it names none (a thread with none changes nothing).
+	// Each ends cancelled with Reason (default StopCancelledQueued).
+	CancelQueued struct {
+		RunIDs []string `json:"runIds,omitempty"`
+		Reason string   `json:"reason,omitempty"`
 	}
 	// SetPolicy sets the thread's continuation policy (a zero one turns it
 	// off). Its budgets count from now; a wait already armed is kept and
@@ -150,7 +159,8 @@ type (
 	}
 	// StartQueued starts the thread's oldest queued run when nothing holds
 	// it: a host that opened sends it after its recovery, so that runs a
-	// restart left queued go on with no new message.
+	// restart left queued go on with no new message. When it starts one,
+	// QueuedRunsResumed says so first, naming every queued run.
 	StartQueued struct{}
 	// CloseIdleSession ends a provider session that nothing uses: no run
 	// active or queued, no request pending, no rollback in progress. The
@@ -245,6 +255,7 @@ func (ShutDown) CommandType() string                 { return "thread.shutdown" 
 func (SwitchProvider) CommandType() string           { return "thread.switch_provider" }
 func (RetireSession) CommandType() string            { return "provider.session.retire" }
 func (SetPolicy) CommandType() string                { return "thread.set_policy" }
+func (CancelQueued) CommandType() string             { return "thread.queue.cancel" }
 func (FireWait) CommandType() string                 { return "wait.fire" }
 func (RecordCheck) CommandType() string              { return "loop.check.record" }
 func (RollbackToCheckpoint) CommandType() string     { return "checkpoint.rollback" }
@@ -313,6 +324,7 @@ var clientCommands = map[string]func(json.RawMessage) (CommandPayload, error){
 	RollbackToCheckpoint{}.CommandType(): decodeCmd[RollbackToCheckpoint],
 	SwitchProvider{}.CommandType():       decodeCmd[SwitchProvider],
 	SetPolicy{}.CommandType():            decodeCmd[SetPolicy],
+	CancelQueued{}.CommandType():         decodeCmd[CancelQueued],
 }
 
 func decodeCmd[T CommandPayload](b json.RawMessage) (CommandPayload, error) {

@@ -147,7 +147,9 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 	case Recover:
 		decideRecover(t, p, env, &d)
 	case StartQueued:
-		startNextQueued(t, env, &d)
+		decideStartQueued(t, env, &d)
+	case CancelQueued:
+		err = decideCancelQueued(t, p, &d)
 	case CloseIdleSession:
 		err = decideCloseIdleSession(t, p, &d)
 	case ShutDown:

@@ -494,14 +494,24 @@ func TestFailRunAndRecover(t *testing.T) {
 		t.Fatalf("recovered run: %+v", r)
 	}
 	// Recovery starts no work: the queued run waits for the thread's next
-	// message, and then goes first.
+	// message, and then goes first, named (the new one is not).
 	if r := w.thread.Runs[2]; r.Status != RunStatusQueued {
 		t.Fatalf("a run started by recovery: %+v", r)
 	}
 	d = w.send("three")
-	if got := types(d); got != "message.added run.queued run.started attempt.started node.started" ||
+	if got := types(d); got != "message.added run.queued run.queue.resumed run.started attempt.started node.started" ||
 		w.thread.Runs[2].Status != RunStatusStarting || w.thread.Runs[3].Status != RunStatusQueued {
 		t.Fatalf("the next message: %s; runs %s %s", got, w.thread.Runs[2].Status, w.thread.Runs[3].Status)
+	}
+	want := QueuedRunsResumed{Reason: ResumeReason, Runs: []QueuedRun{{RunID: queued.ID, Ordinal: 3, Input: "queued"}}}
+	if !reflect.DeepEqual(d.Events[2], want) {
+		t.Fatalf("the next message says %+v\nwant %+v", d.Events[2], want)
+	}
+	// A message on an idle thread with nothing left queued says nothing.
+	w.must(Command{ID: "f3", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[2].ID}})
+	w.must(Command{ID: "f4", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[3].ID}})
+	if got := types(w.send("four")); got != "message.added run.queued run.started attempt.started node.started" {
+		t.Fatalf("a message on an idle thread: %s", got)
 	}
 }
 
@@ -539,7 +549,7 @@ func TestCommandTypesAreDistinct(t *testing.T) {
 	for _, c := range []CommandPayload{CreateThread{}, DispatchMessage{}, IngestProviderEvent{}, RecordSessionOpened{}, FailRun{}, Recover{},
 		InterruptRun{}, RespondToRequest{}, SteerFailed{}, MarkRequestUnreachable{}, RecordTurnDispatched{}, RespondFailed{},
 		RollbackToCheckpoint{}, RecordCheckpoint{}, RecordFilesRestored{}, RecordProviderReconciled{},
-		StartQueued{}, CloseIdleSession{}, ShutDown{}} {
+		StartQueued{}, CloseIdleSession{}, ShutDown{}, CancelQueued{}} {
 		if seen[c.CommandType()] {
 			t.Errorf("duplicate command type %s", c.CommandType())
 		}
@@ -739,6 +749,8 @@ func FuzzDecodeCommand(f *testing.F) {
 		`{"type":"runtime-request.respond","commandId":"c4","threadId":"thr","payload":{"requestId":"` + requestID + `","decision":"accept"}}`,
 		`{"type":"runtime-request.respond","commandId":"c4","threadId":"thr","payload":{"requestId":"` + requestID + `","decision":"answer","answers":{"a":"b"}}}`,
 		`{"type":"checkpoint.rollback","commandId":"c5","threadId":"thr","payload":{"checkpointId":"` + checkpointID + `"}}`,
+		`{"type":"thread.queue.cancel","commandId":"c6","threadId":"thr","payload":{}}`,
+		`{"type":"thread.queue.cancel","commandId":"c6","threadId":"thr","payload":{"runIds":["` + runID + `"],"reason":"r"}}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -352,6 +352,15 @@ type (
 		Status LoopStatus `json:"status"`
 		Reason string     `json:"reason"`
 	}
+	// QueuedRunsResumed: runs that were queued when the last host stopped
+	// are being sent to the provider, oldest first, before anything queued
+	// after them; the first of Runs starts with this event. Said once, as
+	// they start, so that a client can tell its user (and how to drop
+	// those still queued).
+	QueuedRunsResumed struct {
+		Reason string      `json:"reason"`
+		Runs   []QueuedRun `json:"runs"`
+	}
 	// ProviderThreadDetached: a provider's conversation will not be
 	// resumed (its resume failed); its next run starts a fresh one.
 	ProviderThreadDetached struct {
@@ -413,6 +422,21 @@ func (WaitEnded) EventType() string      { return "wait.ended" }
 func (CheckRequested) EventType() string { return "loop.check_requested" }
 func (CheckRecorded) EventType() string  { return "loop.check_recorded" }
 func (LoopEnded) EventType() string      { return "loop.ended" }
+func (QueuedRunsResumed) EventType() string {
+	return "run.queue.resumed"
+}
+
+// QueuedRun names a queued run in an event: its id, ordinal and the start
+// of its input (QueuedInputBytes at most).
+type QueuedRun struct {
+	RunID   string `json:"runId"`
+	Ordinal int    `json:"ordinal"`
+	Input   string `json:"input"`
+}
+
+// QueuedInputBytes bounds a QueuedRun's input: enough to recognize the
+// message, the run itself holds all of it.
+const QueuedInputBytes = 200
 
 // decoders maps each event type to the decoder of its payload.
 var decoders = map[string]func([]byte) (Payload, error){}
@@ -476,6 +500,7 @@ func init() {
 	register[CheckRequested]()
 	register[CheckRecorded]()
 	register[LoopEnded]()
+	register[QueuedRunsResumed]()
 }
 
 // DecodePayload decodes an event's data by its type. An unknown type is an

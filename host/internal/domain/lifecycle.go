@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -12,18 +13,97 @@ import (
 // barrier) and asks for its checkpoint; the run ends when the checkpoint
 // is recorded, and the next queued run starts. Recovery ends what a host
 // that stopped left in flight; the host then starts what it left queued
-// (StartQueued). A host that shuts down ends its runs (ShutDown) and
-// starts nothing more.
+// (StartQueued), saying so (QueuedRunsResumed). A queued run can be
+// cancelled before it starts (CancelQueued). A host that shuts down ends
+// its runs (ShutDown) and starts nothing more.
 
 // startNextQueued starts the oldest queued run, unless a run is active or
 // a rollback holds the thread.
 func startNextQueued(t *Thread, env Env, d *Decision) {
-	if env.ShuttingDown || t.activeRun() != nil || t.rollbackHolds() || (t.Loop != nil && t.Loop.CheckPending) {
-		return
-	}
-	if r := t.oldestQueued(); r != nil {
+	if r := nextQueued(t, env); r != nil {
 		startAttempt(t, r.ID, r.Input, AttemptInitial, env, d)
 	}
+}
+
+// nextQueued is the queued run to start now, if one may start: none while
+// the host shuts down, a run is active, a rollback holds the thread or a
+// loop's check is pending.
+func nextQueued(t *Thread, env Env) *Run {
+	if env.ShuttingDown || t.activeRun() != nil || t.rollbackHolds() || (t.Loop != nil && t.Loop.CheckPending) {
+		return nil
+	}
+	return t.oldestQueued()
+}
+
+// ResumeReason is why QueuedRunsResumed's runs are sent before any new
+// message.
+const ResumeReason = "they were queued when the host stopped"
+
+// decideStartQueued starts the oldest queued run after a host's recovery
+// (StartQueued), saying so.
+func decideStartQueued(t *Thread, env Env, d *Decision) {
+	resumeQueued(t, "", env, d)
+}
+
+// resumeQueued starts the oldest queued run when it may. When that run is
+// not mine (the run the command queued itself; "" for none), the runs
+// queued before it were left by a host that stopped (or held by a rollback
+// it finished): QueuedRunsResumed names them first, so that a client
+// continuing the thread can tell its user, and how to drop them.
+func resumeQueued(t *Thread, mine string, env Env, d *Decision) {
+	r := nextQueued(t, env)
+	if r == nil {
+		return
+	}
+	id, input := r.ID, r.Input
+	if id != mine {
+		var runs []QueuedRun
+		for _, q := range t.Runs {
+			if q.Status == RunStatusQueued && q.ID != mine {
+				runs = append(runs, QueuedRun{RunID: q.ID, Ordinal: q.Ordinal, Input: sdk.Clip(q.Input, QueuedInputBytes, false)})
+			}
+		}
+		d.emit(QueuedRunsResumed{Reason: ResumeReason, Runs: runs})
+	}
+	startAttempt(t, id, input, AttemptInitial, env, d)
+}
+
+// StopCancelledQueued is the stop reason of a queued run cancelled before
+// it started, when the command gives none.
+const StopCancelledQueued = "cancelled before it started"
+
+// decideCancelQueued cancels the queued runs the command names, or every
+// queued run. Nothing reached a provider for them: no effect is needed.
+func decideCancelQueued(t *Thread, p CancelQueued, d *Decision) error {
+	ids := p.RunIDs
+	for _, id := range ids {
+		r := t.run(id)
+		if r == nil {
+			return fmt.Errorf("%w: run %q", ErrNotFound, id)
+		}
+		if r.Status != RunStatusQueued {
+			return fmt.Errorf("%w: run %d is %s, not queued: only a run that has not started can be cancelled (interrupt one that has)",
+				ErrConflict, r.Ordinal, r.Status)
+		}
+	}
+	if len(ids) == 0 {
+		for _, r := range t.Runs {
+			if r.Status == RunStatusQueued {
+				ids = append(ids, r.ID)
+			}
+		}
+	}
+	for _, id := range ids {
+		if t.run(id).Status == RunStatusQueued { // a run named twice is cancelled once
+			cancelQueued(id, p.Reason, d)
+		}
+	}
+	return nil
+}
+
+// cancelQueued ends a queued run, cancelled with the reason.
+func cancelQueued(runID, reason string, d *Decision) {
+	d.emit(RunEnded{RunID: runID, Status: RunStatusCancelled, StopReason: cmp.Or(reason, StopCancelledQueued)})
 }
 
 // startAttempt starts an attempt at a run: for a queued run its first, for

@@ -534,12 +534,93 @@ func TestStartQueuedAfterRecovery(t *testing.T) {
 		t.Fatalf("a queued run started while the host shuts down: %s", types(d))
 	}
 	w.shuttingDown = false
-	if d := w.must(Command{ID: "s", ThreadID: "thr", Payload: StartQueued{}}); types(d) != "run.started attempt.started node.started" ||
+	if d := w.must(Command{ID: "s", ThreadID: "thr", Payload: StartQueued{}}); types(d) != "run.queue.resumed run.started attempt.started node.started" ||
 		w.thread.Runs[1].Status != RunStatusStarting {
 		t.Fatalf("start queued: %s; run %s", types(d), w.thread.Runs[1].Status)
 	}
 	if d := w.must(Command{ID: "s2", ThreadID: "thr", Payload: StartQueued{}}); types(d) != "" {
 		t.Fatalf("start queued with a run active: %s", types(d))
+	}
+}
+
+// The runs a restart left queued are named, oldest first, in the event
+// that starts the first of them: their ordinals and the start of their
+// input. Nothing is said when nothing starts.
+func TestStartQueuedSaysWhichRunsGoOn(t *testing.T) {
+	w := newWorld(t)
+	long := strings.Repeat("é", QueuedInputBytes) // cut at a character
+	w.send("one")
+	w.send("fix the tests")
+	w.send(long)
+	w.open("s1")
+	w.must(Command{ID: "r", ThreadID: "thr", Payload: Recover{Reason: "restart"}})
+	d := w.must(Command{ID: "s", ThreadID: "thr", Payload: StartQueued{}})
+	want := QueuedRunsResumed{Reason: ResumeReason, Runs: []QueuedRun{
+		{RunID: w.thread.Runs[1].ID, Ordinal: 2, Input: "fix the tests"},
+		{RunID: w.thread.Runs[2].ID, Ordinal: 3, Input: strings.Repeat("é", QueuedInputBytes/2) + "…"},
+	}}
+	if len(d.Events) == 0 || !reflect.DeepEqual(d.Events[0], want) {
+		t.Fatalf("start queued: %+v\nwant first %+v", d.Events, want)
+	}
+	if got := []RunStatus{w.thread.Runs[1].Status, w.thread.Runs[2].Status}; !reflect.DeepEqual(got, []RunStatus{RunStatusStarting, RunStatusQueued}) {
+		t.Fatalf("runs after: %v", got)
+	}
+}
+
+// CancelQueued cancels every queued run, or those it names; a run that
+// has started, or that does not exist, is refused before anything is
+// cancelled; nothing goes to the provider.
+func TestCancelQueued(t *testing.T) {
+	w := running(t, Capabilities{})
+	w.send("two")
+	w.send("three")
+	w.send("four")
+	run := func(i int) string { return w.thread.Runs[i].ID }
+	cancel := func(p CancelQueued) (Decision, error) {
+		return w.decide(Command{ID: "x", ThreadID: "thr", Payload: p})
+	}
+	for _, tc := range []struct {
+		p    CancelQueued
+		want error
+	}{
+		{CancelQueued{RunIDs: []string{run(1), run(0)}}, ErrConflict},
+		{CancelQueued{RunIDs: []string{"run_nope"}}, ErrNotFound},
+	} {
+		if _, err := cancel(tc.p); !errors.Is(err, tc.want) {
+			t.Errorf("cancel %v: %v, want %v", tc.p.RunIDs, err, tc.want)
+		}
+	}
+	if _, err := cancel(CancelQueued{RunIDs: []string{run(0)}}); err == nil || err.Error() !=
+		"conflict: run 1 is running, not queued: only a run that has not started can be cancelled (interrupt one that has)" {
+		t.Errorf("cancel the active run: %v", err)
+	}
+	effects := len(w.effects)
+	d, err := cancel(CancelQueued{RunIDs: []string{run(2), run(2)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Payload{RunEnded{RunID: run(2), Status: RunStatusCancelled, StopReason: StopCancelledQueued}}; !reflect.DeepEqual(d.Events, want) {
+		t.Fatalf("cancel run 3: %+v, want %+v", d.Events, want)
+	}
+	d, err = cancel(CancelQueued{Reason: "dropped by hand"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Payload{
+		RunEnded{RunID: run(1), Status: RunStatusCancelled, StopReason: "dropped by hand"},
+		RunEnded{RunID: run(3), Status: RunStatusCancelled, StopReason: "dropped by hand"},
+	}
+	if !reflect.DeepEqual(d.Events, want) {
+		t.Fatalf("cancel every queued run: %+v, want %+v", d.Events, want)
+	}
+	if len(w.effects) != effects {
+		t.Errorf("cancelling queued runs asked for effects: %+v", w.effects[effects:])
+	}
+	if d, err = cancel(CancelQueued{}); err != nil || len(d.Events) != 0 {
+		t.Fatalf("cancel with none queued: %s, %v", types(d), err)
+	}
+	if got := w.thread.Runs[0].Status; got != RunStatusRunning {
+		t.Errorf("the active run is %s", got)
 	}
 }
 

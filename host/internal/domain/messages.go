@@ -39,8 +39,8 @@ func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
 		queueRun(t, msgID, p.Text, env, d)
 		startNextQueued(t, env, d)
 	case ModeQueueAfterActive:
-		queueRun(t, msgID, p.Text, env, d)
-		startNextQueued(t, env, d) // runs a recovery left queued go first
+		mine := queueRun(t, msgID, p.Text, env, d)
+		resumeQueued(t, mine, env, d) // runs a host that stopped left queued go first, said so
 	case ModeSteerActive, ModeRestartActive:
 		return steer(t, active, mode, msgID, p, env, d)
 	default:
@@ -116,12 +116,13 @@ func autoMode(t *Thread, active *Run, caps Capabilities) DispatchMode {
 
 // queueRun adds a run for a message (already added, or added here). It
 // does not start it: the caller starts the next queued run when it may.
-func queueRun(t *Thread, msgID, text string, env Env, d *Decision) {
-	runID := env.NewID("run")
+func queueRun(t *Thread, msgID, text string, env Env, d *Decision) (runID string) {
+	runID = env.NewID("run")
 	if t.message(msgID) == nil {
 		d.emit(MessageAdded{MessageID: msgID, RunID: runID, Role: RoleUser, Text: text, Status: StatusCompleted})
 	}
 	d.emit(RunQueued{RunID: runID, Ordinal: len(t.Runs) + 1, MessageID: msgID, Input: text})
+	return runID
 }
 
 // requeue makes steering messages that never reached the provider runs of
@@ -164,7 +165,7 @@ func decideInterrupt(t *Thread, p InterruptRun, env Env, d *Decision) error {
 	}
 	switch {
 	case r.Status == RunStatusQueued:
-		d.emit(RunEnded{RunID: r.ID, Status: RunStatusCancelled, StopReason: "cancelled before it started"})
+		cancelQueued(r.ID, "", d)
 	case r.Status.Terminal():
 		return fmt.Errorf("%w: run %d has already ended (%s)", ErrConflict, r.Ordinal, r.Status)
 	case r.WaitID != "":

@@ -96,9 +96,9 @@ func TestSIGKILLDuringGroupCommits(t *testing.T) {
 			if string(a) != string(b) {
 				t.Fatalf("round %d: thread %s after the restart differs from its events\nloaded: %s\nevents: %s", round, s.ID, a, b)
 			}
-			// What was in flight is ended; runs it left queued start by
-			// themselves (and, with no plugin here, fail): the thread
-			// settles.
+			// What was in flight is ended; runs it left queued wait for
+			// the thread's next message (this host is not unattended):
+			// the thread settles.
 			if !settles(t, h, s.ID) {
 				t.Errorf("round %d: thread %s is still in flight after recovery", round, s.ID)
 			}

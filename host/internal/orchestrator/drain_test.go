@@ -56,6 +56,12 @@ func (e *env) lifecycle(threadID string, after uint64) []string {
 			out = append(out, fmt.Sprintf("session opened (resume %q: %v)", p.ResumeRequested, p.Resumed))
 		case domain.SessionEnded:
 			out = append(out, fmt.Sprintf("session ended: %s", p.Reason))
+		case domain.QueuedRunsResumed:
+			var runs []int
+			for _, r := range p.Runs {
+				runs = append(runs, r.Ordinal)
+			}
+			out = append(out, fmt.Sprintf("queued runs resumed %v: %s", runs, p.Reason))
 		}
 	}
 	return out
@@ -272,36 +278,7 @@ func TestCloseEndsARunItsProviderDoesNotStop(t *testing.T) {
 // active run with a reason and starts the queued one by itself, which
 // completes on a new provider process.
 func TestQueuedRunStartsAfterACrash(t *testing.T) {
-	dir, ws := t.TempDir(), t.TempDir()
-	transcript, err := filepath.Abs("testdata/crash_queued.ndjson")
-	if err != nil {
-		t.Fatal(err)
-	}
-	argv := []string{peerBin, "--transcript", transcript, "--speed", "0", "--state", filepath.Join(t.TempDir(), "cursor")}
-	b, _ := json.Marshal(queuedSetup{PluginDir: pluginDir, Cwd: ws, Argv: argv})
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "BATON_QUEUED_HELPER="+dir, "BATON_QUEUED_SETUP="+string(b))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var threadID string
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("the helper host said nothing")
-	}
-	if _, err := fmt.Sscanf(sc.Text(), "ready %s", &threadID); err != nil {
-		t.Fatalf("helper said %q", sc.Text())
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-
+	dir, ws, threadID := killedWithAQueuedRun(t)
 	e := &env{t: t, data: dir, ws: ws, seed: 100, clock: clock.NewFake(epoch)}
 	e.open()
 	t.Cleanup(func() {
@@ -312,6 +289,7 @@ func TestQueuedRunStartsAfterACrash(t *testing.T) {
 	th := e.waitFor(threadID, "both runs to end", allRunsEnded(2))
 	if diff := cmp.Diff([]string{"run 1 started", "session opened (resume \"\": false)",
 		"session ended: the host restarted while this was in progress", `run 1 ended failed "" host_restarted`,
+		"queued runs resumed [2]: " + domain.ResumeReason,
 		"run 2 started", `session opened (resume "sess_one": false)`, `run 2 ended completed "end_turn" `}, e.lifecycle(threadID, 0)); diff != "" {
 		t.Errorf("stored order (-want +got):\n%s", diff)
 	}
@@ -339,6 +317,77 @@ func TestQueuedRunStartsAfterACrash(t *testing.T) {
 		domain.HandoffStatusConsumed, th.Runs[1].ID}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("handoffs (-want +got):\n%s", diff)
+	}
+}
+
+// killedWithAQueuedRun runs the queued helper's host and kills it: a
+// thread (its id) with a run in flight and one queued behind it
+// (testdata/crash_queued.ndjson), in the data dir and workspace returned.
+func killedWithAQueuedRun(t *testing.T) (dir, ws, threadID string) {
+	dir, ws = t.TempDir(), t.TempDir()
+	transcript, err := filepath.Abs("testdata/crash_queued.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := []string{peerBin, "--transcript", transcript, "--speed", "0", "--state", filepath.Join(t.TempDir(), "cursor")}
+	b, _ := json.Marshal(queuedSetup{PluginDir: pluginDir, Cwd: ws, Argv: argv})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "BATON_QUEUED_HELPER="+dir, "BATON_QUEUED_SETUP="+string(b))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("the helper host said nothing")
+	}
+	if _, err := fmt.Sscanf(sc.Text(), "ready %s", &threadID); err != nil {
+		t.Fatalf("helper said %q", sc.Text())
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	return dir, ws, threadID
+}
+
+// A host embedded for one command ends what the killed host left in
+// flight but starts none of the runs it left queued, so that a command
+// that only reads the thread or cancels them sends nothing: the queued run
+// waits, and CancelQueued ends it cancelled with its reason, with no
+// provider process started for it.
+func TestQueuedRunWaitsInAnEmbeddedHost(t *testing.T) {
+	dir, ws, threadID := killedWithAQueuedRun(t)
+	e := &env{t: t, data: dir, ws: ws, seed: 100, clock: clock.NewFake(epoch), embedded: true}
+	e.open()
+	t.Cleanup(func() { e.host.Close() })
+	recovered := []string{"run 1 started", "session opened (resume \"\": false)",
+		"session ended: the host restarted while this was in progress", `run 1 ended failed "" host_restarted`}
+	if diff := cmp.Diff(recovered, e.lifecycle(threadID, 0)); diff != "" {
+		t.Errorf("stored order after the open (-want +got):\n%s", diff)
+	}
+	e.dispatch(domain.Command{ID: "drop", ThreadID: threadID, Payload: domain.CancelQueued{Reason: "dropped by hand"}})
+	th := mustThread(t, e, threadID)
+	type run struct {
+		Status     domain.RunStatus
+		StopReason string
+	}
+	var got []run
+	for _, r := range th.Runs {
+		got = append(got, run{r.Status, r.StopReason})
+	}
+	if diff := cmp.Diff([]run{{domain.RunStatusFailed, ""}, {domain.RunStatusCancelled, "dropped by hand"}}, got); diff != "" {
+		t.Errorf("runs (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(append(recovered, `run 2 ended cancelled "dropped by hand" `), e.lifecycle(threadID, 0)); diff != "" {
+		t.Errorf("stored order after the cancel (-want +got):\n%s", diff)
+	}
+	if len(th.ProviderSessions) != 1 {
+		t.Errorf("sessions: %+v; want only the killed host's", th.ProviderSessions)
 	}
 }
 

@@ -88,6 +88,9 @@ type env struct {
 	dirs []string
 	// calls is the host's PluginCallTimeout (0: callDeadline).
 	calls time.Duration
+	// embedded: the host is one embedded for a command, not an unattended
+	// one (baton serve).
+	embedded bool
 }
 
 // callDeadline is the plugin call timeout of a test's host unless it sets
@@ -136,7 +139,7 @@ func (e *env) open() {
 	e.t.Helper()
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: append([]string{pluginDir}, e.dirs...),
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
-		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: true, PluginCallTimeout: cmp.Or(e.calls, callDeadline)})
+		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: !e.embedded, PluginCallTimeout: cmp.Or(e.calls, callDeadline)})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

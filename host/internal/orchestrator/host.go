@@ -80,7 +80,10 @@ type Config struct {
 	// instant passed while no host ran fires at once. A host embedded for
 	// one command arms only the waits its own decisions arm and those of
 	// the threads it follows (Follow): one that read a thread and closed
-	// would otherwise start a continuation and stop it again at once.
+	// would otherwise start a continuation and stop it again at once. For
+	// the same reason only an unattended host starts, as it opens, the
+	// runs a host that stopped left queued; otherwise they go first when
+	// the thread's next message comes.
 	Unattended bool
 }
 

@@ -77,8 +77,13 @@ func (h *Host) index() error {
 // those processes are gone, so the actions are cancelled with a reason,
 // never performed blindly against a new process. The host's own work left
 // in the outbox (checkpoint captures, rollback stages) is performed again,
-// after the recovery, in its order; then each thread's oldest queued run
-// starts, with no new message. Only those threads are read.
+// after the recovery, in its order. Runs the last host left queued start
+// then, with no new message, in a host that runs threads' unattended work
+// (baton serve); in a host embedded for one command they wait for the
+// thread's next message, so that a command that only reads a thread, or
+// cancels its queued runs, sends nothing. Either way the event that
+// starts them names them (run.queue.resumed). Only those threads are
+// read.
 func (h *Host) recover() error {
 	outbox, err := h.store.Outbox()
 	if err != nil {
@@ -130,6 +135,9 @@ func (h *Host) recover() error {
 		h.push(id, again)
 		// Then runs the last host left queued start by themselves, after
 		// the effects it left (their effects queue behind those).
+		if !h.cfg.Unattended {
+			continue
+		}
 		if t, err := h.view(id); err == nil && t.Summary().Queued > 0 {
 			last, _ := h.store.Last()
 			if _, err := h.dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("startqueued:%s:%d", id, last), ThreadID: id,

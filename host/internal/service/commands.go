@@ -237,6 +237,34 @@ func (s *Server) Interrupt(ctx context.Context, req *batonv1.InterruptRequest) (
 	return receiptPB(rc, ""), nil
 }
 
+// maxReason bounds a client's stop reason.
+const maxReason = 1024
+
+// CancelQueued cancels a thread's queued runs: those named, or every one.
+func (s *Server) CancelQueued(ctx context.Context, req *batonv1.CancelQueuedRequest) (*batonv1.Receipt, error) {
+	id, err := s.commandID(req.GetCommandId())
+	if err != nil {
+		return nil, err
+	}
+	if err := required("thread_id", req.GetThreadId()); err != nil {
+		return nil, err
+	}
+	for _, r := range req.GetRunIds() {
+		if err := required("run_ids", r); err != nil {
+			return nil, err
+		}
+	}
+	if len(req.GetReason()) > maxReason {
+		return nil, invalid("reason", "longer than %d bytes", maxReason)
+	}
+	rc, err := s.dispatch(ctx, "CancelQueued", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.CancelQueued{
+		RunIDs: req.GetRunIds(), Reason: req.GetReason()}})
+	if err != nil {
+		return nil, err
+	}
+	return receiptPB(rc, ""), nil
+}
+
 // activeRun is the id of the thread's active run ("" when none is): the
 // newest run that has started, while it has not ended.
 func activeRun(t domain.Thread) string {

@@ -371,3 +371,87 @@ func TestRollbackToRun(t *testing.T) {
 		t.Errorf("repeated rollback (-first +repeat):\n%s", d)
 	}
 }
+
+// CancelQueued cancels a thread's queued runs, those it names or every
+// one, each with its reason; the active run goes on; a repeat returns the
+// first receipt and writes nothing; what it cannot cancel is refused with
+// the code and a message that names it. The provider never hears of the
+// cancelled runs (the replay peer takes one prompt, then its cancel).
+func TestCancelQueued(t *testing.T) {
+	e := newEnv(t, service.Options{})
+	ctx := t.Context()
+	id := e.create("c", "busy", "acp", "acp/turn_interrupt.ndjson", "").GetThreadId()
+	for _, text := range []string{"Write a very long essay about rivers.", "two", "three", "four"} {
+		if _, err := e.client.SendMessage(ctx, &batonv1.SendMessageRequest{ThreadId: id, Text: text, Mode: "queue"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	th, err := e.host.Thread(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := func(i int) string { return th.Runs[i].ID }
+	one, err := e.client.CancelQueued(ctx, &batonv1.CancelQueuedRequest{CommandId: "drop-3", ThreadId: id, RunIds: []string{runID(2)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := &batonv1.CancelQueuedRequest{CommandId: "drop", ThreadId: id, Reason: "dropped by hand"}
+	rc, err := e.client.CancelQueued(ctx, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &batonv1.Receipt{CommandId: "drop", Type: "thread.queue.cancel", ThreadId: id, Sequence: rc.GetSequence(), At: timestamppb.New(epoch)}
+	if d := cmp.Diff(want, rc, protocmp.Transform()); d != "" || rc.GetSequence() <= one.GetSequence() {
+		t.Errorf("receipt (-want +got):\n%s\n(sequence %d after %d)", d, rc.GetSequence(), one.GetSequence())
+	}
+	again, err := e.client.CancelQueued(ctx, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(rc, again, protocmp.Transform()); d != "" {
+		t.Errorf("repeat (-first +repeat):\n%s", d)
+	}
+	for _, tc := range []struct {
+		name string
+		req  *batonv1.CancelQueuedRequest
+		code codes.Code
+		msg  string
+	}{
+		{"no thread", &batonv1.CancelQueuedRequest{}, codes.InvalidArgument, "thread_id: required"},
+		{"unknown thread", &batonv1.CancelQueuedRequest{ThreadId: "nope"}, codes.NotFound, `thread "nope"`},
+		{"empty run id", &batonv1.CancelQueuedRequest{ThreadId: id, RunIds: []string{""}}, codes.InvalidArgument, "run_ids: required"},
+		{"long reason", &batonv1.CancelQueuedRequest{ThreadId: id, Reason: strings.Repeat("x", 1025)}, codes.InvalidArgument,
+			"reason: longer than 1024 bytes"},
+		{"unknown run", &batonv1.CancelQueuedRequest{ThreadId: id, RunIds: []string{"run_nope"}}, codes.NotFound, `run "run_nope"`},
+		{"started run", &batonv1.CancelQueuedRequest{ThreadId: id, RunIds: []string{runID(0)}}, codes.FailedPrecondition,
+			"not queued: only a run that has not started can be cancelled (interrupt one that has)"},
+		{"ended run", &batonv1.CancelQueuedRequest{ThreadId: id, RunIds: []string{runID(1)}}, codes.FailedPrecondition,
+			"run 2 is cancelled, not queued"},
+	} {
+		_, err := e.client.CancelQueued(ctx, tc.req)
+		if st := status.Convert(err); st.Code() != tc.code || !strings.Contains(st.Message(), tc.msg) {
+			t.Errorf("%s: %v %q, want %v containing %q", tc.name, st.Code(), st.Message(), tc.code, tc.msg)
+		}
+	}
+	// The active run went on: it ends when interrupted.
+	e.waitFor(id, "the prompt to be sent", func(th domain.Thread) bool {
+		return len(th.Runs[0].Attempts) > 0 && th.Runs[0].Attempts[0].SessionID != ""
+	})
+	if _, err := e.client.Interrupt(ctx, &batonv1.InterruptRequest{ThreadId: id}); err != nil {
+		t.Fatal(err)
+	}
+	th = e.waitFor(id, "every run to end", allRunsEnded(4))
+	type run struct {
+		Status     domain.RunStatus
+		StopReason string
+	}
+	var got []run
+	for _, r := range th.Runs {
+		got = append(got, run{r.Status, r.StopReason})
+	}
+	wantRuns := []run{{domain.RunStatusInterrupted, "cancelled"}, {domain.RunStatusCancelled, "dropped by hand"},
+		{domain.RunStatusCancelled, domain.StopCancelledQueued}, {domain.RunStatusCancelled, "dropped by hand"}}
+	if d := cmp.Diff(wantRuns, got); d != "" {
+		t.Errorf("runs (-want +got):\n%s", d)
+	}
+}

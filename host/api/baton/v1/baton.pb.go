@@ -531,6 +531,77 @@ func (x *InterruptRequest) GetRunId() string {
 	return ""
 }
 
+type CancelQueuedRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	ThreadId  string                 `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// run_ids are the queued runs to cancel (empty: every queued run).
+	RunIds []string `protobuf:"bytes,3,rep,name=run_ids,json=runIds,proto3" json:"run_ids,omitempty"`
+	// reason is the runs' stop reason (empty: "cancelled before it
+	// started"); at most 1024 bytes.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelQueuedRequest) Reset() {
+	*x = CancelQueuedRequest{}
+	mi := &file_baton_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelQueuedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelQueuedRequest) ProtoMessage() {}
+
+func (x *CancelQueuedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelQueuedRequest.ProtoReflect.Descriptor instead.
+func (*CancelQueuedRequest) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CancelQueuedRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *CancelQueuedRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *CancelQueuedRequest) GetRunIds() []string {
+	if x != nil {
+		return x.RunIds
+	}
+	return nil
+}
+
+func (x *CancelQueuedRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type RollbackRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
@@ -545,7 +616,7 @@ type RollbackRequest struct {
 
 func (x *RollbackRequest) Reset() {
 	*x = RollbackRequest{}
-	mi := &file_baton_proto_msgTypes[6]
+	mi := &file_baton_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -557,7 +628,7 @@ func (x *RollbackRequest) String() string {
 func (*RollbackRequest) ProtoMessage() {}
 
 func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[6]
+	mi := &file_baton_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -570,7 +641,7 @@ func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackRequest.ProtoReflect.Descriptor instead.
 func (*RollbackRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{6}
+	return file_baton_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RollbackRequest) GetCommandId() string {
@@ -624,7 +695,7 @@ type SwitchProviderRequest struct {
 
 func (x *SwitchProviderRequest) Reset() {
 	*x = SwitchProviderRequest{}
-	mi := &file_baton_proto_msgTypes[7]
+	mi := &file_baton_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +707,7 @@ func (x *SwitchProviderRequest) String() string {
 func (*SwitchProviderRequest) ProtoMessage() {}
 
 func (x *SwitchProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[7]
+	mi := &file_baton_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +720,7 @@ func (x *SwitchProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchProviderRequest.ProtoReflect.Descriptor instead.
 func (*SwitchProviderRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{7}
+	return file_baton_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SwitchProviderRequest) GetCommandId() string {
@@ -741,7 +812,7 @@ type ContinuationPolicy struct {
 
 func (x *ContinuationPolicy) Reset() {
 	*x = ContinuationPolicy{}
-	mi := &file_baton_proto_msgTypes[8]
+	mi := &file_baton_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -753,7 +824,7 @@ func (x *ContinuationPolicy) String() string {
 func (*ContinuationPolicy) ProtoMessage() {}
 
 func (x *ContinuationPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[8]
+	mi := &file_baton_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -766,7 +837,7 @@ func (x *ContinuationPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContinuationPolicy.ProtoReflect.Descriptor instead.
 func (*ContinuationPolicy) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{8}
+	return file_baton_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ContinuationPolicy) GetOnLimit() string {
@@ -893,7 +964,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_baton_proto_msgTypes[9]
+	mi := &file_baton_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +976,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[9]
+	mi := &file_baton_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +989,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{9}
+	return file_baton_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SetPolicyRequest) GetCommandId() string {
@@ -951,7 +1022,7 @@ type GetThreadRequest struct {
 
 func (x *GetThreadRequest) Reset() {
 	*x = GetThreadRequest{}
-	mi := &file_baton_proto_msgTypes[10]
+	mi := &file_baton_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1034,7 @@ func (x *GetThreadRequest) String() string {
 func (*GetThreadRequest) ProtoMessage() {}
 
 func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[10]
+	mi := &file_baton_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1047,7 @@ func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreadRequest.ProtoReflect.Descriptor instead.
 func (*GetThreadRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{10}
+	return file_baton_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetThreadRequest) GetThreadId() string {
@@ -1003,7 +1074,7 @@ type Thread struct {
 
 func (x *Thread) Reset() {
 	*x = Thread{}
-	mi := &file_baton_proto_msgTypes[11]
+	mi := &file_baton_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1086,7 @@ func (x *Thread) String() string {
 func (*Thread) ProtoMessage() {}
 
 func (x *Thread) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[11]
+	mi := &file_baton_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1099,7 @@ func (x *Thread) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Thread.ProtoReflect.Descriptor instead.
 func (*Thread) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{11}
+	return file_baton_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Thread) GetSummary() *ThreadSummary {
@@ -1073,7 +1144,7 @@ type ThreadSummary struct {
 
 func (x *ThreadSummary) Reset() {
 	*x = ThreadSummary{}
-	mi := &file_baton_proto_msgTypes[12]
+	mi := &file_baton_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1085,7 +1156,7 @@ func (x *ThreadSummary) String() string {
 func (*ThreadSummary) ProtoMessage() {}
 
 func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[12]
+	mi := &file_baton_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1098,7 +1169,7 @@ func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadSummary.ProtoReflect.Descriptor instead.
 func (*ThreadSummary) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{12}
+	return file_baton_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ThreadSummary) GetId() string {
@@ -1194,7 +1265,7 @@ type ListThreadsRequest struct {
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_baton_proto_msgTypes[13]
+	mi := &file_baton_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1277,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[13]
+	mi := &file_baton_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1290,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{13}
+	return file_baton_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListThreadsRequest) GetPageSize() uint32 {
@@ -1261,7 +1332,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_baton_proto_msgTypes[14]
+	mi := &file_baton_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1344,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[14]
+	mi := &file_baton_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1357,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{14}
+	return file_baton_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*ThreadSummary {
@@ -1315,7 +1386,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_baton_proto_msgTypes[15]
+	mi := &file_baton_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1398,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[15]
+	mi := &file_baton_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1411,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{15}
+	return file_baton_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SubscribeRequest) GetThreadId() string {
@@ -1373,7 +1444,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1385,7 +1456,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1398,7 +1469,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{16}
+	return file_baton_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Event) GetSequence() uint64 {
@@ -1449,7 +1520,7 @@ type DiffRequest struct {
 
 func (x *DiffRequest) Reset() {
 	*x = DiffRequest{}
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1532,7 @@ func (x *DiffRequest) String() string {
 func (*DiffRequest) ProtoMessage() {}
 
 func (x *DiffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1545,7 @@ func (x *DiffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffRequest.ProtoReflect.Descriptor instead.
 func (*DiffRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{17}
+	return file_baton_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DiffRequest) GetThreadId() string {
@@ -1512,7 +1583,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +1595,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +1608,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{18}
+	return file_baton_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FileChange) GetPath() string {
@@ -1593,7 +1664,7 @@ type DiffResponse struct {
 
 func (x *DiffResponse) Reset() {
 	*x = DiffResponse{}
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1605,7 +1676,7 @@ func (x *DiffResponse) String() string {
 func (*DiffResponse) ProtoMessage() {}
 
 func (x *DiffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1618,7 +1689,7 @@ func (x *DiffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffResponse.ProtoReflect.Descriptor instead.
 func (*DiffResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{19}
+	return file_baton_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DiffResponse) GetRun() uint32 {
@@ -1678,7 +1749,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1690,7 +1761,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1703,7 +1774,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{20}
+	return file_baton_proto_rawDescGZIP(), []int{21}
 }
 
 type Capabilities struct {
@@ -1722,7 +1793,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1734,7 +1805,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1747,7 +1818,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{21}
+	return file_baton_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Capabilities) GetNativeSteering() bool {
@@ -1821,7 +1892,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_baton_proto_msgTypes[22]
+	mi := &file_baton_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +1904,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[22]
+	mi := &file_baton_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +1917,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{22}
+	return file_baton_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Plugin) GetName() string {
@@ -1900,7 +1971,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_baton_proto_msgTypes[23]
+	mi := &file_baton_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1912,7 +1983,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[23]
+	mi := &file_baton_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1925,7 +1996,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{23}
+	return file_baton_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -1986,7 +2057,13 @@ const file_baton_proto_rawDesc = "" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x15\n" +
-	"\x06run_id\x18\x03 \x01(\tR\x05runId\"\x84\x01\n" +
+	"\x06run_id\x18\x03 \x01(\tR\x05runId\"\x82\x01\n" +
+	"\x13CancelQueuedRequest\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
+	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x17\n" +
+	"\arun_ids\x18\x03 \x03(\tR\x06runIds\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x84\x01\n" +
 	"\x0fRollbackRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
@@ -2108,12 +2185,13 @@ const file_baton_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
 	"\x13ListPluginsResponse\x12*\n" +
-	"\aplugins\x18\x01 \x03(\v2\x10.baton.v1.PluginR\aplugins2\x8b\x06\n" +
+	"\aplugins\x18\x01 \x03(\v2\x10.baton.v1.PluginR\aplugins2\xcd\x06\n" +
 	"\x05Baton\x12@\n" +
 	"\fCreateThread\x12\x1d.baton.v1.CreateThreadRequest\x1a\x11.baton.v1.Receipt\x12>\n" +
 	"\vSendMessage\x12\x1c.baton.v1.SendMessageRequest\x1a\x11.baton.v1.Receipt\x12B\n" +
 	"\rAnswerRequest\x12\x1e.baton.v1.AnswerRequestRequest\x1a\x11.baton.v1.Receipt\x12:\n" +
-	"\tInterrupt\x12\x1a.baton.v1.InterruptRequest\x1a\x11.baton.v1.Receipt\x128\n" +
+	"\tInterrupt\x12\x1a.baton.v1.InterruptRequest\x1a\x11.baton.v1.Receipt\x12@\n" +
+	"\fCancelQueued\x12\x1d.baton.v1.CancelQueuedRequest\x1a\x11.baton.v1.Receipt\x128\n" +
 	"\bRollback\x12\x19.baton.v1.RollbackRequest\x1a\x11.baton.v1.Receipt\x12D\n" +
 	"\x0eSwitchProvider\x12\x1f.baton.v1.SwitchProviderRequest\x1a\x11.baton.v1.Receipt\x12:\n" +
 	"\tSetPolicy\x12\x1a.baton.v1.SetPolicyRequest\x1a\x11.baton.v1.Receipt\x129\n" +
@@ -2135,7 +2213,7 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),               // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),       // 1: baton.v1.ProviderCommand
@@ -2143,81 +2221,84 @@ var file_baton_proto_goTypes = []any{
 	(*SendMessageRequest)(nil),    // 3: baton.v1.SendMessageRequest
 	(*AnswerRequestRequest)(nil),  // 4: baton.v1.AnswerRequestRequest
 	(*InterruptRequest)(nil),      // 5: baton.v1.InterruptRequest
-	(*RollbackRequest)(nil),       // 6: baton.v1.RollbackRequest
-	(*SwitchProviderRequest)(nil), // 7: baton.v1.SwitchProviderRequest
-	(*ContinuationPolicy)(nil),    // 8: baton.v1.ContinuationPolicy
-	(*SetPolicyRequest)(nil),      // 9: baton.v1.SetPolicyRequest
-	(*GetThreadRequest)(nil),      // 10: baton.v1.GetThreadRequest
-	(*Thread)(nil),                // 11: baton.v1.Thread
-	(*ThreadSummary)(nil),         // 12: baton.v1.ThreadSummary
-	(*ListThreadsRequest)(nil),    // 13: baton.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),   // 14: baton.v1.ListThreadsResponse
-	(*SubscribeRequest)(nil),      // 15: baton.v1.SubscribeRequest
-	(*Event)(nil),                 // 16: baton.v1.Event
-	(*DiffRequest)(nil),           // 17: baton.v1.DiffRequest
-	(*FileChange)(nil),            // 18: baton.v1.FileChange
-	(*DiffResponse)(nil),          // 19: baton.v1.DiffResponse
-	(*ListPluginsRequest)(nil),    // 20: baton.v1.ListPluginsRequest
-	(*Capabilities)(nil),          // 21: baton.v1.Capabilities
-	(*Plugin)(nil),                // 22: baton.v1.Plugin
-	(*ListPluginsResponse)(nil),   // 23: baton.v1.ListPluginsResponse
-	nil,                           // 24: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                           // 25: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 27: google.protobuf.Duration
-	(*structpb.Struct)(nil),       // 28: google.protobuf.Struct
+	(*CancelQueuedRequest)(nil),   // 6: baton.v1.CancelQueuedRequest
+	(*RollbackRequest)(nil),       // 7: baton.v1.RollbackRequest
+	(*SwitchProviderRequest)(nil), // 8: baton.v1.SwitchProviderRequest
+	(*ContinuationPolicy)(nil),    // 9: baton.v1.ContinuationPolicy
+	(*SetPolicyRequest)(nil),      // 10: baton.v1.SetPolicyRequest
+	(*GetThreadRequest)(nil),      // 11: baton.v1.GetThreadRequest
+	(*Thread)(nil),                // 12: baton.v1.Thread
+	(*ThreadSummary)(nil),         // 13: baton.v1.ThreadSummary
+	(*ListThreadsRequest)(nil),    // 14: baton.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),   // 15: baton.v1.ListThreadsResponse
+	(*SubscribeRequest)(nil),      // 16: baton.v1.SubscribeRequest
+	(*Event)(nil),                 // 17: baton.v1.Event
+	(*DiffRequest)(nil),           // 18: baton.v1.DiffRequest
+	(*FileChange)(nil),            // 19: baton.v1.FileChange
+	(*DiffResponse)(nil),          // 20: baton.v1.DiffResponse
+	(*ListPluginsRequest)(nil),    // 21: baton.v1.ListPluginsRequest
+	(*Capabilities)(nil),          // 22: baton.v1.Capabilities
+	(*Plugin)(nil),                // 23: baton.v1.Plugin
+	(*ListPluginsResponse)(nil),   // 24: baton.v1.ListPluginsResponse
+	nil,                           // 25: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                           // 26: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 28: google.protobuf.Duration
+	(*structpb.Struct)(nil),       // 29: google.protobuf.Struct
 }
 var file_baton_proto_depIdxs = []int32{
-	26, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	27, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,  // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
-	8,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	8,  // 3: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	24, // 4: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	9,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
+	9,  // 3: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
+	25, // 4: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
 	1,  // 5: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	1,  // 6: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
-	27, // 7: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
-	27, // 8: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
-	27, // 9: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
-	27, // 10: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
-	27, // 11: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
-	8,  // 12: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	12, // 13: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
-	28, // 14: baton.v1.Thread.projection:type_name -> google.protobuf.Struct
-	26, // 15: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	26, // 16: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	12, // 17: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	26, // 18: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	28, // 19: baton.v1.Event.data:type_name -> google.protobuf.Struct
-	18, // 20: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
-	21, // 21: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	25, // 22: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
-	22, // 23: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
+	28, // 7: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	28, // 8: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	28, // 9: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	28, // 10: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	28, // 11: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	9,  // 12: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
+	13, // 13: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
+	29, // 14: baton.v1.Thread.projection:type_name -> google.protobuf.Struct
+	27, // 15: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	27, // 16: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	13, // 17: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
+	27, // 18: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	29, // 19: baton.v1.Event.data:type_name -> google.protobuf.Struct
+	19, // 20: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
+	22, // 21: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
+	26, // 22: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	23, // 23: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
 	2,  // 24: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
 	3,  // 25: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
 	4,  // 26: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
 	5,  // 27: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	6,  // 28: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	7,  // 29: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	9,  // 30: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	10, // 31: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	13, // 32: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	15, // 33: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	17, // 34: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	20, // 35: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	0,  // 36: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,  // 37: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,  // 38: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,  // 39: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,  // 40: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,  // 41: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,  // 42: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	11, // 43: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	14, // 44: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	16, // 45: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	19, // 46: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	23, // 47: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	36, // [36:48] is the sub-list for method output_type
-	24, // [24:36] is the sub-list for method input_type
+	6,  // 28: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	7,  // 29: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	8,  // 30: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	10, // 31: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	11, // 32: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	14, // 33: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	16, // 34: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	18, // 35: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	21, // 36: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	0,  // 37: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,  // 38: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,  // 39: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,  // 40: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,  // 41: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,  // 42: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,  // 43: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,  // 44: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	12, // 45: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	15, // 46: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	17, // 47: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	20, // 48: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	24, // 49: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	37, // [37:50] is the sub-list for method output_type
+	24, // [24:37] is the sub-list for method input_type
 	24, // [24:24] is the sub-list for extension type_name
 	24, // [24:24] is the sub-list for extension extendee
 	0,  // [0:24] is the sub-list for field type_name
@@ -2234,7 +2315,7 @@ func file_baton_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -39,6 +39,7 @@ const (
 	Baton_SendMessage_FullMethodName    = "/baton.v1.Baton/SendMessage"
 	Baton_AnswerRequest_FullMethodName  = "/baton.v1.Baton/AnswerRequest"
 	Baton_Interrupt_FullMethodName      = "/baton.v1.Baton/Interrupt"
+	Baton_CancelQueued_FullMethodName   = "/baton.v1.Baton/CancelQueued"
 	Baton_Rollback_FullMethodName       = "/baton.v1.Baton/Rollback"
 	Baton_SwitchProvider_FullMethodName = "/baton.v1.Baton/SwitchProvider"
 	Baton_SetPolicy_FullMethodName      = "/baton.v1.Baton/SetPolicy"
@@ -63,6 +64,14 @@ type BatonClient interface {
 	// Interrupt asks the provider to stop a run. The run ends interrupted when
 	// the provider says its turn ended; the receipt is only the request's.
 	Interrupt(ctx context.Context, in *InterruptRequest, opts ...grpc.CallOption) (*Receipt, error)
+	// CancelQueued cancels a thread's queued runs, which have sent nothing to
+	// a provider: those run_ids names (each must still be queued; one that
+	// has started is FailedPrecondition: interrupt it), or every queued run.
+	// Each ends cancelled with reason. A thread with none queued changes
+	// nothing. The receipt's sequence shows them ended. After a host
+	// restart, the runs it left queued are sent first (a run.queue.resumed
+	// event names them): this drops those not yet started.
+	CancelQueued(ctx context.Context, in *CancelQueuedRequest, opts ...grpc.CallOption) (*Receipt, error)
 	// Rollback puts a thread's files and provider conversation back to a
 	// run's checkpoint.
 	Rollback(ctx context.Context, in *RollbackRequest, opts ...grpc.CallOption) (*Receipt, error)
@@ -139,6 +148,16 @@ func (c *batonClient) Interrupt(ctx context.Context, in *InterruptRequest, opts 
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Receipt)
 	err := c.cc.Invoke(ctx, Baton_Interrupt_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *batonClient) CancelQueued(ctx context.Context, in *CancelQueuedRequest, opts ...grpc.CallOption) (*Receipt, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Receipt)
+	err := c.cc.Invoke(ctx, Baton_CancelQueued_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -248,6 +267,14 @@ type BatonServer interface {
 	// Interrupt asks the provider to stop a run. The run ends interrupted when
 	// the provider says its turn ended; the receipt is only the request's.
 	Interrupt(context.Context, *InterruptRequest) (*Receipt, error)
+	// CancelQueued cancels a thread's queued runs, which have sent nothing to
+	// a provider: those run_ids names (each must still be queued; one that
+	// has started is FailedPrecondition: interrupt it), or every queued run.
+	// Each ends cancelled with reason. A thread with none queued changes
+	// nothing. The receipt's sequence shows them ended. After a host
+	// restart, the runs it left queued are sent first (a run.queue.resumed
+	// event names them): this drops those not yet started.
+	CancelQueued(context.Context, *CancelQueuedRequest) (*Receipt, error)
 	// Rollback puts a thread's files and provider conversation back to a
 	// run's checkpoint.
 	Rollback(context.Context, *RollbackRequest) (*Receipt, error)
@@ -301,6 +328,9 @@ func (UnimplementedBatonServer) AnswerRequest(context.Context, *AnswerRequestReq
 }
 func (UnimplementedBatonServer) Interrupt(context.Context, *InterruptRequest) (*Receipt, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Interrupt not implemented")
+}
+func (UnimplementedBatonServer) CancelQueued(context.Context, *CancelQueuedRequest) (*Receipt, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CancelQueued not implemented")
 }
 func (UnimplementedBatonServer) Rollback(context.Context, *RollbackRequest) (*Receipt, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Rollback not implemented")
@@ -415,6 +445,24 @@ func _Baton_Interrupt_Handler(srv interface{}, ctx context.Context, dec func(int
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(BatonServer).Interrupt(ctx, req.(*InterruptRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Baton_CancelQueued_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelQueuedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BatonServer).CancelQueued(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Baton_CancelQueued_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BatonServer).CancelQueued(ctx, req.(*CancelQueuedRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -578,6 +626,10 @@ var Baton_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Interrupt",
 			Handler:    _Baton_Interrupt_Handler,
+		},
+		{
+			MethodName: "CancelQueued",
+			Handler:    _Baton_CancelQueued_Handler,
 		},
 		{
 			MethodName: "Rollback",
