@@ -34,6 +34,7 @@ import (
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/host/internal/rawframes"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -78,6 +79,10 @@ type Config struct {
 	// the threads it follows (Follow): one that read a thread and closed
 	// would otherwise start a continuation and stop it again at once.
 	Unattended bool
+	// RawFrames says whether plugins keep sessions' raw provider frames
+	// (DATA/rawframes) and bounds them by size and age (rawframes.Policy;
+	// the zero value keeps them, 256 MiB and 14 days at most).
+	RawFrames rawframes.Policy
 }
 
 // Host is a running orchestrator.
@@ -109,6 +114,8 @@ type Host struct {
 	workers map[string]*worker
 
 	timers timers // wait timers, by thread id (waits.go)
+
+	frames *framePruner // raw-frame logs' retention (rawframes.go)
 
 	smu      sync.Mutex
 	sessions map[string]*liveSession // by thread id
@@ -143,6 +150,10 @@ func Open(cfg Config) (*Host, error) {
 			return nil, fmt.Errorf("open host: %w", err)
 		}
 	}
+	frames := newFramePruner(cfg.DataDir, cfg.RawFrames, cfg.Clock)
+	if err := frames.prepare(); err != nil {
+		return nil, fmt.Errorf("open host: raw-frame logs: %w", err)
+	}
 	store, err := eventlog.Open(filepath.Join(cfg.DataDir, "events"), cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
@@ -154,11 +165,14 @@ func Open(cfg Config) (*Host, error) {
 		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
 		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{}}
 	h.cache.init(cfg.MaxThreads)
+	h.frames = frames
 	if err := h.index(); err != nil {
 		cancel()
 		store.Close()
 		return nil, fmt.Errorf("open host: %w", err)
 	}
+	next := h.prunePass()
+	h.wg.Go(func() { h.pruneFrames(next) })
 	if err := h.recover(); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("open host: %w", err)
