@@ -170,3 +170,54 @@ func TestRawFramesOff(t *testing.T) {
 		t.Errorf("raw-frame logs with raw frames off (-want +got):\n%s", diff)
 	}
 }
+
+// listFrames is what DATA/rawframes holds (nil if it cannot be read).
+func listFrames(data string) map[string]os.FileMode {
+	ents, err := os.ReadDir(filepath.Join(data, "rawframes"))
+	if err != nil {
+		return nil
+	}
+	out := map[string]os.FileMode{}
+	for _, ent := range ents {
+		if fi, err := ent.Info(); err == nil {
+			out[ent.Name()] = fi.Mode()
+		}
+	}
+	return out
+}
+
+// A session's log is pruned as soon as its session ends (here, closed
+// idle), not only at the next host's start.
+func TestRawFramesPrunedAsASessionEnds(t *testing.T) {
+	const idle = time.Hour
+	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 1, clock: clock.NewFake(epoch), idle: idle,
+		frames: rawframes.Policy{MaxBytes: -1, MaxAge: 10 * day}}
+	t.Cleanup(func() { e.host.Close() })
+	if err := os.MkdirAll(filepath.Join(e.data, "rawframes"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e.frameFile("ses_young.ndjson", 10, time.Now().Add(day), 0o600) // kept: a pass arms its timer
+	e.open()
+	threadID := e.createThread("acp", "acp/simple.ndjson")
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: messages(t, "acp/simple.messages")[0]}})
+	th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
+	session := th.ProviderSessions[0].ID + ".ndjson"
+	if err := os.Chtimes(filepath.Join(e.data, "rawframes", session), epoch.Add(-20*day), epoch.Add(-20*day)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+	defer cancel()
+	if _, err := e.clock.WaitPending(ctx, func(p []time.Duration) bool { return slices.Contains(p, idle) }); err != nil {
+		t.Fatalf("no idle timer: %v", err)
+	}
+	e.clock.Advance(idle)
+	e.waitFor(threadID, "the idle session to close", func(th domain.Thread) bool {
+		return th.ProviderSessions[0].Status == domain.SessionStatusEnded
+	})
+	// The pass the session's end asks for arms the next one again: the
+	// files are looked at as the timers change.
+	want := map[string]os.FileMode{"ses_young.ndjson": 0o600}
+	if _, err := e.clock.WaitPending(ctx, func([]time.Duration) bool { return cmp.Equal(want, listFrames(e.data)) }); err != nil {
+		t.Fatalf("the ended session's log was not pruned: %v; files %v", err, listFrames(e.data))
+	}
+}
