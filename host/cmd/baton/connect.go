@@ -60,7 +60,8 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 		return c, nil
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: hclog.LevelFromString(g.logLevel)})
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log})
+	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log,
+		RawFrames: g.rawFrames})
 	if err != nil {
 		msg := err.Error()
 		if strings.Contains(msg, "lock") {
