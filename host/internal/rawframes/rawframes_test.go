@@ -72,7 +72,13 @@ func TestSelectProperties(t *testing.T) {
 		}) {
 			rt.Fatalf("not oldest first: %v", del)
 		}
-		var bySize []File
+		slices.SortFunc(deleted, func(a, b File) int {
+			if older(a, b) {
+				return -1
+			}
+			return 1
+		})
+		var bySize []File // oldest first
 		for _, f := range deleted {
 			if f.InUse {
 				rt.Fatalf("deleted %s, in use", f.Name)
