@@ -13,12 +13,12 @@ import (
 // command runs keeps (embedded, or baton serve): whether, how much, how
 // long.
 func addRawFramesFlags(fs *pflag.FlagSet, p *rawframes.Policy) {
-	fs.Var(onOff{&p.Off}, "raw-frames", "keep each provider session's raw frames (`on|off`), every line to and from the agent "+
-		"(full prompts and answers), in DATA/rawframes (files 0600) to diagnose a provider or plugin; off keeps none: "+
-		"events still number the frames they came from, but the frames themselves are lost (for the host this command runs: embedded, or baton serve)")
-	fs.Var(sizeBound{&p.MaxBytes}, "raw-frames-max-bytes", "delete the oldest raw-frame logs once they take more than this `size` "+
-		"(like 256MiB or 1GiB, or none); a session's own logs stay while it is open, at most 16MiB each")
-	fs.Var(ageBound{&p.MaxAge}, "raw-frames-max-age", "delete raw-frame logs last written longer ago than this `age` (like 14d or 36h, or none)")
+	fs.Var(onOff{&p.Off}, "raw-frames", "keep each provider session's raw frames, every line to and from the agent (full prompts "+
+		"and answers), in DATA/rawframes (files 0600), to diagnose a provider or plugin; off keeps none: the thread's events are "+
+		"the same, but the provider's exact wire traffic is lost (for the host this command runs: embedded, or baton serve)")
+	fs.Var(sizeBound{&p.MaxBytes}, "raw-frames-max-bytes", "delete the oldest raw-frame logs once together they take more than this "+
+		"(like 256MiB or 1GiB, or none); an open session's logs are kept, and take at most 16MiB each")
+	fs.Var(ageBound{&p.MaxAge}, "raw-frames-max-age", "delete raw-frame logs last written longer ago than this (like 14d or 36h, or none)")
 }
 
 // onOff is --raw-frames: on or off.

@@ -142,7 +142,7 @@ func TestRawFramesRetentionFlags(t *testing.T) {
 		}
 	}
 	out, _, _ := baton(t, "run", "--help")
-	for _, want := range []string{"--raw-frames on|off", "frames themselves are lost", "[$BATON_RAW_FRAMES]", "--raw-frames-max-bytes size",
+	for _, want := range []string{"--raw-frames on|off", "wire traffic is lost", "[$BATON_RAW_FRAMES]", "--raw-frames-max-bytes size",
 		"(default 256MiB)", "--raw-frames-max-age age", "(default 14d)", "[$BATON_RAW_FRAMES_MAX_AGE]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("baton run --help lacks %q:\n%s", want, out)

@@ -14,7 +14,8 @@
 // projections; streams.go what readers follow; recover.go what a start
 // reconciles; outbox.go the effects; session.go the provider sessions;
 // ingest.go their events; checkpoints.go the git work; drain.go what Close
-// ends first, and the reaper of idle sessions.
+// ends first, and the reaper of idle sessions; rawframes.go the retention
+// of the sessions' raw-frame logs.
 package orchestrator
 
 import (

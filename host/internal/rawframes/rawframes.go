@@ -36,8 +36,8 @@ const (
 // Policy says whether raw frames are kept and for how long. The zero value
 // keeps them, within the defaults.
 type Policy struct {
-	// Off keeps no raw frames: plugins only number them (events still say
-	// which frame they came from). Logs already kept are still pruned.
+	// Off keeps no raw frames: plugins are given no log, and only number
+	// the frames. Logs already kept are still pruned.
 	Off bool
 	// MaxBytes bounds the logs' total size (0: DefaultMaxBytes; negative:
 	// no bound).
