@@ -63,7 +63,7 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 		return c, nil
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: hclog.LevelFromString(g.logLevel)})
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, Command: g.command,
+	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, Command: g.command, RawFrames: g.rawFrames,
 		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log})
 	var busy *orchestrator.BusyError
 	switch {

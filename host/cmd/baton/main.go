@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/baton-run/baton/host/internal/rawframes"
 )
 
 // Exit codes.
@@ -102,6 +104,7 @@ type globals struct {
 	caFile     string
 	logLevel   string
 	pluginDirs []string
+	rawFrames  rawframes.Policy
 	// command is the verb being run ("baton run"), for the data dir's pid
 	// file.
 	command string
@@ -154,6 +157,8 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 	pf.StringVar(&g.caFile, "ca-file", "", "PEM `file` of the certificates that verify a TLS server (implies --tls)")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "host log `level` on stderr: trace, debug, info, warn, error")
 	pf.StringArrayVar(&g.pluginDirs, "plugin-dir", nil, "extra plugin `directory` for the host this command runs (embedded, or baton serve) (repeatable)")
+	addRawFramesFlags(pf, &g.rawFrames)
+	root.RegisterFlagCompletionFunc("raw-frames", fixedCompletion("on", "off"))
 	root.RegisterFlagCompletionFunc("log-level", fixedCompletion("trace", "debug", "info", "warn", "error"))
 
 	root.AddCommand(runCommand(g), threadsCommand(g), showCommand(g), watchCommand(g), sendCommand(g),

@@ -18,6 +18,7 @@ import (
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/host/internal/rawframes"
 	"github.com/baton-run/baton/host/internal/scenario"
 	"github.com/baton-run/baton/host/internal/testbin"
 	"github.com/baton-run/baton/sdk"
@@ -91,6 +92,11 @@ type env struct {
 	// embedded: the host is one embedded for a command, not an unattended
 	// one (baton serve).
 	embedded bool
+	// frames is the host's raw-frame logs' policy; unless a test sets one,
+	// the logs have no age bound, so that no retention pass is among the
+	// timers a test expects (a log's age is by its file's time, not the
+	// fake clock's).
+	frames rawframes.Policy
 }
 
 // callDeadline is the plugin call timeout of a test's host unless it sets
@@ -139,7 +145,8 @@ func (e *env) open() {
 	e.t.Helper()
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: append([]string{pluginDir}, e.dirs...),
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
-		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: !e.embedded, PluginCallTimeout: cmp.Or(e.calls, callDeadline)})
+		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: !e.embedded, PluginCallTimeout: cmp.Or(e.calls, callDeadline),
+		RawFrames: cmp.Or(e.frames, rawframes.Policy{MaxAge: -1})})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

@@ -14,7 +14,8 @@
 // projections; streams.go what readers follow; recover.go what a start
 // reconciles; outbox.go the effects; session.go the provider sessions;
 // ingest.go their events; checkpoints.go the git work; drain.go what Close
-// ends first, and the reaper of idle sessions.
+// ends first, and the reaper of idle sessions; rawframes.go the retention
+// of the sessions' raw-frame logs.
 package orchestrator
 
 import (
@@ -34,6 +35,7 @@ import (
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/host/internal/rawframes"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -85,6 +87,10 @@ type Config struct {
 	// runs a host that stopped left queued; otherwise they go first when
 	// the thread's next message comes.
 	Unattended bool
+	// RawFrames says whether plugins keep sessions' raw provider frames
+	// (DATA/rawframes) and bounds them by size and age (rawframes.Policy;
+	// the zero value keeps them, 256 MiB and 14 days at most).
+	RawFrames rawframes.Policy
 }
 
 // Host is a running orchestrator.
@@ -117,6 +123,8 @@ type Host struct {
 
 	timers timers // wait timers, by thread id (waits.go)
 
+	frames *framePruner // raw-frame logs' retention (rawframes.go)
+
 	smu      sync.Mutex
 	sessions map[string]*liveSession // by thread id
 	closing  bool
@@ -148,6 +156,10 @@ func Open(cfg Config) (*Host, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
+	frames := newFramePruner(cfg.DataDir, cfg.RawFrames, cfg.Clock)
+	if err := frames.prepare(); err != nil {
+		return nil, fmt.Errorf("open host: raw-frame logs: %w", err)
+	}
 	store, err := eventlog.Open(filepath.Join(cfg.DataDir, "events"), cfg.Logger)
 	if err != nil {
 		if berr := busy(cfg.DataDir, err); berr != nil {
@@ -165,12 +177,15 @@ func Open(cfg Config) (*Host, error) {
 		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
 		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{}}
 	h.cache.init(cfg.MaxThreads)
+	h.frames = frames
 	if err := h.index(); err != nil {
 		cancel()
 		removeHolder(cfg.DataDir)
 		store.Close()
 		return nil, fmt.Errorf("open host: %w", err)
 	}
+	next := h.prunePass()
+	h.wg.Go(func() { h.pruneFrames(next) })
 	if err := h.recover(); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("open host: %w", err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -225,11 +224,18 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	resume := b.ThreadRef // its own conversation, unless it has none
 	req := sdk.OpenSessionRequest{SessionID: h.cfg.IDs.NewID("ses"), Cwd: t.Cwd, Model: model,
 		Command: sdk.ProviderCommand{Argv: b.Command.Argv, Env: b.Command.Env}}
-	req.RawFrameLog = filepath.Join(h.cfg.DataDir, "rawframes", req.SessionID+".ndjson")
+	req.RawFrameLog = h.frames.path(req.SessionID)
 	if p.Description.Capabilities.Resume {
 		req.ResumeThreadRef = resume // else: recorded as not resumed, and the run gets the whole thread
 	}
 	id := req.SessionID
+	h.frames.open(id) // until the session's stream ends (pump), or it did not open
+	pumped := false
+	defer func() {
+		if !pumped {
+			h.frames.done(id)
+		}
+	}()
 	var resp sdk.OpenSessionResponse
 	err = h.callPlugin(h.ctx, p, "OpenSession", 2*h.cfg.PluginCallTimeout, func(ctx context.Context) error {
 		resp, err = p.OpenSession(ctx, req)
@@ -257,9 +263,11 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	}
 	h.sessions[threadID] = s
 	h.smu.Unlock()
+	pumped = true
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
+		defer h.frames.done(id)
 		h.pump(s)
 	}()
 	if h.cfg.IdleTimeout > 0 {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/host/internal/rawframes"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -38,6 +39,8 @@ type Config struct {
 	IdleTimeout time.Duration
 	PluginDirs  []string
 	Logger      hclog.Logger
+	// RawFrames is the host's raw-frame logs' policy (orchestrator.Config).
+	RawFrames rawframes.Policy
 	// Clock is the host's clock, and the drain's (default clock.System).
 	Clock clock.Clock
 	// Ready, when set, is called once every listener listens, with their
@@ -106,7 +109,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
-		IdleTimeout: cfg.IdleTimeout})
+		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
