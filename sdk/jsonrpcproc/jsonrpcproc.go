@@ -112,15 +112,21 @@ func (c *Conn) CallID(ctx context.Context, method string, params, result any) (j
 	id := jsonrpc2.ID{Num: c.nextID.Add(1) - 1}
 	err := c.RPC.Call(ctx, method, params, result, jsonrpc2.PickID(id))
 	if errors.Is(err, jsonrpc2.ErrClosed) || errors.Is(err, sdk.ErrProviderExited) { // ended, or gone before the write
+		// The report quotes what the provider printed last: wait for its
+		// exit and for its output to be read to the end (a write can fail
+		// on the exit before the read loop has reached the lines before it).
 		t := c.clock.NewTimer(exitReportWait)
 		defer t.Stop()
-		select {
-		case <-c.Proc.Done():
-			return id, sdk.Kindf(sdk.ErrProviderExited, "%s", c.ExitReport("before answering "+method))
-		case <-t.C():
-		case <-ctx.Done():
+		for _, done := range []<-chan struct{}{c.Proc.Done(), c.RPC.DisconnectNotify()} {
+			select {
+			case <-done:
+				continue
+			case <-t.C():
+			case <-ctx.Done():
+			}
+			return id, sdk.Kindf(sdk.ErrProviderExited, "%s closed its output before answering %s", c.name, method)
 		}
-		return id, sdk.Kindf(sdk.ErrProviderExited, "%s closed its output before answering %s", c.name, method)
+		return id, sdk.Kindf(sdk.ErrProviderExited, "%s", c.ExitReport("before answering "+method))
 	}
 	if err != nil {
 		return id, fmt.Errorf("%s: %w", method, err)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -54,8 +53,8 @@ func (g *globals) doctor(rebuild bool) error {
 	dir := filepath.Join(g.data, "events")
 	r, s, err := eventlog.Verify(dir)
 	if err != nil {
-		if strings.Contains(err.Error(), "resource temporarily unavailable") || strings.Contains(err.Error(), "lock") {
-			return failf(exitFailed, "the data directory %s is in use by another Baton process (baton serve?): stop it, then run doctor again", g.data)
+		if busy := orchestrator.Busy(g.data, err); busy != nil {
+			return failf(exitFailed, "%v; stop it, then run doctor again", busy)
 		}
 		return failf(exitFailed, "doctor: %v", err)
 	}

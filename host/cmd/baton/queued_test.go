@@ -229,7 +229,7 @@ func TestCancelQueuedAfterSIGKILL(t *testing.T) {
 // cancel's usage: what to drop must be said, once; a run must be one of
 // the thread's, still queued.
 func TestCancelUsage(t *testing.T) {
-	data, ws := t.TempDir(), t.TempDir()
+	data, ws := privateDir(t), t.TempDir()
 	out, stderr, code := baton(t, "run", "--data", data, "--cwd", ws, "--provider", "acp", "--provider-command", peerCommand(t, "acp/simple.ndjson"),
 		lines(t, "acp/simple.messages")[0])
 	if code != 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -334,7 +335,7 @@ func TestCorruptionSweep(t *testing.T) {
 // snapshotThreads are the threads with a snapshot record in a data dir.
 func snapshotThreads(t *testing.T, data string) []string {
 	t.Helper()
-	db, err := pebble.Open(filepath.Join(data, "events"), &pebble.Options{FormatMajorVersion: eventlog.FormatVersion, ReadOnly: true})
+	db, err := pebble.Open(filepath.Join(data, "events"), &pebble.Options{FormatMajorVersion: eventlog.FormatVersion, ReadOnly: true, Logger: quietPebble{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +353,7 @@ func snapshotThreads(t *testing.T, data string) []string {
 // (nil: deletes them), as a damaged value would read.
 func damageSnapshots(t *testing.T, data string, threads []string, damage func([]byte) []byte) {
 	t.Helper()
-	db, err := pebble.Open(filepath.Join(data, "events"), &pebble.Options{FormatMajorVersion: eventlog.FormatVersion})
+	db, err := pebble.Open(filepath.Join(data, "events"), &pebble.Options{FormatMajorVersion: eventlog.FormatVersion, Logger: quietPebble{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +399,7 @@ func TestDoctor(t *testing.T) {
 	}
 	_, stderr, code = baton(t, "doctor", "--data", data)
 	s.Close()
-	if code != 1 || !strings.Contains(stderr, "is in use by another Baton process") {
+	if want := "baton: another Baton process holds the data dir " + data + "; stop it, then run doctor again\n"; code != 1 || stderr != want {
 		t.Errorf("doctor of a store in use: exit %d\n%s", code, stderr)
 	}
 
@@ -459,3 +460,11 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("threads after the rebuild: exit %d\n%s", code, stderr)
 	}
 }
+
+// quietPebble keeps the Pebble a test opens directly from logging on the
+// test's stderr.
+type quietPebble struct{}
+
+func (quietPebble) Infof(string, ...any)           {}
+func (quietPebble) Errorf(string, ...any)          {}
+func (quietPebble) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }

@@ -162,7 +162,7 @@ func Open(cfg Config) (*Host, error) {
 	}
 	store, err := eventlog.Open(filepath.Join(cfg.DataDir, "events"), cfg.Logger)
 	if err != nil {
-		if berr := busy(cfg.DataDir, err); berr != nil {
+		if berr := Busy(cfg.DataDir, err); berr != nil {
 			return nil, berr
 		}
 		return nil, fmt.Errorf("open host: %w", err)

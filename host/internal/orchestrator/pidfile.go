@@ -79,9 +79,9 @@ func (e *BusyError) Error() string {
 
 func (e *BusyError) Unwrap() error { return e.Err }
 
-// busy turns the event log's refusal of its lock into a BusyError naming
+// Busy turns the event log's refusal of its lock into a BusyError naming
 // the process that holds it; any other error is nil.
-func busy(dataDir string, err error) error {
+func Busy(dataDir string, err error) error {
 	// fcntl's F_SETLK, which Pebble's lock uses, refuses a lock another
 	// process holds with EAGAIN (EWOULDBLOCK is the same error).
 	if !errors.Is(err, syscall.EAGAIN) {
