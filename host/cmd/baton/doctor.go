@@ -65,7 +65,7 @@ func (g *globals) doctor(rebuild bool) error {
 	threads := r.ThreadOf
 	if r.Healthy() {
 		n := len(r.Heads)
-		fmt.Fprintf(out, "the event store %s is healthy: %d events (last sequence %d), %d threads\n", dir, r.Events, r.Last, n)
+		fmt.Fprintf(out, "the event store %s is healthy: %s (last sequence %d), %s\n", dir, plural(r.Events, "event"), r.Last, plural(n, "thread"))
 		if len(r.Lost) > 0 {
 			fmt.Fprintf(out, "events lost in an earlier rebuild: %s\n", eventlog.Ranges(r.Lost))
 		}
@@ -196,7 +196,7 @@ func (g *globals) rebuild(dir string, r *eventlog.Report, s *eventlog.Store) err
 	for _, q := range lost {
 		touched[r.ThreadOf[q]] = append(touched[r.ThreadOf[q]], q)
 	}
-	printTouched(g.stdout, fmt.Sprintf("lost %d events (%s):", len(lost), eventlog.Ranges(lost)), touched, r.Heads)
+	printTouched(g.stdout, fmt.Sprintf("lost %s (%s):", plural(len(lost), "event"), eventlog.Ranges(lost)), touched, r.Heads)
 	for id := range dropped {
 		fmt.Fprintf(g.stdout, "thread %s lost its creation event and was dropped whole\n", id)
 	}
