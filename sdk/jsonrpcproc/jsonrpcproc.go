@@ -113,19 +113,24 @@ func (c *Conn) CallID(ctx context.Context, method string, params, result any) (j
 	err := c.RPC.Call(ctx, method, params, result, jsonrpc2.PickID(id))
 	if errors.Is(err, jsonrpc2.ErrClosed) || errors.Is(err, sdk.ErrProviderExited) { // ended, or gone before the write
 		// The report quotes what the provider printed last: wait for its
-		// exit and for its output to be read to the end (a write can fail
-		// on the exit before the read loop has reached the lines before it).
+		// exit, then for its output to be read to the end (a write can fail
+		// on the exit before the read loop has reached the lines before
+		// it); an exit is reported even if the read does not end in time.
 		t := c.clock.NewTimer(exitReportWait)
 		defer t.Stop()
-		for _, done := range []<-chan struct{}{c.Proc.Done(), c.RPC.DisconnectNotify()} {
+		wait := func(done <-chan struct{}) bool {
 			select {
 			case <-done:
-				continue
+				return true
 			case <-t.C():
 			case <-ctx.Done():
 			}
+			return false
+		}
+		if !wait(c.Proc.Done()) {
 			return id, sdk.Kindf(sdk.ErrProviderExited, "%s closed its output before answering %s", c.name, method)
 		}
+		wait(c.RPC.DisconnectNotify())
 		return id, sdk.Kindf(sdk.ErrProviderExited, "%s", c.ExitReport("before answering "+method))
 	}
 	if err != nil {

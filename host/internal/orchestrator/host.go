@@ -156,10 +156,6 @@ func Open(cfg Config) (*Host, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
-	frames := newFramePruner(cfg.DataDir, cfg.RawFrames, cfg.Clock)
-	if err := frames.prepare(); err != nil {
-		return nil, fmt.Errorf("open host: raw-frame logs: %w", err)
-	}
 	store, err := eventlog.Open(filepath.Join(cfg.DataDir, "events"), cfg.Logger)
 	if err != nil {
 		if berr := Busy(cfg.DataDir, err); berr != nil {
@@ -177,7 +173,7 @@ func Open(cfg Config) (*Host, error) {
 		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
 		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{}}
 	h.cache.init(cfg.MaxThreads)
-	h.frames = frames
+	h.frames = newFramePruner(cfg.DataDir, cfg.RawFrames, cfg.Clock) // its dir made private by holdDataDir
 	if err := h.index(); err != nil {
 		cancel()
 		removeHolder(cfg.DataDir)

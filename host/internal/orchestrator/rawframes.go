@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -70,14 +69,6 @@ func (f *framePruner) used(sessionID string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.inUse[sessionID]
-}
-
-// prepare makes the directory (0700, whatever it was made with before).
-func (f *framePruner) prepare() error {
-	if err := os.MkdirAll(f.dir, 0o700); err != nil {
-		return err
-	}
-	return os.Chmod(f.dir, 0o700)
 }
 
 // prunePass prunes once and returns when the next kept log comes of age.
