@@ -162,9 +162,10 @@ live-test: build
 		grep -E 'replay OK|wrote' $$out/$$p-$$s.log; \
 	done
 
-# The SIGKILL sweep at full size: the real baton killed 100 times at random
+# The SIGKILL sweep on its own: the real baton killed 100 times at random
 # points of replayed multi-turn sessions on one data dir (TestSIGKILLSweep
-# in host/cmd/baton; make test runs 25). A failure names its seed:
+# in host/cmd/baton, which make test runs too; SIGKILL_KILLS=1000 for a
+# longer one). A failure names its seed:
 # BATON_SIGKILL_SEED=N make sigkill-sweep plays the same kill points.
 SIGKILL_KILLS ?= 100
 sigkill-sweep: build

@@ -79,10 +79,10 @@ import (
 //
 // BATON_SIGKILL_SEED replays one sweep's choices (the seed is logged; the
 // kill points that follow a count of lines land as the processes' timing
-// lets them); BATON_SIGKILL_KILLS sets how many kills: 25 by default (make
-// test), 100 in make sigkill-sweep (about 70s on two busy cores).
+// lets them); BATON_SIGKILL_KILLS sets how many kills, 100 by default
+// (about 70s on two busy cores, 140s under the race detector).
 func TestSIGKILLSweep(t *testing.T) {
-	kills := 25
+	kills := 100
 	if v := os.Getenv("BATON_SIGKILL_KILLS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
