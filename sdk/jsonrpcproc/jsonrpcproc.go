@@ -118,14 +118,27 @@ func (c *Conn) CallID(ctx context.Context, method string, params, result any) (j
 		// it); an exit is reported even if the read does not end in time.
 		t := c.clock.NewTimer(exitReportWait)
 		defer t.Stop()
+		// done wins over the timer and ctx when both are ready: a session
+		// ends its context as its provider exits, so an exit that has come
+		// is reported, whichever select case Go would pick.
 		wait := func(done <-chan struct{}) bool {
+			select {
+			case <-done:
+				return true
+			default:
+			}
 			select {
 			case <-done:
 				return true
 			case <-t.C():
 			case <-ctx.Done():
 			}
-			return false
+			select {
+			case <-done:
+				return true
+			default:
+				return false
+			}
 		}
 		if !wait(c.Proc.Done()) {
 			return id, sdk.Kindf(sdk.ErrProviderExited, "%s closed its output before answering %s", c.name, method)
