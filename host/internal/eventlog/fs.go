@@ -51,23 +51,27 @@ func (p privateFS) ReuseForWrite(oldname, newname string, category vfs.DiskWrite
 	return privateFile(newname, f, err)
 }
 
-// MkdirAll makes dir (and its missing parents) 0700, and dir itself 0700
-// if it was there already.
+// MkdirAll makes dir (and its missing parents) 0700. A directory that was
+// there already is left as it is: Lock makes an older store private, and
+// tells one by its directory's mode.
 func (p privateFS) MkdirAll(dir string, _ os.FileMode) error {
-	if err := p.FS.MkdirAll(dir, dirMode); err != nil {
-		return err
-	}
-	return chmod(dir, dirMode)
+	return p.FS.MkdirAll(dir, dirMode)
 }
 
-// Lock takes the store's lock, then makes every file and directory of the
-// store private: a store an older Baton wrote has 0644 files.
+// Lock takes the store's lock, then makes a store an older Baton wrote
+// (a 0755 directory of 0644 files) private. A store whose directory is
+// 0700 is private already (its directory is made private last), so an
+// open does not read the whole directory every time.
 func (p privateFS) Lock(name string) (io.Closer, error) {
 	l, err := p.FS.Lock(name)
 	if err != nil {
 		return nil, err
 	}
-	if err := makePrivate(filepath.Dir(name)); err != nil {
+	err = chmod(name, fileMode) // the lock file itself, which Lock makes
+	if err == nil {
+		err = makePrivate(filepath.Dir(name))
+	}
+	if err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -89,16 +93,25 @@ func privateFile(name string, f vfs.File, err error) (vfs.File, error) {
 	return f, nil
 }
 
-// makePrivate makes dir, and every directory and file under it, private.
-// Symbolic links are left alone (a chmod would change what they point
-// to).
+// makePrivate makes dir, and every directory and file under it, private,
+// unless dir is private already. dir is made private last, so a repair
+// that stops part-way is taken up again by the next open. Symbolic links
+// are left alone (a chmod would change what they point to).
 func makePrivate(dir string) error {
-	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("make the event log private: %w", err)
+	}
+	if fi.Mode().Perm() == dirMode {
+		return nil
+	}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return nil // removed while we walked (an obsolete file Pebble deleted)
 		case err != nil:
 			return fmt.Errorf("make the event log private: %w", err)
+		case path == dir:
 		case d.IsDir():
 			err = chmod(path, dirMode)
 		case d.Type().IsRegular():
@@ -109,6 +122,10 @@ func makePrivate(dir string) error {
 		}
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	return chmod(dir, dirMode)
 }
 
 // chmod sets a file's permission bits unless they are set already.
