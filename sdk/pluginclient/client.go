@@ -349,3 +349,12 @@ func (c *Client) CloseSession(ctx context.Context, sessionID string) error {
 	_, err := c.rpc.CloseSession(ctx, &pb.CloseSessionRequest{SessionId: sessionID})
 	return wire.FromStatus(err)
 }
+
+// ForceCloseSession ends a session whose provider did not stop when
+// asked: its process group gets SIGTERM at once and SIGKILL after a grace
+// (see sdk.ForceClose). A plugin older than sdk v1.2 closes it as
+// CloseSession does.
+func (c *Client) ForceCloseSession(ctx context.Context, sessionID string) error {
+	_, err := c.rpc.CloseSession(ctx, &pb.CloseSessionRequest{SessionId: sessionID, Force: true})
+	return wire.FromStatus(err)
+}
