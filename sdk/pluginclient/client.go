@@ -137,6 +137,18 @@ func (p *Plugin) KillFor(reason string) {
 	p.Kill()
 }
 
+// KillNow kills the plugin process at once (SIGKILL, no request to shut
+// down first) and waits for go-plugin's cleanup; reason is what KilledFor
+// says. For a host that will not wait (its user asked it to stop at once):
+// the plugin's providers die with it (their parent-death signal).
+func (p *Plugin) KillNow(reason string) {
+	p.killedFor.CompareAndSwap(nil, &reason)
+	if err := p.proc.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		p.log.Error("kill plugin", "pid", p.proc.Pid, "error", err)
+	}
+	p.Kill()
+}
+
 // KilledFor is the reason the plugin was killed for (KillFor), or "".
 func (p *Plugin) KilledFor() string {
 	if r := p.killedFor.Load(); r != nil {

@@ -490,6 +490,11 @@ func (p *peer) exit(ctx context.Context, i int, e transcript.Entry) error {
 	case transcript.WaitKill:
 		// The provider will not stop: what it reads, its stdin closing and
 		// SIGTERM (Main's ctx) change nothing; only SIGKILL ends it.
+		// Its end is SIGKILL, so the cursor is saved past it first: a
+		// provider started again goes on after it.
+		if err := p.cfg.save(i + 1); err != nil {
+			return err
+		}
 		p.cfg.waitKilled(i, e, p.frames, ctx.Done())
 	}
 	if err := p.cfg.save(i + 1); err != nil {
