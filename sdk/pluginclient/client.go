@@ -137,6 +137,18 @@ func (p *Plugin) KillFor(reason string) {
 	p.Kill()
 }
 
+// KillNow kills the plugin process at once (SIGKILL, no request to shut
+// down first) and waits for go-plugin's cleanup; reason is what KilledFor
+// says. For a host that will not wait (its user asked it to stop at once):
+// the plugin's providers die with it (their parent-death signal).
+func (p *Plugin) KillNow(reason string) {
+	p.killedFor.CompareAndSwap(nil, &reason)
+	if err := p.proc.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		p.log.Error("kill plugin", "pid", p.proc.Pid, "error", err)
+	}
+	p.Kill()
+}
+
 // KilledFor is the reason the plugin was killed for (KillFor), or "".
 func (p *Plugin) KilledFor() string {
 	if r := p.killedFor.Load(); r != nil {
@@ -347,5 +359,14 @@ func (c *Client) ReadThreadSnapshot(ctx context.Context, req sdk.ReadThreadSnaps
 // CloseSession stops a session's provider process.
 func (c *Client) CloseSession(ctx context.Context, sessionID string) error {
 	_, err := c.rpc.CloseSession(ctx, &pb.CloseSessionRequest{SessionId: sessionID})
+	return wire.FromStatus(err)
+}
+
+// ForceCloseSession ends a session whose provider did not stop when
+// asked: its process group gets SIGTERM at once and SIGKILL after a grace
+// (see sdk.ForceClose). A plugin older than sdk v1.2 closes it as
+// CloseSession does.
+func (c *Client) ForceCloseSession(ctx context.Context, sessionID string) error {
+	_, err := c.rpc.CloseSession(ctx, &pb.CloseSessionRequest{SessionId: sessionID, Force: true})
 	return wire.FromStatus(err)
 }

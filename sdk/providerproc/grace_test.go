@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/clock/clocktest"
 )
@@ -163,5 +164,25 @@ func TestCloseOfAProviderThatExitsOnEOF(t *testing.T) {
 	}
 	if got := f.Now(); !got.Equal(epoch) {
 		t.Fatalf("the clock moved to %v", got)
+	}
+}
+
+// A forced close (a provider that did not stop when asked) does not wait
+// for its stdin's end to be heard: SIGTERM at once, at the clock's start,
+// and SIGKILL once the grace has passed for one that ignores it too.
+func TestForcedCloseSendsSIGTERMAtOnce(t *testing.T) {
+	f := clock.NewFake(epoch)
+	p, stderr := startReady(t, f, `trap 'echo TERM >&2' TERM; echo ready; while :; do sleep 300 & wait; done`)
+	closed := closeAsync(sdk.ForceClose(t.Context()), p)
+	if diff := cmp.Diff(line{epoch, "TERM"}, next(t, stderr)); diff != "" {
+		t.Fatalf("the TERM trap's line (-want +got):\n%s", diff)
+	}
+	alivePending(t, p, f, "after SIGTERM", GracePeriod)
+	f.Advance(GracePeriod - time.Millisecond)
+	alivePending(t, p, f, "a millisecond before the grace ends", time.Millisecond)
+	f.Advance(time.Millisecond)
+	returned(t, closed, "after SIGKILL")
+	if ws := waitStatus(t, p.Err()); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("exit %v, want death by SIGKILL", ws)
 	}
 }

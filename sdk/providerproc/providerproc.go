@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -218,13 +219,16 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	return nil
 }
 
-// Close ends the process group: it closes stdin, sends SIGTERM to the
-// group, and SIGKILL after GracePeriod (or when ctx ends first).
+// Close ends the process group: it closes stdin, and if the process has
+// not exited GracePeriod later, sends SIGTERM to the group, then SIGKILL
+// after GracePeriod (each wait cut short when ctx ends). A forced close
+// (sdk.ForceClose: a provider that did not stop when asked) skips the
+// first wait: SIGTERM at once, SIGKILL after GracePeriod.
 func (p *Process) Close(ctx context.Context) error {
 	p.once.Do(func() {
 		_ = p.Stdin.Close()
 		pgid := p.cmd.Process.Pid
-		if !p.waitFor(ctx, GracePeriod) {
+		if sdk.ForceClosing(ctx) || !p.waitFor(ctx, GracePeriod) {
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
 			p.waitFor(ctx, GracePeriod)
 		}

@@ -254,6 +254,13 @@ func (p *httpPeer) play(ctx context.Context, addr string) error {
 				if p.signal.Err() != nil {
 					p.cfg.tracef("%s: stopped by a signal", e.Name(i))
 				}
+			case transcript.WaitKill:
+				// The server will not stop: requests wait unanswered, and
+				// neither its client's stdin ending nor SIGTERM ends it.
+				if err := p.cfg.save(i + 1); err != nil { // its end is SIGKILL: see Run
+					return err
+				}
+				p.cfg.waitKilled(i, e, nil, p.signal.Done())
 			}
 			if err := p.cfg.save(i + 1); err != nil {
 				return err

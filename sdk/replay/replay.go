@@ -83,6 +83,10 @@ type Config struct {
 	// other: a plugin that appends its own flags to the provider command is
 	// checked on them.
 	Invocation []string
+	// Killed ends a runtime_exit that waits for a kill (wait "kill"),
+	// which nothing else ends: not its stdin closing, not ctx. Nil: never;
+	// the peer process ends only when SIGKILL kills it.
+	Killed <-chan struct{}
 }
 
 // PeerArgs are the arguments a peer command for t ends with, after
@@ -483,11 +487,45 @@ func (p *peer) exit(ctx context.Context, i int, e transcript.Entry) error {
 		}
 		<-ctx.Done()
 		p.cfg.tracef("%s: stopped by a signal", e.Name(i))
+	case transcript.WaitKill:
+		// The provider will not stop: what it reads, its stdin closing and
+		// SIGTERM (Main's ctx) change nothing; only SIGKILL ends it.
+		// Its end is SIGKILL, so the cursor is saved past it first: a
+		// provider started again goes on after it.
+		if err := p.cfg.save(i + 1); err != nil {
+			return err
+		}
+		p.cfg.waitKilled(i, e, p.frames, ctx.Done())
 	}
 	if err := p.cfg.save(i + 1); err != nil {
 		return err
 	}
 	return exitResult(e, i)
+}
+
+// waitKilled is a runtime_exit's wait for a kill (wait "kill"): frames
+// are read and dropped, and neither their end (the client closed stdin)
+// nor signalled (Main's ctx: SIGTERM or SIGINT) ends it; each is traced.
+// It returns when cfg.Killed is closed (never in a peer process: SIGKILL
+// ends it).
+func (cfg Config) waitKilled(i int, e transcript.Entry, frames <-chan line, signalled <-chan struct{}) {
+	cfg.tracef("%s: waiting to be killed", e.Name(i))
+	for {
+		select {
+		case _, ok := <-frames:
+			if !ok {
+				frames = nil
+				cfg.tracef("%s: stdin closed, still waiting to be killed", e.Name(i))
+			} else {
+				cfg.tracef("%s: a frame dropped, still waiting to be killed", e.Name(i))
+			}
+		case <-signalled:
+			signalled = nil
+			cfg.tracef("%s: signalled, still waiting to be killed", e.Name(i))
+		case <-cfg.Killed:
+			return
+		}
+	}
 }
 
 // ending does what a runtime_exit entry's process does before its wait,

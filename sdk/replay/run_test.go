@@ -571,3 +571,46 @@ func TestRawTextIsSentAsItIs(t *testing.T) {
 		t.Errorf("writes (-want +got):\n%s", diff)
 	}
 }
+
+// A runtime_exit waiting for a kill outlives the client's stdin and a
+// signal (ctx), in the stdio and the HTTP peer alike, and ends only when
+// Killed is closed (in a peer process: by SIGKILL).
+func TestKillWaitOutlivesStdinAndSignals(t *testing.T) {
+	const exit = `{"type":"runtime_exit","status":"error","wait":"kill"}`
+	for name, serve := range map[string]func(context.Context, Config) error{
+		"stdio": Run,
+		"http": func(ctx context.Context, cfg Config) error {
+			return ServeHTTP(ctx, HTTPConfig{Listen: "127.0.0.1:0", Config: cfg})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := decode(t, exit)
+			if name == "http" {
+				tr = decodeHTTP(t, exit)
+			}
+			inR, inW := io.Pipe()
+			trace := newLineWriter()
+			killed := make(chan struct{})
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() {
+				done <- serve(ctx, Config{Transcript: tr, In: inR, Out: io.Discard, Trace: trace, Killed: killed})
+			}()
+			want := []string{"entry 1 (line 2, runtime_exit): waiting to be killed"}
+			if got := <-trace.lines; got != want[0] {
+				t.Fatalf("trace %q, want %q", got, want[0])
+			}
+			cancel()
+			want = append(want, "entry 1 (line 2, runtime_exit): signalled, still waiting to be killed")
+			if got := <-trace.lines; got != want[1] {
+				t.Fatalf("trace %q after the signal, want %q", got, want[1])
+			}
+			inW.Close()
+			close(killed)
+			wantErr := &Error{Code: 1, Msg: "runtime exit (error) at entry 1 (line 2, runtime_exit)"}
+			if diff := cmp.Diff(wantErr, asError(result(t, done))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -274,6 +274,9 @@ func (s *server) CloseSession(ctx context.Context, req *pb.CloseSessionRequest) 
 	if err != nil {
 		return nil, wire.ToStatus(err)
 	}
+	if req.GetForce() {
+		ctx = sdk.ForceClose(ctx)
+	}
 	err = s.adapter.CloseSession(ctx, req.GetSessionId())
 	buf.end()
 	s.mu.Lock()

@@ -41,7 +41,7 @@
 // its end. All but status are optional:
 //
 //	{"type":"runtime_exit","status":"error",
-//	 "wait":"now",              // when: "stdin_close", "now" or "signal" (see Entry.Wait)
+//	 "wait":"now",              // when: "stdin_close", "now", "signal" or "kill" (see Entry.Wait)
 //	 "partial":"{\"type\":\"res", // written on stdout with no newline: a last frame cut short
 //	 "stderr":"fatal: ...\n",   // written on stderr; then the peer writes nothing else there
 //	 "closeStdout":true,        // stdout closed, the process living on until wait says
@@ -120,7 +120,9 @@ type Entry struct {
 	// closes the provider's stdin, the default for status success), "now"
 	// (the default for error and cancelled) or "signal" (when the client
 	// stops the process with SIGTERM or SIGINT: a provider interrupted by
-	// ending it).
+	// ending it) or "kill" (never by itself: it ignores its stdin closing,
+	// SIGTERM and SIGINT, and ends only when SIGKILL kills it: a provider
+	// that will not stop, which its client must end by force).
 	Wait string `json:"wait,omitempty"`
 	// Code is the process's exit code (nil: ExitCode's default for the
 	// status).
@@ -166,6 +168,7 @@ const (
 	WaitStdinClose = "stdin_close"
 	WaitNow        = "now"
 	WaitSignal     = "signal"
+	WaitKill       = "kill"
 )
 
 // Signals a runtime_exit may die by: those a process dies of without a
@@ -407,9 +410,9 @@ func decodeEntry(line []byte, n int) (Entry, error) {
 			return e, lineErr(n, "runtime_exit status must be success, error or cancelled, got %q", e.Status)
 		}
 		switch e.Wait {
-		case "", WaitStdinClose, WaitNow, WaitSignal:
+		case "", WaitStdinClose, WaitNow, WaitSignal, WaitKill:
 		default:
-			return e, lineErr(n, "runtime_exit wait must be %q, %q or %q, got %q", WaitStdinClose, WaitNow, WaitSignal, e.Wait)
+			return e, lineErr(n, "runtime_exit wait must be %q, %q, %q or %q, got %q", WaitStdinClose, WaitNow, WaitSignal, WaitKill, e.Wait)
 		}
 		if err := checkExit(e); err != nil {
 			return e, lineErr(n, "runtime_exit: %v", err)

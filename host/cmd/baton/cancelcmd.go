@@ -58,8 +58,8 @@ Exit codes: 0 dropped (or nothing was queued), 1 failed (run N has started),
 					case r == nil:
 						return usagef("cancel: thread %s has no run %d (it has %s)", t.ID, run, plural(len(t.Runs), "run"))
 					case r.Status != domain.RunStatusQueued:
-						return failf(exitFailed, "cancel: run %d of thread %s is %s, not queued; only a run that has not started can be dropped (stop a running one with baton interrupt %s --run %s)",
-							run, t.ID, r.Status, t.ID, r.ID)
+						return failf(exitFailed, "cancel: run %d of thread %s is %s, not queued; only a run that has not started can be dropped (stop a running one with baton interrupt %s --run %d)",
+							run, t.ID, r.Status, t.ID, r.Ordinal)
 					}
 					req.RunIds = []string{r.ID}
 				}

@@ -162,7 +162,7 @@ func TestHelpAndCompletion(t *testing.T) {
 		"watch":     {"--after sequence", "[$BATON_AFTER]"},
 		"send":      {"--mode", "queue, steer, restart or now", "--provider name", "--handoff-max-bytes n"},
 		"switch":    {"--provider name", "--model model", "--provider-command", "--handoff-max-bytes n", "[$BATON_HANDOFF_MAX_BYTES]"},
-		"interrupt": {"--run id"},
+		"interrupt": {"--run ordinal", "--force"},
 		"doctor":    {"--rebuild"},
 		"approve":   {"--for-session"},
 		"decline":   {"--cancel"},

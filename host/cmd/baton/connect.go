@@ -39,6 +39,18 @@ type client struct {
 	// service arms every thread's): a verb that follows a thread's
 	// unattended work calls it.
 	follow func(threadID string)
+	// halt, for an embedded host, ends its active runs at once and makes
+	// close quick (orchestrator.Host.Halt): the user will not wait.
+	halt func()
+}
+
+// haltNow ends an embedded host's active runs at once, without asking
+// their providers (a second Ctrl-C). A service's runs are the service's:
+// they go on.
+func (c *client) haltNow() {
+	if c.halt != nil {
+		c.halt()
+	}
 }
 
 // followWaits makes the host arm the thread's waits while the verb runs.
@@ -62,8 +74,8 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 	if c := g.local(ctx); c != nil {
 		return c, nil
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: hclog.LevelFromString(g.logLevel)})
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, Command: g.command, RawFrames: g.rawFrames,
+	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: g.hostLogLevel()})
+	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, Command: g.command, RawFrames: g.rawFrames, InterruptGrace: g.grace,
 		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log})
 	var busy *orchestrator.BusyError
 	switch {
@@ -87,7 +99,7 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 	return &client{BatonClient: batonv1.NewBatonClient(conn), embedded: true, close: func() {
 		stop()
 		h.Close()
-	}, follow: func(threadID string) { _ = h.Follow(threadID) }}, nil
+	}, follow: func(threadID string) { _ = h.Follow(threadID) }, halt: h.Halt}, nil
 }
 
 // local is the service on the data dir's socket, if one answers there.

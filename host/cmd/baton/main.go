@@ -10,9 +10,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc/codes"
@@ -105,6 +108,9 @@ type globals struct {
 	logLevel   string
 	pluginDirs []string
 	rawFrames  rawframes.Policy
+	// grace is how long an interrupted provider has before the host this
+	// command runs ends its process.
+	grace time.Duration
 	// command is the verb being run ("baton run"), for the data dir's pid
 	// file.
 	command string
@@ -142,7 +148,13 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			g.command = cmd.CommandPath()
-			return applyEnv(cmd)
+			if err := applyEnv(cmd); err != nil {
+				return err
+			}
+			if g.grace <= 0 {
+				return usagef("--grace must be a positive duration, such as 10s or 1m, got %s", g.grace)
+			}
+			return nil
 		},
 	}
 	root.SetIn(stdin)
@@ -155,11 +167,12 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 	pf.StringVar(&g.tokenFile, "token-file", "", "`file` holding the bearer token for a TCP service (default: DATA/token); for serve, the token its TCP listeners require")
 	pf.BoolVar(&g.tls, "tls", false, "speak TLS to a tcp:// server")
 	pf.StringVar(&g.caFile, "ca-file", "", "PEM `file` of the certificates that verify a TLS server (implies --tls)")
-	pf.StringVar(&g.logLevel, "log-level", "warn", "host log `level` on stderr: trace, debug, info, warn, error")
+	pf.StringVar(&g.logLevel, "log-level", "", "host log `level` on stderr: trace, debug, info, warn, error or off (default: off for a verb's embedded host, whose errors the verb reports itself; info for baton serve)")
 	pf.StringArrayVar(&g.pluginDirs, "plugin-dir", nil, "extra plugin `directory` for the host this command runs (embedded, or baton serve) (repeatable)")
 	addRawFramesFlags(pf, &g.rawFrames)
+	pf.DurationVar(&g.grace, "grace", domain.DefaultInterruptGrace, "for the host this command runs (embedded, or baton serve): how long a provider asked to stop a run has to end it before the host ends its process (`duration`)")
 	root.RegisterFlagCompletionFunc("raw-frames", fixedCompletion("on", "off"))
-	root.RegisterFlagCompletionFunc("log-level", fixedCompletion("trace", "debug", "info", "warn", "error"))
+	root.RegisterFlagCompletionFunc("log-level", fixedCompletion("trace", "debug", "info", "warn", "error", "off"))
 
 	root.AddCommand(runCommand(g), threadsCommand(g), showCommand(g), watchCommand(g), sendCommand(g),
 		interruptCommand(g), cancelCommand(g), answerCommand(g, "approve"), answerCommand(g, "decline"), diffCommand(g),
@@ -179,6 +192,16 @@ func versionCommand(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// hostLogLevel is the level of the log of a host a verb embeds: what
+// --log-level says, else nothing: the verb says what went wrong in its own
+// words, and the host's lines would only land on the user's terminal.
+func (g *globals) hostLogLevel() hclog.Level {
+	if g.logLevel == "" {
+		return hclog.Off
+	}
+	return hclog.LevelFromString(g.logLevel)
 }
 
 // envName is the environment variable of a flag: --token-file is

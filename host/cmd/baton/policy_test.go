@@ -486,7 +486,7 @@ func TestInterruptCancelsADurableWait(t *testing.T) {
 		t.Errorf("show: exit %d; its wait lines (-want +got):\n%s\n%s%s", code, d, out, errOut)
 	}
 	out, errOut, code = baton(t, "interrupt", "--data", data, thread)
-	want := "interrupt sent to thread " + thread + " (run " + th.Runs[0].ID + "): its wait for codex usage limit (codex/primary) is cancelled\n"
+	want := "run 1 of thread " + thread + ": its wait for codex usage limit (codex/primary) is cancelled\n"
 	if d := cmp.Diff(want, out); code != exitOK || d != "" {
 		t.Errorf("interrupt: exit %d (-want +got):\n%s%s", code, d, errOut)
 	}

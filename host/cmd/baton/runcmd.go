@@ -52,9 +52,12 @@ func runCommand(g *globals) *cobra.Command {
 run of its own, streams what happens, and exits when every run it queued has
 ended: 0 when all completed, 1 when one did not, 130 when interrupted.
 
-The first Ctrl-C interrupts the runs (they end when the provider confirms);
-a second one exits at once. Against a service, --detach makes Ctrl-C leave
-the runs going (follow them with baton watch).
+The first Ctrl-C interrupts the runs: they end when the provider confirms, or,
+if it has not within --grace (10s), when the host has ended its process. A
+second Ctrl-C (or SIGTERM) exits at once: the runs still going end interrupted
+(host shut down), and the summary says so. Against a service, the runs are
+the service's: a second Ctrl-C leaves them to it, and --detach makes the first
+leave them going (follow them with baton watch).
 
 The agent's requests (a command to run, a file to write) are answered by
 --approve: ask (at the terminal, the default on a terminal), accept, or
@@ -366,7 +369,11 @@ loop:
 		}
 	}
 	if ctx.Err() != nil {
+		// A second Ctrl-C (or SIGTERM): the user will not wait. An
+		// embedded host's runs end now, as the host shuts down, so that
+		// what is printed below is what the log holds.
 		interrupted = true
+		c.haltNow()
 	}
 	final, err := finalThread(c, threadID)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,10 +62,7 @@ A second signal exits at once (the next start recovers).`,
 			if f.idleTimeout < 0 {
 				return usagef("serve: --idle-timeout cannot be negative")
 			}
-			level := g.logLevel
-			if !cmd.Flags().Changed("log-level") {
-				level = "info" // a service says what it does
-			}
+			level := cmp.Or(g.logLevel, "info") // a service says what it does
 			log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: hclog.LevelFromString(level),
 				JSONFormat: f.logFormat == "json"})
 			ctx, cancel := context.WithCancel(cmd.Context())

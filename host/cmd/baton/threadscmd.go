@@ -474,42 +474,88 @@ first, as baton run does (see baton run --help).`,
 }
 
 func interruptCommand(g *globals) *cobra.Command {
-	var run string
+	var run int
+	var force bool
 	c := &cobra.Command{
 		Use:   "interrupt THREAD",
-		Short: "Ask the provider to stop a thread's active run (or --run ID)",
-		Long: `Interrupt asks the provider to stop the thread's active run (or the run --run
-names; a queued run is cancelled). The run ends interrupted when the provider
-confirms; follow it with baton watch. A run waiting for a provider's limit to
-reset (--on-limit wait) is the active run: its wait is cancelled.`,
-		Example: `  baton interrupt thr_123`,
-		Args:    cobra.ExactArgs(1),
+		Short: "Stop a thread's active run (or --run N)",
+		Long: `Interrupt asks the provider to stop the thread's active run (or run --run N,
+its ordinal as baton show prints it; a queued run is cancelled). The run ends
+interrupted when the provider confirms. A provider that has not ended the run
+within the host's grace (--grace of baton serve, or of the baton run that
+holds the run: 10s unless set) has its process ended by the host (SIGTERM to
+its process group, then SIGKILL), and the run ends interrupted saying so; the
+thread's next run opens a new session, resuming the conversation where the
+provider can. --force ends the provider's process at once.
+
+A run waiting for a provider's limit to reset (--on-limit wait) is the active
+run: its wait is cancelled. Follow the run's end with baton watch.`,
+		Example: `  baton interrupt thr_123
+  baton interrupt thr_123 --run 2
+  baton interrupt thr_123 --force`,
+		Args: threadArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, g, func(ctx context.Context, c *client) error {
+			given := cmd.Flags().Changed("run")
+			if given {
+				if err := checkOrdinal("interrupt", run, 1); err != nil {
+					return err
+				}
+			}
+			return withThread(cmd, g, "interrupt", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
+				req := &batonv1.InterruptRequest{CommandId: ids.New().NewID("cmd"), ThreadId: t.ID, Force: force}
+				if given {
+					r := runByOrdinal(t, run)
+					if r == nil {
+						return usagef("interrupt: thread %s has no run %d (it has %s)", t.ID, run, plural(len(t.Runs), "run"))
+					}
+					req.RunId = r.ID
+				}
 				// A run waiting for a limit's reset has no turn to stop: the
 				// interrupt cancels its wait, and says so.
 				var waiting *domain.Wait
-				if _, t, err := c.thread(ctx, args[0]); err == nil && t.Loop != nil && t.Loop.Wait != nil {
-					if w := *t.Loop.Wait; run == "" || run == w.RunID {
+				if t.Loop != nil && t.Loop.Wait != nil {
+					if w := *t.Loop.Wait; req.RunId == "" || req.RunId == w.RunID {
 						waiting = &w
 					}
 				}
-				rc, err := c.Interrupt(ctx, &batonv1.InterruptRequest{CommandId: ids.New().NewID("cmd"), ThreadId: args[0], RunId: run})
+				rc, err := c.Interrupt(ctx, req)
 				if err != nil {
 					return rpcError("interrupt", err)
 				}
-				if waiting != nil {
-					fmt.Fprintf(g.stdout, "interrupt sent to thread %s (run %s): its wait for %s is cancelled\n", rc.GetThreadId(), waiting.RunID,
-						domain.DescribeLimit(waiting.Limit, waiting.Provider))
-					return nil
+				_, after, err := c.threadFor(ctx, "interrupt", t.ID)
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(g.stdout, "interrupt sent to thread %s (run %s)\n", rc.GetThreadId(), rc.GetRunId())
+				fmt.Fprintln(g.stdout, interruptedLine(after, cmp.Or(rc.GetRunId(), req.RunId), waiting, force))
 				return nil
 			})
 		},
 	}
-	c.Flags().StringVar(&run, "run", "", "the run `id` to stop (default: the active run)")
+	c.Flags().IntVar(&run, "run", 0, "the run to stop, by its `ordinal` (default: the active run)")
+	c.Flags().BoolVar(&force, "force", false, "end the provider's process now (SIGTERM, then SIGKILL) instead of asking it to stop")
 	return c
+}
+
+// interruptedLine says what an interrupt of run runID did, as the thread
+// shows it after: "run 2 of thread thr_123: interrupt sent; it ends when the
+// provider confirms".
+func interruptedLine(t domain.Thread, runID string, waiting *domain.Wait, force bool) string {
+	r := runOf(t, runID)
+	if r == nil {
+		return fmt.Sprintf("thread %s: interrupt sent", t.ID)
+	}
+	head := fmt.Sprintf("run %d of thread %s", r.Ordinal, t.ID)
+	switch {
+	case waiting != nil && waiting.RunID == r.ID:
+		return fmt.Sprintf("%s: its wait for %s is cancelled", head, domain.DescribeLimit(waiting.Limit, waiting.Provider))
+	case r.Status == domain.RunStatusCancelled:
+		return head + ": cancelled before it started"
+	case r.Status.Terminal():
+		return fmt.Sprintf("%s: %s", head, r.Status)
+	case force || r.Stop.Forced != "":
+		return head + ": stopped by force; its provider's process is being ended"
+	}
+	return head + ": interrupt sent; it ends when the provider confirms (follow it with baton watch " + t.ID + ")"
 }
 
 // answerCommand is approve or decline: an answer to a pending request

@@ -49,10 +49,14 @@ type (
 		TargetRunID string `json:"targetRunId,omitempty"`
 	}
 	// InterruptRun asks the provider to stop a run's turn. The run ends
-	// when the provider says the turn ended. A queued run is cancelled
-	// (as CancelQueued would).
+	// when the provider says the turn ended; if it has not within the
+	// host's grace (Env.InterruptGrace), the host ends the provider's
+	// process and the run ends interrupted, saying it was forced. Force
+	// does that at once. A queued run is cancelled (as CancelQueued
+	// would).
 	InterruptRun struct {
 		RunID string `json:"runId"`
+		Force bool   `json:"force,omitempty"`
 	}
 	// RespondToRequest answers a provider's approval or question.
 	RespondToRequest struct {
@@ -174,6 +178,14 @@ type (
 	FireWait struct {
 		WaitID string `json:"waitId"`
 	}
+	// ForceStop says an interrupted run's grace has passed (the host's
+	// timer, at Run.Stop.Deadline): if the attempt's turn still has not
+	// ended, the host ends its provider's process. An attempt no longer
+	// active, or a run that ended meanwhile, is left alone.
+	ForceStop struct {
+		RunID     string `json:"runId"`
+		AttemptID string `json:"attemptId"`
+	}
 	// RecordCheck is what a loop's --until check found.
 	RecordCheck struct {
 		CheckResult
@@ -257,6 +269,7 @@ func (RetireSession) CommandType() string            { return "provider.session.
 func (SetPolicy) CommandType() string                { return "thread.set_policy" }
 func (CancelQueued) CommandType() string             { return "thread.queue.cancel" }
 func (FireWait) CommandType() string                 { return "wait.fire" }
+func (ForceStop) CommandType() string                { return "run.force_stop" }
 func (RecordCheck) CommandType() string              { return "loop.check.record" }
 func (RollbackToCheckpoint) CommandType() string     { return "checkpoint.rollback" }
 func (RecordCheckpoint) CommandType() string         { return "checkpoint.record" }

@@ -34,7 +34,18 @@ type Env struct {
 	// ShuttingDown: the host is draining; no queued run starts (the next
 	// host starts them).
 	ShuttingDown bool
+	// InterruptGrace is how long a provider asked to stop a turn has to
+	// end it before the host ends its process (0: DefaultInterruptGrace).
+	InterruptGrace time.Duration
 }
+
+// DefaultInterruptGrace is Env.InterruptGrace's default: long enough for
+// a provider to wind a turn down (a tool call to end, its last message
+// to flush), short enough that a stop is felt to stop.
+const DefaultInterruptGrace = 10 * time.Second
+
+// interruptGrace is the grace the environment gives.
+func (env Env) interruptGrace() time.Duration { return cmp.Or(env.InterruptGrace, DefaultInterruptGrace) }
 
 // Effect is work for the host to do after a command's events are stored.
 // It is stored in the outbox in the same batch as those events.
@@ -120,6 +131,8 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		err = decideDispatch(t, p, env, &d)
 	case InterruptRun:
 		err = decideInterrupt(t, p, env, &d)
+	case ForceStop:
+		decideForceStop(t, p, env, &d)
 	case RespondToRequest:
 		err = decideRespond(t, p, &d)
 	case RollbackToCheckpoint:

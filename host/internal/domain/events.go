@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/baton-run/baton/sdk"
 )
@@ -164,9 +165,22 @@ type (
 		Text      string `json:"text"`
 	}
 	// InterruptRequested: the provider was asked to stop the run's turn.
+	// Grace is how long it has to end the turn before the host ends its
+	// process (Run.Stop); 0, in logs from before there was one, or for a
+	// forced interrupt (StopForced follows at once): no deadline.
 	InterruptRequested struct {
+		RunID     string        `json:"runId"`
+		AttemptID string        `json:"attemptId"`
+		Grace     time.Duration `json:"grace,omitempty"`
+	}
+	// StopForced: the host ends the provider process of a run that did
+	// not stop when asked (its grace passed, or the interrupt was forced);
+	// the run ends interrupted, with Reason, when the session's end comes.
+	StopForced struct {
 		RunID     string `json:"runId"`
 		AttemptID string `json:"attemptId"`
+		SessionID string `json:"sessionId"`
+		Reason    string `json:"reason"`
 	}
 	// AttemptEnded: an attempt ended without ending its run (it was
 	// replaced).
@@ -392,6 +406,7 @@ func (DiagnosticRecorded) EventType() string  { return "diagnostic.recorded" }
 func (RunSteered) EventType() string          { return "run.steered" }
 func (RestartRequested) EventType() string    { return "run.restart.requested" }
 func (InterruptRequested) EventType() string  { return "run.interrupt.requested" }
+func (StopForced) EventType() string          { return "run.stop.forced" }
 func (AttemptEnded) EventType() string        { return "attempt.ended" }
 func (RequestAnswered) EventType() string     { return "request.answered" }
 func (EffectCancelled) EventType() string     { return "effect.cancelled" }
@@ -474,6 +489,7 @@ func init() {
 	register[RunSteered]()
 	register[RestartRequested]()
 	register[InterruptRequested]()
+	register[StopForced]()
 	register[AttemptEnded]()
 	register[RequestAnswered]()
 	register[EffectCancelled]()

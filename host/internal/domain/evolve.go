@@ -267,6 +267,19 @@ func Evolve(t *Thread, e Event) {
 	case InterruptRequested:
 		if r := t.runW(p.RunID); r != nil {
 			r.InterruptRequested = true
+			if p.Grace > 0 {
+				r.Stop = RunStop{Deadline: e.At.Add(p.Grace), Grace: p.Grace}
+			}
+		}
+	case StopForced:
+		if r := t.runW(p.RunID); r != nil {
+			r.Stop.Forced = p.Reason
+		}
+		if p.SessionID != "" {
+			t.write(partSessions)
+			if s := t.session(p.SessionID); s != nil {
+				s.Forced = p.Reason
+			}
 		}
 	case AttemptEnded:
 		if r := t.runW(p.RunID); r != nil {

@@ -3,6 +3,9 @@ package domain
 import (
 	"fmt"
 	"strconv"
+	"time"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 // Messages and steering: a user message becomes a run of its own, joins
@@ -171,12 +174,65 @@ func decideInterrupt(t *Thread, p InterruptRun, env Env, d *Decision) error {
 	case r.WaitID != "":
 		// Waiting for a limit: no turn to stop; the wait is cancelled.
 		cancelWait(t, r, "the wait was cancelled", env, d)
-	case r.InterruptRequested || r.Ending != nil:
-		// Asked before, or the turn is over: nothing to send.
+	case r.Ending != nil || r.Stop.Forced != "":
+		// The turn is over, or its provider's process is being ended:
+		// nothing more to do.
+	case p.Force:
+		if !r.InterruptRequested {
+			d.emit(InterruptRequested{RunID: r.ID, AttemptID: r.ActiveAttempt})
+		}
+		forceStop(t, t.run(p.RunID), "stopped by force: the host ended the provider's process when asked to", env, d)
+	case r.InterruptRequested:
+		// Asked before: the grace runs from the first asking.
 	default:
 		e := interruptEffect(t, r, t.rootTurn(r))
-		d.emit(InterruptRequested{RunID: r.ID, AttemptID: r.ActiveAttempt})
+		d.emit(InterruptRequested{RunID: r.ID, AttemptID: r.ActiveAttempt, Grace: env.interruptGrace()})
 		d.effect(e)
 	}
 	return nil
+}
+
+// decideForceStop ends the provider process of an interrupted attempt
+// whose grace has passed with its turn still going.
+func decideForceStop(t *Thread, p ForceStop, env Env, d *Decision) {
+	r := t.run(p.RunID)
+	if r == nil || !r.live() || r.ActiveAttempt != p.AttemptID || r.Stop.Deadline.IsZero() || r.Stop.Forced != "" {
+		return // it ended, was replaced, or is being ended already
+	}
+	forceStop(t, r, fmt.Sprintf("the provider did not stop within %s of the interrupt, so the host ended its process", r.Stop.Grace), env, d)
+}
+
+// forceStop ends the provider process of r's active attempt: the run ends
+// interrupted, with reason, when its session's end comes. An attempt no
+// session has taken yet has no process to end: the run ends at once (a
+// turn its start opens later is one the host no longer wants, and is
+// interrupted as it starts).
+func forceStop(t *Thread, r *Run, reason string, env Env, d *Decision) {
+	a := r.attempt(r.ActiveAttempt)
+	if a.SessionID == "" {
+		runID := r.ID
+		d.emit(StopForced{RunID: runID, AttemptID: a.ID, Reason: reason})
+		endRun(t, runID, RunStatusInterrupted, "", forcedFailure(reason), env, d)
+		return
+	}
+	d.emit(StopForced{RunID: r.ID, AttemptID: a.ID, SessionID: a.SessionID, Reason: reason})
+	d.effect(Effect{Type: EffectEndSession, ThreadID: t.ID, RunID: r.ID, AttemptID: a.ID, SessionID: a.SessionID})
+}
+
+// FailureForced is the failure code of a run whose provider's process the
+// host ended because it did not stop when asked.
+const FailureForced = "interrupt_forced"
+
+func forcedFailure(reason string) *sdk.Failure { return &sdk.Failure{Code: FailureForced, Message: reason} }
+
+// StopDeadline is when the host ends the provider process of the thread's
+// interrupted run if its turn has not ended, and the command that does it;
+// ok is false when none is due (no run interrupted with a deadline, or its
+// process is being ended already). The host keeps a timer for it.
+func (t *Thread) StopDeadline() (cmd ForceStop, at time.Time, ok bool) {
+	r := t.activeRun()
+	if r == nil || !r.live() || r.Stop.Deadline.IsZero() || r.Stop.Forced != "" {
+		return ForceStop{}, time.Time{}, false
+	}
+	return ForceStop{RunID: r.ID, AttemptID: r.ActiveAttempt}, r.Stop.Deadline, true
 }

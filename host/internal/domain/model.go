@@ -79,6 +79,9 @@ type Run struct {
 	// InterruptRequested says run.interrupt was sent to the provider; the
 	// run ends when the provider's terminal event arrives.
 	InterruptRequested bool `json:"interruptRequested,omitempty"`
+	// Stop is when the host ends the provider's process if the
+	// interrupted turn has not ended, and, once it has, why.
+	Stop RunStop `json:"stop,omitzero"`
 	// PendingRestart holds steering messages waiting for the active attempt
 	// to stop, so that a replacement attempt can carry them.
 	PendingRestart []SteeringMessage `json:"pendingRestart,omitempty"`
@@ -98,6 +101,18 @@ type Run struct {
 	// shared says the run's attempts, nodes and pending messages are
 	// shared with the thread the run's was copied from (see Scratch).
 	shared bool
+}
+
+// RunStop is an interrupt's deadline: a provider that has not ended the
+// turn by then has its process ended by the host (through its plugin).
+type RunStop struct {
+	// Deadline is the interrupt's time plus Grace (zero: no deadline, as
+	// for a forced interrupt, which needs none).
+	Deadline time.Time     `json:"deadline,omitzero"`
+	Grace    time.Duration `json:"grace,omitempty"`
+	// Forced says why the host ended the provider's process (empty: it
+	// has not).
+	Forced string `json:"forced,omitempty"`
 }
 
 // RunOutcome is how a run ends.
@@ -179,6 +194,9 @@ type ProviderSession struct {
 	OpenedAt    time.Time     `json:"openedAt"`
 	EndedAt     *time.Time    `json:"endedAt,omitempty"`
 	EndReason   string        `json:"endReason,omitempty"`
+	// Forced says why the host is ending the session's process by force
+	// (a run that did not stop when asked); empty: it is not.
+	Forced string `json:"forced,omitempty"`
 }
 
 // ProviderThread binds a provider's conversation id to the app.

@@ -219,6 +219,12 @@ func turnTerminal(t *Thread, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *
 		}
 		return
 	}
+	if r.Stop.Forced != "" {
+		// The host is ending the provider's process: the turn's end (the
+		// plugin's, as the session closes) is the forced stop's.
+		endRun(t, r.ID, RunStatusInterrupted, "", forcedFailure(r.Stop.Forced), env, d)
+		return
+	}
 	if ev.Limit != nil && status == sdk.TurnFailed && !r.InterruptRequested {
 		// A provider limit: the run is blocked, and the thread's policy
 		// says whether it waits, moves or ends.
@@ -239,16 +245,26 @@ func turnTerminal(t *Thread, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *
 
 // runtimeExited ends a session whose provider process is gone: its
 // pending requests can no longer be answered, and a run whose turn it had
-// fails.
+// fails, or, when the host ended the process because the run did not stop
+// when asked, ends interrupted with why.
 func runtimeExited(t *Thread, sessionID string, ev sdk.RuntimeEvent, env Env, d *Decision) {
 	reason := string(ev.Status)
 	if ev.Failure != nil {
 		reason = ev.Failure.Message
 	}
-	endSession(t, sessionID, reason, d)
+	if s := t.session(sessionID); s != nil && s.Forced != "" {
+		reason = "ended by the host: " + s.Forced
+	}
 	r := t.activeRun()
+	forced := r != nil && r.Stop.Forced != "" && r.attempt(r.ActiveAttempt).SessionID == sessionID
+	endSession(t, sessionID, reason, d)
+	r = t.activeRun()
 	if r == nil || !r.live() {
 		return // none, ending, or waiting for a limit (a later attempt opens a session)
+	}
+	if forced {
+		endRun(t, r.ID, RunStatusInterrupted, "", forcedFailure(r.Stop.Forced), env, d)
+		return
 	}
 	// Only an attempt this session took ends with it; one not yet sent
 	// anywhere will open a new session.

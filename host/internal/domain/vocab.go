@@ -196,6 +196,12 @@ const (
 	EffectSteer EffectType = "steer"
 	// EffectInterrupt asks the provider to stop a turn.
 	EffectInterrupt EffectType = "interrupt"
+	// EffectEndSession ends a provider session by force (SessionID; empty:
+	// the thread's current one): the provider did not stop a turn when
+	// asked, so its process is ended (SIGTERM, then SIGKILL), through its
+	// plugin. The host performs it at once, not behind the thread's other
+	// effects: an interrupt the provider does not answer must not hold it.
+	EffectEndSession EffectType = "end_session"
 	// EffectCapture, EffectRestoreFiles and EffectReconcileThread are the
 	// host's own work (git, and a provider rollback checked against the
 	// turn it expects), so a host that stopped with one in its outbox

@@ -145,7 +145,7 @@ func (h *Host) commit(c commitReq) (domain.Receipt, error) {
 	scratch := cur.Scratch()
 	now := h.cfg.Clock.Now()
 	events, effects, err := c.decide(&scratch, domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: h.capabilities(c.threadID),
-		ShuttingDown: h.draining.Load()})
+		ShuttingDown: h.draining.Load(), InterruptGrace: h.cfg.InterruptGrace})
 	if err != nil {
 		return domain.Receipt{}, err
 	}
@@ -190,6 +190,9 @@ func (h *Host) commit(c commitReq) (domain.Receipt, error) {
 			h.followWaits(c.threadID) // this host's decision: it keeps the thread going
 		}
 		h.syncWait(c.threadID, scratch.NextWait())
+	}
+	if len(events) > 0 {
+		h.syncStop(c.threadID, &scratch)
 	}
 	if len(effects) > 0 && h.ctx.Err() == nil { // closing: the effects wait in the outbox for the next host
 		for i := range effects {

@@ -24,7 +24,11 @@ const ShutDownReason = "host shut down"
 // or its turn never reached one) is ended by the host with ShutDownReason.
 // No queued run starts meanwhile (domain.Env.ShuttingDown): the next host
 // starts them. No run is left running.
-func (h *Host) drain() {
+func (h *Host) drain() { h.drainRuns(true) }
+
+// drainRuns is drain; without ask, no provider is asked to stop or waited
+// for: every active run ends at once with ShutDownReason (Halt).
+func (h *Host) drainRuns(ask bool) {
 	h.draining.Store(true)
 	live, err := h.store.LiveThreads()
 	if err != nil {
@@ -33,6 +37,9 @@ func (h *Host) drain() {
 	}
 	var asked []string
 	for _, id := range live {
+		if !ask {
+			break
+		}
 		t, err := h.view(id)
 		if err != nil {
 			continue

@@ -87,6 +87,12 @@ type Config struct {
 	// runs a host that stopped left queued; otherwise they go first when
 	// the thread's next message comes.
 	Unattended bool
+	// InterruptGrace is how long, on Clock, a provider asked to stop a
+	// turn has to end it before the host ends its process (through its
+	// plugin: SIGTERM to the provider's process group, then SIGKILL) and
+	// the run ends interrupted, saying it was forced (default
+	// domain.DefaultInterruptGrace).
+	InterruptGrace time.Duration
 	// RawFrames says whether plugins keep sessions' raw provider frames
 	// (DATA/rawframes) and bounds them by size and age (rawframes.Policy;
 	// the zero value keeps them, 256 MiB and 14 days at most).
@@ -114,6 +120,7 @@ type Host struct {
 	// queued run starts (domain.Env.ShuttingDown).
 	draining  atomic.Bool
 	drainOnce sync.Once
+	halted    atomic.Bool // Halt: Close kills the plugins rather than close sessions
 
 	cache threadCache
 	cmds  inflight // command ids being committed
@@ -122,6 +129,7 @@ type Host struct {
 	workers map[string]*worker
 
 	timers timers // wait timers, by thread id (waits.go)
+	stops  stops  // interrupts' deadlines, by thread id (stop.go)
 
 	frames *framePruner // raw-frame logs' retention (rawframes.go)
 
@@ -149,6 +157,9 @@ func Open(cfg Config) (*Host, error) {
 	}
 	if cfg.PluginCallTimeout <= 0 {
 		cfg.PluginCallTimeout = DefaultPluginCallTimeout
+	}
+	if cfg.InterruptGrace <= 0 {
+		cfg.InterruptGrace = domain.DefaultInterruptGrace
 	}
 	if cfg.SnapshotBytes <= 0 {
 		cfg.SnapshotBytes = 32 << 10
@@ -210,6 +221,42 @@ func (h *Host) Close() error {
 	h.stop()
 	h.smu.Unlock()
 	h.drainOnce.Do(h.drain)
+	halted := h.halted.Load()
+	if !halted {
+		h.closeSessions()
+	}
+	h.cancel()
+	h.wmu.Lock() // a push that saw the host open has started its worker
+	h.wmu.Unlock()
+	if halted {
+		h.plugins.CloseNow("the host was stopped at once")
+	} else {
+		h.plugins.Close()
+	}
+	h.wg.Wait()
+	h.closed.Store(true)
+	h.cache.wakeAll()
+	err := removeHolder(h.cfg.DataDir) // while the lock is held: after, it may be another's
+	return errors.Join(err, h.store.Close())
+}
+
+// Halt ends the host's active runs at once, for a user who will not wait
+// (a second Ctrl-C): no provider is asked to stop or waited for, each
+// active run ends interrupted with ShutDownReason, and no queued run
+// starts (the next host starts them). The host stays open for reads;
+// Close then kills the plugins at once (their providers die with them)
+// rather than closing their sessions, so it returns in moments. The
+// sessions' ends are recorded as their event streams break, or by the
+// next host's recovery.
+func (h *Host) Halt() {
+	h.halted.Store(true)
+	h.stop()
+	h.drainOnce.Do(func() { h.drainRuns(false) })
+}
+
+// closeSessions closes the live sessions, all at once, and waits for their
+// ends (each for at most sessionCloseTimeout).
+func (h *Host) closeSessions() {
 	h.smu.Lock()
 	live := make([]*liveSession, 0, len(h.sessions))
 	for _, s := range h.sessions {
@@ -221,15 +268,6 @@ func (h *Host) Close() error {
 		wg.Go(func() { s.close(h.cfg.Clock, h.log) })
 	}
 	wg.Wait()
-	h.cancel()
-	h.wmu.Lock() // a push that saw the host open has started its worker
-	h.wmu.Unlock()
-	h.plugins.Close()
-	h.wg.Wait()
-	h.closed.Store(true)
-	h.cache.wakeAll()
-	err := removeHolder(h.cfg.DataDir) // while the lock is held: after, it may be another's
-	return errors.Join(err, h.store.Close())
 }
 
 // Drain ends the host's active runs, as Close does first (see drain), and

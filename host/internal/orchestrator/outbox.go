@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/baton-run/baton/host/internal/domain"
@@ -35,6 +36,18 @@ func (h *Host) push(threadID string, effects []domain.Effect) {
 	defer h.wmu.Unlock()
 	if h.ctx.Err() != nil {
 		return // closing: the effects wait in the outbox for the next host
+	}
+	effects = slices.DeleteFunc(slices.Clone(effects), func(e domain.Effect) bool {
+		if e.Type != domain.EffectEndSession {
+			return false
+		}
+		// At once, beside the queue: what it ends may be what holds the
+		// queue (an interrupt the provider does not answer).
+		h.wg.Go(func() { h.settle(e) })
+		return true
+	})
+	if len(effects) == 0 {
+		return
 	}
 	w, ok := h.workers[threadID]
 	if !ok {
@@ -137,6 +150,8 @@ func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
 		err = h.steer(e)
 	case domain.EffectInterrupt:
 		err = h.interrupt(e)
+	case domain.EffectEndSession:
+		err = h.forceClose(e)
 	default:
 		// Unreachable: every effect type the domain decides has a case
 		// here or above, and recovery performs again only the host's own

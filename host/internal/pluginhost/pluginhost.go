@@ -156,12 +156,22 @@ func (m *Manager) Get(ctx context.Context, name string) (*Plugin, error) {
 // killed if it has not exited after the kill grace, so Close returns within
 // about one grace even when plugins do not answer. Get fails after it.
 func (m *Manager) Close() {
+	m.close(func(p *Plugin) { p.Kill() })
+}
+
+// CloseNow is Close for a host that will not wait: each plugin is killed at
+// once (SIGKILL), its providers dying with it, with reason.
+func (m *Manager) CloseNow(reason string) {
+	m.close(func(p *Plugin) { p.KillNow(reason) })
+}
+
+func (m *Manager) close(kill func(*Plugin)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
 	var wg sync.WaitGroup
 	for _, p := range m.running {
-		wg.Go(p.Kill)
+		wg.Go(func() { kill(p) })
 	}
 	wg.Wait()
 	clear(m.running)

@@ -230,11 +230,12 @@ func (s *Server) Interrupt(ctx context.Context, req *batonv1.InterruptRequest) (
 			return nil, status.Errorf(codes.FailedPrecondition, "thread %s has no active run to interrupt", t.ID)
 		}
 	}
-	rc, err := s.dispatch(ctx, "Interrupt", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.InterruptRun{RunID: runID}})
+	rc, err := s.dispatch(ctx, "Interrupt", domain.Command{ID: id, ThreadID: req.GetThreadId(),
+		Payload: domain.InterruptRun{RunID: runID, Force: req.GetForce()}})
 	if err != nil {
 		return nil, err
 	}
-	return receiptPB(rc, ""), nil
+	return receiptPB(rc, runID), nil
 }
 
 // maxReason bounds a client's stop reason.

@@ -41,6 +41,9 @@ type Config struct {
 	Logger      hclog.Logger
 	// RawFrames is the host's raw-frame logs' policy (orchestrator.Config).
 	RawFrames rawframes.Policy
+	// InterruptGrace is how long an interrupted provider has before the
+	// host ends its process (orchestrator.Config).
+	InterruptGrace time.Duration
 	// Clock is the host's clock, and the drain's (default clock.System).
 	Clock clock.Clock
 	// Ready, when set, is called once every listener listens, with their
@@ -109,7 +112,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
-		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames})
+		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -1968,8 +1968,14 @@ func (x *ReadThreadSnapshotResponse) GetDetail() []byte {
 }
 
 type CloseSessionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// force: the provider did not stop when asked (an interrupt it ignored
+	// past the host's grace, or a user's forced stop), so its process is
+	// ended at once: SIGTERM to its process group, SIGKILL after a grace,
+	// without first closing its input and waiting. A plugin built before
+	// this field closes the session as it always did. (sdk v1.2)
+	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2009,6 +2015,13 @@ func (x *CloseSessionRequest) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *CloseSessionRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 type CloseSessionResponse struct {
@@ -2203,10 +2216,11 @@ const file_plugin_proto_rawDesc = "" +
 	"thread_ref\x18\x02 \x01(\tR\tthreadRef\"Q\n" +
 	"\x1aReadThreadSnapshotResponse\x12\x1b\n" +
 	"\tturn_refs\x18\x01 \x03(\tR\bturnRefs\x12\x16\n" +
-	"\x06detail\x18\x02 \x01(\fR\x06detail\"4\n" +
+	"\x06detail\x18\x02 \x01(\fR\x06detail\"J\n" +
 	"\x13CloseSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\x16\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\x16\n" +
 	"\x14CloseSessionResponse*\xde\x03\n" +
 	"\tEventKind\x12\x1a\n" +
 	"\x16EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +

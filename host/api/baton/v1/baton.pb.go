@@ -475,7 +475,11 @@ type InterruptRequest struct {
 	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
 	ThreadId  string                 `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	// run_id is the run to stop (empty: the active run).
-	RunId         string `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	RunId string `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// force ends the provider's process now (SIGTERM, then SIGKILL) rather
+	// than asking it to stop and waiting out the host's grace; the run ends
+	// interrupted, its failure interrupt_forced.
+	Force         bool `protobuf:"varint,4,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -529,6 +533,13 @@ func (x *InterruptRequest) GetRunId() string {
 		return x.RunId
 	}
 	return ""
+}
+
+func (x *InterruptRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 type CancelQueuedRequest struct {
@@ -2052,12 +2063,13 @@ const file_baton_proto_rawDesc = "" +
 	"\aanswers\x18\x05 \x03(\v2+.baton.v1.AnswerRequestRequest.AnswersEntryR\aanswers\x1a:\n" +
 	"\fAnswersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"e\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"{\n" +
 	"\x10InterruptRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x15\n" +
-	"\x06run_id\x18\x03 \x01(\tR\x05runId\"\x82\x01\n" +
+	"\x06run_id\x18\x03 \x01(\tR\x05runId\x12\x14\n" +
+	"\x05force\x18\x04 \x01(\bR\x05force\"\x82\x01\n" +
 	"\x13CancelQueuedRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +

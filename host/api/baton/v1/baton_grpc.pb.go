@@ -62,7 +62,9 @@ type BatonClient interface {
 	// AnswerRequest answers a provider's pending approval or question.
 	AnswerRequest(ctx context.Context, in *AnswerRequestRequest, opts ...grpc.CallOption) (*Receipt, error)
 	// Interrupt asks the provider to stop a run. The run ends interrupted when
-	// the provider says its turn ended; the receipt is only the request's.
+	// the provider says its turn ended, or, if it has not within the host's
+	// grace (or at once, with force), when the host has ended the provider's
+	// process. The receipt is only the request's; its run_id is the run.
 	Interrupt(ctx context.Context, in *InterruptRequest, opts ...grpc.CallOption) (*Receipt, error)
 	// CancelQueued cancels a thread's queued runs, which have sent nothing to
 	// a provider: those run_ids names (each must still be queued; one that
@@ -265,7 +267,9 @@ type BatonServer interface {
 	// AnswerRequest answers a provider's pending approval or question.
 	AnswerRequest(context.Context, *AnswerRequestRequest) (*Receipt, error)
 	// Interrupt asks the provider to stop a run. The run ends interrupted when
-	// the provider says its turn ended; the receipt is only the request's.
+	// the provider says its turn ended, or, if it has not within the host's
+	// grace (or at once, with force), when the host has ended the provider's
+	// process. The receipt is only the request's; its run_id is the run.
 	Interrupt(context.Context, *InterruptRequest) (*Receipt, error)
 	// CancelQueued cancels a thread's queued runs, which have sent nothing to
 	// a provider: those run_ids names (each must still be queued; one that

@@ -224,7 +224,7 @@ func (s *session) watch() {
 
 // close ends the session: the agent process group is stopped.
 func (s *session) close(ctx context.Context, cause error) error {
-	return s.life.Close(ctx, cause, func() { _ = s.c.Proc.Close(context.Background()) })
+	return s.life.Close(ctx, cause, func() { _ = s.c.Proc.Close(context.WithoutCancel(ctx)) }) // a forced close stays forced
 }
 
 // StartTurn implements sdk.Adapter: send session/prompt and return; the

@@ -692,7 +692,7 @@ func (a *Adapter) CloseSession(ctx context.Context, sessionID string) error {
 		s.mu.Lock()
 		p := s.proc
 		s.mu.Unlock()
-		_ = p.Close(context.Background())
+		_ = p.Close(context.WithoutCancel(ctx)) // a forced close stays forced
 	})
 	if err != nil {
 		return fmt.Errorf("close session %s: waiting for claude to exit: %w", sessionID, err)

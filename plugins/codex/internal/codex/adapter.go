@@ -230,7 +230,7 @@ func (s *session) watch() {
 // close ends the session: codex's stdin closes (it exits on its own within
 // tens of milliseconds), then providerproc stops what is left.
 func (s *session) close(ctx context.Context, cause error) error {
-	return s.life.Close(ctx, cause, func() { _ = s.c.Proc.Close(context.Background()) })
+	return s.life.Close(ctx, cause, func() { _ = s.c.Proc.Close(context.WithoutCancel(ctx)) }) // a forced close stays forced
 }
 
 // StartTurn implements sdk.Adapter: turn/start on the session's thread. The

@@ -495,7 +495,7 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 func (s *session) close(ctx context.Context) error {
 	return s.life.Close(ctx, nil, func() {
 		_ = s.proc.Signal(syscall.SIGTERM)
-		_ = s.proc.Close(context.Background())
+		_ = s.proc.Close(context.WithoutCancel(ctx)) // a forced close stays forced
 	})
 }
 
