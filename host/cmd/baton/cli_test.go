@@ -156,7 +156,7 @@ func TestHelpAndCompletion(t *testing.T) {
 	}
 	flags := map[string][]string{
 		"run":       {"--provider name", "[$BATON_PROVIDER]", "--approve", "--detach", "[$BATON_PROVIDER_COMMAND]", "--handoff-max-bytes n"},
-		"threads":   {"--status", "--provider", "--json"},
+		"threads":   {"--status", "--provider", "--json", "-o, --output format", "table, json", "[$BATON_OUTPUT]"},
 		"show":      {"--json", "--handoff id"},
 		"watch":     {"--after sequence", "[$BATON_AFTER]"},
 		"send":      {"--mode", "queue, steer, restart or now", "--provider name", "--handoff-max-bytes n"},

@@ -4,11 +4,13 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/orchestrator"
@@ -127,8 +132,10 @@ func TestCompletionFromTheStore(t *testing.T) {
 	}
 
 	// A data dir with no store yet: no threads, the providers all the same;
-	// a --server that does not answer: nothing.
+	// a --server that is not there: nothing; one that answers its health
+	// check and then never answers: nothing, after completionTimeout.
 	missing := filepath.Join(t.TempDir(), "none")
+	mute := muteService(t)
 	for _, c := range []struct {
 		args           []string
 		stdout, stderr string
@@ -137,6 +144,7 @@ func TestCompletionFromTheStore(t *testing.T) {
 		{[]string{"--data", missing, "approve", ""}, offered, completionDone},
 		{[]string{"--data", missing, "--plugin-dir", extra, "run", "--provider", ""}, "acp\nclaude\ncodex\ncursor\nmine\nopencode\n" + offered, completionDone},
 		{[]string{"--data", w.data, "--server", "unix://" + filepath.Join(missing, "baton.sock"), "show", ""}, nothing, nothingDone},
+		{[]string{"--data", w.data, "--server", "unix://" + mute, "show", ""}, offered, completionDone},
 	} {
 		out, errOut, code := batonEnv(t, nil, "", append([]string{"__complete"}, c.args...)...)
 		if code != exitOK || out != c.stdout || errOut != c.stderr {
@@ -185,6 +193,33 @@ func TestCompletionFromTheService(t *testing.T) {
 	if out, errOut, code := baton(t, "__complete", "--data", data, "approve", ""); code != exitOK || out != offered || errOut != completionDone {
 		t.Errorf("baton __complete approve after the answer: exit %d\nstdout %q\nstderr %q", code, out, errOut)
 	}
+}
+
+// muteService serves the baton API on a unix socket, healthy, and
+// answers no call: each waits until its caller gives up. It returns the
+// socket.
+func muteService(t *testing.T) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "mute.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	batonv1.RegisterBatonServer(srv, muteBaton{})
+	go srv.Serve(l)
+	t.Cleanup(srv.Stop)
+	return sock
+}
+
+type muteBaton struct {
+	batonv1.UnimplementedBatonServer
+}
+
+func (muteBaton) ListThreads(ctx context.Context, _ *batonv1.ListThreadsRequest) (*batonv1.ListThreadsResponse, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
 }
 
 // killedWaiting runs baton run --approve ask (its stdin open, never

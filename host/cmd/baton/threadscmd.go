@@ -104,7 +104,7 @@ and 16 hex digits) and is listed by its creation time all the same.`,
 	fl := c.Flags()
 	fl.VarP(&out, "output", "o", "print `format`: table, json (one object per line, as --json) or ids (one per line)")
 	fl.BoolVar(&jsonOut, "json", false, "print one JSON object per thread (-o json)")
-	fl.StringVar(&after, "after", "", "list the threads listed after this thread `id` (made before it)")
+	fl.StringVar(&after, "after", "", "list the threads after this thread `id` in the list (those made before it), to page")
 	fl.IntVar(&limit, "limit", 0, "list at most `n` threads (0: all)")
 	fl.StringVar(&state, "status", "", "keep the threads with this `status` (idle, running, waiting, ...)")
 	fl.StringVar(&provider, "provider", "", "keep the threads of this `provider`")
