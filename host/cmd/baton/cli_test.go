@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -157,7 +156,7 @@ func TestHelpAndCompletion(t *testing.T) {
 	}
 	flags := map[string][]string{
 		"run":       {"--provider name", "[$BATON_PROVIDER]", "--approve", "--detach", "[$BATON_PROVIDER_COMMAND]", "--handoff-max-bytes n"},
-		"threads":   {"--status", "--provider", "--json"},
+		"threads":   {"--status", "--provider", "--json", "-o, --output format", "table, json", "[$BATON_OUTPUT]"},
 		"show":      {"--json", "--handoff id"},
 		"watch":     {"--after sequence", "[$BATON_AFTER]"},
 		"send":      {"--mode", "queue, steer, restart or now", "--provider name", "--handoff-max-bytes n"},
@@ -287,11 +286,10 @@ func TestVerbsOnEmbeddedHost(t *testing.T) {
 	// Both threads, then filtered.
 	out, errOut, code = baton(t, "threads", "--json", "--data", data)
 	got := threadsJSON(t, out)
-	want := []domain.ThreadSummary{
-		{ID: thread, Provider: "acp", Cwd: ws, Runs: 1, Status: domain.ThreadIdle, LastRun: domain.RunStatusCompleted},
+	want := []domain.ThreadSummary{ // newest first
 		{ID: second, Provider: "acp", Cwd: ws, Runs: 2, Status: domain.ThreadIdle, LastRun: domain.RunStatusCompleted},
+		{ID: thread, Provider: "acp", Cwd: ws, Runs: 1, Status: domain.ThreadIdle, LastRun: domain.RunStatusCompleted},
 	}
-	slices.SortFunc(want, func(a, b domain.ThreadSummary) int { return strings.Compare(a.ID, b.ID) }) // in id order
 	ignoreTimes := cmpopts.IgnoreFields(domain.ThreadSummary{}, "CreatedAt", "UpdatedAt")
 	if diff := cmp.Diff(want, got, ignoreTimes); code != exitOK || diff != "" {
 		t.Errorf("threads: exit %d %s (-want +got):\n%s", code, errOut, diff)

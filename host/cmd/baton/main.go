@@ -177,6 +177,7 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 	root.AddCommand(runCommand(g), threadsCommand(g), showCommand(g), watchCommand(g), sendCommand(g),
 		interruptCommand(g), cancelCommand(g), answerCommand(g, "approve"), answerCommand(g, "decline"), diffCommand(g),
 		rollbackCommand(g), switchCommand(g), pluginCommand(g), serveCommand(g), doctorCommand(g), versionCommand(g))
+	addCompletions(root, g)
 	root.SetVersionTemplate("baton {{.Version}}\n")
 	annotateEnv(root)
 	return root

@@ -103,8 +103,6 @@ during a wait cancels it.`,
 	fl.StringVar(&f.script, "script", "", "run a scenario `file` of steps (send, waitFor, interrupt, respond) instead of MESSAGE arguments")
 	fl.BoolVar(&f.detach, "detach", false, "against a service, Ctrl-C leaves the runs going instead of interrupting them")
 	c.RegisterFlagCompletionFunc("approve", fixedCompletion("ask", "accept", "decline"))
-	c.RegisterFlagCompletionFunc("provider", fixedCompletion("acp", "claude", "codex", "cursor", "opencode"))
-	c.RegisterFlagCompletionFunc("on-limit", fixedCompletion("wait", "stop", "switch:acp", "switch:claude", "switch:codex", "switch:cursor", "switch:opencode"))
 	return c
 }
 

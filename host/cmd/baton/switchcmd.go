@@ -169,7 +169,6 @@ printed here; baton show lists each provider's binding and every handoff.`,
 		},
 	}
 	addSwitchFlags(c.Flags(), f, false)
-	c.RegisterFlagCompletionFunc("provider", fixedCompletion("acp", "claude", "codex", "cursor", "opencode"))
 	return c
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
@@ -37,74 +39,78 @@ func summary(t *batonv1.ThreadSummary) domain.ThreadSummary {
 
 func threadsCommand(g *globals) *cobra.Command {
 	var jsonOut bool
-	var after, status, provider string
+	out := outputTable
+	var after, state, provider string
 	var limit int
 	c := &cobra.Command{
 		Use:   "threads",
-		Short: "List the threads: id, provider, status, runs, last update",
-		Long: `Threads lists the threads, in id order (oldest first), from the thread index: no
-thread's events are read. --status and --provider keep only the matching ones.`,
+		Short: "List the threads, newest first: id, provider, status, runs, created, updated",
+		Long: `Threads lists the threads from the thread index (no thread's events are read),
+newest first: by creation time, then by id for threads made in the same
+instant. --status and --provider keep only the matching ones, --limit N the
+first N, and --after ID those listed after that thread (made before it), to
+read the list a page at a time.
+
+-o table (the default) is for people: on a terminal its times are ages
+("3m ago"), elsewhere instants in RFC 3339 (UTC). -o json prints one JSON
+object per thread and line, as --json does; -o ids one id per line, for xargs.
+
+A thread's id begins with the time it was made (thr_ and a ULID), so ids sort
+as the threads were made; a thread made by an older baton keeps its id (thr_
+and 16 hex digits) and is listed by its creation time all the same.`,
 		Example: `  baton threads
   baton threads --status running
-  baton threads --json | jq -r .id`,
+  baton threads -o ids --limit 1                   # the newest thread
+  baton threads -o json | jq -r .cwd
+  baton threads -o ids --status idle | xargs -n1 baton show`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			format, err := formatOf("threads", cmd.Flags(), out, jsonOut)
+			if err != nil {
+				return err
+			}
 			return withClient(cmd, g, func(ctx context.Context, c *client) error {
-				var list []domain.ThreadSummary
-				token := after
-				for {
-					size := uint32(1000)
-					if limit > 0 {
-						size = uint32(min(limit-len(list), 1000))
+				var from *domain.ThreadSummary
+				if after != "" {
+					at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: after})
+					if status.Code(err) == codes.NotFound {
+						return usagef("threads: --after %s is not a thread; give an id that baton threads lists", after)
+					} else if err != nil {
+						return rpcError("threads", err)
 					}
-					resp, err := c.ListThreads(ctx, &batonv1.ListThreadsRequest{PageSize: size, PageToken: token, Status: status, Provider: provider})
+					s := summary(at.GetSummary())
+					from = &s
+				}
+				// The order is by creation time, which the index is not
+				// in: read it all (a summary per thread), then sort.
+				var list []domain.ThreadSummary
+				token := ""
+				for {
+					resp, err := c.ListThreads(ctx, &batonv1.ListThreadsRequest{PageSize: 1000, PageToken: token, Status: state, Provider: provider})
 					if err != nil {
 						return rpcError("list threads", err)
 					}
 					for _, t := range resp.GetThreads() {
 						list = append(list, summary(t))
 					}
-					token = resp.GetNextPageToken()
-					if token == "" || (limit > 0 && len(list) >= limit) {
+					if token = resp.GetNextPageToken(); token == "" {
 						break
 					}
 				}
-				return printThreads(g, list, jsonOut)
+				return printThreads(g.stdout, listed(list, from, limit), format, time.Now)
 			})
 		},
 	}
 	fl := c.Flags()
-	fl.BoolVar(&jsonOut, "json", false, "print one JSON object per thread")
-	fl.StringVar(&after, "after", "", "list the threads after this thread `id` (ids are in order)")
+	fl.VarP(&out, "output", "o", "print `format`: table, json (one object per line, as --json) or ids (one per line)")
+	fl.BoolVar(&jsonOut, "json", false, "print one JSON object per thread (-o json)")
+	fl.StringVar(&after, "after", "", "list the threads after this thread `id` in the list (those made before it), to page")
 	fl.IntVar(&limit, "limit", 0, "list at most `n` threads (0: all)")
-	fl.StringVar(&status, "status", "", "keep the threads with this `status` (idle, running, waiting, ...)")
+	fl.StringVar(&state, "status", "", "keep the threads with this `status` (idle, running, waiting, ...)")
 	fl.StringVar(&provider, "provider", "", "keep the threads of this `provider`")
 	c.RegisterFlagCompletionFunc("status", fixedCompletion("idle", "starting", "running", "waiting"))
+	c.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "ids"))
 	return c
-}
-
-func printThreads(g *globals, list []domain.ThreadSummary, jsonOut bool) error {
-	if jsonOut {
-		enc := json.NewEncoder(g.stdout)
-		for _, t := range list {
-			enc.Encode(t)
-		}
-		return nil
-	}
-	w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "THREAD\tPROVIDER\tSTATUS\tRUNS\tUPDATED\tCWD")
-	for _, t := range list {
-		runs := fmt.Sprint(t.Runs)
-		if t.Queued > 0 {
-			runs += fmt.Sprintf(" (%d queued)", t.Queued)
-		}
-		status := string(t.Status)
-		if t.LastRun != "" && t.Status == "idle" {
-			status += ", last run " + string(t.LastRun)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Provider, status, runs, t.UpdatedAt.Local().Format(time.DateTime), t.Cwd)
-	}
-	return w.Flush()
 }
 
 func showCommand(g *globals) *cobra.Command {
@@ -467,9 +473,7 @@ first, as baton run does (see baton run --help).`,
 	c.Flags().StringVar(&target, "run", "", "for steer and restart, the run `id` meant (refused if another is active)")
 	addSwitchFlags(c.Flags(), sf, false)
 	addPolicyFlags(c.Flags(), pf)
-	c.RegisterFlagCompletionFunc("provider", fixedCompletion("acp", "claude", "codex", "cursor", "opencode"))
 	c.RegisterFlagCompletionFunc("mode", fixedCompletion("queue", "steer", "restart", "now"))
-	c.RegisterFlagCompletionFunc("on-limit", fixedCompletion("wait", "stop", "switch:acp", "switch:claude", "switch:codex", "switch:cursor", "switch:opencode"))
 	return c
 }
 

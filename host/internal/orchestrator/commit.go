@@ -70,7 +70,9 @@ func (h *Host) dispatch(ctx context.Context, cmd domain.Command, done []eventlog
 		if rc, ok, err := h.receipt(cmd.ID, hash); err != nil || ok {
 			return rc, err
 		}
-		cmd.ThreadID = h.cfg.IDs.NewID("thr")
+		// Time-ordered, on the host's clock: thread ids sort as the
+		// threads were made (the thread index lists them in id order).
+		cmd.ThreadID = h.cfg.IDs.NewTimeID("thr", h.cfg.Clock.Now())
 	}
 	if err := validID("threadId", cmd.ThreadID); err != nil {
 		return domain.Receipt{}, err

@@ -15,7 +15,8 @@
 // reconciles; outbox.go the effects; session.go the provider sessions;
 // ingest.go their events; checkpoints.go the git work; drain.go what Close
 // ends first, and the reaper of idle sessions; rawframes.go the retention
-// of the sessions' raw-frame logs.
+// of the sessions' raw-frame logs; read.go the reads of a store without a
+// host.
 package orchestrator
 
 import (
@@ -307,21 +308,11 @@ func (h *Host) Snapshot(id string) (domain.Thread, uint64, error) {
 }
 
 // Threads lists threads in id order, after a thread id (for paging), up to
-// limit (0: all), from the thread index.
+// limit (0: all), from the thread index. Thread ids made since they are
+// time-ordered (ids.NewTimeID) sort by creation; older ones where their
+// random digits put them.
 func (h *Host) Threads(after string, limit int) ([]domain.ThreadSummary, error) {
-	heads, err := h.store.Heads(after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list threads: %w", err)
-	}
-	out := make([]domain.ThreadSummary, 0, len(heads))
-	for _, hd := range heads {
-		s, err := decodeHead(hd.Data)
-		if err != nil {
-			return nil, fmt.Errorf("list threads: head of %s: %w", hd.ThreadID, err)
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return threads(h.store, after, limit)
 }
 
 // LastSequence is the log's head.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 )
@@ -178,12 +180,19 @@ const projectionSchema = 2
 // A thread with no events is the zero Thread. It also returns the
 // snapshot's size (0: none used).
 func (h *Host) loadThread(id string) (*domain.Thread, int, error) {
-	t, after, size, err := h.trustedSnapshot(id)
+	return loadThread(h.store, h.log, id)
+}
+
+// loadThread is Host.loadThread on a store, saying on log why a snapshot
+// was not used; it writes nothing (ReadThread runs it on a store opened
+// read-only).
+func loadThread(store *eventlog.Store, log hclog.Logger, id string) (*domain.Thread, int, error) {
+	t, after, size, err := trustedSnapshot(store, log, id)
 	if err != nil {
 		return nil, 0, fmt.Errorf("load thread %s: %w", id, err)
 	}
 	for {
-		recs, err := h.store.ThreadAfter(id, after, 0, 4096)
+		recs, err := store.ThreadAfter(id, after, 0, 4096)
 		if err != nil {
 			return nil, 0, fmt.Errorf("load thread %s: %w", id, err)
 		}
@@ -204,8 +213,8 @@ func (h *Host) loadThread(id string) (*domain.Thread, int, error) {
 // of the thread's events. A snapshot that fails any check is not used: the
 // thread is rebuilt from its events, and the log says why. A store whose
 // files are damaged is the error: its events cannot be trusted either.
-func (h *Host) trustedSnapshot(id string) (*domain.Thread, uint64, int, error) {
-	sn, found, err := h.store.ThreadSnapshot(id)
+func trustedSnapshot(store *eventlog.Store, log hclog.Logger, id string) (*domain.Thread, uint64, int, error) {
+	sn, found, err := store.ThreadSnapshot(id)
 	if !found && err == nil {
 		return &domain.Thread{}, 0, 0, nil
 	}
@@ -220,7 +229,7 @@ func (h *Host) trustedSnapshot(id string) (*domain.Thread, uint64, int, error) {
 	}
 	if err == nil {
 		var ok bool
-		if ok, err = h.store.HasThreadEvent(id, sn.Seq); err == nil && !ok {
+		if ok, err = store.HasThreadEvent(id, sn.Seq); err == nil && !ok {
 			err = fmt.Errorf("its watermark %d is not one of the thread's events", sn.Seq)
 		}
 	}
@@ -228,7 +237,7 @@ func (h *Host) trustedSnapshot(id string) (*domain.Thread, uint64, int, error) {
 		return nil, 0, 0, err
 	}
 	if err != nil {
-		h.log.Warn("a thread's snapshot cannot be trusted; rebuilding the thread from its events", "thread", id, "error", err)
+		log.Warn("a thread's snapshot cannot be trusted; rebuilding the thread from its events", "thread", id, "error", err)
 		return &domain.Thread{}, 0, 0, nil
 	}
 	t.Sequence = sn.Seq
