@@ -56,7 +56,8 @@ STRESS_TIMEOUT ?= 20m
 STRESS_MINUTES ?= 120
 test-stress: build
 	@logs=$$(mktemp -d); shell=$$$$; hogs=; run=; \
-	trap 'kill $$hogs $$run 2>/dev/null' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; \
+	trap 'kill $$hogs $$run 2>/dev/null' EXIT; stopped='echo "test-stress: stopped; the logs are in $$logs"'; \
+	trap "$$stopped; exit 130" INT; trap "$$stopped; exit 143" TERM; \
 	for i in $$(seq $(STRESS_HOGS)); do (while kill -0 $$shell 2>/dev/null; do :; done) & hogs="$$hogs $$!"; done; \
 	echo "test-stress: $(STRESS_HOGS) busy loops; go test -race -cpu $(STRESS_CPU); $(STRESS_TIMEOUT) a test binary, $(STRESS_MINUTES) minutes in all"; \
 	end=$$((SECONDS + $(STRESS_MINUTES) * 60)); failed=; late=; \
