@@ -11,7 +11,7 @@ TOOLS     := $(CURDIR)/.bin
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 
-.PHONY: all build test cover-build plugin-test generate demo bench record record-switch live-test sigkill-sweep cover fuzz clean
+.PHONY: all build test test-stress cover-build plugin-test generate demo bench record record-switch live-test sigkill-sweep cover fuzz clean
 
 all: build
 
@@ -36,6 +36,47 @@ test:
 	@GOWORK=off $(GO) vet .ci/cover.go
 	@$(MAKE) --no-print-directory cover
 	@for p in $(THIRD_PARTY); do echo "== $$p"; (cd $$p && BATON_REPLAYPEER=$(COVER_BIN)/replaypeer $(GO) test -race -count=1 ./...) || exit 1; done
+
+# The suite under CPU contention, to find the tests that pass only on an
+# idle machine (a wait on a guess, a race): every module's tests as cover
+# runs them but without coverage, then the third-party plugin modules, with
+# the race detector at -cpu $(STRESS_CPU) (each test once at each
+# GOMAXPROCS), while $(STRESS_HOGS) busy loops (one a core) load the
+# machine. A test binary that runs past STRESS_TIMEOUT panics with every
+# goroutine's stack (go test -timeout); once STRESS_MINUTES have passed,
+# the module running is stopped and the rest are not started. The busy
+# loops and the tests end with the recipe, however it ends (each loop
+# watches the recipe's shell). Prints each failed test under its module
+# and keeps the logs; STRESS_MODULES picks modules (STRESS_MODULES="sdk
+# replaypeer"). Not part of make test.
+STRESS_MODULES ?= $(MODULES) $(THIRD_PARTY)
+STRESS_CPU     ?= 1,2
+STRESS_HOGS    ?= $(shell nproc)
+STRESS_TIMEOUT ?= 20m
+STRESS_MINUTES ?= 120
+test-stress: build
+	@logs=$$(mktemp -d); shell=$$$$; hogs=; run=; \
+	trap 'kill $$hogs $$run 2>/dev/null' EXIT; stopped='echo "test-stress: stopped; the logs are in $$logs"'; \
+	trap "$$stopped; exit 130" INT; trap "$$stopped; exit 143" TERM; \
+	for i in $$(seq $(STRESS_HOGS)); do (while kill -0 $$shell 2>/dev/null; do :; done) & hogs="$$hogs $$!"; done; \
+	echo "test-stress: $(STRESS_HOGS) busy loops; go test -race -cpu $(STRESS_CPU); $(STRESS_TIMEOUT) a test binary, $(STRESS_MINUTES) minutes in all"; \
+	end=$$((SECONDS + $(STRESS_MINUTES) * 60)); failed=; late=; \
+	for m in $(STRESS_MODULES); do \
+		left=$$((end - SECONDS)); \
+		if [ $$left -le 0 ]; then late="$$late $$m"; continue; fi; \
+		case $$m in testdata/*) gowork=;; *) gowork=off;; esac; \
+		log=$$logs/$$(echo $$m | tr / -).log; echo "== $$m"; \
+		(cd $$m && exec env GOWORK=$$gowork BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer timeout -k 1m $${left}s \
+			$(GO) test -race -count=1 -cpu $(STRESS_CPU) -timeout $(STRESS_TIMEOUT) ./...) >$$log 2>&1 & run=$$!; \
+		wait $$run; rc=$$?; run=; \
+		grep -E '^(ok|FAIL|panic: )|^\s*--- FAIL|^\s+Test\S* \([0-9]' $$log; \
+		if [ $$rc -eq 124 ]; then echo "stopped: STRESS_MINUTES=$(STRESS_MINUTES) ran out"; late="$$late $$m"; \
+		elif [ $$rc -ne 0 ]; then failed="$$failed $$m"; fi; \
+	done; \
+	test -z "$$failed" || echo "test-stress: tests failed in:$$failed"; \
+	test -z "$$late" || echo "test-stress: not run to the end in $(STRESS_MINUTES) minutes:$$late"; \
+	if [ -n "$$failed$$late" ]; then echo "test-stress: the logs are in $$logs"; exit 1; fi; \
+	rm -rf $$logs; echo "test-stress: every module passed"
 
 # Coverage of every layer, from one run of each module's tests. Plugins, the
 # replay peer and the CLI run as separate processes in tests, so cover-build

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -22,6 +24,9 @@ var bin string // the replaypeer binary under test
 // TestMain builds the replay peer once, or uses the one $BATON_REPLAYPEER
 // names (`make test` builds it with coverage).
 func TestMain(m *testing.M) {
+	if names := os.Getenv(envIgnore); names != "" {
+		os.Exit(execIgnoring(names, os.Args[1:]))
+	}
 	// The peer processes write their coverage counters where this test
 	// binary writes its own (as plugintest.CoverChildren, which would
 	// bring all of sdk's dependencies into this module).
@@ -44,6 +49,34 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// envIgnore makes this test binary a parent that ignores the signals it
+// names (comma-separated) and then execs its arguments: the program starts
+// with them ignored, as under nohup (SIGHUP) or in a shell's background
+// job (SIGINT). exec.Cmd alone cannot start a child so.
+const envIgnore = "REPLAYPEER_TEST_IGNORE"
+
+// execIgnoring is the envIgnore parent. It returns only if it cannot exec.
+func execIgnoring(names string, argv []string) int {
+	byName := map[string]syscall.Signal{"SIGHUP": syscall.SIGHUP, "SIGINT": syscall.SIGINT, "SIGTERM": syscall.SIGTERM}
+	for name := range strings.SplitSeq(names, ",") {
+		sig, ok := byName[name]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "%s=%s: %q is not one of SIGHUP, SIGINT, SIGTERM\n", envIgnore, names, name)
+			return 2
+		}
+		signal.Ignore(sig)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, envIgnore+"=") {
+			env = append(env, kv)
+		}
+	}
+	err := syscall.Exec(argv[0], argv, env)
+	fmt.Fprintf(os.Stderr, "exec %s: %v\n", argv[0], err)
+	return 2
 }
 
 const header = `{"type":"transcript_start","provider":"acp","protocol":"acp/1","version":"1","scenario":"t","metadata":{"source":"authored"}}`
@@ -617,23 +650,39 @@ func TestExitSimulation(t *testing.T) {
 			t.Errorf("exit codes by status (-want +got):\n%s", diff)
 		}
 	})
+	// Each signal, whatever disposition the peer inherited: the default, or
+	// ignored (a `make test` under nohup, or in a background job).
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
-		name := map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP"}[sig]
-		t.Run("killed by "+name, func(t *testing.T) {
-			f := writeTranscript(t, lines(header, emit, `{"type":"runtime_exit","status":"error","signal":"`+name+`"}`))
-			cmd := exec.Command(bin, "--transcript", f, "--workspace", t.TempDir(), "--speed", "0")
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
+		for _, inherited := range []string{"", "SIGHUP,SIGINT,SIGTERM"} {
+			name := map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP"}[sig]
+			test := "killed by " + name
+			if inherited != "" {
+				test += ", started with " + inherited + " ignored"
 			}
-			wait(t, cmd)
-			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
-			if !ws.Signaled() || ws.Signal() != sig || errb.Len() != 0 || out.String() != `{"type":"system","n":1}`+"\n" {
-				t.Errorf("wait status %v (signaled %v), stderr %q, stdout %q; want killed by %v, nothing on stderr, the frame",
-					ws, ws.Signaled(), errb.String(), out.String(), sig)
-			}
-		})
+			t.Run(test, func(t *testing.T) {
+				f := writeTranscript(t, lines(header, emit, `{"type":"runtime_exit","status":"error","signal":"`+name+`"}`))
+				cmd := exec.Command(bin, "--transcript", f, "--workspace", t.TempDir(), "--speed", "0")
+				if inherited != "" {
+					cmd = exec.Command(self, cmd.Args...)
+					cmd.Env = append(os.Environ(), envIgnore+"="+inherited)
+				}
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				wait(t, cmd)
+				ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+				if !ws.Signaled() || ws.Signal() != sig || errb.Len() != 0 || out.String() != `{"type":"system","n":1}`+"\n" {
+					t.Errorf("wait status %v (signaled %v), stderr %q, stdout %q; want killed by %v, nothing on stderr, the frame",
+						ws, ws.Signaled(), errb.String(), out.String(), sig)
+				}
+			})
+		}
 	}
 	t.Run("truncated last frame", func(t *testing.T) {
 		out, stderr, code := peer(t, lines(header, emit, `{"type":"runtime_exit","status":"error","partial":"{\"type\":\"resu"}`))

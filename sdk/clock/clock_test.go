@@ -3,6 +3,8 @@ package clock_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,4 +182,45 @@ func TestSleepUntil(t *testing.T) {
 	tm := f.NewTimerAt(f.Now().Add(90 * time.Second))
 	defer tm.Stop()
 	clocktest.Pending(t, f, "a timer for an instant", 90*time.Second)
+}
+
+// AdvanceNext moves the time to a timer pending when it moves it, never to
+// one stopped since it saw it. Here it moves the time again and again
+// while timers come and go, each made and stopped at once (as a wait that
+// ends at once makes and stops its timer): each move is to the next hour.
+// The old AdvanceNext saw a timer pending and then, in a second step, read
+// the earliest; a timer stopped between the two left it indexing an empty
+// list.
+func TestAdvanceNextWhileTimersComeAndGo(t *testing.T) {
+	// The race needs goroutines running at once. The old AdvanceNext failed
+	// within the 300 moves in every run measured (-race or not, -cpu 1 or
+	// 2, on a loaded machine).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0))))
+	const moves, churners = 300, 2
+	f := clock.NewFake(epoch)
+	ctx, stop := context.WithCancel(t.Context())
+	var churn sync.WaitGroup
+	defer churn.Wait()
+	defer stop()
+	for range churners {
+		churn.Go(func() {
+			for ctx.Err() == nil {
+				f.NewTimer(time.Hour).Stop()
+			}
+		})
+	}
+	var got, want []time.Duration
+	for range moves {
+		d, err := f.AdvanceNext(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want = append(got, d), append(want, time.Hour)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the moves (-want +got):\n%s", diff)
+	}
+	if want := epoch.Add(moves * time.Hour); !f.Now().Equal(want) {
+		t.Errorf("now %v, want %v", f.Now(), want)
+	}
 }

@@ -59,12 +59,21 @@ func (f *Fake) timerAt(at time.Time) Timer {
 }
 
 // Advance moves the time forward by d, firing the timers it passes.
-func (f *Fake) Advance(d time.Duration) { f.Set(f.Now().Add(d)) }
+func (f *Fake) Advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.set(f.now.Add(d))
+}
 
 // Set moves the time to t (never backwards), firing the timers it passes.
 func (f *Fake) Set(t time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.set(t)
+}
+
+// set is Set; f.mu is held.
+func (f *Fake) set(t time.Time) {
 	if t.Before(f.now) {
 		return
 	}
@@ -87,6 +96,11 @@ func (f *Fake) Set(t time.Time) {
 func (f *Fake) Pending() []time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.pending()
+}
+
+// pending is Pending; f.mu is held.
+func (f *Fake) pending() []time.Duration {
 	ds := make([]time.Duration, len(f.timers))
 	for i, t := range f.timers {
 		ds[i] = t.at.Sub(f.now)
@@ -103,13 +117,16 @@ func (f *Fake) WaitTimers(ctx context.Context, n int) error {
 // WaitPending blocks until the pending timers (as Pending gives them)
 // satisfy cond, looking again at every change (a timer made, stopped or
 // fired), and returns them; or until ctx ends. Unlike a count, cond can
-// tell timers apart: some timers going while others come is seen.
+// tell timers apart: some timers going while others come is seen. What it
+// returns may have changed by the time the caller looks (another
+// goroutine may stop or make a timer): a caller that acts on the timers
+// themselves does so under the lock that read them (AdvanceNext).
 func (f *Fake) WaitPending(ctx context.Context, cond func([]time.Duration) bool) ([]time.Duration, error) {
 	for {
 		f.mu.Lock()
-		changed := f.changed
+		p, changed := f.pending(), f.changed
 		f.mu.Unlock()
-		if p := f.Pending(); cond(p) {
+		if cond(p) {
 			return p, nil
 		}
 		select {
@@ -121,22 +138,35 @@ func (f *Fake) WaitPending(ctx context.Context, cond func([]time.Duration) bool)
 }
 
 // AdvanceNext waits until a timer is pending, then moves the time to the
-// earliest one, firing it; it returns how far the time moved.
+// earliest one, firing it; it returns how far the time moved, or ctx's
+// cause if ctx ends first. It finds the earliest timer and moves the time
+// under one hold of the lock: a timer another goroutine stops or makes
+// meanwhile is either seen or not, never seen and then gone (a process
+// that exits makes and stops a timer in one breath, while a test moves
+// the clock from timer to timer).
 func (f *Fake) AdvanceNext(ctx context.Context) (time.Duration, error) {
-	if err := f.WaitTimers(ctx, 1); err != nil {
-		return 0, err
-	}
-	f.mu.Lock()
-	next := f.timers[0].at
-	for _, t := range f.timers[1:] {
-		if t.at.Before(next) {
-			next = t.at
+	for {
+		f.mu.Lock()
+		if len(f.timers) > 0 {
+			next := f.timers[0].at
+			for _, t := range f.timers[1:] {
+				if t.at.Before(next) {
+					next = t.at
+				}
+			}
+			d := next.Sub(f.now)
+			f.set(next)
+			f.mu.Unlock()
+			return d, nil
+		}
+		changed := f.changed
+		f.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return 0, context.Cause(ctx)
 		}
 	}
-	d := next.Sub(f.now)
-	f.mu.Unlock()
-	f.Set(next)
-	return d, nil
 }
 
 func (f *Fake) notify() {

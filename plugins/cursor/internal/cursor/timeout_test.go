@@ -94,29 +94,6 @@ func running(t *testing.T, tp *turnProc, what string) {
 	}
 }
 
-// finish moves the clock from timer to timer until the turn's process
-// ended.
-func finish(t *testing.T, f *clock.Fake, tp *turnProc) {
-	t.Helper()
-	for {
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() {
-			select {
-			case <-tp.exited:
-			case <-ctx.Done():
-			case <-time.After(clocktest.Guard):
-				t.Error("the turn's process did not end")
-			}
-			cancel()
-		}()
-		_, err := f.AdvanceNext(ctx)
-		cancel()
-		if err != nil {
-			return
-		}
-	}
-}
-
 func exitErr(t *testing.T, tp *turnProc) string {
 	t.Helper()
 	select {
@@ -229,6 +206,11 @@ func TestNextTurnWaitsForTheProcessBefore(t *testing.T) {
 					t.Fatalf("the clock moved to %v", got)
 				}
 				clocktest.Pending(t, f, "the wait given up", lingerAfterResult)
+				f.Advance(lingerAfterResult) // SIGTERM, ignored
+				clocktest.Pending(t, f, "SIGTERM ignored", providerproc.GracePeriod)
+				f.Advance(providerproc.GracePeriod) // SIGKILL; the drain begins
+				clocktest.Pending(t, f, "SIGKILL", lineproc.DrainTimeout)
+				f.Advance(lineproc.DrainTimeout)
 			} else {
 				f.Advance(lingerAfterResult) // SIGTERM, ignored
 				clocktest.Pending(t, f, "SIGTERM ignored", providerproc.GracePeriod, waitExitTimeout-lingerAfterResult)
@@ -248,8 +230,11 @@ func TestNextTurnWaitsForTheProcessBefore(t *testing.T) {
 				if want := "start turn: the process of the turn before did not exit"; !errors.Is(err, sdk.ErrBusy) || !strings.Contains(err.Error(), want) {
 					t.Fatalf("next turn: %v, want ErrBusy: %s", err, want)
 				}
+				clocktest.Pending(t, f, "the drain goes on", lineproc.DrainTimeout-left)
+				f.Advance(lineproc.DrainTimeout - left)
 			}
-			finish(t, f, tp)
+			// The drain over, the turn's stdout is closed and its process
+			// ends.
 			if got := exitErr(t, tp); got != "signal: killed" {
 				t.Fatalf("the process ended with %q", got)
 			}
