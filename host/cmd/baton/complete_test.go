@@ -95,7 +95,7 @@ func checkCompletions(t *testing.T, w waiting, args ...string) {
 		{[]string{"diff", w.thread, "--run", ""}, "1\twaiting: Write allowed.txt\n" + offered},
 		{[]string{"rollback", w.thread, "--run", ""}, "0\tbefore the first run\n1\twaiting: Write allowed.txt\n" + offered},
 		{[]string{"cancel", w.thread, "--run", ""}, offered}, // run 1 is not queued
-		{[]string{"interrupt", w.thread, "--run", ""}, w.run + "\trun 1, waiting: Write allowed.txt\n" + offered},
+		{[]string{"interrupt", w.thread, "--run", ""}, "1\twaiting: Write allowed.txt\n" + offered},
 		{[]string{"diff", "thr_nope", "--run", ""}, offered},
 	} {
 		out, errOut, code := batonEnv(t, nil, "", append(append([]string{"__complete"}, args...), c.args...)...)
