@@ -453,14 +453,24 @@ func entryNumbers(idx []int) string {
 
 // emit plays an emit_inbound entry: a response, an event or a stdout line.
 func (p *httpPeer) emit(i int, e transcript.Entry, addr string) error {
+	for k := 1; k <= e.Copies(); k++ {
+		if err := p.emitCopy(i, e, k, addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitCopy plays copy k of emit_inbound entry i (see Entry.Repeat).
+func (p *httpPeer) emitCopy(i int, e transcript.Entry, k int, addr string) error {
 	if e.Raw != "" {
-		return p.event(i, e, sse.Event{Data: []byte(e.Raw)})
+		return p.event(i, e, sse.Event{Data: e.Copy([]byte(e.Raw), k)})
 	}
 	raw, err := p.m.Rewrite(e.Frame)
 	if err != nil {
 		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
 	}
-	f, err := transcript.DecodeHTTPFrame(raw)
+	f, err := transcript.DecodeHTTPFrame(e.Copy(raw, k))
 	if err != nil {
 		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
 	}
