@@ -261,6 +261,17 @@ func (p *Process) NotFrame(line []byte) {
 	p.noteOther(&sdk.NotFrame{Head: bytes.Clone(line[:min(len(line), ndjson.HeadBytes)]), Len: int64(len(line))})
 }
 
+// WasFrame tells the process that the line Next returned last, though it
+// is not JSON, is what the provider's protocol has it print (opencode's
+// "listening on" line): the lines before it that were not frames were a
+// banner, not why it exits.
+func (p *Process) WasFrame() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.other, p.framed = nil, false
+	p.haveOther.Store(false)
+}
+
 // Write sends one line to the provider's stdin (safe for concurrent use).
 // A provider that went away is sdk.ErrProviderExited.
 func (p *Process) Write(line []byte) error {

@@ -152,8 +152,9 @@ func (tp *turnProc) stop() {
 }
 
 // report says in one sentence how the process ended and why, as far as
-// it said (the end of its stderr).
-func (tp *turnProc) report() string { return tp.proc.ExitReport("without a result") }
+// it said (what it printed that was not an event, the end of its stderr),
+// as every plugin says a provider's death mid-turn.
+func (tp *turnProc) report() string { return tp.proc.ExitReport("during the turn") }
 
 // ResumeSession implements sdk.Resumer: OpenSession continues
 // req.ResumeThreadRef when it is set.
@@ -255,6 +256,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	}
 	tp := &turnProc{proc: proc, clock: s.clock, turn: turn, exited: make(chan struct{})}
 	s.cur = tp
+	s.norm.notFrame = proc.NotFrame
 	for _, ev := range s.norm.begin(turn, req.ClientTurnID, proc.Pid()) {
 		ev.RawFrame = raw
 		s.emit.Emit(ev)

@@ -26,7 +26,6 @@ import (
 	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
-	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/providerproc"
 	"github.com/baton-run/baton/sdk/sessions"
 	"github.com/baton-run/baton/sdk/sse"
@@ -210,7 +209,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	// The stream's reader is started once the stream is open; until then
 	// nothing reads it.
 	proc, err := lineproc.Start(lineproc.Config{Name: "opencode", Command: cmd, Dir: cwd, RawFrameLog: req.RawFrameLog,
-		Log: s.log, Stdin: true, Clock: s.clock})
+		Log: s.log, Stdin: true, Clock: s.clock, OnLineTooLong: lineproc.TooLongDiagnostic(s.emit)})
 	if err != nil {
 		return sdk.OpenSessionResponse{}, err // it names the command; the host says it opened a session
 	}
@@ -222,6 +221,11 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 
 	resp, err := s.start(ctx, req, addr, stdoutDone)
 	if err != nil {
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			// No answer, from a server on its way out: its exit says why.
+			// (One that answers, even what it should not, lives on.)
+			err = s.proc.Failed(err, "while the session opened")
+		}
 		_ = s.close(context.Background())
 		return sdk.OpenSessionResponse{}, err
 	}
@@ -235,16 +239,16 @@ func (s *session) readStdout(addr chan<- string, done chan<- struct{}) {
 	defer close(done)
 	found := false
 	for {
+		// (An over-long line is a diagnostic, and skipped: OnLineTooLong.)
 		line, _, err := s.proc.Next()
-		if errors.Is(err, ndjson.ErrLineTooLong) {
-			s.log.Warn("opencode printed an over-long line; skipped", "error", err)
-			continue // what comes after it is still read
-		}
 		if err != nil {
 			return
 		}
 		if u := listening.Find(line); u != nil && !found && bytes.Contains(line, []byte("listening")) {
 			found = true
+			// What it printed before is a banner: an exit report quotes
+			// what it prints from now on.
+			s.proc.WasFrame()
 			addr <- string(u)
 		}
 	}
@@ -597,7 +601,12 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 		return sdk.StartTurnResponse{}, err
 	}
 	if s.ctx.Err() != nil {
-		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrProviderExited, "start turn")
+		select {
+		case <-s.proc.Done():
+			return sdk.StartTurnResponse{}, fmt.Errorf("start turn: %w", s.proc.Exit(""))
+		default:
+			return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrProviderExited, "start turn: the session was closed")
+		}
 	}
 	s.mu.Lock()
 	root, running := s.norm.root, s.norm.activeTurn(s.norm.root)
