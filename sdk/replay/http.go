@@ -29,6 +29,10 @@ type HTTPConfig struct {
 // does not read them.
 const maxStreamEvents = 1 << 16
 
+// streamDrain bounds how long the playback's end waits for its event
+// streams to send the events queued on them.
+const streamDrain = 10 * time.Second
+
 // httpRequest is a request from the client waiting for its answer.
 type httpRequest struct {
 	frame  json.RawMessage
@@ -117,7 +121,10 @@ func ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
 	for _, s := range p.streams {
 		close(s.events)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	// The events played before the end reach the client before the
+	// process ends (a flood of them too), as they did when recorded; a
+	// client that stopped reading holds the end no longer than this.
+	sctx, cancel := context.WithTimeout(context.Background(), streamDrain)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	_ = srv.Close()
