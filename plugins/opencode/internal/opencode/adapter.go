@@ -156,6 +156,10 @@ type session struct {
 	mu     sync.Mutex
 	norm   *normalizer   // its root is the session's own opencode session
 	events chan struct{} // closed when the event stream's reader ends
+	// endStream ends the event stream's request: not ctx, which ends as
+	// opencode exits, when what it sent last may still be on its way
+	// (watch reads the stream to its end first, or streamAfterExit).
+	endStream context.CancelFunc
 }
 
 // pendingRequest is a permission request waiting for the host's answer.
@@ -315,7 +319,11 @@ func (s *session) start(ctx context.Context, req sdk.OpenSessionRequest, addr <-
 // (server.connected): from then on, every event of the server reaches the
 // session, in order, on one reader.
 func (s *session) openEvents(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(s.ctx, http.MethodGet, s.base+"/event", nil)
+	streamCtx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.endStream = cancel
+	s.mu.Unlock()
+	req, err := http.NewRequestWithContext(streamCtx, http.MethodGet, s.base+"/event", nil)
 	if err != nil {
 		return err
 	}
@@ -467,7 +475,8 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 	<-stdoutDone
 	s.life.Exit(errors.New("opencode exited"), func(closed bool) ([]sdk.RuntimeEvent, sdk.RuntimeEvent) {
 		if s.streaming.Load() {
-			// The stream ends with the server, or with s.ctx just cancelled.
+			// The stream ends with the server: what it sent before it
+			// exited is read first.
 			t := s.clock.NewTimer(streamAfterExit)
 			select {
 			case <-s.events:
@@ -475,6 +484,11 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 			}
 			t.Stop()
 		}
+		s.mu.Lock()
+		if s.endStream != nil {
+			s.endStream()
+		}
+		s.mu.Unlock()
 		var evs []sdk.RuntimeEvent
 		for _, q := range s.pending.TakeAll() {
 			evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
