@@ -91,6 +91,20 @@ func (p brokenProvider) garbage(times int) []string {
 	return []string{fmt.Sprintf(`{"type":"emit_inbound","label":"garbage","raw":"garbage <n>","repeat":%d}`, times)}
 }
 
+// printed are entries that print each of lines where p's frames come.
+func (p brokenProvider) printed(lines ...string) []string {
+	var out []string
+	for _, l := range lines {
+		raw, _ := json.Marshal(l)
+		if p.name == "opencode" {
+			out = append(out, fmt.Sprintf(`{"type":"emit_inbound","label":"printed","frame":{"stdout":%s}}`, raw))
+			continue
+		}
+		out = append(out, fmt.Sprintf(`{"type":"emit_inbound","label":"printed","raw":%s}`, raw))
+	}
+	return out
+}
+
 // not is what a report says a line was not.
 func (p brokenProvider) not() string {
 	if p.protocol == "" {
@@ -156,7 +170,8 @@ func failureLines(out string) []string {
 // its stderr; the session's end says the same without the when. Through
 // the real baton, embedded and as a service, with each plugin and the
 // replay peer playing a provider that prints two lines that are not
-// frames, writes two lines on stderr and dies.
+// frames (one not JSON, one JSON that is not of its protocol), writes two
+// lines on stderr and dies.
 func TestProviderDeathReadsTheSame(t *testing.T) {
 	for _, p := range brokenProviders {
 		for _, end := range []struct{ name, entry, how string }{
@@ -165,7 +180,7 @@ func TestProviderDeathReadsTheSame(t *testing.T) {
 			{"signal", `{"type":"runtime_exit","status":"error","signal":"SIGKILL","stderr":"warning: a\nfatal: the API key was revoked\n"}`,
 				"was killed by SIGKILL"},
 		} {
-			command := p.transcript(t, append(p.garbage(2), end.entry)...)
+			command := p.transcript(t, append(p.printed("garbage 1", `{"garbage":2}`), end.entry)...)
 			for _, m := range hostModes {
 				t.Run(p.name+"/"+end.name+"/"+m.name, func(t *testing.T) {
 					out, errOut, _, code := runBroken(t, p, m.service, command)

@@ -256,11 +256,11 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	}
 	tp := &turnProc{proc: proc, clock: s.clock, turn: turn, exited: make(chan struct{})}
 	s.cur = tp
-	s.norm.notFrame = proc.NotFrame
 	for _, ev := range s.norm.begin(turn, req.ClientTurnID, proc.Pid()) {
 		ev.RawFrame = raw
 		s.emit.Emit(ev)
 	}
+	s.norm.notFrame = proc.NotFrame // (begin starts the turn's normalizer afresh)
 	go s.run(tp)
 	return sdk.StartTurnResponse{TurnRef: turn}, nil
 }

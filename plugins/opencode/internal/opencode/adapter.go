@@ -254,7 +254,10 @@ func (s *session) readStdout(addr chan<- string, done chan<- struct{}) {
 			// what it prints from now on.
 			s.proc.WasFrame()
 			addr <- string(u)
+			continue
 		}
+		s.proc.NotFrame(line) // its stdout is a log: JSON there is no frame either
+
 	}
 }
 
