@@ -102,7 +102,11 @@
 //     requests not resumable.
 //   - [EventDiagnostic]: Title, Text. Anything the provider said that has
 //     no other place (a malformed frame, a retry). The host records it on
-//     the run.
+//     the run. The sdk passes the first five of a title between two turn
+//     ends, and before the next turn end (or the session's) one of that
+//     title saying how many more there were, with the last three: a
+//     provider that prints thousands of malformed lines makes a handful of
+//     events, not thousands.
 //   - [EventSessionState]: Title, Detail. The provider's own session state.
 //     Kept in the raw-frame log only.
 //

@@ -110,8 +110,8 @@ func TestAgentDiesMidTurn(t *testing.T) {
 	bin := plugintest.Build(t, ".")
 	for name, tc := range map[string]struct{ exit, want string }{
 		"exit code and stderr": {`{"type":"runtime_exit","status":"error","code":2,"stderr":"Error: the API key was revoked\n"}`,
-			"the agent exited with status 2 before answering session/prompt: Error: the API key was revoked"},
-		"killed": {`{"type":"runtime_exit","status":"error","signal":"SIGKILL"}`, "the agent was killed by SIGKILL before answering session/prompt"},
+			"the agent exited with status 2 during the turn: Error: the API key was revoked"},
+		"killed": {`{"type":"runtime_exit","status":"error","signal":"SIGKILL"}`, "the agent was killed by SIGKILL during the turn"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "dies.ndjson")

@@ -286,7 +286,7 @@ func TestFailureWithoutResult(t *testing.T) {
 	// The peer says on stderr why it ended, as the CLI would.
 	abs, _ := filepath.Abs(testdata + "failure.ndjson")
 	peer := filepath.Base(plugintest.PeerCommand(abs, "", "").Argv[0]) // the replay peer, or this test binary playing it
-	want := peer + " exited with status 1 without a result: replaypeer: " + abs +
+	want := peer + " exited with status 1 during the turn: replaypeer: " + abs +
 		": runtime exit (error) at entry 4 (line 5, runtime_exit): ConnectError: [resource_exhausted] You've hit your usage limit"
 	if term.Status != sdk.TurnFailed || term.Failure == nil || term.Failure.Code != "provider_exited" || term.Failure.Message != want || !term.ThreadUsable {
 		t.Fatalf("terminal: %+v (failure %+v)\nwant failed, usable: %s", term, term.Failure, want)

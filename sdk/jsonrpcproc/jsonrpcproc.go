@@ -106,50 +106,77 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 // CallID is Call that also says which id the request had, so that its
 // response frame can be found again (see Config.OnRecv). A connection that
 // closed under the call waits up to exitReportWait (or until ctx ends) for
-// the provider's exit, to report it in one sentence: "the agent exited with
-// status 1 before answering initialize: <the end of its stderr>".
+// the provider's exit, to report it in one sentence (an *sdk.ProviderExit):
+// "the agent exited with status 1 before answering initialize: <the end of
+// its stderr>".
 func (c *Conn) CallID(ctx context.Context, method string, params, result any) (jsonrpc2.ID, error) {
 	id := jsonrpc2.ID{Num: c.nextID.Add(1) - 1}
 	err := c.RPC.Call(ctx, method, params, result, jsonrpc2.PickID(id))
-	if errors.Is(err, jsonrpc2.ErrClosed) || errors.Is(err, sdk.ErrProviderExited) { // ended, or gone before the write
-		// The report quotes what the provider printed last: wait for its
-		// exit, then for its output to be read to the end (a write can fail
-		// on the exit before the read loop has reached the lines before
-		// it); an exit is reported even if the read does not end in time.
-		t := c.clock.NewTimer(exitReportWait)
-		defer t.Stop()
-		// done wins over the timer and ctx when both are ready: a session
-		// ends its context as its provider exits, so an exit that has come
-		// is reported, whichever select case Go would pick.
-		wait := func(done <-chan struct{}) bool {
-			select {
-			case <-done:
-				return true
-			default:
-			}
-			select {
-			case <-done:
-				return true
-			case <-t.C():
-			case <-ctx.Done():
-			}
-			select {
-			case <-done:
-				return true
-			default:
-				return false
-			}
-		}
-		if !wait(c.Proc.Done()) {
-			return id, sdk.Kindf(sdk.ErrProviderExited, "%s closed its output before answering %s", c.name, method)
-		}
-		wait(c.RPC.DisconnectNotify())
-		return id, sdk.Kindf(sdk.ErrProviderExited, "%s", c.ExitReport("before answering "+method))
+	if closed(err) {
+		return id, c.exited(ctx, "before answering "+method)
 	}
 	if err != nil {
 		return id, fmt.Errorf("%s: %w", method, err)
 	}
 	return id, nil
+}
+
+// Notify sends a notification. A connection that closed before it was
+// sent is reported as CallID reports it: "codex exited with status 1
+// before it was sent initialized: …".
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	err := c.RPC.Notify(ctx, method, params)
+	if closed(err) {
+		return c.exited(ctx, "before it was sent "+method)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	return nil
+}
+
+// closed says whether a call's error is the connection's end: ended, or
+// the provider gone before the write.
+func closed(err error) bool {
+	return errors.Is(err, jsonrpc2.ErrClosed) || errors.Is(err, sdk.ErrProviderExited)
+}
+
+// exited is the error for a call or notification that failed because the
+// connection closed: the provider's exit (when says when), once it has
+// exited and its output has been read to the end (a write can fail on the
+// exit before the read loop has reached the lines before it), or that it
+// closed its output, if it has not exited within exitReportWait (or ctx).
+func (c *Conn) exited(ctx context.Context, when string) error {
+	t := c.clock.NewTimer(exitReportWait)
+	defer t.Stop()
+	// done wins over the timer and ctx when both are ready: a session
+	// ends its context as its provider exits, so an exit that has come is
+	// reported, whichever select case Go would pick.
+	wait := func(done <-chan struct{}) bool {
+		select {
+		case <-done:
+			return true
+		default:
+		}
+		select {
+		case <-done:
+			return true
+		case <-t.C():
+		case <-ctx.Done():
+		}
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
+	if !wait(c.Proc.Done()) {
+		return sdk.Kindf(sdk.ErrProviderExited, "%s closed its output %s", c.name, when)
+	}
+	// An exit is reported even if the read does not end in time.
+	wait(c.RPC.DisconnectNotify())
+	return c.lines.Exit(when)
 }
 
 // Wait waits for the provider to exit and for every frame it wrote before
@@ -191,6 +218,14 @@ func MalformedDiagnostic(emit sdk.Emitter) func(uint64, error) {
 // ExitReport says how the provider exited, when (if given) and why, as
 // lineproc.Process.ExitReport does.
 func (c *Conn) ExitReport(when string) string { return c.lines.ExitReport(when) }
+
+// Exit is the provider's exit as an error, as lineproc.Process.Exit makes
+// it. Call it once the process exited.
+func (c *Conn) Exit(when string) *sdk.ProviderExit { return c.lines.Exit(when) }
+
+// Failed is the error for a step that failed with err while the provider
+// ran: its exit, if it is on its way out, as lineproc.Process.Failed says.
+func (c *Conn) Failed(err error, when string) error { return c.lines.Failed(err, when) }
 
 // stream is the jsonrpc2 object stream over the provider's stdio: NDJSON
 // lines, each recorded in the raw-frame log.

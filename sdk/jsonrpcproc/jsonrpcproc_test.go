@@ -79,11 +79,11 @@ func TestExitBeforeAnswering(t *testing.T) {
 		"stderr": {`read line; echo 'Error: no API key' >&2; exit 1`,
 			"the agent exited with status 1 before answering initialize: Error: no API key"},
 		"the last stderr lines": {`read line; printf 'one\n\ntwo\nthree\nfour\nfive\nsix\n' >&2; exit 1`,
-			"the agent exited with status 1 before answering initialize: two; three; four; five; six"},
+			"the agent exited with status 1 before answering initialize: two; three; four; five; six (the last 5 of 6 lines of its stderr)"},
 		"a long stderr": {`read line; echo start` + long + `end >&2; exit 1`,
 			"the agent exited with status 1 before answering initialize: …" + long[:512-len("end")] + "end"},
 		"stdout": {`read line; echo '{"jsonrpc":"2.0","method":"log"}'; echo 'Please log in first.'; echo 'Then again.'; exit 0`,
-			`the agent exited with status 0 before answering initialize: it printed "Please log in first.", not JSON-RPC`},
+			`the agent exited with status 0 before answering initialize: it printed "Please log in first.", not JSON-RPC, and 1 more line that was not a frame`},
 		"stdout and stderr": {`read line; echo 'Welcome to garbage'; echo 'Error: no API key' >&2; echo 'see the docs' >&2; exit 1`,
 			`the agent exited with status 1 before answering initialize: it printed "Welcome to garbage", not JSON-RPC; its stderr ends: Error: no API key; see the docs`},
 		"a 10 MB line": {fmt.Sprintf(`read line; head -c %d /dev/zero | tr '\0' x; echo; echo 'Error: out of memory' >&2; exit 1`, tenMB),
@@ -117,6 +117,27 @@ func TestExitBeforeAnswering(t *testing.T) {
 				t.Errorf("initialize (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A notification to a provider that is gone fails with its exit, as a
+// call does: not jsonrpc2's "connection is closed".
+func TestNotifyAfterTheExit(t *testing.T) {
+	c, err := Start(t.Context(), Config{Name: "codex", Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", `echo 'fatal: crashed' >&2; exit 3`}},
+		Dir: t.TempDir(), Handler: noHandler{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Proc.Close(context.Background()) })
+	<-c.Proc.Done()
+	<-c.RPC.DisconnectNotify()
+	err = c.Notify(t.Context(), "initialized", nil)
+	var exit *sdk.ProviderExit
+	if !errors.As(err, &exit) {
+		t.Fatalf("initialized: %v; want the exit", err)
+	}
+	if diff := cmp.Diff("codex exited with status 3 before it was sent initialized: fatal: crashed", err.Error()); diff != "" {
+		t.Errorf("initialized (-want +got):\n%s", diff)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,31 +79,31 @@ type Process struct {
 	wmu sync.Mutex
 	w   *ndjson.Writer
 
-	mu         sync.Mutex
-	stderrTail []string
+	mu          sync.Mutex
+	stderrTail  []string // its last stderrTailLines lines that are not blank
+	stderrLines int      // how many lines that are not blank it wrote to stderr
 	// other is the first stdout line since the last frame that is not one
 	// (an error a CLI prints where it would print frames, a line too long
-	// to read): an exit report quotes it, beside the end of stderr.
-	other     *otherLine
+	// to read), with how many more came after it: an exit report quotes
+	// it, beside the end of stderr.
+	other     *sdk.NotFrame
 	haveOther atomic.Bool // other is set: the next frame clears it
+	// framed says the line Next returned last looked like a frame while
+	// other was set: it clears other unless NotFrame says it was none.
+	framed bool
+	// noted says Next has counted the line it returned last as not a
+	// frame, so that NotFrame does not count it twice (the reader's own).
+	noted bool
 }
 
-// otherLine is a line on stdout that was not a frame.
-type otherLine struct {
-	head    []byte // its first bytes: at most ndjson.HeadBytes, more than maxPrinted when cut
-	size    int64  // its length
-	tooLong int    // over this limit (ndjson.DefaultMaxLine): skipped unread; 0 for a line read
-}
-
-// stderrTailLines is how much of the provider's stderr an exit report
-// quotes, and maxWhy how many bytes of it at most (its end); maxPrinted is
-// how much it quotes of a line on stdout that was not a frame (its start,
-// with its length when cut). A provider that dies writing a long trace, or
-// a 10 MB line, must not put it all in a run's failure.
+// stderrTailLines is how many of the provider's last stderr lines an exit
+// report quotes (at most sdk.ExitStderrBytes of them), and stderrLogLines
+// how many of its first it logs (at debug level): a provider that floods
+// its stderr must not flood the plugin's log, which the host shows on the
+// user's terminal. The raw-frame log keeps every line.
 const (
 	stderrTailLines = 5
-	maxWhy          = 512
-	maxPrinted      = 200 // less than ndjson.HeadBytes
+	stderrLogLines  = 20
 )
 
 // DrainTimeout bounds how long stdout is read once the process exited:
@@ -130,8 +130,13 @@ func Start(cfg Config) (*Process, error) {
 	cmd, err := providerproc.Start(providerproc.Command{Argv: cfg.Command.Argv, Env: cfg.Command.Env, Dir: cfg.Dir,
 		Clock: p.clock, Stderr: func(line []byte) {
 			frames.Append(framelog.Stderr, line)
-			cfg.Log.Debug("provider stderr", "line", string(line))
-			p.keepStderr(line)
+			switch n := p.keepStderr(line); {
+			case n <= stderrLogLines:
+				cfg.Log.Debug("provider stderr", "line", string(line))
+			case n == stderrLogLines+1:
+				cfg.Log.Debug("provider stderr: more lines are not logged (the raw-frame log keeps them, an exit report quotes the last)",
+					"logged", stderrLogLines)
+			}
 		}})
 	if err != nil {
 		if own {
@@ -182,13 +187,21 @@ func (p *Process) Wait() {
 	_ = p.Cmd.Close(context.Background()) // SIGKILL if SIGTERM is not enough
 }
 
-func (p *Process) keepStderr(line []byte) {
+// keepStderr keeps a stderr line in the tail, unless it is blank, and
+// returns how many lines that are not blank the provider has written (0
+// for a blank one: it is not logged either).
+func (p *Process) keepStderr(line []byte) int {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return 0
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.stderrLines++
 	p.stderrTail = append(p.stderrTail, string(line))
 	if len(p.stderrTail) > stderrTailLines {
 		p.stderrTail = p.stderrTail[1:]
 	}
+	return p.stderrLines
 }
 
 // Next reads the provider's next stdout line and returns it with its index
@@ -197,7 +210,7 @@ func (p *Process) keepStderr(line []byte) {
 func (p *Process) Next() ([]byte, uint64, error) {
 	b, err := p.r.Next()
 	for tooLong := (*ndjson.LineTooLongError)(nil); errors.As(err, &tooLong); {
-		p.noteOther(&otherLine{head: tooLong.Head, size: tooLong.Len, tooLong: tooLong.Limit})
+		p.noteOther(&sdk.NotFrame{Head: tooLong.Head, Len: tooLong.Len, Limit: tooLong.Limit})
 		if p.tooLong == nil {
 			break
 		}
@@ -210,15 +223,19 @@ func (p *Process) Next() ([]byte, uint64, error) {
 		}
 		return nil, 0, err
 	}
-	if looksLikeFrame(b) {
-		if p.haveOther.Load() {
-			p.mu.Lock()
-			p.other = nil
+	p.noted = false
+	if p.haveOther.Load() {
+		p.mu.Lock()
+		if p.framed { // the line before was a frame
+			p.other, p.framed = nil, false
 			p.haveOther.Store(false)
-			p.mu.Unlock()
 		}
-	} else {
+		p.framed = looksLikeFrame(b) && p.other != nil
+		p.mu.Unlock()
+	}
+	if !looksLikeFrame(b) {
 		p.NotFrame(b)
+		p.noted = true
 	}
 	return b, p.Frames.Append(framelog.In, b), nil
 }
@@ -234,9 +251,25 @@ func looksLikeFrame(line []byte) bool {
 // NotFrame tells the process that line, which Next returned, is not a
 // frame of its protocol (a JSON object that is not a message of it): the
 // exit report quotes the first such line since the last frame, as it
-// quotes a line that is not JSON. It keeps a bounded part of line.
+// quotes a line that is not JSON, and counts the others. It keeps a
+// bounded part of line. A line Next took for no frame already is not
+// counted again.
 func (p *Process) NotFrame(line []byte) {
-	p.noteOther(&otherLine{head: bytes.Clone(line[:min(len(line), ndjson.HeadBytes)]), size: int64(len(line))})
+	if p.noted {
+		return
+	}
+	p.noteOther(&sdk.NotFrame{Head: bytes.Clone(line[:min(len(line), ndjson.HeadBytes)]), Len: int64(len(line))})
+}
+
+// WasFrame tells the process that the line Next returned last, though it
+// is not JSON, is what the provider's protocol has it print (opencode's
+// "listening on" line): the lines before it that were not frames were a
+// banner, not why it exits.
+func (p *Process) WasFrame() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.other, p.framed = nil, false
+	p.haveOther.Store(false)
 }
 
 // Write sends one line to the provider's stdin (safe for concurrent use).
@@ -309,14 +342,17 @@ func terminated(err error) bool {
 }
 
 // noteOther keeps the first stdout line since the last frame that is not
-// a frame.
-func (p *Process) noteOther(o *otherLine) {
+// a frame, and counts the others.
+func (p *Process) noteOther(o *sdk.NotFrame) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.framed = false // the line was none
 	if p.other == nil {
 		p.other = o
 		p.haveOther.Store(true)
+		return
 	}
+	p.other.More++
 }
 
 // ExitReport says in one sentence how the provider exited, then when (if
@@ -325,76 +361,84 @@ func (p *Process) noteOther(o *otherLine) {
 // (quoted, its start, with its length when cut), and the end of its
 // stderr. "the agent exited with status 1 before answering initialize:
 // Error: no API key"; "the agent exited with status 1 before answering
-// initialize: it printed "Welcome" (not JSON-RPC); its stderr ends: Error:
-// no API key". Call it once the process exited.
-func (p *Process) ExitReport(when string) string {
-	msg := p.name + " " + exitHow(p.Cmd.Err())
-	if when != "" {
-		msg += " " + when
+// initialize: it printed "Welcome", not JSON-RPC; its stderr ends: Error:
+// no API key". It is Exit(when)'s text. Call it once the process exited.
+func (p *Process) ExitReport(when string) string { return p.Exit(when).Error() }
+
+// Exit is the provider's exit as an error (sdk.ProviderExit, of kind
+// sdk.ErrProviderExited): how it exited, when (if given), and what it said
+// (see ExitReport). Call it once the process exited.
+func (p *Process) Exit(when string) *sdk.ProviderExit {
+	e := &sdk.ProviderExit{Provider: p.name, Protocol: p.protocol, When: when}
+	e.Status, e.Signal = exitStatus(p.Cmd.Err())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.other != nil && !p.framed {
+		o := *p.other
+		e.NotFrame = &o
 	}
-	printed, stderr := p.why()
-	switch {
-	case printed != "" && stderr != "":
-		msg += ": " + printed + "; its stderr ends: " + stderr
-	case printed != "":
-		msg += ": " + printed
-	case stderr != "":
-		msg += ": " + stderr
-	}
-	return msg
+	e.Stderr = slices.Clone(p.stderrTail)
+	e.StderrLines = p.stderrLines
+	return e
 }
 
-// exitHow says how a process exited, from its exit error.
-func exitHow(err error) string {
+// Failed is the error for a step that failed with err while the provider
+// ran, though not because it exited (an answer the plugin cannot use, a
+// refusal, a timeout), when the provider may be on its way out: its stdin
+// is closed, and if it then exits within providerproc.GracePeriod with a
+// failure (a status other than 0, or a signal), err was a symptom and the
+// error is its exit (Exit(when), once its stdout is read to the end). An
+// agent that answers initialize with an empty result and dies reads "the
+// agent exited with status 3 while the session opened: <its stderr>", not
+// "the agent speaks ACP version 0". Otherwise Failed returns err, and the
+// provider is its owner's to stop; an err that is already an exit is
+// returned as it is. One goroutine must be reading the provider's stdout
+// (Next).
+func (p *Process) Failed(err error, when string) error {
+	var exit *sdk.ProviderExit
+	if errors.As(err, &exit) {
+		return err
+	}
+	_ = p.CloseStdin()
+	t := p.clock.NewTimer(providerproc.GracePeriod)
+	defer t.Stop()
+	select {
+	case <-p.Done():
+	case <-t.C():
+		return err // it lives on: its answer was the failure
+	}
+	if p.Err() == nil {
+		return err // it ended as asked, at the end of its input
+	}
+	// What it printed last is read by DrainTimeout after its exit, even
+	// if something it started keeps stdout open.
+	d := p.clock.NewTimer(DrainTimeout + time.Second)
+	defer d.Stop()
+	select {
+	case <-p.readEnd:
+	case <-d.C():
+	}
+	return p.Exit(when)
+}
+
+// exitStatus is how a process exited, from its exit error: its status, or
+// the name of the signal that killed it.
+func exitStatus(err error) (int, string) {
 	var ee *exec.ExitError
 	switch {
 	case err == nil, errors.Is(err, exec.ErrWaitDelay):
 		// (ErrWaitDelay: it exited 0, and something it started kept its
 		// stderr open.)
-		return "exited with status 0"
+		return 0, ""
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "was killed by " + unix.SignalName(ws.Signal())
+			return 0, unix.SignalName(ws.Signal())
 		}
-		return fmt.Sprintf("exited with status %d", ee.ExitCode())
+		return ee.ExitCode(), ""
 	}
 	// Not reached while providerproc's stderr writer never fails: Wait
 	// returns no other error for a process it started.
-	return "exited (" + err.Error() + ")"
-}
-
-// why is what the provider said before it exited: what it printed on
-// stdout instead of a frame, and the end of its stderr on one line, each
-// bounded and with what is not text escaped (a failure's message is valid
-// UTF-8, and one line).
-func (p *Process) why() (printed, stderr string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if o := p.other; o != nil {
-		// (A head is cut only past maxPrinted: Clip says it was cut.)
-		q := strconv.Quote(sdk.Clip(string(o.head), maxPrinted, false))
-		switch {
-		case o.tooLong > 0:
-			printed = fmt.Sprintf("it printed a line over the limit of %d bytes: %s (%d bytes in all)", o.tooLong, q, o.size)
-		case o.size > maxPrinted:
-			printed = fmt.Sprintf("it printed %s (%d bytes in all)", q, o.size)
-		default:
-			printed = "it printed " + q
-		}
-		if p.protocol != "" && o.tooLong == 0 {
-			printed += ", not " + p.protocol
-		}
-	}
-	lines := make([]string, 0, len(p.stderrTail))
-	for _, l := range p.stderrTail {
-		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) > 0 {
-		stderr = sdk.Printable(sdk.Clip(strings.Join(lines, "; "), maxWhy, true))
-	}
-	return printed, stderr
+	return -1, ""
 }
 
 // StderrTail is the last few lines the provider wrote to stderr.

@@ -29,6 +29,10 @@ type HTTPConfig struct {
 // does not read them.
 const maxStreamEvents = 1 << 16
 
+// streamDrain bounds how long the playback's end waits for its event
+// streams to send the events queued on them.
+const streamDrain = 10 * time.Second
+
 // httpRequest is a request from the client waiting for its answer.
 type httpRequest struct {
 	frame  json.RawMessage
@@ -117,7 +121,10 @@ func ServeHTTP(ctx context.Context, cfg HTTPConfig) error {
 	for _, s := range p.streams {
 		close(s.events)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	// The events played before the end reach the client before the
+	// process ends (a flood of them too), as they did when recorded; a
+	// client that stopped reading holds the end no longer than this.
+	sctx, cancel := context.WithTimeout(context.Background(), streamDrain)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	_ = srv.Close()
@@ -460,14 +467,24 @@ func entryNumbers(idx []int) string {
 
 // emit plays an emit_inbound entry: a response, an event or a stdout line.
 func (p *httpPeer) emit(i int, e transcript.Entry, addr string) error {
+	for k := 1; k <= e.Copies(); k++ {
+		if err := p.emitCopy(i, e, k, addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitCopy plays copy k of emit_inbound entry i (see Entry.Repeat).
+func (p *httpPeer) emitCopy(i int, e transcript.Entry, k int, addr string) error {
 	if e.Raw != "" {
-		return p.event(i, e, sse.Event{Data: []byte(e.Raw)})
+		return p.event(i, e, sse.Event{Data: e.Copy([]byte(e.Raw), k)})
 	}
 	raw, err := p.m.Rewrite(e.Frame)
 	if err != nil {
 		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
 	}
-	f, err := transcript.DecodeHTTPFrame(raw)
+	f, err := transcript.DecodeHTTPFrame(e.Copy(raw, k))
 	if err != nil {
 		return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
 	}

@@ -494,3 +494,24 @@ func TestHTTPRawTextWithoutAStream(t *testing.T) {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
 }
+
+// An HTTP provider floods too: its stdout lines and its events repeat,
+// "<n>" each copy's number.
+func TestHTTPRepeat(t *testing.T) {
+	p := startServer(t, t.Context(), HTTPConfig{Config: Config{Transcript: decodeHTTP(t, listening,
+		`{"type":"emit_inbound","label":"log","frame":{"stdout":"log <n>"},"repeat":3}`,
+		`{"type":"expect_outbound","label":"events","frame":{"http":"request","method":"GET","path":"/event"}}`,
+		`{"type":"emit_inbound","frame":{"http":"response","status":200,"stream":true}}`,
+		`{"type":"emit_inbound","label":"junk","raw":"junk <n>","repeat":2}`,
+		`{"type":"runtime_exit","status":"success","wait":"now"}`)}})
+	events, _ := p.stream(t)
+	if diff := cmp.Diff([]string{"junk 1", "junk 2"}, collect(t, events)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"log 1", "log 2", "log 3"}, collect(t, p.stdout)); diff != "" {
+		t.Errorf("stdout after the address (-want +got):\n%s", diff)
+	}
+	if err := p.result(t); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -33,7 +33,8 @@ import (
 //	                    see (Config.Trace), e.g. /dev/fd/3 for a test's pipe
 //
 // A runtime_exit entry that dies by a signal ends the process by it (see
-// die).
+// die). A provider that floods its output is an entry with "repeat":N
+// (transcript.Entry.Repeat): the frame, or the exit's stderr, N times.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replaypeer", flag.ContinueOnError)
 	fs.SetOutput(stderr)

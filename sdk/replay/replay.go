@@ -303,8 +303,10 @@ func (p *peer) emit(ctx context.Context, i int, e transcript.Entry) error {
 			return &Error{Code: ExitBadUsage, Msg: fmt.Sprintf("%s: %v", e.Name(i), err)}
 		}
 	}
-	if err := p.out.Write(frame); err != nil {
-		return &Error{Code: ExitIO, Msg: fmt.Sprintf("%s: write to client: %v", e.Name(i), err)}
+	for k := 1; k <= e.Copies(); k++ {
+		if err := p.out.Write(e.Copy(frame, k)); err != nil {
+			return &Error{Code: ExitIO, Msg: fmt.Sprintf("%s: write to client: %v", e.Name(i), err)}
+		}
 	}
 	p.buffered = true
 	entries := p.cfg.Transcript.Entries
@@ -532,7 +534,13 @@ func (cfg Config) waitKilled(i int, e transcript.Entry, frames <-chan line, sign
 // after its partial frame: its stderr text, then stdout closed.
 func (cfg Config) ending(i int, e transcript.Entry) error {
 	if e.Stderr != "" && cfg.Err != nil {
-		if _, err := io.WriteString(cfg.Err, e.Stderr); err != nil {
+		w := bufio.NewWriter(cfg.Err) // a flood (Repeat) in few writes
+		for k := 1; k <= e.Copies(); k++ {
+			if _, err := w.Write(e.Copy([]byte(e.Stderr), k)); err != nil {
+				return &Error{Code: ExitIO, Msg: fmt.Sprintf("%s: write stderr: %v", e.Name(i), err)}
+			}
+		}
+		if err := w.Flush(); err != nil {
 			return &Error{Code: ExitIO, Msg: fmt.Sprintf("%s: write stderr: %v", e.Name(i), err)}
 		}
 	}

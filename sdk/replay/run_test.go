@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -612,5 +613,28 @@ func TestKillWaitOutlivesStdinAndSignals(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A flood is written with repeat: an emit_inbound entry's frame sent, or a
+// runtime_exit's stderr written, that many times, "<n>" the copy's number.
+func TestRepeat(t *testing.T) {
+	tr := decode(t,
+		`{"type":"emit_inbound","frame":{"n":"<n>"}}`,
+		`{"type":"emit_inbound","label":"junk","raw":"garbage <n>","repeat":3}`,
+		`{"type":"emit_inbound","frame":{"n":"<n>"},"repeat":2}`,
+		`{"type":"runtime_exit","status":"error","stderr":"err <n>\n","repeat":4}`)
+	var out writeLog
+	var errOut bytes.Buffer
+	err := Run(t.Context(), Config{Transcript: tr, In: strings.NewReader(""), Out: &out, Err: &errOut})
+	if e := asError(err); e == nil || e.Code != ExitRuntimeError {
+		t.Fatalf("Run = %v; want the runtime exit", err)
+	}
+	want := `{"n":"<n>"}` + "\n" + "garbage 1\ngarbage 2\ngarbage 3\n" + `{"n":"1"}` + "\n" + `{"n":"2"}` + "\n"
+	if diff := cmp.Diff(want, strings.Join(out.writes, "")); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff("err 1\nerr 2\nerr 3\nerr 4\n", errOut.String()); diff != "" {
+		t.Errorf("stderr (-want +got):\n%s", diff)
 	}
 }

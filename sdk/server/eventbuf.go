@@ -27,6 +27,7 @@ type eventBuffer struct {
 	next    uint64
 	changed chan struct{} // closed and replaced on every change
 	ended   bool
+	diags   diagnostics // held back, to be summarized (see diagnosticBurst)
 }
 
 func newEventBuffer(sessionID string) *eventBuffer {
@@ -34,13 +35,30 @@ func newEventBuffer(sessionID string) *eventBuffer {
 }
 
 // Emit implements sdk.Emitter. Events after the session ended are dropped: the
-// runtime-exited event is always the last.
+// runtime-exited event is always the last. A flood of diagnostics is
+// summarized (see diagnosticBurst): the summaries come before the turn's
+// or the session's end.
 func (b *eventBuffer) Emit(ev sdk.RuntimeEvent) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ended {
 		return
 	}
+	switch ev.Kind {
+	case sdk.EventDiagnostic:
+		if !b.diags.take(ev) {
+			return
+		}
+	case sdk.EventTurnTerminal, sdk.EventRuntimeExited:
+		for _, s := range b.diags.flush() {
+			b.push(s)
+		}
+	}
+	b.push(ev)
+}
+
+// push appends an event to the stream; b.mu is held.
+func (b *eventBuffer) push(ev sdk.RuntimeEvent) {
 	ev.SessionID = b.sessionID
 	ev.Sequence = b.next
 	b.next++
@@ -78,11 +96,15 @@ func (b *eventBuffer) ack(seq uint64) {
 	b.drop(min(int(seq-b.first+1), len(b.events)-b.head))
 }
 
-// end marks the stream finished without a further event.
+// end marks the stream finished without a further event (but the
+// summaries of diagnostics held back).
 func (b *eventBuffer) end() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.ended {
+		for _, s := range b.diags.flush() {
+			b.push(s)
+		}
 		b.ended = true
 		close(b.changed)
 		b.changed = make(chan struct{})

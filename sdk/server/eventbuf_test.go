@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
 	"github.com/baton-run/baton/sdk"
@@ -124,5 +125,77 @@ func BenchmarkEventBuffer(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A flood of diagnostics is summarized: the first diagnosticBurst of a
+// title go as they are, then, before the turn's end, one diagnostic says
+// how many more there were with the last few; the count starts again
+// after it, and the session's end summarizes what is left. Other titles
+// and other events are not held.
+func TestDiagnosticFloodIsSummarized(t *testing.T) {
+	b := newEventBuffer("s")
+	malformed := func(i int) sdk.RuntimeEvent {
+		return sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: fmt.Sprintf("not JSON: \"garbage %d\"", i),
+			TurnRef: "t1", RawFrame: uint64(100 + i)}
+	}
+	for i := 1; i <= 10000; i++ {
+		b.Emit(malformed(i))
+		if i == 7 {
+			b.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "unhandled agent method x"})
+			b.Emit(sdk.RuntimeEvent{Kind: sdk.EventContentDelta, Text: "hi"})
+		}
+	}
+	b.Emit(sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "t1"})
+	for i := 1; i <= 6; i++ {
+		b.Emit(malformed(i))
+	}
+	b.Emit(sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited})
+	evs, ended, _, err := b.after(0)
+	if err != nil || !ended {
+		t.Fatalf("after(0): ended %v, %v", ended, err)
+	}
+	var got []string
+	for i, ev := range evs {
+		if ev.Sequence != uint64(i+1) {
+			t.Errorf("event %d has sequence %d", i+1, ev.Sequence)
+		}
+		got = append(got, fmt.Sprintf("%s|%s|%s|%s|%d", ev.Kind, ev.Title, ev.Text, ev.TurnRef, ev.RawFrame))
+	}
+	want := []string{
+		`diagnostic|malformed frame|not JSON: "garbage 1"|t1|101`,
+		`diagnostic|malformed frame|not JSON: "garbage 2"|t1|102`,
+		`diagnostic|malformed frame|not JSON: "garbage 3"|t1|103`,
+		`diagnostic|malformed frame|not JSON: "garbage 4"|t1|104`,
+		`diagnostic|malformed frame|not JSON: "garbage 5"|t1|105`,
+		`diagnostic|unhandled agent method x|||0`,
+		`content_delta||hi||0`,
+		`diagnostic|malformed frame|9995 more like this, not reported one by one (10000 in all); the last 3: ` +
+			`not JSON: "garbage 9998"; not JSON: "garbage 9999"; not JSON: "garbage 10000"|t1|10100`,
+		`turn_terminal|||t1|0`,
+		`diagnostic|malformed frame|not JSON: "garbage 1"|t1|101`,
+		`diagnostic|malformed frame|not JSON: "garbage 2"|t1|102`,
+		`diagnostic|malformed frame|not JSON: "garbage 3"|t1|103`,
+		`diagnostic|malformed frame|not JSON: "garbage 4"|t1|104`,
+		`diagnostic|malformed frame|not JSON: "garbage 5"|t1|105`,
+		`diagnostic|malformed frame|1 more like this, not reported one by one (6 in all); the last: not JSON: "garbage 6"|t1|106`,
+		`runtime_exited||||0`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// A stream that ends without a runtime exit still summarizes what it held.
+func TestDiagnosticSummaryAtTheEnd(t *testing.T) {
+	b := newEventBuffer("s")
+	for range diagnosticBurst + 2 {
+		b.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "malformed event", Text: "x"})
+	}
+	b.end()
+	evs, ended, _, _ := b.after(0)
+	last := evs[len(evs)-1]
+	if !ended || len(evs) != diagnosticBurst+1 || last.Text != "2 more like this, not reported one by one (7 in all); the last 2: x; x" {
+		t.Fatalf("ended %v, %d events, the last %+v; want the burst and a summary of 2", ended, len(evs), last)
 	}
 }

@@ -51,6 +51,15 @@
 //
 // In that order: the partial frame, the stderr text, stdout closed, the
 // wait, then the exit (or the signal).
+//
+// A provider that floods its output is written with "repeat": an
+// emit_inbound entry with "repeat":N sends its frame (or raw text) N times
+// back to back, and a runtime_exit with "repeat":N writes its stderr text
+// N times; in each copy "<n>" stands for its number (1 to N), so the first
+// and the last differ:
+//
+//	{"type":"emit_inbound","label":"garbage","raw":"garbage <n>","repeat":10000}
+//	{"type":"runtime_exit","status":"error","stderr":"warning <n>\n","repeat":10000}
 package transcript
 
 import (
@@ -62,6 +71,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,6 +149,11 @@ type Entry struct {
 	// that lives on after its output ended.
 	CloseStdout bool `json:"closeStdout,omitempty"`
 
+	// Repeat, on an emit_inbound entry, sends its frame Repeat times back
+	// to back; on a runtime_exit, writes its stderr Repeat times (0: once).
+	// "<n>" in each copy is its number, from 1 (see Copy).
+	Repeat int `json:"repeat,omitempty"`
+
 	// workspace
 	Op      string  `json:"op,omitempty"`
 	Path    string  `json:"path,omitempty"`
@@ -174,6 +189,22 @@ const (
 // Signals a runtime_exit may die by: those a process dies of without a
 // core dump or a handler of its own.
 var Signals = []string{"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP"}
+
+// RepeatN stands for a copy's number in a repeated entry's text.
+const RepeatN = "<n>"
+
+// Copies is how many times an entry's frame (emit_inbound) or stderr text
+// (runtime_exit) is sent: Repeat, or once.
+func (e Entry) Copies() int { return max(e.Repeat, 1) }
+
+// Copy is copy k (from 1) of an entry's text: with Repeat set, "<n>" in
+// it stands for k; without, text is as it is.
+func (e Entry) Copy(text []byte, k int) []byte {
+	if e.Repeat == 0 {
+		return text
+	}
+	return bytes.ReplaceAll(text, []byte(RepeatN), []byte(strconv.Itoa(k)))
+}
 
 // ExitCode is the exit code of a runtime_exit entry that does not die by a
 // signal: its Code, or 0 for success, 1 for error and 130 (interrupted)
@@ -387,6 +418,15 @@ func decodeEntry(line []byte, n int) (Entry, error) {
 		return e, lineErr(n, "bad JSON: %v", err)
 	}
 	e.Line = n
+	if e.Repeat < 0 {
+		return e, lineErr(n, "repeat is negative (%d)", e.Repeat)
+	}
+	switch {
+	case e.Repeat > 0 && e.Type != TypeEmitInbound && e.Type != TypeRuntimeExit:
+		return e, lineErr(n, "%s has repeat: only an emit_inbound entry (its frame) or a runtime_exit (its stderr) repeats", e.Type)
+	case e.Repeat > 0 && e.Type == TypeRuntimeExit && e.Stderr == "":
+		return e, lineErr(n, "runtime_exit has repeat but no stderr: repeat writes its stderr that many times")
+	}
 	switch e.Type {
 	case TypeExpectOutbound, TypeEmitInbound:
 		noFrame := len(e.Frame) == 0 || string(e.Frame) == "null"

@@ -55,6 +55,10 @@ func TestDecodeErrorsNameTheLine(t *testing.T) {
 		{hdr + "\n" + `{"type":"runtime_exit","status":"error","closeStdout":true}`, `closeStdout is a process that lives on after closing stdout: wait must be`},
 		{hdr + "\n" + `{"type":"runtime_exit","status":"success","closeStdout":true,"wait":"now"}`, `wait must be "stdin_close" or "signal"`},
 		{hdr + "\n" + `{"type":"runtime_exit","status":"error","partial":"{\"a\":\n"}`, "partial is a frame cut short: it has no newline"},
+		// Repeat: a frame sent, or stderr written, that many times.
+		{hdr + "\n" + `{"type":"emit_inbound","raw":"x","repeat":-1}`, "line 2: repeat is negative (-1)"},
+		{hdr + "\n" + `{"type":"expect_outbound","frame":{},"repeat":2}`, "line 2: expect_outbound has repeat: only an emit_inbound entry (its frame) or a runtime_exit (its stderr) repeats"},
+		{hdr + "\n" + `{"type":"runtime_exit","status":"error","repeat":2}`, "line 2: runtime_exit has repeat but no stderr"},
 	} {
 		_, err := Decode(strings.NewReader(tc.in))
 		if err == nil || !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), tc.want) {

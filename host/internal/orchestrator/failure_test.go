@@ -135,7 +135,7 @@ func TestProviderThatExitsAtOnceSaysWhy(t *testing.T) {
 		"codex": {Code: "start_failed",
 			Message: "codex exited with status 2 before answering initialize: Error: unexpected argument 'app-server' found"},
 		"cursor": {Code: "provider_exited", Message: filepath.Base(peerBin) +
-			" exited with status 1 without a result: Error: Authentication required. Please run 'cursor-agent login' first."},
+			" exited with status 1 during the turn: Error: Authentication required. Please run 'cursor-agent login' first."},
 		"opencode": {Code: "start_failed",
 			Message: "opencode exited with status 1 before it said where it listens: Error: listen EADDRINUSE: address already in use 127.0.0.1"},
 	} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -157,7 +158,8 @@ func TestPrompt(t *testing.T) {
 
 // A command that exits non-zero fails the turn, quoting the end of its
 // stderr; its stderr lines are diagnostics, the first maxDiagnostics of
-// them; the answer so far is a failed item. The thread stays usable: the
+// them, of which the sdk passes five and sums up the rest before the
+// turn's end; the answer so far is a failed item. The thread stays usable: the
 // next turn is a new process.
 func TestFailedTurn(t *testing.T) {
 	p := start(t)
@@ -165,13 +167,14 @@ func TestFailedTurn(t *testing.T) {
 	s.StartTurn(t, "go")
 	got := views(s.WaitTurn(t))
 	var want []view
-	for i := 1; i <= maxDiagnostics; i++ {
+	for i := 1; i <= 5; i++ {
 		want = append(want, view{Kind: sdk.EventDiagnostic, Title: "sh stderr", Text: "err " + strconv.Itoa(i)})
 	}
-	want = append(want, view{Kind: sdk.EventDiagnostic, Title: "sh stderr", Text: "more than 20 lines: the rest are in the raw-frame log only"})
 	why := "sh exited with status 3: err 21; err 22; err 23; err 24; err 25"
 	want = append(want,
 		view{Kind: sdk.EventItemCompleted, ItemKind: sdk.ItemAssistantMessage, Status: sdk.ItemFailed, Text: "partial\n"},
+		view{Kind: sdk.EventDiagnostic, Title: "sh stderr", Text: fmt.Sprintf("%d more like this, not reported one by one (%d in all); "+
+			"the last 3: err 19; err 20; more than 20 lines: the rest are in the raw-frame log only", maxDiagnostics+1-5, maxDiagnostics+1)},
 		view{Kind: sdk.EventTurnTerminal, Status: sdk.TurnFailed, Text: why, Failure: "exit_status: " + why, Usable: true})
 	// Stdout and stderr are read apart: only their own orders are fixed.
 	got = keep(got[2:], func(v view) bool { return v.Kind != sdk.EventItemStarted && v.Kind != sdk.EventContentDelta })

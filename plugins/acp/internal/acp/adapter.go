@@ -125,6 +125,9 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 
 	resp, err := s.handshake(ctx, req)
 	if err != nil {
+		// An answer it cannot use (an empty initialize result: "version
+		// 0"), from an agent on its way out: its exit says why.
+		err = s.c.Failed(err, "while the session opened")
 		_ = s.close(context.Background(), fmt.Errorf("handshake failed: %w", err))
 		return sdk.OpenSessionResponse{}, err
 	}
@@ -222,6 +225,17 @@ func (s *session) watch() {
 	})
 }
 
+// gone is the error for what cannot be done in a session that has ended:
+// the agent's exit, once it has exited (the session's end follows it).
+func (s *session) gone(what string) error {
+	select {
+	case <-s.c.Proc.Done():
+		return fmt.Errorf("%s: %w", what, s.c.Exit(""))
+	default:
+		return sdk.Errorf(sdk.ErrProviderExited, "%s: the session was closed", what)
+	}
+}
+
 // close ends the session: the agent process group is stopped.
 func (s *session) close(ctx context.Context, cause error) error {
 	return s.life.Close(ctx, cause, func() { _ = s.c.Proc.Close(context.WithoutCancel(ctx)) }) // a forced close stays forced
@@ -241,7 +255,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	}
 	if s.ctx.Err() != nil {
 		s.mu.Unlock()
-		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrProviderExited, "start turn")
+		return sdk.StartTurnResponse{}, s.gone("start turn")
 	}
 	turnRef, started := s.norm.startTurn()
 	started.ClientTurnID = req.ClientTurnID
@@ -255,6 +269,9 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 		var res promptResult
 		id, err := s.c.CallID(s.ctx, "session/prompt", promptParams{SessionID: s.acpSession,
 			Prompt: []contentBlock{{Type: "text", Text: req.Input.Text}}}, &res)
+		if exit := (*sdk.ProviderExit)(nil); errors.As(err, &exit) {
+			exit.When = "during the turn" // as every plugin says a death mid-turn
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		usable := s.ctx.Err() == nil && !errors.Is(err, sdk.ErrProviderExited)
@@ -288,8 +305,8 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 	if !running {
 		return nil // nothing to stop; the acknowledgement is still true
 	}
-	if err := s.c.RPC.Notify(ctx, "session/cancel", cancelParams{SessionID: s.acpSession}); err != nil {
-		return sdk.Errorf(sdk.ErrProviderExited, "session/cancel: %v", err)
+	if err := s.c.Notify(ctx, "session/cancel", cancelParams{SessionID: s.acpSession}); err != nil {
+		return fmt.Errorf("interrupt: %w", err)
 	}
 	s.cancelPending()
 	return nil

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -222,6 +223,9 @@ func (n *normalizer) endTurn(res *promptResult, callErr error, threadUsable bool
 	case callErr != nil:
 		term.Status = sdk.TurnFailed
 		term.Failure = &sdk.Failure{Code: "prompt_failed", Message: callErr.Error()}
+		if errors.Is(callErr, sdk.ErrProviderExited) {
+			term.Failure.Code = "provider_exited" // as every plugin says it
+		}
 		now := time.Now
 		if n.now != nil {
 			now = n.now

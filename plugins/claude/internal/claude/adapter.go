@@ -273,16 +273,22 @@ func (s *session) start(ctx context.Context, extra ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
 	if _, err := s.call(ctx, p, map[string]any{"subtype": "initialize", "hooks": nil, "forwardSubagentText": true}, nil); err != nil {
+		exited := errors.Is(err, errProcessEnded) || errors.Is(err, sdk.ErrProviderExited) // ended, or gone before the write
+		if !exited {
+			// An answer it cannot use, from a CLI on its way out: its exit
+			// says why.
+			err = p.Failed(fmt.Errorf("initialize: %w", err), "while the session opened")
+		}
 		_ = p.Close(context.Background())
 		<-p.ended
-		if errors.Is(err, errProcessEnded) || errors.Is(err, sdk.ErrProviderExited) { // ended, or gone before the write
-			exited := sdk.Kindf(sdk.ErrProviderExited, "%s", p.ExitReport("before answering initialize"))
+		if exited {
+			exit := p.Exit("before answering initialize")
 			if p.noConversation {
-				return fmt.Errorf("%w: %w", errNoConversation, exited)
+				return fmt.Errorf("%w: %w", errNoConversation, exit)
 			}
-			return exited
+			return exit
 		}
-		return fmt.Errorf("initialize: %w", err)
+		return err
 	}
 	return nil
 }
@@ -375,6 +381,7 @@ func (s *session) handle(p *process, line []byte, raw uint64) {
 		}
 	}
 	if err != nil {
+		p.NotFrame(line) // for the exit report
 		emit([]sdk.RuntimeEvent{malformed(err, line)})
 		return
 	}
@@ -496,7 +503,7 @@ func (s *session) live(what string) (*process, error) {
 	defer s.mu.Unlock()
 	select {
 	case <-s.proc.ended:
-		return nil, sdk.Errorf(sdk.ErrProviderExited, "%s", what)
+		return nil, fmt.Errorf("%s: %w", what, s.proc.Exit(""))
 	default:
 	}
 	return s.proc, nil

@@ -138,6 +138,9 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 
 	resp, err := s.handshake(ctx, req, policy)
 	if err != nil {
+		// An answer it cannot use, from a codex on its way out: its exit
+		// says why.
+		err = s.c.Failed(err, "while the session opened")
 		_ = s.close(context.Background(), fmt.Errorf("handshake failed: %w", err))
 		return sdk.OpenSessionResponse{}, err // the call names the method
 	}
@@ -155,8 +158,8 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest, pol
 	}, &init); err != nil {
 		return sdk.OpenSessionResponse{}, err
 	}
-	if err := s.c.RPC.Notify(ctx, "initialized", nil); err != nil {
-		return sdk.OpenSessionResponse{}, fmt.Errorf("initialized: %w", err)
+	if err := s.c.Notify(ctx, "initialized", nil); err != nil {
+		return sdk.OpenSessionResponse{}, err
 	}
 	var res threadResult
 	resumed := false
@@ -219,12 +222,23 @@ func (s *session) watch() {
 		}
 		report := "codex exited"
 		if !closed {
-			report = "codex exited during the turn"
+			report = s.c.ExitReport("during the turn")
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return append(evs, s.norm.exited(report)...), s.c.ExitEvent(s.thread, closed)
 	})
+}
+
+// gone is the error for what cannot be done in a session that has ended:
+// codex's exit, once it has exited (the session's end follows it).
+func (s *session) gone(what string) error {
+	select {
+	case <-s.c.Proc.Done():
+		return fmt.Errorf("%s: %w", what, s.c.Exit(""))
+	default:
+		return sdk.Errorf(sdk.ErrProviderExited, "%s: the session was closed", what)
+	}
 }
 
 // close ends the session: codex's stdin closes (it exits on its own within
@@ -242,7 +256,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 		return sdk.StartTurnResponse{}, err
 	}
 	if s.ctx.Err() != nil {
-		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrProviderExited, "start turn")
+		return sdk.StartTurnResponse{}, s.gone("start turn")
 	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()

@@ -152,8 +152,9 @@ func (tp *turnProc) stop() {
 }
 
 // report says in one sentence how the process ended and why, as far as
-// it said (the end of its stderr).
-func (tp *turnProc) report() string { return tp.proc.ExitReport("without a result") }
+// it said (what it printed that was not an event, the end of its stderr),
+// as every plugin says a provider's death mid-turn.
+func (tp *turnProc) report() string { return tp.proc.ExitReport("during the turn") }
 
 // ResumeSession implements sdk.Resumer: OpenSession continues
 // req.ResumeThreadRef when it is set.
@@ -259,6 +260,7 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 		ev.RawFrame = raw
 		s.emit.Emit(ev)
 	}
+	s.norm.notFrame = proc.NotFrame // (begin starts the turn's normalizer afresh)
 	go s.run(tp)
 	return sdk.StartTurnResponse{TurnRef: turn}, nil
 }

@@ -28,6 +28,10 @@ type normalizer struct {
 	items    int       // items made up by the plugin this turn
 	sawDelta bool      // a --stream-partial-output delta came this turn
 	tools    map[string]*toolItem
+
+	// notFrame, when set, is told of each line that is not an event (the
+	// turn's process, whose exit report quotes the first).
+	notFrame func([]byte)
 }
 
 // textItem is the assistant message being written; its text so far tells
@@ -75,6 +79,9 @@ func (n *normalizer) inTurn() bool { return n.turn != "" && !n.ended }
 func (n *normalizer) line(b []byte) []sdk.RuntimeEvent {
 	e, err := DecodeEvent(b)
 	if err != nil {
+		if n.notFrame != nil {
+			n.notFrame(b)
+		}
 		return []sdk.RuntimeEvent{{Kind: sdk.EventDiagnostic, Title: "malformed frame", Text: err.Error()}}
 	}
 	return n.event(e, b)

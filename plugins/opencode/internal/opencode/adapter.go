@@ -26,7 +26,6 @@ import (
 	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/framelog"
 	"github.com/baton-run/baton/sdk/lineproc"
-	"github.com/baton-run/baton/sdk/ndjson"
 	"github.com/baton-run/baton/sdk/providerproc"
 	"github.com/baton-run/baton/sdk/sessions"
 	"github.com/baton-run/baton/sdk/sse"
@@ -157,6 +156,10 @@ type session struct {
 	mu     sync.Mutex
 	norm   *normalizer   // its root is the session's own opencode session
 	events chan struct{} // closed when the event stream's reader ends
+	// endStream ends the event stream's request: not ctx, which ends as
+	// opencode exits, when what it sent last may still be on its way
+	// (watch reads the stream to its end first, or streamAfterExit).
+	endStream context.CancelFunc
 }
 
 // pendingRequest is a permission request waiting for the host's answer.
@@ -210,7 +213,7 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	// The stream's reader is started once the stream is open; until then
 	// nothing reads it.
 	proc, err := lineproc.Start(lineproc.Config{Name: "opencode", Command: cmd, Dir: cwd, RawFrameLog: req.RawFrameLog,
-		Log: s.log, Stdin: true, Clock: s.clock})
+		Log: s.log, Stdin: true, Clock: s.clock, OnLineTooLong: lineproc.TooLongDiagnostic(s.emit)})
 	if err != nil {
 		return sdk.OpenSessionResponse{}, err // it names the command; the host says it opened a session
 	}
@@ -222,6 +225,11 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 
 	resp, err := s.start(ctx, req, addr, stdoutDone)
 	if err != nil {
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			// No answer, from a server on its way out: its exit says why.
+			// (One that answers, even what it should not, lives on.)
+			err = s.proc.Failed(err, "while the session opened")
+		}
 		_ = s.close(context.Background())
 		return sdk.OpenSessionResponse{}, err
 	}
@@ -235,18 +243,21 @@ func (s *session) readStdout(addr chan<- string, done chan<- struct{}) {
 	defer close(done)
 	found := false
 	for {
+		// (An over-long line is a diagnostic, and skipped: OnLineTooLong.)
 		line, _, err := s.proc.Next()
-		if errors.Is(err, ndjson.ErrLineTooLong) {
-			s.log.Warn("opencode printed an over-long line; skipped", "error", err)
-			continue // what comes after it is still read
-		}
 		if err != nil {
 			return
 		}
 		if u := listening.Find(line); u != nil && !found && bytes.Contains(line, []byte("listening")) {
 			found = true
+			// What it printed before is a banner: an exit report quotes
+			// what it prints from now on.
+			s.proc.WasFrame()
 			addr <- string(u)
+			continue
 		}
+		s.proc.NotFrame(line) // its stdout is a log: JSON there is no frame either
+
 	}
 }
 
@@ -311,7 +322,11 @@ func (s *session) start(ctx context.Context, req sdk.OpenSessionRequest, addr <-
 // (server.connected): from then on, every event of the server reaches the
 // session, in order, on one reader.
 func (s *session) openEvents(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(s.ctx, http.MethodGet, s.base+"/event", nil)
+	streamCtx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.endStream = cancel
+	s.mu.Unlock()
+	req, err := http.NewRequestWithContext(streamCtx, http.MethodGet, s.base+"/event", nil)
 	if err != nil {
 		return err
 	}
@@ -463,7 +478,8 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 	<-stdoutDone
 	s.life.Exit(errors.New("opencode exited"), func(closed bool) ([]sdk.RuntimeEvent, sdk.RuntimeEvent) {
 		if s.streaming.Load() {
-			// The stream ends with the server, or with s.ctx just cancelled.
+			// The stream ends with the server: what it sent before it
+			// exited is read first.
 			t := s.clock.NewTimer(streamAfterExit)
 			select {
 			case <-s.events:
@@ -471,6 +487,11 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 			}
 			t.Stop()
 		}
+		s.mu.Lock()
+		if s.endStream != nil {
+			s.endStream()
+		}
+		s.mu.Unlock()
 		var evs []sdk.RuntimeEvent
 		for _, q := range s.pending.TakeAll() {
 			evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
@@ -597,7 +618,12 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 		return sdk.StartTurnResponse{}, err
 	}
 	if s.ctx.Err() != nil {
-		return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrProviderExited, "start turn")
+		select {
+		case <-s.proc.Done():
+			return sdk.StartTurnResponse{}, fmt.Errorf("start turn: %w", s.proc.Exit(""))
+		default:
+			return sdk.StartTurnResponse{}, sdk.Errorf(sdk.ErrProviderExited, "start turn: the session was closed")
+		}
 	}
 	s.mu.Lock()
 	root, running := s.norm.root, s.norm.activeTurn(s.norm.root)
