@@ -90,6 +90,19 @@ func runByOrdinal(t domain.Thread, ordinal int) *domain.Run {
 	return nil
 }
 
+// targetRun is the id of thread t's run of ordinal (send --run; 0: none,
+// ""), refused as bad usage when the thread has no such run.
+func targetRun(verb string, t domain.Thread, ordinal int) (string, error) {
+	if ordinal == 0 {
+		return "", nil
+	}
+	r := runByOrdinal(t, ordinal)
+	if r == nil {
+		return "", usagef("%s: thread %s has no run %d (it has %s)", verb, t.ID, ordinal, plural(len(t.Runs), "run"))
+	}
+	return r.ID, nil
+}
+
 // cancelledLine says which runs baton cancel dropped: those cancelled
 // with its reason in after that had not ended in before.
 func cancelledLine(before, after domain.Thread) string {

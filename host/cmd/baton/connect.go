@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
 	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
@@ -54,10 +56,17 @@ func (c *client) followWaits(threadID string) {
 func (g *globals) connect(ctx context.Context) (*client, error) {
 	if g.server != "" {
 		c, err := g.dial(ctx, g.server, serverCheckTimeout)
-		if err != nil {
+		var bad *service.ConfigError
+		switch {
+		case errors.As(err, &bad):
+			return nil, usagef("%v", err) // the address as written
+		case err != nil:
 			return nil, failf(exitFailed, "server %s does not answer: %s", g.server, status.Convert(err).Message())
 		}
 		return c, nil
+	}
+	if err := g.checkData(); err != nil {
+		return nil, err
 	}
 	if c := g.local(ctx); c != nil {
 		return c, nil
@@ -88,6 +97,49 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 		stop()
 		h.Close()
 	}, follow: func(threadID string) { _ = h.Follow(threadID) }}, nil
+}
+
+// logLevels are the levels --log-level takes.
+var logLevels = []string{"trace", "debug", "info", "warn", "error"}
+
+// check checks the global flags every verb has, once they are set: what
+// would otherwise be taken quietly (an unknown log level) or fail later
+// in another's words.
+func (g *globals) check(cmd *cobra.Command) error {
+	if !slices.Contains(logLevels, g.logLevel) {
+		return usagef("%s: --log-level must be %s or %s, got %q", verbOf(cmd), strings.Join(logLevels[:len(logLevels)-1], ", "),
+			logLevels[len(logLevels)-1], g.logLevel)
+	}
+	switch fs := cmd.Flags(); {
+	case fromEnv(fs, "data"):
+		g.dataFrom = envName("data") + "=" + g.data
+	case fs.Changed("data"):
+		g.dataFrom = "--data " + g.data
+	default:
+		g.dataFrom = "the default data dir " + g.data
+	}
+	return nil
+}
+
+// checkData refuses a data dir that is a file, or lies under one, before
+// anything opens it (a mkdir's error would say it later).
+func (g *globals) checkData() error {
+	for dir := g.data; ; {
+		fi, err := os.Stat(dir)
+		switch {
+		case err == nil && fi.IsDir():
+			return nil
+		case err == nil && dir == g.data:
+			return usagef("%s is a file, not a directory; give a directory for the data (it is made if missing)", g.dataFrom)
+		case err == nil:
+			return usagef("%s lies under %s, a file, not a directory; give a directory for the data (it is made if missing)", g.dataFrom, dir)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return nil
+		}
+		dir = parent
+	}
 }
 
 // local is the service on the data dir's socket, if one answers there.
