@@ -123,10 +123,10 @@ type runOptions struct {
 	// target is the run ordinal the messages are meant for (send --run;
 	// 0: none).
 	target int
-	script   *scenario.Script
-	policy   domain.ApprovalPolicy
-	cwd      string
-	argv     []string
+	script *scenario.Script
+	policy domain.ApprovalPolicy
+	cwd    string
+	argv   []string
 	// switchArgv is --provider-command's words for a switch of a
 	// continued thread (nil: not given).
 	switchArgv []string
