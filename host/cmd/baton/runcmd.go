@@ -120,13 +120,10 @@ type runOptions struct {
 	verb     string // the verb for errors (default: run)
 	messages []string
 	mode     string // of the messages (default: queue)
-	// target is the run ordinal the messages are meant for (send --run;
-	// 0: none).
-	target int
-	script *scenario.Script
-	policy domain.ApprovalPolicy
-	cwd    string
-	argv   []string
+	script   *scenario.Script
+	policy   domain.ApprovalPolicy
+	cwd      string
+	argv     []string
 	// switchArgv is --provider-command's words for a switch of a
 	// continued thread (nil: not given).
 	switchArgv []string
@@ -135,6 +132,9 @@ type runOptions struct {
 	noCommand bool
 	// cont is the continuation policy the flags ask (nil: none given).
 	cont *batonv1.ContinuationPolicy
+	// target is the ordinal of the run the messages are meant for (send
+	// --run; 0: none).
+	target int
 }
 
 func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
