@@ -174,6 +174,7 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 		interruptCommand(g), cancelCommand(g), answerCommand(g, "approve"), answerCommand(g, "decline"), diffCommand(g),
 		rollbackCommand(g), switchCommand(g), pluginCommand(g), serveCommand(g), doctorCommand(g), versionCommand(g))
 	root.SetVersionTemplate("baton {{.Version}}\n")
+	root.InitDefaultCompletionCmd() // now, not at Execute: its flags' help names their variables too
 	annotateEnv(root)
 	return root
 }

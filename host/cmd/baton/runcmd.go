@@ -328,7 +328,7 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 		rc, err := c.SendMessage(ctx, &batonv1.SendMessageRequest{CommandId: idgen.NewID("cmd"), ThreadId: threadID,
 			MessageId: msgID, Text: m, Mode: mode, TargetRunId: targetID})
 		if err != nil {
-			return rpcError("send message", err)
+			return rpcError(cmp.Or(o.verb, "send message"), err) // send's words whether embedded or not
 		}
 		if rc.GetRunId() != "" && mode != string(domain.ModeQueueAfterActive) {
 			s.mine = append(s.mine, rc.GetRunId()) // it may have joined a run queued before
