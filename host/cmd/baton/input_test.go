@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -6,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,6 +206,108 @@ func TestBadInputWritesNothing(t *testing.T) {
 				if d := cmp.Diff(before, snapshot()); d != "" {
 					t.Errorf("baton %s changed the store (-before +after):\n%.3000s", name, d)
 				}
+			}
+		})
+	}
+}
+
+// anyPrompt is the replay peer's command for a copy of a transcript
+// under testdata whose prompts take any text (promptsAnyText), with a
+// cursor file, so that a provider started again goes on where the last
+// one ended.
+func anyPrompt(t *testing.T, transcript string) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := promptsAnyText(t, filepath.Join(root, "testdata", transcript), dir)
+	return fmt.Sprintf("'%s' --transcript '%s' --speed 0 --state '%s'", filepath.Join(binDir, "replaypeer"), path, filepath.Join(dir, "cursor"))
+}
+
+// allPromptsSent are the texts of the prompts the ACP plugin sent its
+// provider, in the data dir's raw-frame logs (promptsSent): what the
+// agent was told.
+func allPromptsSent(t *testing.T, data string) []string {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(data, "rawframes", "*.ndjson*"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no raw-frame logs in %s: %v", data, err)
+	}
+	var sent []string
+	for _, l := range logs {
+		sent = append(sent, promptsSent(t, l)...)
+	}
+	return sent
+}
+
+// runInputs are a thread's runs' ordinals, statuses and inputs, as baton
+// show --json says them.
+func runInputs(t *testing.T, data, thread string) []string {
+	t.Helper()
+	var got []string
+	for _, r := range showJSON(t, data, thread).Runs {
+		got = append(got, fmt.Sprintf("%d %s %q", r.Ordinal, r.Status, r.Input))
+	}
+	return got
+}
+
+// A message that is long or spans lines comes from a file (--file) or
+// from stdin (-), on run and send, and reaches the provider as it was
+// written: every byte, its lines and their ends.
+func TestMessagesFromFilesAndStdin(t *testing.T) {
+	all := []string{
+		"First line\n\tindented — ünïcödé ✓\n\n  last line, no newline at its end",
+		"from stdin\r\nline 2 ends in CRLF\r\n\n",
+		"a third, from --file on a thread that goes on\n",
+	}
+	for _, host := range hosts {
+		t.Run(host, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			if err := os.Mkdir(data, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			texts, peer := all, ""
+			if host == "service" {
+				startServe(t, data)
+				peer = anyPrompt(t, "acp/multi_turn.ndjson") // one provider process for the three turns
+			} else {
+				peer = anyPrompt(t, "acp/resume.ndjson") // each command starts the provider again: it resumes
+				texts = texts[:2]
+			}
+			files := make([]string, len(texts))
+			for i, text := range texts {
+				files[i] = filepath.Join(t.TempDir(), fmt.Sprintf("message%d.txt", i+1))
+				if err := os.WriteFile(files[i], []byte(text), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, errOut, code := baton(t, "run", "--data", data, "--cwd", t.TempDir(), "--provider", "acp", "--provider-command", peer, "--file", files[0])
+			if code != exitOK {
+				t.Fatalf("run --file: exit %d\n%s\n%s", code, out, errOut)
+			}
+			thread := threadOf(t, out)
+			out, errOut, code = batonIn(t, texts[1], "send", "--data", data, thread, "-")
+			if code != exitOK {
+				t.Fatalf("send -: exit %d\n%s\n%s", code, out, errOut)
+			}
+			if host == "service" {
+				// send returned at once; the next run queues behind its run
+				// and is followed to its end.
+				out, errOut, code = baton(t, "run", "--data", data, "--thread", thread, "--file", files[2])
+				if code != exitOK {
+					t.Fatalf("run --thread --file: exit %d\n%s\n%s", code, out, errOut)
+				}
+			}
+			var want []string
+			for i, text := range texts {
+				want = append(want, fmt.Sprintf("%d completed %q", i+1, text))
+			}
+			if d := cmp.Diff(want, runInputs(t, data, thread)); d != "" {
+				t.Errorf("the runs (-want +got):\n%s", d)
+			}
+			sent := allPromptsSent(t, data)
+			slices.Sort(sent)
+			wantSent := slices.Sorted(slices.Values(texts))
+			if d := cmp.Diff(wantSent, sent); d != "" {
+				t.Errorf("the prompts the provider was sent (-want +got):\n%s", d)
 			}
 		})
 	}
