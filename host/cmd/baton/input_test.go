@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
@@ -308,6 +310,84 @@ func TestMessagesFromFilesAndStdin(t *testing.T) {
 			wantSent := slices.Sorted(slices.Values(texts))
 			if d := cmp.Diff(wantSent, sent); d != "" {
 				t.Errorf("the prompts the provider was sent (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// pastedLog is a log of exactly n bytes: lines of text, as a user pastes
+// one.
+func pastedLog(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "2026-12-02T10:%02d:%02d.%06dZ INFO worker %d: processed batch %d in %dms\n", i/60%60, i%60, i, i%8, i, i%997)
+	}
+	return b.String()[:n]
+}
+
+// A message of exactly the limit (a pasted log of 16 MiB) goes through:
+// the CLI, the service's gRPC (the embedded host's in-process connection,
+// or baton serve's unix socket), the domain, the store, the plugin's gRPC
+// and the provider's stdin, and the run completes with it as its input.
+// One byte more is refused naming the limit, by the CLI and by the API
+// (gRPC's own bound would say "received message larger than max"), and
+// nothing is written.
+func TestMessageAtTheLimit(t *testing.T) {
+	text := pastedLog(domain.MaxMessageBytes)
+	file := filepath.Join(t.TempDir(), "pasted.log")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	over := filepath.Join(t.TempDir(), "over.log")
+	if err := os.WriteFile(over, []byte(text+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range hosts {
+		t.Run(host, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			if err := os.Mkdir(data, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if host == "service" {
+				startServe(t, data)
+			}
+			out, errOut, code := baton(t, "run", "--data", data, "--cwd", t.TempDir(), "--provider", "acp",
+				"--provider-command", anyPrompt(t, "acp/simple.ndjson"), "--file", file)
+			if code != exitOK {
+				t.Fatalf("run --file (16 MiB): exit %d\n%.2000s\n%.2000s", code, out, errOut)
+			}
+			thread := threadOf(t, out)
+			th := showJSON(t, data, thread)
+			if len(th.Runs) != 1 || th.Runs[0].Status != domain.RunStatusCompleted || th.Runs[0].Input != text {
+				t.Fatalf("the run of 16 MiB: %d runs; want one completed with the whole message", len(th.Runs))
+			}
+			snapshot := func() string {
+				t.Helper()
+				out, errOut, code := baton(t, "threads", "--json", "--data", data)
+				if code != exitOK {
+					t.Fatalf("threads: exit %d\n%s", code, errOut)
+				}
+				return out // each thread's sequence: a write moves it
+			}
+			before := snapshot()
+			_, errOut, code = baton(t, "send", "--data", data, thread, "--file", over)
+			if want := "baton: send: --file " + over + " is 16777217 bytes; the limit is 16 MiB\n"; code != exitUsage || errOut != want {
+				t.Errorf("send --file (16 MiB and a byte): exit %d, %q; want exit 2, %q", code, errOut, want)
+			}
+			if host == "service" {
+				// An API client that sends it is told the limit too.
+				conn, err := service.Dial(t.Context(), filepath.Join(data, "baton.sock"), service.DialOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				_, err = batonv1.NewBatonClient(conn).SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: thread, Text: text + "\n"})
+				if st, _ := status.FromError(err); st.Code() != codes.InvalidArgument || st.Message() != "text: the message is 16777217 bytes; the limit is 16 MiB" {
+					t.Errorf("SendMessage of 16 MiB and a byte: %.300v; want InvalidArgument naming the limit", err)
+				}
+			}
+			if after := snapshot(); after != before {
+				t.Errorf("a refused message changed the threads:\n%s\n%s", before, after)
 			}
 		})
 	}
