@@ -3,13 +3,19 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -177,6 +183,11 @@ func TestBadInputWritesNothing(t *testing.T) {
 				{[]string{"serve", "--listen", "localhost:7077"}, "", 2, `serve: listen "localhost:7077": want unix:///PATH or tcp://HOST:PORT`},
 				{[]string{"serve", "--idle-timeout", "-1m"}, "", 2, "serve: --idle-timeout must be a duration from 0 (never), got -1m0s"},
 				{[]string{"threads", "--log-level", "loud"}, "", 2, `threads: --log-level must be trace, debug, info, warn or error, got "loud"`},
+				{[]string{"threads", "--server", "unix://" + dir + "/none.sock"}, "", 1, "server unix://" + dir + "/none.sock does not answer: connect: no such file or directory; start baton serve there, or leave out --server for a host of this command's own"},
+				{[]string{"threads", "--server", "unix://" + dir + "/none.sock", "--tls"}, "", 2, "server unix://" + dir + "/none.sock: TLS is for tcp:// addresses, not unix sockets"},
+				{[]string{"threads", "--server", dir + "/" + strings.Repeat("s", service.MaxSocketPath)}, "", 2,
+					fmt.Sprintf("server %q: the socket path %s/%s is %d bytes; a unix socket's path holds at most %d bytes here",
+						dir+"/"+strings.Repeat("s", service.MaxSocketPath), dir, strings.Repeat("s", service.MaxSocketPath), len(dir)+1+service.MaxSocketPath, service.MaxSocketPath)},
 				{[]string{"threads", "--data", file}, "", 2, "--data " + file + " is a file, not a directory; give a directory for the data (it is made if missing)"},
 				{[]string{"threads", "--data", filepath.Join(file, "sub")}, "", 2, "--data " + filepath.Join(file, "sub") + " lies under " + file + ", a file, not a directory; give a directory for the data (it is made if missing)"},
 			} {
@@ -391,4 +402,262 @@ func TestMessageAtTheLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// envVerb is a verb of the environment's test: its words, the arguments
+// it is run with ({T} is the thread; each refuses, or only reads), the
+// variables its help documents beyond the global ones (so the variables
+// that set its flags), and those of them its run here cannot show
+// (documented, set, but not observable with these arguments), with why.
+type envVerb struct {
+	words      string
+	args       []string
+	documented []string
+	quiet      map[string]string
+}
+
+// globalVars are the variables of the flags every verb has.
+var globalVars = []string{"BATON_DATA", "BATON_SERVER", "BATON_TOKEN_FILE", "BATON_TLS", "BATON_CA_FILE", "BATON_LOG_LEVEL",
+	"BATON_PLUGIN_DIR", "BATON_RAW_FRAMES", "BATON_RAW_FRAMES_MAX_BYTES", "BATON_RAW_FRAMES_MAX_AGE"}
+
+// policyVars are the continuation policy's variables: a new thread's.
+var policyVars = []string{"BATON_ON_LIMIT", "BATON_CONTINUE_TEXT", "BATON_UNTIL", "BATON_CHECK_TIMEOUT", "BATON_MAX_RUNS",
+	"BATON_MAX_HOURS", "BATON_MAX_TOKENS", "BATON_MAX_WAIT", "BATON_MAX_PROBES", "BATON_PROBE_INTERVAL", "BATON_PROBE_FACTOR",
+	"BATON_PROBE_CEILING"}
+
+// quietly are documented variables a verb's run in the test cannot show,
+// each with why.
+func quietly(why string, names ...string) map[string]string {
+	m := map[string]string{}
+	for _, n := range names {
+		m[n] = why
+	}
+	return m
+}
+
+// and is the union of quiet sets.
+func and(sets ...map[string]string) map[string]string {
+	m := map[string]string{}
+	for _, s := range sets {
+		for k, v := range s {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+var (
+	reachesNoHost = quietly("it reaches no host with these arguments", "BATON_DATA", "BATON_SERVER", "BATON_TOKEN_FILE", "BATON_CA_FILE",
+		"BATON_PLUGIN_DIR")
+	dialsNothing = quietly("it dials no service", "BATON_SERVER", "BATON_TOKEN_FILE", "BATON_CA_FILE")
+	noPlugin     = quietly("it starts and checks no plugin", "BATON_PLUGIN_DIR")
+)
+
+var envCases = []envVerb{
+	{"run", []string{"run", "--provider", "nosuch", "Say hello."},
+		append([]string{"BATON_PROVIDER", "BATON_MODEL", "BATON_PROVIDER_COMMAND", "BATON_HANDOFF_MAX_BYTES", "BATON_CWD", "BATON_THREAD",
+			"BATON_JSON", "BATON_APPROVE", "BATON_SCRIPT", "BATON_DETACH", "BATON_FILE"}, policyVars...),
+		and(noPlugin, quietly("--provider is given", "BATON_PROVIDER"), quietly("no thread is made", "BATON_MODEL", "BATON_CWD"))},
+	{"threads", []string{"threads", "--json"}, []string{"BATON_JSON", "BATON_STATUS", "BATON_LIMIT"},
+		and(noPlugin, quietly("--json is given", "BATON_JSON"))},
+	{"show", []string{"show", "{T}"}, []string{"BATON_JSON", "BATON_HANDOFF"}, noPlugin},
+	{"watch", []string{"watch", "{T}"}, []string{"BATON_JSON"}, noPlugin},
+	{"send", []string{"send", "{T}", "--mode", "steer", "hi"}, []string{"BATON_MODE", "BATON_RUN", "BATON_FILE"},
+		and(noPlugin, quietly("--mode is given", "BATON_MODE"))},
+	{"interrupt", []string{"interrupt", "{T}"}, nil, noPlugin},
+	{"cancel", []string{"cancel", "{T}", "--queued"}, []string{"BATON_QUEUED", "BATON_RUN"},
+		and(noPlugin, quietly("--queued is given", "BATON_QUEUED"))},
+	{"approve", []string{"approve", "req_nope"}, []string{"BATON_FOR_SESSION"}, noPlugin},
+	{"decline", []string{"decline", "req_nope"}, []string{"BATON_CANCEL"}, noPlugin},
+	{"diff", []string{"diff", "{T}"}, []string{"BATON_RUN", "BATON_MAX_BYTES"}, noPlugin},
+	{"rollback", []string{"rollback", "{T}"}, []string{"BATON_RUN"}, reachesNoHost},
+	{"switch", []string{"switch", "{T}"}, nil, reachesNoHost},
+	{"plugin list", []string{"plugin", "list"}, []string{"BATON_MARKDOWN", "BATON_JSON"},
+		and(quietly("it lists this machine's plugins (only --markdown asks a service)", "BATON_SERVER", "BATON_TOKEN_FILE", "BATON_CA_FILE"),
+			quietly("DATA/plugins is not there either way, and the ghost's binary is not", "BATON_DATA", "BATON_PLUGIN_DIR"))},
+	{"plugin install", []string{"plugin", "install", "mine", "{DIR}/none"}, []string{"BATON_NAME", "BATON_DIR"},
+		and(reachesNoHost, quietly("the missing file is refused first", "BATON_DIR"))},
+	{"plugin verify", []string{"plugin", "verify"}, nil, and(dialsNothing, quietly("DATA/plugins is not there either way", "BATON_DATA"))},
+	{"plugin upgrade", []string{"plugin", "upgrade", "nosuch"}, []string{"BATON_DIR"}, and(dialsNothing, noPlugin)},
+	{"plugin remove", []string{"plugin", "remove", "nosuch"}, []string{"BATON_DIR"}, and(dialsNothing, noPlugin)},
+	{"plugin lock", []string{"plugin", "lock", "{DIR}/none"}, nil, reachesNoHost},
+	{"serve", []string{"serve", "--data", "{OPEN}"}, []string{"BATON_LISTEN", "BATON_TLS_CERT", "BATON_TLS_KEY", "BATON_IDLE_TIMEOUT", "BATON_LOG_FORMAT"},
+		and(dialsNothing, noPlugin, quietly("--data is given", "BATON_DATA"))},
+	{"doctor", []string{"doctor"}, []string{"BATON_REBUILD"}, and(dialsNothing, noPlugin)},
+	{"version", []string{"version"}, nil, reachesNoHost},
+	{"completion bash", []string{"completion", "bash"}, []string{"BATON_NO_DESCRIPTIONS"}, reachesNoHost},
+}
+
+// hostile is a value for each flag's variable that changes what a verb
+// does wherever the variable applies: a value the flag refuses, or one
+// the verb refuses or shows.
+var hostile = map[string]string{
+	"BATON_DATA": "{FILE}/data", "BATON_SERVER": "unix:///nonexistent/baton.sock", "BATON_TOKEN_FILE": "/nonexistent/token",
+	"BATON_TLS": "maybe", "BATON_CA_FILE": "/nonexistent/ca.pem", "BATON_LOG_LEVEL": "loud", "BATON_PLUGIN_DIR": "{GHOST}",
+	"BATON_RAW_FRAMES": "maybe", "BATON_RAW_FRAMES_MAX_BYTES": "lots", "BATON_RAW_FRAMES_MAX_AGE": "soon",
+	"BATON_PROVIDER": "nosuch", "BATON_MODEL": "gpt-hostile", "BATON_PROVIDER_COMMAND": "'unclosed", "BATON_HANDOFF_MAX_BYTES": "10",
+	"BATON_CWD": "{DIR}/none", "BATON_THREAD": "thr_nope", "BATON_JSON": "maybe", "BATON_APPROVE": "maybe", "BATON_SCRIPT": "{DIR}/none",
+	"BATON_DETACH": "maybe", "BATON_FILE": "{DIR}/none", "BATON_ON_LIMIT": "later", "BATON_CONTINUE_TEXT": " ", "BATON_UNTIL": " ",
+	"BATON_CHECK_TIMEOUT": "x", "BATON_MAX_RUNS": "x", "BATON_MAX_HOURS": "x", "BATON_MAX_TOKENS": "x", "BATON_MAX_WAIT": "x",
+	"BATON_MAX_PROBES": "x", "BATON_PROBE_INTERVAL": "x", "BATON_PROBE_FACTOR": "x", "BATON_PROBE_CEILING": "x",
+	"BATON_STATUS": "running", "BATON_LIMIT": "x", "BATON_AFTER": "thr_zzzz", "BATON_HANDOFF": "hof_nope", "BATON_MODE": "sideways",
+	"BATON_RUN": "run_nope", "BATON_QUEUED": "maybe", "BATON_FOR_SESSION": "maybe", "BATON_CANCEL": "maybe", "BATON_MAX_BYTES": "x",
+	"BATON_MARKDOWN": "maybe", "BATON_NAME": "Bad Name", "BATON_DIR": "{DIR}/none", "BATON_LISTEN": "bogus",
+	"BATON_TLS_CERT": "{DIR}/cert.pem", "BATON_TLS_KEY": "{DIR}/key.pem", "BATON_IDLE_TIMEOUT": "x", "BATON_LOG_FORMAT": "bogus",
+	"BATON_REBUILD": "maybe", "BATON_NO_DESCRIPTIONS": "maybe",
+}
+
+// helpFlag is a flag's line in help, with its name; helpVar a variable
+// named in it.
+var (
+	helpFlag = regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([a-z][a-z-]*)\b.*$`)
+	helpVar  = regexp.MustCompile(`\[\$(BATON_[A-Z_]+)\]`)
+)
+
+// flagsOf reads a verb's help: every variable of its flags, and the
+// variables its help shows.
+func flagsOf(t *testing.T, words string) (all, shown []string) {
+	t.Helper()
+	out, errOut, code := baton(t, append(strings.Fields(words), "--help")...)
+	if code != exitOK {
+		t.Fatalf("baton %s --help: exit %d\n%s", words, code, errOut)
+	}
+	for _, m := range helpFlag.FindAllStringSubmatch(out, -1) {
+		if m[1] == "help" || m[1] == "version" {
+			continue
+		}
+		all = append(all, envName(m[1]))
+		if v := helpVar.FindStringSubmatch(m[0]); v != nil {
+			if v[1] != envName(m[1]) {
+				t.Errorf("baton %s --help: --%s says $%s", words, m[1], v[1])
+			}
+			shown = append(shown, v[1])
+		}
+	}
+	slices.Sort(all)
+	slices.Sort(shown)
+	return all, shown
+}
+
+// Each BATON_ variable sets its flag on the verbs where the flag means
+// what the variable documents, and on no other: for every verb and every
+// variable of its flags, the help shows the variable exactly where it
+// applies, and a value that would change what the verb does changes it
+// there, and nowhere else (output, exit and store as without it).
+func TestEnvironmentIsScoped(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	ghost := filepath.Join(dir, "ghost")
+	open := filepath.Join(dir, "open")
+	for _, d := range []string{ghost, open} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(open, 0o755); err != nil { // serve refuses it: it never serves here
+		t.Fatal(err)
+	}
+	for p, b := range map[string]string{file: "", filepath.Join(ghost, "plugins.lock"): `{"plugins":{"ghost":{"file":"baton-plugin-ghost","sha256":"00"}}}`} {
+		if err := os.WriteFile(p, []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill := strings.NewReplacer("{DIR}", dir, "{FILE}", file, "{GHOST}", ghost, "{OPEN}", open)
+
+	// The help: each verb's flags, and the variables it shows.
+	flags := map[string][]string{}
+	for _, v := range envCases {
+		all, shown := flagsOf(t, v.words)
+		want := slices.Sorted(slices.Values(append(slices.Clone(globalVars), v.documented...)))
+		if d := cmp.Diff(want, shown); d != "" {
+			t.Errorf("baton %s --help: the variables shown (-documented +shown):\n%s", v.words, d)
+		}
+		for _, name := range all {
+			if _, ok := hostile[name]; !ok {
+				t.Errorf("baton %s: no hostile value for %s: add one", v.words, name)
+			}
+		}
+		flags[v.words] = all
+	}
+
+	for _, host := range hosts {
+		t.Run(host, func(t *testing.T) {
+			data, thread, snapshot := aThreadOn(t, host)
+			for _, v := range envCases {
+				args := make([]string, len(v.args))
+				for i, a := range v.args {
+					args[i] = strings.ReplaceAll(fill.Replace(a), "{T}", thread)
+				}
+				base := []string{"BATON_DATA=" + data}
+				want := runEnv(t, base, args)
+				for _, name := range flags[v.words] {
+					value := fill.Replace(hostile[name])
+					before := snapshot()
+					got := runEnv(t, append(slices.Clone(base), name+"="+value), args)
+					wrote := cmp.Diff(before, snapshot()) != ""
+					changed := got != want || wrote
+					documented := slices.Contains(globalVars, name) || slices.Contains(v.documented, name)
+					why, quiet := v.quiet[name]
+					if !quiet && host == "embedded" && (name == "BATON_TOKEN_FILE" || name == "BATON_CA_FILE") {
+						why, quiet = "an embedded host dials no socket", true
+					}
+					switch {
+					case !documented && changed:
+						t.Errorf("%s=%q changed baton %s, where the variable does not apply (wrote: %v):\nwithout: %s\nwith:    %s",
+							name, value, v.words, wrote, want, got)
+					case documented && quiet && changed:
+						t.Errorf("%s=%q changed baton %s, which the test says it cannot (%s): the test is out of date\nwithout: %s\nwith:    %s",
+							name, value, v.words, why, want, got)
+					case documented && !quiet && !changed:
+						t.Errorf("%s=%q did not change baton %s, where its help says it applies:\n%s", name, value, v.words, got)
+					case goInternals.MatchString(got):
+						t.Errorf("%s=%q: baton %s says Go's words:\n%s", name, value, v.words, got)
+					}
+				}
+			}
+		})
+	}
+}
+
+// runEnv runs baton with exactly these BATON_ variables and says what it
+// did: its exit, stdout and stderr. watch, which follows a thread until
+// Ctrl-C, gets one once it has printed its first line.
+func runEnv(t *testing.T, env []string, args []string) string {
+	t.Helper()
+	if args[0] != "watch" {
+		out, errOut, code := batonEnv(t, env, "", args...)
+		return fmt.Sprintf("exit %d\nstdout: %.300q\nstderr: %.300q", code, out, errOut)
+	}
+	var all []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BATON_") {
+			all = append(all, kv)
+		}
+	}
+	cmd := exec.Command(filepath.Join(binDir, "baton"), args...)
+	cmd.Env = append(all, env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(stdout)
+	first, _ := r.ReadString('\n') // the header, or nothing when it refused
+	if first != "" {
+		cmd.Process.Signal(syscall.SIGINT)
+	}
+	rest, _ := io.ReadAll(r)
+	code := 0
+	if err := cmd.Wait(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		code = ee.ExitCode()
+	}
+	return fmt.Sprintf("exit %d\nstdout: %.300q\nstderr: %.300q", code, first+string(rest), errb.String())
 }
