@@ -661,3 +661,63 @@ func runEnv(t *testing.T, env []string, args []string) string {
 	}
 	return fmt.Sprintf("exit %d\nstdout: %.300q\nstderr: %.300q", code, first+string(rest), errb.String())
 }
+
+// send --run is a run ordinal, as on diff, rollback and cancel: the
+// active run a restart (or steer) is meant for. A run that is not the
+// active one, or that the thread does not have, is refused naming it.
+func TestSendRunIsAnOrdinal(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	startServe(t, data)
+	conn, err := service.Dial(t.Context(), filepath.Join(data, "baton.sock"), service.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := batonv1.NewBatonClient(conn)
+	thread := createThread(t, c, "acp/stall.ndjson", "decline") // the agent thinks, and says nothing more
+	events, _ := subscribe(t.Context(), t, c, thread, 0)
+	send := func(args ...string) (string, string, int) {
+		t.Helper()
+		return baton(t, append([]string{"send", "--data", data, thread}, args...)...)
+	}
+	if out, errOut, code := send("Take your time"); code != exitOK {
+		t.Fatalf("send: exit %d\n%s\n%s", code, out, errOut)
+	}
+	until(t, events, "the turn to start", thinking)
+	if out, errOut, code := send("--mode", "queue", "Then this"); code != exitOK {
+		t.Fatalf("send --mode queue: exit %d\n%s\n%s", code, out, errOut)
+	}
+	runs := showJSON(t, data, thread).Runs
+	if len(runs) != 2 || runs[0].Status != domain.RunStatusRunning || runs[1].Status != domain.RunStatusQueued {
+		t.Fatalf("runs: %+v; want run 1 running, run 2 queued", runs)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--mode", "restart", "--run", "2", "Now this"}, exitFailed,
+			"baton: send: run 2 of thread " + thread + " is queued, not the active run (run 1 is); --run names the run a steer or restart is meant for\n"},
+		{[]string{"--mode", "restart", "--run", "3", "Now this"}, exitUsage, "baton: send: thread " + thread + " has no run 3 (it has 2 runs)\n"},
+		{[]string{"--mode", "restart", "--run", runs[0].ID, "Now this"}, exitUsage, `baton: send: --run "` + runs[0].ID + `": give a whole number` + "\n"},
+	} {
+		if out, errOut, code := send(tc.args...); code != tc.code || errOut != tc.want || out != "" {
+			t.Errorf("send %q: exit %d, %q, %q; want exit %d, %q", tc.args, code, out, errOut, tc.code, tc.want)
+		}
+	}
+	out, errOut, code := send("--mode", "restart", "--run", "1", "Now this")
+	if code != exitOK || !strings.HasPrefix(out, "sent to thread "+thread+" (run "+runs[0].ID+",") {
+		t.Fatalf("send --mode restart --run 1: exit %d\n%s\n%s", code, out, errOut)
+	}
+	got := until(t, events, "the restart", ofType("run.restart.requested"))
+	var restart domain.RestartRequested
+	if err := json.Unmarshal([]byte(got[len(got)-1].Data), &restart); err != nil {
+		t.Fatal(err)
+	}
+	if restart.RunID != runs[0].ID || restart.Text != "Now this" {
+		t.Errorf("the restart: %+v; want run 1 (%s) restarted with %q", restart, runs[0].ID, "Now this")
+	}
+}
