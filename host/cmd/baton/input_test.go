@@ -107,6 +107,8 @@ func TestBadInputWritesNothing(t *testing.T) {
 			big := write("big.log", []byte(strings.Repeat("x", domain.MaxMessageBytes+1)))
 			binary := write("binary", []byte("ok\x00\xff"))
 			file := write("file", nil)
+			longSock := filepath.Join(dir, strings.Repeat("s", service.MaxSocketPath))
+			longData := filepath.Join(dir, strings.Repeat("d", service.MaxSocketPath))
 			const blankHint = "is empty or only white space; give the text to send (- reads it from stdin, --file PATH from a file)"
 			for _, tc := range []struct {
 				args  []string // {T} is the thread
@@ -182,6 +184,11 @@ func TestBadInputWritesNothing(t *testing.T) {
 				{[]string{"switch", "{T}", "--handoff-max-bytes", "10"}, "", 2, "switch: --handoff-max-bytes must be at least 4096, got 10"},
 				{[]string{"serve", "--listen", "localhost:7077"}, "", 2, `serve: listen "localhost:7077": want unix:///PATH or tcp://HOST:PORT`},
 				{[]string{"serve", "--idle-timeout", "-1m"}, "", 2, "serve: --idle-timeout must be a duration from 0 (never), got -1m0s"},
+				{[]string{"serve", "--listen", "tcp://192.0.2.1:7077"}, "", 2, "serve: listen tcp://192.0.2.1:7077: an address other than loopback needs TLS (a certificate and key)"},
+				{[]string{"serve", "--listen", "unix://" + longSock}, "", 2, fmt.Sprintf("serve: listen %q: the socket path %s is %d bytes; a unix socket's path holds at most %d bytes here: give --listen unix:///A/SHORTER/PATH",
+					"unix://"+longSock, longSock, len(longSock), service.MaxSocketPath)},
+				{[]string{"serve", "--data", longData}, "", 2, fmt.Sprintf("serve: the socket path %s/baton.sock is %d bytes; a unix socket's path holds at most %d bytes here: give --listen unix:///A/SHORTER/PATH (the service then has no socket in the data dir: reach it with --server), or a shorter --data",
+					longData, len(longData)+len("/baton.sock"), service.MaxSocketPath)},
 				{[]string{"threads", "--log-level", "loud"}, "", 2, `threads: --log-level must be trace, debug, info, warn or error, got "loud"`},
 				{[]string{"threads", "--server", "unix://" + dir + "/none.sock"}, "", 1, "server unix://" + dir + "/none.sock does not answer: connect: no such file or directory; start baton serve there, or leave out --server for a host of this command's own"},
 				{[]string{"threads", "--server", "unix://" + dir + "/none.sock", "--tls"}, "", 2, "server unix://" + dir + "/none.sock: TLS is for tcp:// addresses, not unix sockets"},
@@ -218,6 +225,9 @@ func TestBadInputWritesNothing(t *testing.T) {
 				}
 				if d := cmp.Diff(before, snapshot()); d != "" {
 					t.Errorf("baton %s changed the store (-before +after):\n%.3000s", name, d)
+				}
+				if _, err := os.Stat(longData); err == nil {
+					t.Fatalf("baton %s made the data dir %s", name, longData)
 				}
 			}
 		})
