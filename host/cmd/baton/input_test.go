@@ -107,6 +107,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 			big := write("big.log", []byte(strings.Repeat("x", domain.MaxMessageBytes+1)))
 			binary := write("binary", []byte("ok\x00\xff"))
 			file := write("file", nil)
+			script := write("blank.steps.json", []byte(`{"steps":[{"send":"hi"},{"send":" "}]}`))
 			longSock := filepath.Join(dir, strings.Repeat("s", service.MaxSocketPath))
 			longData := filepath.Join(dir, strings.Repeat("d", service.MaxSocketPath))
 			const blankHint = "is empty or only white space; give the text to send (- reads it from stdin, --file PATH from a file)"
@@ -129,6 +130,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 				{[]string{"run", "--provider", "acp", "--file", dir}, "", 2, "run: --file " + dir + " is a directory; give a file that holds the message"},
 				{[]string{"run", "--provider", "acp", "hi", "--file", blank}, "", 2, "run: give MESSAGE arguments or --file, not both"},
 				{[]string{"run", "--provider", "acp", "-", "-"}, "hi", 2, "run: - (stdin) is given twice; stdin holds one message"},
+				{[]string{"run", "--provider", "acp", "--script", script}, "", 2, "run: --script: " + script + ": scenario script: step 2: the message is empty or only white space"},
 				{[]string{"run", "--provider", "acp", "--approve", "ask", "-"}, "hi", 2, "run: --approve ask reads your answers from stdin, which held the message (-); give --approve accept or decline, or the message with --file"},
 				// run: its flags
 				{[]string{"run", "--provider", "nosuch", "hi"}, "", 2, `run: provider "nosuch" is not installed; installed: acp, claude, codex, cursor, opencode`},
