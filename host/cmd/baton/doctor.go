@@ -42,6 +42,9 @@ The data directory must not be in use: stop baton serve first.`,
   baton doctor --rebuild`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkData(); err != nil {
+				return err
+			}
 			return g.doctor(rebuild)
 		},
 	}

@@ -65,6 +65,9 @@ and 16 hex digits) and is listed by its creation time all the same.`,
   baton threads -o ids --status idle | xargs -n1 baton show`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usagef("threads: --limit must be a count of threads (0: all), got %d", limit)
+			}
 			format, err := formatOf("threads", cmd.Flags(), out, jsonOut)
 			if err != nil {
 				return err
@@ -381,34 +384,66 @@ func signalContext(parent context.Context) (context.Context, func()) {
 }
 
 func sendCommand(g *globals) *cobra.Command {
-	var mode, target string
+	var mode, file string
+	var target int
 	sf := &switchFlags{}
 	pf := &policyFlags{}
 	c := &cobra.Command{
-		Use:   "send THREAD MESSAGE",
+		Use:   "send THREAD (MESSAGE | - | --file PATH)",
 		Short: "Send a message to a thread: a new run, or into the active one (--mode)",
-		Long: `Send sends MESSAGE to THREAD. Against a service it returns at once (follow the
-run with baton watch); with no service running it follows the run to its end,
-as baton run --thread does (nothing else would carry it).
+		Long: `Send sends MESSAGE to THREAD (- reads it from stdin, --file PATH from a file;
+at most ` + domain.MaxMessageSize + ` of UTF-8 text, not empty). Against a service it returns at once
+(follow the run with baton watch); with no service running it follows the run
+to its end, as baton run --thread does (nothing else would carry it).
 While a run is active, --mode says what the message does: queue (a run of its
 own after the active one), steer (added to the active turn), restart (the
 active turn stops and starts again with it), or now (interrupt the active run
 and start this one). Without --mode: steer where the provider steers natively,
-else restart; on an idle thread the message starts a run at once.
+else restart; on an idle thread the message starts a run at once. --run N
+names the run a steer or restart is meant for, by its ordinal (as diff,
+rollback and cancel take it): refused if another run is active.
 --provider (or --model, --provider-command) switches the thread first, as
 baton switch does: the message's run starts on that provider.
 --on-limit, --until and the budgets set the thread's continuation policy
 first, as baton run does (see baton run --help).`,
 		Example: `  baton send thr_123 "Also update the changelog"
   baton send --mode queue thr_123 "Then run the tests"
+  baton send --mode steer --run 3 thr_123 "Keep the public API as it is"
+  baton send thr_123 --file review.md
   baton send --provider claude thr_123 "Take it from here"
   baton send --on-limit wait --until 'make test' --max-hours 8 thr_123 "Finish the migration"`,
-		Args: cobra.ExactArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 0:
+				return usagef("send: give a THREAD id and the MESSAGE (or - to read it from stdin, or --file PATH)")
+			case len(args) > 2:
+				return usagef("send: unexpected arguments %q (quote a MESSAGE of several words)", args[2:])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch mode {
-			case "", "queue", "steer", "restart", "now":
-			default:
+			threadID := args[0]
+			if _, ok := domain.ModeWords[mode]; !ok && mode != "" {
 				return usagef("send: --mode must be queue, steer, restart or now, got %q", mode)
+			}
+			if cmd.Flags().Changed("run") {
+				if err := checkOrdinal("send", target, 1); err != nil {
+					return err
+				}
+				if mode == "queue" || mode == "now" {
+					return usagef("send: --run names the run a steer or restart is meant for; --mode %s sends the message as a run of its own", mode)
+				}
+			}
+			in := messageInput{args: args[1:]}
+			if file != "" {
+				in.files = []string{file}
+			}
+			if len(in.args) == 0 && len(in.files) == 0 {
+				return usagef("send: give the MESSAGE to send (or - to read it from stdin, or --file PATH)")
+			}
+			msgs, _, err := in.read("send", g.stdin)
+			if err != nil {
+				return err
 			}
 			sf.explicit(cmd.Flags())
 			argv, err := sf.check("send")
@@ -432,16 +467,24 @@ first, as baton run does (see baton run --help).`,
 				// No service carries the run once this command exits: follow
 				// it to its end, as baton run --thread does.
 				fmt.Fprintln(g.stderr, "baton: no service runs (baton serve); following the run to its end")
-				return runOn(ctx, g, c, &runFlags{switchFlags: *sf, policyFlags: *pf, thread: args[0]},
-					runOptions{verb: "send", messages: args[1:], mode: mode, switchArgv: argv, cont: cont}, interruptReq)
+				return runOn(ctx, g, c, &runFlags{switchFlags: *sf, policyFlags: *pf, thread: threadID},
+					runOptions{verb: "send", messages: msgs, mode: mode, target: target, switchArgv: argv, cont: cont}, interruptReq)
 			}
 			idgen := ids.New()
-			if *sf != (switchFlags{}) || cont != nil {
-				// The switch and the policy first, shown as baton switch
+			var targetID string
+			if *sf != (switchFlags{}) || cont != nil || target != 0 {
+				// The run meant, the switch and the policy first (each
+				// checked before any is written), shown as baton switch
 				// shows it.
-				at, t, err := c.threadFor(ctx, "send", args[0])
+				at, t, err := c.threadFor(ctx, "send", threadID)
 				if err != nil {
 					return err
+				}
+				if targetID, err = targetRun("send", t, target); err != nil {
+					return err
+				}
+				if missing := missingCommand(t, cont); missing != "" {
+					return noCommand(ctx, "send", c, missing)
 				}
 				switched, err := switchThread(ctx, "send", c, idgen, t, *sf, argv)
 				if err != nil {
@@ -460,8 +503,8 @@ first, as baton run does (see baton run --help).`,
 					}
 				}
 			}
-			rc, err := c.SendMessage(ctx, &batonv1.SendMessageRequest{CommandId: idgen.NewID("cmd"), ThreadId: args[0],
-				Text: args[1], Mode: mode, TargetRunId: target})
+			rc, err := c.SendMessage(ctx, &batonv1.SendMessageRequest{CommandId: idgen.NewID("cmd"), ThreadId: threadID,
+				Text: msgs[0], Mode: mode, TargetRunId: targetID})
 			if err != nil {
 				return rpcError("send", err)
 			}
@@ -470,7 +513,8 @@ first, as baton run does (see baton run --help).`,
 		},
 	}
 	c.Flags().StringVar(&mode, "mode", "", "what the message does while a run is active: queue, steer, restart or now")
-	c.Flags().StringVar(&target, "run", "", "for steer and restart, the run `id` meant (refused if another is active)")
+	c.Flags().IntVar(&target, "run", 0, "for steer and restart, the `ordinal` of the run meant (refused if another run is active)")
+	c.Flags().StringVar(&file, "file", "", "read the message from this `file` (- for stdin) instead of a MESSAGE argument")
 	addSwitchFlags(c.Flags(), sf, false)
 	addPolicyFlags(c.Flags(), pf)
 	c.RegisterFlagCompletionFunc("mode", fixedCompletion("queue", "steer", "restart", "now"))

@@ -99,6 +99,9 @@ func (s *Server) SendMessage(ctx context.Context, req *batonv1.SendMessageReques
 	if req.GetText() == "" {
 		return nil, invalid("text", "required")
 	}
+	if problem := domain.CheckText(req.GetText()); problem != "" {
+		return nil, invalid("text", "the message %s", problem)
+	}
 	mode, ok := modes[req.GetMode()]
 	if !ok {
 		return nil, invalid("mode", "unknown mode %q; want queue, steer, restart or now", req.GetMode())

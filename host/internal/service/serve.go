@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	tlsConf, err := loadTLS(cfg.TLSCert, cfg.TLSKey)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("serve: %w", &ConfigError{Err: err})
 	}
 	tcp := false
 	for _, ep := range eps {
@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		tcp = true
 		if host, _, _ := net.SplitHostPort(ep.addr); tlsConf == nil && !isLoopback(host) {
-			return fmt.Errorf("serve: listen %s: an address other than loopback needs TLS (a certificate and key)", ep)
+			return fmt.Errorf("serve: %w", configErrorf("listen %s: an address other than loopback needs TLS (a certificate and key)", ep))
 		}
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -118,7 +118,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	srv := New(host, Options{Logger: log.Named("service"), Clock: clk})
 	auth := &authenticator{token: token, log: log.Named("auth")}
-	g := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.unary), grpc.ChainStreamInterceptor(auth.stream))
+	g := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.unary), grpc.ChainStreamInterceptor(auth.stream), grpc.MaxRecvMsgSize(maxRequest))
 	srv.Register(g)
 
 	var lis []net.Listener

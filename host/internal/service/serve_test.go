@@ -10,6 +10,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -283,6 +285,57 @@ func TestRunNonLoopbackNeedsTLS(t *testing.T) {
 		if _, err := os.Stat(data); !os.IsNotExist(err) {
 			t.Errorf("%s: the data dir was made before the refusal", addr)
 		}
+	}
+}
+
+// A configuration the service cannot serve as written is a ConfigError
+// (the CLI's usage error) that says what to give instead, refused before
+// anything is made: an address it cannot parse, a unix socket's path over
+// what the system holds (given, or the data dir's), half a TLS pair,
+// plaintext off loopback.
+func TestRunConfigErrors(t *testing.T) {
+	long := filepath.Join(shortDir(t), strings.Repeat("d", service.MaxSocketPath))
+	limit := fmt.Sprintf("a unix socket's path holds at most %d bytes here", service.MaxSocketPath)
+	for _, tc := range []struct {
+		name    string
+		data    string // "" for a short one
+		listen  []string
+		tlsCert string
+		want    string
+	}{
+		{"not an address", "", []string{"localhost:7077"}, "", `serve: listen "localhost:7077": want unix:///PATH or tcp://HOST:PORT`},
+		{"no port", "", []string{"tcp://127.0.0.1"}, "", `serve: listen "tcp://127.0.0.1": want tcp://HOST:PORT`},
+		{"relative socket", "", []string{"unix://baton.sock"}, "", `serve: listen "unix://baton.sock": a unix socket's path must be absolute`},
+		{"long socket", "", []string{"unix://" + long + "/baton.sock"}, "",
+			fmt.Sprintf(`serve: listen "unix://%s/baton.sock": the socket path %s/baton.sock is %d bytes; %s: give --listen unix:///A/SHORTER/PATH`,
+				long, long, len(long)+len("/baton.sock"), limit)},
+		{"long data dir", long, nil, "",
+			fmt.Sprintf(`serve: the socket path %s/baton.sock is %d bytes; %s: give --listen unix:///A/SHORTER/PATH (the service then has no socket in the data dir: reach it with --server), or a shorter --data`,
+				long, len(long)+len("/baton.sock"), limit)},
+		{"half a TLS pair", "", nil, "cert.pem", "serve: TLS needs both a certificate and its key"},
+		{"plaintext off loopback", "", []string{"tcp://192.0.2.1:0"}, "", "serve: listen tcp://192.0.2.1:0: an address other than loopback needs TLS (a certificate and key)"},
+	} {
+		data := tc.data
+		if data == "" {
+			data = filepath.Join(shortDir(t), "data")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		err := service.Run(ctx, service.Config{DataDir: data, Listen: tc.listen, TLSCert: tc.tlsCert, PluginDirs: []string{pluginDir},
+			Ready: func([]string) { t.Errorf("%s: the service listened", tc.name); cancel() }})
+		cancel()
+		var ce *service.ConfigError
+		if !errors.As(err, &ce) || err.Error() != tc.want {
+			t.Errorf("%s: %v (a ConfigError: %v)\nwant %s", tc.name, err, ce != nil, tc.want)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("%s: the data dir was made before the refusal", tc.name)
+		}
+	}
+	// A client's too: a socket path the system cannot dial.
+	_, err := service.Dial(t.Context(), long+"/baton.sock", service.DialOptions{})
+	var ce *service.ConfigError
+	if want := fmt.Sprintf(`server %q: the socket path %s/baton.sock is %d bytes; %s`, long+"/baton.sock", long, len(long)+len("/baton.sock"), limit); !errors.As(err, &ce) || err.Error() != want {
+		t.Errorf("Dial of a long socket path: %v\nwant %s", err, want)
 	}
 }
 
