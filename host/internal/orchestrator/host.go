@@ -91,6 +91,10 @@ type Config struct {
 	// (DATA/rawframes) and bounds them by size and age (rawframes.Policy;
 	// the zero value keeps them, 256 MiB and 14 days at most).
 	RawFrames rawframes.Policy
+	// ReadOnly opens the host to read the data dir only (readonly.go): for
+	// a data dir it cannot hold, on a read-only file system or held by
+	// another process. It writes nothing and commits nothing.
+	ReadOnly bool
 }
 
 // Host is a running orchestrator.
@@ -153,6 +157,9 @@ func Open(cfg Config) (*Host, error) {
 	if cfg.SnapshotBytes <= 0 {
 		cfg.SnapshotBytes = 32 << 10
 	}
+	if cfg.ReadOnly {
+		return openReadOnly(cfg)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
@@ -209,6 +216,9 @@ func (h *Host) Close() error {
 	h.closing = true
 	h.stop()
 	h.smu.Unlock()
+	if h.cfg.ReadOnly {
+		return h.closeReadOnly()
+	}
 	h.drainOnce.Do(h.drain)
 	h.smu.Lock()
 	live := make([]*liveSession, 0, len(h.sessions))
@@ -238,6 +248,9 @@ func (h *Host) Close() error {
 // closes; Close does not drain twice.
 func (h *Host) Drain() {
 	h.stop()
+	if h.cfg.ReadOnly {
+		return // its runs are another host's
+	}
 	h.drainOnce.Do(h.drain)
 }
 
