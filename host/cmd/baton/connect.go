@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
 	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
@@ -51,7 +53,24 @@ func (c *client) followWaits(threadID string) {
 // connect finds the host, by one rule: the service --server names (an
 // error if it does not answer); else a service answering on the data dir's
 // socket; else a host embedded on the data dir.
-func (g *globals) connect(ctx context.Context) (*client, error) {
+func (g *globals) connect(ctx context.Context) (*client, error) { return g.connectFor(ctx, false) }
+
+// withReader is withClient for a verb that only reads (threads, show):
+// where no service answers and the data dir cannot be held (another
+// process holds it, or it cannot be written), the embedded host reads it
+// read-only, and says so on stderr.
+func withReader(cmd *cobra.Command, g *globals, fn func(ctx context.Context, c *client) error) error {
+	ctx := cmd.Context()
+	c, err := g.connectFor(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return fn(ctx, c)
+}
+
+// connectFor is connect; reads: the verb only reads (see withReader).
+func (g *globals) connectFor(ctx context.Context, reads bool) (*client, error) {
 	if g.server != "" {
 		c, err := g.dial(ctx, g.server, serverCheckTimeout)
 		if err != nil {
@@ -63,8 +82,9 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 		return c, nil
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: hclog.LevelFromString(g.logLevel)})
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, Command: g.command, RawFrames: g.rawFrames,
-		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log})
+	cfg := orchestrator.Config{DataDir: g.data, Command: g.command, RawFrames: g.rawFrames,
+		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log}
+	h, err := g.embed(cfg, reads)
 	var busy *orchestrator.BusyError
 	switch {
 	case errors.As(err, &busy) && strings.HasPrefix(busy.Command, "baton serve"):
@@ -88,6 +108,59 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 		stop()
 		h.Close()
 	}, follow: func(threadID string) { _ = h.Follow(threadID) }}, nil
+}
+
+// embed opens the host a verb embeds. One that only reads, on a data dir
+// it cannot hold (unholdable), opens it read-only and says so on stderr; a
+// process that holds it is asked for first, without a write (an open for
+// writing would touch the lock file). The error is why the data dir could
+// not be held.
+func (g *globals) embed(cfg orchestrator.Config, reads bool) (*orchestrator.Host, error) {
+	if !reads {
+		return orchestrator.Open(cfg)
+	}
+	var err error
+	if holder := orchestrator.Holder(cfg.DataDir); holder != nil {
+		err = holder
+	} else if h, oerr := orchestrator.Open(cfg); oerr == nil {
+		return h, nil
+	} else {
+		err = oerr
+	}
+	why := unholdable(cfg.DataDir, err)
+	if why == "" {
+		return nil, err
+	}
+	cfg.ReadOnly = true
+	h, rerr := orchestrator.Open(cfg)
+	if rerr != nil {
+		return nil, err
+	}
+	if errors.As(err, new(*orchestrator.BusyError)) {
+		why += "; reading it read-only, as it stands now" // its holder's later writes are not seen
+	} else {
+		why += "; reading it read-only"
+	}
+	fmt.Fprintf(g.stderr, "baton: %s\n", why)
+	return h, nil
+}
+
+// unholdable says why a host could not open the data dir to hold it
+// ("": it could, or it failed otherwise), when the data dir can still be
+// read: another process holds it, or it cannot be written.
+func unholdable(data string, err error) string {
+	var busy *orchestrator.BusyError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &busy):
+		return busy.Error()
+	case errors.Is(err, syscall.EROFS):
+		return "the data dir " + data + " is on a read-only file system"
+	case errors.Is(err, fs.ErrPermission):
+		return "the data dir " + data + " cannot be written (permission denied)"
+	}
+	return ""
 }
 
 // local is the service on the data dir's socket, if one answers there.

@@ -49,7 +49,7 @@ thread's events are read. --status and --provider keep only the matching ones.`,
   baton threads --json | jq -r .id`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withClient(cmd, g, func(ctx context.Context, c *client) error {
+			return withReader(cmd, g, func(ctx context.Context, c *client) error {
 				var list []domain.ThreadSummary
 				token := after
 				for {
@@ -122,7 +122,7 @@ runs it ran), or with --json the whole projection as one JSON object.`,
   baton show --json thr_123 | jq '.runs[] | {ordinal, status}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, g, func(ctx context.Context, c *client) error {
+			return withReader(cmd, g, func(ctx context.Context, c *client) error {
 				at, t, err := c.threadFor(ctx, "show", args[0])
 				if err != nil {
 					return err
