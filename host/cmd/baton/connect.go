@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
@@ -73,7 +74,10 @@ func withReader(cmd *cobra.Command, g *globals, fn func(ctx context.Context, c *
 func (g *globals) connectFor(ctx context.Context, reads bool) (*client, error) {
 	if g.server != "" {
 		c, err := g.dial(ctx, g.server, serverCheckTimeout)
-		if err != nil {
+		switch {
+		case errors.Is(err, service.ErrRefused):
+			return nil, failf(exitFailed, "server %s %s", g.server, refused)
+		case err != nil:
 			return nil, failf(exitFailed, "server %s does not answer: %s", g.server, status.Convert(err).Message())
 		}
 		return c, nil
@@ -176,7 +180,23 @@ func (g *globals) local(ctx context.Context) *client {
 	return c
 }
 
-// dial connects to a service and checks that it answers within bound.
+// streamEnded is the exit of a verb whose stream of a thread's events
+// ended with err. A service that went away mid-stream (it drained, or
+// died: Unavailable) is said so, with how to follow the thread once it is
+// back; never in the transport's words (EOF).
+func streamEnded(what, threadID string, err error) error {
+	if status.Code(err) == codes.Unavailable {
+		return failf(exitFailed, "the service stopped; once it runs again, follow the thread with: baton watch %s", threadID)
+	}
+	return rpcError(what, err)
+}
+
+// refused is what a service that refuses the caller's token says, and
+// where a token comes from.
+const refused = "refused: wrong or missing token (give --token-file or BATON_TOKEN_FILE)"
+
+// dial connects to a service and checks that it answers within bound, and
+// over TCP that it takes the token (service.ErrRefused).
 func (g *globals) dial(ctx context.Context, target string, bound time.Duration) (*client, error) {
 	opts := service.DialOptions{TokenFile: g.tokenFile, TLS: g.tls, CAFile: g.caFile}
 	if opts.TokenFile == "" && strings.HasPrefix(target, "tcp://") {
@@ -190,7 +210,11 @@ func (g *globals) dial(ctx context.Context, target string, bound time.Duration) 
 	}
 	cctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	if err := service.Check(cctx, conn); err != nil {
+	err = service.Check(cctx, conn)
+	if err == nil && strings.HasPrefix(target, "tcp://") {
+		err = service.CheckToken(cctx, conn) // health answers without it
+	}
+	if err != nil {
 		conn.Close()
 		return nil, err
 	}

@@ -64,6 +64,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.DataDir == "" {
 		return errors.New("serve: no data dir")
 	}
+	if abs, err := filepath.Abs(cfg.DataDir); err == nil {
+		cfg.DataDir = abs // its socket's address, and what GetStatus says, hold for a client elsewhere
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
