@@ -15,7 +15,8 @@
 // reconciles; outbox.go the effects; session.go the provider sessions;
 // ingest.go their events; checkpoints.go the git work; drain.go what Close
 // ends first, and the reaper of idle sessions; rawframes.go the retention
-// of the sessions' raw-frame logs.
+// of the sessions' raw-frame logs; readonly.go a host that only reads a
+// data dir it cannot hold.
 package orchestrator
 
 import (
