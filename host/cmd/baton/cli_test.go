@@ -143,7 +143,7 @@ func TestHelpAndCompletion(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("baton --help: exit %d", code)
 	}
-	verbs := []string{"run", "threads", "show", "watch", "send", "interrupt", "approve", "decline", "diff", "rollback", "switch", "plugin", "serve", "version", "completion", "doctor"}
+	verbs := []string{"run", "threads", "show", "watch", "send", "interrupt", "approve", "decline", "diff", "rollback", "switch", "plugin", "serve", "version", "completion", "doctor", "status"}
 	for _, v := range verbs {
 		if !regexp.MustCompile(`(?m)^  ` + v + ` `).MatchString(out) {
 			t.Errorf("baton --help does not list %s:\n%s", v, out)
@@ -163,7 +163,8 @@ func TestHelpAndCompletion(t *testing.T) {
 		"switch":    {"--provider name", "--model model", "--provider-command", "--handoff-max-bytes n"},
 		"interrupt": {"--run ordinal", "--force", "[$BATON_RUN]"},
 		"doctor":    {"--rebuild"},
-		"approve":   {"--for-session"},
+		"approve":   {"--for-session", "--answer text"},
+		"status":    {"--json", "[$BATON_JSON]"},
 		"decline":   {"--cancel"},
 		"diff":      {"--run ordinal", "--max-bytes"},
 		"rollback":  {"--run ordinal"},

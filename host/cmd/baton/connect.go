@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -66,7 +67,24 @@ func (c *client) followWaits(threadID string) {
 // connect finds the host, by one rule: the service --server names (an
 // error if it does not answer); else a service answering on the data dir's
 // socket; else a host embedded on the data dir.
-func (g *globals) connect(ctx context.Context) (*client, error) {
+func (g *globals) connect(ctx context.Context) (*client, error) { return g.connectFor(ctx, false) }
+
+// withReader is withClient for a verb that only reads (threads, show):
+// where no service answers and the data dir cannot be held (another
+// process holds it, or it cannot be written), the embedded host reads it
+// read-only, and says so on stderr.
+func withReader(cmd *cobra.Command, g *globals, fn func(ctx context.Context, c *client) error) error {
+	ctx := cmd.Context()
+	c, err := g.connectFor(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return fn(ctx, c)
+}
+
+// connectFor is connect; reads: the verb only reads (see withReader).
+func (g *globals) connectFor(ctx context.Context, reads bool) (*client, error) {
 	if g.server == "" {
 		if err := g.checkData(); err != nil {
 			return nil, err
@@ -76,8 +94,9 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 		return c, err
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: g.hostLogLevel()})
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, Command: g.command, RawFrames: g.rawFrames, InterruptGrace: g.grace,
-		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log})
+	cfg := orchestrator.Config{DataDir: g.data, Command: g.command, RawFrames: g.rawFrames, InterruptGrace: g.grace,
+		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log}
+	h, err := g.embed(cfg, reads)
 	var busy *orchestrator.BusyError
 	switch {
 	case errors.As(err, &busy) && strings.HasPrefix(busy.Command, "baton serve"):
@@ -101,6 +120,59 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 		stop()
 		h.Close()
 	}, follow: func(threadID string) { _ = h.Follow(threadID) }, halt: h.Halt}, nil
+}
+
+// embed opens the host a verb embeds. One that only reads, on a data dir
+// it cannot hold (unholdable), opens it read-only and says so on stderr; a
+// process that holds it is asked for first, without a write (an open for
+// writing would touch the lock file). The error is why the data dir could
+// not be held.
+func (g *globals) embed(cfg orchestrator.Config, reads bool) (*orchestrator.Host, error) {
+	if !reads {
+		return orchestrator.Open(cfg)
+	}
+	var err error
+	if holder := orchestrator.Holder(cfg.DataDir); holder != nil {
+		err = holder
+	} else if h, oerr := orchestrator.Open(cfg); oerr == nil {
+		return h, nil
+	} else {
+		err = oerr
+	}
+	why := unholdable(cfg.DataDir, err)
+	if why == "" {
+		return nil, err
+	}
+	cfg.ReadOnly = true
+	h, rerr := orchestrator.Open(cfg)
+	if rerr != nil {
+		return nil, err
+	}
+	if errors.As(err, new(*orchestrator.BusyError)) {
+		why += "; reading it read-only, as it stands now" // its holder's later writes are not seen
+	} else {
+		why += "; reading it read-only"
+	}
+	fmt.Fprintf(g.stderr, "baton: %s\n", why)
+	return h, nil
+}
+
+// unholdable says why a host could not open the data dir to hold it
+// ("": it could, or it failed otherwise), when the data dir can still be
+// read: another process holds it, or it cannot be written.
+func unholdable(data string, err error) string {
+	var busy *orchestrator.BusyError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &busy):
+		return busy.Error()
+	case errors.Is(err, syscall.EROFS):
+		return "the data dir " + data + " is on a read-only file system"
+	case errors.Is(err, fs.ErrPermission):
+		return "the data dir " + data + " cannot be written (permission denied)"
+	}
+	return ""
 }
 
 // logLevels are the levels --log-level takes.
@@ -159,6 +231,8 @@ func (g *globals) findService(ctx context.Context) (*client, error) {
 	c, err := g.dial(ctx, g.server, serverCheckTimeout)
 	var silent *noAnswer
 	switch {
+	case errors.Is(err, service.ErrRefused):
+		return nil, failf(exitFailed, "server %s %s", g.server, refused)
 	case errors.As(err, &silent):
 		return nil, failf(exitFailed, "server %s does not answer: %s; start baton serve there, or leave out --server for a host of this command's own", g.server, silent)
 	case err != nil:
@@ -193,6 +267,21 @@ type noAnswer struct{ why string }
 
 func (e *noAnswer) Error() string { return e.why }
 
+// streamEnded is the exit of a verb whose stream of a thread's events
+// ended with err. A service that went away mid-stream (it drained, or
+// died: Unavailable) is said so, with how to follow the thread once it is
+// back; never in the transport's words (EOF).
+func streamEnded(what, threadID string, err error) error {
+	if status.Code(err) == codes.Unavailable {
+		return failf(exitFailed, "the service stopped; once it runs again, follow the thread with: baton watch %s", threadID)
+	}
+	return rpcError(what, err)
+}
+
+// refused is what a service that refuses the caller's token says, and
+// where a token comes from.
+const refused = "refused: wrong or missing token (give --token-file or BATON_TOKEN_FILE)"
+
 // dial connects to a service and checks that it answers within bound. A
 // service that does not is a *noAnswer; any other error is the flags'.
 func (g *globals) dial(ctx context.Context, target string, bound time.Duration) (*client, error) {
@@ -211,6 +300,12 @@ func (g *globals) dial(ctx context.Context, target string, bound time.Duration) 
 	if err := service.Check(cctx, conn); err != nil {
 		conn.Close()
 		return nil, &noAnswer{why: answerProblem(err, bound)}
+	}
+	if strings.HasPrefix(target, "tcp://") {
+		if err := service.CheckToken(cctx, conn); err != nil { // health answers without it
+			conn.Close()
+			return nil, err
+		}
 	}
 	return &client{BatonClient: batonv1.NewBatonClient(conn), target: target, close: func() { conn.Close() }}, nil
 }

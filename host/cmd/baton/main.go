@@ -71,6 +71,10 @@ func rpcError(what string, err error) error {
 		return failf(exitUsage, "%s", cliWords(st.Message()))
 	case codes.Canceled:
 		return failf(exitInterrupted, "%s: cancelled", what)
+	case codes.Unauthenticated:
+		return failf(exitFailed, "%s: %s", what, refused)
+	case codes.Unavailable: // it drained, or died: not the transport's words (EOF)
+		return failf(exitFailed, "%s: the service stopped", what)
 	case codes.DataLoss:
 		return failf(exitFailed, "%s: %s%s", what, st.Message(), doctorHint)
 	}
@@ -179,7 +183,7 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 
 	root.AddCommand(runCommand(g), threadsCommand(g), showCommand(g), watchCommand(g), sendCommand(g),
 		interruptCommand(g), cancelCommand(g), answerCommand(g, "approve"), answerCommand(g, "decline"), diffCommand(g),
-		rollbackCommand(g), switchCommand(g), pluginCommand(g), serveCommand(g), doctorCommand(g), versionCommand(g))
+		rollbackCommand(g), switchCommand(g), pluginCommand(g), serveCommand(g), doctorCommand(g), versionCommand(g), statusCommand(g))
 	addCompletions(root, g)
 	root.SetVersionTemplate("baton {{.Version}}\n")
 	root.InitDefaultCompletionCmd() // now, not at Execute: its flags' help names their variables too

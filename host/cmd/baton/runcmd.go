@@ -375,7 +375,7 @@ loop:
 			if ctx.Err() != nil {
 				break loop
 			}
-			return rpcError("read events", err)
+			return streamEnded("read events", threadID, err)
 		case err := <-scriptDone:
 			scriptDone = nil
 			if err != nil && !interrupted && ctx.Err() == nil {

@@ -200,7 +200,7 @@ func printEvents(ctx context.Context, c *client, p *printer, what, threadID stri
 			if ctx.Err() != nil {
 				return nil // Ctrl-C: the thread goes on
 			}
-			return rpcError(what, err)
+			return streamEnded(what, threadID, err)
 		case <-ctx.Done():
 			return nil
 		}

@@ -72,7 +72,7 @@ and 16 hex digits) and is listed by its creation time all the same.`,
 			if err != nil {
 				return err
 			}
-			return withClient(cmd, g, func(ctx context.Context, c *client) error {
+			return withReader(cmd, g, func(ctx context.Context, c *client) error {
 				var from *domain.ThreadSummary
 				if after != "" {
 					at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: after})
@@ -131,7 +131,7 @@ runs it ran), or with --json the whole projection as one JSON object.`,
   baton show --json thr_123 | jq '.runs[] | {ordinal, status}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, g, func(ctx context.Context, c *client) error {
+			return withReader(cmd, g, func(ctx context.Context, c *client) error {
 				at, t, err := c.threadFor(ctx, "show", args[0])
 				if err != nil {
 					return err
@@ -325,8 +325,12 @@ func watchCommand(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "watch THREAD",
 		Short: "Follow a thread's events as they happen (Ctrl-C stops watching, not the thread)",
-		Long: `Watch prints a thread's events as baton run does, from its current state on
-(or from after --after SEQ), until Ctrl-C. Leaving does not stop the thread.`,
+		Long: `Watch prints where a thread stands (its active run, the run's open items, each
+pending request with the command that answers it, the runs queued), then its
+events as baton run does, until Ctrl-C; or, with --after SEQ, the events after
+that sequence. With --json the first line is the thread's projection
+({"kind":"thread",...}), the others its events. Leaving does not stop the
+thread.`,
 		Example: `  baton watch thr_123
   baton watch --after 0 thr_123   # the whole thread from its creation`,
 		Args: cobra.ExactArgs(1),
@@ -338,10 +342,14 @@ func watchCommand(g *globals) *cobra.Command {
 				if afterSet {
 					start = after
 				}
-				if !afterSet && !jsonOut {
-					fmt.Fprintf(g.stdout, "● thread %s · %s · %s (watching from sequence %d)\n", t.ID, t.Provider, t.Cwd, start)
+				p := scopedPrinter(g.stdout, jsonOut, t)
+				if !afterSet {
+					if !jsonOut {
+						fmt.Fprintf(g.stdout, "● thread %s · %s · %s (watching from sequence %d)\n", t.ID, t.Provider, t.Cwd, start)
+					}
+					p.stands(t) // what began before start, which its events will not say
 				}
-				return printEvents(ctx, c, scopedPrinter(g.stdout, jsonOut, t), "watch", args[0], start, 0)
+				return printEvents(ctx, c, p, "watch", args[0], start, 0)
 			})
 		},
 	}
@@ -610,6 +618,7 @@ func interruptedLine(t domain.Thread, runID string, waiting *domain.Wait, force 
 // from any terminal.
 func answerCommand(g *globals, verb string) *cobra.Command {
 	var session, cancelTurn bool
+	var answer string
 	decision := map[string]sdk.Decision{"approve": sdk.DecisionAccept, "decline": sdk.DecisionDecline}[verb]
 	c := &cobra.Command{
 		Use:   verb + " REQUEST",
@@ -626,8 +635,16 @@ as baton run, baton show and baton watch print it; the host finds its thread.`, 
 			if cancelTurn {
 				d = sdk.DecisionCancel
 			}
+			var answers map[string]string
+			if cmd.Flags().Changed("answer") {
+				if session {
+					return usagef("approve: give --answer or --for-session, not both")
+				}
+				d, answers = sdk.DecisionAnswer, map[string]string{"answer": answer}
+			}
 			return withClient(cmd, g, func(ctx context.Context, c *client) error {
-				rc, err := c.AnswerRequest(ctx, &batonv1.AnswerRequestRequest{CommandId: ids.New().NewID("cmd"), RequestId: args[0], Decision: string(d)})
+				rc, err := c.AnswerRequest(ctx, &batonv1.AnswerRequestRequest{CommandId: ids.New().NewID("cmd"), RequestId: args[0], Decision: string(d),
+					Answers: answers})
 				if err != nil {
 					return rpcError(verb, err)
 				}
@@ -638,6 +655,7 @@ as baton run, baton show and baton watch print it; the host finds its thread.`, 
 	}
 	if verb == "approve" {
 		c.Flags().BoolVar(&session, "for-session", false, "accept such requests for the rest of the provider session")
+		c.Flags().StringVar(&answer, "answer", "", "answer a question (a user_input request) with this `text`")
 	} else {
 		c.Flags().BoolVar(&cancelTurn, "cancel", false, "decline and cancel the agent's turn")
 	}

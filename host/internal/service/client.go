@@ -13,11 +13,14 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 )
@@ -158,17 +161,40 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 // or a loopback address (Dial refuses the rest).
 func (b bearer) RequireTransportSecurity() bool { return b.secure }
 
+// ErrNotServing is a service whose health is not SERVING: one that is
+// draining as it stops.
+var ErrNotServing = errors.New("the service is not serving")
+
 // Check says whether a service answers on conn: its health service
-// reports SERVING before ctx ends.
+// reports SERVING before ctx ends (else ErrNotServing).
 func Check(ctx context.Context, conn *grpc.ClientConn) error {
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 	if err != nil {
 		return err
 	}
 	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		return fmt.Errorf("the service is %s", resp.GetStatus())
+		return fmt.Errorf("%w: its health is %s", ErrNotServing, resp.GetStatus())
 	}
 	return nil
+}
+
+// ErrRefused is a service that answers but refuses the caller's token.
+var ErrRefused = errors.New("refused: wrong or missing token")
+
+// CheckToken says whether the service on conn takes the caller's token.
+// Health answers without it, so a service that passes Check may still
+// refuse every other call: a client over TCP asks once, with a call that
+// needs the token (GetStatus), before it sends anything. A refusal is
+// ErrRefused; a service that has no GetStatus (an older one) passes.
+func CheckToken(ctx context.Context, conn *grpc.ClientConn) error {
+	_, err := batonv1.NewBatonClient(conn).GetStatus(ctx, &batonv1.GetStatusRequest{})
+	switch status.Code(err) {
+	case codes.OK, codes.Unimplemented:
+		return nil
+	case codes.Unauthenticated:
+		return ErrRefused
+	}
+	return err
 }
 
 // InProcess serves h over an in-memory listener and returns a client

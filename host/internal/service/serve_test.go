@@ -194,7 +194,8 @@ func TestRunRefusesWritableDirs(t *testing.T) {
 
 // TCP always needs the token: none or a wrong one is Unauthenticated
 // (logged without the token), the right one (made 0600 in the data dir on
-// first use, or read from a token file) works.
+// first use, or read from a token file) works. Health alone answers
+// without it; reflection, like every other call, needs it.
 func TestRunTCPToken(t *testing.T) {
 	data := filepath.Join(shortDir(t), "data")
 	var logs syncBuffer
@@ -244,6 +245,24 @@ func TestRunTCPToken(t *testing.T) {
 		}
 		if status.Code(err) != want {
 			t.Errorf("%s: subscribe: %v, want %s", tc.name, err, want)
+		}
+		if _, err := client.GetStatus(tc.ctx, &batonv1.GetStatusRequest{}); status.Code(err) != tc.want {
+			t.Errorf("%s: status: %v, want %s", tc.name, err, tc.want)
+		}
+		refl, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(tc.ctx)
+		if err == nil {
+			if err = refl.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err == nil {
+				_, err = refl.Recv()
+			}
+		}
+		if status.Code(err) != tc.want {
+			t.Errorf("%s: reflection: %v, want %s", tc.name, err, tc.want)
+		}
+		for _, svc := range []string{"", service.Service} {
+			resp, err := healthpb.NewHealthClient(conn).Check(tc.ctx, &healthpb.HealthCheckRequest{Service: svc})
+			if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				t.Errorf("%s: health of %q: %v %v, want SERVING whatever the token", tc.name, svc, resp, err)
+			}
 		}
 	}
 	s.shutdown(t)
