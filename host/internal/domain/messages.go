@@ -267,7 +267,9 @@ func forceStop(t *Thread, r *Run, reason string, env Env, d *Decision) {
 // host ended because it did not stop when asked.
 const FailureForced = "interrupt_forced"
 
-func forcedFailure(reason string) *sdk.Failure { return &sdk.Failure{Code: FailureForced, Message: reason} }
+func forcedFailure(reason string) *sdk.Failure {
+	return &sdk.Failure{Code: FailureForced, Message: reason}
+}
 
 // StopDeadline is when the host ends the provider process of the thread's
 // interrupted run if its turn has not ended, and the command that does it;
