@@ -180,6 +180,7 @@ func (h *Host) commit(c commitReq) (domain.Receipt, error) {
 		b.OnCommit = func(last uint64) {
 			published.Sequence = last
 			e.publish(published)
+			h.signals.publish(c.threadID, last)
 		}
 	}
 	_, ids, err := h.store.Append(b)

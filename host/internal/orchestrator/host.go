@@ -127,8 +127,9 @@ type Host struct {
 	drainOnce sync.Once
 	halted    atomic.Bool // Halt: Close kills the plugins rather than close sessions
 
-	cache threadCache
-	cmds  inflight // command ids being committed
+	cache   threadCache
+	signals signals  // the threads streams follow (streams.go)
+	cmds    inflight // command ids being committed
 
 	wmu     sync.Mutex // guards workers
 	workers map[string]*worker

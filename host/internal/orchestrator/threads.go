@@ -113,6 +113,19 @@ func (c *threadCache) release(e *threadEntry) {
 	}
 }
 
+// published is the sequence a thread's cached projection shows (0: none
+// cached), read without holding the entry.
+func (c *threadCache) published(id string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.entries[id]; e != nil {
+		if p := e.proj.Load(); p != nil {
+			return p.Sequence
+		}
+	}
+	return 0
+}
+
 // wakeAll wakes every thread's followers (the host is closing).
 func (c *threadCache) wakeAll() {
 	c.mu.Lock()
