@@ -40,9 +40,9 @@ type client struct {
 	target   string // the service's address (not embedded)
 	close    func()
 	// follow, for an embedded host, makes it arm the thread's waits (a
-	// service arms every thread's): a verb that follows a thread's
-	// unattended work calls it.
-	follow func(threadID string)
+	// service arms every thread's) until unfollow: a verb that follows a
+	// thread's unattended work calls it.
+	follow func(threadID string) (unfollow func())
 	// halt, for an embedded host, ends its active runs at once and makes
 	// close quick (orchestrator.Host.Halt): the user will not wait.
 	halt func()
@@ -57,11 +57,13 @@ func (c *client) haltNow() {
 	}
 }
 
-// followWaits makes the host arm the thread's waits while the verb runs.
-func (c *client) followWaits(threadID string) {
+// followWaits makes the host arm the thread's waits while the verb runs,
+// until unfollow.
+func (c *client) followWaits(threadID string) (unfollow func()) {
 	if c.follow != nil {
-		c.follow(threadID)
+		return c.follow(threadID)
 	}
+	return func() {}
 }
 
 // connect finds the host, by one rule: the service --server names (an
@@ -119,7 +121,12 @@ func (g *globals) connectFor(ctx context.Context, reads bool) (*client, error) {
 	return &client{BatonClient: batonv1.NewBatonClient(conn), embedded: true, close: func() {
 		stop()
 		h.Close()
-	}, follow: func(threadID string) { _ = h.Follow(threadID) }, halt: h.Halt}, nil
+	}, follow: func(threadID string) func() {
+		if unfollow, err := h.Follow(threadID); err == nil {
+			return unfollow
+		}
+		return func() {} // a thread it cannot read: the verb says so as it reads it
+	}, halt: h.Halt}, nil
 }
 
 // embed opens the host a verb embeds. One that only reads, on a data dir

@@ -294,7 +294,7 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	}
 	// The runs this verb follows go on through their waits (a host
 	// embedded for it arms them; a service arms every thread's).
-	c.followWaits(threadID)
+	defer c.followWaits(threadID)()
 	verb := cmp.Or(o.verb, "run")
 	targetID, err := targetRun(verb, th, o.target)
 	if err != nil {

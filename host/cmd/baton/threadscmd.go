@@ -337,7 +337,7 @@ thread.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			afterSet = cmd.Flags().Changed("after")
 			return withThread(cmd, g, "watch", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
-				c.followWaits(t.ID) // a wait the thread holds fires while it is watched
+				defer c.followWaits(t.ID)() // a wait the thread holds fires while it is watched
 				start := at.GetSequence()
 				if afterSet {
 					start = after

@@ -31,27 +31,82 @@ type waitTimer struct {
 // timers are the threads' wait timers, by thread id, and the threads
 // whose waits this host arms (all, when the host is Unattended).
 type timers struct {
-	mu       sync.Mutex
-	m        map[string]*waitTimer
-	followed map[string]bool
+	mu sync.Mutex
+	m  map[string]*waitTimer
+	// followed are the threads whose waits a host that is not Unattended
+	// arms, each with how many clients follow it (Follow). A thread is
+	// followed while a client follows it or it has unattended work
+	// (domain.Thread.Unattended) that this host's own decision started
+	// (0 clients); it leaves when neither holds, so the set is what is
+	// going on, not every thread the host ever touched.
+	followed map[string]int
 }
 
 // Follow makes the host arm the thread's waits, from its armed one now on,
-// as a service does every thread's: a client that follows a thread's
-// unattended work in a host embedded for it calls it.
-func (h *Host) Follow(threadID string) error {
+// as a service does every thread's, until unfollow: a client that follows
+// a thread's unattended work in a host embedded for it calls it, and
+// unfollow when it stops following. The thread stays followed while its
+// unattended work goes on, and leaves when that ends.
+func (h *Host) Follow(threadID string) (unfollow func(), err error) {
 	t, err := h.view(threadID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h.followWaits(threadID)
+	if h.cfg.Unattended {
+		return func() {}, nil // every thread's waits are armed
+	}
+	h.timers.mu.Lock()
+	if h.timers.followed == nil {
+		h.timers.followed = map[string]int{}
+	}
+	h.timers.followed[threadID]++
+	h.timers.mu.Unlock()
 	h.syncWait(threadID, t.NextWait())
-	return nil
+	var once sync.Once
+	return func() { once.Do(func() { h.unfollow(threadID) }) }, nil
+}
+
+// unfollow ends one client's follow of a thread; the thread leaves the
+// followed set unless another client follows it or it has unattended work.
+// It holds the thread's writer lock, so that no commit arms a wait between
+// the look at the thread and the thread leaving.
+func (h *Host) unfollow(threadID string) {
+	e := h.cache.acquire(threadID)
+	defer h.cache.release(e)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := h.loadLocked(e)
+	h.timers.mu.Lock()
+	defer h.timers.mu.Unlock()
+	n, ok := h.timers.followed[threadID]
+	if !ok {
+		return
+	}
+	n = max(n-1, 0)
+	if n > 0 || (err == nil && t.Unattended()) {
+		h.timers.followed[threadID] = n
+		return
+	}
+	delete(h.timers.followed, threadID)
+}
+
+// settleFollow drops a thread that no client follows from the followed
+// set once its unattended work has ended (t is the thread as a commit
+// left it; its writer lock is held).
+func (h *Host) settleFollow(threadID string, t *domain.Thread) {
+	h.timers.mu.Lock()
+	defer h.timers.mu.Unlock()
+	if n, ok := h.timers.followed[threadID]; ok && n == 0 && !t.Unattended() {
+		delete(h.timers.followed, threadID)
+	}
 }
 
 // follows says whether the host arms the thread's waits; h.timers.mu is
 // held.
-func (h *Host) follows(threadID string) bool { return h.cfg.Unattended || h.timers.followed[threadID] }
+func (h *Host) follows(threadID string) bool {
+	_, ok := h.timers.followed[threadID]
+	return h.cfg.Unattended || ok
+}
 
 // syncWait arms the thread's timer for its next wait (or stops it when
 // there is none), unless it is armed for that wait already, or the host
@@ -104,14 +159,21 @@ func armed(events []domain.Payload) bool {
 	return false
 }
 
-// followWaits marks a thread as one whose waits the host arms.
+// followWaits marks a thread as one whose waits the host arms, for the
+// unattended work its decision started (an Unattended host arms every
+// thread's). The thread's writer lock is held.
 func (h *Host) followWaits(threadID string) {
+	if h.cfg.Unattended {
+		return
+	}
 	h.timers.mu.Lock()
 	defer h.timers.mu.Unlock()
 	if h.timers.followed == nil {
-		h.timers.followed = map[string]bool{}
+		h.timers.followed = map[string]int{}
 	}
-	h.timers.followed[threadID] = true
+	if _, ok := h.timers.followed[threadID]; !ok {
+		h.timers.followed[threadID] = 0
+	}
 }
 
 // armWaits arms the timers of threads a restart left waiting (of an
