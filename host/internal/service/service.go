@@ -34,14 +34,27 @@ type Options struct {
 	// SubscriberBuffer is how many events wait for a subscriber while it
 	// is behind (default 1024).
 	SubscriberBuffer int
+	// MaxSubscribers bounds the subscriptions open at once, of every
+	// thread and of the whole log (default DefaultMaxSubscribers); one
+	// more is refused with ResourceExhausted.
+	MaxSubscribers int
+	// MaxThreadSubscribers bounds the subscriptions open at once to one
+	// thread (default DefaultMaxThreadSubscribers).
+	MaxThreadSubscribers int
 	// Version is baton's version, as GetStatus says it.
 	Version string
 }
 
-// Defaults of Options.
+// Defaults of Options. A subscriber costs little while it keeps up (two
+// goroutines and its buffer's slots), and at most its buffer's events and
+// a page of the log while it is behind; the bounds leave room for every
+// terminal, editor and dashboard of a machine, and stop a client that
+// leaks subscriptions before it holds the service's memory.
 const (
-	DefaultSlowSubscriber   = 30 * time.Second
-	DefaultSubscriberBuffer = 1024
+	DefaultSlowSubscriber       = 30 * time.Second
+	DefaultSubscriberBuffer     = 1024
+	DefaultMaxSubscribers       = 1024
+	DefaultMaxThreadSubscribers = 64
 )
 
 // Service is baton.v1's full name, as health and reflection know it.
@@ -56,6 +69,7 @@ type Server struct {
 	clk    clock.Clock
 	slow   time.Duration
 	buffer int
+	subs   subscribers
 	health *health.Server
 
 	// What GetStatus says of the service: its version, and since when and
@@ -84,8 +98,15 @@ func New(h *orchestrator.Host, opts Options) *Server {
 	if opts.SubscriberBuffer <= 0 {
 		opts.SubscriberBuffer = DefaultSubscriberBuffer
 	}
+	if opts.MaxSubscribers <= 0 {
+		opts.MaxSubscribers = DefaultMaxSubscribers
+	}
+	if opts.MaxThreadSubscribers <= 0 {
+		opts.MaxThreadSubscribers = DefaultMaxThreadSubscribers
+	}
 	stopping, stop := context.WithCancel(context.Background())
 	return &Server{host: h, log: opts.Logger, clk: opts.Clock, slow: opts.SlowSubscriber, buffer: opts.SubscriberBuffer,
+		subs:   subscribers{max: opts.MaxSubscribers, perThread: opts.MaxThreadSubscribers, byThread: map[string]int{}},
 		health: health.NewServer(), version: opts.Version, started: opts.Clock.Now(), stopping: stopping, stop: stop}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"sync"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
@@ -15,6 +16,12 @@ import (
 )
 
 // Subscribe streams events after a sequence, of one thread or of all.
+//
+// Subscriptions are bounded, of the service and of each thread
+// (Options.MaxSubscribers, MaxThreadSubscribers): one more is refused with
+// ResourceExhausted, saying which bound. A subscription holds a sequence
+// and reads the log from it (orchestrator.ThreadStream), never the
+// thread's projection, so what it costs does not follow the thread's size.
 //
 // A slow subscriber never holds the host up: this handler reads the host's
 // stream into a bounded buffer, and a sender goroutine of its own takes
@@ -48,14 +55,20 @@ func (s *Server) Subscribe(req *batonv1.SubscribeRequest, stream grpc.ServerStre
 		if err := checkID("thread_id", id); err != nil {
 			return err
 		}
-		if _, err := s.host.Thread(id); err != nil {
+		if _, err := s.host.ThreadSequence(id); err != nil {
 			return s.toStatus("Subscribe", err)
 		}
 		open = func(ctx context.Context, after uint64) iter.Seq2[eventlog.Record, error] {
 			return s.host.ThreadStream(ctx, id, after)
 		}
-		head = func() uint64 { _, seq, _ := s.host.Snapshot(id); return seq }
+		head = func() uint64 { seq, _ := s.host.ThreadSequence(id); return seq }
 	}
+	leave, err := s.subs.join(id)
+	if err != nil {
+		s.log.Warn("subscriber refused", "thread", id, "reason", status.Convert(err).Message())
+		return err
+	}
+	defer leave()
 
 	buf := make(chan *batonv1.Event, s.buffer)
 	var sent atomic.Uint64 // the last sequence the sender has sent
@@ -122,7 +135,7 @@ func (s *Server) Subscribe(req *batonv1.SubscribeRequest, stream grpc.ServerStre
 	switch cause := context.Cause(ctx); {
 	case slow:
 		last := sent.Load()
-		s.log.Warn("subscriber too slow; ended its stream", "last_sent", last, "buffer", cap(buf), "waited", s.slow)
+		s.log.Info("subscriber cut off", "thread", id, "last_sent", last)
 		return status.Errorf(codes.ResourceExhausted,
 			"subscriber too slow: %d events waited longer than %s; the last event sent was sequence %d: subscribe again with after_sequence %d",
 			cap(buf), s.slow, last, last)
@@ -158,6 +171,45 @@ func (s *Server) enqueue(ctx context.Context, cancel context.CancelCauseFunc, bu
 	case buf <- ev:
 	case <-ctx.Done():
 	case <-t.C():
+		// Said now: the stream ends once the Send in flight is done,
+		// which waits for the client to read.
+		s.log.Warn("subscriber too slow; ending its stream", "buffer", cap(buf), "waited", s.slow)
 		cancel(errSlowSubscriber)
 	}
+}
+
+// subscribers counts the open subscriptions, of the service and of each
+// thread, against their bounds.
+type subscribers struct {
+	max, perThread int
+
+	mu       sync.Mutex
+	open     int
+	byThread map[string]int // "" is the whole log's, bounded by max only
+}
+
+// join counts a subscription to a thread ("": the whole log), or refuses
+// it with ResourceExhausted saying which bound it would pass; leave ends
+// it.
+func (s *subscribers) join(threadID string) (leave func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open >= s.max {
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"too many subscribers: the service takes %d at once (baton serve --max-subscribers), and that many are open; end one, or subscribe again later", s.max)
+	}
+	if threadID != "" && s.byThread[threadID] >= s.perThread {
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"too many subscribers to thread %s: it takes %d at once (baton serve --max-thread-subscribers), and that many are open; end one, or subscribe again later", threadID, s.perThread)
+	}
+	s.open++
+	s.byThread[threadID]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.open--
+		if s.byThread[threadID]--; s.byThread[threadID] == 0 {
+			delete(s.byThread, threadID)
+		}
+	}, nil
 }
