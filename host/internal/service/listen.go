@@ -9,8 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // Listeners. The service listens on a unix socket, DATA/baton.sock unless
@@ -143,24 +147,87 @@ func clearSocket(path string) error {
 }
 
 // listen opens an endpoint's listener: a unix socket made 0600, or TCP
-// (with TLS when tlsConf is set).
-func listen(ep endpoint, tlsConf *tls.Config) (net.Listener, error) {
+// (with TLS when tlsConf is set), its connections counted by conns (a
+// TLS handshake that never ends holds one too).
+func listen(ep endpoint, tlsConf *tls.Config, conns *connLimit) (net.Listener, error) {
 	l, err := net.Listen(ep.network, ep.addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", ep, err)
 	}
-	switch {
-	case ep.network == "unix":
+	if ep.network == "unix" {
 		// The directory is its owner's alone, so the moment before the
 		// chmod lets no one else in.
 		if err := os.Chmod(ep.addr, 0o600); err != nil {
 			l.Close()
 			return nil, fmt.Errorf("listen %s: %w", ep, err)
 		}
-	case tlsConf != nil:
+	}
+	l = &limitedListener{Listener: l, limit: conns, ep: ep}
+	if ep.network == "tcp" && tlsConf != nil {
 		l = tls.NewListener(l, tlsConf)
 	}
 	return l, nil
+}
+
+// connLimit bounds the connections the service holds open, over all its
+// listeners. A connection over the bound is closed as it is accepted
+// (its client's call fails Unavailable at once, where a listener that
+// stopped accepting would leave it waiting with no word), and the log
+// says so once each time the bound is reached.
+type connLimit struct {
+	slots chan struct{} // one per open connection
+	log   hclog.Logger
+	full  atomic.Bool // the log said the bound was reached, and no connection has ended since
+}
+
+func newConnLimit(max int, log hclog.Logger) *connLimit {
+	return &connLimit{slots: make(chan struct{}, max), log: log}
+}
+
+// limitedListener is a listener whose connections connLimit counts.
+type limitedListener struct {
+	net.Listener
+	limit *connLimit
+	ep    endpoint
+}
+
+// Accept returns the next connection under the bound, closing those over
+// it.
+func (l *limitedListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.limit.slots <- struct{}{}:
+			return &limitedConn{Conn: c, limit: l.limit}, nil
+		default:
+		}
+		c.Close()
+		if l.limit.full.CompareAndSwap(false, true) {
+			l.limit.log.Warn("connection refused: the service holds as many connections as it may; refusing more until one closes (baton serve --max-connections)",
+				"open", cap(l.limit.slots), "listener", l.ep.String())
+		} else {
+			l.limit.log.Debug("connection refused: too many open", "open", cap(l.limit.slots), "listener", l.ep.String())
+		}
+	}
+}
+
+// limitedConn gives its slot back when it is closed.
+type limitedConn struct {
+	net.Conn
+	limit *connLimit
+	once  sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		<-c.limit.slots
+		c.limit.full.Store(false)
+	})
+	return err
 }
 
 // addrOf is a listener's address as Ready reports it: unix:///PATH or

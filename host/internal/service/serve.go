@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/orchestrator"
@@ -52,7 +54,51 @@ type Config struct {
 	Ready func(addrs []string)
 	// Version is baton's version, as GetStatus says it.
 	Version string
+
+	// The service's bounds: what a client, or many, may hold of it. Each
+	// is a default when zero (Defaults of Options, and below).
+	//
+	// MaxConnections bounds the client connections open at once, over
+	// every listener; one more is closed as it is accepted, and the log
+	// says so.
+	MaxConnections int
+	// MaxStreams bounds the calls in flight on one connection
+	// (subscriptions among them): HTTP/2's MAX_CONCURRENT_STREAMS.
+	MaxStreams int
+	// ConnectionIdleTimeout closes a connection that has had no call in
+	// flight for this long (the client connects again when it next
+	// calls); 0: never. A subscription is a call in flight.
+	ConnectionIdleTimeout time.Duration
+	// Keepalive is how long a connection may be silent before the service
+	// pings its client; KeepaliveTimeout how long the client then has to
+	// answer before its connection is closed (and its subscriptions
+	// end): a client that went away without a word holds nothing for
+	// long. gRPC pings at most once a second.
+	Keepalive, KeepaliveTimeout time.Duration
+	// Subscriptions (Options): how many, and how far behind one may fall.
+	MaxSubscribers, MaxThreadSubscribers int
+	SubscriberBuffer                     int
+	SlowSubscriber                       time.Duration
 }
+
+// Defaults of Config's bounds.
+const (
+	// DefaultMaxConnections leaves room for every terminal, editor and
+	// script of a machine, each of which holds one connection.
+	DefaultMaxConnections = 256
+	// DefaultMaxStreams is above what one client does at once (a
+	// dashboard follows each thread it shows on one connection).
+	DefaultMaxStreams = 256
+	// DefaultKeepalive and DefaultKeepaliveTimeout find a client gone
+	// without a word within a minute and a half.
+	DefaultKeepalive        = time.Minute
+	DefaultKeepaliveTimeout = 20 * time.Second
+	// keepaliveMinTime is how often a client may ping the service, at
+	// most: more often is a flood, and the connection is closed (gRPC's
+	// too_many_pings). Pings without a call in flight are allowed: a
+	// client may check an idle connection.
+	keepaliveMinTime = 10 * time.Second
+)
 
 // DrainTimeout bounds how long a drain waits for calls in flight before
 // it ends them.
@@ -122,16 +168,26 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	srv := New(host, Options{Logger: log.Named("service"), Clock: clk, Version: cfg.Version})
+	srv := New(host, Options{Logger: log.Named("service"), Clock: clk, Version: cfg.Version,
+		MaxSubscribers: cfg.MaxSubscribers, MaxThreadSubscribers: cfg.MaxThreadSubscribers,
+		SubscriberBuffer: cfg.SubscriberBuffer, SlowSubscriber: cfg.SlowSubscriber})
 	auth := &authenticator{token: token, log: log.Named("auth")}
-	g := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.unary), grpc.ChainStreamInterceptor(auth.stream), grpc.MaxRecvMsgSize(maxRequest))
+	g := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.unary), grpc.ChainStreamInterceptor(auth.stream), grpc.MaxRecvMsgSize(maxRequest),
+		grpc.MaxConcurrentStreams(uint32(cmp.Or(cfg.MaxStreams, DefaultMaxStreams))),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionIdle: cfg.ConnectionIdleTimeout, // 0: gRPC's infinity
+			Time:              cmp.Or(cfg.Keepalive, DefaultKeepalive),
+			Timeout:           cmp.Or(cfg.KeepaliveTimeout, DefaultKeepaliveTimeout),
+		}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}))
 	srv.Register(g)
+	conns := newConnLimit(cmp.Or(cfg.MaxConnections, DefaultMaxConnections), log.Named("service"))
 
 	var lis []net.Listener
 	var addrs []string
 	var status []*batonv1.Listener
 	for _, ep := range eps {
-		l, err := listen(ep, tlsConf)
+		l, err := listen(ep, tlsConf, conns)
 		if err != nil {
 			for _, l := range lis {
 				l.Close()
