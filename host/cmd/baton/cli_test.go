@@ -168,7 +168,9 @@ func TestHelpAndCompletion(t *testing.T) {
 		"decline":   {"--cancel"},
 		"diff":      {"--run ordinal", "--max-bytes"},
 		"rollback":  {"--run ordinal"},
-		"serve":     {"--listen", "--tls-cert", "--tls-key", "--idle-timeout", "--log-format", "[$BATON_IDLE_TIMEOUT]"},
+		"serve": {"--listen", "--tls-cert", "--tls-key", "--idle-timeout", "--log-format", "[$BATON_IDLE_TIMEOUT]",
+			"--max-connections n", "--max-streams n", "--connection-idle-timeout duration", "--keepalive duration", "--keepalive-timeout duration",
+			"--max-subscribers n", "--max-thread-subscribers n", "--subscriber-buffer n", "--slow-subscriber duration", "[$BATON_MAX_SUBSCRIBERS]"},
 	}
 	for verb, want := range flags {
 		out, _, code := baton(t, verb, "--help")

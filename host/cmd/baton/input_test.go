@@ -186,6 +186,10 @@ func TestBadInputWritesNothing(t *testing.T) {
 				{[]string{"switch", "{T}", "--handoff-max-bytes", "10"}, "", 2, "switch: --handoff-max-bytes must be at least 4096, got 10"},
 				{[]string{"serve", "--listen", "localhost:7077"}, "", 2, `serve: listen "localhost:7077": want unix:///PATH or tcp://HOST:PORT`},
 				{[]string{"serve", "--idle-timeout", "-1m"}, "", 2, "serve: --idle-timeout must be a duration from 0 (never), got -1m0s"},
+				{[]string{"serve", "--max-subscribers", "0"}, "", 2, "serve: --max-subscribers must be at least 1, got 0"},
+				{[]string{"serve", "--keepalive", "100ms"}, "", 2, "serve: --keepalive must be at least 1s (gRPC pings no more often), got 100ms"},
+				{[]string{"serve", "--connection-idle-timeout", "-1s"}, "", 2, "serve: --connection-idle-timeout must be a duration from 0 (never), got -1s"},
+				{[]string{"serve", "--slow-subscriber", "0s"}, "", 2, "serve: --slow-subscriber must be a duration above 0, got 0s"},
 				{[]string{"serve", "--listen", "tcp://192.0.2.1:7077"}, "", 2, "serve: listen tcp://192.0.2.1:7077: an address other than loopback needs TLS (a certificate and key)"},
 				{[]string{"serve", "--listen", "unix://" + longSock}, "", 2, fmt.Sprintf("serve: listen %q: the socket path %s is %d bytes; a unix socket's path holds at most %d bytes here: give --listen unix:///A/SHORTER/PATH",
 					"unix://"+longSock, longSock, len(longSock), service.MaxSocketPath)},
@@ -493,7 +497,9 @@ var envCases = []envVerb{
 	{"plugin upgrade", []string{"plugin", "upgrade", "nosuch"}, []string{"BATON_DIR"}, and(dialsNothing, noPlugin)},
 	{"plugin remove", []string{"plugin", "remove", "nosuch"}, []string{"BATON_DIR"}, and(dialsNothing, noPlugin)},
 	{"plugin lock", []string{"plugin", "lock", "{DIR}/none"}, nil, reachesNoHost},
-	{"serve", []string{"serve", "--data", "{OPEN}"}, []string{"BATON_LISTEN", "BATON_TLS_CERT", "BATON_TLS_KEY", "BATON_IDLE_TIMEOUT", "BATON_LOG_FORMAT"},
+	{"serve", []string{"serve", "--data", "{OPEN}"}, []string{"BATON_LISTEN", "BATON_TLS_CERT", "BATON_TLS_KEY", "BATON_IDLE_TIMEOUT", "BATON_LOG_FORMAT",
+		"BATON_MAX_CONNECTIONS", "BATON_MAX_STREAMS", "BATON_CONNECTION_IDLE_TIMEOUT", "BATON_KEEPALIVE", "BATON_KEEPALIVE_TIMEOUT",
+		"BATON_MAX_SUBSCRIBERS", "BATON_MAX_THREAD_SUBSCRIBERS", "BATON_SUBSCRIBER_BUFFER", "BATON_SLOW_SUBSCRIBER"},
 		and(dialsNothing, noPlugin, quietly("--data is given", "BATON_DATA"))},
 	{"doctor", []string{"doctor"}, []string{"BATON_REBUILD"}, and(dialsNothing, noPlugin)},
 	{"version", []string{"version"}, nil, reachesNoHost},
@@ -517,6 +523,9 @@ var hostile = map[string]string{
 	"BATON_MARKDOWN": "maybe", "BATON_NAME": "Bad Name", "BATON_DIR": "{DIR}/none", "BATON_LISTEN": "bogus",
 	"BATON_TLS_CERT": "{DIR}/cert.pem", "BATON_TLS_KEY": "{DIR}/key.pem", "BATON_IDLE_TIMEOUT": "x", "BATON_LOG_FORMAT": "bogus",
 	"BATON_REBUILD": "maybe", "BATON_NO_DESCRIPTIONS": "maybe",
+	"BATON_MAX_CONNECTIONS": "0", "BATON_MAX_STREAMS": "x", "BATON_CONNECTION_IDLE_TIMEOUT": "-1s", "BATON_KEEPALIVE": "10ms",
+	"BATON_KEEPALIVE_TIMEOUT": "0s", "BATON_MAX_SUBSCRIBERS": "0", "BATON_MAX_THREAD_SUBSCRIBERS": "x", "BATON_SUBSCRIBER_BUFFER": "-1",
+	"BATON_SLOW_SUBSCRIBER": "x",
 }
 
 // helpFlag is a flag's line in help, with its name; helpVar a variable

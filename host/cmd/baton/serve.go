@@ -22,6 +22,41 @@ type serveFlags struct {
 	tlsCert, tlsKey string
 	idleTimeout     time.Duration
 	logFormat       string
+	bounds          serveBounds
+}
+
+// serveBounds are what clients may hold of the service (service.Config).
+type serveBounds struct {
+	maxConnections, maxStreams            int
+	connIdle, keepalive, keepaliveTimeout time.Duration
+	maxSubscribers, maxThreadSubscribers  int
+	subscriberBuffer                      int
+	slowSubscriber                        time.Duration
+}
+
+// check refuses a bound that would refuse every client, or that gRPC
+// would not take as given.
+func (b serveBounds) check() error {
+	for _, c := range []struct {
+		flag string
+		n    int
+	}{{"max-connections", b.maxConnections}, {"max-streams", b.maxStreams}, {"max-subscribers", b.maxSubscribers},
+		{"max-thread-subscribers", b.maxThreadSubscribers}, {"subscriber-buffer", b.subscriberBuffer}} {
+		if c.n < 1 {
+			return usagef("serve: --%s must be at least 1, got %d", c.flag, c.n)
+		}
+	}
+	switch {
+	case b.connIdle < 0:
+		return usagef("serve: --connection-idle-timeout must be a duration from 0 (never), got %v", b.connIdle)
+	case b.keepalive < time.Second:
+		return usagef("serve: --keepalive must be at least 1s (gRPC pings no more often), got %v", b.keepalive)
+	case b.keepaliveTimeout <= 0:
+		return usagef("serve: --keepalive-timeout must be a duration above 0, got %v", b.keepaliveTimeout)
+	case b.slowSubscriber <= 0:
+		return usagef("serve: --slow-subscriber must be a duration above 0, got %v", b.slowSubscriber)
+	}
+	return nil
 }
 
 func serveCommand(g *globals) *cobra.Command {
@@ -43,6 +78,18 @@ writes there is 0600 (directories 0700), and serve refuses (exit 1) a data
 dir that others than its owner may read, write or search, saying how to fix
 it (chmod 700 DATA); the other verbs warn.
 
+What clients may hold is bounded: connections (--max-connections, over
+every listener; one more is closed at once, and the log says so), calls in
+flight on one connection (--max-streams), subscriptions (--max-subscribers,
+and --max-thread-subscribers to one thread; one more is refused with
+ResourceExhausted). A connection with no call in flight for
+--connection-idle-timeout is closed (its client connects again when it next
+calls), and one silent for --keepalive is pinged and closed unless its
+client answers within --keepalive-timeout. A subscriber whose
+--subscriber-buffer events stay unsent for --slow-subscriber is cut off
+with ResourceExhausted, naming the last sequence it was sent: it subscribes
+again after it.
+
 SIGTERM or SIGINT drains: the service stops accepting, asks active runs'
 providers to stop, records each run's end, closes the plugins, and exits 0.
 A second signal exits at once (the next start recovers).`,
@@ -62,6 +109,9 @@ A second signal exits at once (the next start recovers).`,
 			}
 			if f.idleTimeout < 0 {
 				return usagef("serve: --idle-timeout must be a duration from 0 (never), got %v", f.idleTimeout)
+			}
+			if err := f.bounds.check(); err != nil {
+				return err
 			}
 			if err := g.checkData(); err != nil {
 				return err
@@ -106,6 +156,16 @@ A second signal exits at once (the next start recovers).`,
 	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM `file` of the TLS certificate's key")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 10*time.Minute, "close a provider session idle for this `duration` (0: never)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log `format` on stderr: text or json")
+	b := &f.bounds
+	fl.IntVar(&b.maxConnections, "max-connections", service.DefaultMaxConnections, "hold at most `n` client connections open at once, over every listener")
+	fl.IntVar(&b.maxStreams, "max-streams", service.DefaultMaxStreams, "take at most `n` calls in flight on one connection, subscriptions among them")
+	fl.DurationVar(&b.connIdle, "connection-idle-timeout", 30*time.Minute, "close a connection with no call in flight for this `duration` (0: never)")
+	fl.DurationVar(&b.keepalive, "keepalive", service.DefaultKeepalive, "ping a client whose connection is silent for this `duration` (at least 1s)")
+	fl.DurationVar(&b.keepaliveTimeout, "keepalive-timeout", service.DefaultKeepaliveTimeout, "close a connection whose client does not answer a ping within this `duration`")
+	fl.IntVar(&b.maxSubscribers, "max-subscribers", service.DefaultMaxSubscribers, "take at most `n` subscriptions open at once")
+	fl.IntVar(&b.maxThreadSubscribers, "max-thread-subscribers", service.DefaultMaxThreadSubscribers, "take at most `n` subscriptions open at once to one thread")
+	fl.IntVar(&b.subscriberBuffer, "subscriber-buffer", service.DefaultSubscriberBuffer, "keep up to `n` events waiting for a subscriber that is behind")
+	fl.DurationVar(&b.slowSubscriber, "slow-subscriber", service.DefaultSlowSubscriber, "cut off a subscriber whose buffer stays full this `duration`")
 	c.RegisterFlagCompletionFunc("log-format", fixedCompletion("text", "json"))
 	return c
 }

@@ -49,6 +49,12 @@ type batonService struct {
 // answers its health check.
 func startService(t *testing.T, data string, args ...string) *batonService {
 	t.Helper()
+	return startServiceLogging(t, data, io.Discard, args...)
+}
+
+// startServiceLogging is startService whose stderr is also written to log.
+func startServiceLogging(t *testing.T, data string, log io.Writer, args ...string) *batonService {
+	t.Helper()
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +63,7 @@ func startService(t *testing.T, data string, args ...string) *batonService {
 	}
 	s := &batonService{t: t, data: data, sock: filepath.Join(data, "baton.sock"), stderr: &bytes.Buffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(filepath.Join(binDir, "baton"), append([]string{"serve", "--data", data}, args...)...)
-	s.cmd.Stderr = &lockedWriter{w: s.stderr}
+	s.cmd.Stderr = &lockedWriter{w: io.MultiWriter(s.stderr, log)}
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
