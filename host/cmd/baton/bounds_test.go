@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -350,4 +352,62 @@ func TestServiceClosesSilentClients(t *testing.T) {
 	if diff := cmp.Diff([]string{"ping"}, seen); diff != "" {
 		t.Errorf("what the service sent before it closed the connection (-want +got):\n%s", diff)
 	}
+}
+
+// BenchmarkIdleSubscribers: the memory n idle subscribers add to `baton
+// serve`, per subscriber: the growth of its anonymous resident memory
+// (heap and stacks, from /proc) once each subscription, over one
+// connection, has been sent the thread's creation and waits for more. Run
+// it with -benchtime 1x: a later round reuses memory the round before it
+// left to the collector.
+func BenchmarkIdleSubscribers(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("subscribers=%d", n), func(b *testing.B) {
+			bound := strconv.Itoa(n + 1)
+			s := startService(b, b.TempDir(), "--max-streams", bound, "--max-subscribers", bound, "--max-thread-subscribers", bound)
+			c := s.client()
+			rc, err := c.CreateThread(b.Context(), &batonv1.CreateThreadRequest{Provider: "acp", Cwd: b.TempDir(),
+				ProviderCommand: &batonv1.ProviderCommand{Argv: []string{"agent"}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var perSub float64
+			for b.Loop() {
+				before := rssAnonKB(b, s.cmd.Process.Pid)
+				ctx, cancel := context.WithCancel(b.Context())
+				for range n {
+					st, err := c.Subscribe(ctx, &batonv1.SubscribeRequest{ThreadId: rc.GetThreadId()})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := st.Recv(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				perSub = float64(rssAnonKB(b, s.cmd.Process.Pid)-before) * 1024 / float64(n)
+				cancel()
+			}
+			b.ReportMetric(perSub, "B/sub")
+		})
+	}
+}
+
+// rssAnonKB is a process's anonymous resident memory, in kB.
+func rssAnonKB(tb testing.TB, pid int) int {
+	tb.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for l := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(l, "RssAnon:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			if err != nil {
+				tb.Fatalf("RssAnon: %q", v)
+			}
+			return kb
+		}
+	}
+	tb.Fatalf("no RssAnon in /proc/%d/status", pid)
+	return 0
 }

@@ -36,7 +36,7 @@ import (
 
 // batonService is one `baton serve` process.
 type batonService struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	data   string
 	sock   string
@@ -47,13 +47,13 @@ type batonService struct {
 
 // startService starts `baton serve` on a data dir and waits until it
 // answers its health check.
-func startService(t *testing.T, data string, args ...string) *batonService {
+func startService(t testing.TB, data string, args ...string) *batonService {
 	t.Helper()
 	return startServiceLogging(t, data, io.Discard, args...)
 }
 
 // startServiceLogging is startService whose stderr is also written to log.
-func startServiceLogging(t *testing.T, data string, log io.Writer, args ...string) *batonService {
+func startServiceLogging(t testing.TB, data string, log io.Writer, args ...string) *batonService {
 	t.Helper()
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		t.Fatal(err)
