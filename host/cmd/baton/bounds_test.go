@@ -232,8 +232,8 @@ func TestServiceBoundsSubscribers(t *testing.T) {
 }
 
 // A connection past --max-connections is closed as it is accepted (its
-// call fails Unavailable at once) and the log says why; once another
-// closes, a client connects again.
+// call fails Unavailable at once), the log says why and so does a baton
+// verb; once another closes, a client connects again.
 func TestServiceBoundsConnections(t *testing.T) {
 	log := newLogLines()
 	s := startServiceLogging(t, t.TempDir(), log, "--max-connections", "2")
@@ -256,6 +256,12 @@ func TestServiceBoundsConnections(t *testing.T) {
 		t.Fatalf("a third connection's call: %v, want Unavailable", err)
 	}
 	log.wait(t, regexp.MustCompile(`connection refused: the service holds as many connections as it may; refusing more until one closes \(baton serve --max-connections\): open=2 listener=unix://`))
+	// A baton verb says so, rather than that no service answers.
+	out, errOut, code := execBaton(t, append(os.Environ(), "BATON_DATA="+s.data), "", "threads")
+	want := "baton: the service on " + s.sock + " closed the connection at once: it holds as many connections as it takes (baton serve --max-connections); try again once another of its clients ends\n"
+	if code != exitFailed || out != "" || errOut != want {
+		t.Errorf("baton threads against the full service: exit %d\nstdout: %s\nstderr: %s\nwant exit %d and %s", code, out, errOut, exitFailed, want)
+	}
 	first.Close()
 	if err := check(third, grpc.WaitForReady(true)); err != nil {
 		t.Fatalf("the third connection once the first closed: %v", err)

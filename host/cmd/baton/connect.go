@@ -240,6 +240,8 @@ func (g *globals) findService(ctx context.Context) (*client, error) {
 	switch {
 	case errors.Is(err, service.ErrRefused):
 		return nil, failf(exitFailed, "server %s %s", g.server, refused)
+	case errors.As(err, &silent) && silent.full:
+		return nil, failf(exitFailed, "server %s %s", g.server, full)
 	case errors.As(err, &silent):
 		return nil, failf(exitFailed, "server %s does not answer: %s; start baton serve there, or leave out --server for a host of this command's own", g.server, silent)
 	case err != nil:
@@ -260,6 +262,8 @@ func (g *globals) local(ctx context.Context) (*client, error) {
 	c, err := g.dial(ctx, sock, socketCheckTimeout)
 	var silent *noAnswer
 	switch {
+	case errors.As(err, &silent) && silent.full:
+		return nil, failf(exitFailed, "the service on %s %s", sock, full)
 	case errors.As(err, &silent):
 		return nil, nil
 	case err != nil:
@@ -269,8 +273,13 @@ func (g *globals) local(ctx context.Context) (*client, error) {
 }
 
 // noAnswer is a service that did not answer its health check: why, in
-// words (the last of gRPC's, as "connection refused").
-type noAnswer struct{ why string }
+// words (the last of gRPC's, as "connection refused"); full when it
+// closed the connection as it took it, as a service does that holds as
+// many connections as it may.
+type noAnswer struct {
+	why  string
+	full bool
+}
 
 func (e *noAnswer) Error() string { return e.why }
 
@@ -289,6 +298,10 @@ func streamEnded(what, threadID string, err error) error {
 // where a token comes from.
 const refused = "refused: wrong or missing token (give --token-file or BATON_TOKEN_FILE)"
 
+// full is what a service that closed the connection as it took it says:
+// a service at its bound of connections does that.
+const full = "closed the connection at once: it holds as many connections as it takes (baton serve --max-connections); try again once another of its clients ends"
+
 // dial connects to a service and checks that it answers within bound. A
 // service that does not is a *noAnswer; any other error is the flags'.
 func (g *globals) dial(ctx context.Context, target string, bound time.Duration) (*client, error) {
@@ -306,7 +319,7 @@ func (g *globals) dial(ctx context.Context, target string, bound time.Duration) 
 	defer cancel()
 	if err := service.Check(cctx, conn); err != nil {
 		conn.Close()
-		return nil, &noAnswer{why: answerProblem(err, bound)}
+		return nil, &noAnswer{why: answerProblem(err, bound), full: closedAtOnce(err)}
 	}
 	if strings.HasPrefix(target, "tcp://") {
 		if err := service.CheckToken(cctx, conn); err != nil { // health answers without it
@@ -332,6 +345,19 @@ func answerProblem(err error, bound time.Duration) string {
 		return "the token was refused (" + msg + ")"
 	}
 	return msg
+}
+
+// closedAtOnce says whether a health check failed because the service
+// took the connection and closed it before it said a word of HTTP/2: what
+// a service at its bound of connections does (service.Config.
+// MaxConnections), where a socket no service listens on refuses the
+// connection. gRPC says it in one of three ways, as the client's preface
+// or its first read meets the close: a preface not written or not read,
+// or the pipe broken.
+func closedAtOnce(err error) bool {
+	msg := status.Convert(err).Message()
+	return status.Code(err) == codes.Unavailable &&
+		(strings.Contains(msg, "preface") || strings.Contains(msg, "broken pipe") || strings.Contains(msg, "connection reset by peer"))
 }
 
 // thread reads a thread and its projection. The error is the API's, or
