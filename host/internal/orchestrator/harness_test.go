@@ -149,7 +149,7 @@ func (e *env) open() {
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
 		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: !e.embedded, PluginCallTimeout: cmp.Or(e.calls, callDeadline),
 		InterruptGrace: e.grace,
-		RawFrames: cmp.Or(e.frames, rawframes.Policy{MaxAge: -1})})
+		RawFrames:      cmp.Or(e.frames, rawframes.Policy{MaxAge: -1})})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

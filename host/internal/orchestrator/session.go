@@ -114,7 +114,7 @@ type liveSession struct {
 	// them in the thread's effects goes on.
 	ctx    context.Context
 	cancel context.CancelFunc
-	used            atomic.Int64  // when it was last used, on the host's clock (Unix ns)
+	used   atomic.Int64 // when it was last used, on the host's clock (Unix ns)
 }
 
 // touch says the session is used now: its idle time starts again.
