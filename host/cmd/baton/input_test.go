@@ -479,7 +479,8 @@ var envCases = []envVerb{
 	{"interrupt", []string{"interrupt", "{T}"}, []string{"BATON_RUN"}, noPlugin},
 	{"cancel", []string{"cancel", "{T}", "--queued"}, []string{"BATON_QUEUED", "BATON_RUN"},
 		and(noPlugin, quietly("--queued is given", "BATON_QUEUED"))},
-	{"approve", []string{"approve", "req_nope"}, []string{"BATON_FOR_SESSION"}, noPlugin},
+	{"approve", []string{"approve", "req_nope"}, []string{"BATON_FOR_SESSION", "BATON_ANSWER"},
+		and(noPlugin, quietly("the request is not found whatever the answer", "BATON_ANSWER"))},
 	{"decline", []string{"decline", "req_nope"}, []string{"BATON_CANCEL"}, noPlugin},
 	{"diff", []string{"diff", "{T}"}, []string{"BATON_RUN", "BATON_MAX_BYTES"}, noPlugin},
 	{"rollback", []string{"rollback", "{T}"}, []string{"BATON_RUN"}, reachesNoHost},
@@ -517,6 +518,7 @@ var hostile = map[string]string{
 	"BATON_MARKDOWN": "maybe", "BATON_NAME": "Bad Name", "BATON_DIR": "{DIR}/none", "BATON_LISTEN": "bogus",
 	"BATON_TLS_CERT": "{DIR}/cert.pem", "BATON_TLS_KEY": "{DIR}/key.pem", "BATON_IDLE_TIMEOUT": "x", "BATON_LOG_FORMAT": "bogus",
 	"BATON_REBUILD": "maybe", "BATON_NO_DESCRIPTIONS": "maybe", "BATON_GRACE": "soon", "BATON_OUTPUT": "yaml", "BATON_FORCE": "maybe",
+	"BATON_ANSWER": "Q=A",
 }
 
 // helpFlag is a flag's line in help, with its name; helpVar a variable
