@@ -14,9 +14,9 @@
 // projections; streams.go what readers follow; recover.go what a start
 // reconciles; outbox.go the effects; session.go the provider sessions;
 // ingest.go their events; checkpoints.go the git work; drain.go what Close
-// ends first, and the reaper of idle sessions; rawframes.go the retention
-// of the sessions' raw-frame logs; read.go the reads of a store without a
-// host.
+// ends first, and the reaper of idle sessions; storefail.go what a store
+// that fails under the host stops; rawframes.go the retention of the
+// sessions' raw-frame logs; read.go the reads of a store without a host.
 package orchestrator
 
 import (
@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/host/internal/checkpoint"
@@ -98,6 +99,10 @@ type Config struct {
 	// (DATA/rawframes) and bounds them by size and age (rawframes.Policy;
 	// the zero value keeps them, 256 MiB and 14 days at most).
 	RawFrames rawframes.Policy
+	// StoreFS is the file system the event log (DATA/events) runs on
+	// (nil: the operating system's). Tests give one that fails under a
+	// running host (eventlog.Options.FS); nothing else sets it.
+	StoreFS vfs.FS
 }
 
 // Host is a running orchestrator.
@@ -122,6 +127,9 @@ type Host struct {
 	draining  atomic.Bool
 	drainOnce sync.Once
 	halted    atomic.Bool // Halt: Close kills the plugins rather than close sessions
+
+	failure atomic.Pointer[error] // why the store failed (storefail.go)
+	failed  chan struct{}         // closed once the host stopped for it
 
 	cache threadCache
 	cmds  inflight // command ids being committed
@@ -168,7 +176,7 @@ func Open(cfg Config) (*Host, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
-	store, err := eventlog.Open(filepath.Join(cfg.DataDir, "events"), cfg.Logger)
+	store, err := eventlog.OpenWith(filepath.Join(cfg.DataDir, "events"), eventlog.Options{Logger: cfg.Logger, FS: cfg.StoreFS})
 	if err != nil {
 		if berr := Busy(cfg.DataDir, err); berr != nil {
 			return nil, berr
@@ -183,7 +191,8 @@ func Open(cfg Config) (*Host, error) {
 	h := &Host{cfg: cfg, log: cfg.Logger, store: store,
 		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin"), Clock: cfg.Clock}),
 		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
-		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{}}
+		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{},
+		failed: make(chan struct{})}
 	h.cache.init(cfg.MaxThreads)
 	h.frames = newFramePruner(cfg.DataDir, cfg.RawFrames, cfg.Clock) // its dir made private by holdDataDir
 	if err := h.index(); err != nil {
@@ -194,6 +203,7 @@ func Open(cfg Config) (*Host, error) {
 	}
 	next := h.prunePass()
 	h.wg.Go(func() { h.pruneFrames(next) })
+	h.wg.Go(h.watchStore)
 	if err := h.recover(); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("open host: %w", err)
