@@ -195,8 +195,9 @@ func TestAppendRefusesBadData(t *testing.T) {
 }
 
 // A store whose commit failed writes nothing more: Failed is closed and
-// Failure names the cause, every append fails with it, no hook runs, no
-// sequence is used, readers see what was there. Reopening clears it.
+// Failure names the cause, every append (and outbox removal) fails with
+// it, no hook runs, no sequence is used, readers see what was there.
+// Reopening clears it.
 //
 // No test reaches a failed commit through Pebble: Batch.Commit returns an
 // error only for options this store does not use (read-only, no WAL, range
@@ -245,6 +246,9 @@ func TestFailedStoreWritesNothing(t *testing.T) {
 	}
 	if live, _ := s.LiveThreads(); live != nil {
 		t.Errorf("live %v after the failed append", live)
+	}
+	if err := s.EffectDone(EffectRef{ThreadID: "a", ID: "1.0"}); !errors.Is(err, cause) {
+		t.Errorf("EffectDone on a failed store: %v, want %v", err, cause)
 	}
 	s.Close()
 	s = openT(t, dir)

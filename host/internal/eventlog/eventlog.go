@@ -662,19 +662,17 @@ func recordValue(seq uint64, tail []byte) []byte {
 }
 
 // EffectDone removes a performed effect from the outbox (synced: an entry
-// left behind would be reported as not performed by the next host).
+// left behind would be reported as not performed by the next host). It is
+// a commit of its own, through the sequencer (so it shares a synced write
+// with others, and a store that failed refuses it as it does an append).
 func (s *Store) EffectDone(ref EffectRef) error {
-	seq, i, err := parseEffectID(ref.ID)
-	if err != nil {
+	if _, _, err := parseEffectID(ref.ID); err != nil {
 		return err
 	}
-	return s.read(func() error {
-		// Delete fails only as Batch.Commit does: not here (see commit).
-		if err := s.db.Delete(outboxKey(ref.ThreadID, seq, i), pebble.Sync); err != nil {
-			return fmt.Errorf("remove effect %s of thread %s: %w", ref.ID, ref.ThreadID, err)
-		}
-		return nil
-	})
+	if _, _, err := s.Append(Batch{Done: []EffectRef{ref}}); err != nil {
+		return fmt.Errorf("remove effect %s of thread %s: %w", ref.ID, ref.ThreadID, err)
+	}
+	return nil
 }
 
 // Outbox returns every pending effect, by thread and in decided order.
