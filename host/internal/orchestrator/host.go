@@ -214,7 +214,8 @@ func Open(cfg Config) (*Host, error) {
 // Close drains the host (drain.go: active runs are asked to stop and each
 // one's end is recorded), closes live sessions (their provider processes
 // stop and their last events are recorded), stops plugins and closes the
-// log.
+// log. Its error includes the store's failure, if the store failed
+// (storefail.go).
 //
 // Order matters: runs end first, then sessions close (their ends are recorded), then the
 // workers stop, then the plugins are killed, which ends any event stream
@@ -248,6 +249,9 @@ func (h *Host) Close() error {
 	h.closed.Store(true)
 	h.cache.wakeAll()
 	err := removeHolder(h.cfg.DataDir) // while the lock is held: after, it may be another's
+	if f := h.store.Failure(); f != nil {
+		err = errors.Join(err, &StoreFailedError{Cause: f}) // it failed, maybe as this Close drained
+	}
 	return errors.Join(err, h.store.Close())
 }
 

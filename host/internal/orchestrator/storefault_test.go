@@ -271,7 +271,7 @@ func waitGone(t *testing.T, pid int) {
 // closed, Failure says why, a command is refused saying so, the processes
 // of the thread's session are gone, and nothing was recorded after the
 // failure (the run the host could not end runs on in the projection, for
-// the next host to end). Close returns.
+// the next host to end). Close returns the failure.
 func (e *env) failedStore(threadID string, procs []int, cause string) {
 	e.t.Helper()
 	select {
@@ -298,8 +298,8 @@ func (e *env) failedStore(threadID string, procs []int, cause string) {
 	go func() { closed <- e.host.Close() }()
 	select {
 	case err := <-closed:
-		if err != nil {
-			e.t.Errorf("Close of the host whose store failed: %v", err)
+		if !errors.Is(err, orchestrator.ErrStoreFailed) || err.Error() != want {
+			e.t.Errorf("Close of the host whose store failed: %v, want its failure, %q", err, want)
 		}
 	case <-time.After(time.Minute):
 		e.t.Fatal("Close of the host whose store failed did not return in a minute")

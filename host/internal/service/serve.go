@@ -166,11 +166,7 @@ func Run(ctx context.Context, cfg Config) error {
 		runErr = fmt.Errorf("serve: %w", err)
 		log.Error("a listener failed; stopping", "error", err)
 	case <-host.Failed():
-		runErr = fmt.Errorf("serve: %w; the service stopped so that its supervisor starts it again, which recovers what was in flight",
-			host.Failure())
-		if errors.Is(runErr, eventlog.ErrDamaged) {
-			runErr = fmt.Errorf("%w; run `baton doctor` to check the store", runErr)
-		}
+		runErr = storeFailure(host.Failure())
 		log.Error("the event store failed; stopping", "error", host.Failure())
 	}
 	srv.NotServing()
@@ -199,9 +195,27 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if err := host.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("serve: close host: %w", err)
+		var f *orchestrator.StoreFailedError
+		if errors.As(err, &f) { // it failed as the service drained
+			runErr = storeFailure(f)
+		}
 	}
 	log.Info("stopped")
 	return runErr
+}
+
+// storeFailure is what Run returns when the host's event store failed.
+func storeFailure(err error) error {
+	var f *orchestrator.StoreFailedError
+	if !errors.As(err, &f) {
+		return fmt.Errorf("serve: %w", err) // unreachable: a host's failure is a *StoreFailedError
+	}
+	err = fmt.Errorf("serve: the event store failed: %w; the service stopped, for its supervisor to start it again "+
+		"(the next start recovers what was in flight)", f.Cause)
+	if errors.Is(err, eventlog.ErrDamaged) {
+		err = fmt.Errorf("%w; run `baton doctor` to check the store", err)
+	}
+	return err
 }
 
 // loadTLS reads the TLS certificate and key (nil, nil without them).

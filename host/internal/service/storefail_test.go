@@ -115,8 +115,8 @@ func TestRunStopsWhenItsStoreFails(t *testing.T) {
 	case err := <-s.done:
 		s.stop()
 		s.stop = nil
-		want := "serve: the event store failed, so nothing more can be recorded; the host is stopping: " + cause +
-			"; the service stopped so that its supervisor starts it again, which recovers what was in flight"
+		want := "serve: the event store failed: " + cause +
+			"; the service stopped, for its supervisor to start it again (the next start recovers what was in flight)"
 		if err == nil || err.Error() != want {
 			t.Errorf("Run returned %v, want %q", err, want)
 		}
