@@ -17,8 +17,8 @@ import (
 // failure may mend: its pauses double, up to maxRetryPause, on the host's
 // clock, and Close cuts them short. A refusal, the host closing or its
 // store failing end it at once. (The operation here is a function that
-// fails as many times as the test says; TestStoreReadFailuresAreRetried
-// fails the store's reads under a live host.)
+// fails as many times as the test says; storefault_test.go fails the
+// store's reads under a live host.)
 func TestRetryPausesOnTheHostsClock(t *testing.T) {
 	f := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	h, err := Open(Config{DataDir: t.TempDir(), Clock: f})
