@@ -126,9 +126,11 @@ func TestServeStopsWhenItsDiskIsFull(t *testing.T) {
 // A read of the store meets damage under a running `baton serve` (a
 // table's bytes overwritten on the disk while it runs): the service stops
 // the same way. The read that met it fails with DataLoss naming the file;
-// every later command is refused with Unavailable; health says
-// NOT_SERVING; the providers of the turn in flight are gone; serve exits
-// 1, saying to run baton doctor.
+// health says NOT_SERVING; the subscription to the turn in flight ends
+// with Unavailable, saying the store failed; its providers are gone; serve
+// exits 1, saying to run baton doctor. (A command sent once the read has
+// failed may find the service gone already: the orchestrator's
+// TestHostStopsWhenItsStoreIsDamaged checks the refusal.)
 func TestServeStopsWhenItsStoreIsDamaged(t *testing.T) {
 	data := t.TempDir()
 	s := startService(t, data)
@@ -140,9 +142,18 @@ func TestServeStopsWhenItsStoreIsDamaged(t *testing.T) {
 	// The next start flushes what its log replays into a table; the
 	// thread that ended is not read again until a client asks for it.
 	s = startService(t, data)
-	c, id, ev, _ := s.startTurn(t, "acp/stall.ndjson", "Take your time")
+	c, id, ev, errc := s.startTurn(t, "acp/stall.ndjson", "Take your time")
 	until(t, ev, "the provider's thinking", thinking)
 	procs := pids(t, thread(t, c, id))
+	wctx, stopWatching := context.WithCancel(t.Context())
+	defer stopWatching()
+	watch, err := healthpb.NewHealthClient(s.dial()).Watch(wctx, &healthpb.HealthCheckRequest{Service: "baton.v1.Baton"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := watch.Recv(); err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health before the damage: %v %v", h, err)
+	}
 	ssts, _ := filepath.Glob(filepath.Join(data, "events", "*.sst"))
 	if len(ssts) != 1 {
 		t.Fatalf("tables %v, want the one the start flushed", ssts)
@@ -163,11 +174,17 @@ func TestServeStopsWhenItsStoreIsDamaged(t *testing.T) {
 	if st, _ := status.FromError(err); st.Code().String() != "DataLoss" || !strings.HasPrefix(st.Message(), "load thread "+done+": "+damaged) {
 		t.Fatalf("reading the thread in the damaged table: %v, want DataLoss: load thread %s: %s...", err, done, damaged)
 	}
-	_, err = c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "And then?"})
+	if h, err := watch.Recv(); err != nil || h.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("health once the store met damage: %v %v, want NOT_SERVING", h, err)
+	}
+	stopWatching()
+	for range ev {
+	}
 	refused := "the event store failed and the service is stopping (it exits 1, for its supervisor to start it again; " +
 		"the next start recovers what was in flight): " + damaged
-	if st, _ := status.FromError(err); st.Code().String() != "Unavailable" || !strings.HasPrefix(st.Message(), refused) {
-		t.Errorf("a command once the store is damaged: %v, want Unavailable: %s...", err, refused)
+	if st, _ := status.FromError(<-errc); st.Code().String() != "Unavailable" || !strings.HasPrefix(st.Message(), refused) ||
+		!strings.HasSuffix(st.Message(), "; subscribe again after the last sequence you received once it is back") {
+		t.Errorf("the subscription's end once the store met damage: %v, want Unavailable: %s...", st.Err(), refused)
 	}
 	select {
 	case <-s.done:
