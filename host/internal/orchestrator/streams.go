@@ -188,6 +188,11 @@ func (h *Host) follow(ctx context.Context, after uint64, yield func(eventlog.Rec
 			return
 		case <-h.ctx.Done():
 			return
+		case <-h.failed:
+			// Its store failed: nothing more is published, and a
+			// thread's head may name a batch that never was (a
+			// service's drain reads up to it).
+			return
 		}
 	}
 }
