@@ -113,7 +113,10 @@ func (s *Server) Subscribe(req *batonv1.SubscribeRequest, stream grpc.ServerStre
 		}
 	}
 	pump(open(reading, after), 0)
-	shuttingDown := s.stopping.Err() != nil && ctx.Err() == nil
+	// A host whose store failed ends its streams (nothing more is
+	// published) before its watcher may have shut the service down: that
+	// is the service stopping too.
+	shuttingDown := (s.stopping.Err() != nil || s.host.Failure() != nil) && ctx.Err() == nil
 	if shuttingDown {
 		if bound := head(); last < bound {
 			pump(open(ctx, last), bound)
