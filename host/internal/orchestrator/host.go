@@ -94,6 +94,16 @@ type Config struct {
 	// the run ends interrupted, saying it was forced (default
 	// domain.DefaultInterruptGrace).
 	InterruptGrace time.Duration
+	// TurnStallTimeout is how long, on Clock, a run's provider may say
+	// nothing mid-turn (nothing of the thread recorded) before the host
+	// ends its process and the run fails, failure turn_stalled. A provider
+	// waiting for an answer to its request is not silent. 0: never.
+	TurnStallTimeout time.Duration
+	// RequestTimeout is how long, on Clock, a provider's request may wait
+	// for an answer before the host gives one: an approval is declined,
+	// anything else cancelled, recorded as answered by the timeout. 0:
+	// requests wait for ever.
+	RequestTimeout time.Duration
 	// RawFrames says whether plugins keep sessions' raw provider frames
 	// (DATA/rawframes) and bounds them by size and age (rawframes.Policy;
 	// the zero value keeps them, 256 MiB and 14 days at most).
@@ -130,7 +140,9 @@ type Host struct {
 	workers map[string]*worker
 
 	timers timers // wait timers, by thread id (waits.go)
-	stops  stops  // interrupts' deadlines, by thread id (stop.go)
+	// Deadlines, by thread id (deadline.go): interrupts' graces (stop.go),
+	// silent turns' and unanswered requests' (stall.go).
+	stops, stalls, expiries deadlines
 
 	frames *framePruner // raw-frame logs' retention (rawframes.go)
 
@@ -183,7 +195,9 @@ func Open(cfg Config) (*Host, error) {
 	h := &Host{cfg: cfg, log: cfg.Logger, store: store,
 		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin"), Clock: cfg.Clock}),
 		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
-		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{}}
+		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{},
+		stops: deadlines{what: "force a run to stop"}, stalls: deadlines{what: "end a stalled turn"},
+		expiries: deadlines{what: "answer a request left unanswered"}}
 	h.cache.init(cfg.MaxThreads)
 	h.frames = newFramePruner(cfg.DataDir, cfg.RawFrames, cfg.Clock) // its dir made private by holdDataDir
 	if err := h.index(); err != nil {
