@@ -69,10 +69,12 @@ type Config struct {
 	// with the reason idle. The thread's next run opens a new session,
 	// resuming the provider's conversation where the plugin can. 0: never.
 	IdleTimeout time.Duration
-	// PluginCallTimeout bounds, on Clock, each call to a plugin (opening a
-	// session gets twice as long: it starts a provider process); a plugin
-	// that does not answer in time is killed, and what it was doing fails
-	// saying so (default DefaultPluginCallTimeout).
+	// PluginCallTimeout bounds, on Clock, each call to a plugin (its
+	// Describe as it starts, too; opening a session gets twice as long: it
+	// starts a provider process); a plugin that does not answer in time is
+	// killed, and what it was doing fails saying so (default
+	// DefaultPluginCallTimeout). Closing a session is bounded by
+	// sessionCloseTimeout.
 	PluginCallTimeout time.Duration
 	// SnapshotBytes is how many bytes of a thread's events, at least, come
 	// between two of its snapshots (default 32 KiB; a snapshot is also
@@ -193,7 +195,8 @@ func Open(cfg Config) (*Host, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopping, stop := context.WithCancel(ctx)
 	h := &Host{cfg: cfg, log: cfg.Logger, store: store,
-		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin"), Clock: cfg.Clock}),
+		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin"), Clock: cfg.Clock,
+			CallTimeout: cfg.PluginCallTimeout}),
 		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
 		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{},
 		stops: deadlines{what: "force a run to stop"}, stalls: deadlines{what: "end a stalled turn"},

@@ -21,7 +21,8 @@ import (
 )
 
 // The test plugin host/internal/testbin/crashplugin, built once, installed
-// as two providers, crashy and steady (one process each).
+// as three providers, crashy and steady (one process each), and mute,
+// which never answers Describe.
 var (
 	testPluginsOnce sync.Once
 	testPluginsDir  string
@@ -33,7 +34,7 @@ func crashPlugins(t *testing.T) string {
 	testPluginsOnce.Do(func() {
 		testPluginsDir, testPluginsErr = os.MkdirTemp("", "baton-crashplugin-")
 		if testPluginsErr == nil {
-			testPluginsErr = testbin.Plugin(root, "./internal/testbin/crashplugin", testPluginsDir, "crashy", "steady")
+			testPluginsErr = testbin.Plugin(root, "./internal/testbin/crashplugin", testPluginsDir, "crashy", "steady", "mute")
 		}
 	})
 	if testPluginsErr != nil {
@@ -51,8 +52,15 @@ func removeTestPlugins() {
 // newCrashEnv is newEnv with the crash plugins installed.
 func newCrashEnv(t *testing.T) *env {
 	t.Helper()
+	return newCrashEnvCalls(t, orchestrator.DefaultPluginCallTimeout)
+}
+
+// newCrashEnvCalls is newCrashEnv with a host whose plugin calls have the
+// deadline calls.
+func newCrashEnvCalls(t *testing.T, calls time.Duration) *env {
+	t.Helper()
 	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 1, clock: clock.NewFake(epoch), dirs: []string{crashPlugins(t)},
-		calls: orchestrator.DefaultPluginCallTimeout}
+		calls: calls}
 	e.open()
 	t.Cleanup(func() {
 		if e.host != nil {
@@ -194,25 +202,24 @@ func (e *env) advanceTo(d time.Duration) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(e.t.Context(), hangGuard)
 	defer cancel()
-	for n := 1; ; n++ {
-		if slices.Contains(e.clock.Pending(), d) {
-			e.clock.Advance(d)
-			return
-		}
-		if err := e.clock.WaitTimers(ctx, n); err != nil {
-			e.t.Fatalf("no timer of %s: %v (pending: %v)", d, err, e.clock.Pending())
-		}
+	// Other timers come and go meanwhile (other calls' deadlines): what is
+	// waited for is this one among them.
+	if _, err := e.clock.WaitPending(ctx, func(p []time.Duration) bool { return slices.Contains(p, d) }); err != nil {
+		e.t.Fatalf("no timer of %s: %v (pending: %v)", d, err, e.clock.Pending())
 	}
+	e.clock.Advance(d)
 }
 
 // A plugin that never answers a call is killed when the call's deadline
 // on the host's clock passes, and the attempt fails saying which call and
 // how long the host waited; the thread's next message starts a new
-// plugin process.
+// plugin process. (An interrupt's call gets a deadline within the
+// interrupt's grace: past the grace, the host would end the provider's
+// process first, and the run would end by that.)
 func TestPluginThatHangsIsKilled(t *testing.T) {
-	for _, call := range []string{"StartTurn", "InterruptTurn"} {
+	for call, deadline := range map[string]time.Duration{"StartTurn": orchestrator.DefaultPluginCallTimeout, "InterruptTurn": 5 * time.Second} {
 		t.Run(call, func(t *testing.T) {
-			e := newCrashEnv(t)
+			e := newCrashEnvCalls(t, deadline)
 			a := e.crashThread("a", "crashy", "hang", call)
 			e.dispatch(domain.Command{ID: "send", ThreadID: a, Payload: domain.DispatchMessage{Text: "hang"}})
 			nodes := []string{"root_turn failed"}
@@ -223,19 +230,19 @@ func TestPluginThatHangsIsKilled(t *testing.T) {
 			} else {
 				e.waitFor(a, "the session to open", func(th domain.Thread) bool { return len(th.ProviderSessions) > 0 })
 			}
-			e.advanceTo(orchestrator.DefaultPluginCallTimeout)
+			e.advanceTo(deadline)
 			th := e.waitFor(a, "the run to end", allRunsEnded(1))
 			code := "plugin_exited" // the session's end, which ended the turn
 			if call == "StartTurn" {
 				code = "start_failed" // the turn never started
 			}
-			want := runOutcome{Status: domain.RunStatusFailed, Code: code, EndedAt: epoch.Add(time.Minute),
+			want := runOutcome{Status: domain.RunStatusFailed, Code: code, EndedAt: epoch.Add(deadline),
 				Attempts: []string{"failed"}, Nodes: nodes}
 			if diff := cmp.Diff(want, outcomeOf(th, 0)); diff != "" {
 				t.Errorf("the run (-want +got):\n%s", diff)
 			}
 			msg := th.Runs[0].Failure.Message
-			if w := "the crashy plugin did not answer " + call + " within 1m0s, so the host killed it; the end of its stderr:\n"; !strings.HasPrefix(msg, w) {
+			if w := "the crashy plugin did not answer " + call + " within " + deadline.String() + ", so the host killed it; the end of its stderr:\n"; !strings.HasPrefix(msg, w) {
 				t.Errorf("the failure says:\n%s\nwant it to start with:\n%s", msg, w)
 			}
 			pid := th.ProviderSessions[0].PluginPid

@@ -241,6 +241,9 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		resp, err = p.OpenSession(ctx, req)
 		return err
 	})
+	if errors.Is(err, errPluginKilled) {
+		return nil, err // says which plugin, and why it is gone
+	}
 	if err != nil {
 		return nil, providerErr(provider, err) // the plugin says what failed
 	}
@@ -251,14 +254,14 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		SessionID: id, Provider: provider, Model: model, ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
 		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, ResumeRequested: resume,
 		Resumed: resp.Resumed && req.ResumeThreadRef != ""}}); err != nil {
-		_ = p.CloseSession(context.Background(), id)
+		h.closeUnused(p, id)
 		return nil, err
 	}
 	h.smu.Lock()
 	if h.closing {
 		// Close began while this session opened: it has not seen it.
 		h.smu.Unlock()
-		_ = p.CloseSession(context.Background(), id)
+		h.closeUnused(p, id)
 		return nil, ErrClosed
 	}
 	h.sessions[threadID] = s
@@ -274,6 +277,15 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		h.wg.Go(func() { h.reapWhenIdle(s) })
 	}
 	return s, nil
+}
+
+// closeUnused closes a session that opened but will not be used (its
+// opening could not be recorded, or the host began to close), within
+// sessionCloseTimeout, whatever the host's state.
+func (h *Host) closeUnused(p *pluginhost.Plugin, sessionID string) {
+	_ = h.callPlugin(context.Background(), p, "CloseSession", sessionCloseTimeout, func(ctx context.Context) error {
+		return p.CloseSession(ctx, sessionID)
+	})
 }
 
 // leftBehind says whether session's conversation was left behind (a
