@@ -28,9 +28,8 @@ type deadline struct {
 
 // deadlines are the threads' armed timers of one kind.
 type deadlines struct {
-	what string // what the command does, for the log
-	mu   sync.Mutex
-	m    map[string]*deadline
+	mu sync.Mutex
+	m  map[string]*deadline
 }
 
 // syncDeadlines arms (or stops) the thread's timers for the deadlines t
@@ -42,9 +41,10 @@ func (h *Host) syncDeadlines(threadID string, t *domain.Thread) {
 }
 
 // arm arms the thread's timer of kind ds to dispatch cmd at at, or stops
-// it when none is due, unless it is armed for that command already.
-// args name the thread and what the command is about, for the log.
-func (h *Host) arm(ds *deadlines, threadID string, cmd domain.Command, at time.Time, due bool, args ...any) {
+// it when none is due, unless it is armed for that command already. what
+// the command does and args (the thread, what it is about) are for the
+// log.
+func (h *Host) arm(ds *deadlines, what, threadID string, cmd domain.Command, at time.Time, due bool, args ...any) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	cur := ds.m[threadID]
@@ -68,11 +68,11 @@ func (h *Host) arm(ds *deadlines, threadID string, cmd domain.Command, at time.T
 		if clock.SleepUntil(ctx, h.cfg.Clock, at) != nil {
 			return // stopped: the deadline moved or went, or the host stops
 		}
-		if err := h.retry(ds.what, func() error {
+		if err := h.retry(what, func() error {
 			_, err := h.dispatch(h.ctx, cmd, nil)
 			return err
 		}, args...); err != nil && !errors.Is(err, ErrClosed) {
-			h.log.Error(ds.what, append(args, "error", err)...)
+			h.log.Error(what, append(args, "error", err)...)
 		}
 	})
 }

@@ -195,12 +195,9 @@ func Open(cfg Config) (*Host, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopping, stop := context.WithCancel(ctx)
 	h := &Host{cfg: cfg, log: cfg.Logger, store: store,
-		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin"), Clock: cfg.Clock,
-			CallTimeout: cfg.PluginCallTimeout}),
+		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin"), Clock: cfg.Clock, CallTimeout: cfg.PluginCallTimeout}),
 		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
-		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{},
-		stops: deadlines{what: "force a run to stop"}, stalls: deadlines{what: "end a stalled turn"},
-		expiries: deadlines{what: "answer a request left unanswered"}}
+		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{}}
 	h.cache.init(cfg.MaxThreads)
 	h.frames = newFramePruner(cfg.DataDir, cfg.RawFrames, cfg.Clock) // its dir made private by holdDataDir
 	if err := h.index(); err != nil {

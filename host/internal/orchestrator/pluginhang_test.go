@@ -30,7 +30,7 @@ type hangCase struct {
 	argv     []string
 	// provoke makes the host call into the plugin (after a first run
 	// was sent): it returns once the call is made, or about to be.
-	provoke func(e *env, threadID string)
+	provoke  func(e *env, threadID string)
 	deadline time.Duration
 	// check checks the thread after the deadline passed.
 	check func(t *testing.T, e *env, threadID string)

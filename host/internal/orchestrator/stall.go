@@ -21,7 +21,7 @@ import (
 func (h *Host) syncStall(threadID string, t *domain.Thread) {
 	p, at, due := t.StallDeadline(h.cfg.TurnStallTimeout)
 	id := "stall:" + p.AttemptID + ":" + strconv.FormatInt(p.Since.UnixNano(), 10)
-	h.arm(&h.stalls, threadID, domain.Command{ID: id, ThreadID: threadID, Payload: p}, at, due,
+	h.arm(&h.stalls, "end a stalled turn", threadID, domain.Command{ID: id, ThreadID: threadID, Payload: p}, at, due,
 		"thread", threadID, "run", p.RunID)
 }
 
@@ -30,6 +30,6 @@ func (h *Host) syncStall(threadID string, t *domain.Thread) {
 func (h *Host) syncRequest(threadID string, t *domain.Thread) {
 	p, at, due := t.RequestDeadline(h.cfg.RequestTimeout)
 	id := "expire:" + p.RequestID + ":" + strconv.Itoa(p.Failures)
-	h.arm(&h.expiries, threadID, domain.Command{ID: id, ThreadID: threadID, Payload: p}, at, due,
+	h.arm(&h.expiries, "answer a request left unanswered", threadID, domain.Command{ID: id, ThreadID: threadID, Payload: p}, at, due,
 		"thread", threadID, "request", p.RequestID)
 }
