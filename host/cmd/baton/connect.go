@@ -76,6 +76,7 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: g.hostLogLevel()})
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, Command: g.command, RawFrames: g.rawFrames, InterruptGrace: g.grace,
+		TurnStallTimeout: g.stall, RequestTimeout: g.requests,
 		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log})
 	var busy *orchestrator.BusyError
 	switch {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -111,6 +112,9 @@ type globals struct {
 	// grace is how long an interrupted provider has before the host this
 	// command runs ends its process.
 	grace time.Duration
+	// stall and requests are that host's turn stall timeout and request
+	// timeout (0: never).
+	stall, requests time.Duration
 	// command is the verb being run ("baton run"), for the data dir's pid
 	// file.
 	command string
@@ -154,6 +158,12 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 			if g.grace <= 0 {
 				return usagef("--grace must be a positive duration, such as 10s or 1m, got %s", g.grace)
 			}
+			if g.stall < 0 {
+				return usagef("--turn-stall-timeout must be a duration, such as 30m or 2h, or 0 to never end a silent turn; got %s", g.stall)
+			}
+			if g.requests < 0 {
+				return usagef("--request-timeout must be a duration, such as 10m or 1h, or 0 to let requests wait for an answer; got %s", g.requests)
+			}
 			return nil
 		},
 	}
@@ -171,6 +181,8 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 	pf.StringArrayVar(&g.pluginDirs, "plugin-dir", nil, "extra plugin `directory` for the host this command runs (embedded, or baton serve) (repeatable)")
 	addRawFramesFlags(pf, &g.rawFrames)
 	pf.DurationVar(&g.grace, "grace", domain.DefaultInterruptGrace, "for the host this command runs (embedded, or baton serve): how long a provider asked to stop a run has to end it before the host ends its process (`duration`)")
+	pf.DurationVar(&g.stall, "turn-stall-timeout", orchestrator.DefaultTurnStallTimeout, "for the host this command runs: how long a provider may say nothing mid-turn (unless it waits for an answer) before the host ends its process and the run fails, turn_stalled (`duration`; 0: never)")
+	pf.DurationVar(&g.requests, "request-timeout", 0, "for the host this command runs: how long a provider's approval or question waits for an answer before the host declines it (an approval) or cancels it (anything else) (`duration`; 0: it waits)")
 	root.RegisterFlagCompletionFunc("raw-frames", fixedCompletion("on", "off"))
 	root.RegisterFlagCompletionFunc("log-level", fixedCompletion("trace", "debug", "info", "warn", "error", "off"))
 

@@ -62,12 +62,22 @@ func (h *Host) arm(ds *deadlines, what, threadID string, cmd domain.Command, at 
 		ds.m = map[string]*deadline{}
 	}
 	ctx, cancel := context.WithCancel(h.stopping)
-	ds.m[threadID] = &deadline{id: cmd.ID, at: at, stop: cancel}
+	d := &deadline{id: cmd.ID, at: at, stop: cancel}
+	ds.m[threadID] = d
 	h.wg.Go(func() {
 		defer cancel()
 		if clock.SleepUntil(ctx, h.cfg.Clock, at) != nil {
 			return // stopped: the deadline moved or went, or the host stops
 		}
+		// Fired: forgotten, unless the command's commit armed another (a
+		// command that changed nothing leaves none to stop).
+		defer func() {
+			ds.mu.Lock()
+			if ds.m[threadID] == d {
+				delete(ds.m, threadID)
+			}
+			ds.mu.Unlock()
+		}()
 		if err := h.retry(what, func() error {
 			_, err := h.dispatch(h.ctx, cmd, nil)
 			return err

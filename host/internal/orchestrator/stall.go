@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/baton-run/baton/host/internal/domain"
 )
@@ -14,6 +15,13 @@ import (
 // (deadline.go) and sends StallTurn or ExpireRequest when it passes. A
 // stalled turn's provider process is ended by the same end_session effect
 // as an interrupt's forced stop (forceClose).
+
+// DefaultTurnStallTimeout is baton's turn stall timeout unless told
+// otherwise (Config's zero is never): far longer than a provider works
+// without a word (it reports its thinking, its tool calls and their
+// output as they go), short enough that a run stuck that way ends within
+// the hour.
+const DefaultTurnStallTimeout = time.Hour
 
 // syncStall arms the thread's timer for its active run's stall deadline
 // (or stops it when none is due). Every commit that records anything of
