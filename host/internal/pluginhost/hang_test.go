@@ -74,7 +74,9 @@ func TestDescribeThatHangsHoldsUpOnlyItsCallers(t *testing.T) {
 	clk.Advance(time.Second) // A's deadline is a second nearer than any later start's
 	b := getAsync(t.Context(), m, "mute")
 	// Meanwhile another plugin starts, with the clock still.
-	if p, err := m.Get(t.Context(), "steady"); err != nil || p.Description.Name != "crashplugin" {
+	steadyCtx, cancelSteady := context.WithTimeout(t.Context(), hangGuard)
+	defer cancelSteady()
+	if p, err := m.Get(steadyCtx, "steady"); err != nil || p.Description.Name != "crashplugin" {
 		t.Fatalf("Get steady while mute describes itself: %v", err)
 	}
 	describing(t, clk, timeout-time.Second) // A's alone: steady's deadline went with its answer
