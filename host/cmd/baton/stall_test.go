@@ -134,8 +134,8 @@ func TestServeEndsSilenceAndAnswersUnansweredRequests(t *testing.T) {
 // A negative timeout is bad usage, said in the user's words.
 func TestSilenceTimeoutsRefuseNegatives(t *testing.T) {
 	for flag, want := range map[string]string{
-		"--turn-stall-timeout": "baton: --turn-stall-timeout must be a duration, such as 30m or 2h, or 0 to never end a silent turn; got -1s\n",
-		"--request-timeout":    "baton: --request-timeout must be a duration, such as 10m or 1h, or 0 to let requests wait for an answer; got -1s\n",
+		"--turn-stall-timeout": "baton: threads: --turn-stall-timeout must be a duration, such as 30m or 2h, or 0 to never end a silent turn; got -1s\n",
+		"--request-timeout":    "baton: threads: --request-timeout must be a duration, such as 10m or 1h, or 0 to let requests wait for an answer; got -1s\n",
 	} {
 		_, errOut, code := baton(t, "threads", flag, "-1s")
 		if code != exitUsage || errOut != want {

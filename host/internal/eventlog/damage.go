@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	crdberrors "github.com/cockroachdb/errors"
+	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/hashicorp/go-hclog"
 )
@@ -30,6 +31,18 @@ var ErrDamaged = errors.New("the event store is damaged")
 type DamageError struct {
 	File string
 	Err  error
+	// removed: the file is missing, which in a store opened read-only
+	// while another process writes it may be that process's doing (see
+	// Store.read).
+	removed bool
+}
+
+// removed says whether err is a file of the store that is not there.
+func removed(err error) bool {
+	if d, ok := errors.AsType[*DamageError](err); ok {
+		return d.removed
+	}
+	return oserror.IsNotExist(err)
 }
 
 func (e *DamageError) Error() string {
@@ -63,17 +76,24 @@ var fatalMu sync.Mutex
 type pebbleLogger struct {
 	l   hclog.Logger
 	dir string
+	s   *Store // failed before Fatal is called (nil: none)
 }
 
 func (p pebbleLogger) Infof(format string, args ...any)  { p.l.Debug(fmt.Sprintf(format, args...)) }
 func (p pebbleLogger) Errorf(format string, args ...any) { p.l.Error(fmt.Sprintf(format, args...)) }
 
-// Fatalf logs the whole message and ends the process through Fatal with
-// its first line (some carry a stack trace).
+// Fatalf logs the whole message, fails the store (Pebble gave up: fail.go)
+// and ends the process through Fatal with its first line (some carry a
+// stack trace). The store fails first, so that its owner can stop on its
+// own (a service refuses commands and stops its providers) while Fatal
+// waits for it.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.l.Error(msg)
 	first, _, _ := strings.Cut(msg, "\n")
+	if p.s != nil {
+		p.s.fails.set(&gaveUpError{msg: first}, true)
+	}
 	fatalMu.Lock() // held for good: Fatal does not return
 	Fatal(fmt.Sprintf("the event store %s failed and this process cannot go on: %s", p.dir, first))
 }
@@ -99,13 +119,16 @@ func (s *Store) listener() *pebble.EventListener {
 	}
 }
 
-// noteDamage records the first damage the store has met.
+// noteDamage records the first damage the store has met, which fails it
+// (fail.go).
 func (s *Store) noteDamage(d *DamageError) {
 	s.dmu.Lock()
-	defer s.dmu.Unlock()
 	if s.damage == nil {
 		s.damage = d
 	}
+	first := s.damage
+	s.dmu.Unlock()
+	s.fails.set(first, false)
 }
 
 // Damage is the first damage the store has met since it opened (nil:
@@ -133,7 +156,7 @@ func (s *Store) damaged(err error) error {
 // damageOf is a Pebble corruption error as a *DamageError: the file from
 // Pebble's hint ("path: ..."), what is wrong from its message.
 func (s *Store) damageOf(err error) *DamageError {
-	d := &DamageError{Err: firstLine(err)}
+	d := &DamageError{Err: firstLine(err), removed: oserror.IsNotExist(err)}
 	for _, h := range crdberrors.GetAllHints(err) {
 		if p, ok := strings.CutPrefix(h, "path: "); ok {
 			d.File = p

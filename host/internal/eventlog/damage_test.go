@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 )
@@ -90,7 +91,7 @@ func TestOpenRefusesLogEndingBeforeSeal(t *testing.T) {
 	s := openT(t, dir)
 	appendN(t, s, "a", 3, "")
 	s.Close()
-	if st := readSeal(dir); st.Sealed != 3 || st.Err != nil {
+	if st := readSeal(vfs.Default, dir); st.Sealed != 3 || st.Err != nil {
 		t.Fatalf("seal after close = %+v, want 3", st)
 	}
 	if err := os.WriteFile(filepath.Join(dir, SealName), encodeSeal(5), 0o600); err != nil {
@@ -216,7 +217,7 @@ func TestSealDamagedOrMissing(t *testing.T) {
 			if !strings.Contains(out.String(), "could not check that no committed event is missing") {
 				t.Errorf("log: %q, want a warning", out.String())
 			}
-			if st := readSeal(dir); st.Sealed != 2 || st.Err != nil {
+			if st := readSeal(vfs.Default, dir); st.Sealed != 2 || st.Err != nil {
 				t.Errorf("seal after open = %+v, want 2", st)
 			}
 			s.Close()
@@ -225,7 +226,8 @@ func TestSealDamagedOrMissing(t *testing.T) {
 }
 
 // A damaged table: the read that meets it returns a *DamageError naming
-// the .sst; the store takes no more appends; Verify reports it.
+// the .sst; the store fails (Failed is closed, Failure is the damage) and
+// takes no more appends; Verify reports it.
 func TestDamagedTable(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir)
@@ -247,6 +249,14 @@ func TestDamagedTable(t *testing.T) {
 	}
 	if err := s.Damage(); !errors.Is(err, ErrDamaged) {
 		t.Errorf("Damage() = %v", err)
+	}
+	select {
+	case <-s.Failed():
+		if err := s.Failure(); err != s.Damage() {
+			t.Errorf("Failure() = %v, want the damage, %v", err, s.Damage())
+		}
+	default:
+		t.Error("the damaged store did not fail: Failed is open")
 	}
 	if _, _, err := s.Append(Batch{Events: []Pending{event("a", 1)}}); !errors.Is(err, ErrDamaged) {
 		t.Errorf("append to a damaged store: %v", err)
@@ -432,8 +442,8 @@ func TestRanges(t *testing.T) {
 	}
 }
 
-// Verify of what is not a store, or a store in use, is an error, not a
-// report.
+// Verify of what is not a store is an error, not a report; a store in use
+// is read as it stands (a read-only open takes no lock).
 func TestVerifyErrors(t *testing.T) {
 	if _, _, err := Verify(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no event store") {
 		t.Errorf("empty dir: %v", err)
@@ -441,15 +451,21 @@ func TestVerifyErrors(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir)
 	defer s.Close()
-	if _, _, err := Verify(dir); err == nil || errors.Is(err, ErrDamaged) {
-		t.Errorf("store in use: %v, want an error that is not damage", err)
+	appendN(t, s, "a", 2, "c1")
+	r, rs, err := Verify(dir)
+	if err != nil {
+		t.Fatalf("store in use: %v, want a report", err)
+	}
+	defer rs.Close()
+	if !r.Healthy() || r.Events != 2 {
+		t.Errorf("store in use: healthy %v, %d events; want healthy, 2 events: %+v", r.Healthy(), r.Events, r.Problems)
 	}
 }
 
 // BenchmarkSealWrite is what each commit group adds: one write of the
 // seal at offset 0, no sync.
 func BenchmarkSealWrite(b *testing.B) {
-	w, err := openSeal(b.TempDir())
+	w, err := openSeal(privateDefault, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

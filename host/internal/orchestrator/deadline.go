@@ -2,12 +2,10 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk/clock"
 )
 
 // Deadlines the domain derives from a thread's projection and the host
@@ -66,11 +64,9 @@ func (h *Host) arm(ds *deadlines, what, threadID string, cmd domain.Command, at 
 	ds.m[threadID] = d
 	h.wg.Go(func() {
 		defer cancel()
-		if clock.SleepUntil(ctx, h.cfg.Clock, at) != nil {
-			return // stopped: the deadline moved or went, or the host stops
-		}
-		// Fired: forgotten, unless the command's commit armed another (a
-		// command that changed nothing leaves none to stop).
+		// Fired or stopped: forgotten, unless another is armed (the
+		// command's commit may arm the next; one that changed nothing
+		// leaves none to stop).
 		defer func() {
 			ds.mu.Lock()
 			if ds.m[threadID] == d {
@@ -78,11 +74,6 @@ func (h *Host) arm(ds *deadlines, what, threadID string, cmd domain.Command, at 
 			}
 			ds.mu.Unlock()
 		}()
-		if err := h.retry(what, func() error {
-			_, err := h.dispatch(h.ctx, cmd, nil)
-			return err
-		}, args...); err != nil && !errors.Is(err, ErrClosed) {
-			h.log.Error(what, append(args, "error", err)...)
-		}
+		h.dispatchAt(ctx, at, what, cmd, args...)
 	})
 }

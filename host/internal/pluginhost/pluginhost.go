@@ -246,6 +246,28 @@ func (m *Manager) launch(ctx context.Context, name string) (*Plugin, error) {
 	return &Plugin{Plugin: sp, Name: name, Path: path, Description: d}, nil
 }
 
+// Running returns the plugin's process, if the manager runs it (started,
+// not starting, and not exited); it starts none.
+func (m *Manager) Running(name string) (*Plugin, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.running[name]
+	if !ok {
+		return nil, false
+	}
+	select {
+	case <-s.ready:
+	default:
+		return nil, false // starting: it may yet fail (a failed start is not here)
+	}
+	select {
+	case <-s.p.Exited():
+		return nil, false
+	default:
+		return s.p, true
+	}
+}
+
 // Close stops every plugin, all at once: each is asked to shut down and
 // killed if it has not exited after the kill grace, so Close returns within
 // about one grace even when plugins do not answer. Get fails after it.

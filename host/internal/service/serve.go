@@ -10,9 +10,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/rawframes"
 	"github.com/baton-run/baton/sdk/clock"
@@ -50,9 +53,15 @@ type Config struct {
 	TurnStallTimeout, RequestTimeout time.Duration
 	// Clock is the host's clock, and the drain's (default clock.System).
 	Clock clock.Clock
+	// StoreFS is the file system the host's event log runs on
+	// (orchestrator.Config): tests give one that fails under the running
+	// service; nothing else sets it.
+	StoreFS vfs.FS
 	// Ready, when set, is called once every listener listens, with their
 	// addresses (unix:///PATH, tcp://HOST:PORT).
 	Ready func(addrs []string)
+	// Version is baton's version, as GetStatus says it.
+	Version string
 }
 
 // DrainTimeout bounds how long a drain waits for calls in flight before
@@ -64,9 +73,19 @@ const DrainTimeout = 10 * time.Second
 // calls in flight get DrainTimeout to finish, and the host closes (its
 // sessions' ends recorded). It returns nil after a drain that ctx asked
 // for, or why the service could not start or stopped serving.
+//
+// A host whose event store fails stops at once (orchestrator's
+// storefail.go: commands refused, providers killed), and so does Run, the
+// same way, with nothing left to drain: health has said NOT_SERVING and
+// the subscriptions have ended from the moment of the failure (the
+// Server's watchHost); Run returns the failure, for `baton serve` to exit
+// 1 and its supervisor to start it again, which recovers.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.DataDir == "" {
 		return errors.New("serve: no data dir")
+	}
+	if abs, err := filepath.Abs(cfg.DataDir); err == nil {
+		cfg.DataDir = abs // its socket's address, and what GetStatus says, hold for a client elsewhere
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -79,7 +98,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	tlsConf, err := loadTLS(cfg.TLSCert, cfg.TLSKey)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("serve: %w", &ConfigError{Err: err})
 	}
 	tcp := false
 	for _, ep := range eps {
@@ -88,7 +107,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		tcp = true
 		if host, _, _ := net.SplitHostPort(ep.addr); tlsConf == nil && !isLoopback(host) {
-			return fmt.Errorf("serve: listen %s: an address other than loopback needs TLS (a certificate and key)", ep)
+			return fmt.Errorf("serve: %w", configErrorf("listen %s: an address other than loopback needs TLS (a certificate and key)", ep))
 		}
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -116,18 +135,19 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
-		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace,
+		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace, StoreFS: cfg.StoreFS,
 		TurnStallTimeout: cfg.TurnStallTimeout, RequestTimeout: cfg.RequestTimeout})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	srv := New(host, Options{Logger: log.Named("service"), Clock: clk})
+	srv := New(host, Options{Logger: log.Named("service"), Clock: clk, Version: cfg.Version})
 	auth := &authenticator{token: token, log: log.Named("auth")}
-	g := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.unary), grpc.ChainStreamInterceptor(auth.stream))
+	g := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.unary), grpc.ChainStreamInterceptor(auth.stream), grpc.MaxRecvMsgSize(maxRequest))
 	srv.Register(g)
 
 	var lis []net.Listener
 	var addrs []string
+	var status []*batonv1.Listener
 	for _, ep := range eps {
 		l, err := listen(ep, tlsConf)
 		if err != nil {
@@ -139,7 +159,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		lis = append(lis, l)
 		addrs = append(addrs, addrOf(ep, l))
+		onTCP := ep.network == "tcp"
+		status = append(status, &batonv1.Listener{Address: addrOf(ep, l), Tls: onTCP && tlsConf != nil, Token: onTCP})
 	}
+	srv.Serving(status)
 	served := make(chan error, len(lis))
 	for _, l := range lis {
 		go func() { served <- g.Serve(l) }()
@@ -157,10 +180,15 @@ func Run(ctx context.Context, cfg Config) error {
 		pending--
 		runErr = fmt.Errorf("serve: %w", err)
 		log.Error("a listener failed; stopping", "error", err)
+	case <-host.Failed():
+		runErr = storeFailure(host.Failure())
+		log.Error("the event store failed; stopping", "error", host.Failure())
 	}
-	log.Info("draining: active runs are asked to stop", "timeout", orchestrator.DrainTimeout)
 	srv.NotServing()
-	host.Drain() // subscribers see the runs end
+	if host.Failure() == nil {
+		log.Info("draining: active runs are asked to stop", "timeout", orchestrator.DrainTimeout)
+		host.Drain() // subscribers see the runs end
+	}
 	log.Info("draining: ending the calls", "timeout", DrainTimeout)
 	srv.Shutdown()
 	stopped := make(chan struct{})
@@ -182,9 +210,27 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if err := host.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("serve: close host: %w", err)
+		var f *orchestrator.StoreFailedError
+		if errors.As(err, &f) { // it failed as the service drained
+			runErr = storeFailure(f)
+		}
 	}
 	log.Info("stopped")
 	return runErr
+}
+
+// storeFailure is what Run returns when the host's event store failed.
+func storeFailure(err error) error {
+	var f *orchestrator.StoreFailedError
+	if !errors.As(err, &f) {
+		return fmt.Errorf("serve: %w", err) // unreachable: a host's failure is a *StoreFailedError
+	}
+	err = fmt.Errorf("serve: the event store failed: %w; the service stopped, for its supervisor to start it again "+
+		"(the next start recovers what was in flight)", f.Cause)
+	if errors.Is(err, eventlog.ErrDamaged) {
+		err = fmt.Errorf("%w; run `baton doctor` to check the store", err)
+	}
+	return err
 }
 
 // loadTLS reads the TLS certificate and key (nil, nil without them).
