@@ -97,6 +97,7 @@ func (g *globals) connectFor(ctx context.Context, reads bool) (*client, error) {
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: g.hostLogLevel()})
 	cfg := orchestrator.Config{DataDir: g.data, Command: g.command, RawFrames: g.rawFrames, InterruptGrace: g.grace,
+		TurnStallTimeout: g.stall, RequestTimeout: g.requests,
 		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log}
 	h, err := g.embed(cfg, reads)
 	var busy *orchestrator.BusyError
@@ -195,6 +196,12 @@ func (g *globals) check(cmd *cobra.Command) error {
 	}
 	if g.grace <= 0 {
 		return usagef("%s: --grace must be a positive duration, such as 10s or 1m, got %s", verbOf(cmd), g.grace)
+	}
+	if g.stall < 0 {
+		return usagef("%s: --turn-stall-timeout must be a duration, such as 30m or 2h, or 0 to never end a silent turn; got %s", verbOf(cmd), g.stall)
+	}
+	if g.requests < 0 {
+		return usagef("%s: --request-timeout must be a duration, such as 10m or 1h, or 0 to let requests wait for an answer; got %s", verbOf(cmd), g.requests)
 	}
 	switch fs := cmd.Flags(); {
 	case fromEnv(fs, "data"):

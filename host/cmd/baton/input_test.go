@@ -434,7 +434,8 @@ type envVerb struct {
 
 // globalVars are the variables of the flags every verb has.
 var globalVars = []string{"BATON_DATA", "BATON_SERVER", "BATON_TOKEN_FILE", "BATON_TLS", "BATON_CA_FILE", "BATON_LOG_LEVEL",
-	"BATON_PLUGIN_DIR", "BATON_RAW_FRAMES", "BATON_RAW_FRAMES_MAX_BYTES", "BATON_RAW_FRAMES_MAX_AGE", "BATON_GRACE"}
+	"BATON_PLUGIN_DIR", "BATON_RAW_FRAMES", "BATON_RAW_FRAMES_MAX_BYTES", "BATON_RAW_FRAMES_MAX_AGE", "BATON_GRACE",
+	"BATON_TURN_STALL_TIMEOUT", "BATON_REQUEST_TIMEOUT"}
 
 // policyVars are the continuation policy's variables: a new thread's.
 var policyVars = []string{"BATON_ON_LIMIT", "BATON_CONTINUE_TEXT", "BATON_UNTIL", "BATON_CHECK_TIMEOUT", "BATON_MAX_RUNS",
@@ -526,7 +527,7 @@ var hostile = map[string]string{
 	"BATON_REBUILD": "maybe", "BATON_NO_DESCRIPTIONS": "maybe", "BATON_GRACE": "soon", "BATON_OUTPUT": "yaml", "BATON_FORCE": "maybe",
 	"BATON_ANSWER": "Q=A", "BATON_MAX_CONNECTIONS": "0", "BATON_MAX_STREAMS": "x", "BATON_CONNECTION_IDLE_TIMEOUT": "-1s", "BATON_KEEPALIVE": "10ms",
 	"BATON_KEEPALIVE_TIMEOUT": "0s", "BATON_MAX_SUBSCRIBERS": "0", "BATON_MAX_THREAD_SUBSCRIBERS": "x", "BATON_SUBSCRIBER_BUFFER": "-1",
-	"BATON_SLOW_SUBSCRIBER": "x",
+	"BATON_SLOW_SUBSCRIBER": "x", "BATON_TURN_STALL_TIMEOUT": "later", "BATON_REQUEST_TIMEOUT": "later",
 }
 
 // helpFlag is a flag's line in help, with its name; helpVar a variable

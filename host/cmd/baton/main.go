@@ -16,6 +16,7 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/orchestrator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -113,6 +114,9 @@ type globals struct {
 	// grace is how long an interrupted provider has before the host this
 	// command runs ends its process.
 	grace time.Duration
+	// stall and requests are that host's turn stall timeout and request
+	// timeout (0: never).
+	stall, requests time.Duration
 	// command is the verb being run ("baton run"), for the data dir's pid
 	// file.
 	command string
@@ -178,6 +182,8 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 	pf.StringArrayVar(&g.pluginDirs, "plugin-dir", nil, "extra plugin `directory` for the host this command runs (embedded, or baton serve) (repeatable)")
 	addRawFramesFlags(pf, &g.rawFrames)
 	pf.DurationVar(&g.grace, "grace", domain.DefaultInterruptGrace, "for the host this command runs (embedded, or baton serve): how long a provider asked to stop a run has to end it before the host ends its process (`duration`)")
+	pf.DurationVar(&g.stall, "turn-stall-timeout", orchestrator.DefaultTurnStallTimeout, "for the host this command runs: how long a provider may say nothing mid-turn (unless it waits for an answer) before the host ends its process and the run fails, turn_stalled (`duration`; 0: never)")
+	pf.DurationVar(&g.requests, "request-timeout", 0, "for the host this command runs: how long a provider's approval or question waits for an answer before the host declines it (an approval) or cancels it (anything else) (`duration`; 0: it waits)")
 	root.RegisterFlagCompletionFunc("raw-frames", fixedCompletion("on", "off"))
 	root.RegisterFlagCompletionFunc("log-level", fixedCompletion("trace", "debug", "info", "warn", "error", "off"))
 

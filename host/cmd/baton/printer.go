@@ -192,6 +192,8 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		p.line("  ⏸ run %d: interrupt sent; waiting for the provider", p.ordinals[e.RunID])
 	case domain.StopForced:
 		p.line("  ⏹ run %d: %s", p.ordinals[e.RunID], e.Reason)
+	case domain.TurnStalled:
+		p.line("  ⏹ run %d: %s", p.ordinals[e.RunID], e.Reason)
 	case domain.AttemptEnded:
 		p.line("  ↻ run %d: attempt ended (%s)", p.ordinals[e.RunID], e.Status)
 	case domain.AttemptStarted:

@@ -186,6 +186,28 @@ type (
 		RunID     string `json:"runId"`
 		AttemptID string `json:"attemptId"`
 	}
+	// StallTurn says the thread's active run has had no word from its
+	// provider since Since for Timeout, the host's stall timeout (the
+	// host's timer, at Thread.StallDeadline): if nothing of the thread was
+	// recorded since, and the provider is not waiting for an answer, the
+	// host ends its provider's process and the run fails
+	// (FailureStalled). Otherwise it is left alone.
+	StallTurn struct {
+		RunID     string        `json:"runId"`
+		AttemptID string        `json:"attemptId"`
+		Since     time.Time     `json:"since"`
+		Timeout   time.Duration `json:"timeout"`
+	}
+	// ExpireRequest says a request has waited for an answer for the
+	// host's request timeout (the host's timer, at
+	// Thread.RequestDeadline): if it still waits, the timeout answers it,
+	// an approval declined and anything else cancelled. Failures is how
+	// many answers to it had failed to reach the provider when the timer
+	// was armed (each gives the timeout another go).
+	ExpireRequest struct {
+		RequestID string `json:"requestId"`
+		Failures  int    `json:"failures,omitempty"`
+	}
 	// RecordCheck is what a loop's --until check found.
 	RecordCheck struct {
 		CheckResult
@@ -270,6 +292,8 @@ func (SetPolicy) CommandType() string                { return "thread.set_policy
 func (CancelQueued) CommandType() string             { return "thread.queue.cancel" }
 func (FireWait) CommandType() string                 { return "wait.fire" }
 func (ForceStop) CommandType() string                { return "run.force_stop" }
+func (StallTurn) CommandType() string                { return "run.stall" }
+func (ExpireRequest) CommandType() string            { return "runtime-request.expire" }
 func (RecordCheck) CommandType() string              { return "loop.check.record" }
 func (RollbackToCheckpoint) CommandType() string     { return "checkpoint.rollback" }
 func (RecordCheckpoint) CommandType() string         { return "checkpoint.record" }

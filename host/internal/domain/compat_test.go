@@ -181,7 +181,14 @@ func TestOldLogsStillRead(t *testing.T) {
 	if err := json.Unmarshal(old.Thread, &snapshot); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(jsonTree(t, snapshot), want); diff != "" {
+	// What the projection has gained since the snapshot was written
+	// (requests' openedAt) is not in it: a host rebuilds such a snapshot
+	// from the log (the orchestrator's projection schema moved on).
+	today := w.thread.Clone()
+	for i := range today.Requests {
+		today.Requests[i].OpenedAt = time.Time{}
+	}
+	if diff := cmp.Diff(jsonTree(t, snapshot), jsonTree(t, today)); diff != "" {
 		t.Errorf("the old snapshot (-) against today's thread (+):\n%s", diff)
 	}
 	var oldEffects []Effect

@@ -135,6 +135,10 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		err = decideInterrupt(t, p, env, &d)
 	case ForceStop:
 		decideForceStop(t, p, env, &d)
+	case StallTurn:
+		decideStallTurn(t, p, &d)
+	case ExpireRequest:
+		decideExpireRequest(t, p, &d)
 	case RespondToRequest:
 		err = decideRespond(t, p, &d)
 	case RollbackToCheckpoint:

@@ -578,7 +578,7 @@ func TestCommandTypesAreDistinct(t *testing.T) {
 	for _, c := range []CommandPayload{CreateThread{}, DispatchMessage{}, IngestProviderEvent{}, RecordSessionOpened{}, FailRun{}, Recover{},
 		InterruptRun{}, RespondToRequest{}, SteerFailed{}, MarkRequestUnreachable{}, RecordTurnDispatched{}, RespondFailed{},
 		RollbackToCheckpoint{}, RecordCheckpoint{}, RecordFilesRestored{}, RecordProviderReconciled{},
-		StartQueued{}, CloseIdleSession{}, ShutDown{}, CancelQueued{}, ForceStop{}} {
+		StartQueued{}, CloseIdleSession{}, ShutDown{}, CancelQueued{}, ForceStop{}, StallTurn{}, ExpireRequest{}} {
 		if seen[c.CommandType()] {
 			t.Errorf("duplicate command type %s", c.CommandType())
 		}

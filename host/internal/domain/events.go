@@ -182,6 +182,17 @@ type (
 		SessionID string `json:"sessionId"`
 		Reason    string `json:"reason"`
 	}
+	// TurnStalled: the provider said nothing of the run's turn for the
+	// host's stall timeout (nothing was recorded of the thread since
+	// Since); the host ends its process, and the run fails with Reason
+	// (FailureStalled) when the session's end comes.
+	TurnStalled struct {
+		RunID     string    `json:"runId"`
+		AttemptID string    `json:"attemptId"`
+		SessionID string    `json:"sessionId"`
+		Since     time.Time `json:"since"`
+		Reason    string    `json:"reason"`
+	}
 	// AttemptEnded: an attempt ended without ending its run (it was
 	// replaced).
 	AttemptEnded struct {
@@ -407,6 +418,7 @@ func (RunSteered) EventType() string          { return "run.steered" }
 func (RestartRequested) EventType() string    { return "run.restart.requested" }
 func (InterruptRequested) EventType() string  { return "run.interrupt.requested" }
 func (StopForced) EventType() string          { return "run.stop.forced" }
+func (TurnStalled) EventType() string         { return "run.stalled" }
 func (AttemptEnded) EventType() string        { return "attempt.ended" }
 func (RequestAnswered) EventType() string     { return "request.answered" }
 func (EffectCancelled) EventType() string     { return "effect.cancelled" }
@@ -490,6 +502,7 @@ func init() {
 	register[RestartRequested]()
 	register[InterruptRequested]()
 	register[StopForced]()
+	register[TurnStalled]()
 	register[AttemptEnded]()
 	register[RequestAnswered]()
 	register[EffectCancelled]()

@@ -198,7 +198,7 @@ func Evolve(t *Thread, e Event) {
 		t.write(partRequests)
 		t.Requests = append(t.Requests, RuntimeRequest{ID: p.RequestID, RunID: p.RunID, NodeID: p.NodeID,
 			SessionID: p.SessionID, ProviderRef: p.ProviderRef, Kind: p.Kind, Title: p.Title, Options: p.Options,
-			Status: RequestStatusPending, Delivery: DeliveryLive})
+			Status: RequestStatusPending, Delivery: DeliveryLive, OpenedAt: e.At})
 		if r := t.run(p.RunID); r != nil && r.Status == RunStatusRunning {
 			t.runW(p.RunID).Status = RunStatusWaiting
 		}
@@ -272,15 +272,9 @@ func Evolve(t *Thread, e Event) {
 			}
 		}
 	case StopForced:
-		if r := t.runW(p.RunID); r != nil {
-			r.Stop.Forced = p.Reason
-		}
-		if p.SessionID != "" {
-			t.write(partSessions)
-			if s := t.session(p.SessionID); s != nil {
-				s.Forced = p.Reason
-			}
-		}
+		t.forced(p.RunID, p.SessionID, p.Reason, false)
+	case TurnStalled:
+		t.forced(p.RunID, p.SessionID, p.Reason, true)
 	case AttemptEnded:
 		if r := t.runW(p.RunID); r != nil {
 			if a := r.attempt(p.AttemptID); a != nil {
@@ -489,6 +483,20 @@ func Evolve(t *Thread, e Event) {
 			if h := &t.Handoffs[i]; h.ID == p.HandoffID {
 				h.Status, h.RunID = HandoffStatusConsumed, p.RunID
 			}
+		}
+	}
+}
+
+// forced records that the host ends a run's provider process (its
+// session's, when it has one), and why.
+func (t *Thread) forced(runID, sessionID, reason string, stalled bool) {
+	if r := t.runW(runID); r != nil {
+		r.Stop.Forced, r.Stop.Stalled = reason, stalled
+	}
+	if sessionID != "" {
+		t.write(partSessions)
+		if s := t.session(sessionID); s != nil {
+			s.Forced = reason
 		}
 	}
 }

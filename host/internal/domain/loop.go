@@ -203,8 +203,12 @@ func loopAfterRun(t *Thread, runID string, env Env, d *Decision) {
 		return
 	}
 	r := t.run(runID)
-	switch r.Status {
-	case RunStatusCompleted:
+	switch {
+	case r.Status == RunStatusCompleted:
+	case r.Failure != nil && r.Failure.Code == FailureStalled:
+		// A provider that went silent is a fault of the moment, as a
+		// limit is: the loop goes on (its check, if it has one, says
+		// whether the work is done), and the next run opens a new session.
 	default:
 		why := fmt.Sprintf("run %d ended %s", r.Ordinal, r.Status)
 		if r.Failure != nil {

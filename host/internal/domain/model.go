@@ -113,6 +113,10 @@ type RunStop struct {
 	// Forced says why the host ended the provider's process (empty: it
 	// has not).
 	Forced string `json:"forced,omitempty"`
+	// Stalled says the host ended it because the provider went silent
+	// mid-turn (TurnStalled): the run fails, where an interrupt's forced
+	// stop ends it interrupted.
+	Stalled bool `json:"stalled,omitempty"`
 }
 
 // RunOutcome is how a run ends.
@@ -236,13 +240,17 @@ type RuntimeRequest struct {
 	Decision    sdk.Decision        `json:"decision,omitempty"`
 	// Answers are the answers to a question, when it was answered.
 	Answers map[string]string `json:"answers,omitempty"`
-	// AnsweredBy is "policy" or "client" once an answer was sent.
+	// AnsweredBy is "policy", "client" or "timeout" once an answer was
+	// sent.
 	AnsweredBy Answerer `json:"answeredBy,omitempty"`
 	// AnswerFailures counts answers that did not reach the provider.
 	AnswerFailures int `json:"answerFailures,omitempty"`
 	// Delivery is "live" while the provider can still receive an answer,
 	// "not_resumable" after its process is gone.
 	Delivery Delivery `json:"delivery"`
+	// OpenedAt is when the provider asked: the host's request timeout
+	// counts from it.
+	OpenedAt time.Time `json:"openedAt,omitzero"`
 }
 
 // Diagnostic is something a provider said that the model has no place for.

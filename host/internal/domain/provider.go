@@ -222,7 +222,8 @@ func turnTerminal(t *Thread, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *
 	if r.Stop.Forced != "" {
 		// The host is ending the provider's process: the turn's end (the
 		// plugin's, as the session closes) is the forced stop's.
-		endRun(t, r.ID, RunStatusInterrupted, "", forcedFailure(r.Stop.Forced), env, d)
+		status, f := r.forcedEnd()
+		endRun(t, r.ID, status, "", f, env, d)
 		return
 	}
 	if ev.Limit != nil && status == sdk.TurnFailed && !r.InterruptRequested {
@@ -245,8 +246,9 @@ func turnTerminal(t *Thread, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *
 
 // runtimeExited ends a session whose provider process is gone: its
 // pending requests can no longer be answered, and a run whose turn it had
-// fails, or, when the host ended the process because the run did not stop
-// when asked, ends interrupted with why.
+// fails, or, when the host ended the process, ends as the host said
+// (interrupted, when the run did not stop when asked; failed, when its
+// provider went silent).
 func runtimeExited(t *Thread, sessionID string, ev sdk.RuntimeEvent, env Env, d *Decision) {
 	reason := string(ev.Status)
 	if ev.Failure != nil {
@@ -263,7 +265,8 @@ func runtimeExited(t *Thread, sessionID string, ev sdk.RuntimeEvent, env Env, d 
 		return // none, ending, or waiting for a limit (a later attempt opens a session)
 	}
 	if forced {
-		endRun(t, r.ID, RunStatusInterrupted, "", forcedFailure(r.Stop.Forced), env, d)
+		status, f := r.forcedEnd()
+		endRun(t, r.ID, status, "", f, env, d)
 		return
 	}
 	// Only an attempt this session took ends with it; one not yet sent

@@ -50,14 +50,15 @@ func decideRespondFailed(t *Thread, p RespondFailed, d *Decision) error {
 	if q.Status != RequestStatusPending || q.AnsweredBy == "" {
 		return nil
 	}
-	// A policy answers again, a few times: a client that answered is
-	// asked again instead.
-	again := q.AnsweredBy == AnsweredByPolicy && q.AnswerFailures+1 < policyAnswerTries
+	// A policy (or the timeout) answers again, a few times: a client that
+	// answered is asked again instead.
+	by := q.AnsweredBy
+	again := by != AnsweredByClient && q.AnswerFailures+1 < policyAnswerTries
 	retry := q.respondEffect(t.ID, q.Decision, nil)
 	id := q.ID
 	d.emit(RequestAnswerFailed{RequestID: id, Reason: p.Reason})
 	if again {
-		d.emit(RequestAnswered{RequestID: id, Decision: retry.Decision, By: AnsweredByPolicy})
+		d.emit(RequestAnswered{RequestID: id, Decision: retry.Decision, By: by})
 		d.effect(retry)
 	}
 	return nil
@@ -95,14 +96,23 @@ const policyAnswerTries = 3
 // policyDecision is how a thread's approval policy answers a request of
 // a kind: "" leaves it to a client.
 func policyDecision(policy ApprovalPolicy, kind sdk.RequestKind) sdk.Decision {
-	if policy == ApproveAsk {
+	switch {
+	case policy == ApproveAsk:
 		return ""
-	}
-	switch kind {
-	case sdk.RequestPermission, sdk.RequestCommandApproval, sdk.RequestFileChangeApproval, sdk.RequestPermissions:
+	case approval(kind):
 		return sdk.Decision(policy)
-	case sdk.RequestUserInput:
+	case kind == sdk.RequestUserInput:
 		return sdk.DecisionDecline // a policy cannot invent answers
 	}
 	return "" // generic and unknown kinds are never answered by policy
+}
+
+// approval says whether a request of a kind asks to approve something
+// (which a yes or a no answers), not for an answer.
+func approval(kind sdk.RequestKind) bool {
+	switch kind {
+	case sdk.RequestPermission, sdk.RequestCommandApproval, sdk.RequestFileChangeApproval, sdk.RequestPermissions:
+		return true
+	}
+	return false
 }

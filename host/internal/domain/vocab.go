@@ -159,6 +159,9 @@ type Answerer string
 const (
 	AnsweredByPolicy Answerer = "policy"
 	AnsweredByClient Answerer = "client"
+	// AnsweredByTimeout: no one answered within the host's request
+	// timeout, so the host did (ExpireRequest).
+	AnsweredByTimeout Answerer = "timeout"
 )
 
 // ApprovalPolicy is how the host answers the provider's requests.

@@ -213,7 +213,7 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 		h.syncWait(c.threadID, scratch.NextWait())
 	}
 	if len(events) > 0 {
-		h.syncStop(c.threadID, &scratch)
+		h.syncDeadlines(c.threadID, &scratch)
 		h.settleFollow(c.threadID, &scratch)
 	}
 	if len(effects) > 0 && h.ctx.Err() == nil { // closing: the effects wait in the outbox for the next host

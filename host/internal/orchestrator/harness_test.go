@@ -92,6 +92,9 @@ type env struct {
 	calls time.Duration
 	// grace is the host's InterruptGrace (0: domain.DefaultInterruptGrace).
 	grace time.Duration
+	// stall and requests are the host's TurnStallTimeout and
+	// RequestTimeout (0: never).
+	stall, requests time.Duration
 	// embedded: the host is one embedded for a command, not an unattended
 	// one (baton serve).
 	embedded bool
@@ -152,8 +155,8 @@ func (e *env) open() {
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: append([]string{pluginDir}, e.dirs...),
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
 		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: !e.embedded, PluginCallTimeout: cmp.Or(e.calls, callDeadline),
-		InterruptGrace: e.grace,
-		RawFrames:      cmp.Or(e.frames, rawframes.Policy{MaxAge: -1}), StoreFS: e.storeFS})
+		InterruptGrace: e.grace, TurnStallTimeout: e.stall, RequestTimeout: e.requests,
+		RawFrames: cmp.Or(e.frames, rawframes.Policy{MaxAge: -1}), StoreFS: e.storeFS})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

@@ -71,10 +71,12 @@ type Config struct {
 	// with the reason idle. The thread's next run opens a new session,
 	// resuming the provider's conversation where the plugin can. 0: never.
 	IdleTimeout time.Duration
-	// PluginCallTimeout bounds, on Clock, each call to a plugin (opening a
-	// session gets twice as long: it starts a provider process); a plugin
-	// that does not answer in time is killed, and what it was doing fails
-	// saying so (default DefaultPluginCallTimeout).
+	// PluginCallTimeout bounds, on Clock, each call to a plugin (its
+	// Describe as it starts, too; opening a session gets twice as long: it
+	// starts a provider process); a plugin that does not answer in time is
+	// killed, and what it was doing fails saying so (default
+	// DefaultPluginCallTimeout). Closing a session is bounded by
+	// sessionCloseTimeout.
 	PluginCallTimeout time.Duration
 	// SnapshotBytes is how many bytes of a thread's events, at least, come
 	// between two of its snapshots (default 32 KiB; a snapshot is also
@@ -96,6 +98,16 @@ type Config struct {
 	// the run ends interrupted, saying it was forced (default
 	// domain.DefaultInterruptGrace).
 	InterruptGrace time.Duration
+	// TurnStallTimeout is how long, on Clock, a run's provider may say
+	// nothing mid-turn (nothing of the thread recorded) before the host
+	// ends its process and the run fails, failure turn_stalled. A provider
+	// waiting for an answer to its request is not silent. 0: never.
+	TurnStallTimeout time.Duration
+	// RequestTimeout is how long, on Clock, a provider's request may wait
+	// for an answer before the host gives one: an approval is declined,
+	// anything else cancelled, recorded as answered by the timeout. 0:
+	// requests wait for ever.
+	RequestTimeout time.Duration
 	// RawFrames says whether plugins keep sessions' raw provider frames
 	// (DATA/rawframes) and bounds them by size and age (rawframes.Policy;
 	// the zero value keeps them, 256 MiB and 14 days at most).
@@ -144,7 +156,9 @@ type Host struct {
 	workers map[string]*worker
 
 	timers timers // wait timers, by thread id (waits.go)
-	stops  stops  // interrupts' deadlines, by thread id (stop.go)
+	// Deadlines, by thread id (deadline.go): interrupts' graces (stop.go),
+	// silent turns' and unanswered requests' (stall.go).
+	stops, stalls, expiries deadlines
 
 	frames *framePruner // raw-frame logs' retention (rawframes.go)
 
@@ -198,7 +212,7 @@ func Open(cfg Config) (*Host, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopping, stop := context.WithCancel(ctx)
 	h := &Host{cfg: cfg, log: cfg.Logger, store: store,
-		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin"), Clock: cfg.Clock}),
+		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin"), Clock: cfg.Clock, CallTimeout: cfg.PluginCallTimeout}),
 		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
 		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{},
 		failed: make(chan struct{})}

@@ -318,9 +318,9 @@ func (h *Host) retry(what string, f func() error, args ...any) error {
 }
 
 // dispatchAt sends cmd at the instant at on the host's clock, unless ctx
-// ends first, and retries it until it commits (retry): a wait's fire, an
-// interrupt's deadline. Given up on, neither would come again while the
-// host runs.
+// ends first, and retries it until it commits (retry): a wait's fire, a
+// thread's deadline (deadline.go). Given up on, neither would come again
+// while the host runs.
 func (h *Host) dispatchAt(ctx context.Context, at time.Time, what string, cmd domain.Command, args ...any) {
 	if clock.SleepUntil(ctx, h.cfg.Clock, at) != nil {
 		return

@@ -21,7 +21,8 @@ import (
 )
 
 // The test plugin host/internal/testbin/crashplugin, built once, installed
-// as two providers, crashy and steady (one process each).
+// as three providers, crashy and steady (one process each), and mute,
+// which never answers Describe.
 var (
 	testPluginsOnce sync.Once
 	testPluginsDir  string
@@ -33,7 +34,7 @@ func crashPlugins(t *testing.T) string {
 	testPluginsOnce.Do(func() {
 		testPluginsDir, testPluginsErr = os.MkdirTemp("", "baton-crashplugin-")
 		if testPluginsErr == nil {
-			testPluginsErr = testbin.Plugin(root, "./internal/testbin/crashplugin", testPluginsDir, "crashy", "steady")
+			testPluginsErr = testbin.Plugin(root, "./internal/testbin/crashplugin", testPluginsDir, "crashy", "steady", "mute")
 		}
 	})
 	if testPluginsErr != nil {
@@ -62,9 +63,15 @@ func newCrashEnvGrace(t *testing.T, grace time.Duration) *env {
 		calls: orchestrator.DefaultPluginCallTimeout, grace: grace}
 	e.open()
 	t.Cleanup(func() {
-		if e.host != nil {
-			e.host.Close()
+		if e.host == nil {
+			return
 		}
+		if t.Failed() {
+			// A call left hanging (the deadline it should have had) would
+			// hold the close: the plugins are killed at once instead.
+			e.host.Halt()
+		}
+		e.host.Close()
 	})
 	return e
 }
@@ -201,15 +208,12 @@ func (e *env) advanceTo(d time.Duration) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(e.t.Context(), hangGuard)
 	defer cancel()
-	for n := 1; ; n++ {
-		if slices.Contains(e.clock.Pending(), d) {
-			e.clock.Advance(d)
-			return
-		}
-		if err := e.clock.WaitTimers(ctx, n); err != nil {
-			e.t.Fatalf("no timer of %s: %v (pending: %v)", d, err, e.clock.Pending())
-		}
+	// Other timers come and go meanwhile (other calls' deadlines): what is
+	// waited for is this one among them.
+	if _, err := e.clock.WaitPending(ctx, func(p []time.Duration) bool { return slices.Contains(p, d) }); err != nil {
+		e.t.Fatalf("no timer of %s: %v (pending: %v)", d, err, e.clock.Pending())
 	}
+	e.clock.Advance(d)
 }
 
 // A plugin that never answers a call is killed when the call's deadline

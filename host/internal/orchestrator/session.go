@@ -247,6 +247,9 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		resp, err = p.OpenSession(ctx, req)
 		return err
 	})
+	if errors.Is(err, errPluginKilled) {
+		return nil, err // says which plugin, and why it is gone
+	}
 	if err != nil {
 		return nil, providerErr(provider, err) // the plugin says what failed
 	}
@@ -259,7 +262,7 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, ResumeRequested: resume,
 		Resumed: resp.Resumed && req.ResumeThreadRef != ""}}); err != nil {
 		s.cancel()
-		_ = p.CloseSession(context.Background(), id)
+		h.closeUnused(p, id)
 		return nil, err
 	}
 	h.smu.Lock()
@@ -267,7 +270,7 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		// Close began while this session opened: it has not seen it.
 		h.smu.Unlock()
 		s.cancel()
-		_ = p.CloseSession(context.Background(), id)
+		h.closeUnused(p, id)
 		return nil, ErrClosed
 	}
 	h.sessions[threadID] = s
@@ -283,6 +286,15 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		h.wg.Go(func() { h.reapWhenIdle(s) })
 	}
 	return s, nil
+}
+
+// closeUnused closes a session that opened but will not be used (its
+// opening could not be recorded, or the host began to close), within
+// sessionCloseTimeout, whatever the host's state.
+func (h *Host) closeUnused(p *pluginhost.Plugin, sessionID string) {
+	_ = h.callPlugin(context.Background(), p, "CloseSession", sessionCloseTimeout, func(ctx context.Context) error {
+		return p.CloseSession(ctx, sessionID)
+	})
 }
 
 // leftBehind says whether session's conversation was left behind (a

@@ -99,7 +99,8 @@ func CapabilityNames(c sdk.Capabilities) []string {
 	return names
 }
 
-// probe starts a binary with its checksum and asks it to describe itself.
+// probe starts a binary with its checksum and asks it to describe itself,
+// within DefaultCallTimeout.
 func probe(ctx context.Context, bin, sum, what string) (sdk.Description, error) {
 	raw, err := hexSum(sum)
 	if err != nil {
@@ -110,7 +111,12 @@ func probe(ctx context.Context, bin, sum, what string) (sdk.Description, error) 
 		return sdk.Description{}, launchError(what, err)
 	}
 	defer p.Kill()
+	ctx, cancel := context.WithTimeoutCause(ctx, DefaultCallTimeout, errDescribeTimeout)
+	defer cancel()
 	d, err := p.Describe(ctx)
+	if err != nil && errors.Is(context.Cause(ctx), errDescribeTimeout) {
+		return sdk.Description{}, fmt.Errorf("%s: it did not answer Describe within %s, so it was stopped (a working plugin answers at once)", what, DefaultCallTimeout)
+	}
 	if err != nil {
 		return sdk.Description{}, fmt.Errorf("%s: describe: %w", what, err)
 	}

@@ -49,6 +49,10 @@ type Config struct {
 	// InterruptGrace is how long an interrupted provider has before the
 	// host ends its process (orchestrator.Config).
 	InterruptGrace time.Duration
+	// TurnStallTimeout and RequestTimeout end a turn whose provider is
+	// silent and answer a request nobody answers (orchestrator.Config; 0:
+	// never).
+	TurnStallTimeout, RequestTimeout time.Duration
 	// Clock is the host's clock, and the drain's (default clock.System).
 	Clock clock.Clock
 	// StoreFS is the file system the host's event log runs on
@@ -177,7 +181,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
-		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace, StoreFS: cfg.StoreFS})
+		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace, StoreFS: cfg.StoreFS,
+		TurnStallTimeout: cfg.TurnStallTimeout, RequestTimeout: cfg.RequestTimeout})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

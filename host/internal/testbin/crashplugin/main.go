@@ -10,9 +10,18 @@
 //	crash-start       StartTurn panics
 //	gate FIFO         a turn says "working" and waits for FIFO to be
 //	                  written, then completes
-//	hang METHOD       METHOD (StartTurn, InterruptTurn or CloseSession)
-//	                  never returns; a turn answers, but for InterruptTurn
-//	                  stays running
+//	hang METHOD       METHOD (OpenSession, StartTurn, SteerTurn,
+//	                  InterruptTurn, RespondToRequest, RollbackThread,
+//	                  CloseSession, or ForceCloseSession: CloseSession when
+//	                  the host forces it) never returns; a turn answers,
+//	                  but for SteerTurn, InterruptTurn and ForceCloseSession
+//	                  it stays running, and for RespondToRequest it asks for
+//	                  an approval first
+//
+// Installed as mute (baton-plugin-mute), it never answers the host's
+// Describe, whatever the session's command. Every other call the host
+// makes into a plugin is one of the methods above (its Events and
+// AckEvents are the sdk's own).
 //
 // It is a test binary, not a first-party plugin: nothing installs it.
 package main
@@ -21,6 +30,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -50,13 +62,41 @@ type session struct {
 }
 
 func (a *adapter) Describe() sdk.Description {
+	if filepath.Base(os.Args[0]) == "baton-plugin-mute" && answeringTheHost() {
+		select {} // never returns
+	}
 	return sdk.Description{Name: "crashplugin", Version: "0.0.1", WireProtocol: "none",
-		Capabilities: sdk.Capabilities{Interrupt: true}}
+		Capabilities: sdk.Capabilities{Interrupt: true, NativeSteering: true, Approvals: true, NativeRollback: true}}
+}
+
+// answeringTheHost says whether Describe answers the host's call (the
+// plugin's Describe RPC), not Serve's own check of the adapter as it
+// starts, which must answer for the plugin to start at all.
+func answeringTheHost() bool {
+	pc := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(2, pc)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, "server.(*server).Describe") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// hang never returns if the session's mode is to hang in method.
+func (s *session) hang(method string) {
+	if s.mode == "hang" && s.arg == method {
+		select {} // never returns
+	}
 }
 
 func (a *adapter) OpenSession(_ context.Context, req sdk.OpenSessionRequest, emit sdk.Emitter) (sdk.OpenSessionResponse, error) {
 	argv := append(req.Command.Argv, "", "")
 	s := &session{mode: argv[0], arg: argv[1], emit: emit}
+	s.hang("OpenSession")
 	a.mu.Lock()
 	a.sessions[req.SessionID] = s
 	a.mu.Unlock()
@@ -79,9 +119,7 @@ func (a *adapter) StartTurn(_ context.Context, req sdk.StartTurnRequest) (sdk.St
 	if err != nil {
 		return sdk.StartTurnResponse{}, err
 	}
-	if s.mode == "hang" && s.arg == "StartTurn" {
-		select {} // never returns
-	}
+	s.hang("StartTurn")
 	if s.mode == "crash-start" {
 		a.log.Warn("about to fall over")
 		panic("crashplugin: StartTurn fell over")
@@ -116,14 +154,31 @@ func (a *adapter) StartTurn(_ context.Context, req sdk.StartTurnRequest) (sdk.St
 			finish(", done")
 		}()
 	case "hang":
-		if s.arg != "InterruptTurn" {
+		switch s.arg {
+		case "SteerTurn", "InterruptTurn", "ForceCloseSession":
+			// The turn stays running: only a steer, an interrupt or the
+			// session's end could end it.
+		case "RespondToRequest":
+			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: ref, RequestRef: ref + "-ask",
+				RequestKind: sdk.RequestCommandApproval, Title: "rm -rf build"})
+		default:
 			finish("ok")
 		}
-		// Else the turn stays running: only an interrupt could end it.
 	default:
 		finish("ok")
 	}
 	return sdk.StartTurnResponse{TurnRef: ref}, nil
+}
+
+func (a *adapter) SteerTurn(_ context.Context, req sdk.SteerTurnRequest) error {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		return err
+	}
+	s.hang("SteerTurn")
+	item := req.TurnRef + "-answer"
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: req.TurnRef, ItemRef: item, ItemKind: sdk.ItemAssistantMessage, Text: req.Input.Text})
+	return nil
 }
 
 func (a *adapter) InterruptTurn(_ context.Context, req sdk.InterruptTurnRequest) error {
@@ -131,20 +186,38 @@ func (a *adapter) InterruptTurn(_ context.Context, req sdk.InterruptTurnRequest)
 	if err != nil {
 		return err
 	}
-	if s.mode == "hang" && s.arg == "InterruptTurn" {
-		select {} // never returns
-	}
+	s.hang("InterruptTurn")
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: req.TurnRef, Status: sdk.TurnInterrupted})
 	return nil
 }
 
-func (a *adapter) CloseSession(_ context.Context, id string) error {
+func (a *adapter) RespondToRequest(_ context.Context, req sdk.RespondToRequestRequest) error {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		return err
+	}
+	s.hang("RespondToRequest")
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: req.RequestRef, Status: req.Decision.Status()})
+	return nil
+}
+
+func (a *adapter) RollbackThread(_ context.Context, req sdk.RollbackThreadRequest) (sdk.RollbackThreadResponse, error) {
+	s, err := a.session(req.SessionID)
+	if err != nil {
+		return sdk.RollbackThreadResponse{}, err
+	}
+	s.hang("RollbackThread")
+	return sdk.RollbackThreadResponse{ThreadRef: req.ThreadRef}, nil
+}
+
+func (a *adapter) CloseSession(ctx context.Context, id string) error {
 	s, err := a.session(id)
 	if err != nil {
 		return err
 	}
-	if s.mode == "hang" && s.arg == "CloseSession" {
-		select {} // never returns
+	s.hang("CloseSession")
+	if sdk.ForceClosing(ctx) {
+		s.hang("ForceCloseSession")
 	}
 	a.mu.Lock()
 	delete(a.sessions, id)
