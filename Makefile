@@ -204,7 +204,8 @@ live-test: build
 	done
 
 # The SIGKILL sweep on its own: the real baton killed 100 times at random
-# points of replayed multi-turn sessions on one data dir (TestSIGKILLSweep
+# points of replayed sessions (prompts, approvals, steering, interrupts;
+# ACP, Codex and Claude) on one data dir (TestSIGKILLSweep
 # in host/cmd/baton, which make test runs too; SIGKILL_KILLS=1000 for a
 # longer one). A failure names its seed:
 # BATON_SIGKILL_SEED=N make sigkill-sweep plays the same kill points.
