@@ -201,6 +201,9 @@ const (
 	// handoffSent is what checkFrames counts the prompts sent after a
 	// handoff as.
 	handoffSent = "prompts sent after a handoff"
+	// requeuedSent is what checkFrames counts the steering messages a
+	// recovery queued as runs of their own after they were sent as.
+	requeuedSent = "steering queued again after it was sent"
 	// maxForced bounds the steps a sweep makes past its kills to see a
 	// prompt sent after a handoff: two make one (a killed dispatch, then
 	// its thread continued).
@@ -1001,6 +1004,15 @@ func (s *sweep) checkThreadFrames(when string, th *domain.Thread, evs []eventlog
 		s.seen["inputs sent"]++
 	}
 	for _, r := range th.Runs {
+		// A steering message a recovery queued as a run of its own after
+		// its provider was sent it (the kill came between the write and
+		// the steer's removal from the outbox): the run, once started (by
+		// an unattended host as it opens, or by the thread's next
+		// message), sends it again, and the check above fails then. The
+		// sweep never starts it; it tallies them.
+		if r.Status == domain.RunStatusQueued && len(inputs[r.Input]) > 0 {
+			s.seen[requeuedSent]++
+		}
 		k := "runs " + string(r.Status)
 		if r.Failure != nil {
 			k += " " + r.Failure.Code
