@@ -9,6 +9,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
@@ -86,7 +88,7 @@ func Serve(a sdk.Adapter, opts ...Option) error {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  wire.Handshake(sdk.ProtocolVersion),
 		VersionedPlugins: wire.Plugins(srv, nil),
-		GRPCServer:       plugin.DefaultGRPCServer,
+		GRPCServer:       grpcServer,
 		Logger:           cfg.logger,
 		Test:             cfg.test,
 	})
@@ -94,6 +96,15 @@ func Serve(a sdk.Adapter, opts ...Option) error {
 	cancel()
 	srv.closeAll(clk, shutdownTimeout)
 	return nil
+}
+
+// grpcServer is the plugin's gRPC server. It takes requests of any size,
+// as go-plugin's client (the host's side) sends them: the host is its only
+// caller, over a connection of their own, and bounds what it sends itself
+// (a user's message is at most 16 MiB). gRPC's default of 4 MiB failed the
+// turn of a long pasted log.
+func grpcServer(opts []grpc.ServerOption) *grpc.Server {
+	return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(math.MaxInt32))...)
 }
 
 // check is what Serve refuses to serve.

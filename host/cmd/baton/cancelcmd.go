@@ -90,6 +90,29 @@ func runByOrdinal(t domain.Thread, ordinal int) *domain.Run {
 	return nil
 }
 
+// targetRun is the id of thread t's run of ordinal, the active run a
+// steer or restart is meant for (send --run; 0: none, ""). A run the
+// thread does not have is bad usage; one that is not active is refused
+// (the domain refuses it too, by its id).
+func targetRun(verb string, t domain.Thread, ordinal int) (string, error) {
+	if ordinal == 0 {
+		return "", nil
+	}
+	r := runByOrdinal(t, ordinal)
+	switch {
+	case r == nil:
+		return "", usagef("%s: thread %s has no run %d (it has %s)", verb, t.ID, ordinal, plural(len(t.Runs), "run"))
+	case !r.Status.Active():
+		active := "none is"
+		if a := activeRun(t); a != nil {
+			active = fmt.Sprintf("run %d is", a.Ordinal)
+		}
+		return "", failf(exitFailed, "%s: run %d of thread %s is %s, not the active run (%s); --run names the run a steer or restart is meant for",
+			verb, ordinal, t.ID, r.Status, active)
+	}
+	return r.ID, nil
+}
+
 // cancelledLine says which runs baton cancel dropped: those cancelled
 // with its reason in after that had not ended in before.
 func cancelledLine(before, after domain.Thread) string {

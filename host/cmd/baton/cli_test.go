@@ -143,7 +143,7 @@ func TestHelpAndCompletion(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("baton --help: exit %d", code)
 	}
-	verbs := []string{"run", "threads", "show", "watch", "send", "interrupt", "approve", "decline", "diff", "rollback", "switch", "plugin", "serve", "version", "completion", "doctor"}
+	verbs := []string{"run", "threads", "show", "watch", "send", "interrupt", "approve", "decline", "diff", "rollback", "switch", "plugin", "serve", "version", "completion", "doctor", "status"}
 	for _, v := range verbs {
 		if !regexp.MustCompile(`(?m)^  ` + v + ` `).MatchString(out) {
 			t.Errorf("baton --help does not list %s:\n%s", v, out)
@@ -158,12 +158,13 @@ func TestHelpAndCompletion(t *testing.T) {
 		"run":       {"--provider name", "[$BATON_PROVIDER]", "--approve", "--detach", "[$BATON_PROVIDER_COMMAND]", "--handoff-max-bytes n"},
 		"threads":   {"--status", "--provider", "--json", "-o, --output format", "table, json", "[$BATON_OUTPUT]"},
 		"show":      {"--json", "--handoff id"},
-		"watch":     {"--after sequence", "[$BATON_AFTER]"},
-		"send":      {"--mode", "queue, steer, restart or now", "--provider name", "--handoff-max-bytes n"},
-		"switch":    {"--provider name", "--model model", "--provider-command", "--handoff-max-bytes n", "[$BATON_HANDOFF_MAX_BYTES]"},
-		"interrupt": {"--run ordinal", "--force"},
+		"watch":     {"--after sequence"},
+		"send":      {"--mode", "queue, steer, restart or now", "--provider name", "--handoff-max-bytes n", "--run ordinal", "--file file", "[$BATON_RUN]"},
+		"switch":    {"--provider name", "--model model", "--provider-command", "--handoff-max-bytes n"},
+		"interrupt": {"--run ordinal", "--force", "[$BATON_RUN]"},
 		"doctor":    {"--rebuild"},
-		"approve":   {"--for-session"},
+		"approve":   {"--for-session", "--answer text"},
+		"status":    {"--json", "[$BATON_JSON]"},
 		"decline":   {"--cancel"},
 		"diff":      {"--run ordinal", "--max-bytes"},
 		"rollback":  {"--run ordinal"},

@@ -231,7 +231,7 @@ func (g *globals) reader(ctx context.Context) reader {
 		}
 		return apiReader{c}
 	}
-	if c := g.local(ctx); c != nil {
+	if c, err := g.local(ctx); err == nil && c != nil {
 		return apiReader{c}
 	}
 	r := localReader{plugins: pluginhost.New(pluginhost.Config{Dirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...)})}

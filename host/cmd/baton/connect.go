@@ -8,10 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
@@ -63,20 +67,36 @@ func (c *client) followWaits(threadID string) {
 // connect finds the host, by one rule: the service --server names (an
 // error if it does not answer); else a service answering on the data dir's
 // socket; else a host embedded on the data dir.
-func (g *globals) connect(ctx context.Context) (*client, error) {
-	if g.server != "" {
-		c, err := g.dial(ctx, g.server, serverCheckTimeout)
-		if err != nil {
-			return nil, failf(exitFailed, "server %s does not answer: %s", g.server, status.Convert(err).Message())
-		}
-		return c, nil
+func (g *globals) connect(ctx context.Context) (*client, error) { return g.connectFor(ctx, false) }
+
+// withReader is withClient for a verb that only reads (threads, show):
+// where no service answers and the data dir cannot be held (another
+// process holds it, or it cannot be written), the embedded host reads it
+// read-only, and says so on stderr.
+func withReader(cmd *cobra.Command, g *globals, fn func(ctx context.Context, c *client) error) error {
+	ctx := cmd.Context()
+	c, err := g.connectFor(ctx, true)
+	if err != nil {
+		return err
 	}
-	if c := g.local(ctx); c != nil {
-		return c, nil
+	defer c.close()
+	return fn(ctx, c)
+}
+
+// connectFor is connect; reads: the verb only reads (see withReader).
+func (g *globals) connectFor(ctx context.Context, reads bool) (*client, error) {
+	if g.server == "" {
+		if err := g.checkData(); err != nil {
+			return nil, err
+		}
+	}
+	if c, err := g.findService(ctx); c != nil || err != nil {
+		return c, err
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: g.hostLogLevel()})
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, Command: g.command, RawFrames: g.rawFrames, InterruptGrace: g.grace,
-		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log})
+	cfg := orchestrator.Config{DataDir: g.data, Command: g.command, RawFrames: g.rawFrames, InterruptGrace: g.grace,
+		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log}
+	h, err := g.embed(cfg, reads)
 	var busy *orchestrator.BusyError
 	switch {
 	case errors.As(err, &busy) && strings.HasPrefix(busy.Command, "baton serve"):
@@ -102,20 +122,168 @@ func (g *globals) connect(ctx context.Context) (*client, error) {
 	}, follow: func(threadID string) { _ = h.Follow(threadID) }, halt: h.Halt}, nil
 }
 
-// local is the service on the data dir's socket, if one answers there.
-func (g *globals) local(ctx context.Context) *client {
-	sock := filepath.Join(g.data, "baton.sock")
-	if fi, err := os.Stat(sock); err != nil || fi.Mode().Type() != fs.ModeSocket {
-		return nil
+// embed opens the host a verb embeds. One that only reads, on a data dir
+// it cannot hold (unholdable), opens it read-only and says so on stderr; a
+// process that holds it is asked for first, without a write (an open for
+// writing would touch the lock file). The error is why the data dir could
+// not be held.
+func (g *globals) embed(cfg orchestrator.Config, reads bool) (*orchestrator.Host, error) {
+	if !reads {
+		return orchestrator.Open(cfg)
 	}
-	c, err := g.dial(ctx, sock, socketCheckTimeout)
-	if err != nil {
-		return nil
+	var err error
+	if holder := orchestrator.Holder(cfg.DataDir); holder != nil {
+		err = holder
+	} else if h, oerr := orchestrator.Open(cfg); oerr == nil {
+		return h, nil
+	} else {
+		err = oerr
 	}
-	return c
+	why := unholdable(cfg.DataDir, err)
+	if why == "" {
+		return nil, err
+	}
+	cfg.ReadOnly = true
+	h, rerr := orchestrator.Open(cfg)
+	if rerr != nil {
+		return nil, err
+	}
+	if errors.As(err, new(*orchestrator.BusyError)) {
+		why += "; reading it read-only, as it stands now" // its holder's later writes are not seen
+	} else {
+		why += "; reading it read-only"
+	}
+	fmt.Fprintf(g.stderr, "baton: %s\n", why)
+	return h, nil
 }
 
-// dial connects to a service and checks that it answers within bound.
+// unholdable says why a host could not open the data dir to hold it
+// ("": it could, or it failed otherwise), when the data dir can still be
+// read: another process holds it, or it cannot be written.
+func unholdable(data string, err error) string {
+	var busy *orchestrator.BusyError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &busy):
+		return busy.Error()
+	case errors.Is(err, syscall.EROFS):
+		return "the data dir " + data + " is on a read-only file system"
+	case errors.Is(err, fs.ErrPermission):
+		return "the data dir " + data + " cannot be written (permission denied)"
+	}
+	return ""
+}
+
+// logLevels are the levels --log-level takes.
+var logLevels = []string{"trace", "debug", "info", "warn", "error", "off"}
+
+// check checks the global flags every verb has, once they are set: what
+// would otherwise be taken quietly (an unknown log level) or fail later
+// in another's words.
+func (g *globals) check(cmd *cobra.Command) error {
+	if g.logLevel != "" && !slices.Contains(logLevels, g.logLevel) {
+		return usagef("%s: --log-level must be %s or %s, got %q", verbOf(cmd), strings.Join(logLevels[:len(logLevels)-1], ", "),
+			logLevels[len(logLevels)-1], g.logLevel)
+	}
+	if g.grace <= 0 {
+		return usagef("%s: --grace must be a positive duration, such as 10s or 1m, got %s", verbOf(cmd), g.grace)
+	}
+	switch fs := cmd.Flags(); {
+	case fromEnv(fs, "data"):
+		g.dataFrom = envName("data") + "=" + g.data
+	case fs.Changed("data"):
+		g.dataFrom = "--data " + g.data
+	default:
+		g.dataFrom = "the default data dir " + g.data
+	}
+	return nil
+}
+
+// checkData refuses a data dir that is a file, or lies under one, before
+// anything opens it (a mkdir's error would say it later).
+func (g *globals) checkData() error {
+	for dir := g.data; ; {
+		fi, err := os.Stat(dir)
+		switch {
+		case err == nil && fi.IsDir():
+			return nil
+		case err == nil && dir == g.data:
+			return usagef("%s is a file, not a directory; give a directory for the data (it is made if missing)", g.dataFrom)
+		case err == nil:
+			return usagef("%s lies under %s, a file, not a directory; give a directory for the data (it is made if missing)", g.dataFrom, dir)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return nil
+		}
+		dir = parent
+	}
+}
+
+// findService is the service --server names (an error if it does not
+// answer), else the one on the data dir's socket if one answers there
+// (nil when none does).
+func (g *globals) findService(ctx context.Context) (*client, error) {
+	if g.server == "" {
+		return g.local(ctx)
+	}
+	c, err := g.dial(ctx, g.server, serverCheckTimeout)
+	var silent *noAnswer
+	switch {
+	case errors.Is(err, service.ErrRefused):
+		return nil, failf(exitFailed, "server %s %s", g.server, refused)
+	case errors.As(err, &silent):
+		return nil, failf(exitFailed, "server %s does not answer: %s; start baton serve there, or leave out --server for a host of this command's own", g.server, silent)
+	case err != nil:
+		return nil, usagef("%v", err) // how to reach it, as given
+	}
+	return c, nil
+}
+
+// local is the service on the data dir's socket, if one answers there
+// (nil when none does). The error says why it cannot be dialed as the
+// flags say (a token or CA file that does not read, TLS on a socket):
+// a usage error.
+func (g *globals) local(ctx context.Context) (*client, error) {
+	sock := filepath.Join(g.data, "baton.sock")
+	if fi, err := os.Stat(sock); err != nil || fi.Mode().Type() != fs.ModeSocket {
+		return nil, nil
+	}
+	c, err := g.dial(ctx, sock, socketCheckTimeout)
+	var silent *noAnswer
+	switch {
+	case errors.As(err, &silent):
+		return nil, nil
+	case err != nil:
+		return nil, usagef("%v", err)
+	}
+	return c, nil
+}
+
+// noAnswer is a service that did not answer its health check: why, in
+// words (the last of gRPC's, as "connection refused").
+type noAnswer struct{ why string }
+
+func (e *noAnswer) Error() string { return e.why }
+
+// streamEnded is the exit of a verb whose stream of a thread's events
+// ended with err. A service that went away mid-stream (it drained, or
+// died: Unavailable) is said so, with how to follow the thread once it is
+// back; never in the transport's words (EOF).
+func streamEnded(what, threadID string, err error) error {
+	if status.Code(err) == codes.Unavailable {
+		return failf(exitFailed, "the service stopped; once it runs again, follow the thread with: baton watch %s", threadID)
+	}
+	return rpcError(what, err)
+}
+
+// refused is what a service that refuses the caller's token says, and
+// where a token comes from.
+const refused = "refused: wrong or missing token (give --token-file or BATON_TOKEN_FILE)"
+
+// dial connects to a service and checks that it answers within bound. A
+// service that does not is a *noAnswer; any other error is the flags'.
 func (g *globals) dial(ctx context.Context, target string, bound time.Duration) (*client, error) {
 	opts := service.DialOptions{TokenFile: g.tokenFile, TLS: g.tls, CAFile: g.caFile}
 	if opts.TokenFile == "" && strings.HasPrefix(target, "tcp://") {
@@ -131,9 +299,32 @@ func (g *globals) dial(ctx context.Context, target string, bound time.Duration) 
 	defer cancel()
 	if err := service.Check(cctx, conn); err != nil {
 		conn.Close()
-		return nil, err
+		return nil, &noAnswer{why: answerProblem(err, bound)}
+	}
+	if strings.HasPrefix(target, "tcp://") {
+		if err := service.CheckToken(cctx, conn); err != nil { // health answers without it
+			conn.Close()
+			return nil, err
+		}
 	}
 	return &client{BatonClient: batonv1.NewBatonClient(conn), target: target, close: func() { conn.Close() }}, nil
+}
+
+// answerProblem says why a health check failed without gRPC's words: the
+// system's error at the end of its message ("connect: no such file or
+// directory"), or that no answer came within bound.
+func answerProblem(err error, bound time.Duration) string {
+	st := status.Convert(err)
+	msg := strings.TrimRight(st.Message(), `"`)
+	switch {
+	case st.Code() == codes.DeadlineExceeded:
+		return fmt.Sprintf("no answer within %v", bound)
+	case strings.Contains(msg, "connect: "):
+		return msg[strings.LastIndex(msg, "connect: "):]
+	case st.Code() == codes.Unauthenticated:
+		return "the token was refused (" + msg + ")"
+	}
+	return msg
 }
 
 // thread reads a thread and its projection. The error is the API's, or

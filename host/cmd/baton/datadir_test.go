@@ -119,9 +119,10 @@ func TestDataDirIsPrivate(t *testing.T) {
 	}
 }
 
-// A second baton on a data dir a run holds says which process holds it
-// (from the pid file) and what to do; once that process is killed, the pid
-// file it left is no obstacle.
+// A second baton that writes to a data dir a run holds says which process
+// holds it (from the pid file) and what to do; once that process is
+// killed, the pid file it left is no obstacle. (One that only reads reads
+// it read-only: readonly_test.go.)
 func TestDataDirHeld(t *testing.T) {
 	data, ws := privateDir(t), t.TempDir()
 	cmd := exec.Command(filepath.Join(binDir, "baton"), "run", "--json", "--data", data, "--cwd", ws, "--provider", "acp",
@@ -151,7 +152,7 @@ func TestDataDirHeld(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the run never started")
 	}
-	out, stderr, code := baton(t, "threads", "--data", data)
+	out, stderr, code := baton(t, "send", "--data", data, "thr_any", "more")
 	want := "baton: another Baton process (pid " + strconv.Itoa(cmd.Process.Pid) + ", `baton run`) holds the data dir " + data +
 		"; wait for it, or run `baton serve` so every baton command shares the data dir\n"
 	if code != 1 || stderr != want {

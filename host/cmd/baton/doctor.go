@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,11 +39,17 @@ and puts the new one in its place. It says what each thread lost. Runs left
 in flight are ended, with a reason, by the next baton to open the store, as
 after any restart.
 
-The data directory must not be in use: stop baton serve first.`,
+The check may run while another process holds the data directory (baton
+serve): the store is read as it stands, read-only, and read again when what
+that process wrote meanwhile reads as damage. --rebuild needs the data
+directory free: stop baton serve first.`,
 		Example: `  baton doctor
   baton doctor --rebuild`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.checkData(); err != nil {
+				return err
+			}
 			return g.doctor(rebuild)
 		},
 	}
@@ -51,11 +59,27 @@ The data directory must not be in use: stop baton serve first.`,
 
 func (g *globals) doctor(rebuild bool) error {
 	dir := filepath.Join(g.data, "events")
-	r, s, err := eventlog.Verify(dir)
-	if err != nil {
-		if busy := orchestrator.Busy(g.data, err); busy != nil {
+	var holder *orchestrator.BusyError
+	if rebuild {
+		// A rebuild puts another store in this one's place: it holds the
+		// store's lock throughout, as any writer does.
+		lock, err := eventlog.Lock(dir)
+		busy := orchestrator.Busy(g.data, err)
+		switch {
+		case err == nil:
+			defer lock.Close()
+		case busy != nil:
 			return failf(exitFailed, "%v; stop it, then run doctor again", busy)
+		case unholdable(g.data, err) != "":
+			return failf(exitFailed, "doctor --rebuild: %s, and a rebuild writes a new store beside the damaged one", unholdable(g.data, err))
+		case !errors.Is(err, fs.ErrNotExist): // none: Verify says there is no store
+			return failf(exitFailed, "doctor: %v", err)
 		}
+	} else if holder = orchestrator.Holder(g.data); holder != nil {
+		fmt.Fprintf(g.stderr, "baton: %v; its event store is checked read-only, as it stands now\n", holder)
+	}
+	r, s, err := verify(dir, holder != nil)
+	if err != nil {
 		return failf(exitFailed, "doctor: %v", err)
 	}
 	if s != nil {
@@ -90,6 +114,9 @@ func (g *globals) doctor(rebuild bool) error {
 		}
 	}
 	printTouched(out, "threads it touches:", touched, r.Heads)
+	if holder != nil {
+		fmt.Fprintf(out, "the store was read while %v, and what it wrote meanwhile can read as damage: stop it and run `baton doctor` again to be sure\n", holder)
+	}
 	if !rebuild {
 		fmt.Fprintln(out, "`baton doctor --rebuild` builds a new store from what is intact; the damaged one is kept aside")
 		return silent(exitFailed)
@@ -99,6 +126,25 @@ func (g *globals) doctor(rebuild bool) error {
 	}
 	return g.rebuild(dir, r, s)
 }
+
+// verify is eventlog.Verify. A store another process holds changes as it
+// is read (files its compactions remove, a log it is writing), which can
+// read as damage for a moment: such a store is read again, up to
+// heldRetries times, until a read finds nothing wrong.
+func verify(dir string, held bool) (*eventlog.Report, *eventlog.Store, error) {
+	for try := 1; ; try++ {
+		r, s, err := eventlog.Verify(dir)
+		if err != nil || r.Healthy() || !held || try == heldRetries {
+			return r, s, err
+		}
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// heldRetries bounds how often doctor reads a store another process holds.
+const heldRetries = 3
 
 // seqsOf are the sequences of seqs that are thread's ("" : of no known
 // thread).

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
-	"github.com/spf13/pflag"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -70,13 +68,17 @@ func rpcError(what string, err error) error {
 	}
 	switch st.Code() {
 	case codes.InvalidArgument, codes.NotFound:
-		return failf(exitUsage, "%s", st.Message())
+		return failf(exitUsage, "%s", cliWords(st.Message()))
 	case codes.Canceled:
 		return failf(exitInterrupted, "%s: cancelled", what)
+	case codes.Unauthenticated:
+		return failf(exitFailed, "%s: %s", what, refused)
+	case codes.Unavailable: // it drained, or died: not the transport's words (EOF)
+		return failf(exitFailed, "%s: the service stopped", what)
 	case codes.DataLoss:
 		return failf(exitFailed, "%s: %s%s", what, st.Message(), doctorHint)
 	}
-	return failf(exitFailed, "%s: %s", what, st.Message())
+	return failf(exitFailed, "%s: %s", what, cliWords(st.Message()))
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -114,6 +116,9 @@ type globals struct {
 	// command is the verb being run ("baton run"), for the data dir's pid
 	// file.
 	command string
+	// dataFrom says where the data dir came from, for errors: --data,
+	// BATON_DATA, or the default.
+	dataFrom string
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -133,9 +138,14 @@ a host it embeds for the command's life (holding the data directory).
 
 Every flag can also be set in the environment: --data as BATON_DATA,
 --provider-command as BATON_PROVIDER_COMMAND, and so on (the command line
-wins; repeatable flags take comma-separated values). BATON_PROVIDER,
-BATON_MODEL and BATON_PROVIDER_COMMAND apply to new threads only: a thread
-that goes on switches only on the command line's --provider.
+wins; repeatable flags take comma-separated values), on the verbs where the
+flag means the same thing; each verb's help names the variables it takes.
+BATON_PROVIDER, BATON_MODEL, BATON_PROVIDER_COMMAND, BATON_HANDOFF_MAX_BYTES
+and the continuation policy's (BATON_ON_LIMIT, BATON_MAX_RUNS, ...) are a
+new thread's: baton run's only, and not with --thread (a thread that goes on
+changes only on the command line). BATON_RUN is a run ordinal: on diff,
+rollback, cancel and send. --after has none (a thread id on threads, a
+sequence on watch).
 
 Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 		Example: `  baton run --provider acp "Write hello.txt"
@@ -151,16 +161,13 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 			if err := applyEnv(cmd); err != nil {
 				return err
 			}
-			if g.grace <= 0 {
-				return usagef("--grace must be a positive duration, such as 10s or 1m, got %s", g.grace)
-			}
-			return nil
+			return g.check(cmd)
 		},
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return err })
+	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.data, "data", defaultDataDir(), "data `directory`: the event log, plugins/, the service's socket")
 	pf.StringVar(&g.server, "server", "", "the service's `address`: unix:///PATH, a socket path, or tcp://HOST:PORT (default: DATA/baton.sock when a service answers there, else an embedded host)")
@@ -176,9 +183,10 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 
 	root.AddCommand(runCommand(g), threadsCommand(g), showCommand(g), watchCommand(g), sendCommand(g),
 		interruptCommand(g), cancelCommand(g), answerCommand(g, "approve"), answerCommand(g, "decline"), diffCommand(g),
-		rollbackCommand(g), switchCommand(g), pluginCommand(g), serveCommand(g), doctorCommand(g), versionCommand(g))
+		rollbackCommand(g), switchCommand(g), pluginCommand(g), serveCommand(g), doctorCommand(g), versionCommand(g), statusCommand(g))
 	addCompletions(root, g)
 	root.SetVersionTemplate("baton {{.Version}}\n")
+	root.InitDefaultCompletionCmd() // now, not at Execute: its flags' help names their variables too
 	annotateEnv(root)
 	return root
 }
@@ -203,74 +211,6 @@ func (g *globals) hostLogLevel() hclog.Level {
 		return hclog.Off
 	}
 	return hclog.LevelFromString(g.logLevel)
-}
-
-// envName is the environment variable of a flag: --token-file is
-// BATON_TOKEN_FILE.
-func envName(flag string) string {
-	return "BATON_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-}
-
-// applyEnv sets each flag of cmd not given on the command line from its
-// environment variable.
-func applyEnv(cmd *cobra.Command) error {
-	var err error
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed || f.Name == "help" || f.Name == "version" {
-			return
-		}
-		v, ok := os.LookupEnv(envName(f.Name))
-		if !ok {
-			return
-		}
-		vals := []string{v}
-		if t := f.Value.Type(); strings.HasSuffix(t, "Array") || strings.HasSuffix(t, "Slice") {
-			vals = strings.Split(v, ",")
-		}
-		for _, v := range vals {
-			if e := f.Value.Set(v); e != nil {
-				err = usagef("%s=%q: %v", envName(f.Name), v, e)
-				return
-			}
-		}
-		f.Changed = true
-		if f.Annotations == nil {
-			f.Annotations = map[string][]string{}
-		}
-		f.Annotations[fromEnvAnnotation] = []string{envName(f.Name)}
-	})
-	return err
-}
-
-// fromEnvAnnotation marks a flag applyEnv set from the environment.
-const fromEnvAnnotation = "baton_from_env"
-
-// fromEnv says whether the flag was set from the environment, not the
-// command line.
-func fromEnv(fs *pflag.FlagSet, name string) bool {
-	f := fs.Lookup(name)
-	return f != nil && f.Annotations[fromEnvAnnotation] != nil
-}
-
-// annotateEnv adds each flag's environment variable to its help.
-func annotateEnv(root *cobra.Command) {
-	seen := map[*pflag.Flag]bool{}
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		for _, fs := range []*pflag.FlagSet{c.PersistentFlags(), c.LocalNonPersistentFlags(), c.Flags()} {
-			fs.VisitAll(func(f *pflag.Flag) {
-				if seen[f] || f.Name == "help" || f.Name == "version" {
-					return
-				}
-				seen[f] = true
-				f.Usage += " [$" + envName(f.Name) + "]"
-			})
-		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(root)
 }
 
 func fixedCompletion(vals ...string) cobra.CompletionFunc {

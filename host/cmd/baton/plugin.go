@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/pluginhost"
@@ -301,14 +300,9 @@ func printPluginRows(w io.Writer, rows []pluginRow, asJSON bool) {
 // (no host is embedded: the data dir stays free). The descriptions that
 // could be had come back with the error of the rest.
 func (g *globals) plugins(ctx context.Context) ([]sdk.Description, error) {
-	var c *client
-	if g.server != "" {
-		var err error
-		if c, err = g.dial(ctx, g.server, serverCheckTimeout); err != nil {
-			return nil, failf(exitFailed, "server %s does not answer: %s", g.server, status.Convert(err).Message())
-		}
-	} else {
-		c = g.local(ctx)
+	c, err := g.findService(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if c != nil {
 		defer c.close()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
@@ -177,6 +178,17 @@ func policyFor(t domain.Thread, p *batonv1.ContinuationPolicy) (_ *batonv1.Conti
 	}
 	p.SwitchProviderCommand = &batonv1.ProviderCommand{Argv: argv}
 	return p, ""
+}
+
+// missingCommand names the provider policy p switches to that has no
+// command for thread t ("" when none lacks one), as setPolicy would find
+// it, without filling p in: a verb asks it before it writes anything.
+func missingCommand(t domain.Thread, p *batonv1.ContinuationPolicy) string {
+	if p == nil {
+		return ""
+	}
+	_, missing := policyFor(t, proto.CloneOf(p))
+	return missing
 }
 
 // setPolicy sends thread t the policy the flags ask (none: nothing).

@@ -132,9 +132,9 @@ func TestRawFramesRetentionFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, []string{"--raw-frames", "maybe"}, `invalid argument "maybe" for "--raw-frames" flag: give on or off, not "maybe"`},
+		{nil, []string{"--raw-frames", "maybe"}, `threads: --raw-frames "maybe": give on or off, not "maybe"`},
 		{nil, []string{"--raw-frames-max-bytes", "0"}, `size "0" out of range: give at least 1 byte, or none (to keep no raw frames: --raw-frames off)`},
-		{[]string{"BATON_RAW_FRAMES_MAX_AGE=soon"}, nil, `BATON_RAW_FRAMES_MAX_AGE="soon": "soon" is not an age: give days (14d), a duration (36h), or none`},
+		{[]string{"BATON_RAW_FRAMES_MAX_AGE=soon"}, nil, `threads: BATON_RAW_FRAMES_MAX_AGE="soon" (for --raw-frames-max-age): "soon" is not an age: give days (14d), a duration (36h), or none`},
 	} {
 		_, errOut, code := batonEnv(t, append(c.env, "BATON_DATA="+data), "", append([]string{"threads"}, c.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, c.want) {

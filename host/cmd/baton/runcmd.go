@@ -40,6 +40,7 @@ type runFlags struct {
 	switchFlags
 	policyFlags
 	cwd, thread, approve, script string
+	files                        []string
 	json, detach                 bool
 }
 
@@ -51,6 +52,12 @@ func runCommand(g *globals) *cobra.Command {
 		Long: `Run creates a thread (or continues one with --thread), sends each MESSAGE as a
 run of its own, streams what happens, and exits when every run it queued has
 ended: 0 when all completed, 1 when one did not, 130 when interrupted.
+
+A MESSAGE of - is read from stdin, and --file PATH reads one from a file (as
+many as given, in order, instead of MESSAGE arguments): for a message that is
+long or spans lines. A message is UTF-8 text of at most ` + domain.MaxMessageSize + `; one that is
+empty or only white space, not text, or longer is refused before anything is
+written (exit 2).
 
 The first Ctrl-C interrupts the runs: they end when the provider confirms, or,
 if it has not within --grace (10s), when the host has ended its process. A
@@ -80,6 +87,8 @@ loop ended blocked, failed or out of budget, 130 when interrupted. Ctrl-C
 during a wait cancels it.`,
 		Example: `  baton run --provider acp "Write hello.txt"
   baton run --provider codex --approve accept --cwd ~/src/app "Fix the failing test"
+  baton run --provider codex --file task.md
+  go test ./... 2>&1 | baton run --provider claude -
   baton run --thread thr_123 "Now add a README"
   baton run --thread thr_123 --provider claude "Review what codex did"
   baton run --json --provider acp "Explain main.go" | jq .
@@ -101,6 +110,7 @@ during a wait cancels it.`,
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per line; the last is the final thread projection")
 	fl.StringVar(&f.approve, "approve", "", "the `policy` for the agent's requests on a new thread: ask, accept or decline (default: ask on a terminal, else decline)")
 	fl.StringVar(&f.script, "script", "", "run a scenario `file` of steps (send, waitFor, interrupt, respond) instead of MESSAGE arguments")
+	fl.StringArrayVar(&f.files, "file", nil, "read a message from this `file` (- for stdin) instead of MESSAGE arguments (repeatable: a run each, in order)")
 	fl.BoolVar(&f.detach, "detach", false, "against a service, Ctrl-C leaves the runs going instead of interrupting them")
 	c.RegisterFlagCompletionFunc("approve", fixedCompletion("ask", "accept", "decline"))
 	return c
@@ -123,14 +133,17 @@ type runOptions struct {
 	noCommand bool
 	// cont is the continuation policy the flags ask (nil: none given).
 	cont *batonv1.ContinuationPolicy
+	// target is the ordinal of the run the messages are meant for (send
+	// --run; 0: none).
+	target int
 }
 
 func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
-	o := runOptions{messages: messages}
+	o := runOptions{}
 	approve := f.approve
 	if f.script != "" {
-		if len(messages) > 0 {
-			return o, usagef("run: give MESSAGE arguments or --script, not both")
+		if len(messages) > 0 || len(f.files) > 0 {
+			return o, usagef("run: give MESSAGE arguments (or --file) or --script, not both")
 		}
 		s, err := scenario.Load(f.script)
 		if err != nil {
@@ -140,28 +153,35 @@ func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
 		if approve == "" {
 			approve = s.Approve
 		}
-	} else if len(messages) == 0 {
-		return o, usagef("run: give at least one MESSAGE (or --script FILE)")
+	} else if len(messages) == 0 && len(f.files) == 0 {
+		return o, usagef("run: give at least one MESSAGE (or --file PATH, or --script FILE)")
 	}
 	if f.thread == "" && f.provider == "" {
 		return o, usagef("run: --provider is required for a new thread (or continue one with --thread)")
 	}
 	o.policy = domain.ApprovalPolicy(approve)
 	switch o.policy {
-	case "":
-		o.policy = domain.ApproveDecline
-		if isTerminal(g.stdin) {
-			o.policy = domain.ApproveAsk
-		}
-	case domain.ApproveAsk, domain.ApproveAccept, domain.ApproveDecline:
+	case "", domain.ApproveAsk, domain.ApproveAccept, domain.ApproveDecline:
 	default:
 		return o, usagef("run: --approve must be ask, accept or decline, got %q", approve)
+	}
+	msgs, usedStdin, err := messageInput{args: messages, files: f.files}.read("run", g.stdin)
+	if err != nil {
+		return o, err
+	}
+	o.messages = msgs
+	switch {
+	case o.policy == "" && isTerminal(g.stdin):
+		o.policy = domain.ApproveAsk
+	case o.policy == "":
+		o.policy = domain.ApproveDecline
+	case o.policy == domain.ApproveAsk && usedStdin && !isTerminal(g.stdin):
+		return o, usagef("run: --approve ask reads your answers from stdin, which held the message (-); give --approve accept or decline, or the message with --file")
 	}
 	cwd := f.cwd
 	if cwd == "" {
 		cwd, _ = os.Getwd()
 	}
-	var err error
 	if o.cwd, err = filepath.Abs(cwd); err != nil {
 		return o, usagef("run: --cwd: %v", err)
 	}
@@ -256,6 +276,11 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 		return noCommand(ctx, "run", c, f.provider)
 	}
 	if threadID == "" {
+		// What the new thread's policy needs is checked before the thread
+		// is made: a refusal writes nothing.
+		if missing := missingCommand(domain.Thread{Provider: f.provider}, o.cont); missing != "" && missing != f.provider {
+			return noCommand(ctx, "run", c, missing)
+		}
 		rc, err := c.CreateThread(ctx, &batonv1.CreateThreadRequest{CommandId: idgen.NewID("cmd"), Provider: f.provider,
 			Cwd: o.cwd, Model: f.model, ProviderCommand: &batonv1.ProviderCommand{Argv: o.argv}, ApprovalPolicy: string(o.policy)})
 		if err != nil {
@@ -270,16 +295,24 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	// The runs this verb follows go on through their waits (a host
 	// embedded for it arms them; a service arms every thread's).
 	c.followWaits(threadID)
+	verb := cmp.Or(o.verb, "run")
+	targetID, err := targetRun(verb, th, o.target)
+	if err != nil {
+		return err
+	}
+	if missing := missingCommand(th, o.cont); missing != "" {
+		return noCommand(ctx, verb, c, missing) // before the switch writes anything
+	}
 	// A continued thread switches as its flags say; a new one is on its
 	// provider already, and only takes the handoff bound.
 	sw, switchArgv := f.switchFlags, o.switchArgv
 	if f.thread == "" {
 		sw, switchArgv = switchFlags{handoffMax: f.handoffMax}, nil
 	}
-	if _, err := switchThread(ctx, cmp.Or(o.verb, "run"), c, idgen, th, sw, switchArgv); err != nil {
+	if _, err := switchThread(ctx, verb, c, idgen, th, sw, switchArgv); err != nil {
 		return err
 	}
-	if err := setPolicy(ctx, cmp.Or(o.verb, "run"), c, idgen, th, o.cont); err != nil {
+	if err := setPolicy(ctx, verb, c, idgen, th, o.cont); err != nil {
 		return err
 	}
 	start := at.GetSequence()
@@ -294,9 +327,9 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	for _, m := range o.messages {
 		msgID := idgen.NewID("msg")
 		rc, err := c.SendMessage(ctx, &batonv1.SendMessageRequest{CommandId: idgen.NewID("cmd"), ThreadId: threadID,
-			MessageId: msgID, Text: m, Mode: mode})
+			MessageId: msgID, Text: m, Mode: mode, TargetRunId: targetID})
 		if err != nil {
-			return rpcError("send message", err)
+			return rpcError(cmp.Or(o.verb, "send message"), err) // send's words whether embedded or not
 		}
 		if rc.GetRunId() != "" && mode != string(domain.ModeQueueAfterActive) {
 			s.mine = append(s.mine, rc.GetRunId()) // it may have joined a run queued before
@@ -342,7 +375,7 @@ loop:
 			if ctx.Err() != nil {
 				break loop
 			}
-			return rpcError("read events", err)
+			return streamEnded("read events", threadID, err)
 		case err := <-scriptDone:
 			scriptDone = nil
 			if err != nil && !interrupted && ctx.Err() == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/host/internal/service"
 )
 
 type serveFlags struct {
@@ -60,7 +61,10 @@ A second signal exits at once (the next start recovers).`,
 				return usagef("serve: give both --tls-cert and --tls-key, or neither")
 			}
 			if f.idleTimeout < 0 {
-				return usagef("serve: --idle-timeout cannot be negative")
+				return usagef("serve: --idle-timeout must be a duration from 0 (never), got %v", f.idleTimeout)
+			}
+			if err := g.checkData(); err != nil {
+				return err
 			}
 			level := cmp.Or(g.logLevel, "info") // a service says what it does
 			log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: hclog.LevelFromString(level),
@@ -84,8 +88,12 @@ A second signal exits at once (the next start recovers).`,
 			}()
 			if err := serve(ctx, g, f, log); err != nil {
 				var busy *orchestrator.BusyError
-				if errors.As(err, &busy) {
+				var bad *service.ConfigError
+				switch {
+				case errors.As(err, &busy):
 					return failf(exitFailed, "%v; wait for it to end, then start the service", err)
+				case errors.As(err, &bad):
+					return usagef("%v", err) // "serve: …", before anything was touched
 				}
 				return failf(exitFailed, "%v", err) // "serve: …"
 			}

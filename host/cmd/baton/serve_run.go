@@ -13,5 +13,5 @@ func serve(ctx context.Context, g *globals, f *serveFlags, log hclog.Logger) err
 	return service.Run(ctx, service.Config{DataDir: g.data, Command: g.command, Listen: f.listen, TokenFile: g.tokenFile,
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, IdleTimeout: f.idleTimeout,
 		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log,
-		RawFrames: g.rawFrames, InterruptGrace: g.grace})
+		RawFrames: g.rawFrames, InterruptGrace: g.grace, Version: version})
 }

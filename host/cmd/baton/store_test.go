@@ -380,7 +380,8 @@ func damageSnapshots(t *testing.T, data string, threads []string, damage func([]
 // doctor: a healthy store is exit 0; a damaged one is exit 1 with the
 // damaged file and the threads it touches; --rebuild puts a store of what
 // is intact in place, keeps the damaged one aside byte for byte, and the
-// rebuilt store verifies healthy and opens; a store in use is refused.
+// rebuilt store verifies healthy and opens; a store in use is checked
+// read-only, saying whose it is, and its rebuild refused.
 func TestDoctor(t *testing.T) {
 	src := pristine(t)
 	want, err := storeEvents(t, src)
@@ -397,10 +398,15 @@ func TestDoctor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, code = baton(t, "doctor", "--data", data)
+	holder := "baton: another Baton process (pid " + strconv.Itoa(os.Getpid()) + ") holds the data dir " + data
+	inUse, stderr, code := baton(t, "doctor", "--data", data)
+	if want := holder + "; its event store is checked read-only, as it stands now\n"; code != 0 || inUse != out || stderr != want {
+		t.Errorf("doctor of a store in use: exit %d\n%s%s\nwant exit 0\n%s%s", code, inUse, stderr, out, want)
+	}
+	_, stderr, code = baton(t, "doctor", "--rebuild", "--data", data)
 	s.Close()
-	if want := "baton: another Baton process holds the data dir " + data + "; stop it, then run doctor again\n"; code != 1 || stderr != want {
-		t.Errorf("doctor of a store in use: exit %d\n%s", code, stderr)
+	if want := holder + "; stop it, then run doctor again\n"; code != 1 || stderr != want {
+		t.Errorf("doctor --rebuild of a store in use: exit %d\n%s", code, stderr)
 	}
 
 	// The table's data blocks are damaged; its index is not.

@@ -42,7 +42,8 @@ func addSwitchFlags(fs *pflag.FlagSet, f *switchFlags, newThread bool) {
 
 // explicit keeps only the switch flags given on the command line: an
 // environment meant for new threads (BATON_PROVIDER, BATON_MODEL,
-// BATON_PROVIDER_COMMAND) never switches a thread that goes on.
+// BATON_PROVIDER_COMMAND, BATON_HANDOFF_MAX_BYTES) never changes a thread
+// that goes on.
 func (f *switchFlags) explicit(fs *pflag.FlagSet) {
 	if fromEnv(fs, "provider") {
 		f.provider = ""
@@ -52,6 +53,9 @@ func (f *switchFlags) explicit(fs *pflag.FlagSet) {
 	}
 	if fromEnv(fs, "provider-command") {
 		f.command = ""
+	}
+	if fromEnv(fs, "handoff-max-bytes") {
+		f.handoffMax = 0
 	}
 }
 
@@ -196,7 +200,7 @@ func printEvents(ctx context.Context, c *client, p *printer, what, threadID stri
 			if ctx.Err() != nil {
 				return nil // Ctrl-C: the thread goes on
 			}
-			return rpcError(what, err)
+			return streamEnded(what, threadID, err)
 		case <-ctx.Done():
 			return nil
 		}

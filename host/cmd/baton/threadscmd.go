@@ -65,11 +65,14 @@ and 16 hex digits) and is listed by its creation time all the same.`,
   baton threads -o ids --status idle | xargs -n1 baton show`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usagef("threads: --limit must be a count of threads (0: all), got %d", limit)
+			}
 			format, err := formatOf("threads", cmd.Flags(), out, jsonOut)
 			if err != nil {
 				return err
 			}
-			return withClient(cmd, g, func(ctx context.Context, c *client) error {
+			return withReader(cmd, g, func(ctx context.Context, c *client) error {
 				var from *domain.ThreadSummary
 				if after != "" {
 					at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: after})
@@ -128,7 +131,7 @@ runs it ran), or with --json the whole projection as one JSON object.`,
   baton show --json thr_123 | jq '.runs[] | {ordinal, status}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd, g, func(ctx context.Context, c *client) error {
+			return withReader(cmd, g, func(ctx context.Context, c *client) error {
 				at, t, err := c.threadFor(ctx, "show", args[0])
 				if err != nil {
 					return err
@@ -322,8 +325,12 @@ func watchCommand(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "watch THREAD",
 		Short: "Follow a thread's events as they happen (Ctrl-C stops watching, not the thread)",
-		Long: `Watch prints a thread's events as baton run does, from its current state on
-(or from after --after SEQ), until Ctrl-C. Leaving does not stop the thread.`,
+		Long: `Watch prints where a thread stands (its active run, the run's open items, each
+pending request with the command that answers it, the runs queued), then its
+events as baton run does, until Ctrl-C; or, with --after SEQ, the events after
+that sequence. With --json the first line is the thread's projection
+({"kind":"thread",...}), the others its events. Leaving does not stop the
+thread.`,
 		Example: `  baton watch thr_123
   baton watch --after 0 thr_123   # the whole thread from its creation`,
 		Args: cobra.ExactArgs(1),
@@ -335,10 +342,14 @@ func watchCommand(g *globals) *cobra.Command {
 				if afterSet {
 					start = after
 				}
-				if !afterSet && !jsonOut {
-					fmt.Fprintf(g.stdout, "● thread %s · %s · %s (watching from sequence %d)\n", t.ID, t.Provider, t.Cwd, start)
+				p := scopedPrinter(g.stdout, jsonOut, t)
+				if !afterSet {
+					if !jsonOut {
+						fmt.Fprintf(g.stdout, "● thread %s · %s · %s (watching from sequence %d)\n", t.ID, t.Provider, t.Cwd, start)
+					}
+					p.stands(t) // what began before start, which its events will not say
 				}
-				return printEvents(ctx, c, scopedPrinter(g.stdout, jsonOut, t), "watch", args[0], start, 0)
+				return printEvents(ctx, c, p, "watch", args[0], start, 0)
 			})
 		},
 	}
@@ -381,34 +392,66 @@ func signalContext(parent context.Context) (context.Context, func()) {
 }
 
 func sendCommand(g *globals) *cobra.Command {
-	var mode, target string
+	var mode, file string
+	var target int
 	sf := &switchFlags{}
 	pf := &policyFlags{}
 	c := &cobra.Command{
-		Use:   "send THREAD MESSAGE",
+		Use:   "send THREAD (MESSAGE | - | --file PATH)",
 		Short: "Send a message to a thread: a new run, or into the active one (--mode)",
-		Long: `Send sends MESSAGE to THREAD. Against a service it returns at once (follow the
-run with baton watch); with no service running it follows the run to its end,
-as baton run --thread does (nothing else would carry it).
+		Long: `Send sends MESSAGE to THREAD (- reads it from stdin, --file PATH from a file;
+at most ` + domain.MaxMessageSize + ` of UTF-8 text, not empty). Against a service it returns at once
+(follow the run with baton watch); with no service running it follows the run
+to its end, as baton run --thread does (nothing else would carry it).
 While a run is active, --mode says what the message does: queue (a run of its
 own after the active one), steer (added to the active turn), restart (the
 active turn stops and starts again with it), or now (interrupt the active run
 and start this one). Without --mode: steer where the provider steers natively,
-else restart; on an idle thread the message starts a run at once.
+else restart; on an idle thread the message starts a run at once. --run N
+names the run a steer or restart is meant for, by its ordinal (as diff,
+rollback and cancel take it): refused if another run is active.
 --provider (or --model, --provider-command) switches the thread first, as
 baton switch does: the message's run starts on that provider.
 --on-limit, --until and the budgets set the thread's continuation policy
 first, as baton run does (see baton run --help).`,
 		Example: `  baton send thr_123 "Also update the changelog"
   baton send --mode queue thr_123 "Then run the tests"
+  baton send --mode steer --run 3 thr_123 "Keep the public API as it is"
+  baton send thr_123 --file review.md
   baton send --provider claude thr_123 "Take it from here"
   baton send --on-limit wait --until 'make test' --max-hours 8 thr_123 "Finish the migration"`,
-		Args: cobra.ExactArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 0:
+				return usagef("send: give a THREAD id and the MESSAGE (or - to read it from stdin, or --file PATH)")
+			case len(args) > 2:
+				return usagef("send: unexpected arguments %q (quote a MESSAGE of several words)", args[2:])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch mode {
-			case "", "queue", "steer", "restart", "now":
-			default:
+			threadID := args[0]
+			if _, ok := domain.ModeWords[mode]; !ok && mode != "" {
 				return usagef("send: --mode must be queue, steer, restart or now, got %q", mode)
+			}
+			if cmd.Flags().Changed("run") {
+				if err := checkOrdinal("send", target, 1); err != nil {
+					return err
+				}
+				if mode == "queue" || mode == "now" {
+					return usagef("send: --run names the run a steer or restart is meant for; --mode %s sends the message as a run of its own", mode)
+				}
+			}
+			in := messageInput{args: args[1:]}
+			if file != "" {
+				in.files = []string{file}
+			}
+			if len(in.args) == 0 && len(in.files) == 0 {
+				return usagef("send: give the MESSAGE to send (or - to read it from stdin, or --file PATH)")
+			}
+			msgs, _, err := in.read("send", g.stdin)
+			if err != nil {
+				return err
 			}
 			sf.explicit(cmd.Flags())
 			argv, err := sf.check("send")
@@ -432,16 +475,24 @@ first, as baton run does (see baton run --help).`,
 				// No service carries the run once this command exits: follow
 				// it to its end, as baton run --thread does.
 				fmt.Fprintln(g.stderr, "baton: no service runs (baton serve); following the run to its end")
-				return runOn(ctx, g, c, &runFlags{switchFlags: *sf, policyFlags: *pf, thread: args[0]},
-					runOptions{verb: "send", messages: args[1:], mode: mode, switchArgv: argv, cont: cont}, interruptReq)
+				return runOn(ctx, g, c, &runFlags{switchFlags: *sf, policyFlags: *pf, thread: threadID},
+					runOptions{verb: "send", messages: msgs, mode: mode, target: target, switchArgv: argv, cont: cont}, interruptReq)
 			}
 			idgen := ids.New()
-			if *sf != (switchFlags{}) || cont != nil {
-				// The switch and the policy first, shown as baton switch
+			var targetID string
+			if *sf != (switchFlags{}) || cont != nil || target != 0 {
+				// The run meant, the switch and the policy first (each
+				// checked before any is written), shown as baton switch
 				// shows it.
-				at, t, err := c.threadFor(ctx, "send", args[0])
+				at, t, err := c.threadFor(ctx, "send", threadID)
 				if err != nil {
 					return err
+				}
+				if targetID, err = targetRun("send", t, target); err != nil {
+					return err
+				}
+				if missing := missingCommand(t, cont); missing != "" {
+					return noCommand(ctx, "send", c, missing)
 				}
 				switched, err := switchThread(ctx, "send", c, idgen, t, *sf, argv)
 				if err != nil {
@@ -460,8 +511,8 @@ first, as baton run does (see baton run --help).`,
 					}
 				}
 			}
-			rc, err := c.SendMessage(ctx, &batonv1.SendMessageRequest{CommandId: idgen.NewID("cmd"), ThreadId: args[0],
-				Text: args[1], Mode: mode, TargetRunId: target})
+			rc, err := c.SendMessage(ctx, &batonv1.SendMessageRequest{CommandId: idgen.NewID("cmd"), ThreadId: threadID,
+				Text: msgs[0], Mode: mode, TargetRunId: targetID})
 			if err != nil {
 				return rpcError("send", err)
 			}
@@ -470,7 +521,8 @@ first, as baton run does (see baton run --help).`,
 		},
 	}
 	c.Flags().StringVar(&mode, "mode", "", "what the message does while a run is active: queue, steer, restart or now")
-	c.Flags().StringVar(&target, "run", "", "for steer and restart, the run `id` meant (refused if another is active)")
+	c.Flags().IntVar(&target, "run", 0, "for steer and restart, the `ordinal` of the run meant (refused if another run is active)")
+	c.Flags().StringVar(&file, "file", "", "read the message from this `file` (- for stdin) instead of a MESSAGE argument")
 	addSwitchFlags(c.Flags(), sf, false)
 	addPolicyFlags(c.Flags(), pf)
 	c.RegisterFlagCompletionFunc("mode", fixedCompletion("queue", "steer", "restart", "now"))
@@ -513,6 +565,8 @@ run: its wait is cancelled. Follow the run's end with baton watch.`,
 						return usagef("interrupt: thread %s has no run %d (it has %s)", t.ID, run, plural(len(t.Runs), "run"))
 					}
 					req.RunId = r.ID
+				} else if r := activeRunOf(t); r != nil {
+					req.RunId = r.ID // named, so that the receipt names it
 				}
 				// A run waiting for a limit's reset has no turn to stop: the
 				// interrupt cancels its wait, and says so.
@@ -530,7 +584,7 @@ run: its wait is cancelled. Follow the run's end with baton watch.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintln(g.stdout, interruptedLine(after, cmp.Or(rc.GetRunId(), req.RunId), waiting, force))
+				fmt.Fprintln(g.stdout, interruptedLine(after, rc.GetRunId(), waiting, force))
 				return nil
 			})
 		},
@@ -538,6 +592,20 @@ run: its wait is cancelled. Follow the run's end with baton watch.`,
 	c.Flags().IntVar(&run, "run", 0, "the run to stop, by its `ordinal` (default: the active run)")
 	c.Flags().BoolVar(&force, "force", false, "end the provider's process now (SIGTERM, then SIGKILL) instead of asking it to stop")
 	return c
+}
+
+// activeRunOf is the thread's active run, the one interrupt stops when no
+// --run is given (nil: none; the service says so).
+func activeRunOf(t domain.Thread) *domain.Run {
+	for i := len(t.Runs) - 1; i >= 0; i-- {
+		if r := &t.Runs[i]; r.StartedAt != nil {
+			if r.Status.Active() {
+				return r
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // interruptedLine says what an interrupt of run runID did, as the thread
@@ -566,6 +634,7 @@ func interruptedLine(t domain.Thread, runID string, waiting *domain.Wait, force 
 // from any terminal.
 func answerCommand(g *globals, verb string) *cobra.Command {
 	var session, cancelTurn bool
+	var answer string
 	decision := map[string]sdk.Decision{"approve": sdk.DecisionAccept, "decline": sdk.DecisionDecline}[verb]
 	c := &cobra.Command{
 		Use:   verb + " REQUEST",
@@ -582,8 +651,16 @@ as baton run, baton show and baton watch print it; the host finds its thread.`, 
 			if cancelTurn {
 				d = sdk.DecisionCancel
 			}
+			var answers map[string]string
+			if cmd.Flags().Changed("answer") {
+				if session {
+					return usagef("approve: give --answer or --for-session, not both")
+				}
+				d, answers = sdk.DecisionAnswer, map[string]string{"answer": answer}
+			}
 			return withClient(cmd, g, func(ctx context.Context, c *client) error {
-				rc, err := c.AnswerRequest(ctx, &batonv1.AnswerRequestRequest{CommandId: ids.New().NewID("cmd"), RequestId: args[0], Decision: string(d)})
+				rc, err := c.AnswerRequest(ctx, &batonv1.AnswerRequestRequest{CommandId: ids.New().NewID("cmd"), RequestId: args[0], Decision: string(d),
+					Answers: answers})
 				if err != nil {
 					return rpcError(verb, err)
 				}
@@ -594,6 +671,7 @@ as baton run, baton show and baton watch print it; the host finds its thread.`, 
 	}
 	if verb == "approve" {
 		c.Flags().BoolVar(&session, "for-session", false, "accept such requests for the rest of the provider session")
+		c.Flags().StringVar(&answer, "answer", "", "answer a question (a user_input request) with this `text`")
 	} else {
 		c.Flags().BoolVar(&cancelTurn, "cancel", false, "decline and cancel the agent's turn")
 	}

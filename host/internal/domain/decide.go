@@ -45,7 +45,9 @@ type Env struct {
 const DefaultInterruptGrace = 10 * time.Second
 
 // interruptGrace is the grace the environment gives.
-func (env Env) interruptGrace() time.Duration { return cmp.Or(env.InterruptGrace, DefaultInterruptGrace) }
+func (env Env) interruptGrace() time.Duration {
+	return cmp.Or(env.InterruptGrace, DefaultInterruptGrace)
+}
 
 // Effect is work for the host to do after a command's events are stored.
 // It is stored in the outbox in the same batch as those events.

@@ -191,6 +191,35 @@ func TestCreateThreadValidation(t *testing.T) {
 	}
 }
 
+// A message that says nothing, is not text or is over the limit is
+// refused, naming the field and what is wrong, and decides nothing; one
+// at the limit is a run.
+func TestDispatchRefusesBadText(t *testing.T) {
+	w := newWorld(t)
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"empty", "", "invalid command: text: the message is empty or only white space"},
+		{"white space", " \t\n\u00a0", "invalid command: text: the message is empty or only white space"},
+		{"not UTF-8", "ok \xff", "invalid command: text: the message is not UTF-8 text (at byte 3)"},
+		{"over the limit", strings.Repeat("a", MaxMessageBytes+1), "invalid command: text: the message is 16777217 bytes; the limit is 16 MiB"},
+	} {
+		d, err := w.decide(Command{ID: "c-" + tc.name, ThreadID: "thr", Payload: DispatchMessage{Text: tc.text}})
+		if !errors.Is(err, ErrInvalid) || err == nil || err.Error() != tc.want || len(d.Events) != 0 {
+			t.Errorf("%s: %.200v (%d events); want %q", tc.name, err, len(d.Events), tc.want)
+		}
+	}
+	if n, m := len(w.thread.Runs), len(w.thread.Messages); n != 0 || m != 0 {
+		t.Fatalf("refused messages left %d runs and %d messages", n, m)
+	}
+	full := strings.Repeat("a", MaxMessageBytes)
+	scratch := w.thread.Scratch()
+	d, err := Decide(&scratch, Command{ID: "c-full", ThreadID: "thr", Payload: DispatchMessage{Text: full}}, w.env())
+	if err != nil || len(scratch.Runs) != 1 || scratch.Runs[0].Input != full || len(d.Events) == 0 {
+		t.Fatalf("a message of MaxMessageBytes: %v (%d runs)", err, len(scratch.Runs))
+	}
+}
+
 type unknownCmd struct{}
 
 func (unknownCmd) CommandType() string { return "nope" }

@@ -3,7 +3,9 @@ package domain
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/baton-run/baton/sdk"
 )
@@ -12,9 +14,51 @@ import (
 // the active run's turn (native steering), or replaces the active attempt
 // (steering by restart); and interrupting a run.
 
+// MaxMessageBytes bounds a user message's text. 16 MiB holds a long
+// pasted log or a large file whole, and keeps what one message costs
+// bounded: it is stored in an event and a projection, and sent to the
+// provider in one frame. The CLI, the API and Decide refuse a longer
+// message, naming this limit, before anything is written; the service's
+// gRPC bounds leave room for it.
+const MaxMessageBytes = 16 << 20
+
+// MaxMessageSize is MaxMessageBytes in words, for messages.
+var MaxMessageSize = fmt.Sprintf("%d MiB", MaxMessageBytes>>20)
+
+// CheckText says what is wrong with a message's text, as a phrase that
+// follows the message's name ("is empty or only white space"), or "" when
+// nothing is: a message says something, is UTF-8 text, and fits in
+// MaxMessageBytes.
+func CheckText(text string) string {
+	if len(text) > MaxMessageBytes {
+		return TooLong(int64(len(text)))
+	}
+	if strings.TrimSpace(text) == "" {
+		return "is empty or only white space"
+	}
+	if !utf8.ValidString(text) {
+		at := 0
+		for at < len(text) {
+			r, n := utf8.DecodeRuneInString(text[at:])
+			if r == utf8.RuneError && n == 1 {
+				break
+			}
+			at += n
+		}
+		return fmt.Sprintf("is not UTF-8 text (at byte %d)", at)
+	}
+	return ""
+}
+
+// TooLong is CheckText's phrase for a message of n bytes, over
+// MaxMessageBytes.
+func TooLong(n int64) string {
+	return fmt.Sprintf("is %d bytes; the limit is %s", n, MaxMessageSize)
+}
+
 func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
-	if p.Text == "" {
-		return fmt.Errorf("%w: message.dispatch needs text", ErrInvalid)
+	if problem := CheckText(p.Text); problem != "" {
+		return fmt.Errorf("%w: text: the message %s", ErrInvalid, problem)
 	}
 	if n := len(t.Rollbacks); n > 0 && t.Rollbacks[n-1].Status == RollbackStatusFailed {
 		rb := t.Rollbacks[n-1]
@@ -223,7 +267,9 @@ func forceStop(t *Thread, r *Run, reason string, env Env, d *Decision) {
 // host ended because it did not stop when asked.
 const FailureForced = "interrupt_forced"
 
-func forcedFailure(reason string) *sdk.Failure { return &sdk.Failure{Code: FailureForced, Message: reason} }
+func forcedFailure(reason string) *sdk.Failure {
+	return &sdk.Failure{Code: FailureForced, Message: reason}
+}
 
 // StopDeadline is when the host ends the provider process of the thread's
 // interrupted run if its turn has not ended, and the command that does it;

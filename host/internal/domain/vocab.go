@@ -182,6 +182,15 @@ const (
 	ModeRestartActive    DispatchMode = "restart_active"     // interrupt the active attempt; a new attempt carries the message
 )
 
+// ModeWords are the dispatch modes by their short names: what the CLI's
+// --mode takes, and the API's mode besides the long names.
+var ModeWords = map[string]DispatchMode{
+	"queue":   ModeQueueAfterActive,
+	"steer":   ModeSteerActive,
+	"restart": ModeRestartActive,
+	"now":     ModeStartImmediately,
+}
+
 // EffectType names work for the host to do after a commit.
 type EffectType string
 

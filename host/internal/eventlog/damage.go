@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	crdberrors "github.com/cockroachdb/errors"
+	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/hashicorp/go-hclog"
 )
@@ -30,6 +31,18 @@ var ErrDamaged = errors.New("the event store is damaged")
 type DamageError struct {
 	File string
 	Err  error
+	// removed: the file is missing, which in a store opened read-only
+	// while another process writes it may be that process's doing (see
+	// Store.read).
+	removed bool
+}
+
+// removed says whether err is a file of the store that is not there.
+func removed(err error) bool {
+	if d, ok := errors.AsType[*DamageError](err); ok {
+		return d.removed
+	}
+	return oserror.IsNotExist(err)
 }
 
 func (e *DamageError) Error() string {
@@ -133,7 +146,7 @@ func (s *Store) damaged(err error) error {
 // damageOf is a Pebble corruption error as a *DamageError: the file from
 // Pebble's hint ("path: ..."), what is wrong from its message.
 func (s *Store) damageOf(err error) *DamageError {
-	d := &DamageError{Err: firstLine(err)}
+	d := &DamageError{Err: firstLine(err), removed: oserror.IsNotExist(err)}
 	for _, h := range crdberrors.GetAllHints(err) {
 		if p, ok := strings.CutPrefix(h, "path: "); ok {
 			d.File = p

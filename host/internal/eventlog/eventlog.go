@@ -46,9 +46,11 @@ type Store struct {
 	log      hclog.Logger
 	dir      string
 	readOnly bool
-	seal     SealState   // what the seal said at Open
-	sealw    *sealWriter // nil: read-only
-	onClose  func()      // after Close (Verify's scratch copy)
+	opts     *pebble.Options // what it was opened with
+	gen      int             // how often a read-only store was reopened (read)
+	seal     SealState       // what the seal said at Open
+	sealw    *sealWriter     // nil: read-only
+	onClose  func()          // after Close (Verify's scratch copy)
 
 	dmu         sync.Mutex // guards damage, corruptFile
 	damage      *DamageError
@@ -72,17 +74,62 @@ type Store struct {
 	next    uint64
 }
 
-// read runs f unless the store is closed.
+// read runs f unless the store is closed. A store opened read-only may be
+// in use by another process, whose compactions remove the files this
+// store's view was opened on: a read that needed a file since removed is
+// run again on the store as it is now (reopened), up to goneRetries times,
+// before the missing file counts as damage. f must begin afresh each time.
 func (s *Store) read(f func() error) error {
+	for try := 0; ; try++ {
+		gen, err := s.readOnce(f)
+		if s.readOnly && try < goneRetries && removed(err) && s.reopen(gen) == nil {
+			continue
+		}
+		return s.damaged(err)
+	}
+}
+
+// goneRetries bounds how often a read-only store reopens for one read
+// because a file it needed was removed. Measured with four writers in one
+// store committing 2.6 MB/s (compacting all the time), a reader opening
+// it read-only and reading every event over and over: without reopening,
+// one open in 190 failed on a removed table; with it, none of 378 did.
+const goneRetries = 4
+
+// readOnce runs f once, on the db of generation gen.
+func (s *Store) readOnce(f func() error) (gen int, err error) {
 	s.life.RLock()
 	defer s.life.RUnlock()
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
-		return ErrClosed
+		return s.gen, ErrClosed
 	}
-	return s.damaged(f())
+	return s.gen, f()
+}
+
+// reopen opens a read-only store again, as it is now, unless another read
+// has done so since generation gen.
+func (s *Store) reopen(gen int) error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.gen != gen {
+		return nil
+	}
+	old := s.db
+	s.db = nil
+	if err := s.openDB(s.dir, s.opts); err != nil {
+		s.db = old
+		return err
+	}
+	old.Close()
+	s.gen++
+	s.dmu.Lock()
+	s.damage, s.corruptFile = nil, "" // what the old view met, if anything: the new one says its own
+	s.dmu.Unlock()
+	s.log.Debug("reopened the read-only event store: a file it read was removed by the process that writes it", "dir", s.dir)
+	return nil
 }
 
 // Options are a store's options.
@@ -124,6 +171,12 @@ func OpenWith(dir string, o Options) (*Store, error) {
 		EventListener: s.listener(),
 		ReadOnly:      o.ReadOnly,
 		FS:            privateDefault, // files 0600, directories 0700 (fs.go)
+	}
+	if o.ReadOnly {
+		opts.FS = readOnlyDefault // no lock, no write (fs.go)
+		// Table stats guide compactions, which a reader never runs: it
+		// opens a table only when a read needs it.
+		opts.DisableTableStats = true
 	}
 	// Bloom filters on every level: each commit looks up its command's
 	// receipt, which is almost never there, and a miss should not read an
@@ -176,10 +229,11 @@ func (s *Store) open(dir string, opts *pebble.Options) error {
 			}
 		}
 	}
-	if err := s.openDB(dir, opts); err != nil {
-		return err
+	s.opts = opts
+	last, err := s.openLast(dir, opts)
+	if s.db == nil {
+		return err // Pebble did not open
 	}
-	last, err := s.lastSequence()
 	if err != nil && opts.ReadOnly && errors.Is(err, ErrDamaged) {
 		err = nil // to inspect: Verify reports it
 	}
@@ -195,6 +249,26 @@ func (s *Store) open(dir string, opts *pebble.Options) error {
 	}
 	s.last, s.next = last, last
 	return nil
+}
+
+// openLast opens Pebble and reads the last sequence. Read-only, it tries
+// again when a file was removed under it (see read). s.db is nil when
+// Pebble did not open.
+func (s *Store) openLast(dir string, opts *pebble.Options) (uint64, error) {
+	for try := 0; ; try++ {
+		err := s.openDB(dir, opts)
+		var last uint64
+		if err == nil {
+			last, err = s.lastSequence()
+		}
+		if !opts.ReadOnly || try == goneRetries || !removed(err) {
+			return last, err
+		}
+		if s.db != nil {
+			s.db.Close()
+			s.db = nil
+		}
+	}
 }
 
 // openDB opens Pebble, its corruption a *DamageError.
@@ -648,6 +722,7 @@ func (s *Store) EffectDone(ref EffectRef) error {
 // Outbox returns every pending effect, by thread and in decided order.
 func (s *Store) Outbox() (out []StoredEffect, err error) {
 	err = s.read(func() error {
+		out = nil // a read may be run again (see read)
 		return s.scan([]byte{prefixOutbox}, func(k, v []byte) error {
 			thread, id, err := parseOutboxKey(k)
 			if err != nil {
@@ -856,6 +931,7 @@ type Head struct {
 // (limit <= 0: all).
 func (s *Store) Heads(after string, limit int) (out []Head, err error) {
 	err = s.read(func() error {
+		out = nil // a read may be run again (see read)
 		lower := threadStateKey(prefixHead, after)
 		if after != "" {
 			lower = append(lower, 0) // the smallest key after it
@@ -888,6 +964,7 @@ func (s *Store) Head(threadID string) (b []byte, found bool, err error) {
 // LiveThreads returns the threads marked live, in id order.
 func (s *Store) LiveThreads() (out []string, err error) {
 	err = s.read(func() error {
+		out = nil // a read may be run again (see read)
 		return s.scan([]byte{prefixLive}, func(k, _ []byte) error {
 			out = append(out, string(k[1:]))
 			return nil

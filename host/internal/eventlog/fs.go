@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -141,4 +142,67 @@ func chmod(name string, mode fs.FileMode) error {
 		return fmt.Errorf("make %s private: %w", name, err)
 	}
 	return nil
+}
+
+// readOnlyFS is the file system of a store opened read-only: the
+// operating system's, where nothing is made, changed or removed, and the
+// lock is not taken. Pebble takes the directory's lock even to open it
+// read-only, and its lock makes the LOCK file: on a read-only file system
+// that fails (EROFS), and while another process holds the store it is
+// refused (EAGAIN). A reader needs neither: it changes nothing. Any write
+// Pebble would still try is refused with ErrReadOnly, so a read-only open
+// cannot write by mistake.
+type readOnlyFS struct{ vfs.FS }
+
+// lockName is Pebble's lock file in the store's directory.
+const lockName = "LOCK"
+
+// readOnlyDefault is a read-only store's file system.
+var readOnlyDefault vfs.FS = readOnlyFS{vfs.Default}
+
+func (readOnlyFS) Create(name string, _ vfs.DiskWriteCategory) (vfs.File, error) {
+	return nil, refuseWrite("create", name)
+}
+
+func (readOnlyFS) Link(oldname, _ string) error { return refuseWrite("link", oldname) }
+
+func (readOnlyFS) OpenReadWrite(name string, _ vfs.DiskWriteCategory, _ ...vfs.OpenOption) (vfs.File, error) {
+	return nil, refuseWrite("open for writing", name)
+}
+
+func (readOnlyFS) Remove(name string) error    { return refuseWrite("remove", name) }
+func (readOnlyFS) RemoveAll(name string) error { return refuseWrite("remove", name) }
+func (readOnlyFS) Rename(oldname, _ string) error {
+	return refuseWrite("rename", oldname)
+}
+
+func (readOnlyFS) ReuseForWrite(oldname, _ string, _ vfs.DiskWriteCategory) (vfs.File, error) {
+	return nil, refuseWrite("reuse", oldname)
+}
+
+func (readOnlyFS) MkdirAll(dir string, _ os.FileMode) error { return refuseWrite("make", dir) }
+
+// Lock takes no lock: see readOnlyFS.
+func (readOnlyFS) Lock(string) (io.Closer, error) { return noLock{}, nil }
+
+func (p readOnlyFS) Unwrap() vfs.FS { return p.FS }
+
+type noLock struct{}
+
+func (noLock) Close() error { return nil }
+
+func refuseWrite(what, name string) error {
+	return fmt.Errorf("%s %s: %w", what, name, ErrReadOnly)
+}
+
+// Lock takes the store's lock in dir, as an open for writing does, for a
+// caller that changes the store without opening it (a rebuild that puts
+// another store in its place). Another process that holds it refuses
+// with EAGAIN.
+func Lock(dir string) (io.Closer, error) {
+	l, err := pebble.LockDirectory(dir, privateDefault)
+	if err != nil {
+		return nil, fmt.Errorf("lock event log %s: %w", dir, err)
+	}
+	return l, nil
 }

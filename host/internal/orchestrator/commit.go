@@ -131,6 +131,9 @@ func (h *Host) commit(c commitReq) (domain.Receipt, error) {
 	if h.closed.Load() {
 		return domain.Receipt{}, ErrClosed
 	}
+	if h.cfg.ReadOnly {
+		return domain.Receipt{}, ErrReadOnly
+	}
 	release := h.cmds.reserve(c.cmdID)
 	defer release()
 	if rc, ok, err := h.receipt(c.cmdID, c.hash); err != nil || ok {

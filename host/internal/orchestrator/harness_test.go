@@ -89,6 +89,8 @@ type env struct {
 	dirs []string
 	// calls is the host's PluginCallTimeout (0: callDeadline).
 	calls time.Duration
+	// grace is the host's InterruptGrace (0: domain.DefaultInterruptGrace).
+	grace time.Duration
 	// embedded: the host is one embedded for a command, not an unattended
 	// one (baton serve).
 	embedded bool
@@ -146,7 +148,8 @@ func (e *env) open() {
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: append([]string{pluginDir}, e.dirs...),
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
 		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: !e.embedded, PluginCallTimeout: cmp.Or(e.calls, callDeadline),
-		RawFrames: cmp.Or(e.frames, rawframes.Policy{MaxAge: -1})})
+		InterruptGrace: e.grace,
+		RawFrames:      cmp.Or(e.frames, rawframes.Policy{MaxAge: -1})})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

@@ -16,7 +16,7 @@
 // ingest.go their events; checkpoints.go the git work; drain.go what Close
 // ends first, and the reaper of idle sessions; rawframes.go the retention
 // of the sessions' raw-frame logs; read.go the reads of a store without a
-// host.
+// host; readonly.go a host that only reads a data dir it cannot hold.
 package orchestrator
 
 import (
@@ -98,6 +98,10 @@ type Config struct {
 	// (DATA/rawframes) and bounds them by size and age (rawframes.Policy;
 	// the zero value keeps them, 256 MiB and 14 days at most).
 	RawFrames rawframes.Policy
+	// ReadOnly opens the host to read the data dir only (readonly.go): for
+	// a data dir it cannot hold, on a read-only file system or held by
+	// another process. It writes nothing and commits nothing.
+	ReadOnly bool
 }
 
 // Host is a running orchestrator.
@@ -165,6 +169,9 @@ func Open(cfg Config) (*Host, error) {
 	if cfg.SnapshotBytes <= 0 {
 		cfg.SnapshotBytes = 32 << 10
 	}
+	if cfg.ReadOnly {
+		return openReadOnly(cfg)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
@@ -221,6 +228,9 @@ func (h *Host) Close() error {
 	h.closing = true
 	h.stop()
 	h.smu.Unlock()
+	if h.cfg.ReadOnly {
+		return h.closeReadOnly()
+	}
 	h.drainOnce.Do(h.drain)
 	halted := h.halted.Load()
 	if !halted {
@@ -277,6 +287,9 @@ func (h *Host) closeSessions() {
 // closes; Close does not drain twice.
 func (h *Host) Drain() {
 	h.stop()
+	if h.cfg.ReadOnly {
+		return // its runs are another host's
+	}
 	h.drainOnce.Do(h.drain)
 }
 

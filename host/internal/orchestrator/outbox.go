@@ -247,7 +247,7 @@ func (h *Host) withSession(e domain.Effect, what string, call func(context.Conte
 	if err != nil {
 		return err
 	}
-	return h.callPlugin(h.ctx, s.plugin, what, h.cfg.PluginCallTimeout, func(ctx context.Context) error { return call(ctx, s) })
+	return h.callPlugin(s.ctx, s.plugin, what, h.cfg.PluginCallTimeout, func(ctx context.Context) error { return call(ctx, s) })
 }
 
 // respond delivers an answer to the provider through the live session

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/baton-run/baton/host/internal/eventlog"
 )
 
 // PIDFileName is the file in the data dir that names the process holding
@@ -87,10 +89,34 @@ func Busy(dataDir string, err error) error {
 	if !errors.Is(err, syscall.EAGAIN) {
 		return nil
 	}
-	e := &BusyError{DataDir: dataDir, Err: err}
-	b, rerr := os.ReadFile(filepath.Join(dataDir, PIDFileName))
+	_, pid, _ := eventlog.LockHolder(filepath.Join(dataDir, "events")) // this process was refused: it holds no lock to lose
+	e := holderOf(dataDir, pid)
+	e.Err = err
+	return e
+}
+
+// Holder is the process that holds the data dir now, as a BusyError (nil:
+// none, or none that can be told), asked without taking the event log's
+// lock or writing anything (eventlog.LockHolder): a reader, which takes no
+// lock, says so whose writes it may meet. A process that holds the data
+// dir must not call it.
+func Holder(dataDir string) *BusyError {
+	held, pid, err := eventlog.LockHolder(filepath.Join(dataDir, "events"))
+	if err != nil || !held {
+		return nil
+	}
+	return holderOf(dataDir, pid)
+}
+
+// holderOf names the process that holds the data dir: pid, as the lock
+// says (0: it does not say), and what the pid file says of it. A pid file
+// of another process (one a killed process left, while a process that
+// wrote none holds the lock) is not believed.
+func holderOf(dataDir string, pid int) *BusyError {
+	e := &BusyError{DataDir: dataDir, PID: pid}
+	b, err := os.ReadFile(filepath.Join(dataDir, PIDFileName))
 	var h holder
-	if rerr == nil && json.Unmarshal(b, &h) == nil {
+	if err == nil && json.Unmarshal(b, &h) == nil && (pid == 0 || h.PID == pid) {
 		e.PID, e.Command = h.PID, h.Command
 	}
 	return e

@@ -24,15 +24,8 @@ const layoutVersion = 1
 // once, whole, to write each thread's head, live marker and snapshot; every
 // later start reads none of it.
 func (h *Host) index() error {
-	v, ok, err := h.store.Meta("layout")
-	if err != nil {
-		return fmt.Errorf("read the store's layout: %w", err)
-	}
-	if ok {
-		if n, _ := strconv.Atoi(string(v)); n != layoutVersion {
-			return fmt.Errorf("the event log's indexes are layout %s; this baton knows layout %d (a newer baton wrote them?)", v, layoutVersion)
-		}
-		return nil
+	if indexed, err := indexed(h.store); err != nil || indexed {
+		return err
 	}
 	threads := map[string]*domain.Thread{}
 	var order []string
@@ -70,6 +63,22 @@ func (h *Host) index() error {
 		h.log.Info("indexed the event log's threads", "threads", len(order), "events", after)
 	}
 	return h.store.SetMeta("layout", []byte(strconv.Itoa(layoutVersion)))
+}
+
+// indexed says whether the store's indexes are written, in this baton's
+// layout (a layout it does not know is an error).
+func indexed(store *eventlog.Store) (bool, error) {
+	v, ok, err := store.Meta("layout")
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("read the store's layout: %w", err)
+	case !ok:
+		return false, nil
+	}
+	if n, _ := strconv.Atoi(string(v)); n != layoutVersion {
+		return false, fmt.Errorf("the event log's indexes are layout %s; this baton knows layout %d (a newer baton wrote them?)", v, layoutVersion)
+	}
+	return true, nil
 }
 
 // recover reconciles threads whose sessions or runs were live when the

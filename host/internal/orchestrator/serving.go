@@ -14,7 +14,9 @@ import (
 
 // What the service (internal/service) asks of the host beyond commands and
 // streams: ids for what a client leaves unnamed, the receipt a command id
-// already has, the thread a request is on, and the installed plugins.
+// already has, the thread a request is on, the installed plugins, and
+// what the service's status shows (the active threads, the plugins'
+// processes).
 
 // NewID allocates an id from the host's allocator (the one the ids of
 // Decide's events come from).
@@ -93,3 +95,56 @@ func (h *Host) Plugins(ctx context.Context) ([]PluginInfo, error) {
 	}
 	return out, nil
 }
+
+// ActiveThreads lists the threads a stop would leave in flight (a run
+// active, a wait armed, a provider session open), in id order, from their
+// live markers and heads: no thread's events are read.
+func (h *Host) ActiveThreads() ([]domain.ThreadSummary, error) {
+	live, err := h.store.LiveThreads()
+	if err != nil {
+		return nil, fmt.Errorf("list active threads: %w", err)
+	}
+	out := make([]domain.ThreadSummary, 0, len(live))
+	for _, id := range live {
+		b, found, err := h.store.Head(id)
+		if err != nil {
+			return nil, fmt.Errorf("list active threads: head of %s: %w", id, err)
+		}
+		if !found {
+			continue // unreachable: a live marker is written with its thread's head
+		}
+		s, err := decodeHead(b)
+		if err != nil {
+			return nil, fmt.Errorf("list active threads: head of %s: %w", id, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// PluginStatus is an installed plugin, and its process when the host runs
+// it.
+type PluginStatus struct {
+	Name    string
+	Path    string // "" when it cannot be used (no checksum recorded, a mode refused)
+	PID     int    // 0: not running
+	Version string // what the running plugin says of itself
+}
+
+// PluginStatuses lists the installed plugins by name, each with its
+// process when the host runs one. It starts none.
+func (h *Host) PluginStatuses() []PluginStatus {
+	var out []PluginStatus
+	for _, name := range h.plugins.Installed() {
+		ps := PluginStatus{Name: name}
+		ps.Path, _, _ = h.plugins.Find(name)
+		if p, ok := h.plugins.Running(name); ok {
+			ps.PID, ps.Version = p.Pid(), p.Description.Version
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// DataDir is the data dir the host holds (or reads).
+func (h *Host) DataDir() string { return h.cfg.DataDir }

@@ -152,6 +152,23 @@ func (m *Manager) Get(ctx context.Context, name string) (*Plugin, error) {
 	return p, nil
 }
 
+// Running returns the plugin's process, if the manager runs it (and it
+// has not exited); it starts none.
+func (m *Manager) Running(name string) (*Plugin, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.running[name]
+	if !ok {
+		return nil, false
+	}
+	select {
+	case <-p.Exited():
+		return nil, false
+	default:
+		return p, true
+	}
+}
+
 // Close stops every plugin, all at once: each is asked to shut down and
 // killed if it has not exited after the kill grace, so Close returns within
 // about one grace even when plugins do not answer. Get fails after it.

@@ -99,6 +99,11 @@ func Parse(b []byte) (Script, error) {
 		default:
 			return Script{}, fmt.Errorf("scenario script: step %d: unknown wait %q", i+1, st.WaitFor)
 		}
+		// A message the host would refuse is refused before the script
+		// starts (and its thread is made).
+		if problem := domain.CheckText(st.Send); st.Send != "" && problem != "" {
+			return Script{}, fmt.Errorf("scenario script: step %d: the message %s", i+1, problem)
+		}
 	}
 	return s, nil
 }

@@ -35,6 +35,7 @@ func TestParseErrors(t *testing.T) {
 		`{"steps":[{"send":"a","interrupt":true}]}`:  "step 1 must do exactly one thing",
 		`{"steps":[{"send":"a"},{"waitFor":"tea"}]}`: `step 2: unknown wait "tea"`,
 		`{"steps":[{"send":"a","colour":"red"}]}`:    "unknown field",
+		`{"steps":[{"send":"a"},{"send":" \n"}]}`:    "scenario script: step 2: the message is empty or only white space",
 	} {
 		if _, err := Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", in, err, want)

@@ -25,7 +25,8 @@ import (
 // directory only its owner can write): it needs no token. Every call that
 // comes in over TCP carries the service's bearer token in its metadata,
 // "authorization: Bearer TOKEN"; a missing or wrong one is Unauthenticated,
-// and the log says which without the token.
+// and the log says which without the token. Health alone answers without
+// it (healthMethods).
 
 // TokenFileName is the token's file in the data dir, made on first use.
 const TokenFileName = "token"
@@ -80,11 +81,20 @@ type authenticator struct {
 	log   hclog.Logger
 }
 
-// check passes a call over a unix socket, and a call over TCP whose
-// metadata carries the token.
+// healthMethods is the prefix of gRPC health's methods, which answer
+// without the token: health says only whether the service serves, which a
+// probe (systemd, a load balancer) asks with no secret, and which tells a
+// client that finds no service from one whose token is refused.
+const healthMethods = "/grpc.health.v1.Health/"
+
+// check passes a call over a unix socket, a health call, and a call over
+// TCP whose metadata carries the token.
 func (a *authenticator) check(ctx context.Context, method string) error {
 	p, ok := peer.FromContext(ctx)
 	if ok && p.LocalAddr != nil && p.LocalAddr.Network() == "unix" {
+		return nil
+	}
+	if strings.HasPrefix(method, healthMethods) {
 		return nil
 	}
 	reason := "no authorization metadata"

@@ -13,17 +13,29 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 )
 
 // maxMessage bounds a message a client receives: a long thread's
 // projection is large.
 const maxMessage = 256 << 20
+
+// maxRequest bounds a request the service takes, and a client sends: a
+// user message of up to domain.MaxMessageBytes, with room for the
+// request's other fields (ids, a policy), which are small beside it. So a
+// message over the limit reaches SendMessage, which refuses it naming the
+// limit; only a request far over it meets gRPC's own bound. Every server
+// (Run's listeners, InProcess) and every client (Dial, InProcess) has it.
+const maxRequest = domain.MaxMessageBytes + 1<<20
 
 // DialOptions say how a client reaches a service.
 type DialOptions struct {
@@ -46,11 +58,11 @@ func Dial(ctx context.Context, target string, opts DialOptions) (*grpc.ClientCon
 	if err != nil {
 		return nil, err
 	}
-	dopts := []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage))}
+	dopts := []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxRequest))}
 	secure := opts.TLS || opts.CAFile != ""
 	switch {
 	case secure && !tcp:
-		return nil, fmt.Errorf("server %s: TLS is for tcp:// addresses, not unix sockets", target)
+		return nil, configErrorf("server %s: TLS is for tcp:// addresses, not unix sockets", target)
 	case secure:
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 		if opts.CAFile != "" {
@@ -65,7 +77,7 @@ func Dial(ctx context.Context, target string, opts DialOptions) (*grpc.ClientCon
 		}
 		dopts = append(dopts, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
 	case tcp && !loopback(addr):
-		return nil, fmt.Errorf("server %s is not a loopback address: pass --tls (and --ca-file) to reach it", target)
+		return nil, configErrorf("server %s is not a loopback address: pass --tls (and --ca-file) to reach it", target)
 	default:
 		dopts = append(dopts, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	}
@@ -91,29 +103,33 @@ func Dial(ctx context.Context, target string, opts DialOptions) (*grpc.ClientCon
 	return conn, nil
 }
 
-// parseTarget splits a target into a socket path or a host:port.
+// parseTarget splits a target into a socket path or a host:port. What it
+// refuses is a ConfigError.
 func parseTarget(target string) (addr string, tcp bool, err error) {
+	var p string
 	switch {
 	case strings.HasPrefix(target, "tcp://"):
 		u, err := url.Parse(target)
 		if err != nil || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
-			return "", false, fmt.Errorf("server %q: want tcp://HOST:PORT", target)
+			return "", false, configErrorf("server %q: want tcp://HOST:PORT", target)
 		}
 		return u.Host, true, nil
 	case strings.HasPrefix(target, "unix://"):
-		p := strings.TrimPrefix(target, "unix://")
+		p = strings.TrimPrefix(target, "unix://")
 		if !filepath.IsAbs(p) {
-			return "", false, fmt.Errorf("server %q: want unix:///ABSOLUTE/PATH", target)
+			return "", false, configErrorf("server %q: want unix:///ABSOLUTE/PATH", target)
 		}
-		return p, false, nil
 	case strings.Contains(target, "://"):
-		return "", false, fmt.Errorf("server %q: want unix:///PATH, a socket path, or tcp://HOST:PORT", target)
+		return "", false, configErrorf("server %q: want unix:///PATH, a socket path, or tcp://HOST:PORT", target)
 	case target == "":
-		return "", false, errors.New("no server address")
+		return "", false, &ConfigError{Err: errors.New("no server address")}
+	default:
+		if p, err = filepath.Abs(target); err != nil {
+			return "", false, fmt.Errorf("server %q: %w", target, err)
+		}
 	}
-	p, err := filepath.Abs(target)
-	if err != nil {
-		return "", false, fmt.Errorf("server %q: %w", target, err)
+	if why := socketTooLong(p); why != "" {
+		return "", false, configErrorf("server %q: %s", target, why)
 	}
 	return p, false, nil
 }
@@ -145,17 +161,40 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 // or a loopback address (Dial refuses the rest).
 func (b bearer) RequireTransportSecurity() bool { return b.secure }
 
+// ErrNotServing is a service whose health is not SERVING: one that is
+// draining as it stops.
+var ErrNotServing = errors.New("the service is not serving")
+
 // Check says whether a service answers on conn: its health service
-// reports SERVING before ctx ends.
+// reports SERVING before ctx ends (else ErrNotServing).
 func Check(ctx context.Context, conn *grpc.ClientConn) error {
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 	if err != nil {
 		return err
 	}
 	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		return fmt.Errorf("the service is %s", resp.GetStatus())
+		return fmt.Errorf("%w: its health is %s", ErrNotServing, resp.GetStatus())
 	}
 	return nil
+}
+
+// ErrRefused is a service that answers but refuses the caller's token.
+var ErrRefused = errors.New("refused: wrong or missing token")
+
+// CheckToken says whether the service on conn takes the caller's token.
+// Health answers without it, so a service that passes Check may still
+// refuse every other call: a client over TCP asks once, with a call that
+// needs the token (GetStatus), before it sends anything. A refusal is
+// ErrRefused; a service that has no GetStatus (an older one) passes.
+func CheckToken(ctx context.Context, conn *grpc.ClientConn) error {
+	_, err := batonv1.NewBatonClient(conn).GetStatus(ctx, &batonv1.GetStatusRequest{})
+	switch status.Code(err) {
+	case codes.OK, codes.Unimplemented:
+		return nil
+	case codes.Unauthenticated:
+		return ErrRefused
+	}
+	return err
 }
 
 // InProcess serves h over an in-memory listener and returns a client
@@ -164,7 +203,7 @@ func Check(ctx context.Context, conn *grpc.ClientConn) error {
 // the host).
 func InProcess(h *orchestrator.Host, opts Options) (conn *grpc.ClientConn, stop func(), err error) {
 	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxRequest))
 	svc := New(h, opts)
 	svc.Register(srv)
 	served := make(chan struct{})
@@ -175,7 +214,7 @@ func InProcess(h *orchestrator.Host, opts Options) (conn *grpc.ClientConn, stop 
 	conn, err = grpc.NewClient("passthrough:///baton.inprocess",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxRequest)))
 	if err != nil {
 		srv.Stop()
 		<-served

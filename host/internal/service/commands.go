@@ -99,6 +99,9 @@ func (s *Server) SendMessage(ctx context.Context, req *batonv1.SendMessageReques
 	if req.GetText() == "" {
 		return nil, invalid("text", "required")
 	}
+	if problem := domain.CheckText(req.GetText()); problem != "" {
+		return nil, invalid("text", "the message %s", problem)
+	}
 	mode, ok := modes[req.GetMode()]
 	if !ok {
 		return nil, invalid("mode", "unknown mode %q; want queue, steer, restart or now", req.GetMode())
@@ -235,7 +238,9 @@ func (s *Server) Interrupt(ctx context.Context, req *batonv1.InterruptRequest) (
 	if err != nil {
 		return nil, err
 	}
-	return receiptPB(rc, runID), nil
+	// The run the request named: a repeat returns the same receipt (one
+	// that named none found the active run only at its first try).
+	return receiptPB(rc, req.GetRunId()), nil
 }
 
 // maxReason bounds a client's stop reason.

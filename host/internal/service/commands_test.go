@@ -259,6 +259,10 @@ func TestErrorCodes(t *testing.T) {
 			_, err := e.client.SendMessage(ctx, &batonv1.SendMessageRequest{ThreadId: idle})
 			return err
 		}, codes.InvalidArgument, "text: required"},
+		{"send: white space (refused before the thread is looked up)", func() error {
+			_, err := e.client.SendMessage(ctx, &batonv1.SendMessageRequest{ThreadId: "nope", Text: " \n\t"})
+			return err
+		}, codes.InvalidArgument, "text: the message is empty or only white space"},
 		{"send: bad mode", func() error {
 			_, err := e.client.SendMessage(ctx, &batonv1.SendMessageRequest{ThreadId: idle, Text: "hi", Mode: "x"})
 			return err

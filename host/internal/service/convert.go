@@ -15,19 +15,14 @@ import (
 // Conversions between the host's types and baton.v1's.
 
 // modes are the dispatch modes by the names a client may use: the short
-// ones and the domain's.
-var modes = map[string]domain.DispatchMode{
-	"":        "",
-	"queue":   domain.ModeQueueAfterActive,
-	"steer":   domain.ModeSteerActive,
-	"restart": domain.ModeRestartActive,
-	"now":     domain.ModeStartImmediately,
-
-	string(domain.ModeQueueAfterActive): domain.ModeQueueAfterActive,
-	string(domain.ModeSteerActive):      domain.ModeSteerActive,
-	string(domain.ModeRestartActive):    domain.ModeRestartActive,
-	string(domain.ModeStartImmediately): domain.ModeStartImmediately,
-}
+// ones (domain.ModeWords) and the domain's.
+var modes = func() map[string]domain.DispatchMode {
+	m := map[string]domain.DispatchMode{"": ""}
+	for word, mode := range domain.ModeWords {
+		m[word], m[string(mode)] = mode, mode
+	}
+	return m
+}()
 
 func receiptPB(rc domain.Receipt, runID string) *batonv1.Receipt {
 	return &batonv1.Receipt{CommandId: rc.CommandID, Type: rc.Type, ThreadId: rc.ThreadID, Sequence: rc.Sequence,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -20,6 +21,34 @@ import (
 
 // SocketName is the default socket's name in the data dir.
 const SocketName = "baton.sock"
+
+// ConfigError is a configuration the service refuses as it is given,
+// before it touches anything: an address it cannot listen on or dial as
+// written, half a TLS pair, plaintext TCP off loopback. Its message says
+// what to give instead; the CLI makes it a usage error (exit 2).
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// configErrorf is a ConfigError.
+func configErrorf(format string, args ...any) error {
+	return &ConfigError{Err: fmt.Errorf(format, args...)}
+}
+
+// MaxSocketPath is the longest path a unix socket can have on this
+// system: its address holds the path and a terminating NUL (107 bytes on
+// Linux, 103 on macOS). A longer one cannot be listened on or dialed.
+var MaxSocketPath = len(syscall.RawSockaddrUnix{}.Path) - 1
+
+// socketTooLong says why path is too long for a unix socket ("" when it
+// is not): what the path and the limit are.
+func socketTooLong(path string) string {
+	if len(path) <= MaxSocketPath {
+		return ""
+	}
+	return fmt.Sprintf("the socket path %s is %d bytes; a unix socket's path holds at most %d bytes here", path, len(path), MaxSocketPath)
+}
 
 // endpoint is one address to listen on.
 type endpoint struct {
@@ -39,22 +68,30 @@ func parseListen(dataDir string, listen []string) ([]endpoint, error) {
 		case strings.HasPrefix(a, "unix://"):
 			p := strings.TrimPrefix(a, "unix://")
 			if !filepath.IsAbs(p) {
-				return nil, fmt.Errorf("listen %q: a unix socket's path must be absolute", a)
+				return nil, configErrorf("listen %q: a unix socket's path must be absolute", a)
 			}
-			eps = append(eps, endpoint{"unix", filepath.Clean(p)})
+			p = filepath.Clean(p)
+			if why := socketTooLong(p); why != "" {
+				return nil, configErrorf("listen %q: %s: give --listen unix:///A/SHORTER/PATH", a, why)
+			}
+			eps = append(eps, endpoint{"unix", p})
 			unix = true
 		case strings.HasPrefix(a, "tcp://"):
 			hp := strings.TrimPrefix(a, "tcp://")
 			if _, _, err := net.SplitHostPort(hp); err != nil {
-				return nil, fmt.Errorf("listen %q: want tcp://HOST:PORT: %w", a, err)
+				return nil, configErrorf("listen %q: want tcp://HOST:PORT", a)
 			}
 			eps = append(eps, endpoint{"tcp", hp})
 		default:
-			return nil, fmt.Errorf("listen %q: want unix:///PATH or tcp://HOST:PORT", a)
+			return nil, configErrorf("listen %q: want unix:///PATH or tcp://HOST:PORT", a)
 		}
 	}
 	if !unix {
-		eps = append([]endpoint{{"unix", filepath.Join(dataDir, SocketName)}}, eps...)
+		p := filepath.Join(dataDir, SocketName)
+		if why := socketTooLong(p); why != "" {
+			return nil, configErrorf("%s: give --listen unix:///A/SHORTER/PATH (the service then has no socket in the data dir: reach it with --server), or a shorter --data", why)
+		}
+		eps = append([]endpoint{{"unix", p}}, eps...)
 	}
 	return eps, nil
 }

@@ -4,12 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 )
 
-// The reads: a thread, the list of threads, a run's diff, the plugins.
+// The reads: a thread, the list of threads, a run's diff, the plugins, the
+// service's status.
 
 // GetThread returns a thread's projection and the sequence it shows.
 func (s *Server) GetThread(_ context.Context, req *batonv1.GetThreadRequest) (*batonv1.Thread, error) {
@@ -128,6 +133,26 @@ func (s *Server) ListPlugins(ctx context.Context, _ *batonv1.ListPluginsRequest)
 			pb.Notes = map[string]string{"error": p.Err.Error()}
 		}
 		resp.Plugins = append(resp.Plugins, pb)
+	}
+	return resp, nil
+}
+
+// GetStatus says what the service is and runs: its version and process,
+// since when and where it serves, its active threads (from their live
+// markers and heads) and its plugins (none started).
+func (s *Server) GetStatus(context.Context, *batonv1.GetStatusRequest) (*batonv1.ServiceStatus, error) {
+	active, err := s.host.ActiveThreads()
+	if err != nil {
+		return nil, s.toStatus("GetStatus", err)
+	}
+	resp := &batonv1.ServiceStatus{Version: s.version, Pid: int32(os.Getpid()), DataDir: s.host.DataDir(),
+		StartedAt: timestamppb.New(s.started), Uptime: durationpb.New(s.clk.Now().Sub(s.started)), Listeners: s.listeners,
+		Runtime: runtimeStats()}
+	for _, t := range active {
+		resp.ActiveThreads = append(resp.ActiveThreads, summaryPB(t))
+	}
+	for _, p := range s.host.PluginStatuses() {
+		resp.Plugins = append(resp.Plugins, &batonv1.PluginStatus{Name: p.Name, Path: p.Path, Pid: int32(p.PID), Version: p.Version})
 	}
 	return resp, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/rawframes"
 	"github.com/baton-run/baton/sdk/clock"
@@ -49,6 +50,8 @@ type Config struct {
 	// Ready, when set, is called once every listener listens, with their
 	// addresses (unix:///PATH, tcp://HOST:PORT).
 	Ready func(addrs []string)
+	// Version is baton's version, as GetStatus says it.
+	Version string
 }
 
 // DrainTimeout bounds how long a drain waits for calls in flight before
@@ -64,6 +67,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.DataDir == "" {
 		return errors.New("serve: no data dir")
 	}
+	if abs, err := filepath.Abs(cfg.DataDir); err == nil {
+		cfg.DataDir = abs // its socket's address, and what GetStatus says, hold for a client elsewhere
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -75,7 +81,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	tlsConf, err := loadTLS(cfg.TLSCert, cfg.TLSKey)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("serve: %w", &ConfigError{Err: err})
 	}
 	tcp := false
 	for _, ep := range eps {
@@ -84,7 +90,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		tcp = true
 		if host, _, _ := net.SplitHostPort(ep.addr); tlsConf == nil && !isLoopback(host) {
-			return fmt.Errorf("serve: listen %s: an address other than loopback needs TLS (a certificate and key)", ep)
+			return fmt.Errorf("serve: %w", configErrorf("listen %s: an address other than loopback needs TLS (a certificate and key)", ep))
 		}
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -116,13 +122,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	srv := New(host, Options{Logger: log.Named("service"), Clock: clk})
+	srv := New(host, Options{Logger: log.Named("service"), Clock: clk, Version: cfg.Version})
 	auth := &authenticator{token: token, log: log.Named("auth")}
-	g := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.unary), grpc.ChainStreamInterceptor(auth.stream))
+	g := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.unary), grpc.ChainStreamInterceptor(auth.stream), grpc.MaxRecvMsgSize(maxRequest))
 	srv.Register(g)
 
 	var lis []net.Listener
 	var addrs []string
+	var status []*batonv1.Listener
 	for _, ep := range eps {
 		l, err := listen(ep, tlsConf)
 		if err != nil {
@@ -134,7 +141,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		lis = append(lis, l)
 		addrs = append(addrs, addrOf(ep, l))
+		onTCP := ep.network == "tcp"
+		status = append(status, &batonv1.Listener{Address: addrOf(ep, l), Tls: onTCP && tlsConf != nil, Token: onTCP})
 	}
+	srv.Serving(status)
 	served := make(chan error, len(lis))
 	for _, l := range lis {
 		go func() { served <- g.Serve(l) }()

@@ -10,6 +10,9 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -192,7 +195,8 @@ func TestRunRefusesWritableDirs(t *testing.T) {
 
 // TCP always needs the token: none or a wrong one is Unauthenticated
 // (logged without the token), the right one (made 0600 in the data dir on
-// first use, or read from a token file) works.
+// first use, or read from a token file) works. Health alone answers
+// without it; reflection, like every other call, needs it.
 func TestRunTCPToken(t *testing.T) {
 	data := filepath.Join(shortDir(t), "data")
 	var logs syncBuffer
@@ -243,6 +247,26 @@ func TestRunTCPToken(t *testing.T) {
 		if status.Code(err) != want {
 			t.Errorf("%s: subscribe: %v, want %s", tc.name, err, want)
 		}
+		if _, err := client.GetStatus(tc.ctx, &batonv1.GetStatusRequest{}); status.Code(err) != tc.want {
+			t.Errorf("%s: status: %v, want %s", tc.name, err, tc.want)
+		}
+		refl, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(tc.ctx)
+		if err == nil {
+			// A stream the server has ended makes Send say io.EOF; its
+			// status is Recv's.
+			if err = refl.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err == nil || err == io.EOF {
+				_, err = refl.Recv()
+			}
+		}
+		if status.Code(err) != tc.want {
+			t.Errorf("%s: reflection: %v, want %s", tc.name, err, tc.want)
+		}
+		for _, svc := range []string{"", service.Service} {
+			resp, err := healthpb.NewHealthClient(conn).Check(tc.ctx, &healthpb.HealthCheckRequest{Service: svc})
+			if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				t.Errorf("%s: health of %q: %v %v, want SERVING whatever the token", tc.name, svc, resp, err)
+			}
+		}
 	}
 	s.shutdown(t)
 	out := logs.String()
@@ -283,6 +307,57 @@ func TestRunNonLoopbackNeedsTLS(t *testing.T) {
 		if _, err := os.Stat(data); !os.IsNotExist(err) {
 			t.Errorf("%s: the data dir was made before the refusal", addr)
 		}
+	}
+}
+
+// A configuration the service cannot serve as written is a ConfigError
+// (the CLI's usage error) that says what to give instead, refused before
+// anything is made: an address it cannot parse, a unix socket's path over
+// what the system holds (given, or the data dir's), half a TLS pair,
+// plaintext off loopback.
+func TestRunConfigErrors(t *testing.T) {
+	long := filepath.Join(shortDir(t), strings.Repeat("d", service.MaxSocketPath))
+	limit := fmt.Sprintf("a unix socket's path holds at most %d bytes here", service.MaxSocketPath)
+	for _, tc := range []struct {
+		name    string
+		data    string // "" for a short one
+		listen  []string
+		tlsCert string
+		want    string
+	}{
+		{"not an address", "", []string{"localhost:7077"}, "", `serve: listen "localhost:7077": want unix:///PATH or tcp://HOST:PORT`},
+		{"no port", "", []string{"tcp://127.0.0.1"}, "", `serve: listen "tcp://127.0.0.1": want tcp://HOST:PORT`},
+		{"relative socket", "", []string{"unix://baton.sock"}, "", `serve: listen "unix://baton.sock": a unix socket's path must be absolute`},
+		{"long socket", "", []string{"unix://" + long + "/baton.sock"}, "",
+			fmt.Sprintf(`serve: listen "unix://%s/baton.sock": the socket path %s/baton.sock is %d bytes; %s: give --listen unix:///A/SHORTER/PATH`,
+				long, long, len(long)+len("/baton.sock"), limit)},
+		{"long data dir", long, nil, "",
+			fmt.Sprintf(`serve: the socket path %s/baton.sock is %d bytes; %s: give --listen unix:///A/SHORTER/PATH (the service then has no socket in the data dir: reach it with --server), or a shorter --data`,
+				long, len(long)+len("/baton.sock"), limit)},
+		{"half a TLS pair", "", nil, "cert.pem", "serve: TLS needs both a certificate and its key"},
+		{"plaintext off loopback", "", []string{"tcp://192.0.2.1:0"}, "", "serve: listen tcp://192.0.2.1:0: an address other than loopback needs TLS (a certificate and key)"},
+	} {
+		data := tc.data
+		if data == "" {
+			data = filepath.Join(shortDir(t), "data")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		err := service.Run(ctx, service.Config{DataDir: data, Listen: tc.listen, TLSCert: tc.tlsCert, PluginDirs: []string{pluginDir},
+			Ready: func([]string) { t.Errorf("%s: the service listened", tc.name); cancel() }})
+		cancel()
+		var ce *service.ConfigError
+		if !errors.As(err, &ce) || err.Error() != tc.want {
+			t.Errorf("%s: %v (a ConfigError: %v)\nwant %s", tc.name, err, ce != nil, tc.want)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("%s: the data dir was made before the refusal", tc.name)
+		}
+	}
+	// A client's too: a socket path the system cannot dial.
+	_, err := service.Dial(t.Context(), long+"/baton.sock", service.DialOptions{})
+	var ce *service.ConfigError
+	if want := fmt.Sprintf(`server %q: the socket path %s/baton.sock is %d bytes; %s`, long+"/baton.sock", long, len(long)+len("/baton.sock"), limit); !errors.As(err, &ce) || err.Error() != want {
+		t.Errorf("Dial of a long socket path: %v\nwant %s", err, want)
 	}
 }
 

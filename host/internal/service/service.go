@@ -34,6 +34,8 @@ type Options struct {
 	// SubscriberBuffer is how many events wait for a subscriber while it
 	// is behind (default 1024).
 	SubscriberBuffer int
+	// Version is baton's version, as GetStatus says it.
+	Version string
 }
 
 // Defaults of Options.
@@ -55,6 +57,12 @@ type Server struct {
 	slow   time.Duration
 	buffer int
 	health *health.Server
+
+	// What GetStatus says of the service: its version, and since when and
+	// where it serves (Serving; New's time and none until then).
+	version   string
+	started   time.Time
+	listeners []*batonv1.Listener
 
 	// stopping ends when the service shuts down: subscriptions end with
 	// Unavailable.
@@ -78,7 +86,13 @@ func New(h *orchestrator.Host, opts Options) *Server {
 	}
 	stopping, stop := context.WithCancel(context.Background())
 	return &Server{host: h, log: opts.Logger, clk: opts.Clock, slow: opts.SlowSubscriber, buffer: opts.SubscriberBuffer,
-		health: health.NewServer(), stopping: stopping, stop: stop}
+		health: health.NewServer(), version: opts.Version, started: opts.Clock.Now(), stopping: stopping, stop: stop}
+}
+
+// Serving records where the service listens, from now: what GetStatus
+// says. It is called before the listeners serve.
+func (s *Server) Serving(listeners []*batonv1.Listener) {
+	s.started, s.listeners = s.clk.Now(), listeners
 }
 
 // Register registers the Baton service on g, with gRPC health (SERVING

@@ -30,6 +30,7 @@ var codeTable = []struct {
 	{domain.ErrNotResumable, codes.FailedPrecondition},
 	{pluginhost.ErrNotInstalled, codes.FailedPrecondition},
 	{eventlog.ErrDamaged, codes.DataLoss},
+	{eventlog.ErrReadOnly, codes.FailedPrecondition},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }

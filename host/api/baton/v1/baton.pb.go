@@ -2017,6 +2017,370 @@ func (x *ListPluginsResponse) GetPlugins() []*Plugin {
 	return nil
 }
 
+type GetStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStatusRequest) Reset() {
+	*x = GetStatusRequest{}
+	mi := &file_baton_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStatusRequest) ProtoMessage() {}
+
+func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
+func (*GetStatusRequest) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{25}
+}
+
+type ServiceStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// version is the service's baton version.
+	Version string `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	// pid is the service's process id.
+	Pid int32 `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
+	// data_dir is the data directory it holds.
+	DataDir string `protobuf:"bytes,3,opt,name=data_dir,json=dataDir,proto3" json:"data_dir,omitempty"`
+	// started_at is when it started serving; uptime how long ago, on its
+	// clock.
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	Uptime    *durationpb.Duration   `protobuf:"bytes,5,opt,name=uptime,proto3" json:"uptime,omitempty"`
+	Listeners []*Listener            `protobuf:"bytes,6,rep,name=listeners,proto3" json:"listeners,omitempty"`
+	// active_threads are the threads a stop would leave in flight: a run
+	// active or queued, a wait armed, or a provider session open (its
+	// summary's status idle), in id order.
+	ActiveThreads []*ThreadSummary `protobuf:"bytes,7,rep,name=active_threads,json=activeThreads,proto3" json:"active_threads,omitempty"`
+	// plugins are the installed plugins, by name; those the service runs
+	// say their process and version.
+	Plugins []*PluginStatus `protobuf:"bytes,8,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	// runtime is what the service's process holds now: for an operator
+	// (or a soak test) watching it for growth.
+	Runtime       *RuntimeStats `protobuf:"bytes,9,opt,name=runtime,proto3" json:"runtime,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceStatus) Reset() {
+	*x = ServiceStatus{}
+	mi := &file_baton_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceStatus) ProtoMessage() {}
+
+func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
+func (*ServiceStatus) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ServiceStatus) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ServiceStatus) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *ServiceStatus) GetDataDir() string {
+	if x != nil {
+		return x.DataDir
+	}
+	return ""
+}
+
+func (x *ServiceStatus) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *ServiceStatus) GetUptime() *durationpb.Duration {
+	if x != nil {
+		return x.Uptime
+	}
+	return nil
+}
+
+func (x *ServiceStatus) GetListeners() []*Listener {
+	if x != nil {
+		return x.Listeners
+	}
+	return nil
+}
+
+func (x *ServiceStatus) GetActiveThreads() []*ThreadSummary {
+	if x != nil {
+		return x.ActiveThreads
+	}
+	return nil
+}
+
+func (x *ServiceStatus) GetPlugins() []*PluginStatus {
+	if x != nil {
+		return x.Plugins
+	}
+	return nil
+}
+
+func (x *ServiceStatus) GetRuntime() *RuntimeStats {
+	if x != nil {
+		return x.Runtime
+	}
+	return nil
+}
+
+type RuntimeStats struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Goroutines int32                  `protobuf:"varint,1,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
+	// heap_bytes is the Go heap's live objects.
+	HeapBytes uint64 `protobuf:"varint,2,opt,name=heap_bytes,json=heapBytes,proto3" json:"heap_bytes,omitempty"`
+	// resident_bytes is the process's resident memory (0: not known on
+	// this system).
+	ResidentBytes uint64 `protobuf:"varint,3,opt,name=resident_bytes,json=residentBytes,proto3" json:"resident_bytes,omitempty"`
+	// open_files is how many file descriptors the process has open (-1:
+	// not known on this system).
+	OpenFiles     int32 `protobuf:"varint,4,opt,name=open_files,json=openFiles,proto3" json:"open_files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RuntimeStats) Reset() {
+	*x = RuntimeStats{}
+	mi := &file_baton_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RuntimeStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RuntimeStats) ProtoMessage() {}
+
+func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RuntimeStats.ProtoReflect.Descriptor instead.
+func (*RuntimeStats) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *RuntimeStats) GetGoroutines() int32 {
+	if x != nil {
+		return x.Goroutines
+	}
+	return 0
+}
+
+func (x *RuntimeStats) GetHeapBytes() uint64 {
+	if x != nil {
+		return x.HeapBytes
+	}
+	return 0
+}
+
+func (x *RuntimeStats) GetResidentBytes() uint64 {
+	if x != nil {
+		return x.ResidentBytes
+	}
+	return 0
+}
+
+func (x *RuntimeStats) GetOpenFiles() int32 {
+	if x != nil {
+		return x.OpenFiles
+	}
+	return 0
+}
+
+type Listener struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// address is unix:///PATH or tcp://HOST:PORT.
+	Address string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// tls: a TCP listener that speaks TLS.
+	Tls bool `protobuf:"varint,2,opt,name=tls,proto3" json:"tls,omitempty"`
+	// token: calls need the bearer token (every TCP listener but for health).
+	Token         bool `protobuf:"varint,3,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Listener) Reset() {
+	*x = Listener{}
+	mi := &file_baton_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Listener) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Listener) ProtoMessage() {}
+
+func (x *Listener) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Listener.ProtoReflect.Descriptor instead.
+func (*Listener) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *Listener) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *Listener) GetTls() bool {
+	if x != nil {
+		return x.Tls
+	}
+	return false
+}
+
+func (x *Listener) GetToken() bool {
+	if x != nil {
+		return x.Token
+	}
+	return false
+}
+
+type PluginStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// path is the binary the service would start (the first in its
+	// search path).
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// pid is its process, when the service runs it (0: not running).
+	Pid int32 `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
+	// version is what the running plugin says of itself.
+	Version       string `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PluginStatus) Reset() {
+	*x = PluginStatus{}
+	mi := &file_baton_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PluginStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PluginStatus) ProtoMessage() {}
+
+func (x *PluginStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
+func (*PluginStatus) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *PluginStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PluginStatus) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *PluginStatus) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *PluginStatus) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
 var File_baton_proto protoreflect.FileDescriptor
 
 const file_baton_proto_rawDesc = "" +
@@ -2197,7 +2561,37 @@ const file_baton_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
 	"\x13ListPluginsResponse\x12*\n" +
-	"\aplugins\x18\x01 \x03(\v2\x10.baton.v1.PluginR\aplugins2\xcd\x06\n" +
+	"\aplugins\x18\x01 \x03(\v2\x10.baton.v1.PluginR\aplugins\"\x12\n" +
+	"\x10GetStatusRequest\"\x9a\x03\n" +
+	"\rServiceStatus\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\x12\x10\n" +
+	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12\x19\n" +
+	"\bdata_dir\x18\x03 \x01(\tR\adataDir\x129\n" +
+	"\n" +
+	"started_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x121\n" +
+	"\x06uptime\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x06uptime\x120\n" +
+	"\tlisteners\x18\x06 \x03(\v2\x12.baton.v1.ListenerR\tlisteners\x12>\n" +
+	"\x0eactive_threads\x18\a \x03(\v2\x17.baton.v1.ThreadSummaryR\ractiveThreads\x120\n" +
+	"\aplugins\x18\b \x03(\v2\x16.baton.v1.PluginStatusR\aplugins\x120\n" +
+	"\aruntime\x18\t \x01(\v2\x16.baton.v1.RuntimeStatsR\aruntime\"\x93\x01\n" +
+	"\fRuntimeStats\x12\x1e\n" +
+	"\n" +
+	"goroutines\x18\x01 \x01(\x05R\n" +
+	"goroutines\x12\x1d\n" +
+	"\n" +
+	"heap_bytes\x18\x02 \x01(\x04R\theapBytes\x12%\n" +
+	"\x0eresident_bytes\x18\x03 \x01(\x04R\rresidentBytes\x12\x1d\n" +
+	"\n" +
+	"open_files\x18\x04 \x01(\x05R\topenFiles\"L\n" +
+	"\bListener\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x10\n" +
+	"\x03tls\x18\x02 \x01(\bR\x03tls\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\bR\x05token\"b\n" +
+	"\fPluginStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x10\n" +
+	"\x03pid\x18\x03 \x01(\x05R\x03pid\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion2\x8f\a\n" +
 	"\x05Baton\x12@\n" +
 	"\fCreateThread\x12\x1d.baton.v1.CreateThreadRequest\x1a\x11.baton.v1.Receipt\x12>\n" +
 	"\vSendMessage\x12\x1c.baton.v1.SendMessageRequest\x1a\x11.baton.v1.Receipt\x12B\n" +
@@ -2211,7 +2605,8 @@ const file_baton_proto_rawDesc = "" +
 	"\vListThreads\x12\x1c.baton.v1.ListThreadsRequest\x1a\x1d.baton.v1.ListThreadsResponse\x12:\n" +
 	"\tSubscribe\x12\x1a.baton.v1.SubscribeRequest\x1a\x0f.baton.v1.Event0\x01\x125\n" +
 	"\x04Diff\x12\x15.baton.v1.DiffRequest\x1a\x16.baton.v1.DiffResponse\x12J\n" +
-	"\vListPlugins\x12\x1c.baton.v1.ListPluginsRequest\x1a\x1d.baton.v1.ListPluginsResponseB6Z4github.com/baton-run/baton/host/api/baton/v1;batonv1b\x06proto3"
+	"\vListPlugins\x12\x1c.baton.v1.ListPluginsRequest\x1a\x1d.baton.v1.ListPluginsResponse\x12@\n" +
+	"\tGetStatus\x12\x1a.baton.v1.GetStatusRequest\x1a\x17.baton.v1.ServiceStatusB6Z4github.com/baton-run/baton/host/api/baton/v1;batonv1b\x06proto3"
 
 var (
 	file_baton_proto_rawDescOnce sync.Once
@@ -2225,7 +2620,7 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),               // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),       // 1: baton.v1.ProviderCommand
@@ -2252,68 +2647,81 @@ var file_baton_proto_goTypes = []any{
 	(*Capabilities)(nil),          // 22: baton.v1.Capabilities
 	(*Plugin)(nil),                // 23: baton.v1.Plugin
 	(*ListPluginsResponse)(nil),   // 24: baton.v1.ListPluginsResponse
-	nil,                           // 25: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                           // 26: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 28: google.protobuf.Duration
-	(*structpb.Struct)(nil),       // 29: google.protobuf.Struct
+	(*GetStatusRequest)(nil),      // 25: baton.v1.GetStatusRequest
+	(*ServiceStatus)(nil),         // 26: baton.v1.ServiceStatus
+	(*RuntimeStats)(nil),          // 27: baton.v1.RuntimeStats
+	(*Listener)(nil),              // 28: baton.v1.Listener
+	(*PluginStatus)(nil),          // 29: baton.v1.PluginStatus
+	nil,                           // 30: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                           // 31: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 33: google.protobuf.Duration
+	(*structpb.Struct)(nil),       // 34: google.protobuf.Struct
 }
 var file_baton_proto_depIdxs = []int32{
-	27, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	32, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,  // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	9,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	9,  // 3: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	25, // 4: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	30, // 4: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
 	1,  // 5: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	1,  // 6: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
-	28, // 7: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
-	28, // 8: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
-	28, // 9: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
-	28, // 10: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
-	28, // 11: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	33, // 7: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	33, // 8: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	33, // 9: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	33, // 10: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	33, // 11: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
 	9,  // 12: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	13, // 13: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
-	29, // 14: baton.v1.Thread.projection:type_name -> google.protobuf.Struct
-	27, // 15: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	27, // 16: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	34, // 14: baton.v1.Thread.projection:type_name -> google.protobuf.Struct
+	32, // 15: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	32, // 16: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
 	13, // 17: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	27, // 18: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	29, // 19: baton.v1.Event.data:type_name -> google.protobuf.Struct
+	32, // 18: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	34, // 19: baton.v1.Event.data:type_name -> google.protobuf.Struct
 	19, // 20: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
 	22, // 21: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	26, // 22: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	31, // 22: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
 	23, // 23: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	2,  // 24: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	3,  // 25: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	4,  // 26: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	5,  // 27: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	6,  // 28: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
-	7,  // 29: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	8,  // 30: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	10, // 31: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	11, // 32: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	14, // 33: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	16, // 34: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	18, // 35: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	21, // 36: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	0,  // 37: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,  // 38: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,  // 39: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,  // 40: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,  // 41: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
-	0,  // 42: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,  // 43: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,  // 44: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	12, // 45: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	15, // 46: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	17, // 47: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	20, // 48: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	24, // 49: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	37, // [37:50] is the sub-list for method output_type
-	24, // [24:37] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	32, // 24: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
+	33, // 25: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
+	28, // 26: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
+	13, // 27: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
+	29, // 28: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
+	27, // 29: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
+	2,  // 30: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	3,  // 31: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	4,  // 32: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	5,  // 33: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	6,  // 34: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	7,  // 35: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	8,  // 36: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	10, // 37: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	11, // 38: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	14, // 39: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	16, // 40: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	18, // 41: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	21, // 42: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	25, // 43: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
+	0,  // 44: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,  // 45: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,  // 46: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,  // 47: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,  // 48: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,  // 49: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,  // 50: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,  // 51: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	12, // 52: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	15, // 53: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	17, // 54: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	20, // 55: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	24, // 56: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	26, // 57: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
+	44, // [44:58] is the sub-list for method output_type
+	30, // [30:44] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -2327,7 +2735,7 @@ func file_baton_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

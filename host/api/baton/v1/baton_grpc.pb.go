@@ -48,6 +48,7 @@ const (
 	Baton_Subscribe_FullMethodName      = "/baton.v1.Baton/Subscribe"
 	Baton_Diff_FullMethodName           = "/baton.v1.Baton/Diff"
 	Baton_ListPlugins_FullMethodName    = "/baton.v1.Baton/ListPlugins"
+	Baton_GetStatus_FullMethodName      = "/baton.v1.Baton/GetStatus"
 )
 
 // BatonClient is the client API for Baton service.
@@ -106,6 +107,10 @@ type BatonClient interface {
 	Diff(ctx context.Context, in *DiffRequest, opts ...grpc.CallOption) (*DiffResponse, error)
 	// ListPlugins lists the installed provider plugins and what each can do.
 	ListPlugins(ctx context.Context, in *ListPluginsRequest, opts ...grpc.CallOption) (*ListPluginsResponse, error)
+	// GetStatus says what the service is and what it runs: its version and
+	// process, since when it serves, where it listens, its active threads
+	// and its plugins. It reads no thread's events and starts no plugin.
+	GetStatus(ctx context.Context, in *GetStatusRequest, opts ...grpc.CallOption) (*ServiceStatus, error)
 }
 
 type batonClient struct {
@@ -255,6 +260,16 @@ func (c *batonClient) ListPlugins(ctx context.Context, in *ListPluginsRequest, o
 	return out, nil
 }
 
+func (c *batonClient) GetStatus(ctx context.Context, in *GetStatusRequest, opts ...grpc.CallOption) (*ServiceStatus, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceStatus)
+	err := c.cc.Invoke(ctx, Baton_GetStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BatonServer is the server API for Baton service.
 // All implementations must embed UnimplementedBatonServer
 // for forward compatibility.
@@ -311,6 +326,10 @@ type BatonServer interface {
 	Diff(context.Context, *DiffRequest) (*DiffResponse, error)
 	// ListPlugins lists the installed provider plugins and what each can do.
 	ListPlugins(context.Context, *ListPluginsRequest) (*ListPluginsResponse, error)
+	// GetStatus says what the service is and what it runs: its version and
+	// process, since when it serves, where it listens, its active threads
+	// and its plugins. It reads no thread's events and starts no plugin.
+	GetStatus(context.Context, *GetStatusRequest) (*ServiceStatus, error)
 	mustEmbedUnimplementedBatonServer()
 }
 
@@ -359,6 +378,9 @@ func (UnimplementedBatonServer) Diff(context.Context, *DiffRequest) (*DiffRespon
 }
 func (UnimplementedBatonServer) ListPlugins(context.Context, *ListPluginsRequest) (*ListPluginsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListPlugins not implemented")
+}
+func (UnimplementedBatonServer) GetStatus(context.Context, *GetStatusRequest) (*ServiceStatus, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetStatus not implemented")
 }
 func (UnimplementedBatonServer) mustEmbedUnimplementedBatonServer() {}
 func (UnimplementedBatonServer) testEmbeddedByValue()               {}
@@ -608,6 +630,24 @@ func _Baton_ListPlugins_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Baton_GetStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BatonServer).GetStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Baton_GetStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BatonServer).GetStatus(ctx, req.(*GetStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Baton_ServiceDesc is the grpc.ServiceDesc for Baton service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -662,6 +702,10 @@ var Baton_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListPlugins",
 			Handler:    _Baton_ListPlugins_Handler,
+		},
+		{
+			MethodName: "GetStatus",
+			Handler:    _Baton_GetStatus_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
