@@ -1188,7 +1188,7 @@ func storyOf(t *testing.T, sc *sweepScenario) *story {
 		delete(e, "afterMs")
 		switch e["type"] {
 		case transcript.TypeExpectOutbound:
-			if anyPrompt(e["frame"].(map[string]any)) {
+			if anyPromptFrame(e["frame"].(map[string]any)) {
 				prompts = append(prompts, len(part))
 			}
 		case transcript.TypeEmitInbound:
@@ -1216,10 +1216,10 @@ func storyOf(t *testing.T, sc *sweepScenario) *story {
 	return st
 }
 
-// anyPrompt makes a prompt's expected frame take any input, and says
+// anyPromptFrame makes a prompt's expected frame take any input, and says
 // whether it was one: ACP's session/prompt, Codex's turn/start, Claude
 // Code's user message.
-func anyPrompt(frame map[string]any) bool {
+func anyPromptFrame(frame map[string]any) bool {
 	params, _ := frame["params"].(map[string]any)
 	switch {
 	case frame["method"] == "session/prompt":
@@ -1251,4 +1251,48 @@ func gitInit(t *testing.T, dir string) {
 	if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
 		t.Fatalf("git init %s: %v\n%s", dir, err, out)
 	}
+}
+
+// promptsAnyText writes a copy of a transcript into dir whose prompts'
+// expectations take any prompt (anyPromptFrame), and returns its path.
+func promptsAnyText(t *testing.T, file, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	n := 0
+	for l := range bytes.Lines(b) {
+		if bytes.Contains(l, []byte(`"type":"`+transcript.TypeExpectOutbound+`"`)) {
+			var e map[string]any
+			d := json.NewDecoder(bytes.NewReader(l))
+			d.UseNumber()
+			if err := d.Decode(&e); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if f, _ := e["frame"].(map[string]any); f != nil && anyPromptFrame(f) {
+				l, _ = json.Marshal(e)
+				l = append(l, '\n')
+				n++
+			}
+		}
+		out.Write(l)
+	}
+	if n == 0 {
+		t.Fatalf("%s expects no prompt", file)
+	}
+	dst := filepath.Join(dir, filepath.Base(file))
+	if err := os.WriteFile(dst, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// promptsSent are the texts of the prompts and steering a raw-frame log
+// shows sent to the provider (sentEffects); a last line cut by a kill
+// does not count.
+func promptsSent(t *testing.T, file string) []string {
+	t.Helper()
+	return sentEffects(t, file).inputs
 }
