@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/host/internal/domain"
@@ -99,6 +100,9 @@ type env struct {
 	// timers a test expects (a log's age is by its file's time, not the
 	// fake clock's).
 	frames rawframes.Policy
+	// storeFS is the file system the host's event log runs on (nil: the
+	// operating system's).
+	storeFS vfs.FS
 }
 
 // callDeadline is the plugin call timeout of a test's host unless it sets
@@ -149,7 +153,7 @@ func (e *env) open() {
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
 		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: !e.embedded, PluginCallTimeout: cmp.Or(e.calls, callDeadline),
 		InterruptGrace: e.grace,
-		RawFrames:      cmp.Or(e.frames, rawframes.Policy{MaxAge: -1})})
+		RawFrames:      cmp.Or(e.frames, rawframes.Policy{MaxAge: -1}), StoreFS: e.storeFS})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

@@ -369,7 +369,17 @@ func (h *Host) pump(s *liveSession) {
 				}
 			}
 			attempt = 0
-			h.ingestBatch(s, batch)
+			if !h.ingestBatch(s, batch) {
+				// The host stops before they could be stored: never
+				// acknowledged, and not skipped by a stream reopened
+				// after them; the next host reconciles the session.
+				h.log.Warn("session events not stored as the host stops; left for the next host", "session", s.id,
+					"after", last, "events", len(batch))
+				scancel()
+				for range evc { // the reader ends with its context
+				}
+				return
+			}
 			last = batch[len(batch)-1].Sequence
 			if last-acked >= ackEvery {
 				// Stored: the plugin need not keep them for a stream that
