@@ -204,7 +204,8 @@ live-test: build
 	done
 
 # The SIGKILL sweep on its own: the real baton killed 100 times at random
-# points of replayed multi-turn sessions on one data dir (TestSIGKILLSweep
+# points of replayed sessions (prompts, approvals, steering, interrupts;
+# ACP, Codex and Claude) on one data dir (TestSIGKILLSweep
 # in host/cmd/baton, which make test runs too; SIGKILL_KILLS=1000 for a
 # longer one). A failure names its seed:
 # BATON_SIGKILL_SEED=N make sigkill-sweep plays the same kill points.
@@ -245,8 +246,10 @@ fuzz:
 	cd sdk && $(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./transcript/
 	cd sdk && $(GO) test -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./transcript/
 	cd plugins/acp && $(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/acp/
+	cd plugins/acp && $(GO) test -run '^$$' -fuzz '^FuzzLimitOf$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/acp/
 	cd plugins/codex && $(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/codex/
 	cd plugins/codex && $(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/codex/
+	cd plugins/codex && $(GO) test -run '^$$' -fuzz '^FuzzLimit$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/codex/
 	cd plugins/claude && $(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/claude/
 	cd plugins/claude && $(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/claude/
 	cd plugins/cursor && $(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/cursor/
@@ -256,6 +259,7 @@ fuzz:
 	cd sdk && $(GO) test -run '^$$' -fuzz '^FuzzNotification$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./jsonrpcproc/
 	cd plugins/opencode && $(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/opencode/
 	cd plugins/opencode && $(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/opencode/
+	cd plugins/opencode && $(GO) test -run '^$$' -fuzz '^FuzzLimitEvents$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/opencode/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzDecodeCommand$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/domain/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/scenario/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzParseSummary$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/checkpoint/

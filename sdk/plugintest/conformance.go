@@ -150,6 +150,9 @@ func calledFor(sc Scenario, c sdk.Capabilities) (bool, string) {
 // completed (interrupted for turn_interrupt), a request is answered for
 // approval_accept, a child thread appears for subagent, the rollback and
 // the resume succeed, and the replay peer saw every frame it expected.
+// In the simple scenario's session, once its turns ended, the RPC of each
+// capability the plugin does not declare must answer sdk.ErrUnsupported
+// and send the provider nothing (CheckUndeclared).
 //
 //	func TestConformance(t *testing.T) {
 //		plugintest.Conformance(t, plugintest.Build(t, "."), plugintest.Dir("testdata"))
@@ -326,6 +329,9 @@ func play(t *testing.T, bin string, sc Scenario, tr Transcript) {
 	}) >= 0 {
 		pl.closeLenient()
 	} else {
+		if sc == Simple {
+			pl.checkUndeclared()
+		}
 		pl.s.Close(t)
 		pl.finish()
 	}
@@ -542,6 +548,19 @@ func (pl *player) resume() {
 	pl.open(func() *Session { return pl.p.OpenWith(pl.t, req) })
 	if !pl.s.Open.Resumed {
 		pl.t.Errorf("%s: the session that resumes thread %s says it did not: %+v", pl.sc, thread, pl.s.Open)
+	}
+}
+
+// checkUndeclared holds the live session to CheckUndeclared: what the
+// calls sent the provider, the replay peer finds unexpected when the
+// session closes.
+func (pl *player) checkUndeclared() {
+	pl.t.Helper()
+	ctx, cancel := clock.WithTimeout(context.Background(), Clock, Timeout,
+		fmt.Errorf("the undeclared capabilities' calls had no answer after %v", Timeout))
+	defer cancel()
+	for _, v := range CheckUndeclared(ctx, pl.p, pl.p.Description.Capabilities, pl.s.ID) {
+		pl.t.Errorf("%s: %s", pl.sc, v)
 	}
 }
 

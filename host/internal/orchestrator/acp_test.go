@@ -115,6 +115,42 @@ func TestSimple(t *testing.T) {
 	}
 }
 
+// Invariant 7's other half: a command id is one command, on one thread. The
+// same command (same payload) sent again on another thread is a conflict
+// that names the thread it was used on, and does nothing there: no event,
+// no run, no provider session, while on its own thread it is still the
+// duplicate it was.
+func TestCommandIDOnAnotherThreadIsAConflict(t *testing.T) {
+	e := newEnv(t)
+	create := func(id string) string {
+		return e.dispatch(domain.Command{ID: id, Payload: domain.CreateThread{Provider: "acp", Cwd: e.ws,
+			ProviderCommand: e.peer("acp", "acp/simple.ndjson")}}).ThreadID
+	}
+	first, other := create("create-first"), create("create-other")
+	send := domain.Command{ID: "send-1", ThreadID: first, Payload: domain.DispatchMessage{Text: messages(t, "acp/simple.messages")[0]}}
+	rc := e.dispatch(send)
+	e.waitFor(first, "the run to end", allRunsEnded(1))
+
+	head := e.host.LastSequence()
+	before := mustThread(t, e, other)
+	elsewhere := send
+	elsewhere.ThreadID = other
+	_, err := e.host.Dispatch(t.Context(), elsewhere)
+	want := "conflict: command id send-1 already exists: it was used for another message.dispatch command on thread " + first
+	if !errors.Is(err, domain.ErrConflict) || !errors.Is(err, domain.ErrExists) || err.Error() != want {
+		t.Fatalf("the same command on another thread: err = %v\nwant %q", err, want)
+	}
+	if got := e.host.LastSequence(); got != head {
+		t.Errorf("the refused command appended events: head %d -> %d", head, got)
+	}
+	if diff := cmp.Diff(before, mustThread(t, e, other), cmpopts.IgnoreUnexported(domain.Thread{}, domain.Run{})); diff != "" {
+		t.Errorf("the refused command changed the other thread (-before +after):\n%s", diff)
+	}
+	if again := e.dispatch(send); again != rc {
+		t.Errorf("on its own thread, the duplicate's receipt = %+v, want the original %+v", again, rc)
+	}
+}
+
 // TestMultiTurn: each message is its own run; runs queue behind the active
 // one and complete in order on the same provider thread.
 func TestMultiTurn(t *testing.T) {

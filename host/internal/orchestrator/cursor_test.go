@@ -1,11 +1,13 @@
 package orchestrator_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -158,15 +160,33 @@ func TestCursorSteeringRestartFallback(t *testing.T) {
 }
 
 // Interrupt: acknowledged at once; the run ends interrupted only when the
-// process the host ended is gone.
+// turn's process is gone. The CLI here (interrupt_ignored) outlives the
+// SIGTERM that is the interrupt, until the plugin kills it after its
+// grace (providerproc.GracePeriod), saying nothing meanwhile: a run ended
+// at the acknowledgement, by the host or by the plugin, would end while
+// the process still ran, and before the turn's end, with its process's
+// life between the two. The host's own grace (on its clock, which stands
+// still here) never comes into it.
 func TestCursorTurnInterrupt(t *testing.T) {
 	e := newEnv(t)
-	threadID := e.cursorThread("turn_interrupt", "")
-	th := e.play(threadID, "cursor/turn_interrupt.steps.json")
+	threadID := e.cursorThread("interrupt_ignored", "")
+	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Count to a million, slowly"}})
+	th := e.waitFor(threadID, "the command to run", func(th domain.Thread) bool {
+		return slices.ContainsFunc(th.TurnItems, func(it domain.TurnItem) bool {
+			return it.Kind == "command_execution" && it.Status == domain.StatusInProgress
+		})
+	})
+	process := plugintest.Pidfd(t, providerChild(t, th.ProviderSessions[0].PluginPid))
+	e.dispatch(domain.Command{ID: "stop", ThreadID: threadID, Payload: domain.InterruptRun{RunID: th.Runs[0].ID}})
+	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
 	r := th.Runs[0]
-	// The peer cannot write after the SIGTERM that is the interrupt, so
-	// nothing of the provider's comes between the acknowledgement and
-	// the process's end.
+	if !plugintest.Exited(t, process, 0) {
+		t.Fatalf("the run ended %s while its provider process still ran: it ended at the interrupt's acknowledgement, "+
+			"not when the process was gone", r.Status)
+	}
+	if r.Stop.Forced != "" {
+		t.Errorf("the run was stopped by the host's force (%q), not by the plugin ending the process", r.Stop.Forced)
+	}
 	e.checkInterrupted(threadID, r, nothingAfterAck)
 	var cmd *domain.TurnItem
 	for i, it := range th.TurnItems {
@@ -178,6 +198,35 @@ func TestCursorTurnInterrupt(t *testing.T) {
 		t.Errorf("the running command: %+v", cmd)
 	}
 	e.checkSessionsClosed(threadID)
+}
+
+// providerChild is the one process a plugin runs (a turn's provider), read
+// from /proc: its child.
+func providerChild(t *testing.T, plugin int) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
+		if err != nil {
+			continue // gone
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, not ')'.
+		if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 1 && f[1] == strconv.Itoa(plugin) {
+			kids = append(kids, pid)
+		}
+	}
+	if len(kids) != 1 {
+		t.Fatalf("plugin %d runs processes %v; want its turn's provider, one", plugin, kids)
+	}
+	return kids[0]
 }
 
 // Subagent: the task tool call is a subagent node under the run's root;

@@ -1,6 +1,7 @@
 package orchestrator_test
 
 import (
+	"context"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -113,10 +114,17 @@ func waitAndContinue(t *testing.T, e *env, provider, name string, wantReset time
 	if r.Status != domain.RunStatusWaiting || r.WaitID != w.ID || r.Limit == nil || *r.Limit != w.Limit {
 		t.Fatalf("run %s wait %q limit %+v", r.Status, r.WaitID, r.Limit)
 	}
-	// Nothing fires a moment before the instant.
+	// The host's one timer is the wait's, armed for its instant; a moment
+	// before it, the timer is still pending, so nothing fired (the wait's
+	// firing is a commit the projection would show only later).
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
+	defer cancel()
+	if p, err := waitBounds(ctx, e.clock, 1); err != nil || !cmp.Equal(p, []time.Duration{w.At.Sub(e.clock.Now())}) {
+		t.Fatalf("pending timers %v (%v); want the wait's, %s", p, err, w.At.Sub(e.clock.Now()))
+	}
 	e.clock.Set(w.At.Add(-time.Millisecond))
-	if th, _ := e.host.Thread(id); th.Runs[0].Status != domain.RunStatusWaiting {
-		t.Fatalf("fired before its instant: %s", th.Runs[0].Status)
+	if p := bounds(e.clock); !cmp.Equal(p, []time.Duration{time.Millisecond}) {
+		t.Fatalf("a millisecond before the wait's instant, pending timers %v; want the wait's, 1ms", p)
 	}
 	e.clock.Set(w.At)
 	th = e.waitFor(id, "the run to end", allRunsEnded(1))

@@ -99,6 +99,43 @@ func TestCommandsReceiptsAndRepeats(t *testing.T) {
 	}
 }
 
+// A command id is one command on one thread: the same message, with the
+// same command id, sent to another thread is AlreadyExists naming the
+// thread it went to, and the other thread is left as it was.
+func TestCommandIDOnAnotherThreadIsAlreadyExists(t *testing.T) {
+	e := newEnv(t, service.Options{})
+	ctx := t.Context()
+	first := e.create("create-first", "", "acp", "acp/simple.ndjson", "").GetThreadId()
+	other := e.create("create-other", "", "acp", "acp/simple.ndjson", "").GetThreadId()
+	send := &batonv1.SendMessageRequest{CommandId: "send", ThreadId: first, Text: messages(t, "acp/simple.messages")[0], Mode: "queue"}
+	if _, err := e.client.SendMessage(ctx, send); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(first, "the run to end", allRunsEnded(1))
+
+	head := e.host.LastSequence()
+	before, err := e.client.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := &batonv1.SendMessageRequest{CommandId: send.CommandId, ThreadId: other, Text: send.Text, Mode: send.Mode}
+	_, err = e.client.SendMessage(ctx, elsewhere)
+	want := "conflict: command id send already exists: it was used for another message.dispatch command on thread " + first
+	if status.Code(err) != codes.AlreadyExists || status.Convert(err).Message() != want {
+		t.Errorf("the same message and command id on another thread: %v\nwant AlreadyExists: %s", err, want)
+	}
+	if got := e.host.LastSequence(); got != head {
+		t.Errorf("the refused send wrote events: head %d -> %d", head, got)
+	}
+	after, err := e.client.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(before, after, protocmp.Transform()); d != "" {
+		t.Errorf("the refused send changed the other thread (-before +after):\n%s", d)
+	}
+}
+
 // Interrupt with no run id stops the active run; its repeat, after the
 // run has ended, returns the first receipt; with no run active it is
 // FailedPrecondition.
