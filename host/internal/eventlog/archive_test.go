@@ -19,7 +19,9 @@ func TestArchiveParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	part := func(o, p uint32) ArchivePart { return ArchivePart{Ordinal: o, Part: p, Data: []byte(fmt.Sprintf(`{"o":%d,"p":%d}`, o, p))} }
+	part := func(o, p uint32) ArchivePart {
+		return ArchivePart{Ordinal: o, Part: p, Data: []byte(fmt.Sprintf(`{"o":%d,"p":%d}`, o, p))}
+	}
 	names := func(ps []ArchivePart) string {
 		out := ""
 		for _, a := range ps {
