@@ -123,49 +123,10 @@ func (w *world) stored() iter.Seq2[Archived, error] {
 	}
 }
 
-// whole is the thread with every run that left it back in place, as a
-// host's pages read it: what a test of the whole thread looks at. What
-// left comes first, in the order it left; runs by ordinal.
+// whole is the thread with every run that left it back in place: one
+// page of every run, as a host reads it.
 func (w *world) whole() Thread {
-	th := w.thread.Clone()
-	var past Archived
-	for _, a := range w.parts {
-		th.Earlier.Overlay(&a)
-		past.Runs = append(past.Runs, a.Runs...)
-		past.Messages = append(past.Messages, a.Messages...)
-		past.TurnItems = append(past.TurnItems, a.TurnItems...)
-		past.ProviderSessions = append(past.ProviderSessions, a.ProviderSessions...)
-		past.ProviderThreads = append(past.ProviderThreads, a.ProviderThreads...)
-		past.ProviderTurns = append(past.ProviderTurns, a.ProviderTurns...)
-		past.Requests = append(past.Requests, a.Requests...)
-		past.Diagnostics = append(past.Diagnostics, a.Diagnostics...)
-		past.CheckpointScopes = append(past.CheckpointScopes, a.CheckpointScopes...)
-		past.Rollbacks = append(past.Rollbacks, a.Rollbacks...)
-		past.Handoffs = append(past.Handoffs, a.Handoffs...)
-		// A checkpoint a rollback brought back left again: as it left last.
-		for _, c := range a.Checkpoints {
-			past.Checkpoints = slices.DeleteFunc(past.Checkpoints, func(k Checkpoint) bool { return k.ID == c.ID })
-			past.Checkpoints = append(past.Checkpoints, c)
-		}
-	}
-	slices.SortStableFunc(past.Runs, func(a, b Run) int { return a.Ordinal - b.Ordinal })
-	th.Runs = append(past.Runs, th.Runs...)
-	th.Messages = append(past.Messages, th.Messages...)
-	th.TurnItems = append(past.TurnItems, th.TurnItems...)
-	th.ProviderSessions = append(past.ProviderSessions, th.ProviderSessions...)
-	th.ProviderThreads = append(past.ProviderThreads, th.ProviderThreads...)
-	th.ProviderTurns = append(past.ProviderTurns, th.ProviderTurns...)
-	th.Requests = append(past.Requests, th.Requests...)
-	th.Diagnostics = append(past.Diagnostics, th.Diagnostics...)
-	th.CheckpointScopes = append(past.CheckpointScopes, th.CheckpointScopes...)
-	th.Rollbacks = append(past.Rollbacks, th.Rollbacks...)
-	th.Handoffs = append(past.Handoffs, th.Handoffs...)
-	for _, c := range th.Checkpoints {
-		past.Checkpoints = slices.DeleteFunc(past.Checkpoints, func(k Checkpoint) bool { return k.ID == c.ID })
-	}
-	th.Checkpoints = append(past.Checkpoints, th.Checkpoints...)
-	th.Earlier = nil
-	return th
+	return w.thread.Page(1, w.thread.RunCount(), w.parts)
 }
 
 func jsonOf(v any) string {

@@ -243,6 +243,40 @@ func TestLongThreadLeavesItsPast(t *testing.T) {
 	if r := tw.w.thread.Runs; len(r) != KeepRuns || r[0].Ordinal != 22 {
 		t.Fatalf("the projection holds %d runs from %d", len(r), r[0].Ordinal)
 	}
+	// Its pages, put end to end, are the whole thread.
+	for _, size := range []int{1, 5, 7, 40} {
+		paged := pages(tw.w, size)
+		if d := gocmp.Diff(normal(tw.k.thread), normal(&paged)); d != "" {
+			t.Fatalf("pages of %d runs, end to end (-whole +pages):\n%s", size, d)
+		}
+	}
+}
+
+// pages is a thread read a page of size runs at a time, as a host reads
+// it (each page given the parts filed under its runs), put end to end.
+func pages(w *world, size int) Thread {
+	var all Thread
+	for from := 1; from <= w.thread.RunCount(); from += size {
+		to := from + size - 1
+		var parts []Archived
+		for _, a := range w.parts {
+			if a.Ordinal >= from && a.Ordinal <= to || a.Ordinal == 0 && from == 1 {
+				parts = append(parts, a)
+			}
+		}
+		p := w.thread.Page(from, to, parts)
+		head := p
+		head.Runs, head.Messages, head.TurnItems, head.ProviderSessions, head.ProviderThreads = all.Runs, all.Messages, all.TurnItems, all.ProviderSessions, all.ProviderThreads
+		head.ProviderTurns, head.Requests, head.Diagnostics, head.CheckpointScopes = all.ProviderTurns, all.Requests, all.Diagnostics, all.CheckpointScopes
+		head.Checkpoints, head.Rollbacks, head.Handoffs = all.Checkpoints, all.Rollbacks, all.Handoffs
+		all = head
+		all.Runs, all.Messages, all.TurnItems = append(all.Runs, p.Runs...), append(all.Messages, p.Messages...), append(all.TurnItems, p.TurnItems...)
+		all.ProviderSessions, all.ProviderThreads = append(all.ProviderSessions, p.ProviderSessions...), append(all.ProviderThreads, p.ProviderThreads...)
+		all.ProviderTurns, all.Requests = append(all.ProviderTurns, p.ProviderTurns...), append(all.Requests, p.Requests...)
+		all.Diagnostics, all.CheckpointScopes = append(all.Diagnostics, p.Diagnostics...), append(all.CheckpointScopes, p.CheckpointScopes...)
+		all.Checkpoints, all.Rollbacks, all.Handoffs = append(all.Checkpoints, p.Checkpoints...), append(all.Rollbacks, p.Rollbacks...), append(all.Handoffs, p.Handoffs...)
+	}
+	return all
 }
 
 // lastOf is the last event of type E w decided.

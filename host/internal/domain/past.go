@@ -250,9 +250,9 @@ func (t *Thread) GatherPast(need *NeedPast, parts iter.Seq2[Archived, error]) (*
 	return p, nil
 }
 
-// merged is a run's parts as one: what each holds, in the order they
-// left, a checkpoint that left twice (brought back by a rollback) as it
-// left last.
+// merged is parts as one: what each holds, in the order they left, a
+// checkpoint that left twice (brought back by a rollback) as it left
+// last.
 func merged(group []Archived) Archived {
 	if len(group) == 1 {
 		return group[0]
@@ -264,8 +264,14 @@ func merged(group []Archived) Archived {
 		out.Runs = append(out.Runs, a.Runs...)
 		out.Messages = append(out.Messages, a.Messages...)
 		out.TurnItems = append(out.TurnItems, a.TurnItems...)
+		out.ProviderSessions = append(out.ProviderSessions, a.ProviderSessions...)
+		out.ProviderThreads = append(out.ProviderThreads, a.ProviderThreads...)
 		out.ProviderTurns = append(out.ProviderTurns, a.ProviderTurns...)
+		out.Requests = append(out.Requests, a.Requests...)
+		out.Diagnostics = append(out.Diagnostics, a.Diagnostics...)
 		out.CheckpointScopes = append(out.CheckpointScopes, a.CheckpointScopes...)
+		out.Rollbacks = append(out.Rollbacks, a.Rollbacks...)
+		out.Handoffs = append(out.Handoffs, a.Handoffs...)
 		for _, c := range a.Checkpoints {
 			if i := slices.IndexFunc(out.Checkpoints, func(k Checkpoint) bool { return k.ID == c.ID }); i >= 0 {
 				out.Checkpoints[i] = c
