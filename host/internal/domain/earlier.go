@@ -22,16 +22,18 @@ import (
 //
 // What leaves with run N, in N's part: the run, its messages, turn items,
 // provider turns, checkpoint scopes and checkpoints, its requests that are
-// not pending and its diagnostics. The newest ready root checkpoint is the
-// next capture's base: it stays until a newer one is ready, then leaves in
-// a part of its run's ordinal. What leaves with the thread, in the part of
-// the newest run that has left (0: none has): ended sessions that no kept
-// run, request or binding names; conversations left behind (and their
-// subagents'), once no kept turn is on them; handoffs that
-// are not ready, once the run that took them has left (or, never taken,
-// the runs they cover), and but the newest keepHandoffs; requests of no run that are not
-// pending; rollbacks but the last; the thread's own diagnostics but the
-// newest keepDiagnostics. The baseline checkpoint never leaves.
+// not pending, its diagnostics and the handoff it took. The newest ready
+// root checkpoint is the next capture's base: it stays until a newer one
+// is ready, then leaves in a part of its run's ordinal. What of the
+// thread's own leaves when runs do, in the part of the newest run that has
+// left: ended sessions that no kept run, request or binding names;
+// conversations left behind (and their subagents'), once no kept turn is
+// on them; requests of no run that are not pending; rollbacks but the
+// last. And whenever they are past their bounds, runs leaving or not (in
+// the part of the newest run that has left, 0 while none has): the
+// thread's own diagnostics but the newest keepDiagnostics, handoffs never
+// taken that cover only runs that left, and handoffs not ready but the
+// newest keepHandoffs. The baseline checkpoint never leaves.
 
 // KeepRuns is how many ended runs a projection keeps beside those that
 // have not ended: enough for what a person reads of a thread's recent
@@ -185,7 +187,9 @@ func (t *Thread) compact() {
 	horizon := t.earlierRuns() + n
 	c := compaction{parts: map[int]*Archived{}}
 	// fileOf is the ordinal an entry of a run (runID) is filed under, and
-	// whether it leaves: an entry of a kept run stays.
+	// whether it leaves: an entry of a kept run stays, one of a leaving
+	// run leaves with it, and the thread's own (or one of a run that left
+	// before) leaves when runs do.
 	fileOf := func(runID string) (int, bool) {
 		if kept[runID] {
 			return 0, false
@@ -193,7 +197,7 @@ func (t *Thread) compact() {
 		if o, ok := leaving[runID]; ok {
 			return o, true
 		}
-		return horizon, true // the thread's own, or a run's that left before
+		return horizon, n > 0
 	}
 
 	if n > 0 {
@@ -231,12 +235,11 @@ func (t *Thread) compact() {
 		}
 	}
 	t.Diagnostics = collect(&c, t, partDiagnostics, t.Diagnostics, func(g *Diagnostic) (int, bool) {
-		o, leaves := fileOf(g.RunID)
-		if _, ofRun := leaving[g.RunID]; leaves && !ofRun {
-			own--
-			return o, own >= keepDiagnostics
+		if o, ofRun := leaving[g.RunID]; ofRun || kept[g.RunID] {
+			return o, ofRun
 		}
-		return o, leaves
+		own--
+		return horizon, own >= keepDiagnostics
 	}, func(a *Archived, g Diagnostic) { a.Diagnostics = append(a.Diagnostics, g) })
 
 	// Checkpoints: the baseline and the next capture's base stay.
@@ -287,7 +290,7 @@ func (t *Thread) compact() {
 		named[pt.ProviderThreadID] = true
 	}
 	t.ProviderSessions = collect(&c, t, partSessions, t.ProviderSessions, func(s *ProviderSession) (int, bool) {
-		return horizon, s.Status != SessionStatusOpen && !named[s.ID]
+		return horizon, n > 0 && s.Status != SessionStatusOpen && !named[s.ID]
 	}, func(a *Archived, s ProviderSession) { a.ProviderSessions = append(a.ProviderSessions, s) })
 	// A subagent's conversation may be given work again by a later turn
 	// of its parent: it leaves with its parent, once that is left behind.
@@ -298,7 +301,7 @@ func (t *Thread) compact() {
 		}
 	}
 	t.ProviderThreads = collect(&c, t, partProviderThreads, t.ProviderThreads, func(pt *ProviderThread) (int, bool) {
-		return horizon, !named[pt.ID] && (detached[pt.ID] || detached[pt.ParentID])
+		return horizon, n > 0 && !named[pt.ID] && (detached[pt.ID] || detached[pt.ParentID])
 	}, func(a *Archived, pt ProviderThread) { a.ProviderThreads = append(a.ProviderThreads, pt) })
 	newer := 0 // handoffs not ready, then those after the one looked at
 	for i := range t.Handoffs {
@@ -317,7 +320,7 @@ func (t *Thread) compact() {
 		}
 		return horizon, h.ToRun <= horizon || newer >= keepHandoffs
 	}, func(a *Archived, h ContextHandoff) { a.Handoffs = append(a.Handoffs, h) })
-	if k := len(t.Rollbacks) - 1; k > 0 {
+	if k := len(t.Rollbacks) - 1; k > 0 && n > 0 {
 		a := c.at(horizon)
 		a.Rollbacks = append(a.Rollbacks, t.Rollbacks[:k]...)
 		t.Rollbacks, t.shared = slices.Clone(t.Rollbacks[k:]), t.shared&^partRollbacks

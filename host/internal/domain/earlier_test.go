@@ -264,17 +264,7 @@ func pages(w *world, size int) Thread {
 				parts = append(parts, a)
 			}
 		}
-		p := w.thread.Page(from, to, parts)
-		head := p
-		head.Runs, head.Messages, head.TurnItems, head.ProviderSessions, head.ProviderThreads = all.Runs, all.Messages, all.TurnItems, all.ProviderSessions, all.ProviderThreads
-		head.ProviderTurns, head.Requests, head.Diagnostics, head.CheckpointScopes = all.ProviderTurns, all.Requests, all.Diagnostics, all.CheckpointScopes
-		head.Checkpoints, head.Rollbacks, head.Handoffs = all.Checkpoints, all.Rollbacks, all.Handoffs
-		all = head
-		all.Runs, all.Messages, all.TurnItems = append(all.Runs, p.Runs...), append(all.Messages, p.Messages...), append(all.TurnItems, p.TurnItems...)
-		all.ProviderSessions, all.ProviderThreads = append(all.ProviderSessions, p.ProviderSessions...), append(all.ProviderThreads, p.ProviderThreads...)
-		all.ProviderTurns, all.Requests = append(all.ProviderTurns, p.ProviderTurns...), append(all.Requests, p.Requests...)
-		all.Diagnostics, all.CheckpointScopes = append(all.Diagnostics, p.Diagnostics...), append(all.CheckpointScopes, p.CheckpointScopes...)
-		all.Checkpoints, all.Rollbacks, all.Handoffs = append(all.Checkpoints, p.Checkpoints...), append(all.Rollbacks, p.Rollbacks...), append(all.Handoffs, p.Handoffs...)
+		all.AddPage(w.thread.Page(from, to, parts))
 	}
 	return all
 }

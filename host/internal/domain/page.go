@@ -1,6 +1,10 @@
 package domain
 
-import "slices"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // Pages of a thread. A reader that wants more than the projection holds
 // (the runs that left it) reads the thread a page at a time: a range of
@@ -9,7 +13,8 @@ import "slices"
 // put end to end, hold every entry of the thread once.
 
 // Page is the thread's runs from..to (ordinals, inclusive) and what is
-// theirs, given the parts the host read of them: those filed under
+// theirs, each run's together and in run order, given the parts the host
+// read of them: those filed under
 // from..to (and 0 too, when from is 1), numbered below Earlier.Parts.
 // What of the thread's own the projection holds (sessions, conversations,
 // rollbacks, handoffs, requests and diagnostics of no run it holds) is in
@@ -55,6 +60,23 @@ func (t *Thread) Page(from, to int, parts []Archived) Thread {
 		}
 		return page[sc.RunID]
 	}))
+	// A run's entries together, runs in order (the thread's own last):
+	// where a page ends does not change what its entries are next to.
+	ord := make(map[string]int, len(p.Runs))
+	for _, r := range p.Runs {
+		ord[r.ID] = r.Ordinal
+	}
+	byRun := func(runID string) int {
+		if o, ok := ord[runID]; ok {
+			return o
+		}
+		return math.MaxInt
+	}
+	slices.SortStableFunc(p.Messages, func(a, b Message) int { return cmp.Compare(byRun(a.RunID), byRun(b.RunID)) })
+	slices.SortStableFunc(p.TurnItems, func(a, b TurnItem) int { return cmp.Compare(byRun(a.RunID), byRun(b.RunID)) })
+	slices.SortStableFunc(p.ProviderTurns, func(a, b ProviderTurn) int { return cmp.Compare(byRun(a.RunID), byRun(b.RunID)) })
+	slices.SortStableFunc(p.Requests, func(a, b RuntimeRequest) int { return cmp.Compare(byRun(a.RunID), byRun(b.RunID)) })
+	slices.SortStableFunc(p.Diagnostics, func(a, b Diagnostic) int { return cmp.Compare(byRun(a.RunID), byRun(b.RunID)) })
 	return p
 }
 
@@ -87,4 +109,26 @@ func pick[E any](s []E, keep func(*E) bool) []E {
 		}
 	}
 	return out
+}
+
+// AddPage puts a page after the pages before it: its entries after
+// theirs, its header (the thread's as the page was read) in place of
+// theirs. A reader that adds a thread's pages from run 1 to the newest
+// holds the whole thread, each run's entries together.
+func (t *Thread) AddPage(p Thread) {
+	all := *t
+	*t = p
+	t.Earlier = nil
+	t.Runs = append(all.Runs, p.Runs...)
+	t.Messages = append(all.Messages, p.Messages...)
+	t.TurnItems = append(all.TurnItems, p.TurnItems...)
+	t.ProviderSessions = append(all.ProviderSessions, p.ProviderSessions...)
+	t.ProviderThreads = append(all.ProviderThreads, p.ProviderThreads...)
+	t.ProviderTurns = append(all.ProviderTurns, p.ProviderTurns...)
+	t.Requests = append(all.Requests, p.Requests...)
+	t.Diagnostics = append(all.Diagnostics, p.Diagnostics...)
+	t.CheckpointScopes = append(all.CheckpointScopes, p.CheckpointScopes...)
+	t.Checkpoints = append(all.Checkpoints, p.Checkpoints...)
+	t.Rollbacks = append(all.Rollbacks, p.Rollbacks...)
+	t.Handoffs = append(all.Handoffs, p.Handoffs...)
 }
