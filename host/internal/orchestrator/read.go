@@ -23,7 +23,7 @@ func ReadThreads(store *eventlog.Store) ([]domain.ThreadSummary, error) {
 // ReadThread is a thread's projection as a host would load it: from its
 // snapshot, when it can be trusted, and the events after it.
 func ReadThread(store *eventlog.Store, id string) (domain.Thread, error) {
-	t, _, err := loadThread(store, hclog.NewNullLogger(), id)
+	t, _, err := loadThread(store, hclog.NewNullLogger(), id, false)
 	if err != nil {
 		return domain.Thread{}, err
 	}
