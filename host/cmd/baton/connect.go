@@ -338,9 +338,11 @@ func (c *client) thread(ctx context.Context, threadID string) (*batonv1.Thread, 
 	return at, t, err
 }
 
-// pageRuns is how many runs a reader of a thread's pages asks for at a
-// time.
-const pageRuns = 100
+// pageRuns and pageMessages are how many runs, and how many of their
+// messages, a reader of a thread's pages asks for at a time (the
+// service's defaults; variables so that a test can read a short thread in
+// many pages).
+var pageRuns, pageMessages uint32 = 100, 2000
 
 // threadFrom is a thread from run from on as one projection: the one the
 // service holds when it holds run from and every later one whole, else the
@@ -360,7 +362,7 @@ func (c *client) threadFrom(ctx context.Context, threadID string, from int) (*ba
 		after := uint32(0) // the messages of the page's runs read so far
 		for {
 			at, err = c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: threadID, FromRun: uint32(max(from, 1)), MaxRuns: pageRuns,
-				MessagesAfter: after})
+				MessagesAfter: after, MaxMessages: pageMessages})
 			if err != nil {
 				return nil, domain.Thread{}, err
 			}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,6 +92,40 @@ func TestShowReadsALongThreadInPages(t *testing.T) {
 		if got := stdout + stderr; code != c.code || (c.code == exitOK && !strings.Contains(got, c.out)) || (c.code != exitOK && stderr != c.out) {
 			t.Errorf("baton %v: exit %d (want %d)\n%s\nwant: %s", c.args, code, c.code, got, c.out)
 		}
+	}
+
+	// Pages smaller than the thread: its runs and their messages read
+	// from many pages (7 runs and 3 messages at a time) and put end to
+	// end, from run 1 and from run 5.
+	defer func(runs, msgs uint32) { pageRuns, pageMessages = runs, msgs }(pageRuns, pageMessages)
+	pageRuns, pageMessages = 7, 3
+	g := &globals{data: data, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
+	c, err := g.connectFor(t.Context(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	_, whole, err := c.threadFrom(t.Context(), thread, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := gocmp.Diff(normal(rebuilt(t, data, thread)), normal(&whole)); d != "" {
+		t.Fatalf("threadFrom 1 in pages of 7 runs and 3 messages (-the log +read):\n%s", d)
+	}
+	_, later, err := c.threadFrom(t.Context(), thread, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range later.Messages {
+		got = append(got, fmt.Sprintf("%d %s", runByID(later, m.RunID).Ordinal, m.Role))
+	}
+	want = nil
+	for i := 5; i <= 20; i++ {
+		want = append(want, fmt.Sprintf("%d user", i), fmt.Sprintf("%d assistant", i))
+	}
+	if d := gocmp.Diff(want, got); d != "" {
+		t.Errorf("threadFrom 5: messages by run (-want +got):\n%s", d)
 	}
 }
 
