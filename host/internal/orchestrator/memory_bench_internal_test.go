@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -139,6 +140,10 @@ func recordHistory(h *Host, th string, runs int) error {
 //     projection holds (the live heap after a collection, with it loaded,
 //     less the same before), median of the iterations; snapshot-KB the
 //     snapshot it was loaded from.
+//   - rss: a fresh process (this test binary, as RSSHelper) opens the
+//     data dir and loads the thread: RSS-MB is its resident set after,
+//     thread-anon-MB what loading added to its anonymous pages (heap,
+//     stacks), medians of the iterations.
 //   - delta/decide: a content delta decided on a scratch copy of the
 //     loaded thread, with a run of its own active: what the commit path
 //     does in memory for each provider frame (ns/op, allocs/op).
@@ -177,6 +182,25 @@ func BenchmarkThreadMemory(b *testing.B) {
 				}
 				b.ReportMetric(median(heaps), "thread-heap-KB")
 				b.ReportMetric(float64(snap)/1024, "snapshot-KB")
+			})
+			b.Run("rss", func(b *testing.B) {
+				var rss, anon []float64
+				for b.Loop() {
+					cmd := exec.Command(os.Args[0], "-test.run=^$")
+					cmd.Env = append(os.Environ(), "BATON_RSS_HELPER="+dir, "BATON_RSS_THREAD=t")
+					out, err := cmd.Output()
+					if err != nil {
+						b.Fatalf("rss helper: %v\n%s", err, out)
+					}
+					var idleRSS, idleAnon, loadedRSS, loadedAnon int
+					if _, err := fmt.Sscanf(string(out), "%d %d %d %d", &idleRSS, &idleAnon, &loadedRSS, &loadedAnon); err != nil {
+						b.Fatalf("rss helper said %q", out)
+					}
+					rss = append(rss, float64(loadedRSS)/1024)
+					anon = append(anon, float64(loadedAnon-idleAnon)/1024)
+				}
+				b.ReportMetric(median(rss), "RSS-MB")
+				b.ReportMetric(median(anon), "thread-anon-MB")
 			})
 			b.Run("delta", func(b *testing.B) {
 				work := b.TempDir()
