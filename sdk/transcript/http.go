@@ -102,7 +102,8 @@ func DecodeHTTPFrame(b []byte) (HTTPFrame, error) {
 }
 
 // IsHTTP says whether a transcript is of an HTTP provider: one of its
-// frames is an HTTP request or response.
+// frames is an HTTP request or response, or a line the server prints on
+// stdout ({"stdout": ...}).
 func (t *Transcript) IsHTTP() bool {
 	for _, e := range t.Entries {
 		if e.Type != TypeExpectOutbound && e.Type != TypeEmitInbound {
@@ -112,6 +113,12 @@ func (t *Transcript) IsHTTP() bool {
 			HTTP string `json:"http"`
 		}
 		if json.Unmarshal(e.Frame, &f) == nil && (f.HTTP == HTTPRequest || f.HTTP == HTTPResponse) {
+			return true
+		}
+		// A line the server prints on stdout, and nothing else: a
+		// server that dies before it listens has no requests.
+		var line map[string]json.RawMessage
+		if json.Unmarshal(e.Frame, &line) == nil && len(line) == 1 && line["stdout"] != nil {
 			return true
 		}
 	}

@@ -230,3 +230,30 @@ func TestBodyValue(t *testing.T) {
 		}
 	}
 }
+
+// A transcript is of an HTTP provider when one of its frames is an HTTP
+// request or response, or a line such a server prints on stdout (one that
+// dies before it listens has nothing else); a stdio provider's frames,
+// whatever their keys, are not.
+func TestIsHTTP(t *testing.T) {
+	head := `{"type":"transcript_start","provider":"p","protocol":"x","version":"1","scenario":"s","metadata":{"source":"authored"}}` + "\n"
+	for _, tc := range []struct {
+		entry string
+		want  bool
+	}{
+		{`{"type":"expect_outbound","frame":{"http":"request","method":"GET","path":"/"}}`, true},
+		{`{"type":"emit_inbound","frame":{"http":"response","status":200}}`, true},
+		{`{"type":"emit_inbound","frame":{"stdout":"listening on 127.0.0.1:1"}}`, true},
+		{`{"type":"emit_inbound","frame":{"stdout":"x","type":"log"}}`, false},
+		{`{"type":"emit_inbound","frame":{"jsonrpc":"2.0","method":"m"}}`, false},
+		{`{"type":"runtime_exit","status":"error","wait":"now"}`, false},
+	} {
+		tr, err := Decode(strings.NewReader(head + tc.entry + "\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.entry, err)
+		}
+		if got := tr.IsHTTP(); got != tc.want {
+			t.Errorf("%s: IsHTTP %v, want %v", tc.entry, got, tc.want)
+		}
+	}
+}

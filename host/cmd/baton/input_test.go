@@ -191,7 +191,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 					"unix://"+longSock, longSock, len(longSock), service.MaxSocketPath)},
 				{[]string{"serve", "--data", longData}, "", 2, fmt.Sprintf("serve: the socket path %s/baton.sock is %d bytes; a unix socket's path holds at most %d bytes here: give --listen unix:///A/SHORTER/PATH (the service then has no socket in the data dir: reach it with --server), or a shorter --data",
 					longData, len(longData)+len("/baton.sock"), service.MaxSocketPath)},
-				{[]string{"threads", "--log-level", "loud"}, "", 2, `threads: --log-level must be trace, debug, info, warn or error, got "loud"`},
+				{[]string{"threads", "--log-level", "loud"}, "", 2, `threads: --log-level must be trace, debug, info, warn, error or off, got "loud"`},
 				{[]string{"threads", "--server", "unix://" + dir + "/none.sock"}, "", 1, "server unix://" + dir + "/none.sock does not answer: connect: no such file or directory; start baton serve there, or leave out --server for a host of this command's own"},
 				{[]string{"threads", "--server", "unix://" + dir + "/none.sock", "--tls"}, "", 2, "server unix://" + dir + "/none.sock: TLS is for tcp:// addresses, not unix sockets"},
 				{[]string{"threads", "--server", dir + "/" + strings.Repeat("s", service.MaxSocketPath)}, "", 2,
@@ -430,7 +430,7 @@ type envVerb struct {
 
 // globalVars are the variables of the flags every verb has.
 var globalVars = []string{"BATON_DATA", "BATON_SERVER", "BATON_TOKEN_FILE", "BATON_TLS", "BATON_CA_FILE", "BATON_LOG_LEVEL",
-	"BATON_PLUGIN_DIR", "BATON_RAW_FRAMES", "BATON_RAW_FRAMES_MAX_BYTES", "BATON_RAW_FRAMES_MAX_AGE"}
+	"BATON_PLUGIN_DIR", "BATON_RAW_FRAMES", "BATON_RAW_FRAMES_MAX_BYTES", "BATON_RAW_FRAMES_MAX_AGE", "BATON_GRACE"}
 
 // policyVars are the continuation policy's variables: a new thread's.
 var policyVars = []string{"BATON_ON_LIMIT", "BATON_CONTINUE_TEXT", "BATON_UNTIL", "BATON_CHECK_TIMEOUT", "BATON_MAX_RUNS",
@@ -479,7 +479,8 @@ var envCases = []envVerb{
 	{"interrupt", []string{"interrupt", "{T}"}, []string{"BATON_RUN"}, noPlugin},
 	{"cancel", []string{"cancel", "{T}", "--queued"}, []string{"BATON_QUEUED", "BATON_RUN"},
 		and(noPlugin, quietly("--queued is given", "BATON_QUEUED"))},
-	{"approve", []string{"approve", "req_nope"}, []string{"BATON_FOR_SESSION"}, noPlugin},
+	{"approve", []string{"approve", "req_nope"}, []string{"BATON_FOR_SESSION", "BATON_ANSWER"},
+		and(noPlugin, quietly("the request is not found whatever the answer", "BATON_ANSWER"))},
 	{"decline", []string{"decline", "req_nope"}, []string{"BATON_CANCEL"}, noPlugin},
 	{"diff", []string{"diff", "{T}"}, []string{"BATON_RUN", "BATON_MAX_BYTES"}, noPlugin},
 	{"rollback", []string{"rollback", "{T}"}, []string{"BATON_RUN"}, reachesNoHost},
@@ -516,7 +517,8 @@ var hostile = map[string]string{
 	"BATON_RUN": "run_nope", "BATON_QUEUED": "maybe", "BATON_FOR_SESSION": "maybe", "BATON_CANCEL": "maybe", "BATON_MAX_BYTES": "x",
 	"BATON_MARKDOWN": "maybe", "BATON_NAME": "Bad Name", "BATON_DIR": "{DIR}/none", "BATON_LISTEN": "bogus",
 	"BATON_TLS_CERT": "{DIR}/cert.pem", "BATON_TLS_KEY": "{DIR}/key.pem", "BATON_IDLE_TIMEOUT": "x", "BATON_LOG_FORMAT": "bogus",
-	"BATON_REBUILD": "maybe", "BATON_NO_DESCRIPTIONS": "maybe",
+	"BATON_REBUILD": "maybe", "BATON_NO_DESCRIPTIONS": "maybe", "BATON_GRACE": "soon", "BATON_OUTPUT": "yaml", "BATON_FORCE": "maybe",
+	"BATON_ANSWER": "Q=A",
 }
 
 // helpFlag is a flag's line in help, with its name; helpVar a variable

@@ -241,7 +241,6 @@ func TestCancelUsage(t *testing.T) {
 			threadID = strings.TrimSuffix(l[i+len("--thread "):], ")")
 		}
 	}
-	th := showJSON(t, data, threadID)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -252,7 +251,7 @@ func TestCancelUsage(t *testing.T) {
 		{[]string{threadID, "--run", "-1"}, exitUsage, "baton: cancel: --run must be a run ordinal from 1, got -1\n"},
 		{[]string{threadID, "--run", "0"}, exitUsage, "baton: cancel: --run must be a run ordinal from 1, got 0\n"},
 		{[]string{threadID, "--run", "7"}, exitUsage, "baton: cancel: thread " + threadID + " has no run 7 (it has 1 run)\n"},
-		{[]string{threadID, "--run", "1"}, exitFailed, "baton: cancel: run 1 of thread " + threadID + " is completed, not queued; only a run that has not started can be dropped (stop a running one with baton interrupt " + threadID + " --run " + th.Runs[0].ID + ")\n"},
+		{[]string{threadID, "--run", "1"}, exitFailed, "baton: cancel: run 1 of thread " + threadID + " is completed, not queued; only a run that has not started can be dropped (stop a running one with baton interrupt " + threadID + " --run 1)\n"},
 		{[]string{"thr_nope", "--queued"}, exitUsage, "baton: not found: thread \"thr_nope\"\n"},
 	} {
 		_, stderr, code := baton(t, append([]string{"cancel", "--data", data}, tc.args...)...)

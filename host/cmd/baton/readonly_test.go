@@ -177,7 +177,7 @@ func TestReadsOfAHeldDataDir(t *testing.T) {
 	sum := want.Summary()
 	sum.Sequence = 0
 	wantList := append(before, sum)
-	slices.SortFunc(wantList, func(a, b domain.ThreadSummary) int { return strings.Compare(a.ID, b.ID) }) // in id order
+	slices.SortFunc(wantList, listOrder) // in the order baton threads lists them
 	if diff := cmp.Diff(wantList, list); diff != "" {
 		t.Errorf("threads --json: the list (-want +got):\n%s", diff)
 	}

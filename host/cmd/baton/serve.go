@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/service"
 )
@@ -45,7 +46,12 @@ it (chmod 700 DATA); the other verbs warn.
 
 SIGTERM or SIGINT drains: the service stops accepting, asks active runs'
 providers to stop, records each run's end, closes the plugins, and exits 0.
-A second signal exits at once (the next start recovers).`,
+A second signal exits at once (the next start recovers).
+
+A store that fails under the service (a full or failing disk, damage met by
+a read) stops it at once: health says NOT_SERVING, commands are refused
+with Unavailable, the providers are stopped, and serve exits 1 so that its
+supervisor starts it again; the next start recovers what was in flight.`,
 		Example: `  baton serve
   baton serve --listen unix:///run/user/1000/baton.sock --log-format json
   baton serve --listen tcp://127.0.0.1:7077 --idle-timeout 30m
@@ -74,6 +80,9 @@ A second signal exits at once (the next start recovers).`,
 			sigs := make(chan os.Signal, 2)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 			defer signal.Stop(sigs)
+			stopped := make(chan struct{})
+			defer close(stopped)
+			eventlog.Fatal = storeGaveUp(g, stopped)
 			go func() {
 				select {
 				case sig := <-sigs:
@@ -108,4 +117,30 @@ A second signal exits at once (the next start recovers).`,
 	fl.StringVar(&f.logFormat, "log-format", "text", "log `format` on stderr: text or json")
 	c.RegisterFlagCompletionFunc("log-format", fixedCompletion("text", "json"))
 	return c
+}
+
+// storeGaveUpGrace bounds how long the service has to stop by itself once
+// its store's Pebble gave up, before the process ends regardless: the
+// service's own stop waits at most service.DrainTimeout for calls in
+// flight.
+const storeGaveUpGrace = 30 * time.Second
+
+// storeGaveUp is serve's eventlog.Fatal. Pebble gave up (a write of its
+// log or manifest failed: the disk is full or failing), and the store has
+// failed before Fatal is called, so the service is stopping the same way
+// as for any store failure (health NOT_SERVING, commands refused, the
+// providers killed) and serve returns why, which main prints as it exits
+// 1. Fatal, which must not return, waits for that; a service that has not
+// stopped after storeGaveUpGrace is ended here with Pebble's line.
+func storeGaveUp(g *globals, stopped <-chan struct{}) func(string) {
+	return func(msg string) {
+		t := time.NewTimer(storeGaveUpGrace)
+		select {
+		case <-stopped:
+			select {} // serve returned: main prints its error and exits
+		case <-t.C:
+		}
+		fmt.Fprintf(g.stderr, "baton: %s; the service did not stop in %s, so it ends now\n", msg, storeGaveUpGrace)
+		os.Exit(exitFailed)
+	}
 }

@@ -69,6 +69,11 @@ func TestStatus(t *testing.T) {
 	if st.StartedAt.IsZero() || st.UptimeSeconds < 0 {
 		t.Errorf("status --json: started %v, up %ds", st.StartedAt, st.UptimeSeconds)
 	}
+	// What the process holds changes from one call to the next: each is
+	// there, and of its kind.
+	if rt := st.Runtime; rt.Goroutines < 10 || rt.HeapBytes < 1<<20 || rt.ResidentBytes < rt.HeapBytes || rt.OpenFiles < 5 {
+		t.Errorf("status --json: runtime %+v; want goroutines, heap, resident memory and open files", rt)
+	}
 	tcp := ""
 	if len(st.Listeners) == 2 {
 		tcp = st.Listeners[1].Address
@@ -82,7 +87,8 @@ func TestStatus(t *testing.T) {
 			{Name: "codex", Path: filepath.Join(binDir, "baton-plugin-codex")},
 			{Name: "cursor", Path: filepath.Join(binDir, "baton-plugin-cursor")},
 			{Name: "opencode", Path: filepath.Join(binDir, "baton-plugin-opencode")},
-		}}
+		},
+		Runtime: st.Runtime}
 	if diff := cmp.Diff(want, st); diff != "" || !strings.HasPrefix(tcp, "tcp://127.0.0.1:") {
 		t.Errorf("status --json (-want +got):\n%s", diff)
 	}
@@ -90,13 +96,16 @@ func TestStatus(t *testing.T) {
 	// For people; the uptime is the clock's.
 	got = run("status", "--data", data)
 	got.Stdout = regexp.MustCompile(`up \S+ \(since [^)]+\)`).ReplaceAllString(got.Stdout, "up UPTIME (since START)")
+	got.Stdout = regexp.MustCompile(`(?m)^runtime    \d+ goroutines, heap \d+\.\d [KMG]iB, \d+\.\d [KMG]iB resident, \d+ open files$`).
+		ReplaceAllString(got.Stdout, "runtime    RUNTIME")
 	text := "service    baton " + version + ", pid " + strconv.Itoa(s.cmd.Process.Pid) + ", up UPTIME (since START)\n" +
 		"data       " + data + "\n" +
 		"listening  unix://" + sock + "\n" +
 		"           " + tcp + " (token)\n" +
 		"threads    1 active\n" +
 		"           " + id + "  acp  running, 1 run  " + proj.Cwd + "\n" +
-		"plugins    acp 0.1.0 (pid " + strconv.Itoa(proj.ProviderSessions[0].PluginPid) + "), claude, codex, cursor, opencode\n"
+		"plugins    acp 0.1.0 (pid " + strconv.Itoa(proj.ProviderSessions[0].PluginPid) + "), claude, codex, cursor, opencode\n" +
+		"runtime    RUNTIME\n"
 	if diff := cmp.Diff(result{Stdout: text}, got); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
@@ -105,7 +114,7 @@ func TestStatus(t *testing.T) {
 	got = run("status", "--json", "--data", data, "--server", tcp)
 	var overTCP serviceStatus
 	json.Unmarshal([]byte(got.Stdout), &overTCP)
-	overTCP.UptimeSeconds = st.UptimeSeconds
+	overTCP.UptimeSeconds, overTCP.Runtime = st.UptimeSeconds, st.Runtime
 	if diff := cmp.Diff(st, overTCP); diff != "" || got.Code != exitOK {
 		t.Errorf("status over TCP: exit %d %s (-on the socket +over TCP):\n%s", got.Code, got.Stderr, diff)
 	}

@@ -189,13 +189,13 @@ func TestThreadsOrderAndFormats(t *testing.T) {
 		{"--after no thread", nil, []string{"-o", "ids", "--after", "thr_nope"}, exitUsage, "",
 			"baton: threads: --after thr_nope is not a thread; give an id that baton threads lists\n"},
 		{"-o yaml", nil, []string{"-o", "yaml"}, exitUsage, "",
-			"baton: invalid argument \"yaml\" for \"-o, --output\" flag: want table, json or ids\nRun 'baton threads --help' for usage.\n"},
+			"baton: threads: --output \"yaml\": want table, json or ids\n"},
 		{"--json and -o ids", nil, []string{"--json", "-o", "ids"}, exitUsage, "",
 			"baton: threads: --json is -o json, and -o says ids; give one of them\n"},
 		{"BATON_OUTPUT", []string{"BATON_OUTPUT=ids"}, nil, exitOK, ids(order...), ""},
 		{"-o over BATON_JSON", []string{"BATON_JSON=true"}, []string{"-o", "ids"}, exitOK, ids(order...), ""},
 		{"--json over BATON_OUTPUT", []string{"BATON_OUTPUT=ids"}, []string{"--json"}, exitOK, jsonLines.String(), ""},
-		{"BATON_OUTPUT=yaml", []string{"BATON_OUTPUT=yaml"}, nil, exitUsage, "", "baton: BATON_OUTPUT=\"yaml\": want table, json or ids\n"},
+		{"BATON_OUTPUT=yaml", []string{"BATON_OUTPUT=yaml"}, nil, exitUsage, "", "baton: threads: BATON_OUTPUT=\"yaml\" (for --output): want table, json or ids\n"},
 	}
 	check := func(t *testing.T) {
 		for _, c := range cases {

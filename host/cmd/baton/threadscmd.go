@@ -581,6 +581,8 @@ run: its wait is cancelled. Follow the run's end with baton watch.`,
 						return failf(exitFailed, "interrupt: run %d has already ended (%s)", run, r.Status)
 					}
 					req.RunId = r.ID
+				} else if r := activeRunOf(t); r != nil {
+					req.RunId = r.ID // named, so that the receipt names it
 				}
 				// A run waiting for a limit's reset has no turn to stop: the
 				// interrupt cancels its wait, and says so.
@@ -598,7 +600,7 @@ run: its wait is cancelled. Follow the run's end with baton watch.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintln(g.stdout, interruptedLine(after, cmp.Or(rc.GetRunId(), req.RunId), waiting, force))
+				fmt.Fprintln(g.stdout, interruptedLine(after, rc.GetRunId(), waiting, force))
 				return nil
 			})
 		},
@@ -606,6 +608,20 @@ run: its wait is cancelled. Follow the run's end with baton watch.`,
 	c.Flags().IntVar(&run, "run", 0, "the run to stop, by its `ordinal` (default: the active run)")
 	c.Flags().BoolVar(&force, "force", false, "end the provider's process now (SIGTERM, then SIGKILL) instead of asking it to stop")
 	return c
+}
+
+// activeRunOf is the thread's active run, the one interrupt stops when no
+// --run is given (nil: none; the service says so).
+func activeRunOf(t domain.Thread) *domain.Run {
+	for i := len(t.Runs) - 1; i >= 0; i-- {
+		if r := &t.Runs[i]; r.StartedAt != nil {
+			if r.Status.Active() {
+				return r
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // interruptedLine says what an interrupt of run runID did, as the thread

@@ -88,7 +88,7 @@ func BenchmarkParallelAppend(b *testing.B) {
 	// each committed with Sync (Pebble groups concurrent syncs itself).
 	b.Run("pebble", func(b *testing.B) {
 		db, err := pebble.Open(b.TempDir(), &pebble.Options{FormatMajorVersion: FormatVersion, CacheSize: 16 << 20,
-			MemTableSize: 8 << 20, Logger: pebbleLogger{hclog.NewNullLogger(), ""}})
+			MemTableSize: 8 << 20, Logger: pebbleLogger{l: hclog.NewNullLogger()}})
 		if err != nil {
 			b.Fatal(err)
 		}

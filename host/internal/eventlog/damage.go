@@ -76,17 +76,24 @@ var fatalMu sync.Mutex
 type pebbleLogger struct {
 	l   hclog.Logger
 	dir string
+	s   *Store // failed before Fatal is called (nil: none)
 }
 
 func (p pebbleLogger) Infof(format string, args ...any)  { p.l.Debug(fmt.Sprintf(format, args...)) }
 func (p pebbleLogger) Errorf(format string, args ...any) { p.l.Error(fmt.Sprintf(format, args...)) }
 
-// Fatalf logs the whole message and ends the process through Fatal with
-// its first line (some carry a stack trace).
+// Fatalf logs the whole message, fails the store (Pebble gave up: fail.go)
+// and ends the process through Fatal with its first line (some carry a
+// stack trace). The store fails first, so that its owner can stop on its
+// own (a service refuses commands and stops its providers) while Fatal
+// waits for it.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.l.Error(msg)
 	first, _, _ := strings.Cut(msg, "\n")
+	if p.s != nil {
+		p.s.fails.set(&gaveUpError{msg: first}, true)
+	}
 	fatalMu.Lock() // held for good: Fatal does not return
 	Fatal(fmt.Sprintf("the event store %s failed and this process cannot go on: %s", p.dir, first))
 }
@@ -112,13 +119,16 @@ func (s *Store) listener() *pebble.EventListener {
 	}
 }
 
-// noteDamage records the first damage the store has met.
+// noteDamage records the first damage the store has met, which fails it
+// (fail.go).
 func (s *Store) noteDamage(d *DamageError) {
 	s.dmu.Lock()
-	defer s.dmu.Unlock()
 	if s.damage == nil {
 		s.damage = d
 	}
+	first := s.damage
+	s.dmu.Unlock()
+	s.fails.set(first, false)
 }
 
 // Damage is the first damage the store has met since it opened (nil:

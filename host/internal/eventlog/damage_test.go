@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 )
@@ -90,7 +91,7 @@ func TestOpenRefusesLogEndingBeforeSeal(t *testing.T) {
 	s := openT(t, dir)
 	appendN(t, s, "a", 3, "")
 	s.Close()
-	if st := readSeal(dir); st.Sealed != 3 || st.Err != nil {
+	if st := readSeal(vfs.Default, dir); st.Sealed != 3 || st.Err != nil {
 		t.Fatalf("seal after close = %+v, want 3", st)
 	}
 	if err := os.WriteFile(filepath.Join(dir, SealName), encodeSeal(5), 0o600); err != nil {
@@ -216,7 +217,7 @@ func TestSealDamagedOrMissing(t *testing.T) {
 			if !strings.Contains(out.String(), "could not check that no committed event is missing") {
 				t.Errorf("log: %q, want a warning", out.String())
 			}
-			if st := readSeal(dir); st.Sealed != 2 || st.Err != nil {
+			if st := readSeal(vfs.Default, dir); st.Sealed != 2 || st.Err != nil {
 				t.Errorf("seal after open = %+v, want 2", st)
 			}
 			s.Close()
@@ -225,7 +226,8 @@ func TestSealDamagedOrMissing(t *testing.T) {
 }
 
 // A damaged table: the read that meets it returns a *DamageError naming
-// the .sst; the store takes no more appends; Verify reports it.
+// the .sst; the store fails (Failed is closed, Failure is the damage) and
+// takes no more appends; Verify reports it.
 func TestDamagedTable(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir)
@@ -247,6 +249,14 @@ func TestDamagedTable(t *testing.T) {
 	}
 	if err := s.Damage(); !errors.Is(err, ErrDamaged) {
 		t.Errorf("Damage() = %v", err)
+	}
+	select {
+	case <-s.Failed():
+		if err := s.Failure(); err != s.Damage() {
+			t.Errorf("Failure() = %v, want the damage, %v", err, s.Damage())
+		}
+	default:
+		t.Error("the damaged store did not fail: Failed is open")
 	}
 	if _, _, err := s.Append(Batch{Events: []Pending{event("a", 1)}}); !errors.Is(err, ErrDamaged) {
 		t.Errorf("append to a damaged store: %v", err)
@@ -455,7 +465,7 @@ func TestVerifyErrors(t *testing.T) {
 // BenchmarkSealWrite is what each commit group adds: one write of the
 // seal at offset 0, no sync.
 func BenchmarkSealWrite(b *testing.B) {
-	w, err := openSeal(b.TempDir())
+	w, err := openSeal(privateDefault, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

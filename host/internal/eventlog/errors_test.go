@@ -194,27 +194,39 @@ func TestAppendRefusesBadData(t *testing.T) {
 	}
 }
 
-// A store whose commit failed (its broken state) writes nothing more:
-// every append fails with the cause, no hook runs, no sequence is used,
-// readers see what was there. Reopening clears it.
+// A store whose commit failed writes nothing more: Failed is closed and
+// Failure names the cause, every append (and outbox removal) fails with
+// it, no hook runs, no sequence is used, readers see what was there.
+// Reopening clears it.
 //
-// No test reaches the broken state through Pebble: Batch.Commit returns an
+// No test reaches a failed commit through Pebble: Batch.Commit returns an
 // error only for options this store does not use (read-only, no WAL, range
-// keys) and ends the process (Fatalf) when the write itself fails. The test
-// puts the store in the state a failed commit would leave.
-func TestBrokenStoreWritesNothing(t *testing.T) {
+// keys), and a write that fails is Pebble giving up (TestPebbleGivesUp).
+// The test puts the store in the state a failed commit leaves.
+func TestFailedStoreWritesNothing(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir)
 	want := appendN(t, s, "a", 2, "c1")
+	select {
+	case <-s.Failed():
+		t.Fatal("Failed is closed before the store failed")
+	default:
+	}
 	cause := errors.New("disk on fire")
-	s.mu.Lock()
-	s.broken = cause
-	s.mu.Unlock()
+	s.fails.set(cause, false)
+	select {
+	case <-s.Failed():
+	default:
+		t.Fatal("Failed is not closed once the store failed")
+	}
+	if err := s.Failure(); err != cause {
+		t.Fatalf("Failure() = %v, want %v", err, cause)
+	}
 	hooked := false
 	_, _, err := s.Append(Batch{Events: []Pending{event("a", 3)}, CommandID: "c2", ThreadID: "a", Head: head("H"), Live: LiveSet,
 		Receipt: func(uint64) []byte { return []byte("r") }, OnCommit: func(uint64) { hooked = true }})
 	if !errors.Is(err, cause) {
-		t.Fatalf("append to a broken store: %v, want %v", err, cause)
+		t.Fatalf("append to a failed store: %v, want %v", err, cause)
 	}
 	if hooked {
 		t.Error("the commit hook ran for an append that failed")
@@ -227,13 +239,16 @@ func TestBrokenStoreWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("events of the broken store (-want +got):\n%s", diff)
+		t.Errorf("events of the failed store (-want +got):\n%s", diff)
 	}
 	if _, found, _ := s.Receipt("c2"); found {
 		t.Error("receipt of the failed append stored")
 	}
 	if live, _ := s.LiveThreads(); live != nil {
 		t.Errorf("live %v after the failed append", live)
+	}
+	if err := s.EffectDone(EffectRef{ThreadID: "a", ID: "1.0"}); !errors.Is(err, cause) {
+		t.Errorf("EffectDone on a failed store: %v, want %v", err, cause)
 	}
 	s.Close()
 	s = openT(t, dir)
@@ -293,7 +308,7 @@ func TestDamagedLog(t *testing.T) {
 // go on after it): here it ends the goroutine.
 func TestPebbleLogger(t *testing.T) {
 	var out bytes.Buffer
-	l := pebbleLogger{hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Debug, DisableTime: true}), "/d/events"}
+	l := pebbleLogger{l: hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Debug, DisableTime: true}), dir: "/d/events"}
 	l.Infof("flushed %d", 1)
 	l.Errorf("background error: %s", "disk")
 	saved := Fatal
@@ -324,7 +339,7 @@ func TestPebbleLogger(t *testing.T) {
 // in a child process of the test.
 func TestDefaultFatalExits(t *testing.T) {
 	if os.Getenv("EVENTLOG_FATAL_CHILD") == "1" {
-		pebbleLogger{hclog.NewNullLogger(), "/d/events"}.Fatalf("pebble: fatal commit error: %s", "boom")
+		pebbleLogger{l: hclog.NewNullLogger(), dir: "/d/events"}.Fatalf("pebble: fatal commit error: %s", "boom")
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDefaultFatalExits$")

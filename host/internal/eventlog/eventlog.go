@@ -5,6 +5,9 @@
 // once share one synced write (group commit). Readers read after a
 // sequence and wait for more, and never see a sequence before everything
 // below it is durable.
+//
+// A store that fails (fail.go) writes nothing more, and says so once, on
+// Failed: its owner stops, and the next open recovers.
 package eventlog
 
 import (
@@ -15,6 +18,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors/oserror"
@@ -56,6 +60,8 @@ type Store struct {
 	damage      *DamageError
 	corruptFile string // the last file Pebble reported damaged
 
+	fails failure // why the store failed, if it has (fail.go)
+
 	// life guards db against Close: readers hold it shared, Close
 	// exclusively, so no read runs on a closed db.
 	life sync.RWMutex
@@ -66,11 +72,10 @@ type Store struct {
 	wake    chan struct{} // one token: the queue is not empty, or the store stops
 	done    chan struct{} // closed when the sequencer has stopped
 
-	mu      sync.Mutex // guards last, changed, closed, broken
+	mu      sync.Mutex // guards last, changed, closed
 	last    uint64     // the last sequence published: durable, its commit hooks run
 	changed chan struct{}
 	closed  bool
-	broken  error // a commit failed: nothing more is written until the store is reopened
 	next    uint64
 }
 
@@ -140,6 +145,11 @@ type Options struct {
 	// written, not even the seal, and a store that ends before its seal
 	// opens (Seal tells).
 	ReadOnly bool
+	// FS is the file system the store, its seal among its files, runs on
+	// (nil: the operating system's, with Baton's modes: fs.go). Tests run
+	// a store on one that fails (Pebble's errorfs) or that loses what was
+	// not synced (vfs.NewCrashableMem); nothing else sets it.
+	FS vfs.FS
 }
 
 // Open opens (or creates) the log in dir.
@@ -156,6 +166,11 @@ func OpenWith(dir string, o Options) (*Store, error) {
 		log = hclog.NewNullLogger()
 	}
 	s := &Store{log: log, dir: dir, readOnly: o.ReadOnly, changed: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s.fails.init()
+	fs := o.FS
+	if fs == nil {
+		fs = privateDefault // files 0600, directories 0700 (fs.go)
+	}
 	opts := &pebble.Options{
 		FormatMajorVersion: FormatVersion,
 		CacheSize:          16 << 20,
@@ -167,10 +182,10 @@ func OpenWith(dir string, o Options) (*Store, error) {
 		// A small base level keeps compactions small; an event log's write
 		// rate is far below what the extra levels cost.
 		LBaseMaxBytes: 4 << 20,
-		Logger:        pebbleLogger{log.Named("pebble"), dir},
+		Logger:        pebbleLogger{log.Named("pebble"), dir, s},
 		EventListener: s.listener(),
 		ReadOnly:      o.ReadOnly,
-		FS:            privateDefault, // files 0600, directories 0700 (fs.go)
+		FS:            fs,
 	}
 	if o.ReadOnly {
 		opts.FS = readOnlyDefault // no lock, no write (fs.go)
@@ -200,13 +215,9 @@ func OpenWith(dir string, o Options) (*Store, error) {
 // write-ahead log, and a damaged log would then be gone); the directory is
 // locked across both opens.
 func (s *Store) open(dir string, opts *pebble.Options) error {
-	s.seal = readSeal(dir)
+	s.seal = readSeal(opts.FS, dir)
 	if s.seal.Found && !opts.ReadOnly {
-		fs := opts.FS
-		if fs == nil {
-			fs = vfs.Default
-		}
-		lock, err := pebble.LockDirectory(dir, fs)
+		lock, err := pebble.LockDirectory(dir, opts.FS)
 		if err != nil {
 			return err
 		}
@@ -241,7 +252,7 @@ func (s *Store) open(dir string, opts *pebble.Options) error {
 		err = sealBroken(dir, last, s.seal.Sealed) // unreachable: checked read-only above
 	}
 	if err == nil && !opts.ReadOnly {
-		err = s.startSeal(dir, last)
+		err = s.startSeal(opts.FS, dir, last)
 	}
 	if err != nil {
 		s.db.Close()
@@ -288,7 +299,7 @@ func (s *Store) openDB(dir string, opts *pebble.Options) error {
 
 // startSeal reports a seal that is missing (in a store with events) or
 // damaged, and writes the store's last sequence to it.
-func (s *Store) startSeal(dir string, last uint64) error {
+func (s *Store) startSeal(fs vfs.FS, dir string, last uint64) error {
 	switch {
 	case s.seal.Err != nil:
 		s.log.Warn("the event store's seal is damaged, so this open could not check that no committed event is missing; "+
@@ -297,7 +308,7 @@ func (s *Store) startSeal(dir string, last uint64) error {
 		s.log.Warn("the event store has no seal, so this open could not check that no committed event is missing; a new seal is written",
 			"seal", s.seal.Path)
 	}
-	w, err := openSeal(dir)
+	w, err := openSeal(fs, dir)
 	if err != nil {
 		return err
 	}
@@ -352,21 +363,30 @@ func (s *Store) lastEvent() (uint64, error) {
 // store of one level, a compaction for the close to wait for (measured:
 // a one-turn baton run on a data dir of 100,000 events took 2.5x as long
 // with it, 1.16x without).
+//
+// A store whose Pebble gave up (fail.go) is not closed: Pebble's state is
+// left as it is (its goroutines, the sequencer among them, may be stopped
+// for good inside it), readers are woken with ErrClosed, and Close returns
+// at once. The process that has it is ending; the next open recovers.
 func (s *Store) Close() error {
 	s.qmu.Lock()
-	if s.stopped {
-		s.qmu.Unlock()
-		<-s.done
-		return nil
-	}
+	again := s.stopped
 	s.stopped = true
 	s.qmu.Unlock()
 	s.signal()
-	<-s.done
+	select {
+	case <-s.done:
+	case <-s.fails.gaveUp:
+	}
 	s.mu.Lock()
-	s.closed = true
-	close(s.changed)
+	if !s.closed {
+		s.closed = true
+		close(s.changed)
+	}
 	s.mu.Unlock()
+	if again || s.fails.fatal() {
+		return nil
+	}
 	s.life.Lock()
 	defer s.life.Unlock()
 	var err error
@@ -466,6 +486,11 @@ type appendReq struct {
 	ids   []string
 	err   error
 	done  chan struct{}
+	// taken is set by the first of: the sequencer, which runs its commit
+	// hook once the write is durable; and its Append, which gives up on a
+	// store whose Pebble gave up. A hook never runs for an append that
+	// has returned.
+	taken atomic.Bool
 }
 
 // Append commits a batch with one synced write (shared with the batches of
@@ -500,7 +525,17 @@ func (s *Store) Append(in Batch) ([]Record, []string, error) {
 	s.queue = append(s.queue, req)
 	s.qmu.Unlock()
 	s.signal()
-	<-req.done
+	select {
+	case <-req.done:
+	case <-s.fails.gaveUp:
+		// Pebble gave up: the sequencer may be stopped inside it for
+		// good. Unless it has this append in hand already (its hook
+		// running), the append fails here.
+		if req.taken.CompareAndSwap(false, true) {
+			return nil, nil, s.Failure()
+		}
+		<-req.done
+	}
 	return req.recs, req.ids, req.err
 }
 
@@ -545,17 +580,13 @@ func (s *Store) sequence() {
 // Pebble v2 as this store uses it: Set and Delete on a batch from NewBatch
 // (not indexed) always succeed, and Commit returns an error only for
 // options the store does not set (read-only, no WAL, range keys), while a
-// write that fails in the commit pipeline ends the process through the
-// logger's Fatalf. They are checked so that a Pebble that does return one
-// fails the group and, for Commit, leaves the store broken rather than
-// half-written; TestBrokenStoreWritesNothing checks the broken state.
+// write that fails in the commit pipeline is Pebble giving up (its Fatalf,
+// which fails the store: fail.go). They are checked so that a Pebble that
+// does return one fails the group and, for Commit, fails the store rather
+// than leave it half-written; TestFailedStoreWritesNothing checks the
+// failed state.
 func (s *Store) commit(group []*appendReq) {
-	s.mu.Lock()
-	err := s.broken
-	s.mu.Unlock()
-	if err == nil {
-		err = s.writable()
-	}
+	err := s.writable()
 	seq := s.next
 	if err == nil {
 		b := s.db.NewBatch()
@@ -567,9 +598,7 @@ func (s *Store) commit(group []*appendReq) {
 		if err == nil {
 			if err = b.Commit(pebble.Sync); err != nil {
 				err = fmt.Errorf("commit events: %w", err)
-				s.mu.Lock()
-				s.broken = fmt.Errorf("event log unusable until reopened: %w", err)
-				s.mu.Unlock()
+				s.fails.set(err, false)
 			}
 		}
 		b.Close()
@@ -583,6 +612,9 @@ func (s *Store) commit(group []*appendReq) {
 		return
 	}
 	for _, r := range group {
+		if !r.taken.CompareAndSwap(false, true) {
+			continue // its Append returned: the store failed for good (it is durable all the same)
+		}
 		if r.b.OnCommit != nil && len(r.recs) > 0 {
 			r.b.OnCommit(r.recs[len(r.recs)-1].Sequence)
 		}
@@ -594,7 +626,7 @@ func (s *Store) commit(group []*appendReq) {
 		s.log.Warn("the event store's seal could not be written", "error", err)
 	}
 	s.mu.Lock()
-	if seq != s.last {
+	if seq != s.last && !s.closed { // closed: by a Close that did not wait, Pebble having given up
 		s.last = seq
 		close(s.changed)
 		s.changed = make(chan struct{})
@@ -707,19 +739,17 @@ func recordValue(seq uint64, tail []byte) []byte {
 }
 
 // EffectDone removes a performed effect from the outbox (synced: an entry
-// left behind would be reported as not performed by the next host).
+// left behind would be reported as not performed by the next host). It is
+// a commit of its own, through the sequencer (so it shares a synced write
+// with others, and a store that failed refuses it as it does an append).
 func (s *Store) EffectDone(ref EffectRef) error {
-	seq, i, err := parseEffectID(ref.ID)
-	if err != nil {
+	if _, _, err := parseEffectID(ref.ID); err != nil {
 		return err
 	}
-	return s.read(func() error {
-		// Delete fails only as Batch.Commit does: not here (see commit).
-		if err := s.db.Delete(outboxKey(ref.ThreadID, seq, i), pebble.Sync); err != nil {
-			return fmt.Errorf("remove effect %s of thread %s: %w", ref.ID, ref.ThreadID, err)
-		}
-		return nil
-	})
+	if _, _, err := s.Append(Batch{Done: []EffectRef{ref}}); err != nil {
+		return fmt.Errorf("remove effect %s of thread %s: %w", ref.ID, ref.ThreadID, err)
+	}
+	return nil
 }
 
 // Outbox returns every pending effect, by thread and in decided order.
@@ -1038,14 +1068,18 @@ func decodeRecord(k, v []byte) (Record, error) {
 // ErrReadOnly is returned by writes to a store opened read-only.
 var ErrReadOnly = errors.New("event log opened read-only")
 
-// writable says whether the store takes writes: not read-only, and no
-// damage met (a damaged store is not written to until it is repaired).
+// writable says whether the store takes writes: not read-only, and not
+// failed (fail.go; a damaged store is not written to until it is
+// repaired).
 func (s *Store) writable() error {
 	if s.readOnly {
 		return ErrReadOnly
 	}
-	if d := s.Damage(); d != nil {
-		return fmt.Errorf("nothing more is written to a damaged store: %w", d)
+	if err := s.Failure(); err != nil {
+		if errors.Is(err, ErrDamaged) {
+			return fmt.Errorf("nothing more is written to a damaged store: %w", err)
+		}
+		return fmt.Errorf("nothing more is written to a store that failed: %w", err)
 	}
 	return nil
 }

@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cockroachdb/errors/oserror"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // The seal is Baton's own check that committed events do not vanish.
@@ -82,12 +86,12 @@ type SealState struct {
 	Err error
 }
 
-// readSeal reads the seal in dir.
-func readSeal(dir string) SealState {
-	st := SealState{Path: filepath.Join(dir, SealName)}
-	b, err := os.ReadFile(st.Path)
+// readSeal reads the seal in dir, on the store's file system.
+func readSeal(fs vfs.FS, dir string) SealState {
+	st := SealState{Path: fs.PathJoin(dir, SealName)}
+	b, err := readFile(fs, st.Path)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
+	case oserror.IsNotExist(err):
 		return st
 	case err != nil:
 		st.Found, st.Err = true, err
@@ -98,13 +102,25 @@ func readSeal(dir string) SealState {
 	return st
 }
 
-// sealWriter keeps the seal open for the sequencer's writes.
-type sealWriter struct {
-	f *os.File
+func readFile(fs vfs.FS, name string) ([]byte, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
-func openSeal(dir string) (*sealWriter, error) {
-	f, err := os.OpenFile(filepath.Join(dir, SealName), os.O_RDWR|os.O_CREATE, 0o600)
+// sealWriter keeps the seal open for the sequencer's writes.
+type sealWriter struct {
+	f vfs.File
+}
+
+// openSeal opens the seal for writing, on the store's file system (where
+// Pebble's files are: a test of a power loss loses what the seal did not
+// sync, as it does Pebble's). The store's file system makes it 0600.
+func openSeal(fs vfs.FS, dir string) (*sealWriter, error) {
+	f, err := fs.OpenReadWrite(fs.PathJoin(dir, SealName), vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("open the store's seal: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/record"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Verification and salvage, for `baton doctor`: read the whole store, as
@@ -75,7 +76,7 @@ const (
 // opened at all is one problem. The error is for what is not damage (the
 // store is in use, or is not there).
 func Verify(dir string) (*Report, *Store, error) {
-	r := &Report{Dir: dir, Seal: readSeal(dir), Heads: map[string][]byte{}}
+	r := &Report{Dir: dir, Seal: readSeal(vfs.Default, dir), Heads: map[string][]byte{}}
 	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
 		if ms, _ := filepath.Glob(filepath.Join(dir, "marker.manifest.*")); len(ms) == 0 {
 			return nil, nil, fmt.Errorf("no event store in %s", dir)

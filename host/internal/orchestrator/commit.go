@@ -128,8 +128,23 @@ func (h *Host) checkInstalled(provider string) error {
 	return fmt.Errorf("%w: provider %q is not installed; installed: %s", domain.ErrInvalid, provider, installed)
 }
 
-// commit is the commit path described at the top of this file.
+// commit is the commit path described at the top of this file. Once the
+// store has failed, every commit fails saying so (storefail.go), whatever
+// step met the failure.
 func (h *Host) commit(c commitReq) (domain.Receipt, error) {
+	if err := h.storeFailed(); err != nil {
+		return domain.Receipt{}, err
+	}
+	rc, err := h.commitOnce(c)
+	if err != nil {
+		if ferr := h.storeFailed(); ferr != nil {
+			err = ferr
+		}
+	}
+	return rc, err
+}
+
+func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 	if h.closed.Load() {
 		return domain.Receipt{}, ErrClosed
 	}

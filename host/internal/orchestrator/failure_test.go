@@ -137,7 +137,7 @@ func TestProviderThatExitsAtOnceSaysWhy(t *testing.T) {
 		"cursor": {Code: "provider_exited", Message: filepath.Base(peerBin) +
 			" exited with status 1 during the turn: Error: Authentication required. Please run 'cursor-agent login' first."},
 		"opencode": {Code: "start_failed",
-			Message: "opencode exited with status 1 before it said where it listens: Error: listen EADDRINUSE: address already in use 127.0.0.1"},
+			Message: "opencode exited with status 1 before it said where it listens: it printed \"Warning: OPENCODE_SERVER_PASSWORD is not set; server is unsecured.\"; its stderr ends: Error: listen EADDRINUSE: address already in use 127.0.0.1"},
 	} {
 		t.Run(provider, func(t *testing.T) {
 			e := newEnv(t)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/host/internal/domain"
@@ -89,6 +90,8 @@ type env struct {
 	dirs []string
 	// calls is the host's PluginCallTimeout (0: callDeadline).
 	calls time.Duration
+	// grace is the host's InterruptGrace (0: domain.DefaultInterruptGrace).
+	grace time.Duration
 	// embedded: the host is one embedded for a command, not an unattended
 	// one (baton serve).
 	embedded bool
@@ -97,6 +100,9 @@ type env struct {
 	// timers a test expects (a log's age is by its file's time, not the
 	// fake clock's).
 	frames rawframes.Policy
+	// storeFS is the file system the host's event log runs on (nil: the
+	// operating system's).
+	storeFS vfs.FS
 }
 
 // callDeadline is the plugin call timeout of a test's host unless it sets
@@ -146,7 +152,8 @@ func (e *env) open() {
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: append([]string{pluginDir}, e.dirs...),
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
 		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: !e.embedded, PluginCallTimeout: cmp.Or(e.calls, callDeadline),
-		RawFrames: cmp.Or(e.frames, rawframes.Policy{MaxAge: -1})})
+		InterruptGrace: e.grace,
+		RawFrames:      cmp.Or(e.frames, rawframes.Policy{MaxAge: -1}), StoreFS: e.storeFS})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

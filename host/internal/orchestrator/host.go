@@ -14,9 +14,10 @@
 // projections; streams.go what readers follow; recover.go what a start
 // reconciles; outbox.go the effects; session.go the provider sessions;
 // ingest.go their events; checkpoints.go the git work; drain.go what Close
-// ends first, and the reaper of idle sessions; rawframes.go the retention
-// of the sessions' raw-frame logs; read.go the reads of a store without a
-// host; readonly.go a host that only reads a data dir it cannot hold.
+// ends first, and the reaper of idle sessions; storefail.go what a store
+// that fails under the host stops; rawframes.go the retention of the
+// sessions' raw-frame logs; read.go the reads of a store without a host;
+// readonly.go a host that only reads a data dir it cannot hold.
 package orchestrator
 
 import (
@@ -29,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/host/internal/checkpoint"
@@ -102,6 +104,10 @@ type Config struct {
 	// a data dir it cannot hold, on a read-only file system or held by
 	// another process. It writes nothing and commits nothing.
 	ReadOnly bool
+	// StoreFS is the file system the event log (DATA/events) runs on
+	// (nil: the operating system's). Tests give one that fails under a
+	// running host (eventlog.Options.FS); nothing else sets it.
+	StoreFS vfs.FS
 }
 
 // Host is a running orchestrator.
@@ -126,6 +132,9 @@ type Host struct {
 	draining  atomic.Bool
 	drainOnce sync.Once
 	halted    atomic.Bool // Halt: Close kills the plugins rather than close sessions
+
+	failure atomic.Pointer[error] // why the store failed (storefail.go)
+	failed  chan struct{}         // closed once the host stopped for it
 
 	cache threadCache
 	cmds  inflight // command ids being committed
@@ -175,7 +184,7 @@ func Open(cfg Config) (*Host, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
-	store, err := eventlog.Open(filepath.Join(cfg.DataDir, "events"), cfg.Logger)
+	store, err := eventlog.OpenWith(filepath.Join(cfg.DataDir, "events"), eventlog.Options{Logger: cfg.Logger, FS: cfg.StoreFS})
 	if err != nil {
 		if berr := Busy(cfg.DataDir, err); berr != nil {
 			return nil, berr
@@ -190,7 +199,8 @@ func Open(cfg Config) (*Host, error) {
 	h := &Host{cfg: cfg, log: cfg.Logger, store: store,
 		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin"), Clock: cfg.Clock}),
 		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
-		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{}}
+		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{},
+		failed: make(chan struct{})}
 	h.cache.init(cfg.MaxThreads)
 	h.frames = newFramePruner(cfg.DataDir, cfg.RawFrames, cfg.Clock) // its dir made private by holdDataDir
 	if err := h.index(); err != nil {
@@ -201,6 +211,7 @@ func Open(cfg Config) (*Host, error) {
 	}
 	next := h.prunePass()
 	h.wg.Go(func() { h.pruneFrames(next) })
+	h.wg.Go(h.watchStore)
 	if err := h.recover(); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("open host: %w", err)
@@ -211,7 +222,8 @@ func Open(cfg Config) (*Host, error) {
 // Close drains the host (drain.go: active runs are asked to stop and each
 // one's end is recorded), closes live sessions (their provider processes
 // stop and their last events are recorded), stops plugins and closes the
-// log.
+// log. Its error includes the store's failure, if the store failed
+// (storefail.go).
 //
 // Order matters: runs end first, then sessions close (their ends are recorded), then the
 // workers stop, then the plugins are killed, which ends any event stream
@@ -248,6 +260,9 @@ func (h *Host) Close() error {
 	h.closed.Store(true)
 	h.cache.wakeAll()
 	err := removeHolder(h.cfg.DataDir) // while the lock is held: after, it may be another's
+	if f := h.store.Failure(); f != nil {
+		err = errors.Join(err, &StoreFailedError{Cause: f}) // it failed, maybe as this Close drained
+	}
 	return errors.Join(err, h.store.Close())
 }
 

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 
 	"github.com/baton-run/baton/host/internal/domain"
@@ -18,15 +17,20 @@ import (
 // maxIngestBatch bounds how many provider events share one write.
 const maxIngestBatch = 256
 
-// ingestBatch decides a session's events, in order. Storage errors are
-// retried: a lost terminal event would leave its run running.
-func (h *Host) ingestBatch(s *liveSession, evs []sdk.RuntimeEvent) {
+// ingestBatch decides a session's events, in order, and says whether
+// they are settled: committed, or refused (which no retry changes). A
+// failure to store them is retried until they commit (retry): a lost
+// terminal event would leave its run running for as long as the host runs.
+// They are not settled only when the host stops first (it closes, or its
+// store failed): then the pump acknowledges nothing more to the plugin,
+// and the next host reconciles the session.
+func (h *Host) ingestBatch(s *liveSession, evs []sdk.RuntimeEvent) bool {
 	s.touch(h.cfg.Clock.Now())
 	id := fmt.Sprintf("pev:%s:%d", s.id, evs[0].Sequence)
 	if len(evs) > 1 {
 		id += fmt.Sprintf("-%d", evs[len(evs)-1].Sequence)
 	}
-	h.ingestRetrying(s, id, evs)
+	return h.ingestRetrying(s, id, evs)
 }
 
 // ingest decides one provider event the host made itself.
@@ -34,12 +38,17 @@ func (h *Host) ingest(s *liveSession, ev sdk.RuntimeEvent, cmdID string) {
 	h.ingestRetrying(s, cmdID, []sdk.RuntimeEvent{ev})
 }
 
-func (h *Host) ingestRetrying(s *liveSession, cmdID string, evs []sdk.RuntimeEvent) {
+func (h *Host) ingestRetrying(s *liveSession, cmdID string, evs []sdk.RuntimeEvent) (settled bool) {
 	err := h.retry("ingest provider events", func() error { return h.ingestEvents(s.threadID, s.id, cmdID, evs) },
 		"thread", s.threadID, "session", s.id)
-	if err != nil && !errors.Is(err, ErrClosed) {
-		h.log.Error("ingest provider events failed; they are lost", "thread", s.threadID, "session", s.id, "events", len(evs), "error", err)
+	switch {
+	case err == nil:
+		return true
+	case stopped(err):
+		return false
 	}
+	h.log.Error("ingest provider events: refused; they are dropped", "thread", s.threadID, "session", s.id, "events", len(evs), "error", err)
+	return true
 }
 
 // providerEventsType is the receipt type of a batch of provider events.

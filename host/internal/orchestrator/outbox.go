@@ -87,13 +87,16 @@ func (h *Host) settle(e domain.Effect) {
 	}
 	ref := eventlog.EffectRef{ThreadID: e.ThreadID, ID: e.ID}
 	if cmd != nil {
-		// Retried: an outcome not recorded would leave a run ending, or a
-		// rollback in progress, until the host restarts.
+		// Retried until it is recorded: an outcome not recorded would
+		// leave a run ending, or a rollback in progress, for as long as
+		// the host runs.
 		if err := h.retry("record the outcome of an action", func() error {
 			_, err := h.dispatch(h.ctx, *cmd, []eventlog.EffectRef{ref})
 			return err
 		}, "type", e.Type, "thread", e.ThreadID); err != nil {
-			h.log.Error("record the outcome of an action; it stays in the outbox for the next host", "type", e.Type, "thread", e.ThreadID, "error", err)
+			if !stopped(err) {
+				h.log.Error("record the outcome of an action: refused; it stays in the outbox for the next host", "type", e.Type, "thread", e.ThreadID, "error", err)
+			}
 			return
 		}
 	}
@@ -247,7 +250,7 @@ func (h *Host) withSession(e domain.Effect, what string, call func(context.Conte
 	if err != nil {
 		return err
 	}
-	return h.callPlugin(h.ctx, s.plugin, what, h.cfg.PluginCallTimeout, func(ctx context.Context) error { return call(ctx, s) })
+	return h.callPlugin(s.ctx, s.plugin, what, h.cfg.PluginCallTimeout, func(ctx context.Context) error { return call(ctx, s) })
 }
 
 // respond delivers an answer to the provider through the live session
@@ -277,23 +280,71 @@ func (h *Host) interrupt(e domain.Effect) error {
 	})
 }
 
-// retryPause is the pause after a retry's first failure; each further
-// failure adds as much again.
-const retryPause = 50 * time.Millisecond
+// Retries, of what the host records on its own: a provider's events, an
+// action's outcome, a wait's fire, a forced stop. What one guards is lost
+// for as long as the host runs if it gives up (a run left running, a wait
+// that never fires), so it does not give up while the store is healthy.
 
-// retry calls f until it succeeds, up to 5 times with a growing pause on
-// the host's clock, and returns its last error. An error that trying again
-// cannot mend (the host closed, the command refused) ends it at once, and
-// so does Close beginning during a pause: then the error wraps ErrClosed.
+// retryPause is the pause after a retry's first failure; each further
+// failure doubles it, up to maxRetryPause.
+const (
+	retryPause    = 50 * time.Millisecond
+	maxRetryPause = 5 * time.Second
+)
+
+// retry calls f until it succeeds or trying again cannot mend its error
+// (stopped: the host closed or its store failed; or the command was
+// refused), and returns its last error. Between tries it pauses on the
+// host's clock, retryPause and then twice as long each time, up to
+// maxRetryPause; Close beginning ends a pause, and the retry with an
+// error that wraps ErrClosed and the one it was retrying. It logs the
+// first failure and then the tries numbered by powers of two, so that an
+// outage of hours says so a few dozen times, not thousands.
 func (h *Host) retry(what string, f func() error, args ...any) error {
+	pause := retryPause
 	for try := 1; ; try++ {
 		err := f()
-		if err == nil || try == 5 || errors.Is(err, ErrClosed) || errors.Is(err, domain.ErrInvalid) || errors.Is(err, domain.ErrNotFound) {
+		if err == nil || stopped(err) || refused(err) {
 			return err
 		}
-		h.log.Warn(what+"; retrying", append(args, "error", err)...)
-		if clock.Sleep(h.stopping, h.cfg.Clock, time.Duration(try)*retryPause) != nil {
+		if try&(try-1) == 0 {
+			h.log.Warn(what+"; retrying", append(args, "try", try, "pause", pause, "error", err)...)
+		}
+		if clock.Sleep(h.stopping, h.cfg.Clock, pause) != nil {
 			return fmt.Errorf("%w while retrying after: %w", ErrClosed, err)
 		}
+		pause = min(2*pause, maxRetryPause)
 	}
+}
+
+// dispatchAt sends cmd at the instant at on the host's clock, unless ctx
+// ends first, and retries it until it commits (retry): a wait's fire, an
+// interrupt's deadline. Given up on, neither would come again while the
+// host runs.
+func (h *Host) dispatchAt(ctx context.Context, at time.Time, what string, cmd domain.Command, args ...any) {
+	if clock.SleepUntil(ctx, h.cfg.Clock, at) != nil {
+		return
+	}
+	err := h.retry(what, func() error {
+		_, err := h.dispatch(h.ctx, cmd, nil)
+		return err
+	}, args...)
+	if err != nil && !stopped(err) {
+		h.log.Error(what+": refused", append(args, "error", err)...)
+	}
+}
+
+// stopped says whether an error is the host stopping: it closed, or its
+// store failed (then it stops: storefail.go).
+func stopped(err error) bool { return errors.Is(err, ErrClosed) || errors.Is(err, ErrStoreFailed) }
+
+// refused says whether an error is a command's refusal, which no retry
+// changes.
+func refused(err error) bool {
+	for _, r := range []error{domain.ErrInvalid, domain.ErrNotFound, domain.ErrConflict, domain.ErrUnsupported, domain.ErrNotResumable} {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
 }

@@ -128,6 +128,47 @@ func TestLongThreadIsReadInPages(t *testing.T) {
 		t.Fatalf("after the rollback: runs %v, %d stale checkpoints", statuses, stale)
 	}
 	whole("after the rollback")
+
+	// ReadThread, a store read with no host, is the projection a host
+	// loads: its newest runs, not every run its events replayed (its
+	// snapshot not trusted: all of them).
+	held, err = e.host.Thread(th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.host.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.host = nil
+	s = openStore(t, e.data)
+	defer s.Close()
+	if head, _, err = s.Head(th); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutThreadState(th, head, false, &eventlog.Snapshot{Schema: orchestrator.ProjectionSchema + 1, Seq: held.Sequence, Body: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	read, err := orchestrator.ReadThread(s, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := gocmp.Diff(jsonTree(t, held), jsonTree(t, read)); d != "" {
+		t.Fatalf("ReadThread (-the host's projection +read):\n%s", d)
+	}
+}
+
+// jsonTree is v as JSON, decoded.
+func jsonTree(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree any
+	if err := json.Unmarshal(b, &tree); err != nil {
+		t.Fatal(err)
+	}
+	return tree
 }
 
 // dropParts removes every part from a data dir's store, as a store

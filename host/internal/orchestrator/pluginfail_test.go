@@ -51,8 +51,15 @@ func removeTestPlugins() {
 // newCrashEnv is newEnv with the crash plugins installed.
 func newCrashEnv(t *testing.T) *env {
 	t.Helper()
+	return newCrashEnvGrace(t, 0)
+}
+
+// newCrashEnvGrace is newCrashEnv whose host gives an interrupted run
+// grace (0: the default).
+func newCrashEnvGrace(t *testing.T, grace time.Duration) *env {
+	t.Helper()
 	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 1, clock: clock.NewFake(epoch), dirs: []string{crashPlugins(t)},
-		calls: orchestrator.DefaultPluginCallTimeout}
+		calls: orchestrator.DefaultPluginCallTimeout, grace: grace}
 	e.open()
 	t.Cleanup(func() {
 		if e.host != nil {
@@ -212,7 +219,10 @@ func (e *env) advanceTo(d time.Duration) {
 func TestPluginThatHangsIsKilled(t *testing.T) {
 	for _, call := range []string{"StartTurn", "InterruptTurn"} {
 		t.Run(call, func(t *testing.T) {
-			e := newCrashEnv(t)
+			// The interrupt's grace outlasts the call's deadline here: what
+			// ends the run is the killing of the plugin that hung (see
+			// TestForcedStopGoesAroundAHungInterrupt for the grace first).
+			e := newCrashEnvGrace(t, 2*orchestrator.DefaultPluginCallTimeout)
 			a := e.crashThread("a", "crashy", "hang", call)
 			e.dispatch(domain.Command{ID: "send", ThreadID: a, Payload: domain.DispatchMessage{Text: "hang"}})
 			nodes := []string{"root_turn failed"}
@@ -243,6 +253,32 @@ func TestPluginThatHangsIsKilled(t *testing.T) {
 				t.Errorf("the plugin %d that hung: %v, want it gone", pid, err)
 			}
 		})
+	}
+}
+
+// Stop means stop even when the plugin hangs on the interrupt itself: the
+// forced stop at the grace's end goes beside the thread's effects (the
+// interrupt call hangs in them), and the session's end gives up the hung
+// call, so the run ends interrupted at the grace (its checkpoint, queued
+// behind the call, goes on), not when the call's deadline would have
+// killed the plugin a minute later.
+func TestForcedStopGoesAroundAHungInterrupt(t *testing.T) {
+	e := newCrashEnv(t)
+	a := e.crashThread("a", "crashy", "hang", "InterruptTurn")
+	e.dispatch(domain.Command{ID: "send", ThreadID: a, Payload: domain.DispatchMessage{Text: "hang"}})
+	th := e.waitFor(a, "the turn to start", func(th domain.Thread) bool { return len(th.ProviderTurns) > 0 })
+	e.dispatch(domain.Command{ID: "stop", ThreadID: a, Payload: domain.InterruptRun{RunID: th.Runs[0].ID}})
+	e.advanceTo(domain.DefaultInterruptGrace)
+	th = e.waitFor(a, "the run to end", allRunsEnded(1))
+	want := runOutcome{Status: domain.RunStatusInterrupted, Code: domain.FailureForced, EndedAt: epoch.Add(domain.DefaultInterruptGrace),
+		Attempts: []string{"interrupted"}, Nodes: []string{"root_turn interrupted", "assistant_message cancelled"}}
+	if diff := cmp.Diff(want, outcomeOf(th, 0)); diff != "" {
+		t.Errorf("the run (-want +got):\n%s", diff)
+	}
+	// The hung interrupt was given up with the session: no deadline of it
+	// is left to kill the plugin, which answers everything else.
+	if p := bounds(e.clock); len(p) != 0 {
+		t.Errorf("pending timers %v; want none", p)
 	}
 }
 

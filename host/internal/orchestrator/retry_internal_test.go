@@ -13,10 +13,12 @@ import (
 )
 
 // retry is what stands between a failed write of a provider's events or
-// of an action's outcome and their loss. Its pauses run on the host's
-// clock, and Close cuts them short. (The writes it guards fail only when
-// the disk does, which a test cannot bring about; the operation here is a
-// function that fails as many times as the test says.)
+// of an action's outcome and their loss. It does not give up while the
+// failure may mend: its pauses double, up to maxRetryPause, on the host's
+// clock, and Close cuts them short. A refusal, the host closing or its
+// store failing end it at once. (The operation here is a function that
+// fails as many times as the test says; storefault_test.go fails the
+// store's reads under a live host.)
 func TestRetryPausesOnTheHostsClock(t *testing.T) {
 	f := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	h, err := Open(Config{DataDir: t.TempDir(), Clock: f})
@@ -81,9 +83,11 @@ func TestRetryPausesOnTheHostsClock(t *testing.T) {
 		want outcome
 	}{
 		{"mended on the third try", 2, hiccup, outcome{nil, 3, ms(50, 100)}},
-		{"given up after five tries", 99, hiccup, outcome{hiccup, 5, ms(50, 100, 150, 200)}},
+		{"not given up: mended on the twelfth try, the pause doubled up to its cap", 11, hiccup,
+			outcome{nil, 12, ms(50, 100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000, 5000)}},
 		{"refused: not tried again", 99, domain.ErrInvalid, outcome{domain.ErrInvalid, 1, nil}},
 		{"the host closed: not tried again", 99, ErrClosed, outcome{ErrClosed, 1, nil}},
+		{"the store failed: not tried again", 99, ErrStoreFailed, outcome{ErrStoreFailed, 1, nil}},
 	} {
 		got := play(c.n, c.err, len(c.want.Pauses))
 		if diff := cmp.Diff(c.want, got, cmp.Comparer(func(a, b error) bool { return errors.Is(a, b) && errors.Is(b, a) })); diff != "" {

@@ -108,7 +108,13 @@ type liveSession struct {
 	command         sdk.ProviderCommand
 	plugin          *pluginhost.Plugin
 	done            chan struct{} // closed when its event stream has ended
-	used            atomic.Int64  // when it was last used, on the host's clock (Unix ns)
+	// ctx ends with done: the calls into the session that are still in
+	// flight then (an interrupt a hung plugin never answered, when the
+	// session was ended by force) are given up, so that what waits behind
+	// them in the thread's effects goes on.
+	ctx    context.Context
+	cancel context.CancelFunc
+	used   atomic.Int64 // when it was last used, on the host's clock (Unix ns)
 }
 
 // touch says the session is used now: its idle time starts again.
@@ -246,11 +252,13 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	}
 	s = &liveSession{id: id, threadID: threadID, provider: provider, model: model, command: b.Command, plugin: p,
 		done: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(h.ctx)
 	s.touch(h.cfg.Clock.Now())
 	if _, err := h.Dispatch(h.ctx, domain.Command{ID: "open:" + id, ThreadID: threadID, Payload: domain.RecordSessionOpened{
 		SessionID: id, Provider: provider, Model: model, ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
 		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, ResumeRequested: resume,
 		Resumed: resp.Resumed && req.ResumeThreadRef != ""}}); err != nil {
+		s.cancel()
 		_ = p.CloseSession(context.Background(), id)
 		return nil, err
 	}
@@ -258,6 +266,7 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	if h.closing {
 		// Close began while this session opened: it has not seen it.
 		h.smu.Unlock()
+		s.cancel()
 		_ = p.CloseSession(context.Background(), id)
 		return nil, ErrClosed
 	}
@@ -313,6 +322,7 @@ const ackEvery = 512
 // are still wanted, and if it breaks again the session is left for the next
 // host to reconcile.
 func (h *Host) pump(s *liveSession) {
+	defer s.cancel()
 	defer close(s.done)
 	// The stream is read with a context of its own: at Close the host
 	// still wants the session's last events (its runtime exit). Close
@@ -359,7 +369,17 @@ func (h *Host) pump(s *liveSession) {
 				}
 			}
 			attempt = 0
-			h.ingestBatch(s, batch)
+			if !h.ingestBatch(s, batch) {
+				// The host stops before they could be stored: never
+				// acknowledged, and not skipped by a stream reopened
+				// after them; the next host reconciles the session.
+				h.log.Warn("session events not stored as the host stops; left for the next host", "session", s.id,
+					"after", last, "events", len(batch))
+				scancel()
+				for range evc { // the reader ends with its context
+				}
+				return
+			}
 			last = batch[len(batch)-1].Sequence
 			if last-acked >= ackEvery {
 				// Stored: the plugin need not keep them for a stream that

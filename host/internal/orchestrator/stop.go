@@ -2,12 +2,10 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk/clock"
 )
 
 // Stops: the host's half of "stop means stop". The domain records an
@@ -53,18 +51,11 @@ func (h *Host) syncStop(threadID string, t *domain.Thread) {
 	}
 	ctx, cancel := context.WithCancel(h.stopping)
 	h.stops.m[threadID] = &stopTimer{cmd: cmd, at: at, stop: cancel}
+	// Stopped when the run ends, or the host stops.
+	c := domain.Command{ID: "force:" + cmd.AttemptID, ThreadID: threadID, Payload: cmd}
 	h.wg.Go(func() {
 		defer cancel()
-		if clock.SleepUntil(ctx, h.cfg.Clock, at) != nil {
-			return // stopped: the run ended, or the host stops
-		}
-		c := domain.Command{ID: "force:" + cmd.AttemptID, ThreadID: threadID, Payload: cmd}
-		if err := h.retry("force a run to stop", func() error {
-			_, err := h.dispatch(h.ctx, c, nil)
-			return err
-		}, "thread", threadID, "run", cmd.RunID); err != nil && !errors.Is(err, ErrClosed) {
-			h.log.Error("force a run to stop", "thread", threadID, "run", cmd.RunID, "error", err)
-		}
+		h.dispatchAt(ctx, at, "force a run to stop", c, "thread", threadID, "run", cmd.RunID)
 	})
 }
 

@@ -180,21 +180,39 @@ const projectionSchema = 3
 // A thread with no events is the zero Thread. It also returns the
 // snapshot's size (0: none used).
 func (h *Host) loadThread(id string) (*domain.Thread, int, error) {
-	return loadThread(h.store, h.log, id, !h.cfg.ReadOnly)
+	parts := partsWrite
+	if h.cfg.ReadOnly {
+		parts = partsKeep
+	}
+	return loadThread(h.store, h.log, id, parts)
 }
 
+// loadParts is what a load does with the parts the events it applies make
+// leave the projection.
+type loadParts int
+
+const (
+	// partsWrite writes them (again: a rebuild leaves the parts its
+	// events' commits wrote; a log from before parts were kept, for the
+	// first time): a host that writes.
+	partsWrite loadParts = iota
+	// partsKeep keeps them in the projection (nothing leaves it): a host
+	// that only reads, whose page reads find only the parts stored.
+	partsKeep
+	// partsDrop drops them, leaving the projection a host that writes
+	// would load (ReadThread): the commits of its events stored them.
+	partsDrop
+)
+
 // loadThread is Host.loadThread on a store, saying on log why a snapshot
-// was not used. With write, the parts the events it applies make leave
-// the projection are written (again: a rebuild leaves the parts its
-// events' commits wrote; a log from before parts were kept, for the first
-// time). Without (ReadThread, a host that only reads), nothing is written
-// and nothing leaves the projection it loads.
-func loadThread(store *eventlog.Store, log hclog.Logger, id string, write bool) (*domain.Thread, int, error) {
+// was not used; parts says what becomes of the parts that leave the
+// projection as it loads.
+func loadThread(store *eventlog.Store, log hclog.Logger, id string, parts loadParts) (*domain.Thread, int, error) {
 	t, after, size, err := trustedSnapshot(store, log, id)
 	if err != nil {
 		return nil, 0, fmt.Errorf("load thread %s: %w", id, err)
 	}
-	if !write {
+	if parts == partsKeep {
 		t.KeepAll()
 	}
 	for {
@@ -210,8 +228,13 @@ func loadThread(store *eventlog.Store, log hclog.Logger, id string, write bool) 
 				return nil, 0, fmt.Errorf("load thread %s: %w", id, err)
 			}
 		}
-		if err := putParts(store, id, t); err != nil {
-			return nil, 0, fmt.Errorf("load thread %s: %w", id, err)
+		switch parts {
+		case partsWrite:
+			if err := putParts(store, id, t); err != nil {
+				return nil, 0, fmt.Errorf("load thread %s: %w", id, err)
+			}
+		case partsDrop:
+			t.TakeArchived()
 		}
 		after = recs[len(recs)-1].Sequence
 	}

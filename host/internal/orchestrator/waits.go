@@ -79,18 +79,14 @@ func (h *Host) syncWait(threadID string, w *domain.Wait) {
 	ctx, cancel := context.WithCancel(h.stopping)
 	h.timers.m[threadID] = &waitTimer{id: w.ID, stop: cancel}
 	id, at := w.ID, w.At
+	// Stopped when another wait replaces it, or the host stops. Its fire
+	// is retried until it commits: the timer stays armed for this wait
+	// (syncWait keeps it), so a fire given up on would never come while
+	// the host runs.
+	cmd := domain.Command{ID: "wait:" + id, ThreadID: threadID, Payload: domain.FireWait{WaitID: id}}
 	h.wg.Go(func() {
 		defer cancel()
-		if clock.SleepUntil(ctx, h.cfg.Clock, at) != nil {
-			return // stopped: another wait replaced it, or the host stops
-		}
-		cmd := domain.Command{ID: "wait:" + id, ThreadID: threadID, Payload: domain.FireWait{WaitID: id}}
-		if err := h.retry("fire a wait", func() error {
-			_, err := h.dispatch(h.ctx, cmd, nil)
-			return err
-		}, "thread", threadID, "wait", id); err != nil && !errors.Is(err, ErrClosed) {
-			h.log.Error("fire a wait; the next host fires it", "thread", threadID, "wait", id, "error", err)
-		}
+		h.dispatchAt(ctx, at, "fire a wait", cmd, "thread", threadID, "wait", id)
 	})
 }
 

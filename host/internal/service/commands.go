@@ -237,7 +237,9 @@ func (s *Server) Interrupt(ctx context.Context, req *batonv1.InterruptRequest) (
 	if err != nil {
 		return nil, err
 	}
-	return receiptPB(rc, runID), nil
+	// The run the request named: a repeat returns the same receipt (one
+	// that named none found the active run only at its first try).
+	return receiptPB(rc, req.GetRunId()), nil
 }
 
 // maxReason bounds a client's stop reason.

@@ -156,7 +156,8 @@ func (s *Server) GetStatus(context.Context, *batonv1.GetStatusRequest) (*batonv1
 		return nil, s.toStatus("GetStatus", err)
 	}
 	resp := &batonv1.ServiceStatus{Version: s.version, Pid: int32(os.Getpid()), DataDir: s.host.DataDir(),
-		StartedAt: timestamppb.New(s.started), Uptime: durationpb.New(s.clk.Now().Sub(s.started)), Listeners: s.listeners}
+		StartedAt: timestamppb.New(s.started), Uptime: durationpb.New(s.clk.Now().Sub(s.started)), Listeners: s.listeners,
+		Runtime: runtimeStats()}
 	for _, t := range active {
 		resp.ActiveThreads = append(resp.ActiveThreads, summaryPB(t))
 	}

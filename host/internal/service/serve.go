@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/rawframes"
 	"github.com/baton-run/baton/sdk/clock"
@@ -47,6 +49,10 @@ type Config struct {
 	InterruptGrace time.Duration
 	// Clock is the host's clock, and the drain's (default clock.System).
 	Clock clock.Clock
+	// StoreFS is the file system the host's event log runs on
+	// (orchestrator.Config): tests give one that fails under the running
+	// service; nothing else sets it.
+	StoreFS vfs.FS
 	// Ready, when set, is called once every listener listens, with their
 	// addresses (unix:///PATH, tcp://HOST:PORT).
 	Ready func(addrs []string)
@@ -63,6 +69,13 @@ const DrainTimeout = 10 * time.Second
 // calls in flight get DrainTimeout to finish, and the host closes (its
 // sessions' ends recorded). It returns nil after a drain that ctx asked
 // for, or why the service could not start or stopped serving.
+//
+// A host whose event store fails stops at once (orchestrator's
+// storefail.go: commands refused, providers killed), and so does Run, the
+// same way, with nothing left to drain: health has said NOT_SERVING and
+// the subscriptions have ended from the moment of the failure (the
+// Server's watchHost); Run returns the failure, for `baton serve` to exit
+// 1 and its supervisor to start it again, which recovers.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.DataDir == "" {
 		return errors.New("serve: no data dir")
@@ -118,7 +131,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
-		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace})
+		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace, StoreFS: cfg.StoreFS})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -162,10 +175,15 @@ func Run(ctx context.Context, cfg Config) error {
 		pending--
 		runErr = fmt.Errorf("serve: %w", err)
 		log.Error("a listener failed; stopping", "error", err)
+	case <-host.Failed():
+		runErr = storeFailure(host.Failure())
+		log.Error("the event store failed; stopping", "error", host.Failure())
 	}
-	log.Info("draining: active runs are asked to stop", "timeout", orchestrator.DrainTimeout)
 	srv.NotServing()
-	host.Drain() // subscribers see the runs end
+	if host.Failure() == nil {
+		log.Info("draining: active runs are asked to stop", "timeout", orchestrator.DrainTimeout)
+		host.Drain() // subscribers see the runs end
+	}
 	log.Info("draining: ending the calls", "timeout", DrainTimeout)
 	srv.Shutdown()
 	stopped := make(chan struct{})
@@ -187,9 +205,27 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if err := host.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("serve: close host: %w", err)
+		var f *orchestrator.StoreFailedError
+		if errors.As(err, &f) { // it failed as the service drained
+			runErr = storeFailure(f)
+		}
 	}
 	log.Info("stopped")
 	return runErr
+}
+
+// storeFailure is what Run returns when the host's event store failed.
+func storeFailure(err error) error {
+	var f *orchestrator.StoreFailedError
+	if !errors.As(err, &f) {
+		return fmt.Errorf("serve: %w", err) // unreachable: a host's failure is a *StoreFailedError
+	}
+	err = fmt.Errorf("serve: the event store failed: %w; the service stopped, for its supervisor to start it again "+
+		"(the next start recovers what was in flight)", f.Cause)
+	if errors.Is(err, eventlog.ErrDamaged) {
+		err = fmt.Errorf("%w; run `baton doctor` to check the store", err)
+	}
+	return err
 }
 
 // loadTLS reads the TLS certificate and key (nil, nil without them).

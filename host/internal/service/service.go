@@ -9,13 +9,16 @@ package service
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/orchestrator"
@@ -85,8 +88,41 @@ func New(h *orchestrator.Host, opts Options) *Server {
 		opts.SubscriberBuffer = DefaultSubscriberBuffer
 	}
 	stopping, stop := context.WithCancel(context.Background())
-	return &Server{host: h, log: opts.Logger, clk: opts.Clock, slow: opts.SlowSubscriber, buffer: opts.SubscriberBuffer,
+	s := &Server{host: h, log: opts.Logger, clk: opts.Clock, slow: opts.SlowSubscriber, buffer: opts.SubscriberBuffer,
 		health: health.NewServer(), version: opts.Version, started: opts.Clock.Now(), stopping: stopping, stop: stop}
+	go s.watchHost() // ends at Shutdown, or when the host's store fails
+	return s
+}
+
+// watchHost shuts the server down when the host's event store fails
+// (orchestrator's storefail.go): health says NOT_SERVING at once, and
+// every subscription ends with Unavailable, saying why (shutdownStatus);
+// commands are refused by the host. Its owner (Run) then stops.
+func (s *Server) watchHost() {
+	select {
+	case <-s.host.Failed():
+		s.Shutdown()
+	case <-s.stopping.Done():
+	}
+}
+
+// shutdownStatus is how a subscription ends when the service stops.
+func (s *Server) shutdownStatus() error {
+	if msg, ok := storeFailed(s.host.Failure()); ok {
+		return status.Error(codes.Unavailable, msg+"; subscribe again after the last sequence you received once it is back")
+	}
+	return status.Error(codes.Unavailable, "service shutting down; subscribe again after the last sequence you received")
+}
+
+// storeFailed is the message of a call refused because the host's event
+// store failed.
+func storeFailed(err error) (string, bool) {
+	var f *orchestrator.StoreFailedError
+	if !errors.As(err, &f) {
+		return "", false
+	}
+	return "the event store failed and the service is stopping (it exits 1, for its supervisor to start it again; " +
+		"the next start recovers what was in flight): " + f.Cause.Error(), true
 }
 
 // Serving records where the service listens, from now: what GetStatus

@@ -20,6 +20,7 @@ var codeTable = []struct {
 	err  error
 	code codes.Code
 }{
+	{orchestrator.ErrStoreFailed, codes.Unavailable}, // before ErrDamaged: a damaged store is one that failed
 	{orchestrator.ErrClosed, codes.Unavailable},
 	{pluginhost.ErrClosed, codes.Unavailable},
 	{domain.ErrExists, codes.AlreadyExists},
@@ -58,6 +59,9 @@ func (s *Server) toStatus(rpc string, err error) error {
 	}
 	if _, ok := status.FromError(err); ok {
 		return err
+	}
+	if msg, ok := storeFailed(err); ok {
+		return status.Error(codes.Unavailable, msg)
 	}
 	code := codeOf(err)
 	if code == codes.Internal {

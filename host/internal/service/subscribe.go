@@ -24,7 +24,7 @@ import (
 //
 // When the service shuts down, the stream stops following, sends what was
 // committed up to then (the runs a drain ended among it), and ends with
-// Unavailable.
+// Unavailable (saying why, when the host's store failed).
 //
 // The sender is owned by the handler: it stops when its buffer is closed
 // and emptied (the handler waits for that), or when the handler's context
@@ -127,7 +127,7 @@ func (s *Server) Subscribe(req *batonv1.SubscribeRequest, stream grpc.ServerStre
 			"subscriber too slow: %d events waited longer than %s; the last event sent was sequence %d: subscribe again with after_sequence %d",
 			cap(buf), s.slow, last, last)
 	case cause == nil && shuttingDown:
-		return status.Error(codes.Unavailable, "service shutting down; subscribe again after the last sequence you received")
+		return s.shutdownStatus()
 	case cause == nil: // the stream ended by itself: the host closed
 		return status.Error(codes.Unavailable, "the host closed")
 	case stream.Context().Err() != nil:

@@ -2251,7 +2251,10 @@ type ServiceStatus struct {
 	ActiveThreads []*ThreadSummary `protobuf:"bytes,7,rep,name=active_threads,json=activeThreads,proto3" json:"active_threads,omitempty"`
 	// plugins are the installed plugins, by name; those the service runs
 	// say their process and version.
-	Plugins       []*PluginStatus `protobuf:"bytes,8,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	Plugins []*PluginStatus `protobuf:"bytes,8,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	// runtime is what the service's process holds now: for an operator
+	// (or a soak test) watching it for growth.
+	Runtime       *RuntimeStats `protobuf:"bytes,9,opt,name=runtime,proto3" json:"runtime,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2342,6 +2345,86 @@ func (x *ServiceStatus) GetPlugins() []*PluginStatus {
 	return nil
 }
 
+func (x *ServiceStatus) GetRuntime() *RuntimeStats {
+	if x != nil {
+		return x.Runtime
+	}
+	return nil
+}
+
+type RuntimeStats struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Goroutines int32                  `protobuf:"varint,1,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
+	// heap_bytes is the Go heap's live objects.
+	HeapBytes uint64 `protobuf:"varint,2,opt,name=heap_bytes,json=heapBytes,proto3" json:"heap_bytes,omitempty"`
+	// resident_bytes is the process's resident memory (0: not known on
+	// this system).
+	ResidentBytes uint64 `protobuf:"varint,3,opt,name=resident_bytes,json=residentBytes,proto3" json:"resident_bytes,omitempty"`
+	// open_files is how many file descriptors the process has open (-1:
+	// not known on this system).
+	OpenFiles     int32 `protobuf:"varint,4,opt,name=open_files,json=openFiles,proto3" json:"open_files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RuntimeStats) Reset() {
+	*x = RuntimeStats{}
+	mi := &file_baton_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RuntimeStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RuntimeStats) ProtoMessage() {}
+
+func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RuntimeStats.ProtoReflect.Descriptor instead.
+func (*RuntimeStats) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RuntimeStats) GetGoroutines() int32 {
+	if x != nil {
+		return x.Goroutines
+	}
+	return 0
+}
+
+func (x *RuntimeStats) GetHeapBytes() uint64 {
+	if x != nil {
+		return x.HeapBytes
+	}
+	return 0
+}
+
+func (x *RuntimeStats) GetResidentBytes() uint64 {
+	if x != nil {
+		return x.ResidentBytes
+	}
+	return 0
+}
+
+func (x *RuntimeStats) GetOpenFiles() int32 {
+	if x != nil {
+		return x.OpenFiles
+	}
+	return 0
+}
+
 type Listener struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// address is unix:///PATH or tcp://HOST:PORT.
@@ -2356,7 +2439,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_baton_proto_msgTypes[28]
+	mi := &file_baton_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2451,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[28]
+	mi := &file_baton_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2464,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{28}
+	return file_baton_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Listener) GetAddress() string {
@@ -2421,7 +2504,7 @@ type PluginStatus struct {
 
 func (x *PluginStatus) Reset() {
 	*x = PluginStatus{}
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2433,7 +2516,7 @@ func (x *PluginStatus) String() string {
 func (*PluginStatus) ProtoMessage() {}
 
 func (x *PluginStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2446,7 +2529,7 @@ func (x *PluginStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
 func (*PluginStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{29}
+	return file_baton_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PluginStatus) GetName() string {
@@ -2674,7 +2757,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
 	"\x13ListPluginsResponse\x12*\n" +
 	"\aplugins\x18\x01 \x03(\v2\x10.baton.v1.PluginR\aplugins\"\x12\n" +
-	"\x10GetStatusRequest\"\xe8\x02\n" +
+	"\x10GetStatusRequest\"\x9a\x03\n" +
 	"\rServiceStatus\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12\x19\n" +
@@ -2684,7 +2767,17 @@ const file_baton_proto_rawDesc = "" +
 	"\x06uptime\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x06uptime\x120\n" +
 	"\tlisteners\x18\x06 \x03(\v2\x12.baton.v1.ListenerR\tlisteners\x12>\n" +
 	"\x0eactive_threads\x18\a \x03(\v2\x17.baton.v1.ThreadSummaryR\ractiveThreads\x120\n" +
-	"\aplugins\x18\b \x03(\v2\x16.baton.v1.PluginStatusR\aplugins\"L\n" +
+	"\aplugins\x18\b \x03(\v2\x16.baton.v1.PluginStatusR\aplugins\x120\n" +
+	"\aruntime\x18\t \x01(\v2\x16.baton.v1.RuntimeStatsR\aruntime\"\x93\x01\n" +
+	"\fRuntimeStats\x12\x1e\n" +
+	"\n" +
+	"goroutines\x18\x01 \x01(\x05R\n" +
+	"goroutines\x12\x1d\n" +
+	"\n" +
+	"heap_bytes\x18\x02 \x01(\x04R\theapBytes\x12%\n" +
+	"\x0eresident_bytes\x18\x03 \x01(\x04R\rresidentBytes\x12\x1d\n" +
+	"\n" +
+	"open_files\x18\x04 \x01(\x05R\topenFiles\"L\n" +
 	"\bListener\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x10\n" +
 	"\x03tls\x18\x02 \x01(\bR\x03tls\x12\x14\n" +
@@ -2722,7 +2815,7 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),               // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),       // 1: baton.v1.ProviderCommand
@@ -2752,78 +2845,80 @@ var file_baton_proto_goTypes = []any{
 	(*ListPluginsResponse)(nil),   // 25: baton.v1.ListPluginsResponse
 	(*GetStatusRequest)(nil),      // 26: baton.v1.GetStatusRequest
 	(*ServiceStatus)(nil),         // 27: baton.v1.ServiceStatus
-	(*Listener)(nil),              // 28: baton.v1.Listener
-	(*PluginStatus)(nil),          // 29: baton.v1.PluginStatus
-	nil,                           // 30: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                           // 31: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 33: google.protobuf.Duration
-	(*structpb.Struct)(nil),       // 34: google.protobuf.Struct
+	(*RuntimeStats)(nil),          // 28: baton.v1.RuntimeStats
+	(*Listener)(nil),              // 29: baton.v1.Listener
+	(*PluginStatus)(nil),          // 30: baton.v1.PluginStatus
+	nil,                           // 31: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                           // 32: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
+	(*structpb.Struct)(nil),       // 35: google.protobuf.Struct
 }
 var file_baton_proto_depIdxs = []int32{
-	32, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	33, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,  // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	9,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	9,  // 3: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	30, // 4: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	31, // 4: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
 	1,  // 5: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	1,  // 6: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
-	33, // 7: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
-	33, // 8: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
-	33, // 9: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
-	33, // 10: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
-	33, // 11: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	34, // 7: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	34, // 8: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	34, // 9: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	34, // 10: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	34, // 11: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
 	9,  // 12: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	14, // 13: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
-	34, // 14: baton.v1.Thread.projection:type_name -> google.protobuf.Struct
+	35, // 14: baton.v1.Thread.projection:type_name -> google.protobuf.Struct
 	13, // 15: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
-	32, // 16: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	32, // 17: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	33, // 16: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	33, // 17: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
 	14, // 18: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	32, // 19: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	34, // 20: baton.v1.Event.data:type_name -> google.protobuf.Struct
+	33, // 19: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	35, // 20: baton.v1.Event.data:type_name -> google.protobuf.Struct
 	20, // 21: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
 	23, // 22: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	31, // 23: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	32, // 23: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
 	24, // 24: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	32, // 25: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
-	33, // 26: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
-	28, // 27: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
+	33, // 25: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
+	34, // 26: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
+	29, // 27: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
 	14, // 28: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
-	29, // 29: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
-	2,  // 30: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	3,  // 31: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	4,  // 32: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	5,  // 33: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	6,  // 34: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
-	7,  // 35: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	8,  // 36: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	10, // 37: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	11, // 38: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	15, // 39: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	17, // 40: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	19, // 41: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	22, // 42: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	26, // 43: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
-	0,  // 44: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,  // 45: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,  // 46: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,  // 47: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,  // 48: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
-	0,  // 49: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,  // 50: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,  // 51: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	12, // 52: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	16, // 53: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	18, // 54: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	21, // 55: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	25, // 56: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	27, // 57: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
-	44, // [44:58] is the sub-list for method output_type
-	30, // [30:44] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	30, // 29: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
+	28, // 30: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
+	2,  // 31: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	3,  // 32: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	4,  // 33: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	5,  // 34: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	6,  // 35: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	7,  // 36: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	8,  // 37: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	10, // 38: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	11, // 39: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	15, // 40: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	17, // 41: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	19, // 42: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	22, // 43: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	26, // 44: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
+	0,  // 45: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,  // 46: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,  // 47: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,  // 48: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,  // 49: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,  // 50: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,  // 51: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,  // 52: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	12, // 53: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	16, // 54: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	18, // 55: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	21, // 56: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	25, // 57: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	27, // 58: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
+	45, // [45:59] is the sub-list for method output_type
+	31, // [31:45] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -2837,7 +2932,7 @@ func file_baton_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
