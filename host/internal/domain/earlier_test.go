@@ -537,3 +537,15 @@ func TestFitCountsWhatIsLeftOutAlready(t *testing.T) {
 		t.Fatalf("run 2 at level %d: %d bytes with the left-out line, over the budget %d", parts[1].level, got, budget)
 	}
 }
+
+// A clone's Earlier is its own: a caller that changes it by hand (a page
+// reader putting pages together) leaves the thread's as it was.
+func TestCloneOwnsItsEarlier(t *testing.T) {
+	th := Thread{Earlier: &Earlier{Runs: 12, Parts: 30, Rollbacks: []EarlierRollback{{Target: 3}}}}
+	c := th.Clone()
+	c.Earlier.Runs = 20
+	c.Earlier.Rollbacks = append(c.Earlier.Rollbacks, EarlierRollback{Target: 5})
+	if d := gocmp.Diff(Earlier{Runs: 12, Parts: 30, Rollbacks: []EarlierRollback{{Target: 3}}}, *th.Earlier); d != "" {
+		t.Fatalf("the thread's earlier after its clone's changed (-want +got):\n%s", d)
+	}
+}
