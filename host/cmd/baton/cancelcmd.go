@@ -53,10 +53,12 @@ Exit codes: 0 dropped (or nothing was queued), 1 failed (run N has started),
 			return withThread(cmd, g, "cancel", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
 				req := &batonv1.CancelQueuedRequest{CommandId: ids.New().NewID("cmd"), ThreadId: t.ID, Reason: cancelReason}
 				if given {
-					r := runByOrdinal(t, run)
+					r, err := c.runAt(ctx, at, t, run)
 					switch {
+					case err != nil:
+						return rpcError("cancel", err)
 					case r == nil:
-						return usagef("cancel: thread %s has no run %d (it has %s)", t.ID, run, plural(len(t.Runs), "run"))
+						return usagef("cancel: thread %s has no run %d (it has %s)", t.ID, run, plural(int(at.GetSummary().GetRuns()), "run"))
 					case r.Status != domain.RunStatusQueued:
 						return failf(exitFailed, "cancel: run %d of thread %s is %s, not queued; only a run that has not started can be dropped (stop a running one with baton interrupt %s --run %d)",
 							run, t.ID, r.Status, t.ID, r.Ordinal)
@@ -94,14 +96,16 @@ func runByOrdinal(t domain.Thread, ordinal int) *domain.Run {
 // steer or restart is meant for (send --run; 0: none, ""). A run the
 // thread does not have is bad usage; one that is not active is refused
 // (the domain refuses it too, by its id).
-func targetRun(verb string, t domain.Thread, ordinal int) (string, error) {
+func targetRun(ctx context.Context, c *client, verb string, at *batonv1.Thread, t domain.Thread, ordinal int) (string, error) {
 	if ordinal == 0 {
 		return "", nil
 	}
-	r := runByOrdinal(t, ordinal)
+	r, err := c.runAt(ctx, at, t, ordinal)
 	switch {
+	case err != nil:
+		return "", rpcError(verb, err)
 	case r == nil:
-		return "", usagef("%s: thread %s has no run %d (it has %s)", verb, t.ID, ordinal, plural(len(t.Runs), "run"))
+		return "", usagef("%s: thread %s has no run %d (it has %s)", verb, t.ID, ordinal, plural(int(at.GetSummary().GetRuns()), "run"))
 	case !r.Status.Active():
 		active := "none is"
 		if a := activeRun(t); a != nil {

@@ -378,6 +378,72 @@ func (c *client) thread(ctx context.Context, threadID string) (*batonv1.Thread, 
 	return at, t, err
 }
 
+// pageRuns and pageMessages are how many runs, and how many of their
+// messages, a reader of a thread's pages asks for at a time (the
+// service's defaults; variables so that a test can read a short thread in
+// many pages).
+var pageRuns, pageMessages uint32 = 100, 2000
+
+// threadFrom is a thread from run from on as one projection: the one the
+// service holds when it holds run from and every later one whole, else the
+// thread's pages from run from to its newest, put end to end (each run's
+// entries together; the header, summary and sequence of the last page).
+// from 1 is the whole thread.
+func (c *client) threadFrom(ctx context.Context, threadID string, from int) (*batonv1.Thread, domain.Thread, error) {
+	at, t, err := c.thread(ctx, threadID)
+	if err != nil {
+		return at, t, err
+	}
+	if pg := at.GetPage(); pg.GetRuns() == 0 || pg.GetFirstRun() > 0 && int(pg.GetFirstRun()) <= max(from, 1) && pg.GetMessagesAfter() == 0 {
+		return at, t, nil
+	}
+	var all domain.Thread
+	for {
+		after := uint32(0) // the messages of the page's runs read so far
+		for {
+			at, err = c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: threadID, FromRun: uint32(max(from, 1)), MaxRuns: pageRuns,
+				MessagesAfter: after, MaxMessages: pageMessages})
+			if err != nil {
+				return nil, domain.Thread{}, err
+			}
+			page, err := projection(at)
+			if err != nil {
+				return at, domain.Thread{}, err
+			}
+			if after == 0 {
+				all.AddPage(page)
+			} else {
+				all.Messages = append(all.Messages, page.Messages...) // the same runs: only their messages are new
+			}
+			if after = at.GetPage().GetNextMessagesAfter(); after == 0 {
+				break
+			}
+		}
+		pg := at.GetPage()
+		if pg.GetLastRun() == 0 || pg.GetLastRun() >= pg.GetRuns() {
+			return at, all, nil
+		}
+		from = int(pg.GetLastRun()) + 1
+	}
+}
+
+// runAt is thread t's run of ordinal (nil: it has none), read from the
+// service when the projection it holds (at, t) no longer has it.
+func (c *client) runAt(ctx context.Context, at *batonv1.Thread, t domain.Thread, ordinal int) (*domain.Run, error) {
+	if r := runByOrdinal(t, ordinal); r != nil || ordinal < 1 || ordinal > int(at.GetSummary().GetRuns()) {
+		return r, nil
+	}
+	page, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: t.ID, FromRun: uint32(ordinal), ToRun: uint32(ordinal)})
+	if err != nil {
+		return nil, err
+	}
+	p, err := projection(page)
+	if err != nil {
+		return nil, err
+	}
+	return runByOrdinal(p, ordinal), nil
+}
+
 // threadFor is thread for a verb: its errors are the verb's exits (see
 // rpcError; a projection that does not decode failed).
 func (c *client) threadFor(ctx context.Context, verb, threadID string) (*batonv1.Thread, domain.Thread, error) {

@@ -296,7 +296,7 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	// embedded for it arms them; a service arms every thread's).
 	defer c.followWaits(threadID)()
 	verb := cmp.Or(o.verb, "run")
-	targetID, err := targetRun(verb, th, o.target)
+	targetID, err := targetRun(ctx, c, verb, at, th, o.target)
 	if err != nil {
 		return err
 	}
@@ -380,7 +380,7 @@ loop:
 			scriptDone = nil
 			if err != nil && !interrupted && ctx.Err() == nil {
 				fmt.Fprintf(g.stderr, "baton: run: --script: %v\n", err)
-				if final, err := finalThread(c, threadID); err == nil {
+				if final, err := finalThread(c, threadID, s.first()); err == nil {
 					out.final(final, s.mine)
 				}
 				return silent(exitFailed)
@@ -406,7 +406,7 @@ loop:
 		interrupted = true
 		c.haltNow()
 	}
-	final, err := finalThread(c, threadID)
+	final, err := finalThread(c, threadID, s.first())
 	if err != nil {
 		return rpcError("thread "+threadID, err)
 	}
@@ -422,13 +422,30 @@ loop:
 	return nil
 }
 
-// finalThread reads the thread once more, even after the command's
-// context ended (a second Ctrl-C).
-func finalThread(c *client, threadID string) (domain.Thread, error) {
+// finalThread reads the thread once more, from run from on (the first of
+// this invocation's: they are all in it), even after the command's context
+// ended (a second Ctrl-C).
+func finalThread(c *client, threadID string, from int) (domain.Thread, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, t, err := c.thread(ctx, threadID)
+	_, t, err := c.threadFrom(ctx, threadID, from)
 	return t, err
+}
+
+// first is the ordinal of this invocation's first run (1 when it is not
+// known: every run is read).
+func (s *session) first() int {
+	first := 0
+	for _, id := range s.mine {
+		o, ok := s.out.ordinals[id]
+		if !ok {
+			return 1
+		}
+		if first == 0 || o < first {
+			first = o
+		}
+	}
+	return max(first, 1)
 }
 
 // follow streams a thread's events after a sequence, until ctx ends: a

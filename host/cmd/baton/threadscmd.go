@@ -122,10 +122,13 @@ func showCommand(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "show THREAD",
 		Short: "Show a thread: its runs, messages, requests, checkpoints and handoffs",
-		Long: `Show prints a thread's projection: a summary of its runs, messages, requests,
-checkpoints and context handoffs (and, once it has switched providers, each
-provider's binding: its model, its conversation, the last run it saw and the
-runs it ran), or with --json the whole projection as one JSON object.`,
+		Long: `Show prints a thread: a summary of its runs, messages, requests, checkpoints
+and context handoffs (and, once it has switched providers, each provider's
+binding: its model, its conversation, the last run it saw and the runs it
+ran), or with --json the whole thread as one JSON object. A long thread is
+read a page at a time (the service holds its newest runs; the older ones
+are read from its store): every run is shown, and with --json each run's
+messages, items and turns are together, in run order.`,
 		Example: `  baton show thr_123
   baton show --handoff hof_123 thr_123
   baton show --json thr_123 | jq '.runs[] | {ordinal, status}'`,
@@ -135,6 +138,13 @@ runs it ran), or with --json the whole projection as one JSON object.`,
 				at, t, err := c.threadFor(ctx, "show", args[0])
 				if err != nil {
 					return err
+				}
+				// The whole thread, a page at a time when the service no
+				// longer holds all of it.
+				if at.GetPage().GetFirstRun() > 1 || at.GetPage().GetMessagesAfter() > 0 {
+					if at, t, err = c.threadFrom(ctx, args[0], 1); err != nil {
+						return rpcError("show", err)
+					}
 				}
 				if handoff != "" {
 					for _, h := range t.Handoffs {
@@ -488,7 +498,7 @@ first, as baton run does (see baton run --help).`,
 				if err != nil {
 					return err
 				}
-				if targetID, err = targetRun("send", t, target); err != nil {
+				if targetID, err = targetRun(ctx, c, "send", at, t, target); err != nil {
 					return err
 				}
 				if missing := missingCommand(t, cont); missing != "" {
@@ -560,9 +570,15 @@ run: its wait is cancelled. Follow the run's end with baton watch.`,
 			return withThread(cmd, g, "interrupt", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
 				req := &batonv1.InterruptRequest{CommandId: ids.New().NewID("cmd"), ThreadId: t.ID, Force: force}
 				if given {
-					r := runByOrdinal(t, run)
-					if r == nil {
-						return usagef("interrupt: thread %s has no run %d (it has %s)", t.ID, run, plural(len(t.Runs), "run"))
+					r, err := c.runAt(ctx, at, t, run)
+					switch {
+					case err != nil:
+						return rpcError("interrupt", err)
+					case r == nil:
+						return usagef("interrupt: thread %s has no run %d (it has %s)", t.ID, run, plural(int(at.GetSummary().GetRuns()), "run"))
+					case runByOrdinal(t, run) == nil:
+						// It left the projection the service holds: it has ended.
+						return failf(exitFailed, "interrupt: run %d has already ended (%s)", run, r.Status)
 					}
 					req.RunId = r.ID
 				} else if r := activeRunOf(t); r != nil {

@@ -40,11 +40,7 @@ func refComponent(id string) string {
 // when the next run began.
 func (t *Thread) lastReadyRoot() *Checkpoint {
 	for i := len(t.Checkpoints) - 1; i >= 0; i-- {
-		c := &t.Checkpoints[i]
-		if c.Status != CheckpointReady {
-			continue
-		}
-		if sc := t.scope(c.ScopeID); sc != nil && sc.Kind == ScopeRootRun {
+		if c := &t.Checkpoints[i]; c.Status == CheckpointReady && c.NodeID == "" { // a subagent's names its node
 			return c
 		}
 	}
@@ -52,6 +48,9 @@ func (t *Thread) lastReadyRoot() *Checkpoint {
 }
 
 func (t *Thread) hasRootCheckpoint() bool {
+	if t.Earlier != nil && t.Earlier.RootScopes > 0 {
+		return true
+	}
 	for _, sc := range t.CheckpointScopes {
 		if sc.Kind == ScopeRootRun {
 			return true
@@ -132,22 +131,33 @@ func decideRecordCheckpoint(t *Thread, p RecordCheckpoint, env Env, d *Decision)
 }
 
 func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) error {
+	// v is the thread with the runs that left it and were gathered (when
+	// the target is among them) before its own.
+	v, left := t.withPast(env.Past), t.earlierRuns() > 0
 	var c *Checkpoint
 	switch {
 	case p.CheckpointID != "":
-		if c = t.checkpoint(p.CheckpointID); c == nil {
+		if c = v.checkpoint(p.CheckpointID); c == nil {
+			if left && !env.Past.looked(p.CheckpointID) {
+				d.needPast(NeedPast{Checkpoint: p.CheckpointID})
+				return nil
+			}
 			return fmt.Errorf("%w: checkpoint %q", ErrNotFound, p.CheckpointID)
 		}
 		if p.ScopeID != "" && c.ScopeID != p.ScopeID {
 			return fmt.Errorf("%w: checkpoint %s is not in scope %s", ErrInvalid, c.ID, p.ScopeID)
 		}
 	case p.ScopeID != "":
-		if t.scope(p.ScopeID) == nil {
+		if v.scope(p.ScopeID) == nil {
+			if left && !env.Past.looked(p.ScopeID) {
+				d.needPast(NeedPast{Scope: p.ScopeID})
+				return nil
+			}
 			return fmt.Errorf("%w: checkpoint scope %q", ErrNotFound, p.ScopeID)
 		}
-		for i := range t.Checkpoints {
-			if t.Checkpoints[i].ScopeID == p.ScopeID {
-				c = &t.Checkpoints[i]
+		for i := range v.Checkpoints {
+			if v.Checkpoints[i].ScopeID == p.ScopeID {
+				c = &v.Checkpoints[i]
 			}
 		}
 		if c == nil {
@@ -156,7 +166,7 @@ func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) err
 	default:
 		return fmt.Errorf("%w: checkpoint.rollback needs a checkpointId or a scopeId", ErrInvalid)
 	}
-	if sc := t.scope(c.ScopeID); sc.Kind != ScopeRootRun {
+	if c.NodeID != "" {
 		return fmt.Errorf("%w: checkpoint %s is a subagent's, taken in the middle of run %d; roll back to a run's checkpoint (scope kind %s)",
 			ErrUnsupported, c.ID, c.RunOrdinal, ScopeRootRun)
 	}
@@ -176,27 +186,39 @@ func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) err
 	if t.RollingBack() {
 		return fmt.Errorf("%w: rollback %s is in progress", ErrConflict, t.Rollbacks[len(t.Rollbacks)-1].ID)
 	}
+	if c.RunOrdinal < t.earlierRuns() && !env.Past.holds(c.RunOrdinal+1) {
+		// Runs after it have left: their ids, checkpoints and turns are
+		// the rollback's.
+		d.needPast(NeedPast{From: c.RunOrdinal + 1})
+		return nil
+	}
 	runs, stale := []string{}, []string{}
-	for _, r := range t.Runs {
+	for _, r := range v.Runs {
 		if r.Ordinal > c.RunOrdinal && r.Status.Terminal() && r.Status != RunStatusCancelled && r.Status != RunStatusRolledBack {
 			runs = append(runs, r.ID)
 		}
 	}
-	for _, k := range t.Checkpoints {
+	for _, k := range v.Checkpoints {
 		if k.RunOrdinal > c.RunOrdinal && k.Status != CheckpointStale {
 			stale = append(stale, k.ID)
 		}
 	}
 	id := env.NewID("rb")
-	d.emit(RollbackStarted{RollbackID: id, CheckpointID: c.ID, TargetRunOrdinal: c.RunOrdinal, Runs: runs, Checkpoints: stale})
+	started := RollbackStarted{RollbackID: id, CheckpointID: c.ID, TargetRunOrdinal: c.RunOrdinal, Runs: runs, Checkpoints: stale}
+	if t.checkpoint(c.ID) == nil {
+		target := *c
+		started.Target = &target // back in the projection: the next capture's base
+	}
+	commit := c.Commit
+	d.emit(started)
 	// The files as they are now are kept first, under a ref of their own,
 	// so that a rollback can be undone by hand.
-	d.effect(Effect{Type: EffectRestoreFiles, ThreadID: t.ID, RollbackID: id, CheckpointID: c.ID, Commit: c.Commit,
+	d.effect(Effect{Type: EffectRestoreFiles, ThreadID: t.ID, RollbackID: id, CheckpointID: started.CheckpointID, Commit: commit,
 		Ref: RefPrefix + refComponent(t.ID) + "/pre-rollback/" + refComponent(id)})
 	return nil
 }
 
-func decideFilesRestored(t *Thread, p RecordFilesRestored, d *Decision) error {
+func decideFilesRestored(t *Thread, p RecordFilesRestored, env Env, d *Decision) error {
 	rb := t.rollback(p.RollbackID)
 	if rb == nil {
 		return fmt.Errorf("%w: rollback %q", ErrNotFound, p.RollbackID)
@@ -208,13 +230,19 @@ func decideFilesRestored(t *Thread, p RecordFilesRestored, d *Decision) error {
 		d.emit(RollbackFailed{RollbackID: rb.ID, Stage: "files", Failure: *p.Failure})
 		return nil
 	}
+	if target := rb.TargetRunOrdinal; target < t.earlierRuns() && !env.Past.holds(target+1) {
+		d.needPast(NeedPast{From: target + 1}) // the dropped runs' turns and checkpoints that left
+		return nil
+	}
+	v := t.withPast(env.Past)
 	d.emit(RollbackFilesRestored{RollbackID: rb.ID, Written: p.Written, Removed: p.Removed, SavedRef: p.SavedRef, SavedCommit: p.SavedCommit})
+	rb = t.rollback(p.RollbackID)
 	// The provider's conversation goes back to the same point: the turns
 	// of the rolled-back runs on the root conversation are dropped.
 	e := Effect{Type: EffectReconcileThread, ThreadID: t.ID, RollbackID: rb.ID, Hold: p.Replayed}
 	if root := t.rootProviderThread(); root != nil {
 		e.ThreadRef = root.ProviderRef
-		for _, pt := range t.ProviderTurns {
+		for _, pt := range v.ProviderTurns {
 			if pt.ProviderThreadID == root.ID && slices.Contains(rb.Runs, pt.RunID) {
 				if e.Turns == 0 {
 					e.TurnRef = pt.ProviderRef // the oldest one dropped
@@ -224,7 +252,7 @@ func decideFilesRestored(t *Thread, p RecordFilesRestored, d *Decision) error {
 		}
 	}
 	for _, id := range rb.Checkpoints {
-		if c := t.checkpoint(id); c.Commit != "" {
+		if c := v.checkpoint(id); c.Commit != "" {
 			e.Refs = append(e.Refs, c.Ref)
 		}
 	}
@@ -248,6 +276,25 @@ func decideProviderReconciled(t *Thread, p RecordProviderReconciled, env Env, d 
 	}
 	done := RollbackCompleted{RollbackID: rb.ID, Reconciliation: p.Reconciliation, ProviderThreadRef: p.ProviderThreadRef,
 		TurnsDropped: p.TurnsDropped, Note: p.Note}
+	if b := t.binding(t.Provider); p.Reconciliation == ReconcileNative && b != nil && b.ProviderThreadID != "" {
+		// The kept conversation has seen what its kept turns saw: the
+		// newest run up to the target whose root turn it took.
+		kept := t.keptThrough(t.Provider, rb.TargetRunOrdinal)
+		if upTo := min(rb.TargetRunOrdinal, t.earlierRuns()); kept == 0 && upTo > 0 {
+			if !env.Past.knowsKept(upTo) {
+				var convs []string
+				for _, c := range t.ProviderThreads {
+					if c.Provider == t.Provider && !c.Detached && c.ParentID == "" {
+						convs = append(convs, c.ID)
+					}
+				}
+				d.needPast(NeedPast{KeptIn: convs, KeptUpTo: upTo})
+				return nil
+			}
+			kept = env.Past.kept
+		}
+		done.KeptThrough = &kept
+	}
 	if p.Reconciliation == ReconcileFreshThread {
 		// The provider's root conversations are left behind: its next run
 		// resumes none of them. (Other providers' are left below if they

@@ -37,6 +37,9 @@ type Env struct {
 	// InterruptGrace is how long a provider asked to stop a turn has to
 	// end it before the host ends its process (0: DefaultInterruptGrace).
 	InterruptGrace time.Duration
+	// Past is what the host gathered of the runs that left the thread's
+	// projection, when the decision asked for it (see NeedPast).
+	Past *Past
 }
 
 // DefaultInterruptGrace is Env.InterruptGrace's default: long enough for
@@ -100,6 +103,8 @@ type Decision struct {
 
 	t  *Thread
 	ev Event // the thread id and time every emitted event gets
+	// need is what the decision needs of the thread's past and lacks.
+	need *NeedPast
 }
 
 // emit records events and applies each to the thread.
@@ -146,7 +151,7 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 	case RecordCheckpoint:
 		err = decideRecordCheckpoint(t, p, env, &d)
 	case RecordFilesRestored:
-		err = decideFilesRestored(t, p, &d)
+		err = decideFilesRestored(t, p, env, &d)
 	case RecordProviderReconciled:
 		err = decideProviderReconciled(t, p, env, &d)
 	case SteerFailed:
@@ -189,6 +194,9 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		err = decideRecordCheck(t, p, env, &d)
 	default:
 		err = fmt.Errorf("%w: unknown command type %q", ErrInvalid, cmd.Payload.CommandType())
+	}
+	if err == nil && d.need != nil {
+		err = d.need
 	}
 	return d, err
 }

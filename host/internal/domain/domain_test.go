@@ -1,9 +1,11 @@
 package domain
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"reflect"
 	"slices"
@@ -38,6 +40,12 @@ type world struct {
 	holdCaptures bool
 	// now is the decisions' time (zero: t0).
 	now time.Time
+	// parts are what left the thread, as a host stores them; gathered
+	// counts the decisions that needed them.
+	parts    []Archived
+	gathered int
+	// events are every event decided, in order.
+	events []Payload
 }
 
 func newWorld(t *testing.T) *world {
@@ -59,20 +67,71 @@ func (w *world) env() Env {
 // only when the decision succeeds.
 func (w *world) decide1(cmd Command) (Decision, error) {
 	before, _ := json.Marshal(w.thread)
-	scratch := w.thread.Scratch()
-	d, err := Decide(&scratch, cmd, w.env())
-	// The scratch shares the thread's collections until it writes to them:
-	// what it writes, the thread it was made from never shows.
-	if after, _ := json.Marshal(w.thread); string(after) != string(before) {
-		w.t.Fatalf("deciding %s changed the thread the scratch was made from:\nbefore: %s\nafter:  %s",
-			cmd.Payload.CommandType(), before, after)
+	env := w.env()
+	var scratch Thread
+	var d Decision
+	var err error
+	var all NeedPast
+	n := w.n
+	for range 4 {
+		w.n = n // a decision made again allocates the same ids
+		scratch = w.thread.Scratch()
+		d, err = Decide(&scratch, cmd, env)
+		// The scratch shares the thread's collections until it writes to them:
+		// what it writes, the thread it was made from never shows.
+		if after, _ := json.Marshal(w.thread); string(after) != string(before) {
+			w.t.Fatalf("deciding %s changed the thread the scratch was made from:\nbefore: %s\nafter:  %s",
+				cmd.Payload.CommandType(), before, after)
+		}
+		var need *NeedPast
+		if !errors.As(err, &need) {
+			break
+		}
+		// As the host does: what the decision needs of the past (and what
+		// it needed before), gathered from the parts stored, and the
+		// decision made again.
+		w.gathered++
+		all.Merge(*need)
+		if env.Past, err = w.thread.GatherPast(&all, w.stored()); err != nil {
+			w.t.Fatal(err)
+		}
 	}
 	if err != nil {
 		return d, err
 	}
 	w.thread = &scratch
+	left := w.thread.TakeArchived()
+	w.parts = append(w.parts, left...)
 	w.apply(d)
+	// The replica left the same parts: they follow from the events alone.
+	if got, want := jsonOf(w.replica.TakeArchived()), jsonOf(left); got != want {
+		w.t.Fatalf("the parts the replica left differ from the thread's:\nthread:  %s\nreplica: %s", want, got)
+	}
 	return d, nil
+}
+
+// stored are the parts that left, newest first, as a host reads them.
+func (w *world) stored() iter.Seq2[Archived, error] {
+	return func(yield func(Archived, error) bool) {
+		ps := slices.Clone(w.parts)
+		slices.SortStableFunc(ps, func(a, b Archived) int { return cmp.Compare(b.Ordinal, a.Ordinal) })
+		for _, a := range ps {
+			if !yield(a, nil) {
+				return
+			}
+		}
+	}
+}
+
+// whole is the thread with every run that left it back in place: one
+// page of every run, as a host reads it.
+func (w *world) whole() Thread {
+	return w.thread.Page(1, w.thread.RunCount(), w.parts)
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func (w *world) decide(cmd Command) (Decision, error) {
@@ -102,6 +161,7 @@ func (w *world) apply(d Decision) {
 		w.seq++
 		Evolve(w.replica, Event{Sequence: w.seq, ThreadID: "thr", At: w.env().Now.UTC(), Payload: p})
 	}
+	w.events = append(w.events, d.Events...)
 	if len(d.Events) > 0 {
 		w.thread.Sequence = w.seq
 	}
@@ -700,7 +760,7 @@ func TestRunOrdinalsProperty(t *testing.T) {
 			}
 			active, lastStarted := 0, 0
 			for j, r := range w.thread.Runs {
-				if r.Ordinal != j+1 {
+				if r.Ordinal != w.thread.earlierRuns()+j+1 {
 					rt.Fatalf("run %d has ordinal %d", j, r.Ordinal)
 				}
 				if r.Status.Active() {

@@ -276,6 +276,9 @@ type (
 		TargetRunOrdinal int      `json:"targetRunOrdinal"`
 		Runs             []string `json:"runs"`
 		Checkpoints      []string `json:"checkpoints"`
+		// Target is the checkpoint, when it had left the projection with
+		// its run: it is back in it (the next capture's base).
+		Target *Checkpoint `json:"target,omitempty"`
 	}
 	// RollbackFilesRestored: the worktree is the checkpoint's again; the
 	// provider's conversation is next.
@@ -296,6 +299,10 @@ type (
 		Note              string         `json:"note,omitempty"`
 		// Detached are the provider threads left behind for a fresh one.
 		Detached []string `json:"detached,omitempty"`
+		// KeptThrough, for a native rollback, is the last run the kept
+		// conversation has seen (absent in logs from before: worked out
+		// from the projection).
+		KeptThrough *int `json:"keptThrough,omitempty"`
 	}
 	// RollbackFailed: a rollback stopped at a stage.
 	RollbackFailed struct {

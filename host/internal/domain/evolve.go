@@ -31,7 +31,8 @@ func Evolve(t *Thread, e Event) {
 			Runs: []Run{}, Messages: []Message{}, TurnItems: []TurnItem{}, ProviderSessions: []ProviderSession{},
 			ProviderThreads: []ProviderThread{}, ProviderTurns: []ProviderTurn{}, Requests: []RuntimeRequest{},
 			CheckpointScopes: []CheckpointScope{}, Checkpoints: []Checkpoint{},
-			ProviderBindings: []ProviderBinding{{Provider: p.Provider, Model: p.Model, Command: p.ProviderCommand}}}
+			ProviderBindings: []ProviderBinding{{Provider: p.Provider, Model: p.Model, Command: p.ProviderCommand}},
+			keepAll:          t.keepAll}
 	case MessageAdded:
 		t.write(partMessages)
 		t.Messages = append(t.Messages, Message{ID: p.MessageID, RunID: p.RunID, NodeID: p.NodeID, Role: p.Role,
@@ -253,6 +254,7 @@ func Evolve(t *Thread, e Event) {
 				used.Add(sdk.Usage{TotalTokens: r.Usage.TotalTokens})
 				l.Tokens = used.TotalTokens
 			}
+			t.compact()
 		}
 	case DiagnosticRecorded:
 		t.write(partDiagnostics)
@@ -342,6 +344,10 @@ func Evolve(t *Thread, e Event) {
 			c.CapturedAt = &at
 		}
 	case RollbackStarted:
+		if p.Target != nil && t.checkpoint(p.Target.ID) == nil {
+			t.write(partCheckpoints)
+			t.Checkpoints = append(t.Checkpoints, *p.Target)
+		}
 		t.write(partRollbacks)
 		t.Rollbacks = append(t.Rollbacks, Rollback{ID: p.RollbackID, CheckpointID: p.CheckpointID,
 			TargetRunOrdinal: p.TargetRunOrdinal, Status: RollbackRestoringFiles, Runs: p.Runs, Checkpoints: p.Checkpoints,
@@ -396,13 +402,25 @@ func Evolve(t *Thread, e Event) {
 			// them the handoffs they carried: it has seen what its kept
 			// turns saw. It goes on under the ref the provider gave (a fork,
 			// for some).
+			seen := p.KeptThrough
+			if seen == nil { // a log from before
+				k := t.keptThrough(t.Provider, rb.TargetRunOrdinal)
+				seen = &k
+			}
 			b = t.bindingW(t.Provider)
-			b.SeenThrough = t.keptThrough(t.Provider, rb.TargetRunOrdinal)
+			b.SeenThrough = *seen
 			b.ThreadRef = cmp.Or(p.ProviderThreadRef, b.ThreadRef)
 			if pt := t.providerThreadByRef(b.ThreadRef); pt != nil {
 				b.ProviderThreadID = pt.ID
 			}
 		}
+		if target := rb.TargetRunOrdinal; target < t.earlierRuns() {
+			// It reached back among the runs that left: the parts that
+			// left before it read with it applied.
+			e := t.earlierW()
+			e.Rollbacks = append(e.Rollbacks, EarlierRollback{Target: target, Parts: e.Parts})
+		}
+		t.compact()
 	case ProviderThreadDetached:
 		t.detach(p.ProviderThreadID)
 	case PolicySet:
@@ -470,6 +488,7 @@ func Evolve(t *Thread, e Event) {
 			Version: p.Version, FromProvider: p.FromProvider, ToProvider: p.ToProvider, FromRun: p.FromRun, ToRun: p.ToRun,
 			Runs: p.Runs, Bytes: p.Bytes, Truncated: p.Truncated, Cut: p.Cut, Fallback: p.Fallback,
 			Status: HandoffReady, Text: p.Text})
+		t.compact() // the handoffs it superseded
 	case HandoffSuperseded:
 		t.write(partHandoffs)
 		for i := range t.Handoffs {

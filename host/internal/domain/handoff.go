@@ -71,6 +71,8 @@ type handoffSpec struct {
 	Fallback   string
 	// RollbackID is the rollback it is made for (not part of the text).
 	RollbackID string
+	// past tells of the covered runs that left the projection.
+	past *Past
 }
 
 // handoff levels: how much of a run the text keeps.
@@ -90,10 +92,16 @@ type handoffPart struct {
 	files  []FileChange
 	plan   []planStep
 	planAt int // the run's ordinal when plan is its pending plan
+	// floor is the fullest level its text has (a run that left the
+	// projection may be told at most cut short: its fuller levels' texts
+	// are that one's).
+	floor int
 }
 
 // composeHandoff makes the handoff for spec: its text and what it covers.
-// The caller sets HandoffID.
+// The caller sets HandoffID. The covered runs that left the projection are
+// told from spec.past: as its digests say, or, for the older ones it has
+// none of, left out.
 func composeHandoff(t *Thread, spec handoffSpec) HandoffCreated {
 	limit := cmp.Or(spec.MaxBytes, DefaultHandoffMaxBytes)
 	limit = max(limit, MinHandoffMaxBytes)
@@ -109,7 +117,19 @@ func composeHandoff(t *Thread, spec handoffSpec) HandoffCreated {
 			at[r.ID] = len(parts)
 			parts = append(parts, handoffPart{run: r})
 			h.Runs = append(h.Runs, HandoffRun{Ordinal: r.Ordinal, RunID: r.ID, Provider: r.Provider})
+			continue
 		}
+		hr, dg, ok := spec.past.tells(ord)
+		if !ok {
+			continue // a run the thread does not have
+		}
+		h.Runs = append(h.Runs, hr)
+		if dg != nil {
+			parts = append(parts, *dg)
+			continue
+		}
+		// Older than the digests reach: its one line would not fit.
+		parts = append(parts, handoffPart{run: &Run{ID: hr.RunID, Ordinal: hr.Ordinal, Provider: hr.Provider}, level: levelOut})
 	}
 	msgs := make([][]*Message, len(parts))
 	for i := range t.Messages {
@@ -127,11 +147,13 @@ func composeHandoff(t *Thread, spec handoffSpec) HandoffCreated {
 		}
 	}
 	for i := range parts {
-		p := &parts[i]
-		if c := t.checkpoint(p.run.CheckpointID); c != nil {
-			p.files = c.Files
+		if _, ours := at[parts[i].run.ID]; ours { // a run the thread holds (the past's are rendered)
+			p := &parts[i]
+			if c := t.checkpoint(p.run.CheckpointID); c != nil {
+				p.files = c.Files
+			}
+			p.render(msgs[i], items[i])
 		}
-		p.render(msgs[i], items[i])
 	}
 	if n := len(parts); n > 0 {
 		h.FromRun, h.ToRun, h.FromProvider = parts[0].run.Ordinal, parts[n-1].run.Ordinal, parts[n-1].run.Provider
@@ -163,7 +185,7 @@ func composeHandoff(t *Thread, spec handoffSpec) HandoffCreated {
 	h.Bytes = len(h.Text)
 	var cuts [levelOut + 1][]int
 	for i := range parts {
-		if l := parts[i].level; l != levelWhole {
+		if l := max(parts[i].level, parts[i].floor); l != levelWhole {
 			h.Runs[i].Shortened = true
 			cuts[l] = append(cuts[l], parts[i].run.Ordinal)
 		}
@@ -188,13 +210,21 @@ func fit(parts []handoffPart, budget int) {
 	size, line := 0, 0 // the parts' bytes; the left-out line's
 	var out runRanges
 	for i := range parts {
-		size += len(parts[i].text[levelWhole])
+		if p := &parts[i]; p.level == levelOut { // left out already
+			out.add(p.run.Ordinal)
+			line = len(leftOutLine(&out))
+		} else {
+			size += len(p.text[levelWhole])
+		}
 	}
 	set := func(i, level int) bool {
 		if size+line <= budget {
 			return true
 		}
 		p := &parts[i]
+		if p.level >= level {
+			return false // there already
+		}
 		size -= len(p.text[p.level])
 		if p.level = level; level == levelOut {
 			out.add(p.run.Ordinal)

@@ -168,7 +168,7 @@ func queueRun(t *Thread, msgID, text string, env Env, d *Decision) (runID string
 	if t.message(msgID) == nil {
 		d.emit(MessageAdded{MessageID: msgID, RunID: runID, Role: RoleUser, Text: text, Status: StatusCompleted})
 	}
-	d.emit(RunQueued{RunID: runID, Ordinal: len(t.Runs) + 1, MessageID: msgID, Input: text})
+	d.emit(RunQueued{RunID: runID, Ordinal: t.RunCount() + 1, MessageID: msgID, Input: text})
 	return runID
 }
 

@@ -47,12 +47,20 @@ type Thread struct {
 	// Loop is the thread's continuation policy and what its unattended
 	// loop has used (nil: none set).
 	Loop *Loop `json:"loop,omitempty"`
+	// Earlier says what has left the projection: the oldest ended runs
+	// and what was theirs, read from the store a page at a time (nil:
+	// nothing has; see earlier.go).
+	Earlier *Earlier `json:"earlier,omitempty"`
 	// Sequence is the last event applied to this thread.
 	Sequence uint64 `json:"sequence"`
 
 	// shared are the collections this value shares with the thread it was
 	// copied from (see Scratch).
 	shared part
+	// archived are the parts that left since this copy was made, for the
+	// host to store (TakeArchived); keepAll says nothing leaves (KeepAll).
+	archived []Archived
+	keepAll  bool
 }
 
 // Run is one counted user-visible turn.
@@ -410,6 +418,8 @@ type ProviderBinding struct {
 	// SeenThrough is the ordinal of the last run that conversation has
 	// seen: run on it, or carried to it by a handoff (0: none).
 	SeenThrough int `json:"seenThrough,omitempty"`
-	// Runs are the ordinals of the runs that ran on the provider.
-	Runs []int `json:"runs,omitempty"`
+	// Runs are the ordinals of the runs that ran on the provider and are
+	// in the projection; RunsBefore counts those that have left it.
+	Runs       []int `json:"runs,omitempty"`
+	RunsBefore int   `json:"runsBefore,omitempty"`
 }

@@ -42,6 +42,7 @@ const (
 func (t *Thread) Scratch() Thread {
 	c := *t
 	c.shared = partAll
+	c.archived = nil
 	return c
 }
 
@@ -52,6 +53,9 @@ func (t *Thread) Clone() Thread {
 	c.write(partAll)
 	for i := range c.Runs {
 		c.Runs[i].own()
+	}
+	if c.Earlier != nil {
+		c.earlierW()
 	}
 	return c
 }

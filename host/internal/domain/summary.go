@@ -32,7 +32,7 @@ const ThreadIdle ThreadStatus = "idle"
 // Summary is the thread as a list shows it.
 func (t *Thread) Summary() ThreadSummary {
 	s := ThreadSummary{ID: t.ID, Provider: t.Provider, Cwd: t.Cwd, Model: t.Model, CreatedAt: t.CreatedAt,
-		UpdatedAt: t.UpdatedAt, Runs: len(t.Runs), Status: ThreadIdle, Sequence: t.Sequence}
+		UpdatedAt: t.UpdatedAt, Runs: t.RunCount(), Status: ThreadIdle, Sequence: t.Sequence}
 	for i := len(t.Runs) - 1; i >= 0; i-- {
 		r := &t.Runs[i]
 		if r.StartedAt == nil {

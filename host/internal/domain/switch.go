@@ -63,23 +63,31 @@ func validProviderName(name string) bool {
 }
 
 // handoffRuns is what provider has not seen: the strategy and the
-// ordinals of the ended runs to tell it.
-func handoffRuns(t *Thread, provider string) (HandoffStrategy, []int) {
+// ordinals of the ended runs to tell it. Those that left the projection
+// are the past's; ok is false when it does not hold them (need says what
+// would).
+func handoffRuns(t *Thread, provider string, past *Past) (s HandoffStrategy, runs []int, need NeedPast, ok bool) {
 	strategy, since := HandoffFullThreadSummary, 0
 	if b := t.binding(provider); b != nil && b.ProviderThreadID != "" {
 		strategy, since = HandoffDeltaSinceLastSeen, b.SeenThrough
 	}
+	if since < t.earlierRuns() {
+		if !past.knowsTold(since) {
+			return strategy, nil, NeedPast{Told: true, ToldAfter: since}, false
+		}
+		runs = past.toldAfter(t, since)
+	}
 	// Runs are in ordinal order: walking back from the newest stops at the
 	// last one seen, so a provider that has seen the thread costs what it
 	// missed, not the thread's history.
-	var runs []int
+	var mine []int
 	for i := len(t.Runs) - 1; i >= 0 && t.Runs[i].Ordinal > since; i-- {
 		if t.Runs[i].told() {
-			runs = append(runs, t.Runs[i].Ordinal)
+			mine = append(mine, t.Runs[i].Ordinal)
 		}
 	}
-	slices.Reverse(runs)
-	return strategy, runs
+	slices.Reverse(mine)
+	return strategy, append(runs, mine...), NeedPast{}, true
 }
 
 // told says whether a run is part of what a provider is told of the
@@ -118,7 +126,13 @@ func (t *Thread) TurnText(runID, attemptID, input string) string {
 // bound are the thread's.
 func planHandoff(t *Thread, env Env, d *Decision, spec handoffSpec) {
 	spec.To, spec.MaxBytes = cmp.Or(spec.To, t.Provider), t.HandoffMaxBytes
-	spec.Strategy, spec.Runs = handoffRuns(t, spec.To)
+	strategy, runs, need, ok := handoffRuns(t, spec.To, env.Past)
+	if !ok {
+		need.ToldBudget = max(cmp.Or(spec.MaxBytes, DefaultHandoffMaxBytes), MinHandoffMaxBytes)
+		d.needPast(need)
+		return
+	}
+	spec.Strategy, spec.Runs, spec.past = strategy, runs, env.Past
 	ready := t.readyHandoff()
 	if ready != nil && ready.Strategy == spec.Strategy && ready.ToProvider == spec.To && slices.Equal(ready.ordinals(), spec.Runs) {
 		return
@@ -193,7 +207,7 @@ func (t *Thread) Binding(provider string) (ProviderBinding, bool) {
 
 // runByOrdinal is the run with the ordinal, or nil.
 func (t *Thread) runByOrdinal(ord int) *Run {
-	if i := ord - 1; i >= 0 && i < len(t.Runs) && t.Runs[i].Ordinal == ord {
+	if i := ord - 1 - t.earlierRuns(); i >= 0 && i < len(t.Runs) && t.Runs[i].Ordinal == ord {
 		return &t.Runs[i]
 	}
 	for i := range t.Runs {

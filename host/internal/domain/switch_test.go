@@ -25,6 +25,7 @@ type host struct {
 	provider string // its provider
 	ref      string // the conversation it runs
 	n        int
+	turns    int // the turns started
 	// convs are the conversations by ref: each its turns, in order.
 	convs map[string][]convTurn
 	// resumeFails, when set, is asked whether a resume fails.
@@ -53,7 +54,8 @@ func (h *host) view(ref string) []int {
 	return slices.Compact(out)
 }
 
-// told are the ordinals of the runs a provider is told of.
+// told are the ordinals of the runs a provider is told of (a thread whose
+// runs have left it is given whole: see world.whole).
 func told(t *Thread) []int {
 	var out []int
 	for i := range t.Runs {
@@ -115,7 +117,8 @@ func (h *host) start() {
 		h.fatalf("run %d with no handoff is sent %q", r.Ordinal, got)
 	}
 	before := h.view(h.ref)
-	all := told(t)
+	whole := h.w.whole()
+	all := told(&whole)
 	if both := intersect(before, carried); len(both) > 0 {
 		h.fatalf("run %d on %s: the handoff tells conversation %s runs %v again (it saw %v; handoff %+v)", r.Ordinal, r.Provider, h.ref, both, before, hof)
 	}
@@ -126,7 +129,8 @@ func (h *host) start() {
 	if hof != nil && hof.Bytes > max(t.HandoffMaxBytes, DefaultHandoffMaxBytes*boolInt(t.HandoffMaxBytes == 0)) {
 		h.fatalf("handoff of %d bytes over the bound %d", hof.Bytes, t.HandoffMaxBytes)
 	}
-	turn := fmt.Sprintf("turn-%d", len(t.ProviderTurns)+1)
+	h.turns++
+	turn := fmt.Sprintf("turn-%d", h.turns)
 	d := h.w.ev(h.session, sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: h.ref, TurnRef: turn})
 	if consumed := slices.ContainsFunc(d.Events, func(p Payload) bool { _, ok := p.(HandoffConsumed); return ok }); consumed != (carried != nil) {
 		h.fatalf("run %d: handoff consumed %v, carried %v", r.Ordinal, consumed, carried)
@@ -162,7 +166,7 @@ func (h *host) end(status sdk.Status) {
 // conversation, as the orchestrator does.
 func (h *host) rollback(ordinal int, native bool) {
 	var id string
-	for _, c := range h.w.thread.Checkpoints {
+	for _, c := range h.w.whole().Checkpoints {
 		if c.RunOrdinal == ordinal && c.NodeID == "" && c.Status == CheckpointReady {
 			id = c.ID
 		}
@@ -220,7 +224,7 @@ func TestSwitchHandoffCoverageProperty(t *testing.T) {
 				}
 			case 3:
 				var ends []int
-				for _, r := range w.thread.Runs {
+				for _, r := range w.whole().Runs {
 					if r.told() {
 						ends = append(ends, r.Ordinal)
 					}
@@ -229,7 +233,7 @@ func TestSwitchHandoffCoverageProperty(t *testing.T) {
 					h.rollback(rapid.SampledFrom(append(ends, 0)).Draw(rt, "to"), rapid.Bool().Draw(rt, "native"))
 				}
 			default:
-				w.send(fmt.Sprintf("message %d", len(w.thread.Runs)+1))
+				w.send(fmt.Sprintf("message %d", w.thread.RunCount()+1))
 				switch rapid.IntRange(0, 7).Draw(rt, "how the run goes") {
 				case 0: // it fails before any provider takes it
 					w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.activeRun().ID, Failure: sdk.Failure{Message: "no plugin"}}})
@@ -253,8 +257,9 @@ func TestSwitchHandoffCoverageProperty(t *testing.T) {
 			// A handoff ready for the next run covers runs ascending, and
 			// only runs the thread tells of.
 			if r := w.thread.readyHandoff(); r != nil {
-				if !slices.IsSorted(r.ordinals()) || len(intersect(r.ordinals(), told(w.thread))) != len(r.Runs) {
-					rt.Fatalf("ready handoff %+v; told %v", r, told(w.thread))
+				whole := w.whole()
+				if !slices.IsSorted(r.ordinals()) || len(intersect(r.ordinals(), told(&whole))) != len(r.Runs) {
+					rt.Fatalf("ready handoff %+v; told %v", r, told(&whole))
 				}
 			}
 		}

@@ -458,6 +458,9 @@ type Batch struct {
 	Head     func(last uint64) []byte
 	Live     LiveChange
 	Snapshot *Snapshot
+	// Archive are the parts the batch's events made leave the thread's
+	// projection (see archive.go).
+	Archive []ArchivePart
 
 	// OnCommit, when set, is called once the batch is durable and before
 	// any reader can see its events, with the batch's last sequence. It
@@ -671,7 +674,7 @@ func (s *Store) build(b *pebble.Batch, r *appendReq, seq *uint64) error {
 	return s.buildThreadState(b, in, last)
 }
 
-// buildThreadState adds a thread's head, live marker and snapshot to the
+// buildThreadState adds a thread's head, live marker, snapshot and parts to the
 // batch. Its Set and Delete errors cannot happen (see commit).
 func (s *Store) buildThreadState(b *pebble.Batch, in Batch, last uint64) error {
 	if in.Head != nil {
@@ -696,7 +699,7 @@ func (s *Store) buildThreadState(b *pebble.Batch, in Batch, last uint64) error {
 			return err
 		}
 	}
-	return nil
+	return buildArchive(b, in.ThreadID, in.Archive)
 }
 
 // encodeTail is an event's record in JSON without its sequence: the

@@ -18,6 +18,7 @@ import (
 //	'h' | threadID                        -> the thread's head (opaque: what a thread list shows)
 //	'l' | threadID                        -> empty: the thread was live (a restart must reconcile it)
 //	'p' | threadID                        -> the thread's projection snapshot (see snapshot.go)
+//	'a' | threadID | 0x00 | u32be(ordinal) | u32be(part) -> a part that left the thread's projection (opaque; see archive.go)
 //	'm' | name                            -> store metadata
 //
 // An outbox key names the last event of the batch that wrote the effect
@@ -34,6 +35,7 @@ const (
 	prefixHead     = 'h'
 	prefixLive     = 'l'
 	prefixSnapshot = 'p'
+	prefixArchive  = 'a'
 	prefixMeta     = 'm'
 )
 
@@ -167,4 +169,24 @@ func parseOutboxKey(k []byte) (threadID, id string, err error) {
 	}
 	n := len(k)
 	return string(k[1 : n-13]), effectID(binary.BigEndian.Uint64(k[n-12:n-4]), binary.BigEndian.Uint32(k[n-4:])), nil
+}
+
+func archivePrefix(threadID string) []byte {
+	k := make([]byte, 0, len(threadID)+10)
+	k = append(k, prefixArchive)
+	k = append(k, threadID...)
+	return append(k, 0)
+}
+
+func archiveKey(threadID string, ordinal, part uint32) []byte {
+	k := binary.BigEndian.AppendUint32(archivePrefix(threadID), ordinal)
+	return binary.BigEndian.AppendUint32(k, part)
+}
+
+func parseArchiveKey(k []byte) (ordinal, part uint32, err error) {
+	if len(k) < 10 || k[0] != prefixArchive || k[len(k)-9] != 0 {
+		return 0, 0, fmt.Errorf("bad archive key %x", k)
+	}
+	n := len(k)
+	return binary.BigEndian.Uint32(k[n-8 : n-4]), binary.BigEndian.Uint32(k[n-4:]), nil
 }

@@ -330,18 +330,37 @@ func BenchmarkMemory(b *testing.B) {
 // set size and the anonymous part of it (heap, stacks; the rest is the
 // executable's pages), in kB: the host process BenchmarkMemory measures.
 // (This test binary maps more code than baton does: measured beside it,
-// baton's own figure is a few MB lower.)
+// baton's own figure is a few MB lower.) With $BATON_RSS_THREAD set it
+// then loads that thread and prints the two again, on the same line: the
+// host BenchmarkThreadMemory measures.
 func RSSHelper(dir string) int {
-	h, err := Open(Config{DataDir: dir})
+	cfg, th := Config{DataDir: dir}, os.Getenv("BATON_RSS_THREAD")
+	if th != "" {
+		cfg.PluginDirs = []string{filepath.Join(dir, "plugins")} // its provider's
+	}
+	h, err := Open(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer h.Close()
-	runtime.GC()
-	debug.FreeOSMemory()
 	pid := os.Getpid()
-	fmt.Println(statusKB(pid, "VmRSS"), statusKB(pid, "RssAnon"))
+	collect := func() string {
+		runtime.GC()
+		debug.FreeOSMemory()
+		return fmt.Sprint(statusKB(pid, "VmRSS"), " ", statusKB(pid, "RssAnon"))
+	}
+	line := collect()
+	if th != "" {
+		t, err := h.view(th)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		line += " " + collect()
+		runtime.KeepAlive(t)
+	}
+	fmt.Println(line)
 	return 0
 }
 

@@ -171,23 +171,22 @@ func (h *Host) closeThreadSession(threadID string) {
 
 // Diff is the unified diff of a run's checkpoint against the one before
 // it (run 0: the thread's newest run checkpoint), cut at maxBytes (0: 1
-// MiB) with a marker.
+// MiB) with a marker. A run that left the projection is read from its
+// part.
 func (h *Host) Diff(ctx context.Context, threadID string, run, maxBytes int) (checkpoint.Diff, domain.Checkpoint, error) {
-	t, err := h.Thread(threadID)
+	t, err := h.view(threadID)
 	if err != nil {
 		return checkpoint.Diff{}, domain.Checkpoint{}, err
 	}
 	var c *domain.Checkpoint
-	for _, r := range t.Runs {
-		if r.CheckpointID == "" || (run != 0 && r.Ordinal != run) {
-			continue
+	if run == 0 {
+		c = newestReady(t) // with no run named, the newest run whose files are kept
+	} else {
+		page, _, err := h.ThreadPage(threadID, PageQuery{FromRun: run, ToRun: run})
+		if err != nil {
+			return checkpoint.Diff{}, domain.Checkpoint{}, err
 		}
-		for j := range t.Checkpoints {
-			// With no run named, the newest run whose files are kept.
-			if k := &t.Checkpoints[j]; k.ID == r.CheckpointID && (run != 0 || k.Status == domain.CheckpointReady) {
-				c = k
-			}
-		}
+		c = runCheckpoint(&page, run, false)
 	}
 	if c == nil {
 		if run == 0 {
@@ -202,11 +201,93 @@ func (h *Host) Diff(ctx context.Context, threadID string, run, maxBytes int) (ch
 			cmp.Or(c.Reason, why))
 	}
 	var base string
-	for _, b := range t.Checkpoints {
-		if b.ID == c.BaseID {
+	if c.BaseID != "" {
+		b, err := h.findCheckpoint(threadID, t, c.BaseID)
+		if err != nil {
+			return checkpoint.Diff{}, *c, err
+		}
+		if b != nil {
 			base = b.Commit
 		}
 	}
 	d, err := h.cps.Diff(ctx, t.Cwd, base, c.Commit, maxBytes)
 	return d, *c, err
+}
+
+// runCheckpoint is the checkpoint of run ordinal (any: the newest run's
+// that is ready) among t's runs, or nil.
+func runCheckpoint(t *domain.Thread, ordinal int, ready bool) *domain.Checkpoint {
+	var c *domain.Checkpoint
+	for _, r := range t.Runs {
+		if r.CheckpointID == "" || (ordinal != 0 && r.Ordinal != ordinal) {
+			continue
+		}
+		for j := range t.Checkpoints {
+			if k := &t.Checkpoints[j]; k.ID == r.CheckpointID && (!ready || k.Status == domain.CheckpointReady) {
+				c = k
+			}
+		}
+	}
+	return c
+}
+
+// newestReady is the checkpoint of the newest run whose files are kept:
+// a run's in the projection, else the one it keeps of a run that left
+// (the newest ready run checkpoint is the next capture's base, which the
+// projection keeps).
+func newestReady(t *domain.Thread) *domain.Checkpoint {
+	if c := runCheckpoint(t, 0, true); c != nil {
+		return c
+	}
+	for i := len(t.Checkpoints) - 1; i >= 0; i-- {
+		if c := &t.Checkpoints[i]; c.Status == domain.CheckpointReady && c.NodeID == "" && c.RunOrdinal > 0 {
+			return c
+		}
+	}
+	return nil
+}
+
+// findCheckpoint is the checkpoint with the id: in the projection, else
+// among the parts that left it (the newest that holds it), else nil.
+func (h *Host) findCheckpoint(threadID string, t *domain.Thread, id string) (*domain.Checkpoint, error) {
+	for i := range t.Checkpoints {
+		if t.Checkpoints[i].ID == id {
+			return &t.Checkpoints[i], nil
+		}
+	}
+	for part, err := range h.pastParts(threadID, t) {
+		if err != nil {
+			return nil, err
+		}
+		for i := range part.Checkpoints {
+			if part.Checkpoints[i].ID == id {
+				return &part.Checkpoints[i], nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// RunScope is the root checkpoint scope of run ordinal run (0: the
+// baseline, before the first run), what a rollback to that run names: in
+// the projection, or in the part of a run that left it.
+func (h *Host) RunScope(threadID string, run int) (string, error) {
+	t, err := h.view(threadID)
+	if err != nil {
+		return "", err
+	}
+	scopes := t.CheckpointScopes
+	if t.Earlier != nil && run > 0 && run <= t.Earlier.Runs {
+		page, _, err := h.ThreadPage(threadID, PageQuery{FromRun: run, ToRun: run})
+		if err != nil {
+			return "", err
+		}
+		scopes = page.CheckpointScopes
+	}
+	for _, sc := range scopes {
+		if sc.Kind == domain.ScopeRootRun && sc.Ordinal == run {
+			return sc.ID, nil
+		}
+	}
+	return "", fmt.Errorf("%w: thread %s has no checkpoint of run %d", domain.ErrNotFound, threadID, run)
 }

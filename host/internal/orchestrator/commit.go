@@ -21,10 +21,12 @@ import (
 //     its original receipt and does nothing);
 //  2. with the thread's writer lock, the command is decided against a
 //     scratch copy of the thread's projection, each event applied to it as
-//     it is emitted;
+//     it is emitted (a decision that needs runs that left the projection
+//     is made again with them read from the store: past.go);
 //  3. the events, the receipt, the effects, the outbox entries settled and
-//     the thread's head, live marker and (now and then) snapshot are
-//     appended in one synced batch, which other threads' commits may share;
+//     the thread's head, live marker, (now and then) snapshot and the parts
+//     the events made leave its projection are appended in one synced
+//     batch, which other threads' commits may share;
 //  4. once it is durable, the scratch copy is published as the thread's
 //     projection, before any reader can see the events;
 //  5. the effects go to the thread's worker, in commit order.
@@ -162,10 +164,25 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 	if err != nil {
 		return domain.Receipt{}, err
 	}
-	scratch := cur.Scratch()
 	now := h.cfg.Clock.Now()
-	events, effects, err := c.decide(&scratch, domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: h.capabilities(c.threadID),
-		ShuttingDown: h.draining.Load(), InterruptGrace: h.cfg.InterruptGrace})
+	env := domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: h.capabilities(c.threadID),
+		ShuttingDown: h.draining.Load(), InterruptGrace: h.cfg.InterruptGrace}
+	var scratch domain.Thread
+	var events []domain.Payload
+	var effects []domain.Effect
+	var need domain.NeedPast
+	for try := 0; ; try++ {
+		scratch = cur.Scratch()
+		events, effects, err = c.decide(&scratch, env)
+		var more *domain.NeedPast
+		if !errors.As(err, &more) || try == maxGathers {
+			break
+		}
+		need.Merge(*more)
+		if env.Past, err = cur.GatherPast(&need, h.pastParts(c.threadID, cur)); err != nil {
+			return domain.Receipt{}, fmt.Errorf("thread %s: %w", c.threadID, err)
+		}
+	}
 	if err != nil {
 		return domain.Receipt{}, err
 	}
@@ -188,6 +205,9 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 	for _, ef := range effects {
 		data, _ := json.Marshal(ef) // an Effect always encodes
 		b.Effects = append(b.Effects, eventlog.Effect{ThreadID: ef.ThreadID, Data: data})
+	}
+	if b.Archive, err = encodeParts(scratch.TakeArchived()); err != nil {
+		return domain.Receipt{}, fmt.Errorf("thread %s: %w", c.threadID, err)
 	}
 	if len(events) > 0 {
 		h.stateOf(e, cur, &scratch, size, &b)

@@ -21,9 +21,11 @@ func ReadThreads(store *eventlog.Store) ([]domain.ThreadSummary, error) {
 }
 
 // ReadThread is a thread's projection as a host would load it: from its
-// snapshot, when it can be trusted, and the events after it.
+// snapshot, when it can be trusted, and the events after it; what left it
+// is in its parts, stored by the commits that left it (read them with
+// Store.Archive).
 func ReadThread(store *eventlog.Store, id string) (domain.Thread, error) {
-	t, _, err := loadThread(store, hclog.NewNullLogger(), id)
+	t, _, err := loadThread(store, hclog.NewNullLogger(), id, partsDrop)
 	if err != nil {
 		return domain.Thread{}, err
 	}

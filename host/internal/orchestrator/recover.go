@@ -53,6 +53,9 @@ func (h *Host) index() error {
 	}
 	for _, id := range order {
 		t := threads[id]
+		if err := putParts(h.store, id, t); err != nil {
+			return fmt.Errorf("index thread %s: %w", id, err)
+		}
 		body, _ := json.Marshal(t) // a thread always encodes
 		sn := &eventlog.Snapshot{Schema: projectionSchema, Seq: t.Sequence, Body: body}
 		if err := h.store.PutThreadState(id, encodeHead(t.Summary()), t.Live(), sn); err != nil {

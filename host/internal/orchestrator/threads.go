@@ -185,24 +185,48 @@ func (h *Host) loadLocked(e *threadEntry) (*domain.Thread, error) {
 // projectionSchema is the version of a snapshot's body: the domain.Thread
 // JSON form. A change to the projection that an older snapshot would not
 // hold (a new field derived from events) moves it, and older snapshots are
-// rebuilt from events.
-const projectionSchema = 2
+// rebuilt from events. 3: runs leave the projection (Earlier).
+const projectionSchema = 3
 
 // loadThread builds a thread's projection from its snapshot and the events
 // after it, or from all its events when it has no snapshot it can trust.
 // A thread with no events is the zero Thread. It also returns the
 // snapshot's size (0: none used).
 func (h *Host) loadThread(id string) (*domain.Thread, int, error) {
-	return loadThread(h.store, h.log, id)
+	parts := partsWrite
+	if h.cfg.ReadOnly {
+		parts = partsKeep
+	}
+	return loadThread(h.store, h.log, id, parts)
 }
 
+// loadParts is what a load does with the parts the events it applies make
+// leave the projection.
+type loadParts int
+
+const (
+	// partsWrite writes them (again: a rebuild leaves the parts its
+	// events' commits wrote; a log from before parts were kept, for the
+	// first time): a host that writes.
+	partsWrite loadParts = iota
+	// partsKeep keeps them in the projection (nothing leaves it): a host
+	// that only reads, whose page reads find only the parts stored.
+	partsKeep
+	// partsDrop drops them, leaving the projection a host that writes
+	// would load (ReadThread): the commits of its events stored them.
+	partsDrop
+)
+
 // loadThread is Host.loadThread on a store, saying on log why a snapshot
-// was not used; it writes nothing (ReadThread runs it on a store opened
-// read-only).
-func loadThread(store *eventlog.Store, log hclog.Logger, id string) (*domain.Thread, int, error) {
+// was not used; parts says what becomes of the parts that leave the
+// projection as it loads.
+func loadThread(store *eventlog.Store, log hclog.Logger, id string, parts loadParts) (*domain.Thread, int, error) {
 	t, after, size, err := trustedSnapshot(store, log, id)
 	if err != nil {
 		return nil, 0, fmt.Errorf("load thread %s: %w", id, err)
+	}
+	if parts == partsKeep {
+		t.KeepAll()
 	}
 	for {
 		recs, err := store.ThreadAfter(id, after, 0, 4096)
@@ -217,8 +241,25 @@ func loadThread(store *eventlog.Store, log hclog.Logger, id string) (*domain.Thr
 				return nil, 0, fmt.Errorf("load thread %s: %w", id, err)
 			}
 		}
+		switch parts {
+		case partsWrite:
+			if err := putParts(store, id, t); err != nil {
+				return nil, 0, fmt.Errorf("load thread %s: %w", id, err)
+			}
+		case partsDrop:
+			t.TakeArchived()
+		}
 		after = recs[len(recs)-1].Sequence
 	}
+}
+
+// putParts writes the parts that left t since the last call.
+func putParts(store *eventlog.Store, id string, t *domain.Thread) error {
+	parts, err := encodeParts(t.TakeArchived())
+	if err != nil || len(parts) == 0 {
+		return err
+	}
+	return store.PutArchive(id, parts)
 }
 
 // trustedSnapshot is a thread's snapshot, checked: the envelope's checksum,

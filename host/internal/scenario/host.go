@@ -3,7 +3,6 @@ package scenario
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
@@ -38,18 +37,9 @@ func (d hostDriver) Respond(ctx context.Context, threadID, cmdID, requestID stri
 // Rollback finds run N's checkpoint scope, as the service does for a
 // client, and rolls back to it.
 func (d hostDriver) Rollback(ctx context.Context, threadID, cmdID string, run int) error {
-	t, err := d.h.Thread(threadID)
+	scope, err := d.h.RunScope(threadID, run)
 	if err != nil {
 		return err
-	}
-	scope := ""
-	for _, sc := range t.CheckpointScopes {
-		if sc.Kind == domain.ScopeRootRun && sc.Ordinal == run {
-			scope = sc.ID
-		}
-	}
-	if scope == "" {
-		return fmt.Errorf("%w: thread %s has no checkpoint of run %d", domain.ErrNotFound, threadID, run)
 	}
 	_, err = d.h.Dispatch(ctx, domain.Command{ID: cmdID, ThreadID: threadID, Payload: domain.RollbackToCheckpoint{ScopeID: scope}})
 	return err

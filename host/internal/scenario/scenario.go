@@ -257,7 +257,7 @@ func Reached(t domain.Thread, what string) bool {
 // every one has ended.
 func RunsEnded(n int) func(domain.Thread) bool {
 	return func(t domain.Thread) bool {
-		if len(t.Runs) < n {
+		if t.RunCount() < n { // those that left the projection have ended
 			return false
 		}
 		for _, r := range t.Runs {

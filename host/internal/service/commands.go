@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 
 	"google.golang.org/grpc/codes"
@@ -300,17 +299,8 @@ func (s *Server) Rollback(ctx context.Context, req *batonv1.RollbackRequest) (*b
 	}
 	p := domain.RollbackToCheckpoint{CheckpointID: req.GetCheckpointId()}
 	if p.CheckpointID == "" {
-		t, err := s.host.Thread(req.GetThreadId())
-		if err != nil {
+		if p.ScopeID, err = s.host.RunScope(req.GetThreadId(), int(req.GetRun())); err != nil {
 			return nil, s.toStatus("Rollback", err)
-		}
-		for _, sc := range t.CheckpointScopes {
-			if sc.Kind == domain.ScopeRootRun && sc.Ordinal == int(req.GetRun()) {
-				p.ScopeID = sc.ID
-			}
-		}
-		if p.ScopeID == "" {
-			return nil, s.toStatus("Rollback", fmt.Errorf("%w: thread %s has no checkpoint of run %d", domain.ErrNotFound, t.ID, req.GetRun()))
 		}
 	}
 	rc, err := s.dispatch(ctx, "Rollback", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: p})

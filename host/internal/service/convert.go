@@ -3,6 +3,7 @@ package service
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -10,6 +11,7 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/orchestrator"
 )
 
 // Conversions between the host's types and baton.v1's.
@@ -43,6 +45,55 @@ func jsonStruct(b []byte) (*structpb.Struct, error) {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
 	}
 	return structpb.NewStruct(m)
+}
+
+// pagePB says what a page holds, and in words what it leaves out.
+func pagePB(pg orchestrator.Page) *batonv1.ThreadPage {
+	out := &batonv1.ThreadPage{FirstRun: uint32(pg.FirstRun), LastRun: uint32(pg.LastRun), Runs: uint32(pg.Runs),
+		Messages: uint32(pg.Messages), MessagesAfter: uint32(pg.MessagesAfter), NextMessagesAfter: uint32(pg.NextMessagesAfter),
+		Complete: pg.Complete()}
+	var left []string
+	runs := func(from, to int) string {
+		if from == to {
+			return fmt.Sprintf("run %d", from)
+		}
+		return fmt.Sprintf("runs %d-%d", from, to)
+	}
+	switch {
+	case pg.Runs > 0 && pg.FirstRun == 0:
+		left = append(left, runs(1, pg.Runs)+" (ask from_run 1)")
+	case pg.FirstRun > 1:
+		left = append(left, runs(1, pg.FirstRun-1)+" (ask from_run 1)")
+	}
+	if pg.LastRun > 0 && pg.LastRun < pg.Runs {
+		left = append(left, fmt.Sprintf("%s (ask from_run %d)", runs(pg.LastRun+1, pg.Runs), pg.LastRun+1))
+	}
+	if pg.MessagesAfter > 0 {
+		left = append(left, fmt.Sprintf("the first %d of their %d messages (ask messages_after 0)", pg.MessagesAfter, pg.Messages))
+	}
+	if pg.NextMessagesAfter > 0 {
+		left = append(left, fmt.Sprintf("their messages from the %d%s on (ask messages_after %d)", pg.NextMessagesAfter+1, ordinalSuffix(pg.NextMessagesAfter+1),
+			pg.NextMessagesAfter))
+	}
+	if len(left) > 0 {
+		out.LeftOut = "left out: " + strings.Join(left, "; ")
+	}
+	return out
+}
+
+// ordinalSuffix is n's English ordinal suffix ("st" for 1, "th" for 11).
+func ordinalSuffix(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return "th"
+	case n%10 == 1:
+		return "st"
+	case n%10 == 2:
+		return "nd"
+	case n%10 == 3:
+		return "rd"
+	}
+	return "th"
 }
 
 func eventPB(r eventlog.Record) (*batonv1.Event, error) {

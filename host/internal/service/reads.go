@@ -6,22 +6,32 @@ import (
 	"fmt"
 	"os"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/orchestrator"
 )
 
 // The reads: a thread, the list of threads, a run's diff, the plugins, the
 // service's status.
 
-// GetThread returns a thread's projection and the sequence it shows.
+// GetThread returns a thread's projection and the sequence it shows: as
+// the host holds it, or a page of its runs (see baton.proto's
+// GetThreadRequest).
 func (s *Server) GetThread(_ context.Context, req *batonv1.GetThreadRequest) (*batonv1.Thread, error) {
 	if err := required("thread_id", req.GetThreadId()); err != nil {
 		return nil, err
 	}
-	t, seq, err := s.host.Snapshot(req.GetThreadId())
+	q := orchestrator.PageQuery{FromRun: int(req.GetFromRun()), ToRun: int(req.GetToRun()), MaxRuns: int(req.GetMaxRuns()),
+		MessagesAfter: int(req.GetMessagesAfter()), MaxMessages: int(req.GetMaxMessages())}
+	if q.ToRun != 0 && q.ToRun < q.FromRun {
+		return nil, invalid("to_run", "run %d is before from_run %d; give to_run 0 for every run from from_run on", q.ToRun, q.FromRun)
+	}
+	t, pg, err := s.host.ThreadPage(req.GetThreadId(), q)
 	if err != nil {
 		return nil, s.toStatus("GetThread", err)
 	}
@@ -29,11 +39,11 @@ func (s *Server) GetThread(_ context.Context, req *batonv1.GetThreadRequest) (*b
 	if err != nil {
 		return nil, s.toStatus("GetThread", fmt.Errorf("encode thread %s: %w", t.ID, err))
 	}
-	proj, err := jsonStruct(b)
-	if err != nil {
+	proj := &structpb.Struct{}
+	if err := protojson.Unmarshal(b, proj); err != nil {
 		return nil, s.toStatus("GetThread", fmt.Errorf("thread %s: %w", t.ID, err))
 	}
-	return &batonv1.Thread{Summary: summaryPB(t.Summary()), Sequence: seq, Projection: proj}, nil
+	return &batonv1.Thread{Summary: summaryPB(pg.Summary), Sequence: t.Sequence, Projection: proj, Page: pagePB(pg)}, nil
 }
 
 // Page sizes of ListThreads.

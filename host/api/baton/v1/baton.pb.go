@@ -1024,9 +1024,33 @@ func (x *SetPolicyRequest) GetPolicy() *ContinuationPolicy {
 	return nil
 }
 
+// GetThreadRequest asks for a thread, or a page of it. With no paging
+// field set: the thread as the service holds it, its runs that have not
+// ended and its newest ended ones (a thread's older runs leave its
+// projection, so that its memory follows what is live, not its history),
+// with what is theirs; the projection's "earlier" says what left, and page
+// says what is left out. from_run (or to_run) asks for runs by ordinal
+// instead, and what is theirs; the page that reaches the newest run also
+// holds what of the thread's own is no run's (sessions, conversations,
+// handoffs, rollbacks). Pages from run 1 to the newest hold every entry
+// of the thread once.
 type GetThreadRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ThreadId      string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ThreadId string                 `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// from_run and to_run are the runs by ordinal, inclusive (to_run 0:
+	// through the newest; from_run 0 with to_run set: from run 1), at most
+	// max_runs of them (default 100, at most 1,000).
+	FromRun uint32 `protobuf:"varint,2,opt,name=from_run,json=fromRun,proto3" json:"from_run,omitempty"`
+	ToRun   uint32 `protobuf:"varint,3,opt,name=to_run,json=toRun,proto3" json:"to_run,omitempty"`
+	MaxRuns uint32 `protobuf:"varint,4,opt,name=max_runs,json=maxRuns,proto3" json:"max_runs,omitempty"`
+	// messages_after skips that many of the page's messages (in the order it
+	// holds them: by run); max_messages bounds those given (default 2,000
+	// for a page of runs, else all; at most 10,000). A page gives at most 32
+	// MiB of message text (always at least one message); without
+	// messages_after, the projection as the service holds it gives its
+	// newest messages. page says where the next messages start.
+	MessagesAfter uint32 `protobuf:"varint,5,opt,name=messages_after,json=messagesAfter,proto3" json:"messages_after,omitempty"`
+	MaxMessages   uint32 `protobuf:"varint,6,opt,name=max_messages,json=maxMessages,proto3" json:"max_messages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1068,17 +1092,56 @@ func (x *GetThreadRequest) GetThreadId() string {
 	return ""
 }
 
-// Thread is a thread's projection at a sequence.
+func (x *GetThreadRequest) GetFromRun() uint32 {
+	if x != nil {
+		return x.FromRun
+	}
+	return 0
+}
+
+func (x *GetThreadRequest) GetToRun() uint32 {
+	if x != nil {
+		return x.ToRun
+	}
+	return 0
+}
+
+func (x *GetThreadRequest) GetMaxRuns() uint32 {
+	if x != nil {
+		return x.MaxRuns
+	}
+	return 0
+}
+
+func (x *GetThreadRequest) GetMessagesAfter() uint32 {
+	if x != nil {
+		return x.MessagesAfter
+	}
+	return 0
+}
+
+func (x *GetThreadRequest) GetMaxMessages() uint32 {
+	if x != nil {
+		return x.MaxMessages
+	}
+	return 0
+}
+
+// Thread is a thread's projection at a sequence, or a page of it.
 type Thread struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Summary *ThreadSummary         `protobuf:"bytes,1,opt,name=summary,proto3" json:"summary,omitempty"`
 	// sequence is the last event the projection shows: subscribe after it.
 	Sequence uint64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
-	// projection is the whole thread as JSON: runs, attempts, nodes,
-	// messages, requests, checkpoints, handoffs, and providerBindings (each
+	// projection is the thread (or the page) as JSON: runs, attempts, nodes,
+	// messages, requests, checkpoints, handoffs, providerBindings (each
 	// provider the thread has used: its conversation, the last run it saw,
-	// the runs it ran).
-	Projection    *structpb.Struct `protobuf:"bytes,3,opt,name=projection,proto3" json:"projection,omitempty"`
+	// the runs it ran that the projection holds, and how many before), and
+	// earlier (what has left the projection: how many runs and messages).
+	Projection *structpb.Struct `protobuf:"bytes,3,opt,name=projection,proto3" json:"projection,omitempty"`
+	// page says what the projection holds of the thread, and what it leaves
+	// out.
+	Page          *ThreadPage `protobuf:"bytes,4,opt,name=page,proto3" json:"page,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1134,6 +1197,122 @@ func (x *Thread) GetProjection() *structpb.Struct {
 	return nil
 }
 
+func (x *Thread) GetPage() *ThreadPage {
+	if x != nil {
+		return x.Page
+	}
+	return nil
+}
+
+// ThreadPage is what a Thread's projection holds of its thread.
+type ThreadPage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// first_run and last_run are the runs it holds (0: none); runs is how
+	// many the thread has.
+	FirstRun uint32 `protobuf:"varint,1,opt,name=first_run,json=firstRun,proto3" json:"first_run,omitempty"`
+	LastRun  uint32 `protobuf:"varint,2,opt,name=last_run,json=lastRun,proto3" json:"last_run,omitempty"`
+	Runs     uint32 `protobuf:"varint,3,opt,name=runs,proto3" json:"runs,omitempty"`
+	// messages is how many messages its runs have; messages_after how many
+	// of them come before those it holds; next_messages_after where the
+	// next ones start (0: none left).
+	Messages          uint32 `protobuf:"varint,4,opt,name=messages,proto3" json:"messages,omitempty"`
+	MessagesAfter     uint32 `protobuf:"varint,5,opt,name=messages_after,json=messagesAfter,proto3" json:"messages_after,omitempty"`
+	NextMessagesAfter uint32 `protobuf:"varint,6,opt,name=next_messages_after,json=nextMessagesAfter,proto3" json:"next_messages_after,omitempty"`
+	// complete says it holds the whole thread.
+	Complete bool `protobuf:"varint,7,opt,name=complete,proto3" json:"complete,omitempty"`
+	// left_out says what it leaves out and how to read it ("" when
+	// complete).
+	LeftOut       string `protobuf:"bytes,8,opt,name=left_out,json=leftOut,proto3" json:"left_out,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ThreadPage) Reset() {
+	*x = ThreadPage{}
+	mi := &file_baton_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ThreadPage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ThreadPage) ProtoMessage() {}
+
+func (x *ThreadPage) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ThreadPage.ProtoReflect.Descriptor instead.
+func (*ThreadPage) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ThreadPage) GetFirstRun() uint32 {
+	if x != nil {
+		return x.FirstRun
+	}
+	return 0
+}
+
+func (x *ThreadPage) GetLastRun() uint32 {
+	if x != nil {
+		return x.LastRun
+	}
+	return 0
+}
+
+func (x *ThreadPage) GetRuns() uint32 {
+	if x != nil {
+		return x.Runs
+	}
+	return 0
+}
+
+func (x *ThreadPage) GetMessages() uint32 {
+	if x != nil {
+		return x.Messages
+	}
+	return 0
+}
+
+func (x *ThreadPage) GetMessagesAfter() uint32 {
+	if x != nil {
+		return x.MessagesAfter
+	}
+	return 0
+}
+
+func (x *ThreadPage) GetNextMessagesAfter() uint32 {
+	if x != nil {
+		return x.NextMessagesAfter
+	}
+	return 0
+}
+
+func (x *ThreadPage) GetComplete() bool {
+	if x != nil {
+		return x.Complete
+	}
+	return false
+}
+
+func (x *ThreadPage) GetLeftOut() string {
+	if x != nil {
+		return x.LeftOut
+	}
+	return ""
+}
+
 type ThreadSummary struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1155,7 +1334,7 @@ type ThreadSummary struct {
 
 func (x *ThreadSummary) Reset() {
 	*x = ThreadSummary{}
-	mi := &file_baton_proto_msgTypes[13]
+	mi := &file_baton_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1346,7 @@ func (x *ThreadSummary) String() string {
 func (*ThreadSummary) ProtoMessage() {}
 
 func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[13]
+	mi := &file_baton_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1359,7 @@ func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadSummary.ProtoReflect.Descriptor instead.
 func (*ThreadSummary) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{13}
+	return file_baton_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ThreadSummary) GetId() string {
@@ -1276,7 +1455,7 @@ type ListThreadsRequest struct {
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_baton_proto_msgTypes[14]
+	mi := &file_baton_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1467,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[14]
+	mi := &file_baton_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1480,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{14}
+	return file_baton_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListThreadsRequest) GetPageSize() uint32 {
@@ -1343,7 +1522,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_baton_proto_msgTypes[15]
+	mi := &file_baton_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1534,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[15]
+	mi := &file_baton_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1547,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{15}
+	return file_baton_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*ThreadSummary {
@@ -1397,7 +1576,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1588,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1601,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{16}
+	return file_baton_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SubscribeRequest) GetThreadId() string {
@@ -1455,7 +1634,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1646,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1659,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{17}
+	return file_baton_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Event) GetSequence() uint64 {
@@ -1531,7 +1710,7 @@ type DiffRequest struct {
 
 func (x *DiffRequest) Reset() {
 	*x = DiffRequest{}
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +1722,7 @@ func (x *DiffRequest) String() string {
 func (*DiffRequest) ProtoMessage() {}
 
 func (x *DiffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +1735,7 @@ func (x *DiffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffRequest.ProtoReflect.Descriptor instead.
 func (*DiffRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{18}
+	return file_baton_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DiffRequest) GetThreadId() string {
@@ -1594,7 +1773,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1785,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1798,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{19}
+	return file_baton_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FileChange) GetPath() string {
@@ -1675,7 +1854,7 @@ type DiffResponse struct {
 
 func (x *DiffResponse) Reset() {
 	*x = DiffResponse{}
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +1866,7 @@ func (x *DiffResponse) String() string {
 func (*DiffResponse) ProtoMessage() {}
 
 func (x *DiffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +1879,7 @@ func (x *DiffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffResponse.ProtoReflect.Descriptor instead.
 func (*DiffResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{20}
+	return file_baton_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DiffResponse) GetRun() uint32 {
@@ -1760,7 +1939,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1772,7 +1951,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1785,7 +1964,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{21}
+	return file_baton_proto_rawDescGZIP(), []int{22}
 }
 
 type Capabilities struct {
@@ -1804,7 +1983,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_baton_proto_msgTypes[22]
+	mi := &file_baton_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +1995,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[22]
+	mi := &file_baton_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +2008,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{22}
+	return file_baton_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Capabilities) GetNativeSteering() bool {
@@ -1903,7 +2082,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_baton_proto_msgTypes[23]
+	mi := &file_baton_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1915,7 +2094,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[23]
+	mi := &file_baton_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1928,7 +2107,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{23}
+	return file_baton_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Plugin) GetName() string {
@@ -1982,7 +2161,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_baton_proto_msgTypes[24]
+	mi := &file_baton_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2173,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[24]
+	mi := &file_baton_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2186,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{24}
+	return file_baton_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -2025,7 +2204,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_baton_proto_msgTypes[25]
+	mi := &file_baton_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2037,7 +2216,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[25]
+	mi := &file_baton_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2050,7 +2229,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{25}
+	return file_baton_proto_rawDescGZIP(), []int{26}
 }
 
 type ServiceStatus struct {
@@ -2082,7 +2261,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_baton_proto_msgTypes[26]
+	mi := &file_baton_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2273,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[26]
+	mi := &file_baton_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2286,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{26}
+	return file_baton_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ServiceStatus) GetVersion() string {
@@ -2190,7 +2369,7 @@ type RuntimeStats struct {
 
 func (x *RuntimeStats) Reset() {
 	*x = RuntimeStats{}
-	mi := &file_baton_proto_msgTypes[27]
+	mi := &file_baton_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2202,7 +2381,7 @@ func (x *RuntimeStats) String() string {
 func (*RuntimeStats) ProtoMessage() {}
 
 func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[27]
+	mi := &file_baton_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2215,7 +2394,7 @@ func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeStats.ProtoReflect.Descriptor instead.
 func (*RuntimeStats) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{27}
+	return file_baton_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RuntimeStats) GetGoroutines() int32 {
@@ -2260,7 +2439,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_baton_proto_msgTypes[28]
+	mi := &file_baton_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2272,7 +2451,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[28]
+	mi := &file_baton_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2285,7 +2464,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{28}
+	return file_baton_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Listener) GetAddress() string {
@@ -2325,7 +2504,7 @@ type PluginStatus struct {
 
 func (x *PluginStatus) Reset() {
 	*x = PluginStatus{}
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2337,7 +2516,7 @@ func (x *PluginStatus) String() string {
 func (*PluginStatus) ProtoMessage() {}
 
 func (x *PluginStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2350,7 +2529,7 @@ func (x *PluginStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
 func (*PluginStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{29}
+	return file_baton_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PluginStatus) GetName() string {
@@ -2478,15 +2657,31 @@ const file_baton_proto_rawDesc = "" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x124\n" +
-	"\x06policy\x18\x03 \x01(\v2\x1c.baton.v1.ContinuationPolicyR\x06policy\"/\n" +
+	"\x06policy\x18\x03 \x01(\v2\x1c.baton.v1.ContinuationPolicyR\x06policy\"\xc6\x01\n" +
 	"\x10GetThreadRequest\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\"\x90\x01\n" +
+	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12\x19\n" +
+	"\bfrom_run\x18\x02 \x01(\rR\afromRun\x12\x15\n" +
+	"\x06to_run\x18\x03 \x01(\rR\x05toRun\x12\x19\n" +
+	"\bmax_runs\x18\x04 \x01(\rR\amaxRuns\x12%\n" +
+	"\x0emessages_after\x18\x05 \x01(\rR\rmessagesAfter\x12!\n" +
+	"\fmax_messages\x18\x06 \x01(\rR\vmaxMessages\"\xba\x01\n" +
 	"\x06Thread\x121\n" +
 	"\asummary\x18\x01 \x01(\v2\x17.baton.v1.ThreadSummaryR\asummary\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x04R\bsequence\x127\n" +
 	"\n" +
 	"projection\x18\x03 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"projection\"\xd4\x02\n" +
+	"projection\x12(\n" +
+	"\x04page\x18\x04 \x01(\v2\x14.baton.v1.ThreadPageR\x04page\"\x82\x02\n" +
+	"\n" +
+	"ThreadPage\x12\x1b\n" +
+	"\tfirst_run\x18\x01 \x01(\rR\bfirstRun\x12\x19\n" +
+	"\blast_run\x18\x02 \x01(\rR\alastRun\x12\x12\n" +
+	"\x04runs\x18\x03 \x01(\rR\x04runs\x12\x1a\n" +
+	"\bmessages\x18\x04 \x01(\rR\bmessages\x12%\n" +
+	"\x0emessages_after\x18\x05 \x01(\rR\rmessagesAfter\x12.\n" +
+	"\x13next_messages_after\x18\x06 \x01(\rR\x11nextMessagesAfter\x12\x1a\n" +
+	"\bcomplete\x18\a \x01(\bR\bcomplete\x12\x19\n" +
+	"\bleft_out\x18\b \x01(\tR\aleftOut\"\xd4\x02\n" +
 	"\rThreadSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x10\n" +
@@ -2620,7 +2815,7 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),               // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),       // 1: baton.v1.ProviderCommand
@@ -2635,93 +2830,95 @@ var file_baton_proto_goTypes = []any{
 	(*SetPolicyRequest)(nil),      // 10: baton.v1.SetPolicyRequest
 	(*GetThreadRequest)(nil),      // 11: baton.v1.GetThreadRequest
 	(*Thread)(nil),                // 12: baton.v1.Thread
-	(*ThreadSummary)(nil),         // 13: baton.v1.ThreadSummary
-	(*ListThreadsRequest)(nil),    // 14: baton.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),   // 15: baton.v1.ListThreadsResponse
-	(*SubscribeRequest)(nil),      // 16: baton.v1.SubscribeRequest
-	(*Event)(nil),                 // 17: baton.v1.Event
-	(*DiffRequest)(nil),           // 18: baton.v1.DiffRequest
-	(*FileChange)(nil),            // 19: baton.v1.FileChange
-	(*DiffResponse)(nil),          // 20: baton.v1.DiffResponse
-	(*ListPluginsRequest)(nil),    // 21: baton.v1.ListPluginsRequest
-	(*Capabilities)(nil),          // 22: baton.v1.Capabilities
-	(*Plugin)(nil),                // 23: baton.v1.Plugin
-	(*ListPluginsResponse)(nil),   // 24: baton.v1.ListPluginsResponse
-	(*GetStatusRequest)(nil),      // 25: baton.v1.GetStatusRequest
-	(*ServiceStatus)(nil),         // 26: baton.v1.ServiceStatus
-	(*RuntimeStats)(nil),          // 27: baton.v1.RuntimeStats
-	(*Listener)(nil),              // 28: baton.v1.Listener
-	(*PluginStatus)(nil),          // 29: baton.v1.PluginStatus
-	nil,                           // 30: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                           // 31: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 33: google.protobuf.Duration
-	(*structpb.Struct)(nil),       // 34: google.protobuf.Struct
+	(*ThreadPage)(nil),            // 13: baton.v1.ThreadPage
+	(*ThreadSummary)(nil),         // 14: baton.v1.ThreadSummary
+	(*ListThreadsRequest)(nil),    // 15: baton.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),   // 16: baton.v1.ListThreadsResponse
+	(*SubscribeRequest)(nil),      // 17: baton.v1.SubscribeRequest
+	(*Event)(nil),                 // 18: baton.v1.Event
+	(*DiffRequest)(nil),           // 19: baton.v1.DiffRequest
+	(*FileChange)(nil),            // 20: baton.v1.FileChange
+	(*DiffResponse)(nil),          // 21: baton.v1.DiffResponse
+	(*ListPluginsRequest)(nil),    // 22: baton.v1.ListPluginsRequest
+	(*Capabilities)(nil),          // 23: baton.v1.Capabilities
+	(*Plugin)(nil),                // 24: baton.v1.Plugin
+	(*ListPluginsResponse)(nil),   // 25: baton.v1.ListPluginsResponse
+	(*GetStatusRequest)(nil),      // 26: baton.v1.GetStatusRequest
+	(*ServiceStatus)(nil),         // 27: baton.v1.ServiceStatus
+	(*RuntimeStats)(nil),          // 28: baton.v1.RuntimeStats
+	(*Listener)(nil),              // 29: baton.v1.Listener
+	(*PluginStatus)(nil),          // 30: baton.v1.PluginStatus
+	nil,                           // 31: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                           // 32: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
+	(*structpb.Struct)(nil),       // 35: google.protobuf.Struct
 }
 var file_baton_proto_depIdxs = []int32{
-	32, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	33, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,  // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	9,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	9,  // 3: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	30, // 4: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	31, // 4: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
 	1,  // 5: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	1,  // 6: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
-	33, // 7: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
-	33, // 8: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
-	33, // 9: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
-	33, // 10: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
-	33, // 11: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	34, // 7: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	34, // 8: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	34, // 9: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	34, // 10: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	34, // 11: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
 	9,  // 12: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	13, // 13: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
-	34, // 14: baton.v1.Thread.projection:type_name -> google.protobuf.Struct
-	32, // 15: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	32, // 16: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	13, // 17: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	32, // 18: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	34, // 19: baton.v1.Event.data:type_name -> google.protobuf.Struct
-	19, // 20: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
-	22, // 21: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	31, // 22: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
-	23, // 23: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	32, // 24: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
-	33, // 25: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
-	28, // 26: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
-	13, // 27: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
-	29, // 28: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
-	27, // 29: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
-	2,  // 30: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	3,  // 31: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	4,  // 32: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	5,  // 33: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	6,  // 34: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
-	7,  // 35: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	8,  // 36: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	10, // 37: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	11, // 38: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	14, // 39: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	16, // 40: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	18, // 41: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	21, // 42: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	25, // 43: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
-	0,  // 44: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,  // 45: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,  // 46: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,  // 47: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,  // 48: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
-	0,  // 49: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,  // 50: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,  // 51: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	12, // 52: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	15, // 53: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	17, // 54: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	20, // 55: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	24, // 56: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	26, // 57: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
-	44, // [44:58] is the sub-list for method output_type
-	30, // [30:44] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	14, // 13: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
+	35, // 14: baton.v1.Thread.projection:type_name -> google.protobuf.Struct
+	13, // 15: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
+	33, // 16: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	33, // 17: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	14, // 18: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
+	33, // 19: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	35, // 20: baton.v1.Event.data:type_name -> google.protobuf.Struct
+	20, // 21: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
+	23, // 22: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
+	32, // 23: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	24, // 24: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
+	33, // 25: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
+	34, // 26: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
+	29, // 27: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
+	14, // 28: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
+	30, // 29: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
+	28, // 30: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
+	2,  // 31: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	3,  // 32: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	4,  // 33: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	5,  // 34: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	6,  // 35: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	7,  // 36: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	8,  // 37: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	10, // 38: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	11, // 39: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	15, // 40: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	17, // 41: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	19, // 42: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	22, // 43: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	26, // 44: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
+	0,  // 45: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,  // 46: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,  // 47: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,  // 48: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,  // 49: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,  // 50: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,  // 51: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,  // 52: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	12, // 53: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	16, // 54: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	18, // 55: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	21, // 56: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	25, // 57: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	27, // 58: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
+	45, // [45:59] is the sub-list for method output_type
+	31, // [31:45] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -2735,7 +2932,7 @@ func file_baton_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -96,7 +96,9 @@ type BatonClient interface {
 	// The projection's loop (GetThread) shows the policy, what the loop has
 	// used, and its armed wait.
 	SetPolicy(ctx context.Context, in *SetPolicyRequest, opts ...grpc.CallOption) (*Receipt, error)
-	// GetThread returns a thread's projection and the sequence it shows.
+	// GetThread returns a thread's projection and the sequence it shows: as
+	// the service holds it (what is live and the newest runs), or a page of
+	// its runs (GetThreadRequest).
 	GetThread(ctx context.Context, in *GetThreadRequest, opts ...grpc.CallOption) (*Thread, error)
 	// ListThreads lists threads by id, a page at a time.
 	ListThreads(ctx context.Context, in *ListThreadsRequest, opts ...grpc.CallOption) (*ListThreadsResponse, error)
@@ -315,7 +317,9 @@ type BatonServer interface {
 	// The projection's loop (GetThread) shows the policy, what the loop has
 	// used, and its armed wait.
 	SetPolicy(context.Context, *SetPolicyRequest) (*Receipt, error)
-	// GetThread returns a thread's projection and the sequence it shows.
+	// GetThread returns a thread's projection and the sequence it shows: as
+	// the service holds it (what is live and the newest runs), or a page of
+	// its runs (GetThreadRequest).
 	GetThread(context.Context, *GetThreadRequest) (*Thread, error)
 	// ListThreads lists threads by id, a page at a time.
 	ListThreads(context.Context, *ListThreadsRequest) (*ListThreadsResponse, error)
