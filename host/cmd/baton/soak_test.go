@@ -233,6 +233,7 @@ func (sk *soak) cycle(ctx context.Context, worker int, sc soakScenario) {
 	}
 	thread := rc.GetThreadId()
 	sk.threads.Store(thread, true)
+	sent := 0
 	for _, m := range sc.messages {
 		if _, err := c.SendMessage(ctx, &batonv1.SendMessageRequest{ThreadId: thread, Text: m, Mode: "queue_after_active"}); err != nil {
 			if ctx.Err() == nil && !gone(err) {
@@ -240,10 +241,15 @@ func (sk *soak) cycle(ctx context.Context, worker int, sc soakScenario) {
 			}
 			break
 		}
+		sent++
+	}
+	if sent == 0 { // the service stopped before it took a message: no run to follow
+		return
 	}
 	// Followed with the service's own clock of events: every run ends, a
 	// service that stops and starts again included, within two minutes.
 	deadline := time.Now().Add(2 * time.Minute)
+	var last domain.Thread
 	for time.Now().Before(deadline) {
 		c := sk.sup.client(context.Background())
 		if c == nil {
@@ -253,10 +259,18 @@ func (sk *soak) cycle(ctx context.Context, worker int, sc soakScenario) {
 		if err == nil && allEnded(th) {
 			return
 		}
+		if err == nil {
+			last = th
+		}
 		sk.waitEvents(c, thread, th.Sequence)
 	}
 	sk.stuck.Add(1)
-	sk.fail("thread %s (%s): its runs did not end within 2 minutes", thread, sc.transcript)
+	var where []string
+	for _, r := range last.Runs {
+		where = append(where, fmt.Sprintf("run %d %s", r.Ordinal, r.Status))
+	}
+	sk.fail("thread %s (%s): its runs did not end within 2 minutes (last seen at sequence %d: %s)",
+		thread, sc.transcript, last.Sequence, strings.Join(where, ", "))
 }
 
 // waitEvents waits for the thread's next event after seq (or for the
@@ -575,6 +589,12 @@ func rebuild(store *eventlog.Store, threadID string, keepAll bool) (domain.Threa
 	if err != nil {
 		return domain.Thread{}, err
 	}
+	return fold(recs, keepAll)
+}
+
+// fold folds a thread's events, from its first, into a projection;
+// keepAll: one that keeps every run.
+func fold(recs []eventlog.Record, keepAll bool) (domain.Thread, error) {
 	var th domain.Thread
 	if keepAll {
 		th.KeepAll()
