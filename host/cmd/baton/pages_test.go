@@ -163,20 +163,11 @@ func rebuilt(t *testing.T, data, threadID string) *domain.Thread {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	recs, err := s.ThreadAfter(threadID, 0, 0, 0)
+	th, err := rebuild(s, threadID, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := &domain.Thread{}
-	th.KeepAll()
-	for _, r := range recs {
-		p, err := domain.DecodePayload(r.Type, r.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		domain.Evolve(th, domain.Event{Sequence: r.Sequence, ThreadID: r.ThreadID, At: r.At, Payload: p})
-	}
-	return th
+	return &th
 }
 
 // normal is a thread's JSON tree with each collection in id order (runs
