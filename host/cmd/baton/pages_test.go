@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/domain/domaintest"
 	"github.com/baton-run/baton/host/internal/eventlog"
 )
 
@@ -54,7 +54,7 @@ func TestShowReadsALongThreadInPages(t *testing.T) {
 	thread := final.ID
 
 	shown := showJSON(t, data, thread)
-	if d := gocmp.Diff(normal(rebuilt(t, data, thread)), normal(&shown)); d != "" {
+	if d := gocmp.Diff(domaintest.Normal(rebuilt(t, data, thread)), domaintest.Normal(&shown)); d != "" {
 		t.Fatalf("show --json (-the log +shown):\n%s", d)
 	}
 	var byRun []int // the run of each message, in the order shown
@@ -109,7 +109,7 @@ func TestShowReadsALongThreadInPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := gocmp.Diff(normal(rebuilt(t, data, thread)), normal(&whole)); d != "" {
+	if d := gocmp.Diff(domaintest.Normal(rebuilt(t, data, thread)), domaintest.Normal(&whole)); d != "" {
 		t.Fatalf("threadFrom 1 in pages of 7 runs and 3 messages (-the log +read):\n%s", d)
 	}
 	_, later, err := c.threadFrom(t.Context(), thread, 5)
@@ -168,33 +168,4 @@ func rebuilt(t *testing.T, data, threadID string) *domain.Thread {
 		t.Fatal(err)
 	}
 	return &th
-}
-
-// normal is a thread's JSON tree with each collection in id order (runs
-// by ordinal) and each binding's runs as a count: pages hold a thread's
-// entries by run, its log in the order they happened.
-func normal(t *domain.Thread) any {
-	th := t.Clone()
-	th.Earlier = nil
-	for i := range th.ProviderBindings {
-		b := &th.ProviderBindings[i]
-		b.RunsBefore, b.Runs = b.RunsBefore+len(b.Runs), nil
-	}
-	b, _ := json.Marshal(th)
-	var tree map[string]any
-	json.Unmarshal(b, &tree)
-	for k, v := range tree {
-		l, ok := v.([]any)
-		switch {
-		case !ok:
-		case len(l) == 0:
-			tree[k] = nil // none and an empty list are the same entries
-		case k != "runs" && k != "providerBindings" && k != "rateLimits":
-			slices.SortFunc(l, func(x, y any) int {
-				a, b := x.(map[string]any), y.(map[string]any)
-				return cmp.Compare(fmt.Sprint(a["id"], a["title"], a["text"]), fmt.Sprint(b["id"], b["title"], b["text"]))
-			})
-		}
-	}
-	return tree
 }

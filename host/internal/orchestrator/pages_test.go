@@ -1,7 +1,6 @@
 package orchestrator_test
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/domain/domaintest"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 )
@@ -51,7 +51,7 @@ func TestLongThreadIsReadInPages(t *testing.T) {
 		t.Helper()
 		for _, size := range []int{1, 7, 100} {
 			got := readPages(t, e.host, th, size)
-			if d := gocmp.Diff(normal(rebuilt(t, e.host, th)), normal(&got)); d != "" {
+			if d := gocmp.Diff(domaintest.Normal(rebuilt(t, e.host, th)), domaintest.Normal(&got)); d != "" {
 				t.Fatalf("%s, pages of %d runs end to end (-the log +pages):\n%s", what, size, d)
 			}
 		}
@@ -225,33 +225,4 @@ func rebuilt(t *testing.T, h *orchestrator.Host, threadID string) *domain.Thread
 		domain.Evolve(th, domain.Event{Sequence: r.Sequence, ThreadID: r.ThreadID, At: r.At, Payload: p})
 	}
 	return th
-}
-
-// normal is a thread's JSON tree with each collection in id order (runs
-// by ordinal) and each binding's runs as a count: pages hold a thread's
-// entries by run, its log in the order they happened.
-func normal(t *domain.Thread) any {
-	th := t.Clone()
-	th.Earlier = nil
-	for i := range th.ProviderBindings {
-		b := &th.ProviderBindings[i]
-		b.RunsBefore, b.Runs = b.RunsBefore+len(b.Runs), nil
-	}
-	b, _ := json.Marshal(th)
-	var tree map[string]any
-	json.Unmarshal(b, &tree)
-	for k, v := range tree {
-		l, ok := v.([]any)
-		switch {
-		case !ok:
-		case len(l) == 0:
-			tree[k] = nil // none and an empty list are the same entries
-		case k != "runs" && k != "providerBindings" && k != "rateLimits":
-			slices.SortFunc(l, func(x, y any) int {
-				a, b := x.(map[string]any), y.(map[string]any)
-				return cmp.Compare(fmt.Sprint(a["id"], a["title"], a["text"]), fmt.Sprint(b["id"], b["title"], b["text"]))
-			})
-		}
-	}
-	return tree
 }
