@@ -73,8 +73,11 @@ func TestSilentProviderStalls(t *testing.T) {
 	e := newSilenceEnv(t, stall, 0)
 	threadID := e.createThread("acp", "acp/stall.ndjson")
 	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Take your time"}})
+	// Thinking, and the turn's dispatch recorded: it may be committed after
+	// the first frame, and each commit moves the stall's deadline.
 	e.waitFor(threadID, "the agent to think", func(th domain.Thread) bool {
-		return len(th.Runs) == 1 && th.Runs[0].Status == domain.RunStatusRunning && len(th.TurnItems) > 0
+		return len(th.Runs) == 1 && th.Runs[0].Status == domain.RunStatusRunning && len(th.TurnItems) > 0 &&
+			len(th.Runs[0].Attempts) > 0 && th.Runs[0].Attempts[len(th.Runs[0].Attempts)-1].SessionID != ""
 	})
 	// The stall timeout is the one timer the silent turn armed; a moment
 	// before it passes, the run still runs.
