@@ -1,8 +1,8 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -10,46 +10,44 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/service"
 )
 
-// followed is an event as a client follows it: the log's record, its data
-// (a Struct on the wire) back to the JSON it was stored as, and that
-// decoded.
+// followed is an event as a client follows it: the API's message, and its
+// payload in the domain's words (service.PayloadOf), which the printer
+// and the session decide on.
 type followed struct {
-	eventlog.Record
+	*batonv1.Event
 	Payload domain.Payload
 }
 
-// decodeEvent is an API event as the log's record, decoded.
+// decodeEvent is an API event with its payload read.
 func decodeEvent(ev *batonv1.Event) (followed, error) {
-	data, err := protojson.Marshal(ev.GetData())
+	pl, err := service.PayloadOf(ev)
 	if err != nil {
-		return followed{}, fmt.Errorf("event %d: %w", ev.GetSequence(), err)
+		return followed{}, err
 	}
-	rec := eventlog.Record{Sequence: ev.GetSequence(), ThreadID: ev.GetThreadId(), Type: ev.GetType(),
-		At: ev.GetAt().AsTime(), Data: data}
-	pl, err := domain.DecodePayload(rec.Type, rec.Data)
-	if err != nil {
-		return followed{}, fmt.Errorf("event %d: %w", rec.Sequence, err)
-	}
-	return followed{Record: rec, Payload: pl}, nil
+	return followed{Event: ev, Payload: pl}, nil
 }
 
-// projection is an API thread's projection as the domain's Thread.
-func projection(t *batonv1.Thread) (domain.Thread, error) {
-	var th domain.Thread
-	b, err := protojson.Marshal(t.GetProjection())
-	if err == nil {
-		err = json.Unmarshal(b, &th)
-	}
+// jsonLine prints m's protojson form (see baton.proto's Thread) as one
+// line, kind first: {"kind":"event",...} or {"kind":"thread",...}.
+func jsonLine(w io.Writer, kind string, m proto.Message) {
+	b, err := protojson.Marshal(m)
 	if err != nil {
-		return domain.Thread{}, fmt.Errorf("thread %s: projection: %w", t.GetSummary().GetId(), err)
+		// Unreachable: every message here is valid UTF-8 from the host,
+		// and protojson fails on nothing else.
+		b = []byte("{}")
 	}
-	return th, nil
+	if b = bytes.TrimSpace(b); len(b) > 2 { // {} has no field to follow kind
+		fmt.Fprintf(w, "{\"kind\":%q,%s\n", kind, b[1:])
+		return
+	}
+	fmt.Fprintf(w, "{\"kind\":%q}\n", kind)
 }
 
 // scopedPrinter is a printer that names checkpoints by the thread's scopes
@@ -110,15 +108,11 @@ func (p *printer) line(format string, args ...any) {
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
-func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
+func (p *printer) event(ev followed) {
 	if p.json {
-		b, _ := json.Marshal(struct {
-			Kind string `json:"kind"`
-			eventlog.Record
-		}{"event", rec})
-		fmt.Fprintln(p.w, string(b))
+		jsonLine(p.w, "event", ev.Event)
 	}
-	switch e := pl.(type) {
+	switch e := ev.Payload.(type) {
 	case domain.RunQueued:
 		p.ordinals[e.RunID] = e.Ordinal
 	case domain.QueuedRunsResumed:
@@ -152,7 +146,7 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 	if p.json {
 		return
 	}
-	switch e := pl.(type) {
+	switch e := ev.Payload.(type) {
 	case domain.ThreadCreated:
 		p.policy = cmp.Or(e.ApprovalPolicy, domain.ApproveDecline)
 		p.line("● thread %s · %s · %s", p.threadID, e.Provider, e.Cwd)
@@ -388,13 +382,11 @@ func (p *printer) checkpoint(e domain.CheckpointRecorded) {
 	}
 }
 
-func (p *printer) final(t domain.Thread, mine []string) {
+// final says how this invocation's runs (mine) ended, or with --json
+// prints the thread (at, t its projection read).
+func (p *printer) final(at *batonv1.Thread, t domain.Thread, mine []string) {
 	if p.json {
-		b, _ := json.Marshal(struct {
-			Kind string `json:"kind"`
-			domain.Thread
-		}{"thread", t})
-		fmt.Fprintln(p.w, string(b))
+		jsonLine(p.w, "thread", at)
 		return
 	}
 	var parts []string

@@ -110,8 +110,9 @@ func stalledRun(t *testing.T, data string) (*exec.Cmd, []eventlog.Record) {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(nil, 16<<20)
 		for sc.Scan() {
-			var r eventlog.Record
-			if json.Unmarshal(sc.Bytes(), &r) == nil && r.Type != "" {
+			l, err := readPrinted(sc.Bytes())
+			r := l.Record
+			if err == nil && r.Type != "" {
 				recs = append(recs, r)
 			}
 			if r.Type == "node.delta" { // the thinking: the stall's last frame
@@ -183,10 +184,11 @@ func TestReadsOfAHeldDataDir(t *testing.T) {
 	}
 
 	got = run("show", "--json", held)
-	var shown any
-	if err := json.Unmarshal([]byte(got.Stdout), &shown); err != nil {
+	shownThread, err := readThreadJSON([]byte(got.Stdout))
+	if err != nil {
 		t.Fatalf("show --json: %v\n%+v", err, got)
 	}
+	shown := asJSON(t, shownThread)
 	got.Stdout = ""
 	if diff := cmp.Diff(result{Stderr: busy + "; reading it read-only, as it stands now\n"}, got); diff != "" {
 		t.Errorf("show (-want +got):\n%s", diff)

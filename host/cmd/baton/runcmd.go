@@ -380,8 +380,8 @@ loop:
 			scriptDone = nil
 			if err != nil && !interrupted && ctx.Err() == nil {
 				fmt.Fprintf(g.stderr, "baton: run: --script: %v\n", err)
-				if final, err := finalThread(c, threadID, s.first()); err == nil {
-					out.final(final, s.mine)
+				if at, final, err := finalThread(c, threadID, s.first()); err == nil {
+					out.final(at, final, s.mine)
 				}
 				return silent(exitFailed)
 			}
@@ -406,11 +406,11 @@ loop:
 		interrupted = true
 		c.haltNow()
 	}
-	final, err := finalThread(c, threadID, s.first())
+	at, final, err := finalThread(c, threadID, s.first())
 	if err != nil {
 		return rpcError("thread "+threadID, err)
 	}
-	out.final(final, s.mine)
+	out.final(at, final, s.mine)
 	switch {
 	case interrupted:
 		return silent(exitInterrupted)
@@ -425,11 +425,10 @@ loop:
 // finalThread reads the thread once more, from run from on (the first of
 // this invocation's: they are all in it), even after the command's context
 // ended (a second Ctrl-C).
-func finalThread(c *client, threadID string, from int) (domain.Thread, error) {
+func finalThread(c *client, threadID string, from int) (*batonv1.Thread, domain.Thread, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, t, err := c.threadFrom(ctx, threadID, from)
-	return t, err
+	return c.threadFrom(ctx, threadID, from)
 }
 
 // first is the ordinal of this invocation's first run (1 when it is not
@@ -549,30 +548,20 @@ func (s *session) done(ctx context.Context) bool {
 	if err != nil {
 		return true // the final read says what is wrong
 	}
-	if t.Unattended() || activeRun(t) != nil {
+	if t.Unattended() || t.ActiveRun() != nil {
 		return false // a wait, a check or a run to come: its events will follow
 	}
 	s.loopOver, s.needSeq = true, at.GetSequence()
 	return s.lastSeq >= s.needSeq
 }
 
-// activeRun is the thread's run that holds it (a waiting one too), if any.
-func activeRun(t domain.Thread) *domain.Run {
-	for i := range t.Runs {
-		if t.Runs[i].Status.Active() {
-			return &t.Runs[i]
-		}
-	}
-	return nil
-}
-
 func (s *session) event(ctx context.Context, rec followed) {
-	s.lastSeq = rec.Sequence
-	if rec.ThreadID != s.threadID {
+	s.lastSeq = rec.GetSequence()
+	if rec.GetThreadId() != s.threadID {
 		return
 	}
 	pl := rec.Payload
-	s.out.event(rec.Record, pl)
+	s.out.event(rec)
 	switch e := pl.(type) {
 	case domain.RunQueued:
 		if !slices.Contains(s.mine, e.RunID) {

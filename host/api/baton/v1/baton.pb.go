@@ -26,7 +26,6 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
-	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -1127,21 +1126,68 @@ func (x *GetThreadRequest) GetMaxMessages() uint32 {
 	return 0
 }
 
-// Thread is a thread's projection at a sequence, or a page of it.
+// Thread is a thread's projection at a sequence, or a page of it: the
+// thread's own fields, its runs with their attempts and nodes, its
+// messages and turn items, requests, provider sessions, conversations and
+// turns, checkpoints, rollbacks, handoffs and provider bindings (each
+// provider the thread has used: its conversation, the last run it saw,
+// the runs it ran that the projection holds, and how many before), and
+// earlier (what has left the projection: how many runs and messages).
+//
+// JSON. A client that reads `baton ... --json` or calls the API over JSON
+// (grpcurl, a browser) sees these messages in protojson's form: field
+// names in lowerCamelCase (run_id is "runId"), fields at their zero value
+// left out, 64-bit integers (sequence, tokens) as strings, timestamps as
+// RFC 3339 strings in UTC and durations as "1.5s". Vocabulary fields
+// (statuses, kinds, reasons) are lower-case strings; a value a client does
+// not know is to be shown as it is, never refused. These names are the
+// contract: a field is only ever added, never renamed or renumbered.
 type Thread struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Summary *ThreadSummary         `protobuf:"bytes,1,opt,name=summary,proto3" json:"summary,omitempty"`
 	// sequence is the last event the projection shows: subscribe after it.
 	Sequence uint64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
-	// projection is the thread (or the page) as JSON: runs, attempts, nodes,
-	// messages, requests, checkpoints, handoffs, providerBindings (each
-	// provider the thread has used: its conversation, the last run it saw,
-	// the runs it ran that the projection holds, and how many before), and
-	// earlier (what has left the projection: how many runs and messages).
-	Projection *structpb.Struct `protobuf:"bytes,3,opt,name=projection,proto3" json:"projection,omitempty"`
 	// page says what the projection holds of the thread, and what it leaves
 	// out.
-	Page          *ThreadPage `protobuf:"bytes,4,opt,name=page,proto3" json:"page,omitempty"`
+	Page *ThreadPage `protobuf:"bytes,4,opt,name=page,proto3" json:"page,omitempty"`
+	Id   string      `protobuf:"bytes,5,opt,name=id,proto3" json:"id,omitempty"`
+	// provider and model are what the thread's next run starts on.
+	Provider        string           `protobuf:"bytes,6,opt,name=provider,proto3" json:"provider,omitempty"`
+	Cwd             string           `protobuf:"bytes,7,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Model           string           `protobuf:"bytes,8,opt,name=model,proto3" json:"model,omitempty"`
+	ProviderCommand *ProviderCommand `protobuf:"bytes,9,opt,name=provider_command,json=providerCommand,proto3" json:"provider_command,omitempty"`
+	// approval_policy: decline, accept or ask.
+	ApprovalPolicy string                 `protobuf:"bytes,10,opt,name=approval_policy,json=approvalPolicy,proto3" json:"approval_policy,omitempty"`
+	CreatedAt      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt      *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// active_run_id is the run that is starting, running or waiting (empty:
+	// none; runs queued behind it are not active).
+	ActiveRunId      string             `protobuf:"bytes,13,opt,name=active_run_id,json=activeRunId,proto3" json:"active_run_id,omitempty"`
+	Runs             []*Run             `protobuf:"bytes,14,rep,name=runs,proto3" json:"runs,omitempty"`
+	Messages         []*Message         `protobuf:"bytes,15,rep,name=messages,proto3" json:"messages,omitempty"`
+	TurnItems        []*TurnItem        `protobuf:"bytes,16,rep,name=turn_items,json=turnItems,proto3" json:"turn_items,omitempty"`
+	ProviderSessions []*ProviderSession `protobuf:"bytes,17,rep,name=provider_sessions,json=providerSessions,proto3" json:"provider_sessions,omitempty"`
+	ProviderThreads  []*ProviderThread  `protobuf:"bytes,18,rep,name=provider_threads,json=providerThreads,proto3" json:"provider_threads,omitempty"`
+	ProviderTurns    []*ProviderTurn    `protobuf:"bytes,19,rep,name=provider_turns,json=providerTurns,proto3" json:"provider_turns,omitempty"`
+	Requests         []*RuntimeRequest  `protobuf:"bytes,20,rep,name=requests,proto3" json:"requests,omitempty"`
+	Diagnostics      []*Diagnostic      `protobuf:"bytes,21,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	// rate_limits is the provider's latest word on each of its limits.
+	RateLimits []*RateLimit `protobuf:"bytes,22,rep,name=rate_limits,json=rateLimits,proto3" json:"rate_limits,omitempty"`
+	// checkpoint_scopes and checkpoints are the worktree's recorded states:
+	// a baseline before the first run, one per run, and one per subagent
+	// turn nested under its run's.
+	CheckpointScopes []*CheckpointScope `protobuf:"bytes,23,rep,name=checkpoint_scopes,json=checkpointScopes,proto3" json:"checkpoint_scopes,omitempty"`
+	Checkpoints      []*Checkpoint      `protobuf:"bytes,24,rep,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	Rollbacks        []*Rollback        `protobuf:"bytes,25,rep,name=rollbacks,proto3" json:"rollbacks,omitempty"`
+	Handoffs         []*ContextHandoff  `protobuf:"bytes,26,rep,name=handoffs,proto3" json:"handoffs,omitempty"`
+	ProviderBindings []*ProviderBinding `protobuf:"bytes,27,rep,name=provider_bindings,json=providerBindings,proto3" json:"provider_bindings,omitempty"`
+	// handoff_max_bytes bounds a handoff's text (0: the default, 64 KiB).
+	HandoffMaxBytes uint32 `protobuf:"varint,28,opt,name=handoff_max_bytes,json=handoffMaxBytes,proto3" json:"handoff_max_bytes,omitempty"`
+	// loop is the continuation policy and what its unattended loop has used
+	// (unset: none set).
+	Loop *Loop `protobuf:"bytes,29,opt,name=loop,proto3" json:"loop,omitempty"`
+	// earlier says what has left the projection (unset: nothing has).
+	Earlier       *Earlier `protobuf:"bytes,30,opt,name=earlier,proto3" json:"earlier,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1190,18 +1236,3172 @@ func (x *Thread) GetSequence() uint64 {
 	return 0
 }
 
-func (x *Thread) GetProjection() *structpb.Struct {
-	if x != nil {
-		return x.Projection
-	}
-	return nil
-}
-
 func (x *Thread) GetPage() *ThreadPage {
 	if x != nil {
 		return x.Page
 	}
 	return nil
+}
+
+func (x *Thread) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Thread) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *Thread) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *Thread) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *Thread) GetProviderCommand() *ProviderCommand {
+	if x != nil {
+		return x.ProviderCommand
+	}
+	return nil
+}
+
+func (x *Thread) GetApprovalPolicy() string {
+	if x != nil {
+		return x.ApprovalPolicy
+	}
+	return ""
+}
+
+func (x *Thread) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Thread) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *Thread) GetActiveRunId() string {
+	if x != nil {
+		return x.ActiveRunId
+	}
+	return ""
+}
+
+func (x *Thread) GetRuns() []*Run {
+	if x != nil {
+		return x.Runs
+	}
+	return nil
+}
+
+func (x *Thread) GetMessages() []*Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *Thread) GetTurnItems() []*TurnItem {
+	if x != nil {
+		return x.TurnItems
+	}
+	return nil
+}
+
+func (x *Thread) GetProviderSessions() []*ProviderSession {
+	if x != nil {
+		return x.ProviderSessions
+	}
+	return nil
+}
+
+func (x *Thread) GetProviderThreads() []*ProviderThread {
+	if x != nil {
+		return x.ProviderThreads
+	}
+	return nil
+}
+
+func (x *Thread) GetProviderTurns() []*ProviderTurn {
+	if x != nil {
+		return x.ProviderTurns
+	}
+	return nil
+}
+
+func (x *Thread) GetRequests() []*RuntimeRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *Thread) GetDiagnostics() []*Diagnostic {
+	if x != nil {
+		return x.Diagnostics
+	}
+	return nil
+}
+
+func (x *Thread) GetRateLimits() []*RateLimit {
+	if x != nil {
+		return x.RateLimits
+	}
+	return nil
+}
+
+func (x *Thread) GetCheckpointScopes() []*CheckpointScope {
+	if x != nil {
+		return x.CheckpointScopes
+	}
+	return nil
+}
+
+func (x *Thread) GetCheckpoints() []*Checkpoint {
+	if x != nil {
+		return x.Checkpoints
+	}
+	return nil
+}
+
+func (x *Thread) GetRollbacks() []*Rollback {
+	if x != nil {
+		return x.Rollbacks
+	}
+	return nil
+}
+
+func (x *Thread) GetHandoffs() []*ContextHandoff {
+	if x != nil {
+		return x.Handoffs
+	}
+	return nil
+}
+
+func (x *Thread) GetProviderBindings() []*ProviderBinding {
+	if x != nil {
+		return x.ProviderBindings
+	}
+	return nil
+}
+
+func (x *Thread) GetHandoffMaxBytes() uint32 {
+	if x != nil {
+		return x.HandoffMaxBytes
+	}
+	return 0
+}
+
+func (x *Thread) GetLoop() *Loop {
+	if x != nil {
+		return x.Loop
+	}
+	return nil
+}
+
+func (x *Thread) GetEarlier() *Earlier {
+	if x != nil {
+		return x.Earlier
+	}
+	return nil
+}
+
+// Run is one counted user-visible turn.
+type Run struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// ordinal is its number in the thread, from 1.
+	Ordinal uint32 `protobuf:"varint,2,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
+	// status: queued, starting, running, waiting, blocked, completed,
+	// interrupted, failed, cancelled or rolled_back.
+	Status        string                 `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	MessageId     string                 `protobuf:"bytes,4,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	Input         string                 `protobuf:"bytes,5,opt,name=input,proto3" json:"input,omitempty"`
+	QueuedAt      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=queued_at,json=queuedAt,proto3" json:"queued_at,omitempty"`
+	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	EndedAt       *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	ActiveAttempt string                 `protobuf:"bytes,9,opt,name=active_attempt,json=activeAttempt,proto3" json:"active_attempt,omitempty"`
+	// provider and model are what the run started on.
+	Provider     string     `protobuf:"bytes,10,opt,name=provider,proto3" json:"provider,omitempty"`
+	Model        string     `protobuf:"bytes,11,opt,name=model,proto3" json:"model,omitempty"`
+	FinalAttempt string     `protobuf:"bytes,12,opt,name=final_attempt,json=finalAttempt,proto3" json:"final_attempt,omitempty"`
+	Attempts     []*Attempt `protobuf:"bytes,13,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	Nodes        []*Node    `protobuf:"bytes,14,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	StopReason   string     `protobuf:"bytes,15,opt,name=stop_reason,json=stopReason,proto3" json:"stop_reason,omitempty"`
+	Failure      *Failure   `protobuf:"bytes,16,opt,name=failure,proto3" json:"failure,omitempty"`
+	Usage        *Usage     `protobuf:"bytes,17,opt,name=usage,proto3" json:"usage,omitempty"`
+	// interrupt_requested: the provider was asked to stop; the run ends
+	// when its turn does.
+	InterruptRequested bool `protobuf:"varint,18,opt,name=interrupt_requested,json=interruptRequested,proto3" json:"interrupt_requested,omitempty"`
+	// stop is an interrupt's deadline and, once the host ended the
+	// provider's process, why.
+	Stop *RunStop `protobuf:"bytes,19,opt,name=stop,proto3" json:"stop,omitempty"`
+	// pending_restart are steering messages waiting for the active attempt
+	// to stop, for the attempt that replaces it.
+	PendingRestart []*SteeringMessage `protobuf:"bytes,20,rep,name=pending_restart,json=pendingRestart,proto3" json:"pending_restart,omitempty"`
+	// ending is how the run ends once its checkpoint is recorded.
+	Ending *RunOutcome `protobuf:"bytes,21,opt,name=ending,proto3" json:"ending,omitempty"`
+	// checkpoint_id is the run's root checkpoint.
+	CheckpointId string `protobuf:"bytes,22,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	// limit is the last provider limit the run hit; wait_id the armed wait
+	// that will continue it; waits how many it has had, the first from
+	// wait_since.
+	Limit         *Limit                 `protobuf:"bytes,23,opt,name=limit,proto3" json:"limit,omitempty"`
+	WaitId        string                 `protobuf:"bytes,24,opt,name=wait_id,json=waitId,proto3" json:"wait_id,omitempty"`
+	Waits         uint32                 `protobuf:"varint,25,opt,name=waits,proto3" json:"waits,omitempty"`
+	WaitSince     *timestamppb.Timestamp `protobuf:"bytes,26,opt,name=wait_since,json=waitSince,proto3" json:"wait_since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Run) Reset() {
+	*x = Run{}
+	mi := &file_baton_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Run) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Run) ProtoMessage() {}
+
+func (x *Run) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Run.ProtoReflect.Descriptor instead.
+func (*Run) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Run) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Run) GetOrdinal() uint32 {
+	if x != nil {
+		return x.Ordinal
+	}
+	return 0
+}
+
+func (x *Run) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Run) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *Run) GetInput() string {
+	if x != nil {
+		return x.Input
+	}
+	return ""
+}
+
+func (x *Run) GetQueuedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.QueuedAt
+	}
+	return nil
+}
+
+func (x *Run) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *Run) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+func (x *Run) GetActiveAttempt() string {
+	if x != nil {
+		return x.ActiveAttempt
+	}
+	return ""
+}
+
+func (x *Run) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *Run) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *Run) GetFinalAttempt() string {
+	if x != nil {
+		return x.FinalAttempt
+	}
+	return ""
+}
+
+func (x *Run) GetAttempts() []*Attempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+func (x *Run) GetNodes() []*Node {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *Run) GetStopReason() string {
+	if x != nil {
+		return x.StopReason
+	}
+	return ""
+}
+
+func (x *Run) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
+func (x *Run) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *Run) GetInterruptRequested() bool {
+	if x != nil {
+		return x.InterruptRequested
+	}
+	return false
+}
+
+func (x *Run) GetStop() *RunStop {
+	if x != nil {
+		return x.Stop
+	}
+	return nil
+}
+
+func (x *Run) GetPendingRestart() []*SteeringMessage {
+	if x != nil {
+		return x.PendingRestart
+	}
+	return nil
+}
+
+func (x *Run) GetEnding() *RunOutcome {
+	if x != nil {
+		return x.Ending
+	}
+	return nil
+}
+
+func (x *Run) GetCheckpointId() string {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return ""
+}
+
+func (x *Run) GetLimit() *Limit {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
+func (x *Run) GetWaitId() string {
+	if x != nil {
+		return x.WaitId
+	}
+	return ""
+}
+
+func (x *Run) GetWaits() uint32 {
+	if x != nil {
+		return x.Waits
+	}
+	return 0
+}
+
+func (x *Run) GetWaitSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.WaitSince
+	}
+	return nil
+}
+
+// RunStop is an interrupt's deadline.
+type RunStop struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// deadline is the interrupt plus grace (unset: none).
+	Deadline *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Grace    *durationpb.Duration   `protobuf:"bytes,2,opt,name=grace,proto3" json:"grace,omitempty"`
+	// forced says why the host ended the provider's process ("": it has
+	// not); stalled says it was for a provider gone silent (the run fails).
+	Forced        string `protobuf:"bytes,3,opt,name=forced,proto3" json:"forced,omitempty"`
+	Stalled       bool   `protobuf:"varint,4,opt,name=stalled,proto3" json:"stalled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunStop) Reset() {
+	*x = RunStop{}
+	mi := &file_baton_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunStop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunStop) ProtoMessage() {}
+
+func (x *RunStop) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunStop.ProtoReflect.Descriptor instead.
+func (*RunStop) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RunStop) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+func (x *RunStop) GetGrace() *durationpb.Duration {
+	if x != nil {
+		return x.Grace
+	}
+	return nil
+}
+
+func (x *RunStop) GetForced() string {
+	if x != nil {
+		return x.Forced
+	}
+	return ""
+}
+
+func (x *RunStop) GetStalled() bool {
+	if x != nil {
+		return x.Stalled
+	}
+	return false
+}
+
+// RunOutcome is how a run ends.
+type RunOutcome struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AttemptId     string                 `protobuf:"bytes,1,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	Status        string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	StopReason    string                 `protobuf:"bytes,3,opt,name=stop_reason,json=stopReason,proto3" json:"stop_reason,omitempty"`
+	Failure       *Failure               `protobuf:"bytes,4,opt,name=failure,proto3" json:"failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunOutcome) Reset() {
+	*x = RunOutcome{}
+	mi := &file_baton_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunOutcome) ProtoMessage() {}
+
+func (x *RunOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunOutcome.ProtoReflect.Descriptor instead.
+func (*RunOutcome) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RunOutcome) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *RunOutcome) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *RunOutcome) GetStopReason() string {
+	if x != nil {
+		return x.StopReason
+	}
+	return ""
+}
+
+func (x *RunOutcome) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
+type SteeringMessage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MessageId     string                 `protobuf:"bytes,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	Text          string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SteeringMessage) Reset() {
+	*x = SteeringMessage{}
+	mi := &file_baton_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SteeringMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SteeringMessage) ProtoMessage() {}
+
+func (x *SteeringMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SteeringMessage.ProtoReflect.Descriptor instead.
+func (*SteeringMessage) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SteeringMessage) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *SteeringMessage) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+// Attempt is one try at a run.
+type Attempt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// reason: initial, steering_restart, retry, provider_recovery,
+	// usage_limit_continuation, ...
+	Reason    string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Status    string                 `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	SessionId string                 `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	EndedAt   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	RootNode  string                 `protobuf:"bytes,7,opt,name=root_node,json=rootNode,proto3" json:"root_node,omitempty"`
+	Usage     *Usage                 `protobuf:"bytes,8,opt,name=usage,proto3" json:"usage,omitempty"`
+	// provider is where the attempt ran, when not the run's.
+	Provider      string `protobuf:"bytes,9,opt,name=provider,proto3" json:"provider,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Attempt) Reset() {
+	*x = Attempt{}
+	mi := &file_baton_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Attempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Attempt) ProtoMessage() {}
+
+func (x *Attempt) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
+func (*Attempt) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Attempt) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Attempt) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Attempt) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Attempt) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Attempt) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *Attempt) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+func (x *Attempt) GetRootNode() string {
+	if x != nil {
+		return x.RootNode
+	}
+	return ""
+}
+
+func (x *Attempt) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *Attempt) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+// Node is one part of a run's execution tree.
+type Node struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ParentId  string                 `protobuf:"bytes,2,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	AttemptId string                 `protobuf:"bytes,3,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	// kind: root_turn, assistant_message, reasoning, tool_call,
+	// command_execution, file_change, approval_request, subagent, ...
+	Kind          string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	Status        string `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	ProviderRef   string `protobuf:"bytes,6,opt,name=provider_ref,json=providerRef,proto3" json:"provider_ref,omitempty"`
+	Title         string `protobuf:"bytes,7,opt,name=title,proto3" json:"title,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Node) Reset() {
+	*x = Node{}
+	mi := &file_baton_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Node) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Node) ProtoMessage() {}
+
+func (x *Node) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Node.ProtoReflect.Descriptor instead.
+func (*Node) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Node) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Node) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *Node) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *Node) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Node) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Node) GetProviderRef() string {
+	if x != nil {
+		return x.ProviderRef
+	}
+	return ""
+}
+
+func (x *Node) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+// Message is what the user reads: their input and the assistant's replies.
+type Message struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RunId  string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId string                 `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// role: user or assistant.
+	Role          string `protobuf:"bytes,4,opt,name=role,proto3" json:"role,omitempty"`
+	Text          string `protobuf:"bytes,5,opt,name=text,proto3" json:"text,omitempty"`
+	Status        string `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Message) Reset() {
+	*x = Message{}
+	mi := &file_baton_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Message) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Message) ProtoMessage() {}
+
+func (x *Message) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Message.ProtoReflect.Descriptor instead.
+func (*Message) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Message) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Message) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *Message) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *Message) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *Message) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *Message) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+// TurnItem is one visible step of a run: reasoning, a tool call, a
+// command, a file change, a plan.
+type TurnItem struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RunId  string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId string                 `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Kind   string                 `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	Title  string                 `protobuf:"bytes,5,opt,name=title,proto3" json:"title,omitempty"`
+	Status string                 `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	Text   string                 `protobuf:"bytes,7,opt,name=text,proto3" json:"text,omitempty"`
+	// detail is what the provider said of the item, as JSON text.
+	Detail        string `protobuf:"bytes,8,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TurnItem) Reset() {
+	*x = TurnItem{}
+	mi := &file_baton_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TurnItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TurnItem) ProtoMessage() {}
+
+func (x *TurnItem) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TurnItem.ProtoReflect.Descriptor instead.
+func (*TurnItem) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *TurnItem) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TurnItem) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *TurnItem) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *TurnItem) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TurnItem) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *TurnItem) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *TurnItem) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *TurnItem) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+// ProviderSession is a provider session's record (never a process
+// handle).
+type ProviderSession struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Provider string                 `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+	Model    string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// resumed is the provider thread it resumed ("": it started afresh).
+	Resumed string `protobuf:"bytes,4,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	// status: open or ended.
+	Status      string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	ProviderRef string                 `protobuf:"bytes,6,opt,name=provider_ref,json=providerRef,proto3" json:"provider_ref,omitempty"`
+	PluginPid   int32                  `protobuf:"varint,7,opt,name=plugin_pid,json=pluginPid,proto3" json:"plugin_pid,omitempty"`
+	ProviderPid int32                  `protobuf:"varint,8,opt,name=provider_pid,json=providerPid,proto3" json:"provider_pid,omitempty"`
+	OpenedAt    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=opened_at,json=openedAt,proto3" json:"opened_at,omitempty"`
+	EndedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	EndReason   string                 `protobuf:"bytes,11,opt,name=end_reason,json=endReason,proto3" json:"end_reason,omitempty"`
+	// forced says why the host is ending its process by force.
+	Forced        string `protobuf:"bytes,12,opt,name=forced,proto3" json:"forced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProviderSession) Reset() {
+	*x = ProviderSession{}
+	mi := &file_baton_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderSession) ProtoMessage() {}
+
+func (x *ProviderSession) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderSession.ProtoReflect.Descriptor instead.
+func (*ProviderSession) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ProviderSession) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ProviderSession) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ProviderSession) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ProviderSession) GetResumed() string {
+	if x != nil {
+		return x.Resumed
+	}
+	return ""
+}
+
+func (x *ProviderSession) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *ProviderSession) GetProviderRef() string {
+	if x != nil {
+		return x.ProviderRef
+	}
+	return ""
+}
+
+func (x *ProviderSession) GetPluginPid() int32 {
+	if x != nil {
+		return x.PluginPid
+	}
+	return 0
+}
+
+func (x *ProviderSession) GetProviderPid() int32 {
+	if x != nil {
+		return x.ProviderPid
+	}
+	return 0
+}
+
+func (x *ProviderSession) GetOpenedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OpenedAt
+	}
+	return nil
+}
+
+func (x *ProviderSession) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+func (x *ProviderSession) GetEndReason() string {
+	if x != nil {
+		return x.EndReason
+	}
+	return ""
+}
+
+func (x *ProviderSession) GetForced() string {
+	if x != nil {
+		return x.Forced
+	}
+	return ""
+}
+
+// ProviderThread binds a provider's conversation id to the thread.
+type ProviderThread struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Provider    string                 `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+	SessionId   string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ProviderRef string                 `protobuf:"bytes,4,opt,name=provider_ref,json=providerRef,proto3" json:"provider_ref,omitempty"`
+	ParentId    string                 `protobuf:"bytes,5,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	// detached: a rollback or a failed resume left it behind.
+	Detached      bool `protobuf:"varint,6,opt,name=detached,proto3" json:"detached,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProviderThread) Reset() {
+	*x = ProviderThread{}
+	mi := &file_baton_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderThread) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderThread) ProtoMessage() {}
+
+func (x *ProviderThread) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderThread.ProtoReflect.Descriptor instead.
+func (*ProviderThread) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ProviderThread) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ProviderThread) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ProviderThread) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ProviderThread) GetProviderRef() string {
+	if x != nil {
+		return x.ProviderRef
+	}
+	return ""
+}
+
+func (x *ProviderThread) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *ProviderThread) GetDetached() bool {
+	if x != nil {
+		return x.Detached
+	}
+	return false
+}
+
+// ProviderTurn binds a provider's turn id to a run's attempt.
+type ProviderTurn struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Id               string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ProviderThreadId string                 `protobuf:"bytes,2,opt,name=provider_thread_id,json=providerThreadId,proto3" json:"provider_thread_id,omitempty"`
+	ProviderRef      string                 `protobuf:"bytes,3,opt,name=provider_ref,json=providerRef,proto3" json:"provider_ref,omitempty"`
+	RunId            string                 `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId        string                 `protobuf:"bytes,5,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	NodeId           string                 `protobuf:"bytes,6,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Status           string                 `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ProviderTurn) Reset() {
+	*x = ProviderTurn{}
+	mi := &file_baton_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderTurn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderTurn) ProtoMessage() {}
+
+func (x *ProviderTurn) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderTurn.ProtoReflect.Descriptor instead.
+func (*ProviderTurn) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ProviderTurn) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ProviderTurn) GetProviderThreadId() string {
+	if x != nil {
+		return x.ProviderThreadId
+	}
+	return ""
+}
+
+func (x *ProviderTurn) GetProviderRef() string {
+	if x != nil {
+		return x.ProviderRef
+	}
+	return ""
+}
+
+func (x *ProviderTurn) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *ProviderTurn) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *ProviderTurn) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *ProviderTurn) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+// RuntimeRequest is an approval or question from the provider.
+type RuntimeRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RunId       string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId      string                 `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	SessionId   string                 `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ProviderRef string                 `protobuf:"bytes,5,opt,name=provider_ref,json=providerRef,proto3" json:"provider_ref,omitempty"`
+	// kind: command_execution, file_change, permission, question, ...
+	Kind    string           `protobuf:"bytes,6,opt,name=kind,proto3" json:"kind,omitempty"`
+	Title   string           `protobuf:"bytes,7,opt,name=title,proto3" json:"title,omitempty"`
+	Options []*RequestOption `protobuf:"bytes,8,rep,name=options,proto3" json:"options,omitempty"`
+	// status: pending, resolved, expired or cancelled.
+	Status   string            `protobuf:"bytes,9,opt,name=status,proto3" json:"status,omitempty"`
+	Decision string            `protobuf:"bytes,10,opt,name=decision,proto3" json:"decision,omitempty"`
+	Answers  map[string]string `protobuf:"bytes,11,rep,name=answers,proto3" json:"answers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// answered_by: policy, client or timeout, once an answer was sent.
+	AnsweredBy     string `protobuf:"bytes,12,opt,name=answered_by,json=answeredBy,proto3" json:"answered_by,omitempty"`
+	AnswerFailures uint32 `protobuf:"varint,13,opt,name=answer_failures,json=answerFailures,proto3" json:"answer_failures,omitempty"`
+	// delivery: live while the provider can take an answer, not_resumable
+	// once its process is gone.
+	Delivery      string                 `protobuf:"bytes,14,opt,name=delivery,proto3" json:"delivery,omitempty"`
+	OpenedAt      *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=opened_at,json=openedAt,proto3" json:"opened_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RuntimeRequest) Reset() {
+	*x = RuntimeRequest{}
+	mi := &file_baton_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RuntimeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RuntimeRequest) ProtoMessage() {}
+
+func (x *RuntimeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RuntimeRequest.ProtoReflect.Descriptor instead.
+func (*RuntimeRequest) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RuntimeRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RuntimeRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RuntimeRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *RuntimeRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RuntimeRequest) GetProviderRef() string {
+	if x != nil {
+		return x.ProviderRef
+	}
+	return ""
+}
+
+func (x *RuntimeRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *RuntimeRequest) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *RuntimeRequest) GetOptions() []*RequestOption {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *RuntimeRequest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *RuntimeRequest) GetDecision() string {
+	if x != nil {
+		return x.Decision
+	}
+	return ""
+}
+
+func (x *RuntimeRequest) GetAnswers() map[string]string {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
+}
+
+func (x *RuntimeRequest) GetAnsweredBy() string {
+	if x != nil {
+		return x.AnsweredBy
+	}
+	return ""
+}
+
+func (x *RuntimeRequest) GetAnswerFailures() uint32 {
+	if x != nil {
+		return x.AnswerFailures
+	}
+	return 0
+}
+
+func (x *RuntimeRequest) GetDelivery() string {
+	if x != nil {
+		return x.Delivery
+	}
+	return ""
+}
+
+func (x *RuntimeRequest) GetOpenedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OpenedAt
+	}
+	return nil
+}
+
+type RequestOption struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Label         string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestOption) Reset() {
+	*x = RequestOption{}
+	mi := &file_baton_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestOption) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestOption) ProtoMessage() {}
+
+func (x *RequestOption) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestOption.ProtoReflect.Descriptor instead.
+func (*RequestOption) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RequestOption) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RequestOption) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *RequestOption) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+// Diagnostic is something a provider said that the model has no place for.
+type Diagnostic struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Title         string                 `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	Text          string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Diagnostic) Reset() {
+	*x = Diagnostic{}
+	mi := &file_baton_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Diagnostic) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Diagnostic) ProtoMessage() {}
+
+func (x *Diagnostic) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Diagnostic.ProtoReflect.Descriptor instead.
+func (*Diagnostic) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *Diagnostic) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *Diagnostic) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *Diagnostic) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+type Failure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Failure) Reset() {
+	*x = Failure{}
+	mi := &file_baton_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Failure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Failure) ProtoMessage() {}
+
+func (x *Failure) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Failure.ProtoReflect.Descriptor instead.
+func (*Failure) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *Failure) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *Failure) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// Usage is token usage as the provider reports it.
+type Usage struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	InputTokens       int64                  `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	OutputTokens      int64                  `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	CachedInputTokens int64                  `protobuf:"varint,3,opt,name=cached_input_tokens,json=cachedInputTokens,proto3" json:"cached_input_tokens,omitempty"`
+	ReasoningTokens   int64                  `protobuf:"varint,4,opt,name=reasoning_tokens,json=reasoningTokens,proto3" json:"reasoning_tokens,omitempty"`
+	TotalTokens       int64                  `protobuf:"varint,5,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *Usage) Reset() {
+	*x = Usage{}
+	mi := &file_baton_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Usage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Usage) ProtoMessage() {}
+
+func (x *Usage) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Usage.ProtoReflect.Descriptor instead.
+func (*Usage) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *Usage) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCachedInputTokens() int64 {
+	if x != nil {
+		return x.CachedInputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetReasoningTokens() int64 {
+	if x != nil {
+		return x.ReasoningTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetTotalTokens() int64 {
+	if x != nil {
+		return x.TotalTokens
+	}
+	return 0
+}
+
+// RateLimit is a provider's word on one of its limits.
+type RateLimit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ResetsAt      *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=resets_at,json=resetsAt,proto3" json:"resets_at,omitempty"`
+	UsedPercent   float64                `protobuf:"fixed64,2,opt,name=used_percent,json=usedPercent,proto3" json:"used_percent,omitempty"`
+	Scope         string                 `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RateLimit) Reset() {
+	*x = RateLimit{}
+	mi := &file_baton_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RateLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RateLimit) ProtoMessage() {}
+
+func (x *RateLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
+func (*RateLimit) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *RateLimit) GetResetsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ResetsAt
+	}
+	return nil
+}
+
+func (x *RateLimit) GetUsedPercent() float64 {
+	if x != nil {
+		return x.UsedPercent
+	}
+	return 0
+}
+
+func (x *RateLimit) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+// Limit is a provider limit a turn ended on.
+type Limit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind: usage_window, rate_limit, credits or overload.
+	Kind     string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	ResetsAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=resets_at,json=resetsAt,proto3" json:"resets_at,omitempty"`
+	Scope    string                 `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
+	Message  string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// evidence is the raw frame (or frames) it was read from, cut short.
+	Evidence      string `protobuf:"bytes,5,opt,name=evidence,proto3" json:"evidence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Limit) Reset() {
+	*x = Limit{}
+	mi := &file_baton_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Limit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Limit) ProtoMessage() {}
+
+func (x *Limit) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Limit.ProtoReflect.Descriptor instead.
+func (*Limit) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *Limit) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Limit) GetResetsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ResetsAt
+	}
+	return nil
+}
+
+func (x *Limit) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *Limit) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Limit) GetEvidence() string {
+	if x != nil {
+		return x.Evidence
+	}
+	return ""
+}
+
+// CheckpointScope is what a checkpoint belongs to: a run (root_run), or a
+// subagent turn within one (subagent).
+type CheckpointScope struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Kind     string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	RunId    string                 `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId   string                 `protobuf:"bytes,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	ParentId string                 `protobuf:"bytes,5,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	// ordinal is the run's for a root_run scope (0: the baseline), the
+	// subagent's number within its run for a subagent one.
+	Ordinal          uint32 `protobuf:"varint,6,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
+	AdvancesRunCount bool   `protobuf:"varint,7,opt,name=advances_run_count,json=advancesRunCount,proto3" json:"advances_run_count,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CheckpointScope) Reset() {
+	*x = CheckpointScope{}
+	mi := &file_baton_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointScope) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointScope) ProtoMessage() {}
+
+func (x *CheckpointScope) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointScope.ProtoReflect.Descriptor instead.
+func (*CheckpointScope) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *CheckpointScope) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CheckpointScope) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *CheckpointScope) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *CheckpointScope) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *CheckpointScope) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *CheckpointScope) GetOrdinal() uint32 {
+	if x != nil {
+		return x.Ordinal
+	}
+	return 0
+}
+
+func (x *CheckpointScope) GetAdvancesRunCount() bool {
+	if x != nil {
+		return x.AdvancesRunCount
+	}
+	return false
+}
+
+// Checkpoint is the worktree as it was at one point (a git commit under a
+// hidden ref).
+type Checkpoint struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ScopeId    string                 `protobuf:"bytes,2,opt,name=scope_id,json=scopeId,proto3" json:"scope_id,omitempty"`
+	RunId      string                 `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId     string                 `protobuf:"bytes,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	RunOrdinal uint32                 `protobuf:"varint,5,opt,name=run_ordinal,json=runOrdinal,proto3" json:"run_ordinal,omitempty"`
+	// base_id is the checkpoint its files are against.
+	BaseId string `protobuf:"bytes,6,opt,name=base_id,json=baseId,proto3" json:"base_id,omitempty"`
+	Ref    string `protobuf:"bytes,7,opt,name=ref,proto3" json:"ref,omitempty"`
+	Commit string `protobuf:"bytes,8,opt,name=commit,proto3" json:"commit,omitempty"`
+	// status: capturing, ready, missing, error or stale.
+	Status        string                 `protobuf:"bytes,9,opt,name=status,proto3" json:"status,omitempty"`
+	Files         []*FileChange          `protobuf:"bytes,10,rep,name=files,proto3" json:"files,omitempty"`
+	Reason        string                 `protobuf:"bytes,11,opt,name=reason,proto3" json:"reason,omitempty"`
+	RequestedAt   *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	CapturedAt    *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=captured_at,json=capturedAt,proto3" json:"captured_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Checkpoint) Reset() {
+	*x = Checkpoint{}
+	mi := &file_baton_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Checkpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Checkpoint) ProtoMessage() {}
+
+func (x *Checkpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
+func (*Checkpoint) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *Checkpoint) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetScopeId() string {
+	if x != nil {
+		return x.ScopeId
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetRunOrdinal() uint32 {
+	if x != nil {
+		return x.RunOrdinal
+	}
+	return 0
+}
+
+func (x *Checkpoint) GetBaseId() string {
+	if x != nil {
+		return x.BaseId
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetRef() string {
+	if x != nil {
+		return x.Ref
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetFiles() []*FileChange {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *Checkpoint) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Checkpoint) GetRequestedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RequestedAt
+	}
+	return nil
+}
+
+func (x *Checkpoint) GetCapturedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CapturedAt
+	}
+	return nil
+}
+
+// Rollback puts the files back to a checkpoint and the provider's
+// conversation back to the same point.
+type Rollback struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Id               string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	CheckpointId     string                 `protobuf:"bytes,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	TargetRunOrdinal uint32                 `protobuf:"varint,3,opt,name=target_run_ordinal,json=targetRunOrdinal,proto3" json:"target_run_ordinal,omitempty"`
+	Status           string                 `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// runs are the runs it rolls back; checkpoints those it makes stale.
+	Runs         []string `protobuf:"bytes,5,rep,name=runs,proto3" json:"runs,omitempty"`
+	Checkpoints  []string `protobuf:"bytes,6,rep,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	FilesWritten uint32   `protobuf:"varint,7,opt,name=files_written,json=filesWritten,proto3" json:"files_written,omitempty"`
+	FilesRemoved uint32   `protobuf:"varint,8,opt,name=files_removed,json=filesRemoved,proto3" json:"files_removed,omitempty"`
+	// saved_ref (commit saved_commit) holds the files as they were before.
+	SavedRef    string `protobuf:"bytes,9,opt,name=saved_ref,json=savedRef,proto3" json:"saved_ref,omitempty"`
+	SavedCommit string `protobuf:"bytes,10,opt,name=saved_commit,json=savedCommit,proto3" json:"saved_commit,omitempty"`
+	// reconciliation: none, native_rollback or fresh_thread.
+	Reconciliation    string                 `protobuf:"bytes,11,opt,name=reconciliation,proto3" json:"reconciliation,omitempty"`
+	ProviderThreadRef string                 `protobuf:"bytes,12,opt,name=provider_thread_ref,json=providerThreadRef,proto3" json:"provider_thread_ref,omitempty"`
+	TurnsDropped      uint32                 `protobuf:"varint,13,opt,name=turns_dropped,json=turnsDropped,proto3" json:"turns_dropped,omitempty"`
+	Note              string                 `protobuf:"bytes,14,opt,name=note,proto3" json:"note,omitempty"`
+	FailedStage       string                 `protobuf:"bytes,15,opt,name=failed_stage,json=failedStage,proto3" json:"failed_stage,omitempty"`
+	Failure           *Failure               `protobuf:"bytes,16,opt,name=failure,proto3" json:"failure,omitempty"`
+	RequestedAt       *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	EndedAt           *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *Rollback) Reset() {
+	*x = Rollback{}
+	mi := &file_baton_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rollback) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rollback) ProtoMessage() {}
+
+func (x *Rollback) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
+func (*Rollback) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *Rollback) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Rollback) GetCheckpointId() string {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return ""
+}
+
+func (x *Rollback) GetTargetRunOrdinal() uint32 {
+	if x != nil {
+		return x.TargetRunOrdinal
+	}
+	return 0
+}
+
+func (x *Rollback) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Rollback) GetRuns() []string {
+	if x != nil {
+		return x.Runs
+	}
+	return nil
+}
+
+func (x *Rollback) GetCheckpoints() []string {
+	if x != nil {
+		return x.Checkpoints
+	}
+	return nil
+}
+
+func (x *Rollback) GetFilesWritten() uint32 {
+	if x != nil {
+		return x.FilesWritten
+	}
+	return 0
+}
+
+func (x *Rollback) GetFilesRemoved() uint32 {
+	if x != nil {
+		return x.FilesRemoved
+	}
+	return 0
+}
+
+func (x *Rollback) GetSavedRef() string {
+	if x != nil {
+		return x.SavedRef
+	}
+	return ""
+}
+
+func (x *Rollback) GetSavedCommit() string {
+	if x != nil {
+		return x.SavedCommit
+	}
+	return ""
+}
+
+func (x *Rollback) GetReconciliation() string {
+	if x != nil {
+		return x.Reconciliation
+	}
+	return ""
+}
+
+func (x *Rollback) GetProviderThreadRef() string {
+	if x != nil {
+		return x.ProviderThreadRef
+	}
+	return ""
+}
+
+func (x *Rollback) GetTurnsDropped() uint32 {
+	if x != nil {
+		return x.TurnsDropped
+	}
+	return 0
+}
+
+func (x *Rollback) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *Rollback) GetFailedStage() string {
+	if x != nil {
+		return x.FailedStage
+	}
+	return ""
+}
+
+func (x *Rollback) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
+func (x *Rollback) GetRequestedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RequestedAt
+	}
+	return nil
+}
+
+func (x *Rollback) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+// ContextHandoff is the context a provider's conversation gets of runs it
+// has not seen.
+type ContextHandoff struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RollbackId string                 `protobuf:"bytes,2,opt,name=rollback_id,json=rollbackId,proto3" json:"rollback_id,omitempty"`
+	// strategy: full_thread_summary or delta_since_target_last_seen.
+	Strategy     string        `protobuf:"bytes,3,opt,name=strategy,proto3" json:"strategy,omitempty"`
+	Version      uint32        `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	FromProvider string        `protobuf:"bytes,5,opt,name=from_provider,json=fromProvider,proto3" json:"from_provider,omitempty"`
+	ToProvider   string        `protobuf:"bytes,6,opt,name=to_provider,json=toProvider,proto3" json:"to_provider,omitempty"`
+	FromRun      uint32        `protobuf:"varint,7,opt,name=from_run,json=fromRun,proto3" json:"from_run,omitempty"`
+	ToRun        uint32        `protobuf:"varint,8,opt,name=to_run,json=toRun,proto3" json:"to_run,omitempty"`
+	Runs         []*HandoffRun `protobuf:"bytes,9,rep,name=runs,proto3" json:"runs,omitempty"`
+	Bytes        uint32        `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Truncated    bool          `protobuf:"varint,11,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Cut          string        `protobuf:"bytes,12,opt,name=cut,proto3" json:"cut,omitempty"`
+	Fallback     string        `protobuf:"bytes,13,opt,name=fallback,proto3" json:"fallback,omitempty"`
+	// status: ready, consumed or superseded.
+	Status       string `protobuf:"bytes,14,opt,name=status,proto3" json:"status,omitempty"`
+	SupersededBy string `protobuf:"bytes,15,opt,name=superseded_by,json=supersededBy,proto3" json:"superseded_by,omitempty"`
+	// run_id is the run whose first turn carried it.
+	RunId         string `protobuf:"bytes,16,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Text          string `protobuf:"bytes,17,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContextHandoff) Reset() {
+	*x = ContextHandoff{}
+	mi := &file_baton_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContextHandoff) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContextHandoff) ProtoMessage() {}
+
+func (x *ContextHandoff) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContextHandoff.ProtoReflect.Descriptor instead.
+func (*ContextHandoff) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ContextHandoff) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ContextHandoff) GetRollbackId() string {
+	if x != nil {
+		return x.RollbackId
+	}
+	return ""
+}
+
+func (x *ContextHandoff) GetStrategy() string {
+	if x != nil {
+		return x.Strategy
+	}
+	return ""
+}
+
+func (x *ContextHandoff) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ContextHandoff) GetFromProvider() string {
+	if x != nil {
+		return x.FromProvider
+	}
+	return ""
+}
+
+func (x *ContextHandoff) GetToProvider() string {
+	if x != nil {
+		return x.ToProvider
+	}
+	return ""
+}
+
+func (x *ContextHandoff) GetFromRun() uint32 {
+	if x != nil {
+		return x.FromRun
+	}
+	return 0
+}
+
+func (x *ContextHandoff) GetToRun() uint32 {
+	if x != nil {
+		return x.ToRun
+	}
+	return 0
+}
+
+func (x *ContextHandoff) GetRuns() []*HandoffRun {
+	if x != nil {
+		return x.Runs
+	}
+	return nil
+}
+
+func (x *ContextHandoff) GetBytes() uint32 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *ContextHandoff) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *ContextHandoff) GetCut() string {
+	if x != nil {
+		return x.Cut
+	}
+	return ""
+}
+
+func (x *ContextHandoff) GetFallback() string {
+	if x != nil {
+		return x.Fallback
+	}
+	return ""
+}
+
+func (x *ContextHandoff) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *ContextHandoff) GetSupersededBy() string {
+	if x != nil {
+		return x.SupersededBy
+	}
+	return ""
+}
+
+func (x *ContextHandoff) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *ContextHandoff) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+type HandoffRun struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ordinal       uint32                 `protobuf:"varint,1,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
+	RunId         string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Provider      string                 `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	MessageIds    []string               `protobuf:"bytes,4,rep,name=message_ids,json=messageIds,proto3" json:"message_ids,omitempty"`
+	Shortened     bool                   `protobuf:"varint,5,opt,name=shortened,proto3" json:"shortened,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandoffRun) Reset() {
+	*x = HandoffRun{}
+	mi := &file_baton_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoffRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoffRun) ProtoMessage() {}
+
+func (x *HandoffRun) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoffRun.ProtoReflect.Descriptor instead.
+func (*HandoffRun) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *HandoffRun) GetOrdinal() uint32 {
+	if x != nil {
+		return x.Ordinal
+	}
+	return 0
+}
+
+func (x *HandoffRun) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *HandoffRun) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *HandoffRun) GetMessageIds() []string {
+	if x != nil {
+		return x.MessageIds
+	}
+	return nil
+}
+
+func (x *HandoffRun) GetShortened() bool {
+	if x != nil {
+		return x.Shortened
+	}
+	return false
+}
+
+// ProviderBinding is what a thread keeps of one provider it has used.
+type ProviderBinding struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Provider  string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	Model     string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	Command   *ProviderCommand       `protobuf:"bytes,3,opt,name=command,proto3" json:"command,omitempty"`
+	SessionId string                 `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// provider_thread_id and thread_ref are its root conversation, the one
+	// a return resumes (empty: none).
+	ProviderThreadId string `protobuf:"bytes,5,opt,name=provider_thread_id,json=providerThreadId,proto3" json:"provider_thread_id,omitempty"`
+	ThreadRef        string `protobuf:"bytes,6,opt,name=thread_ref,json=threadRef,proto3" json:"thread_ref,omitempty"`
+	// seen_through is the last run that conversation has seen (0: none).
+	SeenThrough uint32 `protobuf:"varint,7,opt,name=seen_through,json=seenThrough,proto3" json:"seen_through,omitempty"`
+	// runs are the ordinals of its runs the projection holds; runs_before
+	// counts those that have left it.
+	Runs          []uint32 `protobuf:"varint,8,rep,packed,name=runs,proto3" json:"runs,omitempty"`
+	RunsBefore    uint32   `protobuf:"varint,9,opt,name=runs_before,json=runsBefore,proto3" json:"runs_before,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProviderBinding) Reset() {
+	*x = ProviderBinding{}
+	mi := &file_baton_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderBinding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderBinding) ProtoMessage() {}
+
+func (x *ProviderBinding) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderBinding.ProtoReflect.Descriptor instead.
+func (*ProviderBinding) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ProviderBinding) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ProviderBinding) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ProviderBinding) GetCommand() *ProviderCommand {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *ProviderBinding) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ProviderBinding) GetProviderThreadId() string {
+	if x != nil {
+		return x.ProviderThreadId
+	}
+	return ""
+}
+
+func (x *ProviderBinding) GetThreadRef() string {
+	if x != nil {
+		return x.ThreadRef
+	}
+	return ""
+}
+
+func (x *ProviderBinding) GetSeenThrough() uint32 {
+	if x != nil {
+		return x.SeenThrough
+	}
+	return 0
+}
+
+func (x *ProviderBinding) GetRuns() []uint32 {
+	if x != nil {
+		return x.Runs
+	}
+	return nil
+}
+
+func (x *ProviderBinding) GetRunsBefore() uint32 {
+	if x != nil {
+		return x.RunsBefore
+	}
+	return 0
+}
+
+// Loop is a thread's continuation policy and what its loop has used.
+type Loop struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Policy *ContinuationPolicy    `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	Since  *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=since,proto3" json:"since,omitempty"`
+	// status: active, done, blocked, budget or stopped.
+	Status string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Runs   uint32 `protobuf:"varint,5,opt,name=runs,proto3" json:"runs,omitempty"`
+	Tokens int64  `protobuf:"varint,6,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	Wait   *Wait  `protobuf:"bytes,7,opt,name=wait,proto3" json:"wait,omitempty"`
+	// return is the armed return to the first provider after a switch.
+	Return        *Wait        `protobuf:"bytes,8,opt,name=return,proto3" json:"return,omitempty"`
+	Check         *CheckResult `protobuf:"bytes,9,opt,name=check,proto3" json:"check,omitempty"`
+	CheckPending  bool         `protobuf:"varint,10,opt,name=check_pending,json=checkPending,proto3" json:"check_pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Loop) Reset() {
+	*x = Loop{}
+	mi := &file_baton_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Loop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Loop) ProtoMessage() {}
+
+func (x *Loop) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Loop.ProtoReflect.Descriptor instead.
+func (*Loop) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *Loop) GetPolicy() *ContinuationPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *Loop) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *Loop) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Loop) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Loop) GetRuns() uint32 {
+	if x != nil {
+		return x.Runs
+	}
+	return 0
+}
+
+func (x *Loop) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *Loop) GetWait() *Wait {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
+}
+
+func (x *Loop) GetReturn() *Wait {
+	if x != nil {
+		return x.Return
+	}
+	return nil
+}
+
+func (x *Loop) GetCheck() *CheckResult {
+	if x != nil {
+		return x.Check
+	}
+	return nil
+}
+
+func (x *Loop) GetCheckPending() bool {
+	if x != nil {
+		return x.CheckPending
+	}
+	return false
+}
+
+// Wait is an armed wait.
+type Wait struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// kind: continue (the run, at a limit's reset or a probe) or return.
+	Kind     string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	RunId    string                 `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Provider string                 `protobuf:"bytes,4,opt,name=provider,proto3" json:"provider,omitempty"`
+	Limit    *Limit                 `protobuf:"bytes,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	At       *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
+	// probe is this wait's number for its run (from 1), of at most
+	// max_probes.
+	Probe         uint32                 `protobuf:"varint,7,opt,name=probe,proto3" json:"probe,omitempty"`
+	MaxProbes     uint32                 `protobuf:"varint,8,opt,name=max_probes,json=maxProbes,proto3" json:"max_probes,omitempty"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=since,proto3" json:"since,omitempty"`
+	ArmedAt       *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=armed_at,json=armedAt,proto3" json:"armed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Wait) Reset() {
+	*x = Wait{}
+	mi := &file_baton_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Wait) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Wait) ProtoMessage() {}
+
+func (x *Wait) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Wait.ProtoReflect.Descriptor instead.
+func (*Wait) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *Wait) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Wait) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Wait) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *Wait) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *Wait) GetLimit() *Limit {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
+func (x *Wait) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *Wait) GetProbe() uint32 {
+	if x != nil {
+		return x.Probe
+	}
+	return 0
+}
+
+func (x *Wait) GetMaxProbes() uint32 {
+	if x != nil {
+		return x.MaxProbes
+	}
+	return 0
+}
+
+func (x *Wait) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *Wait) GetArmedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ArmedAt
+	}
+	return nil
+}
+
+// CheckResult is what an until check found.
+type CheckResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Command       string                 `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
+	ExitCode      int32                  `protobuf:"varint,3,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Output        string                 `protobuf:"bytes,4,opt,name=output,proto3" json:"output,omitempty"`
+	Truncated     bool                   `protobuf:"varint,5,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	TimedOut      bool                   `protobuf:"varint,6,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
+	Error         string                 `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckResult) Reset() {
+	*x = CheckResult{}
+	mi := &file_baton_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckResult) ProtoMessage() {}
+
+func (x *CheckResult) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckResult.ProtoReflect.Descriptor instead.
+func (*CheckResult) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *CheckResult) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *CheckResult) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *CheckResult) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *CheckResult) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
+}
+
+func (x *CheckResult) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *CheckResult) GetTimedOut() bool {
+	if x != nil {
+		return x.TimedOut
+	}
+	return false
+}
+
+func (x *CheckResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *CheckResult) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+// Earlier is what has left a thread's projection.
+type Earlier struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// runs is how many runs have left (runs 1 to runs, all ended).
+	Runs          uint32             `protobuf:"varint,1,opt,name=runs,proto3" json:"runs,omitempty"`
+	Messages      uint32             `protobuf:"varint,2,opt,name=messages,proto3" json:"messages,omitempty"`
+	Parts         uint32             `protobuf:"varint,3,opt,name=parts,proto3" json:"parts,omitempty"`
+	RootScopes    uint32             `protobuf:"varint,4,opt,name=root_scopes,json=rootScopes,proto3" json:"root_scopes,omitempty"`
+	Rollbacks     []*EarlierRollback `protobuf:"bytes,5,rep,name=rollbacks,proto3" json:"rollbacks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Earlier) Reset() {
+	*x = Earlier{}
+	mi := &file_baton_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Earlier) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Earlier) ProtoMessage() {}
+
+func (x *Earlier) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Earlier.ProtoReflect.Descriptor instead.
+func (*Earlier) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *Earlier) GetRuns() uint32 {
+	if x != nil {
+		return x.Runs
+	}
+	return 0
+}
+
+func (x *Earlier) GetMessages() uint32 {
+	if x != nil {
+		return x.Messages
+	}
+	return 0
+}
+
+func (x *Earlier) GetParts() uint32 {
+	if x != nil {
+		return x.Parts
+	}
+	return 0
+}
+
+func (x *Earlier) GetRootScopes() uint32 {
+	if x != nil {
+		return x.RootScopes
+	}
+	return 0
+}
+
+func (x *Earlier) GetRollbacks() []*EarlierRollback {
+	if x != nil {
+		return x.Rollbacks
+	}
+	return nil
+}
+
+type EarlierRollback struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Target        uint32                 `protobuf:"varint,1,opt,name=target,proto3" json:"target,omitempty"`
+	Parts         uint32                 `protobuf:"varint,2,opt,name=parts,proto3" json:"parts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EarlierRollback) Reset() {
+	*x = EarlierRollback{}
+	mi := &file_baton_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EarlierRollback) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EarlierRollback) ProtoMessage() {}
+
+func (x *EarlierRollback) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EarlierRollback.ProtoReflect.Descriptor instead.
+func (*EarlierRollback) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *EarlierRollback) GetTarget() uint32 {
+	if x != nil {
+		return x.Target
+	}
+	return 0
+}
+
+func (x *EarlierRollback) GetParts() uint32 {
+	if x != nil {
+		return x.Parts
+	}
+	return 0
 }
 
 // ThreadPage is what a Thread's projection holds of its thread.
@@ -1229,7 +4429,7 @@ type ThreadPage struct {
 
 func (x *ThreadPage) Reset() {
 	*x = ThreadPage{}
-	mi := &file_baton_proto_msgTypes[13]
+	mi := &file_baton_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +4441,7 @@ func (x *ThreadPage) String() string {
 func (*ThreadPage) ProtoMessage() {}
 
 func (x *ThreadPage) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[13]
+	mi := &file_baton_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +4454,7 @@ func (x *ThreadPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadPage.ProtoReflect.Descriptor instead.
 func (*ThreadPage) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{13}
+	return file_baton_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ThreadPage) GetFirstRun() uint32 {
@@ -1334,7 +4534,7 @@ type ThreadSummary struct {
 
 func (x *ThreadSummary) Reset() {
 	*x = ThreadSummary{}
-	mi := &file_baton_proto_msgTypes[14]
+	mi := &file_baton_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +4546,7 @@ func (x *ThreadSummary) String() string {
 func (*ThreadSummary) ProtoMessage() {}
 
 func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[14]
+	mi := &file_baton_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +4559,7 @@ func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadSummary.ProtoReflect.Descriptor instead.
 func (*ThreadSummary) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{14}
+	return file_baton_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ThreadSummary) GetId() string {
@@ -1455,7 +4655,7 @@ type ListThreadsRequest struct {
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_baton_proto_msgTypes[15]
+	mi := &file_baton_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +4667,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[15]
+	mi := &file_baton_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +4680,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{15}
+	return file_baton_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListThreadsRequest) GetPageSize() uint32 {
@@ -1522,7 +4722,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1534,7 +4734,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1547,7 +4747,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{16}
+	return file_baton_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*ThreadSummary {
@@ -1576,7 +4776,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +4788,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +4801,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{17}
+	return file_baton_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SubscribeRequest) GetThreadId() string {
@@ -1618,7 +4818,12 @@ func (x *SubscribeRequest) GetAfterSequence() uint64 {
 	return 0
 }
 
-// Event is one committed event.
+// Event is one committed event: its place in the log, and its payload,
+// one message per event type. type names the payload's case: the oneof
+// field is the type with its dots as underscores (run.started is
+// run_started). A client that meets an event whose payload it does not
+// know (a newer service's) still has its sequence, thread, type and
+// instant, and skips it.
 type Event struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Sequence uint64                 `protobuf:"varint,1,opt,name=sequence,proto3" json:"sequence,omitempty"`
@@ -1626,15 +4831,68 @@ type Event struct {
 	// type names the event (thread.created, run.started, ...).
 	Type string                 `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
 	At   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
-	// data is the event's payload, as stored.
-	Data          *structpb.Struct `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
+	// Types that are valid to be assigned to Payload:
+	//
+	//	*Event_ThreadCreated
+	//	*Event_MessageAdded
+	//	*Event_MessageDelta
+	//	*Event_MessageCompleted
+	//	*Event_RunQueued
+	//	*Event_RunStarted
+	//	*Event_AttemptStarted
+	//	*Event_NodeStarted
+	//	*Event_NodeUpdated
+	//	*Event_NodeDelta
+	//	*Event_NodeCompleted
+	//	*Event_ProviderSessionOpened
+	//	*Event_ProviderSessionEnded
+	//	*Event_ProviderThreadBound
+	//	*Event_ProviderTurnBound
+	//	*Event_RequestOpened
+	//	*Event_RequestResolved
+	//	*Event_UsageReported
+	//	*Event_RunEnded
+	//	*Event_DiagnosticRecorded
+	//	*Event_RunSteered
+	//	*Event_RunRestartRequested
+	//	*Event_RunInterruptRequested
+	//	*Event_RunStopForced
+	//	*Event_RunStalled
+	//	*Event_AttemptEnded
+	//	*Event_RequestAnswered
+	//	*Event_EffectCancelled
+	//	*Event_AttemptDispatched
+	//	*Event_RequestAnswerFailed
+	//	*Event_RateLimitReported
+	//	*Event_RunCompleting
+	//	*Event_CheckpointScopeOpened
+	//	*Event_CheckpointRequested
+	//	*Event_CheckpointRecorded
+	//	*Event_RollbackStarted
+	//	*Event_RollbackFilesRestored
+	//	*Event_RollbackCompleted
+	//	*Event_RollbackFailed
+	//	*Event_HandoffCreated
+	//	*Event_HandoffConsumed
+	//	*Event_HandoffSuperseded
+	//	*Event_ThreadProviderSwitched
+	//	*Event_ProviderThreadDetached
+	//	*Event_ThreadPolicySet
+	//	*Event_RunLimitReached
+	//	*Event_WaitArmed
+	//	*Event_WaitEnded
+	//	*Event_LoopCheckRequested
+	//	*Event_LoopCheckRecorded
+	//	*Event_LoopEnded
+	//	*Event_RunQueueResumed
+	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +4904,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +4917,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{18}
+	return file_baton_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Event) GetSequence() uint64 {
@@ -1690,11 +4948,4318 @@ func (x *Event) GetAt() *timestamppb.Timestamp {
 	return nil
 }
 
-func (x *Event) GetData() *structpb.Struct {
+func (x *Event) GetPayload() isEvent_Payload {
 	if x != nil {
-		return x.Data
+		return x.Payload
 	}
 	return nil
+}
+
+func (x *Event) GetThreadCreated() *ThreadCreated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ThreadCreated); ok {
+			return x.ThreadCreated
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetMessageAdded() *MessageAdded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_MessageAdded); ok {
+			return x.MessageAdded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetMessageDelta() *MessageDelta {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_MessageDelta); ok {
+			return x.MessageDelta
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetMessageCompleted() *MessageCompleted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_MessageCompleted); ok {
+			return x.MessageCompleted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRunQueued() *RunQueued {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RunQueued); ok {
+			return x.RunQueued
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRunStarted() *RunStarted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RunStarted); ok {
+			return x.RunStarted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetAttemptStarted() *AttemptStarted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_AttemptStarted); ok {
+			return x.AttemptStarted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetNodeStarted() *NodeStarted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_NodeStarted); ok {
+			return x.NodeStarted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetNodeUpdated() *NodeUpdated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_NodeUpdated); ok {
+			return x.NodeUpdated
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetNodeDelta() *NodeDelta {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_NodeDelta); ok {
+			return x.NodeDelta
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetNodeCompleted() *NodeCompleted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_NodeCompleted); ok {
+			return x.NodeCompleted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetProviderSessionOpened() *SessionOpened {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ProviderSessionOpened); ok {
+			return x.ProviderSessionOpened
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetProviderSessionEnded() *SessionEnded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ProviderSessionEnded); ok {
+			return x.ProviderSessionEnded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetProviderThreadBound() *ProviderThreadBound {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ProviderThreadBound); ok {
+			return x.ProviderThreadBound
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetProviderTurnBound() *ProviderTurnBound {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ProviderTurnBound); ok {
+			return x.ProviderTurnBound
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRequestOpened() *RequestOpened {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RequestOpened); ok {
+			return x.RequestOpened
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRequestResolved() *RequestResolved {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RequestResolved); ok {
+			return x.RequestResolved
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetUsageReported() *UsageReported {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_UsageReported); ok {
+			return x.UsageReported
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRunEnded() *RunEnded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RunEnded); ok {
+			return x.RunEnded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetDiagnosticRecorded() *DiagnosticRecorded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_DiagnosticRecorded); ok {
+			return x.DiagnosticRecorded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRunSteered() *RunSteered {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RunSteered); ok {
+			return x.RunSteered
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRunRestartRequested() *RestartRequested {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RunRestartRequested); ok {
+			return x.RunRestartRequested
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRunInterruptRequested() *InterruptRequested {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RunInterruptRequested); ok {
+			return x.RunInterruptRequested
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRunStopForced() *StopForced {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RunStopForced); ok {
+			return x.RunStopForced
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRunStalled() *TurnStalled {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RunStalled); ok {
+			return x.RunStalled
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetAttemptEnded() *AttemptEnded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_AttemptEnded); ok {
+			return x.AttemptEnded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRequestAnswered() *RequestAnswered {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RequestAnswered); ok {
+			return x.RequestAnswered
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetEffectCancelled() *EffectCancelled {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_EffectCancelled); ok {
+			return x.EffectCancelled
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetAttemptDispatched() *AttemptDispatched {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_AttemptDispatched); ok {
+			return x.AttemptDispatched
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRequestAnswerFailed() *RequestAnswerFailed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RequestAnswerFailed); ok {
+			return x.RequestAnswerFailed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRateLimitReported() *RateLimit {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RateLimitReported); ok {
+			return x.RateLimitReported
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRunCompleting() *RunCompleting {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RunCompleting); ok {
+			return x.RunCompleting
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetCheckpointScopeOpened() *CheckpointScopeOpened {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_CheckpointScopeOpened); ok {
+			return x.CheckpointScopeOpened
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetCheckpointRequested() *CheckpointRequested {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_CheckpointRequested); ok {
+			return x.CheckpointRequested
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetCheckpointRecorded() *CheckpointRecorded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_CheckpointRecorded); ok {
+			return x.CheckpointRecorded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRollbackStarted() *RollbackStarted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RollbackStarted); ok {
+			return x.RollbackStarted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRollbackFilesRestored() *RollbackFilesRestored {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RollbackFilesRestored); ok {
+			return x.RollbackFilesRestored
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRollbackCompleted() *RollbackCompleted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RollbackCompleted); ok {
+			return x.RollbackCompleted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRollbackFailed() *RollbackFailed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RollbackFailed); ok {
+			return x.RollbackFailed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetHandoffCreated() *HandoffCreated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_HandoffCreated); ok {
+			return x.HandoffCreated
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetHandoffConsumed() *HandoffConsumed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_HandoffConsumed); ok {
+			return x.HandoffConsumed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetHandoffSuperseded() *HandoffSuperseded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_HandoffSuperseded); ok {
+			return x.HandoffSuperseded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetThreadProviderSwitched() *ProviderSwitched {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ThreadProviderSwitched); ok {
+			return x.ThreadProviderSwitched
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetProviderThreadDetached() *ProviderThreadDetached {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ProviderThreadDetached); ok {
+			return x.ProviderThreadDetached
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetThreadPolicySet() *PolicySet {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ThreadPolicySet); ok {
+			return x.ThreadPolicySet
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRunLimitReached() *LimitReached {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RunLimitReached); ok {
+			return x.RunLimitReached
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetWaitArmed() *Wait {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_WaitArmed); ok {
+			return x.WaitArmed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetWaitEnded() *WaitEnded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_WaitEnded); ok {
+			return x.WaitEnded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetLoopCheckRequested() *CheckRequested {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_LoopCheckRequested); ok {
+			return x.LoopCheckRequested
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetLoopCheckRecorded() *CheckResult {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_LoopCheckRecorded); ok {
+			return x.LoopCheckRecorded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetLoopEnded() *LoopEnded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_LoopEnded); ok {
+			return x.LoopEnded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRunQueueResumed() *QueuedRunsResumed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RunQueueResumed); ok {
+			return x.RunQueueResumed
+		}
+	}
+	return nil
+}
+
+type isEvent_Payload interface {
+	isEvent_Payload()
+}
+
+type Event_ThreadCreated struct {
+	ThreadCreated *ThreadCreated `protobuf:"bytes,10,opt,name=thread_created,json=threadCreated,proto3,oneof"`
+}
+
+type Event_MessageAdded struct {
+	MessageAdded *MessageAdded `protobuf:"bytes,11,opt,name=message_added,json=messageAdded,proto3,oneof"`
+}
+
+type Event_MessageDelta struct {
+	MessageDelta *MessageDelta `protobuf:"bytes,12,opt,name=message_delta,json=messageDelta,proto3,oneof"`
+}
+
+type Event_MessageCompleted struct {
+	MessageCompleted *MessageCompleted `protobuf:"bytes,13,opt,name=message_completed,json=messageCompleted,proto3,oneof"`
+}
+
+type Event_RunQueued struct {
+	RunQueued *RunQueued `protobuf:"bytes,14,opt,name=run_queued,json=runQueued,proto3,oneof"`
+}
+
+type Event_RunStarted struct {
+	RunStarted *RunStarted `protobuf:"bytes,15,opt,name=run_started,json=runStarted,proto3,oneof"`
+}
+
+type Event_AttemptStarted struct {
+	AttemptStarted *AttemptStarted `protobuf:"bytes,16,opt,name=attempt_started,json=attemptStarted,proto3,oneof"`
+}
+
+type Event_NodeStarted struct {
+	NodeStarted *NodeStarted `protobuf:"bytes,17,opt,name=node_started,json=nodeStarted,proto3,oneof"`
+}
+
+type Event_NodeUpdated struct {
+	NodeUpdated *NodeUpdated `protobuf:"bytes,18,opt,name=node_updated,json=nodeUpdated,proto3,oneof"`
+}
+
+type Event_NodeDelta struct {
+	NodeDelta *NodeDelta `protobuf:"bytes,19,opt,name=node_delta,json=nodeDelta,proto3,oneof"`
+}
+
+type Event_NodeCompleted struct {
+	NodeCompleted *NodeCompleted `protobuf:"bytes,20,opt,name=node_completed,json=nodeCompleted,proto3,oneof"`
+}
+
+type Event_ProviderSessionOpened struct {
+	ProviderSessionOpened *SessionOpened `protobuf:"bytes,21,opt,name=provider_session_opened,json=providerSessionOpened,proto3,oneof"`
+}
+
+type Event_ProviderSessionEnded struct {
+	ProviderSessionEnded *SessionEnded `protobuf:"bytes,22,opt,name=provider_session_ended,json=providerSessionEnded,proto3,oneof"`
+}
+
+type Event_ProviderThreadBound struct {
+	ProviderThreadBound *ProviderThreadBound `protobuf:"bytes,23,opt,name=provider_thread_bound,json=providerThreadBound,proto3,oneof"`
+}
+
+type Event_ProviderTurnBound struct {
+	ProviderTurnBound *ProviderTurnBound `protobuf:"bytes,24,opt,name=provider_turn_bound,json=providerTurnBound,proto3,oneof"`
+}
+
+type Event_RequestOpened struct {
+	RequestOpened *RequestOpened `protobuf:"bytes,25,opt,name=request_opened,json=requestOpened,proto3,oneof"`
+}
+
+type Event_RequestResolved struct {
+	RequestResolved *RequestResolved `protobuf:"bytes,26,opt,name=request_resolved,json=requestResolved,proto3,oneof"`
+}
+
+type Event_UsageReported struct {
+	UsageReported *UsageReported `protobuf:"bytes,27,opt,name=usage_reported,json=usageReported,proto3,oneof"`
+}
+
+type Event_RunEnded struct {
+	RunEnded *RunEnded `protobuf:"bytes,28,opt,name=run_ended,json=runEnded,proto3,oneof"`
+}
+
+type Event_DiagnosticRecorded struct {
+	DiagnosticRecorded *DiagnosticRecorded `protobuf:"bytes,29,opt,name=diagnostic_recorded,json=diagnosticRecorded,proto3,oneof"`
+}
+
+type Event_RunSteered struct {
+	RunSteered *RunSteered `protobuf:"bytes,30,opt,name=run_steered,json=runSteered,proto3,oneof"`
+}
+
+type Event_RunRestartRequested struct {
+	RunRestartRequested *RestartRequested `protobuf:"bytes,31,opt,name=run_restart_requested,json=runRestartRequested,proto3,oneof"`
+}
+
+type Event_RunInterruptRequested struct {
+	RunInterruptRequested *InterruptRequested `protobuf:"bytes,32,opt,name=run_interrupt_requested,json=runInterruptRequested,proto3,oneof"`
+}
+
+type Event_RunStopForced struct {
+	RunStopForced *StopForced `protobuf:"bytes,33,opt,name=run_stop_forced,json=runStopForced,proto3,oneof"`
+}
+
+type Event_RunStalled struct {
+	RunStalled *TurnStalled `protobuf:"bytes,34,opt,name=run_stalled,json=runStalled,proto3,oneof"`
+}
+
+type Event_AttemptEnded struct {
+	AttemptEnded *AttemptEnded `protobuf:"bytes,35,opt,name=attempt_ended,json=attemptEnded,proto3,oneof"`
+}
+
+type Event_RequestAnswered struct {
+	RequestAnswered *RequestAnswered `protobuf:"bytes,36,opt,name=request_answered,json=requestAnswered,proto3,oneof"`
+}
+
+type Event_EffectCancelled struct {
+	EffectCancelled *EffectCancelled `protobuf:"bytes,37,opt,name=effect_cancelled,json=effectCancelled,proto3,oneof"`
+}
+
+type Event_AttemptDispatched struct {
+	AttemptDispatched *AttemptDispatched `protobuf:"bytes,38,opt,name=attempt_dispatched,json=attemptDispatched,proto3,oneof"`
+}
+
+type Event_RequestAnswerFailed struct {
+	RequestAnswerFailed *RequestAnswerFailed `protobuf:"bytes,39,opt,name=request_answer_failed,json=requestAnswerFailed,proto3,oneof"`
+}
+
+type Event_RateLimitReported struct {
+	RateLimitReported *RateLimit `protobuf:"bytes,40,opt,name=rate_limit_reported,json=rateLimitReported,proto3,oneof"`
+}
+
+type Event_RunCompleting struct {
+	RunCompleting *RunCompleting `protobuf:"bytes,41,opt,name=run_completing,json=runCompleting,proto3,oneof"`
+}
+
+type Event_CheckpointScopeOpened struct {
+	CheckpointScopeOpened *CheckpointScopeOpened `protobuf:"bytes,42,opt,name=checkpoint_scope_opened,json=checkpointScopeOpened,proto3,oneof"`
+}
+
+type Event_CheckpointRequested struct {
+	CheckpointRequested *CheckpointRequested `protobuf:"bytes,43,opt,name=checkpoint_requested,json=checkpointRequested,proto3,oneof"`
+}
+
+type Event_CheckpointRecorded struct {
+	CheckpointRecorded *CheckpointRecorded `protobuf:"bytes,44,opt,name=checkpoint_recorded,json=checkpointRecorded,proto3,oneof"`
+}
+
+type Event_RollbackStarted struct {
+	RollbackStarted *RollbackStarted `protobuf:"bytes,45,opt,name=rollback_started,json=rollbackStarted,proto3,oneof"`
+}
+
+type Event_RollbackFilesRestored struct {
+	RollbackFilesRestored *RollbackFilesRestored `protobuf:"bytes,46,opt,name=rollback_files_restored,json=rollbackFilesRestored,proto3,oneof"`
+}
+
+type Event_RollbackCompleted struct {
+	RollbackCompleted *RollbackCompleted `protobuf:"bytes,47,opt,name=rollback_completed,json=rollbackCompleted,proto3,oneof"`
+}
+
+type Event_RollbackFailed struct {
+	RollbackFailed *RollbackFailed `protobuf:"bytes,48,opt,name=rollback_failed,json=rollbackFailed,proto3,oneof"`
+}
+
+type Event_HandoffCreated struct {
+	HandoffCreated *HandoffCreated `protobuf:"bytes,49,opt,name=handoff_created,json=handoffCreated,proto3,oneof"`
+}
+
+type Event_HandoffConsumed struct {
+	HandoffConsumed *HandoffConsumed `protobuf:"bytes,50,opt,name=handoff_consumed,json=handoffConsumed,proto3,oneof"`
+}
+
+type Event_HandoffSuperseded struct {
+	HandoffSuperseded *HandoffSuperseded `protobuf:"bytes,51,opt,name=handoff_superseded,json=handoffSuperseded,proto3,oneof"`
+}
+
+type Event_ThreadProviderSwitched struct {
+	ThreadProviderSwitched *ProviderSwitched `protobuf:"bytes,52,opt,name=thread_provider_switched,json=threadProviderSwitched,proto3,oneof"`
+}
+
+type Event_ProviderThreadDetached struct {
+	ProviderThreadDetached *ProviderThreadDetached `protobuf:"bytes,53,opt,name=provider_thread_detached,json=providerThreadDetached,proto3,oneof"`
+}
+
+type Event_ThreadPolicySet struct {
+	ThreadPolicySet *PolicySet `protobuf:"bytes,54,opt,name=thread_policy_set,json=threadPolicySet,proto3,oneof"`
+}
+
+type Event_RunLimitReached struct {
+	RunLimitReached *LimitReached `protobuf:"bytes,55,opt,name=run_limit_reached,json=runLimitReached,proto3,oneof"`
+}
+
+type Event_WaitArmed struct {
+	WaitArmed *Wait `protobuf:"bytes,56,opt,name=wait_armed,json=waitArmed,proto3,oneof"`
+}
+
+type Event_WaitEnded struct {
+	WaitEnded *WaitEnded `protobuf:"bytes,57,opt,name=wait_ended,json=waitEnded,proto3,oneof"`
+}
+
+type Event_LoopCheckRequested struct {
+	LoopCheckRequested *CheckRequested `protobuf:"bytes,58,opt,name=loop_check_requested,json=loopCheckRequested,proto3,oneof"`
+}
+
+type Event_LoopCheckRecorded struct {
+	LoopCheckRecorded *CheckResult `protobuf:"bytes,59,opt,name=loop_check_recorded,json=loopCheckRecorded,proto3,oneof"`
+}
+
+type Event_LoopEnded struct {
+	LoopEnded *LoopEnded `protobuf:"bytes,60,opt,name=loop_ended,json=loopEnded,proto3,oneof"`
+}
+
+type Event_RunQueueResumed struct {
+	RunQueueResumed *QueuedRunsResumed `protobuf:"bytes,61,opt,name=run_queue_resumed,json=runQueueResumed,proto3,oneof"`
+}
+
+func (*Event_ThreadCreated) isEvent_Payload() {}
+
+func (*Event_MessageAdded) isEvent_Payload() {}
+
+func (*Event_MessageDelta) isEvent_Payload() {}
+
+func (*Event_MessageCompleted) isEvent_Payload() {}
+
+func (*Event_RunQueued) isEvent_Payload() {}
+
+func (*Event_RunStarted) isEvent_Payload() {}
+
+func (*Event_AttemptStarted) isEvent_Payload() {}
+
+func (*Event_NodeStarted) isEvent_Payload() {}
+
+func (*Event_NodeUpdated) isEvent_Payload() {}
+
+func (*Event_NodeDelta) isEvent_Payload() {}
+
+func (*Event_NodeCompleted) isEvent_Payload() {}
+
+func (*Event_ProviderSessionOpened) isEvent_Payload() {}
+
+func (*Event_ProviderSessionEnded) isEvent_Payload() {}
+
+func (*Event_ProviderThreadBound) isEvent_Payload() {}
+
+func (*Event_ProviderTurnBound) isEvent_Payload() {}
+
+func (*Event_RequestOpened) isEvent_Payload() {}
+
+func (*Event_RequestResolved) isEvent_Payload() {}
+
+func (*Event_UsageReported) isEvent_Payload() {}
+
+func (*Event_RunEnded) isEvent_Payload() {}
+
+func (*Event_DiagnosticRecorded) isEvent_Payload() {}
+
+func (*Event_RunSteered) isEvent_Payload() {}
+
+func (*Event_RunRestartRequested) isEvent_Payload() {}
+
+func (*Event_RunInterruptRequested) isEvent_Payload() {}
+
+func (*Event_RunStopForced) isEvent_Payload() {}
+
+func (*Event_RunStalled) isEvent_Payload() {}
+
+func (*Event_AttemptEnded) isEvent_Payload() {}
+
+func (*Event_RequestAnswered) isEvent_Payload() {}
+
+func (*Event_EffectCancelled) isEvent_Payload() {}
+
+func (*Event_AttemptDispatched) isEvent_Payload() {}
+
+func (*Event_RequestAnswerFailed) isEvent_Payload() {}
+
+func (*Event_RateLimitReported) isEvent_Payload() {}
+
+func (*Event_RunCompleting) isEvent_Payload() {}
+
+func (*Event_CheckpointScopeOpened) isEvent_Payload() {}
+
+func (*Event_CheckpointRequested) isEvent_Payload() {}
+
+func (*Event_CheckpointRecorded) isEvent_Payload() {}
+
+func (*Event_RollbackStarted) isEvent_Payload() {}
+
+func (*Event_RollbackFilesRestored) isEvent_Payload() {}
+
+func (*Event_RollbackCompleted) isEvent_Payload() {}
+
+func (*Event_RollbackFailed) isEvent_Payload() {}
+
+func (*Event_HandoffCreated) isEvent_Payload() {}
+
+func (*Event_HandoffConsumed) isEvent_Payload() {}
+
+func (*Event_HandoffSuperseded) isEvent_Payload() {}
+
+func (*Event_ThreadProviderSwitched) isEvent_Payload() {}
+
+func (*Event_ProviderThreadDetached) isEvent_Payload() {}
+
+func (*Event_ThreadPolicySet) isEvent_Payload() {}
+
+func (*Event_RunLimitReached) isEvent_Payload() {}
+
+func (*Event_WaitArmed) isEvent_Payload() {}
+
+func (*Event_WaitEnded) isEvent_Payload() {}
+
+func (*Event_LoopCheckRequested) isEvent_Payload() {}
+
+func (*Event_LoopCheckRecorded) isEvent_Payload() {}
+
+func (*Event_LoopEnded) isEvent_Payload() {}
+
+func (*Event_RunQueueResumed) isEvent_Payload() {}
+
+// thread.created: a thread, its provider and directory.
+type ThreadCreated struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Provider        string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	Cwd             string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Model           string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	ProviderCommand *ProviderCommand       `protobuf:"bytes,4,opt,name=provider_command,json=providerCommand,proto3" json:"provider_command,omitempty"`
+	ApprovalPolicy  string                 `protobuf:"bytes,5,opt,name=approval_policy,json=approvalPolicy,proto3" json:"approval_policy,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ThreadCreated) Reset() {
+	*x = ThreadCreated{}
+	mi := &file_baton_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ThreadCreated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ThreadCreated) ProtoMessage() {}
+
+func (x *ThreadCreated) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ThreadCreated.ProtoReflect.Descriptor instead.
+func (*ThreadCreated) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ThreadCreated) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ThreadCreated) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ThreadCreated) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ThreadCreated) GetProviderCommand() *ProviderCommand {
+	if x != nil {
+		return x.ProviderCommand
+	}
+	return nil
+}
+
+func (x *ThreadCreated) GetApprovalPolicy() string {
+	if x != nil {
+		return x.ApprovalPolicy
+	}
+	return ""
+}
+
+// message.added: a user's message, or an assistant's message begun.
+type MessageAdded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MessageId     string                 `protobuf:"bytes,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	RunId         string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId        string                 `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Role          string                 `protobuf:"bytes,4,opt,name=role,proto3" json:"role,omitempty"`
+	Text          string                 `protobuf:"bytes,5,opt,name=text,proto3" json:"text,omitempty"`
+	Status        string                 `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MessageAdded) Reset() {
+	*x = MessageAdded{}
+	mi := &file_baton_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MessageAdded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MessageAdded) ProtoMessage() {}
+
+func (x *MessageAdded) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MessageAdded.ProtoReflect.Descriptor instead.
+func (*MessageAdded) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *MessageAdded) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *MessageAdded) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *MessageAdded) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *MessageAdded) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *MessageAdded) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *MessageAdded) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+// message.delta: text appended to a message.
+type MessageDelta struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MessageId     string                 `protobuf:"bytes,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	Text          string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MessageDelta) Reset() {
+	*x = MessageDelta{}
+	mi := &file_baton_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MessageDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MessageDelta) ProtoMessage() {}
+
+func (x *MessageDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MessageDelta.ProtoReflect.Descriptor instead.
+func (*MessageDelta) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *MessageDelta) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *MessageDelta) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+type MessageCompleted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MessageId     string                 `protobuf:"bytes,1,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MessageCompleted) Reset() {
+	*x = MessageCompleted{}
+	mi := &file_baton_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MessageCompleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MessageCompleted) ProtoMessage() {}
+
+func (x *MessageCompleted) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MessageCompleted.ProtoReflect.Descriptor instead.
+func (*MessageCompleted) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *MessageCompleted) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+// run.queued: a run waits for the runs before it.
+type RunQueued struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Ordinal       uint32                 `protobuf:"varint,2,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
+	MessageId     string                 `protobuf:"bytes,3,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	Input         string                 `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunQueued) Reset() {
+	*x = RunQueued{}
+	mi := &file_baton_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunQueued) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunQueued) ProtoMessage() {}
+
+func (x *RunQueued) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunQueued.ProtoReflect.Descriptor instead.
+func (*RunQueued) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *RunQueued) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RunQueued) GetOrdinal() uint32 {
+	if x != nil {
+		return x.Ordinal
+	}
+	return 0
+}
+
+func (x *RunQueued) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *RunQueued) GetInput() string {
+	if x != nil {
+		return x.Input
+	}
+	return ""
+}
+
+type RunStarted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Provider      string                 `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+	Model         string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunStarted) Reset() {
+	*x = RunStarted{}
+	mi := &file_baton_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunStarted) ProtoMessage() {}
+
+func (x *RunStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunStarted.ProtoReflect.Descriptor instead.
+func (*RunStarted) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *RunStarted) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RunStarted) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *RunStarted) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+type AttemptStarted struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RunId     string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	Reason    string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	RootNode  string                 `protobuf:"bytes,4,opt,name=root_node,json=rootNode,proto3" json:"root_node,omitempty"`
+	// provider and model are where the attempt runs (empty: the run's).
+	Provider      string `protobuf:"bytes,5,opt,name=provider,proto3" json:"provider,omitempty"`
+	Model         string `protobuf:"bytes,6,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptStarted) Reset() {
+	*x = AttemptStarted{}
+	mi := &file_baton_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptStarted) ProtoMessage() {}
+
+func (x *AttemptStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptStarted.ProtoReflect.Descriptor instead.
+func (*AttemptStarted) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *AttemptStarted) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *AttemptStarted) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *AttemptStarted) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AttemptStarted) GetRootNode() string {
+	if x != nil {
+		return x.RootNode
+	}
+	return ""
+}
+
+func (x *AttemptStarted) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *AttemptStarted) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+type NodeStarted struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	RunId       string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId      string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	ParentId    string                 `protobuf:"bytes,3,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	AttemptId   string                 `protobuf:"bytes,4,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	Kind        string                 `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
+	ProviderRef string                 `protobuf:"bytes,6,opt,name=provider_ref,json=providerRef,proto3" json:"provider_ref,omitempty"`
+	Title       string                 `protobuf:"bytes,7,opt,name=title,proto3" json:"title,omitempty"`
+	// detail is what the provider said of the item, as JSON text.
+	Detail        string `protobuf:"bytes,8,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeStarted) Reset() {
+	*x = NodeStarted{}
+	mi := &file_baton_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeStarted) ProtoMessage() {}
+
+func (x *NodeStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeStarted.ProtoReflect.Descriptor instead.
+func (*NodeStarted) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *NodeStarted) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *NodeStarted) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *NodeStarted) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *NodeStarted) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *NodeStarted) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *NodeStarted) GetProviderRef() string {
+	if x != nil {
+		return x.ProviderRef
+	}
+	return ""
+}
+
+func (x *NodeStarted) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *NodeStarted) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+type NodeUpdated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId        string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Status        string                 `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	Title         string                 `protobuf:"bytes,4,opt,name=title,proto3" json:"title,omitempty"`
+	Detail        string                 `protobuf:"bytes,5,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeUpdated) Reset() {
+	*x = NodeUpdated{}
+	mi := &file_baton_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeUpdated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeUpdated) ProtoMessage() {}
+
+func (x *NodeUpdated) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeUpdated.ProtoReflect.Descriptor instead.
+func (*NodeUpdated) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *NodeUpdated) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *NodeUpdated) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *NodeUpdated) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *NodeUpdated) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *NodeUpdated) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+type NodeDelta struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId        string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Text          string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeDelta) Reset() {
+	*x = NodeDelta{}
+	mi := &file_baton_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeDelta) ProtoMessage() {}
+
+func (x *NodeDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeDelta.ProtoReflect.Descriptor instead.
+func (*NodeDelta) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *NodeDelta) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *NodeDelta) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *NodeDelta) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+type NodeCompleted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId        string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Status        string                 `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeCompleted) Reset() {
+	*x = NodeCompleted{}
+	mi := &file_baton_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeCompleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeCompleted) ProtoMessage() {}
+
+func (x *NodeCompleted) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeCompleted.ProtoReflect.Descriptor instead.
+func (*NodeCompleted) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *NodeCompleted) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *NodeCompleted) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *NodeCompleted) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+// provider.session.opened: a provider session, and the processes behind
+// it.
+type SessionOpened struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	SessionId   string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Provider    string                 `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+	Model       string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	ProviderRef string                 `protobuf:"bytes,4,opt,name=provider_ref,json=providerRef,proto3" json:"provider_ref,omitempty"`
+	PluginPid   int32                  `protobuf:"varint,5,opt,name=plugin_pid,json=pluginPid,proto3" json:"plugin_pid,omitempty"`
+	ProviderPid int32                  `protobuf:"varint,6,opt,name=provider_pid,json=providerPid,proto3" json:"provider_pid,omitempty"`
+	// resume_requested is the provider thread the host asked it to resume;
+	// resumed says whether the provider did.
+	ResumeRequested string `protobuf:"bytes,7,opt,name=resume_requested,json=resumeRequested,proto3" json:"resume_requested,omitempty"`
+	Resumed         bool   `protobuf:"varint,8,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SessionOpened) Reset() {
+	*x = SessionOpened{}
+	mi := &file_baton_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionOpened) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionOpened) ProtoMessage() {}
+
+func (x *SessionOpened) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionOpened.ProtoReflect.Descriptor instead.
+func (*SessionOpened) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *SessionOpened) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SessionOpened) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *SessionOpened) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *SessionOpened) GetProviderRef() string {
+	if x != nil {
+		return x.ProviderRef
+	}
+	return ""
+}
+
+func (x *SessionOpened) GetPluginPid() int32 {
+	if x != nil {
+		return x.PluginPid
+	}
+	return 0
+}
+
+func (x *SessionOpened) GetProviderPid() int32 {
+	if x != nil {
+		return x.ProviderPid
+	}
+	return 0
+}
+
+func (x *SessionOpened) GetResumeRequested() string {
+	if x != nil {
+		return x.ResumeRequested
+	}
+	return ""
+}
+
+func (x *SessionOpened) GetResumed() bool {
+	if x != nil {
+		return x.Resumed
+	}
+	return false
+}
+
+type SessionEnded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionEnded) Reset() {
+	*x = SessionEnded{}
+	mi := &file_baton_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionEnded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionEnded) ProtoMessage() {}
+
+func (x *SessionEnded) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionEnded.ProtoReflect.Descriptor instead.
+func (*SessionEnded) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *SessionEnded) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SessionEnded) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ProviderThreadBound struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	ProviderThreadId string                 `protobuf:"bytes,1,opt,name=provider_thread_id,json=providerThreadId,proto3" json:"provider_thread_id,omitempty"`
+	SessionId        string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ProviderRef      string                 `protobuf:"bytes,3,opt,name=provider_ref,json=providerRef,proto3" json:"provider_ref,omitempty"`
+	ParentId         string                 `protobuf:"bytes,4,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ProviderThreadBound) Reset() {
+	*x = ProviderThreadBound{}
+	mi := &file_baton_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderThreadBound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderThreadBound) ProtoMessage() {}
+
+func (x *ProviderThreadBound) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderThreadBound.ProtoReflect.Descriptor instead.
+func (*ProviderThreadBound) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *ProviderThreadBound) GetProviderThreadId() string {
+	if x != nil {
+		return x.ProviderThreadId
+	}
+	return ""
+}
+
+func (x *ProviderThreadBound) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ProviderThreadBound) GetProviderRef() string {
+	if x != nil {
+		return x.ProviderRef
+	}
+	return ""
+}
+
+func (x *ProviderThreadBound) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+type ProviderTurnBound struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	ProviderTurnId   string                 `protobuf:"bytes,1,opt,name=provider_turn_id,json=providerTurnId,proto3" json:"provider_turn_id,omitempty"`
+	ProviderThreadId string                 `protobuf:"bytes,2,opt,name=provider_thread_id,json=providerThreadId,proto3" json:"provider_thread_id,omitempty"`
+	SessionId        string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ProviderRef      string                 `protobuf:"bytes,4,opt,name=provider_ref,json=providerRef,proto3" json:"provider_ref,omitempty"`
+	RunId            string                 `protobuf:"bytes,5,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId        string                 `protobuf:"bytes,6,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	NodeId           string                 `protobuf:"bytes,7,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ProviderTurnBound) Reset() {
+	*x = ProviderTurnBound{}
+	mi := &file_baton_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderTurnBound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderTurnBound) ProtoMessage() {}
+
+func (x *ProviderTurnBound) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderTurnBound.ProtoReflect.Descriptor instead.
+func (*ProviderTurnBound) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *ProviderTurnBound) GetProviderTurnId() string {
+	if x != nil {
+		return x.ProviderTurnId
+	}
+	return ""
+}
+
+func (x *ProviderTurnBound) GetProviderThreadId() string {
+	if x != nil {
+		return x.ProviderThreadId
+	}
+	return ""
+}
+
+func (x *ProviderTurnBound) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ProviderTurnBound) GetProviderRef() string {
+	if x != nil {
+		return x.ProviderRef
+	}
+	return ""
+}
+
+func (x *ProviderTurnBound) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *ProviderTurnBound) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *ProviderTurnBound) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+type RequestOpened struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RunId         string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId        string                 `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	SessionId     string                 `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ProviderRef   string                 `protobuf:"bytes,5,opt,name=provider_ref,json=providerRef,proto3" json:"provider_ref,omitempty"`
+	Kind          string                 `protobuf:"bytes,6,opt,name=kind,proto3" json:"kind,omitempty"`
+	Title         string                 `protobuf:"bytes,7,opt,name=title,proto3" json:"title,omitempty"`
+	Options       []*RequestOption       `protobuf:"bytes,8,rep,name=options,proto3" json:"options,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestOpened) Reset() {
+	*x = RequestOpened{}
+	mi := &file_baton_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestOpened) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestOpened) ProtoMessage() {}
+
+func (x *RequestOpened) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestOpened.ProtoReflect.Descriptor instead.
+func (*RequestOpened) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *RequestOpened) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RequestOpened) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RequestOpened) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *RequestOpened) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RequestOpened) GetProviderRef() string {
+	if x != nil {
+		return x.ProviderRef
+	}
+	return ""
+}
+
+func (x *RequestOpened) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *RequestOpened) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *RequestOpened) GetOptions() []*RequestOption {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+type RequestResolved struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Status        string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Decision      string                 `protobuf:"bytes,3,opt,name=decision,proto3" json:"decision,omitempty"`
+	Delivery      string                 `protobuf:"bytes,4,opt,name=delivery,proto3" json:"delivery,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestResolved) Reset() {
+	*x = RequestResolved{}
+	mi := &file_baton_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestResolved) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestResolved) ProtoMessage() {}
+
+func (x *RequestResolved) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestResolved.ProtoReflect.Descriptor instead.
+func (*RequestResolved) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *RequestResolved) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RequestResolved) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *RequestResolved) GetDecision() string {
+	if x != nil {
+		return x.Decision
+	}
+	return ""
+}
+
+func (x *RequestResolved) GetDelivery() string {
+	if x != nil {
+		return x.Delivery
+	}
+	return ""
+}
+
+// usage.reported: an attempt's usage so far.
+type UsageReported struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId     string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	Usage         *Usage                 `protobuf:"bytes,3,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageReported) Reset() {
+	*x = UsageReported{}
+	mi := &file_baton_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageReported) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageReported) ProtoMessage() {}
+
+func (x *UsageReported) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageReported.ProtoReflect.Descriptor instead.
+func (*UsageReported) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *UsageReported) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *UsageReported) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *UsageReported) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+type RunEnded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId     string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	Status        string                 `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	StopReason    string                 `protobuf:"bytes,4,opt,name=stop_reason,json=stopReason,proto3" json:"stop_reason,omitempty"`
+	Failure       *Failure               `protobuf:"bytes,5,opt,name=failure,proto3" json:"failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunEnded) Reset() {
+	*x = RunEnded{}
+	mi := &file_baton_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunEnded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunEnded) ProtoMessage() {}
+
+func (x *RunEnded) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunEnded.ProtoReflect.Descriptor instead.
+func (*RunEnded) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *RunEnded) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RunEnded) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *RunEnded) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *RunEnded) GetStopReason() string {
+	if x != nil {
+		return x.StopReason
+	}
+	return ""
+}
+
+func (x *RunEnded) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
+type DiagnosticRecorded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Title         string                 `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	Text          string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiagnosticRecorded) Reset() {
+	*x = DiagnosticRecorded{}
+	mi := &file_baton_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiagnosticRecorded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiagnosticRecorded) ProtoMessage() {}
+
+func (x *DiagnosticRecorded) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiagnosticRecorded.ProtoReflect.Descriptor instead.
+func (*DiagnosticRecorded) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *DiagnosticRecorded) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *DiagnosticRecorded) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *DiagnosticRecorded) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+// run.steered: a user message joined the active turn.
+type RunSteered struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId     string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	MessageId     string                 `protobuf:"bytes,3,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunSteered) Reset() {
+	*x = RunSteered{}
+	mi := &file_baton_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunSteered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunSteered) ProtoMessage() {}
+
+func (x *RunSteered) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunSteered.ProtoReflect.Descriptor instead.
+func (*RunSteered) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *RunSteered) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RunSteered) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *RunSteered) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+// run.restart.requested: a steering message waits for the active attempt
+// to stop; the attempt that replaces it carries the message.
+type RestartRequested struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId     string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	MessageId     string                 `protobuf:"bytes,3,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	Text          string                 `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartRequested) Reset() {
+	*x = RestartRequested{}
+	mi := &file_baton_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartRequested) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartRequested) ProtoMessage() {}
+
+func (x *RestartRequested) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartRequested.ProtoReflect.Descriptor instead.
+func (*RestartRequested) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *RestartRequested) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RestartRequested) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *RestartRequested) GetMessageId() string {
+	if x != nil {
+		return x.MessageId
+	}
+	return ""
+}
+
+func (x *RestartRequested) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+// run.interrupt.requested: the provider was asked to stop the turn; grace
+// is how long it has before the host ends its process.
+type InterruptRequested struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId     string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	Grace         *durationpb.Duration   `protobuf:"bytes,3,opt,name=grace,proto3" json:"grace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InterruptRequested) Reset() {
+	*x = InterruptRequested{}
+	mi := &file_baton_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InterruptRequested) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InterruptRequested) ProtoMessage() {}
+
+func (x *InterruptRequested) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InterruptRequested.ProtoReflect.Descriptor instead.
+func (*InterruptRequested) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *InterruptRequested) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *InterruptRequested) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *InterruptRequested) GetGrace() *durationpb.Duration {
+	if x != nil {
+		return x.Grace
+	}
+	return nil
+}
+
+// run.stop.forced: the host ends the process of a run that did not stop.
+type StopForced struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId     string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	SessionId     string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopForced) Reset() {
+	*x = StopForced{}
+	mi := &file_baton_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopForced) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopForced) ProtoMessage() {}
+
+func (x *StopForced) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopForced.ProtoReflect.Descriptor instead.
+func (*StopForced) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *StopForced) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *StopForced) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *StopForced) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *StopForced) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// run.stalled: the provider said nothing of the turn since since.
+type TurnStalled struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId     string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	SessionId     string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Since         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
+	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TurnStalled) Reset() {
+	*x = TurnStalled{}
+	mi := &file_baton_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TurnStalled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TurnStalled) ProtoMessage() {}
+
+func (x *TurnStalled) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TurnStalled.ProtoReflect.Descriptor instead.
+func (*TurnStalled) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *TurnStalled) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *TurnStalled) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *TurnStalled) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *TurnStalled) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *TurnStalled) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// attempt.ended: an attempt was replaced without ending its run.
+type AttemptEnded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId     string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	Status        string                 `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptEnded) Reset() {
+	*x = AttemptEnded{}
+	mi := &file_baton_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptEnded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptEnded) ProtoMessage() {}
+
+func (x *AttemptEnded) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptEnded.ProtoReflect.Descriptor instead.
+func (*AttemptEnded) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *AttemptEnded) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *AttemptEnded) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *AttemptEnded) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+// request.answered: an answer is on its way to the provider; by: policy,
+// client or timeout.
+type RequestAnswered struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Decision      string                 `protobuf:"bytes,2,opt,name=decision,proto3" json:"decision,omitempty"`
+	Answers       map[string]string      `protobuf:"bytes,3,rep,name=answers,proto3" json:"answers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	By            string                 `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestAnswered) Reset() {
+	*x = RequestAnswered{}
+	mi := &file_baton_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestAnswered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestAnswered) ProtoMessage() {}
+
+func (x *RequestAnswered) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestAnswered.ProtoReflect.Descriptor instead.
+func (*RequestAnswered) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *RequestAnswered) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RequestAnswered) GetDecision() string {
+	if x != nil {
+		return x.Decision
+	}
+	return ""
+}
+
+func (x *RequestAnswered) GetAnswers() map[string]string {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
+}
+
+func (x *RequestAnswered) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+// effect.cancelled: an action a stopped host left was not performed.
+type EffectCancelled struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EffectId      string                 `protobuf:"bytes,1,opt,name=effect_id,json=effectId,proto3" json:"effect_id,omitempty"`
+	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	RunId         string                 `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EffectCancelled) Reset() {
+	*x = EffectCancelled{}
+	mi := &file_baton_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EffectCancelled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EffectCancelled) ProtoMessage() {}
+
+func (x *EffectCancelled) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EffectCancelled.ProtoReflect.Descriptor instead.
+func (*EffectCancelled) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *EffectCancelled) GetEffectId() string {
+	if x != nil {
+		return x.EffectId
+	}
+	return ""
+}
+
+func (x *EffectCancelled) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *EffectCancelled) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *EffectCancelled) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// attempt.dispatched: the provider took the attempt's turn.
+type AttemptDispatched struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId     string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	SessionId     string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttemptDispatched) Reset() {
+	*x = AttemptDispatched{}
+	mi := &file_baton_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptDispatched) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptDispatched) ProtoMessage() {}
+
+func (x *AttemptDispatched) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptDispatched.ProtoReflect.Descriptor instead.
+func (*AttemptDispatched) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *AttemptDispatched) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *AttemptDispatched) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *AttemptDispatched) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type RequestAnswerFailed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestAnswerFailed) Reset() {
+	*x = RequestAnswerFailed{}
+	mi := &file_baton_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestAnswerFailed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestAnswerFailed) ProtoMessage() {}
+
+func (x *RequestAnswerFailed) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestAnswerFailed.ProtoReflect.Descriptor instead.
+func (*RequestAnswerFailed) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *RequestAnswerFailed) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RequestAnswerFailed) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// run.completing: the run's turn ended; it ends with this outcome once
+// its checkpoint is recorded.
+type RunCompleting struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Outcome       *RunOutcome            `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunCompleting) Reset() {
+	*x = RunCompleting{}
+	mi := &file_baton_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunCompleting) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunCompleting) ProtoMessage() {}
+
+func (x *RunCompleting) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunCompleting.ProtoReflect.Descriptor instead.
+func (*RunCompleting) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *RunCompleting) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RunCompleting) GetOutcome() *RunOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+type CheckpointScopeOpened struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	ScopeId          string                 `protobuf:"bytes,1,opt,name=scope_id,json=scopeId,proto3" json:"scope_id,omitempty"`
+	Kind             string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	RunId            string                 `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId           string                 `protobuf:"bytes,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	ParentId         string                 `protobuf:"bytes,5,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	Ordinal          uint32                 `protobuf:"varint,6,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
+	AdvancesRunCount bool                   `protobuf:"varint,7,opt,name=advances_run_count,json=advancesRunCount,proto3" json:"advances_run_count,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CheckpointScopeOpened) Reset() {
+	*x = CheckpointScopeOpened{}
+	mi := &file_baton_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointScopeOpened) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointScopeOpened) ProtoMessage() {}
+
+func (x *CheckpointScopeOpened) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointScopeOpened.ProtoReflect.Descriptor instead.
+func (*CheckpointScopeOpened) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *CheckpointScopeOpened) GetScopeId() string {
+	if x != nil {
+		return x.ScopeId
+	}
+	return ""
+}
+
+func (x *CheckpointScopeOpened) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *CheckpointScopeOpened) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *CheckpointScopeOpened) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *CheckpointScopeOpened) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *CheckpointScopeOpened) GetOrdinal() uint32 {
+	if x != nil {
+		return x.Ordinal
+	}
+	return 0
+}
+
+func (x *CheckpointScopeOpened) GetAdvancesRunCount() bool {
+	if x != nil {
+		return x.AdvancesRunCount
+	}
+	return false
+}
+
+type CheckpointRequested struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId  string                 `protobuf:"bytes,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	ScopeId       string                 `protobuf:"bytes,2,opt,name=scope_id,json=scopeId,proto3" json:"scope_id,omitempty"`
+	RunId         string                 `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	NodeId        string                 `protobuf:"bytes,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	RunOrdinal    uint32                 `protobuf:"varint,5,opt,name=run_ordinal,json=runOrdinal,proto3" json:"run_ordinal,omitempty"`
+	BaseId        string                 `protobuf:"bytes,6,opt,name=base_id,json=baseId,proto3" json:"base_id,omitempty"`
+	Ref           string                 `protobuf:"bytes,7,opt,name=ref,proto3" json:"ref,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointRequested) Reset() {
+	*x = CheckpointRequested{}
+	mi := &file_baton_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointRequested) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointRequested) ProtoMessage() {}
+
+func (x *CheckpointRequested) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointRequested.ProtoReflect.Descriptor instead.
+func (*CheckpointRequested) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *CheckpointRequested) GetCheckpointId() string {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return ""
+}
+
+func (x *CheckpointRequested) GetScopeId() string {
+	if x != nil {
+		return x.ScopeId
+	}
+	return ""
+}
+
+func (x *CheckpointRequested) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *CheckpointRequested) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *CheckpointRequested) GetRunOrdinal() uint32 {
+	if x != nil {
+		return x.RunOrdinal
+	}
+	return 0
+}
+
+func (x *CheckpointRequested) GetBaseId() string {
+	if x != nil {
+		return x.BaseId
+	}
+	return ""
+}
+
+func (x *CheckpointRequested) GetRef() string {
+	if x != nil {
+		return x.Ref
+	}
+	return ""
+}
+
+type CheckpointRecorded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId  string                 `protobuf:"bytes,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Status        string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Commit        string                 `protobuf:"bytes,3,opt,name=commit,proto3" json:"commit,omitempty"`
+	Files         []*FileChange          `protobuf:"bytes,4,rep,name=files,proto3" json:"files,omitempty"`
+	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointRecorded) Reset() {
+	*x = CheckpointRecorded{}
+	mi := &file_baton_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointRecorded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointRecorded) ProtoMessage() {}
+
+func (x *CheckpointRecorded) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointRecorded.ProtoReflect.Descriptor instead.
+func (*CheckpointRecorded) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *CheckpointRecorded) GetCheckpointId() string {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return ""
+}
+
+func (x *CheckpointRecorded) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *CheckpointRecorded) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *CheckpointRecorded) GetFiles() []*FileChange {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *CheckpointRecorded) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type RollbackStarted struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	RollbackId       string                 `protobuf:"bytes,1,opt,name=rollback_id,json=rollbackId,proto3" json:"rollback_id,omitempty"`
+	CheckpointId     string                 `protobuf:"bytes,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	TargetRunOrdinal uint32                 `protobuf:"varint,3,opt,name=target_run_ordinal,json=targetRunOrdinal,proto3" json:"target_run_ordinal,omitempty"`
+	Runs             []string               `protobuf:"bytes,4,rep,name=runs,proto3" json:"runs,omitempty"`
+	Checkpoints      []string               `protobuf:"bytes,5,rep,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	// target is the checkpoint, when it had left the projection.
+	Target        *Checkpoint `protobuf:"bytes,6,opt,name=target,proto3" json:"target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackStarted) Reset() {
+	*x = RollbackStarted{}
+	mi := &file_baton_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackStarted) ProtoMessage() {}
+
+func (x *RollbackStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackStarted.ProtoReflect.Descriptor instead.
+func (*RollbackStarted) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *RollbackStarted) GetRollbackId() string {
+	if x != nil {
+		return x.RollbackId
+	}
+	return ""
+}
+
+func (x *RollbackStarted) GetCheckpointId() string {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return ""
+}
+
+func (x *RollbackStarted) GetTargetRunOrdinal() uint32 {
+	if x != nil {
+		return x.TargetRunOrdinal
+	}
+	return 0
+}
+
+func (x *RollbackStarted) GetRuns() []string {
+	if x != nil {
+		return x.Runs
+	}
+	return nil
+}
+
+func (x *RollbackStarted) GetCheckpoints() []string {
+	if x != nil {
+		return x.Checkpoints
+	}
+	return nil
+}
+
+func (x *RollbackStarted) GetTarget() *Checkpoint {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+type RollbackFilesRestored struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RollbackId    string                 `protobuf:"bytes,1,opt,name=rollback_id,json=rollbackId,proto3" json:"rollback_id,omitempty"`
+	Written       uint32                 `protobuf:"varint,2,opt,name=written,proto3" json:"written,omitempty"`
+	Removed       uint32                 `protobuf:"varint,3,opt,name=removed,proto3" json:"removed,omitempty"`
+	SavedRef      string                 `protobuf:"bytes,4,opt,name=saved_ref,json=savedRef,proto3" json:"saved_ref,omitempty"`
+	SavedCommit   string                 `protobuf:"bytes,5,opt,name=saved_commit,json=savedCommit,proto3" json:"saved_commit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackFilesRestored) Reset() {
+	*x = RollbackFilesRestored{}
+	mi := &file_baton_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackFilesRestored) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackFilesRestored) ProtoMessage() {}
+
+func (x *RollbackFilesRestored) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackFilesRestored.ProtoReflect.Descriptor instead.
+func (*RollbackFilesRestored) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *RollbackFilesRestored) GetRollbackId() string {
+	if x != nil {
+		return x.RollbackId
+	}
+	return ""
+}
+
+func (x *RollbackFilesRestored) GetWritten() uint32 {
+	if x != nil {
+		return x.Written
+	}
+	return 0
+}
+
+func (x *RollbackFilesRestored) GetRemoved() uint32 {
+	if x != nil {
+		return x.Removed
+	}
+	return 0
+}
+
+func (x *RollbackFilesRestored) GetSavedRef() string {
+	if x != nil {
+		return x.SavedRef
+	}
+	return ""
+}
+
+func (x *RollbackFilesRestored) GetSavedCommit() string {
+	if x != nil {
+		return x.SavedCommit
+	}
+	return ""
+}
+
+type RollbackCompleted struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	RollbackId        string                 `protobuf:"bytes,1,opt,name=rollback_id,json=rollbackId,proto3" json:"rollback_id,omitempty"`
+	Reconciliation    string                 `protobuf:"bytes,2,opt,name=reconciliation,proto3" json:"reconciliation,omitempty"`
+	ProviderThreadRef string                 `protobuf:"bytes,3,opt,name=provider_thread_ref,json=providerThreadRef,proto3" json:"provider_thread_ref,omitempty"`
+	TurnsDropped      uint32                 `protobuf:"varint,4,opt,name=turns_dropped,json=turnsDropped,proto3" json:"turns_dropped,omitempty"`
+	Note              string                 `protobuf:"bytes,5,opt,name=note,proto3" json:"note,omitempty"`
+	// detached are the provider threads left behind for a fresh one.
+	Detached []string `protobuf:"bytes,6,rep,name=detached,proto3" json:"detached,omitempty"`
+	// kept_through, for a native rollback, is the last run the kept
+	// conversation has seen (unset: not said).
+	KeptThrough   *uint32 `protobuf:"varint,7,opt,name=kept_through,json=keptThrough,proto3,oneof" json:"kept_through,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackCompleted) Reset() {
+	*x = RollbackCompleted{}
+	mi := &file_baton_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackCompleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackCompleted) ProtoMessage() {}
+
+func (x *RollbackCompleted) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackCompleted.ProtoReflect.Descriptor instead.
+func (*RollbackCompleted) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *RollbackCompleted) GetRollbackId() string {
+	if x != nil {
+		return x.RollbackId
+	}
+	return ""
+}
+
+func (x *RollbackCompleted) GetReconciliation() string {
+	if x != nil {
+		return x.Reconciliation
+	}
+	return ""
+}
+
+func (x *RollbackCompleted) GetProviderThreadRef() string {
+	if x != nil {
+		return x.ProviderThreadRef
+	}
+	return ""
+}
+
+func (x *RollbackCompleted) GetTurnsDropped() uint32 {
+	if x != nil {
+		return x.TurnsDropped
+	}
+	return 0
+}
+
+func (x *RollbackCompleted) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *RollbackCompleted) GetDetached() []string {
+	if x != nil {
+		return x.Detached
+	}
+	return nil
+}
+
+func (x *RollbackCompleted) GetKeptThrough() uint32 {
+	if x != nil && x.KeptThrough != nil {
+		return *x.KeptThrough
+	}
+	return 0
+}
+
+type RollbackFailed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RollbackId    string                 `protobuf:"bytes,1,opt,name=rollback_id,json=rollbackId,proto3" json:"rollback_id,omitempty"`
+	Stage         string                 `protobuf:"bytes,2,opt,name=stage,proto3" json:"stage,omitempty"`
+	Failure       *Failure               `protobuf:"bytes,3,opt,name=failure,proto3" json:"failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackFailed) Reset() {
+	*x = RollbackFailed{}
+	mi := &file_baton_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackFailed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackFailed) ProtoMessage() {}
+
+func (x *RollbackFailed) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackFailed.ProtoReflect.Descriptor instead.
+func (*RollbackFailed) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *RollbackFailed) GetRollbackId() string {
+	if x != nil {
+		return x.RollbackId
+	}
+	return ""
+}
+
+func (x *RollbackFailed) GetStage() string {
+	if x != nil {
+		return x.Stage
+	}
+	return ""
+}
+
+func (x *RollbackFailed) GetFailure() *Failure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
+type HandoffCreated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HandoffId     string                 `protobuf:"bytes,1,opt,name=handoff_id,json=handoffId,proto3" json:"handoff_id,omitempty"`
+	RollbackId    string                 `protobuf:"bytes,2,opt,name=rollback_id,json=rollbackId,proto3" json:"rollback_id,omitempty"`
+	Strategy      string                 `protobuf:"bytes,3,opt,name=strategy,proto3" json:"strategy,omitempty"`
+	Version       uint32                 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	FromProvider  string                 `protobuf:"bytes,5,opt,name=from_provider,json=fromProvider,proto3" json:"from_provider,omitempty"`
+	ToProvider    string                 `protobuf:"bytes,6,opt,name=to_provider,json=toProvider,proto3" json:"to_provider,omitempty"`
+	FromRun       uint32                 `protobuf:"varint,7,opt,name=from_run,json=fromRun,proto3" json:"from_run,omitempty"`
+	ToRun         uint32                 `protobuf:"varint,8,opt,name=to_run,json=toRun,proto3" json:"to_run,omitempty"`
+	Runs          []*HandoffRun          `protobuf:"bytes,9,rep,name=runs,proto3" json:"runs,omitempty"`
+	Bytes         uint32                 `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Truncated     bool                   `protobuf:"varint,11,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Cut           string                 `protobuf:"bytes,12,opt,name=cut,proto3" json:"cut,omitempty"`
+	Fallback      string                 `protobuf:"bytes,13,opt,name=fallback,proto3" json:"fallback,omitempty"`
+	Text          string                 `protobuf:"bytes,14,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandoffCreated) Reset() {
+	*x = HandoffCreated{}
+	mi := &file_baton_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoffCreated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoffCreated) ProtoMessage() {}
+
+func (x *HandoffCreated) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoffCreated.ProtoReflect.Descriptor instead.
+func (*HandoffCreated) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *HandoffCreated) GetHandoffId() string {
+	if x != nil {
+		return x.HandoffId
+	}
+	return ""
+}
+
+func (x *HandoffCreated) GetRollbackId() string {
+	if x != nil {
+		return x.RollbackId
+	}
+	return ""
+}
+
+func (x *HandoffCreated) GetStrategy() string {
+	if x != nil {
+		return x.Strategy
+	}
+	return ""
+}
+
+func (x *HandoffCreated) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *HandoffCreated) GetFromProvider() string {
+	if x != nil {
+		return x.FromProvider
+	}
+	return ""
+}
+
+func (x *HandoffCreated) GetToProvider() string {
+	if x != nil {
+		return x.ToProvider
+	}
+	return ""
+}
+
+func (x *HandoffCreated) GetFromRun() uint32 {
+	if x != nil {
+		return x.FromRun
+	}
+	return 0
+}
+
+func (x *HandoffCreated) GetToRun() uint32 {
+	if x != nil {
+		return x.ToRun
+	}
+	return 0
+}
+
+func (x *HandoffCreated) GetRuns() []*HandoffRun {
+	if x != nil {
+		return x.Runs
+	}
+	return nil
+}
+
+func (x *HandoffCreated) GetBytes() uint32 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *HandoffCreated) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *HandoffCreated) GetCut() string {
+	if x != nil {
+		return x.Cut
+	}
+	return ""
+}
+
+func (x *HandoffCreated) GetFallback() string {
+	if x != nil {
+		return x.Fallback
+	}
+	return ""
+}
+
+func (x *HandoffCreated) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+type HandoffConsumed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HandoffId     string                 `protobuf:"bytes,1,opt,name=handoff_id,json=handoffId,proto3" json:"handoff_id,omitempty"`
+	RunId         string                 `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandoffConsumed) Reset() {
+	*x = HandoffConsumed{}
+	mi := &file_baton_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoffConsumed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoffConsumed) ProtoMessage() {}
+
+func (x *HandoffConsumed) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoffConsumed.ProtoReflect.Descriptor instead.
+func (*HandoffConsumed) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *HandoffConsumed) GetHandoffId() string {
+	if x != nil {
+		return x.HandoffId
+	}
+	return ""
+}
+
+func (x *HandoffConsumed) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// handoff.superseded: a ready handoff will not be given; by names what
+// replaced it.
+type HandoffSuperseded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HandoffId     string                 `protobuf:"bytes,1,opt,name=handoff_id,json=handoffId,proto3" json:"handoff_id,omitempty"`
+	By            string                 `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandoffSuperseded) Reset() {
+	*x = HandoffSuperseded{}
+	mi := &file_baton_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoffSuperseded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoffSuperseded) ProtoMessage() {}
+
+func (x *HandoffSuperseded) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoffSuperseded.ProtoReflect.Descriptor instead.
+func (*HandoffSuperseded) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *HandoffSuperseded) GetHandoffId() string {
+	if x != nil {
+		return x.HandoffId
+	}
+	return ""
+}
+
+func (x *HandoffSuperseded) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+// thread.provider_switched: the next runs start on another provider or
+// model.
+type ProviderSwitched struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	From            string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To              string                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	FromModel       string                 `protobuf:"bytes,3,opt,name=from_model,json=fromModel,proto3" json:"from_model,omitempty"`
+	ToModel         string                 `protobuf:"bytes,4,opt,name=to_model,json=toModel,proto3" json:"to_model,omitempty"`
+	Command         *ProviderCommand       `protobuf:"bytes,5,opt,name=command,proto3" json:"command,omitempty"`
+	HandoffMaxBytes uint32                 `protobuf:"varint,6,opt,name=handoff_max_bytes,json=handoffMaxBytes,proto3" json:"handoff_max_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ProviderSwitched) Reset() {
+	*x = ProviderSwitched{}
+	mi := &file_baton_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderSwitched) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderSwitched) ProtoMessage() {}
+
+func (x *ProviderSwitched) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderSwitched.ProtoReflect.Descriptor instead.
+func (*ProviderSwitched) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *ProviderSwitched) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *ProviderSwitched) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *ProviderSwitched) GetFromModel() string {
+	if x != nil {
+		return x.FromModel
+	}
+	return ""
+}
+
+func (x *ProviderSwitched) GetToModel() string {
+	if x != nil {
+		return x.ToModel
+	}
+	return ""
+}
+
+func (x *ProviderSwitched) GetCommand() *ProviderCommand {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *ProviderSwitched) GetHandoffMaxBytes() uint32 {
+	if x != nil {
+		return x.HandoffMaxBytes
+	}
+	return 0
+}
+
+// provider_thread.detached: a conversation will not be resumed.
+type ProviderThreadDetached struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	ProviderThreadId string                 `protobuf:"bytes,1,opt,name=provider_thread_id,json=providerThreadId,proto3" json:"provider_thread_id,omitempty"`
+	Reason           string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ProviderThreadDetached) Reset() {
+	*x = ProviderThreadDetached{}
+	mi := &file_baton_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderThreadDetached) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderThreadDetached) ProtoMessage() {}
+
+func (x *ProviderThreadDetached) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderThreadDetached.ProtoReflect.Descriptor instead.
+func (*ProviderThreadDetached) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *ProviderThreadDetached) GetProviderThreadId() string {
+	if x != nil {
+		return x.ProviderThreadId
+	}
+	return ""
+}
+
+func (x *ProviderThreadDetached) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// thread.policy_set: the continuation policy, defaults filled in (all
+// zero: off).
+type PolicySet struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Policy        *ContinuationPolicy    `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PolicySet) Reset() {
+	*x = PolicySet{}
+	mi := &file_baton_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PolicySet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PolicySet) ProtoMessage() {}
+
+func (x *PolicySet) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PolicySet.ProtoReflect.Descriptor instead.
+func (*PolicySet) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *PolicySet) GetPolicy() *ContinuationPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+// run.limit_reached: an attempt ended on a provider limit.
+type LimitReached struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId     string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	Provider      string                 `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	Limit         *Limit                 `protobuf:"bytes,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitReached) Reset() {
+	*x = LimitReached{}
+	mi := &file_baton_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitReached) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitReached) ProtoMessage() {}
+
+func (x *LimitReached) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitReached.ProtoReflect.Descriptor instead.
+func (*LimitReached) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *LimitReached) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *LimitReached) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
+}
+
+func (x *LimitReached) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *LimitReached) GetLimit() *Limit {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
+// wait.ended: a wait fired or was cancelled.
+type WaitEnded struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	WaitId string                 `protobuf:"bytes,1,opt,name=wait_id,json=waitId,proto3" json:"wait_id,omitempty"`
+	// outcome: fired or cancelled.
+	Outcome       string `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitEnded) Reset() {
+	*x = WaitEnded{}
+	mi := &file_baton_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitEnded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitEnded) ProtoMessage() {}
+
+func (x *WaitEnded) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitEnded.ProtoReflect.Descriptor instead.
+func (*WaitEnded) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *WaitEnded) GetWaitId() string {
+	if x != nil {
+		return x.WaitId
+	}
+	return ""
+}
+
+func (x *WaitEnded) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *WaitEnded) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// loop.check_requested: a check runs after a completed run.
+type CheckRequested struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Command       string                 `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckRequested) Reset() {
+	*x = CheckRequested{}
+	mi := &file_baton_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckRequested) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckRequested) ProtoMessage() {}
+
+func (x *CheckRequested) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckRequested.ProtoReflect.Descriptor instead.
+func (*CheckRequested) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *CheckRequested) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *CheckRequested) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+// loop.ended: the continuation loop ended, and why.
+type LoopEnded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        string                 `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoopEnded) Reset() {
+	*x = LoopEnded{}
+	mi := &file_baton_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoopEnded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoopEnded) ProtoMessage() {}
+
+func (x *LoopEnded) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoopEnded.ProtoReflect.Descriptor instead.
+func (*LoopEnded) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *LoopEnded) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *LoopEnded) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// run.queue.resumed: runs a stopped host left queued are sent first.
+type QueuedRunsResumed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Runs          []*QueuedRun           `protobuf:"bytes,2,rep,name=runs,proto3" json:"runs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueuedRunsResumed) Reset() {
+	*x = QueuedRunsResumed{}
+	mi := &file_baton_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueuedRunsResumed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueuedRunsResumed) ProtoMessage() {}
+
+func (x *QueuedRunsResumed) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueuedRunsResumed.ProtoReflect.Descriptor instead.
+func (*QueuedRunsResumed) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *QueuedRunsResumed) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *QueuedRunsResumed) GetRuns() []*QueuedRun {
+	if x != nil {
+		return x.Runs
+	}
+	return nil
+}
+
+type QueuedRun struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	RunId   string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Ordinal uint32                 `protobuf:"varint,2,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
+	// input is the start of the run's input.
+	Input         string `protobuf:"bytes,3,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueuedRun) Reset() {
+	*x = QueuedRun{}
+	mi := &file_baton_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueuedRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueuedRun) ProtoMessage() {}
+
+func (x *QueuedRun) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueuedRun.ProtoReflect.Descriptor instead.
+func (*QueuedRun) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *QueuedRun) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *QueuedRun) GetOrdinal() uint32 {
+	if x != nil {
+		return x.Ordinal
+	}
+	return 0
+}
+
+func (x *QueuedRun) GetInput() string {
+	if x != nil {
+		return x.Input
+	}
+	return ""
 }
 
 type DiffRequest struct {
@@ -1710,7 +9275,7 @@ type DiffRequest struct {
 
 func (x *DiffRequest) Reset() {
 	*x = DiffRequest{}
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +9287,7 @@ func (x *DiffRequest) String() string {
 func (*DiffRequest) ProtoMessage() {}
 
 func (x *DiffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +9300,7 @@ func (x *DiffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffRequest.ProtoReflect.Descriptor instead.
 func (*DiffRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{19}
+	return file_baton_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *DiffRequest) GetThreadId() string {
@@ -1773,7 +9338,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1785,7 +9350,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1798,7 +9363,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{20}
+	return file_baton_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *FileChange) GetPath() string {
@@ -1854,7 +9419,7 @@ type DiffResponse struct {
 
 func (x *DiffResponse) Reset() {
 	*x = DiffResponse{}
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1866,7 +9431,7 @@ func (x *DiffResponse) String() string {
 func (*DiffResponse) ProtoMessage() {}
 
 func (x *DiffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1879,7 +9444,7 @@ func (x *DiffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffResponse.ProtoReflect.Descriptor instead.
 func (*DiffResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{21}
+	return file_baton_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *DiffResponse) GetRun() uint32 {
@@ -1939,7 +9504,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_baton_proto_msgTypes[22]
+	mi := &file_baton_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1951,7 +9516,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[22]
+	mi := &file_baton_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1964,7 +9529,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{22}
+	return file_baton_proto_rawDescGZIP(), []int{101}
 }
 
 type Capabilities struct {
@@ -1983,7 +9548,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_baton_proto_msgTypes[23]
+	mi := &file_baton_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +9560,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[23]
+	mi := &file_baton_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +9573,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{23}
+	return file_baton_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *Capabilities) GetNativeSteering() bool {
@@ -2082,7 +9647,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_baton_proto_msgTypes[24]
+	mi := &file_baton_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +9659,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[24]
+	mi := &file_baton_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +9672,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{24}
+	return file_baton_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *Plugin) GetName() string {
@@ -2161,7 +9726,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_baton_proto_msgTypes[25]
+	mi := &file_baton_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2173,7 +9738,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[25]
+	mi := &file_baton_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2186,7 +9751,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{25}
+	return file_baton_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -2204,7 +9769,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_baton_proto_msgTypes[26]
+	mi := &file_baton_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +9781,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[26]
+	mi := &file_baton_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +9794,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{26}
+	return file_baton_proto_rawDescGZIP(), []int{105}
 }
 
 type ServiceStatus struct {
@@ -2261,7 +9826,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_baton_proto_msgTypes[27]
+	mi := &file_baton_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2273,7 +9838,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[27]
+	mi := &file_baton_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2286,7 +9851,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{27}
+	return file_baton_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *ServiceStatus) GetVersion() string {
@@ -2369,7 +9934,7 @@ type RuntimeStats struct {
 
 func (x *RuntimeStats) Reset() {
 	*x = RuntimeStats{}
-	mi := &file_baton_proto_msgTypes[28]
+	mi := &file_baton_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2381,7 +9946,7 @@ func (x *RuntimeStats) String() string {
 func (*RuntimeStats) ProtoMessage() {}
 
 func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[28]
+	mi := &file_baton_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2394,7 +9959,7 @@ func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeStats.ProtoReflect.Descriptor instead.
 func (*RuntimeStats) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{28}
+	return file_baton_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *RuntimeStats) GetGoroutines() int32 {
@@ -2439,7 +10004,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +10016,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +10029,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{29}
+	return file_baton_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *Listener) GetAddress() string {
@@ -2504,7 +10069,7 @@ type PluginStatus struct {
 
 func (x *PluginStatus) Reset() {
 	*x = PluginStatus{}
-	mi := &file_baton_proto_msgTypes[30]
+	mi := &file_baton_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2516,7 +10081,7 @@ func (x *PluginStatus) String() string {
 func (*PluginStatus) ProtoMessage() {}
 
 func (x *PluginStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[30]
+	mi := &file_baton_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2529,7 +10094,7 @@ func (x *PluginStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
 func (*PluginStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{30}
+	return file_baton_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *PluginStatus) GetName() string {
@@ -2564,7 +10129,7 @@ var File_baton_proto protoreflect.FileDescriptor
 
 const file_baton_proto_rawDesc = "" +
 	"\n" +
-	"\vbaton.proto\x12\bbaton.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb8\x01\n" +
+	"\vbaton.proto\x12\bbaton.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb8\x01\n" +
 	"\aReceipt\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x12\n" +
@@ -2664,14 +10229,344 @@ const file_baton_proto_rawDesc = "" +
 	"\x06to_run\x18\x03 \x01(\rR\x05toRun\x12\x19\n" +
 	"\bmax_runs\x18\x04 \x01(\rR\amaxRuns\x12%\n" +
 	"\x0emessages_after\x18\x05 \x01(\rR\rmessagesAfter\x12!\n" +
-	"\fmax_messages\x18\x06 \x01(\rR\vmaxMessages\"\xba\x01\n" +
+	"\fmax_messages\x18\x06 \x01(\rR\vmaxMessages\"\x92\v\n" +
 	"\x06Thread\x121\n" +
 	"\asummary\x18\x01 \x01(\v2\x17.baton.v1.ThreadSummaryR\asummary\x12\x1a\n" +
-	"\bsequence\x18\x02 \x01(\x04R\bsequence\x127\n" +
+	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12(\n" +
+	"\x04page\x18\x04 \x01(\v2\x14.baton.v1.ThreadPageR\x04page\x12\x0e\n" +
+	"\x02id\x18\x05 \x01(\tR\x02id\x12\x1a\n" +
+	"\bprovider\x18\x06 \x01(\tR\bprovider\x12\x10\n" +
+	"\x03cwd\x18\a \x01(\tR\x03cwd\x12\x14\n" +
+	"\x05model\x18\b \x01(\tR\x05model\x12D\n" +
+	"\x10provider_command\x18\t \x01(\v2\x19.baton.v1.ProviderCommandR\x0fproviderCommand\x12'\n" +
+	"\x0fapproval_policy\x18\n" +
+	" \x01(\tR\x0eapprovalPolicy\x129\n" +
 	"\n" +
-	"projection\x18\x03 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"projection\x12(\n" +
-	"\x04page\x18\x04 \x01(\v2\x14.baton.v1.ThreadPageR\x04page\"\x82\x02\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\"\n" +
+	"\ractive_run_id\x18\r \x01(\tR\vactiveRunId\x12!\n" +
+	"\x04runs\x18\x0e \x03(\v2\r.baton.v1.RunR\x04runs\x12-\n" +
+	"\bmessages\x18\x0f \x03(\v2\x11.baton.v1.MessageR\bmessages\x121\n" +
+	"\n" +
+	"turn_items\x18\x10 \x03(\v2\x12.baton.v1.TurnItemR\tturnItems\x12F\n" +
+	"\x11provider_sessions\x18\x11 \x03(\v2\x19.baton.v1.ProviderSessionR\x10providerSessions\x12C\n" +
+	"\x10provider_threads\x18\x12 \x03(\v2\x18.baton.v1.ProviderThreadR\x0fproviderThreads\x12=\n" +
+	"\x0eprovider_turns\x18\x13 \x03(\v2\x16.baton.v1.ProviderTurnR\rproviderTurns\x124\n" +
+	"\brequests\x18\x14 \x03(\v2\x18.baton.v1.RuntimeRequestR\brequests\x126\n" +
+	"\vdiagnostics\x18\x15 \x03(\v2\x14.baton.v1.DiagnosticR\vdiagnostics\x124\n" +
+	"\vrate_limits\x18\x16 \x03(\v2\x13.baton.v1.RateLimitR\n" +
+	"rateLimits\x12F\n" +
+	"\x11checkpoint_scopes\x18\x17 \x03(\v2\x19.baton.v1.CheckpointScopeR\x10checkpointScopes\x126\n" +
+	"\vcheckpoints\x18\x18 \x03(\v2\x14.baton.v1.CheckpointR\vcheckpoints\x120\n" +
+	"\trollbacks\x18\x19 \x03(\v2\x12.baton.v1.RollbackR\trollbacks\x124\n" +
+	"\bhandoffs\x18\x1a \x03(\v2\x18.baton.v1.ContextHandoffR\bhandoffs\x12F\n" +
+	"\x11provider_bindings\x18\x1b \x03(\v2\x19.baton.v1.ProviderBindingR\x10providerBindings\x12*\n" +
+	"\x11handoff_max_bytes\x18\x1c \x01(\rR\x0fhandoffMaxBytes\x12\"\n" +
+	"\x04loop\x18\x1d \x01(\v2\x0e.baton.v1.LoopR\x04loop\x12+\n" +
+	"\aearlier\x18\x1e \x01(\v2\x11.baton.v1.EarlierR\aearlierJ\x04\b\x03\x10\x04R\n" +
+	"projection\"\xef\a\n" +
+	"\x03Run\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\aordinal\x18\x02 \x01(\rR\aordinal\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x04 \x01(\tR\tmessageId\x12\x14\n" +
+	"\x05input\x18\x05 \x01(\tR\x05input\x127\n" +
+	"\tqueued_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bqueuedAt\x129\n" +
+	"\n" +
+	"started_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
+	"\bended_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12%\n" +
+	"\x0eactive_attempt\x18\t \x01(\tR\ractiveAttempt\x12\x1a\n" +
+	"\bprovider\x18\n" +
+	" \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\v \x01(\tR\x05model\x12#\n" +
+	"\rfinal_attempt\x18\f \x01(\tR\ffinalAttempt\x12-\n" +
+	"\battempts\x18\r \x03(\v2\x11.baton.v1.AttemptR\battempts\x12$\n" +
+	"\x05nodes\x18\x0e \x03(\v2\x0e.baton.v1.NodeR\x05nodes\x12\x1f\n" +
+	"\vstop_reason\x18\x0f \x01(\tR\n" +
+	"stopReason\x12+\n" +
+	"\afailure\x18\x10 \x01(\v2\x11.baton.v1.FailureR\afailure\x12%\n" +
+	"\x05usage\x18\x11 \x01(\v2\x0f.baton.v1.UsageR\x05usage\x12/\n" +
+	"\x13interrupt_requested\x18\x12 \x01(\bR\x12interruptRequested\x12%\n" +
+	"\x04stop\x18\x13 \x01(\v2\x11.baton.v1.RunStopR\x04stop\x12B\n" +
+	"\x0fpending_restart\x18\x14 \x03(\v2\x19.baton.v1.SteeringMessageR\x0ependingRestart\x12,\n" +
+	"\x06ending\x18\x15 \x01(\v2\x14.baton.v1.RunOutcomeR\x06ending\x12#\n" +
+	"\rcheckpoint_id\x18\x16 \x01(\tR\fcheckpointId\x12%\n" +
+	"\x05limit\x18\x17 \x01(\v2\x0f.baton.v1.LimitR\x05limit\x12\x17\n" +
+	"\await_id\x18\x18 \x01(\tR\x06waitId\x12\x14\n" +
+	"\x05waits\x18\x19 \x01(\rR\x05waits\x129\n" +
+	"\n" +
+	"wait_since\x18\x1a \x01(\v2\x1a.google.protobuf.TimestampR\twaitSince\"\xa4\x01\n" +
+	"\aRunStop\x126\n" +
+	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12/\n" +
+	"\x05grace\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05grace\x12\x16\n" +
+	"\x06forced\x18\x03 \x01(\tR\x06forced\x12\x18\n" +
+	"\astalled\x18\x04 \x01(\bR\astalled\"\x91\x01\n" +
+	"\n" +
+	"RunOutcome\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x01 \x01(\tR\tattemptId\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1f\n" +
+	"\vstop_reason\x18\x03 \x01(\tR\n" +
+	"stopReason\x12+\n" +
+	"\afailure\x18\x04 \x01(\v2\x11.baton.v1.FailureR\afailure\"D\n" +
+	"\x0fSteeringMessage\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"\xba\x02\n" +
+	"\aAttempt\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x04 \x01(\tR\tsessionId\x129\n" +
+	"\n" +
+	"started_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
+	"\bended_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x1b\n" +
+	"\troot_node\x18\a \x01(\tR\brootNode\x12%\n" +
+	"\x05usage\x18\b \x01(\v2\x0f.baton.v1.UsageR\x05usage\x12\x1a\n" +
+	"\bprovider\x18\t \x01(\tR\bprovider\"\xb7\x01\n" +
+	"\x04Node\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\tparent_id\x18\x02 \x01(\tR\bparentId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x03 \x01(\tR\tattemptId\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06status\x18\x05 \x01(\tR\x06status\x12!\n" +
+	"\fprovider_ref\x18\x06 \x01(\tR\vproviderRef\x12\x14\n" +
+	"\x05title\x18\a \x01(\tR\x05title\"\x89\x01\n" +
+	"\aMessage\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12\x12\n" +
+	"\x04role\x18\x04 \x01(\tR\x04role\x12\x12\n" +
+	"\x04text\x18\x05 \x01(\tR\x04text\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\tR\x06status\"\xb8\x01\n" +
+	"\bTurnItem\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05title\x18\x05 \x01(\tR\x05title\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\tR\x06status\x12\x12\n" +
+	"\x04text\x18\a \x01(\tR\x04text\x12\x16\n" +
+	"\x06detail\x18\b \x01(\tR\x06detail\"\x91\x03\n" +
+	"\x0fProviderSession\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12\x18\n" +
+	"\aresumed\x18\x04 \x01(\tR\aresumed\x12\x16\n" +
+	"\x06status\x18\x05 \x01(\tR\x06status\x12!\n" +
+	"\fprovider_ref\x18\x06 \x01(\tR\vproviderRef\x12\x1d\n" +
+	"\n" +
+	"plugin_pid\x18\a \x01(\x05R\tpluginPid\x12!\n" +
+	"\fprovider_pid\x18\b \x01(\x05R\vproviderPid\x127\n" +
+	"\topened_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bopenedAt\x125\n" +
+	"\bended_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x1d\n" +
+	"\n" +
+	"end_reason\x18\v \x01(\tR\tendReason\x12\x16\n" +
+	"\x06forced\x18\f \x01(\tR\x06forced\"\xb7\x01\n" +
+	"\x0eProviderThread\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x12!\n" +
+	"\fprovider_ref\x18\x04 \x01(\tR\vproviderRef\x12\x1b\n" +
+	"\tparent_id\x18\x05 \x01(\tR\bparentId\x12\x1a\n" +
+	"\bdetached\x18\x06 \x01(\bR\bdetached\"\xd6\x01\n" +
+	"\fProviderTurn\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12,\n" +
+	"\x12provider_thread_id\x18\x02 \x01(\tR\x10providerThreadId\x12!\n" +
+	"\fprovider_ref\x18\x03 \x01(\tR\vproviderRef\x12\x15\n" +
+	"\x06run_id\x18\x04 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x05 \x01(\tR\tattemptId\x12\x17\n" +
+	"\anode_id\x18\x06 \x01(\tR\x06nodeId\x12\x16\n" +
+	"\x06status\x18\a \x01(\tR\x06status\"\xbf\x04\n" +
+	"\x0eRuntimeRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x04 \x01(\tR\tsessionId\x12!\n" +
+	"\fprovider_ref\x18\x05 \x01(\tR\vproviderRef\x12\x12\n" +
+	"\x04kind\x18\x06 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05title\x18\a \x01(\tR\x05title\x121\n" +
+	"\aoptions\x18\b \x03(\v2\x17.baton.v1.RequestOptionR\aoptions\x12\x16\n" +
+	"\x06status\x18\t \x01(\tR\x06status\x12\x1a\n" +
+	"\bdecision\x18\n" +
+	" \x01(\tR\bdecision\x12?\n" +
+	"\aanswers\x18\v \x03(\v2%.baton.v1.RuntimeRequest.AnswersEntryR\aanswers\x12\x1f\n" +
+	"\vanswered_by\x18\f \x01(\tR\n" +
+	"answeredBy\x12'\n" +
+	"\x0fanswer_failures\x18\r \x01(\rR\x0eanswerFailures\x12\x1a\n" +
+	"\bdelivery\x18\x0e \x01(\tR\bdelivery\x127\n" +
+	"\topened_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\bopenedAt\x1a:\n" +
+	"\fAnswersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"I\n" +
+	"\rRequestOption\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05label\x18\x02 \x01(\tR\x05label\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\"M\n" +
+	"\n" +
+	"Diagnostic\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"7\n" +
+	"\aFailure\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xcd\x01\n" +
+	"\x05Usage\x12!\n" +
+	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12.\n" +
+	"\x13cached_input_tokens\x18\x03 \x01(\x03R\x11cachedInputTokens\x12)\n" +
+	"\x10reasoning_tokens\x18\x04 \x01(\x03R\x0freasoningTokens\x12!\n" +
+	"\ftotal_tokens\x18\x05 \x01(\x03R\vtotalTokens\"}\n" +
+	"\tRateLimit\x127\n" +
+	"\tresets_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\x12!\n" +
+	"\fused_percent\x18\x02 \x01(\x01R\vusedPercent\x12\x14\n" +
+	"\x05scope\x18\x03 \x01(\tR\x05scope\"\xa0\x01\n" +
+	"\x05Limit\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x127\n" +
+	"\tresets_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\x12\x14\n" +
+	"\x05scope\x18\x03 \x01(\tR\x05scope\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1a\n" +
+	"\bevidence\x18\x05 \x01(\tR\bevidence\"\xca\x01\n" +
+	"\x0fCheckpointScope\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x15\n" +
+	"\x06run_id\x18\x03 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x04 \x01(\tR\x06nodeId\x12\x1b\n" +
+	"\tparent_id\x18\x05 \x01(\tR\bparentId\x12\x18\n" +
+	"\aordinal\x18\x06 \x01(\rR\aordinal\x12,\n" +
+	"\x12advances_run_count\x18\a \x01(\bR\x10advancesRunCount\"\xa3\x03\n" +
+	"\n" +
+	"Checkpoint\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
+	"\bscope_id\x18\x02 \x01(\tR\ascopeId\x12\x15\n" +
+	"\x06run_id\x18\x03 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x04 \x01(\tR\x06nodeId\x12\x1f\n" +
+	"\vrun_ordinal\x18\x05 \x01(\rR\n" +
+	"runOrdinal\x12\x17\n" +
+	"\abase_id\x18\x06 \x01(\tR\x06baseId\x12\x10\n" +
+	"\x03ref\x18\a \x01(\tR\x03ref\x12\x16\n" +
+	"\x06commit\x18\b \x01(\tR\x06commit\x12\x16\n" +
+	"\x06status\x18\t \x01(\tR\x06status\x12*\n" +
+	"\x05files\x18\n" +
+	" \x03(\v2\x14.baton.v1.FileChangeR\x05files\x12\x16\n" +
+	"\x06reason\x18\v \x01(\tR\x06reason\x12=\n" +
+	"\frequested_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x12;\n" +
+	"\vcaptured_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"capturedAt\"\x9c\x05\n" +
+	"\bRollback\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
+	"\rcheckpoint_id\x18\x02 \x01(\tR\fcheckpointId\x12,\n" +
+	"\x12target_run_ordinal\x18\x03 \x01(\rR\x10targetRunOrdinal\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12\x12\n" +
+	"\x04runs\x18\x05 \x03(\tR\x04runs\x12 \n" +
+	"\vcheckpoints\x18\x06 \x03(\tR\vcheckpoints\x12#\n" +
+	"\rfiles_written\x18\a \x01(\rR\ffilesWritten\x12#\n" +
+	"\rfiles_removed\x18\b \x01(\rR\ffilesRemoved\x12\x1b\n" +
+	"\tsaved_ref\x18\t \x01(\tR\bsavedRef\x12!\n" +
+	"\fsaved_commit\x18\n" +
+	" \x01(\tR\vsavedCommit\x12&\n" +
+	"\x0ereconciliation\x18\v \x01(\tR\x0ereconciliation\x12.\n" +
+	"\x13provider_thread_ref\x18\f \x01(\tR\x11providerThreadRef\x12#\n" +
+	"\rturns_dropped\x18\r \x01(\rR\fturnsDropped\x12\x12\n" +
+	"\x04note\x18\x0e \x01(\tR\x04note\x12!\n" +
+	"\ffailed_stage\x18\x0f \x01(\tR\vfailedStage\x12+\n" +
+	"\afailure\x18\x10 \x01(\v2\x11.baton.v1.FailureR\afailure\x12=\n" +
+	"\frequested_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x125\n" +
+	"\bended_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\"\xe3\x03\n" +
+	"\x0eContextHandoff\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vrollback_id\x18\x02 \x01(\tR\n" +
+	"rollbackId\x12\x1a\n" +
+	"\bstrategy\x18\x03 \x01(\tR\bstrategy\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\rR\aversion\x12#\n" +
+	"\rfrom_provider\x18\x05 \x01(\tR\ffromProvider\x12\x1f\n" +
+	"\vto_provider\x18\x06 \x01(\tR\n" +
+	"toProvider\x12\x19\n" +
+	"\bfrom_run\x18\a \x01(\rR\afromRun\x12\x15\n" +
+	"\x06to_run\x18\b \x01(\rR\x05toRun\x12(\n" +
+	"\x04runs\x18\t \x03(\v2\x14.baton.v1.HandoffRunR\x04runs\x12\x14\n" +
+	"\x05bytes\x18\n" +
+	" \x01(\rR\x05bytes\x12\x1c\n" +
+	"\ttruncated\x18\v \x01(\bR\ttruncated\x12\x10\n" +
+	"\x03cut\x18\f \x01(\tR\x03cut\x12\x1a\n" +
+	"\bfallback\x18\r \x01(\tR\bfallback\x12\x16\n" +
+	"\x06status\x18\x0e \x01(\tR\x06status\x12#\n" +
+	"\rsuperseded_by\x18\x0f \x01(\tR\fsupersededBy\x12\x15\n" +
+	"\x06run_id\x18\x10 \x01(\tR\x05runId\x12\x12\n" +
+	"\x04text\x18\x11 \x01(\tR\x04text\"\x98\x01\n" +
+	"\n" +
+	"HandoffRun\x12\x18\n" +
+	"\aordinal\x18\x01 \x01(\rR\aordinal\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x1a\n" +
+	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x1f\n" +
+	"\vmessage_ids\x18\x04 \x03(\tR\n" +
+	"messageIds\x12\x1c\n" +
+	"\tshortened\x18\x05 \x01(\bR\tshortened\"\xbc\x02\n" +
+	"\x0fProviderBinding\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x123\n" +
+	"\acommand\x18\x03 \x01(\v2\x19.baton.v1.ProviderCommandR\acommand\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x04 \x01(\tR\tsessionId\x12,\n" +
+	"\x12provider_thread_id\x18\x05 \x01(\tR\x10providerThreadId\x12\x1d\n" +
+	"\n" +
+	"thread_ref\x18\x06 \x01(\tR\tthreadRef\x12!\n" +
+	"\fseen_through\x18\a \x01(\rR\vseenThrough\x12\x12\n" +
+	"\x04runs\x18\b \x03(\rR\x04runs\x12\x1f\n" +
+	"\vruns_before\x18\t \x01(\rR\n" +
+	"runsBefore\"\xe8\x02\n" +
+	"\x04Loop\x124\n" +
+	"\x06policy\x18\x01 \x01(\v2\x1c.baton.v1.ContinuationPolicyR\x06policy\x120\n" +
+	"\x05since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04runs\x18\x05 \x01(\rR\x04runs\x12\x16\n" +
+	"\x06tokens\x18\x06 \x01(\x03R\x06tokens\x12\"\n" +
+	"\x04wait\x18\a \x01(\v2\x0e.baton.v1.WaitR\x04wait\x12&\n" +
+	"\x06return\x18\b \x01(\v2\x0e.baton.v1.WaitR\x06return\x12+\n" +
+	"\x05check\x18\t \x01(\v2\x15.baton.v1.CheckResultR\x05check\x12#\n" +
+	"\rcheck_pending\x18\n" +
+	" \x01(\bR\fcheckPending\"\xce\x02\n" +
+	"\x04Wait\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x15\n" +
+	"\x06run_id\x18\x03 \x01(\tR\x05runId\x12\x1a\n" +
+	"\bprovider\x18\x04 \x01(\tR\bprovider\x12%\n" +
+	"\x05limit\x18\x05 \x01(\v2\x0f.baton.v1.LimitR\x05limit\x12*\n" +
+	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x14\n" +
+	"\x05probe\x18\a \x01(\rR\x05probe\x12\x1d\n" +
+	"\n" +
+	"max_probes\x18\b \x01(\rR\tmaxProbes\x120\n" +
+	"\x05since\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x125\n" +
+	"\barmed_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\aarmedAt\"\xf0\x01\n" +
+	"\vCheckResult\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x18\n" +
+	"\acommand\x18\x02 \x01(\tR\acommand\x12\x1b\n" +
+	"\texit_code\x18\x03 \x01(\x05R\bexitCode\x12\x16\n" +
+	"\x06output\x18\x04 \x01(\tR\x06output\x12\x1c\n" +
+	"\ttruncated\x18\x05 \x01(\bR\ttruncated\x12\x1b\n" +
+	"\ttimed_out\x18\x06 \x01(\bR\btimedOut\x12\x14\n" +
+	"\x05error\x18\a \x01(\tR\x05error\x12*\n" +
+	"\x02at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xa9\x01\n" +
+	"\aEarlier\x12\x12\n" +
+	"\x04runs\x18\x01 \x01(\rR\x04runs\x12\x1a\n" +
+	"\bmessages\x18\x02 \x01(\rR\bmessages\x12\x14\n" +
+	"\x05parts\x18\x03 \x01(\rR\x05parts\x12\x1f\n" +
+	"\vroot_scopes\x18\x04 \x01(\rR\n" +
+	"rootScopes\x127\n" +
+	"\trollbacks\x18\x05 \x03(\v2\x19.baton.v1.EarlierRollbackR\trollbacks\"?\n" +
+	"\x0fEarlierRollback\x12\x16\n" +
+	"\x06target\x18\x01 \x01(\rR\x06target\x12\x14\n" +
+	"\x05parts\x18\x02 \x01(\rR\x05parts\"\x82\x02\n" +
 	"\n" +
 	"ThreadPage\x12\x1b\n" +
 	"\tfirst_run\x18\x01 \x01(\rR\bfirstRun\x12\x19\n" +
@@ -2708,13 +10603,386 @@ const file_baton_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"V\n" +
 	"\x10SubscribeRequest\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12%\n" +
-	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xad\x01\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\x84\x1e\n" +
 	"\x05Event\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x1b\n" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12*\n" +
-	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12+\n" +
-	"\x04data\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x04data\"Y\n" +
+	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12@\n" +
+	"\x0ethread_created\x18\n" +
+	" \x01(\v2\x17.baton.v1.ThreadCreatedH\x00R\rthreadCreated\x12=\n" +
+	"\rmessage_added\x18\v \x01(\v2\x16.baton.v1.MessageAddedH\x00R\fmessageAdded\x12=\n" +
+	"\rmessage_delta\x18\f \x01(\v2\x16.baton.v1.MessageDeltaH\x00R\fmessageDelta\x12I\n" +
+	"\x11message_completed\x18\r \x01(\v2\x1a.baton.v1.MessageCompletedH\x00R\x10messageCompleted\x124\n" +
+	"\n" +
+	"run_queued\x18\x0e \x01(\v2\x13.baton.v1.RunQueuedH\x00R\trunQueued\x127\n" +
+	"\vrun_started\x18\x0f \x01(\v2\x14.baton.v1.RunStartedH\x00R\n" +
+	"runStarted\x12C\n" +
+	"\x0fattempt_started\x18\x10 \x01(\v2\x18.baton.v1.AttemptStartedH\x00R\x0eattemptStarted\x12:\n" +
+	"\fnode_started\x18\x11 \x01(\v2\x15.baton.v1.NodeStartedH\x00R\vnodeStarted\x12:\n" +
+	"\fnode_updated\x18\x12 \x01(\v2\x15.baton.v1.NodeUpdatedH\x00R\vnodeUpdated\x124\n" +
+	"\n" +
+	"node_delta\x18\x13 \x01(\v2\x13.baton.v1.NodeDeltaH\x00R\tnodeDelta\x12@\n" +
+	"\x0enode_completed\x18\x14 \x01(\v2\x17.baton.v1.NodeCompletedH\x00R\rnodeCompleted\x12Q\n" +
+	"\x17provider_session_opened\x18\x15 \x01(\v2\x17.baton.v1.SessionOpenedH\x00R\x15providerSessionOpened\x12N\n" +
+	"\x16provider_session_ended\x18\x16 \x01(\v2\x16.baton.v1.SessionEndedH\x00R\x14providerSessionEnded\x12S\n" +
+	"\x15provider_thread_bound\x18\x17 \x01(\v2\x1d.baton.v1.ProviderThreadBoundH\x00R\x13providerThreadBound\x12M\n" +
+	"\x13provider_turn_bound\x18\x18 \x01(\v2\x1b.baton.v1.ProviderTurnBoundH\x00R\x11providerTurnBound\x12@\n" +
+	"\x0erequest_opened\x18\x19 \x01(\v2\x17.baton.v1.RequestOpenedH\x00R\rrequestOpened\x12F\n" +
+	"\x10request_resolved\x18\x1a \x01(\v2\x19.baton.v1.RequestResolvedH\x00R\x0frequestResolved\x12@\n" +
+	"\x0eusage_reported\x18\x1b \x01(\v2\x17.baton.v1.UsageReportedH\x00R\rusageReported\x121\n" +
+	"\trun_ended\x18\x1c \x01(\v2\x12.baton.v1.RunEndedH\x00R\brunEnded\x12O\n" +
+	"\x13diagnostic_recorded\x18\x1d \x01(\v2\x1c.baton.v1.DiagnosticRecordedH\x00R\x12diagnosticRecorded\x127\n" +
+	"\vrun_steered\x18\x1e \x01(\v2\x14.baton.v1.RunSteeredH\x00R\n" +
+	"runSteered\x12P\n" +
+	"\x15run_restart_requested\x18\x1f \x01(\v2\x1a.baton.v1.RestartRequestedH\x00R\x13runRestartRequested\x12V\n" +
+	"\x17run_interrupt_requested\x18  \x01(\v2\x1c.baton.v1.InterruptRequestedH\x00R\x15runInterruptRequested\x12>\n" +
+	"\x0frun_stop_forced\x18! \x01(\v2\x14.baton.v1.StopForcedH\x00R\rrunStopForced\x128\n" +
+	"\vrun_stalled\x18\" \x01(\v2\x15.baton.v1.TurnStalledH\x00R\n" +
+	"runStalled\x12=\n" +
+	"\rattempt_ended\x18# \x01(\v2\x16.baton.v1.AttemptEndedH\x00R\fattemptEnded\x12F\n" +
+	"\x10request_answered\x18$ \x01(\v2\x19.baton.v1.RequestAnsweredH\x00R\x0frequestAnswered\x12F\n" +
+	"\x10effect_cancelled\x18% \x01(\v2\x19.baton.v1.EffectCancelledH\x00R\x0feffectCancelled\x12L\n" +
+	"\x12attempt_dispatched\x18& \x01(\v2\x1b.baton.v1.AttemptDispatchedH\x00R\x11attemptDispatched\x12S\n" +
+	"\x15request_answer_failed\x18' \x01(\v2\x1d.baton.v1.RequestAnswerFailedH\x00R\x13requestAnswerFailed\x12E\n" +
+	"\x13rate_limit_reported\x18( \x01(\v2\x13.baton.v1.RateLimitH\x00R\x11rateLimitReported\x12@\n" +
+	"\x0erun_completing\x18) \x01(\v2\x17.baton.v1.RunCompletingH\x00R\rrunCompleting\x12Y\n" +
+	"\x17checkpoint_scope_opened\x18* \x01(\v2\x1f.baton.v1.CheckpointScopeOpenedH\x00R\x15checkpointScopeOpened\x12R\n" +
+	"\x14checkpoint_requested\x18+ \x01(\v2\x1d.baton.v1.CheckpointRequestedH\x00R\x13checkpointRequested\x12O\n" +
+	"\x13checkpoint_recorded\x18, \x01(\v2\x1c.baton.v1.CheckpointRecordedH\x00R\x12checkpointRecorded\x12F\n" +
+	"\x10rollback_started\x18- \x01(\v2\x19.baton.v1.RollbackStartedH\x00R\x0frollbackStarted\x12Y\n" +
+	"\x17rollback_files_restored\x18. \x01(\v2\x1f.baton.v1.RollbackFilesRestoredH\x00R\x15rollbackFilesRestored\x12L\n" +
+	"\x12rollback_completed\x18/ \x01(\v2\x1b.baton.v1.RollbackCompletedH\x00R\x11rollbackCompleted\x12C\n" +
+	"\x0frollback_failed\x180 \x01(\v2\x18.baton.v1.RollbackFailedH\x00R\x0erollbackFailed\x12C\n" +
+	"\x0fhandoff_created\x181 \x01(\v2\x18.baton.v1.HandoffCreatedH\x00R\x0ehandoffCreated\x12F\n" +
+	"\x10handoff_consumed\x182 \x01(\v2\x19.baton.v1.HandoffConsumedH\x00R\x0fhandoffConsumed\x12L\n" +
+	"\x12handoff_superseded\x183 \x01(\v2\x1b.baton.v1.HandoffSupersededH\x00R\x11handoffSuperseded\x12V\n" +
+	"\x18thread_provider_switched\x184 \x01(\v2\x1a.baton.v1.ProviderSwitchedH\x00R\x16threadProviderSwitched\x12\\\n" +
+	"\x18provider_thread_detached\x185 \x01(\v2 .baton.v1.ProviderThreadDetachedH\x00R\x16providerThreadDetached\x12A\n" +
+	"\x11thread_policy_set\x186 \x01(\v2\x13.baton.v1.PolicySetH\x00R\x0fthreadPolicySet\x12D\n" +
+	"\x11run_limit_reached\x187 \x01(\v2\x16.baton.v1.LimitReachedH\x00R\x0frunLimitReached\x12/\n" +
+	"\n" +
+	"wait_armed\x188 \x01(\v2\x0e.baton.v1.WaitH\x00R\twaitArmed\x124\n" +
+	"\n" +
+	"wait_ended\x189 \x01(\v2\x13.baton.v1.WaitEndedH\x00R\twaitEnded\x12L\n" +
+	"\x14loop_check_requested\x18: \x01(\v2\x18.baton.v1.CheckRequestedH\x00R\x12loopCheckRequested\x12G\n" +
+	"\x13loop_check_recorded\x18; \x01(\v2\x15.baton.v1.CheckResultH\x00R\x11loopCheckRecorded\x124\n" +
+	"\n" +
+	"loop_ended\x18< \x01(\v2\x13.baton.v1.LoopEndedH\x00R\tloopEnded\x12I\n" +
+	"\x11run_queue_resumed\x18= \x01(\v2\x1b.baton.v1.QueuedRunsResumedH\x00R\x0frunQueueResumedB\t\n" +
+	"\apayloadJ\x04\b\x05\x10\x06R\x04data\"\xc2\x01\n" +
+	"\rThreadCreated\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12D\n" +
+	"\x10provider_command\x18\x04 \x01(\v2\x19.baton.v1.ProviderCommandR\x0fproviderCommand\x12'\n" +
+	"\x0fapproval_policy\x18\x05 \x01(\tR\x0eapprovalPolicy\"\x9d\x01\n" +
+	"\fMessageAdded\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12\x12\n" +
+	"\x04role\x18\x04 \x01(\tR\x04role\x12\x12\n" +
+	"\x04text\x18\x05 \x01(\tR\x04text\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\tR\x06status\"A\n" +
+	"\fMessageDelta\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"1\n" +
+	"\x10MessageCompleted\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x01 \x01(\tR\tmessageId\"q\n" +
+	"\tRunQueued\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x18\n" +
+	"\aordinal\x18\x02 \x01(\rR\aordinal\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x03 \x01(\tR\tmessageId\x12\x14\n" +
+	"\x05input\x18\x04 \x01(\tR\x05input\"U\n" +
+	"\n" +
+	"RunStarted\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1a\n" +
+	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\"\xad\x01\n" +
+	"\x0eAttemptStarted\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1b\n" +
+	"\troot_node\x18\x04 \x01(\tR\brootNode\x12\x1a\n" +
+	"\bprovider\x18\x05 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x06 \x01(\tR\x05model\"\xde\x01\n" +
+	"\vNodeStarted\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x1b\n" +
+	"\tparent_id\x18\x03 \x01(\tR\bparentId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x04 \x01(\tR\tattemptId\x12\x12\n" +
+	"\x04kind\x18\x05 \x01(\tR\x04kind\x12!\n" +
+	"\fprovider_ref\x18\x06 \x01(\tR\vproviderRef\x12\x14\n" +
+	"\x05title\x18\a \x01(\tR\x05title\x12\x16\n" +
+	"\x06detail\x18\b \x01(\tR\x06detail\"\x83\x01\n" +
+	"\vNodeUpdated\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x14\n" +
+	"\x05title\x18\x04 \x01(\tR\x05title\x12\x16\n" +
+	"\x06detail\x18\x05 \x01(\tR\x06detail\"O\n" +
+	"\tNodeDelta\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"W\n" +
+	"\rNodeCompleted\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\"\x8a\x02\n" +
+	"\rSessionOpened\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n" +
+	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12!\n" +
+	"\fprovider_ref\x18\x04 \x01(\tR\vproviderRef\x12\x1d\n" +
+	"\n" +
+	"plugin_pid\x18\x05 \x01(\x05R\tpluginPid\x12!\n" +
+	"\fprovider_pid\x18\x06 \x01(\x05R\vproviderPid\x12)\n" +
+	"\x10resume_requested\x18\a \x01(\tR\x0fresumeRequested\x12\x18\n" +
+	"\aresumed\x18\b \x01(\bR\aresumed\"E\n" +
+	"\fSessionEnded\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xa2\x01\n" +
+	"\x13ProviderThreadBound\x12,\n" +
+	"\x12provider_thread_id\x18\x01 \x01(\tR\x10providerThreadId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12!\n" +
+	"\fprovider_ref\x18\x03 \x01(\tR\vproviderRef\x12\x1b\n" +
+	"\tparent_id\x18\x04 \x01(\tR\bparentId\"\xfc\x01\n" +
+	"\x11ProviderTurnBound\x12(\n" +
+	"\x10provider_turn_id\x18\x01 \x01(\tR\x0eproviderTurnId\x12,\n" +
+	"\x12provider_thread_id\x18\x02 \x01(\tR\x10providerThreadId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x12!\n" +
+	"\fprovider_ref\x18\x04 \x01(\tR\vproviderRef\x12\x15\n" +
+	"\x06run_id\x18\x05 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x06 \x01(\tR\tattemptId\x12\x17\n" +
+	"\anode_id\x18\a \x01(\tR\x06nodeId\"\xfd\x01\n" +
+	"\rRequestOpened\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x04 \x01(\tR\tsessionId\x12!\n" +
+	"\fprovider_ref\x18\x05 \x01(\tR\vproviderRef\x12\x12\n" +
+	"\x04kind\x18\x06 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05title\x18\a \x01(\tR\x05title\x121\n" +
+	"\aoptions\x18\b \x03(\v2\x17.baton.v1.RequestOptionR\aoptions\"\x80\x01\n" +
+	"\x0fRequestResolved\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1a\n" +
+	"\bdecision\x18\x03 \x01(\tR\bdecision\x12\x1a\n" +
+	"\bdelivery\x18\x04 \x01(\tR\bdelivery\"l\n" +
+	"\rUsageReported\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12%\n" +
+	"\x05usage\x18\x03 \x01(\v2\x0f.baton.v1.UsageR\x05usage\"\xa6\x01\n" +
+	"\bRunEnded\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x1f\n" +
+	"\vstop_reason\x18\x04 \x01(\tR\n" +
+	"stopReason\x12+\n" +
+	"\afailure\x18\x05 \x01(\v2\x11.baton.v1.FailureR\afailure\"U\n" +
+	"\x12DiagnosticRecorded\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"a\n" +
+	"\n" +
+	"RunSteered\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x03 \x01(\tR\tmessageId\"{\n" +
+	"\x10RestartRequested\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12\x1d\n" +
+	"\n" +
+	"message_id\x18\x03 \x01(\tR\tmessageId\x12\x12\n" +
+	"\x04text\x18\x04 \x01(\tR\x04text\"{\n" +
+	"\x12InterruptRequested\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12/\n" +
+	"\x05grace\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x05grace\"y\n" +
+	"\n" +
+	"StopForced\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xac\x01\n" +
+	"\vTurnStalled\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x120\n" +
+	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\\\n" +
+	"\fAttemptEnded\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\"\xda\x01\n" +
+	"\x0fRequestAnswered\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1a\n" +
+	"\bdecision\x18\x02 \x01(\tR\bdecision\x12@\n" +
+	"\aanswers\x18\x03 \x03(\v2&.baton.v1.RequestAnswered.AnswersEntryR\aanswers\x12\x0e\n" +
+	"\x02by\x18\x04 \x01(\tR\x02by\x1a:\n" +
+	"\fAnswersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"q\n" +
+	"\x0fEffectCancelled\x12\x1b\n" +
+	"\teffect_id\x18\x01 \x01(\tR\beffectId\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x15\n" +
+	"\x06run_id\x18\x03 \x01(\tR\x05runId\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"h\n" +
+	"\x11AttemptDispatched\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\"L\n" +
+	"\x13RequestAnswerFailed\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"V\n" +
+	"\rRunCompleting\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12.\n" +
+	"\aoutcome\x18\x02 \x01(\v2\x14.baton.v1.RunOutcomeR\aoutcome\"\xdb\x01\n" +
+	"\x15CheckpointScopeOpened\x12\x19\n" +
+	"\bscope_id\x18\x01 \x01(\tR\ascopeId\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x15\n" +
+	"\x06run_id\x18\x03 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x04 \x01(\tR\x06nodeId\x12\x1b\n" +
+	"\tparent_id\x18\x05 \x01(\tR\bparentId\x12\x18\n" +
+	"\aordinal\x18\x06 \x01(\rR\aordinal\x12,\n" +
+	"\x12advances_run_count\x18\a \x01(\bR\x10advancesRunCount\"\xd1\x01\n" +
+	"\x13CheckpointRequested\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\tR\fcheckpointId\x12\x19\n" +
+	"\bscope_id\x18\x02 \x01(\tR\ascopeId\x12\x15\n" +
+	"\x06run_id\x18\x03 \x01(\tR\x05runId\x12\x17\n" +
+	"\anode_id\x18\x04 \x01(\tR\x06nodeId\x12\x1f\n" +
+	"\vrun_ordinal\x18\x05 \x01(\rR\n" +
+	"runOrdinal\x12\x17\n" +
+	"\abase_id\x18\x06 \x01(\tR\x06baseId\x12\x10\n" +
+	"\x03ref\x18\a \x01(\tR\x03ref\"\xad\x01\n" +
+	"\x12CheckpointRecorded\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\tR\fcheckpointId\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
+	"\x06commit\x18\x03 \x01(\tR\x06commit\x12*\n" +
+	"\x05files\x18\x04 \x03(\v2\x14.baton.v1.FileChangeR\x05files\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xe9\x01\n" +
+	"\x0fRollbackStarted\x12\x1f\n" +
+	"\vrollback_id\x18\x01 \x01(\tR\n" +
+	"rollbackId\x12#\n" +
+	"\rcheckpoint_id\x18\x02 \x01(\tR\fcheckpointId\x12,\n" +
+	"\x12target_run_ordinal\x18\x03 \x01(\rR\x10targetRunOrdinal\x12\x12\n" +
+	"\x04runs\x18\x04 \x03(\tR\x04runs\x12 \n" +
+	"\vcheckpoints\x18\x05 \x03(\tR\vcheckpoints\x12,\n" +
+	"\x06target\x18\x06 \x01(\v2\x14.baton.v1.CheckpointR\x06target\"\xac\x01\n" +
+	"\x15RollbackFilesRestored\x12\x1f\n" +
+	"\vrollback_id\x18\x01 \x01(\tR\n" +
+	"rollbackId\x12\x18\n" +
+	"\awritten\x18\x02 \x01(\rR\awritten\x12\x18\n" +
+	"\aremoved\x18\x03 \x01(\rR\aremoved\x12\x1b\n" +
+	"\tsaved_ref\x18\x04 \x01(\tR\bsavedRef\x12!\n" +
+	"\fsaved_commit\x18\x05 \x01(\tR\vsavedCommit\"\x9a\x02\n" +
+	"\x11RollbackCompleted\x12\x1f\n" +
+	"\vrollback_id\x18\x01 \x01(\tR\n" +
+	"rollbackId\x12&\n" +
+	"\x0ereconciliation\x18\x02 \x01(\tR\x0ereconciliation\x12.\n" +
+	"\x13provider_thread_ref\x18\x03 \x01(\tR\x11providerThreadRef\x12#\n" +
+	"\rturns_dropped\x18\x04 \x01(\rR\fturnsDropped\x12\x12\n" +
+	"\x04note\x18\x05 \x01(\tR\x04note\x12\x1a\n" +
+	"\bdetached\x18\x06 \x03(\tR\bdetached\x12&\n" +
+	"\fkept_through\x18\a \x01(\rH\x00R\vkeptThrough\x88\x01\x01B\x0f\n" +
+	"\r_kept_through\"t\n" +
+	"\x0eRollbackFailed\x12\x1f\n" +
+	"\vrollback_id\x18\x01 \x01(\tR\n" +
+	"rollbackId\x12\x14\n" +
+	"\x05stage\x18\x02 \x01(\tR\x05stage\x12+\n" +
+	"\afailure\x18\x03 \x01(\v2\x11.baton.v1.FailureR\afailure\"\x9e\x03\n" +
+	"\x0eHandoffCreated\x12\x1d\n" +
+	"\n" +
+	"handoff_id\x18\x01 \x01(\tR\thandoffId\x12\x1f\n" +
+	"\vrollback_id\x18\x02 \x01(\tR\n" +
+	"rollbackId\x12\x1a\n" +
+	"\bstrategy\x18\x03 \x01(\tR\bstrategy\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\rR\aversion\x12#\n" +
+	"\rfrom_provider\x18\x05 \x01(\tR\ffromProvider\x12\x1f\n" +
+	"\vto_provider\x18\x06 \x01(\tR\n" +
+	"toProvider\x12\x19\n" +
+	"\bfrom_run\x18\a \x01(\rR\afromRun\x12\x15\n" +
+	"\x06to_run\x18\b \x01(\rR\x05toRun\x12(\n" +
+	"\x04runs\x18\t \x03(\v2\x14.baton.v1.HandoffRunR\x04runs\x12\x14\n" +
+	"\x05bytes\x18\n" +
+	" \x01(\rR\x05bytes\x12\x1c\n" +
+	"\ttruncated\x18\v \x01(\bR\ttruncated\x12\x10\n" +
+	"\x03cut\x18\f \x01(\tR\x03cut\x12\x1a\n" +
+	"\bfallback\x18\r \x01(\tR\bfallback\x12\x12\n" +
+	"\x04text\x18\x0e \x01(\tR\x04text\"G\n" +
+	"\x0fHandoffConsumed\x12\x1d\n" +
+	"\n" +
+	"handoff_id\x18\x01 \x01(\tR\thandoffId\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\"B\n" +
+	"\x11HandoffSuperseded\x12\x1d\n" +
+	"\n" +
+	"handoff_id\x18\x01 \x01(\tR\thandoffId\x12\x0e\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\"\xd1\x01\n" +
+	"\x10ProviderSwitched\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\x12\x1d\n" +
+	"\n" +
+	"from_model\x18\x03 \x01(\tR\tfromModel\x12\x19\n" +
+	"\bto_model\x18\x04 \x01(\tR\atoModel\x123\n" +
+	"\acommand\x18\x05 \x01(\v2\x19.baton.v1.ProviderCommandR\acommand\x12*\n" +
+	"\x11handoff_max_bytes\x18\x06 \x01(\rR\x0fhandoffMaxBytes\"^\n" +
+	"\x16ProviderThreadDetached\x12,\n" +
+	"\x12provider_thread_id\x18\x01 \x01(\tR\x10providerThreadId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"A\n" +
+	"\tPolicySet\x124\n" +
+	"\x06policy\x18\x01 \x01(\v2\x1c.baton.v1.ContinuationPolicyR\x06policy\"\x87\x01\n" +
+	"\fLimitReached\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12\x1a\n" +
+	"\bprovider\x18\x03 \x01(\tR\bprovider\x12%\n" +
+	"\x05limit\x18\x04 \x01(\v2\x0f.baton.v1.LimitR\x05limit\"V\n" +
+	"\tWaitEnded\x12\x17\n" +
+	"\await_id\x18\x01 \x01(\tR\x06waitId\x12\x18\n" +
+	"\aoutcome\x18\x02 \x01(\tR\aoutcome\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"A\n" +
+	"\x0eCheckRequested\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x18\n" +
+	"\acommand\x18\x02 \x01(\tR\acommand\";\n" +
+	"\tLoopEnded\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\tR\x06status\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"T\n" +
+	"\x11QueuedRunsResumed\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12'\n" +
+	"\x04runs\x18\x02 \x03(\v2\x13.baton.v1.QueuedRunR\x04runs\"R\n" +
+	"\tQueuedRun\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x18\n" +
+	"\aordinal\x18\x02 \x01(\rR\aordinal\x12\x14\n" +
+	"\x05input\x18\x03 \x01(\tR\x05input\"Y\n" +
 	"\vDiffRequest\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12\x10\n" +
 	"\x03run\x18\x02 \x01(\rR\x03run\x12\x1b\n" +
@@ -2815,110 +11083,319 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
 var file_baton_proto_goTypes = []any{
-	(*Receipt)(nil),               // 0: baton.v1.Receipt
-	(*ProviderCommand)(nil),       // 1: baton.v1.ProviderCommand
-	(*CreateThreadRequest)(nil),   // 2: baton.v1.CreateThreadRequest
-	(*SendMessageRequest)(nil),    // 3: baton.v1.SendMessageRequest
-	(*AnswerRequestRequest)(nil),  // 4: baton.v1.AnswerRequestRequest
-	(*InterruptRequest)(nil),      // 5: baton.v1.InterruptRequest
-	(*CancelQueuedRequest)(nil),   // 6: baton.v1.CancelQueuedRequest
-	(*RollbackRequest)(nil),       // 7: baton.v1.RollbackRequest
-	(*SwitchProviderRequest)(nil), // 8: baton.v1.SwitchProviderRequest
-	(*ContinuationPolicy)(nil),    // 9: baton.v1.ContinuationPolicy
-	(*SetPolicyRequest)(nil),      // 10: baton.v1.SetPolicyRequest
-	(*GetThreadRequest)(nil),      // 11: baton.v1.GetThreadRequest
-	(*Thread)(nil),                // 12: baton.v1.Thread
-	(*ThreadPage)(nil),            // 13: baton.v1.ThreadPage
-	(*ThreadSummary)(nil),         // 14: baton.v1.ThreadSummary
-	(*ListThreadsRequest)(nil),    // 15: baton.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),   // 16: baton.v1.ListThreadsResponse
-	(*SubscribeRequest)(nil),      // 17: baton.v1.SubscribeRequest
-	(*Event)(nil),                 // 18: baton.v1.Event
-	(*DiffRequest)(nil),           // 19: baton.v1.DiffRequest
-	(*FileChange)(nil),            // 20: baton.v1.FileChange
-	(*DiffResponse)(nil),          // 21: baton.v1.DiffResponse
-	(*ListPluginsRequest)(nil),    // 22: baton.v1.ListPluginsRequest
-	(*Capabilities)(nil),          // 23: baton.v1.Capabilities
-	(*Plugin)(nil),                // 24: baton.v1.Plugin
-	(*ListPluginsResponse)(nil),   // 25: baton.v1.ListPluginsResponse
-	(*GetStatusRequest)(nil),      // 26: baton.v1.GetStatusRequest
-	(*ServiceStatus)(nil),         // 27: baton.v1.ServiceStatus
-	(*RuntimeStats)(nil),          // 28: baton.v1.RuntimeStats
-	(*Listener)(nil),              // 29: baton.v1.Listener
-	(*PluginStatus)(nil),          // 30: baton.v1.PluginStatus
-	nil,                           // 31: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                           // 32: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 34: google.protobuf.Duration
-	(*structpb.Struct)(nil),       // 35: google.protobuf.Struct
+	(*Receipt)(nil),                // 0: baton.v1.Receipt
+	(*ProviderCommand)(nil),        // 1: baton.v1.ProviderCommand
+	(*CreateThreadRequest)(nil),    // 2: baton.v1.CreateThreadRequest
+	(*SendMessageRequest)(nil),     // 3: baton.v1.SendMessageRequest
+	(*AnswerRequestRequest)(nil),   // 4: baton.v1.AnswerRequestRequest
+	(*InterruptRequest)(nil),       // 5: baton.v1.InterruptRequest
+	(*CancelQueuedRequest)(nil),    // 6: baton.v1.CancelQueuedRequest
+	(*RollbackRequest)(nil),        // 7: baton.v1.RollbackRequest
+	(*SwitchProviderRequest)(nil),  // 8: baton.v1.SwitchProviderRequest
+	(*ContinuationPolicy)(nil),     // 9: baton.v1.ContinuationPolicy
+	(*SetPolicyRequest)(nil),       // 10: baton.v1.SetPolicyRequest
+	(*GetThreadRequest)(nil),       // 11: baton.v1.GetThreadRequest
+	(*Thread)(nil),                 // 12: baton.v1.Thread
+	(*Run)(nil),                    // 13: baton.v1.Run
+	(*RunStop)(nil),                // 14: baton.v1.RunStop
+	(*RunOutcome)(nil),             // 15: baton.v1.RunOutcome
+	(*SteeringMessage)(nil),        // 16: baton.v1.SteeringMessage
+	(*Attempt)(nil),                // 17: baton.v1.Attempt
+	(*Node)(nil),                   // 18: baton.v1.Node
+	(*Message)(nil),                // 19: baton.v1.Message
+	(*TurnItem)(nil),               // 20: baton.v1.TurnItem
+	(*ProviderSession)(nil),        // 21: baton.v1.ProviderSession
+	(*ProviderThread)(nil),         // 22: baton.v1.ProviderThread
+	(*ProviderTurn)(nil),           // 23: baton.v1.ProviderTurn
+	(*RuntimeRequest)(nil),         // 24: baton.v1.RuntimeRequest
+	(*RequestOption)(nil),          // 25: baton.v1.RequestOption
+	(*Diagnostic)(nil),             // 26: baton.v1.Diagnostic
+	(*Failure)(nil),                // 27: baton.v1.Failure
+	(*Usage)(nil),                  // 28: baton.v1.Usage
+	(*RateLimit)(nil),              // 29: baton.v1.RateLimit
+	(*Limit)(nil),                  // 30: baton.v1.Limit
+	(*CheckpointScope)(nil),        // 31: baton.v1.CheckpointScope
+	(*Checkpoint)(nil),             // 32: baton.v1.Checkpoint
+	(*Rollback)(nil),               // 33: baton.v1.Rollback
+	(*ContextHandoff)(nil),         // 34: baton.v1.ContextHandoff
+	(*HandoffRun)(nil),             // 35: baton.v1.HandoffRun
+	(*ProviderBinding)(nil),        // 36: baton.v1.ProviderBinding
+	(*Loop)(nil),                   // 37: baton.v1.Loop
+	(*Wait)(nil),                   // 38: baton.v1.Wait
+	(*CheckResult)(nil),            // 39: baton.v1.CheckResult
+	(*Earlier)(nil),                // 40: baton.v1.Earlier
+	(*EarlierRollback)(nil),        // 41: baton.v1.EarlierRollback
+	(*ThreadPage)(nil),             // 42: baton.v1.ThreadPage
+	(*ThreadSummary)(nil),          // 43: baton.v1.ThreadSummary
+	(*ListThreadsRequest)(nil),     // 44: baton.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),    // 45: baton.v1.ListThreadsResponse
+	(*SubscribeRequest)(nil),       // 46: baton.v1.SubscribeRequest
+	(*Event)(nil),                  // 47: baton.v1.Event
+	(*ThreadCreated)(nil),          // 48: baton.v1.ThreadCreated
+	(*MessageAdded)(nil),           // 49: baton.v1.MessageAdded
+	(*MessageDelta)(nil),           // 50: baton.v1.MessageDelta
+	(*MessageCompleted)(nil),       // 51: baton.v1.MessageCompleted
+	(*RunQueued)(nil),              // 52: baton.v1.RunQueued
+	(*RunStarted)(nil),             // 53: baton.v1.RunStarted
+	(*AttemptStarted)(nil),         // 54: baton.v1.AttemptStarted
+	(*NodeStarted)(nil),            // 55: baton.v1.NodeStarted
+	(*NodeUpdated)(nil),            // 56: baton.v1.NodeUpdated
+	(*NodeDelta)(nil),              // 57: baton.v1.NodeDelta
+	(*NodeCompleted)(nil),          // 58: baton.v1.NodeCompleted
+	(*SessionOpened)(nil),          // 59: baton.v1.SessionOpened
+	(*SessionEnded)(nil),           // 60: baton.v1.SessionEnded
+	(*ProviderThreadBound)(nil),    // 61: baton.v1.ProviderThreadBound
+	(*ProviderTurnBound)(nil),      // 62: baton.v1.ProviderTurnBound
+	(*RequestOpened)(nil),          // 63: baton.v1.RequestOpened
+	(*RequestResolved)(nil),        // 64: baton.v1.RequestResolved
+	(*UsageReported)(nil),          // 65: baton.v1.UsageReported
+	(*RunEnded)(nil),               // 66: baton.v1.RunEnded
+	(*DiagnosticRecorded)(nil),     // 67: baton.v1.DiagnosticRecorded
+	(*RunSteered)(nil),             // 68: baton.v1.RunSteered
+	(*RestartRequested)(nil),       // 69: baton.v1.RestartRequested
+	(*InterruptRequested)(nil),     // 70: baton.v1.InterruptRequested
+	(*StopForced)(nil),             // 71: baton.v1.StopForced
+	(*TurnStalled)(nil),            // 72: baton.v1.TurnStalled
+	(*AttemptEnded)(nil),           // 73: baton.v1.AttemptEnded
+	(*RequestAnswered)(nil),        // 74: baton.v1.RequestAnswered
+	(*EffectCancelled)(nil),        // 75: baton.v1.EffectCancelled
+	(*AttemptDispatched)(nil),      // 76: baton.v1.AttemptDispatched
+	(*RequestAnswerFailed)(nil),    // 77: baton.v1.RequestAnswerFailed
+	(*RunCompleting)(nil),          // 78: baton.v1.RunCompleting
+	(*CheckpointScopeOpened)(nil),  // 79: baton.v1.CheckpointScopeOpened
+	(*CheckpointRequested)(nil),    // 80: baton.v1.CheckpointRequested
+	(*CheckpointRecorded)(nil),     // 81: baton.v1.CheckpointRecorded
+	(*RollbackStarted)(nil),        // 82: baton.v1.RollbackStarted
+	(*RollbackFilesRestored)(nil),  // 83: baton.v1.RollbackFilesRestored
+	(*RollbackCompleted)(nil),      // 84: baton.v1.RollbackCompleted
+	(*RollbackFailed)(nil),         // 85: baton.v1.RollbackFailed
+	(*HandoffCreated)(nil),         // 86: baton.v1.HandoffCreated
+	(*HandoffConsumed)(nil),        // 87: baton.v1.HandoffConsumed
+	(*HandoffSuperseded)(nil),      // 88: baton.v1.HandoffSuperseded
+	(*ProviderSwitched)(nil),       // 89: baton.v1.ProviderSwitched
+	(*ProviderThreadDetached)(nil), // 90: baton.v1.ProviderThreadDetached
+	(*PolicySet)(nil),              // 91: baton.v1.PolicySet
+	(*LimitReached)(nil),           // 92: baton.v1.LimitReached
+	(*WaitEnded)(nil),              // 93: baton.v1.WaitEnded
+	(*CheckRequested)(nil),         // 94: baton.v1.CheckRequested
+	(*LoopEnded)(nil),              // 95: baton.v1.LoopEnded
+	(*QueuedRunsResumed)(nil),      // 96: baton.v1.QueuedRunsResumed
+	(*QueuedRun)(nil),              // 97: baton.v1.QueuedRun
+	(*DiffRequest)(nil),            // 98: baton.v1.DiffRequest
+	(*FileChange)(nil),             // 99: baton.v1.FileChange
+	(*DiffResponse)(nil),           // 100: baton.v1.DiffResponse
+	(*ListPluginsRequest)(nil),     // 101: baton.v1.ListPluginsRequest
+	(*Capabilities)(nil),           // 102: baton.v1.Capabilities
+	(*Plugin)(nil),                 // 103: baton.v1.Plugin
+	(*ListPluginsResponse)(nil),    // 104: baton.v1.ListPluginsResponse
+	(*GetStatusRequest)(nil),       // 105: baton.v1.GetStatusRequest
+	(*ServiceStatus)(nil),          // 106: baton.v1.ServiceStatus
+	(*RuntimeStats)(nil),           // 107: baton.v1.RuntimeStats
+	(*Listener)(nil),               // 108: baton.v1.Listener
+	(*PluginStatus)(nil),           // 109: baton.v1.PluginStatus
+	nil,                            // 110: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                            // 111: baton.v1.RuntimeRequest.AnswersEntry
+	nil,                            // 112: baton.v1.RequestAnswered.AnswersEntry
+	nil,                            // 113: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil),  // 114: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),    // 115: google.protobuf.Duration
 }
 var file_baton_proto_depIdxs = []int32{
-	33, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
-	1,  // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
-	9,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	9,  // 3: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	31, // 4: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
-	1,  // 5: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
-	1,  // 6: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
-	34, // 7: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
-	34, // 8: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
-	34, // 9: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
-	34, // 10: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
-	34, // 11: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
-	9,  // 12: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	14, // 13: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
-	35, // 14: baton.v1.Thread.projection:type_name -> google.protobuf.Struct
-	13, // 15: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
-	33, // 16: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	33, // 17: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	14, // 18: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	33, // 19: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	35, // 20: baton.v1.Event.data:type_name -> google.protobuf.Struct
-	20, // 21: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
-	23, // 22: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	32, // 23: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
-	24, // 24: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	33, // 25: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
-	34, // 26: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
-	29, // 27: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
-	14, // 28: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
-	30, // 29: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
-	28, // 30: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
-	2,  // 31: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	3,  // 32: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	4,  // 33: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	5,  // 34: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	6,  // 35: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
-	7,  // 36: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	8,  // 37: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	10, // 38: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	11, // 39: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	15, // 40: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	17, // 41: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	19, // 42: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	22, // 43: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	26, // 44: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
-	0,  // 45: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,  // 46: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,  // 47: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,  // 48: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,  // 49: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
-	0,  // 50: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,  // 51: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,  // 52: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	12, // 53: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	16, // 54: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	18, // 55: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	21, // 56: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	25, // 57: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	27, // 58: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
-	45, // [45:59] is the sub-list for method output_type
-	31, // [31:45] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	114, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	1,   // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
+	9,   // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
+	9,   // 3: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
+	110, // 4: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	1,   // 5: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
+	1,   // 6: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
+	115, // 7: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	115, // 8: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	115, // 9: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	115, // 10: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	115, // 11: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	9,   // 12: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
+	43,  // 13: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
+	42,  // 14: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
+	1,   // 15: baton.v1.Thread.provider_command:type_name -> baton.v1.ProviderCommand
+	114, // 16: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
+	114, // 17: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
+	13,  // 18: baton.v1.Thread.runs:type_name -> baton.v1.Run
+	19,  // 19: baton.v1.Thread.messages:type_name -> baton.v1.Message
+	20,  // 20: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
+	21,  // 21: baton.v1.Thread.provider_sessions:type_name -> baton.v1.ProviderSession
+	22,  // 22: baton.v1.Thread.provider_threads:type_name -> baton.v1.ProviderThread
+	23,  // 23: baton.v1.Thread.provider_turns:type_name -> baton.v1.ProviderTurn
+	24,  // 24: baton.v1.Thread.requests:type_name -> baton.v1.RuntimeRequest
+	26,  // 25: baton.v1.Thread.diagnostics:type_name -> baton.v1.Diagnostic
+	29,  // 26: baton.v1.Thread.rate_limits:type_name -> baton.v1.RateLimit
+	31,  // 27: baton.v1.Thread.checkpoint_scopes:type_name -> baton.v1.CheckpointScope
+	32,  // 28: baton.v1.Thread.checkpoints:type_name -> baton.v1.Checkpoint
+	33,  // 29: baton.v1.Thread.rollbacks:type_name -> baton.v1.Rollback
+	34,  // 30: baton.v1.Thread.handoffs:type_name -> baton.v1.ContextHandoff
+	36,  // 31: baton.v1.Thread.provider_bindings:type_name -> baton.v1.ProviderBinding
+	37,  // 32: baton.v1.Thread.loop:type_name -> baton.v1.Loop
+	40,  // 33: baton.v1.Thread.earlier:type_name -> baton.v1.Earlier
+	114, // 34: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
+	114, // 35: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	114, // 36: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	17,  // 37: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
+	18,  // 38: baton.v1.Run.nodes:type_name -> baton.v1.Node
+	27,  // 39: baton.v1.Run.failure:type_name -> baton.v1.Failure
+	28,  // 40: baton.v1.Run.usage:type_name -> baton.v1.Usage
+	14,  // 41: baton.v1.Run.stop:type_name -> baton.v1.RunStop
+	16,  // 42: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
+	15,  // 43: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
+	30,  // 44: baton.v1.Run.limit:type_name -> baton.v1.Limit
+	114, // 45: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
+	114, // 46: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
+	115, // 47: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
+	27,  // 48: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
+	114, // 49: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	114, // 50: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	28,  // 51: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
+	114, // 52: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
+	114, // 53: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
+	25,  // 54: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
+	111, // 55: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
+	114, // 56: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
+	114, // 57: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	114, // 58: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
+	99,  // 59: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
+	114, // 60: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
+	114, // 61: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
+	27,  // 62: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
+	114, // 63: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
+	114, // 64: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
+	35,  // 65: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
+	1,   // 66: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
+	9,   // 67: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
+	114, // 68: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
+	38,  // 69: baton.v1.Loop.wait:type_name -> baton.v1.Wait
+	38,  // 70: baton.v1.Loop.return:type_name -> baton.v1.Wait
+	39,  // 71: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
+	30,  // 72: baton.v1.Wait.limit:type_name -> baton.v1.Limit
+	114, // 73: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
+	114, // 74: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
+	114, // 75: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
+	114, // 76: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
+	41,  // 77: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
+	114, // 78: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	114, // 79: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	43,  // 80: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
+	114, // 81: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	48,  // 82: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
+	49,  // 83: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
+	50,  // 84: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
+	51,  // 85: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
+	52,  // 86: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
+	53,  // 87: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
+	54,  // 88: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
+	55,  // 89: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
+	56,  // 90: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
+	57,  // 91: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
+	58,  // 92: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
+	59,  // 93: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
+	60,  // 94: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
+	61,  // 95: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
+	62,  // 96: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
+	63,  // 97: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
+	64,  // 98: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
+	65,  // 99: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
+	66,  // 100: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
+	67,  // 101: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
+	68,  // 102: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
+	69,  // 103: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
+	70,  // 104: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
+	71,  // 105: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
+	72,  // 106: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
+	73,  // 107: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
+	74,  // 108: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
+	75,  // 109: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
+	76,  // 110: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
+	77,  // 111: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
+	29,  // 112: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
+	78,  // 113: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
+	79,  // 114: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
+	80,  // 115: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
+	81,  // 116: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
+	82,  // 117: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
+	83,  // 118: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
+	84,  // 119: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
+	85,  // 120: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
+	86,  // 121: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
+	87,  // 122: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
+	88,  // 123: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
+	89,  // 124: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
+	90,  // 125: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
+	91,  // 126: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
+	92,  // 127: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
+	38,  // 128: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
+	93,  // 129: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
+	94,  // 130: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
+	39,  // 131: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
+	95,  // 132: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
+	96,  // 133: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
+	1,   // 134: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
+	25,  // 135: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
+	28,  // 136: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
+	27,  // 137: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
+	115, // 138: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
+	114, // 139: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
+	112, // 140: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
+	15,  // 141: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
+	99,  // 142: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
+	32,  // 143: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
+	27,  // 144: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
+	35,  // 145: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
+	1,   // 146: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
+	9,   // 147: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
+	30,  // 148: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
+	97,  // 149: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
+	99,  // 150: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
+	102, // 151: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
+	113, // 152: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	103, // 153: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
+	114, // 154: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
+	115, // 155: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
+	108, // 156: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
+	43,  // 157: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
+	109, // 158: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
+	107, // 159: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
+	2,   // 160: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	3,   // 161: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	4,   // 162: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	5,   // 163: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	6,   // 164: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	7,   // 165: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	8,   // 166: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	10,  // 167: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	11,  // 168: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	44,  // 169: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	46,  // 170: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	98,  // 171: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	101, // 172: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	105, // 173: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
+	0,   // 174: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,   // 175: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,   // 176: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,   // 177: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,   // 178: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,   // 179: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,   // 180: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,   // 181: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	12,  // 182: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	45,  // 183: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	47,  // 184: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	100, // 185: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	104, // 186: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	106, // 187: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
+	174, // [174:188] is the sub-list for method output_type
+	160, // [160:174] is the sub-list for method input_type
+	160, // [160:160] is the sub-list for extension type_name
+	160, // [160:160] is the sub-list for extension extendee
+	0,   // [0:160] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -2926,13 +11403,68 @@ func file_baton_proto_init() {
 	if File_baton_proto != nil {
 		return
 	}
+	file_baton_proto_msgTypes[47].OneofWrappers = []any{
+		(*Event_ThreadCreated)(nil),
+		(*Event_MessageAdded)(nil),
+		(*Event_MessageDelta)(nil),
+		(*Event_MessageCompleted)(nil),
+		(*Event_RunQueued)(nil),
+		(*Event_RunStarted)(nil),
+		(*Event_AttemptStarted)(nil),
+		(*Event_NodeStarted)(nil),
+		(*Event_NodeUpdated)(nil),
+		(*Event_NodeDelta)(nil),
+		(*Event_NodeCompleted)(nil),
+		(*Event_ProviderSessionOpened)(nil),
+		(*Event_ProviderSessionEnded)(nil),
+		(*Event_ProviderThreadBound)(nil),
+		(*Event_ProviderTurnBound)(nil),
+		(*Event_RequestOpened)(nil),
+		(*Event_RequestResolved)(nil),
+		(*Event_UsageReported)(nil),
+		(*Event_RunEnded)(nil),
+		(*Event_DiagnosticRecorded)(nil),
+		(*Event_RunSteered)(nil),
+		(*Event_RunRestartRequested)(nil),
+		(*Event_RunInterruptRequested)(nil),
+		(*Event_RunStopForced)(nil),
+		(*Event_RunStalled)(nil),
+		(*Event_AttemptEnded)(nil),
+		(*Event_RequestAnswered)(nil),
+		(*Event_EffectCancelled)(nil),
+		(*Event_AttemptDispatched)(nil),
+		(*Event_RequestAnswerFailed)(nil),
+		(*Event_RateLimitReported)(nil),
+		(*Event_RunCompleting)(nil),
+		(*Event_CheckpointScopeOpened)(nil),
+		(*Event_CheckpointRequested)(nil),
+		(*Event_CheckpointRecorded)(nil),
+		(*Event_RollbackStarted)(nil),
+		(*Event_RollbackFilesRestored)(nil),
+		(*Event_RollbackCompleted)(nil),
+		(*Event_RollbackFailed)(nil),
+		(*Event_HandoffCreated)(nil),
+		(*Event_HandoffConsumed)(nil),
+		(*Event_HandoffSuperseded)(nil),
+		(*Event_ThreadProviderSwitched)(nil),
+		(*Event_ProviderThreadDetached)(nil),
+		(*Event_ThreadPolicySet)(nil),
+		(*Event_RunLimitReached)(nil),
+		(*Event_WaitArmed)(nil),
+		(*Event_WaitEnded)(nil),
+		(*Event_LoopCheckRequested)(nil),
+		(*Event_LoopCheckRecorded)(nil),
+		(*Event_LoopEnded)(nil),
+		(*Event_RunQueueResumed)(nil),
+	}
+	file_baton_proto_msgTypes[84].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   114,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
