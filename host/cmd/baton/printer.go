@@ -108,11 +108,25 @@ func (p *printer) line(format string, args ...any) {
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
+// event prints one event: its JSON line, or what it says to a reader (the
+// family's printer below that knows it; events no one reads, such as a
+// provider's bindings, print nothing).
 func (p *printer) event(ev followed) {
+	p.learn(ev.Payload)
 	if p.json {
 		jsonLine(p.w, "event", ev.Event)
+		return
 	}
-	switch e := ev.Payload.(type) {
+	pl := ev.Payload
+	_ = p.runEvent(pl) || p.turnEvent(pl) || p.itemEvent(pl) || p.requestEvent(pl) || p.sessionEvent(pl) ||
+		p.rollbackEvent(pl) || p.switchEvent(pl) || p.loopEvent(pl)
+}
+
+// learn keeps what later events are printed with: runs' ordinals, items'
+// kinds, titles and text, checkpoint scopes and what each checkpoint is
+// of, and armed waits.
+func (p *printer) learn(pl domain.Payload) {
+	switch e := pl.(type) {
 	case domain.RunQueued:
 		p.ordinals[e.RunID] = e.Ordinal
 	case domain.QueuedRunsResumed:
@@ -143,10 +157,15 @@ func (p *printer) event(ev followed) {
 			p.cps[e.CheckpointID] = fmt.Sprintf("run %d", e.RunOrdinal)
 		}
 	}
-	if p.json {
-		return
-	}
-	switch e := ev.Payload.(type) {
+}
+
+// The families of events a reader sees. Each prints the events it knows
+// and says whether pl was one of them.
+
+// runEvent: the thread's creation, and its runs queued, started and
+// ended.
+func (p *printer) runEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
 	case domain.ThreadCreated:
 		p.policy = cmp.Or(e.ApprovalPolicy, domain.ApproveDecline)
 		p.line("● thread %s · %s · %s", p.threadID, e.Provider, e.Cwd)
@@ -156,6 +175,66 @@ func (p *printer) event(ev followed) {
 		p.line("%s", resumedLine(p.threadID, e))
 	case domain.RunStarted:
 		p.line("▶ run %d started", p.ordinals[e.RunID])
+	case domain.RunEnded:
+		p.line("%s", p.endedLine(e))
+	default:
+		return false
+	}
+	return true
+}
+
+// endedLine is what a run's end says: its mark, status and why.
+func (p *printer) endedLine(e domain.RunEnded) string {
+	n := p.ordinals[e.RunID]
+	mark := "✔"
+	switch e.Status {
+	case domain.RunStatusFailed:
+		mark = "✖"
+	case domain.RunStatusInterrupted, domain.RunStatusCancelled:
+		mark = "⏹"
+	case domain.RunStatusBlocked:
+		mark = "⏸"
+	}
+	switch {
+	case e.Failure != nil:
+		return fmt.Sprintf("%s run %d %s: %s", mark, n, e.Status, e.Failure.Message)
+	case e.StopReason != "":
+		return fmt.Sprintf("%s run %d %s (%s)", mark, n, e.Status, e.StopReason)
+	}
+	return fmt.Sprintf("%s run %d %s", mark, n, e.Status)
+}
+
+// turnEvent: what happens to a run's turn on the way: steering, restarts,
+// interrupts, forced stops and stalls, and attempts.
+func (p *printer) turnEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
+	case domain.RunSteered:
+		p.line("  » message added to run %d's turn", p.ordinals[e.RunID])
+	case domain.RestartRequested:
+		p.line("  » run %d is stopping its turn to restart with: %s", p.ordinals[e.RunID], oneLine(e.Text, 80))
+	case domain.InterruptRequested:
+		p.line("  ⏸ run %d: interrupt sent; waiting for the provider", p.ordinals[e.RunID])
+	case domain.StopForced:
+		p.line("  ⏹ run %d: %s", p.ordinals[e.RunID], e.Reason)
+	case domain.TurnStalled:
+		p.line("  ⏹ run %d: %s", p.ordinals[e.RunID], e.Reason)
+	case domain.AttemptEnded:
+		p.line("  ↻ run %d: attempt ended (%s)", p.ordinals[e.RunID], e.Status)
+	case domain.AttemptStarted:
+		if e.Reason != domain.AttemptInitial {
+			p.line("  ↻ run %d: new attempt (%s)", p.ordinals[e.RunID], words(string(e.Reason)))
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// itemEvent: the assistant's text as it arrives, the turn's items (tool
+// calls, commands, file changes, reasoning) and the provider's
+// diagnostics.
+func (p *printer) itemEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
 	case domain.MessageDelta:
 		if !p.inText {
 			fmt.Fprint(p.w, "  ")
@@ -174,36 +253,24 @@ func (p *printer) event(ev followed) {
 			}
 			p.line("  · %s %s %s%s", words(string(it.kind)), it.title, e.Status, text)
 		}
+	case domain.DiagnosticRecorded:
+		p.line("  ! %s %s", e.Title, oneLine(e.Text, 100))
+	default:
+		return false
+	}
+	return true
+}
+
+// requestEvent: a provider's approvals and questions, their answers and
+// how they ended.
+func (p *printer) requestEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
 	case domain.RequestOpened:
 		p.line("  ? %s request %s: %s", words(string(e.Kind)), e.RequestID, oneLine(e.Title, 100))
 	case domain.RequestAnswered:
 		p.line("  ? request %s: %s (by %s)", e.RequestID, e.Decision, e.By)
-	case domain.RunSteered:
-		p.line("  » message added to run %d's turn", p.ordinals[e.RunID])
-	case domain.RestartRequested:
-		p.line("  » run %d is stopping its turn to restart with: %s", p.ordinals[e.RunID], oneLine(e.Text, 80))
-	case domain.InterruptRequested:
-		p.line("  ⏸ run %d: interrupt sent; waiting for the provider", p.ordinals[e.RunID])
-	case domain.StopForced:
-		p.line("  ⏹ run %d: %s", p.ordinals[e.RunID], e.Reason)
-	case domain.TurnStalled:
-		p.line("  ⏹ run %d: %s", p.ordinals[e.RunID], e.Reason)
-	case domain.AttemptEnded:
-		p.line("  ↻ run %d: attempt ended (%s)", p.ordinals[e.RunID], e.Status)
-	case domain.AttemptStarted:
-		if e.Reason != domain.AttemptInitial {
-			p.line("  ↻ run %d: new attempt (%s)", p.ordinals[e.RunID], words(string(e.Reason)))
-		}
 	case domain.RequestAnswerFailed:
 		p.line("  ! the answer to request %s did not reach the provider: %s", e.RequestID, oneLine(e.Reason, 100))
-	case domain.RateLimitReported:
-		resets := ""
-		if !e.ResetsAt.IsZero() {
-			resets = ", resets " + e.ResetsAt.Local().Format("Jan 2 15:04")
-		}
-		p.line("  ⓘ %s limit: %.0f%% used%s", e.Scope, e.UsedPercent, resets)
-	case domain.EffectCancelled:
-		p.line("  ! a %s action was not performed: %s", e.Type, e.Reason)
 	case domain.RequestResolved:
 		switch {
 		case e.Delivery == domain.DeliveryNotResumable:
@@ -213,31 +280,37 @@ func (p *printer) event(ev followed) {
 		default:
 			p.line("  ? request %s", e.Status)
 		}
+	default:
+		return false
+	}
+	return true
+}
+
+// sessionEvent: the provider's sessions, its rate limits, and actions a
+// stopped host left that were not performed.
+func (p *printer) sessionEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
 	case domain.SessionOpened:
 		p.line("  (provider session %s opened)", e.SessionID)
 	case domain.SessionEnded:
 		p.line("  (provider session %s ended: %s)", e.SessionID, e.Reason)
-	case domain.RunEnded:
-		n := p.ordinals[e.RunID]
-		mark := "✔"
-		switch e.Status {
-		case domain.RunStatusFailed:
-			mark = "✖"
-		case domain.RunStatusInterrupted, domain.RunStatusCancelled:
-			mark = "⏹"
-		case domain.RunStatusBlocked:
-			mark = "⏸"
+	case domain.RateLimitReported:
+		resets := ""
+		if !e.ResetsAt.IsZero() {
+			resets = ", resets " + e.ResetsAt.Local().Format("Jan 2 15:04")
 		}
-		switch {
-		case e.Failure != nil:
-			p.line("%s run %d %s: %s", mark, n, e.Status, e.Failure.Message)
-		case e.StopReason != "":
-			p.line("%s run %d %s (%s)", mark, n, e.Status, e.StopReason)
-		default:
-			p.line("%s run %d %s", mark, n, e.Status)
-		}
-	case domain.DiagnosticRecorded:
-		p.line("  ! %s %s", e.Title, oneLine(e.Text, 100))
+		p.line("  ⓘ %s limit: %.0f%% used%s", e.Scope, e.UsedPercent, resets)
+	case domain.EffectCancelled:
+		p.line("  ! a %s action was not performed: %s", e.Type, e.Reason)
+	default:
+		return false
+	}
+	return true
+}
+
+// rollbackEvent: checkpoints as they are recorded, and rollbacks.
+func (p *printer) rollbackEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
 	case domain.CheckpointRecorded:
 		p.checkpoint(e)
 	case domain.RollbackStarted:
@@ -254,6 +327,15 @@ func (p *printer) event(ev followed) {
 		if e.Note != "" {
 			p.line("  ! %s", e.Note)
 		}
+	default:
+		return false
+	}
+	return true
+}
+
+// switchEvent: provider switches and their handoffs.
+func (p *printer) switchEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
 	case domain.ProviderSwitched:
 		p.line("%s", switchedLine(e))
 	case domain.HandoffCreated:
@@ -262,30 +344,10 @@ func (p *printer) event(ev followed) {
 		if e.By == "" { // a replacement says itself what it is
 			p.line("  ⓘ handoff withdrawn: nothing new to tell")
 		}
-	case domain.PolicySet:
-		p.line("⚙ policy: %s", policyLine(e.Policy))
-	case domain.LimitReached:
-		p.line("  ⏸ %s", p.limitLine(e))
-	case domain.WaitArmed:
-		p.line("⏳ %s", p.waitLine(e.Wait))
-	case domain.WaitEnded:
-		p.line("⏳ %s", p.waitEndedLine(e))
-	case domain.CheckRequested:
-		p.line("◇ check `%s` after run %d", oneLine(e.Command, 80), p.ordinals[e.RunID])
-	case domain.CheckRecorded:
-		mark := "✖"
-		if e.Passed() {
-			mark = "✔"
-		}
-		for i, l := range checkLine(e.CheckResult) {
-			if i == 0 {
-				l = mark + " " + l
-			}
-			p.line("%s", l)
-		}
-	case domain.LoopEnded:
-		p.line("● %s", loopEndedLine(e))
+	default:
+		return false
 	}
+	return true
 }
 
 // resumedLine is what runs a host that stopped left queued say as they
