@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"google.golang.org/protobuf/encoding/protojson"
 
-	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/sdk"
@@ -39,15 +38,12 @@ func batonEnv(t *testing.T, env []string, input string, args ...string) (stdout,
 func threadsJSON(t *testing.T, out string) []domain.ThreadSummary {
 	t.Helper()
 	var list []domain.ThreadSummary
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if l == "" {
-			continue
-		}
-		var pb batonv1.ThreadSummary
-		if err := protojson.Unmarshal([]byte(l), &pb); err != nil {
+	dec := json.NewDecoder(strings.NewReader(out))
+	for dec.More() {
+		var s domain.ThreadSummary
+		if err := dec.Decode(&s); err != nil {
 			t.Fatalf("threads --json: %v\n%s", err, out)
 		}
-		s := summary(&pb)
 		s.Sequence = 0 // where the log is: not this test's business
 		list = append(list, s)
 	}

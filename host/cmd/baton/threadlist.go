@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,10 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/host/internal/service"
 )
 
 // How baton threads lists: in what order, in which format, with what
@@ -89,12 +88,11 @@ func formatOf(verb string, fs *pflag.FlagSet, o outputFormat, jsonOut bool) (out
 func printThreads(w io.Writer, list []domain.ThreadSummary, format outputFormat, now func() time.Time) error {
 	switch format {
 	case outputJSON:
+		enc := json.NewEncoder(w)
 		for _, t := range list {
-			b, err := protojson.Marshal(service.SummaryPB(t))
-			if err != nil {
+			if err := enc.Encode(t); err != nil {
 				return failf(exitFailed, "threads: %v", err)
 			}
-			fmt.Fprintf(w, "%s\n", b)
 		}
 		return nil
 	case outputIDs:

@@ -36,9 +36,7 @@ func receiptPB(rc domain.Receipt, runID string) *batonv1.Receipt {
 		At: timestamppb.New(rc.At), RunId: runID}
 }
 
-// SummaryPB is a thread's summary as the API's: what ListThreads gives,
-// and what a CLI reading a store by itself prints as the service would.
-func SummaryPB(s domain.ThreadSummary) *batonv1.ThreadSummary {
+func summaryPB(s domain.ThreadSummary) *batonv1.ThreadSummary {
 	return &batonv1.ThreadSummary{Id: s.ID, Provider: s.Provider, Cwd: s.Cwd, Model: s.Model,
 		CreatedAt: timestamppb.New(s.CreatedAt), UpdatedAt: timestamppb.New(s.UpdatedAt),
 		Runs: uint32(s.Runs), Queued: uint32(s.Queued), Status: string(s.Status), LastRun: string(s.LastRun), Sequence: s.Sequence}
@@ -136,7 +134,7 @@ func u32(n int) uint32 { return uint32(max(n, 0)) }
 
 // threadPB is a thread's projection (or a page of it) as the API's Thread.
 func threadPB(t domain.Thread, pg orchestrator.Page) *batonv1.Thread {
-	out := &batonv1.Thread{Summary: SummaryPB(pg.Summary), Sequence: t.Sequence, Page: pagePB(pg),
+	out := &batonv1.Thread{Summary: summaryPB(pg.Summary), Sequence: t.Sequence, Page: pagePB(pg),
 		Id: t.ID, Provider: t.Provider, Cwd: t.Cwd, Model: t.Model, ProviderCommand: commandPB(t.ProviderCommand),
 		ApprovalPolicy: string(t.ApprovalPolicy), CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt),
 		Runs: list(t.Runs, runPB), Messages: list(t.Messages, messagePB), TurnItems: list(t.TurnItems, turnItemPB),

@@ -90,7 +90,7 @@ func (s *Server) ListThreads(_ context.Context, req *batonv1.ListThreadsRequest)
 		resp.NextPageToken = page[size-1].ID
 	}
 	for _, t := range page {
-		resp.Threads = append(resp.Threads, SummaryPB(t))
+		resp.Threads = append(resp.Threads, summaryPB(t))
 	}
 	return resp, nil
 }
@@ -147,7 +147,7 @@ func (s *Server) GetStatus(context.Context, *batonv1.GetStatusRequest) (*batonv1
 		StartedAt: timestamppb.New(s.started), Uptime: durationpb.New(s.clk.Now().Sub(s.started)), Listeners: s.listeners,
 		Runtime: runtimeStats()}
 	for _, t := range active {
-		resp.ActiveThreads = append(resp.ActiveThreads, SummaryPB(t))
+		resp.ActiveThreads = append(resp.ActiveThreads, summaryPB(t))
 	}
 	for _, p := range s.host.PluginStatuses() {
 		resp.Plugins = append(resp.Plugins, &batonv1.PluginStatus{Name: p.Name, Path: p.Path, Pid: int32(p.PID), Version: p.Version})
