@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -37,17 +38,29 @@ func decodeEvent(ev *batonv1.Event) (followed, error) {
 // jsonLine prints m's protojson form (see baton.proto's Thread) as one
 // line, kind first: {"kind":"event",...} or {"kind":"thread",...}.
 func jsonLine(w io.Writer, kind string, m proto.Message) {
-	b, err := protojson.Marshal(m)
-	if err != nil {
-		// Unreachable: every message here is valid UTF-8 from the host,
-		// and protojson fails on nothing else.
-		b = []byte("{}")
-	}
-	if b = bytes.TrimSpace(b); len(b) > 2 { // {} has no field to follow kind
+	b := protoJSON(m)
+	if len(b) > 2 { // {} has no field to follow kind
 		fmt.Fprintf(w, "{\"kind\":%q,%s\n", kind, b[1:])
 		return
 	}
 	fmt.Fprintf(w, "{\"kind\":%q}\n", kind)
+}
+
+// protoJSON is m's protojson form without spaces: protojson puts some in
+// at random, different from one build to the next, and a script reads
+// the same bytes every time.
+func protoJSON(m proto.Message) []byte {
+	b, err := protojson.Marshal(m)
+	var out bytes.Buffer
+	if err == nil {
+		err = json.Compact(&out, b)
+	}
+	if err != nil {
+		// Unreachable: every message here came from the API, valid
+		// UTF-8, and protojson's output is JSON.
+		return []byte("{}")
+	}
+	return out.Bytes()
 }
 
 // scopedPrinter is a printer that names checkpoints by the thread's scopes

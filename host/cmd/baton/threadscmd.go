@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
@@ -156,11 +155,7 @@ messages, items and turns are together, in run order.`,
 					return usagef("show: thread %s has no handoff %q", t.ID, handoff)
 				}
 				if jsonOut {
-					b, err := protojson.Marshal(at)
-					if err != nil {
-						return failf(exitFailed, "show: %v", err)
-					}
-					fmt.Fprintln(g.stdout, string(b))
+					fmt.Fprintf(g.stdout, "%s\n", protoJSON(at))
 					return nil
 				}
 				showThread(g, t, summary(at.GetSummary()))

@@ -25,13 +25,13 @@ func ThreadOf(t *batonv1.Thread) domain.Thread {
 	out := domain.Thread{ID: t.GetId(), Provider: t.GetProvider(), Cwd: t.GetCwd(), Model: t.GetModel(),
 		ProviderCommand: commandOf(t.GetProviderCommand()), ApprovalPolicy: domain.ApprovalPolicy(t.GetApprovalPolicy()),
 		CreatedAt: instant(t.GetCreatedAt()), UpdatedAt: instant(t.GetUpdatedAt()),
-		Runs: values(t.GetRuns(), runOf), Messages: values(t.GetMessages(), messageOf), TurnItems: values(t.GetTurnItems(), turnItemOf),
-		ProviderSessions: values(t.GetProviderSessions(), sessionOf), ProviderThreads: values(t.GetProviderThreads(), providerThreadOf),
-		ProviderTurns: values(t.GetProviderTurns(), providerTurnOf), Requests: values(t.GetRequests(), requestOf),
-		Diagnostics: values(t.GetDiagnostics(), diagnosticOf), RateLimits: values(t.GetRateLimits(), rateLimitOf),
-		CheckpointScopes: values(t.GetCheckpointScopes(), scopeOf), Checkpoints: values(t.GetCheckpoints(), checkpointOf),
-		Rollbacks: values(t.GetRollbacks(), rollbackOf), Handoffs: values(t.GetHandoffs(), handoffOf),
-		ProviderBindings: values(t.GetProviderBindings(), bindingOf), HandoffMaxBytes: int(t.GetHandoffMaxBytes()),
+		Runs: list(t.GetRuns(), runOf), Messages: list(t.GetMessages(), messageOf), TurnItems: list(t.GetTurnItems(), turnItemOf),
+		ProviderSessions: list(t.GetProviderSessions(), sessionOf), ProviderThreads: list(t.GetProviderThreads(), providerThreadOf),
+		ProviderTurns: list(t.GetProviderTurns(), providerTurnOf), Requests: list(t.GetRequests(), requestOf),
+		Diagnostics: list(t.GetDiagnostics(), diagnosticOf), RateLimits: list(t.GetRateLimits(), rateLimitOf),
+		CheckpointScopes: list(t.GetCheckpointScopes(), scopeOf), Checkpoints: list(t.GetCheckpoints(), checkpointOf),
+		Rollbacks: list(t.GetRollbacks(), rollbackOf), Handoffs: list(t.GetHandoffs(), handoffOf),
+		ProviderBindings: list(t.GetProviderBindings(), bindingOf), HandoffMaxBytes: int(t.GetHandoffMaxBytes()),
 		Sequence: t.GetSequence()}
 	if l := t.GetLoop(); l != nil {
 		loop := loopOf(l)
@@ -39,7 +39,7 @@ func ThreadOf(t *batonv1.Thread) domain.Thread {
 	}
 	if e := t.GetEarlier(); e != nil {
 		out.Earlier = &domain.Earlier{Runs: int(e.GetRuns()), Messages: int(e.GetMessages()), Parts: int(e.GetParts()),
-			RootScopes: int(e.GetRootScopes()), Rollbacks: values(e.GetRollbacks(), func(r *batonv1.EarlierRollback) domain.EarlierRollback {
+			RootScopes: int(e.GetRootScopes()), Rollbacks: list(e.GetRollbacks(), func(r *batonv1.EarlierRollback) domain.EarlierRollback {
 				return domain.EarlierRollback{Target: int(r.GetTarget()), Parts: int(r.GetParts())}
 			})}
 	}
@@ -63,23 +63,12 @@ func instantp(t *timestamppb.Timestamp) *time.Time {
 	return &at
 }
 
-func duration0(d *durationpb.Duration) time.Duration {
+// durationOf is a Duration as a duration (0 for none).
+func durationOf(d *durationpb.Duration) time.Duration {
 	if d == nil {
 		return 0
 	}
 	return d.AsDuration()
-}
-
-// values converts each of xs with f.
-func values[P, T any](xs []P, f func(P) T) []T {
-	if len(xs) == 0 {
-		return nil
-	}
-	out := make([]T, len(xs))
-	for i, x := range xs {
-		out[i] = f(x)
-	}
-	return out
 }
 
 // detail is an item's detail as the JSON text it is (nil for none).
@@ -98,14 +87,14 @@ func runOf(r *batonv1.Run) domain.Run {
 	out := domain.Run{ID: r.GetId(), Ordinal: int(r.GetOrdinal()), Status: domain.RunStatus(r.GetStatus()), MessageID: r.GetMessageId(),
 		Input: r.GetInput(), QueuedAt: instant(r.GetQueuedAt()), StartedAt: instantp(r.GetStartedAt()), EndedAt: instantp(r.GetEndedAt()),
 		ActiveAttempt: r.GetActiveAttempt(), Provider: r.GetProvider(), Model: r.GetModel(), FinalAttempt: r.GetFinalAttempt(),
-		Attempts: values(r.GetAttempts(), attemptOf), Nodes: values(r.GetNodes(), nodeOf), StopReason: r.GetStopReason(),
+		Attempts: list(r.GetAttempts(), attemptOf), Nodes: list(r.GetNodes(), nodeOf), StopReason: r.GetStopReason(),
 		Failure: failureOf(r.GetFailure()), Usage: usageOf(r.GetUsage()), InterruptRequested: r.GetInterruptRequested(),
-		PendingRestart: values(r.GetPendingRestart(), func(m *batonv1.SteeringMessage) domain.SteeringMessage {
+		PendingRestart: list(r.GetPendingRestart(), func(m *batonv1.SteeringMessage) domain.SteeringMessage {
 			return domain.SteeringMessage{MessageID: m.GetMessageId(), Text: m.GetText()}
 		}),
 		CheckpointID: r.GetCheckpointId(), WaitID: r.GetWaitId(), Waits: int(r.GetWaits()), WaitSince: instant(r.GetWaitSince())}
 	if s := r.GetStop(); s != nil {
-		out.Stop = domain.RunStop{Deadline: instant(s.GetDeadline()), Grace: duration0(s.GetGrace()), Forced: s.GetForced(),
+		out.Stop = domain.RunStop{Deadline: instant(s.GetDeadline()), Grace: durationOf(s.GetGrace()), Forced: s.GetForced(),
 			Stalled: s.GetStalled()}
 	}
 	if o := r.GetEnding(); o != nil {
@@ -164,7 +153,7 @@ func providerTurnOf(pt *batonv1.ProviderTurn) domain.ProviderTurn {
 
 func requestOf(r *batonv1.RuntimeRequest) domain.RuntimeRequest {
 	return domain.RuntimeRequest{ID: r.GetId(), RunID: r.GetRunId(), NodeID: r.GetNodeId(), SessionID: r.GetSessionId(),
-		ProviderRef: r.GetProviderRef(), Kind: sdk.RequestKind(r.GetKind()), Title: r.GetTitle(), Options: values(r.GetOptions(), optionOf),
+		ProviderRef: r.GetProviderRef(), Kind: sdk.RequestKind(r.GetKind()), Title: r.GetTitle(), Options: list(r.GetOptions(), optionOf),
 		Status: domain.RequestStatus(r.GetStatus()), Decision: sdk.Decision(r.GetDecision()), Answers: r.GetAnswers(),
 		AnsweredBy: domain.Answerer(r.GetAnsweredBy()), AnswerFailures: int(r.GetAnswerFailures()),
 		Delivery: domain.Delivery(r.GetDelivery()), OpenedAt: instant(r.GetOpenedAt())}
@@ -210,7 +199,7 @@ func scopeOf(sc *batonv1.CheckpointScope) domain.CheckpointScope {
 func checkpointOf(c *batonv1.Checkpoint) domain.Checkpoint {
 	return domain.Checkpoint{ID: c.GetId(), ScopeID: c.GetScopeId(), RunID: c.GetRunId(), NodeID: c.GetNodeId(),
 		RunOrdinal: int(c.GetRunOrdinal()), BaseID: c.GetBaseId(), Ref: c.GetRef(), Commit: c.GetCommit(),
-		Status: domain.CheckpointStatus(c.GetStatus()), Files: values(c.GetFiles(), fileChangeOf), Reason: c.GetReason(),
+		Status: domain.CheckpointStatus(c.GetStatus()), Files: list(c.GetFiles(), fileChangeOf), Reason: c.GetReason(),
 		RequestedAt: instant(c.GetRequestedAt()), CapturedAt: instantp(c.GetCapturedAt())}
 }
 
@@ -232,7 +221,7 @@ func rollbackOf(rb *batonv1.Rollback) domain.Rollback {
 func handoffOf(h *batonv1.ContextHandoff) domain.ContextHandoff {
 	return domain.ContextHandoff{ID: h.GetId(), RollbackID: h.GetRollbackId(), Strategy: domain.HandoffStrategy(h.GetStrategy()),
 		Version: int(h.GetVersion()), FromProvider: h.GetFromProvider(), ToProvider: h.GetToProvider(), FromRun: int(h.GetFromRun()),
-		ToRun: int(h.GetToRun()), Runs: values(h.GetRuns(), handoffRunOf), Bytes: int(h.GetBytes()), Truncated: h.GetTruncated(),
+		ToRun: int(h.GetToRun()), Runs: list(h.GetRuns(), handoffRunOf), Bytes: int(h.GetBytes()), Truncated: h.GetTruncated(),
 		Cut: h.GetCut(), Fallback: h.GetFallback(), Status: domain.HandoffStatus(h.GetStatus()), SupersededBy: h.GetSupersededBy(),
 		RunID: h.GetRunId(), Text: h.GetText()}
 }
@@ -245,7 +234,7 @@ func handoffRunOf(r *batonv1.HandoffRun) domain.HandoffRun {
 func bindingOf(b *batonv1.ProviderBinding) domain.ProviderBinding {
 	return domain.ProviderBinding{Provider: b.GetProvider(), Model: b.GetModel(), Command: commandOf(b.GetCommand()),
 		SessionID: b.GetSessionId(), ProviderThreadID: b.GetProviderThreadId(), ThreadRef: b.GetThreadRef(),
-		SeenThrough: int(b.GetSeenThrough()), Runs: values(b.GetRuns(), func(n uint32) int { return int(n) }),
+		SeenThrough: int(b.GetSeenThrough()), Runs: list(b.GetRuns(), func(n uint32) int { return int(n) }),
 		RunsBefore: int(b.GetRunsBefore())}
 }
 
@@ -272,9 +261,9 @@ func loopOf(l *batonv1.Loop) domain.Loop {
 func policyValueOf(p *batonv1.ContinuationPolicy) domain.ContinuationPolicy {
 	return domain.ContinuationPolicy{OnLimit: domain.OnLimit(p.GetOnLimit()), SwitchTo: p.GetSwitchTo(), SwitchModel: p.GetSwitchModel(),
 		SwitchCommand: commandOf(p.GetSwitchProviderCommand()), Return: p.GetReturn(), ContinueText: p.GetContinueText(),
-		Probe:     domain.Backoff{Interval: duration0(p.GetProbeInterval()), Factor: p.GetProbeFactor(), Ceiling: duration0(p.GetProbeCeiling())},
-		MaxProbes: int(p.GetMaxProbes()), MaxWait: duration0(p.GetMaxWait()), Until: p.GetUntil(),
-		CheckTimeout: duration0(p.GetCheckTimeout()), MaxRuns: int(p.GetMaxRuns()), MaxDuration: duration0(p.GetMaxDuration()),
+		Probe:     domain.Backoff{Interval: durationOf(p.GetProbeInterval()), Factor: p.GetProbeFactor(), Ceiling: durationOf(p.GetProbeCeiling())},
+		MaxProbes: int(p.GetMaxProbes()), MaxWait: durationOf(p.GetMaxWait()), Until: p.GetUntil(),
+		CheckTimeout: durationOf(p.GetCheckTimeout()), MaxRuns: int(p.GetMaxRuns()), MaxDuration: durationOf(p.GetMaxDuration()),
 		MaxTokens: p.GetMaxTokens()}
 }
 
@@ -350,7 +339,7 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 		p := e.RequestOpened
 		return domain.RequestOpened{RequestID: p.GetRequestId(), RunID: p.GetRunId(), NodeID: p.GetNodeId(), SessionID: p.GetSessionId(),
 			ProviderRef: p.GetProviderRef(), Kind: sdk.RequestKind(p.GetKind()), Title: p.GetTitle(),
-			Options: values(p.GetOptions(), optionOf)}, nil
+			Options: list(p.GetOptions(), optionOf)}, nil
 	case *batonv1.Event_RequestResolved:
 		p := e.RequestResolved
 		return domain.RequestResolved{RequestID: p.GetRequestId(), Status: domain.RequestStatus(p.GetStatus()),
@@ -377,7 +366,7 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 		return domain.RestartRequested{RunID: p.GetRunId(), AttemptID: p.GetAttemptId(), MessageID: p.GetMessageId(), Text: p.GetText()}, nil
 	case *batonv1.Event_RunInterruptRequested:
 		p := e.RunInterruptRequested
-		return domain.InterruptRequested{RunID: p.GetRunId(), AttemptID: p.GetAttemptId(), Grace: duration0(p.GetGrace())}, nil
+		return domain.InterruptRequested{RunID: p.GetRunId(), AttemptID: p.GetAttemptId(), Grace: durationOf(p.GetGrace())}, nil
 	case *batonv1.Event_RunStopForced:
 		p := e.RunStopForced
 		return domain.StopForced{RunID: p.GetRunId(), AttemptID: p.GetAttemptId(), SessionID: p.GetSessionId(), Reason: p.GetReason()}, nil
@@ -421,7 +410,7 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 	case *batonv1.Event_CheckpointRecorded:
 		p := e.CheckpointRecorded
 		return domain.CheckpointRecorded{CheckpointID: p.GetCheckpointId(), Status: domain.CheckpointStatus(p.GetStatus()),
-			Commit: p.GetCommit(), Files: values(p.GetFiles(), fileChangeOf), Reason: p.GetReason()}, nil
+			Commit: p.GetCommit(), Files: list(p.GetFiles(), fileChangeOf), Reason: p.GetReason()}, nil
 	case *batonv1.Event_RollbackStarted:
 		p := e.RollbackStarted
 		out := domain.RollbackStarted{RollbackID: p.GetRollbackId(), CheckpointID: p.GetCheckpointId(),
@@ -455,7 +444,7 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 		p := e.HandoffCreated
 		return domain.HandoffCreated{HandoffID: p.GetHandoffId(), RollbackID: p.GetRollbackId(), Strategy: domain.HandoffStrategy(p.GetStrategy()),
 			Version: int(p.GetVersion()), FromProvider: p.GetFromProvider(), ToProvider: p.GetToProvider(), FromRun: int(p.GetFromRun()),
-			ToRun: int(p.GetToRun()), Runs: values(p.GetRuns(), handoffRunOf), Bytes: int(p.GetBytes()), Truncated: p.GetTruncated(),
+			ToRun: int(p.GetToRun()), Runs: list(p.GetRuns(), handoffRunOf), Bytes: int(p.GetBytes()), Truncated: p.GetTruncated(),
 			Cut: p.GetCut(), Fallback: p.GetFallback(), Text: p.GetText()}, nil
 	case *batonv1.Event_HandoffConsumed:
 		return domain.HandoffConsumed{HandoffID: e.HandoffConsumed.GetHandoffId(), RunID: e.HandoffConsumed.GetRunId()}, nil
@@ -486,7 +475,7 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 		return domain.LoopEnded{Status: domain.LoopStatus(e.LoopEnded.GetStatus()), Reason: e.LoopEnded.GetReason()}, nil
 	case *batonv1.Event_RunQueueResumed:
 		p := e.RunQueueResumed
-		return domain.QueuedRunsResumed{Reason: p.GetReason(), Runs: values(p.GetRuns(), func(r *batonv1.QueuedRun) domain.QueuedRun {
+		return domain.QueuedRunsResumed{Reason: p.GetReason(), Runs: list(p.GetRuns(), func(r *batonv1.QueuedRun) domain.QueuedRun {
 			return domain.QueuedRun{RunID: r.GetRunId(), Ordinal: int(r.GetOrdinal()), Input: r.GetInput()}
 		})}, nil
 	}
