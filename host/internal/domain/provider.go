@@ -51,7 +51,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			return
 		}
 		status := RequestStatusResolved
-		if ev.Status == sdk.DecisionCancel.Status() {
+		if ev.Status == sdk.DecisionCancel {
 			status = RequestStatusCancelled
 		}
 		d.emit(RequestResolved{RequestID: q.ID, Status: status, Decision: sdk.Decision(ev.Status)})

@@ -437,7 +437,7 @@ func (s *session) handle(data []byte, frame uint64) {
 					s.norm.rejectedCall(q.callID)
 				}
 				evs = []sdk.RuntimeEvent{{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: p.RequestID,
-					RequestKind: q.kind, Status: sdk.DecisionCancel.Status(), Text: "opencode resolved the request itself (" + p.Reply + ")"}}
+					RequestKind: q.kind, Status: sdk.DecisionCancel, Text: "opencode resolved the request itself (" + p.Reply + ")"}}
 			}
 		}
 	default:
@@ -495,7 +495,7 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 		var evs []sdk.RuntimeEvent
 		for _, q := range s.pending.TakeAll() {
 			evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-				RequestRef: q.ref, RequestKind: q.kind, Status: sdk.DecisionCancel.Status()})
+				RequestRef: q.ref, RequestKind: q.kind, Status: sdk.DecisionCancel})
 		}
 		report := "opencode exited"
 		if !closed {
@@ -711,7 +711,7 @@ func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequest
 	// The resolution is emitted before the reply: the reply lets opencode
 	// go on, and what it does next must come after.
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-		RequestRef: req.RequestRef, RequestKind: q.kind, Status: req.Decision.Status()})
+		RequestRef: req.RequestRef, RequestKind: q.kind, Status: req.Decision})
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	if _, err := s.call(ctx, http.MethodPost, "/permission/"+url.PathEscape(req.RequestRef)+"/reply", permissionReply{Reply: answer}, nil); err != nil {
