@@ -5,8 +5,11 @@ import "github.com/baton-run/baton/sdk"
 // The domain's vocabularies, declared once. Each is a string type so that
 // its JSON form is the word itself. A provider's vocabularies (event,
 // item and request kinds, statuses, decisions, limit kinds) are the sdk's,
-// used as they are; where a provider's word becomes the domain's own (an
-// item's kind a node's, a turn's status a run's), it is converted there.
+// used as they are (a request's decision is an sdk.Decision in the
+// domain's events too); where a provider's word becomes the domain's own
+// (an item's kind a node's, a turn's status a run's and its node's, an
+// item's status a node's), it is converted here, in one function each
+// (runStatus, itemStatus, nodeStatus), and nowhere else.
 
 // RunStatus is where a run is in its life.
 type RunStatus string
@@ -93,7 +96,7 @@ const (
 
 // runStatus maps a provider turn's status (turn_terminal's) to a run
 // status (anything else is a completed turn).
-func runStatus(s sdk.Status) RunStatus {
+func runStatus(s sdk.TurnStatus) RunStatus {
 	switch s {
 	case sdk.TurnInterrupted:
 		return RunStatusInterrupted
@@ -104,7 +107,7 @@ func runStatus(s sdk.Status) RunStatus {
 }
 
 // itemStatus maps a provider turn's status to the status of its node.
-func itemStatus(s sdk.Status) ItemStatus {
+func itemStatus(s sdk.TurnStatus) ItemStatus {
 	switch s {
 	case sdk.TurnFailed:
 		return StatusFailed
@@ -112,6 +115,14 @@ func itemStatus(s sdk.Status) ItemStatus {
 		return StatusCancelled
 	}
 	return StatusCompleted
+}
+
+// nodeStatus is an item event's status as its node's: the provider's word
+// as it is (sdk.ItemStatus: in_progress, completed, failed, declined, or
+// a provider's own word for an item in progress); "" for none.
+func nodeStatus(s sdk.Status) ItemStatus {
+	is, _ := s.(sdk.ItemStatus)
+	return ItemStatus(is)
 }
 
 // Role says who wrote a message.
