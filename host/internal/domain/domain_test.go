@@ -864,7 +864,7 @@ func FuzzDecodeCommand(f *testing.F) {
 			n := 0
 			d, err := Decide(&th, c, Env{Now: t0, NewID: func(p string) string { n++; return fmt.Sprintf("%s_f%d", p, n) }})
 			if err != nil {
-				if !slices.ContainsFunc([]error{ErrInvalid, ErrNotFound, ErrConflict, ErrNotResumable, ErrUnsupported},
+				if !slices.ContainsFunc([]error{ErrInvalid, ErrNotFound, ErrConflict, sdk.ErrNotResumable, ErrUnsupported},
 					func(e error) bool { return errors.Is(err, e) }) {
 					t.Fatalf("%s: error %v is none of the domain's", name, err)
 				}

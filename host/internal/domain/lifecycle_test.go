@@ -343,8 +343,12 @@ func TestRespondToRequest(t *testing.T) {
 	if _, err := w.decide(Command{ID: "u", ThreadID: "thr", Payload: MarkRequestUnreachable{RequestID: "nope"}}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown request: %v", err)
 	}
-	if _, err := respond(RespondToRequest{RequestID: q3.ID, Decision: "accept"}); !errors.Is(err, ErrNotResumable) {
-		t.Fatalf("answering an unreachable request: %v", err)
+	// The refusal is the sdk's ErrNotResumable (a plugin's answer to a
+	// request of a session gone is the same error), in the words a client
+	// has always read.
+	_, err = respond(RespondToRequest{RequestID: q3.ID, Decision: "accept"})
+	if want := "not_resumable: request " + q3.ID + " cannot be answered: its provider process is gone"; !errors.Is(err, sdk.ErrNotResumable) || err == nil || err.Error() != want {
+		t.Fatalf("answering an unreachable request: %v; want sdk.ErrNotResumable, %q", err, want)
 	}
 }
 

@@ -31,7 +31,7 @@ func decideRespond(t *Thread, p RespondToRequest, d *Decision) error {
 		return fmt.Errorf("%w: decision must be accept, accept_for_session, decline, cancel or answer, got %q", ErrInvalid, p.Decision)
 	}
 	if q.Delivery == DeliveryNotResumable {
-		return fmt.Errorf("%w: request %s cannot be answered: its provider process is gone", ErrNotResumable, q.ID)
+		return NotResumable(q.ID)
 	}
 	if q.Status != RequestStatusPending || q.AnsweredBy != "" {
 		return fmt.Errorf("%w: request %s is already %s", ErrConflict, q.ID, cmp.Or(string(q.AnsweredBy)+" answered", string(q.Status)))
@@ -81,6 +81,13 @@ func (t *Thread) requestOr(id string) (*RuntimeRequest, error) {
 		return q, nil
 	}
 	return nil, fmt.Errorf("%w: request %q", ErrNotFound, id)
+}
+
+// NotResumable is the error of an answer to request id whose provider
+// process is gone: sdk.ErrNotResumable, its text naming the request's
+// delivery as a projection shows it (not_resumable).
+func NotResumable(id string) error {
+	return sdk.Kindf(sdk.ErrNotResumable, "%s: request %s cannot be answered: its provider process is gone", DeliveryNotResumable, id)
 }
 
 // respondEffect delivers an answer to the request through its session.
