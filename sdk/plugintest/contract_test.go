@@ -96,7 +96,10 @@ func TestCheckContract(t *testing.T) {
 			{Rule: RuleExitLast, Seqs: []uint64{14}, Want: "no event after runtime_exited #13", Got: "runtime_exited"},
 			{Rule: RuleExitLast, Seqs: []uint64{13, 14}, Want: "one runtime_exited", Got: "2"},
 		}},
-		"a status of another kind's": {edit(func(evs []sdk.RuntimeEvent) []sdk.RuntimeEvent { evs[11].Status = sdk.TurnStatus(sdk.ItemDone + "_x"); return evs }), goodRun,
+		"a status of another kind's": {edit(func(evs []sdk.RuntimeEvent) []sdk.RuntimeEvent {
+			evs[11].Status = sdk.TurnStatus(sdk.ItemDone + "_x")
+			return evs
+		}), goodRun,
 			[]Violation{{Rule: RuleStatus, Seqs: []uint64{12}, Want: "turn_terminal with a status of completed, interrupted, failed", Got: `"completed_x"`}}},
 		"an item's status on a turn's end": {edit(func(evs []sdk.RuntimeEvent) []sdk.RuntimeEvent { evs[11].Status = sdk.ItemDone; return evs }), goodRun,
 			[]Violation{{Rule: RuleStatus, Seqs: []uint64{12}, Want: "turn_terminal with a status of completed, interrupted, failed", Got: `"completed"`}}},
