@@ -128,6 +128,12 @@ const (
 	DecisionAnswer           Decision = "answer"
 )
 
+// Decisions are every answer a request takes, in the order they are
+// offered.
+func Decisions() []Decision {
+	return []Decision{DecisionAccept, DecisionAcceptForSession, DecisionDecline, DecisionCancel, DecisionAnswer}
+}
+
 // Status is the decision as a request_resolved event's status.
 //
 // Deprecated: a Decision is a Status; use it as it is.
@@ -353,7 +359,11 @@ func StatusesFor(kind EventKind) []Status {
 	case EventItemCompleted:
 		return []Status{ItemDone, ItemFailed, ItemDeclined}
 	case EventRequestResolved:
-		return []Status{DecisionAccept, DecisionAcceptForSession, DecisionDecline, DecisionCancel, DecisionAnswer}
+		var out []Status
+		for _, d := range Decisions() {
+			out = append(out, d)
+		}
+		return out
 	}
 	return nil
 }

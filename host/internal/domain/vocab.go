@@ -1,6 +1,10 @@
 package domain
 
-import "github.com/baton-run/baton/sdk"
+import (
+	"strings"
+
+	"github.com/baton-run/baton/sdk"
+)
 
 // The domain's vocabularies, declared once. Each is a string type so that
 // its JSON form is the word itself. A provider's vocabularies (event,
@@ -184,6 +188,28 @@ const (
 	ApproveAccept  ApprovalPolicy = "accept"  // answer every approval "accept"
 	ApproveAsk     ApprovalPolicy = "ask"     // leave every request to a client
 )
+
+// ApprovalPolicies are the approval policies, in the order a person is
+// offered them (the CLI's --approve, its completion, the API's errors).
+var ApprovalPolicies = []ApprovalPolicy{ApproveAsk, ApproveAccept, ApproveDecline}
+
+// OneOf offers words as a choice, as a message says it: "a, b or c".
+func OneOf[W ~string](words ...W) string {
+	if len(words) < 2 {
+		return strings.Join(Strings(words...), "")
+	}
+	return strings.Join(Strings(words[:len(words)-1]...), ", ") + " or " + string(words[len(words)-1])
+}
+
+// Strings is words as strings: a vocabulary where a flag's completion or a
+// wire field takes plain strings.
+func Strings[W ~string](words ...W) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = string(w)
+	}
+	return out
+}
 
 // DispatchMode says what message.dispatch does when a run is active.
 type DispatchMode string
