@@ -80,7 +80,7 @@ func TestStatusesKeepTheirVocabulary(t *testing.T) {
 			t.Errorf("%s: the wire carries status %q; want %q", c.kind, w.GetStatus(), sdk.StatusWord(c.status))
 		}
 		if got := EventFromWire(w).Status; got != c.status {
-			t.Errorf("%s: %#v off the wire; want %#v", c.kind, got, c.status)
+			t.Errorf("%s: %T %q off the wire; want %T %q", c.kind, got, sdk.StatusWord(got), c.status, sdk.StatusWord(c.status))
 		}
 		b, err := json.Marshal(ev)
 		if err != nil {
