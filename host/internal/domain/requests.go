@@ -100,6 +100,9 @@ func (q *RuntimeRequest) respondEffect(threadID string, v sdk.Decision, answers 
 // request is left to a client.
 const policyAnswerTries = 3
 
+// policyDecisions are the answers of the policies that answer approvals.
+var policyDecisions = map[ApprovalPolicy]sdk.Decision{ApproveAccept: sdk.DecisionAccept, ApproveDecline: sdk.DecisionDecline}
+
 // policyDecision is how a thread's approval policy answers a request of
 // a kind: "" leaves it to a client.
 func policyDecision(policy ApprovalPolicy, kind sdk.RequestKind) sdk.Decision {
@@ -107,7 +110,7 @@ func policyDecision(policy ApprovalPolicy, kind sdk.RequestKind) sdk.Decision {
 	case policy == ApproveAsk:
 		return ""
 	case approval(kind):
-		return sdk.Decision(policy)
+		return policyDecisions[policy]
 	case kind == sdk.RequestUserInput:
 		return sdk.DecisionDecline // a policy cannot invent answers
 	}
