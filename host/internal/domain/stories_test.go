@@ -50,8 +50,10 @@ import (
 //	steer-failed run=N message=MSG reason=R
 //	interrupt run=N [force]
 //	cancel-queued [run=N]
-//	switch provider=P [model=M] [handoff-max=BYTES]
-//	rollback run=N | baseline | checkpoint=ID
+//	switch provider=P [model=M] [handoff-max=BYTES] [no-command]  (the
+//	                                 command to run P is given unless no-command)
+//	rollback run=N [subagent] | baseline | checkpoint=ID   (subagent: the
+//	                                 run's first subagent checkpoint)
 //	files-restored [written=N] [removed=N] [failure=MSG]
 //	provider-reconciled how=none|native_rollback|fresh_thread [turns=N]
 //	set-policy                       body: the ContinuationPolicy's JSON
@@ -236,16 +238,25 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 		}
 		cmd = p
 	case "switch":
-		a := newArgs(t, d, "provider", "model", "handoff-max")
+		a := newArgs(t, d, "provider", "model", "handoff-max", "no-command")
 		p := a.need("provider")
 		sw := SwitchProvider{Provider: p, Model: a.get("model"), HandoffMaxBytes: a.int("handoff-max")}
-		if _, used := w.thread.Binding(p); !used {
+		if _, used := w.thread.Binding(p); !used && !a.has("no-command") {
 			sw.ProviderCommand = sdk.ProviderCommand{Argv: []string{p}}
 		}
 		cmd = sw
 	case "rollback":
-		a := newArgs(t, d, "run", "baseline", "checkpoint")
+		a := newArgs(t, d, "run", "subagent", "baseline", "checkpoint")
 		switch {
+		case a.has("subagent"):
+			id := ""
+			for _, c := range w.thread.Checkpoints {
+				if c.RunOrdinal == a.int("run") && c.NodeID != "" {
+					id = c.ID
+					break
+				}
+			}
+			cmd = RollbackToCheckpoint{CheckpointID: id}
 		case a.has("run"):
 			cmd = RollbackToCheckpoint{CheckpointID: s.run(a).CheckpointID}
 		case a.has("baseline"):
