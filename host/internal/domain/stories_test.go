@@ -63,7 +63,8 @@ import (
 //	fail-run run=N code=C message=M
 //	retire-session id=S reason=R
 //	close-idle id=S
-//	recover [reason=R]  start-queued  shutdown [reason=R]
+//	recover [reason=R]  start-queued
+//	shutdown [reason=R]              the host drains (Env.ShuttingDown) from now
 //	show                             runs, requests, sessions, handoffs
 func TestStories(t *testing.T) {
 	datadriven.Walk(t, "testdata/stories", func(t *testing.T, path string) {
@@ -318,6 +319,8 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 		newArgs(t, d)
 		cmd = StartQueued{}
 	case "shutdown":
+		// The host drains from now on: the Env says so to every decision.
+		w.shuttingDown = true
 		cmd = ShutDown{Reason: newArgs(t, d, "reason").get("reason")}
 	case "show":
 		newArgs(t, d)
