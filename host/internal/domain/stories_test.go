@@ -30,8 +30,9 @@ import (
 // scripts name runs by ordinal and requests by the provider's ref, never
 // by id.
 //
-// Directives (arguments key=value; a text or a JSON value too long for a
-// line goes in the directive's body):
+// Directives (arguments key=value, a value with spaces in parentheses:
+// text=(do it in Go); a text or a JSON value too long for a line goes in
+// the directive's body):
 //
 //	create-thread provider=P [model=M] [approvals=ask|accept|decline]
 //	capabilities [native-steering]   what the thread's provider can do
@@ -40,7 +41,8 @@ import (
 //	open-session id=S [provider=P] [thread=REF] [resume=REF] [resumed]
 //	dispatched session=S             the active attempt's StartTurn returned
 //	provider-event session=S kind=K [turn= thread= parent= item= item-kind=
-//	    request= request-kind= status= title= text= client-turn=active]
+//	    request= request-kind= status= title= text= client-turn]
+//	    (client-turn: the turn echoes the active attempt's id)
 //	    body: JSON merged into the sdk.RuntimeEvent (limit, failure, usage)
 //	capture run=N [status=S] [reason=R]  a held capture recorded (run=0:
 //	                                 the baseline's)
@@ -57,7 +59,7 @@ import (
 //	files-restored [written=N] [removed=N] [failure=MSG]
 //	provider-reconciled how=none|native_rollback|fresh_thread [turns=N]
 //	set-policy                       body: the ContinuationPolicy's JSON
-//	check run=N exit=N [output=O]                    what a loop's --until check found
+//	check run=N exit=N [output=O]    what a loop's --until check found
 //	advance DURATION                 the decisions' clock moves on
 //	fire stop|stall|request|wait [timeout=D]   the host's timer for it
 //	fail-run run=N code=C message=M
@@ -441,9 +443,16 @@ func printDecision(b *strings.Builder, d Decision) {
 	if len(d.Effects) > 0 {
 		b.WriteString("effects:\n")
 		for _, e := range d.Effects {
-			fmt.Fprintf(b, "  %s%s\n", e.Type, fields(e, "type", "threadId"))
+			fmt.Fprintf(b, "  %s\n", effectLine(e))
 		}
 	}
+}
+
+// effectLine is an effect as a story prints it: its kind, then its
+// fields in their JSON order (the thread's id, the same in every story,
+// left out).
+func effectLine(e Effect) string {
+	return string(e.Type) + fields(e, "type", "threadId")
 }
 
 // bare is a value printed without quotes.
