@@ -40,6 +40,7 @@ import (
 //	send [text=T] [mode=M] [run=N] [id=MSG]   body: the text
 //	open-session id=S [provider=P] [thread=REF] [resume=REF] [resumed]
 //	dispatched session=S             the active attempt's StartTurn returned
+//	turns session=S thread=REF count=N   N runs' turns played to their end
 //	provider-event session=S kind=K [turn= thread= parent= item= item-kind=
 //	    request= request-kind= status= title= text= client-turn]
 //	    (client-turn: the turn echoes the active attempt's id)
@@ -203,6 +204,8 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 		cmd = RecordTurnDispatched{RunID: r.ID, AttemptID: r.ActiveAttempt, SessionID: a.need("session")}
 	case "provider-event":
 		cmd = s.providerEvent(t, d)
+	case "turns":
+		return s.turns(t, d)
 	case "capture":
 		a := newArgs(t, d, "run", "status", "reason")
 		status := CheckpointStatus(a.get("status"))
@@ -402,6 +405,41 @@ func (s *story) fire(t *testing.T, d *datadriven.TestData) string {
 		return "not yet: due " + at.Format(time.RFC3339)
 	}
 	return s.decide(cmd)
+}
+
+// turns plays count turns of the thread's runs in a session, each
+// dispatched, started and completed, and prints one line a run: for a
+// story that needs a long thread, not what each turn decides.
+func (s *story) turns(t *testing.T, d *datadriven.TestData) string {
+	a := newArgs(t, d, "session", "thread", "count")
+	session, thread := a.need("session"), a.need("thread")
+	var b strings.Builder
+	for range a.int("count") {
+		r := s.w.thread.activeRun()
+		if r == nil {
+			t.Fatalf("%s: turns: the thread has no active run", d.Pos)
+		}
+		id, n, ref := r.ID, r.Ordinal, fmt.Sprintf("u%d", r.Ordinal)
+		for _, p := range []CommandPayload{
+			RecordTurnDispatched{RunID: r.ID, AttemptID: r.ActiveAttempt, SessionID: session},
+			IngestProviderEvent{SessionID: session, Event: sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: thread,
+				TurnRef: ref, ClientTurnID: r.ActiveAttempt}},
+			IngestProviderEvent{SessionID: session, Event: sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref,
+				Status: sdk.TurnCompleted}},
+		} {
+			if out := s.decide(p); strings.HasPrefix(out, "error: ") {
+				t.Fatalf("%s: turns: run %d: %s", d.Pos, n, out)
+			}
+		}
+		status := RunStatus("left the projection")
+		for _, r := range s.w.whole().Runs {
+			if r.ID == id {
+				status = r.Status
+			}
+		}
+		fmt.Fprintf(&b, "run %d turn %s: %s\n", n, ref, status)
+	}
+	return b.String()
 }
 
 // decide decides the command and prints what it decided. Unless captures
