@@ -565,18 +565,21 @@ type RuntimeEvent struct {
 
 // UnmarshalJSON reads an event as it was marshalled: its status word is
 // read in the vocabulary of its kind (StatusOf), which a Status, an
-// interface, cannot do by itself.
+// interface, cannot do by itself. As for any field, JSON without a status
+// leaves e's as it was.
 func (e *RuntimeEvent) UnmarshalJSON(b []byte) error {
 	// plain is RuntimeEvent without this method; the outer Status, one
 	// level shallower, takes the "status" key from plain's.
 	type plain RuntimeEvent
 	v := struct {
 		*plain
-		Status string `json:"status"`
+		Status *string `json:"status"`
 	}{plain: (*plain)(e)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	e.Status = StatusOf(e.Kind, v.Status)
+	if v.Status != nil {
+		e.Status = StatusOf(e.Kind, *v.Status)
+	}
 	return nil
 }

@@ -97,6 +97,11 @@ func TestStatusesKeepTheirVocabulary(t *testing.T) {
 			t.Errorf("%s: the JSON form read back:\n%s", c.kind, diff)
 		}
 	}
+	// JSON without a status leaves the event's, as it leaves any field.
+	ev := sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: sdk.TurnInterrupted}
+	if err := json.Unmarshal([]byte(`{"title":"t"}`), &ev); err != nil || ev.Status != sdk.Status(sdk.TurnInterrupted) || ev.Title != "t" {
+		t.Errorf("JSON with no status read into a turn_terminal interrupted: %+v, %v; want it interrupted, titled t", ev, err)
+	}
 	if sdk.Status(sdk.TurnFailed) == sdk.Status(sdk.ItemFailed) || sdk.Status(sdk.TurnFailed) == sdk.Status(sdk.ExitFailed) ||
 		sdk.Status(sdk.ItemFailed) == sdk.Status(sdk.ExitFailed) {
 		t.Error(`a turn's, an item's and a process's "failed" are one status`)
