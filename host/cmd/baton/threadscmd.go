@@ -615,10 +615,13 @@ func interruptedLine(t domain.Thread, runID string, waiting *domain.Wait, force 
 		return fmt.Sprintf("%s: its wait for %s is cancelled", head, domain.DescribeLimit(waiting.Limit, waiting.Provider))
 	case r.Status == domain.RunStatusCancelled:
 		return head + ": cancelled before it started"
+	case r.Stop.Forced != "" && (r.Status == domain.RunStatusInterrupted || !r.Status.Terminal()),
+		force && !r.Status.Terminal():
+		// The same line whether the thread is read before the forced
+		// stop is done or after: the read races the host's kill.
+		return head + ": stopped by force; its provider's process is being ended"
 	case r.Status.Terminal():
 		return fmt.Sprintf("%s: %s", head, r.Status)
-	case force || r.Stop.Forced != "":
-		return head + ": stopped by force; its provider's process is being ended"
 	}
 	return head + ": interrupt sent; it ends when the provider confirms (follow it with baton watch " + t.ID + ")"
 }
