@@ -52,49 +52,6 @@ func (env Env) interruptGrace() time.Duration {
 	return cmp.Or(env.InterruptGrace, DefaultInterruptGrace)
 }
 
-// Effect is work for the host to do after a command's events are stored.
-// It is stored in the outbox in the same batch as those events.
-type Effect struct {
-	// ID is the effect's outbox key, given by the store.
-	ID        string     `json:"id,omitempty"`
-	Type      EffectType `json:"type"`
-	ThreadID  string     `json:"threadId"`
-	RunID     string     `json:"runId,omitempty"`
-	AttemptID string     `json:"attemptId,omitempty"`
-	MessageID string     `json:"messageId,omitempty"`
-	Text      string     `json:"text,omitempty"`
-	// Provider and Model, for start_turn, are the run's: the session that
-	// takes the turn runs them.
-	Provider string `json:"provider,omitempty"`
-	Model    string `json:"model,omitempty"`
-	// SessionID is the provider session an effect is bound to; empty for
-	// start_turn, which uses (or opens) the thread's session.
-	SessionID  string            `json:"sessionId,omitempty"`
-	TurnRef    string            `json:"turnRef,omitempty"`
-	RequestRef string            `json:"requestRef,omitempty"`
-	Decision   sdk.Decision      `json:"decision,omitempty"`
-	Answers    map[string]string `json:"answers,omitempty"`
-	// Checkpoints: the checkpoint to capture or restore, its ref, the
-	// checkpoint to summarize against, and the commit to restore.
-	CheckpointID string `json:"checkpointId,omitempty"`
-	Ref          string `json:"ref,omitempty"`
-	BaseID       string `json:"baseId,omitempty"`
-	Commit       string `json:"commit,omitempty"`
-	// Rollback: the provider conversation, how many of its turns to drop
-	// (TurnRef is the oldest of them), and the refs of stale checkpoints.
-	RollbackID string   `json:"rollbackId,omitempty"`
-	ThreadRef  string   `json:"threadRef,omitempty"`
-	Turns      int      `json:"turns,omitempty"`
-	Refs       []string `json:"refs,omitempty"`
-	// Replayed marks an effect a host that restarted performs again (not
-	// stored); Hold, a rollback stage that follows one: when the rollback
-	// is done, queued runs wait for the thread's next message.
-	Replayed bool `json:"-"`
-	Hold     bool `json:"hold,omitempty"`
-	// Timeout bounds a check (run_check).
-	Timeout time.Duration `json:"timeout,omitempty"`
-}
-
 // Decision is what Decide returns: the events it emitted (already applied
 // to the thread it was given) and the effects they call for.
 type Decision struct {

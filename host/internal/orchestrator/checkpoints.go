@@ -35,7 +35,7 @@ func (h *Host) checkpointInfo(threadID, checkpointID string) (cwd, provider, com
 // capture records the worktree in a checkpoint. A cwd outside git is a
 // missing checkpoint; a failure is an error checkpoint: the run ends
 // either way, saying so.
-func (h *Host) capture(e domain.Effect) *domain.Command {
+func (h *Host) capture(e domain.CaptureCheckpoint) *domain.Command {
 	cwd, _, base := h.checkpointInfo(e.ThreadID, e.BaseID)
 	if e.BaseID == "" {
 		base = checkpoint.NoSummary // the first checkpoint: nothing to compare with
@@ -61,7 +61,7 @@ func (h *Host) capture(e domain.Effect) *domain.Command {
 
 // restoreFiles keeps the worktree as it is under the rollback's own ref,
 // then puts it back to the checkpoint.
-func (h *Host) restoreFiles(e domain.Effect) *domain.Command {
+func (h *Host) restoreFiles(e domain.RestoreFiles) *domain.Command {
 	cwd, _, _ := h.checkpointInfo(e.ThreadID, "")
 	ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
 	defer cancel()
@@ -87,7 +87,7 @@ func (h *Host) restoreFiles(e domain.Effect) *domain.Command {
 // leaving the conversation for a fresh one, which the next run starts with
 // a handoff. Then the stale checkpoints' refs go. Once the provider has
 // dropped the turns, the outcome is recorded even if the host is closing.
-func (h *Host) reconcileThread(e domain.Effect) *domain.Command {
+func (h *Host) reconcileThread(e domain.ReconcileThread) *domain.Command {
 	cwd, provider, _ := h.checkpointInfo(e.ThreadID, "")
 	rec := domain.RecordProviderReconciled{RollbackID: e.RollbackID, Reconciliation: domain.ReconcileNone,
 		Replayed: e.Replayed || e.Hold}
@@ -134,7 +134,7 @@ func (h *Host) closingNow() bool {
 
 // rollbackNative asks the thread's plugin to drop the turns, in its live
 // session (opened, resuming the conversation, when there is none).
-func (h *Host) rollbackNative(e domain.Effect, provider string) (string, error) {
+func (h *Host) rollbackNative(e domain.ReconcileThread, provider string) (string, error) {
 	p, err := h.plugins.Get(h.ctx, provider)
 	if err != nil {
 		return "", err

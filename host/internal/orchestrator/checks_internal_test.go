@@ -36,7 +36,7 @@ func TestRunCheck(t *testing.T) {
 	}
 	check := func(cmd string, timeout time.Duration) domain.CheckResult {
 		t.Helper()
-		c := h.runCheck(domain.Effect{ID: "e1", Type: domain.EffectRunCheck, ThreadID: rc.ThreadID, RunID: "run_1", Text: cmd, Timeout: timeout})
+		c := h.runCheck(domain.RunCheck{EffectHead: domain.EffectHead{ID: "e1", ThreadID: rc.ThreadID}, RunID: "run_1", Command: cmd, Timeout: timeout})
 		if want := "check:e1"; c == nil || c.ID != want {
 			t.Fatalf("command %+v, want id %s", c, want)
 		}

@@ -204,7 +204,7 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 	}
 	for _, ef := range effects {
 		data, _ := json.Marshal(ef) // an Effect always encodes
-		b.Effects = append(b.Effects, eventlog.Effect{ThreadID: ef.ThreadID, Data: data})
+		b.Effects = append(b.Effects, eventlog.Effect{ThreadID: ef.Head().ThreadID, Data: data})
 	}
 	if b.Archive, err = encodeParts(scratch.TakeArchived()); err != nil {
 		return domain.Receipt{}, fmt.Errorf("thread %s: %w", c.threadID, err)
@@ -238,7 +238,7 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 	}
 	if len(effects) > 0 && h.ctx.Err() == nil { // closing: the effects wait in the outbox for the next host
 		for i := range effects {
-			effects[i].ID = ids[i]
+			effects[i] = domain.Stored(effects[i], c.threadID, ids[i])
 		}
 		h.push(c.threadID, effects)
 	}

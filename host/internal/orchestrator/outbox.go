@@ -38,7 +38,7 @@ func (h *Host) push(threadID string, effects []domain.Effect) {
 		return // closing: the effects wait in the outbox for the next host
 	}
 	effects = slices.DeleteFunc(slices.Clone(effects), func(e domain.Effect) bool {
-		if e.Type != domain.EffectEndSession {
+		if _, end := e.(domain.EndSession); !end {
 			return false
 		}
 		// At once, beside the queue: what it ends may be what holds the
@@ -85,7 +85,8 @@ func (h *Host) settle(e domain.Effect) {
 	if !settled {
 		return
 	}
-	ref := eventlog.EffectRef{ThreadID: e.ThreadID, ID: e.ID}
+	head := e.Head()
+	ref := eventlog.EffectRef{ThreadID: head.ThreadID, ID: head.ID}
 	if cmd != nil {
 		// Retried until it is recorded: an outcome not recorded would
 		// leave a run ending, or a rollback in progress, for as long as
@@ -93,16 +94,16 @@ func (h *Host) settle(e domain.Effect) {
 		if err := h.retry("record the outcome of an action", func() error {
 			_, err := h.dispatch(h.ctx, *cmd, []eventlog.EffectRef{ref})
 			return err
-		}, "type", e.Type, "thread", e.ThreadID); err != nil {
+		}, "type", e.EffectType(), "thread", head.ThreadID); err != nil {
 			if !stopped(err) {
-				h.log.Error("record the outcome of an action: refused; it stays in the outbox for the next host", "type", e.Type, "thread", e.ThreadID, "error", err)
+				h.log.Error("record the outcome of an action: refused; it stays in the outbox for the next host", "type", e.EffectType(), "thread", head.ThreadID, "error", err)
 			}
 			return
 		}
 	}
 	// Also after a command: one sent before (a duplicate) did not remove it.
 	if err := h.store.EffectDone(ref); err != nil && h.ctx.Err() == nil {
-		h.log.Error("remove performed effect from the outbox", "thread", e.ThreadID, "effect", e.ID, "error", err)
+		h.log.Error("remove performed effect from the outbox", "thread", head.ThreadID, "effect", head.ID, "error", err)
 	}
 }
 
@@ -116,88 +117,102 @@ func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
 	}
 	// The host's own work: a nil command means it was cut short by the
 	// host closing, and the next host performs it again.
-	if own := map[domain.EffectType]func(domain.Effect) *domain.Command{domain.EffectCapture: h.capture,
-		domain.EffectRestoreFiles: h.restoreFiles, domain.EffectReconcileThread: h.reconcileThread, domain.EffectRunCheck: h.runCheck}[e.Type]; own != nil {
-		cmd := own(e)
-		return cmd, cmd != nil
-	}
-	if (e.Type == domain.EffectStartTurn || e.Type == domain.EffectSteer) && !h.attemptActive(e) {
-		// Decided for an attempt that has since been replaced or whose run
-		// ended: sending it now would start work nobody follows. Only a
-		// drain reaches this (it ends runs whose start is still queued);
-		// otherwise a run ends only after its start was performed (its
-		// turn's terminal, the start's own failure) or at recovery, before
-		// any worker runs, and an attempt is replaced only after the
-		// provider ended the turn, by effects queued behind this one.
-		if h.draining.Load() {
-			// The drain ended the run before its start was performed: the
-			// start is left in the outbox, for the next host's recovery to
-			// record as cancelled.
-			return nil, false
+	var own *domain.Command
+	switch e := e.(type) {
+	case domain.CaptureCheckpoint:
+		own = h.capture(e)
+	case domain.RestoreFiles:
+		own = h.restoreFiles(e)
+	case domain.ReconcileThread:
+		own = h.reconcileThread(e)
+	case domain.RunCheck:
+		own = h.runCheck(e)
+	case domain.StartTurn:
+		if !h.attemptActive(e.ThreadID, e.RunID, e.AttemptID) {
+			return h.skip(e, e.RunID, e.AttemptID, nil)
 		}
-		h.log.Debug("provider action for an attempt no longer active; skipped", "type", e.Type, "run", e.RunID, "attempt", e.AttemptID)
-		if e.Type == domain.EffectSteer {
-			return &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID, Payload: domain.SteerFailed{RunID: e.RunID,
-				MessageID: e.MessageID, Reason: "its turn had ended before the message could be sent"}}, true
-		}
-		return nil, true
-	}
-	var err error
-	var sessionID string
-	switch e.Type {
-	case domain.EffectStartTurn:
-		sessionID, err = h.startTurn(e)
-	case domain.EffectRespond:
-		err = h.respond(e)
-	case domain.EffectSteer:
-		err = h.steer(e)
-	case domain.EffectInterrupt:
-		err = h.interrupt(e)
-	case domain.EffectEndSession:
-		err = h.forceClose(e)
-	default:
-		// Unreachable: every effect type the domain decides has a case
-		// here or above, and recovery performs again only the host's own
-		// (Replayable) ones, so an unknown type read from the outbox is
-		// cancelled, never performed. A type added without a case is
-		// logged rather than dropped silently.
-		h.log.Error("unknown effect", "type", e.Type, "thread", e.ThreadID)
-		return nil, true
-	}
-	if err == nil {
-		if e.Type == domain.EffectStartTurn {
+		sessionID, err := h.startTurn(e)
+		if err == nil {
 			return &domain.Command{ID: "dispatched:" + e.AttemptID, ThreadID: e.ThreadID, Payload: domain.RecordTurnDispatched{
 				RunID: e.RunID, AttemptID: e.AttemptID, SessionID: sessionID}}, true
 		}
-		return nil, true
-	}
-	if h.ctx.Err() != nil || errors.Is(err, ErrClosed) {
-		return nil, false // shutting down: the next host's recovery decides
-	}
-	h.log.Warn("provider action failed", "type", e.Type, "thread", e.ThreadID, "run", e.RunID, "error", err)
-	switch e.Type {
-	case domain.EffectStartTurn:
-		return &domain.Command{ID: "fail:" + e.RunID + ":" + e.AttemptID, ThreadID: e.ThreadID,
-			Payload: domain.FailRun{RunID: e.RunID, Failure: sdk.Failure{Code: "start_failed", Message: err.Error()}}}, true
-	case domain.EffectSteer:
-		return &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID,
-			Payload: domain.SteerFailed{RunID: e.RunID, MessageID: e.MessageID, Reason: err.Error()}}, true
-	case domain.EffectRespond:
-		q := h.requestByRef(e.ThreadID, e.SessionID, e.RequestRef)
-		if q == "" {
+		return h.afterFailure(e, e.RunID, err, &domain.Command{ID: "fail:" + e.RunID + ":" + e.AttemptID, ThreadID: e.ThreadID,
+			Payload: domain.FailRun{RunID: e.RunID, Failure: sdk.Failure{Code: "start_failed", Message: err.Error()}}})
+	case domain.Steer:
+		if !h.attemptActive(e.ThreadID, e.RunID, e.AttemptID) {
+			return h.skip(e, e.RunID, e.AttemptID, &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID, Payload: domain.SteerFailed{RunID: e.RunID,
+				MessageID: e.MessageID, Reason: "its turn had ended before the message could be sent"}})
+		}
+		err := h.steer(e)
+		if err == nil {
 			return nil, true
 		}
-		if gone(err) {
-			return unreachableCmd(e.ThreadID, q), true
+		return h.afterFailure(e, e.RunID, err, &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID,
+			Payload: domain.SteerFailed{RunID: e.RunID, MessageID: e.MessageID, Reason: err.Error()}})
+	case domain.Respond:
+		err := h.respond(e)
+		if err == nil {
+			return nil, true
+		}
+		q := h.requestByRef(e.ThreadID, e.SessionID, e.RequestRef)
+		switch {
+		case q == "":
+			return h.afterFailure(e, e.RunID, err, nil)
+		case gone(err):
+			return h.afterFailure(e, e.RunID, err, unreachableCmd(e.ThreadID, q))
 		}
 		// The answer did not get through (refused, timed out): the request
 		// can be answered again.
-		return &domain.Command{ID: "respondfail:" + e.ID, ThreadID: e.ThreadID,
-			Payload: domain.RespondFailed{RequestID: q, Reason: err.Error()}}, true
+		return h.afterFailure(e, e.RunID, err, &domain.Command{ID: "respondfail:" + e.ID, ThreadID: e.ThreadID,
+			Payload: domain.RespondFailed{RequestID: q, Reason: err.Error()}})
+	case domain.Interrupt:
+		// An interrupt that did not reach a live provider: if the process
+		// is gone, its exit ends the run.
+		return h.afterFailure(e, e.RunID, h.interrupt(e), nil)
+	case domain.EndSession:
+		return h.afterFailure(e, e.RunID, h.forceClose(e), nil)
+	default:
+		// Unreachable: every effect type the domain decides has a case
+		// here, and recovery performs again only the host's own
+		// (domain.Replay) ones, so an unknown type read from the outbox is
+		// cancelled, never performed. A type added without a case is
+		// logged rather than dropped silently.
+		h.log.Error("unknown effect", "type", e.EffectType(), "thread", e.Head().ThreadID)
+		return nil, true
 	}
-	// An interrupt that did not reach a live provider: if the process is
-	// gone, its exit ends the run.
-	return nil, true
+	return own, own != nil
+}
+
+// skip settles a provider action decided for an attempt that has since
+// been replaced or whose run ended: sending it now would start work
+// nobody follows. Only a drain reaches this (it ends runs whose start is
+// still queued); otherwise a run ends only after its start was performed
+// (its turn's terminal, the start's own failure) or at recovery, before
+// any worker runs, and an attempt is replaced only after the provider
+// ended the turn, by effects queued behind this one.
+func (h *Host) skip(e domain.Effect, runID, attemptID string, cmd *domain.Command) (*domain.Command, bool) {
+	if h.draining.Load() {
+		// The drain ended the run before its start was performed: the
+		// start is left in the outbox, for the next host's recovery to
+		// record as cancelled.
+		return nil, false
+	}
+	h.log.Debug("provider action for an attempt no longer active; skipped", "type", e.EffectType(), "run", runID, "attempt", attemptID)
+	return cmd, true
+}
+
+// afterFailure settles a provider action that ended with err (nil: done) with
+// cmd, unless the host is shutting down: then the next host's recovery
+// decides.
+func (h *Host) afterFailure(e domain.Effect, runID string, err error, cmd *domain.Command) (*domain.Command, bool) {
+	if err == nil {
+		return nil, true
+	}
+	if h.ctx.Err() != nil || errors.Is(err, ErrClosed) {
+		return nil, false
+	}
+	h.log.Warn("provider action failed", "type", e.EffectType(), "thread", e.Head().ThreadID, "run", runID, "error", err)
+	return cmd, true
 }
 
 // unreachableCmd marks a request whose provider process is gone. Both
@@ -210,14 +225,14 @@ func unreachableCmd(threadID, requestID string) *domain.Command {
 
 // attemptActive says whether an effect's attempt is still its run's active
 // one.
-func (h *Host) attemptActive(e domain.Effect) bool {
-	t, err := h.view(e.ThreadID)
+func (h *Host) attemptActive(threadID, runID, attemptID string) bool {
+	t, err := h.view(threadID)
 	if err != nil {
 		return false
 	}
 	for i := len(t.Runs) - 1; i >= 0; i-- {
-		if r := &t.Runs[i]; r.ID == e.RunID {
-			return r.Status.Active() && r.ActiveAttempt == e.AttemptID
+		if r := &t.Runs[i]; r.ID == runID {
+			return r.Status.Active() && r.ActiveAttempt == attemptID
 		}
 	}
 	return false
@@ -245,8 +260,8 @@ func (h *Host) requestByRef(threadID, sessionID, ref string) string {
 
 // withSession calls the plugin of the live session an effect is bound to
 // (the thread's current one when the effect names none), bounded in time.
-func (h *Host) withSession(e domain.Effect, what string, call func(context.Context, *liveSession) error) error {
-	s, err := h.liveSessionFor(e.ThreadID, e.SessionID)
+func (h *Host) withSession(threadID, sessionID, what string, call func(context.Context, *liveSession) error) error {
+	s, err := h.liveSessionFor(threadID, sessionID)
 	if err != nil {
 		return err
 	}
@@ -255,16 +270,16 @@ func (h *Host) withSession(e domain.Effect, what string, call func(context.Conte
 
 // respond delivers an answer to the provider through the live session
 // that asked.
-func (h *Host) respond(e domain.Effect) error {
-	return h.withSession(e, "RespondToRequest", func(ctx context.Context, s *liveSession) error {
+func (h *Host) respond(e domain.Respond) error {
+	return h.withSession(e.ThreadID, e.SessionID, "RespondToRequest", func(ctx context.Context, s *liveSession) error {
 		return s.plugin.RespondToRequest(ctx, sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: e.RequestRef,
 			Decision: sdk.Decision(e.Decision), Answers: e.Answers})
 	})
 }
 
 // steer adds a message to the provider's active turn.
-func (h *Host) steer(e domain.Effect) error {
-	return h.withSession(e, "SteerTurn", func(ctx context.Context, s *liveSession) error {
+func (h *Host) steer(e domain.Steer) error {
+	return h.withSession(e.ThreadID, e.SessionID, "SteerTurn", func(ctx context.Context, s *liveSession) error {
 		return s.plugin.SteerTurn(ctx, sdk.SteerTurnRequest{SessionID: s.id, TurnRef: e.TurnRef, Input: sdk.TurnInput{Text: e.Text}})
 	})
 }
@@ -274,8 +289,8 @@ func (h *Host) steer(e domain.Effect) error {
 // An interrupt decided before the turn started names no session: the
 // start went first (effects run in order), so the thread's session now is
 // the one.
-func (h *Host) interrupt(e domain.Effect) error {
-	return h.withSession(e, "InterruptTurn", func(ctx context.Context, s *liveSession) error {
+func (h *Host) interrupt(e domain.Interrupt) error {
+	return h.withSession(e.ThreadID, e.SessionID, "InterruptTurn", func(ctx context.Context, s *liveSession) error {
 		return s.plugin.InterruptTurn(ctx, sdk.InterruptTurnRequest{SessionID: s.id, TurnRef: e.TurnRef})
 	})
 }

@@ -48,7 +48,7 @@ func (h *Host) sessionLive(threadID, sessionID string) bool {
 	}
 }
 
-func (h *Host) startTurn(e domain.Effect) (sessionID string, err error) {
+func (h *Host) startTurn(e domain.StartTurn) (sessionID string, err error) {
 	for try := 0; ; try++ {
 		s, err := h.session(e.ThreadID, e.Provider, e.Model)
 		if err != nil {

@@ -184,8 +184,8 @@ func (h *Host) armWaits(threadIDs []string) {
 
 // runCheck runs a loop's check in the thread's cwd, bounded by the
 // effect's timeout on the host's clock, and returns what it found.
-func (h *Host) runCheck(e domain.Effect) *domain.Command {
-	res := domain.CheckResult{RunID: e.RunID, Command: e.Text}
+func (h *Host) runCheck(e domain.RunCheck) *domain.Command {
+	res := domain.CheckResult{RunID: e.RunID, Command: e.Command}
 	t, err := h.view(e.ThreadID)
 	if err == nil {
 		if err = checkCwd(t.Cwd); err != nil {
@@ -200,7 +200,7 @@ func (h *Host) runCheck(e domain.Effect) *domain.Command {
 	ctx, cancel := clock.WithTimeout(h.stopping, h.cfg.Clock, cmp.Or(e.Timeout, domain.DefaultCheckTimeout), errCheckTimeout)
 	defer cancel()
 	var out tailBuffer
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", e.Text)
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", e.Command)
 	cmd.Dir = t.Cwd
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -224,7 +224,7 @@ func (h *Host) runCheck(e domain.Effect) *domain.Command {
 
 var errCheckTimeout = errors.New("the check timed out")
 
-func checkCmd(e domain.Effect, res domain.CheckResult) *domain.Command {
+func checkCmd(e domain.RunCheck, res domain.CheckResult) *domain.Command {
 	return &domain.Command{ID: "check:" + e.ID, ThreadID: e.ThreadID, Payload: domain.RecordCheck{CheckResult: res}}
 }
 
