@@ -135,6 +135,11 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		err = decideCloseIdleSession(t, p, &d)
 	case ShutDown:
 		decideShutDown(t, p, env, &d)
+	case HostStopping:
+		err = decideInterrupt(t, InterruptRun{RunID: p.RunID}, env, &d)
+	case ProviderExited:
+		decideProviderEvent(t, IngestProviderEvent{SessionID: p.SessionID, Event: sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited,
+			Status: sdk.ExitFailed, Failure: &sdk.Failure{Code: "plugin_exited", Message: p.Message}}}, env, &d)
 	case SwitchProvider:
 		if l := t.Loop; l != nil && l.Return != nil {
 			// A person chose where the thread goes: no return overrides it.

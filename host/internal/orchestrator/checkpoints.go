@@ -35,49 +35,44 @@ func (h *Host) checkpointInfo(threadID, checkpointID string) (cwd, provider, com
 // capture records the worktree in a checkpoint. A cwd outside git is a
 // missing checkpoint; a failure is an error checkpoint: the run ends
 // either way, saying so.
-func (h *Host) capture(e domain.CaptureCheckpoint) *domain.Command {
+func (h *Host) capture(e domain.CaptureCheckpoint) (domain.Result, bool) {
 	cwd, _, base := h.checkpointInfo(e.ThreadID, e.BaseID)
 	if e.BaseID == "" {
 		base = checkpoint.NoSummary // the first checkpoint: nothing to compare with
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
 	defer cancel()
-	rec := domain.RecordCheckpoint{CheckpointID: e.CheckpointID}
 	res, err := h.cps.Capture(ctx, cwd, e.Ref, base, h.cfg.Clock.Now())
 	if err != nil {
 		if h.closingNow() {
-			return nil
+			return domain.Result{}, false
 		}
 		h.log.Warn("checkpoint capture failed", "thread", e.ThreadID, "checkpoint", e.CheckpointID, "error", err)
-		rec.Status, rec.Reason = domain.CheckpointError, err.Error()
-	} else {
-		rec.Status, rec.Commit, rec.Reason = domain.CheckpointStatus(res.Status), res.Commit, res.Reason
-		for _, f := range res.Files {
-			rec.Files = append(rec.Files, domain.FileChange(f))
-		}
+		return domain.Result{Err: err}, true
 	}
-	return &domain.Command{ID: "capture:" + e.CheckpointID, ThreadID: e.ThreadID, Payload: rec}
+	rec := domain.RecordCheckpoint{Status: domain.CheckpointStatus(res.Status), Commit: res.Commit, Reason: res.Reason}
+	for _, f := range res.Files {
+		rec.Files = append(rec.Files, domain.FileChange(f))
+	}
+	return domain.Result{Captured: rec}, true
 }
 
 // restoreFiles keeps the worktree as it is under the rollback's own ref,
 // then puts it back to the checkpoint.
-func (h *Host) restoreFiles(e domain.RestoreFiles) *domain.Command {
+func (h *Host) restoreFiles(e domain.RestoreFiles) (domain.Result, bool) {
 	cwd, _, _ := h.checkpointInfo(e.ThreadID, "")
 	ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
 	defer cancel()
-	rec := domain.RecordFilesRestored{RollbackID: e.RollbackID, Replayed: e.Replayed}
 	res, err := h.cps.SaveAndRestore(ctx, cwd, e.Commit, e.Ref, h.cfg.Clock.Now())
 	if err != nil {
 		if h.closingNow() {
-			return nil
+			return domain.Result{}, false
 		}
 		h.log.Warn("rollback: restoring files failed", "thread", e.ThreadID, "rollback", e.RollbackID, "error", err)
-		rec.Failure = &sdk.Failure{Code: "restore_failed", Message: err.Error()}
-	} else {
-		rec.Written, rec.Removed = len(res.Written), len(res.Removed)
-		rec.SavedRef, rec.SavedCommit = e.Ref, res.Saved
+		return domain.Result{Err: err}, true
 	}
-	return &domain.Command{ID: "restored:" + e.RollbackID, ThreadID: e.ThreadID, Payload: rec}
+	return domain.Result{Restored: domain.RecordFilesRestored{Written: len(res.Written), Removed: len(res.Removed),
+		SavedCommit: res.Saved}}, true
 }
 
 // reconcileThread brings the provider's conversation back to the rollback's
@@ -87,10 +82,9 @@ func (h *Host) restoreFiles(e domain.RestoreFiles) *domain.Command {
 // leaving the conversation for a fresh one, which the next run starts with
 // a handoff. Then the stale checkpoints' refs go. Once the provider has
 // dropped the turns, the outcome is recorded even if the host is closing.
-func (h *Host) reconcileThread(e domain.ReconcileThread) *domain.Command {
+func (h *Host) reconcileThread(e domain.ReconcileThread) (domain.Result, bool) {
 	cwd, provider, _ := h.checkpointInfo(e.ThreadID, "")
-	rec := domain.RecordProviderReconciled{RollbackID: e.RollbackID, Reconciliation: domain.ReconcileNone,
-		Replayed: e.Replayed || e.Hold}
+	rec := domain.RecordProviderReconciled{Reconciliation: domain.ReconcileNone}
 	var notes []string
 	if e.Turns > 0 {
 		rec.Reconciliation = domain.ReconcileFreshThread
@@ -99,7 +93,7 @@ func (h *Host) reconcileThread(e domain.ReconcileThread) *domain.Command {
 		case err == nil:
 			rec.Reconciliation, rec.ProviderThreadRef, rec.TurnsDropped = domain.ReconcileNative, ref, e.Turns
 		case h.closingNow() || errors.Is(err, ErrClosed):
-			return nil // not done: the next host does it
+			return domain.Result{}, false // not done: the next host does it
 		case errors.Is(err, sdk.ErrUnsupported):
 			notes = append(notes, fmt.Sprintf("the %s provider cannot drop turns; the next run starts a fresh conversation with a summary of the earlier one", provider))
 		default:
@@ -121,7 +115,7 @@ func (h *Host) reconcileThread(e domain.ReconcileThread) *domain.Command {
 		}
 	}
 	rec.Note = strings.Join(notes, "; ")
-	return &domain.Command{ID: "reconciled:" + e.RollbackID, ThreadID: e.ThreadID, Payload: rec}
+	return domain.Result{Reconciled: rec}, true
 }
 
 // closingNow says whether the host has begun to close: an operation that

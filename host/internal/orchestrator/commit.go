@@ -322,7 +322,7 @@ func (h *Host) checkReachable(ctx context.Context, threadID, requestID string) e
 		// (its session's pump is ingesting it): a window of milliseconds
 		// that no test can place an answer in; once the end is recorded,
 		// the request is expired and Decide refuses the answer.
-		if _, err := h.Dispatch(ctx, *unreachableCmd(threadID, q.ID)); err != nil {
+		if _, err := h.Dispatch(ctx, domain.Unreachable(threadID, q.ID)); err != nil {
 			return err
 		}
 		return fmt.Errorf("%w: request %s cannot be answered: its provider process is gone", domain.ErrNotResumable, q.ID)

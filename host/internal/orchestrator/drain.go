@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/baton-run/baton/host/internal/domain"
@@ -52,8 +51,7 @@ func (h *Host) drainRuns(ask bool) {
 			continue // no live provider has its turn (or no effect can run): ended below
 		}
 		if r.Ending == nil {
-			if _, err := h.Dispatch(h.ctx, domain.Command{ID: "drain:" + r.ID + ":" + r.ActiveAttempt, ThreadID: id,
-				Payload: domain.InterruptRun{RunID: r.ID}}); err != nil {
+			if _, err := h.Dispatch(h.ctx, domain.Observed(id, domain.HostStopping{RunID: r.ID, AttemptID: r.ActiveAttempt})); err != nil {
 				h.log.Warn("drain: ask a run to stop", "thread", id, "run", r.ID, "error", err)
 			}
 		}
@@ -67,8 +65,7 @@ func (h *Host) drainRuns(ask bool) {
 		if err != nil || activeRun(t) == nil {
 			continue
 		}
-		if _, err := h.Dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("shutdown:%s:%d", id, t.Sequence), ThreadID: id,
-			Payload: domain.ShutDown{Reason: ShutDownReason}}); err != nil {
+		if _, err := h.Dispatch(h.ctx, domain.Observed(id, domain.ShutDown{Reason: ShutDownReason, After: t.Sequence})); err != nil {
 			h.log.Error("drain: end a run as the host shuts down", "thread", id, "error", err)
 		}
 	}
@@ -170,7 +167,7 @@ func (h *Host) reap(s *liveSession) bool {
 	}
 	delete(h.sessions, s.threadID)
 	h.smu.Unlock()
-	_, err = h.Dispatch(h.ctx, domain.Command{ID: "idle:" + s.id, ThreadID: s.threadID, Payload: domain.CloseIdleSession{SessionID: s.id}})
+	_, err = h.Dispatch(h.ctx, domain.Observed(s.threadID, domain.CloseIdleSession{SessionID: s.id}))
 	if err != nil {
 		h.smu.Lock()
 		if _, taken := h.sessions[s.threadID]; !taken && !h.closing {

@@ -109,68 +109,68 @@ func (h *Host) settle(e domain.Effect) {
 
 // perform does one effect and returns the command that records what came
 // of it (nil: nothing to record) and whether it is settled (false: the
-// host is closing). A failure becomes a command, so it is decided and
-// recorded like everything else.
+// host is closing, or it was cut short by the host closing: it stays in
+// the outbox, for the next host). The host only reports what it saw; the
+// domain says whether the effect is still wanted (domain.Current) and
+// what its outcome is (domain.Outcome), a failure included, so that it is
+// decided and recorded like everything else.
 func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
 	if h.ctx.Err() != nil {
 		return nil, false // closing: left in the outbox
 	}
-	// The host's own work: a nil command means it was cut short by the
-	// host closing, and the next host performs it again.
-	var own *domain.Command
+	threadID := e.Head().ThreadID
+	t, _ := h.view(threadID) // nil: not found, and nor is what the effect was for
+	if !domain.Current(t, e) {
+		// Only a drain reaches this with a start (it ends runs whose start
+		// is still queued); otherwise a run ends only after its start was
+		// performed (its turn's terminal, the start's own failure) or at
+		// recovery, before any worker runs, and an attempt is replaced
+		// only after the provider ended the turn, by effects queued behind
+		// this one.
+		if h.draining.Load() {
+			// The drain ended the run before its start was performed: the
+			// start is left in the outbox, for the next host's recovery to
+			// record as cancelled.
+			return nil, false
+		}
+		h.log.Debug("provider action for an attempt no longer active; skipped", "type", e.EffectType(), "thread", threadID)
+		return domain.Outcome(t, e, domain.Result{Skipped: true}), true
+	}
+	r, settled := h.do(e)
+	if !settled {
+		return nil, false
+	}
+	if r.Err != nil {
+		t, _ = h.view(threadID) // as it is now: the request an answer was for
+	}
+	return domain.Outcome(t, e, r), true
+}
+
+// do carries an effect out and reports what it saw, and whether that is
+// settled (false: cut short by the host closing).
+func (h *Host) do(e domain.Effect) (domain.Result, bool) {
+	var r domain.Result
 	switch e := e.(type) {
 	case domain.CaptureCheckpoint:
-		own = h.capture(e)
+		return h.capture(e)
 	case domain.RestoreFiles:
-		own = h.restoreFiles(e)
+		return h.restoreFiles(e)
 	case domain.ReconcileThread:
-		own = h.reconcileThread(e)
+		return h.reconcileThread(e)
 	case domain.RunCheck:
-		own = h.runCheck(e)
+		return h.runCheck(e)
 	case domain.StartTurn:
-		if !h.attemptActive(e.ThreadID, e.RunID, e.AttemptID) {
-			return h.skip(e, e.RunID, e.AttemptID, nil)
-		}
-		sessionID, err := h.startTurn(e)
-		if err == nil {
-			return &domain.Command{ID: "dispatched:" + e.AttemptID, ThreadID: e.ThreadID, Payload: domain.RecordTurnDispatched{
-				RunID: e.RunID, AttemptID: e.AttemptID, SessionID: sessionID}}, true
-		}
-		return h.afterFailure(e, e.RunID, err, &domain.Command{ID: "fail:" + e.RunID + ":" + e.AttemptID, ThreadID: e.ThreadID,
-			Payload: domain.FailRun{RunID: e.RunID, Failure: sdk.Failure{Code: "start_failed", Message: err.Error()}}})
+		r.SessionID, r.Err = h.startTurn(e)
 	case domain.Steer:
-		if !h.attemptActive(e.ThreadID, e.RunID, e.AttemptID) {
-			return h.skip(e, e.RunID, e.AttemptID, &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID, Payload: domain.SteerFailed{RunID: e.RunID,
-				MessageID: e.MessageID, Reason: "its turn had ended before the message could be sent"}})
-		}
-		err := h.steer(e)
-		if err == nil {
-			return nil, true
-		}
-		return h.afterFailure(e, e.RunID, err, &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID,
-			Payload: domain.SteerFailed{RunID: e.RunID, MessageID: e.MessageID, Reason: err.Error()}})
+		r.Err = h.steer(e)
 	case domain.Respond:
-		err := h.respond(e)
-		if err == nil {
-			return nil, true
-		}
-		q := h.requestByRef(e.ThreadID, e.SessionID, e.RequestRef)
-		switch {
-		case q == "":
-			return h.afterFailure(e, e.RunID, err, nil)
-		case gone(err):
-			return h.afterFailure(e, e.RunID, err, unreachableCmd(e.ThreadID, q))
-		}
-		// The answer did not get through (refused, timed out): the request
-		// can be answered again.
-		return h.afterFailure(e, e.RunID, err, &domain.Command{ID: "respondfail:" + e.ID, ThreadID: e.ThreadID,
-			Payload: domain.RespondFailed{RequestID: q, Reason: err.Error()}})
+		r.Err = h.respond(e)
 	case domain.Interrupt:
-		// An interrupt that did not reach a live provider: if the process
-		// is gone, its exit ends the run.
-		return h.afterFailure(e, e.RunID, h.interrupt(e), nil)
+		// One that did not reach a live provider: if the process is gone,
+		// its exit ends the run.
+		r.Err = h.interrupt(e)
 	case domain.EndSession:
-		return h.afterFailure(e, e.RunID, h.forceClose(e), nil)
+		r.Err = h.forceClose(e)
 	default:
 		// Unreachable: every effect type the domain decides has a case
 		// here, and recovery performs again only the host's own
@@ -178,84 +178,15 @@ func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
 		// cancelled, never performed. A type added without a case is
 		// logged rather than dropped silently.
 		h.log.Error("unknown effect", "type", e.EffectType(), "thread", e.Head().ThreadID)
-		return nil, true
+		return r, true
 	}
-	return own, own != nil
-}
-
-// skip settles a provider action decided for an attempt that has since
-// been replaced or whose run ended: sending it now would start work
-// nobody follows. Only a drain reaches this (it ends runs whose start is
-// still queued); otherwise a run ends only after its start was performed
-// (its turn's terminal, the start's own failure) or at recovery, before
-// any worker runs, and an attempt is replaced only after the provider
-// ended the turn, by effects queued behind this one.
-func (h *Host) skip(e domain.Effect, runID, attemptID string, cmd *domain.Command) (*domain.Command, bool) {
-	if h.draining.Load() {
-		// The drain ended the run before its start was performed: the
-		// start is left in the outbox, for the next host's recovery to
-		// record as cancelled.
-		return nil, false
-	}
-	h.log.Debug("provider action for an attempt no longer active; skipped", "type", e.EffectType(), "run", runID, "attempt", attemptID)
-	return cmd, true
-}
-
-// afterFailure settles a provider action that ended with err (nil: done) with
-// cmd, unless the host is shutting down: then the next host's recovery
-// decides.
-func (h *Host) afterFailure(e domain.Effect, runID string, err error, cmd *domain.Command) (*domain.Command, bool) {
-	if err == nil {
-		return nil, true
-	}
-	if h.ctx.Err() != nil || errors.Is(err, ErrClosed) {
-		return nil, false
-	}
-	h.log.Warn("provider action failed", "type", e.EffectType(), "thread", e.Head().ThreadID, "run", runID, "error", err)
-	return cmd, true
-}
-
-// unreachableCmd marks a request whose provider process is gone. Both
-// paths that find it (a client's answer, a failed delivery) send the same
-// command, so the second is a duplicate, not a conflict.
-func unreachableCmd(threadID, requestID string) *domain.Command {
-	return &domain.Command{ID: "unreachable:" + requestID, ThreadID: threadID,
-		Payload: domain.MarkRequestUnreachable{RequestID: requestID, Reason: "its provider process is gone"}}
-}
-
-// attemptActive says whether an effect's attempt is still its run's active
-// one.
-func (h *Host) attemptActive(threadID, runID, attemptID string) bool {
-	t, err := h.view(threadID)
-	if err != nil {
-		return false
-	}
-	for i := len(t.Runs) - 1; i >= 0; i-- {
-		if r := &t.Runs[i]; r.ID == runID {
-			return r.Status.Active() && r.ActiveAttempt == attemptID
+	if r.Err != nil {
+		if h.ctx.Err() != nil || errors.Is(r.Err, ErrClosed) {
+			return r, false // shutting down: the next host's recovery decides
 		}
+		h.log.Warn("provider action failed", "type", e.EffectType(), "thread", e.Head().ThreadID, "error", r.Err)
 	}
-	return false
-}
-
-// gone says whether an error means the provider session cannot be reached.
-func gone(err error) bool {
-	return errors.Is(err, sdk.ErrNotResumable) || errors.Is(err, sdk.ErrUnknownSession) ||
-		errors.Is(err, sdk.ErrProviderExited) || errors.Is(err, sdk.ErrPluginUnavailable)
-}
-
-// requestByRef finds a request's app id.
-func (h *Host) requestByRef(threadID, sessionID, ref string) string {
-	t, err := h.view(threadID)
-	if err != nil {
-		return ""
-	}
-	for _, q := range t.Requests {
-		if q.SessionID == sessionID && q.ProviderRef == ref {
-			return q.ID
-		}
-	}
-	return ""
+	return r, true
 }
 
 // withSession calls the plugin of the live session an effect is bound to

@@ -136,7 +136,8 @@ func (h *Host) recover() error {
 		}
 		if t.Live() || len(rec.Effects) > 0 {
 			last, _ := h.store.Last()
-			_, err := h.dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("recover:%s:%d", id, last), ThreadID: id, Payload: rec}, done)
+			rec.After = last
+			_, err := h.dispatch(h.ctx, domain.Observed(id, rec), done)
 			if err != nil {
 				return fmt.Errorf("recover thread %s: %w", id, err)
 			}
@@ -149,8 +150,7 @@ func (h *Host) recover() error {
 		}
 		if t, err := h.view(id); err == nil && t.Summary().Queued > 0 {
 			last, _ := h.store.Last()
-			if _, err := h.dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("startqueued:%s:%d", id, last), ThreadID: id,
-				Payload: domain.StartQueued{}}, nil); err != nil {
+			if _, err := h.dispatch(h.ctx, domain.Observed(id, domain.StartQueued{After: last}), nil); err != nil {
 				return fmt.Errorf("recover thread %s: start its queued runs: %w", id, err)
 			}
 		}

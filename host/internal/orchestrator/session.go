@@ -214,8 +214,8 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		if s.provider == provider && s.model == model {
 			to += ", with another command"
 		}
-		if _, err := h.Dispatch(h.ctx, domain.Command{ID: "retire:" + s.id, ThreadID: threadID,
-			Payload: domain.RetireSession{SessionID: s.id, Reason: "the thread switched to " + to}}); err != nil {
+		if _, err := h.Dispatch(h.ctx, domain.Observed(threadID,
+			domain.RetireSession{SessionID: s.id, Reason: "the thread switched to " + to})); err != nil {
 			return nil, err
 		}
 		s.close(h.cfg.Clock, h.log)
@@ -257,10 +257,10 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		done: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(h.ctx)
 	s.touch(h.cfg.Clock.Now())
-	if _, err := h.Dispatch(h.ctx, domain.Command{ID: "open:" + id, ThreadID: threadID, Payload: domain.RecordSessionOpened{
+	if _, err := h.Dispatch(h.ctx, domain.Observed(threadID, domain.RecordSessionOpened{
 		SessionID: id, Provider: provider, Model: model, ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
 		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, ResumeRequested: resume,
-		Resumed: resp.Resumed && req.ResumeThreadRef != ""}}); err != nil {
+		Resumed: resp.Resumed && req.ResumeThreadRef != ""})); err != nil {
 		s.cancel()
 		h.closeUnused(p, id)
 		return nil, err
@@ -447,9 +447,11 @@ func (h *Host) pump(s *liveSession) {
 			}
 		}
 		wait.Stop()
-		h.ingest(s, sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitFailed,
-			Failure: &sdk.Failure{Code: "plugin_exited", Message: pluginGoneFailure(s.plugin, streamErr)}},
-			"pexit:"+s.id)
+		h.settleIngest(s, 1, func() error {
+			_, err := h.Dispatch(context.Background(), domain.Observed(s.threadID,
+				domain.ProviderExited{SessionID: s.id, Message: pluginGoneFailure(s.plugin, streamErr)}))
+			return err
+		})
 		return
 	}
 }

@@ -17,7 +17,7 @@ import (
 // stops it when there is none).
 func (h *Host) syncStop(threadID string, t *domain.Thread) {
 	p, at, due := t.StopDeadline()
-	h.arm(&h.stops, "force a run to stop", threadID, domain.Command{ID: "force:" + p.AttemptID, ThreadID: threadID, Payload: p}, at, due,
+	h.arm(&h.stops, "force a run to stop", threadID, domain.Observed(threadID, p), at, due,
 		"thread", threadID, "run", p.RunID)
 }
 
