@@ -40,6 +40,9 @@ type Env struct {
 	// Past is what the host gathered of the runs that left the thread's
 	// projection, when the decision asked for it (see NeedPast).
 	Past *Past
+	// Facts is what the host found out, before it took the thread's lock,
+	// of the providers and directory the command names (FactsFor).
+	Facts *Facts
 }
 
 // DefaultInterruptGrace is Env.InterruptGrace's default: long enough for
@@ -156,6 +159,9 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		err = decideRecordCheck(t, p, env, &d)
 	default:
 		err = fmt.Errorf("%w: unknown command type %q", ErrInvalid, cmd.Payload.CommandType())
+	}
+	if err == nil {
+		err = env.Facts.check(cmd.Payload)
 	}
 	if err == nil && d.need != nil {
 		err = d.need
