@@ -2,7 +2,9 @@ package domain
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/baton-run/baton/sdk"
 )
@@ -21,22 +23,27 @@ import (
 
 // Result is what the host saw of performing an effect.
 type Result struct {
-	// Err is why the effect could not be done; nil when it was.
+	// Err is why the effect could not be done; nil when it was. (For a
+	// ReconcileThread, why the provider could not drop the turns:
+	// sdk.ErrUnsupported when its plugin cannot.)
 	Err error
 	// Skipped: the effect was not performed: its attempt was no longer
 	// its run's active one (Current).
 	Skipped bool
 	// SessionID is the session that took a StartTurn's turn.
 	SessionID string
+	// ThreadRef is the conversation a ReconcileThread's provider goes on
+	// in once it dropped the turns; RefsErr, why the refs of its stale
+	// checkpoints could not be deleted.
+	ThreadRef string
+	RefsErr   error
 	// What the host's own work found (when Err is nil): a capture's
-	// checkpoint, the files a restore wrote, removed and saved, how the
-	// provider's conversation was brought back, a check's result. Outcome
-	// names the checkpoint, rollback or run (from the effect); the host
-	// gives the rest.
-	Captured   RecordCheckpoint
-	Restored   RecordFilesRestored
-	Reconciled RecordProviderReconciled
-	Checked    CheckResult
+	// checkpoint, the files a restore wrote, removed and saved, a check's
+	// result. Outcome names the checkpoint, rollback or run (from the
+	// effect); the host gives the rest.
+	Captured RecordCheckpoint
+	Restored RecordFilesRestored
+	Checked  CheckResult
 }
 
 // Outcome is the command that records what came of performing e, nil when
@@ -109,15 +116,43 @@ func Outcome(t *Thread, e Effect, r Result) *Command {
 		p.RollbackID, p.Replayed = e.RollbackID, e.Replayed
 		return cmd("restored:"+e.RollbackID, p)
 	case ReconcileThread:
-		p := r.Reconciled
-		p.RollbackID, p.Replayed = e.RollbackID, e.Replayed || e.Hold
-		return cmd("reconciled:"+e.RollbackID, p)
+		return cmd("reconciled:"+e.RollbackID, reconciled(t, e, r))
 	case RunCheck:
 		p := r.Checked
 		p.RunID, p.Command = e.RunID, e.Command
 		return cmd("check:"+e.ID, RecordCheck{CheckResult: p})
 	}
 	return nil // Interrupt, EndSession and a kind this host does not know record nothing
+}
+
+// reconciled is how a rollback brought the provider's conversation back:
+// natively where the provider dropped the turns, else by leaving the
+// conversation for a fresh one, which the next run starts with a handoff
+// (the host closed its session). A note says why, and what of the stale
+// checkpoints' refs could not be deleted.
+func reconciled(t *Thread, e ReconcileThread, r Result) RecordProviderReconciled {
+	p := RecordProviderReconciled{RollbackID: e.RollbackID, Reconciliation: ReconcileNone, Replayed: e.Replayed || e.Hold}
+	var notes []string
+	if e.Turns > 0 {
+		p.Reconciliation = ReconcileFreshThread
+		provider := ""
+		if t != nil {
+			provider = t.Provider
+		}
+		switch {
+		case r.Err == nil:
+			p.Reconciliation, p.ProviderThreadRef, p.TurnsDropped = ReconcileNative, r.ThreadRef, e.Turns
+		case errors.Is(r.Err, sdk.ErrUnsupported):
+			notes = append(notes, fmt.Sprintf("the %s provider cannot drop turns; the next run starts a fresh conversation with a summary of the earlier one", provider))
+		default:
+			notes = append(notes, fmt.Sprintf("the provider's rollback failed (%v); the next run starts a fresh conversation with a summary of the earlier one", r.Err))
+		}
+	}
+	if r.RefsErr != nil {
+		notes = append(notes, "the refs of stale checkpoints could not be deleted: "+r.RefsErr.Error())
+	}
+	p.Note = strings.Join(notes, "; ")
+	return p
 }
 
 // Current says whether a provider action is still wanted: a start or a

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/baton-run/baton/host/internal/checkpoint"
@@ -84,23 +83,19 @@ func (h *Host) restoreFiles(e domain.RestoreFiles) (domain.Result, bool) {
 // dropped the turns, the outcome is recorded even if the host is closing.
 func (h *Host) reconcileThread(e domain.ReconcileThread) (domain.Result, bool) {
 	cwd, provider, _ := h.checkpointInfo(e.ThreadID, "")
-	rec := domain.RecordProviderReconciled{Reconciliation: domain.ReconcileNone}
-	var notes []string
+	var r domain.Result
 	if e.Turns > 0 {
-		rec.Reconciliation = domain.ReconcileFreshThread
-		ref, err := h.rollbackNative(e, provider)
+		r.ThreadRef, r.Err = h.rollbackNative(e, provider)
 		switch {
-		case err == nil:
-			rec.Reconciliation, rec.ProviderThreadRef, rec.TurnsDropped = domain.ReconcileNative, ref, e.Turns
-		case h.closingNow() || errors.Is(err, ErrClosed):
+		case r.Err == nil:
+		case h.closingNow() || errors.Is(r.Err, ErrClosed):
 			return domain.Result{}, false // not done: the next host does it
-		case errors.Is(err, sdk.ErrUnsupported):
-			notes = append(notes, fmt.Sprintf("the %s provider cannot drop turns; the next run starts a fresh conversation with a summary of the earlier one", provider))
 		default:
-			h.log.Warn("rollback: the provider's rollback failed; falling back to a fresh conversation", "thread", e.ThreadID, "error", err)
-			notes = append(notes, fmt.Sprintf("the provider's rollback failed (%v); the next run starts a fresh conversation with a summary of the earlier one", err))
-		}
-		if rec.Reconciliation == domain.ReconcileFreshThread {
+			if !errors.Is(r.Err, sdk.ErrUnsupported) {
+				h.log.Warn("rollback: the provider's rollback failed; falling back to a fresh conversation", "thread", e.ThreadID, "error", r.Err)
+			}
+			// The conversation is left for a fresh one (domain.Outcome):
+			// the next run opens a new session.
 			h.closeThreadSession(e.ThreadID)
 		}
 	}
@@ -110,12 +105,9 @@ func (h *Host) reconcileThread(e domain.ReconcileThread) (domain.Result, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err := h.cps.DeleteRefs(ctx, cwd, e.Refs...)
 		cancel()
-		if err != nil {
-			notes = append(notes, "the refs of stale checkpoints could not be deleted: "+err.Error())
-		}
+		r.RefsErr = err
 	}
-	rec.Note = strings.Join(notes, "; ")
-	return domain.Result{Reconciled: rec}, true
+	return r, true
 }
 
 // closingNow says whether the host has begun to close: an operation that
