@@ -15,7 +15,19 @@ import (
 
 // The outbox: effects are committed with the events that call for them, and
 // a worker per thread performs them in order, one at a time, removing each
-// from the outbox when its outcome is recorded.
+// from the outbox when its outcome is recorded. The loop, as raft's Ready
+// loop, in four steps:
+//
+//  1. a commit (commit.go) stores a decision's events with its effects;
+//  2. push hands the effects to the thread's worker, in commit order;
+//  3. perform asks the domain whether the effect is still wanted
+//     (domain.Current), carries it out (do) and reports only what it saw
+//     (domain.Result);
+//  4. the domain turns that into the effect's one outcome command
+//     (domain.Outcome), whose id derives from the effect, and settle
+//     commits it with the outbox entry it settles: step 1 again.
+//
+// Nothing here chooses what happens next; a failure is an outcome too.
 
 // worker performs one thread's effects. It is started with an effect and
 // ends when its queue is empty (or the host closes), so that idle threads
