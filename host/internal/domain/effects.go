@@ -14,11 +14,11 @@ import (
 // needs, and the set is closed (Effect has an unexported method), so a
 // switch over the kinds is checked against this file.
 //
-// The stored form is a JSON object: the kind's fields and "type", its
-// EffectType. It is the form the one struct of every field had before the
-// kinds had types: an effect stored by an older host decodes
-// (DecodeEffect) to its kind, the fields of other kinds it never set
-// left out.
+// The stored form is a JSON object: "type", its EffectType, then the
+// kind's fields. It is the form the one struct of every field had before
+// the kinds had types, byte for byte (the fields in that struct's order):
+// an effect stored by an older host decodes (DecodeEffect) to its kind,
+// the fields of other kinds it never set left out.
 
 // Effect is one effect: StartTurn, Respond, Steer, Interrupt, EndSession,
 // CaptureCheckpoint, RestoreFiles, ReconcileThread or RunCheck.
@@ -108,10 +108,10 @@ type (
 	// is under Ref, then put back to Commit, the checkpoint's.
 	RestoreFiles struct {
 		EffectHead
-		RollbackID   string `json:"rollbackId"`
 		CheckpointID string `json:"checkpointId,omitempty"`
-		Commit       string `json:"commit,omitempty"`
 		Ref          string `json:"ref,omitempty"`
+		Commit       string `json:"commit,omitempty"`
+		RollbackID   string `json:"rollbackId"`
 		// Replayed: a host that restarted performs it again (not stored).
 		Replayed bool `json:"-"`
 	}
@@ -120,10 +120,10 @@ type (
 	// oldest of them), and the refs of stale checkpoints go.
 	ReconcileThread struct {
 		EffectHead
+		TurnRef    string   `json:"turnRef,omitempty"`
 		RollbackID string   `json:"rollbackId"`
 		ThreadRef  string   `json:"threadRef,omitempty"`
 		Turns      int      `json:"turns,omitempty"`
-		TurnRef    string   `json:"turnRef,omitempty"`
 		Refs       []string `json:"refs,omitempty"`
 		// Hold: it follows a stage a host that restarted performed again;
 		// when the rollback is done, queued runs wait for the thread's
