@@ -101,11 +101,11 @@ func TestStatusesFor(t *testing.T) {
 		got[k] = sdk.StatusesFor(k)
 	}
 	want := map[sdk.EventKind][]sdk.Status{
-		sdk.EventTurnTerminal:    {"completed", "interrupted", "failed"},
-		sdk.EventRuntimeExited:   {"exited", "closed", "failed"},
-		sdk.EventItemStarted:     {"in_progress", "completed", "failed", "declined"},
-		sdk.EventItemCompleted:   {"completed", "failed", "declined"},
-		sdk.EventRequestResolved: {"accept", "accept_for_session", "decline", "cancel", "answer"},
+		sdk.EventTurnTerminal:    {sdk.TurnStatus("completed"), sdk.TurnStatus("interrupted"), sdk.TurnStatus("failed")},
+		sdk.EventRuntimeExited:   {sdk.ExitStatus("exited"), sdk.ExitStatus("closed"), sdk.ExitStatus("failed")},
+		sdk.EventItemStarted:     {sdk.ItemStatus("in_progress"), sdk.ItemStatus("completed"), sdk.ItemStatus("failed"), sdk.ItemStatus("declined")},
+		sdk.EventItemCompleted:   {sdk.ItemStatus("completed"), sdk.ItemStatus("failed"), sdk.ItemStatus("declined")},
+		sdk.EventRequestResolved: {sdk.Decision("accept"), sdk.Decision("accept_for_session"), sdk.Decision("decline"), sdk.Decision("cancel"), sdk.Decision("answer")},
 		sdk.EventItemUpdated:     nil,
 		sdk.EventContentDelta:    nil,
 	}

@@ -57,7 +57,8 @@
 //     its terminal. The host makes an execution node and the item the user
 //     reads.
 //   - [EventItemUpdated]: ItemRef of a started item; any of Title, Text,
-//     Status, Detail. The host updates the node.
+//     Status (an [ItemStatus], the provider's own word for an item in
+//     progress among them), Detail. The host updates the node.
 //   - [EventContentDelta]: TurnRef, ItemRef, ItemKind, Text (the next
 //     chunk). The host appends the chunk to the item's text as it comes:
 //     an item's text is its deltas, and nothing else.
@@ -74,7 +75,7 @@
 //     Title, Options, TurnRef (the Approvals capability). While the
 //     provider waits for an answer. The host answers by the thread's policy or asks the user,
 //     through [Responder].
-//   - [EventRequestResolved]: RequestRef, Status (a [Decision]'s Status).
+//   - [EventRequestResolved]: RequestRef, Status (the [Decision]).
 //     Once the answer reached the provider, or the provider withdrew the
 //     question ([DecisionCancel]). The host closes the request. Requests
 //     still open when the session ends become not resumable.
@@ -128,7 +129,10 @@
 // are looked up across them all: refs unique beyond the provider thread
 // are safest. A request ref needs to be unique in its session only.
 //
-// [StatusesFor] lists the statuses each kind may carry. The conformance
+// A Status is of its kind's vocabulary, a type of its own: [TurnStatus],
+// [ExitStatus], [ItemStatus] or [Decision] (the same word in two of them,
+// "failed", is two statuses). [StatusesFor] lists the statuses each kind
+// may carry. The conformance
 // suite (plugintest.Conformance) plays standard scenarios against a plugin
 // binary and checks every rule above, the refs of a resumed session
 // against an earlier session's among them (plugintest.CheckThread).

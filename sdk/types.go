@@ -117,7 +117,7 @@ type InterruptTurnRequest struct {
 }
 
 // Decision is an answer to a runtime request, and how a request_resolved
-// event says it was answered (its Status, see Decision.Status).
+// event says it was answered (its Status).
 type Decision string
 
 const (
@@ -128,8 +128,16 @@ const (
 	DecisionAnswer           Decision = "answer"
 )
 
+// Decisions are every answer a request takes, in the order they are
+// offered.
+func Decisions() []Decision {
+	return []Decision{DecisionAccept, DecisionAcceptForSession, DecisionDecline, DecisionCancel, DecisionAnswer}
+}
+
 // Status is the decision as a request_resolved event's status.
-func (d Decision) Status() Status { return Status(d) }
+//
+// Deprecated: a Decision is a Status; use it as it is.
+func (d Decision) Status() Status { return d }
 
 // RespondToRequestRequest answers an approval or question.
 type RespondToRequestRequest struct {
@@ -241,37 +249,105 @@ const (
 	ItemUserMessage      ItemKind = "user_message"
 )
 
-// Status is an event's status. Which statuses an event may carry depends
-// on its kind (see StatusesFor): a turn's end, an item's state, how a
-// request was decided, how the provider process ended.
-type Status string
+// Status is a runtime event's status: a word of one of four vocabularies,
+// each its own type, chosen by the event's kind (see StatusesFor):
+//
+//   - TurnStatus: how a turn ended (turn_terminal);
+//   - ExitStatus: how the provider process ended (runtime_exited);
+//   - ItemStatus: where an item is (item_started, item_updated,
+//     item_completed);
+//   - Decision: how a request was answered (request_resolved).
+//
+// The set is closed: only these four types are statuses. So a word of one
+// vocabulary is never taken for another's ("failed" ends a turn, an item
+// or a process, and they are three statuses, not equal to each other),
+// and a status converts to its vocabulary only by a type assertion or
+// switch, never by a conversion the compiler would let through. Nil is no
+// status. On the wire (JSON and protobuf) a status is its word.
+type Status interface {
+	// word closes the set, and is what the wire carries.
+	word() string
+}
 
-// Turn statuses: turn_terminal.
+// TurnStatus is how a turn ended: turn_terminal's status.
+type TurnStatus string
+
+// Turn statuses.
 const (
-	TurnCompleted   Status = "completed"
-	TurnInterrupted Status = "interrupted"
-	TurnFailed      Status = "failed"
+	TurnCompleted   TurnStatus = "completed"
+	TurnInterrupted TurnStatus = "interrupted"
+	TurnFailed      TurnStatus = "failed"
 )
 
-// Exit statuses: runtime_exited.
+// ExitStatus is how a provider process ended: runtime_exited's status.
+type ExitStatus string
+
+// Exit statuses.
 const (
-	ExitExited Status = "exited" // the provider ended on its own, cleanly
-	ExitClosed Status = "closed" // the session was closed
-	ExitFailed Status = "failed" // the provider ended on its own with an error
+	ExitExited ExitStatus = "exited" // the provider ended on its own, cleanly
+	ExitClosed ExitStatus = "closed" // the session was closed
+	ExitFailed ExitStatus = "failed" // the provider ended on its own with an error
 )
 
-// Item statuses: item_started, item_updated, item_completed.
+// ItemStatus is where an item is: the status of item_started,
+// item_updated and item_completed. An item_updated may carry a provider's
+// own word for an item in progress.
+type ItemStatus string
+
+// Item statuses.
 const (
-	ItemInProgress Status = "in_progress"
-	ItemDone       Status = "completed"
-	ItemFailed     Status = "failed"
-	ItemDeclined   Status = "declined"
+	ItemInProgress ItemStatus = "in_progress"
+	ItemDone       ItemStatus = "completed"
+	ItemFailed     ItemStatus = "failed"
+	ItemDeclined   ItemStatus = "declined"
 )
 
-// StatusesFor is the statuses an event of kind may carry ("" is always
-// allowed: no status), or nil when any status goes (item_updated may
-// carry a provider's own word for an item in progress) or the kind takes
-// none.
+func (s TurnStatus) word() string { return string(s) }
+func (s ExitStatus) word() string { return string(s) }
+func (s ItemStatus) word() string { return string(s) }
+func (d Decision) word() string   { return string(d) }
+
+// StatusWord is a status's word, as the wire carries it ("" for none).
+func StatusWord(s Status) string {
+	if s == nil {
+		return ""
+	}
+	return s.word()
+}
+
+// StatusOf is the status word w has on an event of kind: a TurnStatus on
+// turn_terminal, an ExitStatus on runtime_exited, an ItemStatus on an
+// item's events, a Decision on request_resolved; nil for "". On a kind
+// with no vocabulary (one newer than this sdk) it is a status of no
+// vocabulary, equal to no other, that keeps the word: what the wire
+// carried is carried on. It is how a status is read off the wire; an
+// adapter uses the vocabularies' own types.
+func StatusOf(kind EventKind, w string) Status {
+	if w == "" {
+		return nil
+	}
+	switch kind {
+	case EventTurnTerminal:
+		return TurnStatus(w)
+	case EventRuntimeExited:
+		return ExitStatus(w)
+	case EventItemStarted, EventItemUpdated, EventItemCompleted:
+		return ItemStatus(w)
+	case EventRequestResolved:
+		return Decision(w)
+	}
+	return otherStatus(w)
+}
+
+// otherStatus is a status word on an event whose kind has no vocabulary.
+type otherStatus string
+
+func (s otherStatus) word() string { return string(s) }
+
+// StatusesFor is the statuses an event of kind may carry (nil, no status,
+// is always allowed), or nil when any status of its vocabulary goes
+// (item_updated may carry a provider's own word for an item in progress)
+// or the kind takes none.
 func StatusesFor(kind EventKind) []Status {
 	switch kind {
 	case EventTurnTerminal:
@@ -283,8 +359,11 @@ func StatusesFor(kind EventKind) []Status {
 	case EventItemCompleted:
 		return []Status{ItemDone, ItemFailed, ItemDeclined}
 	case EventRequestResolved:
-		return []Status{DecisionAccept.Status(), DecisionAcceptForSession.Status(), DecisionDecline.Status(),
-			DecisionCancel.Status(), DecisionAnswer.Status()}
+		var out []Status
+		for _, d := range Decisions() {
+			out = append(out, d)
+		}
+		return out
 	}
 	return nil
 }
@@ -463,17 +542,18 @@ type RuntimeEvent struct {
 	// ClientTurnID, on a turn_started event, echoes the ClientTurnID of the
 	// StartTurn request the turn is for, so the host binds the turn to the
 	// attempt it meant (empty for turns it did not start: a subagent's).
-	ClientTurnID string          `json:"clientTurnId,omitempty"`
-	ItemKind     ItemKind        `json:"itemKind,omitempty"`
-	Title        string          `json:"title,omitempty"`
-	Text         string          `json:"text,omitempty"`
-	Status       Status          `json:"status,omitempty"`
-	RequestRef   string          `json:"requestRef,omitempty"`
-	RequestKind  RequestKind     `json:"requestKind,omitempty"`
-	Options      []RequestOption `json:"options,omitempty"`
-	Usage        *Usage          `json:"usage,omitempty"`
-	RateLimit    *RateLimit      `json:"rateLimit,omitempty"`
-	Failure      *Failure        `json:"failure,omitempty"`
+	ClientTurnID string   `json:"clientTurnId,omitempty"`
+	ItemKind     ItemKind `json:"itemKind,omitempty"`
+	Title        string   `json:"title,omitempty"`
+	Text         string   `json:"text,omitempty"`
+	// Status is of the vocabulary of Kind (see Status and StatusOf).
+	Status      Status          `json:"status,omitempty"`
+	RequestRef  string          `json:"requestRef,omitempty"`
+	RequestKind RequestKind     `json:"requestKind,omitempty"`
+	Options     []RequestOption `json:"options,omitempty"`
+	Usage       *Usage          `json:"usage,omitempty"`
+	RateLimit   *RateLimit      `json:"rateLimit,omitempty"`
+	Failure     *Failure        `json:"failure,omitempty"`
 	// Limit, on a failed turn_terminal event, says the turn ended on a
 	// provider limit.
 	Limit *Limit `json:"limit,omitempty"`
@@ -481,4 +561,25 @@ type RuntimeEvent struct {
 	// thread can take another turn.
 	ThreadUsable bool            `json:"threadUsable,omitempty"`
 	Detail       json.RawMessage `json:"detail,omitempty"`
+}
+
+// UnmarshalJSON reads an event as it was marshalled: its status word is
+// read in the vocabulary of its kind (StatusOf), which a Status, an
+// interface, cannot do by itself. As for any field, JSON without a status
+// leaves e's as it was.
+func (e *RuntimeEvent) UnmarshalJSON(b []byte) error {
+	// plain is RuntimeEvent without this method; the outer Status, one
+	// level shallower, takes the "status" key from plain's.
+	type plain RuntimeEvent
+	v := struct {
+		*plain
+		Status *string `json:"status"`
+	}{plain: (*plain)(e)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if v.Status != nil {
+		e.Status = StatusOf(e.Kind, *v.Status)
+	}
+	return nil
 }

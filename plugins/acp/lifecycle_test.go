@@ -77,7 +77,7 @@ func TestApprovalAllowed(t *testing.T) {
 			}
 		case sdk.EventRequestResolved:
 			resolved++
-			if ev.Status != sdk.DecisionAccept.Status() {
+			if ev.Status != sdk.DecisionAccept {
 				t.Errorf("resolved as %q", ev.Status)
 			}
 		}

@@ -226,7 +226,7 @@ func TestApprovalAccept(t *testing.T) {
 		t.Fatalf("request %+v; want a file change approval for allowed.txt on the turn's item", req)
 	}
 	res := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
-	if res.RequestRef != req.RequestRef || res.Status != sdk.DecisionAccept.Status() {
+	if res.RequestRef != req.RequestRef || res.Status != sdk.DecisionAccept {
 		t.Errorf("resolution %+v", res)
 	}
 	item := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
@@ -303,7 +303,7 @@ func TestRequestWithdrawn(t *testing.T) {
 	s.Interrupt(t, turn)
 	evs = s.WaitTurnRef(t, turn)
 	res := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
-	if res.RequestRef != req.RequestRef || res.Status != sdk.DecisionCancel.Status() || !strings.Contains(res.Text, "withdrew") {
+	if res.RequestRef != req.RequestRef || res.Status != sdk.DecisionCancel || !strings.Contains(res.Text, "withdrew") {
 		t.Errorf("resolution %+v; want the request cancelled by the CLI", res)
 	}
 	if term := evs[len(evs)-1]; term.Status != sdk.TurnInterrupted {

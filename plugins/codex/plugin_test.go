@@ -186,7 +186,7 @@ func TestApprovalAccept(t *testing.T) {
 	}
 	for _, q := range reqs {
 		resolved := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
-			return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == q.RequestRef && ev.Status == "accept"
+			return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == q.RequestRef && ev.Status == sdk.DecisionAccept
 		})
 		done := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemCompleted && ev.ItemRef == q.ItemRef })
 		if resolved < 0 || done < resolved {
@@ -384,7 +384,7 @@ func TestCloseWithPendingRequest(t *testing.T) {
 	}
 	evs = s.Until(t, "runtime exit", func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRuntimeExited })
 	resolved := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
-		return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == ref && ev.Status == "cancel"
+		return ev.Kind == sdk.EventRequestResolved && ev.RequestRef == ref && ev.Status == sdk.DecisionCancel
 	})
 	term := plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventTurnTerminal && ev.TurnRef == turn })
 	if resolved < 0 || term < 0 || evs[term].Status != sdk.TurnFailed || evs[term].ThreadUsable {

@@ -184,7 +184,7 @@ func TestApprovalAccept(t *testing.T) {
 		t.Fatalf("requests %+v; want a command then a file change, each naming its item", reqs)
 	}
 	resolved := plugintest.Count(evs, func(ev sdk.RuntimeEvent) bool {
-		return ev.Kind == sdk.EventRequestResolved && ev.Status == sdk.DecisionAccept.Status()
+		return ev.Kind == sdk.EventRequestResolved && ev.Status == sdk.DecisionAccept
 	})
 	if resolved != 2 {
 		t.Errorf("%d requests resolved as accepted, want 2", resolved)
@@ -223,7 +223,7 @@ func TestApprovalDecline(t *testing.T) {
 	}
 	req := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
 	res := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestResolved })
-	if req.RequestKind != "command_approval" || res.RequestRef != req.RequestRef || res.Status != sdk.DecisionDecline.Status() {
+	if req.RequestKind != "command_approval" || res.RequestRef != req.RequestRef || res.Status != sdk.DecisionDecline {
 		t.Errorf("request %+v resolved %+v", req, res)
 	}
 	cmd := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {

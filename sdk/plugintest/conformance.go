@@ -609,13 +609,13 @@ func (pl *player) checkOutcome(rolled, resumed bool) {
 				if want == sdk.TurnCompleted {
 					wantUsable = " with ThreadUsable true (the thread can take another turn)"
 				}
-				t.Errorf("%s, session %d: turn %s ended %s (usable %v, failure %+v) at #%d; want %s%s", pl.sc, n+1, term.TurnRef, term.Status,
+				t.Errorf("%s, session %d: turn %s ended %s (usable %v, failure %+v) at #%d; want %s%s", pl.sc, n+1, term.TurnRef, sdk.StatusWord(term.Status),
 					term.ThreadUsable, term.Failure, term.Sequence, want, wantUsable)
 			}
 		}
 		if pl.sc == Approvals {
 			if Index(sr.evs, func(ev sdk.RuntimeEvent) bool {
-				return ev.Kind == sdk.EventRequestResolved && ev.Status == sdk.DecisionAccept.Status()
+				return ev.Kind == sdk.EventRequestResolved && ev.Status == sdk.DecisionAccept
 			}) < 0 {
 				t.Errorf("%s: no request_opened resolved accept: %s", pl.sc, Kinds(sr.evs))
 			}
@@ -686,7 +686,7 @@ func Dump(evs []sdk.RuntimeEvent) string {
 		fmt.Fprintf(&b, "  #%d %s", ev.Sequence, ev.Kind)
 		for _, f := range []struct{ k, v string }{{"thread", ev.ThreadRef}, {"parent", ev.ParentThreadRef}, {"turn", ev.TurnRef},
 			{"client", ev.ClientTurnID}, {"item", ev.ItemRef}, {"itemKind", string(ev.ItemKind)}, {"request", ev.RequestRef},
-			{"status", string(ev.Status)}} {
+			{"status", sdk.StatusWord(ev.Status)}} {
 			if f.v != "" {
 				fmt.Fprintf(&b, " %s=%s", f.k, f.v)
 			}

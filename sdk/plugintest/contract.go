@@ -140,10 +140,10 @@ func CheckContract(evs []sdk.RuntimeEvent, run Run) []Violation {
 			add(RuleExitLast, "no event after runtime_exited #"+fmt.Sprint(exits[0].Sequence), string(ev.Kind), seq)
 		}
 		if allowed := sdk.StatusesFor(ev.Kind); allowed != nil {
-			if ev.Status != "" && !slices.Contains(allowed, ev.Status) {
-				add(RuleStatus, fmt.Sprintf("%s with a status of %s", ev.Kind, statuses(allowed)), fmt.Sprintf("%q", ev.Status), seq)
+			if sdk.StatusWord(ev.Status) != "" && !slices.Contains(allowed, ev.Status) {
+				add(RuleStatus, fmt.Sprintf("%s with a status of %s", ev.Kind, statuses(allowed)), fmt.Sprintf("%q", sdk.StatusWord(ev.Status)), seq)
 			}
-			if ev.Status == "" && (ev.Kind == sdk.EventTurnTerminal || ev.Kind == sdk.EventRuntimeExited) {
+			if sdk.StatusWord(ev.Status) == "" && (ev.Kind == sdk.EventTurnTerminal || ev.Kind == sdk.EventRuntimeExited) {
 				add(RuleStatus, fmt.Sprintf("%s with a status of %s", ev.Kind, statuses(allowed)), "none", seq)
 			}
 		}
@@ -299,14 +299,14 @@ func CheckContract(evs []sdk.RuntimeEvent, run Run) []Violation {
 		case term == nil:
 			add(RuleCrash, "a failed turn_terminal", "none")
 		case term.Status != sdk.TurnFailed:
-			add(RuleCrash, "a failed turn_terminal", fmt.Sprintf("%q", term.Status), term.Sequence)
+			add(RuleCrash, "a failed turn_terminal", fmt.Sprintf("%q", sdk.StatusWord(term.Status)), term.Sequence)
 		case !exited:
 		case !term.ThreadUsable && exits[0].Status != sdk.ExitFailed:
 			add(RuleCrash, "runtime_exited failed after a turn_terminal with ThreadUsable false",
-				fmt.Sprintf("runtime_exited %q", exits[0].Status), term.Sequence, exits[0].Sequence)
+				fmt.Sprintf("runtime_exited %q", sdk.StatusWord(exits[0].Status)), term.Sequence, exits[0].Sequence)
 		case term.ThreadUsable && exits[0].Status != sdk.ExitClosed:
 			add(RuleCrash, "the session living on (runtime_exited closed, when it was closed) after a turn_terminal with ThreadUsable true",
-				fmt.Sprintf("runtime_exited %q", exits[0].Status), term.Sequence, exits[0].Sequence)
+				fmt.Sprintf("runtime_exited %q", sdk.StatusWord(exits[0].Status)), term.Sequence, exits[0].Sequence)
 		}
 	}
 	if run.Malformed > 0 && diags < run.Malformed {
@@ -389,7 +389,7 @@ func allSeqs(evs []sdk.RuntimeEvent) []uint64 {
 func statuses(ss []sdk.Status) string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		out[i] = string(s)
+		out[i] = sdk.StatusWord(s)
 	}
 	return strings.Join(out, ", ")
 }

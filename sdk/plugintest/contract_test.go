@@ -28,7 +28,7 @@ func goodStream() []sdk.RuntimeEvent {
 		/* 4 */ {Kind: sdk.EventContentDelta, ThreadRef: "root", TurnRef: "t1", ItemRef: "i1", ItemKind: sdk.ItemAssistantMessage, Text: "Hi", RawFrame: 3},
 		/* 5 */ {Kind: sdk.EventItemCompleted, ThreadRef: "root", TurnRef: "t1", ItemRef: "i1", Status: sdk.ItemDone, RawFrame: 4},
 		/* 6 */ {Kind: sdk.EventRequestOpened, ThreadRef: "root", TurnRef: "t1", RequestRef: "q1", RawFrame: 5},
-		/* 7 */ {Kind: sdk.EventRequestResolved, ThreadRef: "root", TurnRef: "t1", RequestRef: "q1", Status: sdk.DecisionAccept.Status()},
+		/* 7 */ {Kind: sdk.EventRequestResolved, ThreadRef: "root", TurnRef: "t1", RequestRef: "q1", Status: sdk.DecisionAccept},
 		/* 8 */ {Kind: sdk.EventThreadStarted, ThreadRef: "child", ParentThreadRef: "root", RawFrame: 6},
 		/* 9 */ {Kind: sdk.EventTurnStarted, ThreadRef: "child", TurnRef: "c1", RawFrame: 6},
 		/* 10 */ {Kind: sdk.EventTurnTerminal, ThreadRef: "child", TurnRef: "c1", Status: sdk.TurnCompleted, RawFrame: 7},
@@ -96,9 +96,14 @@ func TestCheckContract(t *testing.T) {
 			{Rule: RuleExitLast, Seqs: []uint64{14}, Want: "no event after runtime_exited #13", Got: "runtime_exited"},
 			{Rule: RuleExitLast, Seqs: []uint64{13, 14}, Want: "one runtime_exited", Got: "2"},
 		}},
-		"a status of another kind's": {edit(func(evs []sdk.RuntimeEvent) []sdk.RuntimeEvent { evs[11].Status = sdk.ItemDone + "_x"; return evs }), goodRun,
+		"a status of another kind's": {edit(func(evs []sdk.RuntimeEvent) []sdk.RuntimeEvent {
+			evs[11].Status = sdk.TurnStatus(sdk.ItemDone + "_x")
+			return evs
+		}), goodRun,
 			[]Violation{{Rule: RuleStatus, Seqs: []uint64{12}, Want: "turn_terminal with a status of completed, interrupted, failed", Got: `"completed_x"`}}},
-		"an exit with no status": {edit(func(evs []sdk.RuntimeEvent) []sdk.RuntimeEvent { evs[12].Status = ""; return evs }), goodRun,
+		"an item's status on a turn's end": {edit(func(evs []sdk.RuntimeEvent) []sdk.RuntimeEvent { evs[11].Status = sdk.ItemDone; return evs }), goodRun,
+			[]Violation{{Rule: RuleStatus, Seqs: []uint64{12}, Want: "turn_terminal with a status of completed, interrupted, failed", Got: `"completed"`}}},
+		"an exit with no status": {edit(func(evs []sdk.RuntimeEvent) []sdk.RuntimeEvent { evs[12].Status = nil; return evs }), goodRun,
 			[]Violation{{Rule: RuleStatus, Seqs: []uint64{13}, Want: "runtime_exited with a status of exited, closed, failed", Got: "none"}}},
 		"a client turn id not echoed": {edit(func(evs []sdk.RuntimeEvent) []sdk.RuntimeEvent { evs[1].ClientTurnID = ""; return evs }), goodRun,
 			[]Violation{{Rule: RuleClientTurnID, Seqs: []uint64{2}, Want: `ClientTurnID "client-turn-1" on the turn_started of root turn 1`, Got: `""`}}},

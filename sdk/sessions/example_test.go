@@ -14,7 +14,7 @@ import (
 type printer struct{}
 
 func (printer) Emit(ev sdk.RuntimeEvent) {
-	fmt.Println(strings.Join(strings.Fields(fmt.Sprint(ev.Kind, " ", ev.TurnRef, " ", ev.ItemRef, ev.RequestRef, " ", ev.Status)), " "))
+	fmt.Println(strings.Join(strings.Fields(fmt.Sprint(ev.Kind, " ", ev.TurnRef, " ", ev.ItemRef, ev.RequestRef, " ", sdk.StatusWord(ev.Status))), " "))
 }
 
 // A session's life: every event goes through the Lifecycle; one goroutine
@@ -30,7 +30,7 @@ func ExampleLifecycle() {
 		life.Exit(errors.New("provider exited"), func(closed bool) ([]sdk.RuntimeEvent, sdk.RuntimeEvent) {
 			var end []sdk.RuntimeEvent
 			for _, ref := range pending.TakeAll() {
-				end = append(end, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: ref, Status: sdk.DecisionCancel.Status()})
+				end = append(end, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: ref, Status: sdk.DecisionCancel})
 			}
 			status := sdk.ExitExited
 			if closed {

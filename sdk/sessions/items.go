@@ -82,7 +82,7 @@ func (s Items[X]) Forget(it *Item[X]) { delete(s, itemKey(it.Thread, it.Ref)) }
 
 // Complete closes it and returns its item_completed event with status and
 // its title (no Text: stream what is left with Delta first).
-func (s Items[X]) Complete(it *Item[X], status sdk.Status) sdk.RuntimeEvent {
+func (s Items[X]) Complete(it *Item[X], status sdk.ItemStatus) sdk.RuntimeEvent {
 	s.Forget(it)
 	ev := it.Event(sdk.EventItemCompleted)
 	ev.Title, ev.Status = it.Title, status
@@ -94,7 +94,7 @@ func (s Items[X]) Complete(it *Item[X], status sdk.Status) sdk.RuntimeEvent {
 // returns their item_completed events: the turn is ending, and its
 // terminal event comes after them. An item whose turn the provider did not
 // name belongs to the first of its thread's turns to end.
-func (s Items[X]) CloseTurn(thread, turn string, status sdk.Status, text string) []sdk.RuntimeEvent {
+func (s Items[X]) CloseTurn(thread, turn string, status sdk.ItemStatus, text string) []sdk.RuntimeEvent {
 	var out []sdk.RuntimeEvent
 	for _, k := range slices.Sorted(maps.Keys(s)) {
 		it := s[k]

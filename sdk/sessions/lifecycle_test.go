@@ -246,7 +246,7 @@ func TestExitIsOnceAndLastWhateverTheInterleaving(t *testing.T) {
 			}
 		}
 		if closers == 0 && evs[n-1].Status != sdk.ExitExited {
-			t.Fatalf("a session never closed exited %s", evs[n-1].Status)
+			t.Fatalf("a session never closed exited %s", sdk.StatusWord(evs[n-1].Status))
 		}
 	})
 }

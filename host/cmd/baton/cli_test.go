@@ -252,7 +252,7 @@ func TestVerbsOnEmbeddedHost(t *testing.T) {
 
 	out, _, code = baton(t, "show", "--data", data, thread)
 	for _, want := range []string{"thread " + thread + " · acp · " + ws, "runs (1):\n  1  " + th.Runs[0].ID + "  completed", "Write allowed.txt",
-		"requests (1):\n  " + reqID, "accept by client"} {
+		"requests (1):\n  " + reqID, "accept by client", "\n  idle, last run completed; approvals: "} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("show: exit %d, lacks %q:\n%s", code, want, out)
 		}

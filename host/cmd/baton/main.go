@@ -133,7 +133,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "baton",
 		Short: "Run coding agents behind one durable model of threads and runs",
-		Long: `Baton runs coding agents (ACP, Codex, Claude, Cursor, OpenCode) behind one
+		Long: `Baton runs coding agents (` + providerTitles() + `) behind one
 durable model of threads and runs.
 
 Every verb speaks the baton.v1 API: to the service named by --server, else to

@@ -172,7 +172,7 @@ func policyFor(t domain.Thread, p *batonv1.ContinuationPolicy) (_ *batonv1.Conti
 	if _, used := t.Binding(p.GetSwitchTo()); used {
 		return p, ""
 	}
-	argv := defaultCommands[p.GetSwitchTo()]
+	argv := defaultCommand(p.GetSwitchTo())
 	if argv == nil {
 		return nil, p.GetSwitchTo()
 	}

@@ -26,16 +26,6 @@ import (
 	"github.com/baton-run/baton/sdk"
 )
 
-// defaultCommands are the provider commands used when --provider-command is
-// not given: each provider's real binary, as its users install it.
-var defaultCommands = map[string][]string{
-	"acp":      {"claude-code-acp"},
-	"claude":   {"claude"},
-	"codex":    {"codex", "app-server"},
-	"cursor":   {"cursor-agent"},
-	"opencode": {"opencode"},
-}
-
 type runFlags struct {
 	switchFlags
 	policyFlags
@@ -112,7 +102,7 @@ during a wait cancels it.`,
 	fl.StringVar(&f.script, "script", "", "run a scenario `file` of steps (send, waitFor, interrupt, respond) instead of MESSAGE arguments")
 	fl.StringArrayVar(&f.files, "file", nil, "read a message from this `file` (- for stdin) instead of MESSAGE arguments (repeatable: a run each, in order)")
 	fl.BoolVar(&f.detach, "detach", false, "against a service, Ctrl-C leaves the runs going instead of interrupting them")
-	c.RegisterFlagCompletionFunc("approve", fixedCompletion("ask", "accept", "decline"))
+	c.RegisterFlagCompletionFunc("approve", fixedCompletion(domain.Strings(domain.ApprovalPolicies...)...))
 	return c
 }
 
@@ -160,10 +150,8 @@ func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
 		return o, usagef("run: --provider is required for a new thread (or continue one with --thread)")
 	}
 	o.policy = domain.ApprovalPolicy(approve)
-	switch o.policy {
-	case "", domain.ApproveAsk, domain.ApproveAccept, domain.ApproveDecline:
-	default:
-		return o, usagef("run: --approve must be ask, accept or decline, got %q", approve)
+	if o.policy != "" && !slices.Contains(domain.ApprovalPolicies, o.policy) {
+		return o, usagef("run: --approve must be %s, got %q", domain.OneOf(domain.ApprovalPolicies...), approve)
 	}
 	msgs, usedStdin, err := messageInput{args: messages, files: f.files}.read("run", g.stdin)
 	if err != nil {
@@ -194,7 +182,7 @@ func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
 	if f.thread != "" {
 		o.switchArgv = o.argv
 	} else if o.argv == nil {
-		o.argv = defaultCommands[f.provider]
+		o.argv = defaultCommand(f.provider)
 		o.noCommand = len(o.argv) == 0
 	}
 	return o, nil

@@ -102,7 +102,7 @@ func switchRequest(t domain.Thread, f switchFlags, argv []string) (req *batonv1.
 	}
 	req = &batonv1.SwitchProviderRequest{ThreadId: t.ID, Provider: provider, Model: f.model, HandoffMaxBytes: uint32(f.handoffMax)}
 	if _, used := t.Binding(provider); argv == nil && !used {
-		if argv = defaultCommands[provider]; argv == nil {
+		if argv = defaultCommand(provider); argv == nil {
 			return nil, provider
 		}
 	}

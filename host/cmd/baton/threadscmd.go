@@ -111,7 +111,7 @@ and 16 hex digits) and is listed by its creation time all the same.`,
 	fl.IntVar(&limit, "limit", 0, "list at most `n` threads (0: all)")
 	fl.StringVar(&state, "status", "", "keep the threads with this `status` (idle, running, waiting, ...)")
 	fl.StringVar(&provider, "provider", "", "keep the threads of this `provider`")
-	c.RegisterFlagCompletionFunc("status", fixedCompletion("idle", "starting", "running", "waiting"))
+	c.RegisterFlagCompletionFunc("status", fixedCompletion(domain.Strings(domain.ThreadStatuses...)...))
 	c.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "ids"))
 	return c
 }
@@ -177,11 +177,7 @@ messages, items and turns are together, in run order.`,
 func showThread(g *globals, t domain.Thread, s domain.ThreadSummary) {
 	w := g.stdout
 	fmt.Fprintf(w, "thread %s · %s · %s\n", t.ID, t.Provider, t.Cwd)
-	status := string(s.Status)
-	if s.LastRun != "" && s.Status == "idle" {
-		status += ", last run " + string(s.LastRun)
-	}
-	fmt.Fprintf(w, "  %s; approvals: %s; created %s, updated %s; sequence %d\n", status, t.ApprovalPolicy,
+	fmt.Fprintf(w, "  %s; approvals: %s; created %s, updated %s; sequence %d\n", statusWords(s), t.ApprovalPolicy,
 		t.CreatedAt.Local().Format(time.DateTime), t.UpdatedAt.Local().Format(time.DateTime), t.Sequence)
 	if t.Model != "" {
 		fmt.Fprintf(w, "  model %s\n", t.Model)

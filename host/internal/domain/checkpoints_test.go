@@ -12,7 +12,7 @@ import (
 // finish ends the running run's root turn "u<n>" and, when captures are
 // held, leaves it completing.
 func (w *world) finish(turn string) Decision {
-	return w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: "completed"})
+	return w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: sdk.TurnCompleted})
 }
 
 func (w *world) rollbackTo(p RollbackToCheckpoint) (Decision, error) {
@@ -65,7 +65,7 @@ func TestRunEndsWhenItsCheckpointIsRecorded(t *testing.T) {
 		{Kind: sdk.EventItemStarted, TurnRef: "u1", ItemRef: "late"},
 		{Kind: sdk.EventPlanUpdated, TurnRef: "u1"},
 		{Kind: sdk.EventUsage, TurnRef: "u1", Usage: &sdk.Usage{TotalTokens: 1}},
-		{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "failed"},
+		{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnFailed},
 		{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u-late", ClientTurnID: r.ActiveAttempt},
 	} {
 		if d := w.ev("s1", ev); strings.Contains(types(d), "run.") || strings.Contains(types(d), "node.started") {
@@ -136,7 +136,7 @@ func threeRuns(t *testing.T, caps Capabilities) *world {
 		if turn == "u2" {
 			w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: "child", ParentThreadRef: "pt"})
 			w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "child", TurnRef: "c1"})
-			w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "c1", Status: "completed"})
+			w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "c1", Status: sdk.TurnCompleted})
 		}
 		w.finish(turn)
 	}
@@ -295,7 +295,7 @@ func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 	if h := w.thread.Handoffs[0]; h.Status != HandoffStatusConsumed || h.RunID != w.thread.Runs[4].ID {
 		t.Fatalf("handoff: %+v", h)
 	}
-	w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "v1", Status: "completed"})
+	w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "v1", Status: sdk.TurnCompleted})
 	// Rolling back to the baseline: the handoff covers a rolled-back run
 	// now, and a conversation from nothing needs none.
 	d, err = w.rollbackTo(RollbackToCheckpoint{CheckpointID: w.thread.Checkpoints[0].ID})
@@ -393,7 +393,7 @@ func TestRollbackToAScopeWithNoCheckpointYet(t *testing.T) {
 	w := running(t, Capabilities{})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: "child", ParentThreadRef: "pt"})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "child", TurnRef: "c1"})
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "c1", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "c1", Status: sdk.TurnCompleted})
 	runScope := w.thread.rootScope(w.thread.Runs[0].ID)
 	if _, err := w.rollbackTo(RollbackToCheckpoint{ScopeID: runScope.ID}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no checkpoint yet") {
 		t.Errorf("rollback to a scope with no checkpoint: %v", err)

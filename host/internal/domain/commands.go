@@ -353,10 +353,12 @@ var (
 	ErrNoProviderCommand = errors.New("no provider command")
 	// ErrUnsupported: the thread's provider cannot do what was asked.
 	ErrUnsupported = errors.New("unsupported by the provider")
-	// ErrNotResumable: a request's provider process is gone, so no answer
-	// can reach it.
-	ErrNotResumable = errors.New("not_resumable")
 )
+
+// Decide returns sdk.ErrNotResumable too (see NotResumable): a request's
+// provider process is gone, so no answer can reach it. It is the error a
+// plugin returns for an answer to a session that is gone: one meaning, one
+// error, whichever side finds it.
 
 // Hash is the fingerprint of a command's content, to tell a true duplicate
 // from a command id reused with other content.

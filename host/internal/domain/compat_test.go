@@ -81,13 +81,13 @@ func compatScenario(t *testing.T) (*world, compatLog) {
 	ev("s1", sdk.RuntimeEvent{Sequence: 4, Kind: "content_delta", TurnRef: "u1", ItemRef: "r1", Text: "hmm"})
 	ev("s1", sdk.RuntimeEvent{Sequence: 5, Kind: "item_completed", TurnRef: "u1", ItemRef: "r1"})
 	ev("s1", sdk.RuntimeEvent{Sequence: 6, Kind: "item_started", TurnRef: "u1", ItemRef: "t1", Title: "ls"})
-	ev("s1", sdk.RuntimeEvent{Sequence: 7, Kind: "item_updated", TurnRef: "u1", ItemRef: "t1", Status: "in_progress",
+	ev("s1", sdk.RuntimeEvent{Sequence: 7, Kind: "item_updated", TurnRef: "u1", ItemRef: "t1", Status: sdk.ItemInProgress,
 		Detail: json.RawMessage(`{"x":1}`)})
 	ev("s1", sdk.RuntimeEvent{Sequence: 8, Kind: "request_opened", TurnRef: "u1", ItemRef: "t1", RequestRef: "q1",
 		RequestKind: "command_approval", Title: "run ls", Options: []sdk.RequestOption{{ID: "o1", Label: "Allow", Kind: "allow_once"}, {ID: "o2", Kind: "reject_once"}}})
 	step(Command{ID: "a1", ThreadID: "thr", Payload: RespondToRequest{RequestID: w.thread.Requests[0].ID, Decision: "accept_for_session"}})
-	ev("s1", sdk.RuntimeEvent{Sequence: 9, Kind: "request_resolved", RequestRef: "q1", Status: "accept_for_session"})
-	ev("s1", sdk.RuntimeEvent{Sequence: 10, Kind: "item_completed", TurnRef: "u1", ItemRef: "t1", Status: "failed"})
+	ev("s1", sdk.RuntimeEvent{Sequence: 9, Kind: "request_resolved", RequestRef: "q1", Status: sdk.DecisionAcceptForSession})
+	ev("s1", sdk.RuntimeEvent{Sequence: 10, Kind: "item_completed", TurnRef: "u1", ItemRef: "t1", Status: sdk.ItemFailed})
 	ev("s1", sdk.RuntimeEvent{Sequence: 11, Kind: "item_started", TurnRef: "u1", ItemRef: "a1", ItemKind: "assistant_message"})
 	ev("s1", sdk.RuntimeEvent{Sequence: 12, Kind: "content_delta", TurnRef: "u1", ItemRef: "a1", Text: "Hello"})
 	ev("s1", sdk.RuntimeEvent{Sequence: 13, Kind: "item_completed", TurnRef: "u1", ItemRef: "a1"})
@@ -96,11 +96,11 @@ func compatScenario(t *testing.T) (*world, compatLog) {
 	ev("s1", sdk.RuntimeEvent{Sequence: 15, Kind: "rate_limit", RateLimit: &sdk.RateLimit{Scope: "five_hour", ResetsAt: t0.Add(time.Hour)}})
 	ev("s1", sdk.RuntimeEvent{Sequence: 16, Kind: "rate_limit", RateLimit: &sdk.RateLimit{Scope: "seven_day", UsedPercent: 42.5}})
 	ev("s1", sdk.RuntimeEvent{Sequence: 17, Kind: "diagnostic", TurnRef: "u1", Title: "stderr", Text: "warning"})
-	ev("s1", sdk.RuntimeEvent{Sequence: 18, Kind: "turn_terminal", TurnRef: "u1", Status: "failed",
+	ev("s1", sdk.RuntimeEvent{Sequence: 18, Kind: "turn_terminal", TurnRef: "u1", Status: sdk.TurnFailed,
 		Limit: &sdk.Limit{Kind: "usage_window", ResetsAt: t0.Add(2 * time.Hour), Scope: "five_hour", Message: "usage limit reached",
 			Evidence: `{"error":"usage_limit"}`},
 		Failure: &sdk.Failure{Code: "usage_limit", Message: "usage limit reached"}})
-	ev("s1", sdk.RuntimeEvent{Sequence: 19, Kind: "runtime_exited", Status: "closed"})
+	ev("s1", sdk.RuntimeEvent{Sequence: 19, Kind: "runtime_exited", Status: sdk.ExitClosed})
 	wait := w.thread.NextWait()
 	if wait == nil {
 		t.Fatal("the limit armed no wait")
@@ -110,10 +110,10 @@ func compatScenario(t *testing.T) (*world, compatLog) {
 	step(Command{ID: "o2", ThreadID: "thr", Payload: RecordSessionOpened{SessionID: "s2", Provider: "codex", ProviderRef: "p2", ThreadRef: "pt"}})
 	ev("s2", sdk.RuntimeEvent{Sequence: 1, Kind: "turn_started", ThreadRef: "pt", TurnRef: "u2"})
 	ev("s2", sdk.RuntimeEvent{Sequence: 2, Kind: "usage", TurnRef: "u2", Usage: &sdk.Usage{InputTokens: 5, OutputTokens: 2, TotalTokens: 7}})
-	ev("s2", sdk.RuntimeEvent{Sequence: 3, Kind: "turn_terminal", TurnRef: "u2", Status: "completed", ThreadUsable: true})
+	ev("s2", sdk.RuntimeEvent{Sequence: 3, Kind: "turn_terminal", TurnRef: "u2", Status: sdk.TurnCompleted, ThreadUsable: true})
 	step(Command{ID: "m2", ThreadID: "thr", Payload: DispatchMessage{Text: "two"}})
 	ev("s2", sdk.RuntimeEvent{Sequence: 4, Kind: "turn_started", ThreadRef: "pt", TurnRef: "u3"})
-	ev("s2", sdk.RuntimeEvent{Sequence: 5, Kind: "runtime_exited", Status: "failed", Failure: &sdk.Failure{Code: "crash", Message: "boom"}})
+	ev("s2", sdk.RuntimeEvent{Sequence: 5, Kind: "runtime_exited", Status: sdk.ExitFailed, Failure: &sdk.Failure{Code: "crash", Message: "boom"}})
 	thread, err := json.Marshal(w.thread)
 	if err != nil {
 		t.Fatal(err)

@@ -333,7 +333,7 @@ func TestRunLifecycle(t *testing.T) {
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventUsage, TurnRef: "u1", Usage: &sdk.Usage{TotalTokens: 5}})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "odd"})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventSessionState})
-	d = w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed", Title: "end_turn"})
+	d = w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnCompleted, Title: "end_turn"})
 	if got := types(d); got != "message.completed node.completed node.completed node.completed node.completed run.completing checkpoint.scope.opened checkpoint.requested checkpoint.recorded run.ended run.started attempt.started node.started" {
 		t.Fatalf("terminal: %s", got)
 	}
@@ -364,7 +364,7 @@ func TestRunLifecycle(t *testing.T) {
 	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "u1", ItemRef: "a1", Text: "late"}); len(d.Events) != 0 {
 		t.Fatalf("late delta: %s", types(d))
 	}
-	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed"}); len(d.Events) != 0 {
+	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnCompleted}); len(d.Events) != 0 {
 		t.Fatalf("second terminal: %s", types(d))
 	}
 }
@@ -375,7 +375,7 @@ func TestOnlyTheRootTurnEndsTheRun(t *testing.T) {
 	w := newWorld(t)
 	w.send("one")
 	w.open("s1")
-	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "child", Status: "completed"}); types(d) != "diagnostic.recorded" {
+	if d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "child", Status: sdk.TurnCompleted}); types(d) != "diagnostic.recorded" {
 		t.Fatalf("unknown turn's terminal: %s", types(d))
 	}
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: "child-thread", ParentThreadRef: "pt"})
@@ -420,14 +420,14 @@ func TestOnlyTheRootTurnEndsTheRun(t *testing.T) {
 	if strings.Join(sub, ",") != "failed,cancelled,completed" {
 		t.Errorf("subagent nodes: %v", sub)
 	}
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "root", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "root", Status: sdk.TurnCompleted})
 	if r := w.thread.Runs[0]; r.Status != RunStatusCompleted || r.Attempts[0].SessionID != "s1" {
 		t.Fatalf("the root turn ends the run: %+v", r)
 	}
 }
 
 func TestTerminalStatuses(t *testing.T) {
-	for status, want := range map[sdk.Status]RunStatus{sdk.TurnCompleted: RunStatusCompleted, sdk.TurnInterrupted: RunStatusInterrupted, sdk.TurnFailed: RunStatusFailed} {
+	for status, want := range map[sdk.TurnStatus]RunStatus{sdk.TurnCompleted: RunStatusCompleted, sdk.TurnInterrupted: RunStatusInterrupted, sdk.TurnFailed: RunStatusFailed} {
 		w := newWorld(t)
 		w.send("one")
 		w.open("s1")
@@ -460,15 +460,15 @@ func TestRequestsAndProviderExit(t *testing.T) {
 	if e, ok := w.effects[len(w.effects)-1].(Respond); !ok || e.Decision != sdk.DecisionDecline || e.RequestRef != "q1" || e.SessionID != "s1" {
 		t.Fatalf("the default policy declines: %+v", e)
 	}
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q1", Status: "accept"})
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q1", Status: "accept"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q1", Status: sdk.DecisionAccept})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q1", Status: sdk.DecisionAccept})
 	if q := w.thread.Requests[0]; q.Status != RequestStatusResolved || q.Decision != "accept" || w.thread.Runs[0].Status != RunStatusRunning {
 		t.Fatalf("resolved: %+v %s", q, w.thread.Runs[0].Status)
 	}
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q2"})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q3"})
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q3", Status: "cancel"})
-	d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "failed", Failure: &sdk.Failure{Message: "boom"}})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q3", Status: sdk.DecisionCancel})
+	d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitFailed, Failure: &sdk.Failure{Message: "boom"}})
 	// The session's end expires its pending request once: the run's
 	// completion barrier that follows sees it expired already.
 	if got := types(d); !strings.HasPrefix(got, "provider.session.ended request.resolved node.completed node.completed run.completing checkpoint.scope.opened checkpoint.requested checkpoint.recorded run.ended run.started") {
@@ -494,7 +494,7 @@ func TestRequestsAndProviderExit(t *testing.T) {
 	// A session that exits before run 2's turn was sent to it leaves the
 	// run to the next session.
 	w.open("s2")
-	if d := w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "exited"}); strings.Contains(types(d), "run.ended") {
+	if d := w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitExited}); strings.Contains(types(d), "run.ended") {
 		t.Fatalf("an exit of a session the run's turn never reached ended it: %s", types(d))
 	}
 	run2 := w.thread.Runs[1]
@@ -513,7 +513,7 @@ func TestRequestsAndProviderExit(t *testing.T) {
 	if again := w.must(Command{ID: "td", ThreadID: "thr", Payload: RecordTurnDispatched{RunID: run3.ID, AttemptID: run3.ActiveAttempt, SessionID: "s3"}}); len(again.Events) != 0 {
 		t.Fatalf("dispatched twice: %s", types(again))
 	}
-	d = w.ev("s3", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "failed", Failure: &sdk.Failure{Code: "plugin_exited", Message: "gone"}})
+	d = w.ev("s3", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitFailed, Failure: &sdk.Failure{Code: "plugin_exited", Message: "gone"}})
 	if r := w.thread.Runs[2]; r.Failure == nil || r.Failure.Code != "plugin_exited" || !strings.Contains(types(d), "run.ended") {
 		t.Fatalf("the exit's own failure code is kept: %+v", r.Failure)
 	}
@@ -817,7 +817,7 @@ func fuzzStates(tb testing.TB) (states map[string]Thread, runID, requestID, chec
 		tb.Fatalf("the pending state is not a run waiting on a pending request: run %s, requests %+v", r.Status, pending.Requests)
 	}
 	w.must(Command{ID: "r", ThreadID: "thr", Payload: RespondToRequest{RequestID: pending.Requests[0].ID, Decision: sdk.DecisionAccept}})
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnCompleted})
 	ended := w.thread.Clone()
 	if r := ended.Runs[0]; r.Status != RunStatusCompleted || ended.Checkpoints[len(ended.Checkpoints)-1].Status != CheckpointReady {
 		tb.Fatalf("the ended state is not a completed run with its checkpoint: run %s, checkpoints %+v", r.Status, ended.Checkpoints)
@@ -864,7 +864,7 @@ func FuzzDecodeCommand(f *testing.F) {
 			n := 0
 			d, err := Decide(&th, c, Env{Now: t0, NewID: func(p string) string { n++; return fmt.Sprintf("%s_f%d", p, n) }})
 			if err != nil {
-				if !slices.ContainsFunc([]error{ErrInvalid, ErrNotFound, ErrConflict, ErrNotResumable, ErrUnsupported},
+				if !slices.ContainsFunc([]error{ErrInvalid, ErrNotFound, ErrConflict, sdk.ErrNotResumable, ErrUnsupported},
 					func(e error) bool { return errors.Is(err, e) }) {
 					t.Fatalf("%s: error %v is none of the domain's", name, err)
 				}
@@ -895,14 +895,14 @@ func FuzzDecodeCommand(f *testing.F) {
 func TestTurnEndExpiresPendingRequests(t *testing.T) {
 	w := running(t, Capabilities{})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q1", RequestKind: sdk.RequestUserInput})
-	d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed"})
+	d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnCompleted})
 	if got := types(d); !strings.HasPrefix(got, "request.resolved node.completed run.completing") {
 		t.Fatalf("terminal: %s", got)
 	}
 	if q := w.thread.Requests[0]; q.Status != RequestStatusExpired || q.Delivery != DeliveryLive {
 		t.Fatalf("request: %+v", q)
 	}
-	d = w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "exited"})
+	d = w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitExited})
 	if got := types(d); got != "provider.session.ended" {
 		t.Fatalf("exit with no run: %s", got)
 	}

@@ -40,7 +40,7 @@ func TestDrain(t *testing.T) {
 		drained{Stop: &HostStopping{RunID: r.ID, AttemptID: r.ActiveAttempt}, Wait: true, InFlight: true})
 	check("a run whose provider is gone", drain(w, false), drained{InFlight: true})
 	w.holdCaptures = true
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed", ThreadUsable: true})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnCompleted, ThreadUsable: true})
 	check("a run whose turn is over, its checkpoint not yet recorded", drain(w, false), drained{Wait: true, InFlight: true})
 
 	w = newWorld(t)

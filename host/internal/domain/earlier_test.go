@@ -157,11 +157,11 @@ func busy(w *world, h *host, text string) {
 		{Kind: sdk.EventItemCompleted, TurnRef: ref, ItemRef: "tool"},
 		{Kind: sdk.EventPlanUpdated, TurnRef: ref, Detail: json.RawMessage(`[{"content":"test","status":"completed"}]`)},
 		{Kind: sdk.EventRequestOpened, TurnRef: ref, RequestRef: fmt.Sprintf("q%d", n), RequestKind: sdk.RequestCommandApproval, Title: "rm -rf"},
-		{Kind: sdk.EventRequestResolved, RequestRef: fmt.Sprintf("q%d", n), Status: "decline"},
+		{Kind: sdk.EventRequestResolved, RequestRef: fmt.Sprintf("q%d", n), Status: sdk.DecisionDecline},
 		{Kind: sdk.EventDiagnostic, TurnRef: ref, Title: "stderr", Text: "warning"},
 		{Kind: sdk.EventThreadStarted, ThreadRef: fmt.Sprintf("child-%d", n), ParentThreadRef: h.ref},
 		{Kind: sdk.EventTurnStarted, ThreadRef: fmt.Sprintf("child-%d", n), TurnRef: fmt.Sprintf("sub-%d", n)},
-		{Kind: sdk.EventTurnTerminal, TurnRef: fmt.Sprintf("sub-%d", n), Status: "completed"},
+		{Kind: sdk.EventTurnTerminal, TurnRef: fmt.Sprintf("sub-%d", n), Status: sdk.TurnCompleted},
 	} {
 		w.ev(h.session, e)
 	}
@@ -354,11 +354,11 @@ func TestWhatOfTheThreadsOwnStays(t *testing.T) {
 	w := running(t, Capabilities{})
 	// A late request of a replaced attempt: no run holds it.
 	w.dispatch(DispatchMessage{Text: "again", Mode: ModeRestartActive})
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnInterrupted})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "late", RequestKind: sdk.RequestUserInput})
 	late := w.thread.Requests[len(w.thread.Requests)-1]
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: sdk.TurnCompleted})
 	for i := range keepDiagnostics + 4 { // with no run active: the thread's own
 		w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: fmt.Sprintf("of the thread %d", i)})
 	}
@@ -383,7 +383,7 @@ func TestWhatOfTheThreadsOwnStays(t *testing.T) {
 	for i := 2; i <= KeepRuns+2; i++ {
 		w.send(fmt.Sprintf("run %d", i))
 		w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: fmt.Sprintf("t%d", i)})
-		w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: fmt.Sprintf("t%d", i), Status: "completed"})
+		w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: fmt.Sprintf("t%d", i), Status: sdk.TurnCompleted})
 	}
 	var own []string
 	for _, g := range w.thread.Diagnostics {

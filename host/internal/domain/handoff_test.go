@@ -95,7 +95,7 @@ func (w *world) turn(session, provider, threadRef string, steps []step, files ..
 	}
 	hold := w.holdCaptures
 	w.holdCaptures = true
-	w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref, Status: "completed"})
+	w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref, Status: sdk.TurnCompleted})
 	w.holdCaptures = hold
 	w.must(Command{ID: "cap", ThreadID: "thr", Payload: RecordCheckpoint{CheckpointID: w.thread.run(r.ID).CheckpointID,
 		Status: CheckpointReady, Commit: "commit", Files: files}})

@@ -74,7 +74,7 @@ func TestAutoModeRestartsWithoutNativeSteering(t *testing.T) {
 	if d, _ := w.dispatch(DispatchMessage{Text: "and be quick"}); types(d) != "message.added run.restart.requested" || len(w.effects) != n {
 		t.Fatalf("second restart message: %s, %d effects", types(d), len(w.effects)-n)
 	}
-	d = w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	d = w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnInterrupted})
 	if got := types(d); got != "node.completed node.completed attempt.ended attempt.started node.started" {
 		t.Fatalf("terminal of the replaced attempt: %s", got)
 	}
@@ -95,7 +95,7 @@ func TestAutoModeRestartsWithoutNativeSteering(t *testing.T) {
 		t.Fatalf("old provider turn: %+v", w.thread.ProviderTurns[0])
 	}
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: sdk.TurnCompleted})
 	if r := w.thread.Runs[0]; r.Status != RunStatusCompleted || r.FinalAttempt != r.Attempts[1].ID {
 		t.Fatalf("run: %+v", r)
 	}
@@ -108,7 +108,7 @@ func TestDispatchModes(t *testing.T) {
 	}
 	w.must(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: w.thread.Runs[0].ID}})
 	w.open("s0")
-	w.ev("s0", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "none", Status: "interrupted"}) // unknown turn
+	w.ev("s0", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "none", Status: sdk.TurnInterrupted}) // unknown turn
 	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: sdk.Failure{Message: "x"}}})
 	for _, p := range []DispatchMessage{
 		{Text: "x", Mode: ModeSteerActive},
@@ -196,7 +196,7 @@ func TestInterrupt(t *testing.T) {
 	if d, err := interrupt(queued); err != nil || types(d) != "run.ended" || w.thread.Runs[2].Status != RunStatusCancelled {
 		t.Fatalf("interrupt a queued run: %s %v", types(d), err)
 	}
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnInterrupted})
 	if r := w.thread.Runs[0]; r.Status != RunStatusInterrupted {
 		t.Fatalf("run: %s", r.Status)
 	}
@@ -217,7 +217,7 @@ func TestInterruptWinsOverRestart(t *testing.T) {
 	w := running(t, Capabilities{})
 	w.dispatch(DispatchMessage{Text: "steer", Mode: ModeRestartActive, MessageID: "m2"})
 	w.must(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: w.thread.Runs[0].ID}})
-	d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnInterrupted})
 	if r := w.thread.Runs[0]; r.Status != RunStatusInterrupted || len(r.Attempts) != 1 {
 		t.Fatalf("run: %+v", r)
 	}
@@ -246,7 +246,7 @@ func TestTurnsBindByClientTurnID(t *testing.T) {
 	}
 	// Restart: the replaced attempt's turn ends, a new attempt starts.
 	w.dispatch(DispatchMessage{Text: "again", Mode: ModeRestartActive})
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnInterrupted})
 	n := len(w.effects)
 	// A turn that arrives late for the replaced attempt is bound to it and
 	// interrupted; the run is not touched.
@@ -343,8 +343,12 @@ func TestRespondToRequest(t *testing.T) {
 	if _, err := w.decide(Command{ID: "u", ThreadID: "thr", Payload: MarkRequestUnreachable{RequestID: "nope"}}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown request: %v", err)
 	}
-	if _, err := respond(RespondToRequest{RequestID: q3.ID, Decision: "accept"}); !errors.Is(err, ErrNotResumable) {
-		t.Fatalf("answering an unreachable request: %v", err)
+	// The refusal is the sdk's ErrNotResumable (a plugin's answer to a
+	// request of a session gone is the same error), in the words a client
+	// has always read.
+	_, err = respond(RespondToRequest{RequestID: q3.ID, Decision: "accept"})
+	if want := "not_resumable: request " + q3.ID + " cannot be answered: its provider process is gone"; !errors.Is(err, sdk.ErrNotResumable) || err == nil || err.Error() != want {
+		t.Fatalf("answering an unreachable request: %v; want sdk.ErrNotResumable, %q", err, want)
 	}
 }
 
@@ -417,7 +421,7 @@ func TestPolicyAnswersAgain(t *testing.T) {
 func TestLateEventsOfAReplacedAttempt(t *testing.T) {
 	w := running(t, Capabilities{})
 	w.dispatch(DispatchMessage{Text: "again", Mode: ModeRestartActive})
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnInterrupted})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "late", RequestKind: sdk.RequestCommandApproval})
 	if q := w.thread.Requests[0]; q.RunID != "" || w.thread.Runs[0].Status != RunStatusRunning {
@@ -461,7 +465,7 @@ func TestNestedSubagents(t *testing.T) {
 		t.Fatalf("run usage: %+v", u)
 	}
 	// A turn whose parent thread has no turn in progress goes under the root.
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "t2", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "t2", Status: sdk.TurnCompleted})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: "c3", ParentThreadRef: "c2"})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "c3", TurnRef: "t3"})
 	r = w.thread.Runs[0]
@@ -506,7 +510,7 @@ func TestClone(t *testing.T) {
 	before, _ := json.Marshal(c)
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: "u1", ItemRef: "a1", ItemKind: sdk.ItemAssistantMessage, Text: "lo"})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRateLimit, RateLimit: &sdk.RateLimit{Scope: "x", UsedPercent: 1}})
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "interrupted"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnInterrupted})
 	w.send("more")
 	after, _ := json.Marshal(c)
 	if string(before) != string(after) {
@@ -634,7 +638,7 @@ func TestCloseIdleSession(t *testing.T) {
 	if _, err := w.decide(Command{ID: "x", ThreadID: "thr", Payload: CloseIdleSession{SessionID: "nope"}}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("closing an unknown session: %v", err)
 	}
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnCompleted})
 	if w.thread.activeRun() != nil {
 		t.Fatal("the run is still active")
 	}
@@ -690,7 +694,7 @@ func TestShutDownEndsTheActiveRun(t *testing.T) {
 
 	w = running(t, Capabilities{})
 	w.holdCaptures = true
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnCompleted})
 	d = w.must(Command{ID: "x", ThreadID: "thr", Payload: ShutDown{Reason: "host shut down"}})
 	if got := types(d); got != "run.ended" || w.thread.Runs[0].Status != RunStatusCompleted {
 		t.Fatalf("shut down of an ending run: %s, %s", got, w.thread.Runs[0].Status)

@@ -24,7 +24,7 @@ func BenchmarkLimitWaitContinue(b *testing.B) {
 			for b.Loop() {
 				t := base.Scratch()
 				mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "last"}}, env)
-				mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "last", Status: "completed"}}, env)
+				mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "last", Status: sdk.TurnCompleted}}, env)
 			}
 		})
 		b.Run(fmt.Sprintf("limit/runs=%d", n), func(b *testing.B) {
@@ -38,7 +38,7 @@ func BenchmarkLimitWaitContinue(b *testing.B) {
 				t := base.Scratch()
 				mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "last"}}, env)
 				mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "last",
-					Status: "failed", Limit: &l}}, env)
+					Status: sdk.TurnFailed, Limit: &l}}, env)
 				mustDecide(b, &t, FireWait{WaitID: t.NextWait().ID}, env)
 			}
 		})
@@ -65,7 +65,7 @@ func threadWithRuns(b *testing.B, n int) Thread {
 		}
 		ref := fmt.Sprintf("u%d", i)
 		mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: ref}}, env)
-		d = mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref, Status: "completed"}}, env)
+		d = mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref, Status: sdk.TurnCompleted}}, env)
 		for _, e := range d.Effects {
 			if e, ok := e.(CaptureCheckpoint); ok {
 				mustDecide(b, &t, RecordCheckpoint{CheckpointID: e.CheckpointID, Status: CheckpointReady, Commit: "c"}, env)

@@ -61,7 +61,7 @@ func TestContinuationCarriesSteeringPendingAtTheLimit(t *testing.T) {
 func completeWithCheck(w *world, session, turn string) string {
 	w.t.Helper()
 	w.turnOn(session, turn)
-	w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: "completed"})
+	w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: sdk.TurnCompleted})
 	if !w.thread.Loop.CheckPending {
 		w.t.Fatalf("no check asked for after %s: %+v", turn, w.thread.Loop)
 	}
@@ -226,7 +226,7 @@ func TestHowLoopsEnd(t *testing.T) {
 		w.must(Command{ID: "chk", ThreadID: "thr", Payload: RecordCheck{CheckResult: CheckResult{RunID: w.thread.Runs[len(w.thread.Runs)-1].ID,
 			Command: "make check", ExitCode: 1}}})
 	}
-	done := sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: "completed"}
+	done := sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: sdk.TurnCompleted}
 	limit := func(l sdk.Limit) sdk.RuntimeEvent { return limitTerminal("", l) }
 	// The wait that would lift past its budget is the ninth id the
 	// decisions draw: the reset plus its jitter, to the second.
@@ -283,7 +283,7 @@ func TestHowLoopsEnd(t *testing.T) {
 			turn(w, 0, "", limit(sdk.Limit{Kind: sdk.LimitRate}))
 		}, end{LoopBlocked, "run 1 ended blocked: acp rate limit", RunStatusBlocked, &sdk.Failure{Code: "limit", Message: "acp rate limit"}, 0}},
 		{"a failed run", ContinuationPolicy{Until: "make check"}, func(w *world) {
-			turn(w, 0, "", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: "failed", Failure: &sdk.Failure{Message: "boom"}})
+			turn(w, 0, "", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: sdk.TurnFailed, Failure: &sdk.Failure{Message: "boom"}})
 		}, end{LoopStopped, "run 1 ended failed: boom", RunStatusFailed, &sdk.Failure{Message: "boom"}, 0}},
 		{"the agent is blocked", ContinuationPolicy{Until: "make check"}, func(w *world) {
 			turn(w, 0, "I tried.\n"+BlockedMarker+"  need the API key  \nBye.", done)

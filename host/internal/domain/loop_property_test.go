@@ -118,11 +118,11 @@ func (dr *driver) fire(late time.Duration) Decision {
 }
 
 func completed() sdk.RuntimeEvent {
-	return sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: "completed"}
+	return sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: sdk.TurnCompleted}
 }
 
 func hitLimit(l sdk.Limit) sdk.RuntimeEvent {
-	return sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: "failed", Limit: &l, Failure: &sdk.Failure{Code: "usage_limit", Message: l.Message}}
+	return sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: sdk.TurnFailed, Limit: &l, Failure: &sdk.Failure{Code: "usage_limit", Message: l.Message}}
 }
 
 // boundedBackoff draws a probe backoff whose instants stay within the
@@ -303,7 +303,7 @@ func TestLoopBudgetsEndTheLoopProperty(t *testing.T) {
 						"Will print " + BlockedMarker + " if stuck."}).Draw(rt, "answer")
 					dr.say(answer, used, completed())
 				case 5:
-					dr.turn(used, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: "failed", Failure: &sdk.Failure{Message: "boom"}})
+					dr.turn(used, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: sdk.TurnFailed, Failure: &sdk.Failure{Message: "boom"}})
 				default:
 					at, _ := resetGen(rt, w.now, "reset")
 					kind := rapid.SampledFrom([]sdk.LimitKind{sdk.LimitUsageWindow, sdk.LimitRate, sdk.LimitCredits, sdk.LimitOverload}).Draw(rt, "kind")

@@ -12,7 +12,7 @@ import (
 
 // limitTerminal is a root turn that failed on a limit.
 func limitTerminal(turn string, l sdk.Limit) sdk.RuntimeEvent {
-	return sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: "failed", Limit: &l,
+	return sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: sdk.TurnFailed, Limit: &l,
 		Failure: &sdk.Failure{Code: "usage_limit", Message: l.Message}}
 }
 
@@ -73,7 +73,7 @@ func TestWaitForTheResetThenContinueTheSameRun(t *testing.T) {
 		t.Fatalf("a waiting run keeps its session in use")
 	}
 	// The session ends (idle): the waiting run is not failed by it.
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "closed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitClosed})
 	if st := w.thread.Runs[0].Status; st != RunStatusWaiting {
 		t.Fatalf("after the session ended the run is %s", st)
 	}
@@ -91,7 +91,7 @@ func TestWaitForTheResetThenContinueTheSameRun(t *testing.T) {
 	}
 	w.open("s2")
 	w.turnOn("s2", "u2")
-	w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: "completed"})
+	w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: sdk.TurnCompleted})
 	r = w.thread.Runs[0]
 	var reasons []AttemptReason
 	for _, a := range r.Attempts {
@@ -174,7 +174,7 @@ func TestUntilLoop(t *testing.T) {
 	check := func(i int, exit int) Decision {
 		w.open("s" + string(rune('0'+i)))
 		w.turnOn("s"+string(rune('0'+i)), "u"+string(rune('0'+i)))
-		d := w.ev("s"+string(rune('0'+i)), sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u" + string(rune('0'+i)), Status: "completed"})
+		d := w.ev("s"+string(rune('0'+i)), sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u" + string(rune('0'+i)), Status: sdk.TurnCompleted})
 		var eff *RunCheck
 		for _, e := range d.Effects {
 			if e, ok := e.(RunCheck); ok {
@@ -226,7 +226,7 @@ func TestSwitchOnLimitAndReturn(t *testing.T) {
 	w.send("one")
 	w.open("s1")
 	w.turnOn("s1", "u1")
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnCompleted})
 	w.send("two")
 	w.turnOn("s1", "u2")
 	reset := t0.Add(2 * time.Hour)
@@ -260,7 +260,7 @@ func TestSwitchOnLimitAndReturn(t *testing.T) {
 	}
 	w.must(Command{ID: "o2", ThreadID: "thr", Payload: RecordSessionOpened{SessionID: "s2", Provider: "claude", ThreadRef: "ct"}})
 	w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "ct", TurnRef: "c1"})
-	w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "c1", Status: "completed"})
+	w.ev("s2", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "c1", Status: sdk.TurnCompleted})
 	w.now = ret.At
 	d = w.must(Command{ID: "ret", ThreadID: "thr", Payload: FireWait{WaitID: ret.ID}})
 	if got := types(d); got != "wait.ended thread.provider_switched handoff.created" {
@@ -307,7 +307,7 @@ func TestUsageAddsUpOverAttempts(t *testing.T) {
 	w.turnOn("s1", "u2")
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventUsage, TurnRef: "u2", Usage: &sdk.Usage{InputTokens: 5, TotalTokens: 10}})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventUsage, TurnRef: "u2", Usage: &sdk.Usage{InputTokens: 15, TotalTokens: 20}})
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: sdk.TurnCompleted})
 	r := w.thread.Runs[0]
 	if diff := cmp.Diff(&sdk.Usage{InputTokens: 815, TotalTokens: 920}, r.Usage); diff != "" {
 		t.Fatalf("run usage (-want +got):\n%s", diff)

@@ -50,11 +50,12 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		if q == nil || q.Status != RequestStatusPending {
 			return
 		}
+		decision, _ := ev.Status.(sdk.Decision)
 		status := RequestStatusResolved
-		if ev.Status == sdk.DecisionCancel.Status() {
+		if decision == sdk.DecisionCancel {
 			status = RequestStatusCancelled
 		}
-		d.emit(RequestResolved{RequestID: q.ID, Status: status, Decision: sdk.Decision(ev.Status)})
+		d.emit(RequestResolved{RequestID: q.ID, Status: status, Decision: decision})
 	case sdk.EventUsage:
 		// A run's usage is its root turn's: a subagent's own totals are
 		// not the run's.
@@ -208,7 +209,7 @@ func turnTerminal(t *Thread, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *
 	if r == nil || r.ActiveAttempt != pt.AttemptID || r.settled() {
 		return
 	}
-	status := ev.Status
+	status, _ := ev.Status.(sdk.TurnStatus)
 	if a := r.attempt(pt.AttemptID); pt.NodeID != a.RootNode {
 		if n := t.node(r.ID, pt.NodeID); n != nil && n.Status == StatusInProgress {
 			runID, nodeID := r.ID, n.ID
@@ -250,7 +251,7 @@ func turnTerminal(t *Thread, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *
 // (interrupted, when the run did not stop when asked; failed, when its
 // provider went silent).
 func runtimeExited(t *Thread, sessionID string, ev sdk.RuntimeEvent, env Env, d *Decision) {
-	reason := string(ev.Status)
+	reason := sdk.StatusWord(ev.Status)
 	if ev.Failure != nil {
 		reason = ev.Failure.Message
 	}
@@ -320,8 +321,8 @@ func decideItem(t *Thread, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *De
 			d.emit(NodeDelta{RunID: runID, NodeID: n.ID, Text: ev.Text})
 		}
 	case sdk.EventItemUpdated:
-		if ev.Status != "" || ev.Title != "" || len(ev.Detail) > 0 {
-			d.emit(NodeUpdated{RunID: runID, NodeID: n.ID, Status: ItemStatus(ev.Status), Title: ev.Title, Detail: ev.Detail})
+		if status := nodeStatus(ev.Status); status != "" || ev.Title != "" || len(ev.Detail) > 0 {
+			d.emit(NodeUpdated{RunID: runID, NodeID: n.ID, Status: status, Title: ev.Title, Detail: ev.Detail})
 		}
 	case sdk.EventItemCompleted:
 		if n.Status != StatusInProgress {
@@ -330,7 +331,7 @@ func decideItem(t *Thread, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *De
 		if len(ev.Detail) > 0 || ev.Title != "" {
 			d.emit(NodeUpdated{RunID: runID, NodeID: n.ID, Title: ev.Title, Detail: ev.Detail})
 		}
-		d.emit(NodeCompleted{RunID: runID, NodeID: n.ID, Status: cmp.Or(ItemStatus(ev.Status), StatusCompleted)})
+		d.emit(NodeCompleted{RunID: runID, NodeID: n.ID, Status: cmp.Or(nodeStatus(ev.Status), StatusCompleted)})
 		if n.Kind == NodeAssistantMessage {
 			d.emit(MessageCompleted{MessageID: n.ID})
 		}

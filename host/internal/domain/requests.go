@@ -31,7 +31,7 @@ func decideRespond(t *Thread, p RespondToRequest, d *Decision) error {
 		return fmt.Errorf("%w: decision must be accept, accept_for_session, decline, cancel or answer, got %q", ErrInvalid, p.Decision)
 	}
 	if q.Delivery == DeliveryNotResumable {
-		return fmt.Errorf("%w: request %s cannot be answered: its provider process is gone", ErrNotResumable, q.ID)
+		return NotResumable(q.ID)
 	}
 	if q.Status != RequestStatusPending || q.AnsweredBy != "" {
 		return fmt.Errorf("%w: request %s is already %s", ErrConflict, q.ID, cmp.Or(string(q.AnsweredBy)+" answered", string(q.Status)))
@@ -83,6 +83,13 @@ func (t *Thread) requestOr(id string) (*RuntimeRequest, error) {
 	return nil, fmt.Errorf("%w: request %q", ErrNotFound, id)
 }
 
+// NotResumable is the error of an answer to request id whose provider
+// process is gone: sdk.ErrNotResumable, its text naming the request's
+// delivery as a projection shows it (not_resumable).
+func NotResumable(id string) error {
+	return sdk.Kindf(sdk.ErrNotResumable, "%s: request %s cannot be answered: its provider process is gone", DeliveryNotResumable, id)
+}
+
 // respondEffect delivers an answer to the request through its session.
 func (q *RuntimeRequest) respondEffect(threadID string, v sdk.Decision, answers map[string]string) Respond {
 	return Respond{EffectHead: EffectHead{ThreadID: threadID}, RunID: q.RunID, SessionID: q.SessionID, RequestRef: q.ProviderRef,
@@ -93,6 +100,9 @@ func (q *RuntimeRequest) respondEffect(threadID string, v sdk.Decision, answers 
 // request is left to a client.
 const policyAnswerTries = 3
 
+// policyDecisions are the answers of the policies that answer approvals.
+var policyDecisions = map[ApprovalPolicy]sdk.Decision{ApproveAccept: sdk.DecisionAccept, ApproveDecline: sdk.DecisionDecline}
+
 // policyDecision is how a thread's approval policy answers a request of
 // a kind: "" leaves it to a client.
 func policyDecision(policy ApprovalPolicy, kind sdk.RequestKind) sdk.Decision {
@@ -100,7 +110,7 @@ func policyDecision(policy ApprovalPolicy, kind sdk.RequestKind) sdk.Decision {
 	case policy == ApproveAsk:
 		return ""
 	case approval(kind):
-		return sdk.Decision(policy)
+		return policyDecisions[policy]
 	case kind == sdk.RequestUserInput:
 		return sdk.DecisionDecline // a policy cannot invent answers
 	}

@@ -275,9 +275,9 @@ func TestUnansweredRequestsExpire(t *testing.T) {
 		t.Fatalf("expire an unknown request: %s", types(d))
 	}
 	// The provider takes the decline; the run goes on, its requests done.
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q1", Status: sdk.DecisionDecline.Status()})
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q2", Status: sdk.DecisionCancel.Status()})
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q3", Status: sdk.DecisionCancel.Status()})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q1", Status: sdk.DecisionDecline})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q2", Status: sdk.DecisionCancel})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q3", Status: sdk.DecisionCancel})
 	var st []RequestStatus
 	for _, q := range w.thread.Requests {
 		st = append(st, q.Status)

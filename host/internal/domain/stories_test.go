@@ -341,9 +341,10 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 func (s *story) providerEvent(t *testing.T, d *datadriven.TestData) CommandPayload {
 	a := newArgs(t, d, "session", "kind", "turn", "thread", "parent", "item", "item-kind", "request", "request-kind",
 		"status", "title", "text", "client-turn")
-	e := sdk.RuntimeEvent{Kind: sdk.EventKind(a.need("kind")), TurnRef: a.get("turn"), ThreadRef: a.get("thread"),
+	kind := sdk.EventKind(a.need("kind"))
+	e := sdk.RuntimeEvent{Kind: kind, TurnRef: a.get("turn"), ThreadRef: a.get("thread"),
 		ParentThreadRef: a.get("parent"), ItemRef: a.get("item"), ItemKind: sdk.ItemKind(a.get("item-kind")),
-		RequestRef: a.get("request"), RequestKind: sdk.RequestKind(a.get("request-kind")), Status: sdk.Status(a.get("status")),
+		RequestRef: a.get("request"), RequestKind: sdk.RequestKind(a.get("request-kind")), Status: sdk.StatusOf(kind, a.get("status")),
 		Title: a.get("title"), Text: a.get("text")}
 	if a.has("client-turn") {
 		// The attempt the host started the turn for, echoed back.

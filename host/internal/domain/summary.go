@@ -29,6 +29,11 @@ type ThreadStatus string
 // is its active run's.
 const ThreadIdle ThreadStatus = "idle"
 
+// ThreadStatuses are the statuses a thread can have: idle, or an active
+// run's (RunStatus.Active).
+var ThreadStatuses = []ThreadStatus{ThreadIdle, ThreadStatus(RunStatusStarting), ThreadStatus(RunStatusRunning),
+	ThreadStatus(RunStatusWaiting)}
+
 // Summary is the thread as a list shows it.
 func (t *Thread) Summary() ThreadSummary {
 	s := ThreadSummary{ID: t.ID, Provider: t.Provider, Cwd: t.Cwd, Model: t.Model, CreatedAt: t.CreatedAt,

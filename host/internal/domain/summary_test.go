@@ -32,13 +32,13 @@ func TestSummaryAndLive(t *testing.T) {
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
 	want.Status, want.LastRun = ThreadStatus(RunStatusRunning), RunStatusRunning
 	check("running", true)
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: "failed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnFailed})
 	want.Queued, want.Status, want.LastRun = 0, ThreadStatus(RunStatusStarting), RunStatusStarting
 	check("the first failed, the second starting", true)
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: "completed"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: sdk.TurnCompleted})
 	want.Status, want.LastRun = ThreadIdle, RunStatusCompleted
 	check("both ended, the session open", true)
-	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "exited"})
+	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitExited})
 	check("the session ended", false)
 }

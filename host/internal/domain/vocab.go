@@ -1,12 +1,19 @@
 package domain
 
-import "github.com/baton-run/baton/sdk"
+import (
+	"strings"
+
+	"github.com/baton-run/baton/sdk"
+)
 
 // The domain's vocabularies, declared once. Each is a string type so that
 // its JSON form is the word itself. A provider's vocabularies (event,
 // item and request kinds, statuses, decisions, limit kinds) are the sdk's,
-// used as they are; where a provider's word becomes the domain's own (an
-// item's kind a node's, a turn's status a run's), it is converted there.
+// used as they are (a request's decision is an sdk.Decision in the
+// domain's events too); where a provider's word becomes the domain's own
+// (an item's kind a node's, a turn's status a run's and its node's, an
+// item's status a node's), it is converted here, in one function each
+// (runStatus, itemStatus, nodeStatus), and nowhere else.
 
 // RunStatus is where a run is in its life.
 type RunStatus string
@@ -93,7 +100,7 @@ const (
 
 // runStatus maps a provider turn's status (turn_terminal's) to a run
 // status (anything else is a completed turn).
-func runStatus(s sdk.Status) RunStatus {
+func runStatus(s sdk.TurnStatus) RunStatus {
 	switch s {
 	case sdk.TurnInterrupted:
 		return RunStatusInterrupted
@@ -104,7 +111,7 @@ func runStatus(s sdk.Status) RunStatus {
 }
 
 // itemStatus maps a provider turn's status to the status of its node.
-func itemStatus(s sdk.Status) ItemStatus {
+func itemStatus(s sdk.TurnStatus) ItemStatus {
 	switch s {
 	case sdk.TurnFailed:
 		return StatusFailed
@@ -112,6 +119,14 @@ func itemStatus(s sdk.Status) ItemStatus {
 		return StatusCancelled
 	}
 	return StatusCompleted
+}
+
+// nodeStatus is an item event's status as its node's: the provider's word
+// as it is (sdk.ItemStatus: in_progress, completed, failed, declined, or
+// a provider's own word for an item in progress); "" for none.
+func nodeStatus(s sdk.Status) ItemStatus {
+	is, _ := s.(sdk.ItemStatus)
+	return ItemStatus(is)
 }
 
 // Role says who wrote a message.
@@ -173,6 +188,28 @@ const (
 	ApproveAccept  ApprovalPolicy = "accept"  // answer every approval "accept"
 	ApproveAsk     ApprovalPolicy = "ask"     // leave every request to a client
 )
+
+// ApprovalPolicies are the approval policies, in the order a person is
+// offered them (the CLI's --approve, its completion, the API's errors).
+var ApprovalPolicies = []ApprovalPolicy{ApproveAsk, ApproveAccept, ApproveDecline}
+
+// OneOf offers words as a choice, as a message says it: "a, b or c".
+func OneOf[W ~string](words ...W) string {
+	if len(words) < 2 {
+		return strings.Join(Strings(words...), "")
+	}
+	return strings.Join(Strings(words[:len(words)-1]...), ", ") + " or " + string(words[len(words)-1])
+}
+
+// Strings is words as strings: a vocabulary where a flag's completion or a
+// wire field takes plain strings.
+func Strings[W ~string](words ...W) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = string(w)
+	}
+	return out
+}
 
 // DispatchMode says what message.dispatch does when a run is active.
 type DispatchMode string

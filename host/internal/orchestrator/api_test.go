@@ -35,7 +35,7 @@ func refused(err error) refusal {
 		name string
 		err  error
 	}{{"invalid", domain.ErrInvalid}, {"not found", domain.ErrNotFound}, {"conflict", domain.ErrConflict},
-		{"not resumable", domain.ErrNotResumable}, {"closed", orchestrator.ErrClosed}} {
+		{"not resumable", sdk.ErrNotResumable}, {"closed", orchestrator.ErrClosed}} {
 		if errors.Is(err, s.err) {
 			return refusal{s.name, err.Error()}
 		}

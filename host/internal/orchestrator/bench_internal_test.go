@@ -156,7 +156,7 @@ func recordThread(h *Host, thread string) error {
 			ItemKind: sdk.ItemAssistantMessage, Text: fmt.Sprintf("token %d of the answer ", i)})
 	}
 	evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: "turn-1", ItemRef: "msg-1"},
-		sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "turn-1", Status: "completed", Title: "end_turn"})
+		sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "turn-1", Status: sdk.TurnCompleted, Title: "end_turn"})
 	n++
 	if err := h.ingestEvents(thread, "ses_"+thread, fmt.Sprintf("%s-%d", thread, n), evs); err != nil {
 		return err
@@ -166,7 +166,7 @@ func recordThread(h *Host, thread string) error {
 	}
 	n++
 	return h.ingestEvents(thread, "ses_"+thread, fmt.Sprintf("%s-%d", thread, n), []sdk.RuntimeEvent{
-		{Kind: sdk.EventRuntimeExited, Status: "exited"}})
+		{Kind: sdk.EventRuntimeExited, Status: sdk.ExitExited}})
 }
 
 // BenchmarkOpen measures a host's start on data dirs of 0, 1,000 and
@@ -430,7 +430,7 @@ func BenchmarkThreadHistory(b *testing.B) {
 						ItemKind: sdk.ItemAssistantMessage, Text: fmt.Sprintf("word %d ", i)})
 				}
 				evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: turn, ItemRef: turn + "/cmd"},
-					sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: "completed"})
+					sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: sdk.TurnCompleted})
 				ingest(evs...)
 				capture()
 			}

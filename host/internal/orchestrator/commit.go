@@ -327,7 +327,7 @@ func (h *Host) checkReachable(ctx context.Context, threadID, requestID string) e
 		if _, err := h.Dispatch(ctx, domain.Unreachable(threadID, q.ID)); err != nil {
 			return err
 		}
-		return fmt.Errorf("%w: request %s cannot be answered: its provider process is gone", domain.ErrNotResumable, q.ID)
+		return domain.NotResumable(q.ID)
 	}
 	return nil
 }

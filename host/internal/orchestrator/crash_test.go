@@ -257,7 +257,7 @@ func crashHelper(dir string) int {
 					ev(sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: ref, ItemRef: "a" + ref,
 						ItemKind: sdk.ItemAssistantMessage, Text: fmt.Sprintf("delta %d ", i)})
 				}
-				ev(sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref, Status: "completed"})
+				ev(sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref, Status: sdk.TurnCompleted})
 			}
 		})
 	}

@@ -200,7 +200,7 @@ func TestAnswerAfterTheProviderIsGone(t *testing.T) {
 	// Answering it is a clear error at once, not a hang.
 	_, err := e.host.Dispatch(t.Context(), domain.Command{ID: "late", ThreadID: threadID,
 		Payload: domain.RespondToRequest{RequestID: q.ID, Decision: "accept"}})
-	if !errors.Is(err, domain.ErrNotResumable) || !strings.Contains(err.Error(), "not_resumable") {
+	if !errors.Is(err, sdk.ErrNotResumable) || !strings.Contains(err.Error(), "not_resumable") {
 		t.Fatalf("answering a request whose provider is gone: %v", err)
 	}
 }

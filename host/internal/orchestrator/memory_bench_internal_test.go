@@ -45,7 +45,7 @@ func historyDataDir(b *testing.B, runs int) string {
 	if err := recordHistory(h, "t", runs); err != nil {
 		b.Fatal(err)
 	}
-	if err := h.ingestEvents("t", "s1", "exit", []sdk.RuntimeEvent{{Kind: sdk.EventRuntimeExited, Status: "exited"}}); err != nil {
+	if err := h.ingestEvents("t", "s1", "exit", []sdk.RuntimeEvent{{Kind: sdk.EventRuntimeExited, Status: sdk.ExitExited}}); err != nil {
 		b.Fatal(err)
 	}
 	// Settled, as a worker would have: a host that opens the data dir
@@ -122,7 +122,7 @@ func recordHistory(h *Host, th string, runs int) error {
 		evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: turn, ItemRef: turn + "/cmd",
 			Detail: []byte(`{"exitCode":0,"aggregatedOutput":"ok  \tgithub.com/example/pkg/store\t0.412s\n"}`)},
 			sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: turn, ItemRef: turn + "/msg"},
-			sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: "completed"})
+			sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: sdk.TurnCompleted})
 		if err := ingest(evs...); err != nil {
 			return err
 		}

@@ -299,7 +299,7 @@ func stopped(err error) bool { return errors.Is(err, ErrClosed) || errors.Is(err
 // refused says whether an error is a command's refusal, which no retry
 // changes.
 func refused(err error) bool {
-	for _, r := range []error{domain.ErrInvalid, domain.ErrNotFound, domain.ErrConflict, domain.ErrUnsupported, domain.ErrNotResumable} {
+	for _, r := range []error{domain.ErrInvalid, domain.ErrNotFound, domain.ErrConflict, domain.ErrUnsupported, sdk.ErrNotResumable} {
 		if errors.Is(err, r) {
 			return true
 		}

@@ -120,11 +120,11 @@ func recordRuns(b *testing.B, h *Host, th string, runs int) uint64 {
 				ItemKind: sdk.ItemAssistantMessage, Text: fmt.Sprintf("word %d ", i)})
 		}
 		evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventItemCompleted, TurnRef: turn, ItemRef: turn + "/cmd"},
-			sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: "completed"})
+			sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: turn, Status: sdk.TurnCompleted})
 		ingest(evs...)
 		capture()
 	}
-	ingest(sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: "exited"})
+	ingest(sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitExited})
 	t, err := h.view(th)
 	if err != nil {
 		b.Fatal(err)

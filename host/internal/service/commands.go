@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -57,10 +58,8 @@ func (s *Server) CreateThread(ctx context.Context, req *batonv1.CreateThreadRequ
 		return nil, invalid("cwd", "must be an absolute path, got %q", req.GetCwd())
 	}
 	policy := domain.ApprovalPolicy(req.GetApprovalPolicy())
-	switch policy {
-	case "", domain.ApproveDecline, domain.ApproveAccept, domain.ApproveAsk:
-	default:
-		return nil, invalid("approval_policy", "unknown policy %q; want decline, accept or ask", policy)
+	if policy != "" && !slices.Contains(domain.ApprovalPolicies, policy) {
+		return nil, invalid("approval_policy", "unknown policy %q; want %s", policy, domain.OneOf(domain.ApprovalPolicies...))
 	}
 	cont, err := policyOf("policy", req.GetPolicy())
 	if err != nil {
@@ -147,12 +146,6 @@ func (s *Server) runOf(threadID, msgID string) string {
 	return ""
 }
 
-// decisions are the answers a request takes.
-var decisions = map[string]bool{
-	string(sdk.DecisionAccept): true, string(sdk.DecisionAcceptForSession): true, string(sdk.DecisionDecline): true,
-	string(sdk.DecisionCancel): true, string(sdk.DecisionAnswer): true,
-}
-
 // AnswerRequest answers a provider's request. With no thread id it is the
 // thread the request is on (a repeat: the thread of its first receipt).
 func (s *Server) AnswerRequest(ctx context.Context, req *batonv1.AnswerRequestRequest) (*batonv1.Receipt, error) {
@@ -173,8 +166,8 @@ func (s *Server) AnswerRequest(ctx context.Context, req *batonv1.AnswerRequestRe
 	if decision == "" {
 		return nil, invalid("decision", "required")
 	}
-	if !decisions[decision] {
-		return nil, invalid("decision", "unknown decision %q; want accept, accept_for_session, decline, cancel or answer", decision)
+	if !slices.Contains(sdk.Decisions(), sdk.Decision(decision)) {
+		return nil, invalid("decision", "unknown decision %q; want %s", decision, domain.OneOf(sdk.Decisions()...))
 	}
 	threadID := req.GetThreadId()
 	if threadID == "" {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -206,6 +207,33 @@ func TestAnswerRequestFindsThread(t *testing.T) {
 	}
 	if d := cmp.Diff(rc, again, protocmp.Transform()); d != "" {
 		t.Errorf("repeated answer (-first +repeat):\n%s", d)
+	}
+}
+
+// An answer to a request whose provider process is gone is refused at
+// once: FailedPrecondition, in the words the host has always used. The
+// host's refusal and a plugin's (sdk.ErrNotResumable) are one error.
+func TestAnswerToAGoneProviderIsFailedPrecondition(t *testing.T) {
+	e := newEnv(t, service.Options{})
+	ctx := t.Context()
+	threadID := e.create("create", "", "acp", "acp/approval_accept.ndjson", "ask").GetThreadId()
+	if _, err := e.client.SendMessage(ctx, &batonv1.SendMessageRequest{ThreadId: threadID, Text: "Write allowed.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	th := e.waitFor(threadID, "a request", func(t domain.Thread) bool {
+		return len(t.Requests) == 1 && t.Requests[0].Status == domain.RequestStatusPending
+	})
+	if err := syscall.Kill(th.ProviderSessions[0].PluginPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(threadID, "the request to expire", func(t domain.Thread) bool {
+		return t.Requests[0].Delivery == domain.DeliveryNotResumable
+	})
+	q := th.Requests[0].ID
+	_, err := e.client.AnswerRequest(ctx, &batonv1.AnswerRequestRequest{ThreadId: threadID, RequestId: q, Decision: "accept"})
+	want := "not_resumable: request " + q + " cannot be answered: its provider process is gone"
+	if status.Code(err) != codes.FailedPrecondition || status.Convert(err).Message() != want {
+		t.Errorf("answering a request whose provider is gone: %v; want FailedPrecondition %q", err, want)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -52,12 +53,6 @@ const (
 	maxPageSize     = 1000
 )
 
-// statuses are the statuses a thread's summary can have.
-var statuses = map[string]bool{
-	string(domain.ThreadIdle): true, string(domain.RunStatusStarting): true,
-	string(domain.RunStatusRunning): true, string(domain.RunStatusWaiting): true,
-}
-
 // ListThreads lists threads in id order, a page at a time. The page token
 // is the last id of the page before.
 func (s *Server) ListThreads(_ context.Context, req *batonv1.ListThreadsRequest) (*batonv1.ListThreadsResponse, error) {
@@ -71,8 +66,8 @@ func (s *Server) ListThreads(_ context.Context, req *batonv1.ListThreadsRequest)
 	if err := checkID("page_token", req.GetPageToken()); err != nil {
 		return nil, err
 	}
-	if st := req.GetStatus(); st != "" && !statuses[st] {
-		return nil, invalid("status", "unknown status %q; want idle, starting, running or waiting", st)
+	if st := req.GetStatus(); st != "" && !slices.Contains(domain.ThreadStatuses, domain.ThreadStatus(st)) {
+		return nil, invalid("status", "unknown status %q; want %s", st, domain.OneOf(domain.ThreadStatuses...))
 	}
 	keep := func(t domain.ThreadSummary) bool {
 		return (req.GetStatus() == "" || string(t.Status) == req.GetStatus()) &&

@@ -12,6 +12,7 @@ import (
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/sdk"
 )
 
 // codeTable maps the host's errors to gRPC codes, first match wins: an
@@ -28,7 +29,7 @@ var codeTable = []struct {
 	{domain.ErrNotFound, codes.NotFound},
 	{domain.ErrConflict, codes.FailedPrecondition},
 	{domain.ErrUnsupported, codes.FailedPrecondition},
-	{domain.ErrNotResumable, codes.FailedPrecondition},
+	{sdk.ErrNotResumable, codes.FailedPrecondition}, // Decide's, as a plugin's: an answer the provider can no longer take
 	{pluginhost.ErrNotInstalled, codes.FailedPrecondition},
 	{eventlog.ErrDamaged, codes.DataLoss},
 	{eventlog.ErrReadOnly, codes.FailedPrecondition},

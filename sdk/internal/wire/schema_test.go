@@ -18,7 +18,7 @@ import (
 
 func fullEvent() sdk.RuntimeEvent {
 	return sdk.RuntimeEvent{SessionID: "s", Sequence: 7, Kind: sdk.EventRequestOpened, RawFrame: 3, ThreadRef: "t", ParentThreadRef: "p",
-		TurnRef: "u", ItemRef: "i", ParentItemRef: "pi", ClientTurnID: "att", ItemKind: sdk.ItemToolCall, Title: "T", Text: "x", Status: "s",
+		TurnRef: "u", ItemRef: "i", ParentItemRef: "pi", ClientTurnID: "att", ItemKind: sdk.ItemToolCall, Title: "T", Text: "x", Status: sdk.StatusOf(sdk.EventRequestOpened, "s"),
 		RequestRef: "r", RequestKind: "permission", Options: []sdk.RequestOption{{ID: "a", Label: "Allow", Kind: "allow_once"}},
 		Usage:     &sdk.Usage{InputTokens: 1, OutputTokens: 2, CachedInputTokens: 3, ReasoningTokens: 4, TotalTokens: 10},
 		RateLimit: &sdk.RateLimit{ResetsAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), UsedPercent: 50, Scope: "5h"},
@@ -55,6 +55,56 @@ func TestRuntimeEventRoundTrips(t *testing.T) {
 		if EventFromWire(EventToWire(sdk.RuntimeEvent{Kind: kind})).Kind != kind {
 			t.Errorf("kind %s does not round-trip", kind)
 		}
+	}
+}
+
+// Each status is of its kind's vocabulary, a type of its own, and its
+// wire forms are its word as they always were: the same "failed" ends a
+// turn, an item or a process, and the three are not one status.
+func TestStatusesKeepTheirVocabulary(t *testing.T) {
+	for _, c := range []struct {
+		kind   sdk.EventKind
+		status sdk.Status
+		json   string
+	}{
+		{sdk.EventTurnTerminal, sdk.TurnFailed, `{"sessionId":"s","sequence":1,"kind":"turn_terminal","status":"failed"}`},
+		{sdk.EventRuntimeExited, sdk.ExitFailed, `{"sessionId":"s","sequence":1,"kind":"runtime_exited","status":"failed"}`},
+		{sdk.EventItemCompleted, sdk.ItemFailed, `{"sessionId":"s","sequence":1,"kind":"item_completed","status":"failed"}`},
+		{sdk.EventItemUpdated, sdk.ItemStatus("pending"), `{"sessionId":"s","sequence":1,"kind":"item_updated","status":"pending"}`},
+		{sdk.EventRequestResolved, sdk.DecisionDecline, `{"sessionId":"s","sequence":1,"kind":"request_resolved","status":"decline"}`},
+		{sdk.EventTurnStarted, nil, `{"sessionId":"s","sequence":1,"kind":"turn_started"}`},
+	} {
+		ev := sdk.RuntimeEvent{SessionID: "s", Sequence: 1, Kind: c.kind, Status: c.status}
+		w := EventToWire(ev)
+		if w.GetStatus() != sdk.StatusWord(c.status) {
+			t.Errorf("%s: the wire carries status %q; want %q", c.kind, w.GetStatus(), sdk.StatusWord(c.status))
+		}
+		if got := EventFromWire(w).Status; got != c.status {
+			t.Errorf("%s: %T %q off the wire; want %T %q", c.kind, got, sdk.StatusWord(got), c.status, sdk.StatusWord(c.status))
+		}
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != c.json {
+			t.Errorf("%s: JSON %s; want %s", c.kind, b, c.json)
+		}
+		var back sdk.RuntimeEvent
+		if err := json.Unmarshal([]byte(c.json), &back); err != nil {
+			t.Fatalf("%s: %v", c.kind, err)
+		}
+		if diff := cmp.Diff(ev, back); diff != "" {
+			t.Errorf("%s: the JSON form read back:\n%s", c.kind, diff)
+		}
+	}
+	// JSON without a status leaves the event's, as it leaves any field.
+	ev := sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: sdk.TurnInterrupted}
+	if err := json.Unmarshal([]byte(`{"title":"t"}`), &ev); err != nil || ev.Status != sdk.Status(sdk.TurnInterrupted) || ev.Title != "t" {
+		t.Errorf("JSON with no status read into a turn_terminal interrupted: %+v, %v; want it interrupted, titled t", ev, err)
+	}
+	if sdk.Status(sdk.TurnFailed) == sdk.Status(sdk.ItemFailed) || sdk.Status(sdk.TurnFailed) == sdk.Status(sdk.ExitFailed) ||
+		sdk.Status(sdk.ItemFailed) == sdk.Status(sdk.ExitFailed) {
+		t.Error(`a turn's, an item's and a process's "failed" are one status`)
 	}
 }
 

@@ -197,7 +197,7 @@ func (a *adapter) RespondToRequest(_ context.Context, req sdk.RespondToRequestRe
 		return err
 	}
 	s.hang("RespondToRequest")
-	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: req.RequestRef, Status: req.Decision.Status()})
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: req.RequestRef, Status: req.Decision})
 	return nil
 }
 

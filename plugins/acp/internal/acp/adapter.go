@@ -450,14 +450,14 @@ func (s *session) permission(id jsonrpc2.ID, ch chan permissionOutcome, params [
 		RequestRef: ref, RequestKind: "permission", ItemRef: tool.ToolCallID, Title: deref(tool.Title), Options: opts,
 		Detail: p.ToolCall})
 
-	var decision sdk.Status
+	var decision sdk.Decision
 	select {
 	case o := <-ch:
-		decision = sdk.Status(o.Outcome)
+		decision = sdk.Decision(o.Outcome)
 	case <-s.ctx.Done():
-		decision = sdk.DecisionCancel.Status()
+		decision = sdk.DecisionCancel
 	}
-	outcome := pickOption(p.Options, sdk.Decision(decision))
+	outcome := pickOption(p.Options, decision)
 	// The resolution is emitted before the reply: the reply lets the agent
 	// go on, and what it does next (even ending the turn) must come after.
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: thread, TurnRef: turnRef,

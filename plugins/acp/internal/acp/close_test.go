@@ -66,7 +66,7 @@ func TestCloseWithPendingPermission(t *testing.T) {
 		got = append(got, sdk.RuntimeEvent{Kind: ev.Kind, RequestRef: ev.RequestRef, Status: ev.Status, ThreadUsable: ev.ThreadUsable})
 	}
 	want := []sdk.RuntimeEvent{
-		{Kind: sdk.EventRequestResolved, RequestRef: "permission-7", Status: sdk.DecisionCancel.Status()},
+		{Kind: sdk.EventRequestResolved, RequestRef: "permission-7", Status: sdk.DecisionCancel},
 		{Kind: sdk.EventTurnTerminal, Status: sdk.TurnFailed},
 	}
 	if len(got) == 0 || got[len(got)-1].Kind != sdk.EventRuntimeExited || got[len(got)-1].Status != sdk.ExitClosed {

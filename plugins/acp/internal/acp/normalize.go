@@ -91,7 +91,7 @@ func toolItemKind(kind string) sdk.ItemKind {
 
 // toolStatus maps an ACP tool status to an item status; done says whether
 // the item has ended.
-func toolStatus(s string) (status sdk.Status, done bool) {
+func toolStatus(s string) (status sdk.ItemStatus, done bool) {
 	switch s {
 	case "completed":
 		return sdk.ItemDone, true
@@ -197,7 +197,7 @@ func (n *normalizer) outsideTurn(u update) []sdk.RuntimeEvent {
 }
 
 // stopStatus maps an ACP stop reason to a turn status.
-func stopStatus(reason string) (sdk.Status, *sdk.Failure) {
+func stopStatus(reason string) (sdk.TurnStatus, *sdk.Failure) {
 	switch reason {
 	case "end_turn", "max_tokens", "max_turn_requests":
 		return sdk.TurnCompleted, nil

@@ -23,7 +23,7 @@ func upd(t *testing.T, n *normalizer, params string) []sdk.RuntimeEvent {
 func kinds(evs []sdk.RuntimeEvent) string {
 	var ks []string
 	for _, e := range evs {
-		ks = append(ks, string(e.Kind)+":"+string(e.ItemKind)+":"+string(e.Status))
+		ks = append(ks, string(e.Kind)+":"+string(e.ItemKind)+":"+sdk.StatusWord(e.Status))
 	}
 	return strings.Join(ks, " ")
 }

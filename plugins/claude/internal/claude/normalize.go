@@ -461,7 +461,7 @@ func (n *normalizer) toolResult(f *frame, b block) []sdk.RuntimeEvent {
 	out = append(out, done)
 	if it.Kind == sdk.ItemSubagent {
 		if c := n.children[it.Ref]; c != nil && !c.background {
-			out = append(out, n.endChild(c, map[sdk.Status]sdk.Status{sdk.ItemDone: sdk.TurnCompleted, sdk.ItemDeclined: sdk.TurnInterrupted}[status], text)...)
+			out = append(out, n.endChild(c, map[sdk.ItemStatus]sdk.TurnStatus{sdk.ItemDone: sdk.TurnCompleted, sdk.ItemDeclined: sdk.TurnInterrupted}[status], text)...)
 		}
 	}
 	return out
@@ -488,7 +488,7 @@ func resultText(content json.RawMessage) string {
 
 // endChild ends a subagent's turn (status "" is failed) and whatever it
 // left open.
-func (n *normalizer) endChild(c *child, status sdk.Status, text string) []sdk.RuntimeEvent {
+func (n *normalizer) endChild(c *child, status sdk.TurnStatus, text string) []sdk.RuntimeEvent {
 	if c.ended {
 		return nil
 	}
@@ -550,7 +550,7 @@ func (n *normalizer) system(f *frame) ([]sdk.RuntimeEvent, error) {
 		if s.ToolUseID == "" || c == nil {
 			return nil, nil
 		}
-		var status sdk.Status
+		var status sdk.TurnStatus
 		switch s.Status {
 		case "completed":
 			status = sdk.TurnCompleted
@@ -648,7 +648,7 @@ func (n *normalizer) interruptAcknowledged(ref string, stillQueued int) []sdk.Ru
 
 // endTurn ends the host's turn in progress: its open items, and on an
 // interrupt its subagents still running, then its usage and terminal.
-func (n *normalizer) endTurn(status sdk.Status, failure *sdk.Failure, title string, raw json.RawMessage) []sdk.RuntimeEvent {
+func (n *normalizer) endTurn(status sdk.TurnStatus, failure *sdk.Failure, title string, raw json.RawMessage) []sdk.RuntimeEvent {
 	t := n.turn
 	n.turn = nil
 	out := n.closeItems(n.root, t.ref)
@@ -680,7 +680,7 @@ func (n *normalizer) backgroundRunning(turn string) bool {
 
 // resultStatus maps a result to a turn status. A "success" result may
 // still carry is_error (an API failure the CLI gave up on): failed.
-func resultStatus(r resultFrame, interrupted bool) (sdk.Status, *sdk.Failure) {
+func resultStatus(r resultFrame, interrupted bool) (sdk.TurnStatus, *sdk.Failure) {
 	switch {
 	case strings.HasPrefix(r.TerminalReason, "aborted"):
 		return sdk.TurnInterrupted, nil

@@ -68,9 +68,9 @@ func TestBackgroundSubagent(t *testing.T) {
 	for _, ev := range evs {
 		switch ev.Kind {
 		case sdk.EventThreadStarted, sdk.EventTurnStarted, sdk.EventTurnTerminal, sdk.EventRequestOpened:
-			got = append(got, fmt.Sprintf("%s %s %s %s", ev.Kind, ev.ThreadRef, ev.TurnRef, ev.Status))
+			got = append(got, fmt.Sprintf("%s %s %s %s", ev.Kind, ev.ThreadRef, ev.TurnRef, sdk.StatusWord(ev.Status)))
 		case sdk.EventItemCompleted:
-			got = append(got, fmt.Sprintf("%s %s %s %s %s", ev.Kind, ev.ThreadRef, ev.ItemKind, ev.Title, ev.Status))
+			got = append(got, fmt.Sprintf("%s %s %s %s %s", ev.Kind, ev.ThreadRef, ev.ItemKind, ev.Title, sdk.StatusWord(ev.Status)))
 		case sdk.EventDiagnostic:
 			t.Errorf("diagnostic %s: %s", ev.Title, ev.Text)
 		}
@@ -163,7 +163,7 @@ func TestExited(t *testing.T) {
 	var ends []string
 	for _, ev := range evs {
 		if ev.Kind == sdk.EventTurnTerminal || ev.Kind == sdk.EventItemCompleted {
-			ends = append(ends, fmt.Sprintf("%s %s %s %s", ev.Kind, ev.ThreadRef, ev.ItemRef, ev.Status))
+			ends = append(ends, fmt.Sprintf("%s %s %s %s", ev.Kind, ev.ThreadRef, ev.ItemRef, sdk.StatusWord(ev.Status)))
 		}
 	}
 	want := "item_completed tu1 tu2 failed|turn_terminal tu1  failed|item_completed sess tu1 failed|turn_terminal sess  failed"
@@ -444,7 +444,7 @@ func TestToolResultAfterTheSubagentEnded(t *testing.T) {
 		case sdk.EventDiagnostic:
 			t.Errorf("diagnostic %s", ev.Title)
 		case sdk.EventTurnTerminal, sdk.EventItemCompleted:
-			ends = append(ends, fmt.Sprintf("%s %s %s %s", ev.Kind, ev.ThreadRef, ev.ItemRef, ev.Status))
+			ends = append(ends, fmt.Sprintf("%s %s %s %s", ev.Kind, ev.ThreadRef, ev.ItemRef, sdk.StatusWord(ev.Status)))
 		}
 	}
 	want := "item_completed sess tu1 completed|item_completed tu1 tu2 failed|turn_terminal tu1  interrupted|turn_terminal sess  interrupted"

@@ -32,7 +32,7 @@ func requestRef(id string) string { return "req-" + id }
 // or cancel when it can no longer be answered.
 func (q *permissionRequest) resolved(d sdk.Decision, text string) sdk.RuntimeEvent {
 	return sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: requestRef(q.id),
-		RequestKind: q.kind, Status: d.Status(), Text: text}
+		RequestKind: q.kind, Status: d, Text: text}
 }
 
 // permissionOptions are the answers a can_use_tool request takes.

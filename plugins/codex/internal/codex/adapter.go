@@ -218,7 +218,7 @@ func (s *session) watch() {
 		var evs []sdk.RuntimeEvent
 		for _, q := range s.pending.TakeAll() {
 			evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-				RequestRef: q.ref, Status: sdk.DecisionCancel.Status()})
+				RequestRef: q.ref, Status: sdk.DecisionCancel})
 		}
 		report := "codex exited"
 		if !closed {
@@ -357,7 +357,7 @@ func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequest
 	// The resolution is emitted before the reply: the reply lets codex go
 	// on, and what it does next (even ending the turn) must come after.
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-		RequestRef: req.RequestRef, RequestKind: q.kind, Status: req.Decision.Status()})
+		RequestRef: req.RequestRef, RequestKind: q.kind, Status: req.Decision})
 	if rerr != nil {
 		err = s.c.RPC.ReplyWithError(s.ctx, q.id, &jsonrpc2.Error{Code: rerr.Code, Message: rerr.Message})
 	} else {
@@ -441,7 +441,7 @@ func (s *session) resolvedByCodex(params json.RawMessage) []sdk.RuntimeEvent {
 		return nil
 	}
 	return []sdk.RuntimeEvent{{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: ref,
-		RequestKind: q.kind, Status: sdk.DecisionCancel.Status(), Text: "codex withdrew the request"}}
+		RequestKind: q.kind, Status: sdk.DecisionCancel, Text: "codex withdrew the request"}}
 }
 
 var (

@@ -338,7 +338,7 @@ func itemKind(typ string) sdk.ItemKind {
 }
 
 // itemStatus maps an item's status when it completes.
-func itemStatus(s *string) sdk.Status {
+func itemStatus(s *string) sdk.ItemStatus {
 	if s == nil {
 		return sdk.ItemDone
 	}
@@ -540,7 +540,7 @@ func (n *normalizer) delta(method string, p deltaNotification) []sdk.RuntimeEven
 }
 
 // turnStatus maps a codex turn status to a terminal status.
-func turnStatus(t turn) (sdk.Status, *sdk.Failure) {
+func turnStatus(t turn) (sdk.TurnStatus, *sdk.Failure) {
 	switch t.Status {
 	case "completed":
 		return sdk.TurnCompleted, nil

@@ -34,8 +34,8 @@ func kinds(evs []sdk.RuntimeEvent) string {
 	var ks []string
 	for _, e := range evs {
 		k := string(e.Kind)
-		if e.ItemKind != "" || e.Status != "" {
-			k += ":" + string(e.ItemKind) + ":" + string(e.Status)
+		if e.ItemKind != "" || e.Status != nil {
+			k += ":" + string(e.ItemKind) + ":" + sdk.StatusWord(e.Status)
 		}
 		ks = append(ks, k)
 	}

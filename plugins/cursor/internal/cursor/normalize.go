@@ -302,7 +302,7 @@ func (n *normalizer) describeTool(tc toolCall) (sdk.ItemKind, string) {
 // toolStatus is a completed call's item status: a success is completed
 // (a command that exited non-zero failed), an error failed, a rejection
 // declined.
-func toolStatus(tc toolCall, res toolResult) sdk.Status {
+func toolStatus(tc toolCall, res toolResult) sdk.ItemStatus {
 	switch res.Outcome {
 	case "error":
 		return sdk.ItemFailed
@@ -395,7 +395,7 @@ func (n *normalizer) result(e *event, raw []byte) []sdk.RuntimeEvent {
 }
 
 // closeOpen ends every open item; tool calls still running get status.
-func (n *normalizer) closeOpen(status sdk.Status) []sdk.RuntimeEvent {
+func (n *normalizer) closeOpen(status sdk.ItemStatus) []sdk.RuntimeEvent {
 	out := n.closeThinking()
 	out = append(out, n.closeMessage()...)
 	refs := make([]string, 0, len(n.tools))

@@ -338,7 +338,7 @@ func (n *normalizer) open(thread, turn, id string, kind sdk.ItemKind, title stri
 	return []sdk.RuntimeEvent{ev}, it
 }
 
-func (n *normalizer) complete(it *sessions.Item[struct{}], status sdk.Status, text string, detail json.RawMessage) sdk.RuntimeEvent {
+func (n *normalizer) complete(it *sessions.Item[struct{}], status sdk.ItemStatus, text string, detail json.RawMessage) sdk.RuntimeEvent {
 	ev := n.items.Complete(it, status)
 	ev.Text, ev.Detail = text, detail
 	return ev
@@ -468,7 +468,7 @@ func (n *normalizer) idle(session string) []sdk.RuntimeEvent {
 }
 
 // end closes a turn's open items and emits its terminal event.
-func (n *normalizer) end(session, turn string, status sdk.Status, failure *sdk.Failure, usable bool) []sdk.RuntimeEvent {
+func (n *normalizer) end(session, turn string, status sdk.TurnStatus, failure *sdk.Failure, usable bool) []sdk.RuntimeEvent {
 	itemStatus := sdk.ItemFailed
 	if status == sdk.TurnCompleted {
 		itemStatus = sdk.ItemDone

@@ -240,7 +240,7 @@ func (s *session) watch(stdoutDone <-chan struct{}) {
 		var evs []sdk.RuntimeEvent
 		for _, q := range s.pending.TakeAll() {
 			evs = append(evs, sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-				RequestRef: q.ref, RequestKind: q.kind, Status: sdk.DecisionCancel.Status()})
+				RequestRef: q.ref, RequestKind: q.kind, Status: sdk.DecisionCancel})
 		}
 		report := "opencode exited"
 		if !closed {

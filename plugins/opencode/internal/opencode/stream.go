@@ -147,7 +147,7 @@ func (s *session) handle(data []byte, frame uint64) {
 					s.norm.rejectedCall(q.callID)
 				}
 				evs = []sdk.RuntimeEvent{{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn, RequestRef: p.RequestID,
-					RequestKind: q.kind, Status: sdk.DecisionCancel.Status(), Text: "opencode resolved the request itself (" + p.Reply + ")"}}
+					RequestKind: q.kind, Status: sdk.DecisionCancel, Text: "opencode resolved the request itself (" + p.Reply + ")"}}
 			}
 		}
 	default:

@@ -122,7 +122,7 @@ func (a *Adapter) RespondToRequest(ctx context.Context, req sdk.RespondToRequest
 	// The resolution is emitted before the reply: the reply lets opencode
 	// go on, and what it does next must come after.
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, ThreadRef: q.thread, TurnRef: q.turn,
-		RequestRef: req.RequestRef, RequestKind: q.kind, Status: req.Decision.Status()})
+		RequestRef: req.RequestRef, RequestKind: q.kind, Status: req.Decision})
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	if _, err := s.call(ctx, http.MethodPost, "/permission/"+url.PathEscape(req.RequestRef)+"/reply", permissionReply{Reply: answer}, nil); err != nil {
