@@ -108,7 +108,7 @@ func targetRun(ctx context.Context, c *client, verb string, at *batonv1.Thread, 
 		return "", usagef("%s: thread %s has no run %d (it has %s)", verb, t.ID, ordinal, plural(int(at.GetSummary().GetRuns()), "run"))
 	case !r.Status.Active():
 		active := "none is"
-		if a := activeRun(t); a != nil {
+		if a := t.ActiveRun(); a != nil {
 			active = fmt.Sprintf("run %d is", a.Ordinal)
 		}
 		return "", failf(exitFailed, "%s: run %d of thread %s is %s, not the active run (%s); --run names the run a steer or restart is meant for",

@@ -104,7 +104,7 @@ back.`,
 						if !ok {
 							return failf(exitInterrupted, "rollback: stopped watching; the rollback goes on")
 						}
-						p.event(rec.Record, rec.Payload)
+						p.event(rec)
 						switch rec.Payload.(type) {
 						case domain.RollbackCompleted:
 							return nil

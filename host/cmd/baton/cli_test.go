@@ -213,8 +213,8 @@ func TestVerbsOnEmbeddedHost(t *testing.T) {
 	thread := threadOf(t, out)
 
 	out, errOut, code = baton(t, "show", "--json", "--data", data, thread)
-	var th domain.Thread
-	if err := json.Unmarshal([]byte(out), &th); code != exitOK || err != nil {
+	th, err := readThreadJSON([]byte(out))
+	if code != exitOK || err != nil {
 		t.Fatalf("show --json: exit %d, %v\n%s\n%s", code, err, out, errOut)
 	}
 	type run struct {

@@ -250,21 +250,19 @@ func killedWaiting(t *testing.T) waiting {
 		got := w
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			var rec struct {
-				ThreadID string `json:"threadId"`
-				Type     string `json:"type"`
-				Data     struct {
-					RunID     string `json:"runId"`
-					RequestID string `json:"requestId"`
-					Title     string `json:"title"`
-				} `json:"data"`
+			l, _ := readPrinted(sc.Bytes())
+			rec := l.Record
+			var data struct {
+				RunID     string `json:"runId"`
+				RequestID string `json:"requestId"`
+				Title     string `json:"title"`
 			}
-			json.Unmarshal(sc.Bytes(), &rec)
+			json.Unmarshal(rec.Data, &data)
 			switch rec.Type {
 			case "run.queued":
-				got.thread, got.run = rec.ThreadID, rec.Data.RunID
+				got.thread, got.run = rec.ThreadID, data.RunID
 			case "request.opened":
-				got.request, got.title = rec.Data.RequestID, rec.Data.Title
+				got.request, got.title = data.RequestID, data.Title
 				opened <- got
 				io.Copy(io.Discard, stdout)
 				return

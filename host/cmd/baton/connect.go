@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
@@ -367,15 +368,14 @@ func closedAtOnce(err error) bool {
 		(strings.Contains(msg, "preface") || strings.Contains(msg, "broken pipe") || strings.Contains(msg, "connection reset by peer"))
 }
 
-// thread reads a thread and its projection. The error is the API's, or
-// (with the thread) the projection's.
+// thread reads a thread: the API's message, and its projection in the
+// domain's words (service.ThreadOf). The error is the API's.
 func (c *client) thread(ctx context.Context, threadID string) (*batonv1.Thread, domain.Thread, error) {
 	at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: threadID})
 	if err != nil {
 		return nil, domain.Thread{}, err
 	}
-	t, err := projection(at)
-	return at, t, err
+	return at, service.ThreadOf(at), nil
 }
 
 // pageRuns and pageMessages are how many runs, and how many of their
@@ -397,34 +397,55 @@ func (c *client) threadFrom(ctx context.Context, threadID string, from int) (*ba
 	if pg := at.GetPage(); pg.GetRuns() == 0 || pg.GetFirstRun() > 0 && int(pg.GetFirstRun()) <= max(from, 1) && pg.GetMessagesAfter() == 0 {
 		return at, t, nil
 	}
-	var all domain.Thread
+	var all *batonv1.Thread
 	for {
 		after := uint32(0) // the messages of the page's runs read so far
 		for {
-			at, err = c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: threadID, FromRun: uint32(max(from, 1)), MaxRuns: pageRuns,
+			page, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: threadID, FromRun: uint32(max(from, 1)), MaxRuns: pageRuns,
 				MessagesAfter: after, MaxMessages: pageMessages})
 			if err != nil {
 				return nil, domain.Thread{}, err
 			}
-			page, err := projection(at)
-			if err != nil {
-				return at, domain.Thread{}, err
-			}
 			if after == 0 {
-				all.AddPage(page)
+				all = addPage(all, page)
 			} else {
 				all.Messages = append(all.Messages, page.Messages...) // the same runs: only their messages are new
 			}
-			if after = at.GetPage().GetNextMessagesAfter(); after == 0 {
+			if after = page.GetPage().GetNextMessagesAfter(); after == 0 {
 				break
 			}
 		}
-		pg := at.GetPage()
+		pg := all.GetPage()
 		if pg.GetLastRun() == 0 || pg.GetLastRun() >= pg.GetRuns() {
-			return at, all, nil
+			return all, service.ThreadOf(all), nil
 		}
 		from = int(pg.GetLastRun()) + 1
 	}
+}
+
+// addPage puts a page after the pages before it (all; nil: none), as
+// domain.Thread's AddPage does: its entries after theirs, its header (the
+// thread's as the page was read: summary, page, sequence, provider
+// bindings, loop) in place of theirs, and nothing earlier.
+func addPage(all, page *batonv1.Thread) *batonv1.Thread {
+	out := proto.CloneOf(page)
+	out.Earlier = nil
+	if all == nil {
+		return out
+	}
+	out.Runs = append(all.Runs, page.Runs...)
+	out.Messages = append(all.Messages, page.Messages...)
+	out.TurnItems = append(all.TurnItems, page.TurnItems...)
+	out.ProviderSessions = append(all.ProviderSessions, page.ProviderSessions...)
+	out.ProviderThreads = append(all.ProviderThreads, page.ProviderThreads...)
+	out.ProviderTurns = append(all.ProviderTurns, page.ProviderTurns...)
+	out.Requests = append(all.Requests, page.Requests...)
+	out.Diagnostics = append(all.Diagnostics, page.Diagnostics...)
+	out.CheckpointScopes = append(all.CheckpointScopes, page.CheckpointScopes...)
+	out.Checkpoints = append(all.Checkpoints, page.Checkpoints...)
+	out.Rollbacks = append(all.Rollbacks, page.Rollbacks...)
+	out.Handoffs = append(all.Handoffs, page.Handoffs...)
+	return out
 }
 
 // runAt is thread t's run of ordinal (nil: it has none), read from the
@@ -437,24 +458,17 @@ func (c *client) runAt(ctx context.Context, at *batonv1.Thread, t domain.Thread,
 	if err != nil {
 		return nil, err
 	}
-	p, err := projection(page)
-	if err != nil {
-		return nil, err
-	}
-	return runByOrdinal(p, ordinal), nil
+	return runByOrdinal(service.ThreadOf(page), ordinal), nil
 }
 
 // threadFor is thread for a verb: its errors are the verb's exits (see
-// rpcError; a projection that does not decode failed).
+// rpcError).
 func (c *client) threadFor(ctx context.Context, verb, threadID string) (*batonv1.Thread, domain.Thread, error) {
 	at, t, err := c.thread(ctx, threadID)
-	switch {
-	case err == nil:
-		return at, t, nil
-	case at == nil:
+	if err != nil {
 		return nil, domain.Thread{}, rpcError(verb, err)
 	}
-	return nil, domain.Thread{}, failf(exitFailed, "%v", err)
+	return at, t, nil
 }
 
 func fileExists(p string) bool {

@@ -222,21 +222,20 @@ func TestProviderFloodIsSummedUp(t *testing.T) {
 				var diags []string
 				var failure string
 				for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-					var ev struct {
-						Type string `json:"type"`
-						Data struct {
-							Title, Text string
-							Failure     *struct{ Code, Message string }
-						} `json:"data"`
-					}
-					if err := json.Unmarshal([]byte(l), &ev); err != nil {
+					pl, err := readPrinted([]byte(l))
+					if err != nil {
 						t.Fatalf("not one JSON object: %v\n%s", err, l)
 					}
-					switch {
-					case ev.Type == "diagnostic.recorded":
-						diags = append(diags, ev.Data.Title+" | "+ev.Data.Text)
-					case ev.Type == "run.ended" && ev.Data.Failure != nil:
-						failure = ev.Data.Failure.Code + ": " + ev.Data.Failure.Message
+					var data struct {
+						Title, Text string
+						Failure     *struct{ Code, Message string }
+					}
+					json.Unmarshal(pl.Record.Data, &data)
+					switch typ := pl.Record.Type; {
+					case typ == "diagnostic.recorded":
+						diags = append(diags, data.Title+" | "+data.Text)
+					case typ == "run.ended" && data.Failure != nil:
+						failure = data.Failure.Code + ": " + data.Failure.Message
 					}
 				}
 				var want []string

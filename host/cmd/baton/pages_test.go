@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -39,8 +38,8 @@ func TestShowReadsALongThreadInPages(t *testing.T) {
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
-		final = domain.Thread{}
-		json.Unmarshal(sc.Bytes(), &final)
+		l, _ := readPrinted(sc.Bytes())
+		final = l.Thread
 	}
 	var ords []int
 	for _, r := range final.Runs {

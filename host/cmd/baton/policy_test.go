@@ -21,7 +21,6 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/sdk"
 )
 
@@ -164,7 +163,7 @@ func printed(now time.Time, t domain.Thread, events ...domain.Payload) string {
 	p := newPrinter(&b, false, t)
 	p.now, p.loc = func() time.Time { return now }, time.UTC
 	for i, e := range events {
-		p.event(eventlog.Record{Sequence: uint64(i + 1), ThreadID: t.ID, Type: e.EventType()}, e)
+		p.event(followed{Event: &batonv1.Event{Sequence: uint64(i + 1), ThreadId: t.ID, Type: e.EventType()}, Payload: e})
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -10,46 +11,56 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/service"
 )
 
-// followed is an event as a client follows it: the log's record, its data
-// (a Struct on the wire) back to the JSON it was stored as, and that
-// decoded.
+// followed is an event as a client follows it: the API's message, and its
+// payload in the domain's words (service.PayloadOf), which the printer
+// and the session decide on.
 type followed struct {
-	eventlog.Record
+	*batonv1.Event
 	Payload domain.Payload
 }
 
-// decodeEvent is an API event as the log's record, decoded.
+// decodeEvent is an API event with its payload read.
 func decodeEvent(ev *batonv1.Event) (followed, error) {
-	data, err := protojson.Marshal(ev.GetData())
+	pl, err := service.PayloadOf(ev)
 	if err != nil {
-		return followed{}, fmt.Errorf("event %d: %w", ev.GetSequence(), err)
+		return followed{}, err
 	}
-	rec := eventlog.Record{Sequence: ev.GetSequence(), ThreadID: ev.GetThreadId(), Type: ev.GetType(),
-		At: ev.GetAt().AsTime(), Data: data}
-	pl, err := domain.DecodePayload(rec.Type, rec.Data)
-	if err != nil {
-		return followed{}, fmt.Errorf("event %d: %w", rec.Sequence, err)
-	}
-	return followed{Record: rec, Payload: pl}, nil
+	return followed{Event: ev, Payload: pl}, nil
 }
 
-// projection is an API thread's projection as the domain's Thread.
-func projection(t *batonv1.Thread) (domain.Thread, error) {
-	var th domain.Thread
-	b, err := protojson.Marshal(t.GetProjection())
+// jsonLine prints m's protojson form (see baton.proto's Thread) as one
+// line, kind first: {"kind":"event",...} or {"kind":"thread",...}.
+func jsonLine(w io.Writer, kind string, m proto.Message) {
+	b := protoJSON(m)
+	if len(b) > 2 { // {} has no field to follow kind
+		fmt.Fprintf(w, "{\"kind\":%q,%s\n", kind, b[1:])
+		return
+	}
+	fmt.Fprintf(w, "{\"kind\":%q}\n", kind)
+}
+
+// protoJSON is m's protojson form without spaces: protojson puts some in
+// at random, different from one build to the next, and a script reads
+// the same bytes every time.
+func protoJSON(m proto.Message) []byte {
+	b, err := protojson.Marshal(m)
+	var out bytes.Buffer
 	if err == nil {
-		err = json.Unmarshal(b, &th)
+		err = json.Compact(&out, b)
 	}
 	if err != nil {
-		return domain.Thread{}, fmt.Errorf("thread %s: projection: %w", t.GetSummary().GetId(), err)
+		// Unreachable: every message here came from the API, valid
+		// UTF-8, and protojson's output is JSON.
+		return []byte("{}")
 	}
-	return th, nil
+	return out.Bytes()
 }
 
 // scopedPrinter is a printer that names checkpoints by the thread's scopes
@@ -110,14 +121,24 @@ func (p *printer) line(format string, args ...any) {
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
-func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
+// event prints one event: its JSON line, or what it says to a reader (the
+// family's printer below that knows it; events no one reads, such as a
+// provider's bindings, print nothing).
+func (p *printer) event(ev followed) {
+	p.learn(ev.Payload)
 	if p.json {
-		b, _ := json.Marshal(struct {
-			Kind string `json:"kind"`
-			eventlog.Record
-		}{"event", rec})
-		fmt.Fprintln(p.w, string(b))
+		jsonLine(p.w, "event", ev.Event)
+		return
 	}
+	pl := ev.Payload
+	_ = p.runEvent(pl) || p.turnEvent(pl) || p.itemEvent(pl) || p.requestEvent(pl) || p.sessionEvent(pl) ||
+		p.rollbackEvent(pl) || p.switchEvent(pl) || p.loopEvent(pl)
+}
+
+// learn keeps what later events are printed with: runs' ordinals, items'
+// kinds, titles and text, checkpoint scopes and what each checkpoint is
+// of, and armed waits.
+func (p *printer) learn(pl domain.Payload) {
 	switch e := pl.(type) {
 	case domain.RunQueued:
 		p.ordinals[e.RunID] = e.Ordinal
@@ -149,9 +170,14 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 			p.cps[e.CheckpointID] = fmt.Sprintf("run %d", e.RunOrdinal)
 		}
 	}
-	if p.json {
-		return
-	}
+}
+
+// The families of events a reader sees. Each prints the events it knows
+// and says whether pl was one of them.
+
+// runEvent: the thread's creation, and its runs queued, started and
+// ended.
+func (p *printer) runEvent(pl domain.Payload) bool {
 	switch e := pl.(type) {
 	case domain.ThreadCreated:
 		p.policy = cmp.Or(e.ApprovalPolicy, domain.ApproveDecline)
@@ -162,6 +188,66 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		p.line("%s", resumedLine(p.threadID, e))
 	case domain.RunStarted:
 		p.line("▶ run %d started", p.ordinals[e.RunID])
+	case domain.RunEnded:
+		p.line("%s", p.endedLine(e))
+	default:
+		return false
+	}
+	return true
+}
+
+// endedLine is what a run's end says: its mark, status and why.
+func (p *printer) endedLine(e domain.RunEnded) string {
+	n := p.ordinals[e.RunID]
+	mark := "✔"
+	switch e.Status {
+	case domain.RunStatusFailed:
+		mark = "✖"
+	case domain.RunStatusInterrupted, domain.RunStatusCancelled:
+		mark = "⏹"
+	case domain.RunStatusBlocked:
+		mark = "⏸"
+	}
+	switch {
+	case e.Failure != nil:
+		return fmt.Sprintf("%s run %d %s: %s", mark, n, e.Status, e.Failure.Message)
+	case e.StopReason != "":
+		return fmt.Sprintf("%s run %d %s (%s)", mark, n, e.Status, e.StopReason)
+	}
+	return fmt.Sprintf("%s run %d %s", mark, n, e.Status)
+}
+
+// turnEvent: what happens to a run's turn on the way: steering, restarts,
+// interrupts, forced stops and stalls, and attempts.
+func (p *printer) turnEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
+	case domain.RunSteered:
+		p.line("  » message added to run %d's turn", p.ordinals[e.RunID])
+	case domain.RestartRequested:
+		p.line("  » run %d is stopping its turn to restart with: %s", p.ordinals[e.RunID], oneLine(e.Text, 80))
+	case domain.InterruptRequested:
+		p.line("  ⏸ run %d: interrupt sent; waiting for the provider", p.ordinals[e.RunID])
+	case domain.StopForced:
+		p.line("  ⏹ run %d: %s", p.ordinals[e.RunID], e.Reason)
+	case domain.TurnStalled:
+		p.line("  ⏹ run %d: %s", p.ordinals[e.RunID], e.Reason)
+	case domain.AttemptEnded:
+		p.line("  ↻ run %d: attempt ended (%s)", p.ordinals[e.RunID], e.Status)
+	case domain.AttemptStarted:
+		if e.Reason != domain.AttemptInitial {
+			p.line("  ↻ run %d: new attempt (%s)", p.ordinals[e.RunID], words(string(e.Reason)))
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// itemEvent: the assistant's text as it arrives, the turn's items (tool
+// calls, commands, file changes, reasoning) and the provider's
+// diagnostics.
+func (p *printer) itemEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
 	case domain.MessageDelta:
 		if !p.inText {
 			fmt.Fprint(p.w, "  ")
@@ -180,36 +266,24 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 			}
 			p.line("  · %s %s %s%s", words(string(it.kind)), it.title, e.Status, text)
 		}
+	case domain.DiagnosticRecorded:
+		p.line("  ! %s %s", e.Title, oneLine(e.Text, 100))
+	default:
+		return false
+	}
+	return true
+}
+
+// requestEvent: a provider's approvals and questions, their answers and
+// how they ended.
+func (p *printer) requestEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
 	case domain.RequestOpened:
 		p.line("  ? %s request %s: %s", words(string(e.Kind)), e.RequestID, oneLine(e.Title, 100))
 	case domain.RequestAnswered:
 		p.line("  ? request %s: %s (by %s)", e.RequestID, e.Decision, e.By)
-	case domain.RunSteered:
-		p.line("  » message added to run %d's turn", p.ordinals[e.RunID])
-	case domain.RestartRequested:
-		p.line("  » run %d is stopping its turn to restart with: %s", p.ordinals[e.RunID], oneLine(e.Text, 80))
-	case domain.InterruptRequested:
-		p.line("  ⏸ run %d: interrupt sent; waiting for the provider", p.ordinals[e.RunID])
-	case domain.StopForced:
-		p.line("  ⏹ run %d: %s", p.ordinals[e.RunID], e.Reason)
-	case domain.TurnStalled:
-		p.line("  ⏹ run %d: %s", p.ordinals[e.RunID], e.Reason)
-	case domain.AttemptEnded:
-		p.line("  ↻ run %d: attempt ended (%s)", p.ordinals[e.RunID], e.Status)
-	case domain.AttemptStarted:
-		if e.Reason != domain.AttemptInitial {
-			p.line("  ↻ run %d: new attempt (%s)", p.ordinals[e.RunID], words(string(e.Reason)))
-		}
 	case domain.RequestAnswerFailed:
 		p.line("  ! the answer to request %s did not reach the provider: %s", e.RequestID, oneLine(e.Reason, 100))
-	case domain.RateLimitReported:
-		resets := ""
-		if !e.ResetsAt.IsZero() {
-			resets = ", resets " + e.ResetsAt.Local().Format("Jan 2 15:04")
-		}
-		p.line("  ⓘ %s limit: %.0f%% used%s", e.Scope, e.UsedPercent, resets)
-	case domain.EffectCancelled:
-		p.line("  ! a %s action was not performed: %s", e.Type, e.Reason)
 	case domain.RequestResolved:
 		switch {
 		case e.Delivery == domain.DeliveryNotResumable:
@@ -219,31 +293,37 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		default:
 			p.line("  ? request %s", e.Status)
 		}
+	default:
+		return false
+	}
+	return true
+}
+
+// sessionEvent: the provider's sessions, its rate limits, and actions a
+// stopped host left that were not performed.
+func (p *printer) sessionEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
 	case domain.SessionOpened:
 		p.line("  (provider session %s opened)", e.SessionID)
 	case domain.SessionEnded:
 		p.line("  (provider session %s ended: %s)", e.SessionID, e.Reason)
-	case domain.RunEnded:
-		n := p.ordinals[e.RunID]
-		mark := "✔"
-		switch e.Status {
-		case domain.RunStatusFailed:
-			mark = "✖"
-		case domain.RunStatusInterrupted, domain.RunStatusCancelled:
-			mark = "⏹"
-		case domain.RunStatusBlocked:
-			mark = "⏸"
+	case domain.RateLimitReported:
+		resets := ""
+		if !e.ResetsAt.IsZero() {
+			resets = ", resets " + e.ResetsAt.Local().Format("Jan 2 15:04")
 		}
-		switch {
-		case e.Failure != nil:
-			p.line("%s run %d %s: %s", mark, n, e.Status, e.Failure.Message)
-		case e.StopReason != "":
-			p.line("%s run %d %s (%s)", mark, n, e.Status, e.StopReason)
-		default:
-			p.line("%s run %d %s", mark, n, e.Status)
-		}
-	case domain.DiagnosticRecorded:
-		p.line("  ! %s %s", e.Title, oneLine(e.Text, 100))
+		p.line("  ⓘ %s limit: %.0f%% used%s", e.Scope, e.UsedPercent, resets)
+	case domain.EffectCancelled:
+		p.line("  ! a %s action was not performed: %s", e.Type, e.Reason)
+	default:
+		return false
+	}
+	return true
+}
+
+// rollbackEvent: checkpoints as they are recorded, and rollbacks.
+func (p *printer) rollbackEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
 	case domain.CheckpointRecorded:
 		p.checkpoint(e)
 	case domain.RollbackStarted:
@@ -260,6 +340,15 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		if e.Note != "" {
 			p.line("  ! %s", e.Note)
 		}
+	default:
+		return false
+	}
+	return true
+}
+
+// switchEvent: provider switches and their handoffs.
+func (p *printer) switchEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
 	case domain.ProviderSwitched:
 		p.line("%s", switchedLine(e))
 	case domain.HandoffCreated:
@@ -268,30 +357,10 @@ func (p *printer) event(rec eventlog.Record, pl domain.Payload) {
 		if e.By == "" { // a replacement says itself what it is
 			p.line("  ⓘ handoff withdrawn: nothing new to tell")
 		}
-	case domain.PolicySet:
-		p.line("⚙ policy: %s", policyLine(e.Policy))
-	case domain.LimitReached:
-		p.line("  ⏸ %s", p.limitLine(e))
-	case domain.WaitArmed:
-		p.line("⏳ %s", p.waitLine(e.Wait))
-	case domain.WaitEnded:
-		p.line("⏳ %s", p.waitEndedLine(e))
-	case domain.CheckRequested:
-		p.line("◇ check `%s` after run %d", oneLine(e.Command, 80), p.ordinals[e.RunID])
-	case domain.CheckRecorded:
-		mark := "✖"
-		if e.Passed() {
-			mark = "✔"
-		}
-		for i, l := range checkLine(e.CheckResult) {
-			if i == 0 {
-				l = mark + " " + l
-			}
-			p.line("%s", l)
-		}
-	case domain.LoopEnded:
-		p.line("● %s", loopEndedLine(e))
+	default:
+		return false
 	}
+	return true
 }
 
 // resumedLine is what runs a host that stopped left queued say as they
@@ -388,13 +457,11 @@ func (p *printer) checkpoint(e domain.CheckpointRecorded) {
 	}
 }
 
-func (p *printer) final(t domain.Thread, mine []string) {
+// final says how this invocation's runs (mine) ended, or with --json
+// prints the thread (at, t its projection read).
+func (p *printer) final(at *batonv1.Thread, t domain.Thread, mine []string) {
 	if p.json {
-		b, _ := json.Marshal(struct {
-			Kind string `json:"kind"`
-			domain.Thread
-		}{"thread", t})
-		fmt.Fprintln(p.w, string(b))
+		jsonLine(p.w, "thread", at)
 		return
 	}
 	var parts []string

@@ -12,6 +12,39 @@ import (
 // loop. Instants are the local clock's HH:MM (with the date when not
 // today) and how far they are from the printer's now.
 
+// loopEvent: the continuation policy, limits, waits, checks and the
+// loop's end.
+func (p *printer) loopEvent(pl domain.Payload) bool {
+	switch e := pl.(type) {
+	case domain.PolicySet:
+		p.line("⚙ policy: %s", policyLine(e.Policy))
+	case domain.LimitReached:
+		p.line("  ⏸ %s", p.limitLine(e))
+	case domain.WaitArmed:
+		p.line("⏳ %s", p.waitLine(e.Wait))
+	case domain.WaitEnded:
+		p.line("⏳ %s", p.waitEndedLine(e))
+	case domain.CheckRequested:
+		p.line("◇ check `%s` after run %d", oneLine(e.Command, 80), p.ordinals[e.RunID])
+	case domain.CheckRecorded:
+		mark := "✖"
+		if e.Passed() {
+			mark = "✔"
+		}
+		for i, l := range checkLine(e.CheckResult) {
+			if i == 0 {
+				l = mark + " " + l
+			}
+			p.line("%s", l)
+		}
+	case domain.LoopEnded:
+		p.line("● %s", loopEndedLine(e))
+	default:
+		return false
+	}
+	return true
+}
+
 // checkLines is how many of a failed check's last lines are shown.
 const checkLines = 5
 

@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -41,12 +40,8 @@ func killedWithQueuedRuns(t *testing.T) (data, threadID string) {
 		sc := bufio.NewScanner(stdout)
 		queued, thinking := 0, false
 		for sc.Scan() {
-			var rec struct {
-				ThreadID string          `json:"threadId"`
-				Type     string          `json:"type"`
-				Data     json.RawMessage `json:"data"`
-			}
-			json.Unmarshal(sc.Bytes(), &rec)
+			l, _ := readPrinted(sc.Bytes())
+			rec := l.Record
 			switch {
 			case rec.Type == "run.queued":
 				queued++
@@ -152,13 +147,11 @@ func TestQueuedRunsAfterSIGKILLAreNamed(t *testing.T) {
 			if jsonOut {
 				var resumed domain.Payload
 				for _, l := range strings.Split(out, "\n") {
-					var rec struct {
-						Type string          `json:"type"`
-						Data json.RawMessage `json:"data"`
-					}
-					if json.Unmarshal([]byte(l), &rec) != nil {
+					pl, err := readPrinted([]byte(l))
+					if err != nil {
 						continue
 					}
+					rec := pl.Record
 					switch rec.Type {
 					case "run.queue.resumed":
 						resumed, _ = domain.DecodePayload(rec.Type, rec.Data)

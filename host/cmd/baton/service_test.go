@@ -25,9 +25,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/service"
 )
 
 // These tests run `baton serve` as its own process, with real plugins and
@@ -141,8 +141,14 @@ type event struct {
 	Data   string
 }
 
+// toEvent is a streamed event with its payload as the CLI reads it, in
+// the domain's JSON.
 func toEvent(e *batonv1.Event) event {
-	b, _ := protojson.Marshal(e.GetData())
+	pl, err := service.PayloadOf(e)
+	if err != nil {
+		return event{Seq: e.GetSequence(), Thread: e.GetThreadId(), Type: e.GetType(), Data: err.Error()}
+	}
+	b, _ := json.Marshal(pl)
 	return event{Seq: e.GetSequence(), Thread: e.GetThreadId(), Type: e.GetType(), Data: string(b)}
 }
 
@@ -242,14 +248,15 @@ func testdataPath(name string) string {
 	return abs
 }
 
-// thread reads a thread's projection through the service.
+// thread reads a thread's projection through the service, as the CLI
+// reads it, in the domain's JSON.
 func thread(t *testing.T, c batonv1.BatonClient, id string) map[string]any {
 	t.Helper()
 	th, err := c.GetThread(t.Context(), &batonv1.GetThreadRequest{ThreadId: id})
 	if err != nil {
 		t.Fatalf("get thread %s: %v", id, err)
 	}
-	b, _ := protojson.Marshal(th.GetProjection())
+	b, _ := json.Marshal(service.ThreadOf(th))
 	var m map[string]any
 	json.Unmarshal(b, &m)
 	return m

@@ -468,11 +468,12 @@ func (s *sweep) step(step int, force bool) invocation {
 		if !jsonOut || !strings.HasPrefix(l, `{"kind":"event"`) {
 			continue
 		}
-		var rec eventlog.Record
-		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+		pl, err := readPrinted([]byte(l))
+		if err != nil {
 			s.t.Errorf("step %d: %s: line %d is not an event: %v\n%s", step, inv, i+1, err, l)
 			continue
 		}
+		rec := pl.Record
 		if rec.Sequence <= last {
 			s.t.Errorf("step %d: %s: printed sequence %d after %d", step, inv, rec.Sequence, last)
 		}
@@ -630,30 +631,28 @@ func eventType(l string) string {
 // linePoint names the kill point after a printed line: the event's type
 // (with a node's kind), or the readable line's first word.
 func linePoint(l string) string {
-	var e struct {
-		Kind string `json:"kind"`
-		Type string `json:"type"`
-		Data struct {
-			Kind   string `json:"kind"`
-			Status string `json:"status"`
-		} `json:"data"`
-	}
-	if json.Unmarshal([]byte(l), &e) != nil {
+	pl, err := readPrinted([]byte(l))
+	if err != nil {
 		f := strings.Fields(l)
 		if len(f) == 0 {
 			return "send: an empty line"
 		}
 		return "send: a line " + strconv.Quote(f[0])
 	}
-	switch {
-	case e.Kind == "thread":
-		return "the final projection"
-	case e.Type == "node.started":
-		return e.Type + " " + e.Data.Kind
-	case e.Type == "node.completed" || e.Type == "run.ended":
-		return e.Type + " " + e.Data.Status
+	var data struct {
+		Kind   string `json:"kind"`
+		Status string `json:"status"`
 	}
-	return e.Type
+	json.Unmarshal(pl.Record.Data, &data)
+	switch typ := pl.Record.Type; {
+	case pl.Kind == "thread":
+		return "the final projection"
+	case typ == "node.started":
+		return typ + " " + data.Kind
+	case typ == "node.completed" || typ == "run.ended":
+		return typ + " " + data.Status
+	}
+	return pl.Record.Type
 }
 
 // reapOrphans waits for the processes the killed host left (the plugin and

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/sdk"
 )
@@ -18,13 +19,13 @@ import (
 // one line ({"kind":"thread",...}). It seeds p with what it showed, so
 // that the later events of an item that began before print as they would
 // have (an item's completion names it).
-func (p *printer) stands(t domain.Thread) {
+func (p *printer) stands(at *batonv1.Thread, t domain.Thread) {
 	p.seed(t)
 	if p.json {
-		p.final(t, nil)
+		p.final(at, t, nil)
 		return
 	}
-	active := activeRun(t)
+	active := t.ActiveRun()
 	switch {
 	case active != nil:
 		p.line("▶ run %d %s: %s", active.Ordinal, active.Status, oneLine(active.Input, 100))

@@ -20,6 +20,7 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/service"
 )
 
 // baton status: with no service, it says so (exit 1); against a service,
@@ -56,10 +57,7 @@ func TestStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proj, err := projection(th)
-	if err != nil {
-		t.Fatal(err)
-	}
+	proj := service.ThreadOf(th)
 
 	got := run("status", "--json", "--data", data)
 	var st serviceStatus

@@ -177,8 +177,9 @@ func TestRunCtrlC(t *testing.T) {
 				t.Errorf("a host log line reached the terminal:\n%s", errb.String())
 			}
 			lines := strings.Split(strings.TrimSpace(all), "\n")
-			var printed domain.Thread
-			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &printed); err != nil {
+			l, err := readPrinted([]byte(lines[len(lines)-1]))
+			printed := l.Thread
+			if err != nil || l.Kind != "thread" {
 				t.Fatalf("the last line is not the thread: %v\n%s", err, lines[len(lines)-1])
 			}
 			stored := showJSON(t, data, printed.ID)

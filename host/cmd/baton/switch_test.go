@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -10,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/sdk"
 )
 
@@ -19,8 +18,8 @@ import (
 func showJSON(t *testing.T, data, thread string) domain.Thread {
 	t.Helper()
 	out, errOut, code := baton(t, "show", "--json", "--data", data, thread)
-	var th domain.Thread
-	if err := json.Unmarshal([]byte(out), &th); code != exitOK || err != nil {
+	th, err := readThreadJSON([]byte(out))
+	if code != exitOK || err != nil {
 		t.Fatalf("show --json: exit %d, %v\n%s\n%s", code, err, out, errOut)
 	}
 	return th
@@ -191,7 +190,7 @@ func TestSwitchAndHandoffLines(t *testing.T) {
 	var b strings.Builder
 	p := newPrinter(&b, false, domain.Thread{ID: "thr"})
 	for _, e := range events {
-		p.event(eventlog.Record{ThreadID: "thr", Type: e.EventType()}, e)
+		p.event(followed{Event: &batonv1.Event{ThreadId: "thr", Type: e.EventType()}, Payload: e})
 	}
 	want := `⇄ switched to claude (model opus); handoffs at most 16 KiB
   ⓘ handoff to claude: runs 1-3, 12 KiB

@@ -192,7 +192,7 @@ func printEvents(ctx context.Context, c *client, p *printer, what, threadID stri
 			if !ok {
 				return nil
 			}
-			p.event(rec.Record, rec.Payload)
+			p.event(rec)
 			if upto != 0 && rec.Sequence >= upto {
 				return nil
 			}

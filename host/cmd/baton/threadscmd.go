@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -156,11 +155,7 @@ messages, items and turns are together, in run order.`,
 					return usagef("show: thread %s has no handoff %q", t.ID, handoff)
 				}
 				if jsonOut {
-					b, err := json.Marshal(t)
-					if err != nil {
-						return failf(exitFailed, "%v", err)
-					}
-					fmt.Fprintln(g.stdout, string(b))
+					fmt.Fprintf(g.stdout, "%s\n", protoJSON(at))
 					return nil
 				}
 				showThread(g, t, summary(at.GetSummary()))
@@ -353,7 +348,7 @@ thread.`,
 					if !jsonOut {
 						fmt.Fprintf(g.stdout, "● thread %s · %s · %s (watching from sequence %d)\n", t.ID, t.Provider, t.Cwd, start)
 					}
-					p.stands(t) // what began before start, which its events will not say
+					p.stands(at, t) // what began before start, which its events will not say
 				}
 				return printEvents(ctx, c, p, "watch", args[0], start, 0)
 			})
@@ -577,7 +572,7 @@ run: its wait is cancelled. Follow the run's end with baton watch.`,
 						return failf(exitFailed, "interrupt: run %d has already ended (%s)", run, r.Status)
 					}
 					req.RunId = r.ID
-				} else if r := activeRunOf(t); r != nil {
+				} else if r := t.ActiveRun(); r != nil {
 					req.RunId = r.ID // named, so that the receipt names it
 				}
 				// A run waiting for a limit's reset has no turn to stop: the
@@ -604,20 +599,6 @@ run: its wait is cancelled. Follow the run's end with baton watch.`,
 	c.Flags().IntVar(&run, "run", 0, "the run to stop, by its `ordinal` (default: the active run)")
 	c.Flags().BoolVar(&force, "force", false, "end the provider's process now (SIGTERM, then SIGKILL) instead of asking it to stop")
 	return c
-}
-
-// activeRunOf is the thread's active run, the one interrupt stops when no
-// --run is given (nil: none; the service says so).
-func activeRunOf(t domain.Thread) *domain.Run {
-	for i := len(t.Runs) - 1; i >= 0; i-- {
-		if r := &t.Runs[i]; r.StartedAt != nil {
-			if r.Status.Active() {
-				return r
-			}
-			return nil
-		}
-	}
-	return nil
 }
 
 // interruptedLine says what an interrupt of run runID did, as the thread

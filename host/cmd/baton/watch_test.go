@@ -80,11 +80,13 @@ func TestWatchAttachedMidRun(t *testing.T) {
 
 	js := startWatch(t, "--json", "--data", data, id)
 	first := js.out.until(t, regexp.MustCompile(`^\{.*$`))[0]
-	var got map[string]any
-	if err := json.Unmarshal([]byte(first), &got); err != nil || got["kind"] != "thread" {
+	l, err := readPrinted([]byte(first))
+	if err != nil || l.Kind != "thread" {
 		t.Fatalf("watch --json's first line: %v\n%s", err, first)
 	}
-	delete(got, "kind")
+	b, _ := json.Marshal(l.Thread)
+	var got map[string]any
+	json.Unmarshal(b, &got)
 	if diff := cmp.Diff(before, got); diff != "" {
 		t.Errorf("watch --json's first line (-the service's projection +printed):\n%s", diff)
 	}

@@ -177,7 +177,7 @@ func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) err
 		}
 		return fmt.Errorf("%w: checkpoint %s is %s%s; only a ready checkpoint can be restored", ErrConflict, c.ID, c.Status, why)
 	}
-	if r := t.activeRun(); r != nil {
+	if r := t.ActiveRun(); r != nil {
 		if r.Ending != nil {
 			return fmt.Errorf("%w: run %d is ending (its checkpoint is being captured); roll back once it has ended", ErrConflict, r.Ordinal)
 		}

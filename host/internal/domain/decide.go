@@ -223,7 +223,7 @@ func decideSessionOpened(t *Thread, p RecordSessionOpened, env Env, d *Decision)
 		// The fresh conversation's first turn is the active run's (which
 		// may have started before a switch), else the next run's.
 		to := t.Provider
-		if r := t.activeRun(); r != nil {
+		if r := t.ActiveRun(); r != nil {
 			to = r.Provider
 		}
 		if provider == to {

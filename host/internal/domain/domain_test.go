@@ -647,8 +647,8 @@ func TestCommandTypesAreDistinct(t *testing.T) {
 }
 
 func TestEveryEventRoundTrips(t *testing.T) {
-	for typ, dec := range decoders {
-		v, err := dec([]byte(`{}`))
+	for _, typ := range EventTypes() {
+		v, err := DecodePayload(typ, []byte(`{}`))
 		if err != nil || v.EventType() != typ {
 			t.Errorf("%s: %v", typ, err)
 		}
@@ -729,7 +729,7 @@ func TestRunOrdinalsProperty(t *testing.T) {
 			for _, r := range w.thread.Runs {
 				ended[r.ID] = r.Status.Terminal()
 			}
-			r := w.thread.activeRun()
+			r := w.thread.ActiveRun()
 			op := rapid.IntRange(0, 6).Draw(rt, "op")
 			switch {
 			case op == 0:

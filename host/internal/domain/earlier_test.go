@@ -143,7 +143,7 @@ func busy(w *world, h *host, text string) {
 	w.t.Helper()
 	w.send(text)
 	h.start()
-	r := w.thread.activeRun()
+	r := w.thread.ActiveRun()
 	ref := w.thread.rootTurn(r).ProviderRef
 	n := r.Ordinal
 	for _, e := range []sdk.RuntimeEvent{
@@ -326,7 +326,7 @@ func TestLongRunThatLeftIsToldCutShort(t *testing.T) {
 	big := strings.Repeat("x", digestWholeMax)
 	w.send("write the long answer")
 	h.start()
-	ref := w.thread.rootTurn(w.thread.activeRun()).ProviderRef
+	ref := w.thread.rootTurn(w.thread.ActiveRun()).ProviderRef
 	w.ev(h.session, sdk.RuntimeEvent{Kind: sdk.EventItemStarted, TurnRef: ref, ItemRef: "say", ItemKind: sdk.ItemAssistantMessage})
 	w.ev(h.session, sdk.RuntimeEvent{Kind: sdk.EventContentDelta, TurnRef: ref, ItemRef: "say", Text: big})
 	h.end(sdk.TurnCompleted)

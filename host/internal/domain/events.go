@@ -3,6 +3,8 @@ package domain
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/baton-run/baton/sdk"
@@ -538,6 +540,12 @@ func init() {
 	register[LoopEnded]()
 	register[QueuedRunsResumed]()
 }
+
+// EventTypes are the types of every event the domain records, sorted: the
+// registry DecodePayload reads. A converter that must have a case for each
+// (the API's) tests itself against it, so that a new type cannot be left
+// out unnoticed.
+func EventTypes() []string { return slices.Sorted(maps.Keys(decoders)) }
 
 // DecodePayload decodes an event's data by its type. An unknown type is an
 // error that names it: a log written by a newer Baton is refused, not

@@ -64,7 +64,7 @@ func (w *world) turn(session, provider, threadRef string, steps []step, files ..
 		w.must(Command{ID: "o", ThreadID: "thr", Payload: RecordSessionOpened{SessionID: session, Provider: provider,
 			ProviderRef: "proc-" + session, ThreadRef: threadRef}})
 	}
-	r := w.thread.activeRun()
+	r := w.thread.ActiveRun()
 	ref := fmt.Sprintf("turn-%d", r.Ordinal)
 	w.ev(session, sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: threadRef, TurnRef: ref, ClientTurnID: r.ActiveAttempt})
 	for i, s := range steps {

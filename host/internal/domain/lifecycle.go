@@ -29,7 +29,7 @@ func startNextQueued(t *Thread, env Env, d *Decision) {
 // the host shuts down, a run is active, a rollback holds the thread or a
 // loop's check is pending.
 func nextQueued(t *Thread, env Env) *Run {
-	if env.ShuttingDown || t.activeRun() != nil || t.rollbackHolds() || (t.Loop != nil && t.Loop.CheckPending) {
+	if env.ShuttingDown || t.ActiveRun() != nil || t.rollbackHolds() || (t.Loop != nil && t.Loop.CheckPending) {
 		return nil
 	}
 	return t.oldestQueued()
@@ -241,7 +241,7 @@ func decideRecover(t *Thread, p Recover, env Env, d *Decision) {
 	// fails. Both end now (their checkpoints are captured after), so that
 	// nothing starts from recovery. A run waiting for a limit goes on
 	// waiting: the new host arms its wait again.
-	if r := t.activeRun(); r != nil && r.WaitID == "" {
+	if r := t.ActiveRun(); r != nil && r.WaitID == "" {
 		runID, out := r.ID, r.Ending
 		if out == nil {
 			o := endRun(t, runID, RunStatusFailed, "", &sdk.Failure{Code: "host_restarted", Message: p.Reason}, env, d)
@@ -275,7 +275,7 @@ func decideCloseIdleSession(t *Thread, p CloseIdleSession, d *Decision) error {
 // would: its checkpoint is captured after (by this host if it can, else
 // by the next).
 func decideShutDown(t *Thread, p ShutDown, env Env, d *Decision) {
-	r := t.activeRun()
+	r := t.ActiveRun()
 	if r == nil || r.WaitID != "" {
 		return // none, or waiting: the next host arms the wait again
 	}

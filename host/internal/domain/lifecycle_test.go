@@ -639,7 +639,7 @@ func TestCloseIdleSession(t *testing.T) {
 		t.Fatalf("closing an unknown session: %v", err)
 	}
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnCompleted})
-	if w.thread.activeRun() != nil {
+	if w.thread.ActiveRun() != nil {
 		t.Fatal("the run is still active")
 	}
 	busy := map[string]func(*Thread){

@@ -24,8 +24,11 @@ func (t *Thread) run(id string) *Run {
 	return nil
 }
 
-// activeRun is the run that holds the thread, if any.
-func (t *Thread) activeRun() *Run {
+// ActiveRun is the run that holds the thread, if any: the newest run that
+// has started, while it is starting, running or waiting (runs queued
+// behind it are not active). Every reader of a thread, the service and
+// the CLI among them, asks this one.
+func (t *Thread) ActiveRun() *Run {
 	for i := len(t.Runs) - 1; i >= 0; i-- {
 		if r := &t.Runs[i]; r.StartedAt != nil {
 			if r.Status.Active() {
@@ -251,7 +254,7 @@ func (t *Thread) runFor(pt *ProviderTurn) *Run {
 	if pt != nil {
 		return t.run(pt.RunID)
 	}
-	return t.activeRun()
+	return t.ActiveRun()
 }
 
 // replaced says whether an event is of a turn bound to an attempt of the
@@ -314,7 +317,7 @@ func (t *Thread) rollbackHolds() bool {
 // active or queued, a request pending, or a rollback in progress. A session
 // of a thread not in use may be closed as idle.
 func (t *Thread) InUse() bool {
-	if r := t.activeRun(); r != nil {
+	if r := t.ActiveRun(); r != nil {
 		// A run waiting for a limit holds the thread, not its session:
 		// the continuation resumes the conversation in a new one.
 		return r.WaitID == "" || t.rollbackInProgress() || t.hasPendingRequest()

@@ -102,7 +102,7 @@ func (dr *driver) say(text string, tokens int64, end sdk.RuntimeEvent) Decision 
 		if dr.runTokens == nil {
 			dr.runTokens = map[string][]int64{}
 		}
-		r := dr.w.thread.activeRun()
+		r := dr.w.thread.ActiveRun()
 		dr.runTokens[r.ID] = append(dr.runTokens[r.ID], tokens) // one report a turn, a turn an attempt
 		dr.ev(sdk.RuntimeEvent{Kind: sdk.EventUsage, TurnRef: ref, Usage: &sdk.Usage{TotalTokens: tokens}})
 	}
@@ -283,7 +283,7 @@ func TestLoopBudgetsEndTheLoopProperty(t *testing.T) {
 				dr.do(Command{ID: "m", ThreadID: "thr", Payload: DispatchMessage{Text: "more", Mode: ModeQueueAfterActive}})
 				continue
 			}
-			switch r := w.thread.activeRun(); {
+			switch r := w.thread.ActiveRun(); {
 			case l.Wait != nil:
 				dr.fire(time.Hour)
 			case l.CheckPending:

@@ -65,7 +65,7 @@ func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
 		return fmt.Errorf("%w: rollback %s failed while restoring files (%s), so the files may be half-restored; no run starts until checkpoint.rollback succeeds",
 			ErrConflict, rb.ID, rb.Failure.Message)
 	}
-	active := t.activeRun()
+	active := t.ActiveRun()
 	mode := p.Mode
 	if mode == "" {
 		mode = autoMode(t, active, env.Caps)
@@ -276,7 +276,7 @@ func forcedFailure(reason string) *sdk.Failure {
 // ok is false when none is due (no run interrupted with a deadline, or its
 // process is being ended already). The host keeps a timer for it.
 func (t *Thread) StopDeadline() (cmd ForceStop, at time.Time, ok bool) {
-	r := t.activeRun()
+	r := t.ActiveRun()
 	if r == nil || !r.live() || r.Stop.Deadline.IsZero() || r.Stop.Forced != "" {
 		return ForceStop{}, time.Time{}, false
 	}

@@ -318,5 +318,5 @@ func (t *Thread) Unattended() bool {
 	if l.Wait != nil || l.Return != nil || l.CheckPending {
 		return true
 	}
-	return l.Status == LoopActive && (t.activeRun() != nil || t.hasQueued())
+	return l.Status == LoopActive && (t.ActiveRun() != nil || t.hasQueued())
 }

@@ -130,7 +130,7 @@ func turnStarted(t *Thread, sessionID string, ev sdk.RuntimeEvent, env Env, d *D
 			return
 		}
 	}
-	r := t.activeRun()
+	r := t.ActiveRun()
 	if r == nil || r.ActiveAttempt == "" || r.Ending != nil {
 		d.emit(DiagnosticRecorded{Title: "provider turn started with no active run", Text: ev.TurnRef})
 		return
@@ -258,10 +258,10 @@ func runtimeExited(t *Thread, sessionID string, ev sdk.RuntimeEvent, env Env, d 
 	if s := t.session(sessionID); s != nil && s.Forced != "" {
 		reason = "ended by the host: " + s.Forced
 	}
-	r := t.activeRun()
+	r := t.ActiveRun()
 	forced := r != nil && r.Stop.Forced != "" && r.attempt(r.ActiveAttempt).SessionID == sessionID
 	endSession(t, sessionID, reason, d)
-	r = t.activeRun()
+	r = t.ActiveRun()
 	if r == nil || !r.live() {
 		return // none, ending, or waiting for a limit (a later attempt opens a session)
 	}

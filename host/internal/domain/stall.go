@@ -30,7 +30,7 @@ const FailureStalled = "turn_stalled"
 // a provider waiting for an answer, an interrupt with a deadline of its
 // own, or a process being ended already.
 func (t *Thread) StallDeadline(timeout time.Duration) (cmd StallTurn, at time.Time, ok bool) {
-	r := t.activeRun()
+	r := t.ActiveRun()
 	if timeout <= 0 || r == nil || !r.live() || r.Stop.Forced != "" || !r.Stop.Deadline.IsZero() {
 		return StallTurn{}, time.Time{}, false
 	}

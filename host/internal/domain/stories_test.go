@@ -189,7 +189,7 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 		provider := a.get("provider")
 		if provider == "" {
 			provider = w.thread.Provider
-			if r := w.thread.activeRun(); r != nil {
+			if r := w.thread.ActiveRun(); r != nil {
 				provider = r.Provider
 			}
 		}
@@ -197,7 +197,7 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 			ThreadRef: a.get("thread"), ResumeRequested: a.get("resume"), Resumed: a.has("resumed")}
 	case "dispatched":
 		a := newArgs(t, d, "session")
-		r := w.thread.activeRun()
+		r := w.thread.ActiveRun()
 		if r == nil {
 			t.Fatalf("%s: dispatched: the thread has no active run", d.Pos)
 		}
@@ -348,7 +348,7 @@ func (s *story) providerEvent(t *testing.T, d *datadriven.TestData) CommandPaylo
 		Title: a.get("title"), Text: a.get("text")}
 	if a.has("client-turn") {
 		// The attempt the host started the turn for, echoed back.
-		if r := s.w.thread.activeRun(); r != nil {
+		if r := s.w.thread.ActiveRun(); r != nil {
 			e.ClientTurnID = r.ActiveAttempt
 		}
 	}
@@ -416,7 +416,7 @@ func (s *story) turns(t *testing.T, d *datadriven.TestData) string {
 	session, thread := a.need("session"), a.need("thread")
 	var b strings.Builder
 	for range a.int("count") {
-		r := s.w.thread.activeRun()
+		r := s.w.thread.ActiveRun()
 		if r == nil {
 			t.Fatalf("%s: turns: the thread has no active run", d.Pos)
 		}

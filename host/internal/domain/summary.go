@@ -64,5 +64,5 @@ func (t *Thread) Live() bool {
 			return true
 		}
 	}
-	return t.activeRun() != nil || t.NextWait() != nil
+	return t.ActiveRun() != nil || t.NextWait() != nil
 }

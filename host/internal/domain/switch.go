@@ -42,7 +42,7 @@ func decideSwitchProvider(t *Thread, p SwitchProvider, env Env, d *Decision) err
 		return nil // nothing changes
 	}
 	d.emit(sw)
-	if t.activeRun() == nil {
+	if t.ActiveRun() == nil {
 		// Shown now; a run that ends before the next one starts changes it.
 		planHandoff(t, env, d, handoffSpec{})
 	}
@@ -179,7 +179,7 @@ func decideRetireSession(t *Thread, p RetireSession, d *Decision) error {
 	if s.Status != SessionStatusOpen {
 		return nil // ended before
 	}
-	if r := t.activeRun(); r != nil && r.ActiveAttempt != "" && r.attempt(r.ActiveAttempt).SessionID == s.ID {
+	if r := t.ActiveRun(); r != nil && r.ActiveAttempt != "" && r.attempt(r.ActiveAttempt).SessionID == s.ID {
 		return fmt.Errorf("%w: session %s runs the active run %s", ErrConflict, s.ID, r.ID)
 	}
 	endSession(t, s.ID, p.Reason, d)

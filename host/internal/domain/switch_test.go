@@ -101,10 +101,10 @@ func (h *host) open(r *Run) {
 // carries tells the conversation exactly the runs it has not seen.
 func (h *host) start() {
 	t := h.w.thread
-	r := t.activeRun()
+	r := t.ActiveRun()
 	h.open(r)
 	t = h.w.thread
-	r = t.activeRun()
+	r = t.ActiveRun()
 	input := r.Input
 	hof := t.readyHandoff()
 	var carried []int
@@ -157,7 +157,7 @@ func intersect(a, b []int) []int {
 
 // end ends the active run's turn with status.
 func (h *host) end(status sdk.Status) {
-	r := h.w.thread.activeRun()
+	r := h.w.thread.ActiveRun()
 	h.w.ev(h.session, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: h.w.thread.rootTurn(r).ProviderRef, Status: status})
 }
 
@@ -236,13 +236,13 @@ func TestSwitchHandoffCoverageProperty(t *testing.T) {
 				w.send(fmt.Sprintf("message %d", w.thread.RunCount()+1))
 				switch rapid.IntRange(0, 7).Draw(rt, "how the run goes") {
 				case 0: // it fails before any provider takes it
-					w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.activeRun().ID, Failure: sdk.Failure{Message: "no plugin"}}})
+					w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.ActiveRun().ID, Failure: sdk.Failure{Message: "no plugin"}}})
 					continue
 				case 1: // a switch while it runs applies to the next run
 					h.start()
 					p := rapid.SampledFrom(providers).Draw(rt, "provider")
 					w.decide(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: p, ProviderCommand: sdk.ProviderCommand{Argv: []string{p}}}})
-					if r := w.thread.activeRun(); r.Provider != h.provider {
+					if r := w.thread.ActiveRun(); r.Provider != h.provider {
 						rt.Fatalf("a switch moved running run %d to %s", r.Ordinal, r.Provider)
 					}
 				case 2: // a switch before its turn starts, too
@@ -383,7 +383,7 @@ func TestResumeFailsAfterASwitch(t *testing.T) {
 	w.switchTo("claude")
 	fails := true
 	h.resumeFails = func() bool { return fails }
-	r := w.thread.activeRun()
+	r := w.thread.ActiveRun()
 	if r.Provider != "codex" || delta.Strategy != HandoffDeltaSinceLastSeen {
 		t.Fatalf("run 3 on %s, handoff %+v", r.Provider, delta)
 	}
@@ -451,7 +451,7 @@ func TestTurnText(t *testing.T) {
 	h.end(sdk.TurnCompleted)
 	w.switchTo("claude")
 	w.send("two")
-	r := w.thread.activeRun()
+	r := w.thread.ActiveRun()
 	hof := w.thread.readyHandoff()
 	for _, tc := range []struct {
 		run, attempt, want string
@@ -483,7 +483,7 @@ func TestRetireSession(t *testing.T) {
 	if _, err := retire(h.session); !errors.Is(err, ErrConflict) {
 		t.Errorf("the active run's session: %v", err)
 	}
-	w.ev(h.session, sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: w.thread.rootTurn(w.thread.activeRun()).ProviderRef, RequestRef: "q1",
+	w.ev(h.session, sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: w.thread.rootTurn(w.thread.ActiveRun()).ProviderRef, RequestRef: "q1",
 		RequestKind: sdk.RequestUserInput})
 	h.end(sdk.TurnCompleted)
 	d, err := retire(h.session)

@@ -221,9 +221,11 @@ func (s *Server) Interrupt(ctx context.Context, req *batonv1.InterruptRequest) (
 		if err != nil {
 			return nil, s.toStatus("Interrupt", err)
 		}
-		if runID = activeRun(t); runID == "" {
+		r := t.ActiveRun()
+		if r == nil {
 			return nil, status.Errorf(codes.FailedPrecondition, "thread %s has no active run to interrupt", t.ID)
 		}
+		runID = r.ID
 	}
 	rc, err := s.dispatch(ctx, "Interrupt", domain.Command{ID: id, ThreadID: req.GetThreadId(),
 		Payload: domain.InterruptRun{RunID: runID, Force: req.GetForce()}})
@@ -261,20 +263,6 @@ func (s *Server) CancelQueued(ctx context.Context, req *batonv1.CancelQueuedRequ
 		return nil, err
 	}
 	return receiptPB(rc, ""), nil
-}
-
-// activeRun is the id of the thread's active run ("" when none is): the
-// newest run that has started, while it has not ended.
-func activeRun(t domain.Thread) string {
-	for i := len(t.Runs) - 1; i >= 0; i-- {
-		if r := t.Runs[i]; r.StartedAt != nil {
-			if r.Status.Active() {
-				return r.ID
-			}
-			return ""
-		}
-	}
-	return ""
 }
 
 // Rollback puts a thread back to a run's checkpoint (or the checkpoint

@@ -2,7 +2,6 @@ package service_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -169,19 +168,8 @@ func (e *env) create(cmdID, threadID, provider, transcript, policy string) *bato
 	return rc
 }
 
-// thread decodes a Thread's projection.
-func decodeThread(t *testing.T, th *batonv1.Thread) domain.Thread {
-	t.Helper()
-	b, err := th.GetProjection().MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d domain.Thread
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatalf("projection: %v\n%s", err, b)
-	}
-	return d
-}
+// decodeThread is a Thread's projection as the CLI reads it.
+func decodeThread(_ *testing.T, th *batonv1.Thread) domain.Thread { return service.ThreadOf(th) }
 
 // waitFor waits, through the service (GetThread, then Subscribe after its
 // sequence), until the thread satisfies ok.

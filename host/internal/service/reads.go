@@ -2,14 +2,10 @@ package service
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"slices"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
@@ -36,15 +32,7 @@ func (s *Server) GetThread(_ context.Context, req *batonv1.GetThreadRequest) (*b
 	if err != nil {
 		return nil, s.toStatus("GetThread", err)
 	}
-	b, err := json.Marshal(t)
-	if err != nil {
-		return nil, s.toStatus("GetThread", fmt.Errorf("encode thread %s: %w", t.ID, err))
-	}
-	proj := &structpb.Struct{}
-	if err := protojson.Unmarshal(b, proj); err != nil {
-		return nil, s.toStatus("GetThread", fmt.Errorf("thread %s: %w", t.ID, err))
-	}
-	return &batonv1.Thread{Summary: summaryPB(pg.Summary), Sequence: t.Sequence, Projection: proj, Page: pagePB(pg)}, nil
+	return threadPB(t, pg), nil
 }
 
 // Page sizes of ListThreads.

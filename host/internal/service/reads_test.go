@@ -2,22 +2,22 @@ package service_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/testing/protocmp"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/pluginhost"
 	"github.com/baton-run/baton/host/internal/service"
@@ -157,9 +157,9 @@ func TestGetThreadThenSubscribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := events(t, recs)
+	want := stored(t, recs)
 	want = want[:min(len(want), len(got))] // events after the last run.ended may follow
-	if d := cmp.Diff(want, got, protocmp.Transform()); d != "" {
+	if d := cmp.Diff(want, streamed(t, got)); d != "" {
 		t.Errorf("events after %d (-stored +streamed):\n%s", th.GetSequence(), d)
 	}
 	if len(got) == 0 || got[len(got)-1].GetType() != "run.ended" {
@@ -184,20 +184,40 @@ func (e *env) gitWorkspace() {
 	}
 }
 
-// events are stored records as baton.v1 events.
-func events(t *testing.T, recs []eventlog.Record) []*batonv1.Event {
+// event is an event as a client reads it: where it is in the log, and
+// its payload as the domain's.
+type event struct {
+	Sequence uint64
+	ThreadID string
+	Type     string
+	At       time.Time
+	Payload  domain.Payload
+}
+
+// stored are the log's records, their payloads decoded by the domain.
+func stored(t *testing.T, recs []eventlog.Record) []event {
 	t.Helper()
-	var out []*batonv1.Event
+	var out []event
 	for _, r := range recs {
-		var m map[string]any
-		if err := json.Unmarshal(r.Data, &m); err != nil {
-			t.Fatal(err)
-		}
-		data, err := structpb.NewStruct(m)
+		p, err := domain.DecodePayload(r.Type, r.Data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, &batonv1.Event{Sequence: r.Sequence, ThreadId: r.ThreadID, Type: r.Type, At: timestamppb.New(r.At), Data: data})
+		out = append(out, event{r.Sequence, r.ThreadID, r.Type, r.At, p})
+	}
+	return out
+}
+
+// streamed are baton.v1 events, their payloads read as the CLI reads them.
+func streamed(t *testing.T, evs []*batonv1.Event) []event {
+	t.Helper()
+	var out []event
+	for _, ev := range evs {
+		p, err := service.PayloadOf(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, event{ev.GetSequence(), ev.GetThreadId(), ev.GetType(), ev.GetAt().AsTime(), p})
 	}
 	return out
 }
