@@ -106,7 +106,7 @@ func requestCheckpoint(t *Thread, runID, subagentNode string, env Env, d *Decisi
 	id := env.NewID("cp")
 	d.emit(CheckpointRequested{CheckpointID: id, ScopeID: scopeID, RunID: runID, NodeID: nodeID, RunOrdinal: ordinal,
 		BaseID: base, Ref: ref})
-	d.effect(Effect{Type: EffectCapture, ThreadID: t.ID, RunID: runID, CheckpointID: id, Ref: ref, BaseID: base})
+	d.effect(CaptureCheckpoint{EffectHead: EffectHead{ThreadID: t.ID}, RunID: runID, CheckpointID: id, Ref: ref, BaseID: base})
 }
 
 func decideRecordCheckpoint(t *Thread, p RecordCheckpoint, env Env, d *Decision) error {
@@ -213,7 +213,7 @@ func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) err
 	d.emit(started)
 	// The files as they are now are kept first, under a ref of their own,
 	// so that a rollback can be undone by hand.
-	d.effect(Effect{Type: EffectRestoreFiles, ThreadID: t.ID, RollbackID: id, CheckpointID: started.CheckpointID, Commit: commit,
+	d.effect(RestoreFiles{EffectHead: EffectHead{ThreadID: t.ID}, RollbackID: id, CheckpointID: started.CheckpointID, Commit: commit,
 		Ref: RefPrefix + refComponent(t.ID) + "/pre-rollback/" + refComponent(id)})
 	return nil
 }
@@ -239,7 +239,7 @@ func decideFilesRestored(t *Thread, p RecordFilesRestored, env Env, d *Decision)
 	rb = t.rollback(p.RollbackID)
 	// The provider's conversation goes back to the same point: the turns
 	// of the rolled-back runs on the root conversation are dropped.
-	e := Effect{Type: EffectReconcileThread, ThreadID: t.ID, RollbackID: rb.ID, Hold: p.Replayed}
+	e := ReconcileThread{EffectHead: EffectHead{ThreadID: t.ID}, RollbackID: rb.ID, Hold: p.Replayed}
 	if root := t.rootProviderThread(); root != nil {
 		e.ThreadRef = root.ProviderRef
 		for _, pt := range v.ProviderTurns {

@@ -42,7 +42,7 @@ func TestRunEndsWhenItsCheckpointIsRecorded(t *testing.T) {
 	if cp.Status != CheckpointCapturing || cp.BaseID != "" || cp.RunOrdinal != 1 || cp.Ref != "refs/baton/checkpoints/thr/root/1" {
 		t.Fatalf("checkpoint: %+v (baseline %+v)", cp, base)
 	}
-	if e := lastEffect(w); e.Type != EffectCapture || e.CheckpointID != cp.ID || e.Ref != cp.Ref {
+	if e, ok := lastEffect(w).(CaptureCheckpoint); !ok || e.CheckpointID != cp.ID || e.Ref != cp.Ref {
 		t.Fatalf("capture effect: %+v", e)
 	}
 	// Nothing more happens to it: no steering, no second interrupt, no
@@ -179,7 +179,7 @@ func TestRollbackNative(t *testing.T) {
 	if rb.TargetRunOrdinal != 1 || len(rb.Runs) != 2 || len(rb.Checkpoints) != 3 || rb.Status != RollbackRestoringFiles {
 		t.Fatalf("rollback: %+v", rb)
 	}
-	if e := lastEffect(w); e.Type != EffectRestoreFiles || e.Commit != "commit-"+run1.ID || e.RollbackID != rb.ID {
+	if e, ok := lastEffect(w).(RestoreFiles); !ok || e.Commit != "commit-"+run1.ID || e.RollbackID != rb.ID {
 		t.Fatalf("restore effect: %+v", e)
 	}
 	if _, err := w.rollbackTo(RollbackToCheckpoint{CheckpointID: run1.ID}); !errors.Is(err, ErrConflict) {
@@ -196,11 +196,11 @@ func TestRollbackNative(t *testing.T) {
 		t.Errorf("unknown rollback: %v", err)
 	}
 	d = w.must(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: rb.ID, Written: 2, Removed: 1, Replayed: true}})
-	if types(d) != "rollback.files.restored" || !lastEffect(w).Hold {
+	if types(d) != "rollback.files.restored" || !lastEffect(w).(ReconcileThread).Hold {
 		t.Fatalf("files restored: %s", types(d))
 	}
-	e := lastEffect(w)
-	if e.Type != EffectReconcileThread || e.ThreadRef != "pt" || e.Turns != 2 || e.TurnRef != "u2" || len(e.Refs) != 3 {
+	e, ok := lastEffect(w).(ReconcileThread)
+	if !ok || e.ThreadRef != "pt" || e.Turns != 2 || e.TurnRef != "u2" || len(e.Refs) != 3 {
 		t.Fatalf("reconcile effect: %+v", e)
 	}
 	if d := w.must(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: rb.ID}}); len(d.Events) != 0 {
@@ -278,7 +278,7 @@ func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 	// The next run carries it; a run that fails before the provider took
 	// its turn does not use it up.
 	w.send("go on")
-	if e := lastEffect(w); e.Type != EffectStartTurn || e.Text != "go on" ||
+	if e, ok := lastEffect(w).(StartTurn); !ok || e.Text != "go on" ||
 		w.thread.TurnText(e.RunID, e.AttemptID, e.Text) != h.Text+"\n\ngo on" {
 		t.Fatalf("start effect: %+v; sent %q", e, w.thread.TurnText(e.RunID, e.AttemptID, e.Text))
 	}
@@ -287,7 +287,7 @@ func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 		t.Fatalf("handoff after a failed start: %+v", h)
 	}
 	w.send("go on again")
-	if e := lastEffect(w); !strings.HasPrefix(w.thread.TurnText(e.RunID, e.AttemptID, e.Text), h.Text) {
+	if e := lastEffect(w).(StartTurn); !strings.HasPrefix(w.thread.TurnText(e.RunID, e.AttemptID, e.Text), h.Text) {
 		t.Fatalf("the handoff was not carried again: %+v", e)
 	}
 	w.open("s2")
@@ -307,7 +307,7 @@ func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 		t.Fatalf("runs: %+v", rb.Runs)
 	}
 	d = w.must(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: rb.ID}})
-	if e := lastEffect(w); e.ThreadRef != "pt2" || e.Turns != 1 || e.TurnRef != "v1" {
+	if e := lastEffect(w).(ReconcileThread); e.ThreadRef != "pt2" || e.Turns != 1 || e.TurnRef != "v1" {
 		t.Fatalf("reconcile effect: %+v", e)
 	}
 	d = w.must(Command{ID: "p", ThreadID: "thr", Payload: RecordProviderReconciled{RollbackID: rb.ID, Reconciliation: ReconcileFreshThread}})
@@ -345,7 +345,7 @@ func TestRollbackWithNoProviderThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.must(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: w.thread.Rollbacks[0].ID}})
-	if e := lastEffect(w); e.Type != EffectReconcileThread || e.ThreadRef != "" || e.Turns != 0 || len(e.Refs) != 1 {
+	if e, ok := lastEffect(w).(ReconcileThread); !ok || e.ThreadRef != "" || e.Turns != 0 || len(e.Refs) != 1 {
 		t.Fatalf("reconcile effect: %+v", e)
 	}
 }

@@ -134,6 +134,9 @@ type (
 	Recover struct {
 		Reason  string          `json:"reason"`
 		Effects []PendingEffect `json:"effects,omitempty"`
+		// After is the log's last sequence when the host looked (its id's;
+		// not in its content).
+		After uint64 `json:"-"`
 	}
 	// SteerFailed says the provider refused a steering message (the turn
 	// had ended, say); the message becomes a queued run of its own.
@@ -165,7 +168,11 @@ type (
 	// it: a host that opened sends it after its recovery, so that runs a
 	// restart left queued go on with no new message. When it starts one,
 	// QueuedRunsResumed says so first, naming every queued run.
-	StartQueued struct{}
+	StartQueued struct {
+		// After is the log's last sequence when the host looked (its id's;
+		// not in its content).
+		After uint64 `json:"-"`
+	}
 	// CloseIdleSession ends a provider session that nothing uses: no run
 	// active or queued, no request pending, no rollback in progress. The
 	// host closes the session's process once it is recorded.
@@ -225,6 +232,23 @@ type (
 	// as it would have, one in flight is interrupted with the reason.
 	ShutDown struct {
 		Reason string `json:"reason"`
+		// After is the thread's sequence when the host looked (its id's;
+		// not in its content).
+		After uint64 `json:"-"`
+	}
+	// HostStopping says the host is stopping while a run's attempt has a
+	// live provider turn: the turn is asked to stop (as InterruptRun
+	// would), so that its own terminal ends it, checkpoint and all.
+	HostStopping struct {
+		RunID     string `json:"runId"`
+		AttemptID string `json:"attemptId"`
+	}
+	// ProviderExited says a session's event stream ended with no word of
+	// its end from the plugin (the plugin is gone): the session ends as if
+	// its provider had exited with Message, and its run fails.
+	ProviderExited struct {
+		SessionID string `json:"sessionId"`
+		Message   string `json:"message"`
 	}
 	// RecordCheckpoint is what a capture found.
 	RecordCheckpoint struct {
@@ -286,6 +310,8 @@ func (MarkRequestUnreachable) CommandType() string {
 func (StartQueued) CommandType() string              { return "thread.queue.start" }
 func (CloseIdleSession) CommandType() string         { return "provider.session.close" }
 func (ShutDown) CommandType() string                 { return "thread.shutdown" }
+func (HostStopping) CommandType() string             { return "run.host_stopping" }
+func (ProviderExited) CommandType() string           { return "provider.exited" }
 func (SwitchProvider) CommandType() string           { return "thread.switch_provider" }
 func (RetireSession) CommandType() string            { return "provider.session.retire" }
 func (SetPolicy) CommandType() string                { return "thread.set_policy" }

@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,8 +194,8 @@ func TestOldLogsStillRead(t *testing.T) {
 	}
 	var oldEffects []Effect
 	for _, data := range old.Effects {
-		var e Effect
-		if err := json.Unmarshal(data, &e); err != nil {
+		e, err := DecodeEffect(data)
+		if err != nil {
 			t.Fatal(err)
 		}
 		oldEffects = append(oldEffects, e)
@@ -217,5 +218,107 @@ func TestOldLogsStillRead(t *testing.T) {
 	}
 	if diff := cmp.Diff(oldHashes, newHashes); diff != "" {
 		t.Errorf("command hashes, old (-) against today's (+):\n%s", diff)
+	}
+}
+
+// TestOldEffectsStillRead: an effect of each kind, as the one struct of
+// every kind's fields stored it (testdata/compat/effects-3842d10.json,
+// written at commit 3842d10), decodes to its kind with its fields, and
+// the kind's stored form decodes back to the same effect. An effect of a
+// type this host does not know decodes to one that names it, so that a
+// recovery cancels it; one that is not JSON is JSON's error (its caller
+// names the outbox entry), one whose field does not fit its kind names
+// the kind.
+func TestOldEffectsStillRead(t *testing.T) {
+	b, err := os.ReadFile("testdata/compat/effects-3842d10.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []json.RawMessage
+	if err := json.Unmarshal(b, &stored); err != nil {
+		t.Fatal(err)
+	}
+	head := func(id string) EffectHead { return EffectHead{ID: id, ThreadID: "thr"} }
+	want := []Effect{
+		StartTurn{EffectHead: head("3.0"), RunID: "run_2", AttemptID: "att_3", Text: "one", Provider: "codex", Model: "gpt"},
+		Respond{EffectHead: head("4.0"), RunID: "run_2", SessionID: "s1", RequestRef: "q1", Decision: sdk.DecisionAccept,
+			Answers: map[string]string{"q": "a"}},
+		Steer{EffectHead: head("5.0"), RunID: "run_2", AttemptID: "att_3", MessageID: "msg_7", Text: "focus", SessionID: "s1", TurnRef: "u1"},
+		Interrupt{EffectHead: head("6.0"), RunID: "run_2", AttemptID: "att_3", SessionID: "s1", TurnRef: "u1"},
+		EndSession{EffectHead: head("7.0"), RunID: "run_2", AttemptID: "att_3", SessionID: "s1"},
+		CaptureCheckpoint{EffectHead: head("8.0"), RunID: "run_2", CheckpointID: "cp_9", Ref: "refs/baton/checkpoints/thr/root/1", BaseID: "cp_6"},
+		RestoreFiles{EffectHead: head("9.0"), RollbackID: "rb_10", CheckpointID: "cp_6", Commit: "c0ffee",
+			Ref: "refs/baton/checkpoints/thr/pre-rollback/rb_10"},
+		ReconcileThread{EffectHead: head("10.0"), RollbackID: "rb_10", ThreadRef: "pt", Turns: 2, TurnRef: "u2",
+			Refs: []string{"refs/a", "refs/b"}, Hold: true},
+		RunCheck{EffectHead: head("11.0"), RunID: "run_2", Command: "make test", Timeout: 90 * time.Second},
+	}
+	var got, again []Effect
+	for _, data := range stored {
+		e, err := DecodeEffect(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e)
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err = DecodeEffect(b); err != nil {
+			t.Fatal(err)
+		}
+		again = append(again, e)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("old effects decoded (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, again); diff != "" {
+		t.Errorf("effects stored again and decoded (-want +got):\n%s", diff)
+	}
+	// A recovery cancels the provider actions, naming them, and performs
+	// the host's own work again, marked as replayed; the stored effects
+	// are in the outbox entry's thread.
+	var pending []PendingEffect
+	var replayed []Effect
+	for _, e := range want {
+		if e := Stored(e, "thr-b", "k"); e.Head() != (EffectHead{ID: "k", ThreadID: "thr-b"}) {
+			t.Errorf("%s effect stored: %+v", e.EffectType(), e.Head())
+		}
+		if e, again := Replay(e); again {
+			replayed = append(replayed, e)
+		} else {
+			pending = append(pending, Pending(e))
+		}
+	}
+	wantPending := []PendingEffect{{ID: "3.0", Type: EffectStartTurn, RunID: "run_2"}, {ID: "4.0", Type: EffectRespond, RunID: "run_2"},
+		{ID: "5.0", Type: EffectSteer, RunID: "run_2", MessageID: "msg_7"}, {ID: "6.0", Type: EffectInterrupt, RunID: "run_2"},
+		{ID: "7.0", Type: EffectEndSession, RunID: "run_2"}}
+	if diff := cmp.Diff(wantPending, pending); diff != "" {
+		t.Errorf("effects a recovery cancels (-want +got):\n%s", diff)
+	}
+	restore, reconcile := want[6].(RestoreFiles), want[7].(ReconcileThread)
+	restore.Replayed, reconcile.Replayed = true, true
+	if diff := cmp.Diff([]Effect{want[5], restore, reconcile, want[8]}, replayed); diff != "" {
+		t.Errorf("effects a recovery performs again (-want +got):\n%s", diff)
+	}
+	for _, e := range replayed {
+		if !e.EffectType().Replayable() {
+			t.Errorf("%s is performed again but is not Replayable", e.EffectType())
+		}
+	}
+	newer, err := DecodeEffect([]byte(`{"type":"open_worktree","threadId":"thr","runId":"run_2"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Stored(newer, "thr", "12.0"); got.EffectType() != "open_worktree" || got.Head() != head("12.0") ||
+		Pending(got) != (PendingEffect{ID: "12.0", Type: "open_worktree"}) {
+		t.Errorf("an effect of a newer host's type: %+v, pending %+v", got, Pending(got))
+	}
+	if _, err := DecodeEffect([]byte(`{"type":`)); err == nil || err.Error() != "unexpected end of JSON input" {
+		t.Errorf("a cut effect: %v", err)
+	}
+	if _, err := DecodeEffect([]byte(`{"type":"steer","threadId":"thr","turns":"two","runId":7}`)); err == nil ||
+		!strings.HasPrefix(err.Error(), "steer effect: json: cannot unmarshal number ") {
+		t.Errorf("a steer effect with a number for its run: %v", err)
 	}
 }

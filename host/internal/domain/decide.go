@@ -40,6 +40,9 @@ type Env struct {
 	// Past is what the host gathered of the runs that left the thread's
 	// projection, when the decision asked for it (see NeedPast).
 	Past *Past
+	// Facts is what the host found out, before it took the thread's lock,
+	// of the providers and directory the command names (FactsFor).
+	Facts *Facts
 }
 
 // DefaultInterruptGrace is Env.InterruptGrace's default: long enough for
@@ -50,49 +53,6 @@ const DefaultInterruptGrace = 10 * time.Second
 // interruptGrace is the grace the environment gives.
 func (env Env) interruptGrace() time.Duration {
 	return cmp.Or(env.InterruptGrace, DefaultInterruptGrace)
-}
-
-// Effect is work for the host to do after a command's events are stored.
-// It is stored in the outbox in the same batch as those events.
-type Effect struct {
-	// ID is the effect's outbox key, given by the store.
-	ID        string     `json:"id,omitempty"`
-	Type      EffectType `json:"type"`
-	ThreadID  string     `json:"threadId"`
-	RunID     string     `json:"runId,omitempty"`
-	AttemptID string     `json:"attemptId,omitempty"`
-	MessageID string     `json:"messageId,omitempty"`
-	Text      string     `json:"text,omitempty"`
-	// Provider and Model, for start_turn, are the run's: the session that
-	// takes the turn runs them.
-	Provider string `json:"provider,omitempty"`
-	Model    string `json:"model,omitempty"`
-	// SessionID is the provider session an effect is bound to; empty for
-	// start_turn, which uses (or opens) the thread's session.
-	SessionID  string            `json:"sessionId,omitempty"`
-	TurnRef    string            `json:"turnRef,omitempty"`
-	RequestRef string            `json:"requestRef,omitempty"`
-	Decision   sdk.Decision      `json:"decision,omitempty"`
-	Answers    map[string]string `json:"answers,omitempty"`
-	// Checkpoints: the checkpoint to capture or restore, its ref, the
-	// checkpoint to summarize against, and the commit to restore.
-	CheckpointID string `json:"checkpointId,omitempty"`
-	Ref          string `json:"ref,omitempty"`
-	BaseID       string `json:"baseId,omitempty"`
-	Commit       string `json:"commit,omitempty"`
-	// Rollback: the provider conversation, how many of its turns to drop
-	// (TurnRef is the oldest of them), and the refs of stale checkpoints.
-	RollbackID string   `json:"rollbackId,omitempty"`
-	ThreadRef  string   `json:"threadRef,omitempty"`
-	Turns      int      `json:"turns,omitempty"`
-	Refs       []string `json:"refs,omitempty"`
-	// Replayed marks an effect a host that restarted performs again (not
-	// stored); Hold, a rollback stage that follows one: when the rollback
-	// is done, queued runs wait for the thread's next message.
-	Replayed bool `json:"-"`
-	Hold     bool `json:"hold,omitempty"`
-	// Timeout bounds a check (run_check).
-	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
 // Decision is what Decide returns: the events it emitted (already applied
@@ -178,6 +138,11 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		err = decideCloseIdleSession(t, p, &d)
 	case ShutDown:
 		decideShutDown(t, p, env, &d)
+	case HostStopping:
+		err = decideInterrupt(t, InterruptRun{RunID: p.RunID}, env, &d)
+	case ProviderExited:
+		decideProviderEvent(t, IngestProviderEvent{SessionID: p.SessionID, Event: sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited,
+			Status: sdk.ExitFailed, Failure: &sdk.Failure{Code: "plugin_exited", Message: p.Message}}}, env, &d)
 	case SwitchProvider:
 		if l := t.Loop; l != nil && l.Return != nil {
 			// A person chose where the thread goes: no return overrides it.
@@ -194,6 +159,9 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		err = decideRecordCheck(t, p, env, &d)
 	default:
 		err = fmt.Errorf("%w: unknown command type %q", ErrInvalid, cmd.Payload.CommandType())
+	}
+	if err == nil {
+		err = env.Facts.check(cmd.Payload)
 	}
 	if err == nil && d.need != nil {
 		err = d.need

@@ -140,7 +140,7 @@ func (w *world) decide(cmd Command) (Decision, error) {
 		return d, err
 	}
 	for i := 0; i < len(d.Effects) && !w.holdCaptures; i++ {
-		if e := d.Effects[i]; e.Type == EffectCapture {
+		if e, ok := d.Effects[i].(CaptureCheckpoint); ok {
 			c, err := w.decide1(Command{ID: "cap", ThreadID: "thr", Payload: RecordCheckpoint{CheckpointID: e.CheckpointID,
 				Status: CheckpointReady, Commit: "commit-" + e.CheckpointID}})
 			if err != nil {
@@ -293,7 +293,7 @@ func TestRunLifecycle(t *testing.T) {
 	if got := types(d); got != "message.added run.queued checkpoint.scope.opened checkpoint.requested run.started attempt.started node.started checkpoint.recorded" {
 		t.Fatalf("dispatch on an idle thread: %s", got)
 	}
-	if len(d.Effects) != 2 || d.Effects[0].Type != EffectCapture || d.Effects[1].Type != EffectStartTurn || d.Effects[1].Text != "one" {
+	if len(d.Effects) != 2 || d.Effects[0].EffectType() != EffectCapture || d.Effects[1].EffectType() != EffectStartTurn || d.Effects[1].(StartTurn).Text != "one" {
 		t.Fatalf("effects: %+v", d.Effects)
 	}
 	if sc := w.thread.CheckpointScopes[0]; sc.Kind != ScopeRootRun || sc.Ordinal != 0 || sc.RunID != "" || !sc.AdvancesRunCount {
@@ -457,7 +457,7 @@ func TestRequestsAndProviderExit(t *testing.T) {
 	if len(w.thread.Requests) != 1 || w.thread.Runs[0].Status != RunStatusWaiting || w.thread.Requests[0].NodeID == "" {
 		t.Fatalf("after request: %+v %s", w.thread.Requests, w.thread.Runs[0].Status)
 	}
-	if e := w.effects[len(w.effects)-1]; e.Type != EffectRespond || e.Decision != sdk.DecisionDecline || e.RequestRef != "q1" || e.SessionID != "s1" {
+	if e, ok := w.effects[len(w.effects)-1].(Respond); !ok || e.Decision != sdk.DecisionDecline || e.RequestRef != "q1" || e.SessionID != "s1" {
 		t.Fatalf("the default policy declines: %+v", e)
 	}
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q1", Status: sdk.DecisionAccept})

@@ -142,7 +142,7 @@ func startAttempt(t *Thread, runID, input string, reason AttemptReason, env Env,
 		AttemptStarted{RunID: runID, AttemptID: attemptID, Reason: reason, RootNode: rootID, Provider: provider, Model: model},
 		NodeStarted{RunID: runID, NodeID: rootID, AttemptID: attemptID, Kind: NodeRootTurn},
 	)
-	d.effect(Effect{Type: EffectStartTurn, ThreadID: t.ID, RunID: runID, AttemptID: attemptID, Text: input,
+	d.effect(StartTurn{EffectHead: EffectHead{ThreadID: t.ID}, RunID: runID, AttemptID: attemptID, Text: input,
 		Provider: provider, Model: model})
 }
 

@@ -33,8 +33,8 @@ func TestAutoModeSteersNatively(t *testing.T) {
 	if err != nil || types(d) != "message.added run.steered" {
 		t.Fatalf("steer: %s %v", types(d), err)
 	}
-	e := lastEffect(w)
-	if e.Type != EffectSteer || e.TurnRef != "u1" || e.SessionID != "s1" || e.Text != "focus" || e.MessageID != "m2" {
+	e, ok := lastEffect(w).(Steer)
+	if !ok || e.TurnRef != "u1" || e.SessionID != "s1" || e.Text != "focus" || e.MessageID != "m2" {
 		t.Fatalf("steer effect: %+v", e)
 	}
 	if len(w.thread.Runs) != 1 || w.thread.Messages[1].RunID != w.thread.Runs[0].ID {
@@ -66,7 +66,7 @@ func TestAutoModeRestartsWithoutNativeSteering(t *testing.T) {
 	if err != nil || types(d) != "message.added run.restart.requested" {
 		t.Fatalf("restart: %s %v", types(d), err)
 	}
-	if e := lastEffect(w); e.Type != EffectInterrupt || e.TurnRef != "u1" || e.SessionID != "s1" {
+	if e, ok := lastEffect(w).(Interrupt); !ok || e.TurnRef != "u1" || e.SessionID != "s1" {
 		t.Fatalf("interrupt effect: %+v", e)
 	}
 	n := len(w.effects)
@@ -88,7 +88,7 @@ func TestAutoModeRestartsWithoutNativeSteering(t *testing.T) {
 	if a := r.Attempts[1]; a.Reason != AttemptSteeringRestart || r.ActiveAttempt != a.ID {
 		t.Fatalf("second attempt: %+v", a)
 	}
-	if e := lastEffect(w); e.Type != EffectStartTurn || e.Text != "no, the other file\n\nand be quick" || e.AttemptID != r.Attempts[1].ID {
+	if e, ok := lastEffect(w).(StartTurn); !ok || e.Text != "no, the other file\n\nand be quick" || e.AttemptID != r.Attempts[1].ID {
 		t.Fatalf("replacement start: %+v", e)
 	}
 	if w.thread.ProviderTurns[0].Status != ItemStatus(RunStatusInterrupted) {
@@ -151,7 +151,7 @@ func TestDispatchModes(t *testing.T) {
 	if d, err := w2.dispatch(DispatchMessage{Text: "x", Mode: ModeRestartActive}); err != nil || types(d) != "message.added run.restart.requested" {
 		t.Fatalf("restart while starting: %s %v", types(d), err)
 	}
-	if e := lastEffect(w2); e.Type != EffectInterrupt || e.TurnRef != "" {
+	if e, ok := lastEffect(w2).(Interrupt); !ok || e.TurnRef != "" {
 		t.Fatalf("interrupt while starting: %+v", e)
 	}
 	// A restart already waiting takes later messages too.
@@ -177,7 +177,7 @@ func TestInterrupt(t *testing.T) {
 	if err != nil || types(d) != "run.interrupt.requested" || w.thread.Runs[0].Status != RunStatusRunning {
 		t.Fatalf("interrupt: %s %v %s", types(d), err, w.thread.Runs[0].Status)
 	}
-	if e := lastEffect(w); e.Type != EffectInterrupt || e.TurnRef != "u1" {
+	if e, ok := lastEffect(w).(Interrupt); !ok || e.TurnRef != "u1" {
 		t.Fatalf("interrupt effect: %+v", e)
 	}
 	n := len(w.effects)
@@ -251,7 +251,7 @@ func TestTurnsBindByClientTurnID(t *testing.T) {
 	// A turn that arrives late for the replaced attempt is bound to it and
 	// interrupted; the run is not touched.
 	d := w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "late", ClientTurnID: a1})
-	if types(d) != "provider.turn.bound" || len(w.effects) != n+1 || lastEffect(w).Type != EffectInterrupt || lastEffect(w).TurnRef != "late" {
+	if types(d) != "provider.turn.bound" || len(w.effects) != n+1 || lastEffect(w).EffectType() != EffectInterrupt || lastEffect(w).(Interrupt).TurnRef != "late" {
 		t.Fatalf("late turn: %s %+v", types(d), w.effects[n:])
 	}
 	if r := w.thread.Runs[0]; r.Status != RunStatusStarting {
@@ -293,7 +293,7 @@ func TestRespondToRequest(t *testing.T) {
 	if err != nil || types(d) != "request.answered" {
 		t.Fatalf("respond: %s %v", types(d), err)
 	}
-	if e := lastEffect(w); e.Type != EffectRespond || e.Decision != "accept_for_session" || e.RequestRef != "q1" || e.SessionID != "s1" {
+	if e, ok := lastEffect(w).(Respond); !ok || e.Decision != "accept_for_session" || e.RequestRef != "q1" || e.SessionID != "s1" {
 		t.Fatalf("respond effect: %+v", e)
 	}
 	if _, err := respond(RespondToRequest{RequestID: q.ID, Decision: "decline"}); !errors.Is(err, ErrConflict) {
@@ -403,7 +403,7 @@ func TestPolicyAnswersAgain(t *testing.T) {
 	q := w.thread.Requests[0]
 	for i := 1; i < policyAnswerTries; i++ {
 		d := w.must(Command{ID: "rf", ThreadID: "thr", Payload: RespondFailed{RequestID: q.ID, Reason: "timeout"}})
-		if types(d) != "request.answer.failed request.answered" || lastEffect(w).Type != EffectRespond || lastEffect(w).Decision != sdk.DecisionDecline {
+		if types(d) != "request.answer.failed request.answered" || lastEffect(w).EffectType() != EffectRespond || lastEffect(w).(Respond).Decision != sdk.DecisionDecline {
 			t.Fatalf("failure %d: %s %+v", i, types(d), lastEffect(w))
 		}
 	}

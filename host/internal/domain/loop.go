@@ -233,7 +233,7 @@ func loopAfterRun(t *Thread, runID string, env Env, d *Decision) {
 		return
 	}
 	d.emit(CheckRequested{RunID: runID, Command: pol.Until})
-	d.effect(Effect{Type: EffectRunCheck, ThreadID: t.ID, RunID: runID, Text: pol.Until, Timeout: pol.CheckTimeout})
+	d.effect(RunCheck{EffectHead: EffectHead{ThreadID: t.ID}, RunID: runID, Command: pol.Until, Timeout: pol.CheckTimeout})
 }
 
 // blockedLine is the line of the run's answer that starts with the

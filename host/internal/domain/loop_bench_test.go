@@ -56,7 +56,7 @@ func threadWithRuns(b *testing.B, n int) Thread {
 	for i := range n + 1 {
 		d := mustDecide(b, &t, DispatchMessage{Text: fmt.Sprintf("message %d", i), Mode: ModeQueueAfterActive}, env)
 		for _, e := range d.Effects {
-			if e.Type == EffectCapture {
+			if e, ok := e.(CaptureCheckpoint); ok {
 				mustDecide(b, &t, RecordCheckpoint{CheckpointID: e.CheckpointID, Status: CheckpointReady, Commit: "c"}, env)
 			}
 		}
@@ -67,7 +67,7 @@ func threadWithRuns(b *testing.B, n int) Thread {
 		mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: ref}}, env)
 		d = mustDecide(b, &t, IngestProviderEvent{SessionID: "s1", Event: sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: ref, Status: sdk.TurnCompleted}}, env)
 		for _, e := range d.Effects {
-			if e.Type == EffectCapture {
+			if e, ok := e.(CaptureCheckpoint); ok {
 				mustDecide(b, &t, RecordCheckpoint{CheckpointID: e.CheckpointID, Status: CheckpointReady, Commit: "c"}, env)
 			}
 		}

@@ -44,7 +44,7 @@ func TestContinuationCarriesSteeringPendingAtTheLimit(t *testing.T) {
 	d := w.must(Command{ID: "f", ThreadID: "thr", Payload: FireWait{WaitID: wait.ID}})
 	var texts []string
 	for _, e := range d.Effects {
-		if e.Type == EffectStartTurn {
+		if e, ok := e.(StartTurn); ok {
 			texts = append(texts, e.Text)
 		}
 	}

@@ -187,7 +187,7 @@ func TestCreditsTopUpAfterFailedProbesResumesProperty(t *testing.T) {
 			w.now = w.now.Add(time.Duration(rapid.Int64Range(0, int64(time.Minute)).Draw(rt, "turn time")))
 			d := dr.fire(2 * time.Hour)
 			for _, e := range d.Effects {
-				if e.Type == EffectStartTurn {
+				if e, ok := e.(StartTurn); ok {
 					texts = append(texts, e.Text)
 				}
 			}

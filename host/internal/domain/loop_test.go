@@ -82,7 +82,7 @@ func TestWaitForTheResetThenContinueTheSameRun(t *testing.T) {
 	if got := types(d); got != "wait.ended attempt.started node.started" {
 		t.Fatalf("fire: %s", got)
 	}
-	if e := d.Effects[0]; e.Type != EffectStartTurn || e.Text != DefaultContinueText || e.RunID != r.ID {
+	if e, ok := d.Effects[0].(StartTurn); !ok || e.Text != DefaultContinueText || e.RunID != r.ID {
 		t.Fatalf("continuation effect %+v", e)
 	}
 	// Fired once: again is nothing.
@@ -175,17 +175,17 @@ func TestUntilLoop(t *testing.T) {
 		w.open("s" + string(rune('0'+i)))
 		w.turnOn("s"+string(rune('0'+i)), "u"+string(rune('0'+i)))
 		d := w.ev("s"+string(rune('0'+i)), sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u" + string(rune('0'+i)), Status: sdk.TurnCompleted})
-		var eff *Effect
+		var eff *RunCheck
 		for _, e := range d.Effects {
-			if e.Type == EffectRunCheck {
+			if e, ok := e.(RunCheck); ok {
 				eff = &e
 			}
 		}
-		if eff == nil || eff.Text != "make check" || eff.Timeout != DefaultCheckTimeout {
+		if eff == nil || eff.Command != "make check" || eff.Timeout != DefaultCheckTimeout {
 			t.Fatalf("run %d: no check asked for: %+v", i, d.Effects)
 		}
 		return w.must(Command{ID: "chk", ThreadID: "thr", Payload: RecordCheck{CheckResult: CheckResult{RunID: eff.RunID,
-			Command: eff.Text, ExitCode: exit, Output: "FAIL x\n"}}})
+			Command: eff.Command, ExitCode: exit, Output: "FAIL x\n"}}})
 	}
 	d := check(1, 1)
 	if got := types(d); got != "loop.check_recorded message.added run.queued run.started attempt.started node.started" {
@@ -242,9 +242,9 @@ func TestSwitchOnLimitAndReturn(t *testing.T) {
 	if h.ToProvider != "claude" || h.Strategy != HandoffFullThreadSummary || !cmp.Equal(h.ordinals(), []int{1}) {
 		t.Fatalf("handoff %+v", h)
 	}
-	var start Effect
+	var start StartTurn
 	for _, e := range d.Effects {
-		if e.Type == EffectStartTurn {
+		if e, ok := e.(StartTurn); ok {
 			start = e
 		}
 	}

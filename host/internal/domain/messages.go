@@ -124,14 +124,14 @@ func steer(t *Thread, active *Run, mode DispatchMode, msgID string, p DispatchMe
 	}
 	runID, a := active.ID, *active.attempt(active.ActiveAttempt)
 	first := len(active.PendingRestart) == 0
-	var interrupt Effect
+	var interrupt Interrupt
 	if mode == ModeRestartActive && first {
 		interrupt = interruptEffect(t, active, turn)
 	}
 	d.emit(MessageAdded{MessageID: msgID, RunID: runID, Role: RoleUser, Text: p.Text, Status: StatusCompleted})
 	if mode == ModeSteerActive {
 		d.emit(RunSteered{RunID: runID, AttemptID: a.ID, MessageID: msgID})
-		d.effect(Effect{Type: EffectSteer, ThreadID: t.ID, RunID: runID, AttemptID: a.ID, MessageID: msgID,
+		d.effect(Steer{EffectHead: EffectHead{ThreadID: t.ID}, RunID: runID, AttemptID: a.ID, MessageID: msgID,
 			SessionID: a.SessionID, TurnRef: turn.ProviderRef, Text: p.Text})
 		return nil
 	}
@@ -196,9 +196,9 @@ func decideSteerFailed(t *Thread, p SteerFailed, env Env, d *Decision) error {
 }
 
 // interruptEffect asks the provider to stop the run's active attempt.
-func interruptEffect(t *Thread, r *Run, turn *ProviderTurn) Effect {
+func interruptEffect(t *Thread, r *Run, turn *ProviderTurn) Interrupt {
 	a := r.attempt(r.ActiveAttempt)
-	e := Effect{Type: EffectInterrupt, ThreadID: t.ID, RunID: r.ID, AttemptID: a.ID, SessionID: a.SessionID}
+	e := Interrupt{EffectHead: EffectHead{ThreadID: t.ID}, RunID: r.ID, AttemptID: a.ID, SessionID: a.SessionID}
 	if turn != nil {
 		e.TurnRef = turn.ProviderRef
 	}
@@ -260,7 +260,7 @@ func forceStop(t *Thread, r *Run, reason string, env Env, d *Decision) {
 		return
 	}
 	d.emit(StopForced{RunID: r.ID, AttemptID: a.ID, SessionID: a.SessionID, Reason: reason})
-	d.effect(Effect{Type: EffectEndSession, ThreadID: t.ID, RunID: r.ID, AttemptID: a.ID, SessionID: a.SessionID})
+	d.effect(EndSession{EffectHead: EffectHead{ThreadID: t.ID}, RunID: r.ID, AttemptID: a.ID, SessionID: a.SessionID})
 }
 
 // FailureForced is the failure code of a run whose provider's process the

@@ -126,7 +126,7 @@ func turnStarted(t *Thread, sessionID string, ev sdk.RuntimeEvent, env Env, d *D
 			pthrID := t.bindThread(pthr, sessionID, ev.ThreadRef, env, d)
 			d.emit(ProviderTurnBound{ProviderTurnID: env.NewID("pturn"), ProviderThreadID: pthrID, SessionID: sessionID,
 				ProviderRef: ev.TurnRef, RunID: runID, AttemptID: attemptID, NodeID: root})
-			d.effect(Effect{Type: EffectInterrupt, ThreadID: t.ID, RunID: runID, AttemptID: attemptID, SessionID: sessionID, TurnRef: ev.TurnRef})
+			d.effect(Interrupt{EffectHead: EffectHead{ThreadID: t.ID}, RunID: runID, AttemptID: attemptID, SessionID: sessionID, TurnRef: ev.TurnRef})
 			return
 		}
 	}

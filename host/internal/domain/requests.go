@@ -91,8 +91,8 @@ func NotResumable(id string) error {
 }
 
 // respondEffect delivers an answer to the request through its session.
-func (q *RuntimeRequest) respondEffect(threadID string, v sdk.Decision, answers map[string]string) Effect {
-	return Effect{Type: EffectRespond, ThreadID: threadID, RunID: q.RunID, SessionID: q.SessionID, RequestRef: q.ProviderRef,
+func (q *RuntimeRequest) respondEffect(threadID string, v sdk.Decision, answers map[string]string) Respond {
+	return Respond{EffectHead: EffectHead{ThreadID: threadID}, RunID: q.RunID, SessionID: q.SessionID, RequestRef: q.ProviderRef,
 		Decision: v, Answers: answers}
 }
 

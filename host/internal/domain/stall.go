@@ -54,7 +54,7 @@ func decideStallTurn(t *Thread, p StallTurn, d *Decision) {
 	sessionID := t.run(p.RunID).attempt(p.AttemptID).SessionID
 	reason := fmt.Sprintf("the provider sent nothing for %s mid-turn (the host's turn stall timeout), so the host ended its process", p.Timeout)
 	d.emit(TurnStalled{RunID: p.RunID, AttemptID: p.AttemptID, SessionID: sessionID, Since: p.Since, Reason: reason})
-	d.effect(Effect{Type: EffectEndSession, ThreadID: t.ID, RunID: p.RunID, AttemptID: p.AttemptID, SessionID: sessionID})
+	d.effect(EndSession{EffectHead: EffectHead{ThreadID: t.ID}, RunID: p.RunID, AttemptID: p.AttemptID, SessionID: sessionID})
 }
 
 // forcedEnd is how a run whose provider process the host ended ends:

@@ -65,7 +65,7 @@ func TestSilentTurnStalls(t *testing.T) {
 			if got := types(w.must(stallCmd(cmd))); got != "run.stalled" {
 				t.Fatalf("stall: %s", got)
 			}
-			wantEff := []Effect{{Type: EffectEndSession, ThreadID: "thr", RunID: r.ID, AttemptID: r.ActiveAttempt, SessionID: "s1"}}
+			wantEff := []Effect{EndSession{EffectHead: EffectHead{ThreadID: "thr"}, RunID: r.ID, AttemptID: r.ActiveAttempt, SessionID: "s1"}}
 			if diff := cmp.Diff(wantEff, w.effects[n:]); diff != "" {
 				t.Fatalf("effects (-want +got):\n%s", diff)
 			}
@@ -257,7 +257,7 @@ func TestUnansweredRequestsExpire(t *testing.T) {
 		t.Fatalf("a deadline once every request was answered: %+v", got)
 	}
 	resp := func(ref string, v sdk.Decision) Effect {
-		return Effect{Type: EffectRespond, ThreadID: "thr", RunID: w.thread.Runs[0].ID, SessionID: "s1", RequestRef: ref, Decision: v}
+		return Respond{EffectHead: EffectHead{ThreadID: "thr"}, RunID: w.thread.Runs[0].ID, SessionID: "s1", RequestRef: ref, Decision: v}
 	}
 	if diff := cmp.Diff([]Effect{resp("q1", sdk.DecisionDecline), resp("q2", sdk.DecisionCancel), resp("q3", sdk.DecisionCancel)}, w.effects[n:]); diff != "" {
 		t.Fatalf("answers (-want +got):\n%s", diff)

@@ -44,7 +44,7 @@ func TestInterruptIgnoredIsForcedAfterTheGrace(t *testing.T) {
 			if got := types(d); got != "run.stop.forced" {
 				t.Fatalf("force stop: %s", got)
 			}
-			want := []Effect{{Type: EffectEndSession, ThreadID: "thr", RunID: r.ID, AttemptID: r.ActiveAttempt, SessionID: "s1"}}
+			want := []Effect{EndSession{EffectHead: EffectHead{ThreadID: "thr"}, RunID: r.ID, AttemptID: r.ActiveAttempt, SessionID: "s1"}}
 			if diff := cmp.Diff(want, w.effects[n:]); diff != "" {
 				t.Fatalf("effects (-want +got):\n%s", diff)
 			}
@@ -152,7 +152,7 @@ func TestForcedInterrupt(t *testing.T) {
 		if got := types(d); got != want {
 			t.Fatalf("asked before %v: %s, want %s", asked, got, want)
 		}
-		wantEff := []Effect{{Type: EffectEndSession, ThreadID: "thr", RunID: r.ID, AttemptID: r.ActiveAttempt, SessionID: "s1"}}
+		wantEff := []Effect{EndSession{EffectHead: EffectHead{ThreadID: "thr"}, RunID: r.ID, AttemptID: r.ActiveAttempt, SessionID: "s1"}}
 		if diff := cmp.Diff(wantEff, w.effects[n:]); diff != "" {
 			t.Fatalf("effects (-want +got):\n%s", diff)
 		}
@@ -176,7 +176,7 @@ func TestForcedInterruptBeforeTheTurnStarted(t *testing.T) {
 		t.Fatalf("forced before the start: %s", got)
 	}
 	for _, e := range w.effects[n:] {
-		if e.Type != EffectCapture {
+		if _, ok := e.(CaptureCheckpoint); !ok {
 			t.Fatalf("an effect other than the checkpoint: %+v", e)
 		}
 	}

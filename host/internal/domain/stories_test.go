@@ -455,7 +455,7 @@ func (s *story) decide(p CommandPayload) string {
 	var b strings.Builder
 	printDecision(&b, d)
 	for i := 0; i < len(d.Effects) && !s.w.holdCaptures; i++ {
-		if e := d.Effects[i]; e.Type == EffectCapture {
+		if e, ok := d.Effects[i].(CaptureCheckpoint); ok {
 			c, err := s.w.decide1(Command{ID: "cap", ThreadID: "thr", Payload: RecordCheckpoint{CheckpointID: e.CheckpointID,
 				Status: CheckpointReady, Commit: "commit-" + e.CheckpointID}})
 			if err != nil {
@@ -491,7 +491,7 @@ func printDecision(b *strings.Builder, d Decision) {
 // fields in their JSON order (the thread's id, the same in every story,
 // left out).
 func effectLine(e Effect) string {
-	return string(e.Type) + fields(e, "type", "threadId")
+	return string(e.EffectType()) + fields(e, "type", "threadId")
 }
 
 // bare is a value printed without quotes.

@@ -176,7 +176,7 @@ func (h *host) rollback(ordinal int, native bool) {
 	}
 	rb := h.w.thread.Rollbacks[len(h.w.thread.Rollbacks)-1]
 	h.w.must(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: rb.ID}})
-	e := lastEffect(h.w)
+	e := lastEffect(h.w).(ReconcileThread)
 	how := ReconcileNone
 	if e.Turns > 0 {
 		how = ReconcileFreshThread

@@ -231,36 +231,25 @@ var ModeWords = map[string]DispatchMode{
 	"now":     ModeStartImmediately,
 }
 
-// EffectType names work for the host to do after a commit.
+// EffectType names a kind of Effect (effects.go, where each kind says
+// what it does): its name in the outbox and in effect.cancelled.
 type EffectType string
 
 // Effect types.
 const (
-	// EffectStartTurn sends a run's input to the provider (opening a
-	// session first when the thread has none).
-	EffectStartTurn EffectType = "start_turn"
-	// EffectRespond answers a provider's request through its session.
-	EffectRespond EffectType = "respond"
-	// EffectSteer adds a message to the provider's active turn.
-	EffectSteer EffectType = "steer"
-	// EffectInterrupt asks the provider to stop a turn.
-	EffectInterrupt EffectType = "interrupt"
-	// EffectEndSession ends a provider session by force (SessionID; empty:
-	// the thread's current one): the provider did not stop a turn when
-	// asked, so its process is ended (SIGTERM, then SIGKILL), through its
-	// plugin. The host performs it at once, not behind the thread's other
-	// effects: an interrupt the provider does not answer must not hold it.
+	EffectStartTurn  EffectType = "start_turn"
+	EffectRespond    EffectType = "respond"
+	EffectSteer      EffectType = "steer"
+	EffectInterrupt  EffectType = "interrupt"
 	EffectEndSession EffectType = "end_session"
 	// EffectCapture, EffectRestoreFiles and EffectReconcileThread are the
 	// host's own work (git, and a provider rollback checked against the
 	// turn it expects), so a host that stopped with one in its outbox
-	// performs it again; see Replayable.
+	// performs it again; see Replayable. So is EffectRunCheck.
 	EffectCapture         EffectType = "checkpoint_capture"
 	EffectRestoreFiles    EffectType = "rollback_files"
 	EffectReconcileThread EffectType = "rollback_provider"
-	// EffectRunCheck runs a loop's --until check (Text) in the thread's
-	// cwd, bounded by Timeout; RecordCheck says what it found.
-	EffectRunCheck EffectType = "run_check"
+	EffectRunCheck        EffectType = "run_check"
 )
 
 // Replayable says whether an effect left in the outbox by a host that

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -112,21 +111,22 @@ func recordThread(h *Host, thread string) error {
 		m := map[domain.EffectType]domain.Effect{}
 		for _, se := range out {
 			if se.ThreadID == thread {
-				var e domain.Effect
-				json.Unmarshal(se.Data, &e)
-				e.ID = se.ID
-				m[e.Type] = e
+				e, err := domain.DecodeEffect(se.Data)
+				if err != nil {
+					return nil, err
+				}
+				m[e.EffectType()] = domain.Stored(e, se.ThreadID, se.ID)
 			}
 		}
 		return m, nil
 	}
-	ref := func(e domain.Effect) eventlog.EffectRef { return eventlog.EffectRef{ThreadID: thread, ID: e.ID} }
+	ref := func(e domain.Effect) eventlog.EffectRef { return eventlog.EffectRef{ThreadID: thread, ID: e.Head().ID} }
 	capture := func() error {
 		eff, err := pending()
 		if err != nil {
 			return err
 		}
-		c := eff[domain.EffectCapture]
+		c := eff[domain.EffectCapture].(domain.CaptureCheckpoint)
 		return do(domain.RecordCheckpoint{CheckpointID: c.CheckpointID, Status: domain.CheckpointReady, Commit: "0123456789abcdef0123456789abcdef01234567",
 			Files: []domain.FileChange{{Path: "main.go", Kind: "modified", Additions: 3, Deletions: 1}}}, ref(c))
 	}
@@ -146,7 +146,7 @@ func recordThread(h *Host, thread string) error {
 	if err != nil {
 		return err
 	}
-	st := eff[domain.EffectStartTurn]
+	st := eff[domain.EffectStartTurn].(domain.StartTurn)
 	if err := do(domain.RecordTurnDispatched{RunID: st.RunID, AttemptID: st.AttemptID, SessionID: "ses_" + thread}, ref(st)); err != nil {
 		return err
 	}

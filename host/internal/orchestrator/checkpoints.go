@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/baton-run/baton/host/internal/checkpoint"
@@ -35,49 +34,44 @@ func (h *Host) checkpointInfo(threadID, checkpointID string) (cwd, provider, com
 // capture records the worktree in a checkpoint. A cwd outside git is a
 // missing checkpoint; a failure is an error checkpoint: the run ends
 // either way, saying so.
-func (h *Host) capture(e domain.Effect) *domain.Command {
+func (h *Host) capture(e domain.CaptureCheckpoint) (domain.Result, bool) {
 	cwd, _, base := h.checkpointInfo(e.ThreadID, e.BaseID)
 	if e.BaseID == "" {
 		base = checkpoint.NoSummary // the first checkpoint: nothing to compare with
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
 	defer cancel()
-	rec := domain.RecordCheckpoint{CheckpointID: e.CheckpointID}
 	res, err := h.cps.Capture(ctx, cwd, e.Ref, base, h.cfg.Clock.Now())
 	if err != nil {
 		if h.closingNow() {
-			return nil
+			return domain.Result{}, false
 		}
 		h.log.Warn("checkpoint capture failed", "thread", e.ThreadID, "checkpoint", e.CheckpointID, "error", err)
-		rec.Status, rec.Reason = domain.CheckpointError, err.Error()
-	} else {
-		rec.Status, rec.Commit, rec.Reason = domain.CheckpointStatus(res.Status), res.Commit, res.Reason
-		for _, f := range res.Files {
-			rec.Files = append(rec.Files, domain.FileChange(f))
-		}
+		return domain.Result{Err: err}, true
 	}
-	return &domain.Command{ID: "capture:" + e.CheckpointID, ThreadID: e.ThreadID, Payload: rec}
+	rec := domain.RecordCheckpoint{Status: domain.CheckpointStatus(res.Status), Commit: res.Commit, Reason: res.Reason}
+	for _, f := range res.Files {
+		rec.Files = append(rec.Files, domain.FileChange(f))
+	}
+	return domain.Result{Captured: rec}, true
 }
 
 // restoreFiles keeps the worktree as it is under the rollback's own ref,
 // then puts it back to the checkpoint.
-func (h *Host) restoreFiles(e domain.Effect) *domain.Command {
+func (h *Host) restoreFiles(e domain.RestoreFiles) (domain.Result, bool) {
 	cwd, _, _ := h.checkpointInfo(e.ThreadID, "")
 	ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
 	defer cancel()
-	rec := domain.RecordFilesRestored{RollbackID: e.RollbackID, Replayed: e.Replayed}
 	res, err := h.cps.SaveAndRestore(ctx, cwd, e.Commit, e.Ref, h.cfg.Clock.Now())
 	if err != nil {
 		if h.closingNow() {
-			return nil
+			return domain.Result{}, false
 		}
 		h.log.Warn("rollback: restoring files failed", "thread", e.ThreadID, "rollback", e.RollbackID, "error", err)
-		rec.Failure = &sdk.Failure{Code: "restore_failed", Message: err.Error()}
-	} else {
-		rec.Written, rec.Removed = len(res.Written), len(res.Removed)
-		rec.SavedRef, rec.SavedCommit = e.Ref, res.Saved
+		return domain.Result{Err: err}, true
 	}
-	return &domain.Command{ID: "restored:" + e.RollbackID, ThreadID: e.ThreadID, Payload: rec}
+	return domain.Result{Restored: domain.RecordFilesRestored{Written: len(res.Written), Removed: len(res.Removed),
+		SavedCommit: res.Saved}}, true
 }
 
 // reconcileThread brings the provider's conversation back to the rollback's
@@ -87,26 +81,21 @@ func (h *Host) restoreFiles(e domain.Effect) *domain.Command {
 // leaving the conversation for a fresh one, which the next run starts with
 // a handoff. Then the stale checkpoints' refs go. Once the provider has
 // dropped the turns, the outcome is recorded even if the host is closing.
-func (h *Host) reconcileThread(e domain.Effect) *domain.Command {
+func (h *Host) reconcileThread(e domain.ReconcileThread) (domain.Result, bool) {
 	cwd, provider, _ := h.checkpointInfo(e.ThreadID, "")
-	rec := domain.RecordProviderReconciled{RollbackID: e.RollbackID, Reconciliation: domain.ReconcileNone,
-		Replayed: e.Replayed || e.Hold}
-	var notes []string
+	var r domain.Result
 	if e.Turns > 0 {
-		rec.Reconciliation = domain.ReconcileFreshThread
-		ref, err := h.rollbackNative(e, provider)
+		r.ThreadRef, r.Err = h.rollbackNative(e, provider)
 		switch {
-		case err == nil:
-			rec.Reconciliation, rec.ProviderThreadRef, rec.TurnsDropped = domain.ReconcileNative, ref, e.Turns
-		case h.closingNow() || errors.Is(err, ErrClosed):
-			return nil // not done: the next host does it
-		case errors.Is(err, sdk.ErrUnsupported):
-			notes = append(notes, fmt.Sprintf("the %s provider cannot drop turns; the next run starts a fresh conversation with a summary of the earlier one", provider))
+		case r.Err == nil:
+		case h.closingNow() || errors.Is(r.Err, ErrClosed):
+			return domain.Result{}, false // not done: the next host does it
 		default:
-			h.log.Warn("rollback: the provider's rollback failed; falling back to a fresh conversation", "thread", e.ThreadID, "error", err)
-			notes = append(notes, fmt.Sprintf("the provider's rollback failed (%v); the next run starts a fresh conversation with a summary of the earlier one", err))
-		}
-		if rec.Reconciliation == domain.ReconcileFreshThread {
+			if !errors.Is(r.Err, sdk.ErrUnsupported) {
+				h.log.Warn("rollback: the provider's rollback failed; falling back to a fresh conversation", "thread", e.ThreadID, "error", r.Err)
+			}
+			// The conversation is left for a fresh one (domain.Outcome):
+			// the next run opens a new session.
 			h.closeThreadSession(e.ThreadID)
 		}
 	}
@@ -116,12 +105,9 @@ func (h *Host) reconcileThread(e domain.Effect) *domain.Command {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err := h.cps.DeleteRefs(ctx, cwd, e.Refs...)
 		cancel()
-		if err != nil {
-			notes = append(notes, "the refs of stale checkpoints could not be deleted: "+err.Error())
-		}
+		r.RefsErr = err
 	}
-	rec.Note = strings.Join(notes, "; ")
-	return &domain.Command{ID: "reconciled:" + e.RollbackID, ThreadID: e.ThreadID, Payload: rec}
+	return r, true
 }
 
 // closingNow says whether the host has begun to close: an operation that
@@ -134,7 +120,7 @@ func (h *Host) closingNow() bool {
 
 // rollbackNative asks the thread's plugin to drop the turns, in its live
 // session (opened, resuming the conversation, when there is none).
-func (h *Host) rollbackNative(e domain.Effect, provider string) (string, error) {
+func (h *Host) rollbackNative(e domain.ReconcileThread, provider string) (string, error) {
 	p, err := h.plugins.Get(h.ctx, provider)
 	if err != nil {
 		return "", err

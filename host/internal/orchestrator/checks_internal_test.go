@@ -36,8 +36,10 @@ func TestRunCheck(t *testing.T) {
 	}
 	check := func(cmd string, timeout time.Duration) domain.CheckResult {
 		t.Helper()
-		c := h.runCheck(domain.Effect{ID: "e1", Type: domain.EffectRunCheck, ThreadID: rc.ThreadID, RunID: "run_1", Text: cmd, Timeout: timeout})
-		if want := "check:e1"; c == nil || c.ID != want {
+		e := domain.RunCheck{EffectHead: domain.EffectHead{ID: "e1", ThreadID: rc.ThreadID}, RunID: "run_1", Command: cmd, Timeout: timeout}
+		r, settled := h.runCheck(e)
+		c := domain.Outcome(nil, e, r)
+		if want := "check:e1"; !settled || c == nil || c.ID != want {
 			t.Fatalf("command %+v, want id %s", c, want)
 		}
 		return c.Payload.(domain.RecordCheck).CheckResult

@@ -46,6 +46,9 @@ type commitReq struct {
 	hash     string // the command's content, to tell a duplicate from a reuse
 	decide   decideFunc
 	done     []eventlog.EffectRef // outbox entries this commit settles
+	// facts are what the decision needs that takes I/O to find out,
+	// gathered before the thread's lock is taken (nil: none).
+	facts *domain.Facts
 }
 
 // Dispatch decides a command, commits its events, receipt and effects in
@@ -85,47 +88,46 @@ func (h *Host) dispatch(ctx context.Context, cmd domain.Command, done []eventlog
 		}
 	}
 	return h.commit(commitReq{threadID: cmd.ThreadID, cmdID: cmd.ID, typ: cmd.Payload.CommandType(), hash: hash, done: done,
+		facts: h.gather(cmd.Payload),
 		decide: func(t *domain.Thread, env domain.Env) ([]domain.Payload, []domain.Effect, error) {
 			d, err := domain.Decide(t, cmd, env)
-			if err == nil {
-				switch p := cmd.Payload.(type) {
-				case domain.CreateThread:
-					if err = h.checkInstalled(p.Provider); err == nil {
-						if cerr := checkCwd(p.Cwd); cerr != nil {
-							err = fmt.Errorf("%w: cwd %w; give a directory that exists", domain.ErrInvalid, cerr)
-						}
-					}
-				case domain.SwitchProvider:
-					err = h.checkInstalled(p.Provider)
-				case domain.SetPolicy:
-					if p.Policy.OnLimit == domain.OnLimitSwitch {
-						err = h.checkInstalled(p.Policy.SwitchTo)
-					}
-				}
-			}
 			return d.Events, d.Effects, err
 		}})
 }
 
-// checkInstalled refuses a thread (or a switch) whose provider has no
-// plugin to run it, naming the providers that have one: such a thread could
-// only fail its next run. It runs once the command is otherwise valid and is not a
-// duplicate, so a retried create still gets its original receipt.
-func (h *Host) checkInstalled(provider string) error {
-	_, _, err := h.plugins.Find(provider)
-	if err == nil {
+// gather finds out what a command's decision needs that takes I/O
+// (domain.FactsFor): whether the providers it names have a plugin (which
+// stats plugin directories and reads their lockfiles), and whether the
+// directory it names can be worked in. It runs before the thread's lock is
+// taken; the decision refuses a thread, switch or policy whose provider
+// has no plugin to run it (it could only fail its next run), once the
+// command is otherwise valid and is not a duplicate, so a retried create
+// still gets its original receipt.
+func (h *Host) gather(p domain.CommandPayload) *domain.Facts {
+	providers, dir := domain.FactsFor(p)
+	if len(providers) == 0 && dir == "" {
 		return nil
 	}
-	if !errors.Is(err, pluginhost.ErrNotInstalled) {
-		return fmt.Errorf("%w: %w", domain.ErrInvalid, err) // there, but not usable (no checksum recorded)
+	f := &domain.Facts{Providers: map[string]domain.ProviderFact{}, Dirs: map[string]string{}}
+	for _, name := range providers {
+		_, _, err := h.plugins.Find(name)
+		switch {
+		case err == nil:
+			f.Providers[name] = domain.ProviderFact{Installed: true}
+		case errors.Is(err, pluginhost.ErrNotInstalled):
+			f.Installed, f.Searched = h.plugins.Installed(), h.cfg.PluginDirs
+		default:
+			// There, but not usable (no checksum recorded).
+			f.Providers[name] = domain.ProviderFact{Installed: true, Unusable: err.Error()}
+		}
 	}
-	installed := "none (no plugin directory is configured)"
-	if names := h.plugins.Installed(); len(names) > 0 {
-		installed = strings.Join(names, ", ")
-	} else if len(h.cfg.PluginDirs) > 0 {
-		installed = "none (searched " + strings.Join(h.cfg.PluginDirs, ", ") + ")"
+	if dir != "" {
+		f.Dirs[dir] = ""
+		if err := checkCwd(dir); err != nil {
+			f.Dirs[dir] = err.Error()
+		}
 	}
-	return fmt.Errorf("%w: provider %q is not installed; installed: %s", domain.ErrInvalid, provider, installed)
+	return f
 }
 
 // commit is the commit path described at the top of this file. Once the
@@ -166,7 +168,7 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 	}
 	now := h.cfg.Clock.Now()
 	env := domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: h.capabilities(c.threadID),
-		ShuttingDown: h.draining.Load(), InterruptGrace: h.cfg.InterruptGrace}
+		ShuttingDown: h.draining.Load(), InterruptGrace: h.cfg.InterruptGrace, Facts: c.facts}
 	var scratch domain.Thread
 	var events []domain.Payload
 	var effects []domain.Effect
@@ -204,7 +206,7 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 	}
 	for _, ef := range effects {
 		data, _ := json.Marshal(ef) // an Effect always encodes
-		b.Effects = append(b.Effects, eventlog.Effect{ThreadID: ef.ThreadID, Data: data})
+		b.Effects = append(b.Effects, eventlog.Effect{ThreadID: ef.Head().ThreadID, Data: data})
 	}
 	if b.Archive, err = encodeParts(scratch.TakeArchived()); err != nil {
 		return domain.Receipt{}, fmt.Errorf("thread %s: %w", c.threadID, err)
@@ -238,7 +240,7 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 	}
 	if len(effects) > 0 && h.ctx.Err() == nil { // closing: the effects wait in the outbox for the next host
 		for i := range effects {
-			effects[i].ID = ids[i]
+			effects[i] = domain.Stored(effects[i], c.threadID, ids[i])
 		}
 		h.push(c.threadID, effects)
 	}
@@ -322,7 +324,7 @@ func (h *Host) checkReachable(ctx context.Context, threadID, requestID string) e
 		// (its session's pump is ingesting it): a window of milliseconds
 		// that no test can place an answer in; once the end is recorded,
 		// the request is expired and Decide refuses the answer.
-		if _, err := h.Dispatch(ctx, *unreachableCmd(threadID, q.ID)); err != nil {
+		if _, err := h.Dispatch(ctx, domain.Unreachable(threadID, q.ID)); err != nil {
 			return err
 		}
 		return domain.NotResumable(q.ID)

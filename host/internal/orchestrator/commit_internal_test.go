@@ -374,3 +374,13 @@ func mustView(t *testing.T, h *Host, id string) *domain.Thread {
 	}
 	return th
 }
+
+// activeRun is the thread's run going (not waiting for a limit), if any.
+func activeRun(t *domain.Thread) *domain.Run {
+	for i := range t.Runs {
+		if t.Runs[i].Status.Active() && t.Runs[i].WaitID == "" {
+			return &t.Runs[i]
+		}
+	}
+	return nil
+}

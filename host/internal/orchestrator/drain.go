@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/baton-run/baton/host/internal/domain"
@@ -44,17 +43,13 @@ func (h *Host) drainRuns(ask bool) {
 		if err != nil {
 			continue
 		}
-		r := activeRun(t)
-		if r == nil {
-			continue
+		stop, wait := t.Drain(func(sessionID string) bool { return h.sessionLive(id, sessionID) })
+		if h.ctx.Err() != nil || !wait {
+			continue // ended below
 		}
-		if sid := dispatchedTo(r); h.ctx.Err() != nil || (r.Ending == nil && (sid == "" || !h.sessionLive(id, sid))) {
-			continue // no live provider has its turn (or no effect can run): ended below
-		}
-		if r.Ending == nil {
-			if _, err := h.Dispatch(h.ctx, domain.Command{ID: "drain:" + r.ID + ":" + r.ActiveAttempt, ThreadID: id,
-				Payload: domain.InterruptRun{RunID: r.ID}}); err != nil {
-				h.log.Warn("drain: ask a run to stop", "thread", id, "run", r.ID, "error", err)
+		if stop != nil {
+			if _, err := h.Dispatch(h.ctx, domain.Observed(id, *stop)); err != nil {
+				h.log.Warn("drain: ask a run to stop", "thread", id, "run", stop.RunID, "error", err)
 			}
 		}
 		asked = append(asked, id)
@@ -64,11 +59,10 @@ func (h *Host) drainRuns(ask bool) {
 	}
 	for _, id := range live {
 		t, err := h.view(id)
-		if err != nil || activeRun(t) == nil {
+		if err != nil || !t.InFlight() {
 			continue
 		}
-		if _, err := h.Dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("shutdown:%s:%d", id, t.Sequence), ThreadID: id,
-			Payload: domain.ShutDown{Reason: ShutDownReason}}); err != nil {
+		if _, err := h.Dispatch(h.ctx, domain.Observed(id, domain.ShutDown{Reason: ShutDownReason, After: t.Sequence})); err != nil {
 			h.log.Error("drain: end a run as the host shuts down", "thread", id, "error", err)
 		}
 	}
@@ -83,7 +77,7 @@ func (h *Host) awaitRunsEnded(threads []string) {
 		e := h.cache.acquire(id) // held while waited on: not evicted
 		for {
 			t, changed := e.current()
-			if t == nil || activeRun(t) == nil {
+			if t == nil || !t.InFlight() {
 				break
 			}
 			select {
@@ -97,27 +91,6 @@ func (h *Host) awaitRunsEnded(threads []string) {
 		}
 		h.cache.release(e)
 	}
-}
-
-// activeRun is the thread's active run, if any.
-func activeRun(t *domain.Thread) *domain.Run {
-	for i := range t.Runs {
-		if t.Runs[i].Status.Active() && t.Runs[i].WaitID == "" {
-			return &t.Runs[i]
-		}
-	}
-	return nil
-}
-
-// dispatchedTo is the session that took the run's active attempt ("":
-// none has).
-func dispatchedTo(r *domain.Run) string {
-	for _, a := range r.Attempts {
-		if a.ID == r.ActiveAttempt {
-			return a.SessionID
-		}
-	}
-	return ""
 }
 
 // reapWhenIdle closes a session once nothing has used it for IdleTimeout
@@ -170,7 +143,7 @@ func (h *Host) reap(s *liveSession) bool {
 	}
 	delete(h.sessions, s.threadID)
 	h.smu.Unlock()
-	_, err = h.Dispatch(h.ctx, domain.Command{ID: "idle:" + s.id, ThreadID: s.threadID, Payload: domain.CloseIdleSession{SessionID: s.id}})
+	_, err = h.Dispatch(h.ctx, domain.Observed(s.threadID, domain.CloseIdleSession{SessionID: s.id}))
 	if err != nil {
 		h.smu.Lock()
 		if _, taken := h.sessions[s.threadID]; !taken && !h.closing {

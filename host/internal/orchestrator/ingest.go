@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/sdk"
@@ -26,28 +25,22 @@ const maxIngestBatch = 256
 // and the next host reconciles the session.
 func (h *Host) ingestBatch(s *liveSession, evs []sdk.RuntimeEvent) bool {
 	s.touch(h.cfg.Clock.Now())
-	id := fmt.Sprintf("pev:%s:%d", s.id, evs[0].Sequence)
-	if len(evs) > 1 {
-		id += fmt.Sprintf("-%d", evs[len(evs)-1].Sequence)
-	}
-	return h.ingestRetrying(s, id, evs)
+	id := domain.ProviderEventsID(s.id, evs[0].Sequence, evs[len(evs)-1].Sequence)
+	return h.settleIngest(s, len(evs), func() error { return h.ingestEvents(s.threadID, s.id, id, evs) })
 }
 
-// ingest decides one provider event the host made itself.
-func (h *Host) ingest(s *liveSession, ev sdk.RuntimeEvent, cmdID string) {
-	h.ingestRetrying(s, cmdID, []sdk.RuntimeEvent{ev})
-}
-
-func (h *Host) ingestRetrying(s *liveSession, cmdID string, evs []sdk.RuntimeEvent) (settled bool) {
-	err := h.retry("ingest provider events", func() error { return h.ingestEvents(s.threadID, s.id, cmdID, evs) },
-		"thread", s.threadID, "session", s.id)
+// settleIngest retries the commit of n of a session's events (or of its
+// end, which the host saw) as ingestBatch says, and says whether they are
+// settled.
+func (h *Host) settleIngest(s *liveSession, n int, commit func() error) (settled bool) {
+	err := h.retry("ingest provider events", commit, "thread", s.threadID, "session", s.id)
 	switch {
 	case err == nil:
 		return true
 	case stopped(err):
 		return false
 	}
-	h.log.Error("ingest provider events: refused; they are dropped", "thread", s.threadID, "session", s.id, "events", len(evs), "error", err)
+	h.log.Error("ingest provider events: refused; they are dropped", "thread", s.threadID, "session", s.id, "events", n, "error", err)
 	return true
 }
 

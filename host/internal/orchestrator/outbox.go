@@ -15,7 +15,19 @@ import (
 
 // The outbox: effects are committed with the events that call for them, and
 // a worker per thread performs them in order, one at a time, removing each
-// from the outbox when its outcome is recorded.
+// from the outbox when its outcome is recorded. The loop, as raft's Ready
+// loop, in four steps:
+//
+//  1. a commit (commit.go) stores a decision's events with its effects;
+//  2. push hands the effects to the thread's worker, in commit order;
+//  3. perform asks the domain whether the effect is still wanted
+//     (domain.Current), carries it out (do) and reports only what it saw
+//     (domain.Result);
+//  4. the domain turns that into the effect's one outcome command
+//     (domain.Outcome), whose id derives from the effect, and settle
+//     commits it with the outbox entry it settles: step 1 again.
+//
+// Nothing here chooses what happens next; a failure is an outcome too.
 
 // worker performs one thread's effects. It is started with an effect and
 // ends when its queue is empty (or the host closes), so that idle threads
@@ -38,7 +50,7 @@ func (h *Host) push(threadID string, effects []domain.Effect) {
 		return // closing: the effects wait in the outbox for the next host
 	}
 	effects = slices.DeleteFunc(slices.Clone(effects), func(e domain.Effect) bool {
-		if e.Type != domain.EffectEndSession {
+		if _, end := e.(domain.EndSession); !end {
 			return false
 		}
 		// At once, beside the queue: what it ends may be what holds the
@@ -85,7 +97,8 @@ func (h *Host) settle(e domain.Effect) {
 	if !settled {
 		return
 	}
-	ref := eventlog.EffectRef{ThreadID: e.ThreadID, ID: e.ID}
+	head := e.Head()
+	ref := eventlog.EffectRef{ThreadID: head.ThreadID, ID: head.ID}
 	if cmd != nil {
 		// Retried until it is recorded: an outcome not recorded would
 		// leave a run ending, or a rollback in progress, for as long as
@@ -93,160 +106,105 @@ func (h *Host) settle(e domain.Effect) {
 		if err := h.retry("record the outcome of an action", func() error {
 			_, err := h.dispatch(h.ctx, *cmd, []eventlog.EffectRef{ref})
 			return err
-		}, "type", e.Type, "thread", e.ThreadID); err != nil {
+		}, "type", e.EffectType(), "thread", head.ThreadID); err != nil {
 			if !stopped(err) {
-				h.log.Error("record the outcome of an action: refused; it stays in the outbox for the next host", "type", e.Type, "thread", e.ThreadID, "error", err)
+				h.log.Error("record the outcome of an action: refused; it stays in the outbox for the next host", "type", e.EffectType(), "thread", head.ThreadID, "error", err)
 			}
 			return
 		}
 	}
 	// Also after a command: one sent before (a duplicate) did not remove it.
 	if err := h.store.EffectDone(ref); err != nil && h.ctx.Err() == nil {
-		h.log.Error("remove performed effect from the outbox", "thread", e.ThreadID, "effect", e.ID, "error", err)
+		h.log.Error("remove performed effect from the outbox", "thread", head.ThreadID, "effect", head.ID, "error", err)
 	}
 }
 
 // perform does one effect and returns the command that records what came
 // of it (nil: nothing to record) and whether it is settled (false: the
-// host is closing). A failure becomes a command, so it is decided and
-// recorded like everything else.
+// host is closing, or it was cut short by the host closing: it stays in
+// the outbox, for the next host). The host only reports what it saw; the
+// domain says whether the effect is still wanted (domain.Current) and
+// what its outcome is (domain.Outcome), a failure included, so that it is
+// decided and recorded like everything else.
 func (h *Host) perform(e domain.Effect) (*domain.Command, bool) {
 	if h.ctx.Err() != nil {
 		return nil, false // closing: left in the outbox
 	}
-	// The host's own work: a nil command means it was cut short by the
-	// host closing, and the next host performs it again.
-	if own := map[domain.EffectType]func(domain.Effect) *domain.Command{domain.EffectCapture: h.capture,
-		domain.EffectRestoreFiles: h.restoreFiles, domain.EffectReconcileThread: h.reconcileThread, domain.EffectRunCheck: h.runCheck}[e.Type]; own != nil {
-		cmd := own(e)
-		return cmd, cmd != nil
-	}
-	if (e.Type == domain.EffectStartTurn || e.Type == domain.EffectSteer) && !h.attemptActive(e) {
-		// Decided for an attempt that has since been replaced or whose run
-		// ended: sending it now would start work nobody follows. Only a
-		// drain reaches this (it ends runs whose start is still queued);
-		// otherwise a run ends only after its start was performed (its
-		// turn's terminal, the start's own failure) or at recovery, before
-		// any worker runs, and an attempt is replaced only after the
-		// provider ended the turn, by effects queued behind this one.
+	threadID := e.Head().ThreadID
+	t, _ := h.view(threadID) // nil: not found, and nor is what the effect was for
+	if !domain.Current(t, e) {
+		// Only a drain reaches this with a start (it ends runs whose start
+		// is still queued); otherwise a run ends only after its start was
+		// performed (its turn's terminal, the start's own failure) or at
+		// recovery, before any worker runs, and an attempt is replaced
+		// only after the provider ended the turn, by effects queued behind
+		// this one.
 		if h.draining.Load() {
 			// The drain ended the run before its start was performed: the
 			// start is left in the outbox, for the next host's recovery to
 			// record as cancelled.
 			return nil, false
 		}
-		h.log.Debug("provider action for an attempt no longer active; skipped", "type", e.Type, "run", e.RunID, "attempt", e.AttemptID)
-		if e.Type == domain.EffectSteer {
-			return &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID, Payload: domain.SteerFailed{RunID: e.RunID,
-				MessageID: e.MessageID, Reason: "its turn had ended before the message could be sent"}}, true
-		}
-		return nil, true
+		h.log.Debug("provider action for an attempt no longer active; skipped", "type", e.EffectType(), "thread", threadID)
+		return domain.Outcome(t, e, domain.Result{Skipped: true}), true
 	}
-	var err error
-	var sessionID string
-	switch e.Type {
-	case domain.EffectStartTurn:
-		sessionID, err = h.startTurn(e)
-	case domain.EffectRespond:
-		err = h.respond(e)
-	case domain.EffectSteer:
-		err = h.steer(e)
-	case domain.EffectInterrupt:
-		err = h.interrupt(e)
-	case domain.EffectEndSession:
-		err = h.forceClose(e)
+	r, settled := h.do(e)
+	if !settled {
+		return nil, false
+	}
+	if r.Err != nil {
+		t, _ = h.view(threadID) // as it is now: the request an answer was for
+	}
+	return domain.Outcome(t, e, r), true
+}
+
+// do carries an effect out and reports what it saw, and whether that is
+// settled (false: cut short by the host closing).
+func (h *Host) do(e domain.Effect) (domain.Result, bool) {
+	var r domain.Result
+	switch e := e.(type) {
+	case domain.CaptureCheckpoint:
+		return h.capture(e)
+	case domain.RestoreFiles:
+		return h.restoreFiles(e)
+	case domain.ReconcileThread:
+		return h.reconcileThread(e)
+	case domain.RunCheck:
+		return h.runCheck(e)
+	case domain.StartTurn:
+		r.SessionID, r.Err = h.startTurn(e)
+	case domain.Steer:
+		r.Err = h.steer(e)
+	case domain.Respond:
+		r.Err = h.respond(e)
+	case domain.Interrupt:
+		// One that did not reach a live provider: if the process is gone,
+		// its exit ends the run.
+		r.Err = h.interrupt(e)
+	case domain.EndSession:
+		r.Err = h.forceClose(e)
 	default:
 		// Unreachable: every effect type the domain decides has a case
-		// here or above, and recovery performs again only the host's own
-		// (Replayable) ones, so an unknown type read from the outbox is
+		// here, and recovery performs again only the host's own
+		// (domain.Replay) ones, so an unknown type read from the outbox is
 		// cancelled, never performed. A type added without a case is
 		// logged rather than dropped silently.
-		h.log.Error("unknown effect", "type", e.Type, "thread", e.ThreadID)
-		return nil, true
+		h.log.Error("unknown effect", "type", e.EffectType(), "thread", e.Head().ThreadID)
+		return r, true
 	}
-	if err == nil {
-		if e.Type == domain.EffectStartTurn {
-			return &domain.Command{ID: "dispatched:" + e.AttemptID, ThreadID: e.ThreadID, Payload: domain.RecordTurnDispatched{
-				RunID: e.RunID, AttemptID: e.AttemptID, SessionID: sessionID}}, true
+	if r.Err != nil {
+		if h.ctx.Err() != nil || errors.Is(r.Err, ErrClosed) {
+			return r, false // shutting down: the next host's recovery decides
 		}
-		return nil, true
+		h.log.Warn("provider action failed", "type", e.EffectType(), "thread", e.Head().ThreadID, "error", r.Err)
 	}
-	if h.ctx.Err() != nil || errors.Is(err, ErrClosed) {
-		return nil, false // shutting down: the next host's recovery decides
-	}
-	h.log.Warn("provider action failed", "type", e.Type, "thread", e.ThreadID, "run", e.RunID, "error", err)
-	switch e.Type {
-	case domain.EffectStartTurn:
-		return &domain.Command{ID: "fail:" + e.RunID + ":" + e.AttemptID, ThreadID: e.ThreadID,
-			Payload: domain.FailRun{RunID: e.RunID, Failure: sdk.Failure{Code: "start_failed", Message: err.Error()}}}, true
-	case domain.EffectSteer:
-		return &domain.Command{ID: "steerfail:" + e.ID, ThreadID: e.ThreadID,
-			Payload: domain.SteerFailed{RunID: e.RunID, MessageID: e.MessageID, Reason: err.Error()}}, true
-	case domain.EffectRespond:
-		q := h.requestByRef(e.ThreadID, e.SessionID, e.RequestRef)
-		if q == "" {
-			return nil, true
-		}
-		if gone(err) {
-			return unreachableCmd(e.ThreadID, q), true
-		}
-		// The answer did not get through (refused, timed out): the request
-		// can be answered again.
-		return &domain.Command{ID: "respondfail:" + e.ID, ThreadID: e.ThreadID,
-			Payload: domain.RespondFailed{RequestID: q, Reason: err.Error()}}, true
-	}
-	// An interrupt that did not reach a live provider: if the process is
-	// gone, its exit ends the run.
-	return nil, true
-}
-
-// unreachableCmd marks a request whose provider process is gone. Both
-// paths that find it (a client's answer, a failed delivery) send the same
-// command, so the second is a duplicate, not a conflict.
-func unreachableCmd(threadID, requestID string) *domain.Command {
-	return &domain.Command{ID: "unreachable:" + requestID, ThreadID: threadID,
-		Payload: domain.MarkRequestUnreachable{RequestID: requestID, Reason: "its provider process is gone"}}
-}
-
-// attemptActive says whether an effect's attempt is still its run's active
-// one.
-func (h *Host) attemptActive(e domain.Effect) bool {
-	t, err := h.view(e.ThreadID)
-	if err != nil {
-		return false
-	}
-	for i := len(t.Runs) - 1; i >= 0; i-- {
-		if r := &t.Runs[i]; r.ID == e.RunID {
-			return r.Status.Active() && r.ActiveAttempt == e.AttemptID
-		}
-	}
-	return false
-}
-
-// gone says whether an error means the provider session cannot be reached.
-func gone(err error) bool {
-	return errors.Is(err, sdk.ErrNotResumable) || errors.Is(err, sdk.ErrUnknownSession) ||
-		errors.Is(err, sdk.ErrProviderExited) || errors.Is(err, sdk.ErrPluginUnavailable)
-}
-
-// requestByRef finds a request's app id.
-func (h *Host) requestByRef(threadID, sessionID, ref string) string {
-	t, err := h.view(threadID)
-	if err != nil {
-		return ""
-	}
-	for _, q := range t.Requests {
-		if q.SessionID == sessionID && q.ProviderRef == ref {
-			return q.ID
-		}
-	}
-	return ""
+	return r, true
 }
 
 // withSession calls the plugin of the live session an effect is bound to
 // (the thread's current one when the effect names none), bounded in time.
-func (h *Host) withSession(e domain.Effect, what string, call func(context.Context, *liveSession) error) error {
-	s, err := h.liveSessionFor(e.ThreadID, e.SessionID)
+func (h *Host) withSession(threadID, sessionID, what string, call func(context.Context, *liveSession) error) error {
+	s, err := h.liveSessionFor(threadID, sessionID)
 	if err != nil {
 		return err
 	}
@@ -255,16 +213,16 @@ func (h *Host) withSession(e domain.Effect, what string, call func(context.Conte
 
 // respond delivers an answer to the provider through the live session
 // that asked.
-func (h *Host) respond(e domain.Effect) error {
-	return h.withSession(e, "RespondToRequest", func(ctx context.Context, s *liveSession) error {
+func (h *Host) respond(e domain.Respond) error {
+	return h.withSession(e.ThreadID, e.SessionID, "RespondToRequest", func(ctx context.Context, s *liveSession) error {
 		return s.plugin.RespondToRequest(ctx, sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: e.RequestRef,
 			Decision: sdk.Decision(e.Decision), Answers: e.Answers})
 	})
 }
 
 // steer adds a message to the provider's active turn.
-func (h *Host) steer(e domain.Effect) error {
-	return h.withSession(e, "SteerTurn", func(ctx context.Context, s *liveSession) error {
+func (h *Host) steer(e domain.Steer) error {
+	return h.withSession(e.ThreadID, e.SessionID, "SteerTurn", func(ctx context.Context, s *liveSession) error {
 		return s.plugin.SteerTurn(ctx, sdk.SteerTurnRequest{SessionID: s.id, TurnRef: e.TurnRef, Input: sdk.TurnInput{Text: e.Text}})
 	})
 }
@@ -274,8 +232,8 @@ func (h *Host) steer(e domain.Effect) error {
 // An interrupt decided before the turn started names no session: the
 // start went first (effects run in order), so the thread's session now is
 // the one.
-func (h *Host) interrupt(e domain.Effect) error {
-	return h.withSession(e, "InterruptTurn", func(ctx context.Context, s *liveSession) error {
+func (h *Host) interrupt(e domain.Interrupt) error {
+	return h.withSession(e.ThreadID, e.SessionID, "InterruptTurn", func(ctx context.Context, s *liveSession) error {
 		return s.plugin.InterruptTurn(ctx, sdk.InterruptTurnRequest{SessionID: s.id, TurnRef: e.TurnRef})
 	})
 }

@@ -107,12 +107,11 @@ func (h *Host) recover() error {
 	}
 	left := map[string][]domain.Effect{}
 	for _, se := range outbox {
-		var e domain.Effect
-		if err := json.Unmarshal(se.Data, &e); err != nil {
+		e, err := domain.DecodeEffect(se.Data)
+		if err != nil {
 			return fmt.Errorf("recover thread %s: outbox entry %s is corrupt: %w", se.ThreadID, se.ID, err)
 		}
-		e.ID, e.ThreadID = se.ID, se.ThreadID
-		left[se.ThreadID] = append(left[se.ThreadID], e)
+		left[se.ThreadID] = append(left[se.ThreadID], domain.Stored(e, se.ThreadID, se.ID))
 	}
 	ids := liveThreads(live, outbox)
 	defer h.armWaits(ids) // after the recovery: a wait that passed while no host ran fires now, once
@@ -121,12 +120,15 @@ func (h *Host) recover() error {
 		var done []eventlog.EffectRef
 		var again []domain.Effect
 		for _, e := range left[id] {
-			if e.Type.Replayable() {
+			// Performed again after the recovery, marked so: a run it
+			// ended does not start the next one when its checkpoint is
+			// recorded.
+			if e, ok := domain.Replay(e); ok {
 				again = append(again, e)
 				continue
 			}
-			rec.Effects = append(rec.Effects, domain.PendingEffect{ID: e.ID, Type: e.Type, RunID: e.RunID, MessageID: e.MessageID})
-			done = append(done, eventlog.EffectRef{ThreadID: id, ID: e.ID})
+			rec.Effects = append(rec.Effects, domain.Pending(e))
+			done = append(done, eventlog.EffectRef{ThreadID: id, ID: e.Head().ID})
 		}
 		t, err := h.view(id)
 		if err != nil {
@@ -134,15 +136,11 @@ func (h *Host) recover() error {
 		}
 		if t.Live() || len(rec.Effects) > 0 {
 			last, _ := h.store.Last()
-			_, err := h.dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("recover:%s:%d", id, last), ThreadID: id, Payload: rec}, done)
+			rec.After = last
+			_, err := h.dispatch(h.ctx, domain.Observed(id, rec), done)
 			if err != nil {
 				return fmt.Errorf("recover thread %s: %w", id, err)
 			}
-		}
-		// After the recovery: a run it ended does not start the next one
-		// when its checkpoint is recorded.
-		for i := range again {
-			again[i].Replayed = true
 		}
 		h.push(id, again)
 		// Then runs the last host left queued start by themselves, after
@@ -152,8 +150,7 @@ func (h *Host) recover() error {
 		}
 		if t, err := h.view(id); err == nil && t.Summary().Queued > 0 {
 			last, _ := h.store.Last()
-			if _, err := h.dispatch(h.ctx, domain.Command{ID: fmt.Sprintf("startqueued:%s:%d", id, last), ThreadID: id,
-				Payload: domain.StartQueued{}}, nil); err != nil {
+			if _, err := h.dispatch(h.ctx, domain.Observed(id, domain.StartQueued{After: last}), nil); err != nil {
 				return fmt.Errorf("recover thread %s: start its queued runs: %w", id, err)
 			}
 		}

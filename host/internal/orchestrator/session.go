@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -48,7 +47,7 @@ func (h *Host) sessionLive(threadID, sessionID string) bool {
 	}
 }
 
-func (h *Host) startTurn(e domain.Effect) (sessionID string, err error) {
+func (h *Host) startTurn(e domain.StartTurn) (sessionID string, err error) {
 	for try := 0; ; try++ {
 		s, err := h.session(e.ThreadID, e.Provider, e.Model)
 		if err != nil {
@@ -178,11 +177,11 @@ func (s *liveSession) close(clk clock.Clock, log hclog.Logger) {
 	}
 }
 
-// session returns the thread's open session on provider and model (""
-// provider: the thread's own), opening one if needed. A session on another
-// provider or model is retired first: a run that starts after a switch
-// runs where the switch says. A new session resumes the provider's own
-// conversation of the thread where it has one.
+// session returns the session that takes a turn on provider and model (""
+// provider: the thread's own), as the domain chooses it
+// (domain.Thread.ChooseSession): the thread's open session, or a new one,
+// the open one retired first, resuming the conversation the domain names
+// where the plugin can resume one.
 func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	h.smu.Lock()
 	closing := h.closing
@@ -194,32 +193,26 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	if provider == "" {
-		provider, model = t.Provider, t.Model
-	}
-	b, _ := t.Binding(provider)
 	h.smu.Lock()
 	s, ok := h.sessions[threadID]
 	h.smu.Unlock()
+	var live *domain.LiveSession
 	if ok && !s.ended() {
-		if s.provider == provider && s.model == model && slices.Equal(s.command.Argv, b.Command.Argv) &&
-			slices.Equal(s.command.Env, b.Command.Env) && !leftBehind(*t, b, s.id) {
-			s.touch(h.cfg.Clock.Now())
-			return s, nil
-		}
-		to := provider
-		if model != "" {
-			to += " (" + model + ")"
-		}
-		if s.provider == provider && s.model == model {
-			to += ", with another command"
-		}
-		if _, err := h.Dispatch(h.ctx, domain.Command{ID: "retire:" + s.id, ThreadID: threadID,
-			Payload: domain.RetireSession{SessionID: s.id, Reason: "the thread switched to " + to}}); err != nil {
+		live = &domain.LiveSession{ID: s.id, Provider: s.provider, Model: s.model, Command: s.command}
+	}
+	choice := t.ChooseSession(live, provider, model)
+	if choice.Reuse {
+		s.touch(h.cfg.Clock.Now())
+		return s, nil
+	}
+	if choice.Retire != "" {
+		if _, err := h.Dispatch(h.ctx, domain.Observed(threadID,
+			domain.RetireSession{SessionID: s.id, Reason: choice.Retire})); err != nil {
 			return nil, err
 		}
 		s.close(h.cfg.Clock, h.log)
 	}
+	provider, model = choice.Provider, choice.Model
 	if err := checkCwd(t.Cwd); err != nil {
 		return nil, fmt.Errorf("the thread's working directory %w; restore it to go on with this thread, or start a new thread", err)
 	}
@@ -227,13 +220,10 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	resume := b.ThreadRef // its own conversation, unless it has none
 	req := sdk.OpenSessionRequest{SessionID: h.cfg.IDs.NewID("ses"), Cwd: t.Cwd, Model: model,
-		Command: sdk.ProviderCommand{Argv: b.Command.Argv, Env: b.Command.Env}}
+		Command:         sdk.ProviderCommand{Argv: choice.Command.Argv, Env: choice.Command.Env},
+		ResumeThreadRef: choice.ResumeRef(p.Description.Capabilities.Resume)}
 	req.RawFrameLog = h.frames.path(req.SessionID)
-	if p.Description.Capabilities.Resume {
-		req.ResumeThreadRef = resume // else: recorded as not resumed, and the run gets the whole thread
-	}
 	id := req.SessionID
 	h.frames.open(id) // until the session's stream ends (pump), or it did not open
 	pumped := false
@@ -253,14 +243,14 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	if err != nil {
 		return nil, providerErr(provider, err) // the plugin says what failed
 	}
-	s = &liveSession{id: id, threadID: threadID, provider: provider, model: model, command: b.Command, plugin: p,
+	s = &liveSession{id: id, threadID: threadID, provider: provider, model: model, command: choice.Command, plugin: p,
 		done: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(h.ctx)
 	s.touch(h.cfg.Clock.Now())
-	if _, err := h.Dispatch(h.ctx, domain.Command{ID: "open:" + id, ThreadID: threadID, Payload: domain.RecordSessionOpened{
+	if _, err := h.Dispatch(h.ctx, domain.Observed(threadID, domain.RecordSessionOpened{
 		SessionID: id, Provider: provider, Model: model, ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
-		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, ResumeRequested: resume,
-		Resumed: resp.Resumed && req.ResumeThreadRef != ""}}); err != nil {
+		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, ResumeRequested: choice.Resume,
+		Resumed: resp.Resumed && req.ResumeThreadRef != ""})); err != nil {
 		s.cancel()
 		h.closeUnused(p, id)
 		return nil, err
@@ -295,26 +285,6 @@ func (h *Host) closeUnused(p *pluginhost.Plugin, sessionID string) {
 	_ = h.callPlugin(context.Background(), p, "CloseSession", sessionCloseTimeout, func(ctx context.Context) error {
 		return p.CloseSession(ctx, sessionID)
 	})
-}
-
-// leftBehind says whether session's conversation was left behind (a
-// rollback after a switch away from its provider detached it): the
-// provider's next run must not go on in it.
-func leftBehind(t domain.Thread, b domain.ProviderBinding, session string) bool {
-	if b.ThreadRef != "" && b.SessionID == session {
-		return false
-	}
-	for _, pt := range t.ProviderThreads {
-		if pt.ParentID == "" && pt.Detached && pt.SessionID == session {
-			return true
-		}
-	}
-	for _, s := range t.ProviderSessions {
-		if s.ID == session && s.Resumed != "" && b.ThreadRef != s.Resumed {
-			return true // it resumed a conversation the provider no longer goes on in
-		}
-	}
-	return false
 }
 
 // reconnectPause is the pause before an event stream that broke is
@@ -447,9 +417,11 @@ func (h *Host) pump(s *liveSession) {
 			}
 		}
 		wait.Stop()
-		h.ingest(s, sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitFailed,
-			Failure: &sdk.Failure{Code: "plugin_exited", Message: pluginGoneFailure(s.plugin, streamErr)}},
-			"pexit:"+s.id)
+		h.settleIngest(s, 1, func() error {
+			_, err := h.Dispatch(context.Background(), domain.Observed(s.threadID,
+				domain.ProviderExited{SessionID: s.id, Message: pluginGoneFailure(s.plugin, streamErr)}))
+			return err
+		})
 		return
 	}
 }

@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/baton-run/baton/host/internal/domain"
@@ -28,8 +27,7 @@ const DefaultTurnStallTimeout = time.Hour
 // the thread moves it.
 func (h *Host) syncStall(threadID string, t *domain.Thread) {
 	p, at, due := t.StallDeadline(h.cfg.TurnStallTimeout)
-	id := "stall:" + p.AttemptID + ":" + strconv.FormatInt(p.Since.UnixNano(), 10)
-	h.arm(&h.stalls, "end a stalled turn", threadID, domain.Command{ID: id, ThreadID: threadID, Payload: p}, at, due,
+	h.arm(&h.stalls, "end a stalled turn", threadID, domain.Observed(threadID, p), at, due,
 		"thread", threadID, "run", p.RunID)
 }
 
@@ -37,7 +35,6 @@ func (h *Host) syncStall(threadID string, t *domain.Thread) {
 // deadline (or stops it when none is due).
 func (h *Host) syncRequest(threadID string, t *domain.Thread) {
 	p, at, due := t.RequestDeadline(h.cfg.RequestTimeout)
-	id := "expire:" + p.RequestID + ":" + strconv.Itoa(p.Failures)
-	h.arm(&h.expiries, "answer a request left unanswered", threadID, domain.Command{ID: id, ThreadID: threadID, Payload: p}, at, due,
+	h.arm(&h.expiries, "answer a request left unanswered", threadID, domain.Observed(threadID, p), at, due,
 		"thread", threadID, "request", p.RequestID)
 }

@@ -17,7 +17,7 @@ import (
 // stops it when there is none).
 func (h *Host) syncStop(threadID string, t *domain.Thread) {
 	p, at, due := t.StopDeadline()
-	h.arm(&h.stops, "force a run to stop", threadID, domain.Command{ID: "force:" + p.AttemptID, ThreadID: threadID, Payload: p}, at, due,
+	h.arm(&h.stops, "force a run to stop", threadID, domain.Observed(threadID, p), at, due,
 		"thread", threadID, "run", p.RunID)
 }
 
@@ -27,7 +27,7 @@ func (h *Host) syncStop(threadID string, t *domain.Thread) {
 // reports the session's end, which ends the run. A plugin that does not
 // answer in time is killed, which ends the session too. A session already
 // gone has nothing left to end.
-func (h *Host) forceClose(e domain.Effect) error {
+func (h *Host) forceClose(e domain.EndSession) error {
 	s, err := h.liveSessionFor(e.ThreadID, e.SessionID)
 	if err != nil {
 		return nil // its end is recorded, or on its way: it ends the run

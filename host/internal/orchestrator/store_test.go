@@ -206,7 +206,7 @@ func TestOpenIndexesALogFromBeforeTheIndex(t *testing.T) {
 func TestOpenRefusesAStoreItCannotRead(t *testing.T) {
 	created := domain.ThreadCreated{Provider: "acp", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}
 	effect := func(threadID string) []byte {
-		return mustJSON(t, domain.Effect{Type: domain.EffectStartTurn, ThreadID: threadID, RunID: "run-1", AttemptID: "att-1", Text: "hi"})
+		return mustJSON(t, domain.StartTurn{EffectHead: domain.EffectHead{ThreadID: threadID}, RunID: "run-1", AttemptID: "att-1", Text: "hi"})
 	}
 	for _, c := range []struct {
 		name  string

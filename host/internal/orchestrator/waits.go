@@ -138,7 +138,7 @@ func (h *Host) syncWait(threadID string, w *domain.Wait) {
 	// is retried until it commits: the timer stays armed for this wait
 	// (syncWait keeps it), so a fire given up on would never come while
 	// the host runs.
-	cmd := domain.Command{ID: "wait:" + id, ThreadID: threadID, Payload: domain.FireWait{WaitID: id}}
+	cmd := domain.Observed(threadID, domain.FireWait{WaitID: id})
 	h.wg.Go(func() {
 		defer cancel()
 		h.dispatchAt(ctx, at, "fire a wait", cmd, "thread", threadID, "wait", id)
@@ -184,8 +184,8 @@ func (h *Host) armWaits(threadIDs []string) {
 
 // runCheck runs a loop's check in the thread's cwd, bounded by the
 // effect's timeout on the host's clock, and returns what it found.
-func (h *Host) runCheck(e domain.Effect) *domain.Command {
-	res := domain.CheckResult{RunID: e.RunID, Command: e.Text}
+func (h *Host) runCheck(e domain.RunCheck) (domain.Result, bool) {
+	var res domain.CheckResult
 	t, err := h.view(e.ThreadID)
 	if err == nil {
 		if err = checkCwd(t.Cwd); err != nil {
@@ -195,12 +195,12 @@ func (h *Host) runCheck(e domain.Effect) *domain.Command {
 	}
 	if err != nil {
 		res.Error = err.Error()
-		return checkCmd(e, res)
+		return domain.Result{Checked: res}, true
 	}
 	ctx, cancel := clock.WithTimeout(h.stopping, h.cfg.Clock, cmp.Or(e.Timeout, domain.DefaultCheckTimeout), errCheckTimeout)
 	defer cancel()
 	var out tailBuffer
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", e.Text)
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", e.Command)
 	cmd.Dir = t.Cwd
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -211,7 +211,7 @@ func (h *Host) runCheck(e domain.Effect) *domain.Command {
 	var exit *exec.ExitError
 	switch {
 	case h.stopping.Err() != nil:
-		return nil // the host stops: the next one runs the check again
+		return domain.Result{}, false // the host stops: the next one runs the check again
 	case errors.Is(context.Cause(ctx), errCheckTimeout):
 		res.TimedOut, res.ExitCode = true, -1
 	case errors.As(err, &exit):
@@ -219,14 +219,10 @@ func (h *Host) runCheck(e domain.Effect) *domain.Command {
 	case err != nil:
 		res.Error, res.ExitCode = err.Error(), -1
 	}
-	return checkCmd(e, res)
+	return domain.Result{Checked: res}, true
 }
 
 var errCheckTimeout = errors.New("the check timed out")
-
-func checkCmd(e domain.Effect, res domain.CheckResult) *domain.Command {
-	return &domain.Command{ID: "check:" + e.ID, ThreadID: e.ThreadID, Payload: domain.RecordCheck{CheckResult: res}}
-}
 
 // tailBuffer keeps the last domain.MaxCheckOutput bytes written to it:
 // the tail of a check's output the log keeps.
