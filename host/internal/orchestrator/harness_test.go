@@ -264,6 +264,27 @@ func (e *env) rawFrames(sessionID string) string {
 	return string(b)
 }
 
+// waitFrame waits until a session's raw-frame log holds text. The plugin
+// writes the log as frames go out and tells nobody: it is read again
+// each few milliseconds, for at most a minute.
+func (e *env) waitFrame(sessionID, text string) {
+	e.t.Helper()
+	path := filepath.Join(e.data, "rawframes", sessionID+".ndjson")
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
+	for {
+		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), text) {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			e.t.Fatalf("session %s's raw frames never held %s", sessionID, text)
+		}
+	}
+}
+
 // countFrames counts a text in the raw frames of every session of the
 // thread (read once the host has closed them).
 func (e *env) countFrames(th domain.Thread, text string) int {

@@ -43,8 +43,18 @@ func (e *env) startIgnored(provider string, force bool) (string, domain.Run) {
 			(provider != "acp" || len(th.TurnItems) > 0)
 	})
 	e.dispatch(domain.Command{ID: "stop", ThreadID: threadID, Payload: domain.InterruptRun{RunID: th.Runs[0].ID, Force: force}})
+	if ask, ok := interruptFrames[provider]; ok && !force {
+		// The interrupt is sent after it is stored, by the outbox: a test
+		// that ends the grace before it was sent would kill the provider
+		// short of the frame its transcript expects next.
+		e.waitFrame(th.ProviderSessions[len(th.ProviderSessions)-1].ID, ask)
+	}
 	return threadID, th.Runs[0]
 }
+
+// interruptFrames is what each provider's interrupt looks like in a
+// session's raw frames, where the test knows it.
+var interruptFrames = map[string]string{"acp": `"method":"session/cancel"`, "codex": `"method":"turn/interrupt"`}
 
 // stopOrder labels what a forced stop stores, in order.
 func stopOrder(r domain.Run) func(domain.Payload) string {
@@ -147,7 +157,7 @@ func TestForcedInterruptEndsTheProcessAtOnce(t *testing.T) {
 				t.Errorf("the run's stop %+v, ended at %v; want no deadline, ended at once", th.Runs[0].Stop, th.Runs[0].EndedAt)
 			}
 			e.restart()
-			if n := e.countFrames(th, map[string]string{"acp": `"method":"session/cancel"`, "codex": `"method":"turn/interrupt"`}[provider]); n != 0 {
+			if n := e.countFrames(th, interruptFrames[provider]); n != 0 {
 				t.Errorf("the provider was asked to stop %d times; a forced stop asks nothing", n)
 			}
 		})
