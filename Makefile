@@ -261,6 +261,8 @@ fuzz:
 	cd plugins/opencode && $(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/opencode/
 	cd plugins/opencode && $(GO) test -run '^$$' -fuzz '^FuzzLimitEvents$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/opencode/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzDecodeCommand$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/domain/
+	cd host && $(GO) test -run '^$$' -fuzz '^FuzzDecodeEffect$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/domain/
+	cd host && $(GO) test -run '^$$' -fuzz '^FuzzClientConversions$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/service/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/scenario/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzParseSummary$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/checkpoint/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzStoredValues$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/eventlog/

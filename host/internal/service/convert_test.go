@@ -126,7 +126,7 @@ func filledThread() domain.Thread {
 }
 
 // filledPayload is an event of type typ with every field set.
-func filledPayload(t *testing.T, typ string) domain.Payload {
+func filledPayload(t testing.TB, typ string) domain.Payload {
 	zero, err := domain.DecodePayload(typ, []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestConversionsRoundTrip(t *testing.T) {
 
 // schemaEvents are the events the schema's golden files pin: one of each
 // type, every field set.
-func schemaEvents(t *testing.T) []*batonv1.Event {
+func schemaEvents(t testing.TB) []*batonv1.Event {
 	var out []*batonv1.Event
 	for i, typ := range domain.EventTypes() {
 		b, err := json.Marshal(filledPayload(t, typ))
