@@ -137,19 +137,25 @@ func recordRuns(b *testing.B, h *Host, th string, runs int) uint64 {
 
 // liveHeap is the heap's live bytes and the goroutines' stacks, once
 // collected.
-func liveHeap() uint64 {
+func liveHeap() int64 {
 	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m.HeapAlloc + m.StackInuse
+	return int64(m.HeapAlloc + m.StackInuse) // signed: a difference of two may be below zero
 }
 
-// heapOf is the live heap that what make returns holds.
-func heapOf(make func() any) uint64 {
+// heapOf is the live heap that what build returns holds: the mean of 8
+// held at once, so that garbage the collector finds between the two
+// readings (a few KiB) does not outweigh a small value.
+func heapOf(build func() any) int64 {
+	const n = 8
 	before := liveHeap()
-	v := make()
+	held := make([]any, 0, n)
+	for range n {
+		held = append(held, build())
+	}
 	after := liveHeap()
-	runtime.KeepAlive(v)
-	return after - before
+	runtime.KeepAlive(held)
+	return (after - before) / n
 }
