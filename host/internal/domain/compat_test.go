@@ -311,7 +311,7 @@ func TestOldEffectsStillRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := Stored(newer, "thr", "12.0"); got.EffectType() != "open_worktree" || got.Head() != head("12.0") ||
-		Pending(got) != (PendingEffect{ID: "12.0", Type: "open_worktree"}) {
+		Pending(got) != (PendingEffect{ID: "12.0", Type: "open_worktree", RunID: "run_2"}) {
 		t.Errorf("an effect of a newer host's type: %+v, pending %+v", got, Pending(got))
 	}
 	if _, err := DecodeEffect([]byte(`{"type":`)); err == nil || err.Error() != "unexpected end of JSON input" {

@@ -234,7 +234,9 @@ func DecodeEffect(b []byte) (Effect, error) {
 	}
 	decode, ok := effectKinds[head.Type]
 	if !ok {
-		return unknownEffect{EffectHead: head.EffectHead, Type: head.Type}, nil
+		var u unknownEffect
+		_ = json.Unmarshal(b, &u) // read above: only its strings are taken
+		return u, nil
 	}
 	e, err := decode(b)
 	if err != nil {
@@ -247,6 +249,10 @@ func DecodeEffect(b []byte) (Effect, error) {
 type unknownEffect struct {
 	EffectHead
 	Type EffectType `json:"type"`
+	// The run and message it was of, as every kind stored them: its
+	// cancellation names them.
+	RunID     string `json:"runId,omitempty"`
+	MessageID string `json:"messageId,omitempty"`
 }
 
 func (e unknownEffect) EffectType() EffectType            { return e.Type }
@@ -289,6 +295,8 @@ func Pending(e Effect) PendingEffect {
 		p.RunID = e.RunID
 	case EndSession:
 		p.RunID = e.RunID
+	case unknownEffect:
+		p.RunID, p.MessageID = e.RunID, e.MessageID
 	}
 	return p
 }

@@ -1,8 +1,10 @@
 package domain
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -64,7 +66,7 @@ type Result struct {
 // failure names the request it finds there.
 func Outcome(t *Thread, e Effect, r Result) *Command {
 	thread := e.Head().ThreadID
-	cmd := func(id string, p CommandPayload) *Command { return &Command{ID: id, ThreadID: thread, Payload: p} }
+	cmd := func(id string, p CommandPayload) *Command { return &Command{ID: id, ThreadID: thread, Payload: asStored(p)} }
 	switch e := e.(type) {
 	case StartTurn:
 		switch {
@@ -250,4 +252,21 @@ func (p StartQueued) observedID(threadID string) string {
 
 func (p ShutDown) observedID(threadID string) string {
 	return "shutdown:" + threadID + ":" + strconv.FormatUint(p.After, 10)
+}
+
+// asStored is p as the log gives it back: what the host's own work found
+// (git's paths and messages, an error's text) may hold bytes that are not
+// UTF-8, which the log's JSON stores as U+FFFD. The projection that
+// applies it live holds the same, so that it reads as a reloaded one does
+// and the API (whose strings are UTF-8) can carry it.
+func asStored(p CommandPayload) CommandPayload {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return p // not a value the log would store either; Decide refuses it
+	}
+	v := reflect.New(reflect.TypeOf(p))
+	if json.Unmarshal(b, v.Interface()) != nil {
+		return p
+	}
+	return v.Elem().Interface().(CommandPayload)
 }

@@ -78,6 +78,15 @@ func TestOutcomes(t *testing.T) {
 		{"a capture that failed", w.thread, CaptureCheckpoint{EffectHead: head, CheckpointID: "cp_1", Ref: "refs/x"},
 			Result{Err: errors.New("git: no space left")},
 			cmd("capture:cp_1", RecordCheckpoint{CheckpointID: "cp_1", Status: CheckpointError, Reason: "git: no space left"})},
+		// What git gave, not UTF-8, is recorded as the log stores it: the
+		// live projection reads as a reloaded one, and the API carries it.
+		{"a capture of a file name that is not UTF-8", w.thread, CaptureCheckpoint{EffectHead: head, CheckpointID: "cp_1", Ref: "refs/x"},
+			Result{Captured: RecordCheckpoint{Status: CheckpointReady, Commit: "c1", Files: []FileChange{{Path: "caf\xe9\xe9.txt", Kind: "added"}}}},
+			cmd("capture:cp_1", RecordCheckpoint{CheckpointID: "cp_1", Status: CheckpointReady, Commit: "c1",
+				Files: []FileChange{{Path: "caf\ufffd\ufffd.txt", Kind: "added"}}})},
+		{"a capture that failed saying so in bytes", w.thread, CaptureCheckpoint{EffectHead: head, CheckpointID: "cp_1", Ref: "refs/x"},
+			Result{Err: errors.New("git: caf\xe9: Permission denied")},
+			cmd("capture:cp_1", RecordCheckpoint{CheckpointID: "cp_1", Status: CheckpointError, Reason: "git: caf\ufffd: Permission denied"})},
 		{"files restored again", w.thread, RestoreFiles{EffectHead: head, RollbackID: "rb_1", Ref: "refs/pre", Replayed: true},
 			Result{Restored: RecordFilesRestored{Written: 2, Removed: 1, SavedCommit: "c0"}},
 			cmd("restored:rb_1", RecordFilesRestored{RollbackID: "rb_1", Written: 2, Removed: 1, SavedRef: "refs/pre", SavedCommit: "c0", Replayed: true})},
@@ -229,5 +238,23 @@ func TestHostStoppingAndProviderExited(t *testing.T) {
 		if diff := cmp.Diff(decided[1].Effects, decided[0].Effects); diff != "" {
 			t.Errorf("%s: effects (-as %s +got):\n%s", c.name, c.same.CommandType(), diff)
 		}
+	}
+}
+
+// unencodable and undecodable are payloads the log could not store or
+// read back: asStored leaves them as they are, for Decide to refuse.
+type unencodable struct{ F func() }
+type undecodable struct{ S string }
+
+func (unencodable) CommandType() string           { return "test.unencodable" }
+func (undecodable) CommandType() string           { return "test.undecodable" }
+func (*undecodable) UnmarshalJSON(b []byte) error { return errors.New("no") }
+
+func TestAsStoredLeavesWhatTheLogCannotHold(t *testing.T) {
+	if p, ok := asStored(unencodable{}).(unencodable); !ok || p.F != nil {
+		t.Errorf("an unencodable payload: %#v", p)
+	}
+	if p := asStored(undecodable{S: "caf\xe9"}); p != (undecodable{S: "caf\xe9"}) {
+		t.Errorf("an undecodable payload: %#v", p)
 	}
 }
