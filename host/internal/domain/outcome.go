@@ -66,7 +66,9 @@ type Result struct {
 // failure names the request it finds there.
 func Outcome(t *Thread, e Effect, r Result) *Command {
 	thread := e.Head().ThreadID
-	cmd := func(id string, p CommandPayload) *Command { return &Command{ID: id, ThreadID: thread, Payload: asStored(p)} }
+	cmd := func(id string, p CommandPayload) *Command {
+		return &Command{ID: id, ThreadID: thread, Payload: asStored(p)}
+	}
 	switch e := e.(type) {
 	case StartTurn:
 		switch {
