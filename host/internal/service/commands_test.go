@@ -177,18 +177,25 @@ func TestInterruptActiveRun(t *testing.T) {
 	}
 }
 
+// pendingApproval is a thread of ACP's approval_accept transcript whose
+// run waits for its approval (policy ask), and its projection then.
+func (e *env) pendingApproval(ctx context.Context) (string, domain.Thread) {
+	e.t.Helper()
+	threadID := e.create("create", "", "acp", "acp/approval_accept.ndjson", "ask").GetThreadId()
+	if _, err := e.client.SendMessage(ctx, &batonv1.SendMessageRequest{ThreadId: threadID, Text: "Write allowed.txt"}); err != nil {
+		e.t.Fatal(err)
+	}
+	return threadID, e.waitFor(threadID, "a request", func(t domain.Thread) bool {
+		return len(t.Requests) == 1 && t.Requests[0].Status == domain.RequestStatusPending
+	})
+}
+
 // AnswerRequest with no thread id finds the request's thread; the answer
 // reaches the provider.
 func TestAnswerRequestFindsThread(t *testing.T) {
 	e := newEnv(t, service.Options{})
 	ctx := t.Context()
-	threadID := e.create("create", "", "acp", "acp/approval_accept.ndjson", "ask").GetThreadId()
-	if _, err := e.client.SendMessage(ctx, &batonv1.SendMessageRequest{ThreadId: threadID, Text: "Write allowed.txt"}); err != nil {
-		t.Fatal(err)
-	}
-	th := e.waitFor(threadID, "a request", func(t domain.Thread) bool {
-		return len(t.Requests) == 1 && t.Requests[0].Status == domain.RequestStatusPending
-	})
+	threadID, th := e.pendingApproval(ctx)
 	answer := &batonv1.AnswerRequestRequest{CommandId: "answer", RequestId: th.Requests[0].ID, Decision: "accept"}
 	rc, err := e.client.AnswerRequest(ctx, answer)
 	if err != nil {
@@ -216,13 +223,7 @@ func TestAnswerRequestFindsThread(t *testing.T) {
 func TestAnswerToAGoneProviderIsFailedPrecondition(t *testing.T) {
 	e := newEnv(t, service.Options{})
 	ctx := t.Context()
-	threadID := e.create("create", "", "acp", "acp/approval_accept.ndjson", "ask").GetThreadId()
-	if _, err := e.client.SendMessage(ctx, &batonv1.SendMessageRequest{ThreadId: threadID, Text: "Write allowed.txt"}); err != nil {
-		t.Fatal(err)
-	}
-	th := e.waitFor(threadID, "a request", func(t domain.Thread) bool {
-		return len(t.Requests) == 1 && t.Requests[0].Status == domain.RequestStatusPending
-	})
+	threadID, th := e.pendingApproval(ctx)
 	if err := syscall.Kill(th.ProviderSessions[0].PluginPid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
