@@ -15,6 +15,7 @@ import (
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/pluginhost"
+	"github.com/baton-run/baton/host/internal/service"
 )
 
 // Shell completion (baton completion bash|zsh|fish) of what the verbs
@@ -253,7 +254,7 @@ func (a apiReader) threads(ctx context.Context) ([]domain.ThreadSummary, error) 
 			return nil, err
 		}
 		for _, t := range resp.GetThreads() {
-			list = append(list, summary(t))
+			list = append(list, service.SummaryOf(t))
 		}
 		if token = resp.GetNextPageToken(); token == "" {
 			return list, nil

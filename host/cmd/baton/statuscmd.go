@@ -107,7 +107,7 @@ func statusJSON(st *batonv1.ServiceStatus) serviceStatus {
 		out.Listeners = append(out.Listeners, listenerStatus{Address: l.GetAddress(), TLS: l.GetTls(), Token: l.GetToken()})
 	}
 	for _, t := range st.GetActiveThreads() {
-		out.ActiveThreads = append(out.ActiveThreads, summary(t))
+		out.ActiveThreads = append(out.ActiveThreads, service.SummaryOf(t))
 	}
 	for _, p := range st.GetPlugins() {
 		out.Plugins = append(out.Plugins, pluginStatus{Name: p.GetName(), Path: p.GetPath(), PID: int(p.GetPid()), Version: p.GetVersion()})
@@ -153,7 +153,7 @@ func printStatus(w io.Writer, st *batonv1.ServiceStatus, now time.Time, loc *tim
 	fmt.Fprintf(w, "threads    %d active\n", len(st.GetActiveThreads()))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, t := range st.GetActiveThreads() {
-		s := summary(t)
+		s := service.SummaryOf(t)
 		what := string(s.Status)
 		if s.Status == domain.ThreadIdle {
 			what += ", provider session open" // live, no run active: its session is

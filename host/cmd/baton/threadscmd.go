@@ -16,6 +16,7 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
+	"github.com/baton-run/baton/host/internal/service"
 	"github.com/baton-run/baton/sdk"
 )
 
@@ -28,12 +29,6 @@ func withClient(cmd *cobra.Command, g *globals, fn func(ctx context.Context, c *
 	}
 	defer c.close()
 	return fn(ctx, c)
-}
-
-func summary(t *batonv1.ThreadSummary) domain.ThreadSummary {
-	return domain.ThreadSummary{ID: t.GetId(), Provider: t.GetProvider(), Cwd: t.GetCwd(), Model: t.GetModel(),
-		CreatedAt: t.GetCreatedAt().AsTime(), UpdatedAt: t.GetUpdatedAt().AsTime(), Runs: int(t.GetRuns()), Queued: int(t.GetQueued()),
-		Status: domain.ThreadStatus(t.GetStatus()), LastRun: domain.RunStatus(t.GetLastRun()), Sequence: t.GetSequence()}
 }
 
 func threadsCommand(g *globals) *cobra.Command {
@@ -80,7 +75,7 @@ and 16 hex digits) and is listed by its creation time all the same.`,
 					} else if err != nil {
 						return rpcError("threads", err)
 					}
-					s := summary(at.GetSummary())
+					s := service.SummaryOf(at.GetSummary())
 					from = &s
 				}
 				// The order is by creation time, which the index is not
@@ -93,7 +88,7 @@ and 16 hex digits) and is listed by its creation time all the same.`,
 						return rpcError("list threads", err)
 					}
 					for _, t := range resp.GetThreads() {
-						list = append(list, summary(t))
+						list = append(list, service.SummaryOf(t))
 					}
 					if token = resp.GetNextPageToken(); token == "" {
 						break
@@ -158,7 +153,7 @@ messages, items and turns are together, in run order.`,
 					fmt.Fprintf(g.stdout, "%s\n", protoJSON(at))
 					return nil
 				}
-				showThread(g, t, summary(at.GetSummary()))
+				showThread(g, t, service.SummaryOf(at.GetSummary()))
 				return nil
 			})
 		},

@@ -20,6 +20,14 @@ import (
 // the wire's schema stays baton.proto; each function undoes its
 // counterpart in convert.go (TestConversionsRoundTrip holds them to it).
 
+// SummaryOf is a thread's summary as the API gives it (a thread list's
+// row, a thread's header).
+func SummaryOf(t *batonv1.ThreadSummary) domain.ThreadSummary {
+	return domain.ThreadSummary{ID: t.GetId(), Provider: t.GetProvider(), Cwd: t.GetCwd(), Model: t.GetModel(),
+		CreatedAt: instant(t.GetCreatedAt()), UpdatedAt: instant(t.GetUpdatedAt()), Runs: int(t.GetRuns()), Queued: int(t.GetQueued()),
+		Status: domain.ThreadStatus(t.GetStatus()), LastRun: domain.RunStatus(t.GetLastRun()), Sequence: t.GetSequence()}
+}
+
 // ThreadOf is an API thread's projection as the domain's Thread.
 func ThreadOf(t *batonv1.Thread) domain.Thread {
 	out := domain.Thread{ID: t.GetId(), Provider: t.GetProvider(), Cwd: t.GetCwd(), Model: t.GetModel(),

@@ -152,6 +152,14 @@ func TestConversionsRoundTrip(t *testing.T) {
 	if d := cmp.Diff(th, ThreadOf(pb), domainOpts); d != "" {
 		t.Errorf("thread (-domain +from the API):\n%s", d)
 	}
+	var sum domain.ThreadSummary
+	fill(reflect.ValueOf(&sum).Elem(), "ThreadSummary")
+	if d := cmp.Diff(sum, SummaryOf(summaryPB(sum)), domainOpts); d != "" {
+		t.Errorf("summary (-domain +from the API):\n%s", d)
+	}
+	if got := SummaryOf(&batonv1.ThreadSummary{Id: "thr"}); !got.CreatedAt.IsZero() || !got.UpdatedAt.IsZero() {
+		t.Errorf("a summary without its times reads %v, %v; want the zero time", got.CreatedAt, got.UpdatedAt)
+	}
 	for _, typ := range domain.EventTypes() {
 		p := filledPayload(t, typ)
 		ev := &batonv1.Event{Type: typ}
