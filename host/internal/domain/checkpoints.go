@@ -305,6 +305,16 @@ func decideProviderReconciled(t *Thread, p RecordProviderReconciled, env Env, d 
 			}
 		}
 	}
+	if p.Reconciliation == ReconcileFreshThread {
+		// The live session runs the conversation left behind: it is
+		// retired, so that the next run opens a session on a fresh one.
+		if l := env.Live; l != nil {
+			if s := t.session(l.ID); s != nil && s.Status == SessionStatusOpen {
+				endSession(t, l.ID, "rollback "+rb.ID+" left its conversation for a fresh one", d)
+				d.effect(RetireSession{EffectHead: EffectHead{ThreadID: t.ID}, SessionID: l.ID})
+			}
+		}
+	}
 	d.emit(done)
 	// The other providers' conversations that saw a dropped run are left
 	// behind: a return to one starts afresh, told the thread as it is.

@@ -31,6 +31,9 @@ type Env struct {
 	Now   time.Time
 	NewID func(prefix string) string
 	Caps  Capabilities
+	// Live is the thread's open provider session as the host holds it
+	// (nil: none, or its stream has ended).
+	Live *LiveSession
 	// ShuttingDown: the host is draining; no queued run starts (the next
 	// host starts them).
 	ShuttingDown bool
@@ -149,8 +152,10 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 			d.emit(WaitEnded{WaitID: l.Return.ID, Outcome: WaitCancelled, Reason: "the thread was switched by hand"})
 		}
 		err = decideSwitchProvider(t, p, env, &d)
-	case RetireSession:
+	case RecordSessionRetired:
 		err = decideRetireSession(t, p, &d)
+	case RestartTurn:
+		decideRestartTurn(t, p, env, &d)
 	case SetPolicy:
 		err = decideSetPolicy(t, p, &d)
 	case FireWait:

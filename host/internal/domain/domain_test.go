@@ -29,7 +29,7 @@ type world struct {
 	thread  *Thread
 	replica *Thread
 	seq     uint64
-	n       int
+	n, nses int
 	effects []Effect
 	caps    Capabilities
 	// shuttingDown is the Env's: the host drains.
@@ -44,6 +44,13 @@ type world struct {
 	// counts the decisions that needed them.
 	parts    []Archived
 	gathered int
+	// holdSessions: the Env gives the decisions the thread's live session
+	// (live).
+	holdSessions bool
+	// sessions are what each session opened runs, as the host holds it:
+	// its provider and model (the thread's when it names none) and the
+	// thread's command for that provider when it opened.
+	sessions map[string]LiveSession
 	// events are every event decided, in order.
 	events []Payload
 }
@@ -59,8 +66,36 @@ func (w *world) env() Env {
 	if !w.now.IsZero() {
 		now = w.now
 	}
-	return Env{Now: now, NewID: func(p string) string { w.n++; return fmt.Sprintf("%s_%d", p, w.n) }, Caps: w.caps,
-		ShuttingDown: w.shuttingDown}
+	return Env{Now: now, NewID: w.newID, Caps: w.caps, ShuttingDown: w.shuttingDown, Live: w.live()}
+}
+
+// newID numbers ids in the order they are made. Sessions, which the
+// domain names when it decides to open one, are numbered apart: the ids
+// of everything else read as they did when the host named sessions.
+func (w *world) newID(prefix string) string {
+	if prefix == "ses" {
+		w.nses++
+		return fmt.Sprintf("ses_%d", w.nses)
+	}
+	w.n++
+	return fmt.Sprintf("%s_%d", prefix, w.n)
+}
+
+// live is the thread's open session as a host holds it: its newest one
+// that is open, in a world that holds sessions as the host does
+// (holdSessions); else none, so that each turn is decided into a session
+// of its own and the tests open sessions as they please.
+func (w *world) live() *LiveSession {
+	if !w.holdSessions {
+		return nil
+	}
+	for _, s := range slices.Backward(w.thread.ProviderSessions) {
+		if s.Status == SessionStatusOpen {
+			l := w.sessions[s.ID]
+			return &l
+		}
+	}
+	return nil
 }
 
 // decide1 decides one command as the host does: on a scratch copy, kept
@@ -72,9 +107,9 @@ func (w *world) decide1(cmd Command) (Decision, error) {
 	var d Decision
 	var err error
 	var all NeedPast
-	n := w.n
+	n, nses := w.n, w.nses
 	for range 4 {
-		w.n = n // a decision made again allocates the same ids
+		w.n, w.nses = n, nses // a decision made again allocates the same ids
 		scratch = w.thread.Scratch()
 		d, err = Decide(&scratch, cmd, env)
 		// The scratch shares the thread's collections until it writes to them:
@@ -98,6 +133,18 @@ func (w *world) decide1(cmd Command) (Decision, error) {
 	}
 	if err != nil {
 		return d, err
+	}
+	if p, ok := cmd.Payload.(RecordSessionOpened); ok {
+		if w.sessions == nil {
+			w.sessions = map[string]LiveSession{}
+		}
+		l := LiveSession{ID: p.SessionID, Provider: p.Provider, Model: p.Model}
+		if p.Provider == "" {
+			l.Provider, l.Model = scratch.Provider, scratch.Model
+		}
+		b, _ := scratch.Binding(l.Provider)
+		l.Command = b.Command
+		w.sessions[p.SessionID] = l
 	}
 	w.thread = &scratch
 	left := w.thread.TakeArchived()
@@ -293,7 +340,10 @@ func TestRunLifecycle(t *testing.T) {
 	if got := types(d); got != "message.added run.queued checkpoint.scope.opened checkpoint.requested run.started attempt.started node.started checkpoint.recorded" {
 		t.Fatalf("dispatch on an idle thread: %s", got)
 	}
-	if len(d.Effects) != 2 || d.Effects[0].EffectType() != EffectCapture || d.Effects[1].EffectType() != EffectStartTurn || d.Effects[1].(StartTurn).Text != "one" {
+	// With no session open, the domain opens one for the turn.
+	if len(d.Effects) != 3 || d.Effects[0].EffectType() != EffectCapture || d.Effects[1].EffectType() != EffectOpenSession ||
+		d.Effects[2].EffectType() != EffectStartTurn || d.Effects[2].(StartTurn).Text != "one" ||
+		d.Effects[2].(StartTurn).SessionID != d.Effects[1].(OpenSession).SessionID {
 		t.Fatalf("effects: %+v", d.Effects)
 	}
 	if sc := w.thread.CheckpointScopes[0]; sc.Kind != ScopeRootRun || sc.Ordinal != 0 || sc.RunID != "" || !sc.AdvancesRunCount {

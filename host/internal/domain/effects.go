@@ -20,8 +20,9 @@ import (
 // an effect stored by an older host decodes (DecodeEffect) to its kind,
 // the fields of other kinds it never set left out.
 
-// Effect is one effect: StartTurn, Respond, Steer, Interrupt, EndSession,
-// CaptureCheckpoint, RestoreFiles, ReconcileThread or RunCheck.
+// Effect is one effect: OpenSession, RetireSession, StartTurn, Respond,
+// Steer, Interrupt, EndSession, CaptureCheckpoint, RestoreFiles,
+// ReconcileThread or RunCheck.
 type Effect interface {
 	// EffectType is the kind's name in the outbox and in the events that
 	// name an effect (effect.cancelled).
@@ -43,16 +44,42 @@ type EffectHead struct {
 func (h EffectHead) Head() EffectHead { return h }
 
 type (
+	// OpenSession opens a provider session (SessionID, chosen here) for a
+	// run's attempt: the plugin of Provider runs Command on Model in the
+	// thread's cwd, resuming the provider's own conversation Resume where
+	// the plugin can resume one (ResumeRef). The host records it opened
+	// (RecordSessionOpened), and starts ingesting its events.
+	OpenSession struct {
+		EffectHead
+		RunID     string              `json:"runId,omitempty"`
+		AttemptID string              `json:"attemptId,omitempty"`
+		SessionID string              `json:"sessionId"`
+		Provider  string              `json:"provider"`
+		Model     string              `json:"model,omitempty"`
+		Command   sdk.ProviderCommand `json:"command,omitzero"`
+		Resume    string              `json:"resume,omitempty"`
+	}
+	// RetireSession closes the process of a session the thread no longer
+	// uses (its end is recorded with the decision that retired it): the
+	// host asks its plugin to close it and waits for its last events.
+	RetireSession struct {
+		EffectHead
+		SessionID string `json:"sessionId"`
+	}
 	// StartTurn sends a run's attempt to the provider, as one turn in the
-	// thread's session (opened first when the thread has none). Provider
-	// and Model are the run's: the session that takes the turn runs them.
+	// session SessionID (opened by the OpenSession before it, unless
+	// Reused: the thread's live session takes it). A turn the session
+	// could not take because it had ended (its provider exited after the
+	// last run, or as the turn started) is started again in a new session
+	// (RestartTurn), once: that start is Restarted.
 	StartTurn struct {
 		EffectHead
 		RunID     string `json:"runId"`
 		AttemptID string `json:"attemptId"`
 		Text      string `json:"text,omitempty"`
-		Provider  string `json:"provider,omitempty"`
-		Model     string `json:"model,omitempty"`
+		SessionID string `json:"sessionId,omitempty"`
+		Reused    bool   `json:"reused,omitempty"`
+		Restarted bool   `json:"restarted,omitempty"`
 	}
 	// Respond answers a provider's request (RequestRef, the provider's
 	// id of it) through the session that asked.
@@ -142,6 +169,8 @@ type (
 	}
 )
 
+func (OpenSession) EffectType() EffectType       { return EffectOpenSession }
+func (RetireSession) EffectType() EffectType     { return EffectRetireSession }
 func (StartTurn) EffectType() EffectType         { return EffectStartTurn }
 func (Respond) EffectType() EffectType           { return EffectRespond }
 func (Steer) EffectType() EffectType             { return EffectSteer }
@@ -152,6 +181,14 @@ func (RestoreFiles) EffectType() EffectType      { return EffectRestoreFiles }
 func (ReconcileThread) EffectType() EffectType   { return EffectReconcileThread }
 func (RunCheck) EffectType() EffectType          { return EffectRunCheck }
 
+func (e OpenSession) stored(threadID, id string) Effect {
+	e.ThreadID, e.ID = threadID, id
+	return e
+}
+func (e RetireSession) stored(threadID, id string) Effect {
+	e.ThreadID, e.ID = threadID, id
+	return e
+}
 func (e StartTurn) stored(threadID, id string) Effect  { e.ThreadID, e.ID = threadID, id; return e }
 func (e Respond) stored(threadID, id string) Effect    { e.ThreadID, e.ID = threadID, id; return e }
 func (e Steer) stored(threadID, id string) Effect      { e.ThreadID, e.ID = threadID, id; return e }
@@ -170,6 +207,14 @@ func (e RunCheck) stored(threadID, id string) Effect { e.ThreadID, e.ID = thread
 
 // The stored form: each kind's fields and its type. (An alias of the kind
 // has its fields and not this method.)
+func (e OpenSession) MarshalJSON() ([]byte, error) {
+	type plain OpenSession
+	return typed(e, plain(e))
+}
+func (e RetireSession) MarshalJSON() ([]byte, error) {
+	type plain RetireSession
+	return typed(e, plain(e))
+}
 func (e StartTurn) MarshalJSON() ([]byte, error) { type plain StartTurn; return typed(e, plain(e)) }
 func (e Respond) MarshalJSON() ([]byte, error)   { type plain Respond; return typed(e, plain(e)) }
 func (e Steer) MarshalJSON() ([]byte, error)     { type plain Steer; return typed(e, plain(e)) }
@@ -203,6 +248,8 @@ func typed(e Effect, fields any) ([]byte, error) {
 
 // effectKinds decodes each kind's stored form.
 var effectKinds = map[EffectType]func([]byte) (Effect, error){
+	EffectOpenSession:     decodeEffect[OpenSession],
+	EffectRetireSession:   decodeEffect[RetireSession],
 	EffectStartTurn:       decodeEffect[StartTurn],
 	EffectRespond:         decodeEffect[Respond],
 	EffectSteer:           decodeEffect[Steer],
@@ -285,6 +332,8 @@ func Replay(e Effect) (Effect, bool) {
 func Pending(e Effect) PendingEffect {
 	p := PendingEffect{ID: e.Head().ID, Type: e.EffectType()}
 	switch e := e.(type) {
+	case OpenSession:
+		p.RunID = e.RunID
 	case StartTurn:
 		p.RunID = e.RunID
 	case Respond:

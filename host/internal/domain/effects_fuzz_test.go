@@ -24,6 +24,9 @@ func FuzzDecodeEffect(f *testing.F) {
 	for _, s := range stored {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte(`{"type":"open_session","threadId":"thr","id":"9.0","runId":"run_2","attemptId":"att_3","sessionId":"ses_1","provider":"acp","command":{"argv":["agent"]},"resume":"pt"}`))
+	f.Add([]byte(`{"type":"retire_session","threadId":"thr","id":"9.1","sessionId":"ses_1"}`))
+	f.Add([]byte(`{"type":"start_turn","threadId":"thr","id":"9.2","runId":"run_2","attemptId":"att_3","text":"one","sessionId":"ses_1","reused":true}`))
 	f.Add([]byte(`{"type":"open_portal","threadId":"thr","id":"9.0"}`))
 	f.Add([]byte(`{"type":"start_turn","threadId":7}`))
 	f.Fuzz(func(t *testing.T, b []byte) {

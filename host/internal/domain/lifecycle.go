@@ -142,8 +142,7 @@ func startAttempt(t *Thread, runID, input string, reason AttemptReason, env Env,
 		AttemptStarted{RunID: runID, AttemptID: attemptID, Reason: reason, RootNode: rootID, Provider: provider, Model: model},
 		NodeStarted{RunID: runID, NodeID: rootID, AttemptID: attemptID, Kind: NodeRootTurn},
 	)
-	d.effect(StartTurn{EffectHead: EffectHead{ThreadID: t.ID}, RunID: runID, AttemptID: attemptID, Text: input,
-		Provider: provider, Model: model})
+	startTurn(t, runID, attemptID, input, provider, model, env.Live, env, d)
 }
 
 // closeAttempt is the completion barrier of the run's active attempt: open

@@ -272,7 +272,7 @@ func TestRespondToRequest(t *testing.T) {
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: "u1", RequestRef: "q1", RequestKind: sdk.RequestCommandApproval})
 	q := w.thread.Requests[0]
 	n := len(w.effects)
-	if n != 2 || q.AnsweredBy != "" || w.thread.Runs[0].Status != RunStatusWaiting {
+	if n != 3 || q.AnsweredBy != "" || w.thread.Runs[0].Status != RunStatusWaiting { // capture, open, start
 		t.Fatalf("ask leaves the request to a client: %+v, %d effects", q, n)
 	}
 	respond := func(p RespondToRequest) (Decision, error) {

@@ -82,7 +82,7 @@ func TestWaitForTheResetThenContinueTheSameRun(t *testing.T) {
 	if got := types(d); got != "wait.ended attempt.started node.started" {
 		t.Fatalf("fire: %s", got)
 	}
-	if e, ok := d.Effects[0].(StartTurn); !ok || e.Text != DefaultContinueText || e.RunID != r.ID {
+	if e, ok := d.Effects[1].(StartTurn); !ok || e.Text != DefaultContinueText || e.RunID != r.ID {
 		t.Fatalf("continuation effect %+v", e)
 	}
 	// Fired once: again is nothing.
@@ -243,13 +243,17 @@ func TestSwitchOnLimitAndReturn(t *testing.T) {
 		t.Fatalf("handoff %+v", h)
 	}
 	var start StartTurn
+	var open OpenSession
 	for _, e := range d.Effects {
-		if e, ok := e.(StartTurn); ok {
+		switch e := e.(type) {
+		case StartTurn:
 			start = e
+		case OpenSession:
+			open = e
 		}
 	}
-	if start.Provider != "claude" || !strings.HasSuffix(start.Text, "\n\ntwo") {
-		t.Fatalf("continuation %+v", start)
+	if open.Provider != "claude" || start.SessionID != open.SessionID || !strings.HasSuffix(start.Text, "\n\ntwo") {
+		t.Fatalf("continuation %+v in %+v", start, open)
 	}
 	if text := w.thread.TurnText(r.ID, start.AttemptID, start.Text); !strings.HasPrefix(text, h.Text) {
 		t.Fatalf("the continuation does not carry the handoff: %q", text)

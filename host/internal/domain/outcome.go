@@ -32,8 +32,12 @@ type Result struct {
 	// Skipped: the effect was not performed: its attempt was no longer
 	// its run's active one (Current).
 	Skipped bool
-	// SessionID is the session that took a StartTurn's turn.
-	SessionID string
+	// Opened is what the plugin said of a session it opened
+	// (OpenSession): its refs and pids, the conversation the host asked
+	// it to resume (ResumeRequested, given the plugin's capability:
+	// OpenSession.ResumeRef) and whether it did. Outcome names the
+	// session, provider and model.
+	Opened RecordSessionOpened
 	// ThreadRef is the conversation a ReconcileThread's provider goes on
 	// in once it dropped the turns; RefsErr, why the refs of its stale
 	// checkpoints could not be deleted.
@@ -51,7 +55,10 @@ type Result struct {
 // Outcome is the command that records what came of performing e, nil when
 // nothing is to be recorded. Each kind has one outcome command type:
 //
-//	StartTurn          RecordTurnDispatched, or FailRun when it failed
+//	OpenSession        RecordSessionOpened, or FailRun when it failed
+//	RetireSession      none: its end was recorded with the decision
+//	StartTurn          RecordTurnDispatched, or FailRun when it failed, or
+//	                   RestartTurn when its session had ended (once)
 //	Steer              SteerFailed when it failed or was skipped
 //	Respond            RespondFailed when it failed, MarkRequestUnreachable
 //	                   when the provider's process is gone
@@ -70,15 +77,26 @@ func Outcome(t *Thread, e Effect, r Result) *Command {
 		return &Command{ID: id, ThreadID: thread, Payload: asStored(p)}
 	}
 	switch e := e.(type) {
+	case OpenSession:
+		switch {
+		case r.Skipped, r.Err != nil && e.RunID == "":
+			return nil // a rollback's: the rollback's own outcome says what failed
+		case r.Err != nil:
+			return startFailed(thread, e.RunID, e.AttemptID, r.Err)
+		}
+		p := r.Opened
+		p.SessionID, p.Provider, p.Model, p.ResumeRequested = e.SessionID, e.Provider, e.Model, e.Resume
+		return cmd(p.observedID(thread), p)
 	case StartTurn:
 		switch {
 		case r.Skipped:
 			return nil
+		case r.Err != nil && !e.Restarted && ended(r.Err):
+			return cmd("restart:"+e.ID, RestartTurn{RunID: e.RunID, AttemptID: e.AttemptID, Text: e.Text, Reason: r.Err.Error()})
 		case r.Err != nil:
-			return cmd("fail:"+e.RunID+":"+e.AttemptID,
-				FailRun{RunID: e.RunID, Failure: sdk.Failure{Code: "start_failed", Message: r.Err.Error()}})
+			return startFailed(thread, e.RunID, e.AttemptID, r.Err)
 		}
-		return cmd("dispatched:"+e.AttemptID, RecordTurnDispatched{RunID: e.RunID, AttemptID: e.AttemptID, SessionID: r.SessionID})
+		return cmd("dispatched:"+e.AttemptID, RecordTurnDispatched{RunID: e.RunID, AttemptID: e.AttemptID, SessionID: e.SessionID})
 	case Steer:
 		switch {
 		case r.Skipped:
@@ -126,7 +144,19 @@ func Outcome(t *Thread, e Effect, r Result) *Command {
 		p.RunID, p.Command = e.RunID, e.Command
 		return cmd("check:"+e.ID, RecordCheck{CheckResult: p})
 	}
-	return nil // Interrupt, EndSession and a kind this host does not know record nothing
+	return nil // RetireSession, Interrupt, EndSession and a kind this host does not know record nothing
+}
+
+// startFailed ends a run whose turn could not be started.
+func startFailed(threadID, runID, attemptID string, err error) *Command {
+	return &Command{ID: "fail:" + runID + ":" + attemptID, ThreadID: threadID,
+		Payload: asStored(FailRun{RunID: runID, Failure: sdk.Failure{Code: "start_failed", Message: err.Error()}})}
+}
+
+// ended says whether an error means the session had ended, its provider
+// gone, while its plugin lives: a new session can take the turn.
+func ended(err error) bool {
+	return errors.Is(err, sdk.ErrNotResumable) || errors.Is(err, sdk.ErrUnknownSession) || errors.Is(err, sdk.ErrProviderExited)
 }
 
 // reconciled is how a rollback brought the provider's conversation back:
@@ -167,6 +197,11 @@ func reconciled(t *Thread, e ReconcileThread, r Result) RecordProviderReconciled
 func Current(t *Thread, e Effect) bool {
 	var runID, attemptID string
 	switch e := e.(type) {
+	case OpenSession:
+		if e.RunID == "" {
+			return true
+		}
+		runID, attemptID = e.RunID, e.AttemptID
 	case StartTurn:
 		runID, attemptID = e.RunID, e.AttemptID
 	case Steer:
@@ -226,10 +261,10 @@ func ProviderEventsID(sessionID string, first, last uint64) string {
 func (p FireWait) observedID(string) string         { return "wait:" + p.WaitID }
 func (p ForceStop) observedID(string) string        { return "force:" + p.AttemptID }
 func (p CloseIdleSession) observedID(string) string { return "idle:" + p.SessionID }
-func (p RetireSession) observedID(string) string    { return "retire:" + p.SessionID }
 func (p RecordSessionOpened) observedID(string) string {
 	return "open:" + p.SessionID
 }
+func (p RecordSessionRetired) observedID(string) string   { return "retire:" + p.SessionID }
 func (p MarkRequestUnreachable) observedID(string) string { return "unreachable:" + p.RequestID }
 func (p HostStopping) observedID(string) string           { return "drain:" + p.RunID + ":" + p.AttemptID }
 func (p ProviderExited) observedID(string) string         { return "pexit:" + p.SessionID }

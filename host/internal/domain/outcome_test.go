@@ -51,8 +51,8 @@ func TestOutcomes(t *testing.T) {
 		r    Result
 		want *Command
 	}{
-		{"a start taken", w.thread, start, Result{SessionID: "s1"},
-			cmd("dispatched:"+start.AttemptID, RecordTurnDispatched{RunID: start.RunID, AttemptID: start.AttemptID, SessionID: "s1"})},
+		{"a start taken", w.thread, start, Result{},
+			cmd("dispatched:"+start.AttemptID, RecordTurnDispatched{RunID: start.RunID, AttemptID: start.AttemptID, SessionID: start.SessionID})},
 		{"a start refused", w.thread, start, Result{Err: refused},
 			cmd("fail:"+start.RunID+":"+start.AttemptID, FailRun{RunID: start.RunID,
 				Failure: sdk.Failure{Code: "start_failed", Message: "the provider refused it"}})},
@@ -117,7 +117,7 @@ func TestOutcomes(t *testing.T) {
 
 	// Each outcome is decided like any command: a start reported taken
 	// once its turn's own events are in records nothing more.
-	taken := Outcome(w.thread, start, Result{SessionID: "s1"})
+	taken := Outcome(w.thread, start, Result{})
 	if d := w.must(*taken); types(d) != "" {
 		t.Fatalf("a start taken after its turn started: %s", types(d))
 	}
@@ -171,7 +171,7 @@ func TestObservedIDs(t *testing.T) {
 		{StallTurn{AttemptID: "att_2", Since: since}, "stall:att_2:1764504000123456789"},
 		{ExpireRequest{RequestID: "req_3", Failures: 2}, "expire:req_3:2"},
 		{CloseIdleSession{SessionID: "ses_4"}, "idle:ses_4"},
-		{RetireSession{SessionID: "ses_4", Reason: "switched"}, "retire:ses_4"},
+		{RecordSessionRetired{SessionID: "ses_4", Reason: "switched"}, "retire:ses_4"},
 		{RecordSessionOpened{SessionID: "ses_5"}, "open:ses_5"},
 		{MarkRequestUnreachable{RequestID: "req_3"}, "unreachable:req_3"},
 		{HostStopping{RunID: "run_1", AttemptID: "att_2"}, "drain:run_1:att_2"},

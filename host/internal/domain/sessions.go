@@ -7,12 +7,15 @@ import (
 )
 
 // Which provider session takes a run's turn. The host holds a thread's
-// open session (a process, not a record); before it starts a turn it asks
-// ChooseSession whether that session may take it, or must be retired for
-// a new one, and which of the provider's conversations a new one resumes.
+// open session (a process, not a record) and says what it runs (Env.Live);
+// when an attempt starts, ChooseSession decides whether that session takes
+// the turn, or is retired for a new one, and which of the provider's
+// conversations a new one resumes; startTurn hands out the effects, in
+// the order the host performs them: retire_session, open_session,
+// start_turn, each one plugin call.
 
 // LiveSession is the thread's open session as the host holds it: what it
-// runs.
+// runs. The host gives none once the session's stream has ended.
 type LiveSession struct {
 	ID       string
 	Provider string
@@ -53,30 +56,82 @@ func (t *Thread) ChooseSession(live *LiveSession, provider, model string) Sessio
 	if live == nil {
 		return c
 	}
-	if live.Provider == provider && live.Model == model && slices.Equal(live.Command.Argv, b.Command.Argv) &&
-		slices.Equal(live.Command.Env, b.Command.Env) && !t.leftBehind(b, live.ID) {
+	same := live.Provider == provider && live.Model == model
+	sameCommand := slices.Equal(live.Command.Argv, b.Command.Argv) && slices.Equal(live.Command.Env, b.Command.Env)
+	switch {
+	case same && sameCommand && !t.leftBehind(b, live.ID):
 		c.Reuse = true
-		return c
+	case same && sameCommand:
+		c.Retire = "its conversation was left behind"
+	default:
+		to := provider
+		if model != "" {
+			to += " (" + model + ")"
+		}
+		if same {
+			to += ", with another command"
+		}
+		c.Retire = "the thread switched to " + to
 	}
-	to := provider
-	if model != "" {
-		to += " (" + model + ")"
-	}
-	if live.Provider == provider && live.Model == model {
-		to += ", with another command"
-	}
-	c.Retire = "the thread switched to " + to
 	return c
 }
 
-// ResumeRef is the conversation a new session asks its plugin to resume:
+// ResumeRef is the conversation the session asks its plugin to resume:
 // none when the plugin cannot resume one (the session is then recorded as
 // not resumed, and the run is told the whole thread).
-func (c SessionChoice) ResumeRef(canResume bool) string {
+func (e OpenSession) ResumeRef(canResume bool) string {
 	if !canResume {
 		return ""
 	}
-	return c.Resume
+	return e.Resume
+}
+
+// Open is the effect that opens the new session the choice names, as
+// sessionID, in the thread threadID.
+func (c SessionChoice) Open(threadID, sessionID string) OpenSession {
+	return OpenSession{EffectHead: EffectHead{ThreadID: threadID}, SessionID: sessionID, Provider: c.Provider,
+		Model: c.Model, Command: c.Command, Resume: c.Resume}
+}
+
+// startTurn decides the session an attempt's turn goes to, given the
+// host's live session (nil: none), and hands out the effects that send it
+// there: the live session when ChooseSession reuses it; else a new one,
+// the live one retired first (its end recorded now, with the reason).
+func startTurn(t *Thread, runID, attemptID, text, provider, model string, live *LiveSession, env Env, d *Decision) {
+	if live != nil {
+		if s := t.session(live.ID); s == nil || s.Status != SessionStatusOpen {
+			live = nil // its end is recorded: the host's process is on its way out
+		}
+	}
+	head := EffectHead{ThreadID: t.ID}
+	c := t.ChooseSession(live, provider, model)
+	if c.Reuse {
+		d.effect(StartTurn{EffectHead: head, RunID: runID, AttemptID: attemptID, Text: text, SessionID: live.ID, Reused: true})
+		return
+	}
+	if c.Retire != "" {
+		endSession(t, live.ID, c.Retire, d)
+		d.effect(RetireSession{EffectHead: head, SessionID: live.ID})
+	}
+	open := c.Open(t.ID, env.NewID("ses"))
+	open.RunID, open.AttemptID = runID, attemptID
+	d.effect(open, StartTurn{EffectHead: head, RunID: runID, AttemptID: attemptID, Text: text, SessionID: open.SessionID})
+}
+
+// decideRestartTurn starts again, in a new session, a turn its session
+// could not take because it had ended (its provider exited after the
+// last run, or as the turn started): once. A run that ended, or an
+// attempt replaced, is left alone.
+func decideRestartTurn(t *Thread, p RestartTurn, env Env, d *Decision) {
+	if !Current(t, StartTurn{RunID: p.RunID, AttemptID: p.AttemptID}) {
+		return
+	}
+	r := t.run(p.RunID)
+	d.emit(DiagnosticRecorded{RunID: r.ID, Title: "the turn starts again in a new session", Text: p.Reason})
+	startTurn(t, r.ID, p.AttemptID, p.Text, r.Provider, r.Model, nil, env, d)
+	start := d.Effects[len(d.Effects)-1].(StartTurn)
+	start.Restarted = true
+	d.Effects[len(d.Effects)-1] = start
 }
 
 // leftBehind says whether session's conversation was left behind (a

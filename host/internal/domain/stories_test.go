@@ -71,7 +71,7 @@ import (
 //	show                             runs, requests, sessions, handoffs
 func TestStories(t *testing.T) {
 	datadriven.Walk(t, "testdata/stories", func(t *testing.T, path string) {
-		s := &story{w: &world{t: t, thread: &Thread{}, replica: &Thread{}}}
+		s := &story{w: &world{t: t, thread: &Thread{}, replica: &Thread{}, holdSessions: true}}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			s.w.t = t
 			return s.step(t, d)
@@ -149,6 +149,20 @@ func (s *story) run(a args) *Run {
 	return nil
 }
 
+// toOpen is the newest open_session effect whose session has not been
+// recorded opened, or nil.
+func (s *story) toOpen() *OpenSession {
+	for _, e := range slices.Backward(s.w.effects) {
+		if e, ok := e.(OpenSession); ok {
+			if s.w.thread.session(e.SessionID) == nil {
+				return &e
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
 // request is the id of the request the provider opened as request=REF.
 func (s *story) request(a args) string {
 	ref := a.need("request")
@@ -184,17 +198,16 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 		}
 		cmd = p
 	case "open-session":
-		a := newArgs(t, d, "id", "provider", "thread", "resume", "resumed")
-		id := a.need("id")
-		provider := a.get("provider")
-		if provider == "" {
-			provider = w.thread.Provider
-			if r := w.thread.ActiveRun(); r != nil {
-				provider = r.Provider
-			}
+		// The host performs the open_session effect the domain decided:
+		// the plugin says which conversation the session runs (thread)
+		// and whether it resumed the one asked for.
+		a := newArgs(t, d, "thread", "resumed")
+		e := s.toOpen()
+		if e == nil {
+			d.Fatalf(t, "%s: no open_session effect to perform", d.Pos)
 		}
-		cmd = RecordSessionOpened{SessionID: id, Provider: provider, ProviderRef: "proc-" + id,
-			ThreadRef: a.get("thread"), ResumeRequested: a.get("resume"), Resumed: a.has("resumed")}
+		cmd = RecordSessionOpened{SessionID: e.SessionID, Provider: e.Provider, Model: e.Model, ProviderRef: "proc-" + e.SessionID,
+			ThreadRef: a.get("thread"), ResumeRequested: e.Resume, Resumed: a.has("resumed")}
 	case "dispatched":
 		a := newArgs(t, d, "session")
 		r := w.thread.ActiveRun()
@@ -314,7 +327,7 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 		cmd = FailRun{RunID: s.run(a).ID, Failure: sdk.Failure{Code: a.need("code"), Message: a.get("message")}}
 	case "retire-session":
 		a := newArgs(t, d, "id", "reason")
-		cmd = RetireSession{SessionID: a.need("id"), Reason: a.get("reason")}
+		cmd = RecordSessionRetired{SessionID: a.need("id"), Reason: a.get("reason")}
 	case "close-idle":
 		cmd = CloseIdleSession{SessionID: newArgs(t, d, "id").need("id")}
 	case "recover":

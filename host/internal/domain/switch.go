@@ -171,7 +171,7 @@ func HandoffOrdinals(runs []HandoffRun, from, to int) []int {
 	return out
 }
 
-func decideRetireSession(t *Thread, p RetireSession, d *Decision) error {
+func decideRetireSession(t *Thread, p RecordSessionRetired, d *Decision) error {
 	s := t.session(p.SessionID)
 	if s == nil {
 		return fmt.Errorf("%w: session %q", ErrNotFound, p.SessionID)

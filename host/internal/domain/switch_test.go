@@ -23,6 +23,8 @@ type host struct {
 	rt       *rapid.T
 	session  string // the open session, if any
 	provider string // its provider
+	model    string // its model
+	command  sdk.ProviderCommand
 	ref      string // the conversation it runs
 	n        int
 	turns    int // the turns started
@@ -41,6 +43,7 @@ type convTurn struct {
 }
 
 func newHost(w *world, rt *rapid.T) *host {
+	w.holdSessions = true
 	return &host{w: w, rt: rt, convs: map[string][]convTurn{}}
 }
 
@@ -73,28 +76,53 @@ func (h *host) fatalf(format string, args ...any) {
 	h.w.t.Fatalf(format, args...)
 }
 
-// open makes the session run r needs the open one.
+// open performs the session effects the domain decided for run r's
+// turn, as the host does, and checks that it chose as the property
+// expects: the open session goes on if it runs the provider, model and
+// command the thread keeps for it, and the conversation it keeps (one a rollback left behind while
+// another provider was the thread's is not resumed); else a new one,
+// resuming that conversation where there is one.
 func (h *host) open(r *Run) {
-	// The open session goes on if it is the provider's and runs the
-	// conversation the thread keeps for it: one a rollback left behind
-	// while another provider was the thread's is not resumed.
-	if b, _ := h.w.thread.Binding(r.Provider); h.session != "" && h.provider == r.Provider && b.ThreadRef == h.ref {
+	var start StartTurn
+	var open *OpenSession
+	for _, e := range slices.Backward(h.w.effects) {
+		switch e := e.(type) {
+		case StartTurn:
+			if start.AttemptID == "" && e.AttemptID == r.ActiveAttempt {
+				start = e
+			}
+		case OpenSession:
+			if open == nil && e.AttemptID == r.ActiveAttempt {
+				open = &e
+			}
+		}
+	}
+	if s := h.w.thread.session(h.session); s != nil && s.Status != SessionStatusOpen {
+		h.session = "" // retired by a run decided and cancelled before its turn started
+	}
+	b, _ := h.w.thread.Binding(r.Provider)
+	reuse := h.session != "" && h.provider == r.Provider && h.model == r.Model && slices.Equal(h.command.Argv, b.Command.Argv) &&
+		slices.Equal(h.command.Env, b.Command.Env) && b.ThreadRef == h.ref
+	if start.Reused != reuse || (reuse && start.SessionID != h.session) {
+		h.fatalf("run %d on %s: the domain sends its turn to session %s (reused %v); session %s on %s in %s was open (reuse %v)",
+			r.Ordinal, r.Provider, start.SessionID, start.Reused, h.session, h.provider, h.ref, reuse)
+	}
+	if reuse {
 		return
 	}
-	if h.session != "" {
-		h.w.must(Command{ID: "retire", ThreadID: "thr", Payload: RetireSession{SessionID: h.session, Reason: "switched"}})
+	if open == nil || open.SessionID != start.SessionID || open.Provider != r.Provider || open.Resume != b.ThreadRef {
+		h.fatalf("run %d on %s: no session opened for its turn %+v, or not the one it needs: %+v", r.Ordinal, r.Provider, start, open)
 	}
+	h.session, h.provider, h.model, h.command = open.SessionID, r.Provider, r.Model, b.Command
 	h.n++
-	h.session, h.provider = fmt.Sprintf("ses_%d", h.n), r.Provider
-	b, _ := h.w.thread.Binding(r.Provider)
 	resumed := b.ThreadRef != "" && (h.resumeFails == nil || !h.resumeFails())
 	h.ref = b.ThreadRef
 	if !resumed {
 		h.ref = fmt.Sprintf("%s-conv-%d", r.Provider, h.n)
 		h.convs[h.ref] = nil
 	}
-	h.w.must(Command{ID: "open", ThreadID: "thr", Payload: RecordSessionOpened{SessionID: h.session, Provider: r.Provider,
-		ThreadRef: h.ref, ResumeRequested: b.ThreadRef, Resumed: resumed}})
+	h.w.must(Command{ID: "open", ThreadID: "thr", Payload: RecordSessionOpened{SessionID: h.session, Provider: r.Provider, Model: open.Model,
+		ThreadRef: h.ref, ResumeRequested: open.Resume, Resumed: resumed}})
 }
 
 // start sends the active run's first turn, checking that the handoff it
@@ -190,7 +218,7 @@ func (h *host) rollback(ordinal int, native bool) {
 			}
 			h.convs[e.ThreadRef] = kept
 		} else if h.session != "" {
-			h.w.must(Command{ID: "retire", ThreadID: "thr", Payload: RetireSession{SessionID: h.session, Reason: "fresh"}})
+			h.w.must(Command{ID: "retire", ThreadID: "thr", Payload: RecordSessionRetired{SessionID: h.session, Reason: "fresh"}})
 			h.session = ""
 		}
 	}
@@ -356,7 +384,7 @@ func TestSwitchProviderRefused(t *testing.T) {
 	if diff := cmp.Diff(SwitchProvider{Provider: "claude", Model: "m", ProviderCommand: sdk.ProviderCommand{Argv: []string{"claude"}}, HandoffMaxBytes: 8192}, c.Payload); diff != "" {
 		t.Errorf("decoded (-want +got):\n%s", diff)
 	}
-	if (RetireSession{}).CommandType() != "provider.session.retire" {
+	if (RecordSessionRetired{}).CommandType() != "provider.session.retire" {
 		t.Error("retire's type")
 	}
 }
@@ -475,7 +503,7 @@ func TestRetireSession(t *testing.T) {
 	w.send("one")
 	h.start()
 	retire := func(id string) (Decision, error) {
-		return w.decide(Command{ID: "r", ThreadID: "thr", Payload: RetireSession{SessionID: id, Reason: "switched"}})
+		return w.decide(Command{ID: "r", ThreadID: "thr", Payload: RecordSessionRetired{SessionID: id, Reason: "switched"}})
 	}
 	if _, err := retire("nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown session: %v", err)

@@ -237,11 +237,13 @@ type EffectType string
 
 // Effect types.
 const (
-	EffectStartTurn  EffectType = "start_turn"
-	EffectRespond    EffectType = "respond"
-	EffectSteer      EffectType = "steer"
-	EffectInterrupt  EffectType = "interrupt"
-	EffectEndSession EffectType = "end_session"
+	EffectOpenSession   EffectType = "open_session"
+	EffectRetireSession EffectType = "retire_session"
+	EffectStartTurn     EffectType = "start_turn"
+	EffectRespond       EffectType = "respond"
+	EffectSteer         EffectType = "steer"
+	EffectInterrupt     EffectType = "interrupt"
+	EffectEndSession    EffectType = "end_session"
 	// EffectCapture, EffectRestoreFiles and EffectReconcileThread are the
 	// host's own work (git, and a provider rollback checked against the
 	// turn it expects), so a host that stopped with one in its outbox

@@ -167,7 +167,8 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 		return domain.Receipt{}, err
 	}
 	now := h.cfg.Clock.Now()
-	env := domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: h.capabilities(c.threadID),
+	s, live := h.live(c.threadID)
+	env := domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: capabilities(s), Live: live,
 		ShuttingDown: h.draining.Load(), InterruptGrace: h.cfg.InterruptGrace, Facts: c.facts}
 	var scratch domain.Thread
 	var events []domain.Payload
@@ -335,11 +336,8 @@ func (h *Host) checkReachable(ctx context.Context, threadID, requestID string) e
 // capabilities is what the thread's live plugin says it can do (nothing,
 // when the thread has no live session: then no provider turn is running
 // to steer either).
-func (h *Host) capabilities(threadID string) domain.Capabilities {
-	h.smu.Lock()
-	defer h.smu.Unlock()
-	s, ok := h.sessions[threadID]
-	if !ok {
+func capabilities(s *liveSession) domain.Capabilities {
+	if s == nil {
 		return domain.Capabilities{}
 	}
 	return domain.Capabilities{NativeSteering: s.plugin.Description.Capabilities.NativeSteering}

@@ -84,18 +84,26 @@ func (w *worker) run(h *Host) {
 		e := w.queue[0]
 		w.queue = w.queue[1:]
 		h.wmu.Unlock()
-		h.settle(e)
+		if !h.settle(e) {
+			// Cut short as the host closes: what follows it depends on it
+			// (a turn on the session it opens), so it all stays in the
+			// outbox, in order, for the next host.
+			h.wmu.Lock()
+			w.queue = nil
+			h.wmu.Unlock()
+		}
 	}
 }
 
 // settle performs an effect and removes it from the outbox: with the
 // command that records its outcome, in one batch, when it has one. An
 // effect cut short by the host closing stays in the outbox for the next
-// host to cancel; so does one whose outcome could not be recorded.
-func (h *Host) settle(e domain.Effect) {
+// host to cancel; so does one whose outcome was refused. It says whether
+// the thread's next effects may go on: not once the host stops.
+func (h *Host) settle(e domain.Effect) bool {
 	cmd, settled := h.perform(e)
 	if !settled {
-		return
+		return false
 	}
 	head := e.Head()
 	ref := eventlog.EffectRef{ThreadID: head.ThreadID, ID: head.ID}
@@ -107,16 +115,18 @@ func (h *Host) settle(e domain.Effect) {
 			_, err := h.dispatch(h.ctx, *cmd, []eventlog.EffectRef{ref})
 			return err
 		}, "type", e.EffectType(), "thread", head.ThreadID); err != nil {
-			if !stopped(err) {
-				h.log.Error("record the outcome of an action: refused; it stays in the outbox for the next host", "type", e.EffectType(), "thread", head.ThreadID, "error", err)
+			if stopped(err) {
+				return false
 			}
-			return
+			h.log.Error("record the outcome of an action: refused; it stays in the outbox for the next host", "type", e.EffectType(), "thread", head.ThreadID, "error", err)
+			return true // what follows goes on, as it would after a failure
 		}
 	}
 	// Also after a command: one sent before (a duplicate) did not remove it.
 	if err := h.store.EffectDone(ref); err != nil && h.ctx.Err() == nil {
 		h.log.Error("remove performed effect from the outbox", "thread", head.ThreadID, "effect", head.ID, "error", err)
 	}
+	return true
 }
 
 // perform does one effect and returns the command that records what came
@@ -171,8 +181,12 @@ func (h *Host) do(e domain.Effect) (domain.Result, bool) {
 		return h.reconcileThread(e)
 	case domain.RunCheck:
 		return h.runCheck(e)
+	case domain.OpenSession:
+		r.Opened, r.Err = h.openSession(e)
+	case domain.RetireSession:
+		h.retireSession(e)
 	case domain.StartTurn:
-		r.SessionID, r.Err = h.startTurn(e)
+		r.Err = h.startTurn(e)
 	case domain.Steer:
 		r.Err = h.steer(e)
 	case domain.Respond:

@@ -47,45 +47,48 @@ func (h *Host) sessionLive(threadID, sessionID string) bool {
 	}
 }
 
-func (h *Host) startTurn(e domain.StartTurn) (sessionID string, err error) {
-	for try := 0; ; try++ {
-		s, err := h.session(e.ThreadID, e.Provider, e.Model)
-		if err != nil {
-			return "", err
-		}
-		// Read once the session is open: a resume that failed replaced the
-		// handoff the turn carries. (The published view, read only: a
-		// turn's cost does not grow with the thread's history.)
-		t, err := h.view(e.ThreadID)
-		if err != nil {
-			return "", err
-		}
-		text := t.TurnText(e.RunID, e.AttemptID, e.Text)
-		err = h.callPlugin(h.ctx, s.plugin, "StartTurn", h.cfg.PluginCallTimeout, func(ctx context.Context) error {
-			_, err := s.plugin.StartTurn(ctx, sdk.StartTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: text}, ClientTurnID: e.AttemptID})
-			return err
-		})
-		if err == nil {
-			return s.id, nil
-		}
-		if errors.Is(err, sdk.ErrPluginUnavailable) {
-			// The plugin crashed, or was killed: once its session's end is
-			// recorded, its process is gone, and its stderr says why.
-			if werr := h.awaitEnd(s); werr != nil {
-				h.log.Warn("the end of a session whose plugin went away", "session", s.id, "error", werr)
-			}
-			return "", pluginGoneError(s.plugin, err)
-		}
-		gone := errors.Is(err, sdk.ErrUnknownSession) || errors.Is(err, sdk.ErrProviderExited)
-		if !gone || try > 0 {
-			return "", providerErr(s.plugin.Name, err)
-		}
-		// The session ended under us (its provider exited after the last
-		// run). Once its end is recorded, a new session takes the turn.
+// startTurn sends a run's attempt to the session the domain chose for it:
+// one plugin call. A session that had ended meanwhile (its provider
+// exited after the last run) is waited for until its end is recorded,
+// and the error says so: the domain starts the turn again in a new
+// session (domain.RestartTurn).
+func (h *Host) startTurn(e domain.StartTurn) error {
+	s, err := h.liveSessionFor(e.ThreadID, e.SessionID)
+	if err != nil {
+		return err
+	}
+	s.touch(h.cfg.Clock.Now())
+	// Read once the session is open: a resume that failed replaced the
+	// handoff the turn carries. (The published view, read only: a turn's
+	// cost does not grow with the thread's history.)
+	t, err := h.view(e.ThreadID)
+	if err != nil {
+		return err
+	}
+	text := t.TurnText(e.RunID, e.AttemptID, e.Text)
+	err = h.callPlugin(h.ctx, s.plugin, "StartTurn", h.cfg.PluginCallTimeout, func(ctx context.Context) error {
+		_, err := s.plugin.StartTurn(ctx, sdk.StartTurnRequest{SessionID: s.id, Input: sdk.TurnInput{Text: text}, ClientTurnID: e.AttemptID})
+		return err
+	})
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sdk.ErrPluginUnavailable) {
+		// The plugin crashed, or was killed: once its session's end is
+		// recorded, its process is gone, and its stderr says why.
 		if werr := h.awaitEnd(s); werr != nil {
-			return "", fmt.Errorf("%w (%w)", providerErr(s.plugin.Name, err), werr)
+			h.log.Warn("the end of a session whose plugin went away", "session", s.id, "error", werr)
+		}
+		return pluginGoneError(s.plugin, err)
+	}
+	if errors.Is(err, sdk.ErrUnknownSession) || errors.Is(err, sdk.ErrProviderExited) {
+		// The session ended under us: its end is recorded before the
+		// outcome, so that the turn's next session follows it.
+		if werr := h.awaitEnd(s); werr != nil {
+			return fmt.Errorf("%w (%w)", providerErr(s.plugin.Name, err), werr)
 		}
 	}
+	return providerErr(s.plugin.Name, err)
 }
 
 // providerErr is a plugin's error, which says what failed, said of its
@@ -177,54 +180,55 @@ func (s *liveSession) close(clk clock.Clock, log hclog.Logger) {
 	}
 }
 
-// session returns the session that takes a turn on provider and model (""
-// provider: the thread's own), as the domain chooses it
-// (domain.Thread.ChooseSession): the thread's open session, or a new one,
-// the open one retired first, resuming the conversation the domain names
-// where the plugin can resume one.
-func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
+// live is the thread's open session as the domain sees it (Env.Live): nil
+// when it has none, or its stream has ended.
+func (h *Host) live(threadID string) (*liveSession, *domain.LiveSession) {
+	h.smu.Lock()
+	s, ok := h.sessions[threadID]
+	h.smu.Unlock()
+	if !ok || s.ended() {
+		return nil, nil
+	}
+	return s, &domain.LiveSession{ID: s.id, Provider: s.provider, Model: s.model, Command: s.command}
+}
+
+// retireSession closes a session the domain retired, and waits for its
+// last events.
+func (h *Host) retireSession(e domain.RetireSession) {
+	h.smu.Lock()
+	s, ok := h.sessions[e.ThreadID]
+	h.smu.Unlock()
+	if ok && s.id == e.SessionID && !s.ended() {
+		s.close(h.cfg.Clock, h.log)
+	}
+}
+
+// openSession opens the session the domain chose, resuming the
+// conversation it names where the plugin can resume one, and starts
+// ingesting its events: what the plugin said of it is the result.
+func (h *Host) openSession(e domain.OpenSession) (domain.RecordSessionOpened, error) {
+	var opened domain.RecordSessionOpened
 	h.smu.Lock()
 	closing := h.closing
 	h.smu.Unlock()
 	if closing {
-		return nil, ErrClosed
+		return opened, ErrClosed
 	}
-	t, err := h.view(threadID) // read only
+	t, err := h.view(e.ThreadID) // read only
 	if err != nil {
-		return nil, err
+		return opened, err
 	}
-	h.smu.Lock()
-	s, ok := h.sessions[threadID]
-	h.smu.Unlock()
-	var live *domain.LiveSession
-	if ok && !s.ended() {
-		live = &domain.LiveSession{ID: s.id, Provider: s.provider, Model: s.model, Command: s.command}
-	}
-	choice := t.ChooseSession(live, provider, model)
-	if choice.Reuse {
-		s.touch(h.cfg.Clock.Now())
-		return s, nil
-	}
-	if choice.Retire != "" {
-		if _, err := h.Dispatch(h.ctx, domain.Observed(threadID,
-			domain.RetireSession{SessionID: s.id, Reason: choice.Retire})); err != nil {
-			return nil, err
-		}
-		s.close(h.cfg.Clock, h.log)
-	}
-	provider, model = choice.Provider, choice.Model
 	if err := checkCwd(t.Cwd); err != nil {
-		return nil, fmt.Errorf("the thread's working directory %w; restore it to go on with this thread, or start a new thread", err)
+		return opened, fmt.Errorf("the thread's working directory %w; restore it to go on with this thread, or start a new thread", err)
 	}
-	p, err := h.plugins.Get(h.ctx, provider)
+	p, err := h.plugins.Get(h.ctx, e.Provider)
 	if err != nil {
-		return nil, err
+		return opened, err
 	}
-	req := sdk.OpenSessionRequest{SessionID: h.cfg.IDs.NewID("ses"), Cwd: t.Cwd, Model: model,
-		Command:         sdk.ProviderCommand{Argv: choice.Command.Argv, Env: choice.Command.Env},
-		ResumeThreadRef: choice.ResumeRef(p.Description.Capabilities.Resume)}
-	req.RawFrameLog = h.frames.path(req.SessionID)
-	id := req.SessionID
+	id := e.SessionID
+	req := sdk.OpenSessionRequest{SessionID: id, Cwd: t.Cwd, Model: e.Model, RawFrameLog: h.frames.path(id),
+		Command:         sdk.ProviderCommand{Argv: e.Command.Argv, Env: e.Command.Env},
+		ResumeThreadRef: e.ResumeRef(p.Description.Capabilities.Resume)}
 	h.frames.open(id) // until the session's stream ends (pump), or it did not open
 	pumped := false
 	defer func() {
@@ -238,32 +242,24 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		return err
 	})
 	if errors.Is(err, errPluginKilled) {
-		return nil, err // says which plugin, and why it is gone
+		return opened, err // says which plugin, and why it is gone
 	}
 	if err != nil {
-		return nil, providerErr(provider, err) // the plugin says what failed
+		return opened, providerErr(e.Provider, err) // the plugin says what failed
 	}
-	s = &liveSession{id: id, threadID: threadID, provider: provider, model: model, command: choice.Command, plugin: p,
+	s := &liveSession{id: id, threadID: e.ThreadID, provider: e.Provider, model: e.Model, command: e.Command, plugin: p,
 		done: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(h.ctx)
 	s.touch(h.cfg.Clock.Now())
-	if _, err := h.Dispatch(h.ctx, domain.Observed(threadID, domain.RecordSessionOpened{
-		SessionID: id, Provider: provider, Model: model, ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
-		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, ResumeRequested: choice.Resume,
-		Resumed: resp.Resumed && req.ResumeThreadRef != ""})); err != nil {
-		s.cancel()
-		h.closeUnused(p, id)
-		return nil, err
-	}
 	h.smu.Lock()
 	if h.closing {
 		// Close began while this session opened: it has not seen it.
 		h.smu.Unlock()
 		s.cancel()
 		h.closeUnused(p, id)
-		return nil, ErrClosed
+		return opened, ErrClosed
 	}
-	h.sessions[threadID] = s
+	h.sessions[e.ThreadID] = s
 	h.smu.Unlock()
 	pumped = true
 	h.wg.Add(1)
@@ -275,7 +271,41 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 	if h.cfg.IdleTimeout > 0 {
 		h.wg.Go(func() { h.reapWhenIdle(s) })
 	}
-	return s, nil
+	return domain.RecordSessionOpened{ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
+		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, Resumed: resp.Resumed && req.ResumeThreadRef != ""}, nil
+}
+
+// rollbackSession is the session a native rollback drops the turns in:
+// the thread's live one where the domain would run its next turn there
+// (domain.Thread.ChooseSession), else a new one on the thread's provider,
+// resuming its conversation, the live one retired first.
+func (h *Host) rollbackSession(threadID string) (*liveSession, error) {
+	t, err := h.view(threadID)
+	if err != nil {
+		return nil, err
+	}
+	s, live := h.live(threadID)
+	c := t.ChooseSession(live, "", "")
+	if c.Reuse {
+		s.touch(h.cfg.Clock.Now())
+		return s, nil
+	}
+	if c.Retire != "" {
+		if _, err := h.Dispatch(h.ctx, domain.Observed(threadID,
+			domain.RecordSessionRetired{SessionID: s.id, Reason: c.Retire})); err != nil {
+			return nil, err
+		}
+		s.close(h.cfg.Clock, h.log)
+	}
+	e := c.Open(threadID, h.cfg.IDs.NewID("ses"))
+	opened, err := h.openSession(e)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := h.Dispatch(h.ctx, *domain.Outcome(t, e, domain.Result{Opened: opened})); err != nil {
+		return nil, err
+	}
+	return h.liveSessionFor(threadID, e.SessionID)
 }
 
 // closeUnused closes a session that opened but will not be used (its
