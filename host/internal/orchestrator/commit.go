@@ -229,15 +229,9 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 		return domain.Receipt{}, err
 	}
 	h.afterCommit(e, b)
-	if len(events) > 0 && (cur.NextWait() != nil || scratch.NextWait() != nil) {
-		if armed(events) {
-			h.followWaits(c.threadID) // this host's decision: it keeps the thread going
-		}
-		h.syncWait(c.threadID, scratch.NextWait())
-	}
 	if len(events) > 0 {
 		h.syncDeadlines(c.threadID, &scratch)
-		h.settleFollow(c.threadID, &scratch)
+		h.syncWaits(c.threadID, cur, &scratch, events)
 	}
 	if len(effects) > 0 && h.ctx.Err() == nil { // closing: the effects wait in the outbox for the next host
 		for i := range effects {

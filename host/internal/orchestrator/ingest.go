@@ -5,13 +5,16 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
+	"time"
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/sdk"
 )
 
-// Ingesting a session's events: each batch is one commit, its events
-// decided in order against the same scratch thread.
+// Ingesting a session's events: the pump reads them from the plugin's
+// stream as they come, and each batch is one commit (commit.go), its
+// events decided in order against the same scratch thread.
 
 // maxIngestBatch bounds how many provider events share one write.
 const maxIngestBatch = 256
@@ -88,4 +91,143 @@ func (h *Host) ingestEvents(threadID, sessionID, cmdID string, evs []sdk.Runtime
 			return events, effects, nil
 		}})
 	return err
+}
+
+// reconnectPause is the pause before an event stream that broke is
+// reopened; each further break in a row adds as much again.
+const reconnectPause = 100 * time.Millisecond
+
+// ackEvery is how many events the host stores before it tells the plugin
+// it may drop them: the plugin keeps at most about this many that the host
+// already has.
+const ackEvery = 512
+
+// pump ingests a session's events until its stream ends. A stream that
+// breaks while the plugin lives is reopened after the last event ingested
+// (the plugin buffers them); if the plugin is gone, the session ends with
+// that reason. A pause before reopening is on the host's clock; Close cuts
+// it short: the stream is reopened at once, since the session's last events
+// are still wanted, and if it breaks again the session is left for the next
+// host to reconcile.
+func (h *Host) pump(s *liveSession) {
+	defer s.cancel()
+	defer close(s.done)
+	// The stream is read with a context of its own: at Close the host
+	// still wants the session's last events (its runtime exit). Close
+	// kills the plugins last, which ends any stream still open.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last, acked uint64
+	reopenedAtStop := false
+	for attempt := 0; ; attempt++ {
+		// A reader goroutine fills evc; the loop below ingests what has
+		// arrived in batches, one synced write each: when events come
+		// faster than the disk syncs (content deltas), they share writes;
+		// one at a time, each goes alone, with no wait added.
+		evc := make(chan sdk.RuntimeEvent, 64)
+		errc := make(chan error, 1)
+		sctx, scancel := context.WithCancel(ctx)
+		go func() {
+			defer close(evc)
+			for ev, err := range s.plugin.Events(sctx, s.id, last) {
+				if err != nil {
+					errc <- err
+					return
+				}
+				select {
+				case evc <- ev:
+				case <-sctx.Done():
+					return
+				}
+			}
+		}()
+		exited := false
+		for ev := range evc {
+			batch := append(make([]sdk.RuntimeEvent, 0, 8), ev)
+		more:
+			for len(batch) < maxIngestBatch && batch[len(batch)-1].Kind != sdk.EventRuntimeExited {
+				select {
+				case ev, ok := <-evc:
+					if !ok {
+						break more
+					}
+					batch = append(batch, ev)
+				default:
+					break more
+				}
+			}
+			attempt = 0
+			if !h.ingestBatch(s, batch) {
+				// The host stops before they could be stored: never
+				// acknowledged, and not skipped by a stream reopened
+				// after them; the next host reconciles the session.
+				h.log.Warn("session events not stored as the host stops; left for the next host", "session", s.id,
+					"after", last, "events", len(batch))
+				scancel()
+				for range evc { // the reader ends with its context
+				}
+				return
+			}
+			last = batch[len(batch)-1].Sequence
+			if last-acked >= ackEvery {
+				// Stored: the plugin need not keep them for a stream that
+				// resumes (a failed acknowledgement only leaves them kept).
+				if err := h.callPlugin(ctx, s.plugin, "AckEvents", h.cfg.PluginCallTimeout, func(ctx context.Context) error {
+					return s.plugin.AckEvents(ctx, s.id, last)
+				}); err == nil {
+					acked = last
+				}
+			}
+			if batch[len(batch)-1].Kind == sdk.EventRuntimeExited {
+				exited = true
+				break
+			}
+		}
+		scancel()
+		for range evc { // the reader ends with its context
+		}
+		if exited {
+			return
+		}
+		var streamErr error
+		select {
+		case streamErr = <-errc:
+		default:
+		}
+		if streamErr == nil {
+			return // the plugin closed the stream: the session is over
+		}
+		unknown := errors.Is(streamErr, sdk.ErrUnknownSession)
+		killed := s.plugin.KilledFor() != "" // by the host: it did not answer
+		if reopenedAtStop && !unknown && !killed {
+			h.log.Warn("session event stream broke while the host closes; left for the next host", "session", s.id, "after", last, "error", streamErr)
+			return
+		}
+		wait := h.cfg.Clock.NewTimer(time.Duration(attempt+1) * reconnectPause)
+		stopping, paused := h.stopping.Done(), wait.C()
+		if killed {
+			stopping, paused = nil, nil // no reopening: its process is gone soon (Kill ends it)
+		}
+		select {
+		case <-s.plugin.Exited():
+		case <-stopping:
+			if !unknown {
+				reopenedAtStop = true
+				wait.Stop()
+				continue
+			}
+		case <-paused:
+			if attempt < 5 && !unknown {
+				h.log.Warn("session event stream broke; reopening", "session", s.id, "after", last, "error", streamErr)
+				continue
+			}
+		}
+		wait.Stop()
+		h.settleIngest(s, 1, func() error {
+			_, err := h.Dispatch(context.Background(), domain.Observed(s.threadID,
+				domain.ProviderExited{SessionID: s.id, Message: pluginGoneFailure(s.plugin, streamErr)}))
+			return err
+		})
+		return
+	}
 }

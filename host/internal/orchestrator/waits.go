@@ -90,6 +90,21 @@ func (h *Host) unfollow(threadID string) {
 	delete(h.timers.followed, threadID)
 }
 
+// syncWaits keeps the thread's wait timer in step with a commit that took
+// it from was to t with events: the host follows the thread when the
+// decision armed a wait (it keeps the thread going), its timer is armed
+// for its next wait, and a thread no client follows is dropped once its
+// unattended work has ended. The thread's writer lock is held.
+func (h *Host) syncWaits(threadID string, was, t *domain.Thread, events []domain.Payload) {
+	if was.NextWait() != nil || t.NextWait() != nil {
+		if armed(events) {
+			h.followWaits(threadID)
+		}
+		h.syncWait(threadID, t.NextWait())
+	}
+	h.settleFollow(threadID, t)
+}
+
 // settleFollow drops a thread that no client follows from the followed
 // set once its unattended work has ended (t is the thread as a commit
 // left it; its writer lock is held).
