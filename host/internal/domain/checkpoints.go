@@ -305,15 +305,6 @@ func decideProviderReconciled(t *Thread, p RecordProviderReconciled, env Env, d 
 			}
 		}
 	}
-	if l := env.Live; p.Reconciliation == ReconcileFreshThread && l != nil {
-		// The live session runs the conversation left behind: its process
-		// is closed (its end recorded as the provider reports it), and the
-		// next run opens a session on a fresh one.
-		if s := t.session(l.ID); s != nil && s.Status == SessionStatusOpen {
-			d.effect(RetireSession{EffectHead: EffectHead{ThreadID: t.ID}, SessionID: l.ID})
-		}
-		env.Live = nil
-	}
 	d.emit(done)
 	// The other providers' conversations that saw a dropped run are left
 	// behind: a return to one starts afresh, told the thread as it is.

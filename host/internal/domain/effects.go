@@ -60,11 +60,9 @@ type (
 		Resume    string              `json:"resume,omitempty"`
 	}
 	// RetireSession closes the process of a session the thread no longer
-	// uses: the host asks its plugin to close it and waits for its last
-	// events. A session retired for a turn on another provider, model or
-	// command has its end recorded with the decision, saying why; one whose
-	// conversation a rollback left for a fresh one ends as its provider
-	// reports it.
+	// uses (its end is recorded with the decision that retired it, saying
+	// why): the host asks its plugin to close it and waits for its last
+	// events.
 	RetireSession struct {
 		EffectHead
 		SessionID string `json:"sessionId"`

@@ -91,11 +91,12 @@ func (h *Host) reconcileThread(e domain.ReconcileThread) (domain.Result, bool) {
 		case h.closingNow() || errors.Is(r.Err, ErrClosed):
 			return domain.Result{}, false // not done: the next host does it
 		default:
-			// The conversation is left for a fresh one: the domain retires
-			// the session that runs it (domain.Outcome).
 			if !errors.Is(r.Err, sdk.ErrUnsupported) {
 				h.log.Warn("rollback: the provider's rollback failed; falling back to a fresh conversation", "thread", e.ThreadID, "error", r.Err)
 			}
+			// The conversation is left for a fresh one (domain.Outcome):
+			// the next run opens a new session.
+			h.closeThreadSession(e.ThreadID)
 		}
 	}
 	if len(e.Refs) > 0 {
@@ -141,6 +142,14 @@ func (h *Host) rollbackNative(e domain.ReconcileThread, provider string) (string
 		return "", fmt.Errorf("%s rollback of %d turns: %w", provider, e.Turns, err)
 	}
 	return resp.ThreadRef, nil
+}
+
+// closeThreadSession ends the thread's live session, so that the next run
+// opens a new one on a fresh conversation.
+func (h *Host) closeThreadSession(threadID string) {
+	if s, _ := h.live(threadID); s != nil {
+		s.close(h.cfg.Clock, h.log)
+	}
 }
 
 // Diff is the unified diff of a run's checkpoint against the one before
