@@ -124,7 +124,7 @@ type Entry struct {
 	Raw string `json:"raw,omitempty"`
 
 	// runtime_exit
-	Status string `json:"status,omitempty"`
+	Status ExitStatus `json:"status,omitempty"`
 	Error  any    `json:"error,omitempty"`
 	// Wait is when a runtime_exit happens: "stdin_close" (after the client
 	// closes the provider's stdin, the default for status success), "now"
@@ -133,7 +133,7 @@ type Entry struct {
 	// ending it) or "kill" (never by itself: it ignores its stdin closing,
 	// SIGTERM and SIGINT, and ends only when SIGKILL kills it: a provider
 	// that will not stop, which its client must end by force).
-	Wait string `json:"wait,omitempty"`
+	Wait ExitWait `json:"wait,omitempty"`
 	// Code is the process's exit code (nil: ExitCode's default for the
 	// status).
 	Code *int `json:"code,omitempty"`
@@ -164,11 +164,16 @@ type Entry struct {
 	Line int `json:"-"`
 }
 
+// ExitStatus is how a runtime_exit's process ends: the transcript's own
+// vocabulary (a process's exit), not the sdk's ExitStatus (a session's end
+// as a plugin reports it).
+type ExitStatus string
+
 // Exit statuses.
 const (
-	ExitSuccess   = "success"
-	ExitError     = "error"
-	ExitCancelled = "cancelled"
+	ExitSuccess   ExitStatus = "success"
+	ExitError     ExitStatus = "error"
+	ExitCancelled ExitStatus = "cancelled"
 )
 
 // Workspace ops.
@@ -178,12 +183,15 @@ const (
 	OpRename = "rename"
 )
 
+// ExitWait is when a runtime_exit happens (Entry.Wait).
+type ExitWait string
+
 // Wait values of runtime_exit.
 const (
-	WaitStdinClose = "stdin_close"
-	WaitNow        = "now"
-	WaitSignal     = "signal"
-	WaitKill       = "kill"
+	WaitStdinClose ExitWait = "stdin_close"
+	WaitNow        ExitWait = "now"
+	WaitSignal     ExitWait = "signal"
+	WaitKill       ExitWait = "kill"
 )
 
 // Signals a runtime_exit may die by: those a process dies of without a
@@ -222,7 +230,7 @@ func (e Entry) ExitCode() int {
 }
 
 // ExitWait is the effective Wait of a runtime_exit entry.
-func (e Entry) ExitWait() string {
+func (e Entry) ExitWait() ExitWait {
 	if e.Wait != "" {
 		return e.Wait
 	}
