@@ -50,25 +50,25 @@ Exit codes: 0 dropped (or nothing was queued), 1 failed (run N has started),
 					return err
 				}
 			}
-			return withThread(cmd, g, "cancel", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
-				req := &batonv1.CancelQueuedRequest{CommandId: ids.New().NewID("cmd"), ThreadId: t.ID, Reason: cancelReason}
+			return withThread(cmd, g, "cancel", args[0], func(ctx context.Context, c *client, t *batonv1.Thread) error {
+				req := &batonv1.CancelQueuedRequest{CommandId: ids.New().NewID("cmd"), ThreadId: t.GetId(), Reason: cancelReason}
 				if given {
-					r, err := c.runAt(ctx, at, t, run)
+					r, err := c.runAt(ctx, t, run)
 					switch {
 					case err != nil:
 						return rpcError("cancel", err)
 					case r == nil:
-						return usagef("cancel: thread %s has no run %d (it has %s)", t.ID, run, plural(int(at.GetSummary().GetRuns()), "run"))
-					case r.Status != domain.RunStatusQueued:
+						return usagef("cancel: thread %s has no run %d (it has %s)", t.GetId(), run, plural(int(t.GetSummary().GetRuns()), "run"))
+					case statusOf(r) != domain.RunStatusQueued:
 						return failf(exitFailed, "cancel: run %d of thread %s is %s, not queued; only a run that has not started can be dropped (stop a running one with baton interrupt %s --run %d)",
-							run, t.ID, r.Status, t.ID, r.Ordinal)
+							run, t.GetId(), r.GetStatus(), t.GetId(), r.GetOrdinal())
 					}
-					req.RunIds = []string{r.ID}
+					req.RunIds = []string{r.GetId()}
 				}
 				if _, err := c.CancelQueued(ctx, req); err != nil {
 					return rpcError("cancel", err)
 				}
-				_, after, err := c.threadFor(ctx, "cancel", t.ID)
+				after, err := c.threadFor(ctx, "cancel", t.GetId())
 				if err != nil {
 					return err
 				}
@@ -82,56 +82,46 @@ Exit codes: 0 dropped (or nothing was queued), 1 failed (run N has started),
 	return c
 }
 
-// runByOrdinal is the thread's run of that ordinal, if it has one.
-func runByOrdinal(t domain.Thread, ordinal int) *domain.Run {
-	for i := range t.Runs {
-		if t.Runs[i].Ordinal == ordinal {
-			return &t.Runs[i]
-		}
-	}
-	return nil
-}
-
 // targetRun is the id of thread t's run of ordinal, the active run a
 // steer or restart is meant for (send --run; 0: none, ""). A run the
 // thread does not have is bad usage; one that is not active is refused
 // (the domain refuses it too, by its id).
-func targetRun(ctx context.Context, c *client, verb string, at *batonv1.Thread, t domain.Thread, ordinal int) (string, error) {
+func targetRun(ctx context.Context, c *client, verb string, t *batonv1.Thread, ordinal int) (string, error) {
 	if ordinal == 0 {
 		return "", nil
 	}
-	r, err := c.runAt(ctx, at, t, ordinal)
+	r, err := c.runAt(ctx, t, ordinal)
 	switch {
 	case err != nil:
 		return "", rpcError(verb, err)
 	case r == nil:
-		return "", usagef("%s: thread %s has no run %d (it has %s)", verb, t.ID, ordinal, plural(int(at.GetSummary().GetRuns()), "run"))
-	case !r.Status.Active():
+		return "", usagef("%s: thread %s has no run %d (it has %s)", verb, t.GetId(), ordinal, plural(int(t.GetSummary().GetRuns()), "run"))
+	case !statusOf(r).Active():
 		active := "none is"
-		if a := t.ActiveRun(); a != nil {
-			active = fmt.Sprintf("run %d is", a.Ordinal)
+		if a := activeRun(t); a != nil {
+			active = fmt.Sprintf("run %d is", a.GetOrdinal())
 		}
 		return "", failf(exitFailed, "%s: run %d of thread %s is %s, not the active run (%s); --run names the run a steer or restart is meant for",
-			verb, ordinal, t.ID, r.Status, active)
+			verb, ordinal, t.GetId(), r.GetStatus(), active)
 	}
-	return r.ID, nil
+	return r.GetId(), nil
 }
 
 // cancelledLine says which runs baton cancel dropped: those cancelled
 // with its reason in after that had not ended in before.
-func cancelledLine(before, after domain.Thread) string {
+func cancelledLine(before, after *batonv1.Thread) string {
 	var runs []string
-	for _, r := range after.Runs {
-		if r.Status != domain.RunStatusCancelled || r.StopReason != cancelReason {
+	for _, r := range after.GetRuns() {
+		if statusOf(r) != domain.RunStatusCancelled || r.GetStopReason() != cancelReason {
 			continue
 		}
-		if b := runByOrdinal(before, r.Ordinal); b != nil && b.Status.Terminal() {
+		if b := runByOrdinal(before, int(r.GetOrdinal())); b != nil && statusOf(b).Terminal() {
 			continue // dropped before
 		}
-		runs = append(runs, fmt.Sprintf("run %d %q", r.Ordinal, oneLine(r.Input, 60)))
+		runs = append(runs, fmt.Sprintf("run %d %q", r.GetOrdinal(), oneLine(r.GetInput(), 60)))
 	}
 	if len(runs) == 0 {
-		return fmt.Sprintf("thread %s has no queued runs; nothing dropped", after.ID)
+		return fmt.Sprintf("thread %s has no queued runs; nothing dropped", after.GetId())
 	}
-	return fmt.Sprintf("dropped %s of thread %s: %s", plural(len(runs), "queued run"), after.ID, strings.Join(runs, ", "))
+	return fmt.Sprintf("dropped %s of thread %s: %s", plural(len(runs), "queued run"), after.GetId(), strings.Join(runs, ", "))
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
-	"github.com/baton-run/baton/host/internal/domain"
 )
 
 // threadArg takes the one THREAD argument, saying so when it is missing.
@@ -91,10 +90,10 @@ back.`,
 			if err := checkOrdinal("rollback", run, 0); err != nil {
 				return err
 			}
-			return withThread(cmd, g, "rollback", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
+			return withThread(cmd, g, "rollback", args[0], func(ctx context.Context, c *client, t *batonv1.Thread) error {
 				p := scopedPrinter(g.stdout, false, t)
-				recs, errs := follow(ctx, c, args[0], at.GetSequence())
-				if _, err := c.Rollback(ctx, &batonv1.RollbackRequest{CommandId: fmt.Sprintf("rollback:%s:%d:%d", args[0], run, at.GetSequence()),
+				recs, errs := follow(ctx, c, args[0], t.GetSequence())
+				if _, err := c.Rollback(ctx, &batonv1.RollbackRequest{CommandId: fmt.Sprintf("rollback:%s:%d:%d", args[0], run, t.GetSequence()),
 					ThreadId: args[0], Run: uint32(run)}); err != nil {
 					return rpcError("rollback", err)
 				}
@@ -105,10 +104,10 @@ back.`,
 							return failf(exitInterrupted, "rollback: stopped watching; the rollback goes on")
 						}
 						p.event(rec)
-						switch rec.Payload.(type) {
-						case domain.RollbackCompleted:
+						switch rec.GetPayload().(type) {
+						case *batonv1.Event_RollbackCompleted:
 							return nil
-						case domain.RollbackFailed:
+						case *batonv1.Event_RollbackFailed:
 							return silent(exitFailed)
 						}
 					case err := <-errs:

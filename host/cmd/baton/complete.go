@@ -44,7 +44,7 @@ func addCompletions(root *cobra.Command, g *globals) {
 		verbNamed(root, verb).ValidArgsFunction = f
 	}
 	providers, onLimit := g.completion(providerNames), g.completion(onLimitValues)
-	notEnded := func(r domain.Run) bool { return !r.Status.Terminal() }
+	notEnded := func(r *batonv1.Run) bool { return !statusOf(r).Terminal() }
 	for _, f := range []struct {
 		verb, flag string
 		fn         cobra.CompletionFunc
@@ -59,9 +59,9 @@ func addCompletions(root *cobra.Command, g *globals) {
 		{"threads", "provider", providers},
 		{"threads", "after", g.completion(threadIDs)},
 		{"interrupt", "run", g.completion(runsOf(notEnded, false))},
-		{"cancel", "run", g.completion(runsOf(func(r domain.Run) bool { return r.Status == domain.RunStatusQueued }, false))},
-		{"diff", "run", g.completion(runsOf(func(domain.Run) bool { return true }, false))},
-		{"rollback", "run", g.completion(runsOf(func(domain.Run) bool { return true }, true))},
+		{"cancel", "run", g.completion(runsOf(func(r *batonv1.Run) bool { return statusOf(r) == domain.RunStatusQueued }, false))},
+		{"diff", "run", g.completion(runsOf(func(*batonv1.Run) bool { return true }, false))},
+		{"rollback", "run", g.completion(runsOf(func(*batonv1.Run) bool { return true }, true))},
 	} {
 		if err := verbNamed(root, f.verb).RegisterFlagCompletionFunc(f.flag, f.fn); err != nil {
 			panic(fmt.Sprintf("completion of %s --%s: %v", f.verb, f.flag, err))
@@ -125,7 +125,7 @@ func threadIDs(ctx context.Context, r reader, _ *cobra.Command, _ []string) []co
 	}
 	var out []cobra.Completion
 	for _, t := range listed(list, nil, 0) {
-		out = append(out, cobra.CompletionWithDesc(t.ID, t.Provider+" · "+statusWords(t)+" · "+t.Cwd))
+		out = append(out, cobra.CompletionWithDesc(t.GetId(), t.GetProvider()+" · "+statusWords(t)+" · "+t.GetCwd()))
 	}
 	return out
 }
@@ -141,19 +141,19 @@ func pendingRequests(ctx context.Context, r reader, _ *cobra.Command, _ []string
 	}
 	var out []cobra.Completion
 	for _, s := range listed(list, nil, 0) {
-		if s.Status == domain.ThreadIdle {
+		if domain.ThreadStatus(s.GetStatus()) == domain.ThreadIdle {
 			continue
 		}
-		t, err := r.thread(ctx, s.ID)
+		t, err := r.thread(ctx, s.GetId())
 		if err != nil {
 			continue
 		}
-		for _, q := range t.Requests {
-			if q.Status != domain.RequestStatusPending || q.Delivery != domain.DeliveryLive {
+		for _, q := range t.GetRequests() {
+			if domain.RequestStatus(q.GetStatus()) != domain.RequestStatusPending || domain.Delivery(q.GetDelivery()) != domain.DeliveryLive {
 				continue
 			}
-			out = append(out, cobra.CompletionWithDesc(q.ID, strings.TrimSpace(fmt.Sprintf("%s %s: %s %s",
-				t.ID, runName(t, q.RunID), words(string(q.Kind)), oneLine(q.Title, 200)))))
+			out = append(out, cobra.CompletionWithDesc(q.GetId(), strings.TrimSpace(fmt.Sprintf("%s %s: %s %s",
+				t.GetId(), runName(t, q.GetRunId()), words(q.GetKind()), oneLine(q.GetTitle(), 200)))))
 		}
 	}
 	return out
@@ -182,7 +182,7 @@ func onLimitValues(ctx context.Context, r reader, cmd *cobra.Command, args []str
 // argument that keep takes (and 0, the baseline, for a verb that takes it):
 // their ordinals ("2	completed: Write hello.txt"), or their ids where
 // the flag takes an id (a string flag).
-func runsOf(keep func(domain.Run) bool, baseline bool) completer {
+func runsOf(keep func(*batonv1.Run) bool, baseline bool) completer {
 	return func(ctx context.Context, r reader, cmd *cobra.Command, args []string) []cobra.Completion {
 		if len(args) == 0 {
 			return nil
@@ -196,15 +196,15 @@ func runsOf(keep func(domain.Run) bool, baseline bool) completer {
 		if baseline && !byID {
 			out = append(out, cobra.CompletionWithDesc("0", "before the first run"))
 		}
-		for _, run := range t.Runs {
+		for _, run := range t.GetRuns() {
 			if !keep(run) {
 				continue
 			}
-			what := string(run.Status) + ": " + oneLine(run.Input, 60)
+			what := run.GetStatus() + ": " + oneLine(run.GetInput(), 60)
 			if byID {
-				out = append(out, cobra.CompletionWithDesc(run.ID, fmt.Sprintf("run %d, %s", run.Ordinal, what)))
+				out = append(out, cobra.CompletionWithDesc(run.GetId(), fmt.Sprintf("run %d, %s", run.GetOrdinal(), what)))
 			} else {
-				out = append(out, cobra.CompletionWithDesc(fmt.Sprint(run.Ordinal), what))
+				out = append(out, cobra.CompletionWithDesc(fmt.Sprint(run.GetOrdinal()), what))
 			}
 		}
 		return out
@@ -213,8 +213,8 @@ func runsOf(keep func(domain.Run) bool, baseline bool) completer {
 
 // reader is what a completion reads: a service's API, or the store.
 type reader interface {
-	threads(ctx context.Context) ([]domain.ThreadSummary, error)
-	thread(ctx context.Context, id string) (domain.Thread, error)
+	threads(ctx context.Context) ([]*batonv1.ThreadSummary, error)
+	thread(ctx context.Context, id string) (*batonv1.Thread, error)
 	providers(ctx context.Context) ([]string, error)
 	close()
 }
@@ -245,26 +245,23 @@ func (g *globals) reader(ctx context.Context) reader {
 // apiReader reads a service.
 type apiReader struct{ c *client }
 
-func (a apiReader) threads(ctx context.Context) ([]domain.ThreadSummary, error) {
-	var list []domain.ThreadSummary
+func (a apiReader) threads(ctx context.Context) ([]*batonv1.ThreadSummary, error) {
+	var list []*batonv1.ThreadSummary
 	token := ""
 	for {
 		resp, err := a.c.ListThreads(ctx, &batonv1.ListThreadsRequest{PageSize: 1000, PageToken: token})
 		if err != nil {
 			return nil, err
 		}
-		for _, t := range resp.GetThreads() {
-			list = append(list, service.SummaryOf(t))
-		}
+		list = append(list, resp.GetThreads()...)
 		if token = resp.GetNextPageToken(); token == "" {
 			return list, nil
 		}
 	}
 }
 
-func (a apiReader) thread(ctx context.Context, id string) (domain.Thread, error) {
-	_, t, err := a.c.thread(ctx, id)
-	return t, err
+func (a apiReader) thread(ctx context.Context, id string) (*batonv1.Thread, error) {
+	return a.c.thread(ctx, id)
 }
 
 // providers are the service's plugins that start (it keeps them running
@@ -287,7 +284,8 @@ func (a apiReader) close() { a.c.close() }
 
 // localReader reads the store, opened read-only (nil: there is none, or
 // another baton holds it), and the plugin directories an embedded host
-// would use.
+// would use. What it reads it gives as the API's messages, as the service
+// would.
 type localReader struct {
 	s       *eventlog.Store
 	plugins *pluginhost.Manager
@@ -297,18 +295,30 @@ type localReader struct {
 // open the store.
 var errNoStore = errors.New("no store to read")
 
-func (r localReader) threads(context.Context) ([]domain.ThreadSummary, error) {
+func (r localReader) threads(context.Context) ([]*batonv1.ThreadSummary, error) {
 	if r.s == nil {
 		return nil, errNoStore
 	}
-	return orchestrator.ReadThreads(r.s)
+	list, err := orchestrator.ReadThreads(r.s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*batonv1.ThreadSummary, len(list))
+	for i, s := range list {
+		out[i] = service.SummaryMessage(s)
+	}
+	return out, nil
 }
 
-func (r localReader) thread(_ context.Context, id string) (domain.Thread, error) {
+func (r localReader) thread(_ context.Context, id string) (*batonv1.Thread, error) {
 	if r.s == nil {
-		return domain.Thread{}, errNoStore
+		return nil, errNoStore
 	}
-	return orchestrator.ReadThread(r.s, id)
+	t, err := orchestrator.ReadThread(r.s, id)
+	if err != nil {
+		return nil, err
+	}
+	return service.ThreadMessage(t), nil
 }
 
 // providers are the plugins a host would run: found, with their checksum

@@ -20,7 +20,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
-	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/service"
@@ -368,14 +367,9 @@ func closedAtOnce(err error) bool {
 		(strings.Contains(msg, "preface") || strings.Contains(msg, "broken pipe") || strings.Contains(msg, "connection reset by peer"))
 }
 
-// thread reads a thread: the API's message, and its projection in the
-// domain's words (service.ThreadOf). The error is the API's.
-func (c *client) thread(ctx context.Context, threadID string) (*batonv1.Thread, domain.Thread, error) {
-	at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: threadID})
-	if err != nil {
-		return nil, domain.Thread{}, err
-	}
-	return at, service.ThreadOf(at), nil
+// thread reads a thread as the service holds it. The error is the API's.
+func (c *client) thread(ctx context.Context, threadID string) (*batonv1.Thread, error) {
+	return c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: threadID})
 }
 
 // pageRuns and pageMessages are how many runs, and how many of their
@@ -389,13 +383,13 @@ var pageRuns, pageMessages uint32 = 100, 2000
 // thread's pages from run from to its newest, put end to end (each run's
 // entries together; the header, summary and sequence of the last page).
 // from 1 is the whole thread.
-func (c *client) threadFrom(ctx context.Context, threadID string, from int) (*batonv1.Thread, domain.Thread, error) {
-	at, t, err := c.thread(ctx, threadID)
+func (c *client) threadFrom(ctx context.Context, threadID string, from int) (*batonv1.Thread, error) {
+	at, err := c.thread(ctx, threadID)
 	if err != nil {
-		return at, t, err
+		return nil, err
 	}
 	if pg := at.GetPage(); pg.GetRuns() == 0 || pg.GetFirstRun() > 0 && int(pg.GetFirstRun()) <= max(from, 1) && pg.GetMessagesAfter() == 0 {
-		return at, t, nil
+		return at, nil
 	}
 	var all *batonv1.Thread
 	for {
@@ -404,7 +398,7 @@ func (c *client) threadFrom(ctx context.Context, threadID string, from int) (*ba
 			page, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: threadID, FromRun: uint32(max(from, 1)), MaxRuns: pageRuns,
 				MessagesAfter: after, MaxMessages: pageMessages})
 			if err != nil {
-				return nil, domain.Thread{}, err
+				return nil, err
 			}
 			if after == 0 {
 				all = addPage(all, page)
@@ -417,7 +411,7 @@ func (c *client) threadFrom(ctx context.Context, threadID string, from int) (*ba
 		}
 		pg := all.GetPage()
 		if pg.GetLastRun() == 0 || pg.GetLastRun() >= pg.GetRuns() {
-			return all, service.ThreadOf(all), nil
+			return all, nil
 		}
 		from = int(pg.GetLastRun()) + 1
 	}
@@ -449,26 +443,26 @@ func addPage(all, page *batonv1.Thread) *batonv1.Thread {
 }
 
 // runAt is thread t's run of ordinal (nil: it has none), read from the
-// service when the projection it holds (at, t) no longer has it.
-func (c *client) runAt(ctx context.Context, at *batonv1.Thread, t domain.Thread, ordinal int) (*domain.Run, error) {
-	if r := runByOrdinal(t, ordinal); r != nil || ordinal < 1 || ordinal > int(at.GetSummary().GetRuns()) {
+// service when the projection it holds (t) no longer has it.
+func (c *client) runAt(ctx context.Context, t *batonv1.Thread, ordinal int) (*batonv1.Run, error) {
+	if r := runByOrdinal(t, ordinal); r != nil || ordinal < 1 || ordinal > int(t.GetSummary().GetRuns()) {
 		return r, nil
 	}
-	page, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: t.ID, FromRun: uint32(ordinal), ToRun: uint32(ordinal)})
+	page, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: t.GetId(), FromRun: uint32(ordinal), ToRun: uint32(ordinal)})
 	if err != nil {
 		return nil, err
 	}
-	return runByOrdinal(service.ThreadOf(page), ordinal), nil
+	return runByOrdinal(page, ordinal), nil
 }
 
 // threadFor is thread for a verb: its errors are the verb's exits (see
 // rpcError).
-func (c *client) threadFor(ctx context.Context, verb, threadID string) (*batonv1.Thread, domain.Thread, error) {
-	at, t, err := c.thread(ctx, threadID)
+func (c *client) threadFor(ctx context.Context, verb, threadID string) (*batonv1.Thread, error) {
+	t, err := c.thread(ctx, threadID)
 	if err != nil {
-		return nil, domain.Thread{}, rpcError(verb, err)
+		return nil, rpcError(verb, err)
 	}
-	return at, t, nil
+	return t, nil
 }
 
 func fileExists(p string) bool {

@@ -15,6 +15,7 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/domain/domaintest"
 	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/service"
 )
 
 // A thread of 20 runs, longer than the projection a host holds (its
@@ -104,17 +105,19 @@ func TestShowReadsALongThreadInPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.close()
-	_, whole, err := c.threadFrom(t.Context(), thread, 1)
+	read, err := c.threadFrom(t.Context(), thread, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	whole := service.ThreadOf(read)
 	if d := gocmp.Diff(domaintest.Normal(rebuilt(t, data, thread)), domaintest.Normal(&whole)); d != "" {
 		t.Fatalf("threadFrom 1 in pages of 7 runs and 3 messages (-the log +read):\n%s", d)
 	}
-	_, later, err := c.threadFrom(t.Context(), thread, 5)
+	read, err = c.threadFrom(t.Context(), thread, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
+	later := service.ThreadOf(read)
 	var got []string
 	for _, m := range later.Messages {
 		got = append(got, fmt.Sprintf("%d %s", runByID(later, m.RunID).Ordinal, m.Role))

@@ -21,6 +21,7 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/service"
 	"github.com/baton-run/baton/sdk"
 )
 
@@ -137,7 +138,7 @@ func TestPolicyFlagsFromTheEnvironmentAreForNewThreads(t *testing.T) {
 // A switch to a provider the thread has not used runs its usual command;
 // one it has used keeps the thread's; one with no usual command is named.
 func TestPolicyForSwitch(t *testing.T) {
-	th := domain.Thread{ID: "thr", Provider: "codex", ProviderBindings: []domain.ProviderBinding{{Provider: "codex"}, {Provider: "claude"}}}
+	th := &batonv1.Thread{Id: "thr", Provider: "codex", ProviderBindings: []*batonv1.ProviderBinding{{Provider: "codex"}, {Provider: "claude"}}}
 	got, missing := policyFor(th, &batonv1.ContinuationPolicy{OnLimit: "switch", SwitchTo: "acp"})
 	want := &batonv1.ContinuationPolicy{OnLimit: "switch", SwitchTo: "acp", SwitchProviderCommand: &batonv1.ProviderCommand{Argv: []string{"claude-code-acp"}}}
 	if d := cmp.Diff(want, got, protocmp.Transform()); d != "" || missing != "" {
@@ -157,15 +158,27 @@ func TestPolicyForSwitch(t *testing.T) {
 	}
 }
 
-// printed is what a printer at now (in UTC) says of the events.
-func printed(now time.Time, t domain.Thread, events ...domain.Payload) string {
+// printed is what a printer at now (in UTC) says of the events, given
+// as the service gives them.
+func printed(t *testing.T, now time.Time, th domain.Thread, events ...domain.Payload) string {
+	t.Helper()
 	var b bytes.Buffer
-	p := newPrinter(&b, false, t)
+	p := newPrinter(&b, false, service.ThreadMessage(th))
 	p.now, p.loc = func() time.Time { return now }, time.UTC
 	for i, e := range events {
-		p.event(followed{Event: &batonv1.Event{Sequence: uint64(i + 1), ThreadId: t.ID, Type: e.EventType()}, Payload: e})
+		p.event(apiEvent(t, uint64(i+1), th.ID, e))
 	}
 	return b.String()
+}
+
+// apiEvent is an event as the service gives it.
+func apiEvent(t *testing.T, seq uint64, threadID string, pl domain.Payload) *batonv1.Event {
+	t.Helper()
+	ev, err := service.EventMessage(seq, threadID, time.Time{}, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
 }
 
 // The lines of unattended work: limits, waits (a reset, a probe, a
@@ -175,7 +188,7 @@ func TestPrinterLoopLines(t *testing.T) {
 	reset := time.Date(2026, 12, 1, 14, 5, 0, 0, time.UTC)
 	usage := sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: reset}
 	th := domain.Thread{ID: "thr", Runs: []domain.Run{{ID: "run_1", Ordinal: 1}, {ID: "run_2", Ordinal: 2}}}
-	got := printed(now, th,
+	got := printed(t, now, th,
 		domain.PolicySet{Policy: domain.ContinuationPolicy{OnLimit: domain.OnLimitWait, Until: "go test ./...", MaxRuns: 5}},
 		domain.LimitReached{RunID: "run_2", Provider: "codex", Limit: sdk.Limit{Kind: sdk.LimitUsageWindow, Scope: "five_hour", ResetsAt: reset}},
 		domain.WaitArmed{Wait: domain.Wait{ID: "w1", Kind: domain.WaitContinue, RunID: "run_2", Provider: "codex", Limit: usage,
@@ -238,7 +251,7 @@ func TestShowLoop(t *testing.T) {
 		Check:  &domain.CheckResult{Command: "make test", ExitCode: 2, Output: "boom"},
 	}}
 	var b bytes.Buffer
-	showLoop(&b, th, now, time.UTC)
+	showLoop(&b, service.ThreadMessage(th), now, time.UTC)
 	want := strings.Join([]string{
 		"  policy: on a limit: switch to claude, return after the reset (at most 8 waits, 8d in all); at most 8h, 500000 tokens",
 		"  loop: active; 3 runs, 120000 of 500000 tokens since 10:52 (until 18:52)",
@@ -251,7 +264,7 @@ func TestShowLoop(t *testing.T) {
 	b.Reset()
 	th.Loop = &domain.Loop{Since: now, Status: domain.LoopBudget, Reason: "max runs (5) reached", Runs: 5,
 		Policy: domain.ContinuationPolicy{MaxRuns: 5}}
-	showLoop(&b, th, now.Add(24*time.Hour), time.UTC)
+	showLoop(&b, service.ThreadMessage(th), now.Add(24*time.Hour), time.UTC)
 	want = "  policy: at most 5 runs\n  loop: budget (max runs (5) reached); 5 of 5 runs, 0 tokens since Dec 1 11:52\n"
 	if d := cmp.Diff(want, b.String()); d != "" {
 		t.Errorf("show of an ended loop (-want +got):\n%s", d)

@@ -165,11 +165,11 @@ func (f *policyFlags) check(verb string) (*batonv1.ContinuationPolicy, error) {
 // policyFor is the policy for thread t: a switch to a provider the thread
 // has not used runs that provider's usual command, as baton switch does
 // (noCommand names a provider that has none).
-func policyFor(t domain.Thread, p *batonv1.ContinuationPolicy) (_ *batonv1.ContinuationPolicy, missing string) {
+func policyFor(t *batonv1.Thread, p *batonv1.ContinuationPolicy) (_ *batonv1.ContinuationPolicy, missing string) {
 	if p.GetOnLimit() != string(domain.OnLimitSwitch) {
 		return p, ""
 	}
-	if _, used := t.Binding(p.GetSwitchTo()); used {
+	if usedProvider(t, p.GetSwitchTo()) {
 		return p, ""
 	}
 	argv := defaultCommand(p.GetSwitchTo())
@@ -183,7 +183,7 @@ func policyFor(t domain.Thread, p *batonv1.ContinuationPolicy) (_ *batonv1.Conti
 // missingCommand names the provider policy p switches to that has no
 // command for thread t ("" when none lacks one), as setPolicy would find
 // it, without filling p in: a verb asks it before it writes anything.
-func missingCommand(t domain.Thread, p *batonv1.ContinuationPolicy) string {
+func missingCommand(t *batonv1.Thread, p *batonv1.ContinuationPolicy) string {
 	if p == nil {
 		return ""
 	}
@@ -192,7 +192,7 @@ func missingCommand(t domain.Thread, p *batonv1.ContinuationPolicy) string {
 }
 
 // setPolicy sends thread t the policy the flags ask (none: nothing).
-func setPolicy(ctx context.Context, verb string, c *client, idgen *ids.Allocator, t domain.Thread, p *batonv1.ContinuationPolicy) error {
+func setPolicy(ctx context.Context, verb string, c *client, idgen *ids.Allocator, t *batonv1.Thread, p *batonv1.ContinuationPolicy) error {
 	if p == nil {
 		return nil
 	}
@@ -200,7 +200,7 @@ func setPolicy(ctx context.Context, verb string, c *client, idgen *ids.Allocator
 	if missing != "" {
 		return noCommand(ctx, verb, c, missing)
 	}
-	if _, err := c.SetPolicy(ctx, &batonv1.SetPolicyRequest{CommandId: idgen.NewID("cmd"), ThreadId: t.ID, Policy: p}); err != nil {
+	if _, err := c.SetPolicy(ctx, &batonv1.SetPolicyRequest{CommandId: idgen.NewID("cmd"), ThreadId: t.GetId(), Policy: p}); err != nil {
 		return rpcError("set policy", err)
 	}
 	return nil

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
 
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 )
 
@@ -14,31 +16,32 @@ import (
 
 // loopEvent: the continuation policy, limits, waits, checks and the
 // loop's end.
-func (p *printer) loopEvent(pl domain.Payload) bool {
-	switch e := pl.(type) {
-	case domain.PolicySet:
-		p.line("⚙ policy: %s", policyLine(e.Policy))
-	case domain.LimitReached:
-		p.line("  ⏸ %s", p.limitLine(e))
-	case domain.WaitArmed:
-		p.line("⏳ %s", p.waitLine(e.Wait))
-	case domain.WaitEnded:
-		p.line("⏳ %s", p.waitEndedLine(e))
-	case domain.CheckRequested:
-		p.line("◇ check `%s` after run %d", oneLine(e.Command, 80), p.ordinals[e.RunID])
-	case domain.CheckRecorded:
+func (p *printer) loopEvent(ev *batonv1.Event) bool {
+	switch e := ev.GetPayload().(type) {
+	case *batonv1.Event_ThreadPolicySet:
+		p.line("⚙ policy: %s", policyLine(e.ThreadPolicySet.GetPolicy()))
+	case *batonv1.Event_RunLimitReached:
+		p.line("  ⏸ %s", p.limitLine(e.RunLimitReached))
+	case *batonv1.Event_WaitArmed:
+		p.line("⏳ %s", p.waitLine(e.WaitArmed))
+	case *batonv1.Event_WaitEnded:
+		p.line("⏳ %s", p.waitEndedLine(e.WaitEnded))
+	case *batonv1.Event_LoopCheckRequested:
+		c := e.LoopCheckRequested
+		p.line("◇ check `%s` after run %d", oneLine(c.GetCommand(), 80), p.ordinals[c.GetRunId()])
+	case *batonv1.Event_LoopCheckRecorded:
 		mark := "✖"
-		if e.Passed() {
+		if e.LoopCheckRecorded.GetPassed() {
 			mark = "✔"
 		}
-		for i, l := range checkLine(e.CheckResult) {
+		for i, l := range checkLine(e.LoopCheckRecorded) {
 			if i == 0 {
 				l = mark + " " + l
 			}
 			p.line("%s", l)
 		}
-	case domain.LoopEnded:
-		p.line("● %s", loopEndedLine(e))
+	case *batonv1.Event_LoopEnded:
+		p.line("● %s", loopEndedLine(e.LoopEnded))
 	default:
 		return false
 	}
@@ -99,12 +102,12 @@ func (p *printer) when(t time.Time) string {
 
 // limitLine is what a run that hit a limit says: "codex hit its usage
 // limit (five_hour): resets 14:05 (in 2h13m)".
-func (p *printer) limitLine(e domain.LimitReached) string {
-	s := e.Provider + " hit its " + domain.DescribeLimit(e.Limit, "")
-	if e.Limit.ResetsAt.IsZero() {
+func (p *printer) limitLine(e *batonv1.LimitReached) string {
+	s := e.GetProvider() + " hit its " + describeLimit(e.GetLimit(), "")
+	if resets := instant(e.GetLimit().GetResetsAt()); resets.IsZero() {
 		s += ": no reset time given"
 	} else {
-		s += ": resets " + p.when(e.Limit.ResetsAt)
+		s += ": resets " + p.when(resets)
 	}
 	return s // the provider's message is its diagnostic's
 }
@@ -114,57 +117,59 @@ func (p *printer) limitLine(e domain.LimitReached) string {
 // with no reset still to come, "waiting for codex rate limit: probe 3 of
 // at most 8 at 14:20 (in 20m)"; for a return, "returning to codex at 14:05
 // (in 2h13m), after its usage limit resets".
-func (p *printer) waitLine(w domain.Wait) string {
-	if w.Kind == domain.WaitReturn {
-		return "returning to " + w.Provider + " at " + p.when(w.At) + ", after its " + domain.DescribeLimit(w.Limit, "") + " resets"
+func (p *printer) waitLine(w *batonv1.Wait) string {
+	at := instant(w.GetAt())
+	if domain.WaitKind(w.GetKind()) == domain.WaitReturn {
+		return "returning to " + w.GetProvider() + " at " + p.when(at) + ", after its " + describeLimit(w.GetLimit(), "") + " resets"
 	}
-	s := "waiting for " + domain.DescribeLimit(w.Limit, w.Provider) + ": "
-	probe := fmt.Sprintf("probe %d of at most %d", w.Probe, w.MaxProbes)
-	// A wait for a reset fires at it (plus a jitter); else it is a probe.
-	if r := w.Limit.ResetsAt; !r.IsZero() && !w.At.Before(r) && w.At.Sub(r) <= domain.MaxJitter {
-		return s + "resets " + p.when(r) + ", " + probe
+	s := "waiting for " + describeLimit(w.GetLimit(), w.GetProvider()) + ": "
+	probe := fmt.Sprintf("probe %d of at most %d", w.GetProbe(), w.GetMaxProbes())
+	if w.GetAtReset() {
+		return s + "resets " + p.when(instant(w.GetLimit().GetResetsAt())) + ", " + probe
 	}
-	return s + probe + " at " + p.when(w.At)
+	return s + probe + " at " + p.when(at)
 }
 
 // waitEndedLine is what the end of a wait says.
-func (p *printer) waitEndedLine(e domain.WaitEnded) string {
-	w, known := p.waits[e.WaitID]
+func (p *printer) waitEndedLine(e *batonv1.WaitEnded) string {
+	w, known := p.waits[e.GetWaitId()]
+	isReturn := known && domain.WaitKind(w.GetKind()) == domain.WaitReturn
 	what := "the wait"
-	if known && w.Kind == domain.WaitReturn {
-		what = "the wait to return to " + w.Provider
+	if isReturn {
+		what = "the wait to return to " + w.GetProvider()
 	} else if known {
-		what = "the wait for " + domain.DescribeLimit(w.Limit, w.Provider)
+		what = "the wait for " + describeLimit(w.GetLimit(), w.GetProvider())
 	}
+	fired := domain.WaitOutcome(e.GetOutcome()) == domain.WaitFired
 	switch {
-	case e.Outcome == domain.WaitFired && known && w.Kind == domain.WaitReturn:
+	case fired && isReturn:
 		return what + " is over: returning"
-	case e.Outcome == domain.WaitFired && known:
-		return fmt.Sprintf("%s is over: continuing run %d", what, p.ordinals[w.RunID])
-	case e.Outcome == domain.WaitFired:
+	case fired && known:
+		return fmt.Sprintf("%s is over: continuing run %d", what, p.ordinals[w.GetRunId()])
+	case fired:
 		return what + " is over"
-	case e.Reason != "" && e.Reason != "the wait was cancelled":
-		return what + " was cancelled: " + oneLine(e.Reason, 100)
+	case e.GetReason() != "" && e.GetReason() != "the wait was cancelled":
+		return what + " was cancelled: " + oneLine(e.GetReason(), 100)
 	}
 	return what + " was cancelled"
 }
 
 // checkLine is what a check found: "check `go test ./...` failed (exit
 // 1); last lines:" and then its last few lines.
-func checkLine(c domain.CheckResult) []string {
-	s := "check `" + oneLine(c.Command, 80) + "` "
+func checkLine(c *batonv1.CheckResult) []string {
+	s := "check `" + oneLine(c.GetCommand(), 80) + "` "
 	switch {
-	case c.Passed():
+	case c.GetPassed():
 		return []string{s + "passed"}
-	case c.Error != "":
-		s += "could not run: " + oneLine(c.Error, 100)
-	case c.TimedOut:
+	case c.GetError() != "":
+		s += "could not run: " + oneLine(c.GetError(), 100)
+	case c.GetTimedOut():
 		s += "timed out"
 	default:
-		s += fmt.Sprintf("failed (exit %d)", c.ExitCode)
+		s += fmt.Sprintf("failed (exit %d)", c.GetExitCode())
 	}
-	lines := strings.Split(strings.TrimRight(c.Output, "\n"), "\n")
-	if strings.TrimSpace(c.Output) == "" {
+	lines := strings.Split(strings.TrimRight(c.GetOutput(), "\n"), "\n")
+	if strings.TrimSpace(c.GetOutput()) == "" {
 		return []string{s}
 	}
 	if len(lines) > checkLines {
@@ -184,47 +189,45 @@ var loopWords = map[domain.LoopStatus]string{
 
 // loopEndedLine is what the end of a loop says: "loop done: the check
 // passed", "loop stopped: max runs (5) reached".
-func loopEndedLine(e domain.LoopEnded) string {
-	word := loopWords[e.Status]
-	if word == "" {
-		word = string(e.Status)
-	}
-	if e.Reason == "" {
+func loopEndedLine(e *batonv1.LoopEnded) string {
+	word := cmp.Or(loopWords[domain.LoopStatus(e.GetStatus())], e.GetStatus())
+	if e.GetReason() == "" {
 		return "loop " + word
 	}
-	return "loop " + word + ": " + oneLine(e.Reason, 120)
+	return "loop " + word + ": " + oneLine(e.GetReason(), 120)
 }
 
-// policyLine is a continuation policy on one line.
-func policyLine(pol domain.ContinuationPolicy) string {
-	if pol.Off() {
+// policyLine is a continuation policy on one line, as the host applies
+// it.
+func policyLine(pol *batonv1.ContinuationPolicy) string {
+	p := pol.GetApplied()
+	if p == nil {
 		return "off"
 	}
-	p := pol.WithDefaults()
 	var parts []string
-	limits := fmt.Sprintf("at most %d waits, %s in all", p.MaxProbes, fmtDuration(p.MaxWait))
-	switch p.OnLimit {
+	limits := fmt.Sprintf("at most %d waits, %s in all", p.GetMaxProbes(), fmtDuration(durationOf(p.GetMaxWait())))
+	switch domain.OnLimit(p.GetOnLimit()) {
 	case domain.OnLimitWait:
 		parts = append(parts, "on a limit: wait ("+limits+")")
 	case domain.OnLimitSwitch:
-		s := "on a limit: switch to " + p.SwitchTo + modelNote(p.SwitchModel)
-		if p.Return {
+		s := "on a limit: switch to " + p.GetSwitchTo() + modelNote(p.GetSwitchModel())
+		if p.GetReturn() {
 			s += ", return after the reset (" + limits + ")"
 		}
 		parts = append(parts, s)
 	}
-	if p.Until != "" {
-		parts = append(parts, "until `"+oneLine(p.Until, 80)+"` passes (timeout "+fmtDuration(p.CheckTimeout)+")")
+	if p.GetUntil() != "" {
+		parts = append(parts, "until `"+oneLine(p.GetUntil(), 80)+"` passes (timeout "+fmtDuration(durationOf(p.GetCheckTimeout()))+")")
 	}
 	var budgets []string
-	if p.MaxRuns > 0 {
-		budgets = append(budgets, plural(p.MaxRuns, "run"))
+	if p.GetMaxRuns() > 0 {
+		budgets = append(budgets, plural(int(p.GetMaxRuns()), "run"))
 	}
-	if p.MaxDuration > 0 {
-		budgets = append(budgets, fmtDuration(p.MaxDuration))
+	if d := durationOf(p.GetMaxDuration()); d > 0 {
+		budgets = append(budgets, fmtDuration(d))
 	}
-	if p.MaxTokens > 0 {
-		budgets = append(budgets, fmt.Sprintf("%d tokens", p.MaxTokens))
+	if p.GetMaxTokens() > 0 {
+		budgets = append(budgets, fmt.Sprintf("%d tokens", p.GetMaxTokens()))
 	}
 	if len(budgets) > 0 {
 		parts = append(parts, "at most "+strings.Join(budgets, ", "))
@@ -234,24 +237,26 @@ func policyLine(pol domain.ContinuationPolicy) string {
 
 // loopLine is where a loop is: its status (and why it ended), and what it
 // has used of its budgets.
-func loopLine(l domain.Loop, now time.Time, loc *time.Location) string {
-	s := string(l.Status)
-	if l.Reason != "" {
-		s += " (" + oneLine(l.Reason, 100) + ")"
+func loopLine(l *batonv1.Loop, now time.Time, loc *time.Location) string {
+	s := l.GetStatus()
+	if l.GetReason() != "" {
+		s += " (" + oneLine(l.GetReason(), 100) + ")"
 	}
-	runs := plural(l.Runs, "run")
-	if l.Policy.MaxRuns > 0 {
-		runs = fmt.Sprintf("%d of %d runs", l.Runs, l.Policy.MaxRuns)
+	pol := l.GetPolicy()
+	runs := plural(int(l.GetRuns()), "run")
+	if pol.GetMaxRuns() > 0 {
+		runs = fmt.Sprintf("%d of %d runs", l.GetRuns(), pol.GetMaxRuns())
 	}
-	tokens := fmt.Sprintf("%d tokens", l.Tokens)
-	if l.Policy.MaxTokens > 0 {
-		tokens = fmt.Sprintf("%d of %d tokens", l.Tokens, l.Policy.MaxTokens)
+	tokens := fmt.Sprintf("%d tokens", l.GetTokens())
+	if pol.GetMaxTokens() > 0 {
+		tokens = fmt.Sprintf("%d of %d tokens", l.GetTokens(), pol.GetMaxTokens())
 	}
-	s += "; " + runs + ", " + tokens + " since " + clockTime(l.Since, now, loc)
-	if l.Policy.MaxDuration > 0 {
-		s += " (until " + clockTime(l.Since.Add(l.Policy.MaxDuration), now, loc) + ")"
+	since := instant(l.GetSince())
+	s += "; " + runs + ", " + tokens + " since " + clockTime(since, now, loc)
+	if d := durationOf(pol.GetMaxDuration()); d > 0 {
+		s += " (until " + clockTime(since.Add(d), now, loc) + ")"
 	}
-	if l.CheckPending {
+	if l.GetCheckPending() {
 		s += "; a check is running"
 	}
 	return s

@@ -22,6 +22,7 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/service"
 )
 
 // A data dir baton cannot hold can still be read: threads, show and
@@ -201,7 +202,9 @@ func TestReadsOfAHeldDataDir(t *testing.T) {
 	sum := want.Summary()
 	sum.Sequence = 0
 	wantList := append(before, sum)
-	slices.SortFunc(wantList, listOrder) // in the order baton threads lists them
+	slices.SortFunc(wantList, func(a, b domain.ThreadSummary) int { // in the order baton threads lists them
+		return listOrder(service.SummaryMessage(a), service.SummaryMessage(b))
+	})
 	if diff := cmp.Diff(wantList, list); diff != "" {
 		t.Errorf("threads --json: the list (-want +got):\n%s", diff)
 	}

@@ -18,8 +18,8 @@ import (
 // answers. A subscriber the service cut off for falling behind subscribes
 // again after the last event it got. errs gets the stream's error, if it
 // ends with one.
-func follow(ctx context.Context, c *client, threadID string, after uint64) (<-chan followed, <-chan error) {
-	recs := make(chan followed)
+func follow(ctx context.Context, c *client, threadID string, after uint64) (<-chan *batonv1.Event, <-chan error) {
+	recs := make(chan *batonv1.Event)
 	errs := make(chan error, 1)
 	go func() {
 		defer close(recs)
@@ -38,7 +38,7 @@ func follow(ctx context.Context, c *client, threadID string, after uint64) (<-ch
 }
 
 // followOnce is one subscription; after is the last sequence delivered.
-func followOnce(ctx context.Context, c *client, threadID string, after *uint64, recs chan<- followed) error {
+func followOnce(ctx context.Context, c *client, threadID string, after *uint64, recs chan<- *batonv1.Event) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.Subscribe(ctx, &batonv1.SubscribeRequest{ThreadId: threadID, AfterSequence: *after})
@@ -52,13 +52,12 @@ func followOnce(ctx context.Context, c *client, threadID string, after *uint64, 
 		} else if err != nil {
 			return err
 		}
-		rec, err := decodeEvent(ev)
-		if err != nil {
+		if err := knownPayload(ev); err != nil {
 			return err
 		}
 		select {
-		case recs <- rec:
-			*after = rec.Sequence
+		case recs <- ev:
+			*after = ev.GetSequence()
 		case <-ctx.Done():
 			return nil
 		}

@@ -78,7 +78,7 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	if threadID == "" {
 		// What the new thread's policy needs is checked before the thread
 		// is made: a refusal writes nothing.
-		if missing := missingCommand(domain.Thread{Provider: f.provider}, o.cont); missing != "" && missing != f.provider {
+		if missing := missingCommand(&batonv1.Thread{Provider: f.provider}, o.cont); missing != "" && missing != f.provider {
 			return noCommand(ctx, "run", c, missing)
 		}
 		rc, err := c.CreateThread(ctx, &batonv1.CreateThreadRequest{CommandId: idgen.NewID("cmd"), Provider: f.provider,
@@ -88,7 +88,7 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 		}
 		threadID = rc.GetThreadId()
 	}
-	at, th, err := c.threadFor(ctx, "thread "+threadID, threadID)
+	th, err := c.threadFor(ctx, "thread "+threadID, threadID)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	// embedded for it arms them; a service arms every thread's).
 	defer c.followWaits(threadID)()
 	verb := cmp.Or(o.verb, "run")
-	targetID, err := targetRun(ctx, c, verb, at, th, o.target)
+	targetID, err := targetRun(ctx, c, verb, th, o.target)
 	if err != nil {
 		return err
 	}
@@ -115,14 +115,14 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	if err := setPolicy(ctx, verb, c, idgen, th, o.cont); err != nil {
 		return err
 	}
-	start := at.GetSequence()
+	start := th.GetSequence()
 	if f.thread == "" {
 		start = 0 // a new thread: show it from its creation (a continued one: what this run adds)
 	}
 	out := newPrinter(g.stdout, f.json, th)
 	s := &session{c: c, idgen: idgen, threadID: threadID, out: out, stdout: g.stdout, stderr: g.stderr,
-		wanted: map[string]bool{}, scripted: o.script != nil, ended: map[string]bool{}, policy: th.ApprovalPolicy,
-		opened: map[string]domain.RequestOpened{}, loop: o.cont != nil || (th.Loop != nil && !th.Loop.Policy.Off())}
+		wanted: map[string]bool{}, scripted: o.script != nil, ended: map[string]bool{}, policy: domain.ApprovalPolicy(th.GetApprovalPolicy()),
+		opened: map[string]*batonv1.RequestOpened{}, loop: o.cont != nil || th.GetLoop().GetPolicy().GetApplied() != nil}
 	mode := cmp.Or(o.mode, string(domain.ModeQueueAfterActive))
 	for _, m := range o.messages {
 		msgID := idgen.NewID("msg")
@@ -150,7 +150,7 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	if f.json {
 		s.stdout = g.stderr // prompts must not break the JSON lines
 	}
-	if th.ApprovalPolicy == domain.ApproveAsk && o.script == nil { // a script answers by its steps
+	if s.policy == domain.ApproveAsk && o.script == nil { // a script answers by its steps
 		s.answers = readLines(ctx, g.stdin)
 	}
 	recs, errs := follow(ctx, c, threadID, start)
@@ -180,8 +180,8 @@ loop:
 			scriptDone = nil
 			if err != nil && !interrupted && ctx.Err() == nil {
 				fmt.Fprintf(g.stderr, "baton: run: --script: %v\n", err)
-				if at, final, err := finalThread(c, threadID, s.first()); err == nil {
-					out.final(at, final, s.mine)
+				if final, err := finalThread(c, threadID, s.first()); err == nil {
+					out.final(final, s.mine)
 				}
 				return silent(exitFailed)
 			}
@@ -206,11 +206,11 @@ loop:
 		interrupted = true
 		c.haltNow()
 	}
-	at, final, err := finalThread(c, threadID, s.first())
+	final, err := finalThread(c, threadID, s.first())
 	if err != nil {
 		return rpcError("thread "+threadID, err)
 	}
-	out.final(at, final, s.mine)
+	out.final(final, s.mine)
 	switch {
 	case interrupted:
 		return silent(exitInterrupted)
@@ -225,7 +225,7 @@ loop:
 // finalThread reads the thread once more, from run from on (the first of
 // this invocation's: they are all in it), even after the command's context
 // ended (a second Ctrl-C).
-func finalThread(c *client, threadID string, from int) (*batonv1.Thread, domain.Thread, error) {
+func finalThread(c *client, threadID string, from int) (*batonv1.Thread, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return c.threadFrom(ctx, threadID, from)

@@ -37,10 +37,10 @@ type session struct {
 	mine     []string // run ids, in order
 	ended    map[string]bool
 
-	answers     <-chan string          // the user's lines (ask policy)
-	asking      []domain.RequestOpened // requests waiting for the user, the first one asked
+	answers     <-chan string            // the user's lines (ask policy)
+	asking      []*batonv1.RequestOpened // requests waiting for the user, the first one asked
 	stdinClosed bool
-	opened      map[string]domain.RequestOpened
+	opened      map[string]*batonv1.RequestOpened
 
 	interrupted bool // Ctrl-C: every run of this invocation is to stop
 
@@ -64,63 +64,64 @@ func (s *session) done(ctx context.Context) bool {
 	if !s.loop || s.loopOver {
 		return true
 	}
-	at, t, err := s.c.thread(ctx, s.threadID)
+	t, err := s.c.thread(ctx, s.threadID)
 	if err != nil {
 		return true // the final read says what is wrong
 	}
-	if t.Unattended() || t.ActiveRun() != nil {
+	if t.GetUnattended() || t.GetActiveRunId() != "" {
 		return false // a wait, a check or a run to come: its events will follow
 	}
-	s.loopOver, s.needSeq = true, at.GetSequence()
+	s.loopOver, s.needSeq = true, t.GetSequence()
 	return s.lastSeq >= s.needSeq
 }
 
-func (s *session) event(ctx context.Context, rec followed) {
-	s.lastSeq = rec.GetSequence()
-	if rec.GetThreadId() != s.threadID {
+func (s *session) event(ctx context.Context, ev *batonv1.Event) {
+	s.lastSeq = ev.GetSequence()
+	if ev.GetThreadId() != s.threadID {
 		return
 	}
-	pl := rec.Payload
-	s.out.event(rec)
-	switch e := pl.(type) {
-	case domain.RunQueued:
-		if !slices.Contains(s.mine, e.RunID) {
-			s.mine = append(s.mine, e.RunID)
+	s.out.event(ev)
+	switch e := ev.GetPayload().(type) {
+	case *batonv1.Event_RunQueued:
+		q := e.RunQueued
+		if !slices.Contains(s.mine, q.GetRunId()) {
+			s.mine = append(s.mine, q.GetRunId())
 		}
-		delete(s.wanted, e.MessageID)
+		delete(s.wanted, q.GetMessageId())
 		if s.interrupted { // queued after Ctrl-C (a script's send, a requeued message): cancel it
-			s.interrupt(ctx, e.RunID)
+			s.interrupt(ctx, q.GetRunId())
 		}
-	case domain.RunEnded:
-		s.ended[e.RunID] = true
-	case domain.RequestAnswerFailed:
+	case *batonv1.Event_RunEnded:
+		s.ended[e.RunEnded.GetRunId()] = true
+	case *batonv1.Event_RequestAnswerFailed:
 		// The answer did not get through. The policy may answer again; the
 		// user is asked again.
-		if q, ok := s.opened[e.RequestID]; ok && (s.answers != nil || s.stdinClosed) {
+		if q, ok := s.opened[e.RequestAnswerFailed.GetRequestId()]; ok && (s.answers != nil || s.stdinClosed) {
 			s.asking = append(s.asking, q)
 			if len(s.asking) == 1 {
 				s.prompt()
 			}
 		}
-	case domain.RequestOpened:
-		s.opened[e.RequestID] = e
+	case *batonv1.Event_RequestOpened:
+		q := e.RequestOpened
+		s.opened[q.GetRequestId()] = q
 		switch {
 		case s.answers != nil || s.stdinClosed:
-			s.asking = append(s.asking, e)
+			s.asking = append(s.asking, q)
 			if len(s.asking) == 1 {
 				s.prompt()
 			}
-		case s.policy != domain.ApproveAsk && e.Kind == sdk.RequestGeneric:
+		case s.policy != domain.ApproveAsk && sdk.RequestKind(q.GetKind()) == sdk.RequestGeneric:
 			// No policy answers a request of a kind Baton does not know, and
 			// there is no one to ask: this client declines it, and says so.
 			fmt.Fprintf(s.stderr, "baton: declining %s request %s: no one to ask (answer such requests with --approve ask on a terminal)\n",
-				e.Title, e.RequestID)
-			s.respond(ctx, e.RequestID, sdk.DecisionDecline, nil)
+				q.GetTitle(), q.GetRequestId())
+			s.respond(ctx, q.GetRequestId(), sdk.DecisionDecline, nil)
 		}
-	case domain.RequestAnswered:
-		s.forget(e.RequestID)
-	case domain.RequestResolved:
-		s.forget(e.RequestID)
+	case *batonv1.Event_RequestAnswered:
+		s.forget(e.RequestAnswered.GetRequestId())
+	case *batonv1.Event_RequestResolved:
+		s.forget(e.RequestResolved.GetRequestId())
 	}
 }
 
@@ -128,7 +129,7 @@ func (s *session) event(ctx context.Context, rec followed) {
 // someone, or expired); the next one is asked.
 func (s *session) forget(requestID string) {
 	for i, q := range s.asking {
-		if q.RequestID != requestID {
+		if q.GetRequestId() != requestID {
 			continue
 		}
 		s.asking = append(s.asking[:i], s.asking[i+1:]...)
@@ -147,11 +148,11 @@ func (s *session) forget(requestID string) {
 func (s *session) prompt() {
 	q := s.asking[0]
 	if s.stdinClosed {
-		fmt.Fprintf(s.stdout, "  ? request %s: no more input: declined\n", q.RequestID)
-		s.respond(context.Background(), q.RequestID, sdk.DecisionDecline, nil)
+		fmt.Fprintf(s.stdout, "  ? request %s: no more input: declined\n", q.GetRequestId())
+		s.respond(context.Background(), q.GetRequestId(), sdk.DecisionDecline, nil)
 		return
 	}
-	if q.Kind == sdk.RequestUserInput {
+	if sdk.RequestKind(q.GetKind()) == sdk.RequestUserInput {
 		fmt.Fprintf(s.stdout, "  ? answer (empty line declines): ")
 	} else {
 		fmt.Fprintf(s.stdout, "  ? [a]ccept, accept for [s]ession, [d]ecline, [c]ancel the turn: ")
@@ -164,7 +165,7 @@ func (s *session) answer(ctx context.Context, line string, ok bool) {
 	var decision sdk.Decision
 	var answers map[string]string
 	line = strings.TrimSpace(line)
-	question := q.Kind == sdk.RequestUserInput
+	question := sdk.RequestKind(q.GetKind()) == sdk.RequestUserInput
 	switch {
 	case !ok:
 		s.answers, s.stdinClosed = nil, true
@@ -182,7 +183,7 @@ func (s *session) answer(ctx context.Context, line string, ok bool) {
 		fmt.Fprintf(s.stdout, "  ? please type a, s, d or c: ")
 		return
 	}
-	s.respond(ctx, q.RequestID, decision, answers)
+	s.respond(ctx, q.GetRequestId(), decision, answers)
 	s.asking = s.asking[1:]
 	if len(s.asking) > 0 {
 		s.prompt()

@@ -1,29 +1,22 @@
 package main
 
-import "github.com/baton-run/baton/host/internal/domain"
+import (
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/domain"
+)
 
 // What baton run's end says of this invocation's runs: how each ended,
 // and so the exit code.
 
-// runOf is t's run of id runID (nil: the projection has none).
-func runOf(t domain.Thread, runID string) *domain.Run {
-	for i := range t.Runs {
-		if t.Runs[i].ID == runID {
-			return &t.Runs[i]
-		}
-	}
-	return nil
-}
-
 // loopFailed says whether a loop did not end as asked: with --until, its
 // check did not pass; without, its last run did not complete.
-func loopFailed(t domain.Thread, mine []string) bool {
-	if t.Loop != nil && t.Loop.Policy.Until != "" {
-		return t.Loop.Status != domain.LoopDone
+func loopFailed(t *batonv1.Thread, mine []string) bool {
+	if l := t.GetLoop(); l != nil && l.GetPolicy().GetUntil() != "" {
+		return domain.LoopStatus(l.GetStatus()) != domain.LoopDone
 	}
 	for i := len(mine) - 1; i >= 0; i-- {
 		if r := runOf(t, mine[i]); r != nil {
-			return r.Status != domain.RunStatusCompleted
+			return statusOf(r) != domain.RunStatusCompleted
 		}
 	}
 	return false
@@ -31,13 +24,13 @@ func loopFailed(t domain.Thread, mine []string) bool {
 
 // anyFailed says whether a run did not complete. A script interrupts and
 // restarts runs on purpose, so for a script only a failed run counts.
-func anyFailed(t domain.Thread, mine []string, scripted bool) bool {
+func anyFailed(t *batonv1.Thread, mine []string, scripted bool) bool {
 	for _, id := range mine {
 		r := runOf(t, id)
 		if r == nil {
 			continue
 		}
-		if r.Status == domain.RunStatusFailed || (!scripted && r.Status != domain.RunStatusCompleted) {
+		if st := statusOf(r); st == domain.RunStatusFailed || (!scripted && st != domain.RunStatusCompleted) {
 			return true
 		}
 	}

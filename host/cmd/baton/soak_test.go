@@ -249,28 +249,28 @@ func (sk *soak) cycle(ctx context.Context, worker int, sc soakScenario) {
 	// Followed with the service's own clock of events: every run ends, a
 	// service that stops and starts again included, within two minutes.
 	deadline := time.Now().Add(2 * time.Minute)
-	var last domain.Thread
+	var last *batonv1.Thread
 	for time.Now().Before(deadline) {
 		c := sk.sup.client(context.Background())
 		if c == nil {
 			return
 		}
-		_, th, err := c.thread(context.Background(), thread)
+		th, err := c.thread(context.Background(), thread)
 		if err == nil && allEnded(th) {
 			return
 		}
 		if err == nil {
 			last = th
 		}
-		sk.waitEvents(c, thread, th.Sequence)
+		sk.waitEvents(c, thread, th.GetSequence())
 	}
 	sk.stuck.Add(1)
 	var where []string
-	for _, r := range last.Runs {
-		where = append(where, fmt.Sprintf("run %d %s", r.Ordinal, r.Status))
+	for _, r := range last.GetRuns() {
+		where = append(where, fmt.Sprintf("run %d %s", r.GetOrdinal(), r.GetStatus()))
 	}
 	sk.fail("thread %s (%s): its runs did not end within 2 minutes (last seen at sequence %d: %s)",
-		thread, sc.transcript, last.Sequence, strings.Join(where, ", "))
+		thread, sc.transcript, last.GetSequence(), strings.Join(where, ", "))
 }
 
 // waitEvents waits for the thread's next event after seq (or for the
@@ -285,13 +285,13 @@ func (sk *soak) waitEvents(c *client, thread string, seq uint64) {
 }
 
 // allEnded says whether a thread's runs have all ended.
-func allEnded(th domain.Thread) bool {
-	for _, r := range th.Runs {
-		if !r.Status.Terminal() {
+func allEnded(th *batonv1.Thread) bool {
+	for _, r := range th.GetRuns() {
+		if !statusOf(r).Terminal() {
 			return false
 		}
 	}
-	return len(th.Runs) > 0
+	return len(th.GetRuns()) > 0
 }
 
 // gone says whether err is the service going away (or refusing while it
@@ -362,16 +362,16 @@ func (sk *soak) randomSessionPid(ctx context.Context, rng *rand.Rand, plugin boo
 		return 0
 	}
 	ts := st.GetActiveThreads()
-	_, th, err := c.thread(ctx, ts[rng.IntN(len(ts))].GetId())
+	th, err := c.thread(ctx, ts[rng.IntN(len(ts))].GetId())
 	if err != nil {
 		return 0
 	}
-	for _, s := range slices.Backward(th.ProviderSessions) {
-		if s.Status == domain.SessionStatusOpen {
+	for _, s := range slices.Backward(th.GetProviderSessions()) {
+		if domain.SessionStatus(s.GetStatus()) == domain.SessionStatusOpen {
 			if plugin {
-				return s.PluginPid
+				return int(s.GetPluginPid())
 			}
-			return s.ProviderPid
+			return int(s.GetProviderPid())
 		}
 	}
 	return 0

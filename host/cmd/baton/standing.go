@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/sdk"
@@ -19,37 +17,37 @@ import (
 // one line ({"kind":"thread",...}). It seeds p with what it showed, so
 // that the later events of an item that began before print as they would
 // have (an item's completion names it).
-func (p *printer) stands(at *batonv1.Thread, t domain.Thread) {
+func (p *printer) stands(t *batonv1.Thread) {
 	p.seed(t)
 	if p.json {
-		p.final(at, t, nil)
+		p.final(t, nil)
 		return
 	}
-	active := t.ActiveRun()
+	active := activeRun(t)
 	switch {
 	case active != nil:
-		p.line("▶ run %d %s: %s", active.Ordinal, active.Status, oneLine(active.Input, 100))
-		p.openItems(t, *active)
-		if l := t.Loop; l != nil && l.Wait != nil && l.Wait.RunID == active.ID {
-			p.line("  ⏳ %s", p.waitLine(*l.Wait))
+		p.line("▶ run %d %s: %s", active.GetOrdinal(), active.GetStatus(), oneLine(active.GetInput(), 100))
+		p.openItems(t, active)
+		if w := t.GetLoop().GetWait(); w != nil && w.GetRunId() == active.GetId() {
+			p.line("  ⏳ %s", p.waitLine(w))
 		}
-	case len(t.Runs) == 0:
+	case len(t.GetRuns()) == 0:
 		p.line("■ no run yet")
 	default:
 		if last := lastStarted(t); last != nil {
-			p.line("■ no run is active; the last, run %d, %s", last.Ordinal, last.Status)
+			p.line("■ no run is active; the last, run %d, %s", last.GetOrdinal(), last.GetStatus())
 		} else {
 			p.line("■ no run is active")
 		}
 	}
-	for _, q := range t.Requests {
-		if q.Status == domain.RequestStatusPending {
+	for _, q := range t.GetRequests() {
+		if domain.RequestStatus(q.GetStatus()) == domain.RequestStatusPending {
 			p.pending(q)
 		}
 	}
-	for _, r := range t.Runs {
-		if r.Status == domain.RunStatusQueued {
-			p.line("▶ run %d queued: %s", r.Ordinal, oneLine(r.Input, 100))
+	for _, r := range t.GetRuns() {
+		if statusOf(r) == domain.RunStatusQueued {
+			p.line("▶ run %d queued: %s", r.GetOrdinal(), oneLine(r.GetInput(), 100))
 		}
 	}
 }
@@ -57,57 +55,51 @@ func (p *printer) stands(at *batonv1.Thread, t domain.Thread) {
 // seed gives p what it would have learnt from the events before t's
 // sequence: the items still open (with their text so far), and what each
 // checkpoint is of.
-func (p *printer) seed(t domain.Thread) {
+func (p *printer) seed(t *batonv1.Thread) {
 	text := map[string]string{}
-	for _, it := range t.TurnItems {
-		text[it.NodeID] = it.Text.String()
+	for _, it := range t.GetTurnItems() {
+		text[it.GetNodeId()] = it.GetText()
 	}
-	for _, r := range t.Runs {
-		for _, n := range r.Nodes {
-			if n.Status == domain.StatusInProgress {
-				p.items[n.ID] = &item{kind: n.Kind, title: n.Title, text: text[n.ID]}
+	for _, r := range t.GetRuns() {
+		for _, n := range r.GetNodes() {
+			if domain.ItemStatus(n.GetStatus()) == domain.StatusInProgress {
+				p.items[n.GetId()] = &item{kind: domain.NodeKind(n.GetKind()), title: n.GetTitle(), text: text[n.GetId()]}
 			}
 		}
 	}
 	kinds := map[string]domain.ScopeKind{}
-	for _, sc := range t.CheckpointScopes {
-		kinds[sc.ID] = sc.Kind
+	for _, sc := range t.GetCheckpointScopes() {
+		kinds[sc.GetId()] = domain.ScopeKind(sc.GetKind())
 	}
-	for _, cp := range t.Checkpoints {
-		switch {
-		case kinds[cp.ScopeID] == domain.ScopeSubagent:
-			p.cps[cp.ID] = fmt.Sprintf("a subagent of run %d", cp.RunOrdinal)
-		case cp.RunOrdinal == 0:
-			p.cps[cp.ID] = "the baseline"
-		default:
-			p.cps[cp.ID] = fmt.Sprintf("run %d", cp.RunOrdinal)
-		}
+	for _, cp := range t.GetCheckpoints() {
+		p.cps[cp.GetId()] = checkpointOf(kinds[cp.GetScopeId()], int(cp.GetRunOrdinal()))
 	}
 }
 
 // openItems lists a run's items still in progress, as the stream says
 // them when they start, with what they have said so far.
-func (p *printer) openItems(t domain.Thread, r domain.Run) {
+func (p *printer) openItems(t *batonv1.Thread, r *batonv1.Run) {
 	messages := map[string]string{}
-	for _, m := range t.Messages {
-		if m.RunID == r.ID && m.NodeID != "" {
-			messages[m.NodeID] = m.Text.String()
+	for _, m := range t.GetMessages() {
+		if m.GetRunId() == r.GetId() && m.GetNodeId() != "" {
+			messages[m.GetNodeId()] = m.GetText()
 		}
 	}
-	for _, n := range r.Nodes {
-		if n.Status != domain.StatusInProgress || n.Kind == domain.NodeRootTurn {
+	for _, n := range r.GetNodes() {
+		kind := domain.NodeKind(n.GetKind())
+		if domain.ItemStatus(n.GetStatus()) != domain.StatusInProgress || kind == domain.NodeRootTurn {
 			continue
 		}
 		var so string
-		if it := p.items[n.ID]; it != nil {
+		if it := p.items[n.GetId()]; it != nil {
 			so = it.text
 		}
-		if n.Kind == domain.NodeAssistantMessage {
-			so = messages[n.ID]
+		if kind == domain.NodeAssistantMessage {
+			so = messages[n.GetId()]
 		}
-		what := words(string(n.Kind))
-		if n.Title != "" {
-			what += " " + n.Title
+		what := words(n.GetKind())
+		if n.GetTitle() != "" {
+			what += " " + n.GetTitle()
 		}
 		if so != "" {
 			what += ": " + oneLine(so, 100)
@@ -117,24 +109,14 @@ func (p *printer) openItems(t domain.Thread, r domain.Run) {
 }
 
 // pending shows a pending request and how to answer it.
-func (p *printer) pending(q domain.RuntimeRequest) {
-	p.line("  ? %s request %s: %s", words(string(q.Kind)), q.ID, oneLine(q.Title, 100))
+func (p *printer) pending(q *batonv1.RuntimeRequest) {
+	p.line("  ? %s request %s: %s", words(q.GetKind()), q.GetId(), oneLine(q.GetTitle(), 100))
 	switch {
-	case q.Delivery == domain.DeliveryNotResumable:
+	case domain.Delivery(q.GetDelivery()) == domain.DeliveryNotResumable:
 		p.line("    its provider is gone: it can no longer be answered")
-	case q.Kind == sdk.RequestUserInput:
-		p.line("    answer it: baton approve %s --answer 'TEXT', or baton decline %s", q.ID, q.ID)
+	case sdk.RequestKind(q.GetKind()) == sdk.RequestUserInput:
+		p.line("    answer it: baton approve %s --answer 'TEXT', or baton decline %s", q.GetId(), q.GetId())
 	default:
-		p.line("    answer it: baton approve %s, or baton decline %s", q.ID, q.ID)
+		p.line("    answer it: baton approve %s, or baton decline %s", q.GetId(), q.GetId())
 	}
-}
-
-// lastStarted is the thread's newest run that has started, if any.
-func lastStarted(t domain.Thread) *domain.Run {
-	for i := len(t.Runs) - 1; i >= 0; i-- {
-		if t.Runs[i].StartedAt != nil {
-			return &t.Runs[i]
-		}
-	}
-	return nil
 }

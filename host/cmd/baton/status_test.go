@@ -19,8 +19,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
-	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/host/internal/service"
 )
 
 // baton status: with no service, it says so (exit 1); against a service,
@@ -57,7 +55,6 @@ func TestStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proj := service.ThreadOf(th)
 
 	got := run("status", "--json", "--data", data)
 	var st serviceStatus
@@ -78,9 +75,9 @@ func TestStatus(t *testing.T) {
 	}
 	want := serviceStatus{Version: version, PID: s.cmd.Process.Pid, DataDir: data, StartedAt: st.StartedAt, UptimeSeconds: st.UptimeSeconds,
 		Listeners:     []listenerStatus{{Address: "unix://" + sock}, {Address: tcp, Token: true}},
-		ActiveThreads: []domain.ThreadSummary{proj.Summary()},
+		ActiveThreads: []summaryJSON{summaryJSONOf(th.GetSummary())},
 		Plugins: []pluginStatus{
-			{Name: "acp", Path: filepath.Join(binDir, "baton-plugin-acp"), PID: proj.ProviderSessions[0].PluginPid, Version: "0.1.0"},
+			{Name: "acp", Path: filepath.Join(binDir, "baton-plugin-acp"), PID: int(th.GetProviderSessions()[0].GetPluginPid()), Version: "0.1.0"},
 			{Name: "claude", Path: filepath.Join(binDir, "baton-plugin-claude")},
 			{Name: "codex", Path: filepath.Join(binDir, "baton-plugin-codex")},
 			{Name: "cursor", Path: filepath.Join(binDir, "baton-plugin-cursor")},
@@ -101,8 +98,8 @@ func TestStatus(t *testing.T) {
 		"listening  unix://" + sock + "\n" +
 		"           " + tcp + " (token)\n" +
 		"threads    1 active\n" +
-		"           " + id + "  acp  running, 1 run  " + proj.Cwd + "\n" +
-		"plugins    acp 0.1.0 (pid " + strconv.Itoa(proj.ProviderSessions[0].PluginPid) + "), claude, codex, cursor, opencode\n" +
+		"           " + id + "  acp  running, 1 run  " + th.GetCwd() + "\n" +
+		"plugins    acp 0.1.0 (pid " + strconv.Itoa(int(th.GetProviderSessions()[0].GetPluginPid())) + "), claude, codex, cursor, opencode\n" +
 		"runtime    RUNTIME\n"
 	if diff := cmp.Diff(result{Stdout: text}, got); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)

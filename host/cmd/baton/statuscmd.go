@@ -68,15 +68,15 @@ It never embeds a host: with no service answering it says so and exits 1.`,
 
 // serviceStatus is the status as --json prints it.
 type serviceStatus struct {
-	Version       string                 `json:"version"`
-	PID           int                    `json:"pid"`
-	DataDir       string                 `json:"dataDir"`
-	StartedAt     time.Time              `json:"startedAt"`
-	UptimeSeconds int64                  `json:"uptimeSeconds"`
-	Listeners     []listenerStatus       `json:"listeners"`
-	ActiveThreads []domain.ThreadSummary `json:"activeThreads"`
-	Plugins       []pluginStatus         `json:"plugins"`
-	Runtime       runtimeStatus          `json:"runtime"`
+	Version       string           `json:"version"`
+	PID           int              `json:"pid"`
+	DataDir       string           `json:"dataDir"`
+	StartedAt     time.Time        `json:"startedAt"`
+	UptimeSeconds int64            `json:"uptimeSeconds"`
+	Listeners     []listenerStatus `json:"listeners"`
+	ActiveThreads []summaryJSON    `json:"activeThreads"`
+	Plugins       []pluginStatus   `json:"plugins"`
+	Runtime       runtimeStatus    `json:"runtime"`
 }
 
 type runtimeStatus struct {
@@ -102,12 +102,12 @@ type pluginStatus struct {
 func statusJSON(st *batonv1.ServiceStatus) serviceStatus {
 	out := serviceStatus{Version: st.GetVersion(), PID: int(st.GetPid()), DataDir: st.GetDataDir(), StartedAt: st.GetStartedAt().AsTime(),
 		UptimeSeconds: int64(st.GetUptime().AsDuration() / time.Second), Listeners: []listenerStatus{},
-		ActiveThreads: []domain.ThreadSummary{}, Plugins: []pluginStatus{}}
+		ActiveThreads: []summaryJSON{}, Plugins: []pluginStatus{}}
 	for _, l := range st.GetListeners() {
 		out.Listeners = append(out.Listeners, listenerStatus{Address: l.GetAddress(), TLS: l.GetTls(), Token: l.GetToken()})
 	}
 	for _, t := range st.GetActiveThreads() {
-		out.ActiveThreads = append(out.ActiveThreads, service.SummaryOf(t))
+		out.ActiveThreads = append(out.ActiveThreads, summaryJSONOf(t))
 	}
 	for _, p := range st.GetPlugins() {
 		out.Plugins = append(out.Plugins, pluginStatus{Name: p.GetName(), Path: p.GetPath(), PID: int(p.GetPid()), Version: p.GetVersion()})
@@ -153,16 +153,15 @@ func printStatus(w io.Writer, st *batonv1.ServiceStatus, now time.Time, loc *tim
 	fmt.Fprintf(w, "threads    %d active\n", len(st.GetActiveThreads()))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, t := range st.GetActiveThreads() {
-		s := service.SummaryOf(t)
-		what := string(s.Status)
-		if s.Status == domain.ThreadIdle {
+		what := t.GetStatus()
+		if domain.ThreadStatus(t.GetStatus()) == domain.ThreadIdle {
 			what += ", provider session open" // live, no run active: its session is
 		}
-		what += ", " + plural(s.Runs, "run")
-		if s.Queued > 0 {
-			what += fmt.Sprintf(" (%d queued)", s.Queued)
+		what += ", " + plural(int(t.GetRuns()), "run")
+		if t.GetQueued() > 0 {
+			what += fmt.Sprintf(" (%d queued)", t.GetQueued())
 		}
-		fmt.Fprintf(tw, "           %s\t%s\t%s\t%s\n", s.ID, s.Provider, what, s.Cwd)
+		fmt.Fprintf(tw, "           %s\t%s\t%s\t%s\n", t.GetId(), t.GetProvider(), what, t.GetCwd())
 	}
 	tw.Flush()
 	var plugins []string

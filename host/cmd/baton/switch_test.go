@@ -188,9 +188,9 @@ func TestSwitchAndHandoffLines(t *testing.T) {
 		domain.HandoffConsumed{HandoffID: "h4", RunID: "r6"},
 	}
 	var b strings.Builder
-	p := newPrinter(&b, false, domain.Thread{ID: "thr"})
+	p := newPrinter(&b, false, &batonv1.Thread{Id: "thr"})
 	for _, e := range events {
-		p.event(followed{Event: &batonv1.Event{ThreadId: "thr", Type: e.EventType()}, Payload: e})
+		p.event(apiEvent(t, 0, "thr", e))
 	}
 	want := `⇄ switched to claude (model opus); handoffs at most 16 KiB
   ⓘ handoff to claude: runs 1-3, 12 KiB

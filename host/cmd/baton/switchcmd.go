@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -91,17 +92,14 @@ func splitCommand(verb, command string) ([]string, error) {
 // ask (nil when they ask nothing new). argv is --provider-command's words.
 // A provider the thread has not used, with no command given, runs its
 // usual command; noCommand names such a provider that has none.
-func switchRequest(t domain.Thread, f switchFlags, argv []string) (req *batonv1.SwitchProviderRequest, noCommand string) {
-	provider := f.provider
-	if provider == "" {
-		provider = t.Provider
-	}
-	if provider == t.Provider && (f.model == "" || f.model == t.Model) && argv == nil &&
-		(f.handoffMax == 0 || f.handoffMax == t.HandoffMaxBytes) {
+func switchRequest(t *batonv1.Thread, f switchFlags, argv []string) (req *batonv1.SwitchProviderRequest, noCommand string) {
+	provider := cmp.Or(f.provider, t.GetProvider())
+	if provider == t.GetProvider() && (f.model == "" || f.model == t.GetModel()) && argv == nil &&
+		(f.handoffMax == 0 || f.handoffMax == int(t.GetHandoffMaxBytes())) {
 		return nil, ""
 	}
-	req = &batonv1.SwitchProviderRequest{ThreadId: t.ID, Provider: provider, Model: f.model, HandoffMaxBytes: uint32(f.handoffMax)}
-	if _, used := t.Binding(provider); argv == nil && !used {
+	req = &batonv1.SwitchProviderRequest{ThreadId: t.GetId(), Provider: provider, Model: f.model, HandoffMaxBytes: uint32(f.handoffMax)}
+	if argv == nil && !usedProvider(t, provider) {
 		if argv = defaultCommand(provider); argv == nil {
 			return nil, provider
 		}
@@ -114,7 +112,7 @@ func switchRequest(t domain.Thread, f switchFlags, argv []string) (req *batonv1.
 
 // switchThread sends thread t the switch the flags ask, if any; it says
 // whether it sent one.
-func switchThread(ctx context.Context, verb string, c *client, idgen *ids.Allocator, t domain.Thread, f switchFlags, argv []string) (bool, error) {
+func switchThread(ctx context.Context, verb string, c *client, idgen *ids.Allocator, t *batonv1.Thread, f switchFlags, argv []string) (bool, error) {
 	req, missing := switchRequest(t, f, argv)
 	if missing != "" {
 		return false, noCommand(ctx, verb, c, missing)
@@ -155,20 +153,20 @@ printed here; baton show lists each provider's binding and every handoff.`,
 			if err != nil {
 				return err
 			}
-			return withThread(cmd, g, "switch", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
+			return withThread(cmd, g, "switch", args[0], func(ctx context.Context, c *client, t *batonv1.Thread) error {
 				switched, err := switchThread(ctx, "switch", c, ids.New(), t, *f, argv)
 				if err != nil {
 					return err
 				}
 				if !switched {
-					fmt.Fprintf(g.stdout, "thread %s already runs on %s%s; nothing changed\n", t.ID, t.Provider, modelNote(t.Model))
+					fmt.Fprintf(g.stdout, "thread %s already runs on %s%s; nothing changed\n", t.GetId(), t.GetProvider(), modelNote(t.GetModel()))
 					return nil
 				}
-				now, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: t.ID})
+				now, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: t.GetId()})
 				if err != nil {
 					return rpcError("switch", err)
 				}
-				return printEvents(ctx, c, scopedPrinter(g.stdout, false, t), "read events", t.ID, at.GetSequence(), now.GetSequence())
+				return printEvents(ctx, c, scopedPrinter(g.stdout, false, t), "read events", t.GetId(), t.GetSequence(), now.GetSequence())
 			})
 		},
 	}
@@ -193,7 +191,7 @@ func printEvents(ctx context.Context, c *client, p *printer, what, threadID stri
 				return nil
 			}
 			p.event(rec)
-			if upto != 0 && rec.Sequence >= upto {
+			if upto != 0 && rec.GetSequence() >= upto {
 				return nil
 			}
 		case err := <-errs:

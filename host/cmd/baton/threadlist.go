@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 )
 
@@ -23,16 +24,16 @@ import (
 // creation time, then by id (descending) for threads made in the same
 // instant. Every thread's summary holds its creation time, so the order is
 // the same for time-ordered ids and the random ones made before them.
-func listOrder(a, b domain.ThreadSummary) int {
-	return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
+func listOrder(a, b *batonv1.ThreadSummary) int {
+	return cmp.Or(instant(b.GetCreatedAt()).Compare(instant(a.GetCreatedAt())), strings.Compare(b.GetId(), a.GetId()))
 }
 
 // listed puts threads in list order and keeps those after from (when
 // given) and at most limit of them (0: all).
-func listed(list []domain.ThreadSummary, from *domain.ThreadSummary, limit int) []domain.ThreadSummary {
+func listed(list []*batonv1.ThreadSummary, from *batonv1.ThreadSummary, limit int) []*batonv1.ThreadSummary {
 	slices.SortStableFunc(list, listOrder)
 	if from != nil {
-		list = slices.DeleteFunc(list, func(t domain.ThreadSummary) bool { return listOrder(*from, t) >= 0 })
+		list = slices.DeleteFunc(list, func(t *batonv1.ThreadSummary) bool { return listOrder(from, t) >= 0 })
 	}
 	if limit > 0 && len(list) > limit {
 		list = list[:limit]
@@ -85,19 +86,19 @@ func formatOf(verb string, fs *pflag.FlagSet, o outputFormat, jsonOut bool) (out
 // printThreads prints threads in a format; a table's times are ages
 // ("3m ago") on a terminal, else instants in RFC 3339 (UTC), which scripts
 // can read and which do not change from one run to the next.
-func printThreads(w io.Writer, list []domain.ThreadSummary, format outputFormat, now func() time.Time) error {
+func printThreads(w io.Writer, list []*batonv1.ThreadSummary, format outputFormat, now func() time.Time) error {
 	switch format {
 	case outputJSON:
 		enc := json.NewEncoder(w)
 		for _, t := range list {
-			if err := enc.Encode(t); err != nil {
+			if err := enc.Encode(summaryJSONOf(t)); err != nil {
 				return failf(exitFailed, "threads: %v", err)
 			}
 		}
 		return nil
 	case outputIDs:
 		for _, t := range list {
-			fmt.Fprintln(w, t.ID)
+			fmt.Fprintln(w, t.GetId())
 		}
 		return nil
 	}
@@ -109,22 +110,51 @@ func printThreads(w io.Writer, list []domain.ThreadSummary, format outputFormat,
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "THREAD\tPROVIDER\tSTATUS\tRUNS\tCREATED\tUPDATED\tCWD")
 	for _, t := range list {
-		runs := fmt.Sprint(t.Runs)
-		if t.Queued > 0 {
-			runs += fmt.Sprintf(" (%d queued)", t.Queued)
+		runs := fmt.Sprint(t.GetRuns())
+		if t.GetQueued() > 0 {
+			runs += fmt.Sprintf(" (%d queued)", t.GetQueued())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Provider, statusWords(t), runs, when(t.CreatedAt), when(t.UpdatedAt), t.Cwd)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.GetId(), t.GetProvider(), statusWords(t), runs,
+			when(instant(t.GetCreatedAt())), when(instant(t.GetUpdatedAt())), t.GetCwd())
 	}
 	return tw.Flush()
 }
 
+// summaryJSON is a thread's summary as -o json and status --json print
+// it: one object, its field names and forms the host's thread index's
+// (the same bytes since before the API was typed).
+type summaryJSON struct {
+	ID        string    `json:"id"`
+	Provider  string    `json:"provider"`
+	Cwd       string    `json:"cwd"`
+	Model     string    `json:"model,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Runs counts the thread's runs; Queued those waiting to start.
+	Runs   uint32 `json:"runs"`
+	Queued uint32 `json:"queued,omitempty"`
+	// Status is the active run's status, or "idle"; LastRun the status
+	// of the newest run that has started.
+	Status  string `json:"status"`
+	LastRun string `json:"lastRun,omitempty"`
+	// Sequence is the thread's last event.
+	Sequence uint64 `json:"sequence"`
+}
+
+// summaryJSONOf is the API's summary in its JSON form.
+func summaryJSONOf(t *batonv1.ThreadSummary) summaryJSON {
+	return summaryJSON{ID: t.GetId(), Provider: t.GetProvider(), Cwd: t.GetCwd(), Model: t.GetModel(),
+		CreatedAt: instant(t.GetCreatedAt()), UpdatedAt: instant(t.GetUpdatedAt()), Runs: t.GetRuns(), Queued: t.GetQueued(),
+		Status: t.GetStatus(), LastRun: t.GetLastRun(), Sequence: t.GetSequence()}
+}
+
 // statusWords is a thread's status as a list shows it: "running", or
 // "idle, last run completed".
-func statusWords(t domain.ThreadSummary) string {
-	if t.LastRun != "" && t.Status == domain.ThreadIdle {
-		return string(t.Status) + ", last run " + string(t.LastRun)
+func statusWords(t *batonv1.ThreadSummary) string {
+	if t.GetLastRun() != "" && domain.ThreadStatus(t.GetStatus()) == domain.ThreadIdle {
+		return t.GetStatus() + ", last run " + t.GetLastRun()
 	}
-	return string(t.Status)
+	return t.GetStatus()
 }
 
 // age is how long before now t was, in its largest whole unit, as people

@@ -16,7 +16,6 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
-	"github.com/baton-run/baton/host/internal/service"
 	"github.com/baton-run/baton/sdk"
 )
 
@@ -67,7 +66,7 @@ and 16 hex digits) and is listed by its creation time all the same.`,
 				return err
 			}
 			return withReader(cmd, g, func(ctx context.Context, c *client) error {
-				var from *domain.ThreadSummary
+				var from *batonv1.ThreadSummary
 				if after != "" {
 					at, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: after})
 					if status.Code(err) == codes.NotFound {
@@ -75,21 +74,18 @@ and 16 hex digits) and is listed by its creation time all the same.`,
 					} else if err != nil {
 						return rpcError("threads", err)
 					}
-					s := service.SummaryOf(at.GetSummary())
-					from = &s
+					from = at.GetSummary()
 				}
 				// The order is by creation time, which the index is not
 				// in: read it all (a summary per thread), then sort.
-				var list []domain.ThreadSummary
+				var list []*batonv1.ThreadSummary
 				token := ""
 				for {
 					resp, err := c.ListThreads(ctx, &batonv1.ListThreadsRequest{PageSize: 1000, PageToken: token, Status: state, Provider: provider})
 					if err != nil {
 						return rpcError("list threads", err)
 					}
-					for _, t := range resp.GetThreads() {
-						list = append(list, service.SummaryOf(t))
-					}
+					list = append(list, resp.GetThreads()...)
 					if token = resp.GetNextPageToken(); token == "" {
 						break
 					}
@@ -129,31 +125,31 @@ messages, items and turns are together, in run order.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withReader(cmd, g, func(ctx context.Context, c *client) error {
-				at, t, err := c.threadFor(ctx, "show", args[0])
+				t, err := c.threadFor(ctx, "show", args[0])
 				if err != nil {
 					return err
 				}
 				// The whole thread, a page at a time when the service no
 				// longer holds all of it.
-				if at.GetPage().GetFirstRun() > 1 || at.GetPage().GetMessagesAfter() > 0 {
-					if at, t, err = c.threadFrom(ctx, args[0], 1); err != nil {
+				if t.GetPage().GetFirstRun() > 1 || t.GetPage().GetMessagesAfter() > 0 {
+					if t, err = c.threadFrom(ctx, args[0], 1); err != nil {
 						return rpcError("show", err)
 					}
 				}
 				if handoff != "" {
-					for _, h := range t.Handoffs {
-						if h.ID == handoff {
-							fmt.Fprint(g.stdout, h.Text)
+					for _, h := range t.GetHandoffs() {
+						if h.GetId() == handoff {
+							fmt.Fprint(g.stdout, h.GetText())
 							return nil
 						}
 					}
-					return usagef("show: thread %s has no handoff %q", t.ID, handoff)
+					return usagef("show: thread %s has no handoff %q", t.GetId(), handoff)
 				}
 				if jsonOut {
-					fmt.Fprintf(g.stdout, "%s\n", protoJSON(at))
+					fmt.Fprintf(g.stdout, "%s\n", protoJSON(t))
 					return nil
 				}
-				showThread(g, t, service.SummaryOf(at.GetSummary()))
+				showThread(g, t)
 				return nil
 			})
 		},
@@ -164,153 +160,184 @@ messages, items and turns are together, in run order.`,
 }
 
 // showThread is a thread for people to read.
-func showThread(g *globals, t domain.Thread, s domain.ThreadSummary) {
+func showThread(g *globals, t *batonv1.Thread) {
 	w := g.stdout
-	fmt.Fprintf(w, "thread %s · %s · %s\n", t.ID, t.Provider, t.Cwd)
-	fmt.Fprintf(w, "  %s; approvals: %s; created %s, updated %s; sequence %d\n", statusWords(s), t.ApprovalPolicy,
-		t.CreatedAt.Local().Format(time.DateTime), t.UpdatedAt.Local().Format(time.DateTime), t.Sequence)
-	if t.Model != "" {
-		fmt.Fprintf(w, "  model %s\n", t.Model)
+	fmt.Fprintf(w, "thread %s · %s · %s\n", t.GetId(), t.GetProvider(), t.GetCwd())
+	fmt.Fprintf(w, "  %s; approvals: %s; created %s, updated %s; sequence %d\n", statusWords(t.GetSummary()), t.GetApprovalPolicy(),
+		instant(t.GetCreatedAt()).Local().Format(time.DateTime), instant(t.GetUpdatedAt()).Local().Format(time.DateTime), t.GetSequence())
+	if t.GetModel() != "" {
+		fmt.Fprintf(w, "  model %s\n", t.GetModel())
 	}
 	showLoop(w, t, time.Now(), time.Local)
-	switched := len(t.ProviderBindings) > 1
+	switched := len(t.GetProviderBindings()) > 1
 	if switched {
 		showProviders(w, t)
 	}
-	fmt.Fprintf(w, "\nruns (%d):\n", len(t.Runs))
-	for _, r := range t.Runs {
-		end := string(r.Status)
-		switch {
-		case r.Failure != nil:
-			end += ": " + oneLine(r.Failure.Message, 80)
-		case r.StopReason != "":
-			end += " (" + r.StopReason + ")"
-		}
-		if switched && r.Provider != "" {
-			end += " on " + r.Provider
-		}
-		fmt.Fprintf(w, "  %d  %s  %s  %s\n", r.Ordinal, r.ID, end, oneLine(r.Input, 60))
-	}
-	if len(t.Messages) > 0 {
-		fmt.Fprintf(w, "\nmessages (%d):\n", len(t.Messages))
-		for _, m := range t.Messages {
-			run := ""
-			if r := runOf(t, m.RunID); r != nil {
-				run = fmt.Sprintf("run %d ", r.Ordinal)
-			}
-			fmt.Fprintf(w, "  %s%s: %s\n", run, m.Role, oneLine(m.Text.String(), 100))
-		}
-	}
-	if len(t.Requests) > 0 {
-		fmt.Fprintf(w, "\nrequests (%d):\n", len(t.Requests))
-		for _, q := range t.Requests {
-			how := string(q.Status)
-			if q.Decision != "" {
-				how += ", " + string(q.Decision)
-				if q.AnsweredBy != "" {
-					how += " by " + string(q.AnsweredBy)
-				}
-			}
-			fmt.Fprintf(w, "  %s  %s %s: %s\n", q.ID, words(string(q.Kind)), oneLine(q.Title, 60), how)
-		}
-	}
-	if len(t.Checkpoints) > 0 {
-		fmt.Fprintf(w, "\ncheckpoints (%d):\n", len(t.Checkpoints))
-		for _, cp := range t.Checkpoints {
-			what := fmt.Sprintf("run %d", cp.RunOrdinal)
-			if cp.RunOrdinal == 0 {
-				what = "baseline"
-			}
-			fmt.Fprintf(w, "  %s  %s  %s, %s\n", cp.ID, what, cp.Status, plural(len(cp.Files), "file"))
-		}
-	}
-	if len(t.Handoffs) > 0 {
+	showRuns(w, t, switched)
+	showMessages(w, t)
+	showRequests(w, t)
+	showCheckpoints(w, t)
+	if len(t.GetHandoffs()) > 0 {
 		showHandoffs(w, t)
+	}
+}
+
+// showRuns lists a thread's runs: each one's ordinal, id, how it ended
+// (and, once the thread has switched, on which provider) and what it was
+// asked.
+func showRuns(w io.Writer, t *batonv1.Thread, switched bool) {
+	fmt.Fprintf(w, "\nruns (%d):\n", len(t.GetRuns()))
+	for _, r := range t.GetRuns() {
+		end := r.GetStatus()
+		switch {
+		case r.GetFailure() != nil:
+			end += ": " + oneLine(r.GetFailure().GetMessage(), 80)
+		case r.GetStopReason() != "":
+			end += " (" + r.GetStopReason() + ")"
+		}
+		if switched && r.GetProvider() != "" {
+			end += " on " + r.GetProvider()
+		}
+		fmt.Fprintf(w, "  %d  %s  %s  %s\n", r.GetOrdinal(), r.GetId(), end, oneLine(r.GetInput(), 60))
+	}
+}
+
+// showMessages lists a thread's messages, each with its run's ordinal.
+func showMessages(w io.Writer, t *batonv1.Thread) {
+	if len(t.GetMessages()) == 0 {
+		return
+	}
+	ordinals := make(map[string]uint32, len(t.GetRuns()))
+	for _, r := range t.GetRuns() {
+		ordinals[r.GetId()] = r.GetOrdinal()
+	}
+	fmt.Fprintf(w, "\nmessages (%d):\n", len(t.GetMessages()))
+	for _, m := range t.GetMessages() {
+		run := ""
+		if n, ok := ordinals[m.GetRunId()]; ok {
+			run = fmt.Sprintf("run %d ", n)
+		}
+		fmt.Fprintf(w, "  %s%s: %s\n", run, m.GetRole(), oneLine(m.GetText(), 100))
+	}
+}
+
+// showRequests lists a thread's requests: their kind, title and how they
+// were answered.
+func showRequests(w io.Writer, t *batonv1.Thread) {
+	if len(t.GetRequests()) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nrequests (%d):\n", len(t.GetRequests()))
+	for _, q := range t.GetRequests() {
+		how := q.GetStatus()
+		if q.GetDecision() != "" {
+			how += ", " + q.GetDecision()
+			if q.GetAnsweredBy() != "" {
+				how += " by " + q.GetAnsweredBy()
+			}
+		}
+		fmt.Fprintf(w, "  %s  %s %s: %s\n", q.GetId(), words(q.GetKind()), oneLine(q.GetTitle(), 60), how)
+	}
+}
+
+// showCheckpoints lists a thread's checkpoints: what each is of, its
+// status and how many files it changed.
+func showCheckpoints(w io.Writer, t *batonv1.Thread) {
+	if len(t.GetCheckpoints()) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\ncheckpoints (%d):\n", len(t.GetCheckpoints()))
+	for _, cp := range t.GetCheckpoints() {
+		what := fmt.Sprintf("run %d", cp.GetRunOrdinal())
+		if cp.GetRunOrdinal() == 0 {
+			what = "baseline"
+		}
+		fmt.Fprintf(w, "  %s  %s  %s, %s\n", cp.GetId(), what, cp.GetStatus(), plural(len(cp.GetFiles()), "file"))
 	}
 }
 
 // showLoop shows a thread's continuation policy, where its loop is, its
 // armed waits and its last check, at now in loc.
-func showLoop(w io.Writer, t domain.Thread, now time.Time, loc *time.Location) {
-	l := t.Loop
+func showLoop(w io.Writer, t *batonv1.Thread, now time.Time, loc *time.Location) {
+	l := t.GetLoop()
 	if l == nil {
 		return
 	}
 	p := newPrinter(w, false, t)
 	p.now, p.loc = func() time.Time { return now }, loc
-	fmt.Fprintf(w, "  policy: %s\n", policyLine(l.Policy))
-	fmt.Fprintf(w, "  loop: %s\n", loopLine(*l, now, loc))
-	for _, wt := range []*domain.Wait{l.Wait, l.Return} {
+	fmt.Fprintf(w, "  policy: %s\n", policyLine(l.GetPolicy()))
+	fmt.Fprintf(w, "  loop: %s\n", loopLine(l, now, loc))
+	for _, wt := range []*batonv1.Wait{l.GetWait(), l.GetReturn()} {
 		if wt != nil {
-			fmt.Fprintf(w, "  ⏳ %s\n", p.waitLine(*wt))
+			fmt.Fprintf(w, "  ⏳ %s\n", p.waitLine(wt))
 		}
 	}
-	if l.Check != nil {
-		fmt.Fprintf(w, "  last %s\n", strings.TrimSuffix(checkLine(*l.Check)[0], "; last lines:"))
+	if l.GetCheck() != nil {
+		fmt.Fprintf(w, "  last %s\n", strings.TrimSuffix(checkLine(l.GetCheck())[0], "; last lines:"))
 	}
 }
 
 // showProviders lists the providers a thread has used: each one's model,
 // its own conversation of the thread (the one a return resumes), the last
 // run it has seen and the runs it ran.
-func showProviders(out io.Writer, t domain.Thread) {
-	fmt.Fprintf(out, "\nproviders (%d):\n", len(t.ProviderBindings))
+func showProviders(out io.Writer, t *batonv1.Thread) {
+	fmt.Fprintf(out, "\nproviders (%d):\n", len(t.GetProviderBindings()))
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	for _, b := range t.ProviderBindings {
-		name := b.Provider
-		if name == t.Provider {
+	for _, b := range t.GetProviderBindings() {
+		name := b.GetProvider()
+		if name == t.GetProvider() {
 			name += " (current)"
 		}
 		model := "default model"
-		if b.Model != "" {
-			model = "model " + b.Model
+		if b.GetModel() != "" {
+			model = "model " + b.GetModel()
 		}
 		conv := "no conversation"
-		if b.ThreadRef != "" {
-			conv = "conversation " + b.ThreadRef
+		if b.GetThreadRef() != "" {
+			conv = "conversation " + b.GetThreadRef()
 		}
 		seen := "has seen no run"
-		if b.SeenThrough > 0 {
-			seen = fmt.Sprintf("seen through run %d", b.SeenThrough)
+		if b.GetSeenThrough() > 0 {
+			seen = fmt.Sprintf("seen through run %d", b.GetSeenThrough())
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\tran %s\n", name, model, conv, seen, domain.RunList(b.Runs))
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\tran %s\n", name, model, conv, seen, domain.RunList(ints(b.GetRuns())))
 	}
 	w.Flush()
 }
 
 // showHandoffs lists a thread's handoffs: what each covered, for whom, and
 // what became of it.
-func showHandoffs(out io.Writer, t domain.Thread) {
-	fmt.Fprintf(out, "\nhandoffs (%d):\n", len(t.Handoffs))
+func showHandoffs(out io.Writer, t *batonv1.Thread) {
+	fmt.Fprintf(out, "\nhandoffs (%d):\n", len(t.GetHandoffs()))
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	for _, h := range t.Handoffs {
-		route := h.FromProvider + " -> " + h.ToProvider
-		if h.RollbackID != "" {
+	for _, h := range t.GetHandoffs() {
+		route := h.GetFromProvider() + " -> " + h.GetToProvider()
+		if h.GetRollbackId() != "" {
 			route += " (rollback)"
 		}
-		size := byteSize(cmp.Or(h.Bytes, len(h.Text)))
-		if h.Truncated {
+		size := byteSize(cmp.Or(int(h.GetBytes()), len(h.GetText())))
+		if h.GetTruncated() {
 			size += ", truncated"
 		}
-		status := string(h.Status)
-		switch {
-		case h.Status == domain.HandoffStatusConsumed:
-			status = "consumed by " + runName(t, h.RunID)
-		case h.Status == domain.HandoffStatusSuperseded && h.SupersededBy != "":
-			status += " by " + h.SupersededBy
+		status := h.GetStatus()
+		switch st := domain.HandoffStatus(h.GetStatus()); {
+		case st == domain.HandoffStatusConsumed:
+			status = "consumed by " + runName(t, h.GetRunId())
+		case st == domain.HandoffStatusSuperseded && h.GetSupersededBy() != "":
+			status += " by " + h.GetSupersededBy()
 		}
-		if h.Fallback != "" {
-			status += "; fallback: " + oneLine(h.Fallback, 80)
+		if h.GetFallback() != "" {
+			status += "; fallback: " + oneLine(h.GetFallback(), 80)
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", h.ID, h.Strategy, route, domain.RunList(domain.HandoffOrdinals(h.Runs, h.FromRun, h.ToRun)), size, status)
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", h.GetId(), h.GetStrategy(), route, domain.RunList(ints(h.GetCoveredRuns())), size, status)
 	}
 	w.Flush()
 }
 
 // runName is "run N", or the run's id when the thread does not show it.
-func runName(t domain.Thread, runID string) string {
+func runName(t *batonv1.Thread, runID string) string {
 	if r := runOf(t, runID); r != nil {
-		return fmt.Sprintf("run %d", r.Ordinal)
+		return fmt.Sprintf("run %d", r.GetOrdinal())
 	}
 	return runID
 }
@@ -332,18 +359,18 @@ thread.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			afterSet = cmd.Flags().Changed("after")
-			return withThread(cmd, g, "watch", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
-				defer c.followWaits(t.ID)() // a wait the thread holds fires while it is watched
-				start := at.GetSequence()
+			return withThread(cmd, g, "watch", args[0], func(ctx context.Context, c *client, t *batonv1.Thread) error {
+				defer c.followWaits(t.GetId())() // a wait the thread holds fires while it is watched
+				start := t.GetSequence()
 				if afterSet {
 					start = after
 				}
 				p := scopedPrinter(g.stdout, jsonOut, t)
 				if !afterSet {
 					if !jsonOut {
-						fmt.Fprintf(g.stdout, "● thread %s · %s · %s (watching from sequence %d)\n", t.ID, t.Provider, t.Cwd, start)
+						fmt.Fprintf(g.stdout, "● thread %s · %s · %s (watching from sequence %d)\n", t.GetId(), t.GetProvider(), t.GetCwd(), start)
 					}
-					p.stands(at, t) // what began before start, which its events will not say
+					p.stands(t) // what began before start, which its events will not say
 				}
 				return printEvents(ctx, c, p, "watch", args[0], start, 0)
 			})
@@ -358,7 +385,7 @@ thread.`,
 // context the first SIGINT or SIGTERM ends, with a client found by the
 // connection rule and the thread as it is now.
 func withThread(cmd *cobra.Command, g *globals, verb, threadID string,
-	fn func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error) error {
+	fn func(ctx context.Context, c *client, t *batonv1.Thread) error) error {
 	ctx, stop := signalContext(cmd.Context())
 	defer stop()
 	c, err := g.connect(ctx)
@@ -366,11 +393,11 @@ func withThread(cmd *cobra.Command, g *globals, verb, threadID string,
 		return err
 	}
 	defer c.close()
-	at, t, err := c.threadFor(ctx, verb, threadID)
+	t, err := c.threadFor(ctx, verb, threadID)
 	if err != nil {
 		return err
 	}
-	return fn(ctx, c, at, t)
+	return fn(ctx, c, t)
 }
 
 // signalContext ends at the first SIGINT or SIGTERM.
@@ -480,11 +507,11 @@ first, as baton run does (see baton run --help).`,
 				// The run meant, the switch and the policy first (each
 				// checked before any is written), shown as baton switch
 				// shows it.
-				at, t, err := c.threadFor(ctx, "send", threadID)
+				t, err := c.threadFor(ctx, "send", threadID)
 				if err != nil {
 					return err
 				}
-				if targetID, err = targetRun(ctx, c, "send", at, t, target); err != nil {
+				if targetID, err = targetRun(ctx, c, "send", t, target); err != nil {
 					return err
 				}
 				if missing := missingCommand(t, cont); missing != "" {
@@ -498,11 +525,11 @@ first, as baton run does (see baton run --help).`,
 					return err
 				}
 				if switched || cont != nil {
-					now, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: t.ID})
+					now, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: t.GetId()})
 					if err != nil {
 						return rpcError("send", err)
 					}
-					if err := printEvents(ctx, c, scopedPrinter(g.stdout, false, t), "read events", t.ID, at.GetSequence(), now.GetSequence()); err != nil {
+					if err := printEvents(ctx, c, scopedPrinter(g.stdout, false, t), "read events", t.GetId(), t.GetSequence(), now.GetSequence()); err != nil {
 						return err
 					}
 				}
@@ -553,36 +580,34 @@ run: its wait is cancelled. Follow the run's end with baton watch.`,
 					return err
 				}
 			}
-			return withThread(cmd, g, "interrupt", args[0], func(ctx context.Context, c *client, at *batonv1.Thread, t domain.Thread) error {
-				req := &batonv1.InterruptRequest{CommandId: ids.New().NewID("cmd"), ThreadId: t.ID, Force: force}
+			return withThread(cmd, g, "interrupt", args[0], func(ctx context.Context, c *client, t *batonv1.Thread) error {
+				req := &batonv1.InterruptRequest{CommandId: ids.New().NewID("cmd"), ThreadId: t.GetId(), Force: force}
 				if given {
-					r, err := c.runAt(ctx, at, t, run)
+					r, err := c.runAt(ctx, t, run)
 					switch {
 					case err != nil:
 						return rpcError("interrupt", err)
 					case r == nil:
-						return usagef("interrupt: thread %s has no run %d (it has %s)", t.ID, run, plural(int(at.GetSummary().GetRuns()), "run"))
+						return usagef("interrupt: thread %s has no run %d (it has %s)", t.GetId(), run, plural(int(t.GetSummary().GetRuns()), "run"))
 					case runByOrdinal(t, run) == nil:
 						// It left the projection the service holds: it has ended.
-						return failf(exitFailed, "interrupt: run %d has already ended (%s)", run, r.Status)
+						return failf(exitFailed, "interrupt: run %d has already ended (%s)", run, r.GetStatus())
 					}
-					req.RunId = r.ID
-				} else if r := t.ActiveRun(); r != nil {
-					req.RunId = r.ID // named, so that the receipt names it
+					req.RunId = r.GetId()
+				} else {
+					req.RunId = t.GetActiveRunId() // named, so that the receipt names it
 				}
 				// A run waiting for a limit's reset has no turn to stop: the
 				// interrupt cancels its wait, and says so.
-				var waiting *domain.Wait
-				if t.Loop != nil && t.Loop.Wait != nil {
-					if w := *t.Loop.Wait; req.RunId == "" || req.RunId == w.RunID {
-						waiting = &w
-					}
+				var waiting *batonv1.Wait
+				if w := t.GetLoop().GetWait(); w != nil && (req.RunId == "" || req.RunId == w.GetRunId()) {
+					waiting = w
 				}
 				rc, err := c.Interrupt(ctx, req)
 				if err != nil {
 					return rpcError("interrupt", err)
 				}
-				_, after, err := c.threadFor(ctx, "interrupt", t.ID)
+				after, err := c.threadFor(ctx, "interrupt", t.GetId())
 				if err != nil {
 					return err
 				}
@@ -599,26 +624,27 @@ run: its wait is cancelled. Follow the run's end with baton watch.`,
 // interruptedLine says what an interrupt of run runID did, as the thread
 // shows it after: "run 2 of thread thr_123: interrupt sent; it ends when the
 // provider confirms".
-func interruptedLine(t domain.Thread, runID string, waiting *domain.Wait, force bool) string {
+func interruptedLine(t *batonv1.Thread, runID string, waiting *batonv1.Wait, force bool) string {
 	r := runOf(t, runID)
 	if r == nil {
-		return fmt.Sprintf("thread %s: interrupt sent", t.ID)
+		return fmt.Sprintf("thread %s: interrupt sent", t.GetId())
 	}
-	head := fmt.Sprintf("run %d of thread %s", r.Ordinal, t.ID)
+	head := fmt.Sprintf("run %d of thread %s", r.GetOrdinal(), t.GetId())
+	st := statusOf(r)
 	switch {
-	case waiting != nil && waiting.RunID == r.ID:
-		return fmt.Sprintf("%s: its wait for %s is cancelled", head, domain.DescribeLimit(waiting.Limit, waiting.Provider))
-	case r.Status == domain.RunStatusCancelled:
+	case waiting != nil && waiting.GetRunId() == r.GetId():
+		return fmt.Sprintf("%s: its wait for %s is cancelled", head, describeLimit(waiting.GetLimit(), waiting.GetProvider()))
+	case st == domain.RunStatusCancelled:
 		return head + ": cancelled before it started"
-	case r.Stop.Forced != "" && (r.Status == domain.RunStatusInterrupted || !r.Status.Terminal()),
-		force && !r.Status.Terminal():
+	case r.GetStop().GetForced() != "" && (st == domain.RunStatusInterrupted || !st.Terminal()),
+		force && !st.Terminal():
 		// The same line whether the thread is read before the forced
 		// stop is done or after: the read races the host's kill.
 		return head + ": stopped by force; its provider's process is being ended"
-	case r.Status.Terminal():
-		return fmt.Sprintf("%s: %s", head, r.Status)
+	case st.Terminal():
+		return fmt.Sprintf("%s: %s", head, r.GetStatus())
 	}
-	return head + ": interrupt sent; it ends when the provider confirms (follow it with baton watch " + t.ID + ")"
+	return head + ": interrupt sent; it ends when the provider confirms (follow it with baton watch " + t.GetId() + ")"
 }
 
 // answerCommand is approve or decline: an answer to a pending request

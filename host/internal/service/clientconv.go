@@ -13,12 +13,15 @@ import (
 	"github.com/baton-run/baton/sdk"
 )
 
-// The other way: baton.v1's messages back as the host's types, for a
-// client in this module (the CLI) whose wording of a thread is the
-// domain's own (DescribeLimit, a policy's defaults, a handoff's runs).
-// It reads the API's typed fields, never a JSON form of the domain's, so
-// the wire's schema stays baton.proto; each function undoes its
-// counterpart in convert.go (TestConversionsRoundTrip holds them to it).
+// The other way: baton.v1's messages back as the host's types, for code
+// in this module that decides on the domain's thread over the API (a
+// scenario script's driver, scenario.Client) and for tests that compare
+// what the API gave with the log. A client that only shows a thread (the
+// CLI) reads the messages themselves: what it says that takes a domain
+// rule, the API carries. These read the API's typed fields, never a JSON
+// form of the domain's, so the wire's schema stays baton.proto; each
+// function undoes its counterpart in convert.go (TestConversionsRoundTrip
+// holds them to it).
 
 // SummaryOf is a thread's summary as the API gives it (a thread list's
 // row, a thread's header).

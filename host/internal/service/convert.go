@@ -143,7 +143,8 @@ func threadPB(t domain.Thread, pg orchestrator.Page) *batonv1.Thread {
 		Diagnostics: list(t.Diagnostics, diagnosticPB), RateLimits: list(t.RateLimits, rateLimitPB),
 		CheckpointScopes: list(t.CheckpointScopes, scopePB), Checkpoints: list(t.Checkpoints, checkpointPB),
 		Rollbacks: list(t.Rollbacks, rollbackPB), Handoffs: list(t.Handoffs, handoffPB),
-		ProviderBindings: list(t.ProviderBindings, bindingPB), HandoffMaxBytes: u32(t.HandoffMaxBytes)}
+		ProviderBindings: list(t.ProviderBindings, bindingPB), HandoffMaxBytes: u32(t.HandoffMaxBytes),
+		Unattended: t.Unattended()}
 	if r := t.ActiveRun(); r != nil {
 		out.ActiveRunId = r.ID
 	}
@@ -261,7 +262,8 @@ func rateLimitPB(l sdk.RateLimit) *batonv1.RateLimit {
 }
 
 func limitPB(l sdk.Limit) *batonv1.Limit {
-	return &batonv1.Limit{Kind: string(l.Kind), ResetsAt: ts(l.ResetsAt), Scope: l.Scope, Message: l.Message, Evidence: l.Evidence}
+	return &batonv1.Limit{Kind: string(l.Kind), ResetsAt: ts(l.ResetsAt), Scope: l.Scope, Message: l.Message, Evidence: l.Evidence,
+		Description: domain.DescribeLimit(l, "")}
 }
 
 func scopePB(sc domain.CheckpointScope) *batonv1.CheckpointScope {
@@ -292,7 +294,8 @@ func handoffPB(h domain.ContextHandoff) *batonv1.ContextHandoff {
 	return &batonv1.ContextHandoff{Id: h.ID, RollbackId: h.RollbackID, Strategy: string(h.Strategy), Version: u32(h.Version),
 		FromProvider: h.FromProvider, ToProvider: h.ToProvider, FromRun: u32(h.FromRun), ToRun: u32(h.ToRun),
 		Runs: list(h.Runs, handoffRunPB), Bytes: u32(h.Bytes), Truncated: h.Truncated, Cut: h.Cut, Fallback: h.Fallback,
-		Status: string(h.Status), SupersededBy: h.SupersededBy, RunId: h.RunID, Text: h.Text}
+		Status: string(h.Status), SupersededBy: h.SupersededBy, RunId: h.RunID, Text: h.Text,
+		CoveredRuns: list(domain.HandoffOrdinals(h.Runs, h.FromRun, h.ToRun), u32)}
 }
 
 func handoffRunPB(r domain.HandoffRun) *batonv1.HandoffRun {
@@ -322,8 +325,17 @@ func loopPB(l domain.Loop) *batonv1.Loop {
 }
 
 // policyPB is a continuation policy as the API's (the form SetPolicy
-// takes).
+// takes), with the policy it applies (none when it is off).
 func policyPB(p domain.ContinuationPolicy) *batonv1.ContinuationPolicy {
+	out := policyFieldsPB(p)
+	if !p.Off() {
+		out.Applied = policyFieldsPB(p.WithDefaults())
+	}
+	return out
+}
+
+// policyFieldsPB is a continuation policy's own fields as the API's.
+func policyFieldsPB(p domain.ContinuationPolicy) *batonv1.ContinuationPolicy {
 	return &batonv1.ContinuationPolicy{OnLimit: string(p.OnLimit), SwitchTo: p.SwitchTo, SwitchModel: p.SwitchModel,
 		SwitchProviderCommand: commandPB(p.SwitchCommand), Return: p.Return, ContinueText: p.ContinueText,
 		ProbeInterval: dur(p.Probe.Interval), ProbeFactor: p.Probe.Factor, ProbeCeiling: dur(p.Probe.Ceiling),
@@ -333,12 +345,19 @@ func policyPB(p domain.ContinuationPolicy) *batonv1.ContinuationPolicy {
 
 func waitPB(w domain.Wait) *batonv1.Wait {
 	return &batonv1.Wait{Id: w.ID, Kind: string(w.Kind), RunId: w.RunID, Provider: w.Provider, Limit: limitPB(w.Limit), At: ts(w.At),
-		Probe: u32(w.Probe), MaxProbes: u32(w.MaxProbes), Since: ts(w.Since), ArmedAt: ts(w.ArmedAt)}
+		Probe: u32(w.Probe), MaxProbes: u32(w.MaxProbes), Since: ts(w.Since), ArmedAt: ts(w.ArmedAt), AtReset: atReset(w)}
+}
+
+// atReset says whether a wait fires at its limit's reset (plus a jitter);
+// else it is a probe.
+func atReset(w domain.Wait) bool {
+	r := w.Limit.ResetsAt
+	return !r.IsZero() && !w.At.Before(r) && w.At.Sub(r) <= domain.MaxJitter
 }
 
 func checkPB(c domain.CheckResult) *batonv1.CheckResult {
 	return &batonv1.CheckResult{RunId: c.RunID, Command: c.Command, ExitCode: int32(c.ExitCode), Output: c.Output,
-		Truncated: c.Truncated, TimedOut: c.TimedOut, Error: c.Error, At: ts(c.At)}
+		Truncated: c.Truncated, TimedOut: c.TimedOut, Error: c.Error, At: ts(c.At), Passed: c.Passed()}
 }
 
 func earlierPB(e domain.Earlier) *batonv1.Earlier {
@@ -499,7 +518,8 @@ func setPayload(ev *batonv1.Event, pl domain.Payload) error {
 		ev.Payload = &batonv1.Event_HandoffCreated{HandoffCreated: &batonv1.HandoffCreated{HandoffId: e.HandoffID,
 			RollbackId: e.RollbackID, Strategy: string(e.Strategy), Version: u32(e.Version), FromProvider: e.FromProvider,
 			ToProvider: e.ToProvider, FromRun: u32(e.FromRun), ToRun: u32(e.ToRun), Runs: list(e.Runs, handoffRunPB),
-			Bytes: u32(e.Bytes), Truncated: e.Truncated, Cut: e.Cut, Fallback: e.Fallback, Text: e.Text}}
+			Bytes: u32(e.Bytes), Truncated: e.Truncated, Cut: e.Cut, Fallback: e.Fallback, Text: e.Text,
+			CoveredRuns: list(domain.HandoffOrdinals(e.Runs, e.FromRun, e.ToRun), u32)}}
 	case domain.HandoffConsumed:
 		ev.Payload = &batonv1.Event_HandoffConsumed{HandoffConsumed: &batonv1.HandoffConsumed{HandoffId: e.HandoffID, RunId: e.RunID}}
 	case domain.HandoffSuperseded:

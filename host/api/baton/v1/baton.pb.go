@@ -815,9 +815,15 @@ type ContinuationPolicy struct {
 	CheckTimeout *durationpb.Duration `protobuf:"bytes,13,opt,name=check_timeout,json=checkTimeout,proto3" json:"check_timeout,omitempty"`
 	// Budgets of the loop, from when the policy is set (0: none): runs,
 	// time, and tokens (from each run's usage).
-	MaxRuns       uint32               `protobuf:"varint,14,opt,name=max_runs,json=maxRuns,proto3" json:"max_runs,omitempty"`
-	MaxDuration   *durationpb.Duration `protobuf:"bytes,15,opt,name=max_duration,json=maxDuration,proto3" json:"max_duration,omitempty"`
-	MaxTokens     int64                `protobuf:"varint,16,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	MaxRuns     uint32               `protobuf:"varint,14,opt,name=max_runs,json=maxRuns,proto3" json:"max_runs,omitempty"`
+	MaxDuration *durationpb.Duration `protobuf:"bytes,15,opt,name=max_duration,json=maxDuration,proto3" json:"max_duration,omitempty"`
+	MaxTokens   int64                `protobuf:"varint,16,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	// applied is this policy as the host applies it: each field left zero
+	// at its default (probes, waits, the check's timeout, the text sent
+	// after a wait). Unset when the policy is off (it asks nothing: runs
+	// end as they end). The service fills it in the policies it gives; a
+	// request's is ignored.
+	Applied       *ContinuationPolicy `protobuf:"bytes,17,opt,name=applied,proto3" json:"applied,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -962,6 +968,13 @@ func (x *ContinuationPolicy) GetMaxTokens() int64 {
 		return x.MaxTokens
 	}
 	return 0
+}
+
+func (x *ContinuationPolicy) GetApplied() *ContinuationPolicy {
+	if x != nil {
+		return x.Applied
+	}
+	return nil
 }
 
 type SetPolicyRequest struct {
@@ -1189,7 +1202,11 @@ type Thread struct {
 	// (unset: none set).
 	Loop *Loop `protobuf:"bytes,29,opt,name=loop,proto3" json:"loop,omitempty"`
 	// earlier says what has left the projection (unset: nothing has).
-	Earlier       *Earlier `protobuf:"bytes,30,opt,name=earlier,proto3" json:"earlier,omitempty"`
+	Earlier *Earlier `protobuf:"bytes,30,opt,name=earlier,proto3" json:"earlier,omitempty"`
+	// unattended says the continuation loop has work still to come by
+	// itself: a wait armed, a check running, or, while the loop is active,
+	// a run active or queued.
+	Unattended    bool `protobuf:"varint,31,opt,name=unattended,proto3" json:"unattended,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1425,6 +1442,13 @@ func (x *Thread) GetEarlier() *Earlier {
 		return x.Earlier
 	}
 	return nil
+}
+
+func (x *Thread) GetUnattended() bool {
+	if x != nil {
+		return x.Unattended
+	}
+	return false
 }
 
 // Run is one counted user-visible turn.
@@ -3074,7 +3098,10 @@ type Limit struct {
 	Scope    string                 `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
 	Message  string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
 	// evidence is the raw frame (or frames) it was read from, cut short.
-	Evidence      string `protobuf:"bytes,5,opt,name=evidence,proto3" json:"evidence,omitempty"`
+	Evidence string `protobuf:"bytes,5,opt,name=evidence,proto3" json:"evidence,omitempty"`
+	// description is the limit in words, as the host says it: "usage limit
+	// (five_hour)"; a client puts the provider's name before it.
+	Description   string `protobuf:"bytes,6,opt,name=description,proto3" json:"description,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3140,6 +3167,13 @@ func (x *Limit) GetMessage() string {
 func (x *Limit) GetEvidence() string {
 	if x != nil {
 		return x.Evidence
+	}
+	return ""
+}
+
+func (x *Limit) GetDescription() string {
+	if x != nil {
+		return x.Description
 	}
 	return ""
 }
@@ -3591,8 +3625,11 @@ type ContextHandoff struct {
 	Status       string `protobuf:"bytes,14,opt,name=status,proto3" json:"status,omitempty"`
 	SupersededBy string `protobuf:"bytes,15,opt,name=superseded_by,json=supersededBy,proto3" json:"superseded_by,omitempty"`
 	// run_id is the run whose first turn carried it.
-	RunId         string `protobuf:"bytes,16,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	Text          string `protobuf:"bytes,17,opt,name=text,proto3" json:"text,omitempty"`
+	RunId string `protobuf:"bytes,16,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Text  string `protobuf:"bytes,17,opt,name=text,proto3" json:"text,omitempty"`
+	// covered_runs are the ordinals of the runs it covers: its runs', or
+	// from_run to to_run for a handoff made before handoffs listed them.
+	CoveredRuns   []uint32 `protobuf:"varint,18,rep,packed,name=covered_runs,json=coveredRuns,proto3" json:"covered_runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3744,6 +3781,13 @@ func (x *ContextHandoff) GetText() string {
 		return x.Text
 	}
 	return ""
+}
+
+func (x *ContextHandoff) GetCoveredRuns() []uint32 {
+	if x != nil {
+		return x.CoveredRuns
+	}
+	return nil
 }
 
 type HandoffRun struct {
@@ -4067,10 +4111,13 @@ type Wait struct {
 	At       *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
 	// probe is this wait's number for its run (from 1), of at most
 	// max_probes.
-	Probe         uint32                 `protobuf:"varint,7,opt,name=probe,proto3" json:"probe,omitempty"`
-	MaxProbes     uint32                 `protobuf:"varint,8,opt,name=max_probes,json=maxProbes,proto3" json:"max_probes,omitempty"`
-	Since         *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=since,proto3" json:"since,omitempty"`
-	ArmedAt       *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=armed_at,json=armedAt,proto3" json:"armed_at,omitempty"`
+	Probe     uint32                 `protobuf:"varint,7,opt,name=probe,proto3" json:"probe,omitempty"`
+	MaxProbes uint32                 `protobuf:"varint,8,opt,name=max_probes,json=maxProbes,proto3" json:"max_probes,omitempty"`
+	Since     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=since,proto3" json:"since,omitempty"`
+	ArmedAt   *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=armed_at,json=armedAt,proto3" json:"armed_at,omitempty"`
+	// at_reset says it fires at its limit's reset (moved later by at most
+	// a jitter of 30s); otherwise it is a probe.
+	AtReset       bool `protobuf:"varint,11,opt,name=at_reset,json=atReset,proto3" json:"at_reset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4175,17 +4222,26 @@ func (x *Wait) GetArmedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Wait) GetAtReset() bool {
+	if x != nil {
+		return x.AtReset
+	}
+	return false
+}
+
 // CheckResult is what an until check found.
 type CheckResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	Command       string                 `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
-	ExitCode      int32                  `protobuf:"varint,3,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
-	Output        string                 `protobuf:"bytes,4,opt,name=output,proto3" json:"output,omitempty"`
-	Truncated     bool                   `protobuf:"varint,5,opt,name=truncated,proto3" json:"truncated,omitempty"`
-	TimedOut      bool                   `protobuf:"varint,6,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
-	Error         string                 `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
-	At            *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=at,proto3" json:"at,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RunId     string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Command   string                 `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
+	ExitCode  int32                  `protobuf:"varint,3,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Output    string                 `protobuf:"bytes,4,opt,name=output,proto3" json:"output,omitempty"`
+	Truncated bool                   `protobuf:"varint,5,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	TimedOut  bool                   `protobuf:"varint,6,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
+	Error     string                 `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	At        *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=at,proto3" json:"at,omitempty"`
+	// passed says the check says the work is done: it exited 0, in time.
+	Passed        bool `protobuf:"varint,9,opt,name=passed,proto3" json:"passed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4274,6 +4330,13 @@ func (x *CheckResult) GetAt() *timestamppb.Timestamp {
 		return x.At
 	}
 	return nil
+}
+
+func (x *CheckResult) GetPassed() bool {
+	if x != nil {
+		return x.Passed
+	}
+	return false
 }
 
 // Earlier is what has left a thread's projection.
@@ -8475,21 +8538,24 @@ func (x *RollbackFailed) GetFailure() *Failure {
 }
 
 type HandoffCreated struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	HandoffId     string                 `protobuf:"bytes,1,opt,name=handoff_id,json=handoffId,proto3" json:"handoff_id,omitempty"`
-	RollbackId    string                 `protobuf:"bytes,2,opt,name=rollback_id,json=rollbackId,proto3" json:"rollback_id,omitempty"`
-	Strategy      string                 `protobuf:"bytes,3,opt,name=strategy,proto3" json:"strategy,omitempty"`
-	Version       uint32                 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
-	FromProvider  string                 `protobuf:"bytes,5,opt,name=from_provider,json=fromProvider,proto3" json:"from_provider,omitempty"`
-	ToProvider    string                 `protobuf:"bytes,6,opt,name=to_provider,json=toProvider,proto3" json:"to_provider,omitempty"`
-	FromRun       uint32                 `protobuf:"varint,7,opt,name=from_run,json=fromRun,proto3" json:"from_run,omitempty"`
-	ToRun         uint32                 `protobuf:"varint,8,opt,name=to_run,json=toRun,proto3" json:"to_run,omitempty"`
-	Runs          []*HandoffRun          `protobuf:"bytes,9,rep,name=runs,proto3" json:"runs,omitempty"`
-	Bytes         uint32                 `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	Truncated     bool                   `protobuf:"varint,11,opt,name=truncated,proto3" json:"truncated,omitempty"`
-	Cut           string                 `protobuf:"bytes,12,opt,name=cut,proto3" json:"cut,omitempty"`
-	Fallback      string                 `protobuf:"bytes,13,opt,name=fallback,proto3" json:"fallback,omitempty"`
-	Text          string                 `protobuf:"bytes,14,opt,name=text,proto3" json:"text,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	HandoffId    string                 `protobuf:"bytes,1,opt,name=handoff_id,json=handoffId,proto3" json:"handoff_id,omitempty"`
+	RollbackId   string                 `protobuf:"bytes,2,opt,name=rollback_id,json=rollbackId,proto3" json:"rollback_id,omitempty"`
+	Strategy     string                 `protobuf:"bytes,3,opt,name=strategy,proto3" json:"strategy,omitempty"`
+	Version      uint32                 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	FromProvider string                 `protobuf:"bytes,5,opt,name=from_provider,json=fromProvider,proto3" json:"from_provider,omitempty"`
+	ToProvider   string                 `protobuf:"bytes,6,opt,name=to_provider,json=toProvider,proto3" json:"to_provider,omitempty"`
+	FromRun      uint32                 `protobuf:"varint,7,opt,name=from_run,json=fromRun,proto3" json:"from_run,omitempty"`
+	ToRun        uint32                 `protobuf:"varint,8,opt,name=to_run,json=toRun,proto3" json:"to_run,omitempty"`
+	Runs         []*HandoffRun          `protobuf:"bytes,9,rep,name=runs,proto3" json:"runs,omitempty"`
+	Bytes        uint32                 `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Truncated    bool                   `protobuf:"varint,11,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Cut          string                 `protobuf:"bytes,12,opt,name=cut,proto3" json:"cut,omitempty"`
+	Fallback     string                 `protobuf:"bytes,13,opt,name=fallback,proto3" json:"fallback,omitempty"`
+	Text         string                 `protobuf:"bytes,14,opt,name=text,proto3" json:"text,omitempty"`
+	// covered_runs are the ordinals of the runs it covers (see
+	// ContextHandoff).
+	CoveredRuns   []uint32 `protobuf:"varint,15,rep,packed,name=covered_runs,json=coveredRuns,proto3" json:"covered_runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8620,6 +8686,13 @@ func (x *HandoffCreated) GetText() string {
 		return x.Text
 	}
 	return ""
+}
+
+func (x *HandoffCreated) GetCoveredRuns() []uint32 {
+	if x != nil {
+		return x.CoveredRuns
+	}
+	return nil
 }
 
 type HandoffConsumed struct {
@@ -10199,7 +10272,7 @@ const file_baton_proto_rawDesc = "" +
 	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x14\n" +
 	"\x05model\x18\x04 \x01(\tR\x05model\x12D\n" +
 	"\x10provider_command\x18\x05 \x01(\v2\x19.baton.v1.ProviderCommandR\x0fproviderCommand\x12*\n" +
-	"\x11handoff_max_bytes\x18\x06 \x01(\rR\x0fhandoffMaxBytes\"\xc7\x05\n" +
+	"\x11handoff_max_bytes\x18\x06 \x01(\rR\x0fhandoffMaxBytes\"\xff\x05\n" +
 	"\x12ContinuationPolicy\x12\x19\n" +
 	"\bon_limit\x18\x01 \x01(\tR\aonLimit\x12\x1b\n" +
 	"\tswitch_to\x18\x02 \x01(\tR\bswitchTo\x12!\n" +
@@ -10219,7 +10292,8 @@ const file_baton_proto_rawDesc = "" +
 	"\bmax_runs\x18\x0e \x01(\rR\amaxRuns\x12<\n" +
 	"\fmax_duration\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\vmaxDuration\x12\x1d\n" +
 	"\n" +
-	"max_tokens\x18\x10 \x01(\x03R\tmaxTokens\"\x84\x01\n" +
+	"max_tokens\x18\x10 \x01(\x03R\tmaxTokens\x126\n" +
+	"\aapplied\x18\x11 \x01(\v2\x1c.baton.v1.ContinuationPolicyR\aapplied\"\x84\x01\n" +
 	"\x10SetPolicyRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
@@ -10231,7 +10305,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x06to_run\x18\x03 \x01(\rR\x05toRun\x12\x19\n" +
 	"\bmax_runs\x18\x04 \x01(\rR\amaxRuns\x12%\n" +
 	"\x0emessages_after\x18\x05 \x01(\rR\rmessagesAfter\x12!\n" +
-	"\fmax_messages\x18\x06 \x01(\rR\vmaxMessages\"\x92\v\n" +
+	"\fmax_messages\x18\x06 \x01(\rR\vmaxMessages\"\xb2\v\n" +
 	"\x06Thread\x121\n" +
 	"\asummary\x18\x01 \x01(\v2\x17.baton.v1.ThreadSummaryR\asummary\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12(\n" +
@@ -10266,7 +10340,10 @@ const file_baton_proto_rawDesc = "" +
 	"\x11provider_bindings\x18\x1b \x03(\v2\x19.baton.v1.ProviderBindingR\x10providerBindings\x12*\n" +
 	"\x11handoff_max_bytes\x18\x1c \x01(\rR\x0fhandoffMaxBytes\x12\"\n" +
 	"\x04loop\x18\x1d \x01(\v2\x0e.baton.v1.LoopR\x04loop\x12+\n" +
-	"\aearlier\x18\x1e \x01(\v2\x11.baton.v1.EarlierR\aearlierJ\x04\b\x03\x10\x04R\n" +
+	"\aearlier\x18\x1e \x01(\v2\x11.baton.v1.EarlierR\aearlier\x12\x1e\n" +
+	"\n" +
+	"unattended\x18\x1f \x01(\bR\n" +
+	"unattendedJ\x04\b\x03\x10\x04R\n" +
 	"projection\"\xef\a\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
@@ -10430,13 +10507,14 @@ const file_baton_proto_rawDesc = "" +
 	"\tRateLimit\x127\n" +
 	"\tresets_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\x12!\n" +
 	"\fused_percent\x18\x02 \x01(\x01R\vusedPercent\x12\x14\n" +
-	"\x05scope\x18\x03 \x01(\tR\x05scope\"\xa0\x01\n" +
+	"\x05scope\x18\x03 \x01(\tR\x05scope\"\xc2\x01\n" +
 	"\x05Limit\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x127\n" +
 	"\tresets_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\x12\x14\n" +
 	"\x05scope\x18\x03 \x01(\tR\x05scope\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1a\n" +
-	"\bevidence\x18\x05 \x01(\tR\bevidence\"\xca\x01\n" +
+	"\bevidence\x18\x05 \x01(\tR\bevidence\x12 \n" +
+	"\vdescription\x18\x06 \x01(\tR\vdescription\"\xca\x01\n" +
 	"\x0fCheckpointScope\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x15\n" +
@@ -10482,7 +10560,7 @@ const file_baton_proto_rawDesc = "" +
 	"\ffailed_stage\x18\x0f \x01(\tR\vfailedStage\x12+\n" +
 	"\afailure\x18\x10 \x01(\v2\x11.baton.v1.FailureR\afailure\x12=\n" +
 	"\frequested_at\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x125\n" +
-	"\bended_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\"\xe3\x03\n" +
+	"\bended_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\"\x86\x04\n" +
 	"\x0eContextHandoff\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vrollback_id\x18\x02 \x01(\tR\n" +
@@ -10503,7 +10581,8 @@ const file_baton_proto_rawDesc = "" +
 	"\x06status\x18\x0e \x01(\tR\x06status\x12#\n" +
 	"\rsuperseded_by\x18\x0f \x01(\tR\fsupersededBy\x12\x15\n" +
 	"\x06run_id\x18\x10 \x01(\tR\x05runId\x12\x12\n" +
-	"\x04text\x18\x11 \x01(\tR\x04text\"\x98\x01\n" +
+	"\x04text\x18\x11 \x01(\tR\x04text\x12!\n" +
+	"\fcovered_runs\x18\x12 \x03(\rR\vcoveredRuns\"\x98\x01\n" +
 	"\n" +
 	"HandoffRun\x12\x18\n" +
 	"\aordinal\x18\x01 \x01(\rR\aordinal\x12\x15\n" +
@@ -10536,7 +10615,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x06return\x18\b \x01(\v2\x0e.baton.v1.WaitR\x06return\x12+\n" +
 	"\x05check\x18\t \x01(\v2\x15.baton.v1.CheckResultR\x05check\x12#\n" +
 	"\rcheck_pending\x18\n" +
-	" \x01(\bR\fcheckPending\"\xce\x02\n" +
+	" \x01(\bR\fcheckPending\"\xe9\x02\n" +
 	"\x04Wait\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x15\n" +
@@ -10549,7 +10628,8 @@ const file_baton_proto_rawDesc = "" +
 	"max_probes\x18\b \x01(\rR\tmaxProbes\x120\n" +
 	"\x05since\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x125\n" +
 	"\barmed_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\aarmedAt\"\xf0\x01\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\aarmedAt\x12\x19\n" +
+	"\bat_reset\x18\v \x01(\bR\aatReset\"\x88\x02\n" +
 	"\vCheckResult\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x1b\n" +
@@ -10558,7 +10638,8 @@ const file_baton_proto_rawDesc = "" +
 	"\ttruncated\x18\x05 \x01(\bR\ttruncated\x12\x1b\n" +
 	"\ttimed_out\x18\x06 \x01(\bR\btimedOut\x12\x14\n" +
 	"\x05error\x18\a \x01(\tR\x05error\x12*\n" +
-	"\x02at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xa9\x01\n" +
+	"\x02at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x16\n" +
+	"\x06passed\x18\t \x01(\bR\x06passed\"\xa9\x01\n" +
 	"\aEarlier\x12\x12\n" +
 	"\x04runs\x18\x01 \x01(\rR\x04runs\x12\x1a\n" +
 	"\bmessages\x18\x02 \x01(\rR\bmessages\x12\x14\n" +
@@ -10921,7 +11002,7 @@ const file_baton_proto_rawDesc = "" +
 	"\vrollback_id\x18\x01 \x01(\tR\n" +
 	"rollbackId\x12\x14\n" +
 	"\x05stage\x18\x02 \x01(\tR\x05stage\x12+\n" +
-	"\afailure\x18\x03 \x01(\v2\x11.baton.v1.FailureR\afailure\"\x9e\x03\n" +
+	"\afailure\x18\x03 \x01(\v2\x11.baton.v1.FailureR\afailure\"\xc1\x03\n" +
 	"\x0eHandoffCreated\x12\x1d\n" +
 	"\n" +
 	"handoff_id\x18\x01 \x01(\tR\thandoffId\x12\x1f\n" +
@@ -10940,7 +11021,8 @@ const file_baton_proto_rawDesc = "" +
 	"\ttruncated\x18\v \x01(\bR\ttruncated\x12\x10\n" +
 	"\x03cut\x18\f \x01(\tR\x03cut\x12\x1a\n" +
 	"\bfallback\x18\r \x01(\tR\bfallback\x12\x12\n" +
-	"\x04text\x18\x0e \x01(\tR\x04text\"G\n" +
+	"\x04text\x18\x0e \x01(\tR\x04text\x12!\n" +
+	"\fcovered_runs\x18\x0f \x03(\rR\vcoveredRuns\"G\n" +
 	"\x0fHandoffConsumed\x12\x1d\n" +
 	"\n" +
 	"handoff_id\x18\x01 \x01(\tR\thandoffId\x12\x15\n" +
@@ -11217,187 +11299,188 @@ var file_baton_proto_depIdxs = []int32{
 	115, // 9: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
 	115, // 10: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
 	115, // 11: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
-	9,   // 12: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	43,  // 13: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
-	42,  // 14: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
-	1,   // 15: baton.v1.Thread.provider_command:type_name -> baton.v1.ProviderCommand
-	114, // 16: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
-	114, // 17: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
-	13,  // 18: baton.v1.Thread.runs:type_name -> baton.v1.Run
-	19,  // 19: baton.v1.Thread.messages:type_name -> baton.v1.Message
-	20,  // 20: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
-	21,  // 21: baton.v1.Thread.provider_sessions:type_name -> baton.v1.ProviderSession
-	22,  // 22: baton.v1.Thread.provider_threads:type_name -> baton.v1.ProviderThread
-	23,  // 23: baton.v1.Thread.provider_turns:type_name -> baton.v1.ProviderTurn
-	24,  // 24: baton.v1.Thread.requests:type_name -> baton.v1.RuntimeRequest
-	26,  // 25: baton.v1.Thread.diagnostics:type_name -> baton.v1.Diagnostic
-	29,  // 26: baton.v1.Thread.rate_limits:type_name -> baton.v1.RateLimit
-	31,  // 27: baton.v1.Thread.checkpoint_scopes:type_name -> baton.v1.CheckpointScope
-	32,  // 28: baton.v1.Thread.checkpoints:type_name -> baton.v1.Checkpoint
-	33,  // 29: baton.v1.Thread.rollbacks:type_name -> baton.v1.Rollback
-	34,  // 30: baton.v1.Thread.handoffs:type_name -> baton.v1.ContextHandoff
-	36,  // 31: baton.v1.Thread.provider_bindings:type_name -> baton.v1.ProviderBinding
-	37,  // 32: baton.v1.Thread.loop:type_name -> baton.v1.Loop
-	40,  // 33: baton.v1.Thread.earlier:type_name -> baton.v1.Earlier
-	114, // 34: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
-	114, // 35: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	114, // 36: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
-	17,  // 37: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
-	18,  // 38: baton.v1.Run.nodes:type_name -> baton.v1.Node
-	27,  // 39: baton.v1.Run.failure:type_name -> baton.v1.Failure
-	28,  // 40: baton.v1.Run.usage:type_name -> baton.v1.Usage
-	14,  // 41: baton.v1.Run.stop:type_name -> baton.v1.RunStop
-	16,  // 42: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
-	15,  // 43: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
-	30,  // 44: baton.v1.Run.limit:type_name -> baton.v1.Limit
-	114, // 45: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
-	114, // 46: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
-	115, // 47: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
-	27,  // 48: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
-	114, // 49: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	114, // 50: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	28,  // 51: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
-	114, // 52: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
-	114, // 53: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
-	25,  // 54: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
-	111, // 55: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
-	114, // 56: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
-	114, // 57: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
-	114, // 58: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
-	99,  // 59: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
-	114, // 60: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
-	114, // 61: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
-	27,  // 62: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
-	114, // 63: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
-	114, // 64: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
-	35,  // 65: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
-	1,   // 66: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
-	9,   // 67: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
-	114, // 68: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
-	38,  // 69: baton.v1.Loop.wait:type_name -> baton.v1.Wait
-	38,  // 70: baton.v1.Loop.return:type_name -> baton.v1.Wait
-	39,  // 71: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
-	30,  // 72: baton.v1.Wait.limit:type_name -> baton.v1.Limit
-	114, // 73: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
-	114, // 74: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
-	114, // 75: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
-	114, // 76: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
-	41,  // 77: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
-	114, // 78: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	114, // 79: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	43,  // 80: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	114, // 81: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	48,  // 82: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
-	49,  // 83: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
-	50,  // 84: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
-	51,  // 85: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
-	52,  // 86: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
-	53,  // 87: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
-	54,  // 88: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
-	55,  // 89: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
-	56,  // 90: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
-	57,  // 91: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
-	58,  // 92: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
-	59,  // 93: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
-	60,  // 94: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
-	61,  // 95: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
-	62,  // 96: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
-	63,  // 97: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
-	64,  // 98: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
-	65,  // 99: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
-	66,  // 100: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
-	67,  // 101: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
-	68,  // 102: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
-	69,  // 103: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
-	70,  // 104: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
-	71,  // 105: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
-	72,  // 106: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
-	73,  // 107: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
-	74,  // 108: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
-	75,  // 109: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
-	76,  // 110: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
-	77,  // 111: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
-	29,  // 112: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
-	78,  // 113: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
-	79,  // 114: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
-	80,  // 115: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
-	81,  // 116: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
-	82,  // 117: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
-	83,  // 118: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
-	84,  // 119: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
-	85,  // 120: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
-	86,  // 121: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
-	87,  // 122: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
-	88,  // 123: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
-	89,  // 124: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
-	90,  // 125: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
-	91,  // 126: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
-	92,  // 127: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
-	38,  // 128: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
-	93,  // 129: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
-	94,  // 130: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
-	39,  // 131: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
-	95,  // 132: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
-	96,  // 133: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
-	1,   // 134: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
-	25,  // 135: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
-	28,  // 136: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
-	27,  // 137: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
-	115, // 138: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
-	114, // 139: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
-	112, // 140: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
-	15,  // 141: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
-	99,  // 142: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
-	32,  // 143: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
-	27,  // 144: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
-	35,  // 145: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
-	1,   // 146: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
-	9,   // 147: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
-	30,  // 148: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
-	97,  // 149: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
-	99,  // 150: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
-	102, // 151: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	113, // 152: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
-	103, // 153: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	114, // 154: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
-	115, // 155: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
-	108, // 156: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
-	43,  // 157: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
-	109, // 158: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
-	107, // 159: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
-	2,   // 160: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	3,   // 161: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	4,   // 162: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	5,   // 163: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	6,   // 164: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
-	7,   // 165: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	8,   // 166: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	10,  // 167: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	11,  // 168: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	44,  // 169: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	46,  // 170: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	98,  // 171: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	101, // 172: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	105, // 173: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
-	0,   // 174: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,   // 175: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,   // 176: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,   // 177: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,   // 178: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
-	0,   // 179: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,   // 180: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,   // 181: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	12,  // 182: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	45,  // 183: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	47,  // 184: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	100, // 185: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	104, // 186: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	106, // 187: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
-	174, // [174:188] is the sub-list for method output_type
-	160, // [160:174] is the sub-list for method input_type
-	160, // [160:160] is the sub-list for extension type_name
-	160, // [160:160] is the sub-list for extension extendee
-	0,   // [0:160] is the sub-list for field type_name
+	9,   // 12: baton.v1.ContinuationPolicy.applied:type_name -> baton.v1.ContinuationPolicy
+	9,   // 13: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
+	43,  // 14: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
+	42,  // 15: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
+	1,   // 16: baton.v1.Thread.provider_command:type_name -> baton.v1.ProviderCommand
+	114, // 17: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
+	114, // 18: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
+	13,  // 19: baton.v1.Thread.runs:type_name -> baton.v1.Run
+	19,  // 20: baton.v1.Thread.messages:type_name -> baton.v1.Message
+	20,  // 21: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
+	21,  // 22: baton.v1.Thread.provider_sessions:type_name -> baton.v1.ProviderSession
+	22,  // 23: baton.v1.Thread.provider_threads:type_name -> baton.v1.ProviderThread
+	23,  // 24: baton.v1.Thread.provider_turns:type_name -> baton.v1.ProviderTurn
+	24,  // 25: baton.v1.Thread.requests:type_name -> baton.v1.RuntimeRequest
+	26,  // 26: baton.v1.Thread.diagnostics:type_name -> baton.v1.Diagnostic
+	29,  // 27: baton.v1.Thread.rate_limits:type_name -> baton.v1.RateLimit
+	31,  // 28: baton.v1.Thread.checkpoint_scopes:type_name -> baton.v1.CheckpointScope
+	32,  // 29: baton.v1.Thread.checkpoints:type_name -> baton.v1.Checkpoint
+	33,  // 30: baton.v1.Thread.rollbacks:type_name -> baton.v1.Rollback
+	34,  // 31: baton.v1.Thread.handoffs:type_name -> baton.v1.ContextHandoff
+	36,  // 32: baton.v1.Thread.provider_bindings:type_name -> baton.v1.ProviderBinding
+	37,  // 33: baton.v1.Thread.loop:type_name -> baton.v1.Loop
+	40,  // 34: baton.v1.Thread.earlier:type_name -> baton.v1.Earlier
+	114, // 35: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
+	114, // 36: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	114, // 37: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	17,  // 38: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
+	18,  // 39: baton.v1.Run.nodes:type_name -> baton.v1.Node
+	27,  // 40: baton.v1.Run.failure:type_name -> baton.v1.Failure
+	28,  // 41: baton.v1.Run.usage:type_name -> baton.v1.Usage
+	14,  // 42: baton.v1.Run.stop:type_name -> baton.v1.RunStop
+	16,  // 43: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
+	15,  // 44: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
+	30,  // 45: baton.v1.Run.limit:type_name -> baton.v1.Limit
+	114, // 46: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
+	114, // 47: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
+	115, // 48: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
+	27,  // 49: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
+	114, // 50: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	114, // 51: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	28,  // 52: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
+	114, // 53: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
+	114, // 54: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
+	25,  // 55: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
+	111, // 56: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
+	114, // 57: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
+	114, // 58: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	114, // 59: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
+	99,  // 60: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
+	114, // 61: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
+	114, // 62: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
+	27,  // 63: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
+	114, // 64: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
+	114, // 65: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
+	35,  // 66: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
+	1,   // 67: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
+	9,   // 68: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
+	114, // 69: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
+	38,  // 70: baton.v1.Loop.wait:type_name -> baton.v1.Wait
+	38,  // 71: baton.v1.Loop.return:type_name -> baton.v1.Wait
+	39,  // 72: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
+	30,  // 73: baton.v1.Wait.limit:type_name -> baton.v1.Limit
+	114, // 74: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
+	114, // 75: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
+	114, // 76: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
+	114, // 77: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
+	41,  // 78: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
+	114, // 79: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	114, // 80: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	43,  // 81: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
+	114, // 82: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	48,  // 83: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
+	49,  // 84: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
+	50,  // 85: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
+	51,  // 86: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
+	52,  // 87: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
+	53,  // 88: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
+	54,  // 89: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
+	55,  // 90: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
+	56,  // 91: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
+	57,  // 92: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
+	58,  // 93: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
+	59,  // 94: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
+	60,  // 95: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
+	61,  // 96: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
+	62,  // 97: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
+	63,  // 98: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
+	64,  // 99: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
+	65,  // 100: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
+	66,  // 101: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
+	67,  // 102: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
+	68,  // 103: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
+	69,  // 104: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
+	70,  // 105: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
+	71,  // 106: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
+	72,  // 107: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
+	73,  // 108: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
+	74,  // 109: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
+	75,  // 110: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
+	76,  // 111: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
+	77,  // 112: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
+	29,  // 113: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
+	78,  // 114: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
+	79,  // 115: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
+	80,  // 116: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
+	81,  // 117: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
+	82,  // 118: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
+	83,  // 119: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
+	84,  // 120: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
+	85,  // 121: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
+	86,  // 122: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
+	87,  // 123: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
+	88,  // 124: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
+	89,  // 125: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
+	90,  // 126: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
+	91,  // 127: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
+	92,  // 128: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
+	38,  // 129: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
+	93,  // 130: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
+	94,  // 131: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
+	39,  // 132: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
+	95,  // 133: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
+	96,  // 134: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
+	1,   // 135: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
+	25,  // 136: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
+	28,  // 137: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
+	27,  // 138: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
+	115, // 139: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
+	114, // 140: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
+	112, // 141: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
+	15,  // 142: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
+	99,  // 143: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
+	32,  // 144: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
+	27,  // 145: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
+	35,  // 146: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
+	1,   // 147: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
+	9,   // 148: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
+	30,  // 149: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
+	97,  // 150: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
+	99,  // 151: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
+	102, // 152: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
+	113, // 153: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	103, // 154: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
+	114, // 155: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
+	115, // 156: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
+	108, // 157: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
+	43,  // 158: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
+	109, // 159: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
+	107, // 160: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
+	2,   // 161: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	3,   // 162: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	4,   // 163: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	5,   // 164: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	6,   // 165: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	7,   // 166: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	8,   // 167: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	10,  // 168: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	11,  // 169: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	44,  // 170: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	46,  // 171: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	98,  // 172: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	101, // 173: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	105, // 174: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
+	0,   // 175: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,   // 176: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,   // 177: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,   // 178: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,   // 179: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,   // 180: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,   // 181: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,   // 182: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	12,  // 183: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	45,  // 184: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	47,  // 185: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	100, // 186: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	104, // 187: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	106, // 188: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
+	175, // [175:189] is the sub-list for method output_type
+	161, // [161:175] is the sub-list for method input_type
+	161, // [161:161] is the sub-list for extension type_name
+	161, // [161:161] is the sub-list for extension extendee
+	0,   // [0:161] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
