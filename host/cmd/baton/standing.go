@@ -5,7 +5,6 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // Where a thread stands, for a client that attaches to it mid-way (baton
@@ -122,7 +121,7 @@ func (p *printer) pending(q domain.RuntimeRequest) {
 	switch {
 	case q.Delivery == domain.DeliveryNotResumable:
 		p.line("    its provider is gone: it can no longer be answered")
-	case q.Kind == sdk.RequestUserInput:
+	case q.Kind == domain.RequestUserInput:
 		p.line("    answer it: baton approve %s --answer 'TEXT', or baton decline %s", q.ID, q.ID)
 	default:
 		p.line("    answer it: baton approve %s, or baton decline %s", q.ID, q.ID)

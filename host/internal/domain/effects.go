@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/baton-run/baton/sdk"
 )
 
 // Effects. An effect is work for the host to do after a command's events
@@ -61,7 +59,7 @@ type (
 		RunID      string            `json:"runId,omitempty"`
 		SessionID  string            `json:"sessionId,omitempty"`
 		RequestRef string            `json:"requestRef,omitempty"`
-		Decision   sdk.Decision      `json:"decision,omitempty"`
+		Decision   RequestDecision   `json:"decision,omitempty"`
 		Answers    map[string]string `json:"answers,omitempty"`
 	}
 	// Steer adds a message to the provider's active turn.

@@ -76,7 +76,7 @@ func Outcome(t *Thread, e Effect, r Result) *Command {
 			return nil
 		case r.Err != nil:
 			return cmd("fail:"+e.RunID+":"+e.AttemptID,
-				FailRun{RunID: e.RunID, Failure: sdk.Failure{Code: "start_failed", Message: r.Err.Error()}})
+				FailRun{RunID: e.RunID, Failure: Failure{Code: "start_failed", Message: r.Err.Error()}})
 		}
 		return cmd("dispatched:"+e.AttemptID, RecordTurnDispatched{RunID: e.RunID, AttemptID: e.AttemptID, SessionID: r.SessionID})
 	case Steer:
@@ -113,7 +113,7 @@ func Outcome(t *Thread, e Effect, r Result) *Command {
 	case RestoreFiles:
 		p := r.Restored
 		if r.Err != nil {
-			p = RecordFilesRestored{Failure: &sdk.Failure{Code: "restore_failed", Message: r.Err.Error()}}
+			p = RecordFilesRestored{Failure: &Failure{Code: "restore_failed", Message: r.Err.Error()}}
 		} else {
 			p.SavedRef = e.Ref // the files as they were, kept under the rollback's own ref
 		}

@@ -3,7 +3,6 @@ package domain
 import (
 	"testing"
 
-	"github.com/baton-run/baton/sdk"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -41,8 +40,8 @@ func TestLeftBehind(t *testing.T) {
 // new session, which resumes the provider's own conversation where it has
 // one and its plugin can.
 func TestChooseSession(t *testing.T) {
-	acp := sdk.ProviderCommand{Argv: []string{"agent"}}
-	codex := sdk.ProviderCommand{Argv: []string{"codex", "app-server"}, Env: []string{"A=1"}}
+	acp := ProviderCommand{Argv: []string{"agent"}}
+	codex := ProviderCommand{Argv: []string{"codex", "app-server"}, Env: []string{"A=1"}}
 	th := Thread{Provider: "acp", Model: "m1",
 		ProviderBindings: []ProviderBinding{
 			{Provider: "acp", Model: "m1", Command: acp, SessionID: "s1", ThreadRef: "c1"},
@@ -65,7 +64,7 @@ func TestChooseSession(t *testing.T) {
 			SessionChoice{Provider: "acp", Model: "m1", Command: acp, Resume: "c1"}},
 		{"another model", onACP, "acp", "m2",
 			SessionChoice{Provider: "acp", Model: "m2", Command: acp, Resume: "c1", Retire: "the thread switched to acp (m2)"}},
-		{"another command", &LiveSession{ID: "s1", Provider: "acp", Model: "m1", Command: sdk.ProviderCommand{Argv: []string{"old"}}}, "acp", "m1",
+		{"another command", &LiveSession{ID: "s1", Provider: "acp", Model: "m1", Command: ProviderCommand{Argv: []string{"old"}}}, "acp", "m1",
 			SessionChoice{Provider: "acp", Model: "m1", Command: acp, Resume: "c1", Retire: "the thread switched to acp (m1), with another command"}},
 		{"another provider", onACP, "codex", "",
 			SessionChoice{Provider: "codex", Command: codex, Retire: "the thread switched to codex"}},

@@ -104,7 +104,7 @@ type liveSession struct {
 	threadID string
 	// provider, model and command are what it runs.
 	provider, model string
-	command         sdk.ProviderCommand
+	command         domain.ProviderCommand
 	plugin          *pluginhost.Plugin
 	done            chan struct{} // closed when its event stream has ended
 	// ctx ends with done: the calls into the session that are still in
@@ -221,7 +221,7 @@ func (h *Host) session(threadID, provider, model string) (*liveSession, error) {
 		return nil, err
 	}
 	req := sdk.OpenSessionRequest{SessionID: h.cfg.IDs.NewID("ses"), Cwd: t.Cwd, Model: model,
-		Command:         sdk.ProviderCommand{Argv: choice.Command.Argv, Env: choice.Command.Env},
+		Command:         domain.CommandToSDK(choice.Command),
 		ResumeThreadRef: choice.ResumeRef(p.Description.Capabilities.Resume)}
 	req.RawFrameLog = h.frames.path(req.SessionID)
 	id := req.SessionID
