@@ -41,7 +41,7 @@ func entries(t *testing.T, made func() ([]byte, error)) (string, []string) {
 	var out []string
 	for _, e := range tr.Entries {
 		var parts []string
-		for _, p := range []string{e.Type, e.Label, string(e.Frame), e.Raw, e.Status} {
+		for _, p := range []string{e.Type, e.Label, string(e.Frame), e.Raw, string(e.Status)} {
 			if p != "" {
 				parts = append(parts, p)
 			}

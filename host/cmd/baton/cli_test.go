@@ -18,7 +18,6 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
-	"github.com/baton-run/baton/sdk"
 )
 
 // batonEnv runs baton with exactly these BATON_* variables (the test's
@@ -223,9 +222,9 @@ func TestVerbsOnEmbeddedHost(t *testing.T) {
 		Input   string
 	}
 	type request struct {
-		Kind       sdk.RequestKind
+		Kind       domain.RequestKind
 		Status     domain.RequestStatus
-		Decision   sdk.Decision
+		Decision   domain.RequestDecision
 		AnsweredBy domain.Answerer
 	}
 	var runs []run
@@ -243,7 +242,7 @@ func TestVerbsOnEmbeddedHost(t *testing.T) {
 		t.Fatalf("show --json: requests %+v", th.Requests)
 	}
 	reqID := th.Requests[0].ID
-	if diff := cmp.Diff([]request{{sdk.RequestPermission, domain.RequestStatusResolved, sdk.DecisionAccept, domain.AnsweredByClient}}, reqs); diff != "" {
+	if diff := cmp.Diff([]request{{domain.RequestPermission, domain.RequestStatusResolved, domain.DecisionAccept, domain.AnsweredByClient}}, reqs); diff != "" {
 		t.Errorf("show --json: requests (-want +got):\n%s", diff)
 	}
 	if th.ID != thread || th.Provider != "acp" || th.Cwd != ws || th.ApprovalPolicy != domain.ApproveAsk {

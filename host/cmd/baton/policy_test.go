@@ -22,7 +22,6 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/service"
-	"github.com/baton-run/baton/sdk"
 )
 
 // parsePolicy parses args as run's policy flags (the environment applied
@@ -186,22 +185,22 @@ func apiEvent(t *testing.T, seq uint64, threadID string, pl domain.Payload) *bat
 func TestPrinterLoopLines(t *testing.T) {
 	now := time.Date(2026, 12, 1, 11, 52, 0, 0, time.UTC)
 	reset := time.Date(2026, 12, 1, 14, 5, 0, 0, time.UTC)
-	usage := sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: reset}
+	usage := domain.Limit{Kind: domain.LimitUsageWindow, ResetsAt: reset}
 	th := domain.Thread{ID: "thr", Runs: []domain.Run{{ID: "run_1", Ordinal: 1}, {ID: "run_2", Ordinal: 2}}}
 	got := printed(t, now, th,
 		domain.PolicySet{Policy: domain.ContinuationPolicy{OnLimit: domain.OnLimitWait, Until: "go test ./...", MaxRuns: 5}},
-		domain.LimitReached{RunID: "run_2", Provider: "codex", Limit: sdk.Limit{Kind: sdk.LimitUsageWindow, Scope: "five_hour", ResetsAt: reset}},
+		domain.LimitReached{RunID: "run_2", Provider: "codex", Limit: domain.Limit{Kind: domain.LimitUsageWindow, Scope: "five_hour", ResetsAt: reset}},
 		domain.WaitArmed{Wait: domain.Wait{ID: "w1", Kind: domain.WaitContinue, RunID: "run_2", Provider: "codex", Limit: usage,
 			At: reset.Add(7 * time.Second), Probe: 2, MaxProbes: 8}},
 		domain.WaitEnded{WaitID: "w1", Outcome: domain.WaitFired},
-		domain.LimitReached{RunID: "run_2", Provider: "codex", Limit: sdk.Limit{Kind: sdk.LimitRate}},
+		domain.LimitReached{RunID: "run_2", Provider: "codex", Limit: domain.Limit{Kind: domain.LimitRate}},
 		domain.WaitArmed{Wait: domain.Wait{ID: "w2", Kind: domain.WaitContinue, RunID: "run_2", Provider: "codex",
-			Limit: sdk.Limit{Kind: sdk.LimitRate}, At: now.Add(20 * time.Minute), Probe: 3, MaxProbes: 8}},
+			Limit: domain.Limit{Kind: domain.LimitRate}, At: now.Add(20 * time.Minute), Probe: 3, MaxProbes: 8}},
 		domain.WaitEnded{WaitID: "w2", Outcome: domain.WaitCancelled, Reason: "interrupted"},
 		domain.WaitArmed{Wait: domain.Wait{ID: "w3", Kind: domain.WaitReturn, Provider: "codex", Limit: usage, At: reset}},
 		domain.WaitEnded{WaitID: "w3", Outcome: domain.WaitFired},
 		domain.WaitArmed{Wait: domain.Wait{ID: "w4", Kind: domain.WaitContinue, Provider: "claude",
-			Limit: sdk.Limit{Kind: sdk.LimitCredits, ResetsAt: now.Add(-time.Hour)}, At: now.Add(6*24*time.Hour + 23*time.Hour), Probe: 1, MaxProbes: 2}},
+			Limit: domain.Limit{Kind: domain.LimitCredits, ResetsAt: now.Add(-time.Hour)}, At: now.Add(6*24*time.Hour + 23*time.Hour), Probe: 1, MaxProbes: 2}},
 		domain.CheckRequested{RunID: "run_2", Command: "go test ./..."},
 		domain.CheckRecorded{CheckResult: domain.CheckResult{RunID: "run_2", Command: "go test ./...", ExitCode: 1,
 			Output: "ok  a\nok  b\n--- FAIL: TestX\n    x_test.go:9: got 1\nFAIL\nFAIL\tpkg\t0.01s\n"}},
@@ -209,7 +208,7 @@ func TestPrinterLoopLines(t *testing.T) {
 		domain.CheckRecorded{CheckResult: domain.CheckResult{Command: "go test ./..."}},
 		domain.LoopEnded{Status: domain.LoopDone, Reason: "the check passed"},
 		domain.LoopEnded{Status: domain.LoopBudget, Reason: "max runs (5) reached"},
-		domain.RunEnded{RunID: "run_2", Status: domain.RunStatusBlocked, Failure: &sdk.Failure{Message: "codex usage limit (five_hour)"}},
+		domain.RunEnded{RunID: "run_2", Status: domain.RunStatusBlocked, Failure: &domain.Failure{Message: "codex usage limit (five_hour)"}},
 	)
 	want := strings.Join([]string{
 		"⚙ policy: on a limit: wait (at most 8 waits, 8d in all); until `go test ./...` passes (timeout 10m); at most 5 runs",
@@ -247,7 +246,7 @@ func TestShowLoop(t *testing.T) {
 	th := domain.Thread{ID: "thr", Provider: "codex", Cwd: "/w", ApprovalPolicy: domain.ApproveDecline, Loop: &domain.Loop{
 		Policy: domain.ContinuationPolicy{OnLimit: domain.OnLimitSwitch, SwitchTo: "claude", Return: true, MaxTokens: 500000, MaxDuration: 8 * time.Hour},
 		Since:  now.Add(-time.Hour), Status: domain.LoopActive, Runs: 3, Tokens: 120000,
-		Return: &domain.Wait{ID: "w", Kind: domain.WaitReturn, Provider: "codex", Limit: sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: reset}, At: reset},
+		Return: &domain.Wait{ID: "w", Kind: domain.WaitReturn, Provider: "codex", Limit: domain.Limit{Kind: domain.LimitUsageWindow, ResetsAt: reset}, At: reset},
 		Check:  &domain.CheckResult{Command: "make test", ExitCode: 2, Output: "boom"},
 	}}
 	var b bytes.Buffer
@@ -404,7 +403,7 @@ type loopState struct {
 	Loop  domain.LoopStatus
 	Wait  *domain.Wait
 	Runs  []domain.RunStatus
-	Limit sdk.LimitKind
+	Limit domain.LimitKind
 }
 
 func stateOf(th domain.Thread) loopState {
@@ -422,7 +421,7 @@ func stateOf(th domain.Thread) loopState {
 }
 
 // cancelled is a thread whose wait was cancelled.
-var cancelled = loopState{Loop: domain.LoopStopped, Runs: []domain.RunStatus{domain.RunStatusBlocked}, Limit: sdk.LimitUsageWindow}
+var cancelled = loopState{Loop: domain.LoopStopped, Runs: []domain.RunStatus{domain.RunStatusBlocked}, Limit: domain.LimitUsageWindow}
 
 // baton run --on-limit wait against codex's recorded usage limit says
 // what it waits for and until when; Ctrl-C cancels the wait: the run ends
@@ -521,7 +520,7 @@ func TestServeSendSetsPolicy(t *testing.T) {
 		t.Fatalf("send --on-limit: exit %d\n%s\nwant it to start with:\n%s\n%s", code, out, want, errOut)
 	}
 	wantPolicy := domain.ContinuationPolicy{OnLimit: domain.OnLimitSwitch, SwitchTo: "claude", Return: true,
-		SwitchCommand: sdk.ProviderCommand{Argv: []string{"claude"}}, MaxRuns: 3}.WithDefaults()
+		SwitchCommand: domain.ProviderCommand{Argv: []string{"claude"}}, MaxRuns: 3}.WithDefaults()
 	th := showJSON(t, data, thread)
 	if th.Loop == nil {
 		t.Fatal("send --on-limit set no policy")

@@ -16,7 +16,6 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
-	"github.com/baton-run/baton/sdk"
 )
 
 // session is what baton run follows of its thread: the runs it queued,
@@ -111,12 +110,12 @@ func (s *session) event(ctx context.Context, ev *batonv1.Event) {
 			if len(s.asking) == 1 {
 				s.prompt()
 			}
-		case s.policy != domain.ApproveAsk && sdk.RequestKind(q.GetKind()) == sdk.RequestGeneric:
+		case s.policy != domain.ApproveAsk && domain.RequestKind(q.GetKind()) == domain.RequestGeneric:
 			// No policy answers a request of a kind Baton does not know, and
 			// there is no one to ask: this client declines it, and says so.
 			fmt.Fprintf(s.stderr, "baton: declining %s request %s: no one to ask (answer such requests with --approve ask on a terminal)\n",
 				q.GetTitle(), q.GetRequestId())
-			s.respond(ctx, q.GetRequestId(), sdk.DecisionDecline, nil)
+			s.respond(ctx, q.GetRequestId(), domain.DecisionDecline, nil)
 		}
 	case *batonv1.Event_RequestAnswered:
 		s.forget(e.RequestAnswered.GetRequestId())
@@ -149,10 +148,10 @@ func (s *session) prompt() {
 	q := s.asking[0]
 	if s.stdinClosed {
 		fmt.Fprintf(s.stdout, "  ? request %s: no more input: declined\n", q.GetRequestId())
-		s.respond(context.Background(), q.GetRequestId(), sdk.DecisionDecline, nil)
+		s.respond(context.Background(), q.GetRequestId(), domain.DecisionDecline, nil)
 		return
 	}
-	if sdk.RequestKind(q.GetKind()) == sdk.RequestUserInput {
+	if domain.RequestKind(q.GetKind()) == domain.RequestUserInput {
 		fmt.Fprintf(s.stdout, "  ? answer (empty line declines): ")
 	} else {
 		fmt.Fprintf(s.stdout, "  ? [a]ccept, accept for [s]ession, [d]ecline, [c]ancel the turn: ")
@@ -162,22 +161,22 @@ func (s *session) prompt() {
 // answer takes the user's line for the first waiting request.
 func (s *session) answer(ctx context.Context, line string, ok bool) {
 	q := s.asking[0]
-	var decision sdk.Decision
+	var decision domain.RequestDecision
 	var answers map[string]string
 	line = strings.TrimSpace(line)
-	question := sdk.RequestKind(q.GetKind()) == sdk.RequestUserInput
+	question := domain.RequestKind(q.GetKind()) == domain.RequestUserInput
 	switch {
 	case !ok:
 		s.answers, s.stdinClosed = nil, true
 		fmt.Fprintln(s.stdout, "(no more input: declined)")
-		decision = sdk.DecisionDecline
+		decision = domain.DecisionDecline
 	case question && line != "":
-		decision, answers = sdk.DecisionAnswer, map[string]string{"answer": line}
+		decision, answers = domain.DecisionAnswer, map[string]string{"answer": line}
 	case question:
-		decision = sdk.DecisionDecline
+		decision = domain.DecisionDecline
 	default:
-		decision = map[string]sdk.Decision{"a": sdk.DecisionAccept, "s": sdk.DecisionAcceptForSession,
-			"d": sdk.DecisionDecline, "c": sdk.DecisionCancel}[strings.ToLower(line)]
+		decision = map[string]domain.RequestDecision{"a": domain.DecisionAccept, "s": domain.DecisionAcceptForSession,
+			"d": domain.DecisionDecline, "c": domain.DecisionCancel}[strings.ToLower(line)]
 	}
 	if decision == "" {
 		fmt.Fprintf(s.stdout, "  ? please type a, s, d or c: ")
@@ -190,7 +189,7 @@ func (s *session) answer(ctx context.Context, line string, ok bool) {
 	}
 }
 
-func (s *session) respond(ctx context.Context, requestID string, decision sdk.Decision, answers map[string]string) {
+func (s *session) respond(ctx context.Context, requestID string, decision domain.RequestDecision, answers map[string]string) {
 	if _, err := s.c.AnswerRequest(ctx, &batonv1.AnswerRequestRequest{CommandId: s.idgen.NewID("cmd"), ThreadId: s.threadID,
 		RequestId: requestID, Decision: string(decision), Answers: answers}); err != nil {
 		fmt.Fprintf(s.stderr, "baton: answer request %s: %s\n", requestID, status.Convert(err).Message())

@@ -20,7 +20,6 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // Silence, through the real binary with small real timeouts: a provider
@@ -36,7 +35,7 @@ const stallReason = "the provider sent nothing for 1s mid-turn (the host's turn 
 func checkStalled(t *testing.T, th domain.Thread) {
 	t.Helper()
 	r := th.Runs[0]
-	if diff := cmp.Diff(&sdk.Failure{Code: domain.FailureStalled, Message: stallReason}, r.Failure); r.Status != domain.RunStatusFailed || diff != "" {
+	if diff := cmp.Diff(&domain.Failure{Code: domain.FailureStalled, Message: stallReason}, r.Failure); r.Status != domain.RunStatusFailed || diff != "" {
 		t.Errorf("run %s; failure (-want +got):\n%s", r.Status, diff)
 	}
 	s := th.ProviderSessions[0]
@@ -117,7 +116,7 @@ func TestServeEndsSilenceAndAnswersUnansweredRequests(t *testing.T) {
 	checkStalled(t, showJSON(t, data, silent))
 	th := showJSON(t, data, asking)
 	q := th.Requests[0]
-	if q.Status != domain.RequestStatusResolved || q.Decision != sdk.DecisionDecline || q.AnsweredBy != domain.AnsweredByTimeout {
+	if q.Status != domain.RequestStatusResolved || q.Decision != domain.DecisionDecline || q.AnsweredBy != domain.AnsweredByTimeout {
 		t.Errorf("the request: %s, %s by %q; want resolved, declined by the timeout", q.Status, q.Decision, q.AnsweredBy)
 	}
 	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {

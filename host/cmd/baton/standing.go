@@ -3,7 +3,6 @@ package main
 import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // Where a thread stands, for a client that attaches to it mid-way (baton
@@ -114,7 +113,7 @@ func (p *printer) pending(q *batonv1.RuntimeRequest) {
 	switch {
 	case domain.Delivery(q.GetDelivery()) == domain.DeliveryNotResumable:
 		p.line("    its provider is gone: it can no longer be answered")
-	case sdk.RequestKind(q.GetKind()) == sdk.RequestUserInput:
+	case domain.RequestKind(q.GetKind()) == domain.RequestUserInput:
 		p.line("    answer it: baton approve %s --answer 'TEXT', or baton decline %s", q.GetId(), q.GetId())
 	default:
 		p.line("    answer it: baton approve %s, or baton decline %s", q.GetId(), q.GetId())

@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // Stop means stop, through the real binary: a provider that ignores the
@@ -54,7 +53,7 @@ func detachedIgnoredRun(t *testing.T, data string) string {
 func forcedRun(t *testing.T, th domain.Thread, reason string) {
 	t.Helper()
 	r := th.Runs[0]
-	if diff := cmp.Diff(&sdk.Failure{Code: domain.FailureForced, Message: reason}, r.Failure); r.Status != domain.RunStatusInterrupted || diff != "" {
+	if diff := cmp.Diff(&domain.Failure{Code: domain.FailureForced, Message: reason}, r.Failure); r.Status != domain.RunStatusInterrupted || diff != "" {
 		t.Errorf("run %s; failure (-want +got):\n%s", r.Status, diff)
 	}
 	if s := th.ProviderSessions[0]; s.Status != domain.SessionStatusEnded || s.EndReason != "ended by the host: "+reason {
@@ -190,7 +189,7 @@ func TestRunCtrlC(t *testing.T) {
 				forcedRun(t, stored, "the provider did not stop within 1s of the interrupt, so the host ended its process")
 				return
 			}
-			want := &sdk.Failure{Code: "host_shut_down", Message: "host shut down"}
+			want := &domain.Failure{Code: "host_shut_down", Message: "host shut down"}
 			if r := printed.Runs[0]; r.Status != domain.RunStatusInterrupted || !cmp.Equal(want, r.Failure) {
 				t.Errorf("after the second Ctrl-C the run is %s %+v; want interrupted, %+v", r.Status, r.Failure, want)
 			}

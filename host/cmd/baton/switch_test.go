@@ -11,7 +11,6 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // showJSON is `baton show --json THREAD`, decoded.
@@ -67,7 +66,7 @@ func TestSwitchAndReturn(t *testing.T) {
 	wantBindings := []domain.ProviderBinding{
 		{Provider: "acp", Command: th.ProviderBindings[0].Command, SessionID: run1.Attempts[0].SessionID,
 			ProviderThreadID: th.ProviderThreads[0].ID, ThreadRef: th.ProviderThreads[0].ProviderRef, SeenThrough: 1, Runs: []int{1}},
-		{Provider: "codex", Model: "gpt-test", Command: sdk.ProviderCommand{Argv: th.ProviderCommand.Argv}},
+		{Provider: "codex", Model: "gpt-test", Command: domain.ProviderCommand{Argv: th.ProviderCommand.Argv}},
 	}
 	if d := cmp.Diff(wantBindings, th.ProviderBindings); d != "" || th.Provider != "codex" || th.HandoffMaxBytes != 8192 ||
 		!strings.Contains(strings.Join(th.ProviderCommand.Argv, " "), "codex/simple.ndjson") {

@@ -24,7 +24,6 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -61,7 +60,7 @@ func makeThreads(t *testing.T, data, ws string, now time.Time) map[string]*madeT
 	create := func(name, id string) {
 		n++
 		rc, err := h.Dispatch(t.Context(), domain.Command{ID: fmt.Sprintf("create-%d", n), ThreadID: id,
-			Payload: domain.CreateThread{Provider: "acp", Cwd: ws, ProviderCommand: sdk.ProviderCommand{Argv: []string{"agent"}}}})
+			Payload: domain.CreateThread{Provider: "acp", Cwd: ws, ProviderCommand: domain.ProviderCommand{Argv: []string{"agent"}}}})
 		if err != nil {
 			t.Fatalf("create %s: %v", name, err)
 		}
@@ -72,7 +71,7 @@ func makeThreads(t *testing.T, data, ws string, now time.Time) map[string]*madeT
 	create("b", "")
 	clk.Set(now.Add(-(5*time.Hour + 30*time.Minute)))
 	if _, err := h.Dispatch(t.Context(), domain.Command{ID: "switch-b", ThreadID: made["b"].id,
-		Payload: domain.SwitchProvider{Provider: "claude", ProviderCommand: sdk.ProviderCommand{Argv: []string{"agent"}}}}); err != nil {
+		Payload: domain.SwitchProvider{Provider: "claude", ProviderCommand: domain.ProviderCommand{Argv: []string{"agent"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	made["b"].updated, made["b"].provider = clk.Now(), "claude"

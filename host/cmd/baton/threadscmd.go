@@ -16,7 +16,6 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
-	"github.com/baton-run/baton/sdk"
 )
 
 // withClient runs fn with a client found by the connection rule.
@@ -652,7 +651,7 @@ func interruptedLine(t *batonv1.Thread, runID string, waiting *batonv1.Wait, for
 func answerCommand(g *globals, verb string) *cobra.Command {
 	var session, cancelTurn bool
 	var answer string
-	decision := map[string]sdk.Decision{"approve": sdk.DecisionAccept, "decline": sdk.DecisionDecline}[verb]
+	decision := map[string]domain.RequestDecision{"approve": domain.DecisionAccept, "decline": domain.DecisionDecline}[verb]
 	c := &cobra.Command{
 		Use:   verb + " REQUEST",
 		Short: map[string]string{"approve": "Accept an agent's pending request", "decline": "Decline an agent's pending request"}[verb],
@@ -663,17 +662,17 @@ as baton run, baton show and baton watch print it; the host finds its thread.`, 
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d := decision
 			if session {
-				d = sdk.DecisionAcceptForSession
+				d = domain.DecisionAcceptForSession
 			}
 			if cancelTurn {
-				d = sdk.DecisionCancel
+				d = domain.DecisionCancel
 			}
 			var answers map[string]string
 			if cmd.Flags().Changed("answer") {
 				if session {
 					return usagef("approve: give --answer or --for-session, not both")
 				}
-				d, answers = sdk.DecisionAnswer, map[string]string{"answer": answer}
+				d, answers = domain.DecisionAnswer, map[string]string{"answer": answer}
 			}
 			return withClient(cmd, g, func(ctx context.Context, c *client) error {
 				rc, err := c.AnswerRequest(ctx, &batonv1.AnswerRequestRequest{CommandId: ids.New().NewID("cmd"), RequestId: args[0], Decision: string(d),

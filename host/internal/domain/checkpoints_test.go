@@ -282,7 +282,7 @@ func TestRollbackFreshThreadWithHandoff(t *testing.T) {
 		w.thread.TurnText(e.RunID, e.AttemptID, e.Text) != h.Text+"\n\ngo on" {
 		t.Fatalf("start effect: %+v; sent %q", e, w.thread.TurnText(e.RunID, e.AttemptID, e.Text))
 	}
-	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[3].ID, Failure: sdk.Failure{Message: "no plugin"}}})
+	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[3].ID, Failure: Failure{Message: "no plugin"}}})
 	if h := w.thread.Handoffs[0]; h.Status != HandoffReady {
 		t.Fatalf("handoff after a failed start: %+v", h)
 	}
@@ -320,7 +320,7 @@ func TestRollbackThatFailsHoldsRuns(t *testing.T) {
 	w := threeRuns(t, Capabilities{})
 	w.rollbackTo(RollbackToCheckpoint{CheckpointID: w.thread.Checkpoints[1].ID})
 	rb := w.thread.Rollbacks[0]
-	d := w.must(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: rb.ID, Failure: &sdk.Failure{Message: "disk full"}}})
+	d := w.must(Command{ID: "f", ThreadID: "thr", Payload: RecordFilesRestored{RollbackID: rb.ID, Failure: &Failure{Message: "disk full"}}})
 	if types(d) != "rollback.failed" || w.thread.Rollbacks[0].FailedStage != "files" {
 		t.Fatalf("failed: %s %+v", types(d), w.thread.Rollbacks[0])
 	}
@@ -340,7 +340,7 @@ func TestRollbackThatFailsHoldsRuns(t *testing.T) {
 func TestRollbackWithNoProviderThread(t *testing.T) {
 	w := newWorld(t)
 	w.send("one")
-	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: sdk.Failure{Message: "no plugin"}}})
+	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: Failure{Message: "no plugin"}}})
 	if _, err := w.rollbackTo(RollbackToCheckpoint{CheckpointID: w.thread.Checkpoints[0].ID}); err != nil {
 		t.Fatal(err)
 	}

@@ -27,10 +27,10 @@ type CommandPayload interface{ CommandType() string }
 type (
 	// CreateThread starts a conversation.
 	CreateThread struct {
-		Provider        string              `json:"provider"`
-		Cwd             string              `json:"cwd"`
-		Model           string              `json:"model,omitempty"`
-		ProviderCommand sdk.ProviderCommand `json:"providerCommand"`
+		Provider        string          `json:"provider"`
+		Cwd             string          `json:"cwd"`
+		Model           string          `json:"model,omitempty"`
+		ProviderCommand ProviderCommand `json:"providerCommand"`
 		// ApprovalPolicy is how the provider's requests are answered:
 		// "decline" (the default), "accept" or "ask".
 		ApprovalPolicy ApprovalPolicy `json:"approvalPolicy,omitempty"`
@@ -61,7 +61,7 @@ type (
 	// RespondToRequest answers a provider's approval or question.
 	RespondToRequest struct {
 		RequestID string            `json:"requestId"`
-		Decision  sdk.Decision      `json:"decision"`
+		Decision  RequestDecision   `json:"decision"`
 		Answers   map[string]string `json:"answers,omitempty"`
 	}
 	// SwitchProvider changes the provider (or model) the thread's next
@@ -72,10 +72,10 @@ type (
 	// thread has used (its command is kept). HandoffMaxBytes, when set,
 	// bounds the thread's handoffs from now on.
 	SwitchProvider struct {
-		Provider        string              `json:"provider"`
-		Model           string              `json:"model,omitempty"`
-		ProviderCommand sdk.ProviderCommand `json:"providerCommand,omitzero"`
-		HandoffMaxBytes int                 `json:"handoffMaxBytes,omitempty"`
+		Provider        string          `json:"provider"`
+		Model           string          `json:"model,omitempty"`
+		ProviderCommand ProviderCommand `json:"providerCommand,omitzero"`
+		HandoffMaxBytes int             `json:"handoffMaxBytes,omitempty"`
 	}
 	// RollbackToCheckpoint puts the worktree back to a run's checkpoint
 	// and the provider's conversation back to the end of that run. The
@@ -125,8 +125,8 @@ type (
 	}
 	// FailRun ends a run that could not be started or continued.
 	FailRun struct {
-		RunID   string      `json:"runId"`
-		Failure sdk.Failure `json:"failure"`
+		RunID   string  `json:"runId"`
+		Failure Failure `json:"failure"`
 	}
 	// Recover reconciles a thread after a host start: sessions that were
 	// open belong to processes that are gone, and so do the provider
@@ -272,10 +272,10 @@ type (
 	// RecordFilesRestored says a rollback's files were restored, or how
 	// restoring them failed.
 	RecordFilesRestored struct {
-		RollbackID string       `json:"rollbackId"`
-		Written    int          `json:"written"`
-		Removed    int          `json:"removed"`
-		Failure    *sdk.Failure `json:"failure,omitempty"`
+		RollbackID string   `json:"rollbackId"`
+		Written    int      `json:"written"`
+		Removed    int      `json:"removed"`
+		Failure    *Failure `json:"failure,omitempty"`
 		// SavedRef and SavedCommit keep the files as they were before.
 		SavedRef    string `json:"savedRef,omitempty"`
 		SavedCommit string `json:"savedCommit,omitempty"`

@@ -12,9 +12,10 @@ import (
 )
 
 // The domain's events, effects and projections are JSON in the host's
-// store; they used to hold the domain's own copies of the sdk's value
-// types (Usage, RateLimit, Failure, Limit, RequestOption, ...), and now
-// hold the sdk's. testdata/compat/b6dd12e.json is what compatScenario
+// store; they held the domain's own copies of the sdk's value types
+// (Usage, RateLimit, Failure, Limit, RequestOption, ...), then the sdk's,
+// and hold the domain's own again (providerterms.go), each with the JSON
+// form it always had. testdata/compat/b6dd12e.json is what compatScenario
 // wrote with the copies (commit b6dd12e): its log, its outbox, its last
 // projection and its commands' hashes.
 
@@ -71,7 +72,7 @@ func compatScenario(t *testing.T) (*world, compatLog) {
 		return step(Command{ID: "e", ThreadID: "thr", Payload: IngestProviderEvent{SessionID: session, Event: e}})
 	}
 	step(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "codex", Cwd: "/w", Model: "gpt",
-		ProviderCommand: sdk.ProviderCommand{Argv: []string{"codex", "app-server"}, Env: []string{"A=1"}}, ApprovalPolicy: "ask"}})
+		ProviderCommand: ProviderCommand{Argv: []string{"codex", "app-server"}, Env: []string{"A=1"}}, ApprovalPolicy: "ask"}})
 	step(Command{ID: "pol", ThreadID: "thr", Payload: SetPolicy{Policy: ContinuationPolicy{OnLimit: "wait", MaxProbes: 3, MaxTokens: 1 << 20}}})
 	step(Command{ID: "m1", ThreadID: "thr", Payload: DispatchMessage{Text: "one"}})
 	step(Command{ID: "o1", ThreadID: "thr", Payload: RecordSessionOpened{SessionID: "s1", Provider: "codex", ProviderRef: "p", ThreadRef: "pt"}})
@@ -255,7 +256,7 @@ func TestOldEffectsStillRead(t *testing.T) {
 	head := func(id string) EffectHead { return EffectHead{ID: id, ThreadID: "thr"} }
 	want := []Effect{
 		StartTurn{EffectHead: head("3.0"), RunID: "run_2", AttemptID: "att_3", Text: "one"}, // a provider and model it named are not read
-		Respond{EffectHead: head("4.0"), RunID: "run_2", SessionID: "s1", RequestRef: "q1", Decision: sdk.DecisionAccept,
+		Respond{EffectHead: head("4.0"), RunID: "run_2", SessionID: "s1", RequestRef: "q1", Decision: DecisionAccept,
 			Answers: map[string]string{"q": "a"}},
 		Steer{EffectHead: head("5.0"), RunID: "run_2", AttemptID: "att_3", MessageID: "msg_7", Text: "focus", SessionID: "s1", TurnRef: "u1"},
 		Interrupt{EffectHead: head("6.0"), RunID: "run_2", AttemptID: "att_3", SessionID: "s1", TurnRef: "u1"},

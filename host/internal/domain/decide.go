@@ -203,7 +203,7 @@ func decideTurnDispatched(t *Thread, p RecordTurnDispatched, env Env, d *Decisio
 		return nil // stale, or its turn has already started
 	}
 	if s := t.session(p.SessionID); s == nil || s.Status != SessionStatusOpen {
-		endRun(t, r.ID, RunStatusFailed, "", &sdk.Failure{Code: "provider_exited",
+		endRun(t, r.ID, RunStatusFailed, "", &Failure{Code: "provider_exited",
 			Message: "the provider exited before the turn started"}, env, d)
 		return nil
 	}

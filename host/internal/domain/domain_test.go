@@ -57,7 +57,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	w := &world{t: t, thread: &Thread{}, replica: &Thread{}}
-	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"agent"}}}})
+	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: ProviderCommand{Argv: []string{"agent"}}}})
 	return w
 }
 
@@ -507,7 +507,7 @@ func TestRequestsAndProviderExit(t *testing.T) {
 	if len(w.thread.Requests) != 1 || w.thread.Runs[0].Status != RunStatusWaiting || w.thread.Requests[0].NodeID == "" {
 		t.Fatalf("after request: %+v %s", w.thread.Requests, w.thread.Runs[0].Status)
 	}
-	if e, ok := w.effects[len(w.effects)-1].(Respond); !ok || e.Decision != sdk.DecisionDecline || e.RequestRef != "q1" || e.SessionID != "s1" {
+	if e, ok := w.effects[len(w.effects)-1].(Respond); !ok || e.Decision != DecisionDecline || e.RequestRef != "q1" || e.SessionID != "s1" {
 		t.Fatalf("the default policy declines: %+v", e)
 	}
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRequestResolved, RequestRef: "q1", Status: sdk.DecisionAccept})
@@ -609,7 +609,7 @@ func TestFailRunAndRecover(t *testing.T) {
 	w := newWorld(t)
 	w.send("one")
 	w.send("two")
-	d := w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: sdk.Failure{Message: "no plugin"}}})
+	d := w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: Failure{Message: "no plugin"}}})
 	if !strings.Contains(types(d), "run.ended run.started") {
 		t.Fatalf("fail: %s", types(d))
 	}
@@ -703,7 +703,7 @@ func TestEveryEventRoundTrips(t *testing.T) {
 			t.Errorf("%s: %v", typ, err)
 		}
 	}
-	p := RunEnded{RunID: "r", Status: "failed", Failure: &sdk.Failure{Message: "m"}}
+	p := RunEnded{RunID: "r", Status: "failed", Failure: &Failure{Message: "m"}}
 	b, _ := json.Marshal(p)
 	got, err := DecodePayload(p.EventType(), b)
 	if err != nil || !reflect.DeepEqual(got, p) {
@@ -854,7 +854,7 @@ func TestRunOrdinalsProperty(t *testing.T) {
 // commands and provider events.
 func fuzzStates(tb testing.TB) (states map[string]Thread, runID, requestID, checkpointID string) {
 	w := &world{t: tb, thread: &Thread{}, replica: &Thread{}}
-	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"agent"}},
+	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: ProviderCommand{Argv: []string{"agent"}},
 		ApprovalPolicy: ApproveAsk}})
 	w.send("one")
 	w.open("s1")
@@ -866,7 +866,7 @@ func fuzzStates(tb testing.TB) (states map[string]Thread, runID, requestID, chec
 	if r := pending.Runs[0]; r.Status != RunStatusWaiting || len(pending.Requests) != 1 || pending.Requests[0].Status != RequestStatusPending {
 		tb.Fatalf("the pending state is not a run waiting on a pending request: run %s, requests %+v", r.Status, pending.Requests)
 	}
-	w.must(Command{ID: "r", ThreadID: "thr", Payload: RespondToRequest{RequestID: pending.Requests[0].ID, Decision: sdk.DecisionAccept}})
+	w.must(Command{ID: "r", ThreadID: "thr", Payload: RespondToRequest{RequestID: pending.Requests[0].ID, Decision: DecisionAccept}})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnCompleted})
 	ended := w.thread.Clone()
 	if r := ended.Runs[0]; r.Status != RunStatusCompleted || ended.Checkpoints[len(ended.Checkpoints)-1].Status != CheckpointReady {
@@ -986,7 +986,7 @@ func TestTurnRefReusedInANewSession(t *testing.T) {
 		t.Fatalf("a reused ref: %s", got)
 	}
 	r := w.thread.Runs[1]
-	want := sdk.Failure{Code: "turn_ref_reused", Message: "the provider started this run's turn as turn-1, the ref a turn of run 1 already has: " +
+	want := Failure{Code: "turn_ref_reused", Message: "the provider started this run's turn as turn-1, the ref a turn of run 1 already has: " +
 		"a plugin must give every turn of a provider thread its own ref, in every session"}
 	if r.Status != RunStatusFailed || r.Failure == nil || *r.Failure != want {
 		t.Fatalf("run 2 %s, failure %+v", r.Status, r.Failure)

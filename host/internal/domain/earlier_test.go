@@ -35,7 +35,7 @@ func newTwins(t *testing.T, provider string) *twins {
 	k.thread.KeepAll()
 	k.replica.KeepAll()
 	k.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: provider, Cwd: "/w",
-		ProviderCommand: sdk.ProviderCommand{Argv: []string{provider}}}})
+		ProviderCommand: ProviderCommand{Argv: []string{provider}}}})
 	w := newWorldOn(t, provider)
 	return &twins{t: t, w: w, k: k, hw: newHost(w, nil), hk: newHost(k, nil)}
 }
@@ -294,7 +294,7 @@ func TestHandoffLeavesOutWhatLeftWithoutReadingIt(t *testing.T) {
 		})
 	}
 	tw.both(func(w *world, h *host) {
-		w.must(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: "claude", ProviderCommand: sdk.ProviderCommand{Argv: []string{"claude"}},
+		w.must(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: "claude", ProviderCommand: ProviderCommand{Argv: []string{"claude"}},
 			HandoffMaxBytes: MinHandoffMaxBytes}})
 	})
 	tw.same()

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/baton-run/baton/sdk"
 )
 
 // Effects. An effect is work for the host to do after a command's events
@@ -51,13 +49,13 @@ type (
 	// (RecordSessionOpened), and starts ingesting its events.
 	OpenSession struct {
 		EffectHead
-		RunID     string              `json:"runId,omitempty"`
-		AttemptID string              `json:"attemptId,omitempty"`
-		SessionID string              `json:"sessionId"`
-		Provider  string              `json:"provider"`
-		Model     string              `json:"model,omitempty"`
-		Command   sdk.ProviderCommand `json:"command,omitzero"`
-		Resume    string              `json:"resume,omitempty"`
+		RunID     string          `json:"runId,omitempty"`
+		AttemptID string          `json:"attemptId,omitempty"`
+		SessionID string          `json:"sessionId"`
+		Provider  string          `json:"provider"`
+		Model     string          `json:"model,omitempty"`
+		Command   ProviderCommand `json:"command,omitzero"`
+		Resume    string          `json:"resume,omitempty"`
 	}
 	// RetireSession closes the process of a session the thread no longer
 	// uses (its end is recorded with the decision that retired it, saying
@@ -89,7 +87,7 @@ type (
 		RunID      string            `json:"runId,omitempty"`
 		SessionID  string            `json:"sessionId,omitempty"`
 		RequestRef string            `json:"requestRef,omitempty"`
-		Decision   sdk.Decision      `json:"decision,omitempty"`
+		Decision   RequestDecision   `json:"decision,omitempty"`
 		Answers    map[string]string `json:"answers,omitempty"`
 	}
 	// Steer adds a message to the provider's active turn.

@@ -6,8 +6,6 @@ import (
 	"maps"
 	"slices"
 	"time"
-
-	"github.com/baton-run/baton/sdk"
 )
 
 // Payload is the data of one event; its EventType names it in the log.
@@ -17,11 +15,11 @@ type Payload interface{ EventType() string }
 // needs get new types or new optional fields.
 type (
 	ThreadCreated struct {
-		Provider        string              `json:"provider"`
-		Cwd             string              `json:"cwd"`
-		Model           string              `json:"model,omitempty"`
-		ProviderCommand sdk.ProviderCommand `json:"providerCommand"`
-		ApprovalPolicy  ApprovalPolicy      `json:"approvalPolicy,omitempty"`
+		Provider        string          `json:"provider"`
+		Cwd             string          `json:"cwd"`
+		Model           string          `json:"model,omitempty"`
+		ProviderCommand ProviderCommand `json:"providerCommand"`
+		ApprovalPolicy  ApprovalPolicy  `json:"approvalPolicy,omitempty"`
 	}
 	MessageAdded struct {
 		MessageID string     `json:"messageId"`
@@ -118,34 +116,34 @@ type (
 		NodeID           string `json:"nodeId"`
 	}
 	RequestOpened struct {
-		RequestID   string              `json:"requestId"`
-		RunID       string              `json:"runId,omitempty"`
-		NodeID      string              `json:"nodeId,omitempty"`
-		SessionID   string              `json:"sessionId"`
-		ProviderRef string              `json:"providerRef"`
-		Kind        sdk.RequestKind     `json:"kind"`
-		Title       string              `json:"title,omitempty"`
-		Options     []sdk.RequestOption `json:"options,omitempty"`
+		RequestID   string          `json:"requestId"`
+		RunID       string          `json:"runId,omitempty"`
+		NodeID      string          `json:"nodeId,omitempty"`
+		SessionID   string          `json:"sessionId"`
+		ProviderRef string          `json:"providerRef"`
+		Kind        RequestKind     `json:"kind"`
+		Title       string          `json:"title,omitempty"`
+		Options     []RequestOption `json:"options,omitempty"`
 	}
 	RequestResolved struct {
-		RequestID string        `json:"requestId"`
-		Status    RequestStatus `json:"status"`
-		Decision  sdk.Decision  `json:"decision,omitempty"`
-		Delivery  Delivery      `json:"delivery,omitempty"`
+		RequestID string          `json:"requestId"`
+		Status    RequestStatus   `json:"status"`
+		Decision  RequestDecision `json:"decision,omitempty"`
+		Delivery  Delivery        `json:"delivery,omitempty"`
 	}
 	// UsageReported: the usage of a run's attempt so far, as its provider
 	// reports it (AttemptID "" in logs from before: the run's).
 	UsageReported struct {
-		RunID     string    `json:"runId"`
-		AttemptID string    `json:"attemptId,omitempty"`
-		Usage     sdk.Usage `json:"usage"`
+		RunID     string `json:"runId"`
+		AttemptID string `json:"attemptId,omitempty"`
+		Usage     Usage  `json:"usage"`
 	}
 	RunEnded struct {
-		RunID      string       `json:"runId"`
-		AttemptID  string       `json:"attemptId,omitempty"`
-		Status     RunStatus    `json:"status"`
-		StopReason string       `json:"stopReason,omitempty"`
-		Failure    *sdk.Failure `json:"failure,omitempty"`
+		RunID      string    `json:"runId"`
+		AttemptID  string    `json:"attemptId,omitempty"`
+		Status     RunStatus `json:"status"`
+		StopReason string    `json:"stopReason,omitempty"`
+		Failure    *Failure  `json:"failure,omitempty"`
 	}
 	DiagnosticRecorded struct {
 		RunID string `json:"runId,omitempty"`
@@ -206,7 +204,7 @@ type (
 	// provider, from the thread's policy or a client.
 	RequestAnswered struct {
 		RequestID string            `json:"requestId"`
-		Decision  sdk.Decision      `json:"decision"`
+		Decision  RequestDecision   `json:"decision"`
 		Answers   map[string]string `json:"answers,omitempty"`
 		By        Answerer          `json:"by"`
 	}
@@ -224,7 +222,7 @@ type (
 	}
 	// RateLimitReported: a provider limit changed.
 	RateLimitReported struct {
-		sdk.RateLimit
+		RateLimit
 	}
 	// EffectCancelled: a provider action left in the outbox by a host
 	// that stopped was not performed, because the process it was bound to
@@ -308,9 +306,9 @@ type (
 	}
 	// RollbackFailed: a rollback stopped at a stage.
 	RollbackFailed struct {
-		RollbackID string      `json:"rollbackId"`
-		Stage      string      `json:"stage"`
-		Failure    sdk.Failure `json:"failure"`
+		RollbackID string  `json:"rollbackId"`
+		Stage      string  `json:"stage"`
+		Failure    Failure `json:"failure"`
 	}
 	// HandoffCreated: context for a fresh provider conversation.
 	HandoffCreated struct {
@@ -343,12 +341,12 @@ type (
 	// ProviderSwitched: the thread's next runs start on another provider
 	// or model. Command is the process the provider runs.
 	ProviderSwitched struct {
-		From            string              `json:"from"`
-		To              string              `json:"to"`
-		FromModel       string              `json:"fromModel,omitempty"`
-		ToModel         string              `json:"toModel,omitempty"`
-		Command         sdk.ProviderCommand `json:"command"`
-		HandoffMaxBytes int                 `json:"handoffMaxBytes,omitempty"`
+		From            string          `json:"from"`
+		To              string          `json:"to"`
+		FromModel       string          `json:"fromModel,omitempty"`
+		ToModel         string          `json:"toModel,omitempty"`
+		Command         ProviderCommand `json:"command"`
+		HandoffMaxBytes int             `json:"handoffMaxBytes,omitempty"`
 	}
 	// PolicySet: the thread's continuation policy (defaults filled in;
 	// Off: none).
@@ -357,10 +355,10 @@ type (
 	}
 	// LimitReached: a run's attempt ended on a provider limit.
 	LimitReached struct {
-		RunID     string    `json:"runId"`
-		AttemptID string    `json:"attemptId"`
-		Provider  string    `json:"provider"`
-		Limit     sdk.Limit `json:"limit"`
+		RunID     string `json:"runId"`
+		AttemptID string `json:"attemptId"`
+		Provider  string `json:"provider"`
+		Limit     Limit  `json:"limit"`
 	}
 	// WaitArmed: a wait is armed until its instant.
 	WaitArmed struct {

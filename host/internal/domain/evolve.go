@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"time"
-
-	"github.com/baton-run/baton/sdk"
 )
 
 // Event is a payload with its place in the log.
@@ -226,7 +224,7 @@ func Evolve(t *Thread, e Event) {
 			a.Usage = &u
 			// A run's usage is its attempts': a limit's continuation or a
 			// steering restart adds to what the attempts before it used.
-			var sum sdk.Usage
+			var sum Usage
 			for _, at := range r.Attempts {
 				if at.Usage != nil {
 					sum.Add(*at.Usage)
@@ -250,8 +248,8 @@ func Evolve(t *Thread, e Event) {
 			r.Ending = nil
 			if r.Usage != nil && t.loopActive() {
 				l := t.loopW()
-				used := sdk.Usage{TotalTokens: l.Tokens}
-				used.Add(sdk.Usage{TotalTokens: r.Usage.TotalTokens})
+				used := Usage{TotalTokens: l.Tokens}
+				used.Add(Usage{TotalTokens: r.Usage.TotalTokens})
 				l.Tokens = used.TotalTokens
 			}
 			t.compact()
@@ -305,7 +303,7 @@ func Evolve(t *Thread, e Event) {
 		t.Diagnostics = append(t.Diagnostics, Diagnostic{Title: "an answer did not reach the provider; answer again", Text: p.Reason})
 	case RateLimitReported:
 		t.write(partRateLimits)
-		i := slices.IndexFunc(t.RateLimits, func(l sdk.RateLimit) bool { return l.Scope == p.Scope })
+		i := slices.IndexFunc(t.RateLimits, func(l RateLimit) bool { return l.Scope == p.Scope })
 		if i < 0 {
 			t.RateLimits = append(t.RateLimits, p.RateLimit)
 		} else {

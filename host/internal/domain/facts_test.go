@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/baton-run/baton/sdk"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -21,9 +20,9 @@ func TestFactsRefuse(t *testing.T) {
 	unusable := &Facts{Providers: map[string]ProviderFact{"acp": {Installed: true,
 		Unusable: "plugin acp at /p/baton-plugin-acp has no checksum in /p/plugins.lock"}}}
 	create := func(cwd string) CreateThread {
-		return CreateThread{Provider: "acp", Cwd: cwd, ProviderCommand: sdk.ProviderCommand{Argv: []string{"agent"}}}
+		return CreateThread{Provider: "acp", Cwd: cwd, ProviderCommand: ProviderCommand{Argv: []string{"agent"}}}
 	}
-	toCodex := SetPolicy{Policy: ContinuationPolicy{OnLimit: OnLimitSwitch, SwitchTo: "codex", SwitchCommand: sdk.ProviderCommand{Argv: []string{"codex"}}}}
+	toCodex := SetPolicy{Policy: ContinuationPolicy{OnLimit: OnLimitSwitch, SwitchTo: "codex", SwitchCommand: ProviderCommand{Argv: []string{"codex"}}}}
 	toNope := toCodex
 	toNope.Policy.SwitchTo = "nope"
 	for _, c := range []struct {
@@ -43,7 +42,7 @@ func TestFactsRefuse(t *testing.T) {
 			`invalid command: provider "acp" is not installed; installed: none (no plugin directory is configured)`},
 		{"a plugin that cannot be run", unusable, create("/w"),
 			"invalid command: plugin acp at /p/baton-plugin-acp has no checksum in /p/plugins.lock"},
-		{"a switch to a provider with no plugin", installed, SwitchProvider{Provider: "nope", ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}},
+		{"a switch to a provider with no plugin", installed, SwitchProvider{Provider: "nope", ProviderCommand: ProviderCommand{Argv: []string{"x"}}},
 			`invalid command: provider "nope" is not installed; installed: acp, codex`},
 		{"a policy that switches to a provider with no plugin", installed, toNope,
 			`invalid command: provider "nope" is not installed; installed: acp, codex`},

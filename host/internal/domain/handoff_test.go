@@ -40,7 +40,7 @@ func golden(t *testing.T, name, got string) {
 func newWorldOn(t *testing.T, provider string) *world {
 	w := &world{t: t, thread: &Thread{}, replica: &Thread{}}
 	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: provider, Cwd: "/w",
-		ProviderCommand: sdk.ProviderCommand{Argv: []string{provider}}}})
+		ProviderCommand: ProviderCommand{Argv: []string{provider}}}})
 	return w
 }
 
@@ -107,7 +107,7 @@ func (w *world) turn(session, provider, threadRef string, steps []step, files ..
 func (w *world) switchTo(provider string) Decision {
 	w.t.Helper()
 	return w.must(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: provider,
-		ProviderCommand: sdk.ProviderCommand{Argv: []string{provider}}}})
+		ProviderCommand: ProviderCommand{Argv: []string{provider}}}})
 }
 
 // codexClaudeCodex is the example of the issue: two runs on codex, a
@@ -361,8 +361,8 @@ func TestHandoffEdges(t *testing.T) {
 			{RunID: "r2", Kind: NodeSubagent, Title: "explore", Status: StatusInProgress},
 			{RunID: "r2", Kind: NodePlan, Detail: json.RawMessage(`{"entries":[{"text":"all done","status":"done"}]}`)},
 		},
-		Requests: []RuntimeRequest{{Kind: sdk.RequestPermission, Title: "Run rm -rf", Status: RequestStatusPending},
-			{Kind: sdk.RequestPermission, Title: "old", Status: RequestStatusResolved}},
+		Requests: []RuntimeRequest{{Kind: RequestPermission, Title: "Run rm -rf", Status: RequestStatusPending},
+			{Kind: RequestPermission, Title: "old", Status: RequestStatusResolved}},
 	}
 	h := composeHandoff(th, handoffSpec{Strategy: HandoffFullThreadSummary, To: "codex", Runs: []int{1, 2, 9}, RollbackTo: 2,
 		MaxBytes: 100})
@@ -462,7 +462,7 @@ func randomThread(rt *rapid.T) (*Thread, []int) {
 		}
 	}
 	for range rapid.IntRange(0, 10).Draw(rt, "requests") {
-		th.Requests = append(th.Requests, RuntimeRequest{Kind: sdk.RequestPermission, Title: text.Draw(rt, "request"), Status: RequestStatusPending})
+		th.Requests = append(th.Requests, RuntimeRequest{Kind: RequestPermission, Title: text.Draw(rt, "request"), Status: RequestStatusPending})
 	}
 	return th, ords
 }

@@ -182,7 +182,7 @@ func closeAttempt(t *Thread, runID string, rootStatus RunStatus, d *Decision) {
 // endRun ends an active run's work: its attempt's completion barrier,
 // then its checkpoint is asked for. The run ends (finishRun) when the
 // checkpoint is recorded: whatever it was, its files are kept.
-func endRun(t *Thread, runID string, status RunStatus, stopReason string, f *sdk.Failure, env Env, d *Decision) RunOutcome {
+func endRun(t *Thread, runID string, status RunStatus, stopReason string, f *Failure, env Env, d *Decision) RunOutcome {
 	closeAttempt(t, runID, status, d)
 	out := RunOutcome{AttemptID: t.run(runID).ActiveAttempt, Status: status, StopReason: stopReason, Failure: f}
 	d.emit(RunCompleting{RunID: runID, RunOutcome: out})
@@ -243,7 +243,7 @@ func decideRecover(t *Thread, p Recover, env Env, d *Decision) {
 	if r := t.ActiveRun(); r != nil && r.WaitID == "" {
 		runID, out := r.ID, r.Ending
 		if out == nil {
-			o := endRun(t, runID, RunStatusFailed, "", &sdk.Failure{Code: "host_restarted", Message: p.Reason}, env, d)
+			o := endRun(t, runID, RunStatusFailed, "", &Failure{Code: "host_restarted", Message: p.Reason}, env, d)
 			out = &o
 		}
 		finishRun(t, runID, *out, env, d)
@@ -280,7 +280,7 @@ func decideShutDown(t *Thread, p ShutDown, env Env, d *Decision) {
 	}
 	runID, out := r.ID, r.Ending
 	if out == nil {
-		o := endRun(t, runID, RunStatusInterrupted, p.Reason, &sdk.Failure{Code: "host_shut_down", Message: p.Reason}, env, d)
+		o := endRun(t, runID, RunStatusInterrupted, p.Reason, &Failure{Code: "host_shut_down", Message: p.Reason}, env, d)
 		out = &o
 	}
 	finishRun(t, runID, *out, env, d)

@@ -109,7 +109,7 @@ func TestDispatchModes(t *testing.T) {
 	w.must(Command{ID: "i", ThreadID: "thr", Payload: InterruptRun{RunID: w.thread.Runs[0].ID}})
 	w.open("s0")
 	w.ev("s0", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "none", Status: sdk.TurnInterrupted}) // unknown turn
-	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: sdk.Failure{Message: "x"}}})
+	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.Runs[0].ID, Failure: Failure{Message: "x"}}})
 	for _, p := range []DispatchMessage{
 		{Text: "x", Mode: ModeSteerActive},
 		{Text: "x", Mode: ModeRestartActive},
@@ -355,17 +355,17 @@ func TestRespondToRequest(t *testing.T) {
 func TestPolicyDecision(t *testing.T) {
 	for _, tc := range []struct {
 		policy ApprovalPolicy
-		kind   sdk.RequestKind
-		want   sdk.Decision
+		kind   RequestKind
+		want   RequestDecision
 	}{
-		{ApproveAccept, sdk.RequestPermission, sdk.DecisionAccept},
-		{ApproveDecline, sdk.RequestCommandApproval, sdk.DecisionDecline},
-		{ApproveAccept, sdk.RequestFileChangeApproval, sdk.DecisionAccept},
-		{ApproveAccept, sdk.RequestPermissions, sdk.DecisionAccept},
-		{ApproveAccept, sdk.RequestUserInput, sdk.DecisionDecline},
-		{ApproveAccept, sdk.RequestGeneric, ""},
+		{ApproveAccept, RequestPermission, DecisionAccept},
+		{ApproveDecline, RequestCommandApproval, DecisionDecline},
+		{ApproveAccept, RequestFileChangeApproval, DecisionAccept},
+		{ApproveAccept, RequestPermissions, DecisionAccept},
+		{ApproveAccept, RequestUserInput, DecisionDecline},
+		{ApproveAccept, RequestGeneric, ""},
 		{ApproveAccept, "something/new", ""},
-		{ApproveAsk, sdk.RequestPermission, ""},
+		{ApproveAsk, RequestPermission, ""},
 	} {
 		if got := policyDecision(tc.policy, tc.kind); got != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.policy, tc.kind, got, tc.want)
@@ -403,7 +403,7 @@ func TestPolicyAnswersAgain(t *testing.T) {
 	q := w.thread.Requests[0]
 	for i := 1; i < policyAnswerTries; i++ {
 		d := w.must(Command{ID: "rf", ThreadID: "thr", Payload: RespondFailed{RequestID: q.ID, Reason: "timeout"}})
-		if types(d) != "request.answer.failed request.answered" || lastEffect(w).EffectType() != EffectRespond || lastEffect(w).(Respond).Decision != sdk.DecisionDecline {
+		if types(d) != "request.answer.failed request.answered" || lastEffect(w).EffectType() != EffectRespond || lastEffect(w).(Respond).Decision != DecisionDecline {
 			t.Fatalf("failure %d: %s %+v", i, types(d), lastEffect(w))
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/baton-run/baton/sdk"
 )
 
 // The continuation loop, decided. A run whose provider turn ends on a
@@ -61,7 +59,7 @@ func decideSetPolicy(t *Thread, p SetPolicy, d *Decision) error {
 
 // limitReached ends the active attempt of run r on a provider limit and
 // does what the policy says: wait, switch, or end the run blocked.
-func limitReached(t *Thread, r *Run, l sdk.Limit, env Env, d *Decision) {
+func limitReached(t *Thread, r *Run, l Limit, env Env, d *Decision) {
 	runID, attemptID, provider := r.ID, r.ActiveAttempt, r.Provider
 	d.emit(LimitReached{RunID: runID, AttemptID: attemptID, Provider: provider, Limit: l})
 	pol := t.policy()
@@ -73,11 +71,11 @@ func limitReached(t *Thread, r *Run, l sdk.Limit, env Env, d *Decision) {
 		switchOnLimit(t, runID, l, provider, env, d)
 		return
 	}
-	endRun(t, runID, RunStatusBlocked, "limit", &sdk.Failure{Code: "limit", Message: DescribeLimit(l, provider) + limitWords(l)}, env, d)
+	endRun(t, runID, RunStatusBlocked, "limit", &Failure{Code: "limit", Message: DescribeLimit(l, provider) + limitWords(l)}, env, d)
 }
 
 // limitWords is what a provider said of a limit, for a failure message.
-func limitWords(l sdk.Limit) string {
+func limitWords(l Limit) string {
 	if l.Message == "" {
 		return ""
 	}
@@ -86,7 +84,7 @@ func limitWords(l sdk.Limit) string {
 
 // armContinue arms the run's next wait, or ends the run when its waits
 // are spent: probes, the wait budget, or the loop's hours.
-func armContinue(t *Thread, runID string, l sdk.Limit, provider string, env Env, d *Decision) {
+func armContinue(t *Thread, runID string, l Limit, provider string, env Env, d *Decision) {
 	pol, r := t.policy(), t.run(runID)
 	n, since := r.Waits+1, r.WaitSince
 	if n == 1 {
@@ -94,20 +92,20 @@ func armContinue(t *Thread, runID string, l sdk.Limit, provider string, env Env,
 	}
 	what := DescribeLimit(l, provider)
 	if n > pol.MaxProbes {
-		endRun(t, runID, RunStatusFailed, "", &sdk.Failure{Code: "limit_wait_exhausted",
+		endRun(t, runID, RunStatusFailed, "", &Failure{Code: "limit_wait_exhausted",
 			Message: fmt.Sprintf("gave up on the %s after %d waits (at most %d)", what, r.Waits, pol.MaxProbes)}, env, d)
 		return
 	}
 	id := env.NewID("wait")
 	at := pol.WaitInstant(l, n, id, env.Now)
 	if end := since.Add(pol.MaxWait); at.After(end) {
-		endRun(t, runID, RunStatusFailed, "", &sdk.Failure{Code: "limit_wait_budget",
+		endRun(t, runID, RunStatusFailed, "", &Failure{Code: "limit_wait_budget",
 			Message: fmt.Sprintf("the %s lifts at %s, past the wait budget (%s from %s)", what, stamp(at), pol.MaxWait, stamp(since))}, env, d)
 		return
 	}
 	if why := loopTimeSpent(t.Loop, at); why != "" {
 		d.emit(LoopEnded{Status: LoopBudget, Reason: why})
-		endRun(t, runID, RunStatusBlocked, "limit", &sdk.Failure{Code: "loop_budget", Message: what + ": " + why}, env, d)
+		endRun(t, runID, RunStatusBlocked, "limit", &Failure{Code: "loop_budget", Message: what + ": " + why}, env, d)
 		return
 	}
 	closeAttempt(t, runID, RunStatusBlocked, d)
@@ -120,7 +118,7 @@ func armContinue(t *Thread, runID string, l sdk.Limit, provider string, env Env,
 // blocked, the thread switches, and a continuation attempt carries the
 // run's input (and a handoff of the runs before it) to the new provider;
 // with Return, a wait brings the thread back when the limit lifts.
-func switchOnLimit(t *Thread, runID string, l sdk.Limit, from string, env Env, d *Decision) {
+func switchOnLimit(t *Thread, runID string, l Limit, from string, env Env, d *Decision) {
 	pol, r := t.policy(), t.run(runID)
 	input, attemptID := r.Input, r.ActiveAttempt
 	closeAttempt(t, runID, RunStatusBlocked, d)
@@ -191,7 +189,7 @@ func cancelWait(t *Thread, r *Run, reason string, env Env, d *Decision) {
 		d.emit(LoopEnded{Status: LoopStopped, Reason: reason})
 	}
 	out := RunOutcome{AttemptID: attemptID, Status: RunStatusBlocked, StopReason: "limit",
-		Failure: &sdk.Failure{Code: "limit", Message: what + ": " + reason}}
+		Failure: &Failure{Code: "limit", Message: what + ": " + reason}}
 	d.emit(RunCompleting{RunID: runID, RunOutcome: out})
 	requestCheckpoint(t, runID, "", env, d)
 }

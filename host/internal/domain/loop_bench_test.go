@@ -51,7 +51,7 @@ func threadWithRuns(b *testing.B, n int) Thread {
 	t := Thread{}
 	id := 0
 	env := Env{Now: t0, NewID: func(p string) string { id++; return fmt.Sprintf("%s_%d", p, id) }}
-	mustDecide(b, &t, CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"agent"}}}, env)
+	mustDecide(b, &t, CreateThread{Provider: "acp", Cwd: "/w", ProviderCommand: ProviderCommand{Argv: []string{"agent"}}}, env)
 	mustDecide(b, &t, RecordSessionOpened{SessionID: "s1", ThreadRef: "pt"}, env)
 	for i := range n + 1 {
 		d := mustDecide(b, &t, DispatchMessage{Text: fmt.Sprintf("message %d", i), Mode: ModeQueueAfterActive}, env)

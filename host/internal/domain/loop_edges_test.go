@@ -236,7 +236,7 @@ func TestHowLoopsEnd(t *testing.T) {
 		Loop    LoopStatus
 		Reason  string
 		Run     RunStatus
-		Failure *sdk.Failure
+		Failure *Failure
 		Tokens  int64
 	}
 	for _, c := range []struct {
@@ -274,17 +274,17 @@ func TestHowLoopsEnd(t *testing.T) {
 		{"max hours before a wait's instant", ContinuationPolicy{OnLimit: OnLimitWait, MaxDuration: time.Hour}, func(w *world) {
 			turn(w, 0, "", limit(sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: t0.Add(2 * time.Hour)}))
 		}, end{LoopBudget, "max hours (1h) reached at 2026-11-30T13:00:00Z", RunStatusBlocked,
-			&sdk.Failure{Code: "loop_budget", Message: "acp usage limit: max hours (1h) reached at 2026-11-30T13:00:00Z"}, 0}},
+			&Failure{Code: "loop_budget", Message: "acp usage limit: max hours (1h) reached at 2026-11-30T13:00:00Z"}, 0}},
 		{"the wait budget", ContinuationPolicy{OnLimit: OnLimitWait, MaxWait: time.Hour, Until: "make check"}, func(w *world) {
 			turn(w, 0, "", limit(sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: t0.Add(3 * time.Hour)}))
 		}, end{LoopStopped, "run 1 ended failed: " + overBudget, RunStatusFailed,
-			&sdk.Failure{Code: "limit_wait_budget", Message: overBudget}, 0}},
+			&Failure{Code: "limit_wait_budget", Message: overBudget}, 0}},
 		{"a limit, no waiting", ContinuationPolicy{Until: "make check"}, func(w *world) {
 			turn(w, 0, "", limit(sdk.Limit{Kind: sdk.LimitRate}))
-		}, end{LoopBlocked, "run 1 ended blocked: acp rate limit", RunStatusBlocked, &sdk.Failure{Code: "limit", Message: "acp rate limit"}, 0}},
+		}, end{LoopBlocked, "run 1 ended blocked: acp rate limit", RunStatusBlocked, &Failure{Code: "limit", Message: "acp rate limit"}, 0}},
 		{"a failed run", ContinuationPolicy{Until: "make check"}, func(w *world) {
 			turn(w, 0, "", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, Status: sdk.TurnFailed, Failure: &sdk.Failure{Message: "boom"}})
-		}, end{LoopStopped, "run 1 ended failed: boom", RunStatusFailed, &sdk.Failure{Message: "boom"}, 0}},
+		}, end{LoopStopped, "run 1 ended failed: boom", RunStatusFailed, &Failure{Message: "boom"}, 0}},
 		{"the agent is blocked", ContinuationPolicy{Until: "make check"}, func(w *world) {
 			turn(w, 0, "I tried.\n"+BlockedMarker+"  need the API key  \nBye.", done)
 		}, end{LoopBlocked, "the agent said it is blocked: need the API key", RunStatusCompleted, nil, 0}},

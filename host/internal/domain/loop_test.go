@@ -36,8 +36,9 @@ func TestLimitWithoutPolicyEndsTheRunBlocked(t *testing.T) {
 	l := sdk.Limit{Kind: sdk.LimitUsageWindow, Scope: "five_hour", Message: "usage limit reached", ResetsAt: t0.Add(time.Hour)}
 	w.ev("s1", limitTerminal("u1", l))
 	r := w.thread.Runs[0]
-	want := &sdk.Failure{Code: "limit", Message: "acp usage limit (five_hour): usage limit reached"}
-	if r.Status != RunStatusBlocked || !cmp.Equal(r.Failure, want) || !cmp.Equal(r.Limit, &l) {
+	want := &Failure{Code: "limit", Message: "acp usage limit (five_hour): usage limit reached"}
+	wantLimit := &Limit{Kind: LimitUsageWindow, Scope: "five_hour", Message: "usage limit reached", ResetsAt: t0.Add(time.Hour)}
+	if r.Status != RunStatusBlocked || !cmp.Equal(r.Failure, want) || !cmp.Equal(r.Limit, wantLimit) {
 		t.Fatalf("run: status %s failure %+v limit %+v", r.Status, r.Failure, r.Limit)
 	}
 	if w.thread.Loop != nil || w.thread.NextWait() != nil {
@@ -222,7 +223,7 @@ func TestSetPolicyRefusals(t *testing.T) {
 func TestSwitchOnLimitAndReturn(t *testing.T) {
 	w := newWorld(t)
 	w.setPolicy(ContinuationPolicy{OnLimit: OnLimitSwitch, SwitchTo: "claude", Return: true,
-		SwitchCommand: sdk.ProviderCommand{Argv: []string{"claude"}}})
+		SwitchCommand: ProviderCommand{Argv: []string{"claude"}}})
 	w.send("one")
 	w.open("s1")
 	w.turnOn("s1", "u1")
@@ -281,7 +282,7 @@ func TestSwitchOnLimitAndReturn(t *testing.T) {
 func TestSwitchByHandCancelsAReturn(t *testing.T) {
 	w := newWorld(t)
 	w.setPolicy(ContinuationPolicy{OnLimit: OnLimitSwitch, SwitchTo: "claude", Return: true,
-		SwitchCommand: sdk.ProviderCommand{Argv: []string{"claude"}}})
+		SwitchCommand: ProviderCommand{Argv: []string{"claude"}}})
 	w.send("one")
 	w.open("s1")
 	w.turnOn("s1", "u1")
@@ -313,7 +314,7 @@ func TestUsageAddsUpOverAttempts(t *testing.T) {
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventUsage, TurnRef: "u2", Usage: &sdk.Usage{InputTokens: 15, TotalTokens: 20}})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: sdk.TurnCompleted})
 	r := w.thread.Runs[0]
-	if diff := cmp.Diff(&sdk.Usage{InputTokens: 815, TotalTokens: 920}, r.Usage); diff != "" {
+	if diff := cmp.Diff(&Usage{InputTokens: 815, TotalTokens: 920}, r.Usage); diff != "" {
 		t.Fatalf("run usage (-want +got):\n%s", diff)
 	}
 	if l := w.thread.Loop; l.Tokens != 920 {
@@ -322,10 +323,10 @@ func TestUsageAddsUpOverAttempts(t *testing.T) {
 	// An event from a log written before: the run's usage as reported.
 	var old Thread
 	for _, p := range []Payload{ThreadCreated{Provider: "acp", Cwd: "/w"}, RunQueued{RunID: "r1", Ordinal: 1},
-		UsageReported{RunID: "r1", Usage: sdk.Usage{TotalTokens: 7}}} {
+		UsageReported{RunID: "r1", Usage: Usage{TotalTokens: 7}}} {
 		Evolve(&old, Event{ThreadID: "thr", At: t0, Payload: p})
 	}
-	if diff := cmp.Diff(&sdk.Usage{TotalTokens: 7}, old.Runs[0].Usage); diff != "" {
+	if diff := cmp.Diff(&Usage{TotalTokens: 7}, old.Runs[0].Usage); diff != "" {
 		t.Fatalf("old log's usage (-want +got):\n%s", diff)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/baton-run/baton/sdk"
 )
 
 // Messages and steering: a user message becomes a run of its own, joins
@@ -267,8 +265,8 @@ func forceStop(t *Thread, r *Run, reason string, env Env, d *Decision) {
 // host ended because it did not stop when asked.
 const FailureForced = "interrupt_forced"
 
-func forcedFailure(reason string) *sdk.Failure {
-	return &sdk.Failure{Code: FailureForced, Message: reason}
+func forcedFailure(reason string) *Failure {
+	return &Failure{Code: FailureForced, Message: reason}
 }
 
 // StopDeadline is when the host ends the provider process of the thread's

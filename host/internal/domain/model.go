@@ -8,30 +8,28 @@ package domain
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/baton-run/baton/sdk"
 )
 
 // Thread is one user-visible conversation and everything under it.
 type Thread struct {
-	ID               string              `json:"id"`
-	Provider         string              `json:"provider"`
-	Cwd              string              `json:"cwd"`
-	Model            string              `json:"model,omitempty"`
-	ProviderCommand  sdk.ProviderCommand `json:"providerCommand"`
-	ApprovalPolicy   ApprovalPolicy      `json:"approvalPolicy"`
-	CreatedAt        time.Time           `json:"createdAt"`
-	UpdatedAt        time.Time           `json:"updatedAt"`
-	Runs             []Run               `json:"runs"`
-	Messages         []Message           `json:"messages"`
-	TurnItems        []TurnItem          `json:"turnItems"`
-	ProviderSessions []ProviderSession   `json:"providerSessions"`
-	ProviderThreads  []ProviderThread    `json:"providerThreads"`
-	ProviderTurns    []ProviderTurn      `json:"providerTurns"`
-	Requests         []RuntimeRequest    `json:"requests"`
-	Diagnostics      []Diagnostic        `json:"diagnostics,omitempty"`
+	ID               string            `json:"id"`
+	Provider         string            `json:"provider"`
+	Cwd              string            `json:"cwd"`
+	Model            string            `json:"model,omitempty"`
+	ProviderCommand  ProviderCommand   `json:"providerCommand"`
+	ApprovalPolicy   ApprovalPolicy    `json:"approvalPolicy"`
+	CreatedAt        time.Time         `json:"createdAt"`
+	UpdatedAt        time.Time         `json:"updatedAt"`
+	Runs             []Run             `json:"runs"`
+	Messages         []Message         `json:"messages"`
+	TurnItems        []TurnItem        `json:"turnItems"`
+	ProviderSessions []ProviderSession `json:"providerSessions"`
+	ProviderThreads  []ProviderThread  `json:"providerThreads"`
+	ProviderTurns    []ProviderTurn    `json:"providerTurns"`
+	Requests         []RuntimeRequest  `json:"requests"`
+	Diagnostics      []Diagnostic      `json:"diagnostics,omitempty"`
 	// RateLimits is the provider's latest word on each of its limits.
-	RateLimits []sdk.RateLimit `json:"rateLimits,omitempty"`
+	RateLimits []RateLimit `json:"rateLimits,omitempty"`
 	// CheckpointScopes and Checkpoints are the worktree's recorded
 	// states: a baseline before the first run, one per run, and one per
 	// subagent turn nested under its run's.
@@ -76,14 +74,14 @@ type Run struct {
 	ActiveAttempt string     `json:"activeAttempt,omitempty"`
 	// Provider and Model are what the run started on (the thread's at the
 	// time); a switch applies to the runs that start after it.
-	Provider     string       `json:"provider,omitempty"`
-	Model        string       `json:"model,omitempty"`
-	FinalAttempt string       `json:"finalAttempt,omitempty"`
-	Attempts     []Attempt    `json:"attempts"`
-	Nodes        []Node       `json:"nodes"`
-	StopReason   string       `json:"stopReason,omitempty"`
-	Failure      *sdk.Failure `json:"failure,omitempty"`
-	Usage        *sdk.Usage   `json:"usage,omitempty"`
+	Provider     string    `json:"provider,omitempty"`
+	Model        string    `json:"model,omitempty"`
+	FinalAttempt string    `json:"finalAttempt,omitempty"`
+	Attempts     []Attempt `json:"attempts"`
+	Nodes        []Node    `json:"nodes"`
+	StopReason   string    `json:"stopReason,omitempty"`
+	Failure      *Failure  `json:"failure,omitempty"`
+	Usage        *Usage    `json:"usage,omitempty"`
 	// InterruptRequested says run.interrupt was sent to the provider; the
 	// run ends when the provider's terminal event arrives.
 	InterruptRequested bool `json:"interruptRequested,omitempty"`
@@ -101,10 +99,10 @@ type Run struct {
 	// Limit is the last provider limit the run hit; WaitID the armed wait
 	// that will continue it (the run is waiting, its attempt ended);
 	// Waits how many waits it has had, the first from WaitSince.
-	Limit     *sdk.Limit `json:"limit,omitempty"`
-	WaitID    string     `json:"waitId,omitempty"`
-	Waits     int        `json:"waits,omitempty"`
-	WaitSince time.Time  `json:"waitSince,omitzero"`
+	Limit     *Limit    `json:"limit,omitempty"`
+	WaitID    string    `json:"waitId,omitempty"`
+	Waits     int       `json:"waits,omitempty"`
+	WaitSince time.Time `json:"waitSince,omitzero"`
 
 	// shared says the run's attempts, nodes and pending messages are
 	// shared with the thread the run's was copied from (see Scratch).
@@ -129,10 +127,10 @@ type RunStop struct {
 
 // RunOutcome is how a run ends.
 type RunOutcome struct {
-	AttemptID  string       `json:"attemptId,omitempty"`
-	Status     RunStatus    `json:"status"`
-	StopReason string       `json:"stopReason,omitempty"`
-	Failure    *sdk.Failure `json:"failure,omitempty"`
+	AttemptID  string    `json:"attemptId,omitempty"`
+	Status     RunStatus `json:"status"`
+	StopReason string    `json:"stopReason,omitempty"`
+	Failure    *Failure  `json:"failure,omitempty"`
 }
 
 // SteeringMessage is a user message sent into an active run.
@@ -151,7 +149,7 @@ type Attempt struct {
 	EndedAt   *time.Time    `json:"endedAt,omitempty"`
 	RootNode  string        `json:"rootNode"`
 	// Usage is what the attempt's turn used, as last reported.
-	Usage *sdk.Usage `json:"usage,omitempty"`
+	Usage *Usage `json:"usage,omitempty"`
 	// Provider is where the attempt ran, when not the run's (a limit
 	// moved the run to another provider).
 	Provider string `json:"provider,omitempty"`
@@ -236,16 +234,16 @@ type ProviderTurn struct {
 
 // RuntimeRequest is an approval or question from the provider.
 type RuntimeRequest struct {
-	ID          string              `json:"id"`
-	RunID       string              `json:"runId,omitempty"`
-	NodeID      string              `json:"nodeId,omitempty"`
-	SessionID   string              `json:"sessionId"`
-	ProviderRef string              `json:"providerRef"`
-	Kind        sdk.RequestKind     `json:"kind"`
-	Title       string              `json:"title,omitempty"`
-	Options     []sdk.RequestOption `json:"options,omitempty"`
-	Status      RequestStatus       `json:"status"`
-	Decision    sdk.Decision        `json:"decision,omitempty"`
+	ID          string          `json:"id"`
+	RunID       string          `json:"runId,omitempty"`
+	NodeID      string          `json:"nodeId,omitempty"`
+	SessionID   string          `json:"sessionId"`
+	ProviderRef string          `json:"providerRef"`
+	Kind        RequestKind     `json:"kind"`
+	Title       string          `json:"title,omitempty"`
+	Options     []RequestOption `json:"options,omitempty"`
+	Status      RequestStatus   `json:"status"`
+	Decision    RequestDecision `json:"decision,omitempty"`
 	// Answers are the answers to a question, when it was answered.
 	Answers map[string]string `json:"answers,omitempty"`
 	// AnsweredBy is "policy", "client" or "timeout" once an answer was
@@ -339,7 +337,7 @@ type Rollback struct {
 	TurnsDropped      int            `json:"turnsDropped,omitempty"`
 	Note              string         `json:"note,omitempty"`
 	FailedStage       string         `json:"failedStage,omitempty"`
-	Failure           *sdk.Failure   `json:"failure,omitempty"`
+	Failure           *Failure       `json:"failure,omitempty"`
 	RequestedAt       time.Time      `json:"requestedAt"`
 	EndedAt           *time.Time     `json:"endedAt,omitempty"`
 }
@@ -405,9 +403,9 @@ type HandoffRun struct {
 // process to run, and its own conversation of the thread, which a return
 // to the provider resumes.
 type ProviderBinding struct {
-	Provider string              `json:"provider"`
-	Model    string              `json:"model,omitempty"`
-	Command  sdk.ProviderCommand `json:"command"`
+	Provider string          `json:"provider"`
+	Model    string          `json:"model,omitempty"`
+	Command  ProviderCommand `json:"command"`
 	// SessionID is the provider's latest session on the thread.
 	SessionID string `json:"sessionId,omitempty"`
 	// ProviderThreadID and ThreadRef are its root conversation, the one a

@@ -131,7 +131,7 @@ func Outcome(t *Thread, e Effect, r Result) *Command {
 	case RestoreFiles:
 		p := r.Restored
 		if r.Err != nil {
-			p = RecordFilesRestored{Failure: &sdk.Failure{Code: "restore_failed", Message: r.Err.Error()}}
+			p = RecordFilesRestored{Failure: &Failure{Code: "restore_failed", Message: r.Err.Error()}}
 		} else {
 			p.SavedRef = e.Ref // the files as they were, kept under the rollback's own ref
 		}
@@ -150,7 +150,7 @@ func Outcome(t *Thread, e Effect, r Result) *Command {
 // startFailed ends a run whose turn could not be started.
 func startFailed(threadID, runID, attemptID string, err error) *Command {
 	return &Command{ID: "fail:" + runID + ":" + attemptID, ThreadID: threadID,
-		Payload: asStored(FailRun{RunID: runID, Failure: sdk.Failure{Code: "start_failed", Message: err.Error()}})}
+		Payload: asStored(FailRun{RunID: runID, Failure: Failure{Code: "start_failed", Message: err.Error()}})}
 }
 
 // ended says whether an error means the session had ended, its provider

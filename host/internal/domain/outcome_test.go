@@ -55,7 +55,7 @@ func TestOutcomes(t *testing.T) {
 			cmd("dispatched:"+start.AttemptID, RecordTurnDispatched{RunID: start.RunID, AttemptID: start.AttemptID, SessionID: start.SessionID})},
 		{"a start refused", w.thread, start, Result{Err: refused},
 			cmd("fail:"+start.RunID+":"+start.AttemptID, FailRun{RunID: start.RunID,
-				Failure: sdk.Failure{Code: "start_failed", Message: "the provider refused it"}})},
+				Failure: Failure{Code: "start_failed", Message: "the provider refused it"}})},
 		{"a start skipped", w.thread, start, Result{Skipped: true}, nil},
 		{"a steer sent", w.thread, steer, Result{}, nil},
 		{"a steer refused", w.thread, steer, Result{Err: refused},
@@ -92,7 +92,7 @@ func TestOutcomes(t *testing.T) {
 			cmd("restored:rb_1", RecordFilesRestored{RollbackID: "rb_1", Written: 2, Removed: 1, SavedRef: "refs/pre", SavedCommit: "c0", Replayed: true})},
 		{"files not restored", w.thread, RestoreFiles{EffectHead: head, RollbackID: "rb_1", Ref: "refs/pre"},
 			Result{Err: errors.New("git: locked")},
-			cmd("restored:rb_1", RecordFilesRestored{RollbackID: "rb_1", Failure: &sdk.Failure{Code: "restore_failed", Message: "git: locked"}})},
+			cmd("restored:rb_1", RecordFilesRestored{RollbackID: "rb_1", Failure: &Failure{Code: "restore_failed", Message: "git: locked"}})},
 		{"turns dropped natively", w.thread, ReconcileThread{EffectHead: head, RollbackID: "rb_1", Turns: 2}, Result{ThreadRef: "pt"},
 			cmd("reconciled:rb_1", RecordProviderReconciled{RollbackID: "rb_1", Reconciliation: ReconcileNative, ProviderThreadRef: "pt", TurnsDropped: 2})},
 		{"a provider that cannot drop turns", w.thread, ReconcileThread{EffectHead: head, RollbackID: "rb_1", Turns: 2, Replayed: true},
@@ -137,7 +137,7 @@ func TestCurrent(t *testing.T) {
 		Current(w.thread, Steer{RunID: start.RunID, AttemptID: "att_9"}) {
 		t.Fatal("a start in no thread, of a run not there, or a steer of another attempt is current")
 	}
-	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: start.RunID, Failure: sdk.Failure{Message: "no plugin"}}})
+	w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: start.RunID, Failure: Failure{Message: "no plugin"}}})
 	if Current(w.thread, start) {
 		t.Fatal("the start of a run that ended is current")
 	}

@@ -8,8 +8,6 @@ import (
 	"math"
 	"strings"
 	"time"
-
-	"github.com/baton-run/baton/sdk"
 )
 
 // The continuation policy: what a thread does, unattended, when a run hits
@@ -74,10 +72,10 @@ type ContinuationPolicy struct {
 	// SwitchTo (with SwitchModel and SwitchCommand, kept when the thread
 	// has used that provider) is where OnLimitSwitch goes; Return comes
 	// back to the first provider after its reset.
-	SwitchTo      string              `json:"switchTo,omitempty"`
-	SwitchModel   string              `json:"switchModel,omitempty"`
-	SwitchCommand sdk.ProviderCommand `json:"switchCommand,omitzero"`
-	Return        bool                `json:"return,omitempty"`
+	SwitchTo      string          `json:"switchTo,omitempty"`
+	SwitchModel   string          `json:"switchModel,omitempty"`
+	SwitchCommand ProviderCommand `json:"switchCommand,omitzero"`
+	Return        bool            `json:"return,omitempty"`
 	// ContinueText is the continuation turn (DefaultContinueText).
 	ContinueText string  `json:"continueText,omitempty"`
 	Probe        Backoff `json:"probe,omitzero"`
@@ -181,7 +179,7 @@ func Jitter(waitID string) time.Duration {
 // WaitInstant is when the n-th wait for limit l fires: its reset plus the
 // wait's jitter when the provider gave a reset still to come, else the
 // n-th probe's instant. Never before now.
-func (p ContinuationPolicy) WaitInstant(l sdk.Limit, n int, waitID string, now time.Time) time.Time {
+func (p ContinuationPolicy) WaitInstant(l Limit, n int, waitID string, now time.Time) time.Time {
 	if l.ResetsAt.After(now) {
 		return l.ResetsAt.Add(Jitter(waitID))
 	}
@@ -242,7 +240,7 @@ type Wait struct {
 	Kind     WaitKind  `json:"kind"`
 	RunID    string    `json:"runId,omitempty"`
 	Provider string    `json:"provider"`
-	Limit    sdk.Limit `json:"limit"`
+	Limit    Limit     `json:"limit"`
 	At       time.Time `json:"at"`
 	// Probe is this wait's number for its run (from 1), of at most
 	// MaxProbes.
@@ -280,9 +278,9 @@ type CheckResult struct {
 func (c CheckResult) Passed() bool { return c.ExitCode == 0 && !c.TimedOut && c.Error == "" }
 
 // DescribeLimit is a limit in words: "codex usage limit (five_hour)".
-func DescribeLimit(l sdk.Limit, provider string) string {
-	what := map[sdk.LimitKind]string{sdk.LimitUsageWindow: "usage limit", sdk.LimitRate: "rate limit",
-		sdk.LimitCredits: "credits", sdk.LimitOverload: "overload"}[l.Kind]
+func DescribeLimit(l Limit, provider string) string {
+	what := map[LimitKind]string{LimitUsageWindow: "usage limit", LimitRate: "rate limit",
+		LimitCredits: "credits", LimitOverload: "overload"}[l.Kind]
 	if what == "" {
 		what = "limit"
 	}

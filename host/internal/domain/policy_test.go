@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-run/baton/sdk"
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 )
@@ -185,7 +184,7 @@ func TestWaitInstantProperty(t *testing.T) {
 		now := nowGen().Draw(rt, "now")
 		n := probeCountGen().Draw(rt, "n")
 		id := rapid.String().Draw(rt, "wait id")
-		l := sdk.Limit{Kind: rapid.SampledFrom([]sdk.LimitKind{sdk.LimitUsageWindow, sdk.LimitRate, sdk.LimitCredits, sdk.LimitOverload}).Draw(rt, "kind")}
+		l := Limit{Kind: rapid.SampledFrom([]LimitKind{LimitUsageWindow, LimitRate, LimitCredits, LimitOverload}).Draw(rt, "kind")}
 		switch rapid.IntRange(0, 3).Draw(rt, "reset") {
 		case 0: // to come
 			l.ResetsAt = now.Add(durationGen().Filter(func(d time.Duration) bool { return d > 0 }).Draw(rt, "in"))
@@ -281,7 +280,7 @@ func TestValidate(t *testing.T) {
 		"off":                     {},
 		"wait":                    {OnLimit: OnLimitWait},
 		"switch and return":       {OnLimit: OnLimitSwitch, SwitchTo: "claude", Return: true},
-		"switch with a model":     {OnLimit: OnLimitSwitch, SwitchTo: "codex-2", SwitchModel: "big", SwitchCommand: sdk.ProviderCommand{Argv: []string{"codex"}}},
+		"switch with a model":     {OnLimit: OnLimitSwitch, SwitchTo: "codex-2", SwitchModel: "big", SwitchCommand: ProviderCommand{Argv: []string{"codex"}}},
 		"factor 1":                {OnLimit: OnLimitWait, Probe: Backoff{Interval: time.Minute, Factor: 1, Ceiling: time.Minute}},
 		"a ceiling only":          {OnLimit: OnLimitWait, Probe: Backoff{Ceiling: time.Second}},
 		"an interval only":        {OnLimit: OnLimitWait, Probe: Backoff{Interval: 3 * time.Hour}},
@@ -400,17 +399,17 @@ func TestCheckResultPassed(t *testing.T) {
 
 func TestLimitDescribe(t *testing.T) {
 	for _, c := range []struct {
-		l        sdk.Limit
+		l        Limit
 		provider string
 		want     string
 	}{
-		{sdk.Limit{Kind: sdk.LimitUsageWindow, Scope: "five_hour"}, "codex", "codex usage limit (five_hour)"},
-		{sdk.Limit{Kind: sdk.LimitRate}, "claude", "claude rate limit"},
-		{sdk.Limit{Kind: sdk.LimitCredits}, "claude", "claude credits"},
-		{sdk.Limit{Kind: sdk.LimitOverload, Scope: "model"}, "opencode", "opencode overload (model)"},
-		{sdk.Limit{Kind: "quota"}, "acp", "acp limit"},
-		{sdk.Limit{}, "", "limit"},
-		{sdk.Limit{Kind: sdk.LimitRate, Scope: "requests"}, "", "rate limit (requests)"},
+		{Limit{Kind: LimitUsageWindow, Scope: "five_hour"}, "codex", "codex usage limit (five_hour)"},
+		{Limit{Kind: LimitRate}, "claude", "claude rate limit"},
+		{Limit{Kind: LimitCredits}, "claude", "claude credits"},
+		{Limit{Kind: LimitOverload, Scope: "model"}, "opencode", "opencode overload (model)"},
+		{Limit{Kind: "quota"}, "acp", "acp limit"},
+		{Limit{}, "", "limit"},
+		{Limit{Kind: LimitRate, Scope: "requests"}, "", "rate limit (requests)"},
 	} {
 		if got := DescribeLimit(c.l, c.provider); got != c.want {
 			t.Errorf("Describe(%+v, %q) = %q, want %q", c.l, c.provider, got, c.want)

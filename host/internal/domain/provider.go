@@ -50,9 +50,10 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		if q == nil || q.Status != RequestStatusPending {
 			return
 		}
-		decision, _ := ev.Status.(sdk.Decision)
+		sd, _ := ev.Status.(sdk.Decision)
+		decision := decisionFromSDK(sd)
 		status := RequestStatusResolved
-		if decision == sdk.DecisionCancel {
+		if decision == DecisionCancel {
 			status = RequestStatusCancelled
 		}
 		d.emit(RequestResolved{RequestID: q.ID, Status: status, Decision: decision})
@@ -65,7 +66,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			}
 		}
 		if r := t.runFor(pt); r != nil && ev.Usage != nil && !r.settled() && !t.replaced(r, pt) {
-			d.emit(UsageReported{RunID: r.ID, AttemptID: r.ActiveAttempt, Usage: *ev.Usage})
+			d.emit(UsageReported{RunID: r.ID, AttemptID: r.ActiveAttempt, Usage: usageFromSDK(*ev.Usage)})
 		}
 	case sdk.EventTurnTerminal:
 		turnTerminal(t, ev, pt, env, d)
@@ -79,15 +80,18 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		d.emit(DiagnosticRecorded{RunID: runID, Title: ev.Title, Text: ev.Text})
 	case sdk.EventRateLimit:
 		// Kept when it changes: providers repeat it after every reply.
-		if l := ev.RateLimit; l != nil && l.Scope != "" && !slices.ContainsFunc(t.RateLimits, func(m sdk.RateLimit) bool { return sameRateLimit(*l, m) }) {
-			d.emit(RateLimitReported{RateLimit: *l})
+		if ev.RateLimit != nil && ev.RateLimit.Scope != "" {
+			l := rateLimitFromSDK(*ev.RateLimit)
+			if !slices.ContainsFunc(t.RateLimits, func(m RateLimit) bool { return sameRateLimit(l, m) }) {
+				d.emit(RateLimitReported{RateLimit: l})
+			}
 		}
 	}
 	// session_state is kept in the raw-frame log only.
 }
 
 // sameRateLimit says whether two reports of a limit say the same.
-func sameRateLimit(l, m sdk.RateLimit) bool {
+func sameRateLimit(l, m RateLimit) bool {
 	return l.Scope == m.Scope && l.UsedPercent == m.UsedPercent && l.ResetsAt.Equal(m.ResetsAt)
 }
 
@@ -101,7 +105,7 @@ func turnRefReused(t *Thread, ev sdk.RuntimeEvent, earlier *ProviderTurn, env En
 	if a == nil || !r.live() || r.ActiveAttempt != a.ID {
 		return // not a turn the host waits for
 	}
-	endRun(t, r.ID, RunStatusFailed, "", &sdk.Failure{Code: "turn_ref_reused", Message: fmt.Sprintf(
+	endRun(t, r.ID, RunStatusFailed, "", &Failure{Code: "turn_ref_reused", Message: fmt.Sprintf(
 		"the provider started this run's turn as %s, the ref a turn of run %d already has: a plugin must give every turn of a provider thread its own ref, in every session",
 		ev.TurnRef, t.run(earlier.RunID).Ordinal)}, env, d)
 }
@@ -186,12 +190,12 @@ func requestOpened(t *Thread, sessionID string, ev sdk.RuntimeEvent, pt *Provide
 			nodeID = n.ID
 		}
 	}
-	reqID := env.NewID("req")
+	reqID, kind := env.NewID("req"), requestKindFromSDK(ev.RequestKind)
 	d.emit(RequestOpened{RequestID: reqID, RunID: runID, NodeID: nodeID, SessionID: sessionID,
-		ProviderRef: ev.RequestRef, Kind: ev.RequestKind, Title: ev.Title, Options: ev.Options})
+		ProviderRef: ev.RequestRef, Kind: kind, Title: ev.Title, Options: optionsFromSDK(ev.Options)})
 	// The thread's policy answers at once where it can; the request
 	// resolves when the provider says it got the answer.
-	if decision := policyDecision(t.ApprovalPolicy, ev.RequestKind); decision != "" {
+	if decision := policyDecision(t.ApprovalPolicy, kind); decision != "" {
 		d.emit(RequestAnswered{RequestID: reqID, Decision: decision, By: AnsweredByPolicy})
 		d.effect(t.request(reqID).respondEffect(t.ID, decision, nil))
 	}
@@ -230,7 +234,7 @@ func turnTerminal(t *Thread, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *
 	if ev.Limit != nil && status == sdk.TurnFailed && !r.InterruptRequested {
 		// A provider limit: the run is blocked, and the thread's policy
 		// says whether it waits, moves or ends.
-		limitReached(t, r, *ev.Limit, env, d)
+		limitReached(t, r, limitFromSDK(*ev.Limit), env, d)
 		return
 	}
 	if len(r.PendingRestart) > 0 && !r.InterruptRequested {
@@ -242,7 +246,7 @@ func turnTerminal(t *Thread, ev sdk.RuntimeEvent, pt *ProviderTurn, env Env, d *
 		startAttempt(t, runID, input, AttemptSteeringRestart, env, d)
 		return
 	}
-	endRun(t, r.ID, runStatus(status), ev.Title, ev.Failure, env, d)
+	endRun(t, r.ID, runStatus(status), ev.Title, failureFromSDK(ev.Failure), env, d)
 }
 
 // runtimeExited ends a session whose provider process is gone: its
@@ -273,7 +277,7 @@ func runtimeExited(t *Thread, sessionID string, ev sdk.RuntimeEvent, env Env, d 
 	// Only an attempt this session took ends with it; one not yet sent
 	// anywhere will open a new session.
 	if a := r.attempt(r.ActiveAttempt); a.SessionID == sessionID {
-		f := sdk.Failure{Code: "provider_exited", Message: "the provider process exited during the run"}
+		f := Failure{Code: "provider_exited", Message: "the provider process exited during the run"}
 		if ev.Failure != nil {
 			f.Message = ev.Failure.Message
 			f.Code = cmp.Or(ev.Failure.Code, f.Code)

@@ -16,15 +16,15 @@ func decideRespond(t *Thread, p RespondToRequest, d *Decision) error {
 		return err
 	}
 	switch p.Decision {
-	case sdk.DecisionAccept, sdk.DecisionAcceptForSession, sdk.DecisionDecline, sdk.DecisionCancel:
-		if p.Decision != sdk.DecisionDecline && p.Decision != sdk.DecisionCancel && q.Kind == sdk.RequestUserInput {
-			return fmt.Errorf("%w: a question is answered with decision %q (or declined), not %q", ErrInvalid, sdk.DecisionAnswer, p.Decision)
+	case DecisionAccept, DecisionAcceptForSession, DecisionDecline, DecisionCancel:
+		if p.Decision != DecisionDecline && p.Decision != DecisionCancel && q.Kind == RequestUserInput {
+			return fmt.Errorf("%w: a question is answered with decision %q (or declined), not %q", ErrInvalid, DecisionAnswer, p.Decision)
 		}
-	case sdk.DecisionAnswer:
+	case DecisionAnswer:
 		if len(p.Answers) == 0 {
-			return fmt.Errorf("%w: decision %q needs answers", ErrInvalid, sdk.DecisionAnswer)
+			return fmt.Errorf("%w: decision %q needs answers", ErrInvalid, DecisionAnswer)
 		}
-		if q.Kind != sdk.RequestUserInput && q.Kind != sdk.RequestGeneric {
+		if q.Kind != RequestUserInput && q.Kind != RequestGeneric {
 			return fmt.Errorf("%w: a %s request takes accept, accept_for_session, decline or cancel, not answers", ErrInvalid, q.Kind)
 		}
 	default:
@@ -91,7 +91,7 @@ func NotResumable(id string) error {
 }
 
 // respondEffect delivers an answer to the request through its session.
-func (q *RuntimeRequest) respondEffect(threadID string, v sdk.Decision, answers map[string]string) Respond {
+func (q *RuntimeRequest) respondEffect(threadID string, v RequestDecision, answers map[string]string) Respond {
 	return Respond{EffectHead: EffectHead{ThreadID: threadID}, RunID: q.RunID, SessionID: q.SessionID, RequestRef: q.ProviderRef,
 		Decision: v, Answers: answers}
 }
@@ -101,27 +101,27 @@ func (q *RuntimeRequest) respondEffect(threadID string, v sdk.Decision, answers 
 const policyAnswerTries = 3
 
 // policyDecisions are the answers of the policies that answer approvals.
-var policyDecisions = map[ApprovalPolicy]sdk.Decision{ApproveAccept: sdk.DecisionAccept, ApproveDecline: sdk.DecisionDecline}
+var policyDecisions = map[ApprovalPolicy]RequestDecision{ApproveAccept: DecisionAccept, ApproveDecline: DecisionDecline}
 
 // policyDecision is how a thread's approval policy answers a request of
 // a kind: "" leaves it to a client.
-func policyDecision(policy ApprovalPolicy, kind sdk.RequestKind) sdk.Decision {
+func policyDecision(policy ApprovalPolicy, kind RequestKind) RequestDecision {
 	switch {
 	case policy == ApproveAsk:
 		return ""
 	case approval(kind):
 		return policyDecisions[policy]
-	case kind == sdk.RequestUserInput:
-		return sdk.DecisionDecline // a policy cannot invent answers
+	case kind == RequestUserInput:
+		return DecisionDecline // a policy cannot invent answers
 	}
 	return "" // generic and unknown kinds are never answered by policy
 }
 
 // approval says whether a request of a kind asks to approve something
 // (which a yes or a no answers), not for an answer.
-func approval(kind sdk.RequestKind) bool {
+func approval(kind RequestKind) bool {
 	switch kind {
-	case sdk.RequestPermission, sdk.RequestCommandApproval, sdk.RequestFileChangeApproval, sdk.RequestPermissions:
+	case RequestPermission, RequestCommandApproval, RequestFileChangeApproval, RequestPermissions:
 		return true
 	}
 	return false

@@ -2,8 +2,6 @@ package domain
 
 import (
 	"slices"
-
-	"github.com/baton-run/baton/sdk"
 )
 
 // Which provider session takes a run's turn. The host holds a thread's
@@ -20,7 +18,7 @@ type LiveSession struct {
 	ID       string
 	Provider string
 	Model    string
-	Command  sdk.ProviderCommand
+	Command  ProviderCommand
 }
 
 // SessionChoice is where a run's turn goes.
@@ -30,7 +28,7 @@ type SessionChoice struct {
 	// command the thread keeps for that provider.
 	Provider string
 	Model    string
-	Command  sdk.ProviderCommand
+	Command  ProviderCommand
 	// Reuse: the live session takes the turn.
 	Reuse bool
 	// Retire is why the live session is retired first ("": there is none,

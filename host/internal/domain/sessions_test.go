@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-run/baton/sdk"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/baton-run/baton/sdk"
 )
 
 // leftBehind: a live session may take the provider's next run only while
@@ -44,8 +45,8 @@ func TestLeftBehind(t *testing.T) {
 // new session, which resumes the provider's own conversation where it has
 // one and its plugin can.
 func TestChooseSession(t *testing.T) {
-	acp := sdk.ProviderCommand{Argv: []string{"agent"}}
-	codex := sdk.ProviderCommand{Argv: []string{"codex", "app-server"}, Env: []string{"A=1"}}
+	acp := ProviderCommand{Argv: []string{"agent"}}
+	codex := ProviderCommand{Argv: []string{"codex", "app-server"}, Env: []string{"A=1"}}
 	th := Thread{Provider: "acp", Model: "m1",
 		ProviderBindings: []ProviderBinding{
 			{Provider: "acp", Model: "m1", Command: acp, SessionID: "s1", ThreadRef: "c1"},
@@ -68,7 +69,7 @@ func TestChooseSession(t *testing.T) {
 			SessionChoice{Provider: "acp", Model: "m1", Command: acp, Resume: "c1"}},
 		{"another model", onACP, "acp", "m2",
 			SessionChoice{Provider: "acp", Model: "m2", Command: acp, Resume: "c1", Retire: "the thread switched to acp (m2)"}},
-		{"another command", &LiveSession{ID: "s1", Provider: "acp", Model: "m1", Command: sdk.ProviderCommand{Argv: []string{"old"}}}, "acp", "m1",
+		{"another command", &LiveSession{ID: "s1", Provider: "acp", Model: "m1", Command: ProviderCommand{Argv: []string{"old"}}}, "acp", "m1",
 			SessionChoice{Provider: "acp", Model: "m1", Command: acp, Resume: "c1", Retire: "the thread switched to acp (m1), with another command"}},
 		{"another provider", onACP, "codex", "",
 			SessionChoice{Provider: "codex", Command: codex, Retire: "the thread switched to codex"}},
@@ -98,7 +99,7 @@ func TestTheDomainChoosesEachTurnsSession(t *testing.T) {
 	open, start := d.Effects[1].(OpenSession), d.Effects[2].(StartTurn)
 	r := w.thread.Runs[0]
 	wantOpen := OpenSession{EffectHead: head, RunID: r.ID, AttemptID: r.ActiveAttempt, SessionID: "ses_1", Provider: "acp",
-		Command: sdk.ProviderCommand{Argv: []string{"agent"}}}
+		Command: ProviderCommand{Argv: []string{"agent"}}}
 	wantStart := StartTurn{EffectHead: head, RunID: r.ID, AttemptID: r.ActiveAttempt, Text: "one", SessionID: "ses_1"}
 	if diff := cmp.Diff([]Effect{wantOpen, wantStart}, d.Effects[1:]); diff != "" {
 		t.Fatalf("the first turn's effects (-want +got):\n%s", diff)
@@ -124,13 +125,13 @@ func TestTheDomainChoosesEachTurnsSession(t *testing.T) {
 		want *Command
 	}{
 		"an open that failed": {open, Result{Err: failed}, &Command{ID: "fail:" + r.ID + ":" + r.ActiveAttempt, ThreadID: "thr",
-			Payload: FailRun{RunID: r.ID, Failure: sdk.Failure{Code: "start_failed", Message: "no such agent"}}}},
+			Payload: FailRun{RunID: r.ID, Failure: Failure{Code: "start_failed", Message: "no such agent"}}}},
 		"an open skipped":               {open, Result{Skipped: true}, nil},
 		"a rollback's open that failed": {OpenSession{EffectHead: head, SessionID: "ses_9"}, Result{Err: failed}, nil},
 		"a retirement":                  {RetireSession{EffectHead: head, SessionID: "ses_1"}, Result{}, nil},
 		"a restarted turn's session that ended": {restarted, Result{Err: fmt.Errorf("gone: %w", sdk.ErrUnknownSession)},
 			&Command{ID: "fail:" + r.ID + ":" + r.ActiveAttempt, ThreadID: "thr",
-				Payload: FailRun{RunID: r.ID, Failure: sdk.Failure{Code: "start_failed", Message: "gone: unknown session"}}}},
+				Payload: FailRun{RunID: r.ID, Failure: Failure{Code: "start_failed", Message: "gone: unknown session"}}}},
 	} {
 		if diff := cmp.Diff(c.want, Outcome(w.thread, c.e, c.r)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
@@ -160,14 +161,14 @@ func TestTheDomainChoosesEachTurnsSession(t *testing.T) {
 	d = w.must(*restart)
 	again := []Effect{
 		OpenSession{EffectHead: head, RunID: r.ID, AttemptID: r.ActiveAttempt, SessionID: "ses_2", Provider: "acp",
-			Command: sdk.ProviderCommand{Argv: []string{"agent"}}, Resume: "pt"},
+			Command: ProviderCommand{Argv: []string{"agent"}}, Resume: "pt"},
 		StartTurn{EffectHead: head, RunID: r.ID, AttemptID: r.ActiveAttempt, Text: "two", SessionID: "ses_2", Restarted: true},
 	}
 	if diff := cmp.Diff(again, d.Effects); diff != "" || types(d) != "diagnostic.recorded" {
 		t.Fatalf("the restarted turn's effects (-want +got):\n%s %s", diff, types(d))
 	}
 	// A restart for a run that has ended does nothing.
-	w.must(Command{ID: "x", ThreadID: "thr", Payload: FailRun{RunID: r.ID, Failure: sdk.Failure{Code: "gone"}}})
+	w.must(Command{ID: "x", ThreadID: "thr", Payload: FailRun{RunID: r.ID, Failure: Failure{Code: "gone"}}})
 	if d := w.must(Command{ID: "restart-late", ThreadID: "thr", Payload: restart.Payload}); len(d.Effects)+len(d.Events) != 0 {
 		t.Fatalf("a late restart: %s %+v", types(d), d.Effects)
 	}
@@ -181,7 +182,7 @@ func TestALiveSessionWhoseEndIsRecorded(t *testing.T) {
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitClosed})
 	th := w.thread.Scratch()
 	env := w.env()
-	env.Live = &LiveSession{ID: "s1", Provider: "acp", Command: sdk.ProviderCommand{Argv: []string{"agent"}}}
+	env.Live = &LiveSession{ID: "s1", Provider: "acp", Command: ProviderCommand{Argv: []string{"agent"}}}
 	d, err := Decide(&th, Command{ID: "m", ThreadID: "thr", Payload: DispatchMessage{Text: "one", Mode: ModeQueueAfterActive}}, env)
 	if err != nil || strings.Contains(types(d), "provider.session.ended") {
 		t.Fatalf("decided %s, %v", types(d), err)

@@ -3,8 +3,6 @@ package domain
 import (
 	"fmt"
 	"time"
-
-	"github.com/baton-run/baton/sdk"
 )
 
 // Silence: a provider alive but silent mid-turn, and a request nobody
@@ -60,9 +58,9 @@ func decideStallTurn(t *Thread, p StallTurn, d *Decision) {
 // forcedEnd is how a run whose provider process the host ended ends:
 // failed when its provider went silent, else interrupted (it did not stop
 // when asked).
-func (r *Run) forcedEnd() (RunStatus, *sdk.Failure) {
+func (r *Run) forcedEnd() (RunStatus, *Failure) {
 	if r.Stop.Stalled {
-		return RunStatusFailed, &sdk.Failure{Code: FailureStalled, Message: r.Stop.Forced}
+		return RunStatusFailed, &Failure{Code: FailureStalled, Message: r.Stop.Forced}
 	}
 	return RunStatusInterrupted, forcedFailure(r.Stop.Forced)
 }
@@ -117,9 +115,9 @@ func decideExpireRequest(t *Thread, p ExpireRequest, d *Decision) {
 	if q == nil || !q.expirable() {
 		return // answered, resolved or gone meanwhile
 	}
-	decision := sdk.DecisionCancel
+	decision := DecisionCancel
 	if approval(q.Kind) {
-		decision = sdk.DecisionDecline
+		decision = DecisionDecline
 	}
 	e := q.respondEffect(t.ID, decision, nil)
 	d.emit(RequestAnswered{RequestID: q.ID, Decision: decision, By: AnsweredByTimeout})

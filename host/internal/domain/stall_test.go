@@ -27,7 +27,7 @@ func expireCmd(p ExpireRequest) Command { return Command{ID: "expire", ThreadID:
 func asking(t *testing.T) *world {
 	w := &world{t: t, thread: &Thread{}, replica: &Thread{}}
 	w.must(Command{ID: "c", ThreadID: "thr", Payload: CreateThread{Provider: "acp", Cwd: "/w", ApprovalPolicy: ApproveAsk,
-		ProviderCommand: sdk.ProviderCommand{Argv: []string{"agent"}}}})
+		ProviderCommand: ProviderCommand{Argv: []string{"agent"}}}})
 	w.send("one")
 	w.open("s1")
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
@@ -92,7 +92,7 @@ func TestSilentTurnStalls(t *testing.T) {
 			if got.Status != RunStatusFailed || got.StopReason != "" {
 				t.Fatalf("run: %s %q", got.Status, got.StopReason)
 			}
-			if diff := cmp.Diff(&sdk.Failure{Code: FailureStalled, Message: reason}, got.Failure); diff != "" {
+			if diff := cmp.Diff(&Failure{Code: FailureStalled, Message: reason}, got.Failure); diff != "" {
 				t.Fatalf("failure (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(RunStop{Forced: reason, Stalled: true}, got.Stop); diff != "" {
@@ -178,7 +178,7 @@ func TestWaitingForAnAnswerIsNotStalling(t *testing.T) {
 		t.Fatalf("a stall while the provider waits for an answer: %s", types(d))
 	}
 	q := w.thread.Requests[0]
-	w.must(Command{ID: "a", ThreadID: "thr", Payload: RespondToRequest{RequestID: q.ID, Decision: sdk.DecisionAccept}})
+	w.must(Command{ID: "a", ThreadID: "thr", Payload: RespondToRequest{RequestID: q.ID, Decision: DecisionAccept}})
 	cmd, at, ok := w.thread.StallDeadline(stallTimeout)
 	if !ok || !at.Equal(t0.Add(2*time.Hour+stallTimeout)) {
 		t.Fatalf("deadline after the answer: %v (%v); want 30m after it", at, ok)
@@ -256,10 +256,10 @@ func TestUnansweredRequestsExpire(t *testing.T) {
 	if got := next(); got != (due{}) {
 		t.Fatalf("a deadline once every request was answered: %+v", got)
 	}
-	resp := func(ref string, v sdk.Decision) Effect {
+	resp := func(ref string, v RequestDecision) Effect {
 		return Respond{EffectHead: EffectHead{ThreadID: "thr"}, RunID: w.thread.Runs[0].ID, SessionID: "s1", RequestRef: ref, Decision: v}
 	}
-	if diff := cmp.Diff([]Effect{resp("q1", sdk.DecisionDecline), resp("q2", sdk.DecisionCancel), resp("q3", sdk.DecisionCancel)}, w.effects[n:]); diff != "" {
+	if diff := cmp.Diff([]Effect{resp("q1", DecisionDecline), resp("q2", DecisionCancel), resp("q3", DecisionCancel)}, w.effects[n:]); diff != "" {
 		t.Fatalf("answers (-want +got):\n%s", diff)
 	}
 	for _, q := range w.thread.Requests {
@@ -304,7 +304,7 @@ func TestTheTimeoutsAnswerIsRetried(t *testing.T) {
 		if got := types(failed()); got != "request.answer.failed request.answered" {
 			t.Fatalf("failure %d: %s", i, got)
 		}
-		if q := w.thread.Requests[0]; q.AnsweredBy != AnsweredByTimeout || q.Decision != sdk.DecisionDecline {
+		if q := w.thread.Requests[0]; q.AnsweredBy != AnsweredByTimeout || q.Decision != DecisionDecline {
 			t.Fatalf("failure %d: answered by %q with %q", i, q.AnsweredBy, q.Decision)
 		}
 	}
@@ -321,7 +321,7 @@ func TestTheTimeoutsAnswerIsRetried(t *testing.T) {
 	c := asking(t)
 	c.opened("q1", sdk.RequestPermission)
 	id = c.thread.Requests[0].ID
-	c.must(Command{ID: "a", ThreadID: "thr", Payload: RespondToRequest{RequestID: id, Decision: sdk.DecisionAccept}})
+	c.must(Command{ID: "a", ThreadID: "thr", Payload: RespondToRequest{RequestID: id, Decision: DecisionAccept}})
 	if _, _, ok := c.thread.RequestDeadline(timeout); ok {
 		t.Fatal("a deadline for a request a client answered")
 	}

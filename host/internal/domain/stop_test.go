@@ -71,7 +71,7 @@ func TestInterruptIgnoredIsForcedAfterTheGrace(t *testing.T) {
 			if got.Status != RunStatusInterrupted || got.StopReason != "" {
 				t.Fatalf("run: %s %q", got.Status, got.StopReason)
 			}
-			if diff := cmp.Diff(&sdk.Failure{Code: FailureForced, Message: reason}, got.Failure); diff != "" {
+			if diff := cmp.Diff(&Failure{Code: FailureForced, Message: reason}, got.Failure); diff != "" {
 				t.Fatalf("failure (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(RunStop{Deadline: t0.Add(10 * time.Second), Grace: 10 * time.Second, Forced: reason}, got.Stop); diff != "" {
@@ -158,7 +158,7 @@ func TestForcedInterrupt(t *testing.T) {
 		}
 		w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitClosed})
 		reason := "stopped by force: the host ended the provider's process when asked to"
-		if got := w.thread.Runs[0]; got.Status != RunStatusInterrupted || got.Failure == nil || *got.Failure != (sdk.Failure{Code: FailureForced, Message: reason}) {
+		if got := w.thread.Runs[0]; got.Status != RunStatusInterrupted || got.Failure == nil || *got.Failure != (Failure{Code: FailureForced, Message: reason}) {
 			t.Fatalf("run: %s %+v", got.Status, got.Failure)
 		}
 	}

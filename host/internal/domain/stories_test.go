@@ -182,7 +182,7 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 		a := newArgs(t, d, "provider", "model", "approvals")
 		p := a.get("provider")
 		cmd = CreateThread{Provider: p, Model: a.get("model"), Cwd: "/w", ApprovalPolicy: ApprovalPolicy(a.get("approvals")),
-			ProviderCommand: sdk.ProviderCommand{Argv: []string{p}}}
+			ProviderCommand: ProviderCommand{Argv: []string{p}}}
 	case "capabilities":
 		newArgs(t, d, "native-steering")
 		w.caps = Capabilities{NativeSteering: d.HasArg("native-steering")}
@@ -236,7 +236,7 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 		cmd = RecordCheckpoint{CheckpointID: id, Status: status, Commit: commit, Reason: a.get("reason")}
 	case "respond":
 		a := newArgs(t, d, "request", "decision")
-		cmd = RespondToRequest{RequestID: s.request(a), Decision: sdk.Decision(a.need("decision"))}
+		cmd = RespondToRequest{RequestID: s.request(a), Decision: RequestDecision(a.need("decision"))}
 	case "respond-failed":
 		a := newArgs(t, d, "request", "reason")
 		cmd = RespondFailed{RequestID: s.request(a), Reason: a.get("reason")}
@@ -261,7 +261,7 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 		p := a.need("provider")
 		sw := SwitchProvider{Provider: p, Model: a.get("model"), HandoffMaxBytes: a.int("handoff-max")}
 		if _, used := w.thread.Binding(p); !used && !a.has("no-command") {
-			sw.ProviderCommand = sdk.ProviderCommand{Argv: []string{p}}
+			sw.ProviderCommand = ProviderCommand{Argv: []string{p}}
 		}
 		cmd = sw
 	case "rollback":
@@ -287,7 +287,7 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 		a := newArgs(t, d, "written", "removed", "failure")
 		p := RecordFilesRestored{RollbackID: s.rollbackID(t, d), Written: a.int("written"), Removed: a.int("removed")}
 		if a.has("failure") {
-			p.Failure = &sdk.Failure{Code: "restore_failed", Message: a.get("failure")}
+			p.Failure = &Failure{Code: "restore_failed", Message: a.get("failure")}
 		}
 		cmd = p
 	case "provider-reconciled":
@@ -324,7 +324,7 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 		return s.fire(t, d)
 	case "fail-run":
 		a := newArgs(t, d, "run", "code", "message")
-		cmd = FailRun{RunID: s.run(a).ID, Failure: sdk.Failure{Code: a.need("code"), Message: a.get("message")}}
+		cmd = FailRun{RunID: s.run(a).ID, Failure: Failure{Code: a.need("code"), Message: a.get("message")}}
 	case "retire-session":
 		a := newArgs(t, d, "id", "reason")
 		cmd = RecordSessionRetired{SessionID: a.need("id"), Reason: a.get("reason")}

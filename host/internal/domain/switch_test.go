@@ -24,7 +24,7 @@ type host struct {
 	session  string // the open session, if any
 	provider string // its provider
 	model    string // its model
-	command  sdk.ProviderCommand
+	command  ProviderCommand
 	ref      string // the conversation it runs
 	n        int
 	turns    int // the turns started
@@ -242,7 +242,7 @@ func TestSwitchHandoffCoverageProperty(t *testing.T) {
 				p := rapid.SampledFrom(providers).Draw(rt, "provider")
 				sw := SwitchProvider{Provider: p, Model: rapid.SampledFrom([]string{"", "big"}).Draw(rt, "model")}
 				if rapid.Bool().Draw(rt, "command") {
-					sw.ProviderCommand = sdk.ProviderCommand{Argv: []string{p}}
+					sw.ProviderCommand = ProviderCommand{Argv: []string{p}}
 				}
 				if rapid.IntRange(0, 3).Draw(rt, "bound") == 0 {
 					sw.HandoffMaxBytes = MinHandoffMaxBytes
@@ -264,18 +264,18 @@ func TestSwitchHandoffCoverageProperty(t *testing.T) {
 				w.send(fmt.Sprintf("message %d", w.thread.RunCount()+1))
 				switch rapid.IntRange(0, 7).Draw(rt, "how the run goes") {
 				case 0: // it fails before any provider takes it
-					w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.ActiveRun().ID, Failure: sdk.Failure{Message: "no plugin"}}})
+					w.must(Command{ID: "f", ThreadID: "thr", Payload: FailRun{RunID: w.thread.ActiveRun().ID, Failure: Failure{Message: "no plugin"}}})
 					continue
 				case 1: // a switch while it runs applies to the next run
 					h.start()
 					p := rapid.SampledFrom(providers).Draw(rt, "provider")
-					w.decide(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: p, ProviderCommand: sdk.ProviderCommand{Argv: []string{p}}}})
+					w.decide(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: p, ProviderCommand: ProviderCommand{Argv: []string{p}}}})
 					if r := w.thread.ActiveRun(); r.Provider != h.provider {
 						rt.Fatalf("a switch moved running run %d to %s", r.Ordinal, r.Provider)
 					}
 				case 2: // a switch before its turn starts, too
 					p := rapid.SampledFrom(providers).Draw(rt, "provider")
-					w.decide(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: p, ProviderCommand: sdk.ProviderCommand{Argv: []string{p}}}})
+					w.decide(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: p, ProviderCommand: ProviderCommand{Argv: []string{p}}}})
 					h.start()
 				default:
 					h.start()
@@ -308,12 +308,12 @@ func TestSwitchAndReturn(t *testing.T) {
 	h.start()
 	h.end(sdk.TurnCompleted)
 	d := w.must(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: "claude", Model: "opus",
-		ProviderCommand: sdk.ProviderCommand{Argv: []string{"claude"}, Env: []string{"A=1"}}, HandoffMaxBytes: 5000}})
+		ProviderCommand: ProviderCommand{Argv: []string{"claude"}, Env: []string{"A=1"}}, HandoffMaxBytes: 5000}})
 	if got := types(d); got != "thread.provider_switched handoff.created" {
 		t.Fatalf("switch: %s", got)
 	}
 	// A second switch before the first handoff is given supersedes it.
-	d = w.must(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: "acp", ProviderCommand: sdk.ProviderCommand{Argv: []string{"acp"}}}})
+	d = w.must(Command{ID: "sw", ThreadID: "thr", Payload: SwitchProvider{Provider: "acp", ProviderCommand: ProviderCommand{Argv: []string{"acp"}}}})
 	if got := types(d); got != "thread.provider_switched handoff.superseded handoff.created" {
 		t.Fatalf("second switch: %s", got)
 	}
@@ -348,11 +348,11 @@ func TestSwitchAndReturn(t *testing.T) {
 	h.start()
 	h.end(sdk.TurnCompleted)
 	want := []ProviderBinding{
-		{Provider: "codex", Command: sdk.ProviderCommand{Argv: []string{"codex"}}, SessionID: "ses_3", ProviderThreadID: w.thread.binding("codex").ProviderThreadID,
+		{Provider: "codex", Command: ProviderCommand{Argv: []string{"codex"}}, SessionID: "ses_3", ProviderThreadID: w.thread.binding("codex").ProviderThreadID,
 			ThreadRef: "codex-conv-1", SeenThrough: 3, Runs: []int{1, 3}},
-		{Provider: "claude", Model: "opus", Command: sdk.ProviderCommand{Argv: []string{"claude"}, Env: []string{"A=1"}}, SessionID: "ses_2",
+		{Provider: "claude", Model: "opus", Command: ProviderCommand{Argv: []string{"claude"}, Env: []string{"A=1"}}, SessionID: "ses_2",
 			ProviderThreadID: w.thread.binding("claude").ProviderThreadID, ThreadRef: "claude-conv-2", SeenThrough: 2, Runs: []int{2}},
-		{Provider: "acp", Command: sdk.ProviderCommand{Argv: []string{"acp"}}},
+		{Provider: "acp", Command: ProviderCommand{Argv: []string{"acp"}}},
 	}
 	if diff := cmp.Diff(want, w.thread.ProviderBindings); diff != "" {
 		t.Errorf("bindings (-want +got):\n%s", diff)
@@ -368,7 +368,7 @@ func TestSwitchAndReturn(t *testing.T) {
 func TestSwitchProviderRefused(t *testing.T) {
 	w := newWorldOn(t, "codex")
 	for _, p := range []SwitchProvider{
-		{Provider: ""}, {Provider: "-x", ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}},
+		{Provider: ""}, {Provider: "-x", ProviderCommand: ProviderCommand{Argv: []string{"x"}}},
 		{Provider: "Codex"}, {Provider: string(make([]byte, 65))},
 		{Provider: "claude"}, // never used: its command is needed
 		{Provider: "codex", HandoffMaxBytes: MinHandoffMaxBytes - 1},
@@ -381,7 +381,7 @@ func TestSwitchProviderRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(SwitchProvider{Provider: "claude", Model: "m", ProviderCommand: sdk.ProviderCommand{Argv: []string{"claude"}}, HandoffMaxBytes: 8192}, c.Payload); diff != "" {
+	if diff := cmp.Diff(SwitchProvider{Provider: "claude", Model: "m", ProviderCommand: ProviderCommand{Argv: []string{"claude"}}, HandoffMaxBytes: 8192}, c.Payload); diff != "" {
 		t.Errorf("decoded (-want +got):\n%s", diff)
 	}
 	if (RecordSessionRetired{}).CommandType() != "provider.session.retire" {
@@ -443,7 +443,7 @@ func TestResumeFailsAfterASwitch(t *testing.T) {
 func TestSwitchLegacyLogAndEdges(t *testing.T) {
 	th := &Thread{}
 	for i, p := range []Payload{
-		ThreadCreated{Provider: "acp", Model: "m", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"agent"}}},
+		ThreadCreated{Provider: "acp", Model: "m", Cwd: "/w", ProviderCommand: ProviderCommand{Argv: []string{"agent"}}},
 		RunQueued{RunID: "r1", Ordinal: 1, MessageID: "m1", Input: "one"},
 		RunStarted{RunID: "r1"},
 		SessionOpened{SessionID: "s1"},
@@ -451,7 +451,7 @@ func TestSwitchLegacyLogAndEdges(t *testing.T) {
 	} {
 		Evolve(th, Event{Sequence: uint64(i + 1), ThreadID: "thr", At: t0, Payload: p})
 	}
-	want := []ProviderBinding{{Provider: "acp", Model: "m", Command: sdk.ProviderCommand{Argv: []string{"agent"}}, SessionID: "s1", Runs: []int{1}}}
+	want := []ProviderBinding{{Provider: "acp", Model: "m", Command: ProviderCommand{Argv: []string{"agent"}}, SessionID: "s1", Runs: []int{1}}}
 	if diff := cmp.Diff(want, th.ProviderBindings); diff != "" {
 		t.Errorf("bindings (-want +got):\n%s", diff)
 	}

@@ -7,13 +7,14 @@ import (
 )
 
 // The domain's vocabularies, declared once. Each is a string type so that
-// its JSON form is the word itself. A provider's vocabularies (event,
-// item and request kinds, statuses, decisions, limit kinds) are the sdk's,
-// used as they are (a request's decision is an sdk.Decision in the
-// domain's events too); where a provider's word becomes the domain's own
-// (an item's kind a node's, a turn's status a run's and its node's, an
-// item's status a node's), it is converted here, in one function each
-// (runStatus, itemStatus, nodeStatus), and nowhere else.
+// its JSON form is the word itself. A provider's vocabularies (event and
+// item kinds, statuses) are the sdk's, read where its events are ingested;
+// what the domain stores of them is its own: a request's kind and
+// decision and a limit's kind are the domain's types (providerterms.go,
+// converted in sdkconv.go), and where a provider's word becomes the
+// domain's (an item's kind a node's, a turn's status a run's and its
+// node's, an item's status a node's), it is converted here, in one
+// function each (runStatus, itemStatus, nodeStatus), and nowhere else.
 
 // RunStatus is where a run is in its life.
 type RunStatus string

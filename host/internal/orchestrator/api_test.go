@@ -99,7 +99,7 @@ func TestDispatchRefusesMalformedCommands(t *testing.T) {
 		{"a thread id with a NUL", domain.Command{ID: "c3", ThreadID: "t\x00", Payload: send},
 			refusal{"invalid", `invalid command: threadId "t\x00" is too long, not UTF-8 or holds a NUL byte`}},
 		{"an answer on a thread that does not exist", domain.Command{ID: "c4", ThreadID: "thr-none",
-			Payload: domain.RespondToRequest{RequestID: "req-1", Decision: sdk.DecisionAccept}}, refusal{"not found", `not found: thread "thr-none"`}},
+			Payload: domain.RespondToRequest{RequestID: "req-1", Decision: domain.DecisionAccept}}, refusal{"not found", `not found: thread "thr-none"`}},
 	} {
 		_, err := e.host.Dispatch(t.Context(), c.cmd)
 		if diff := cmp.Diff(c.want, refused(err)); diff != "" {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // The thread's default approval policy declines the agent's request: the
@@ -29,7 +28,7 @@ func TestApprovalDeclinedByPolicy(t *testing.T) {
 		t.Fatalf("requests = %+v, want one", th.Requests)
 	}
 	q := th.Requests[0]
-	if q.Kind != "permission" || q.Status != domain.RequestStatusResolved || q.Decision != sdk.DecisionDecline ||
+	if q.Kind != "permission" || q.Status != domain.RequestStatusResolved || q.Decision != domain.DecisionDecline ||
 		q.RunID != th.Runs[0].ID || q.NodeID == "" || len(q.Options) == 0 {
 		t.Errorf("request = %+v; want a permission resolved as declined, on the run's tool node, with options", q)
 	}

@@ -130,7 +130,7 @@ func recordThread(h *Host, thread string) error {
 		return do(domain.RecordCheckpoint{CheckpointID: c.CheckpointID, Status: domain.CheckpointReady, Commit: "0123456789abcdef0123456789abcdef01234567",
 			Files: []domain.FileChange{{Path: "main.go", Kind: "modified", Additions: 3, Deletions: 1}}}, ref(c))
 	}
-	if err := do(domain.CreateThread{Provider: "acp", Cwd: os.TempDir(), ProviderCommand: sdk.ProviderCommand{Argv: []string{"claude-code-acp"}}}); err != nil {
+	if err := do(domain.CreateThread{Provider: "acp", Cwd: os.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{"claude-code-acp"}}}); err != nil {
 		return err
 	}
 	if err := do(domain.RecordSessionOpened{SessionID: "ses_" + thread, ThreadRef: "pt-" + thread}); err != nil {
@@ -194,7 +194,7 @@ func BenchmarkOpen(b *testing.B) {
 						var cmd domain.Command
 						if first == "new" {
 							cmd = domain.Command{ID: fmt.Sprintf("bench-%s", h.cfg.IDs.NewID("c")), Payload: domain.CreateThread{
-								Provider: "acp", Cwd: os.TempDir(), ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}}
+								Provider: "acp", Cwd: os.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}}
 						} else {
 							th := fmt.Sprintf("thr_%06d", (i*7919)%threads)
 							t, err := h.Thread(th)
@@ -260,7 +260,7 @@ func BenchmarkParallelCommit(b *testing.B) {
 func startTurn(b *testing.B, h *Host, th string) {
 	ctx := context.Background()
 	for _, c := range []domain.Command{
-		{ID: "c-" + th, ThreadID: th, Payload: domain.CreateThread{Provider: "none", Cwd: os.TempDir(), ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}},
+		{ID: "c-" + th, ThreadID: th, Payload: domain.CreateThread{Provider: "none", Cwd: os.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}},
 		{ID: "o-" + th, ThreadID: th, Payload: domain.RecordSessionOpened{SessionID: "s1", ThreadRef: "pt-" + th}},
 		{ID: "m-" + th, ThreadID: th, Payload: domain.DispatchMessage{Text: "go"}},
 	} {

@@ -40,7 +40,7 @@ func BenchmarkRun(b *testing.B) {
 	for b.Loop() {
 		i++
 		rc, err := h.Dispatch(ctx, domain.Command{ID: fmt.Sprintf("create-%d", i), Payload: domain.CreateThread{
-			Provider: "acp", Cwd: b.TempDir(), ProviderCommand: sdk.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", "0"}}}})
+			Provider: "acp", Cwd: b.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", "0"}}}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -219,7 +219,7 @@ func pipelineRun(b *testing.B, h *orchestrator.Host, transcript string, speed st
 	ctx := context.Background()
 	msg := plugintest.ReadGroups(b, filepath.Join(root, "testdata", "acp", "simple.messages"))[0][0]
 	rc, err := h.Dispatch(ctx, domain.Command{ID: "create-" + b.TempDir(), Payload: domain.CreateThread{
-		Provider: "acp", Cwd: b.TempDir(), ProviderCommand: sdk.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", speed}}}})
+		Provider: "acp", Cwd: b.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", speed}}}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -30,7 +29,7 @@ func TestRunCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc, err := h.Dispatch(t.Context(), domain.Command{ID: "c", Payload: domain.CreateThread{Provider: "none", Cwd: cwd,
-		ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}})
+		ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // Checks that scenarios recorded for several providers share: each states
@@ -243,7 +242,7 @@ func (e *env) subagentTurn(th domain.Thread, r domain.Run) domain.Node {
 // every one with the same decision.
 type approvalCase struct {
 	scenario   string
-	decision   sdk.Decision
+	decision   domain.RequestDecision
 	requests   int // how many the provider asks
 	itemKind   domain.NodeKind
 	itemStatus domain.ItemStatus // the one item of this kind ends so
@@ -267,7 +266,7 @@ func (e *env) checkApprovals(provider string, tc approvalCase) domain.Thread {
 		if q.Status != domain.RequestStatusResolved || q.Decision != tc.decision || q.AnsweredBy != "client" {
 			e.t.Errorf("request %+v; want resolved by the client's %s", q, tc.decision)
 		}
-		if q.Kind != sdk.RequestCommandApproval && q.Kind != sdk.RequestFileChangeApproval {
+		if q.Kind != domain.RequestCommandApproval && q.Kind != domain.RequestFileChangeApproval {
 			e.t.Errorf("request kind %q", q.Kind)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/plugintest"
 )
 
@@ -151,10 +150,10 @@ func TestClaudeSteerThenInterrupt(t *testing.T) {
 func TestClaudeApprovals(t *testing.T) {
 	for _, tc := range []struct {
 		approvalCase
-		kind sdk.RequestKind // of the one request
+		kind domain.RequestKind // of the one request
 	}{
-		{approvalCase{"approval_accept", "accept", 1, "file_change", domain.StatusCompleted}, sdk.RequestFileChangeApproval},
-		{approvalCase{"approval_decline", "decline", 1, "command_execution", "declined"}, sdk.RequestCommandApproval},
+		{approvalCase{"approval_accept", "accept", 1, "file_change", domain.StatusCompleted}, domain.RequestFileChangeApproval},
+		{approvalCase{"approval_decline", "decline", 1, "command_execution", "declined"}, domain.RequestCommandApproval},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			e := newEnv(t)
@@ -179,16 +178,16 @@ func TestClaudeRequestWithdrawn(t *testing.T) {
 	}
 	// Withdrawn by the CLI: cancelled, with no answer from anyone.
 	type outcome struct {
-		Kind       sdk.RequestKind
+		Kind       domain.RequestKind
 		Status     domain.RequestStatus
-		Decision   sdk.Decision
+		Decision   domain.RequestDecision
 		AnsweredBy domain.Answerer
 	}
 	var got []outcome
 	for _, q := range th.Requests {
 		got = append(got, outcome{q.Kind, q.Status, q.Decision, q.AnsweredBy})
 	}
-	want := []outcome{{sdk.RequestCommandApproval, domain.RequestStatusCancelled, sdk.DecisionCancel, ""}}
+	want := []outcome{{domain.RequestCommandApproval, domain.RequestStatusCancelled, domain.DecisionCancel, ""}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("requests (-want +got):\n%s", diff)
 	}

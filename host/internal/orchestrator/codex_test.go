@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // codexThread creates a codex thread on a transcript.
@@ -271,14 +270,14 @@ func TestCodexUnknownRequest(t *testing.T) {
 	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
 		t.Fatalf("run %s", r.Status)
 	}
-	kinds := map[sdk.RequestKind]domain.RuntimeRequest{}
+	kinds := map[domain.RequestKind]domain.RuntimeRequest{}
 	for _, q := range th.Requests {
 		kinds[q.Kind] = q
 	}
-	if q, ok := kinds[sdk.RequestGeneric]; !ok || q.Title == "" || q.Decision != "decline" {
+	if q, ok := kinds[domain.RequestGeneric]; !ok || q.Title == "" || q.Decision != "decline" {
 		t.Errorf("generic request: %+v", q)
 	}
-	if q, ok := kinds[sdk.RequestUserInput]; !ok || q.Answers["answer"] != "Blue" {
+	if q, ok := kinds[domain.RequestUserInput]; !ok || q.Answers["answer"] != "Blue" {
 		t.Errorf("question: %+v", q)
 	}
 	// The provider's rate limit is in the projection, with its reset instant.

@@ -147,7 +147,7 @@ func run(h *Host, thread string, plan []step) ([]committed, error) {
 		out = append(out, committed{cmd: domain.Command{ID: id}, rc: rc, before: before, after: seq()})
 		return nil
 	}
-	if err := send(domain.CreateThread{Provider: "none", Cwd: os.TempDir(), ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}); err != nil {
+	if err := send(domain.CreateThread{Provider: "none", Cwd: os.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}); err != nil {
 		return nil, err
 	}
 	if err := send(domain.RecordSessionOpened{SessionID: "s1", ThreadRef: "pt"}); err != nil {
@@ -321,7 +321,7 @@ func TestProjectionsLeaveMemory(t *testing.T) {
 	for i := range 5 {
 		th := fmt.Sprintf("t%d", i)
 		if _, err := h.Dispatch(ctx, domain.Command{ID: "c" + th, ThreadID: th, Payload: domain.CreateThread{Provider: "none", Cwd: os.TempDir(),
-			ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}}); err != nil {
+			ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -247,7 +247,7 @@ func crashHelper(dir string) int {
 				}
 			}
 			ev := func(e sdk.RuntimeEvent) { send(domain.IngestProviderEvent{SessionID: "s1", Event: e}) }
-			send(domain.CreateThread{Provider: "none", Cwd: ws, ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}})
+			send(domain.CreateThread{Provider: "none", Cwd: ws, ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}})
 			send(domain.RecordSessionOpened{SessionID: "s1", ThreadRef: "pt"})
 			for turn := 0; ; turn++ {
 				send(domain.DispatchMessage{Text: fmt.Sprintf("message %d", turn), Mode: domain.ModeQueueAfterActive})

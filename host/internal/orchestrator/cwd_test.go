@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // A thread is refused, before anything is written, a working directory
@@ -59,7 +58,7 @@ func TestCwdMustBeADirectory(t *testing.T) {
 	}
 	e.dispatch(domain.Command{ID: "send", ThreadID: rc.ThreadID, Payload: domain.DispatchMessage{Text: "Say hello."}})
 	th := e.waitFor(rc.ThreadID, "the run to end", allRunsEnded(1))
-	wantFailure := &sdk.Failure{Code: "start_failed", Message: "the thread's working directory " + ws +
+	wantFailure := &domain.Failure{Code: "start_failed", Message: "the thread's working directory " + ws +
 		" does not exist; restore it to go on with this thread, or start a new thread"}
 	if diff := cmp.Diff(wantFailure, th.Runs[0].Failure); diff != "" || th.Runs[0].Status != domain.RunStatusFailed {
 		t.Errorf("run %s, failure (-want +got):\n%s", th.Runs[0].Status, diff)

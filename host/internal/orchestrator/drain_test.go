@@ -18,7 +18,6 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/scenario"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/plugintest"
 )
@@ -416,7 +415,7 @@ func queuedHelper(dir string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rc, err := h.Dispatch(ctx, domain.Command{ID: "create", Payload: domain.CreateThread{Provider: "acp", Cwd: setup.Cwd,
-		ProviderCommand: sdk.ProviderCommand{Argv: setup.Argv}}})
+		ProviderCommand: domain.ProviderCommand{Argv: setup.Argv}}})
 	if err == nil {
 		_, err = h.Dispatch(ctx, domain.Command{ID: "first", ThreadID: rc.ThreadID, Payload: domain.DispatchMessage{Text: "First"}})
 	}
@@ -459,7 +458,7 @@ func (e *env) stallingTurn() (threadID string, plugin, provider int) {
 		e.t.Fatal(err)
 	}
 	threadID = e.dispatch(domain.Command{ID: "create", Payload: domain.CreateThread{Provider: "acp", Cwd: e.ws,
-		ProviderCommand: sdk.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", "0"}}}}).ThreadID
+		ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", "0"}}}}).ThreadID
 	e.dispatch(domain.Command{ID: "send", ThreadID: threadID, Payload: domain.DispatchMessage{Text: "Take your time"}})
 	s := e.waitFor(threadID, "the provider to start thinking", func(th domain.Thread) bool { return len(th.TurnItems) > 0 }).ProviderSessions[0]
 	return threadID, plugintest.Pidfd(e.t, s.PluginPid), plugintest.Pidfd(e.t, s.ProviderPid)

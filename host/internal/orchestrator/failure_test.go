@@ -12,7 +12,6 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/pluginhost"
-	"github.com/baton-run/baton/sdk"
 )
 
 // A plugin that dies mid-run ends the run with a reason; nothing hangs,
@@ -103,10 +102,10 @@ func TestPluginChecksumMismatchIsRefused(t *testing.T) {
 func TestBadProviderCommandFailsTheRun(t *testing.T) {
 	e := newEnv(t)
 	rc := e.dispatch(domain.Command{ID: "create", Payload: domain.CreateThread{Provider: "acp", Cwd: e.ws,
-		ProviderCommand: sdk.ProviderCommand{Argv: []string{"/nonexistent/agent"}}}})
+		ProviderCommand: domain.ProviderCommand{Argv: []string{"/nonexistent/agent"}}}})
 	e.dispatch(domain.Command{ID: "send", ThreadID: rc.ThreadID, Payload: domain.DispatchMessage{Text: "hi"}})
 	th := e.waitFor(rc.ThreadID, "the run to fail", allRunsEnded(1))
-	want := startFailure{domain.RunStatusFailed, &sdk.Failure{Code: "start_failed",
+	want := startFailure{domain.RunStatusFailed, &domain.Failure{Code: "start_failed",
 		Message: "acp: the provider command /nonexistent/agent does not exist"}, []domain.ProviderSession{}}
 	if diff := cmp.Diff(want, startFailure{th.Runs[0].Status, th.Runs[0].Failure, th.ProviderSessions}); diff != "" {
 		t.Errorf("run (-want +got):\n%s", diff)
@@ -116,7 +115,7 @@ func TestBadProviderCommandFailsTheRun(t *testing.T) {
 // startFailure is how a run whose provider could not start ended.
 type startFailure struct {
 	Status   domain.RunStatus
-	Failure  *sdk.Failure
+	Failure  *domain.Failure
 	Sessions []domain.ProviderSession
 }
 
@@ -127,7 +126,7 @@ type startFailure struct {
 // cursor, whose turn's process exits without a result) and HTTP (opencode,
 // whose server exits before it listens).
 func TestProviderThatExitsAtOnceSaysWhy(t *testing.T) {
-	for provider, want := range map[string]sdk.Failure{
+	for provider, want := range map[string]domain.Failure{
 		"acp": {Code: "start_failed",
 			Message: "acp: the agent exited with status 1 before answering initialize: Starting agent; Error: ANTHROPIC_API_KEY is not set"},
 		"claude": {Code: "start_failed",

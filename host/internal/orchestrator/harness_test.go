@@ -183,7 +183,7 @@ func (w testWriter) Write(b []byte) (int, error) {
 
 // peer is the provider command that plays a transcript in the workspace,
 // refused unless the transcript was made for the provider's plugin.
-func (e *env) peer(provider, name string) sdk.ProviderCommand {
+func (e *env) peer(provider, name string) domain.ProviderCommand {
 	abs, err := filepath.Abs(filepath.Join(root, "testdata", name))
 	if err != nil {
 		e.t.Fatal(err)
@@ -200,7 +200,7 @@ func (e *env) peer(provider, name string) sdk.ProviderCommand {
 		e.t.Fatalf("%s: %v", name, err)
 	}
 	argv = append(argv, replay.PeerArgs(t)...)
-	return sdk.ProviderCommand{Argv: argv}
+	return domain.ProviderCommand{Argv: argv}
 }
 
 // described holds each plugin's Describe answer, asked once per package.

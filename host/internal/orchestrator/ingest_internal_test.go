@@ -26,7 +26,7 @@ func TestIngestBatch(t *testing.T) {
 	defer h.Close()
 	ctx := context.Background()
 	rc, err := h.Dispatch(ctx, domain.Command{ID: "c", Payload: domain.CreateThread{Provider: "none", Cwd: os.TempDir(),
-		ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}})
+		ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

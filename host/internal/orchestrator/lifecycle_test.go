@@ -144,7 +144,7 @@ func TestACPApprovalAnsweredByClient(t *testing.T) {
 	}
 	th := mustThread(t, e, threadID)
 	q := th.Requests[0]
-	if q.Status != domain.RequestStatusPending || q.Delivery != domain.DeliveryLive || q.Kind != sdk.RequestPermission ||
+	if q.Status != domain.RequestStatusPending || q.Delivery != domain.DeliveryLive || q.Kind != domain.RequestPermission ||
 		th.Runs[0].Status != domain.RunStatusWaiting {
 		t.Fatalf("request %+v, run %s; want pending, live, run waiting", q, th.Runs[0].Status)
 	}

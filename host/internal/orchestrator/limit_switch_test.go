@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // TestUsageLimitSwitchReturn (level 4, recorded from the real binaries:
@@ -32,7 +31,7 @@ func TestUsageLimitSwitchReturn(t *testing.T) {
 			return len(th.Runs) == 1 && th.Runs[0].Status == domain.RunStatusCompleted && th.Loop != nil && th.Loop.Return != nil
 		})
 		ret := *th.Loop.Return
-		if ret.Kind != domain.WaitReturn || ret.Provider != pair.first || ret.Limit.Kind != sdk.LimitKind("usage_window") ||
+		if ret.Kind != domain.WaitReturn || ret.Provider != pair.first || ret.Limit.Kind != domain.LimitKind("usage_window") ||
 			ret.Limit.ResetsAt.IsZero() || ret.At.Before(ret.Limit.ResetsAt) {
 			t.Fatalf("return %+v; want back to %s at codex's usage-window reset or after it", ret, pair.first)
 		}

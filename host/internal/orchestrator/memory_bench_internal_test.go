@@ -98,7 +98,7 @@ func recordHistory(h *Host, th string, runs int) error {
 		}
 		return nil
 	}
-	if err := do(domain.CreateThread{Provider: "none", Cwd: os.TempDir(), ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}); err != nil {
+	if err := do(domain.CreateThread{Provider: "none", Cwd: os.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}); err != nil {
 		return err
 	}
 	if err := do(domain.RecordSessionOpened{SessionID: "s1", ThreadRef: "pt"}); err != nil {

@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // The host with the real opencode plugin and the replay peer serving
@@ -109,9 +108,9 @@ func TestOpencodeApprovalByPolicy(t *testing.T) {
 	// Both of the transcript's requests, the command's and the write's,
 	// accepted by the policy.
 	type answer struct {
-		Kind       sdk.RequestKind
+		Kind       domain.RequestKind
 		Status     domain.RequestStatus
-		Decision   sdk.Decision
+		Decision   domain.RequestDecision
 		AnsweredBy domain.Answerer
 	}
 	var got []answer
@@ -119,8 +118,8 @@ func TestOpencodeApprovalByPolicy(t *testing.T) {
 		got = append(got, answer{q.Kind, q.Status, q.Decision, q.AnsweredBy})
 	}
 	want := []answer{
-		{sdk.RequestCommandApproval, domain.RequestStatusResolved, "accept", domain.AnsweredByPolicy},
-		{sdk.RequestFileChangeApproval, domain.RequestStatusResolved, "accept", domain.AnsweredByPolicy},
+		{domain.RequestCommandApproval, domain.RequestStatusResolved, "accept", domain.AnsweredByPolicy},
+		{domain.RequestFileChangeApproval, domain.RequestStatusResolved, "accept", domain.AnsweredByPolicy},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
@@ -222,7 +221,7 @@ func TestOpencodeSubagentCheckpoint(t *testing.T) {
 	if got := fileList(runCP); !slices.Equal(got, []string{"added notes.txt"}) {
 		t.Errorf("run checkpoint files: %q", got)
 	}
-	if len(th.Requests) != 1 || th.Requests[0].AnsweredBy != "policy" || th.Requests[0].Kind != sdk.RequestFileChangeApproval {
+	if len(th.Requests) != 1 || th.Requests[0].AnsweredBy != "policy" || th.Requests[0].Kind != domain.RequestFileChangeApproval {
 		t.Errorf("requests: %+v", th.Requests)
 	}
 }

@@ -230,7 +230,7 @@ func (h *Host) withSession(threadID, sessionID, what string, call func(context.C
 func (h *Host) respond(e domain.Respond) error {
 	return h.withSession(e.ThreadID, e.SessionID, "RespondToRequest", func(ctx context.Context, s *liveSession) error {
 		return s.plugin.RespondToRequest(ctx, sdk.RespondToRequestRequest{SessionID: s.id, RequestRef: e.RequestRef,
-			Decision: sdk.Decision(e.Decision), Answers: e.Answers})
+			Decision: domain.DecisionToSDK(e.Decision), Answers: e.Answers})
 	})
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/scenario"
-	"github.com/baton-run/baton/sdk"
 )
 
 // How the effects of a thread are performed when the provider cannot be
@@ -24,7 +23,7 @@ import (
 func TestProviderWithNoPluginIsRefused(t *testing.T) {
 	e := newEnv(t)
 	create := domain.Command{ID: "create", Payload: domain.CreateThread{Provider: "nope", Cwd: e.ws,
-		ProviderCommand: sdk.ProviderCommand{Argv: []string{"nope-agent"}}}}
+		ProviderCommand: domain.ProviderCommand{Argv: []string{"nope-agent"}}}}
 	_, err := e.host.Dispatch(t.Context(), create)
 	if !errors.Is(err, domain.ErrInvalid) {
 		t.Fatalf("create for provider nope: %v; want ErrInvalid", err)
@@ -43,7 +42,7 @@ func TestProviderWithNoPluginIsRefused(t *testing.T) {
 	if diff := cmp.Diff([]domain.ThreadSummary{}, threads); diff != "" {
 		t.Errorf("threads after the refusal (-want +got):\n%s", diff)
 	}
-	create.Payload = domain.CreateThread{Provider: "acp", Cwd: e.ws, ProviderCommand: sdk.ProviderCommand{Argv: []string{"acp-agent"}}}
+	create.Payload = domain.CreateThread{Provider: "acp", Cwd: e.ws, ProviderCommand: domain.ProviderCommand{Argv: []string{"acp-agent"}}}
 	if _, err := e.host.Dispatch(t.Context(), create); err != nil {
 		t.Errorf("the same command id for an installed provider: %v; want the thread created", err)
 	}
@@ -74,7 +73,7 @@ func TestRefusedAnswerCanBeGivenAgain(t *testing.T) {
 	}()
 	question := func(th domain.Thread) *domain.RuntimeRequest {
 		for i := range th.Requests {
-			if q := &th.Requests[i]; q.Kind == sdk.RequestUserInput {
+			if q := &th.Requests[i]; q.Kind == domain.RequestUserInput {
 				return q
 			}
 		}
@@ -83,7 +82,7 @@ func TestRefusedAnswerCanBeGivenAgain(t *testing.T) {
 	th := e.waitFor(threadID, "the question", func(th domain.Thread) bool { return question(th) != nil })
 	q := *question(th)
 	e.dispatch(domain.Command{ID: "wrong", ThreadID: threadID, Payload: domain.RespondToRequest{RequestID: q.ID,
-		Decision: sdk.DecisionAnswer, Answers: map[string]string{"colour": "Blue"}}})
+		Decision: domain.DecisionAnswer, Answers: map[string]string{"colour": "Blue"}}})
 	th = e.waitFor(threadID, "the answer to fail", func(th domain.Thread) bool { return question(th).AnswerFailures > 0 })
 	wantDiag := domain.Diagnostic{Title: "an answer did not reach the provider; answer again",
 		Text: `request ` + q.ProviderRef + ` asks 1 question(s); the answer has none of their ids (or "answer"): invalid request`}
@@ -96,10 +95,10 @@ func TestRefusedAnswerCanBeGivenAgain(t *testing.T) {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)
 	}
 	e.dispatch(domain.Command{ID: "right", ThreadID: threadID, Payload: domain.RespondToRequest{RequestID: q.ID,
-		Decision: sdk.DecisionAnswer, Answers: answer}})
+		Decision: domain.DecisionAnswer, Answers: answer}})
 	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
 	answered := open
-	answered.Status, answered.Decision, answered.Answers, answered.AnsweredBy = domain.RequestStatusResolved, sdk.DecisionAnswer, answer, domain.AnsweredByClient
+	answered.Status, answered.Decision, answered.Answers, answered.AnsweredBy = domain.RequestStatusResolved, domain.DecisionAnswer, answer, domain.AnsweredByClient
 	if diff := cmp.Diff(answered, *question(th)); diff != "" {
 		t.Errorf("the question at the end (-want +got):\n%s", diff)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/testbin"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -90,7 +89,7 @@ func fifo(t *testing.T) string {
 func (e *env) crashThread(id, provider string, argv ...string) string {
 	e.t.Helper()
 	return e.dispatch(domain.Command{ID: "create-" + id, Payload: domain.CreateThread{Provider: provider, Cwd: e.ws,
-		ProviderCommand: sdk.ProviderCommand{Argv: argv}}}).ThreadID
+		ProviderCommand: domain.ProviderCommand{Argv: argv}}}).ThreadID
 }
 
 // runOutcome is what these tests assert of a run: its state, its attempts'

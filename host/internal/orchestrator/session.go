@@ -107,7 +107,7 @@ type liveSession struct {
 	threadID string
 	// provider, model and command are what it runs.
 	provider, model string
-	command         sdk.ProviderCommand
+	command         domain.ProviderCommand
 	plugin          *pluginhost.Plugin
 	done            chan struct{} // closed when its event stream has ended
 	// ctx ends with done: the calls into the session that are still in
@@ -227,7 +227,7 @@ func (h *Host) openSession(e domain.OpenSession) (domain.RecordSessionOpened, er
 	}
 	id := e.SessionID
 	req := sdk.OpenSessionRequest{SessionID: id, Cwd: t.Cwd, Model: e.Model, RawFrameLog: h.frames.path(id),
-		Command:         sdk.ProviderCommand{Argv: e.Command.Argv, Env: e.Command.Env},
+		Command:         domain.CommandToSDK(e.Command),
 		ResumeThreadRef: e.ResumeRef(p.Description.Capabilities.Resume)}
 	h.frames.open(id) // until the session's stream ends (pump), or it did not open
 	pumped := false

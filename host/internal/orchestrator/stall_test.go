@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -98,7 +97,7 @@ func TestSilentProviderStalls(t *testing.T) {
 	if diff := cmp.Diff(want, outcomeOf(th, 0)); diff != "" {
 		t.Errorf("the run (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(&sdk.Failure{Code: domain.FailureStalled, Message: reason}, r.Failure); diff != "" {
+	if diff := cmp.Diff(&domain.Failure{Code: domain.FailureStalled, Message: reason}, r.Failure); diff != "" {
 		t.Errorf("the run's failure (-want +got):\n%s", diff)
 	}
 	s := th.ProviderSessions[0]
@@ -140,7 +139,7 @@ func TestWaitingForAnApprovalIsNotAStall(t *testing.T) {
 	if th := mustThread(t, e, threadID); th.Runs[0].Status != domain.RunStatusWaiting || th.Requests[0].Status != domain.RequestStatusPending {
 		t.Fatalf("two hours on, the run is %s and its request %s; want both waiting", th.Runs[0].Status, th.Requests[0].Status)
 	}
-	e.dispatch(domain.Command{ID: "answer", ThreadID: threadID, Payload: domain.RespondToRequest{RequestID: th.Requests[0].ID, Decision: sdk.DecisionAccept}})
+	e.dispatch(domain.Command{ID: "answer", ThreadID: threadID, Payload: domain.RespondToRequest{RequestID: th.Requests[0].ID, Decision: domain.DecisionAccept}})
 	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
 	if diff := cmp.Diff(runOutcome{Status: domain.RunStatusCompleted, EndedAt: epoch.Add(2 * time.Hour), Attempts: []string{"completed"},
 		Nodes: []string{"root_turn completed", "file_change completed", "assistant_message completed"}, Text: "I wrote allowed.txt."}, outcomeOf(th, 0)); diff != "" {
@@ -171,7 +170,7 @@ func TestUnansweredApprovalIsDeclined(t *testing.T) {
 	e.clock.Advance(time.Millisecond)
 	th := e.waitFor(threadID, "the run to end", allRunsEnded(1))
 	q := th.Requests[0]
-	if q.Status != domain.RequestStatusResolved || q.Decision != sdk.DecisionDecline || q.AnsweredBy != domain.AnsweredByTimeout {
+	if q.Status != domain.RequestStatusResolved || q.Decision != domain.DecisionDecline || q.AnsweredBy != domain.AnsweredByTimeout {
 		t.Errorf("the request: %s, %s by %q; want resolved, decline by timeout", q.Status, q.Decision, q.AnsweredBy)
 	}
 	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted || !r.EndedAt.Equal(epoch.Add(timeout)) {

@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // Stop means stop, for every plugin: a provider that ignores the interrupt
@@ -83,7 +82,7 @@ func (e *env) checkForced(threadID, reason string) domain.Thread {
 	if r.Status != domain.RunStatusInterrupted {
 		e.t.Fatalf("run %s, want interrupted", r.Status)
 	}
-	if diff := cmp.Diff(&sdk.Failure{Code: domain.FailureForced, Message: reason}, r.Failure); diff != "" {
+	if diff := cmp.Diff(&domain.Failure{Code: domain.FailureForced, Message: reason}, r.Failure); diff != "" {
 		e.t.Errorf("the run's failure (-want +got):\n%s", diff)
 	}
 	s := th.ProviderSessions[0]

@@ -18,7 +18,6 @@ import (
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -161,10 +160,10 @@ func TestOpenIndexesALogFromBeforeTheIndex(t *testing.T) {
 	})
 	type outcome struct {
 		Status   domain.RunStatus
-		Failure  *sdk.Failure
+		Failure  *domain.Failure
 		Sessions []string
 	}
-	want := outcome{domain.RunStatusFailed, &sdk.Failure{Code: "host_restarted", Message: why}, []string{"ended: " + why}}
+	want := outcome{domain.RunStatusFailed, &domain.Failure{Code: "host_restarted", Message: why}, []string{"ended: " + why}}
 	gotOutcome := outcome{Status: recovered.Runs[0].Status, Failure: recovered.Runs[0].Failure}
 	for _, ps := range recovered.ProviderSessions {
 		gotOutcome.Sessions = append(gotOutcome.Sessions, string(ps.Status)+": "+ps.EndReason)
@@ -204,7 +203,7 @@ func TestOpenIndexesALogFromBeforeTheIndex(t *testing.T) {
 // A store the host cannot read right is refused at open, saying what is
 // wrong with it, rather than half read.
 func TestOpenRefusesAStoreItCannotRead(t *testing.T) {
-	created := domain.ThreadCreated{Provider: "acp", Cwd: "/w", ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}
+	created := domain.ThreadCreated{Provider: "acp", Cwd: "/w", ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}
 	effect := func(threadID string) []byte {
 		return mustJSON(t, domain.StartTurn{EffectHead: domain.EffectHead{ThreadID: threadID}, RunID: "run-1", AttemptID: "att-1", Text: "hi"})
 	}
@@ -394,7 +393,7 @@ func TestThreadWithAnEventItCannotReadIsNotLoaded(t *testing.T) {
 	}
 	// Another thread is created and read as ever.
 	rc, err := h.Dispatch(t.Context(), domain.Command{ID: "create-other", Payload: domain.CreateThread{Provider: "acp", Cwd: os.TempDir(),
-		ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}})
+		ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

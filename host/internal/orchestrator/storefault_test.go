@@ -20,7 +20,6 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/orchestrator"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -191,10 +190,10 @@ func TestProviderEventsAreRetriedUntilTheyCommit(t *testing.T) {
 	})
 	type end struct {
 		Run     domain.RunStatus
-		Failure *sdk.Failure
+		Failure *domain.Failure
 		Session domain.SessionStatus
 	}
-	want := end{domain.RunStatusFailed, &sdk.Failure{Code: "provider_exited", Message: "the agent was killed by SIGKILL during the turn"},
+	want := end{domain.RunStatusFailed, &domain.Failure{Code: "provider_exited", Message: "the agent was killed by SIGKILL during the turn"},
 		domain.SessionStatusEnded}
 	if diff := cmp.Diff(want, end{th.Runs[0].Status, th.Runs[0].Failure, th.ProviderSessions[0].Status}); diff != "" {
 		t.Fatalf("the run's end (-want +got):\n%s", diff)

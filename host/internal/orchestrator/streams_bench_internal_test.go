@@ -36,7 +36,7 @@ func BenchmarkSubscriptionMemory(b *testing.B) {
 					}
 				}
 				if _, err := h.Dispatch(context.Background(), domain.Command{ID: "create-x", ThreadID: "x", Payload: domain.CreateThread{
-					Provider: "none", Cwd: b.TempDir(), ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}}); err != nil {
+					Provider: "none", Cwd: b.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}}); err != nil {
 					b.Fatal(err)
 				}
 				var perSub float64

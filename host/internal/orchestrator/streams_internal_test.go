@@ -12,7 +12,6 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
-	"github.com/baton-run/baton/sdk"
 )
 
 // A thread's stream holds a sequence, not the thread's projection: while
@@ -31,7 +30,7 @@ func TestThreadStreamHoldsNoProjection(t *testing.T) {
 	create := func(id string) {
 		t.Helper()
 		if _, err := h.Dispatch(ctx, domain.Command{ID: "create-" + id, ThreadID: id, Payload: domain.CreateThread{
-			Provider: "none", Cwd: os.TempDir(), ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}}}); err != nil {
+			Provider: "none", Cwd: os.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/scenario"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/plugintest"
 )
 
@@ -75,7 +74,7 @@ type switchThread struct {
 	e          *env
 	id         string
 	pair       switchPair
-	cmd1, cmd2 sdk.ProviderCommand
+	cmd1, cmd2 domain.ProviderCommand
 }
 
 func newSwitchThread(t *testing.T, scenario string, pair switchPair, firstTranscript string) *switchThread {
@@ -84,8 +83,8 @@ func newSwitchThread(t *testing.T, scenario string, pair switchPair, firstTransc
 	s := &switchThread{e: e, pair: pair}
 	if rec := recording(t, scenario, pair.name()); rec != nil {
 		e.ws = rec.Workspace // a git repository with the README (record.sh)
-		s.cmd1 = sdk.ProviderCommand{Argv: rec.Commands[pair.first]}
-		s.cmd2 = sdk.ProviderCommand{Argv: rec.Commands[pair.second]}
+		s.cmd1 = domain.ProviderCommand{Argv: rec.Commands[pair.first]}
+		s.cmd2 = domain.ProviderCommand{Argv: rec.Commands[pair.second]}
 	} else {
 		e.gitWorkspace()
 		s.cmd1 = e.peer(pair.first, pair.first+"/"+firstTranscript)
@@ -105,7 +104,7 @@ func (s *switchThread) run(n int) domain.Thread {
 }
 
 // switchTo switches the thread's next runs to provider.
-func (s *switchThread) switchTo(id, provider string, cmd sdk.ProviderCommand) {
+func (s *switchThread) switchTo(id, provider string, cmd domain.ProviderCommand) {
 	s.e.t.Helper()
 	s.e.dispatch(domain.Command{ID: id, ThreadID: s.id, Payload: domain.SwitchProvider{Provider: provider, ProviderCommand: cmd}})
 }
@@ -116,7 +115,7 @@ func (s *switchThread) play() domain.Thread {
 	s.run(1)
 	s.switchTo("switch-away", s.pair.second, s.cmd2)
 	s.run(2)
-	s.switchTo("switch-back", s.pair.first, sdk.ProviderCommand{})
+	s.switchTo("switch-back", s.pair.first, domain.ProviderCommand{})
 	return s.run(3)
 }
 
@@ -494,7 +493,7 @@ func TestProviderSwitchRollback(t *testing.T) {
 			if err != nil || rb.Status != domain.RollbackDone {
 				t.Fatalf("rollback to run 1: %+v %v", rb, err)
 			}
-			s.switchTo("switch-again", second, sdk.ProviderCommand{})
+			s.switchTo("switch-again", second, domain.ProviderCommand{})
 			s.run(4)
 			th := e.checkSwitchSessions(s.id, []string{"the thread switched to " + second, "the thread switched to " + first,
 				tc.rolledBack, "closed"})
@@ -609,7 +608,7 @@ func TestProviderSwitchRollbackAway(t *testing.T) {
 			if err != nil || rb.Status != domain.RollbackDone {
 				t.Fatalf("rollback to run 1: %+v %v", rb, err)
 			}
-			s.switchTo("switch-back", first, sdk.ProviderCommand{})
+			s.switchTo("switch-back", first, domain.ProviderCommand{})
 			s.run(3)
 			th := e.checkSwitchSessions(s.id, []string{"the thread switched to " + second, tc.rolledBack, "closed"})
 			if recording(t, "provider_switch_rollback_away", pair.name()) != nil {
@@ -697,7 +696,7 @@ func TestSwitchToAnotherCommandResumesTheConversation(t *testing.T) {
 	// The same replay, started by another command line (a flag given twice).
 	argv := append(slices.Clone(th.ProviderCommand.Argv), "--speed", "0")
 	e.dispatch(domain.Command{ID: "switch", ThreadID: threadID, Payload: domain.SwitchProvider{Provider: "acp",
-		ProviderCommand: sdk.ProviderCommand{Argv: argv}}})
+		ProviderCommand: domain.ProviderCommand{Argv: argv}}})
 	e.dispatch(domain.Command{ID: "send-2", ThreadID: threadID, Payload: domain.DispatchMessage{Text: groups[1][0]}})
 	th = e.waitFor(threadID, "run 2 to end", allRunsEnded(2))
 	ref := th.ProviderThreads[0].ProviderRef

@@ -18,7 +18,7 @@ func TestThreadEventsCoverTheProjectionTheyStandBehind(t *testing.T) {
 	h := quietHost(t, Config{})
 	ctx := context.Background()
 	for i, p := range []domain.CommandPayload{
-		domain.CreateThread{Provider: "none", Cwd: os.TempDir(), ProviderCommand: sdk.ProviderCommand{Argv: []string{"x"}}},
+		domain.CreateThread{Provider: "none", Cwd: os.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{"x"}}},
 		domain.RecordSessionOpened{SessionID: "s1", ThreadRef: "pt"},
 		domain.DispatchMessage{Text: "hello"},
 	} {

@@ -22,7 +22,6 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/pluginclient"
 	"github.com/baton-run/baton/sdk/plugintest"
@@ -112,9 +111,9 @@ func (e *env) answeredThread(between func(th domain.Thread)) (domain.Thread, []s
 // events) are cleared.
 func (e *env) comparable(th domain.Thread) domain.Thread {
 	e.t.Helper()
-	th.ProviderCommand, th.Sequence = sdk.ProviderCommand{}, 0
+	th.ProviderCommand, th.Sequence = domain.ProviderCommand{}, 0
 	for i := range th.ProviderBindings {
-		th.ProviderBindings[i].Command = sdk.ProviderCommand{}
+		th.ProviderBindings[i].Command = domain.ProviderCommand{}
 	}
 	for i := range th.ProviderSessions {
 		th.ProviderSessions[i].PluginPid, th.ProviderSessions[i].ProviderPid = 0, 0

@@ -18,7 +18,6 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 	"github.com/baton-run/baton/sdk/plugintest"
 )
@@ -204,7 +203,7 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 type waitingSetup struct {
 	PluginDir string
 	Cwd       string
-	Command   sdk.ProviderCommand
+	Command   domain.ProviderCommand
 	Text      string
 	// Now is the helper host's clock, which nothing moves.
 	Now time.Time

@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/transcript"
 )
 
@@ -221,7 +220,7 @@ func TestSwitchPolicyToAnUninstalledProviderIsRefused(t *testing.T) {
 	e := newEnv(t)
 	id := e.createThread("codex", "codex/usage_limit_wait.ndjson")
 	_, err := e.host.Dispatch(t.Context(), domain.Command{ID: "pol", ThreadID: id, Payload: domain.SetPolicy{Policy: domain.ContinuationPolicy{
-		OnLimit: domain.OnLimitSwitch, SwitchTo: "nosuch", SwitchCommand: sdk.ProviderCommand{Argv: []string{"nosuch"}}}}})
+		OnLimit: domain.OnLimitSwitch, SwitchTo: "nosuch", SwitchCommand: domain.ProviderCommand{Argv: []string{"nosuch"}}}}})
 	if err == nil || !strings.Contains(err.Error(), `provider "nosuch" is not installed`) {
 		t.Fatalf("switch policy to an uninstalled provider: %v", err)
 	}
@@ -241,7 +240,7 @@ func TestSevenDayWaitUnderTheFakeClock(t *testing.T) {
 	if got := r.Attempts[1].StartedAt.Sub(r.Attempts[0].StartedAt).Round(time.Hour); got != 7*24*time.Hour {
 		t.Fatalf("the continuation came %s after the run began, want a week", got)
 	}
-	if r.Limit.Scope != "seven_day" || r.Limit.Kind != sdk.LimitUsageWindow {
+	if r.Limit.Scope != "seven_day" || r.Limit.Kind != domain.LimitUsageWindow {
 		t.Fatalf("limit %+v", r.Limit)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/service"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -44,7 +43,7 @@ func (d clientDriver) Interrupt(ctx context.Context, threadID, cmdID, runID stri
 	return plain(err)
 }
 
-func (d clientDriver) Respond(ctx context.Context, threadID, cmdID, requestID string, decision sdk.Decision, answers map[string]string) error {
+func (d clientDriver) Respond(ctx context.Context, threadID, cmdID, requestID string, decision domain.RequestDecision, answers map[string]string) error {
 	_, err := d.c.AnswerRequest(ctx, &batonv1.AnswerRequestRequest{CommandId: cmdID, ThreadId: threadID, RequestId: requestID,
 		Decision: string(decision), Answers: answers})
 	return plain(err)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -28,7 +27,7 @@ func (d hostDriver) Interrupt(ctx context.Context, threadID, cmdID, runID string
 	return err
 }
 
-func (d hostDriver) Respond(ctx context.Context, threadID, cmdID, requestID string, decision sdk.Decision, answers map[string]string) error {
+func (d hostDriver) Respond(ctx context.Context, threadID, cmdID, requestID string, decision domain.RequestDecision, answers map[string]string) error {
 	_, err := d.h.Dispatch(ctx, domain.Command{ID: cmdID, ThreadID: threadID,
 		Payload: domain.RespondToRequest{RequestID: requestID, Decision: decision, Answers: answers}})
 	return err

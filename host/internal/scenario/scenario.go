@@ -35,7 +35,6 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -149,7 +148,7 @@ type Driver interface {
 	// interrupt).
 	Interrupt(ctx context.Context, threadID, cmdID, runID string) error
 	// Respond answers a request.
-	Respond(ctx context.Context, threadID, cmdID, requestID string, decision sdk.Decision, answers map[string]string) error
+	Respond(ctx context.Context, threadID, cmdID, requestID string, decision domain.RequestDecision, answers map[string]string) error
 	// Rollback starts rolling the thread back to run N's checkpoint (0:
 	// the baseline before the first run).
 	Rollback(ctx context.Context, threadID, cmdID string, run int) error
@@ -195,7 +194,7 @@ func Run(ctx context.Context, d Driver, threadID string, s Script, o Options) er
 				if q == nil {
 					return fmt.Errorf("step %d: no pending request to answer", i+1)
 				}
-				err = d.Respond(ctx, threadID, id, q.ID, sdk.Decision(st.Respond), st.Answers)
+				err = d.Respond(ctx, threadID, id, q.ID, domain.RequestDecision(st.Respond), st.Answers)
 			}
 		case st.Rollback != nil:
 			var rb domain.Rollback

@@ -16,7 +16,6 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/service"
-	"github.com/baton-run/baton/sdk"
 )
 
 // What the service costs beside the embedded host, measured in the same
@@ -66,7 +65,7 @@ const simpleMessage = "Say hello."
 // embeddedRun is one simple run through the orchestrator.
 func embeddedRun(ctx context.Context, b *testing.B, h *orchestrator.Host, argv []string) {
 	rc, err := h.Dispatch(ctx, domain.Command{ID: h.NewID("cmd"), Payload: domain.CreateThread{
-		Provider: "acp", Cwd: b.TempDir(), ProviderCommand: sdk.ProviderCommand{Argv: argv}}})
+		Provider: "acp", Cwd: b.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: argv}}})
 	if err != nil {
 		b.Fatal(err)
 	}

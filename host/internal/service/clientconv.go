@@ -10,7 +10,6 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // The other way: baton.v1's messages back as the host's types, for code
@@ -90,8 +89,8 @@ func detail(s string) json.RawMessage {
 	return json.RawMessage(s)
 }
 
-func commandOf(c *batonv1.ProviderCommand) sdk.ProviderCommand {
-	return sdk.ProviderCommand{Argv: c.GetArgv(), Env: c.GetEnv()}
+func commandOf(c *batonv1.ProviderCommand) domain.ProviderCommand {
+	return domain.ProviderCommand{Argv: c.GetArgv(), Env: c.GetEnv()}
 }
 
 func runOf(r *batonv1.Run) domain.Run {
@@ -164,41 +163,41 @@ func providerTurnOf(pt *batonv1.ProviderTurn) domain.ProviderTurn {
 
 func requestOf(r *batonv1.RuntimeRequest) domain.RuntimeRequest {
 	return domain.RuntimeRequest{ID: r.GetId(), RunID: r.GetRunId(), NodeID: r.GetNodeId(), SessionID: r.GetSessionId(),
-		ProviderRef: r.GetProviderRef(), Kind: sdk.RequestKind(r.GetKind()), Title: r.GetTitle(), Options: list(r.GetOptions(), optionOf),
-		Status: domain.RequestStatus(r.GetStatus()), Decision: sdk.Decision(r.GetDecision()), Answers: r.GetAnswers(),
+		ProviderRef: r.GetProviderRef(), Kind: domain.RequestKind(r.GetKind()), Title: r.GetTitle(), Options: list(r.GetOptions(), optionOf),
+		Status: domain.RequestStatus(r.GetStatus()), Decision: domain.RequestDecision(r.GetDecision()), Answers: r.GetAnswers(),
 		AnsweredBy: domain.Answerer(r.GetAnsweredBy()), AnswerFailures: int(r.GetAnswerFailures()),
 		Delivery: domain.Delivery(r.GetDelivery()), OpenedAt: instant(r.GetOpenedAt())}
 }
 
-func optionOf(o *batonv1.RequestOption) sdk.RequestOption {
-	return sdk.RequestOption{ID: o.GetId(), Label: o.GetLabel(), Kind: sdk.OptionKind(o.GetKind())}
+func optionOf(o *batonv1.RequestOption) domain.RequestOption {
+	return domain.RequestOption{ID: o.GetId(), Label: o.GetLabel(), Kind: domain.OptionKind(o.GetKind())}
 }
 
 func diagnosticOf(d *batonv1.Diagnostic) domain.Diagnostic {
 	return domain.Diagnostic{RunID: d.GetRunId(), Title: d.GetTitle(), Text: d.GetText()}
 }
 
-func failureOf(f *batonv1.Failure) *sdk.Failure {
+func failureOf(f *batonv1.Failure) *domain.Failure {
 	if f == nil {
 		return nil
 	}
-	return &sdk.Failure{Code: f.GetCode(), Message: f.GetMessage()}
+	return &domain.Failure{Code: f.GetCode(), Message: f.GetMessage()}
 }
 
-func usageOf(u *batonv1.Usage) *sdk.Usage {
+func usageOf(u *batonv1.Usage) *domain.Usage {
 	if u == nil {
 		return nil
 	}
-	return &sdk.Usage{InputTokens: u.GetInputTokens(), OutputTokens: u.GetOutputTokens(), CachedInputTokens: u.GetCachedInputTokens(),
+	return &domain.Usage{InputTokens: u.GetInputTokens(), OutputTokens: u.GetOutputTokens(), CachedInputTokens: u.GetCachedInputTokens(),
 		ReasoningTokens: u.GetReasoningTokens(), TotalTokens: u.GetTotalTokens()}
 }
 
-func rateLimitOf(l *batonv1.RateLimit) sdk.RateLimit {
-	return sdk.RateLimit{ResetsAt: instant(l.GetResetsAt()), UsedPercent: l.GetUsedPercent(), Scope: l.GetScope()}
+func rateLimitOf(l *batonv1.RateLimit) domain.RateLimit {
+	return domain.RateLimit{ResetsAt: instant(l.GetResetsAt()), UsedPercent: l.GetUsedPercent(), Scope: l.GetScope()}
 }
 
-func limitOf(l *batonv1.Limit) sdk.Limit {
-	return sdk.Limit{Kind: sdk.LimitKind(l.GetKind()), ResetsAt: instant(l.GetResetsAt()), Scope: l.GetScope(), Message: l.GetMessage(),
+func limitOf(l *batonv1.Limit) domain.Limit {
+	return domain.Limit{Kind: domain.LimitKind(l.GetKind()), ResetsAt: instant(l.GetResetsAt()), Scope: l.GetScope(), Message: l.GetMessage(),
 		Evidence: l.GetEvidence()}
 }
 
@@ -349,15 +348,15 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 	case *batonv1.Event_RequestOpened:
 		p := e.RequestOpened
 		return domain.RequestOpened{RequestID: p.GetRequestId(), RunID: p.GetRunId(), NodeID: p.GetNodeId(), SessionID: p.GetSessionId(),
-			ProviderRef: p.GetProviderRef(), Kind: sdk.RequestKind(p.GetKind()), Title: p.GetTitle(),
+			ProviderRef: p.GetProviderRef(), Kind: domain.RequestKind(p.GetKind()), Title: p.GetTitle(),
 			Options: list(p.GetOptions(), optionOf)}, nil
 	case *batonv1.Event_RequestResolved:
 		p := e.RequestResolved
 		return domain.RequestResolved{RequestID: p.GetRequestId(), Status: domain.RequestStatus(p.GetStatus()),
-			Decision: sdk.Decision(p.GetDecision()), Delivery: domain.Delivery(p.GetDelivery())}, nil
+			Decision: domain.RequestDecision(p.GetDecision()), Delivery: domain.Delivery(p.GetDelivery())}, nil
 	case *batonv1.Event_UsageReported:
 		p := e.UsageReported
-		var u sdk.Usage
+		var u domain.Usage
 		if pu := usageOf(p.GetUsage()); pu != nil {
 			u = *pu
 		}
@@ -390,7 +389,7 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 		return domain.AttemptEnded{RunID: p.GetRunId(), AttemptID: p.GetAttemptId(), Status: domain.RunStatus(p.GetStatus())}, nil
 	case *batonv1.Event_RequestAnswered:
 		p := e.RequestAnswered
-		return domain.RequestAnswered{RequestID: p.GetRequestId(), Decision: sdk.Decision(p.GetDecision()), Answers: p.GetAnswers(),
+		return domain.RequestAnswered{RequestID: p.GetRequestId(), Decision: domain.RequestDecision(p.GetDecision()), Answers: p.GetAnswers(),
 			By: domain.Answerer(p.GetBy())}, nil
 	case *batonv1.Event_EffectCancelled:
 		p := e.EffectCancelled
@@ -446,7 +445,7 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 		return out, nil
 	case *batonv1.Event_RollbackFailed:
 		p := e.RollbackFailed
-		var f sdk.Failure
+		var f domain.Failure
 		if pf := failureOf(p.GetFailure()); pf != nil {
 			f = *pf
 		}

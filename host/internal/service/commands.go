@@ -11,7 +11,6 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // The commands. Each RPC checks its request (errors name the proto field),
@@ -68,7 +67,7 @@ func (s *Server) CreateThread(ctx context.Context, req *batonv1.CreateThreadRequ
 	pc := req.GetProviderCommand()
 	rc, err := s.dispatch(ctx, "CreateThread", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.CreateThread{
 		Provider: req.GetProvider(), Cwd: req.GetCwd(), Model: req.GetModel(), ApprovalPolicy: policy,
-		ProviderCommand: sdk.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}}})
+		ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}}})
 	if err != nil {
 		return nil, err
 	}
@@ -161,13 +160,13 @@ func (s *Server) AnswerRequest(ctx context.Context, req *batonv1.AnswerRequestRe
 	}
 	decision := req.GetDecision()
 	if decision == "" && len(req.GetAnswers()) > 0 {
-		decision = string(sdk.DecisionAnswer)
+		decision = string(domain.DecisionAnswer)
 	}
 	if decision == "" {
 		return nil, invalid("decision", "required")
 	}
-	if !slices.Contains(sdk.Decisions(), sdk.Decision(decision)) {
-		return nil, invalid("decision", "unknown decision %q; want %s", decision, domain.OneOf(sdk.Decisions()...))
+	if !slices.Contains(domain.RequestDecisions, domain.RequestDecision(decision)) {
+		return nil, invalid("decision", "unknown decision %q; want %s", decision, domain.OneOf(domain.RequestDecisions...))
 	}
 	threadID := req.GetThreadId()
 	if threadID == "" {
@@ -182,7 +181,7 @@ func (s *Server) AnswerRequest(ctx context.Context, req *batonv1.AnswerRequestRe
 		}
 	}
 	rc, err := s.dispatch(ctx, "AnswerRequest", domain.Command{ID: id, ThreadID: threadID, Payload: domain.RespondToRequest{
-		RequestID: req.GetRequestId(), Decision: sdk.Decision(decision), Answers: req.GetAnswers()}})
+		RequestID: req.GetRequestId(), Decision: domain.RequestDecision(decision), Answers: req.GetAnswers()}})
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +317,7 @@ func (s *Server) SwitchProvider(ctx context.Context, req *batonv1.SwitchProvider
 		return nil, invalid("provider_command", "env without argv")
 	}
 	rc, err := s.host.Dispatch(ctx, domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.SwitchProvider{
-		Provider: req.GetProvider(), Model: req.GetModel(), ProviderCommand: sdk.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()},
+		Provider: req.GetProvider(), Model: req.GetModel(), ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()},
 		HandoffMaxBytes: int(maxBytes)}})
 	if errors.Is(err, domain.ErrNoProviderCommand) {
 		// The domain knows which providers the thread has used; the field

@@ -17,7 +17,6 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/service"
-	"github.com/baton-run/baton/sdk"
 )
 
 // A command returns its receipt (the thread id and command id allocated
@@ -205,7 +204,7 @@ func TestAnswerRequestFindsThread(t *testing.T) {
 		t.Errorf("receipt %v; want the request's thread %s", rc, threadID)
 	}
 	th = e.waitFor(threadID, "the run to end", allRunsEnded(1))
-	if q := th.Requests[0]; q.Status != domain.RequestStatusResolved || q.Decision != sdk.DecisionAccept || q.AnsweredBy != domain.AnsweredByClient {
+	if q := th.Requests[0]; q.Status != domain.RequestStatusResolved || q.Decision != domain.DecisionAccept || q.AnsweredBy != domain.AnsweredByClient {
 		t.Errorf("request %+v; want resolved, accepted by the client", q)
 	}
 	again, err := e.client.AnswerRequest(ctx, answer)

@@ -12,7 +12,6 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/orchestrator"
-	"github.com/baton-run/baton/sdk"
 )
 
 // Conversions between the host's types and baton.v1's. Every domain type
@@ -157,7 +156,7 @@ func threadPB(t domain.Thread, pg orchestrator.Page) *batonv1.Thread {
 	return out
 }
 
-func commandPB(c sdk.ProviderCommand) *batonv1.ProviderCommand {
+func commandPB(c domain.ProviderCommand) *batonv1.ProviderCommand {
 	if len(c.Argv) == 0 && len(c.Env) == 0 {
 		return nil
 	}
@@ -234,7 +233,7 @@ func requestPB(r domain.RuntimeRequest) *batonv1.RuntimeRequest {
 		Delivery: string(r.Delivery), OpenedAt: ts(r.OpenedAt)}
 }
 
-func optionPB(o sdk.RequestOption) *batonv1.RequestOption {
+func optionPB(o domain.RequestOption) *batonv1.RequestOption {
 	return &batonv1.RequestOption{Id: o.ID, Label: o.Label, Kind: string(o.Kind)}
 }
 
@@ -242,14 +241,14 @@ func diagnosticPB(d domain.Diagnostic) *batonv1.Diagnostic {
 	return &batonv1.Diagnostic{RunId: d.RunID, Title: d.Title, Text: d.Text}
 }
 
-func failurePB(f *sdk.Failure) *batonv1.Failure {
+func failurePB(f *domain.Failure) *batonv1.Failure {
 	if f == nil {
 		return nil
 	}
 	return &batonv1.Failure{Code: f.Code, Message: f.Message}
 }
 
-func usagePB(u *sdk.Usage) *batonv1.Usage {
+func usagePB(u *domain.Usage) *batonv1.Usage {
 	if u == nil {
 		return nil
 	}
@@ -257,11 +256,11 @@ func usagePB(u *sdk.Usage) *batonv1.Usage {
 		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens}
 }
 
-func rateLimitPB(l sdk.RateLimit) *batonv1.RateLimit {
+func rateLimitPB(l domain.RateLimit) *batonv1.RateLimit {
 	return &batonv1.RateLimit{ResetsAt: ts(l.ResetsAt), UsedPercent: l.UsedPercent, Scope: l.Scope}
 }
 
-func limitPB(l sdk.Limit) *batonv1.Limit {
+func limitPB(l domain.Limit) *batonv1.Limit {
 	return &batonv1.Limit{Kind: string(l.Kind), ResetsAt: ts(l.ResetsAt), Scope: l.Scope, Message: l.Message, Evidence: l.Evidence,
 		Description: domain.DescribeLimit(l, "")}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
-	"github.com/baton-run/baton/sdk"
 )
 
 // The API carries what a client says of a thread that takes one of the
@@ -16,17 +15,17 @@ import (
 // the runs a handoff covers, and whether the loop has work to come.
 func TestDerivedFields(t *testing.T) {
 	reset := epoch.Add(time.Hour)
-	limit := sdk.Limit{Kind: sdk.LimitUsageWindow, Scope: "five_hour", ResetsAt: reset}
+	limit := domain.Limit{Kind: domain.LimitUsageWindow, Scope: "five_hour", ResetsAt: reset}
 	if got := limitPB(limit).GetDescription(); got != "usage limit (five_hour)" {
 		t.Errorf("a usage limit's description: %q", got)
 	}
-	if got := limitPB(sdk.Limit{}).GetDescription(); got != "limit" {
+	if got := limitPB(domain.Limit{}).GetDescription(); got != "limit" {
 		t.Errorf("a limit of no kind's description: %q", got)
 	}
 
 	for _, tc := range []struct {
 		what  string
-		limit sdk.Limit
+		limit domain.Limit
 		at    time.Time
 		want  bool
 	}{
@@ -34,7 +33,7 @@ func TestDerivedFields(t *testing.T) {
 		{"at the reset and the most jitter", limit, reset.Add(domain.MaxJitter), true},
 		{"past the reset and its jitter", limit, reset.Add(domain.MaxJitter + time.Second), false},
 		{"before the reset", limit, reset.Add(-time.Second), false},
-		{"for a limit with no reset", sdk.Limit{Kind: sdk.LimitRate}, reset, false},
+		{"for a limit with no reset", domain.Limit{Kind: domain.LimitRate}, reset, false},
 	} {
 		if got := waitPB(domain.Wait{Limit: tc.limit, At: tc.at}).GetAtReset(); got != tc.want {
 			t.Errorf("a wait %s: at_reset %v, want %v", tc.what, got, tc.want)

@@ -11,7 +11,6 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/sdk"
 )
 
 // The continuation policy: SetPolicy, and the policy CreateThread and
@@ -98,7 +97,7 @@ func policyOf(prefix string, pb *batonv1.ContinuationPolicy) (domain.Continuatio
 		}
 	}
 	p.SwitchTo, p.SwitchModel, p.Return = pb.GetSwitchTo(), pb.GetSwitchModel(), pb.GetReturn()
-	p.SwitchCommand = sdk.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}
+	p.SwitchCommand = domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}
 	p.ContinueText = pb.GetContinueText()
 	if p.ContinueText != "" && strings.TrimSpace(p.ContinueText) == "" {
 		return p, invalid(field("continue_text"), "blank")

@@ -15,7 +15,6 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/service"
-	"github.com/baton-run/baton/sdk"
 )
 
 // A policy the service refuses names the field at fault, whichever request
@@ -101,7 +100,7 @@ func fullPolicy() (*batonv1.ContinuationPolicy, domain.ContinuationPolicy) {
 		MaxProbes: 4, MaxWait: durationpb.New(48 * time.Hour), Until: "go test ./...", CheckTimeout: durationpb.New(5 * time.Minute),
 		MaxRuns: 5, MaxDuration: durationpb.New(8 * time.Hour), MaxTokens: 1_000_000}
 	d := domain.ContinuationPolicy{OnLimit: domain.OnLimitSwitch, SwitchTo: "codex", SwitchModel: "gpt-test",
-		SwitchCommand: sdk.ProviderCommand{Argv: []string{"codex", "app-server"}, Env: []string{"A=1"}}, Return: true,
+		SwitchCommand: domain.ProviderCommand{Argv: []string{"codex", "app-server"}, Env: []string{"A=1"}}, Return: true,
 		ContinueText: "go on", Probe: domain.Backoff{Interval: time.Minute, Factor: 3, Ceiling: 2 * time.Hour},
 		MaxProbes: 4, MaxWait: 48 * time.Hour, Until: "go test ./...", CheckTimeout: 5 * time.Minute,
 		MaxRuns: 5, MaxDuration: 8 * time.Hour, MaxTokens: 1_000_000}

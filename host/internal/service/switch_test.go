@@ -14,7 +14,6 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/service"
-	"github.com/baton-run/baton/sdk"
 )
 
 // SwitchProvider records the switch (thread.provider_switched, then the
@@ -76,7 +75,7 @@ func TestSwitchProvider(t *testing.T) {
 	wantBindings := []domain.ProviderBinding{
 		{Provider: "acp", Command: acp, SessionID: session,
 			ProviderThreadID: pthread.ID, ThreadRef: pthread.ProviderRef, SeenThrough: 1, Runs: []int{1}},
-		{Provider: "codex", Model: "gpt-test", Command: sdk.ProviderCommand{Argv: codex.GetArgv()}},
+		{Provider: "codex", Model: "gpt-test", Command: domain.ProviderCommand{Argv: codex.GetArgv()}},
 	}
 	if d := cmp.Diff(wantBindings, th.ProviderBindings); d != "" {
 		t.Errorf("provider bindings (-want +got):\n%s", d)
