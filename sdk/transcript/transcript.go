@@ -125,7 +125,7 @@ type Entry struct {
 
 	// runtime_exit
 	Status ExitStatus `json:"status,omitempty"`
-	Error  any    `json:"error,omitempty"`
+	Error  any        `json:"error,omitempty"`
 	// Wait is when a runtime_exit happens: "stdin_close" (after the client
 	// closes the provider's stdin, the default for status success), "now"
 	// (the default for error and cancelled) or "signal" (when the client
