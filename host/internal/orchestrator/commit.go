@@ -327,6 +327,18 @@ func (h *Host) checkReachable(ctx context.Context, threadID, requestID string) e
 	return nil
 }
 
+// live is the thread's open session as the domain sees it (Env.Live): nil
+// when it has none, or its stream has ended.
+func (h *Host) live(threadID string) (*liveSession, *domain.LiveSession) {
+	h.smu.Lock()
+	s, ok := h.sessions[threadID]
+	h.smu.Unlock()
+	if !ok || s.ended() {
+		return nil, nil
+	}
+	return s, &domain.LiveSession{ID: s.id, Provider: s.provider, Model: s.model, Command: s.command}
+}
+
 // capabilities is what the thread's live plugin says it can do (nothing,
 // when the thread has no live session: then no provider turn is running
 // to steer either).

@@ -180,18 +180,6 @@ func (s *liveSession) close(clk clock.Clock, log hclog.Logger) {
 	}
 }
 
-// live is the thread's open session as the domain sees it (Env.Live): nil
-// when it has none, or its stream has ended.
-func (h *Host) live(threadID string) (*liveSession, *domain.LiveSession) {
-	h.smu.Lock()
-	s, ok := h.sessions[threadID]
-	h.smu.Unlock()
-	if !ok || s.ended() {
-		return nil, nil
-	}
-	return s, &domain.LiveSession{ID: s.id, Provider: s.provider, Model: s.model, Command: s.command}
-}
-
 // retireSession closes a session the domain retired, and waits for its
 // last events.
 func (h *Host) retireSession(e domain.RetireSession) {
