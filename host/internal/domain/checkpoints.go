@@ -256,6 +256,13 @@ func decideFilesRestored(t *Thread, p RecordFilesRestored, env Env, d *Decision)
 			e.Refs = append(e.Refs, c.Ref)
 		}
 	}
+	if e.Turns > 0 && env.Facts.capabilities().NativeRollback {
+		// The provider drops the turns itself, in the session the thread's
+		// next run would take (opened, resuming the conversation, when the
+		// live one cannot). Where its plugin cannot, none is named: the
+		// conversation is left for a fresh one.
+		e.SessionID, _ = t.useSession(env.Live, "", "", "", "", env, d)
+	}
 	d.effect(e)
 	return nil
 }

@@ -219,15 +219,6 @@ type (
 	RecordCheck struct {
 		CheckResult
 	}
-	// RecordSessionRetired ends a provider session the thread's rollback will
-	// not use (it is on another provider or model): refused while the
-	// active run's attempt is in it. The host closes the session's process
-	// once it is recorded. (A turn's session is retired by the decision
-	// that starts the turn: startTurn.)
-	RecordSessionRetired struct {
-		SessionID string `json:"sessionId"`
-		Reason    string `json:"reason"`
-	}
 	// RestartTurn says a turn could not start in the thread's live
 	// session because the session had ended (StartTurn's outcome): the
 	// turn starts again in a new session.
@@ -324,7 +315,6 @@ func (ShutDown) CommandType() string                 { return "thread.shutdown" 
 func (HostStopping) CommandType() string             { return "run.host_stopping" }
 func (ProviderExited) CommandType() string           { return "provider.exited" }
 func (SwitchProvider) CommandType() string           { return "thread.switch_provider" }
-func (RecordSessionRetired) CommandType() string     { return "provider.session.retire" }
 func (RestartTurn) CommandType() string              { return "provider.turn.restart" }
 func (SetPolicy) CommandType() string                { return "thread.set_policy" }
 func (CancelQueued) CommandType() string             { return "thread.queue.cancel" }

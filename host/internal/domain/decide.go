@@ -152,8 +152,6 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 			d.emit(WaitEnded{WaitID: l.Return.ID, Outcome: WaitCancelled, Reason: "the thread was switched by hand"})
 		}
 		err = decideSwitchProvider(t, p, env, &d)
-	case RecordSessionRetired:
-		err = decideRetireSession(t, p, &d)
 	case RestartTurn:
 		decideRestartTurn(t, p, env, &d)
 	case SetPolicy:

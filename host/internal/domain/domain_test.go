@@ -69,6 +69,17 @@ func (w *world) env() Env {
 	return Env{Now: now, NewID: w.newID, Caps: w.caps, ShuttingDown: w.shuttingDown, Live: w.live()}
 }
 
+// envFor is the environment cmd is decided in: the host gathers what the
+// thread's plugin can do for the decisions that need it.
+func (w *world) envFor(cmd Command) Env {
+	env := w.env()
+	if NeedsCapabilities(cmd.Payload) {
+		caps := w.caps
+		env.Facts = &Facts{Capabilities: &caps}
+	}
+	return env
+}
+
 // newID numbers ids in the order they are made. Sessions, which the
 // domain names when it decides to open one, are numbered apart: the ids
 // of everything else read as they did when the host named sessions.
@@ -102,7 +113,7 @@ func (w *world) live() *LiveSession {
 // only when the decision succeeds.
 func (w *world) decide1(cmd Command) (Decision, error) {
 	before, _ := json.Marshal(w.thread)
-	env := w.env()
+	env := w.envFor(cmd)
 	var scratch Thread
 	var d Decision
 	var err error

@@ -143,9 +143,11 @@ type (
 	}
 	// ReconcileThread is a rollback's second stage: the provider's
 	// conversation ThreadRef drops its last Turns turns (TurnRef is the
-	// oldest of them), and the refs of stale checkpoints go.
+	// oldest of them), in the session SessionID ("": its plugin cannot
+	// drop turns), and the refs of stale checkpoints go.
 	ReconcileThread struct {
 		EffectHead
+		SessionID  string   `json:"sessionId,omitempty"`
 		TurnRef    string   `json:"turnRef,omitempty"`
 		RollbackID string   `json:"rollbackId"`
 		ThreadRef  string   `json:"threadRef,omitempty"`

@@ -24,6 +24,28 @@ type Facts struct {
 	// worked in ("/x does not exist", "/x is not a directory"), or ""
 	// when it can.
 	Dirs map[string]string
+	// Capabilities is what the plugin of the thread's provider says it
+	// can do, when the decision needs it (NeedsCapabilities); nil: not
+	// known (no plugin to ask).
+	Capabilities *Capabilities
+}
+
+// NeedsCapabilities says whether a command's decision needs what the
+// plugin of the thread's provider can do: a rollback's reconciliation,
+// decided once its files are restored, drops the provider's turns in a
+// session only where the plugin can.
+func NeedsCapabilities(p CommandPayload) bool {
+	_, ok := p.(RecordFilesRestored)
+	return ok
+}
+
+// capabilities is what the facts say the thread's provider's plugin can
+// do (nothing, when they do not say).
+func (f *Facts) capabilities() Capabilities {
+	if f == nil || f.Capabilities == nil {
+		return Capabilities{}
+	}
+	return *f.Capabilities
 }
 
 // ProviderFact is what the host found of a provider's plugin.

@@ -20,7 +20,7 @@ func TestLoopCommandTypes(t *testing.T) {
 	for _, c := range []CommandPayload{CreateThread{}, DispatchMessage{}, IngestProviderEvent{}, RecordSessionOpened{}, FailRun{}, Recover{},
 		InterruptRun{}, RespondToRequest{}, SteerFailed{}, MarkRequestUnreachable{}, RecordTurnDispatched{}, RespondFailed{},
 		RollbackToCheckpoint{}, RecordCheckpoint{}, RecordFilesRestored{}, RecordProviderReconciled{},
-		StartQueued{}, CloseIdleSession{}, ShutDown{}, SwitchProvider{}, RecordSessionRetired{}} {
+		StartQueued{}, CloseIdleSession{}, ShutDown{}, SwitchProvider{}} {
 		for _, typ := range want {
 			if c.CommandType() == typ {
 				t.Errorf("%T has the loop's command type %s", c, typ)

@@ -270,6 +270,8 @@ type Diagnostic struct {
 // provider to choose a dispatch mode.
 type Capabilities struct {
 	NativeSteering bool
+	// NativeRollback: the plugin can drop a conversation's last turns.
+	NativeRollback bool
 }
 
 // CheckpointScope is what a checkpoint belongs to: a run, or a subagent

@@ -264,7 +264,6 @@ func (p CloseIdleSession) observedID(string) string { return "idle:" + p.Session
 func (p RecordSessionOpened) observedID(string) string {
 	return "open:" + p.SessionID
 }
-func (p RecordSessionRetired) observedID(string) string   { return "retire:" + p.SessionID }
 func (p MarkRequestUnreachable) observedID(string) string { return "unreachable:" + p.RequestID }
 func (p HostStopping) observedID(string) string           { return "drain:" + p.RunID + ":" + p.AttemptID }
 func (p ProviderExited) observedID(string) string         { return "pexit:" + p.SessionID }

@@ -171,7 +171,6 @@ func TestObservedIDs(t *testing.T) {
 		{StallTurn{AttemptID: "att_2", Since: since}, "stall:att_2:1764504000123456789"},
 		{ExpireRequest{RequestID: "req_3", Failures: 2}, "expire:req_3:2"},
 		{CloseIdleSession{SessionID: "ses_4"}, "idle:ses_4"},
-		{RecordSessionRetired{SessionID: "ses_4", Reason: "switched"}, "retire:ses_4"},
 		{RecordSessionOpened{SessionID: "ses_5"}, "open:ses_5"},
 		{MarkRequestUnreachable{RequestID: "req_3"}, "unreachable:req_3"},
 		{HostStopping{RunID: "run_1", AttemptID: "att_2"}, "drain:run_1:att_2"},

@@ -91,29 +91,38 @@ func (c SessionChoice) Open(threadID, sessionID string) OpenSession {
 		Model: c.Model, Command: c.Command, Resume: c.Resume}
 }
 
-// startTurn decides the session an attempt's turn goes to, given the
-// host's live session (nil: none), and hands out the effects that send it
-// there: the live session when ChooseSession reuses it; else a new one,
-// the live one retired first (its end recorded now, with the reason).
+// startTurn decides the session an attempt's turn goes to (useSession)
+// and hands out the effects that send it there.
 func startTurn(t *Thread, runID, attemptID, text, provider, model string, live *LiveSession, env Env, d *Decision) {
+	id, reused := t.useSession(live, provider, model, runID, attemptID, env, d)
+	d.effect(StartTurn{EffectHead: EffectHead{ThreadID: t.ID}, RunID: runID, AttemptID: attemptID, Text: text, SessionID: id,
+		Reused: reused})
+}
+
+// useSession decides the session that works for a run's attempt (none
+// named: a rollback's) on provider and model, given the host's live
+// session (nil: none), and says whether it is the live one: the live
+// session when ChooseSession reuses it; else a new one, opened by an
+// open_session effect, the live one retired first (its end recorded now,
+// with the reason).
+func (t *Thread) useSession(live *LiveSession, provider, model, runID, attemptID string, env Env, d *Decision) (id string, reused bool) {
 	if live != nil {
 		if s := t.session(live.ID); s == nil || s.Status != SessionStatusOpen {
 			live = nil // its end is recorded: the host's process is on its way out
 		}
 	}
-	head := EffectHead{ThreadID: t.ID}
 	c := t.ChooseSession(live, provider, model)
 	if c.Reuse {
-		d.effect(StartTurn{EffectHead: head, RunID: runID, AttemptID: attemptID, Text: text, SessionID: live.ID, Reused: true})
-		return
+		return live.ID, true
 	}
 	if c.Retire != "" {
 		endSession(t, live.ID, c.Retire, d)
-		d.effect(RetireSession{EffectHead: head, SessionID: live.ID})
+		d.effect(RetireSession{EffectHead: EffectHead{ThreadID: t.ID}, SessionID: live.ID})
 	}
 	open := c.Open(t.ID, env.NewID("ses"))
 	open.RunID, open.AttemptID = runID, attemptID
-	d.effect(open, StartTurn{EffectHead: head, RunID: runID, AttemptID: attemptID, Text: text, SessionID: open.SessionID})
+	d.effect(open)
+	return open.SessionID, false
 }
 
 // decideRestartTurn starts again, in a new session, a turn its session

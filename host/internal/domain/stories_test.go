@@ -184,8 +184,10 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 		cmd = CreateThread{Provider: p, Model: a.get("model"), Cwd: "/w", ApprovalPolicy: ApprovalPolicy(a.get("approvals")),
 			ProviderCommand: ProviderCommand{Argv: []string{p}}}
 	case "capabilities":
-		newArgs(t, d, "native-steering")
-		w.caps = Capabilities{NativeSteering: d.HasArg("native-steering")}
+		// What the thread's plugin can do: its live session's (steering)
+		// and, for a rollback's reconciliation, its plugin's.
+		newArgs(t, d, "native-steering", "native-rollback")
+		w.caps = Capabilities{NativeSteering: d.HasArg("native-steering"), NativeRollback: d.HasArg("native-rollback")}
 		return fmt.Sprintf("%+v", w.caps)
 	case "hold-captures":
 		w.holdCaptures = newArgs(t, d, "on", "off").has("on")
@@ -325,9 +327,6 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 	case "fail-run":
 		a := newArgs(t, d, "run", "code", "message")
 		cmd = FailRun{RunID: s.run(a).ID, Failure: Failure{Code: a.need("code"), Message: a.get("message")}}
-	case "retire-session":
-		a := newArgs(t, d, "id", "reason")
-		cmd = RecordSessionRetired{SessionID: a.need("id"), Reason: a.get("reason")}
 	case "close-idle":
 		cmd = CloseIdleSession{SessionID: newArgs(t, d, "id").need("id")}
 	case "recover":

@@ -171,21 +171,6 @@ func HandoffOrdinals(runs []HandoffRun, from, to int) []int {
 	return out
 }
 
-func decideRetireSession(t *Thread, p RecordSessionRetired, d *Decision) error {
-	s := t.session(p.SessionID)
-	if s == nil {
-		return fmt.Errorf("%w: session %q", ErrNotFound, p.SessionID)
-	}
-	if s.Status != SessionStatusOpen {
-		return nil // ended before
-	}
-	if r := t.ActiveRun(); r != nil && r.ActiveAttempt != "" && r.attempt(r.ActiveAttempt).SessionID == s.ID {
-		return fmt.Errorf("%w: session %s runs the active run %s", ErrConflict, s.ID, r.ID)
-	}
-	endSession(t, s.ID, p.Reason, d)
-	return nil
-}
-
 // binding is what the thread keeps of provider, or nil.
 func (t *Thread) binding(provider string) *ProviderBinding {
 	for i := range t.ProviderBindings {

@@ -218,7 +218,9 @@ func (h *host) rollback(ordinal int, native bool) {
 			}
 			h.convs[e.ThreadRef] = kept
 		} else if h.session != "" {
-			h.w.must(Command{ID: "retire", ThreadID: "thr", Payload: RecordSessionRetired{SessionID: h.session, Reason: "fresh"}})
+			// The host closes the session that runs the conversation left
+			// behind: its provider reports its end.
+			h.w.ev(h.session, sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitClosed})
 			h.session = ""
 		}
 	}
@@ -384,9 +386,6 @@ func TestSwitchProviderRefused(t *testing.T) {
 	if diff := cmp.Diff(SwitchProvider{Provider: "claude", Model: "m", ProviderCommand: ProviderCommand{Argv: []string{"claude"}}, HandoffMaxBytes: 8192}, c.Payload); diff != "" {
 		t.Errorf("decoded (-want +got):\n%s", diff)
 	}
-	if (RecordSessionRetired{}).CommandType() != "provider.session.retire" {
-		t.Error("retire's type")
-	}
 }
 
 func isInvalid(err error) bool { return errors.Is(err, ErrInvalid) }
@@ -492,37 +491,6 @@ func TestTurnText(t *testing.T) {
 		if got := w.thread.TurnText(tc.run, tc.attempt, "in"); got != tc.want {
 			t.Errorf("TurnText(%s, %s) = %q, want %q", tc.run, tc.attempt, got, tc.want)
 		}
-	}
-}
-
-// A session is retired when the thread's next run will not use it; never
-// the one the active run's attempt is in.
-func TestRetireSession(t *testing.T) {
-	w := newWorldOn(t, "codex")
-	h := newHost(w, nil)
-	w.send("one")
-	h.start()
-	retire := func(id string) (Decision, error) {
-		return w.decide(Command{ID: "r", ThreadID: "thr", Payload: RecordSessionRetired{SessionID: id, Reason: "switched"}})
-	}
-	if _, err := retire("nope"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("unknown session: %v", err)
-	}
-	if _, err := retire(h.session); !errors.Is(err, ErrConflict) {
-		t.Errorf("the active run's session: %v", err)
-	}
-	w.ev(h.session, sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, TurnRef: w.thread.rootTurn(w.thread.ActiveRun()).ProviderRef, RequestRef: "q1",
-		RequestKind: sdk.RequestUserInput})
-	h.end(sdk.TurnCompleted)
-	d, err := retire(h.session)
-	if err != nil || types(d) != "provider.session.ended" {
-		t.Fatalf("retire: %s %v", types(d), err)
-	}
-	if s := w.thread.session(h.session); s.Status != SessionStatusEnded || s.EndReason != "switched" {
-		t.Errorf("session: %+v", s)
-	}
-	if d, err := retire(h.session); err != nil || len(d.Events) != 0 {
-		t.Errorf("retired again: %s %v", types(d), err)
 	}
 }
 

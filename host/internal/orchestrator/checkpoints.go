@@ -118,22 +118,15 @@ func (h *Host) closingNow() bool {
 	return h.closing || h.ctx.Err() != nil
 }
 
-// rollbackNative asks the thread's plugin to drop the turns, in its live
-// session (opened, resuming the conversation, when there is none).
+// rollbackNative asks the plugin to drop the turns, in the session the
+// domain named for it (none: the plugin cannot).
 func (h *Host) rollbackNative(e domain.ReconcileThread, provider string) (string, error) {
-	p, err := h.plugins.Get(h.ctx, provider)
-	if err != nil {
-		return "", err
-	}
-	if !p.Description.Capabilities.NativeRollback {
+	if e.SessionID == "" {
 		return "", sdk.ErrUnsupported
 	}
-	s, err := h.rollbackSession(e.ThreadID)
-	if err != nil {
-		return "", err
-	}
 	var resp sdk.RollbackThreadResponse
-	err = h.callPlugin(h.ctx, s.plugin, "RollbackThread", h.cfg.PluginCallTimeout, func(ctx context.Context) error {
+	err := h.withSession(e.ThreadID, e.SessionID, "RollbackThread", func(ctx context.Context, s *liveSession) error {
+		var err error
 		resp, err = s.plugin.RollbackThread(ctx, sdk.RollbackThreadRequest{SessionID: s.id, ThreadRef: e.ThreadRef,
 			Turns: uint32(e.Turns), BeforeTurnRef: e.TurnRef})
 		return err

@@ -88,7 +88,7 @@ func (h *Host) dispatch(ctx context.Context, cmd domain.Command, done []eventlog
 		}
 	}
 	return h.commit(commitReq{threadID: cmd.ThreadID, cmdID: cmd.ID, typ: cmd.Payload.CommandType(), hash: hash, done: done,
-		facts: h.gather(cmd.Payload),
+		facts: h.gather(cmd.ThreadID, cmd.Payload),
 		decide: func(t *domain.Thread, env domain.Env) ([]domain.Payload, []domain.Effect, error) {
 			d, err := domain.Decide(t, cmd, env)
 			return d.Events, d.Effects, err
@@ -97,18 +97,23 @@ func (h *Host) dispatch(ctx context.Context, cmd domain.Command, done []eventlog
 
 // gather finds out what a command's decision needs that takes I/O
 // (domain.FactsFor): whether the providers it names have a plugin (which
-// stats plugin directories and reads their lockfiles), and whether the
-// directory it names can be worked in. It runs before the thread's lock is
+// stats plugin directories and reads their lockfiles), whether the
+// directory it names can be worked in, and what the thread's provider's
+// plugin can do (domain.NeedsCapabilities: it may start the plugin). It runs before the thread's lock is
 // taken; the decision refuses a thread, switch or policy whose provider
 // has no plugin to run it (it could only fail its next run), once the
 // command is otherwise valid and is not a duplicate, so a retried create
 // still gets its original receipt.
-func (h *Host) gather(p domain.CommandPayload) *domain.Facts {
+func (h *Host) gather(threadID string, p domain.CommandPayload) *domain.Facts {
 	providers, dir := domain.FactsFor(p)
-	if len(providers) == 0 && dir == "" {
+	caps := domain.NeedsCapabilities(p)
+	if len(providers) == 0 && dir == "" && !caps {
 		return nil
 	}
 	f := &domain.Facts{Providers: map[string]domain.ProviderFact{}, Dirs: map[string]string{}}
+	if caps {
+		f.Capabilities = h.capabilitiesOf(threadID)
+	}
 	for _, name := range providers {
 		_, _, err := h.plugins.Find(name)
 		switch {
@@ -128,6 +133,21 @@ func (h *Host) gather(p domain.CommandPayload) *domain.Facts {
 		}
 	}
 	return f
+}
+
+// capabilitiesOf is what the plugin of the thread's provider says it can
+// do (started if it is not running), or nil when there is none to ask.
+func (h *Host) capabilitiesOf(threadID string) *domain.Capabilities {
+	t, err := h.view(threadID)
+	if err != nil {
+		return nil
+	}
+	p, err := h.plugins.Get(h.ctx, t.Provider)
+	if err != nil {
+		return nil
+	}
+	c := p.Description.Capabilities
+	return &domain.Capabilities{NativeSteering: c.NativeSteering, NativeRollback: c.NativeRollback}
 }
 
 // commit is the commit path described at the top of this file. Once the

@@ -263,39 +263,6 @@ func (h *Host) openSession(e domain.OpenSession) (domain.RecordSessionOpened, er
 		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, Resumed: resp.Resumed && req.ResumeThreadRef != ""}, nil
 }
 
-// rollbackSession is the session a native rollback drops the turns in:
-// the thread's live one where the domain would run its next turn there
-// (domain.Thread.ChooseSession), else a new one on the thread's provider,
-// resuming its conversation, the live one retired first.
-func (h *Host) rollbackSession(threadID string) (*liveSession, error) {
-	t, err := h.view(threadID)
-	if err != nil {
-		return nil, err
-	}
-	s, live := h.live(threadID)
-	c := t.ChooseSession(live, "", "")
-	if c.Reuse {
-		s.touch(h.cfg.Clock.Now())
-		return s, nil
-	}
-	if c.Retire != "" {
-		if _, err := h.Dispatch(h.ctx, domain.Observed(threadID,
-			domain.RecordSessionRetired{SessionID: s.id, Reason: c.Retire})); err != nil {
-			return nil, err
-		}
-		s.close(h.cfg.Clock, h.log)
-	}
-	e := c.Open(threadID, h.cfg.IDs.NewID("ses"))
-	opened, err := h.openSession(e)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := h.Dispatch(h.ctx, *domain.Outcome(t, e, domain.Result{Opened: opened})); err != nil {
-		return nil, err
-	}
-	return h.liveSessionFor(threadID, e.SessionID)
-}
-
 // closeUnused closes a session that opened but will not be used (its
 // opening could not be recorded, or the host began to close), within
 // sessionCloseTimeout, whatever the host's state.
