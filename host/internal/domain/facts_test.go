@@ -101,3 +101,16 @@ func TestFactsFor(t *testing.T) {
 		}
 	}
 }
+
+// With no plugin to ask, or none asked, a plugin can do nothing: a
+// rollback leaves the provider's conversation for a fresh one.
+func TestCapabilitiesNotGathered(t *testing.T) {
+	var none *Facts
+	if none.capabilities() != (Capabilities{}) || (&Facts{}).capabilities() != (Capabilities{}) {
+		t.Fatal("capabilities not gathered read as some")
+	}
+	caps := Capabilities{NativeRollback: true}
+	if (&Facts{Capabilities: &caps}).capabilities() != caps {
+		t.Fatal("gathered capabilities")
+	}
+}
