@@ -42,13 +42,17 @@ func TestRestartAfterCancel(t *testing.T) {
 	p := plugintest.Start(t, plugintest.Build(t, "."))
 	s := p.Open(t, filepath.Join(testdata, "steering_restart_fallback.ndjson"), t.TempDir())
 	s.StartTurn(t, "Tell me a long story about a lighthouse.")
-	turnStarted(t, s)
+	// The agent says which commands it has before the cancel comes (the
+	// transcript's order): the cancel waits for it.
+	s.Until(t, "the agent's commands", func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventSessionState && ev.Title == "available_commands_update"
+	})
 	if err := s.Steer("", "x"); err == nil {
 		t.Fatal("ACP has no native steering, but SteerTurn succeeded")
 	}
 	s.Interrupt(t, "")
 	if evs := s.WaitTurn(t); evs[len(evs)-1].Status != sdk.TurnInterrupted {
-		t.Fatalf("first turn: %+v", evs[len(evs)-1])
+		t.Fatalf("first turn: %+v (failure %+v)", evs[len(evs)-1], evs[len(evs)-1].Failure)
 	}
 	s.StartTurn(t, "Actually, just say hi.")
 	evs := s.WaitTurn(t)
