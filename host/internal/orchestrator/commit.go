@@ -176,6 +176,16 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 	release := h.cmds.reserve(c.cmdID)
 	defer release()
 	if rc, ok, err := h.receipt(c.cmdID, c.hash); err != nil || ok {
+		if ok {
+			// A duplicate writes no batch: the outbox entries it settles
+			// (an outcome recorded before, by a host that stopped before it
+			// removed them) are removed on their own.
+			for _, ref := range c.done {
+				if err := h.store.EffectDone(ref); err != nil {
+					return rc, err
+				}
+			}
+		}
 		return rc, err
 	}
 	e := h.cache.acquire(c.threadID)

@@ -110,7 +110,8 @@ func (h *Host) settle(e domain.Effect) bool {
 	if cmd != nil {
 		// Retried until it is recorded: an outcome not recorded would
 		// leave a run ending, or a rollback in progress, for as long as
-		// the host runs.
+		// the host runs. Its batch removes the entry (a duplicate's
+		// commit removes it on its own).
 		if err := h.retry("record the outcome of an action", func() error {
 			_, err := h.dispatch(h.ctx, *cmd, []eventlog.EffectRef{ref})
 			return err
@@ -121,8 +122,8 @@ func (h *Host) settle(e domain.Effect) bool {
 			h.log.Error("record the outcome of an action: refused; it stays in the outbox for the next host", "type", e.EffectType(), "thread", head.ThreadID, "error", err)
 			return true // what follows goes on, as it would after a failure
 		}
+		return true
 	}
-	// Also after a command: one sent before (a duplicate) did not remove it.
 	if err := h.store.EffectDone(ref); err != nil && h.ctx.Err() == nil {
 		h.log.Error("remove performed effect from the outbox", "thread", head.ThreadID, "effect", head.ID, "error", err)
 	}
