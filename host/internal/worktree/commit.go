@@ -21,7 +21,7 @@ type Commit struct {
 
 // CommitRun records a run as a commit on its branch and returns the
 // commit, or "" when the run changed nothing (Tree is Parent's tree): then
-// nothing is written.
+// nothing is written. Branch must exist.
 //
 // The branch moves from Parent to the new commit by compare-and-swap, and
 // then the worktree's index is made to match it without touching the
@@ -31,20 +31,16 @@ type Commit struct {
 // whose message holds Trailer, and returns that commit. A branch anywhere
 // else is an error naming both commits.
 func CommitRun(ctx context.Context, c Commit) (string, error) {
-	ids, err := resolveAll(ctx, c.Dir, c.Tree+"^{tree}", c.Parent+"^{tree}", c.Parent+"^{commit}")
+	ids, err := resolveAll(ctx, c.Dir, c.Tree+"^{tree}", c.Parent+"^{tree}", c.Parent+"^{commit}", "refs/heads/"+c.Branch+"^{commit}")
 	if err != nil {
 		return "", fmt.Errorf("commit run: %w", err)
 	}
-	tree, parentTree, parent := ids[0], ids[1], ids[2]
+	tree, parentTree, parent, head := ids[0], ids[1], ids[2], ids[3]
 	if tree == parentTree {
 		return "", nil
 	}
-	head, err := branchHead(ctx, c.Dir, c.Branch)
-	if err != nil {
-		return "", fmt.Errorf("commit run: %w", err)
-	}
 	if head != parent {
-		if head == "" || !isReplay(ctx, c.Dir, head, parent, tree, c.Trailer) {
+		if !isReplay(ctx, c.Dir, head, parent, tree, c.Trailer) {
 			return "", fmt.Errorf("commit run: branch %s is at %s, not at the parent %s", c.Branch, describeHead(head), short(parent))
 		}
 		if err := resetIndex(ctx, c.Dir, head); err != nil {

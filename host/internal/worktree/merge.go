@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -125,7 +126,9 @@ func commitsBetween(ctx context.Context, root, base, head string) ([]string, err
 // mergeTree merges ours and theirs without a worktree and returns the
 // tree, or the conflicted paths.
 func mergeTree(ctx context.Context, root, ours, theirs string) (tree string, conflicts []string, err error) {
-	out, err := gitReadRaw(ctx, root, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs)
+	var out bytes.Buffer // kept when git exits 1, for a conflict
+	_, err = gitexec.Cmd{Dir: root, Read: true, Stdout: &out}.Run(ctx,
+		"merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs)
 	conflict := false
 	if code := gitexec.ExitCode(err); code == 1 {
 		conflict, err = true, nil
@@ -133,7 +136,7 @@ func mergeTree(ctx context.Context, root, ours, theirs string) (tree string, con
 	if err != nil {
 		return "", nil, fmt.Errorf("check the merge: %w", err)
 	}
-	return parseMergeTree(out, conflict)
+	return parseMergeTree(out.String(), conflict)
 }
 
 // mergeCommit returns the commit into moves to and how: head itself for a

@@ -24,9 +24,16 @@ type listed struct {
 // NUL-terminated "key value" attributes, each record ended by an empty
 // attribute.
 func parseWorktreeList(out string) ([]listed, error) {
+	if out == "" {
+		return nil, nil
+	}
+	body, ok := strings.CutSuffix(out, "\x00")
+	if !ok {
+		return nil, fmt.Errorf("git worktree list: output does not end with NUL")
+	}
 	var list []listed
 	var cur *listed
-	for attr := range strings.SplitSeq(out, "\x00") {
+	for attr := range strings.SplitSeq(body, "\x00") {
 		if attr == "" {
 			cur = nil
 			continue
@@ -58,7 +65,7 @@ func parseWorktreeList(out string) ([]listed, error) {
 		}
 		// detached, locked and attributes newer git adds say nothing we use.
 	}
-	if cur != nil && !strings.HasSuffix(out, "\x00\x00") {
+	if cur != nil {
 		return nil, fmt.Errorf("git worktree list: output ends inside the record for %q", cur.Path)
 	}
 	return list, nil
