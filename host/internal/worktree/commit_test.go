@@ -108,6 +108,12 @@ func TestCommitRunReplayAndRefusals(t *testing.T) {
 	if _, err := CommitRun(t.Context(), other); err == nil || !strings.Contains(err.Error(), "branch thread is at "+first[:12]+", not at the parent "+base[:12]) {
 		t.Errorf("another run on the same parent: %v, want a refusal naming both commits", err)
 	}
+	write(t, path, map[string]string{"a.txt": "changed again\n"})
+	sameTrailer := c
+	sameTrailer.Tree = checkpoint(t, path)
+	if _, err := CommitRun(t.Context(), sameTrailer); err == nil || !strings.Contains(err.Error(), "not at the parent") {
+		t.Errorf("the same run with another tree: %v, want a refusal", err)
+	}
 	missing := c
 	missing.Branch = "gone"
 	if _, err := CommitRun(t.Context(), missing); err == nil || !strings.Contains(err.Error(), "refs/heads/gone^{commit} names nothing") {

@@ -28,7 +28,7 @@ func TestCreate(t *testing.T) {
 		"tracked.txt":         "the user's uncommitted edit\n",
 		"config/cache.local~": "not matched\n",
 	})
-	if err := os.Chmod(filepath.Join(root, "config/db.local"), 0o750); err != nil {
+	if err := os.Chmod(filepath.Join(root, "config/db.local"), 0o777); err != nil {
 		t.Fatal(err)
 	}
 	before := userState(t, root)
@@ -65,8 +65,8 @@ func TestCreate(t *testing.T) {
 			t.Errorf("%s in the worktree: %q, want %q", name, got, want)
 		}
 	}
-	if fi, err := os.Stat(filepath.Join(path, "config/db.local")); err != nil || fi.Mode().Perm() != 0o750 {
-		t.Errorf("config/db.local copied with mode %v (%v), want -rwxr-x---", fi.Mode(), err)
+	if fi, err := os.Stat(filepath.Join(path, "config/db.local")); err != nil || fi.Mode().Perm() != 0o777 {
+		t.Errorf("config/db.local copied with mode %v (%v), want -rwxrwxrwx", fi.Mode(), err)
 	}
 	if diff := cmp.Diff(before, userState(t, root)); diff != "" {
 		t.Errorf("the user's worktree changed (-before +after):\n%s", diff)
