@@ -182,6 +182,9 @@ func TestCreateRefuses(t *testing.T) {
 	dir := filepath.Dir(root)
 	gitT(t, root, "worktree", "add", "-q", filepath.Join(dir, "elsewhere"), "elsewhere")
 	gitT(t, root, "worktree", "add", "-q", "-b", "someone", filepath.Join(dir, "someone"), base)
+	ran := filepath.Join(dir, "ran")
+	gitT(t, root, "worktree", "add", "-q", "-b", "ran", ran, base)
+	ranHead := commitFiles(t, ran, "a run", map[string]string{"work.txt": "the agent's work\n"})
 
 	for _, c := range []struct {
 		name string
@@ -190,6 +193,8 @@ func TestCreateRefuses(t *testing.T) {
 	}{
 		{"a branch at another commit", Spec{Path: filepath.Join(dir, "x"), Branch: "moved"},
 			`branch "moved" already exists in ` + root + ", at " + other[:12] + ", not at the base " + base[:12]},
+		{"a thread that has runs, at the path", Spec{Path: ran, Branch: "ran"},
+			`branch "ran" already exists in ` + root + ", at " + ranHead[:12] + ", not at the base " + base[:12]},
 		{"a branch checked out elsewhere", Spec{Path: filepath.Join(dir, "x"), Branch: "elsewhere"},
 			`branch "elsewhere" is checked out in ` + filepath.Join(dir, "elsewhere")},
 		{"another branch's worktree", Spec{Path: filepath.Join(dir, "someone"), Branch: "mine"},
