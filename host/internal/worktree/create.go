@@ -128,6 +128,9 @@ func clearPath(ctx context.Context, s Spec) (branchExists bool, err error) {
 // directory, or, when the directory is already gone, prunes the worktrees
 // whose directories are gone.
 func removeWorktree(ctx context.Context, root, path string) error {
+	if within(path, root) || samePath(path, root) {
+		return fmt.Errorf("%s holds the worktree %s: not removing it", path, root)
+	}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return Prune(ctx, root)
 	}
