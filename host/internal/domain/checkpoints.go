@@ -106,7 +106,11 @@ func requestCheckpoint(t *Thread, runID, subagentNode string, env Env, d *Decisi
 	id := env.NewID("cp")
 	d.emit(CheckpointRequested{CheckpointID: id, ScopeID: scopeID, RunID: runID, NodeID: nodeID, RunOrdinal: ordinal,
 		BaseID: base, Ref: ref})
-	d.effect(CaptureCheckpoint{EffectHead: EffectHead{ThreadID: t.ID}, RunID: runID, CheckpointID: id, Ref: ref, BaseID: base})
+	e := CaptureCheckpoint{EffectHead: EffectHead{ThreadID: t.ID}, RunID: runID, CheckpointID: id, Ref: ref, BaseID: base}
+	if subagentNode == "" {
+		e.Commit = t.branchCommit(t.run(runID))
+	}
+	d.effect(e)
 }
 
 func decideRecordCheckpoint(t *Thread, p RecordCheckpoint, env Env, d *Decision) error {
@@ -214,7 +218,7 @@ func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) err
 	// The files as they are now are kept first, under a ref of their own,
 	// so that a rollback can be undone by hand.
 	d.effect(RestoreFiles{EffectHead: EffectHead{ThreadID: t.ID}, RollbackID: id, CheckpointID: started.CheckpointID, Commit: commit,
-		Ref: RefPrefix + refComponent(t.ID) + "/pre-rollback/" + refComponent(id)})
+		Ref: RefPrefix + refComponent(t.ID) + "/pre-rollback/" + refComponent(id), Branch: t.branchMove(c.RunOrdinal, id)})
 	return nil
 }
 
@@ -235,7 +239,8 @@ func decideFilesRestored(t *Thread, p RecordFilesRestored, env Env, d *Decision)
 		return nil
 	}
 	v := t.withPast(env.Past)
-	d.emit(RollbackFilesRestored{RollbackID: rb.ID, Written: p.Written, Removed: p.Removed, SavedRef: p.SavedRef, SavedCommit: p.SavedCommit})
+	d.emit(RollbackFilesRestored{RollbackID: rb.ID, Written: p.Written, Removed: p.Removed, SavedRef: p.SavedRef, SavedCommit: p.SavedCommit,
+		BranchHead: p.BranchHead})
 	rb = t.rollback(p.RollbackID)
 	// The provider's conversation goes back to the same point: the turns
 	// of the rolled-back runs on the root conversation are dropped.

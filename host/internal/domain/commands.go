@@ -34,6 +34,9 @@ type (
 		// ApprovalPolicy is how the provider's requests are answered:
 		// "decline" (the default), "accept" or "ask".
 		ApprovalPolicy ApprovalPolicy `json:"approvalPolicy,omitempty"`
+		// Worktree, when set, puts the thread on a git worktree of its own,
+		// on a new branch, of the repository Cwd is in.
+		Worktree *WorktreeSpec `json:"worktree,omitempty"`
 	}
 	// DispatchMessage sends a user message. Mode says what happens when a
 	// run is active (see the Mode constants); empty chooses by the
@@ -259,6 +262,8 @@ type (
 		Commit       string           `json:"commit,omitempty"`
 		Files        []FileChange     `json:"files,omitempty"`
 		Reason       string           `json:"reason,omitempty"`
+		BranchCommit string           `json:"branchCommit,omitempty"`
+		BranchError  string           `json:"branchError,omitempty"`
 	}
 	// RecordFilesRestored says a rollback's files were restored, or how
 	// restoring them failed.
@@ -270,6 +275,8 @@ type (
 		// SavedRef and SavedCommit keep the files as they were before.
 		SavedRef    string `json:"savedRef,omitempty"`
 		SavedCommit string `json:"savedCommit,omitempty"`
+		// BranchHead is the commit the thread's branch was moved back to.
+		BranchHead string `json:"branchHead,omitempty"`
 		// Replayed: a host that restarted restored them.
 		Replayed bool `json:"replayed,omitempty"`
 	}

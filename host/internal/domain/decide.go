@@ -96,7 +96,7 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 	var err error
 	switch p := cmd.Payload.(type) {
 	case CreateThread:
-		err = decideCreate(t, cmd.ThreadID, p, &d)
+		err = decideCreate(t, cmd.ThreadID, p, env, &d)
 	case DispatchMessage:
 		err = decideDispatch(t, p, env, &d)
 	case InterruptRun:
@@ -160,6 +160,16 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		err = decideFireWait(t, p, env, &d)
 	case RecordCheck:
 		err = decideRecordCheck(t, p, env, &d)
+	case RecordWorktree:
+		err = decideRecordWorktree(t, p, env, &d)
+	case MergeThread:
+		err = decideMerge(t, p, env, &d)
+	case RecordMerge:
+		err = decideRecordMerge(t, p, &d)
+	case ArchiveThread:
+		err = decideArchive(t, p, &d)
+	case RecordWorktreeRemoved:
+		err = decideWorktreeRemoved(t, p, &d)
 	default:
 		err = fmt.Errorf("%w: unknown command type %q", ErrInvalid, cmd.Payload.CommandType())
 	}
@@ -172,7 +182,7 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 	return d, err
 }
 
-func decideCreate(t *Thread, id string, p CreateThread, d *Decision) error {
+func decideCreate(t *Thread, id string, p CreateThread, env Env, d *Decision) error {
 	if t.Exists() {
 		return fmt.Errorf("%w: thread %q %w", ErrConflict, id, ErrExists)
 	}
@@ -188,7 +198,15 @@ func decideCreate(t *Thread, id string, p CreateThread, d *Decision) error {
 		return fmt.Errorf("%w: approval policy must be %q, %q or %q, got %q", ErrInvalid,
 			ApproveDecline, ApproveAccept, ApproveAsk, p.ApprovalPolicy)
 	}
-	d.emit(ThreadCreated(p))
+	if p.Worktree != nil {
+		var f *WorktreeFact
+		if env.Facts != nil {
+			f = env.Facts.Worktree
+		}
+		return createWorktree(id, p, f, d)
+	}
+	d.emit(ThreadCreated{Provider: p.Provider, Cwd: p.Cwd, Model: p.Model, ProviderCommand: p.ProviderCommand,
+		ApprovalPolicy: p.ApprovalPolicy})
 	return nil
 }
 

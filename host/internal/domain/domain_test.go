@@ -53,6 +53,8 @@ type world struct {
 	sessions map[string]LiveSession
 	// events are every event decided, in order.
 	events []Payload
+	// facts, when set, are what the host gathered for every decision.
+	facts *Facts
 }
 
 func newWorld(t *testing.T) *world {
@@ -73,6 +75,7 @@ func (w *world) env() Env {
 // thread's plugin can do for the decisions that need it.
 func (w *world) envFor(cmd Command) Env {
 	env := w.env()
+	env.Facts = w.facts
 	if NeedsCapabilities(cmd.Payload) {
 		caps := w.caps
 		env.Facts = &Facts{Capabilities: &caps}

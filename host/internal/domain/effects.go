@@ -129,6 +129,9 @@ type (
 		CheckpointID string `json:"checkpointId"`
 		Ref          string `json:"ref"`
 		BaseID       string `json:"baseId,omitempty"`
+		// Commit, for a worktree thread's completed run, also commits the
+		// checkpoint's tree on the thread's branch.
+		Commit *BranchCommit `json:"commit,omitempty"`
 	}
 	// RestoreFiles is a rollback's first stage: the worktree is kept as it
 	// is under Ref, then put back to Commit, the checkpoint's.
@@ -138,6 +141,8 @@ type (
 		Ref          string `json:"ref,omitempty"`
 		Commit       string `json:"commit,omitempty"`
 		RollbackID   string `json:"rollbackId"`
+		// Branch, for a worktree thread, moves its branch back too.
+		Branch *BranchMove `json:"branch,omitempty"`
 		// Replayed: a host that restarted performs it again (not stored).
 		Replayed bool `json:"-"`
 	}
@@ -181,6 +186,9 @@ func (CaptureCheckpoint) EffectType() EffectType { return EffectCapture }
 func (RestoreFiles) EffectType() EffectType      { return EffectRestoreFiles }
 func (ReconcileThread) EffectType() EffectType   { return EffectReconcileThread }
 func (RunCheck) EffectType() EffectType          { return EffectRunCheck }
+func (CreateWorktree) EffectType() EffectType    { return EffectCreateWorktree }
+func (MergeBranch) EffectType() EffectType       { return EffectMergeBranch }
+func (RemoveWorktree) EffectType() EffectType    { return EffectRemoveWorktree }
 
 func (e OpenSession) stored(threadID, id string) Effect {
 	e.ThreadID, e.ID = threadID, id
@@ -205,6 +213,15 @@ func (e ReconcileThread) stored(threadID, id string) Effect {
 	return e
 }
 func (e RunCheck) stored(threadID, id string) Effect { e.ThreadID, e.ID = threadID, id; return e }
+func (e CreateWorktree) stored(threadID, id string) Effect {
+	e.ThreadID, e.ID = threadID, id
+	return e
+}
+func (e MergeBranch) stored(threadID, id string) Effect { e.ThreadID, e.ID = threadID, id; return e }
+func (e RemoveWorktree) stored(threadID, id string) Effect {
+	e.ThreadID, e.ID = threadID, id
+	return e
+}
 
 // The stored form: each kind's fields and its type. (An alias of the kind
 // has its fields and not this method.)
@@ -237,6 +254,15 @@ func (e ReconcileThread) MarshalJSON() ([]byte, error) {
 	return typed(e, plain(e))
 }
 func (e RunCheck) MarshalJSON() ([]byte, error) { type plain RunCheck; return typed(e, plain(e)) }
+func (e CreateWorktree) MarshalJSON() ([]byte, error) {
+	type plain CreateWorktree
+	return typed(e, plain(e))
+}
+func (e MergeBranch) MarshalJSON() ([]byte, error) { type plain MergeBranch; return typed(e, plain(e)) }
+func (e RemoveWorktree) MarshalJSON() ([]byte, error) {
+	type plain RemoveWorktree
+	return typed(e, plain(e))
+}
 
 // typed is the JSON object of fields with "type" first.
 func typed(e Effect, fields any) ([]byte, error) {
@@ -260,6 +286,9 @@ var effectKinds = map[EffectType]func([]byte) (Effect, error){
 	EffectRestoreFiles:    decodeEffect[RestoreFiles],
 	EffectReconcileThread: decodeEffect[ReconcileThread],
 	EffectRunCheck:        decodeEffect[RunCheck],
+	EffectCreateWorktree:  decodeEffect[CreateWorktree],
+	EffectMergeBranch:     decodeEffect[MergeBranch],
+	EffectRemoveWorktree:  decodeEffect[RemoveWorktree],
 }
 
 func decodeEffect[T Effect](b []byte) (Effect, error) {
@@ -316,7 +345,7 @@ func Stored(e Effect, threadID, id string) Effect { return e.stored(threadID, id
 // (the recovery cancels it: Pending).
 func Replay(e Effect) (Effect, bool) {
 	switch e := e.(type) {
-	case CaptureCheckpoint, RunCheck:
+	case CaptureCheckpoint, RunCheck, CreateWorktree, MergeBranch, RemoveWorktree:
 		return e, true
 	case RestoreFiles:
 		e.Replayed = true

@@ -20,6 +20,9 @@ type (
 		Model           string          `json:"model,omitempty"`
 		ProviderCommand ProviderCommand `json:"providerCommand"`
 		ApprovalPolicy  ApprovalPolicy  `json:"approvalPolicy,omitempty"`
+		// Worktree is the thread's own worktree, being made (nil: the
+		// thread works in the directory it was given).
+		Worktree *Worktree `json:"worktree,omitempty"`
 	}
 	MessageAdded struct {
 		MessageID string     `json:"messageId"`
@@ -268,6 +271,11 @@ type (
 		Commit       string           `json:"commit,omitempty"`
 		Files        []FileChange     `json:"files,omitempty"`
 		Reason       string           `json:"reason,omitempty"`
+		// BranchCommit is the run's commit on the thread's branch ("":
+		// none, or the run changed nothing); BranchError why it could not
+		// be made.
+		BranchCommit string `json:"branchCommit,omitempty"`
+		BranchError  string `json:"branchError,omitempty"`
 	}
 	// RollbackStarted: files are being restored to a checkpoint.
 	RollbackStarted struct {
@@ -288,6 +296,9 @@ type (
 		Removed     int    `json:"removed"`
 		SavedRef    string `json:"savedRef,omitempty"`
 		SavedCommit string `json:"savedCommit,omitempty"`
+		// BranchHead is the commit the thread's branch was moved back to
+		// ("": it was not moved).
+		BranchHead string `json:"branchHead,omitempty"`
 	}
 	// RollbackCompleted: the provider was reconciled; the rollback's runs
 	// are rolled back and its checkpoints stale.
@@ -537,6 +548,12 @@ func init() {
 	register[CheckRecorded]()
 	register[LoopEnded]()
 	register[QueuedRunsResumed]()
+	register[WorktreeReady]()
+	register[WorktreeFailed]()
+	register[MergeRequested]()
+	register[Merged]()
+	register[ThreadArchived]()
+	register[WorktreeRemoved]()
 }
 
 // EventTypes are the types of every event the domain records, sorted: the

@@ -30,6 +30,7 @@ func Evolve(t *Thread, e Event) {
 			ProviderThreads: []ProviderThread{}, ProviderTurns: []ProviderTurn{}, Requests: []RuntimeRequest{},
 			CheckpointScopes: []CheckpointScope{}, Checkpoints: []Checkpoint{},
 			ProviderBindings: []ProviderBinding{{Provider: p.Provider, Model: p.Model, Command: p.ProviderCommand}},
+			Worktree:         p.Worktree,
 			keepAll:          t.keepAll}
 	case MessageAdded:
 		t.write(partMessages)
@@ -340,6 +341,14 @@ func Evolve(t *Thread, e Event) {
 			c.Status, c.Commit, c.Files, c.Reason = p.Status, p.Commit, p.Files, p.Reason
 			at := e.At
 			c.CapturedAt = &at
+			if p.BranchCommit != "" && t.Worktree != nil {
+				if r := t.runW(c.RunID); r != nil {
+					r.Commit = p.BranchCommit
+				}
+				w := t.worktreeW()
+				w.Head = p.BranchCommit
+				w.Commits = append(w.Commits, RunCommit{RunID: c.RunID, RunOrdinal: c.RunOrdinal, Commit: p.BranchCommit})
+			}
 		}
 	case RollbackStarted:
 		if p.Target != nil && t.checkpoint(p.Target.ID) == nil {
@@ -356,6 +365,39 @@ func Evolve(t *Thread, e Event) {
 			rb.Status = RollbackReconciling
 			rb.FilesWritten, rb.FilesRemoved = p.Written, p.Removed
 			rb.SavedRef, rb.SavedCommit = p.SavedRef, p.SavedCommit
+			if p.BranchHead != "" && t.Worktree != nil {
+				// The branch went back with the files: its commits after
+				// the rollback's target are no longer its history.
+				w := t.worktreeW()
+				w.Head = p.BranchHead
+				w.Commits = slices.DeleteFunc(slices.Clone(w.Commits), func(c RunCommit) bool {
+					return c.RunOrdinal > rb.TargetRunOrdinal
+				})
+			}
+		}
+	case WorktreeReady:
+		w := t.worktreeW()
+		w.Status, w.Copied, w.SetupResult = WorktreeStatusReady, p.Copied, p.Setup
+	case WorktreeFailed:
+		w := t.worktreeW()
+		w.Status, w.Failure = WorktreeStatusFailed, p.Failure
+	case MergeRequested:
+		t.Merges = append(slices.Clip(t.Merges), Merge{ID: p.MergeID, Into: p.Into, Squash: p.Squash, Status: MergePending})
+	case Merged:
+		t.Merges = slices.Clone(t.Merges)
+		if m := t.merge(p.ID); m != nil {
+			*m = p.Merge
+		}
+	case ThreadArchived:
+		t.Archived = true
+	case WorktreeRemoved:
+		if t.Worktree != nil {
+			w := t.worktreeW()
+			if p.Failure != "" {
+				w.Failure = p.Failure
+			} else {
+				w.Status, w.BranchDeleted = WorktreeStatusRemoved, p.BranchDeleted
+			}
 		}
 	case RollbackFailed:
 		t.write(partRollbacks)

@@ -28,6 +28,9 @@ type Facts struct {
 	// can do, when the decision needs it (NeedsCapabilities); nil: not
 	// known (no plugin to ask).
 	Capabilities *Capabilities
+	// Worktree is what the host found of the repository a worktree
+	// thread's worktree comes from (CreateThread with a WorktreeSpec).
+	Worktree *WorktreeFact
 }
 
 // NeedsCapabilities says whether a command's decision needs what the

@@ -26,10 +26,10 @@ func startNextQueued(t *Thread, env Env, d *Decision) {
 }
 
 // nextQueued is the queued run to start now, if one may start: none while
-// the host shuts down, a run is active, a rollback holds the thread or a
-// loop's check is pending.
+// the host shuts down, a run is active, a rollback holds the thread, its
+// worktree is being made or a loop's check is pending.
 func nextQueued(t *Thread, env Env) *Run {
-	if env.ShuttingDown || t.ActiveRun() != nil || t.rollbackHolds() || (t.Loop != nil && t.Loop.CheckPending) {
+	if env.ShuttingDown || t.ActiveRun() != nil || t.rollbackHolds() || t.worktreeHolds() || (t.Loop != nil && t.Loop.CheckPending) {
 		return nil
 	}
 	return t.oldestQueued()

@@ -63,6 +63,9 @@ func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
 		return fmt.Errorf("%w: rollback %s failed while restoring files (%s), so the files may be half-restored; no run starts until checkpoint.rollback succeeds",
 			ErrConflict, rb.ID, rb.Failure.Message)
 	}
+	if why := t.worktreeRefusal(); why != "" {
+		return fmt.Errorf("%w: %s; it takes no more messages", ErrConflict, why)
+	}
 	active := t.ActiveRun()
 	mode := p.Mode
 	if mode == "" {
@@ -77,7 +80,7 @@ func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
 	}
 	switch mode {
 	case ModeStartImmediately:
-		if active != nil || t.hasQueued() || t.rollbackHolds() {
+		if active != nil || t.hasQueued() || t.rollbackHolds() || t.worktreeHolds() {
 			return fmt.Errorf("%w: a run is active or queued, or a rollback is in progress; send with mode %s, %s or %s", ErrConflict,
 				ModeQueueAfterActive, ModeSteerActive, ModeRestartActive)
 		}

@@ -49,6 +49,13 @@ type Thread struct {
 	// and what was theirs, read from the store a page at a time (nil:
 	// nothing has; see earlier.go).
 	Earlier *Earlier `json:"earlier,omitempty"`
+	// Worktree is the thread's own git worktree and branch (nil: it
+	// works in the directory it was given).
+	Worktree *Worktree `json:"worktree,omitempty"`
+	// Merges are the merges of its branch, oldest first.
+	Merges []Merge `json:"merges,omitempty"`
+	// Archived: the thread is put away and takes no more messages.
+	Archived bool `json:"archived,omitempty"`
 	// Sequence is the last event applied to this thread.
 	Sequence uint64 `json:"sequence"`
 
@@ -96,6 +103,9 @@ type Run struct {
 	Ending *RunOutcome `json:"ending,omitempty"`
 	// CheckpointID is the run's root checkpoint.
 	CheckpointID string `json:"checkpointId,omitempty"`
+	// Commit is the run's commit on the thread's branch (a worktree
+	// thread's completed run that changed files).
+	Commit string `json:"commit,omitempty"`
 	// Limit is the last provider limit the run hit; WaitID the armed wait
 	// that will continue it (the run is waiting, its attempt ended);
 	// Waits how many waits it has had, the first from WaitSince.

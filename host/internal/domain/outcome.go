@@ -50,6 +50,12 @@ type Result struct {
 	Captured RecordCheckpoint
 	Restored RecordFilesRestored
 	Checked  CheckResult
+	// Worktree is what making a worktree found (CreateWorktree); Merged
+	// how a merge came out (MergeBranch); BranchDeleted that removing a
+	// worktree deleted its branch (RemoveWorktree).
+	Worktree      RecordWorktree
+	Merged        Merge
+	BranchDeleted bool
 }
 
 // Outcome is the command that records what came of performing e, nil when
@@ -68,6 +74,9 @@ type Result struct {
 //	RestoreFiles       RecordFilesRestored
 //	ReconcileThread    RecordProviderReconciled
 //	RunCheck           RecordCheck
+//	CreateWorktree     RecordWorktree
+//	MergeBranch        RecordMerge
+//	RemoveWorktree     RecordWorktreeRemoved
 //
 // t is the effect's thread as it is now (nil: not found); an answer's
 // failure names the request it finds there.
@@ -134,6 +143,9 @@ func Outcome(t *Thread, e Effect, r Result) *Command {
 			p = RecordFilesRestored{Failure: &Failure{Code: "restore_failed", Message: r.Err.Error()}}
 		} else {
 			p.SavedRef = e.Ref // the files as they were, kept under the rollback's own ref
+			if e.Branch != nil {
+				p.BranchHead = e.Branch.To
+			}
 		}
 		p.RollbackID, p.Replayed = e.RollbackID, e.Replayed
 		return cmd("restored:"+e.RollbackID, p)
@@ -143,6 +155,25 @@ func Outcome(t *Thread, e Effect, r Result) *Command {
 		p := r.Checked
 		p.RunID, p.Command = e.RunID, e.Command
 		return cmd("check:"+e.ID, RecordCheck{CheckResult: p})
+	case CreateWorktree:
+		p := r.Worktree
+		if r.Err != nil {
+			p = RecordWorktree{Failure: r.Err.Error()}
+		}
+		return cmd("worktree:"+thread, p)
+	case MergeBranch:
+		p := RecordMerge{Merge: r.Merged}
+		if r.Err != nil {
+			p = RecordMerge{Merge: Merge{Status: MergeFailed, Error: r.Err.Error()}}
+		}
+		p.ID = e.MergeID
+		return cmd("merged:"+e.MergeID, p)
+	case RemoveWorktree:
+		p := RecordWorktreeRemoved{BranchDeleted: r.BranchDeleted}
+		if r.Err != nil {
+			p = RecordWorktreeRemoved{Failure: r.Err.Error()}
+		}
+		return cmd("unworktree:"+e.ID, p)
 	}
 	return nil // RetireSession, Interrupt, EndSession and a kind this host does not know record nothing
 }

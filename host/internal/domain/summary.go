@@ -20,6 +20,10 @@ type ThreadSummary struct {
 	LastRun RunStatus `json:"lastRun,omitempty"`
 	// Sequence is the thread's last event.
 	Sequence uint64 `json:"sequence"`
+	// Archived: the thread is put away; Branch is its own branch ("": it
+	// has no worktree).
+	Archived bool   `json:"archived,omitempty"`
+	Branch   string `json:"branch,omitempty"`
 }
 
 // ThreadStatus is what a thread is doing.
@@ -37,7 +41,10 @@ var ThreadStatuses = []ThreadStatus{ThreadIdle, ThreadStatus(RunStatusStarting),
 // Summary is the thread as a list shows it.
 func (t *Thread) Summary() ThreadSummary {
 	s := ThreadSummary{ID: t.ID, Provider: t.Provider, Cwd: t.Cwd, Model: t.Model, CreatedAt: t.CreatedAt,
-		UpdatedAt: t.UpdatedAt, Runs: t.RunCount(), Status: ThreadIdle, Sequence: t.Sequence}
+		UpdatedAt: t.UpdatedAt, Runs: t.RunCount(), Status: ThreadIdle, Sequence: t.Sequence, Archived: t.Archived}
+	if t.Worktree != nil {
+		s.Branch = t.Worktree.Branch
+	}
 	for i := len(t.Runs) - 1; i >= 0; i-- {
 		r := &t.Runs[i]
 		if r.StartedAt == nil {

@@ -253,6 +253,11 @@ const (
 	EffectRestoreFiles    EffectType = "rollback_files"
 	EffectReconcileThread EffectType = "rollback_provider"
 	EffectRunCheck        EffectType = "run_check"
+	// EffectCreateWorktree, EffectMergeBranch and EffectRemoveWorktree are
+	// git work on a thread's worktree and branch, replayable likewise.
+	EffectCreateWorktree EffectType = "worktree_create"
+	EffectMergeBranch    EffectType = "branch_merge"
+	EffectRemoveWorktree EffectType = "worktree_remove"
 )
 
 // Replayable says whether an effect left in the outbox by a host that
@@ -260,7 +265,8 @@ const (
 // process that is gone are not: recovery cancels them.
 func (e EffectType) Replayable() bool {
 	switch e {
-	case EffectCapture, EffectRestoreFiles, EffectReconcileThread, EffectRunCheck:
+	case EffectCapture, EffectRestoreFiles, EffectReconcileThread, EffectRunCheck,
+		EffectCreateWorktree, EffectMergeBranch, EffectRemoveWorktree:
 		return true
 	}
 	return false

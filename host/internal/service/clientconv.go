@@ -27,7 +27,8 @@ import (
 func SummaryOf(t *batonv1.ThreadSummary) domain.ThreadSummary {
 	return domain.ThreadSummary{ID: t.GetId(), Provider: t.GetProvider(), Cwd: t.GetCwd(), Model: t.GetModel(),
 		CreatedAt: instant(t.GetCreatedAt()), UpdatedAt: instant(t.GetUpdatedAt()), Runs: int(t.GetRuns()), Queued: int(t.GetQueued()),
-		Status: domain.ThreadStatus(t.GetStatus()), LastRun: domain.RunStatus(t.GetLastRun()), Sequence: t.GetSequence()}
+		Status: domain.ThreadStatus(t.GetStatus()), LastRun: domain.RunStatus(t.GetLastRun()), Sequence: t.GetSequence(),
+		Archived: t.GetArchived(), Branch: t.GetBranch()}
 }
 
 // ThreadOf is an API thread's projection as the domain's Thread.
@@ -42,7 +43,7 @@ func ThreadOf(t *batonv1.Thread) domain.Thread {
 		CheckpointScopes: list(t.GetCheckpointScopes(), scopeOf), Checkpoints: list(t.GetCheckpoints(), checkpointOf),
 		Rollbacks: list(t.GetRollbacks(), rollbackOf), Handoffs: list(t.GetHandoffs(), handoffOf),
 		ProviderBindings: list(t.GetProviderBindings(), bindingOf), HandoffMaxBytes: int(t.GetHandoffMaxBytes()),
-		Sequence: t.GetSequence()}
+		Sequence: t.GetSequence(), Worktree: worktreeOf(t.GetWorktree()), Merges: list(t.GetMerges(), mergeOf), Archived: t.GetArchived()}
 	if l := t.GetLoop(); l != nil {
 		loop := loopOf(l)
 		out.Loop = &loop
@@ -102,7 +103,7 @@ func runOf(r *batonv1.Run) domain.Run {
 		PendingRestart: list(r.GetPendingRestart(), func(m *batonv1.SteeringMessage) domain.SteeringMessage {
 			return domain.SteeringMessage{MessageID: m.GetMessageId(), Text: m.GetText()}
 		}),
-		CheckpointID: r.GetCheckpointId(), WaitID: r.GetWaitId(), Waits: int(r.GetWaits()), WaitSince: instant(r.GetWaitSince())}
+		CheckpointID: r.GetCheckpointId(), Commit: r.GetCommit(), WaitID: r.GetWaitId(), Waits: int(r.GetWaits()), WaitSince: instant(r.GetWaitSince())}
 	if s := r.GetStop(); s != nil {
 		out.Stop = domain.RunStop{Deadline: instant(s.GetDeadline()), Grace: durationOf(s.GetGrace()), Forced: s.GetForced(),
 			Stalled: s.GetStalled()}
@@ -116,6 +117,32 @@ func runOf(r *batonv1.Run) domain.Run {
 		out.Limit = &limit
 	}
 	return out
+}
+
+func worktreeOf(w *batonv1.Worktree) *domain.Worktree {
+	if w == nil {
+		return nil
+	}
+	return &domain.Worktree{Repository: w.GetRepository(), Path: w.GetPath(), Branch: w.GetBranch(), Base: w.GetBase(),
+		BaseBranch: w.GetBaseBranch(), Author: w.GetAuthor(), Copy: w.GetCopy(), Setup: w.GetSetup(),
+		Status: domain.WorktreeStatus(w.GetStatus()), Failure: w.GetFailure(), Copied: w.GetCopied(), SetupResult: setupOf(w.GetSetupResult()),
+		Head: w.GetHead(), BranchDeleted: w.GetBranchDeleted(),
+		Commits: list(w.GetCommits(), func(c *batonv1.RunCommit) domain.RunCommit {
+			return domain.RunCommit{RunID: c.GetRunId(), RunOrdinal: int(c.GetRunOrdinal()), Commit: c.GetCommit()}
+		})}
+}
+
+func setupOf(s *batonv1.SetupResult) *domain.SetupResult {
+	if s == nil {
+		return nil
+	}
+	return &domain.SetupResult{Command: s.GetCommand(), ExitCode: int(s.GetExitCode()), Output: s.GetOutput()}
+}
+
+func mergeOf(m *batonv1.Merge) domain.Merge {
+	return domain.Merge{ID: m.GetId(), Into: m.GetInto(), Squash: m.GetSquash(), Status: domain.MergeStatus(m.GetStatus()),
+		From: m.GetFrom(), Commit: m.GetCommit(), Commits: m.GetCommits(), Conflicts: m.GetConflicts(), Dirty: m.GetDirty(),
+		Worktree: m.GetWorktree(), Error: m.GetError()}
 }
 
 func outcomeOf(o *batonv1.RunOutcome) domain.RunOutcome {
@@ -296,7 +323,8 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 	case *batonv1.Event_ThreadCreated:
 		p := e.ThreadCreated
 		return domain.ThreadCreated{Provider: p.GetProvider(), Cwd: p.GetCwd(), Model: p.GetModel(),
-			ProviderCommand: commandOf(p.GetProviderCommand()), ApprovalPolicy: domain.ApprovalPolicy(p.GetApprovalPolicy())}, nil
+			ProviderCommand: commandOf(p.GetProviderCommand()), ApprovalPolicy: domain.ApprovalPolicy(p.GetApprovalPolicy()),
+			Worktree: worktreeOf(p.GetWorktree())}, nil
 	case *batonv1.Event_MessageAdded:
 		p := e.MessageAdded
 		return domain.MessageAdded{MessageID: p.GetMessageId(), RunID: p.GetRunId(), NodeID: p.GetNodeId(), Role: domain.Role(p.GetRole()),
@@ -420,7 +448,8 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 	case *batonv1.Event_CheckpointRecorded:
 		p := e.CheckpointRecorded
 		return domain.CheckpointRecorded{CheckpointID: p.GetCheckpointId(), Status: domain.CheckpointStatus(p.GetStatus()),
-			Commit: p.GetCommit(), Files: list(p.GetFiles(), fileChangeOf), Reason: p.GetReason()}, nil
+			Commit: p.GetCommit(), Files: list(p.GetFiles(), fileChangeOf), Reason: p.GetReason(),
+			BranchCommit: p.GetBranchCommit(), BranchError: p.GetBranchError()}, nil
 	case *batonv1.Event_RollbackStarted:
 		p := e.RollbackStarted
 		out := domain.RollbackStarted{RollbackID: p.GetRollbackId(), CheckpointID: p.GetCheckpointId(),
@@ -433,7 +462,7 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 	case *batonv1.Event_RollbackFilesRestored:
 		p := e.RollbackFilesRestored
 		return domain.RollbackFilesRestored{RollbackID: p.GetRollbackId(), Written: int(p.GetWritten()), Removed: int(p.GetRemoved()),
-			SavedRef: p.GetSavedRef(), SavedCommit: p.GetSavedCommit()}, nil
+			SavedRef: p.GetSavedRef(), SavedCommit: p.GetSavedCommit(), BranchHead: p.GetBranchHead()}, nil
 	case *batonv1.Event_RollbackCompleted:
 		p := e.RollbackCompleted
 		out := domain.RollbackCompleted{RollbackID: p.GetRollbackId(), Reconciliation: domain.Reconciliation(p.GetReconciliation()),
@@ -488,6 +517,19 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 		return domain.QueuedRunsResumed{Reason: p.GetReason(), Runs: list(p.GetRuns(), func(r *batonv1.QueuedRun) domain.QueuedRun {
 			return domain.QueuedRun{RunID: r.GetRunId(), Ordinal: int(r.GetOrdinal()), Input: r.GetInput()}
 		})}, nil
+	case *batonv1.Event_WorktreeReady:
+		return domain.WorktreeReady{Copied: e.WorktreeReady.GetCopied(), Setup: setupOf(e.WorktreeReady.GetSetup())}, nil
+	case *batonv1.Event_WorktreeFailed:
+		return domain.WorktreeFailed{Failure: e.WorktreeFailed.GetFailure()}, nil
+	case *batonv1.Event_ThreadMergeRequested:
+		p := e.ThreadMergeRequested
+		return domain.MergeRequested{MergeID: p.GetMergeId(), Into: p.GetInto(), Squash: p.GetSquash()}, nil
+	case *batonv1.Event_ThreadMerged:
+		return domain.Merged{Merge: mergeOf(e.ThreadMerged)}, nil
+	case *batonv1.Event_ThreadArchived:
+		return domain.ThreadArchived{DeleteBranch: e.ThreadArchived.GetDeleteBranch()}, nil
+	case *batonv1.Event_WorktreeRemoved:
+		return domain.WorktreeRemoved{Failure: e.WorktreeRemoved.GetFailure(), BranchDeleted: e.WorktreeRemoved.GetBranchDeleted()}, nil
 	}
 	return nil, fmt.Errorf("event %d (%s): a payload this client does not know", ev.GetSequence(), ev.GetType())
 }

@@ -65,9 +65,17 @@ func (s *Server) CreateThread(ctx context.Context, req *batonv1.CreateThreadRequ
 		return nil, err
 	}
 	pc := req.GetProviderCommand()
+	var wt *domain.WorktreeSpec
+	if o := req.GetWorktree(); o != nil {
+		if o.GetDir() != "" && !filepath.IsAbs(o.GetDir()) {
+			return nil, invalid("worktree.dir", "must be an absolute path, got %q", o.GetDir())
+		}
+		wt = &domain.WorktreeSpec{Branch: o.GetBranch(), Base: o.GetBase(), Dir: o.GetDir(), Copy: o.GetCopy(),
+			Setup: o.GetSetup(), Author: o.GetAuthor()}
+	}
 	rc, err := s.dispatch(ctx, "CreateThread", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.CreateThread{
 		Provider: req.GetProvider(), Cwd: req.GetCwd(), Model: req.GetModel(), ApprovalPolicy: policy,
-		ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}}})
+		ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}, Worktree: wt}})
 	if err != nil {
 		return nil, err
 	}
@@ -284,6 +292,44 @@ func (s *Server) Rollback(ctx context.Context, req *batonv1.RollbackRequest) (*b
 		}
 	}
 	rc, err := s.dispatch(ctx, "Rollback", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: p})
+	if err != nil {
+		return nil, err
+	}
+	return receiptPB(rc, ""), nil
+}
+
+// Merge brings a worktree thread's branch into another branch; how it
+// came out is the thread's thread.merged event.
+func (s *Server) Merge(ctx context.Context, req *batonv1.MergeRequest) (*batonv1.Receipt, error) {
+	id, err := s.commandID(req.GetCommandId())
+	if err != nil {
+		return nil, err
+	}
+	if err := required("thread_id", req.GetThreadId()); err != nil {
+		return nil, err
+	}
+	if err := checkID("merge_id", req.GetMergeId()); err != nil {
+		return nil, err
+	}
+	rc, err := s.dispatch(ctx, "Merge", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.MergeThread{
+		MergeID: req.GetMergeId(), Into: req.GetInto(), Squash: req.GetSquash()}})
+	if err != nil {
+		return nil, err
+	}
+	return receiptPB(rc, ""), nil
+}
+
+// Archive puts a thread away, removing its worktree.
+func (s *Server) Archive(ctx context.Context, req *batonv1.ArchiveRequest) (*batonv1.Receipt, error) {
+	id, err := s.commandID(req.GetCommandId())
+	if err != nil {
+		return nil, err
+	}
+	if err := required("thread_id", req.GetThreadId()); err != nil {
+		return nil, err
+	}
+	rc, err := s.dispatch(ctx, "Archive", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.ArchiveThread{
+		DeleteBranch: req.GetDeleteBranch()}})
 	if err != nil {
 		return nil, err
 	}

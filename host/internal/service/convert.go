@@ -38,7 +38,8 @@ func receiptPB(rc domain.Receipt, runID string) *batonv1.Receipt {
 func summaryPB(s domain.ThreadSummary) *batonv1.ThreadSummary {
 	return &batonv1.ThreadSummary{Id: s.ID, Provider: s.Provider, Cwd: s.Cwd, Model: s.Model,
 		CreatedAt: timestamppb.New(s.CreatedAt), UpdatedAt: timestamppb.New(s.UpdatedAt),
-		Runs: uint32(s.Runs), Queued: uint32(s.Queued), Status: string(s.Status), LastRun: string(s.LastRun), Sequence: s.Sequence}
+		Runs: uint32(s.Runs), Queued: uint32(s.Queued), Status: string(s.Status), LastRun: string(s.LastRun), Sequence: s.Sequence,
+		Archived: s.Archived, Branch: s.Branch}
 }
 
 // pagePB says what a page holds, and in words what it leaves out.
@@ -143,7 +144,7 @@ func threadPB(t domain.Thread, pg orchestrator.Page) *batonv1.Thread {
 		CheckpointScopes: list(t.CheckpointScopes, scopePB), Checkpoints: list(t.Checkpoints, checkpointPB),
 		Rollbacks: list(t.Rollbacks, rollbackPB), Handoffs: list(t.Handoffs, handoffPB),
 		ProviderBindings: list(t.ProviderBindings, bindingPB), HandoffMaxBytes: u32(t.HandoffMaxBytes),
-		Unattended: t.Unattended()}
+		Unattended: t.Unattended(), Worktree: worktreePB(t.Worktree), Merges: list(t.Merges, mergePB), Archived: t.Archived}
 	if r := t.ActiveRun(); r != nil {
 		out.ActiveRunId = r.ID
 	}
@@ -154,6 +155,30 @@ func threadPB(t domain.Thread, pg orchestrator.Page) *batonv1.Thread {
 		out.Earlier = earlierPB(*t.Earlier)
 	}
 	return out
+}
+
+func worktreePB(w *domain.Worktree) *batonv1.Worktree {
+	if w == nil {
+		return nil
+	}
+	return &batonv1.Worktree{Repository: w.Repository, Path: w.Path, Branch: w.Branch, Base: w.Base, BaseBranch: w.BaseBranch,
+		Author: w.Author, Copy: w.Copy, Setup: w.Setup, Status: string(w.Status), Failure: w.Failure, Copied: w.Copied,
+		SetupResult: setupPB(w.SetupResult), Head: w.Head, BranchDeleted: w.BranchDeleted,
+		Commits: list(w.Commits, func(c domain.RunCommit) *batonv1.RunCommit {
+			return &batonv1.RunCommit{RunId: c.RunID, RunOrdinal: u32(c.RunOrdinal), Commit: c.Commit}
+		})}
+}
+
+func setupPB(s *domain.SetupResult) *batonv1.SetupResult {
+	if s == nil {
+		return nil
+	}
+	return &batonv1.SetupResult{Command: s.Command, ExitCode: int32(s.ExitCode), Output: s.Output}
+}
+
+func mergePB(m domain.Merge) *batonv1.Merge {
+	return &batonv1.Merge{Id: m.ID, Into: m.Into, Squash: m.Squash, Status: string(m.Status), From: m.From, Commit: m.Commit,
+		Commits: m.Commits, Conflicts: m.Conflicts, Dirty: m.Dirty, Worktree: m.Worktree, Error: m.Error}
 }
 
 func commandPB(c domain.ProviderCommand) *batonv1.ProviderCommand {
@@ -169,7 +194,7 @@ func runPB(r domain.Run) *batonv1.Run {
 		Provider: r.Provider, Model: r.Model, FinalAttempt: r.FinalAttempt, Attempts: list(r.Attempts, attemptPB),
 		Nodes: list(r.Nodes, nodePB), StopReason: r.StopReason, Failure: failurePB(r.Failure), Usage: usagePB(r.Usage),
 		InterruptRequested: r.InterruptRequested, PendingRestart: list(r.PendingRestart, steeringPB),
-		CheckpointId: r.CheckpointID, WaitId: r.WaitID, Waits: u32(r.Waits), WaitSince: ts(r.WaitSince)}
+		CheckpointId: r.CheckpointID, Commit: r.Commit, WaitId: r.WaitID, Waits: u32(r.Waits), WaitSince: ts(r.WaitSince)}
 	if s := r.Stop; s != (domain.RunStop{}) {
 		out.Stop = &batonv1.RunStop{Deadline: ts(s.Deadline), Grace: dur(s.Grace), Forced: s.Forced, Stalled: s.Stalled}
 	}
@@ -387,7 +412,8 @@ func setPayload(ev *batonv1.Event, pl domain.Payload) error {
 	switch e := pl.(type) {
 	case domain.ThreadCreated:
 		ev.Payload = &batonv1.Event_ThreadCreated{ThreadCreated: &batonv1.ThreadCreated{Provider: e.Provider, Cwd: e.Cwd,
-			Model: e.Model, ProviderCommand: commandPB(e.ProviderCommand), ApprovalPolicy: string(e.ApprovalPolicy)}}
+			Model: e.Model, ProviderCommand: commandPB(e.ProviderCommand), ApprovalPolicy: string(e.ApprovalPolicy),
+			Worktree: worktreePB(e.Worktree)}}
 	case domain.MessageAdded:
 		ev.Payload = &batonv1.Event_MessageAdded{MessageAdded: &batonv1.MessageAdded{MessageId: e.MessageID, RunId: e.RunID,
 			NodeId: e.NodeID, Role: string(e.Role), Text: e.Text, Status: string(e.Status)}}
@@ -490,7 +516,8 @@ func setPayload(ev *batonv1.Event, pl domain.Payload) error {
 			BaseId: e.BaseID, Ref: e.Ref}}
 	case domain.CheckpointRecorded:
 		ev.Payload = &batonv1.Event_CheckpointRecorded{CheckpointRecorded: &batonv1.CheckpointRecorded{CheckpointId: e.CheckpointID,
-			Status: string(e.Status), Commit: e.Commit, Files: list(e.Files, fileChangePB), Reason: e.Reason}}
+			Status: string(e.Status), Commit: e.Commit, Files: list(e.Files, fileChangePB), Reason: e.Reason,
+			BranchCommit: e.BranchCommit, BranchError: e.BranchError}}
 	case domain.RollbackStarted:
 		rs := &batonv1.RollbackStarted{RollbackId: e.RollbackID, CheckpointId: e.CheckpointID,
 			TargetRunOrdinal: u32(e.TargetRunOrdinal), Runs: e.Runs, Checkpoints: e.Checkpoints}
@@ -501,7 +528,7 @@ func setPayload(ev *batonv1.Event, pl domain.Payload) error {
 	case domain.RollbackFilesRestored:
 		ev.Payload = &batonv1.Event_RollbackFilesRestored{RollbackFilesRestored: &batonv1.RollbackFilesRestored{
 			RollbackId: e.RollbackID, Written: u32(e.Written), Removed: u32(e.Removed), SavedRef: e.SavedRef,
-			SavedCommit: e.SavedCommit}}
+			SavedCommit: e.SavedCommit, BranchHead: e.BranchHead}}
 	case domain.RollbackCompleted:
 		rc := &batonv1.RollbackCompleted{RollbackId: e.RollbackID, Reconciliation: string(e.Reconciliation),
 			ProviderThreadRef: e.ProviderThreadRef, TurnsDropped: u32(e.TurnsDropped), Note: e.Note, Detached: e.Detached}
@@ -550,6 +577,20 @@ func setPayload(ev *batonv1.Event, pl domain.Payload) error {
 			Runs: list(e.Runs, func(r domain.QueuedRun) *batonv1.QueuedRun {
 				return &batonv1.QueuedRun{RunId: r.RunID, Ordinal: u32(r.Ordinal), Input: r.Input}
 			})}}
+	case domain.WorktreeReady:
+		ev.Payload = &batonv1.Event_WorktreeReady{WorktreeReady: &batonv1.WorktreeReady{Copied: e.Copied, Setup: setupPB(e.Setup)}}
+	case domain.WorktreeFailed:
+		ev.Payload = &batonv1.Event_WorktreeFailed{WorktreeFailed: &batonv1.WorktreeFailed{Failure: e.Failure}}
+	case domain.MergeRequested:
+		ev.Payload = &batonv1.Event_ThreadMergeRequested{ThreadMergeRequested: &batonv1.MergeRequested{MergeId: e.MergeID,
+			Into: e.Into, Squash: e.Squash}}
+	case domain.Merged:
+		ev.Payload = &batonv1.Event_ThreadMerged{ThreadMerged: mergePB(e.Merge)}
+	case domain.ThreadArchived:
+		ev.Payload = &batonv1.Event_ThreadArchived{ThreadArchived: &batonv1.ThreadArchived{DeleteBranch: e.DeleteBranch}}
+	case domain.WorktreeRemoved:
+		ev.Payload = &batonv1.Event_WorktreeRemoved{WorktreeRemoved: &batonv1.WorktreeRemoved{Failure: e.Failure,
+			BranchDeleted: e.BranchDeleted}}
 	default:
 		return fmt.Errorf("event type %s has no case in baton.v1's Event", pl.EventType())
 	}

@@ -59,7 +59,7 @@ func (s *Server) ListThreads(_ context.Context, req *batonv1.ListThreadsRequest)
 	}
 	keep := func(t domain.ThreadSummary) bool {
 		return (req.GetStatus() == "" || string(t.Status) == req.GetStatus()) &&
-			(req.GetProvider() == "" || t.Provider == req.GetProvider())
+			(req.GetProvider() == "" || t.Provider == req.GetProvider()) && (req.GetAll() || !t.Archived)
 	}
 	// Read one more than the page holds: if it is there, a page follows.
 	var page []domain.ThreadSummary

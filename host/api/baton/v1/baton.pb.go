@@ -201,7 +201,11 @@ type CreateThreadRequest struct {
 	ApprovalPolicy string `protobuf:"bytes,7,opt,name=approval_policy,json=approvalPolicy,proto3" json:"approval_policy,omitempty"`
 	// policy, when set, is the new thread's continuation policy (as
 	// SetPolicy sets it, with a command id derived from this one).
-	Policy        *ContinuationPolicy `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
+	Policy *ContinuationPolicy `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
+	// worktree, when set, puts the thread on a git worktree of its own, on
+	// a new branch, of the repository cwd is in; the thread's cwd is the
+	// new worktree.
+	Worktree      *WorktreeOptions `protobuf:"bytes,9,opt,name=worktree,proto3" json:"worktree,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -292,6 +296,250 @@ func (x *CreateThreadRequest) GetPolicy() *ContinuationPolicy {
 	return nil
 }
 
+func (x *CreateThreadRequest) GetWorktree() *WorktreeOptions {
+	if x != nil {
+		return x.Worktree
+	}
+	return nil
+}
+
+// WorktreeOptions ask for a thread on a worktree of its own.
+type WorktreeOptions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// branch is the new branch (empty: baton/<short thread id>).
+	Branch string `protobuf:"bytes,1,opt,name=branch,proto3" json:"branch,omitempty"`
+	// base is the commit the branch starts at (empty: the repository's
+	// HEAD): a branch, tag or commit id.
+	Base string `protobuf:"bytes,2,opt,name=base,proto3" json:"base,omitempty"`
+	// dir is the directory the worktree is made in (empty: the service's
+	// DATA/worktrees).
+	Dir string `protobuf:"bytes,3,opt,name=dir,proto3" json:"dir,omitempty"`
+	// copy are globs of files copied from the user's worktree (.env, local
+	// config), relative to its top.
+	Copy []string `protobuf:"bytes,4,rep,name=copy,proto3" json:"copy,omitempty"`
+	// setup is a shell command run in the new worktree before the first
+	// run; a failure fails that run with its output.
+	Setup string `protobuf:"bytes,5,opt,name=setup,proto3" json:"setup,omitempty"`
+	// author is the run commits' author, "Name <email>" (empty: the user's
+	// git config).
+	Author        string `protobuf:"bytes,6,opt,name=author,proto3" json:"author,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorktreeOptions) Reset() {
+	*x = WorktreeOptions{}
+	mi := &file_baton_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorktreeOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorktreeOptions) ProtoMessage() {}
+
+func (x *WorktreeOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorktreeOptions.ProtoReflect.Descriptor instead.
+func (*WorktreeOptions) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *WorktreeOptions) GetBranch() string {
+	if x != nil {
+		return x.Branch
+	}
+	return ""
+}
+
+func (x *WorktreeOptions) GetBase() string {
+	if x != nil {
+		return x.Base
+	}
+	return ""
+}
+
+func (x *WorktreeOptions) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *WorktreeOptions) GetCopy() []string {
+	if x != nil {
+		return x.Copy
+	}
+	return nil
+}
+
+func (x *WorktreeOptions) GetSetup() string {
+	if x != nil {
+		return x.Setup
+	}
+	return ""
+}
+
+func (x *WorktreeOptions) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+type MergeRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	ThreadId  string                 `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// into is the branch merged into (empty: the branch the thread's base
+	// came from).
+	Into string `protobuf:"bytes,3,opt,name=into,proto3" json:"into,omitempty"`
+	// squash makes one commit of the branch's changes.
+	Squash bool `protobuf:"varint,4,opt,name=squash,proto3" json:"squash,omitempty"`
+	// merge_id names the merge (allocated when empty).
+	MergeId       string `protobuf:"bytes,5,opt,name=merge_id,json=mergeId,proto3" json:"merge_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeRequest) Reset() {
+	*x = MergeRequest{}
+	mi := &file_baton_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeRequest) ProtoMessage() {}
+
+func (x *MergeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeRequest.ProtoReflect.Descriptor instead.
+func (*MergeRequest) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *MergeRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *MergeRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *MergeRequest) GetInto() string {
+	if x != nil {
+		return x.Into
+	}
+	return ""
+}
+
+func (x *MergeRequest) GetSquash() bool {
+	if x != nil {
+		return x.Squash
+	}
+	return false
+}
+
+func (x *MergeRequest) GetMergeId() string {
+	if x != nil {
+		return x.MergeId
+	}
+	return ""
+}
+
+type ArchiveRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	ThreadId  string                 `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// delete_branch deletes the thread's branch too.
+	DeleteBranch  bool `protobuf:"varint,3,opt,name=delete_branch,json=deleteBranch,proto3" json:"delete_branch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArchiveRequest) Reset() {
+	*x = ArchiveRequest{}
+	mi := &file_baton_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArchiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArchiveRequest) ProtoMessage() {}
+
+func (x *ArchiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArchiveRequest.ProtoReflect.Descriptor instead.
+func (*ArchiveRequest) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ArchiveRequest) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *ArchiveRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *ArchiveRequest) GetDeleteBranch() bool {
+	if x != nil {
+		return x.DeleteBranch
+	}
+	return false
+}
+
 type SendMessageRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
@@ -315,7 +563,7 @@ type SendMessageRequest struct {
 
 func (x *SendMessageRequest) Reset() {
 	*x = SendMessageRequest{}
-	mi := &file_baton_proto_msgTypes[3]
+	mi := &file_baton_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -327,7 +575,7 @@ func (x *SendMessageRequest) String() string {
 func (*SendMessageRequest) ProtoMessage() {}
 
 func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[3]
+	mi := &file_baton_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -340,7 +588,7 @@ func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageRequest.ProtoReflect.Descriptor instead.
 func (*SendMessageRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{3}
+	return file_baton_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SendMessageRequest) GetCommandId() string {
@@ -408,7 +656,7 @@ type AnswerRequestRequest struct {
 
 func (x *AnswerRequestRequest) Reset() {
 	*x = AnswerRequestRequest{}
-	mi := &file_baton_proto_msgTypes[4]
+	mi := &file_baton_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -420,7 +668,7 @@ func (x *AnswerRequestRequest) String() string {
 func (*AnswerRequestRequest) ProtoMessage() {}
 
 func (x *AnswerRequestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[4]
+	mi := &file_baton_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -433,7 +681,7 @@ func (x *AnswerRequestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerRequestRequest.ProtoReflect.Descriptor instead.
 func (*AnswerRequestRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{4}
+	return file_baton_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AnswerRequestRequest) GetCommandId() string {
@@ -487,7 +735,7 @@ type InterruptRequest struct {
 
 func (x *InterruptRequest) Reset() {
 	*x = InterruptRequest{}
-	mi := &file_baton_proto_msgTypes[5]
+	mi := &file_baton_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +747,7 @@ func (x *InterruptRequest) String() string {
 func (*InterruptRequest) ProtoMessage() {}
 
 func (x *InterruptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[5]
+	mi := &file_baton_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +760,7 @@ func (x *InterruptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRequest.ProtoReflect.Descriptor instead.
 func (*InterruptRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{5}
+	return file_baton_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InterruptRequest) GetCommandId() string {
@@ -558,7 +806,7 @@ type CancelQueuedRequest struct {
 
 func (x *CancelQueuedRequest) Reset() {
 	*x = CancelQueuedRequest{}
-	mi := &file_baton_proto_msgTypes[6]
+	mi := &file_baton_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -570,7 +818,7 @@ func (x *CancelQueuedRequest) String() string {
 func (*CancelQueuedRequest) ProtoMessage() {}
 
 func (x *CancelQueuedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[6]
+	mi := &file_baton_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -583,7 +831,7 @@ func (x *CancelQueuedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelQueuedRequest.ProtoReflect.Descriptor instead.
 func (*CancelQueuedRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{6}
+	return file_baton_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelQueuedRequest) GetCommandId() string {
@@ -628,7 +876,7 @@ type RollbackRequest struct {
 
 func (x *RollbackRequest) Reset() {
 	*x = RollbackRequest{}
-	mi := &file_baton_proto_msgTypes[7]
+	mi := &file_baton_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -640,7 +888,7 @@ func (x *RollbackRequest) String() string {
 func (*RollbackRequest) ProtoMessage() {}
 
 func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[7]
+	mi := &file_baton_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -653,7 +901,7 @@ func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackRequest.ProtoReflect.Descriptor instead.
 func (*RollbackRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{7}
+	return file_baton_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RollbackRequest) GetCommandId() string {
@@ -707,7 +955,7 @@ type SwitchProviderRequest struct {
 
 func (x *SwitchProviderRequest) Reset() {
 	*x = SwitchProviderRequest{}
-	mi := &file_baton_proto_msgTypes[8]
+	mi := &file_baton_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +967,7 @@ func (x *SwitchProviderRequest) String() string {
 func (*SwitchProviderRequest) ProtoMessage() {}
 
 func (x *SwitchProviderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[8]
+	mi := &file_baton_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +980,7 @@ func (x *SwitchProviderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchProviderRequest.ProtoReflect.Descriptor instead.
 func (*SwitchProviderRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{8}
+	return file_baton_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SwitchProviderRequest) GetCommandId() string {
@@ -830,7 +1078,7 @@ type ContinuationPolicy struct {
 
 func (x *ContinuationPolicy) Reset() {
 	*x = ContinuationPolicy{}
-	mi := &file_baton_proto_msgTypes[9]
+	mi := &file_baton_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +1090,7 @@ func (x *ContinuationPolicy) String() string {
 func (*ContinuationPolicy) ProtoMessage() {}
 
 func (x *ContinuationPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[9]
+	mi := &file_baton_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +1103,7 @@ func (x *ContinuationPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContinuationPolicy.ProtoReflect.Descriptor instead.
 func (*ContinuationPolicy) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{9}
+	return file_baton_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ContinuationPolicy) GetOnLimit() string {
@@ -989,7 +1237,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_baton_proto_msgTypes[10]
+	mi := &file_baton_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1001,7 +1249,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[10]
+	mi := &file_baton_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1014,7 +1262,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{10}
+	return file_baton_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetPolicyRequest) GetCommandId() string {
@@ -1071,7 +1319,7 @@ type GetThreadRequest struct {
 
 func (x *GetThreadRequest) Reset() {
 	*x = GetThreadRequest{}
-	mi := &file_baton_proto_msgTypes[11]
+	mi := &file_baton_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1331,7 @@ func (x *GetThreadRequest) String() string {
 func (*GetThreadRequest) ProtoMessage() {}
 
 func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[11]
+	mi := &file_baton_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1344,7 @@ func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreadRequest.ProtoReflect.Descriptor instead.
 func (*GetThreadRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{11}
+	return file_baton_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetThreadRequest) GetThreadId() string {
@@ -1206,14 +1454,21 @@ type Thread struct {
 	// unattended says the continuation loop has work still to come by
 	// itself: a wait armed, a check running, or, while the loop is active,
 	// a run active or queued.
-	Unattended    bool `protobuf:"varint,31,opt,name=unattended,proto3" json:"unattended,omitempty"`
+	Unattended bool `protobuf:"varint,31,opt,name=unattended,proto3" json:"unattended,omitempty"`
+	// worktree is the thread's own git worktree and branch (unset: it works
+	// in the directory it was given).
+	Worktree *Worktree `protobuf:"bytes,32,opt,name=worktree,proto3" json:"worktree,omitempty"`
+	// merges are the merges of its branch, oldest first.
+	Merges []*Merge `protobuf:"bytes,33,rep,name=merges,proto3" json:"merges,omitempty"`
+	// archived: the thread is put away and takes no more messages.
+	Archived      bool `protobuf:"varint,34,opt,name=archived,proto3" json:"archived,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Thread) Reset() {
 	*x = Thread{}
-	mi := &file_baton_proto_msgTypes[12]
+	mi := &file_baton_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1480,7 @@ func (x *Thread) String() string {
 func (*Thread) ProtoMessage() {}
 
 func (x *Thread) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[12]
+	mi := &file_baton_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1493,7 @@ func (x *Thread) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Thread.ProtoReflect.Descriptor instead.
 func (*Thread) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{12}
+	return file_baton_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Thread) GetSummary() *ThreadSummary {
@@ -1451,6 +1706,444 @@ func (x *Thread) GetUnattended() bool {
 	return false
 }
 
+func (x *Thread) GetWorktree() *Worktree {
+	if x != nil {
+		return x.Worktree
+	}
+	return nil
+}
+
+func (x *Thread) GetMerges() []*Merge {
+	if x != nil {
+		return x.Merges
+	}
+	return nil
+}
+
+func (x *Thread) GetArchived() bool {
+	if x != nil {
+		return x.Archived
+	}
+	return false
+}
+
+// Worktree is a thread's own git worktree and branch.
+type Worktree struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// repository is the user's worktree it was made from.
+	Repository string `protobuf:"bytes,1,opt,name=repository,proto3" json:"repository,omitempty"`
+	Path       string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Branch     string `protobuf:"bytes,3,opt,name=branch,proto3" json:"branch,omitempty"`
+	// base is the commit the branch started at; base_branch the branch it
+	// came from (empty: none), what a merge goes into by default.
+	Base       string   `protobuf:"bytes,4,opt,name=base,proto3" json:"base,omitempty"`
+	BaseBranch string   `protobuf:"bytes,5,opt,name=base_branch,json=baseBranch,proto3" json:"base_branch,omitempty"`
+	Author     string   `protobuf:"bytes,6,opt,name=author,proto3" json:"author,omitempty"`
+	Copy       []string `protobuf:"bytes,7,rep,name=copy,proto3" json:"copy,omitempty"`
+	Setup      string   `protobuf:"bytes,8,opt,name=setup,proto3" json:"setup,omitempty"`
+	// status: creating, ready, failed or removed.
+	Status string `protobuf:"bytes,9,opt,name=status,proto3" json:"status,omitempty"`
+	// failure says why it could not be made (or removed).
+	Failure     string       `protobuf:"bytes,10,opt,name=failure,proto3" json:"failure,omitempty"`
+	Copied      []string     `protobuf:"bytes,11,rep,name=copied,proto3" json:"copied,omitempty"`
+	SetupResult *SetupResult `protobuf:"bytes,12,opt,name=setup_result,json=setupResult,proto3" json:"setup_result,omitempty"`
+	// head is the branch's newest commit as the thread made it.
+	Head string `protobuf:"bytes,13,opt,name=head,proto3" json:"head,omitempty"`
+	// commits are the branch's commits since base, oldest first: one per
+	// completed, not-rolled-back run that changed files.
+	Commits       []*RunCommit `protobuf:"bytes,14,rep,name=commits,proto3" json:"commits,omitempty"`
+	BranchDeleted bool         `protobuf:"varint,15,opt,name=branch_deleted,json=branchDeleted,proto3" json:"branch_deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Worktree) Reset() {
+	*x = Worktree{}
+	mi := &file_baton_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Worktree) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Worktree) ProtoMessage() {}
+
+func (x *Worktree) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Worktree.ProtoReflect.Descriptor instead.
+func (*Worktree) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Worktree) GetRepository() string {
+	if x != nil {
+		return x.Repository
+	}
+	return ""
+}
+
+func (x *Worktree) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *Worktree) GetBranch() string {
+	if x != nil {
+		return x.Branch
+	}
+	return ""
+}
+
+func (x *Worktree) GetBase() string {
+	if x != nil {
+		return x.Base
+	}
+	return ""
+}
+
+func (x *Worktree) GetBaseBranch() string {
+	if x != nil {
+		return x.BaseBranch
+	}
+	return ""
+}
+
+func (x *Worktree) GetAuthor() string {
+	if x != nil {
+		return x.Author
+	}
+	return ""
+}
+
+func (x *Worktree) GetCopy() []string {
+	if x != nil {
+		return x.Copy
+	}
+	return nil
+}
+
+func (x *Worktree) GetSetup() string {
+	if x != nil {
+		return x.Setup
+	}
+	return ""
+}
+
+func (x *Worktree) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Worktree) GetFailure() string {
+	if x != nil {
+		return x.Failure
+	}
+	return ""
+}
+
+func (x *Worktree) GetCopied() []string {
+	if x != nil {
+		return x.Copied
+	}
+	return nil
+}
+
+func (x *Worktree) GetSetupResult() *SetupResult {
+	if x != nil {
+		return x.SetupResult
+	}
+	return nil
+}
+
+func (x *Worktree) GetHead() string {
+	if x != nil {
+		return x.Head
+	}
+	return ""
+}
+
+func (x *Worktree) GetCommits() []*RunCommit {
+	if x != nil {
+		return x.Commits
+	}
+	return nil
+}
+
+func (x *Worktree) GetBranchDeleted() bool {
+	if x != nil {
+		return x.BranchDeleted
+	}
+	return false
+}
+
+type SetupResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Command       string                 `protobuf:"bytes,1,opt,name=command,proto3" json:"command,omitempty"`
+	ExitCode      int32                  `protobuf:"varint,2,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Output        string                 `protobuf:"bytes,3,opt,name=output,proto3" json:"output,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetupResult) Reset() {
+	*x = SetupResult{}
+	mi := &file_baton_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetupResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetupResult) ProtoMessage() {}
+
+func (x *SetupResult) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetupResult.ProtoReflect.Descriptor instead.
+func (*SetupResult) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SetupResult) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *SetupResult) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *SetupResult) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
+}
+
+type RunCommit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	RunOrdinal    uint32                 `protobuf:"varint,2,opt,name=run_ordinal,json=runOrdinal,proto3" json:"run_ordinal,omitempty"`
+	Commit        string                 `protobuf:"bytes,3,opt,name=commit,proto3" json:"commit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunCommit) Reset() {
+	*x = RunCommit{}
+	mi := &file_baton_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunCommit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunCommit) ProtoMessage() {}
+
+func (x *RunCommit) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunCommit.ProtoReflect.Descriptor instead.
+func (*RunCommit) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RunCommit) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RunCommit) GetRunOrdinal() uint32 {
+	if x != nil {
+		return x.RunOrdinal
+	}
+	return 0
+}
+
+func (x *RunCommit) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+// Merge is one merge of a thread's branch.
+type Merge struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Into   string                 `protobuf:"bytes,2,opt,name=into,proto3" json:"into,omitempty"`
+	Squash bool                   `protobuf:"varint,3,opt,name=squash,proto3" json:"squash,omitempty"`
+	// status: pending, merged, fast_forward, up_to_date, conflict, dirty or
+	// failed.
+	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// from and commit are the target's commit before and after.
+	From   string `protobuf:"bytes,5,opt,name=from,proto3" json:"from,omitempty"`
+	Commit string `protobuf:"bytes,6,opt,name=commit,proto3" json:"commit,omitempty"`
+	// commits are the branch's commits brought in, oldest first.
+	Commits []string `protobuf:"bytes,7,rep,name=commits,proto3" json:"commits,omitempty"`
+	// conflicts are the paths both sides changed; dirty the local changes
+	// in the worktree where the target is checked out.
+	Conflicts []string `protobuf:"bytes,8,rep,name=conflicts,proto3" json:"conflicts,omitempty"`
+	Dirty     []string `protobuf:"bytes,9,rep,name=dirty,proto3" json:"dirty,omitempty"`
+	// worktree is where the target is checked out and was updated.
+	Worktree      string `protobuf:"bytes,10,opt,name=worktree,proto3" json:"worktree,omitempty"`
+	Error         string `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Merge) Reset() {
+	*x = Merge{}
+	mi := &file_baton_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Merge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Merge) ProtoMessage() {}
+
+func (x *Merge) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Merge.ProtoReflect.Descriptor instead.
+func (*Merge) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Merge) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Merge) GetInto() string {
+	if x != nil {
+		return x.Into
+	}
+	return ""
+}
+
+func (x *Merge) GetSquash() bool {
+	if x != nil {
+		return x.Squash
+	}
+	return false
+}
+
+func (x *Merge) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Merge) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *Merge) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *Merge) GetCommits() []string {
+	if x != nil {
+		return x.Commits
+	}
+	return nil
+}
+
+func (x *Merge) GetConflicts() []string {
+	if x != nil {
+		return x.Conflicts
+	}
+	return nil
+}
+
+func (x *Merge) GetDirty() []string {
+	if x != nil {
+		return x.Dirty
+	}
+	return nil
+}
+
+func (x *Merge) GetWorktree() string {
+	if x != nil {
+		return x.Worktree
+	}
+	return ""
+}
+
+func (x *Merge) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // Run is one counted user-visible turn.
 type Run struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1488,6 +2181,8 @@ type Run struct {
 	Ending *RunOutcome `protobuf:"bytes,21,opt,name=ending,proto3" json:"ending,omitempty"`
 	// checkpoint_id is the run's root checkpoint.
 	CheckpointId string `protobuf:"bytes,22,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	// commit is the run's commit on its thread's branch.
+	Commit string `protobuf:"bytes,27,opt,name=commit,proto3" json:"commit,omitempty"`
 	// limit is the last provider limit the run hit; wait_id the armed wait
 	// that will continue it; waits how many it has had, the first from
 	// wait_since.
@@ -1501,7 +2196,7 @@ type Run struct {
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_baton_proto_msgTypes[13]
+	mi := &file_baton_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +2208,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[13]
+	mi := &file_baton_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +2221,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{13}
+	return file_baton_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Run) GetId() string {
@@ -1683,6 +2378,13 @@ func (x *Run) GetCheckpointId() string {
 	return ""
 }
 
+func (x *Run) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
 func (x *Run) GetLimit() *Limit {
 	if x != nil {
 		return x.Limit
@@ -1727,7 +2429,7 @@ type RunStop struct {
 
 func (x *RunStop) Reset() {
 	*x = RunStop{}
-	mi := &file_baton_proto_msgTypes[14]
+	mi := &file_baton_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +2441,7 @@ func (x *RunStop) String() string {
 func (*RunStop) ProtoMessage() {}
 
 func (x *RunStop) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[14]
+	mi := &file_baton_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,7 +2454,7 @@ func (x *RunStop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStop.ProtoReflect.Descriptor instead.
 func (*RunStop) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{14}
+	return file_baton_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RunStop) GetDeadline() *timestamppb.Timestamp {
@@ -1796,7 +2498,7 @@ type RunOutcome struct {
 
 func (x *RunOutcome) Reset() {
 	*x = RunOutcome{}
-	mi := &file_baton_proto_msgTypes[15]
+	mi := &file_baton_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +2510,7 @@ func (x *RunOutcome) String() string {
 func (*RunOutcome) ProtoMessage() {}
 
 func (x *RunOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[15]
+	mi := &file_baton_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +2523,7 @@ func (x *RunOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunOutcome.ProtoReflect.Descriptor instead.
 func (*RunOutcome) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{15}
+	return file_baton_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RunOutcome) GetAttemptId() string {
@@ -1862,7 +2564,7 @@ type SteeringMessage struct {
 
 func (x *SteeringMessage) Reset() {
 	*x = SteeringMessage{}
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +2576,7 @@ func (x *SteeringMessage) String() string {
 func (*SteeringMessage) ProtoMessage() {}
 
 func (x *SteeringMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +2589,7 @@ func (x *SteeringMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteeringMessage.ProtoReflect.Descriptor instead.
 func (*SteeringMessage) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{16}
+	return file_baton_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SteeringMessage) GetMessageId() string {
@@ -1925,7 +2627,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1937,7 +2639,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1950,7 +2652,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{17}
+	return file_baton_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Attempt) GetId() string {
@@ -2034,7 +2736,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2046,7 +2748,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2059,7 +2761,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{18}
+	return file_baton_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Node) GetId() string {
@@ -2127,7 +2829,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2139,7 +2841,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2152,7 +2854,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{19}
+	return file_baton_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Message) GetId() string {
@@ -2216,7 +2918,7 @@ type TurnItem struct {
 
 func (x *TurnItem) Reset() {
 	*x = TurnItem{}
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2228,7 +2930,7 @@ func (x *TurnItem) String() string {
 func (*TurnItem) ProtoMessage() {}
 
 func (x *TurnItem) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2241,7 +2943,7 @@ func (x *TurnItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnItem.ProtoReflect.Descriptor instead.
 func (*TurnItem) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{20}
+	return file_baton_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TurnItem) GetId() string {
@@ -2325,7 +3027,7 @@ type ProviderSession struct {
 
 func (x *ProviderSession) Reset() {
 	*x = ProviderSession{}
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2337,7 +3039,7 @@ func (x *ProviderSession) String() string {
 func (*ProviderSession) ProtoMessage() {}
 
 func (x *ProviderSession) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2350,7 +3052,7 @@ func (x *ProviderSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderSession.ProtoReflect.Descriptor instead.
 func (*ProviderSession) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{21}
+	return file_baton_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ProviderSession) GetId() string {
@@ -2453,7 +3155,7 @@ type ProviderThread struct {
 
 func (x *ProviderThread) Reset() {
 	*x = ProviderThread{}
-	mi := &file_baton_proto_msgTypes[22]
+	mi := &file_baton_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2465,7 +3167,7 @@ func (x *ProviderThread) String() string {
 func (*ProviderThread) ProtoMessage() {}
 
 func (x *ProviderThread) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[22]
+	mi := &file_baton_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2478,7 +3180,7 @@ func (x *ProviderThread) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThread.ProtoReflect.Descriptor instead.
 func (*ProviderThread) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{22}
+	return file_baton_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ProviderThread) GetId() string {
@@ -2539,7 +3241,7 @@ type ProviderTurn struct {
 
 func (x *ProviderTurn) Reset() {
 	*x = ProviderTurn{}
-	mi := &file_baton_proto_msgTypes[23]
+	mi := &file_baton_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2551,7 +3253,7 @@ func (x *ProviderTurn) String() string {
 func (*ProviderTurn) ProtoMessage() {}
 
 func (x *ProviderTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[23]
+	mi := &file_baton_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2564,7 +3266,7 @@ func (x *ProviderTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTurn.ProtoReflect.Descriptor instead.
 func (*ProviderTurn) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{23}
+	return file_baton_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ProviderTurn) GetId() string {
@@ -2645,7 +3347,7 @@ type RuntimeRequest struct {
 
 func (x *RuntimeRequest) Reset() {
 	*x = RuntimeRequest{}
-	mi := &file_baton_proto_msgTypes[24]
+	mi := &file_baton_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2657,7 +3359,7 @@ func (x *RuntimeRequest) String() string {
 func (*RuntimeRequest) ProtoMessage() {}
 
 func (x *RuntimeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[24]
+	mi := &file_baton_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2670,7 +3372,7 @@ func (x *RuntimeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeRequest.ProtoReflect.Descriptor instead.
 func (*RuntimeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{24}
+	return file_baton_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RuntimeRequest) GetId() string {
@@ -2789,7 +3491,7 @@ type RequestOption struct {
 
 func (x *RequestOption) Reset() {
 	*x = RequestOption{}
-	mi := &file_baton_proto_msgTypes[25]
+	mi := &file_baton_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2801,7 +3503,7 @@ func (x *RequestOption) String() string {
 func (*RequestOption) ProtoMessage() {}
 
 func (x *RequestOption) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[25]
+	mi := &file_baton_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2814,7 +3516,7 @@ func (x *RequestOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestOption.ProtoReflect.Descriptor instead.
 func (*RequestOption) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{25}
+	return file_baton_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RequestOption) GetId() string {
@@ -2850,7 +3552,7 @@ type Diagnostic struct {
 
 func (x *Diagnostic) Reset() {
 	*x = Diagnostic{}
-	mi := &file_baton_proto_msgTypes[26]
+	mi := &file_baton_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2862,7 +3564,7 @@ func (x *Diagnostic) String() string {
 func (*Diagnostic) ProtoMessage() {}
 
 func (x *Diagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[26]
+	mi := &file_baton_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2875,7 +3577,7 @@ func (x *Diagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnostic.ProtoReflect.Descriptor instead.
 func (*Diagnostic) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{26}
+	return file_baton_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Diagnostic) GetRunId() string {
@@ -2909,7 +3611,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_baton_proto_msgTypes[27]
+	mi := &file_baton_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2921,7 +3623,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[27]
+	mi := &file_baton_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2934,7 +3636,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{27}
+	return file_baton_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Failure) GetCode() string {
@@ -2965,7 +3667,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_baton_proto_msgTypes[28]
+	mi := &file_baton_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2977,7 +3679,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[28]
+	mi := &file_baton_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2990,7 +3692,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{28}
+	return file_baton_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -3040,7 +3742,7 @@ type RateLimit struct {
 
 func (x *RateLimit) Reset() {
 	*x = RateLimit{}
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3052,7 +3754,7 @@ func (x *RateLimit) String() string {
 func (*RateLimit) ProtoMessage() {}
 
 func (x *RateLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3065,7 +3767,7 @@ func (x *RateLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
 func (*RateLimit) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{29}
+	return file_baton_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RateLimit) GetResetsAt() *timestamppb.Timestamp {
@@ -3108,7 +3810,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_baton_proto_msgTypes[30]
+	mi := &file_baton_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3120,7 +3822,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[30]
+	mi := &file_baton_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3133,7 +3835,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{30}
+	return file_baton_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Limit) GetKind() string {
@@ -3197,7 +3899,7 @@ type CheckpointScope struct {
 
 func (x *CheckpointScope) Reset() {
 	*x = CheckpointScope{}
-	mi := &file_baton_proto_msgTypes[31]
+	mi := &file_baton_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3209,7 +3911,7 @@ func (x *CheckpointScope) String() string {
 func (*CheckpointScope) ProtoMessage() {}
 
 func (x *CheckpointScope) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[31]
+	mi := &file_baton_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3222,7 +3924,7 @@ func (x *CheckpointScope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointScope.ProtoReflect.Descriptor instead.
 func (*CheckpointScope) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{31}
+	return file_baton_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CheckpointScope) GetId() string {
@@ -3299,7 +4001,7 @@ type Checkpoint struct {
 
 func (x *Checkpoint) Reset() {
 	*x = Checkpoint{}
-	mi := &file_baton_proto_msgTypes[32]
+	mi := &file_baton_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3311,7 +4013,7 @@ func (x *Checkpoint) String() string {
 func (*Checkpoint) ProtoMessage() {}
 
 func (x *Checkpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[32]
+	mi := &file_baton_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3324,7 +4026,7 @@ func (x *Checkpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
 func (*Checkpoint) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{32}
+	return file_baton_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Checkpoint) GetId() string {
@@ -3449,7 +4151,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_baton_proto_msgTypes[33]
+	mi := &file_baton_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3461,7 +4163,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[33]
+	mi := &file_baton_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3474,7 +4176,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{33}
+	return file_baton_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Rollback) GetId() string {
@@ -3636,7 +4338,7 @@ type ContextHandoff struct {
 
 func (x *ContextHandoff) Reset() {
 	*x = ContextHandoff{}
-	mi := &file_baton_proto_msgTypes[34]
+	mi := &file_baton_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3648,7 +4350,7 @@ func (x *ContextHandoff) String() string {
 func (*ContextHandoff) ProtoMessage() {}
 
 func (x *ContextHandoff) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[34]
+	mi := &file_baton_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3661,7 +4363,7 @@ func (x *ContextHandoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextHandoff.ProtoReflect.Descriptor instead.
 func (*ContextHandoff) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{34}
+	return file_baton_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ContextHandoff) GetId() string {
@@ -3803,7 +4505,7 @@ type HandoffRun struct {
 
 func (x *HandoffRun) Reset() {
 	*x = HandoffRun{}
-	mi := &file_baton_proto_msgTypes[35]
+	mi := &file_baton_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3815,7 +4517,7 @@ func (x *HandoffRun) String() string {
 func (*HandoffRun) ProtoMessage() {}
 
 func (x *HandoffRun) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[35]
+	mi := &file_baton_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3828,7 +4530,7 @@ func (x *HandoffRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffRun.ProtoReflect.Descriptor instead.
 func (*HandoffRun) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{35}
+	return file_baton_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *HandoffRun) GetOrdinal() uint32 {
@@ -3889,7 +4591,7 @@ type ProviderBinding struct {
 
 func (x *ProviderBinding) Reset() {
 	*x = ProviderBinding{}
-	mi := &file_baton_proto_msgTypes[36]
+	mi := &file_baton_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3901,7 +4603,7 @@ func (x *ProviderBinding) String() string {
 func (*ProviderBinding) ProtoMessage() {}
 
 func (x *ProviderBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[36]
+	mi := &file_baton_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3914,7 +4616,7 @@ func (x *ProviderBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderBinding.ProtoReflect.Descriptor instead.
 func (*ProviderBinding) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{36}
+	return file_baton_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ProviderBinding) GetProvider() string {
@@ -4001,7 +4703,7 @@ type Loop struct {
 
 func (x *Loop) Reset() {
 	*x = Loop{}
-	mi := &file_baton_proto_msgTypes[37]
+	mi := &file_baton_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4013,7 +4715,7 @@ func (x *Loop) String() string {
 func (*Loop) ProtoMessage() {}
 
 func (x *Loop) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[37]
+	mi := &file_baton_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4026,7 +4728,7 @@ func (x *Loop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Loop.ProtoReflect.Descriptor instead.
 func (*Loop) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{37}
+	return file_baton_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Loop) GetPolicy() *ContinuationPolicy {
@@ -4124,7 +4826,7 @@ type Wait struct {
 
 func (x *Wait) Reset() {
 	*x = Wait{}
-	mi := &file_baton_proto_msgTypes[38]
+	mi := &file_baton_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4136,7 +4838,7 @@ func (x *Wait) String() string {
 func (*Wait) ProtoMessage() {}
 
 func (x *Wait) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[38]
+	mi := &file_baton_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4149,7 +4851,7 @@ func (x *Wait) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Wait.ProtoReflect.Descriptor instead.
 func (*Wait) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{38}
+	return file_baton_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Wait) GetId() string {
@@ -4248,7 +4950,7 @@ type CheckResult struct {
 
 func (x *CheckResult) Reset() {
 	*x = CheckResult{}
-	mi := &file_baton_proto_msgTypes[39]
+	mi := &file_baton_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4260,7 +4962,7 @@ func (x *CheckResult) String() string {
 func (*CheckResult) ProtoMessage() {}
 
 func (x *CheckResult) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[39]
+	mi := &file_baton_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4273,7 +4975,7 @@ func (x *CheckResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResult.ProtoReflect.Descriptor instead.
 func (*CheckResult) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{39}
+	return file_baton_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CheckResult) GetRunId() string {
@@ -4354,7 +5056,7 @@ type Earlier struct {
 
 func (x *Earlier) Reset() {
 	*x = Earlier{}
-	mi := &file_baton_proto_msgTypes[40]
+	mi := &file_baton_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4366,7 +5068,7 @@ func (x *Earlier) String() string {
 func (*Earlier) ProtoMessage() {}
 
 func (x *Earlier) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[40]
+	mi := &file_baton_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4379,7 +5081,7 @@ func (x *Earlier) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Earlier.ProtoReflect.Descriptor instead.
 func (*Earlier) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{40}
+	return file_baton_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Earlier) GetRuns() uint32 {
@@ -4427,7 +5129,7 @@ type EarlierRollback struct {
 
 func (x *EarlierRollback) Reset() {
 	*x = EarlierRollback{}
-	mi := &file_baton_proto_msgTypes[41]
+	mi := &file_baton_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4439,7 +5141,7 @@ func (x *EarlierRollback) String() string {
 func (*EarlierRollback) ProtoMessage() {}
 
 func (x *EarlierRollback) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[41]
+	mi := &file_baton_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4452,7 +5154,7 @@ func (x *EarlierRollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EarlierRollback.ProtoReflect.Descriptor instead.
 func (*EarlierRollback) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{41}
+	return file_baton_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *EarlierRollback) GetTarget() uint32 {
@@ -4494,7 +5196,7 @@ type ThreadPage struct {
 
 func (x *ThreadPage) Reset() {
 	*x = ThreadPage{}
-	mi := &file_baton_proto_msgTypes[42]
+	mi := &file_baton_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4506,7 +5208,7 @@ func (x *ThreadPage) String() string {
 func (*ThreadPage) ProtoMessage() {}
 
 func (x *ThreadPage) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[42]
+	mi := &file_baton_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4519,7 +5221,7 @@ func (x *ThreadPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadPage.ProtoReflect.Descriptor instead.
 func (*ThreadPage) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{42}
+	return file_baton_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ThreadPage) GetFirstRun() uint32 {
@@ -4591,15 +5293,18 @@ type ThreadSummary struct {
 	// status is the active run's status, or idle.
 	Status string `protobuf:"bytes,9,opt,name=status,proto3" json:"status,omitempty"`
 	// last_run is the status of the newest run that has started.
-	LastRun       string `protobuf:"bytes,10,opt,name=last_run,json=lastRun,proto3" json:"last_run,omitempty"`
-	Sequence      uint64 `protobuf:"varint,11,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	LastRun  string `protobuf:"bytes,10,opt,name=last_run,json=lastRun,proto3" json:"last_run,omitempty"`
+	Sequence uint64 `protobuf:"varint,11,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	Archived bool   `protobuf:"varint,12,opt,name=archived,proto3" json:"archived,omitempty"`
+	// branch is the thread's own branch (empty: it has no worktree).
+	Branch        string `protobuf:"bytes,13,opt,name=branch,proto3" json:"branch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ThreadSummary) Reset() {
 	*x = ThreadSummary{}
-	mi := &file_baton_proto_msgTypes[43]
+	mi := &file_baton_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4611,7 +5316,7 @@ func (x *ThreadSummary) String() string {
 func (*ThreadSummary) ProtoMessage() {}
 
 func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[43]
+	mi := &file_baton_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4624,7 +5329,7 @@ func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadSummary.ProtoReflect.Descriptor instead.
 func (*ThreadSummary) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{43}
+	return file_baton_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ThreadSummary) GetId() string {
@@ -4704,6 +5409,20 @@ func (x *ThreadSummary) GetSequence() uint64 {
 	return 0
 }
 
+func (x *ThreadSummary) GetArchived() bool {
+	if x != nil {
+		return x.Archived
+	}
+	return false
+}
+
+func (x *ThreadSummary) GetBranch() string {
+	if x != nil {
+		return x.Branch
+	}
+	return ""
+}
+
 type ListThreadsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// page_size bounds the page (default 100, at most 1000).
@@ -4713,14 +5432,16 @@ type ListThreadsRequest struct {
 	// status keeps threads with this status (idle, running, waiting, ...).
 	Status string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
 	// provider keeps threads whose active provider this is.
-	Provider      string `protobuf:"bytes,4,opt,name=provider,proto3" json:"provider,omitempty"`
+	Provider string `protobuf:"bytes,4,opt,name=provider,proto3" json:"provider,omitempty"`
+	// all keeps archived threads too.
+	All           bool `protobuf:"varint,5,opt,name=all,proto3" json:"all,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_baton_proto_msgTypes[44]
+	mi := &file_baton_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4732,7 +5453,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[44]
+	mi := &file_baton_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4745,7 +5466,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{44}
+	return file_baton_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListThreadsRequest) GetPageSize() uint32 {
@@ -4776,6 +5497,13 @@ func (x *ListThreadsRequest) GetProvider() string {
 	return ""
 }
 
+func (x *ListThreadsRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
 type ListThreadsResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Threads []*ThreadSummary       `protobuf:"bytes,1,rep,name=threads,proto3" json:"threads,omitempty"`
@@ -4787,7 +5515,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_baton_proto_msgTypes[45]
+	mi := &file_baton_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4799,7 +5527,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[45]
+	mi := &file_baton_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4812,7 +5540,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{45}
+	return file_baton_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*ThreadSummary {
@@ -4841,7 +5569,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_baton_proto_msgTypes[46]
+	mi := &file_baton_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4853,7 +5581,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[46]
+	mi := &file_baton_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4866,7 +5594,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{46}
+	return file_baton_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SubscribeRequest) GetThreadId() string {
@@ -4950,6 +5678,12 @@ type Event struct {
 	//	*Event_LoopCheckRecorded
 	//	*Event_LoopEnded
 	//	*Event_RunQueueResumed
+	//	*Event_WorktreeReady
+	//	*Event_WorktreeFailed
+	//	*Event_ThreadMergeRequested
+	//	*Event_ThreadMerged
+	//	*Event_ThreadArchived
+	//	*Event_WorktreeRemoved
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4957,7 +5691,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_baton_proto_msgTypes[47]
+	mi := &file_baton_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4969,7 +5703,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[47]
+	mi := &file_baton_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4982,7 +5716,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{47}
+	return file_baton_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Event) GetSequence() uint64 {
@@ -5488,6 +6222,60 @@ func (x *Event) GetRunQueueResumed() *QueuedRunsResumed {
 	return nil
 }
 
+func (x *Event) GetWorktreeReady() *WorktreeReady {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_WorktreeReady); ok {
+			return x.WorktreeReady
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetWorktreeFailed() *WorktreeFailed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_WorktreeFailed); ok {
+			return x.WorktreeFailed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetThreadMergeRequested() *MergeRequested {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ThreadMergeRequested); ok {
+			return x.ThreadMergeRequested
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetThreadMerged() *Merge {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ThreadMerged); ok {
+			return x.ThreadMerged
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetThreadArchived() *ThreadArchived {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ThreadArchived); ok {
+			return x.ThreadArchived
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetWorktreeRemoved() *WorktreeRemoved {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_WorktreeRemoved); ok {
+			return x.WorktreeRemoved
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -5700,6 +6488,30 @@ type Event_RunQueueResumed struct {
 	RunQueueResumed *QueuedRunsResumed `protobuf:"bytes,61,opt,name=run_queue_resumed,json=runQueueResumed,proto3,oneof"`
 }
 
+type Event_WorktreeReady struct {
+	WorktreeReady *WorktreeReady `protobuf:"bytes,62,opt,name=worktree_ready,json=worktreeReady,proto3,oneof"`
+}
+
+type Event_WorktreeFailed struct {
+	WorktreeFailed *WorktreeFailed `protobuf:"bytes,63,opt,name=worktree_failed,json=worktreeFailed,proto3,oneof"`
+}
+
+type Event_ThreadMergeRequested struct {
+	ThreadMergeRequested *MergeRequested `protobuf:"bytes,64,opt,name=thread_merge_requested,json=threadMergeRequested,proto3,oneof"`
+}
+
+type Event_ThreadMerged struct {
+	ThreadMerged *Merge `protobuf:"bytes,65,opt,name=thread_merged,json=threadMerged,proto3,oneof"`
+}
+
+type Event_ThreadArchived struct {
+	ThreadArchived *ThreadArchived `protobuf:"bytes,66,opt,name=thread_archived,json=threadArchived,proto3,oneof"`
+}
+
+type Event_WorktreeRemoved struct {
+	WorktreeRemoved *WorktreeRemoved `protobuf:"bytes,67,opt,name=worktree_removed,json=worktreeRemoved,proto3,oneof"`
+}
+
 func (*Event_ThreadCreated) isEvent_Payload() {}
 
 func (*Event_MessageAdded) isEvent_Payload() {}
@@ -5804,6 +6616,18 @@ func (*Event_LoopEnded) isEvent_Payload() {}
 
 func (*Event_RunQueueResumed) isEvent_Payload() {}
 
+func (*Event_WorktreeReady) isEvent_Payload() {}
+
+func (*Event_WorktreeFailed) isEvent_Payload() {}
+
+func (*Event_ThreadMergeRequested) isEvent_Payload() {}
+
+func (*Event_ThreadMerged) isEvent_Payload() {}
+
+func (*Event_ThreadArchived) isEvent_Payload() {}
+
+func (*Event_WorktreeRemoved) isEvent_Payload() {}
+
 // thread.created: a thread, its provider and directory.
 type ThreadCreated struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -5812,13 +6636,14 @@ type ThreadCreated struct {
 	Model           string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
 	ProviderCommand *ProviderCommand       `protobuf:"bytes,4,opt,name=provider_command,json=providerCommand,proto3" json:"provider_command,omitempty"`
 	ApprovalPolicy  string                 `protobuf:"bytes,5,opt,name=approval_policy,json=approvalPolicy,proto3" json:"approval_policy,omitempty"`
+	Worktree        *Worktree              `protobuf:"bytes,6,opt,name=worktree,proto3" json:"worktree,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ThreadCreated) Reset() {
 	*x = ThreadCreated{}
-	mi := &file_baton_proto_msgTypes[48]
+	mi := &file_baton_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5830,7 +6655,7 @@ func (x *ThreadCreated) String() string {
 func (*ThreadCreated) ProtoMessage() {}
 
 func (x *ThreadCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[48]
+	mi := &file_baton_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5843,7 +6668,7 @@ func (x *ThreadCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadCreated.ProtoReflect.Descriptor instead.
 func (*ThreadCreated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{48}
+	return file_baton_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ThreadCreated) GetProvider() string {
@@ -5881,6 +6706,13 @@ func (x *ThreadCreated) GetApprovalPolicy() string {
 	return ""
 }
 
+func (x *ThreadCreated) GetWorktree() *Worktree {
+	if x != nil {
+		return x.Worktree
+	}
+	return nil
+}
+
 // message.added: a user's message, or an assistant's message begun.
 type MessageAdded struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -5896,7 +6728,7 @@ type MessageAdded struct {
 
 func (x *MessageAdded) Reset() {
 	*x = MessageAdded{}
-	mi := &file_baton_proto_msgTypes[49]
+	mi := &file_baton_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5908,7 +6740,7 @@ func (x *MessageAdded) String() string {
 func (*MessageAdded) ProtoMessage() {}
 
 func (x *MessageAdded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[49]
+	mi := &file_baton_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5921,7 +6753,7 @@ func (x *MessageAdded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageAdded.ProtoReflect.Descriptor instead.
 func (*MessageAdded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{49}
+	return file_baton_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *MessageAdded) GetMessageId() string {
@@ -5977,7 +6809,7 @@ type MessageDelta struct {
 
 func (x *MessageDelta) Reset() {
 	*x = MessageDelta{}
-	mi := &file_baton_proto_msgTypes[50]
+	mi := &file_baton_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5989,7 +6821,7 @@ func (x *MessageDelta) String() string {
 func (*MessageDelta) ProtoMessage() {}
 
 func (x *MessageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[50]
+	mi := &file_baton_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6002,7 +6834,7 @@ func (x *MessageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageDelta.ProtoReflect.Descriptor instead.
 func (*MessageDelta) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{50}
+	return file_baton_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *MessageDelta) GetMessageId() string {
@@ -6028,7 +6860,7 @@ type MessageCompleted struct {
 
 func (x *MessageCompleted) Reset() {
 	*x = MessageCompleted{}
-	mi := &file_baton_proto_msgTypes[51]
+	mi := &file_baton_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6040,7 +6872,7 @@ func (x *MessageCompleted) String() string {
 func (*MessageCompleted) ProtoMessage() {}
 
 func (x *MessageCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[51]
+	mi := &file_baton_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6053,7 +6885,7 @@ func (x *MessageCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageCompleted.ProtoReflect.Descriptor instead.
 func (*MessageCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{51}
+	return file_baton_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *MessageCompleted) GetMessageId() string {
@@ -6076,7 +6908,7 @@ type RunQueued struct {
 
 func (x *RunQueued) Reset() {
 	*x = RunQueued{}
-	mi := &file_baton_proto_msgTypes[52]
+	mi := &file_baton_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6088,7 +6920,7 @@ func (x *RunQueued) String() string {
 func (*RunQueued) ProtoMessage() {}
 
 func (x *RunQueued) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[52]
+	mi := &file_baton_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6101,7 +6933,7 @@ func (x *RunQueued) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunQueued.ProtoReflect.Descriptor instead.
 func (*RunQueued) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{52}
+	return file_baton_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RunQueued) GetRunId() string {
@@ -6143,7 +6975,7 @@ type RunStarted struct {
 
 func (x *RunStarted) Reset() {
 	*x = RunStarted{}
-	mi := &file_baton_proto_msgTypes[53]
+	mi := &file_baton_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6155,7 +6987,7 @@ func (x *RunStarted) String() string {
 func (*RunStarted) ProtoMessage() {}
 
 func (x *RunStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[53]
+	mi := &file_baton_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6168,7 +7000,7 @@ func (x *RunStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStarted.ProtoReflect.Descriptor instead.
 func (*RunStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{53}
+	return file_baton_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RunStarted) GetRunId() string {
@@ -6207,7 +7039,7 @@ type AttemptStarted struct {
 
 func (x *AttemptStarted) Reset() {
 	*x = AttemptStarted{}
-	mi := &file_baton_proto_msgTypes[54]
+	mi := &file_baton_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6219,7 +7051,7 @@ func (x *AttemptStarted) String() string {
 func (*AttemptStarted) ProtoMessage() {}
 
 func (x *AttemptStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[54]
+	mi := &file_baton_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6232,7 +7064,7 @@ func (x *AttemptStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptStarted.ProtoReflect.Descriptor instead.
 func (*AttemptStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{54}
+	return file_baton_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *AttemptStarted) GetRunId() string {
@@ -6294,7 +7126,7 @@ type NodeStarted struct {
 
 func (x *NodeStarted) Reset() {
 	*x = NodeStarted{}
-	mi := &file_baton_proto_msgTypes[55]
+	mi := &file_baton_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6306,7 +7138,7 @@ func (x *NodeStarted) String() string {
 func (*NodeStarted) ProtoMessage() {}
 
 func (x *NodeStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[55]
+	mi := &file_baton_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6319,7 +7151,7 @@ func (x *NodeStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStarted.ProtoReflect.Descriptor instead.
 func (*NodeStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{55}
+	return file_baton_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *NodeStarted) GetRunId() string {
@@ -6391,7 +7223,7 @@ type NodeUpdated struct {
 
 func (x *NodeUpdated) Reset() {
 	*x = NodeUpdated{}
-	mi := &file_baton_proto_msgTypes[56]
+	mi := &file_baton_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6403,7 +7235,7 @@ func (x *NodeUpdated) String() string {
 func (*NodeUpdated) ProtoMessage() {}
 
 func (x *NodeUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[56]
+	mi := &file_baton_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6416,7 +7248,7 @@ func (x *NodeUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeUpdated.ProtoReflect.Descriptor instead.
 func (*NodeUpdated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{56}
+	return file_baton_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *NodeUpdated) GetRunId() string {
@@ -6465,7 +7297,7 @@ type NodeDelta struct {
 
 func (x *NodeDelta) Reset() {
 	*x = NodeDelta{}
-	mi := &file_baton_proto_msgTypes[57]
+	mi := &file_baton_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6477,7 +7309,7 @@ func (x *NodeDelta) String() string {
 func (*NodeDelta) ProtoMessage() {}
 
 func (x *NodeDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[57]
+	mi := &file_baton_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6490,7 +7322,7 @@ func (x *NodeDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDelta.ProtoReflect.Descriptor instead.
 func (*NodeDelta) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{57}
+	return file_baton_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *NodeDelta) GetRunId() string {
@@ -6525,7 +7357,7 @@ type NodeCompleted struct {
 
 func (x *NodeCompleted) Reset() {
 	*x = NodeCompleted{}
-	mi := &file_baton_proto_msgTypes[58]
+	mi := &file_baton_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6537,7 +7369,7 @@ func (x *NodeCompleted) String() string {
 func (*NodeCompleted) ProtoMessage() {}
 
 func (x *NodeCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[58]
+	mi := &file_baton_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6550,7 +7382,7 @@ func (x *NodeCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCompleted.ProtoReflect.Descriptor instead.
 func (*NodeCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{58}
+	return file_baton_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *NodeCompleted) GetRunId() string {
@@ -6594,7 +7426,7 @@ type SessionOpened struct {
 
 func (x *SessionOpened) Reset() {
 	*x = SessionOpened{}
-	mi := &file_baton_proto_msgTypes[59]
+	mi := &file_baton_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6606,7 +7438,7 @@ func (x *SessionOpened) String() string {
 func (*SessionOpened) ProtoMessage() {}
 
 func (x *SessionOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[59]
+	mi := &file_baton_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6619,7 +7451,7 @@ func (x *SessionOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOpened.ProtoReflect.Descriptor instead.
 func (*SessionOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{59}
+	return file_baton_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *SessionOpened) GetSessionId() string {
@@ -6688,7 +7520,7 @@ type SessionEnded struct {
 
 func (x *SessionEnded) Reset() {
 	*x = SessionEnded{}
-	mi := &file_baton_proto_msgTypes[60]
+	mi := &file_baton_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6700,7 +7532,7 @@ func (x *SessionEnded) String() string {
 func (*SessionEnded) ProtoMessage() {}
 
 func (x *SessionEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[60]
+	mi := &file_baton_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6713,7 +7545,7 @@ func (x *SessionEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEnded.ProtoReflect.Descriptor instead.
 func (*SessionEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{60}
+	return file_baton_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *SessionEnded) GetSessionId() string {
@@ -6742,7 +7574,7 @@ type ProviderThreadBound struct {
 
 func (x *ProviderThreadBound) Reset() {
 	*x = ProviderThreadBound{}
-	mi := &file_baton_proto_msgTypes[61]
+	mi := &file_baton_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6754,7 +7586,7 @@ func (x *ProviderThreadBound) String() string {
 func (*ProviderThreadBound) ProtoMessage() {}
 
 func (x *ProviderThreadBound) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[61]
+	mi := &file_baton_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6767,7 +7599,7 @@ func (x *ProviderThreadBound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThreadBound.ProtoReflect.Descriptor instead.
 func (*ProviderThreadBound) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{61}
+	return file_baton_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ProviderThreadBound) GetProviderThreadId() string {
@@ -6813,7 +7645,7 @@ type ProviderTurnBound struct {
 
 func (x *ProviderTurnBound) Reset() {
 	*x = ProviderTurnBound{}
-	mi := &file_baton_proto_msgTypes[62]
+	mi := &file_baton_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6825,7 +7657,7 @@ func (x *ProviderTurnBound) String() string {
 func (*ProviderTurnBound) ProtoMessage() {}
 
 func (x *ProviderTurnBound) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[62]
+	mi := &file_baton_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6838,7 +7670,7 @@ func (x *ProviderTurnBound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTurnBound.ProtoReflect.Descriptor instead.
 func (*ProviderTurnBound) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{62}
+	return file_baton_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ProviderTurnBound) GetProviderTurnId() string {
@@ -6906,7 +7738,7 @@ type RequestOpened struct {
 
 func (x *RequestOpened) Reset() {
 	*x = RequestOpened{}
-	mi := &file_baton_proto_msgTypes[63]
+	mi := &file_baton_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6918,7 +7750,7 @@ func (x *RequestOpened) String() string {
 func (*RequestOpened) ProtoMessage() {}
 
 func (x *RequestOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[63]
+	mi := &file_baton_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6931,7 +7763,7 @@ func (x *RequestOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestOpened.ProtoReflect.Descriptor instead.
 func (*RequestOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{63}
+	return file_baton_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *RequestOpened) GetRequestId() string {
@@ -7002,7 +7834,7 @@ type RequestResolved struct {
 
 func (x *RequestResolved) Reset() {
 	*x = RequestResolved{}
-	mi := &file_baton_proto_msgTypes[64]
+	mi := &file_baton_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7014,7 +7846,7 @@ func (x *RequestResolved) String() string {
 func (*RequestResolved) ProtoMessage() {}
 
 func (x *RequestResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[64]
+	mi := &file_baton_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7027,7 +7859,7 @@ func (x *RequestResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestResolved.ProtoReflect.Descriptor instead.
 func (*RequestResolved) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{64}
+	return file_baton_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *RequestResolved) GetRequestId() string {
@@ -7070,7 +7902,7 @@ type UsageReported struct {
 
 func (x *UsageReported) Reset() {
 	*x = UsageReported{}
-	mi := &file_baton_proto_msgTypes[65]
+	mi := &file_baton_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7082,7 +7914,7 @@ func (x *UsageReported) String() string {
 func (*UsageReported) ProtoMessage() {}
 
 func (x *UsageReported) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[65]
+	mi := &file_baton_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7095,7 +7927,7 @@ func (x *UsageReported) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageReported.ProtoReflect.Descriptor instead.
 func (*UsageReported) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{65}
+	return file_baton_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *UsageReported) GetRunId() string {
@@ -7132,7 +7964,7 @@ type RunEnded struct {
 
 func (x *RunEnded) Reset() {
 	*x = RunEnded{}
-	mi := &file_baton_proto_msgTypes[66]
+	mi := &file_baton_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7144,7 +7976,7 @@ func (x *RunEnded) String() string {
 func (*RunEnded) ProtoMessage() {}
 
 func (x *RunEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[66]
+	mi := &file_baton_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7157,7 +7989,7 @@ func (x *RunEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEnded.ProtoReflect.Descriptor instead.
 func (*RunEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{66}
+	return file_baton_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *RunEnded) GetRunId() string {
@@ -7206,7 +8038,7 @@ type DiagnosticRecorded struct {
 
 func (x *DiagnosticRecorded) Reset() {
 	*x = DiagnosticRecorded{}
-	mi := &file_baton_proto_msgTypes[67]
+	mi := &file_baton_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7218,7 +8050,7 @@ func (x *DiagnosticRecorded) String() string {
 func (*DiagnosticRecorded) ProtoMessage() {}
 
 func (x *DiagnosticRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[67]
+	mi := &file_baton_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7231,7 +8063,7 @@ func (x *DiagnosticRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiagnosticRecorded.ProtoReflect.Descriptor instead.
 func (*DiagnosticRecorded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{67}
+	return file_baton_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *DiagnosticRecorded) GetRunId() string {
@@ -7267,7 +8099,7 @@ type RunSteered struct {
 
 func (x *RunSteered) Reset() {
 	*x = RunSteered{}
-	mi := &file_baton_proto_msgTypes[68]
+	mi := &file_baton_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7279,7 +8111,7 @@ func (x *RunSteered) String() string {
 func (*RunSteered) ProtoMessage() {}
 
 func (x *RunSteered) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[68]
+	mi := &file_baton_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7292,7 +8124,7 @@ func (x *RunSteered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSteered.ProtoReflect.Descriptor instead.
 func (*RunSteered) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{68}
+	return file_baton_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *RunSteered) GetRunId() string {
@@ -7330,7 +8162,7 @@ type RestartRequested struct {
 
 func (x *RestartRequested) Reset() {
 	*x = RestartRequested{}
-	mi := &file_baton_proto_msgTypes[69]
+	mi := &file_baton_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7342,7 +8174,7 @@ func (x *RestartRequested) String() string {
 func (*RestartRequested) ProtoMessage() {}
 
 func (x *RestartRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[69]
+	mi := &file_baton_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7355,7 +8187,7 @@ func (x *RestartRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartRequested.ProtoReflect.Descriptor instead.
 func (*RestartRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{69}
+	return file_baton_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *RestartRequested) GetRunId() string {
@@ -7399,7 +8231,7 @@ type InterruptRequested struct {
 
 func (x *InterruptRequested) Reset() {
 	*x = InterruptRequested{}
-	mi := &file_baton_proto_msgTypes[70]
+	mi := &file_baton_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7411,7 +8243,7 @@ func (x *InterruptRequested) String() string {
 func (*InterruptRequested) ProtoMessage() {}
 
 func (x *InterruptRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[70]
+	mi := &file_baton_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7424,7 +8256,7 @@ func (x *InterruptRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRequested.ProtoReflect.Descriptor instead.
 func (*InterruptRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{70}
+	return file_baton_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *InterruptRequested) GetRunId() string {
@@ -7461,7 +8293,7 @@ type StopForced struct {
 
 func (x *StopForced) Reset() {
 	*x = StopForced{}
-	mi := &file_baton_proto_msgTypes[71]
+	mi := &file_baton_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7473,7 +8305,7 @@ func (x *StopForced) String() string {
 func (*StopForced) ProtoMessage() {}
 
 func (x *StopForced) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[71]
+	mi := &file_baton_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7486,7 +8318,7 @@ func (x *StopForced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopForced.ProtoReflect.Descriptor instead.
 func (*StopForced) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{71}
+	return file_baton_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *StopForced) GetRunId() string {
@@ -7531,7 +8363,7 @@ type TurnStalled struct {
 
 func (x *TurnStalled) Reset() {
 	*x = TurnStalled{}
-	mi := &file_baton_proto_msgTypes[72]
+	mi := &file_baton_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7543,7 +8375,7 @@ func (x *TurnStalled) String() string {
 func (*TurnStalled) ProtoMessage() {}
 
 func (x *TurnStalled) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[72]
+	mi := &file_baton_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7556,7 +8388,7 @@ func (x *TurnStalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnStalled.ProtoReflect.Descriptor instead.
 func (*TurnStalled) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{72}
+	return file_baton_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *TurnStalled) GetRunId() string {
@@ -7606,7 +8438,7 @@ type AttemptEnded struct {
 
 func (x *AttemptEnded) Reset() {
 	*x = AttemptEnded{}
-	mi := &file_baton_proto_msgTypes[73]
+	mi := &file_baton_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7618,7 +8450,7 @@ func (x *AttemptEnded) String() string {
 func (*AttemptEnded) ProtoMessage() {}
 
 func (x *AttemptEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[73]
+	mi := &file_baton_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7631,7 +8463,7 @@ func (x *AttemptEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptEnded.ProtoReflect.Descriptor instead.
 func (*AttemptEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{73}
+	return file_baton_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *AttemptEnded) GetRunId() string {
@@ -7669,7 +8501,7 @@ type RequestAnswered struct {
 
 func (x *RequestAnswered) Reset() {
 	*x = RequestAnswered{}
-	mi := &file_baton_proto_msgTypes[74]
+	mi := &file_baton_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7681,7 +8513,7 @@ func (x *RequestAnswered) String() string {
 func (*RequestAnswered) ProtoMessage() {}
 
 func (x *RequestAnswered) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[74]
+	mi := &file_baton_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7694,7 +8526,7 @@ func (x *RequestAnswered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestAnswered.ProtoReflect.Descriptor instead.
 func (*RequestAnswered) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{74}
+	return file_baton_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *RequestAnswered) GetRequestId() string {
@@ -7738,7 +8570,7 @@ type EffectCancelled struct {
 
 func (x *EffectCancelled) Reset() {
 	*x = EffectCancelled{}
-	mi := &file_baton_proto_msgTypes[75]
+	mi := &file_baton_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7750,7 +8582,7 @@ func (x *EffectCancelled) String() string {
 func (*EffectCancelled) ProtoMessage() {}
 
 func (x *EffectCancelled) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[75]
+	mi := &file_baton_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7763,7 +8595,7 @@ func (x *EffectCancelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EffectCancelled.ProtoReflect.Descriptor instead.
 func (*EffectCancelled) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{75}
+	return file_baton_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *EffectCancelled) GetEffectId() string {
@@ -7806,7 +8638,7 @@ type AttemptDispatched struct {
 
 func (x *AttemptDispatched) Reset() {
 	*x = AttemptDispatched{}
-	mi := &file_baton_proto_msgTypes[76]
+	mi := &file_baton_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7818,7 +8650,7 @@ func (x *AttemptDispatched) String() string {
 func (*AttemptDispatched) ProtoMessage() {}
 
 func (x *AttemptDispatched) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[76]
+	mi := &file_baton_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7831,7 +8663,7 @@ func (x *AttemptDispatched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptDispatched.ProtoReflect.Descriptor instead.
 func (*AttemptDispatched) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{76}
+	return file_baton_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *AttemptDispatched) GetRunId() string {
@@ -7865,7 +8697,7 @@ type RequestAnswerFailed struct {
 
 func (x *RequestAnswerFailed) Reset() {
 	*x = RequestAnswerFailed{}
-	mi := &file_baton_proto_msgTypes[77]
+	mi := &file_baton_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7877,7 +8709,7 @@ func (x *RequestAnswerFailed) String() string {
 func (*RequestAnswerFailed) ProtoMessage() {}
 
 func (x *RequestAnswerFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[77]
+	mi := &file_baton_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7890,7 +8722,7 @@ func (x *RequestAnswerFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestAnswerFailed.ProtoReflect.Descriptor instead.
 func (*RequestAnswerFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{77}
+	return file_baton_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *RequestAnswerFailed) GetRequestId() string {
@@ -7919,7 +8751,7 @@ type RunCompleting struct {
 
 func (x *RunCompleting) Reset() {
 	*x = RunCompleting{}
-	mi := &file_baton_proto_msgTypes[78]
+	mi := &file_baton_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7931,7 +8763,7 @@ func (x *RunCompleting) String() string {
 func (*RunCompleting) ProtoMessage() {}
 
 func (x *RunCompleting) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[78]
+	mi := &file_baton_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7944,7 +8776,7 @@ func (x *RunCompleting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCompleting.ProtoReflect.Descriptor instead.
 func (*RunCompleting) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{78}
+	return file_baton_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *RunCompleting) GetRunId() string {
@@ -7976,7 +8808,7 @@ type CheckpointScopeOpened struct {
 
 func (x *CheckpointScopeOpened) Reset() {
 	*x = CheckpointScopeOpened{}
-	mi := &file_baton_proto_msgTypes[79]
+	mi := &file_baton_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7988,7 +8820,7 @@ func (x *CheckpointScopeOpened) String() string {
 func (*CheckpointScopeOpened) ProtoMessage() {}
 
 func (x *CheckpointScopeOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[79]
+	mi := &file_baton_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8001,7 +8833,7 @@ func (x *CheckpointScopeOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointScopeOpened.ProtoReflect.Descriptor instead.
 func (*CheckpointScopeOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{79}
+	return file_baton_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *CheckpointScopeOpened) GetScopeId() string {
@@ -8068,7 +8900,7 @@ type CheckpointRequested struct {
 
 func (x *CheckpointRequested) Reset() {
 	*x = CheckpointRequested{}
-	mi := &file_baton_proto_msgTypes[80]
+	mi := &file_baton_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8080,7 +8912,7 @@ func (x *CheckpointRequested) String() string {
 func (*CheckpointRequested) ProtoMessage() {}
 
 func (x *CheckpointRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[80]
+	mi := &file_baton_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8093,7 +8925,7 @@ func (x *CheckpointRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequested.ProtoReflect.Descriptor instead.
 func (*CheckpointRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{80}
+	return file_baton_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *CheckpointRequested) GetCheckpointId() string {
@@ -8152,13 +8984,15 @@ type CheckpointRecorded struct {
 	Commit        string                 `protobuf:"bytes,3,opt,name=commit,proto3" json:"commit,omitempty"`
 	Files         []*FileChange          `protobuf:"bytes,4,rep,name=files,proto3" json:"files,omitempty"`
 	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	BranchCommit  string                 `protobuf:"bytes,6,opt,name=branch_commit,json=branchCommit,proto3" json:"branch_commit,omitempty"`
+	BranchError   string                 `protobuf:"bytes,7,opt,name=branch_error,json=branchError,proto3" json:"branch_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CheckpointRecorded) Reset() {
 	*x = CheckpointRecorded{}
-	mi := &file_baton_proto_msgTypes[81]
+	mi := &file_baton_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8170,7 +9004,7 @@ func (x *CheckpointRecorded) String() string {
 func (*CheckpointRecorded) ProtoMessage() {}
 
 func (x *CheckpointRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[81]
+	mi := &file_baton_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8183,7 +9017,7 @@ func (x *CheckpointRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRecorded.ProtoReflect.Descriptor instead.
 func (*CheckpointRecorded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{81}
+	return file_baton_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *CheckpointRecorded) GetCheckpointId() string {
@@ -8221,6 +9055,20 @@ func (x *CheckpointRecorded) GetReason() string {
 	return ""
 }
 
+func (x *CheckpointRecorded) GetBranchCommit() string {
+	if x != nil {
+		return x.BranchCommit
+	}
+	return ""
+}
+
+func (x *CheckpointRecorded) GetBranchError() string {
+	if x != nil {
+		return x.BranchError
+	}
+	return ""
+}
+
 type RollbackStarted struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	RollbackId       string                 `protobuf:"bytes,1,opt,name=rollback_id,json=rollbackId,proto3" json:"rollback_id,omitempty"`
@@ -8236,7 +9084,7 @@ type RollbackStarted struct {
 
 func (x *RollbackStarted) Reset() {
 	*x = RollbackStarted{}
-	mi := &file_baton_proto_msgTypes[82]
+	mi := &file_baton_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8248,7 +9096,7 @@ func (x *RollbackStarted) String() string {
 func (*RollbackStarted) ProtoMessage() {}
 
 func (x *RollbackStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[82]
+	mi := &file_baton_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8261,7 +9109,7 @@ func (x *RollbackStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackStarted.ProtoReflect.Descriptor instead.
 func (*RollbackStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{82}
+	return file_baton_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *RollbackStarted) GetRollbackId() string {
@@ -8313,13 +9161,14 @@ type RollbackFilesRestored struct {
 	Removed       uint32                 `protobuf:"varint,3,opt,name=removed,proto3" json:"removed,omitempty"`
 	SavedRef      string                 `protobuf:"bytes,4,opt,name=saved_ref,json=savedRef,proto3" json:"saved_ref,omitempty"`
 	SavedCommit   string                 `protobuf:"bytes,5,opt,name=saved_commit,json=savedCommit,proto3" json:"saved_commit,omitempty"`
+	BranchHead    string                 `protobuf:"bytes,6,opt,name=branch_head,json=branchHead,proto3" json:"branch_head,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RollbackFilesRestored) Reset() {
 	*x = RollbackFilesRestored{}
-	mi := &file_baton_proto_msgTypes[83]
+	mi := &file_baton_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8331,7 +9180,7 @@ func (x *RollbackFilesRestored) String() string {
 func (*RollbackFilesRestored) ProtoMessage() {}
 
 func (x *RollbackFilesRestored) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[83]
+	mi := &file_baton_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8344,7 +9193,7 @@ func (x *RollbackFilesRestored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackFilesRestored.ProtoReflect.Descriptor instead.
 func (*RollbackFilesRestored) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{83}
+	return file_baton_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *RollbackFilesRestored) GetRollbackId() string {
@@ -8382,6 +9231,13 @@ func (x *RollbackFilesRestored) GetSavedCommit() string {
 	return ""
 }
 
+func (x *RollbackFilesRestored) GetBranchHead() string {
+	if x != nil {
+		return x.BranchHead
+	}
+	return ""
+}
+
 type RollbackCompleted struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	RollbackId        string                 `protobuf:"bytes,1,opt,name=rollback_id,json=rollbackId,proto3" json:"rollback_id,omitempty"`
@@ -8400,7 +9256,7 @@ type RollbackCompleted struct {
 
 func (x *RollbackCompleted) Reset() {
 	*x = RollbackCompleted{}
-	mi := &file_baton_proto_msgTypes[84]
+	mi := &file_baton_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8412,7 +9268,7 @@ func (x *RollbackCompleted) String() string {
 func (*RollbackCompleted) ProtoMessage() {}
 
 func (x *RollbackCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[84]
+	mi := &file_baton_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8425,7 +9281,7 @@ func (x *RollbackCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackCompleted.ProtoReflect.Descriptor instead.
 func (*RollbackCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{84}
+	return file_baton_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *RollbackCompleted) GetRollbackId() string {
@@ -8488,7 +9344,7 @@ type RollbackFailed struct {
 
 func (x *RollbackFailed) Reset() {
 	*x = RollbackFailed{}
-	mi := &file_baton_proto_msgTypes[85]
+	mi := &file_baton_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8500,7 +9356,7 @@ func (x *RollbackFailed) String() string {
 func (*RollbackFailed) ProtoMessage() {}
 
 func (x *RollbackFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[85]
+	mi := &file_baton_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8513,7 +9369,7 @@ func (x *RollbackFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackFailed.ProtoReflect.Descriptor instead.
 func (*RollbackFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{85}
+	return file_baton_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *RollbackFailed) GetRollbackId() string {
@@ -8562,7 +9418,7 @@ type HandoffCreated struct {
 
 func (x *HandoffCreated) Reset() {
 	*x = HandoffCreated{}
-	mi := &file_baton_proto_msgTypes[86]
+	mi := &file_baton_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8574,7 +9430,7 @@ func (x *HandoffCreated) String() string {
 func (*HandoffCreated) ProtoMessage() {}
 
 func (x *HandoffCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[86]
+	mi := &file_baton_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8587,7 +9443,7 @@ func (x *HandoffCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffCreated.ProtoReflect.Descriptor instead.
 func (*HandoffCreated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{86}
+	return file_baton_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *HandoffCreated) GetHandoffId() string {
@@ -8705,7 +9561,7 @@ type HandoffConsumed struct {
 
 func (x *HandoffConsumed) Reset() {
 	*x = HandoffConsumed{}
-	mi := &file_baton_proto_msgTypes[87]
+	mi := &file_baton_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8717,7 +9573,7 @@ func (x *HandoffConsumed) String() string {
 func (*HandoffConsumed) ProtoMessage() {}
 
 func (x *HandoffConsumed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[87]
+	mi := &file_baton_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8730,7 +9586,7 @@ func (x *HandoffConsumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffConsumed.ProtoReflect.Descriptor instead.
 func (*HandoffConsumed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{87}
+	return file_baton_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *HandoffConsumed) GetHandoffId() string {
@@ -8759,7 +9615,7 @@ type HandoffSuperseded struct {
 
 func (x *HandoffSuperseded) Reset() {
 	*x = HandoffSuperseded{}
-	mi := &file_baton_proto_msgTypes[88]
+	mi := &file_baton_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8771,7 +9627,7 @@ func (x *HandoffSuperseded) String() string {
 func (*HandoffSuperseded) ProtoMessage() {}
 
 func (x *HandoffSuperseded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[88]
+	mi := &file_baton_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8784,7 +9640,7 @@ func (x *HandoffSuperseded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffSuperseded.ProtoReflect.Descriptor instead.
 func (*HandoffSuperseded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{88}
+	return file_baton_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *HandoffSuperseded) GetHandoffId() string {
@@ -8817,7 +9673,7 @@ type ProviderSwitched struct {
 
 func (x *ProviderSwitched) Reset() {
 	*x = ProviderSwitched{}
-	mi := &file_baton_proto_msgTypes[89]
+	mi := &file_baton_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8829,7 +9685,7 @@ func (x *ProviderSwitched) String() string {
 func (*ProviderSwitched) ProtoMessage() {}
 
 func (x *ProviderSwitched) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[89]
+	mi := &file_baton_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8842,7 +9698,7 @@ func (x *ProviderSwitched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderSwitched.ProtoReflect.Descriptor instead.
 func (*ProviderSwitched) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{89}
+	return file_baton_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ProviderSwitched) GetFrom() string {
@@ -8898,7 +9754,7 @@ type ProviderThreadDetached struct {
 
 func (x *ProviderThreadDetached) Reset() {
 	*x = ProviderThreadDetached{}
-	mi := &file_baton_proto_msgTypes[90]
+	mi := &file_baton_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8910,7 +9766,7 @@ func (x *ProviderThreadDetached) String() string {
 func (*ProviderThreadDetached) ProtoMessage() {}
 
 func (x *ProviderThreadDetached) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[90]
+	mi := &file_baton_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8923,7 +9779,7 @@ func (x *ProviderThreadDetached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThreadDetached.ProtoReflect.Descriptor instead.
 func (*ProviderThreadDetached) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{90}
+	return file_baton_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ProviderThreadDetached) GetProviderThreadId() string {
@@ -8951,7 +9807,7 @@ type PolicySet struct {
 
 func (x *PolicySet) Reset() {
 	*x = PolicySet{}
-	mi := &file_baton_proto_msgTypes[91]
+	mi := &file_baton_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8963,7 +9819,7 @@ func (x *PolicySet) String() string {
 func (*PolicySet) ProtoMessage() {}
 
 func (x *PolicySet) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[91]
+	mi := &file_baton_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8976,7 +9832,7 @@ func (x *PolicySet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySet.ProtoReflect.Descriptor instead.
 func (*PolicySet) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{91}
+	return file_baton_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *PolicySet) GetPolicy() *ContinuationPolicy {
@@ -8999,7 +9855,7 @@ type LimitReached struct {
 
 func (x *LimitReached) Reset() {
 	*x = LimitReached{}
-	mi := &file_baton_proto_msgTypes[92]
+	mi := &file_baton_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9011,7 +9867,7 @@ func (x *LimitReached) String() string {
 func (*LimitReached) ProtoMessage() {}
 
 func (x *LimitReached) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[92]
+	mi := &file_baton_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9024,7 +9880,7 @@ func (x *LimitReached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitReached.ProtoReflect.Descriptor instead.
 func (*LimitReached) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{92}
+	return file_baton_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *LimitReached) GetRunId() string {
@@ -9068,7 +9924,7 @@ type WaitEnded struct {
 
 func (x *WaitEnded) Reset() {
 	*x = WaitEnded{}
-	mi := &file_baton_proto_msgTypes[93]
+	mi := &file_baton_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9080,7 +9936,7 @@ func (x *WaitEnded) String() string {
 func (*WaitEnded) ProtoMessage() {}
 
 func (x *WaitEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[93]
+	mi := &file_baton_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9093,7 +9949,7 @@ func (x *WaitEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitEnded.ProtoReflect.Descriptor instead.
 func (*WaitEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{93}
+	return file_baton_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *WaitEnded) GetWaitId() string {
@@ -9128,7 +9984,7 @@ type CheckRequested struct {
 
 func (x *CheckRequested) Reset() {
 	*x = CheckRequested{}
-	mi := &file_baton_proto_msgTypes[94]
+	mi := &file_baton_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9140,7 +9996,7 @@ func (x *CheckRequested) String() string {
 func (*CheckRequested) ProtoMessage() {}
 
 func (x *CheckRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[94]
+	mi := &file_baton_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9153,7 +10009,7 @@ func (x *CheckRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRequested.ProtoReflect.Descriptor instead.
 func (*CheckRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{94}
+	return file_baton_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *CheckRequested) GetRunId() string {
@@ -9181,7 +10037,7 @@ type LoopEnded struct {
 
 func (x *LoopEnded) Reset() {
 	*x = LoopEnded{}
-	mi := &file_baton_proto_msgTypes[95]
+	mi := &file_baton_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9193,7 +10049,7 @@ func (x *LoopEnded) String() string {
 func (*LoopEnded) ProtoMessage() {}
 
 func (x *LoopEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[95]
+	mi := &file_baton_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9206,7 +10062,7 @@ func (x *LoopEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopEnded.ProtoReflect.Descriptor instead.
 func (*LoopEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{95}
+	return file_baton_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *LoopEnded) GetStatus() string {
@@ -9234,7 +10090,7 @@ type QueuedRunsResumed struct {
 
 func (x *QueuedRunsResumed) Reset() {
 	*x = QueuedRunsResumed{}
-	mi := &file_baton_proto_msgTypes[96]
+	mi := &file_baton_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9246,7 +10102,7 @@ func (x *QueuedRunsResumed) String() string {
 func (*QueuedRunsResumed) ProtoMessage() {}
 
 func (x *QueuedRunsResumed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[96]
+	mi := &file_baton_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9259,7 +10115,7 @@ func (x *QueuedRunsResumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedRunsResumed.ProtoReflect.Descriptor instead.
 func (*QueuedRunsResumed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{96}
+	return file_baton_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *QueuedRunsResumed) GetReason() string {
@@ -9288,7 +10144,7 @@ type QueuedRun struct {
 
 func (x *QueuedRun) Reset() {
 	*x = QueuedRun{}
-	mi := &file_baton_proto_msgTypes[97]
+	mi := &file_baton_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9300,7 +10156,7 @@ func (x *QueuedRun) String() string {
 func (*QueuedRun) ProtoMessage() {}
 
 func (x *QueuedRun) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[97]
+	mi := &file_baton_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9313,7 +10169,7 @@ func (x *QueuedRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedRun.ProtoReflect.Descriptor instead.
 func (*QueuedRun) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{97}
+	return file_baton_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *QueuedRun) GetRunId() string {
@@ -9350,7 +10206,7 @@ type DiffRequest struct {
 
 func (x *DiffRequest) Reset() {
 	*x = DiffRequest{}
-	mi := &file_baton_proto_msgTypes[98]
+	mi := &file_baton_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9362,7 +10218,7 @@ func (x *DiffRequest) String() string {
 func (*DiffRequest) ProtoMessage() {}
 
 func (x *DiffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[98]
+	mi := &file_baton_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9375,7 +10231,7 @@ func (x *DiffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffRequest.ProtoReflect.Descriptor instead.
 func (*DiffRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{98}
+	return file_baton_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *DiffRequest) GetThreadId() string {
@@ -9413,7 +10269,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_baton_proto_msgTypes[99]
+	mi := &file_baton_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9425,7 +10281,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[99]
+	mi := &file_baton_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9438,7 +10294,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{99}
+	return file_baton_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *FileChange) GetPath() string {
@@ -9494,7 +10350,7 @@ type DiffResponse struct {
 
 func (x *DiffResponse) Reset() {
 	*x = DiffResponse{}
-	mi := &file_baton_proto_msgTypes[100]
+	mi := &file_baton_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9506,7 +10362,7 @@ func (x *DiffResponse) String() string {
 func (*DiffResponse) ProtoMessage() {}
 
 func (x *DiffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[100]
+	mi := &file_baton_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9519,7 +10375,7 @@ func (x *DiffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffResponse.ProtoReflect.Descriptor instead.
 func (*DiffResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{100}
+	return file_baton_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *DiffResponse) GetRun() uint32 {
@@ -9579,7 +10435,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_baton_proto_msgTypes[101]
+	mi := &file_baton_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9591,7 +10447,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[101]
+	mi := &file_baton_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9604,7 +10460,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{101}
+	return file_baton_proto_rawDescGZIP(), []int{108}
 }
 
 type Capabilities struct {
@@ -9623,7 +10479,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_baton_proto_msgTypes[102]
+	mi := &file_baton_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9635,7 +10491,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[102]
+	mi := &file_baton_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9648,7 +10504,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{102}
+	return file_baton_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *Capabilities) GetNativeSteering() bool {
@@ -9722,7 +10578,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_baton_proto_msgTypes[103]
+	mi := &file_baton_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9734,7 +10590,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[103]
+	mi := &file_baton_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9747,7 +10603,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{103}
+	return file_baton_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *Plugin) GetName() string {
@@ -9801,7 +10657,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_baton_proto_msgTypes[104]
+	mi := &file_baton_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9813,7 +10669,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[104]
+	mi := &file_baton_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9826,7 +10682,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{104}
+	return file_baton_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -9844,7 +10700,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_baton_proto_msgTypes[105]
+	mi := &file_baton_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9856,7 +10712,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[105]
+	mi := &file_baton_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9869,7 +10725,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{105}
+	return file_baton_proto_rawDescGZIP(), []int{112}
 }
 
 type ServiceStatus struct {
@@ -9901,7 +10757,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_baton_proto_msgTypes[106]
+	mi := &file_baton_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9913,7 +10769,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[106]
+	mi := &file_baton_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9926,7 +10782,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{106}
+	return file_baton_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ServiceStatus) GetVersion() string {
@@ -10009,7 +10865,7 @@ type RuntimeStats struct {
 
 func (x *RuntimeStats) Reset() {
 	*x = RuntimeStats{}
-	mi := &file_baton_proto_msgTypes[107]
+	mi := &file_baton_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10021,7 +10877,7 @@ func (x *RuntimeStats) String() string {
 func (*RuntimeStats) ProtoMessage() {}
 
 func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[107]
+	mi := &file_baton_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10034,7 +10890,7 @@ func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeStats.ProtoReflect.Descriptor instead.
 func (*RuntimeStats) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{107}
+	return file_baton_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *RuntimeStats) GetGoroutines() int32 {
@@ -10079,7 +10935,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_baton_proto_msgTypes[108]
+	mi := &file_baton_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10091,7 +10947,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[108]
+	mi := &file_baton_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10104,7 +10960,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{108}
+	return file_baton_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *Listener) GetAddress() string {
@@ -10144,7 +11000,7 @@ type PluginStatus struct {
 
 func (x *PluginStatus) Reset() {
 	*x = PluginStatus{}
-	mi := &file_baton_proto_msgTypes[109]
+	mi := &file_baton_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10156,7 +11012,7 @@ func (x *PluginStatus) String() string {
 func (*PluginStatus) ProtoMessage() {}
 
 func (x *PluginStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[109]
+	mi := &file_baton_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10169,7 +11025,7 @@ func (x *PluginStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
 func (*PluginStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{109}
+	return file_baton_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *PluginStatus) GetName() string {
@@ -10200,6 +11056,265 @@ func (x *PluginStatus) GetVersion() string {
 	return ""
 }
 
+// worktree.ready: the thread's worktree was made, its files copied and its
+// setup run.
+type WorktreeReady struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Copied        []string               `protobuf:"bytes,1,rep,name=copied,proto3" json:"copied,omitempty"`
+	Setup         *SetupResult           `protobuf:"bytes,2,opt,name=setup,proto3" json:"setup,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorktreeReady) Reset() {
+	*x = WorktreeReady{}
+	mi := &file_baton_proto_msgTypes[117]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorktreeReady) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorktreeReady) ProtoMessage() {}
+
+func (x *WorktreeReady) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[117]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorktreeReady.ProtoReflect.Descriptor instead.
+func (*WorktreeReady) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{117}
+}
+
+func (x *WorktreeReady) GetCopied() []string {
+	if x != nil {
+		return x.Copied
+	}
+	return nil
+}
+
+func (x *WorktreeReady) GetSetup() *SetupResult {
+	if x != nil {
+		return x.Setup
+	}
+	return nil
+}
+
+// worktree.failed: the thread's worktree could not be made.
+type WorktreeFailed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Failure       string                 `protobuf:"bytes,1,opt,name=failure,proto3" json:"failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorktreeFailed) Reset() {
+	*x = WorktreeFailed{}
+	mi := &file_baton_proto_msgTypes[118]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorktreeFailed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorktreeFailed) ProtoMessage() {}
+
+func (x *WorktreeFailed) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[118]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorktreeFailed.ProtoReflect.Descriptor instead.
+func (*WorktreeFailed) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{118}
+}
+
+func (x *WorktreeFailed) GetFailure() string {
+	if x != nil {
+		return x.Failure
+	}
+	return ""
+}
+
+// thread.merge_requested: a merge of the thread's branch was asked for.
+type MergeRequested struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MergeId       string                 `protobuf:"bytes,1,opt,name=merge_id,json=mergeId,proto3" json:"merge_id,omitempty"`
+	Into          string                 `protobuf:"bytes,2,opt,name=into,proto3" json:"into,omitempty"`
+	Squash        bool                   `protobuf:"varint,3,opt,name=squash,proto3" json:"squash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeRequested) Reset() {
+	*x = MergeRequested{}
+	mi := &file_baton_proto_msgTypes[119]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeRequested) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeRequested) ProtoMessage() {}
+
+func (x *MergeRequested) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[119]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeRequested.ProtoReflect.Descriptor instead.
+func (*MergeRequested) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{119}
+}
+
+func (x *MergeRequested) GetMergeId() string {
+	if x != nil {
+		return x.MergeId
+	}
+	return ""
+}
+
+func (x *MergeRequested) GetInto() string {
+	if x != nil {
+		return x.Into
+	}
+	return ""
+}
+
+func (x *MergeRequested) GetSquash() bool {
+	if x != nil {
+		return x.Squash
+	}
+	return false
+}
+
+// thread.archived: the thread is put away.
+type ThreadArchived struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DeleteBranch  bool                   `protobuf:"varint,1,opt,name=delete_branch,json=deleteBranch,proto3" json:"delete_branch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ThreadArchived) Reset() {
+	*x = ThreadArchived{}
+	mi := &file_baton_proto_msgTypes[120]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ThreadArchived) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ThreadArchived) ProtoMessage() {}
+
+func (x *ThreadArchived) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[120]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ThreadArchived.ProtoReflect.Descriptor instead.
+func (*ThreadArchived) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{120}
+}
+
+func (x *ThreadArchived) GetDeleteBranch() bool {
+	if x != nil {
+		return x.DeleteBranch
+	}
+	return false
+}
+
+// worktree.removed: the archived thread's worktree is gone (or could not
+// be removed: failure).
+type WorktreeRemoved struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Failure       string                 `protobuf:"bytes,1,opt,name=failure,proto3" json:"failure,omitempty"`
+	BranchDeleted bool                   `protobuf:"varint,2,opt,name=branch_deleted,json=branchDeleted,proto3" json:"branch_deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorktreeRemoved) Reset() {
+	*x = WorktreeRemoved{}
+	mi := &file_baton_proto_msgTypes[121]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorktreeRemoved) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorktreeRemoved) ProtoMessage() {}
+
+func (x *WorktreeRemoved) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[121]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorktreeRemoved.ProtoReflect.Descriptor instead.
+func (*WorktreeRemoved) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{121}
+}
+
+func (x *WorktreeRemoved) GetFailure() string {
+	if x != nil {
+		return x.Failure
+	}
+	return ""
+}
+
+func (x *WorktreeRemoved) GetBranchDeleted() bool {
+	if x != nil {
+		return x.BranchDeleted
+	}
+	return false
+}
+
 var File_baton_proto protoreflect.FileDescriptor
 
 const file_baton_proto_rawDesc = "" +
@@ -10215,7 +11330,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x06run_id\x18\x06 \x01(\tR\x05runId\"7\n" +
 	"\x0fProviderCommand\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x10\n" +
-	"\x03env\x18\x02 \x03(\tR\x03env\"\xba\x02\n" +
+	"\x03env\x18\x02 \x03(\tR\x03env\"\xf1\x02\n" +
 	"\x13CreateThreadRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
@@ -10225,7 +11340,27 @@ const file_baton_proto_rawDesc = "" +
 	"\x05model\x18\x05 \x01(\tR\x05model\x12D\n" +
 	"\x10provider_command\x18\x06 \x01(\v2\x19.baton.v1.ProviderCommandR\x0fproviderCommand\x12'\n" +
 	"\x0fapproval_policy\x18\a \x01(\tR\x0eapprovalPolicy\x124\n" +
-	"\x06policy\x18\b \x01(\v2\x1c.baton.v1.ContinuationPolicyR\x06policy\"\xf1\x01\n" +
+	"\x06policy\x18\b \x01(\v2\x1c.baton.v1.ContinuationPolicyR\x06policy\x125\n" +
+	"\bworktree\x18\t \x01(\v2\x19.baton.v1.WorktreeOptionsR\bworktree\"\x91\x01\n" +
+	"\x0fWorktreeOptions\x12\x16\n" +
+	"\x06branch\x18\x01 \x01(\tR\x06branch\x12\x12\n" +
+	"\x04base\x18\x02 \x01(\tR\x04base\x12\x10\n" +
+	"\x03dir\x18\x03 \x01(\tR\x03dir\x12\x12\n" +
+	"\x04copy\x18\x04 \x03(\tR\x04copy\x12\x14\n" +
+	"\x05setup\x18\x05 \x01(\tR\x05setup\x12\x16\n" +
+	"\x06author\x18\x06 \x01(\tR\x06author\"\x91\x01\n" +
+	"\fMergeRequest\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
+	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x12\n" +
+	"\x04into\x18\x03 \x01(\tR\x04into\x12\x16\n" +
+	"\x06squash\x18\x04 \x01(\bR\x06squash\x12\x19\n" +
+	"\bmerge_id\x18\x05 \x01(\tR\amergeId\"q\n" +
+	"\x0eArchiveRequest\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
+	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12#\n" +
+	"\rdelete_branch\x18\x03 \x01(\bR\fdeleteBranch\"\xf1\x01\n" +
 	"\x12SendMessageRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
@@ -10305,7 +11440,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x06to_run\x18\x03 \x01(\rR\x05toRun\x12\x19\n" +
 	"\bmax_runs\x18\x04 \x01(\rR\amaxRuns\x12%\n" +
 	"\x0emessages_after\x18\x05 \x01(\rR\rmessagesAfter\x12!\n" +
-	"\fmax_messages\x18\x06 \x01(\rR\vmaxMessages\"\xb2\v\n" +
+	"\fmax_messages\x18\x06 \x01(\rR\vmaxMessages\"\xa7\f\n" +
 	"\x06Thread\x121\n" +
 	"\asummary\x18\x01 \x01(\v2\x17.baton.v1.ThreadSummaryR\asummary\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12(\n" +
@@ -10343,8 +11478,53 @@ const file_baton_proto_rawDesc = "" +
 	"\aearlier\x18\x1e \x01(\v2\x11.baton.v1.EarlierR\aearlier\x12\x1e\n" +
 	"\n" +
 	"unattended\x18\x1f \x01(\bR\n" +
-	"unattendedJ\x04\b\x03\x10\x04R\n" +
-	"projection\"\xef\a\n" +
+	"unattended\x12.\n" +
+	"\bworktree\x18  \x01(\v2\x12.baton.v1.WorktreeR\bworktree\x12'\n" +
+	"\x06merges\x18! \x03(\v2\x0f.baton.v1.MergeR\x06merges\x12\x1a\n" +
+	"\barchived\x18\" \x01(\bR\barchivedJ\x04\b\x03\x10\x04R\n" +
+	"projection\"\xbb\x03\n" +
+	"\bWorktree\x12\x1e\n" +
+	"\n" +
+	"repository\x18\x01 \x01(\tR\n" +
+	"repository\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x16\n" +
+	"\x06branch\x18\x03 \x01(\tR\x06branch\x12\x12\n" +
+	"\x04base\x18\x04 \x01(\tR\x04base\x12\x1f\n" +
+	"\vbase_branch\x18\x05 \x01(\tR\n" +
+	"baseBranch\x12\x16\n" +
+	"\x06author\x18\x06 \x01(\tR\x06author\x12\x12\n" +
+	"\x04copy\x18\a \x03(\tR\x04copy\x12\x14\n" +
+	"\x05setup\x18\b \x01(\tR\x05setup\x12\x16\n" +
+	"\x06status\x18\t \x01(\tR\x06status\x12\x18\n" +
+	"\afailure\x18\n" +
+	" \x01(\tR\afailure\x12\x16\n" +
+	"\x06copied\x18\v \x03(\tR\x06copied\x128\n" +
+	"\fsetup_result\x18\f \x01(\v2\x15.baton.v1.SetupResultR\vsetupResult\x12\x12\n" +
+	"\x04head\x18\r \x01(\tR\x04head\x12-\n" +
+	"\acommits\x18\x0e \x03(\v2\x13.baton.v1.RunCommitR\acommits\x12%\n" +
+	"\x0ebranch_deleted\x18\x0f \x01(\bR\rbranchDeleted\"\\\n" +
+	"\vSetupResult\x12\x18\n" +
+	"\acommand\x18\x01 \x01(\tR\acommand\x12\x1b\n" +
+	"\texit_code\x18\x02 \x01(\x05R\bexitCode\x12\x16\n" +
+	"\x06output\x18\x03 \x01(\tR\x06output\"[\n" +
+	"\tRunCommit\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1f\n" +
+	"\vrun_ordinal\x18\x02 \x01(\rR\n" +
+	"runOrdinal\x12\x16\n" +
+	"\x06commit\x18\x03 \x01(\tR\x06commit\"\x87\x02\n" +
+	"\x05Merge\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04into\x18\x02 \x01(\tR\x04into\x12\x16\n" +
+	"\x06squash\x18\x03 \x01(\bR\x06squash\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12\x12\n" +
+	"\x04from\x18\x05 \x01(\tR\x04from\x12\x16\n" +
+	"\x06commit\x18\x06 \x01(\tR\x06commit\x12\x18\n" +
+	"\acommits\x18\a \x03(\tR\acommits\x12\x1c\n" +
+	"\tconflicts\x18\b \x03(\tR\tconflicts\x12\x14\n" +
+	"\x05dirty\x18\t \x03(\tR\x05dirty\x12\x1a\n" +
+	"\bworktree\x18\n" +
+	" \x01(\tR\bworktree\x12\x14\n" +
+	"\x05error\x18\v \x01(\tR\x05error\"\x87\b\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aordinal\x18\x02 \x01(\rR\aordinal\x12\x16\n" +
@@ -10371,7 +11551,8 @@ const file_baton_proto_rawDesc = "" +
 	"\x04stop\x18\x13 \x01(\v2\x11.baton.v1.RunStopR\x04stop\x12B\n" +
 	"\x0fpending_restart\x18\x14 \x03(\v2\x19.baton.v1.SteeringMessageR\x0ependingRestart\x12,\n" +
 	"\x06ending\x18\x15 \x01(\v2\x14.baton.v1.RunOutcomeR\x06ending\x12#\n" +
-	"\rcheckpoint_id\x18\x16 \x01(\tR\fcheckpointId\x12%\n" +
+	"\rcheckpoint_id\x18\x16 \x01(\tR\fcheckpointId\x12\x16\n" +
+	"\x06commit\x18\x1b \x01(\tR\x06commit\x12%\n" +
 	"\x05limit\x18\x17 \x01(\v2\x0f.baton.v1.LimitR\x05limit\x12\x17\n" +
 	"\await_id\x18\x18 \x01(\tR\x06waitId\x12\x14\n" +
 	"\x05waits\x18\x19 \x01(\rR\x05waits\x129\n" +
@@ -10659,7 +11840,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x0emessages_after\x18\x05 \x01(\rR\rmessagesAfter\x12.\n" +
 	"\x13next_messages_after\x18\x06 \x01(\rR\x11nextMessagesAfter\x12\x1a\n" +
 	"\bcomplete\x18\a \x01(\bR\bcomplete\x12\x19\n" +
-	"\bleft_out\x18\b \x01(\tR\aleftOut\"\xd4\x02\n" +
+	"\bleft_out\x18\b \x01(\tR\aleftOut\"\x88\x03\n" +
 	"\rThreadSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x10\n" +
@@ -10674,19 +11855,22 @@ const file_baton_proto_rawDesc = "" +
 	"\x06status\x18\t \x01(\tR\x06status\x12\x19\n" +
 	"\blast_run\x18\n" +
 	" \x01(\tR\alastRun\x12\x1a\n" +
-	"\bsequence\x18\v \x01(\x04R\bsequence\"\x84\x01\n" +
+	"\bsequence\x18\v \x01(\x04R\bsequence\x12\x1a\n" +
+	"\barchived\x18\f \x01(\bR\barchived\x12\x16\n" +
+	"\x06branch\x18\r \x01(\tR\x06branch\"\x96\x01\n" +
 	"\x12ListThreadsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\tR\x06status\x12\x1a\n" +
-	"\bprovider\x18\x04 \x01(\tR\bprovider\"p\n" +
+	"\bprovider\x18\x04 \x01(\tR\bprovider\x12\x10\n" +
+	"\x03all\x18\x05 \x01(\bR\x03all\"p\n" +
 	"\x13ListThreadsResponse\x121\n" +
 	"\athreads\x18\x01 \x03(\v2\x17.baton.v1.ThreadSummaryR\athreads\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"V\n" +
 	"\x10SubscribeRequest\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12%\n" +
-	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\x84\x1e\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xa2!\n" +
 	"\x05Event\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x1b\n" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x12\n" +
@@ -10752,14 +11936,21 @@ const file_baton_proto_rawDesc = "" +
 	"\x13loop_check_recorded\x18; \x01(\v2\x15.baton.v1.CheckResultH\x00R\x11loopCheckRecorded\x124\n" +
 	"\n" +
 	"loop_ended\x18< \x01(\v2\x13.baton.v1.LoopEndedH\x00R\tloopEnded\x12I\n" +
-	"\x11run_queue_resumed\x18= \x01(\v2\x1b.baton.v1.QueuedRunsResumedH\x00R\x0frunQueueResumedB\t\n" +
-	"\apayloadJ\x04\b\x05\x10\x06R\x04data\"\xc2\x01\n" +
+	"\x11run_queue_resumed\x18= \x01(\v2\x1b.baton.v1.QueuedRunsResumedH\x00R\x0frunQueueResumed\x12@\n" +
+	"\x0eworktree_ready\x18> \x01(\v2\x17.baton.v1.WorktreeReadyH\x00R\rworktreeReady\x12C\n" +
+	"\x0fworktree_failed\x18? \x01(\v2\x18.baton.v1.WorktreeFailedH\x00R\x0eworktreeFailed\x12P\n" +
+	"\x16thread_merge_requested\x18@ \x01(\v2\x18.baton.v1.MergeRequestedH\x00R\x14threadMergeRequested\x126\n" +
+	"\rthread_merged\x18A \x01(\v2\x0f.baton.v1.MergeH\x00R\fthreadMerged\x12C\n" +
+	"\x0fthread_archived\x18B \x01(\v2\x18.baton.v1.ThreadArchivedH\x00R\x0ethreadArchived\x12F\n" +
+	"\x10worktree_removed\x18C \x01(\v2\x19.baton.v1.WorktreeRemovedH\x00R\x0fworktreeRemovedB\t\n" +
+	"\apayloadJ\x04\b\x05\x10\x06R\x04data\"\xf2\x01\n" +
 	"\rThreadCreated\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12D\n" +
 	"\x10provider_command\x18\x04 \x01(\v2\x19.baton.v1.ProviderCommandR\x0fproviderCommand\x12'\n" +
-	"\x0fapproval_policy\x18\x05 \x01(\tR\x0eapprovalPolicy\"\x9d\x01\n" +
+	"\x0fapproval_policy\x18\x05 \x01(\tR\x0eapprovalPolicy\x12.\n" +
+	"\bworktree\x18\x06 \x01(\v2\x12.baton.v1.WorktreeR\bworktree\"\x9d\x01\n" +
 	"\fMessageAdded\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x15\n" +
@@ -10966,13 +12157,15 @@ const file_baton_proto_rawDesc = "" +
 	"\vrun_ordinal\x18\x05 \x01(\rR\n" +
 	"runOrdinal\x12\x17\n" +
 	"\abase_id\x18\x06 \x01(\tR\x06baseId\x12\x10\n" +
-	"\x03ref\x18\a \x01(\tR\x03ref\"\xad\x01\n" +
+	"\x03ref\x18\a \x01(\tR\x03ref\"\xf5\x01\n" +
 	"\x12CheckpointRecorded\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\tR\fcheckpointId\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
 	"\x06commit\x18\x03 \x01(\tR\x06commit\x12*\n" +
 	"\x05files\x18\x04 \x03(\v2\x14.baton.v1.FileChangeR\x05files\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xe9\x01\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12#\n" +
+	"\rbranch_commit\x18\x06 \x01(\tR\fbranchCommit\x12!\n" +
+	"\fbranch_error\x18\a \x01(\tR\vbranchError\"\xe9\x01\n" +
 	"\x0fRollbackStarted\x12\x1f\n" +
 	"\vrollback_id\x18\x01 \x01(\tR\n" +
 	"rollbackId\x12#\n" +
@@ -10980,14 +12173,16 @@ const file_baton_proto_rawDesc = "" +
 	"\x12target_run_ordinal\x18\x03 \x01(\rR\x10targetRunOrdinal\x12\x12\n" +
 	"\x04runs\x18\x04 \x03(\tR\x04runs\x12 \n" +
 	"\vcheckpoints\x18\x05 \x03(\tR\vcheckpoints\x12,\n" +
-	"\x06target\x18\x06 \x01(\v2\x14.baton.v1.CheckpointR\x06target\"\xac\x01\n" +
+	"\x06target\x18\x06 \x01(\v2\x14.baton.v1.CheckpointR\x06target\"\xcd\x01\n" +
 	"\x15RollbackFilesRestored\x12\x1f\n" +
 	"\vrollback_id\x18\x01 \x01(\tR\n" +
 	"rollbackId\x12\x18\n" +
 	"\awritten\x18\x02 \x01(\rR\awritten\x12\x18\n" +
 	"\aremoved\x18\x03 \x01(\rR\aremoved\x12\x1b\n" +
 	"\tsaved_ref\x18\x04 \x01(\tR\bsavedRef\x12!\n" +
-	"\fsaved_commit\x18\x05 \x01(\tR\vsavedCommit\"\x9a\x02\n" +
+	"\fsaved_commit\x18\x05 \x01(\tR\vsavedCommit\x12\x1f\n" +
+	"\vbranch_head\x18\x06 \x01(\tR\n" +
+	"branchHead\"\x9a\x02\n" +
 	"\x11RollbackCompleted\x12\x1f\n" +
 	"\vrollback_id\x18\x01 \x01(\tR\n" +
 	"rollbackId\x12&\n" +
@@ -11138,7 +12333,21 @@ const file_baton_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x10\n" +
 	"\x03pid\x18\x03 \x01(\x05R\x03pid\x12\x18\n" +
-	"\aversion\x18\x04 \x01(\tR\aversion2\x8f\a\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\"T\n" +
+	"\rWorktreeReady\x12\x16\n" +
+	"\x06copied\x18\x01 \x03(\tR\x06copied\x12+\n" +
+	"\x05setup\x18\x02 \x01(\v2\x15.baton.v1.SetupResultR\x05setup\"*\n" +
+	"\x0eWorktreeFailed\x12\x18\n" +
+	"\afailure\x18\x01 \x01(\tR\afailure\"W\n" +
+	"\x0eMergeRequested\x12\x19\n" +
+	"\bmerge_id\x18\x01 \x01(\tR\amergeId\x12\x12\n" +
+	"\x04into\x18\x02 \x01(\tR\x04into\x12\x16\n" +
+	"\x06squash\x18\x03 \x01(\bR\x06squash\"5\n" +
+	"\x0eThreadArchived\x12#\n" +
+	"\rdelete_branch\x18\x01 \x01(\bR\fdeleteBranch\"R\n" +
+	"\x0fWorktreeRemoved\x12\x18\n" +
+	"\afailure\x18\x01 \x01(\tR\afailure\x12%\n" +
+	"\x0ebranch_deleted\x18\x02 \x01(\bR\rbranchDeleted2\xfb\a\n" +
 	"\x05Baton\x12@\n" +
 	"\fCreateThread\x12\x1d.baton.v1.CreateThreadRequest\x1a\x11.baton.v1.Receipt\x12>\n" +
 	"\vSendMessage\x12\x1c.baton.v1.SendMessageRequest\x1a\x11.baton.v1.Receipt\x12B\n" +
@@ -11147,7 +12356,9 @@ const file_baton_proto_rawDesc = "" +
 	"\fCancelQueued\x12\x1d.baton.v1.CancelQueuedRequest\x1a\x11.baton.v1.Receipt\x128\n" +
 	"\bRollback\x12\x19.baton.v1.RollbackRequest\x1a\x11.baton.v1.Receipt\x12D\n" +
 	"\x0eSwitchProvider\x12\x1f.baton.v1.SwitchProviderRequest\x1a\x11.baton.v1.Receipt\x12:\n" +
-	"\tSetPolicy\x12\x1a.baton.v1.SetPolicyRequest\x1a\x11.baton.v1.Receipt\x129\n" +
+	"\tSetPolicy\x12\x1a.baton.v1.SetPolicyRequest\x1a\x11.baton.v1.Receipt\x122\n" +
+	"\x05Merge\x12\x16.baton.v1.MergeRequest\x1a\x11.baton.v1.Receipt\x126\n" +
+	"\aArchive\x12\x18.baton.v1.ArchiveRequest\x1a\x11.baton.v1.Receipt\x129\n" +
 	"\tGetThread\x12\x1a.baton.v1.GetThreadRequest\x1a\x10.baton.v1.Thread\x12J\n" +
 	"\vListThreads\x12\x1c.baton.v1.ListThreadsRequest\x1a\x1d.baton.v1.ListThreadsResponse\x12:\n" +
 	"\tSubscribe\x12\x1a.baton.v1.SubscribeRequest\x1a\x0f.baton.v1.Event0\x01\x125\n" +
@@ -11167,320 +12378,349 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 126)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),                // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),        // 1: baton.v1.ProviderCommand
 	(*CreateThreadRequest)(nil),    // 2: baton.v1.CreateThreadRequest
-	(*SendMessageRequest)(nil),     // 3: baton.v1.SendMessageRequest
-	(*AnswerRequestRequest)(nil),   // 4: baton.v1.AnswerRequestRequest
-	(*InterruptRequest)(nil),       // 5: baton.v1.InterruptRequest
-	(*CancelQueuedRequest)(nil),    // 6: baton.v1.CancelQueuedRequest
-	(*RollbackRequest)(nil),        // 7: baton.v1.RollbackRequest
-	(*SwitchProviderRequest)(nil),  // 8: baton.v1.SwitchProviderRequest
-	(*ContinuationPolicy)(nil),     // 9: baton.v1.ContinuationPolicy
-	(*SetPolicyRequest)(nil),       // 10: baton.v1.SetPolicyRequest
-	(*GetThreadRequest)(nil),       // 11: baton.v1.GetThreadRequest
-	(*Thread)(nil),                 // 12: baton.v1.Thread
-	(*Run)(nil),                    // 13: baton.v1.Run
-	(*RunStop)(nil),                // 14: baton.v1.RunStop
-	(*RunOutcome)(nil),             // 15: baton.v1.RunOutcome
-	(*SteeringMessage)(nil),        // 16: baton.v1.SteeringMessage
-	(*Attempt)(nil),                // 17: baton.v1.Attempt
-	(*Node)(nil),                   // 18: baton.v1.Node
-	(*Message)(nil),                // 19: baton.v1.Message
-	(*TurnItem)(nil),               // 20: baton.v1.TurnItem
-	(*ProviderSession)(nil),        // 21: baton.v1.ProviderSession
-	(*ProviderThread)(nil),         // 22: baton.v1.ProviderThread
-	(*ProviderTurn)(nil),           // 23: baton.v1.ProviderTurn
-	(*RuntimeRequest)(nil),         // 24: baton.v1.RuntimeRequest
-	(*RequestOption)(nil),          // 25: baton.v1.RequestOption
-	(*Diagnostic)(nil),             // 26: baton.v1.Diagnostic
-	(*Failure)(nil),                // 27: baton.v1.Failure
-	(*Usage)(nil),                  // 28: baton.v1.Usage
-	(*RateLimit)(nil),              // 29: baton.v1.RateLimit
-	(*Limit)(nil),                  // 30: baton.v1.Limit
-	(*CheckpointScope)(nil),        // 31: baton.v1.CheckpointScope
-	(*Checkpoint)(nil),             // 32: baton.v1.Checkpoint
-	(*Rollback)(nil),               // 33: baton.v1.Rollback
-	(*ContextHandoff)(nil),         // 34: baton.v1.ContextHandoff
-	(*HandoffRun)(nil),             // 35: baton.v1.HandoffRun
-	(*ProviderBinding)(nil),        // 36: baton.v1.ProviderBinding
-	(*Loop)(nil),                   // 37: baton.v1.Loop
-	(*Wait)(nil),                   // 38: baton.v1.Wait
-	(*CheckResult)(nil),            // 39: baton.v1.CheckResult
-	(*Earlier)(nil),                // 40: baton.v1.Earlier
-	(*EarlierRollback)(nil),        // 41: baton.v1.EarlierRollback
-	(*ThreadPage)(nil),             // 42: baton.v1.ThreadPage
-	(*ThreadSummary)(nil),          // 43: baton.v1.ThreadSummary
-	(*ListThreadsRequest)(nil),     // 44: baton.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),    // 45: baton.v1.ListThreadsResponse
-	(*SubscribeRequest)(nil),       // 46: baton.v1.SubscribeRequest
-	(*Event)(nil),                  // 47: baton.v1.Event
-	(*ThreadCreated)(nil),          // 48: baton.v1.ThreadCreated
-	(*MessageAdded)(nil),           // 49: baton.v1.MessageAdded
-	(*MessageDelta)(nil),           // 50: baton.v1.MessageDelta
-	(*MessageCompleted)(nil),       // 51: baton.v1.MessageCompleted
-	(*RunQueued)(nil),              // 52: baton.v1.RunQueued
-	(*RunStarted)(nil),             // 53: baton.v1.RunStarted
-	(*AttemptStarted)(nil),         // 54: baton.v1.AttemptStarted
-	(*NodeStarted)(nil),            // 55: baton.v1.NodeStarted
-	(*NodeUpdated)(nil),            // 56: baton.v1.NodeUpdated
-	(*NodeDelta)(nil),              // 57: baton.v1.NodeDelta
-	(*NodeCompleted)(nil),          // 58: baton.v1.NodeCompleted
-	(*SessionOpened)(nil),          // 59: baton.v1.SessionOpened
-	(*SessionEnded)(nil),           // 60: baton.v1.SessionEnded
-	(*ProviderThreadBound)(nil),    // 61: baton.v1.ProviderThreadBound
-	(*ProviderTurnBound)(nil),      // 62: baton.v1.ProviderTurnBound
-	(*RequestOpened)(nil),          // 63: baton.v1.RequestOpened
-	(*RequestResolved)(nil),        // 64: baton.v1.RequestResolved
-	(*UsageReported)(nil),          // 65: baton.v1.UsageReported
-	(*RunEnded)(nil),               // 66: baton.v1.RunEnded
-	(*DiagnosticRecorded)(nil),     // 67: baton.v1.DiagnosticRecorded
-	(*RunSteered)(nil),             // 68: baton.v1.RunSteered
-	(*RestartRequested)(nil),       // 69: baton.v1.RestartRequested
-	(*InterruptRequested)(nil),     // 70: baton.v1.InterruptRequested
-	(*StopForced)(nil),             // 71: baton.v1.StopForced
-	(*TurnStalled)(nil),            // 72: baton.v1.TurnStalled
-	(*AttemptEnded)(nil),           // 73: baton.v1.AttemptEnded
-	(*RequestAnswered)(nil),        // 74: baton.v1.RequestAnswered
-	(*EffectCancelled)(nil),        // 75: baton.v1.EffectCancelled
-	(*AttemptDispatched)(nil),      // 76: baton.v1.AttemptDispatched
-	(*RequestAnswerFailed)(nil),    // 77: baton.v1.RequestAnswerFailed
-	(*RunCompleting)(nil),          // 78: baton.v1.RunCompleting
-	(*CheckpointScopeOpened)(nil),  // 79: baton.v1.CheckpointScopeOpened
-	(*CheckpointRequested)(nil),    // 80: baton.v1.CheckpointRequested
-	(*CheckpointRecorded)(nil),     // 81: baton.v1.CheckpointRecorded
-	(*RollbackStarted)(nil),        // 82: baton.v1.RollbackStarted
-	(*RollbackFilesRestored)(nil),  // 83: baton.v1.RollbackFilesRestored
-	(*RollbackCompleted)(nil),      // 84: baton.v1.RollbackCompleted
-	(*RollbackFailed)(nil),         // 85: baton.v1.RollbackFailed
-	(*HandoffCreated)(nil),         // 86: baton.v1.HandoffCreated
-	(*HandoffConsumed)(nil),        // 87: baton.v1.HandoffConsumed
-	(*HandoffSuperseded)(nil),      // 88: baton.v1.HandoffSuperseded
-	(*ProviderSwitched)(nil),       // 89: baton.v1.ProviderSwitched
-	(*ProviderThreadDetached)(nil), // 90: baton.v1.ProviderThreadDetached
-	(*PolicySet)(nil),              // 91: baton.v1.PolicySet
-	(*LimitReached)(nil),           // 92: baton.v1.LimitReached
-	(*WaitEnded)(nil),              // 93: baton.v1.WaitEnded
-	(*CheckRequested)(nil),         // 94: baton.v1.CheckRequested
-	(*LoopEnded)(nil),              // 95: baton.v1.LoopEnded
-	(*QueuedRunsResumed)(nil),      // 96: baton.v1.QueuedRunsResumed
-	(*QueuedRun)(nil),              // 97: baton.v1.QueuedRun
-	(*DiffRequest)(nil),            // 98: baton.v1.DiffRequest
-	(*FileChange)(nil),             // 99: baton.v1.FileChange
-	(*DiffResponse)(nil),           // 100: baton.v1.DiffResponse
-	(*ListPluginsRequest)(nil),     // 101: baton.v1.ListPluginsRequest
-	(*Capabilities)(nil),           // 102: baton.v1.Capabilities
-	(*Plugin)(nil),                 // 103: baton.v1.Plugin
-	(*ListPluginsResponse)(nil),    // 104: baton.v1.ListPluginsResponse
-	(*GetStatusRequest)(nil),       // 105: baton.v1.GetStatusRequest
-	(*ServiceStatus)(nil),          // 106: baton.v1.ServiceStatus
-	(*RuntimeStats)(nil),           // 107: baton.v1.RuntimeStats
-	(*Listener)(nil),               // 108: baton.v1.Listener
-	(*PluginStatus)(nil),           // 109: baton.v1.PluginStatus
-	nil,                            // 110: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                            // 111: baton.v1.RuntimeRequest.AnswersEntry
-	nil,                            // 112: baton.v1.RequestAnswered.AnswersEntry
-	nil,                            // 113: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil),  // 114: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),    // 115: google.protobuf.Duration
+	(*WorktreeOptions)(nil),        // 3: baton.v1.WorktreeOptions
+	(*MergeRequest)(nil),           // 4: baton.v1.MergeRequest
+	(*ArchiveRequest)(nil),         // 5: baton.v1.ArchiveRequest
+	(*SendMessageRequest)(nil),     // 6: baton.v1.SendMessageRequest
+	(*AnswerRequestRequest)(nil),   // 7: baton.v1.AnswerRequestRequest
+	(*InterruptRequest)(nil),       // 8: baton.v1.InterruptRequest
+	(*CancelQueuedRequest)(nil),    // 9: baton.v1.CancelQueuedRequest
+	(*RollbackRequest)(nil),        // 10: baton.v1.RollbackRequest
+	(*SwitchProviderRequest)(nil),  // 11: baton.v1.SwitchProviderRequest
+	(*ContinuationPolicy)(nil),     // 12: baton.v1.ContinuationPolicy
+	(*SetPolicyRequest)(nil),       // 13: baton.v1.SetPolicyRequest
+	(*GetThreadRequest)(nil),       // 14: baton.v1.GetThreadRequest
+	(*Thread)(nil),                 // 15: baton.v1.Thread
+	(*Worktree)(nil),               // 16: baton.v1.Worktree
+	(*SetupResult)(nil),            // 17: baton.v1.SetupResult
+	(*RunCommit)(nil),              // 18: baton.v1.RunCommit
+	(*Merge)(nil),                  // 19: baton.v1.Merge
+	(*Run)(nil),                    // 20: baton.v1.Run
+	(*RunStop)(nil),                // 21: baton.v1.RunStop
+	(*RunOutcome)(nil),             // 22: baton.v1.RunOutcome
+	(*SteeringMessage)(nil),        // 23: baton.v1.SteeringMessage
+	(*Attempt)(nil),                // 24: baton.v1.Attempt
+	(*Node)(nil),                   // 25: baton.v1.Node
+	(*Message)(nil),                // 26: baton.v1.Message
+	(*TurnItem)(nil),               // 27: baton.v1.TurnItem
+	(*ProviderSession)(nil),        // 28: baton.v1.ProviderSession
+	(*ProviderThread)(nil),         // 29: baton.v1.ProviderThread
+	(*ProviderTurn)(nil),           // 30: baton.v1.ProviderTurn
+	(*RuntimeRequest)(nil),         // 31: baton.v1.RuntimeRequest
+	(*RequestOption)(nil),          // 32: baton.v1.RequestOption
+	(*Diagnostic)(nil),             // 33: baton.v1.Diagnostic
+	(*Failure)(nil),                // 34: baton.v1.Failure
+	(*Usage)(nil),                  // 35: baton.v1.Usage
+	(*RateLimit)(nil),              // 36: baton.v1.RateLimit
+	(*Limit)(nil),                  // 37: baton.v1.Limit
+	(*CheckpointScope)(nil),        // 38: baton.v1.CheckpointScope
+	(*Checkpoint)(nil),             // 39: baton.v1.Checkpoint
+	(*Rollback)(nil),               // 40: baton.v1.Rollback
+	(*ContextHandoff)(nil),         // 41: baton.v1.ContextHandoff
+	(*HandoffRun)(nil),             // 42: baton.v1.HandoffRun
+	(*ProviderBinding)(nil),        // 43: baton.v1.ProviderBinding
+	(*Loop)(nil),                   // 44: baton.v1.Loop
+	(*Wait)(nil),                   // 45: baton.v1.Wait
+	(*CheckResult)(nil),            // 46: baton.v1.CheckResult
+	(*Earlier)(nil),                // 47: baton.v1.Earlier
+	(*EarlierRollback)(nil),        // 48: baton.v1.EarlierRollback
+	(*ThreadPage)(nil),             // 49: baton.v1.ThreadPage
+	(*ThreadSummary)(nil),          // 50: baton.v1.ThreadSummary
+	(*ListThreadsRequest)(nil),     // 51: baton.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),    // 52: baton.v1.ListThreadsResponse
+	(*SubscribeRequest)(nil),       // 53: baton.v1.SubscribeRequest
+	(*Event)(nil),                  // 54: baton.v1.Event
+	(*ThreadCreated)(nil),          // 55: baton.v1.ThreadCreated
+	(*MessageAdded)(nil),           // 56: baton.v1.MessageAdded
+	(*MessageDelta)(nil),           // 57: baton.v1.MessageDelta
+	(*MessageCompleted)(nil),       // 58: baton.v1.MessageCompleted
+	(*RunQueued)(nil),              // 59: baton.v1.RunQueued
+	(*RunStarted)(nil),             // 60: baton.v1.RunStarted
+	(*AttemptStarted)(nil),         // 61: baton.v1.AttemptStarted
+	(*NodeStarted)(nil),            // 62: baton.v1.NodeStarted
+	(*NodeUpdated)(nil),            // 63: baton.v1.NodeUpdated
+	(*NodeDelta)(nil),              // 64: baton.v1.NodeDelta
+	(*NodeCompleted)(nil),          // 65: baton.v1.NodeCompleted
+	(*SessionOpened)(nil),          // 66: baton.v1.SessionOpened
+	(*SessionEnded)(nil),           // 67: baton.v1.SessionEnded
+	(*ProviderThreadBound)(nil),    // 68: baton.v1.ProviderThreadBound
+	(*ProviderTurnBound)(nil),      // 69: baton.v1.ProviderTurnBound
+	(*RequestOpened)(nil),          // 70: baton.v1.RequestOpened
+	(*RequestResolved)(nil),        // 71: baton.v1.RequestResolved
+	(*UsageReported)(nil),          // 72: baton.v1.UsageReported
+	(*RunEnded)(nil),               // 73: baton.v1.RunEnded
+	(*DiagnosticRecorded)(nil),     // 74: baton.v1.DiagnosticRecorded
+	(*RunSteered)(nil),             // 75: baton.v1.RunSteered
+	(*RestartRequested)(nil),       // 76: baton.v1.RestartRequested
+	(*InterruptRequested)(nil),     // 77: baton.v1.InterruptRequested
+	(*StopForced)(nil),             // 78: baton.v1.StopForced
+	(*TurnStalled)(nil),            // 79: baton.v1.TurnStalled
+	(*AttemptEnded)(nil),           // 80: baton.v1.AttemptEnded
+	(*RequestAnswered)(nil),        // 81: baton.v1.RequestAnswered
+	(*EffectCancelled)(nil),        // 82: baton.v1.EffectCancelled
+	(*AttemptDispatched)(nil),      // 83: baton.v1.AttemptDispatched
+	(*RequestAnswerFailed)(nil),    // 84: baton.v1.RequestAnswerFailed
+	(*RunCompleting)(nil),          // 85: baton.v1.RunCompleting
+	(*CheckpointScopeOpened)(nil),  // 86: baton.v1.CheckpointScopeOpened
+	(*CheckpointRequested)(nil),    // 87: baton.v1.CheckpointRequested
+	(*CheckpointRecorded)(nil),     // 88: baton.v1.CheckpointRecorded
+	(*RollbackStarted)(nil),        // 89: baton.v1.RollbackStarted
+	(*RollbackFilesRestored)(nil),  // 90: baton.v1.RollbackFilesRestored
+	(*RollbackCompleted)(nil),      // 91: baton.v1.RollbackCompleted
+	(*RollbackFailed)(nil),         // 92: baton.v1.RollbackFailed
+	(*HandoffCreated)(nil),         // 93: baton.v1.HandoffCreated
+	(*HandoffConsumed)(nil),        // 94: baton.v1.HandoffConsumed
+	(*HandoffSuperseded)(nil),      // 95: baton.v1.HandoffSuperseded
+	(*ProviderSwitched)(nil),       // 96: baton.v1.ProviderSwitched
+	(*ProviderThreadDetached)(nil), // 97: baton.v1.ProviderThreadDetached
+	(*PolicySet)(nil),              // 98: baton.v1.PolicySet
+	(*LimitReached)(nil),           // 99: baton.v1.LimitReached
+	(*WaitEnded)(nil),              // 100: baton.v1.WaitEnded
+	(*CheckRequested)(nil),         // 101: baton.v1.CheckRequested
+	(*LoopEnded)(nil),              // 102: baton.v1.LoopEnded
+	(*QueuedRunsResumed)(nil),      // 103: baton.v1.QueuedRunsResumed
+	(*QueuedRun)(nil),              // 104: baton.v1.QueuedRun
+	(*DiffRequest)(nil),            // 105: baton.v1.DiffRequest
+	(*FileChange)(nil),             // 106: baton.v1.FileChange
+	(*DiffResponse)(nil),           // 107: baton.v1.DiffResponse
+	(*ListPluginsRequest)(nil),     // 108: baton.v1.ListPluginsRequest
+	(*Capabilities)(nil),           // 109: baton.v1.Capabilities
+	(*Plugin)(nil),                 // 110: baton.v1.Plugin
+	(*ListPluginsResponse)(nil),    // 111: baton.v1.ListPluginsResponse
+	(*GetStatusRequest)(nil),       // 112: baton.v1.GetStatusRequest
+	(*ServiceStatus)(nil),          // 113: baton.v1.ServiceStatus
+	(*RuntimeStats)(nil),           // 114: baton.v1.RuntimeStats
+	(*Listener)(nil),               // 115: baton.v1.Listener
+	(*PluginStatus)(nil),           // 116: baton.v1.PluginStatus
+	(*WorktreeReady)(nil),          // 117: baton.v1.WorktreeReady
+	(*WorktreeFailed)(nil),         // 118: baton.v1.WorktreeFailed
+	(*MergeRequested)(nil),         // 119: baton.v1.MergeRequested
+	(*ThreadArchived)(nil),         // 120: baton.v1.ThreadArchived
+	(*WorktreeRemoved)(nil),        // 121: baton.v1.WorktreeRemoved
+	nil,                            // 122: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                            // 123: baton.v1.RuntimeRequest.AnswersEntry
+	nil,                            // 124: baton.v1.RequestAnswered.AnswersEntry
+	nil,                            // 125: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil),  // 126: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),    // 127: google.protobuf.Duration
 }
 var file_baton_proto_depIdxs = []int32{
-	114, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	126, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,   // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
-	9,   // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	9,   // 3: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	110, // 4: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
-	1,   // 5: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
-	1,   // 6: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
-	115, // 7: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
-	115, // 8: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
-	115, // 9: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
-	115, // 10: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
-	115, // 11: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
-	9,   // 12: baton.v1.ContinuationPolicy.applied:type_name -> baton.v1.ContinuationPolicy
-	9,   // 13: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	43,  // 14: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
-	42,  // 15: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
-	1,   // 16: baton.v1.Thread.provider_command:type_name -> baton.v1.ProviderCommand
-	114, // 17: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
-	114, // 18: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
-	13,  // 19: baton.v1.Thread.runs:type_name -> baton.v1.Run
-	19,  // 20: baton.v1.Thread.messages:type_name -> baton.v1.Message
-	20,  // 21: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
-	21,  // 22: baton.v1.Thread.provider_sessions:type_name -> baton.v1.ProviderSession
-	22,  // 23: baton.v1.Thread.provider_threads:type_name -> baton.v1.ProviderThread
-	23,  // 24: baton.v1.Thread.provider_turns:type_name -> baton.v1.ProviderTurn
-	24,  // 25: baton.v1.Thread.requests:type_name -> baton.v1.RuntimeRequest
-	26,  // 26: baton.v1.Thread.diagnostics:type_name -> baton.v1.Diagnostic
-	29,  // 27: baton.v1.Thread.rate_limits:type_name -> baton.v1.RateLimit
-	31,  // 28: baton.v1.Thread.checkpoint_scopes:type_name -> baton.v1.CheckpointScope
-	32,  // 29: baton.v1.Thread.checkpoints:type_name -> baton.v1.Checkpoint
-	33,  // 30: baton.v1.Thread.rollbacks:type_name -> baton.v1.Rollback
-	34,  // 31: baton.v1.Thread.handoffs:type_name -> baton.v1.ContextHandoff
-	36,  // 32: baton.v1.Thread.provider_bindings:type_name -> baton.v1.ProviderBinding
-	37,  // 33: baton.v1.Thread.loop:type_name -> baton.v1.Loop
-	40,  // 34: baton.v1.Thread.earlier:type_name -> baton.v1.Earlier
-	114, // 35: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
-	114, // 36: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	114, // 37: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
-	17,  // 38: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
-	18,  // 39: baton.v1.Run.nodes:type_name -> baton.v1.Node
-	27,  // 40: baton.v1.Run.failure:type_name -> baton.v1.Failure
-	28,  // 41: baton.v1.Run.usage:type_name -> baton.v1.Usage
-	14,  // 42: baton.v1.Run.stop:type_name -> baton.v1.RunStop
-	16,  // 43: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
-	15,  // 44: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
-	30,  // 45: baton.v1.Run.limit:type_name -> baton.v1.Limit
-	114, // 46: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
-	114, // 47: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
-	115, // 48: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
-	27,  // 49: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
-	114, // 50: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	114, // 51: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	28,  // 52: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
-	114, // 53: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
-	114, // 54: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
-	25,  // 55: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
-	111, // 56: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
-	114, // 57: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
-	114, // 58: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
-	114, // 59: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
-	99,  // 60: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
-	114, // 61: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
-	114, // 62: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
-	27,  // 63: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
-	114, // 64: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
-	114, // 65: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
-	35,  // 66: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
-	1,   // 67: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
-	9,   // 68: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
-	114, // 69: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
-	38,  // 70: baton.v1.Loop.wait:type_name -> baton.v1.Wait
-	38,  // 71: baton.v1.Loop.return:type_name -> baton.v1.Wait
-	39,  // 72: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
-	30,  // 73: baton.v1.Wait.limit:type_name -> baton.v1.Limit
-	114, // 74: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
-	114, // 75: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
-	114, // 76: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
-	114, // 77: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
-	41,  // 78: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
-	114, // 79: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	114, // 80: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	43,  // 81: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	114, // 82: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	48,  // 83: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
-	49,  // 84: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
-	50,  // 85: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
-	51,  // 86: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
-	52,  // 87: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
-	53,  // 88: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
-	54,  // 89: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
-	55,  // 90: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
-	56,  // 91: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
-	57,  // 92: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
-	58,  // 93: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
-	59,  // 94: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
-	60,  // 95: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
-	61,  // 96: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
-	62,  // 97: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
-	63,  // 98: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
-	64,  // 99: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
-	65,  // 100: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
-	66,  // 101: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
-	67,  // 102: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
-	68,  // 103: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
-	69,  // 104: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
-	70,  // 105: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
-	71,  // 106: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
-	72,  // 107: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
-	73,  // 108: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
-	74,  // 109: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
-	75,  // 110: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
-	76,  // 111: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
-	77,  // 112: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
-	29,  // 113: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
-	78,  // 114: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
-	79,  // 115: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
-	80,  // 116: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
-	81,  // 117: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
-	82,  // 118: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
-	83,  // 119: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
-	84,  // 120: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
-	85,  // 121: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
-	86,  // 122: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
-	87,  // 123: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
-	88,  // 124: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
-	89,  // 125: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
-	90,  // 126: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
-	91,  // 127: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
-	92,  // 128: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
-	38,  // 129: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
-	93,  // 130: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
-	94,  // 131: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
-	39,  // 132: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
-	95,  // 133: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
-	96,  // 134: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
-	1,   // 135: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
-	25,  // 136: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
-	28,  // 137: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
-	27,  // 138: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
-	115, // 139: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
-	114, // 140: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
-	112, // 141: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
-	15,  // 142: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
-	99,  // 143: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
-	32,  // 144: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
-	27,  // 145: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
-	35,  // 146: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
-	1,   // 147: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
-	9,   // 148: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
-	30,  // 149: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
-	97,  // 150: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
-	99,  // 151: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
-	102, // 152: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	113, // 153: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
-	103, // 154: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	114, // 155: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
-	115, // 156: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
-	108, // 157: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
-	43,  // 158: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
-	109, // 159: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
-	107, // 160: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
-	2,   // 161: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	3,   // 162: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	4,   // 163: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	5,   // 164: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	6,   // 165: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
-	7,   // 166: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	8,   // 167: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	10,  // 168: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	11,  // 169: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	44,  // 170: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	46,  // 171: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	98,  // 172: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	101, // 173: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	105, // 174: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
-	0,   // 175: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,   // 176: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,   // 177: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,   // 178: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,   // 179: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
-	0,   // 180: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,   // 181: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,   // 182: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	12,  // 183: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	45,  // 184: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	47,  // 185: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	100, // 186: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	104, // 187: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	106, // 188: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
-	175, // [175:189] is the sub-list for method output_type
-	161, // [161:175] is the sub-list for method input_type
-	161, // [161:161] is the sub-list for extension type_name
-	161, // [161:161] is the sub-list for extension extendee
-	0,   // [0:161] is the sub-list for field type_name
+	12,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
+	3,   // 3: baton.v1.CreateThreadRequest.worktree:type_name -> baton.v1.WorktreeOptions
+	12,  // 4: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
+	122, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	1,   // 6: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
+	1,   // 7: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
+	127, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	127, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	127, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	127, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	127, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	12,  // 13: baton.v1.ContinuationPolicy.applied:type_name -> baton.v1.ContinuationPolicy
+	12,  // 14: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
+	50,  // 15: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
+	49,  // 16: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
+	1,   // 17: baton.v1.Thread.provider_command:type_name -> baton.v1.ProviderCommand
+	126, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
+	126, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
+	20,  // 20: baton.v1.Thread.runs:type_name -> baton.v1.Run
+	26,  // 21: baton.v1.Thread.messages:type_name -> baton.v1.Message
+	27,  // 22: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
+	28,  // 23: baton.v1.Thread.provider_sessions:type_name -> baton.v1.ProviderSession
+	29,  // 24: baton.v1.Thread.provider_threads:type_name -> baton.v1.ProviderThread
+	30,  // 25: baton.v1.Thread.provider_turns:type_name -> baton.v1.ProviderTurn
+	31,  // 26: baton.v1.Thread.requests:type_name -> baton.v1.RuntimeRequest
+	33,  // 27: baton.v1.Thread.diagnostics:type_name -> baton.v1.Diagnostic
+	36,  // 28: baton.v1.Thread.rate_limits:type_name -> baton.v1.RateLimit
+	38,  // 29: baton.v1.Thread.checkpoint_scopes:type_name -> baton.v1.CheckpointScope
+	39,  // 30: baton.v1.Thread.checkpoints:type_name -> baton.v1.Checkpoint
+	40,  // 31: baton.v1.Thread.rollbacks:type_name -> baton.v1.Rollback
+	41,  // 32: baton.v1.Thread.handoffs:type_name -> baton.v1.ContextHandoff
+	43,  // 33: baton.v1.Thread.provider_bindings:type_name -> baton.v1.ProviderBinding
+	44,  // 34: baton.v1.Thread.loop:type_name -> baton.v1.Loop
+	47,  // 35: baton.v1.Thread.earlier:type_name -> baton.v1.Earlier
+	16,  // 36: baton.v1.Thread.worktree:type_name -> baton.v1.Worktree
+	19,  // 37: baton.v1.Thread.merges:type_name -> baton.v1.Merge
+	17,  // 38: baton.v1.Worktree.setup_result:type_name -> baton.v1.SetupResult
+	18,  // 39: baton.v1.Worktree.commits:type_name -> baton.v1.RunCommit
+	126, // 40: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
+	126, // 41: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	126, // 42: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	24,  // 43: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
+	25,  // 44: baton.v1.Run.nodes:type_name -> baton.v1.Node
+	34,  // 45: baton.v1.Run.failure:type_name -> baton.v1.Failure
+	35,  // 46: baton.v1.Run.usage:type_name -> baton.v1.Usage
+	21,  // 47: baton.v1.Run.stop:type_name -> baton.v1.RunStop
+	23,  // 48: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
+	22,  // 49: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
+	37,  // 50: baton.v1.Run.limit:type_name -> baton.v1.Limit
+	126, // 51: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
+	126, // 52: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
+	127, // 53: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
+	34,  // 54: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
+	126, // 55: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	126, // 56: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	35,  // 57: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
+	126, // 58: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
+	126, // 59: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
+	32,  // 60: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
+	123, // 61: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
+	126, // 62: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
+	126, // 63: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	126, // 64: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
+	106, // 65: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
+	126, // 66: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
+	126, // 67: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
+	34,  // 68: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
+	126, // 69: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
+	126, // 70: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
+	42,  // 71: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
+	1,   // 72: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
+	12,  // 73: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
+	126, // 74: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
+	45,  // 75: baton.v1.Loop.wait:type_name -> baton.v1.Wait
+	45,  // 76: baton.v1.Loop.return:type_name -> baton.v1.Wait
+	46,  // 77: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
+	37,  // 78: baton.v1.Wait.limit:type_name -> baton.v1.Limit
+	126, // 79: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
+	126, // 80: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
+	126, // 81: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
+	126, // 82: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
+	48,  // 83: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
+	126, // 84: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	126, // 85: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	50,  // 86: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
+	126, // 87: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	55,  // 88: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
+	56,  // 89: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
+	57,  // 90: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
+	58,  // 91: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
+	59,  // 92: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
+	60,  // 93: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
+	61,  // 94: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
+	62,  // 95: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
+	63,  // 96: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
+	64,  // 97: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
+	65,  // 98: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
+	66,  // 99: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
+	67,  // 100: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
+	68,  // 101: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
+	69,  // 102: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
+	70,  // 103: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
+	71,  // 104: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
+	72,  // 105: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
+	73,  // 106: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
+	74,  // 107: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
+	75,  // 108: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
+	76,  // 109: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
+	77,  // 110: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
+	78,  // 111: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
+	79,  // 112: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
+	80,  // 113: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
+	81,  // 114: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
+	82,  // 115: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
+	83,  // 116: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
+	84,  // 117: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
+	36,  // 118: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
+	85,  // 119: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
+	86,  // 120: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
+	87,  // 121: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
+	88,  // 122: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
+	89,  // 123: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
+	90,  // 124: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
+	91,  // 125: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
+	92,  // 126: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
+	93,  // 127: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
+	94,  // 128: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
+	95,  // 129: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
+	96,  // 130: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
+	97,  // 131: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
+	98,  // 132: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
+	99,  // 133: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
+	45,  // 134: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
+	100, // 135: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
+	101, // 136: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
+	46,  // 137: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
+	102, // 138: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
+	103, // 139: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
+	117, // 140: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
+	118, // 141: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
+	119, // 142: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
+	19,  // 143: baton.v1.Event.thread_merged:type_name -> baton.v1.Merge
+	120, // 144: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
+	121, // 145: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
+	1,   // 146: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
+	16,  // 147: baton.v1.ThreadCreated.worktree:type_name -> baton.v1.Worktree
+	32,  // 148: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
+	35,  // 149: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
+	34,  // 150: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
+	127, // 151: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
+	126, // 152: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
+	124, // 153: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
+	22,  // 154: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
+	106, // 155: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
+	39,  // 156: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
+	34,  // 157: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
+	42,  // 158: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
+	1,   // 159: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
+	12,  // 160: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
+	37,  // 161: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
+	104, // 162: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
+	106, // 163: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
+	109, // 164: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
+	125, // 165: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	110, // 166: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
+	126, // 167: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
+	127, // 168: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
+	115, // 169: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
+	50,  // 170: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
+	116, // 171: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
+	114, // 172: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
+	17,  // 173: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
+	2,   // 174: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	6,   // 175: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	7,   // 176: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	8,   // 177: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	9,   // 178: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	10,  // 179: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	11,  // 180: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	13,  // 181: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	4,   // 182: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
+	5,   // 183: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
+	14,  // 184: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	51,  // 185: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	53,  // 186: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	105, // 187: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	108, // 188: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	112, // 189: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
+	0,   // 190: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,   // 191: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,   // 192: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,   // 193: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,   // 194: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,   // 195: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,   // 196: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,   // 197: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	0,   // 198: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
+	0,   // 199: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
+	15,  // 200: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	52,  // 201: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	54,  // 202: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	107, // 203: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	111, // 204: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	113, // 205: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
+	190, // [190:206] is the sub-list for method output_type
+	174, // [174:190] is the sub-list for method input_type
+	174, // [174:174] is the sub-list for extension type_name
+	174, // [174:174] is the sub-list for extension extendee
+	0,   // [0:174] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -11488,7 +12728,7 @@ func file_baton_proto_init() {
 	if File_baton_proto != nil {
 		return
 	}
-	file_baton_proto_msgTypes[47].OneofWrappers = []any{
+	file_baton_proto_msgTypes[54].OneofWrappers = []any{
 		(*Event_ThreadCreated)(nil),
 		(*Event_MessageAdded)(nil),
 		(*Event_MessageDelta)(nil),
@@ -11541,15 +12781,21 @@ func file_baton_proto_init() {
 		(*Event_LoopCheckRecorded)(nil),
 		(*Event_LoopEnded)(nil),
 		(*Event_RunQueueResumed)(nil),
+		(*Event_WorktreeReady)(nil),
+		(*Event_WorktreeFailed)(nil),
+		(*Event_ThreadMergeRequested)(nil),
+		(*Event_ThreadMerged)(nil),
+		(*Event_ThreadArchived)(nil),
+		(*Event_WorktreeRemoved)(nil),
 	}
-	file_baton_proto_msgTypes[84].OneofWrappers = []any{}
+	file_baton_proto_msgTypes[91].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   114,
+			NumMessages:   126,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

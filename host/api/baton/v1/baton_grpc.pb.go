@@ -45,6 +45,8 @@ const (
 	Baton_Rollback_FullMethodName       = "/baton.v1.Baton/Rollback"
 	Baton_SwitchProvider_FullMethodName = "/baton.v1.Baton/SwitchProvider"
 	Baton_SetPolicy_FullMethodName      = "/baton.v1.Baton/SetPolicy"
+	Baton_Merge_FullMethodName          = "/baton.v1.Baton/Merge"
+	Baton_Archive_FullMethodName        = "/baton.v1.Baton/Archive"
 	Baton_GetThread_FullMethodName      = "/baton.v1.Baton/GetThread"
 	Baton_ListThreads_FullMethodName    = "/baton.v1.Baton/ListThreads"
 	Baton_Subscribe_FullMethodName      = "/baton.v1.Baton/Subscribe"
@@ -101,6 +103,13 @@ type BatonClient interface {
 	// GetThread returns a thread's projection and the sequence it shows: as
 	// the service holds it (what is live and the newest runs), or a page of
 	// its runs (GetThreadRequest).
+	// Merge brings a worktree thread's branch into another branch (the
+	// branch its base came from by default): the thread's merges say how it
+	// came out (thread.merged).
+	Merge(ctx context.Context, in *MergeRequest, opts ...grpc.CallOption) (*Receipt, error)
+	// Archive puts a thread away: it takes no more messages, and its
+	// worktree (if it has one) is removed, its branch kept unless asked.
+	Archive(ctx context.Context, in *ArchiveRequest, opts ...grpc.CallOption) (*Receipt, error)
 	GetThread(ctx context.Context, in *GetThreadRequest, opts ...grpc.CallOption) (*Thread, error)
 	// ListThreads lists threads by id, a page at a time.
 	ListThreads(ctx context.Context, in *ListThreadsRequest, opts ...grpc.CallOption) (*ListThreadsResponse, error)
@@ -199,6 +208,26 @@ func (c *batonClient) SetPolicy(ctx context.Context, in *SetPolicyRequest, opts 
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Receipt)
 	err := c.cc.Invoke(ctx, Baton_SetPolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *batonClient) Merge(ctx context.Context, in *MergeRequest, opts ...grpc.CallOption) (*Receipt, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Receipt)
+	err := c.cc.Invoke(ctx, Baton_Merge_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *batonClient) Archive(ctx context.Context, in *ArchiveRequest, opts ...grpc.CallOption) (*Receipt, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Receipt)
+	err := c.cc.Invoke(ctx, Baton_Archive_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -322,6 +351,13 @@ type BatonServer interface {
 	// GetThread returns a thread's projection and the sequence it shows: as
 	// the service holds it (what is live and the newest runs), or a page of
 	// its runs (GetThreadRequest).
+	// Merge brings a worktree thread's branch into another branch (the
+	// branch its base came from by default): the thread's merges say how it
+	// came out (thread.merged).
+	Merge(context.Context, *MergeRequest) (*Receipt, error)
+	// Archive puts a thread away: it takes no more messages, and its
+	// worktree (if it has one) is removed, its branch kept unless asked.
+	Archive(context.Context, *ArchiveRequest) (*Receipt, error)
 	GetThread(context.Context, *GetThreadRequest) (*Thread, error)
 	// ListThreads lists threads by id, a page at a time.
 	ListThreads(context.Context, *ListThreadsRequest) (*ListThreadsResponse, error)
@@ -369,6 +405,12 @@ func (UnimplementedBatonServer) SwitchProvider(context.Context, *SwitchProviderR
 }
 func (UnimplementedBatonServer) SetPolicy(context.Context, *SetPolicyRequest) (*Receipt, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SetPolicy not implemented")
+}
+func (UnimplementedBatonServer) Merge(context.Context, *MergeRequest) (*Receipt, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Merge not implemented")
+}
+func (UnimplementedBatonServer) Archive(context.Context, *ArchiveRequest) (*Receipt, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Archive not implemented")
 }
 func (UnimplementedBatonServer) GetThread(context.Context, *GetThreadRequest) (*Thread, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetThread not implemented")
@@ -553,6 +595,42 @@ func _Baton_SetPolicy_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Baton_Merge_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MergeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BatonServer).Merge(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Baton_Merge_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BatonServer).Merge(ctx, req.(*MergeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Baton_Archive_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ArchiveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BatonServer).Archive(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Baton_Archive_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BatonServer).Archive(ctx, req.(*ArchiveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Baton_GetThread_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetThreadRequest)
 	if err := dec(in); err != nil {
@@ -692,6 +770,14 @@ var Baton_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetPolicy",
 			Handler:    _Baton_SetPolicy_Handler,
+		},
+		{
+			MethodName: "Merge",
+			Handler:    _Baton_Merge_Handler,
+		},
+		{
+			MethodName: "Archive",
+			Handler:    _Baton_Archive_Handler,
 		},
 		{
 			MethodName: "GetThread",
