@@ -171,3 +171,18 @@ func TestMoveBranch(t *testing.T) {
 		t.Errorf("the user's worktree changed (-before +after):\n%s", diff)
 	}
 }
+
+// With no author given and none in git config, Baton signs the commit.
+func TestCommitRunDefaultAuthor(t *testing.T) {
+	root := newRepo(t, map[string]string{"a.txt": "a\n"})
+	path, base := thread(t, root, "thread")
+	gitT(t, root, "config", "--unset", "user.name")
+	write(t, path, map[string]string{"a.txt": "changed\n"})
+	c, err := CommitRun(t.Context(), Commit{Dir: path, Branch: "thread", Parent: base, Tree: checkpoint(t, path), Message: "Run", Trailer: "Run", At: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gitT(t, root, "log", "-1", "--format=%an <%ae>|%cn <%ce>", c); got != "Baton <baton@localhost>|Baton <baton@localhost>" {
+		t.Errorf("author and committer %q, want Baton's", got)
+	}
+}
