@@ -108,6 +108,12 @@ func TestCommitRunReplayAndRefusals(t *testing.T) {
 	if _, err := CommitRun(t.Context(), other); err == nil || !strings.Contains(err.Error(), "branch thread is at "+first[:12]+", not at the parent "+base[:12]) {
 		t.Errorf("another run on the same parent: %v, want a refusal naming both commits", err)
 	}
+	write(t, path, map[string]string{"a.txt": "changed again\n"})
+	sameTrailer := c
+	sameTrailer.Tree = checkpoint(t, path)
+	if _, err := CommitRun(t.Context(), sameTrailer); err == nil || !strings.Contains(err.Error(), "not at the parent") {
+		t.Errorf("the same run with another tree: %v, want a refusal", err)
+	}
 	missing := c
 	missing.Branch = "gone"
 	if _, err := CommitRun(t.Context(), missing); err == nil || !strings.Contains(err.Error(), "refs/heads/gone^{commit} names nothing") {
@@ -163,5 +169,20 @@ func TestMoveBranch(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, userState(t, root)); diff != "" {
 		t.Errorf("the user's worktree changed (-before +after):\n%s", diff)
+	}
+}
+
+// With no author given and none in git config, Baton signs the commit.
+func TestCommitRunDefaultAuthor(t *testing.T) {
+	root := newRepo(t, map[string]string{"a.txt": "a\n"})
+	path, base := thread(t, root, "thread")
+	gitT(t, root, "config", "--unset", "user.name")
+	write(t, path, map[string]string{"a.txt": "changed\n"})
+	c, err := CommitRun(t.Context(), Commit{Dir: path, Branch: "thread", Parent: base, Tree: checkpoint(t, path), Message: "Run", Trailer: "Run", At: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gitT(t, root, "log", "-1", "--format=%an <%ae>|%cn <%ce>", c); got != "Baton <baton@localhost>|Baton <baton@localhost>" {
+		t.Errorf("author and committer %q, want Baton's", got)
 	}
 }

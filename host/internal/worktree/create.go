@@ -17,7 +17,7 @@ type Spec struct {
 	Root   string // the user's worktree (Source.Root); files are copied from it
 	Path   string // absolute path of the new worktree; parent directories are created
 	Branch string // the new branch
-	Base   string // the commit the branch starts at
+	Base   string // the full id of the commit the branch starts at (Source.Base)
 
 	// Copy lists globs (filepath.Match syntax, where * does not cross a
 	// slash) matched against slash-separated paths relative to Root; a
@@ -85,19 +85,33 @@ func Create(ctx context.Context, s Spec) (Created, error) {
 }
 
 // clearPath removes what an earlier attempt to make s left at s.Path and
-// says whether s.Branch exists (at s.Base) to be checked out again.
+// says whether s.Branch exists (at s.Base) to be checked out again. It
+// checks everything before it removes anything.
 func clearPath(ctx context.Context, s Spec) (branchExists bool, err error) {
 	list, err := listWorktrees(ctx, s.Root)
 	if err != nil {
 		return false, fmt.Errorf("create worktree: %w", err)
 	}
+	registered := false
 	for _, w := range list {
-		if !samePath(w.Path, s.Path) {
-			continue
-		}
-		if w.Branch != s.Branch {
+		switch {
+		case samePath(w.Path, s.Path) && w.Branch != s.Branch:
 			return false, fmt.Errorf("create worktree: %s is already a worktree, on %s, not on branch %s", s.Path, describeBranch(w.Branch), s.Branch)
+		case samePath(w.Path, s.Path):
+			registered = true
+		case w.Branch == s.Branch:
+			return false, fmt.Errorf("create worktree: branch %q is checked out in %s", s.Branch, w.Path)
 		}
+	}
+	head, err := branchHead(ctx, s.Root, s.Branch)
+	if err != nil {
+		return false, fmt.Errorf("create worktree: %w", err)
+	}
+	if head != "" && head != s.Base {
+		return false, fmt.Errorf("create worktree: branch %q already exists in %s, at %s, not at the base %s", s.Branch, s.Root, short(head), short(s.Base))
+	}
+
+	if registered {
 		if err := removeWorktree(ctx, s.Root, s.Path); err != nil {
 			return false, fmt.Errorf("create worktree: remove what a previous attempt left: %w", err)
 		}
@@ -107,28 +121,16 @@ func clearPath(ctx context.Context, s Spec) (branchExists bool, err error) {
 	if err := os.RemoveAll(s.Path); err != nil {
 		return false, fmt.Errorf("create worktree: remove what a previous attempt left: %w", err)
 	}
-
-	head, err := branchHead(ctx, s.Root, s.Branch)
-	switch {
-	case err != nil:
-		return false, fmt.Errorf("create worktree: %w", err)
-	case head == "":
-		return false, nil
-	case head != s.Base:
-		return false, fmt.Errorf("create worktree: branch %q already exists in %s, at %s, not at the base %s", s.Branch, s.Root, short(head), short(s.Base))
-	}
-	for _, w := range list {
-		if w.Branch == s.Branch && !samePath(w.Path, s.Path) {
-			return false, fmt.Errorf("create worktree: branch %q is checked out in %s", s.Branch, w.Path)
-		}
-	}
-	return true, nil
+	return head != "", nil
 }
 
 // removeWorktree removes the registered worktree at path and its
 // directory, or, when the directory is already gone, prunes the worktrees
 // whose directories are gone.
 func removeWorktree(ctx context.Context, root, path string) error {
+	if within(path, root) || samePath(path, root) {
+		return fmt.Errorf("%s holds the worktree %s: not removing it", path, root)
+	}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return Prune(ctx, root)
 	}

@@ -28,7 +28,7 @@ func TestCreate(t *testing.T) {
 		"tracked.txt":         "the user's uncommitted edit\n",
 		"config/cache.local~": "not matched\n",
 	})
-	if err := os.Chmod(filepath.Join(root, "config/db.local"), 0o750); err != nil {
+	if err := os.Chmod(filepath.Join(root, "config/db.local"), 0o777); err != nil {
 		t.Fatal(err)
 	}
 	before := userState(t, root)
@@ -65,8 +65,8 @@ func TestCreate(t *testing.T) {
 			t.Errorf("%s in the worktree: %q, want %q", name, got, want)
 		}
 	}
-	if fi, err := os.Stat(filepath.Join(path, "config/db.local")); err != nil || fi.Mode().Perm() != 0o750 {
-		t.Errorf("config/db.local copied with mode %v (%v), want -rwxr-x---", fi.Mode(), err)
+	if fi, err := os.Stat(filepath.Join(path, "config/db.local")); err != nil || fi.Mode().Perm() != 0o777 {
+		t.Errorf("config/db.local copied with mode %v (%v), want -rwxrwxrwx", fi.Mode(), err)
 	}
 	if diff := cmp.Diff(before, userState(t, root)); diff != "" {
 		t.Errorf("the user's worktree changed (-before +after):\n%s", diff)
@@ -182,6 +182,9 @@ func TestCreateRefuses(t *testing.T) {
 	dir := filepath.Dir(root)
 	gitT(t, root, "worktree", "add", "-q", filepath.Join(dir, "elsewhere"), "elsewhere")
 	gitT(t, root, "worktree", "add", "-q", "-b", "someone", filepath.Join(dir, "someone"), base)
+	ran := filepath.Join(dir, "ran")
+	gitT(t, root, "worktree", "add", "-q", "-b", "ran", ran, base)
+	ranHead := commitFiles(t, ran, "a run", map[string]string{"work.txt": "the agent's work\n"})
 
 	for _, c := range []struct {
 		name string
@@ -190,6 +193,8 @@ func TestCreateRefuses(t *testing.T) {
 	}{
 		{"a branch at another commit", Spec{Path: filepath.Join(dir, "x"), Branch: "moved"},
 			`branch "moved" already exists in ` + root + ", at " + other[:12] + ", not at the base " + base[:12]},
+		{"a thread that has runs, at the path", Spec{Path: ran, Branch: "ran"},
+			`branch "ran" already exists in ` + root + ", at " + ranHead[:12] + ", not at the base " + base[:12]},
 		{"a branch checked out elsewhere", Spec{Path: filepath.Join(dir, "x"), Branch: "elsewhere"},
 			`branch "elsewhere" is checked out in ` + filepath.Join(dir, "elsewhere")},
 		{"another branch's worktree", Spec{Path: filepath.Join(dir, "someone"), Branch: "mine"},

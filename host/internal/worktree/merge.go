@@ -100,8 +100,13 @@ func Merge(ctx context.Context, root, branch, into string, squash bool, message,
 		return MergeResult{}, fmt.Errorf("merge %s into %s: %w", branch, into, err)
 	}
 	if wt != "" {
-		// As git merge would: a two-tree read-tree carries the clean
-		// worktree from the old commit to the new one.
+		// As git merge would: refresh the index's stat information (a
+		// file touched but not changed would stop read-tree), then a
+		// two-tree read-tree carries the clean worktree from the old
+		// commit to the new one.
+		if _, err := git(ctx, wt, "update-index", "-q", "--refresh"); err != nil {
+			return MergeResult{}, fmt.Errorf("merge %s into %s: refresh the index of %s: %w", branch, into, wt, err)
+		}
 		if _, err := git(ctx, wt, "read-tree", "-m", "-u", from, to); err != nil {
 			return MergeResult{}, fmt.Errorf("merge %s into %s: update the worktree %s: %w", branch, into, wt, err)
 		}

@@ -1,8 +1,11 @@
 package worktree
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -38,6 +41,10 @@ func merge(t *testing.T, root, branch, into string, squash bool) MergeResult {
 func TestMergeClean(t *testing.T) {
 	root, _, base, head := mergeSetup(t, map[string]string{"b.txt": "b from the thread\n"})
 	mainHead := commitFiles(t, root, "user's work", map[string]string{"a.txt": "a from the user\n"})
+	later := at.Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(root, "b.txt"), later, later); err != nil { // touched, not changed
+		t.Fatal(err)
+	}
 
 	res := merge(t, root, "thread", "main", false)
 	want := MergeResult{Status: Merged, Into: "main", From: mainHead, Commit: res.Commit, Commits: []string{head}, Worktree: root}

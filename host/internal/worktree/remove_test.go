@@ -36,6 +36,19 @@ func TestRemove(t *testing.T) {
 	}
 }
 
+// Remove never removes the user's worktree, nor a directory holding it.
+func TestRemoveRefusesRoot(t *testing.T) {
+	root := newRepo(t, map[string]string{"a.txt": "a\n"})
+	for _, path := range []string{root, filepath.Dir(root)} {
+		if err := Remove(t.Context(), root, path, "main", false); err == nil || !strings.Contains(err.Error(), "not removing it") {
+			t.Errorf("Remove(%s) = %v, want a refusal", path, err)
+		}
+	}
+	if got := read(t, root, "a.txt"); got != "a\n" {
+		t.Errorf("a.txt in the user's worktree: %q", got)
+	}
+}
+
 // A worktree whose directory was deleted is Missing until pruned, and
 // Remove of it prunes it, keeping the branch unless asked.
 func TestMissingAndPrune(t *testing.T) {
