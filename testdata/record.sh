@@ -3,6 +3,9 @@
 # record.sh FIRST+SECOND SCENARIO — record a thread that switches from one
 # real agent to another and back (provider_switch_return): see
 # testdata/record_switch.sh.
+# record.sh FIRST,SECOND SCENARIO — no recording: real agents in parallel,
+# each on a worktree of its own of one repository, their branches merged
+# (worktree_parallel, in make live-test): see testdata/live_worktrees.sh.
 #
 # Usually run as `make record PROVIDER=acp|codex SCENARIO=NAME`, which
 # builds bin/baton, the plugins, bin/replaypeer and bin/baton-modelserver
@@ -56,7 +59,7 @@ esac
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$REPO/bin
 
-for b in baton $(printf 'baton-plugin-%s ' ${PROVIDER//+/ }) replaypeer baton-modelserver; do
+for b in baton $(printf 'baton-plugin-%s ' $(tr '+,' '  ' <<<"$PROVIDER")) replaypeer baton-modelserver; do
   [ -x "$BIN/$b" ] || die "$BIN/$b is missing; run: make record PROVIDER=$PROVIDER SCENARIO=$SCENARIO"
 done
 
@@ -446,7 +449,7 @@ TOML
 read_client_side() {
   local dir=$1 line
   STEPS= msgs=()
-  [ -n "$SWITCH" ] && return # the switch scenario's client is its Go test
+  [ -n "$SWITCH" ] && return # a switch's client is its Go test; a parallel run's, live_worktrees
   if [ -f "$dir/$SCENARIO.steps.json" ]; then
     STEPS=$dir/$SCENARIO.steps.json
     return
@@ -559,6 +562,11 @@ load_provider() {
 }
 
 case $PROVIDER in
+  *,*)
+    # shellcheck source=/dev/null
+    source "$REPO/testdata/live_worktrees.sh"
+    live_worktrees
+    ;;
   *+*)
     # shellcheck source=/dev/null
     source "$REPO/testdata/record_switch.sh"
