@@ -191,16 +191,20 @@ record-switch: build
 
 # Real turns against the real agents (installed from npm into .cache/ on
 # first use) and the scripted model servers on 127.0.0.1: each scenario is
-# recorded to a temp file and replayed through baton. Not part of `make
-# test`: it needs the npm registry and takes a minute or two.
-LIVE_SCENARIOS ?= acp:simple acp:approval_accept acp:thread_rollback codex:simple codex:approval_accept codex:subagent codex:thread_rollback claude:simple claude:approval_accept claude:message_steering claude:subagent claude:thread_rollback opencode:simple opencode:approval_accept opencode:subagent opencode:thread_rollback
+# recorded to a temp file and replayed through baton. Then the real codex
+# and claude at once, each on a worktree of its own of one repository
+# (baton run --worktree --provider codex,claude), both writing a file, both
+# branches merged with baton merge, the user's worktree untouched
+# (codex,claude:worktree_parallel, testdata/live_worktrees.sh). Not part of
+# `make test`: it needs the npm registry and takes a minute or two.
+LIVE_SCENARIOS ?= acp:simple acp:approval_accept acp:thread_rollback codex:simple codex:approval_accept codex:subagent codex:thread_rollback claude:simple claude:approval_accept claude:message_steering claude:subagent claude:thread_rollback opencode:simple opencode:approval_accept opencode:subagent opencode:thread_rollback codex,claude:worktree_parallel
 live-test: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
 	for ps in $(LIVE_SCENARIOS); do \
 		p=$${ps%%:*}; s=$${ps#*:}; echo "== live $$p $$s"; \
 		RECORD_OUT=$$out/$$p-$$s.ndjson bash testdata/record.sh $$p $$s >$$out/$$p-$$s.log 2>&1 || { cat $$out/$$p-$$s.log; exit 1; }; \
-		grep -E 'replay OK|wrote' $$out/$$p-$$s.log; \
+		grep -E 'replay OK|wrote|record\.sh: live:' $$out/$$p-$$s.log; \
 	done
 
 # The SIGKILL sweep on its own: the real baton killed 100 times at random
