@@ -101,7 +101,9 @@ func (e *env) userTree() map[string]string {
 }
 
 // refs is every branch and the commit it is at.
-func (e *env) refs() string { return e.git("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/") }
+func (e *env) refs() string {
+	return e.git("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/")
+}
 
 // merge merges a thread's branch and waits for how it came out.
 func (e *env) merge(threadID, id, into string) domain.Merge {
