@@ -30,6 +30,7 @@
 #
 # Env: KEEP_TMP=1 keeps the temp directories (the data dir with the
 # worktrees, the agents' HOMEs, the logs); BATON_LOG_LEVEL sets baton's.
+# RECORD_OUT is not used: nothing is recorded.
 live_worktrees() {
   local -a names
   IFS=, read -r -a names <<<"$PROVIDER"
