@@ -495,7 +495,7 @@ run_baton() {
     if [ -z "$thread" ]; then
       "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --cwd "$ws" --provider "$provider" \
         --provider-command "$cmd" "${flags[@]}" "${group[@]}" >>"$out" 2>>"$err" </dev/null || return $?
-      thread=$(sed -n 's/.*--thread \(thr_[0-9a-f]*\)).*/\1/p' "$out" | tail -n 1)
+      thread=$(sed -n 's/.*--thread \(thr_[0-9a-z]*\)).*/\1/p' "$out" | tail -n 1)
       [ -n "$thread" ] || { echo "record.sh: no thread id in baton's output" >&2; return 1; }
     else
       "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --thread "$thread" \
