@@ -195,8 +195,9 @@ record-switch: build
 # and claude at once, each on a worktree of its own of one repository
 # (baton run --worktree --provider codex,claude), both writing a file, both
 # branches merged with baton merge, the user's worktree untouched
-# (codex,claude:worktree_parallel, testdata/live_worktrees.sh). Not part of
-# `make test`: it needs the npm registry and takes a minute or two.
+# (codex,claude:worktree_parallel, testdata/live_worktrees.sh; LIVE_SERVE=1
+# runs those threads in baton serve). Not part of `make test`: it needs the
+# npm registry and takes a minute or two.
 LIVE_SCENARIOS ?= acp:simple acp:approval_accept acp:thread_rollback codex:simple codex:approval_accept codex:subagent codex:thread_rollback claude:simple claude:approval_accept claude:message_steering claude:subagent claude:thread_rollback opencode:simple opencode:approval_accept opencode:subagent opencode:thread_rollback codex,claude:worktree_parallel
 live-test: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver

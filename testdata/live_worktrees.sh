@@ -16,8 +16,10 @@
 #      in a directory put first on PATH, as a user's install would be.
 #   3. `baton run --worktree --base BASE --provider codex,claude --approve
 #      accept TASK` runs one thread per provider, in parallel, each on a
-#      new worktree and branch. Every run must complete and every scripted
-#      reply be consumed.
+#      new worktree and branch, in the host baton run embeds (with
+#      LIVE_SERVE=1: in `baton serve`, started first, which every verb
+#      below then speaks to). Every run must complete, both at once, and
+#      every scripted reply be consumed.
 #   4. Each thread's branch has one commit on the base, adding only
 #      P.txt (the file its agent wrote), with the thread's trailers.
 #   5. `baton merge THREAD` brings each branch into the base branch (the
@@ -30,7 +32,9 @@
 #
 # Env: KEEP_TMP=1 keeps the temp directories (the data dir with the
 # worktrees, the agents' HOMEs, the logs); BATON_LOG_LEVEL sets baton's.
-# RECORD_OUT is not used: nothing is recorded.
+# RECORD_OUT is not used: nothing is recorded. LIVE_SERVE=1 runs the
+# threads in `baton serve` (stopped with SIGTERM at the end: it must exit
+# 0).
 live_worktrees() {
   local -a names
   IFS=, read -r -a names <<<"$PROVIDER"
@@ -76,6 +80,12 @@ live_worktrees() {
     echo "record.sh: live: $p is $("$shims/$(live_usual_name "$p")" --version | head -n 1)" >&2
   done
   echo "record.sh: live: running ${names[*]} in parallel on worktrees of one repository (tmp $dir)" >&2
+  if [ -n "${LIVE_SERVE:-}" ]; then
+    # shellcheck source=/dev/null
+    source "$REPO/testdata/record_restart.sh" # serve_start, serve_stop
+    PATH="$shims:$PATH" serve_start "$data" "$dir/serve.err" || { KEEP_TMP=1; cat "$dir/serve.err" >&2; die "baton serve did not start (kept in $dir)"; }
+    echo "record.sh: live: in baton serve (pid $SERVE_PID)" >&2
+  fi
   local start=$SECONDS rc=0
   PATH="$shims:$PATH" timeout 600 "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --cwd "$ws" \
     --worktree --base "$base" --provider "$PROVIDER" --approve accept "$task" \
@@ -138,6 +148,11 @@ live_worktrees() {
     die "the threads or the merges touched the user's worktree (kept in $dir)"
   fi
   echo "record.sh: live: the user's worktree is as it was" >&2
+  if [ -n "$SERVE_PID" ]; then
+    kill -TERM "$SERVE_PID"
+    wait "$SERVE_PID" || { rc=$?; SERVE_PID=; KEEP_TMP=1; cat "$dir/serve.err" >&2; die "baton serve exited with status $rc after SIGTERM, want 0 (kept in $dir)"; }
+    SERVE_PID=
+  fi
   echo "record.sh: live: worktrees OK" >&2
 }
 
