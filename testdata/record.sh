@@ -534,7 +534,7 @@ stop_modelserver() {
 cleanup() {
   local pid
   for pid in "$RUN_PID" "$SERVE_PID"; do # a restart scenario's (testdata/record_restart.sh)
-    [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+    [ -z "$pid" ] || kill -KILL "$pid" 2>/dev/null || true # it may have ended already
   done
   stop_modelserver
   local d
