@@ -83,7 +83,7 @@ live_worktrees() {
   if [ -n "${LIVE_SERVE:-}" ]; then
     # shellcheck source=/dev/null
     source "$REPO/testdata/record_restart.sh" # serve_start, serve_stop
-    PATH="$shims:$PATH" serve_start "$data" "$dir/serve.err" || { KEEP_TMP=1; cat "$dir/serve.err" >&2; die "baton serve did not start (kept in $dir)"; }
+    PATH="$shims:$PATH" serve_start "$data" "$dir/serve.err" || { cat "$dir/serve.err" >&2; live_fail "baton serve did not start"; }
     echo "record.sh: live: in baton serve (pid $SERVE_PID)" >&2
   fi
   local start=$SECONDS rc=0
@@ -92,9 +92,8 @@ live_worktrees() {
     >"$dir/run.out" 2>"$dir/run.err" </dev/null || rc=$?
   cat "$dir/run.out"
   if [ "$rc" -ne 0 ]; then
-    KEEP_TMP=1
     cat "$dir/run.err" >&2
-    die "baton run exited with status $rc, want 0 (logs kept in $dir)"
+    live_fail "baton run exited with status $rc, want 0"
   fi
   echo "record.sh: live: baton run took $((SECONDS - start))s for ${names[*]} at once" >&2
   stop_modelserver
@@ -102,58 +101,62 @@ live_worktrees() {
   for p in "${names[@]}"; do
     consumed=$(sed -n 's/.*stopped; \([0-9]*\) script replies consumed.*/\1/p' "${mserr[$p]}")
     if [ "$consumed" != "${replies[$p]}" ]; then
-      KEEP_TMP=1
       cat "${mserr[$p]}" >&2
-      die "$p consumed ${consumed:-?} of ${replies[$p]} scripted model replies (logs kept)"
+      live_fail "$p consumed ${consumed:-?} of ${replies[$p]} scripted model replies"
     fi
   done
 
-  # 4. One commit on each branch, with its agent's file.
+  # 4. One commit on each branch, with its agent's file; the runs at once.
   local -A thread=() heads=()
   local id
   for p in "${names[@]}"; do
-    id=$(live_thread "$data" "$p") || { KEEP_TMP=1; die "no $p thread in baton threads (kept in $dir)"; }
+    id=$(live_thread "$data" "$p") || live_fail "no $p thread in baton threads"
     thread[$p]=$id
-    live_check_branch "$data" "$ws" "$id" "$p" || { KEEP_TMP=1; die "$p's branch is not as it should be (kept in $dir)"; }
+    live_check_branch "$data" "$ws" "$id" "$p" || live_fail "$p's branch is not as it should be"
   done
 
   live_check_overlap "$data" "${thread[${names[0]}]}" "${thread[${names[1]}]}" ||
-    { KEEP_TMP=1; die "the two threads' runs did not run at once (kept in $dir)"; }
+    live_fail "the two threads' runs did not run at once"
 
   # 5. Both merged into the base branch.
   start=$SECONDS
   for p in "${names[@]}"; do
     "$BIN/baton" merge --data "$data" "${thread[$p]}" >>"$dir/merge.out" 2>>"$dir/merge.err" </dev/null ||
-      { KEEP_TMP=1; cat "$dir/merge.out" "$dir/merge.err" >&2; die "baton merge ${thread[$p]} ($p) failed (logs kept in $dir)"; }
+      { cat "$dir/merge.out" "$dir/merge.err" >&2; live_fail "baton merge ${thread[$p]} ($p) failed"; }
   done
   cat "$dir/merge.out"
-  live_check_merges "$ws" "$base" || { KEEP_TMP=1; die "$base's history is not the merges' (kept in $dir)"; }
+  live_check_merges "$ws" "$base" || live_fail "$base's history is not the merges'"
   local want got
   want=$({ echo README.md; printf '%s.txt\n' "${names[@]}"; } | LC_ALL=C sort)
   got=$(git -C "$ws" ls-tree --name-only "$base")
   if [ "$got" != "$want" ]; then
-    KEEP_TMP=1
-    die "$base holds $(echo $got) after the merges, want $(echo $want) (kept in $dir)"
+    live_fail "$base holds $(echo $got) after the merges, want $(echo $want)"
   fi
   for p in "${names[@]}"; do
     [ "$(git -C "$ws" show "$base:$p.txt")" = "written by $p" ] ||
-      { KEEP_TMP=1; die "$base's $p.txt says '$(git -C "$ws" show "$base:$p.txt")' (kept in $dir)"; }
+      live_fail "$base's $p.txt says '$(git -C "$ws" show "$base:$p.txt")'"
   done
   echo "record.sh: live: merged ${names[*]} into $base in $((SECONDS - start))s: $(git -C "$ws" rev-list --count "$base") commits, files $(echo $got)" >&2
 
   # 6. The user's worktree as it was.
   if [ "$(user_worktree "$ws")" != "$before" ]; then
-    KEEP_TMP=1
     diff <(echo "$before") <(user_worktree "$ws") >&2 || true
-    die "the threads or the merges touched the user's worktree (kept in $dir)"
+    live_fail "the threads or the merges touched the user's worktree"
   fi
   echo "record.sh: live: the user's worktree is as it was" >&2
   if [ -n "$SERVE_PID" ]; then
     kill -TERM "$SERVE_PID"
-    wait "$SERVE_PID" || { rc=$?; SERVE_PID=; KEEP_TMP=1; cat "$dir/serve.err" >&2; die "baton serve exited with status $rc after SIGTERM, want 0 (kept in $dir)"; }
+    wait "$SERVE_PID" || { rc=$?; SERVE_PID=; cat "$dir/serve.err" >&2; live_fail "baton serve exited with status $rc after SIGTERM, want 0"; }
     SERVE_PID=
   fi
   echo "record.sh: live: worktrees OK" >&2
+}
+
+# live_fail MSG ends the run with MSG, keeping the temp directories (the
+# run's in $dir) for a look.
+live_fail() {
+  KEEP_TMP=1
+  die "$* (logs kept in $dir)"
 }
 
 # live_thread DATA P is the id of the one thread on provider P in DATA.
