@@ -18,6 +18,7 @@ import (
 type runFlags struct {
 	switchFlags
 	policyFlags
+	worktree                     worktreeFlags
 	cwd, thread, approve, script string
 	files                        []string
 	json, detach                 bool
@@ -78,12 +79,18 @@ during a wait cancels it.`,
 				f.switchFlags.explicit(cmd.Flags())
 			}
 			f.policyFlags.collect(cmd.Flags(), f.thread != "")
+			fs := cmd.Flags()
+			onCommandLine := func(name string) bool { return fs.Changed(name) && !fromEnv(fs, name) }
+			if err := f.worktree.check(onCommandLine, f.thread != ""); err != nil {
+				return err
+			}
 			return runRun(cmd.Context(), g, f, args)
 		},
 	}
 	fl := c.Flags()
 	addSwitchFlags(fl, &f.switchFlags, true)
 	addPolicyFlags(fl, &f.policyFlags)
+	addWorktreeFlags(fl, &f.worktree)
 	fl.StringVar(&f.cwd, "cwd", "", "the new thread's working `directory` (default: the current directory)")
 	fl.StringVar(&f.thread, "thread", "", "continue this thread `id` instead of creating one")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per line; the last is the final thread projection")
@@ -115,6 +122,8 @@ type runOptions struct {
 	// target is the ordinal of the run the messages are meant for (send
 	// --run; 0: none).
 	target int
+	// providers are --provider's names: one thread each (run only).
+	providers []string
 }
 
 func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
@@ -137,6 +146,10 @@ func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
 	}
 	if f.thread == "" && f.provider == "" {
 		return o, usagef("run: --provider is required for a new thread (or continue one with --thread)")
+	}
+	var err error
+	if o.providers, err = f.providerList(approve); err != nil {
+		return o, err
 	}
 	o.policy = domain.ApprovalPolicy(approve)
 	if o.policy != "" && !slices.Contains(domain.ApprovalPolicies, o.policy) {
