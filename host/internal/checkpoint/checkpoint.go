@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/baton-run/baton/sdk/clock"
+
+	"github.com/baton-run/baton/host/internal/gitexec"
 )
 
 // Checkpoint statuses.
@@ -162,7 +164,7 @@ func (s *Service) capture(ctx context.Context, dir, ref, base string, now time.T
 	if base == "" {
 		base = r.emptyTree
 	}
-	summary, summaryErr := gitRun{dir: r.dir, read: true}.run(ctx, "diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", base, tree)
+	summary, summaryErr := gitexec.Cmd{Dir: r.dir, Read: true}.Run(ctx, "diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", base, tree)
 	commit, err := waitCommit()
 	if err != nil {
 		return Result{}, err
@@ -181,15 +183,15 @@ func (s *Service) capture(ctx context.Context, dir, ref, base string, now time.T
 // ref at it.
 func commitTree(ctx context.Context, r repo, tree, ref string, now time.Time) (string, error) {
 	date := fmt.Sprintf("@%d %s", now.Unix(), now.Format("-0700"))
-	out, err := gitRun{dir: r.dir, env: []string{
+	out, err := gitexec.Cmd{Dir: r.dir, Env: []string{
 		"GIT_AUTHOR_NAME=" + authorName, "GIT_AUTHOR_EMAIL=" + authorEmail, "GIT_AUTHOR_DATE=" + date,
 		"GIT_COMMITTER_NAME=" + authorName, "GIT_COMMITTER_EMAIL=" + authorEmail, "GIT_COMMITTER_DATE=" + date,
-	}}.run(ctx, "commit-tree", "--no-gpg-sign", "-m", "baton checkpoint", tree)
+	}}.Run(ctx, "commit-tree", "--no-gpg-sign", "-m", "baton checkpoint", tree)
 	if err != nil {
 		return "", err
 	}
 	commit := string(bytes.TrimSpace(out))
-	_, err = gitRun{dir: r.dir}.run(ctx, "update-ref", "-m", "baton checkpoint", ref, commit)
+	_, err = gitexec.Cmd{Dir: r.dir}.Run(ctx, "update-ref", "-m", "baton checkpoint", ref, commit)
 	return commit, err
 }
 
@@ -240,7 +242,7 @@ func (s *Service) restore(ctx context.Context, dir, commit, saveRef string, now 
 			return Restored{}, err
 		}
 	}
-	out, err := gitRun{dir: r.dir, read: true}.run(ctx, "diff-tree", "-r", "-z", "--no-renames", "--raw", current, commit)
+	out, err := gitexec.Cmd{Dir: r.dir, Read: true}.Run(ctx, "diff-tree", "-r", "-z", "--no-renames", "--raw", current, commit)
 	if err != nil {
 		return Restored{}, err
 	}
@@ -305,12 +307,12 @@ func checkout(ctx context.Context, r repo, changes []rawChange) error {
 	for _, c := range changes {
 		fmt.Fprintf(&info, "%s %s\t%s%s\x00", c.newMode, c.newID, r.prefix, c.path)
 	}
-	g := gitRun{dir: r.top, env: []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}, stdin: info.Bytes()}
-	if _, err := g.run(ctx, "update-index", "-z", "--index-info"); err != nil {
+	g := gitexec.Cmd{Dir: r.top, Env: []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}, Stdin: info.Bytes()}
+	if _, err := g.Run(ctx, "update-index", "-z", "--index-info"); err != nil {
 		return err
 	}
-	g.stdin = nil
-	_, err = g.run(ctx, "checkout-index", "-a", "-f")
+	g.Stdin = nil
+	_, err = g.Run(ctx, "checkout-index", "-a", "-f")
 	return err
 }
 
@@ -340,7 +342,7 @@ func diff(ctx context.Context, dir, base, commit string, max int) (Diff, error) 
 		base = r.emptyTree
 	}
 	w := &capWriter{max: max}
-	if _, err := (gitRun{dir: r.dir, read: true, out: w}).run(ctx,
+	if _, err := (gitexec.Cmd{Dir: r.dir, Read: true, Stdout: w}).Run(ctx,
 		"diff-tree", "-p", "-r", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", base, commit); err != nil {
 		return Diff{}, err
 	}
@@ -394,7 +396,7 @@ func (s *Service) DeleteRefs(ctx context.Context, dir string, refs ...string) er
 		}
 		fmt.Fprintf(&in, "delete %s\x00\x00", ref)
 	}
-	if _, err := (gitRun{dir: r.dir, stdin: in.Bytes()}).run(ctx, "update-ref", "-z", "--stdin"); err != nil {
+	if _, err := (gitexec.Cmd{Dir: r.dir, Stdin: in.Bytes()}).Run(ctx, "update-ref", "-z", "--stdin"); err != nil {
 		return fmt.Errorf("checkpoint: delete refs in %s: %w", dir, err)
 	}
 	return nil

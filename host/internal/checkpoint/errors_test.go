@@ -512,35 +512,6 @@ func TestSHA256Repository(t *testing.T) {
 	}
 }
 
-// A git that does not start is an error naming the subcommand and the
-// cause, which it unwraps to; it has no exit status.
-func TestGitStartFailure(t *testing.T) {
-	gone := filepath.Join(t.TempDir(), "gone")
-	_, err := gitRun{dir: gone}.run(t.Context(), "rev-parse")
-	var ge *gitError
-	if !errors.As(err, &ge) || ge.exitCode() != -1 || !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("git in a directory that is not there: %#v, want a gitError with no exit status wrapping fs.ErrNotExist", err)
-	}
-	if want := "git rev-parse: chdir " + gone + ": no such file or directory"; err.Error() != want {
-		t.Errorf("error %q, want %q", err, want)
-	}
-}
-
-// An error quotes at most three non-empty lines of git's stderr, and at
-// most 512 bytes of them.
-func TestFirstLines(t *testing.T) {
-	long := strings.Repeat("x", 600)
-	for _, c := range []struct{ in, want string }{
-		{"\n  one \n\ntwo\nthree\nfour\n", "one; two; three"},
-		{long + "\nsecond", long[:512] + "..."},
-		{"\n \n", ""},
-	} {
-		if got := firstLines(c.in, 3); got != c.want {
-			t.Errorf("firstLines(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
 // Records git diff-tree would not write are refused, never half read.
 func TestParseDiffTreeRefuses(t *testing.T) {
 	for _, out := range []string{

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/baton-run/baton/host/internal/gitexec"
 )
 
 // tb is what the helpers need of a *testing.T, *testing.B or *rapid.T.
@@ -45,7 +47,7 @@ func gitTErr(dir string, args ...string) (string, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", &gitError{cmd: "git " + args[0], err: err, stderr: stderr.String()}
+		return "", &gitexec.Error{Cmd: "git " + args[0], Err: err, Stderr: stderr.String()}
 	}
 	return string(out), nil
 }

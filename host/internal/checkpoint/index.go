@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/baton-run/baton/host/internal/gitexec"
 )
 
 // cacheIndex is the name, in the state dir, of the index a Service keeps
@@ -50,7 +52,7 @@ func writeTreeWith(ctx context.Context, r repo, useCache bool) (tree string, fro
 			return "", true, err // the cache is what does not work
 		}
 	}
-	g := gitRun{dir: r.dir, env: []string{"GIT_INDEX_FILE=" + idx}}
+	g := gitexec.Cmd{Dir: r.dir, Env: []string{"GIT_INDEX_FILE=" + idx}}
 	if !fromCache {
 		seeded, err := copyIndex(userIndex, idx)
 		if err != nil {
@@ -76,15 +78,15 @@ func writeTreeWith(ctx context.Context, r repo, useCache bool) (tree string, fro
 		if _, err := os.Stat(userIndex); err != nil {
 			return nil, nil
 		}
-		return gitRun{dir: r.dir, read: true}.run(ctx, lsIgnored...)
+		return gitexec.Cmd{Dir: r.dir, Read: true}.Run(ctx, lsIgnored...)
 	})
 	waitOurs := async(func() ([]byte, error) {
 		if _, err := os.Stat(idx); err != nil {
 			return nil, nil
 		}
-		return gitRun{dir: r.dir, env: g.env, read: true}.run(ctx, lsIgnored...)
+		return gitexec.Cmd{Dir: r.dir, Env: g.Env, Read: true}.Run(ctx, lsIgnored...)
 	})
-	_, addErr := g.run(ctx, "add", "-A", "--", ".")
+	_, addErr := g.Run(ctx, "add", "-A", "--", ".")
 	userIgnored, userErr := waitUser()
 	ourIgnored, oursErr := waitOurs()
 	if err := cmp.Or(ignoreDirIgnored(addErr), userErr, oursErr); err != nil {
@@ -98,12 +100,12 @@ func writeTreeWith(ctx context.Context, r repo, useCache bool) (tree string, fro
 	if r.prefix != "" {
 		args = append(args, "--prefix="+r.prefix)
 	}
-	out, err := g.run(ctx, args...)
-	var ge *gitError
+	out, err := g.Run(ctx, args...)
+	var ge *gitexec.Error
 	switch {
-	case errors.As(err, &ge) && r.prefix != "" && strings.Contains(ge.stderr, "prefix "+r.prefix+" not found"):
+	case errors.As(err, &ge) && r.prefix != "" && strings.Contains(ge.Stderr, "prefix "+r.prefix+" not found"):
 		// Nothing under dir is in the index: the tree is empty.
-		if out, err = g.run(ctx, "mktree", "-z"); err != nil {
+		if out, err = g.Run(ctx, "mktree", "-z"); err != nil {
 			return "", fromCache, err
 		}
 	case err != nil:
@@ -118,8 +120,8 @@ func writeTreeWith(ctx context.Context, r repo, useCache bool) (tree string, fro
 // ignoreDirIgnored returns err unless git add failed only because dir
 // itself is ignored: then it has still updated the tracked files under dir.
 func ignoreDirIgnored(err error) error {
-	var ge *gitError
-	if errors.As(err, &ge) && ge.exitCode() == 1 && strings.Contains(ge.stderr, "ignored by one of your .gitignore files") {
+	var ge *gitexec.Error
+	if errors.As(err, &ge) && ge.ExitCode() == 1 && strings.Contains(ge.Stderr, "ignored by one of your .gitignore files") {
 		return nil
 	}
 	return err
@@ -175,9 +177,9 @@ func copyIndex(src, dst string) (bool, error) {
 // dropUnmerged removes the conflicted entries a copy of the user's index
 // may have: write-tree refuses them. Those under dir come back from the
 // work tree with the next `git add`.
-func dropUnmerged(ctx context.Context, r repo, g gitRun) error {
-	g.dir = r.top
-	out, err := g.run(ctx, "ls-files", "-z", "-u")
+func dropUnmerged(ctx context.Context, r repo, g gitexec.Cmd) error {
+	g.Dir = r.top
+	out, err := g.Run(ctx, "ls-files", "-z", "-u")
 	if err != nil || len(out) == 0 {
 		return err
 	}
@@ -187,17 +189,17 @@ func dropUnmerged(ctx context.Context, r repo, g gitRun) error {
 			paths = append(paths, path)
 		}
 	}
-	g.stdin = []byte(strings.Join(paths, "\x00") + "\x00")
-	_, err = g.run(ctx, "update-index", "-z", "--force-remove", "--stdin")
+	g.Stdin = []byte(strings.Join(paths, "\x00") + "\x00")
+	_, err = g.Run(ctx, "update-index", "-z", "--force-remove", "--stdin")
 	return err
 }
 
 // clearFlags clears the skip-worktree and assume-unchanged bits the user's
 // index may carry: `git add` does not look at such files, and a checkpoint
 // must see every file the agent may change.
-func clearFlags(ctx context.Context, r repo, g gitRun) error {
-	g.dir = r.top
-	out, err := g.run(ctx, "ls-files", "-z", "-v")
+func clearFlags(ctx context.Context, r repo, g gitexec.Cmd) error {
+	g.Dir = r.top
+	out, err := g.Run(ctx, "ls-files", "-z", "-v")
 	if err != nil || len(out) == 0 {
 		return err
 	}
@@ -216,8 +218,8 @@ func clearFlags(ctx context.Context, r repo, g gitRun) error {
 		}
 	}
 	for flag, paths := range flagged {
-		g.stdin = []byte(strings.Join(paths, "\x00") + "\x00")
-		if _, err := g.run(ctx, "update-index", flag, "-z", "--stdin"); err != nil {
+		g.Stdin = []byte(strings.Join(paths, "\x00") + "\x00")
+		if _, err := g.Run(ctx, "update-index", flag, "-z", "--stdin"); err != nil {
 			return err
 		}
 	}
@@ -228,7 +230,7 @@ func clearFlags(ctx context.Context, r repo, g gitRun) error {
 // tracks: a file that became ignored after an earlier capture took it
 // leaves the index, and one the user has added with `git add -f` since the
 // cache was made joins it. Both lists are NUL-separated paths.
-func syncIgnored(ctx context.Context, r repo, g gitRun, ourIgnored, userIgnored []byte) error {
+func syncIgnored(ctx context.Context, r repo, g gitexec.Cmd, ourIgnored, userIgnored []byte) error {
 	if len(ourIgnored) == 0 && len(userIgnored) == 0 {
 		return nil
 	}
@@ -246,16 +248,16 @@ func syncIgnored(ctx context.Context, r repo, g gitRun, ourIgnored, userIgnored 
 	}
 	if len(drop) > 0 {
 		g := g
-		g.stdin = []byte(strings.Join(drop, "\x00") + "\x00")
-		if _, err := g.run(ctx, "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+		g.Stdin = []byte(strings.Join(drop, "\x00") + "\x00")
+		if _, err := g.Run(ctx, "update-index", "-z", "--force-remove", "--stdin"); err != nil {
 			return err
 		}
 	}
 	if len(add) > 0 {
 		g := g
-		g.env = append(slices.Clip(g.env), "GIT_LITERAL_PATHSPECS=1")
-		g.stdin = []byte(strings.Join(add, "\x00") + "\x00")
-		if _, err := g.run(ctx, "add", "-f", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+		g.Env = append(slices.Clip(g.Env), "GIT_LITERAL_PATHSPECS=1")
+		g.Stdin = []byte(strings.Join(add, "\x00") + "\x00")
+		if _, err := g.Run(ctx, "add", "-f", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/baton-run/baton/host/internal/gitexec"
 )
 
 // Empty tree ids by object format: the base of a first checkpoint.
@@ -77,17 +79,17 @@ func open(ctx context.Context, dir string) (r repo, missing string, err error) {
 		// starting git (a thread outside git checkpoints every run).
 		return repo{}, abs + " is not in a git repository", nil
 	}
-	out, err := gitRun{dir: abs, read: true}.run(ctx, "rev-parse",
+	out, err := gitexec.Cmd{Dir: abs, Read: true}.Run(ctx, "rev-parse",
 		"--is-inside-work-tree", "--show-toplevel", "--absolute-git-dir", "--show-prefix", "--show-object-format")
-	var ge *gitError
+	var ge *gitexec.Error
 	switch {
-	case errors.Is(err, errNoGit):
+	case errors.Is(err, gitexec.ErrNotInstalled):
 		return repo{}, err.Error(), nil
-	case errors.As(err, &ge) && ge.exitCode() > 0:
+	case errors.As(err, &ge) && ge.ExitCode() > 0:
 		switch {
-		case strings.Contains(ge.stderr, "not a git repository"):
+		case strings.Contains(ge.Stderr, "not a git repository"):
 			return repo{}, abs + " is not in a git repository", nil
-		case strings.Contains(ge.stderr, "must be run in a work tree"):
+		case strings.Contains(ge.Stderr, "must be run in a work tree"):
 			return repo{}, abs + " is not in a git work tree", nil
 		}
 		return repo{}, abs + ": " + ge.Error(), nil

@@ -53,6 +53,12 @@ func (h *Host) capture(e domain.CaptureCheckpoint) (domain.Result, bool) {
 	for _, f := range res.Files {
 		rec.Files = append(rec.Files, domain.FileChange(f))
 	}
+	if e.Commit != nil && rec.Status == domain.CheckpointReady {
+		h.commitRun(ctx, e.ThreadID, e.Commit, &rec)
+		if rec.BranchError != "" && h.closingNow() {
+			return domain.Result{}, false
+		}
+	}
 	return domain.Result{Captured: rec}, true
 }
 
@@ -63,6 +69,9 @@ func (h *Host) restoreFiles(e domain.RestoreFiles) (domain.Result, bool) {
 	ctx, cancel := context.WithTimeout(h.ctx, gitTimeout)
 	defer cancel()
 	res, err := h.cps.SaveAndRestore(ctx, cwd, e.Commit, e.Ref, h.cfg.Clock.Now())
+	if err == nil && e.Branch != nil {
+		err = h.moveBranch(ctx, e.ThreadID, e.Branch)
+	}
 	if err != nil {
 		if h.closingNow() {
 			return domain.Result{}, false

@@ -131,6 +131,12 @@ func (h *Host) gather(threadID string, p domain.CommandPayload) *domain.Facts {
 		if err := checkCwd(dir); err != nil {
 			f.Dirs[dir] = err.Error()
 		}
+		if c, ok := p.(domain.CreateThread); ok && c.Worktree != nil {
+			f.Worktree = &domain.WorktreeFact{Problem: "cwd " + f.Dirs[dir]}
+			if f.Dirs[dir] == "" {
+				f.Worktree = h.worktreeFact(threadID, dir, c.Worktree)
+			}
+		}
 	}
 	return f
 }

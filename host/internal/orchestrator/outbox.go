@@ -182,6 +182,12 @@ func (h *Host) do(e domain.Effect) (domain.Result, bool) {
 		return h.reconcileThread(e)
 	case domain.RunCheck:
 		return h.runCheck(e)
+	case domain.CreateWorktree:
+		return h.createWorktree(e)
+	case domain.MergeBranch:
+		return h.mergeBranch(e)
+	case domain.RemoveWorktree:
+		return h.removeWorktree(e)
 	case domain.OpenSession:
 		r.Opened, r.Err = h.openSession(e)
 	case domain.RetireSession:

@@ -206,6 +206,9 @@ func (h *Host) openSession(e domain.OpenSession) (domain.RecordSessionOpened, er
 	if err != nil {
 		return opened, err
 	}
+	if gone := worktreeGone(t); gone != "" {
+		return opened, errors.New(gone)
+	}
 	if err := checkCwd(t.Cwd); err != nil {
 		return opened, fmt.Errorf("the thread's working directory %w; restore it to go on with this thread, or start a new thread", err)
 	}
