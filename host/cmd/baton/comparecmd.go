@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -18,6 +13,7 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/worktree"
 )
 
 // baton compare and baton diff THREAD_A THREAD_B: what several threads
@@ -83,10 +79,10 @@ type comparison struct {
 	Branch   string `json:"branch,omitempty"`
 	Runs     int    `json:"runs"`
 	// Completed counts the runs that completed.
-	Completed int   `json:"completed"`
-	Files     int   `json:"files"`
-	Added     int64 `json:"added"`
-	Removed   int64 `json:"removed"`
+	Completed int `json:"completed"`
+	Files     int `json:"files"`
+	Added     int `json:"added"`
+	Removed   int `json:"removed"`
 	// ChangesFrom says what Files, Added and Removed count: "branch" (git
 	// diff --numstat of the branch against its base) or "checkpoints".
 	ChangesFrom string `json:"changesFrom"`
@@ -118,11 +114,11 @@ func compare(ctx context.Context, t *batonv1.Thread) comparison {
 		c.Seconds = last.Sub(first).Round(time.Millisecond).Seconds()
 	}
 	if stat, ok := branchStat(ctx, t.GetWorktree()); ok {
-		c.Files, c.Added, c.Removed, c.ChangesFrom = stat.files, stat.added, stat.removed, "branch"
+		c.Files, c.Added, c.Removed, c.ChangesFrom = stat.Files, stat.Added, stat.Removed, "branch"
 		return c
 	}
 	stat := checkpointStat(t)
-	c.Files, c.Added, c.Removed, c.ChangesFrom = stat.files, stat.added, stat.removed, "checkpoints"
+	c.Files, c.Added, c.Removed, c.ChangesFrom = stat.Files, stat.Added, stat.Removed, "checkpoints"
 	return c
 }
 
@@ -134,44 +130,22 @@ func tokens(u *batonv1.Usage) int64 {
 	return u.GetInputTokens() + u.GetOutputTokens()
 }
 
-// diffStat is a count of changes: files, lines added and removed.
-type diffStat struct {
-	files          int
-	added, removed int64
-}
-
-// branchStat is git diff --numstat of a worktree's branch (its head as
-// the thread made it) against its base, in its repository; false when
-// there is no worktree or its repository is not on this machine.
-func branchStat(ctx context.Context, w *batonv1.Worktree) (diffStat, bool) {
+// branchStat counts the changes of a worktree's branch (its head as the
+// thread made it) against its base, in its repository; false when there
+// is no worktree or its repository is not on this machine.
+func branchStat(ctx context.Context, w *batonv1.Worktree) (worktree.Stat, bool) {
 	if w == nil || w.GetBase() == "" || w.GetHead() == "" || !isDir(w.GetRepository()) {
-		return diffStat{}, false
+		return worktree.Stat{}, false
 	}
-	out, err := git(ctx, w.GetRepository(), "diff", "--numstat", w.GetBase(), w.GetHead())
-	if err != nil {
-		return diffStat{}, false
-	}
-	var s diffStat
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		f := strings.SplitN(sc.Text(), "\t", 3)
-		if len(f) < 3 {
-			continue
-		}
-		s.files++
-		add, _ := strconv.ParseInt(f[0], 10, 64) // "-" for a binary file: 0
-		del, _ := strconv.ParseInt(f[1], 10, 64)
-		s.added += add
-		s.removed += del
-	}
-	return s, true
+	s, err := worktree.DiffStat(ctx, w.GetRepository(), w.GetBase(), w.GetHead())
+	return s, err == nil
 }
 
 // checkpointStat sums the files of thread t's runs' checkpoints, of the
 // runs not rolled back: the files (each path once), the lines added and
 // removed.
-func checkpointStat(t *batonv1.Thread) diffStat {
-	var s diffStat
+func checkpointStat(t *batonv1.Thread) worktree.Stat {
+	var s worktree.Stat
 	paths := map[string]bool{}
 	for _, cp := range runCheckpoints(t) {
 		if cp.GetRunOrdinal() == 0 {
@@ -180,10 +154,10 @@ func checkpointStat(t *batonv1.Thread) diffStat {
 		for _, f := range cp.GetFiles() {
 			if !paths[f.GetPath()] {
 				paths[f.GetPath()] = true
-				s.files++
+				s.Files++
 			}
-			s.added += f.GetAdditions()
-			s.removed += f.GetDeletions()
+			s.Added += int(f.GetAdditions())
+			s.Removed += int(f.GetDeletions())
 		}
 	}
 	return s
@@ -254,12 +228,12 @@ func threadsDiff(ctx context.Context, g *globals, c *client, a, b string) error 
 			return failf(exitFailed, "diff: thread %s's repository %s is not on this machine; run diff where it is", r.thread, r.repository)
 		}
 	}
-	out, err := git(ctx, ra.repository, "diff", ra.commit, rb.commit)
+	out, _, err := worktree.DiffText(ctx, ra.repository, ra.commit, rb.commit, 0)
 	if err != nil {
 		return failf(exitFailed, "diff: %s and %s: %v (are both threads' results in one repository?)", a, b, err)
 	}
 	fmt.Fprintf(g.stderr, "%s → %s\n", ra, rb)
-	_, err = g.stdout.Write(out)
+	_, err = io.WriteString(g.stdout, out)
 	return err
 }
 
@@ -287,22 +261,6 @@ func result(t *batonv1.Thread) threadResult {
 		r.commit, r.what = cp.GetCommit(), checkpointOf("", int(cp.GetRunOrdinal()))+"'s checkpoint"
 	}
 	return r
-}
-
-// git runs git in dir and returns its output; the error holds what git
-// said.
-func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return nil, fmt.Errorf("git %s: %s", args[0], msg)
-		}
-		return nil, fmt.Errorf("git %s: %w", args[0], err)
-	}
-	return out, nil
 }
 
 func isDir(p string) bool {

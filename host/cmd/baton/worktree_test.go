@@ -16,14 +16,17 @@ import (
 	"github.com/baton-run/baton/host/internal/orchestrator"
 )
 
-// providerPath is a PATH whose codex, claude and opencode (the providers'
+// providerPath is a PATH (transcripts relative to testdata, or absolute) whose codex, claude and opencode (the providers'
 // usual commands) are replay peers of each one's transcript, ahead of the
 // test's own.
 func providerPath(t *testing.T, transcripts map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for provider, transcript := range transcripts {
-		abs, _ := filepath.Abs(filepath.Join(root, "testdata", transcript))
+		abs := transcript
+		if !filepath.IsAbs(abs) {
+			abs, _ = filepath.Abs(filepath.Join(root, "testdata", transcript))
+		}
 		peer := filepath.Join(binDir, "replaypeer")
 		tail, err := exec.Command(peer, "peer-args", abs).Output() // "--" when it checks the arguments it is given
 		if err != nil {
