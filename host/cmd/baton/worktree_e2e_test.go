@@ -197,6 +197,19 @@ func TestWorktreesThreeProvidersMergeArchiveDoctor(t *testing.T) {
 		t.Errorf("threads --all leaves out the archived thread:\n%s", out)
 	}
 
+	// A removal that fails (the repository moved away meanwhile) is said,
+	// exit 1.
+	if err := os.Rename(repo, repo+".away"); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = baton("archive", threads["codex"])
+	if err := os.Rename(repo+".away", repo); err != nil {
+		t.Fatal(err)
+	}
+	if code != exitFailed || !strings.Contains(out, "could not be removed") {
+		t.Errorf("archive whose removal fails: exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+
 	// A worktree deleted by hand: doctor names it, --prune makes git forget it.
 	worktreeOf(t, baton, threads["opencode"], &w)
 	if err := os.RemoveAll(w.Path); err != nil {
