@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
+	"github.com/baton-run/baton/host/internal/worktree"
 )
 
 // baton run --provider a,b,c: one thread per provider, all created first,
@@ -62,6 +63,9 @@ func runMany(ctx context.Context, g *globals, c *client, f *runFlags, o runOptio
 		if err := checkNewThread(ctx, c, p, o); err != nil {
 			return err
 		}
+	}
+	if err := checkBranches(ctx, f, o); err != nil {
+		return err
 	}
 	idgen := ids.New()
 	threads := make([]string, 0, len(o.providers))
@@ -114,6 +118,30 @@ func runMany(ctx context.Context, g *globals, c *client, f *runFlags, o runOptio
 	case <-done:
 	}
 	return manyExit(errs)
+}
+
+// checkBranches checks, before any thread is made, what the host would
+// refuse a thread of the list for: a directory not in a repository, a
+// base that does not resolve, a branch NAME-<provider> that exists (the
+// host checks each again as it makes the thread). --cwd is on this
+// machine, where the repository is.
+func checkBranches(ctx context.Context, f *runFlags, o runOptions) error {
+	if !f.worktree.on {
+		return nil
+	}
+	src, err := worktree.Inspect(ctx, o.cwd, f.worktree.base)
+	if err != nil {
+		return usagef("run: --worktree: %v", err)
+	}
+	if f.worktree.branch == "" {
+		return nil // baton/<short thread id>: new with each thread
+	}
+	for _, p := range o.providers {
+		if err := worktree.CheckBranch(ctx, src.Root, f.worktree.branch+"-"+p); err != nil {
+			return usagef("run: --branch: %v", err)
+		}
+	}
+	return nil
 }
 
 // madeBefore is the exit of a run on several providers whose thread on

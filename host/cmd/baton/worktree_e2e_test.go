@@ -240,3 +240,39 @@ func worktreeOf(t *testing.T, baton func(...string) (string, string, int), threa
 		t.Fatalf("show --json: worktree: %v\n%s", err, out)
 	}
 }
+
+// What the host refuses a worktree thread for is said, exit 2, and
+// nothing is written: not a repository, a base that does not resolve, a
+// branch that exists (on one provider, and on one of several: none of
+// them is made).
+func TestWorktreeRefusals(t *testing.T) {
+	path := providerPath(t, simpleTranscripts)
+	repo := userRepo(t)
+	gitIn(t, repo, "branch", "taken")
+	gitIn(t, repo, "branch", "try-claude")
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"not a repository", []string{"--cwd", t.TempDir(), "--provider", "codex"}, "not in a git repository"},
+		{"a base that does not resolve", []string{"--cwd", repo, "--base", "nope", "--provider", "codex"}, "nope"},
+		{"a branch that exists", []string{"--cwd", repo, "--branch", "taken", "--provider", "codex"}, `branch "taken" already exists`},
+		{"not a repository, several", []string{"--cwd", t.TempDir(), "--provider", "codex,claude"}, "not in a git repository"},
+		{"a branch that exists, several", []string{"--cwd", repo, "--branch", "try", "--provider", "codex,claude"}, `branch "try-claude" already exists`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data := t.TempDir()
+			os.Chmod(data, 0o700)
+			args := append(append([]string{"run", "--data", data, "--worktree"}, c.args...), "Say hello")
+			out, errOut, code := batonPath(t, path, args...)
+			if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) || strings.Count(errOut, "\n") != 1 {
+				t.Errorf("exit %d, want 2 saying %q\nstdout:\n%s\nstderr:\n%s", code, c.want, out, errOut)
+			}
+			assertNothingWritten(t, data)
+		})
+	}
+	if got := gitIn(t, repo, "branch", "--list"); got != "  main\n  taken\n  try-claude" && got != "* main\n  taken\n  try-claude" {
+		t.Errorf("branches after the refusals:\n%s", got)
+	}
+}
