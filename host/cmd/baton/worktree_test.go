@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,7 +11,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -224,5 +228,58 @@ func TestWorktreeOptionsPerProvider(t *testing.T) {
 	}
 	if !slices.Contains(worktreeFlagNames, "copy") {
 		t.Error("--copy is not a worktree flag")
+	}
+}
+
+// Ctrl-C interrupts every thread's runs, and the exit is 130.
+func TestRunSeveralProvidersCtrlC(t *testing.T) {
+	path := providerPath(t, map[string]string{"codex": "codex/turn_interrupt.ndjson", "claude": "claude/turn_interrupt.ndjson"})
+	data := t.TempDir()
+	os.Chmod(data, 0o700)
+	cmd := exec.Command(filepath.Join(binDir, "baton"), "run", "--data", data, "--provider", "codex,claude", "--cwd", t.TempDir(),
+		"Count to a million, slowly")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "BATON_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "PATH="+path)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// A thread left running would keep baton going: it is ended, and the
+	// exit is not 130.
+	stop := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
+	defer stop.Stop()
+	var out strings.Builder
+	sc := bufio.NewScanner(stdout)
+	open := map[string]bool{}
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		// Both sessions open: each run's turn is being started, and the
+		// interrupts queue behind the starts.
+		if strings.Contains(sc.Text(), "provider session") && len(open) < 2 {
+			open[strings.Fields(sc.Text())[0]] = true
+			if len(open) == 2 {
+				if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	err = cmd.Wait()
+	if ee, _ := err.(*exec.ExitError); ee == nil || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("exit: %v, want 130\n%s\n%s", err, out.String(), errb.String())
+	}
+	for provider, lines := range byPrefix(t, out.String()) {
+		if last := lines[len(lines)-1]; !strings.Contains(last, "run 1 interrupted") {
+			t.Errorf("%s's thread ends %q, want its run interrupted", provider, last)
+		}
 	}
 }
