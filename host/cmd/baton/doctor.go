@@ -92,11 +92,7 @@ func (g *globals) doctor(ctx context.Context, rebuild, prune bool) error {
 		return failf(exitFailed, "doctor: %v", err)
 	}
 	if s != nil {
-		defer func() {
-			if s != nil {
-				s.Close()
-			}
-		}()
+		defer s.Close()
 	}
 	out := g.stdout
 	threads := r.ThreadOf
@@ -106,14 +102,10 @@ func (g *globals) doctor(ctx context.Context, rebuild, prune bool) error {
 		if len(r.Lost) > 0 {
 			fmt.Fprintf(out, "events lost in an earlier rebuild: %s\n", eventlog.Ranges(r.Lost))
 		}
-		if n == 0 || rebuild {
+		if n == 0 || rebuild || s == nil {
 			return nil
 		}
-		if s != nil {
-			s.Close() // the threads are read next, by a host of their own
-			s = nil
-		}
-		return g.checkWorktrees(ctx, prune)
+		return g.checkWorktrees(ctx, s, prune)
 	}
 	fmt.Fprintf(out, "the event store %s is damaged:\n", dir)
 	touched := map[string][]uint64{}

@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/hashicorp/go-hclog"
-
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
-	"github.com/baton-run/baton/host/internal/orchestrator"
-	"github.com/baton-run/baton/host/internal/service"
+	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/worktree"
 )
 
@@ -26,20 +23,12 @@ type goneWorktree struct {
 
 // checkWorktrees reports the worktree threads whose worktree is gone, and
 // with prune runs git worktree prune in their repositories. It reads the
-// threads from the service on the data dir when one answers, else from a
-// host it opens read-only: doctor writes nothing to the store.
-func (g *globals) checkWorktrees(ctx context.Context, prune bool) error {
-	c, err := g.readOnlyClient(ctx)
+// threads from the store doctor checked (read-only): it dials no service
+// and starts no host.
+func (g *globals) checkWorktrees(ctx context.Context, s *eventlog.Store, prune bool) error {
+	gone, err := goneWorktrees(ctx, localReader{s: s})
 	if err != nil {
-		// The store is healthy: that is doctor's answer, and this look
-		// could not be had.
-		fmt.Fprintf(g.stderr, "baton: the worktree threads were not checked: %v\n", err)
-		return nil
-	}
-	defer c.close()
-	gone, err := goneWorktrees(ctx, c)
-	if err != nil {
-		return err
+		return failf(exitFailed, "doctor: read the threads: %v", err)
 	}
 	if len(gone) == 0 {
 		return nil
@@ -74,51 +63,23 @@ func (g *globals) checkWorktrees(ctx context.Context, prune bool) error {
 
 // goneWorktrees lists the threads, not archived, whose worktree was made
 // and whose directory is gone.
-func goneWorktrees(ctx context.Context, c *client) ([]goneWorktree, error) {
+func goneWorktrees(ctx context.Context, r reader) ([]goneWorktree, error) {
+	list, err := r.threads(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var gone []goneWorktree
-	token := ""
-	for {
-		resp, err := c.ListThreads(ctx, &batonv1.ListThreadsRequest{PageSize: 1000, PageToken: token})
+	for _, s := range listed(list, nil, 0) {
+		if s.GetBranch() == "" || s.GetArchived() {
+			continue
+		}
+		t, err := r.thread(ctx, s.GetId())
 		if err != nil {
-			return nil, rpcError("doctor: list threads", err)
+			return nil, fmt.Errorf("thread %s: %w", s.GetId(), err)
 		}
-		for _, s := range resp.GetThreads() {
-			if s.GetBranch() == "" {
-				continue
-			}
-			t, err := c.thread(ctx, s.GetId())
-			if err != nil {
-				return nil, rpcError("doctor: thread "+s.GetId(), err)
-			}
-			if w := t.GetWorktree(); domain.WorktreeStatus(w.GetStatus()) == domain.WorktreeStatusReady && !isDir(w.GetPath()) {
-				gone = append(gone, goneWorktree{thread: t.GetId(), w: w})
-			}
-		}
-		if token = resp.GetNextPageToken(); token == "" {
-			return gone, nil
+		if w := t.GetWorktree(); domain.WorktreeStatus(w.GetStatus()) == domain.WorktreeStatusReady && !isDir(w.GetPath()) {
+			gone = append(gone, goneWorktree{thread: t.GetId(), w: w})
 		}
 	}
-}
-
-// readOnlyClient is the service on the data dir (or --server) when one
-// answers, else a host of this command's own that reads the data dir
-// read-only: it resumes nothing and writes nothing.
-func (g *globals) readOnlyClient(ctx context.Context) (*client, error) {
-	if c, err := g.findService(ctx); c != nil || err != nil {
-		return c, err
-	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: g.hostLogLevel()})
-	h, err := orchestrator.Open(orchestrator.Config{DataDir: g.data, ReadOnly: true, Logger: log})
-	if err != nil {
-		return nil, failf(exitFailed, "doctor: %v", err)
-	}
-	conn, stop, err := service.InProcess(h, service.Options{Logger: log})
-	if err != nil {
-		h.Close()
-		return nil, failf(exitFailed, "doctor: %v", err)
-	}
-	return &client{BatonClient: batonv1.NewBatonClient(conn), embedded: true, close: func() {
-		stop()
-		h.Close()
-	}}, nil
+	return gone, nil
 }

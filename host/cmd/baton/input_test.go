@@ -480,7 +480,7 @@ var envCases = []envVerb{
 			"BATON_JSON", "BATON_APPROVE", "BATON_SCRIPT", "BATON_DETACH", "BATON_FILE", "BATON_WORKTREE"}, append(policyVars, worktreeVars...)...),
 		and(noPlugin, quietly("--provider is given", "BATON_PROVIDER"), quietly("no thread is made", "BATON_MODEL", "BATON_CWD"),
 			quietly("they apply with --worktree only", worktreeVars...))},
-	{"threads", []string{"threads", "--json"}, []string{"BATON_JSON", "BATON_STATUS", "BATON_LIMIT", "BATON_OUTPUT"},
+	{"threads", []string{"threads", "--json"}, []string{"BATON_JSON", "BATON_STATUS", "BATON_LIMIT", "BATON_OUTPUT", "BATON_ALL"},
 		and(noPlugin, quietly("--json is given", "BATON_JSON"))},
 	{"show", []string{"show", "{T}"}, []string{"BATON_JSON", "BATON_HANDOFF"}, noPlugin},
 	{"watch", []string{"watch", "{T}"}, []string{"BATON_JSON"}, noPlugin},
@@ -508,7 +508,7 @@ var envCases = []envVerb{
 		"BATON_MAX_CONNECTIONS", "BATON_MAX_STREAMS", "BATON_CONNECTION_IDLE_TIMEOUT", "BATON_KEEPALIVE", "BATON_KEEPALIVE_TIMEOUT",
 		"BATON_MAX_SUBSCRIBERS", "BATON_MAX_THREAD_SUBSCRIBERS", "BATON_SUBSCRIBER_BUFFER", "BATON_SLOW_SUBSCRIBER"},
 		and(dialsNothing, noPlugin, quietly("--data is given", "BATON_DATA"))},
-	{"doctor", []string{"doctor"}, []string{"BATON_REBUILD"}, and(dialsNothing, noPlugin)},
+	{"doctor", []string{"doctor"}, []string{"BATON_REBUILD", "BATON_PRUNE"}, and(dialsNothing, noPlugin)},
 	{"version", []string{"version"}, nil, reachesNoHost},
 	{"completion bash", []string{"completion", "bash"}, []string{"BATON_NO_DESCRIPTIONS"}, reachesNoHost},
 }
@@ -533,7 +533,8 @@ var hostile = map[string]string{
 	"BATON_ANSWER": "Q=A", "BATON_MAX_CONNECTIONS": "0", "BATON_MAX_STREAMS": "x", "BATON_CONNECTION_IDLE_TIMEOUT": "-1s", "BATON_KEEPALIVE": "10ms",
 	"BATON_KEEPALIVE_TIMEOUT": "0s", "BATON_MAX_SUBSCRIBERS": "0", "BATON_MAX_THREAD_SUBSCRIBERS": "x", "BATON_SUBSCRIBER_BUFFER": "-1",
 	"BATON_SLOW_SUBSCRIBER": "x", "BATON_WORKTREE": "maybe", "BATON_BRANCH": "b", "BATON_BASE": "nope", "BATON_WORKTREE_DIR": "{DIR}/none",
-	"BATON_COPY": "/abs", "BATON_SETUP": "false", "BATON_AUTHOR": "nobody", "BATON_TURN_STALL_TIMEOUT": "later", "BATON_REQUEST_TIMEOUT": "later",
+	"BATON_COPY": "/abs", "BATON_SETUP": "false", "BATON_AUTHOR": "nobody",
+	"BATON_PRUNE": "maybe", "BATON_ALL": "maybe", "BATON_TURN_STALL_TIMEOUT": "later", "BATON_REQUEST_TIMEOUT": "later",
 }
 
 // helpFlag is a flag's line in help, with its name; helpVar a variable

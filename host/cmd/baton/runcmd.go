@@ -64,7 +64,25 @@ provider (--on-limit switch:claude, and with ,return comes back after the
 reset); with --until, runs go on until the check command exits 0. Exit codes:
 0 when the check passed (without --until: the last run completed), 1 when the
 loop ended blocked, failed or out of budget, 130 when interrupted. Ctrl-C
-during a wait cancels it.`,
+during a wait cancels it.
+
+--worktree puts the new thread on a git worktree of its own: a new branch
+(--branch, default baton/<short thread id>) from --base (default the
+repository's HEAD) of the repository --cwd is in, made under DATA/worktrees
+(or --worktree-dir). --copy GLOB copies files a fresh worktree lacks (.env)
+from your worktree; --setup CMD runs in the new worktree before the first run.
+Each completed run that changed files is a commit on the branch (author:
+your git config's, or --author); bring it back with baton merge. Not a git
+repository, a base that does not resolve or a branch that exists is refused
+before anything is written (exit 2).
+
+--provider codex,claude,opencode (any list) makes a thread per provider, all
+created before any runs, and runs them in parallel: each line printed is
+begun with its thread's provider and short id ([codex 1a2b3c4d]); with --json
+each line names its thread. With --worktree each has its own branch (--branch
+NAME becomes NAME-<provider>). Exit codes: 0 when every thread's runs
+completed, 1 when one did not, 130 when interrupted (Ctrl-C interrupts them
+all). Compare them with baton compare and baton diff.`,
 		Example: `  baton run --provider acp "Write hello.txt"
   baton run --provider codex --approve accept --cwd ~/src/app "Fix the failing test"
   baton run --provider codex --file task.md
@@ -73,7 +91,9 @@ during a wait cancels it.`,
   baton run --thread thr_123 --provider claude "Review what codex did"
   baton run --json --provider acp "Explain main.go" | jq .
   baton run --provider codex --on-limit wait "Migrate the tests to testify"
-  baton run --provider codex --on-limit switch:claude,return --until 'go test ./...' --max-runs 10 "Fix the build"`,
+  baton run --provider codex --on-limit switch:claude,return --until 'go test ./...' --max-runs 10 "Fix the build"
+  baton run --worktree --provider codex --copy .env --setup 'npm ci' "Add a dark mode"
+  baton run --worktree --branch dark --provider codex,claude,opencode "Add a dark mode"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.thread != "" {
 				f.switchFlags.explicit(cmd.Flags())
