@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"strings"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
@@ -147,4 +148,26 @@ func short(commit string) string {
 		return commit[:12]
 	}
 	return commit
+}
+
+// showWorktree is what baton show says of a thread's worktree and branch
+// (nothing when it has none): where its work is, whether it is archived,
+// and how each merge came out.
+func showWorktree(out io.Writer, t *batonv1.Thread) {
+	w := t.GetWorktree()
+	if w == nil {
+		if t.GetArchived() {
+			fmt.Fprintln(out, "  archived")
+		}
+		return
+	}
+	fmt.Fprintf(out, "  %s\n", worktreeLine(w))
+	if t.GetArchived() {
+		fmt.Fprintln(out, "  archived")
+	}
+	for _, m := range t.GetMerges() {
+		for _, l := range mergeLines(m, "branch "+w.GetBranch()) {
+			fmt.Fprintf(out, "  %s\n", l)
+		}
+	}
 }

@@ -172,6 +172,7 @@ func showThread(g *globals, t *batonv1.Thread) {
 	if t.GetModel() != "" {
 		fmt.Fprintf(w, "  model %s\n", t.GetModel())
 	}
+	showWorktree(w, t)
 	showLoop(w, t, time.Now(), time.Local)
 	switched := len(t.GetProviderBindings()) > 1
 	if switched {

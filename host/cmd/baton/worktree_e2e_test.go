@@ -150,6 +150,10 @@ func TestWorktreesThreeProvidersMergeArchiveDoctor(t *testing.T) {
 			t.Errorf("compare line %d: %v; want 1 file, +1, from the branch", i+1, c)
 		}
 	}
+	out, _, _ = baton("compare", threads["codex"], threads["claude"])
+	if want := regexp.MustCompile(`(?m)^` + threads["claude"] + ` +claude +idle, last run completed +try-claude +1 +1 +\+1 +-0 +\d+ +\d+s$`); !want.MatchString(out) {
+		t.Errorf("compare's table: no line for claude's thread like %s in:\n%s", want, out)
+	}
 	out, errOut, code = baton("diff", threads["codex"], threads["claude"])
 	if code != exitOK || !strings.Contains(out, "+++ b/claude.txt") || !strings.Contains(out, "-# App, by codex") {
 		t.Errorf("diff of two threads: exit %d\n%s\n%s", code, out, errOut)
@@ -160,6 +164,15 @@ func TestWorktreesThreeProvidersMergeArchiveDoctor(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "fast-forwarded main") {
 		t.Fatalf("merge codex: exit %d\n%s\n%s", code, out, errOut)
 	}
+	// Local changes where main is checked out: refused, naming them.
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("# App, edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = baton("merge", threads["claude"])
+	if code != exitFailed || !strings.Contains(out, "local changes") || !strings.Contains(out, "    README.md") {
+		t.Errorf("merge into a dirty worktree: exit %d, want 1 naming README.md\n%s\n%s", code, out, errOut)
+	}
+	gitIn(t, repo, "checkout", "--", "README.md")
 	out, errOut, code = baton("merge", threads["claude"])
 	if code != exitOK || !strings.Contains(out, "merged branch try-claude into main") {
 		t.Fatalf("merge claude: exit %d\n%s\n%s", code, out, errOut)
@@ -178,6 +191,11 @@ func TestWorktreesThreeProvidersMergeArchiveDoctor(t *testing.T) {
 	out, _, code = baton("merge", "--json", threads["opencode"])
 	if m := jsonObject(t, strings.TrimSpace(out)); code != exitFailed || m["status"] != "conflict" {
 		t.Errorf("merge --json: exit %d, %v", code, m)
+	}
+
+	out, _, _ = baton("show", threads["opencode"])
+	if !strings.Contains(out, "  branch try-opencode at ") || !strings.Contains(out, "  ✖ conflict: branch try-opencode and main") {
+		t.Errorf("show: no branch or merge in:\n%s", out)
 	}
 
 	// Archive removes the worktree and keeps the branch; threads hides it.
@@ -274,5 +292,26 @@ func TestWorktreeRefusals(t *testing.T) {
 	}
 	if got := gitIn(t, repo, "branch", "--list"); got != "  main\n  taken\n  try-claude" && got != "* main\n  taken\n  try-claude" {
 		t.Errorf("branches after the refusals:\n%s", got)
+	}
+}
+
+// --copy brings files a fresh worktree lacks; a --setup that fails fails
+// the first run with its output, and the exit is 1.
+func TestWorktreeCopyAndSetup(t *testing.T) {
+	path := providerPath(t, map[string]string{"codex": "codex/simple.ndjson"})
+	repo := userRepo(t)
+	if err := os.WriteFile(filepath.Join(repo, ".env"), []byte("SECRET=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := batonPath(t, path, "run", "--worktree", "--cwd", repo, "--provider", "codex", "--copy", ".env",
+		"--setup", "test -f .env && echo set up && exit 3", "Say hello")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"⎇ worktree ready: 1 file copied in; setup `test -f .env && echo set up && exit 3` exited 3",
+		"✖ run 1 failed: the worktree's setup", "set up"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
 	}
 }
