@@ -190,7 +190,6 @@ func archive(ctx context.Context, g *globals, c *client, t *batonv1.Thread, dele
 		fmt.Fprintln(g.stdout, "  kept: its checkpoints")
 		return nil
 	}
-	fmt.Fprintf(g.stdout, "  kept: its branch %s at %s (%s since %s), and its checkpoints\n", w.GetBranch(), short(w.GetHead()),
-		plural(len(w.GetCommits()), "commit"), baseName(w))
+	fmt.Fprintf(g.stdout, "  kept: its branch %s at %s (from %s), and its checkpoints\n", w.GetBranch(), short(w.GetHead()), baseName(w))
 	return nil
 }

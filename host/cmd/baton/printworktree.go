@@ -86,7 +86,7 @@ func baseName(w *batonv1.Worktree) string {
 // worktreeLine is where a thread's work is: its branch and head, and its
 // worktree (or what became of it).
 func worktreeLine(w *batonv1.Worktree) string {
-	s := fmt.Sprintf("branch %s at %s (%s since %s)", w.GetBranch(), short(w.GetHead()), plural(len(w.GetCommits()), "commit"), baseName(w))
+	s := fmt.Sprintf("branch %s at %s (from %s)", w.GetBranch(), short(w.GetHead()), baseName(w))
 	switch domain.WorktreeStatus(w.GetStatus()) {
 	case domain.WorktreeStatusRemoved:
 		s += "; its worktree was removed"
