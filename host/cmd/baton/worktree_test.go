@@ -283,3 +283,25 @@ func TestRunSeveralProvidersCtrlC(t *testing.T) {
 		}
 	}
 }
+
+// Through a service, as on an embedded host: the threads are the
+// service's, each on its worktree, run in parallel.
+func TestRunSeveralProvidersThroughService(t *testing.T) {
+	path := providerPath(t, map[string]string{"codex": "codex/simple.ndjson", "claude": "claude/simple.ndjson"})
+	t.Setenv("PATH", path) // the service starts the providers
+	data, repo := t.TempDir(), userRepo(t)
+	startService(t, data)
+	out, errOut, code := batonPath(t, path, "run", "--data", data, "--worktree", "--cwd", repo, "--provider", "codex,claude", "Say hello")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for provider, lines := range byPrefix(t, out) {
+		if n := len(lines); n < 2 || !strings.Contains(lines[n-2], "run 1 completed") || !strings.HasPrefix(lines[n-1], "  branch baton/") {
+			t.Errorf("%s's thread ends %q; want its run completed, then its branch", provider, lines)
+		}
+	}
+	out, _, _ = batonPath(t, path, "threads", "--data", data, "-o", "json")
+	if n := strings.Count(out, `"branch":"baton/`); n != 2 {
+		t.Errorf("the service holds %d threads on branches, want 2:\n%s", n, out)
+	}
+}
