@@ -104,6 +104,14 @@ all). Compare them with baton compare and baton diff.`,
 			if err := f.worktree.check(onCommandLine, f.thread != ""); err != nil {
 				return err
 			}
+			if strings.Contains(f.provider, ",") && f.model != "" {
+				// A model is one provider's: BATON_MODEL is left out, and
+				// --model refused.
+				if onCommandLine("model") {
+					return usagef("run: --model is one provider's; with several providers each runs its default model")
+				}
+				f.model = ""
+			}
 			return runRun(cmd.Context(), g, f, args)
 		},
 	}

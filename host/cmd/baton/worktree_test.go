@@ -172,6 +172,7 @@ func TestRunWorktreeAndProvidersRefusals(t *testing.T) {
 		{[]string{"--provider", "codex,claude", "--approve", "ask"}, "cannot ask for several threads"},
 		{[]string{"--provider", "codex,claude", "--provider-command", "x"}, "each runs its usual command"},
 		{[]string{"--provider", "codex,nope"}, `provider "nope" is not installed`},
+		{[]string{"--provider", "codex,claude", "--model", "m"}, "--model is one provider's"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			data := t.TempDir()
