@@ -80,6 +80,14 @@ func runMany(ctx context.Context, g *globals, c *client, f *runFlags, o runOptio
 		}
 		threads = append(threads, id)
 	}
+	return followAll(ctx, g, c, idgen, f, o, threads, interruptReq)
+}
+
+// followAll follows the threads (made on o.providers, in order) at once,
+// each as baton run follows one, its lines written whole and begun with
+// its provider and short id; Ctrl-C interrupts them all.
+func followAll(ctx context.Context, g *globals, c *client, idgen *ids.Allocator, f *runFlags, o runOptions, threads []string,
+	interruptReq <-chan struct{}) error {
 	var stdoutMu, stderrMu sync.Mutex
 	interrupts := make([]chan struct{}, len(threads))
 	errs := make([]error, len(threads))
@@ -110,7 +118,7 @@ func runMany(ctx context.Context, g *globals, c *client, f *runFlags, o runOptio
 		close(done)
 	}()
 	select {
-	case <-interruptReq: // Ctrl-C interrupts every thread's runs
+	case <-interruptReq:
 		for _, ch := range interrupts {
 			ch <- struct{}{}
 		}
