@@ -34,9 +34,10 @@ const benchThreads = 8
 // least 3 times sooner. Each iteration has a repository of its own, so
 // that its worktree list does not grow from one to the next.
 //
-// cpu-s/op is the CPU time an iteration used, in this process, its git
-// commands, the plugin and the replay peers: on a machine of N cores,
-// parallel can take no less than cpu-s/op / N.
+// cpu-s/op is the CPU time an iteration used: in the host
+// (host-cpu-s/op), its git commands (git-cpu-s/op), and the plugin with
+// the replay peers (plugin-cpu-s/op). On a machine of N cores, parallel
+// can take no less than cpu-s/op / N.
 func BenchmarkWorktreeThreads(b *testing.B) {
 	transcript, err := filepath.Abs(filepath.Join(root, "testdata", "acp", "multi_turn.ndjson"))
 	if err != nil {
@@ -86,7 +87,7 @@ func BenchmarkWorktreeThreads(b *testing.B) {
 				cpu.stop(threads)
 				b.StartTimer()
 			}
-			b.ReportMetric(cpu.total.Seconds()/float64(iter), "cpu-s/op")
+			cpu.report(b, iter)
 		})
 	}
 }
@@ -173,56 +174,73 @@ func benchRepo(b *testing.B) string {
 	return dir
 }
 
-// cpuMeter adds up the CPU time an iteration takes in this process, the
-// processes it waited for (git) and the plugin processes (with the replay
-// peers they waited for), from /proc.
+// cpuMeter adds up the CPU time iterations take: in this process (the
+// host), in the processes it waited for (its git commands), and in the
+// plugin processes with the replay peers they waited for. It reads
+// /proc/PID/stat.
 type cpuMeter struct {
-	total   time.Duration
-	self    time.Duration
-	plugins map[int]time.Duration // by pid, as last read
+	host, git, plugins time.Duration         // the sums
+	atStart            times                 // this process's, at start
+	pluginsAtStart     map[int]time.Duration // by plugin pid, own and reaped children's
 }
 
-func newCPUMeter() *cpuMeter { return &cpuMeter{plugins: map[int]time.Duration{}} }
+// times are a process's own CPU time and its reaped children's.
+type times struct{ own, children time.Duration }
+
+func newCPUMeter() *cpuMeter { return &cpuMeter{pluginsAtStart: map[int]time.Duration{}} }
 
 func (m *cpuMeter) start() {
-	m.self = cpuTime("self")
-	for pid := range m.plugins {
-		m.plugins[pid] = cpuTime(fmt.Sprint(pid))
+	m.atStart = cpuTimes("self")
+	for pid := range m.pluginsAtStart {
+		t := cpuTimes(strconv.Itoa(pid))
+		m.pluginsAtStart[pid] = t.own + t.children
 	}
 }
 
-// stop adds what was used since start, by this process and by the plugin
-// processes of threads' sessions.
+// stop adds what was used since start, by this process, its git commands
+// and the plugin processes of the threads' sessions.
 func (m *cpuMeter) stop(threads []domain.Thread) {
-	m.total += cpuTime("self") - m.self
+	now := cpuTimes("self")
+	m.host += now.own - m.atStart.own
+	m.git += now.children - m.atStart.children
 	for _, th := range threads {
 		for _, s := range th.ProviderSessions {
-			if _, ok := m.plugins[s.PluginPid]; !ok {
-				m.plugins[s.PluginPid] = 0 // started in this iteration
+			if _, ok := m.pluginsAtStart[s.PluginPid]; !ok {
+				m.pluginsAtStart[s.PluginPid] = 0 // started in this iteration
 			}
 		}
 	}
-	for pid, before := range m.plugins {
-		m.total += cpuTime(fmt.Sprint(pid)) - before
+	for pid, before := range m.pluginsAtStart {
+		t := cpuTimes(strconv.Itoa(pid))
+		m.plugins += t.own + t.children - before
 	}
 }
 
-// cpuTime is the user and system time of /proc/PID (or self) and of its
-// children it waited for.
-func cpuTime(pid string) time.Duration {
+// report reports the sums per iteration: in all, and each part.
+func (m *cpuMeter) report(b *testing.B, iterations int) {
+	per := func(d time.Duration) float64 { return d.Seconds() / float64(iterations) }
+	b.ReportMetric(per(m.host+m.git+m.plugins), "cpu-s/op")
+	b.ReportMetric(per(m.host), "host-cpu-s/op")
+	b.ReportMetric(per(m.git), "git-cpu-s/op")
+	b.ReportMetric(per(m.plugins), "plugin-cpu-s/op")
+}
+
+// cpuTimes reads the user and system time of /proc/PID (or self) and of
+// the children it waited for.
+func cpuTimes(pid string) times {
 	b, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
-		return 0
+		return times{}
 	}
-	// Fields after the command's closing parenthesis: state is the
-	// first, utime, stime, cutime and cstime the 12th to 15th.
+	// Fields after the command's closing parenthesis: the state is the
+	// first; utime, stime, cutime and cstime the 12th to the 15th.
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	var ticks int64
-	for _, v := range f[11:15] {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		ticks += n
+	var ticks [4]int64
+	for i, v := range f[11:15] {
+		ticks[i], _ = strconv.ParseInt(v, 10, 64)
 	}
-	return time.Duration(ticks) * time.Second / clockTicks
+	tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / clockTicks }
+	return times{own: tick(ticks[0] + ticks[1]), children: tick(ticks[2] + ticks[3])}
 }
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's times:
