@@ -218,7 +218,7 @@ func decideRollback(t *Thread, p RollbackToCheckpoint, env Env, d *Decision) err
 	// The files as they are now are kept first, under a ref of their own,
 	// so that a rollback can be undone by hand.
 	d.effect(RestoreFiles{EffectHead: EffectHead{ThreadID: t.ID}, RollbackID: id, CheckpointID: started.CheckpointID, Commit: commit,
-		Ref: RefPrefix + refComponent(t.ID) + "/pre-rollback/" + refComponent(id), Branch: t.branchMove(c.RunOrdinal, id)})
+		Ref: RefPrefix + refComponent(t.ID) + "/pre-rollback/" + refComponent(id), Branch: t.branchMove(c, id)})
 	return nil
 }
 

@@ -341,13 +341,14 @@ func Evolve(t *Thread, e Event) {
 			c.Status, c.Commit, c.Files, c.Reason = p.Status, p.Commit, p.Files, p.Reason
 			at := e.At
 			c.CapturedAt = &at
-			if p.BranchCommit != "" && t.Worktree != nil {
-				if r := t.runW(c.RunID); r != nil {
-					r.Commit = p.BranchCommit
+			if t.Worktree != nil && p.Status == CheckpointReady {
+				c.BranchHead = cmp.Or(p.BranchCommit, t.Worktree.Head)
+				if p.BranchCommit != "" {
+					if r := t.runW(c.RunID); r != nil {
+						r.Commit = p.BranchCommit
+					}
+					t.worktreeW().Head = p.BranchCommit
 				}
-				w := t.worktreeW()
-				w.Head = p.BranchCommit
-				w.Commits = append(w.Commits, RunCommit{RunID: c.RunID, RunOrdinal: c.RunOrdinal, Commit: p.BranchCommit})
 			}
 		}
 	case RollbackStarted:
@@ -366,13 +367,7 @@ func Evolve(t *Thread, e Event) {
 			rb.FilesWritten, rb.FilesRemoved = p.Written, p.Removed
 			rb.SavedRef, rb.SavedCommit = p.SavedRef, p.SavedCommit
 			if p.BranchHead != "" && t.Worktree != nil {
-				// The branch went back with the files: its commits after
-				// the rollback's target are no longer its history.
-				w := t.worktreeW()
-				w.Head = p.BranchHead
-				w.Commits = slices.DeleteFunc(slices.Clone(w.Commits), func(c RunCommit) bool {
-					return c.RunOrdinal > rb.TargetRunOrdinal
-				})
+				t.worktreeW().Head = p.BranchHead // the branch went back with the files
 			}
 		}
 	case WorktreeReady:

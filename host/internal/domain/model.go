@@ -307,14 +307,18 @@ type Checkpoint struct {
 	NodeID     string `json:"nodeId,omitempty"`
 	RunOrdinal int    `json:"runOrdinal"`
 	// BaseID is the checkpoint its file summary is against.
-	BaseID      string           `json:"baseId,omitempty"`
-	Ref         string           `json:"ref"`
-	Commit      string           `json:"commit,omitempty"`
-	Status      CheckpointStatus `json:"status"`
-	Files       []FileChange     `json:"files,omitempty"`
-	Reason      string           `json:"reason,omitempty"`
-	RequestedAt time.Time        `json:"requestedAt"`
-	CapturedAt  *time.Time       `json:"capturedAt,omitempty"`
+	BaseID string           `json:"baseId,omitempty"`
+	Ref    string           `json:"ref"`
+	Commit string           `json:"commit,omitempty"`
+	Status CheckpointStatus `json:"status"`
+	Files  []FileChange     `json:"files,omitempty"`
+	Reason string           `json:"reason,omitempty"`
+	// BranchHead, for a worktree thread's ready checkpoint, is its
+	// branch's commit when it was captured: where a rollback to it moves
+	// the branch.
+	BranchHead  string     `json:"branchHead,omitempty"`
+	RequestedAt time.Time  `json:"requestedAt"`
+	CapturedAt  *time.Time `json:"capturedAt,omitempty"`
 }
 
 // FileChange is one file a checkpoint changed against its base.

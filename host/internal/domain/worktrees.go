@@ -13,11 +13,12 @@ import (
 // (CreateWorktree) after the thread is created; no run starts before it is
 // made. Each completed run that changed files becomes a commit on the
 // branch (the capture of its checkpoint makes it: CaptureCheckpoint.Commit),
-// a rollback moves the branch back with the files (RestoreFiles.Branch), a
-// merge brings the branch into another (MergeBranch), and archiving the
-// thread removes the worktree (RemoveWorktree). The branch's history is
-// always Worktree.Commits: the thread's completed, not-rolled-back runs
-// that changed something, in order.
+// a rollback moves the branch back with the files (RestoreFiles.Branch) to
+// where it was when the target checkpoint was captured
+// (Checkpoint.BranchHead), a merge brings the branch into another
+// (MergeBranch), and archiving the thread removes the worktree
+// (RemoveWorktree). The branch's history is always the commits of the
+// thread's completed, not-rolled-back runs that changed files, in order.
 
 // WorktreeStatus is where a thread's worktree stands.
 type WorktreeStatus string
@@ -104,11 +105,8 @@ type Worktree struct {
 	Copied      []string     `json:"copied,omitempty"`
 	SetupResult *SetupResult `json:"setupResult,omitempty"`
 	// Head is the branch's commit as the thread made it: Base, or the
-	// newest of Commits.
+	// newest kept run's commit.
 	Head string `json:"head"`
-	// Commits are the branch's commits since Base, oldest first: one per
-	// completed, not-rolled-back run that changed files.
-	Commits []RunCommit `json:"commits,omitempty"`
 	// BranchDeleted: archiving deleted the branch too.
 	BranchDeleted bool `json:"branchDeleted,omitempty"`
 }
@@ -122,13 +120,6 @@ type SetupResult struct {
 
 // Failed says whether the setup failed.
 func (s *SetupResult) Failed() bool { return s != nil && s.ExitCode != 0 }
-
-// RunCommit is a run's commit on its thread's branch.
-type RunCommit struct {
-	RunID      string `json:"runId"`
-	RunOrdinal int    `json:"runOrdinal"`
-	Commit     string `json:"commit"`
-}
 
 // BranchCommit asks a run's capture to commit the checkpoint's tree on
 // the thread's branch: parent Parent (the branch's head), Subject as the
@@ -320,7 +311,6 @@ func (t *Thread) worktreeHolds() bool {
 // shares it with the projection).
 func (t *Thread) worktreeW() *Worktree {
 	w := *t.Worktree
-	w.Commits = slices.Clip(w.Commits)
 	t.Worktree = &w
 	return t.Worktree
 }
@@ -475,19 +465,14 @@ func kindLetter(kind string) string {
 	return "M"
 }
 
-// branchMove is the move a rollback to run ordinal target makes of the
+// branchMove is the move a rollback to checkpoint c makes of the
 // thread's branch (nil: no worktree, or it is there already).
-func (t *Thread) branchMove(target int, rollbackID string) *BranchMove {
+func (t *Thread) branchMove(c *Checkpoint, rollbackID string) *BranchMove {
 	w := t.Worktree
 	if w == nil || w.Status != WorktreeStatusReady {
 		return nil
 	}
-	to := w.Base
-	for _, c := range w.Commits {
-		if c.RunOrdinal <= target {
-			to = c.Commit
-		}
-	}
+	to := cmpOr(c.BranchHead, w.Base)
 	if to == w.Head {
 		return nil
 	}

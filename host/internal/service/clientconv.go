@@ -126,10 +126,7 @@ func worktreeOf(w *batonv1.Worktree) *domain.Worktree {
 	return &domain.Worktree{Repository: w.GetRepository(), Path: w.GetPath(), Branch: w.GetBranch(), Base: w.GetBase(),
 		BaseBranch: w.GetBaseBranch(), Author: w.GetAuthor(), Copy: w.GetCopy(), Setup: w.GetSetup(),
 		Status: domain.WorktreeStatus(w.GetStatus()), Failure: w.GetFailure(), Copied: w.GetCopied(), SetupResult: setupOf(w.GetSetupResult()),
-		Head: w.GetHead(), BranchDeleted: w.GetBranchDeleted(),
-		Commits: list(w.GetCommits(), func(c *batonv1.RunCommit) domain.RunCommit {
-			return domain.RunCommit{RunID: c.GetRunId(), RunOrdinal: int(c.GetRunOrdinal()), Commit: c.GetCommit()}
-		})}
+		Head: w.GetHead(), BranchDeleted: w.GetBranchDeleted()}
 }
 
 func setupOf(s *batonv1.SetupResult) *domain.SetupResult {
@@ -237,7 +234,7 @@ func checkpointOf(c *batonv1.Checkpoint) domain.Checkpoint {
 	return domain.Checkpoint{ID: c.GetId(), ScopeID: c.GetScopeId(), RunID: c.GetRunId(), NodeID: c.GetNodeId(),
 		RunOrdinal: int(c.GetRunOrdinal()), BaseID: c.GetBaseId(), Ref: c.GetRef(), Commit: c.GetCommit(),
 		Status: domain.CheckpointStatus(c.GetStatus()), Files: list(c.GetFiles(), fileChangeOf), Reason: c.GetReason(),
-		RequestedAt: instant(c.GetRequestedAt()), CapturedAt: instantp(c.GetCapturedAt())}
+		RequestedAt: instant(c.GetRequestedAt()), CapturedAt: instantp(c.GetCapturedAt()), BranchHead: c.GetBranchHead()}
 }
 
 func fileChangeOf(f *batonv1.FileChange) domain.FileChange {

@@ -163,10 +163,7 @@ func worktreePB(w *domain.Worktree) *batonv1.Worktree {
 	}
 	return &batonv1.Worktree{Repository: w.Repository, Path: w.Path, Branch: w.Branch, Base: w.Base, BaseBranch: w.BaseBranch,
 		Author: w.Author, Copy: w.Copy, Setup: w.Setup, Status: string(w.Status), Failure: w.Failure, Copied: w.Copied,
-		SetupResult: setupPB(w.SetupResult), Head: w.Head, BranchDeleted: w.BranchDeleted,
-		Commits: list(w.Commits, func(c domain.RunCommit) *batonv1.RunCommit {
-			return &batonv1.RunCommit{RunId: c.RunID, RunOrdinal: u32(c.RunOrdinal), Commit: c.Commit}
-		})}
+		SetupResult: setupPB(w.SetupResult), Head: w.Head, BranchDeleted: w.BranchDeleted}
 }
 
 func setupPB(s *domain.SetupResult) *batonv1.SetupResult {
@@ -298,7 +295,7 @@ func scopePB(sc domain.CheckpointScope) *batonv1.CheckpointScope {
 func checkpointPB(c domain.Checkpoint) *batonv1.Checkpoint {
 	return &batonv1.Checkpoint{Id: c.ID, ScopeId: c.ScopeID, RunId: c.RunID, NodeId: c.NodeID, RunOrdinal: u32(c.RunOrdinal),
 		BaseId: c.BaseID, Ref: c.Ref, Commit: c.Commit, Status: string(c.Status), Files: list(c.Files, fileChangePB),
-		Reason: c.Reason, RequestedAt: ts(c.RequestedAt), CapturedAt: tsp(c.CapturedAt)}
+		Reason: c.Reason, RequestedAt: ts(c.RequestedAt), CapturedAt: tsp(c.CapturedAt), BranchHead: c.BranchHead}
 }
 
 func fileChangePB(f domain.FileChange) *batonv1.FileChange {

@@ -1748,11 +1748,8 @@ type Worktree struct {
 	Copied      []string     `protobuf:"bytes,11,rep,name=copied,proto3" json:"copied,omitempty"`
 	SetupResult *SetupResult `protobuf:"bytes,12,opt,name=setup_result,json=setupResult,proto3" json:"setup_result,omitempty"`
 	// head is the branch's newest commit as the thread made it.
-	Head string `protobuf:"bytes,13,opt,name=head,proto3" json:"head,omitempty"`
-	// commits are the branch's commits since base, oldest first: one per
-	// completed, not-rolled-back run that changed files.
-	Commits       []*RunCommit `protobuf:"bytes,14,rep,name=commits,proto3" json:"commits,omitempty"`
-	BranchDeleted bool         `protobuf:"varint,15,opt,name=branch_deleted,json=branchDeleted,proto3" json:"branch_deleted,omitempty"`
+	Head          string `protobuf:"bytes,13,opt,name=head,proto3" json:"head,omitempty"`
+	BranchDeleted bool   `protobuf:"varint,15,opt,name=branch_deleted,json=branchDeleted,proto3" json:"branch_deleted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1878,13 +1875,6 @@ func (x *Worktree) GetHead() string {
 	return ""
 }
 
-func (x *Worktree) GetCommits() []*RunCommit {
-	if x != nil {
-		return x.Commits
-	}
-	return nil
-}
-
 func (x *Worktree) GetBranchDeleted() bool {
 	if x != nil {
 		return x.BranchDeleted
@@ -1952,66 +1942,6 @@ func (x *SetupResult) GetOutput() string {
 	return ""
 }
 
-type RunCommit struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	RunOrdinal    uint32                 `protobuf:"varint,2,opt,name=run_ordinal,json=runOrdinal,proto3" json:"run_ordinal,omitempty"`
-	Commit        string                 `protobuf:"bytes,3,opt,name=commit,proto3" json:"commit,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RunCommit) Reset() {
-	*x = RunCommit{}
-	mi := &file_baton_proto_msgTypes[18]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RunCommit) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RunCommit) ProtoMessage() {}
-
-func (x *RunCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[18]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RunCommit.ProtoReflect.Descriptor instead.
-func (*RunCommit) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{18}
-}
-
-func (x *RunCommit) GetRunId() string {
-	if x != nil {
-		return x.RunId
-	}
-	return ""
-}
-
-func (x *RunCommit) GetRunOrdinal() uint32 {
-	if x != nil {
-		return x.RunOrdinal
-	}
-	return 0
-}
-
-func (x *RunCommit) GetCommit() string {
-	if x != nil {
-		return x.Commit
-	}
-	return ""
-}
-
 // Merge is one merge of a thread's branch.
 type Merge struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -2039,7 +1969,7 @@ type Merge struct {
 
 func (x *Merge) Reset() {
 	*x = Merge{}
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +1981,7 @@ func (x *Merge) String() string {
 func (*Merge) ProtoMessage() {}
 
 func (x *Merge) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +1994,7 @@ func (x *Merge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Merge.ProtoReflect.Descriptor instead.
 func (*Merge) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{19}
+	return file_baton_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Merge) GetId() string {
@@ -2196,7 +2126,7 @@ type Run struct {
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2138,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2151,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{20}
+	return file_baton_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Run) GetId() string {
@@ -2429,7 +2359,7 @@ type RunStop struct {
 
 func (x *RunStop) Reset() {
 	*x = RunStop{}
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2441,7 +2371,7 @@ func (x *RunStop) String() string {
 func (*RunStop) ProtoMessage() {}
 
 func (x *RunStop) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2454,7 +2384,7 @@ func (x *RunStop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStop.ProtoReflect.Descriptor instead.
 func (*RunStop) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{21}
+	return file_baton_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RunStop) GetDeadline() *timestamppb.Timestamp {
@@ -2498,7 +2428,7 @@ type RunOutcome struct {
 
 func (x *RunOutcome) Reset() {
 	*x = RunOutcome{}
-	mi := &file_baton_proto_msgTypes[22]
+	mi := &file_baton_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2510,7 +2440,7 @@ func (x *RunOutcome) String() string {
 func (*RunOutcome) ProtoMessage() {}
 
 func (x *RunOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[22]
+	mi := &file_baton_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2523,7 +2453,7 @@ func (x *RunOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunOutcome.ProtoReflect.Descriptor instead.
 func (*RunOutcome) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{22}
+	return file_baton_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RunOutcome) GetAttemptId() string {
@@ -2564,7 +2494,7 @@ type SteeringMessage struct {
 
 func (x *SteeringMessage) Reset() {
 	*x = SteeringMessage{}
-	mi := &file_baton_proto_msgTypes[23]
+	mi := &file_baton_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2576,7 +2506,7 @@ func (x *SteeringMessage) String() string {
 func (*SteeringMessage) ProtoMessage() {}
 
 func (x *SteeringMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[23]
+	mi := &file_baton_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2589,7 +2519,7 @@ func (x *SteeringMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteeringMessage.ProtoReflect.Descriptor instead.
 func (*SteeringMessage) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{23}
+	return file_baton_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SteeringMessage) GetMessageId() string {
@@ -2627,7 +2557,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_baton_proto_msgTypes[24]
+	mi := &file_baton_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2639,7 +2569,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[24]
+	mi := &file_baton_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2652,7 +2582,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{24}
+	return file_baton_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Attempt) GetId() string {
@@ -2736,7 +2666,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_baton_proto_msgTypes[25]
+	mi := &file_baton_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2748,7 +2678,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[25]
+	mi := &file_baton_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2761,7 +2691,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{25}
+	return file_baton_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Node) GetId() string {
@@ -2829,7 +2759,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_baton_proto_msgTypes[26]
+	mi := &file_baton_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2841,7 +2771,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[26]
+	mi := &file_baton_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2854,7 +2784,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{26}
+	return file_baton_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Message) GetId() string {
@@ -2918,7 +2848,7 @@ type TurnItem struct {
 
 func (x *TurnItem) Reset() {
 	*x = TurnItem{}
-	mi := &file_baton_proto_msgTypes[27]
+	mi := &file_baton_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2930,7 +2860,7 @@ func (x *TurnItem) String() string {
 func (*TurnItem) ProtoMessage() {}
 
 func (x *TurnItem) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[27]
+	mi := &file_baton_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2943,7 +2873,7 @@ func (x *TurnItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnItem.ProtoReflect.Descriptor instead.
 func (*TurnItem) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{27}
+	return file_baton_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TurnItem) GetId() string {
@@ -3027,7 +2957,7 @@ type ProviderSession struct {
 
 func (x *ProviderSession) Reset() {
 	*x = ProviderSession{}
-	mi := &file_baton_proto_msgTypes[28]
+	mi := &file_baton_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3039,7 +2969,7 @@ func (x *ProviderSession) String() string {
 func (*ProviderSession) ProtoMessage() {}
 
 func (x *ProviderSession) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[28]
+	mi := &file_baton_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3052,7 +2982,7 @@ func (x *ProviderSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderSession.ProtoReflect.Descriptor instead.
 func (*ProviderSession) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{28}
+	return file_baton_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ProviderSession) GetId() string {
@@ -3155,7 +3085,7 @@ type ProviderThread struct {
 
 func (x *ProviderThread) Reset() {
 	*x = ProviderThread{}
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3167,7 +3097,7 @@ func (x *ProviderThread) String() string {
 func (*ProviderThread) ProtoMessage() {}
 
 func (x *ProviderThread) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3180,7 +3110,7 @@ func (x *ProviderThread) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThread.ProtoReflect.Descriptor instead.
 func (*ProviderThread) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{29}
+	return file_baton_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ProviderThread) GetId() string {
@@ -3241,7 +3171,7 @@ type ProviderTurn struct {
 
 func (x *ProviderTurn) Reset() {
 	*x = ProviderTurn{}
-	mi := &file_baton_proto_msgTypes[30]
+	mi := &file_baton_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3253,7 +3183,7 @@ func (x *ProviderTurn) String() string {
 func (*ProviderTurn) ProtoMessage() {}
 
 func (x *ProviderTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[30]
+	mi := &file_baton_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3266,7 +3196,7 @@ func (x *ProviderTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTurn.ProtoReflect.Descriptor instead.
 func (*ProviderTurn) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{30}
+	return file_baton_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ProviderTurn) GetId() string {
@@ -3347,7 +3277,7 @@ type RuntimeRequest struct {
 
 func (x *RuntimeRequest) Reset() {
 	*x = RuntimeRequest{}
-	mi := &file_baton_proto_msgTypes[31]
+	mi := &file_baton_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3359,7 +3289,7 @@ func (x *RuntimeRequest) String() string {
 func (*RuntimeRequest) ProtoMessage() {}
 
 func (x *RuntimeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[31]
+	mi := &file_baton_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3372,7 +3302,7 @@ func (x *RuntimeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeRequest.ProtoReflect.Descriptor instead.
 func (*RuntimeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{31}
+	return file_baton_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RuntimeRequest) GetId() string {
@@ -3491,7 +3421,7 @@ type RequestOption struct {
 
 func (x *RequestOption) Reset() {
 	*x = RequestOption{}
-	mi := &file_baton_proto_msgTypes[32]
+	mi := &file_baton_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3503,7 +3433,7 @@ func (x *RequestOption) String() string {
 func (*RequestOption) ProtoMessage() {}
 
 func (x *RequestOption) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[32]
+	mi := &file_baton_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3516,7 +3446,7 @@ func (x *RequestOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestOption.ProtoReflect.Descriptor instead.
 func (*RequestOption) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{32}
+	return file_baton_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RequestOption) GetId() string {
@@ -3552,7 +3482,7 @@ type Diagnostic struct {
 
 func (x *Diagnostic) Reset() {
 	*x = Diagnostic{}
-	mi := &file_baton_proto_msgTypes[33]
+	mi := &file_baton_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3564,7 +3494,7 @@ func (x *Diagnostic) String() string {
 func (*Diagnostic) ProtoMessage() {}
 
 func (x *Diagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[33]
+	mi := &file_baton_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3577,7 +3507,7 @@ func (x *Diagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnostic.ProtoReflect.Descriptor instead.
 func (*Diagnostic) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{33}
+	return file_baton_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Diagnostic) GetRunId() string {
@@ -3611,7 +3541,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_baton_proto_msgTypes[34]
+	mi := &file_baton_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3623,7 +3553,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[34]
+	mi := &file_baton_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3636,7 +3566,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{34}
+	return file_baton_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Failure) GetCode() string {
@@ -3667,7 +3597,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_baton_proto_msgTypes[35]
+	mi := &file_baton_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3679,7 +3609,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[35]
+	mi := &file_baton_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3692,7 +3622,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{35}
+	return file_baton_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -3742,7 +3672,7 @@ type RateLimit struct {
 
 func (x *RateLimit) Reset() {
 	*x = RateLimit{}
-	mi := &file_baton_proto_msgTypes[36]
+	mi := &file_baton_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3754,7 +3684,7 @@ func (x *RateLimit) String() string {
 func (*RateLimit) ProtoMessage() {}
 
 func (x *RateLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[36]
+	mi := &file_baton_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3767,7 +3697,7 @@ func (x *RateLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
 func (*RateLimit) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{36}
+	return file_baton_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RateLimit) GetResetsAt() *timestamppb.Timestamp {
@@ -3810,7 +3740,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_baton_proto_msgTypes[37]
+	mi := &file_baton_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3822,7 +3752,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[37]
+	mi := &file_baton_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3835,7 +3765,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{37}
+	return file_baton_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Limit) GetKind() string {
@@ -3899,7 +3829,7 @@ type CheckpointScope struct {
 
 func (x *CheckpointScope) Reset() {
 	*x = CheckpointScope{}
-	mi := &file_baton_proto_msgTypes[38]
+	mi := &file_baton_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3911,7 +3841,7 @@ func (x *CheckpointScope) String() string {
 func (*CheckpointScope) ProtoMessage() {}
 
 func (x *CheckpointScope) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[38]
+	mi := &file_baton_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3924,7 +3854,7 @@ func (x *CheckpointScope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointScope.ProtoReflect.Descriptor instead.
 func (*CheckpointScope) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{38}
+	return file_baton_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CheckpointScope) GetId() string {
@@ -3990,18 +3920,21 @@ type Checkpoint struct {
 	Ref    string `protobuf:"bytes,7,opt,name=ref,proto3" json:"ref,omitempty"`
 	Commit string `protobuf:"bytes,8,opt,name=commit,proto3" json:"commit,omitempty"`
 	// status: capturing, ready, missing, error or stale.
-	Status        string                 `protobuf:"bytes,9,opt,name=status,proto3" json:"status,omitempty"`
-	Files         []*FileChange          `protobuf:"bytes,10,rep,name=files,proto3" json:"files,omitempty"`
-	Reason        string                 `protobuf:"bytes,11,opt,name=reason,proto3" json:"reason,omitempty"`
-	RequestedAt   *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
-	CapturedAt    *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=captured_at,json=capturedAt,proto3" json:"captured_at,omitempty"`
+	Status      string                 `protobuf:"bytes,9,opt,name=status,proto3" json:"status,omitempty"`
+	Files       []*FileChange          `protobuf:"bytes,10,rep,name=files,proto3" json:"files,omitempty"`
+	Reason      string                 `protobuf:"bytes,11,opt,name=reason,proto3" json:"reason,omitempty"`
+	RequestedAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	CapturedAt  *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=captured_at,json=capturedAt,proto3" json:"captured_at,omitempty"`
+	// branch_head, for a worktree thread, is its branch's commit when the
+	// checkpoint was captured: where a rollback to it moves the branch.
+	BranchHead    string `protobuf:"bytes,14,opt,name=branch_head,json=branchHead,proto3" json:"branch_head,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Checkpoint) Reset() {
 	*x = Checkpoint{}
-	mi := &file_baton_proto_msgTypes[39]
+	mi := &file_baton_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4013,7 +3946,7 @@ func (x *Checkpoint) String() string {
 func (*Checkpoint) ProtoMessage() {}
 
 func (x *Checkpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[39]
+	mi := &file_baton_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4026,7 +3959,7 @@ func (x *Checkpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
 func (*Checkpoint) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{39}
+	return file_baton_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Checkpoint) GetId() string {
@@ -4120,6 +4053,13 @@ func (x *Checkpoint) GetCapturedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Checkpoint) GetBranchHead() string {
+	if x != nil {
+		return x.BranchHead
+	}
+	return ""
+}
+
 // Rollback puts the files back to a checkpoint and the provider's
 // conversation back to the same point.
 type Rollback struct {
@@ -4151,7 +4091,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_baton_proto_msgTypes[40]
+	mi := &file_baton_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4163,7 +4103,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[40]
+	mi := &file_baton_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4176,7 +4116,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{40}
+	return file_baton_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Rollback) GetId() string {
@@ -4338,7 +4278,7 @@ type ContextHandoff struct {
 
 func (x *ContextHandoff) Reset() {
 	*x = ContextHandoff{}
-	mi := &file_baton_proto_msgTypes[41]
+	mi := &file_baton_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4350,7 +4290,7 @@ func (x *ContextHandoff) String() string {
 func (*ContextHandoff) ProtoMessage() {}
 
 func (x *ContextHandoff) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[41]
+	mi := &file_baton_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4363,7 +4303,7 @@ func (x *ContextHandoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextHandoff.ProtoReflect.Descriptor instead.
 func (*ContextHandoff) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{41}
+	return file_baton_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ContextHandoff) GetId() string {
@@ -4505,7 +4445,7 @@ type HandoffRun struct {
 
 func (x *HandoffRun) Reset() {
 	*x = HandoffRun{}
-	mi := &file_baton_proto_msgTypes[42]
+	mi := &file_baton_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4517,7 +4457,7 @@ func (x *HandoffRun) String() string {
 func (*HandoffRun) ProtoMessage() {}
 
 func (x *HandoffRun) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[42]
+	mi := &file_baton_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4530,7 +4470,7 @@ func (x *HandoffRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffRun.ProtoReflect.Descriptor instead.
 func (*HandoffRun) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{42}
+	return file_baton_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *HandoffRun) GetOrdinal() uint32 {
@@ -4591,7 +4531,7 @@ type ProviderBinding struct {
 
 func (x *ProviderBinding) Reset() {
 	*x = ProviderBinding{}
-	mi := &file_baton_proto_msgTypes[43]
+	mi := &file_baton_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4603,7 +4543,7 @@ func (x *ProviderBinding) String() string {
 func (*ProviderBinding) ProtoMessage() {}
 
 func (x *ProviderBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[43]
+	mi := &file_baton_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4616,7 +4556,7 @@ func (x *ProviderBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderBinding.ProtoReflect.Descriptor instead.
 func (*ProviderBinding) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{43}
+	return file_baton_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ProviderBinding) GetProvider() string {
@@ -4703,7 +4643,7 @@ type Loop struct {
 
 func (x *Loop) Reset() {
 	*x = Loop{}
-	mi := &file_baton_proto_msgTypes[44]
+	mi := &file_baton_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4715,7 +4655,7 @@ func (x *Loop) String() string {
 func (*Loop) ProtoMessage() {}
 
 func (x *Loop) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[44]
+	mi := &file_baton_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4728,7 +4668,7 @@ func (x *Loop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Loop.ProtoReflect.Descriptor instead.
 func (*Loop) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{44}
+	return file_baton_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Loop) GetPolicy() *ContinuationPolicy {
@@ -4826,7 +4766,7 @@ type Wait struct {
 
 func (x *Wait) Reset() {
 	*x = Wait{}
-	mi := &file_baton_proto_msgTypes[45]
+	mi := &file_baton_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4838,7 +4778,7 @@ func (x *Wait) String() string {
 func (*Wait) ProtoMessage() {}
 
 func (x *Wait) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[45]
+	mi := &file_baton_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4851,7 +4791,7 @@ func (x *Wait) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Wait.ProtoReflect.Descriptor instead.
 func (*Wait) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{45}
+	return file_baton_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Wait) GetId() string {
@@ -4950,7 +4890,7 @@ type CheckResult struct {
 
 func (x *CheckResult) Reset() {
 	*x = CheckResult{}
-	mi := &file_baton_proto_msgTypes[46]
+	mi := &file_baton_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4962,7 +4902,7 @@ func (x *CheckResult) String() string {
 func (*CheckResult) ProtoMessage() {}
 
 func (x *CheckResult) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[46]
+	mi := &file_baton_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4975,7 +4915,7 @@ func (x *CheckResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResult.ProtoReflect.Descriptor instead.
 func (*CheckResult) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{46}
+	return file_baton_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CheckResult) GetRunId() string {
@@ -5056,7 +4996,7 @@ type Earlier struct {
 
 func (x *Earlier) Reset() {
 	*x = Earlier{}
-	mi := &file_baton_proto_msgTypes[47]
+	mi := &file_baton_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5068,7 +5008,7 @@ func (x *Earlier) String() string {
 func (*Earlier) ProtoMessage() {}
 
 func (x *Earlier) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[47]
+	mi := &file_baton_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5081,7 +5021,7 @@ func (x *Earlier) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Earlier.ProtoReflect.Descriptor instead.
 func (*Earlier) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{47}
+	return file_baton_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Earlier) GetRuns() uint32 {
@@ -5129,7 +5069,7 @@ type EarlierRollback struct {
 
 func (x *EarlierRollback) Reset() {
 	*x = EarlierRollback{}
-	mi := &file_baton_proto_msgTypes[48]
+	mi := &file_baton_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5141,7 +5081,7 @@ func (x *EarlierRollback) String() string {
 func (*EarlierRollback) ProtoMessage() {}
 
 func (x *EarlierRollback) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[48]
+	mi := &file_baton_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5154,7 +5094,7 @@ func (x *EarlierRollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EarlierRollback.ProtoReflect.Descriptor instead.
 func (*EarlierRollback) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{48}
+	return file_baton_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *EarlierRollback) GetTarget() uint32 {
@@ -5196,7 +5136,7 @@ type ThreadPage struct {
 
 func (x *ThreadPage) Reset() {
 	*x = ThreadPage{}
-	mi := &file_baton_proto_msgTypes[49]
+	mi := &file_baton_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5208,7 +5148,7 @@ func (x *ThreadPage) String() string {
 func (*ThreadPage) ProtoMessage() {}
 
 func (x *ThreadPage) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[49]
+	mi := &file_baton_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5221,7 +5161,7 @@ func (x *ThreadPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadPage.ProtoReflect.Descriptor instead.
 func (*ThreadPage) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{49}
+	return file_baton_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ThreadPage) GetFirstRun() uint32 {
@@ -5304,7 +5244,7 @@ type ThreadSummary struct {
 
 func (x *ThreadSummary) Reset() {
 	*x = ThreadSummary{}
-	mi := &file_baton_proto_msgTypes[50]
+	mi := &file_baton_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5316,7 +5256,7 @@ func (x *ThreadSummary) String() string {
 func (*ThreadSummary) ProtoMessage() {}
 
 func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[50]
+	mi := &file_baton_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5329,7 +5269,7 @@ func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadSummary.ProtoReflect.Descriptor instead.
 func (*ThreadSummary) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{50}
+	return file_baton_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ThreadSummary) GetId() string {
@@ -5441,7 +5381,7 @@ type ListThreadsRequest struct {
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_baton_proto_msgTypes[51]
+	mi := &file_baton_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5453,7 +5393,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[51]
+	mi := &file_baton_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5466,7 +5406,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{51}
+	return file_baton_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListThreadsRequest) GetPageSize() uint32 {
@@ -5515,7 +5455,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_baton_proto_msgTypes[52]
+	mi := &file_baton_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5527,7 +5467,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[52]
+	mi := &file_baton_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5540,7 +5480,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{52}
+	return file_baton_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*ThreadSummary {
@@ -5569,7 +5509,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_baton_proto_msgTypes[53]
+	mi := &file_baton_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5581,7 +5521,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[53]
+	mi := &file_baton_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5594,7 +5534,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{53}
+	return file_baton_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *SubscribeRequest) GetThreadId() string {
@@ -5691,7 +5631,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_baton_proto_msgTypes[54]
+	mi := &file_baton_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5703,7 +5643,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[54]
+	mi := &file_baton_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5716,7 +5656,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{54}
+	return file_baton_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Event) GetSequence() uint64 {
@@ -6643,7 +6583,7 @@ type ThreadCreated struct {
 
 func (x *ThreadCreated) Reset() {
 	*x = ThreadCreated{}
-	mi := &file_baton_proto_msgTypes[55]
+	mi := &file_baton_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6655,7 +6595,7 @@ func (x *ThreadCreated) String() string {
 func (*ThreadCreated) ProtoMessage() {}
 
 func (x *ThreadCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[55]
+	mi := &file_baton_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6668,7 +6608,7 @@ func (x *ThreadCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadCreated.ProtoReflect.Descriptor instead.
 func (*ThreadCreated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{55}
+	return file_baton_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ThreadCreated) GetProvider() string {
@@ -6728,7 +6668,7 @@ type MessageAdded struct {
 
 func (x *MessageAdded) Reset() {
 	*x = MessageAdded{}
-	mi := &file_baton_proto_msgTypes[56]
+	mi := &file_baton_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6740,7 +6680,7 @@ func (x *MessageAdded) String() string {
 func (*MessageAdded) ProtoMessage() {}
 
 func (x *MessageAdded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[56]
+	mi := &file_baton_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6753,7 +6693,7 @@ func (x *MessageAdded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageAdded.ProtoReflect.Descriptor instead.
 func (*MessageAdded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{56}
+	return file_baton_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *MessageAdded) GetMessageId() string {
@@ -6809,7 +6749,7 @@ type MessageDelta struct {
 
 func (x *MessageDelta) Reset() {
 	*x = MessageDelta{}
-	mi := &file_baton_proto_msgTypes[57]
+	mi := &file_baton_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6821,7 +6761,7 @@ func (x *MessageDelta) String() string {
 func (*MessageDelta) ProtoMessage() {}
 
 func (x *MessageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[57]
+	mi := &file_baton_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6834,7 +6774,7 @@ func (x *MessageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageDelta.ProtoReflect.Descriptor instead.
 func (*MessageDelta) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{57}
+	return file_baton_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *MessageDelta) GetMessageId() string {
@@ -6860,7 +6800,7 @@ type MessageCompleted struct {
 
 func (x *MessageCompleted) Reset() {
 	*x = MessageCompleted{}
-	mi := &file_baton_proto_msgTypes[58]
+	mi := &file_baton_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6872,7 +6812,7 @@ func (x *MessageCompleted) String() string {
 func (*MessageCompleted) ProtoMessage() {}
 
 func (x *MessageCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[58]
+	mi := &file_baton_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6885,7 +6825,7 @@ func (x *MessageCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageCompleted.ProtoReflect.Descriptor instead.
 func (*MessageCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{58}
+	return file_baton_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *MessageCompleted) GetMessageId() string {
@@ -6908,7 +6848,7 @@ type RunQueued struct {
 
 func (x *RunQueued) Reset() {
 	*x = RunQueued{}
-	mi := &file_baton_proto_msgTypes[59]
+	mi := &file_baton_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6920,7 +6860,7 @@ func (x *RunQueued) String() string {
 func (*RunQueued) ProtoMessage() {}
 
 func (x *RunQueued) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[59]
+	mi := &file_baton_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6933,7 +6873,7 @@ func (x *RunQueued) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunQueued.ProtoReflect.Descriptor instead.
 func (*RunQueued) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{59}
+	return file_baton_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RunQueued) GetRunId() string {
@@ -6975,7 +6915,7 @@ type RunStarted struct {
 
 func (x *RunStarted) Reset() {
 	*x = RunStarted{}
-	mi := &file_baton_proto_msgTypes[60]
+	mi := &file_baton_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6987,7 +6927,7 @@ func (x *RunStarted) String() string {
 func (*RunStarted) ProtoMessage() {}
 
 func (x *RunStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[60]
+	mi := &file_baton_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7000,7 +6940,7 @@ func (x *RunStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStarted.ProtoReflect.Descriptor instead.
 func (*RunStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{60}
+	return file_baton_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RunStarted) GetRunId() string {
@@ -7039,7 +6979,7 @@ type AttemptStarted struct {
 
 func (x *AttemptStarted) Reset() {
 	*x = AttemptStarted{}
-	mi := &file_baton_proto_msgTypes[61]
+	mi := &file_baton_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7051,7 +6991,7 @@ func (x *AttemptStarted) String() string {
 func (*AttemptStarted) ProtoMessage() {}
 
 func (x *AttemptStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[61]
+	mi := &file_baton_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7064,7 +7004,7 @@ func (x *AttemptStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptStarted.ProtoReflect.Descriptor instead.
 func (*AttemptStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{61}
+	return file_baton_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *AttemptStarted) GetRunId() string {
@@ -7126,7 +7066,7 @@ type NodeStarted struct {
 
 func (x *NodeStarted) Reset() {
 	*x = NodeStarted{}
-	mi := &file_baton_proto_msgTypes[62]
+	mi := &file_baton_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7138,7 +7078,7 @@ func (x *NodeStarted) String() string {
 func (*NodeStarted) ProtoMessage() {}
 
 func (x *NodeStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[62]
+	mi := &file_baton_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7151,7 +7091,7 @@ func (x *NodeStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStarted.ProtoReflect.Descriptor instead.
 func (*NodeStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{62}
+	return file_baton_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *NodeStarted) GetRunId() string {
@@ -7223,7 +7163,7 @@ type NodeUpdated struct {
 
 func (x *NodeUpdated) Reset() {
 	*x = NodeUpdated{}
-	mi := &file_baton_proto_msgTypes[63]
+	mi := &file_baton_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7235,7 +7175,7 @@ func (x *NodeUpdated) String() string {
 func (*NodeUpdated) ProtoMessage() {}
 
 func (x *NodeUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[63]
+	mi := &file_baton_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7248,7 +7188,7 @@ func (x *NodeUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeUpdated.ProtoReflect.Descriptor instead.
 func (*NodeUpdated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{63}
+	return file_baton_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *NodeUpdated) GetRunId() string {
@@ -7297,7 +7237,7 @@ type NodeDelta struct {
 
 func (x *NodeDelta) Reset() {
 	*x = NodeDelta{}
-	mi := &file_baton_proto_msgTypes[64]
+	mi := &file_baton_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7309,7 +7249,7 @@ func (x *NodeDelta) String() string {
 func (*NodeDelta) ProtoMessage() {}
 
 func (x *NodeDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[64]
+	mi := &file_baton_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7322,7 +7262,7 @@ func (x *NodeDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDelta.ProtoReflect.Descriptor instead.
 func (*NodeDelta) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{64}
+	return file_baton_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *NodeDelta) GetRunId() string {
@@ -7357,7 +7297,7 @@ type NodeCompleted struct {
 
 func (x *NodeCompleted) Reset() {
 	*x = NodeCompleted{}
-	mi := &file_baton_proto_msgTypes[65]
+	mi := &file_baton_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7369,7 +7309,7 @@ func (x *NodeCompleted) String() string {
 func (*NodeCompleted) ProtoMessage() {}
 
 func (x *NodeCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[65]
+	mi := &file_baton_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7382,7 +7322,7 @@ func (x *NodeCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCompleted.ProtoReflect.Descriptor instead.
 func (*NodeCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{65}
+	return file_baton_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *NodeCompleted) GetRunId() string {
@@ -7426,7 +7366,7 @@ type SessionOpened struct {
 
 func (x *SessionOpened) Reset() {
 	*x = SessionOpened{}
-	mi := &file_baton_proto_msgTypes[66]
+	mi := &file_baton_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7438,7 +7378,7 @@ func (x *SessionOpened) String() string {
 func (*SessionOpened) ProtoMessage() {}
 
 func (x *SessionOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[66]
+	mi := &file_baton_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7451,7 +7391,7 @@ func (x *SessionOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOpened.ProtoReflect.Descriptor instead.
 func (*SessionOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{66}
+	return file_baton_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SessionOpened) GetSessionId() string {
@@ -7520,7 +7460,7 @@ type SessionEnded struct {
 
 func (x *SessionEnded) Reset() {
 	*x = SessionEnded{}
-	mi := &file_baton_proto_msgTypes[67]
+	mi := &file_baton_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7532,7 +7472,7 @@ func (x *SessionEnded) String() string {
 func (*SessionEnded) ProtoMessage() {}
 
 func (x *SessionEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[67]
+	mi := &file_baton_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7545,7 +7485,7 @@ func (x *SessionEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEnded.ProtoReflect.Descriptor instead.
 func (*SessionEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{67}
+	return file_baton_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *SessionEnded) GetSessionId() string {
@@ -7574,7 +7514,7 @@ type ProviderThreadBound struct {
 
 func (x *ProviderThreadBound) Reset() {
 	*x = ProviderThreadBound{}
-	mi := &file_baton_proto_msgTypes[68]
+	mi := &file_baton_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7586,7 +7526,7 @@ func (x *ProviderThreadBound) String() string {
 func (*ProviderThreadBound) ProtoMessage() {}
 
 func (x *ProviderThreadBound) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[68]
+	mi := &file_baton_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7599,7 +7539,7 @@ func (x *ProviderThreadBound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThreadBound.ProtoReflect.Descriptor instead.
 func (*ProviderThreadBound) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{68}
+	return file_baton_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ProviderThreadBound) GetProviderThreadId() string {
@@ -7645,7 +7585,7 @@ type ProviderTurnBound struct {
 
 func (x *ProviderTurnBound) Reset() {
 	*x = ProviderTurnBound{}
-	mi := &file_baton_proto_msgTypes[69]
+	mi := &file_baton_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7657,7 +7597,7 @@ func (x *ProviderTurnBound) String() string {
 func (*ProviderTurnBound) ProtoMessage() {}
 
 func (x *ProviderTurnBound) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[69]
+	mi := &file_baton_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7670,7 +7610,7 @@ func (x *ProviderTurnBound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTurnBound.ProtoReflect.Descriptor instead.
 func (*ProviderTurnBound) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{69}
+	return file_baton_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ProviderTurnBound) GetProviderTurnId() string {
@@ -7738,7 +7678,7 @@ type RequestOpened struct {
 
 func (x *RequestOpened) Reset() {
 	*x = RequestOpened{}
-	mi := &file_baton_proto_msgTypes[70]
+	mi := &file_baton_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7750,7 +7690,7 @@ func (x *RequestOpened) String() string {
 func (*RequestOpened) ProtoMessage() {}
 
 func (x *RequestOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[70]
+	mi := &file_baton_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7763,7 +7703,7 @@ func (x *RequestOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestOpened.ProtoReflect.Descriptor instead.
 func (*RequestOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{70}
+	return file_baton_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RequestOpened) GetRequestId() string {
@@ -7834,7 +7774,7 @@ type RequestResolved struct {
 
 func (x *RequestResolved) Reset() {
 	*x = RequestResolved{}
-	mi := &file_baton_proto_msgTypes[71]
+	mi := &file_baton_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7846,7 +7786,7 @@ func (x *RequestResolved) String() string {
 func (*RequestResolved) ProtoMessage() {}
 
 func (x *RequestResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[71]
+	mi := &file_baton_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7859,7 +7799,7 @@ func (x *RequestResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestResolved.ProtoReflect.Descriptor instead.
 func (*RequestResolved) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{71}
+	return file_baton_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *RequestResolved) GetRequestId() string {
@@ -7902,7 +7842,7 @@ type UsageReported struct {
 
 func (x *UsageReported) Reset() {
 	*x = UsageReported{}
-	mi := &file_baton_proto_msgTypes[72]
+	mi := &file_baton_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7914,7 +7854,7 @@ func (x *UsageReported) String() string {
 func (*UsageReported) ProtoMessage() {}
 
 func (x *UsageReported) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[72]
+	mi := &file_baton_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7927,7 +7867,7 @@ func (x *UsageReported) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageReported.ProtoReflect.Descriptor instead.
 func (*UsageReported) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{72}
+	return file_baton_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *UsageReported) GetRunId() string {
@@ -7964,7 +7904,7 @@ type RunEnded struct {
 
 func (x *RunEnded) Reset() {
 	*x = RunEnded{}
-	mi := &file_baton_proto_msgTypes[73]
+	mi := &file_baton_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7976,7 +7916,7 @@ func (x *RunEnded) String() string {
 func (*RunEnded) ProtoMessage() {}
 
 func (x *RunEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[73]
+	mi := &file_baton_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7989,7 +7929,7 @@ func (x *RunEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEnded.ProtoReflect.Descriptor instead.
 func (*RunEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{73}
+	return file_baton_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *RunEnded) GetRunId() string {
@@ -8038,7 +7978,7 @@ type DiagnosticRecorded struct {
 
 func (x *DiagnosticRecorded) Reset() {
 	*x = DiagnosticRecorded{}
-	mi := &file_baton_proto_msgTypes[74]
+	mi := &file_baton_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8050,7 +7990,7 @@ func (x *DiagnosticRecorded) String() string {
 func (*DiagnosticRecorded) ProtoMessage() {}
 
 func (x *DiagnosticRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[74]
+	mi := &file_baton_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8063,7 +8003,7 @@ func (x *DiagnosticRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiagnosticRecorded.ProtoReflect.Descriptor instead.
 func (*DiagnosticRecorded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{74}
+	return file_baton_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *DiagnosticRecorded) GetRunId() string {
@@ -8099,7 +8039,7 @@ type RunSteered struct {
 
 func (x *RunSteered) Reset() {
 	*x = RunSteered{}
-	mi := &file_baton_proto_msgTypes[75]
+	mi := &file_baton_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8111,7 +8051,7 @@ func (x *RunSteered) String() string {
 func (*RunSteered) ProtoMessage() {}
 
 func (x *RunSteered) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[75]
+	mi := &file_baton_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8124,7 +8064,7 @@ func (x *RunSteered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSteered.ProtoReflect.Descriptor instead.
 func (*RunSteered) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{75}
+	return file_baton_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *RunSteered) GetRunId() string {
@@ -8162,7 +8102,7 @@ type RestartRequested struct {
 
 func (x *RestartRequested) Reset() {
 	*x = RestartRequested{}
-	mi := &file_baton_proto_msgTypes[76]
+	mi := &file_baton_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8174,7 +8114,7 @@ func (x *RestartRequested) String() string {
 func (*RestartRequested) ProtoMessage() {}
 
 func (x *RestartRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[76]
+	mi := &file_baton_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8187,7 +8127,7 @@ func (x *RestartRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartRequested.ProtoReflect.Descriptor instead.
 func (*RestartRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{76}
+	return file_baton_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *RestartRequested) GetRunId() string {
@@ -8231,7 +8171,7 @@ type InterruptRequested struct {
 
 func (x *InterruptRequested) Reset() {
 	*x = InterruptRequested{}
-	mi := &file_baton_proto_msgTypes[77]
+	mi := &file_baton_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8243,7 +8183,7 @@ func (x *InterruptRequested) String() string {
 func (*InterruptRequested) ProtoMessage() {}
 
 func (x *InterruptRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[77]
+	mi := &file_baton_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8256,7 +8196,7 @@ func (x *InterruptRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRequested.ProtoReflect.Descriptor instead.
 func (*InterruptRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{77}
+	return file_baton_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *InterruptRequested) GetRunId() string {
@@ -8293,7 +8233,7 @@ type StopForced struct {
 
 func (x *StopForced) Reset() {
 	*x = StopForced{}
-	mi := &file_baton_proto_msgTypes[78]
+	mi := &file_baton_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8305,7 +8245,7 @@ func (x *StopForced) String() string {
 func (*StopForced) ProtoMessage() {}
 
 func (x *StopForced) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[78]
+	mi := &file_baton_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8318,7 +8258,7 @@ func (x *StopForced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopForced.ProtoReflect.Descriptor instead.
 func (*StopForced) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{78}
+	return file_baton_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *StopForced) GetRunId() string {
@@ -8363,7 +8303,7 @@ type TurnStalled struct {
 
 func (x *TurnStalled) Reset() {
 	*x = TurnStalled{}
-	mi := &file_baton_proto_msgTypes[79]
+	mi := &file_baton_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8375,7 +8315,7 @@ func (x *TurnStalled) String() string {
 func (*TurnStalled) ProtoMessage() {}
 
 func (x *TurnStalled) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[79]
+	mi := &file_baton_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8388,7 +8328,7 @@ func (x *TurnStalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnStalled.ProtoReflect.Descriptor instead.
 func (*TurnStalled) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{79}
+	return file_baton_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *TurnStalled) GetRunId() string {
@@ -8438,7 +8378,7 @@ type AttemptEnded struct {
 
 func (x *AttemptEnded) Reset() {
 	*x = AttemptEnded{}
-	mi := &file_baton_proto_msgTypes[80]
+	mi := &file_baton_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8450,7 +8390,7 @@ func (x *AttemptEnded) String() string {
 func (*AttemptEnded) ProtoMessage() {}
 
 func (x *AttemptEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[80]
+	mi := &file_baton_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8463,7 +8403,7 @@ func (x *AttemptEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptEnded.ProtoReflect.Descriptor instead.
 func (*AttemptEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{80}
+	return file_baton_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *AttemptEnded) GetRunId() string {
@@ -8501,7 +8441,7 @@ type RequestAnswered struct {
 
 func (x *RequestAnswered) Reset() {
 	*x = RequestAnswered{}
-	mi := &file_baton_proto_msgTypes[81]
+	mi := &file_baton_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8513,7 +8453,7 @@ func (x *RequestAnswered) String() string {
 func (*RequestAnswered) ProtoMessage() {}
 
 func (x *RequestAnswered) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[81]
+	mi := &file_baton_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8526,7 +8466,7 @@ func (x *RequestAnswered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestAnswered.ProtoReflect.Descriptor instead.
 func (*RequestAnswered) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{81}
+	return file_baton_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *RequestAnswered) GetRequestId() string {
@@ -8570,7 +8510,7 @@ type EffectCancelled struct {
 
 func (x *EffectCancelled) Reset() {
 	*x = EffectCancelled{}
-	mi := &file_baton_proto_msgTypes[82]
+	mi := &file_baton_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8582,7 +8522,7 @@ func (x *EffectCancelled) String() string {
 func (*EffectCancelled) ProtoMessage() {}
 
 func (x *EffectCancelled) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[82]
+	mi := &file_baton_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8595,7 +8535,7 @@ func (x *EffectCancelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EffectCancelled.ProtoReflect.Descriptor instead.
 func (*EffectCancelled) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{82}
+	return file_baton_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *EffectCancelled) GetEffectId() string {
@@ -8638,7 +8578,7 @@ type AttemptDispatched struct {
 
 func (x *AttemptDispatched) Reset() {
 	*x = AttemptDispatched{}
-	mi := &file_baton_proto_msgTypes[83]
+	mi := &file_baton_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8650,7 +8590,7 @@ func (x *AttemptDispatched) String() string {
 func (*AttemptDispatched) ProtoMessage() {}
 
 func (x *AttemptDispatched) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[83]
+	mi := &file_baton_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8663,7 +8603,7 @@ func (x *AttemptDispatched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptDispatched.ProtoReflect.Descriptor instead.
 func (*AttemptDispatched) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{83}
+	return file_baton_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *AttemptDispatched) GetRunId() string {
@@ -8697,7 +8637,7 @@ type RequestAnswerFailed struct {
 
 func (x *RequestAnswerFailed) Reset() {
 	*x = RequestAnswerFailed{}
-	mi := &file_baton_proto_msgTypes[84]
+	mi := &file_baton_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8709,7 +8649,7 @@ func (x *RequestAnswerFailed) String() string {
 func (*RequestAnswerFailed) ProtoMessage() {}
 
 func (x *RequestAnswerFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[84]
+	mi := &file_baton_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8722,7 +8662,7 @@ func (x *RequestAnswerFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestAnswerFailed.ProtoReflect.Descriptor instead.
 func (*RequestAnswerFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{84}
+	return file_baton_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *RequestAnswerFailed) GetRequestId() string {
@@ -8751,7 +8691,7 @@ type RunCompleting struct {
 
 func (x *RunCompleting) Reset() {
 	*x = RunCompleting{}
-	mi := &file_baton_proto_msgTypes[85]
+	mi := &file_baton_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8763,7 +8703,7 @@ func (x *RunCompleting) String() string {
 func (*RunCompleting) ProtoMessage() {}
 
 func (x *RunCompleting) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[85]
+	mi := &file_baton_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8776,7 +8716,7 @@ func (x *RunCompleting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCompleting.ProtoReflect.Descriptor instead.
 func (*RunCompleting) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{85}
+	return file_baton_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *RunCompleting) GetRunId() string {
@@ -8808,7 +8748,7 @@ type CheckpointScopeOpened struct {
 
 func (x *CheckpointScopeOpened) Reset() {
 	*x = CheckpointScopeOpened{}
-	mi := &file_baton_proto_msgTypes[86]
+	mi := &file_baton_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8820,7 +8760,7 @@ func (x *CheckpointScopeOpened) String() string {
 func (*CheckpointScopeOpened) ProtoMessage() {}
 
 func (x *CheckpointScopeOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[86]
+	mi := &file_baton_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8833,7 +8773,7 @@ func (x *CheckpointScopeOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointScopeOpened.ProtoReflect.Descriptor instead.
 func (*CheckpointScopeOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{86}
+	return file_baton_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *CheckpointScopeOpened) GetScopeId() string {
@@ -8900,7 +8840,7 @@ type CheckpointRequested struct {
 
 func (x *CheckpointRequested) Reset() {
 	*x = CheckpointRequested{}
-	mi := &file_baton_proto_msgTypes[87]
+	mi := &file_baton_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8912,7 +8852,7 @@ func (x *CheckpointRequested) String() string {
 func (*CheckpointRequested) ProtoMessage() {}
 
 func (x *CheckpointRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[87]
+	mi := &file_baton_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8925,7 +8865,7 @@ func (x *CheckpointRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequested.ProtoReflect.Descriptor instead.
 func (*CheckpointRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{87}
+	return file_baton_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *CheckpointRequested) GetCheckpointId() string {
@@ -8992,7 +8932,7 @@ type CheckpointRecorded struct {
 
 func (x *CheckpointRecorded) Reset() {
 	*x = CheckpointRecorded{}
-	mi := &file_baton_proto_msgTypes[88]
+	mi := &file_baton_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9004,7 +8944,7 @@ func (x *CheckpointRecorded) String() string {
 func (*CheckpointRecorded) ProtoMessage() {}
 
 func (x *CheckpointRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[88]
+	mi := &file_baton_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9017,7 +8957,7 @@ func (x *CheckpointRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRecorded.ProtoReflect.Descriptor instead.
 func (*CheckpointRecorded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{88}
+	return file_baton_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *CheckpointRecorded) GetCheckpointId() string {
@@ -9084,7 +9024,7 @@ type RollbackStarted struct {
 
 func (x *RollbackStarted) Reset() {
 	*x = RollbackStarted{}
-	mi := &file_baton_proto_msgTypes[89]
+	mi := &file_baton_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9096,7 +9036,7 @@ func (x *RollbackStarted) String() string {
 func (*RollbackStarted) ProtoMessage() {}
 
 func (x *RollbackStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[89]
+	mi := &file_baton_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9109,7 +9049,7 @@ func (x *RollbackStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackStarted.ProtoReflect.Descriptor instead.
 func (*RollbackStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{89}
+	return file_baton_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *RollbackStarted) GetRollbackId() string {
@@ -9168,7 +9108,7 @@ type RollbackFilesRestored struct {
 
 func (x *RollbackFilesRestored) Reset() {
 	*x = RollbackFilesRestored{}
-	mi := &file_baton_proto_msgTypes[90]
+	mi := &file_baton_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9180,7 +9120,7 @@ func (x *RollbackFilesRestored) String() string {
 func (*RollbackFilesRestored) ProtoMessage() {}
 
 func (x *RollbackFilesRestored) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[90]
+	mi := &file_baton_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9193,7 +9133,7 @@ func (x *RollbackFilesRestored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackFilesRestored.ProtoReflect.Descriptor instead.
 func (*RollbackFilesRestored) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{90}
+	return file_baton_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *RollbackFilesRestored) GetRollbackId() string {
@@ -9256,7 +9196,7 @@ type RollbackCompleted struct {
 
 func (x *RollbackCompleted) Reset() {
 	*x = RollbackCompleted{}
-	mi := &file_baton_proto_msgTypes[91]
+	mi := &file_baton_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9268,7 +9208,7 @@ func (x *RollbackCompleted) String() string {
 func (*RollbackCompleted) ProtoMessage() {}
 
 func (x *RollbackCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[91]
+	mi := &file_baton_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9281,7 +9221,7 @@ func (x *RollbackCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackCompleted.ProtoReflect.Descriptor instead.
 func (*RollbackCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{91}
+	return file_baton_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *RollbackCompleted) GetRollbackId() string {
@@ -9344,7 +9284,7 @@ type RollbackFailed struct {
 
 func (x *RollbackFailed) Reset() {
 	*x = RollbackFailed{}
-	mi := &file_baton_proto_msgTypes[92]
+	mi := &file_baton_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9356,7 +9296,7 @@ func (x *RollbackFailed) String() string {
 func (*RollbackFailed) ProtoMessage() {}
 
 func (x *RollbackFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[92]
+	mi := &file_baton_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9369,7 +9309,7 @@ func (x *RollbackFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackFailed.ProtoReflect.Descriptor instead.
 func (*RollbackFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{92}
+	return file_baton_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *RollbackFailed) GetRollbackId() string {
@@ -9418,7 +9358,7 @@ type HandoffCreated struct {
 
 func (x *HandoffCreated) Reset() {
 	*x = HandoffCreated{}
-	mi := &file_baton_proto_msgTypes[93]
+	mi := &file_baton_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9430,7 +9370,7 @@ func (x *HandoffCreated) String() string {
 func (*HandoffCreated) ProtoMessage() {}
 
 func (x *HandoffCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[93]
+	mi := &file_baton_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9443,7 +9383,7 @@ func (x *HandoffCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffCreated.ProtoReflect.Descriptor instead.
 func (*HandoffCreated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{93}
+	return file_baton_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *HandoffCreated) GetHandoffId() string {
@@ -9561,7 +9501,7 @@ type HandoffConsumed struct {
 
 func (x *HandoffConsumed) Reset() {
 	*x = HandoffConsumed{}
-	mi := &file_baton_proto_msgTypes[94]
+	mi := &file_baton_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9573,7 +9513,7 @@ func (x *HandoffConsumed) String() string {
 func (*HandoffConsumed) ProtoMessage() {}
 
 func (x *HandoffConsumed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[94]
+	mi := &file_baton_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9586,7 +9526,7 @@ func (x *HandoffConsumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffConsumed.ProtoReflect.Descriptor instead.
 func (*HandoffConsumed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{94}
+	return file_baton_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *HandoffConsumed) GetHandoffId() string {
@@ -9615,7 +9555,7 @@ type HandoffSuperseded struct {
 
 func (x *HandoffSuperseded) Reset() {
 	*x = HandoffSuperseded{}
-	mi := &file_baton_proto_msgTypes[95]
+	mi := &file_baton_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9627,7 +9567,7 @@ func (x *HandoffSuperseded) String() string {
 func (*HandoffSuperseded) ProtoMessage() {}
 
 func (x *HandoffSuperseded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[95]
+	mi := &file_baton_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9640,7 +9580,7 @@ func (x *HandoffSuperseded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffSuperseded.ProtoReflect.Descriptor instead.
 func (*HandoffSuperseded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{95}
+	return file_baton_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *HandoffSuperseded) GetHandoffId() string {
@@ -9673,7 +9613,7 @@ type ProviderSwitched struct {
 
 func (x *ProviderSwitched) Reset() {
 	*x = ProviderSwitched{}
-	mi := &file_baton_proto_msgTypes[96]
+	mi := &file_baton_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9685,7 +9625,7 @@ func (x *ProviderSwitched) String() string {
 func (*ProviderSwitched) ProtoMessage() {}
 
 func (x *ProviderSwitched) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[96]
+	mi := &file_baton_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9698,7 +9638,7 @@ func (x *ProviderSwitched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderSwitched.ProtoReflect.Descriptor instead.
 func (*ProviderSwitched) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{96}
+	return file_baton_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ProviderSwitched) GetFrom() string {
@@ -9754,7 +9694,7 @@ type ProviderThreadDetached struct {
 
 func (x *ProviderThreadDetached) Reset() {
 	*x = ProviderThreadDetached{}
-	mi := &file_baton_proto_msgTypes[97]
+	mi := &file_baton_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9766,7 +9706,7 @@ func (x *ProviderThreadDetached) String() string {
 func (*ProviderThreadDetached) ProtoMessage() {}
 
 func (x *ProviderThreadDetached) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[97]
+	mi := &file_baton_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9779,7 +9719,7 @@ func (x *ProviderThreadDetached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThreadDetached.ProtoReflect.Descriptor instead.
 func (*ProviderThreadDetached) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{97}
+	return file_baton_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ProviderThreadDetached) GetProviderThreadId() string {
@@ -9807,7 +9747,7 @@ type PolicySet struct {
 
 func (x *PolicySet) Reset() {
 	*x = PolicySet{}
-	mi := &file_baton_proto_msgTypes[98]
+	mi := &file_baton_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9819,7 +9759,7 @@ func (x *PolicySet) String() string {
 func (*PolicySet) ProtoMessage() {}
 
 func (x *PolicySet) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[98]
+	mi := &file_baton_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9832,7 +9772,7 @@ func (x *PolicySet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySet.ProtoReflect.Descriptor instead.
 func (*PolicySet) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{98}
+	return file_baton_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *PolicySet) GetPolicy() *ContinuationPolicy {
@@ -9855,7 +9795,7 @@ type LimitReached struct {
 
 func (x *LimitReached) Reset() {
 	*x = LimitReached{}
-	mi := &file_baton_proto_msgTypes[99]
+	mi := &file_baton_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9867,7 +9807,7 @@ func (x *LimitReached) String() string {
 func (*LimitReached) ProtoMessage() {}
 
 func (x *LimitReached) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[99]
+	mi := &file_baton_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9880,7 +9820,7 @@ func (x *LimitReached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitReached.ProtoReflect.Descriptor instead.
 func (*LimitReached) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{99}
+	return file_baton_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *LimitReached) GetRunId() string {
@@ -9924,7 +9864,7 @@ type WaitEnded struct {
 
 func (x *WaitEnded) Reset() {
 	*x = WaitEnded{}
-	mi := &file_baton_proto_msgTypes[100]
+	mi := &file_baton_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9936,7 +9876,7 @@ func (x *WaitEnded) String() string {
 func (*WaitEnded) ProtoMessage() {}
 
 func (x *WaitEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[100]
+	mi := &file_baton_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9949,7 +9889,7 @@ func (x *WaitEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitEnded.ProtoReflect.Descriptor instead.
 func (*WaitEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{100}
+	return file_baton_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *WaitEnded) GetWaitId() string {
@@ -9984,7 +9924,7 @@ type CheckRequested struct {
 
 func (x *CheckRequested) Reset() {
 	*x = CheckRequested{}
-	mi := &file_baton_proto_msgTypes[101]
+	mi := &file_baton_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9996,7 +9936,7 @@ func (x *CheckRequested) String() string {
 func (*CheckRequested) ProtoMessage() {}
 
 func (x *CheckRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[101]
+	mi := &file_baton_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10009,7 +9949,7 @@ func (x *CheckRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRequested.ProtoReflect.Descriptor instead.
 func (*CheckRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{101}
+	return file_baton_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *CheckRequested) GetRunId() string {
@@ -10037,7 +9977,7 @@ type LoopEnded struct {
 
 func (x *LoopEnded) Reset() {
 	*x = LoopEnded{}
-	mi := &file_baton_proto_msgTypes[102]
+	mi := &file_baton_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10049,7 +9989,7 @@ func (x *LoopEnded) String() string {
 func (*LoopEnded) ProtoMessage() {}
 
 func (x *LoopEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[102]
+	mi := &file_baton_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10062,7 +10002,7 @@ func (x *LoopEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopEnded.ProtoReflect.Descriptor instead.
 func (*LoopEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{102}
+	return file_baton_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *LoopEnded) GetStatus() string {
@@ -10090,7 +10030,7 @@ type QueuedRunsResumed struct {
 
 func (x *QueuedRunsResumed) Reset() {
 	*x = QueuedRunsResumed{}
-	mi := &file_baton_proto_msgTypes[103]
+	mi := &file_baton_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10102,7 +10042,7 @@ func (x *QueuedRunsResumed) String() string {
 func (*QueuedRunsResumed) ProtoMessage() {}
 
 func (x *QueuedRunsResumed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[103]
+	mi := &file_baton_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10115,7 +10055,7 @@ func (x *QueuedRunsResumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedRunsResumed.ProtoReflect.Descriptor instead.
 func (*QueuedRunsResumed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{103}
+	return file_baton_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *QueuedRunsResumed) GetReason() string {
@@ -10144,7 +10084,7 @@ type QueuedRun struct {
 
 func (x *QueuedRun) Reset() {
 	*x = QueuedRun{}
-	mi := &file_baton_proto_msgTypes[104]
+	mi := &file_baton_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10156,7 +10096,7 @@ func (x *QueuedRun) String() string {
 func (*QueuedRun) ProtoMessage() {}
 
 func (x *QueuedRun) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[104]
+	mi := &file_baton_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10169,7 +10109,7 @@ func (x *QueuedRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedRun.ProtoReflect.Descriptor instead.
 func (*QueuedRun) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{104}
+	return file_baton_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *QueuedRun) GetRunId() string {
@@ -10206,7 +10146,7 @@ type DiffRequest struct {
 
 func (x *DiffRequest) Reset() {
 	*x = DiffRequest{}
-	mi := &file_baton_proto_msgTypes[105]
+	mi := &file_baton_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10218,7 +10158,7 @@ func (x *DiffRequest) String() string {
 func (*DiffRequest) ProtoMessage() {}
 
 func (x *DiffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[105]
+	mi := &file_baton_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10231,7 +10171,7 @@ func (x *DiffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffRequest.ProtoReflect.Descriptor instead.
 func (*DiffRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{105}
+	return file_baton_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *DiffRequest) GetThreadId() string {
@@ -10269,7 +10209,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_baton_proto_msgTypes[106]
+	mi := &file_baton_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10281,7 +10221,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[106]
+	mi := &file_baton_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10294,7 +10234,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{106}
+	return file_baton_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *FileChange) GetPath() string {
@@ -10350,7 +10290,7 @@ type DiffResponse struct {
 
 func (x *DiffResponse) Reset() {
 	*x = DiffResponse{}
-	mi := &file_baton_proto_msgTypes[107]
+	mi := &file_baton_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10362,7 +10302,7 @@ func (x *DiffResponse) String() string {
 func (*DiffResponse) ProtoMessage() {}
 
 func (x *DiffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[107]
+	mi := &file_baton_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10375,7 +10315,7 @@ func (x *DiffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffResponse.ProtoReflect.Descriptor instead.
 func (*DiffResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{107}
+	return file_baton_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *DiffResponse) GetRun() uint32 {
@@ -10435,7 +10375,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_baton_proto_msgTypes[108]
+	mi := &file_baton_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10447,7 +10387,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[108]
+	mi := &file_baton_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10460,7 +10400,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{108}
+	return file_baton_proto_rawDescGZIP(), []int{107}
 }
 
 type Capabilities struct {
@@ -10479,7 +10419,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_baton_proto_msgTypes[109]
+	mi := &file_baton_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10491,7 +10431,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[109]
+	mi := &file_baton_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10504,7 +10444,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{109}
+	return file_baton_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *Capabilities) GetNativeSteering() bool {
@@ -10578,7 +10518,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_baton_proto_msgTypes[110]
+	mi := &file_baton_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10590,7 +10530,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[110]
+	mi := &file_baton_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10603,7 +10543,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{110}
+	return file_baton_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *Plugin) GetName() string {
@@ -10657,7 +10597,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_baton_proto_msgTypes[111]
+	mi := &file_baton_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10669,7 +10609,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[111]
+	mi := &file_baton_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10682,7 +10622,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{111}
+	return file_baton_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -10700,7 +10640,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_baton_proto_msgTypes[112]
+	mi := &file_baton_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10712,7 +10652,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[112]
+	mi := &file_baton_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10725,7 +10665,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{112}
+	return file_baton_proto_rawDescGZIP(), []int{111}
 }
 
 type ServiceStatus struct {
@@ -10757,7 +10697,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_baton_proto_msgTypes[113]
+	mi := &file_baton_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10769,7 +10709,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[113]
+	mi := &file_baton_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10782,7 +10722,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{113}
+	return file_baton_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ServiceStatus) GetVersion() string {
@@ -10865,7 +10805,7 @@ type RuntimeStats struct {
 
 func (x *RuntimeStats) Reset() {
 	*x = RuntimeStats{}
-	mi := &file_baton_proto_msgTypes[114]
+	mi := &file_baton_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10877,7 +10817,7 @@ func (x *RuntimeStats) String() string {
 func (*RuntimeStats) ProtoMessage() {}
 
 func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[114]
+	mi := &file_baton_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10890,7 +10830,7 @@ func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeStats.ProtoReflect.Descriptor instead.
 func (*RuntimeStats) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{114}
+	return file_baton_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *RuntimeStats) GetGoroutines() int32 {
@@ -10935,7 +10875,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_baton_proto_msgTypes[115]
+	mi := &file_baton_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10947,7 +10887,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[115]
+	mi := &file_baton_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10960,7 +10900,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{115}
+	return file_baton_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *Listener) GetAddress() string {
@@ -11000,7 +10940,7 @@ type PluginStatus struct {
 
 func (x *PluginStatus) Reset() {
 	*x = PluginStatus{}
-	mi := &file_baton_proto_msgTypes[116]
+	mi := &file_baton_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11012,7 +10952,7 @@ func (x *PluginStatus) String() string {
 func (*PluginStatus) ProtoMessage() {}
 
 func (x *PluginStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[116]
+	mi := &file_baton_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11025,7 +10965,7 @@ func (x *PluginStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
 func (*PluginStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{116}
+	return file_baton_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *PluginStatus) GetName() string {
@@ -11068,7 +11008,7 @@ type WorktreeReady struct {
 
 func (x *WorktreeReady) Reset() {
 	*x = WorktreeReady{}
-	mi := &file_baton_proto_msgTypes[117]
+	mi := &file_baton_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11080,7 +11020,7 @@ func (x *WorktreeReady) String() string {
 func (*WorktreeReady) ProtoMessage() {}
 
 func (x *WorktreeReady) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[117]
+	mi := &file_baton_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11093,7 +11033,7 @@ func (x *WorktreeReady) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeReady.ProtoReflect.Descriptor instead.
 func (*WorktreeReady) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{117}
+	return file_baton_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *WorktreeReady) GetCopied() []string {
@@ -11120,7 +11060,7 @@ type WorktreeFailed struct {
 
 func (x *WorktreeFailed) Reset() {
 	*x = WorktreeFailed{}
-	mi := &file_baton_proto_msgTypes[118]
+	mi := &file_baton_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11132,7 +11072,7 @@ func (x *WorktreeFailed) String() string {
 func (*WorktreeFailed) ProtoMessage() {}
 
 func (x *WorktreeFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[118]
+	mi := &file_baton_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11145,7 +11085,7 @@ func (x *WorktreeFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeFailed.ProtoReflect.Descriptor instead.
 func (*WorktreeFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{118}
+	return file_baton_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *WorktreeFailed) GetFailure() string {
@@ -11167,7 +11107,7 @@ type MergeRequested struct {
 
 func (x *MergeRequested) Reset() {
 	*x = MergeRequested{}
-	mi := &file_baton_proto_msgTypes[119]
+	mi := &file_baton_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11179,7 +11119,7 @@ func (x *MergeRequested) String() string {
 func (*MergeRequested) ProtoMessage() {}
 
 func (x *MergeRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[119]
+	mi := &file_baton_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11192,7 +11132,7 @@ func (x *MergeRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeRequested.ProtoReflect.Descriptor instead.
 func (*MergeRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{119}
+	return file_baton_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *MergeRequested) GetMergeId() string {
@@ -11226,7 +11166,7 @@ type ThreadArchived struct {
 
 func (x *ThreadArchived) Reset() {
 	*x = ThreadArchived{}
-	mi := &file_baton_proto_msgTypes[120]
+	mi := &file_baton_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11238,7 +11178,7 @@ func (x *ThreadArchived) String() string {
 func (*ThreadArchived) ProtoMessage() {}
 
 func (x *ThreadArchived) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[120]
+	mi := &file_baton_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11251,7 +11191,7 @@ func (x *ThreadArchived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadArchived.ProtoReflect.Descriptor instead.
 func (*ThreadArchived) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{120}
+	return file_baton_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *ThreadArchived) GetDeleteBranch() bool {
@@ -11273,7 +11213,7 @@ type WorktreeRemoved struct {
 
 func (x *WorktreeRemoved) Reset() {
 	*x = WorktreeRemoved{}
-	mi := &file_baton_proto_msgTypes[121]
+	mi := &file_baton_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11285,7 +11225,7 @@ func (x *WorktreeRemoved) String() string {
 func (*WorktreeRemoved) ProtoMessage() {}
 
 func (x *WorktreeRemoved) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[121]
+	mi := &file_baton_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11298,7 +11238,7 @@ func (x *WorktreeRemoved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeRemoved.ProtoReflect.Descriptor instead.
 func (*WorktreeRemoved) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{121}
+	return file_baton_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *WorktreeRemoved) GetFailure() string {
@@ -11482,7 +11422,7 @@ const file_baton_proto_rawDesc = "" +
 	"\bworktree\x18  \x01(\v2\x12.baton.v1.WorktreeR\bworktree\x12'\n" +
 	"\x06merges\x18! \x03(\v2\x0f.baton.v1.MergeR\x06merges\x12\x1a\n" +
 	"\barchived\x18\" \x01(\bR\barchivedJ\x04\b\x03\x10\x04R\n" +
-	"projection\"\xbb\x03\n" +
+	"projection\"\x9b\x03\n" +
 	"\bWorktree\x12\x1e\n" +
 	"\n" +
 	"repository\x18\x01 \x01(\tR\n" +
@@ -11500,18 +11440,12 @@ const file_baton_proto_rawDesc = "" +
 	" \x01(\tR\afailure\x12\x16\n" +
 	"\x06copied\x18\v \x03(\tR\x06copied\x128\n" +
 	"\fsetup_result\x18\f \x01(\v2\x15.baton.v1.SetupResultR\vsetupResult\x12\x12\n" +
-	"\x04head\x18\r \x01(\tR\x04head\x12-\n" +
-	"\acommits\x18\x0e \x03(\v2\x13.baton.v1.RunCommitR\acommits\x12%\n" +
-	"\x0ebranch_deleted\x18\x0f \x01(\bR\rbranchDeleted\"\\\n" +
+	"\x04head\x18\r \x01(\tR\x04head\x12%\n" +
+	"\x0ebranch_deleted\x18\x0f \x01(\bR\rbranchDeletedJ\x04\b\x0e\x10\x0fR\acommits\"\\\n" +
 	"\vSetupResult\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\tR\acommand\x12\x1b\n" +
 	"\texit_code\x18\x02 \x01(\x05R\bexitCode\x12\x16\n" +
-	"\x06output\x18\x03 \x01(\tR\x06output\"[\n" +
-	"\tRunCommit\x12\x15\n" +
-	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1f\n" +
-	"\vrun_ordinal\x18\x02 \x01(\rR\n" +
-	"runOrdinal\x12\x16\n" +
-	"\x06commit\x18\x03 \x01(\tR\x06commit\"\x87\x02\n" +
+	"\x06output\x18\x03 \x01(\tR\x06output\"\x87\x02\n" +
 	"\x05Merge\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04into\x18\x02 \x01(\tR\x04into\x12\x16\n" +
@@ -11703,7 +11637,7 @@ const file_baton_proto_rawDesc = "" +
 	"\anode_id\x18\x04 \x01(\tR\x06nodeId\x12\x1b\n" +
 	"\tparent_id\x18\x05 \x01(\tR\bparentId\x12\x18\n" +
 	"\aordinal\x18\x06 \x01(\rR\aordinal\x12,\n" +
-	"\x12advances_run_count\x18\a \x01(\bR\x10advancesRunCount\"\xa3\x03\n" +
+	"\x12advances_run_count\x18\a \x01(\bR\x10advancesRunCount\"\xc4\x03\n" +
 	"\n" +
 	"Checkpoint\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
@@ -11721,7 +11655,9 @@ const file_baton_proto_rawDesc = "" +
 	"\x06reason\x18\v \x01(\tR\x06reason\x12=\n" +
 	"\frequested_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x12;\n" +
 	"\vcaptured_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"capturedAt\"\x9c\x05\n" +
+	"capturedAt\x12\x1f\n" +
+	"\vbranch_head\x18\x0e \x01(\tR\n" +
+	"branchHead\"\x9c\x05\n" +
 	"\bRollback\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\tR\fcheckpointId\x12,\n" +
@@ -12378,7 +12314,7 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 126)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 125)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),                // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),        // 1: baton.v1.ProviderCommand
@@ -12398,329 +12334,327 @@ var file_baton_proto_goTypes = []any{
 	(*Thread)(nil),                 // 15: baton.v1.Thread
 	(*Worktree)(nil),               // 16: baton.v1.Worktree
 	(*SetupResult)(nil),            // 17: baton.v1.SetupResult
-	(*RunCommit)(nil),              // 18: baton.v1.RunCommit
-	(*Merge)(nil),                  // 19: baton.v1.Merge
-	(*Run)(nil),                    // 20: baton.v1.Run
-	(*RunStop)(nil),                // 21: baton.v1.RunStop
-	(*RunOutcome)(nil),             // 22: baton.v1.RunOutcome
-	(*SteeringMessage)(nil),        // 23: baton.v1.SteeringMessage
-	(*Attempt)(nil),                // 24: baton.v1.Attempt
-	(*Node)(nil),                   // 25: baton.v1.Node
-	(*Message)(nil),                // 26: baton.v1.Message
-	(*TurnItem)(nil),               // 27: baton.v1.TurnItem
-	(*ProviderSession)(nil),        // 28: baton.v1.ProviderSession
-	(*ProviderThread)(nil),         // 29: baton.v1.ProviderThread
-	(*ProviderTurn)(nil),           // 30: baton.v1.ProviderTurn
-	(*RuntimeRequest)(nil),         // 31: baton.v1.RuntimeRequest
-	(*RequestOption)(nil),          // 32: baton.v1.RequestOption
-	(*Diagnostic)(nil),             // 33: baton.v1.Diagnostic
-	(*Failure)(nil),                // 34: baton.v1.Failure
-	(*Usage)(nil),                  // 35: baton.v1.Usage
-	(*RateLimit)(nil),              // 36: baton.v1.RateLimit
-	(*Limit)(nil),                  // 37: baton.v1.Limit
-	(*CheckpointScope)(nil),        // 38: baton.v1.CheckpointScope
-	(*Checkpoint)(nil),             // 39: baton.v1.Checkpoint
-	(*Rollback)(nil),               // 40: baton.v1.Rollback
-	(*ContextHandoff)(nil),         // 41: baton.v1.ContextHandoff
-	(*HandoffRun)(nil),             // 42: baton.v1.HandoffRun
-	(*ProviderBinding)(nil),        // 43: baton.v1.ProviderBinding
-	(*Loop)(nil),                   // 44: baton.v1.Loop
-	(*Wait)(nil),                   // 45: baton.v1.Wait
-	(*CheckResult)(nil),            // 46: baton.v1.CheckResult
-	(*Earlier)(nil),                // 47: baton.v1.Earlier
-	(*EarlierRollback)(nil),        // 48: baton.v1.EarlierRollback
-	(*ThreadPage)(nil),             // 49: baton.v1.ThreadPage
-	(*ThreadSummary)(nil),          // 50: baton.v1.ThreadSummary
-	(*ListThreadsRequest)(nil),     // 51: baton.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),    // 52: baton.v1.ListThreadsResponse
-	(*SubscribeRequest)(nil),       // 53: baton.v1.SubscribeRequest
-	(*Event)(nil),                  // 54: baton.v1.Event
-	(*ThreadCreated)(nil),          // 55: baton.v1.ThreadCreated
-	(*MessageAdded)(nil),           // 56: baton.v1.MessageAdded
-	(*MessageDelta)(nil),           // 57: baton.v1.MessageDelta
-	(*MessageCompleted)(nil),       // 58: baton.v1.MessageCompleted
-	(*RunQueued)(nil),              // 59: baton.v1.RunQueued
-	(*RunStarted)(nil),             // 60: baton.v1.RunStarted
-	(*AttemptStarted)(nil),         // 61: baton.v1.AttemptStarted
-	(*NodeStarted)(nil),            // 62: baton.v1.NodeStarted
-	(*NodeUpdated)(nil),            // 63: baton.v1.NodeUpdated
-	(*NodeDelta)(nil),              // 64: baton.v1.NodeDelta
-	(*NodeCompleted)(nil),          // 65: baton.v1.NodeCompleted
-	(*SessionOpened)(nil),          // 66: baton.v1.SessionOpened
-	(*SessionEnded)(nil),           // 67: baton.v1.SessionEnded
-	(*ProviderThreadBound)(nil),    // 68: baton.v1.ProviderThreadBound
-	(*ProviderTurnBound)(nil),      // 69: baton.v1.ProviderTurnBound
-	(*RequestOpened)(nil),          // 70: baton.v1.RequestOpened
-	(*RequestResolved)(nil),        // 71: baton.v1.RequestResolved
-	(*UsageReported)(nil),          // 72: baton.v1.UsageReported
-	(*RunEnded)(nil),               // 73: baton.v1.RunEnded
-	(*DiagnosticRecorded)(nil),     // 74: baton.v1.DiagnosticRecorded
-	(*RunSteered)(nil),             // 75: baton.v1.RunSteered
-	(*RestartRequested)(nil),       // 76: baton.v1.RestartRequested
-	(*InterruptRequested)(nil),     // 77: baton.v1.InterruptRequested
-	(*StopForced)(nil),             // 78: baton.v1.StopForced
-	(*TurnStalled)(nil),            // 79: baton.v1.TurnStalled
-	(*AttemptEnded)(nil),           // 80: baton.v1.AttemptEnded
-	(*RequestAnswered)(nil),        // 81: baton.v1.RequestAnswered
-	(*EffectCancelled)(nil),        // 82: baton.v1.EffectCancelled
-	(*AttemptDispatched)(nil),      // 83: baton.v1.AttemptDispatched
-	(*RequestAnswerFailed)(nil),    // 84: baton.v1.RequestAnswerFailed
-	(*RunCompleting)(nil),          // 85: baton.v1.RunCompleting
-	(*CheckpointScopeOpened)(nil),  // 86: baton.v1.CheckpointScopeOpened
-	(*CheckpointRequested)(nil),    // 87: baton.v1.CheckpointRequested
-	(*CheckpointRecorded)(nil),     // 88: baton.v1.CheckpointRecorded
-	(*RollbackStarted)(nil),        // 89: baton.v1.RollbackStarted
-	(*RollbackFilesRestored)(nil),  // 90: baton.v1.RollbackFilesRestored
-	(*RollbackCompleted)(nil),      // 91: baton.v1.RollbackCompleted
-	(*RollbackFailed)(nil),         // 92: baton.v1.RollbackFailed
-	(*HandoffCreated)(nil),         // 93: baton.v1.HandoffCreated
-	(*HandoffConsumed)(nil),        // 94: baton.v1.HandoffConsumed
-	(*HandoffSuperseded)(nil),      // 95: baton.v1.HandoffSuperseded
-	(*ProviderSwitched)(nil),       // 96: baton.v1.ProviderSwitched
-	(*ProviderThreadDetached)(nil), // 97: baton.v1.ProviderThreadDetached
-	(*PolicySet)(nil),              // 98: baton.v1.PolicySet
-	(*LimitReached)(nil),           // 99: baton.v1.LimitReached
-	(*WaitEnded)(nil),              // 100: baton.v1.WaitEnded
-	(*CheckRequested)(nil),         // 101: baton.v1.CheckRequested
-	(*LoopEnded)(nil),              // 102: baton.v1.LoopEnded
-	(*QueuedRunsResumed)(nil),      // 103: baton.v1.QueuedRunsResumed
-	(*QueuedRun)(nil),              // 104: baton.v1.QueuedRun
-	(*DiffRequest)(nil),            // 105: baton.v1.DiffRequest
-	(*FileChange)(nil),             // 106: baton.v1.FileChange
-	(*DiffResponse)(nil),           // 107: baton.v1.DiffResponse
-	(*ListPluginsRequest)(nil),     // 108: baton.v1.ListPluginsRequest
-	(*Capabilities)(nil),           // 109: baton.v1.Capabilities
-	(*Plugin)(nil),                 // 110: baton.v1.Plugin
-	(*ListPluginsResponse)(nil),    // 111: baton.v1.ListPluginsResponse
-	(*GetStatusRequest)(nil),       // 112: baton.v1.GetStatusRequest
-	(*ServiceStatus)(nil),          // 113: baton.v1.ServiceStatus
-	(*RuntimeStats)(nil),           // 114: baton.v1.RuntimeStats
-	(*Listener)(nil),               // 115: baton.v1.Listener
-	(*PluginStatus)(nil),           // 116: baton.v1.PluginStatus
-	(*WorktreeReady)(nil),          // 117: baton.v1.WorktreeReady
-	(*WorktreeFailed)(nil),         // 118: baton.v1.WorktreeFailed
-	(*MergeRequested)(nil),         // 119: baton.v1.MergeRequested
-	(*ThreadArchived)(nil),         // 120: baton.v1.ThreadArchived
-	(*WorktreeRemoved)(nil),        // 121: baton.v1.WorktreeRemoved
-	nil,                            // 122: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                            // 123: baton.v1.RuntimeRequest.AnswersEntry
-	nil,                            // 124: baton.v1.RequestAnswered.AnswersEntry
-	nil,                            // 125: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil),  // 126: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),    // 127: google.protobuf.Duration
+	(*Merge)(nil),                  // 18: baton.v1.Merge
+	(*Run)(nil),                    // 19: baton.v1.Run
+	(*RunStop)(nil),                // 20: baton.v1.RunStop
+	(*RunOutcome)(nil),             // 21: baton.v1.RunOutcome
+	(*SteeringMessage)(nil),        // 22: baton.v1.SteeringMessage
+	(*Attempt)(nil),                // 23: baton.v1.Attempt
+	(*Node)(nil),                   // 24: baton.v1.Node
+	(*Message)(nil),                // 25: baton.v1.Message
+	(*TurnItem)(nil),               // 26: baton.v1.TurnItem
+	(*ProviderSession)(nil),        // 27: baton.v1.ProviderSession
+	(*ProviderThread)(nil),         // 28: baton.v1.ProviderThread
+	(*ProviderTurn)(nil),           // 29: baton.v1.ProviderTurn
+	(*RuntimeRequest)(nil),         // 30: baton.v1.RuntimeRequest
+	(*RequestOption)(nil),          // 31: baton.v1.RequestOption
+	(*Diagnostic)(nil),             // 32: baton.v1.Diagnostic
+	(*Failure)(nil),                // 33: baton.v1.Failure
+	(*Usage)(nil),                  // 34: baton.v1.Usage
+	(*RateLimit)(nil),              // 35: baton.v1.RateLimit
+	(*Limit)(nil),                  // 36: baton.v1.Limit
+	(*CheckpointScope)(nil),        // 37: baton.v1.CheckpointScope
+	(*Checkpoint)(nil),             // 38: baton.v1.Checkpoint
+	(*Rollback)(nil),               // 39: baton.v1.Rollback
+	(*ContextHandoff)(nil),         // 40: baton.v1.ContextHandoff
+	(*HandoffRun)(nil),             // 41: baton.v1.HandoffRun
+	(*ProviderBinding)(nil),        // 42: baton.v1.ProviderBinding
+	(*Loop)(nil),                   // 43: baton.v1.Loop
+	(*Wait)(nil),                   // 44: baton.v1.Wait
+	(*CheckResult)(nil),            // 45: baton.v1.CheckResult
+	(*Earlier)(nil),                // 46: baton.v1.Earlier
+	(*EarlierRollback)(nil),        // 47: baton.v1.EarlierRollback
+	(*ThreadPage)(nil),             // 48: baton.v1.ThreadPage
+	(*ThreadSummary)(nil),          // 49: baton.v1.ThreadSummary
+	(*ListThreadsRequest)(nil),     // 50: baton.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),    // 51: baton.v1.ListThreadsResponse
+	(*SubscribeRequest)(nil),       // 52: baton.v1.SubscribeRequest
+	(*Event)(nil),                  // 53: baton.v1.Event
+	(*ThreadCreated)(nil),          // 54: baton.v1.ThreadCreated
+	(*MessageAdded)(nil),           // 55: baton.v1.MessageAdded
+	(*MessageDelta)(nil),           // 56: baton.v1.MessageDelta
+	(*MessageCompleted)(nil),       // 57: baton.v1.MessageCompleted
+	(*RunQueued)(nil),              // 58: baton.v1.RunQueued
+	(*RunStarted)(nil),             // 59: baton.v1.RunStarted
+	(*AttemptStarted)(nil),         // 60: baton.v1.AttemptStarted
+	(*NodeStarted)(nil),            // 61: baton.v1.NodeStarted
+	(*NodeUpdated)(nil),            // 62: baton.v1.NodeUpdated
+	(*NodeDelta)(nil),              // 63: baton.v1.NodeDelta
+	(*NodeCompleted)(nil),          // 64: baton.v1.NodeCompleted
+	(*SessionOpened)(nil),          // 65: baton.v1.SessionOpened
+	(*SessionEnded)(nil),           // 66: baton.v1.SessionEnded
+	(*ProviderThreadBound)(nil),    // 67: baton.v1.ProviderThreadBound
+	(*ProviderTurnBound)(nil),      // 68: baton.v1.ProviderTurnBound
+	(*RequestOpened)(nil),          // 69: baton.v1.RequestOpened
+	(*RequestResolved)(nil),        // 70: baton.v1.RequestResolved
+	(*UsageReported)(nil),          // 71: baton.v1.UsageReported
+	(*RunEnded)(nil),               // 72: baton.v1.RunEnded
+	(*DiagnosticRecorded)(nil),     // 73: baton.v1.DiagnosticRecorded
+	(*RunSteered)(nil),             // 74: baton.v1.RunSteered
+	(*RestartRequested)(nil),       // 75: baton.v1.RestartRequested
+	(*InterruptRequested)(nil),     // 76: baton.v1.InterruptRequested
+	(*StopForced)(nil),             // 77: baton.v1.StopForced
+	(*TurnStalled)(nil),            // 78: baton.v1.TurnStalled
+	(*AttemptEnded)(nil),           // 79: baton.v1.AttemptEnded
+	(*RequestAnswered)(nil),        // 80: baton.v1.RequestAnswered
+	(*EffectCancelled)(nil),        // 81: baton.v1.EffectCancelled
+	(*AttemptDispatched)(nil),      // 82: baton.v1.AttemptDispatched
+	(*RequestAnswerFailed)(nil),    // 83: baton.v1.RequestAnswerFailed
+	(*RunCompleting)(nil),          // 84: baton.v1.RunCompleting
+	(*CheckpointScopeOpened)(nil),  // 85: baton.v1.CheckpointScopeOpened
+	(*CheckpointRequested)(nil),    // 86: baton.v1.CheckpointRequested
+	(*CheckpointRecorded)(nil),     // 87: baton.v1.CheckpointRecorded
+	(*RollbackStarted)(nil),        // 88: baton.v1.RollbackStarted
+	(*RollbackFilesRestored)(nil),  // 89: baton.v1.RollbackFilesRestored
+	(*RollbackCompleted)(nil),      // 90: baton.v1.RollbackCompleted
+	(*RollbackFailed)(nil),         // 91: baton.v1.RollbackFailed
+	(*HandoffCreated)(nil),         // 92: baton.v1.HandoffCreated
+	(*HandoffConsumed)(nil),        // 93: baton.v1.HandoffConsumed
+	(*HandoffSuperseded)(nil),      // 94: baton.v1.HandoffSuperseded
+	(*ProviderSwitched)(nil),       // 95: baton.v1.ProviderSwitched
+	(*ProviderThreadDetached)(nil), // 96: baton.v1.ProviderThreadDetached
+	(*PolicySet)(nil),              // 97: baton.v1.PolicySet
+	(*LimitReached)(nil),           // 98: baton.v1.LimitReached
+	(*WaitEnded)(nil),              // 99: baton.v1.WaitEnded
+	(*CheckRequested)(nil),         // 100: baton.v1.CheckRequested
+	(*LoopEnded)(nil),              // 101: baton.v1.LoopEnded
+	(*QueuedRunsResumed)(nil),      // 102: baton.v1.QueuedRunsResumed
+	(*QueuedRun)(nil),              // 103: baton.v1.QueuedRun
+	(*DiffRequest)(nil),            // 104: baton.v1.DiffRequest
+	(*FileChange)(nil),             // 105: baton.v1.FileChange
+	(*DiffResponse)(nil),           // 106: baton.v1.DiffResponse
+	(*ListPluginsRequest)(nil),     // 107: baton.v1.ListPluginsRequest
+	(*Capabilities)(nil),           // 108: baton.v1.Capabilities
+	(*Plugin)(nil),                 // 109: baton.v1.Plugin
+	(*ListPluginsResponse)(nil),    // 110: baton.v1.ListPluginsResponse
+	(*GetStatusRequest)(nil),       // 111: baton.v1.GetStatusRequest
+	(*ServiceStatus)(nil),          // 112: baton.v1.ServiceStatus
+	(*RuntimeStats)(nil),           // 113: baton.v1.RuntimeStats
+	(*Listener)(nil),               // 114: baton.v1.Listener
+	(*PluginStatus)(nil),           // 115: baton.v1.PluginStatus
+	(*WorktreeReady)(nil),          // 116: baton.v1.WorktreeReady
+	(*WorktreeFailed)(nil),         // 117: baton.v1.WorktreeFailed
+	(*MergeRequested)(nil),         // 118: baton.v1.MergeRequested
+	(*ThreadArchived)(nil),         // 119: baton.v1.ThreadArchived
+	(*WorktreeRemoved)(nil),        // 120: baton.v1.WorktreeRemoved
+	nil,                            // 121: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                            // 122: baton.v1.RuntimeRequest.AnswersEntry
+	nil,                            // 123: baton.v1.RequestAnswered.AnswersEntry
+	nil,                            // 124: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil),  // 125: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),    // 126: google.protobuf.Duration
 }
 var file_baton_proto_depIdxs = []int32{
-	126, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	125, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,   // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	12,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	3,   // 3: baton.v1.CreateThreadRequest.worktree:type_name -> baton.v1.WorktreeOptions
 	12,  // 4: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	122, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	121, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
 	1,   // 6: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	1,   // 7: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
-	127, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
-	127, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
-	127, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
-	127, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
-	127, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	126, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	126, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	126, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	126, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	126, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
 	12,  // 13: baton.v1.ContinuationPolicy.applied:type_name -> baton.v1.ContinuationPolicy
 	12,  // 14: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	50,  // 15: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
-	49,  // 16: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
+	49,  // 15: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
+	48,  // 16: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
 	1,   // 17: baton.v1.Thread.provider_command:type_name -> baton.v1.ProviderCommand
-	126, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
-	126, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
-	20,  // 20: baton.v1.Thread.runs:type_name -> baton.v1.Run
-	26,  // 21: baton.v1.Thread.messages:type_name -> baton.v1.Message
-	27,  // 22: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
-	28,  // 23: baton.v1.Thread.provider_sessions:type_name -> baton.v1.ProviderSession
-	29,  // 24: baton.v1.Thread.provider_threads:type_name -> baton.v1.ProviderThread
-	30,  // 25: baton.v1.Thread.provider_turns:type_name -> baton.v1.ProviderTurn
-	31,  // 26: baton.v1.Thread.requests:type_name -> baton.v1.RuntimeRequest
-	33,  // 27: baton.v1.Thread.diagnostics:type_name -> baton.v1.Diagnostic
-	36,  // 28: baton.v1.Thread.rate_limits:type_name -> baton.v1.RateLimit
-	38,  // 29: baton.v1.Thread.checkpoint_scopes:type_name -> baton.v1.CheckpointScope
-	39,  // 30: baton.v1.Thread.checkpoints:type_name -> baton.v1.Checkpoint
-	40,  // 31: baton.v1.Thread.rollbacks:type_name -> baton.v1.Rollback
-	41,  // 32: baton.v1.Thread.handoffs:type_name -> baton.v1.ContextHandoff
-	43,  // 33: baton.v1.Thread.provider_bindings:type_name -> baton.v1.ProviderBinding
-	44,  // 34: baton.v1.Thread.loop:type_name -> baton.v1.Loop
-	47,  // 35: baton.v1.Thread.earlier:type_name -> baton.v1.Earlier
+	125, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
+	125, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
+	19,  // 20: baton.v1.Thread.runs:type_name -> baton.v1.Run
+	25,  // 21: baton.v1.Thread.messages:type_name -> baton.v1.Message
+	26,  // 22: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
+	27,  // 23: baton.v1.Thread.provider_sessions:type_name -> baton.v1.ProviderSession
+	28,  // 24: baton.v1.Thread.provider_threads:type_name -> baton.v1.ProviderThread
+	29,  // 25: baton.v1.Thread.provider_turns:type_name -> baton.v1.ProviderTurn
+	30,  // 26: baton.v1.Thread.requests:type_name -> baton.v1.RuntimeRequest
+	32,  // 27: baton.v1.Thread.diagnostics:type_name -> baton.v1.Diagnostic
+	35,  // 28: baton.v1.Thread.rate_limits:type_name -> baton.v1.RateLimit
+	37,  // 29: baton.v1.Thread.checkpoint_scopes:type_name -> baton.v1.CheckpointScope
+	38,  // 30: baton.v1.Thread.checkpoints:type_name -> baton.v1.Checkpoint
+	39,  // 31: baton.v1.Thread.rollbacks:type_name -> baton.v1.Rollback
+	40,  // 32: baton.v1.Thread.handoffs:type_name -> baton.v1.ContextHandoff
+	42,  // 33: baton.v1.Thread.provider_bindings:type_name -> baton.v1.ProviderBinding
+	43,  // 34: baton.v1.Thread.loop:type_name -> baton.v1.Loop
+	46,  // 35: baton.v1.Thread.earlier:type_name -> baton.v1.Earlier
 	16,  // 36: baton.v1.Thread.worktree:type_name -> baton.v1.Worktree
-	19,  // 37: baton.v1.Thread.merges:type_name -> baton.v1.Merge
+	18,  // 37: baton.v1.Thread.merges:type_name -> baton.v1.Merge
 	17,  // 38: baton.v1.Worktree.setup_result:type_name -> baton.v1.SetupResult
-	18,  // 39: baton.v1.Worktree.commits:type_name -> baton.v1.RunCommit
-	126, // 40: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
-	126, // 41: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	126, // 42: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
-	24,  // 43: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
-	25,  // 44: baton.v1.Run.nodes:type_name -> baton.v1.Node
-	34,  // 45: baton.v1.Run.failure:type_name -> baton.v1.Failure
-	35,  // 46: baton.v1.Run.usage:type_name -> baton.v1.Usage
-	21,  // 47: baton.v1.Run.stop:type_name -> baton.v1.RunStop
-	23,  // 48: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
-	22,  // 49: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
-	37,  // 50: baton.v1.Run.limit:type_name -> baton.v1.Limit
-	126, // 51: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
-	126, // 52: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
-	127, // 53: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
-	34,  // 54: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
-	126, // 55: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	126, // 56: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	35,  // 57: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
-	126, // 58: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
-	126, // 59: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
-	32,  // 60: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
-	123, // 61: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
-	126, // 62: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
-	126, // 63: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
-	126, // 64: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
-	106, // 65: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
-	126, // 66: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
-	126, // 67: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
-	34,  // 68: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
-	126, // 69: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
-	126, // 70: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
-	42,  // 71: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
-	1,   // 72: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
-	12,  // 73: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
-	126, // 74: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
-	45,  // 75: baton.v1.Loop.wait:type_name -> baton.v1.Wait
-	45,  // 76: baton.v1.Loop.return:type_name -> baton.v1.Wait
-	46,  // 77: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
-	37,  // 78: baton.v1.Wait.limit:type_name -> baton.v1.Limit
-	126, // 79: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
-	126, // 80: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
-	126, // 81: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
-	126, // 82: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
-	48,  // 83: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
-	126, // 84: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	126, // 85: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	50,  // 86: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	126, // 87: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	55,  // 88: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
-	56,  // 89: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
-	57,  // 90: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
-	58,  // 91: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
-	59,  // 92: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
-	60,  // 93: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
-	61,  // 94: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
-	62,  // 95: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
-	63,  // 96: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
-	64,  // 97: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
-	65,  // 98: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
-	66,  // 99: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
-	67,  // 100: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
-	68,  // 101: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
-	69,  // 102: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
-	70,  // 103: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
-	71,  // 104: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
-	72,  // 105: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
-	73,  // 106: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
-	74,  // 107: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
-	75,  // 108: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
-	76,  // 109: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
-	77,  // 110: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
-	78,  // 111: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
-	79,  // 112: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
-	80,  // 113: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
-	81,  // 114: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
-	82,  // 115: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
-	83,  // 116: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
-	84,  // 117: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
-	36,  // 118: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
-	85,  // 119: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
-	86,  // 120: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
-	87,  // 121: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
-	88,  // 122: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
-	89,  // 123: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
-	90,  // 124: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
-	91,  // 125: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
-	92,  // 126: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
-	93,  // 127: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
-	94,  // 128: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
-	95,  // 129: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
-	96,  // 130: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
-	97,  // 131: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
-	98,  // 132: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
-	99,  // 133: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
-	45,  // 134: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
-	100, // 135: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
-	101, // 136: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
-	46,  // 137: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
-	102, // 138: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
-	103, // 139: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
-	117, // 140: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
-	118, // 141: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
-	119, // 142: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
-	19,  // 143: baton.v1.Event.thread_merged:type_name -> baton.v1.Merge
-	120, // 144: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
-	121, // 145: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
-	1,   // 146: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
-	16,  // 147: baton.v1.ThreadCreated.worktree:type_name -> baton.v1.Worktree
-	32,  // 148: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
-	35,  // 149: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
-	34,  // 150: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
-	127, // 151: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
-	126, // 152: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
-	124, // 153: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
-	22,  // 154: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
-	106, // 155: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
-	39,  // 156: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
-	34,  // 157: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
-	42,  // 158: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
-	1,   // 159: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
-	12,  // 160: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
-	37,  // 161: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
-	104, // 162: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
-	106, // 163: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
-	109, // 164: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	125, // 165: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
-	110, // 166: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	126, // 167: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
-	127, // 168: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
-	115, // 169: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
-	50,  // 170: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
-	116, // 171: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
-	114, // 172: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
-	17,  // 173: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
-	2,   // 174: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	6,   // 175: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	7,   // 176: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	8,   // 177: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	9,   // 178: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
-	10,  // 179: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	11,  // 180: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	13,  // 181: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	4,   // 182: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
-	5,   // 183: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
-	14,  // 184: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	51,  // 185: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	53,  // 186: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	105, // 187: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	108, // 188: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	112, // 189: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
-	0,   // 190: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,   // 191: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,   // 192: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,   // 193: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,   // 194: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
-	0,   // 195: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,   // 196: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,   // 197: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	0,   // 198: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
-	0,   // 199: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
-	15,  // 200: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	52,  // 201: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	54,  // 202: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	107, // 203: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	111, // 204: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	113, // 205: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
-	190, // [190:206] is the sub-list for method output_type
-	174, // [174:190] is the sub-list for method input_type
-	174, // [174:174] is the sub-list for extension type_name
-	174, // [174:174] is the sub-list for extension extendee
-	0,   // [0:174] is the sub-list for field type_name
+	125, // 39: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
+	125, // 40: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	125, // 41: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	23,  // 42: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
+	24,  // 43: baton.v1.Run.nodes:type_name -> baton.v1.Node
+	33,  // 44: baton.v1.Run.failure:type_name -> baton.v1.Failure
+	34,  // 45: baton.v1.Run.usage:type_name -> baton.v1.Usage
+	20,  // 46: baton.v1.Run.stop:type_name -> baton.v1.RunStop
+	22,  // 47: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
+	21,  // 48: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
+	36,  // 49: baton.v1.Run.limit:type_name -> baton.v1.Limit
+	125, // 50: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
+	125, // 51: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
+	126, // 52: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
+	33,  // 53: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
+	125, // 54: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	125, // 55: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	34,  // 56: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
+	125, // 57: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
+	125, // 58: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
+	31,  // 59: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
+	122, // 60: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
+	125, // 61: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
+	125, // 62: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	125, // 63: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
+	105, // 64: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
+	125, // 65: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
+	125, // 66: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
+	33,  // 67: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
+	125, // 68: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
+	125, // 69: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
+	41,  // 70: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
+	1,   // 71: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
+	12,  // 72: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
+	125, // 73: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
+	44,  // 74: baton.v1.Loop.wait:type_name -> baton.v1.Wait
+	44,  // 75: baton.v1.Loop.return:type_name -> baton.v1.Wait
+	45,  // 76: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
+	36,  // 77: baton.v1.Wait.limit:type_name -> baton.v1.Limit
+	125, // 78: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
+	125, // 79: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
+	125, // 80: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
+	125, // 81: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
+	47,  // 82: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
+	125, // 83: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	125, // 84: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	49,  // 85: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
+	125, // 86: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	54,  // 87: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
+	55,  // 88: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
+	56,  // 89: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
+	57,  // 90: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
+	58,  // 91: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
+	59,  // 92: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
+	60,  // 93: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
+	61,  // 94: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
+	62,  // 95: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
+	63,  // 96: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
+	64,  // 97: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
+	65,  // 98: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
+	66,  // 99: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
+	67,  // 100: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
+	68,  // 101: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
+	69,  // 102: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
+	70,  // 103: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
+	71,  // 104: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
+	72,  // 105: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
+	73,  // 106: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
+	74,  // 107: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
+	75,  // 108: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
+	76,  // 109: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
+	77,  // 110: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
+	78,  // 111: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
+	79,  // 112: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
+	80,  // 113: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
+	81,  // 114: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
+	82,  // 115: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
+	83,  // 116: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
+	35,  // 117: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
+	84,  // 118: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
+	85,  // 119: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
+	86,  // 120: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
+	87,  // 121: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
+	88,  // 122: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
+	89,  // 123: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
+	90,  // 124: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
+	91,  // 125: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
+	92,  // 126: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
+	93,  // 127: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
+	94,  // 128: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
+	95,  // 129: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
+	96,  // 130: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
+	97,  // 131: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
+	98,  // 132: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
+	44,  // 133: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
+	99,  // 134: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
+	100, // 135: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
+	45,  // 136: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
+	101, // 137: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
+	102, // 138: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
+	116, // 139: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
+	117, // 140: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
+	118, // 141: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
+	18,  // 142: baton.v1.Event.thread_merged:type_name -> baton.v1.Merge
+	119, // 143: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
+	120, // 144: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
+	1,   // 145: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
+	16,  // 146: baton.v1.ThreadCreated.worktree:type_name -> baton.v1.Worktree
+	31,  // 147: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
+	34,  // 148: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
+	33,  // 149: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
+	126, // 150: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
+	125, // 151: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
+	123, // 152: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
+	21,  // 153: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
+	105, // 154: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
+	38,  // 155: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
+	33,  // 156: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
+	41,  // 157: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
+	1,   // 158: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
+	12,  // 159: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
+	36,  // 160: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
+	103, // 161: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
+	105, // 162: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
+	108, // 163: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
+	124, // 164: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	109, // 165: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
+	125, // 166: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
+	126, // 167: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
+	114, // 168: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
+	49,  // 169: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
+	115, // 170: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
+	113, // 171: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
+	17,  // 172: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
+	2,   // 173: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	6,   // 174: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	7,   // 175: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	8,   // 176: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	9,   // 177: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	10,  // 178: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	11,  // 179: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	13,  // 180: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	4,   // 181: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
+	5,   // 182: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
+	14,  // 183: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	50,  // 184: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	52,  // 185: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	104, // 186: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	107, // 187: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	111, // 188: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
+	0,   // 189: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,   // 190: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,   // 191: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,   // 192: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,   // 193: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,   // 194: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,   // 195: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,   // 196: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	0,   // 197: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
+	0,   // 198: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
+	15,  // 199: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	51,  // 200: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	53,  // 201: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	106, // 202: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	110, // 203: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	112, // 204: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
+	189, // [189:205] is the sub-list for method output_type
+	173, // [173:189] is the sub-list for method input_type
+	173, // [173:173] is the sub-list for extension type_name
+	173, // [173:173] is the sub-list for extension extendee
+	0,   // [0:173] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -12728,7 +12662,7 @@ func file_baton_proto_init() {
 	if File_baton_proto != nil {
 		return
 	}
-	file_baton_proto_msgTypes[54].OneofWrappers = []any{
+	file_baton_proto_msgTypes[53].OneofWrappers = []any{
 		(*Event_ThreadCreated)(nil),
 		(*Event_MessageAdded)(nil),
 		(*Event_MessageDelta)(nil),
@@ -12788,14 +12722,14 @@ func file_baton_proto_init() {
 		(*Event_ThreadArchived)(nil),
 		(*Event_WorktreeRemoved)(nil),
 	}
-	file_baton_proto_msgTypes[91].OneofWrappers = []any{}
+	file_baton_proto_msgTypes[90].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   126,
+			NumMessages:   125,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
