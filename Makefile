@@ -237,7 +237,9 @@ soak: build
 # Benchmarks, 5 runs each; compare with benchstat. Baselines run in the same
 # invocation: raw Pebble and SQLite (cgo, -tags sqlitebench) beside the
 # event log's appends, an empty data dir beside 100,000 and 1,000,000
-# events, the plugin alone beside the whole pipeline. The data dirs of
+# events, the plugin alone beside the whole pipeline, 8 worktree threads
+# of one repository one after another beside the same in parallel
+# (BenchmarkWorktreeThreads, with the CPU time each used). The data dirs of
 # recorded threads are made once and kept in the system's temp dir.
 bench: build
 	@for m in host sdk; do (cd $$m && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer \

@@ -37,15 +37,40 @@ func checkOrdinal(verb string, n, least int) error {
 func diffCommand(g *globals) *cobra.Command {
 	var run, maxBytes int
 	c := &cobra.Command{
-		Use:   "diff THREAD",
-		Short: "Print a run's changes: its checkpoint against the one before",
+		Use:   "diff THREAD [THREAD_B]",
+		Short: "Print a run's changes (its checkpoint against the one before), or the difference between two threads' results",
 		Long: `Diff prints, as a unified diff, what a run changed in the thread's working
 directory: the run's checkpoint against the one before it. A summary line goes
-to stderr.`,
+to stderr.
+
+With two threads, it prints the difference between their results, from the
+first's to the second's, as git diff computes it in the first's repository
+(on this machine): a thread made with --worktree's result is its branch's
+head, another thread's its newest ready checkpoint.
+
+Exit codes: 0 done, 1 failed (no result to compare, a repository not on this
+machine), 2 bad usage.`,
 		Example: `  baton diff thr_123            # the newest run with a checkpoint
-  baton diff thr_123 --run 2 | git apply -R`,
-		Args: threadArg,
+  baton diff thr_123 --run 2 | git apply -R
+  baton diff thr_codex thr_claude  # what claude did differently`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 {
+				return nil
+			}
+			return threadArg(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 {
+				fs := cmd.Flags()
+				for _, name := range []string{"run", "max-bytes"} {
+					if fs.Changed(name) && !fromEnv(fs, name) {
+						return usagef("diff: --%s is one thread's; two threads are compared whole", name)
+					}
+				}
+				return withReader(cmd, g, func(ctx context.Context, c *client) error {
+					return threadsDiff(ctx, g, c, args[0], args[1])
+				})
+			}
 			if cmd.Flags().Changed("run") {
 				if err := checkOrdinal("diff", run, 1); err != nil {
 					return err

@@ -37,7 +37,8 @@ func addCompletions(root *cobra.Command, g *globals) {
 	threads := firstArg(g.completion(threadIDs))
 	args := map[string]cobra.CompletionFunc{
 		"show": threads, "watch": threads, "send": threads, "interrupt": threads, "cancel": threads,
-		"diff": threads, "rollback": threads, "switch": threads,
+		"diff": upTo(2, g.completion(threadIDs)), "rollback": threads, "switch": threads, "merge": threads, "archive": threads,
+		"compare": upTo(-1, g.completion(threadIDs)),
 		"approve": firstArg(g.completion(pendingRequests)), "decline": firstArg(g.completion(pendingRequests)),
 	}
 	for verb, f := range args {
@@ -50,7 +51,7 @@ func addCompletions(root *cobra.Command, g *globals) {
 		fn         cobra.CompletionFunc
 	}{
 		{"run", "thread", g.completion(threadIDs)},
-		{"run", "provider", providers},
+		{"run", "provider", commaList(providers)},
 		{"run", "on-limit", onLimit},
 		{"send", "provider", providers},
 		{"send", "on-limit", onLimit},
@@ -86,6 +87,42 @@ func firstArg(f cobra.CompletionFunc) cobra.CompletionFunc {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		return f(cmd, args, toComplete)
+	}
+}
+
+// upTo completes a verb's first n arguments (n < 0: every one) with f's
+// values, less those given already.
+func upTo(n int, f cobra.CompletionFunc) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if n >= 0 && len(args) >= n {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		vals, dir := f(cmd, args, toComplete)
+		return slices.DeleteFunc(vals, func(v cobra.Completion) bool {
+			id, _, _ := strings.Cut(v, "\t")
+			return slices.Contains(args, id)
+		}), dir
+	}
+}
+
+// commaList completes a comma-separated list of f's values (run
+// --provider codex,claude): after the last comma, each value not in the
+// list yet.
+func commaList(f cobra.CompletionFunc) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		i := strings.LastIndex(toComplete, ",")
+		if i < 0 {
+			return f(cmd, args, toComplete)
+		}
+		listed := toComplete[:i+1]
+		vals, dir := f(cmd, args, toComplete[i+1:])
+		var out []cobra.Completion
+		for _, v := range vals {
+			if name, _, _ := strings.Cut(v, "\t"); !slices.Contains(strings.Split(listed, ","), name) {
+				out = append(out, listed+v)
+			}
+		}
+		return out, dir
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +21,7 @@ import (
 )
 
 func doctorCommand(g *globals) *cobra.Command {
-	var rebuild bool
+	var rebuild, prune bool
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the event store and, on request, rebuild it from what is intact",
@@ -42,22 +43,30 @@ after any restart.
 The check may run while another process holds the data directory (baton
 serve): the store is read as it stands, read-only, and read again when what
 that process wrote meanwhile reads as damage. --rebuild needs the data
-directory free: stop baton serve first.`,
+directory free: stop baton serve first.
+
+Once the store is healthy, doctor looks at the threads made with --worktree
+that are not archived: one whose worktree directory is gone (deleted by
+hand) is named, with its branch, and doctor exits 1; --prune then makes git
+forget such worktrees in their repositories (git worktree prune; the
+branches are kept) and exits 0.`,
 		Example: `  baton doctor
-  baton doctor --rebuild`,
+  baton doctor --rebuild
+  baton doctor --prune`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := g.checkData(); err != nil {
 				return err
 			}
-			return g.doctor(rebuild)
+			return g.doctor(cmd.Context(), rebuild, prune)
 		},
 	}
 	cmd.Flags().BoolVar(&rebuild, "rebuild", false, "build a new store from what is intact and keep the damaged one aside")
+	cmd.Flags().BoolVar(&prune, "prune", false, "make git forget the worktrees of threads whose worktree directory is gone (git worktree prune)")
 	return cmd
 }
 
-func (g *globals) doctor(rebuild bool) error {
+func (g *globals) doctor(ctx context.Context, rebuild, prune bool) error {
 	dir := filepath.Join(g.data, "events")
 	var holder *orchestrator.BusyError
 	if rebuild {
@@ -93,7 +102,10 @@ func (g *globals) doctor(rebuild bool) error {
 		if len(r.Lost) > 0 {
 			fmt.Fprintf(out, "events lost in an earlier rebuild: %s\n", eventlog.Ranges(r.Lost))
 		}
-		return nil
+		if n == 0 || rebuild || s == nil {
+			return nil
+		}
+		return g.checkWorktrees(ctx, s, prune)
 	}
 	fmt.Fprintf(out, "the event store %s is damaged:\n", dir)
 	touched := map[string][]uint64{}

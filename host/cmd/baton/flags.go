@@ -35,8 +35,8 @@ var envVerbs = func() map[string][]string {
 		// A thread id on threads, a sequence on watch: neither.
 		"after": nil,
 	}
-	// A new thread's policy: send continues a thread.
-	for _, name := range policyFlagNames {
+	// A new thread's policy and worktree: send continues a thread.
+	for _, name := range append(append([]string{"worktree"}, worktreeFlagNames...), policyFlagNames...) {
 		m[name] = []string{"run"}
 	}
 	return m

@@ -442,6 +442,10 @@ var policyVars = []string{"BATON_ON_LIMIT", "BATON_CONTINUE_TEXT", "BATON_UNTIL"
 	"BATON_MAX_HOURS", "BATON_MAX_TOKENS", "BATON_MAX_WAIT", "BATON_MAX_PROBES", "BATON_PROBE_INTERVAL", "BATON_PROBE_FACTOR",
 	"BATON_PROBE_CEILING"}
 
+// worktreeVars are the variables of a new thread's worktree, beside
+// BATON_WORKTREE's: taken only with --worktree.
+var worktreeVars = []string{"BATON_BRANCH", "BATON_BASE", "BATON_WORKTREE_DIR", "BATON_COPY", "BATON_SETUP", "BATON_AUTHOR"}
+
 // quietly are documented variables a verb's run in the test cannot show,
 // each with why.
 func quietly(why string, names ...string) map[string]string {
@@ -473,9 +477,10 @@ var (
 var envCases = []envVerb{
 	{"run", []string{"run", "--provider", "nosuch", "Say hello."},
 		append([]string{"BATON_PROVIDER", "BATON_MODEL", "BATON_PROVIDER_COMMAND", "BATON_HANDOFF_MAX_BYTES", "BATON_CWD", "BATON_THREAD",
-			"BATON_JSON", "BATON_APPROVE", "BATON_SCRIPT", "BATON_DETACH", "BATON_FILE"}, policyVars...),
-		and(noPlugin, quietly("--provider is given", "BATON_PROVIDER"), quietly("no thread is made", "BATON_MODEL", "BATON_CWD"))},
-	{"threads", []string{"threads", "--json"}, []string{"BATON_JSON", "BATON_STATUS", "BATON_LIMIT", "BATON_OUTPUT"},
+			"BATON_JSON", "BATON_APPROVE", "BATON_SCRIPT", "BATON_DETACH", "BATON_FILE", "BATON_WORKTREE"}, append(policyVars, worktreeVars...)...),
+		and(noPlugin, quietly("--provider is given", "BATON_PROVIDER"), quietly("no thread is made", "BATON_MODEL", "BATON_CWD"),
+			quietly("they apply with --worktree only", worktreeVars...))},
+	{"threads", []string{"threads", "--json"}, []string{"BATON_JSON", "BATON_STATUS", "BATON_LIMIT", "BATON_OUTPUT", "BATON_ALL"},
 		and(noPlugin, quietly("--json is given", "BATON_JSON"))},
 	{"show", []string{"show", "{T}"}, []string{"BATON_JSON", "BATON_HANDOFF"}, noPlugin},
 	{"watch", []string{"watch", "{T}"}, []string{"BATON_JSON"}, noPlugin},
@@ -503,7 +508,7 @@ var envCases = []envVerb{
 		"BATON_MAX_CONNECTIONS", "BATON_MAX_STREAMS", "BATON_CONNECTION_IDLE_TIMEOUT", "BATON_KEEPALIVE", "BATON_KEEPALIVE_TIMEOUT",
 		"BATON_MAX_SUBSCRIBERS", "BATON_MAX_THREAD_SUBSCRIBERS", "BATON_SUBSCRIBER_BUFFER", "BATON_SLOW_SUBSCRIBER"},
 		and(dialsNothing, noPlugin, quietly("--data is given", "BATON_DATA"))},
-	{"doctor", []string{"doctor"}, []string{"BATON_REBUILD"}, and(dialsNothing, noPlugin)},
+	{"doctor", []string{"doctor"}, []string{"BATON_REBUILD", "BATON_PRUNE"}, and(dialsNothing, noPlugin)},
 	{"version", []string{"version"}, nil, reachesNoHost},
 	{"completion bash", []string{"completion", "bash"}, []string{"BATON_NO_DESCRIPTIONS"}, reachesNoHost},
 }
@@ -527,7 +532,9 @@ var hostile = map[string]string{
 	"BATON_REBUILD": "maybe", "BATON_NO_DESCRIPTIONS": "maybe", "BATON_GRACE": "soon", "BATON_OUTPUT": "yaml", "BATON_FORCE": "maybe",
 	"BATON_ANSWER": "Q=A", "BATON_MAX_CONNECTIONS": "0", "BATON_MAX_STREAMS": "x", "BATON_CONNECTION_IDLE_TIMEOUT": "-1s", "BATON_KEEPALIVE": "10ms",
 	"BATON_KEEPALIVE_TIMEOUT": "0s", "BATON_MAX_SUBSCRIBERS": "0", "BATON_MAX_THREAD_SUBSCRIBERS": "x", "BATON_SUBSCRIBER_BUFFER": "-1",
-	"BATON_SLOW_SUBSCRIBER": "x", "BATON_TURN_STALL_TIMEOUT": "later", "BATON_REQUEST_TIMEOUT": "later",
+	"BATON_SLOW_SUBSCRIBER": "x", "BATON_WORKTREE": "maybe", "BATON_BRANCH": "b", "BATON_BASE": "nope", "BATON_WORKTREE_DIR": "{DIR}/none",
+	"BATON_COPY": "/abs", "BATON_SETUP": "false", "BATON_AUTHOR": "nobody",
+	"BATON_PRUNE": "maybe", "BATON_ALL": "maybe", "BATON_TURN_STALL_TIMEOUT": "later", "BATON_REQUEST_TIMEOUT": "later",
 }
 
 // helpFlag is a flag's line in help, with its name; helpVar a variable

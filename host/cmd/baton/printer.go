@@ -120,7 +120,7 @@ func (p *printer) event(ev *batonv1.Event) {
 		return
 	}
 	_ = p.runEvent(ev) || p.turnEvent(ev) || p.itemEvent(ev) || p.requestEvent(ev) || p.sessionEvent(ev) ||
-		p.rollbackEvent(ev) || p.switchEvent(ev) || p.loopEvent(ev)
+		p.rollbackEvent(ev) || p.switchEvent(ev) || p.loopEvent(ev) || p.worktreeEvent(ev)
 }
 
 // learn keeps what later events are printed with: runs' ordinals, items'
@@ -177,7 +177,11 @@ func (p *printer) runEvent(ev *batonv1.Event) bool {
 	case *batonv1.Event_ThreadCreated:
 		c := e.ThreadCreated
 		p.policy = cmp.Or(domain.ApprovalPolicy(c.GetApprovalPolicy()), domain.ApproveDecline)
-		p.line("● thread %s · %s · %s", p.threadID, c.GetProvider(), c.GetCwd())
+		if w := c.GetWorktree(); w != nil {
+			p.line("● thread %s · %s · %s · branch %s from %s", p.threadID, c.GetProvider(), c.GetCwd(), w.GetBranch(), baseName(w))
+		} else {
+			p.line("● thread %s · %s · %s", p.threadID, c.GetProvider(), c.GetCwd())
+		}
 	case *batonv1.Event_RunQueued:
 		p.line("▶ run %d queued: %s", e.RunQueued.GetOrdinal(), oneLine(e.RunQueued.GetInput(), 100))
 	case *batonv1.Event_RunQueueResumed:
@@ -480,6 +484,9 @@ func (p *printer) final(t *batonv1.Thread, mine []string) {
 		}
 	}
 	p.line("■ thread %s: %s (continue it with --thread %s)", t.GetId(), strings.Join(parts, ", "), t.GetId())
+	if w := t.GetWorktree(); w != nil {
+		p.line("  %s", worktreeLine(w))
+	}
 }
 
 // words is a vocabulary word as words: command_execution -> command execution.

@@ -18,6 +18,7 @@ import (
 type runFlags struct {
 	switchFlags
 	policyFlags
+	worktree                     worktreeFlags
 	cwd, thread, approve, script string
 	files                        []string
 	json, detach                 bool
@@ -63,7 +64,25 @@ provider (--on-limit switch:claude, and with ,return comes back after the
 reset); with --until, runs go on until the check command exits 0. Exit codes:
 0 when the check passed (without --until: the last run completed), 1 when the
 loop ended blocked, failed or out of budget, 130 when interrupted. Ctrl-C
-during a wait cancels it.`,
+during a wait cancels it.
+
+--worktree puts the new thread on a git worktree of its own: a new branch
+(--branch, default baton/<short thread id>) from --base (default the
+repository's HEAD) of the repository --cwd is in, made under DATA/worktrees
+(or --worktree-dir). --copy GLOB copies files a fresh worktree lacks (.env)
+from your worktree; --setup CMD runs in the new worktree before the first run.
+Each completed run that changed files is a commit on the branch (author:
+your git config's, or --author); bring it back with baton merge. Not a git
+repository, a base that does not resolve or a branch that exists is refused
+before anything is written (exit 2).
+
+--provider codex,claude,opencode (any list) makes a thread per provider, all
+created before any runs, and runs them in parallel: each line printed is
+begun with its thread's provider and short id ([codex 1a2b3c4d]); with --json
+each line names its thread. With --worktree each has its own branch (--branch
+NAME becomes NAME-<provider>). Exit codes: 0 when every thread's runs
+completed, 1 when one did not, 130 when interrupted (Ctrl-C interrupts them
+all). Compare them with baton compare and baton diff.`,
 		Example: `  baton run --provider acp "Write hello.txt"
   baton run --provider codex --approve accept --cwd ~/src/app "Fix the failing test"
   baton run --provider codex --file task.md
@@ -72,18 +91,34 @@ during a wait cancels it.`,
   baton run --thread thr_123 --provider claude "Review what codex did"
   baton run --json --provider acp "Explain main.go" | jq .
   baton run --provider codex --on-limit wait "Migrate the tests to testify"
-  baton run --provider codex --on-limit switch:claude,return --until 'go test ./...' --max-runs 10 "Fix the build"`,
+  baton run --provider codex --on-limit switch:claude,return --until 'go test ./...' --max-runs 10 "Fix the build"
+  baton run --worktree --provider codex --copy .env --setup 'npm ci' "Add a dark mode"
+  baton run --worktree --branch dark --provider codex,claude,opencode "Add a dark mode"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.thread != "" {
 				f.switchFlags.explicit(cmd.Flags())
 			}
 			f.policyFlags.collect(cmd.Flags(), f.thread != "")
+			fs := cmd.Flags()
+			onCommandLine := func(name string) bool { return fs.Changed(name) && !fromEnv(fs, name) }
+			if err := f.worktree.check(onCommandLine, f.thread != ""); err != nil {
+				return err
+			}
+			if strings.Contains(f.provider, ",") && f.model != "" {
+				// A model is one provider's: BATON_MODEL is left out, and
+				// --model refused.
+				if onCommandLine("model") {
+					return usagef("run: --model is one provider's; with several providers each runs its default model")
+				}
+				f.model = ""
+			}
 			return runRun(cmd.Context(), g, f, args)
 		},
 	}
 	fl := c.Flags()
 	addSwitchFlags(fl, &f.switchFlags, true)
 	addPolicyFlags(fl, &f.policyFlags)
+	addWorktreeFlags(fl, &f.worktree)
 	fl.StringVar(&f.cwd, "cwd", "", "the new thread's working `directory` (default: the current directory)")
 	fl.StringVar(&f.thread, "thread", "", "continue this thread `id` instead of creating one")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object per line; the last is the final thread projection")
@@ -115,6 +150,8 @@ type runOptions struct {
 	// target is the ordinal of the run the messages are meant for (send
 	// --run; 0: none).
 	target int
+	// providers are --provider's names: one thread each (run only).
+	providers []string
 }
 
 func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
@@ -137,6 +174,10 @@ func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
 	}
 	if f.thread == "" && f.provider == "" {
 		return o, usagef("run: --provider is required for a new thread (or continue one with --thread)")
+	}
+	var err error
+	if o.providers, err = f.providerList(approve); err != nil {
+		return o, err
 	}
 	o.policy = domain.ApprovalPolicy(approve)
 	if o.policy != "" && !slices.Contains(domain.ApprovalPolicies, o.policy) {

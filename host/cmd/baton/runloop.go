@@ -70,24 +70,57 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	if f.detach && c.embedded {
 		fmt.Fprintln(g.stderr, "baton: --detach needs a service (baton serve); Ctrl-C will interrupt the runs")
 	}
+	if len(o.providers) > 1 {
+		return runMany(ctx, g, c, f, o, interruptReq)
+	}
 	idgen := ids.New()
 	threadID := f.thread
 	if o.noCommand {
 		return noCommand(ctx, "run", c, f.provider)
 	}
 	if threadID == "" {
-		// What the new thread's policy needs is checked before the thread
-		// is made: a refusal writes nothing.
-		if missing := missingCommand(&batonv1.Thread{Provider: f.provider}, o.cont); missing != "" && missing != f.provider {
-			return noCommand(ctx, "run", c, missing)
+		if err := checkNewThread(ctx, c, f.provider, o); err != nil {
+			return err
 		}
-		rc, err := c.CreateThread(ctx, &batonv1.CreateThreadRequest{CommandId: idgen.NewID("cmd"), Provider: f.provider,
-			Cwd: o.cwd, Model: f.model, ProviderCommand: &batonv1.ProviderCommand{Argv: o.argv}, ApprovalPolicy: string(o.policy)})
+		wt, err := f.worktree.options(f.provider, false)
 		if err != nil {
-			return rpcError("create thread", err)
+			return err
 		}
-		threadID = rc.GetThreadId()
+		if threadID, err = newThread(ctx, c, idgen, f, o, f.provider, o.argv, wt); err != nil {
+			return err
+		}
 	}
+	return followRuns(ctx, g, c, idgen, f, o, threadID, f.thread == "", interruptReq)
+}
+
+// checkNewThread checks, before anything is written, what a new thread on
+// provider needs of what is installed: its continuation policy's
+// providers' commands (a refusal writes nothing).
+func checkNewThread(ctx context.Context, c *client, provider string, o runOptions) error {
+	if missing := missingCommand(&batonv1.Thread{Provider: provider}, o.cont); missing != "" && missing != provider {
+		return noCommand(ctx, "run", c, missing)
+	}
+	return nil
+}
+
+// newThread creates a new thread on provider, running argv, on the
+// worktree wt asks for (nil: in --cwd), and returns its id.
+func newThread(ctx context.Context, c *client, idgen *ids.Allocator, f *runFlags, o runOptions, provider string, argv []string,
+	wt *batonv1.WorktreeOptions) (string, error) {
+	rc, err := c.CreateThread(ctx, &batonv1.CreateThreadRequest{CommandId: idgen.NewID("cmd"), Provider: provider,
+		Cwd: o.cwd, Model: f.model, ProviderCommand: &batonv1.ProviderCommand{Argv: argv}, ApprovalPolicy: string(o.policy),
+		Worktree: wt})
+	if err != nil {
+		return "", rpcError("create thread", err)
+	}
+	return rc.GetThreadId(), nil
+}
+
+// followRuns sends the messages to the thread (fresh: made by this
+// invocation) and follows the runs they make until they end, answering
+// requests and Ctrl-C on the way; it prints the end.
+func followRuns(ctx context.Context, g *globals, c *client, idgen *ids.Allocator, f *runFlags, o runOptions, threadID string, fresh bool,
+	interruptReq <-chan struct{}) error {
 	th, err := c.threadFor(ctx, "thread "+threadID, threadID)
 	if err != nil {
 		return err
@@ -106,7 +139,7 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 	// A continued thread switches as its flags say; a new one is on its
 	// provider already, and only takes the handoff bound.
 	sw, switchArgv := f.switchFlags, o.switchArgv
-	if f.thread == "" {
+	if fresh {
 		sw, switchArgv = switchFlags{handoffMax: f.handoffMax}, nil
 	}
 	if _, err := switchThread(ctx, verb, c, idgen, th, sw, switchArgv); err != nil {
@@ -116,7 +149,7 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 		return err
 	}
 	start := th.GetSequence()
-	if f.thread == "" {
+	if fresh {
 		start = 0 // a new thread: show it from its creation (a continued one: what this run adds)
 	}
 	out := newPrinter(g.stdout, f.json, th)

@@ -55,6 +55,13 @@ func startService(t testing.TB, data string, args ...string) *batonService {
 // startServiceLogging is startService whose stderr is also written to log.
 func startServiceLogging(t testing.TB, data string, log io.Writer, args ...string) *batonService {
 	t.Helper()
+	return startServiceCmd(t, data, log, func(*exec.Cmd) {}, args...)
+}
+
+// startServiceCmd is startServiceLogging with the command changed by
+// prepare before it starts (its environment, its process group).
+func startServiceCmd(t testing.TB, data string, log io.Writer, prepare func(*exec.Cmd), args ...string) *batonService {
+	t.Helper()
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +71,7 @@ func startServiceLogging(t testing.TB, data string, log io.Writer, args ...strin
 	s := &batonService{t: t, data: data, sock: filepath.Join(data, "baton.sock"), stderr: &bytes.Buffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(filepath.Join(binDir, "baton"), append([]string{"serve", "--data", data}, args...)...)
 	s.cmd.Stderr = &lockedWriter{w: io.MultiWriter(s.stderr, log)}
+	prepare(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -107,14 +107,26 @@ func printThreads(w io.Writer, list []*batonv1.ThreadSummary, format outputForma
 		at := now()
 		when = func(t time.Time) string { return age(t, at) }
 	}
+	// The branch column is there when a thread listed has a branch.
+	branches := slices.ContainsFunc(list, func(t *batonv1.ThreadSummary) bool { return t.GetBranch() != "" })
+	branch := func(t *batonv1.ThreadSummary) string {
+		if !branches {
+			return ""
+		}
+		return orDash(t.GetBranch()) + "\t"
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "THREAD\tPROVIDER\tSTATUS\tRUNS\tCREATED\tUPDATED\tCWD")
+	header := "THREAD\tPROVIDER\tSTATUS\tRUNS\tCREATED\tUPDATED\tCWD"
+	if branches {
+		header = "THREAD\tPROVIDER\tSTATUS\tBRANCH\tRUNS\tCREATED\tUPDATED\tCWD"
+	}
+	fmt.Fprintln(tw, header)
 	for _, t := range list {
 		runs := fmt.Sprint(t.GetRuns())
 		if t.GetQueued() > 0 {
 			runs += fmt.Sprintf(" (%d queued)", t.GetQueued())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.GetId(), t.GetProvider(), statusWords(t), runs,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\n", t.GetId(), t.GetProvider(), statusWords(t), branch(t), runs,
 			when(instant(t.GetCreatedAt())), when(instant(t.GetUpdatedAt())), t.GetCwd())
 	}
 	return tw.Flush()
@@ -139,13 +151,17 @@ type summaryJSON struct {
 	LastRun string `json:"lastRun,omitempty"`
 	// Sequence is the thread's last event.
 	Sequence uint64 `json:"sequence"`
+	// Archived: the thread is put away; Branch is its own branch ("": it
+	// has no worktree).
+	Archived bool   `json:"archived,omitempty"`
+	Branch   string `json:"branch,omitempty"`
 }
 
 // summaryJSONOf is the API's summary in its JSON form.
 func summaryJSONOf(t *batonv1.ThreadSummary) summaryJSON {
 	return summaryJSON{ID: t.GetId(), Provider: t.GetProvider(), Cwd: t.GetCwd(), Model: t.GetModel(),
 		CreatedAt: instant(t.GetCreatedAt()), UpdatedAt: instant(t.GetUpdatedAt()), Runs: t.GetRuns(), Queued: t.GetQueued(),
-		Status: t.GetStatus(), LastRun: t.GetLastRun(), Sequence: t.GetSequence()}
+		Status: t.GetStatus(), LastRun: t.GetLastRun(), Sequence: t.GetSequence(), Archived: t.GetArchived(), Branch: t.GetBranch()}
 }
 
 // statusWords is a thread's status as a list shows it: "running", or

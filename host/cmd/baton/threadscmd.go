@@ -34,6 +34,7 @@ func threadsCommand(g *globals) *cobra.Command {
 	out := outputTable
 	var after, state, provider string
 	var limit int
+	var all bool
 	c := &cobra.Command{
 		Use:   "threads",
 		Short: "List the threads, newest first: id, provider, status, runs, created, updated",
@@ -41,7 +42,8 @@ func threadsCommand(g *globals) *cobra.Command {
 newest first: by creation time, then by id for threads made in the same
 instant. --status and --provider keep only the matching ones, --limit N the
 first N, and --after ID those listed after that thread (made before it), to
-read the list a page at a time.
+read the list a page at a time. Archived threads (baton archive) are listed
+only with --all. A thread made with --worktree shows its branch.
 
 -o table (the default) is for people: on a terminal its times are ages
 ("3m ago"), elsewhere instants in RFC 3339 (UTC). -o json prints one JSON
@@ -52,6 +54,7 @@ as the threads were made; a thread made by an older baton keeps its id (thr_
 and 16 hex digits) and is listed by its creation time all the same.`,
 		Example: `  baton threads
   baton threads --status running
+  baton threads --all                              # archived ones too
   baton threads -o ids --limit 1                   # the newest thread
   baton threads -o json | jq -r .cwd
   baton threads -o ids --status idle | xargs -n1 baton show`,
@@ -80,7 +83,8 @@ and 16 hex digits) and is listed by its creation time all the same.`,
 				var list []*batonv1.ThreadSummary
 				token := ""
 				for {
-					resp, err := c.ListThreads(ctx, &batonv1.ListThreadsRequest{PageSize: 1000, PageToken: token, Status: state, Provider: provider})
+					resp, err := c.ListThreads(ctx, &batonv1.ListThreadsRequest{PageSize: 1000, PageToken: token, Status: state, Provider: provider,
+						All: all})
 					if err != nil {
 						return rpcError("list threads", err)
 					}
@@ -100,6 +104,7 @@ and 16 hex digits) and is listed by its creation time all the same.`,
 	fl.IntVar(&limit, "limit", 0, "list at most `n` threads (0: all)")
 	fl.StringVar(&state, "status", "", "keep the threads with this `status` (idle, running, waiting, ...)")
 	fl.StringVar(&provider, "provider", "", "keep the threads of this `provider`")
+	fl.BoolVar(&all, "all", false, "list archived threads too")
 	c.RegisterFlagCompletionFunc("status", fixedCompletion(domain.Strings(domain.ThreadStatuses...)...))
 	c.RegisterFlagCompletionFunc("output", fixedCompletion("table", "json", "ids"))
 	return c
@@ -167,6 +172,7 @@ func showThread(g *globals, t *batonv1.Thread) {
 	if t.GetModel() != "" {
 		fmt.Fprintf(w, "  model %s\n", t.GetModel())
 	}
+	showWorktree(w, t)
 	showLoop(w, t, time.Now(), time.Local)
 	switched := len(t.GetProviderBindings()) > 1
 	if switched {

@@ -57,19 +57,27 @@ func Create(ctx context.Context, s Spec) (Created, error) {
 	if within(s.Path, s.Root) {
 		return Created{}, fmt.Errorf("create worktree: %s would hold the worktree %s it is made from", s.Path, s.Root)
 	}
-	existing, err := clearPath(ctx, s)
+	// Made again from what it left when it tripped over another worktree
+	// being made at the same time (racedWorktree).
+	err := retryRaced(ctx, func() error {
+		existing, err := clearPath(ctx, s)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(s.Path), 0o777); err != nil {
+			return fmt.Errorf("create worktree: %w", err)
+		}
+		args := []string{"worktree", "add", "--quiet", "--no-track", "-b", s.Branch, s.Path, s.Base}
+		if existing {
+			args = []string{"worktree", "add", "--quiet", s.Path, s.Branch}
+		}
+		if _, err := git(ctx, s.Root, args...); err != nil {
+			return fmt.Errorf("create worktree %s on branch %s: %w", s.Path, s.Branch, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return Created{}, err
-	}
-	if err := os.MkdirAll(filepath.Dir(s.Path), 0o777); err != nil {
-		return Created{}, fmt.Errorf("create worktree: %w", err)
-	}
-	args := []string{"worktree", "add", "--quiet", "--no-track", "-b", s.Branch, s.Path, s.Base}
-	if existing {
-		args = []string{"worktree", "add", "--quiet", s.Path, s.Branch}
-	}
-	if _, err := git(ctx, s.Root, args...); err != nil {
-		return Created{}, fmt.Errorf("create worktree %s on branch %s: %w", s.Path, s.Branch, err)
 	}
 	var c Created
 	if c.Copied, err = copyFiles(s.Root, s.Path, s.Copy); err != nil {
@@ -134,7 +142,10 @@ func removeWorktree(ctx context.Context, root, path string) error {
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return Prune(ctx, root)
 	}
-	if _, err := git(ctx, root, "worktree", "remove", "--force", "--force", path); err != nil {
+	if err := retryRaced(ctx, func() error {
+		_, err := git(ctx, root, "worktree", "remove", "--force", "--force", path)
+		return err
+	}); err != nil {
 		// Not a valid worktree any more (its .git file is gone, say):
 		// remove the directory and let prune forget it.
 		if err := os.RemoveAll(path); err != nil {

@@ -36,10 +36,48 @@ func gitReadRaw(ctx context.Context, dir string, args ...string) (string, error)
 	return string(out), err
 }
 
+// raceTries bounds how often a worktree command that tripped over another
+// one's half-written entry is tried (racedWorktree).
+const raceTries = 6
+
+// racedWorktree says whether err is git tripping over a worktree entry
+// another git command is writing: every `git worktree` command reads each
+// .git/worktrees/ID/ of the repository, and one being added may not have
+// all its files yet ("fatal: failed to read .git/worktrees/ID/commondir:
+// Success"). Several threads made at once on one repository meet it;
+// the command goes through when tried again.
+func racedWorktree(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "failed to read") && strings.Contains(msg, "worktrees/")
+}
+
+// retryRaced runs f until it does not trip over another worktree command
+// (racedWorktree), at most raceTries times, a little longer apart each
+// time.
+func retryRaced(ctx context.Context, f func() error) error {
+	err := f()
+	for i := 1; i < raceTries && racedWorktree(err); i++ {
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(i*i) * 10 * time.Millisecond):
+		}
+		err = f()
+	}
+	return err
+}
+
 // listWorktrees lists the worktrees of root's repository, the main one
 // first.
 func listWorktrees(ctx context.Context, root string) ([]listed, error) {
-	out, err := gitReadRaw(ctx, root, "worktree", "list", "--porcelain", "-z")
+	var out string
+	err := retryRaced(ctx, func() (err error) {
+		out, err = gitReadRaw(ctx, root, "worktree", "list", "--porcelain", "-z")
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list worktrees: %w", err)
 	}

@@ -47,7 +47,7 @@ func Missing(ctx context.Context, root string) ([]string, error) {
 
 // Prune makes git forget the worktrees whose directories are gone.
 func Prune(ctx context.Context, root string) error {
-	if _, err := git(ctx, root, "worktree", "prune"); err != nil {
+	if err := retryRaced(ctx, func() error { _, err := git(ctx, root, "worktree", "prune"); return err }); err != nil {
 		return fmt.Errorf("prune worktrees: %w", err)
 	}
 	return nil
