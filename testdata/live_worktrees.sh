@@ -75,7 +75,7 @@ live_worktrees() {
   before=$(user_worktree "$ws")
 
   # 3. The threads, in parallel.
-  local task="Write a file named after yourself (NAME.txt) saying who wrote it."
+  local task="Write a file named after yourself (NAME.txt) saying who made it."
   for p in "${names[@]}"; do
     echo "record.sh: live: $p is $("$shims/$(live_usual_name "$p")" --version | head -n 1)" >&2
   done
