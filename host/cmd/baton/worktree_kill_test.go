@@ -19,6 +19,7 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/domain/domaintest"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 )
 
@@ -77,7 +78,7 @@ func TestWorktreeSIGKILLBeforeTheThread(t *testing.T) {
 		t.Fatalf("create the thread again: %v", err)
 	}
 	send(t, h, rc.ThreadID, "Say hello.")
-	th := waitHost(t, h, rc.ThreadID, "the run's end", runsEnded(1))
+	th := waitHost(t, h, rc.ThreadID, "the run's end", domaintest.Settled(1))
 	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted || r.Commit != "" {
 		t.Fatalf("the run after the retry: %s %+v, commit %q; want completed, no commit (it changed nothing)", r.Status, r.Failure, r.Commit)
 	}
@@ -126,7 +127,7 @@ func TestWorktreeSIGKILLWhileMakingTheWorktree(t *testing.T) {
 	for _, m := range msgs {
 		send(t, h, id, m)
 	}
-	th = waitHost(t, h, id, "the runs' end", runsEnded(len(msgs)))
+	th = waitHost(t, h, id, "the runs' end", domaintest.Settled(len(msgs)))
 	var commits []string
 	for _, r := range th.Runs {
 		if r.Status != domain.RunStatusCompleted {
@@ -164,7 +165,7 @@ func TestWorktreeSIGKILLWhileCommittingARun(t *testing.T) {
 	s.killGroup()
 
 	h := reopen(t, data)
-	th := waitHost(t, h, id, "the first run's end", runsEnded(1))
+	th := waitHost(t, h, id, "the first run's end", domaintest.Settled(1))
 	run := th.Runs[0]
 	branch := th.Worktree.Branch
 	head := strings.TrimSpace(gitC(t, repo, "rev-parse", branch))
@@ -188,7 +189,7 @@ func TestWorktreeSIGKILLWhileCommittingARun(t *testing.T) {
 		}
 	}
 	send(t, h, id, "Write todo.txt")
-	th = waitHost(t, h, id, "the retry's end", runsEnded(2))
+	th = waitHost(t, h, id, "the retry's end", domaintest.Settled(2))
 	if r := th.Runs[1]; r.Status != domain.RunStatusCompleted || r.Commit == "" {
 		t.Fatalf("the run after the restart: %s %+v, commit %q; want completed with a commit", r.Status, r.Failure, r.Commit)
 	}
@@ -330,28 +331,6 @@ func waitHost(t *testing.T, h *orchestrator.Host, id, what string, ok func(domai
 	}
 	t.Fatalf("no %s in a minute; the thread: %+v", what, th)
 	return th
-}
-
-// runsEnded: the thread has n runs, all ended, their checkpoints (and
-// commits) recorded. A host that starts again ends the run it finds
-// completing at once and records its checkpoint after.
-func runsEnded(n int) func(domain.Thread) bool {
-	return func(th domain.Thread) bool {
-		if len(th.Runs) != n {
-			return false
-		}
-		for _, r := range th.Runs {
-			if !r.Status.Terminal() {
-				return false
-			}
-		}
-		for _, c := range th.Checkpoints {
-			if c.Status == domain.CheckpointCapturing {
-				return false
-			}
-		}
-		return true
-	}
 }
 
 func send(t *testing.T, h *orchestrator.Host, thread, text string) {

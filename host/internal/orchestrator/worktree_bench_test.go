@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/domain/domaintest"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/sdk/plugintest"
 )
@@ -126,22 +127,7 @@ func runWorktreeThread(h *orchestrator.Host, name, repo string, argv, msgs []str
 // awaitRuns follows a thread until it has n runs, all ended with their
 // checkpoints recorded.
 func awaitRuns(ctx context.Context, h *orchestrator.Host, id string, n int) (domain.Thread, error) {
-	ended := func(th domain.Thread) bool {
-		if len(th.Runs) < n {
-			return false
-		}
-		for _, r := range th.Runs {
-			if !r.Status.Terminal() {
-				return false
-			}
-		}
-		for _, c := range th.Checkpoints {
-			if c.Status == domain.CheckpointCapturing {
-				return false
-			}
-		}
-		return true
-	}
+	ended := domaintest.Settled(n)
 	th, seq, err := h.Snapshot(id)
 	if err != nil || ended(th) {
 		return th, err

@@ -39,3 +39,27 @@ func Normal(t *domain.Thread) any {
 	}
 	return tree
 }
+
+// Settled is a condition a test waits for: the thread has at least n
+// runs, all ended, and no checkpoint is still being captured (so a
+// worktree thread's run commits are recorded: a host that starts again
+// ends the run it finds completing at once and records its checkpoint
+// after).
+func Settled(n int) func(domain.Thread) bool {
+	return func(th domain.Thread) bool {
+		if len(th.Runs) < n {
+			return false
+		}
+		for _, r := range th.Runs {
+			if !r.Status.Terminal() {
+				return false
+			}
+		}
+		for _, c := range th.Checkpoints {
+			if c.Status == domain.CheckpointCapturing {
+				return false
+			}
+		}
+		return true
+	}
+}
