@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"slices"
@@ -406,14 +407,7 @@ func (t *Thread) branchCommit(r *Run) *BranchCommit {
 		return nil
 	}
 	return &BranchCommit{Branch: w.Branch, Parent: w.Head, Subject: Subject(r.Input), Author: w.Author,
-		Trailers: []string{"Baton-Thread: " + t.ID, "Baton-Run: " + r.ID, "Baton-Provider: " + cmpOr(r.Provider, t.Provider)}}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+		Trailers: []string{"Baton-Thread: " + t.ID, "Baton-Run: " + r.ID, "Baton-Provider: " + cmp.Or(r.Provider, t.Provider)}}
 }
 
 // SubjectMax bounds a run commit's subject line.
@@ -438,7 +432,7 @@ func Subject(text string) string {
 // changed, and the trailers.
 func CommitMessage(c BranchCommit, files []FileChange) string {
 	var b strings.Builder
-	b.WriteString(cmpOr(c.Subject, "(empty message)"))
+	b.WriteString(cmp.Or(c.Subject, "(empty message)"))
 	b.WriteString("\n\n")
 	if len(files) > 0 {
 		for _, f := range files {
@@ -472,7 +466,7 @@ func (t *Thread) branchMove(c *Checkpoint, rollbackID string) *BranchMove {
 	if w == nil || w.Status != WorktreeStatusReady {
 		return nil
 	}
-	to := cmpOr(c.BranchHead, w.Base)
+	to := cmp.Or(c.BranchHead, w.Base)
 	if to == w.Head {
 		return nil
 	}
@@ -492,7 +486,7 @@ func decideMerge(t *Thread, p MergeThread, env Env, d *Decision) error {
 	case w.BranchDeleted:
 		return fmt.Errorf("%w: thread %s's branch %s was deleted when it was archived", ErrConflict, t.ID, w.Branch)
 	}
-	into := cmpOr(p.Into, w.BaseBranch)
+	into := cmp.Or(p.Into, w.BaseBranch)
 	if into == "" {
 		return fmt.Errorf("%w: thread %s's base %.12s was not a branch; give the branch to merge into (--into)", ErrInvalid, t.ID, w.Base)
 	}
@@ -514,7 +508,7 @@ func decideMerge(t *Thread, p MergeThread, env Env, d *Decision) error {
 			}
 		}
 	}
-	id := cmpOr(p.MergeID, env.NewID("mrg"))
+	id := cmp.Or(p.MergeID, env.NewID("mrg"))
 	d.emit(MergeRequested{MergeID: id, Into: into, Squash: p.Squash})
 	msg := fmt.Sprintf("Merge branch '%s' into %s", w.Branch, into)
 	if p.Squash {
