@@ -46,13 +46,19 @@ func writing(t *testing.T, transcript, path, content string) string {
 // gitIn runs git in dir and returns its output, trimmed.
 func gitIn(t *testing.T, dir string, args ...string) string {
 	t.Helper()
+	return strings.TrimSpace(gitC(t, dir, args...))
+}
+
+// gitC runs git in dir and returns its output as git printed it.
+func gitC(t *testing.T, dir string, args ...string) string {
+	t.Helper()
 	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@x")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
+		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
 	}
-	return strings.TrimSpace(string(out))
+	return string(out)
 }
 
 // userRepo is a git repository on branch main with README.md committed.

@@ -408,16 +408,6 @@ func newRepo(t *testing.T) (dir, base string) {
 	return dir, strings.TrimSpace(gitC(t, dir, "rev-parse", "HEAD"))
 }
 
-// gitC runs git in dir and returns its output.
-func gitC(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
-	}
-	return string(out)
-}
-
 // worktreeList is the paths git worktree list gives for repo, the user's
 // first.
 func worktreeList(t *testing.T, repo string) []string {
