@@ -51,6 +51,13 @@ type Batch struct {
 	// projection (see archive.go).
 	Archive []ArchivePart
 
+	// Deliveries are the notifications the batch's events call for;
+	// DeliveryUpdates rewrite stored ones, DeliveriesDone remove them
+	// (delivery.go).
+	Deliveries      []Delivery
+	DeliveryUpdates []StoredDelivery
+	DeliveriesDone  []DeliveryRef
+
 	// OnCommit, when set, is called once the batch is durable and before
 	// any reader can see its events, with the batch's last sequence. It
 	// runs on the sequencer: it must be quick and must not call the store.
@@ -97,6 +104,9 @@ func (s *Store) Append(in Batch) ([]Record, []string, error) {
 		if _, _, err := parseEffectID(d.ID); err != nil {
 			return nil, nil, fmt.Errorf("append: %w", err)
 		}
+	}
+	if err := checkDeliveries(in); err != nil {
+		return nil, nil, fmt.Errorf("append: %w", err)
 	}
 	req := &appendReq{b: in, tails: make([][]byte, len(in.Events)), done: make(chan struct{})}
 	for i, e := range in.Events {
@@ -259,6 +269,9 @@ func (s *Store) build(b *pebble.Batch, r *appendReq, seq *uint64) error {
 		if err := b.Set(receiptKey(in.CommandID), in.Receipt(last), nil); err != nil {
 			return err
 		}
+	}
+	if err := buildDeliveries(b, in, r.recs); err != nil {
+		return err
 	}
 	return s.buildThreadState(b, in, last)
 }

@@ -19,13 +19,18 @@ import (
 //	'l' | threadID                        -> empty: the thread was live (a restart must reconcile it)
 //	'p' | threadID                        -> the thread's projection snapshot (see snapshot.go)
 //	'a' | threadID | 0x00 | u32be(ordinal) | u32be(part) -> a part that left the thread's projection (opaque; see archive.go)
+//	'n' | target | 0x00 | u64be(seq)      -> a notification to deliver to target about event seq (opaque; see delivery.go)
 //	'm' | name                            -> store metadata
 //
 // An outbox key names the last event of the batch that wrote the effect
 // and the effect's place in it, so a prefix scan reads a thread's pending
 // effects in the order they were decided. The head, live and snapshot keys
 // of a thread are written in the batch of the events they follow from, so
-// they never disagree with the log.
+// they never disagree with the log. A notification is written in the
+// batch of the event it is about, so that a crash between the commit and
+// its delivery loses none; a target (a webhook's URL) never contains 0x00
+// (the notify package checks the URLs it accepts), and a scan of its
+// prefix reads its notifications in event order.
 // Thread ids never contain 0x00 (the orchestrator checks ids it accepts).
 const (
 	prefixEvent    = 'e'
@@ -37,6 +42,7 @@ const (
 	prefixSnapshot = 'p'
 	prefixArchive  = 'a'
 	prefixMeta     = 'm'
+	prefixDelivery = 'n'
 )
 
 // threadStateKey is a thread's key under a one-byte prefix (head, live,
@@ -189,4 +195,23 @@ func parseArchiveKey(k []byte) (ordinal, part uint32, err error) {
 	}
 	n := len(k)
 	return binary.BigEndian.Uint32(k[n-8 : n-4]), binary.BigEndian.Uint32(k[n-4:]), nil
+}
+
+func deliveryPrefix(target string) []byte {
+	k := make([]byte, 0, len(target)+10)
+	k = append(k, prefixDelivery)
+	k = append(k, target...)
+	return append(k, 0)
+}
+
+func deliveryKey(target string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(deliveryPrefix(target), seq)
+}
+
+func parseDeliveryKey(k []byte) (DeliveryRef, error) {
+	if len(k) < 10 || k[0] != prefixDelivery || k[len(k)-9] != 0 {
+		return DeliveryRef{}, fmt.Errorf("bad notification key %x", k)
+	}
+	n := len(k)
+	return DeliveryRef{Target: string(k[1 : n-9]), Seq: binary.BigEndian.Uint64(k[n-8:])}, nil
 }

@@ -341,7 +341,8 @@ func (r *Report) checkEvents(s *Store, last uint64, threadOf map[uint64]string, 
 	return present
 }
 
-// checkState reads the outbox, heads, live markers and snapshots.
+// checkState reads the outbox, notifications, heads, live markers and
+// snapshots.
 func (r *Report) checkState(s *Store, threadOf map[uint64]string, present map[uint64]bool) {
 	threads := map[string]bool{}
 	for q, t := range threadOf {
@@ -364,6 +365,16 @@ func (r *Report) checkState(s *Store, threadOf map[uint64]string, present map[ui
 		}
 		if seq, _, _ := parseEffectID(id); !has(thread, seq) {
 			r.add(Problem{What: fmt.Sprintf("outbox entry %s of thread %s names event %d, which is not the thread's", id, thread, seq), Threads: []string{thread}})
+		}
+	})
+	scan("the notifications", prefixDelivery, func(k, _ []byte) {
+		ref, err := parseDeliveryKey(k)
+		if err != nil {
+			r.add(Problem{What: err.Error()})
+			return
+		}
+		if !present[ref.Seq] {
+			r.add(Problem{What: fmt.Sprintf("a notification to %s names event %d, which is not in the log", ref.Target, ref.Seq), Seqs: []uint64{ref.Seq}})
 		}
 	})
 	scan("the thread heads", prefixHead, func(k, v []byte) {
@@ -439,9 +450,10 @@ func Ranges(seqs []uint64) string {
 
 // Salvage writes a new store in dst from what of s is intact: every event
 // that reads and that keep accepts, under its own sequence, with its
-// thread index entry; the receipts, outbox entries (of kept events) and
-// metadata that read, except the layout (so that the host indexes the new
-// store: heads, live markers and snapshots are rebuilt from the events).
+// thread index entry; the receipts, outbox entries and notifications (of
+// kept events) and metadata that read, except the layout (so that the host
+// indexes the new store: heads, live markers and snapshots are rebuilt
+// from the events).
 // The sequences it could not save, with those lost before, are recorded
 // in the new store (Report.Lost) and returned.
 func (s *Store) Salvage(dst string, last uint64, keep func(Record) bool) (lost []uint64, err error) {
@@ -498,6 +510,10 @@ func (s *Store) Salvage(dst string, last uint64, keep func(Record) bool) (lost [
 		_, id, err := parseOutboxKey(k)
 		seq, _, _ := parseEffectID(id)
 		return err == nil && kept[seq]
+	})
+	copyPrefix(prefixDelivery, func(k []byte) bool {
+		ref, err := parseDeliveryKey(k)
+		return err == nil && kept[ref.Seq]
 	})
 	copyPrefix(prefixMeta, func(k []byte) bool {
 		name := string(k[1:])
