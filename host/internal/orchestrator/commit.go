@@ -23,8 +23,9 @@ import (
 //     scratch copy of the thread's projection, each event applied to it as
 //     it is emitted (a decision that needs runs that left the projection
 //     is made again with them read from the store: past.go);
-//  3. the events, the receipt, the effects, the outbox entries settled and
-//     the thread's head, live marker, (now and then) snapshot and the parts
+//  3. the events, the receipt, the effects, the outbox entries settled,
+//     the webhook deliveries the events call for (notify.go) and the
+//     thread's head, live marker, (now and then) snapshot and the parts
 //     the events made leave its projection are appended in one synced
 //     batch, which other threads' commits may share;
 //  4. once it is durable, the scratch copy is published as the thread's
@@ -241,6 +242,7 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 		size += len(data)
 		b.Events = append(b.Events, eventlog.Pending{ThreadID: c.threadID, Type: p.EventType(), At: now, Data: data})
 	}
+	b.Deliveries = h.deliveries(c.threadID, cur, events, now)
 	for _, ef := range effects {
 		data, _ := json.Marshal(ef) // an Effect always encodes
 		b.Effects = append(b.Effects, eventlog.Effect{ThreadID: ef.Head().ThreadID, Data: data})
@@ -265,6 +267,7 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 		return domain.Receipt{}, err
 	}
 	h.afterCommit(e, b)
+	h.wakeNotifier(b.Deliveries)
 	if len(events) > 0 {
 		h.syncDeadlines(c.threadID, &scratch)
 		h.syncWaits(c.threadID, cur, &scratch, events)

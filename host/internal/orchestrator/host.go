@@ -16,8 +16,9 @@
 // ingest.go their events; checkpoints.go the git work; drain.go what Close
 // ends first, and the reaper of idle sessions; storefail.go what a store
 // that fails under the host stops; rawframes.go the retention of the
-// sessions' raw-frame logs; read.go the reads of a store without a host;
-// readonly.go a host that only reads a data dir it cannot hold.
+// sessions' raw-frame logs; notify.go the webhooks; read.go the reads of a
+// store without a host; readonly.go a host that only reads a data dir it
+// cannot hold.
 package orchestrator
 
 import (
@@ -37,6 +38,7 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/ids"
+	"github.com/baton-run/baton/host/internal/notify"
 	"github.com/baton-run/baton/host/internal/pluginhost"
 	"github.com/baton-run/baton/host/internal/rawframes"
 	"github.com/baton-run/baton/sdk/clock"
@@ -116,6 +118,10 @@ type Config struct {
 	// a data dir it cannot hold, on a read-only file system or held by
 	// another process. It writes nothing and commits nothing.
 	ReadOnly bool
+	// Notify, when set, is where the host posts the events that need a
+	// person (webhooks: notify.go); nil, in a host embedded for one
+	// command, posts none.
+	Notify *notify.Config
 	// StoreFS is the file system the event log (DATA/events) runs on
 	// (nil: the operating system's). Tests give one that fails under a
 	// running host (eventlog.Options.FS); nothing else sets it.
@@ -161,6 +167,8 @@ type Host struct {
 	stops, stalls, expiries deadlines
 
 	frames *framePruner // raw-frame logs' retention (rawframes.go)
+
+	notifier *notify.Deliverer // the webhooks' (notify.go); nil: none
 
 	smu      sync.Mutex
 	sessions map[string]*liveSession // by thread id
@@ -227,6 +235,7 @@ func Open(cfg Config) (*Host, error) {
 	next := h.prunePass()
 	h.wg.Go(func() { h.pruneFrames(next) })
 	h.wg.Go(h.watchStore)
+	h.startNotifier() // before recovery, whose events may call for deliveries
 	if err := h.recover(); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("open host: %w", err)

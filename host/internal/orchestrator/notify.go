@@ -1,0 +1,51 @@
+package orchestrator
+
+import (
+	"time"
+
+	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/notify"
+)
+
+// Webhooks (Config.Notify): a commit writes, in its own batch, one
+// delivery per target for each of its events that needs a person
+// (domain.Notices), and wakes the targets' loops, which the host's
+// notify.Deliverer runs until Close. A host without Config.Notify (one
+// embedded for a command) writes none and sends none: deliveries left in
+// the log wait for the next service.
+
+// startNotifier runs the host's deliverer, when it has one.
+func (h *Host) startNotifier() {
+	if h.cfg.Notify == nil {
+		return
+	}
+	h.notifier = notify.NewDeliverer(h.store, *h.cfg.Notify, h.cfg.Clock, h.log.Named("notify"))
+	h.wg.Go(func() { h.notifier.Run(h.ctx) })
+}
+
+// deliveries are the deliveries a batch of a thread's events calls for,
+// committed at now; was is the thread before them.
+func (h *Host) deliveries(threadID string, was *domain.Thread, events []domain.Payload, now time.Time) []eventlog.Delivery {
+	if h.notifier == nil {
+		return nil
+	}
+	var out []eventlog.Delivery
+	for _, n := range domain.Notices(was, events) {
+		for _, t := range h.cfg.Notify.Targets {
+			if !t.Wants(n.Type) {
+				continue
+			}
+			out = append(out, eventlog.Delivery{Target: t.URL, Event: n.Event,
+				Value: func(seq uint64) []byte { return notify.NewEntry(threadID, seq, now, n) }})
+		}
+	}
+	return out
+}
+
+// wakeNotifier tells the targets' loops of the deliveries a batch wrote.
+func (h *Host) wakeNotifier(ds []eventlog.Delivery) {
+	for _, d := range ds {
+		h.notifier.Wake(d.Target)
+	}
+}
