@@ -142,7 +142,7 @@ func TestHelpAndCompletion(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("baton --help: exit %d", code)
 	}
-	verbs := []string{"run", "threads", "show", "watch", "send", "interrupt", "approve", "decline", "diff", "rollback", "switch", "plugin", "serve", "version", "completion", "doctor", "status"}
+	verbs := []string{"run", "threads", "show", "watch", "send", "interrupt", "approve", "decline", "diff", "rollback", "switch", "plugin", "serve", "notify", "version", "completion", "doctor", "status"}
 	for _, v := range verbs {
 		if !regexp.MustCompile(`(?m)^  ` + v + ` `).MatchString(out) {
 			t.Errorf("baton --help does not list %s:\n%s", v, out)
@@ -169,10 +169,12 @@ func TestHelpAndCompletion(t *testing.T) {
 		"rollback":  {"--run ordinal"},
 		"serve": {"--listen", "--tls-cert", "--tls-key", "--idle-timeout", "--log-format", "[$BATON_IDLE_TIMEOUT]",
 			"--max-connections n", "--max-streams n", "--connection-idle-timeout duration", "--keepalive duration", "--keepalive-timeout duration",
-			"--max-subscribers n", "--max-thread-subscribers n", "--subscriber-buffer n", "--slow-subscriber duration", "[$BATON_MAX_SUBSCRIBERS]"},
+			"--max-subscribers n", "--max-thread-subscribers n", "--subscriber-buffer n", "--slow-subscriber duration", "[$BATON_MAX_SUBSCRIBERS]",
+			"--notify URL", "--notify-secret-file file", "[$BATON_NOTIFY]", "X-Baton-Signature: sha256=HEX"},
+		"notify add": {"--events events", "[$BATON_EVENTS]"},
 	}
 	for verb, want := range flags {
-		out, _, code := baton(t, verb, "--help")
+		out, _, code := baton(t, append(strings.Fields(verb), "--help")...)
 		if code != exitOK {
 			t.Errorf("baton %s --help: exit %d", verb, code)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/notify"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/service"
 )
@@ -24,6 +25,11 @@ type serveFlags struct {
 	idleTimeout     time.Duration
 	logFormat       string
 	bounds          serveBounds
+	// notify and notifySecret are the webhooks' flags; webhooks what
+	// they, and the data dir's saved targets, come to (checkWebhooks).
+	notify       []string
+	notifySecret string
+	webhooks     notify.Config
 }
 
 // serveBounds are what clients may hold of the service (service.Config).
@@ -91,6 +97,20 @@ client answers within --keepalive-timeout. A subscriber whose
 with ResourceExhausted, naming the last sequence it was sent: it subscribes
 again after it.
 
+--notify URL (repeatable) posts one JSON document to URL for each event that
+needs a person: a request waiting for an answer (request.pending), a run's
+end (run.ended: completed, failed or interrupted), a usage-limit wait begun
+and ended (wait.started, wait.ended). The targets saved with baton notify add
+are posted to as well, each with its --events. With --notify-secret-file
+FILE (mode 0600, or serve refuses it, exit 1) each delivery carries
+X-Baton-Signature: sha256=HEX, the HMAC-SHA256 of the body keyed by the
+file's content. A delivery is written to the event log with its event, so a
+restart loses none; it is removed once the receiver answers 2xx, so none that
+succeeded is sent twice. A failed try (no connection, no answer within 10s,
+an answer not 2xx) is tried again after 1s, 2s, 4s ... up to every 10
+minutes, and given up 24 hours after its event; a 4xx other than 408 and 429
+is given up at once. baton notify list shows them all.
+
 SIGTERM or SIGINT drains: the service stops accepting, asks active runs'
 providers to stop, records each run's end, closes the plugins, and exits 0.
 A second signal exits at once (the next start recovers).
@@ -102,6 +122,7 @@ supervisor starts it again; the next start recovers what was in flight.`,
 		Example: `  baton serve
   baton serve --listen unix:///run/user/1000/baton.sock --log-format json
   baton serve --listen tcp://127.0.0.1:7077 --idle-timeout 30m
+  baton serve --notify http://127.0.0.1:9000/baton --notify-secret-file ~/.config/baton/hook-secret
   grpcurl -unix -plaintext ~/.local/share/baton/baton.sock list`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -120,6 +141,9 @@ supervisor starts it again; the next start recovers what was in flight.`,
 				return err
 			}
 			if err := g.checkData(); err != nil {
+				return err
+			}
+			if err := f.checkWebhooks(g.data); err != nil {
 				return err
 			}
 			level := cmp.Or(g.logLevel, "info") // a service says what it does
@@ -175,8 +199,33 @@ supervisor starts it again; the next start recovers what was in flight.`,
 	fl.IntVar(&b.maxThreadSubscribers, "max-thread-subscribers", service.DefaultMaxThreadSubscribers, "take at most `n` subscriptions open at once to one thread")
 	fl.IntVar(&b.subscriberBuffer, "subscriber-buffer", service.DefaultSubscriberBuffer, "keep up to `n` events waiting for a subscriber that is behind")
 	fl.DurationVar(&b.slowSubscriber, "slow-subscriber", service.DefaultSlowSubscriber, "cut off a subscriber whose buffer stays full this `duration`")
+	fl.StringArrayVar(&f.notify, "notify", nil, "post the events that need a person to this webhook `URL`, http:// or https:// (repeatable; see baton notify)")
+	fl.StringVar(&f.notifySecret, "notify-secret-file", "", "sign each webhook delivery with the secret in this `file` (mode 0600)")
 	c.RegisterFlagCompletionFunc("log-format", fixedCompletion("text", "json"))
 	return c
+}
+
+// checkWebhooks checks the webhooks' flags and reads what they name, and
+// the data dir's saved targets, into f.webhooks: a URL that is not http or
+// https is bad usage (exit 2); a secret file others may read, or a targets
+// file that does not read, fails (exit 1), saying how to fix it.
+func (f *serveFlags) checkWebhooks(data string) error {
+	for _, u := range f.notify {
+		if err := notify.CheckURL(u); err != nil {
+			return usagef("serve: --notify: %v", err)
+		}
+	}
+	saved, err := notify.LoadTargets(data)
+	if err != nil {
+		return failf(exitFailed, "serve: %v", err)
+	}
+	f.webhooks = notify.Config{Targets: notify.Merge(f.notify, saved)}
+	if f.notifySecret != "" {
+		if f.webhooks.Secret, err = notify.ReadSecret(f.notifySecret); err != nil {
+			return failf(exitFailed, "serve: %v", err)
+		}
+	}
+	return nil
 }
 
 // storeGaveUpGrace bounds how long the service has to stop by itself once

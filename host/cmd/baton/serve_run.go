@@ -17,5 +17,5 @@ func serve(ctx context.Context, g *globals, f *serveFlags, log hclog.Logger) err
 		MaxConnections: f.bounds.maxConnections, MaxStreams: f.bounds.maxStreams, ConnectionIdleTimeout: f.bounds.connIdle,
 		Keepalive: f.bounds.keepalive, KeepaliveTimeout: f.bounds.keepaliveTimeout,
 		MaxSubscribers: f.bounds.maxSubscribers, MaxThreadSubscribers: f.bounds.maxThreadSubscribers,
-		SubscriberBuffer: f.bounds.subscriberBuffer, SlowSubscriber: f.bounds.slowSubscriber})
+		SubscriberBuffer: f.bounds.subscriberBuffer, SlowSubscriber: f.bounds.slowSubscriber, Notify: f.webhooks})
 }

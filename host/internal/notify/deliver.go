@@ -68,7 +68,8 @@ func (d *Deliverer) Wake(target string) {
 
 // Run drops the deliveries to targets it was not given, then runs a loop
 // per target until ctx ends. A try that ctx cuts short is not recorded:
-// it is made again by the next Deliverer.
+// it is made again by the next Deliverer; one that ctx ends after it was
+// delivered is (the store must stay open until Run returns).
 func (d *Deliverer) Run(ctx context.Context) {
 	d.dropStale()
 	var wg sync.WaitGroup
@@ -146,7 +147,7 @@ func (d *Deliverer) round(ctx context.Context, target string) time.Time {
 			continue
 		}
 		e, sent, err := d.try(ctx, target, sd, e)
-		if d.tried != nil && ctx.Err() == nil {
+		if d.tried != nil && (sent || ctx.Err() == nil) {
 			d.tried(sd.DeliveryRef, e, sent)
 		}
 		switch {
@@ -167,12 +168,15 @@ func (d *Deliverer) round(ctx context.Context, target string) time.Time {
 // whether it was delivered; err is the store's.
 func (d *Deliverer) try(ctx context.Context, target string, sd eventlog.StoredDelivery, e Entry) (Entry, bool, error) {
 	perr := d.send.post(ctx, target, e.ID, e.Body)
+	if perr == nil { // recorded even as ctx ends: the store closes after the Deliverer
+		if err := d.store.DeliveryDone(sd.DeliveryRef); err != nil {
+			return e, true, err
+		}
+		d.log.Debug("webhook delivered", "url", target, "id", e.ID, "type", e.Type, "tries", e.Attempts+1)
+		return e, true, nil
+	}
 	if ctx.Err() != nil {
 		return e, false, nil // cut short: the next Deliverer tries again
-	}
-	if perr == nil {
-		d.log.Debug("webhook delivered", "url", target, "id", e.ID, "type", e.Type, "tries", e.Attempts+1)
-		return e, true, d.store.DeliveryDone(sd.DeliveryRef)
 	}
 	var r *refusal
 	forGood := errors.As(perr, &r) && r.forGood()

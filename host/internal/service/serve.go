@@ -18,6 +18,7 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/notify"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/rawframes"
 	"github.com/baton-run/baton/sdk/clock"
@@ -59,6 +60,10 @@ type Config struct {
 	// (orchestrator.Config): tests give one that fails under the running
 	// service; nothing else sets it.
 	StoreFS vfs.FS
+	// Notify is where the service posts the events that need a person
+	// (webhooks: the notify package). Deliveries the log holds for URLs
+	// that are not among its targets are dropped as it starts.
+	Notify notify.Config
 	// Ready, when set, is called once every listener listens, with their
 	// addresses (unix:///PATH, tcp://HOST:PORT).
 	Ready func(addrs []string)
@@ -182,7 +187,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
 		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace, StoreFS: cfg.StoreFS,
-		TurnStallTimeout: cfg.TurnStallTimeout, RequestTimeout: cfg.RequestTimeout})
+		TurnStallTimeout: cfg.TurnStallTimeout, RequestTimeout: cfg.RequestTimeout, Notify: &cfg.Notify})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
