@@ -10620,9 +10620,15 @@ type Plugin struct {
 	Capabilities *Capabilities          `protobuf:"bytes,4,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
 	Notes        map[string]string      `protobuf:"bytes,5,rep,name=notes,proto3" json:"notes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// path is the plugin binary.
-	Path          string `protobuf:"bytes,6,opt,name=path,proto3" json:"path,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Path string `protobuf:"bytes,6,opt,name=path,proto3" json:"path,omitempty"`
+	// verification is what checking the binary against its directory's
+	// lockfile (plugins.lock) found: verified (its SHA-256 is the one
+	// recorded), or the problem (missing, tampered, not locked, permission),
+	// which verification_detail says in words with what to do.
+	Verification       string `protobuf:"bytes,7,opt,name=verification,proto3" json:"verification,omitempty"`
+	VerificationDetail string `protobuf:"bytes,8,opt,name=verification_detail,json=verificationDetail,proto3" json:"verification_detail,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Plugin) Reset() {
@@ -10693,6 +10699,20 @@ func (x *Plugin) GetNotes() map[string]string {
 func (x *Plugin) GetPath() string {
 	if x != nil {
 		return x.Path
+	}
+	return ""
+}
+
+func (x *Plugin) GetVerification() string {
+	if x != nil {
+		return x.Verification
+	}
+	return ""
+}
+
+func (x *Plugin) GetVerificationDetail() string {
+	if x != nil {
+		return x.VerificationDetail
 	}
 	return ""
 }
@@ -12451,14 +12471,16 @@ const file_baton_proto_rawDesc = "" +
 	"\x0fnative_rollback\x18\x05 \x01(\bR\x0enativeRollback\x12\x12\n" +
 	"\x04fork\x18\x06 \x01(\bR\x04fork\x12\x16\n" +
 	"\x06resume\x18\a \x01(\bR\x06resume\x12'\n" +
-	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\x98\x02\n" +
+	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\xed\x02\n" +
 	"\x06Plugin\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12#\n" +
 	"\rwire_protocol\x18\x03 \x01(\tR\fwireProtocol\x12:\n" +
 	"\fcapabilities\x18\x04 \x01(\v2\x16.baton.v1.CapabilitiesR\fcapabilities\x121\n" +
 	"\x05notes\x18\x05 \x03(\v2\x1b.baton.v1.Plugin.NotesEntryR\x05notes\x12\x12\n" +
-	"\x04path\x18\x06 \x01(\tR\x04path\x1a8\n" +
+	"\x04path\x18\x06 \x01(\tR\x04path\x12\"\n" +
+	"\fverification\x18\a \x01(\tR\fverification\x12/\n" +
+	"\x13verification_detail\x18\b \x01(\tR\x12verificationDetail\x1a8\n" +
 	"\n" +
 	"NotesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
