@@ -5415,8 +5415,11 @@ type SummaryWait struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	At    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
 	// kind: continue or return.
-	Kind          string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Provider      string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	Kind     string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Provider string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	// run_id is the run that waits (kind continue): Interrupt it to cancel
+	// the wait.
+	RunId         string `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5468,6 +5471,13 @@ func (x *SummaryWait) GetKind() string {
 func (x *SummaryWait) GetProvider() string {
 	if x != nil {
 		return x.Provider
+	}
+	return ""
+}
+
+func (x *SummaryWait) GetRunId() string {
+	if x != nil {
+		return x.RunId
 	}
 	return ""
 }
@@ -12034,11 +12044,12 @@ const file_baton_proto_rawDesc = "" +
 	"\x05title\x18\x0e \x01(\tR\x05title\x12\x18\n" +
 	"\apending\x18\x0f \x01(\rR\apending\x12)\n" +
 	"\x04wait\x18\x10 \x01(\v2\x15.baton.v1.SummaryWaitR\x04wait\x12\x1a\n" +
-	"\bworktree\x18\x11 \x01(\tR\bworktree\"i\n" +
+	"\bworktree\x18\x11 \x01(\tR\bworktree\"\x80\x01\n" +
 	"\vSummaryWait\x12*\n" +
 	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1a\n" +
-	"\bprovider\x18\x03 \x01(\tR\bprovider\"\x96\x01\n" +
+	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x15\n" +
+	"\x06run_id\x18\x04 \x01(\tR\x05runId\"\x96\x01\n" +
 	"\x12ListThreadsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
