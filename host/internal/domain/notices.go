@@ -35,8 +35,7 @@ type Notice struct {
 	Event int
 	Type  NoticeType
 	RunID string
-	// Title is the thread's, as a person recognizes it: its first message
-	// (of those in memory), on one line and shortened.
+	// Title is the thread's (Thread.Title: its first message, shortened).
 	Title  string
 	Detail NoticeDetail
 }
@@ -63,9 +62,6 @@ type NoticeDetail struct {
 	Outcome WaitOutcome `json:"outcome,omitempty"`
 	Reason  string      `json:"reason,omitempty"`
 }
-
-// noticeTitleBytes bounds a notice's title.
-const noticeTitleBytes = 80
 
 // Notices returns the notices a batch of events calls for, in event
 // order; t is the thread as it was before them (nil for a thread they
@@ -128,15 +124,15 @@ func waitDetail(w Wait) NoticeDetail {
 	return NoticeDetail{WaitID: w.ID, WaitKind: w.Kind, Provider: w.Provider, Limit: w.Limit.Kind, Until: w.At, Probe: w.Probe}
 }
 
-// noticeTitle is a thread's first message in memory, or the first a batch
-// queues when the thread has none yet.
+// noticeTitle is the thread's title, or the one the batch gives it (its
+// first user message) when it has none yet.
 func noticeTitle(t *Thread, events []Payload) string {
-	if t != nil && len(t.Runs) > 0 {
-		return oneLine(t.Runs[0].Input, noticeTitleBytes)
+	if t != nil && t.Title != "" {
+		return t.Title
 	}
 	for _, e := range events {
-		if q, ok := e.(RunQueued); ok {
-			return oneLine(q.Input, noticeTitleBytes)
+		if m, ok := e.(MessageAdded); ok && m.Role == RoleUser {
+			return TitleOf(m.Text)
 		}
 	}
 	return ""

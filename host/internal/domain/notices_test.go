@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,8 +12,8 @@ func TestNotices(t *testing.T) {
 	reset := t0.Add(5 * 60 * 60 * 1e9)
 	wait := Wait{ID: "wait1", Kind: WaitContinue, RunID: "run1", Provider: "codex",
 		Limit: Limit{Kind: LimitUsageWindow, ResetsAt: reset}, At: reset, Probe: 1, MaxProbes: 3}
-	thread := &Thread{ID: "thr1", Runs: []Run{{ID: "run1", Input: "Fix the\nflaky test   in ci"}}}
-	waiting := &Thread{ID: "thr1", Runs: thread.Runs, Loop: &Loop{Wait: &wait}}
+	thread := &Thread{ID: "thr1", Title: "Fix the flaky test in ci"}
+	waiting := &Thread{ID: "thr1", Title: thread.Title, Loop: &Loop{Wait: &wait}}
 	failure := &Failure{Code: "provider_error", Message: "boom"}
 	for _, c := range []struct {
 		name   string
@@ -61,7 +60,7 @@ func TestNotices(t *testing.T) {
 			Detail: NoticeDetail{WaitID: "wait1", WaitKind: WaitContinue, Provider: "codex", Limit: LimitUsageWindow, Until: reset, Probe: 1, Outcome: WaitFired}}},
 	}, {
 		name:   "a wait armed and cancelled in one batch",
-		thread: &Thread{ID: "thr1", Runs: thread.Runs, Loop: &Loop{}},
+		thread: &Thread{ID: "thr1", Title: thread.Title, Loop: &Loop{}},
 		events: []Payload{WaitArmed{Wait: wait}, WaitEnded{WaitID: "wait1", Outcome: WaitCancelled, Reason: "policy cleared"}},
 		want: []Notice{
 			{Event: 0, Type: NoticeWaitStarted, RunID: "run1", Title: "Fix the flaky test in ci",
@@ -77,9 +76,10 @@ func TestNotices(t *testing.T) {
 		want: []Notice{{Event: 0, Type: NoticeWaitEnded,
 			Detail: NoticeDetail{WaitID: "wait2", WaitKind: WaitReturn, Provider: "claude", Until: reset, Outcome: WaitFired}}},
 	}, {
-		name:   "a new thread's first run, titled by its message",
-		events: []Payload{ThreadCreated{}, RunQueued{RunID: "run1", Input: strings.Repeat("long ", 40)}, RunEnded{RunID: "run1", Status: RunStatusFailed}},
-		want: []Notice{{Event: 2, Type: NoticeRunEnded, RunID: "run1", Title: strings.Repeat("long ", 16) + " [...]",
+		name: "a new thread's first run, titled by its message",
+		events: []Payload{ThreadCreated{}, MessageAdded{Role: RoleAssistant, Text: "no"}, MessageAdded{Role: RoleUser, Text: "\nFix the\nflaky test"},
+			RunEnded{RunID: "run1", Status: RunStatusFailed}},
+		want: []Notice{{Event: 3, Type: NoticeRunEnded, RunID: "run1", Title: "Fix the",
 			Detail: NoticeDetail{Status: RunStatusFailed}}},
 	}, {
 		name:   "nothing that needs a person",
