@@ -41,7 +41,7 @@ func openStore(t *testing.T) *eventlog.Store {
 
 // commit appends one event of thread thr1 at epoch, with its notice's
 // delivery to each target, as the host's commit does.
-func commit(t *testing.T, s *eventlog.Store, n domain.Notice, targets ...string) uint64 {
+func commit(t testing.TB, s *eventlog.Store, n domain.Notice, targets ...string) uint64 {
 	t.Helper()
 	b := eventlog.Batch{Events: []eventlog.Pending{{ThreadID: "thr1", Type: "run.ended", At: epoch, Data: json.RawMessage(`{}`)}}}
 	for _, url := range targets {
