@@ -33,9 +33,10 @@ given with --notify. A running service reads them as it starts: restart it
 for an added or removed target to take effect. A service drops, as it
 starts, the deliveries still waiting for a URL that is no longer a target.
 
-list shows each target and its deliveries still in the event log: pending
-(not tried yet), failing (tried: how many times, the next try and the last
-error) and failed (given up, with the last error).`,
+list shows each target, how many deliveries it took (and when the last),
+and its deliveries still in the event log: pending (not tried yet), failing
+(tried: how many times, the next try and the last error) and failed (given
+up, with the last error).`,
 		Example: `  baton notify add http://127.0.0.1:9000/baton
   baton notify add https://hooks.example/baton --events request.pending,run.ended
   baton notify list
@@ -168,9 +169,13 @@ type listedTarget struct {
 	URL string `json:"url"`
 	// Events are the events it takes (none: all); Saved says whether it
 	// is in the data dir's file (else it was given to serve --notify).
-	Events     []domain.NoticeType `json:"events,omitempty"`
-	Saved      bool                `json:"saved"`
-	Deliveries []listedDelivery    `json:"deliveries"`
+	Events []domain.NoticeType `json:"events,omitempty"`
+	Saved  bool                `json:"saved"`
+	// Delivered counts the deliveries its receiver took (since it was
+	// last added); LastDelivered is when it took the last one.
+	Delivered     int64            `json:"delivered"`
+	LastDelivered time.Time        `json:"last_delivered,omitzero"`
+	Deliveries    []listedDelivery `json:"deliveries"`
 }
 
 // listedDelivery is a delivery as notify list shows it.
@@ -206,39 +211,56 @@ func listTargets(data string) ([]listedTarget, error) {
 		index[t.URL] = len(out)
 		out = append(out, listedTarget{URL: t.URL, Events: t.Events, Saved: true, Deliveries: []listedDelivery{}})
 	}
-	stored, err := storedDeliveries(data)
+	stored, states, err := storedDeliveries(data)
 	if err != nil {
 		return nil, err
+	}
+	target := func(url string) *listedTarget {
+		i, ok := index[url]
+		if !ok {
+			i = len(out)
+			index[url] = i
+			out = append(out, listedTarget{URL: url, Deliveries: []listedDelivery{}})
+		}
+		return &out[i]
+	}
+	for _, st := range states {
+		d, err := notify.DecodeDelivered(st.Value)
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", st.Target, err)
+		}
+		t := target(st.Target)
+		t.Delivered, t.LastDelivered = d.Count, d.LastAt
 	}
 	for _, sd := range stored {
 		e, err := notify.DecodeEntry(sd.Value)
 		if err != nil {
 			return nil, fmt.Errorf("delivery of event %d to %s: %w", sd.Seq, sd.Target, err)
 		}
-		i, ok := index[sd.Target]
-		if !ok {
-			i = len(out)
-			index[sd.Target] = i
-			out = append(out, listedTarget{URL: sd.Target})
-		}
-		out[i].Deliveries = append(out[i].Deliveries, listedDelivery{ID: e.ID, Type: e.Type, Sequence: sd.Seq, At: e.At,
+		t := target(sd.Target)
+		t.Deliveries = append(t.Deliveries, listedDelivery{ID: e.ID, Type: e.Type, Sequence: sd.Seq, At: e.At,
 			State: deliveryState(e), Attempts: e.Attempts, NextTry: e.NextTry, LastError: e.LastError})
 	}
 	return out, nil
 }
 
-// storedDeliveries reads every delivery in the data dir's event log, read
-// only (none when it has no log yet).
-func storedDeliveries(data string) ([]eventlog.StoredDelivery, error) {
+// storedDeliveries reads every delivery and target state in the data
+// dir's event log, read only (none when it has no log yet).
+func storedDeliveries(data string) ([]eventlog.StoredDelivery, []eventlog.TargetState, error) {
 	s, err := openStoreReadOnly(data)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer s.Close()
-	return s.Deliveries("")
+	stored, err := s.Deliveries("")
+	if err != nil {
+		return nil, nil, err
+	}
+	states, err := s.TargetStates()
+	return stored, states, err
 }
 
 // deliveryState is a stored delivery's state.
@@ -276,7 +298,11 @@ func printTargets(w io.Writer, targets []listedTarget) {
 		if !t.Saved {
 			from = "given to baton serve --notify"
 		}
-		fmt.Fprintf(w, "%s (%s; %s)\n", t.URL, eventsOf(notify.Target{Events: t.Events}), from)
+		fmt.Fprintf(w, "%s (%s; %s)", t.URL, eventsOf(notify.Target{Events: t.Events}), from)
+		if t.Delivered > 0 {
+			fmt.Fprintf(w, ": %d delivered, the last at %s", t.Delivered, t.LastDelivered.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintln(w)
 		if len(t.Deliveries) == 0 {
 			fmt.Fprintln(w, "  no deliveries waiting")
 			continue

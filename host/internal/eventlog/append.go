@@ -52,11 +52,12 @@ type Batch struct {
 	Archive []ArchivePart
 
 	// Deliveries are the notifications the batch's events call for;
-	// DeliveryUpdates rewrite stored ones, DeliveriesDone remove them
-	// (delivery.go).
+	// DeliveryUpdates rewrite stored ones, DeliveriesDone remove them,
+	// TargetStates write what their targets were delivered (delivery.go).
 	Deliveries      []Delivery
 	DeliveryUpdates []StoredDelivery
 	DeliveriesDone  []DeliveryRef
+	TargetStates    []TargetState
 
 	// OnCommit, when set, is called once the batch is durable and before
 	// any reader can see its events, with the batch's last sequence. It

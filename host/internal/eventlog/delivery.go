@@ -28,6 +28,13 @@ type DeliveryRef struct {
 	Seq    uint64
 }
 
+// TargetState is what a target has been delivered, kept beside its
+// notifications (a count, the last one): removed with a nil Value.
+type TargetState struct {
+	Target string
+	Value  []byte
+}
+
 // StoredDelivery is a stored notification and its value.
 type StoredDelivery struct {
 	DeliveryRef
@@ -47,6 +54,11 @@ func checkDeliveries(in Batch) error {
 	}
 	for _, d := range in.DeliveryUpdates {
 		if err := checkTarget(d.Target); err != nil {
+			return err
+		}
+	}
+	for _, t := range in.TargetStates {
+		if err := checkTarget(t.Target); err != nil {
 			return err
 		}
 	}
@@ -77,6 +89,16 @@ func buildDeliveries(b *pebble.Batch, in Batch, recs []Record) error {
 	}
 	for _, d := range in.DeliveriesDone {
 		if err := b.Delete(deliveryKey(d.Target, d.Seq), nil); err != nil {
+			return err
+		}
+	}
+	for _, t := range in.TargetStates {
+		k := append([]byte{prefixTarget}, t.Target...)
+		if t.Value == nil {
+			if err := b.Delete(k, nil); err != nil {
+				return err
+			}
+		} else if err := b.Set(k, t.Value, nil); err != nil {
 			return err
 		}
 	}
@@ -116,14 +138,30 @@ func (s *Store) UpdateDelivery(d StoredDelivery) error {
 	return nil
 }
 
-// DeliveryDone removes notifications, synced: once a target has one, or
-// once it is no longer a target.
-func (s *Store) DeliveryDone(refs ...DeliveryRef) error {
-	if len(refs) == 0 {
+// DeliveryDone removes notifications and writes their targets' states,
+// synced, in one batch: once a target has one, or once it is no longer a
+// target.
+func (s *Store) DeliveryDone(refs []DeliveryRef, states ...TargetState) error {
+	if len(refs) == 0 && len(states) == 0 {
 		return nil
 	}
-	if _, _, err := s.Append(Batch{DeliveriesDone: refs}); err != nil {
+	if _, _, err := s.Append(Batch{DeliveriesDone: refs, TargetStates: states}); err != nil {
 		return fmt.Errorf("remove %d notifications: %w", len(refs), err)
 	}
 	return nil
+}
+
+// TargetStates returns the targets' states, by target.
+func (s *Store) TargetStates() (out []TargetState, err error) {
+	err = s.read(func() error {
+		out = nil // a read may be run again (see read)
+		return s.scan([]byte{prefixTarget}, func(k, v []byte) error {
+			out = append(out, TargetState{Target: string(k[1:]), Value: append([]byte(nil), v...)})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read notification targets: %w", err)
+	}
+	return out, nil
 }

@@ -76,11 +76,21 @@ func TestDeliveries(t *testing.T) {
 	if err := s.UpdateDelivery(StoredDelivery{DeliveryRef: DeliveryRef{Target: "http://a", Seq: 3}, Value: []byte("tried")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeliveryDone(DeliveryRef{Target: "http://a", Seq: 1}, DeliveryRef{Target: "http://b", Seq: 3}); err != nil {
+	if err := s.DeliveryDone([]DeliveryRef{{Target: "http://a", Seq: 1}, {Target: "http://b", Seq: 3}},
+		TargetState{Target: "http://a", Value: []byte("1 delivered")}, TargetState{Target: "http://b", Value: []byte("1 delivered")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeliveryDone(); err != nil {
+	if err := s.DeliveryDone(nil); err != nil {
 		t.Fatal(err)
+	}
+	if err := s.DeliveryDone(nil, TargetState{Target: "http://b"}); err != nil {
+		t.Fatal(err)
+	}
+	if states, err := s.TargetStates(); err != nil || fmt.Sprint(states) != "[{http://a [49 32 100 101 108 105 118 101 114 101 100]}]" {
+		t.Fatalf("target states %v, %v", states, err)
+	}
+	if _, _, err := s.Append(Batch{TargetStates: []TargetState{{Target: ""}}}); err == nil {
+		t.Error("a target state without a target was accepted")
 	}
 	if g := got(""); g != "[http://a:3=tried http://a:4=a@4]" {
 		t.Fatalf("after an update and removals: %s", g)

@@ -20,6 +20,7 @@ import (
 //	'p' | threadID                        -> the thread's projection snapshot (see snapshot.go)
 //	'a' | threadID | 0x00 | u32be(ordinal) | u32be(part) -> a part that left the thread's projection (opaque; see archive.go)
 //	'n' | target | 0x00 | u64be(seq)      -> a notification to deliver to target about event seq (opaque; see delivery.go)
+//	'd' | target                          -> what was delivered to target (opaque; see delivery.go)
 //	'm' | name                            -> store metadata
 //
 // An outbox key names the last event of the batch that wrote the effect
@@ -43,6 +44,7 @@ const (
 	prefixArchive  = 'a'
 	prefixMeta     = 'm'
 	prefixDelivery = 'n'
+	prefixTarget   = 'd'
 )
 
 // threadStateKey is a thread's key under a one-byte prefix (head, live,

@@ -515,6 +515,7 @@ func (s *Store) Salvage(dst string, last uint64, keep func(Record) bool) (lost [
 		ref, err := parseDeliveryKey(k)
 		return err == nil && kept[ref.Seq]
 	})
+	copyPrefix(prefixTarget, func([]byte) bool { return true })
 	copyPrefix(prefixMeta, func(k []byte) bool {
 		name := string(k[1:])
 		return name != "layout" && name != metaLost && name != metaNext

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -17,7 +18,8 @@ import (
 type Store interface {
 	Deliveries(target string) ([]eventlog.StoredDelivery, error)
 	UpdateDelivery(eventlog.StoredDelivery) error
-	DeliveryDone(refs ...eventlog.DeliveryRef) error
+	DeliveryDone(refs []eventlog.DeliveryRef, states ...eventlog.TargetState) error
+	TargetStates() ([]eventlog.TargetState, error)
 }
 
 // Config configures a host's webhooks. Its zero value has no targets:
@@ -80,32 +82,65 @@ func (d *Deliverer) Run(ctx context.Context) {
 }
 
 // dropStale removes the deliveries to URLs that are no longer targets
-// (`baton notify remove`, or a --notify not given again), saying so.
+// (`baton notify remove`, or a --notify not given again), and what they
+// were delivered, saying so.
 func (d *Deliverer) dropStale() {
 	all, err := d.store.Deliveries("")
 	if err != nil {
 		d.log.Error("read the webhook deliveries", "error", err)
 		return
 	}
+	states, err := d.store.TargetStates()
+	if err != nil {
+		d.log.Error("read the webhook targets' states", "error", err)
+		return
+	}
 	stale := map[string][]eventlog.DeliveryRef{}
+	for _, st := range states {
+		if _, ok := d.wake[st.Target]; !ok {
+			stale[st.Target] = nil
+		}
+	}
 	for _, sd := range all {
 		if _, ok := d.wake[sd.Target]; !ok {
 			stale[sd.Target] = append(stale[sd.Target], sd.DeliveryRef)
 		}
 	}
 	for url, refs := range stale {
-		if err := d.store.DeliveryDone(refs...); err != nil {
+		if err := d.store.DeliveryDone(refs, eventlog.TargetState{Target: url}); err != nil {
 			d.log.Error("drop the deliveries to a URL that is no longer a webhook target", "url", url, "error", err)
 			continue
 		}
-		d.log.Info("dropped the deliveries to a URL that is no longer a webhook target", "url", url, "deliveries", len(refs))
+		if len(refs) > 0 {
+			d.log.Info("dropped the deliveries to a URL that is no longer a webhook target", "url", url, "deliveries", len(refs))
+		}
 	}
+}
+
+// delivered is what the store says target was delivered.
+func (d *Deliverer) delivered(target string) Delivered {
+	states, err := d.store.TargetStates()
+	if err != nil {
+		d.log.Error("read the webhook targets' states", "error", err)
+		return Delivered{}
+	}
+	for _, st := range states {
+		if st.Target == target {
+			got, err := DecodeDelivered(st.Value)
+			if err != nil {
+				d.log.Error("a webhook target's state cannot be read; it is counted again from 0", "url", target, "error", err)
+			}
+			return got
+		}
+	}
+	return Delivered{}
 }
 
 // loop sends a target's deliveries until ctx ends.
 func (d *Deliverer) loop(ctx context.Context, target string) {
+	st := d.delivered(target)
 	for {
-		next := d.round(ctx, target)
+		next := d.round(ctx, target, &st)
 		if ctx.Err() != nil {
 			return
 		}
@@ -119,9 +154,10 @@ func (d *Deliverer) loop(ctx context.Context, target string) {
 // before it reads again.
 const storePause = time.Minute
 
-// round sends the target's deliveries that are due, in event order, and
-// returns when the first of the others is due (zero: none is).
-func (d *Deliverer) round(ctx context.Context, target string) time.Time {
+// round sends the target's deliveries that are due, in event order,
+// counting them in st, and returns when the first of the others is due
+// (zero: none is).
+func (d *Deliverer) round(ctx context.Context, target string, st *Delivered) time.Time {
 	list, err := d.store.Deliveries(target)
 	if err != nil {
 		d.log.Error("read the webhook deliveries", "url", target, "error", err)
@@ -146,7 +182,7 @@ func (d *Deliverer) round(ctx context.Context, target string) time.Time {
 			later(e.NextTry)
 			continue
 		}
-		e, sent, err := d.try(ctx, target, sd, e)
+		e, sent, err := d.try(ctx, target, sd, e, st)
 		if d.tried != nil && (sent || ctx.Err() == nil) {
 			d.tried(sd.DeliveryRef, e, sent)
 		}
@@ -164,14 +200,17 @@ func (d *Deliverer) round(ctx context.Context, target string) time.Time {
 }
 
 // try sends one delivery once and records what came of it: removed once
-// delivered; else its failed try. It returns the entry as recorded and
-// whether it was delivered; err is the store's.
-func (d *Deliverer) try(ctx context.Context, target string, sd eventlog.StoredDelivery, e Entry) (Entry, bool, error) {
+// delivered, and counted in st; else its failed try. It returns the entry
+// as recorded and whether it was delivered; err is the store's.
+func (d *Deliverer) try(ctx context.Context, target string, sd eventlog.StoredDelivery, e Entry, st *Delivered) (Entry, bool, error) {
 	perr := d.send.post(ctx, target, e.ID, e.Body)
 	if perr == nil { // recorded even as ctx ends: the store closes after the Deliverer
-		if err := d.store.DeliveryDone(sd.DeliveryRef); err != nil {
+		next := Delivered{Count: st.Count + 1, LastID: e.ID, LastAt: d.clock.Now().UTC()}
+		state, _ := json.Marshal(next) // a state always encodes
+		if err := d.store.DeliveryDone([]eventlog.DeliveryRef{sd.DeliveryRef}, eventlog.TargetState{Target: target, Value: state}); err != nil {
 			return e, true, err
 		}
+		*st = next
 		d.log.Debug("webhook delivered", "url", target, "id", e.ID, "type", e.Type, "tries", e.Attempts+1)
 		return e, true, nil
 	}

@@ -179,6 +179,25 @@ func TestDeliverySignedWithItsID(t *testing.T) {
 	if left := entries(t, s); len(left) != 0 {
 		t.Fatalf("a delivered delivery is still stored: %v", left)
 	}
+	if got := delivered(t, s); !cmp.Equal(got, map[string]Delivered{r.URL: {Count: 1, LastID: "thr1-1", LastAt: epoch}}) {
+		t.Errorf("the target's state: %+v", got)
+	}
+}
+
+// delivered are the targets' stored states, decoded.
+func delivered(t *testing.T, s *eventlog.Store) map[string]Delivered {
+	t.Helper()
+	states, err := s.TargetStates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]Delivered{}
+	for _, st := range states {
+		if out[st.Target], err = DecodeDelivered(st.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }
 
 // A receiver that fails is tried again after 1s, 2s, 4s, 8s on the host's
@@ -365,11 +384,17 @@ func TestDropsDeliveriesToFormerTargets(t *testing.T) {
 	s := openStore(t)
 	r := newReceiver(t, f)
 	commit(t, s, ended, r.URL, "http://127.0.0.1:1/gone")
+	if err := s.DeliveryDone(nil, eventlog.TargetState{Target: "http://127.0.0.1:1/gone", Value: []byte(`{"count":3}`)}); err != nil {
+		t.Fatal(err)
+	}
 	_, tries := run(t, s, Config{Targets: []Target{{URL: r.URL}}}, f)
 	<-r.arrivals
 	<-tries
 	if left := entries(t, s); len(left) != 0 {
 		t.Fatalf("deliveries left: %v", left)
+	}
+	if got := delivered(t, s); len(got) != 1 || got[r.URL].Count != 1 {
+		t.Fatalf("targets' states: %+v, want only %s's", got, r.URL)
 	}
 }
 

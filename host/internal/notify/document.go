@@ -71,6 +71,23 @@ func DecodeEntry(b []byte) (Entry, error) {
 	return e, nil
 }
 
+// Delivered is what a target has been delivered: how many, and the last
+// one (its id and when its receiver took it).
+type Delivered struct {
+	Count  int64     `json:"count"`
+	LastID string    `json:"lastId,omitempty"`
+	LastAt time.Time `json:"lastAt,omitzero"`
+}
+
+// DecodeDelivered reads a target's stored state.
+func DecodeDelivered(b []byte) (Delivered, error) {
+	var d Delivered
+	if err := json.Unmarshal(b, &d); err != nil {
+		return Delivered{}, fmt.Errorf("a webhook target's state is corrupt: %w", err)
+	}
+	return d, nil
+}
+
 // The backoff: after a delivery's n-th failed try the next waits
 // FirstPause·2^(n-1), at most MaxPause; once the next try would come more
 // than GiveUpAfter after the event, the delivery is given up. (1s, 2s,
