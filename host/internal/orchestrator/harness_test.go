@@ -17,6 +17,7 @@ import (
 
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
+	"github.com/baton-run/baton/host/internal/notify"
 	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/pluginhost"
 	"github.com/baton-run/baton/host/internal/rawframes"
@@ -106,6 +107,8 @@ type env struct {
 	// storeFS is the file system the host's event log runs on (nil: the
 	// operating system's).
 	storeFS vfs.FS
+	// notify is the host's webhooks (nil: none).
+	notify *notify.Config
 }
 
 // callDeadline is the plugin call timeout of a test's host unless it sets
@@ -156,7 +159,7 @@ func (e *env) open() {
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
 		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: !e.embedded, PluginCallTimeout: cmp.Or(e.calls, callDeadline),
 		InterruptGrace: e.grace, TurnStallTimeout: e.stall, RequestTimeout: e.requests,
-		RawFrames: cmp.Or(e.frames, rawframes.Policy{MaxAge: -1}), StoreFS: e.storeFS})
+		RawFrames: cmp.Or(e.frames, rawframes.Policy{MaxAge: -1}), StoreFS: e.storeFS, Notify: e.notify})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}
