@@ -27,7 +27,7 @@ func (h *Host) startNotifier() {
 // deliveries are the deliveries a batch of a thread's events calls for,
 // committed at now; was is the thread before them.
 func (h *Host) deliveries(threadID string, was *domain.Thread, events []domain.Payload, now time.Time) []eventlog.Delivery {
-	if h.notifier == nil {
+	if h.notifier == nil || len(h.cfg.Notify.Targets) == 0 {
 		return nil
 	}
 	var out []eventlog.Delivery
