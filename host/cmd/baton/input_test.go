@@ -506,8 +506,10 @@ var envCases = []envVerb{
 	{"plugin lock", []string{"plugin", "lock", "{DIR}/none"}, nil, reachesNoHost},
 	{"serve", []string{"serve", "--data", "{OPEN}"}, []string{"BATON_LISTEN", "BATON_TLS_CERT", "BATON_TLS_KEY", "BATON_IDLE_TIMEOUT", "BATON_LOG_FORMAT",
 		"BATON_MAX_CONNECTIONS", "BATON_MAX_STREAMS", "BATON_CONNECTION_IDLE_TIMEOUT", "BATON_KEEPALIVE", "BATON_KEEPALIVE_TIMEOUT",
-		"BATON_MAX_SUBSCRIBERS", "BATON_MAX_THREAD_SUBSCRIBERS", "BATON_SUBSCRIBER_BUFFER", "BATON_SLOW_SUBSCRIBER"},
+		"BATON_MAX_SUBSCRIBERS", "BATON_MAX_THREAD_SUBSCRIBERS", "BATON_SUBSCRIBER_BUFFER", "BATON_SLOW_SUBSCRIBER",
+		"BATON_NOTIFY", "BATON_NOTIFY_SECRET_FILE"},
 		and(dialsNothing, noPlugin, quietly("--data is given", "BATON_DATA"))},
+	{"notify list", []string{"notify", "list"}, []string{"BATON_JSON"}, and(dialsNothing, noPlugin)},
 	{"doctor", []string{"doctor"}, []string{"BATON_REBUILD", "BATON_PRUNE"}, and(dialsNothing, noPlugin)},
 	{"version", []string{"version"}, nil, reachesNoHost},
 	{"completion bash", []string{"completion", "bash"}, []string{"BATON_NO_DESCRIPTIONS"}, reachesNoHost},
@@ -535,6 +537,7 @@ var hostile = map[string]string{
 	"BATON_SLOW_SUBSCRIBER": "x", "BATON_WORKTREE": "maybe", "BATON_BRANCH": "b", "BATON_BASE": "nope", "BATON_WORKTREE_DIR": "{DIR}/none",
 	"BATON_COPY": "/abs", "BATON_SETUP": "false", "BATON_AUTHOR": "nobody",
 	"BATON_PRUNE": "maybe", "BATON_ALL": "maybe", "BATON_TURN_STALL_TIMEOUT": "later", "BATON_REQUEST_TIMEOUT": "later",
+	"BATON_NOTIFY": "ftp://x/y", "BATON_NOTIFY_SECRET_FILE": "{DIR}/none",
 }
 
 // helpFlag is a flag's line in help, with its name; helpVar a variable
