@@ -136,8 +136,8 @@ class ThreadList {
   // user or its newest run ends.
   private announce(before: Entry, after: Entry): void {
     const title = after.title || base(after.summary.cwd);
-    const was = stateOf(before.summary, before.pending);
-    const is = stateOf(after.summary, after.pending);
+    const was = stateOf(before.summary, before.pending, Boolean(before.wait));
+    const is = stateOf(after.summary, after.pending, Boolean(after.wait));
     if (is === "needs-you" && was !== "needs-you") {
       notify(`${title} needs you`, "A request waits for your answer.", after.summary.id, "request");
     } else if (before.summary.status !== "idle" && after.summary.status === "idle" && after.summary.lastRun) {
@@ -223,7 +223,7 @@ export function ListPage() {
   const counts = new Map<ThreadState, number>();
   const groups = new Map<string, { e: Entry; st: ThreadState }[]>();
   for (const e of all) {
-    const st = stateOf(e.summary, e.pending);
+    const st = stateOf(e.summary, e.pending, Boolean(e.wait));
     counts.set(st, (counts.get(st) ?? 0) + 1);
     if (!matches(e, st, filter)) continue;
     let g = groups.get(e.group);

@@ -7,7 +7,7 @@ import type { Capabilities, DiffResponse, Message, Node, Run, RuntimeRequest, Th
 import { api, commandId, describe } from "./api";
 import { isActive, ThreadModel } from "./threadmodel";
 import { useCell, now } from "./store";
-import { base, listPlugins, pendingOf, stateLabels, stateOf } from "./state";
+import { base, listPlugins, stateLabels, stateOfThread } from "./state";
 import { ago, iso, ms } from "./time";
 import { Link } from "./router";
 import { Connection } from "./connection";
@@ -64,8 +64,7 @@ export function ThreadPage({ id }: { id: string }) {
     if (runs.length <= shown) await model.loadEarlier();
     setShown((n) => n + runsPerStep);
   };
-  const summary = th.summary;
-  const state = summary ? stateOf(summary, pendingOf(th).length) : undefined;
+  const state = stateOfThread(th, runs);
   const active = th.activeRunId ? runs.find((r) => r.id === th.activeRunId) : undefined;
 
   return (
@@ -75,7 +74,9 @@ export function ThreadPage({ id }: { id: string }) {
       </p>
       <div class="thread-head">
         <h1>{model.title()}</h1>
-        {state && <span class={`badge ${state}`} data-role="thread-state" data-state={state}>{stateLabels[state]}</span>}
+        <span class={`badge ${state}`} data-role="thread-state" data-state={state}>
+          {stateLabels[state]}
+        </span>
         <Connection live={live} />
       </div>
       <div class="facts muted">
