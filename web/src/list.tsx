@@ -7,6 +7,7 @@
 // with one message) after a short delay, so that a burst of events costs
 // one call. A thread's title (its first run's input) is read once, when
 // its row comes into view.
+import { Component } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Event, ThreadSummary, Wait } from "./gen/baton_pb";
 import { api, commandId, describe, signedOut } from "./api";
@@ -89,13 +90,19 @@ class ThreadList {
 
   private onEvent(ev: Event): void {
     const e = this.entries.get(ev.threadId);
-    if (e) {
+    // Text streaming in changes no summary, and its activity shows at the
+    // next tick of the clock; anything else may change the row now.
+    const streaming = ev.payload.case === "messageDelta" || ev.payload.case === "nodeDelta";
+    if (e && streaming) {
       e.activity = Math.max(e.activity, ms(ev.at));
-      if (ev.payload.case === "requestOpened") e.pending++;
+      return;
+    }
+    if (e) {
+      const pending = e.pending + (ev.payload.case === "requestOpened" ? 1 : 0);
+      this.entries.set(ev.threadId, { ...e, pending, activity: Math.max(e.activity, ms(ev.at)) });
       this.changed();
     }
-    // Text streaming in changes no summary; anything else may.
-    if (ev.payload.case !== "messageDelta" && ev.payload.case !== "nodeDelta") this.refreshSoon(ev.threadId);
+    this.refreshSoon(ev.threadId);
   }
 
   private refreshSoon(id: string): void {
@@ -163,8 +170,8 @@ class ThreadList {
           (t) => {
             const e = this.entries.get(id);
             if (!e) return;
-            e.title = t.runs[0] ? shorten(t.runs[0].input) : "";
-            if (t.worktree?.repository) e.group = t.worktree.repository;
+            const title = t.runs[0] ? shorten(t.runs[0].input) : "";
+            this.entries.set(id, { ...e, title, group: t.worktree?.repository || e.group });
             this.changed();
           },
           (err) => {
@@ -320,7 +327,27 @@ function observe(el: Element, onSeen: () => void): () => void {
   return () => observer?.unobserve(el);
 }
 
-function ThreadRow({ entry, state, now, list }: { entry: Entry; state: ThreadState; now: number; list: ThreadList }) {
+interface RowProps {
+  entry: Entry;
+  state: ThreadState;
+  now: number;
+  list: ThreadList;
+}
+
+// ThreadRow renders again only when its entry (replaced, never changed in
+// place, but for the activity of streamed text), its state or the clock
+// changed: a list of many threads costs the changed rows per event.
+class ThreadRow extends Component<RowProps> {
+  shouldComponentUpdate(next: RowProps): boolean {
+    const p = this.props;
+    return next.entry !== p.entry || next.state !== p.state || next.now !== p.now;
+  }
+  render(props: RowProps) {
+    return <Row {...props} />;
+  }
+}
+
+function Row({ entry, state, now, list }: RowProps) {
   const s = entry.summary;
   const ref = useRef<HTMLLIElement>(null);
   useEffect(() => {
