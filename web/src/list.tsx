@@ -224,6 +224,9 @@ export function ListPage() {
   const live = useCell(list.live);
   const t = useCell(now);
   const [filter, setFilter] = useState<Filter>({ state: "", provider: "", text: "" });
+  useEffect(() => {
+    if (loaded) performance.mark("baton:threads-shown");
+  }, [loaded]);
 
   const all = [...list.entries.values()];
   const providers = [...new Set(all.map((e) => e.summary.provider))].sort();
@@ -245,7 +248,7 @@ export function ListPage() {
     .sort((a, b) => b.newest - a.newest);
 
   return (
-    <main class="list">
+    <main class="list" data-loaded={String(loaded)}>
       <div class="toolbar">
         <h1>Threads</h1>
         <Connection live={live} />

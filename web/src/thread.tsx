@@ -33,6 +33,9 @@ export function ThreadPage({ id }: { id: string }) {
   const [rollback, setRollback] = useState<{ ordinal: number; checkpointId: string } | undefined>();
   const th = model.t;
   useEffect(() => {
+    if (th) performance.mark("baton:thread-shown");
+  }, [th !== undefined]);
+  useEffect(() => {
     if (!th?.provider) return;
     listPlugins().then(
       (ps) => setCaps(ps.find((p) => p.name === th.provider)?.capabilities),
@@ -68,7 +71,7 @@ export function ThreadPage({ id }: { id: string }) {
   const active = th.activeRunId ? runs.find((r) => r.id === th.activeRunId) : undefined;
 
   return (
-    <main data-thread-page={id} class="thread-page">
+    <main data-thread-page={id} class="thread-page" data-loaded="true">
       <p>
         <Link href="/">← Threads</Link>
       </p>
