@@ -2,39 +2,46 @@
 // live from one Subscribe of every thread.
 //
 // The list starts from ListThreads (every page), subscribes after the
-// newest sequence those summaries show, and, on an event, marks that
-// thread's last activity at once and re-reads its summary (GetThread
-// with one message) after a short delay, so that a burst of events costs
-// one call. A thread's title (its first run's input) is read once, when
-// its row comes into view.
+// newest sequence those summaries show, and, on an event, re-reads that
+// thread's summary (GetThread with one message) after a short delay, so
+// that a burst of events costs one call. A summary says the thread's
+// title, its pending requests and its armed wait; a worktree thread's
+// repository (its group), and the title of a thread whose summary has none
+// (one a service before titles listed), are read once from its projection.
 import { Component } from "preact";
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import type { Event, ThreadSummary, Wait } from "./gen/baton_pb";
+import { useEffect, useMemo, useState } from "preact/hooks";
+import type { Event, ThreadSummary } from "./gen/baton_pb";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { api, commandId, describe, signedOut } from "./api";
 import { follow } from "./stream";
 import { Cell, now, session, useCell, useSeconds } from "./store";
-import { type ThreadState, base, pendingOf, shorten, stateLabels, stateOf, threadStates } from "./state";
+import { type ThreadState, base, shorten, stateLabels, stateOf, threadStates } from "./state";
 import { ago, countdown, iso, ms } from "./time";
 import { Link } from "./router";
 import { Connection } from "./connection";
 import { notify } from "./notify";
 
-// Entry is what the list holds of one thread.
+// Entry is what the list holds of one thread. It is replaced when it
+// changes, never changed in place (but for the activity of streamed text).
 interface Entry {
   summary: ThreadSummary;
-  title?: string;
   // group is the repository a worktree thread was made from, else its cwd.
   group: string;
+  // pending counts its pending requests: the summary's, and those opened
+  // since it was read.
   pending: number;
-  wait?: Wait;
   activity: number;
 }
 
 // refreshDelay is how long a thread's events are gathered before its
 // summary is read again.
 const refreshDelay = 250;
-// titleReaders bounds the title calls in flight.
-const titleReaders = 4;
+// readers bounds the reads of details in flight.
+const readers = 4;
+
+function entryOf(s: ThreadSummary, group = s.cwd): Entry {
+  return { summary: s, group, pending: s.pending, activity: ms(s.updatedAt) };
+}
 
 class ThreadList {
   readonly entries = new Map<string, Entry>();
@@ -43,9 +50,9 @@ class ThreadList {
   readonly loaded = new Cell(false);
   readonly error = new Cell("");
   private timers = new Map<string, ReturnType<typeof setTimeout>>();
-  private titleQueue: string[] = [];
-  private titlesAsked = new Set<string>();
-  private titleCalls = 0;
+  private detailQueue: string[] = [];
+  private detailsAsked = new Set<string>();
+  private detailCalls = 0;
   private frame = 0;
   private stopFollow?: () => void;
   private stopped = false;
@@ -57,17 +64,15 @@ class ThreadList {
       do {
         const page = await api.listThreads({ all: true, pageSize: 1000, pageToken });
         for (const s of page.threads) {
-          this.entries.set(s.id, { summary: s, group: s.cwd, pending: 0, activity: ms(s.updatedAt) });
+          this.entries.set(s.id, entryOf(s));
           if (s.sequence > after) after = s.sequence;
+          if (s.worktree || (!s.title && s.runs > 0)) this.requestDetails(s.id);
         }
         pageToken = page.nextPageToken;
       } while (pageToken && !this.stopped);
       if (this.stopped) return;
       this.loaded.set(true);
       this.changed();
-      for (const e of this.entries.values()) {
-        if (e.summary.status !== "idle" && !e.summary.archived) this.refreshSoon(e.summary.id);
-      }
       this.stopFollow = follow({
         threadId: "",
         after,
@@ -121,18 +126,10 @@ class ThreadList {
       const t = await api.getThread({ threadId: id, maxMessages: 1 });
       if (this.stopped || !t.summary) return;
       const before = this.entries.get(id);
-      const e: Entry = {
-        summary: t.summary,
-        title: before?.title,
-        group: t.worktree?.repository || t.summary.cwd,
-        pending: pendingOf(t).length,
-        wait: t.loop?.wait,
-        activity: Math.max(before?.activity ?? 0, ms(t.summary.updatedAt)),
-      };
-      if (!e.title && t.page?.firstRun === 1 && t.runs[0]) e.title = shorten(t.runs[0].input);
+      const e = entryOf(t.summary, t.worktree?.repository || t.summary.cwd);
+      e.activity = Math.max(before?.activity ?? 0, e.activity);
       this.entries.set(id, e);
       if (before) this.announce(before, e);
-      else this.requestTitle(id);
       this.changed();
     } catch (err) {
       if (signedOut(err)) session.set("expired");
@@ -142,36 +139,41 @@ class ThreadList {
   // announce raises a browser notification when a thread comes to need its
   // user or its newest run ends.
   private announce(before: Entry, after: Entry): void {
-    const title = after.title || base(after.summary.cwd);
-    const was = stateOf(before.summary, before.pending, Boolean(before.wait));
-    const is = stateOf(after.summary, after.pending, Boolean(after.wait));
+    const s = after.summary;
+    const title = s.title || base(s.cwd);
+    const was = stateOf(before.summary, before.pending);
+    const is = stateOf(s, after.pending);
     if (is === "needs-you" && was !== "needs-you") {
-      notify(`${title} needs you`, "A request waits for your answer.", after.summary.id, "request");
-    } else if (before.summary.status !== "idle" && after.summary.status === "idle" && after.summary.lastRun) {
-      notify(`${title}: run ${after.summary.lastRun}`, `Run ${after.summary.runs} ended.`, after.summary.id, "run");
+      notify(`${title} needs you`, "A request waits for your answer.", s.id, "request");
+    } else if (before.summary.status !== "idle" && s.status === "idle" && s.lastRun) {
+      notify(`${title}: run ${s.lastRun}`, `Run ${s.runs} ended.`, s.id, "run");
     }
   }
 
-  // requestTitle reads a thread's first run's input, once.
-  requestTitle(id: string): void {
-    if (this.titlesAsked.has(id)) return;
-    this.titlesAsked.add(id);
-    this.titleQueue.push(id);
-    this.readTitles();
+  // requestDetails reads, once, what a summary leaves out: the repository
+  // a worktree thread was made from (the group it is listed in), and the
+  // title when the summary has none.
+  private requestDetails(id: string): void {
+    if (this.detailsAsked.has(id)) return;
+    this.detailsAsked.add(id);
+    this.detailQueue.push(id);
+    this.readDetails();
   }
 
-  private readTitles(): void {
-    while (this.titleCalls < titleReaders && this.titleQueue.length > 0 && !this.stopped) {
-      const id = this.titleQueue.shift()!;
-      this.titleCalls++;
+  private readDetails(): void {
+    while (this.detailCalls < readers && this.detailQueue.length > 0 && !this.stopped) {
+      const id = this.detailQueue.shift()!;
+      this.detailCalls++;
       api
         .getThread({ threadId: id, fromRun: 1, toRun: 1, maxRuns: 1, maxMessages: 1 })
         .then(
           (t) => {
             const e = this.entries.get(id);
             if (!e) return;
-            const title = t.runs[0] ? shorten(t.runs[0].input) : "";
-            this.entries.set(id, { ...e, title, group: t.worktree?.repository || e.group });
+            const group = t.worktree?.repository || e.group;
+            const title = e.summary.title || t.title || shorten(t.runs[0]?.input ?? "");
+            if (group === e.group && title === e.summary.title) return;
+            this.entries.set(id, { ...e, group, summary: { ...e.summary, title } });
             this.changed();
           },
           (err) => {
@@ -179,8 +181,8 @@ class ThreadList {
           },
         )
         .finally(() => {
-          this.titleCalls--;
-          this.readTitles();
+          this.detailCalls--;
+          this.readDetails();
         });
     }
   }
@@ -206,7 +208,7 @@ function matches(e: Entry, st: ThreadState, f: Filter): boolean {
   if (f.provider && e.summary.provider !== f.provider) return false;
   if (f.text) {
     const q = f.text.toLowerCase();
-    const hay = [e.title ?? "", e.summary.cwd, e.summary.branch, e.summary.id, e.summary.model].join("\n").toLowerCase();
+    const hay = [e.summary.title, e.summary.cwd, e.summary.branch, e.summary.id, e.summary.model].join("\n").toLowerCase();
     if (!hay.includes(q)) return false;
   }
   return true;
@@ -233,7 +235,7 @@ export function ListPage() {
   const counts = new Map<ThreadState, number>();
   const groups = new Map<string, { e: Entry; st: ThreadState }[]>();
   for (const e of all) {
-    const st = stateOf(e.summary, e.pending, Boolean(e.wait));
+    const st = stateOf(e.summary, e.pending);
     counts.set(st, (counts.get(st) ?? 0) + 1);
     if (!matches(e, st, filter)) continue;
     let g = groups.get(e.group);
@@ -303,7 +305,7 @@ export function ListPage() {
           </h2>
           <ul class="threads">
             {rows.map(({ e, st }) => (
-              <ThreadRow key={e.summary.id} entry={e} state={st} now={t} list={list} />
+              <ThreadRow key={e.summary.id} entry={e} state={st} now={t} />
             ))}
           </ul>
         </section>
@@ -312,107 +314,84 @@ export function ListPage() {
   );
 }
 
-// One IntersectionObserver for every row: a row's title is read when it
-// comes into view.
-const seen = new WeakMap<Element, () => void>();
-let observer: IntersectionObserver | undefined;
-
-function observe(el: Element, onSeen: () => void): () => void {
-  observer ??= new IntersectionObserver((entries) => {
-    for (const en of entries) {
-      if (!en.isIntersecting) continue;
-      seen.get(en.target)?.();
-      observer?.unobserve(en.target);
-    }
-  });
-  seen.set(el, onSeen);
-  observer.observe(el);
-  return () => observer?.unobserve(el);
-}
-
 interface RowProps {
   entry: Entry;
   state: ThreadState;
   now: number;
-  list: ThreadList;
 }
 
-// ThreadRow renders again only when its entry (replaced, never changed in
-// place, but for the activity of streamed text), its state or the clock
+// ThreadRow renders again only when its entry, its state or the clock
 // changed: a list of many threads costs the changed rows per event.
 class ThreadRow extends Component<RowProps> {
   shouldComponentUpdate(next: RowProps): boolean {
     const p = this.props;
     return next.entry !== p.entry || next.state !== p.state || next.now !== p.now;
   }
-  render(props: RowProps) {
-    return <Row {...props} />;
+  render({ entry, state, now }: RowProps) {
+    const s = entry.summary;
+    const title = s.title || (s.runs === 0 ? `(no messages) ${base(s.cwd)}` : s.id);
+    return (
+      <li class={`thread state-${state}`} data-thread-id={s.id} data-state={state}>
+        <div class="row-main">
+          <Link href={`/threads/${encodeURIComponent(s.id)}`} class="title">
+            {title}
+          </Link>
+          <span class={`badge ${state}`}>{stateLabels[state]}</span>
+        </div>
+        <div class="row-meta muted">
+          <span>
+            {s.provider}
+            {s.model && ` · ${s.model}`}
+          </span>
+          {s.branch && (
+            <span title={s.worktree ? `worktree ${s.worktree}` : "branch"}>
+              ⎇ {s.branch}
+              {s.worktree && ` · ${base(s.worktree)}`}
+            </span>
+          )}
+          <span>
+            {s.runs} run{s.runs === 1 ? "" : "s"}
+            {s.queued > 0 && ` (${s.queued} queued)`}
+          </span>
+          <time dateTime={iso(entry.activity)} title={iso(entry.activity)}>
+            {ago(entry.activity, now)}
+          </time>
+        </div>
+        {state === "waiting" && s.wait?.at && (
+          <WaitLine threadId={s.id} at={s.wait.at} provider={s.wait.provider} what="limit" />
+        )}
+      </li>
+    );
   }
 }
 
-function Row({ entry, state, now, list }: RowProps) {
-  const s = entry.summary;
-  const ref = useRef<HTMLLIElement>(null);
-  useEffect(() => {
-    if (entry.title !== undefined || !ref.current) return;
-    return observe(ref.current, () => list.requestTitle(s.id));
-  }, [s.id, entry.title === undefined]);
-  const title = entry.title || (entry.title === "" ? `(no runs) ${base(s.cwd)}` : s.id);
-  return (
-    <li class={`thread state-${state}`} data-thread-id={s.id} data-state={state} ref={ref}>
-      <div class="row-main">
-        <Link href={`/threads/${encodeURIComponent(s.id)}`} class="title">
-          {title}
-        </Link>
-        <span class={`badge ${state}`}>{stateLabels[state]}</span>
-      </div>
-      <div class="row-meta muted">
-        <span>
-          {s.provider}
-          {s.model && ` · ${s.model}`}
-        </span>
-        {s.branch && <span title="branch">⎇ {s.branch}</span>}
-        <span>
-          {s.runs} run{s.runs === 1 ? "" : "s"}
-          {s.queued > 0 && ` (${s.queued} queued)`}
-        </span>
-        <time dateTime={iso(entry.activity)} title={iso(entry.activity)}>
-          {ago(entry.activity, now)}
-        </time>
-      </div>
-      {state === "waiting" && entry.wait && <WaitLine threadId={s.id} wait={entry.wait} />}
-    </li>
-  );
-}
-
 // WaitLine shows a usage-limit wait's countdown and a button that cancels
-// it (an interrupt of the waiting run).
-export function WaitLine({ threadId, wait }: { threadId: string; wait: Wait }) {
+// it: an interrupt of the waiting run (runId; empty: the active run).
+export function WaitLine(props: { threadId: string; at: Timestamp; provider: string; what: string; runId?: string; note?: string }) {
   const t = useSeconds();
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
-  const at = ms(wait.at);
+  const at = ms(props.at);
   const cancel = async () => {
     setBusy(true);
     try {
-      await api.interrupt({ commandId: commandId(), threadId, runId: wait.runId });
+      await api.interrupt({ commandId: commandId(), threadId: props.threadId, runId: props.runId ?? "" });
     } catch (err) {
       setError(describe(err));
     } finally {
       setBusy(false);
     }
   };
-  const what = wait.limit?.description || "a limit";
   return (
-    <div class="wait">
+    <div class="wait" data-role="wait">
       <span>
-        Waiting for {wait.provider} {what}: {wait.atReset ? "resets" : "probe"} in{" "}
-        <time dateTime={iso(at)} data-role="countdown">
+        Waiting for the {props.provider} {props.what} to reset: continues in{" "}
+        <time dateTime={iso(at)} title={iso(at)} data-role="countdown">
           {countdown(at, t)}
         </time>
-        {wait.maxProbes > 0 && ` (wait ${wait.probe} of ${wait.maxProbes})`}
+        {props.note && ` ${props.note}`}
       </span>
-      <button type="button" data-action="cancel-wait" onClick={cancel} disabled={busy}>
+      <button type="button" data-action="cancel-wait" onClick={() => void cancel()} disabled={busy}>
         Cancel wait
       </button>
       {error && (

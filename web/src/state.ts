@@ -20,13 +20,13 @@ export const stateLabels: Record<ThreadState, string> = {
 const failedRuns = new Set(["failed", "blocked"]);
 
 // stateOf is a thread's state: archived, then a pending request (needs
-// you), then the active run's status (waiting on an armed usage-limit
-// wait, else working: a run waits for a request's answer too), then how
-// its newest run ended.
-export function stateOf(s: ThreadSummary, pendingRequests: number, waitArmed: boolean): ThreadState {
+// you), then the active run's status (waiting on an armed wait, else
+// working: a run waits for a request's answer too), then how its newest
+// run ended.
+export function stateOf(s: ThreadSummary, pendingRequests: number): ThreadState {
   if (s.archived) return "archived";
   if (pendingRequests > 0) return "needs-you";
-  if (s.status === "waiting" && waitArmed) return "waiting";
+  if (s.status === "waiting" && s.wait) return "waiting";
   if (s.status !== "idle" && s.status !== "") return "working";
   if (s.queued > 0) return "working";
   if (failedRuns.has(s.lastRun)) return "failed";
@@ -49,8 +49,8 @@ export function stateOfThread(t: Thread, runs: Run[]): ThreadState {
     if (r.status === "starting" || r.status === "running" || r.status === "waiting") status = r.status;
     break;
   }
-  const pending = pendingOf(t).length;
-  return stateOf({ archived: t.archived, status, lastRun, queued } as ThreadSummary, pending, Boolean(t.loop?.wait));
+  const wait = t.loop?.wait;
+  return stateOf({ archived: t.archived, status, lastRun, queued, wait } as ThreadSummary, pendingOf(t).length);
 }
 
 export function pendingOf(t: Thread): RuntimeRequest[] {

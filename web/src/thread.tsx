@@ -13,6 +13,7 @@ import { Link } from "./router";
 import { Connection } from "./connection";
 import { DiffView } from "./diff";
 import { PolicyPanel, ProviderPanel } from "./threadpanels";
+import { WaitLine } from "./list";
 
 // runsPerStep is how many more runs "show earlier" shows.
 const runsPerStep = 20;
@@ -102,6 +103,15 @@ export function ThreadPage({ id }: { id: string }) {
         <p class="error" role="alert">
           {error}
         </p>
+      )}
+      {state === "waiting" && th.loop?.wait?.at && (
+        <WaitLine
+          threadId={id}
+          at={th.loop.wait.at}
+          provider={th.loop.wait.provider}
+          what={th.loop.wait.limit?.description || "limit"}
+          runId={th.loop.wait.runId}
+        />
       )}
       <PolicyPanel thread={th} />
       <ProviderPanel thread={th} />

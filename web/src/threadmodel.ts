@@ -38,7 +38,6 @@ import { api, describe, signedOut } from "./api";
 import { follow } from "./stream";
 import { Cell, session } from "./store";
 import { notify } from "./notify";
-import { shorten } from "./state";
 
 // refetchDelay gathers the events that need a new projection into one
 // GetThread.
@@ -515,8 +514,7 @@ export class ThreadModel {
   }
 
   title(): string {
-    const first = this.older[0]?.runs[0] ?? this.t?.runs[0];
-    return first?.ordinal === 1 ? shorten(first.input, 60) : this.id;
+    return this.t?.title || this.id;
   }
 
   private request(id: string): RuntimeRequest | undefined {
