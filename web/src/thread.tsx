@@ -94,7 +94,7 @@ export function ThreadPage({ id }: { id: string }) {
             ⎇ {th.worktree.branch} ({th.worktree.status})
           </span>
         )}
-        <span>{th.page?.runs ?? runs.length} runs</span>
+        <span>{plural(th.page?.runs ?? runs.length, "run")}</span>
         <span>approvals: {th.approvalPolicy || "decline"}</span>
         <time dateTime={iso(ms(th.updatedAt))}>updated {ago(ms(th.updatedAt), t)}</time>
         {th.archived && <span>archived</span>}
@@ -636,4 +636,8 @@ function Composer({ thread, active, caps }: { thread: Thread; active?: Run; caps
       )}
     </form>
   );
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
 }

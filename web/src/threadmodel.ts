@@ -38,6 +38,7 @@ import { api, describe, signedOut } from "./api";
 import { follow } from "./stream";
 import { Cell, session } from "./store";
 import { notify } from "./notify";
+import { shorten } from "./state";
 
 // refetchDelay gathers the events that need a new projection into one
 // GetThread.
@@ -513,8 +514,11 @@ export class ThreadModel {
     }
   }
 
+  // title is the thread's first message, shortened (the projection's, or
+  // its first run's input when the service gave none).
   title(): string {
-    return this.t?.title || this.id;
+    const first = this.older[0]?.runs[0] ?? this.t?.runs[0];
+    return this.t?.title || (first?.ordinal === 1 ? shorten(first.input, 80) : "") || this.id;
   }
 
   private request(id: string): RuntimeRequest | undefined {
