@@ -328,8 +328,64 @@ const itemKinds: Record<string, string> = {
   web_search: "search",
 };
 
+// PlanStep is one step of a plan as providers say it: codex's
+// {step, status}, ACP's {content, priority, status}.
+interface PlanStep {
+  text: string;
+  status: string;
+}
+
+// planOf reads a plan item's steps from its detail (undefined: not a plan
+// the page knows how to read).
+function planOf(detail: string): { steps: PlanStep[]; explanation: string } | undefined {
+  let d: unknown;
+  try {
+    d = JSON.parse(detail);
+  } catch {
+    return undefined;
+  }
+  const o = (typeof d === "object" && d !== null ? d : {}) as Record<string, unknown>;
+  const list = Array.isArray(d) ? d : Array.isArray(o.plan) ? o.plan : Array.isArray(o.entries) ? o.entries : undefined;
+  if (!list) return undefined;
+  const steps = list.map((e: Record<string, unknown>) => ({
+    text: String(e.step ?? e.content ?? e.title ?? ""),
+    status: String(e.status ?? ""),
+  }));
+  return { steps, explanation: typeof o.explanation === "string" ? o.explanation : "" };
+}
+
+const stepMarks: Record<string, string> = { completed: "✓", in_progress: "▸", inProgress: "▸", pending: "○" };
+
+function PlanView({ plan }: { plan: { steps: PlanStep[]; explanation: string } }) {
+  return (
+    <>
+      {plan.explanation && <p class="muted">{plan.explanation}</p>}
+      <ol class="plan" aria-label="Plan">
+        {plan.steps.map((s) => (
+          <li data-step-status={s.status}>
+            <span aria-hidden="true">{stepMarks[s.status] ?? "·"}</span> {s.text}
+            <span class="sr-only"> ({s.status})</span>
+          </li>
+        ))}
+      </ol>
+    </>
+  );
+}
+
 function ItemView({ it }: { it: TurnItem }) {
   const kind = itemKinds[it.kind] ?? it.kind;
+  const plan = it.kind === "plan" && it.detail ? planOf(it.detail) : undefined;
+  if (plan) {
+    return (
+      <details class="item item-plan" data-item-id={it.id} data-kind={it.kind} open>
+        <summary>
+          <span class="kind">plan</span>
+          {it.title || `${plan.steps.length} steps`} <span class={`muted status-${it.status}`}>{it.status}</span>
+        </summary>
+        <PlanView plan={plan} />
+      </details>
+    );
+  }
   const detail = it.detail ? pretty(it.detail) : "";
   const body = it.text ? tail(it.text) : "";
   return (
