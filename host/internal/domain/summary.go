@@ -44,6 +44,9 @@ type SummaryWait struct {
 	At       time.Time `json:"at"`
 	Kind     WaitKind  `json:"kind"`
 	Provider string    `json:"provider"`
+	// RunID is the run that waits (a continue wait): interrupting it
+	// cancels the wait.
+	RunID string `json:"runId,omitempty"`
 }
 
 // titleMax is how many characters of its first message a title keeps.
@@ -91,7 +94,7 @@ func (t *Thread) Summary() ThreadSummary {
 		}
 	}
 	if w := t.NextWait(); w != nil {
-		s.Wait = &SummaryWait{At: w.At, Kind: w.Kind, Provider: w.Provider}
+		s.Wait = &SummaryWait{At: w.At, Kind: w.Kind, Provider: w.Provider, RunID: w.RunID}
 	}
 	for i := len(t.Runs) - 1; i >= 0; i-- {
 		r := &t.Runs[i]

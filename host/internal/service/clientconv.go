@@ -36,7 +36,7 @@ func summaryWaitOf(w *batonv1.SummaryWait) *domain.SummaryWait {
 	if w == nil {
 		return nil
 	}
-	return &domain.SummaryWait{At: instant(w.GetAt()), Kind: domain.WaitKind(w.GetKind()), Provider: w.GetProvider()}
+	return &domain.SummaryWait{At: instant(w.GetAt()), Kind: domain.WaitKind(w.GetKind()), Provider: w.GetProvider(), RunID: w.GetRunId()}
 }
 
 // ThreadOf is an API thread's projection as the domain's Thread.

@@ -46,7 +46,7 @@ func summaryWaitPB(w *domain.SummaryWait) *batonv1.SummaryWait {
 	if w == nil {
 		return nil
 	}
-	return &batonv1.SummaryWait{At: timestamppb.New(w.At), Kind: string(w.Kind), Provider: w.Provider}
+	return &batonv1.SummaryWait{At: timestamppb.New(w.At), Kind: string(w.Kind), Provider: w.Provider, RunId: w.RunID}
 }
 
 // pagePB says what a page holds, and in words what it leaves out.

@@ -5415,8 +5415,11 @@ type SummaryWait struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	At    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
 	// kind: continue or return.
-	Kind          string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Provider      string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	Kind     string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Provider string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	// run_id is the run that waits (kind continue): Interrupt it to cancel
+	// the wait.
+	RunId         string `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5468,6 +5471,13 @@ func (x *SummaryWait) GetKind() string {
 func (x *SummaryWait) GetProvider() string {
 	if x != nil {
 		return x.Provider
+	}
+	return ""
+}
+
+func (x *SummaryWait) GetRunId() string {
+	if x != nil {
+		return x.RunId
 	}
 	return ""
 }
@@ -10620,9 +10630,15 @@ type Plugin struct {
 	Capabilities *Capabilities          `protobuf:"bytes,4,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
 	Notes        map[string]string      `protobuf:"bytes,5,rep,name=notes,proto3" json:"notes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// path is the plugin binary.
-	Path          string `protobuf:"bytes,6,opt,name=path,proto3" json:"path,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Path string `protobuf:"bytes,6,opt,name=path,proto3" json:"path,omitempty"`
+	// verification is what checking the binary against its directory's
+	// lockfile (plugins.lock) found: verified (its SHA-256 is the one
+	// recorded), or the problem (missing, tampered, not locked, permission),
+	// which verification_detail says in words with what to do.
+	Verification       string `protobuf:"bytes,7,opt,name=verification,proto3" json:"verification,omitempty"`
+	VerificationDetail string `protobuf:"bytes,8,opt,name=verification_detail,json=verificationDetail,proto3" json:"verification_detail,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Plugin) Reset() {
@@ -10693,6 +10709,20 @@ func (x *Plugin) GetNotes() map[string]string {
 func (x *Plugin) GetPath() string {
 	if x != nil {
 		return x.Path
+	}
+	return ""
+}
+
+func (x *Plugin) GetVerification() string {
+	if x != nil {
+		return x.Verification
+	}
+	return ""
+}
+
+func (x *Plugin) GetVerificationDetail() string {
+	if x != nil {
+		return x.VerificationDetail
 	}
 	return ""
 }
@@ -12014,11 +12044,12 @@ const file_baton_proto_rawDesc = "" +
 	"\x05title\x18\x0e \x01(\tR\x05title\x12\x18\n" +
 	"\apending\x18\x0f \x01(\rR\apending\x12)\n" +
 	"\x04wait\x18\x10 \x01(\v2\x15.baton.v1.SummaryWaitR\x04wait\x12\x1a\n" +
-	"\bworktree\x18\x11 \x01(\tR\bworktree\"i\n" +
+	"\bworktree\x18\x11 \x01(\tR\bworktree\"\x80\x01\n" +
 	"\vSummaryWait\x12*\n" +
 	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1a\n" +
-	"\bprovider\x18\x03 \x01(\tR\bprovider\"\x96\x01\n" +
+	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x15\n" +
+	"\x06run_id\x18\x04 \x01(\tR\x05runId\"\x96\x01\n" +
 	"\x12ListThreadsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -12451,14 +12482,16 @@ const file_baton_proto_rawDesc = "" +
 	"\x0fnative_rollback\x18\x05 \x01(\bR\x0enativeRollback\x12\x12\n" +
 	"\x04fork\x18\x06 \x01(\bR\x04fork\x12\x16\n" +
 	"\x06resume\x18\a \x01(\bR\x06resume\x12'\n" +
-	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\x98\x02\n" +
+	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\xed\x02\n" +
 	"\x06Plugin\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12#\n" +
 	"\rwire_protocol\x18\x03 \x01(\tR\fwireProtocol\x12:\n" +
 	"\fcapabilities\x18\x04 \x01(\v2\x16.baton.v1.CapabilitiesR\fcapabilities\x121\n" +
 	"\x05notes\x18\x05 \x03(\v2\x1b.baton.v1.Plugin.NotesEntryR\x05notes\x12\x12\n" +
-	"\x04path\x18\x06 \x01(\tR\x04path\x1a8\n" +
+	"\x04path\x18\x06 \x01(\tR\x04path\x12\"\n" +
+	"\fverification\x18\a \x01(\tR\fverification\x12/\n" +
+	"\x13verification_detail\x18\b \x01(\tR\x12verificationDetail\x1a8\n" +
 	"\n" +
 	"NotesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
