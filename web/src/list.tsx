@@ -358,7 +358,7 @@ class ThreadRow extends Component<RowProps> {
           </time>
         </div>
         {state === "waiting" && s.wait?.at && (
-          <WaitLine threadId={s.id} at={s.wait.at} provider={s.wait.provider} what="limit" />
+          <WaitLine threadId={s.id} at={s.wait.at} provider={s.wait.provider} what="limit" runId={s.wait.runId} />
         )}
       </li>
     );
