@@ -203,6 +203,11 @@ class RunView extends Component<RunProps> {
         {requests.map((q) => (
           <RequestView q={q} threadId={threadId} />
         ))}
+        {run.interruptRequested && isActive(run.status) && (
+          <p class="muted" data-role="stopping">
+            Stopping: the provider was asked to stop the turn.
+          </p>
+        )}
         {run.pendingRestart.map((s) => (
           <p class="muted">Steering after restart: {s.text}</p>
         ))}

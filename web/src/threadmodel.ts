@@ -510,7 +510,7 @@ export class ThreadModel {
         return;
       }
       default:
-        this.refetchSoon();
+        if (!quiet.has(p.case)) this.refetchSoon();
     }
   }
 
@@ -543,6 +543,18 @@ export class ThreadModel {
     });
   }
 }
+
+// quiet are the events that change nothing the page shows: they need no
+// new projection.
+const quiet = new Set<Event["payload"]["case"]>([
+  "attemptDispatched",
+  "providerSessionOpened",
+  "providerSessionEnded",
+  "providerThreadBound",
+  "effectCancelled",
+  "rateLimitReported",
+  "checkpointScopeOpened",
+]);
 
 export function isActive(status: string): boolean {
   return status === "starting" || status === "running" || status === "waiting";
