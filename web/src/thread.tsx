@@ -187,6 +187,7 @@ class RunView extends Component<RunProps> {
           </time>
           {run.usage && run.usage.totalTokens > 0n && <span class="muted">{String(run.usage.totalTokens)} tokens</span>}
         </div>
+        {run.status === "queued" && <CancelQueued threadId={threadId} runId={run.id} />}
         {run.attempts.length > 1 && (
           <ol class="attempts" aria-label="Attempts">
             {run.attempts.map((a) => (
@@ -236,6 +237,35 @@ class RunView extends Component<RunProps> {
       </section>
     );
   }
+}
+
+// CancelQueued cancels a run that waits for the runs before it.
+function CancelQueued({ threadId, runId }: { threadId: string; runId: string }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState("");
+  const cancel = async () => {
+    setBusy(true);
+    try {
+      await api.cancelQueued({ commandId: commandId(), threadId, runIds: [runId] });
+    } catch (err) {
+      setError(describe(err));
+      setBusy(false);
+    }
+  };
+  return (
+    <p class="muted">
+      Queued behind the runs before it.{" "}
+      <button type="button" data-action="cancel-queued" disabled={busy} onClick={() => void cancel()}>
+        Cancel this run
+      </button>
+      {error && (
+        <span class="error" role="alert">
+          {" "}
+          {error}
+        </span>
+      )}
+    </p>
+  );
 }
 
 // nodeTree renders a run's nodes in the order they started, each
