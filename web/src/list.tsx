@@ -11,15 +11,15 @@
 import { Component } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { Event, ThreadSummary } from "./gen/baton_pb";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { api, commandId, describe, signedOut } from "./api";
+import { api, describe, signedOut } from "./api";
 import { follow } from "./stream";
-import { Cell, now, session, useCell, useSeconds } from "./store";
+import { Cell, now, session, useCell } from "./store";
 import { type ThreadState, base, shorten, stateLabels, stateOf, threadStates } from "./state";
-import { ago, countdown, iso, ms } from "./time";
+import { ago, iso, ms } from "./time";
 import { Link } from "./router";
 import { Connection } from "./connection";
 import { notify } from "./notify";
+import { WaitLine } from "./wait";
 
 // Entry is what the list holds of one thread. It is replaced when it
 // changes, never changed in place (but for the activity of streamed text).
@@ -363,42 +363,4 @@ class ThreadRow extends Component<RowProps> {
       </li>
     );
   }
-}
-
-// WaitLine shows a usage-limit wait's countdown and a button that cancels
-// it: an interrupt of the waiting run (runId; empty: the active run).
-export function WaitLine(props: { threadId: string; at: Timestamp; provider: string; what: string; runId?: string; note?: string }) {
-  const t = useSeconds();
-  const [error, setError] = useState("");
-  const [busy, setBusy] = useState(false);
-  const at = ms(props.at);
-  const cancel = async () => {
-    setBusy(true);
-    try {
-      await api.interrupt({ commandId: commandId(), threadId: props.threadId, runId: props.runId ?? "" });
-    } catch (err) {
-      setError(describe(err));
-    } finally {
-      setBusy(false);
-    }
-  };
-  return (
-    <div class="wait" data-role="wait">
-      <span>
-        Waiting for the {props.provider} {props.what} to reset: continues in{" "}
-        <time dateTime={iso(at)} title={iso(at)} data-role="countdown">
-          {countdown(at, t)}
-        </time>
-        {props.note && ` ${props.note}`}
-      </span>
-      <button type="button" data-action="cancel-wait" onClick={() => void cancel()} disabled={busy}>
-        Cancel wait
-      </button>
-      {error && (
-        <span class="error" role="alert">
-          {error}
-        </span>
-      )}
-    </div>
-  );
 }

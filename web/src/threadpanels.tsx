@@ -7,7 +7,7 @@ import { useEffect, useState } from "preact/hooks";
 import { type ContinuationPolicy, ContinuationPolicySchema, type Plugin, type Thread } from "./gen/baton_pb";
 import { api, commandId, describe } from "./api";
 import { listPlugins } from "./state";
-import { WaitLine } from "./list";
+import { WaitLine } from "./wait";
 import { iso, ms } from "./time";
 
 function minutes(d: Duration | undefined): string {
