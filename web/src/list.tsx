@@ -242,6 +242,10 @@ export function ListPage() {
     if (!g) groups.set(e.group, (g = []));
     g.push({ e, st });
   }
+  const needing = counts.get("needs-you") ?? 0;
+  useEffect(() => {
+    document.title = needing > 0 ? `(${needing}) Threads · Baton` : "Threads · Baton";
+  }, [needing]);
   const ordered = [...groups.entries()]
     .map(([group, rows]) => {
       rows.sort((a, b) => b.e.activity - a.e.activity);

@@ -22,6 +22,7 @@ export function PluginsPage() {
   const [plugins, setPlugins] = useState<Plugin[] | undefined>();
   const [error, setError] = useState("");
   useEffect(() => {
+    document.title = "Plugins · Baton";
     listPlugins().then(setPlugins, (err) => {
       if (signedOut(err)) session.set("expired");
       else setError(describe(err));

@@ -36,6 +36,10 @@ export function ThreadPage({ id }: { id: string }) {
   useEffect(() => {
     if (th) performance.mark("baton:thread-shown");
   }, [th !== undefined]);
+  const title = th ? model.title() : id;
+  useEffect(() => {
+    document.title = `${title} · Baton`;
+  }, [title]);
   useEffect(() => {
     if (!th?.provider) return;
     listPlugins().then(
@@ -77,7 +81,7 @@ export function ThreadPage({ id }: { id: string }) {
         <Link href="/">← Threads</Link>
       </p>
       <div class="thread-head">
-        <h1>{model.title()}</h1>
+        <h1>{title}</h1>
         <span class={`badge ${state}`} data-role="thread-state" data-state={state}>
           {stateLabels[state]}
         </span>
