@@ -164,9 +164,6 @@ export class ThreadModel {
   requestsOf(runId: string): RuntimeRequest[] {
     return this.requestsOfRun.get(runId) ?? [];
   }
-  message(id: string): Message | undefined {
-    return this.messageById.get(id);
-  }
   checkpoint(id: string): Checkpoint | undefined {
     return this.checkpointById.get(id);
   }
