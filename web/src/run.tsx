@@ -51,6 +51,11 @@ export class RunView extends Component<RunProps> {
             {new Date(ms(run.startedAt || run.queuedAt) || Date.now()).toLocaleString()}
           </time>
           {run.usage && run.usage.totalTokens > 0n && <span class="muted">{String(run.usage.totalTokens)} tokens</span>}
+          {run.commit && (
+            <code class="muted" title={`the run's commit on the thread's branch: ${run.commit}`}>
+              {run.commit.slice(0, 12)}
+            </code>
+          )}
         </div>
         {run.status === "queued" && <CancelQueued threadId={threadId} runId={run.id} />}
         {run.attempts.length > 1 && (
@@ -83,6 +88,15 @@ export class RunView extends Component<RunProps> {
             {run.waits > 0 && ` (${run.waits} wait${run.waits === 1 ? "" : "s"})`}
           </p>
         )}
+        {model.diagnosticsOf(run.id).map((d) => (
+          <details class="item diagnostic" data-role="diagnostic">
+            <summary>
+              <span class="kind">note</span>
+              {d.title}
+            </summary>
+            {d.text && <pre>{d.text}</pre>}
+          </details>
+        ))}
         {run.failure && (
           <p class="error">
             {run.failure.code}: {run.failure.message}

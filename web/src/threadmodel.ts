@@ -23,6 +23,7 @@ import { create } from "@bufbuild/protobuf";
 import {
   AttemptSchema,
   type Checkpoint,
+  type Diagnostic,
   type Event,
   type Message,
   MessageSchema,
@@ -107,6 +108,7 @@ export class ThreadModel {
   private messagesOfRun = new Map<string, Message[]>();
   private itemsOfRun = new Map<string, TurnItem[]>();
   private requestsOfRun = new Map<string, RuntimeRequest[]>();
+  private diagnosticsOfRun = new Map<string, Diagnostic[]>();
   private checkpointById = new Map<string, Checkpoint>();
   private runById = new Map<string, Run>();
   // rollbacks are the rollbacks under way: the runs and checkpoints each
@@ -167,6 +169,9 @@ export class ThreadModel {
   }
   requestsOf(runId: string): RuntimeRequest[] {
     return this.requestsOfRun.get(runId) ?? [];
+  }
+  diagnosticsOf(runId: string): Diagnostic[] {
+    return this.diagnosticsOfRun.get(runId) ?? [];
   }
   checkpoint(id: string): Checkpoint | undefined {
     return this.checkpointById.get(id);
@@ -247,6 +252,7 @@ export class ThreadModel {
     this.messagesOfRun.clear();
     this.itemsOfRun.clear();
     this.requestsOfRun.clear();
+    this.diagnosticsOfRun.clear();
     this.checkpointById.clear();
     this.runById.clear();
     // An earlier page adds only what is of its own runs: the rest is in
@@ -257,6 +263,7 @@ export class ThreadModel {
       for (const m of p.messages) if (own.has(m.runId)) this.addMessage(m);
       for (const it of p.turnItems) if (own.has(it.runId)) this.addItem(it);
       for (const q of p.requests) if (own.has(q.runId)) push(this.requestsOfRun, q.runId, q);
+      for (const d of p.diagnostics) if (own.has(d.runId)) push(this.diagnosticsOfRun, d.runId, d);
       for (const c of p.checkpoints) this.checkpointById.set(c.id, c);
     }
     const t = this.t;
@@ -265,6 +272,7 @@ export class ThreadModel {
     for (const m of t.messages) this.addMessage(m);
     for (const it of t.turnItems) this.addItem(it);
     for (const q of t.requests) push(this.requestsOfRun, q.runId, q);
+    for (const d of t.diagnostics) push(this.diagnosticsOfRun, d.runId, d);
     for (const c of t.checkpoints) this.checkpointById.set(c.id, c);
   }
 
@@ -597,6 +605,7 @@ function keepRuns(p: Thread, keep: (r: Run) => boolean): void {
   p.messages = p.messages.filter((m) => own.has(m.runId));
   p.turnItems = p.turnItems.filter((i) => own.has(i.runId));
   p.requests = p.requests.filter((q) => own.has(q.runId));
+  p.diagnostics = p.diagnostics.filter((d) => own.has(d.runId));
   p.checkpoints = p.checkpoints.filter((c) => own.has(c.runId));
 }
 
