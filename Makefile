@@ -11,7 +11,7 @@ TOOLS     := $(CURDIR)/.bin
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 
-.PHONY: all build soak test test-stress cover-build plugin-test generate demo bench record record-switch live-test sigkill-sweep cover fuzz clean
+.PHONY: all build soak test test-stress cover-build plugin-test generate demo bench record record-switch live-test sigkill-sweep cover fuzz clean chromium browser-test screenshots
 
 all: build
 
@@ -108,18 +108,42 @@ cover-build:
 	@rm -rf $(COVER_OUT)/lock && mkdir -p $(COVER_OUT)/lock # the lock run's own counters, not the tests'
 	@GOCOVERDIR=$(COVER_OUT)/lock $(COVER_BIN)/baton plugin lock $(COVER_BIN)
 
-cover: cover-build
+cover: cover-build chromium
 	@rm -rf $(COVER_OUT)/data && mkdir -p $(COVER_OUT)/data
 	@failed=; for m in $(MODULES); do \
 		echo "== $$m"; \
 		(cd $$m && GOWORK=off GOFLAGS="-cover $(call COVERFLAGS,$$m)" \
-			BATON_BIN=$(COVER_BIN) BATON_REPLAYPEER=$(COVER_BIN)/replaypeer \
+			BATON_BIN=$(COVER_BIN) BATON_REPLAYPEER=$(COVER_BIN)/replaypeer $(BROWSER_ENV) \
 			$(GO) test -race -count=1 -cover $(call COVERFLAGS,$$m) ./... -args -test.gocoverdir=$(COVER_OUT)/data) \
 			|| failed="$$failed $$m"; \
 	done; \
 	GOWORK=off $(GO) run .ci/cover.go -data $(COVER_OUT)/data -profile $(COVER_OUT)/cover.out $(MODULES) || floors=1; \
 	test -z "$$failed" || echo "tests failed in:$$failed"; \
 	test -z "$$failed$$floors"
+
+# The dashboard's browser tests (TestBrowser* in host/cmd/baton) drive
+# headless Chromium: Debian's chromium package, installed here when it is
+# missing (about half a minute on a fresh machine, apt-get update
+# included). make test (through cover) and browser-test run them with
+# BATON_BROWSER=required, so a machine without Chromium fails them, naming
+# the package, where a plain go test skips them. A failed browser test
+# saves each tab's page in $(SCREENSHOTS) and logs its text.
+SCREENSHOTS := $(CURDIR)/coverage/screenshots
+BROWSER_ENV  = BATON_BROWSER=required BATON_SCREENSHOTS=$(SCREENSHOTS)
+chromium:
+	@command -v chromium >/dev/null || (echo "installing Debian's chromium for the browser tests"; \
+		apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+# Only the browser tests, against the binaries make build makes.
+browser-test: build chromium
+	cd host && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer $(BROWSER_ENV) \
+		$(GO) test -race -count=1 -run '^TestBrowser' ./cmd/baton/ ./internal/browsertest/
+
+# The README's pictures of the dashboard (docs/dashboard-*.png), taken by
+# TestBrowserViews from replayed threads.
+screenshots: build chromium
+	cd host && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer $(BROWSER_ENV) BATON_DASHBOARD_SHOTS=$(CURDIR)/docs \
+		$(GO) test -count=1 -run '^TestBrowserViews$$' ./cmd/baton/
 
 # One plugin against the replay peer, through its real process boundary:
 # its module's tests, among them the conformance suite (TestConformance:
