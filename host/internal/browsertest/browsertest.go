@@ -110,6 +110,11 @@ func Start(tb testing.TB) *Browser {
 		chromedp.Flag("disable-breakpad", true),
 		chromedp.Flag("metrics-recording-only", true),
 		chromedp.Flag("password-store", "basic"),
+		// A tab in the background runs its timers and frames as one in
+		// front does: several tabs of one test all stay live.
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
 		chromedp.WindowSize(1280, 900),
 	}
 	// The browser lives until the test's cleanups have run (they take the

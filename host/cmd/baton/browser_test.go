@@ -1,0 +1,374 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/browsertest"
+)
+
+// The dashboard in a real browser: `baton serve` with a loopback TCP
+// listener, the real acp plugin and replay peers, headless Chromium signed
+// in with the one-time code `baton ui` prints. The tests find what they
+// check by the DOM contract the UI keeps (data-thread-id, data-run-status,
+// data-request-id, data-action, ...; issue 29), never by layout or text
+// styling. Every page a test opens must write no error or warning to the
+// console (browsertest fails the test otherwise), and a failed test saves
+// each tab's page.
+
+// dashboard is a `baton serve` whose pages a browser reaches.
+type dashboard struct {
+	*batonService
+	origin string // http://127.0.0.1:PORT, from the sign-in URL
+}
+
+// startDashboard starts `baton serve` with a loopback TCP listener.
+func startDashboard(t testing.TB) *dashboard {
+	t.Helper()
+	s := startService(t, privateDir(t), "--listen", "tcp://127.0.0.1:0")
+	return &dashboard{batonService: s}
+}
+
+// loginURL is the URL `baton ui [THREAD]` prints: it signs a browser in
+// once, and opens the list, or the thread's page.
+func (d *dashboard) loginURL(t testing.TB, thread ...string) string {
+	t.Helper()
+	out, errOut, code := baton(t, append([]string{"ui", "--data", d.data}, thread...)...)
+	if code != exitOK {
+		t.Fatalf("baton ui: exit %d\n%s\n%s", code, out, errOut)
+	}
+	u := regexp.MustCompile(`http://\S+/login\?\S+`).FindString(out)
+	if u == "" {
+		t.Fatalf("baton ui printed no sign-in URL:\n%s\n%s", out, errOut)
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatalf("baton ui's URL %s: %v", u, err)
+	}
+	d.origin = p.Scheme + "://" + p.Host
+	return u
+}
+
+// signIn signs tab in and waits until its page follows the service live:
+// the list, or the thread's page.
+func (d *dashboard) signIn(t testing.TB, tab *browsertest.Tab, thread ...string) {
+	t.Helper()
+	tab.Go(d.loginURL(t, thread...))
+	if len(thread) > 0 {
+		tab.Wait("the thread's page", fmt.Sprintf(`[data-thread-page=%q]`, thread[0]))
+	}
+	tab.Wait("a live connection", `[data-role="connection"][data-live="true"]`)
+}
+
+// page is the URL of a page of the dashboard.
+func (d *dashboard) page(path string) string { return d.origin + path }
+
+// replayThread creates a thread in cwd replaying transcript, its requests
+// answered by approval, the peer given extra arguments.
+func replayThread(t *testing.T, c batonv1.BatonClient, cwd, transcript, approval string, extra ...string) string {
+	t.Helper()
+	argv := []string{filepath.Join(binDir, "replaypeer"), "--transcript", testdataPath(transcript), "--speed", "0"}
+	r, err := c.CreateThread(t.Context(), &batonv1.CreateThreadRequest{Provider: "acp", Cwd: cwd, ApprovalPolicy: approval,
+		ProviderCommand: &batonv1.ProviderCommand{Argv: append(argv, extra...)}})
+	if err != nil {
+		t.Fatalf("create thread: %v", err)
+	}
+	return r.GetThreadId()
+}
+
+// sendText sends text to a thread through the API.
+func sendText(t *testing.T, c batonv1.BatonClient, thread, text string) {
+	t.Helper()
+	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: thread, Text: text}); err != nil {
+		t.Fatalf("send %q: %v", text, err)
+	}
+}
+
+// Selectors of the DOM contract.
+func threadRow(id string) string  { return fmt.Sprintf(`[data-thread-id=%q]`, id) }
+func threadPage(id string) string { return fmt.Sprintf(`[data-thread-page=%q]`, id) }
+
+// assistantText is JavaScript: the page's assistant text, all messages
+// joined.
+const assistantText = `[...document.querySelectorAll('[data-role="assistant-text"]')].map(e => e.textContent).join("\n")`
+
+// A replayed thread appears on the list as it is created, without a
+// reload; its link opens its page, and the assistant's text streams in
+// there while the page is open, as the provider sends it.
+func TestBrowserThreadStreams(t *testing.T) {
+	d := startDashboard(t)
+	c := d.client()
+	tab := browsertest.Start(t).NewTab("list")
+	d.signIn(t, tab)
+
+	id := replayThread(t, c, t.TempDir(), "acp/simple.ndjson", "decline")
+	tab.Wait("the new thread on the list", threadRow(id))
+	tab.Click("the thread's link", threadRow(id)+fmt.Sprintf(` a[href="/threads/%s"]`, id))
+	tab.Wait("the thread's page", threadPage(id))
+	// The same document from here on: what follows arrives by the
+	// subscription, not by a load.
+	if _, err := browsertest.Eval[bool](tab, `window.batonTestMark = true`); err != nil {
+		t.Fatal(err)
+	}
+
+	sendText(t, c, id, lines(t, "acp/simple.messages")[0])
+	tab.WaitFor("the assistant's answer", assistantText+`.includes("Hello from the replay agent.")`)
+	tab.Wait("the run completed", `[data-run-id][data-run-status="completed"]`)
+	if still, err := browsertest.Eval[bool](tab, `window.batonTestMark === true`); err != nil || !still {
+		t.Errorf("the page was loaded again to show the answer (mark kept: %v, %v); want it streamed into the open page", still, err)
+	}
+
+	tab.Go(d.page("/"))
+	tab.Wait("the thread done on the list", threadRow(id)+`[data-state="done"]`)
+}
+
+// An approval answered on the page reaches the provider as exactly the
+// frame accepting it: the replay peer expects the recorded accept
+// (optionId "allow") and ends the run with a mismatch on any other.
+func TestBrowserApproval(t *testing.T) {
+	d := startDashboard(t)
+	c := d.client()
+	cwd := t.TempDir()
+	id := replayThread(t, c, cwd, "acp/approval_accept.ndjson", "ask")
+	tab := browsertest.Start(t).NewTab("thread")
+	d.signIn(t, tab, id)
+
+	tab.Type("the composer", `textarea[data-role="composer"]`, "Write allowed.txt")
+	tab.Click("send", `button[data-action="send"]`)
+	tab.Click("accept on the pending request", `[data-request-id] button[data-decision="accept"]`)
+	tab.WaitFor("the run's end", `document.querySelector('[data-run-id]:not([data-run-status="queued"]):not([data-run-status="starting"]):not([data-run-status="running"]):not([data-run-status="waiting"])')`)
+
+	p := thread(t, c, id)
+	run := p["runs"].([]any)[0].(map[string]any)
+	if run["status"] != "completed" {
+		t.Fatalf("the run ended %v (%v); want completed: the peer got another frame than the accept", run["status"], run["failure"])
+	}
+	var answers []string
+	for _, r := range p["requests"].([]any) {
+		r := r.(map[string]any)
+		answers = append(answers, fmt.Sprintf("%v %v", r["status"], r["decision"]))
+	}
+	if got := strings.Join(answers, ", "); got != "resolved accept" {
+		t.Errorf("the requests: %s; want one, resolved accept", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(cwd, "allowed.txt")); err != nil || string(b) != "written with permission\n" {
+		t.Errorf("allowed.txt: %q, %v; want what the accepted write wrote", b, err)
+	}
+	tab.Wait("the request answered on the page", `[data-run-id][data-run-status="completed"]`)
+	if n, _ := browsertest.Eval[int](tab, `document.querySelectorAll('[data-request-id] button[data-decision]').length`); n != 0 {
+		t.Errorf("%d answer buttons still shown after the request was resolved", n)
+	}
+}
+
+// gitRepo makes a repository in a new dir whose README is committed, as
+// the recorded transcripts' workspace was.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "README.md"), []byte("# Replay workspace\n\nA throwaway repository for recording transcripts.\n"), 0o644)
+	gitIn(t, ws, "init", "-q")
+	gitIn(t, ws, "add", "README.md")
+	gitIn(t, ws, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "init")
+	return ws
+}
+
+// rollbackThread is a thread of three completed runs in a repository: run
+// 1 writes a.txt, run 2 changes it and writes sub/b.txt, run 3 writes
+// c.txt. It returns the thread and the id of run 1's checkpoint.
+func rollbackThread(t *testing.T, c batonv1.BatonClient, ws string) (id, checkpoint string) {
+	t.Helper()
+	id = replayThread(t, c, ws, "acp/thread_rollback.ndjson", "accept", "--state", filepath.Join(t.TempDir(), "cursor"))
+	ev, _ := subscribe(t.Context(), t, c, id, 0)
+	for _, m := range []string{"Write a.txt saying one", "Add a line to a.txt and write sub/b.txt", "Write c.txt"} {
+		sendText(t, c, id, m)
+	}
+	for range 3 {
+		until(t, ev, "a run's end", ofType("run.ended"))
+	}
+	for _, cp := range thread(t, c, id)["checkpoints"].([]any) {
+		cp := cp.(map[string]any)
+		if cp["runOrdinal"] == 1.0 {
+			checkpoint, _ = cp["id"].(string)
+		}
+	}
+	if checkpoint == "" {
+		t.Fatalf("no checkpoint of run 1 in %v", thread(t, c, id)["checkpoints"])
+	}
+	return id, checkpoint
+}
+
+// files reads the named files of dir; a missing one is "(none)".
+func files(dir string, names ...string) string {
+	var b strings.Builder
+	for _, n := range names {
+		data, err := os.ReadFile(filepath.Join(dir, n))
+		if errors.Is(err, os.ErrNotExist) {
+			data = []byte("(none)\n")
+		}
+		fmt.Fprintf(&b, "%s: %s", n, data)
+	}
+	return b.String()
+}
+
+// A rollback asked for on the page waits for its confirmation, then puts
+// the repository's files back as they were after the checkpoint's run, and
+// the later runs show rolled back.
+func TestBrowserRollback(t *testing.T) {
+	d := startDashboard(t)
+	c := d.client()
+	ws := gitRepo(t)
+	id, cp := rollbackThread(t, c, ws)
+	before := files(ws, "a.txt", "sub/b.txt", "c.txt")
+	if want := "a.txt: one\ntwo\nsub/b.txt: bee\nc.txt: sea\n"; before != want {
+		t.Fatalf("the files after three runs:\n%s\nwant\n%s", before, want)
+	}
+	tab := browsertest.Start(t).NewTab("thread")
+	d.signIn(t, tab, id)
+
+	row := fmt.Sprintf(`[data-checkpoint-id=%q]`, cp)
+	tab.Click("run 1's rollback", row+` button[data-action="rollback"]`)
+	tab.Wait("the confirmation", `button[data-action="confirm-rollback"]`)
+	if now := files(ws, "a.txt", "sub/b.txt", "c.txt"); now != before {
+		t.Fatalf("the files changed before the rollback was confirmed:\n%s", now)
+	}
+	tab.Click("confirm", `button[data-action="confirm-rollback"]`)
+	tab.WaitFor("runs 2 and 3 rolled back", `document.querySelectorAll('[data-run-status="rolled_back"]').length === 2`)
+	if got, want := files(ws, "a.txt", "sub/b.txt", "c.txt"), "a.txt: one\nsub/b.txt: (none)\nc.txt: (none)\n"; got != want {
+		t.Errorf("the files after the rollback to run 1:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A second tab of the same browser is signed in by the first one's cookie,
+// and sees what the first one does as it happens: a message sent from the
+// first tab's composer, its run and its answer.
+func TestBrowserSecondTab(t *testing.T) {
+	d := startDashboard(t)
+	c := d.client()
+	id := replayThread(t, c, t.TempDir(), "acp/simple.ndjson", "decline")
+	b := browsertest.Start(t)
+	first, second, list := b.NewTab("first"), b.NewTab("second"), b.NewTab("list")
+	d.signIn(t, first, id)
+	second.Go(d.page("/threads/" + id))
+	second.Wait("the thread's page, by the first tab's cookie", threadPage(id))
+	second.Wait("a live connection", `[data-role="connection"][data-live="true"]`)
+	list.Go(d.page("/"))
+	list.Wait("the thread on the list", threadRow(id))
+
+	first.Type("the composer", `textarea[data-role="composer"]`, lines(t, "acp/simple.messages")[0])
+	first.Click("send", `button[data-action="send"]`)
+	second.WaitFor("the first tab's message answered", assistantText+`.includes("Hello from the replay agent.")`)
+	second.Wait("the run completed", `[data-run-id][data-run-status="completed"]`)
+	list.Wait("the thread done on the list", threadRow(id)+`[data-state="done"]`)
+}
+
+// A browser without the session cookie gets nothing: no list, no thread,
+// and the API answers unauthenticated. Signing out ends a session the
+// same way.
+func TestBrowserWithoutSession(t *testing.T) {
+	d := startDashboard(t)
+	c := d.client()
+	id := replayThread(t, c, t.TempDir(), "acp/simple.ndjson", "decline")
+	b := browsertest.Start(t)
+	d.loginURL(t) // the origin; the code is never used
+
+	stranger := b.NewPrivateTab("stranger")
+	stranger.IgnoreConsole() // the browser reports the refused loads as errors
+	shownNothing(t, stranger, d, id)
+
+	user := b.NewTab("user")
+	d.signIn(t, user)
+	user.Wait("the thread on the list", threadRow(id))
+	user.Click("sign out", `button[data-action="sign-out"]`)
+	user.IgnoreConsole() // from here on, refused too
+	user.WaitFor("the list gone", `document.querySelector('[data-thread-id]') === null`)
+	shownNothing(t, user, d, id)
+}
+
+// shownNothing checks that tab, signed in to nothing, is shown nothing of the
+// service: not the list, not the thread, and its API calls answer
+// unauthenticated.
+func shownNothing(t *testing.T, tab *browsertest.Tab, d *dashboard, thread string) {
+	t.Helper()
+	for _, path := range []string{"/", "/threads/" + thread, "/plugins"} {
+		tab.Go(d.page(path))
+		if n, err := browsertest.Eval[int](tab, `document.querySelectorAll('[data-thread-id], [data-thread-page], [data-plugin]').length`); err != nil || n != 0 {
+			t.Errorf("%s without a session shows %d threads or plugins (%v); want none", path, n, err)
+		}
+		if body, _ := browsertest.Eval[string](tab, `document.documentElement.outerHTML`); strings.Contains(body, thread) {
+			t.Errorf("%s without a session holds the thread id %s", path, thread)
+		}
+	}
+	got, err := browsertest.Eval[string](tab, `fetch("/baton.v1.Baton/ListThreads", {method: "POST", headers: {"Content-Type": "application/json"}, body: "{}"})
+		.then(async r => r.status + " " + await r.text())`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, "401 ") || !strings.Contains(got, "unauthenticated") || strings.Contains(got, thread) {
+		t.Errorf("ListThreads without a session answered %s; want 401 unauthenticated", got)
+	}
+}
+
+// A page of another origin cannot act on the service with the user's
+// cookie, though the browser sends it (127.0.0.1 on another port is the
+// same site): a state-changing call from it is refused 403 by its Origin,
+// and a call whose answer it would read is refused by the browser.
+func TestBrowserCrossOrigin(t *testing.T) {
+	d := startDashboard(t)
+	c := d.client()
+	b := browsertest.Start(t)
+	user := b.NewTab("user")
+	d.signIn(t, user)
+
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>another site</title><p>hello</p>`)
+	}))
+	defer evil.Close()
+	attacker := b.NewTab("attacker") // the user's browser: the cookie goes along
+	attacker.IgnoreConsole()         // the browser reports what it refused
+	attacker.Go(evil.URL)
+
+	responses := chromedp.Events(attacker.Ctx, network.ResponseReceived)
+	create := d.page("/baton.v1.Baton/CreateThread")
+	// A simple request (no preflight): the browser sends it, cookie and
+	// Origin, and hides the answer from the page.
+	if _, err := browsertest.Eval[string](attacker, fmt.Sprintf(`fetch(%q, {method: "POST", mode: "no-cors", credentials: "include",
+		headers: {"Content-Type": "text/plain"}, body: JSON.stringify({provider: "acp", cwd: "/tmp"})}).then(() => "sent")`, create)); err != nil {
+		t.Fatal(err)
+	}
+	for ev, err := range responses {
+		if err != nil {
+			t.Fatalf("no answer to the cross-origin call: %v", err)
+		}
+		if ev.Response.URL == create {
+			if ev.Response.Status != http.StatusForbidden {
+				t.Errorf("a cross-origin POST answered %d; want 403", ev.Response.Status)
+			}
+			break
+		}
+	}
+	// A call whose answer the page would read needs a grant the service
+	// does not give.
+	got, err := browsertest.Eval[string](attacker, fmt.Sprintf(`fetch(%q, {method: "POST", credentials: "include",
+		headers: {"Content-Type": "application/json"}, body: "{}"}).then(r => r.text(), e => "refused: " + e)`, d.page("/baton.v1.Baton/ListThreads")))
+	if err != nil || !strings.HasPrefix(got, "refused: ") {
+		t.Errorf("a cross-origin read of ListThreads gave %q, %v; want it refused", got, err)
+	}
+	l, err := c.ListThreads(t.Context(), &batonv1.ListThreadsRequest{All: true})
+	if err != nil || len(l.GetThreads()) != 0 {
+		t.Errorf("threads after the cross-origin calls: %v, %v; want none", l.GetThreads(), err)
+	}
+}
