@@ -1,7 +1,6 @@
 package service
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -147,9 +146,9 @@ func clearSocket(path string) error {
 }
 
 // listen opens an endpoint's listener: a unix socket made 0600, or TCP
-// (with TLS when tlsConf is set), its connections counted by conns (a
+// (whose TLS, if any, split does), its connections counted by conns (a
 // TLS handshake that never ends holds one too).
-func listen(ep endpoint, tlsConf *tls.Config, conns *connLimit) (net.Listener, error) {
+func listen(ep endpoint, conns *connLimit) (net.Listener, error) {
 	l, err := net.Listen(ep.network, ep.addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", ep, err)
@@ -162,11 +161,7 @@ func listen(ep endpoint, tlsConf *tls.Config, conns *connLimit) (net.Listener, e
 			return nil, fmt.Errorf("listen %s: %w", ep, err)
 		}
 	}
-	l = &limitedListener{Listener: l, limit: conns, ep: ep}
-	if ep.network == "tcp" && tlsConf != nil {
-		l = tls.NewListener(l, tlsConf)
-	}
-	return l, nil
+	return &limitedListener{Listener: l, limit: conns, ep: ep}, nil
 }
 
 // connLimit bounds the connections the service holds open, over all its

@@ -6,9 +6,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -64,6 +67,9 @@ type Config struct {
 	Ready func(addrs []string)
 	// Version is baton's version, as GetStatus says it.
 	Version string
+	// Pages is the dashboard a browser gets on the TCP listeners (web.go):
+	// its index.html and what that loads. Nil: the API and sign-in only.
+	Pages fs.FS
 
 	// The service's bounds: what a client, or many, may hold of it. Each
 	// is a default when zero (Defaults of Options, and below).
@@ -109,6 +115,10 @@ const (
 	// client may check an idle connection.
 	keepaliveMinTime = 10 * time.Second
 )
+
+// webIdleTimeout closes a browser's connection that has had no request
+// for this long.
+const webIdleTimeout = 5 * time.Minute
 
 // DrainTimeout bounds how long a drain waits for calls in flight before
 // it ends them.
@@ -199,29 +209,54 @@ func Run(ctx context.Context, cfg Config) error {
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}))
 	srv.Register(g)
+	srv.sessions = newSessions(clk)
+	var web *http.Server
+	if tcp {
+		h, err := newWebHandler(g, srv.sessions, cfg.Pages, token, tlsConf != nil, log.Named("web"))
+		if err != nil {
+			host.Close()
+			return fmt.Errorf("serve: %w", err)
+		}
+		web = &http.Server{Handler: h, ReadHeaderTimeout: splitTimeout, IdleTimeout: webIdleTimeout, MaxHeaderBytes: 64 << 10,
+			ErrorLog: log.Named("web").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})}
+	}
 	conns := newConnLimit(cmp.Or(cfg.MaxConnections, DefaultMaxConnections), log.Named("service"))
 
-	var lis []net.Listener
+	var lis, webLis []net.Listener
 	var addrs []string
 	var status []*batonv1.Listener
 	for _, ep := range eps {
-		l, err := listen(ep, tlsConf, conns)
+		l, err := listen(ep, conns)
 		if err != nil {
-			for _, l := range lis {
+			for _, l := range append(lis, webLis...) {
 				l.Close()
 			}
 			host.Close()
 			return fmt.Errorf("serve: %w", err)
 		}
-		lis = append(lis, l)
 		addrs = append(addrs, addrOf(ep, l))
 		onTCP := ep.network == "tcp"
 		status = append(status, &batonv1.Listener{Address: addrOf(ep, l), Tls: onTCP && tlsConf != nil, Token: onTCP})
+		if onTCP {
+			gl, wl := split(l, tlsConf)
+			l = gl
+			webLis = append(webLis, wl)
+		}
+		lis = append(lis, l)
 	}
 	srv.Serving(status)
-	served := make(chan error, len(lis))
+	served := make(chan error, len(lis)+len(webLis))
 	for _, l := range lis {
 		go func() { served <- g.Serve(l) }()
+	}
+	for _, l := range webLis {
+		go func() {
+			err := web.Serve(l)
+			if errors.Is(err, http.ErrServerClosed) {
+				err = nil
+			}
+			served <- err
+		}()
 	}
 	log.Info("serving", "addrs", addrs, "data_dir", cfg.DataDir, "tls", tlsConf != nil)
 	if cfg.Ready != nil {
@@ -229,7 +264,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	var runErr error
-	pending := len(lis)
+	pending := len(lis) + len(webLis)
 	select {
 	case <-ctx.Done():
 	case err := <-served:
@@ -248,8 +283,15 @@ func Run(ctx context.Context, cfg Config) error {
 	log.Info("draining: ending the calls", "timeout", DrainTimeout)
 	srv.Shutdown()
 	stopped := make(chan struct{})
+	webCtx, endWeb := context.WithCancel(context.Background())
+	defer endWeb()
 	go func() {
+		var wg sync.WaitGroup
+		if web != nil {
+			wg.Go(func() { web.Shutdown(webCtx) })
+		}
 		g.GracefulStop()
+		wg.Wait()
 		close(stopped)
 	}()
 	t := clk.NewTimer(DrainTimeout)
@@ -257,6 +299,10 @@ func Run(ctx context.Context, cfg Config) error {
 	case <-stopped:
 	case <-t.C():
 		log.Warn("calls still running after the drain timeout; ending them", "timeout", DrainTimeout)
+		endWeb()
+		if web != nil {
+			web.Close()
+		}
 		g.Stop()
 		<-stopped
 	}

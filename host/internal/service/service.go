@@ -81,6 +81,10 @@ type Server struct {
 	started   time.Time
 	listeners []*batonv1.Listener
 
+	// sessions are the browsers' sign-ins (session.go; nil until Run
+	// makes them).
+	sessions *sessions
+
 	// stopping ends when the service shuts down: subscriptions end with
 	// Unavailable.
 	stopping context.Context

@@ -10668,6 +10668,113 @@ func (*GetStatusRequest) Descriptor() ([]byte, []int) {
 	return file_baton_proto_rawDescGZIP(), []int{111}
 }
 
+type CreateLoginCodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// thread_id, when set, is the thread whose page the sign-in opens.
+	ThreadId      string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateLoginCodeRequest) Reset() {
+	*x = CreateLoginCodeRequest{}
+	mi := &file_baton_proto_msgTypes[112]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateLoginCodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateLoginCodeRequest) ProtoMessage() {}
+
+func (x *CreateLoginCodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[112]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateLoginCodeRequest.ProtoReflect.Descriptor instead.
+func (*CreateLoginCodeRequest) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{112}
+}
+
+func (x *CreateLoginCodeRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+type LoginCode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// url signs a browser in, once, before expires_at: the service's first
+	// TCP listener's /login with the code. urls has one per TCP listener.
+	Url           string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	Urls          []string               `protobuf:"bytes,2,rep,name=urls,proto3" json:"urls,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoginCode) Reset() {
+	*x = LoginCode{}
+	mi := &file_baton_proto_msgTypes[113]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoginCode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoginCode) ProtoMessage() {}
+
+func (x *LoginCode) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[113]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoginCode.ProtoReflect.Descriptor instead.
+func (*LoginCode) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{113}
+}
+
+func (x *LoginCode) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *LoginCode) GetUrls() []string {
+	if x != nil {
+		return x.Urls
+	}
+	return nil
+}
+
+func (x *LoginCode) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
 type ServiceStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// version is the service's baton version.
@@ -10697,7 +10804,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_baton_proto_msgTypes[112]
+	mi := &file_baton_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10709,7 +10816,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[112]
+	mi := &file_baton_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10722,7 +10829,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{112}
+	return file_baton_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *ServiceStatus) GetVersion() string {
@@ -10805,7 +10912,7 @@ type RuntimeStats struct {
 
 func (x *RuntimeStats) Reset() {
 	*x = RuntimeStats{}
-	mi := &file_baton_proto_msgTypes[113]
+	mi := &file_baton_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10817,7 +10924,7 @@ func (x *RuntimeStats) String() string {
 func (*RuntimeStats) ProtoMessage() {}
 
 func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[113]
+	mi := &file_baton_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10830,7 +10937,7 @@ func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeStats.ProtoReflect.Descriptor instead.
 func (*RuntimeStats) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{113}
+	return file_baton_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *RuntimeStats) GetGoroutines() int32 {
@@ -10875,7 +10982,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_baton_proto_msgTypes[114]
+	mi := &file_baton_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10887,7 +10994,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[114]
+	mi := &file_baton_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10900,7 +11007,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{114}
+	return file_baton_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *Listener) GetAddress() string {
@@ -10940,7 +11047,7 @@ type PluginStatus struct {
 
 func (x *PluginStatus) Reset() {
 	*x = PluginStatus{}
-	mi := &file_baton_proto_msgTypes[115]
+	mi := &file_baton_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10952,7 +11059,7 @@ func (x *PluginStatus) String() string {
 func (*PluginStatus) ProtoMessage() {}
 
 func (x *PluginStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[115]
+	mi := &file_baton_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10965,7 +11072,7 @@ func (x *PluginStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
 func (*PluginStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{115}
+	return file_baton_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *PluginStatus) GetName() string {
@@ -11008,7 +11115,7 @@ type WorktreeReady struct {
 
 func (x *WorktreeReady) Reset() {
 	*x = WorktreeReady{}
-	mi := &file_baton_proto_msgTypes[116]
+	mi := &file_baton_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11020,7 +11127,7 @@ func (x *WorktreeReady) String() string {
 func (*WorktreeReady) ProtoMessage() {}
 
 func (x *WorktreeReady) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[116]
+	mi := &file_baton_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11033,7 +11140,7 @@ func (x *WorktreeReady) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeReady.ProtoReflect.Descriptor instead.
 func (*WorktreeReady) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{116}
+	return file_baton_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *WorktreeReady) GetCopied() []string {
@@ -11060,7 +11167,7 @@ type WorktreeFailed struct {
 
 func (x *WorktreeFailed) Reset() {
 	*x = WorktreeFailed{}
-	mi := &file_baton_proto_msgTypes[117]
+	mi := &file_baton_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11072,7 +11179,7 @@ func (x *WorktreeFailed) String() string {
 func (*WorktreeFailed) ProtoMessage() {}
 
 func (x *WorktreeFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[117]
+	mi := &file_baton_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11085,7 +11192,7 @@ func (x *WorktreeFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeFailed.ProtoReflect.Descriptor instead.
 func (*WorktreeFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{117}
+	return file_baton_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *WorktreeFailed) GetFailure() string {
@@ -11107,7 +11214,7 @@ type MergeRequested struct {
 
 func (x *MergeRequested) Reset() {
 	*x = MergeRequested{}
-	mi := &file_baton_proto_msgTypes[118]
+	mi := &file_baton_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11119,7 +11226,7 @@ func (x *MergeRequested) String() string {
 func (*MergeRequested) ProtoMessage() {}
 
 func (x *MergeRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[118]
+	mi := &file_baton_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11132,7 +11239,7 @@ func (x *MergeRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeRequested.ProtoReflect.Descriptor instead.
 func (*MergeRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{118}
+	return file_baton_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *MergeRequested) GetMergeId() string {
@@ -11166,7 +11273,7 @@ type ThreadArchived struct {
 
 func (x *ThreadArchived) Reset() {
 	*x = ThreadArchived{}
-	mi := &file_baton_proto_msgTypes[119]
+	mi := &file_baton_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11178,7 +11285,7 @@ func (x *ThreadArchived) String() string {
 func (*ThreadArchived) ProtoMessage() {}
 
 func (x *ThreadArchived) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[119]
+	mi := &file_baton_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11191,7 +11298,7 @@ func (x *ThreadArchived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadArchived.ProtoReflect.Descriptor instead.
 func (*ThreadArchived) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{119}
+	return file_baton_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *ThreadArchived) GetDeleteBranch() bool {
@@ -11213,7 +11320,7 @@ type WorktreeRemoved struct {
 
 func (x *WorktreeRemoved) Reset() {
 	*x = WorktreeRemoved{}
-	mi := &file_baton_proto_msgTypes[120]
+	mi := &file_baton_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11225,7 +11332,7 @@ func (x *WorktreeRemoved) String() string {
 func (*WorktreeRemoved) ProtoMessage() {}
 
 func (x *WorktreeRemoved) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[120]
+	mi := &file_baton_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11238,7 +11345,7 @@ func (x *WorktreeRemoved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeRemoved.ProtoReflect.Descriptor instead.
 func (*WorktreeRemoved) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{120}
+	return file_baton_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *WorktreeRemoved) GetFailure() string {
@@ -12240,7 +12347,14 @@ const file_baton_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
 	"\x13ListPluginsResponse\x12*\n" +
 	"\aplugins\x18\x01 \x03(\v2\x10.baton.v1.PluginR\aplugins\"\x12\n" +
-	"\x10GetStatusRequest\"\x9a\x03\n" +
+	"\x10GetStatusRequest\"5\n" +
+	"\x16CreateLoginCodeRequest\x12\x1b\n" +
+	"\tthread_id\x18\x01 \x01(\tR\bthreadId\"l\n" +
+	"\tLoginCode\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x12\n" +
+	"\x04urls\x18\x02 \x03(\tR\x04urls\x129\n" +
+	"\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x9a\x03\n" +
 	"\rServiceStatus\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12\x19\n" +
@@ -12283,7 +12397,7 @@ const file_baton_proto_rawDesc = "" +
 	"\rdelete_branch\x18\x01 \x01(\bR\fdeleteBranch\"R\n" +
 	"\x0fWorktreeRemoved\x12\x18\n" +
 	"\afailure\x18\x01 \x01(\tR\afailure\x12%\n" +
-	"\x0ebranch_deleted\x18\x02 \x01(\bR\rbranchDeleted2\xfb\a\n" +
+	"\x0ebranch_deleted\x18\x02 \x01(\bR\rbranchDeleted2\xc5\b\n" +
 	"\x05Baton\x12@\n" +
 	"\fCreateThread\x12\x1d.baton.v1.CreateThreadRequest\x1a\x11.baton.v1.Receipt\x12>\n" +
 	"\vSendMessage\x12\x1c.baton.v1.SendMessageRequest\x1a\x11.baton.v1.Receipt\x12B\n" +
@@ -12300,7 +12414,8 @@ const file_baton_proto_rawDesc = "" +
 	"\tSubscribe\x12\x1a.baton.v1.SubscribeRequest\x1a\x0f.baton.v1.Event0\x01\x125\n" +
 	"\x04Diff\x12\x15.baton.v1.DiffRequest\x1a\x16.baton.v1.DiffResponse\x12J\n" +
 	"\vListPlugins\x12\x1c.baton.v1.ListPluginsRequest\x1a\x1d.baton.v1.ListPluginsResponse\x12@\n" +
-	"\tGetStatus\x12\x1a.baton.v1.GetStatusRequest\x1a\x17.baton.v1.ServiceStatusB6Z4github.com/baton-run/baton/host/api/baton/v1;batonv1b\x06proto3"
+	"\tGetStatus\x12\x1a.baton.v1.GetStatusRequest\x1a\x17.baton.v1.ServiceStatus\x12H\n" +
+	"\x0fCreateLoginCode\x12 .baton.v1.CreateLoginCodeRequest\x1a\x13.baton.v1.LoginCodeB6Z4github.com/baton-run/baton/host/api/baton/v1;batonv1b\x06proto3"
 
 var (
 	file_baton_proto_rawDescOnce sync.Once
@@ -12314,7 +12429,7 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 125)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 127)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),                // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),        // 1: baton.v1.ProviderCommand
@@ -12428,43 +12543,45 @@ var file_baton_proto_goTypes = []any{
 	(*Plugin)(nil),                 // 109: baton.v1.Plugin
 	(*ListPluginsResponse)(nil),    // 110: baton.v1.ListPluginsResponse
 	(*GetStatusRequest)(nil),       // 111: baton.v1.GetStatusRequest
-	(*ServiceStatus)(nil),          // 112: baton.v1.ServiceStatus
-	(*RuntimeStats)(nil),           // 113: baton.v1.RuntimeStats
-	(*Listener)(nil),               // 114: baton.v1.Listener
-	(*PluginStatus)(nil),           // 115: baton.v1.PluginStatus
-	(*WorktreeReady)(nil),          // 116: baton.v1.WorktreeReady
-	(*WorktreeFailed)(nil),         // 117: baton.v1.WorktreeFailed
-	(*MergeRequested)(nil),         // 118: baton.v1.MergeRequested
-	(*ThreadArchived)(nil),         // 119: baton.v1.ThreadArchived
-	(*WorktreeRemoved)(nil),        // 120: baton.v1.WorktreeRemoved
-	nil,                            // 121: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                            // 122: baton.v1.RuntimeRequest.AnswersEntry
-	nil,                            // 123: baton.v1.RequestAnswered.AnswersEntry
-	nil,                            // 124: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil),  // 125: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),    // 126: google.protobuf.Duration
+	(*CreateLoginCodeRequest)(nil), // 112: baton.v1.CreateLoginCodeRequest
+	(*LoginCode)(nil),              // 113: baton.v1.LoginCode
+	(*ServiceStatus)(nil),          // 114: baton.v1.ServiceStatus
+	(*RuntimeStats)(nil),           // 115: baton.v1.RuntimeStats
+	(*Listener)(nil),               // 116: baton.v1.Listener
+	(*PluginStatus)(nil),           // 117: baton.v1.PluginStatus
+	(*WorktreeReady)(nil),          // 118: baton.v1.WorktreeReady
+	(*WorktreeFailed)(nil),         // 119: baton.v1.WorktreeFailed
+	(*MergeRequested)(nil),         // 120: baton.v1.MergeRequested
+	(*ThreadArchived)(nil),         // 121: baton.v1.ThreadArchived
+	(*WorktreeRemoved)(nil),        // 122: baton.v1.WorktreeRemoved
+	nil,                            // 123: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                            // 124: baton.v1.RuntimeRequest.AnswersEntry
+	nil,                            // 125: baton.v1.RequestAnswered.AnswersEntry
+	nil,                            // 126: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil),  // 127: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),    // 128: google.protobuf.Duration
 }
 var file_baton_proto_depIdxs = []int32{
-	125, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	127, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,   // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	12,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	3,   // 3: baton.v1.CreateThreadRequest.worktree:type_name -> baton.v1.WorktreeOptions
 	12,  // 4: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	121, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	123, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
 	1,   // 6: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	1,   // 7: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
-	126, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
-	126, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
-	126, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
-	126, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
-	126, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	128, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	128, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	128, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	128, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	128, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
 	12,  // 13: baton.v1.ContinuationPolicy.applied:type_name -> baton.v1.ContinuationPolicy
 	12,  // 14: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	49,  // 15: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
 	48,  // 16: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
 	1,   // 17: baton.v1.Thread.provider_command:type_name -> baton.v1.ProviderCommand
-	125, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
-	125, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
+	127, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
+	127, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
 	19,  // 20: baton.v1.Thread.runs:type_name -> baton.v1.Run
 	25,  // 21: baton.v1.Thread.messages:type_name -> baton.v1.Message
 	26,  // 22: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
@@ -12484,9 +12601,9 @@ var file_baton_proto_depIdxs = []int32{
 	16,  // 36: baton.v1.Thread.worktree:type_name -> baton.v1.Worktree
 	18,  // 37: baton.v1.Thread.merges:type_name -> baton.v1.Merge
 	17,  // 38: baton.v1.Worktree.setup_result:type_name -> baton.v1.SetupResult
-	125, // 39: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
-	125, // 40: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	125, // 41: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	127, // 39: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
+	127, // 40: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	127, // 41: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
 	23,  // 42: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
 	24,  // 43: baton.v1.Run.nodes:type_name -> baton.v1.Node
 	33,  // 44: baton.v1.Run.failure:type_name -> baton.v1.Failure
@@ -12495,43 +12612,43 @@ var file_baton_proto_depIdxs = []int32{
 	22,  // 47: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
 	21,  // 48: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
 	36,  // 49: baton.v1.Run.limit:type_name -> baton.v1.Limit
-	125, // 50: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
-	125, // 51: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
-	126, // 52: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
+	127, // 50: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
+	127, // 51: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
+	128, // 52: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
 	33,  // 53: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
-	125, // 54: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	125, // 55: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	127, // 54: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	127, // 55: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	34,  // 56: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
-	125, // 57: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
-	125, // 58: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
+	127, // 57: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
+	127, // 58: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
 	31,  // 59: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
-	122, // 60: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
-	125, // 61: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
-	125, // 62: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
-	125, // 63: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
+	124, // 60: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
+	127, // 61: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
+	127, // 62: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	127, // 63: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
 	105, // 64: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
-	125, // 65: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
-	125, // 66: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
+	127, // 65: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
+	127, // 66: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
 	33,  // 67: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
-	125, // 68: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
-	125, // 69: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
+	127, // 68: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
+	127, // 69: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
 	41,  // 70: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
 	1,   // 71: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
 	12,  // 72: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
-	125, // 73: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
+	127, // 73: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
 	44,  // 74: baton.v1.Loop.wait:type_name -> baton.v1.Wait
 	44,  // 75: baton.v1.Loop.return:type_name -> baton.v1.Wait
 	45,  // 76: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
 	36,  // 77: baton.v1.Wait.limit:type_name -> baton.v1.Limit
-	125, // 78: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
-	125, // 79: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
-	125, // 80: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
-	125, // 81: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
+	127, // 78: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
+	127, // 79: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
+	127, // 80: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
+	127, // 81: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
 	47,  // 82: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
-	125, // 83: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	125, // 84: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	127, // 83: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	127, // 84: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
 	49,  // 85: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	125, // 86: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	127, // 86: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
 	54,  // 87: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
 	55,  // 88: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
 	56,  // 89: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
@@ -12584,20 +12701,20 @@ var file_baton_proto_depIdxs = []int32{
 	45,  // 136: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
 	101, // 137: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
 	102, // 138: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
-	116, // 139: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
-	117, // 140: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
-	118, // 141: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
+	118, // 139: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
+	119, // 140: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
+	120, // 141: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
 	18,  // 142: baton.v1.Event.thread_merged:type_name -> baton.v1.Merge
-	119, // 143: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
-	120, // 144: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
+	121, // 143: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
+	122, // 144: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
 	1,   // 145: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
 	16,  // 146: baton.v1.ThreadCreated.worktree:type_name -> baton.v1.Worktree
 	31,  // 147: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
 	34,  // 148: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
 	33,  // 149: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
-	126, // 150: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
-	125, // 151: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
-	123, // 152: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
+	128, // 150: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
+	127, // 151: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
+	125, // 152: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
 	21,  // 153: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
 	105, // 154: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
 	38,  // 155: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
@@ -12609,52 +12726,55 @@ var file_baton_proto_depIdxs = []int32{
 	103, // 161: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
 	105, // 162: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
 	108, // 163: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	124, // 164: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	126, // 164: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
 	109, // 165: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	125, // 166: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
-	126, // 167: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
-	114, // 168: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
-	49,  // 169: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
-	115, // 170: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
-	113, // 171: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
-	17,  // 172: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
-	2,   // 173: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	6,   // 174: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	7,   // 175: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	8,   // 176: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	9,   // 177: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
-	10,  // 178: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	11,  // 179: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	13,  // 180: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	4,   // 181: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
-	5,   // 182: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
-	14,  // 183: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	50,  // 184: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	52,  // 185: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	104, // 186: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	107, // 187: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	111, // 188: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
-	0,   // 189: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,   // 190: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,   // 191: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,   // 192: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,   // 193: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
-	0,   // 194: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,   // 195: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,   // 196: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	0,   // 197: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
-	0,   // 198: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
-	15,  // 199: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	51,  // 200: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	53,  // 201: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	106, // 202: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	110, // 203: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	112, // 204: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
-	189, // [189:205] is the sub-list for method output_type
-	173, // [173:189] is the sub-list for method input_type
-	173, // [173:173] is the sub-list for extension type_name
-	173, // [173:173] is the sub-list for extension extendee
-	0,   // [0:173] is the sub-list for field type_name
+	127, // 166: baton.v1.LoginCode.expires_at:type_name -> google.protobuf.Timestamp
+	127, // 167: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
+	128, // 168: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
+	116, // 169: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
+	49,  // 170: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
+	117, // 171: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
+	115, // 172: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
+	17,  // 173: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
+	2,   // 174: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	6,   // 175: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	7,   // 176: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	8,   // 177: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	9,   // 178: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	10,  // 179: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	11,  // 180: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	13,  // 181: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	4,   // 182: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
+	5,   // 183: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
+	14,  // 184: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	50,  // 185: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	52,  // 186: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	104, // 187: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	107, // 188: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	111, // 189: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
+	112, // 190: baton.v1.Baton.CreateLoginCode:input_type -> baton.v1.CreateLoginCodeRequest
+	0,   // 191: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,   // 192: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,   // 193: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,   // 194: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,   // 195: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,   // 196: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,   // 197: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,   // 198: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	0,   // 199: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
+	0,   // 200: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
+	15,  // 201: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	51,  // 202: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	53,  // 203: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	106, // 204: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	110, // 205: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	114, // 206: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
+	113, // 207: baton.v1.Baton.CreateLoginCode:output_type -> baton.v1.LoginCode
+	191, // [191:208] is the sub-list for method output_type
+	174, // [174:191] is the sub-list for method input_type
+	174, // [174:174] is the sub-list for extension type_name
+	174, // [174:174] is the sub-list for extension extendee
+	0,   // [0:174] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -12729,7 +12849,7 @@ func file_baton_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   125,
+			NumMessages:   127,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

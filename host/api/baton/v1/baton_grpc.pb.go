@@ -37,22 +37,23 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Baton_CreateThread_FullMethodName   = "/baton.v1.Baton/CreateThread"
-	Baton_SendMessage_FullMethodName    = "/baton.v1.Baton/SendMessage"
-	Baton_AnswerRequest_FullMethodName  = "/baton.v1.Baton/AnswerRequest"
-	Baton_Interrupt_FullMethodName      = "/baton.v1.Baton/Interrupt"
-	Baton_CancelQueued_FullMethodName   = "/baton.v1.Baton/CancelQueued"
-	Baton_Rollback_FullMethodName       = "/baton.v1.Baton/Rollback"
-	Baton_SwitchProvider_FullMethodName = "/baton.v1.Baton/SwitchProvider"
-	Baton_SetPolicy_FullMethodName      = "/baton.v1.Baton/SetPolicy"
-	Baton_Merge_FullMethodName          = "/baton.v1.Baton/Merge"
-	Baton_Archive_FullMethodName        = "/baton.v1.Baton/Archive"
-	Baton_GetThread_FullMethodName      = "/baton.v1.Baton/GetThread"
-	Baton_ListThreads_FullMethodName    = "/baton.v1.Baton/ListThreads"
-	Baton_Subscribe_FullMethodName      = "/baton.v1.Baton/Subscribe"
-	Baton_Diff_FullMethodName           = "/baton.v1.Baton/Diff"
-	Baton_ListPlugins_FullMethodName    = "/baton.v1.Baton/ListPlugins"
-	Baton_GetStatus_FullMethodName      = "/baton.v1.Baton/GetStatus"
+	Baton_CreateThread_FullMethodName    = "/baton.v1.Baton/CreateThread"
+	Baton_SendMessage_FullMethodName     = "/baton.v1.Baton/SendMessage"
+	Baton_AnswerRequest_FullMethodName   = "/baton.v1.Baton/AnswerRequest"
+	Baton_Interrupt_FullMethodName       = "/baton.v1.Baton/Interrupt"
+	Baton_CancelQueued_FullMethodName    = "/baton.v1.Baton/CancelQueued"
+	Baton_Rollback_FullMethodName        = "/baton.v1.Baton/Rollback"
+	Baton_SwitchProvider_FullMethodName  = "/baton.v1.Baton/SwitchProvider"
+	Baton_SetPolicy_FullMethodName       = "/baton.v1.Baton/SetPolicy"
+	Baton_Merge_FullMethodName           = "/baton.v1.Baton/Merge"
+	Baton_Archive_FullMethodName         = "/baton.v1.Baton/Archive"
+	Baton_GetThread_FullMethodName       = "/baton.v1.Baton/GetThread"
+	Baton_ListThreads_FullMethodName     = "/baton.v1.Baton/ListThreads"
+	Baton_Subscribe_FullMethodName       = "/baton.v1.Baton/Subscribe"
+	Baton_Diff_FullMethodName            = "/baton.v1.Baton/Diff"
+	Baton_ListPlugins_FullMethodName     = "/baton.v1.Baton/ListPlugins"
+	Baton_GetStatus_FullMethodName       = "/baton.v1.Baton/GetStatus"
+	Baton_CreateLoginCode_FullMethodName = "/baton.v1.Baton/CreateLoginCode"
 )
 
 // BatonClient is the client API for Baton service.
@@ -124,6 +125,13 @@ type BatonClient interface {
 	// process, since when it serves, where it listens, its active threads
 	// and its plugins. It reads no thread's events and starts no plugin.
 	GetStatus(ctx context.Context, in *GetStatusRequest, opts ...grpc.CallOption) (*ServiceStatus, error)
+	// CreateLoginCode makes a one-time code that signs a browser in to the
+	// dashboard: its url, opened once within expires_at, is exchanged for a
+	// session cookie and redirects to the page. Only a caller that is not a
+	// browser may ask (the unix socket, or the bearer token): a browser's
+	// session is PermissionDenied. A service with no TCP listener, which a
+	// browser could reach, is FailedPrecondition, naming the flag to give.
+	CreateLoginCode(ctx context.Context, in *CreateLoginCodeRequest, opts ...grpc.CallOption) (*LoginCode, error)
 }
 
 type batonClient struct {
@@ -303,6 +311,16 @@ func (c *batonClient) GetStatus(ctx context.Context, in *GetStatusRequest, opts 
 	return out, nil
 }
 
+func (c *batonClient) CreateLoginCode(ctx context.Context, in *CreateLoginCodeRequest, opts ...grpc.CallOption) (*LoginCode, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LoginCode)
+	err := c.cc.Invoke(ctx, Baton_CreateLoginCode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BatonServer is the server API for Baton service.
 // All implementations must embed UnimplementedBatonServer
 // for forward compatibility.
@@ -372,6 +390,13 @@ type BatonServer interface {
 	// process, since when it serves, where it listens, its active threads
 	// and its plugins. It reads no thread's events and starts no plugin.
 	GetStatus(context.Context, *GetStatusRequest) (*ServiceStatus, error)
+	// CreateLoginCode makes a one-time code that signs a browser in to the
+	// dashboard: its url, opened once within expires_at, is exchanged for a
+	// session cookie and redirects to the page. Only a caller that is not a
+	// browser may ask (the unix socket, or the bearer token): a browser's
+	// session is PermissionDenied. A service with no TCP listener, which a
+	// browser could reach, is FailedPrecondition, naming the flag to give.
+	CreateLoginCode(context.Context, *CreateLoginCodeRequest) (*LoginCode, error)
 	mustEmbedUnimplementedBatonServer()
 }
 
@@ -429,6 +454,9 @@ func (UnimplementedBatonServer) ListPlugins(context.Context, *ListPluginsRequest
 }
 func (UnimplementedBatonServer) GetStatus(context.Context, *GetStatusRequest) (*ServiceStatus, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetStatus not implemented")
+}
+func (UnimplementedBatonServer) CreateLoginCode(context.Context, *CreateLoginCodeRequest) (*LoginCode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreateLoginCode not implemented")
 }
 func (UnimplementedBatonServer) mustEmbedUnimplementedBatonServer() {}
 func (UnimplementedBatonServer) testEmbeddedByValue()               {}
@@ -732,6 +760,24 @@ func _Baton_GetStatus_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Baton_CreateLoginCode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateLoginCodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BatonServer).CreateLoginCode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Baton_CreateLoginCode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BatonServer).CreateLoginCode(ctx, req.(*CreateLoginCodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Baton_ServiceDesc is the grpc.ServiceDesc for Baton service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -798,6 +844,10 @@ var Baton_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetStatus",
 			Handler:    _Baton_GetStatus_Handler,
+		},
+		{
+			MethodName: "CreateLoginCode",
+			Handler:    _Baton_CreateLoginCode_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
