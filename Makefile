@@ -11,7 +11,7 @@ TOOLS     := $(CURDIR)/.bin
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 
-.PHONY: all build soak test test-stress cover-build plugin-test generate demo bench record record-switch live-test sigkill-sweep cover fuzz clean chromium browser-test screenshots
+.PHONY: all build web soak test test-stress cover-build plugin-test generate demo bench record record-switch live-test sigkill-sweep cover fuzz clean chromium browser-test screenshots
 
 all: build
 
@@ -172,12 +172,28 @@ generate:
 	cd host/api/baton/v1 && PATH=$(TOOLS):$$PATH protoc -I . \
 		--go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative baton.proto
+	$(MAKE) --no-print-directory web
 	$(MAKE) --no-print-directory build
 	@$(BIN)/baton plugin list --markdown --data $(TOOLS)/nodata >$(TOOLS)/capabilities.md
 	@awk -v f=$(TOOLS)/capabilities.md '/<!-- capabilities:end -->/ {skip=0} !skip {print} \
 		/<!-- capabilities:begin -->/ {while ((getline l < f) > 0) print l; skip=1}' README.md >$(TOOLS)/README.md
 	@mv $(TOOLS)/README.md README.md
 	@echo "README.md: capability matrix of $$($(BIN)/baton plugin list --data $(TOOLS)/nodata | tail -n +2 | wc -l) plugins"
+
+# The dashboard: web/'s pinned packages (npm ci, no install scripts), its
+# TypeScript client generated from baton.proto (protoc-gen-es), a type
+# check, and the build (esbuild) into host/internal/webui/dist, which the
+# baton binary embeds. Both the client and dist are committed, so build
+# and test need no Node; make generate runs this, and a second run
+# changes nothing.
+web:
+	@command -v protoc >/dev/null || (apt-get update -qq && apt-get install -y -qq protobuf-compiler >/dev/null)
+	@command -v npm >/dev/null || (apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null)
+	cd web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	cd web && rm -rf src/gen && mkdir -p src/gen && protoc -I ../host/api/baton/v1 \
+		--plugin=protoc-gen-es=node_modules/.bin/protoc-gen-es --es_out=src/gen --es_opt=target=ts baton.proto
+	cd web && node_modules/.bin/tsc --noEmit
+	cd web && node build.mjs
 
 # A multi-turn session streamed by the real host, plugin and replay peer
 # (a recorded ACP agent), in a fresh git workspace and data dir.

@@ -1,0 +1,70 @@
+// The states a user acts on, derived from what the API says of a thread:
+// never a state the log lacks.
+import type { Plugin, Run, RuntimeRequest, Thread, ThreadSummary } from "./gen/baton_pb";
+import { api } from "./api";
+
+export type ThreadState = "working" | "needs-you" | "waiting" | "failed" | "done" | "archived";
+
+export const threadStates: ThreadState[] = ["needs-you", "working", "waiting", "failed", "done", "archived"];
+
+export const stateLabels: Record<ThreadState, string> = {
+  "needs-you": "needs you",
+  working: "working",
+  waiting: "waiting",
+  failed: "failed",
+  done: "done",
+  archived: "archived",
+};
+
+// Run statuses that end a run badly: the user has something to look at.
+const failedRuns = new Set(["failed", "blocked"]);
+
+// stateOf is a thread's state: archived, then a pending request (needs
+// you), then the active run's status (a usage-limit wait, or working),
+// then how its newest run ended.
+export function stateOf(s: ThreadSummary, pendingRequests: number): ThreadState {
+  if (s.archived) return "archived";
+  if (pendingRequests > 0) return "needs-you";
+  if (s.status === "waiting") return "waiting";
+  if (s.status !== "idle" && s.status !== "") return "working";
+  if (s.queued > 0) return "working";
+  if (failedRuns.has(s.lastRun)) return "failed";
+  return "done";
+}
+
+export function pendingOf(t: Thread): RuntimeRequest[] {
+  return t.requests.filter((r) => r.status === "pending");
+}
+
+// Terminal run statuses.
+const ended = new Set(["completed", "interrupted", "failed", "cancelled", "rolled_back", "blocked"]);
+
+export function runEnded(r: Run): boolean {
+  return ended.has(r.status);
+}
+
+// shorten cuts a text to its first line, at most n characters.
+export function shorten(text: string, n = 80): string {
+  const line = text.trim().split("\n", 1)[0] ?? "";
+  return line.length > n ? line.slice(0, n - 1) + "…" : line;
+}
+
+// base is a path's last element.
+export function base(path: string): string {
+  const parts = path.split("/").filter(Boolean);
+  return parts[parts.length - 1] ?? path;
+}
+
+// The installed plugins, asked for once a page load.
+let plugins: Promise<Plugin[]> | undefined;
+
+export function listPlugins(): Promise<Plugin[]> {
+  plugins ??= api.listPlugins({}).then(
+    (r) => r.plugins,
+    (err) => {
+      plugins = undefined;
+      throw err;
+    },
+  );
+  return plugins;
+}
