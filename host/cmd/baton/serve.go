@@ -74,6 +74,11 @@ bearer token (generated on first use into DATA/token, or --token-file); with
 --tls-cert and --tls-key it speaks TLS, and only then may it listen on an
 address other than loopback.
 
+A TCP listener also serves the dashboard to a browser (baton ui prints a
+one-time sign-in link): the same API in the Connect protocol (and gRPC-Web),
+each call from a signed-in browser's own page only (its Origin is checked),
+beside gRPC on the same address.
+
 The data dir holds the threads' messages in the clear: everything baton
 writes there is 0600 (directories 0700), and serve refuses (exit 1) a data
 dir that others than its owner may read, write or search, saying how to fix
