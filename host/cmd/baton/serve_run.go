@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/host/internal/service"
+	"github.com/baton-run/baton/host/internal/webui"
 )
 
 // serve runs the service on the data dir until ctx ends, then drains.
@@ -13,7 +14,7 @@ func serve(ctx context.Context, g *globals, f *serveFlags, log hclog.Logger) err
 	return service.Run(ctx, service.Config{DataDir: g.data, Command: g.command, Listen: f.listen, TokenFile: g.tokenFile,
 		TLSCert: f.tlsCert, TLSKey: f.tlsKey, IdleTimeout: f.idleTimeout,
 		PluginDirs: append(append([]string(nil), g.pluginDirs...), pluginSearchPath(g.data)...), Logger: log,
-		RawFrames: g.rawFrames, InterruptGrace: g.grace, TurnStallTimeout: g.stall, RequestTimeout: g.requests, Version: version,
+		RawFrames: g.rawFrames, InterruptGrace: g.grace, TurnStallTimeout: g.stall, RequestTimeout: g.requests, Version: version, Pages: webui.FS(),
 		MaxConnections: f.bounds.maxConnections, MaxStreams: f.bounds.maxStreams, ConnectionIdleTimeout: f.bounds.connIdle,
 		Keepalive: f.bounds.keepalive, KeepaliveTimeout: f.bounds.keepaliveTimeout,
 		MaxSubscribers: f.bounds.maxSubscribers, MaxThreadSubscribers: f.bounds.maxThreadSubscribers,
