@@ -49,7 +49,7 @@ func renderProbe(cond string) string {
 func apiProbe(method, body string) string {
 	return fmt.Sprintf(`(async () => {
 		const t0 = performance.now();
-		const r = await fetch("/baton.v1.Baton/%s", {method: "POST", headers: {"Content-Type": "application/json"}, body: %q});
+		const r = await fetch("/baton.v1.Baton/%s", {method: "POST", headers: {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}, body: %q});
 		if (!r.ok) throw new Error("%s: " + r.status + " " + await r.text());
 		await r.json();
 		return performance.now() - t0;

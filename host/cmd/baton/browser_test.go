@@ -47,7 +47,7 @@ func startDashboard(t testing.TB) *dashboard {
 // once, and opens the list, or the thread's page.
 func (d *dashboard) loginURL(t testing.TB, thread ...string) string {
 	t.Helper()
-	out, errOut, code := baton(t, append([]string{"ui", "--data", d.data}, thread...)...)
+	out, errOut, code := baton(t, append([]string{"ui", "--no-open", "--data", d.data}, thread...)...)
 	if code != exitOK {
 		t.Fatalf("baton ui: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -312,7 +312,7 @@ func shownNothing(t *testing.T, tab *browsertest.Tab, d *dashboard, thread strin
 			t.Errorf("%s without a session holds the thread id %s", path, thread)
 		}
 	}
-	got, err := browsertest.Eval[string](tab, `fetch("/baton.v1.Baton/ListThreads", {method: "POST", headers: {"Content-Type": "application/json"}, body: "{}"})
+	got, err := browsertest.Eval[string](tab, `fetch("/baton.v1.Baton/ListThreads", {method: "POST", headers: {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}, body: "{}"})
 		.then(async r => r.status + " " + await r.text())`)
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +363,7 @@ func TestBrowserCrossOrigin(t *testing.T) {
 	// A call whose answer the page would read needs a grant the service
 	// does not give.
 	got, err := browsertest.Eval[string](attacker, fmt.Sprintf(`fetch(%q, {method: "POST", credentials: "include",
-		headers: {"Content-Type": "application/json"}, body: "{}"}).then(r => r.text(), e => "refused: " + e)`, d.page("/baton.v1.Baton/ListThreads")))
+		headers: {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}, body: "{}"}).then(r => r.text(), e => "refused: " + e)`, d.page("/baton.v1.Baton/ListThreads")))
 	if err != nil || !strings.HasPrefix(got, "refused: ") {
 		t.Errorf("a cross-origin read of ListThreads gave %q, %v; want it refused", got, err)
 	}
