@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -276,8 +277,9 @@ func TestBrowserSecondTab(t *testing.T) {
 }
 
 // A browser without the session cookie gets nothing: no list, no thread,
-// and the API answers unauthenticated. Signing out ends a session the
-// same way.
+// no plugin, only a page saying how to sign in, and the API answers
+// unauthenticated. Signing out ends a session so: the open page's calls
+// are refused from then on.
 func TestBrowserWithoutSession(t *testing.T) {
 	d := startDashboard(t)
 	c := d.client()
@@ -286,40 +288,64 @@ func TestBrowserWithoutSession(t *testing.T) {
 	d.loginURL(t) // the origin; the code is never used
 
 	stranger := b.NewPrivateTab("stranger")
-	stranger.IgnoreConsole() // the browser reports the refused loads as errors
+	stranger.IgnoreConsole() // the browser reports each 401 as an error
 	shownNothing(t, stranger, d, id)
+	if got := apiCall(t, "", d.page("/baton.v1.Baton/ListThreads"), "{}"); !strings.HasPrefix(got, "401 ") || !strings.Contains(got, `"unauthenticated"`) {
+		t.Errorf("ListThreads without a cookie answered %s; want 401 unauthenticated", got)
+	}
 
 	user := b.NewTab("user")
 	d.signIn(t, user)
 	user.Wait("the thread on the list", threadRow(id))
 	user.Click("sign out", `button[data-action="sign-out"]`)
-	user.IgnoreConsole() // from here on, refused too
 	user.WaitFor("the list gone", `document.querySelector('[data-thread-id]') === null`)
+	// The page that was signed in is still loaded: its calls are refused.
+	got, err := browsertest.Eval[string](user, `fetch("/baton.v1.Baton/ListThreads", {method: "POST",
+		headers: {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}, body: "{}"}).then(async r => r.status + " " + await r.text())`)
+	if err != nil || !strings.HasPrefix(got, "401 ") || !strings.Contains(got, `"unauthenticated"`) || strings.Contains(got, id) {
+		t.Errorf("ListThreads from the page after sign-out answered %q, %v; want 401 unauthenticated", got, err)
+	}
+	user.IgnoreConsole() // the browser reports that refusal as an error
 	shownNothing(t, user, d, id)
 }
 
-// shownNothing checks that tab, signed in to nothing, is shown nothing of the
-// service: not the list, not the thread, and its API calls answer
-// unauthenticated.
+// shownNothing checks that tab, signed in to nothing, is shown nothing of
+// the service on any page.
 func shownNothing(t *testing.T, tab *browsertest.Tab, d *dashboard, thread string) {
 	t.Helper()
-	for _, path := range []string{"/", "/threads/" + thread, "/plugins"} {
-		tab.Go(d.page(path))
+	for _, path := range []string{"/", "/threads/" + thread, "/plugins", "/app.js"} {
+		if status := tab.Go(d.page(path)); status != http.StatusUnauthorized {
+			t.Errorf("%s without a session: %d; want 401", path, status)
+		}
 		if n, err := browsertest.Eval[int](tab, `document.querySelectorAll('[data-thread-id], [data-thread-page], [data-plugin]').length`); err != nil || n != 0 {
 			t.Errorf("%s without a session shows %d threads or plugins (%v); want none", path, n, err)
 		}
-		if body, _ := browsertest.Eval[string](tab, `document.documentElement.outerHTML`); strings.Contains(body, thread) {
-			t.Errorf("%s without a session holds the thread id %s", path, thread)
+		if body, _ := browsertest.Eval[string](tab, `document.documentElement.outerHTML`); strings.Contains(body, thread) || !strings.Contains(body, "baton ui") {
+			t.Errorf("%s without a session shows:\n%s\nwant only how to sign in (baton ui)", path, body)
 		}
 	}
-	got, err := browsertest.Eval[string](tab, `fetch("/baton.v1.Baton/ListThreads", {method: "POST", headers: {"Content-Type": "application/json", "Connect-Protocol-Version": "1"}, body: "{}"})
-		.then(async r => r.status + " " + await r.text())`)
+}
+
+// apiCall posts a Connect JSON call to url with cookie (none if empty),
+// from no page (no Origin), and returns the status and the body.
+func apiCall(t *testing.T, cookie, url, body string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(got, "401 ") || !strings.Contains(got, "unauthenticated") || strings.Contains(got, thread) {
-		t.Errorf("ListThreads without a session answered %s; want 401 unauthenticated", got)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Connect-Protocol-Version", "1")
+	if cookie != "" {
+		req.Header.Set("Cookie", cookie)
 	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return fmt.Sprintf("%d %s", resp.StatusCode, b)
 }
 
 // A page of another origin cannot act on the service with the user's

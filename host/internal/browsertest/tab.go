@@ -11,12 +11,17 @@ import (
 // doing; each wait ends when the page shows what it waits for, or fails
 // after WaitTimeout.
 
-// Go loads url in the tab and waits for its document.
-func (t *Tab) Go(url string) {
+// Go loads url in the tab, waits for its document and returns its HTTP
+// status.
+func (t *Tab) Go(url string) int64 {
 	t.tb.Helper()
-	if err := t.do(chromedp.Navigate(url)); err != nil {
+	ctx, cancel := context.WithTimeout(t.Ctx, WaitTimeout)
+	defer cancel()
+	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(url))
+	if err != nil {
 		t.tb.Fatalf("tab %s: load %s: %v", t.name, url, err)
 	}
+	return resp.Status
 }
 
 // WaitFor waits until the JavaScript expression cond is true in the page;
@@ -41,10 +46,15 @@ func (t *Tab) Wait(what, css string) {
 	t.WaitFor(what, fmt.Sprintf("document.querySelector(%q) !== null", css))
 }
 
-// Click clicks the element matching css, once one is in the page.
+// Click clicks the element matching css, once one is in the page, with the
+// mouse at its middle, as a user would once it is scrolled to the middle
+// of the window (at an edge, a sticky header or footer can cover it).
 func (t *Tab) Click(what, css string) {
 	t.tb.Helper()
 	t.Wait(what, css)
+	if _, err := Eval[bool](t, fmt.Sprintf(`(document.querySelector(%q).scrollIntoView({block: "center"}), true)`, css)); err != nil {
+		t.tb.Fatalf("tab %s: scroll to %s (%s): %v", t.name, what, css, err)
+	}
 	if err := t.do(chromedp.Click(chromedp.CSS(css), chromedp.NodeVisible)); err != nil {
 		t.tb.Fatalf("tab %s: click %s (%s): %v", t.name, what, css, err)
 	}
