@@ -23,7 +23,8 @@ build:
 	$(BIN)/baton plugin lock $(BIN)
 
 # Every module on its own (GOWORK=off): gofmt, vet, then its tests, once,
-# with the race detector and coverage (see cover).
+# with the race detector and coverage (see cover; the dashboard's browser
+# tests among them, with Chromium installed first: see chromium).
 # Then the third-party plugin modules under testdata/plugins (exec): each
 # outside the workspace, built against this sdk through its own go.work,
 # its tests (the conformance suite among them) run as make plugin-test
@@ -279,10 +280,13 @@ soak: build
 # event log's appends, an empty data dir beside 100,000 and 1,000,000
 # events, the plugin alone beside the whole pipeline, 8 worktree threads
 # of one repository one after another beside the same in parallel
-# (BenchmarkWorktreeThreads, with the CPU time each used). The data dirs of
-# recorded threads are made once and kept in the system's temp dir.
-bench: build
-	@for m in host sdk; do (cd $$m && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer \
+# (BenchmarkWorktreeThreads, with the CPU time each used), the dashboard's
+# first render in Chromium of 1,000 threads and of a thread of 10,000
+# deltas beside the API call the page makes for it (BenchmarkDashboard*:
+# render-ms and api-ms, medians). The data dirs of recorded threads are
+# made once and kept in the system's temp dir.
+bench: build chromium
+	@for m in host sdk; do (cd $$m && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer $(BROWSER_ENV) \
 		$(GO) test -tags sqlitebench -run '^$$' -bench . -benchmem -count 5 -timeout 60m ./...) || exit 1; done | tee $(CURDIR)/bench.txt
 
 # Fuzz every decoder of outside input for FUZZTIME each. New interesting

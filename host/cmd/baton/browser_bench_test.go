@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -94,7 +95,9 @@ func median(v []float64) float64 {
 func BenchmarkDashboardList(b *testing.B) {
 	const n = 1000
 	d := startDashboard(b)
+	start := time.Now()
 	createThreads(b, d.client(), n)
+	b.Logf("%d threads created in %v", n, time.Since(start).Round(time.Millisecond))
 	tab := browsertest.Start(b).NewTab("list")
 	d.signIn(b, tab)
 	tab.WaitFor("every thread", fmt.Sprintf(`document.querySelectorAll("[data-thread-id]").length === %d`, n))
