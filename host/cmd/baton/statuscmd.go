@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,21 +33,9 @@ It never embeds a host: with no service answering it says so and exits 1.`,
   baton status --json | jq .activeThreads`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			target := g.server
-			if target == "" {
-				target = filepath.Join(g.data, service.SocketName)
-			}
-			c, err := g.dial(cmd.Context(), target, serverCheckTimeout)
-			var silent *noAnswer
-			switch {
-			case errors.Is(err, service.ErrRefused):
-				return failf(exitFailed, "server %s %s", target, refused)
-			case errors.Is(err, service.ErrNotServing):
-				return failf(exitFailed, "the service on %s is stopping: it is ending its runs", target)
-			case errors.As(err, &silent):
-				return failf(exitFailed, "no service answers on %s (start one with baton serve)", target)
-			case err != nil:
-				return failf(exitFailed, "status: %v", err)
+			c, err := g.dialService(cmd.Context(), "status", " (start one with baton serve)")
+			if err != nil {
+				return err
 			}
 			defer c.close()
 			st, err := c.GetStatus(cmd.Context(), &batonv1.GetStatusRequest{})
@@ -64,6 +53,29 @@ It never embeds a host: with no service answering it says so and exits 1.`,
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the status as one JSON object")
 	return c
+}
+
+// dialService reaches the service for a verb that never embeds a host
+// (status, ui), or says in words why it cannot: noService follows "no
+// service answers on TARGET".
+func (g *globals) dialService(ctx context.Context, verb, noService string) (*client, error) {
+	target := g.server
+	if target == "" {
+		target = filepath.Join(g.data, service.SocketName)
+	}
+	c, err := g.dial(ctx, target, serverCheckTimeout)
+	var silent *noAnswer
+	switch {
+	case errors.Is(err, service.ErrRefused):
+		return nil, failf(exitFailed, "server %s %s", target, refused)
+	case errors.Is(err, service.ErrNotServing):
+		return nil, failf(exitFailed, "the service on %s is stopping: it is ending its runs", target)
+	case errors.As(err, &silent):
+		return nil, failf(exitFailed, "no service answers on %s%s", target, noService)
+	case err != nil:
+		return nil, failf(exitFailed, "%s: %v", verb, err)
+	}
+	return c, nil
 }
 
 // serviceStatus is the status as --json prints it.

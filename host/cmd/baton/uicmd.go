@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
-	"github.com/baton-run/baton/host/internal/service"
 )
 
 func uiCommand(g *globals) *cobra.Command {
@@ -36,19 +33,9 @@ too, unless --no-open; --open opens it anywhere xdg-open can.`,
   baton ui 01JD3W5Y2Q0K3V6C9B8N7M4X2A --no-open`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			target := g.server
-			if target == "" {
-				target = filepath.Join(g.data, service.SocketName)
-			}
-			c, err := g.dial(cmd.Context(), target, serverCheckTimeout)
-			var silent *noAnswer
-			switch {
-			case errors.Is(err, service.ErrRefused):
-				return failf(exitFailed, "server %s %s", target, refused)
-			case errors.As(err, &silent):
-				return failf(exitFailed, "no service answers on %s: the dashboard is the service's; start one with baton serve --listen tcp://127.0.0.1:7077", target)
-			case err != nil:
-				return failf(exitFailed, "ui: %v", err)
+			c, err := g.dialService(cmd.Context(), "ui", ": the dashboard is the service's; start one with baton serve --listen tcp://127.0.0.1:7077")
+			if err != nil {
+				return err
 			}
 			defer c.close()
 			req := &batonv1.CreateLoginCodeRequest{}

@@ -36,6 +36,9 @@ func Evolve(t *Thread, e Event) {
 		t.write(partMessages)
 		t.Messages = append(t.Messages, Message{ID: p.MessageID, RunID: p.RunID, NodeID: p.NodeID, Role: p.Role,
 			Text: NewText(p.Text), Status: p.Status})
+		if t.Title == "" && p.Role == RoleUser {
+			t.Title = TitleOf(p.Text)
+		}
 	case MessageDelta:
 		t.write(partMessages)
 		if m := t.message(p.MessageID); m != nil {

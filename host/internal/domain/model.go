@@ -56,6 +56,9 @@ type Thread struct {
 	Merges []Merge `json:"merges,omitempty"`
 	// Archived: the thread is put away and takes no more messages.
 	Archived bool `json:"archived,omitempty"`
+	// Title is the thread's first user message, shortened (TitleOf): what
+	// a list calls it, kept when that message leaves the projection.
+	Title string `json:"title,omitempty"`
 	// Sequence is the last event applied to this thread.
 	Sequence uint64 `json:"sequence"`
 

@@ -1,6 +1,9 @@
 package domain
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // ThreadSummary is what a list of threads shows of one: kept in an index
 // beside the log, so that listing threads reads no thread's events.
@@ -24,6 +27,45 @@ type ThreadSummary struct {
 	// has no worktree).
 	Archived bool   `json:"archived,omitempty"`
 	Branch   string `json:"branch,omitempty"`
+	// Title is the thread's first message, shortened (Thread.Title).
+	Title string `json:"title,omitempty"`
+	// Pending counts the requests (approvals, questions) waiting for a
+	// person: the thread needs its user.
+	Pending int `json:"pending,omitempty"`
+	// Wait is the thread's next armed wait (a usage limit's reset, or a
+	// return to a provider a switch left): when it fires and what it does.
+	Wait *SummaryWait `json:"wait,omitempty"`
+	// Worktree is the directory of the thread's own worktree ("": none).
+	Worktree string `json:"worktree,omitempty"`
+}
+
+// SummaryWait is an armed wait as a list shows it.
+type SummaryWait struct {
+	At       time.Time `json:"at"`
+	Kind     WaitKind  `json:"kind"`
+	Provider string    `json:"provider"`
+	// RunID is the run that waits (a continue wait): interrupting it
+	// cancels the wait.
+	RunID string `json:"runId,omitempty"`
+}
+
+// titleMax is how many characters of its first message a title keeps.
+const titleMax = 80
+
+// TitleOf is a thread's title from its first message: the first line that
+// is not blank, its spaces folded, at most titleMax characters (an
+// ellipsis where it was cut).
+func TitleOf(text string) string {
+	var line string
+	for l := range strings.Lines(text) {
+		if line = strings.Join(strings.Fields(l), " "); line != "" {
+			break
+		}
+	}
+	if r := []rune(line); len(r) > titleMax {
+		line = strings.TrimRight(string(r[:titleMax-1]), " ") + "…"
+	}
+	return line
 }
 
 // ThreadStatus is what a thread is doing.
@@ -43,7 +85,16 @@ func (t *Thread) Summary() ThreadSummary {
 	s := ThreadSummary{ID: t.ID, Provider: t.Provider, Cwd: t.Cwd, Model: t.Model, CreatedAt: t.CreatedAt,
 		UpdatedAt: t.UpdatedAt, Runs: t.RunCount(), Status: ThreadIdle, Sequence: t.Sequence, Archived: t.Archived}
 	if t.Worktree != nil {
-		s.Branch = t.Worktree.Branch
+		s.Branch, s.Worktree = t.Worktree.Branch, t.Worktree.Path
+	}
+	s.Title = t.Title
+	for i := range t.Requests {
+		if t.Requests[i].Status == RequestStatusPending {
+			s.Pending++
+		}
+	}
+	if w := t.NextWait(); w != nil {
+		s.Wait = &SummaryWait{At: w.At, Kind: w.Kind, Provider: w.Provider, RunID: w.RunID}
 	}
 	for i := len(t.Runs) - 1; i >= 0; i-- {
 		r := &t.Runs[i]

@@ -1,7 +1,9 @@
 package domain
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-run/baton/sdk"
 	"github.com/google/go-cmp/cmp"
@@ -27,7 +29,7 @@ func TestSummaryAndLive(t *testing.T) {
 	check("a session open", true)
 	w.send("one")
 	w.send("two")
-	want.Runs, want.Queued, want.Status, want.LastRun = 2, 1, ThreadStatus(RunStatusStarting), RunStatusStarting
+	want.Runs, want.Queued, want.Status, want.LastRun, want.Title = 2, 1, ThreadStatus(RunStatusStarting), RunStatusStarting, "one"
 	check("one run starting, one queued", true)
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
 	want.Status, want.LastRun = ThreadStatus(RunStatusRunning), RunStatusRunning
@@ -41,4 +43,36 @@ func TestSummaryAndLive(t *testing.T) {
 	check("both ended, the session open", true)
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventRuntimeExited, Status: sdk.ExitExited})
 	check("the session ended", false)
+}
+
+// What a list shows of a thread that needs its user, waits for a limit's
+// reset, and has its own worktree.
+func TestSummaryNeedsAndWaits(t *testing.T) {
+	at := t0.Add(5 * time.Hour)
+	th := &Thread{ID: "thr", Provider: "codex", Title: "Fix the build",
+		Requests: []RuntimeRequest{{ID: "q1", Status: RequestStatusResolved}, {ID: "q2", Status: RequestStatusPending}, {ID: "q3", Status: RequestStatusPending}},
+		Loop:     &Loop{Wait: &Wait{ID: "w1", Kind: WaitContinue, Provider: "codex", At: at, RunID: "run1"}},
+		Worktree: &Worktree{Branch: "baton/fix", Path: "/data/worktrees/repo-thr"}}
+	want := ThreadSummary{ID: "thr", Provider: "codex", Status: ThreadIdle, Title: "Fix the build", Pending: 2,
+		Wait: &SummaryWait{At: at, Kind: WaitContinue, Provider: "codex", RunID: "run1"}, Branch: "baton/fix", Worktree: "/data/worktrees/repo-thr"}
+	if diff := cmp.Diff(want, th.Summary()); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+}
+
+func TestTitleOf(t *testing.T) {
+	long := strings.Repeat("word ", 30)
+	for _, tc := range []struct{ in, want string }{
+		{"Fix the build", "Fix the build"},
+		{"\n  \n  Fix   the\tbuild  \nand then the tests", "Fix the build"},
+		{"", ""},
+		{" \n\t", ""},
+		{long, strings.TrimSpace(long[:79]) + "…"},
+		{strings.Repeat("é", 100), strings.Repeat("é", 79) + "…"},
+		{strings.Repeat("x", 80), strings.Repeat("x", 80)},
+	} {
+		if got := TitleOf(tc.in); got != tc.want {
+			t.Errorf("TitleOf(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 
 	crdberrors "github.com/cockroachdb/errors"
 	"github.com/cockroachdb/errors/oserror"
@@ -67,10 +66,6 @@ var Fatal = func(msg string) {
 	os.Exit(1)
 }
 
-// fatalMu makes Fatal run once: Pebble's goroutines may meet the same
-// failure at once.
-var fatalMu sync.Mutex
-
 // pebbleLogger sends Pebble's log lines to the store's logger: its
 // informational lines at debug level, its errors at error level.
 type pebbleLogger struct {
@@ -94,7 +89,9 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	if p.s != nil {
 		p.s.fails.set(&gaveUpError{msg: first}, true)
 	}
-	fatalMu.Lock() // held for good: Fatal does not return
+	if p.s != nil {
+		p.s.fatalMu.Lock() // held for good: Fatal does not return
+	}
 	Fatal(fmt.Sprintf("the event store %s failed and this process cannot go on: %s", p.dir, first))
 }
 

@@ -46,6 +46,11 @@ type Record struct {
 // sequencer goroutine, which assigns sequences in the order appends arrive
 // and commits all that are waiting with one synced write.
 type Store struct {
+	// fatalMu makes Fatal run once for the store: Pebble's goroutines may
+	// meet the same failure at once (damage.go). It is the store's, not
+	// the process's, so that a test's parked Fatal holds only its store.
+	fatalMu sync.Mutex
+
 	db       *pebble.DB
 	lock     *pebble.Lock // the directory's, held from before the first open to Close
 	log      hclog.Logger

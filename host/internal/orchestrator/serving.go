@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"github.com/baton-run/baton/host/internal/domain"
@@ -70,6 +71,9 @@ type PluginInfo struct {
 	Path        string
 	Description sdk.Description
 	Err         error
+	// Check is what checking its binary against its directory's lockfile
+	// found (Problem empty: it is as locked).
+	Check pluginhost.Check
 }
 
 // Plugins lists the installed plugins by name, starting each that is not
@@ -93,7 +97,31 @@ func (h *Host) Plugins(ctx context.Context) ([]PluginInfo, error) {
 		d.Name = name // the name the host knows it by
 		out = append(out, PluginInfo{Name: name, Path: p.Path, Description: d})
 	}
+	checks := map[string]pluginhost.Check{} // by path
+	for dir := range dirsOf(out) {
+		found, err := pluginhost.Verify(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range found {
+			checks[c.Path] = c
+		}
+	}
+	for i := range out {
+		out[i].Check = checks[out[i].Path]
+	}
 	return out, nil
+}
+
+// dirsOf is the directories the plugins' binaries are in.
+func dirsOf(ps []PluginInfo) map[string]bool {
+	dirs := map[string]bool{}
+	for _, p := range ps {
+		if p.Path != "" {
+			dirs[filepath.Dir(p.Path)] = true
+		}
+	}
+	return dirs
 }
 
 // ActiveThreads lists the threads a stop would leave in flight (a run

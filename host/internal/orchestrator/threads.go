@@ -185,8 +185,9 @@ func (h *Host) loadLocked(e *threadEntry) (*domain.Thread, error) {
 // projectionSchema is the version of a snapshot's body: the domain.Thread
 // JSON form. A change to the projection that an older snapshot would not
 // hold (a new field derived from events) moves it, and older snapshots are
-// rebuilt from events. 3: runs leave the projection (Earlier).
-const projectionSchema = 3
+// rebuilt from events. 3: runs leave the projection (Earlier). 4: the
+// thread's title.
+const projectionSchema = 4
 
 // loadThread builds a thread's projection from its snapshot and the events
 // after it, or from all its events when it has no snapshot it can trust.

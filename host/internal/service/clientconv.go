@@ -28,7 +28,15 @@ func SummaryOf(t *batonv1.ThreadSummary) domain.ThreadSummary {
 	return domain.ThreadSummary{ID: t.GetId(), Provider: t.GetProvider(), Cwd: t.GetCwd(), Model: t.GetModel(),
 		CreatedAt: instant(t.GetCreatedAt()), UpdatedAt: instant(t.GetUpdatedAt()), Runs: int(t.GetRuns()), Queued: int(t.GetQueued()),
 		Status: domain.ThreadStatus(t.GetStatus()), LastRun: domain.RunStatus(t.GetLastRun()), Sequence: t.GetSequence(),
-		Archived: t.GetArchived(), Branch: t.GetBranch()}
+		Archived: t.GetArchived(), Branch: t.GetBranch(), Title: t.GetTitle(), Pending: int(t.GetPending()), Worktree: t.GetWorktree(),
+		Wait: summaryWaitOf(t.GetWait())}
+}
+
+func summaryWaitOf(w *batonv1.SummaryWait) *domain.SummaryWait {
+	if w == nil {
+		return nil
+	}
+	return &domain.SummaryWait{At: instant(w.GetAt()), Kind: domain.WaitKind(w.GetKind()), Provider: w.GetProvider(), RunID: w.GetRunId()}
 }
 
 // ThreadOf is an API thread's projection as the domain's Thread.
@@ -43,7 +51,8 @@ func ThreadOf(t *batonv1.Thread) domain.Thread {
 		CheckpointScopes: list(t.GetCheckpointScopes(), scopeOf), Checkpoints: list(t.GetCheckpoints(), checkpointOf),
 		Rollbacks: list(t.GetRollbacks(), rollbackOf), Handoffs: list(t.GetHandoffs(), handoffOf),
 		ProviderBindings: list(t.GetProviderBindings(), bindingOf), HandoffMaxBytes: int(t.GetHandoffMaxBytes()),
-		Sequence: t.GetSequence(), Worktree: worktreeOf(t.GetWorktree()), Merges: list(t.GetMerges(), mergeOf), Archived: t.GetArchived()}
+		Sequence: t.GetSequence(), Worktree: worktreeOf(t.GetWorktree()), Merges: list(t.GetMerges(), mergeOf), Archived: t.GetArchived(),
+		Title: t.GetTitle()}
 	if l := t.GetLoop(); l != nil {
 		loop := loopOf(l)
 		out.Loop = &loop

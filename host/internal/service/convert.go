@@ -39,7 +39,14 @@ func summaryPB(s domain.ThreadSummary) *batonv1.ThreadSummary {
 	return &batonv1.ThreadSummary{Id: s.ID, Provider: s.Provider, Cwd: s.Cwd, Model: s.Model,
 		CreatedAt: timestamppb.New(s.CreatedAt), UpdatedAt: timestamppb.New(s.UpdatedAt),
 		Runs: uint32(s.Runs), Queued: uint32(s.Queued), Status: string(s.Status), LastRun: string(s.LastRun), Sequence: s.Sequence,
-		Archived: s.Archived, Branch: s.Branch}
+		Archived: s.Archived, Branch: s.Branch, Title: s.Title, Pending: uint32(s.Pending), Worktree: s.Worktree, Wait: summaryWaitPB(s.Wait)}
+}
+
+func summaryWaitPB(w *domain.SummaryWait) *batonv1.SummaryWait {
+	if w == nil {
+		return nil
+	}
+	return &batonv1.SummaryWait{At: timestamppb.New(w.At), Kind: string(w.Kind), Provider: w.Provider, RunId: w.RunID}
 }
 
 // pagePB says what a page holds, and in words what it leaves out.
@@ -144,7 +151,8 @@ func threadPB(t domain.Thread, pg orchestrator.Page) *batonv1.Thread {
 		CheckpointScopes: list(t.CheckpointScopes, scopePB), Checkpoints: list(t.Checkpoints, checkpointPB),
 		Rollbacks: list(t.Rollbacks, rollbackPB), Handoffs: list(t.Handoffs, handoffPB),
 		ProviderBindings: list(t.ProviderBindings, bindingPB), HandoffMaxBytes: u32(t.HandoffMaxBytes),
-		Unattended: t.Unattended(), Worktree: worktreePB(t.Worktree), Merges: list(t.Merges, mergePB), Archived: t.Archived}
+		Unattended: t.Unattended(), Worktree: worktreePB(t.Worktree), Merges: list(t.Merges, mergePB), Archived: t.Archived,
+		Title: t.Title}
 	if r := t.ActiveRun(); r != nil {
 		out.ActiveRunId = r.ID
 	}

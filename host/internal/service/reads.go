@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"slices"
@@ -125,6 +126,7 @@ func (s *Server) ListPlugins(ctx context.Context, _ *batonv1.ListPluginsRequest)
 		if p.Err != nil {
 			pb.Notes = map[string]string{"error": p.Err.Error()}
 		}
+		pb.Verification, pb.VerificationDetail = cmp.Or(p.Check.Problem, "verified"), p.Check.Detail
 		resp.Plugins = append(resp.Plugins, pb)
 	}
 	return resp, nil

@@ -76,7 +76,8 @@ func TestListThreadsPagesAndFilters(t *testing.T) {
 	}
 }
 
-// ListPlugins lists every installed plugin with what it says of itself.
+// ListPlugins lists every installed plugin with what it says of itself,
+// and that its binary is the one its directory's lockfile records.
 func TestListPlugins(t *testing.T) {
 	e := newEnv(t, service.Options{})
 	resp, err := e.client.ListPlugins(t.Context(), &batonv1.ListPluginsRequest{})
@@ -94,7 +95,8 @@ func TestListPlugins(t *testing.T) {
 		d, c := p.Description, p.Description.Capabilities
 		want = append(want, &batonv1.Plugin{Name: name, Version: d.Version, WireProtocol: d.WireProtocol, Notes: d.Notes, Path: p.Path,
 			Capabilities: &batonv1.Capabilities{NativeSteering: c.NativeSteering, Interrupt: c.Interrupt, Approvals: c.Approvals,
-				Subagents: c.Subagents, NativeRollback: c.NativeRollback, Resume: c.Resume, ThreadSnapshot: c.ThreadSnapshot}})
+				Subagents: c.Subagents, NativeRollback: c.NativeRollback, Resume: c.Resume, ThreadSnapshot: c.ThreadSnapshot},
+			Verification: "verified"})
 	}
 	if len(want) < 2 {
 		t.Fatalf("only %d plugins installed in %s", len(want), pluginDir)

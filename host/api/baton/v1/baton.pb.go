@@ -1461,7 +1461,9 @@ type Thread struct {
 	// merges are the merges of its branch, oldest first.
 	Merges []*Merge `protobuf:"bytes,33,rep,name=merges,proto3" json:"merges,omitempty"`
 	// archived: the thread is put away and takes no more messages.
-	Archived      bool `protobuf:"varint,34,opt,name=archived,proto3" json:"archived,omitempty"`
+	Archived bool `protobuf:"varint,34,opt,name=archived,proto3" json:"archived,omitempty"`
+	// title is the thread's first user message, shortened.
+	Title         string `protobuf:"bytes,35,opt,name=title,proto3" json:"title,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1725,6 +1727,13 @@ func (x *Thread) GetArchived() bool {
 		return x.Archived
 	}
 	return false
+}
+
+func (x *Thread) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
 }
 
 // Worktree is a thread's own git worktree and branch.
@@ -5237,7 +5246,17 @@ type ThreadSummary struct {
 	Sequence uint64 `protobuf:"varint,11,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	Archived bool   `protobuf:"varint,12,opt,name=archived,proto3" json:"archived,omitempty"`
 	// branch is the thread's own branch (empty: it has no worktree).
-	Branch        string `protobuf:"bytes,13,opt,name=branch,proto3" json:"branch,omitempty"`
+	Branch string `protobuf:"bytes,13,opt,name=branch,proto3" json:"branch,omitempty"`
+	// title is the thread's first message, shortened.
+	Title string `protobuf:"bytes,14,opt,name=title,proto3" json:"title,omitempty"`
+	// pending counts the requests (approvals, questions) waiting for a
+	// person: the thread needs its user.
+	Pending uint32 `protobuf:"varint,15,opt,name=pending,proto3" json:"pending,omitempty"`
+	// wait is the thread's next armed wait (a usage limit's reset, or a
+	// return to the provider a switch left); unset: none.
+	Wait *SummaryWait `protobuf:"bytes,16,opt,name=wait,proto3" json:"wait,omitempty"`
+	// worktree is the directory of the thread's own worktree.
+	Worktree      string `protobuf:"bytes,17,opt,name=worktree,proto3" json:"worktree,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5363,6 +5382,106 @@ func (x *ThreadSummary) GetBranch() string {
 	return ""
 }
 
+func (x *ThreadSummary) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *ThreadSummary) GetPending() uint32 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *ThreadSummary) GetWait() *SummaryWait {
+	if x != nil {
+		return x.Wait
+	}
+	return nil
+}
+
+func (x *ThreadSummary) GetWorktree() string {
+	if x != nil {
+		return x.Worktree
+	}
+	return ""
+}
+
+// SummaryWait is an armed wait as a thread list shows it.
+type SummaryWait struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	At    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
+	// kind: continue or return.
+	Kind     string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Provider string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	// run_id is the run that waits (kind continue): Interrupt it to cancel
+	// the wait.
+	RunId         string `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SummaryWait) Reset() {
+	*x = SummaryWait{}
+	mi := &file_baton_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SummaryWait) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SummaryWait) ProtoMessage() {}
+
+func (x *SummaryWait) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SummaryWait.ProtoReflect.Descriptor instead.
+func (*SummaryWait) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *SummaryWait) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *SummaryWait) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *SummaryWait) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *SummaryWait) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
 type ListThreadsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// page_size bounds the page (default 100, at most 1000).
@@ -5381,7 +5500,7 @@ type ListThreadsRequest struct {
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_baton_proto_msgTypes[50]
+	mi := &file_baton_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5393,7 +5512,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[50]
+	mi := &file_baton_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5406,7 +5525,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{50}
+	return file_baton_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListThreadsRequest) GetPageSize() uint32 {
@@ -5455,7 +5574,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_baton_proto_msgTypes[51]
+	mi := &file_baton_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5467,7 +5586,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[51]
+	mi := &file_baton_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5480,7 +5599,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{51}
+	return file_baton_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*ThreadSummary {
@@ -5509,7 +5628,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_baton_proto_msgTypes[52]
+	mi := &file_baton_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5521,7 +5640,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[52]
+	mi := &file_baton_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5534,7 +5653,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{52}
+	return file_baton_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SubscribeRequest) GetThreadId() string {
@@ -5631,7 +5750,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_baton_proto_msgTypes[53]
+	mi := &file_baton_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5643,7 +5762,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[53]
+	mi := &file_baton_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5656,7 +5775,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{53}
+	return file_baton_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Event) GetSequence() uint64 {
@@ -6583,7 +6702,7 @@ type ThreadCreated struct {
 
 func (x *ThreadCreated) Reset() {
 	*x = ThreadCreated{}
-	mi := &file_baton_proto_msgTypes[54]
+	mi := &file_baton_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6595,7 +6714,7 @@ func (x *ThreadCreated) String() string {
 func (*ThreadCreated) ProtoMessage() {}
 
 func (x *ThreadCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[54]
+	mi := &file_baton_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6608,7 +6727,7 @@ func (x *ThreadCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadCreated.ProtoReflect.Descriptor instead.
 func (*ThreadCreated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{54}
+	return file_baton_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ThreadCreated) GetProvider() string {
@@ -6668,7 +6787,7 @@ type MessageAdded struct {
 
 func (x *MessageAdded) Reset() {
 	*x = MessageAdded{}
-	mi := &file_baton_proto_msgTypes[55]
+	mi := &file_baton_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6680,7 +6799,7 @@ func (x *MessageAdded) String() string {
 func (*MessageAdded) ProtoMessage() {}
 
 func (x *MessageAdded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[55]
+	mi := &file_baton_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6693,7 +6812,7 @@ func (x *MessageAdded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageAdded.ProtoReflect.Descriptor instead.
 func (*MessageAdded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{55}
+	return file_baton_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *MessageAdded) GetMessageId() string {
@@ -6749,7 +6868,7 @@ type MessageDelta struct {
 
 func (x *MessageDelta) Reset() {
 	*x = MessageDelta{}
-	mi := &file_baton_proto_msgTypes[56]
+	mi := &file_baton_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6761,7 +6880,7 @@ func (x *MessageDelta) String() string {
 func (*MessageDelta) ProtoMessage() {}
 
 func (x *MessageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[56]
+	mi := &file_baton_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6774,7 +6893,7 @@ func (x *MessageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageDelta.ProtoReflect.Descriptor instead.
 func (*MessageDelta) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{56}
+	return file_baton_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *MessageDelta) GetMessageId() string {
@@ -6800,7 +6919,7 @@ type MessageCompleted struct {
 
 func (x *MessageCompleted) Reset() {
 	*x = MessageCompleted{}
-	mi := &file_baton_proto_msgTypes[57]
+	mi := &file_baton_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6812,7 +6931,7 @@ func (x *MessageCompleted) String() string {
 func (*MessageCompleted) ProtoMessage() {}
 
 func (x *MessageCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[57]
+	mi := &file_baton_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6825,7 +6944,7 @@ func (x *MessageCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageCompleted.ProtoReflect.Descriptor instead.
 func (*MessageCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{57}
+	return file_baton_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *MessageCompleted) GetMessageId() string {
@@ -6848,7 +6967,7 @@ type RunQueued struct {
 
 func (x *RunQueued) Reset() {
 	*x = RunQueued{}
-	mi := &file_baton_proto_msgTypes[58]
+	mi := &file_baton_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6860,7 +6979,7 @@ func (x *RunQueued) String() string {
 func (*RunQueued) ProtoMessage() {}
 
 func (x *RunQueued) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[58]
+	mi := &file_baton_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6873,7 +6992,7 @@ func (x *RunQueued) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunQueued.ProtoReflect.Descriptor instead.
 func (*RunQueued) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{58}
+	return file_baton_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RunQueued) GetRunId() string {
@@ -6915,7 +7034,7 @@ type RunStarted struct {
 
 func (x *RunStarted) Reset() {
 	*x = RunStarted{}
-	mi := &file_baton_proto_msgTypes[59]
+	mi := &file_baton_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6927,7 +7046,7 @@ func (x *RunStarted) String() string {
 func (*RunStarted) ProtoMessage() {}
 
 func (x *RunStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[59]
+	mi := &file_baton_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6940,7 +7059,7 @@ func (x *RunStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStarted.ProtoReflect.Descriptor instead.
 func (*RunStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{59}
+	return file_baton_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RunStarted) GetRunId() string {
@@ -6979,7 +7098,7 @@ type AttemptStarted struct {
 
 func (x *AttemptStarted) Reset() {
 	*x = AttemptStarted{}
-	mi := &file_baton_proto_msgTypes[60]
+	mi := &file_baton_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6991,7 +7110,7 @@ func (x *AttemptStarted) String() string {
 func (*AttemptStarted) ProtoMessage() {}
 
 func (x *AttemptStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[60]
+	mi := &file_baton_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7004,7 +7123,7 @@ func (x *AttemptStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptStarted.ProtoReflect.Descriptor instead.
 func (*AttemptStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{60}
+	return file_baton_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *AttemptStarted) GetRunId() string {
@@ -7066,7 +7185,7 @@ type NodeStarted struct {
 
 func (x *NodeStarted) Reset() {
 	*x = NodeStarted{}
-	mi := &file_baton_proto_msgTypes[61]
+	mi := &file_baton_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7078,7 +7197,7 @@ func (x *NodeStarted) String() string {
 func (*NodeStarted) ProtoMessage() {}
 
 func (x *NodeStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[61]
+	mi := &file_baton_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7091,7 +7210,7 @@ func (x *NodeStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStarted.ProtoReflect.Descriptor instead.
 func (*NodeStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{61}
+	return file_baton_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *NodeStarted) GetRunId() string {
@@ -7163,7 +7282,7 @@ type NodeUpdated struct {
 
 func (x *NodeUpdated) Reset() {
 	*x = NodeUpdated{}
-	mi := &file_baton_proto_msgTypes[62]
+	mi := &file_baton_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7175,7 +7294,7 @@ func (x *NodeUpdated) String() string {
 func (*NodeUpdated) ProtoMessage() {}
 
 func (x *NodeUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[62]
+	mi := &file_baton_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7188,7 +7307,7 @@ func (x *NodeUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeUpdated.ProtoReflect.Descriptor instead.
 func (*NodeUpdated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{62}
+	return file_baton_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *NodeUpdated) GetRunId() string {
@@ -7237,7 +7356,7 @@ type NodeDelta struct {
 
 func (x *NodeDelta) Reset() {
 	*x = NodeDelta{}
-	mi := &file_baton_proto_msgTypes[63]
+	mi := &file_baton_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7249,7 +7368,7 @@ func (x *NodeDelta) String() string {
 func (*NodeDelta) ProtoMessage() {}
 
 func (x *NodeDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[63]
+	mi := &file_baton_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7262,7 +7381,7 @@ func (x *NodeDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDelta.ProtoReflect.Descriptor instead.
 func (*NodeDelta) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{63}
+	return file_baton_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *NodeDelta) GetRunId() string {
@@ -7297,7 +7416,7 @@ type NodeCompleted struct {
 
 func (x *NodeCompleted) Reset() {
 	*x = NodeCompleted{}
-	mi := &file_baton_proto_msgTypes[64]
+	mi := &file_baton_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7309,7 +7428,7 @@ func (x *NodeCompleted) String() string {
 func (*NodeCompleted) ProtoMessage() {}
 
 func (x *NodeCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[64]
+	mi := &file_baton_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7322,7 +7441,7 @@ func (x *NodeCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCompleted.ProtoReflect.Descriptor instead.
 func (*NodeCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{64}
+	return file_baton_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *NodeCompleted) GetRunId() string {
@@ -7366,7 +7485,7 @@ type SessionOpened struct {
 
 func (x *SessionOpened) Reset() {
 	*x = SessionOpened{}
-	mi := &file_baton_proto_msgTypes[65]
+	mi := &file_baton_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7378,7 +7497,7 @@ func (x *SessionOpened) String() string {
 func (*SessionOpened) ProtoMessage() {}
 
 func (x *SessionOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[65]
+	mi := &file_baton_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7391,7 +7510,7 @@ func (x *SessionOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOpened.ProtoReflect.Descriptor instead.
 func (*SessionOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{65}
+	return file_baton_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *SessionOpened) GetSessionId() string {
@@ -7460,7 +7579,7 @@ type SessionEnded struct {
 
 func (x *SessionEnded) Reset() {
 	*x = SessionEnded{}
-	mi := &file_baton_proto_msgTypes[66]
+	mi := &file_baton_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7472,7 +7591,7 @@ func (x *SessionEnded) String() string {
 func (*SessionEnded) ProtoMessage() {}
 
 func (x *SessionEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[66]
+	mi := &file_baton_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7485,7 +7604,7 @@ func (x *SessionEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEnded.ProtoReflect.Descriptor instead.
 func (*SessionEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{66}
+	return file_baton_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *SessionEnded) GetSessionId() string {
@@ -7514,7 +7633,7 @@ type ProviderThreadBound struct {
 
 func (x *ProviderThreadBound) Reset() {
 	*x = ProviderThreadBound{}
-	mi := &file_baton_proto_msgTypes[67]
+	mi := &file_baton_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7526,7 +7645,7 @@ func (x *ProviderThreadBound) String() string {
 func (*ProviderThreadBound) ProtoMessage() {}
 
 func (x *ProviderThreadBound) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[67]
+	mi := &file_baton_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7539,7 +7658,7 @@ func (x *ProviderThreadBound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThreadBound.ProtoReflect.Descriptor instead.
 func (*ProviderThreadBound) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{67}
+	return file_baton_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ProviderThreadBound) GetProviderThreadId() string {
@@ -7585,7 +7704,7 @@ type ProviderTurnBound struct {
 
 func (x *ProviderTurnBound) Reset() {
 	*x = ProviderTurnBound{}
-	mi := &file_baton_proto_msgTypes[68]
+	mi := &file_baton_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7597,7 +7716,7 @@ func (x *ProviderTurnBound) String() string {
 func (*ProviderTurnBound) ProtoMessage() {}
 
 func (x *ProviderTurnBound) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[68]
+	mi := &file_baton_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7610,7 +7729,7 @@ func (x *ProviderTurnBound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTurnBound.ProtoReflect.Descriptor instead.
 func (*ProviderTurnBound) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{68}
+	return file_baton_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ProviderTurnBound) GetProviderTurnId() string {
@@ -7678,7 +7797,7 @@ type RequestOpened struct {
 
 func (x *RequestOpened) Reset() {
 	*x = RequestOpened{}
-	mi := &file_baton_proto_msgTypes[69]
+	mi := &file_baton_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7690,7 +7809,7 @@ func (x *RequestOpened) String() string {
 func (*RequestOpened) ProtoMessage() {}
 
 func (x *RequestOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[69]
+	mi := &file_baton_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7703,7 +7822,7 @@ func (x *RequestOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestOpened.ProtoReflect.Descriptor instead.
 func (*RequestOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{69}
+	return file_baton_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *RequestOpened) GetRequestId() string {
@@ -7774,7 +7893,7 @@ type RequestResolved struct {
 
 func (x *RequestResolved) Reset() {
 	*x = RequestResolved{}
-	mi := &file_baton_proto_msgTypes[70]
+	mi := &file_baton_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7786,7 +7905,7 @@ func (x *RequestResolved) String() string {
 func (*RequestResolved) ProtoMessage() {}
 
 func (x *RequestResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[70]
+	mi := &file_baton_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7799,7 +7918,7 @@ func (x *RequestResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestResolved.ProtoReflect.Descriptor instead.
 func (*RequestResolved) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{70}
+	return file_baton_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *RequestResolved) GetRequestId() string {
@@ -7842,7 +7961,7 @@ type UsageReported struct {
 
 func (x *UsageReported) Reset() {
 	*x = UsageReported{}
-	mi := &file_baton_proto_msgTypes[71]
+	mi := &file_baton_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7854,7 +7973,7 @@ func (x *UsageReported) String() string {
 func (*UsageReported) ProtoMessage() {}
 
 func (x *UsageReported) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[71]
+	mi := &file_baton_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7867,7 +7986,7 @@ func (x *UsageReported) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageReported.ProtoReflect.Descriptor instead.
 func (*UsageReported) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{71}
+	return file_baton_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *UsageReported) GetRunId() string {
@@ -7904,7 +8023,7 @@ type RunEnded struct {
 
 func (x *RunEnded) Reset() {
 	*x = RunEnded{}
-	mi := &file_baton_proto_msgTypes[72]
+	mi := &file_baton_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7916,7 +8035,7 @@ func (x *RunEnded) String() string {
 func (*RunEnded) ProtoMessage() {}
 
 func (x *RunEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[72]
+	mi := &file_baton_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7929,7 +8048,7 @@ func (x *RunEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEnded.ProtoReflect.Descriptor instead.
 func (*RunEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{72}
+	return file_baton_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *RunEnded) GetRunId() string {
@@ -7978,7 +8097,7 @@ type DiagnosticRecorded struct {
 
 func (x *DiagnosticRecorded) Reset() {
 	*x = DiagnosticRecorded{}
-	mi := &file_baton_proto_msgTypes[73]
+	mi := &file_baton_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7990,7 +8109,7 @@ func (x *DiagnosticRecorded) String() string {
 func (*DiagnosticRecorded) ProtoMessage() {}
 
 func (x *DiagnosticRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[73]
+	mi := &file_baton_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8003,7 +8122,7 @@ func (x *DiagnosticRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiagnosticRecorded.ProtoReflect.Descriptor instead.
 func (*DiagnosticRecorded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{73}
+	return file_baton_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *DiagnosticRecorded) GetRunId() string {
@@ -8039,7 +8158,7 @@ type RunSteered struct {
 
 func (x *RunSteered) Reset() {
 	*x = RunSteered{}
-	mi := &file_baton_proto_msgTypes[74]
+	mi := &file_baton_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8051,7 +8170,7 @@ func (x *RunSteered) String() string {
 func (*RunSteered) ProtoMessage() {}
 
 func (x *RunSteered) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[74]
+	mi := &file_baton_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8064,7 +8183,7 @@ func (x *RunSteered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSteered.ProtoReflect.Descriptor instead.
 func (*RunSteered) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{74}
+	return file_baton_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *RunSteered) GetRunId() string {
@@ -8102,7 +8221,7 @@ type RestartRequested struct {
 
 func (x *RestartRequested) Reset() {
 	*x = RestartRequested{}
-	mi := &file_baton_proto_msgTypes[75]
+	mi := &file_baton_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8114,7 +8233,7 @@ func (x *RestartRequested) String() string {
 func (*RestartRequested) ProtoMessage() {}
 
 func (x *RestartRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[75]
+	mi := &file_baton_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8127,7 +8246,7 @@ func (x *RestartRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartRequested.ProtoReflect.Descriptor instead.
 func (*RestartRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{75}
+	return file_baton_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *RestartRequested) GetRunId() string {
@@ -8171,7 +8290,7 @@ type InterruptRequested struct {
 
 func (x *InterruptRequested) Reset() {
 	*x = InterruptRequested{}
-	mi := &file_baton_proto_msgTypes[76]
+	mi := &file_baton_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8183,7 +8302,7 @@ func (x *InterruptRequested) String() string {
 func (*InterruptRequested) ProtoMessage() {}
 
 func (x *InterruptRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[76]
+	mi := &file_baton_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8196,7 +8315,7 @@ func (x *InterruptRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRequested.ProtoReflect.Descriptor instead.
 func (*InterruptRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{76}
+	return file_baton_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *InterruptRequested) GetRunId() string {
@@ -8233,7 +8352,7 @@ type StopForced struct {
 
 func (x *StopForced) Reset() {
 	*x = StopForced{}
-	mi := &file_baton_proto_msgTypes[77]
+	mi := &file_baton_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8245,7 +8364,7 @@ func (x *StopForced) String() string {
 func (*StopForced) ProtoMessage() {}
 
 func (x *StopForced) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[77]
+	mi := &file_baton_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8258,7 +8377,7 @@ func (x *StopForced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopForced.ProtoReflect.Descriptor instead.
 func (*StopForced) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{77}
+	return file_baton_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *StopForced) GetRunId() string {
@@ -8303,7 +8422,7 @@ type TurnStalled struct {
 
 func (x *TurnStalled) Reset() {
 	*x = TurnStalled{}
-	mi := &file_baton_proto_msgTypes[78]
+	mi := &file_baton_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8315,7 +8434,7 @@ func (x *TurnStalled) String() string {
 func (*TurnStalled) ProtoMessage() {}
 
 func (x *TurnStalled) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[78]
+	mi := &file_baton_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8328,7 +8447,7 @@ func (x *TurnStalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnStalled.ProtoReflect.Descriptor instead.
 func (*TurnStalled) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{78}
+	return file_baton_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *TurnStalled) GetRunId() string {
@@ -8378,7 +8497,7 @@ type AttemptEnded struct {
 
 func (x *AttemptEnded) Reset() {
 	*x = AttemptEnded{}
-	mi := &file_baton_proto_msgTypes[79]
+	mi := &file_baton_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8390,7 +8509,7 @@ func (x *AttemptEnded) String() string {
 func (*AttemptEnded) ProtoMessage() {}
 
 func (x *AttemptEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[79]
+	mi := &file_baton_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8403,7 +8522,7 @@ func (x *AttemptEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptEnded.ProtoReflect.Descriptor instead.
 func (*AttemptEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{79}
+	return file_baton_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *AttemptEnded) GetRunId() string {
@@ -8441,7 +8560,7 @@ type RequestAnswered struct {
 
 func (x *RequestAnswered) Reset() {
 	*x = RequestAnswered{}
-	mi := &file_baton_proto_msgTypes[80]
+	mi := &file_baton_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8453,7 +8572,7 @@ func (x *RequestAnswered) String() string {
 func (*RequestAnswered) ProtoMessage() {}
 
 func (x *RequestAnswered) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[80]
+	mi := &file_baton_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8466,7 +8585,7 @@ func (x *RequestAnswered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestAnswered.ProtoReflect.Descriptor instead.
 func (*RequestAnswered) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{80}
+	return file_baton_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *RequestAnswered) GetRequestId() string {
@@ -8510,7 +8629,7 @@ type EffectCancelled struct {
 
 func (x *EffectCancelled) Reset() {
 	*x = EffectCancelled{}
-	mi := &file_baton_proto_msgTypes[81]
+	mi := &file_baton_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8522,7 +8641,7 @@ func (x *EffectCancelled) String() string {
 func (*EffectCancelled) ProtoMessage() {}
 
 func (x *EffectCancelled) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[81]
+	mi := &file_baton_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8535,7 +8654,7 @@ func (x *EffectCancelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EffectCancelled.ProtoReflect.Descriptor instead.
 func (*EffectCancelled) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{81}
+	return file_baton_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *EffectCancelled) GetEffectId() string {
@@ -8578,7 +8697,7 @@ type AttemptDispatched struct {
 
 func (x *AttemptDispatched) Reset() {
 	*x = AttemptDispatched{}
-	mi := &file_baton_proto_msgTypes[82]
+	mi := &file_baton_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8590,7 +8709,7 @@ func (x *AttemptDispatched) String() string {
 func (*AttemptDispatched) ProtoMessage() {}
 
 func (x *AttemptDispatched) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[82]
+	mi := &file_baton_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8603,7 +8722,7 @@ func (x *AttemptDispatched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptDispatched.ProtoReflect.Descriptor instead.
 func (*AttemptDispatched) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{82}
+	return file_baton_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *AttemptDispatched) GetRunId() string {
@@ -8637,7 +8756,7 @@ type RequestAnswerFailed struct {
 
 func (x *RequestAnswerFailed) Reset() {
 	*x = RequestAnswerFailed{}
-	mi := &file_baton_proto_msgTypes[83]
+	mi := &file_baton_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8649,7 +8768,7 @@ func (x *RequestAnswerFailed) String() string {
 func (*RequestAnswerFailed) ProtoMessage() {}
 
 func (x *RequestAnswerFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[83]
+	mi := &file_baton_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8662,7 +8781,7 @@ func (x *RequestAnswerFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestAnswerFailed.ProtoReflect.Descriptor instead.
 func (*RequestAnswerFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{83}
+	return file_baton_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *RequestAnswerFailed) GetRequestId() string {
@@ -8691,7 +8810,7 @@ type RunCompleting struct {
 
 func (x *RunCompleting) Reset() {
 	*x = RunCompleting{}
-	mi := &file_baton_proto_msgTypes[84]
+	mi := &file_baton_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8703,7 +8822,7 @@ func (x *RunCompleting) String() string {
 func (*RunCompleting) ProtoMessage() {}
 
 func (x *RunCompleting) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[84]
+	mi := &file_baton_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8716,7 +8835,7 @@ func (x *RunCompleting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCompleting.ProtoReflect.Descriptor instead.
 func (*RunCompleting) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{84}
+	return file_baton_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *RunCompleting) GetRunId() string {
@@ -8748,7 +8867,7 @@ type CheckpointScopeOpened struct {
 
 func (x *CheckpointScopeOpened) Reset() {
 	*x = CheckpointScopeOpened{}
-	mi := &file_baton_proto_msgTypes[85]
+	mi := &file_baton_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8760,7 +8879,7 @@ func (x *CheckpointScopeOpened) String() string {
 func (*CheckpointScopeOpened) ProtoMessage() {}
 
 func (x *CheckpointScopeOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[85]
+	mi := &file_baton_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8773,7 +8892,7 @@ func (x *CheckpointScopeOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointScopeOpened.ProtoReflect.Descriptor instead.
 func (*CheckpointScopeOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{85}
+	return file_baton_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *CheckpointScopeOpened) GetScopeId() string {
@@ -8840,7 +8959,7 @@ type CheckpointRequested struct {
 
 func (x *CheckpointRequested) Reset() {
 	*x = CheckpointRequested{}
-	mi := &file_baton_proto_msgTypes[86]
+	mi := &file_baton_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8852,7 +8971,7 @@ func (x *CheckpointRequested) String() string {
 func (*CheckpointRequested) ProtoMessage() {}
 
 func (x *CheckpointRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[86]
+	mi := &file_baton_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8865,7 +8984,7 @@ func (x *CheckpointRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequested.ProtoReflect.Descriptor instead.
 func (*CheckpointRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{86}
+	return file_baton_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *CheckpointRequested) GetCheckpointId() string {
@@ -8932,7 +9051,7 @@ type CheckpointRecorded struct {
 
 func (x *CheckpointRecorded) Reset() {
 	*x = CheckpointRecorded{}
-	mi := &file_baton_proto_msgTypes[87]
+	mi := &file_baton_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8944,7 +9063,7 @@ func (x *CheckpointRecorded) String() string {
 func (*CheckpointRecorded) ProtoMessage() {}
 
 func (x *CheckpointRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[87]
+	mi := &file_baton_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8957,7 +9076,7 @@ func (x *CheckpointRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRecorded.ProtoReflect.Descriptor instead.
 func (*CheckpointRecorded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{87}
+	return file_baton_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *CheckpointRecorded) GetCheckpointId() string {
@@ -9024,7 +9143,7 @@ type RollbackStarted struct {
 
 func (x *RollbackStarted) Reset() {
 	*x = RollbackStarted{}
-	mi := &file_baton_proto_msgTypes[88]
+	mi := &file_baton_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9036,7 +9155,7 @@ func (x *RollbackStarted) String() string {
 func (*RollbackStarted) ProtoMessage() {}
 
 func (x *RollbackStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[88]
+	mi := &file_baton_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9049,7 +9168,7 @@ func (x *RollbackStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackStarted.ProtoReflect.Descriptor instead.
 func (*RollbackStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{88}
+	return file_baton_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *RollbackStarted) GetRollbackId() string {
@@ -9108,7 +9227,7 @@ type RollbackFilesRestored struct {
 
 func (x *RollbackFilesRestored) Reset() {
 	*x = RollbackFilesRestored{}
-	mi := &file_baton_proto_msgTypes[89]
+	mi := &file_baton_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9120,7 +9239,7 @@ func (x *RollbackFilesRestored) String() string {
 func (*RollbackFilesRestored) ProtoMessage() {}
 
 func (x *RollbackFilesRestored) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[89]
+	mi := &file_baton_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9133,7 +9252,7 @@ func (x *RollbackFilesRestored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackFilesRestored.ProtoReflect.Descriptor instead.
 func (*RollbackFilesRestored) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{89}
+	return file_baton_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *RollbackFilesRestored) GetRollbackId() string {
@@ -9196,7 +9315,7 @@ type RollbackCompleted struct {
 
 func (x *RollbackCompleted) Reset() {
 	*x = RollbackCompleted{}
-	mi := &file_baton_proto_msgTypes[90]
+	mi := &file_baton_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9208,7 +9327,7 @@ func (x *RollbackCompleted) String() string {
 func (*RollbackCompleted) ProtoMessage() {}
 
 func (x *RollbackCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[90]
+	mi := &file_baton_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9221,7 +9340,7 @@ func (x *RollbackCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackCompleted.ProtoReflect.Descriptor instead.
 func (*RollbackCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{90}
+	return file_baton_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *RollbackCompleted) GetRollbackId() string {
@@ -9284,7 +9403,7 @@ type RollbackFailed struct {
 
 func (x *RollbackFailed) Reset() {
 	*x = RollbackFailed{}
-	mi := &file_baton_proto_msgTypes[91]
+	mi := &file_baton_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9296,7 +9415,7 @@ func (x *RollbackFailed) String() string {
 func (*RollbackFailed) ProtoMessage() {}
 
 func (x *RollbackFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[91]
+	mi := &file_baton_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9309,7 +9428,7 @@ func (x *RollbackFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackFailed.ProtoReflect.Descriptor instead.
 func (*RollbackFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{91}
+	return file_baton_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *RollbackFailed) GetRollbackId() string {
@@ -9358,7 +9477,7 @@ type HandoffCreated struct {
 
 func (x *HandoffCreated) Reset() {
 	*x = HandoffCreated{}
-	mi := &file_baton_proto_msgTypes[92]
+	mi := &file_baton_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9370,7 +9489,7 @@ func (x *HandoffCreated) String() string {
 func (*HandoffCreated) ProtoMessage() {}
 
 func (x *HandoffCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[92]
+	mi := &file_baton_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9383,7 +9502,7 @@ func (x *HandoffCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffCreated.ProtoReflect.Descriptor instead.
 func (*HandoffCreated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{92}
+	return file_baton_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *HandoffCreated) GetHandoffId() string {
@@ -9501,7 +9620,7 @@ type HandoffConsumed struct {
 
 func (x *HandoffConsumed) Reset() {
 	*x = HandoffConsumed{}
-	mi := &file_baton_proto_msgTypes[93]
+	mi := &file_baton_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9513,7 +9632,7 @@ func (x *HandoffConsumed) String() string {
 func (*HandoffConsumed) ProtoMessage() {}
 
 func (x *HandoffConsumed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[93]
+	mi := &file_baton_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9526,7 +9645,7 @@ func (x *HandoffConsumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffConsumed.ProtoReflect.Descriptor instead.
 func (*HandoffConsumed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{93}
+	return file_baton_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *HandoffConsumed) GetHandoffId() string {
@@ -9555,7 +9674,7 @@ type HandoffSuperseded struct {
 
 func (x *HandoffSuperseded) Reset() {
 	*x = HandoffSuperseded{}
-	mi := &file_baton_proto_msgTypes[94]
+	mi := &file_baton_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9567,7 +9686,7 @@ func (x *HandoffSuperseded) String() string {
 func (*HandoffSuperseded) ProtoMessage() {}
 
 func (x *HandoffSuperseded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[94]
+	mi := &file_baton_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9580,7 +9699,7 @@ func (x *HandoffSuperseded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffSuperseded.ProtoReflect.Descriptor instead.
 func (*HandoffSuperseded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{94}
+	return file_baton_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *HandoffSuperseded) GetHandoffId() string {
@@ -9613,7 +9732,7 @@ type ProviderSwitched struct {
 
 func (x *ProviderSwitched) Reset() {
 	*x = ProviderSwitched{}
-	mi := &file_baton_proto_msgTypes[95]
+	mi := &file_baton_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9625,7 +9744,7 @@ func (x *ProviderSwitched) String() string {
 func (*ProviderSwitched) ProtoMessage() {}
 
 func (x *ProviderSwitched) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[95]
+	mi := &file_baton_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9638,7 +9757,7 @@ func (x *ProviderSwitched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderSwitched.ProtoReflect.Descriptor instead.
 func (*ProviderSwitched) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{95}
+	return file_baton_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ProviderSwitched) GetFrom() string {
@@ -9694,7 +9813,7 @@ type ProviderThreadDetached struct {
 
 func (x *ProviderThreadDetached) Reset() {
 	*x = ProviderThreadDetached{}
-	mi := &file_baton_proto_msgTypes[96]
+	mi := &file_baton_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9706,7 +9825,7 @@ func (x *ProviderThreadDetached) String() string {
 func (*ProviderThreadDetached) ProtoMessage() {}
 
 func (x *ProviderThreadDetached) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[96]
+	mi := &file_baton_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9719,7 +9838,7 @@ func (x *ProviderThreadDetached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThreadDetached.ProtoReflect.Descriptor instead.
 func (*ProviderThreadDetached) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{96}
+	return file_baton_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ProviderThreadDetached) GetProviderThreadId() string {
@@ -9747,7 +9866,7 @@ type PolicySet struct {
 
 func (x *PolicySet) Reset() {
 	*x = PolicySet{}
-	mi := &file_baton_proto_msgTypes[97]
+	mi := &file_baton_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9759,7 +9878,7 @@ func (x *PolicySet) String() string {
 func (*PolicySet) ProtoMessage() {}
 
 func (x *PolicySet) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[97]
+	mi := &file_baton_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9772,7 +9891,7 @@ func (x *PolicySet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySet.ProtoReflect.Descriptor instead.
 func (*PolicySet) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{97}
+	return file_baton_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *PolicySet) GetPolicy() *ContinuationPolicy {
@@ -9795,7 +9914,7 @@ type LimitReached struct {
 
 func (x *LimitReached) Reset() {
 	*x = LimitReached{}
-	mi := &file_baton_proto_msgTypes[98]
+	mi := &file_baton_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9807,7 +9926,7 @@ func (x *LimitReached) String() string {
 func (*LimitReached) ProtoMessage() {}
 
 func (x *LimitReached) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[98]
+	mi := &file_baton_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9820,7 +9939,7 @@ func (x *LimitReached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitReached.ProtoReflect.Descriptor instead.
 func (*LimitReached) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{98}
+	return file_baton_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *LimitReached) GetRunId() string {
@@ -9864,7 +9983,7 @@ type WaitEnded struct {
 
 func (x *WaitEnded) Reset() {
 	*x = WaitEnded{}
-	mi := &file_baton_proto_msgTypes[99]
+	mi := &file_baton_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9876,7 +9995,7 @@ func (x *WaitEnded) String() string {
 func (*WaitEnded) ProtoMessage() {}
 
 func (x *WaitEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[99]
+	mi := &file_baton_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9889,7 +10008,7 @@ func (x *WaitEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitEnded.ProtoReflect.Descriptor instead.
 func (*WaitEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{99}
+	return file_baton_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *WaitEnded) GetWaitId() string {
@@ -9924,7 +10043,7 @@ type CheckRequested struct {
 
 func (x *CheckRequested) Reset() {
 	*x = CheckRequested{}
-	mi := &file_baton_proto_msgTypes[100]
+	mi := &file_baton_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9936,7 +10055,7 @@ func (x *CheckRequested) String() string {
 func (*CheckRequested) ProtoMessage() {}
 
 func (x *CheckRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[100]
+	mi := &file_baton_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9949,7 +10068,7 @@ func (x *CheckRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRequested.ProtoReflect.Descriptor instead.
 func (*CheckRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{100}
+	return file_baton_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *CheckRequested) GetRunId() string {
@@ -9977,7 +10096,7 @@ type LoopEnded struct {
 
 func (x *LoopEnded) Reset() {
 	*x = LoopEnded{}
-	mi := &file_baton_proto_msgTypes[101]
+	mi := &file_baton_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9989,7 +10108,7 @@ func (x *LoopEnded) String() string {
 func (*LoopEnded) ProtoMessage() {}
 
 func (x *LoopEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[101]
+	mi := &file_baton_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10002,7 +10121,7 @@ func (x *LoopEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopEnded.ProtoReflect.Descriptor instead.
 func (*LoopEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{101}
+	return file_baton_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *LoopEnded) GetStatus() string {
@@ -10030,7 +10149,7 @@ type QueuedRunsResumed struct {
 
 func (x *QueuedRunsResumed) Reset() {
 	*x = QueuedRunsResumed{}
-	mi := &file_baton_proto_msgTypes[102]
+	mi := &file_baton_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10042,7 +10161,7 @@ func (x *QueuedRunsResumed) String() string {
 func (*QueuedRunsResumed) ProtoMessage() {}
 
 func (x *QueuedRunsResumed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[102]
+	mi := &file_baton_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10055,7 +10174,7 @@ func (x *QueuedRunsResumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedRunsResumed.ProtoReflect.Descriptor instead.
 func (*QueuedRunsResumed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{102}
+	return file_baton_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *QueuedRunsResumed) GetReason() string {
@@ -10084,7 +10203,7 @@ type QueuedRun struct {
 
 func (x *QueuedRun) Reset() {
 	*x = QueuedRun{}
-	mi := &file_baton_proto_msgTypes[103]
+	mi := &file_baton_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10096,7 +10215,7 @@ func (x *QueuedRun) String() string {
 func (*QueuedRun) ProtoMessage() {}
 
 func (x *QueuedRun) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[103]
+	mi := &file_baton_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10109,7 +10228,7 @@ func (x *QueuedRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedRun.ProtoReflect.Descriptor instead.
 func (*QueuedRun) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{103}
+	return file_baton_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *QueuedRun) GetRunId() string {
@@ -10146,7 +10265,7 @@ type DiffRequest struct {
 
 func (x *DiffRequest) Reset() {
 	*x = DiffRequest{}
-	mi := &file_baton_proto_msgTypes[104]
+	mi := &file_baton_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10158,7 +10277,7 @@ func (x *DiffRequest) String() string {
 func (*DiffRequest) ProtoMessage() {}
 
 func (x *DiffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[104]
+	mi := &file_baton_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10171,7 +10290,7 @@ func (x *DiffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffRequest.ProtoReflect.Descriptor instead.
 func (*DiffRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{104}
+	return file_baton_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *DiffRequest) GetThreadId() string {
@@ -10209,7 +10328,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_baton_proto_msgTypes[105]
+	mi := &file_baton_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10221,7 +10340,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[105]
+	mi := &file_baton_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10234,7 +10353,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{105}
+	return file_baton_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *FileChange) GetPath() string {
@@ -10290,7 +10409,7 @@ type DiffResponse struct {
 
 func (x *DiffResponse) Reset() {
 	*x = DiffResponse{}
-	mi := &file_baton_proto_msgTypes[106]
+	mi := &file_baton_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10302,7 +10421,7 @@ func (x *DiffResponse) String() string {
 func (*DiffResponse) ProtoMessage() {}
 
 func (x *DiffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[106]
+	mi := &file_baton_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10315,7 +10434,7 @@ func (x *DiffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffResponse.ProtoReflect.Descriptor instead.
 func (*DiffResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{106}
+	return file_baton_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *DiffResponse) GetRun() uint32 {
@@ -10375,7 +10494,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_baton_proto_msgTypes[107]
+	mi := &file_baton_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10387,7 +10506,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[107]
+	mi := &file_baton_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10400,7 +10519,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{107}
+	return file_baton_proto_rawDescGZIP(), []int{108}
 }
 
 type Capabilities struct {
@@ -10419,7 +10538,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_baton_proto_msgTypes[108]
+	mi := &file_baton_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10431,7 +10550,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[108]
+	mi := &file_baton_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10444,7 +10563,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{108}
+	return file_baton_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *Capabilities) GetNativeSteering() bool {
@@ -10511,14 +10630,20 @@ type Plugin struct {
 	Capabilities *Capabilities          `protobuf:"bytes,4,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
 	Notes        map[string]string      `protobuf:"bytes,5,rep,name=notes,proto3" json:"notes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// path is the plugin binary.
-	Path          string `protobuf:"bytes,6,opt,name=path,proto3" json:"path,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Path string `protobuf:"bytes,6,opt,name=path,proto3" json:"path,omitempty"`
+	// verification is what checking the binary against its directory's
+	// lockfile (plugins.lock) found: verified (its SHA-256 is the one
+	// recorded), or the problem (missing, tampered, not locked, permission),
+	// which verification_detail says in words with what to do.
+	Verification       string `protobuf:"bytes,7,opt,name=verification,proto3" json:"verification,omitempty"`
+	VerificationDetail string `protobuf:"bytes,8,opt,name=verification_detail,json=verificationDetail,proto3" json:"verification_detail,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_baton_proto_msgTypes[109]
+	mi := &file_baton_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10530,7 +10655,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[109]
+	mi := &file_baton_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10543,7 +10668,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{109}
+	return file_baton_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *Plugin) GetName() string {
@@ -10588,6 +10713,20 @@ func (x *Plugin) GetPath() string {
 	return ""
 }
 
+func (x *Plugin) GetVerification() string {
+	if x != nil {
+		return x.Verification
+	}
+	return ""
+}
+
+func (x *Plugin) GetVerificationDetail() string {
+	if x != nil {
+		return x.VerificationDetail
+	}
+	return ""
+}
+
 type ListPluginsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Plugins       []*Plugin              `protobuf:"bytes,1,rep,name=plugins,proto3" json:"plugins,omitempty"`
@@ -10597,7 +10736,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_baton_proto_msgTypes[110]
+	mi := &file_baton_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10609,7 +10748,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[110]
+	mi := &file_baton_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10622,7 +10761,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{110}
+	return file_baton_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -10640,7 +10779,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_baton_proto_msgTypes[111]
+	mi := &file_baton_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10652,7 +10791,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[111]
+	mi := &file_baton_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10665,7 +10804,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{111}
+	return file_baton_proto_rawDescGZIP(), []int{112}
 }
 
 type CreateLoginCodeRequest struct {
@@ -10678,7 +10817,7 @@ type CreateLoginCodeRequest struct {
 
 func (x *CreateLoginCodeRequest) Reset() {
 	*x = CreateLoginCodeRequest{}
-	mi := &file_baton_proto_msgTypes[112]
+	mi := &file_baton_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10690,7 +10829,7 @@ func (x *CreateLoginCodeRequest) String() string {
 func (*CreateLoginCodeRequest) ProtoMessage() {}
 
 func (x *CreateLoginCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[112]
+	mi := &file_baton_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10703,7 +10842,7 @@ func (x *CreateLoginCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateLoginCodeRequest.ProtoReflect.Descriptor instead.
 func (*CreateLoginCodeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{112}
+	return file_baton_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *CreateLoginCodeRequest) GetThreadId() string {
@@ -10726,7 +10865,7 @@ type LoginCode struct {
 
 func (x *LoginCode) Reset() {
 	*x = LoginCode{}
-	mi := &file_baton_proto_msgTypes[113]
+	mi := &file_baton_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10738,7 +10877,7 @@ func (x *LoginCode) String() string {
 func (*LoginCode) ProtoMessage() {}
 
 func (x *LoginCode) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[113]
+	mi := &file_baton_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10751,7 +10890,7 @@ func (x *LoginCode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginCode.ProtoReflect.Descriptor instead.
 func (*LoginCode) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{113}
+	return file_baton_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *LoginCode) GetUrl() string {
@@ -10804,7 +10943,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_baton_proto_msgTypes[114]
+	mi := &file_baton_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10816,7 +10955,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[114]
+	mi := &file_baton_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10829,7 +10968,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{114}
+	return file_baton_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *ServiceStatus) GetVersion() string {
@@ -10912,7 +11051,7 @@ type RuntimeStats struct {
 
 func (x *RuntimeStats) Reset() {
 	*x = RuntimeStats{}
-	mi := &file_baton_proto_msgTypes[115]
+	mi := &file_baton_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10924,7 +11063,7 @@ func (x *RuntimeStats) String() string {
 func (*RuntimeStats) ProtoMessage() {}
 
 func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[115]
+	mi := &file_baton_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10937,7 +11076,7 @@ func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeStats.ProtoReflect.Descriptor instead.
 func (*RuntimeStats) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{115}
+	return file_baton_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *RuntimeStats) GetGoroutines() int32 {
@@ -10982,7 +11121,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_baton_proto_msgTypes[116]
+	mi := &file_baton_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10994,7 +11133,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[116]
+	mi := &file_baton_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11007,7 +11146,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{116}
+	return file_baton_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *Listener) GetAddress() string {
@@ -11047,7 +11186,7 @@ type PluginStatus struct {
 
 func (x *PluginStatus) Reset() {
 	*x = PluginStatus{}
-	mi := &file_baton_proto_msgTypes[117]
+	mi := &file_baton_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11059,7 +11198,7 @@ func (x *PluginStatus) String() string {
 func (*PluginStatus) ProtoMessage() {}
 
 func (x *PluginStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[117]
+	mi := &file_baton_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11072,7 +11211,7 @@ func (x *PluginStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
 func (*PluginStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{117}
+	return file_baton_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *PluginStatus) GetName() string {
@@ -11115,7 +11254,7 @@ type WorktreeReady struct {
 
 func (x *WorktreeReady) Reset() {
 	*x = WorktreeReady{}
-	mi := &file_baton_proto_msgTypes[118]
+	mi := &file_baton_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11127,7 +11266,7 @@ func (x *WorktreeReady) String() string {
 func (*WorktreeReady) ProtoMessage() {}
 
 func (x *WorktreeReady) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[118]
+	mi := &file_baton_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11140,7 +11279,7 @@ func (x *WorktreeReady) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeReady.ProtoReflect.Descriptor instead.
 func (*WorktreeReady) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{118}
+	return file_baton_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *WorktreeReady) GetCopied() []string {
@@ -11167,7 +11306,7 @@ type WorktreeFailed struct {
 
 func (x *WorktreeFailed) Reset() {
 	*x = WorktreeFailed{}
-	mi := &file_baton_proto_msgTypes[119]
+	mi := &file_baton_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11179,7 +11318,7 @@ func (x *WorktreeFailed) String() string {
 func (*WorktreeFailed) ProtoMessage() {}
 
 func (x *WorktreeFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[119]
+	mi := &file_baton_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11192,7 +11331,7 @@ func (x *WorktreeFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeFailed.ProtoReflect.Descriptor instead.
 func (*WorktreeFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{119}
+	return file_baton_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *WorktreeFailed) GetFailure() string {
@@ -11214,7 +11353,7 @@ type MergeRequested struct {
 
 func (x *MergeRequested) Reset() {
 	*x = MergeRequested{}
-	mi := &file_baton_proto_msgTypes[120]
+	mi := &file_baton_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11226,7 +11365,7 @@ func (x *MergeRequested) String() string {
 func (*MergeRequested) ProtoMessage() {}
 
 func (x *MergeRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[120]
+	mi := &file_baton_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11239,7 +11378,7 @@ func (x *MergeRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeRequested.ProtoReflect.Descriptor instead.
 func (*MergeRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{120}
+	return file_baton_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *MergeRequested) GetMergeId() string {
@@ -11273,7 +11412,7 @@ type ThreadArchived struct {
 
 func (x *ThreadArchived) Reset() {
 	*x = ThreadArchived{}
-	mi := &file_baton_proto_msgTypes[121]
+	mi := &file_baton_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11285,7 +11424,7 @@ func (x *ThreadArchived) String() string {
 func (*ThreadArchived) ProtoMessage() {}
 
 func (x *ThreadArchived) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[121]
+	mi := &file_baton_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11298,7 +11437,7 @@ func (x *ThreadArchived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadArchived.ProtoReflect.Descriptor instead.
 func (*ThreadArchived) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{121}
+	return file_baton_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *ThreadArchived) GetDeleteBranch() bool {
@@ -11320,7 +11459,7 @@ type WorktreeRemoved struct {
 
 func (x *WorktreeRemoved) Reset() {
 	*x = WorktreeRemoved{}
-	mi := &file_baton_proto_msgTypes[122]
+	mi := &file_baton_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11332,7 +11471,7 @@ func (x *WorktreeRemoved) String() string {
 func (*WorktreeRemoved) ProtoMessage() {}
 
 func (x *WorktreeRemoved) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[122]
+	mi := &file_baton_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11345,7 +11484,7 @@ func (x *WorktreeRemoved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeRemoved.ProtoReflect.Descriptor instead.
 func (*WorktreeRemoved) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{122}
+	return file_baton_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *WorktreeRemoved) GetFailure() string {
@@ -11487,7 +11626,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x06to_run\x18\x03 \x01(\rR\x05toRun\x12\x19\n" +
 	"\bmax_runs\x18\x04 \x01(\rR\amaxRuns\x12%\n" +
 	"\x0emessages_after\x18\x05 \x01(\rR\rmessagesAfter\x12!\n" +
-	"\fmax_messages\x18\x06 \x01(\rR\vmaxMessages\"\xa7\f\n" +
+	"\fmax_messages\x18\x06 \x01(\rR\vmaxMessages\"\xbd\f\n" +
 	"\x06Thread\x121\n" +
 	"\asummary\x18\x01 \x01(\v2\x17.baton.v1.ThreadSummaryR\asummary\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12(\n" +
@@ -11528,7 +11667,8 @@ const file_baton_proto_rawDesc = "" +
 	"unattended\x12.\n" +
 	"\bworktree\x18  \x01(\v2\x12.baton.v1.WorktreeR\bworktree\x12'\n" +
 	"\x06merges\x18! \x03(\v2\x0f.baton.v1.MergeR\x06merges\x12\x1a\n" +
-	"\barchived\x18\" \x01(\bR\barchivedJ\x04\b\x03\x10\x04R\n" +
+	"\barchived\x18\" \x01(\bR\barchived\x12\x14\n" +
+	"\x05title\x18# \x01(\tR\x05titleJ\x04\b\x03\x10\x04R\n" +
 	"projection\"\x9b\x03\n" +
 	"\bWorktree\x12\x1e\n" +
 	"\n" +
@@ -11883,7 +12023,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x0emessages_after\x18\x05 \x01(\rR\rmessagesAfter\x12.\n" +
 	"\x13next_messages_after\x18\x06 \x01(\rR\x11nextMessagesAfter\x12\x1a\n" +
 	"\bcomplete\x18\a \x01(\bR\bcomplete\x12\x19\n" +
-	"\bleft_out\x18\b \x01(\tR\aleftOut\"\x88\x03\n" +
+	"\bleft_out\x18\b \x01(\tR\aleftOut\"\xff\x03\n" +
 	"\rThreadSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x10\n" +
@@ -11900,7 +12040,16 @@ const file_baton_proto_rawDesc = "" +
 	" \x01(\tR\alastRun\x12\x1a\n" +
 	"\bsequence\x18\v \x01(\x04R\bsequence\x12\x1a\n" +
 	"\barchived\x18\f \x01(\bR\barchived\x12\x16\n" +
-	"\x06branch\x18\r \x01(\tR\x06branch\"\x96\x01\n" +
+	"\x06branch\x18\r \x01(\tR\x06branch\x12\x14\n" +
+	"\x05title\x18\x0e \x01(\tR\x05title\x12\x18\n" +
+	"\apending\x18\x0f \x01(\rR\apending\x12)\n" +
+	"\x04wait\x18\x10 \x01(\v2\x15.baton.v1.SummaryWaitR\x04wait\x12\x1a\n" +
+	"\bworktree\x18\x11 \x01(\tR\bworktree\"\x80\x01\n" +
+	"\vSummaryWait\x12*\n" +
+	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1a\n" +
+	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x15\n" +
+	"\x06run_id\x18\x04 \x01(\tR\x05runId\"\x96\x01\n" +
 	"\x12ListThreadsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -12333,14 +12482,16 @@ const file_baton_proto_rawDesc = "" +
 	"\x0fnative_rollback\x18\x05 \x01(\bR\x0enativeRollback\x12\x12\n" +
 	"\x04fork\x18\x06 \x01(\bR\x04fork\x12\x16\n" +
 	"\x06resume\x18\a \x01(\bR\x06resume\x12'\n" +
-	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\x98\x02\n" +
+	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\xed\x02\n" +
 	"\x06Plugin\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12#\n" +
 	"\rwire_protocol\x18\x03 \x01(\tR\fwireProtocol\x12:\n" +
 	"\fcapabilities\x18\x04 \x01(\v2\x16.baton.v1.CapabilitiesR\fcapabilities\x121\n" +
 	"\x05notes\x18\x05 \x03(\v2\x1b.baton.v1.Plugin.NotesEntryR\x05notes\x12\x12\n" +
-	"\x04path\x18\x06 \x01(\tR\x04path\x1a8\n" +
+	"\x04path\x18\x06 \x01(\tR\x04path\x12\"\n" +
+	"\fverification\x18\a \x01(\tR\fverification\x12/\n" +
+	"\x13verification_detail\x18\b \x01(\tR\x12verificationDetail\x1a8\n" +
 	"\n" +
 	"NotesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -12429,7 +12580,7 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 127)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 128)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),                // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),        // 1: baton.v1.ProviderCommand
@@ -12481,107 +12632,108 @@ var file_baton_proto_goTypes = []any{
 	(*EarlierRollback)(nil),        // 47: baton.v1.EarlierRollback
 	(*ThreadPage)(nil),             // 48: baton.v1.ThreadPage
 	(*ThreadSummary)(nil),          // 49: baton.v1.ThreadSummary
-	(*ListThreadsRequest)(nil),     // 50: baton.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),    // 51: baton.v1.ListThreadsResponse
-	(*SubscribeRequest)(nil),       // 52: baton.v1.SubscribeRequest
-	(*Event)(nil),                  // 53: baton.v1.Event
-	(*ThreadCreated)(nil),          // 54: baton.v1.ThreadCreated
-	(*MessageAdded)(nil),           // 55: baton.v1.MessageAdded
-	(*MessageDelta)(nil),           // 56: baton.v1.MessageDelta
-	(*MessageCompleted)(nil),       // 57: baton.v1.MessageCompleted
-	(*RunQueued)(nil),              // 58: baton.v1.RunQueued
-	(*RunStarted)(nil),             // 59: baton.v1.RunStarted
-	(*AttemptStarted)(nil),         // 60: baton.v1.AttemptStarted
-	(*NodeStarted)(nil),            // 61: baton.v1.NodeStarted
-	(*NodeUpdated)(nil),            // 62: baton.v1.NodeUpdated
-	(*NodeDelta)(nil),              // 63: baton.v1.NodeDelta
-	(*NodeCompleted)(nil),          // 64: baton.v1.NodeCompleted
-	(*SessionOpened)(nil),          // 65: baton.v1.SessionOpened
-	(*SessionEnded)(nil),           // 66: baton.v1.SessionEnded
-	(*ProviderThreadBound)(nil),    // 67: baton.v1.ProviderThreadBound
-	(*ProviderTurnBound)(nil),      // 68: baton.v1.ProviderTurnBound
-	(*RequestOpened)(nil),          // 69: baton.v1.RequestOpened
-	(*RequestResolved)(nil),        // 70: baton.v1.RequestResolved
-	(*UsageReported)(nil),          // 71: baton.v1.UsageReported
-	(*RunEnded)(nil),               // 72: baton.v1.RunEnded
-	(*DiagnosticRecorded)(nil),     // 73: baton.v1.DiagnosticRecorded
-	(*RunSteered)(nil),             // 74: baton.v1.RunSteered
-	(*RestartRequested)(nil),       // 75: baton.v1.RestartRequested
-	(*InterruptRequested)(nil),     // 76: baton.v1.InterruptRequested
-	(*StopForced)(nil),             // 77: baton.v1.StopForced
-	(*TurnStalled)(nil),            // 78: baton.v1.TurnStalled
-	(*AttemptEnded)(nil),           // 79: baton.v1.AttemptEnded
-	(*RequestAnswered)(nil),        // 80: baton.v1.RequestAnswered
-	(*EffectCancelled)(nil),        // 81: baton.v1.EffectCancelled
-	(*AttemptDispatched)(nil),      // 82: baton.v1.AttemptDispatched
-	(*RequestAnswerFailed)(nil),    // 83: baton.v1.RequestAnswerFailed
-	(*RunCompleting)(nil),          // 84: baton.v1.RunCompleting
-	(*CheckpointScopeOpened)(nil),  // 85: baton.v1.CheckpointScopeOpened
-	(*CheckpointRequested)(nil),    // 86: baton.v1.CheckpointRequested
-	(*CheckpointRecorded)(nil),     // 87: baton.v1.CheckpointRecorded
-	(*RollbackStarted)(nil),        // 88: baton.v1.RollbackStarted
-	(*RollbackFilesRestored)(nil),  // 89: baton.v1.RollbackFilesRestored
-	(*RollbackCompleted)(nil),      // 90: baton.v1.RollbackCompleted
-	(*RollbackFailed)(nil),         // 91: baton.v1.RollbackFailed
-	(*HandoffCreated)(nil),         // 92: baton.v1.HandoffCreated
-	(*HandoffConsumed)(nil),        // 93: baton.v1.HandoffConsumed
-	(*HandoffSuperseded)(nil),      // 94: baton.v1.HandoffSuperseded
-	(*ProviderSwitched)(nil),       // 95: baton.v1.ProviderSwitched
-	(*ProviderThreadDetached)(nil), // 96: baton.v1.ProviderThreadDetached
-	(*PolicySet)(nil),              // 97: baton.v1.PolicySet
-	(*LimitReached)(nil),           // 98: baton.v1.LimitReached
-	(*WaitEnded)(nil),              // 99: baton.v1.WaitEnded
-	(*CheckRequested)(nil),         // 100: baton.v1.CheckRequested
-	(*LoopEnded)(nil),              // 101: baton.v1.LoopEnded
-	(*QueuedRunsResumed)(nil),      // 102: baton.v1.QueuedRunsResumed
-	(*QueuedRun)(nil),              // 103: baton.v1.QueuedRun
-	(*DiffRequest)(nil),            // 104: baton.v1.DiffRequest
-	(*FileChange)(nil),             // 105: baton.v1.FileChange
-	(*DiffResponse)(nil),           // 106: baton.v1.DiffResponse
-	(*ListPluginsRequest)(nil),     // 107: baton.v1.ListPluginsRequest
-	(*Capabilities)(nil),           // 108: baton.v1.Capabilities
-	(*Plugin)(nil),                 // 109: baton.v1.Plugin
-	(*ListPluginsResponse)(nil),    // 110: baton.v1.ListPluginsResponse
-	(*GetStatusRequest)(nil),       // 111: baton.v1.GetStatusRequest
-	(*CreateLoginCodeRequest)(nil), // 112: baton.v1.CreateLoginCodeRequest
-	(*LoginCode)(nil),              // 113: baton.v1.LoginCode
-	(*ServiceStatus)(nil),          // 114: baton.v1.ServiceStatus
-	(*RuntimeStats)(nil),           // 115: baton.v1.RuntimeStats
-	(*Listener)(nil),               // 116: baton.v1.Listener
-	(*PluginStatus)(nil),           // 117: baton.v1.PluginStatus
-	(*WorktreeReady)(nil),          // 118: baton.v1.WorktreeReady
-	(*WorktreeFailed)(nil),         // 119: baton.v1.WorktreeFailed
-	(*MergeRequested)(nil),         // 120: baton.v1.MergeRequested
-	(*ThreadArchived)(nil),         // 121: baton.v1.ThreadArchived
-	(*WorktreeRemoved)(nil),        // 122: baton.v1.WorktreeRemoved
-	nil,                            // 123: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                            // 124: baton.v1.RuntimeRequest.AnswersEntry
-	nil,                            // 125: baton.v1.RequestAnswered.AnswersEntry
-	nil,                            // 126: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil),  // 127: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),    // 128: google.protobuf.Duration
+	(*SummaryWait)(nil),            // 50: baton.v1.SummaryWait
+	(*ListThreadsRequest)(nil),     // 51: baton.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),    // 52: baton.v1.ListThreadsResponse
+	(*SubscribeRequest)(nil),       // 53: baton.v1.SubscribeRequest
+	(*Event)(nil),                  // 54: baton.v1.Event
+	(*ThreadCreated)(nil),          // 55: baton.v1.ThreadCreated
+	(*MessageAdded)(nil),           // 56: baton.v1.MessageAdded
+	(*MessageDelta)(nil),           // 57: baton.v1.MessageDelta
+	(*MessageCompleted)(nil),       // 58: baton.v1.MessageCompleted
+	(*RunQueued)(nil),              // 59: baton.v1.RunQueued
+	(*RunStarted)(nil),             // 60: baton.v1.RunStarted
+	(*AttemptStarted)(nil),         // 61: baton.v1.AttemptStarted
+	(*NodeStarted)(nil),            // 62: baton.v1.NodeStarted
+	(*NodeUpdated)(nil),            // 63: baton.v1.NodeUpdated
+	(*NodeDelta)(nil),              // 64: baton.v1.NodeDelta
+	(*NodeCompleted)(nil),          // 65: baton.v1.NodeCompleted
+	(*SessionOpened)(nil),          // 66: baton.v1.SessionOpened
+	(*SessionEnded)(nil),           // 67: baton.v1.SessionEnded
+	(*ProviderThreadBound)(nil),    // 68: baton.v1.ProviderThreadBound
+	(*ProviderTurnBound)(nil),      // 69: baton.v1.ProviderTurnBound
+	(*RequestOpened)(nil),          // 70: baton.v1.RequestOpened
+	(*RequestResolved)(nil),        // 71: baton.v1.RequestResolved
+	(*UsageReported)(nil),          // 72: baton.v1.UsageReported
+	(*RunEnded)(nil),               // 73: baton.v1.RunEnded
+	(*DiagnosticRecorded)(nil),     // 74: baton.v1.DiagnosticRecorded
+	(*RunSteered)(nil),             // 75: baton.v1.RunSteered
+	(*RestartRequested)(nil),       // 76: baton.v1.RestartRequested
+	(*InterruptRequested)(nil),     // 77: baton.v1.InterruptRequested
+	(*StopForced)(nil),             // 78: baton.v1.StopForced
+	(*TurnStalled)(nil),            // 79: baton.v1.TurnStalled
+	(*AttemptEnded)(nil),           // 80: baton.v1.AttemptEnded
+	(*RequestAnswered)(nil),        // 81: baton.v1.RequestAnswered
+	(*EffectCancelled)(nil),        // 82: baton.v1.EffectCancelled
+	(*AttemptDispatched)(nil),      // 83: baton.v1.AttemptDispatched
+	(*RequestAnswerFailed)(nil),    // 84: baton.v1.RequestAnswerFailed
+	(*RunCompleting)(nil),          // 85: baton.v1.RunCompleting
+	(*CheckpointScopeOpened)(nil),  // 86: baton.v1.CheckpointScopeOpened
+	(*CheckpointRequested)(nil),    // 87: baton.v1.CheckpointRequested
+	(*CheckpointRecorded)(nil),     // 88: baton.v1.CheckpointRecorded
+	(*RollbackStarted)(nil),        // 89: baton.v1.RollbackStarted
+	(*RollbackFilesRestored)(nil),  // 90: baton.v1.RollbackFilesRestored
+	(*RollbackCompleted)(nil),      // 91: baton.v1.RollbackCompleted
+	(*RollbackFailed)(nil),         // 92: baton.v1.RollbackFailed
+	(*HandoffCreated)(nil),         // 93: baton.v1.HandoffCreated
+	(*HandoffConsumed)(nil),        // 94: baton.v1.HandoffConsumed
+	(*HandoffSuperseded)(nil),      // 95: baton.v1.HandoffSuperseded
+	(*ProviderSwitched)(nil),       // 96: baton.v1.ProviderSwitched
+	(*ProviderThreadDetached)(nil), // 97: baton.v1.ProviderThreadDetached
+	(*PolicySet)(nil),              // 98: baton.v1.PolicySet
+	(*LimitReached)(nil),           // 99: baton.v1.LimitReached
+	(*WaitEnded)(nil),              // 100: baton.v1.WaitEnded
+	(*CheckRequested)(nil),         // 101: baton.v1.CheckRequested
+	(*LoopEnded)(nil),              // 102: baton.v1.LoopEnded
+	(*QueuedRunsResumed)(nil),      // 103: baton.v1.QueuedRunsResumed
+	(*QueuedRun)(nil),              // 104: baton.v1.QueuedRun
+	(*DiffRequest)(nil),            // 105: baton.v1.DiffRequest
+	(*FileChange)(nil),             // 106: baton.v1.FileChange
+	(*DiffResponse)(nil),           // 107: baton.v1.DiffResponse
+	(*ListPluginsRequest)(nil),     // 108: baton.v1.ListPluginsRequest
+	(*Capabilities)(nil),           // 109: baton.v1.Capabilities
+	(*Plugin)(nil),                 // 110: baton.v1.Plugin
+	(*ListPluginsResponse)(nil),    // 111: baton.v1.ListPluginsResponse
+	(*GetStatusRequest)(nil),       // 112: baton.v1.GetStatusRequest
+	(*CreateLoginCodeRequest)(nil), // 113: baton.v1.CreateLoginCodeRequest
+	(*LoginCode)(nil),              // 114: baton.v1.LoginCode
+	(*ServiceStatus)(nil),          // 115: baton.v1.ServiceStatus
+	(*RuntimeStats)(nil),           // 116: baton.v1.RuntimeStats
+	(*Listener)(nil),               // 117: baton.v1.Listener
+	(*PluginStatus)(nil),           // 118: baton.v1.PluginStatus
+	(*WorktreeReady)(nil),          // 119: baton.v1.WorktreeReady
+	(*WorktreeFailed)(nil),         // 120: baton.v1.WorktreeFailed
+	(*MergeRequested)(nil),         // 121: baton.v1.MergeRequested
+	(*ThreadArchived)(nil),         // 122: baton.v1.ThreadArchived
+	(*WorktreeRemoved)(nil),        // 123: baton.v1.WorktreeRemoved
+	nil,                            // 124: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                            // 125: baton.v1.RuntimeRequest.AnswersEntry
+	nil,                            // 126: baton.v1.RequestAnswered.AnswersEntry
+	nil,                            // 127: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil),  // 128: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),    // 129: google.protobuf.Duration
 }
 var file_baton_proto_depIdxs = []int32{
-	127, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	128, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,   // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	12,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	3,   // 3: baton.v1.CreateThreadRequest.worktree:type_name -> baton.v1.WorktreeOptions
 	12,  // 4: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	123, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	124, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
 	1,   // 6: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	1,   // 7: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
-	128, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
-	128, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
-	128, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
-	128, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
-	128, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	129, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	129, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	129, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	129, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	129, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
 	12,  // 13: baton.v1.ContinuationPolicy.applied:type_name -> baton.v1.ContinuationPolicy
 	12,  // 14: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	49,  // 15: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
 	48,  // 16: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
 	1,   // 17: baton.v1.Thread.provider_command:type_name -> baton.v1.ProviderCommand
-	127, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
-	127, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
+	128, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
+	128, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
 	19,  // 20: baton.v1.Thread.runs:type_name -> baton.v1.Run
 	25,  // 21: baton.v1.Thread.messages:type_name -> baton.v1.Message
 	26,  // 22: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
@@ -12601,9 +12753,9 @@ var file_baton_proto_depIdxs = []int32{
 	16,  // 36: baton.v1.Thread.worktree:type_name -> baton.v1.Worktree
 	18,  // 37: baton.v1.Thread.merges:type_name -> baton.v1.Merge
 	17,  // 38: baton.v1.Worktree.setup_result:type_name -> baton.v1.SetupResult
-	127, // 39: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
-	127, // 40: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	127, // 41: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	128, // 39: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
+	128, // 40: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	128, // 41: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
 	23,  // 42: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
 	24,  // 43: baton.v1.Run.nodes:type_name -> baton.v1.Node
 	33,  // 44: baton.v1.Run.failure:type_name -> baton.v1.Failure
@@ -12612,169 +12764,171 @@ var file_baton_proto_depIdxs = []int32{
 	22,  // 47: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
 	21,  // 48: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
 	36,  // 49: baton.v1.Run.limit:type_name -> baton.v1.Limit
-	127, // 50: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
-	127, // 51: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
-	128, // 52: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
+	128, // 50: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
+	128, // 51: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
+	129, // 52: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
 	33,  // 53: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
-	127, // 54: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	127, // 55: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	128, // 54: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	128, // 55: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	34,  // 56: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
-	127, // 57: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
-	127, // 58: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
+	128, // 57: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
+	128, // 58: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
 	31,  // 59: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
-	124, // 60: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
-	127, // 61: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
-	127, // 62: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
-	127, // 63: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
-	105, // 64: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
-	127, // 65: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
-	127, // 66: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
+	125, // 60: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
+	128, // 61: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
+	128, // 62: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	128, // 63: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
+	106, // 64: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
+	128, // 65: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
+	128, // 66: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
 	33,  // 67: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
-	127, // 68: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
-	127, // 69: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
+	128, // 68: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
+	128, // 69: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
 	41,  // 70: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
 	1,   // 71: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
 	12,  // 72: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
-	127, // 73: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
+	128, // 73: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
 	44,  // 74: baton.v1.Loop.wait:type_name -> baton.v1.Wait
 	44,  // 75: baton.v1.Loop.return:type_name -> baton.v1.Wait
 	45,  // 76: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
 	36,  // 77: baton.v1.Wait.limit:type_name -> baton.v1.Limit
-	127, // 78: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
-	127, // 79: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
-	127, // 80: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
-	127, // 81: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
+	128, // 78: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
+	128, // 79: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
+	128, // 80: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
+	128, // 81: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
 	47,  // 82: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
-	127, // 83: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	127, // 84: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	49,  // 85: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	127, // 86: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	54,  // 87: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
-	55,  // 88: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
-	56,  // 89: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
-	57,  // 90: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
-	58,  // 91: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
-	59,  // 92: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
-	60,  // 93: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
-	61,  // 94: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
-	62,  // 95: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
-	63,  // 96: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
-	64,  // 97: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
-	65,  // 98: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
-	66,  // 99: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
-	67,  // 100: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
-	68,  // 101: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
-	69,  // 102: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
-	70,  // 103: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
-	71,  // 104: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
-	72,  // 105: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
-	73,  // 106: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
-	74,  // 107: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
-	75,  // 108: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
-	76,  // 109: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
-	77,  // 110: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
-	78,  // 111: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
-	79,  // 112: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
-	80,  // 113: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
-	81,  // 114: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
-	82,  // 115: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
-	83,  // 116: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
-	35,  // 117: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
-	84,  // 118: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
-	85,  // 119: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
-	86,  // 120: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
-	87,  // 121: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
-	88,  // 122: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
-	89,  // 123: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
-	90,  // 124: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
-	91,  // 125: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
-	92,  // 126: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
-	93,  // 127: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
-	94,  // 128: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
-	95,  // 129: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
-	96,  // 130: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
-	97,  // 131: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
-	98,  // 132: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
-	44,  // 133: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
-	99,  // 134: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
-	100, // 135: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
-	45,  // 136: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
-	101, // 137: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
-	102, // 138: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
-	118, // 139: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
-	119, // 140: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
-	120, // 141: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
-	18,  // 142: baton.v1.Event.thread_merged:type_name -> baton.v1.Merge
-	121, // 143: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
-	122, // 144: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
-	1,   // 145: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
-	16,  // 146: baton.v1.ThreadCreated.worktree:type_name -> baton.v1.Worktree
-	31,  // 147: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
-	34,  // 148: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
-	33,  // 149: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
-	128, // 150: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
-	127, // 151: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
-	125, // 152: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
-	21,  // 153: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
-	105, // 154: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
-	38,  // 155: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
-	33,  // 156: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
-	41,  // 157: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
-	1,   // 158: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
-	12,  // 159: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
-	36,  // 160: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
-	103, // 161: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
-	105, // 162: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
-	108, // 163: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	126, // 164: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
-	109, // 165: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	127, // 166: baton.v1.LoginCode.expires_at:type_name -> google.protobuf.Timestamp
-	127, // 167: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
-	128, // 168: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
-	116, // 169: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
-	49,  // 170: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
-	117, // 171: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
-	115, // 172: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
-	17,  // 173: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
-	2,   // 174: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	6,   // 175: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	7,   // 176: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	8,   // 177: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	9,   // 178: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
-	10,  // 179: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	11,  // 180: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	13,  // 181: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	4,   // 182: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
-	5,   // 183: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
-	14,  // 184: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	50,  // 185: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	52,  // 186: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	104, // 187: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	107, // 188: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	111, // 189: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
-	112, // 190: baton.v1.Baton.CreateLoginCode:input_type -> baton.v1.CreateLoginCodeRequest
-	0,   // 191: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,   // 192: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,   // 193: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,   // 194: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,   // 195: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
-	0,   // 196: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,   // 197: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,   // 198: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	0,   // 199: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
-	0,   // 200: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
-	15,  // 201: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	51,  // 202: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	53,  // 203: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	106, // 204: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	110, // 205: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	114, // 206: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
-	113, // 207: baton.v1.Baton.CreateLoginCode:output_type -> baton.v1.LoginCode
-	191, // [191:208] is the sub-list for method output_type
-	174, // [174:191] is the sub-list for method input_type
-	174, // [174:174] is the sub-list for extension type_name
-	174, // [174:174] is the sub-list for extension extendee
-	0,   // [0:174] is the sub-list for field type_name
+	128, // 83: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	128, // 84: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	50,  // 85: baton.v1.ThreadSummary.wait:type_name -> baton.v1.SummaryWait
+	128, // 86: baton.v1.SummaryWait.at:type_name -> google.protobuf.Timestamp
+	49,  // 87: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
+	128, // 88: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	55,  // 89: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
+	56,  // 90: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
+	57,  // 91: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
+	58,  // 92: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
+	59,  // 93: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
+	60,  // 94: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
+	61,  // 95: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
+	62,  // 96: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
+	63,  // 97: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
+	64,  // 98: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
+	65,  // 99: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
+	66,  // 100: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
+	67,  // 101: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
+	68,  // 102: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
+	69,  // 103: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
+	70,  // 104: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
+	71,  // 105: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
+	72,  // 106: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
+	73,  // 107: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
+	74,  // 108: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
+	75,  // 109: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
+	76,  // 110: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
+	77,  // 111: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
+	78,  // 112: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
+	79,  // 113: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
+	80,  // 114: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
+	81,  // 115: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
+	82,  // 116: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
+	83,  // 117: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
+	84,  // 118: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
+	35,  // 119: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
+	85,  // 120: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
+	86,  // 121: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
+	87,  // 122: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
+	88,  // 123: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
+	89,  // 124: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
+	90,  // 125: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
+	91,  // 126: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
+	92,  // 127: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
+	93,  // 128: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
+	94,  // 129: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
+	95,  // 130: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
+	96,  // 131: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
+	97,  // 132: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
+	98,  // 133: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
+	99,  // 134: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
+	44,  // 135: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
+	100, // 136: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
+	101, // 137: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
+	45,  // 138: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
+	102, // 139: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
+	103, // 140: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
+	119, // 141: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
+	120, // 142: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
+	121, // 143: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
+	18,  // 144: baton.v1.Event.thread_merged:type_name -> baton.v1.Merge
+	122, // 145: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
+	123, // 146: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
+	1,   // 147: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
+	16,  // 148: baton.v1.ThreadCreated.worktree:type_name -> baton.v1.Worktree
+	31,  // 149: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
+	34,  // 150: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
+	33,  // 151: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
+	129, // 152: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
+	128, // 153: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
+	126, // 154: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
+	21,  // 155: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
+	106, // 156: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
+	38,  // 157: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
+	33,  // 158: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
+	41,  // 159: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
+	1,   // 160: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
+	12,  // 161: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
+	36,  // 162: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
+	104, // 163: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
+	106, // 164: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
+	109, // 165: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
+	127, // 166: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	110, // 167: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
+	128, // 168: baton.v1.LoginCode.expires_at:type_name -> google.protobuf.Timestamp
+	128, // 169: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
+	129, // 170: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
+	117, // 171: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
+	49,  // 172: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
+	118, // 173: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
+	116, // 174: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
+	17,  // 175: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
+	2,   // 176: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	6,   // 177: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	7,   // 178: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	8,   // 179: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	9,   // 180: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	10,  // 181: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	11,  // 182: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	13,  // 183: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	4,   // 184: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
+	5,   // 185: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
+	14,  // 186: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	51,  // 187: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	53,  // 188: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	105, // 189: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	108, // 190: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	112, // 191: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
+	113, // 192: baton.v1.Baton.CreateLoginCode:input_type -> baton.v1.CreateLoginCodeRequest
+	0,   // 193: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,   // 194: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,   // 195: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,   // 196: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,   // 197: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,   // 198: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,   // 199: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,   // 200: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	0,   // 201: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
+	0,   // 202: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
+	15,  // 203: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	52,  // 204: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	54,  // 205: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	107, // 206: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	111, // 207: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	115, // 208: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
+	114, // 209: baton.v1.Baton.CreateLoginCode:output_type -> baton.v1.LoginCode
+	193, // [193:210] is the sub-list for method output_type
+	176, // [176:193] is the sub-list for method input_type
+	176, // [176:176] is the sub-list for extension type_name
+	176, // [176:176] is the sub-list for extension extendee
+	0,   // [0:176] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -12782,7 +12936,7 @@ func file_baton_proto_init() {
 	if File_baton_proto != nil {
 		return
 	}
-	file_baton_proto_msgTypes[53].OneofWrappers = []any{
+	file_baton_proto_msgTypes[54].OneofWrappers = []any{
 		(*Event_ThreadCreated)(nil),
 		(*Event_MessageAdded)(nil),
 		(*Event_MessageDelta)(nil),
@@ -12842,14 +12996,14 @@ func file_baton_proto_init() {
 		(*Event_ThreadArchived)(nil),
 		(*Event_WorktreeRemoved)(nil),
 	}
-	file_baton_proto_msgTypes[90].OneofWrappers = []any{}
+	file_baton_proto_msgTypes[91].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   127,
+			NumMessages:   128,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
