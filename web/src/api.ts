@@ -13,9 +13,11 @@ const transport = createConnectTransport({
 export const api = createClient(Baton, transport);
 
 // commandId names a command the page sends, so that a retry of the same
-// click is one command to the service.
+// click is one command to the service. (crypto.getRandomValues, unlike
+// randomUUID, works on a page served over plain HTTP to another host.)
 export function commandId(): string {
-  return "web:" + crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return "web:" + Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 }
 
 // signedOut says an error means the session is gone (or never was).

@@ -2,38 +2,46 @@
 // live from one Subscribe of every thread.
 //
 // The list starts from ListThreads (every page), subscribes after the
-// newest sequence those summaries show, and, on an event, marks that
-// thread's last activity at once and re-reads its summary (GetThread
-// with one message) after a short delay, so that a burst of events costs
-// one call. A thread's title (its first run's input) is read once, when
-// its row comes into view.
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import type { Event, ThreadSummary, Wait } from "./gen/baton_pb";
-import { api, commandId, describe, signedOut } from "./api";
+// newest sequence those summaries show, and, on an event, re-reads that
+// thread's summary (GetThread with one message) after a short delay, so
+// that a burst of events costs one call. A summary says the thread's
+// title, its pending requests and its armed wait; a worktree thread's
+// repository (its group), and the title of a thread whose summary has none
+// (one a service before titles listed), are read once from its projection.
+import { Component } from "preact";
+import { useEffect, useMemo, useState } from "preact/hooks";
+import type { Event, ThreadSummary } from "./gen/baton_pb";
+import { api, describe, signedOut } from "./api";
 import { follow } from "./stream";
-import { Cell, now, session, useCell, useSeconds } from "./store";
-import { type ThreadState, base, pendingOf, shorten, stateLabels, stateOf, threadStates } from "./state";
-import { ago, countdown, iso, ms } from "./time";
+import { Cell, now, session, useCell } from "./store";
+import { type ThreadState, base, shorten, stateLabels, stateOf, threadStates } from "./state";
+import { ago, iso, ms } from "./time";
 import { Link } from "./router";
 import { Connection } from "./connection";
 import { notify } from "./notify";
+import { WaitLine } from "./wait";
 
-// Entry is what the list holds of one thread.
+// Entry is what the list holds of one thread. It is replaced when it
+// changes, never changed in place (but for the activity of streamed text).
 interface Entry {
   summary: ThreadSummary;
-  title?: string;
   // group is the repository a worktree thread was made from, else its cwd.
   group: string;
+  // pending counts its pending requests: the summary's, and those opened
+  // since it was read.
   pending: number;
-  wait?: Wait;
   activity: number;
 }
 
 // refreshDelay is how long a thread's events are gathered before its
 // summary is read again.
 const refreshDelay = 250;
-// titleReaders bounds the title calls in flight.
-const titleReaders = 4;
+// readers bounds the reads of details in flight.
+const readers = 4;
+
+function entryOf(s: ThreadSummary, group = s.cwd): Entry {
+  return { summary: s, group, pending: s.pending, activity: ms(s.updatedAt) };
+}
 
 class ThreadList {
   readonly entries = new Map<string, Entry>();
@@ -42,9 +50,9 @@ class ThreadList {
   readonly loaded = new Cell(false);
   readonly error = new Cell("");
   private timers = new Map<string, ReturnType<typeof setTimeout>>();
-  private titleQueue: string[] = [];
-  private titlesAsked = new Set<string>();
-  private titleCalls = 0;
+  private detailQueue: string[] = [];
+  private detailsAsked = new Set<string>();
+  private detailCalls = 0;
   private frame = 0;
   private stopFollow?: () => void;
   private stopped = false;
@@ -56,17 +64,15 @@ class ThreadList {
       do {
         const page = await api.listThreads({ all: true, pageSize: 1000, pageToken });
         for (const s of page.threads) {
-          this.entries.set(s.id, { summary: s, group: s.cwd, pending: 0, activity: ms(s.updatedAt) });
+          this.entries.set(s.id, entryOf(s));
           if (s.sequence > after) after = s.sequence;
+          if (s.worktree || (!s.title && s.runs > 0)) this.requestDetails(s.id);
         }
         pageToken = page.nextPageToken;
       } while (pageToken && !this.stopped);
       if (this.stopped) return;
       this.loaded.set(true);
       this.changed();
-      for (const e of this.entries.values()) {
-        if (e.summary.status !== "idle" && !e.summary.archived) this.refreshSoon(e.summary.id);
-      }
       this.stopFollow = follow({
         threadId: "",
         after,
@@ -89,13 +95,19 @@ class ThreadList {
 
   private onEvent(ev: Event): void {
     const e = this.entries.get(ev.threadId);
-    if (e) {
+    // Text streaming in changes no summary, and its activity shows at the
+    // next tick of the clock; anything else may change the row now.
+    const streaming = ev.payload.case === "messageDelta" || ev.payload.case === "nodeDelta";
+    if (e && streaming) {
       e.activity = Math.max(e.activity, ms(ev.at));
-      if (ev.payload.case === "requestOpened") e.pending++;
+      return;
+    }
+    if (e) {
+      const pending = e.pending + (ev.payload.case === "requestOpened" ? 1 : 0);
+      this.entries.set(ev.threadId, { ...e, pending, activity: Math.max(e.activity, ms(ev.at)) });
       this.changed();
     }
-    // Text streaming in changes no summary; anything else may.
-    if (ev.payload.case !== "messageDelta" && ev.payload.case !== "nodeDelta") this.refreshSoon(ev.threadId);
+    this.refreshSoon(ev.threadId);
   }
 
   private refreshSoon(id: string): void {
@@ -114,18 +126,10 @@ class ThreadList {
       const t = await api.getThread({ threadId: id, maxMessages: 1 });
       if (this.stopped || !t.summary) return;
       const before = this.entries.get(id);
-      const e: Entry = {
-        summary: t.summary,
-        title: before?.title,
-        group: t.worktree?.repository || t.summary.cwd,
-        pending: pendingOf(t).length,
-        wait: t.loop?.wait,
-        activity: Math.max(before?.activity ?? 0, ms(t.summary.updatedAt)),
-      };
-      if (!e.title && t.page?.firstRun === 1 && t.runs[0]) e.title = shorten(t.runs[0].input);
+      const e = entryOf(t.summary, t.worktree?.repository || t.summary.cwd);
+      e.activity = Math.max(before?.activity ?? 0, e.activity);
       this.entries.set(id, e);
       if (before) this.announce(before, e);
-      else this.requestTitle(id);
       this.changed();
     } catch (err) {
       if (signedOut(err)) session.set("expired");
@@ -135,36 +139,41 @@ class ThreadList {
   // announce raises a browser notification when a thread comes to need its
   // user or its newest run ends.
   private announce(before: Entry, after: Entry): void {
-    const title = after.title || base(after.summary.cwd);
+    const s = after.summary;
+    const title = s.title || base(s.cwd);
     const was = stateOf(before.summary, before.pending);
-    const is = stateOf(after.summary, after.pending);
+    const is = stateOf(s, after.pending);
     if (is === "needs-you" && was !== "needs-you") {
-      notify(`${title} needs you`, "A request waits for your answer.", after.summary.id, "request");
-    } else if (before.summary.status !== "idle" && after.summary.status === "idle" && after.summary.lastRun) {
-      notify(`${title}: run ${after.summary.lastRun}`, `Run ${after.summary.runs} ended.`, after.summary.id, "run");
+      notify(`${title} needs you`, "A request waits for your answer.", s.id, "request");
+    } else if (before.summary.status !== "idle" && s.status === "idle" && s.lastRun) {
+      notify(`${title}: run ${s.lastRun}`, `Run ${s.runs} ended.`, s.id, "run");
     }
   }
 
-  // requestTitle reads a thread's first run's input, once.
-  requestTitle(id: string): void {
-    if (this.titlesAsked.has(id)) return;
-    this.titlesAsked.add(id);
-    this.titleQueue.push(id);
-    this.readTitles();
+  // requestDetails reads, once, what a summary leaves out: the repository
+  // a worktree thread was made from (the group it is listed in), and the
+  // title when the summary has none.
+  private requestDetails(id: string): void {
+    if (this.detailsAsked.has(id)) return;
+    this.detailsAsked.add(id);
+    this.detailQueue.push(id);
+    this.readDetails();
   }
 
-  private readTitles(): void {
-    while (this.titleCalls < titleReaders && this.titleQueue.length > 0 && !this.stopped) {
-      const id = this.titleQueue.shift()!;
-      this.titleCalls++;
+  private readDetails(): void {
+    while (this.detailCalls < readers && this.detailQueue.length > 0 && !this.stopped) {
+      const id = this.detailQueue.shift()!;
+      this.detailCalls++;
       api
         .getThread({ threadId: id, fromRun: 1, toRun: 1, maxRuns: 1, maxMessages: 1 })
         .then(
           (t) => {
             const e = this.entries.get(id);
             if (!e) return;
-            e.title = t.runs[0] ? shorten(t.runs[0].input) : "";
-            if (t.worktree?.repository) e.group = t.worktree.repository;
+            const group = t.worktree?.repository || e.group;
+            const title = e.summary.title || t.title || shorten(t.runs[0]?.input ?? "");
+            if (group === e.group && title === e.summary.title) return;
+            this.entries.set(id, { ...e, group, summary: { ...e.summary, title } });
             this.changed();
           },
           (err) => {
@@ -172,8 +181,8 @@ class ThreadList {
           },
         )
         .finally(() => {
-          this.titleCalls--;
-          this.readTitles();
+          this.detailCalls--;
+          this.readDetails();
         });
     }
   }
@@ -199,7 +208,7 @@ function matches(e: Entry, st: ThreadState, f: Filter): boolean {
   if (f.provider && e.summary.provider !== f.provider) return false;
   if (f.text) {
     const q = f.text.toLowerCase();
-    const hay = [e.title ?? "", e.summary.cwd, e.summary.branch, e.summary.id, e.summary.model].join("\n").toLowerCase();
+    const hay = [e.summary.title, e.summary.cwd, e.summary.branch, e.summary.id, e.summary.model].join("\n").toLowerCase();
     if (!hay.includes(q)) return false;
   }
   return true;
@@ -217,6 +226,9 @@ export function ListPage() {
   const live = useCell(list.live);
   const t = useCell(now);
   const [filter, setFilter] = useState<Filter>({ state: "", provider: "", text: "" });
+  useEffect(() => {
+    if (loaded) performance.mark("baton:threads-shown");
+  }, [loaded]);
 
   const all = [...list.entries.values()];
   const providers = [...new Set(all.map((e) => e.summary.provider))].sort();
@@ -230,6 +242,10 @@ export function ListPage() {
     if (!g) groups.set(e.group, (g = []));
     g.push({ e, st });
   }
+  const needing = counts.get("needs-you") ?? 0;
+  useEffect(() => {
+    document.title = needing > 0 ? `(${needing}) Threads · Baton` : "Threads · Baton";
+  }, [needing]);
   const ordered = [...groups.entries()]
     .map(([group, rows]) => {
       rows.sort((a, b) => b.e.activity - a.e.activity);
@@ -238,7 +254,7 @@ export function ListPage() {
     .sort((a, b) => b.newest - a.newest);
 
   return (
-    <main class="list">
+    <main class="list" data-loaded={String(loaded)}>
       <div class="toolbar">
         <h1>Threads</h1>
         <Connection live={live} />
@@ -293,7 +309,7 @@ export function ListPage() {
           </h2>
           <ul class="threads">
             {rows.map(({ e, st }) => (
-              <ThreadRow key={e.summary.id} entry={e} state={st} now={t} list={list} />
+              <ThreadRow key={e.summary.id} entry={e} state={st} now={t} />
             ))}
           </ul>
         </section>
@@ -302,94 +318,53 @@ export function ListPage() {
   );
 }
 
-// One IntersectionObserver for every row: a row's title is read when it
-// comes into view.
-const seen = new WeakMap<Element, () => void>();
-let observer: IntersectionObserver | undefined;
-
-function observe(el: Element, onSeen: () => void): () => void {
-  observer ??= new IntersectionObserver((entries) => {
-    for (const en of entries) {
-      if (!en.isIntersecting) continue;
-      seen.get(en.target)?.();
-      observer?.unobserve(en.target);
-    }
-  });
-  seen.set(el, onSeen);
-  observer.observe(el);
-  return () => observer?.unobserve(el);
+interface RowProps {
+  entry: Entry;
+  state: ThreadState;
+  now: number;
 }
 
-function ThreadRow({ entry, state, now, list }: { entry: Entry; state: ThreadState; now: number; list: ThreadList }) {
-  const s = entry.summary;
-  const ref = useRef<HTMLLIElement>(null);
-  useEffect(() => {
-    if (entry.title !== undefined || !ref.current) return;
-    return observe(ref.current, () => list.requestTitle(s.id));
-  }, [s.id, entry.title === undefined]);
-  const title = entry.title || (entry.title === "" ? `(no runs) ${base(s.cwd)}` : s.id);
-  return (
-    <li class={`thread state-${state}`} data-thread-id={s.id} data-state={state} ref={ref}>
-      <div class="row-main">
-        <Link href={`/threads/${encodeURIComponent(s.id)}`} class="title">
-          {title}
-        </Link>
-        <span class={`badge ${state}`}>{stateLabels[state]}</span>
-      </div>
-      <div class="row-meta muted">
-        <span>
-          {s.provider}
-          {s.model && ` · ${s.model}`}
-        </span>
-        {s.branch && <span title="branch">⎇ {s.branch}</span>}
-        <span>
-          {s.runs} run{s.runs === 1 ? "" : "s"}
-          {s.queued > 0 && ` (${s.queued} queued)`}
-        </span>
-        <time dateTime={iso(entry.activity)} title={iso(entry.activity)}>
-          {ago(entry.activity, now)}
-        </time>
-      </div>
-      {state === "waiting" && entry.wait && <WaitLine threadId={s.id} wait={entry.wait} />}
-    </li>
-  );
-}
-
-// WaitLine shows a usage-limit wait's countdown and a button that cancels
-// it (an interrupt of the waiting run).
-export function WaitLine({ threadId, wait }: { threadId: string; wait: Wait }) {
-  const t = useSeconds();
-  const [error, setError] = useState("");
-  const [busy, setBusy] = useState(false);
-  const at = ms(wait.at);
-  const cancel = async () => {
-    setBusy(true);
-    try {
-      await api.interrupt({ commandId: commandId(), threadId, runId: wait.runId });
-    } catch (err) {
-      setError(describe(err));
-    } finally {
-      setBusy(false);
-    }
-  };
-  const what = wait.limit?.description || "a limit";
-  return (
-    <div class="wait">
-      <span>
-        Waiting for {wait.provider} {what}: {wait.atReset ? "resets" : "probe"} in{" "}
-        <time dateTime={iso(at)} data-role="countdown">
-          {countdown(at, t)}
-        </time>
-        {wait.maxProbes > 0 && ` (wait ${wait.probe} of ${wait.maxProbes})`}
-      </span>
-      <button type="button" data-action="cancel-wait" onClick={cancel} disabled={busy}>
-        Cancel wait
-      </button>
-      {error && (
-        <span class="error" role="alert">
-          {error}
-        </span>
-      )}
-    </div>
-  );
+// ThreadRow renders again only when its entry, its state or the clock
+// changed: a list of many threads costs the changed rows per event.
+class ThreadRow extends Component<RowProps> {
+  shouldComponentUpdate(next: RowProps): boolean {
+    const p = this.props;
+    return next.entry !== p.entry || next.state !== p.state || next.now !== p.now;
+  }
+  render({ entry, state, now }: RowProps) {
+    const s = entry.summary;
+    const title = s.title || (s.runs === 0 ? `(no messages) ${base(s.cwd)}` : s.id);
+    return (
+      <li class={`thread state-${state}`} data-thread-id={s.id} data-state={state}>
+        <div class="row-main">
+          <Link href={`/threads/${encodeURIComponent(s.id)}`} class="title">
+            {title}
+          </Link>
+          <span class={`badge ${state}`}>{stateLabels[state]}</span>
+        </div>
+        <div class="row-meta muted">
+          <span>
+            {s.provider}
+            {s.model && ` · ${s.model}`}
+          </span>
+          {s.branch && (
+            <span title={s.worktree ? `worktree ${s.worktree}` : "branch"}>
+              ⎇ {s.branch}
+              {s.worktree && ` · ${base(s.worktree)}`}
+            </span>
+          )}
+          <span>
+            {s.runs} run{s.runs === 1 ? "" : "s"}
+            {s.queued > 0 && ` (${s.queued} queued)`}
+          </span>
+          <time dateTime={iso(entry.activity)} title={iso(entry.activity)}>
+            {ago(entry.activity, now)}
+          </time>
+        </div>
+        {state === "waiting" && s.wait?.at && (
+          <WaitLine threadId={s.id} at={s.wait.at} provider={s.wait.provider} what="limit" runId={s.wait.runId} />
+        )}
+      </li>
+    );
+  }
 }

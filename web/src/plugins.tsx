@@ -1,6 +1,6 @@
 // The plugins page at /plugins: every installed provider plugin, its
-// version, what it can do and whether its binary is the one the lock
-// names.
+// version, what it can do, and whether its binary is the one its
+// directory's lockfile records (verification).
 import { useEffect, useState } from "preact/hooks";
 import type { Capabilities, Plugin } from "./gen/baton_pb";
 import { describe, signedOut } from "./api";
@@ -22,6 +22,7 @@ export function PluginsPage() {
   const [plugins, setPlugins] = useState<Plugin[] | undefined>();
   const [error, setError] = useState("");
   useEffect(() => {
+    document.title = "Plugins · Baton";
     listPlugins().then(setPlugins, (err) => {
       if (signedOut(err)) session.set("expired");
       else setError(describe(err));
@@ -47,9 +48,18 @@ export function PluginsPage() {
                 <code>{p.path || "—"}</code>
               </dd>
               <dt>Verification</dt>
-              <dd data-role="verification" data-ok={String(!p.notes["error"])}>
-                {p.notes["error"] ? `failed: ${p.notes["error"]}` : "ok: it started and described itself"}
+              <dd data-role="verification" data-verification={p.verification || "unknown"}>
+                {p.verification || "not said"}
+                {p.verificationDetail && `: ${p.verificationDetail}`}
               </dd>
+              {p.notes["error"] && (
+                <>
+                  <dt>Start</dt>
+                  <dd class="error" data-role="start-error">
+                    failed: {p.notes["error"]}
+                  </dd>
+                </>
+              )}
               {Object.entries(p.notes)
                 .filter(([k]) => k !== "error")
                 .sort(([a], [b]) => a.localeCompare(b))

@@ -20,16 +20,37 @@ export const stateLabels: Record<ThreadState, string> = {
 const failedRuns = new Set(["failed", "blocked"]);
 
 // stateOf is a thread's state: archived, then a pending request (needs
-// you), then the active run's status (a usage-limit wait, or working),
-// then how its newest run ended.
+// you), then the active run's status (waiting on an armed wait, else
+// working: a run waits for a request's answer too), then how its newest
+// run ended.
 export function stateOf(s: ThreadSummary, pendingRequests: number): ThreadState {
   if (s.archived) return "archived";
   if (pendingRequests > 0) return "needs-you";
-  if (s.status === "waiting") return "waiting";
+  if (s.status === "waiting" && s.wait) return "waiting";
   if (s.status !== "idle" && s.status !== "") return "working";
   if (s.queued > 0) return "working";
   if (failedRuns.has(s.lastRun)) return "failed";
   return "done";
+}
+
+// stateOfThread is stateOf for a thread page's projection, whose runs the
+// page keeps current from the events (its summary is as it was read).
+export function stateOfThread(t: Thread, runs: Run[]): ThreadState {
+  let status = "idle";
+  let lastRun = "";
+  let queued = 0;
+  for (let i = runs.length - 1; i >= 0; i--) {
+    const r = runs[i]!;
+    if (!r.startedAt) {
+      if (r.status === "queued") queued++;
+      continue;
+    }
+    lastRun = r.status;
+    if (r.status === "starting" || r.status === "running" || r.status === "waiting") status = r.status;
+    break;
+  }
+  const wait = t.loop?.wait;
+  return stateOf({ archived: t.archived, status, lastRun, queued, wait } as ThreadSummary, pendingOf(t).length);
 }
 
 export function pendingOf(t: Thread): RuntimeRequest[] {

@@ -28,15 +28,34 @@ async function run(f: Follow, signal: AbortSignal): Promise<void> {
   let delay = firstDelay;
   while (!signal.aborted) {
     try {
+      const call = new AbortController();
+      const stopCall = () => call.abort();
+      signal.addEventListener("abort", stopCall, { once: true });
+      let ended = false;
       const events = api.subscribe(
         { threadId: f.threadId, afterSequence: after },
-        { signal, onHeader: () => f.onLive(true) },
+        { signal: call.signal, onHeader: () => f.onLive(true) },
       );
-      for await (const e of events) {
-        if (e.sequence <= after) continue;
-        after = e.sequence;
-        delay = firstDelay;
-        f.onEvent(e);
+      // The transcoder sends the stream's headers with its first event, so
+      // a quiet stream says nothing: once the service has answered a call
+      // made after it, and the stream has not ended, it is open. (Nothing
+      // can be missed either way: the stream starts from a sequence.)
+      void api.getStatus({}, { signal: call.signal }).then(
+        () => {
+          if (!ended && !call.signal.aborted) f.onLive(true);
+        },
+        () => {},
+      );
+      try {
+        for await (const e of events) {
+          if (e.sequence <= after) continue;
+          after = e.sequence;
+          delay = firstDelay;
+          f.onEvent(e);
+        }
+      } finally {
+        ended = true;
+        signal.removeEventListener("abort", stopCall);
       }
     } catch (err) {
       if (signal.aborted) return;

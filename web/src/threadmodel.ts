@@ -510,13 +510,15 @@ export class ThreadModel {
         return;
       }
       default:
-        this.refetchSoon();
+        if (!quiet.has(p.case)) this.refetchSoon();
     }
   }
 
+  // title is the thread's first message, shortened (the projection's, or
+  // its first run's input when the service gave none).
   title(): string {
     const first = this.older[0]?.runs[0] ?? this.t?.runs[0];
-    return first?.ordinal === 1 ? shorten(first.input, 60) : this.id;
+    return this.t?.title || (first?.ordinal === 1 ? shorten(first.input, 80) : "") || this.id;
   }
 
   private request(id: string): RuntimeRequest | undefined {
@@ -541,6 +543,18 @@ export class ThreadModel {
     });
   }
 }
+
+// quiet are the events that change nothing the page shows: they need no
+// new projection.
+const quiet = new Set<Event["payload"]["case"]>([
+  "attemptDispatched",
+  "providerSessionOpened",
+  "providerSessionEnded",
+  "providerThreadBound",
+  "effectCancelled",
+  "rateLimitReported",
+  "checkpointScopeOpened",
+]);
 
 export function isActive(status: string): boolean {
   return status === "starting" || status === "running" || status === "waiting";

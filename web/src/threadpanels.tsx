@@ -7,7 +7,7 @@ import { useEffect, useState } from "preact/hooks";
 import { type ContinuationPolicy, ContinuationPolicySchema, type Plugin, type Thread } from "./gen/baton_pb";
 import { api, commandId, describe } from "./api";
 import { listPlugins } from "./state";
-import { WaitLine } from "./list";
+import { WaitLine } from "./wait";
 import { iso, ms } from "./time";
 
 function minutes(d: Duration | undefined): string {
@@ -93,7 +93,16 @@ export function PolicyPanel({ thread }: { thread: Thread }) {
           {loop.checkPending && <dd>a check is running</dd>}
         </dl>
       )}
-      {loop?.wait && <WaitLine threadId={thread.id} wait={loop.wait} />}
+      {loop?.wait?.at && (
+        <WaitLine
+          threadId={thread.id}
+          at={loop.wait.at}
+          provider={loop.wait.provider}
+          what={loop.wait.limit?.description || "limit"}
+          runId={loop.wait.runId}
+          note={`(${loop.wait.atReset ? "at its reset" : "a probe"}${loop.wait.maxProbes ? `, wait ${loop.wait.probe} of ${loop.wait.maxProbes}` : ""})`}
+        />
+      )}
       {loop?.return && (
         <p class="muted">
           Returns to {loop.return.provider} at <time dateTime={iso(ms(loop.return.at))}>{new Date(ms(loop.return.at)).toLocaleString()}</time>
