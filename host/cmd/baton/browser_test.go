@@ -190,8 +190,8 @@ func gitRepo(t *testing.T) string {
 
 // rollbackThread is a thread of three completed runs in a repository: run
 // 1 writes a.txt, run 2 changes it and writes sub/b.txt, run 3 writes
-// c.txt. It returns the thread and the id of run 1's checkpoint.
-func rollbackThread(t *testing.T, c batonv1.BatonClient, ws string) (id, checkpoint string) {
+// c.txt. It returns the thread and its runs' checkpoints, by run ordinal.
+func rollbackThread(t *testing.T, c batonv1.BatonClient, ws string) (id string, checkpoints map[int]string) {
 	t.Helper()
 	id = replayThread(t, c, ws, "acp/thread_rollback.ndjson", "accept", "--state", filepath.Join(t.TempDir(), "cursor"))
 	ev, _ := subscribe(t.Context(), t, c, id, 0)
@@ -201,16 +201,17 @@ func rollbackThread(t *testing.T, c batonv1.BatonClient, ws string) (id, checkpo
 	for range 3 {
 		until(t, ev, "a run's end", ofType("run.ended"))
 	}
+	checkpoints = map[int]string{}
 	for _, cp := range thread(t, c, id)["checkpoints"].([]any) {
 		cp := cp.(map[string]any)
-		if cp["runOrdinal"] == 1.0 {
-			checkpoint, _ = cp["id"].(string)
+		if n, _ := cp["runOrdinal"].(float64); n > 0 {
+			checkpoints[int(n)], _ = cp["id"].(string)
 		}
 	}
-	if checkpoint == "" {
-		t.Fatalf("no checkpoint of run 1 in %v", thread(t, c, id)["checkpoints"])
+	if len(checkpoints) != 3 {
+		t.Fatalf("want a checkpoint of each of the 3 runs in %v", thread(t, c, id)["checkpoints"])
 	}
-	return id, checkpoint
+	return id, checkpoints
 }
 
 // files reads the named files of dir; a missing one is "(none)".
@@ -233,7 +234,7 @@ func TestBrowserRollback(t *testing.T) {
 	d := startDashboard(t)
 	c := d.client()
 	ws := gitRepo(t)
-	id, cp := rollbackThread(t, c, ws)
+	id, cps := rollbackThread(t, c, ws)
 	before := files(ws, "a.txt", "sub/b.txt", "c.txt")
 	if want := "a.txt: one\ntwo\nsub/b.txt: bee\nc.txt: sea\n"; before != want {
 		t.Fatalf("the files after three runs:\n%s\nwant\n%s", before, want)
@@ -241,7 +242,7 @@ func TestBrowserRollback(t *testing.T) {
 	tab := browsertest.Start(t).NewTab("thread")
 	d.signIn(t, tab, id)
 
-	row := fmt.Sprintf(`[data-checkpoint-id=%q]`, cp)
+	row := fmt.Sprintf(`[data-checkpoint-id=%q]`, cps[1])
 	tab.Click("run 1's rollback", row+` button[data-action="rollback"]`)
 	tab.Wait("the confirmation", `button[data-action="confirm-rollback"]`)
 	if now := files(ws, "a.txt", "sub/b.txt", "c.txt"); now != before {
@@ -398,4 +399,99 @@ func TestBrowserCrossOrigin(t *testing.T) {
 	if err != nil || len(l.GetThreads()) != 0 {
 		t.Errorf("threads after the cross-origin calls: %v, %v; want none", l.GetThreads(), err)
 	}
+}
+
+// Each view of the dashboard shows what it is for, and writes nothing to
+// the console: the list of threads grouped by their directory, in the
+// states a user acts on; a thread's page with its runs and answers; a
+// pending approval; a checkpoint's diff and the rollback's confirmation;
+// the installed plugins. With $BATON_DASHBOARD_SHOTS set (make
+// screenshots), each view is saved there as dashboard-VIEW.png, the
+// README's pictures.
+func TestBrowserViews(t *testing.T) {
+	d := startDashboard(t)
+	c := d.client()
+	shots := os.Getenv("BATON_DASHBOARD_SHOTS")
+	if shots != "" {
+		if err := os.MkdirAll(shots, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shot := func(tab *browsertest.Tab, view string) {
+		if shots != "" {
+			tab.Screenshot(filepath.Join(shots, "dashboard-"+view+".png"))
+		}
+	}
+	dir := func(name string) string {
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	// A thread done, one failed, one waiting for its user, and one of three
+	// runs that changed files in a repository.
+	site := dir("site")
+	done := replayThread(t, c, site, "acp/simple.ndjson", "decline")
+	failed := replayThread(t, c, site, "acp/exit_at_start.ndjson", "decline")
+	ask := replayThread(t, c, dir("api"), "acp/approval_accept.ndjson", "ask")
+	ev, _ := subscribe(t.Context(), t, c, "", 0)
+	sendText(t, c, done, "Say hello.")
+	sendText(t, c, failed, "Say hello.")
+	sendText(t, c, ask, "Write allowed.txt")
+	ws := gitRepo(t)
+	files, cps := rollbackThread(t, c, ws)
+	waiting := map[string]bool{done: true, failed: true, ask: true}
+	until(t, ev, "the three threads settled", func(e event) bool {
+		if e.Type == "run.ended" || e.Type == "request.opened" {
+			delete(waiting, e.Thread)
+		}
+		return len(waiting) == 0
+	})
+
+	tab := browsertest.Start(t).NewTab("user")
+	if shots != "" { // small pictures: a small window
+		if err := chromedp.Do(tab.Ctx, chromedp.EmulateViewport(1024, 640)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.signIn(t, tab)
+	for id, state := range map[string]string{done: "done", failed: "failed", ask: "needs-you", files: "done"} {
+		tab.Wait("thread "+id+" "+state, threadRow(id)+fmt.Sprintf(`[data-state=%q] a[href="/threads/%s"]`, state, id))
+	}
+	if n, err := browsertest.Eval[int](tab, `new Set([...document.querySelectorAll("[data-group]")].map(e => e.dataset.group)).size`); err != nil || n != 3 {
+		t.Errorf("the list has %d groups (%v); want 3, one a directory", n, err)
+	}
+	shot(tab, "list")
+
+	tab.Go(d.page("/threads/" + ask))
+	tab.Wait("the pending approval", `[data-request-id] button[data-decision="accept"]`)
+	for _, decision := range []string{"accept_for_session", "decline", "cancel"} {
+		tab.Wait("the choice "+decision, fmt.Sprintf(`[data-request-id] button[data-decision=%q]`, decision))
+	}
+	if _, err := browsertest.Eval[bool](tab, `(document.querySelector("[data-request-id]").scrollIntoView({block: "center"}), true)`); err != nil {
+		t.Fatal(err)
+	}
+	shot(tab, "approval")
+
+	tab.Go(d.page("/threads/" + files))
+	tab.WaitFor("three runs completed", `document.querySelectorAll('[data-run-id][data-run-status="completed"]').length === 3`)
+	tab.WaitFor("the last answer", assistantText+`.includes("Added c.txt.")`)
+	shot(tab, "thread")
+
+	row := fmt.Sprintf(`[data-checkpoint-id=%q]`, cps[2])
+	tab.Click("run 2's diff", row+` button[data-action="diff"]`)
+	tab.WaitFor("run 2's diff", fmt.Sprintf(`document.querySelector(%q).textContent.includes("+two")`, row+` [data-role="diff"]`))
+	shot(tab, "diff")
+	tab.Click("run 2's rollback", row+` button[data-action="rollback"]`)
+	tab.Wait("the confirmation", `button[data-action="confirm-rollback"]`)
+	shot(tab, "rollback")
+	tab.Click("cancel", `button[data-action="cancel-rollback"]`)
+
+	tab.Go(d.page("/plugins"))
+	for _, p := range []string{"acp", "claude", "codex", "cursor", "opencode"} {
+		tab.Wait("the plugin "+p, fmt.Sprintf(`[data-plugin=%q]`, p))
+	}
+	shot(tab, "plugins")
 }

@@ -3,6 +3,7 @@ package browsertest
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/chromedp/chromedp"
 )
@@ -82,4 +83,18 @@ func (t *Tab) do(actions ...chromedp.Action[chromedp.Void]) error {
 	ctx, cancel := context.WithTimeout(t.Ctx, WaitTimeout)
 	defer cancel()
 	return chromedp.Do(ctx, actions...)
+}
+
+// Screenshot saves what the tab's window shows as a PNG at path.
+func (t *Tab) Screenshot(path string) {
+	t.tb.Helper()
+	ctx, cancel := context.WithTimeout(t.Ctx, WaitTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err == nil {
+		err = os.WriteFile(path, png, 0o644)
+	}
+	if err != nil {
+		t.tb.Fatalf("tab %s: screenshot to %s: %v", t.name, path, err)
+	}
 }
