@@ -280,8 +280,8 @@ func TestBrowserSecondTab(t *testing.T) {
 
 // A browser without the session cookie gets nothing: no list, no thread,
 // no plugin, only a page saying how to sign in, and the API answers
-// unauthenticated. Signing out ends a session so: the open page's calls
-// are refused from then on.
+// unauthenticated. A signed-in page holds nothing that signs in. Signing
+// out ends a session: the open page's calls are refused from then on.
 func TestBrowserWithoutSession(t *testing.T) {
 	d := startDashboard(t)
 	c := d.client()
@@ -297,8 +297,26 @@ func TestBrowserWithoutSession(t *testing.T) {
 	}
 
 	user := b.NewTab("user")
-	d.signIn(t, user)
+	login := d.loginURL(t)
+	user.Go(login)
 	user.Wait("the thread on the list", threadRow(id))
+	// Signed in, the page holds nothing that signs in: the code is gone
+	// from its address, the cookie is out of its scripts' reach, and the
+	// service's token is nowhere in it.
+	token, err := os.ReadFile(filepath.Join(d.data, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := login[strings.Index(login, "code=")+len("code="):]
+	seen, err := browsertest.Eval[string](user, `location.href + "\n" + document.cookie + "\n" + document.documentElement.outerHTML`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if href, cookie, _ := strings.Cut(seen, "\n"); href != d.page("/") || !strings.HasPrefix(cookie, "\n") ||
+		strings.Contains(seen, code) || strings.Contains(seen, strings.TrimSpace(string(token))) {
+		t.Errorf("the signed-in page's address %q, cookie readable by its scripts %q; want %s, none, and neither the code nor the token in it",
+			href, strings.SplitN(cookie, "\n", 2)[0], d.page("/"))
+	}
 	user.Click("sign out", `button[data-action="sign-out"]`)
 	user.WaitFor("the list gone", `document.querySelector('[data-thread-id]') === null`)
 	// The page that was signed in is still loaded: its calls are refused.
