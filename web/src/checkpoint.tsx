@@ -94,10 +94,11 @@ export function RollbackDialog(props: { threadId: string; ordinal: number; check
   };
   return (
     <dialog ref={ref} onClose={props.onClose} aria-labelledby="rollback-title">
-      <h2 id="rollback-title">Roll back to run {props.ordinal}?</h2>
+      <h2 id="rollback-title">{props.ordinal === 0 ? "Roll back to the start?" : `Roll back to run ${props.ordinal}?`}</h2>
       <p>
-        The thread's files go back to how they were after run {props.ordinal}, and the provider's conversation to the
-        same point. The runs after it are marked rolled back; the files as they are now are saved under a ref.
+        The thread's files go back to how they were{" "}
+        {props.ordinal === 0 ? "before its first run" : `after run ${props.ordinal}`}, and the provider's conversation to
+        the same point. The runs after it are marked rolled back; the files as they are now are saved under a ref.
       </p>
       {error && (
         <p class="error" role="alert">

@@ -110,7 +110,7 @@ export function ItemView({ it }: { it: TurnItem }) {
   const detail = it.detail ? pretty(it.detail) : "";
   const body = it.text ? tail(it.text) : "";
   return (
-    <details class={`item item-${it.kind}`} data-item-id={it.id} data-kind={it.kind} open={it.kind === "plan" || it.status === "in_progress"}>
+    <details class={`item item-${it.kind}`} data-item-id={it.id} data-kind={it.kind} open={it.status === "in_progress" && body !== ""}>
       <summary>
         <span class="kind">{kind}</span>
         {it.title || it.id} <span class={`muted status-${it.status}`}>{it.status}</span>

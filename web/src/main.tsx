@@ -9,7 +9,7 @@ import { session, useCell } from "./store";
 import { ListPage } from "./list";
 import { ThreadPage } from "./thread";
 import { PluginsPage } from "./plugins";
-import { notificationsSupported, notifying, toggleNotifications } from "./notify";
+import { blocked, notificationsSupported, notifying, toggleNotifications } from "./notify";
 
 function App() {
   const p = useCell(path);
@@ -36,6 +36,7 @@ function App() {
 
 function Header() {
   const on = useCell(notifying);
+  const refused = useCell(blocked);
   const [error, setError] = useState("");
   const signOut = async () => {
     try {
@@ -56,11 +57,12 @@ function Header() {
         <Link href="/plugins">Plugins</Link>
       </nav>
       <div class="actions">
-        {notificationsSupported && (
+        {notificationsSupported() && !refused && (
           <button type="button" data-action="notifications" aria-pressed={on} onClick={() => void toggleNotifications()}>
             {on ? "Notifications on" : "Notify me"}
           </button>
         )}
+        {refused && <span class="muted">This browser blocks notifications from this page.</span>}
         <button type="button" data-action="sign-out" onClick={() => void signOut()}>
           Sign out
         </button>

@@ -9,7 +9,13 @@ export const notifying = new Cell(
   typeof Notification !== "undefined" && Notification.permission === "granted" && localStorage.getItem(key) === "on",
 );
 
-export const notificationsSupported = typeof Notification !== "undefined";
+export function notificationsSupported(): boolean {
+  return typeof Notification !== "undefined";
+}
+
+// blocked says the browser refused notifications (the user, or its
+// settings): the page says so rather than asking again.
+export const blocked = new Cell(notificationsSupported() && Notification.permission === "denied");
 
 // toggleNotifications turns notifications on (asking the browser) or off.
 export async function toggleNotifications(): Promise<void> {
@@ -22,6 +28,7 @@ export async function toggleNotifications(): Promise<void> {
   const on = answer === "granted";
   localStorage.setItem(key, on ? "on" : "off");
   notifying.set(on);
+  blocked.set(answer === "denied");
 }
 
 // notify raises a notification that opens the thread when clicked; tag

@@ -44,7 +44,7 @@ export function RequestView({ q, threadId }: { q: RuntimeRequest; threadId: stri
   if (q.status !== "pending") {
     return (
       <p class="muted" data-request-id={q.id} data-request-status={q.status}>
-        {q.kind} “{q.title}”: {q.status}
+        {q.kind.replaceAll("_", " ")} “{q.title}”: {q.status}
         {q.decision && ` (${q.decision}`}
         {q.answeredBy && ` by ${q.answeredBy}`}
         {q.decision && ")"}

@@ -1,7 +1,7 @@
 // One run on the thread page: its attempts, its node tree with the
 // messages and items that are its nodes', its requests, how it ended and
 // its checkpoint.
-import { Component, type ComponentChildren } from "preact";
+import { Component, type ComponentChildren, Fragment } from "preact";
 import { useState } from "preact/hooks";
 import type { Message, Node, Run, TurnItem } from "./gen/baton_pb";
 import { api, commandId, describe } from "./api";
@@ -51,6 +51,11 @@ export class RunView extends Component<RunProps> {
             {new Date(ms(run.startedAt || run.queuedAt) || Date.now()).toLocaleString()}
           </time>
           {run.usage && run.usage.totalTokens > 0n && <span class="muted">{String(run.usage.totalTokens)} tokens</span>}
+          {run.commit && (
+            <code class="muted" title={`the run's commit on the thread's branch: ${run.commit}`}>
+              {run.commit.slice(0, 12)}
+            </code>
+          )}
         </div>
         {run.status === "queued" && <CancelQueued threadId={threadId} runId={run.id} />}
         {run.attempts.length > 1 && (
@@ -65,9 +70,11 @@ export class RunView extends Component<RunProps> {
         )}
         {input ? <MessageView m={input} model={model} /> : run.input && <UserText text={run.input} />}
         {tree}
-        {rest.map((x) => (x.$typeName === "baton.v1.Message" ? <MessageView m={x} model={model} /> : <ItemView it={x} />))}
+        {rest.map((x) =>
+          x.$typeName === "baton.v1.Message" ? <MessageView key={x.id} m={x} model={model} /> : <ItemView key={x.id} it={x} />,
+        )}
         {requests.map((q) => (
-          <RequestView q={q} threadId={threadId} />
+          <RequestView key={q.id} q={q} threadId={threadId} />
         ))}
         {run.interruptRequested && isActive(run.status) && (
           <p class="muted" data-role="stopping">
@@ -83,6 +90,15 @@ export class RunView extends Component<RunProps> {
             {run.waits > 0 && ` (${run.waits} wait${run.waits === 1 ? "" : "s"})`}
           </p>
         )}
+        {model.diagnosticsOf(run.id).map((d) => (
+          <details class="item diagnostic" data-role="diagnostic">
+            <summary>
+              <span class="kind">note</span>
+              {d.title}
+            </summary>
+            {d.text && <pre>{d.text}</pre>}
+          </details>
+        ))}
         {run.failure && (
           <p class="error">
             {run.failure.code}: {run.failure.message}
@@ -164,7 +180,7 @@ function nodeTree(
     if (it) placed.add(it.id);
     if (n.kind === "subagent") {
       return (
-        <details class="subagent" open data-node-id={n.id}>
+        <details key={n.id} class="subagent" open data-node-id={n.id}>
           <summary>
             Subagent: {n.title || it?.title || n.id} <span class="muted">{n.status}</span>
           </summary>
@@ -174,11 +190,11 @@ function nodeTree(
       );
     }
     return (
-      <>
+      <Fragment key={n.id}>
         {m && <MessageView m={m} model={model} />}
         {it && <ItemView it={it} />}
         {kids}
-      </>
+      </Fragment>
     );
   };
   return roots.map(render);

@@ -74,6 +74,9 @@ export function ThreadPage({ id }: { id: string }) {
   };
   const state = stateOfThread(th, runs);
   const active = th.activeRunId ? runs.find((r) => r.id === th.activeRunId) : undefined;
+  // baseline is the checkpoint before the first run, which a rollback can
+  // return to as it can to any run's.
+  const baseline = th.checkpoints.find((c) => c.runOrdinal === 0 && c.runId === "" && c.status === "ready");
 
   return (
     <main data-thread-page={id} class="thread-page" data-loaded="true">
@@ -130,6 +133,14 @@ export function ThreadPage({ id }: { id: string }) {
         </div>
       )}
       {runs.length === 0 && <p class="muted">No runs yet: send the first message below.</p>}
+      {hidden === 0 && baseline && runs.length > 0 && (
+        <div class="checkpoint" data-role="baseline">
+          <span class="muted">The files before the first run are kept.</span>
+          <button type="button" data-action="rollback-start" onClick={() => setRollback({ ordinal: 0, checkpointId: baseline.id })}>
+            Roll back to the start
+          </button>
+        </div>
+      )}
       <div class="runs">
         {visible.map((r) => (
           <RunView

@@ -12,7 +12,8 @@
 //   - older: pages of runs read on demand ("show earlier"), before the
 //     projection's first run.
 //   - the indexes (messages, items, requests by run; messages and items by
-//     id; checkpoints by id) over both, kept as events are applied.
+//     id; checkpoints by id) over both, kept as events are applied; a
+//     rollback marks the runs it rolls back in both.
 //   - runVersion: a number per run that changes when anything of that run
 //     does, so that the page re-renders only the runs that changed.
 //   - streaming text goes to the page outside the render: a message's text
@@ -22,6 +23,7 @@ import { create } from "@bufbuild/protobuf";
 import {
   AttemptSchema,
   type Checkpoint,
+  type Diagnostic,
   type Event,
   type Message,
   MessageSchema,
@@ -106,8 +108,12 @@ export class ThreadModel {
   private messagesOfRun = new Map<string, Message[]>();
   private itemsOfRun = new Map<string, TurnItem[]>();
   private requestsOfRun = new Map<string, RuntimeRequest[]>();
+  private diagnosticsOfRun = new Map<string, Diagnostic[]>();
   private checkpointById = new Map<string, Checkpoint>();
   private runById = new Map<string, Run>();
+  // rollbacks are the rollbacks under way: the runs and checkpoints each
+  // will mark when it completes.
+  private rollbacks = new Map<string, { runs: string[]; checkpoints: string[] }>();
   private refetchTimer?: ReturnType<typeof setTimeout>;
   private refetching = false;
   private heldBack: Event[] = [];
@@ -164,8 +170,8 @@ export class ThreadModel {
   requestsOf(runId: string): RuntimeRequest[] {
     return this.requestsOfRun.get(runId) ?? [];
   }
-  message(id: string): Message | undefined {
-    return this.messageById.get(id);
+  diagnosticsOf(runId: string): Diagnostic[] {
+    return this.diagnosticsOfRun.get(runId) ?? [];
   }
   checkpoint(id: string): Checkpoint | undefined {
     return this.checkpointById.get(id);
@@ -180,7 +186,7 @@ export class ThreadModel {
       const from = Math.max(1, first - pageRuns);
       const page = await api.getThread({ threadId: this.id, fromRun: from, toRun: first - 1, maxRuns: pageRuns });
       if (this.stopped) return;
-      page.runs = page.runs.filter((r) => r.ordinal < first);
+      keepRuns(page, (r) => r.ordinal < first);
       this.older.unshift(page);
       this.index();
       this.changed();
@@ -227,9 +233,12 @@ export class ThreadModel {
   }
 
   private replace(t: Thread): void {
-    // Earlier pages keep only the runs before the new projection's.
+    // Runs that have left the projection since the last one stay on the
+    // page (as an earlier page), so that what it shows has no gap; earlier
+    // pages keep only the runs before the new projection's.
     const first = t.runs[0]?.ordinal ?? Number.MAX_SAFE_INTEGER;
-    for (const p of this.older) p.runs = p.runs.filter((r) => r.ordinal < first);
+    if (this.t) this.older.push(this.t);
+    for (const p of this.older) keepRuns(p, (r) => r.ordinal < first);
     this.older = this.older.filter((p) => p.runs.length > 0);
     this.t = t;
     this.index();
@@ -243,6 +252,7 @@ export class ThreadModel {
     this.messagesOfRun.clear();
     this.itemsOfRun.clear();
     this.requestsOfRun.clear();
+    this.diagnosticsOfRun.clear();
     this.checkpointById.clear();
     this.runById.clear();
     // An earlier page adds only what is of its own runs: the rest is in
@@ -253,6 +263,7 @@ export class ThreadModel {
       for (const m of p.messages) if (own.has(m.runId)) this.addMessage(m);
       for (const it of p.turnItems) if (own.has(it.runId)) this.addItem(it);
       for (const q of p.requests) if (own.has(q.runId)) push(this.requestsOfRun, q.runId, q);
+      for (const d of p.diagnostics) if (own.has(d.runId)) push(this.diagnosticsOfRun, d.runId, d);
       for (const c of p.checkpoints) this.checkpointById.set(c.id, c);
     }
     const t = this.t;
@@ -261,6 +272,7 @@ export class ThreadModel {
     for (const m of t.messages) this.addMessage(m);
     for (const it of t.turnItems) this.addItem(it);
     for (const q of t.requests) push(this.requestsOfRun, q.runId, q);
+    for (const d of t.diagnostics) push(this.diagnosticsOfRun, d.runId, d);
     for (const c of t.checkpoints) this.checkpointById.set(c.id, c);
   }
 
@@ -509,6 +521,32 @@ export class ThreadModel {
         this.refetchSoon(); // the next queued run, the loop, the summary
         return;
       }
+      case "rollbackStarted":
+        this.rollbacks.set(p.value.rollbackId, { runs: p.value.runs, checkpoints: p.value.checkpoints });
+        this.refetchSoon();
+        return;
+      case "rollbackCompleted": {
+        // The runs it rolls back may have left the projection: the page
+        // marks those it holds itself.
+        const rb = this.rollbacks.get(p.value.rollbackId);
+        this.rollbacks.delete(p.value.rollbackId);
+        for (const id of rb?.runs ?? []) {
+          const r = this.runById.get(id);
+          if (r) {
+            r.status = "rolled_back";
+            this.touch(r.id);
+          }
+        }
+        for (const id of rb?.checkpoints ?? []) {
+          const c = this.checkpointById.get(id);
+          if (c) {
+            c.status = "stale";
+            this.touch(c.runId);
+          }
+        }
+        this.refetchSoon();
+        return;
+      }
       default:
         if (!quiet.has(p.case)) this.refetchSoon();
     }
@@ -558,6 +596,17 @@ const quiet = new Set<Event["payload"]["case"]>([
 
 export function isActive(status: string): boolean {
   return status === "starting" || status === "running" || status === "waiting";
+}
+
+// keepRuns keeps a page's runs that keep says, and what is theirs.
+function keepRuns(p: Thread, keep: (r: Run) => boolean): void {
+  p.runs = p.runs.filter(keep);
+  const own = new Set(p.runs.map((r) => r.id));
+  p.messages = p.messages.filter((m) => own.has(m.runId));
+  p.turnItems = p.turnItems.filter((i) => own.has(i.runId));
+  p.requests = p.requests.filter((q) => own.has(q.runId));
+  p.diagnostics = p.diagnostics.filter((d) => own.has(d.runId));
+  p.checkpoints = p.checkpoints.filter((c) => own.has(c.runId));
 }
 
 function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
