@@ -176,11 +176,14 @@ func TestBrowserApproval(t *testing.T) {
 	}
 }
 
-// gitRepo makes a repository in a new dir whose README is committed, as
-// the recorded transcripts' workspace was.
-func gitRepo(t *testing.T) string {
+// gitRepo makes a repository in a new dir named name whose README is
+// committed, as the recorded transcripts' workspace was.
+func gitRepo(t *testing.T, name string) string {
 	t.Helper()
-	ws := t.TempDir()
+	ws := filepath.Join(t.TempDir(), name)
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	os.WriteFile(filepath.Join(ws, "README.md"), []byte("# Replay workspace\n\nA throwaway repository for recording transcripts.\n"), 0o644)
 	gitIn(t, ws, "init", "-q")
 	gitIn(t, ws, "add", "README.md")
@@ -233,7 +236,7 @@ func files(dir string, names ...string) string {
 func TestBrowserRollback(t *testing.T) {
 	d := startDashboard(t)
 	c := d.client()
-	ws := gitRepo(t)
+	ws := gitRepo(t, "repo")
 	id, cps := rollbackThread(t, c, ws)
 	before := files(ws, "a.txt", "sub/b.txt", "c.txt")
 	if want := "a.txt: one\ntwo\nsub/b.txt: bee\nc.txt: sea\n"; before != want {
@@ -458,7 +461,7 @@ func TestBrowserViews(t *testing.T) {
 	sendText(t, c, done, "Say hello.")
 	sendText(t, c, failed, "Say hello.")
 	sendText(t, c, ask, "Write allowed.txt")
-	ws := gitRepo(t)
+	ws := gitRepo(t, "shop")
 	files, cps := rollbackThread(t, c, ws)
 	waiting := map[string]bool{done: true, failed: true, ask: true}
 	until(t, ev, "the three threads settled", func(e event) bool {

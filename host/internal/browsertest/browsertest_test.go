@@ -14,7 +14,7 @@ import (
 
 // A tab records what its page writes to the console; a second tab shares
 // the first one's cookies, a private tab does not.
-func TestTabs(t *testing.T) {
+func TestBrowserTabs(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/set":
