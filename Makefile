@@ -53,7 +53,7 @@ test:
 STRESS_MODULES ?= $(MODULES) $(THIRD_PARTY)
 STRESS_CPU     ?= 1,2
 STRESS_HOGS    ?= $(shell nproc)
-STRESS_TIMEOUT ?= 20m
+STRESS_TIMEOUT ?= 45m
 STRESS_MINUTES ?= 120
 test-stress: build
 	@logs=$$(mktemp -d); shell=$$$$; hogs=; run=; \

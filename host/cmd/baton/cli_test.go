@@ -70,7 +70,8 @@ func TestEnvironmentSetsFlags(t *testing.T) {
 		t.Fatalf("run from the environment: exit %d\n%s\n%s", code, out, errOut)
 	}
 	thread := threadOf(t, out)
-	want := []domain.ThreadSummary{{ID: thread, Provider: "acp", Cwd: ws, Runs: len(msgs), Status: domain.ThreadIdle, LastRun: domain.RunStatusCompleted}}
+	want := []domain.ThreadSummary{{ID: thread, Provider: "acp", Cwd: ws, Runs: len(msgs), Status: domain.ThreadIdle, LastRun: domain.RunStatusCompleted,
+		Title: domain.TitleOf(msgs[0])}}
 	ignoreTimes := cmpopts.IgnoreFields(domain.ThreadSummary{}, "CreatedAt", "UpdatedAt")
 	// The same data dir by flag, by variable, and by flag over another
 	// variable.
@@ -289,8 +290,8 @@ func TestVerbsOnEmbeddedHost(t *testing.T) {
 	out, errOut, code = baton(t, "threads", "--json", "--data", data)
 	got := threadsJSON(t, out)
 	want := []domain.ThreadSummary{ // newest first
-		{ID: second, Provider: "acp", Cwd: ws, Runs: 2, Status: domain.ThreadIdle, LastRun: domain.RunStatusCompleted},
-		{ID: thread, Provider: "acp", Cwd: ws, Runs: 1, Status: domain.ThreadIdle, LastRun: domain.RunStatusCompleted},
+		{ID: second, Provider: "acp", Cwd: ws, Runs: 2, Status: domain.ThreadIdle, LastRun: domain.RunStatusCompleted, Title: domain.TitleOf(groups[0])},
+		{ID: thread, Provider: "acp", Cwd: ws, Runs: 1, Status: domain.ThreadIdle, LastRun: domain.RunStatusCompleted, Title: "Write allowed.txt"},
 	}
 	ignoreTimes := cmpopts.IgnoreFields(domain.ThreadSummary{}, "CreatedAt", "UpdatedAt")
 	if diff := cmp.Diff(want, got, ignoreTimes); code != exitOK || diff != "" {

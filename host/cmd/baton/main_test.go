@@ -172,7 +172,7 @@ func TestRunReadableAndContinue(t *testing.T) {
 	delete(got, "createdAt")
 	delete(got, "updatedAt")
 	want := map[string]any{"id": threadID, "provider": "acp", "cwd": ws, "runs": 2.0, "status": "idle", "lastRun": "completed",
-		"sequence": got["sequence"]}
+		"sequence": got["sequence"], "title": "Remember the word: pineapple."}
 	if seq, _ := got["sequence"].(float64); seq < 10 || !reflect.DeepEqual(got, want) {
 		t.Errorf("threads --json:\n got %v\nwant %v", got, want)
 	}

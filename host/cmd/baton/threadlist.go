@@ -155,13 +155,33 @@ type summaryJSON struct {
 	// has no worktree).
 	Archived bool   `json:"archived,omitempty"`
 	Branch   string `json:"branch,omitempty"`
+	// Title is the thread's first message, shortened; Pending counts
+	// the requests waiting for a person; Wait is its next armed wait;
+	// Worktree its own worktree's directory.
+	Title    string           `json:"title,omitempty"`
+	Pending  uint32           `json:"pending,omitempty"`
+	Wait     *summaryWaitJSON `json:"wait,omitempty"`
+	Worktree string           `json:"worktree,omitempty"`
+}
+
+// summaryWaitJSON is a summary's armed wait.
+type summaryWaitJSON struct {
+	At       time.Time `json:"at"`
+	Kind     string    `json:"kind"`
+	Provider string    `json:"provider"`
+	RunID    string    `json:"runId,omitempty"`
 }
 
 // summaryJSONOf is the API's summary in its JSON form.
 func summaryJSONOf(t *batonv1.ThreadSummary) summaryJSON {
-	return summaryJSON{ID: t.GetId(), Provider: t.GetProvider(), Cwd: t.GetCwd(), Model: t.GetModel(),
+	s := summaryJSON{ID: t.GetId(), Provider: t.GetProvider(), Cwd: t.GetCwd(), Model: t.GetModel(),
 		CreatedAt: instant(t.GetCreatedAt()), UpdatedAt: instant(t.GetUpdatedAt()), Runs: t.GetRuns(), Queued: t.GetQueued(),
-		Status: t.GetStatus(), LastRun: t.GetLastRun(), Sequence: t.GetSequence(), Archived: t.GetArchived(), Branch: t.GetBranch()}
+		Status: t.GetStatus(), LastRun: t.GetLastRun(), Sequence: t.GetSequence(), Archived: t.GetArchived(), Branch: t.GetBranch(),
+		Title: t.GetTitle(), Pending: t.GetPending(), Worktree: t.GetWorktree()}
+	if w := t.GetWait(); w != nil {
+		s.Wait = &summaryWaitJSON{At: instant(w.GetAt()), Kind: w.GetKind(), Provider: w.GetProvider(), RunID: w.GetRunId()}
+	}
+	return s
 }
 
 // statusWords is a thread's status as a list shows it: "running", or

@@ -88,8 +88,6 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	first, _, _ := strings.Cut(msg, "\n")
 	if p.s != nil {
 		p.s.fails.set(&gaveUpError{msg: first}, true)
-	}
-	if p.s != nil {
 		p.s.fatalMu.Lock() // held for good: Fatal does not return
 	}
 	Fatal(fmt.Sprintf("the event store %s failed and this process cannot go on: %s", p.dir, first))

@@ -164,7 +164,7 @@ func fullDisk(full *atomic.Bool) vfs.FS {
 // NOT_SERVING and a subscription ends saying the store failed, rather
 // than wait for events that will never be stored.
 func TestInProcessServerStopsWhenItsStoreFails(t *testing.T) {
-	parkFatal(t)
+	fatal := parkFatal(t)
 	var full atomic.Bool
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: t.TempDir(), PluginDirs: []string{pluginDir}, Logger: testLogger(t, "host"),
 		StoreFS: fullDisk(&full)})
@@ -203,6 +203,7 @@ func TestInProcessServerStopsWhenItsStoreFails(t *testing.T) {
 		t.Errorf("the subscription's end: %v, want Unavailable: %s", err, want)
 	}
 	checkHealth(ctx, t, conn, healthpb.HealthCheckResponse_NOT_SERVING)
+	<-fatal // Pebble has called Fatal: the test may put Fatal back
 }
 
 // gone waits until a process has ended (a zombie has), for at most a
