@@ -11,7 +11,7 @@ TOOLS     := $(CURDIR)/.bin
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 
-.PHONY: all build web soak test test-stress cover-build plugin-test generate demo bench record record-switch live-test sigkill-sweep cover fuzz clean
+.PHONY: all build web soak test test-stress cover-build plugin-test generate demo bench record record-switch live-test sigkill-sweep cover fuzz clean chromium browser-test screenshots
 
 all: build
 
@@ -23,7 +23,8 @@ build:
 	$(BIN)/baton plugin lock $(BIN)
 
 # Every module on its own (GOWORK=off): gofmt, vet, then its tests, once,
-# with the race detector and coverage (see cover).
+# with the race detector and coverage (see cover; the dashboard's browser
+# tests among them, with Chromium installed first: see chromium).
 # Then the third-party plugin modules under testdata/plugins (exec): each
 # outside the workspace, built against this sdk through its own go.work,
 # its tests (the conformance suite among them) run as make plugin-test
@@ -108,18 +109,42 @@ cover-build:
 	@rm -rf $(COVER_OUT)/lock && mkdir -p $(COVER_OUT)/lock # the lock run's own counters, not the tests'
 	@GOCOVERDIR=$(COVER_OUT)/lock $(COVER_BIN)/baton plugin lock $(COVER_BIN)
 
-cover: cover-build
+cover: cover-build chromium
 	@rm -rf $(COVER_OUT)/data && mkdir -p $(COVER_OUT)/data
 	@failed=; for m in $(MODULES); do \
 		echo "== $$m"; \
 		(cd $$m && GOWORK=off GOFLAGS="-cover $(call COVERFLAGS,$$m)" \
-			BATON_BIN=$(COVER_BIN) BATON_REPLAYPEER=$(COVER_BIN)/replaypeer \
+			BATON_BIN=$(COVER_BIN) BATON_REPLAYPEER=$(COVER_BIN)/replaypeer $(BROWSER_ENV) \
 			$(GO) test -race -count=1 -cover $(call COVERFLAGS,$$m) ./... -args -test.gocoverdir=$(COVER_OUT)/data) \
 			|| failed="$$failed $$m"; \
 	done; \
 	GOWORK=off $(GO) run .ci/cover.go -data $(COVER_OUT)/data -profile $(COVER_OUT)/cover.out $(MODULES) || floors=1; \
 	test -z "$$failed" || echo "tests failed in:$$failed"; \
 	test -z "$$failed$$floors"
+
+# The dashboard's browser tests (TestBrowser* in host/cmd/baton) drive
+# headless Chromium: Debian's chromium package, installed here when it is
+# missing (about half a minute on a fresh machine, apt-get update
+# included). make test (through cover) and browser-test run them with
+# BATON_BROWSER=required, so a machine without Chromium fails them, naming
+# the package, where a plain go test skips them. A failed browser test
+# saves each tab's page in $(SCREENSHOTS) and logs its text.
+SCREENSHOTS := $(CURDIR)/coverage/screenshots
+BROWSER_ENV  = BATON_BROWSER=required BATON_SCREENSHOTS=$(SCREENSHOTS)
+chromium:
+	@command -v chromium >/dev/null || (echo "installing Debian's chromium for the browser tests"; \
+		apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+# Only the browser tests, against the binaries make build makes.
+browser-test: build chromium
+	cd host && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer $(BROWSER_ENV) \
+		$(GO) test -race -count=1 -run '^TestBrowser' ./cmd/baton/ ./internal/browsertest/
+
+# The README's pictures of the dashboard (docs/dashboard-*.png), taken by
+# TestBrowserViews from replayed threads.
+screenshots: build chromium
+	cd host && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer $(BROWSER_ENV) BATON_DASHBOARD_SHOTS=$(CURDIR)/docs \
+		$(GO) test -count=1 -run '^TestBrowserViews$$' ./cmd/baton/
 
 # One plugin against the replay peer, through its real process boundary:
 # its module's tests, among them the conformance suite (TestConformance:
@@ -255,10 +280,13 @@ soak: build
 # event log's appends, an empty data dir beside 100,000 and 1,000,000
 # events, the plugin alone beside the whole pipeline, 8 worktree threads
 # of one repository one after another beside the same in parallel
-# (BenchmarkWorktreeThreads, with the CPU time each used). The data dirs of
-# recorded threads are made once and kept in the system's temp dir.
-bench: build
-	@for m in host sdk; do (cd $$m && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer \
+# (BenchmarkWorktreeThreads, with the CPU time each used), the dashboard's
+# first render in Chromium of 1,000 threads and of a thread of 10,000
+# deltas beside the API call the page makes for it (BenchmarkDashboard*:
+# render-ms and api-ms, medians). The data dirs of recorded threads are
+# made once and kept in the system's temp dir.
+bench: build chromium
+	@for m in host sdk; do (cd $$m && GOWORK=off BATON_BIN=$(BIN) BATON_REPLAYPEER=$(BIN)/replaypeer $(BROWSER_ENV) \
 		$(GO) test -tags sqlitebench -run '^$$' -bench . -benchmem -count 5 -timeout 60m ./...) || exit 1; done | tee $(CURDIR)/bench.txt
 
 # Fuzz every decoder of outside input for FUZZTIME each. New interesting

@@ -40,7 +40,7 @@ func batonUmask(t *testing.T, umask string, args ...string) (stdout, stderr stri
 
 // privateDir is a temp dir only its owner may reach, as a data dir should
 // be (t.TempDir's are 0755 under the usual umask).
-func privateDir(t *testing.T) string {
+func privateDir(t testing.TB) string {
 	t.Helper()
 	d := t.TempDir()
 	if err := os.Chmod(d, 0o700); err != nil {

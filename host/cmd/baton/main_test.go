@@ -36,20 +36,20 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func baton(t *testing.T, args ...string) (stdout, stderr string, code int) {
+func baton(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	return batonIn(t, "", args...)
 }
 
 // batonIn runs baton with stdin (not a terminal) holding input.
-func batonIn(t *testing.T, input string, args ...string) (stdout, stderr string, code int) {
+func batonIn(t testing.TB, input string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	return execBaton(t, append(os.Environ(), "BATON_DATA="+t.TempDir()), input, args...)
 }
 
 // execBaton runs baton with exactly this environment and stdin holding
 // input.
-func execBaton(t *testing.T, env []string, input string, args ...string) (stdout, stderr string, code int) {
+func execBaton(t testing.TB, env []string, input string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "baton"), args...)
 	cmd.Env = env

@@ -162,7 +162,7 @@ func toEvent(e *batonv1.Event) event {
 
 // subscribe subscribes and sends each event on the returned channel until the
 // stream ends; the stream's end (its error) comes last on errc.
-func subscribe(ctx context.Context, t *testing.T, c batonv1.BatonClient, thread string, after uint64) (<-chan event, <-chan error) {
+func subscribe(ctx context.Context, t testing.TB, c batonv1.BatonClient, thread string, after uint64) (<-chan event, <-chan error) {
 	t.Helper()
 	st, err := c.Subscribe(ctx, &batonv1.SubscribeRequest{ThreadId: thread, AfterSequence: after})
 	if err != nil {
@@ -184,7 +184,7 @@ func subscribe(ctx context.Context, t *testing.T, c batonv1.BatonClient, thread 
 }
 
 // until reads events until one satisfies stop, and returns them all.
-func until(t *testing.T, ch <-chan event, what string, stop func(event) bool) []event {
+func until(t testing.TB, ch <-chan event, what string, stop func(event) bool) []event {
 	t.Helper()
 	var got []event
 	timeout := time.After(90 * time.Second)

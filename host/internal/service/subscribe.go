@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
@@ -69,6 +70,12 @@ func (s *Server) Subscribe(req *batonv1.SubscribeRequest, stream grpc.ServerStre
 		return err
 	}
 	defer leave()
+	// The headers go now, not with the first event: a client learns from
+	// them that the stream is open (the dashboard shows itself live), also
+	// on a thread where nothing happens.
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
+		return err
+	}
 
 	buf := make(chan *batonv1.Event, s.buffer)
 	var sent atomic.Uint64 // the last sequence the sender has sent

@@ -154,8 +154,27 @@ func (h *webHandler) call(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set("Authorization", "Bearer "+h.token)
 		r.Header.Set(browserHeader, "1")
 	}
-	h.api.ServeHTTP(w, r)
+	h.api.ServeHTTP(headerFlusher{w}, r)
 }
+
+// headerFlusher sends a stream's headers as soon as they are written.
+// vanguard writes them when the gRPC server sends its own (Subscribe does
+// at once) but flushes only at a message, so a stream with nothing to say
+// yet would look unanswered to the browser, which waits for them to show
+// the stream open. A unary answer is written whole at once, unflushed.
+type headerFlusher struct{ http.ResponseWriter }
+
+func (w headerFlusher) WriteHeader(code int) {
+	w.ResponseWriter.WriteHeader(code)
+	if ct := w.Header().Get("Content-Type"); strings.HasPrefix(ct, "application/connect+") || strings.HasPrefix(ct, "application/grpc-web") {
+		w.Flush()
+	}
+}
+
+func (w headerFlusher) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w headerFlusher) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // page serves the dashboard to a signed-in browser: a file of Pages, or
 // its index.html for any other path (the page routes itself).
