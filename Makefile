@@ -131,9 +131,10 @@ cover: cover-build chromium
 # saves each tab's page in $(SCREENSHOTS) and logs its text.
 SCREENSHOTS := $(CURDIR)/coverage/screenshots
 BROWSER_ENV  = BATON_BROWSER=required BATON_SCREENSHOTS=$(SCREENSHOTS)
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 chromium:
 	@command -v chromium >/dev/null || (echo "installing Debian's chromium for the browser tests"; \
-		apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null)
 
 # Only the browser tests, against the binaries make build makes.
 browser-test: build chromium
