@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import type { DiffResponse, Run } from "./gen/baton_pb";
 import { api, commandId, describe } from "./api";
 import { DiffView } from "./diff";
+import { Alert } from "./alert";
 
 export function CheckpointView(props: {
   threadId: string;
@@ -100,11 +101,7 @@ export function RollbackDialog(props: { threadId: string; ordinal: number; check
         {props.ordinal === 0 ? "before its first run" : `after run ${props.ordinal}`}, and the provider's conversation to
         the same point. The runs after it are marked rolled back; the files as they are now are saved under a ref.
       </p>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert error={error} />
       <div class="row">
         <button type="button" data-action="cancel-rollback" onClick={() => ref.current?.close()}>
           Keep the files

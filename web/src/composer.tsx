@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import type { Capabilities, Run, Thread } from "./gen/baton_pb";
 import { api, commandId, describe } from "./api";
 import { isActive } from "./threadmodel";
+import { Alert } from "./alert";
 
 // Composer sends a message: a new run on an idle thread; while a run is
 // active, what the chosen mode says (the modes the provider allows).
@@ -87,11 +88,7 @@ export function Composer({ thread, active, caps }: { thread: Thread; active?: Ru
         </button>
         <span class="muted">Ctrl+Enter sends</span>
       </div>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert error={error} />
     </form>
   );
 }

@@ -10,6 +10,7 @@ import { ListPage } from "./list";
 import { ThreadPage } from "./thread";
 import { PluginsPage } from "./plugins";
 import { blocked, notificationsSupported, notifying, toggleNotifications } from "./notify";
+import { Alert } from "./alert";
 
 function App() {
   const p = useCell(path);
@@ -66,11 +67,7 @@ function Header() {
         <button type="button" data-action="sign-out" onClick={() => void signOut()}>
           Sign out
         </button>
-        {error && (
-          <span class="error" role="alert">
-            {error}
-          </span>
-        )}
+        <Alert error={error} inline />
       </div>
     </header>
   );

@@ -4,6 +4,7 @@
 import { useState } from "preact/hooks";
 import type { RuntimeRequest } from "./gen/baton_pb";
 import { api, commandId, describe } from "./api";
+import { Alert } from "./alert";
 
 // decisionOf is the answer a provider's option stands for.
 const decisionOf: Record<string, string> = {
@@ -80,11 +81,7 @@ export function RequestView({ q, threadId }: { q: RuntimeRequest; threadId: stri
           </button>
         ))}
       </div>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert error={error} />
     </div>
   );
 }

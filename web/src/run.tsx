@@ -10,6 +10,7 @@ import { iso, ms } from "./time";
 import { ItemView, MessageView, UserText, tail } from "./items";
 import { RequestView } from "./request";
 import { CheckpointView } from "./checkpoint";
+import { Alert } from "./alert";
 
 export interface RunProps {
   run: Run;
@@ -139,12 +140,8 @@ function CancelQueued({ threadId, runId }: { threadId: string; runId: string }) 
       <button type="button" data-action="cancel-queued" disabled={busy} onClick={() => void cancel()}>
         Cancel this run
       </button>
-      {error && (
-        <span class="error" role="alert">
-          {" "}
-          {error}
-        </span>
-      )}
+      {error && " "}
+      <Alert error={error} inline />
     </p>
   );
 }

@@ -14,6 +14,7 @@ import { WaitLine } from "./wait";
 import { RunView } from "./run";
 import { RollbackDialog } from "./checkpoint";
 import { Composer } from "./composer";
+import { Alert } from "./alert";
 
 // runsPerStep is how many more runs "show earlier" shows.
 const runsPerStep = 20;
@@ -106,11 +107,7 @@ export function ThreadPage({ id }: { id: string }) {
         <time dateTime={iso(ms(th.updatedAt))}>updated {ago(ms(th.updatedAt), t)}</time>
         {th.archived && <span>archived</span>}
       </div>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert error={error} />
       {state === "waiting" && th.loop?.wait?.at && (
         <WaitLine
           threadId={id}

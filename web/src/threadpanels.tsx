@@ -9,6 +9,7 @@ import { api, commandId, describe } from "./api";
 import { listPlugins } from "./state";
 import { WaitLine } from "./wait";
 import { iso, ms } from "./time";
+import { Alert } from "./alert";
 
 function minutes(d: Duration | undefined): string {
   if (!d) return "";
@@ -160,11 +161,7 @@ export function PolicyPanel({ thread }: { thread: Thread }) {
           </button>
         </div>
       </form>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert error={error} />
     </details>
   );
 }
@@ -237,11 +234,7 @@ export function ProviderPanel({ thread }: { thread: Thread }) {
           </button>
         </div>
       </form>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <Alert error={error} />
       {handoffs.map((h) => (
         <details class="handoff" data-handoff-id={h.id}>
           <summary>

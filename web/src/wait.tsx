@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import { api, commandId, describe } from "./api";
 import { useSeconds } from "./store";
 import { countdown, iso, ms } from "./time";
+import { Alert } from "./alert";
 
 // WaitLine shows a usage-limit wait's countdown and a button that cancels
 // it: an interrupt of the waiting run (runId; empty: the active run).
@@ -34,11 +35,7 @@ export function WaitLine(props: { threadId: string; at: Timestamp; provider: str
       <button type="button" data-action="cancel-wait" onClick={() => void cancel()} disabled={busy}>
         Cancel wait
       </button>
-      {error && (
-        <span class="error" role="alert">
-          {error}
-        </span>
-      )}
+      <Alert error={error} inline />
     </div>
   );
 }
