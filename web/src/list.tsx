@@ -5,9 +5,10 @@
 // newest sequence those summaries show, and, on an event, re-reads that
 // thread's summary (GetThread with one message) after a short delay, so
 // that a burst of events costs one call. A summary says the thread's
-// title, its pending requests and its armed wait; a worktree thread's
-// repository (its group), and the title of a thread whose summary has none
-// (one a service before titles listed), are read once from its projection.
+// title, its pending requests, its armed wait and, for a worktree thread,
+// the repository it was made from (its group); the title of a thread whose
+// summary has none (one a service before titles listed) is read once from
+// its projection.
 import { Component } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import type { Event, ThreadSummary } from "./gen/baton_pb";
@@ -39,7 +40,7 @@ const refreshDelay = 250;
 // readers bounds the reads of details in flight.
 const readers = 4;
 
-function entryOf(s: ThreadSummary, group = s.cwd): Entry {
+function entryOf(s: ThreadSummary, group = s.repository || s.cwd): Entry {
   return { summary: s, group, pending: s.pending, activity: ms(s.updatedAt) };
 }
 
@@ -66,7 +67,7 @@ class ThreadList {
         for (const s of page.threads) {
           this.entries.set(s.id, entryOf(s));
           if (s.sequence > after) after = s.sequence;
-          if (s.worktree || (!s.title && s.runs > 0)) this.requestDetails(s.id);
+          if (!s.title && s.runs > 0) this.requestDetails(s.id);
         }
         pageToken = page.nextPageToken;
       } while (pageToken && !this.stopped);
@@ -126,7 +127,7 @@ class ThreadList {
       const t = await api.getThread({ threadId: id, maxMessages: 1 });
       if (this.stopped || !t.summary) return;
       const before = this.entries.get(id);
-      const e = entryOf(t.summary, t.worktree?.repository || t.summary.cwd);
+      const e = entryOf(t.summary);
       e.activity = Math.max(before?.activity ?? 0, e.activity);
       this.entries.set(id, e);
       if (before) this.announce(before, e);
@@ -150,9 +151,8 @@ class ThreadList {
     }
   }
 
-  // requestDetails reads, once, what a summary leaves out: the repository
-  // a worktree thread was made from (the group it is listed in), and the
-  // title when the summary has none.
+  // requestDetails reads, once, the title of a thread whose summary has
+  // none.
   private requestDetails(id: string): void {
     if (this.detailsAsked.has(id)) return;
     this.detailsAsked.add(id);
@@ -170,10 +170,9 @@ class ThreadList {
           (t) => {
             const e = this.entries.get(id);
             if (!e) return;
-            const group = t.worktree?.repository || e.group;
             const title = e.summary.title || t.title || shorten(t.runs[0]?.input ?? "");
-            if (group === e.group && title === e.summary.title) return;
-            this.entries.set(id, { ...e, group, summary: { ...e.summary, title } });
+            if (title === e.summary.title) return;
+            this.entries.set(id, { ...e, summary: { ...e.summary, title } });
             this.changed();
           },
           (err) => {

@@ -162,6 +162,8 @@ type summaryJSON struct {
 	Pending  uint32           `json:"pending,omitempty"`
 	Wait     *summaryWaitJSON `json:"wait,omitempty"`
 	Worktree string           `json:"worktree,omitempty"`
+	// Repository is the user's worktree a worktree thread was made from.
+	Repository string `json:"repository,omitempty"`
 }
 
 // summaryWaitJSON is a summary's armed wait.
@@ -177,7 +179,8 @@ func summaryJSONOf(t *batonv1.ThreadSummary) summaryJSON {
 	s := summaryJSON{ID: t.GetId(), Provider: t.GetProvider(), Cwd: t.GetCwd(), Model: t.GetModel(),
 		CreatedAt: instant(t.GetCreatedAt()), UpdatedAt: instant(t.GetUpdatedAt()), Runs: t.GetRuns(), Queued: t.GetQueued(),
 		Status: t.GetStatus(), LastRun: t.GetLastRun(), Sequence: t.GetSequence(), Archived: t.GetArchived(), Branch: t.GetBranch(),
-		Title: t.GetTitle(), Pending: t.GetPending(), Worktree: t.GetWorktree()}
+		Title: t.GetTitle(), Pending: t.GetPending(), Worktree: t.GetWorktree(),
+		Repository: t.GetRepository()}
 	if w := t.GetWait(); w != nil {
 		s.Wait = &summaryWaitJSON{At: instant(w.GetAt()), Kind: w.GetKind(), Provider: w.GetProvider(), RunID: w.GetRunId()}
 	}

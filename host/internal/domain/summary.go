@@ -35,8 +35,11 @@ type ThreadSummary struct {
 	// Wait is the thread's next armed wait (a usage limit's reset, or a
 	// return to a provider a switch left): when it fires and what it does.
 	Wait *SummaryWait `json:"wait,omitempty"`
-	// Worktree is the directory of the thread's own worktree ("": none).
-	Worktree string `json:"worktree,omitempty"`
+	// Worktree is the directory of the thread's own worktree ("": none);
+	// Repository the user's worktree it was made from, which a list groups
+	// it under.
+	Worktree   string `json:"worktree,omitempty"`
+	Repository string `json:"repository,omitempty"`
 }
 
 // SummaryWait is an armed wait as a list shows it.
@@ -85,7 +88,7 @@ func (t *Thread) Summary() ThreadSummary {
 	s := ThreadSummary{ID: t.ID, Provider: t.Provider, Cwd: t.Cwd, Model: t.Model, CreatedAt: t.CreatedAt,
 		UpdatedAt: t.UpdatedAt, Runs: t.RunCount(), Status: ThreadIdle, Sequence: t.Sequence, Archived: t.Archived}
 	if t.Worktree != nil {
-		s.Branch, s.Worktree = t.Worktree.Branch, t.Worktree.Path
+		s.Branch, s.Worktree, s.Repository = t.Worktree.Branch, t.Worktree.Path, t.Worktree.Repository
 	}
 	s.Title = t.Title
 	for i := range t.Requests {

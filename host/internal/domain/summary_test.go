@@ -52,9 +52,9 @@ func TestSummaryNeedsAndWaits(t *testing.T) {
 	th := &Thread{ID: "thr", Provider: "codex", Title: "Fix the build",
 		Requests: []RuntimeRequest{{ID: "q1", Status: RequestStatusResolved}, {ID: "q2", Status: RequestStatusPending}, {ID: "q3", Status: RequestStatusPending}},
 		Loop:     &Loop{Wait: &Wait{ID: "w1", Kind: WaitContinue, Provider: "codex", At: at, RunID: "run1"}},
-		Worktree: &Worktree{Branch: "baton/fix", Path: "/data/worktrees/repo-thr"}}
+		Worktree: &Worktree{Branch: "baton/fix", Path: "/data/worktrees/repo-thr", Repository: "/src/repo"}}
 	want := ThreadSummary{ID: "thr", Provider: "codex", Status: ThreadIdle, Title: "Fix the build", Pending: 2,
-		Wait: &SummaryWait{At: at, Kind: WaitContinue, Provider: "codex", RunID: "run1"}, Branch: "baton/fix", Worktree: "/data/worktrees/repo-thr"}
+		Wait: &SummaryWait{At: at, Kind: WaitContinue, Provider: "codex", RunID: "run1"}, Branch: "baton/fix", Worktree: "/data/worktrees/repo-thr", Repository: "/src/repo"}
 	if diff := cmp.Diff(want, th.Summary()); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}

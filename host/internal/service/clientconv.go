@@ -29,7 +29,7 @@ func SummaryOf(t *batonv1.ThreadSummary) domain.ThreadSummary {
 		CreatedAt: instant(t.GetCreatedAt()), UpdatedAt: instant(t.GetUpdatedAt()), Runs: int(t.GetRuns()), Queued: int(t.GetQueued()),
 		Status: domain.ThreadStatus(t.GetStatus()), LastRun: domain.RunStatus(t.GetLastRun()), Sequence: t.GetSequence(),
 		Archived: t.GetArchived(), Branch: t.GetBranch(), Title: t.GetTitle(), Pending: int(t.GetPending()), Worktree: t.GetWorktree(),
-		Wait: summaryWaitOf(t.GetWait())}
+		Wait: summaryWaitOf(t.GetWait()), Repository: t.GetRepository()}
 }
 
 func summaryWaitOf(w *batonv1.SummaryWait) *domain.SummaryWait {

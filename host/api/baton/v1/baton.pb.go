@@ -5255,8 +5255,10 @@ type ThreadSummary struct {
 	// wait is the thread's next armed wait (a usage limit's reset, or a
 	// return to the provider a switch left); unset: none.
 	Wait *SummaryWait `protobuf:"bytes,16,opt,name=wait,proto3" json:"wait,omitempty"`
-	// worktree is the directory of the thread's own worktree.
+	// worktree is the directory of the thread's own worktree; repository
+	// the user's worktree it was made from (a list groups it there).
 	Worktree      string `protobuf:"bytes,17,opt,name=worktree,proto3" json:"worktree,omitempty"`
+	Repository    string `protobuf:"bytes,18,opt,name=repository,proto3" json:"repository,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5406,6 +5408,13 @@ func (x *ThreadSummary) GetWait() *SummaryWait {
 func (x *ThreadSummary) GetWorktree() string {
 	if x != nil {
 		return x.Worktree
+	}
+	return ""
+}
+
+func (x *ThreadSummary) GetRepository() string {
+	if x != nil {
+		return x.Repository
 	}
 	return ""
 }
@@ -12023,7 +12032,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x0emessages_after\x18\x05 \x01(\rR\rmessagesAfter\x12.\n" +
 	"\x13next_messages_after\x18\x06 \x01(\rR\x11nextMessagesAfter\x12\x1a\n" +
 	"\bcomplete\x18\a \x01(\bR\bcomplete\x12\x19\n" +
-	"\bleft_out\x18\b \x01(\tR\aleftOut\"\xff\x03\n" +
+	"\bleft_out\x18\b \x01(\tR\aleftOut\"\x9f\x04\n" +
 	"\rThreadSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x10\n" +
@@ -12044,7 +12053,10 @@ const file_baton_proto_rawDesc = "" +
 	"\x05title\x18\x0e \x01(\tR\x05title\x12\x18\n" +
 	"\apending\x18\x0f \x01(\rR\apending\x12)\n" +
 	"\x04wait\x18\x10 \x01(\v2\x15.baton.v1.SummaryWaitR\x04wait\x12\x1a\n" +
-	"\bworktree\x18\x11 \x01(\tR\bworktree\"\x80\x01\n" +
+	"\bworktree\x18\x11 \x01(\tR\bworktree\x12\x1e\n" +
+	"\n" +
+	"repository\x18\x12 \x01(\tR\n" +
+	"repository\"\x80\x01\n" +
 	"\vSummaryWait\x12*\n" +
 	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1a\n" +
