@@ -79,6 +79,28 @@ func (f *faults) unreadable(t *testing.T, h *orchestrator.Host) {
 	f.reads.Store(true)
 }
 
+// outboxEmpty waits until none of a thread's effects is left in the
+// outbox: every action the host began for it has its outcome recorded
+// (some outcomes change nothing a projection shows, so only the outbox
+// tells).
+func (e *env) outboxEmpty(threadID string) {
+	e.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := e.host.Store().Outbox()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if !slices.ContainsFunc(out, func(s eventlog.StoredEffect) bool { return s.ThreadID == threadID }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("thread %s still has effects in the outbox a minute later: %v", threadID, out)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // outlast lets a retry fail tries times on the host's clock, the reads
 // mended before its last pause ends: each pause must be the one the
 // backoff gives (doubling from 50ms, at most 5s), and still must hold of
@@ -130,6 +152,7 @@ func TestWaitFireIsRetriedUntilItCommits(t *testing.T) {
 	e.dispatch(domain.Command{ID: "m1", ThreadID: id, Payload: domain.DispatchMessage{Text: messages(t, "codex/usage_limit_wait.messages")[0]}})
 	th := e.waitFor(id, "the run to wait for the limit", func(t domain.Thread) bool { return t.NextWait() != nil })
 	w := *th.NextWait()
+	e.outboxEmpty(id) // the turn's own outcome is recorded: only the fire will retry
 	f.unreadable(t, e.host)
 	e.clock.Set(w.At)
 	paused := e.outlast(&f, id, failedTries, func(th domain.Thread) error {
