@@ -150,6 +150,9 @@ func (s *Server) Subscribe(req *batonv1.SubscribeRequest, stream grpc.ServerStre
 			"subscriber too slow: %d events waited longer than %s; the last event sent was sequence %d: subscribe again with after_sequence %d",
 			cap(buf), s.slow, last, last)
 	case cause == nil && shuttingDown:
+		if s.host.Failure() != nil {
+			s.health.Shutdown() // as the watcher will: a client told the service stops finds health saying so
+		}
 		return s.shutdownStatus()
 	case cause == nil: // the stream ended by itself: the host closed
 		return status.Error(codes.Unavailable, "the host closed")
