@@ -1,0 +1,422 @@
+// Package lease keeps an installation's lease: which one of the hosts that
+// share a JetStream event log may write to it now. Hosts of one
+// installation take turns; the one that holds the lease serves, the others
+// wait as standbys, and one of them takes over when the holder hands the
+// lease back (Release, as a service drains) or stops renewing it (its
+// process or machine died, or it lost the servers).
+//
+// The lease is one key ("installation") in a key-value bucket of its own
+// per installation (Bucket). Its value says who holds it (Holder), and it
+// is written with a TTL: the servers remove it, leaving a marker, when the
+// holder has not renewed it for that long. Every write names the revision
+// it replaces, so two hosts never both believe a write of theirs made them
+// the holder: taking the lease is a Create (no value, or a deleted one),
+// renewing it an Update of the holder's last revision, handing it back a
+// Delete of that revision.
+//
+// The holder renews every TTL/3 on its own clock. It counts the lease as
+// lost (Lost closes) when a renewal is refused because the revision moved
+// (the lease expired, and perhaps another host took it), or when no server
+// answered a renewal before the lease, counted from the last renewal it
+// sent, would expire: the servers count from when they stored that
+// renewal, later than it was sent, so the holder gives up no later than
+// they free the lease.
+package lease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/baton-run/baton/sdk/clock"
+)
+
+// DefaultTTL is how long a lease outlives its holder's last renewal: long
+// enough that a holder renewing every TTL/3 rides out a server's election
+// (a few seconds) without losing it, short enough that a standby takes
+// over a dead host's work within a quarter of a minute.
+const DefaultTTL = 15 * time.Second
+
+// MinTTL is the shortest TTL: the servers count a value's TTL in whole
+// seconds.
+const MinTTL = time.Second
+
+// key is the lease's key in its bucket.
+const key = "installation"
+
+// markerTTL is how long the servers keep the marker of a lease that
+// expired: a standby watching the key is told at once, so the marker needs
+// to outlive only a watcher that reconnects.
+const markerTTL = time.Minute
+
+// retryPause is how long a host waits before it asks the servers again
+// after they did not answer (they are electing a leader, or unreachable).
+const retryPause = 250 * time.Millisecond
+
+// Holder is the lease's value: who holds it, since when, and as which
+// process, so that a standby's log can say whom it waits for.
+type Holder struct {
+	Host  string    `json:"host"`
+	Since time.Time `json:"since"`
+	PID   int       `json:"pid"`
+}
+
+// Options configure a Lease. The zero value of every field but
+// Installation and Host works.
+type Options struct {
+	// Installation names the hosts that share one log; it names the
+	// lease's bucket (CheckInstallation says what it may be).
+	Installation string
+	// Host is this host's name, as standbys' logs show it.
+	Host string
+	// PID is this host's process id (default os.Getpid()).
+	PID int
+	// TTL is how long the lease outlives the holder's last renewal
+	// (default DefaultTTL; at least MinTTL). It is rounded up to whole
+	// seconds for the servers.
+	TTL time.Duration
+	// Replicas is how many servers keep the bucket (default 1). A bucket
+	// that exists keeps what it has unless this is set.
+	Replicas int
+	// Clock times the renewals and the retries (default clock.System).
+	Clock  clock.Clock
+	Logger hclog.Logger
+}
+
+// Lease is one host's hold on its installation's lease: Acquire takes it,
+// Lost says when it was lost, Release hands it back.
+type Lease struct {
+	kv   jetstream.KeyValue
+	js   jetstream.JetStream
+	subj string // the key's subject, for renewals
+	opts Options
+	clk  clock.Clock
+	log  hclog.Logger
+
+	mu      sync.Mutex
+	rev     uint64        // the holder's last revision; 0: not held
+	lost    chan struct{} // closed when the hold is lost
+	lostErr error
+	stop    context.CancelFunc // ends the renewer
+	done    chan struct{}      // closed when the renewer has ended
+}
+
+var installationName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// CheckInstallation refuses an installation name a bucket cannot be
+// named for.
+func CheckInstallation(name string) error {
+	if !installationName.MatchString(name) {
+		return fmt.Errorf("installation name %q: use 1 to 64 letters, digits, - and _", name)
+	}
+	return nil
+}
+
+// Bucket is the key-value bucket of an installation's lease.
+func Bucket(installation string) string { return "baton_" + installation + "_leases" }
+
+// Open makes (or finds) the installation's lease bucket. It takes nothing:
+// Acquire does.
+func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Lease, error) {
+	if err := CheckInstallation(opts.Installation); err != nil {
+		return nil, fmt.Errorf("open lease: %w", err)
+	}
+	if opts.Host == "" {
+		return nil, errors.New("open lease: no host name")
+	}
+	if opts.TTL == 0 {
+		opts.TTL = DefaultTTL
+	}
+	if opts.TTL < MinTTL {
+		return nil, fmt.Errorf("open lease: TTL %v is under %v", opts.TTL, MinTTL)
+	}
+	if opts.PID == 0 {
+		opts.PID = os.Getpid()
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	cfg := jetstream.KeyValueConfig{Bucket: Bucket(opts.Installation), History: 1, Replicas: opts.Replicas,
+		LimitMarkerTTL: markerTTL, Description: "which Baton host of the installation writes its event log"}
+	clk := clock.Or(opts.Clock)
+	// A cluster that is forming, or electing, cannot place the bucket
+	// yet: a host that starts with it waits, as it would for the lease.
+	said := false
+	for {
+		kv, err := bucket(ctx, js, cfg)
+		if err == nil {
+			return &Lease{kv: kv, js: js, subj: "$KV." + cfg.Bucket + "." + key, opts: opts, clk: clk, log: opts.Logger}, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("open lease bucket %s: %w (%w)", cfg.Bucket, err, context.Cause(ctx))
+		}
+		if !said {
+			opts.Logger.Warn("cannot open the lease's bucket yet; trying again", "bucket", cfg.Bucket, "error", err)
+			said = true
+		}
+		if err := clock.Sleep(ctx, clk, retryPause); err != nil {
+			return nil, fmt.Errorf("open lease bucket %s: %w", cfg.Bucket, err)
+		}
+	}
+}
+
+// bucket finds the lease's bucket, or makes it (with one replica unless
+// told), or changes its replicas when told how many.
+func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		if cfg.Replicas == 0 {
+			cfg.Replicas = 1
+		}
+		return js.CreateOrUpdateKeyValue(ctx, cfg)
+	case err == nil && cfg.Replicas > 0:
+		return js.CreateOrUpdateKeyValue(ctx, cfg)
+	}
+	return kv, err
+}
+
+// Current is who holds the lease now, and false when nobody does.
+func (l *Lease) Current(ctx context.Context) (Holder, bool, error) {
+	e, err := l.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return Holder{}, false, nil
+	}
+	if err != nil {
+		return Holder{}, false, fmt.Errorf("read the lease on installation %s: %w", l.opts.Installation, err)
+	}
+	h, err := decode(e.Value())
+	if err != nil {
+		return Holder{}, false, fmt.Errorf("read the lease on installation %s: %w", l.opts.Installation, err)
+	}
+	return h, true, nil
+}
+
+// serverTTL is the TTL the servers are told: whole seconds, rounded up, so
+// that they free the lease no earlier than its holder gives it up.
+func (l *Lease) serverTTL() time.Duration {
+	return (l.opts.TTL + time.Second - 1).Truncate(time.Second)
+}
+
+// Acquire takes the lease, waiting while another host holds it (it says
+// once, per holder, whom it waits for) until that host hands it back or its
+// lease expires. It returns once this host holds it, renewing it until
+// Release or until it is lost (Lost), or with ctx's cause.
+func (l *Lease) Acquire(ctx context.Context) error {
+	var w jetstream.KeyWatcher // opened at the first refusal
+	defer func() {
+		if w != nil {
+			w.Stop()
+		}
+	}()
+	var waitedFor Holder
+	unreachable := false
+	for {
+		h := Holder{Host: l.opts.Host, Since: l.clk.Now().UTC().Truncate(time.Millisecond), PID: l.opts.PID}
+		v, _ := json.Marshal(h) // a struct of plain fields
+		sent := l.clk.Now()
+		rev, err := l.kv.Create(ctx, key, v, jetstream.KeyTTL(l.serverTTL()))
+		if err == nil {
+			l.hold(rev, v, sent)
+			l.log.Info("holding the installation's lease", "installation", l.opts.Installation, "host", l.opts.Host,
+				"ttl", l.opts.TTL)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, context.Cause(ctx))
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			if !unreachable {
+				l.log.Warn("cannot reach the servers to take the lease; trying again", "installation", l.opts.Installation,
+					"error", err)
+				unreachable = true
+			}
+			if err := clock.Sleep(ctx, l.clk, retryPause); err != nil {
+				return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, err)
+			}
+			continue
+		}
+		unreachable = false
+		if w == nil {
+			if w, err = l.kv.Watch(ctx, key); err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, context.Cause(ctx))
+				}
+				w = nil
+				continue // the next Create says whether the servers answer
+			}
+		}
+		if err := l.waitFree(ctx, w, &waitedFor); err != nil {
+			return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, err)
+		}
+	}
+}
+
+// waitFree reads the key's changes until the lease is free (deleted, or
+// expired) or its TTL has passed without a word (the watcher may have
+// missed the marker across a reconnect), logging whom it waits for.
+func (l *Lease) waitFree(ctx context.Context, w jetstream.KeyWatcher, waitedFor *Holder) error {
+	t := l.clk.NewTimer(l.opts.TTL)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.C():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil
+			}
+			if e == nil {
+				continue // the end of the key's present value
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				return nil
+			}
+			h, err := decode(e.Value())
+			if err != nil {
+				l.log.Warn("the lease holds a value that is not a holder; waiting for it to expire", "error", err)
+				continue
+			}
+			if h != *waitedFor {
+				*waitedFor = h
+				l.log.Info(fmt.Sprintf("waiting for host %s's lease on installation %s, held since %s", h.Host,
+					l.opts.Installation, h.Since.Format(time.RFC3339)), "holder_pid", h.PID)
+			}
+		}
+	}
+}
+
+// hold starts renewing the lease taken at revision rev.
+func (l *Lease) hold(rev uint64, v []byte, sent time.Time) {
+	ctx, stop := context.WithCancel(context.Background())
+	l.mu.Lock()
+	l.rev, l.lost, l.lostErr, l.stop, l.done = rev, make(chan struct{}), nil, stop, make(chan struct{})
+	lost, done := l.lost, l.done
+	l.mu.Unlock()
+	go func() { // owned by the hold: Release stops and waits for it
+		defer close(done)
+		if err := l.renew(ctx, rev, v, sent); err != nil {
+			l.mu.Lock()
+			l.lostErr, l.rev = err, 0
+			l.mu.Unlock()
+			l.log.Error("lost the installation's lease", "installation", l.opts.Installation, "error", err)
+			close(lost)
+		}
+	}()
+}
+
+// renew renews the lease every TTL/3 until ctx ends (nil) or the lease is
+// lost (why).
+func (l *Lease) renew(ctx context.Context, rev uint64, v []byte, sent time.Time) error {
+	ttl := l.opts.TTL
+	for {
+		if clock.SleepUntil(ctx, l.clk, sent.Add(ttl/3)) != nil {
+			return nil
+		}
+		expires := sent.Add(ttl)
+		for {
+			at := l.clk.Now()
+			if !at.Before(expires) {
+				return fmt.Errorf("no server answered a renewal of the lease on installation %s before it expired, %v after the last",
+					l.opts.Installation, ttl)
+			}
+			actx, cancel := clock.WithTimeout(ctx, l.clk, expires.Sub(at), errors.New("the lease expired"))
+			r, err := l.js.PublishMsg(actx, &nats.Msg{Subject: l.subj, Data: v, Header: nats.Header{}},
+				jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(l.serverTTL()))
+			cancel()
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err == nil {
+				rev, sent = r.Sequence, at
+				l.mu.Lock()
+				l.rev = rev
+				l.mu.Unlock()
+				break
+			}
+			if wrongRevision(err) {
+				return fmt.Errorf("the lease on installation %s was taken over (it had expired): %w", l.opts.Installation, err)
+			}
+			now := l.clk.Now()
+			if !now.Before(expires) {
+				continue // said above
+			}
+			l.log.Warn("could not renew the lease; trying again", "installation", l.opts.Installation, "error", err,
+				"expires_in", expires.Sub(now))
+			if clock.SleepUntil(ctx, l.clk, now.Add(min(retryPause, expires.Sub(now)))) != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// Lost is closed when the lease Acquire took is lost (Err says why); nil
+// before Acquire.
+func (l *Lease) Lost() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+// Err is why the lease was lost (nil while it is held).
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostErr
+}
+
+// Release stops renewing the lease and hands it back, so that a standby
+// takes it at once rather than after the TTL. A lease already lost is
+// not handed back (another host may hold it); Release then returns nil.
+func (l *Lease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	stop, done := l.stop, l.done
+	l.mu.Unlock()
+	if stop == nil {
+		return nil // never held
+	}
+	stop()
+	<-done
+	l.mu.Lock()
+	rev := l.rev
+	l.rev, l.stop = 0, nil
+	l.mu.Unlock()
+	if rev == 0 {
+		return nil
+	}
+	if err := l.kv.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil {
+		if wrongRevision(err) {
+			return nil // it expired as the host stopped
+		}
+		return fmt.Errorf("release the lease on installation %s: %w", l.opts.Installation, err)
+	}
+	l.log.Info("handed back the installation's lease", "installation", l.opts.Installation)
+	return nil
+}
+
+// wrongRevision says whether the servers refused a write because the key
+// is no longer at the revision it named.
+func wrongRevision(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+func decode(v []byte) (Holder, error) {
+	var h Holder
+	if err := json.Unmarshal(v, &h); err != nil {
+		return Holder{}, fmt.Errorf("decode holder %q: %w", v, err)
+	}
+	return h, nil
+}

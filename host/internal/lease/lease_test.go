@@ -1,0 +1,385 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/baton-run/baton/host/internal/natstest"
+	"github.com/baton-run/baton/sdk/clock"
+)
+
+// clusters are the servers each test runs against: one node, and three
+// whose bucket has three replicas.
+var clusters = []struct {
+	name     string
+	start    func(testing.TB) *natstest.Cluster
+	replicas int
+}{
+	{"single", natstest.Single, 1},
+	{"three", natstest.Three, 3},
+}
+
+func connect(t *testing.T, c *natstest.Cluster) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(c.URLs(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// open opens host's lease on its own connection, as a host on its own
+// machine would.
+func open(t *testing.T, c *natstest.Cluster, replicas int, o Options) *Lease {
+	t.Helper()
+	o.Installation, o.Replicas = "test", replicas
+	l, err := Open(t.Context(), connect(t, c), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// logLines is an hclog output that keeps each line's message and sends it
+// on a channel, for a test to wait on what a host says.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+	said  chan string
+}
+
+func newLogLines() *logLines { return &logLines{said: make(chan string, 100)} }
+
+func (w *logLines) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimSpace(string(p)), "\n") {
+		// "TIMESTAMP [LEVEL] name: message: key=value": keep "message".
+		_, msg, _ := strings.Cut(line, "] ")
+		msg, _, _ = strings.Cut(strings.TrimSpace(msg), ": ")
+		w.mu.Lock()
+		w.lines = append(w.lines, msg)
+		w.mu.Unlock()
+		select {
+		case w.said <- msg:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+func (w *logLines) logger() hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Output: w, Level: hclog.Info, DisableTime: true})
+}
+
+// waitSaid waits until the host logs a line starting with prefix.
+func (w *logLines) waitSaid(t *testing.T, prefix string) {
+	t.Helper()
+	for {
+		select {
+		case msg := <-w.said:
+			if strings.HasPrefix(msg, prefix) {
+				return
+			}
+		case <-t.Context().Done():
+			t.Fatalf("the host never said %q", prefix)
+		}
+	}
+}
+
+func (w *logLines) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.lines...)
+}
+
+// TestOneHolderAtATime has two hosts take the lease in turn, each as soon
+// as the other hands it back, and records when each held it: the holds
+// never overlap, and each host holds it as often as it asked.
+func TestOneHolderAtATime(t *testing.T) {
+	for _, c := range clusters {
+		t.Run(c.name, func(t *testing.T) {
+			cl := c.start(t)
+			const rounds = 15
+			var mu sync.Mutex
+			holding := ""
+			var events []string // "a+" took it, "a-" hands it back
+			var overlaps []string
+			var wg sync.WaitGroup
+			for _, host := range []string{"a", "b"} {
+				l := open(t, cl, c.replicas, Options{Host: host, TTL: time.Minute})
+				wg.Go(func() {
+					for range rounds {
+						if err := l.Acquire(t.Context()); err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						if holding != "" {
+							overlaps = append(overlaps, fmt.Sprintf("%s took the lease while %s held it", host, holding))
+						}
+						holding = host
+						events = append(events, host+"+")
+						mu.Unlock()
+
+						// Hold it for a round trip to the servers: the
+						// holder they have is this host.
+						now, ok, err := l.Current(t.Context())
+						if err != nil || !ok || now.Host != host {
+							t.Errorf("%s holds the lease, but the servers say %+v (held: %v, %v)", host, now, ok, err)
+						}
+
+						mu.Lock()
+						holding = ""
+						events = append(events, host+"-")
+						mu.Unlock()
+						if err := l.Release(t.Context()); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if len(overlaps) > 0 {
+				t.Fatalf("the holds overlapped: %v\nevents: %v", overlaps, events)
+			}
+			// Every hold is a take followed by its own hand-back, and each
+			// host held it once per round.
+			var want []string
+			held := map[string]int{}
+			for i := 0; i < len(events); i += 2 {
+				h := strings.TrimSuffix(events[i], "+")
+				want = append(want, h+"+", h+"-")
+				held[h]++
+			}
+			if d := cmp.Diff(want, events); d != "" {
+				t.Errorf("holds interleaved (-one at a time +got):\n%s", d)
+			}
+			if d := cmp.Diff(map[string]int{"a": rounds, "b": rounds}, held); d != "" {
+				t.Errorf("holds per host (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestReleaseHandsOverAtOnce: a standby waiting on a lease with a TTL of a
+// minute takes it as soon as its holder hands it back, well before that
+// minute; it said once whom it waited for.
+func TestReleaseHandsOverAtOnce(t *testing.T) {
+	for _, c := range clusters {
+		t.Run(c.name, func(t *testing.T) {
+			cl := c.start(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // half the TTL
+			defer cancel()
+			a := open(t, cl, c.replicas, Options{Host: "a", PID: 11, TTL: time.Minute})
+			if err := a.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			held, ok, err := a.Current(ctx)
+			if err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+			blog := newLogLines()
+			b := open(t, cl, c.replicas, Options{Host: "b", PID: 22, TTL: time.Minute, Logger: blog.logger()})
+			acquired := make(chan error, 1)
+			go func() { acquired <- b.Acquire(ctx) }()
+			blog.waitSaid(t, "waiting for host a's lease")
+			if err := a.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-acquired; err != nil {
+				t.Fatalf("the standby did not take the lease handed back: %v", err)
+			}
+			now, ok, err := b.Current(ctx)
+			if err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+			if d := cmp.Diff(Holder{Host: "b", PID: 22, Since: now.Since}, now); d != "" {
+				t.Errorf("holder after the hand-over (-want +got):\n%s", d)
+			}
+			want := []string{
+				"waiting for host a's lease on installation test, held since " + held.Since.Format(time.RFC3339),
+				"holding the installation's lease",
+			}
+			if d := cmp.Diff(want, blog.all()); d != "" {
+				t.Errorf("the standby's log (-want +got):\n%s", d)
+			}
+			select {
+			case <-b.Lost():
+				t.Fatalf("the new holder lost the lease: %v", b.Err())
+			default:
+			}
+			if err := b.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestTakeoverWhenTheHolderStopsRenewing: a holder whose renewals stop (its
+// clock is held still, as a paused process's is) loses the lease after its
+// TTL; a standby takes it then, and the old holder, renewing at last, is
+// refused and counts the lease lost. Its Release hands nothing back.
+func TestTakeoverWhenTheHolderStopsRenewing(t *testing.T) {
+	for _, c := range clusters {
+		t.Run(c.name, func(t *testing.T) {
+			cl := c.start(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			paused := clock.NewFake(time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC))
+			a := open(t, cl, c.replicas, Options{Host: "a", TTL: time.Second, Clock: paused})
+			if err := a.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			b := open(t, cl, c.replicas, Options{Host: "b", TTL: time.Second})
+			if err := b.Acquire(ctx); err != nil {
+				t.Fatalf("the standby did not take the lease its holder stopped renewing: %v", err)
+			}
+			select {
+			case <-a.Lost():
+				t.Fatal("the paused holder counted the lease lost before it renewed")
+			default:
+			}
+			// The paused holder wakes and renews.
+			if err := paused.WaitTimers(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			paused.Advance(time.Second / 3)
+			select {
+			case <-a.Lost():
+			case <-ctx.Done():
+				t.Fatal("the old holder's refused renewal did not lose it the lease")
+			}
+			if err := a.Err(); err == nil || !strings.Contains(err.Error(), "taken over") {
+				t.Errorf("why the lease was lost: %v, want it taken over", err)
+			}
+			if err := a.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			now, ok, err := b.Current(ctx)
+			if err != nil || !ok || now.Host != "b" {
+				t.Fatalf("after the old holder's release the lease is %+v (held: %v, %v), want b's", now, ok, err)
+			}
+			select {
+			case <-b.Lost():
+				t.Fatalf("the new holder lost the lease: %v", b.Err())
+			default:
+			}
+		})
+	}
+}
+
+// TestLostWhenTheServersAreGone: a holder that cannot reach any server
+// counts the lease lost once its TTL has passed since its last renewal,
+// and not before.
+func TestLostWhenTheServersAreGone(t *testing.T) {
+	cl := natstest.Single(t)
+	clk := clock.NewFake(time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC))
+	a := open(t, cl, 1, Options{Host: "a", TTL: 3 * time.Second, Clock: clk})
+	if err := a.Acquire(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	start := clk.Now()
+	cl.Stop(0)
+	// Move the holder's clock from timer to timer (its renewals' waits and
+	// retries) until it counts the lease lost; the last move may leave no
+	// timer, so the wait for one ends with the loss.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-a.Lost():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for ctx.Err() == nil {
+		clk.AdvanceNext(ctx)
+	}
+	select {
+	case <-a.Lost():
+	default:
+		t.Fatal("the test ended before the lease was lost")
+	}
+	if got := clk.Now().Sub(start); got != 3*time.Second {
+		t.Errorf("the lease was counted lost %v after the last renewal, want 3s (its TTL)", got)
+	}
+	if err := a.Err(); err == nil || !strings.Contains(err.Error(), "no server answered") {
+		t.Errorf("why the lease was lost: %v", err)
+	}
+}
+
+// TestRenewalsKeepTheLease: a holder that renews keeps the lease past many
+// TTLs, and a standby keeps waiting.
+func TestRenewalsKeepTheLease(t *testing.T) {
+	cl := natstest.Single(t)
+	a := open(t, cl, 1, Options{Host: "a", TTL: time.Second})
+	if err := a.Acquire(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	js := connect(t, cl)
+	kv, err := js.KeyValue(t.Context(), Bucket("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kv.Watch(t.Context(), key, jetstream.UpdatesOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// Watch the key through ten renewals (over three TTLs): each is a put
+	// by a, never a marker of expiry.
+	var ops []string
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for range 10 {
+		var e jetstream.KeyValueEntry
+		select {
+		case e = <-w.Updates():
+		case <-ctx.Done():
+			t.Fatalf("the key's changes while a renews: %v, then nothing", ops)
+		}
+		h, _ := decode(e.Value())
+		ops = append(ops, e.Operation().String()+" "+h.Host)
+	}
+	want := strings.Split(strings.Repeat("KeyValuePutOp a,", 10), ",")[:10]
+	if d := cmp.Diff(want, ops); d != "" {
+		t.Errorf("the key's changes while a renews (-want +got):\n%s", d)
+	}
+	select {
+	case <-a.Lost():
+		t.Fatalf("lost: %v", a.Err())
+	default:
+	}
+}
+
+func TestOpenRefusesBadOptions(t *testing.T) {
+	cl := natstest.Single(t)
+	js := connect(t, cl)
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Installation: "a.b", Host: "h"}, `open lease: installation name "a.b": use 1 to 64 letters, digits, - and _`},
+		{Options{Installation: "x", Host: ""}, "open lease: no host name"},
+		{Options{Installation: "x", Host: "h", TTL: time.Millisecond}, "open lease: TTL 1ms is under 1s"},
+	} {
+		_, err := Open(t.Context(), js, c.o)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("Open(%+v) = %v, want %q", c.o, err, c.want)
+		}
+	}
+}
