@@ -107,12 +107,18 @@ func TestTwoHostsShareOneGaplessLog(t *testing.T) {
 			threads = append(threads, thread)
 			wg.Go(func() {
 				for i := range perThread {
-					appendOne(t, l, thread, i)
+					if _, _, err := l.Append(eventlog.Batch{Events: []eventlog.Pending{event(thread, i)}}); err != nil {
+						t.Errorf("host %s: append %s %d: %v", l.host, thread, i, err)
+						return
+					}
 				}
 			})
 		}
 	}
 	wg.Wait()
+	if t.Failed() {
+		return
+	}
 	n := uint64(len(threads) * perThread)
 	waitLast(t, hosts[0], n)
 	waitLast(t, hosts[1], n)
