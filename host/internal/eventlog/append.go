@@ -59,6 +59,11 @@ type Batch struct {
 	DeliveriesDone  []DeliveryRef
 	TargetStates    []TargetState
 
+	// Meta are store metadata values written in the batch (a replica's
+	// watermark beside the events it applied: see the jetstreamlog
+	// package), so that they are never out of step with them.
+	Meta map[string][]byte
+
 	// OnCommit, when set, is called once the batch is durable and before
 	// any reader can see its events, with the batch's last sequence. It
 	// runs on the sequencer: it must be quick and must not call the store.
@@ -196,7 +201,7 @@ func (s *Store) commit(group []*appendReq) {
 			}
 		}
 		if err == nil {
-			if err = b.Commit(pebble.Sync); err != nil {
+			if err = b.Commit(s.writeOpts); err != nil {
 				err = fmt.Errorf("commit events: %w", err)
 				s.fails.set(err, false)
 			}
@@ -263,6 +268,11 @@ func (s *Store) build(b *pebble.Batch, r *appendReq, seq *uint64) error {
 	for _, d := range in.Done {
 		es, ei, _ := parseEffectID(d.ID) // checked by Append
 		if err := b.Delete(outboxKey(d.ThreadID, es, ei), nil); err != nil {
+			return err
+		}
+	}
+	for name, v := range in.Meta {
+		if err := b.Set(metaKey(name), v, nil); err != nil {
 			return err
 		}
 	}

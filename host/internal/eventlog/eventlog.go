@@ -59,8 +59,12 @@ type Store struct {
 	opts     *pebble.Options // what it was opened with
 	gen      int             // how often a read-only store was reopened (read)
 	seal     SealState       // what the seal said at Open
-	sealw    *sealWriter     // nil: read-only
-	onClose  func()          // after Close (Verify's scratch copy)
+	sealw    *sealWriter     // nil: read-only, or not synced (Options.NoSync)
+	// writeOpts is how commits are written: synced, but with
+	// Options.NoSync.
+	writeOpts *pebble.WriteOptions
+	noSeal    bool   // Options.NoSync: no seal is read or written
+	onClose   func() // after Close (Verify's scratch copy)
 
 	dmu         sync.Mutex // guards damage, corruptFile
 	damage      *DamageError

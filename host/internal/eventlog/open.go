@@ -25,6 +25,12 @@ type Options struct {
 	// a store on one that fails (Pebble's errorfs) or that loses what was
 	// not synced (vfs.NewCrashableMem); nothing else sets it.
 	FS vfs.FS
+	// NoSync commits without syncing, and keeps no seal: for a store that
+	// is a replica of a log kept elsewhere (the jetstreamlog package's),
+	// which catches up from its own watermark after a crash. A seal
+	// written after an unsynced commit could name events a crash then
+	// lost, so such a store has none.
+	NoSync bool
 }
 
 // Open opens (or creates) the log in dir.
@@ -40,7 +46,11 @@ func OpenWith(dir string, o Options) (*Store, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	s := &Store{log: log, dir: dir, readOnly: o.ReadOnly, changed: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Store{log: log, dir: dir, readOnly: o.ReadOnly, changed: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{}),
+		writeOpts: pebble.Sync, noSeal: o.NoSync}
+	if o.NoSync {
+		s.writeOpts = pebble.NoSync
+	}
 	s.fails.init()
 	fs := o.FS
 	if fs == nil {
@@ -90,7 +100,9 @@ func OpenWith(dir string, o Options) (*Store, error) {
 // write-ahead log, and a damaged log would then be gone); the directory is
 // locked across both opens.
 func (s *Store) open(dir string, opts *pebble.Options) error {
-	s.seal = readSeal(opts.FS, dir)
+	if !s.noSeal {
+		s.seal = readSeal(opts.FS, dir)
+	}
 	if s.seal.Found && !opts.ReadOnly {
 		lock, err := pebble.LockDirectory(dir, opts.FS)
 		if err != nil {
@@ -126,7 +138,7 @@ func (s *Store) open(dir string, opts *pebble.Options) error {
 	if err == nil && !opts.ReadOnly && s.seal.Err == nil && last < s.seal.Sealed {
 		err = sealBroken(dir, last, s.seal.Sealed) // unreachable: checked read-only above
 	}
-	if err == nil && !opts.ReadOnly {
+	if err == nil && !opts.ReadOnly && !s.noSeal {
 		err = s.startSeal(opts.FS, dir, last)
 	}
 	if err != nil {

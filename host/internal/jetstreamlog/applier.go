@@ -1,0 +1,277 @@
+package jetstreamlog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The applier is the fold: one goroutine that reads the stream in order
+// (an ordered consumer from the replica's watermark + 1) and applies each
+// message to the replica, with the watermark in the same Pebble batch.
+// Its rule, the same on every host, makes the global event sequence:
+//
+//  1. A message whose After is the replica's last event sequence is
+//     applied: its events get the sequences after it.
+//  2. Any other message is void: skipped (only the watermark moves). It
+//     can only be a writer's mistaken prediction, and its writer retries.
+//  3. A message the replica refuses (it does not decode, or the store
+//     refuses the batch, which a writer checks before it publishes) is
+//     void too, alike on every host; a replica that fails fails the log.
+//
+// When a message is one of this host's own writes in flight (its
+// Nats-Msg-Id is in the table), it is applied with what the message does
+// not carry (the snapshot, the commit hook), and its writer is told.
+type applier struct {
+	l *Log
+
+	mu       sync.Mutex
+	events   uint64 // the replica's last event sequence
+	stream   uint64 // the last stream sequence applied (the watermark)
+	changed  chan struct{}
+	subjects map[string]uint64   // a subject's last stream sequence, of those seen since Open
+	foreign  map[string]uint64   // a thread subject's last stream sequence applied from another host
+	inflight map[string]*request // this host's writes in flight, by message id
+	stopped  bool
+
+	iter jetstream.MessagesContext
+	done chan struct{}
+}
+
+// startApplier reads the replica's position and starts the fold.
+func (l *Log) startApplier(ctx context.Context) error {
+	a := &l.a
+	a.l = l
+	a.changed = make(chan struct{})
+	a.subjects = map[string]uint64{}
+	a.foreign = map[string]uint64{}
+	a.inflight = map[string]*request{}
+	a.done = make(chan struct{})
+	a.events, _ = l.store.Last()
+	v, found, err := l.store.Meta(metaWatermark)
+	if err != nil {
+		return fmt.Errorf("read the replica's watermark: %w", err)
+	}
+	if found {
+		if a.stream, err = parseWatermark(v); err != nil {
+			return err
+		}
+	} else if a.events > 0 {
+		return fmt.Errorf("the replica in %s has events but no watermark: it is not a replica of a jetstream log", "Options.Dir")
+	}
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if a.stream > 0 {
+		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: a.stream + 1}
+	}
+	err = retry(ctx, l.log, "read the stream", func(ctx context.Context) error {
+		cons, err := l.js.OrderedConsumer(ctx, streamName(l.inst), cfg)
+		if err != nil {
+			return err
+		}
+		a.iter, err = cons.Messages()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	go a.run()
+	return nil
+}
+
+func (a *applier) run() {
+	defer close(a.done)
+	for {
+		msg, err := a.iter.Next()
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			return
+		}
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			a.l.fails.set(fmt.Errorf("stream %s is gone: %w", streamName(a.l.inst), err))
+			return
+		}
+		if err != nil {
+			// The ordered consumer recreates itself after a lost
+			// connection or a gap; nothing to do but read on.
+			a.l.log.Debug("reading the stream", "error", err)
+			continue
+		}
+		if err := a.apply(msg); err != nil {
+			a.l.fails.set(err)
+			a.failInflight(err)
+			return
+		}
+	}
+}
+
+// apply folds one message into the replica.
+func (a *applier) apply(msg jetstream.Msg) error {
+	md, err := msg.Metadata()
+	if err != nil {
+		return fmt.Errorf("read a stream message's metadata: %w", err)
+	}
+	seq := md.Sequence.Stream
+	a.mu.Lock()
+	expect := a.stream + 1
+	events := a.events
+	req := a.inflight[msg.Headers().Get(jetstream.MsgIDHeader)]
+	a.mu.Unlock()
+	if seq != expect {
+		// The ordered consumer delivers the stream gapless from where
+		// it started; another sequence means the stream lost messages.
+		return fmt.Errorf("the stream gave message %d after %d: it lost messages (a stream of a Baton log must deny deletes and purges)", seq, expect-1)
+	}
+	watermark := map[string][]byte{metaWatermark: strconv.AppendUint(nil, seq, 10)}
+
+	var w wireBatch
+	var b eventlog.Batch
+	void := "" // why the message is void, if it is
+	if err := json.Unmarshal(msg.Data(), &w); err != nil {
+		void = "it does not decode: " + err.Error()
+	} else if w.After != events {
+		void = fmt.Sprintf("it follows event %d, the replica's last is %d", w.After, events)
+	} else {
+		b = w.batch()
+	}
+	var recs []eventlog.Record
+	var ids []string
+	var refused error
+	if void == "" {
+		if req != nil {
+			b.Snapshot = req.in.Snapshot
+			b.OnCommit = req.in.OnCommit
+		}
+		b.Meta = watermark
+		recs, ids, err = a.l.store.Append(b)
+		if err != nil {
+			if ferr := a.l.store.Failure(); ferr != nil {
+				return fmt.Errorf("the replica failed: %w", ferr)
+			}
+			refused = err
+			void = "the replica refuses it: " + err.Error()
+		}
+	}
+	if void != "" {
+		if req == nil {
+			a.l.log.Warn("a message of the log is void", "seq", seq, "why", void)
+		}
+		if _, _, err := a.l.store.Append(eventlog.Batch{Meta: watermark}); err != nil {
+			return fmt.Errorf("the replica failed: %w", err)
+		}
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stream = seq
+	a.subjects[msg.Subject()] = seq
+	if void == "" {
+		a.events += uint64(len(recs))
+		if w.Host != a.l.host {
+			a.foreign[msg.Subject()] = seq
+		}
+	}
+	if req != nil {
+		delete(a.inflight, req.id)
+		switch {
+		case refused != nil:
+			req.settle(nil, nil, refused)
+		case void != "":
+			req.void = true
+		default:
+			if err := req.check(recs, ids); err != nil {
+				return err
+			}
+			req.settle(recs, ids, nil)
+		}
+	}
+	close(a.changed)
+	a.changed = make(chan struct{})
+	return nil
+}
+
+// position is the replica's last event sequence and stream sequence.
+func (a *applier) position() (events, stream uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.events, a.stream
+}
+
+// subjectSeq is a subject's last stream sequence as the replica knows it
+// (false: no message of it was applied since Open).
+func (a *applier) subjectSeq(subject string) (uint64, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.subjects[subject]
+	return s, ok
+}
+
+// foreignSince says whether another host's write to a thread subject was
+// applied after stream sequence since.
+func (a *applier) foreignSince(subject string, since uint64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.foreign[subject] > since
+}
+
+func (a *applier) register(r *request) {
+	a.mu.Lock()
+	a.inflight[r.id] = r
+	a.mu.Unlock()
+}
+
+func (a *applier) unregister(r *request) {
+	a.mu.Lock()
+	delete(a.inflight, r.id)
+	a.mu.Unlock()
+}
+
+// waitApplied waits until the replica has applied stream sequence seq.
+func (a *applier) waitApplied(ctx context.Context, seq uint64) error {
+	for {
+		a.mu.Lock()
+		at, ch, stopped := a.stream, a.changed, a.stopped
+		a.mu.Unlock()
+		if at >= seq {
+			return nil
+		}
+		if stopped {
+			return eventlog.ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-a.done:
+			if err := a.l.Failure(); err != nil {
+				return err
+			}
+			return eventlog.ErrClosed
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// failInflight answers every write in flight with the log's failure.
+func (a *applier) failInflight(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, r := range a.inflight {
+		delete(a.inflight, id)
+		r.settle(nil, nil, err)
+	}
+}
+
+// stop stops the fold and waits for it.
+func (a *applier) stop() {
+	a.mu.Lock()
+	a.stopped = true
+	close(a.changed)
+	a.changed = make(chan struct{})
+	a.mu.Unlock()
+	a.iter.Stop()
+	<-a.done
+}

@@ -1,0 +1,413 @@
+// Package jetstreamlog is Baton's event log kept in a NATS JetStream
+// stream, for several hosts sharing one log. The stream is the truth; each
+// host keeps a replica of it in a local Pebble store (eventlog.Store), fed
+// from the stream in stream order, and reads only the replica: receipts
+// are kept for ever (not only inside JetStream's duplicate window), and a
+// reader on any host sees every host's events.
+//
+// The code is split by job: this file holds the Log, its options, Open
+// and Close, and the reads (all the replica's); layout.go names and
+// encodes everything the stream holds; writer.go publishes decided writes
+// (prediction, retries, the fence, group commit); applier.go is the fold
+// that applies the stream to the replica; snapshot.go the snapshot
+// bucket.
+package jetstreamlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Options say which servers hold the log and where the replica lives. The
+// zero value of each field but URLs and Dir works.
+type Options struct {
+	// URLs are the servers' client URLs (a list, or one comma-separated).
+	URLs []string
+	// CredsFile is a NATS credentials file, TokenFile a file holding a
+	// token (its surrounding white space trimmed).
+	CredsFile, TokenFile string
+	// TLS: the CA that signs the servers' certificates, and this
+	// client's certificate and key (all optional).
+	TLS TLS
+	// Installation names the stream and bucket ("baton" unless told): one
+	// per set of hosts sharing a log.
+	Installation string
+	// Host names this host in what it writes (the fence compares it; the
+	// machine's host name unless told). Two hosts sharing a log must have
+	// different names.
+	Host string
+	// Replicas is the stream's and bucket's replica count when this host
+	// creates them (0: 3 when the client sees at least 3 servers, else 1).
+	Replicas int
+	// Dir is the replica's directory.
+	Dir string
+	// Logger (nil: none) gets the log's lines.
+	Logger hclog.Logger
+	// Name is the connection's name as the servers show it.
+	Name string
+	// Duplicates is the stream's duplicate window when this host creates
+	// it (0: JetStream's default, 2 minutes). Nothing depends on it for
+	// more than an Append's retries: receipts are the replica's.
+	Duplicates time.Duration
+}
+
+// TLS is the client's TLS files.
+type TLS struct {
+	CAFile, CertFile, KeyFile string
+}
+
+// Log is the event log in JetStream. It is safe for concurrent use.
+type Log struct {
+	inst, host string
+	log        hclog.Logger
+	nc         *nats.Conn
+	js         jetstream.JetStream
+	stream     jetstream.Stream
+	kv         jetstream.KeyValue
+	store      *eventlog.Store
+
+	fails failure
+
+	w writer  // writer.go
+	a applier // applier.go
+
+	closing chan struct{} // closed by Close
+	watched chan struct{} // closed when the replica's watcher has stopped
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ eventlog.Log = (*Log)(nil)
+
+// Open connects to the servers, makes sure the stream and the snapshot
+// bucket exist (creating them if not), opens the replica in o.Dir and
+// catches it up to the stream's last message before it returns, so that a
+// host's recovery reads a current log. Servers that cannot be reached
+// make Open wait and retry until ctx ends.
+func Open(ctx context.Context, o Options) (*Log, error) {
+	if o.Installation == "" {
+		o.Installation = "baton"
+	}
+	if err := validInstallation(o.Installation); err != nil {
+		return nil, fmt.Errorf("open jetstream log: %w", err)
+	}
+	if o.Host == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("open jetstream log: name this host (Options.Host): %w", err)
+		}
+		o.Host = h
+	}
+	if strings.ContainsAny(o.Host, " \t\r\n") {
+		return nil, fmt.Errorf("open jetstream log: host name %q holds white space", o.Host)
+	}
+	if o.Dir == "" {
+		return nil, errors.New("open jetstream log: no replica directory (Options.Dir)")
+	}
+	log := o.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	l := &Log{inst: o.Installation, host: o.Host, log: log, closing: make(chan struct{}), watched: make(chan struct{})}
+	l.fails.init()
+	nc, err := connect(o, log)
+	if err != nil {
+		return nil, err
+	}
+	l.nc = nc
+	if err := l.open(ctx, o); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("open jetstream log %s: %w", streamName(o.Installation), err)
+	}
+	return l, nil
+}
+
+// connect connects for ever: a server that is down at first is retried,
+// as are servers lost later.
+func connect(o Options, log hclog.Logger) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name(o.Name),
+		nats.MaxReconnects(-1),
+		nats.RetryOnFailedConnect(true),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectJitter(100*time.Millisecond, time.Second),
+		nats.CustomReconnectDelay(reconnectDelay),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn("lost the connection to the jetstream log's servers; writes wait until it is back", "error", err)
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			log.Info("reconnected to the jetstream log's servers", "server", c.ConnectedUrlRedacted())
+		}),
+	}
+	if o.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(o.CredsFile))
+	}
+	if o.TokenFile != "" {
+		b, err := os.ReadFile(o.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("read the jetstream log's token: %w", err)
+		}
+		opts = append(opts, nats.Token(strings.TrimSpace(string(b))))
+	}
+	if o.TLS.CAFile != "" {
+		opts = append(opts, nats.RootCAs(o.TLS.CAFile))
+	}
+	if o.TLS.CertFile != "" || o.TLS.KeyFile != "" {
+		opts = append(opts, nats.ClientCert(o.TLS.CertFile, o.TLS.KeyFile))
+	}
+	nc, err := nats.Connect(strings.Join(o.URLs, ","), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the jetstream log's servers %s: %w", strings.Join(o.URLs, ","), err)
+	}
+	return nc, nil
+}
+
+// reconnectDelay backs off from a quarter second to two seconds: a node
+// restarting is back within that, and a long outage is not hammered.
+func reconnectDelay(attempts int) time.Duration {
+	return min(250*time.Millisecond<<min(attempts, 3), 2*time.Second)
+}
+
+func (l *Log) open(ctx context.Context, o Options) error {
+	js, err := jetstream.New(l.nc, jetstream.WithPublishAsyncTimeout(publishTimeout),
+		jetstream.WithPublishAsyncMaxPending(maxGroup*2))
+	if err != nil {
+		return err
+	}
+	l.js = js
+	if err := l.ensureStream(ctx, o); err != nil {
+		return err
+	}
+	if err := l.ensureBucket(ctx, o); err != nil {
+		return err
+	}
+	store, err := eventlog.OpenWith(o.Dir, eventlog.Options{Logger: l.log.Named("replica"), NoSync: true})
+	if err != nil {
+		return err
+	}
+	l.store = store
+	if err := l.startApplier(ctx); err != nil {
+		store.Close()
+		return err
+	}
+	l.startWriter()
+	// The replica failing fails the log, whoever meets it first.
+	go func() {
+		defer close(l.watched)
+		select {
+		case <-store.Failed():
+			l.fails.set(fmt.Errorf("the replica failed: %w", store.Failure()))
+		case <-l.closing:
+		}
+	}()
+	// Catch up before returning: a host's recovery reads the log as the
+	// stream has it now.
+	var info *jetstream.StreamInfo
+	err = retry(ctx, l.log, "read the stream's last sequence", func(ctx context.Context) error {
+		info, err = l.stream.Info(ctx)
+		return err
+	})
+	if err == nil {
+		err = l.a.waitApplied(ctx, info.State.LastSeq)
+	}
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("catch up the replica: %w", err)
+	}
+	return nil
+}
+
+// replicas is the replica count a new stream gets.
+func (l *Log) replicas(o Options) int {
+	if o.Replicas > 0 {
+		return o.Replicas
+	}
+	if len(l.nc.Servers()) >= 3 {
+		return 3
+	}
+	return 1
+}
+
+// ensureStream creates the stream or checks the one there.
+func (l *Log) ensureStream(ctx context.Context, o Options) error {
+	name := streamName(l.inst)
+	want := jetstream.StreamConfig{
+		Name:        name,
+		Description: "Baton's event log: one message per decided write",
+		Subjects:    subjects(l.inst),
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		MaxMsgs:     -1, MaxBytes: -1, MaxAge: 0, MaxMsgsPerSubject: -1,
+		Discard:     jetstream.DiscardOld,
+		DenyDelete:  true,
+		DenyPurge:   true,
+		AllowDirect: true,
+		Replicas:    l.replicas(o),
+		Duplicates:  o.Duplicates,
+	}
+	return retry(ctx, l.log, "find or create the stream "+name, func(ctx context.Context) error {
+		s, err := l.js.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			s, err = l.js.CreateStream(ctx, want)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				s, err = l.js.Stream(ctx, name) // another host made it first
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if err := checkStream(s.CachedInfo().Config, want); err != nil {
+			return permanent(err)
+		}
+		l.stream = s
+		return nil
+	})
+}
+
+// checkStream says what in a stream found differs from what the log needs.
+func checkStream(got, want jetstream.StreamConfig) error {
+	var diffs []string
+	if strings.Join(got.Subjects, ",") != strings.Join(want.Subjects, ",") {
+		diffs = append(diffs, fmt.Sprintf("its subjects are %q, not %q", got.Subjects, want.Subjects))
+	}
+	if got.Retention != jetstream.LimitsPolicy {
+		diffs = append(diffs, fmt.Sprintf("its retention is %s, not limits", got.Retention))
+	}
+	if got.MaxMsgs > 0 || got.MaxBytes > 0 || got.MaxAge > 0 || got.MaxMsgsPerSubject > 0 {
+		diffs = append(diffs, "it discards messages (max msgs, bytes, age or msgs per subject)")
+	}
+	if !got.AllowDirect {
+		diffs = append(diffs, "it does not allow direct gets")
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("stream %s is not a Baton log: %s", got.Name, strings.Join(diffs, "; "))
+	}
+	return nil
+}
+
+// Close commits what is queued, stops the applier and the writer, closes
+// the replica and drains the connection.
+func (l *Log) Close() error {
+	l.closeOnce.Do(func() {
+		l.w.stop()
+		l.a.stop()
+		close(l.closing)
+		<-l.watched
+		err := l.store.Close()
+		if derr := l.nc.Drain(); err == nil && derr != nil && !errors.Is(derr, nats.ErrConnectionClosed) {
+			err = derr
+		}
+		l.closeErr = err
+	})
+	return l.closeErr
+}
+
+// The reads: all the replica's.
+
+// Last is the replica's last sequence.
+func (l *Log) Last() (uint64, <-chan struct{}) { return l.store.Last() }
+
+// After reads the replica.
+func (l *Log) After(after uint64, limit int) ([]eventlog.Record, error) {
+	return l.store.After(after, limit)
+}
+
+// ThreadAfter reads the replica.
+func (l *Log) ThreadAfter(threadID string, after, upTo uint64, limit int) ([]eventlog.Record, error) {
+	return l.store.ThreadAfter(threadID, after, upTo, limit)
+}
+
+// HasThreadEvent reads the replica.
+func (l *Log) HasThreadEvent(threadID string, seq uint64) (bool, error) {
+	return l.store.HasThreadEvent(threadID, seq)
+}
+
+// Receipt reads the replica, which keeps every receipt for ever.
+func (l *Log) Receipt(commandID string) ([]byte, bool, error) { return l.store.Receipt(commandID) }
+
+// Outbox reads the replica.
+func (l *Log) Outbox() ([]eventlog.StoredEffect, error) { return l.store.Outbox() }
+
+// Heads reads the replica.
+func (l *Log) Heads(after string, limit int) ([]eventlog.Head, error) {
+	return l.store.Heads(after, limit)
+}
+
+// Head reads the replica.
+func (l *Log) Head(threadID string) ([]byte, bool, error) { return l.store.Head(threadID) }
+
+// LiveThreads reads the replica.
+func (l *Log) LiveThreads() ([]string, error) { return l.store.LiveThreads() }
+
+// PutThreadState writes the replica only: what it writes is derived.
+func (l *Log) PutThreadState(threadID string, head []byte, live bool, sn *eventlog.Snapshot) error {
+	return l.store.PutThreadState(threadID, head, live, sn)
+}
+
+// PutArchive writes the replica only: what it writes is derived.
+func (l *Log) PutArchive(threadID string, parts []eventlog.ArchivePart) error {
+	return l.store.PutArchive(threadID, parts)
+}
+
+// Archive reads the replica.
+func (l *Log) Archive(threadID string, from, to, below uint32) ([]eventlog.ArchivePart, error) {
+	return l.store.Archive(threadID, from, to, below)
+}
+
+// ArchiveBefore reads the replica.
+func (l *Log) ArchiveBefore(threadID string, ordinal, part, below uint32, limit int) ([]eventlog.ArchivePart, error) {
+	return l.store.ArchiveBefore(threadID, ordinal, part, below, limit)
+}
+
+// Deliveries reads the replica.
+func (l *Log) Deliveries(target string) ([]eventlog.StoredDelivery, error) {
+	return l.store.Deliveries(target)
+}
+
+// TargetStates reads the replica.
+func (l *Log) TargetStates() ([]eventlog.TargetState, error) { return l.store.TargetStates() }
+
+// Meta reads the replica.
+func (l *Log) Meta(name string) ([]byte, bool, error) { return l.store.Meta(name) }
+
+// SetMeta writes the replica only: a store's metadata is its host's.
+func (l *Log) SetMeta(name string, v []byte) error { return l.store.SetMeta(name, v) }
+
+// EffectDone removes a performed effect from every host's outbox.
+func (l *Log) EffectDone(ref eventlog.EffectRef) error {
+	if _, _, err := l.Append(eventlog.Batch{Done: []eventlog.EffectRef{ref}}); err != nil {
+		return fmt.Errorf("remove effect %s of thread %s: %w", ref.ID, ref.ThreadID, err)
+	}
+	return nil
+}
+
+// UpdateDelivery rewrites a stored notification on every host.
+func (l *Log) UpdateDelivery(d eventlog.StoredDelivery) error {
+	if _, _, err := l.Append(eventlog.Batch{DeliveryUpdates: []eventlog.StoredDelivery{d}}); err != nil {
+		return fmt.Errorf("record notification %d to %s: %w", d.Seq, d.Target, err)
+	}
+	return nil
+}
+
+// DeliveryDone removes notifications and writes their targets' states on
+// every host.
+func (l *Log) DeliveryDone(refs []eventlog.DeliveryRef, states ...eventlog.TargetState) error {
+	if len(refs) == 0 && len(states) == 0 {
+		return nil
+	}
+	if _, _, err := l.Append(eventlog.Batch{DeliveriesDone: refs, TargetStates: states}); err != nil {
+		return fmt.Errorf("remove %d notifications: %w", len(refs), err)
+	}
+	return nil
+}
