@@ -84,8 +84,9 @@ type Options struct {
 	// (default DefaultTTL; at least MinTTL). It is rounded up to whole
 	// seconds for the servers.
 	TTL time.Duration
-	// Replicas is how many servers keep the bucket (default 1). A bucket
-	// that exists keeps what it has unless this is set.
+	// Replicas is how many servers keep the bucket (default: 3 when the
+	// client sees at least 3 servers, else 1). A bucket that exists keeps
+	// what it has unless this is set.
 	Replicas int
 	// Clock times the renewals and the retries (default clock.System).
 	Clock  clock.Clock
@@ -169,14 +170,14 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Lease, er
 	}
 }
 
-// bucket finds the lease's bucket, or makes it (with one replica unless
+// bucket finds the lease's bucket, or makes it (defaultReplicas unless
 // told), or changes its replicas when told how many.
 func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound):
 		if cfg.Replicas == 0 {
-			cfg.Replicas = 1
+			cfg.Replicas = defaultReplicas(js)
 		}
 		return js.CreateOrUpdateKeyValue(ctx, cfg)
 	case err == nil && cfg.Replicas > 0:
@@ -419,4 +420,14 @@ func decode(v []byte) (Holder, error) {
 		return Holder{}, fmt.Errorf("decode holder %q: %w", v, err)
 	}
 	return h, nil
+}
+
+// defaultReplicas is the replicas of a bucket made without being told: 3
+// when the client sees at least 3 servers (a cluster keeps the lease
+// through one's loss), else 1; as jetstreamlog makes the log's stream.
+func defaultReplicas(js jetstream.JetStream) int {
+	if len(js.Conn().Servers()) >= 3 {
+		return 3
+	}
+	return 1
 }
