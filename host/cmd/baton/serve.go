@@ -30,6 +30,8 @@ type serveFlags struct {
 	notify       []string
 	notifySecret string
 	webhooks     notify.Config
+	// shared are the flags of a log shared with other hosts (--store).
+	shared storeFlags
 }
 
 // serveBounds are what clients may hold of the service (service.Config).
@@ -123,11 +125,25 @@ A second signal exits at once (the next start recovers).
 A store that fails under the service (a full or failing disk, damage met by
 a read) stops it at once: health says NOT_SERVING, commands are refused
 with Unavailable, the providers are stopped, and serve exits 1 so that its
-supervisor starts it again; the next start recovers what was in flight.`,
+supervisor starts it again; the next start recovers what was in flight.
+
+--store nats://HOST:PORT[,HOST:PORT...] keeps the event log in a NATS
+JetStream stream shared by several hosts (--installation names the set),
+each keeping a replica of it in DATA/replica. One host at a time serves it:
+the one that holds the installation's lease. Another waits as a standby
+(its log says whose lease it waits for) and takes over when the serving
+host hands the lease back (SIGTERM, after the drain) or stops renewing it
+(it died, or lost the servers) for --lease-ttl; its start then recovers
+what was in flight, as a restart does. A host that loses its lease while
+serving stops as for a failed store (exit 1) and waits as a standby when
+its supervisor starts it again. --host names this host (default: the
+machine's host name); --nats-creds or --nats-token-file (mode 0600, or
+serve refuses them, exit 1) and --nats-tls-* say how to reach the servers.`,
 		Example: `  baton serve
   baton serve --listen unix:///run/user/1000/baton.sock --log-format json
   baton serve --listen tcp://127.0.0.1:7077 --idle-timeout 30m
   baton serve --notify http://127.0.0.1:9000/baton --notify-secret-file ~/.config/baton/hook-secret
+  baton serve --store nats://10.0.0.1:4222,10.0.0.2:4222,10.0.0.3:4222 --nats-creds ~/.config/baton/nats.creds
   grpcurl -unix -plaintext ~/.local/share/baton/baton.sock list`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -143,6 +159,9 @@ supervisor starts it again; the next start recovers what was in flight.`,
 				return usagef("serve: --idle-timeout must be a duration from 0 (never), got %v", f.idleTimeout)
 			}
 			if err := f.bounds.check(); err != nil {
+				return err
+			}
+			if err := f.shared.check(cmd.Flags()); err != nil {
 				return err
 			}
 			if err := g.checkData(); err != nil {
@@ -206,6 +225,7 @@ supervisor starts it again; the next start recovers what was in flight.`,
 	fl.DurationVar(&b.slowSubscriber, "slow-subscriber", service.DefaultSlowSubscriber, "cut off a subscriber whose buffer stays full this `duration`")
 	fl.StringArrayVar(&f.notify, "notify", nil, "post the events that need a person to this webhook `URL`, http:// or https:// (repeatable; see baton notify)")
 	fl.StringVar(&f.notifySecret, "notify-secret-file", "", "sign each webhook delivery with the secret in this `file` (mode 0600)")
+	f.shared.register(fl)
 	c.RegisterFlagCompletionFunc("log-format", fixedCompletion("text", "json"))
 	return c
 }

@@ -62,6 +62,15 @@ func startServiceLogging(t testing.TB, data string, log io.Writer, args ...strin
 // prepare before it starts (its environment, its process group).
 func startServiceCmd(t testing.TB, data string, log io.Writer, prepare func(*exec.Cmd), args ...string) *batonService {
 	t.Helper()
+	s := launchService(t, data, log, prepare, args...)
+	s.waitHealthy()
+	return s
+}
+
+// launchService starts `baton serve` without waiting for it to answer
+// (a standby answers only once it serves): waitHealthy waits.
+func launchService(t testing.TB, data string, log io.Writer, prepare func(*exec.Cmd), args ...string) *batonService {
+	t.Helper()
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +93,29 @@ func startServiceCmd(t testing.TB, data string, log io.Writer, prepare func(*exe
 			<-s.done
 		}
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	return s
+}
+
+// waitHealthy waits until the service answers its health check, for a
+// minute at most.
+func (s *batonService) waitHealthy() {
+	s.t.Helper()
+	s.waitHealthyWithin(60 * time.Second)
+}
+
+// waitHealthyWithin waits until the service answers its health check,
+// for d at most.
+func (s *batonService) waitHealthyWithin(d time.Duration) {
+	t := s.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
 	defer cancel()
 	conn := s.dial()
 	defer conn.Close()
 	for {
 		_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "baton.v1.Baton"}, grpc.WaitForReady(true))
 		if err == nil {
-			return s
+			return
 		}
 		select {
 		case <-s.done:

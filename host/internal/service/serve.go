@@ -63,6 +63,10 @@ type Config struct {
 	// (orchestrator.Config): tests give one that fails under the running
 	// service; nothing else sets it.
 	StoreFS vfs.FS
+	// OpenLog, when set, opens the host's event log in place of the
+	// Pebble store in DATA/events (orchestrator.Config): `baton serve
+	// --store` gives the log shared with other hosts.
+	OpenLog func() (eventlog.Log, error)
 	// Notify is where the service posts the events that need a person
 	// (webhooks: the notify package). Deliveries the log holds for URLs
 	// that are not among its targets are dropped as it starts.
@@ -197,7 +201,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
 		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace, StoreFS: cfg.StoreFS,
-		TurnStallTimeout: cfg.TurnStallTimeout, RequestTimeout: cfg.RequestTimeout, Notify: &cfg.Notify})
+		TurnStallTimeout: cfg.TurnStallTimeout, RequestTimeout: cfg.RequestTimeout, Notify: &cfg.Notify, OpenLog: cfg.OpenLog})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -1,0 +1,172 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/natstest"
+)
+
+// These tests run two `baton serve` processes, hosts a and b, each on its
+// own data dir, sharing one event log in a three-node JetStream cluster:
+// one serves, the other waits for the installation's lease as a standby.
+
+// logWatch is a process's stderr, kept whole; a test waits for a line in
+// it. It never blocks the process's writes.
+type logWatch struct {
+	mu      sync.Mutex
+	text    strings.Builder
+	changed chan struct{} // closed at every write
+}
+
+func newLogWatch() *logWatch { return &logWatch{changed: make(chan struct{})} }
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.text.Write(p)
+	close(w.changed)
+	w.changed = make(chan struct{})
+	return len(p), nil
+}
+
+// wait waits until the log has a line matching re, for a minute at most.
+func (w *logWatch) wait(t *testing.T, re *regexp.Regexp) {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		w.mu.Lock()
+		text, changed := w.text.String(), w.changed
+		w.mu.Unlock()
+		if re.MatchString(text) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("no line matching %s in a minute:\n%s", re, text)
+		}
+	}
+}
+
+func (w *logWatch) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.text.String()
+}
+
+// sharedHosts starts host a, which takes the lease and serves, and host b
+// as its standby (waiting for a's lease), both with args.
+func sharedHosts(t *testing.T, args ...string) (a, b *batonService, blog *logWatch) {
+	t.Helper()
+	cl := natstest.Three(t)
+	common := append([]string{"--store", cl.URLs(), "--installation", "failover"}, args...)
+	a = startService(t, t.TempDir(), append(common, "--host", "a")...)
+	blog = newLogWatch()
+	b = launchService(t, t.TempDir(), blog, func(*exec.Cmd) {}, append(common, "--host", "b")...)
+	blog.wait(t, regexp.MustCompile(`waiting for host a's lease on installation failover, held since `))
+	return a, b, blog
+}
+
+// Host a is killed mid-run with a run queued behind it; host b takes the
+// lease once a's has expired, and its start recovers the log as a
+// restart does: a's run in flight ends failed (the host that ran it is
+// gone), the queued run runs on b and completes. Read through b, the log
+// holds every event a committed, in one gapless sequence, and each run
+// prompted its provider once.
+func TestFailoverAfterSIGKILL(t *testing.T) {
+	a, b, blog := sharedHosts(t, "--lease-ttl", "2s")
+	state := filepath.Join(t.TempDir(), "cursor") // the replay peer's, shared by a's provider and b's
+	c, id, ev, _ := a.startTurn(t, "acp/restart_queued.ndjson", "Take your time", "--state", state)
+	before := until(t, ev, "the provider's thinking", thinking)
+	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Then finish", Mode: "queue"}); err != nil {
+		t.Fatal(err)
+	}
+	before = append(before, until(t, ev, "the queued run", ofType("run.queued"))...)
+	sessions := pids(t, thread(t, c, id))
+	a.signal(syscall.SIGKILL)
+	for _, pid := range sessions { // a's provider goes with it; the peer keeps its cursor
+		if !waitGone(pid, time.Now().Add(30*time.Second)) {
+			t.Errorf("process %d outlived the killed host", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+
+	b.waitHealthy()
+	blog.wait(t, regexp.MustCompile(`holding the installation's lease`))
+	c = b.client()
+	last := before[len(before)-1].Seq
+	ev, _ = subscribe(t.Context(), t, c, id, last)
+	after := until(t, ev, "the queued run's end", func(e event) bool {
+		return e.Type == "run.ended" && strings.Contains(e.Data, `"completed"`)
+	})
+	all, _ := subscribe(t.Context(), t, c, "", 0)
+	var seqs []uint64
+	whole := until(t, all, "the same end", func(e event) bool {
+		seqs = append(seqs, e.Seq)
+		return e.Seq == after[len(after)-1].Seq
+	})
+	var want []uint64
+	for i := range seqs {
+		want = append(want, uint64(i+1))
+	}
+	if diff := cmp.Diff(want, seqs); diff != "" {
+		t.Errorf("the shared log read through b is not one gapless sequence (-1..N +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(whole, append(before, after...)); diff != "" {
+		t.Errorf("the events a committed and those b committed after are not the log (-log +seen):\n%s", diff)
+	}
+	p := thread(t, c, id)
+	type run struct{ Status, Failure string }
+	var runs []run
+	for _, r := range p["runs"].([]any) {
+		r := r.(map[string]any)
+		f, _ := r["failure"].(map[string]any)
+		runs = append(runs, run{Status: r["status"].(string), Failure: fmt.Sprint(f["code"])})
+	}
+	if diff := cmp.Diff([]run{{"failed", "host_restarted"}, {"completed", "<nil>"}}, runs); diff != "" {
+		t.Errorf("runs after the failover (-want +got):\n%s", diff)
+	}
+	// Each run's prompt went to a provider once: a's to the first
+	// process, b's to the second (the replay peer refuses any other
+	// order, so a prompt sent twice would have failed the run).
+	var prompts []string
+	for _, e := range whole {
+		if e.Type == "provider.turn.bound" {
+			prompts = append(prompts, e.Type)
+		}
+	}
+	if diff := cmp.Diff([]string{"provider.turn.bound", "provider.turn.bound"}, prompts); diff != "" {
+		t.Errorf("provider turns over both hosts (-one per run +got):\n%s\nall: %v", diff, types(whole))
+	}
+}
+
+// SIGTERM on the serving host drains it and hands its lease back: the
+// standby serves at once, long before the lease's minute would have run
+// out.
+func TestSIGTERMHandsTheLeaseOver(t *testing.T) {
+	a, b, blog := sharedHosts(t, "--lease-ttl", "60s")
+	if err := a.signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("host a after SIGTERM: %v\n%s", err, a.stderr)
+	}
+	if !strings.Contains(a.stderr.String(), "handed back the installation's lease") {
+		t.Errorf("host a did not say it handed the lease back:\n%s", a.stderr)
+	}
+	b.waitHealthyWithin(30 * time.Second) // half the lease's TTL
+	blog.wait(t, regexp.MustCompile(`holding the installation's lease`))
+	if got, errOut, code := baton(t, "threads", "--data", b.data); code != exitOK {
+		t.Errorf("threads through b: exit %d\n%s%s", code, got, errOut)
+	}
+}

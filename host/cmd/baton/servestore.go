@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/pflag"
+
+	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/jetstreamlog"
+	"github.com/baton-run/baton/host/internal/lease"
+	"github.com/baton-run/baton/host/internal/service"
+)
+
+// storeFlags are serve's flags for an event log shared by several hosts
+// in a JetStream stream (--store nats://...), and the lease that lets one
+// of them at a time write it.
+type storeFlags struct {
+	store                  string
+	urls                   []string // --store, checked: nats://HOST:PORT each
+	creds, tokenFile       string
+	tlsCA, tlsCert, tlsKey string
+	replicas               int
+	installation, hostName string
+	leaseTTL               time.Duration
+	natsFlagsGiven         []string // --nats-* and lease flags given, for the check without --store
+}
+
+// replicaDir is where a host keeps its replica of a shared log, inside
+// its data dir: not DATA/events, so that a `baton run` without the
+// service, which opens DATA/events, never writes the replica.
+const replicaDir = "replica"
+
+func (s *storeFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&s.store, "store", "", "share the event log with other hosts in a NATS JetStream stream: `nats://HOST:PORT[,HOST:PORT...]`")
+	fl.StringVar(&s.creds, "nats-creds", "", "NATS credentials `file` (mode 0600) for --store")
+	fl.StringVar(&s.tokenFile, "nats-token-file", "", "`file` (mode 0600) holding the NATS token for --store")
+	fl.StringVar(&s.tlsCA, "nats-tls-ca", "", "PEM `file` of the CA that signs the NATS servers' certificates")
+	fl.StringVar(&s.tlsCert, "nats-tls-cert", "", "PEM `file` of this host's NATS client certificate")
+	fl.StringVar(&s.tlsKey, "nats-tls-key", "", "PEM `file` of the NATS client certificate's key")
+	fl.IntVar(&s.replicas, "nats-replicas", 0, "`n` servers keep the shared log and the lease (0: 3 when there are at least 3 servers, else 1)")
+	fl.StringVar(&s.installation, "installation", "baton", "`name` of the set of hosts sharing the log; one of them at a time serves it")
+	fl.StringVar(&s.hostName, "host", "", "this host's `name` among those sharing the log (default: the machine's host name)")
+	fl.DurationVar(&s.leaseTTL, "lease-ttl", lease.DefaultTTL, "a standby takes over this `duration` after the serving host stopped renewing its lease (at least 1s)")
+}
+
+// check checks the flags of a shared store (usage errors, exit 2, naming
+// the flag), and the secrets' files (exit 1 for one others may read, as
+// for --notify-secret-file).
+func (s *storeFlags) check(fl *pflag.FlagSet) error {
+	for _, name := range []string{"nats-creds", "nats-token-file", "nats-tls-ca", "nats-tls-cert", "nats-tls-key",
+		"nats-replicas", "installation", "host", "lease-ttl"} {
+		if fl.Changed(name) {
+			s.natsFlagsGiven = append(s.natsFlagsGiven, "--"+name)
+		}
+	}
+	if s.store == "" {
+		if len(s.natsFlagsGiven) > 0 {
+			return usagef("serve: %s needs --store nats://HOST:PORT", s.natsFlagsGiven[0])
+		}
+		return nil
+	}
+	urls, err := parseStore(s.store)
+	if err != nil {
+		return usagef("serve: --store: %v", err)
+	}
+	s.urls = urls
+	switch {
+	case s.replicas < 0:
+		return usagef("serve: --nats-replicas must be from 0 (the default), got %d", s.replicas)
+	case s.leaseTTL < lease.MinTTL:
+		return usagef("serve: --lease-ttl must be at least %v, got %v", lease.MinTTL, s.leaseTTL)
+	case (s.tlsCert == "") != (s.tlsKey == ""):
+		return usagef("serve: give both --nats-tls-cert and --nats-tls-key, or neither")
+	case s.creds != "" && s.tokenFile != "":
+		return usagef("serve: give --nats-creds or --nats-token-file, not both")
+	}
+	if err := lease.CheckInstallation(s.installation); err != nil {
+		return usagef("serve: --installation: %v", err)
+	}
+	if s.hostName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return failf(exitFailed, "serve: name this host with --host: %v", err)
+		}
+		s.hostName = h
+	}
+	if s.hostName == "" || strings.ContainsAny(s.hostName, " \t\r\n") {
+		return usagef("serve: --host must be a name without white space, got %q", s.hostName)
+	}
+	for _, c := range []struct{ flag, file string }{{"nats-creds", s.creds}, {"nats-token-file", s.tokenFile}} {
+		if c.file == "" {
+			continue
+		}
+		if err := privateFile(c.file); err != nil {
+			return failf(exitFailed, "serve: --%s: %v", c.flag, err)
+		}
+	}
+	return nil
+}
+
+// parseStore reads --store: nats://HOST:PORT, more of them after commas
+// (each with or without nats://).
+func parseStore(v string) ([]string, error) {
+	if !strings.HasPrefix(v, "nats://") {
+		return nil, fmt.Errorf("want nats://HOST:PORT[,HOST:PORT...], got %q", v)
+	}
+	var urls []string
+	for _, part := range strings.Split(v, ",") {
+		addr := strings.TrimPrefix(strings.TrimSpace(part), "nats://")
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || host == "" {
+			return nil, fmt.Errorf("%q is not HOST:PORT", part)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%q: the port must be a number from 1 to 65535", part)
+		}
+		urls = append(urls, "nats://"+net.JoinHostPort(host, port))
+	}
+	return urls, nil
+}
+
+// privateFile refuses a secret's file that others than its owner may read
+// or change.
+func privateFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if mode := fi.Mode().Perm(); mode&0o077 != 0 {
+		return fmt.Errorf("%s is mode %04o: others than its owner may read or change it; chmod 600 %s", path, mode, path)
+	}
+	return nil
+}
+
+// connect connects to the servers of the shared log, for the lease (the
+// log connects on its own, with the same options): a server down at first
+// is retried, as are servers lost later.
+func (s *storeFlags) connect(log hclog.Logger) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name("baton serve " + s.hostName + " (lease)"),
+		nats.MaxReconnects(-1),
+		nats.RetryOnFailedConnect(true),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn("lost the connection to the lease's servers", "error", err)
+		}),
+	}
+	if s.creds != "" {
+		opts = append(opts, nats.UserCredentials(s.creds))
+	}
+	if s.tokenFile != "" {
+		b, err := os.ReadFile(s.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("read the NATS token: %w", err)
+		}
+		opts = append(opts, nats.Token(strings.TrimSpace(string(b))))
+	}
+	if s.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(s.tlsCA))
+	}
+	if s.tlsCert != "" {
+		opts = append(opts, nats.ClientCert(s.tlsCert, s.tlsKey))
+	}
+	nc, err := nats.Connect(strings.Join(s.urls, ","), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", strings.Join(s.urls, ","), err)
+	}
+	return nc, nil
+}
+
+// releaseTimeout bounds handing the lease back as the service stops: a
+// server that does not answer leaves the lease to expire.
+const releaseTimeout = 5 * time.Second
+
+// serveShared runs the service on a log shared with other hosts: it waits
+// for the installation's lease (a standby until then), serves on the
+// shared log while it holds it, and hands it back after the drain, so that
+// a standby takes over at once. A lease lost while serving stops the
+// service as a failed store does (exit 1): its supervisor starts it
+// again, and it waits as a standby.
+func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Config, log hclog.Logger) error {
+	llog := log.Named("lease")
+	nc, err := s.connect(llog)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	ls, err := lease.Open(ctx, js, lease.Options{Installation: s.installation, Host: s.hostName, TTL: s.leaseTTL,
+		Replicas: s.replicas, Logger: llog})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it served
+		}
+		return fmt.Errorf("serve: %w", err)
+	}
+	if err := ls.Acquire(ctx); err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped as a standby")
+			return nil
+		}
+		return fmt.Errorf("serve: %w", err)
+	}
+	cfg.OpenLog = func() (eventlog.Log, error) {
+		jl, err := jetstreamlog.Open(ctx, jetstreamlog.Options{URLs: s.urls, CredsFile: s.creds, TokenFile: s.tokenFile,
+			TLS:          jetstreamlog.TLS{CAFile: s.tlsCA, CertFile: s.tlsCert, KeyFile: s.tlsKey},
+			Installation: s.installation, Host: s.hostName, Replicas: s.replicas, Dir: filepath.Join(data, replicaDir),
+			Logger: log.Named("jetstream"), Name: "baton serve " + s.hostName})
+		if err != nil {
+			return nil, err
+		}
+		return ls.Guard(jl), nil
+	}
+	runErr := service.Run(ctx, cfg)
+	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := ls.Release(rctx); err != nil && runErr == nil {
+		runErr = fmt.Errorf("serve: %w", err)
+	}
+	return runErr
+}
