@@ -507,7 +507,8 @@ var envCases = []envVerb{
 	{"serve", []string{"serve", "--data", "{OPEN}"}, []string{"BATON_LISTEN", "BATON_TLS_CERT", "BATON_TLS_KEY", "BATON_IDLE_TIMEOUT", "BATON_LOG_FORMAT",
 		"BATON_MAX_CONNECTIONS", "BATON_MAX_STREAMS", "BATON_CONNECTION_IDLE_TIMEOUT", "BATON_KEEPALIVE", "BATON_KEEPALIVE_TIMEOUT",
 		"BATON_MAX_SUBSCRIBERS", "BATON_MAX_THREAD_SUBSCRIBERS", "BATON_SUBSCRIBER_BUFFER", "BATON_SLOW_SUBSCRIBER",
-		"BATON_NOTIFY", "BATON_NOTIFY_SECRET_FILE"},
+		"BATON_NOTIFY", "BATON_NOTIFY_SECRET_FILE", "BATON_STORE", "BATON_NATS_CREDS", "BATON_NATS_TOKEN_FILE", "BATON_NATS_TLS_CA",
+		"BATON_NATS_TLS_CERT", "BATON_NATS_TLS_KEY", "BATON_NATS_REPLICAS", "BATON_INSTALLATION", "BATON_HOST", "BATON_LEASE_TTL"},
 		and(dialsNothing, noPlugin, quietly("--data is given", "BATON_DATA"))},
 	{"notify list", []string{"notify", "list"}, []string{"BATON_JSON"}, and(dialsNothing, noPlugin)},
 	{"doctor", []string{"doctor"}, []string{"BATON_REBUILD", "BATON_PRUNE"}, and(dialsNothing, noPlugin)},
@@ -538,6 +539,9 @@ var hostile = map[string]string{
 	"BATON_COPY": "/abs", "BATON_SETUP": "false", "BATON_AUTHOR": "nobody",
 	"BATON_PRUNE": "maybe", "BATON_ALL": "maybe", "BATON_TURN_STALL_TIMEOUT": "later", "BATON_REQUEST_TIMEOUT": "later",
 	"BATON_NOTIFY": "ftp://x/y", "BATON_NOTIFY_SECRET_FILE": "{DIR}/none",
+	"BATON_STORE": "bogus", "BATON_NATS_CREDS": "{DIR}/none", "BATON_NATS_TOKEN_FILE": "{DIR}/none", "BATON_NATS_TLS_CA": "{DIR}/none",
+	"BATON_NATS_TLS_CERT": "{DIR}/none", "BATON_NATS_TLS_KEY": "{DIR}/none", "BATON_NATS_REPLICAS": "x", "BATON_INSTALLATION": "a.b",
+	"BATON_HOST": "a b", "BATON_LEASE_TTL": "x",
 }
 
 // helpFlag is a flag's line in help, with its name; helpVar a variable
