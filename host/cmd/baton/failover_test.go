@@ -82,8 +82,9 @@ func sharedHosts(t *testing.T, args ...string) (a, b *batonService, blog *logWat
 
 // Host a is killed mid-run with a run queued behind it; host b takes the
 // lease once a's has expired, and its start recovers the log as a
-// restart does: a's run in flight ends failed (the host that ran it is
-// gone), the queued run runs on b and completes. Read through b, the log
+// restart does, but a's run in flight ends failed host_lost (the host
+// that ran it is gone, not restarted), and the queued run runs on b and
+// completes. Read through b, the log
 // holds every event a committed, in one gapless sequence, and each run
 // prompted its provider once.
 func TestFailoverAfterSIGKILL(t *testing.T) {
@@ -136,7 +137,7 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 		f, _ := r["failure"].(map[string]any)
 		runs = append(runs, run{Status: r["status"].(string), Failure: fmt.Sprint(f["code"])})
 	}
-	if diff := cmp.Diff([]run{{"failed", "host_restarted"}, {"completed", "<nil>"}}, runs); diff != "" {
+	if diff := cmp.Diff([]run{{"failed", "host_lost"}, {"completed", "<nil>"}}, runs); diff != "" {
 		t.Errorf("runs after the failover (-want +got):\n%s", diff)
 	}
 	// Each run's prompt went to a provider once: a's to the first

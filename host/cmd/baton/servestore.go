@@ -214,6 +214,12 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		}
 		return fmt.Errorf("serve: %w", err)
 	}
+	if prev := ls.Previous(); prev.Host != "" && prev.Host != s.hostName {
+		// Another host wrote the log last: what it left in flight was
+		// lost with it (had it handed the lease back, its drain would have
+		// ended it).
+		cfg.TakeoverFrom = prev.Host
+	}
 	cfg.OpenLog = func() (eventlog.Log, error) {
 		jl, err := jetstreamlog.Open(ctx, jetstreamlog.Options{URLs: s.urls, CredsFile: s.creds, TokenFile: s.tokenFile,
 			TLS:          jetstreamlog.TLS{CAFile: s.tlsCA, CertFile: s.tlsCert, KeyFile: s.tlsKey},

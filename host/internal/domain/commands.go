@@ -137,6 +137,11 @@ type (
 	Recover struct {
 		Reason  string          `json:"reason"`
 		Effects []PendingEffect `json:"effects,omitempty"`
+		// HostLost says the last host to write the log was another one,
+		// whose lease this host took over when it stopped renewing it (it
+		// died, or lost the servers): a run in flight fails host_lost,
+		// not host_restarted.
+		HostLost bool `json:"hostLost,omitempty"`
 		// After is the log's last sequence when the host looked (its id's;
 		// not in its content).
 		After uint64 `json:"-"`

@@ -243,7 +243,11 @@ func decideRecover(t *Thread, p Recover, env Env, d *Decision) {
 	if r := t.ActiveRun(); r != nil && r.WaitID == "" {
 		runID, out := r.ID, r.Ending
 		if out == nil {
-			o := endRun(t, runID, RunStatusFailed, "", &Failure{Code: "host_restarted", Message: p.Reason}, env, d)
+			code := "host_restarted"
+			if p.HostLost {
+				code = "host_lost"
+			}
+			o := endRun(t, runID, RunStatusFailed, "", &Failure{Code: code, Message: p.Reason}, env, d)
 			out = &o
 		}
 		finishRun(t, runID, *out, env, d)

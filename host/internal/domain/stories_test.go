@@ -66,7 +66,8 @@ import (
 //	fail-run run=N code=C message=M
 //	retire-session id=S reason=R
 //	close-idle id=S
-//	recover [reason=R]  start-queued
+//	recover [reason=R] [host-lost]  start-queued
+//	    (host-lost: the last writer was another host, whose lease expired)
 //	shutdown [reason=R]              the host drains (Env.ShuttingDown) from now
 //	show                             runs, requests, sessions, handoffs
 func TestStories(t *testing.T) {
@@ -330,8 +331,8 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 	case "close-idle":
 		cmd = CloseIdleSession{SessionID: newArgs(t, d, "id").need("id")}
 	case "recover":
-		a := newArgs(t, d, "reason")
-		cmd = Recover{Reason: a.get("reason")}
+		a := newArgs(t, d, "reason", "host-lost")
+		cmd = Recover{Reason: a.get("reason"), HostLost: a.has("host-lost")}
 	case "start-queued":
 		newArgs(t, d)
 		cmd = StartQueued{}

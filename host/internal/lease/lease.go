@@ -8,7 +8,9 @@
 // The lease is one key ("installation") in a key-value bucket of its own
 // per installation (Bucket). Its value says who holds it (Holder), and it
 // is written with a TTL: the servers remove it, leaving a marker, when the
-// holder has not renewed it for that long. Every write names the revision
+// holder has not renewed it for that long. A second key, without a TTL,
+// keeps who took the lease last, so that the next holder knows whether
+// another host wrote the log before it (Previous). Every write names the revision
 // it replaces, so two hosts never both believe a write of theirs made them
 // the holder: taking the lease is a Create (no value, or a deleted one),
 // renewing it an Update of the holder's last revision, handing it back a
@@ -52,6 +54,11 @@ const MinTTL = time.Second
 
 // key is the lease's key in its bucket.
 const key = "installation"
+
+// lastKey holds, without a TTL, the holder that last took the lease: the
+// next holder reads it to know whether the log's last writer was another
+// host (Previous).
+const lastKey = "last-holder"
 
 // markerTTL is how long the servers keep the marker of a lease that
 // expired: a standby watching the key is told at once, so the marker needs
@@ -103,12 +110,13 @@ type Lease struct {
 	clk  clock.Clock
 	log  hclog.Logger
 
-	mu      sync.Mutex
-	rev     uint64        // the holder's last revision; 0: not held
-	lost    chan struct{} // closed when the hold is lost
-	lostErr error
-	stop    context.CancelFunc // ends the renewer
-	done    chan struct{}      // closed when the renewer has ended
+	mu       sync.Mutex
+	previous Holder        // who took the lease before this host's Acquire
+	rev      uint64        // the holder's last revision; 0: not held
+	lost     chan struct{} // closed when the hold is lost
+	lostErr  error
+	stop     context.CancelFunc // ends the renewer
+	done     chan struct{}      // closed when the renewer has ended
 }
 
 var installationName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -228,6 +236,7 @@ func (l *Lease) Acquire(ctx context.Context) error {
 		rev, err := l.kv.Create(ctx, key, v, jetstream.KeyTTL(l.serverTTL()))
 		if err == nil {
 			l.hold(rev, v, sent)
+			l.recordHolder(ctx, v)
 			l.log.Info("holding the installation's lease", "installation", l.opts.Installation, "host", l.opts.Host,
 				"ttl", l.opts.TTL)
 			return nil
@@ -260,6 +269,39 @@ func (l *Lease) Acquire(ctx context.Context) error {
 			return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, err)
 		}
 	}
+}
+
+// recordHolder reads who took the lease last (Previous), and writes this
+// host in its place. Failing either, it says so and goes on: the lease is
+// held all the same, and Previous is what a recovery's reason is chosen
+// by, nothing more.
+func (l *Lease) recordHolder(ctx context.Context, v []byte) {
+	var prev Holder
+	e, err := l.kv.Get(ctx, lastKey)
+	switch {
+	case err == nil:
+		prev, err = decode(e.Value())
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		err = nil
+	}
+	if err == nil {
+		_, err = l.kv.Put(ctx, lastKey, v)
+	}
+	if err != nil {
+		l.log.Warn("could not read or write who took the lease last", "installation", l.opts.Installation, "error", err)
+	}
+	l.mu.Lock()
+	l.previous = prev
+	l.mu.Unlock()
+}
+
+// Previous is the holder that took the lease before this host's last
+// Acquire (the zero Holder when none did, or it could not be read): a
+// host whose name is not this one's wrote the log last.
+func (l *Lease) Previous() Holder {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.previous
 }
 
 // waitFree reads the key's changes until the lease is free (deleted, or

@@ -210,6 +210,12 @@ func TestReleaseHandsOverAtOnce(t *testing.T) {
 			if d := cmp.Diff(Holder{Host: "b", PID: 22, Since: now.Since}, now); d != "" {
 				t.Errorf("holder after the hand-over (-want +got):\n%s", d)
 			}
+			if d := cmp.Diff(held, b.Previous()); d != "" {
+				t.Errorf("the holder before b, as b knows it (-a +got):\n%s", d)
+			}
+			if d := cmp.Diff(Holder{}, a.Previous()); d != "" {
+				t.Errorf("the holder before a, the first (-none +got):\n%s", d)
+			}
 			want := []string{
 				"waiting for host a's lease on installation test, held since " + held.Since.Format(time.RFC3339),
 				"holding the installation's lease",
@@ -247,6 +253,9 @@ func TestTakeoverWhenTheHolderStopsRenewing(t *testing.T) {
 			b := open(t, cl, c.replicas, Options{Host: "b", TTL: time.Second})
 			if err := b.Acquire(ctx); err != nil {
 				t.Fatalf("the standby did not take the lease its holder stopped renewing: %v", err)
+			}
+			if got := b.Previous().Host; got != "a" {
+				t.Errorf("the holder before b, as b knows it: %q, want a", got)
 			}
 			select {
 			case <-a.Lost():

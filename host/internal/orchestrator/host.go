@@ -130,6 +130,11 @@ type Config struct {
 	// Pebble store in DATA/events: `baton serve --store nats://...` gives
 	// one that shares a JetStream stream with other hosts (jetstreamlog).
 	OpenLog func() (eventlog.Log, error)
+	// TakeoverFrom names the host that wrote the shared log before this
+	// one and stopped without handing it over (its lease expired): the
+	// recovery ends what it had in flight as lost (host_lost), not as a
+	// restart's. Empty: this host, or none, wrote it last.
+	TakeoverFrom string
 }
 
 // Host is a running orchestrator.

@@ -117,6 +117,9 @@ func (h *Host) recover() error {
 	defer h.armWaits(ids) // after the recovery: a wait that passed while no host ran fires now, once
 	for _, id := range ids {
 		rec := domain.Recover{Reason: "the host restarted while this was in progress"}
+		if from := h.cfg.TakeoverFrom; from != "" {
+			rec = domain.Recover{Reason: "host " + from + " was lost while this was in progress; another host took over", HostLost: true}
+		}
 		var done []eventlog.EffectRef
 		var again []domain.Effect
 		for _, e := range left[id] {

@@ -67,6 +67,9 @@ type Config struct {
 	// Pebble store in DATA/events (orchestrator.Config): `baton serve
 	// --store` gives the log shared with other hosts.
 	OpenLog func() (eventlog.Log, error)
+	// TakeoverFrom names the host whose lease on the shared log this one
+	// took over (orchestrator.Config).
+	TakeoverFrom string
 	// Notify is where the service posts the events that need a person
 	// (webhooks: the notify package). Deliveries the log holds for URLs
 	// that are not among its targets are dropped as it starts.
@@ -201,7 +204,8 @@ func Run(ctx context.Context, cfg Config) error {
 
 	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
 		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace, StoreFS: cfg.StoreFS,
-		TurnStallTimeout: cfg.TurnStallTimeout, RequestTimeout: cfg.RequestTimeout, Notify: &cfg.Notify, OpenLog: cfg.OpenLog})
+		TurnStallTimeout: cfg.TurnStallTimeout, RequestTimeout: cfg.RequestTimeout, Notify: &cfg.Notify, OpenLog: cfg.OpenLog,
+		TakeoverFrom: cfg.TakeoverFrom})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
