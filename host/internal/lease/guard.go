@@ -12,7 +12,9 @@ import (
 // refused from then on. A host on it stops as for any store failure (its
 // providers killed, its commands refused, the service exiting 1 for its
 // supervisor to start it again as a standby), and writes nothing more that
-// could meet the new holder's. A write already on its way when the lease
+// could meet the new holder's. A write is refused, too, from the instant
+// the lease may have expired on the holder's clock (Held), before the
+// renewer has found out. A write already on its way when the lease
 // is lost is the shared log's to refuse (jetstreamlog fences another
 // host's writes).
 type Guard struct {
@@ -62,14 +64,18 @@ func (g *Guard) Failure() error {
 	return g.cause
 }
 
-// refused is the failure a write meets once the lease is lost.
+// refused is the failure a write meets once the lease is lost, or from
+// the instant it may have expired (Held), before the renewer finds out.
 func (g *Guard) refused() error {
 	select {
 	case <-g.failed:
 		return g.Failure()
 	default:
-		return nil
 	}
+	if !g.lease.Held() {
+		return fmt.Errorf("the lease on installation %s expired before it was renewed", g.lease.opts.Installation)
+	}
+	return nil
 }
 
 func (g *Guard) Append(in eventlog.Batch) ([]eventlog.Record, []string, error) {

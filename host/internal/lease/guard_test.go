@@ -76,3 +76,36 @@ func TestGuardFailsWhenTheLeaseIsLost(t *testing.T) {
 		t.Errorf("the log after the loss holds only what was written before it (-want +got):\n%s", d)
 	}
 }
+
+// TestGuardRefusesOnceTheLeaseMayHaveExpired: a holder whose renewals
+// cannot reach the servers refuses writes from the instant its lease may
+// have expired on its clock, whether or not its renewer has given up yet.
+func TestGuardRefusesOnceTheLeaseMayHaveExpired(t *testing.T) {
+	cl := natstest.Single(t)
+	clk := clock.NewFake(time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC))
+	a := open(t, cl, 1, Options{Host: "a", TTL: 3 * time.Second, Clock: clk})
+	if err := a.Acquire(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	store, err := eventlog.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := a.Guard(store)
+	defer g.Close()
+	cl.Stop(0)
+	batch := eventlog.Batch{ThreadID: "t1", Events: []eventlog.Pending{{ThreadID: "t1", Type: "note", At: clk.Now(), Data: []byte(`{}`)}}}
+	clk.Advance(3*time.Second - time.Millisecond)
+	if !a.Held() {
+		t.Fatal("the lease is not held a moment before its TTL ends")
+	}
+	if _, _, err := g.Append(batch); err != nil {
+		t.Fatalf("append a moment before the TTL ends: %v", err)
+	}
+	clk.Advance(time.Millisecond)
+	_, _, err = g.Append(batch)
+	if err == nil || err.Error() != "the lease on installation test expired before it was renewed" &&
+		!strings.HasPrefix(err.Error(), "lost the installation's lease: no server answered") {
+		t.Errorf("append once the TTL ended: %v, want it refused", err)
+	}
+}

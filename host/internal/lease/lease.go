@@ -113,6 +113,7 @@ type Lease struct {
 	mu       sync.Mutex
 	previous Holder        // who took the lease before this host's Acquire
 	rev      uint64        // the holder's last revision; 0: not held
+	expires  time.Time     // when the holder counts it expired, on its clock
 	lost     chan struct{} // closed when the hold is lost
 	lostErr  error
 	stop     context.CancelFunc // ends the renewer
@@ -345,6 +346,7 @@ func (l *Lease) hold(rev uint64, v []byte, sent time.Time) {
 	ctx, stop := context.WithCancel(context.Background())
 	l.mu.Lock()
 	l.rev, l.lost, l.lostErr, l.stop, l.done = rev, make(chan struct{}), nil, stop, make(chan struct{})
+	l.expires = sent.Add(l.opts.TTL)
 	lost, done := l.lost, l.done
 	l.mu.Unlock()
 	go func() { // owned by the hold: Release stops and waits for it
@@ -384,7 +386,7 @@ func (l *Lease) renew(ctx context.Context, rev uint64, v []byte, sent time.Time)
 			if err == nil {
 				rev, sent = r.Sequence, at
 				l.mu.Lock()
-				l.rev = rev
+				l.rev, l.expires = rev, at.Add(ttl)
 				l.mu.Unlock()
 				break
 			}
@@ -402,6 +404,17 @@ func (l *Lease) renew(ctx context.Context, rev uint64, v []byte, sent time.Time)
 			}
 		}
 	}
+}
+
+// Held says whether this host holds the lease now: it took it, has not
+// lost it, and its last renewal (or the taking) was sent less than the
+// TTL ago on its clock. It is false from the instant the lease may have
+// expired, before the renewer finds out and Lost closes: a process that
+// was paused (SIGSTOP) past its TTL writes nothing once it runs again.
+func (l *Lease) Held() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rev != 0 && l.clk.Now().Before(l.expires)
 }
 
 // Lost is closed when the lease Acquire took is lost (Err says why); nil
