@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -170,4 +171,35 @@ func TestSIGTERMHandsTheLeaseOver(t *testing.T) {
 	if got, errOut, code := baton(t, "threads", "--data", b.data); code != exitOK {
 		t.Errorf("threads through b: exit %d\n%s%s", code, got, errOut)
 	}
+}
+
+// Host a, paused (SIGSTOP) past its lease's TTL, finds b serving when it
+// runs again: its lease was taken over, so it stops as for a failed store
+// (exit 1, saying why) rather than write beside b; started again, as its
+// supervisor would, it waits as b's standby.
+func TestPausedHostLosesItsLease(t *testing.T) {
+	a, b, blog := sharedHosts(t, "--lease-ttl", "2s")
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	b.waitHealthy()
+	blog.wait(t, regexp.MustCompile(`holding the installation's lease`))
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("host a went on after its lease was taken over:\n%s", a.stderr)
+	}
+	var exit *exec.ExitError
+	if !errors.As(a.err, &exit) || exit.ExitCode() != exitFailed {
+		t.Errorf("host a's exit: %v, want %d", a.err, exitFailed)
+	}
+	if !regexp.MustCompile(`baton: serve: the event store failed: (lost the installation's lease|the lease on installation failover expired)`).MatchString(a.stderr.String()) {
+		t.Errorf("host a did not say it lost its lease:\n%s", a.stderr)
+	}
+	alog := newLogWatch()
+	launchService(t, a.data, alog, func(*exec.Cmd) {}, a.cmd.Args[4:]...)
+	alog.wait(t, regexp.MustCompile(`waiting for host b's lease on installation failover`))
 }

@@ -373,7 +373,7 @@ func (l *Lease) renew(ctx context.Context, rev uint64, v []byte, sent time.Time)
 		for {
 			at := l.clk.Now()
 			if !at.Before(expires) {
-				return fmt.Errorf("no server answered a renewal of the lease on installation %s before it expired, %v after the last",
+				return fmt.Errorf("the lease on installation %s expired: no renewal was answered within its TTL (%v); this host was paused, or could not reach the servers",
 					l.opts.Installation, ttl)
 			}
 			actx, cancel := clock.WithTimeout(ctx, l.clk, expires.Sub(at), errors.New("the lease expired"))

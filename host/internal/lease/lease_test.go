@@ -326,7 +326,7 @@ func TestLostWhenTheServersAreGone(t *testing.T) {
 	if got := clk.Now().Sub(start); got != 3*time.Second {
 		t.Errorf("the lease was counted lost %v after the last renewal, want 3s (its TTL)", got)
 	}
-	if err := a.Err(); err == nil || !strings.Contains(err.Error(), "no server answered") {
+	if err := a.Err(); err == nil || !strings.Contains(err.Error(), "no renewal was answered within its TTL") {
 		t.Errorf("why the lease was lost: %v", err)
 	}
 }
