@@ -259,15 +259,21 @@ func (l *Lease) Acquire(ctx context.Context) error {
 		unreachable = false
 		if w == nil {
 			if w, err = l.kv.Watch(ctx, key); err != nil {
-				if ctx.Err() != nil {
-					return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, context.Cause(ctx))
-				}
 				w = nil
-				continue // the next Create says whether the servers answer
+				// The next Create says whether the servers answer.
+				if err := clock.Sleep(ctx, l.clk, retryPause); err != nil {
+					return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, err)
+				}
+				continue
 			}
 		}
-		if err := l.waitFree(ctx, w, &waitedFor); err != nil {
+		open, err := l.waitFree(ctx, w, &waitedFor)
+		if err != nil {
 			return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, err)
+		}
+		if !open {
+			w.Stop()
+			w = nil // watched again after the next refusal
 		}
 	}
 }
@@ -307,25 +313,26 @@ func (l *Lease) Previous() Holder {
 
 // waitFree reads the key's changes until the lease is free (deleted, or
 // expired) or its TTL has passed without a word (the watcher may have
-// missed the marker across a reconnect), logging whom it waits for.
-func (l *Lease) waitFree(ctx context.Context, w jetstream.KeyWatcher, waitedFor *Holder) error {
+// missed the marker across a reconnect), logging whom it waits for. It
+// says whether the watcher is still open.
+func (l *Lease) waitFree(ctx context.Context, w jetstream.KeyWatcher, waitedFor *Holder) (bool, error) {
 	t := l.clk.NewTimer(l.opts.TTL)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return true, context.Cause(ctx)
 		case <-t.C():
-			return nil
+			return true, nil
 		case e, ok := <-w.Updates():
 			if !ok {
-				return nil
+				return false, nil
 			}
 			if e == nil {
 				continue // the end of the key's present value
 			}
 			if e.Operation() != jetstream.KeyValuePut {
-				return nil
+				return true, nil
 			}
 			h, err := decode(e.Value())
 			if err != nil {

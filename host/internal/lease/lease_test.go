@@ -392,3 +392,52 @@ func TestOpenRefusesBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseOutlivesANodesLoss: on three nodes, the holder keeps renewing
+// its lease while one node is down (the bucket's other two elect a
+// leader within the TTL), and never counts it lost.
+func TestLeaseOutlivesANodesLoss(t *testing.T) {
+	cl := natstest.Three(t)
+	a := open(t, cl, 3, Options{Host: "a", TTL: 6 * time.Second})
+	if err := a.Acquire(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// A watcher on the two nodes that stay.
+	urls := strings.Split(cl.URLs(), ",")
+	nc, err := nats.Connect(strings.Join(urls[1:], ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	kv, err := js.KeyValue(t.Context(), Bucket("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kv.Watch(t.Context(), key, jetstream.UpdatesOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	cl.Stop(0)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var ops []string
+	for len(ops) < 4 { // four renewals: over a TTL and a half
+		select {
+		case e := <-w.Updates():
+			h, _ := decode(e.Value())
+			ops = append(ops, e.Operation().String()+" "+h.Host)
+		case <-a.Lost():
+			t.Fatalf("lost the lease with one node of three down: %v", a.Err())
+		case <-ctx.Done():
+			t.Fatalf("renewals seen with one node down: %v, then none", ops)
+		}
+	}
+	if d := cmp.Diff(strings.Split("KeyValuePutOp a,KeyValuePutOp a,KeyValuePutOp a,KeyValuePutOp a", ","), ops); d != "" {
+		t.Errorf("the key's changes with one node down (-want +got):\n%s", d)
+	}
+	if !a.Held() {
+		t.Error("the lease is not held after its renewals")
+	}
+}
