@@ -3,6 +3,18 @@
 // implementation's test file builds a Harness (how to open its log, reopen
 // it, and, for a shared log, open another writer on it) and calls Run.
 //
+// An implementation's test file wires it so (the jetstreamlog package's
+// Peer opens another host's client on the stream l is on, which its
+// harness remembers when it opens l):
+//
+//	func TestConformance(t *testing.T) {
+//		eventlogtest.Run(t, eventlogtest.Harness{
+//			Open:   func(t *testing.T) eventlog.Log { /* a fresh log, closed at t.Cleanup */ },
+//			Reopen: func(t *testing.T, old eventlog.Log) eventlog.Log { /* old.Close(), then open it again */ },
+//			Peer:   func(t *testing.T, l eventlog.Log) eventlog.Log { /* another writer on l's log */ },
+//		})
+//	}
+//
 // The suite asserts whole values (records, outbox entries, heads) rather
 // than counts, so that an implementation that returns the right number of
 // the wrong things fails. It waits on the log's own signals (Last's
