@@ -117,14 +117,16 @@ func checkNothingWritten(t *testing.T, l eventlog.Log) {
 }
 
 // After Close a reader waiting for more is woken, and every call answers
-// ErrClosed and writes nothing; a second Close is harmless; the log
-// reopened has what it had before Close.
+// ErrClosed and writes nothing; a second Close is harmless; closing is not
+// failing (Failed stays open); the log reopened has what it had before
+// Close.
 func testClosed(t *testing.T, h Harness) {
 	l := h.Open(t)
 	want := appendEvents(t, l, 1, events("a", 1, 3)...)
 	mustAppend(t, l, eventlog.Batch{Events: events("a", 4, 1), CommandID: "c1",
 		Receipt: func(last uint64) []byte { return receiptOf("c1", last) }})
 	want = append(want, records(4, event("a", 4))...)
+	checkNotFailed(t, l, "an open log")
 	woken := make(chan error, 1)
 	last, changed := l.Last()
 	go func() {
@@ -183,6 +185,7 @@ func testClosed(t *testing.T, h Harness) {
 	if err := l.Close(); err != nil {
 		t.Errorf("a second Close: %v", err)
 	}
+	checkNotFailed(t, l, "a log closed by its owner")
 	l = h.Reopen(t, l)
 	if diff := cmp.Diff(want, readAll(t, l)); diff != "" {
 		t.Errorf("events after Close and reopening (-before Close +after):\n%s", diff)
@@ -201,5 +204,18 @@ func testClosed(t *testing.T, h Harness) {
 	}
 	if states, _ := l.TargetStates(); len(states) != 0 {
 		t.Errorf("DeliveryDone after Close wrote %v", states)
+	}
+}
+
+// checkNotFailed fails the test if the log says it has failed.
+func checkNotFailed(t *testing.T, l eventlog.Log, what string) {
+	t.Helper()
+	select {
+	case <-l.Failed():
+		t.Errorf("%s: Failed is closed (%v)", what, l.Failure())
+	default:
+	}
+	if err := l.Failure(); err != nil {
+		t.Errorf("%s: Failure() = %v, want nil", what, err)
 	}
 }
