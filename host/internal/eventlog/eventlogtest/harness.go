@@ -26,7 +26,8 @@
 // subscriptions, commit hooks and restarts; state.go what a batch writes
 // besides its events (receipts, outbox, thread state, parts,
 // notifications, metadata); refusals.go bad input and a closed log;
-// linearize.go the linearizability check of appends and receipts.
+// linearize.go the linearizability check of appends and receipts;
+// shared.go what hosts sharing a log see of each other's decisions.
 package eventlogtest
 
 import (
@@ -81,6 +82,7 @@ func Run(t *testing.T, h Harness) {
 		{"BadInput", testBadInput},
 		{"Closed", testClosed},
 		{"Linearizable", testLinearizable},
+		{"SharedDecisions", testSharedDecisions},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, h) })
 	}
