@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,9 +94,10 @@ var logModel = porcupine.Model{
 
 // Linearizability workload: clients run opsPerClient calls each. Every
 // third is an append of one to three events; the one after it reads the
-// receipt the client just made (a read that must see it), the next a
-// receipt another client may or may not have made yet (a read that races
-// its append), and every fifth call reads one never made.
+// receipt the client just made (a read that must see it), the next the
+// receipt the next client made last (on another host, for a shared log:
+// a read that must see it if that append has returned, and it has just
+// done so), and every fifth call reads one never made.
 const (
 	clients      = 6
 	opsPerClient = 30
@@ -111,9 +113,10 @@ func history(t *testing.T, logs []eventlog.Log) []porcupine.Operation {
 	start := time.Now()
 	now := func() int64 { return int64(time.Since(start)) }
 	var (
-		mu  sync.Mutex
-		ops []porcupine.Operation
-		wg  sync.WaitGroup
+		mu     sync.Mutex
+		ops    []porcupine.Operation
+		wg     sync.WaitGroup
+		latest [clients]atomic.Pointer[string] // each client's last append that returned
 	)
 	for c := range clients {
 		l := logs[c%len(logs)]
@@ -147,13 +150,22 @@ func history(t *testing.T, logs []eventlog.Log) []porcupine.Operation {
 					in = receiptCall{cmd: appended}
 					out = readReceipt(t, l, in.(receiptCall))
 				default:
-					in = receiptCall{cmd: fmt.Sprintf("c%d-%d", (c+1)%clients, i-2)}
+					cmd := fmt.Sprintf("c%d-0", (c+1)%clients) // before the next client's first append returns
+					if last := latest[(c+1)%clients].Load(); last != nil {
+						cmd = *last
+					}
+					in = receiptCall{cmd: cmd}
 					out = readReceipt(t, l, in.(receiptCall))
 				}
 				if out == nil {
 					return
 				}
 				mine = append(mine, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: now()})
+				if a, ok := in.(appendCall); ok {
+					// Published once its return is recorded: a read of it
+					// that starts now starts after the append returned.
+					latest[c].Store(&a.cmd)
+				}
 			}
 		})
 	}
