@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,10 +93,11 @@ var logModel = porcupine.Model{
 
 // Linearizability workload: clients run opsPerClient calls each. Every
 // third is an append of one to three events; the one after it reads the
-// receipt the client just made (a read that must see it), the next the
-// receipt the next client made last (on another host, for a shared log:
-// a read that must see it if that append has returned, and it has just
-// done so), and every fifth call reads one never made.
+// receipt the client just made (a read that must see it); the next waits
+// for the next client's append of two calls back to return and reads its
+// receipt at once (on another host, for a shared log: a read that must
+// see it, made as soon as it must); every fifth call reads a receipt
+// never made. Appends run concurrently on every client.
 const (
 	clients      = 6
 	opsPerClient = 30
@@ -113,16 +113,30 @@ func history(t *testing.T, logs []eventlog.Log) []porcupine.Operation {
 	start := time.Now()
 	now := func() int64 { return int64(time.Since(start)) }
 	var (
-		mu     sync.Mutex
-		ops    []porcupine.Operation
-		wg     sync.WaitGroup
-		latest [clients]atomic.Pointer[string] // each client's last append that returned
+		mu  sync.Mutex
+		ops []porcupine.Operation
+		wg  sync.WaitGroup
 	)
+	// returned[c][i] is closed once client c's call i has returned and
+	// its return time is taken (or the client has stopped, failing the
+	// test). A call waits only for a call two back of another client,
+	// which never waits itself: no cycle.
+	returned := make([][]chan struct{}, clients)
+	for c := range returned {
+		returned[c] = make([]chan struct{}, opsPerClient)
+		for i := range returned[c] {
+			returned[c][i] = make(chan struct{})
+		}
+	}
 	for c := range clients {
 		l := logs[c%len(logs)]
 		wg.Go(func() {
 			var mine []porcupine.Operation
+			next := 0 // this client's first call whose channel is open
 			defer func() {
+				for ; next < opsPerClient; next++ {
+					close(returned[c][next])
+				}
 				mu.Lock()
 				ops = append(ops, mine...)
 				mu.Unlock()
@@ -130,14 +144,16 @@ func history(t *testing.T, logs []eventlog.Log) []porcupine.Operation {
 			appended := ""
 			for i := range opsPerClient {
 				var in, out any
-				call := now()
+				var call int64
 				switch {
 				case i%5 == 4:
 					in = receiptCall{cmd: fmt.Sprintf("never-%d-%d", c, i)}
+					call = now()
 					out = readReceipt(t, l, in.(receiptCall))
 				case i%3 == 0:
 					cmd, n := fmt.Sprintf("c%d-%d", c, i), 1+i%3+c%2
 					in = appendCall{cmd: cmd, n: n}
+					call = now()
 					recs, _, err := l.Append(eventlog.Batch{Events: events("lin"+cmd, 0, n), CommandID: cmd,
 						Receipt: func(last uint64) []byte { return receiptOf(cmd, last) }})
 					if err != nil || len(recs) != n {
@@ -148,24 +164,23 @@ func history(t *testing.T, logs []eventlog.Log) []porcupine.Operation {
 					appended = cmd
 				case i%3 == 1:
 					in = receiptCall{cmd: appended}
+					call = now()
 					out = readReceipt(t, l, in.(receiptCall))
 				default:
-					cmd := fmt.Sprintf("c%d-0", (c+1)%clients) // before the next client's first append returns
-					if last := latest[(c+1)%clients].Load(); last != nil {
-						cmd = *last
-					}
-					in = receiptCall{cmd: cmd}
+					// Call i-2 of the next client is an append (or a read
+					// of a receipt never made, when it is a fifth call).
+					other := (c + 1) % clients
+					<-returned[other][i-2]
+					in = receiptCall{cmd: fmt.Sprintf("c%d-%d", other, i-2)}
+					call = now()
 					out = readReceipt(t, l, in.(receiptCall))
 				}
 				if out == nil {
 					return
 				}
 				mine = append(mine, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: now()})
-				if a, ok := in.(appendCall); ok {
-					// Published once its return is recorded: a read of it
-					// that starts now starts after the append returned.
-					latest[c].Store(&a.cmd)
-				}
+				close(returned[c][i])
+				next = i + 1
 			}
 		})
 	}
@@ -185,13 +200,29 @@ func readReceipt(t *testing.T, l eventlog.Log, in receiptCall) any {
 }
 
 // checkHistory is porcupine's verdict on a history, and, when it is not
-// Ok, a description of the calls for the failure message.
+// Ok, a description for the failure message: the reads that missed a
+// receipt whose append had returned before they began (the likeliest
+// cause), then every call.
 func checkHistory(ops []porcupine.Operation) (porcupine.CheckResult, string) {
 	res := porcupine.CheckOperationsTimeout(logModel, ops, checkBound)
 	if res == porcupine.Ok {
 		return res, ""
 	}
-	desc := ""
+	returned := map[string]porcupine.Operation{}
+	for _, op := range ops {
+		if in, ok := op.Input.(appendCall); ok {
+			returned[in.cmd] = op
+		}
+	}
+	desc := "\nreads that missed a receipt whose append had returned:"
+	for _, op := range ops {
+		in, ok := op.Input.(receiptCall)
+		if a, made := returned[in.cmd]; ok && made && !op.Output.(receiptResult).found && a.Return < op.Call {
+			desc += fmt.Sprintf("\n  client %d read %s %v after client %d's append of it returned", op.ClientId, in.cmd,
+				time.Duration(op.Call-a.Return), a.ClientId)
+		}
+	}
+	desc += "\nevery call (times in ns from the start):"
 	for _, op := range ops {
 		desc += fmt.Sprintf("\n  client %d [%d, %d] %s", op.ClientId, op.Call, op.Return, logModel.DescribeOperation(op.Input, op.Output))
 	}

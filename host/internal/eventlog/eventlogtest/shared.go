@@ -69,9 +69,7 @@ func testSharedDecisions(t *testing.T, h Harness) {
 	if err := b.UpdateDelivery(notification); err != nil {
 		t.Fatal(err)
 	}
-	if h.WaitCaughtUp != nil {
-		h.WaitCaughtUp(t, a, b)
-	}
+	barrier(t, h, b, 3, a)
 	if diff := cmp.Diff(map[string][]eventlog.StoredEffect{}, outboxByThread(t, a)); diff != "" {
 		t.Errorf("the first host's outbox after the other performed the effect (-want +got):\n%s", diff)
 	}
@@ -86,9 +84,7 @@ func testSharedDecisions(t *testing.T, h Harness) {
 		eventlog.TargetState{Target: "http://x", Value: []byte("1 delivered")}); err != nil {
 		t.Fatal(err)
 	}
-	if h.WaitCaughtUp != nil {
-		h.WaitCaughtUp(t, a, b)
-	}
+	barrier(t, h, b, 4, a)
 	ds, err = a.Deliveries("")
 	if err != nil {
 		t.Fatal(err)
@@ -103,4 +99,13 @@ func testSharedDecisions(t *testing.T, h Harness) {
 	if diff := cmp.Diff([]eventlog.TargetState{{Target: "http://x", Value: []byte("1 delivered")}}, states); diff != "" {
 		t.Errorf("the first host's target states after the other delivered (-want +got):\n%s", diff)
 	}
+}
+
+// barrier appends an event (sequence seq) on one host and waits until the
+// others have read it: the writes that one host made before it, which a
+// shared log orders among every host's, are then theirs to read too.
+func barrier(t *testing.T, h Harness, on eventlog.Log, seq uint64, others ...eventlog.Log) {
+	t.Helper()
+	appendEvents(t, on, seq, event("barrier", int(seq)))
+	catchUp(t, h, seq, append(others, on)...)
 }
