@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/nats-io/nats.go/jetstream"
@@ -74,7 +75,9 @@ func (l *Log) startApplier(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		a.iter, err = cons.Messages()
+		// A heartbeat each second: the fold notices a lost server (and
+		// its consumer is made again) within seconds, not half a minute.
+		a.iter, err = cons.Messages(jetstream.PullExpiry(10*time.Second), jetstream.PullHeartbeat(time.Second))
 		return err
 	})
 	if err != nil {

@@ -50,8 +50,10 @@ type writer struct {
 	n        uint64
 
 	// beforePublish, when set (tests), is called before a group is
-	// published, with its requests.
+	// published, with its requests; unknown, when a round of it met
+	// outcomes it could not know (the servers did not answer).
 	beforePublish func([]*request)
+	unknown       func()
 }
 
 // request is one Append.
@@ -121,8 +123,9 @@ func (e *fencedError) Unwrap() error { return ErrFenced }
 const maxGroup = 256
 
 // publishTimeout is how long a published write waits for its ack before
-// its outcome is unknown and it is published again.
-const publishTimeout = 5 * time.Second
+// its outcome is unknown and it is published again (the same message:
+// JetStream's deduplication makes that harmless, so it can be short).
+const publishTimeout = 2 * time.Second
 
 func (l *Log) startWriter() {
 	w := &l.w
@@ -422,6 +425,9 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 		if !warned {
 			l.log.Warn("the jetstream log's servers do not take writes; waiting", "error", lastErr, "writes", len(unknown))
 			warned = true
+		}
+		if w.unknown != nil {
+			w.unknown()
 		}
 		select {
 		case <-ctx.Done():
