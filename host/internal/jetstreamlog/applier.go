@@ -63,8 +63,6 @@ func (l *Log) startApplier(ctx context.Context) error {
 		if a.stream, err = parseWatermark(v); err != nil {
 			return err
 		}
-	} else if a.events > 0 {
-		return fmt.Errorf("the replica in %s has events but no watermark: it is not a replica of a jetstream log", "Options.Dir")
 	}
 	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
 	if a.stream > 0 {

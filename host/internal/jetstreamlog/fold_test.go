@@ -88,3 +88,28 @@ func TestThreadTokens(t *testing.T) {
 		t.Fatalf("tokens (-want +got):\n%s", d)
 	}
 }
+
+// A replica of a stream since made again is refused: its watermark names
+// messages the new stream never had.
+func TestOpenRefusesAReplicaOfAnotherStream(t *testing.T) {
+	c := natstest.Single(t)
+	dir := t.TempDir()
+	a := host(t, c, "a", dir)
+	appendOne(t, a, "T", 0)
+	a.Close()
+	nc, err := nats.Connect(c.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	// The stream denies deletes of messages, not of itself: an operator
+	// can remove it.
+	if err := js.DeleteStream(t.Context(), streamName("baton")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(t.Context(), Options{URLs: []string{c.URLs()}, Host: "a", Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "remove it to rebuild it from this stream") {
+		t.Fatalf("open of a replica of a deleted stream: %v", err)
+	}
+}
