@@ -47,6 +47,7 @@ type writer struct {
 	done    chan struct{}
 
 	idPrefix string // <host>.<random>: message ids never repeat across opens
+	outage   bool   // the servers stopped taking writes: warned once, told once when they are back
 	n        uint64
 
 	// beforePublish, when set (tests), is called before a group is
@@ -385,7 +386,6 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 	failed = map[*request]error{}
 	todo := group
 	wait := firstBackoff
-	warned := false
 	for len(todo) > 0 {
 		futures := make([]jetstream.PubAckFuture, len(todo))
 		errs := make([]error, len(todo))
@@ -422,9 +422,9 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 		if len(unknown) == 0 {
 			break
 		}
-		if !warned {
-			l.log.Warn("the jetstream log's servers do not take writes; waiting", "error", lastErr, "writes", len(unknown))
-			warned = true
+		if !w.outage {
+			l.log.Warn("the jetstream log's servers do not take writes; writes wait until they do", "error", lastErr, "writes", len(unknown))
+			w.outage = true
 		}
 		if w.unknown != nil {
 			w.unknown()
@@ -437,8 +437,9 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 		wait = min(wait*2, maxBackoff)
 		todo = unknown
 	}
-	if warned {
+	if w.outage { // every write of the last round was answered
 		l.log.Info("the jetstream log's servers take writes again")
+		w.outage = false
 	}
 	return acked, rejected, failed
 }
