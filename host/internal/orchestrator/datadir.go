@@ -67,7 +67,7 @@ func access(bits fs.FileMode) string {
 // holdDataDir does what a host does once it holds the data dir (its event
 // log's lock): it records itself in the pid file and makes the raw-frame
 // logs' directory private. On a failure it closes the store.
-func holdDataDir(cfg Config, store *eventlog.Store) error {
+func holdDataDir(cfg Config, store eventlog.Log) error {
 	err := writeHolder(cfg.DataDir, cfg.Command, cfg.Clock.Now())
 	if err == nil {
 		err = privateDir(filepath.Join(cfg.DataDir, "rawframes"))

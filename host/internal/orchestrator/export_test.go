@@ -4,4 +4,4 @@ import "github.com/baton-run/baton/host/internal/eventlog"
 
 // Store is the host's event log, for tests that act on it under a running
 // host (compact it, so that its next reads go to the disk).
-func (h *Host) Store() *eventlog.Store { return h.store }
+func (h *Host) Store() eventlog.Log { return h.store }

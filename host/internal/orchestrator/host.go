@@ -126,13 +126,17 @@ type Config struct {
 	// (nil: the operating system's). Tests give one that fails under a
 	// running host (eventlog.Options.FS); nothing else sets it.
 	StoreFS vfs.FS
+	// OpenLog, when set, opens the host's event log in place of the
+	// Pebble store in DATA/events: `baton serve --store nats://...` gives
+	// one that shares a JetStream stream with other hosts (jetstreamlog).
+	OpenLog func() (eventlog.Log, error)
 }
 
 // Host is a running orchestrator.
 type Host struct {
 	cfg     Config
 	log     hclog.Logger
-	store   *eventlog.Store
+	store   eventlog.Log
 	plugins *pluginhost.Manager
 	cps     *checkpoint.Service
 
@@ -207,7 +211,7 @@ func Open(cfg Config) (*Host, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
-	store, err := eventlog.OpenWith(filepath.Join(cfg.DataDir, "events"), eventlog.Options{Logger: cfg.Logger, FS: cfg.StoreFS})
+	store, err := openLog(cfg)
 	if err != nil {
 		if berr := Busy(cfg.DataDir, err); berr != nil {
 			return nil, berr
@@ -241,6 +245,15 @@ func Open(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
 	return h, nil
+}
+
+// openLog opens the host's event log: the one cfg.OpenLog opens, or the
+// Pebble store in DATA/events.
+func openLog(cfg Config) (eventlog.Log, error) {
+	if cfg.OpenLog != nil {
+		return cfg.OpenLog()
+	}
+	return eventlog.OpenWith(filepath.Join(cfg.DataDir, "events"), eventlog.Options{Logger: cfg.Logger, FS: cfg.StoreFS})
 }
 
 // Close drains the host (drain.go: active runs are asked to stop and each

@@ -16,7 +16,7 @@ import (
 
 // ReadThreads lists a store's threads in id order, from the thread index,
 // as Host.Threads does.
-func ReadThreads(store *eventlog.Store) ([]domain.ThreadSummary, error) {
+func ReadThreads(store eventlog.Log) ([]domain.ThreadSummary, error) {
 	return threads(store, "", 0)
 }
 
@@ -24,7 +24,7 @@ func ReadThreads(store *eventlog.Store) ([]domain.ThreadSummary, error) {
 // snapshot, when it can be trusted, and the events after it; what left it
 // is in its parts, stored by the commits that left it (read them with
 // Store.Archive).
-func ReadThread(store *eventlog.Store, id string) (domain.Thread, error) {
+func ReadThread(store eventlog.Log, id string) (domain.Thread, error) {
 	t, _, err := loadThread(store, hclog.NewNullLogger(), id, partsDrop)
 	if err != nil {
 		return domain.Thread{}, err
@@ -37,7 +37,7 @@ func ReadThread(store *eventlog.Store, id string) (domain.Thread, error) {
 
 // threads lists threads in id order after a thread id, up to limit (0:
 // all), from the thread index.
-func threads(store *eventlog.Store, after string, limit int) ([]domain.ThreadSummary, error) {
+func threads(store eventlog.Log, after string, limit int) ([]domain.ThreadSummary, error) {
 	heads, err := store.Heads(after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list threads: %w", err)

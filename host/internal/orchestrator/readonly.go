@@ -46,7 +46,7 @@ func openReadOnly(cfg Config) (*Host, error) {
 // checkLayout refuses a store whose thread index is not written: a log an
 // older Baton wrote is indexed the first time a host holds it (index),
 // which a read-only host cannot do.
-func checkLayout(store *eventlog.Store) error {
+func checkLayout(store eventlog.Log) error {
 	done, err := indexed(store)
 	if err != nil || done {
 		return err

@@ -70,7 +70,7 @@ func (h *Host) index() error {
 
 // indexed says whether the store's indexes are written, in this baton's
 // layout (a layout it does not know is an error).
-func indexed(store *eventlog.Store) (bool, error) {
+func indexed(store eventlog.Log) (bool, error) {
 	v, ok, err := store.Meta("layout")
 	switch {
 	case err != nil:
@@ -174,7 +174,7 @@ func liveThreads(live []string, outbox []eventlog.StoredEffect) []string {
 // store rebuilt from what of a damaged one was intact (baton doctor).
 // Threads it leaves live are reconciled by the next host to open it, as
 // after any restart.
-func Reindex(store *eventlog.Store, log hclog.Logger) error {
+func Reindex(store eventlog.Log, log hclog.Logger) error {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}

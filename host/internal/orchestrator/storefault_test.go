@@ -73,7 +73,7 @@ func newEnvOn(t *testing.T, fs vfs.FS) *env {
 // the next reads of them go to the disk, and makes those reads fail.
 func (f *faults) unreadable(t *testing.T, h *orchestrator.Host) {
 	t.Helper()
-	if err := h.Store().Compact(t.Context()); err != nil {
+	if err := h.Store().(*eventlog.Store).Compact(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	f.reads.Store(true)
@@ -367,7 +367,7 @@ func TestHostStopsWhenItsLogCannotBeWritten(t *testing.T) {
 func TestHostStopsWhenItsStoreIsDamaged(t *testing.T) {
 	e := newEnv(t)
 	id, procs := e.stalled()
-	if err := e.host.Store().Compact(t.Context()); err != nil {
+	if err := e.host.Store().(*eventlog.Store).Compact(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	ssts, _ := filepath.Glob(filepath.Join(e.data, "events", "*.sst"))

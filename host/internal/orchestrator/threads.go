@@ -221,7 +221,7 @@ const (
 // loadThread is Host.loadThread on a store, saying on log why a snapshot
 // was not used; parts says what becomes of the parts that leave the
 // projection as it loads.
-func loadThread(store *eventlog.Store, log hclog.Logger, id string, parts loadParts) (*domain.Thread, int, error) {
+func loadThread(store eventlog.Log, log hclog.Logger, id string, parts loadParts) (*domain.Thread, int, error) {
 	t, after, size, err := trustedSnapshot(store, log, id)
 	if err != nil {
 		return nil, 0, fmt.Errorf("load thread %s: %w", id, err)
@@ -255,7 +255,7 @@ func loadThread(store *eventlog.Store, log hclog.Logger, id string, parts loadPa
 }
 
 // putParts writes the parts that left t since the last call.
-func putParts(store *eventlog.Store, id string, t *domain.Thread) error {
+func putParts(store eventlog.Log, id string, t *domain.Thread) error {
 	parts, err := encodeParts(t.TakeArchived())
 	if err != nil || len(parts) == 0 {
 		return err
@@ -268,7 +268,7 @@ func putParts(store *eventlog.Store, id string, t *domain.Thread) error {
 // of the thread's events. A snapshot that fails any check is not used: the
 // thread is rebuilt from its events, and the log says why. A store whose
 // files are damaged is the error: its events cannot be trusted either.
-func trustedSnapshot(store *eventlog.Store, log hclog.Logger, id string) (*domain.Thread, uint64, int, error) {
+func trustedSnapshot(store eventlog.Log, log hclog.Logger, id string) (*domain.Thread, uint64, int, error) {
 	sn, found, err := store.ThreadSnapshot(id)
 	if !found && err == nil {
 		return &domain.Thread{}, 0, 0, nil
