@@ -2,6 +2,7 @@ package jetstreamlog
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -111,5 +112,30 @@ func TestOpenRefusesAReplicaOfAnotherStream(t *testing.T) {
 	_, err = Open(t.Context(), Options{URLs: []string{c.URLs()}, Host: "a", Dir: dir})
 	if err == nil || !strings.Contains(err.Error(), "remove it to rebuild it from this stream") {
 		t.Fatalf("open of a replica of a deleted stream: %v", err)
+	}
+}
+
+// A stream deleted under the log fails it: its writes fail rather than
+// wait, and Failed says so.
+func TestALogWhoseStreamIsGoneFails(t *testing.T) {
+	c := natstest.Single(t)
+	a := host(t, c, "a", t.TempDir())
+	appendOne(t, a, "T", 0)
+	nc, err := nats.Connect(c.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if err := js.DeleteStream(t.Context(), streamName("baton")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = a.Append(eventlog.Batch{Events: []eventlog.Pending{event("T", 1)}})
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("an append to a deleted stream: %v", err)
+	}
+	<-a.Failed()
+	if !errors.Is(a.Failure(), jetstream.ErrStreamNotFound) {
+		t.Fatalf("the failure of a log whose stream is gone: %v", a.Failure())
 	}
 }

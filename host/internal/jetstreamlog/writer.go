@@ -422,6 +422,13 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 		if len(unknown) == 0 {
 			break
 		}
+		if gone := w.streamGone(); gone != nil {
+			l.fails.set(gone)
+			for _, r := range unknown {
+				failed[r] = gone
+			}
+			break
+		}
 		if !w.outage {
 			l.log.Warn("the jetstream log's servers do not take writes; writes wait until they do", "error", lastErr, "writes", len(unknown))
 			w.outage = true
@@ -442,6 +449,19 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 		w.outage = false
 	}
 	return acked, rejected, failed
+}
+
+// streamGone says whether the stream is gone (deleted under the log), when
+// writes are not answered: an outage is waited out, a stream that is gone
+// fails the log.
+func (w *writer) streamGone() error {
+	ctx, cancel := context.WithTimeout(context.Background(), tryTimeout)
+	defer cancel()
+	_, err := w.l.js.Stream(ctx, streamName(w.l.inst))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("stream %s is gone: %w", streamName(w.l.inst), err)
+	}
+	return nil
 }
 
 // putSnapshot writes a write's snapshot to the bucket, for hosts that
