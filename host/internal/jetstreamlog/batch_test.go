@@ -64,7 +64,7 @@ func TestEveryPartOfABatchReachesEveryReplica(t *testing.T) {
 		Events:    []eventlog.Pending{event("T", 0), event("T", 1)},
 		Effects:   []eventlog.Effect{{ThreadID: "T", Data: []byte("e0")}, {ThreadID: "T", Data: []byte("e1")}},
 		CommandID: "cmd", Receipt: func(last uint64) []byte { return fmt.Appendf(nil, `{"last":%d}`, last) },
-		ThreadID:  "T", Head: func(last uint64) []byte { return fmt.Appendf(nil, "head@%d", last) }, Live: eventlog.LiveSet,
+		ThreadID: "T", Head: func(last uint64) []byte { return fmt.Appendf(nil, "head@%d", last) }, Live: eventlog.LiveSet,
 		Archive:    []eventlog.ArchivePart{{Ordinal: 1, Part: 0, Data: []byte("part")}},
 		Deliveries: []eventlog.Delivery{{Target: "http://127.0.0.1/hook", Event: 1, Value: func(seq uint64) []byte { return fmt.Appendf(nil, "about %d", seq) }}},
 		TargetStates: []eventlog.TargetState{{Target: "http://127.0.0.1/hook", Value: []byte("state")},
