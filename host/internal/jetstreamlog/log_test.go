@@ -207,8 +207,8 @@ func TestAnotherHostsWriteFencesAStalePrediction(t *testing.T) {
 	appendOne(t, b, "T", 1)
 	close(release)
 	err := <-errc
-	if !errors.Is(err, ErrFenced) {
-		t.Fatalf("a's stale write to T: got %v, want ErrFenced", err)
+	if !errors.Is(err, ErrFenced) || err.Error() != "fenced: thread T was written by host b since this host decided; its lease moved" {
+		t.Fatalf("a's stale write to T: got %v, want ErrFenced naming host b", err)
 	}
 	appendOne(t, a, "U", 0) // a's replica has caught up with b's write and what follows
 	var got []string

@@ -113,10 +113,10 @@ func (r *request) check(recs []eventlog.Record, ids []string) error {
 // is not written.
 var ErrFenced = errors.New("fenced")
 
-type fencedError struct{ thread, host string }
+type fencedError struct{ thread, other string }
 
 func (e *fencedError) Error() string {
-	return fmt.Sprintf("thread %s was written by another host since this host (%s) decided; its lease moved: %v", e.thread, e.host, ErrFenced)
+	return fmt.Sprintf("%v: thread %s was written by host %s since this host decided; its lease moved", ErrFenced, e.thread, e.other)
 }
 func (e *fencedError) Unwrap() error { return ErrFenced }
 
@@ -285,8 +285,8 @@ func (w *writer) commit(group []*request) {
 			case err != nil:
 				r.err = err
 			case void || rejected:
-				if r.thread != "" && l.a.foreignSince(r.subject, r.first) {
-					r.err = &fencedError{thread: r.thread, host: l.host}
+				if other := l.a.foreignSince(r.subject, r.first); r.thread != "" && other != "" {
+					r.err = &fencedError{thread: r.thread, other: other}
 					continue
 				}
 				r.void = false
