@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,9 +36,9 @@ type applier struct {
 	events   uint64 // the replica's last event sequence
 	stream   uint64 // the last stream sequence applied (the watermark)
 	changed  chan struct{}
-	subjects map[string]uint64   // a subject's last stream sequence, of those seen since Open
-	foreign  map[string]uint64   // a thread subject's last stream sequence applied from another host
-	inflight map[string]*request // this host's writes in flight, by message id
+	subjects map[string]uint64       // a subject's last stream sequence, of those seen since Open
+	foreign  map[string]foreignWrite // a thread subject's last write applied from another host
+	inflight map[string]*request     // this host's writes in flight, by message id
 	stopped  bool
 
 	iter jetstream.MessagesContext
@@ -50,7 +51,7 @@ func (l *Log) startApplier(ctx context.Context) error {
 	a.l = l
 	a.changed = make(chan struct{})
 	a.subjects = map[string]uint64{}
-	a.foreign = map[string]uint64{}
+	a.foreign = map[string]foreignWrite{}
 	a.inflight = map[string]*request{}
 	a.done = make(chan struct{})
 	a.events, _ = l.store.Last()
@@ -62,8 +63,6 @@ func (l *Log) startApplier(ctx context.Context) error {
 		if a.stream, err = parseWatermark(v); err != nil {
 			return err
 		}
-	} else if a.events > 0 {
-		return fmt.Errorf("the replica in %s has events but no watermark: it is not a replica of a jetstream log", "Options.Dir")
 	}
 	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
 	if a.stream > 0 {
@@ -74,7 +73,9 @@ func (l *Log) startApplier(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		a.iter, err = cons.Messages()
+		// A heartbeat each second: the fold notices a lost server (and
+		// its consumer is made again) within seconds, not half a minute.
+		a.iter, err = cons.Messages(jetstream.PullExpiry(10*time.Second), jetstream.PullHeartbeat(time.Second))
 		return err
 	})
 	if err != nil {
@@ -172,7 +173,7 @@ func (a *applier) apply(msg jetstream.Msg) error {
 	if void == "" {
 		a.events += uint64(len(recs))
 		if w.Host != a.l.host {
-			a.foreign[msg.Subject()] = seq
+			a.foreign[msg.Subject()] = foreignWrite{seq: seq, host: w.Host}
 		}
 	}
 	if req != nil {
@@ -210,12 +211,22 @@ func (a *applier) subjectSeq(subject string) (uint64, bool) {
 	return s, ok
 }
 
-// foreignSince says whether another host's write to a thread subject was
-// applied after stream sequence since.
-func (a *applier) foreignSince(subject string, since uint64) bool {
+// foreignWrite is another host's write to a thread: its stream sequence
+// and its host.
+type foreignWrite struct {
+	seq  uint64
+	host string
+}
+
+// foreignSince is the host of another host's write to a thread subject
+// applied after stream sequence since ("": none).
+func (a *applier) foreignSince(subject string, since uint64) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.foreign[subject] > since
+	if f := a.foreign[subject]; f.seq > since {
+		return f.host
+	}
+	return ""
 }
 
 func (a *applier) register(r *request) {

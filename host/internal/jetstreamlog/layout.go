@@ -53,6 +53,11 @@ import (
 // applied last (a decimal number).
 const metaWatermark = "jetstream.watermark"
 
+// metaStream is the replica's metadata name for the stream it is a replica
+// of: "<stream name>@<its creation time>", so that a replica of a stream
+// since made again is refused rather than read against the wrong messages.
+const metaStream = "jetstream.stream"
+
 // streamName is an installation's stream.
 func streamName(inst string) string { return "BATON_" + inst }
 

@@ -197,6 +197,10 @@ func (l *Log) open(ctx context.Context, o Options) error {
 		return err
 	}
 	l.store = store
+	if err := l.checkReplica(o.Dir); err != nil {
+		store.Close()
+		return err
+	}
 	if err := l.startApplier(ctx); err != nil {
 		store.Close()
 		return err
@@ -224,6 +228,27 @@ func (l *Log) open(ctx context.Context, o Options) error {
 	if err != nil {
 		l.Close()
 		return fmt.Errorf("catch up the replica: %w", err)
+	}
+	return nil
+}
+
+// checkReplica makes sure the replica is this stream's: a replica of a
+// stream since deleted and made again (or of another installation) would
+// read its watermark against messages it never had.
+func (l *Log) checkReplica(dir string) error {
+	info := l.stream.CachedInfo()
+	id := []byte(info.Config.Name + "@" + info.Created.UTC().Format(time.RFC3339Nano))
+	v, found, err := l.store.Meta(metaStream)
+	switch {
+	case err != nil:
+		return fmt.Errorf("read the replica's stream: %w", err)
+	case !found:
+		if last, _ := l.store.Last(); last > 0 {
+			return fmt.Errorf("the replica in %s has events but names no stream: it is not a jetstream log's replica", dir)
+		}
+		return l.store.SetMeta(metaStream, id)
+	case string(v) != string(id):
+		return fmt.Errorf("the replica in %s is of stream %s, not %s: remove it to rebuild it from this stream", dir, v, id)
 	}
 	return nil
 }

@@ -207,8 +207,8 @@ func TestAnotherHostsWriteFencesAStalePrediction(t *testing.T) {
 	appendOne(t, b, "T", 1)
 	close(release)
 	err := <-errc
-	if !errors.Is(err, ErrFenced) {
-		t.Fatalf("a's stale write to T: got %v, want ErrFenced", err)
+	if !errors.Is(err, ErrFenced) || err.Error() != "fenced: thread T was written by host b since this host decided; its lease moved" {
+		t.Fatalf("a's stale write to T: got %v, want ErrFenced naming host b", err)
 	}
 	appendOne(t, a, "U", 0) // a's replica has caught up with b's write and what follows
 	var got []string
@@ -241,7 +241,31 @@ func TestSnapshotsAreShared(t *testing.T) {
 			t.Fatalf("host %s's snapshot of T (-want +got):\n%s", l.host, d)
 		}
 	}
+	if _, found, _ := a.store.ThreadSnapshot("T"); !found {
+		t.Fatal("host a's replica has no snapshot of the write it made")
+	}
 	if _, found, _ := b.store.ThreadSnapshot("T"); found {
 		t.Fatal("host b's replica has a snapshot it never wrote: the bucket was not what was read")
+	}
+}
+
+// A write's commit hook runs once its message is applied, with its last
+// sequence, before a reader of its host can see its events.
+func TestCommitHookRunsBeforeReadersSee(t *testing.T) {
+	c := natstest.Single(t)
+	a := host(t, c, "a", t.TempDir())
+	appendOne(t, a, "T", 0)
+	type hook struct{ Last, Visible uint64 }
+	var got []hook
+	_, _, err := a.Append(eventlog.Batch{Events: []eventlog.Pending{event("T", 1), event("T", 2)},
+		OnCommit: func(last uint64) {
+			visible, _ := a.Last()
+			got = append(got, hook{last, visible})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]hook{{Last: 3, Visible: 1}}, got); d != "" {
+		t.Fatalf("commit hooks (-want +got):\n%s", d)
 	}
 }

@@ -47,11 +47,14 @@ type writer struct {
 	done    chan struct{}
 
 	idPrefix string // <host>.<random>: message ids never repeat across opens
+	outage   bool   // the servers stopped taking writes: warned once, told once when they are back
 	n        uint64
 
 	// beforePublish, when set (tests), is called before a group is
-	// published, with its requests.
+	// published, with its requests; unknown, when a round of it met
+	// outcomes it could not know (the servers did not answer).
 	beforePublish func([]*request)
+	unknown       func()
 }
 
 // request is one Append.
@@ -110,10 +113,10 @@ func (r *request) check(recs []eventlog.Record, ids []string) error {
 // is not written.
 var ErrFenced = errors.New("fenced")
 
-type fencedError struct{ thread, host string }
+type fencedError struct{ thread, other string }
 
 func (e *fencedError) Error() string {
-	return fmt.Sprintf("thread %s was written by another host since this host (%s) decided; its lease moved: %v", e.thread, e.host, ErrFenced)
+	return fmt.Sprintf("%v: thread %s was written by host %s since this host decided; its lease moved", ErrFenced, e.thread, e.other)
 }
 func (e *fencedError) Unwrap() error { return ErrFenced }
 
@@ -121,8 +124,9 @@ func (e *fencedError) Unwrap() error { return ErrFenced }
 const maxGroup = 256
 
 // publishTimeout is how long a published write waits for its ack before
-// its outcome is unknown and it is published again.
-const publishTimeout = 5 * time.Second
+// its outcome is unknown and it is published again (the same message:
+// JetStream's deduplication makes that harmless, so it can be short).
+const publishTimeout = 2 * time.Second
 
 func (l *Log) startWriter() {
 	w := &l.w
@@ -281,8 +285,8 @@ func (w *writer) commit(group []*request) {
 			case err != nil:
 				r.err = err
 			case void || rejected:
-				if r.thread != "" && l.a.foreignSince(r.subject, r.first) {
-					r.err = &fencedError{thread: r.thread, host: l.host}
+				if other := l.a.foreignSince(r.subject, r.first); r.thread != "" && other != "" {
+					r.err = &fencedError{thread: r.thread, other: other}
 					continue
 				}
 				r.void = false
@@ -382,7 +386,6 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 	failed = map[*request]error{}
 	todo := group
 	wait := firstBackoff
-	warned := false
 	for len(todo) > 0 {
 		futures := make([]jetstream.PubAckFuture, len(todo))
 		errs := make([]error, len(todo))
@@ -419,9 +422,19 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 		if len(unknown) == 0 {
 			break
 		}
-		if !warned {
-			l.log.Warn("the jetstream log's servers do not take writes; waiting", "error", lastErr, "writes", len(unknown))
-			warned = true
+		if gone := w.streamGone(); gone != nil {
+			l.fails.set(gone)
+			for _, r := range unknown {
+				failed[r] = gone
+			}
+			break
+		}
+		if !w.outage {
+			l.log.Warn("the jetstream log's servers do not take writes; writes wait until they do", "error", lastErr, "writes", len(unknown))
+			w.outage = true
+		}
+		if w.unknown != nil {
+			w.unknown()
 		}
 		select {
 		case <-ctx.Done():
@@ -431,10 +444,24 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 		wait = min(wait*2, maxBackoff)
 		todo = unknown
 	}
-	if warned {
+	if w.outage { // every write of the last round was answered
 		l.log.Info("the jetstream log's servers take writes again")
+		w.outage = false
 	}
 	return acked, rejected, failed
+}
+
+// streamGone says whether the stream is gone (deleted under the log), when
+// writes are not answered: an outage is waited out, a stream that is gone
+// fails the log.
+func (w *writer) streamGone() error {
+	ctx, cancel := context.WithTimeout(context.Background(), tryTimeout)
+	defer cancel()
+	_, err := w.l.js.Stream(ctx, streamName(w.l.inst))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("stream %s is gone: %w", streamName(w.l.inst), err)
+	}
+	return nil
 }
 
 // putSnapshot writes a write's snapshot to the bucket, for hosts that
