@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/natstest"
@@ -78,6 +81,13 @@ func sharedHosts(t *testing.T, args ...string) (a, b *batonService, blog *logWat
 	blog = newLogWatch()
 	b = launchService(t, t.TempDir(), blog, func(*exec.Cmd) {}, append(common, "--host", "b")...)
 	blog.wait(t, regexp.MustCompile(`waiting for host a's lease on installation failover, held since `))
+	// The standby's socket says it does not serve.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	resp, err := healthpb.NewHealthClient(b.dial()).Check(ctx, &healthpb.HealthCheckRequest{Service: "baton.v1.Baton"}, grpc.WaitForReady(true))
+	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("the standby's health: %v, %v; want NOT_SERVING", resp.GetStatus(), err)
+	}
 	return a, b, blog
 }
 

@@ -131,7 +131,8 @@ supervisor starts it again; the next start recovers what was in flight.
 JetStream stream shared by several hosts (--installation names the set),
 each keeping a replica of it in DATA/replica. One host at a time serves it:
 the one that holds the installation's lease. Another waits as a standby
-(its log says whose lease it waits for) and takes over when the serving
+(its log says whose lease it waits for, its socket's health NOT_SERVING)
+and takes over when the serving
 host hands the lease back (SIGTERM, after the drain) or stops renewing it
 (it died, or lost the servers) for --lease-ttl; its start then recovers
 what was in flight, as a restart does. A host that loses its lease while

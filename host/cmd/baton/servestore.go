@@ -8,12 +8,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/jetstreamlog"
@@ -207,6 +211,8 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		}
 		return fmt.Errorf("serve: %w", err)
 	}
+	stopHealth := standbyHealth(cfg.DataDir, cfg.Listen, log)
+	defer stopHealth()
 	if err := ls.Acquire(ctx); err != nil {
 		if ctx.Err() != nil {
 			log.Info("stopped as a standby")
@@ -214,6 +220,7 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		}
 		return fmt.Errorf("serve: %w", err)
 	}
+	stopHealth() // the service listens there now
 	if prev := ls.Previous(); prev.Host != "" && prev.Host != s.hostName {
 		// Another host wrote the log last: what it left in flight was
 		// lost with it (had it handed the lease back, its drain would have
@@ -237,4 +244,52 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		runErr = fmt.Errorf("serve: %w", err)
 	}
 	return runErr
+}
+
+// standbyHealth answers gRPC health NOT_SERVING on the service's unix
+// sockets (those --listen names, else DATA/baton.sock) while the host
+// waits for the lease, so that a supervisor's probe sees a standby, not a
+// host that is gone. It is best effort: a socket it cannot take is left
+// alone (the service says why when it listens there). stop, which may be
+// called again, closes them.
+func standbyHealth(data string, listen []string, log hclog.Logger) (stop func()) {
+	var paths []string
+	for _, l := range listen {
+		if p, ok := strings.CutPrefix(l, "unix://"); ok {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		paths = []string{filepath.Join(data, "baton.sock")}
+	}
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	hs.SetServingStatus(service.Service, healthpb.HealthCheckResponse_NOT_SERVING)
+	g := grpc.NewServer()
+	healthpb.RegisterHealthServer(g, hs)
+	var taken []string
+	for _, p := range paths {
+		if c, err := net.DialTimeout("unix", p, time.Second); err == nil {
+			c.Close() // a service answers there: not ours to take
+			continue
+		}
+		os.Remove(p) // a stale socket, if any
+		l, err := net.Listen("unix", p)
+		if err != nil {
+			log.Debug("no standby health on the socket", "socket", p, "error", err)
+			continue
+		}
+		os.Chmod(p, 0o600)
+		taken = append(taken, p)
+		go g.Serve(l) // owned by stop, which ends every Serve
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.Stop()
+			for _, p := range taken {
+				os.Remove(p)
+			}
+		})
+	}
 }

@@ -96,15 +96,15 @@ func launchService(t testing.TB, data string, log io.Writer, prepare func(*exec.
 	return s
 }
 
-// waitHealthy waits until the service answers its health check, for a
+// waitHealthy waits until the service's health check says SERVING, for a
 // minute at most.
 func (s *batonService) waitHealthy() {
 	s.t.Helper()
 	s.waitHealthyWithin(60 * time.Second)
 }
 
-// waitHealthyWithin waits until the service answers its health check,
-// for d at most.
+// waitHealthyWithin waits until the service's health check says
+// SERVING, for d at most.
 func (s *batonService) waitHealthyWithin(d time.Duration) {
 	t := s.t
 	t.Helper()
@@ -113,9 +113,12 @@ func (s *batonService) waitHealthyWithin(d time.Duration) {
 	conn := s.dial()
 	defer conn.Close()
 	for {
-		_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "baton.v1.Baton"}, grpc.WaitForReady(true))
-		if err == nil {
+		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "baton.v1.Baton"}, grpc.WaitForReady(true))
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
 			return
+		}
+		if err == nil { // a standby, waiting for the lease
+			err = fmt.Errorf("its health is %s", resp.GetStatus())
 		}
 		select {
 		case <-s.done:
