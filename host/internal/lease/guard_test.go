@@ -84,7 +84,7 @@ func TestGuardRefusesOnceTheLeaseMayHaveExpired(t *testing.T) {
 	cl := natstest.Single(t)
 	clk := clock.NewFake(time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC))
 	a := open(t, cl, 1, Options{Host: "a", TTL: 3 * time.Second, Clock: clk})
-	if err := a.Acquire(t.Context()); err != nil {
+	if err := a.Acquire(bounded(t)); err != nil {
 		t.Fatal(err)
 	}
 	store, err := eventlog.Open(t.TempDir(), nil)

@@ -195,14 +195,23 @@ func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 	return kv, err
 }
 
-// Current is who holds the lease now, and false when nobody does.
+// Current is who holds the lease now, and false when nobody does. It
+// reads through a watcher, which the bucket's leader feeds, rather than
+// a Get, which any replica may answer from behind the leader.
 func (l *Lease) Current(ctx context.Context) (Holder, bool, error) {
-	e, err := l.kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return Holder{}, false, nil
-	}
+	w, err := l.kv.Watch(ctx, key)
 	if err != nil {
 		return Holder{}, false, fmt.Errorf("read the lease on installation %s: %w", l.opts.Installation, err)
+	}
+	defer w.Stop()
+	var e jetstream.KeyValueEntry
+	select {
+	case e = <-w.Updates(): // the key's present value, or nil: none
+	case <-ctx.Done():
+		return Holder{}, false, fmt.Errorf("read the lease on installation %s: %w", l.opts.Installation, context.Cause(ctx))
+	}
+	if e == nil || e.Operation() != jetstream.KeyValuePut {
+		return Holder{}, false, nil
 	}
 	h, err := decode(e.Value())
 	if err != nil {
