@@ -195,29 +195,36 @@ func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 	return kv, err
 }
 
-// Current is who holds the lease now, and false when nobody does. It
-// reads through a watcher, which the bucket's leader feeds, rather than
-// a Get, which any replica may answer from behind the leader.
+// Current is who holds the lease now, and false when nobody does.
 func (l *Lease) Current(ctx context.Context) (Holder, bool, error) {
-	w, err := l.kv.Watch(ctx, key)
+	h, ok, err := l.latest(ctx, key)
 	if err != nil {
 		return Holder{}, false, fmt.Errorf("read the lease on installation %s: %w", l.opts.Installation, err)
+	}
+	return h, ok, nil
+}
+
+// latest reads a key's holder, false when it has none (never written,
+// deleted or expired). It reads through a watcher, which the bucket's
+// leader feeds, rather than a Get, which any replica may answer from
+// behind the leader.
+func (l *Lease) latest(ctx context.Context, k string) (Holder, bool, error) {
+	w, err := l.kv.Watch(ctx, k)
+	if err != nil {
+		return Holder{}, false, err
 	}
 	defer w.Stop()
 	var e jetstream.KeyValueEntry
 	select {
 	case e = <-w.Updates(): // the key's present value, or nil: none
 	case <-ctx.Done():
-		return Holder{}, false, fmt.Errorf("read the lease on installation %s: %w", l.opts.Installation, context.Cause(ctx))
+		return Holder{}, false, context.Cause(ctx)
 	}
 	if e == nil || e.Operation() != jetstream.KeyValuePut {
 		return Holder{}, false, nil
 	}
 	h, err := decode(e.Value())
-	if err != nil {
-		return Holder{}, false, fmt.Errorf("read the lease on installation %s: %w", l.opts.Installation, err)
-	}
-	return h, true, nil
+	return h, err == nil, err
 }
 
 // serverTTL is the TTL the servers are told: whole seconds, rounded up, so
@@ -292,14 +299,7 @@ func (l *Lease) Acquire(ctx context.Context) error {
 // held all the same, and Previous is what a recovery's reason is chosen
 // by, nothing more.
 func (l *Lease) recordHolder(ctx context.Context, v []byte) {
-	var prev Holder
-	e, err := l.kv.Get(ctx, lastKey)
-	switch {
-	case err == nil:
-		prev, err = decode(e.Value())
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		err = nil
-	}
+	prev, _, err := l.latest(ctx, lastKey)
 	if err == nil {
 		_, err = l.kv.Put(ctx, lastKey, v)
 	}
