@@ -55,6 +55,14 @@ func connect(t *testing.T, c *natstest.Cluster) jetstream.JetStream {
 func open(t *testing.T, c *natstest.Cluster, replicas int, o Options) *Lease {
 	t.Helper()
 	o.Installation, o.Replicas = "test", replicas
+	if o.Clock != nil {
+		// Open's retries, while a forming cluster cannot place the bucket
+		// yet, wait on the lease's clock: a test's fake clock would hold
+		// them for ever. The bucket is made on the system's first.
+		if _, err := Open(bounded(t), connect(t, c), Options{Installation: o.Installation, Host: "setup", Replicas: replicas}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	l, err := Open(bounded(t), connect(t, c), o)
 	if err != nil {
 		t.Fatal(err)
