@@ -140,8 +140,6 @@ func connect(o Options, log hclog.Logger) (*nats.Conn, error) {
 		nats.Name(o.Name),
 		nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true),
-		nats.ReconnectWait(250 * time.Millisecond),
-		nats.ReconnectJitter(100*time.Millisecond, time.Second),
 		nats.CustomReconnectDelay(reconnectDelay),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			log.Warn("lost the connection to the jetstream log's servers; writes wait until it is back", "error", err)
