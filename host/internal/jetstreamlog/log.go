@@ -215,15 +215,7 @@ func (l *Log) open(ctx context.Context, o Options) error {
 	}()
 	// Catch up before returning: a host's recovery reads the log as the
 	// stream has it now.
-	var info *jetstream.StreamInfo
-	err = retry(ctx, l.log, "read the stream's last sequence", func(ctx context.Context) error {
-		info, err = l.stream.Info(ctx)
-		return err
-	})
-	if err == nil {
-		err = l.a.waitApplied(ctx, info.State.LastSeq)
-	}
-	if err != nil {
+	if err := l.catchUp(ctx); err != nil {
 		l.Close()
 		return fmt.Errorf("catch up the replica: %w", err)
 	}
@@ -356,8 +348,37 @@ func (l *Log) HasThreadEvent(threadID string, seq uint64) (bool, error) {
 	return l.store.HasThreadEvent(threadID, seq)
 }
 
-// Receipt reads the replica, which keeps every receipt for ever.
-func (l *Log) Receipt(commandID string) ([]byte, bool, error) { return l.store.Receipt(commandID) }
+// Receipt reads the replica, which keeps every receipt for ever. A
+// receipt the replica has is the log's; one it has not may be another
+// host's write the replica has not applied yet, so the replica first
+// catches up with the stream's last message (a read that begins after an
+// append returned, on any host, sees its receipt: the conformance suite's
+// linearizability check). It waits while the servers cannot be reached.
+func (l *Log) Receipt(commandID string) ([]byte, bool, error) {
+	v, found, err := l.store.Receipt(commandID)
+	if err != nil || found {
+		return v, found, err
+	}
+	if err := l.catchUp(context.Background()); err != nil {
+		return nil, false, fmt.Errorf("receipt of %s: %w", commandID, err)
+	}
+	return l.store.Receipt(commandID)
+}
+
+// catchUp returns once the replica has applied the stream's last message
+// as of the call.
+func (l *Log) catchUp(ctx context.Context) error {
+	var info *jetstream.StreamInfo
+	err := retry(ctx, l.log, "read the stream's last sequence", func(ctx context.Context) error {
+		var err error
+		info, err = l.stream.Info(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return l.a.waitApplied(ctx, info.State.LastSeq)
+}
 
 // Outbox reads the replica.
 func (l *Log) Outbox() ([]eventlog.StoredEffect, error) { return l.store.Outbox() }
