@@ -10,7 +10,8 @@
 // encodes everything the stream holds; writer.go publishes decided writes
 // (prediction, retries, the fence, group commit); applier.go is the fold
 // that applies the stream to the replica; snapshot.go the snapshot
-// bucket.
+// bucket; fail.go how the log fails, and the retries that are not
+// failures.
 package jetstreamlog
 
 import (
