@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	connectrpc.com/vanguard v0.4.0
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/baton-run/baton/sdk v1.0.0
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
