@@ -357,7 +357,52 @@ func (l *Log) HasThreadEvent(threadID string, seq uint64) (bool, error) {
 }
 
 // Receipt reads the replica, which keeps every receipt for ever.
-func (l *Log) Receipt(commandID string) ([]byte, bool, error) { return l.store.Receipt(commandID) }
+func (l *Log) Receipt(commandID string) ([]byte, bool, error) {
+	if b, ok, err := l.store.Receipt(commandID); err != nil || ok {
+		return b, ok, err // a receipt, once written, is final
+	}
+	// Not in the replica: it may be behind another host's commit of the
+	// same command (a client retrying through another host). The answer
+	// waits until the replica has what the stream had when it was asked.
+	if err := l.barrier(); err != nil {
+		return nil, false, fmt.Errorf("read receipt %s: %w", commandID, err)
+	}
+	return l.store.Receipt(commandID)
+}
+
+// barrier waits until the replica has applied every message the stream
+// had when it was called (a read barrier): what a read finds after it is
+// at least what any host's write that returned before it wrote. The
+// servers not answering, it waits and retries as a write does, until the
+// log closes.
+func (l *Log) barrier() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // ends with the call (cancel) or the log (Close)
+		select {
+		case <-l.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var last uint64
+	err := retry(ctx, l.log, "read the stream's last sequence", func(ctx context.Context) error {
+		info, err := l.stream.Info(ctx)
+		if err == nil {
+			last = info.State.LastSeq
+		}
+		return err
+	})
+	if err != nil {
+		select {
+		case <-l.closing:
+			return eventlog.ErrClosed
+		default:
+			return err
+		}
+	}
+	return l.a.waitApplied(ctx, last)
+}
 
 // Outbox reads the replica.
 func (l *Log) Outbox() ([]eventlog.StoredEffect, error) { return l.store.Outbox() }
