@@ -11,9 +11,14 @@ import (
 )
 
 // The JetStream log keeps every behaviour of the Log: each test on a
-// fresh single node, peers as other hosts (their own replicas) on the
-// same stream, reopened from the replica's directory.
-func TestConformance(t *testing.T) {
+// fresh single node (and again on a cluster of three, streams with three
+// replicas), peers as other hosts (their own replicas) on the same
+// stream, reopened from the replica's directory.
+func TestConformance(t *testing.T) { conformance(t, natstest.Single) }
+
+func TestConformanceThreeNodes(t *testing.T) { conformance(t, natstest.Three) }
+
+func conformance(t *testing.T, start func(testing.TB) *natstest.Cluster) {
 	type where struct {
 		c    *natstest.Cluster
 		host string
@@ -36,7 +41,7 @@ func TestConformance(t *testing.T) {
 	}
 	eventlogtest.Run(t, eventlogtest.Harness{
 		Open: func(t *testing.T) eventlog.Log {
-			return open(t, where{c: natstest.Single(t), host: "a", dir: t.TempDir()})
+			return open(t, where{c: start(t), host: "a", dir: t.TempDir()})
 		},
 		Reopen: func(t *testing.T, old eventlog.Log) eventlog.Log {
 			if err := old.Close(); err != nil {

@@ -354,13 +354,28 @@ func (l *Log) HasThreadEvent(threadID string, seq uint64) (bool, error) {
 // host's write the replica has not applied yet, so the replica first
 // catches up with the stream's last message (a read that begins after an
 // append returned, on any host, sees its receipt: the conformance suite's
-// linearizability check). It waits while the servers cannot be reached.
+// linearizability check). It waits while the servers cannot be reached,
+// until the log closes.
 func (l *Log) Receipt(commandID string) ([]byte, bool, error) {
 	v, found, err := l.store.Receipt(commandID)
 	if err != nil || found {
 		return v, found, err
 	}
-	if err := l.catchUp(context.Background()); err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // ends with the call (cancel) or the log (Close)
+		select {
+		case <-l.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := l.catchUp(ctx); err != nil {
+		select {
+		case <-l.closing:
+			return nil, false, eventlog.ErrClosed
+		default:
+		}
 		return nil, false, fmt.Errorf("receipt of %s: %w", commandID, err)
 	}
 	return l.store.Receipt(commandID)
