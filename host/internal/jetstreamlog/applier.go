@@ -122,7 +122,10 @@ func (a *applier) apply(msg jetstream.Msg) error {
 	events := a.events
 	req := a.inflight[msg.Headers().Get(jetstream.MsgIDHeader)]
 	a.mu.Unlock()
-	if seq != expect {
+	if seq < expect {
+		return nil // delivered again (a consumer made again): applied already
+	}
+	if seq > expect {
 		// The ordered consumer delivers the stream gapless from where
 		// it started; another sequence means the stream lost messages.
 		return fmt.Errorf("the stream gave message %d after %d: it lost messages (a stream of a Baton log must deny deletes and purges)", seq, expect-1)

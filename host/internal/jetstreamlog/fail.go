@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Failure: a log fails for good when its replica fails (the Pebble store
@@ -80,6 +81,9 @@ func retry(ctx context.Context, log hclog.Logger, what string, try func(context.
 		var p permanentError
 		if errors.As(err, &p) {
 			return p.error
+		}
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return err // the stream is gone: waiting does not bring it back
 		}
 		if !warned {
 			log.Warn("the jetstream log's servers do not answer; trying again", "doing", what, "error", err)

@@ -10,7 +10,8 @@
 // encodes everything the stream holds; writer.go publishes decided writes
 // (prediction, retries, the fence, group commit); applier.go is the fold
 // that applies the stream to the replica; snapshot.go the snapshot
-// bucket.
+// bucket; fail.go how the log fails, and the retries that are not
+// failures.
 package jetstreamlog
 
 import (
@@ -140,8 +141,6 @@ func connect(o Options, log hclog.Logger) (*nats.Conn, error) {
 		nats.Name(o.Name),
 		nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true),
-		nats.ReconnectWait(250 * time.Millisecond),
-		nats.ReconnectJitter(100*time.Millisecond, time.Second),
 		nats.CustomReconnectDelay(reconnectDelay),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			log.Warn("lost the connection to the jetstream log's servers; writes wait until it is back", "error", err)
@@ -217,15 +216,7 @@ func (l *Log) open(ctx context.Context, o Options) error {
 	}()
 	// Catch up before returning: a host's recovery reads the log as the
 	// stream has it now.
-	var info *jetstream.StreamInfo
-	err = retry(ctx, l.log, "read the stream's last sequence", func(ctx context.Context) error {
-		info, err = l.stream.Info(ctx)
-		return err
-	})
-	if err == nil {
-		err = l.a.waitApplied(ctx, info.State.LastSeq)
-	}
-	if err != nil {
+	if err := l.catchUp(ctx); err != nil {
 		l.Close()
 		return fmt.Errorf("catch up the replica: %w", err)
 	}
@@ -358,8 +349,52 @@ func (l *Log) HasThreadEvent(threadID string, seq uint64) (bool, error) {
 	return l.store.HasThreadEvent(threadID, seq)
 }
 
-// Receipt reads the replica, which keeps every receipt for ever.
-func (l *Log) Receipt(commandID string) ([]byte, bool, error) { return l.store.Receipt(commandID) }
+// Receipt reads the replica, which keeps every receipt for ever. A
+// receipt the replica has is the log's; one it has not may be another
+// host's write the replica has not applied yet, so the replica first
+// catches up with the stream's last message (a read that begins after an
+// append returned, on any host, sees its receipt: the conformance suite's
+// linearizability check). It waits while the servers cannot be reached,
+// until the log closes.
+func (l *Log) Receipt(commandID string) ([]byte, bool, error) {
+	v, found, err := l.store.Receipt(commandID)
+	if err != nil || found {
+		return v, found, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // ends with the call (cancel) or the log (Close)
+		select {
+		case <-l.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := l.catchUp(ctx); err != nil {
+		select {
+		case <-l.closing:
+			return nil, false, eventlog.ErrClosed
+		default:
+		}
+		return nil, false, fmt.Errorf("receipt of %s: %w", commandID, err)
+	}
+	return l.store.Receipt(commandID)
+}
+
+// catchUp returns once the replica has applied the stream's last message
+// as of the call.
+func (l *Log) catchUp(ctx context.Context) error {
+	var info *jetstream.StreamInfo
+	err := retry(ctx, l.log, "read the stream's last sequence", func(ctx context.Context) error {
+		var err error
+		info, err = l.stream.Info(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return l.a.waitApplied(ctx, info.State.LastSeq)
+}
 
 // Outbox reads the replica.
 func (l *Log) Outbox() ([]eventlog.StoredEffect, error) { return l.store.Outbox() }

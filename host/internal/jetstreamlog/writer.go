@@ -245,7 +245,12 @@ func (w *writer) commit(group []*request) {
 			return
 		}
 		if err := w.predict(ctx, pending); err != nil {
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				err = fmt.Errorf("stream %s is gone: %w", streamName(l.inst), err)
+				l.fails.set(err)
+			}
 			for _, r := range pending {
+				l.a.unregister(r)
 				r.err = err
 			}
 			return
@@ -264,6 +269,9 @@ func (w *writer) commit(group []*request) {
 			})
 			if err == nil {
 				acked = max(acked, info.State.LastSeq)
+			} else if errors.Is(err, jetstream.ErrStreamNotFound) {
+				err = fmt.Errorf("stream %s is gone: %w", streamName(l.inst), err)
+				l.fails.set(err)
 			}
 		}
 		if err == nil {
