@@ -65,6 +65,12 @@ const lastKey = "last-holder"
 // to outlive only a watcher that reconnects.
 const markerTTL = time.Minute
 
+// requestTimeout bounds one request of a standby to the servers (taking
+// the lease): one that is not answered in that long is tried again, so
+// that servers that come back are found however long the host has
+// waited.
+const requestTimeout = 5 * time.Second
+
 // retryPause is how long a host waits before it asks the servers again
 // after they did not answer (they are electing a leader, or unreachable).
 const retryPause = 250 * time.Millisecond
@@ -250,7 +256,9 @@ func (l *Lease) Acquire(ctx context.Context) error {
 		h := Holder{Host: l.opts.Host, Since: l.clk.Now().UTC().Truncate(time.Millisecond), PID: l.opts.PID}
 		v, _ := json.Marshal(h) // a struct of plain fields
 		sent := l.clk.Now()
-		rev, err := l.kv.Create(ctx, key, v, jetstream.KeyTTL(l.serverTTL()))
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		rev, err := l.kv.Create(rctx, key, v, jetstream.KeyTTL(l.serverTTL()))
+		cancel()
 		if err == nil {
 			l.hold(rev, v, sent)
 			l.recordHolder(ctx, v)

@@ -457,3 +457,26 @@ func TestLeaseOutlivesANodesLoss(t *testing.T) {
 		t.Error("the lease is not held after its renewals")
 	}
 }
+
+// TestAcquireWaitsForTheServers: a host that cannot reach the servers
+// says so once and keeps trying; it takes the lease when they are back.
+func TestAcquireWaitsForTheServers(t *testing.T) {
+	cl := natstest.Single(t)
+	alog := newLogLines()
+	a := open(t, cl, 1, Options{Host: "a", TTL: time.Minute, Logger: alog.logger()})
+	cl.Stop(0)
+	acquired := make(chan error, 1)
+	go func() { acquired <- a.Acquire(bounded(t)) }()
+	alog.waitSaid(t, "cannot reach the servers to take the lease")
+	cl.Start(0)
+	if err := <-acquired; err != nil {
+		t.Fatalf("acquire once the servers are back: %v", err)
+	}
+	want := []string{"cannot reach the servers to take the lease; trying again", "holding the installation's lease"}
+	if d := cmp.Diff(want, alog.all()); d != "" {
+		t.Errorf("the host's log (-want +got):\n%s", d)
+	}
+	if err := a.Release(bounded(t)); err != nil {
+		t.Fatal(err)
+	}
+}
