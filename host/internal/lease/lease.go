@@ -120,6 +120,7 @@ type Lease struct {
 	previous Holder        // who took the lease before this host's Acquire
 	rev      uint64        // the holder's last revision; 0: not held
 	expires  time.Time     // when the holder counts it expired, on its clock
+	value    []byte        // the held value (a Holder's JSON)
 	lost     chan struct{} // closed when the hold is lost
 	lostErr  error
 	stop     context.CancelFunc // ends the renewer
@@ -211,26 +212,70 @@ func (l *Lease) Current(ctx context.Context) (Holder, bool, error) {
 }
 
 // latest reads a key's holder, false when it has none (never written,
-// deleted or expired). It reads through a watcher, which the bucket's
-// leader feeds, rather than a Get, which any replica may answer from
-// behind the leader.
+// deleted or expired).
 func (l *Lease) latest(ctx context.Context, k string) (Holder, bool, error) {
+	e, err := l.entry(ctx, k)
+	if err != nil || e == nil {
+		return Holder{}, false, err
+	}
+	h, err := decode(e.Value())
+	return h, err == nil, err
+}
+
+// entry reads a key's present value (nil when it has none: never
+// written, deleted or expired). It reads through a watcher, which the
+// bucket's leader feeds, rather than a Get, which any replica may answer
+// from behind the leader.
+func (l *Lease) entry(ctx context.Context, k string) (jetstream.KeyValueEntry, error) {
 	w, err := l.kv.Watch(ctx, k)
 	if err != nil {
-		return Holder{}, false, err
+		return nil, err
 	}
 	defer w.Stop()
 	var e jetstream.KeyValueEntry
 	select {
 	case e = <-w.Updates(): // the key's present value, or nil: none
 	case <-ctx.Done():
-		return Holder{}, false, context.Cause(ctx)
+		return nil, context.Cause(ctx)
 	}
 	if e == nil || e.Operation() != jetstream.KeyValuePut {
-		return Holder{}, false, nil
+		return nil, nil
+	}
+	return e, nil
+}
+
+// put writes the lease's value over revision rev, with the TTL.
+func (l *Lease) put(ctx context.Context, rev uint64, v []byte) (uint64, error) {
+	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: l.subj, Data: v, Header: nats.Header{}},
+		jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(l.serverTTL()))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// reclaim takes the lease when its holder is this very process: an
+// earlier try of Acquire's was stored although its answer was lost (it
+// timed out, or the connection broke). It renews that value, so that its
+// TTL counts from now, and says whether this host holds the lease.
+func (l *Lease) reclaim(ctx context.Context) bool {
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	e, err := l.entry(rctx, key)
+	if err != nil || e == nil {
+		return false
 	}
 	h, err := decode(e.Value())
-	return h, err == nil, err
+	if err != nil || h.Host != l.opts.Host || h.PID != l.opts.PID {
+		return false
+	}
+	sent := l.clk.Now()
+	rev, err := l.put(rctx, e.Revision(), e.Value())
+	if err != nil {
+		return false
+	}
+	l.hold(rev, e.Value(), sent)
+	return true
 }
 
 // serverTTL is the TTL the servers are told: whole seconds, rounded up, so
@@ -261,10 +306,7 @@ func (l *Lease) Acquire(ctx context.Context) error {
 		cancel()
 		if err == nil {
 			l.hold(rev, v, sent)
-			l.recordHolder(ctx, v)
-			l.log.Info("holding the installation's lease", "installation", l.opts.Installation, "host", l.opts.Host,
-				"ttl", l.opts.TTL)
-			return nil
+			break
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, context.Cause(ctx))
@@ -281,6 +323,9 @@ func (l *Lease) Acquire(ctx context.Context) error {
 			continue
 		}
 		unreachable = false
+		if l.reclaim(ctx) {
+			break
+		}
 		if w == nil {
 			if w, err = l.kv.Watch(ctx, key); err != nil {
 				w = nil
@@ -300,13 +345,22 @@ func (l *Lease) Acquire(ctx context.Context) error {
 			w = nil // watched again after the next refusal
 		}
 	}
+	l.recordHolder(ctx)
+	l.log.Info("holding the installation's lease", "installation", l.opts.Installation, "host", l.opts.Host,
+		"ttl", l.opts.TTL)
+	return nil
 }
 
 // recordHolder reads who took the lease last (Previous), and writes this
 // host in its place. Failing either, it says so and goes on: the lease is
 // held all the same, and Previous is what a recovery's reason is chosen
 // by, nothing more.
-func (l *Lease) recordHolder(ctx context.Context, v []byte) {
+func (l *Lease) recordHolder(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	l.mu.Lock()
+	v := l.value
+	l.mu.Unlock()
 	prev, _, err := l.latest(ctx, lastKey)
 	if err == nil {
 		_, err = l.kv.Put(ctx, lastKey, v)
@@ -369,7 +423,7 @@ func (l *Lease) waitFree(ctx context.Context, w jetstream.KeyWatcher, waitedFor 
 func (l *Lease) hold(rev uint64, v []byte, sent time.Time) {
 	ctx, stop := context.WithCancel(context.Background())
 	l.mu.Lock()
-	l.rev, l.lost, l.lostErr, l.stop, l.done = rev, make(chan struct{}), nil, stop, make(chan struct{})
+	l.rev, l.value, l.lost, l.lostErr, l.stop, l.done = rev, v, make(chan struct{}), nil, stop, make(chan struct{})
 	l.expires = sent.Add(l.opts.TTL)
 	lost, done := l.lost, l.done
 	l.mu.Unlock()
@@ -401,14 +455,13 @@ func (l *Lease) renew(ctx context.Context, rev uint64, v []byte, sent time.Time)
 					l.opts.Installation, ttl)
 			}
 			actx, cancel := clock.WithTimeout(ctx, l.clk, expires.Sub(at), errors.New("the lease expired"))
-			r, err := l.js.PublishMsg(actx, &nats.Msg{Subject: l.subj, Data: v, Header: nats.Header{}},
-				jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(l.serverTTL()))
+			r, err := l.put(actx, rev, v)
 			cancel()
 			if ctx.Err() != nil {
 				return nil
 			}
 			if err == nil {
-				rev, sent = r.Sequence, at
+				rev, sent = r, at
 				l.mu.Lock()
 				l.rev, l.expires = rev, at.Add(ttl)
 				l.mu.Unlock()

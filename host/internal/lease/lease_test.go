@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -477,6 +478,44 @@ func TestAcquireWaitsForTheServers(t *testing.T) {
 		t.Errorf("the host's log (-want +got):\n%s", d)
 	}
 	if err := a.Release(bounded(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAcquireReclaimsItsOwnLostTry: a try of Acquire's that the servers
+// stored although its answer was lost leaves the lease held in this very
+// process's name; the next try takes it at once rather than wait for it
+// to expire. Another process of the same host waits.
+func TestAcquireReclaimsItsOwnLostTry(t *testing.T) {
+	cl := natstest.Single(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a third of the TTL
+	defer cancel()
+	a := open(t, cl, 1, Options{Host: "a", PID: 7, TTL: time.Minute})
+	lost := Holder{Host: "a", PID: 7, Since: time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)}
+	v, _ := json.Marshal(lost)
+	if _, err := a.kv.Create(ctx, key, v, jetstream.KeyTTL(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Acquire(ctx); err != nil {
+		t.Fatalf("acquire over its own lost try: %v", err)
+	}
+	now, ok, err := a.Current(ctx)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if d := cmp.Diff(lost, now); d != "" {
+		t.Errorf("the lease after the reclaim (-the lost try's +got):\n%s", d)
+	}
+	if !a.Held() {
+		t.Error("the reclaimed lease is not held")
+	}
+	other := open(t, cl, 1, Options{Host: "a", PID: 8, TTL: time.Minute})
+	octx, ocancel := context.WithTimeout(ctx, 2*time.Second)
+	defer ocancel()
+	if err := other.Acquire(octx); err == nil {
+		t.Error("another process of host a took the lease a holds")
+	}
+	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
