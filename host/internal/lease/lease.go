@@ -26,6 +26,7 @@
 package lease
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -468,7 +469,21 @@ func (l *Lease) renew(ctx context.Context, rev uint64, v []byte, sent time.Time)
 				break
 			}
 			if wrongRevision(err) {
-				return fmt.Errorf("the lease on installation %s was taken over (it had expired): %w", l.opts.Installation, err)
+				// A renewal of ours that was stored although its answer
+				// was lost moved the revision: go on from it (counting
+				// the TTL from the last renewal answered). Anything else
+				// there is another host's.
+				actx, cancel := clock.WithTimeout(ctx, l.clk, expires.Sub(l.clk.Now()), errors.New("the lease expired"))
+				e, gerr := l.entry(actx, key)
+				cancel()
+				if gerr == nil {
+					if e == nil || !bytes.Equal(e.Value(), v) {
+						return fmt.Errorf("the lease on installation %s was taken over (it had expired): %w", l.opts.Installation, err)
+					}
+					rev = e.Revision()
+					continue
+				}
+				err = gerr // not read: tried again, as a renewal not answered
 			}
 			now := l.clk.Now()
 			if !now.Before(expires) {

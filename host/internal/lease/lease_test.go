@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -517,5 +518,53 @@ func TestAcquireReclaimsItsOwnLostTry(t *testing.T) {
 	}
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRenewalGoesOnFromItsOwnLostRenewal: a renewal the servers stored
+// although its answer was lost moves the revision under the holder; its
+// next renewal, refused for naming the old revision, finds its own value
+// there and goes on from it, without counting the lease lost.
+func TestRenewalGoesOnFromItsOwnLostRenewal(t *testing.T) {
+	cl := natstest.Single(t)
+	ctx := bounded(t)
+	clk := clock.NewFake(time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC))
+	a := open(t, cl, 1, Options{Host: "a", TTL: 3 * time.Second, Clock: clk})
+	if err := a.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	rev, v := a.rev, a.value
+	a.mu.Unlock()
+	lostRenewal, err := a.put(ctx, rev, v) // as a's renewal whose answer never came
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := a.kv.Watch(ctx, key, jetstream.UpdatesOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := clk.WaitTimers(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second) // a renews, naming the revision before the lost renewal
+	select {
+	case e := <-w.Updates():
+		if e.Revision() <= lostRenewal || !bytes.Equal(e.Value(), v) {
+			t.Errorf("the renewal after the lost one: revision %d, value %s; want after %d, %s", e.Revision(), e.Value(), lostRenewal, v)
+		}
+	case <-a.Lost():
+		t.Fatalf("the holder counted its own lost renewal as a takeover: %v", a.Err())
+	case <-ctx.Done():
+		t.Fatal("no renewal after the lost one")
+	}
+	select {
+	case <-a.Lost():
+		t.Fatalf("lost: %v", a.Err())
+	default:
+	}
+	if !a.Held() {
+		t.Error("the lease is not held after the renewal")
 	}
 }
