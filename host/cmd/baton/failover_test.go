@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -141,14 +140,8 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 		t.Errorf("the events a committed and those b committed after are not the log (-log +seen):\n%s", diff)
 	}
 	p := thread(t, c, id)
-	type run struct{ Status, Failure string }
-	var runs []run
-	for _, r := range p["runs"].([]any) {
-		r := r.(map[string]any)
-		f, _ := r["failure"].(map[string]any)
-		runs = append(runs, run{Status: r["status"].(string), Failure: fmt.Sprint(f["code"])})
-	}
-	if diff := cmp.Diff([]run{{"failed", "host_lost"}, {"completed", "<nil>"}}, runs); diff != "" {
+	runs := runStates(p)
+	if diff := cmp.Diff([]runState{{"failed", "host_lost"}, {"completed", "<nil>"}}, runs); diff != "" {
 		t.Errorf("runs after the failover (-want +got):\n%s", diff)
 	}
 	// Each run's prompt went to a provider once: a's to the first

@@ -387,17 +387,26 @@ func TestServiceSIGKILLAndResubscribe(t *testing.T) {
 		t.Errorf("the events before the kill and after the resubscription are not the thread's whole log (-log +seen):\n%s", diff)
 	}
 	p := thread(t, c, id)
-	type run struct{ Status, Failure string }
-	var runs []run
-	for _, r := range p["runs"].([]any) {
-		r := r.(map[string]any)
-		f, _ := r["failure"].(map[string]any)
-		runs = append(runs, run{Status: r["status"].(string), Failure: fmt.Sprint(f["code"])})
-	}
-	want := []run{{"failed", "host_restarted"}, {"completed", "<nil>"}}
+	runs := runStates(p)
+	want := []runState{{"failed", "host_restarted"}, {"completed", "<nil>"}}
 	if diff := cmp.Diff(want, runs); diff != "" {
 		t.Errorf("runs after the restart (-want +got):\n%s", diff)
 	}
+}
+
+// runState is a run of a thread's projection: its status and its
+// failure's code ("<nil>": none).
+type runState struct{ Status, Failure string }
+
+// runStates are the runs of a thread's projection, in order.
+func runStates(p map[string]any) []runState {
+	var runs []runState
+	for _, r := range p["runs"].([]any) {
+		r := r.(map[string]any)
+		f, _ := r["failure"].(map[string]any)
+		runs = append(runs, runState{Status: r["status"].(string), Failure: fmt.Sprint(f["code"])})
+	}
+	return runs
 }
 
 // pids are the plugin and provider processes of a thread's sessions.

@@ -106,14 +106,8 @@ func TestServeStopsWhenItsDiskIsFull(t *testing.T) {
 	// Started again with room on the disk, as a supervisor would.
 	s = startService(t, data)
 	p := thread(t, s.client(), id)
-	type run struct{ Status, Failure string }
-	var runs []run
-	for _, r := range p["runs"].([]any) {
-		r := r.(map[string]any)
-		f, _ := r["failure"].(map[string]any)
-		runs = append(runs, run{Status: r["status"].(string), Failure: fmt.Sprint(f["code"])})
-	}
-	if diff := cmp.Diff([]run{{"failed", "host_restarted"}}, runs); diff != "" {
+	runs := runStates(p)
+	if diff := cmp.Diff([]runState{{"failed", "host_restarted"}}, runs); diff != "" {
 		t.Errorf("runs after the restart (-want +got):\n%s", diff)
 	}
 	var texts []string
