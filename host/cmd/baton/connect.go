@@ -95,6 +95,9 @@ func (g *globals) connectFor(ctx context.Context, reads bool) (*client, error) {
 	if c, err := g.findService(ctx); c != nil || err != nil {
 		return c, err
 	}
+	if err := sharedLogDir(g.data); err != nil {
+		return nil, err
+	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "baton", Output: g.stderr, Level: g.hostLogLevel()})
 	cfg := orchestrator.Config{DataDir: g.data, Command: g.command, RawFrames: g.rawFrames, InterruptGrace: g.grace,
 		TurnStallTimeout: g.stall, RequestTimeout: g.requests,
@@ -128,6 +131,18 @@ func (g *globals) connectFor(ctx context.Context, reads bool) (*client, error) {
 		}
 		return func() {} // a thread it cannot read: the verb says so as it reads it
 	}, halt: h.Halt}, nil
+}
+
+// sharedLogDir refuses to embed a host on the data dir of a host whose log
+// is shared in NATS JetStream (serve --store keeps its replica there): its
+// threads are not in DATA/events, and a host embedded there would write a
+// private log of its own beside them. The service that does not answer is
+// a standby waiting for the installation's lease, or stopped.
+func sharedLogDir(data string) error {
+	if _, err := os.Stat(filepath.Join(data, replicaDir)); err != nil {
+		return nil
+	}
+	return failf(exitFailed, "the data dir %s is a host's of a log shared in NATS JetStream (%s), and no service answers on it (a standby waiting for the lease, or stopped): reach the serving host with --server ADDRESS", data, filepath.Join(data, replicaDir))
 }
 
 // embed opens the host a verb embeds. One that only reads, on a data dir

@@ -54,3 +54,25 @@ func TestServeRefusesBadStoreFlags(t *testing.T) {
 		}
 	}
 }
+
+// A verb on the data dir of a host whose log is shared (its replica is
+// there) and whose service does not answer embeds no host of its own: it
+// would write a private log beside the shared one, or read an empty one.
+func TestVerbsRefuseASharedLogsDataDir(t *testing.T) {
+	data := t.TempDir()
+	os.Chmod(data, 0o700)
+	if err := os.Mkdir(filepath.Join(data, replicaDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	want := "baton: the data dir " + data + " is a host's of a log shared in NATS JetStream (" + filepath.Join(data, replicaDir) +
+		"), and no service answers on it (a standby waiting for the lease, or stopped): reach the serving host with --server ADDRESS\n"
+	for _, args := range [][]string{{"threads"}, {"run", "--provider", "exec", "hello"}} {
+		_, errOut, code := baton(t, append([]string{"--data", data}, args...)...)
+		if d := cmp.Diff([]any{exitFailed, want}, []any{code, errOut}); d != "" {
+			t.Errorf("baton %v (-want +got):\n%s", args, d)
+		}
+		if _, err := os.Stat(filepath.Join(data, "events")); err == nil {
+			t.Errorf("baton %v made DATA/events", args)
+		}
+	}
+}
