@@ -60,7 +60,16 @@ type Options struct {
 	// it (0: JetStream's default, 2 minutes). Nothing depends on it for
 	// more than an Append's retries: receipts are the replica's.
 	Duplicates time.Duration
+	// CloseTimeout bounds how long Close waits for the servers to take
+	// the writes still queued when they do not answer (0: 10 seconds),
+	// so that a host whose servers are gone still exits.
+	CloseTimeout time.Duration
 }
+
+// defaultCloseTimeout is Options.CloseTimeout's default: long enough for a
+// restarting node or a leader election, short enough that a supervisor
+// stopping the host does not give up on it first (systemd waits 90s).
+const defaultCloseTimeout = 10 * time.Second
 
 // TLS is the client's TLS files.
 type TLS struct {
@@ -81,6 +90,8 @@ type Log struct {
 
 	w writer  // writer.go
 	a applier // applier.go
+
+	closeTimeout time.Duration // Options.CloseTimeout
 
 	closing chan struct{} // closed by Close
 	watched chan struct{} // closed when the replica's watcher has stopped
@@ -120,7 +131,11 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	l := &Log{inst: o.Installation, host: o.Host, log: log, closing: make(chan struct{}), watched: make(chan struct{})}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = defaultCloseTimeout
+	}
+	l := &Log{inst: o.Installation, host: o.Host, log: log, closeTimeout: o.CloseTimeout,
+		closing: make(chan struct{}), watched: make(chan struct{})}
 	l.fails.init()
 	nc, err := connect(o, log)
 	if err != nil {
@@ -313,15 +328,32 @@ func checkStream(got, want jetstream.StreamConfig) error {
 }
 
 // Close commits what is queued, stops the applier and the writer, closes
-// the replica and drains the connection.
+// the replica and the connection.
+//
+// While the servers answer, Close waits for every queued write. When they
+// do not, it waits at most Options.CloseTimeout, then gives up: every
+// write still waiting (its Append, or a Receipt's catch-up) returns an
+// error wrapping eventlog.ErrClosed that says the log closed before the
+// servers took it, the writer's retries end, and the connection is closed
+// rather than drained. A write given up on may still have reached the
+// stream (its outcome was unknown, not refused): then it is in the log,
+// and the replica applies it when the log is next opened, on this host or
+// another. Its caller must not assume it was not written.
 func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
-		l.w.stop()
+		unsent := l.w.stop(l.closeTimeout)
+		if unsent > 0 {
+			l.log.Warn("closed the jetstream log before its servers took every write; they may still be in the stream, and the next open applies them if so",
+				"writes", unsent, "waited", l.closeTimeout)
+		}
 		l.a.stop()
 		close(l.closing)
 		<-l.watched
 		err := l.store.Close()
-		if derr := l.nc.Drain(); err == nil && derr != nil && !errors.Is(derr, nats.ErrConnectionClosed) {
+		if unsent > 0 {
+			l.nc.Close() // a drain would wait for servers that do not answer
+		} else if derr := l.nc.Drain(); err == nil && derr != nil &&
+			!errors.Is(derr, nats.ErrConnectionClosed) && !errors.Is(derr, nats.ErrConnectionReconnecting) {
 			err = derr
 		}
 		l.closeErr = err

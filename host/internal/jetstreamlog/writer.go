@@ -36,7 +36,10 @@ import (
 //     void), re-predicted with new ids, but fails with ErrFenced a write
 //     whose thread another host wrote since it was first predicted.
 //
-// A write that cannot reach the servers waits and retries with backoff.
+// A write that cannot reach the servers waits and retries with backoff,
+// until Close gives up on it (stop): then the writer's context is
+// cancelled, with errUnsent as its cause, which ends every retry, backoff
+// and wait of the writer, and answers each write still waiting with it.
 type writer struct {
 	l *Log
 
@@ -45,6 +48,12 @@ type writer struct {
 	stopped bool
 	wake    chan struct{}
 	done    chan struct{}
+
+	// ctx is every server call's and wait's of the writer; stop cancels
+	// it (with errUnsent) when it gives up on what is queued.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	unsent int // writes answered with errUnsent (the writer's goroutine's; read after done)
 
 	idPrefix string // <host>.<random>: message ids never repeat across opens
 	outage   bool   // the servers stopped taking writes: warned once, told once when they are back
@@ -133,6 +142,7 @@ func (l *Log) startWriter() {
 	w.l = l
 	w.wake = make(chan struct{}, 1)
 	w.done = make(chan struct{})
+	w.ctx, w.cancel = context.WithCancelCause(context.Background())
 	var b [6]byte
 	rand.Read(b[:]) // never fails (crypto/rand)
 	w.idPrefix = l.host + "." + hex.EncodeToString(b[:])
@@ -214,13 +224,27 @@ func (w *writer) run() {
 		}
 		w.commit(group)
 		for _, r := range group {
+			if errors.Is(r.err, errUnsent) {
+				w.unsent++
+			}
 			close(r.done)
 		}
 	}
 }
 
-// stop answers what is queued and stops the writer.
-func (w *writer) stop() {
+// errUnsent answers a write Close gave up on: the servers did not take
+// it within Options.CloseTimeout. It wraps eventlog.ErrClosed, which a
+// host's drain takes for the log being closed under it (as it is) and so
+// ends quietly; the write may still be in the stream.
+var errUnsent = fmt.Errorf("%w before its servers took the write (they did not answer within the close timeout); "+
+	"it may still be in the stream, and the log's next open applies it if so", eventlog.ErrClosed)
+
+// stop takes no more writes and lets the writer commit what is queued,
+// waiting for it at most bound; then it gives up on what is left (the
+// writer's context is cancelled with errUnsent, which answers every write
+// still waiting) and waits for the writer to end. It returns how many
+// writes it gave up on.
+func (w *writer) stop(bound time.Duration) int {
 	w.mu.Lock()
 	w.stopped = true
 	w.mu.Unlock()
@@ -228,23 +252,47 @@ func (w *writer) stop() {
 	case w.wake <- struct{}{}:
 	default:
 	}
-	<-w.done
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	select {
+	case <-w.done:
+	case <-timer.C:
+		w.cancel(errUnsent)
+		<-w.done
+	}
+	w.cancel(nil) // releases the context when nothing was given up
+	return w.unsent
+}
+
+// closedUnder is err, or errUnsent when Close gave up on the writer's
+// writes: a call cut short by that says so, not what the servers last
+// answered.
+func (w *writer) closedUnder(err error) error {
+	if w.ctx.Err() != nil {
+		return context.Cause(w.ctx)
+	}
+	return err
 }
 
 // commit writes a group: rounds of predict, publish, wait, until every
 // write is applied or has failed.
 func (w *writer) commit(group []*request) {
 	l := w.l
-	ctx := context.Background()
+	ctx := w.ctx
 	pending := group
 	for len(pending) > 0 {
-		if err := l.Failure(); err != nil {
+		err := l.Failure()
+		if err == nil && ctx.Err() != nil {
+			err = context.Cause(ctx) // Close gave up: nothing more is published
+		}
+		if err != nil {
 			for _, r := range pending {
 				r.recs, r.ids, r.err = nil, nil, err
 			}
 			return
 		}
 		if err := w.predict(ctx, pending); err != nil {
+			err = w.closedUnder(err)
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
 				err = fmt.Errorf("stream %s is gone: %w", streamName(l.inst), err)
 				l.fails.set(err)
@@ -259,8 +307,11 @@ func (w *writer) commit(group []*request) {
 			w.beforePublish(pending)
 		}
 		acked, rejected, failed := w.publish(ctx, pending)
-		var err error
-		if rejected {
+		if ctx.Err() != nil {
+			// Close gave up while outcomes were unknown: what was not
+			// applied by now gets errUnsent below.
+			err = context.Cause(ctx)
+		} else if rejected {
 			// The stream moved: catch up with all of it.
 			var info *jetstream.StreamInfo
 			err = retry(ctx, l.log, "read the stream's last sequence", func(ctx context.Context) error {
@@ -272,6 +323,8 @@ func (w *writer) commit(group []*request) {
 			} else if errors.Is(err, jetstream.ErrStreamNotFound) {
 				err = fmt.Errorf("stream %s is gone: %w", streamName(l.inst), err)
 				l.fails.set(err)
+			} else {
+				err = w.closedUnder(err)
 			}
 		}
 		if err == nil {
@@ -410,6 +463,8 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 					acked = max(acked, ack.Sequence)
 					continue
 				case err = <-futures[i].Err():
+				case <-ctx.Done():
+					return acked, rejected, failed // Close gave up
 				}
 			}
 			var api *jetstream.APIError
@@ -430,7 +485,7 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 		if len(unknown) == 0 {
 			break
 		}
-		if gone := w.streamGone(); gone != nil {
+		if gone := w.streamGone(ctx); gone != nil {
 			l.fails.set(gone)
 			for _, r := range unknown {
 				failed[r] = gone
@@ -462,8 +517,8 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 // streamGone says whether the stream is gone (deleted under the log), when
 // writes are not answered: an outage is waited out, a stream that is gone
 // fails the log.
-func (w *writer) streamGone() error {
-	ctx, cancel := context.WithTimeout(context.Background(), tryTimeout)
+func (w *writer) streamGone(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, tryTimeout)
 	defer cancel()
 	_, err := w.l.js.Stream(ctx, streamName(w.l.inst))
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -478,7 +533,7 @@ func (w *writer) streamGone() error {
 func (w *writer) putSnapshot(r *request) {
 	sn := *r.in.Snapshot
 	sn.Seq = r.recs[len(r.recs)-1].Sequence
-	ctx, cancel := context.WithTimeout(context.Background(), tryTimeout)
+	ctx, cancel := context.WithTimeout(w.ctx, tryTimeout)
 	defer cancel()
 	if _, err := w.l.kv.Put(ctx, token(r.in.ThreadID), snapshotValue(sn)); err != nil {
 		w.l.log.Warn("a thread's snapshot could not be shared; other hosts replay it from an older one", "thread", r.in.ThreadID, "error", err)
