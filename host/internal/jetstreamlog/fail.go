@@ -14,7 +14,8 @@ import (
 // did: eventlog's fail.go), when the stream is gone, or when the stream
 // holds what the fold cannot trust (a mismatch between what a writer
 // predicted and what its replica applied is a bug). Servers that cannot be
-// reached are not a failure: writes wait and retry.
+// reached are not a failure: writes wait and retry, until Close gives up
+// on them after Options.CloseTimeout.
 
 // failure is why a log failed (once set, never cleared).
 type failure struct {

@@ -151,7 +151,8 @@ func (l *Log) startWriter() {
 
 // Append publishes a batch as one message and returns once the replica
 // has applied it, with the replica's records and outbox ids. It waits
-// while the servers cannot be reached. A batch for a thread another host
+// while the servers cannot be reached, until Close gives up on it (an
+// error wrapping eventlog.ErrClosed; see Close). A batch for a thread another host
 // wrote since this host predicted it fails with an error wrapping
 // ErrFenced, and nothing of it is written.
 func (l *Log) Append(in eventlog.Batch) ([]eventlog.Record, []string, error) {
