@@ -46,7 +46,7 @@ func (w *logWatch) Write(p []byte) (int, error) {
 }
 
 // wait waits until the log has a line matching re, for a minute at most.
-func (w *logWatch) wait(t *testing.T, re *regexp.Regexp) {
+func (w *logWatch) wait(t testing.TB, re *regexp.Regexp) {
 	t.Helper()
 	timeout := time.After(60 * time.Second)
 	for {
@@ -72,7 +72,7 @@ func (w *logWatch) String() string {
 
 // sharedHosts starts host a, which takes the lease and serves, and host b
 // as its standby (waiting for a's lease), both with args.
-func sharedHosts(t *testing.T, args ...string) (a, b *batonService, blog *logWatch) {
+func sharedHosts(t testing.TB, args ...string) (a, b *batonService, blog *logWatch) {
 	t.Helper()
 	cl := natstest.Three(t)
 	common := append([]string{"--store", cl.URLs(), "--installation", "failover"}, args...)
@@ -205,4 +205,37 @@ func TestPausedHostLosesItsLease(t *testing.T) {
 	alog := newLogWatch()
 	launchService(t, a.data, alog, func(*exec.Cmd) {}, a.cmd.Args[4:]...)
 	alog.wait(t, regexp.MustCompile(`waiting for host b's lease on installation failover`))
+}
+
+// BenchmarkFailover is the time from the serving host's SIGKILL to its
+// standby running the queued run the killed host left (the run's start
+// read through the standby), with a lease TTL of 2s: ms/failover. The
+// lease expires a TTL after its last renewal (renewals come every third
+// of it), so the lease's share is from 2/3 TTL to one TTL; the rest is the
+// standby taking the lease, catching up and recovering. Each failover
+// starts a three-node cluster and two hosts, outside the timing.
+func BenchmarkFailover(b *testing.B) {
+	const ttl = 2 * time.Second
+	var total time.Duration
+	for range b.N {
+		b.StopTimer()
+		a, s, _ := sharedHosts(b, "--lease-ttl", ttl.String())
+		state := filepath.Join(b.TempDir(), "cursor")
+		c, id, ev, _ := a.startTurn(b, "acp/restart_queued.ndjson", "Take your time", "--state", state)
+		until(b, ev, "the provider's thinking", thinking)
+		if _, err := c.SendMessage(b.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Then finish", Mode: "queue"}); err != nil {
+			b.Fatal(err)
+		}
+		queued := until(b, ev, "the queued run", ofType("run.queued"))
+		b.StartTimer()
+		start := time.Now()
+		a.signal(syscall.SIGKILL)
+		s.waitHealthyWithin(time.Minute)
+		ev, _ = subscribe(b.Context(), b, s.client(), id, queued[len(queued)-1].Seq)
+		until(b, ev, "the queued run's start on the standby", ofType("run.started"))
+		total += time.Since(start)
+		b.StopTimer()
+		s.signal(syscall.SIGTERM)
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/failover")
 }
