@@ -4,10 +4,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -173,6 +175,20 @@ func TestSIGTERMHandsTheLeaseOver(t *testing.T) {
 	blog.wait(t, regexp.MustCompile(`holding the installation's lease`))
 	if got, errOut, code := baton(t, "threads", "--data", b.data); code != exitOK {
 		t.Errorf("threads through b: exit %d\n%s%s", code, got, errOut)
+	}
+	// b's status says where its log is and that it serves it.
+	out, errOut, code := baton(t, "status", "--json", "--data", b.data)
+	var st serviceStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitOK {
+		t.Fatalf("status through b: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if st.Store.LeaseSince == nil {
+		t.Errorf("status through b: no lease_since in %+v", st.Store)
+	}
+	st.Store.LeaseSince = nil
+	want := storeStatus{Kind: "jetstream", Servers: strings.Split(a.cmd.Args[slices.Index(a.cmd.Args, "--store")+1], ","), Installation: "failover", Host: "b"}
+	if d := cmp.Diff(want, st.Store); d != "" {
+		t.Errorf("status through b: store (-want +got):\n%s", d)
 	}
 }
 
