@@ -4,10 +4,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,7 +48,7 @@ func (w *logWatch) Write(p []byte) (int, error) {
 }
 
 // wait waits until the log has a line matching re, for a minute at most.
-func (w *logWatch) wait(t *testing.T, re *regexp.Regexp) {
+func (w *logWatch) wait(t testing.TB, re *regexp.Regexp) {
 	t.Helper()
 	timeout := time.After(60 * time.Second)
 	for {
@@ -72,7 +74,7 @@ func (w *logWatch) String() string {
 
 // sharedHosts starts host a, which takes the lease and serves, and host b
 // as its standby (waiting for a's lease), both with args.
-func sharedHosts(t *testing.T, args ...string) (a, b *batonService, blog *logWatch) {
+func sharedHosts(t testing.TB, args ...string) (a, b *batonService, blog *logWatch) {
 	t.Helper()
 	cl := natstest.Three(t)
 	common := append([]string{"--store", cl.URLs(), "--installation", "failover"}, args...)
@@ -174,6 +176,20 @@ func TestSIGTERMHandsTheLeaseOver(t *testing.T) {
 	if got, errOut, code := baton(t, "threads", "--data", b.data); code != exitOK {
 		t.Errorf("threads through b: exit %d\n%s%s", code, got, errOut)
 	}
+	// b's status says where its log is and that it serves it.
+	out, errOut, code := baton(t, "status", "--json", "--data", b.data)
+	var st serviceStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitOK {
+		t.Fatalf("status through b: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if st.Store.LeaseSince == nil {
+		t.Errorf("status through b: no lease_since in %+v", st.Store)
+	}
+	st.Store.LeaseSince = nil
+	want := storeStatus{Kind: "jetstream", Servers: strings.Split(a.cmd.Args[slices.Index(a.cmd.Args, "--store")+1], ","), Installation: "failover", Host: "b"}
+	if d := cmp.Diff(want, st.Store); d != "" {
+		t.Errorf("status through b: store (-want +got):\n%s", d)
+	}
 }
 
 // Host a, paused (SIGSTOP) past its lease's TTL, finds b serving when it
@@ -205,4 +221,37 @@ func TestPausedHostLosesItsLease(t *testing.T) {
 	alog := newLogWatch()
 	launchService(t, a.data, alog, func(*exec.Cmd) {}, a.cmd.Args[4:]...)
 	alog.wait(t, regexp.MustCompile(`waiting for host b's lease on installation failover`))
+}
+
+// BenchmarkFailover is the time from the serving host's SIGKILL to its
+// standby running the queued run the killed host left (the run's start
+// read through the standby), with a lease TTL of 2s: ms/failover. The
+// lease expires a TTL after its last renewal (renewals come every third
+// of it), so the lease's share is from 2/3 TTL to one TTL; the rest is the
+// standby taking the lease, catching up and recovering. Each failover
+// starts a three-node cluster and two hosts, outside the timing.
+func BenchmarkFailover(b *testing.B) {
+	const ttl = 2 * time.Second
+	var total time.Duration
+	for range b.N {
+		b.StopTimer()
+		a, s, _ := sharedHosts(b, "--lease-ttl", ttl.String())
+		state := filepath.Join(b.TempDir(), "cursor")
+		c, id, ev, _ := a.startTurn(b, "acp/restart_queued.ndjson", "Take your time", "--state", state)
+		until(b, ev, "the provider's thinking", thinking)
+		if _, err := c.SendMessage(b.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Then finish", Mode: "queue"}); err != nil {
+			b.Fatal(err)
+		}
+		queued := until(b, ev, "the queued run", ofType("run.queued"))
+		b.StartTimer()
+		start := time.Now()
+		a.signal(syscall.SIGKILL)
+		s.waitHealthyWithin(time.Minute)
+		ev, _ = subscribe(b.Context(), b, s.client(), id, queued[len(queued)-1].Seq)
+		until(b, ev, "the queued run's start on the standby", ofType("run.started"))
+		total += time.Since(start)
+		b.StopTimer()
+		s.signal(syscall.SIGTERM)
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/failover")
 }

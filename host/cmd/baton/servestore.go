@@ -18,6 +18,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/jetstreamlog"
@@ -227,6 +230,8 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		// ended it).
 		cfg.TakeoverFrom = prev.Host
 	}
+	cfg.Store = &batonv1.StoreStatus{Kind: "jetstream", Servers: s.urls, Installation: s.installation, Host: s.hostName,
+		LeaseSince: timestamppb.Now()}
 	cfg.OpenLog = func() (eventlog.Log, error) {
 		jl, err := jetstreamlog.Open(ctx, jetstreamlog.Options{URLs: s.urls, CredsFile: s.creds, TokenFile: s.tokenFile,
 			TLS:          jetstreamlog.TLS{CAFile: s.tlsCA, CertFile: s.tlsCert, KeyFile: s.tlsKey},

@@ -254,7 +254,7 @@ func thinking(e event) bool {
 // peerArgs too), follows its events from its creation on, and sends text:
 // a client of the service, the thread, its events and how their stream
 // ended.
-func (s *batonService) startTurn(t *testing.T, transcript, text string, peerArgs ...string) (batonv1.BatonClient, string, <-chan event, <-chan error) {
+func (s *batonService) startTurn(t testing.TB, transcript, text string, peerArgs ...string) (batonv1.BatonClient, string, <-chan event, <-chan error) {
 	t.Helper()
 	c := s.client()
 	id := createThread(t, c, transcript, "decline", peerArgs...)
@@ -265,7 +265,7 @@ func (s *batonService) startTurn(t *testing.T, transcript, text string, peerArgs
 	return c, id, ev, errc
 }
 
-func createThread(t *testing.T, c batonv1.BatonClient, transcript, approval string, extra ...string) string {
+func createThread(t testing.TB, c batonv1.BatonClient, transcript, approval string, extra ...string) string {
 	t.Helper()
 	argv := []string{filepath.Join(binDir, "replaypeer"), "--transcript", testdataPath(transcript), "--speed", "0"}
 	r, err := c.CreateThread(t.Context(), &batonv1.CreateThreadRequest{
@@ -285,7 +285,7 @@ func testdataPath(name string) string {
 
 // thread reads a thread's projection through the service, as the CLI
 // reads it, in the domain's JSON.
-func thread(t *testing.T, c batonv1.BatonClient, id string) map[string]any {
+func thread(t testing.TB, c batonv1.BatonClient, id string) map[string]any {
 	t.Helper()
 	th, err := c.GetThread(t.Context(), &batonv1.GetThreadRequest{ThreadId: id})
 	if err != nil {
@@ -410,7 +410,7 @@ func runStates(p map[string]any) []runState {
 }
 
 // pids are the plugin and provider processes of a thread's sessions.
-func pids(t *testing.T, p map[string]any) []int {
+func pids(t testing.TB, p map[string]any) []int {
 	var out []int
 	ss, _ := p["providerSessions"].([]any)
 	for _, s := range ss {

@@ -83,7 +83,7 @@ func TestStatus(t *testing.T) {
 			{Name: "cursor", Path: filepath.Join(binDir, "baton-plugin-cursor")},
 			{Name: "opencode", Path: filepath.Join(binDir, "baton-plugin-opencode")},
 		},
-		Runtime: st.Runtime}
+		Runtime: st.Runtime, Store: storeStatus{Kind: "pebble"}}
 	if diff := cmp.Diff(want, st); diff != "" || !strings.HasPrefix(tcp, "tcp://127.0.0.1:") {
 		t.Errorf("status --json (-want +got):\n%s", diff)
 	}

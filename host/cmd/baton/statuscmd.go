@@ -89,6 +89,18 @@ type serviceStatus struct {
 	ActiveThreads []summaryJSON    `json:"activeThreads"`
 	Plugins       []pluginStatus   `json:"plugins"`
 	Runtime       runtimeStatus    `json:"runtime"`
+	Store         storeStatus      `json:"store"`
+}
+
+// storeStatus is where the event log is kept: "pebble", or "jetstream"
+// with the shared log's servers, its installation, this host's name and
+// when it took the installation's lease.
+type storeStatus struct {
+	Kind         string     `json:"kind"`
+	Servers      []string   `json:"servers,omitempty"`
+	Installation string     `json:"installation,omitempty"`
+	Host         string     `json:"host,omitempty"`
+	LeaseSince   *time.Time `json:"leaseSince,omitempty"`
 }
 
 type runtimeStatus struct {
@@ -124,6 +136,12 @@ func statusJSON(st *batonv1.ServiceStatus) serviceStatus {
 	for _, p := range st.GetPlugins() {
 		out.Plugins = append(out.Plugins, pluginStatus{Name: p.GetName(), Path: p.GetPath(), PID: int(p.GetPid()), Version: p.GetVersion()})
 	}
+	sst := st.GetStore()
+	out.Store = storeStatus{Kind: sst.GetKind(), Servers: sst.GetServers(), Installation: sst.GetInstallation(), Host: sst.GetHost()}
+	if sst.GetLeaseSince() != nil {
+		since := sst.GetLeaseSince().AsTime()
+		out.Store.LeaseSince = &since
+	}
 	rt := st.GetRuntime()
 	out.Runtime = runtimeStatus{Goroutines: int(rt.GetGoroutines()), HeapBytes: rt.GetHeapBytes(), ResidentBytes: rt.GetResidentBytes(),
 		OpenFiles: int(rt.GetOpenFiles())}
@@ -134,6 +152,7 @@ func statusJSON(st *batonv1.ServiceStatus) serviceStatus {
 //
 //	service    baton 0.1.0, pid 1234, up 2h13m (since 14:05)
 //	data       /home/me/.local/share/baton
+//	store      jetstream nats://10.0.0.1:4222,..., installation baton: host a serves it (lease since 14:05)
 //	listening  unix:///home/me/.local/share/baton/baton.sock
 //	           tcp://127.0.0.1:7077 (token)
 //	threads    1 active
@@ -144,6 +163,10 @@ func printStatus(w io.Writer, st *batonv1.ServiceStatus, now time.Time, loc *tim
 	fmt.Fprintf(w, "service    baton %s, pid %d, up %s (since %s)\n", st.GetVersion(), st.GetPid(),
 		fmtDuration(st.GetUptime().AsDuration()), clockTime(st.GetStartedAt().AsTime(), now, loc))
 	fmt.Fprintf(w, "data       %s\n", st.GetDataDir())
+	if sst := st.GetStore(); sst.GetKind() == "jetstream" {
+		fmt.Fprintf(w, "store      jetstream %s, installation %s: host %s serves it (lease since %s)\n", strings.Join(sst.GetServers(), ","),
+			sst.GetInstallation(), sst.GetHost(), clockTime(sst.GetLeaseSince().AsTime(), now, loc))
+	}
 	for i, l := range st.GetListeners() {
 		head := "listening "
 		if i > 0 {

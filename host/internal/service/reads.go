@@ -142,7 +142,10 @@ func (s *Server) GetStatus(context.Context, *batonv1.GetStatusRequest) (*batonv1
 	}
 	resp := &batonv1.ServiceStatus{Version: s.version, Pid: int32(os.Getpid()), DataDir: s.host.DataDir(),
 		StartedAt: timestamppb.New(s.started), Uptime: durationpb.New(s.clk.Now().Sub(s.started)), Listeners: s.listeners,
-		Runtime: runtimeStats()}
+		Runtime: runtimeStats(), Store: s.store}
+	if resp.Store == nil {
+		resp.Store = &batonv1.StoreStatus{Kind: "pebble"}
+	}
 	for _, t := range active {
 		resp.ActiveThreads = append(resp.ActiveThreads, summaryPB(t))
 	}

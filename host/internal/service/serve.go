@@ -70,6 +70,9 @@ type Config struct {
 	// TakeoverFrom names the host whose lease on the shared log this one
 	// took over (orchestrator.Config).
 	TakeoverFrom string
+	// Store is where the event log is kept, as GetStatus says it (nil:
+	// the Pebble store in the data dir).
+	Store *batonv1.StoreStatus
 	// Notify is where the service posts the events that need a person
 	// (webhooks: the notify package). Deliveries the log holds for URLs
 	// that are not among its targets are dropped as it starts.
@@ -209,7 +212,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	srv := New(host, Options{Logger: log.Named("service"), Clock: clk, Version: cfg.Version,
+	srv := New(host, Options{Logger: log.Named("service"), Clock: clk, Version: cfg.Version, Store: cfg.Store,
 		MaxSubscribers: cfg.MaxSubscribers, MaxThreadSubscribers: cfg.MaxThreadSubscribers,
 		SubscriberBuffer: cfg.SubscriberBuffer, SlowSubscriber: cfg.SlowSubscriber})
 	auth := &authenticator{token: token, log: log.Named("auth")}

@@ -46,6 +46,9 @@ type Options struct {
 	MaxThreadSubscribers int
 	// Version is baton's version, as GetStatus says it.
 	Version string
+	// Store is where the host's event log is kept, as GetStatus says it
+	// (nil: the Pebble store in the data dir).
+	Store *batonv1.StoreStatus
 }
 
 // Defaults of Options. A subscriber costs little while it keeps up (two
@@ -78,6 +81,7 @@ type Server struct {
 	// What GetStatus says of the service: its version, and since when and
 	// where it serves (Serving; New's time and none until then).
 	version   string
+	store     *batonv1.StoreStatus
 	started   time.Time
 	listeners []*batonv1.Listener
 
@@ -114,7 +118,7 @@ func New(h *orchestrator.Host, opts Options) *Server {
 	stopping, stop := context.WithCancel(context.Background())
 	s := &Server{host: h, log: opts.Logger, clk: opts.Clock, slow: opts.SlowSubscriber, buffer: opts.SubscriberBuffer,
 		subs:   subscribers{max: opts.MaxSubscribers, perThread: opts.MaxThreadSubscribers, byThread: map[string]int{}},
-		health: health.NewServer(), version: opts.Version, started: opts.Clock.Now(), stopping: stopping, stop: stop}
+		health: health.NewServer(), version: opts.Version, store: opts.Store, started: opts.Clock.Now(), stopping: stopping, stop: stop}
 	go s.watchHost() // ends at Shutdown, or when the host's store fails
 	return s
 }

@@ -10945,7 +10945,9 @@ type ServiceStatus struct {
 	Plugins []*PluginStatus `protobuf:"bytes,8,rep,name=plugins,proto3" json:"plugins,omitempty"`
 	// runtime is what the service's process holds now: for an operator
 	// (or a soak test) watching it for growth.
-	Runtime       *RuntimeStats `protobuf:"bytes,9,opt,name=runtime,proto3" json:"runtime,omitempty"`
+	Runtime *RuntimeStats `protobuf:"bytes,9,opt,name=runtime,proto3" json:"runtime,omitempty"`
+	// store is where the service's event log is kept.
+	Store         *StoreStatus `protobuf:"bytes,10,opt,name=store,proto3" json:"store,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -11043,6 +11045,97 @@ func (x *ServiceStatus) GetRuntime() *RuntimeStats {
 	return nil
 }
 
+func (x *ServiceStatus) GetStore() *StoreStatus {
+	if x != nil {
+		return x.Store
+	}
+	return nil
+}
+
+// StoreStatus is where a service's event log is kept: the Pebble store in
+// its data dir (kind "pebble"), or a NATS JetStream stream that several
+// hosts share (kind "jetstream"), of which this host serves the whole
+// installation while it holds the installation's lease.
+type StoreStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// servers are the NATS servers of a shared log, as the service was
+	// given them (nats://HOST:PORT).
+	Servers []string `protobuf:"bytes,2,rep,name=servers,proto3" json:"servers,omitempty"`
+	// installation names the shared log; host is this host's name in it.
+	Installation string `protobuf:"bytes,3,opt,name=installation,proto3" json:"installation,omitempty"`
+	Host         string `protobuf:"bytes,4,opt,name=host,proto3" json:"host,omitempty"`
+	// lease_since is when this host took the installation's lease.
+	LeaseSince    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=lease_since,json=leaseSince,proto3" json:"lease_since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreStatus) Reset() {
+	*x = StoreStatus{}
+	mi := &file_baton_proto_msgTypes[116]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreStatus) ProtoMessage() {}
+
+func (x *StoreStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[116]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreStatus.ProtoReflect.Descriptor instead.
+func (*StoreStatus) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{116}
+}
+
+func (x *StoreStatus) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *StoreStatus) GetServers() []string {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+func (x *StoreStatus) GetInstallation() string {
+	if x != nil {
+		return x.Installation
+	}
+	return ""
+}
+
+func (x *StoreStatus) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *StoreStatus) GetLeaseSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LeaseSince
+	}
+	return nil
+}
+
 type RuntimeStats struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Goroutines int32                  `protobuf:"varint,1,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
@@ -11060,7 +11153,7 @@ type RuntimeStats struct {
 
 func (x *RuntimeStats) Reset() {
 	*x = RuntimeStats{}
-	mi := &file_baton_proto_msgTypes[116]
+	mi := &file_baton_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11072,7 +11165,7 @@ func (x *RuntimeStats) String() string {
 func (*RuntimeStats) ProtoMessage() {}
 
 func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[116]
+	mi := &file_baton_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11085,7 +11178,7 @@ func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeStats.ProtoReflect.Descriptor instead.
 func (*RuntimeStats) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{116}
+	return file_baton_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *RuntimeStats) GetGoroutines() int32 {
@@ -11130,7 +11223,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_baton_proto_msgTypes[117]
+	mi := &file_baton_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11142,7 +11235,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[117]
+	mi := &file_baton_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11155,7 +11248,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{117}
+	return file_baton_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *Listener) GetAddress() string {
@@ -11195,7 +11288,7 @@ type PluginStatus struct {
 
 func (x *PluginStatus) Reset() {
 	*x = PluginStatus{}
-	mi := &file_baton_proto_msgTypes[118]
+	mi := &file_baton_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11207,7 +11300,7 @@ func (x *PluginStatus) String() string {
 func (*PluginStatus) ProtoMessage() {}
 
 func (x *PluginStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[118]
+	mi := &file_baton_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11220,7 +11313,7 @@ func (x *PluginStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
 func (*PluginStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{118}
+	return file_baton_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *PluginStatus) GetName() string {
@@ -11263,7 +11356,7 @@ type WorktreeReady struct {
 
 func (x *WorktreeReady) Reset() {
 	*x = WorktreeReady{}
-	mi := &file_baton_proto_msgTypes[119]
+	mi := &file_baton_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11275,7 +11368,7 @@ func (x *WorktreeReady) String() string {
 func (*WorktreeReady) ProtoMessage() {}
 
 func (x *WorktreeReady) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[119]
+	mi := &file_baton_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11288,7 +11381,7 @@ func (x *WorktreeReady) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeReady.ProtoReflect.Descriptor instead.
 func (*WorktreeReady) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{119}
+	return file_baton_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *WorktreeReady) GetCopied() []string {
@@ -11315,7 +11408,7 @@ type WorktreeFailed struct {
 
 func (x *WorktreeFailed) Reset() {
 	*x = WorktreeFailed{}
-	mi := &file_baton_proto_msgTypes[120]
+	mi := &file_baton_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11327,7 +11420,7 @@ func (x *WorktreeFailed) String() string {
 func (*WorktreeFailed) ProtoMessage() {}
 
 func (x *WorktreeFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[120]
+	mi := &file_baton_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11340,7 +11433,7 @@ func (x *WorktreeFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeFailed.ProtoReflect.Descriptor instead.
 func (*WorktreeFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{120}
+	return file_baton_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *WorktreeFailed) GetFailure() string {
@@ -11362,7 +11455,7 @@ type MergeRequested struct {
 
 func (x *MergeRequested) Reset() {
 	*x = MergeRequested{}
-	mi := &file_baton_proto_msgTypes[121]
+	mi := &file_baton_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11374,7 +11467,7 @@ func (x *MergeRequested) String() string {
 func (*MergeRequested) ProtoMessage() {}
 
 func (x *MergeRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[121]
+	mi := &file_baton_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11387,7 +11480,7 @@ func (x *MergeRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeRequested.ProtoReflect.Descriptor instead.
 func (*MergeRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{121}
+	return file_baton_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *MergeRequested) GetMergeId() string {
@@ -11421,7 +11514,7 @@ type ThreadArchived struct {
 
 func (x *ThreadArchived) Reset() {
 	*x = ThreadArchived{}
-	mi := &file_baton_proto_msgTypes[122]
+	mi := &file_baton_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11433,7 +11526,7 @@ func (x *ThreadArchived) String() string {
 func (*ThreadArchived) ProtoMessage() {}
 
 func (x *ThreadArchived) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[122]
+	mi := &file_baton_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11446,7 +11539,7 @@ func (x *ThreadArchived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadArchived.ProtoReflect.Descriptor instead.
 func (*ThreadArchived) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{122}
+	return file_baton_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *ThreadArchived) GetDeleteBranch() bool {
@@ -11468,7 +11561,7 @@ type WorktreeRemoved struct {
 
 func (x *WorktreeRemoved) Reset() {
 	*x = WorktreeRemoved{}
-	mi := &file_baton_proto_msgTypes[123]
+	mi := &file_baton_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11480,7 +11573,7 @@ func (x *WorktreeRemoved) String() string {
 func (*WorktreeRemoved) ProtoMessage() {}
 
 func (x *WorktreeRemoved) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[123]
+	mi := &file_baton_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11493,7 +11586,7 @@ func (x *WorktreeRemoved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeRemoved.ProtoReflect.Descriptor instead.
 func (*WorktreeRemoved) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{123}
+	return file_baton_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *WorktreeRemoved) GetFailure() string {
@@ -12517,7 +12610,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x12\n" +
 	"\x04urls\x18\x02 \x03(\tR\x04urls\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x9a\x03\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xc7\x03\n" +
 	"\rServiceStatus\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12\x19\n" +
@@ -12528,7 +12621,16 @@ const file_baton_proto_rawDesc = "" +
 	"\tlisteners\x18\x06 \x03(\v2\x12.baton.v1.ListenerR\tlisteners\x12>\n" +
 	"\x0eactive_threads\x18\a \x03(\v2\x17.baton.v1.ThreadSummaryR\ractiveThreads\x120\n" +
 	"\aplugins\x18\b \x03(\v2\x16.baton.v1.PluginStatusR\aplugins\x120\n" +
-	"\aruntime\x18\t \x01(\v2\x16.baton.v1.RuntimeStatsR\aruntime\"\x93\x01\n" +
+	"\aruntime\x18\t \x01(\v2\x16.baton.v1.RuntimeStatsR\aruntime\x12+\n" +
+	"\x05store\x18\n" +
+	" \x01(\v2\x15.baton.v1.StoreStatusR\x05store\"\xb0\x01\n" +
+	"\vStoreStatus\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
+	"\aservers\x18\x02 \x03(\tR\aservers\x12\"\n" +
+	"\finstallation\x18\x03 \x01(\tR\finstallation\x12\x12\n" +
+	"\x04host\x18\x04 \x01(\tR\x04host\x12;\n" +
+	"\vlease_since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"leaseSince\"\x93\x01\n" +
 	"\fRuntimeStats\x12\x1e\n" +
 	"\n" +
 	"goroutines\x18\x01 \x01(\x05R\n" +
@@ -12592,7 +12694,7 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 128)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 129)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),                // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),        // 1: baton.v1.ProviderCommand
@@ -12710,42 +12812,43 @@ var file_baton_proto_goTypes = []any{
 	(*CreateLoginCodeRequest)(nil), // 113: baton.v1.CreateLoginCodeRequest
 	(*LoginCode)(nil),              // 114: baton.v1.LoginCode
 	(*ServiceStatus)(nil),          // 115: baton.v1.ServiceStatus
-	(*RuntimeStats)(nil),           // 116: baton.v1.RuntimeStats
-	(*Listener)(nil),               // 117: baton.v1.Listener
-	(*PluginStatus)(nil),           // 118: baton.v1.PluginStatus
-	(*WorktreeReady)(nil),          // 119: baton.v1.WorktreeReady
-	(*WorktreeFailed)(nil),         // 120: baton.v1.WorktreeFailed
-	(*MergeRequested)(nil),         // 121: baton.v1.MergeRequested
-	(*ThreadArchived)(nil),         // 122: baton.v1.ThreadArchived
-	(*WorktreeRemoved)(nil),        // 123: baton.v1.WorktreeRemoved
-	nil,                            // 124: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                            // 125: baton.v1.RuntimeRequest.AnswersEntry
-	nil,                            // 126: baton.v1.RequestAnswered.AnswersEntry
-	nil,                            // 127: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil),  // 128: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),    // 129: google.protobuf.Duration
+	(*StoreStatus)(nil),            // 116: baton.v1.StoreStatus
+	(*RuntimeStats)(nil),           // 117: baton.v1.RuntimeStats
+	(*Listener)(nil),               // 118: baton.v1.Listener
+	(*PluginStatus)(nil),           // 119: baton.v1.PluginStatus
+	(*WorktreeReady)(nil),          // 120: baton.v1.WorktreeReady
+	(*WorktreeFailed)(nil),         // 121: baton.v1.WorktreeFailed
+	(*MergeRequested)(nil),         // 122: baton.v1.MergeRequested
+	(*ThreadArchived)(nil),         // 123: baton.v1.ThreadArchived
+	(*WorktreeRemoved)(nil),        // 124: baton.v1.WorktreeRemoved
+	nil,                            // 125: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                            // 126: baton.v1.RuntimeRequest.AnswersEntry
+	nil,                            // 127: baton.v1.RequestAnswered.AnswersEntry
+	nil,                            // 128: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil),  // 129: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),    // 130: google.protobuf.Duration
 }
 var file_baton_proto_depIdxs = []int32{
-	128, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	129, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,   // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	12,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	3,   // 3: baton.v1.CreateThreadRequest.worktree:type_name -> baton.v1.WorktreeOptions
 	12,  // 4: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	124, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	125, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
 	1,   // 6: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	1,   // 7: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
-	129, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
-	129, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
-	129, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
-	129, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
-	129, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	130, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	130, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	130, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	130, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	130, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
 	12,  // 13: baton.v1.ContinuationPolicy.applied:type_name -> baton.v1.ContinuationPolicy
 	12,  // 14: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	49,  // 15: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
 	48,  // 16: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
 	1,   // 17: baton.v1.Thread.provider_command:type_name -> baton.v1.ProviderCommand
-	128, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
-	128, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
+	129, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
+	129, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
 	19,  // 20: baton.v1.Thread.runs:type_name -> baton.v1.Run
 	25,  // 21: baton.v1.Thread.messages:type_name -> baton.v1.Message
 	26,  // 22: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
@@ -12765,9 +12868,9 @@ var file_baton_proto_depIdxs = []int32{
 	16,  // 36: baton.v1.Thread.worktree:type_name -> baton.v1.Worktree
 	18,  // 37: baton.v1.Thread.merges:type_name -> baton.v1.Merge
 	17,  // 38: baton.v1.Worktree.setup_result:type_name -> baton.v1.SetupResult
-	128, // 39: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
-	128, // 40: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	128, // 41: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	129, // 39: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
+	129, // 40: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	129, // 41: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
 	23,  // 42: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
 	24,  // 43: baton.v1.Run.nodes:type_name -> baton.v1.Node
 	33,  // 44: baton.v1.Run.failure:type_name -> baton.v1.Failure
@@ -12776,45 +12879,45 @@ var file_baton_proto_depIdxs = []int32{
 	22,  // 47: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
 	21,  // 48: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
 	36,  // 49: baton.v1.Run.limit:type_name -> baton.v1.Limit
-	128, // 50: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
-	128, // 51: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
-	129, // 52: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
+	129, // 50: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
+	129, // 51: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
+	130, // 52: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
 	33,  // 53: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
-	128, // 54: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	128, // 55: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	129, // 54: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	129, // 55: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	34,  // 56: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
-	128, // 57: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
-	128, // 58: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
+	129, // 57: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
+	129, // 58: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
 	31,  // 59: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
-	125, // 60: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
-	128, // 61: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
-	128, // 62: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
-	128, // 63: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
+	126, // 60: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
+	129, // 61: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
+	129, // 62: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	129, // 63: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
 	106, // 64: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
-	128, // 65: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
-	128, // 66: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
+	129, // 65: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
+	129, // 66: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
 	33,  // 67: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
-	128, // 68: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
-	128, // 69: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
+	129, // 68: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
+	129, // 69: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
 	41,  // 70: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
 	1,   // 71: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
 	12,  // 72: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
-	128, // 73: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
+	129, // 73: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
 	44,  // 74: baton.v1.Loop.wait:type_name -> baton.v1.Wait
 	44,  // 75: baton.v1.Loop.return:type_name -> baton.v1.Wait
 	45,  // 76: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
 	36,  // 77: baton.v1.Wait.limit:type_name -> baton.v1.Limit
-	128, // 78: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
-	128, // 79: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
-	128, // 80: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
-	128, // 81: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
+	129, // 78: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
+	129, // 79: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
+	129, // 80: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
+	129, // 81: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
 	47,  // 82: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
-	128, // 83: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	128, // 84: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	129, // 83: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	129, // 84: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
 	50,  // 85: baton.v1.ThreadSummary.wait:type_name -> baton.v1.SummaryWait
-	128, // 86: baton.v1.SummaryWait.at:type_name -> google.protobuf.Timestamp
+	129, // 86: baton.v1.SummaryWait.at:type_name -> google.protobuf.Timestamp
 	49,  // 87: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	128, // 88: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	129, // 88: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
 	55,  // 89: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
 	56,  // 90: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
 	57,  // 91: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
@@ -12867,20 +12970,20 @@ var file_baton_proto_depIdxs = []int32{
 	45,  // 138: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
 	102, // 139: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
 	103, // 140: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
-	119, // 141: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
-	120, // 142: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
-	121, // 143: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
+	120, // 141: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
+	121, // 142: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
+	122, // 143: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
 	18,  // 144: baton.v1.Event.thread_merged:type_name -> baton.v1.Merge
-	122, // 145: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
-	123, // 146: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
+	123, // 145: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
+	124, // 146: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
 	1,   // 147: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
 	16,  // 148: baton.v1.ThreadCreated.worktree:type_name -> baton.v1.Worktree
 	31,  // 149: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
 	34,  // 150: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
 	33,  // 151: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
-	129, // 152: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
-	128, // 153: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
-	126, // 154: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
+	130, // 152: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
+	129, // 153: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
+	127, // 154: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
 	21,  // 155: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
 	106, // 156: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
 	38,  // 157: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
@@ -12892,55 +12995,57 @@ var file_baton_proto_depIdxs = []int32{
 	104, // 163: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
 	106, // 164: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
 	109, // 165: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	127, // 166: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	128, // 166: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
 	110, // 167: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	128, // 168: baton.v1.LoginCode.expires_at:type_name -> google.protobuf.Timestamp
-	128, // 169: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
-	129, // 170: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
-	117, // 171: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
+	129, // 168: baton.v1.LoginCode.expires_at:type_name -> google.protobuf.Timestamp
+	129, // 169: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
+	130, // 170: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
+	118, // 171: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
 	49,  // 172: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
-	118, // 173: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
-	116, // 174: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
-	17,  // 175: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
-	2,   // 176: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	6,   // 177: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	7,   // 178: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	8,   // 179: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	9,   // 180: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
-	10,  // 181: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	11,  // 182: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	13,  // 183: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	4,   // 184: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
-	5,   // 185: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
-	14,  // 186: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	51,  // 187: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	53,  // 188: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	105, // 189: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	108, // 190: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	112, // 191: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
-	113, // 192: baton.v1.Baton.CreateLoginCode:input_type -> baton.v1.CreateLoginCodeRequest
-	0,   // 193: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,   // 194: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,   // 195: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,   // 196: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,   // 197: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
-	0,   // 198: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,   // 199: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,   // 200: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	0,   // 201: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
-	0,   // 202: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
-	15,  // 203: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	52,  // 204: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	54,  // 205: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	107, // 206: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	111, // 207: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	115, // 208: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
-	114, // 209: baton.v1.Baton.CreateLoginCode:output_type -> baton.v1.LoginCode
-	193, // [193:210] is the sub-list for method output_type
-	176, // [176:193] is the sub-list for method input_type
-	176, // [176:176] is the sub-list for extension type_name
-	176, // [176:176] is the sub-list for extension extendee
-	0,   // [0:176] is the sub-list for field type_name
+	119, // 173: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
+	117, // 174: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
+	116, // 175: baton.v1.ServiceStatus.store:type_name -> baton.v1.StoreStatus
+	129, // 176: baton.v1.StoreStatus.lease_since:type_name -> google.protobuf.Timestamp
+	17,  // 177: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
+	2,   // 178: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	6,   // 179: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	7,   // 180: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	8,   // 181: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	9,   // 182: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	10,  // 183: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	11,  // 184: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	13,  // 185: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	4,   // 186: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
+	5,   // 187: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
+	14,  // 188: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	51,  // 189: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	53,  // 190: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	105, // 191: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	108, // 192: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	112, // 193: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
+	113, // 194: baton.v1.Baton.CreateLoginCode:input_type -> baton.v1.CreateLoginCodeRequest
+	0,   // 195: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,   // 196: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,   // 197: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,   // 198: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,   // 199: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,   // 200: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,   // 201: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,   // 202: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	0,   // 203: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
+	0,   // 204: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
+	15,  // 205: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	52,  // 206: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	54,  // 207: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	107, // 208: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	111, // 209: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	115, // 210: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
+	114, // 211: baton.v1.Baton.CreateLoginCode:output_type -> baton.v1.LoginCode
+	195, // [195:212] is the sub-list for method output_type
+	178, // [178:195] is the sub-list for method input_type
+	178, // [178:178] is the sub-list for extension type_name
+	178, // [178:178] is the sub-list for extension extendee
+	0,   // [0:178] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -13015,7 +13120,7 @@ func file_baton_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   128,
+			NumMessages:   129,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
