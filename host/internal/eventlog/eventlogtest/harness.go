@@ -57,6 +57,13 @@ type Harness struct {
 	// was committed to the log they share. The suite waits on each log's
 	// Last as well; this is for state a peer learns by other means.
 	WaitCaughtUp func(t *testing.T, logs ...eventlog.Log)
+	// Faults, when set, breaks and mends what the log runs on (stops and
+	// starts a server, say) while the linearizability check's workload
+	// runs: it is called once, on a goroutine of its own, and returns soon
+	// after stop is closed, with what it broke mended. It may fail the
+	// test with t.Errorf (t.Fatalf ends only its goroutine). Nil: no
+	// faults.
+	Faults func(t *testing.T, stop <-chan struct{})
 }
 
 // Run runs the suite, one subtest per behaviour, each on a fresh log.
