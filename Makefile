@@ -11,7 +11,7 @@ TOOLS     := $(CURDIR)/.bin
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 
-.PHONY: all build web soak test test-stress cover-build plugin-test generate demo bench record record-switch live-test sigkill-sweep cover fuzz clean chromium browser-test screenshots
+.PHONY: nats-node-loss-test all build web soak test test-stress cover-build plugin-test generate demo bench record record-switch live-test sigkill-sweep cover fuzz clean chromium browser-test screenshots
 
 all: build
 
@@ -241,6 +241,11 @@ record-switch: build
 # runs those threads in baton serve). Not part of `make test`: it needs the
 # npm registry and takes a minute or two.
 LIVE_SCENARIOS ?= acp:simple acp:approval_accept acp:thread_rollback codex:simple codex:approval_accept codex:subagent codex:thread_rollback claude:simple claude:approval_accept claude:message_steering claude:subagent claude:thread_rollback opencode:simple opencode:approval_accept opencode:subagent opencode:thread_rollback codex,claude:worktree_parallel
+# The tests that stop nodes of a three-node JetStream cluster under the
+# shared log and the lease (skipped by make test: they wait out elections).
+nats-node-loss-test:
+	cd host && BATON_NATS_NODE_LOSS=1 $(GO) test -race -count=1 -timeout 15m -run 'TestClusterKeepsTheLogThroughLostNodes|TestLeaseOutlivesANodesLoss' ./internal/jetstreamlog/ ./internal/lease/
+
 live-test: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \

@@ -14,6 +14,7 @@ import (
 // node catches up when it starts again, and with all three stopped an
 // append waits, then returns once they are back; nothing acked is lost.
 func TestClusterKeepsTheLogThroughLostNodes(t *testing.T) {
+	natstest.NodeLossTest(t)
 	c := natstest.Three(t)
 	a := host(t, c, "a", t.TempDir())
 	if got := a.stream.CachedInfo().Config.Replicas; got != 3 {

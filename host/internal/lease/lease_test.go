@@ -415,6 +415,7 @@ func TestOpenRefusesBadOptions(t *testing.T) {
 // its lease while one node is down (the bucket's other two elect a
 // leader within the TTL), and never counts it lost.
 func TestLeaseOutlivesANodesLoss(t *testing.T) {
+	natstest.NodeLossTest(t)
 	cl := natstest.Three(t)
 	a := open(t, cl, 3, Options{Host: "a", TTL: 6 * time.Second})
 	if err := a.Acquire(bounded(t)); err != nil {

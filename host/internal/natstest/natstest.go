@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -193,5 +194,17 @@ func (c *Cluster) WaitLeader() {
 func (c *Cluster) stopAll() {
 	for i := range c.nodes {
 		c.Stop(i)
+	}
+}
+
+// NodeLossTest skips a test that stops nodes of a three-node cluster
+// under it unless BATON_NATS_NODE_LOSS is set (make nats-node-loss-test):
+// such a test waits out JetStream's elections (4 to 9 s each, not
+// configurable), and one of them was seen to hang once in a loaded run,
+// so the default suite does not carry them until that is understood.
+func NodeLossTest(t testing.TB) {
+	t.Helper()
+	if os.Getenv("BATON_NATS_NODE_LOSS") == "" {
+		t.Skip("stops cluster nodes: run with make nats-node-loss-test (BATON_NATS_NODE_LOSS=1)")
 	}
 }
