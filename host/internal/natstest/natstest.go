@@ -26,8 +26,9 @@ type Cluster struct {
 // Node is one nats-server: its options are kept so that it starts again
 // on the same ports with the same store.
 type Node struct {
-	opts *server.Options
-	srv  *server.Server
+	opts  *server.Options
+	srv   *server.Server
+	fatal chan string // the first fatal error the running server reported
 }
 
 // Single starts one JetStream node; it stops when the test ends.
@@ -35,6 +36,7 @@ func Single(t testing.TB) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	o := nodeOptions(t, "n1", "")
+	o.Port = server.RANDOM_PORT // bound by the kernel: no other test can take it first
 	c.nodes = append(c.nodes, &Node{opts: o})
 	c.Start(0)
 	t.Cleanup(c.stopAll)
@@ -42,35 +44,52 @@ func Single(t testing.TB) *Cluster {
 }
 
 // Three starts a cluster of three JetStream nodes (streams in it may have
-// three replicas) and waits until it has a meta leader; it stops when the
-// test ends.
+// three replicas) and waits until its meta leader counts all three as
+// current peers; it stops when the test ends.
+//
+// Client ports are bound by the kernel. Route ports must be known before
+// the nodes start (each names the others), so they are found free first;
+// one taken in between by a parallel test makes its node fail to listen,
+// and the cluster starts again on fresh ports.
 func Three(t testing.TB) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
-	ports := freePorts(t, 3)
-	var routes []string
-	for _, p := range ports {
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
-	}
-	for i := range 3 {
-		o := nodeOptions(t, fmt.Sprintf("n%d", i+1), "baton-test")
-		o.Cluster.Port = ports[i]
-		for j, r := range routes {
-			if j != i {
-				u, _ := url.Parse(r) // written above
-				o.Routes = append(o.Routes, u)
+	t.Cleanup(c.stopAll)
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		c.stopAll()
+		c.nodes = nil
+		ports := freePorts(t, 3)
+		for i := range 3 {
+			o := nodeOptions(t, fmt.Sprintf("n%d", i+1), "baton-test")
+			o.Port = server.RANDOM_PORT
+			o.Cluster.Port = ports[i]
+			for j, p := range ports {
+				if j != i {
+					o.Routes = append(o.Routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+				}
+			}
+			c.nodes = append(c.nodes, &Node{opts: o})
+		}
+		for i := range c.nodes {
+			c.startNoWait(i)
+		}
+		var failed error
+		for i := range c.nodes {
+			if err := c.ready(i); err != nil {
+				failed = err
+				break
 			}
 		}
-		c.nodes = append(c.nodes, &Node{opts: o})
-	}
-	for i := range c.nodes {
-		c.startNoWait(i)
-	}
-	for i := range c.nodes {
-		c.waitReady(i)
+		if failed == nil {
+			break
+		}
+		if attempt == attempts {
+			t.Fatalf("a three-node nats cluster did not start in %d attempts: %v", attempts, failed)
+		}
+		t.Logf("starting the nats cluster again on fresh ports: %v", failed)
 	}
 	c.WaitLeader()
-	t.Cleanup(c.stopAll)
 	return c
 }
 
@@ -78,7 +97,6 @@ func nodeOptions(t testing.TB, name, cluster string) *server.Options {
 	o := &server.Options{
 		ServerName: name,
 		Host:       "127.0.0.1",
-		Port:       freePorts(t, 1)[0],
 		JetStream:  true,
 		StoreDir:   filepath.Join(t.TempDir(), name),
 		NoLog:      true,
@@ -93,8 +111,8 @@ func nodeOptions(t testing.TB, name, cluster string) *server.Options {
 	return o
 }
 
-// freePorts finds n ports free on 127.0.0.1 now (a server started on one
-// a moment later is all but certain to get it).
+// freePorts finds n ports free on 127.0.0.1 now. A server started on one
+// a moment later almost always gets it; Three starts again when not.
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ls []net.Listener
@@ -158,37 +176,82 @@ func (c *Cluster) startNoWait(i int) {
 	if err != nil {
 		c.t.Fatalf("nats node %s: %v", n.opts.ServerName, err)
 	}
+	n.fatal = make(chan string, 1)
+	s.SetLogger(fatalLogger(n.fatal), false, false)
 	go s.Start()
 	n.srv = s
 }
 
 func (c *Cluster) waitReady(i int) {
 	c.t.Helper()
-	n := c.nodes[i]
-	// Readiness is an event the server signals; the bound is for a node
-	// that never comes up, not a guess of how long it takes.
-	if !n.srv.ReadyForConnections(time.Minute) {
-		c.t.Fatalf("nats node %s did not start", n.opts.ServerName)
+	if err := c.ready(i); err != nil {
+		c.t.Fatal(err)
 	}
 }
 
-// WaitLeader waits until the cluster's JetStream has a meta leader (a
-// cluster of one has no meta group: it is ready once it runs).
+// ready waits until node i takes clients, or says why it cannot. Both are
+// events the server signals; the bound is for a node that neither comes up
+// nor fails, not a guess of how long it takes.
+func (c *Cluster) ready(i int) error {
+	n := c.nodes[i]
+	up := make(chan bool, 1)
+	go func() { up <- n.srv.ReadyForConnections(time.Minute) }()
+	select {
+	case msg := <-n.fatal:
+		c.Stop(i)
+		return fmt.Errorf("nats node %s did not start: %s", n.opts.ServerName, msg)
+	case ok := <-up:
+		if !ok {
+			return fmt.Errorf("nats node %s did not start in a minute", n.opts.ServerName)
+		}
+	}
+	// A node asked for a kernel-bound port keeps the one it got, so that it
+	// starts again where clients know it.
+	n.opts.Port = n.srv.Addr().(*net.TCPAddr).Port
+	return nil
+}
+
+// fatalLogger passes on the first fatal error a server reports (it cannot
+// listen, JetStream cannot start) and drops the rest of its log.
+type fatalLogger chan string
+
+func (l fatalLogger) Fatalf(format string, v ...any) {
+	select {
+	case l <- fmt.Sprintf(format, v...):
+	default:
+	}
+}
+func (fatalLogger) Noticef(string, ...any) {}
+func (fatalLogger) Warnf(string, ...any)   {}
+func (fatalLogger) Errorf(string, ...any)  {}
+func (fatalLogger) Debugf(string, ...any)  {}
+func (fatalLogger) Tracef(string, ...any)  {}
+
+// WaitLeader waits until the cluster's JetStream has a meta leader that
+// counts every running node as a current peer (before that, a stream with
+// a replica per node may not be placed in time); a cluster of one has no
+// meta group and is ready once it runs.
 func (c *Cluster) WaitLeader() {
 	c.t.Helper()
 	if len(c.nodes) == 1 {
 		return
 	}
+	running := 0
+	for _, n := range c.nodes {
+		if n.srv != nil {
+			running++
+		}
+	}
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		for _, n := range c.nodes {
-			if n.srv != nil && n.srv.JetStreamIsLeader() {
+			if n.srv != nil && n.srv.JetStreamIsLeader() && len(n.srv.JetStreamClusterPeers()) >= running {
 				return
 			}
 		}
 		time.Sleep(10 * time.Millisecond) // no event to wait on: the server exposes no leader channel
 	}
-	c.t.Fatal("the nats cluster elected no JetStream leader in a minute")
+	c.t.Fatalf("the nats cluster had no JetStream leader counting its %d running nodes in a minute", running)
 }
 
 func (c *Cluster) stopAll() {

@@ -1,6 +1,8 @@
 package natstest
 
 import (
+	"net"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -27,4 +29,25 @@ func TestThreeNodesTakeAReplicatedStream(t *testing.T) {
 		t.Fatal("with two of three nodes: ", err)
 	}
 	c.Start(0)
+}
+
+func TestANodeThatCannotListenSaysWhy(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	c := &Cluster{t: t}
+	t.Cleanup(c.stopAll)
+	o := nodeOptions(t, "n1", "")
+	o.Port = taken.Addr().(*net.TCPAddr).Port
+	c.nodes = append(c.nodes, &Node{opts: o})
+	c.startNoWait(0)
+	err = c.ready(0)
+	if err == nil || !strings.Contains(err.Error(), "nats node n1 did not start: Error listening on port") {
+		t.Fatalf("a node whose port is taken: got %v, want the server's listen error", err)
+	}
+	if c.Server(0) != nil {
+		t.Fatal("the node that could not listen is still counted as running")
+	}
 }
