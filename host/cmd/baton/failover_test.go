@@ -334,3 +334,50 @@ func BenchmarkCommandThroughFollower(b *testing.B) {
 	b.ReportMetric(float64(local.Microseconds())/float64(b.N), "us/local")
 	b.ReportMetric(float64(forwarded.Microseconds())/float64(b.N), "us/forwarded")
 }
+
+// Threads created through either host are listed by both, and a request
+// the writer's provider makes is answered through the follower: the
+// answer reaches the provider on the writer (the replay peer refuses a
+// turn that goes on without it), and the follower streams the request's
+// life in order.
+func TestAnApprovalAnsweredThroughAFollower(t *testing.T) {
+	a, b, _ := sharedHosts(t, "--lease-ttl", "60s")
+	ca, cb := a.client(), b.client()
+	onA := createThread(t, ca, "acp/approval_accept.ndjson", "ask")
+	onB := createThread(t, cb, "acp/simple.ndjson", "decline")
+	ev, _ := subscribe(t.Context(), t, cb, onA, 0)
+	if _, err := ca.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: onA, Text: "Write allowed.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	opened := until(t, ev, "the request, through b", ofType("request.opened"))
+	var req struct {
+		ID string `json:"requestId"`
+	}
+	json.Unmarshal([]byte(opened[len(opened)-1].Data), &req)
+	if _, err := cb.AnswerRequest(t.Context(), &batonv1.AnswerRequestRequest{RequestId: req.ID, Decision: "accept"}); err != nil {
+		t.Fatalf("answer through b: %v", err)
+	}
+	seen := append(opened, until(t, ev, "the run's end, through b", ofType("run.ended"))...)
+	var life []string
+	for _, e := range seen {
+		if strings.HasPrefix(e.Type, "request.") || e.Type == "run.ended" {
+			life = append(life, e.Type)
+		}
+	}
+	if d := cmp.Diff([]string{"request.opened", "request.answered", "request.resolved", "run.ended"}, life); d != "" {
+		t.Errorf("the request's life through b (-want +got):\n%s", d)
+	}
+	// b may apply an event a moment before a publishes it: a's own stream
+	// says when a shows it.
+	onAEvents, _ := subscribe(t.Context(), t, ca, onA, 0)
+	until(t, onAEvents, "the run's end, through a", ofType("run.ended"))
+	if runs := runStates(thread(t, ca, onA)); !cmp.Equal(runs, []runState{{"completed", "<nil>"}}) {
+		t.Errorf("the run on a: %v, want completed", runs)
+	}
+	for _, h := range []*batonService{a, b} {
+		out, errOut, code := baton(t, "threads", "--data", h.data)
+		if code != exitOK || !strings.Contains(out, onA) || !strings.Contains(out, onB) {
+			t.Errorf("threads through %s: exit %d, want %s and %s listed:\n%s%s", h.data, code, onA, onB, out, errOut)
+		}
+	}
+}

@@ -167,9 +167,10 @@ type Host struct {
 	failure atomic.Pointer[error] // why the store failed (storefail.go)
 	failed  chan struct{}         // closed once the host stopped for it
 
-	cache   threadCache
-	signals signals  // the threads streams follow (streams.go)
-	cmds    inflight // command ids being committed
+	cache    threadCache
+	signals  signals  // the threads streams follow (streams.go)
+	followed progress // a follower's: the log's sequence it has applied (follower.go)
+	cmds     inflight // command ids being committed
 
 	wmu     sync.Mutex // guards workers
 	workers map[string]*worker
@@ -390,7 +391,7 @@ func (h *Host) Threads(after string, limit int) ([]domain.ThreadSummary, error) 
 
 // LastSequence is the log's head.
 func (h *Host) LastSequence() uint64 {
-	last, _ := h.store.Last()
+	last, _ := h.shown()
 	return last
 }
 
