@@ -161,6 +161,17 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	if diff := cmp.Diff([]runState{{"failed", "host_lost"}, {"completed", "<nil>"}}, runs); diff != "" {
 		t.Errorf("runs after the failover (-want +got):\n%s", diff)
 	}
+	var hosts []any
+	for _, r := range p["runs"].([]any) {
+		hosts = append(hosts, r.(map[string]any)["host"])
+	}
+	if d := cmp.Diff([]any{"a", "b"}, hosts); d != "" {
+		t.Errorf("the hosts that ran the runs (-want +got):\n%s", d)
+	}
+	out, errOut, code := baton(t, "threads", "--data", b.data)
+	if !regexp.MustCompile(`(?m)^THREAD\s+PROVIDER\s+STATUS\s+HOST\s+RUNS.*\n`+id+`\s+acp\s+idle, last run completed\s+b\s+2\s`).MatchString(out) || code != exitOK {
+		t.Errorf("threads through b: exit %d, want the thread's host b:\n%s%s", code, out, errOut)
+	}
 	// Each run's prompt went to a provider once: a's to the first
 	// process, b's to the second (the replay peer refuses any other
 	// order, so a prompt sent twice would have failed the run).

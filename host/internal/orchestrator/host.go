@@ -135,6 +135,9 @@ type Config struct {
 	// recovery ends what it had in flight as lost (host_lost), not as a
 	// restart's. Empty: this host, or none, wrote it last.
 	TakeoverFrom string
+	// Host names this host on a log several hosts share (OpenLog): the
+	// runs it starts record it. Empty: a host alone on its log.
+	Host string
 	// Follower opens the host to read and follow a shared log (OpenLog)
 	// that another host writes (follower.go): it serves reads and
 	// subscriptions, commits nothing, and runs nothing.

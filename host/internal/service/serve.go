@@ -85,6 +85,8 @@ type Config struct {
 	// service, to answer calls that come another way than its listeners
 	// (a writer's forwarded calls); the drain calls stop first.
 	Attach func(batonv1.BatonServer) (stop func(), err error)
+	// Host names this host on a shared log: the runs it starts record it.
+	Host string
 	// Writer says which host writes a shared log now (GetStatus).
 	Writer func(context.Context) (string, error)
 	// Notify is where the service posts the events that need a person
@@ -222,7 +224,7 @@ func Run(ctx context.Context, cfg Config) error {
 	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
 		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace, StoreFS: cfg.StoreFS,
 		TurnStallTimeout: cfg.TurnStallTimeout, RequestTimeout: cfg.RequestTimeout, Notify: &cfg.Notify, OpenLog: cfg.OpenLog,
-		TakeoverFrom: cfg.TakeoverFrom, Follower: cfg.Follower})
+		TakeoverFrom: cfg.TakeoverFrom, Follower: cfg.Follower, Host: cfg.Host})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
