@@ -357,15 +357,8 @@ func TestAnApprovalAnsweredThroughAFollower(t *testing.T) {
 	onA := createThread(t, ca, "acp/approval_accept.ndjson", "ask")
 	onB := createThread(t, cb, "acp/simple.ndjson", "decline")
 	ev, _ := subscribe(t.Context(), t, cb, onA, 0)
-	if _, err := ca.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: onA, Text: "Write allowed.txt"}); err != nil {
-		t.Fatal(err)
-	}
-	opened := until(t, ev, "the request, through b", ofType("request.opened"))
-	var req struct {
-		ID string `json:"requestId"`
-	}
-	json.Unmarshal([]byte(opened[len(opened)-1].Data), &req)
-	if _, err := cb.AnswerRequest(t.Context(), &batonv1.AnswerRequestRequest{RequestId: req.ID, Decision: "accept"}); err != nil {
+	opened, reqID := askApproval(t, ca, onA, ev, "the request, through b")
+	if _, err := cb.AnswerRequest(t.Context(), &batonv1.AnswerRequestRequest{RequestId: reqID, Decision: "accept"}); err != nil {
 		t.Fatalf("answer through b: %v", err)
 	}
 	seen := append(opened, until(t, ev, "the run's end, through b", ofType("run.ended"))...)

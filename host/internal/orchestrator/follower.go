@@ -200,19 +200,3 @@ func newHost(cfg Config, store eventlog.Log) *Host {
 	h.cache.init(cfg.MaxThreads)
 	return h
 }
-
-// closeFollower is Close for a follower: it has no sessions or workers,
-// only plugins a listing may have started, its follow of the log, and the
-// data dir it holds.
-func (h *Host) closeFollower() error {
-	h.cancel()
-	h.plugins.Close()
-	h.wg.Wait()
-	h.closed.Store(true)
-	h.cache.wakeAll()
-	err := removeHolder(h.cfg.DataDir)
-	if f := h.store.Failure(); f != nil {
-		err = errors.Join(err, &StoreFailedError{Cause: f})
-	}
-	return errors.Join(err, h.store.Close())
-}

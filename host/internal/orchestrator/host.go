@@ -286,11 +286,8 @@ func (h *Host) Close() error {
 	h.closing = true
 	h.stop()
 	h.smu.Unlock()
-	if h.cfg.ReadOnly {
-		return h.closeReadOnly()
-	}
-	if h.cfg.Follower {
-		return h.closeFollower()
+	if h.cfg.ReadOnly || h.cfg.Follower {
+		return h.closeReader()
 	}
 	h.drainOnce.Do(h.drain)
 	halted := h.halted.Load()
