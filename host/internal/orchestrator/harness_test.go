@@ -110,9 +110,10 @@ type env struct {
 	storeFS vfs.FS
 	// notify is the host's webhooks (nil: none).
 	notify *notify.Config
-	// openLog is the host's Config.OpenLog (nil: the Pebble store in
-	// DATA/events).
-	openLog func() (eventlog.Log, error)
+	// openLog opens the host's event log (nil: Pebble in the data dir);
+	// follower opens the host as a follower of it.
+	openLog  func() (eventlog.Log, error)
+	follower bool
 }
 
 // callDeadline is the plugin call timeout of a test's host unless it sets
@@ -164,7 +165,7 @@ func (e *env) open() {
 		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: !e.embedded, PluginCallTimeout: cmp.Or(e.calls, callDeadline),
 		InterruptGrace: e.grace, TurnStallTimeout: e.stall, RequestTimeout: e.requests,
 		RawFrames: cmp.Or(e.frames, rawframes.Policy{MaxAge: -1}), StoreFS: e.storeFS, Notify: e.notify,
-		OpenLog: e.openLog})
+		OpenLog: e.openLog, Follower: e.follower})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}
