@@ -4,7 +4,6 @@ package main
 
 import (
 	"errors"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -23,6 +22,10 @@ import (
 // timeout, its margin and the log's close timeout, about half a minute),
 // so that it fails only a host that hangs, never a slow one.
 const drainExitBound = 3 * time.Minute
+
+// writerServing matches a service's log once it holds the lease and
+// serves as the log's writer (it follows the log before).
+var writerServing = regexp.MustCompile(`(?s)holding the installation's lease.*serving: `)
 
 // SIGTERM while the shared log's servers are gone: the drain cannot
 // record the end of the run in flight, yet the service exits within its
@@ -55,7 +58,9 @@ func TestDrainEndsWhenTheSharedLogsServersAreGone(t *testing.T) {
 			args := append([]string{"--store", c.URLs(), "--installation", "drain", "--host", "a"}, tc.ttl...)
 			data := t.TempDir()
 			slog := newLogWatch()
-			s := startServiceLogging(t, data, slog, args...)
+			s := launchService(t, data, slog, func(*exec.Cmd) {}, args...)
+			slog.wait(t, writerServing) // not a follower carrying commands to no writer
+			s.waitHealthy()
 			state := filepath.Join(t.TempDir(), "cursor") // the replay peer's: its provider thinks until the turn is ended
 			cl, id, ev, _ := s.startTurn(t, "acp/restart_queued.ndjson", "Take your time", "--state", state)
 			until(t, ev, "the provider's thinking", thinking)
@@ -97,8 +102,12 @@ func TestDrainEndsWhenTheSharedLogsServersAreGone(t *testing.T) {
 			}
 
 			c.Start(0)
-			s = launchService(t, data, io.Discard, func(*exec.Cmd) {}, args...)
-			s.waitHealthyWithin(2 * time.Minute) // the lease of the host that exited expires first
+			rlog := newLogWatch()
+			s = launchService(t, data, rlog, func(*exec.Cmd) {}, args...)
+			// It follows the log until the lease of the host that exited
+			// has expired, then writes it, its recovery done.
+			rlog.wait(t, writerServing)
+			s.waitHealthy()
 			if diff := cmp.Diff([]runState{{"failed", "host_restarted"}}, runStates(thread(t, s.client(), id))); diff != "" {
 				t.Errorf("runs after the servers came back and the service started again (-want +got):\n%s", diff)
 			}
