@@ -149,40 +149,32 @@ func privateFile(path string) error {
 	return nil
 }
 
-// connect connects to the servers of the shared log, for the lease (the
-// log connects on its own, with the same options): a server down at first
-// is retried, as are servers lost later.
+// logOptions are the shared log's options as the flags say (Dir,
+// Logger and Name are the caller's).
+func (s *storeFlags) logOptions() jetstreamlog.Options {
+	return jetstreamlog.Options{URLs: s.urls, CredsFile: s.creds, TokenFile: s.tokenFile,
+		TLS:          jetstreamlog.TLS{CAFile: s.tlsCA, CertFile: s.tlsCert, KeyFile: s.tlsKey},
+		Installation: s.installation, Host: s.hostName, Replicas: s.replicas}
+}
+
+// connect connects to the servers of the shared log for the lease (the
+// log connects on its own, with the same options, through the same
+// jetstreamlog.Connect): a server down at first is retried, as are
+// servers lost later; servers that refuse the host's token, credentials
+// or TLS fail it.
 func (s *storeFlags) connect(log hclog.Logger) (*nats.Conn, error) {
-	opts := []nats.Option{
-		nats.Name("baton serve " + s.hostName + " (lease)"),
-		nats.MaxReconnects(-1),
-		nats.RetryOnFailedConnect(true),
-		nats.ReconnectWait(250 * time.Millisecond),
+	opts, err := jetstreamlog.ConnectOptions(s.logOptions())
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts,
+		nats.Name("baton serve "+s.hostName+" (lease)"),
+		nats.ReconnectWait(250*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			log.Warn("lost the connection to the lease's servers", "error", err)
 		}),
-	}
-	if s.creds != "" {
-		opts = append(opts, nats.UserCredentials(s.creds))
-	}
-	if s.tokenFile != "" {
-		b, err := os.ReadFile(s.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("read the NATS token: %w", err)
-		}
-		opts = append(opts, nats.Token(strings.TrimSpace(string(b))))
-	}
-	if s.tlsCA != "" {
-		opts = append(opts, nats.RootCAs(s.tlsCA))
-	}
-	if s.tlsCert != "" {
-		opts = append(opts, nats.ClientCert(s.tlsCert, s.tlsKey))
-	}
-	nc, err := nats.Connect(strings.Join(s.urls, ","), opts...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", strings.Join(s.urls, ","), err)
-	}
-	return nc, nil
+	)
+	return jetstreamlog.Connect(s.urls, opts...)
 }
 
 // releaseTimeout bounds handing the lease back as the service stops: a
@@ -212,6 +204,9 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		if ctx.Err() != nil {
 			return nil // stopped before it served
 		}
+		if r := jetstreamlog.ClosedBy(nc); r != nil {
+			err = r // the servers came up, and refused this host
+		}
 		return fmt.Errorf("serve: %w", err)
 	}
 	stopHealth := standbyHealth(cfg.DataDir, cfg.Listen, log)
@@ -220,6 +215,9 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		if ctx.Err() != nil {
 			log.Info("stopped as a standby")
 			return nil
+		}
+		if r := jetstreamlog.ClosedBy(nc); r != nil {
+			err = r
 		}
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -233,10 +231,9 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 	cfg.Store = &batonv1.StoreStatus{Kind: "jetstream", Servers: s.urls, Installation: s.installation, Host: s.hostName,
 		LeaseSince: timestamppb.Now()}
 	cfg.OpenLog = func() (eventlog.Log, error) {
-		jl, err := jetstreamlog.Open(ctx, jetstreamlog.Options{URLs: s.urls, CredsFile: s.creds, TokenFile: s.tokenFile,
-			TLS:          jetstreamlog.TLS{CAFile: s.tlsCA, CertFile: s.tlsCert, KeyFile: s.tlsKey},
-			Installation: s.installation, Host: s.hostName, Replicas: s.replicas, Dir: filepath.Join(data, replicaDir),
-			Logger: log.Named("jetstream"), Name: "baton serve " + s.hostName})
+		o := s.logOptions()
+		o.Dir, o.Logger, o.Name = filepath.Join(data, replicaDir), log.Named("jetstream"), "baton serve "+s.hostName
+		jl, err := jetstreamlog.Open(ctx, o)
 		if err != nil {
 			return nil, err
 		}

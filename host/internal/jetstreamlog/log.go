@@ -106,7 +106,8 @@ var _ eventlog.Log = (*Log)(nil)
 // bucket exist (creating them if not), opens the replica in o.Dir and
 // catches it up to the stream's last message before it returns, so that a
 // host's recovery reads a current log. Servers that cannot be reached
-// make Open wait and retry until ctx ends.
+// make Open wait and retry until ctx ends; servers that refuse this
+// client's token, credentials or TLS fail it at once (ErrRefused).
 func Open(ctx context.Context, o Options) (*Log, error) {
 	if o.Installation == "" {
 		o.Installation = "baton"
@@ -143,19 +144,24 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	}
 	l.nc = nc
 	if err := l.open(ctx, o); err != nil {
+		if r := ClosedBy(nc); r != nil {
+			err = r // the servers came up, and refused the client
+		}
 		nc.Close()
 		return nil, fmt.Errorf("open jetstream log %s: %w", streamName(o.Installation), err)
 	}
 	return l, nil
 }
 
-// connect connects for ever: a server that is down at first is retried,
-// as are servers lost later.
+// connect connects as Connect does: servers down at first are retried,
+// as are servers lost later; servers that refuse the client fail it.
 func connect(o Options, log hclog.Logger) (*nats.Conn, error) {
-	opts := []nats.Option{
+	auth, err := ConnectOptions(o)
+	if err != nil {
+		return nil, fmt.Errorf("open jetstream log: %w", err)
+	}
+	opts := append(auth,
 		nats.Name(o.Name),
-		nats.MaxReconnects(-1),
-		nats.RetryOnFailedConnect(true),
 		nats.CustomReconnectDelay(reconnectDelay),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			log.Warn("lost the connection to the jetstream log's servers; writes wait until it is back", "error", err)
@@ -163,26 +169,10 @@ func connect(o Options, log hclog.Logger) (*nats.Conn, error) {
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			log.Info("reconnected to the jetstream log's servers", "server", c.ConnectedUrlRedacted())
 		}),
-	}
-	if o.CredsFile != "" {
-		opts = append(opts, nats.UserCredentials(o.CredsFile))
-	}
-	if o.TokenFile != "" {
-		b, err := os.ReadFile(o.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("read the jetstream log's token: %w", err)
-		}
-		opts = append(opts, nats.Token(strings.TrimSpace(string(b))))
-	}
-	if o.TLS.CAFile != "" {
-		opts = append(opts, nats.RootCAs(o.TLS.CAFile))
-	}
-	if o.TLS.CertFile != "" || o.TLS.KeyFile != "" {
-		opts = append(opts, nats.ClientCert(o.TLS.CertFile, o.TLS.KeyFile))
-	}
-	nc, err := nats.Connect(strings.Join(o.URLs, ","), opts...)
+	)
+	nc, err := Connect(o.URLs, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to the jetstream log's servers %s: %w", strings.Join(o.URLs, ","), err)
+		return nil, fmt.Errorf("open jetstream log: %w", err)
 	}
 	return nc, nil
 }

@@ -34,8 +34,21 @@ type Node struct {
 // Single starts one JetStream node; it stops when the test ends.
 func Single(t testing.TB) *Cluster {
 	t.Helper()
+	return SingleWith(t, nil)
+}
+
+// SingleWith starts one JetStream node whose options set changes first
+// (authorization, TLS, operator mode: what a test of a client's
+// credentials needs); it stops when the test ends. The node stays on
+// 127.0.0.1 with a kernel-bound client port whatever set does.
+func SingleWith(t testing.TB, set func(*server.Options)) *Cluster {
+	t.Helper()
 	c := &Cluster{t: t}
 	o := nodeOptions(t, "n1", "")
+	if set != nil {
+		set(o)
+	}
+	o.Host = "127.0.0.1"
 	o.Port = server.RANDOM_PORT // bound by the kernel: no other test can take it first
 	c.nodes = append(c.nodes, &Node{opts: o})
 	c.Start(0)

@@ -1,0 +1,219 @@
+package jetstreamlog
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nkeys"
+
+	"github.com/baton-run/baton/host/internal/natstest"
+)
+
+// refusedWithin bounds an Open the servers refuse: it must fail at once,
+// so a bound it reaches is a hang (or a retry for ever), reported as such.
+const refusedWithin = 30 * time.Second
+
+// secretFile writes a secret to a mode 0600 file, as a host is given one.
+func secretFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// openAuth opens a log on c with the connection options of o (URLs, Host
+// and Dir filled in).
+func openAuth(ctx context.Context, t *testing.T, c *natstest.Cluster, o Options) (*Log, error) {
+	t.Helper()
+	o.URLs, o.Host, o.Dir = []string{c.URLs()}, "h1", t.TempDir()
+	l, err := Open(ctx, o)
+	if err == nil {
+		t.Cleanup(func() { l.Close() })
+	}
+	return l, err
+}
+
+// roundTrip appends an event and reads the log back: the connection the
+// options made reaches JetStream, not only the server.
+func roundTrip(t *testing.T, l *Log) {
+	t.Helper()
+	recs := appendOne(t, l, "t1", 0)
+	if diff := cmp.Diff(recs, all(t, l)); diff != "" {
+		t.Fatalf("the log read back is not what was appended (-appended +read):\n%s", diff)
+	}
+}
+
+// wantRefused checks that an Open the servers refused failed at once
+// saying why, in words a user finds the cause in.
+func wantRefused(t *testing.T, err error, words string) {
+	t.Helper()
+	switch {
+	case err == nil:
+		t.Fatalf("Open succeeded; want it refused (%s)", words)
+	case !errors.Is(err, ErrRefused):
+		t.Fatalf("Open failed with %q; want the servers' refusal (%s), at once", err, words)
+	case !strings.Contains(err.Error(), words):
+		t.Fatalf("Open failed with %q; want it to say %q", err, words)
+	}
+}
+
+func TestOpenWithTheServersToken(t *testing.T) {
+	c := natstest.SingleWith(t, natstest.Token("s3cret"))
+	l, err := openAuth(t.Context(), t, c, Options{TokenFile: secretFile(t, "  s3cret\n")})
+	if err != nil {
+		t.Fatalf("open with the servers' token (white space around it): %v", err)
+	}
+	roundTrip(t, l)
+}
+
+func TestOpenWithoutTheServersTokenFailsSayingAuthorization(t *testing.T) {
+	c := natstest.SingleWith(t, natstest.Token("s3cret"))
+	for _, tc := range []struct {
+		name string
+		o    Options
+	}{
+		{"wrong token", Options{TokenFile: secretFile(t, "guess")}},
+		{"no token", Options{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), refusedWithin)
+			defer cancel()
+			_, err := openAuth(ctx, t, c, tc.o)
+			wantRefused(t, err, "authorization failed")
+			if !strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
+				t.Fatalf("Open failed with %q; want the server's words (authorization violation) in it", err)
+			}
+		})
+	}
+}
+
+func TestOpenOverTLSWithAClientCertificate(t *testing.T) {
+	f := natstest.NewTLSFiles(t)
+	c := natstest.SingleWith(t, f.RequireClientCerts(t))
+	l, err := openAuth(t.Context(), t, c, Options{TLS: TLS{CAFile: f.CA, CertFile: f.ClientCert, KeyFile: f.ClientKey}})
+	if err != nil {
+		t.Fatalf("open over TLS with the CA and a client certificate: %v", err)
+	}
+	roundTrip(t, l)
+}
+
+func TestOpenOverTLSFailsSayingTLS(t *testing.T) {
+	f := natstest.NewTLSFiles(t)
+	other := natstest.NewTLSFiles(t) // a CA that did not sign the server's certificate
+	c := natstest.SingleWith(t, f.RequireClientCerts(t))
+	for _, tc := range []struct {
+		name string
+		tls  TLS
+	}{
+		{"no client certificate", TLS{CAFile: f.CA}},
+		{"another CA", TLS{CAFile: other.CA, CertFile: f.ClientCert, KeyFile: f.ClientKey}},
+		{"no TLS", TLS{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), refusedWithin)
+			defer cancel()
+			_, err := openAuth(ctx, t, c, Options{TLS: tc.tls})
+			wantRefused(t, err, "TLS failed")
+		})
+	}
+}
+
+func TestOpenWithCredentials(t *testing.T) {
+	op := natstest.NewOperator(t)
+	c := natstest.SingleWith(t, op.Options(t))
+	l, err := openAuth(t.Context(), t, c, Options{CredsFile: op.Creds})
+	if err != nil {
+		t.Fatalf("open with the operator's user's credentials: %v", err)
+	}
+	roundTrip(t, l)
+
+	ctx, cancel := context.WithTimeout(t.Context(), refusedWithin)
+	defer cancel()
+	_, err = openAuth(ctx, t, c, Options{CredsFile: op.Other})
+	wantRefused(t, err, "authorization failed")
+}
+
+func TestOpenSaysWhichFileIsWrong(t *testing.T) {
+	f := natstest.NewTLSFiles(t)
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tc := range []struct {
+		name  string
+		o     Options
+		words string
+	}{
+		{"token file missing", Options{TokenFile: missing}, "read the NATS token: open " + missing},
+		{"token file empty", Options{TokenFile: secretFile(t, " \n")}, "is empty"},
+		{"creds not creds", Options{CredsFile: secretFile(t, "not creds")}, "holds no nkey seed"},
+		{"creds without a JWT", Options{CredsFile: seedOnly(t)}, "holds no user JWT"},
+		{"CA not PEM", Options{TLS: TLS{CAFile: secretFile(t, "not pem")}}, "holds no PEM certificate"},
+		{"key not the certificate's", Options{TLS: TLS{CertFile: f.ClientCert, KeyFile: f.ServerKey}},
+			"load the NATS TLS client certificate " + f.ClientCert},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// No server: the files are checked before connecting.
+			_, err := Open(t.Context(), Options{URLs: []string{"nats://127.0.0.1:1"}, Host: "h1", Dir: t.TempDir(),
+				CredsFile: tc.o.CredsFile, TokenFile: tc.o.TokenFile, TLS: tc.o.TLS})
+			if err == nil || !strings.Contains(err.Error(), tc.words) {
+				t.Fatalf("Open with a bad file: got %v, want an error saying %q", err, tc.words)
+			}
+		})
+	}
+}
+
+func TestOpenWaitingForServersFailsWhenTheyRefuseIt(t *testing.T) {
+	c := natstest.SingleWith(t, natstest.Token("s3cret"))
+	c.Stop(0) // down when the host starts: it waits for them
+	waiting := make(chan struct{})
+	log := hclog.New(&hclog.LoggerOptions{Output: saying{"servers do not answer", waiting, &sync.Once{}}})
+	token := secretFile(t, "guess")
+	opened := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), refusedWithin)
+	defer cancel()
+	go func() {
+		_, err := openAuth(ctx, t, c, Options{TokenFile: token, Logger: log})
+		opened <- err
+	}()
+	select {
+	case <-waiting:
+	case err := <-opened:
+		t.Fatalf("Open returned %v before the servers were up; want it to wait for them", err)
+	}
+	c.Start(0)
+	wantRefused(t, <-opened, "authorization failed")
+}
+
+// saying is a log output that closes a channel the first time a line
+// holds some words.
+type saying struct {
+	words string
+	said  chan struct{}
+	once  *sync.Once
+}
+
+func (s saying) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), s.words) {
+		s.once.Do(func() { close(s.said) })
+	}
+	return len(p), nil
+}
+
+// seedOnly writes a credentials file with a user's nkey seed and no JWT.
+func seedOnly(t *testing.T) string {
+	t.Helper()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := kp.Seed()
+	return secretFile(t, "-----BEGIN USER NKEY SEED-----\n"+string(seed)+"\n------END USER NKEY SEED------\n")
+}
