@@ -159,10 +159,10 @@ func (s *storeFlags) logOptions() jetstreamlog.Options {
 
 // connect connects to the servers of the shared log for the lease (the
 // log connects on its own, with the same options, through the same
-// jetstreamlog.Connect): a server down at first is retried, as are
-// servers lost later; servers that refuse the host's token, credentials
-// or TLS fail it.
-func (s *storeFlags) connect(log hclog.Logger) (*nats.Conn, error) {
+// jetstreamlog.Connect): servers down at first are waited for (until ctx
+// ends), and servers lost later too; servers that refuse the host's
+// token, credentials or TLS fail it.
+func (s *storeFlags) connect(ctx context.Context, log hclog.Logger) (*nats.Conn, error) {
 	opts, err := jetstreamlog.ConnectOptions(s.logOptions())
 	if err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func (s *storeFlags) connect(log hclog.Logger) (*nats.Conn, error) {
 			log.Warn("lost the connection to the lease's servers", "error", err)
 		}),
 	)
-	return jetstreamlog.Connect(s.urls, opts...)
+	return jetstreamlog.Connect(ctx, s.urls, log, opts...)
 }
 
 // releaseTimeout bounds handing the lease back as the service stops: a
@@ -189,8 +189,11 @@ const releaseTimeout = 5 * time.Second
 // again, and it waits as a standby.
 func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Config, log hclog.Logger) error {
 	llog := log.Named("lease")
-	nc, err := s.connect(llog)
+	nc, err := s.connect(ctx, llog)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it served
+		}
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer nc.Close()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 
 	"github.com/baton-run/baton/host/internal/natstest"
@@ -170,26 +171,69 @@ func TestOpenSaysWhichFileIsWrong(t *testing.T) {
 	}
 }
 
+// A host that starts before its servers waits for them; once they are up
+// and refuse it, Open fails saying why, rather than wait on as if they
+// were still down.
 func TestOpenWaitingForServersFailsWhenTheyRefuseIt(t *testing.T) {
+	f := natstest.NewTLSFiles(t)
+	for _, tc := range []struct {
+		name   string
+		server func(*server.Options)
+		o      Options
+		words  string
+	}{
+		{"wrong token", natstest.Token("s3cret"), Options{TokenFile: secretFile(t, "guess")}, "authorization failed"},
+		{"no client certificate", f.RequireClientCerts(t), Options{TLS: TLS{CAFile: f.CA}}, "TLS failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := natstest.SingleWith(t, tc.server)
+			c.Stop(0) // down when the host starts: it waits for them
+			waiting := make(chan struct{})
+			tc.o.Logger = hclog.New(&hclog.LoggerOptions{Output: saying{"cannot reach the servers", waiting, &sync.Once{}}})
+			opened := make(chan error, 1)
+			ctx, cancel := context.WithTimeout(t.Context(), refusedWithin)
+			defer cancel()
+			go func() {
+				_, err := openAuth(ctx, t, c, tc.o)
+				opened <- err
+			}()
+			select {
+			case <-waiting:
+			case err := <-opened:
+				t.Fatalf("Open returned %v before the servers were up; want it to wait for them", err)
+			}
+			c.Start(0)
+			wantRefused(t, <-opened, tc.words)
+		})
+	}
+}
+
+func TestOpenWaitsForServersDownAtFirst(t *testing.T) {
 	c := natstest.SingleWith(t, natstest.Token("s3cret"))
-	c.Stop(0) // down when the host starts: it waits for them
+	c.Stop(0)
 	waiting := make(chan struct{})
-	log := hclog.New(&hclog.LoggerOptions{Output: saying{"servers do not answer", waiting, &sync.Once{}}})
-	token := secretFile(t, "guess")
-	opened := make(chan error, 1)
-	ctx, cancel := context.WithTimeout(t.Context(), refusedWithin)
-	defer cancel()
+	o := Options{TokenFile: secretFile(t, "s3cret"),
+		Logger: hclog.New(&hclog.LoggerOptions{Output: saying{"cannot reach the servers", waiting, &sync.Once{}}})}
+	type opened struct {
+		l   *Log
+		err error
+	}
+	done := make(chan opened, 1)
 	go func() {
-		_, err := openAuth(ctx, t, c, Options{TokenFile: token, Logger: log})
-		opened <- err
+		l, err := openAuth(t.Context(), t, c, o)
+		done <- opened{l, err}
 	}()
 	select {
 	case <-waiting:
-	case err := <-opened:
-		t.Fatalf("Open returned %v before the servers were up; want it to wait for them", err)
+	case r := <-done:
+		t.Fatalf("Open returned (%v) before the servers were up; want it to wait for them", r.err)
 	}
 	c.Start(0)
-	wantRefused(t, <-opened, "authorization failed")
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("Open once the servers are up: %v", r.err)
+	}
+	roundTrip(t, r.l)
 }
 
 // saying is a log output that closes a channel the first time a line

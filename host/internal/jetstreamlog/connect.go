@@ -1,6 +1,7 @@
 package jetstreamlog
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -8,7 +9,9 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
@@ -86,33 +89,49 @@ func checkCreds(path string) error {
 }
 
 // Connect connects to the servers at urls with opts (ConnectOptions' and
-// the caller's own: name, handlers, reconnect wait), and reconnects for
-// ever once connected, whichever of them answers.
+// the caller's own: name, handlers, reconnect wait), and once connected
+// reconnects for ever, to whichever of them answers.
 //
-// Servers that cannot be reached at first are retried in the background
-// (the connection is returned reconnecting, and requests on it wait), so
-// that a host may start before its servers. Servers that answer but refuse
-// this client (authorization, or TLS) fail Connect at once, saying so:
-// retrying with the same token, credentials or certificates does not
-// mend that, and a host that waited for ever would look like one waiting
-// for its servers.
-func Connect(urls []string, opts ...nats.Option) (*nats.Conn, error) {
+// Until one answers, Connect tries them all again, backing off, until ctx
+// ends (saying once, to log, that it waits), so that a host may start
+// before its servers. Servers that answer but refuse this client
+// (authorization, or TLS) fail Connect at once, saying so (ErrRefused):
+// retrying with the same token, credentials or certificates does not mend
+// that, and a host that waited for ever would look like one waiting for
+// its servers.
+//
+// The client library's own retry of a first connection
+// (nats.RetryOnFailedConnect) is not used: it returns a connection at
+// once and retries in the background, where a refusal (a TLS one for
+// ever) looks to the caller like servers that do not answer.
+func Connect(ctx context.Context, urls []string, log hclog.Logger, opts ...nats.Option) (*nats.Conn, error) {
 	url := strings.Join(urls, ",")
 	opts = append(opts, nats.MaxReconnects(-1))
-	// One pass over the servers, without retrying, tells a refusal from
-	// servers that are down.
-	nc, err := nats.Connect(url, opts...)
-	if err == nil {
-		return nc, nil
+	if log == nil {
+		log = hclog.NewNullLogger()
 	}
-	if r := refusal(err); r != nil {
-		return nil, fmt.Errorf("connect to %s: %w", url, r)
+	warned := false
+	for attempt := 0; ; attempt++ {
+		nc, err := nats.Connect(url, opts...)
+		if err == nil {
+			if warned {
+				log.Info("connected to the servers", "servers", url)
+			}
+			return nc, nil
+		}
+		if r := refusal(err); r != nil {
+			return nil, fmt.Errorf("connect to %s: %w", url, r)
+		}
+		if !warned {
+			log.Warn("cannot reach the servers; trying again until they answer", "servers", url, "error", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to %s: %w (%w)", url, err, context.Cause(ctx))
+		case <-time.After(reconnectDelay(attempt)):
+		}
 	}
-	nc, err = nats.Connect(url, append(opts, nats.RetryOnFailedConnect(true))...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", url, err)
-	}
-	return nc, nil
 }
 
 // ErrRefused is what a connection error wraps when servers answered but
@@ -144,10 +163,10 @@ func tlsAlert(err error) bool {
 }
 
 // ClosedBy is why the servers closed a connection Connect made, when
-// they refused the client (ErrRefused), else nil. A connection that
-// retried servers down at first is closed by the client library when the
-// servers, once up, refuse it twice alike: requests on it then fail with
-// nats.ErrConnectionClosed, and this says why.
+// they refused the client (ErrRefused), else nil. The client library
+// closes a connection whose reconnects the servers refuse twice alike
+// (its token or credentials are no longer theirs): requests on it then
+// fail with nats.ErrConnectionClosed, and this says why.
 func ClosedBy(nc *nats.Conn) error {
 	if !nc.IsClosed() {
 		return nil

@@ -138,7 +138,7 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	l := &Log{inst: o.Installation, host: o.Host, log: log, closeTimeout: o.CloseTimeout,
 		closing: make(chan struct{}), watched: make(chan struct{})}
 	l.fails.init()
-	nc, err := connect(o, log)
+	nc, err := connect(ctx, o, log)
 	if err != nil {
 		return nil, err
 	}
@@ -153,9 +153,10 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	return l, nil
 }
 
-// connect connects as Connect does: servers down at first are retried,
-// as are servers lost later; servers that refuse the client fail it.
-func connect(o Options, log hclog.Logger) (*nats.Conn, error) {
+// connect connects as Connect does: servers down at first are waited for
+// (until ctx ends), and servers lost later too; servers that refuse the
+// client fail it.
+func connect(ctx context.Context, o Options, log hclog.Logger) (*nats.Conn, error) {
 	auth, err := ConnectOptions(o)
 	if err != nil {
 		return nil, fmt.Errorf("open jetstream log: %w", err)
@@ -170,7 +171,7 @@ func connect(o Options, log hclog.Logger) (*nats.Conn, error) {
 			log.Info("reconnected to the jetstream log's servers", "server", c.ConnectedUrlRedacted())
 		}),
 	)
-	nc, err := Connect(o.URLs, opts...)
+	nc, err := Connect(ctx, o.URLs, log, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("open jetstream log: %w", err)
 	}

@@ -17,7 +17,7 @@ import (
 
 // connectWithToken connects as `baton serve --nats-token-file` does: the
 // log's connection options, the log's Connect.
-func connectWithToken(t *testing.T, c *natstest.Cluster, token string) (jetstream.JetStream, error) {
+func connectWithToken(t *testing.T, c *natstest.Cluster, token string, extra ...nats.Option) (jetstream.JetStream, error) {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(f, []byte(token+"\n"), 0o600); err != nil {
@@ -27,7 +27,7 @@ func connectWithToken(t *testing.T, c *natstest.Cluster, token string) (jetstrea
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := jetstreamlog.Connect([]string{c.URLs()}, append(opts, nats.Name("lease test"))...)
+	nc, err := jetstreamlog.Connect(bounded(t), []string{c.URLs()}, nil, append(append(opts, nats.Name("lease test")), extra...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -68,19 +68,35 @@ func TestALeaseConnectionWithAWrongTokenFailsSayingSo(t *testing.T) {
 	}
 }
 
-func TestALeaseWaitingForServersFailsWhenTheyRefuseIt(t *testing.T) {
+// A standby whose servers stop taking its token (replaced on the servers)
+// is disconnected, and refused when it reconnects; the client library
+// then closes its connection, and the lease fails saying why, rather
+// than wait on a connection that never comes back.
+func TestALeaseWhoseTokenTheServersNoLongerTakeFails(t *testing.T) {
 	c := natstest.SingleWith(t, natstest.Token("s3cret"))
-	c.Stop(0)
-	// Connect returns with the servers down, retrying them in the
-	// background; they come up and refuse the token, and the client
-	// library closes the connection.
-	js, err := connectWithToken(t, c, "guess")
+	closed := make(chan struct{})
+	js, err := connectWithToken(t, c, "s3cret", nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})) // the refusals, which the test sees below
 	if err != nil {
-		t.Fatalf("connect with the servers down: %v; want a connection that waits for them", err)
+		t.Fatalf("connect with the servers' token: %v", err)
 	}
-	c.Start(0)
-	_, err = Open(bounded(t), js, Options{Installation: "test", Host: "a"})
-	if err == nil || !errors.Is(err, nats.ErrConnectionClosed) || !strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
-		t.Fatalf("open the lease over a connection the servers refused: got %v, want it closed on an authorization violation", err)
+	a, err := Open(bounded(t), js, Options{Installation: "test", Host: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Reload(0, natstest.Token("replaced"))
+	select {
+	case <-closed:
+	case <-bounded(t).Done():
+		t.Fatal("the connection the servers refused was not closed")
+	}
+	for name, do := range map[string]func() error{
+		"open":    func() error { _, err := Open(bounded(t), js, Options{Installation: "test", Host: "a"}); return err },
+		"acquire": func() error { return a.Acquire(bounded(t)) },
+	} {
+		err := do()
+		if !errors.Is(err, nats.ErrConnectionClosed) || !strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
+			t.Errorf("%s the lease over a connection the servers refused: got %v, want it closed on an authorization violation", name, err)
+		}
 	}
 }

@@ -160,6 +160,19 @@ func (c *Cluster) Len() int { return len(c.nodes) }
 // Server is node i's running server (nil when stopped).
 func (c *Cluster) Server(i int) *server.Server { return c.nodes[i].srv }
 
+// Reload changes running node i's options as a new configuration and a
+// SIGHUP would (a token replaced, say), and keeps them for a later Start.
+func (c *Cluster) Reload(i int, set func(*server.Options)) {
+	c.t.Helper()
+	n := c.nodes[i]
+	o := n.opts.Clone()
+	set(o)
+	if err := n.srv.ReloadOptions(o); err != nil {
+		c.t.Fatalf("reload nats node %s: %v", o.ServerName, err)
+	}
+	n.opts = o
+}
+
 // Stop shuts node i down (its store stays, for Start).
 func (c *Cluster) Stop(i int) {
 	n := c.nodes[i]
