@@ -3,6 +3,9 @@ package jetstreamlog
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
 	"github.com/baton-run/baton/host/internal/natstest"
@@ -42,6 +46,23 @@ func openAuth(ctx context.Context, t *testing.T, c *natstest.Cluster, o Options)
 		t.Cleanup(func() { l.Close() })
 	}
 	return l, err
+}
+
+// openRefused opens a log on c, which is up, with o's files, and checks
+// that Open failed without waiting for the servers as if they were down.
+func openRefused(t *testing.T, c *natstest.Cluster, o Options) error {
+	t.Helper()
+	waited := make(chan struct{})
+	o.Logger = hclog.New(&hclog.LoggerOptions{Output: saying{"cannot reach the servers", waited, &sync.Once{}}})
+	ctx, cancel := context.WithTimeout(t.Context(), refusedWithin)
+	defer cancel()
+	_, err := openAuth(ctx, t, c, o)
+	select {
+	case <-waited:
+		t.Errorf("Open waited for servers that were up and refused it (it failed with %v)", err)
+	default:
+	}
+	return err
 }
 
 // roundTrip appends an event and reads the log back: the connection the
@@ -87,9 +108,7 @@ func TestOpenWithoutTheServersTokenFailsSayingAuthorization(t *testing.T) {
 		{"no token", Options{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), refusedWithin)
-			defer cancel()
-			_, err := openAuth(ctx, t, c, tc.o)
+			err := openRefused(t, c, tc.o)
 			wantRefused(t, err, "authorization failed")
 			if !strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
 				t.Fatalf("Open failed with %q; want the server's words (authorization violation) in it", err)
@@ -121,10 +140,7 @@ func TestOpenOverTLSFailsSayingTLS(t *testing.T) {
 		{"no TLS", TLS{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), refusedWithin)
-			defer cancel()
-			_, err := openAuth(ctx, t, c, Options{TLS: tc.tls})
-			wantRefused(t, err, "TLS failed")
+			wantRefused(t, openRefused(t, c, Options{TLS: tc.tls}), "TLS failed")
 		})
 	}
 }
@@ -138,10 +154,7 @@ func TestOpenWithCredentials(t *testing.T) {
 	}
 	roundTrip(t, l)
 
-	ctx, cancel := context.WithTimeout(t.Context(), refusedWithin)
-	defer cancel()
-	_, err = openAuth(ctx, t, c, Options{CredsFile: op.Other})
-	wantRefused(t, err, "authorization failed")
+	wantRefused(t, openRefused(t, c, Options{CredsFile: op.Other}), "authorization failed")
 }
 
 func TestOpenSaysWhichFileIsWrong(t *testing.T) {
@@ -260,4 +273,37 @@ func seedOnly(t *testing.T) string {
 	}
 	seed, _ := kp.Seed()
 	return secretFile(t, "-----BEGIN USER NKEY SEED-----\n"+string(seed)+"\n------END USER NKEY SEED------\n")
+}
+
+// What a first connection's error is: a refusal fails a host at once, any
+// other error is servers it waits for.
+func TestRefusal(t *testing.T) {
+	alert := &net.OpError{Op: "remote error", Err: errors.New("tls: certificate required")}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string // the refusal's words, "" for none
+	}{
+		{"authorization error", nats.ErrAuthorization, "authorization failed"},
+		{"authentication expired", nats.ErrAuthExpired, "authorization failed"},
+		{"TLS handshake", fmt.Errorf("%w: x509: certificate signed by unknown authority", nats.ErrTLS), "TLS failed"},
+		{"TLS alert after the handshake", alert, "TLS failed"},
+		{"TLS required", nats.ErrSecureConnRequired, "TLS failed"},
+		{"no servers", nats.ErrNoServers, ""},
+		{"dial", &net.OpError{Op: "dial", Err: errors.New("connect: connection refused")}, ""},
+		{"read", &net.OpError{Op: "read", Err: io.EOF}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if r := refusal(tc.err); r != nil {
+				if !errors.Is(r, ErrRefused) || !errors.Is(r, tc.err) {
+					t.Fatalf("refusal(%v) = %v: want it to wrap ErrRefused and the error", tc.err, r)
+				}
+				got = r.Error()
+			}
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Fatalf("refusal(%v) = %q, want one saying %q", tc.err, got, tc.want)
+			}
+		})
+	}
 }
