@@ -57,6 +57,8 @@ func TestServeStoreWithAWrongNATSTokenExitsSayingSo(t *testing.T) {
 	select {
 	case <-s.done:
 	case <-time.After(60 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
 		t.Fatalf("serve with a wrong token still runs after a minute; want it to exit saying the authorization failed\n%s", s.stderr)
 	}
 	code := -1
