@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/natstest"
 )
 
@@ -305,5 +306,41 @@ func TestRefusal(t *testing.T) {
 				t.Fatalf("refusal(%v) = %q, want one saying %q", tc.err, got, tc.want)
 			}
 		})
+	}
+}
+
+// A log whose servers stop taking its token (replaced on the servers) is
+// disconnected and refused as it reconnects; the client library then
+// closes its connection for good, and the log fails saying why: a write,
+// even to a thread whose place it knows, fails rather than wait on a
+// connection that never comes back.
+func TestALogWhoseTokenTheServersNoLongerTakeFails(t *testing.T) {
+	c := natstest.SingleWith(t, natstest.Token("s3cret"))
+	l, err := openAuth(t.Context(), t, c, Options{TokenFile: secretFile(t, "s3cret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOne(t, l, "t1", 0)
+	c.Reload(0, natstest.Token("replaced"))
+	select {
+	case <-l.Failed():
+	case <-time.After(refusedWithin):
+		t.Fatal("the log did not fail when the servers refused its token")
+	}
+	if err := l.Failure(); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "authorization failed") {
+		t.Fatalf("the log failed with %v; want the servers' refusal, saying authorization failed", err)
+	}
+	appended := make(chan error, 1)
+	go func() {
+		_, _, err := l.Append(eventlog.Batch{Events: []eventlog.Pending{event("t1", 1)}})
+		appended <- err
+	}()
+	select {
+	case err := <-appended:
+		if !errors.Is(err, ErrRefused) {
+			t.Fatalf("append to the failed log: %v; want the servers' refusal", err)
+		}
+	case <-time.After(refusedWithin):
+		t.Fatal("an append to the failed log still waits")
 	}
 }

@@ -138,7 +138,7 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	l := &Log{inst: o.Installation, host: o.Host, log: log, closeTimeout: o.CloseTimeout,
 		closing: make(chan struct{}), watched: make(chan struct{})}
 	l.fails.init()
-	nc, err := connect(ctx, o, log)
+	nc, err := l.connect(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -155,12 +155,16 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 
 // connect connects as Connect does: servers down at first are waited for
 // (until ctx ends), and servers lost later too; servers that refuse the
-// client fail it.
-func connect(ctx context.Context, o Options, log hclog.Logger) (*nats.Conn, error) {
+// client fail it. A connection the client library closes later (servers
+// that refused it as it reconnected: its token or credentials are no
+// longer theirs) fails the log: nothing reopens it, and writes would wait
+// on it for ever.
+func (l *Log) connect(ctx context.Context, o Options) (*nats.Conn, error) {
 	auth, err := ConnectOptions(o)
 	if err != nil {
 		return nil, fmt.Errorf("open jetstream log: %w", err)
 	}
+	log := l.log
 	opts := append(auth,
 		nats.Name(o.Name),
 		nats.CustomReconnectDelay(reconnectDelay),
@@ -169,6 +173,24 @@ func connect(ctx context.Context, o Options, log hclog.Logger) (*nats.Conn, erro
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			log.Info("reconnected to the jetstream log's servers", "server", c.ConnectedUrlRedacted())
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			// A refusal as the client reconnects comes here (not only a
+			// slow consumer): into the host's log, not the library's
+			// default, a line on stderr.
+			log.Warn("the jetstream log's servers said", "error", err)
+		}),
+		nats.ClosedHandler(func(c *nats.Conn) {
+			select {
+			case <-l.closing:
+				return // Close closed it
+			default:
+			}
+			why := ClosedBy(c)
+			if why == nil {
+				why = fmt.Errorf("the connection to the jetstream log's servers closed: %v", c.LastError())
+			}
+			l.fails.set(why)
 		}),
 	)
 	nc, err := Connect(ctx, o.URLs, log, opts...)
