@@ -137,12 +137,12 @@ func (g *globals) connectFor(ctx context.Context, reads bool) (*client, error) {
 // is shared in NATS JetStream (serve --store keeps its replica there): its
 // threads are not in DATA/events, and a host embedded there would write a
 // private log of its own beside them. The service that does not answer is
-// a standby waiting for the installation's lease, or stopped.
+// stopped (a follower answers, as the writer does).
 func sharedLogDir(data string) error {
 	if _, err := os.Stat(filepath.Join(data, replicaDir)); err != nil {
 		return nil
 	}
-	return failf(exitFailed, "the data dir %s is a host's of a log shared in NATS JetStream (%s), and no service answers on it (a standby waiting for the lease, or stopped): reach the serving host with --server ADDRESS", data, filepath.Join(data, replicaDir))
+	return failf(exitFailed, "the data dir %s is a host's of a log shared in NATS JetStream (%s), and no service answers on it (its baton serve is stopped): start it, or reach another host of the installation with --server ADDRESS", data, filepath.Join(data, replicaDir))
 }
 
 // embed opens the host a verb embeds. One that only reads, on a data dir

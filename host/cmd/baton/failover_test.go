@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os/exec"
@@ -17,8 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/grpc"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/testing/protocmp"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/natstest"
@@ -26,7 +25,8 @@ import (
 
 // These tests run two `baton serve` processes, hosts a and b, each on its
 // own data dir, sharing one event log in a three-node JetStream cluster:
-// one serves, the other waits for the installation's lease as a standby.
+// one writes the log, the other follows it, waiting for the installation's
+// lease.
 
 // logWatch is a process's stderr, kept whole; a test waits for a line in
 // it. It never blocks the process's writes.
@@ -72,8 +72,8 @@ func (w *logWatch) String() string {
 	return w.text.String()
 }
 
-// sharedHosts starts host a, which takes the lease and serves, and host b
-// as its standby (waiting for a's lease), both with args.
+// sharedHosts starts host a, which takes the lease and writes the log,
+// and host b as its follower (waiting for a's lease), both with args.
 func sharedHosts(t testing.TB, args ...string) (a, b *batonService, blog *logWatch) {
 	t.Helper()
 	cl := natstest.Three(t)
@@ -82,14 +82,30 @@ func sharedHosts(t testing.TB, args ...string) (a, b *batonService, blog *logWat
 	blog = newLogWatch()
 	b = launchService(t, t.TempDir(), blog, func(*exec.Cmd) {}, append(common, "--host", "b")...)
 	blog.wait(t, regexp.MustCompile(`waiting for host a's lease on installation failover, held since `))
-	// The standby's socket says it does not serve.
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	resp, err := healthpb.NewHealthClient(b.dial()).Check(ctx, &healthpb.HealthCheckRequest{Service: "baton.v1.Baton"}, grpc.WaitForReady(true))
-	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
-		t.Fatalf("the standby's health: %v, %v; want NOT_SERVING", resp.GetStatus(), err)
+	b.waitHealthy() // the follower serves its socket
+	if got := storeOf(t, b.data); got.Role != "follower" || got.Writer != "a" {
+		t.Fatalf("b's store in its status: %+v, want a follower of host a", got)
 	}
 	return a, b, blog
+}
+
+// storeOf is the store a service's status shows.
+func storeOf(t testing.TB, data string) storeStatus {
+	t.Helper()
+	out, errOut, code := baton(t, "status", "--json", "--data", data)
+	var st serviceStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitOK {
+		t.Fatalf("status: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	return st.Store
+}
+
+// takenOver waits until host b, which followed, writes the log: it took the
+// lease, and its service serves again as the writer.
+func takenOver(t testing.TB, b *batonService, blog *logWatch) {
+	t.Helper()
+	blog.wait(t, regexp.MustCompile(`(?s)holding the installation's lease.*serving: `))
+	b.waitHealthy()
 }
 
 // Host a is killed mid-run with a run queued behind it; host b takes the
@@ -117,8 +133,7 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 		}
 	}
 
-	b.waitHealthy()
-	blog.wait(t, regexp.MustCompile(`holding the installation's lease`))
+	takenOver(t, b, blog)
 	c = b.client()
 	last := before[len(before)-1].Seq
 	ev, _ = subscribe(t.Context(), t, c, id, last)
@@ -160,8 +175,8 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	}
 }
 
-// SIGTERM on the serving host drains it and hands its lease back: the
-// standby serves at once, long before the lease's minute would have run
+// SIGTERM on the writer drains it and hands its lease back: the
+// follower writes at once, long before the lease's minute would have run
 // out.
 func TestSIGTERMHandsTheLeaseOver(t *testing.T) {
 	a, b, blog := sharedHosts(t, "--lease-ttl", "60s")
@@ -171,23 +186,19 @@ func TestSIGTERMHandsTheLeaseOver(t *testing.T) {
 	if !strings.Contains(a.stderr.String(), "handed back the installation's lease") {
 		t.Errorf("host a did not say it handed the lease back:\n%s", a.stderr)
 	}
-	b.waitHealthyWithin(30 * time.Second) // half the lease's TTL
-	blog.wait(t, regexp.MustCompile(`holding the installation's lease`))
+	takenOver(t, b, blog) // within the minute's wait: long before the lease's TTL
 	if got, errOut, code := baton(t, "threads", "--data", b.data); code != exitOK {
 		t.Errorf("threads through b: exit %d\n%s%s", code, got, errOut)
 	}
-	// b's status says where its log is and that it serves it.
-	out, errOut, code := baton(t, "status", "--json", "--data", b.data)
-	var st serviceStatus
-	if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitOK {
-		t.Fatalf("status through b: exit %d, %v\n%s%s", code, err, out, errOut)
+	// b's status says where its log is and that it writes it.
+	st := storeOf(t, b.data)
+	if st.LeaseSince == nil {
+		t.Errorf("status through b: no lease_since in %+v", st)
 	}
-	if st.Store.LeaseSince == nil {
-		t.Errorf("status through b: no lease_since in %+v", st.Store)
-	}
-	st.Store.LeaseSince = nil
-	want := storeStatus{Kind: "jetstream", Servers: strings.Split(a.cmd.Args[slices.Index(a.cmd.Args, "--store")+1], ","), Installation: "failover", Host: "b"}
-	if d := cmp.Diff(want, st.Store); d != "" {
+	st.LeaseSince = nil
+	want := storeStatus{Kind: "jetstream", Servers: strings.Split(a.cmd.Args[slices.Index(a.cmd.Args, "--store")+1], ","), Installation: "failover",
+		Host: "b", Role: "writer", Writer: "b"}
+	if d := cmp.Diff(want, st); d != "" {
 		t.Errorf("status through b: store (-want +got):\n%s", d)
 	}
 }
@@ -195,14 +206,13 @@ func TestSIGTERMHandsTheLeaseOver(t *testing.T) {
 // Host a, paused (SIGSTOP) past its lease's TTL, finds b serving when it
 // runs again: its lease was taken over, so it stops as for a failed store
 // (exit 1, saying why) rather than write beside b; started again, as its
-// supervisor would, it waits as b's standby.
+// supervisor would, it follows b.
 func TestPausedHostLosesItsLease(t *testing.T) {
 	a, b, blog := sharedHosts(t, "--lease-ttl", "2s")
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	b.waitHealthy()
-	blog.wait(t, regexp.MustCompile(`holding the installation's lease`))
+	takenOver(t, b, blog)
 	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -223,19 +233,19 @@ func TestPausedHostLosesItsLease(t *testing.T) {
 	alog.wait(t, regexp.MustCompile(`waiting for host b's lease on installation failover`))
 }
 
-// BenchmarkFailover is the time from the serving host's SIGKILL to its
-// standby running the queued run the killed host left (the run's start
-// read through the standby), with a lease TTL of 2s: ms/failover. The
+// BenchmarkFailover is the time from the writer's SIGKILL to its
+// follower running the queued run the killed host left (the run's start
+// read through the follower), with a lease TTL of 2s: ms/failover. The
 // lease expires a TTL after its last renewal (renewals come every third
 // of it), so the lease's share is from 2/3 TTL to one TTL; the rest is the
-// standby taking the lease, catching up and recovering. Each failover
+// follower taking the lease, catching up and recovering. Each failover
 // starts a three-node cluster and two hosts, outside the timing.
 func BenchmarkFailover(b *testing.B) {
 	const ttl = 2 * time.Second
 	var total time.Duration
 	for range b.N {
 		b.StopTimer()
-		a, s, _ := sharedHosts(b, "--lease-ttl", ttl.String())
+		a, s, slog := sharedHosts(b, "--lease-ttl", ttl.String())
 		state := filepath.Join(b.TempDir(), "cursor")
 		c, id, ev, _ := a.startTurn(b, "acp/restart_queued.ndjson", "Take your time", "--state", state)
 		until(b, ev, "the provider's thinking", thinking)
@@ -246,12 +256,81 @@ func BenchmarkFailover(b *testing.B) {
 		b.StartTimer()
 		start := time.Now()
 		a.signal(syscall.SIGKILL)
-		s.waitHealthyWithin(time.Minute)
+		takenOver(b, s, slog)
 		ev, _ = subscribe(b.Context(), b, s.client(), id, queued[len(queued)-1].Seq)
-		until(b, ev, "the queued run's start on the standby", ofType("run.started"))
+		until(b, ev, "the queued run's start on the follower", ofType("run.started"))
 		total += time.Since(start)
 		b.StopTimer()
 		s.signal(syscall.SIGTERM)
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/failover")
+}
+
+// Host b, a follower, answers for the log host a writes: a thread created
+// and run through b runs on a (the commands carried over NATS, their
+// receipts returned as a's), b's subscription streams the run as a
+// commits it, and b shows the same events and projection as a. A command
+// sent again through b gets its first receipt; a's refusal of a bad one
+// comes back through b with its code and words.
+func TestAFollowerAnswersForTheWriter(t *testing.T) {
+	a, b, _ := sharedHosts(t, "--lease-ttl", "60s")
+	cb, id, ev, _ := b.startTurn(t, "acp/simple.ndjson", "Say hello.")
+	throughB := until(t, ev, "the run's end, through b", ofType("run.ended"))
+	ca := a.client()
+	fromA, _ := subscribe(t.Context(), t, ca, id, 0)
+	throughA := until(t, fromA, "the same end, through a", func(e event) bool { return e.Seq == throughB[len(throughB)-1].Seq })
+	if d := cmp.Diff(throughA, throughB); d != "" {
+		t.Errorf("the thread's events through b (-a's +b's):\n%s", d)
+	}
+	if d := cmp.Diff(thread(t, ca, id), thread(t, cb, id)); d != "" {
+		t.Errorf("the thread through b (-a's +b's):\n%s", d)
+	}
+	if runs := runStates(thread(t, cb, id)); !cmp.Equal(runs, []runState{{"completed", "<nil>"}}) {
+		t.Errorf("the run through b: %v, want completed", runs)
+	}
+	out, errOut, code := baton(t, "threads", "--data", b.data)
+	if code != exitOK || !strings.Contains(out, id) {
+		t.Errorf("threads through b: exit %d, want %s listed:\n%s%s", code, id, out, errOut)
+	}
+
+	send := &batonv1.SendMessageRequest{CommandId: "again-" + id, ThreadId: id, Text: "Say hello.", Mode: "queue"}
+	first, err := cb.SendMessage(t.Context(), send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := cb.SendMessage(t.Context(), send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(first, again, protocmp.Transform()); d != "" {
+		t.Errorf("the same command again through b (-first receipt +second):\n%s", d)
+	}
+	_, errA := ca.Interrupt(t.Context(), &batonv1.InterruptRequest{ThreadId: "thr_missing"})
+	_, errB := cb.Interrupt(t.Context(), &batonv1.InterruptRequest{ThreadId: "thr_missing"})
+	if errA == nil || status.Code(errA) != status.Code(errB) || status.Convert(errA).Message() != status.Convert(errB).Message() {
+		t.Errorf("a's refusal through b: %v, want a's own: %v", errB, errA)
+	}
+}
+
+// BenchmarkCommandThroughFollower is one command (a thread's creation)
+// given to the writer, and the same given to a follower, which carries it
+// to the writer over NATS and returns its receipt: us/local and
+// us/forwarded, measured alternately in the same run.
+func BenchmarkCommandThroughFollower(b *testing.B) {
+	a, f, _ := sharedHosts(b, "--lease-ttl", "60s")
+	ca, cf := a.client(), f.client()
+	createThread(b, ca, "acp/simple.ndjson", "decline") // both connections made
+	createThread(b, cf, "acp/simple.ndjson", "decline")
+	var local, forwarded time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		createThread(b, ca, "acp/simple.ndjson", "decline")
+		mid := time.Now()
+		createThread(b, cf, "acp/simple.ndjson", "decline")
+		local += mid.Sub(start)
+		forwarded += time.Since(mid)
+	}
+	b.ReportMetric(float64(local.Microseconds())/float64(b.N), "us/local")
+	b.ReportMetric(float64(forwarded.Microseconds())/float64(b.N), "us/forwarded")
 }

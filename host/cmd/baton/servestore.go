@@ -2,26 +2,25 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 
+	"github.com/baton-run/baton/host/internal/apiforward"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/jetstreamlog"
 	"github.com/baton-run/baton/host/internal/lease"
@@ -55,9 +54,9 @@ func (s *storeFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&s.tlsCert, "nats-tls-cert", "", "PEM `file` of this host's NATS client certificate")
 	fl.StringVar(&s.tlsKey, "nats-tls-key", "", "PEM `file` of the NATS client certificate's key")
 	fl.IntVar(&s.replicas, "nats-replicas", 0, "`n` servers keep the shared log and the lease (0: 3 when there are at least 3 servers, else 1)")
-	fl.StringVar(&s.installation, "installation", "baton", "`name` of the set of hosts sharing the log; one of them at a time serves it")
+	fl.StringVar(&s.installation, "installation", "baton", "`name` of the set of hosts sharing the log; one of them at a time writes it")
 	fl.StringVar(&s.hostName, "host", "", "this host's `name` among those sharing the log (default: the machine's host name)")
-	fl.DurationVar(&s.leaseTTL, "lease-ttl", lease.DefaultTTL, "a standby takes over this `duration` after the serving host stopped renewing its lease (at least 1s)")
+	fl.DurationVar(&s.leaseTTL, "lease-ttl", lease.DefaultTTL, "a follower takes over this `duration` after the writing host stopped renewing its lease (at least 1s)")
 }
 
 // check checks the flags of a shared store (usage errors, exit 2, naming
@@ -181,12 +180,14 @@ func (s *storeFlags) connect(ctx context.Context, log hclog.Logger) (*nats.Conn,
 // server that does not answer leaves the lease to expire.
 const releaseTimeout = 5 * time.Second
 
-// serveShared runs the service on a log shared with other hosts: it waits
-// for the installation's lease (a standby until then), serves on the
-// shared log while it holds it, and hands it back after the drain, so that
-// a standby takes over at once. A lease lost while serving stops the
-// service as a failed store does (exit 1): its supervisor starts it
-// again, and it waits as a standby.
+// serveShared runs the service on a log shared with other hosts. Until
+// it holds the installation's lease it follows the log (a follower: reads
+// and subscriptions from its replica, commands carried to the writer over
+// NATS); once it holds it, it writes the log and runs its threads, and
+// answers the calls followers carry to it. After the drain it hands the
+// lease back, so that a follower takes over at once. A lease lost while
+// writing stops the service as a failed store does (exit 1): its
+// supervisor starts it again, and it follows.
 func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Config, log hclog.Logger) error {
 	llog := log.Named("lease")
 	nc, err := s.connect(ctx, llog)
@@ -212,89 +213,97 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		}
 		return fmt.Errorf("serve: %w", err)
 	}
-	stopHealth := standbyHealth(cfg.DataDir, cfg.Listen, log)
-	defer stopHealth()
-	if err := ls.Acquire(ctx); err != nil {
-		if ctx.Err() != nil {
-			log.Info("stopped as a standby")
-			return nil
-		}
-		if r := jetstreamlog.ClosedBy(nc); r != nil {
-			err = r
-		}
-		return fmt.Errorf("serve: %w", err)
+	status := &batonv1.StoreStatus{Kind: "jetstream", Servers: s.urls, Installation: s.installation, Host: s.hostName}
+	cfg.OpenLog = func() (eventlog.Log, error) {
+		o := s.logOptions()
+		o.Dir, o.Logger, o.Name = filepath.Join(data, replicaDir), log.Named("jetstream"), "baton serve "+s.hostName
+		return jetstreamlog.Open(ctx, o)
 	}
-	stopHealth() // the service listens there now
+	cfg.Writer = func(ctx context.Context) (string, error) {
+		h, _, err := ls.Holder(ctx)
+		return h.Host, err
+	}
+	acquired, err := followShared(ctx, ls, nc, status, cfg, log)
+	if !acquired {
+		return err
+	}
+	if err != nil {
+		log.Warn("the follower stopped with an error as this host took the lease", "error", err)
+	}
+	if ctx.Err() != nil { // stopped as the lease came: hand it back
+		return release(ls, nil)
+	}
 	if prev := ls.Previous(); prev.Host != "" && prev.Host != s.hostName {
 		// Another host wrote the log last: what it left in flight was
 		// lost with it (had it handed the lease back, its drain would have
 		// ended it).
 		cfg.TakeoverFrom = prev.Host
 	}
-	cfg.Store = &batonv1.StoreStatus{Kind: "jetstream", Servers: s.urls, Installation: s.installation, Host: s.hostName,
-		LeaseSince: timestamppb.Now()}
+	status = proto.CloneOf(status)
+	status.Role, status.LeaseSince = "writer", timestamppb.Now()
+	cfg.Store = status
+	open := cfg.OpenLog
 	cfg.OpenLog = func() (eventlog.Log, error) {
-		o := s.logOptions()
-		o.Dir, o.Logger, o.Name = filepath.Join(data, replicaDir), log.Named("jetstream"), "baton serve "+s.hostName
-		jl, err := jetstreamlog.Open(ctx, o)
+		l, err := open()
 		if err != nil {
 			return nil, err
 		}
-		return ls.Guard(jl), nil
+		return ls.Guard(l), nil
 	}
-	runErr := service.Run(ctx, cfg)
+	cfg.Attach = func(srv batonv1.BatonServer) (func(), error) {
+		fs, err := apiforward.Serve(nc, s.installation, srv, log.Named("forward"))
+		if err != nil {
+			return nil, err
+		}
+		return fs.Stop, nil
+	}
+	return release(ls, service.Run(ctx, cfg))
+}
+
+// followShared runs the service as a follower of the shared log until this host
+// takes the installation's lease (acquired) or ctx ends; err is why the
+// follower or the wait for the lease stopped otherwise.
+func followShared(ctx context.Context, ls *lease.Lease, nc *nats.Conn, status *batonv1.StoreStatus, cfg service.Config,
+	log hclog.Logger) (acquired bool, err error) {
+	fctx, stopFollowing := context.WithCancel(ctx)
+	defer stopFollowing()
+	actx, stopAcquiring := context.WithCancel(ctx)
+	defer stopAcquiring()
+	took := make(chan error, 1)
+	go func() { // owned here: stopAcquiring ends it, and follow waits for it
+		err := ls.Acquire(actx)
+		took <- err
+		if err == nil {
+			stopFollowing()
+		}
+	}()
+	status = proto.CloneOf(status)
+	status.Role = "follower"
+	cfg.Store, cfg.Follower = status, true
+	cfg.Forward = apiforward.NewClient(nc, status.Installation).Unary
+	ferr := service.Run(fctx, cfg)
+	stopAcquiring()
+	if aerr := <-took; aerr != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped as a follower")
+			return false, ferr
+		}
+		if r := jetstreamlog.ClosedBy(nc); r != nil {
+			aerr = r // the servers refused this host as it reconnected
+		}
+		return false, errors.Join(ferr, fmt.Errorf("serve: %w", aerr))
+	}
+	return true, ferr
+}
+
+// release hands the lease back after the service ran (runErr, returned),
+// bounded by releaseTimeout: a server that does not answer leaves the
+// lease to expire.
+func release(ls *lease.Lease, runErr error) error {
 	rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	if err := ls.Release(rctx); err != nil && runErr == nil {
-		runErr = fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("serve: %w", err)
 	}
 	return runErr
-}
-
-// standbyHealth answers gRPC health NOT_SERVING on the service's unix
-// sockets (those --listen names, else DATA/baton.sock) while the host
-// waits for the lease, so that a supervisor's probe sees a standby, not a
-// host that is gone. It is best effort: a socket it cannot take is left
-// alone (the service says why when it listens there). stop, which may be
-// called again, closes them.
-func standbyHealth(data string, listen []string, log hclog.Logger) (stop func()) {
-	var paths []string
-	for _, l := range listen {
-		if p, ok := strings.CutPrefix(l, "unix://"); ok {
-			paths = append(paths, p)
-		}
-	}
-	if len(paths) == 0 {
-		paths = []string{filepath.Join(data, "baton.sock")}
-	}
-	hs := health.NewServer()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	hs.SetServingStatus(service.Service, healthpb.HealthCheckResponse_NOT_SERVING)
-	g := grpc.NewServer()
-	healthpb.RegisterHealthServer(g, hs)
-	var taken []string
-	for _, p := range paths {
-		if c, err := net.DialTimeout("unix", p, time.Second); err == nil {
-			c.Close() // a service answers there: not ours to take
-			continue
-		}
-		os.Remove(p) // a stale socket, if any
-		l, err := net.Listen("unix", p)
-		if err != nil {
-			log.Debug("no standby health on the socket", "socket", p, "error", err)
-			continue
-		}
-		os.Chmod(p, 0o600)
-		taken = append(taken, p)
-		go g.Serve(l) // owned by stop, which ends every Serve
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			g.Stop()
-			for _, p := range taken {
-				os.Remove(p)
-			}
-		})
-	}
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -27,23 +26,21 @@ func tokenFile(t *testing.T, token string) string {
 	return p
 }
 
-// A host given the servers' token serves the shared log, and its status
+// A host given the servers' token writes the shared log, and its status
 // says where the log is.
 func TestServeStoreWithANATSToken(t *testing.T) {
 	cl := natstest.SingleWith(t, natstest.Token("s3cret"))
-	a := startService(t, t.TempDir(), "--store", cl.URLs(), "--nats-token-file", tokenFile(t, "s3cret"),
-		"--installation", "auth", "--host", "a")
-	out, errOut, code := baton(t, "status", "--json", "--data", a.data)
-	var st serviceStatus
-	if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitOK {
-		t.Fatalf("status: exit %d, %v\n%s%s", code, err, out, errOut)
+	alog := newLogWatch()
+	a := launchService(t, t.TempDir(), alog, func(*exec.Cmd) {}, "--store", cl.URLs(),
+		"--nats-token-file", tokenFile(t, "s3cret"), "--installation", "auth", "--host", "a")
+	takenOver(t, a, alog) // the only host: it takes the lease and writes
+	st := storeOf(t, a.data)
+	if st.LeaseSince == nil {
+		t.Errorf("status: no leaseSince in %+v", st)
 	}
-	if st.Store.LeaseSince == nil {
-		t.Errorf("status: no leaseSince in %+v", st.Store)
-	}
-	st.Store.LeaseSince = nil
-	want := storeStatus{Kind: "jetstream", Servers: []string{cl.URLs()}, Installation: "auth", Host: "a"}
-	if d := cmp.Diff(want, st.Store); d != "" {
+	st.LeaseSince = nil
+	want := storeStatus{Kind: "jetstream", Servers: []string{cl.URLs()}, Installation: "auth", Host: "a", Role: "writer", Writer: "a"}
+	if d := cmp.Diff(want, st); d != "" {
 		t.Errorf("status: store (-want +got):\n%s", d)
 	}
 }

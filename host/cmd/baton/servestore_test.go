@@ -65,7 +65,7 @@ func TestVerbsRefuseASharedLogsDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "baton: the data dir " + data + " is a host's of a log shared in NATS JetStream (" + filepath.Join(data, replicaDir) +
-		"), and no service answers on it (a standby waiting for the lease, or stopped): reach the serving host with --server ADDRESS\n"
+		"), and no service answers on it (its baton serve is stopped): start it, or reach another host of the installation with --server ADDRESS\n"
 	for _, args := range [][]string{{"threads"}, {"run", "--provider", "exec", "hello"}} {
 		_, errOut, code := baton(t, append([]string{"--data", data}, args...)...)
 		if d := cmp.Diff([]any{exitFailed, want}, []any{code, errOut}); d != "" {

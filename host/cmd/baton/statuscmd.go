@@ -93,13 +93,16 @@ type serviceStatus struct {
 }
 
 // storeStatus is where the event log is kept: "pebble", or "jetstream"
-// with the shared log's servers, its installation, this host's name and
-// when it took the installation's lease.
+// with the shared log's servers, its installation, this host's name, its
+// role (writer or follower), the host that writes the log now, and when
+// this host took the installation's lease (a writer).
 type storeStatus struct {
 	Kind         string     `json:"kind"`
 	Servers      []string   `json:"servers,omitempty"`
 	Installation string     `json:"installation,omitempty"`
 	Host         string     `json:"host,omitempty"`
+	Role         string     `json:"role,omitempty"`
+	Writer       string     `json:"writer,omitempty"`
 	LeaseSince   *time.Time `json:"leaseSince,omitempty"`
 }
 
@@ -137,7 +140,8 @@ func statusJSON(st *batonv1.ServiceStatus) serviceStatus {
 		out.Plugins = append(out.Plugins, pluginStatus{Name: p.GetName(), Path: p.GetPath(), PID: int(p.GetPid()), Version: p.GetVersion()})
 	}
 	sst := st.GetStore()
-	out.Store = storeStatus{Kind: sst.GetKind(), Servers: sst.GetServers(), Installation: sst.GetInstallation(), Host: sst.GetHost()}
+	out.Store = storeStatus{Kind: sst.GetKind(), Servers: sst.GetServers(), Installation: sst.GetInstallation(), Host: sst.GetHost(),
+		Role: sst.GetRole(), Writer: sst.GetWriter()}
 	if sst.GetLeaseSince() != nil {
 		since := sst.GetLeaseSince().AsTime()
 		out.Store.LeaseSince = &since
@@ -148,11 +152,23 @@ func statusJSON(st *batonv1.ServiceStatus) serviceStatus {
 	return out
 }
 
+// storeRole says which host writes a shared log, for people: this one
+// (since it took the lease), or another, which this one follows.
+func storeRole(sst *batonv1.StoreStatus, now time.Time, loc *time.Location) string {
+	if sst.GetRole() != "follower" {
+		return fmt.Sprintf("host %s writes it (lease since %s)", sst.GetHost(), clockTime(sst.GetLeaseSince().AsTime(), now, loc))
+	}
+	if sst.GetWriter() == "" {
+		return fmt.Sprintf("host %s follows it; no host writes it now (the lease is free)", sst.GetHost())
+	}
+	return fmt.Sprintf("host %s follows it; host %s writes it, and takes the commands given here", sst.GetHost(), sst.GetWriter())
+}
+
 // printStatus is the status for people, instants at now in loc:
 //
 //	service    baton 0.1.0, pid 1234, up 2h13m (since 14:05)
 //	data       /home/me/.local/share/baton
-//	store      jetstream nats://10.0.0.1:4222,..., installation baton: host a serves it (lease since 14:05)
+//	store      jetstream nats://10.0.0.1:4222,..., installation baton: host a writes it (lease since 14:05)
 //	listening  unix:///home/me/.local/share/baton/baton.sock
 //	           tcp://127.0.0.1:7077 (token)
 //	threads    1 active
@@ -164,8 +180,8 @@ func printStatus(w io.Writer, st *batonv1.ServiceStatus, now time.Time, loc *tim
 		fmtDuration(st.GetUptime().AsDuration()), clockTime(st.GetStartedAt().AsTime(), now, loc))
 	fmt.Fprintf(w, "data       %s\n", st.GetDataDir())
 	if sst := st.GetStore(); sst.GetKind() == "jetstream" {
-		fmt.Fprintf(w, "store      jetstream %s, installation %s: host %s serves it (lease since %s)\n", strings.Join(sst.GetServers(), ","),
-			sst.GetInstallation(), sst.GetHost(), clockTime(sst.GetLeaseSince().AsTime(), now, loc))
+		fmt.Fprintf(w, "store      jetstream %s, installation %s: %s\n", strings.Join(sst.GetServers(), ","),
+			sst.GetInstallation(), storeRole(sst, now, loc))
 	}
 	for i, l := range st.GetListeners() {
 		head := "listening "

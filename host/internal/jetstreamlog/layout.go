@@ -24,6 +24,12 @@ import (
 //	  baton.<inst>.log                   a decided write of no one thread (EffectDone, deliveries, ...)
 //	bucket  BATON_<inst>_SNAPSHOTS       key <token> -> a thread's newest snapshot (snapshotValue)
 //
+// Beside them, other packages use (each documents its own):
+//
+//	bucket  baton_<inst>_leases          the installation's lease (package lease)
+//	subject batonapi.<inst>.writer       calls a follower carries to the writer, request/reply,
+//	                                     outside the stream (package apiforward)
+//
 // The stream keeps every message for ever (limits retention with no
 // limits; deletes and purges denied): it is the log, and a host whose
 // replica is lost rebuilds it from the stream's first message.

@@ -403,6 +403,24 @@ func (l *Lease) Previous() Holder {
 	return l.previous
 }
 
+// Holder reads who holds the lease now (found false: nobody).
+func (l *Lease) Holder(ctx context.Context) (Holder, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	e, err := l.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Holder{}, false, nil
+	}
+	if err != nil {
+		return Holder{}, false, fmt.Errorf("read the lease on installation %s: %w", l.opts.Installation, err)
+	}
+	var h Holder
+	if err := json.Unmarshal(e.Value(), &h); err != nil {
+		return Holder{}, false, fmt.Errorf("read the lease on installation %s: %w", l.opts.Installation, err)
+	}
+	return h, h.Host != "", nil
+}
+
 // waitFree reads the key's changes until the lease is free (deleted, or
 // expired) or its TTL has passed without a word (the watcher may have
 // missed the marker across a reconnect), logging whom it waits for. It

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/notify"
 	"github.com/baton-run/baton/host/internal/orchestrator"
@@ -109,6 +110,10 @@ type env struct {
 	storeFS vfs.FS
 	// notify is the host's webhooks (nil: none).
 	notify *notify.Config
+	// openLog opens the host's event log (nil: Pebble in the data dir);
+	// follower opens the host as a follower of it.
+	openLog  func() (eventlog.Log, error)
+	follower bool
 }
 
 // callDeadline is the plugin call timeout of a test's host unless it sets
@@ -159,7 +164,8 @@ func (e *env) open() {
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Warn, Output: testWriter{e.t}}),
 		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: !e.embedded, PluginCallTimeout: cmp.Or(e.calls, callDeadline),
 		InterruptGrace: e.grace, TurnStallTimeout: e.stall, RequestTimeout: e.requests,
-		RawFrames: cmp.Or(e.frames, rawframes.Policy{MaxAge: -1}), StoreFS: e.storeFS, Notify: e.notify})
+		RawFrames: cmp.Or(e.frames, rawframes.Policy{MaxAge: -1}), StoreFS: e.storeFS, Notify: e.notify,
+		OpenLog: e.openLog, Follower: e.follower})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

@@ -135,6 +135,10 @@ type Config struct {
 	// recovery ends what it had in flight as lost (host_lost), not as a
 	// restart's. Empty: this host, or none, wrote it last.
 	TakeoverFrom string
+	// Follower opens the host to read and follow a shared log (OpenLog)
+	// that another host writes (follower.go): it serves reads and
+	// subscriptions, commits nothing, and runs nothing.
+	Follower bool
 }
 
 // Host is a running orchestrator.
@@ -213,6 +217,9 @@ func Open(cfg Config) (*Host, error) {
 	if cfg.ReadOnly {
 		return openReadOnly(cfg)
 	}
+	if cfg.Follower {
+		return openFollower(cfg)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
@@ -226,17 +233,10 @@ func Open(cfg Config) (*Host, error) {
 	if err := holdDataDir(cfg, store); err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopping, stop := context.WithCancel(ctx)
-	h := &Host{cfg: cfg, log: cfg.Logger, store: store,
-		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin"), Clock: cfg.Clock, CallTimeout: cfg.PluginCallTimeout}),
-		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
-		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{},
-		failed: make(chan struct{})}
-	h.cache.init(cfg.MaxThreads)
+	h := newHost(cfg, store)
 	h.frames = newFramePruner(cfg.DataDir, cfg.RawFrames, cfg.Clock) // its dir made private by holdDataDir
 	if err := h.index(); err != nil {
-		cancel()
+		h.cancel()
 		removeHolder(cfg.DataDir)
 		store.Close()
 		return nil, fmt.Errorf("open host: %w", err)
@@ -284,6 +284,9 @@ func (h *Host) Close() error {
 	h.smu.Unlock()
 	if h.cfg.ReadOnly {
 		return h.closeReadOnly()
+	}
+	if h.cfg.Follower {
+		return h.closeFollower()
 	}
 	h.drainOnce.Do(h.drain)
 	halted := h.halted.Load()
@@ -344,7 +347,7 @@ func (h *Host) closeSessions() {
 // closes; Close does not drain twice.
 func (h *Host) Drain() {
 	h.stop()
-	if h.cfg.ReadOnly {
+	if h.cfg.ReadOnly || h.cfg.Follower {
 		return // its runs are another host's
 	}
 	h.drainOnce.Do(h.drain)

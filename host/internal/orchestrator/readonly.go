@@ -1,14 +1,11 @@
 package orchestrator
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 
-	"github.com/baton-run/baton/host/internal/checkpoint"
 	"github.com/baton-run/baton/host/internal/eventlog"
-	"github.com/baton-run/baton/host/internal/pluginhost"
 )
 
 // A host opened read-only (Config.ReadOnly) reads a data dir it cannot
@@ -33,13 +30,7 @@ func openReadOnly(cfg Config) (*Host, error) {
 		store.Close()
 		return nil, fmt.Errorf("open host read-only: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopping, stop := context.WithCancel(ctx)
-	h := &Host{cfg: cfg, log: cfg.Logger, store: store,
-		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin"), Clock: cfg.Clock}),
-		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
-		ctx:     ctx, cancel: cancel, stopping: stopping, stop: stop, workers: map[string]*worker{}, sessions: map[string]*liveSession{}}
-	h.cache.init(cfg.MaxThreads)
+	h := newHost(cfg, store)
 	return h, nil
 }
 

@@ -126,6 +126,24 @@ func (c *threadCache) published(id string) uint64 {
 	return 0
 }
 
+// follow runs fn on a thread's entry, with its writer lock held, if the
+// thread is cached; a thread that is not is left to load when read.
+func (c *threadCache) follow(id string, fn func(*threadEntry) error) error {
+	c.mu.Lock()
+	e := c.entries[id]
+	if e != nil {
+		e.refs++
+	}
+	c.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	defer c.release(e)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return fn(e)
+}
+
 // wakeAll wakes every thread's followers (the host is closing).
 func (c *threadCache) wakeAll() {
 	c.mu.Lock()

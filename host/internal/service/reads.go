@@ -6,6 +6,9 @@ import (
 	"os"
 	"slices"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -135,7 +138,7 @@ func (s *Server) ListPlugins(ctx context.Context, _ *batonv1.ListPluginsRequest)
 // GetStatus says what the service is and runs: its version and process,
 // since when and where it serves, its active threads (from their live
 // markers and heads) and its plugins (none started).
-func (s *Server) GetStatus(context.Context, *batonv1.GetStatusRequest) (*batonv1.ServiceStatus, error) {
+func (s *Server) GetStatus(ctx context.Context, _ *batonv1.GetStatusRequest) (*batonv1.ServiceStatus, error) {
 	active, err := s.host.ActiveThreads()
 	if err != nil {
 		return nil, s.toStatus("GetStatus", err)
@@ -145,6 +148,14 @@ func (s *Server) GetStatus(context.Context, *batonv1.GetStatusRequest) (*batonv1
 		Runtime: runtimeStats(), Store: s.store}
 	if resp.Store == nil {
 		resp.Store = &batonv1.StoreStatus{Kind: "pebble"}
+	}
+	if s.writer != nil {
+		resp.Store = proto.CloneOf(resp.Store)
+		w, err := s.writer(ctx)
+		if err != nil {
+			return nil, status.Errorf(codes.Unavailable, "GetStatus: %v", err)
+		}
+		resp.Store.Writer = w
 	}
 	for _, t := range active {
 		resp.ActiveThreads = append(resp.ActiveThreads, summaryPB(t))

@@ -73,6 +73,19 @@ type Config struct {
 	// Store is where the event log is kept, as GetStatus says it (nil:
 	// the Pebble store in the data dir).
 	Store *batonv1.StoreStatus
+	// Follower serves a shared log (OpenLog) that another host writes
+	// (orchestrator.Config.Follower): reads and subscriptions from this
+	// host's replica, and Forward carries the other calls to the writer.
+	Follower bool
+	// Forward, when set, runs before every unary call (after the token's
+	// check): a follower's forwards what the writer must answer.
+	Forward grpc.UnaryServerInterceptor
+	// Attach, when set, is called once the service serves, with the
+	// service, to answer calls that come another way than its listeners
+	// (a writer's forwarded calls); the drain calls stop first.
+	Attach func(batonv1.BatonServer) (stop func(), err error)
+	// Writer says which host writes a shared log now (GetStatus).
+	Writer func(context.Context) (string, error)
 	// Notify is where the service posts the events that need a person
 	// (webhooks: the notify package). Deliveries the log holds for URLs
 	// that are not among its targets are dropped as it starts.
@@ -208,15 +221,19 @@ func Run(ctx context.Context, cfg Config) error {
 	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
 		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace, StoreFS: cfg.StoreFS,
 		TurnStallTimeout: cfg.TurnStallTimeout, RequestTimeout: cfg.RequestTimeout, Notify: &cfg.Notify, OpenLog: cfg.OpenLog,
-		TakeoverFrom: cfg.TakeoverFrom})
+		TakeoverFrom: cfg.TakeoverFrom, Follower: cfg.Follower})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	srv := New(host, Options{Logger: log.Named("service"), Clock: clk, Version: cfg.Version, Store: cfg.Store,
+	srv := New(host, Options{Logger: log.Named("service"), Clock: clk, Version: cfg.Version, Store: cfg.Store, Writer: cfg.Writer,
 		MaxSubscribers: cfg.MaxSubscribers, MaxThreadSubscribers: cfg.MaxThreadSubscribers,
 		SubscriberBuffer: cfg.SubscriberBuffer, SlowSubscriber: cfg.SlowSubscriber})
 	auth := &authenticator{token: token, log: log.Named("auth")}
-	g := grpc.NewServer(grpc.ChainUnaryInterceptor(auth.unary), grpc.ChainStreamInterceptor(auth.stream), grpc.MaxRecvMsgSize(maxRequest),
+	unary := []grpc.UnaryServerInterceptor{auth.unary}
+	if cfg.Forward != nil {
+		unary = append(unary, cfg.Forward)
+	}
+	g := grpc.NewServer(grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(auth.stream), grpc.MaxRecvMsgSize(maxRequest),
 		grpc.MaxConcurrentStreams(uint32(cmp.Or(cfg.MaxStreams, DefaultMaxStreams))),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionIdle: cfg.ConnectionIdleTimeout, // 0: gRPC's infinity
@@ -261,6 +278,17 @@ func Run(ctx context.Context, cfg Config) error {
 		lis = append(lis, l)
 	}
 	srv.Serving(status)
+	detach := func() {}
+	if cfg.Attach != nil {
+		if detach, err = cfg.Attach(srv); err != nil {
+			g.Stop()
+			for _, l := range append(lis, webLis...) {
+				l.Close()
+			}
+			host.Close()
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	served := make(chan error, len(lis)+len(webLis))
 	for _, l := range lis {
 		go func() { served <- g.Serve(l) }()
@@ -292,6 +320,7 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Error("the event store failed; stopping", "error", host.Failure())
 	}
 	srv.NotServing()
+	detach()
 	if host.Failure() == nil {
 		log.Info("draining: active runs are asked to stop", "timeout", orchestrator.DrainTimeout)
 		host.Drain() // subscribers see the runs end

@@ -33,6 +33,7 @@ var codeTable = []struct {
 	{pluginhost.ErrNotInstalled, codes.FailedPrecondition},
 	{eventlog.ErrDamaged, codes.DataLoss},
 	{eventlog.ErrReadOnly, codes.FailedPrecondition},
+	{orchestrator.ErrFollower, codes.FailedPrecondition},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }

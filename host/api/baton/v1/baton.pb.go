@@ -11065,8 +11065,16 @@ type StoreStatus struct {
 	// installation names the shared log; host is this host's name in it.
 	Installation string `protobuf:"bytes,3,opt,name=installation,proto3" json:"installation,omitempty"`
 	Host         string `protobuf:"bytes,4,opt,name=host,proto3" json:"host,omitempty"`
-	// lease_since is when this host took the installation's lease.
-	LeaseSince    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=lease_since,json=leaseSince,proto3" json:"lease_since,omitempty"`
+	// lease_since is when this host took the installation's lease (unset
+	// on a follower).
+	LeaseSince *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=lease_since,json=leaseSince,proto3" json:"lease_since,omitempty"`
+	// role is "writer" for the host that holds the installation's lease
+	// and runs its threads, "follower" for a host that answers reads from
+	// its replica and carries commands to the writer (empty: not shared).
+	Role string `protobuf:"bytes,6,opt,name=role,proto3" json:"role,omitempty"`
+	// writer is the host that writes the shared log now, as the lease says
+	// it (empty: none holds the lease at this moment).
+	Writer        string `protobuf:"bytes,7,opt,name=writer,proto3" json:"writer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -11134,6 +11142,20 @@ func (x *StoreStatus) GetLeaseSince() *timestamppb.Timestamp {
 		return x.LeaseSince
 	}
 	return nil
+}
+
+func (x *StoreStatus) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *StoreStatus) GetWriter() string {
+	if x != nil {
+		return x.Writer
+	}
+	return ""
 }
 
 type RuntimeStats struct {
@@ -12623,14 +12645,16 @@ const file_baton_proto_rawDesc = "" +
 	"\aplugins\x18\b \x03(\v2\x16.baton.v1.PluginStatusR\aplugins\x120\n" +
 	"\aruntime\x18\t \x01(\v2\x16.baton.v1.RuntimeStatsR\aruntime\x12+\n" +
 	"\x05store\x18\n" +
-	" \x01(\v2\x15.baton.v1.StoreStatusR\x05store\"\xb0\x01\n" +
+	" \x01(\v2\x15.baton.v1.StoreStatusR\x05store\"\xdc\x01\n" +
 	"\vStoreStatus\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\aservers\x18\x02 \x03(\tR\aservers\x12\"\n" +
 	"\finstallation\x18\x03 \x01(\tR\finstallation\x12\x12\n" +
 	"\x04host\x18\x04 \x01(\tR\x04host\x12;\n" +
 	"\vlease_since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"leaseSince\"\x93\x01\n" +
+	"leaseSince\x12\x12\n" +
+	"\x04role\x18\x06 \x01(\tR\x04role\x12\x16\n" +
+	"\x06writer\x18\a \x01(\tR\x06writer\"\x93\x01\n" +
 	"\fRuntimeStats\x12\x1e\n" +
 	"\n" +
 	"goroutines\x18\x01 \x01(\x05R\n" +

@@ -1,0 +1,161 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/baton-run/baton/host/internal/checkpoint"
+	"github.com/baton-run/baton/host/internal/eventlog"
+	"github.com/baton-run/baton/host/internal/pluginhost"
+)
+
+// A follower (Config.Follower) reads a shared event log that another host
+// writes: a `baton serve --store` host waiting for the installation's
+// lease. It answers every read and subscription from its replica of the
+// log and follows the writer's commits as they arrive (followLog), so that
+// what it shows is what the writer shows, moments later. It decides and
+// performs nothing: no recovery, no waits, no sessions, no effects, no
+// notifications, no drain. A command is ErrFollower; the service carries
+// commands to the writer before they reach the host.
+
+// ErrFollower is a command given to a follower.
+var ErrFollower = errors.New("this host follows a shared log another host writes: commands go to that host")
+
+// openFollower is Open for Config.Follower (cfg's defaults are set).
+func openFollower(cfg Config) (*Host, error) {
+	if cfg.OpenLog == nil {
+		return nil, errors.New("open host as a follower: no shared log to follow (Config.OpenLog)")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("open host as a follower: %w", err)
+	}
+	store, err := cfg.OpenLog()
+	if err != nil {
+		return nil, fmt.Errorf("open host as a follower: %w", err)
+	}
+	if err := checkLayout(store); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("open host as a follower: %w", err)
+	}
+	if err := holdDataDir(cfg, store); err != nil {
+		return nil, fmt.Errorf("open host as a follower: %w", err)
+	}
+	h := newHost(cfg, store)
+	last, _ := store.Last()
+	h.wg.Go(h.watchStore)
+	h.wg.Go(func() { h.followLog(last) })
+	return h, nil
+}
+
+// followLog brings the writer's commits after seq to the follower's
+// readers, batch by batch as the replica applies them: each cached thread
+// they touch has them applied to its projection (a new one, published as
+// a commit's is), and then the thread's streams wake. Threads not cached
+// load from the replica when next read. It ends when the host closes.
+func (h *Host) followLog(seq uint64) {
+	for {
+		_, changed := h.store.Last()
+		for {
+			recs, err := h.store.After(seq, streamPage)
+			if err != nil {
+				h.log.Error("follow the shared log", "after", seq, "error", err)
+				h.fail(fmt.Errorf("follow the shared log after %d: %w", seq, err))
+				return
+			}
+			if len(recs) == 0 {
+				break
+			}
+			if err := h.applyFollowed(recs); err != nil {
+				h.fail(err)
+				return
+			}
+			seq = recs[len(recs)-1].Sequence
+		}
+		select {
+		case <-changed:
+		case <-h.ctx.Done():
+			return
+		}
+	}
+}
+
+// applyFollowed applies a page of the writer's events, in order, thread by
+// thread.
+func (h *Host) applyFollowed(recs []eventlog.Record) error {
+	var order []string
+	byThread := map[string][]eventlog.Record{}
+	for _, r := range recs {
+		if _, ok := byThread[r.ThreadID]; !ok {
+			order = append(order, r.ThreadID)
+		}
+		byThread[r.ThreadID] = append(byThread[r.ThreadID], r)
+	}
+	for _, id := range order {
+		trecs := byThread[id]
+		if err := h.cache.follow(id, func(e *threadEntry) error { return h.applyToEntry(e, trecs) }); err != nil {
+			return err
+		}
+		h.signals.publish(id, trecs[len(trecs)-1].Sequence)
+	}
+	return nil
+}
+
+// applyToEntry applies a thread's followed events to its cached projection
+// (e.mu held), skipping those it already shows (it was loaded after they
+// were applied to the replica).
+func (h *Host) applyToEntry(e *threadEntry, recs []eventlog.Record) error {
+	old := e.proj.Load()
+	if old == nil {
+		return nil // not loaded: it loads from the replica when read
+	}
+	copied := old.Clone()
+	t := &copied
+	applied := false
+	for _, r := range recs {
+		if r.Sequence <= t.Sequence {
+			continue
+		}
+		if err := apply(t, r); err != nil {
+			return fmt.Errorf("follow thread %s: %w", e.id, err)
+		}
+		applied = true
+	}
+	if !applied {
+		return nil
+	}
+	if err := putParts(h.store, e.id, t); err != nil {
+		return fmt.Errorf("follow thread %s: %w", e.id, err)
+	}
+	e.publish(t)
+	return nil
+}
+
+// newHost is the Host every mode of Open starts from, on its store.
+func newHost(cfg Config, store eventlog.Log) *Host {
+	h := &Host{cfg: cfg, log: cfg.Logger, store: store,
+		plugins: pluginhost.New(pluginhost.Config{Dirs: cfg.PluginDirs, Logger: cfg.Logger.Named("plugin"), Clock: cfg.Clock, CallTimeout: cfg.PluginCallTimeout}),
+		cps:     checkpoint.New(checkpoint.WithClock(cfg.Clock)),
+		workers: map[string]*worker{}, sessions: map[string]*liveSession{}, failed: make(chan struct{})}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.stopping, h.stop = context.WithCancel(h.ctx)
+	h.cache.init(cfg.MaxThreads)
+	return h
+}
+
+// closeFollower is Close for a follower: it has no sessions or workers,
+// only plugins a listing may have started, its follow of the log, and the
+// data dir it holds.
+func (h *Host) closeFollower() error {
+	h.cancel()
+	h.plugins.Close()
+	h.wg.Wait()
+	h.closed.Store(true)
+	h.cache.wakeAll()
+	err := removeHolder(h.cfg.DataDir)
+	if f := h.store.Failure(); f != nil {
+		err = errors.Join(err, &StoreFailedError{Cause: f})
+	}
+	return errors.Join(err, h.store.Close())
+}
