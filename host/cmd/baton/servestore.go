@@ -214,6 +214,7 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		return fmt.Errorf("serve: %w", err)
 	}
 	status := &batonv1.StoreStatus{Kind: "jetstream", Servers: s.urls, Installation: s.installation, Host: s.hostName}
+	cfg.Host = s.hostName
 	cfg.OpenLog = func() (eventlog.Log, error) {
 		o := s.logOptions()
 		o.Dir, o.Logger, o.Name = filepath.Join(data, replicaDir), log.Named("jetstream"), "baton serve "+s.hostName
