@@ -3,10 +3,12 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -33,8 +35,7 @@ func TestServeStoreWithANATSToken(t *testing.T) {
 	alog := newLogWatch()
 	a := launchService(t, t.TempDir(), alog, func(*exec.Cmd) {}, "--store", cl.URLs(),
 		"--nats-token-file", tokenFile(t, "s3cret"), "--installation", "auth", "--host", "a")
-	takenOver(t, a, alog) // the only host: it takes the lease and writes
-	st := storeOf(t, a.data)
+	st := writerStatus(t, a, alog) // the only host: it takes the lease and writes
 	if st.LeaseSince == nil {
 		t.Errorf("status: no leaseSince in %+v", st)
 	}
@@ -67,5 +68,34 @@ func TestServeStoreWithAWrongNATSTokenExitsSayingSo(t *testing.T) {
 		": the servers refused this client: authorization failed (the token or credentials are not the servers'): nats: Authorization Violation"}
 	if d := cmp.Diff(want, []any{code, lines[len(lines)-1]}); d != "" {
 		t.Errorf("serve with a wrong token: exit and last line (-want +got):\n%s\nstderr:\n%s", d, s.stderr)
+	}
+}
+
+// writerStatus waits until host s, alone in its installation, writes the
+// log, and returns its store's status. A host serves as a follower first,
+// and may take the lease before or after its follower says it serves, so
+// no line of its log alone says the writer is up: the status is asked
+// again after each line the host logs, until it says writer.
+func writerStatus(t *testing.T, s *batonService, log *logWatch) storeStatus {
+	t.Helper()
+	log.wait(t, regexp.MustCompile(`holding the installation's lease`))
+	timeout := time.After(60 * time.Second)
+	for {
+		log.mu.Lock()
+		changed := log.changed // taken before the status, so no line after it is missed
+		log.mu.Unlock()
+		// The follower's socket may close under the call, as it hands
+		// over to the writer's: a failed call is asked again too.
+		out, errOut, code := baton(t, "status", "--json", "--data", s.data)
+		var st serviceStatus
+		if err := json.Unmarshal([]byte(out), &st); err == nil && code == exitOK && st.Store.Role == "writer" {
+			return st.Store
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("host %s holds the lease but its status did not say it writes in a minute (last: exit %d\n%s%s)\n%s",
+				s.data, code, out, errOut, log)
+		}
 	}
 }
