@@ -11,7 +11,8 @@
 // (prediction, retries, the fence, group commit); applier.go is the fold
 // that applies the stream to the replica; snapshot.go the snapshot
 // bucket; fail.go how the log fails, and the retries that are not
-// failures.
+// failures; connect.go how a host connects to the servers (the lease's
+// connection too), and what a refusal is.
 package jetstreamlog
 
 import (

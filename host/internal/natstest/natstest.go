@@ -1,7 +1,10 @@
 // Package natstest runs NATS servers with JetStream inside a test process,
 // on 127.0.0.1 only: one node, or a cluster of three whose nodes a test can
 // stop and start again (with their stores) to see the log through a node's
-// loss, a quorum's, and a restart.
+// loss, a quorum's, and a restart. SingleWith starts a node with options
+// of the test's: auth.go makes what a node may ask of its clients (a
+// token, TLS client certificates, operator-mode credentials) and the
+// files a client is given.
 package natstest
 
 import (
