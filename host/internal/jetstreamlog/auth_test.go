@@ -323,7 +323,7 @@ func TestALogWhoseTokenTheServersNoLongerTakeFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendOne(t, l, "t1", 0)
-	c.Reload(0, natstest.Token("replaced"))
+	c.Restart(0, natstest.Token("replaced"))
 	appendAsync := func(i int) <-chan error {
 		appended := make(chan error, 1)
 		go func() {

@@ -84,7 +84,7 @@ func TestALeaseWhoseTokenTheServersNoLongerTakeFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Reload(0, natstest.Token("replaced"))
+	c.Restart(0, natstest.Token("replaced"))
 	select {
 	case <-closed:
 	case <-bounded(t).Done():
