@@ -42,7 +42,11 @@ type applier struct {
 	stopped  bool
 
 	iter jetstream.MessagesContext
-	done chan struct{}
+	// ctx is every Next's; stop cancels it. It is what ends a Next that
+	// the iterator's Stop does not (see stop).
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // startApplier reads the replica's position and starts the fold.
@@ -54,6 +58,7 @@ func (l *Log) startApplier(ctx context.Context) error {
 	a.foreign = map[string]foreignWrite{}
 	a.inflight = map[string]*request{}
 	a.done = make(chan struct{})
+	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.events, _ = l.store.Last()
 	v, found, err := l.store.Meta(metaWatermark)
 	if err != nil {
@@ -76,9 +81,13 @@ func (l *Log) startApplier(ctx context.Context) error {
 		// A heartbeat each second: the fold notices a lost server (and
 		// its consumer is made again) within seconds, not half a minute.
 		a.iter, err = cons.Messages(jetstream.PullExpiry(10*time.Second), jetstream.PullHeartbeat(time.Second))
+		if err == nil && l.wrapIter != nil {
+			a.iter = l.wrapIter(a.iter)
+		}
 		return err
 	})
 	if err != nil {
+		a.cancel()
 		return err
 	}
 	go a.run()
@@ -88,8 +97,14 @@ func (l *Log) startApplier(ctx context.Context) error {
 func (a *applier) run() {
 	defer close(a.done)
 	for {
-		msg, err := a.iter.Next()
+		msg, err := a.iter.Next(jetstream.NextContext(a.ctx))
+		if a.ctx.Err() != nil {
+			return // the log is closing: what Next gave is applied at the next open
+		}
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			// Only stop closes the iterator; closed under the fold, the
+			// replica would fall behind for good, unnoticed.
+			a.l.fails.set(fmt.Errorf("reading stream %s: %w", streamName(a.l.inst), err))
 			return
 		}
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -280,12 +295,24 @@ func (a *applier) failInflight(err error) {
 }
 
 // stop stops the fold and waits for it.
+//
+// The iterator's Stop alone does not end a Next for certain: a Next
+// whose consumer is being made again (after a node's loss, a missed
+// heartbeat, a reconnect) holds the ordered consumer's lock while it
+// retries, and when the new consumer is made, Next subscribes to it after
+// Stop has run, then waits on that subscription, which nothing stops, for
+// ever: Close hung there. So Next is also given the fold's context, which
+// stop cancels first: a Next waiting for a message returns at once, and
+// one in a consumer's re-creation returns when the attempt under way ends
+// (Stop makes it the last; nats.go bounds an attempt to ten seconds and
+// the backoff before it to ten), with the context's error.
 func (a *applier) stop() {
 	a.mu.Lock()
 	a.stopped = true
 	close(a.changed)
 	a.changed = make(chan struct{})
 	a.mu.Unlock()
+	a.cancel()
 	a.iter.Stop()
 	<-a.done
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/natstest"
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // openWith opens a log for host name with its replica in dir and its
@@ -177,5 +178,42 @@ func TestCloseCommitsWhenTheServersComeBack(t *testing.T) {
 	want := []string{`1 T {"i":0}`, `2 T {"i":1}`}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("the stream after Close committed the queued write (-want +got):\n%s", d)
+	}
+}
+
+// stopMissesNext is the fold's stream iterator with a Stop that does not
+// end the Next under way, as nats.go's does not when Stop lands while
+// Next is making its consumer again: Next then subscribes to the new
+// consumer after Stop has run, and waits on it for ever.
+type stopMissesNext struct{ jetstream.MessagesContext }
+
+func (stopMissesNext) Stop() {}
+
+// Close ends the fold without relying on its iterator's Stop: a fold
+// waiting in a Next that Stop does not reach still ends, and Close
+// returns.
+func TestCloseEndsTheFoldWhenStopMissesItsNext(t *testing.T) {
+	c := natstest.Single(t)
+	var iter jetstream.MessagesContext
+	l, err := Open(t.Context(), Options{URLs: []string{c.URLs()}, Host: "a", Dir: t.TempDir(),
+		wrapIter: func(it jetstream.MessagesContext) jetstream.MessagesContext {
+			iter = it
+			return stopMissesNext{it}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOne(t, l, "T", 0) // the fold applied it and waits for the next message
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("close: %v", err)
+		}
+	case <-time.After(30 * time.Second): // the bound is for a Close that never returns
+		iter.Stop() // lets Close end, so that the test does
+		<-closed
+		t.Fatal("Close still waited for the fold after 30s: it relies on the iterator's Stop to end a Next")
 	}
 }

@@ -54,6 +54,12 @@ func Single(t testing.TB) *Cluster {
 func Three(t testing.TB) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
+	// The test's temporary directory is removed by a cleanup registered by
+	// its first t.TempDir; cleanups run last first, so that one must come
+	// before stopAll's. Otherwise the directory is removed under nodes
+	// still running, which write to their stores meanwhile, and the
+	// removal fails with "directory not empty".
+	t.TempDir()
 	t.Cleanup(c.stopAll)
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
