@@ -48,6 +48,7 @@ export class RunView extends Component<RunProps> {
               {run.model && ` · ${run.model}`}
             </span>
           )}
+          {run.host && <span class="muted" title="the host that ran it, on a log several hosts share">on host {run.host}</span>}
           <time class="muted" dateTime={iso(ms(run.startedAt || run.queuedAt))}>
             {new Date(ms(run.startedAt || run.queuedAt) || Date.now()).toLocaleString()}
           </time>

@@ -361,6 +361,7 @@ export class ThreadModel {
           r.startedAt = e.at;
           r.provider = p.value.provider || t.provider;
           r.model = p.value.provider ? p.value.model : t.model;
+          r.host = p.value.host;
           t.activeRunId = r.id;
           this.touch(r.id);
         }

@@ -161,6 +161,17 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	if diff := cmp.Diff([]runState{{"failed", "host_lost"}, {"completed", "<nil>"}}, runs); diff != "" {
 		t.Errorf("runs after the failover (-want +got):\n%s", diff)
 	}
+	var hosts []any
+	for _, r := range p["runs"].([]any) {
+		hosts = append(hosts, r.(map[string]any)["host"])
+	}
+	if d := cmp.Diff([]any{"a", "b"}, hosts); d != "" {
+		t.Errorf("the hosts that ran the runs (-want +got):\n%s", d)
+	}
+	out, errOut, code := baton(t, "threads", "--data", b.data)
+	if !regexp.MustCompile(`(?m)^THREAD\s+PROVIDER\s+STATUS\s+HOST\s+RUNS.*\n`+id+`\s+acp\s+idle, last run completed\s+b\s+2\s`).MatchString(out) || code != exitOK {
+		t.Errorf("threads through b: exit %d, want the thread's host b:\n%s%s", code, out, errOut)
+	}
 	// Each run's prompt went to a provider once: a's to the first
 	// process, b's to the second (the replay peer refuses any other
 	// order, so a prompt sent twice would have failed the run).
@@ -333,4 +344,44 @@ func BenchmarkCommandThroughFollower(b *testing.B) {
 	}
 	b.ReportMetric(float64(local.Microseconds())/float64(b.N), "us/local")
 	b.ReportMetric(float64(forwarded.Microseconds())/float64(b.N), "us/forwarded")
+}
+
+// Threads created through either host are listed by both, and a request
+// the writer's provider makes is answered through the follower: the
+// answer reaches the provider on the writer (the replay peer refuses a
+// turn that goes on without it), and the follower streams the request's
+// life in order.
+func TestAnApprovalAnsweredThroughAFollower(t *testing.T) {
+	a, b, _ := sharedHosts(t, "--lease-ttl", "60s")
+	ca, cb := a.client(), b.client()
+	onA := createThread(t, ca, "acp/approval_accept.ndjson", "ask")
+	onB := createThread(t, cb, "acp/simple.ndjson", "decline")
+	ev, _ := subscribe(t.Context(), t, cb, onA, 0)
+	opened, reqID := askApproval(t, ca, onA, ev, "the request, through b")
+	if _, err := cb.AnswerRequest(t.Context(), &batonv1.AnswerRequestRequest{RequestId: reqID, Decision: "accept"}); err != nil {
+		t.Fatalf("answer through b: %v", err)
+	}
+	seen := append(opened, until(t, ev, "the run's end, through b", ofType("run.ended"))...)
+	var life []string
+	for _, e := range seen {
+		if strings.HasPrefix(e.Type, "request.") || e.Type == "run.ended" {
+			life = append(life, e.Type)
+		}
+	}
+	if d := cmp.Diff([]string{"request.opened", "request.answered", "request.resolved", "run.ended"}, life); d != "" {
+		t.Errorf("the request's life through b (-want +got):\n%s", d)
+	}
+	// b may apply an event a moment before a publishes it: a's own stream
+	// says when a shows it.
+	onAEvents, _ := subscribe(t.Context(), t, ca, onA, 0)
+	until(t, onAEvents, "the run's end, through a", ofType("run.ended"))
+	if runs := runStates(thread(t, ca, onA)); !cmp.Equal(runs, []runState{{"completed", "<nil>"}}) {
+		t.Errorf("the run on a: %v, want completed", runs)
+	}
+	for _, h := range []*batonService{a, b} {
+		out, errOut, code := baton(t, "threads", "--data", h.data)
+		if code != exitOK || !strings.Contains(out, onA) || !strings.Contains(out, onB) {
+			t.Errorf("threads through %s: exit %d, want %s and %s listed:\n%s%s", h.data, code, onA, onB, out, errOut)
+		}
+	}
 }

@@ -130,16 +130,9 @@ func TestServiceWebhooks(t *testing.T) {
 	c := s.client()
 	id := createThread(t, c, "acp/approval_accept.ndjson", "ask")
 	ev, _ := subscribe(t.Context(), t, c, id, 0)
-	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Write allowed.txt"}); err != nil {
-		t.Fatal(err)
-	}
-	opened := until(t, ev, "a request", ofType("request.opened"))
+	opened, reqID := askApproval(t, c, id, ev, "a request")
 	pending := r.next(t, "the pending request")
-	var req struct {
-		ID string `json:"requestId"`
-	}
-	json.Unmarshal([]byte(opened[len(opened)-1].Data), &req)
-	if _, err := c.AnswerRequest(t.Context(), &batonv1.AnswerRequestRequest{RequestId: req.ID, Decision: "accept"}); err != nil {
+	if _, err := c.AnswerRequest(t.Context(), &batonv1.AnswerRequestRequest{RequestId: reqID, Decision: "accept"}); err != nil {
 		t.Fatal(err)
 	}
 	evs := until(t, ev, "the run's end", ofType("run.ended"))
@@ -157,7 +150,7 @@ func TestServiceWebhooks(t *testing.T) {
 	}
 	want := []seen{
 		{id + "-" + strconv.FormatUint(seqOpened, 10), "request.pending", id, runID, "Write allowed.txt", seqOpened,
-			map[string]any{"request_id": req.ID, "kind": pending.Detail["kind"], "summary": pending.Detail["summary"]}},
+			map[string]any{"request_id": reqID, "kind": pending.Detail["kind"], "summary": pending.Detail["summary"]}},
 		{id + "-" + strconv.FormatUint(seqEnded, 10), "run.ended", id, runID, "Write allowed.txt", seqEnded, map[string]any{"status": "completed", "stop_reason": "end_turn"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -187,7 +187,11 @@ func (p *printer) runEvent(ev *batonv1.Event) bool {
 	case *batonv1.Event_RunQueueResumed:
 		p.line("%s", resumedLine(p.threadID, e.RunQueueResumed))
 	case *batonv1.Event_RunStarted:
-		p.line("▶ run %d started", p.ordinals[e.RunStarted.GetRunId()])
+		if h := e.RunStarted.GetHost(); h != "" {
+			p.line("▶ run %d started on host %s", p.ordinals[e.RunStarted.GetRunId()], h)
+		} else {
+			p.line("▶ run %d started", p.ordinals[e.RunStarted.GetRunId()])
+		}
 	case *batonv1.Event_RunEnded:
 		p.line("%s", p.endedLine(e.RunEnded))
 	default:

@@ -216,6 +216,7 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		return fmt.Errorf("serve: %w", err)
 	}
 	status := &batonv1.StoreStatus{Kind: "jetstream", Servers: s.urls, Installation: s.installation, Host: s.hostName}
+	cfg.Host = s.hostName
 	cfg.OpenLog = func() (eventlog.Log, error) {
 		return jetstreamlog.Open(ctx, jetstreamlog.Options{URLs: s.urls, CredsFile: s.creds, TokenFile: s.tokenFile,
 			TLS:          jetstreamlog.TLS{CAFile: s.tlsCA, CertFile: s.tlsCert, KeyFile: s.tlsKey},

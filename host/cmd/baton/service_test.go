@@ -265,6 +265,25 @@ func (s *batonService) startTurn(t testing.TB, transcript, text string, peerArgs
 	return c, id, ev, errc
 }
 
+// askApproval sends the approval transcript's message to a thread (made
+// from acp/approval_accept.ndjson with the ask policy) and waits on ev for
+// the request its provider opens: the events up to it, and its id.
+func askApproval(t testing.TB, c batonv1.BatonClient, thread string, ev <-chan event, what string) ([]event, string) {
+	t.Helper()
+	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: thread, Text: "Write allowed.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	opened := until(t, ev, what, ofType("request.opened"))
+	var req struct {
+		ID string `json:"requestId"`
+	}
+	json.Unmarshal([]byte(opened[len(opened)-1].Data), &req)
+	if req.ID == "" {
+		t.Fatalf("request.opened without a request id: %s", opened[len(opened)-1].Data)
+	}
+	return opened, req.ID
+}
+
 func createThread(t testing.TB, c batonv1.BatonClient, transcript, approval string, extra ...string) string {
 	t.Helper()
 	argv := []string{filepath.Join(binDir, "replaypeer"), "--transcript", testdataPath(transcript), "--speed", "0"}
@@ -307,19 +326,9 @@ func TestServiceTwoClientsOneThread(t *testing.T) {
 	defer cancel()
 	ea, _ := subscribe(ctx, t, a, id, 0)
 	eb, _ := subscribe(ctx, t, b, id, 0)
-	if _, err := a.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Write allowed.txt"}); err != nil {
-		t.Fatal(err)
-	}
-	opened := until(t, ea, "a request", ofType("request.opened"))
-	var req struct {
-		ID string `json:"requestId"`
-	}
-	json.Unmarshal([]byte(opened[len(opened)-1].Data), &req)
-	if req.ID == "" {
-		t.Fatalf("request.opened without a request id: %s", opened[len(opened)-1].Data)
-	}
+	opened, reqID := askApproval(t, a, id, ea, "a request")
 	// b answers, naming only the request.
-	if _, err := b.AnswerRequest(t.Context(), &batonv1.AnswerRequestRequest{RequestId: req.ID, Decision: "accept"}); err != nil {
+	if _, err := b.AnswerRequest(t.Context(), &batonv1.AnswerRequestRequest{RequestId: reqID, Decision: "accept"}); err != nil {
 		t.Fatalf("answer from the second client: %v", err)
 	}
 	gotA := append(opened, until(t, ea, "the run's end", ofType("run.ended"))...)
@@ -343,7 +352,7 @@ func TestServiceTwoClientsOneThread(t *testing.T) {
 		r := r.(map[string]any)
 		got = map[string]any{"id": r["id"], "status": r["status"], "decision": r["decision"]}
 	}
-	if diff := cmp.Diff(map[string]any{"id": req.ID, "status": "resolved", "decision": "accept"}, got); diff != "" {
+	if diff := cmp.Diff(map[string]any{"id": reqID, "status": "resolved", "decision": "accept"}, got); diff != "" {
 		t.Errorf("the request in the projection (-want +got):\n%s", diff)
 	}
 	if st := p["runs"].([]any)[0].(map[string]any)["status"]; st != "completed" {

@@ -107,29 +107,46 @@ func printThreads(w io.Writer, list []*batonv1.ThreadSummary, format outputForma
 		at := now()
 		when = func(t time.Time) string { return age(t, at) }
 	}
-	// The branch column is there when a thread listed has a branch.
-	branches := slices.ContainsFunc(list, func(t *batonv1.ThreadSummary) bool { return t.GetBranch() != "" })
-	branch := func(t *batonv1.ThreadSummary) string {
-		if !branches {
-			return ""
-		}
-		return orDash(t.GetBranch()) + "\t"
-	}
+	// The host column is there when a thread listed ran on a log several
+	// hosts share, the branch column when one has a branch.
+	host := optionalColumn(list, (*batonv1.ThreadSummary).GetHost)
+	branch := optionalColumn(list, (*batonv1.ThreadSummary).GetBranch)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	header := "THREAD\tPROVIDER\tSTATUS\tRUNS\tCREATED\tUPDATED\tCWD"
-	if branches {
-		header = "THREAD\tPROVIDER\tSTATUS\tBRANCH\tRUNS\tCREATED\tUPDATED\tCWD"
-	}
-	fmt.Fprintln(tw, header)
+	fmt.Fprintln(tw, "THREAD\tPROVIDER\tSTATUS\t"+host.header("HOST")+branch.header("BRANCH")+"RUNS\tCREATED\tUPDATED\tCWD")
 	for _, t := range list {
 		runs := fmt.Sprint(t.GetRuns())
 		if t.GetQueued() > 0 {
 			runs += fmt.Sprintf(" (%d queued)", t.GetQueued())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\n", t.GetId(), t.GetProvider(), statusWords(t), branch(t), runs,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s%s\t%s\t%s\t%s\n", t.GetId(), t.GetProvider(), statusWords(t), host.cell(t), branch.cell(t), runs,
 			when(instant(t.GetCreatedAt())), when(instant(t.GetUpdatedAt())), t.GetCwd())
 	}
 	return tw.Flush()
+}
+
+// optional is a column of the thread list shown only when a thread listed
+// has a value in it.
+type optional struct {
+	shown bool
+	value func(*batonv1.ThreadSummary) string
+}
+
+func optionalColumn(list []*batonv1.ThreadSummary, value func(*batonv1.ThreadSummary) string) optional {
+	return optional{shown: slices.ContainsFunc(list, func(t *batonv1.ThreadSummary) bool { return value(t) != "" }), value: value}
+}
+
+func (o optional) header(name string) string {
+	if !o.shown {
+		return ""
+	}
+	return name + "\t"
+}
+
+func (o optional) cell(t *batonv1.ThreadSummary) string {
+	if !o.shown {
+		return ""
+	}
+	return orDash(o.value(t)) + "\t"
 }
 
 // summaryJSON is a thread's summary as -o json and status --json print
@@ -164,6 +181,9 @@ type summaryJSON struct {
 	Worktree string           `json:"worktree,omitempty"`
 	// Repository is the user's worktree a worktree thread was made from.
 	Repository string `json:"repository,omitempty"`
+	// Host is the host that ran the newest run that has started, on a
+	// log several hosts share.
+	Host string `json:"host,omitempty"`
 }
 
 // summaryWaitJSON is a summary's armed wait.
@@ -180,7 +200,7 @@ func summaryJSONOf(t *batonv1.ThreadSummary) summaryJSON {
 		CreatedAt: instant(t.GetCreatedAt()), UpdatedAt: instant(t.GetUpdatedAt()), Runs: t.GetRuns(), Queued: t.GetQueued(),
 		Status: t.GetStatus(), LastRun: t.GetLastRun(), Sequence: t.GetSequence(), Archived: t.GetArchived(), Branch: t.GetBranch(),
 		Title: t.GetTitle(), Pending: t.GetPending(), Worktree: t.GetWorktree(),
-		Repository: t.GetRepository()}
+		Repository: t.GetRepository(), Host: t.GetHost()}
 	if w := t.GetWait(); w != nil {
 		s.Wait = &summaryWaitJSON{At: instant(w.GetAt()), Kind: w.GetKind(), Provider: w.GetProvider(), RunID: w.GetRunId()}
 	}

@@ -14,8 +14,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 )
 
 // watching is a `baton watch` process and the lines it prints.
@@ -66,14 +64,7 @@ func TestWatchAttachedMidRun(t *testing.T) {
 	c := s.client()
 	id := createThread(t, c, "acp/approval_accept.ndjson", "ask")
 	ev, _ := subscribe(t.Context(), t, c, id, 0)
-	if _, err := c.SendMessage(t.Context(), &batonv1.SendMessageRequest{ThreadId: id, Text: "Write allowed.txt"}); err != nil {
-		t.Fatal(err)
-	}
-	opened := until(t, ev, "the request", ofType("request.opened"))
-	var req struct {
-		ID string `json:"requestId"`
-	}
-	json.Unmarshal([]byte(opened[len(opened)-1].Data), &req)
+	_, reqID := askApproval(t, c, id, ev, "the request")
 	before := thread(t, c, id) // the run waits on the request: nothing changes until it is answered
 	ws, _ := before["cwd"].(string)
 	seq, _ := before["sequence"].(float64)
@@ -94,8 +85,8 @@ func TestWatchAttachedMidRun(t *testing.T) {
 
 	w := startWatch(t, "--data", data, id)
 	w.out.until(t, regexp.MustCompile(`^    answer it: `))
-	out, errOut, code := baton(t, "approve", "--data", data, req.ID)
-	if want := "request " + req.ID + ": accept (thread " + id + ")\n"; code != exitOK || out != want {
+	out, errOut, code := baton(t, "approve", "--data", data, reqID)
+	if want := "request " + reqID + ": accept (thread " + id + ")\n"; code != exitOK || out != want {
 		t.Fatalf("approve: exit %d\n%s%s\nwant %s", code, out, errOut, want)
 	}
 	w.out.until(t, regexp.MustCompile(`^✔ run 1 completed`))
@@ -103,7 +94,7 @@ func TestWatchAttachedMidRun(t *testing.T) {
 	if err != nil {
 		t.Errorf("watch after Ctrl-C: %v", err)
 	}
-	q := req.ID
+	q := reqID
 	want := []string{
 		"● thread " + id + " · acp · " + ws + " (watching from sequence " + strconv.Itoa(int(seq)) + ")",
 		"▶ run 1 waiting: Write allowed.txt",

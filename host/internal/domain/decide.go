@@ -46,6 +46,9 @@ type Env struct {
 	// Facts is what the host found out, before it took the thread's lock,
 	// of the providers and directory the command names (FactsFor).
 	Facts *Facts
+	// Host names the host deciding, on a log several hosts share: the
+	// runs it starts record it ("": a host alone on its log).
+	Host string
 }
 
 // DefaultInterruptGrace is Env.InterruptGrace's default: long enough for

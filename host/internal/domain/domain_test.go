@@ -34,6 +34,8 @@ type world struct {
 	caps    Capabilities
 	// shuttingDown is the Env's: the host drains.
 	shuttingDown bool
+	// host is the Env's: the host deciding, on a shared log.
+	host string
 	// holdCaptures leaves checkpoint captures undone; otherwise each is
 	// recorded ready at once, as the host does after the decision, and its
 	// events are added to the decision's.
@@ -68,7 +70,7 @@ func (w *world) env() Env {
 	if !w.now.IsZero() {
 		now = w.now
 	}
-	return Env{Now: now, NewID: w.newID, Caps: w.caps, ShuttingDown: w.shuttingDown, Live: w.live()}
+	return Env{Now: now, NewID: w.newID, Caps: w.caps, ShuttingDown: w.shuttingDown, Live: w.live(), Host: w.host}
 }
 
 // envFor is the environment cmd is decided in: the host gathers what the

@@ -49,6 +49,8 @@ type (
 		RunID    string `json:"runId"`
 		Provider string `json:"provider,omitempty"`
 		Model    string `json:"model,omitempty"`
+		// Host is the host that runs it (Env.Host).
+		Host string `json:"host,omitempty"`
 	}
 	AttemptStarted struct {
 		RunID     string        `json:"runId"`

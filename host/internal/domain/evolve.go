@@ -64,7 +64,7 @@ func Evolve(t *Thread, e Event) {
 			r.Status = RunStatusStarting
 			at := e.At
 			r.StartedAt = &at
-			r.Provider, r.Model = p.Provider, p.Model
+			r.Provider, r.Model, r.Host = p.Provider, p.Model, p.Host
 			if p.Provider == "" { // a log from before switches: the thread's
 				r.Provider, r.Model = t.Provider, t.Model
 			}

@@ -124,7 +124,7 @@ func startAttempt(t *Thread, runID, input string, reason AttemptReason, env Env,
 			}
 			requestCheckpoint(t, prev, "", env, d)
 		}
-		d.emit(RunStarted{RunID: runID, Provider: t.Provider, Model: t.Model})
+		d.emit(RunStarted{RunID: runID, Provider: t.Provider, Model: t.Model, Host: env.Host})
 		// What the provider has not seen of the thread goes with the run's
 		// first turn: the host puts the ready handoff before the input when
 		// it sends the turn, and it is used up when the provider takes it.

@@ -84,8 +84,11 @@ type Run struct {
 	ActiveAttempt string     `json:"activeAttempt,omitempty"`
 	// Provider and Model are what the run started on (the thread's at the
 	// time); a switch applies to the runs that start after it.
-	Provider     string    `json:"provider,omitempty"`
-	Model        string    `json:"model,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	// Host is the host that ran it, on a log several hosts share ("":
+	// one host alone on its log).
+	Host         string    `json:"host,omitempty"`
 	FinalAttempt string    `json:"finalAttempt,omitempty"`
 	Attempts     []Attempt `json:"attempts"`
 	Nodes        []Node    `json:"nodes"`

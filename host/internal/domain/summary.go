@@ -29,6 +29,9 @@ type ThreadSummary struct {
 	Branch   string `json:"branch,omitempty"`
 	// Title is the thread's first message, shortened (Thread.Title).
 	Title string `json:"title,omitempty"`
+	// Host is the host that ran the newest run that has started, on a log
+	// several hosts share.
+	Host string `json:"host,omitempty"`
 	// Pending counts the requests (approvals, questions) waiting for a
 	// person: the thread needs its user.
 	Pending int `json:"pending,omitempty"`
@@ -107,7 +110,7 @@ func (t *Thread) Summary() ThreadSummary {
 			}
 			continue
 		}
-		s.LastRun = r.Status
+		s.LastRun, s.Host = r.Status, r.Host
 		if r.Status.Active() {
 			s.Status = ThreadStatus(r.Status)
 		}

@@ -27,15 +27,21 @@ func TestSummaryAndLive(t *testing.T) {
 	check("created", false)
 	w.open("s1")
 	check("a session open", true)
+	w.host = "a" // on a log several hosts share: the runs a host starts are its
 	w.send("one")
 	w.send("two")
 	want.Runs, want.Queued, want.Status, want.LastRun, want.Title = 2, 1, ThreadStatus(RunStatusStarting), RunStatusStarting, "one"
+	want.Host = "a"
 	check("one run starting, one queued", true)
+	if got := w.thread.Runs[0].Host; got != "a" {
+		t.Errorf("the run's host: %q, want a", got)
+	}
+	w.host = "b" // another host takes the log over: the next run is b's
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u1"})
 	want.Status, want.LastRun = ThreadStatus(RunStatusRunning), RunStatusRunning
 	check("running", true)
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u1", Status: sdk.TurnFailed})
-	want.Queued, want.Status, want.LastRun = 0, ThreadStatus(RunStatusStarting), RunStatusStarting
+	want.Queued, want.Status, want.LastRun, want.Host = 0, ThreadStatus(RunStatusStarting), RunStatusStarting, "b"
 	check("the first failed, the second starting", true)
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnStarted, ThreadRef: "pt", TurnRef: "u2"})
 	w.ev("s1", sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, TurnRef: "u2", Status: sdk.TurnCompleted})

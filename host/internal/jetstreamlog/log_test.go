@@ -191,7 +191,7 @@ func TestAnotherHostsWriteFencesAStalePrediction(t *testing.T) {
 	waitLast(t, b, 1)
 
 	predicted, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
+	var once, released sync.Once
 	a.w.beforePublish = func([]*request) {
 		once.Do(func() {
 			close(predicted)
@@ -203,6 +203,8 @@ func TestAnotherHostsWriteFencesAStalePrediction(t *testing.T) {
 			}
 		})
 	}
+	free := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the logs close (cleanups run last first): a's writer is not left waiting here
 	errc := make(chan error, 1)
 	go func() {
 		_, _, err := a.Append(eventlog.Batch{ThreadID: "T", Events: []eventlog.Pending{event("T", 100)}})
@@ -210,7 +212,7 @@ func TestAnotherHostsWriteFencesAStalePrediction(t *testing.T) {
 	}()
 	<-predicted
 	appendOne(t, b, "T", 1)
-	close(release)
+	free()
 	err := <-errc
 	if !errors.Is(err, ErrFenced) || err.Error() != "fenced: thread T was written by host b since this host decided; its lease moved" {
 		t.Fatalf("a's stale write to T: got %v, want ErrFenced naming host b", err)

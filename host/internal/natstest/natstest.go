@@ -35,7 +35,7 @@ type Node struct {
 func Single(t testing.TB) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
-	o := nodeOptions(t, "n1", "")
+	o := nodeOptions("n1", filepath.Join(t.TempDir(), "n1"), "")
 	o.Port = server.RANDOM_PORT // bound by the kernel: no other test can take it first
 	c.nodes = append(c.nodes, &Node{opts: o})
 	c.Start(0)
@@ -54,12 +54,10 @@ func Single(t testing.TB) *Cluster {
 func Three(t testing.TB) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
-	// The test's temporary directory is removed by a cleanup registered by
-	// its first t.TempDir; cleanups run last first, so that one must come
-	// before stopAll's. Otherwise the directory is removed under nodes
-	// still running, which write to their stores meanwhile, and the
-	// removal fails with "directory not empty".
-	t.TempDir()
+	// The stores' directory is made before the cleanup that stops the
+	// nodes is registered, so that it is removed after they stopped
+	// (cleanups run last first).
+	base := t.TempDir()
 	t.Cleanup(c.stopAll)
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
@@ -67,7 +65,8 @@ func Three(t testing.TB) *Cluster {
 		c.nodes = nil
 		ports := freePorts(t, 3)
 		for i := range 3 {
-			o := nodeOptions(t, fmt.Sprintf("n%d", i+1), "baton-test")
+			name := fmt.Sprintf("n%d", i+1)
+			o := nodeOptions(name, filepath.Join(base, fmt.Sprint(attempt), name), "baton-test")
 			o.Port = server.RANDOM_PORT
 			o.Cluster.Port = ports[i]
 			for j, p := range ports {
@@ -99,12 +98,14 @@ func Three(t testing.TB) *Cluster {
 	return c
 }
 
-func nodeOptions(t testing.TB, name, cluster string) *server.Options {
+// nodeOptions are a node's: its name, its store's directory, and its
+// cluster's name ("": a node alone).
+func nodeOptions(name, store, cluster string) *server.Options {
 	o := &server.Options{
 		ServerName: name,
 		Host:       "127.0.0.1",
 		JetStream:  true,
-		StoreDir:   filepath.Join(t.TempDir(), name),
+		StoreDir:   store,
 		NoLog:      true,
 		NoSigs:     true,
 		// The default 1 MiB is what a server has unless told; tests keep it,

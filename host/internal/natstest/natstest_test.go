@@ -2,6 +2,7 @@ package natstest
 
 import (
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,9 +38,10 @@ func TestANodeThatCannotListenSaysWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
+	store := filepath.Join(t.TempDir(), "n1") // removed after the node stops
 	c := &Cluster{t: t}
 	t.Cleanup(c.stopAll)
-	o := nodeOptions(t, "n1", "")
+	o := nodeOptions("n1", store, "")
 	o.Port = taken.Addr().(*net.TCPAddr).Port
 	c.nodes = append(c.nodes, &Node{opts: o})
 	c.startNoWait(0)

@@ -208,7 +208,7 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 	}
 	now := h.cfg.Clock.Now()
 	s, live := h.live(c.threadID)
-	env := domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: capabilities(s), Live: live,
+	env := domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: capabilities(s), Live: live, Host: h.cfg.Host,
 		ShuttingDown: h.draining.Load(), InterruptGrace: h.cfg.InterruptGrace, Facts: c.facts}
 	var scratch domain.Thread
 	var events []domain.Payload

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/baton-run/baton/host/internal/checkpoint"
 	"github.com/baton-run/baton/host/internal/eventlog"
@@ -44,6 +45,7 @@ func openFollower(cfg Config) (*Host, error) {
 	}
 	h := newHost(cfg, store)
 	last, _ := store.Last()
+	h.followed.advance(last)
 	h.wg.Go(h.watchStore)
 	h.wg.Go(func() { h.followLog(last) })
 	return h, nil
@@ -72,6 +74,7 @@ func (h *Host) followLog(seq uint64) {
 				return
 			}
 			seq = recs[len(recs)-1].Sequence
+			h.followed.advance(seq)
 		}
 		select {
 		case <-changed:
@@ -79,6 +82,60 @@ func (h *Host) followLog(seq uint64) {
 			return
 		}
 	}
+}
+
+// WaitFollowed waits until the host shows the log up to seq: at once on a
+// host that writes its log; on a follower, once it has applied the
+// writer's events through seq (what it reads then includes them). A
+// follower's service waits so after a command it carried to the writer,
+// so that its client reads its own writes.
+func (h *Host) WaitFollowed(ctx context.Context, seq uint64) error {
+	if !h.cfg.Follower {
+		return nil
+	}
+	for {
+		at, changed := h.followed.current()
+		if at >= seq {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the shared log's sequence %d here (at %d): %w", seq, at, context.Cause(ctx))
+		case <-h.ctx.Done():
+			return ErrClosed
+		}
+	}
+}
+
+// progress is a sequence that only grows, and a channel closed each time
+// it does.
+type progress struct {
+	mu      sync.Mutex
+	at      uint64
+	changed chan struct{}
+}
+
+func (p *progress) advance(seq uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if seq <= p.at && p.changed != nil {
+		return
+	}
+	p.at = max(p.at, seq)
+	if p.changed != nil {
+		close(p.changed)
+	}
+	p.changed = make(chan struct{})
+}
+
+func (p *progress) current() (uint64, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.changed == nil {
+		p.changed = make(chan struct{})
+	}
+	return p.at, p.changed
 }
 
 // applyFollowed applies a page of the writer's events, in order, thread by
@@ -142,20 +199,4 @@ func newHost(cfg Config, store eventlog.Log) *Host {
 	h.stopping, h.stop = context.WithCancel(h.ctx)
 	h.cache.init(cfg.MaxThreads)
 	return h
-}
-
-// closeFollower is Close for a follower: it has no sessions or workers,
-// only plugins a listing may have started, its follow of the log, and the
-// data dir it holds.
-func (h *Host) closeFollower() error {
-	h.cancel()
-	h.plugins.Close()
-	h.wg.Wait()
-	h.closed.Store(true)
-	h.cache.wakeAll()
-	err := removeHolder(h.cfg.DataDir)
-	if f := h.store.Failure(); f != nil {
-		err = errors.Join(err, &StoreFailedError{Cause: f})
-	}
-	return errors.Join(err, h.store.Close())
 }

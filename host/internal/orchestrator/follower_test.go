@@ -46,10 +46,16 @@ func TestAFollowerShowsWhatTheWriterCommits(t *testing.T) {
 	f := sharedEnv(t, nats.URLs(), "f", true)
 	w.gitWorkspace()
 
-	cached := w.createThread("acp", "acp/simple.ndjson")
-	f.waitSeen(cached)
-	if _, err := f.host.Thread(cached); err != nil { // now in the follower's cache
+	created := w.dispatch(domain.Command{ID: "create-cached", Payload: domain.CreateThread{
+		Provider: "acp", Cwd: w.ws, ProviderCommand: w.peer("acp", "acp/simple.ndjson")}})
+	cached := created.ThreadID
+	// Once the follower has followed the log through the receipt, it
+	// shows the thread (a client that gave the command reads its write).
+	if err := f.host.WaitFollowed(t.Context(), created.Sequence); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := f.host.Thread(cached); err != nil { // now in the follower's cache
+		t.Fatalf("the follower, through the creation's receipt: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()

@@ -135,6 +135,9 @@ type Config struct {
 	// recovery ends what it had in flight as lost (host_lost), not as a
 	// restart's. Empty: this host, or none, wrote it last.
 	TakeoverFrom string
+	// Host names this host on a log several hosts share (OpenLog): the
+	// runs it starts record it. Empty: a host alone on its log.
+	Host string
 	// Follower opens the host to read and follow a shared log (OpenLog)
 	// that another host writes (follower.go): it serves reads and
 	// subscriptions, commits nothing, and runs nothing.
@@ -167,9 +170,10 @@ type Host struct {
 	failure atomic.Pointer[error] // why the store failed (storefail.go)
 	failed  chan struct{}         // closed once the host stopped for it
 
-	cache   threadCache
-	signals signals  // the threads streams follow (streams.go)
-	cmds    inflight // command ids being committed
+	cache    threadCache
+	signals  signals  // the threads streams follow (streams.go)
+	followed progress // a follower's: the log's sequence it has applied (follower.go)
+	cmds     inflight // command ids being committed
 
 	wmu     sync.Mutex // guards workers
 	workers map[string]*worker
@@ -282,11 +286,8 @@ func (h *Host) Close() error {
 	h.closing = true
 	h.stop()
 	h.smu.Unlock()
-	if h.cfg.ReadOnly {
-		return h.closeReadOnly()
-	}
-	if h.cfg.Follower {
-		return h.closeFollower()
+	if h.cfg.ReadOnly || h.cfg.Follower {
+		return h.closeReader()
 	}
 	h.drainOnce.Do(h.drain)
 	halted := h.halted.Load()
@@ -390,7 +391,7 @@ func (h *Host) Threads(after string, limit int) ([]domain.ThreadSummary, error) 
 
 // LastSequence is the log's head.
 func (h *Host) LastSequence() uint64 {
-	last, _ := h.store.Last()
+	last, _ := h.shown()
 	return last
 }
 

@@ -48,14 +48,21 @@ func checkLayout(store eventlog.Log) error {
 	return nil
 }
 
-// closeReadOnly is Close for a host opened read-only: it has no sessions,
-// workers or pid file of its own, only plugins a listing may have started,
-// and its store.
-func (h *Host) closeReadOnly() error {
+// closeReader is Close for a host that runs nothing, opened read-only or
+// as a follower: it has no sessions or workers, only plugins a listing may
+// have started, its store, and (a follower) the data dir it holds.
+func (h *Host) closeReader() error {
 	h.cancel()
 	h.plugins.Close()
 	h.wg.Wait()
 	h.closed.Store(true)
 	h.cache.wakeAll()
-	return h.store.Close()
+	var err error
+	if h.cfg.Follower {
+		err = removeHolder(h.cfg.DataDir)
+		if f := h.store.Failure(); f != nil {
+			err = errors.Join(err, &StoreFailedError{Cause: f})
+		}
+	}
+	return errors.Join(err, h.store.Close())
 }

@@ -29,7 +29,7 @@ func SummaryOf(t *batonv1.ThreadSummary) domain.ThreadSummary {
 		CreatedAt: instant(t.GetCreatedAt()), UpdatedAt: instant(t.GetUpdatedAt()), Runs: int(t.GetRuns()), Queued: int(t.GetQueued()),
 		Status: domain.ThreadStatus(t.GetStatus()), LastRun: domain.RunStatus(t.GetLastRun()), Sequence: t.GetSequence(),
 		Archived: t.GetArchived(), Branch: t.GetBranch(), Title: t.GetTitle(), Pending: int(t.GetPending()), Worktree: t.GetWorktree(),
-		Wait: summaryWaitOf(t.GetWait()), Repository: t.GetRepository()}
+		Wait: summaryWaitOf(t.GetWait()), Repository: t.GetRepository(), Host: t.GetHost()}
 }
 
 func summaryWaitOf(w *batonv1.SummaryWait) *domain.SummaryWait {
@@ -112,7 +112,7 @@ func runOf(r *batonv1.Run) domain.Run {
 		PendingRestart: list(r.GetPendingRestart(), func(m *batonv1.SteeringMessage) domain.SteeringMessage {
 			return domain.SteeringMessage{MessageID: m.GetMessageId(), Text: m.GetText()}
 		}),
-		CheckpointID: r.GetCheckpointId(), Commit: r.GetCommit(), WaitID: r.GetWaitId(), Waits: int(r.GetWaits()), WaitSince: instant(r.GetWaitSince())}
+		CheckpointID: r.GetCheckpointId(), Commit: r.GetCommit(), WaitID: r.GetWaitId(), Waits: int(r.GetWaits()), WaitSince: instant(r.GetWaitSince()), Host: r.GetHost()}
 	if s := r.GetStop(); s != nil {
 		out.Stop = domain.RunStop{Deadline: instant(s.GetDeadline()), Grace: durationOf(s.GetGrace()), Forced: s.GetForced(),
 			Stalled: s.GetStalled()}
@@ -344,7 +344,7 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 		return domain.RunQueued{RunID: p.GetRunId(), Ordinal: int(p.GetOrdinal()), MessageID: p.GetMessageId(), Input: p.GetInput()}, nil
 	case *batonv1.Event_RunStarted:
 		p := e.RunStarted
-		return domain.RunStarted{RunID: p.GetRunId(), Provider: p.GetProvider(), Model: p.GetModel()}, nil
+		return domain.RunStarted{RunID: p.GetRunId(), Provider: p.GetProvider(), Model: p.GetModel(), Host: p.GetHost()}, nil
 	case *batonv1.Event_AttemptStarted:
 		p := e.AttemptStarted
 		return domain.AttemptStarted{RunID: p.GetRunId(), AttemptID: p.GetAttemptId(), Reason: domain.AttemptReason(p.GetReason()),

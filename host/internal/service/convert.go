@@ -40,7 +40,7 @@ func summaryPB(s domain.ThreadSummary) *batonv1.ThreadSummary {
 		CreatedAt: timestamppb.New(s.CreatedAt), UpdatedAt: timestamppb.New(s.UpdatedAt),
 		Runs: uint32(s.Runs), Queued: uint32(s.Queued), Status: string(s.Status), LastRun: string(s.LastRun), Sequence: s.Sequence,
 		Archived: s.Archived, Branch: s.Branch, Title: s.Title, Pending: uint32(s.Pending), Worktree: s.Worktree, Wait: summaryWaitPB(s.Wait),
-		Repository: s.Repository}
+		Repository: s.Repository, Host: s.Host}
 }
 
 func summaryWaitPB(w *domain.SummaryWait) *batonv1.SummaryWait {
@@ -200,7 +200,7 @@ func runPB(r domain.Run) *batonv1.Run {
 		Provider: r.Provider, Model: r.Model, FinalAttempt: r.FinalAttempt, Attempts: list(r.Attempts, attemptPB),
 		Nodes: list(r.Nodes, nodePB), StopReason: r.StopReason, Failure: failurePB(r.Failure), Usage: usagePB(r.Usage),
 		InterruptRequested: r.InterruptRequested, PendingRestart: list(r.PendingRestart, steeringPB),
-		CheckpointId: r.CheckpointID, Commit: r.Commit, WaitId: r.WaitID, Waits: u32(r.Waits), WaitSince: ts(r.WaitSince)}
+		CheckpointId: r.CheckpointID, Commit: r.Commit, WaitId: r.WaitID, Waits: u32(r.Waits), WaitSince: ts(r.WaitSince), Host: r.Host}
 	if s := r.Stop; s != (domain.RunStop{}) {
 		out.Stop = &batonv1.RunStop{Deadline: ts(s.Deadline), Grace: dur(s.Grace), Forced: s.Forced, Stalled: s.Stalled}
 	}
@@ -431,7 +431,7 @@ func setPayload(ev *batonv1.Event, pl domain.Payload) error {
 		ev.Payload = &batonv1.Event_RunQueued{RunQueued: &batonv1.RunQueued{RunId: e.RunID, Ordinal: u32(e.Ordinal),
 			MessageId: e.MessageID, Input: e.Input}}
 	case domain.RunStarted:
-		ev.Payload = &batonv1.Event_RunStarted{RunStarted: &batonv1.RunStarted{RunId: e.RunID, Provider: e.Provider, Model: e.Model}}
+		ev.Payload = &batonv1.Event_RunStarted{RunStarted: &batonv1.RunStarted{RunId: e.RunID, Provider: e.Provider, Model: e.Model, Host: e.Host}}
 	case domain.AttemptStarted:
 		ev.Payload = &batonv1.Event_AttemptStarted{AttemptStarted: &batonv1.AttemptStarted{RunId: e.RunID, AttemptId: e.AttemptID,
 			Reason: string(e.Reason), RootNode: e.RootNode, Provider: e.Provider, Model: e.Model}}

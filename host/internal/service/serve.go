@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/eventlog"
@@ -84,6 +85,8 @@ type Config struct {
 	// service, to answer calls that come another way than its listeners
 	// (a writer's forwarded calls); the drain calls stop first.
 	Attach func(batonv1.BatonServer) (stop func(), err error)
+	// Host names this host on a shared log: the runs it starts record it.
+	Host string
 	// Writer says which host writes a shared log now (GetStatus).
 	Writer func(context.Context) (string, error)
 	// Notify is where the service posts the events that need a person
@@ -221,7 +224,7 @@ func Run(ctx context.Context, cfg Config) error {
 	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
 		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace, StoreFS: cfg.StoreFS,
 		TurnStallTimeout: cfg.TurnStallTimeout, RequestTimeout: cfg.RequestTimeout, Notify: &cfg.Notify, OpenLog: cfg.OpenLog,
-		TakeoverFrom: cfg.TakeoverFrom, Follower: cfg.Follower})
+		TakeoverFrom: cfg.TakeoverFrom, Follower: cfg.Follower, Host: cfg.Host})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -231,7 +234,7 @@ func Run(ctx context.Context, cfg Config) error {
 	auth := &authenticator{token: token, log: log.Named("auth")}
 	unary := []grpc.UnaryServerInterceptor{auth.unary}
 	if cfg.Forward != nil {
-		unary = append(unary, cfg.Forward)
+		unary = append(unary, readOwnWrites(host, cfg.Forward))
 	}
 	g := grpc.NewServer(grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(auth.stream), grpc.MaxRecvMsgSize(maxRequest),
 		grpc.MaxConcurrentStreams(uint32(cmp.Or(cfg.MaxStreams, DefaultMaxStreams))),
@@ -364,6 +367,22 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	log.Info("stopped")
 	return runErr
+}
+
+// readOwnWrites runs a follower's forward, and after a command the writer
+// took, waits until this host shows the log through the command's receipt:
+// a client that reads here next sees what its command did.
+func readOwnWrites(host *orchestrator.Host, forward grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := forward(ctx, req, info, handler)
+		if rc, ok := resp.(*batonv1.Receipt); ok && err == nil {
+			if err := host.WaitFollowed(ctx, rc.GetSequence()); err != nil {
+				return nil, status.Errorf(codeOf(err), "%s: the writer took the command (receipt at %d), but this host did not show it: %v",
+					info.FullMethod, rc.GetSequence(), err)
+			}
+		}
+		return resp, err
+	}
 }
 
 // storeFailure is what Run returns when the host's event store failed.

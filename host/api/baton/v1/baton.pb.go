@@ -2125,10 +2125,12 @@ type Run struct {
 	// limit is the last provider limit the run hit; wait_id the armed wait
 	// that will continue it; waits how many it has had, the first from
 	// wait_since.
-	Limit         *Limit                 `protobuf:"bytes,23,opt,name=limit,proto3" json:"limit,omitempty"`
-	WaitId        string                 `protobuf:"bytes,24,opt,name=wait_id,json=waitId,proto3" json:"wait_id,omitempty"`
-	Waits         uint32                 `protobuf:"varint,25,opt,name=waits,proto3" json:"waits,omitempty"`
-	WaitSince     *timestamppb.Timestamp `protobuf:"bytes,26,opt,name=wait_since,json=waitSince,proto3" json:"wait_since,omitempty"`
+	Limit     *Limit                 `protobuf:"bytes,23,opt,name=limit,proto3" json:"limit,omitempty"`
+	WaitId    string                 `protobuf:"bytes,24,opt,name=wait_id,json=waitId,proto3" json:"wait_id,omitempty"`
+	Waits     uint32                 `protobuf:"varint,25,opt,name=waits,proto3" json:"waits,omitempty"`
+	WaitSince *timestamppb.Timestamp `protobuf:"bytes,26,opt,name=wait_since,json=waitSince,proto3" json:"wait_since,omitempty"`
+	// host is the host that ran it, on a log several hosts share.
+	Host          string `protobuf:"bytes,28,opt,name=host,proto3" json:"host,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2350,6 +2352,13 @@ func (x *Run) GetWaitSince() *timestamppb.Timestamp {
 		return x.WaitSince
 	}
 	return nil
+}
+
+func (x *Run) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
 }
 
 // RunStop is an interrupt's deadline.
@@ -5257,8 +5266,11 @@ type ThreadSummary struct {
 	Wait *SummaryWait `protobuf:"bytes,16,opt,name=wait,proto3" json:"wait,omitempty"`
 	// worktree is the directory of the thread's own worktree; repository
 	// the user's worktree it was made from (a list groups it there).
-	Worktree      string `protobuf:"bytes,17,opt,name=worktree,proto3" json:"worktree,omitempty"`
-	Repository    string `protobuf:"bytes,18,opt,name=repository,proto3" json:"repository,omitempty"`
+	Worktree   string `protobuf:"bytes,17,opt,name=worktree,proto3" json:"worktree,omitempty"`
+	Repository string `protobuf:"bytes,18,opt,name=repository,proto3" json:"repository,omitempty"`
+	// host is the host that ran the newest run that has started, on a log
+	// several hosts share (empty: one host alone on its log).
+	Host          string `protobuf:"bytes,19,opt,name=host,proto3" json:"host,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5415,6 +5427,13 @@ func (x *ThreadSummary) GetWorktree() string {
 func (x *ThreadSummary) GetRepository() string {
 	if x != nil {
 		return x.Repository
+	}
+	return ""
+}
+
+func (x *ThreadSummary) GetHost() string {
+	if x != nil {
+		return x.Host
 	}
 	return ""
 }
@@ -7033,10 +7052,12 @@ func (x *RunQueued) GetInput() string {
 }
 
 type RunStarted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	Provider      string                 `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
-	Model         string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	RunId    string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Provider string                 `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+	Model    string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// host is the host that runs it, on a log several hosts share.
+	Host          string `protobuf:"bytes,4,opt,name=host,proto3" json:"host,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7088,6 +7109,13 @@ func (x *RunStarted) GetProvider() string {
 func (x *RunStarted) GetModel() string {
 	if x != nil {
 		return x.Model
+	}
+	return ""
+}
+
+func (x *RunStarted) GetHost() string {
+	if x != nil {
+		return x.Host
 	}
 	return ""
 }
@@ -11829,7 +11857,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x05dirty\x18\t \x03(\tR\x05dirty\x12\x1a\n" +
 	"\bworktree\x18\n" +
 	" \x01(\tR\bworktree\x12\x14\n" +
-	"\x05error\x18\v \x01(\tR\x05error\"\x87\b\n" +
+	"\x05error\x18\v \x01(\tR\x05error\"\x9b\b\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aordinal\x18\x02 \x01(\rR\aordinal\x12\x16\n" +
@@ -11862,7 +11890,8 @@ const file_baton_proto_rawDesc = "" +
 	"\await_id\x18\x18 \x01(\tR\x06waitId\x12\x14\n" +
 	"\x05waits\x18\x19 \x01(\rR\x05waits\x129\n" +
 	"\n" +
-	"wait_since\x18\x1a \x01(\v2\x1a.google.protobuf.TimestampR\twaitSince\"\xa4\x01\n" +
+	"wait_since\x18\x1a \x01(\v2\x1a.google.protobuf.TimestampR\twaitSince\x12\x12\n" +
+	"\x04host\x18\x1c \x01(\tR\x04host\"\xa4\x01\n" +
 	"\aRunStop\x126\n" +
 	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12/\n" +
 	"\x05grace\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05grace\x12\x16\n" +
@@ -12147,7 +12176,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x0emessages_after\x18\x05 \x01(\rR\rmessagesAfter\x12.\n" +
 	"\x13next_messages_after\x18\x06 \x01(\rR\x11nextMessagesAfter\x12\x1a\n" +
 	"\bcomplete\x18\a \x01(\bR\bcomplete\x12\x19\n" +
-	"\bleft_out\x18\b \x01(\tR\aleftOut\"\x9f\x04\n" +
+	"\bleft_out\x18\b \x01(\tR\aleftOut\"\xb3\x04\n" +
 	"\rThreadSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x10\n" +
@@ -12171,7 +12200,8 @@ const file_baton_proto_rawDesc = "" +
 	"\bworktree\x18\x11 \x01(\tR\bworktree\x12\x1e\n" +
 	"\n" +
 	"repository\x18\x12 \x01(\tR\n" +
-	"repository\"\x80\x01\n" +
+	"repository\x12\x12\n" +
+	"\x04host\x18\x13 \x01(\tR\x04host\"\x80\x01\n" +
 	"\vSummaryWait\x12*\n" +
 	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1a\n" +
@@ -12290,12 +12320,13 @@ const file_baton_proto_rawDesc = "" +
 	"\aordinal\x18\x02 \x01(\rR\aordinal\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x03 \x01(\tR\tmessageId\x12\x14\n" +
-	"\x05input\x18\x04 \x01(\tR\x05input\"U\n" +
+	"\x05input\x18\x04 \x01(\tR\x05input\"i\n" +
 	"\n" +
 	"RunStarted\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
-	"\x05model\x18\x03 \x01(\tR\x05model\"\xad\x01\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12\x12\n" +
+	"\x04host\x18\x04 \x01(\tR\x04host\"\xad\x01\n" +
 	"\x0eAttemptStarted\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
 	"\n" +
