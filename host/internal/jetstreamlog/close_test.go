@@ -217,3 +217,43 @@ func TestCloseEndsTheFoldWhenStopMissesItsNext(t *testing.T) {
 		t.Fatal("Close still waited for the fold after 30s: it relies on the iterator's Stop to end a Next")
 	}
 }
+
+// gaveUp is an ordered consumer's iterator that gave up making its
+// consumer again (resetAttempts): its Next says it is closed.
+type gaveUp struct{ jetstream.MessagesContext }
+
+func (gaveUp) Next(...jetstream.NextOpt) (jetstream.Msg, error) {
+	return nil, jetstream.ErrMsgIteratorClosed
+}
+
+// A stream iterator that gives up does not stop the fold: it makes a new
+// consumer from its watermark and applies on.
+func TestTheFoldMakesANewConsumerWhenItsIteratorGivesUp(t *testing.T) {
+	c := natstest.Single(t)
+	var made int
+	l, err := Open(t.Context(), Options{URLs: []string{c.URLs()}, Host: "a", Dir: t.TempDir(),
+		wrapIter: func(it jetstream.MessagesContext) jetstream.MessagesContext {
+			made++ // the fold's goroutine, or Open's before it starts
+			if made == 1 {
+				it.Stop()
+				return gaveUp{it}
+			}
+			return it
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	appendOne(t, l, "T", 0)
+	appendOne(t, l, "T", 1)
+	var got []string
+	for _, r := range all(t, l) {
+		got = append(got, fmt.Sprintf("%d %s %s", r.Sequence, r.ThreadID, r.Data))
+	}
+	if d := cmp.Diff([]string{`1 T {"i":0}`, `2 T {"i":1}`}, got); d != "" {
+		t.Errorf("the log after the fold's iterator gave up (-want +got):\n%s", d)
+	}
+	if made != 2 {
+		t.Errorf("the fold made %d iterators, want 2: one that gave up, then a new one", made)
+	}
+}
