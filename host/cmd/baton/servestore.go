@@ -148,40 +148,32 @@ func privateFile(path string) error {
 	return nil
 }
 
-// connect connects to the servers of the shared log, for the lease (the
-// log connects on its own, with the same options): a server down at first
-// is retried, as are servers lost later.
-func (s *storeFlags) connect(log hclog.Logger) (*nats.Conn, error) {
-	opts := []nats.Option{
-		nats.Name("baton serve " + s.hostName + " (lease)"),
-		nats.MaxReconnects(-1),
-		nats.RetryOnFailedConnect(true),
-		nats.ReconnectWait(250 * time.Millisecond),
+// logOptions are the shared log's options as the flags say (Dir,
+// Logger and Name are the caller's).
+func (s *storeFlags) logOptions() jetstreamlog.Options {
+	return jetstreamlog.Options{URLs: s.urls, CredsFile: s.creds, TokenFile: s.tokenFile,
+		TLS:          jetstreamlog.TLS{CAFile: s.tlsCA, CertFile: s.tlsCert, KeyFile: s.tlsKey},
+		Installation: s.installation, Host: s.hostName, Replicas: s.replicas}
+}
+
+// connect connects to the servers of the shared log for the lease (the
+// log connects on its own, with the same options, through the same
+// jetstreamlog.Connect): servers down at first are waited for (until ctx
+// ends), and servers lost later too; servers that refuse the host's
+// token, credentials or TLS fail it.
+func (s *storeFlags) connect(ctx context.Context, log hclog.Logger) (*nats.Conn, error) {
+	opts, err := jetstreamlog.ConnectOptions(s.logOptions())
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts,
+		nats.Name("baton serve "+s.hostName+" (lease)"),
+		nats.ReconnectWait(250*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			log.Warn("lost the connection to the lease's servers", "error", err)
 		}),
-	}
-	if s.creds != "" {
-		opts = append(opts, nats.UserCredentials(s.creds))
-	}
-	if s.tokenFile != "" {
-		b, err := os.ReadFile(s.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("read the NATS token: %w", err)
-		}
-		opts = append(opts, nats.Token(strings.TrimSpace(string(b))))
-	}
-	if s.tlsCA != "" {
-		opts = append(opts, nats.RootCAs(s.tlsCA))
-	}
-	if s.tlsCert != "" {
-		opts = append(opts, nats.ClientCert(s.tlsCert, s.tlsKey))
-	}
-	nc, err := nats.Connect(strings.Join(s.urls, ","), opts...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", strings.Join(s.urls, ","), err)
-	}
-	return nc, nil
+	)
+	return jetstreamlog.Connect(ctx, s.urls, log, opts...)
 }
 
 // releaseTimeout bounds handing the lease back as the service stops: a
@@ -198,8 +190,11 @@ const releaseTimeout = 5 * time.Second
 // supervisor starts it again, and it follows.
 func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Config, log hclog.Logger) error {
 	llog := log.Named("lease")
-	nc, err := s.connect(llog)
+	nc, err := s.connect(ctx, llog)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it served
+		}
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer nc.Close()
@@ -213,15 +208,17 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		if ctx.Err() != nil {
 			return nil // stopped before it served
 		}
+		if r := jetstreamlog.ClosedBy(nc); r != nil {
+			err = r // the servers came up, and refused this host
+		}
 		return fmt.Errorf("serve: %w", err)
 	}
 	status := &batonv1.StoreStatus{Kind: "jetstream", Servers: s.urls, Installation: s.installation, Host: s.hostName}
 	cfg.Host = s.hostName
 	cfg.OpenLog = func() (eventlog.Log, error) {
-		return jetstreamlog.Open(ctx, jetstreamlog.Options{URLs: s.urls, CredsFile: s.creds, TokenFile: s.tokenFile,
-			TLS:          jetstreamlog.TLS{CAFile: s.tlsCA, CertFile: s.tlsCert, KeyFile: s.tlsKey},
-			Installation: s.installation, Host: s.hostName, Replicas: s.replicas, Dir: filepath.Join(data, replicaDir),
-			Logger: log.Named("jetstream"), Name: "baton serve " + s.hostName})
+		o := s.logOptions()
+		o.Dir, o.Logger, o.Name = filepath.Join(data, replicaDir), log.Named("jetstream"), "baton serve "+s.hostName
+		return jetstreamlog.Open(ctx, o)
 	}
 	cfg.Writer = func(ctx context.Context) (string, error) {
 		h, _, err := ls.Holder(ctx)
@@ -291,6 +288,9 @@ func followShared(ctx context.Context, ls *lease.Lease, nc *nats.Conn, status *b
 		if ctx.Err() != nil {
 			log.Info("stopped as a follower")
 			return false, ferr
+		}
+		if r := jetstreamlog.ClosedBy(nc); r != nil {
+			aerr = r // the servers refused this host as it reconnected
 		}
 		return false, errors.Join(ferr, fmt.Errorf("serve: %w", aerr))
 	}

@@ -34,7 +34,8 @@ type applier struct {
 
 	mu       sync.Mutex
 	events   uint64 // the replica's last event sequence
-	stream   uint64 // the last stream sequence applied (the watermark)
+	stream   uint64 // the last stream sequence applied (the watermark); moves as its events become readable
+	settled  uint64 // the last stream sequence whose apply is over (its writer's request settled)
 	changed  chan struct{}
 	subjects map[string]uint64       // a subject's last stream sequence, of those seen since Open
 	foreign  map[string]foreignWrite // a thread subject's last write applied from another host
@@ -69,6 +70,7 @@ func (l *Log) startApplier(ctx context.Context) error {
 			return err
 		}
 	}
+	a.settled = a.stream
 	if err := a.subscribe(ctx); err != nil {
 		a.cancel()
 		return err
@@ -209,10 +211,26 @@ func (a *applier) apply(msg jetstream.Msg) error {
 	var recs []eventlog.Record
 	var ids []string
 	var refused error
+	advanced := false // guarded by a.mu: the position moved in the commit hook
 	if void == "" {
+		var own func(uint64)
 		if req != nil {
 			b.Snapshot = req.in.Snapshot
-			b.OnCommit = req.in.OnCommit
+			own = req.in.OnCommit
+		}
+		// The position moves before readers can read the events: a
+		// writer of this host that sees them predicts after them, never
+		// from before (it would be refused, and then take the write it
+		// saw for another host's since its prediction: a false fence).
+		n := uint64(len(b.Events))
+		b.OnCommit = func(last uint64) {
+			a.mu.Lock()
+			a.advance(seq, msg.Subject(), n, w.Host)
+			advanced = true
+			a.mu.Unlock()
+			if own != nil {
+				own(last)
+			}
 		}
 		b.Meta = watermark
 		recs, ids, err = a.l.store.Append(b)
@@ -235,13 +253,13 @@ func (a *applier) apply(msg jetstream.Msg) error {
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.stream = seq
-	a.subjects[msg.Subject()] = seq
-	if void == "" {
-		a.events += uint64(len(recs))
-		if w.Host != a.l.host {
-			a.foreign[msg.Subject()] = foreignWrite{seq: seq, host: w.Host}
-		}
+	switch {
+	case advanced:
+	case void == "": // a batch of no events: no commit hook ran
+		a.advance(seq, msg.Subject(), uint64(len(recs)), w.Host)
+	default:
+		a.stream = seq
+		a.subjects[msg.Subject()] = seq
 	}
 	if req != nil {
 		delete(a.inflight, req.id)
@@ -257,9 +275,21 @@ func (a *applier) apply(msg jetstream.Msg) error {
 			req.settle(recs, ids, nil)
 		}
 	}
+	a.settled = seq
 	close(a.changed)
 	a.changed = make(chan struct{})
 	return nil
+}
+
+// advance moves the replica's position past stream message seq, applied
+// with n events, written by host on subject (a.mu held).
+func (a *applier) advance(seq uint64, subject string, n uint64, host string) {
+	a.stream = seq
+	a.subjects[subject] = seq
+	a.events += n
+	if host != a.l.host {
+		a.foreign[subject] = foreignWrite{seq: seq, host: host}
+	}
 }
 
 // position is the replica's last event sequence and stream sequence.
@@ -312,7 +342,7 @@ func (a *applier) unregister(r *request) {
 func (a *applier) waitApplied(ctx context.Context, seq uint64) error {
 	for {
 		a.mu.Lock()
-		at, ch, stopped := a.stream, a.changed, a.stopped
+		at, ch, stopped := a.settled, a.changed, a.stopped
 		a.mu.Unlock()
 		if at >= seq {
 			return nil

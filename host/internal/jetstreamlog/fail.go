@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -85,6 +86,11 @@ func retry(ctx context.Context, log hclog.Logger, what string, try func(context.
 		}
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return err // the stream is gone: waiting does not bring it back
+		}
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			// Closed for good: by Close, or by servers that refused the
+			// client twice when it reconnected (Open says which).
+			return err
 		}
 		if !warned {
 			log.Warn("the jetstream log's servers do not answer; trying again", "doing", what, "error", err)

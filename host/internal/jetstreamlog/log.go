@@ -11,7 +11,8 @@
 // (prediction, retries, the fence, group commit); applier.go is the fold
 // that applies the stream to the replica; snapshot.go the snapshot
 // bucket; fail.go how the log fails, and the retries that are not
-// failures.
+// failures; connect.go how a host connects to the servers (the lease's
+// connection too), and what a refusal is.
 package jetstreamlog
 
 import (
@@ -110,7 +111,8 @@ var _ eventlog.Log = (*Log)(nil)
 // bucket exist (creating them if not), opens the replica in o.Dir and
 // catches it up to the stream's last message before it returns, so that a
 // host's recovery reads a current log. Servers that cannot be reached
-// make Open wait and retry until ctx ends.
+// make Open wait and retry until ctx ends; servers that refuse this
+// client's token, credentials or TLS fail it at once (ErrRefused).
 func Open(ctx context.Context, o Options) (*Log, error) {
 	if o.Installation == "" {
 		o.Installation = "baton"
@@ -141,25 +143,35 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	l := &Log{inst: o.Installation, host: o.Host, log: log, closeTimeout: o.CloseTimeout, wrapIter: o.wrapIter,
 		closing: make(chan struct{}), watched: make(chan struct{})}
 	l.fails.init()
-	nc, err := connect(o, log)
+	nc, err := l.connect(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	l.nc = nc
 	if err := l.open(ctx, o); err != nil {
+		if r := ClosedBy(nc); r != nil {
+			err = r // the servers came up, and refused the client
+		}
 		nc.Close()
 		return nil, fmt.Errorf("open jetstream log %s: %w", streamName(o.Installation), err)
 	}
 	return l, nil
 }
 
-// connect connects for ever: a server that is down at first is retried,
-// as are servers lost later.
-func connect(o Options, log hclog.Logger) (*nats.Conn, error) {
-	opts := []nats.Option{
+// connect connects as Connect does: servers down at first are waited for
+// (until ctx ends), and servers lost later too; servers that refuse the
+// client fail it. A connection the client library closes later (servers
+// that refused it as it reconnected: its token or credentials are no
+// longer theirs) fails the log: nothing reopens it, and writes would wait
+// on it for ever.
+func (l *Log) connect(ctx context.Context, o Options) (*nats.Conn, error) {
+	auth, err := ConnectOptions(o)
+	if err != nil {
+		return nil, fmt.Errorf("open jetstream log: %w", err)
+	}
+	log := l.log
+	opts := append(auth,
 		nats.Name(o.Name),
-		nats.MaxReconnects(-1),
-		nats.RetryOnFailedConnect(true),
 		nats.CustomReconnectDelay(reconnectDelay),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			log.Warn("lost the connection to the jetstream log's servers; writes wait until it is back", "error", err)
@@ -167,26 +179,28 @@ func connect(o Options, log hclog.Logger) (*nats.Conn, error) {
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			log.Info("reconnected to the jetstream log's servers", "server", c.ConnectedUrlRedacted())
 		}),
-	}
-	if o.CredsFile != "" {
-		opts = append(opts, nats.UserCredentials(o.CredsFile))
-	}
-	if o.TokenFile != "" {
-		b, err := os.ReadFile(o.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("read the jetstream log's token: %w", err)
-		}
-		opts = append(opts, nats.Token(strings.TrimSpace(string(b))))
-	}
-	if o.TLS.CAFile != "" {
-		opts = append(opts, nats.RootCAs(o.TLS.CAFile))
-	}
-	if o.TLS.CertFile != "" || o.TLS.KeyFile != "" {
-		opts = append(opts, nats.ClientCert(o.TLS.CertFile, o.TLS.KeyFile))
-	}
-	nc, err := nats.Connect(strings.Join(o.URLs, ","), opts...)
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			// A refusal as the client reconnects comes here (not only a
+			// slow consumer): into the host's log, not the library's
+			// default, a line on stderr.
+			log.Warn("the jetstream log's servers said", "error", err)
+		}),
+		nats.ClosedHandler(func(c *nats.Conn) {
+			select {
+			case <-l.closing:
+				return // Close closed it
+			default:
+			}
+			why := ClosedBy(c)
+			if why == nil {
+				why = fmt.Errorf("the connection to the jetstream log's servers closed: %v", c.LastError())
+			}
+			l.fails.set(why)
+		}),
+	)
+	nc, err := Connect(ctx, o.URLs, log, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to the jetstream log's servers %s: %w", strings.Join(o.URLs, ","), err)
+		return nil, fmt.Errorf("open jetstream log: %w", err)
 	}
 	return nc, nil
 }

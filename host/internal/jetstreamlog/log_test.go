@@ -276,3 +276,44 @@ func TestCommitHookRunsBeforeReadersSee(t *testing.T) {
 		t.Fatalf("commit hooks (-want +got):\n%s", d)
 	}
 }
+
+// A replica's position (what its writer predicts after) is never behind
+// what its readers can read: a host that has seen another's write
+// predicts after it. Host a writes; every time b's log moves, b's
+// position already counts what b's readers see.
+func TestAReplicasPositionIsNeverBehindItsReaders(t *testing.T) {
+	c := natstest.Single(t)
+	a, b := host(t, c, "a", t.TempDir()), host(t, c, "b", t.TempDir())
+	const n = 200
+	behind := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			last, moved := b.Last()
+			if events, _ := b.a.position(); events < last {
+				select {
+				case behind <- fmt.Sprintf("b's readers see event %d, its position is at %d", last, events):
+				default:
+				}
+			}
+			if last >= n {
+				return
+			}
+			select {
+			case <-moved:
+			case <-t.Context().Done():
+				return
+			}
+		}
+	}()
+	for i := range n {
+		appendOne(t, a, fmt.Sprintf("T%d", i%7), i)
+	}
+	<-done
+	select {
+	case msg := <-behind:
+		t.Fatal(msg)
+	default:
+	}
+}

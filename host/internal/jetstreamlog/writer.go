@@ -486,6 +486,14 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 		if len(unknown) == 0 {
 			break
 		}
+		if cause := l.fails.err(); cause != nil {
+			// The log failed (its connection closed for good, say):
+			// publishing again cannot mend it.
+			for _, r := range unknown {
+				failed[r] = cause
+			}
+			break
+		}
 		if gone := w.streamGone(ctx); gone != nil {
 			l.fails.set(gone)
 			for _, r := range unknown {
@@ -503,6 +511,7 @@ func (w *writer) publish(ctx context.Context, group []*request) (acked uint64, r
 		select {
 		case <-ctx.Done():
 			return acked, rejected, failed
+		case <-l.fails.failed: // the next round fails the writes
 		case <-time.After(wait):
 		}
 		wait = min(wait*2, maxBackoff)

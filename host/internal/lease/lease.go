@@ -177,6 +177,9 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Lease, er
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("open lease bucket %s: %w (%w)", cfg.Bucket, err, context.Cause(ctx))
 		}
+		if closed(err) {
+			return nil, fmt.Errorf("open lease bucket %s: %w", cfg.Bucket, closedErr(js, err))
+		}
 		if !said {
 			opts.Logger.Warn("cannot open the lease's bucket yet; trying again", "bucket", cfg.Bucket, "error", err)
 			said = true
@@ -201,6 +204,20 @@ func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 		return js.CreateOrUpdateKeyValue(ctx, cfg)
 	}
 	return kv, err
+}
+
+// closed says whether err is a request on a connection closed for good:
+// by its owner, or by the client library when servers refused it (its
+// token or credentials) twice alike as it reconnected. Trying again does
+// not reopen it.
+func closed(err error) bool { return errors.Is(err, nats.ErrConnectionClosed) }
+
+// closedErr is err with why the connection closed, when it says.
+func closedErr(js jetstream.JetStream, err error) error {
+	if last := js.Conn().LastError(); last != nil {
+		return fmt.Errorf("%w (the connection closed on: %w)", err, last)
+	}
+	return err
 }
 
 // Current is who holds the lease now, and false when nobody does.
@@ -311,6 +328,9 @@ func (l *Lease) Acquire(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, context.Cause(ctx))
+		}
+		if closed(err) {
+			return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, closedErr(l.js, err))
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			if !unreachable {

@@ -1,7 +1,10 @@
 // Package natstest runs NATS servers with JetStream inside a test process,
 // on 127.0.0.1 only: one node, or a cluster of three whose nodes a test can
 // stop and start again (with their stores) to see the log through a node's
-// loss, a quorum's, and a restart.
+// loss, a quorum's, and a restart. SingleWith starts a node with options
+// of the test's: auth.go makes what a node may ask of its clients (a
+// token, TLS client certificates, operator-mode credentials) and the
+// files a client is given.
 package natstest
 
 import (
@@ -34,8 +37,21 @@ type Node struct {
 // Single starts one JetStream node; it stops when the test ends.
 func Single(t testing.TB) *Cluster {
 	t.Helper()
+	return SingleWith(t, nil)
+}
+
+// SingleWith starts one JetStream node whose options set changes first
+// (authorization, TLS, operator mode: what a test of a client's
+// credentials needs); it stops when the test ends. The node stays on
+// 127.0.0.1 with a kernel-bound client port whatever set does.
+func SingleWith(t testing.TB, set func(*server.Options)) *Cluster {
+	t.Helper()
 	c := &Cluster{t: t}
 	o := nodeOptions("n1", filepath.Join(t.TempDir(), "n1"), "")
+	if set != nil {
+		set(o)
+	}
+	o.Host = "127.0.0.1"
 	o.Port = server.RANDOM_PORT // bound by the kernel: no other test can take it first
 	c.nodes = append(c.nodes, &Node{opts: o})
 	c.Start(0)
@@ -153,6 +169,19 @@ func (c *Cluster) Len() int { return len(c.nodes) }
 
 // Server is node i's running server (nil when stopped).
 func (c *Cluster) Server(i int) *server.Server { return c.nodes[i].srv }
+
+// Reload changes running node i's options as a new configuration and a
+// SIGHUP would (a token replaced, say), and keeps them for a later Start.
+func (c *Cluster) Reload(i int, set func(*server.Options)) {
+	c.t.Helper()
+	n := c.nodes[i]
+	o := n.opts.Clone()
+	set(o)
+	if err := n.srv.ReloadOptions(o); err != nil {
+		c.t.Fatalf("reload nats node %s: %v", o.ServerName, err)
+	}
+	n.opts = o
+}
 
 // Stop shuts node i down (its store stays, for Start).
 func (c *Cluster) Stop(i int) {

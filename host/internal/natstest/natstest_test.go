@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -52,4 +53,17 @@ func TestANodeThatCannotListenSaysWhy(t *testing.T) {
 	if c.Server(0) != nil {
 		t.Fatal("the node that could not listen is still counted as running")
 	}
+}
+
+func TestSingleWithTakesTheServerOptions(t *testing.T) {
+	c := SingleWith(t, func(o *server.Options) { o.Authorization = "s3cret" })
+	if nc, err := nats.Connect(c.URLs()); err == nil {
+		nc.Close()
+		t.Fatal("a client without the token connected to a node that asks for one")
+	}
+	nc, err := nats.Connect(c.URLs(), nats.Token("s3cret"))
+	if err != nil {
+		t.Fatalf("a client with the node's token: %v", err)
+	}
+	nc.Close()
 }

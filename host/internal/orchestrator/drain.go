@@ -1,6 +1,9 @@
 package orchestrator
 
 import (
+	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/baton-run/baton/host/internal/domain"
@@ -11,6 +14,13 @@ import (
 // DrainTimeout bounds how long Close waits, on the host's clock, for the
 // runs whose providers it asked to stop to end by themselves.
 const DrainTimeout = 10 * time.Second
+
+// drainLogMargin is how long past DrainTimeout the drain of a host on a
+// log that Config.OpenLog opened (`baton serve --store nats://...`) may
+// take before its watchdog gives up on the log (watchDrain): the drain
+// writes once more per run still active after its wait, and the margin
+// covers those writes through a JetStream leader election (4 to 9 s).
+const drainLogMargin = 10 * time.Second
 
 // ShutDownReason is the reason a run the host ended as it shut down gives
 // (its provider did not end it in time).
@@ -29,6 +39,8 @@ func (h *Host) drain() { h.drainRuns(true) }
 // for: every active run ends at once with ShutDownReason (Halt).
 func (h *Host) drainRuns(ask bool) {
 	h.draining.Store(true)
+	w := h.watchDrain()
+	defer w.stop()
 	live, err := h.store.LiveThreads()
 	if err != nil {
 		h.log.Error("drain: list live threads", "error", err)
@@ -55,22 +67,102 @@ func (h *Host) drainRuns(ask bool) {
 		asked = append(asked, id)
 	}
 	if len(asked) > 0 {
-		h.awaitRunsEnded(asked)
+		h.awaitRunsEnded(asked, w.gaveUp)
 	}
+	var left []string
 	for _, id := range live {
 		t, err := h.view(id)
 		if err != nil || !t.InFlight() {
 			continue
 		}
-		if _, err := h.Dispatch(h.ctx, domain.Observed(id, domain.ShutDown{Reason: ShutDownReason, After: t.Sequence})); err != nil {
-			h.log.Error("drain: end a run as the host shuts down", "thread", id, "error", err)
+		var run string
+		if r := t.ActiveRun(); r != nil {
+			run = r.ID
 		}
+		if _, err := h.Dispatch(h.ctx, domain.Observed(id, domain.ShutDown{Reason: ShutDownReason, After: t.Sequence})); err != nil {
+			if w.fired() {
+				err = w.cause
+			}
+			h.log.Error("drain: could not record the end of a run; it stays active in the log until the next host's recovery ends it",
+				"thread", id, "run", run, "error", err)
+			left = append(left, fmt.Sprintf("run %s of thread %s", run, id))
+		}
+	}
+	if len(left) > 0 && w.fired() {
+		h.drainErr = fmt.Errorf("drain: could not record the end of %s, left active for the next host's recovery to end: %w",
+			strings.Join(left, ", "), w.cause)
 	}
 }
 
+// drainWatch is the watchdog of a drain on a log that Config.OpenLog
+// opened. Such a log's writes may wait for ever: jetstreamlog's Append
+// waits while its servers cannot be reached, and has no context to end
+// it. So, DrainTimeout plus drainLogMargin after the drain began on the
+// host's clock, a drain not done yet gives up on the log: it closes it,
+// which is bounded (jetstreamlog waits at most its CloseTimeout for the
+// servers to take what is queued, so nothing they take is lost) and fails
+// every write still waiting and every later one with eventlog.ErrClosed.
+// The drain then goes on at once: each run whose end it cannot record is
+// named in the log and stays active, for the next host's recovery to end
+// it as after a killed host. The Pebble store's writes wait for nothing
+// but its disk: its drain has no watchdog.
+type drainWatch struct {
+	gaveUp chan struct{} // closed when the watchdog gave up on the log; nil: no watchdog
+	cause  error         // why the drain's writes failed once it gave up
+	done   chan struct{} // closed by stop
+	wg     sync.WaitGroup
+}
+
+// watchDrain starts the drain's watchdog, if its log needs one; stop
+// ends it.
+func (h *Host) watchDrain() *drainWatch {
+	w := &drainWatch{}
+	if h.cfg.OpenLog == nil {
+		return w
+	}
+	bound := DrainTimeout + drainLogMargin
+	w.gaveUp, w.done = make(chan struct{}), make(chan struct{})
+	w.cause = fmt.Errorf("the event log did not take the drain's writes within %v (a shared log whose servers cannot be reached), so the host closed it", bound)
+	timer := h.cfg.Clock.NewTimer(bound)
+	w.wg.Go(func() {
+		defer timer.Stop()
+		select {
+		case <-w.done:
+			return
+		case <-timer.C():
+		}
+		h.log.Error("drain: the event log did not take the drain's writes in time; closing it, so that the host stops", "after", bound)
+		close(w.gaveUp) // first: the drain waits no more for runs to end
+		if err := h.store.Close(); err != nil {
+			h.log.Warn("drain: close the event log", "error", err)
+		}
+	})
+	return w
+}
+
+// fired says whether the watchdog gave up on the log.
+func (w *drainWatch) fired() bool {
+	select {
+	case <-w.gaveUp:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the watchdog, waiting for a close it began.
+func (w *drainWatch) stop() {
+	if w.done == nil {
+		return
+	}
+	close(w.done)
+	w.wg.Wait()
+}
+
 // awaitRunsEnded waits until none of the threads has an active run, or
-// DrainTimeout on the host's clock has passed.
-func (h *Host) awaitRunsEnded(threads []string) {
+// DrainTimeout on the host's clock has passed, or gaveUp is closed (the
+// drain's watchdog gave up on the log: no end can be recorded).
+func (h *Host) awaitRunsEnded(threads []string, gaveUp <-chan struct{}) {
 	timer := h.cfg.Clock.NewTimer(DrainTimeout)
 	defer timer.Stop()
 	for _, id := range threads {
@@ -84,9 +176,10 @@ func (h *Host) awaitRunsEnded(threads []string) {
 			case <-changed:
 				continue
 			case <-timer.C():
+				h.log.Warn("drain: runs did not end in time; the host ends them", "after", DrainTimeout)
+			case <-gaveUp:
 			}
 			h.cache.release(e)
-			h.log.Warn("drain: runs did not end in time; the host ends them", "after", DrainTimeout)
 			return
 		}
 		h.cache.release(e)

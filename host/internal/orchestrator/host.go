@@ -166,6 +166,9 @@ type Host struct {
 	draining  atomic.Bool
 	drainOnce sync.Once
 	halted    atomic.Bool // Halt: Close kills the plugins rather than close sessions
+	// drainErr says which runs the drain left active when its watchdog
+	// gave up on the log (drain.go); set inside drainOnce, read by Close.
+	drainErr error
 
 	failure atomic.Pointer[error] // why the store failed (storefail.go)
 	failed  chan struct{}         // closed once the host stopped for it
@@ -276,7 +279,9 @@ func openLog(cfg Config) (eventlog.Log, error) {
 // still open, so that waiting for the goroutines cannot hang. Each wait is
 // bounded on the host's clock: a session's end by 15 seconds, a plugin's
 // exit, once asked to shut down, by sdk.DefaultKillGrace, after which its
-// process is killed.
+// process is killed. On a log Config.OpenLog opened, whose writes may wait
+// for servers, the drain is bounded too: its watchdog closes the log when
+// the drain outlasts DrainTimeout by drainLogMargin (drain.go).
 func (h *Host) Close() error {
 	h.smu.Lock()
 	if h.closing {
@@ -306,6 +311,7 @@ func (h *Host) Close() error {
 	h.closed.Store(true)
 	h.cache.wakeAll()
 	err := removeHolder(h.cfg.DataDir) // while the lock is held: after, it may be another's
+	err = errors.Join(err, h.drainErr)
 	if f := h.store.Failure(); f != nil {
 		err = errors.Join(err, &StoreFailedError{Cause: f}) // it failed, maybe as this Close drained
 	}
