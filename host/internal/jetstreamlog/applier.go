@@ -85,11 +85,12 @@ func (l *Log) startApplier(ctx context.Context) error {
 //
 // Unbounded (nats.go's default), it retries under one consumer name for
 // ever, and a name can be stuck: a consumer made just as a node stopped
-// may be placed on that node (the meta leader does not know it is gone
-// yet), and every retry of the name is then answered "consumer offline"
-// until that node is back. Seen: the fold stopped for minutes with two
-// nodes of three up, and every Append waited for it. A new ordered
-// consumer has a new name, placed anew on the nodes that are up.
+// can be placed on that node (the meta leader does not know it is gone
+// yet), and nats-server answers every later create of that name with
+// "consumer offline" until the node is back. Seen once in some sixty runs
+// of the node-loss test: the fold's consumer was being made again for
+// minutes with two nodes of three up, and every Append waited for it. A
+// new ordered consumer has a new name, placed anew on the nodes up.
 const resetAttempts = 3
 
 // subscribe makes the fold's ordered consumer, from the stream sequence
