@@ -145,6 +145,12 @@ func (a *applier) run() {
 		if a.ctx.Err() != nil {
 			return // the log is closing: what Next gave is applied at the next open
 		}
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) && a.l.nc.IsClosed() {
+			// The servers closed the connection (they refused this
+			// client): the log fails with their reason (connect's closed
+			// handler); there is nothing to read on.
+			return
+		}
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 			// The ordered consumer gave up making its consumer again
 			// (resetAttempts): make a new one, with a new name.
