@@ -42,8 +42,12 @@ type applier struct {
 	inflight map[string]*request     // this host's writes in flight, by message id
 	stopped  bool
 
-	iter jetstream.MessagesContext
-	done chan struct{}
+	iter jetstream.MessagesContext // under mu: run makes it again (subscribe), stop stops it
+	// ctx is every Next's; stop cancels it. It is what ends a Next that
+	// the iterator's Stop does not (see stop).
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // startApplier reads the replica's position and starts the fold.
@@ -55,6 +59,7 @@ func (l *Log) startApplier(ctx context.Context) error {
 	a.foreign = map[string]foreignWrite{}
 	a.inflight = map[string]*request{}
 	a.done = make(chan struct{})
+	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.events, _ = l.store.Last()
 	v, found, err := l.store.Meta(metaWatermark)
 	if err != nil {
@@ -66,33 +71,99 @@ func (l *Log) startApplier(ctx context.Context) error {
 		}
 	}
 	a.settled = a.stream
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
-	if a.stream > 0 {
-		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: a.stream + 1}
-	}
-	err = retry(ctx, l.log, "read the stream", func(ctx context.Context) error {
-		cons, err := l.js.OrderedConsumer(ctx, streamName(l.inst), cfg)
-		if err != nil {
-			return err
-		}
-		// A heartbeat each second: the fold notices a lost server (and
-		// its consumer is made again) within seconds, not half a minute.
-		a.iter, err = cons.Messages(jetstream.PullExpiry(10*time.Second), jetstream.PullHeartbeat(time.Second))
-		return err
-	})
-	if err != nil {
+	if err := a.subscribe(ctx); err != nil {
+		a.cancel()
 		return err
 	}
 	go a.run()
 	return nil
 }
 
+// resetAttempts bounds how many times nats.go's ordered consumer tries to
+// make its consumer again, after a lost node, heartbeat or connection,
+// before its Next gives up and the fold makes a new one (subscribe).
+//
+// Unbounded (nats.go's default), it retries under one consumer name for
+// ever, and a name can be stuck: a consumer made just as a node stopped
+// can be placed on that node (the meta leader does not know it is gone
+// yet), and nats-server answers every later create of that name with
+// "consumer offline" until the node is back. Seen once in some sixty runs
+// of the node-loss test: the fold's consumer was being made again for
+// minutes with two nodes of three up, and every Append waited for it. A
+// new ordered consumer has a new name, placed anew on the nodes up.
+const resetAttempts = 3
+
+// subscribe makes the fold's ordered consumer, from the stream sequence
+// after the replica's watermark, retrying until ctx ends.
+func (a *applier) subscribe(ctx context.Context) error {
+	l := a.l
+	a.mu.Lock()
+	from := a.stream
+	a.mu.Unlock()
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy, MaxResetAttempts: resetAttempts}
+	if from > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from+1
+	}
+	return retry(ctx, l.log, "read the stream", func(ctx context.Context) error {
+		cons, err := l.js.OrderedConsumer(ctx, streamName(l.inst), cfg)
+		if err != nil {
+			return err
+		}
+		// A heartbeat each second: the fold notices a lost server (and
+		// its consumer is made again) within seconds, not half a minute.
+		it, err := cons.Messages(jetstream.PullExpiry(10*time.Second), jetstream.PullHeartbeat(time.Second))
+		if err != nil {
+			return err
+		}
+		if l.wrapIter != nil {
+			it = l.wrapIter(it)
+		}
+		a.mu.Lock()
+		a.iter = it
+		a.mu.Unlock()
+		return nil
+	})
+}
+
+// current is the fold's iterator.
+func (a *applier) current() jetstream.MessagesContext {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.iter
+}
+
 func (a *applier) run() {
-	defer close(a.done)
+	defer func() {
+		// An iterator subscribe made after stop stopped the one before
+		// is stopped here.
+		a.current().Stop()
+		close(a.done)
+	}()
 	for {
-		msg, err := a.iter.Next()
-		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+		iter := a.current()
+		msg, err := iter.Next(jetstream.NextContext(a.ctx))
+		if a.ctx.Err() != nil {
+			return // the log is closing: what Next gave is applied at the next open
+		}
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) && a.l.nc.IsClosed() {
+			// The servers closed the connection (they refused this
+			// client): the log fails with their reason (connect's closed
+			// handler); there is nothing to read on.
 			return
+		}
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			// The ordered consumer gave up making its consumer again
+			// (resetAttempts): make a new one, with a new name.
+			_, at := a.position()
+			a.l.log.Warn("the stream's consumer could not be made again; making a new one", "after", at)
+			iter.Stop()
+			if err := a.subscribe(a.ctx); err != nil {
+				if a.ctx.Err() == nil {
+					a.l.fails.set(fmt.Errorf("read stream %s again: %w", streamName(a.l.inst), err))
+				}
+				return
+			}
+			continue
 		}
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			a.l.fails.set(fmt.Errorf("stream %s is gone: %w", streamName(a.l.inst), err))
@@ -310,12 +381,25 @@ func (a *applier) failInflight(err error) {
 }
 
 // stop stops the fold and waits for it.
+//
+// The iterator's Stop alone does not end a Next for certain: a Next
+// whose consumer is being made again (after a node's loss, a missed
+// heartbeat, a reconnect) holds the ordered consumer's lock while it
+// retries, and when the new consumer is made, Next subscribes to it after
+// Stop has run, then waits on that subscription, which nothing stops, for
+// ever (nats.go v1.56.0, ordered.go: resetMessages against Stop), and
+// Close with it. So Next is also given the fold's context, which
+// stop cancels first: a Next waiting for a message returns at once, and
+// one in a consumer's re-creation returns when the attempt under way ends
+// (Stop makes it the last; nats.go bounds an attempt to ten seconds and
+// the backoff before it to ten), with the context's error.
 func (a *applier) stop() {
 	a.mu.Lock()
 	a.stopped = true
 	close(a.changed)
 	a.changed = make(chan struct{})
 	a.mu.Unlock()
-	a.iter.Stop()
+	a.cancel()
+	a.current().Stop()
 	<-a.done
 }

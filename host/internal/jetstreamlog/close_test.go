@@ -15,6 +15,7 @@ import (
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/natstest"
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // openWith opens a log for host name with its replica in dir and its
@@ -177,5 +178,82 @@ func TestCloseCommitsWhenTheServersComeBack(t *testing.T) {
 	want := []string{`1 T {"i":0}`, `2 T {"i":1}`}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("the stream after Close committed the queued write (-want +got):\n%s", d)
+	}
+}
+
+// stopMissesNext is the fold's stream iterator with a Stop that does not
+// end the Next under way, as nats.go's does not when Stop lands while
+// Next is making its consumer again: Next then subscribes to the new
+// consumer after Stop has run, and waits on it for ever.
+type stopMissesNext struct{ jetstream.MessagesContext }
+
+func (stopMissesNext) Stop() {}
+
+// Close ends the fold without relying on its iterator's Stop: a fold
+// waiting in a Next that Stop does not reach still ends, and Close
+// returns.
+func TestCloseEndsTheFoldWhenStopMissesItsNext(t *testing.T) {
+	c := natstest.Single(t)
+	var iter jetstream.MessagesContext
+	l, err := Open(t.Context(), Options{URLs: []string{c.URLs()}, Host: "a", Dir: t.TempDir(),
+		wrapIter: func(it jetstream.MessagesContext) jetstream.MessagesContext {
+			iter = it
+			return stopMissesNext{it}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOne(t, l, "T", 0) // the fold applied it and waits for the next message
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("close: %v", err)
+		}
+	case <-time.After(30 * time.Second): // the bound is for a Close that never returns
+		iter.Stop() // lets Close end, so that the test does
+		<-closed
+		t.Fatal("Close still waited for the fold after 30s: it relies on the iterator's Stop to end a Next")
+	}
+}
+
+// gaveUp is an ordered consumer's iterator that gave up making its
+// consumer again (resetAttempts): its Next says it is closed.
+type gaveUp struct{ jetstream.MessagesContext }
+
+func (gaveUp) Next(...jetstream.NextOpt) (jetstream.Msg, error) {
+	return nil, jetstream.ErrMsgIteratorClosed
+}
+
+// A stream iterator that gives up does not stop the fold: it makes a new
+// consumer from its watermark and applies on.
+func TestTheFoldMakesANewConsumerWhenItsIteratorGivesUp(t *testing.T) {
+	c := natstest.Single(t)
+	var made int
+	l, err := Open(t.Context(), Options{URLs: []string{c.URLs()}, Host: "a", Dir: t.TempDir(),
+		wrapIter: func(it jetstream.MessagesContext) jetstream.MessagesContext {
+			made++ // the fold's goroutine, or Open's before it starts
+			if made == 1 {
+				it.Stop()
+				return gaveUp{it}
+			}
+			return it
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	appendOne(t, l, "T", 0)
+	appendOne(t, l, "T", 1)
+	var got []string
+	for _, r := range all(t, l) {
+		got = append(got, fmt.Sprintf("%d %s %s", r.Sequence, r.ThreadID, r.Data))
+	}
+	if d := cmp.Diff([]string{`1 T {"i":0}`, `2 T {"i":1}`}, got); d != "" {
+		t.Errorf("the log after the fold's iterator gave up (-want +got):\n%s", d)
+	}
+	if made != 2 {
+		t.Errorf("the fold made %d iterators, want 2: one that gave up, then a new one", made)
 	}
 }

@@ -65,6 +65,9 @@ type Options struct {
 	// the writes still queued when they do not answer (0: 10 seconds),
 	// so that a host whose servers are gone still exits.
 	CloseTimeout time.Duration
+
+	// wrapIter, when set (tests), wraps the fold's stream iterator.
+	wrapIter func(jetstream.MessagesContext) jetstream.MessagesContext
 }
 
 // defaultCloseTimeout is Options.CloseTimeout's default: long enough for a
@@ -92,7 +95,8 @@ type Log struct {
 	w writer  // writer.go
 	a applier // applier.go
 
-	closeTimeout time.Duration // Options.CloseTimeout
+	closeTimeout time.Duration                                             // Options.CloseTimeout
+	wrapIter     func(jetstream.MessagesContext) jetstream.MessagesContext // Options.wrapIter
 
 	closing chan struct{} // closed by Close
 	watched chan struct{} // closed when the replica's watcher has stopped
@@ -136,7 +140,7 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	if o.CloseTimeout <= 0 {
 		o.CloseTimeout = defaultCloseTimeout
 	}
-	l := &Log{inst: o.Installation, host: o.Host, log: log, closeTimeout: o.CloseTimeout,
+	l := &Log{inst: o.Installation, host: o.Host, log: log, closeTimeout: o.CloseTimeout, wrapIter: o.wrapIter,
 		closing: make(chan struct{}), watched: make(chan struct{})}
 	l.fails.init()
 	nc, err := l.connect(ctx, o)
