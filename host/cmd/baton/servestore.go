@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
@@ -24,6 +24,7 @@ import (
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/jetstreamlog"
 	"github.com/baton-run/baton/host/internal/lease"
+	"github.com/baton-run/baton/host/internal/orchestrator"
 	"github.com/baton-run/baton/host/internal/service"
 )
 
@@ -180,14 +181,17 @@ func (s *storeFlags) connect(ctx context.Context, log hclog.Logger) (*nats.Conn,
 // server that does not answer leaves the lease to expire.
 const releaseTimeout = 5 * time.Second
 
-// serveShared runs the service on a log shared with other hosts. Until
-// it holds the installation's lease it follows the log (a follower: reads
-// and subscriptions from its replica, commands carried to the writer over
-// NATS); once it holds it, it writes the log and runs its threads, and
-// answers the calls followers carry to it. After the drain it hands the
-// lease back, so that a follower takes over at once. A lease lost while
-// writing stops the service as a failed store does (exit 1): its
-// supervisor starts it again, and it follows.
+// serveShared runs the service on a log shared with other hosts. Each
+// host runs the threads it owns (those made on it, or sent to it with
+// --on-host) and follows the others' as they commit them; a call for a
+// thread another host owns is carried to that host over NATS. A host
+// holds a lease of its own while it serves (lease.HostKey): a host whose
+// lease is lost (it died, or lost the servers) has its threads taken over
+// by the host that holds the installation's lease, the coordinator
+// (coordinate), which also delivers every host's notifications. After the
+// drain both leases are handed back, so that another host takes over at
+// once. A host that loses its own lease while it serves stops as a failed
+// store does (exit 1): its supervisor starts it again.
 func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Config, log hclog.Logger) error {
 	llog := log.Named("lease")
 	nc, err := s.connect(ctx, llog)
@@ -202,9 +206,7 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	ls, err := lease.Open(ctx, js, lease.Options{Installation: s.installation, Host: s.hostName, TTL: s.leaseTTL,
-		Replicas: s.replicas, Logger: llog})
-	if err != nil {
+	refused := func(err error) error {
 		if ctx.Err() != nil {
 			return nil // stopped before it served
 		}
@@ -213,91 +215,118 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		}
 		return fmt.Errorf("serve: %w", err)
 	}
-	status := &batonv1.StoreStatus{Kind: "jetstream", Servers: s.urls, Installation: s.installation, Host: s.hostName}
-	cfg.Host = s.hostName
+	opts := lease.Options{Installation: s.installation, Host: s.hostName, TTL: s.leaseTTL, Replicas: s.replicas, Logger: llog}
+	coord, err := lease.Open(ctx, js, opts)
+	if err != nil {
+		return refused(err)
+	}
+	opts.Key, opts.ReclaimOwn = lease.HostKey(s.hostName), true
+	own, err := lease.Open(ctx, js, opts)
+	if err != nil {
+		return refused(err)
+	}
+	if err := own.Acquire(ctx); err != nil {
+		return refused(err)
+	}
+	status := &batonv1.StoreStatus{Kind: "jetstream", Servers: s.urls, Installation: s.installation, Host: s.hostName,
+		Role: "host", LeaseSince: timestamppb.Now()}
+	cfg.Host, cfg.Store = s.hostName, status
 	cfg.OpenLog = func() (eventlog.Log, error) {
 		o := s.logOptions()
 		o.Dir, o.Logger, o.Name = filepath.Join(data, replicaDir), log.Named("jetstream"), "baton serve "+s.hostName
-		return jetstreamlog.Open(ctx, o)
-	}
-	cfg.Writer = func(ctx context.Context) (string, error) {
-		h, _, err := ls.Holder(ctx)
-		return h.Host, err
-	}
-	acquired, err := followShared(ctx, ls, nc, status, cfg, log)
-	if !acquired {
-		return err
-	}
-	if err != nil {
-		log.Warn("the follower stopped with an error as this host took the lease", "error", err)
-	}
-	if ctx.Err() != nil { // stopped as the lease came: hand it back
-		return release(ls, nil)
-	}
-	if prev := ls.Previous(); prev.Host != "" && prev.Host != s.hostName {
-		// Another host wrote the log last: what it left in flight was
-		// lost with it (had it handed the lease back, its drain would have
-		// ended it).
-		cfg.TakeoverFrom = prev.Host
-	}
-	status = proto.CloneOf(status)
-	status.Role, status.LeaseSince = "writer", timestamppb.Now()
-	cfg.Store = status
-	open := cfg.OpenLog
-	cfg.OpenLog = func() (eventlog.Log, error) {
-		l, err := open()
+		l, err := jetstreamlog.Open(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		return ls.Guard(l), nil
+		return own.Guard(l), nil
+	}
+	cfg.Writer = func(ctx context.Context) (string, error) {
+		h, _, err := coord.Holder(ctx)
+		return h.Host, err
+	}
+	cfg.Forward = func(route func(ctx context.Context, fullMethod string, req any) (string, error)) grpc.UnaryServerInterceptor {
+		return apiforward.NewClient(nc, s.installation, route).Unary
 	}
 	cfg.Attach = func(srv batonv1.BatonServer) (func(), error) {
-		fs, err := apiforward.Serve(nc, s.installation, srv, log.Named("forward"))
+		fs, err := apiforward.Serve(nc, s.installation, s.hostName, srv, log.Named("forward"))
 		if err != nil {
 			return nil, err
 		}
 		return fs.Stop, nil
 	}
-	return release(ls, service.Run(ctx, cfg))
-}
-
-// followShared runs the service as a follower of the shared log until this host
-// takes the installation's lease (acquired) or ctx ends; err is why the
-// follower or the wait for the lease stopped otherwise.
-func followShared(ctx context.Context, ls *lease.Lease, nc *nats.Conn, status *batonv1.StoreStatus, cfg service.Config,
-	log hclog.Logger) (acquired bool, err error) {
-	fctx, stopFollowing := context.WithCancel(ctx)
-	defer stopFollowing()
-	actx, stopAcquiring := context.WithCancel(ctx)
-	defer stopAcquiring()
-	took := make(chan error, 1)
-	go func() { // owned here: stopAcquiring ends it, and follow waits for it
-		err := ls.Acquire(actx)
-		took <- err
-		if err == nil {
-			stopFollowing()
-		}
-	}()
-	status = proto.CloneOf(status)
-	status.Role = "follower"
-	cfg.Store, cfg.Follower = status, true
-	cfg.Forward = apiforward.NewClient(nc, status.Installation).Unary
-	ferr := service.Run(fctx, cfg)
-	stopAcquiring()
-	if aerr := <-took; aerr != nil {
-		if ctx.Err() != nil {
-			log.Info("stopped as a follower")
-			return false, ferr
-		}
-		if r := jetstreamlog.ClosedBy(nc); r != nil {
-			aerr = r // the servers refused this host as it reconnected
-		}
-		return false, errors.Join(ferr, fmt.Errorf("serve: %w", aerr))
+	cfg.Beside = func(ctx context.Context, host *orchestrator.Host) {
+		coordinate(ctx, coord, js, s.installation, host, log.Named("coordinate"))
 	}
-	return true, ferr
+	runErr := service.Run(ctx, cfg)
+	return release(own, release(coord, runErr))
 }
 
-// release hands the lease back after the service ran (runErr, returned),
+// coordinate takes the installation's lease when it is free and, while it
+// holds it, takes over the threads of every host whose own lease is gone
+// (orchestrator.Host.TakeOver: as it takes the lease, and each time a
+// host's lease goes) and delivers the notifications. It returns when ctx
+// ends, the lease held or not (release hands it back).
+func coordinate(ctx context.Context, coord *lease.Lease, js jetstream.JetStream, inst string, host *orchestrator.Host, log hclog.Logger) {
+	for ctx.Err() == nil {
+		if err := coord.Acquire(ctx); err != nil {
+			if ctx.Err() == nil {
+				log.Error("cannot take the installation's lease; this host does not coordinate", "error", err)
+			}
+			return
+		}
+		log.Info("this host coordinates the installation: it takes over lost hosts' threads and delivers notifications")
+		held, stop := context.WithCancel(ctx)
+		go func() { // owned here: stop ends it
+			select {
+			case <-coord.Lost():
+				log.Warn("lost the installation's lease; another host coordinates", "error", coord.Err())
+				stop()
+			case <-held.Done():
+			}
+		}()
+		host.Deliver(held)
+		watchHosts(held, js, inst, host, log)
+		stop()
+	}
+}
+
+// watchHosts takes over lost hosts' threads, at once and each time a
+// host's lease goes, until ctx ends.
+func watchHosts(ctx context.Context, js jetstream.JetStream, inst string, host *orchestrator.Host, log hclog.Logger) {
+	events, err := lease.Watch(ctx, js, inst)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Error("cannot watch the hosts' leases; lost hosts' threads are not taken over", "error", err)
+		}
+		return
+	}
+	gone := func(h string) bool {
+		_, alive, err := lease.Alive(ctx, js, inst, h)
+		return err == nil && !alive
+	}
+	sweep := func() {
+		if err := host.TakeOver(ctx, gone); err != nil && ctx.Err() == nil {
+			log.Error("take over lost hosts' threads", "error", err)
+		}
+	}
+	sweep()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if !ev.Alive {
+				log.Warn("a host's lease is gone", "host", ev.Host, "at", ev.At)
+				sweep()
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// release hands a lease back after the service ran (runErr, returned),
 // bounded by releaseTimeout: a server that does not answer leaves the
 // lease to expire.
 func release(ls *lease.Lease, runErr error) error {

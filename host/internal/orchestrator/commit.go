@@ -206,6 +206,9 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 	if err != nil {
 		return domain.Receipt{}, err
 	}
+	if !h.owns(cur) && !takesOver(c.typ) {
+		return domain.Receipt{}, &OwnedElsewhereError{Thread: c.threadID, Host: cur.Owner()}
+	}
 	now := h.cfg.Clock.Now()
 	s, live := h.live(c.threadID)
 	env := domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: capabilities(s), Live: live, Host: h.cfg.Host,

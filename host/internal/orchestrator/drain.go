@@ -41,7 +41,7 @@ func (h *Host) drainRuns(ask bool) {
 	h.draining.Store(true)
 	w := h.watchDrain()
 	defer w.stop()
-	live, err := h.store.LiveThreads()
+	live, err := h.ownLive()
 	if err != nil {
 		h.log.Error("drain: list live threads", "error", err)
 		return

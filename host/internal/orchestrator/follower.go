@@ -85,12 +85,12 @@ func (h *Host) followLog(seq uint64) {
 }
 
 // WaitFollowed waits until the host shows the log up to seq: at once on a
-// host that writes its log; on a follower, once it has applied the
-// writer's events through seq (what it reads then includes them). A
+// host alone on its log; on a follower, or a host among several on a
+// shared log, once it has applied the others' events through seq (what it reads then includes them). A
 // follower's service waits so after a command it carried to the writer,
 // so that its client reads its own writes.
 func (h *Host) WaitFollowed(ctx context.Context, seq uint64) error {
-	if !h.cfg.Follower {
+	if !h.cfg.Follower && !h.shared() {
 		return nil
 	}
 	for {

@@ -18,10 +18,14 @@ import (
 )
 
 // sharedEnv is a host on an event log shared in JetStream (its replica in
-// its data dir), as host name on installation "follow".
+// its data dir), as host name on installation "follow": one of the hosts
+// that run their own threads, or a follower.
 func sharedEnv(t *testing.T, urls, name string, follower bool) *env {
 	t.Helper()
 	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 1, clock: clock.NewFake(epoch), follower: follower}
+	if !follower {
+		e.hostName = name
+	}
 	e.openLog = func() (eventlog.Log, error) {
 		return jetstreamlog.Open(t.Context(), jetstreamlog.Options{URLs: []string{urls}, Installation: "follow", Host: name,
 			Dir: filepath.Join(e.data, "replica")})

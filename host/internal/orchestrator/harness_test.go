@@ -114,6 +114,9 @@ type env struct {
 	// follower opens the host as a follower of it.
 	openLog  func() (eventlog.Log, error)
 	follower bool
+	// hostName names the host on a shared log (openLog): it runs the
+	// threads made on it and follows the others'.
+	hostName string
 }
 
 // callDeadline is the plugin call timeout of a test's host unless it sets
@@ -165,7 +168,7 @@ func (e *env) open() {
 		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: !e.embedded, PluginCallTimeout: cmp.Or(e.calls, callDeadline),
 		InterruptGrace: e.grace, TurnStallTimeout: e.stall, RequestTimeout: e.requests,
 		RawFrames: cmp.Or(e.frames, rawframes.Policy{MaxAge: -1}), StoreFS: e.storeFS, Notify: e.notify,
-		OpenLog: e.openLog, Follower: e.follower})
+		OpenLog: e.openLog, Follower: e.follower, Host: e.hostName})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

@@ -130,13 +130,10 @@ type Config struct {
 	// Pebble store in DATA/events: `baton serve --store nats://...` gives
 	// one that shares a JetStream stream with other hosts (jetstreamlog).
 	OpenLog func() (eventlog.Log, error)
-	// TakeoverFrom names the host that wrote the shared log before this
-	// one and stopped without handing it over (its lease expired): the
-	// recovery ends what it had in flight as lost (host_lost), not as a
-	// restart's. Empty: this host, or none, wrote it last.
-	TakeoverFrom string
 	// Host names this host on a log several hosts share (OpenLog): the
-	// runs it starts record it. Empty: a host alone on its log.
+	// threads it creates are its own, and the runs it starts record it.
+	// Such a host runs its own threads only and follows the others'
+	// (shared.go). Empty: a host alone on its log.
 	Host string
 	// Follower opens the host to read and follow a shared log (OpenLog)
 	// that another host writes (follower.go): it serves reads and
@@ -188,7 +185,8 @@ type Host struct {
 
 	frames *framePruner // raw-frame logs' retention (rawframes.go)
 
-	notifier *notify.Deliverer // the webhooks' (notify.go); nil: none
+	notifier   *notify.Deliverer // the webhooks' (notify.go); nil: none
+	delivering sync.Mutex        // held while the notifier runs, on a shared log (Deliver)
 
 	smu      sync.Mutex
 	sessions map[string]*liveSession // by thread id
@@ -252,9 +250,20 @@ func Open(cfg Config) (*Host, error) {
 	h.wg.Go(func() { h.pruneFrames(next) })
 	h.wg.Go(h.watchStore)
 	h.startNotifier() // before recovery, whose events may call for deliveries
+	// On a shared log, the others' commits from here on reach what this
+	// host shows; its own are there when committed, and followLog skips
+	// them. From before the recovery, which reads the threads it runs.
+	var followFrom uint64
+	if h.shared() {
+		followFrom, _ = store.Last()
+		h.followed.advance(followFrom)
+	}
 	if err := h.recover(); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("open host: %w", err)
+	}
+	if h.shared() {
+		h.wg.Go(func() { h.followLog(followFrom) })
 	}
 	return h, nil
 }

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"time"
 
 	"github.com/baton-run/baton/host/internal/domain"
@@ -21,7 +22,36 @@ func (h *Host) startNotifier() {
 		return
 	}
 	h.notifier = notify.NewDeliverer(h.store, *h.cfg.Notify, h.cfg.Clock, h.log.Named("notify"))
+	if h.shared() {
+		return // one host delivers every host's: Deliver
+	}
 	h.wg.Go(func() { h.notifier.Run(h.ctx) })
+}
+
+// Deliver runs the host's deliverer, on a shared log, until ctx ends or
+// the host closes: every host writes the deliveries its own events call
+// for, and the one that coordinates the installation delivers them all,
+// so that none is sent twice. One Deliver runs at a time: a second waits
+// for the first to end.
+func (h *Host) Deliver(ctx context.Context) {
+	if h.notifier == nil || !h.shared() {
+		return
+	}
+	h.smu.Lock()
+	defer h.smu.Unlock()
+	if h.closing {
+		return
+	}
+	h.wg.Go(func() {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(h.ctx, cancel)()
+		h.delivering.Lock()
+		defer h.delivering.Unlock()
+		if ctx.Err() == nil {
+			h.notifier.Run(ctx)
+		}
+	})
 }
 
 // deliveries are the deliveries a batch of a thread's events calls for,

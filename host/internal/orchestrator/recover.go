@@ -105,57 +105,103 @@ func (h *Host) recover() error {
 	if err != nil {
 		return err
 	}
-	left := map[string][]domain.Effect{}
-	for _, se := range outbox {
-		e, err := domain.DecodeEffect(se.Data)
-		if err != nil {
-			return fmt.Errorf("recover thread %s: outbox entry %s is corrupt: %w", se.ThreadID, se.ID, err)
-		}
-		left[se.ThreadID] = append(left[se.ThreadID], domain.Stored(e, se.ThreadID, se.ID))
+	left, err := leftEffects(outbox)
+	if err != nil {
+		return err
 	}
-	ids := liveThreads(live, outbox)
-	defer h.armWaits(ids) // after the recovery: a wait that passed while no host ran fires now, once
-	for _, id := range ids {
-		rec := domain.Recover{Reason: "the host restarted while this was in progress"}
-		if from := h.cfg.TakeoverFrom; from != "" {
-			rec = domain.Recover{Reason: "host " + from + " was lost while this was in progress; another host took over", HostLost: true}
+	var ids []string
+	if h.shared() {
+		// A thread of this host's marked lost while it was away, or with
+		// runs it left queued, is its to take back and start.
+		back, err := h.headsWhere(func(s domain.ThreadSummary) bool {
+			return s.Host == h.cfg.Host && (s.HostLost != nil || s.Queued > 0)
+		})
+		if err != nil {
+			return err
 		}
-		var done []eventlog.EffectRef
-		var again []domain.Effect
-		for _, e := range left[id] {
-			// Performed again after the recovery, marked so: a run it
-			// ended does not start the next one when its checkpoint is
-			// recorded.
-			if e, ok := domain.Replay(e); ok {
-				again = append(again, e)
-				continue
-			}
-			rec.Effects = append(rec.Effects, domain.Pending(e))
-			done = append(done, eventlog.EffectRef{ThreadID: id, ID: e.Head().ID})
-		}
+		live = append(live, back...)
+	}
+	for _, id := range liveThreads(live, outbox) {
+		// On a shared log, a host reconciles its own threads only: the
+		// others' are their hosts', or the coordinator's to take over
+		// (TakeOver).
 		t, err := h.view(id)
 		if err != nil {
 			return fmt.Errorf("recover thread %s: %w", id, err)
 		}
-		if t.Live() || len(rec.Effects) > 0 {
-			last, _ := h.store.Last()
-			rec.After = last
-			_, err := h.dispatch(h.ctx, domain.Observed(id, rec), done)
-			if err != nil {
-				return fmt.Errorf("recover thread %s: %w", id, err)
-			}
+		if h.owns(t) {
+			ids = append(ids, id)
 		}
-		h.push(id, again)
-		// Then runs the last host left queued start by themselves, after
-		// the effects it left (their effects queue behind those).
-		if !h.cfg.Unattended {
+	}
+	defer h.armWaits(ids) // after the recovery: a wait that passed while no host ran fires now, once
+	for _, id := range ids {
+		reason := domain.Recover{Reason: "the host restarted while this was in progress"}
+		if err := h.recoverThread(id, reason, left[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leftEffects are the outbox's effects by thread, in their order.
+func leftEffects(outbox []eventlog.StoredEffect) (map[string][]domain.Effect, error) {
+	left := map[string][]domain.Effect{}
+	for _, se := range outbox {
+		e, err := domain.DecodeEffect(se.Data)
+		if err != nil {
+			return nil, fmt.Errorf("recover thread %s: outbox entry %s is corrupt: %w", se.ThreadID, se.ID, err)
+		}
+		left[se.ThreadID] = append(left[se.ThreadID], domain.Stored(e, se.ThreadID, se.ID))
+	}
+	return left, nil
+}
+
+// recoverThread reconciles one thread this host now runs, whose session
+// and runs belonged to a process that is gone (this host's before it
+// restarted, or a lost host's): rec ends what was in flight, cancels the
+// provider actions left in the outbox, and the host's own work left there
+// is performed again; then, on an unattended host, its queued runs start.
+func (h *Host) recoverThread(id string, rec domain.Recover, left []domain.Effect) error {
+	var done []eventlog.EffectRef
+	var again []domain.Effect
+	for _, e := range left {
+		// Performed again after the recovery, marked so: a run it
+		// ended does not start the next one when its checkpoint is
+		// recorded.
+		if e, ok := domain.Replay(e); ok {
+			again = append(again, e)
 			continue
 		}
-		if t, err := h.view(id); err == nil && t.Summary().Queued > 0 {
-			last, _ := h.store.Last()
-			if _, err := h.dispatch(h.ctx, domain.Observed(id, domain.StartQueued{After: last}), nil); err != nil {
-				return fmt.Errorf("recover thread %s: start its queued runs: %w", id, err)
-			}
+		rec.Effects = append(rec.Effects, domain.Pending(e))
+		done = append(done, eventlog.EffectRef{ThreadID: id, ID: e.Head().ID})
+	}
+	t, err := h.view(id)
+	if err != nil {
+		return fmt.Errorf("recover thread %s: %w", id, err)
+	}
+	if t.HostLost != nil && t.Owner() == h.cfg.Host {
+		// Marked lost while this host was away: it is back.
+		if err := h.hostCommand(id, domain.ClaimThread{Reason: "host_back"}); err != nil {
+			return fmt.Errorf("recover thread %s: %w", id, err)
+		}
+	}
+	if t.Live() || len(rec.Effects) > 0 {
+		last, _ := h.store.Last()
+		rec.After = last
+		if _, err := h.dispatch(h.ctx, domain.Observed(id, rec), done); err != nil {
+			return fmt.Errorf("recover thread %s: %w", id, err)
+		}
+	}
+	h.push(id, again)
+	// Then runs the last host left queued start by themselves, after
+	// the effects it left (their effects queue behind those).
+	if !h.cfg.Unattended {
+		return nil
+	}
+	if t, err := h.view(id); err == nil && t.Summary().Queued > 0 {
+		last, _ := h.store.Last()
+		if _, err := h.dispatch(h.ctx, domain.Observed(id, domain.StartQueued{After: last}), nil); err != nil {
+			return fmt.Errorf("recover thread %s: start its queued runs: %w", id, err)
 		}
 	}
 	return nil

@@ -40,8 +40,9 @@ func (h *Host) Receipt(commandID string) (domain.Receipt, bool, error) {
 }
 
 // RequestThread finds the thread a provider's request is on. A request
-// that can still be answered is on a thread with a live session, and
-// those are in memory; any other is not found.
+// that can still be answered is on a thread with a live session: this
+// host's are in memory; on a shared log, the other hosts' are the log's
+// live threads. Any other is not found.
 func (h *Host) RequestThread(requestID string) (string, error) {
 	h.smu.Lock()
 	threads := make([]string, 0, len(h.sessions))
@@ -52,6 +53,14 @@ func (h *Host) RequestThread(requestID string) (string, error) {
 	}
 	h.smu.Unlock()
 	slices.Sort(threads)
+	if h.shared() || h.cfg.Follower {
+		// Or another host's: its sessions are live in the log.
+		live, err := h.store.LiveThreads()
+		if err != nil {
+			return "", fmt.Errorf("find request %q's thread: %w", requestID, err)
+		}
+		threads = append(threads, live...)
+	}
 	for _, id := range threads {
 		t, err := h.view(id)
 		if err != nil {
@@ -144,6 +153,9 @@ func (h *Host) ActiveThreads() ([]domain.ThreadSummary, error) {
 		s, err := decodeHead(b)
 		if err != nil {
 			return nil, fmt.Errorf("list active threads: head of %s: %w", id, err)
+		}
+		if h.shared() && s.Host != "" && s.Host != h.cfg.Host {
+			continue // another host's to stop
 		}
 		out = append(out, s)
 	}

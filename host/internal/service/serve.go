@@ -68,9 +68,6 @@ type Config struct {
 	// Pebble store in DATA/events (orchestrator.Config): `baton serve
 	// --store` gives the log shared with other hosts.
 	OpenLog func() (eventlog.Log, error)
-	// TakeoverFrom names the host whose lease on the shared log this one
-	// took over (orchestrator.Config).
-	TakeoverFrom string
 	// Store is where the event log is kept, as GetStatus says it (nil:
 	// the Pebble store in the data dir).
 	Store *batonv1.StoreStatus
@@ -78,15 +75,22 @@ type Config struct {
 	// (orchestrator.Config.Follower): reads and subscriptions from this
 	// host's replica, and Forward carries the other calls to the writer.
 	Follower bool
-	// Forward, when set, runs before every unary call (after the token's
-	// check): a follower's forwards what the writer must answer.
-	Forward grpc.UnaryServerInterceptor
+	// Forward, when set, makes what runs before every unary call (after
+	// the token's check) on a shared log: it carries a call to the host
+	// that must answer it, which route says (Route: the host that owns the
+	// call's thread; "" for this one).
+	Forward func(route func(ctx context.Context, fullMethod string, req any) (string, error)) grpc.UnaryServerInterceptor
 	// Attach, when set, is called once the service serves, with the
 	// service, to answer calls that come another way than its listeners
 	// (a writer's forwarded calls); the drain calls stop first.
 	Attach func(batonv1.BatonServer) (stop func(), err error)
-	// Host names this host on a shared log: the runs it starts record it.
+	// Host names this host on a shared log: the threads it creates are
+	// its own, and the runs it starts record it.
 	Host string
+	// Beside, when set, runs beside the service from when it serves until
+	// it stops (its ctx ends before the drain, and the service waits for
+	// it to return): a shared log's coordination, which works on the host.
+	Beside func(ctx context.Context, host *orchestrator.Host)
 	// Writer says which host writes a shared log now (GetStatus).
 	Writer func(context.Context) (string, error)
 	// Notify is where the service posts the events that need a person
@@ -224,7 +228,7 @@ func Run(ctx context.Context, cfg Config) error {
 	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
 		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace, StoreFS: cfg.StoreFS,
 		TurnStallTimeout: cfg.TurnStallTimeout, RequestTimeout: cfg.RequestTimeout, Notify: &cfg.Notify, OpenLog: cfg.OpenLog,
-		TakeoverFrom: cfg.TakeoverFrom, Follower: cfg.Follower, Host: cfg.Host})
+		Follower: cfg.Follower, Host: cfg.Host})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -234,7 +238,7 @@ func Run(ctx context.Context, cfg Config) error {
 	auth := &authenticator{token: token, log: log.Named("auth")}
 	unary := []grpc.UnaryServerInterceptor{auth.unary}
 	if cfg.Forward != nil {
-		unary = append(unary, readOwnWrites(host, cfg.Forward))
+		unary = append(unary, readOwnWrites(host, cfg.Forward(Route(host))))
 	}
 	g := grpc.NewServer(grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(auth.stream), grpc.MaxRecvMsgSize(maxRequest),
 		grpc.MaxConcurrentStreams(uint32(cmp.Or(cfg.MaxStreams, DefaultMaxStreams))),
@@ -310,6 +314,15 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Ready(addrs)
 	}
 
+	besideCtx, endBeside := context.WithCancel(ctx)
+	besideDone := make(chan struct{})
+	go func() { // owned here: endBeside ends it, and the stop waits for it
+		defer close(besideDone)
+		if cfg.Beside != nil {
+			cfg.Beside(besideCtx, host)
+		}
+	}()
+
 	var runErr error
 	pending := len(lis) + len(webLis)
 	select {
@@ -323,6 +336,8 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Error("the event store failed; stopping", "error", host.Failure())
 	}
 	srv.NotServing()
+	endBeside()
+	<-besideDone
 	detach()
 	if host.Failure() == nil {
 		log.Info("draining: active runs are asked to stop", "timeout", orchestrator.DrainTimeout)
@@ -369,19 +384,48 @@ func Run(ctx context.Context, cfg Config) error {
 	return runErr
 }
 
-// readOwnWrites runs a follower's forward, and after a command the writer
-// took, waits until this host shows the log through the command's receipt:
-// a client that reads here next sees what its command did.
+// readOwnWrites runs a forward, and after a command another host took,
+// waits until this host shows the log through the command's receipt: a
+// client that reads here next sees what its command did.
 func readOwnWrites(host *orchestrator.Host, forward grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		resp, err := forward(ctx, req, info, handler)
 		if rc, ok := resp.(*batonv1.Receipt); ok && err == nil {
 			if err := host.WaitFollowed(ctx, rc.GetSequence()); err != nil {
-				return nil, status.Errorf(codeOf(err), "%s: the writer took the command (receipt at %d), but this host did not show it: %v",
+				return nil, status.Errorf(codeOf(err), "%s: the host that runs the thread took the command (receipt at %d), but this host did not show it: %v",
 					info.FullMethod, rc.GetSequence(), err)
 			}
 		}
 		return resp, err
+	}
+}
+
+// Route says which host must answer a call, on a log several hosts share:
+// the one that owns the thread the call names, or the one a new thread is
+// asked to run on (on_host); "" for this host. A thread this host does not
+// know (yet) is answered here, and a thread no host owns.
+func Route(host *orchestrator.Host) func(ctx context.Context, fullMethod string, req any) (string, error) {
+	here := host.HostName()
+	return func(ctx context.Context, fullMethod string, req any) (string, error) {
+		thread := ""
+		if r, ok := req.(interface{ GetThreadId() string }); ok {
+			thread = r.GetThreadId()
+		}
+		if r, ok := req.(*batonv1.AnswerRequestRequest); ok && thread == "" {
+			thread, _ = host.RequestThread(r.GetRequestId()) // not found: answered here
+		}
+		if thread != "" {
+			if owner, err := host.Owner(thread); err == nil {
+				if owner == here {
+					return "", nil
+				}
+				return owner, nil
+			}
+		}
+		if r, ok := req.(interface{ GetOnHost() string }); ok && r.GetOnHost() != here {
+			return r.GetOnHost(), nil // "" too: here
+		}
+		return "", nil
 	}
 }
 

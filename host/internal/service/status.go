@@ -34,6 +34,7 @@ var codeTable = []struct {
 	{eventlog.ErrDamaged, codes.DataLoss},
 	{eventlog.ErrReadOnly, codes.FailedPrecondition},
 	{orchestrator.ErrFollower, codes.FailedPrecondition},
+	{orchestrator.ErrOwnedElsewhere, codes.FailedPrecondition},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }
