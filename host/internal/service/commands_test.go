@@ -524,3 +524,21 @@ func TestCancelQueued(t *testing.T) {
 		t.Errorf("runs (-want +got):\n%s", d)
 	}
 }
+
+// A thread created with a shared cwd says so, in its projection and in
+// its thread.created event.
+func TestCreateThreadCarriesSharedCwd(t *testing.T) {
+	e := newEnv(t, service.Options{})
+	ctx := t.Context()
+	rc, err := e.client.CreateThread(ctx, &batonv1.CreateThreadRequest{ThreadId: "shared", Provider: "acp", Cwd: e.ws, SharedCwd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := e.client.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: rc.GetThreadId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !th.GetSharedCwd() {
+		t.Errorf("the thread's shared_cwd is false; want true")
+	}
+}
