@@ -346,7 +346,7 @@ class ThreadRow extends Component<RowProps> {
             {s.provider}
             {s.model && ` · ${s.model}`}
           </span>
-          {s.host && <span title="the host that ran its newest run">on {s.host}</span>}
+          {s.host && <span title="the host that owns it: its runs run there">on {s.host}</span>}
           {s.branch && (
             <span title={s.worktree ? `worktree ${s.worktree}` : "branch"}>
               ⎇ {s.branch}

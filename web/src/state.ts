@@ -1,11 +1,12 @@
 // The states a user acts on, derived from what the API says of a thread:
 // never a state the log lacks.
-import type { Plugin, Run, RuntimeRequest, Thread, ThreadSummary } from "./gen/baton_pb";
+import type { HostLost, Plugin, Run, RuntimeRequest, Thread, ThreadSummary } from "./gen/baton_pb";
 import { api } from "./api";
+import { clock, ms } from "./time";
 
-export type ThreadState = "working" | "needs-you" | "waiting" | "failed" | "done" | "archived";
+export type ThreadState = "working" | "needs-you" | "waiting" | "failed" | "done" | "archived" | "host-lost";
 
-export const threadStates: ThreadState[] = ["needs-you", "working", "waiting", "failed", "done", "archived"];
+export const threadStates: ThreadState[] = ["needs-you", "working", "waiting", "failed", "host-lost", "done", "archived"];
 
 export const stateLabels: Record<ThreadState, string> = {
   "needs-you": "needs you",
@@ -14,17 +15,19 @@ export const stateLabels: Record<ThreadState, string> = {
   failed: "failed",
   done: "done",
   archived: "archived",
+  "host-lost": "host lost",
 };
 
 // Run statuses that end a run badly: the user has something to look at.
 const failedRuns = new Set(["failed", "blocked"]);
 
-// stateOf is a thread's state: archived, then a pending request (needs
-// you), then the active run's status (waiting on an armed wait, else
-// working: a run waits for a request's answer too), then how its newest
-// run ended.
+// stateOf is a thread's state: archived, then its host lost (nothing runs
+// it until a host claims it), then a pending request (needs you), then the
+// active run's status (waiting on an armed wait, else working: a run waits
+// for a request's answer too), then how its newest run ended.
 export function stateOf(s: ThreadSummary, pendingRequests: number): ThreadState {
   if (s.archived) return "archived";
+  if (s.hostLost) return "host-lost";
   if (pendingRequests > 0) return "needs-you";
   if (s.status === "waiting" && s.wait) return "waiting";
   if (s.status !== "idle" && s.status !== "") return "working";
@@ -50,7 +53,18 @@ export function stateOfThread(t: Thread, runs: Run[]): ThreadState {
     break;
   }
   const wait = t.loop?.wait;
-  return stateOf({ archived: t.archived, status, lastRun, queued, wait } as ThreadSummary, pendingOf(t).length);
+  return stateOf(
+    { archived: t.archived, hostLost: t.hostLost, status, lastRun, queued, wait } as ThreadSummary,
+    pendingOf(t).length,
+  );
+}
+
+// hostLostLine says when a thread's host lost its lease (HH:MM, local
+// time) and what becomes of the thread: another host takes it over when
+// its cwd is shared; otherwise it waits for its host, where its cwd is.
+export function hostLostLine(l: HostLost, sharedCwd: boolean): string {
+  const next = sharedCwd ? "another host takes it over" : `the thread's cwd is on ${l.host}`;
+  return `host ${l.host} lost its lease at ${clock(ms(l.at))}; ${next}`;
 }
 
 export function pendingOf(t: Thread): RuntimeRequest[] {

@@ -5,7 +5,7 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import type { Capabilities } from "./gen/baton_pb";
 import { ThreadModel } from "./threadmodel";
 import { useCell, now } from "./store";
-import { base, listPlugins, stateLabels, stateOfThread } from "./state";
+import { base, hostLostLine, listPlugins, stateLabels, stateOfThread } from "./state";
 import { ago, iso, ms } from "./time";
 import { Link } from "./router";
 import { Connection } from "./connection";
@@ -108,6 +108,11 @@ export function ThreadPage({ id }: { id: string }) {
         {th.archived && <span>archived</span>}
       </div>
       <Alert error={error} />
+      {th.hostLost && (
+        <p class="host-lost" data-role="host-lost">
+          {hostLostLine(th.hostLost, th.sharedCwd)}
+        </p>
+      )}
       {state === "waiting" && th.loop?.wait?.at && (
         <WaitLine
           threadId={id}

@@ -25,6 +25,7 @@ import {
   type Checkpoint,
   type Diagnostic,
   type Event,
+  HostLostSchema,
   type Message,
   MessageSchema,
   NodeSchema,
@@ -548,6 +549,15 @@ export class ThreadModel {
         this.refetchSoon();
         return;
       }
+      case "threadHostLost":
+        t.hostLost = create(HostLostSchema, { host: p.value.host, at: e.at });
+        this.changed();
+        return;
+      case "threadMoved":
+        t.host = p.value.to;
+        t.hostLost = undefined;
+        this.changed();
+        return;
       default:
         if (!quiet.has(p.case)) this.refetchSoon();
     }

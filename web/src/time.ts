@@ -26,6 +26,12 @@ export function countdown(at: number, now: number): string {
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 }
 
+// clock is an instant as HH:MM in the local zone.
+export function clock(at: number): string {
+  const d = new Date(at);
+  return `${String(d.getHours()).padStart(2, "0")}:${String(d.getMinutes()).padStart(2, "0")}`;
+}
+
 // iso is an instant for a title attribute.
 export function iso(at: number): string {
   return at ? new Date(at).toISOString() : "";

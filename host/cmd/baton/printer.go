@@ -194,10 +194,28 @@ func (p *printer) runEvent(ev *batonv1.Event) bool {
 		}
 	case *batonv1.Event_RunEnded:
 		p.line("%s", p.endedLine(e.RunEnded))
+	case *batonv1.Event_ThreadMoved:
+		p.line("%s", movedLine(e.ThreadMoved))
+	case *batonv1.Event_ThreadHostLost:
+		p.line("⚠ host %s lost its lease", e.ThreadHostLost.GetHost())
 	default:
 		return false
 	}
 	return true
+}
+
+// movedLine is what a thread's move to another host says: "▶ thread
+// moved from host a to host b (host_lost)".
+func movedLine(m *batonv1.ThreadMoved) string {
+	s := "▶ thread moved"
+	if m.GetFrom() != "" {
+		s += " from host " + m.GetFrom()
+	}
+	s += " to host " + m.GetTo()
+	if m.GetReason() != "" {
+		s += " (" + m.GetReason() + ")"
+	}
+	return s
 }
 
 // endedLine is what a run's end says: its mark, status and why.

@@ -22,6 +22,10 @@ type runFlags struct {
 	cwd, thread, approve, script string
 	files                        []string
 	json, detach                 bool
+	// sharedCwd and onHost are a new thread's: its cwd is the same on
+	// every host; the host it runs on.
+	sharedCwd bool
+	onHost    string
 }
 
 func runCommand(g *globals) *cobra.Command {
@@ -82,7 +86,13 @@ begun with its thread's provider and short id ([codex 1a2b3c4d]); with --json
 each line names its thread. With --worktree each has its own branch (--branch
 NAME becomes NAME-<provider>). Exit codes: 0 when every thread's runs
 completed, 1 when one did not, 130 when interrupted (Ctrl-C interrupts them
-all). Compare them with baton compare and baton diff.`,
+all). Compare them with baton compare and baton diff.
+
+When several hosts share one store (baton serve --store nats://...), each
+thread runs on one host: the one the command reached, or --on-host NAME.
+--shared-cwd says the thread's directory is the same on every host (a network
+file system): if its host stops, another host takes the thread over. Without
+it the thread waits for its host to come back.`,
 		Example: `  baton run --provider acp "Write hello.txt"
   baton run --provider codex --approve accept --cwd ~/src/app "Fix the failing test"
   baton run --provider codex --file task.md
@@ -93,7 +103,8 @@ all). Compare them with baton compare and baton diff.`,
   baton run --provider codex --on-limit wait "Migrate the tests to testify"
   baton run --provider codex --on-limit switch:claude,return --until 'go test ./...' --max-runs 10 "Fix the build"
   baton run --worktree --provider codex --copy .env --setup 'npm ci' "Add a dark mode"
-  baton run --worktree --branch dark --provider codex,claude,opencode "Add a dark mode"`,
+  baton run --worktree --branch dark --provider codex,claude,opencode "Add a dark mode"
+  baton run --provider codex --on-host build2 --shared-cwd --cwd /mnt/src/app "Fix the build"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.thread != "" {
 				f.switchFlags.explicit(cmd.Flags())
@@ -103,6 +114,9 @@ all). Compare them with baton compare and baton diff.`,
 			onCommandLine := func(name string) bool { return fs.Changed(name) && !fromEnv(fs, name) }
 			if err := f.worktree.check(onCommandLine, f.thread != ""); err != nil {
 				return err
+			}
+			if f.thread != "" && (onCommandLine("shared-cwd") || onCommandLine("on-host")) {
+				return usagef("run: --shared-cwd and --on-host are for a new thread; --thread continues one where it is")
 			}
 			if strings.Contains(f.provider, ",") && f.model != "" {
 				// A model is one provider's: BATON_MODEL is left out, and
@@ -126,6 +140,8 @@ all). Compare them with baton compare and baton diff.`,
 	fl.StringVar(&f.script, "script", "", "run a scenario `file` of steps (send, waitFor, interrupt, respond) instead of MESSAGE arguments")
 	fl.StringArrayVar(&f.files, "file", nil, "read a message from this `file` (- for stdin) instead of MESSAGE arguments (repeatable: a run each, in order)")
 	fl.BoolVar(&f.detach, "detach", false, "against a service, Ctrl-C leaves the runs going instead of interrupting them")
+	fl.BoolVar(&f.sharedCwd, "shared-cwd", false, "the new thread's directory is the same on every host (a network file system): if its host stops, another takes it over")
+	fl.StringVar(&f.onHost, "on-host", "", "run the new thread on this host `name`, when several hosts share a store (default: the host the command reaches)")
 	c.RegisterFlagCompletionFunc("approve", fixedCompletion(domain.Strings(domain.ApprovalPolicies...)...))
 	return c
 }

@@ -109,7 +109,7 @@ func newThread(ctx context.Context, c *client, idgen *ids.Allocator, f *runFlags
 	wt *batonv1.WorktreeOptions) (string, error) {
 	rc, err := c.CreateThread(ctx, &batonv1.CreateThreadRequest{CommandId: idgen.NewID("cmd"), Provider: provider,
 		Cwd: o.cwd, Model: f.model, ProviderCommand: &batonv1.ProviderCommand{Argv: argv}, ApprovalPolicy: string(o.policy),
-		Worktree: wt})
+		Worktree: wt, SharedCwd: f.sharedCwd, OnHost: f.onHost})
 	if err != nil {
 		return "", rpcError("create thread", err)
 	}

@@ -181,9 +181,16 @@ type summaryJSON struct {
 	Worktree string           `json:"worktree,omitempty"`
 	// Repository is the user's worktree a worktree thread was made from.
 	Repository string `json:"repository,omitempty"`
-	// Host is the host that ran the newest run that has started, on a
-	// log several hosts share.
-	Host string `json:"host,omitempty"`
+	// Host is the thread's owner, on a log several hosts share; HostLost
+	// says the owner stopped renewing its lease.
+	Host     string        `json:"host,omitempty"`
+	HostLost *hostLostJSON `json:"hostLost,omitempty"`
+}
+
+// hostLostJSON is a summary's lost owner.
+type hostLostJSON struct {
+	Host string    `json:"host"`
+	At   time.Time `json:"at"`
 }
 
 // summaryWaitJSON is a summary's armed wait.
@@ -201,6 +208,9 @@ func summaryJSONOf(t *batonv1.ThreadSummary) summaryJSON {
 		Status: t.GetStatus(), LastRun: t.GetLastRun(), Sequence: t.GetSequence(), Archived: t.GetArchived(), Branch: t.GetBranch(),
 		Title: t.GetTitle(), Pending: t.GetPending(), Worktree: t.GetWorktree(),
 		Repository: t.GetRepository(), Host: t.GetHost()}
+	if l := t.GetHostLost(); l != nil {
+		s.HostLost = &hostLostJSON{Host: l.GetHost(), At: instant(l.GetAt())}
+	}
 	if w := t.GetWait(); w != nil {
 		s.Wait = &summaryWaitJSON{At: instant(w.GetAt()), Kind: w.GetKind(), Provider: w.GetProvider(), RunID: w.GetRunId()}
 	}
@@ -208,8 +218,13 @@ func summaryJSONOf(t *batonv1.ThreadSummary) summaryJSON {
 }
 
 // statusWords is a thread's status as a list shows it: "running", or
-// "idle, last run completed".
+// "idle, last run completed"; "host lost" when its owner stopped renewing
+// its lease, whatever it was doing (nothing runs it until a host claims
+// it).
 func statusWords(t *batonv1.ThreadSummary) string {
+	if t.GetHostLost() != nil {
+		return "host lost"
+	}
 	if t.GetLastRun() != "" && domain.ThreadStatus(t.GetStatus()) == domain.ThreadIdle {
 		return t.GetStatus() + ", last run " + t.GetLastRun()
 	}

@@ -173,6 +173,7 @@ func showThread(g *globals, t *batonv1.Thread) {
 		fmt.Fprintf(w, "  model %s\n", t.GetModel())
 	}
 	showWorktree(w, t)
+	showHostLost(w, t, time.Now(), time.Local)
 	showLoop(w, t, time.Now(), time.Local)
 	switched := len(t.GetProviderBindings()) > 1
 	if switched {
@@ -185,6 +186,21 @@ func showThread(g *globals, t *batonv1.Thread) {
 	if len(t.GetHandoffs()) > 0 {
 		showHandoffs(w, t)
 	}
+}
+
+// showHostLost says, when the thread's owner stopped renewing its lease,
+// when, and what becomes of the thread: another host takes it over when
+// its cwd is shared; otherwise it waits for its host, where its cwd is.
+func showHostLost(w io.Writer, t *batonv1.Thread, now time.Time, loc *time.Location) {
+	l := t.GetHostLost()
+	if l == nil {
+		return
+	}
+	next := "the thread's cwd is on " + l.GetHost()
+	if t.GetSharedCwd() {
+		next = "another host takes it over"
+	}
+	fmt.Fprintf(w, "  host %s lost its lease at %s; %s\n", l.GetHost(), clockTime(instant(l.GetAt()), now, loc), next)
 }
 
 // showRuns lists a thread's runs: each one's ordinal, id, how it ended

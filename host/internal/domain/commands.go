@@ -37,6 +37,10 @@ type (
 		// Worktree, when set, puts the thread on a git worktree of its own,
 		// on a new branch, of the repository Cwd is in.
 		Worktree *WorktreeSpec `json:"worktree,omitempty"`
+		// SharedCwd says the thread's cwd is the same directory on every
+		// host (a network file system): another host can take the thread
+		// over when its own is lost.
+		SharedCwd bool `json:"sharedCwd,omitempty"`
 	}
 	// DispatchMessage sends a user message. Mode says what happens when a
 	// run is active (see the Mode constants); empty chooses by the

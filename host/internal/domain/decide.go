@@ -173,6 +173,10 @@ func Decide(t *Thread, cmd Command, env Env) (Decision, error) {
 		err = decideArchive(t, p, &d)
 	case RecordWorktreeRemoved:
 		err = decideWorktreeRemoved(t, p, &d)
+	case ClaimThread:
+		err = decideClaim(t, p, env, &d)
+	case MarkHostLost:
+		decideMarkHostLost(t, p, &d)
 	default:
 		err = fmt.Errorf("%w: unknown command type %q", ErrInvalid, cmd.Payload.CommandType())
 	}
@@ -206,10 +210,10 @@ func decideCreate(t *Thread, id string, p CreateThread, env Env, d *Decision) er
 		if env.Facts != nil {
 			f = env.Facts.Worktree
 		}
-		return createWorktree(id, p, f, d)
+		return createWorktree(id, p, f, env, d)
 	}
 	d.emit(ThreadCreated{Provider: p.Provider, Cwd: p.Cwd, Model: p.Model, ProviderCommand: p.ProviderCommand,
-		ApprovalPolicy: p.ApprovalPolicy})
+		ApprovalPolicy: p.ApprovalPolicy, Host: env.Host, SharedCwd: p.SharedCwd})
 	return nil
 }
 

@@ -704,7 +704,8 @@ func TestCommandTypesAreDistinct(t *testing.T) {
 	for _, c := range []CommandPayload{CreateThread{}, DispatchMessage{}, IngestProviderEvent{}, RecordSessionOpened{}, FailRun{}, Recover{},
 		InterruptRun{}, RespondToRequest{}, SteerFailed{}, MarkRequestUnreachable{}, RecordTurnDispatched{}, RespondFailed{},
 		RollbackToCheckpoint{}, RecordCheckpoint{}, RecordFilesRestored{}, RecordProviderReconciled{},
-		StartQueued{}, CloseIdleSession{}, ShutDown{}, CancelQueued{}, ForceStop{}, StallTurn{}, ExpireRequest{}} {
+		StartQueued{}, CloseIdleSession{}, ShutDown{}, CancelQueued{}, ForceStop{}, StallTurn{}, ExpireRequest{},
+		ClaimThread{}, MarkHostLost{}} {
 		if seen[c.CommandType()] {
 			t.Errorf("duplicate command type %s", c.CommandType())
 		}
@@ -744,9 +745,12 @@ func TestDecodeCommand(t *testing.T) {
 	for in, want := range map[string]string{
 		`{`:                           "invalid command",
 		`{"type":"message.dispatch"}`: "no commandId",
-		`{"type":"provider.event","commandId":"c"}`:                         `unknown command type "provider.event"`,
-		`{"type":"message.dispatch","commandId":"c","payload":{"txt":"x"}}`: "message.dispatch payload",
-		`{"type":"message.dispatch","commandId":"c","extra":1}`:             "unknown field",
+		`{"type":"provider.event","commandId":"c"}`: `unknown command type "provider.event"`,
+		// The hosts' own: a client may not move a thread, or say a host is lost.
+		`{"type":"thread.claim","commandId":"c","threadId":"t","payload":{"reason":"host_lost"}}`: `unknown command type "thread.claim"`,
+		`{"type":"thread.mark_host_lost","commandId":"c","threadId":"t","payload":{"host":"a"}}`:  `unknown command type "thread.mark_host_lost"`,
+		`{"type":"message.dispatch","commandId":"c","payload":{"txt":"x"}}`:                       "message.dispatch payload",
+		`{"type":"message.dispatch","commandId":"c","extra":1}`:                                   "unknown field",
 	} {
 		if _, err := DecodeCommand([]byte(in)); err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
 			t.Errorf("DecodeCommand(%s) = %v, want %q", in, err, want)

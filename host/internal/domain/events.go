@@ -23,6 +23,10 @@ type (
 		// Worktree is the thread's own worktree, being made (nil: the
 		// thread works in the directory it was given).
 		Worktree *Worktree `json:"worktree,omitempty"`
+		// Host is the host that created it, its first owner (Env.Host; "":
+		// a host alone on its log); SharedCwd is CreateThread's.
+		Host      string `json:"host,omitempty"`
+		SharedCwd bool   `json:"sharedCwd,omitempty"`
 	}
 	MessageAdded struct {
 		MessageID string     `json:"messageId"`
@@ -556,6 +560,8 @@ func init() {
 	register[Merged]()
 	register[ThreadArchived]()
 	register[WorktreeRemoved]()
+	register[ThreadMoved]()
+	register[ThreadHostLost]()
 }
 
 // EventTypes are the types of every event the domain records, sorted: the

@@ -30,8 +30,8 @@ func Evolve(t *Thread, e Event) {
 			ProviderThreads: []ProviderThread{}, ProviderTurns: []ProviderTurn{}, Requests: []RuntimeRequest{},
 			CheckpointScopes: []CheckpointScope{}, Checkpoints: []Checkpoint{},
 			ProviderBindings: []ProviderBinding{{Provider: p.Provider, Model: p.Model, Command: p.ProviderCommand}},
-			Worktree:         p.Worktree,
-			keepAll:          t.keepAll}
+			Worktree:         p.Worktree, Host: p.Host, SharedCwd: p.SharedCwd,
+			keepAll: t.keepAll}
 	case MessageAdded:
 		t.write(partMessages)
 		t.Messages = append(t.Messages, Message{ID: p.MessageID, RunID: p.RunID, NodeID: p.NodeID, Role: p.Role,
@@ -388,6 +388,10 @@ func Evolve(t *Thread, e Event) {
 		}
 	case ThreadArchived:
 		t.Archived = true
+	case ThreadMoved:
+		t.Host, t.HostLost = p.To, nil
+	case ThreadHostLost:
+		t.HostLost = &HostLost{Host: p.Host, At: e.At}
 	case WorktreeRemoved:
 		if t.Worktree != nil {
 			w := t.worktreeW()

@@ -59,6 +59,14 @@ type Thread struct {
 	// Title is the thread's first user message, shortened (TitleOf): what
 	// a list calls it, kept when that message leaves the projection.
 	Title string `json:"title,omitempty"`
+	// Host is the thread's owner on a log several hosts share: the host
+	// that created it, then each it moved to ("": none recorded; see
+	// Owner). SharedCwd says its cwd is the same on every host.
+	Host      string `json:"host,omitempty"`
+	SharedCwd bool   `json:"sharedCwd,omitempty"`
+	// HostLost says its owner stopped renewing its lease (nil: it has
+	// not, or the thread was claimed since).
+	HostLost *HostLost `json:"hostLost,omitempty"`
 	// Sequence is the last event applied to this thread.
 	Sequence uint64 `json:"sequence"`
 

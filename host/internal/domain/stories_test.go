@@ -34,7 +34,11 @@ import (
 // text=(do it in Go); a text or a JSON value too long for a line goes in
 // the directive's body):
 //
-//	create-thread provider=P [model=M] [approvals=ask|accept|decline]
+//	create-thread provider=P [model=M] [approvals=ask|accept|decline] [shared-cwd]
+//	host NAME|none                   the deciding host (Env.Host) from now
+//	claim [reason=R]                 the deciding host claims the thread
+//	mark-host-lost host=H            H stopped renewing its lease
+//	owner                            the thread's owner, and its loss
 //	capabilities [native-steering]   what the thread's provider can do
 //	hold-captures on|off             leave checkpoint captures to capture
 //	send [text=T] [mode=M] [run=N] [id=MSG]   body: the text
@@ -180,10 +184,26 @@ func (s *story) step(t *testing.T, d *datadriven.TestData) string {
 	var cmd CommandPayload
 	switch d.Cmd {
 	case "create-thread":
-		a := newArgs(t, d, "provider", "model", "approvals")
+		a := newArgs(t, d, "provider", "model", "approvals", "shared-cwd")
 		p := a.get("provider")
 		cmd = CreateThread{Provider: p, Model: a.get("model"), Cwd: "/w", ApprovalPolicy: ApprovalPolicy(a.get("approvals")),
-			ProviderCommand: ProviderCommand{Argv: []string{p}}}
+			ProviderCommand: ProviderCommand{Argv: []string{p}}, SharedCwd: a.has("shared-cwd")}
+	case "host":
+		if len(d.CmdArgs) != 1 {
+			t.Fatalf("%s: host takes one name, or none", d.Pos)
+		}
+		w.host = d.CmdArgs[0].Key
+		if w.host == "none" {
+			w.host = ""
+		}
+		return "deciding on host " + d.CmdArgs[0].Key
+	case "claim":
+		cmd = ClaimThread{Reason: newArgs(t, d, "reason").get("reason")}
+	case "mark-host-lost":
+		cmd = MarkHostLost{Host: newArgs(t, d, "host").need("host")}
+	case "owner":
+		newArgs(t, d)
+		return s.owner()
 	case "capabilities":
 		// What the thread's plugin can do: its live session's (steering)
 		// and, for a rollback's reconciliation, its plugin's.
@@ -639,6 +659,19 @@ func (s *story) show() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// owner prints the thread's owner, where it was recorded, and its loss.
+func (s *story) owner() string {
+	t := s.w.thread
+	out := fmt.Sprintf("owner=%q host=%q sharedCwd=%t", t.Owner(), t.Host, t.SharedCwd)
+	if l := t.HostLost; l != nil {
+		out += fmt.Sprintf(" lost=%s at=%s", l.Host, l.At.Format(time.RFC3339))
+	}
+	if sum := t.Summary(); sum.Host != t.Owner() || sum.HostLost != t.HostLost {
+		s.w.t.Errorf("the summary's host %q and loss %v are not the thread's %q and %v", sum.Host, sum.HostLost, t.Owner(), t.HostLost)
+	}
+	return out + "\n"
 }
 
 // nodeParent is the parent of the node id among nodes.

@@ -29,9 +29,12 @@ type ThreadSummary struct {
 	Branch   string `json:"branch,omitempty"`
 	// Title is the thread's first message, shortened (Thread.Title).
 	Title string `json:"title,omitempty"`
-	// Host is the host that ran the newest run that has started, on a log
-	// several hosts share.
+	// Host is the thread's owner, on a log several hosts share
+	// (Thread.Owner).
 	Host string `json:"host,omitempty"`
+	// HostLost says the thread's owner stopped renewing its lease (nil:
+	// it has not, or the thread was claimed since).
+	HostLost *HostLost `json:"hostLost,omitempty"`
 	// Pending counts the requests (approvals, questions) waiting for a
 	// person: the thread needs its user.
 	Pending int `json:"pending,omitempty"`
@@ -89,7 +92,8 @@ var ThreadStatuses = []ThreadStatus{ThreadIdle, ThreadStatus(RunStatusStarting),
 // Summary is the thread as a list shows it.
 func (t *Thread) Summary() ThreadSummary {
 	s := ThreadSummary{ID: t.ID, Provider: t.Provider, Cwd: t.Cwd, Model: t.Model, CreatedAt: t.CreatedAt,
-		UpdatedAt: t.UpdatedAt, Runs: t.RunCount(), Status: ThreadIdle, Sequence: t.Sequence, Archived: t.Archived}
+		UpdatedAt: t.UpdatedAt, Runs: t.RunCount(), Status: ThreadIdle, Sequence: t.Sequence, Archived: t.Archived,
+		Host: t.Owner(), HostLost: t.HostLost}
 	if t.Worktree != nil {
 		s.Branch, s.Worktree, s.Repository = t.Worktree.Branch, t.Worktree.Path, t.Worktree.Repository
 	}
@@ -110,7 +114,7 @@ func (t *Thread) Summary() ThreadSummary {
 			}
 			continue
 		}
-		s.LastRun, s.Host = r.Status, r.Host
+		s.LastRun = r.Status
 		if r.Status.Active() {
 			s.Status = ThreadStatus(r.Status)
 		}

@@ -318,7 +318,7 @@ func (t *Thread) worktreeW() *Worktree {
 
 // createWorktree decides a worktree thread's creation, from what the host
 // found (f): the thread works in the new worktree, which is made next.
-func createWorktree(id string, p CreateThread, f *WorktreeFact, d *Decision) error {
+func createWorktree(id string, p CreateThread, f *WorktreeFact, env Env, d *Decision) error {
 	if f == nil {
 		return fmt.Errorf("%w: thread.create with a worktree needs the host to look at the repository first", ErrInvalid)
 	}
@@ -333,7 +333,7 @@ func createWorktree(id string, p CreateThread, f *WorktreeFact, d *Decision) err
 	w := &Worktree{Repository: f.Repository, Path: f.Path, Branch: f.Branch, Base: f.Base, BaseBranch: f.BaseBranch,
 		Author: f.Author, Copy: p.Worktree.Copy, Setup: p.Worktree.Setup, Status: WorktreeStatusCreating, Head: f.Base}
 	d.emit(ThreadCreated{Provider: p.Provider, Cwd: f.Path, Model: p.Model, ProviderCommand: p.ProviderCommand,
-		ApprovalPolicy: p.ApprovalPolicy, Worktree: w})
+		ApprovalPolicy: p.ApprovalPolicy, Worktree: w, Host: env.Host, SharedCwd: p.SharedCwd})
 	d.effect(CreateWorktree{EffectHead: EffectHead{ThreadID: id}, Repository: w.Repository, Path: w.Path, Branch: w.Branch,
 		Base: w.Base, Copy: w.Copy, Setup: w.Setup})
 	return nil

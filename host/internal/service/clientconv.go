@@ -29,7 +29,14 @@ func SummaryOf(t *batonv1.ThreadSummary) domain.ThreadSummary {
 		CreatedAt: instant(t.GetCreatedAt()), UpdatedAt: instant(t.GetUpdatedAt()), Runs: int(t.GetRuns()), Queued: int(t.GetQueued()),
 		Status: domain.ThreadStatus(t.GetStatus()), LastRun: domain.RunStatus(t.GetLastRun()), Sequence: t.GetSequence(),
 		Archived: t.GetArchived(), Branch: t.GetBranch(), Title: t.GetTitle(), Pending: int(t.GetPending()), Worktree: t.GetWorktree(),
-		Wait: summaryWaitOf(t.GetWait()), Repository: t.GetRepository(), Host: t.GetHost()}
+		Wait: summaryWaitOf(t.GetWait()), Repository: t.GetRepository(), Host: t.GetHost(), HostLost: hostLostOf(t.GetHostLost())}
+}
+
+func hostLostOf(l *batonv1.HostLost) *domain.HostLost {
+	if l == nil {
+		return nil
+	}
+	return &domain.HostLost{Host: l.GetHost(), At: instant(l.GetAt())}
 }
 
 func summaryWaitOf(w *batonv1.SummaryWait) *domain.SummaryWait {
@@ -52,7 +59,7 @@ func ThreadOf(t *batonv1.Thread) domain.Thread {
 		Rollbacks: list(t.GetRollbacks(), rollbackOf), Handoffs: list(t.GetHandoffs(), handoffOf),
 		ProviderBindings: list(t.GetProviderBindings(), bindingOf), HandoffMaxBytes: int(t.GetHandoffMaxBytes()),
 		Sequence: t.GetSequence(), Worktree: worktreeOf(t.GetWorktree()), Merges: list(t.GetMerges(), mergeOf), Archived: t.GetArchived(),
-		Title: t.GetTitle()}
+		Title: t.GetTitle(), Host: t.GetHost(), SharedCwd: t.GetSharedCwd(), HostLost: hostLostOf(t.GetHostLost())}
 	if l := t.GetLoop(); l != nil {
 		loop := loopOf(l)
 		out.Loop = &loop
@@ -330,7 +337,7 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 		p := e.ThreadCreated
 		return domain.ThreadCreated{Provider: p.GetProvider(), Cwd: p.GetCwd(), Model: p.GetModel(),
 			ProviderCommand: commandOf(p.GetProviderCommand()), ApprovalPolicy: domain.ApprovalPolicy(p.GetApprovalPolicy()),
-			Worktree: worktreeOf(p.GetWorktree())}, nil
+			Worktree: worktreeOf(p.GetWorktree()), Host: p.GetHost(), SharedCwd: p.GetSharedCwd()}, nil
 	case *batonv1.Event_MessageAdded:
 		p := e.MessageAdded
 		return domain.MessageAdded{MessageID: p.GetMessageId(), RunID: p.GetRunId(), NodeID: p.GetNodeId(), Role: domain.Role(p.GetRole()),
@@ -534,6 +541,11 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 		return domain.Merged{Merge: mergeOf(e.ThreadMerged)}, nil
 	case *batonv1.Event_ThreadArchived:
 		return domain.ThreadArchived{DeleteBranch: e.ThreadArchived.GetDeleteBranch()}, nil
+	case *batonv1.Event_ThreadMoved:
+		p := e.ThreadMoved
+		return domain.ThreadMoved{From: p.GetFrom(), To: p.GetTo(), Reason: p.GetReason()}, nil
+	case *batonv1.Event_ThreadHostLost:
+		return domain.ThreadHostLost{Host: e.ThreadHostLost.GetHost()}, nil
 	case *batonv1.Event_WorktreeRemoved:
 		return domain.WorktreeRemoved{Failure: e.WorktreeRemoved.GetFailure(), BranchDeleted: e.WorktreeRemoved.GetBranchDeleted()}, nil
 	}

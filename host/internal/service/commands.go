@@ -75,7 +75,7 @@ func (s *Server) CreateThread(ctx context.Context, req *batonv1.CreateThreadRequ
 	}
 	rc, err := s.dispatch(ctx, "CreateThread", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.CreateThread{
 		Provider: req.GetProvider(), Cwd: req.GetCwd(), Model: req.GetModel(), ApprovalPolicy: policy,
-		ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}, Worktree: wt}})
+		ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}, Worktree: wt, SharedCwd: req.GetSharedCwd()}})
 	if err != nil {
 		return nil, err
 	}

@@ -524,3 +524,64 @@ func TestCancelQueued(t *testing.T) {
 		t.Errorf("runs (-want +got):\n%s", d)
 	}
 }
+
+// A thread created with a shared cwd says so, in its projection and in
+// its thread.created event.
+func TestCreateThreadCarriesSharedCwd(t *testing.T) {
+	e := newEnv(t, service.Options{})
+	ctx := t.Context()
+	rc, err := e.client.CreateThread(ctx, &batonv1.CreateThreadRequest{ThreadId: "shared", Provider: "acp", Cwd: e.ws, SharedCwd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := e.client.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: rc.GetThreadId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !th.GetSharedCwd() {
+		t.Errorf("the thread's shared_cwd is false; want true")
+	}
+}
+
+// A thread's owner and its loss, through the service: the host that
+// created it owns it; when the host's loss is recorded (a host-internal
+// command), the list and the thread say so, and its claim clears it.
+func TestThreadOwnerAndLoss(t *testing.T) {
+	e := newEnvHost(t, "a")
+	ctx := t.Context()
+	rc, err := e.client.CreateThread(ctx, &batonv1.CreateThreadRequest{ThreadId: "owned", Provider: "acp", Cwd: e.ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := func() *batonv1.ThreadSummary {
+		t.Helper()
+		l, err := e.client.ListThreads(ctx, &batonv1.ListThreadsRequest{})
+		if err != nil || len(l.GetThreads()) != 1 {
+			t.Fatalf("list: %v, %v", l, err)
+		}
+		return l.GetThreads()[0]
+	}
+	if s := summary(); s.GetHost() != "a" || s.GetHostLost() != nil {
+		t.Errorf("a new thread's summary: host %q, lost %v; want a, none", s.GetHost(), s.GetHostLost())
+	}
+	if _, err := e.host.Dispatch(ctx, domain.Command{ID: "lost", ThreadID: rc.GetThreadId(), Payload: domain.MarkHostLost{Host: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := &batonv1.HostLost{Host: "a", At: timestamppb.New(epoch)}
+	if d := cmp.Diff(want, summary().GetHostLost(), protocmp.Transform()); d != "" {
+		t.Errorf("the summary's loss (-want +got):\n%s", d)
+	}
+	th, err := e.client.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: rc.GetThreadId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, th.GetHostLost(), protocmp.Transform()); d != "" || th.GetHost() != "a" {
+		t.Errorf("the thread: host %q, loss (-want +got):\n%s", th.GetHost(), d)
+	}
+	if _, err := e.host.Dispatch(ctx, domain.Command{ID: "back", ThreadID: rc.GetThreadId(), Payload: domain.ClaimThread{Reason: domain.ClaimHostBack}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := summary(); s.GetHost() != "a" || s.GetHostLost() != nil {
+		t.Errorf("claimed back: host %q, lost %v; want a, none", s.GetHost(), s.GetHostLost())
+	}
+}

@@ -40,7 +40,14 @@ func summaryPB(s domain.ThreadSummary) *batonv1.ThreadSummary {
 		CreatedAt: timestamppb.New(s.CreatedAt), UpdatedAt: timestamppb.New(s.UpdatedAt),
 		Runs: uint32(s.Runs), Queued: uint32(s.Queued), Status: string(s.Status), LastRun: string(s.LastRun), Sequence: s.Sequence,
 		Archived: s.Archived, Branch: s.Branch, Title: s.Title, Pending: uint32(s.Pending), Worktree: s.Worktree, Wait: summaryWaitPB(s.Wait),
-		Repository: s.Repository, Host: s.Host}
+		Repository: s.Repository, Host: s.Host, HostLost: hostLostPB(s.HostLost)}
+}
+
+func hostLostPB(l *domain.HostLost) *batonv1.HostLost {
+	if l == nil {
+		return nil
+	}
+	return &batonv1.HostLost{Host: l.Host, At: ts(l.At)}
 }
 
 func summaryWaitPB(w *domain.SummaryWait) *batonv1.SummaryWait {
@@ -153,7 +160,7 @@ func threadPB(t domain.Thread, pg orchestrator.Page) *batonv1.Thread {
 		Rollbacks: list(t.Rollbacks, rollbackPB), Handoffs: list(t.Handoffs, handoffPB),
 		ProviderBindings: list(t.ProviderBindings, bindingPB), HandoffMaxBytes: u32(t.HandoffMaxBytes),
 		Unattended: t.Unattended(), Worktree: worktreePB(t.Worktree), Merges: list(t.Merges, mergePB), Archived: t.Archived,
-		Title: t.Title}
+		Title: t.Title, Host: t.Host, SharedCwd: t.SharedCwd, HostLost: hostLostPB(t.HostLost)}
 	if r := t.ActiveRun(); r != nil {
 		out.ActiveRunId = r.ID
 	}
@@ -419,7 +426,7 @@ func setPayload(ev *batonv1.Event, pl domain.Payload) error {
 	case domain.ThreadCreated:
 		ev.Payload = &batonv1.Event_ThreadCreated{ThreadCreated: &batonv1.ThreadCreated{Provider: e.Provider, Cwd: e.Cwd,
 			Model: e.Model, ProviderCommand: commandPB(e.ProviderCommand), ApprovalPolicy: string(e.ApprovalPolicy),
-			Worktree: worktreePB(e.Worktree)}}
+			Worktree: worktreePB(e.Worktree), Host: e.Host, SharedCwd: e.SharedCwd}}
 	case domain.MessageAdded:
 		ev.Payload = &batonv1.Event_MessageAdded{MessageAdded: &batonv1.MessageAdded{MessageId: e.MessageID, RunId: e.RunID,
 			NodeId: e.NodeID, Role: string(e.Role), Text: e.Text, Status: string(e.Status)}}
@@ -594,6 +601,10 @@ func setPayload(ev *batonv1.Event, pl domain.Payload) error {
 		ev.Payload = &batonv1.Event_ThreadMerged{ThreadMerged: mergePB(e.Merge)}
 	case domain.ThreadArchived:
 		ev.Payload = &batonv1.Event_ThreadArchived{ThreadArchived: &batonv1.ThreadArchived{DeleteBranch: e.DeleteBranch}}
+	case domain.ThreadMoved:
+		ev.Payload = &batonv1.Event_ThreadMoved{ThreadMoved: &batonv1.ThreadMoved{From: e.From, To: e.To, Reason: e.Reason}}
+	case domain.ThreadHostLost:
+		ev.Payload = &batonv1.Event_ThreadHostLost{ThreadHostLost: &batonv1.ThreadHostLost{Host: e.Host}}
 	case domain.WorktreeRemoved:
 		ev.Payload = &batonv1.Event_WorktreeRemoved{WorktreeRemoved: &batonv1.WorktreeRemoved{Failure: e.Failure,
 			BranchDeleted: e.BranchDeleted}}

@@ -75,9 +75,21 @@ type env struct {
 
 func newEnv(t *testing.T, opts service.Options, dial ...grpc.DialOption) *env {
 	t.Helper()
+	return newEnvOn(t, "", opts, dial...)
+}
+
+// newEnvHost is newEnv whose host has a name, as on a log several hosts
+// share.
+func newEnvHost(t *testing.T, host string) *env {
+	t.Helper()
+	return newEnvOn(t, host, service.Options{})
+}
+
+func newEnvOn(t *testing.T, host string, opts service.Options, dial ...grpc.DialOption) *env {
+	t.Helper()
 	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), clock: clock.NewFake(epoch)}
 	h, err := orchestrator.Open(orchestrator.Config{DataDir: e.data, PluginDirs: []string{pluginDir},
-		Logger: testLogger(t, "host"), Clock: e.clock})
+		Logger: testLogger(t, "host"), Clock: e.clock, Host: host})
 	if err != nil {
 		t.Fatalf("open host: %v", err)
 	}

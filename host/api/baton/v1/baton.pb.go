@@ -205,7 +205,14 @@ type CreateThreadRequest struct {
 	// worktree, when set, puts the thread on a git worktree of its own, on
 	// a new branch, of the repository cwd is in; the thread's cwd is the
 	// new worktree.
-	Worktree      *WorktreeOptions `protobuf:"bytes,9,opt,name=worktree,proto3" json:"worktree,omitempty"`
+	Worktree *WorktreeOptions `protobuf:"bytes,9,opt,name=worktree,proto3" json:"worktree,omitempty"`
+	// shared_cwd says cwd is the same directory on every host (a network
+	// file system): when the thread's host is lost, another host takes the
+	// thread over.
+	SharedCwd bool `protobuf:"varint,10,opt,name=shared_cwd,json=sharedCwd,proto3" json:"shared_cwd,omitempty"`
+	// on_host names the host the thread is to run on, on a log several
+	// hosts share (empty: the host the request reached).
+	OnHost        string `protobuf:"bytes,11,opt,name=on_host,json=onHost,proto3" json:"on_host,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -301,6 +308,20 @@ func (x *CreateThreadRequest) GetWorktree() *WorktreeOptions {
 		return x.Worktree
 	}
 	return nil
+}
+
+func (x *CreateThreadRequest) GetSharedCwd() bool {
+	if x != nil {
+		return x.SharedCwd
+	}
+	return false
+}
+
+func (x *CreateThreadRequest) GetOnHost() string {
+	if x != nil {
+		return x.OnHost
+	}
+	return ""
 }
 
 // WorktreeOptions ask for a thread on a worktree of its own.
@@ -1463,7 +1484,16 @@ type Thread struct {
 	// archived: the thread is put away and takes no more messages.
 	Archived bool `protobuf:"varint,34,opt,name=archived,proto3" json:"archived,omitempty"`
 	// title is the thread's first user message, shortened.
-	Title         string `protobuf:"bytes,35,opt,name=title,proto3" json:"title,omitempty"`
+	Title string `protobuf:"bytes,35,opt,name=title,proto3" json:"title,omitempty"`
+	// host is the thread's owner on a log several hosts share: the host
+	// that created it, then each it moved to (empty: none recorded; the
+	// summary's host falls back on the runs). shared_cwd says its cwd is
+	// the same on every host.
+	Host      string `protobuf:"bytes,36,opt,name=host,proto3" json:"host,omitempty"`
+	SharedCwd bool   `protobuf:"varint,37,opt,name=shared_cwd,json=sharedCwd,proto3" json:"shared_cwd,omitempty"`
+	// host_lost says its owner stopped renewing its lease (unset: it has
+	// not, or the thread was claimed since).
+	HostLost      *HostLost `protobuf:"bytes,38,opt,name=host_lost,json=hostLost,proto3" json:"host_lost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1736,6 +1766,80 @@ func (x *Thread) GetTitle() string {
 	return ""
 }
 
+func (x *Thread) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *Thread) GetSharedCwd() bool {
+	if x != nil {
+		return x.SharedCwd
+	}
+	return false
+}
+
+func (x *Thread) GetHostLost() *HostLost {
+	if x != nil {
+		return x.HostLost
+	}
+	return nil
+}
+
+// HostLost is a thread owner's loss: the host, and when it was recorded.
+type HostLost struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Host          string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostLost) Reset() {
+	*x = HostLost{}
+	mi := &file_baton_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostLost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostLost) ProtoMessage() {}
+
+func (x *HostLost) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostLost.ProtoReflect.Descriptor instead.
+func (*HostLost) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *HostLost) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *HostLost) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
 // Worktree is a thread's own git worktree and branch.
 type Worktree struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1765,7 +1869,7 @@ type Worktree struct {
 
 func (x *Worktree) Reset() {
 	*x = Worktree{}
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1881,7 @@ func (x *Worktree) String() string {
 func (*Worktree) ProtoMessage() {}
 
 func (x *Worktree) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[16]
+	mi := &file_baton_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +1894,7 @@ func (x *Worktree) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Worktree.ProtoReflect.Descriptor instead.
 func (*Worktree) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{16}
+	return file_baton_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Worktree) GetRepository() string {
@@ -1902,7 +2006,7 @@ type SetupResult struct {
 
 func (x *SetupResult) Reset() {
 	*x = SetupResult{}
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1914,7 +2018,7 @@ func (x *SetupResult) String() string {
 func (*SetupResult) ProtoMessage() {}
 
 func (x *SetupResult) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[17]
+	mi := &file_baton_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1927,7 +2031,7 @@ func (x *SetupResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetupResult.ProtoReflect.Descriptor instead.
 func (*SetupResult) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{17}
+	return file_baton_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetupResult) GetCommand() string {
@@ -1978,7 +2082,7 @@ type Merge struct {
 
 func (x *Merge) Reset() {
 	*x = Merge{}
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1990,7 +2094,7 @@ func (x *Merge) String() string {
 func (*Merge) ProtoMessage() {}
 
 func (x *Merge) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[18]
+	mi := &file_baton_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2003,7 +2107,7 @@ func (x *Merge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Merge.ProtoReflect.Descriptor instead.
 func (*Merge) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{18}
+	return file_baton_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Merge) GetId() string {
@@ -2137,7 +2241,7 @@ type Run struct {
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2149,7 +2253,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[19]
+	mi := &file_baton_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2162,7 +2266,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{19}
+	return file_baton_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Run) GetId() string {
@@ -2377,7 +2481,7 @@ type RunStop struct {
 
 func (x *RunStop) Reset() {
 	*x = RunStop{}
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2389,7 +2493,7 @@ func (x *RunStop) String() string {
 func (*RunStop) ProtoMessage() {}
 
 func (x *RunStop) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[20]
+	mi := &file_baton_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2402,7 +2506,7 @@ func (x *RunStop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStop.ProtoReflect.Descriptor instead.
 func (*RunStop) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{20}
+	return file_baton_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RunStop) GetDeadline() *timestamppb.Timestamp {
@@ -2446,7 +2550,7 @@ type RunOutcome struct {
 
 func (x *RunOutcome) Reset() {
 	*x = RunOutcome{}
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2458,7 +2562,7 @@ func (x *RunOutcome) String() string {
 func (*RunOutcome) ProtoMessage() {}
 
 func (x *RunOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[21]
+	mi := &file_baton_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2471,7 +2575,7 @@ func (x *RunOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunOutcome.ProtoReflect.Descriptor instead.
 func (*RunOutcome) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{21}
+	return file_baton_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RunOutcome) GetAttemptId() string {
@@ -2512,7 +2616,7 @@ type SteeringMessage struct {
 
 func (x *SteeringMessage) Reset() {
 	*x = SteeringMessage{}
-	mi := &file_baton_proto_msgTypes[22]
+	mi := &file_baton_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2524,7 +2628,7 @@ func (x *SteeringMessage) String() string {
 func (*SteeringMessage) ProtoMessage() {}
 
 func (x *SteeringMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[22]
+	mi := &file_baton_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2537,7 +2641,7 @@ func (x *SteeringMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteeringMessage.ProtoReflect.Descriptor instead.
 func (*SteeringMessage) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{22}
+	return file_baton_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SteeringMessage) GetMessageId() string {
@@ -2575,7 +2679,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_baton_proto_msgTypes[23]
+	mi := &file_baton_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2587,7 +2691,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[23]
+	mi := &file_baton_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2600,7 +2704,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{23}
+	return file_baton_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Attempt) GetId() string {
@@ -2684,7 +2788,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_baton_proto_msgTypes[24]
+	mi := &file_baton_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2696,7 +2800,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[24]
+	mi := &file_baton_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2709,7 +2813,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{24}
+	return file_baton_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Node) GetId() string {
@@ -2777,7 +2881,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_baton_proto_msgTypes[25]
+	mi := &file_baton_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2789,7 +2893,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[25]
+	mi := &file_baton_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2802,7 +2906,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{25}
+	return file_baton_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Message) GetId() string {
@@ -2866,7 +2970,7 @@ type TurnItem struct {
 
 func (x *TurnItem) Reset() {
 	*x = TurnItem{}
-	mi := &file_baton_proto_msgTypes[26]
+	mi := &file_baton_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2878,7 +2982,7 @@ func (x *TurnItem) String() string {
 func (*TurnItem) ProtoMessage() {}
 
 func (x *TurnItem) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[26]
+	mi := &file_baton_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2891,7 +2995,7 @@ func (x *TurnItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnItem.ProtoReflect.Descriptor instead.
 func (*TurnItem) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{26}
+	return file_baton_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TurnItem) GetId() string {
@@ -2975,7 +3079,7 @@ type ProviderSession struct {
 
 func (x *ProviderSession) Reset() {
 	*x = ProviderSession{}
-	mi := &file_baton_proto_msgTypes[27]
+	mi := &file_baton_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2987,7 +3091,7 @@ func (x *ProviderSession) String() string {
 func (*ProviderSession) ProtoMessage() {}
 
 func (x *ProviderSession) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[27]
+	mi := &file_baton_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3000,7 +3104,7 @@ func (x *ProviderSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderSession.ProtoReflect.Descriptor instead.
 func (*ProviderSession) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{27}
+	return file_baton_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ProviderSession) GetId() string {
@@ -3103,7 +3207,7 @@ type ProviderThread struct {
 
 func (x *ProviderThread) Reset() {
 	*x = ProviderThread{}
-	mi := &file_baton_proto_msgTypes[28]
+	mi := &file_baton_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3115,7 +3219,7 @@ func (x *ProviderThread) String() string {
 func (*ProviderThread) ProtoMessage() {}
 
 func (x *ProviderThread) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[28]
+	mi := &file_baton_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3128,7 +3232,7 @@ func (x *ProviderThread) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThread.ProtoReflect.Descriptor instead.
 func (*ProviderThread) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{28}
+	return file_baton_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ProviderThread) GetId() string {
@@ -3189,7 +3293,7 @@ type ProviderTurn struct {
 
 func (x *ProviderTurn) Reset() {
 	*x = ProviderTurn{}
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3201,7 +3305,7 @@ func (x *ProviderTurn) String() string {
 func (*ProviderTurn) ProtoMessage() {}
 
 func (x *ProviderTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3214,7 +3318,7 @@ func (x *ProviderTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTurn.ProtoReflect.Descriptor instead.
 func (*ProviderTurn) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{29}
+	return file_baton_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ProviderTurn) GetId() string {
@@ -3295,7 +3399,7 @@ type RuntimeRequest struct {
 
 func (x *RuntimeRequest) Reset() {
 	*x = RuntimeRequest{}
-	mi := &file_baton_proto_msgTypes[30]
+	mi := &file_baton_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3307,7 +3411,7 @@ func (x *RuntimeRequest) String() string {
 func (*RuntimeRequest) ProtoMessage() {}
 
 func (x *RuntimeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[30]
+	mi := &file_baton_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3320,7 +3424,7 @@ func (x *RuntimeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeRequest.ProtoReflect.Descriptor instead.
 func (*RuntimeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{30}
+	return file_baton_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RuntimeRequest) GetId() string {
@@ -3439,7 +3543,7 @@ type RequestOption struct {
 
 func (x *RequestOption) Reset() {
 	*x = RequestOption{}
-	mi := &file_baton_proto_msgTypes[31]
+	mi := &file_baton_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3451,7 +3555,7 @@ func (x *RequestOption) String() string {
 func (*RequestOption) ProtoMessage() {}
 
 func (x *RequestOption) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[31]
+	mi := &file_baton_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3464,7 +3568,7 @@ func (x *RequestOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestOption.ProtoReflect.Descriptor instead.
 func (*RequestOption) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{31}
+	return file_baton_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RequestOption) GetId() string {
@@ -3500,7 +3604,7 @@ type Diagnostic struct {
 
 func (x *Diagnostic) Reset() {
 	*x = Diagnostic{}
-	mi := &file_baton_proto_msgTypes[32]
+	mi := &file_baton_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3512,7 +3616,7 @@ func (x *Diagnostic) String() string {
 func (*Diagnostic) ProtoMessage() {}
 
 func (x *Diagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[32]
+	mi := &file_baton_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3525,7 +3629,7 @@ func (x *Diagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnostic.ProtoReflect.Descriptor instead.
 func (*Diagnostic) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{32}
+	return file_baton_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Diagnostic) GetRunId() string {
@@ -3559,7 +3663,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_baton_proto_msgTypes[33]
+	mi := &file_baton_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3571,7 +3675,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[33]
+	mi := &file_baton_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3584,7 +3688,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{33}
+	return file_baton_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Failure) GetCode() string {
@@ -3615,7 +3719,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_baton_proto_msgTypes[34]
+	mi := &file_baton_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3627,7 +3731,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[34]
+	mi := &file_baton_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3640,7 +3744,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{34}
+	return file_baton_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -3690,7 +3794,7 @@ type RateLimit struct {
 
 func (x *RateLimit) Reset() {
 	*x = RateLimit{}
-	mi := &file_baton_proto_msgTypes[35]
+	mi := &file_baton_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3702,7 +3806,7 @@ func (x *RateLimit) String() string {
 func (*RateLimit) ProtoMessage() {}
 
 func (x *RateLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[35]
+	mi := &file_baton_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3715,7 +3819,7 @@ func (x *RateLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
 func (*RateLimit) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{35}
+	return file_baton_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RateLimit) GetResetsAt() *timestamppb.Timestamp {
@@ -3758,7 +3862,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_baton_proto_msgTypes[36]
+	mi := &file_baton_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3770,7 +3874,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[36]
+	mi := &file_baton_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3783,7 +3887,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{36}
+	return file_baton_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Limit) GetKind() string {
@@ -3847,7 +3951,7 @@ type CheckpointScope struct {
 
 func (x *CheckpointScope) Reset() {
 	*x = CheckpointScope{}
-	mi := &file_baton_proto_msgTypes[37]
+	mi := &file_baton_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3859,7 +3963,7 @@ func (x *CheckpointScope) String() string {
 func (*CheckpointScope) ProtoMessage() {}
 
 func (x *CheckpointScope) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[37]
+	mi := &file_baton_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3872,7 +3976,7 @@ func (x *CheckpointScope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointScope.ProtoReflect.Descriptor instead.
 func (*CheckpointScope) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{37}
+	return file_baton_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CheckpointScope) GetId() string {
@@ -3952,7 +4056,7 @@ type Checkpoint struct {
 
 func (x *Checkpoint) Reset() {
 	*x = Checkpoint{}
-	mi := &file_baton_proto_msgTypes[38]
+	mi := &file_baton_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3964,7 +4068,7 @@ func (x *Checkpoint) String() string {
 func (*Checkpoint) ProtoMessage() {}
 
 func (x *Checkpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[38]
+	mi := &file_baton_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3977,7 +4081,7 @@ func (x *Checkpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
 func (*Checkpoint) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{38}
+	return file_baton_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Checkpoint) GetId() string {
@@ -4109,7 +4213,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_baton_proto_msgTypes[39]
+	mi := &file_baton_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4121,7 +4225,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[39]
+	mi := &file_baton_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4134,7 +4238,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{39}
+	return file_baton_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Rollback) GetId() string {
@@ -4296,7 +4400,7 @@ type ContextHandoff struct {
 
 func (x *ContextHandoff) Reset() {
 	*x = ContextHandoff{}
-	mi := &file_baton_proto_msgTypes[40]
+	mi := &file_baton_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4308,7 +4412,7 @@ func (x *ContextHandoff) String() string {
 func (*ContextHandoff) ProtoMessage() {}
 
 func (x *ContextHandoff) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[40]
+	mi := &file_baton_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4321,7 +4425,7 @@ func (x *ContextHandoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextHandoff.ProtoReflect.Descriptor instead.
 func (*ContextHandoff) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{40}
+	return file_baton_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ContextHandoff) GetId() string {
@@ -4463,7 +4567,7 @@ type HandoffRun struct {
 
 func (x *HandoffRun) Reset() {
 	*x = HandoffRun{}
-	mi := &file_baton_proto_msgTypes[41]
+	mi := &file_baton_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4475,7 +4579,7 @@ func (x *HandoffRun) String() string {
 func (*HandoffRun) ProtoMessage() {}
 
 func (x *HandoffRun) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[41]
+	mi := &file_baton_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4488,7 +4592,7 @@ func (x *HandoffRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffRun.ProtoReflect.Descriptor instead.
 func (*HandoffRun) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{41}
+	return file_baton_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *HandoffRun) GetOrdinal() uint32 {
@@ -4549,7 +4653,7 @@ type ProviderBinding struct {
 
 func (x *ProviderBinding) Reset() {
 	*x = ProviderBinding{}
-	mi := &file_baton_proto_msgTypes[42]
+	mi := &file_baton_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4561,7 +4665,7 @@ func (x *ProviderBinding) String() string {
 func (*ProviderBinding) ProtoMessage() {}
 
 func (x *ProviderBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[42]
+	mi := &file_baton_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4574,7 +4678,7 @@ func (x *ProviderBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderBinding.ProtoReflect.Descriptor instead.
 func (*ProviderBinding) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{42}
+	return file_baton_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ProviderBinding) GetProvider() string {
@@ -4661,7 +4765,7 @@ type Loop struct {
 
 func (x *Loop) Reset() {
 	*x = Loop{}
-	mi := &file_baton_proto_msgTypes[43]
+	mi := &file_baton_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4673,7 +4777,7 @@ func (x *Loop) String() string {
 func (*Loop) ProtoMessage() {}
 
 func (x *Loop) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[43]
+	mi := &file_baton_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4686,7 +4790,7 @@ func (x *Loop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Loop.ProtoReflect.Descriptor instead.
 func (*Loop) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{43}
+	return file_baton_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Loop) GetPolicy() *ContinuationPolicy {
@@ -4784,7 +4888,7 @@ type Wait struct {
 
 func (x *Wait) Reset() {
 	*x = Wait{}
-	mi := &file_baton_proto_msgTypes[44]
+	mi := &file_baton_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4796,7 +4900,7 @@ func (x *Wait) String() string {
 func (*Wait) ProtoMessage() {}
 
 func (x *Wait) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[44]
+	mi := &file_baton_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4809,7 +4913,7 @@ func (x *Wait) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Wait.ProtoReflect.Descriptor instead.
 func (*Wait) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{44}
+	return file_baton_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Wait) GetId() string {
@@ -4908,7 +5012,7 @@ type CheckResult struct {
 
 func (x *CheckResult) Reset() {
 	*x = CheckResult{}
-	mi := &file_baton_proto_msgTypes[45]
+	mi := &file_baton_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4920,7 +5024,7 @@ func (x *CheckResult) String() string {
 func (*CheckResult) ProtoMessage() {}
 
 func (x *CheckResult) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[45]
+	mi := &file_baton_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4933,7 +5037,7 @@ func (x *CheckResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResult.ProtoReflect.Descriptor instead.
 func (*CheckResult) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{45}
+	return file_baton_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CheckResult) GetRunId() string {
@@ -5014,7 +5118,7 @@ type Earlier struct {
 
 func (x *Earlier) Reset() {
 	*x = Earlier{}
-	mi := &file_baton_proto_msgTypes[46]
+	mi := &file_baton_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5026,7 +5130,7 @@ func (x *Earlier) String() string {
 func (*Earlier) ProtoMessage() {}
 
 func (x *Earlier) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[46]
+	mi := &file_baton_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5039,7 +5143,7 @@ func (x *Earlier) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Earlier.ProtoReflect.Descriptor instead.
 func (*Earlier) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{46}
+	return file_baton_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Earlier) GetRuns() uint32 {
@@ -5087,7 +5191,7 @@ type EarlierRollback struct {
 
 func (x *EarlierRollback) Reset() {
 	*x = EarlierRollback{}
-	mi := &file_baton_proto_msgTypes[47]
+	mi := &file_baton_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5099,7 +5203,7 @@ func (x *EarlierRollback) String() string {
 func (*EarlierRollback) ProtoMessage() {}
 
 func (x *EarlierRollback) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[47]
+	mi := &file_baton_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5112,7 +5216,7 @@ func (x *EarlierRollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EarlierRollback.ProtoReflect.Descriptor instead.
 func (*EarlierRollback) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{47}
+	return file_baton_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *EarlierRollback) GetTarget() uint32 {
@@ -5154,7 +5258,7 @@ type ThreadPage struct {
 
 func (x *ThreadPage) Reset() {
 	*x = ThreadPage{}
-	mi := &file_baton_proto_msgTypes[48]
+	mi := &file_baton_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5166,7 +5270,7 @@ func (x *ThreadPage) String() string {
 func (*ThreadPage) ProtoMessage() {}
 
 func (x *ThreadPage) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[48]
+	mi := &file_baton_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5179,7 +5283,7 @@ func (x *ThreadPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadPage.ProtoReflect.Descriptor instead.
 func (*ThreadPage) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{48}
+	return file_baton_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ThreadPage) GetFirstRun() uint32 {
@@ -5268,16 +5372,20 @@ type ThreadSummary struct {
 	// the user's worktree it was made from (a list groups it there).
 	Worktree   string `protobuf:"bytes,17,opt,name=worktree,proto3" json:"worktree,omitempty"`
 	Repository string `protobuf:"bytes,18,opt,name=repository,proto3" json:"repository,omitempty"`
-	// host is the host that ran the newest run that has started, on a log
-	// several hosts share (empty: one host alone on its log).
-	Host          string `protobuf:"bytes,19,opt,name=host,proto3" json:"host,omitempty"`
+	// host is the thread's owner, on a log several hosts share: the host
+	// that created it or the last it moved to, else the host that ran the
+	// newest run that has started (empty: one host alone on its log).
+	Host string `protobuf:"bytes,19,opt,name=host,proto3" json:"host,omitempty"`
+	// host_lost says the owner stopped renewing its lease (unset: it has
+	// not, or the thread was claimed since).
+	HostLost      *HostLost `protobuf:"bytes,20,opt,name=host_lost,json=hostLost,proto3" json:"host_lost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ThreadSummary) Reset() {
 	*x = ThreadSummary{}
-	mi := &file_baton_proto_msgTypes[49]
+	mi := &file_baton_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5289,7 +5397,7 @@ func (x *ThreadSummary) String() string {
 func (*ThreadSummary) ProtoMessage() {}
 
 func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[49]
+	mi := &file_baton_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5302,7 +5410,7 @@ func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadSummary.ProtoReflect.Descriptor instead.
 func (*ThreadSummary) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{49}
+	return file_baton_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ThreadSummary) GetId() string {
@@ -5438,6 +5546,13 @@ func (x *ThreadSummary) GetHost() string {
 	return ""
 }
 
+func (x *ThreadSummary) GetHostLost() *HostLost {
+	if x != nil {
+		return x.HostLost
+	}
+	return nil
+}
+
 // SummaryWait is an armed wait as a thread list shows it.
 type SummaryWait struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5454,7 +5569,7 @@ type SummaryWait struct {
 
 func (x *SummaryWait) Reset() {
 	*x = SummaryWait{}
-	mi := &file_baton_proto_msgTypes[50]
+	mi := &file_baton_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5466,7 +5581,7 @@ func (x *SummaryWait) String() string {
 func (*SummaryWait) ProtoMessage() {}
 
 func (x *SummaryWait) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[50]
+	mi := &file_baton_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5479,7 +5594,7 @@ func (x *SummaryWait) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummaryWait.ProtoReflect.Descriptor instead.
 func (*SummaryWait) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{50}
+	return file_baton_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SummaryWait) GetAt() *timestamppb.Timestamp {
@@ -5528,7 +5643,7 @@ type ListThreadsRequest struct {
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_baton_proto_msgTypes[51]
+	mi := &file_baton_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5540,7 +5655,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[51]
+	mi := &file_baton_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5553,7 +5668,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{51}
+	return file_baton_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListThreadsRequest) GetPageSize() uint32 {
@@ -5602,7 +5717,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_baton_proto_msgTypes[52]
+	mi := &file_baton_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5614,7 +5729,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[52]
+	mi := &file_baton_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5627,7 +5742,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{52}
+	return file_baton_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*ThreadSummary {
@@ -5656,7 +5771,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_baton_proto_msgTypes[53]
+	mi := &file_baton_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5668,7 +5783,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[53]
+	mi := &file_baton_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5681,7 +5796,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{53}
+	return file_baton_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *SubscribeRequest) GetThreadId() string {
@@ -5771,6 +5886,8 @@ type Event struct {
 	//	*Event_ThreadMerged
 	//	*Event_ThreadArchived
 	//	*Event_WorktreeRemoved
+	//	*Event_ThreadMoved
+	//	*Event_ThreadHostLost
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5778,7 +5895,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_baton_proto_msgTypes[54]
+	mi := &file_baton_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5790,7 +5907,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[54]
+	mi := &file_baton_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5803,7 +5920,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{54}
+	return file_baton_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Event) GetSequence() uint64 {
@@ -6363,6 +6480,24 @@ func (x *Event) GetWorktreeRemoved() *WorktreeRemoved {
 	return nil
 }
 
+func (x *Event) GetThreadMoved() *ThreadMoved {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ThreadMoved); ok {
+			return x.ThreadMoved
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetThreadHostLost() *ThreadHostLost {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ThreadHostLost); ok {
+			return x.ThreadHostLost
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -6599,6 +6734,14 @@ type Event_WorktreeRemoved struct {
 	WorktreeRemoved *WorktreeRemoved `protobuf:"bytes,67,opt,name=worktree_removed,json=worktreeRemoved,proto3,oneof"`
 }
 
+type Event_ThreadMoved struct {
+	ThreadMoved *ThreadMoved `protobuf:"bytes,68,opt,name=thread_moved,json=threadMoved,proto3,oneof"`
+}
+
+type Event_ThreadHostLost struct {
+	ThreadHostLost *ThreadHostLost `protobuf:"bytes,69,opt,name=thread_host_lost,json=threadHostLost,proto3,oneof"`
+}
+
 func (*Event_ThreadCreated) isEvent_Payload() {}
 
 func (*Event_MessageAdded) isEvent_Payload() {}
@@ -6715,6 +6858,10 @@ func (*Event_ThreadArchived) isEvent_Payload() {}
 
 func (*Event_WorktreeRemoved) isEvent_Payload() {}
 
+func (*Event_ThreadMoved) isEvent_Payload() {}
+
+func (*Event_ThreadHostLost) isEvent_Payload() {}
+
 // thread.created: a thread, its provider and directory.
 type ThreadCreated struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -6724,13 +6871,17 @@ type ThreadCreated struct {
 	ProviderCommand *ProviderCommand       `protobuf:"bytes,4,opt,name=provider_command,json=providerCommand,proto3" json:"provider_command,omitempty"`
 	ApprovalPolicy  string                 `protobuf:"bytes,5,opt,name=approval_policy,json=approvalPolicy,proto3" json:"approval_policy,omitempty"`
 	Worktree        *Worktree              `protobuf:"bytes,6,opt,name=worktree,proto3" json:"worktree,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// host is the host that created it, its first owner; shared_cwd says
+	// its cwd is the same on every host.
+	Host          string `protobuf:"bytes,7,opt,name=host,proto3" json:"host,omitempty"`
+	SharedCwd     bool   `protobuf:"varint,8,opt,name=shared_cwd,json=sharedCwd,proto3" json:"shared_cwd,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ThreadCreated) Reset() {
 	*x = ThreadCreated{}
-	mi := &file_baton_proto_msgTypes[55]
+	mi := &file_baton_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6742,7 +6893,7 @@ func (x *ThreadCreated) String() string {
 func (*ThreadCreated) ProtoMessage() {}
 
 func (x *ThreadCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[55]
+	mi := &file_baton_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6755,7 +6906,7 @@ func (x *ThreadCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadCreated.ProtoReflect.Descriptor instead.
 func (*ThreadCreated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{55}
+	return file_baton_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ThreadCreated) GetProvider() string {
@@ -6800,6 +6951,20 @@ func (x *ThreadCreated) GetWorktree() *Worktree {
 	return nil
 }
 
+func (x *ThreadCreated) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *ThreadCreated) GetSharedCwd() bool {
+	if x != nil {
+		return x.SharedCwd
+	}
+	return false
+}
+
 // message.added: a user's message, or an assistant's message begun.
 type MessageAdded struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -6815,7 +6980,7 @@ type MessageAdded struct {
 
 func (x *MessageAdded) Reset() {
 	*x = MessageAdded{}
-	mi := &file_baton_proto_msgTypes[56]
+	mi := &file_baton_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6827,7 +6992,7 @@ func (x *MessageAdded) String() string {
 func (*MessageAdded) ProtoMessage() {}
 
 func (x *MessageAdded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[56]
+	mi := &file_baton_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6840,7 +7005,7 @@ func (x *MessageAdded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageAdded.ProtoReflect.Descriptor instead.
 func (*MessageAdded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{56}
+	return file_baton_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *MessageAdded) GetMessageId() string {
@@ -6896,7 +7061,7 @@ type MessageDelta struct {
 
 func (x *MessageDelta) Reset() {
 	*x = MessageDelta{}
-	mi := &file_baton_proto_msgTypes[57]
+	mi := &file_baton_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6908,7 +7073,7 @@ func (x *MessageDelta) String() string {
 func (*MessageDelta) ProtoMessage() {}
 
 func (x *MessageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[57]
+	mi := &file_baton_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6921,7 +7086,7 @@ func (x *MessageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageDelta.ProtoReflect.Descriptor instead.
 func (*MessageDelta) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{57}
+	return file_baton_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *MessageDelta) GetMessageId() string {
@@ -6947,7 +7112,7 @@ type MessageCompleted struct {
 
 func (x *MessageCompleted) Reset() {
 	*x = MessageCompleted{}
-	mi := &file_baton_proto_msgTypes[58]
+	mi := &file_baton_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6959,7 +7124,7 @@ func (x *MessageCompleted) String() string {
 func (*MessageCompleted) ProtoMessage() {}
 
 func (x *MessageCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[58]
+	mi := &file_baton_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6972,7 +7137,7 @@ func (x *MessageCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageCompleted.ProtoReflect.Descriptor instead.
 func (*MessageCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{58}
+	return file_baton_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *MessageCompleted) GetMessageId() string {
@@ -6995,7 +7160,7 @@ type RunQueued struct {
 
 func (x *RunQueued) Reset() {
 	*x = RunQueued{}
-	mi := &file_baton_proto_msgTypes[59]
+	mi := &file_baton_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7007,7 +7172,7 @@ func (x *RunQueued) String() string {
 func (*RunQueued) ProtoMessage() {}
 
 func (x *RunQueued) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[59]
+	mi := &file_baton_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7020,7 +7185,7 @@ func (x *RunQueued) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunQueued.ProtoReflect.Descriptor instead.
 func (*RunQueued) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{59}
+	return file_baton_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RunQueued) GetRunId() string {
@@ -7064,7 +7229,7 @@ type RunStarted struct {
 
 func (x *RunStarted) Reset() {
 	*x = RunStarted{}
-	mi := &file_baton_proto_msgTypes[60]
+	mi := &file_baton_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7076,7 +7241,7 @@ func (x *RunStarted) String() string {
 func (*RunStarted) ProtoMessage() {}
 
 func (x *RunStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[60]
+	mi := &file_baton_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7089,7 +7254,7 @@ func (x *RunStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStarted.ProtoReflect.Descriptor instead.
 func (*RunStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{60}
+	return file_baton_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RunStarted) GetRunId() string {
@@ -7135,7 +7300,7 @@ type AttemptStarted struct {
 
 func (x *AttemptStarted) Reset() {
 	*x = AttemptStarted{}
-	mi := &file_baton_proto_msgTypes[61]
+	mi := &file_baton_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7147,7 +7312,7 @@ func (x *AttemptStarted) String() string {
 func (*AttemptStarted) ProtoMessage() {}
 
 func (x *AttemptStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[61]
+	mi := &file_baton_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7160,7 +7325,7 @@ func (x *AttemptStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptStarted.ProtoReflect.Descriptor instead.
 func (*AttemptStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{61}
+	return file_baton_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *AttemptStarted) GetRunId() string {
@@ -7222,7 +7387,7 @@ type NodeStarted struct {
 
 func (x *NodeStarted) Reset() {
 	*x = NodeStarted{}
-	mi := &file_baton_proto_msgTypes[62]
+	mi := &file_baton_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7234,7 +7399,7 @@ func (x *NodeStarted) String() string {
 func (*NodeStarted) ProtoMessage() {}
 
 func (x *NodeStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[62]
+	mi := &file_baton_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7247,7 +7412,7 @@ func (x *NodeStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStarted.ProtoReflect.Descriptor instead.
 func (*NodeStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{62}
+	return file_baton_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *NodeStarted) GetRunId() string {
@@ -7319,7 +7484,7 @@ type NodeUpdated struct {
 
 func (x *NodeUpdated) Reset() {
 	*x = NodeUpdated{}
-	mi := &file_baton_proto_msgTypes[63]
+	mi := &file_baton_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7331,7 +7496,7 @@ func (x *NodeUpdated) String() string {
 func (*NodeUpdated) ProtoMessage() {}
 
 func (x *NodeUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[63]
+	mi := &file_baton_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7344,7 +7509,7 @@ func (x *NodeUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeUpdated.ProtoReflect.Descriptor instead.
 func (*NodeUpdated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{63}
+	return file_baton_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *NodeUpdated) GetRunId() string {
@@ -7393,7 +7558,7 @@ type NodeDelta struct {
 
 func (x *NodeDelta) Reset() {
 	*x = NodeDelta{}
-	mi := &file_baton_proto_msgTypes[64]
+	mi := &file_baton_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7405,7 +7570,7 @@ func (x *NodeDelta) String() string {
 func (*NodeDelta) ProtoMessage() {}
 
 func (x *NodeDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[64]
+	mi := &file_baton_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7418,7 +7583,7 @@ func (x *NodeDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDelta.ProtoReflect.Descriptor instead.
 func (*NodeDelta) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{64}
+	return file_baton_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *NodeDelta) GetRunId() string {
@@ -7453,7 +7618,7 @@ type NodeCompleted struct {
 
 func (x *NodeCompleted) Reset() {
 	*x = NodeCompleted{}
-	mi := &file_baton_proto_msgTypes[65]
+	mi := &file_baton_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7465,7 +7630,7 @@ func (x *NodeCompleted) String() string {
 func (*NodeCompleted) ProtoMessage() {}
 
 func (x *NodeCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[65]
+	mi := &file_baton_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7478,7 +7643,7 @@ func (x *NodeCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCompleted.ProtoReflect.Descriptor instead.
 func (*NodeCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{65}
+	return file_baton_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *NodeCompleted) GetRunId() string {
@@ -7522,7 +7687,7 @@ type SessionOpened struct {
 
 func (x *SessionOpened) Reset() {
 	*x = SessionOpened{}
-	mi := &file_baton_proto_msgTypes[66]
+	mi := &file_baton_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7534,7 +7699,7 @@ func (x *SessionOpened) String() string {
 func (*SessionOpened) ProtoMessage() {}
 
 func (x *SessionOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[66]
+	mi := &file_baton_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7547,7 +7712,7 @@ func (x *SessionOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOpened.ProtoReflect.Descriptor instead.
 func (*SessionOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{66}
+	return file_baton_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *SessionOpened) GetSessionId() string {
@@ -7616,7 +7781,7 @@ type SessionEnded struct {
 
 func (x *SessionEnded) Reset() {
 	*x = SessionEnded{}
-	mi := &file_baton_proto_msgTypes[67]
+	mi := &file_baton_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7628,7 +7793,7 @@ func (x *SessionEnded) String() string {
 func (*SessionEnded) ProtoMessage() {}
 
 func (x *SessionEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[67]
+	mi := &file_baton_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7641,7 +7806,7 @@ func (x *SessionEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEnded.ProtoReflect.Descriptor instead.
 func (*SessionEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{67}
+	return file_baton_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *SessionEnded) GetSessionId() string {
@@ -7670,7 +7835,7 @@ type ProviderThreadBound struct {
 
 func (x *ProviderThreadBound) Reset() {
 	*x = ProviderThreadBound{}
-	mi := &file_baton_proto_msgTypes[68]
+	mi := &file_baton_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7682,7 +7847,7 @@ func (x *ProviderThreadBound) String() string {
 func (*ProviderThreadBound) ProtoMessage() {}
 
 func (x *ProviderThreadBound) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[68]
+	mi := &file_baton_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7695,7 +7860,7 @@ func (x *ProviderThreadBound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThreadBound.ProtoReflect.Descriptor instead.
 func (*ProviderThreadBound) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{68}
+	return file_baton_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ProviderThreadBound) GetProviderThreadId() string {
@@ -7741,7 +7906,7 @@ type ProviderTurnBound struct {
 
 func (x *ProviderTurnBound) Reset() {
 	*x = ProviderTurnBound{}
-	mi := &file_baton_proto_msgTypes[69]
+	mi := &file_baton_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7753,7 +7918,7 @@ func (x *ProviderTurnBound) String() string {
 func (*ProviderTurnBound) ProtoMessage() {}
 
 func (x *ProviderTurnBound) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[69]
+	mi := &file_baton_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7766,7 +7931,7 @@ func (x *ProviderTurnBound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTurnBound.ProtoReflect.Descriptor instead.
 func (*ProviderTurnBound) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{69}
+	return file_baton_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ProviderTurnBound) GetProviderTurnId() string {
@@ -7834,7 +7999,7 @@ type RequestOpened struct {
 
 func (x *RequestOpened) Reset() {
 	*x = RequestOpened{}
-	mi := &file_baton_proto_msgTypes[70]
+	mi := &file_baton_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7846,7 +8011,7 @@ func (x *RequestOpened) String() string {
 func (*RequestOpened) ProtoMessage() {}
 
 func (x *RequestOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[70]
+	mi := &file_baton_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7859,7 +8024,7 @@ func (x *RequestOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestOpened.ProtoReflect.Descriptor instead.
 func (*RequestOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{70}
+	return file_baton_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *RequestOpened) GetRequestId() string {
@@ -7930,7 +8095,7 @@ type RequestResolved struct {
 
 func (x *RequestResolved) Reset() {
 	*x = RequestResolved{}
-	mi := &file_baton_proto_msgTypes[71]
+	mi := &file_baton_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7942,7 +8107,7 @@ func (x *RequestResolved) String() string {
 func (*RequestResolved) ProtoMessage() {}
 
 func (x *RequestResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[71]
+	mi := &file_baton_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7955,7 +8120,7 @@ func (x *RequestResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestResolved.ProtoReflect.Descriptor instead.
 func (*RequestResolved) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{71}
+	return file_baton_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *RequestResolved) GetRequestId() string {
@@ -7998,7 +8163,7 @@ type UsageReported struct {
 
 func (x *UsageReported) Reset() {
 	*x = UsageReported{}
-	mi := &file_baton_proto_msgTypes[72]
+	mi := &file_baton_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8010,7 +8175,7 @@ func (x *UsageReported) String() string {
 func (*UsageReported) ProtoMessage() {}
 
 func (x *UsageReported) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[72]
+	mi := &file_baton_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8023,7 +8188,7 @@ func (x *UsageReported) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageReported.ProtoReflect.Descriptor instead.
 func (*UsageReported) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{72}
+	return file_baton_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *UsageReported) GetRunId() string {
@@ -8060,7 +8225,7 @@ type RunEnded struct {
 
 func (x *RunEnded) Reset() {
 	*x = RunEnded{}
-	mi := &file_baton_proto_msgTypes[73]
+	mi := &file_baton_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8072,7 +8237,7 @@ func (x *RunEnded) String() string {
 func (*RunEnded) ProtoMessage() {}
 
 func (x *RunEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[73]
+	mi := &file_baton_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8085,7 +8250,7 @@ func (x *RunEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEnded.ProtoReflect.Descriptor instead.
 func (*RunEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{73}
+	return file_baton_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *RunEnded) GetRunId() string {
@@ -8134,7 +8299,7 @@ type DiagnosticRecorded struct {
 
 func (x *DiagnosticRecorded) Reset() {
 	*x = DiagnosticRecorded{}
-	mi := &file_baton_proto_msgTypes[74]
+	mi := &file_baton_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8146,7 +8311,7 @@ func (x *DiagnosticRecorded) String() string {
 func (*DiagnosticRecorded) ProtoMessage() {}
 
 func (x *DiagnosticRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[74]
+	mi := &file_baton_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8159,7 +8324,7 @@ func (x *DiagnosticRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiagnosticRecorded.ProtoReflect.Descriptor instead.
 func (*DiagnosticRecorded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{74}
+	return file_baton_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *DiagnosticRecorded) GetRunId() string {
@@ -8195,7 +8360,7 @@ type RunSteered struct {
 
 func (x *RunSteered) Reset() {
 	*x = RunSteered{}
-	mi := &file_baton_proto_msgTypes[75]
+	mi := &file_baton_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8207,7 +8372,7 @@ func (x *RunSteered) String() string {
 func (*RunSteered) ProtoMessage() {}
 
 func (x *RunSteered) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[75]
+	mi := &file_baton_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8220,7 +8385,7 @@ func (x *RunSteered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSteered.ProtoReflect.Descriptor instead.
 func (*RunSteered) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{75}
+	return file_baton_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *RunSteered) GetRunId() string {
@@ -8258,7 +8423,7 @@ type RestartRequested struct {
 
 func (x *RestartRequested) Reset() {
 	*x = RestartRequested{}
-	mi := &file_baton_proto_msgTypes[76]
+	mi := &file_baton_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8270,7 +8435,7 @@ func (x *RestartRequested) String() string {
 func (*RestartRequested) ProtoMessage() {}
 
 func (x *RestartRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[76]
+	mi := &file_baton_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8283,7 +8448,7 @@ func (x *RestartRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartRequested.ProtoReflect.Descriptor instead.
 func (*RestartRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{76}
+	return file_baton_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *RestartRequested) GetRunId() string {
@@ -8327,7 +8492,7 @@ type InterruptRequested struct {
 
 func (x *InterruptRequested) Reset() {
 	*x = InterruptRequested{}
-	mi := &file_baton_proto_msgTypes[77]
+	mi := &file_baton_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8339,7 +8504,7 @@ func (x *InterruptRequested) String() string {
 func (*InterruptRequested) ProtoMessage() {}
 
 func (x *InterruptRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[77]
+	mi := &file_baton_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8352,7 +8517,7 @@ func (x *InterruptRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRequested.ProtoReflect.Descriptor instead.
 func (*InterruptRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{77}
+	return file_baton_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *InterruptRequested) GetRunId() string {
@@ -8389,7 +8554,7 @@ type StopForced struct {
 
 func (x *StopForced) Reset() {
 	*x = StopForced{}
-	mi := &file_baton_proto_msgTypes[78]
+	mi := &file_baton_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8401,7 +8566,7 @@ func (x *StopForced) String() string {
 func (*StopForced) ProtoMessage() {}
 
 func (x *StopForced) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[78]
+	mi := &file_baton_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8414,7 +8579,7 @@ func (x *StopForced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopForced.ProtoReflect.Descriptor instead.
 func (*StopForced) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{78}
+	return file_baton_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *StopForced) GetRunId() string {
@@ -8459,7 +8624,7 @@ type TurnStalled struct {
 
 func (x *TurnStalled) Reset() {
 	*x = TurnStalled{}
-	mi := &file_baton_proto_msgTypes[79]
+	mi := &file_baton_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8471,7 +8636,7 @@ func (x *TurnStalled) String() string {
 func (*TurnStalled) ProtoMessage() {}
 
 func (x *TurnStalled) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[79]
+	mi := &file_baton_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8484,7 +8649,7 @@ func (x *TurnStalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnStalled.ProtoReflect.Descriptor instead.
 func (*TurnStalled) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{79}
+	return file_baton_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *TurnStalled) GetRunId() string {
@@ -8534,7 +8699,7 @@ type AttemptEnded struct {
 
 func (x *AttemptEnded) Reset() {
 	*x = AttemptEnded{}
-	mi := &file_baton_proto_msgTypes[80]
+	mi := &file_baton_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8546,7 +8711,7 @@ func (x *AttemptEnded) String() string {
 func (*AttemptEnded) ProtoMessage() {}
 
 func (x *AttemptEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[80]
+	mi := &file_baton_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8559,7 +8724,7 @@ func (x *AttemptEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptEnded.ProtoReflect.Descriptor instead.
 func (*AttemptEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{80}
+	return file_baton_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *AttemptEnded) GetRunId() string {
@@ -8597,7 +8762,7 @@ type RequestAnswered struct {
 
 func (x *RequestAnswered) Reset() {
 	*x = RequestAnswered{}
-	mi := &file_baton_proto_msgTypes[81]
+	mi := &file_baton_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8609,7 +8774,7 @@ func (x *RequestAnswered) String() string {
 func (*RequestAnswered) ProtoMessage() {}
 
 func (x *RequestAnswered) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[81]
+	mi := &file_baton_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8622,7 +8787,7 @@ func (x *RequestAnswered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestAnswered.ProtoReflect.Descriptor instead.
 func (*RequestAnswered) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{81}
+	return file_baton_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *RequestAnswered) GetRequestId() string {
@@ -8666,7 +8831,7 @@ type EffectCancelled struct {
 
 func (x *EffectCancelled) Reset() {
 	*x = EffectCancelled{}
-	mi := &file_baton_proto_msgTypes[82]
+	mi := &file_baton_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8678,7 +8843,7 @@ func (x *EffectCancelled) String() string {
 func (*EffectCancelled) ProtoMessage() {}
 
 func (x *EffectCancelled) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[82]
+	mi := &file_baton_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8691,7 +8856,7 @@ func (x *EffectCancelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EffectCancelled.ProtoReflect.Descriptor instead.
 func (*EffectCancelled) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{82}
+	return file_baton_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *EffectCancelled) GetEffectId() string {
@@ -8734,7 +8899,7 @@ type AttemptDispatched struct {
 
 func (x *AttemptDispatched) Reset() {
 	*x = AttemptDispatched{}
-	mi := &file_baton_proto_msgTypes[83]
+	mi := &file_baton_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8746,7 +8911,7 @@ func (x *AttemptDispatched) String() string {
 func (*AttemptDispatched) ProtoMessage() {}
 
 func (x *AttemptDispatched) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[83]
+	mi := &file_baton_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8759,7 +8924,7 @@ func (x *AttemptDispatched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptDispatched.ProtoReflect.Descriptor instead.
 func (*AttemptDispatched) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{83}
+	return file_baton_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *AttemptDispatched) GetRunId() string {
@@ -8793,7 +8958,7 @@ type RequestAnswerFailed struct {
 
 func (x *RequestAnswerFailed) Reset() {
 	*x = RequestAnswerFailed{}
-	mi := &file_baton_proto_msgTypes[84]
+	mi := &file_baton_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8805,7 +8970,7 @@ func (x *RequestAnswerFailed) String() string {
 func (*RequestAnswerFailed) ProtoMessage() {}
 
 func (x *RequestAnswerFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[84]
+	mi := &file_baton_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8818,7 +8983,7 @@ func (x *RequestAnswerFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestAnswerFailed.ProtoReflect.Descriptor instead.
 func (*RequestAnswerFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{84}
+	return file_baton_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *RequestAnswerFailed) GetRequestId() string {
@@ -8847,7 +9012,7 @@ type RunCompleting struct {
 
 func (x *RunCompleting) Reset() {
 	*x = RunCompleting{}
-	mi := &file_baton_proto_msgTypes[85]
+	mi := &file_baton_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8859,7 +9024,7 @@ func (x *RunCompleting) String() string {
 func (*RunCompleting) ProtoMessage() {}
 
 func (x *RunCompleting) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[85]
+	mi := &file_baton_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8872,7 +9037,7 @@ func (x *RunCompleting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCompleting.ProtoReflect.Descriptor instead.
 func (*RunCompleting) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{85}
+	return file_baton_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *RunCompleting) GetRunId() string {
@@ -8904,7 +9069,7 @@ type CheckpointScopeOpened struct {
 
 func (x *CheckpointScopeOpened) Reset() {
 	*x = CheckpointScopeOpened{}
-	mi := &file_baton_proto_msgTypes[86]
+	mi := &file_baton_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8916,7 +9081,7 @@ func (x *CheckpointScopeOpened) String() string {
 func (*CheckpointScopeOpened) ProtoMessage() {}
 
 func (x *CheckpointScopeOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[86]
+	mi := &file_baton_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8929,7 +9094,7 @@ func (x *CheckpointScopeOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointScopeOpened.ProtoReflect.Descriptor instead.
 func (*CheckpointScopeOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{86}
+	return file_baton_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *CheckpointScopeOpened) GetScopeId() string {
@@ -8996,7 +9161,7 @@ type CheckpointRequested struct {
 
 func (x *CheckpointRequested) Reset() {
 	*x = CheckpointRequested{}
-	mi := &file_baton_proto_msgTypes[87]
+	mi := &file_baton_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9008,7 +9173,7 @@ func (x *CheckpointRequested) String() string {
 func (*CheckpointRequested) ProtoMessage() {}
 
 func (x *CheckpointRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[87]
+	mi := &file_baton_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9021,7 +9186,7 @@ func (x *CheckpointRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequested.ProtoReflect.Descriptor instead.
 func (*CheckpointRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{87}
+	return file_baton_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *CheckpointRequested) GetCheckpointId() string {
@@ -9088,7 +9253,7 @@ type CheckpointRecorded struct {
 
 func (x *CheckpointRecorded) Reset() {
 	*x = CheckpointRecorded{}
-	mi := &file_baton_proto_msgTypes[88]
+	mi := &file_baton_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9100,7 +9265,7 @@ func (x *CheckpointRecorded) String() string {
 func (*CheckpointRecorded) ProtoMessage() {}
 
 func (x *CheckpointRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[88]
+	mi := &file_baton_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9113,7 +9278,7 @@ func (x *CheckpointRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRecorded.ProtoReflect.Descriptor instead.
 func (*CheckpointRecorded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{88}
+	return file_baton_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *CheckpointRecorded) GetCheckpointId() string {
@@ -9180,7 +9345,7 @@ type RollbackStarted struct {
 
 func (x *RollbackStarted) Reset() {
 	*x = RollbackStarted{}
-	mi := &file_baton_proto_msgTypes[89]
+	mi := &file_baton_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9192,7 +9357,7 @@ func (x *RollbackStarted) String() string {
 func (*RollbackStarted) ProtoMessage() {}
 
 func (x *RollbackStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[89]
+	mi := &file_baton_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9205,7 +9370,7 @@ func (x *RollbackStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackStarted.ProtoReflect.Descriptor instead.
 func (*RollbackStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{89}
+	return file_baton_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *RollbackStarted) GetRollbackId() string {
@@ -9264,7 +9429,7 @@ type RollbackFilesRestored struct {
 
 func (x *RollbackFilesRestored) Reset() {
 	*x = RollbackFilesRestored{}
-	mi := &file_baton_proto_msgTypes[90]
+	mi := &file_baton_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9276,7 +9441,7 @@ func (x *RollbackFilesRestored) String() string {
 func (*RollbackFilesRestored) ProtoMessage() {}
 
 func (x *RollbackFilesRestored) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[90]
+	mi := &file_baton_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9289,7 +9454,7 @@ func (x *RollbackFilesRestored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackFilesRestored.ProtoReflect.Descriptor instead.
 func (*RollbackFilesRestored) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{90}
+	return file_baton_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *RollbackFilesRestored) GetRollbackId() string {
@@ -9352,7 +9517,7 @@ type RollbackCompleted struct {
 
 func (x *RollbackCompleted) Reset() {
 	*x = RollbackCompleted{}
-	mi := &file_baton_proto_msgTypes[91]
+	mi := &file_baton_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9364,7 +9529,7 @@ func (x *RollbackCompleted) String() string {
 func (*RollbackCompleted) ProtoMessage() {}
 
 func (x *RollbackCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[91]
+	mi := &file_baton_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9377,7 +9542,7 @@ func (x *RollbackCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackCompleted.ProtoReflect.Descriptor instead.
 func (*RollbackCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{91}
+	return file_baton_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *RollbackCompleted) GetRollbackId() string {
@@ -9440,7 +9605,7 @@ type RollbackFailed struct {
 
 func (x *RollbackFailed) Reset() {
 	*x = RollbackFailed{}
-	mi := &file_baton_proto_msgTypes[92]
+	mi := &file_baton_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9452,7 +9617,7 @@ func (x *RollbackFailed) String() string {
 func (*RollbackFailed) ProtoMessage() {}
 
 func (x *RollbackFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[92]
+	mi := &file_baton_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9465,7 +9630,7 @@ func (x *RollbackFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackFailed.ProtoReflect.Descriptor instead.
 func (*RollbackFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{92}
+	return file_baton_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *RollbackFailed) GetRollbackId() string {
@@ -9514,7 +9679,7 @@ type HandoffCreated struct {
 
 func (x *HandoffCreated) Reset() {
 	*x = HandoffCreated{}
-	mi := &file_baton_proto_msgTypes[93]
+	mi := &file_baton_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9526,7 +9691,7 @@ func (x *HandoffCreated) String() string {
 func (*HandoffCreated) ProtoMessage() {}
 
 func (x *HandoffCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[93]
+	mi := &file_baton_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9539,7 +9704,7 @@ func (x *HandoffCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffCreated.ProtoReflect.Descriptor instead.
 func (*HandoffCreated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{93}
+	return file_baton_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *HandoffCreated) GetHandoffId() string {
@@ -9657,7 +9822,7 @@ type HandoffConsumed struct {
 
 func (x *HandoffConsumed) Reset() {
 	*x = HandoffConsumed{}
-	mi := &file_baton_proto_msgTypes[94]
+	mi := &file_baton_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9669,7 +9834,7 @@ func (x *HandoffConsumed) String() string {
 func (*HandoffConsumed) ProtoMessage() {}
 
 func (x *HandoffConsumed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[94]
+	mi := &file_baton_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9682,7 +9847,7 @@ func (x *HandoffConsumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffConsumed.ProtoReflect.Descriptor instead.
 func (*HandoffConsumed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{94}
+	return file_baton_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *HandoffConsumed) GetHandoffId() string {
@@ -9711,7 +9876,7 @@ type HandoffSuperseded struct {
 
 func (x *HandoffSuperseded) Reset() {
 	*x = HandoffSuperseded{}
-	mi := &file_baton_proto_msgTypes[95]
+	mi := &file_baton_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9723,7 +9888,7 @@ func (x *HandoffSuperseded) String() string {
 func (*HandoffSuperseded) ProtoMessage() {}
 
 func (x *HandoffSuperseded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[95]
+	mi := &file_baton_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9736,7 +9901,7 @@ func (x *HandoffSuperseded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffSuperseded.ProtoReflect.Descriptor instead.
 func (*HandoffSuperseded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{95}
+	return file_baton_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *HandoffSuperseded) GetHandoffId() string {
@@ -9769,7 +9934,7 @@ type ProviderSwitched struct {
 
 func (x *ProviderSwitched) Reset() {
 	*x = ProviderSwitched{}
-	mi := &file_baton_proto_msgTypes[96]
+	mi := &file_baton_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9781,7 +9946,7 @@ func (x *ProviderSwitched) String() string {
 func (*ProviderSwitched) ProtoMessage() {}
 
 func (x *ProviderSwitched) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[96]
+	mi := &file_baton_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9794,7 +9959,7 @@ func (x *ProviderSwitched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderSwitched.ProtoReflect.Descriptor instead.
 func (*ProviderSwitched) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{96}
+	return file_baton_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ProviderSwitched) GetFrom() string {
@@ -9850,7 +10015,7 @@ type ProviderThreadDetached struct {
 
 func (x *ProviderThreadDetached) Reset() {
 	*x = ProviderThreadDetached{}
-	mi := &file_baton_proto_msgTypes[97]
+	mi := &file_baton_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9862,7 +10027,7 @@ func (x *ProviderThreadDetached) String() string {
 func (*ProviderThreadDetached) ProtoMessage() {}
 
 func (x *ProviderThreadDetached) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[97]
+	mi := &file_baton_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9875,7 +10040,7 @@ func (x *ProviderThreadDetached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThreadDetached.ProtoReflect.Descriptor instead.
 func (*ProviderThreadDetached) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{97}
+	return file_baton_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ProviderThreadDetached) GetProviderThreadId() string {
@@ -9903,7 +10068,7 @@ type PolicySet struct {
 
 func (x *PolicySet) Reset() {
 	*x = PolicySet{}
-	mi := &file_baton_proto_msgTypes[98]
+	mi := &file_baton_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9915,7 +10080,7 @@ func (x *PolicySet) String() string {
 func (*PolicySet) ProtoMessage() {}
 
 func (x *PolicySet) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[98]
+	mi := &file_baton_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9928,7 +10093,7 @@ func (x *PolicySet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySet.ProtoReflect.Descriptor instead.
 func (*PolicySet) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{98}
+	return file_baton_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *PolicySet) GetPolicy() *ContinuationPolicy {
@@ -9951,7 +10116,7 @@ type LimitReached struct {
 
 func (x *LimitReached) Reset() {
 	*x = LimitReached{}
-	mi := &file_baton_proto_msgTypes[99]
+	mi := &file_baton_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9963,7 +10128,7 @@ func (x *LimitReached) String() string {
 func (*LimitReached) ProtoMessage() {}
 
 func (x *LimitReached) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[99]
+	mi := &file_baton_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9976,7 +10141,7 @@ func (x *LimitReached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitReached.ProtoReflect.Descriptor instead.
 func (*LimitReached) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{99}
+	return file_baton_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *LimitReached) GetRunId() string {
@@ -10020,7 +10185,7 @@ type WaitEnded struct {
 
 func (x *WaitEnded) Reset() {
 	*x = WaitEnded{}
-	mi := &file_baton_proto_msgTypes[100]
+	mi := &file_baton_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10032,7 +10197,7 @@ func (x *WaitEnded) String() string {
 func (*WaitEnded) ProtoMessage() {}
 
 func (x *WaitEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[100]
+	mi := &file_baton_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10045,7 +10210,7 @@ func (x *WaitEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitEnded.ProtoReflect.Descriptor instead.
 func (*WaitEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{100}
+	return file_baton_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *WaitEnded) GetWaitId() string {
@@ -10080,7 +10245,7 @@ type CheckRequested struct {
 
 func (x *CheckRequested) Reset() {
 	*x = CheckRequested{}
-	mi := &file_baton_proto_msgTypes[101]
+	mi := &file_baton_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10092,7 +10257,7 @@ func (x *CheckRequested) String() string {
 func (*CheckRequested) ProtoMessage() {}
 
 func (x *CheckRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[101]
+	mi := &file_baton_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10105,7 +10270,7 @@ func (x *CheckRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRequested.ProtoReflect.Descriptor instead.
 func (*CheckRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{101}
+	return file_baton_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *CheckRequested) GetRunId() string {
@@ -10133,7 +10298,7 @@ type LoopEnded struct {
 
 func (x *LoopEnded) Reset() {
 	*x = LoopEnded{}
-	mi := &file_baton_proto_msgTypes[102]
+	mi := &file_baton_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10145,7 +10310,7 @@ func (x *LoopEnded) String() string {
 func (*LoopEnded) ProtoMessage() {}
 
 func (x *LoopEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[102]
+	mi := &file_baton_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10158,7 +10323,7 @@ func (x *LoopEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopEnded.ProtoReflect.Descriptor instead.
 func (*LoopEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{102}
+	return file_baton_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *LoopEnded) GetStatus() string {
@@ -10186,7 +10351,7 @@ type QueuedRunsResumed struct {
 
 func (x *QueuedRunsResumed) Reset() {
 	*x = QueuedRunsResumed{}
-	mi := &file_baton_proto_msgTypes[103]
+	mi := &file_baton_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10198,7 +10363,7 @@ func (x *QueuedRunsResumed) String() string {
 func (*QueuedRunsResumed) ProtoMessage() {}
 
 func (x *QueuedRunsResumed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[103]
+	mi := &file_baton_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10211,7 +10376,7 @@ func (x *QueuedRunsResumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedRunsResumed.ProtoReflect.Descriptor instead.
 func (*QueuedRunsResumed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{103}
+	return file_baton_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *QueuedRunsResumed) GetReason() string {
@@ -10240,7 +10405,7 @@ type QueuedRun struct {
 
 func (x *QueuedRun) Reset() {
 	*x = QueuedRun{}
-	mi := &file_baton_proto_msgTypes[104]
+	mi := &file_baton_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10252,7 +10417,7 @@ func (x *QueuedRun) String() string {
 func (*QueuedRun) ProtoMessage() {}
 
 func (x *QueuedRun) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[104]
+	mi := &file_baton_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10265,7 +10430,7 @@ func (x *QueuedRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedRun.ProtoReflect.Descriptor instead.
 func (*QueuedRun) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{104}
+	return file_baton_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *QueuedRun) GetRunId() string {
@@ -10302,7 +10467,7 @@ type DiffRequest struct {
 
 func (x *DiffRequest) Reset() {
 	*x = DiffRequest{}
-	mi := &file_baton_proto_msgTypes[105]
+	mi := &file_baton_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10314,7 +10479,7 @@ func (x *DiffRequest) String() string {
 func (*DiffRequest) ProtoMessage() {}
 
 func (x *DiffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[105]
+	mi := &file_baton_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10327,7 +10492,7 @@ func (x *DiffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffRequest.ProtoReflect.Descriptor instead.
 func (*DiffRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{105}
+	return file_baton_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *DiffRequest) GetThreadId() string {
@@ -10365,7 +10530,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_baton_proto_msgTypes[106]
+	mi := &file_baton_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10377,7 +10542,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[106]
+	mi := &file_baton_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10390,7 +10555,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{106}
+	return file_baton_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *FileChange) GetPath() string {
@@ -10446,7 +10611,7 @@ type DiffResponse struct {
 
 func (x *DiffResponse) Reset() {
 	*x = DiffResponse{}
-	mi := &file_baton_proto_msgTypes[107]
+	mi := &file_baton_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10458,7 +10623,7 @@ func (x *DiffResponse) String() string {
 func (*DiffResponse) ProtoMessage() {}
 
 func (x *DiffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[107]
+	mi := &file_baton_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10471,7 +10636,7 @@ func (x *DiffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffResponse.ProtoReflect.Descriptor instead.
 func (*DiffResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{107}
+	return file_baton_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *DiffResponse) GetRun() uint32 {
@@ -10531,7 +10696,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_baton_proto_msgTypes[108]
+	mi := &file_baton_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10543,7 +10708,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[108]
+	mi := &file_baton_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10556,7 +10721,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{108}
+	return file_baton_proto_rawDescGZIP(), []int{109}
 }
 
 type Capabilities struct {
@@ -10575,7 +10740,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_baton_proto_msgTypes[109]
+	mi := &file_baton_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10587,7 +10752,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[109]
+	mi := &file_baton_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10600,7 +10765,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{109}
+	return file_baton_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *Capabilities) GetNativeSteering() bool {
@@ -10680,7 +10845,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_baton_proto_msgTypes[110]
+	mi := &file_baton_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10692,7 +10857,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[110]
+	mi := &file_baton_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10705,7 +10870,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{110}
+	return file_baton_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *Plugin) GetName() string {
@@ -10773,7 +10938,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_baton_proto_msgTypes[111]
+	mi := &file_baton_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10785,7 +10950,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[111]
+	mi := &file_baton_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10798,7 +10963,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{111}
+	return file_baton_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -10816,7 +10981,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_baton_proto_msgTypes[112]
+	mi := &file_baton_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10828,7 +10993,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[112]
+	mi := &file_baton_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10841,7 +11006,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{112}
+	return file_baton_proto_rawDescGZIP(), []int{113}
 }
 
 type CreateLoginCodeRequest struct {
@@ -10854,7 +11019,7 @@ type CreateLoginCodeRequest struct {
 
 func (x *CreateLoginCodeRequest) Reset() {
 	*x = CreateLoginCodeRequest{}
-	mi := &file_baton_proto_msgTypes[113]
+	mi := &file_baton_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10866,7 +11031,7 @@ func (x *CreateLoginCodeRequest) String() string {
 func (*CreateLoginCodeRequest) ProtoMessage() {}
 
 func (x *CreateLoginCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[113]
+	mi := &file_baton_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10879,7 +11044,7 @@ func (x *CreateLoginCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateLoginCodeRequest.ProtoReflect.Descriptor instead.
 func (*CreateLoginCodeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{113}
+	return file_baton_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *CreateLoginCodeRequest) GetThreadId() string {
@@ -10902,7 +11067,7 @@ type LoginCode struct {
 
 func (x *LoginCode) Reset() {
 	*x = LoginCode{}
-	mi := &file_baton_proto_msgTypes[114]
+	mi := &file_baton_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10914,7 +11079,7 @@ func (x *LoginCode) String() string {
 func (*LoginCode) ProtoMessage() {}
 
 func (x *LoginCode) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[114]
+	mi := &file_baton_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10927,7 +11092,7 @@ func (x *LoginCode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginCode.ProtoReflect.Descriptor instead.
 func (*LoginCode) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{114}
+	return file_baton_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *LoginCode) GetUrl() string {
@@ -10982,7 +11147,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_baton_proto_msgTypes[115]
+	mi := &file_baton_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10994,7 +11159,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[115]
+	mi := &file_baton_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11007,7 +11172,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{115}
+	return file_baton_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ServiceStatus) GetVersion() string {
@@ -11109,7 +11274,7 @@ type StoreStatus struct {
 
 func (x *StoreStatus) Reset() {
 	*x = StoreStatus{}
-	mi := &file_baton_proto_msgTypes[116]
+	mi := &file_baton_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11121,7 +11286,7 @@ func (x *StoreStatus) String() string {
 func (*StoreStatus) ProtoMessage() {}
 
 func (x *StoreStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[116]
+	mi := &file_baton_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11134,7 +11299,7 @@ func (x *StoreStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreStatus.ProtoReflect.Descriptor instead.
 func (*StoreStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{116}
+	return file_baton_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *StoreStatus) GetKind() string {
@@ -11203,7 +11368,7 @@ type RuntimeStats struct {
 
 func (x *RuntimeStats) Reset() {
 	*x = RuntimeStats{}
-	mi := &file_baton_proto_msgTypes[117]
+	mi := &file_baton_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11215,7 +11380,7 @@ func (x *RuntimeStats) String() string {
 func (*RuntimeStats) ProtoMessage() {}
 
 func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[117]
+	mi := &file_baton_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11228,7 +11393,7 @@ func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeStats.ProtoReflect.Descriptor instead.
 func (*RuntimeStats) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{117}
+	return file_baton_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *RuntimeStats) GetGoroutines() int32 {
@@ -11273,7 +11438,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_baton_proto_msgTypes[118]
+	mi := &file_baton_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11285,7 +11450,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[118]
+	mi := &file_baton_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11298,7 +11463,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{118}
+	return file_baton_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *Listener) GetAddress() string {
@@ -11338,7 +11503,7 @@ type PluginStatus struct {
 
 func (x *PluginStatus) Reset() {
 	*x = PluginStatus{}
-	mi := &file_baton_proto_msgTypes[119]
+	mi := &file_baton_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11350,7 +11515,7 @@ func (x *PluginStatus) String() string {
 func (*PluginStatus) ProtoMessage() {}
 
 func (x *PluginStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[119]
+	mi := &file_baton_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11363,7 +11528,7 @@ func (x *PluginStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
 func (*PluginStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{119}
+	return file_baton_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *PluginStatus) GetName() string {
@@ -11406,7 +11571,7 @@ type WorktreeReady struct {
 
 func (x *WorktreeReady) Reset() {
 	*x = WorktreeReady{}
-	mi := &file_baton_proto_msgTypes[120]
+	mi := &file_baton_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11418,7 +11583,7 @@ func (x *WorktreeReady) String() string {
 func (*WorktreeReady) ProtoMessage() {}
 
 func (x *WorktreeReady) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[120]
+	mi := &file_baton_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11431,7 +11596,7 @@ func (x *WorktreeReady) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeReady.ProtoReflect.Descriptor instead.
 func (*WorktreeReady) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{120}
+	return file_baton_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *WorktreeReady) GetCopied() []string {
@@ -11458,7 +11623,7 @@ type WorktreeFailed struct {
 
 func (x *WorktreeFailed) Reset() {
 	*x = WorktreeFailed{}
-	mi := &file_baton_proto_msgTypes[121]
+	mi := &file_baton_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11470,7 +11635,7 @@ func (x *WorktreeFailed) String() string {
 func (*WorktreeFailed) ProtoMessage() {}
 
 func (x *WorktreeFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[121]
+	mi := &file_baton_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11483,7 +11648,7 @@ func (x *WorktreeFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeFailed.ProtoReflect.Descriptor instead.
 func (*WorktreeFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{121}
+	return file_baton_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *WorktreeFailed) GetFailure() string {
@@ -11505,7 +11670,7 @@ type MergeRequested struct {
 
 func (x *MergeRequested) Reset() {
 	*x = MergeRequested{}
-	mi := &file_baton_proto_msgTypes[122]
+	mi := &file_baton_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11517,7 +11682,7 @@ func (x *MergeRequested) String() string {
 func (*MergeRequested) ProtoMessage() {}
 
 func (x *MergeRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[122]
+	mi := &file_baton_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11530,7 +11695,7 @@ func (x *MergeRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeRequested.ProtoReflect.Descriptor instead.
 func (*MergeRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{122}
+	return file_baton_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *MergeRequested) GetMergeId() string {
@@ -11564,7 +11729,7 @@ type ThreadArchived struct {
 
 func (x *ThreadArchived) Reset() {
 	*x = ThreadArchived{}
-	mi := &file_baton_proto_msgTypes[123]
+	mi := &file_baton_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11576,7 +11741,7 @@ func (x *ThreadArchived) String() string {
 func (*ThreadArchived) ProtoMessage() {}
 
 func (x *ThreadArchived) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[123]
+	mi := &file_baton_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11589,7 +11754,7 @@ func (x *ThreadArchived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadArchived.ProtoReflect.Descriptor instead.
 func (*ThreadArchived) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{123}
+	return file_baton_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *ThreadArchived) GetDeleteBranch() bool {
@@ -11611,7 +11776,7 @@ type WorktreeRemoved struct {
 
 func (x *WorktreeRemoved) Reset() {
 	*x = WorktreeRemoved{}
-	mi := &file_baton_proto_msgTypes[124]
+	mi := &file_baton_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11623,7 +11788,7 @@ func (x *WorktreeRemoved) String() string {
 func (*WorktreeRemoved) ProtoMessage() {}
 
 func (x *WorktreeRemoved) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[124]
+	mi := &file_baton_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11636,7 +11801,7 @@ func (x *WorktreeRemoved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeRemoved.ProtoReflect.Descriptor instead.
 func (*WorktreeRemoved) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{124}
+	return file_baton_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *WorktreeRemoved) GetFailure() string {
@@ -11651,6 +11816,115 @@ func (x *WorktreeRemoved) GetBranchDeleted() bool {
 		return x.BranchDeleted
 	}
 	return false
+}
+
+// thread.moved: the thread's owner is to from now on (from: the owner
+// before, empty when none was known); reason is host_lost (another host
+// took a lost host's thread over) or host_back (its owner came back).
+type ThreadMoved struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            string                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ThreadMoved) Reset() {
+	*x = ThreadMoved{}
+	mi := &file_baton_proto_msgTypes[126]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ThreadMoved) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ThreadMoved) ProtoMessage() {}
+
+func (x *ThreadMoved) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[126]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ThreadMoved.ProtoReflect.Descriptor instead.
+func (*ThreadMoved) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{126}
+}
+
+func (x *ThreadMoved) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *ThreadMoved) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *ThreadMoved) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// thread.host_lost: the thread's owner stopped renewing its lease; the
+// event's at is when it was recorded.
+type ThreadHostLost struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Host          string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ThreadHostLost) Reset() {
+	*x = ThreadHostLost{}
+	mi := &file_baton_proto_msgTypes[127]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ThreadHostLost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ThreadHostLost) ProtoMessage() {}
+
+func (x *ThreadHostLost) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[127]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ThreadHostLost.ProtoReflect.Descriptor instead.
+func (*ThreadHostLost) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{127}
+}
+
+func (x *ThreadHostLost) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
 }
 
 var File_baton_proto protoreflect.FileDescriptor
@@ -11668,7 +11942,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x06run_id\x18\x06 \x01(\tR\x05runId\"7\n" +
 	"\x0fProviderCommand\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x10\n" +
-	"\x03env\x18\x02 \x03(\tR\x03env\"\xf1\x02\n" +
+	"\x03env\x18\x02 \x03(\tR\x03env\"\xa9\x03\n" +
 	"\x13CreateThreadRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
@@ -11679,7 +11953,11 @@ const file_baton_proto_rawDesc = "" +
 	"\x10provider_command\x18\x06 \x01(\v2\x19.baton.v1.ProviderCommandR\x0fproviderCommand\x12'\n" +
 	"\x0fapproval_policy\x18\a \x01(\tR\x0eapprovalPolicy\x124\n" +
 	"\x06policy\x18\b \x01(\v2\x1c.baton.v1.ContinuationPolicyR\x06policy\x125\n" +
-	"\bworktree\x18\t \x01(\v2\x19.baton.v1.WorktreeOptionsR\bworktree\"\x91\x01\n" +
+	"\bworktree\x18\t \x01(\v2\x19.baton.v1.WorktreeOptionsR\bworktree\x12\x1d\n" +
+	"\n" +
+	"shared_cwd\x18\n" +
+	" \x01(\bR\tsharedCwd\x12\x17\n" +
+	"\aon_host\x18\v \x01(\tR\x06onHost\"\x91\x01\n" +
 	"\x0fWorktreeOptions\x12\x16\n" +
 	"\x06branch\x18\x01 \x01(\tR\x06branch\x12\x12\n" +
 	"\x04base\x18\x02 \x01(\tR\x04base\x12\x10\n" +
@@ -11778,7 +12056,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x06to_run\x18\x03 \x01(\rR\x05toRun\x12\x19\n" +
 	"\bmax_runs\x18\x04 \x01(\rR\amaxRuns\x12%\n" +
 	"\x0emessages_after\x18\x05 \x01(\rR\rmessagesAfter\x12!\n" +
-	"\fmax_messages\x18\x06 \x01(\rR\vmaxMessages\"\xbd\f\n" +
+	"\fmax_messages\x18\x06 \x01(\rR\vmaxMessages\"\xa1\r\n" +
 	"\x06Thread\x121\n" +
 	"\asummary\x18\x01 \x01(\v2\x17.baton.v1.ThreadSummaryR\asummary\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12(\n" +
@@ -11820,8 +12098,15 @@ const file_baton_proto_rawDesc = "" +
 	"\bworktree\x18  \x01(\v2\x12.baton.v1.WorktreeR\bworktree\x12'\n" +
 	"\x06merges\x18! \x03(\v2\x0f.baton.v1.MergeR\x06merges\x12\x1a\n" +
 	"\barchived\x18\" \x01(\bR\barchived\x12\x14\n" +
-	"\x05title\x18# \x01(\tR\x05titleJ\x04\b\x03\x10\x04R\n" +
-	"projection\"\x9b\x03\n" +
+	"\x05title\x18# \x01(\tR\x05title\x12\x12\n" +
+	"\x04host\x18$ \x01(\tR\x04host\x12\x1d\n" +
+	"\n" +
+	"shared_cwd\x18% \x01(\bR\tsharedCwd\x12/\n" +
+	"\thost_lost\x18& \x01(\v2\x12.baton.v1.HostLostR\bhostLostJ\x04\b\x03\x10\x04R\n" +
+	"projection\"J\n" +
+	"\bHostLost\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\x12*\n" +
+	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\x9b\x03\n" +
 	"\bWorktree\x12\x1e\n" +
 	"\n" +
 	"repository\x18\x01 \x01(\tR\n" +
@@ -12176,7 +12461,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x0emessages_after\x18\x05 \x01(\rR\rmessagesAfter\x12.\n" +
 	"\x13next_messages_after\x18\x06 \x01(\rR\x11nextMessagesAfter\x12\x1a\n" +
 	"\bcomplete\x18\a \x01(\bR\bcomplete\x12\x19\n" +
-	"\bleft_out\x18\b \x01(\tR\aleftOut\"\xb3\x04\n" +
+	"\bleft_out\x18\b \x01(\tR\aleftOut\"\xe4\x04\n" +
 	"\rThreadSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x10\n" +
@@ -12201,7 +12486,8 @@ const file_baton_proto_rawDesc = "" +
 	"\n" +
 	"repository\x18\x12 \x01(\tR\n" +
 	"repository\x12\x12\n" +
-	"\x04host\x18\x13 \x01(\tR\x04host\"\x80\x01\n" +
+	"\x04host\x18\x13 \x01(\tR\x04host\x12/\n" +
+	"\thost_lost\x18\x14 \x01(\v2\x12.baton.v1.HostLostR\bhostLost\"\x80\x01\n" +
 	"\vSummaryWait\x12*\n" +
 	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1a\n" +
@@ -12219,7 +12505,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"V\n" +
 	"\x10SubscribeRequest\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12%\n" +
-	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xa2!\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xa4\"\n" +
 	"\x05Event\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x1b\n" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x12\n" +
@@ -12291,15 +12577,20 @@ const file_baton_proto_rawDesc = "" +
 	"\x16thread_merge_requested\x18@ \x01(\v2\x18.baton.v1.MergeRequestedH\x00R\x14threadMergeRequested\x126\n" +
 	"\rthread_merged\x18A \x01(\v2\x0f.baton.v1.MergeH\x00R\fthreadMerged\x12C\n" +
 	"\x0fthread_archived\x18B \x01(\v2\x18.baton.v1.ThreadArchivedH\x00R\x0ethreadArchived\x12F\n" +
-	"\x10worktree_removed\x18C \x01(\v2\x19.baton.v1.WorktreeRemovedH\x00R\x0fworktreeRemovedB\t\n" +
-	"\apayloadJ\x04\b\x05\x10\x06R\x04data\"\xf2\x01\n" +
+	"\x10worktree_removed\x18C \x01(\v2\x19.baton.v1.WorktreeRemovedH\x00R\x0fworktreeRemoved\x12:\n" +
+	"\fthread_moved\x18D \x01(\v2\x15.baton.v1.ThreadMovedH\x00R\vthreadMoved\x12D\n" +
+	"\x10thread_host_lost\x18E \x01(\v2\x18.baton.v1.ThreadHostLostH\x00R\x0ethreadHostLostB\t\n" +
+	"\apayloadJ\x04\b\x05\x10\x06R\x04data\"\xa5\x02\n" +
 	"\rThreadCreated\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12D\n" +
 	"\x10provider_command\x18\x04 \x01(\v2\x19.baton.v1.ProviderCommandR\x0fproviderCommand\x12'\n" +
 	"\x0fapproval_policy\x18\x05 \x01(\tR\x0eapprovalPolicy\x12.\n" +
-	"\bworktree\x18\x06 \x01(\v2\x12.baton.v1.WorktreeR\bworktree\"\x9d\x01\n" +
+	"\bworktree\x18\x06 \x01(\v2\x12.baton.v1.WorktreeR\bworktree\x12\x12\n" +
+	"\x04host\x18\a \x01(\tR\x04host\x12\x1d\n" +
+	"\n" +
+	"shared_cwd\x18\b \x01(\bR\tsharedCwd\"\x9d\x01\n" +
 	"\fMessageAdded\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x15\n" +
@@ -12717,7 +13008,13 @@ const file_baton_proto_rawDesc = "" +
 	"\rdelete_branch\x18\x01 \x01(\bR\fdeleteBranch\"R\n" +
 	"\x0fWorktreeRemoved\x12\x18\n" +
 	"\afailure\x18\x01 \x01(\tR\afailure\x12%\n" +
-	"\x0ebranch_deleted\x18\x02 \x01(\bR\rbranchDeleted2\xc5\b\n" +
+	"\x0ebranch_deleted\x18\x02 \x01(\bR\rbranchDeleted\"I\n" +
+	"\vThreadMoved\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"$\n" +
+	"\x0eThreadHostLost\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host2\xc5\b\n" +
 	"\x05Baton\x12@\n" +
 	"\fCreateThread\x12\x1d.baton.v1.CreateThreadRequest\x1a\x11.baton.v1.Receipt\x12>\n" +
 	"\vSendMessage\x12\x1c.baton.v1.SendMessageRequest\x1a\x11.baton.v1.Receipt\x12B\n" +
@@ -12749,7 +13046,7 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 129)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 132)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),                // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),        // 1: baton.v1.ProviderCommand
@@ -12767,340 +13064,348 @@ var file_baton_proto_goTypes = []any{
 	(*SetPolicyRequest)(nil),       // 13: baton.v1.SetPolicyRequest
 	(*GetThreadRequest)(nil),       // 14: baton.v1.GetThreadRequest
 	(*Thread)(nil),                 // 15: baton.v1.Thread
-	(*Worktree)(nil),               // 16: baton.v1.Worktree
-	(*SetupResult)(nil),            // 17: baton.v1.SetupResult
-	(*Merge)(nil),                  // 18: baton.v1.Merge
-	(*Run)(nil),                    // 19: baton.v1.Run
-	(*RunStop)(nil),                // 20: baton.v1.RunStop
-	(*RunOutcome)(nil),             // 21: baton.v1.RunOutcome
-	(*SteeringMessage)(nil),        // 22: baton.v1.SteeringMessage
-	(*Attempt)(nil),                // 23: baton.v1.Attempt
-	(*Node)(nil),                   // 24: baton.v1.Node
-	(*Message)(nil),                // 25: baton.v1.Message
-	(*TurnItem)(nil),               // 26: baton.v1.TurnItem
-	(*ProviderSession)(nil),        // 27: baton.v1.ProviderSession
-	(*ProviderThread)(nil),         // 28: baton.v1.ProviderThread
-	(*ProviderTurn)(nil),           // 29: baton.v1.ProviderTurn
-	(*RuntimeRequest)(nil),         // 30: baton.v1.RuntimeRequest
-	(*RequestOption)(nil),          // 31: baton.v1.RequestOption
-	(*Diagnostic)(nil),             // 32: baton.v1.Diagnostic
-	(*Failure)(nil),                // 33: baton.v1.Failure
-	(*Usage)(nil),                  // 34: baton.v1.Usage
-	(*RateLimit)(nil),              // 35: baton.v1.RateLimit
-	(*Limit)(nil),                  // 36: baton.v1.Limit
-	(*CheckpointScope)(nil),        // 37: baton.v1.CheckpointScope
-	(*Checkpoint)(nil),             // 38: baton.v1.Checkpoint
-	(*Rollback)(nil),               // 39: baton.v1.Rollback
-	(*ContextHandoff)(nil),         // 40: baton.v1.ContextHandoff
-	(*HandoffRun)(nil),             // 41: baton.v1.HandoffRun
-	(*ProviderBinding)(nil),        // 42: baton.v1.ProviderBinding
-	(*Loop)(nil),                   // 43: baton.v1.Loop
-	(*Wait)(nil),                   // 44: baton.v1.Wait
-	(*CheckResult)(nil),            // 45: baton.v1.CheckResult
-	(*Earlier)(nil),                // 46: baton.v1.Earlier
-	(*EarlierRollback)(nil),        // 47: baton.v1.EarlierRollback
-	(*ThreadPage)(nil),             // 48: baton.v1.ThreadPage
-	(*ThreadSummary)(nil),          // 49: baton.v1.ThreadSummary
-	(*SummaryWait)(nil),            // 50: baton.v1.SummaryWait
-	(*ListThreadsRequest)(nil),     // 51: baton.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),    // 52: baton.v1.ListThreadsResponse
-	(*SubscribeRequest)(nil),       // 53: baton.v1.SubscribeRequest
-	(*Event)(nil),                  // 54: baton.v1.Event
-	(*ThreadCreated)(nil),          // 55: baton.v1.ThreadCreated
-	(*MessageAdded)(nil),           // 56: baton.v1.MessageAdded
-	(*MessageDelta)(nil),           // 57: baton.v1.MessageDelta
-	(*MessageCompleted)(nil),       // 58: baton.v1.MessageCompleted
-	(*RunQueued)(nil),              // 59: baton.v1.RunQueued
-	(*RunStarted)(nil),             // 60: baton.v1.RunStarted
-	(*AttemptStarted)(nil),         // 61: baton.v1.AttemptStarted
-	(*NodeStarted)(nil),            // 62: baton.v1.NodeStarted
-	(*NodeUpdated)(nil),            // 63: baton.v1.NodeUpdated
-	(*NodeDelta)(nil),              // 64: baton.v1.NodeDelta
-	(*NodeCompleted)(nil),          // 65: baton.v1.NodeCompleted
-	(*SessionOpened)(nil),          // 66: baton.v1.SessionOpened
-	(*SessionEnded)(nil),           // 67: baton.v1.SessionEnded
-	(*ProviderThreadBound)(nil),    // 68: baton.v1.ProviderThreadBound
-	(*ProviderTurnBound)(nil),      // 69: baton.v1.ProviderTurnBound
-	(*RequestOpened)(nil),          // 70: baton.v1.RequestOpened
-	(*RequestResolved)(nil),        // 71: baton.v1.RequestResolved
-	(*UsageReported)(nil),          // 72: baton.v1.UsageReported
-	(*RunEnded)(nil),               // 73: baton.v1.RunEnded
-	(*DiagnosticRecorded)(nil),     // 74: baton.v1.DiagnosticRecorded
-	(*RunSteered)(nil),             // 75: baton.v1.RunSteered
-	(*RestartRequested)(nil),       // 76: baton.v1.RestartRequested
-	(*InterruptRequested)(nil),     // 77: baton.v1.InterruptRequested
-	(*StopForced)(nil),             // 78: baton.v1.StopForced
-	(*TurnStalled)(nil),            // 79: baton.v1.TurnStalled
-	(*AttemptEnded)(nil),           // 80: baton.v1.AttemptEnded
-	(*RequestAnswered)(nil),        // 81: baton.v1.RequestAnswered
-	(*EffectCancelled)(nil),        // 82: baton.v1.EffectCancelled
-	(*AttemptDispatched)(nil),      // 83: baton.v1.AttemptDispatched
-	(*RequestAnswerFailed)(nil),    // 84: baton.v1.RequestAnswerFailed
-	(*RunCompleting)(nil),          // 85: baton.v1.RunCompleting
-	(*CheckpointScopeOpened)(nil),  // 86: baton.v1.CheckpointScopeOpened
-	(*CheckpointRequested)(nil),    // 87: baton.v1.CheckpointRequested
-	(*CheckpointRecorded)(nil),     // 88: baton.v1.CheckpointRecorded
-	(*RollbackStarted)(nil),        // 89: baton.v1.RollbackStarted
-	(*RollbackFilesRestored)(nil),  // 90: baton.v1.RollbackFilesRestored
-	(*RollbackCompleted)(nil),      // 91: baton.v1.RollbackCompleted
-	(*RollbackFailed)(nil),         // 92: baton.v1.RollbackFailed
-	(*HandoffCreated)(nil),         // 93: baton.v1.HandoffCreated
-	(*HandoffConsumed)(nil),        // 94: baton.v1.HandoffConsumed
-	(*HandoffSuperseded)(nil),      // 95: baton.v1.HandoffSuperseded
-	(*ProviderSwitched)(nil),       // 96: baton.v1.ProviderSwitched
-	(*ProviderThreadDetached)(nil), // 97: baton.v1.ProviderThreadDetached
-	(*PolicySet)(nil),              // 98: baton.v1.PolicySet
-	(*LimitReached)(nil),           // 99: baton.v1.LimitReached
-	(*WaitEnded)(nil),              // 100: baton.v1.WaitEnded
-	(*CheckRequested)(nil),         // 101: baton.v1.CheckRequested
-	(*LoopEnded)(nil),              // 102: baton.v1.LoopEnded
-	(*QueuedRunsResumed)(nil),      // 103: baton.v1.QueuedRunsResumed
-	(*QueuedRun)(nil),              // 104: baton.v1.QueuedRun
-	(*DiffRequest)(nil),            // 105: baton.v1.DiffRequest
-	(*FileChange)(nil),             // 106: baton.v1.FileChange
-	(*DiffResponse)(nil),           // 107: baton.v1.DiffResponse
-	(*ListPluginsRequest)(nil),     // 108: baton.v1.ListPluginsRequest
-	(*Capabilities)(nil),           // 109: baton.v1.Capabilities
-	(*Plugin)(nil),                 // 110: baton.v1.Plugin
-	(*ListPluginsResponse)(nil),    // 111: baton.v1.ListPluginsResponse
-	(*GetStatusRequest)(nil),       // 112: baton.v1.GetStatusRequest
-	(*CreateLoginCodeRequest)(nil), // 113: baton.v1.CreateLoginCodeRequest
-	(*LoginCode)(nil),              // 114: baton.v1.LoginCode
-	(*ServiceStatus)(nil),          // 115: baton.v1.ServiceStatus
-	(*StoreStatus)(nil),            // 116: baton.v1.StoreStatus
-	(*RuntimeStats)(nil),           // 117: baton.v1.RuntimeStats
-	(*Listener)(nil),               // 118: baton.v1.Listener
-	(*PluginStatus)(nil),           // 119: baton.v1.PluginStatus
-	(*WorktreeReady)(nil),          // 120: baton.v1.WorktreeReady
-	(*WorktreeFailed)(nil),         // 121: baton.v1.WorktreeFailed
-	(*MergeRequested)(nil),         // 122: baton.v1.MergeRequested
-	(*ThreadArchived)(nil),         // 123: baton.v1.ThreadArchived
-	(*WorktreeRemoved)(nil),        // 124: baton.v1.WorktreeRemoved
-	nil,                            // 125: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                            // 126: baton.v1.RuntimeRequest.AnswersEntry
-	nil,                            // 127: baton.v1.RequestAnswered.AnswersEntry
-	nil,                            // 128: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil),  // 129: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),    // 130: google.protobuf.Duration
+	(*HostLost)(nil),               // 16: baton.v1.HostLost
+	(*Worktree)(nil),               // 17: baton.v1.Worktree
+	(*SetupResult)(nil),            // 18: baton.v1.SetupResult
+	(*Merge)(nil),                  // 19: baton.v1.Merge
+	(*Run)(nil),                    // 20: baton.v1.Run
+	(*RunStop)(nil),                // 21: baton.v1.RunStop
+	(*RunOutcome)(nil),             // 22: baton.v1.RunOutcome
+	(*SteeringMessage)(nil),        // 23: baton.v1.SteeringMessage
+	(*Attempt)(nil),                // 24: baton.v1.Attempt
+	(*Node)(nil),                   // 25: baton.v1.Node
+	(*Message)(nil),                // 26: baton.v1.Message
+	(*TurnItem)(nil),               // 27: baton.v1.TurnItem
+	(*ProviderSession)(nil),        // 28: baton.v1.ProviderSession
+	(*ProviderThread)(nil),         // 29: baton.v1.ProviderThread
+	(*ProviderTurn)(nil),           // 30: baton.v1.ProviderTurn
+	(*RuntimeRequest)(nil),         // 31: baton.v1.RuntimeRequest
+	(*RequestOption)(nil),          // 32: baton.v1.RequestOption
+	(*Diagnostic)(nil),             // 33: baton.v1.Diagnostic
+	(*Failure)(nil),                // 34: baton.v1.Failure
+	(*Usage)(nil),                  // 35: baton.v1.Usage
+	(*RateLimit)(nil),              // 36: baton.v1.RateLimit
+	(*Limit)(nil),                  // 37: baton.v1.Limit
+	(*CheckpointScope)(nil),        // 38: baton.v1.CheckpointScope
+	(*Checkpoint)(nil),             // 39: baton.v1.Checkpoint
+	(*Rollback)(nil),               // 40: baton.v1.Rollback
+	(*ContextHandoff)(nil),         // 41: baton.v1.ContextHandoff
+	(*HandoffRun)(nil),             // 42: baton.v1.HandoffRun
+	(*ProviderBinding)(nil),        // 43: baton.v1.ProviderBinding
+	(*Loop)(nil),                   // 44: baton.v1.Loop
+	(*Wait)(nil),                   // 45: baton.v1.Wait
+	(*CheckResult)(nil),            // 46: baton.v1.CheckResult
+	(*Earlier)(nil),                // 47: baton.v1.Earlier
+	(*EarlierRollback)(nil),        // 48: baton.v1.EarlierRollback
+	(*ThreadPage)(nil),             // 49: baton.v1.ThreadPage
+	(*ThreadSummary)(nil),          // 50: baton.v1.ThreadSummary
+	(*SummaryWait)(nil),            // 51: baton.v1.SummaryWait
+	(*ListThreadsRequest)(nil),     // 52: baton.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),    // 53: baton.v1.ListThreadsResponse
+	(*SubscribeRequest)(nil),       // 54: baton.v1.SubscribeRequest
+	(*Event)(nil),                  // 55: baton.v1.Event
+	(*ThreadCreated)(nil),          // 56: baton.v1.ThreadCreated
+	(*MessageAdded)(nil),           // 57: baton.v1.MessageAdded
+	(*MessageDelta)(nil),           // 58: baton.v1.MessageDelta
+	(*MessageCompleted)(nil),       // 59: baton.v1.MessageCompleted
+	(*RunQueued)(nil),              // 60: baton.v1.RunQueued
+	(*RunStarted)(nil),             // 61: baton.v1.RunStarted
+	(*AttemptStarted)(nil),         // 62: baton.v1.AttemptStarted
+	(*NodeStarted)(nil),            // 63: baton.v1.NodeStarted
+	(*NodeUpdated)(nil),            // 64: baton.v1.NodeUpdated
+	(*NodeDelta)(nil),              // 65: baton.v1.NodeDelta
+	(*NodeCompleted)(nil),          // 66: baton.v1.NodeCompleted
+	(*SessionOpened)(nil),          // 67: baton.v1.SessionOpened
+	(*SessionEnded)(nil),           // 68: baton.v1.SessionEnded
+	(*ProviderThreadBound)(nil),    // 69: baton.v1.ProviderThreadBound
+	(*ProviderTurnBound)(nil),      // 70: baton.v1.ProviderTurnBound
+	(*RequestOpened)(nil),          // 71: baton.v1.RequestOpened
+	(*RequestResolved)(nil),        // 72: baton.v1.RequestResolved
+	(*UsageReported)(nil),          // 73: baton.v1.UsageReported
+	(*RunEnded)(nil),               // 74: baton.v1.RunEnded
+	(*DiagnosticRecorded)(nil),     // 75: baton.v1.DiagnosticRecorded
+	(*RunSteered)(nil),             // 76: baton.v1.RunSteered
+	(*RestartRequested)(nil),       // 77: baton.v1.RestartRequested
+	(*InterruptRequested)(nil),     // 78: baton.v1.InterruptRequested
+	(*StopForced)(nil),             // 79: baton.v1.StopForced
+	(*TurnStalled)(nil),            // 80: baton.v1.TurnStalled
+	(*AttemptEnded)(nil),           // 81: baton.v1.AttemptEnded
+	(*RequestAnswered)(nil),        // 82: baton.v1.RequestAnswered
+	(*EffectCancelled)(nil),        // 83: baton.v1.EffectCancelled
+	(*AttemptDispatched)(nil),      // 84: baton.v1.AttemptDispatched
+	(*RequestAnswerFailed)(nil),    // 85: baton.v1.RequestAnswerFailed
+	(*RunCompleting)(nil),          // 86: baton.v1.RunCompleting
+	(*CheckpointScopeOpened)(nil),  // 87: baton.v1.CheckpointScopeOpened
+	(*CheckpointRequested)(nil),    // 88: baton.v1.CheckpointRequested
+	(*CheckpointRecorded)(nil),     // 89: baton.v1.CheckpointRecorded
+	(*RollbackStarted)(nil),        // 90: baton.v1.RollbackStarted
+	(*RollbackFilesRestored)(nil),  // 91: baton.v1.RollbackFilesRestored
+	(*RollbackCompleted)(nil),      // 92: baton.v1.RollbackCompleted
+	(*RollbackFailed)(nil),         // 93: baton.v1.RollbackFailed
+	(*HandoffCreated)(nil),         // 94: baton.v1.HandoffCreated
+	(*HandoffConsumed)(nil),        // 95: baton.v1.HandoffConsumed
+	(*HandoffSuperseded)(nil),      // 96: baton.v1.HandoffSuperseded
+	(*ProviderSwitched)(nil),       // 97: baton.v1.ProviderSwitched
+	(*ProviderThreadDetached)(nil), // 98: baton.v1.ProviderThreadDetached
+	(*PolicySet)(nil),              // 99: baton.v1.PolicySet
+	(*LimitReached)(nil),           // 100: baton.v1.LimitReached
+	(*WaitEnded)(nil),              // 101: baton.v1.WaitEnded
+	(*CheckRequested)(nil),         // 102: baton.v1.CheckRequested
+	(*LoopEnded)(nil),              // 103: baton.v1.LoopEnded
+	(*QueuedRunsResumed)(nil),      // 104: baton.v1.QueuedRunsResumed
+	(*QueuedRun)(nil),              // 105: baton.v1.QueuedRun
+	(*DiffRequest)(nil),            // 106: baton.v1.DiffRequest
+	(*FileChange)(nil),             // 107: baton.v1.FileChange
+	(*DiffResponse)(nil),           // 108: baton.v1.DiffResponse
+	(*ListPluginsRequest)(nil),     // 109: baton.v1.ListPluginsRequest
+	(*Capabilities)(nil),           // 110: baton.v1.Capabilities
+	(*Plugin)(nil),                 // 111: baton.v1.Plugin
+	(*ListPluginsResponse)(nil),    // 112: baton.v1.ListPluginsResponse
+	(*GetStatusRequest)(nil),       // 113: baton.v1.GetStatusRequest
+	(*CreateLoginCodeRequest)(nil), // 114: baton.v1.CreateLoginCodeRequest
+	(*LoginCode)(nil),              // 115: baton.v1.LoginCode
+	(*ServiceStatus)(nil),          // 116: baton.v1.ServiceStatus
+	(*StoreStatus)(nil),            // 117: baton.v1.StoreStatus
+	(*RuntimeStats)(nil),           // 118: baton.v1.RuntimeStats
+	(*Listener)(nil),               // 119: baton.v1.Listener
+	(*PluginStatus)(nil),           // 120: baton.v1.PluginStatus
+	(*WorktreeReady)(nil),          // 121: baton.v1.WorktreeReady
+	(*WorktreeFailed)(nil),         // 122: baton.v1.WorktreeFailed
+	(*MergeRequested)(nil),         // 123: baton.v1.MergeRequested
+	(*ThreadArchived)(nil),         // 124: baton.v1.ThreadArchived
+	(*WorktreeRemoved)(nil),        // 125: baton.v1.WorktreeRemoved
+	(*ThreadMoved)(nil),            // 126: baton.v1.ThreadMoved
+	(*ThreadHostLost)(nil),         // 127: baton.v1.ThreadHostLost
+	nil,                            // 128: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                            // 129: baton.v1.RuntimeRequest.AnswersEntry
+	nil,                            // 130: baton.v1.RequestAnswered.AnswersEntry
+	nil,                            // 131: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil),  // 132: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),    // 133: google.protobuf.Duration
 }
 var file_baton_proto_depIdxs = []int32{
-	129, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	132, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,   // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	12,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	3,   // 3: baton.v1.CreateThreadRequest.worktree:type_name -> baton.v1.WorktreeOptions
 	12,  // 4: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	125, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	128, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
 	1,   // 6: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	1,   // 7: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
-	130, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
-	130, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
-	130, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
-	130, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
-	130, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	133, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	133, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	133, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	133, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	133, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
 	12,  // 13: baton.v1.ContinuationPolicy.applied:type_name -> baton.v1.ContinuationPolicy
 	12,  // 14: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	49,  // 15: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
-	48,  // 16: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
+	50,  // 15: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
+	49,  // 16: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
 	1,   // 17: baton.v1.Thread.provider_command:type_name -> baton.v1.ProviderCommand
-	129, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
-	129, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
-	19,  // 20: baton.v1.Thread.runs:type_name -> baton.v1.Run
-	25,  // 21: baton.v1.Thread.messages:type_name -> baton.v1.Message
-	26,  // 22: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
-	27,  // 23: baton.v1.Thread.provider_sessions:type_name -> baton.v1.ProviderSession
-	28,  // 24: baton.v1.Thread.provider_threads:type_name -> baton.v1.ProviderThread
-	29,  // 25: baton.v1.Thread.provider_turns:type_name -> baton.v1.ProviderTurn
-	30,  // 26: baton.v1.Thread.requests:type_name -> baton.v1.RuntimeRequest
-	32,  // 27: baton.v1.Thread.diagnostics:type_name -> baton.v1.Diagnostic
-	35,  // 28: baton.v1.Thread.rate_limits:type_name -> baton.v1.RateLimit
-	37,  // 29: baton.v1.Thread.checkpoint_scopes:type_name -> baton.v1.CheckpointScope
-	38,  // 30: baton.v1.Thread.checkpoints:type_name -> baton.v1.Checkpoint
-	39,  // 31: baton.v1.Thread.rollbacks:type_name -> baton.v1.Rollback
-	40,  // 32: baton.v1.Thread.handoffs:type_name -> baton.v1.ContextHandoff
-	42,  // 33: baton.v1.Thread.provider_bindings:type_name -> baton.v1.ProviderBinding
-	43,  // 34: baton.v1.Thread.loop:type_name -> baton.v1.Loop
-	46,  // 35: baton.v1.Thread.earlier:type_name -> baton.v1.Earlier
-	16,  // 36: baton.v1.Thread.worktree:type_name -> baton.v1.Worktree
-	18,  // 37: baton.v1.Thread.merges:type_name -> baton.v1.Merge
-	17,  // 38: baton.v1.Worktree.setup_result:type_name -> baton.v1.SetupResult
-	129, // 39: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
-	129, // 40: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	129, // 41: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
-	23,  // 42: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
-	24,  // 43: baton.v1.Run.nodes:type_name -> baton.v1.Node
-	33,  // 44: baton.v1.Run.failure:type_name -> baton.v1.Failure
-	34,  // 45: baton.v1.Run.usage:type_name -> baton.v1.Usage
-	20,  // 46: baton.v1.Run.stop:type_name -> baton.v1.RunStop
-	22,  // 47: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
-	21,  // 48: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
-	36,  // 49: baton.v1.Run.limit:type_name -> baton.v1.Limit
-	129, // 50: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
-	129, // 51: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
-	130, // 52: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
-	33,  // 53: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
-	129, // 54: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	129, // 55: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	34,  // 56: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
-	129, // 57: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
-	129, // 58: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
-	31,  // 59: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
-	126, // 60: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
-	129, // 61: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
-	129, // 62: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
-	129, // 63: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
-	106, // 64: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
-	129, // 65: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
-	129, // 66: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
-	33,  // 67: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
-	129, // 68: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
-	129, // 69: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
-	41,  // 70: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
-	1,   // 71: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
-	12,  // 72: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
-	129, // 73: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
-	44,  // 74: baton.v1.Loop.wait:type_name -> baton.v1.Wait
-	44,  // 75: baton.v1.Loop.return:type_name -> baton.v1.Wait
-	45,  // 76: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
-	36,  // 77: baton.v1.Wait.limit:type_name -> baton.v1.Limit
-	129, // 78: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
-	129, // 79: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
-	129, // 80: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
-	129, // 81: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
-	47,  // 82: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
-	129, // 83: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	129, // 84: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	50,  // 85: baton.v1.ThreadSummary.wait:type_name -> baton.v1.SummaryWait
-	129, // 86: baton.v1.SummaryWait.at:type_name -> google.protobuf.Timestamp
-	49,  // 87: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	129, // 88: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	55,  // 89: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
-	56,  // 90: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
-	57,  // 91: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
-	58,  // 92: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
-	59,  // 93: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
-	60,  // 94: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
-	61,  // 95: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
-	62,  // 96: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
-	63,  // 97: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
-	64,  // 98: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
-	65,  // 99: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
-	66,  // 100: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
-	67,  // 101: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
-	68,  // 102: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
-	69,  // 103: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
-	70,  // 104: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
-	71,  // 105: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
-	72,  // 106: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
-	73,  // 107: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
-	74,  // 108: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
-	75,  // 109: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
-	76,  // 110: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
-	77,  // 111: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
-	78,  // 112: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
-	79,  // 113: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
-	80,  // 114: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
-	81,  // 115: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
-	82,  // 116: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
-	83,  // 117: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
-	84,  // 118: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
-	35,  // 119: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
-	85,  // 120: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
-	86,  // 121: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
-	87,  // 122: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
-	88,  // 123: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
-	89,  // 124: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
-	90,  // 125: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
-	91,  // 126: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
-	92,  // 127: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
-	93,  // 128: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
-	94,  // 129: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
-	95,  // 130: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
-	96,  // 131: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
-	97,  // 132: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
-	98,  // 133: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
-	99,  // 134: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
-	44,  // 135: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
-	100, // 136: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
-	101, // 137: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
-	45,  // 138: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
-	102, // 139: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
-	103, // 140: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
-	120, // 141: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
-	121, // 142: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
-	122, // 143: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
-	18,  // 144: baton.v1.Event.thread_merged:type_name -> baton.v1.Merge
-	123, // 145: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
-	124, // 146: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
-	1,   // 147: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
-	16,  // 148: baton.v1.ThreadCreated.worktree:type_name -> baton.v1.Worktree
-	31,  // 149: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
-	34,  // 150: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
-	33,  // 151: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
-	130, // 152: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
-	129, // 153: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
-	127, // 154: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
-	21,  // 155: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
-	106, // 156: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
-	38,  // 157: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
-	33,  // 158: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
-	41,  // 159: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
-	1,   // 160: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
-	12,  // 161: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
-	36,  // 162: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
-	104, // 163: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
-	106, // 164: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
-	109, // 165: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	128, // 166: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
-	110, // 167: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	129, // 168: baton.v1.LoginCode.expires_at:type_name -> google.protobuf.Timestamp
-	129, // 169: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
-	130, // 170: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
-	118, // 171: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
-	49,  // 172: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
-	119, // 173: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
-	117, // 174: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
-	116, // 175: baton.v1.ServiceStatus.store:type_name -> baton.v1.StoreStatus
-	129, // 176: baton.v1.StoreStatus.lease_since:type_name -> google.protobuf.Timestamp
-	17,  // 177: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
-	2,   // 178: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	6,   // 179: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	7,   // 180: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	8,   // 181: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	9,   // 182: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
-	10,  // 183: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	11,  // 184: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	13,  // 185: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	4,   // 186: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
-	5,   // 187: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
-	14,  // 188: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	51,  // 189: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	53,  // 190: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	105, // 191: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	108, // 192: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	112, // 193: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
-	113, // 194: baton.v1.Baton.CreateLoginCode:input_type -> baton.v1.CreateLoginCodeRequest
-	0,   // 195: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,   // 196: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,   // 197: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,   // 198: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,   // 199: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
-	0,   // 200: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,   // 201: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,   // 202: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	0,   // 203: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
-	0,   // 204: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
-	15,  // 205: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	52,  // 206: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	54,  // 207: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	107, // 208: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	111, // 209: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	115, // 210: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
-	114, // 211: baton.v1.Baton.CreateLoginCode:output_type -> baton.v1.LoginCode
-	195, // [195:212] is the sub-list for method output_type
-	178, // [178:195] is the sub-list for method input_type
-	178, // [178:178] is the sub-list for extension type_name
-	178, // [178:178] is the sub-list for extension extendee
-	0,   // [0:178] is the sub-list for field type_name
+	132, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
+	132, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
+	20,  // 20: baton.v1.Thread.runs:type_name -> baton.v1.Run
+	26,  // 21: baton.v1.Thread.messages:type_name -> baton.v1.Message
+	27,  // 22: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
+	28,  // 23: baton.v1.Thread.provider_sessions:type_name -> baton.v1.ProviderSession
+	29,  // 24: baton.v1.Thread.provider_threads:type_name -> baton.v1.ProviderThread
+	30,  // 25: baton.v1.Thread.provider_turns:type_name -> baton.v1.ProviderTurn
+	31,  // 26: baton.v1.Thread.requests:type_name -> baton.v1.RuntimeRequest
+	33,  // 27: baton.v1.Thread.diagnostics:type_name -> baton.v1.Diagnostic
+	36,  // 28: baton.v1.Thread.rate_limits:type_name -> baton.v1.RateLimit
+	38,  // 29: baton.v1.Thread.checkpoint_scopes:type_name -> baton.v1.CheckpointScope
+	39,  // 30: baton.v1.Thread.checkpoints:type_name -> baton.v1.Checkpoint
+	40,  // 31: baton.v1.Thread.rollbacks:type_name -> baton.v1.Rollback
+	41,  // 32: baton.v1.Thread.handoffs:type_name -> baton.v1.ContextHandoff
+	43,  // 33: baton.v1.Thread.provider_bindings:type_name -> baton.v1.ProviderBinding
+	44,  // 34: baton.v1.Thread.loop:type_name -> baton.v1.Loop
+	47,  // 35: baton.v1.Thread.earlier:type_name -> baton.v1.Earlier
+	17,  // 36: baton.v1.Thread.worktree:type_name -> baton.v1.Worktree
+	19,  // 37: baton.v1.Thread.merges:type_name -> baton.v1.Merge
+	16,  // 38: baton.v1.Thread.host_lost:type_name -> baton.v1.HostLost
+	132, // 39: baton.v1.HostLost.at:type_name -> google.protobuf.Timestamp
+	18,  // 40: baton.v1.Worktree.setup_result:type_name -> baton.v1.SetupResult
+	132, // 41: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
+	132, // 42: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	132, // 43: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	24,  // 44: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
+	25,  // 45: baton.v1.Run.nodes:type_name -> baton.v1.Node
+	34,  // 46: baton.v1.Run.failure:type_name -> baton.v1.Failure
+	35,  // 47: baton.v1.Run.usage:type_name -> baton.v1.Usage
+	21,  // 48: baton.v1.Run.stop:type_name -> baton.v1.RunStop
+	23,  // 49: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
+	22,  // 50: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
+	37,  // 51: baton.v1.Run.limit:type_name -> baton.v1.Limit
+	132, // 52: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
+	132, // 53: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
+	133, // 54: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
+	34,  // 55: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
+	132, // 56: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	132, // 57: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	35,  // 58: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
+	132, // 59: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
+	132, // 60: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
+	32,  // 61: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
+	129, // 62: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
+	132, // 63: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
+	132, // 64: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	132, // 65: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
+	107, // 66: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
+	132, // 67: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
+	132, // 68: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
+	34,  // 69: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
+	132, // 70: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
+	132, // 71: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
+	42,  // 72: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
+	1,   // 73: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
+	12,  // 74: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
+	132, // 75: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
+	45,  // 76: baton.v1.Loop.wait:type_name -> baton.v1.Wait
+	45,  // 77: baton.v1.Loop.return:type_name -> baton.v1.Wait
+	46,  // 78: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
+	37,  // 79: baton.v1.Wait.limit:type_name -> baton.v1.Limit
+	132, // 80: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
+	132, // 81: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
+	132, // 82: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
+	132, // 83: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
+	48,  // 84: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
+	132, // 85: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	132, // 86: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	51,  // 87: baton.v1.ThreadSummary.wait:type_name -> baton.v1.SummaryWait
+	16,  // 88: baton.v1.ThreadSummary.host_lost:type_name -> baton.v1.HostLost
+	132, // 89: baton.v1.SummaryWait.at:type_name -> google.protobuf.Timestamp
+	50,  // 90: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
+	132, // 91: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	56,  // 92: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
+	57,  // 93: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
+	58,  // 94: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
+	59,  // 95: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
+	60,  // 96: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
+	61,  // 97: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
+	62,  // 98: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
+	63,  // 99: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
+	64,  // 100: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
+	65,  // 101: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
+	66,  // 102: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
+	67,  // 103: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
+	68,  // 104: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
+	69,  // 105: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
+	70,  // 106: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
+	71,  // 107: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
+	72,  // 108: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
+	73,  // 109: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
+	74,  // 110: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
+	75,  // 111: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
+	76,  // 112: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
+	77,  // 113: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
+	78,  // 114: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
+	79,  // 115: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
+	80,  // 116: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
+	81,  // 117: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
+	82,  // 118: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
+	83,  // 119: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
+	84,  // 120: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
+	85,  // 121: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
+	36,  // 122: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
+	86,  // 123: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
+	87,  // 124: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
+	88,  // 125: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
+	89,  // 126: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
+	90,  // 127: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
+	91,  // 128: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
+	92,  // 129: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
+	93,  // 130: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
+	94,  // 131: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
+	95,  // 132: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
+	96,  // 133: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
+	97,  // 134: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
+	98,  // 135: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
+	99,  // 136: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
+	100, // 137: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
+	45,  // 138: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
+	101, // 139: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
+	102, // 140: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
+	46,  // 141: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
+	103, // 142: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
+	104, // 143: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
+	121, // 144: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
+	122, // 145: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
+	123, // 146: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
+	19,  // 147: baton.v1.Event.thread_merged:type_name -> baton.v1.Merge
+	124, // 148: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
+	125, // 149: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
+	126, // 150: baton.v1.Event.thread_moved:type_name -> baton.v1.ThreadMoved
+	127, // 151: baton.v1.Event.thread_host_lost:type_name -> baton.v1.ThreadHostLost
+	1,   // 152: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
+	17,  // 153: baton.v1.ThreadCreated.worktree:type_name -> baton.v1.Worktree
+	32,  // 154: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
+	35,  // 155: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
+	34,  // 156: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
+	133, // 157: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
+	132, // 158: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
+	130, // 159: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
+	22,  // 160: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
+	107, // 161: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
+	39,  // 162: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
+	34,  // 163: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
+	42,  // 164: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
+	1,   // 165: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
+	12,  // 166: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
+	37,  // 167: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
+	105, // 168: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
+	107, // 169: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
+	110, // 170: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
+	131, // 171: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	111, // 172: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
+	132, // 173: baton.v1.LoginCode.expires_at:type_name -> google.protobuf.Timestamp
+	132, // 174: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
+	133, // 175: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
+	119, // 176: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
+	50,  // 177: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
+	120, // 178: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
+	118, // 179: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
+	117, // 180: baton.v1.ServiceStatus.store:type_name -> baton.v1.StoreStatus
+	132, // 181: baton.v1.StoreStatus.lease_since:type_name -> google.protobuf.Timestamp
+	18,  // 182: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
+	2,   // 183: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	6,   // 184: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	7,   // 185: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	8,   // 186: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	9,   // 187: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	10,  // 188: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	11,  // 189: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	13,  // 190: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	4,   // 191: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
+	5,   // 192: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
+	14,  // 193: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	52,  // 194: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	54,  // 195: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	106, // 196: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	109, // 197: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	113, // 198: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
+	114, // 199: baton.v1.Baton.CreateLoginCode:input_type -> baton.v1.CreateLoginCodeRequest
+	0,   // 200: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,   // 201: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,   // 202: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,   // 203: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,   // 204: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,   // 205: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,   // 206: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,   // 207: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	0,   // 208: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
+	0,   // 209: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
+	15,  // 210: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	53,  // 211: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	55,  // 212: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	108, // 213: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	112, // 214: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	116, // 215: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
+	115, // 216: baton.v1.Baton.CreateLoginCode:output_type -> baton.v1.LoginCode
+	200, // [200:217] is the sub-list for method output_type
+	183, // [183:200] is the sub-list for method input_type
+	183, // [183:183] is the sub-list for extension type_name
+	183, // [183:183] is the sub-list for extension extendee
+	0,   // [0:183] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -13108,7 +13413,7 @@ func file_baton_proto_init() {
 	if File_baton_proto != nil {
 		return
 	}
-	file_baton_proto_msgTypes[54].OneofWrappers = []any{
+	file_baton_proto_msgTypes[55].OneofWrappers = []any{
 		(*Event_ThreadCreated)(nil),
 		(*Event_MessageAdded)(nil),
 		(*Event_MessageDelta)(nil),
@@ -13167,15 +13472,17 @@ func file_baton_proto_init() {
 		(*Event_ThreadMerged)(nil),
 		(*Event_ThreadArchived)(nil),
 		(*Event_WorktreeRemoved)(nil),
+		(*Event_ThreadMoved)(nil),
+		(*Event_ThreadHostLost)(nil),
 	}
-	file_baton_proto_msgTypes[91].OneofWrappers = []any{}
+	file_baton_proto_msgTypes[92].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   129,
+			NumMessages:   132,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
