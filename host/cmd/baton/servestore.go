@@ -15,6 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -98,10 +100,12 @@ func (s *storeFlags) check(fl *pflag.FlagSet) error {
 		if err != nil {
 			return failf(exitFailed, "serve: name this host with --host: %v", err)
 		}
-		s.hostName = h
+		// The machine's name without its domain: a host's name is one
+		// token of its lease's key and of its forwarded calls' subject.
+		s.hostName, _, _ = strings.Cut(h, ".")
 	}
-	if s.hostName == "" || strings.ContainsAny(s.hostName, " \t\r\n") {
-		return usagef("serve: --host must be a name without white space, got %q", s.hostName)
+	if err := lease.CheckHost(s.hostName); err != nil {
+		return usagef("serve: --host: %v", err)
 	}
 	for _, c := range []struct{ flag, file string }{{"nats-creds", s.creds}, {"nats-token-file", s.tokenFile}} {
 		if c.file == "" {
@@ -252,7 +256,7 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		return ls.Guard(l), nil
 	}
 	cfg.Attach = func(srv batonv1.BatonServer) (func(), error) {
-		fs, err := apiforward.Serve(nc, s.installation, srv, log.Named("forward"))
+		fs, err := apiforward.Serve(nc, s.installation, s.hostName, srv, log.Named("forward"))
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +285,7 @@ func followShared(ctx context.Context, ls *lease.Lease, nc *nats.Conn, status *b
 	status = proto.CloneOf(status)
 	status.Role = "follower"
 	cfg.Store, cfg.Follower = status, true
-	cfg.Forward = apiforward.NewClient(nc, status.Installation).Unary
+	cfg.Forward = apiforward.NewClient(nc, status.Installation, toWriter(ls)).Unary
 	ferr := service.Run(fctx, cfg)
 	stopAcquiring()
 	if aerr := <-took; aerr != nil {
@@ -295,6 +299,23 @@ func followShared(ctx context.Context, ls *lease.Lease, nc *nats.Conn, status *b
 		return false, errors.Join(ferr, fmt.Errorf("serve: %w", aerr))
 	}
 	return true, ferr
+}
+
+// toWriter routes every forwarded call of a follower to the host that
+// holds the installation's lease: the writer. Its own name, in the instant
+// it takes the lease, is routed too (not answered yet, so Unavailable):
+// a follower never runs a command itself.
+func toWriter(ls *lease.Lease) apiforward.Route {
+	return func(ctx context.Context, method string, _ any) (string, error) {
+		h, ok, err := ls.Holder(ctx)
+		if err != nil {
+			return "", grpcstatus.Errorf(codes.Unavailable, "%s: %v", method, err)
+		}
+		if !ok {
+			return "", grpcstatus.Errorf(codes.Unavailable, "%s: no host writes the shared log now (the writer's lease is free or being taken over); try again", method)
+		}
+		return h.Host, nil
+	}
 }
 
 // release hands the lease back after the service ran (runErr, returned),
