@@ -97,9 +97,10 @@ func TestHostLeasesHeldAtOnce(t *testing.T) {
 }
 
 // TestWatchReportsHostsComingAndGoing: a watcher reports the host alive
-// at its start, a host that takes its lease, one whose lease expires (its
-// renewals stopped) and one that hands its lease back, each once: the
-// renewals of a lease that stays are not reported.
+// at its start, hosts that take their leases, one whose lease expires
+// (its renewals stopped) and two that hand theirs back, each once: the
+// renewals of a lease that stays are not reported. Each change is dated
+// by the servers, not by when the watcher read it.
 func TestWatchReportsHostsComingAndGoing(t *testing.T) {
 	cl := natstest.Single(t)
 	ctx := bounded(t)
@@ -116,6 +117,12 @@ func TestWatchReportsHostsComingAndGoing(t *testing.T) {
 	var got []HostEvent
 	got = append(got, next(t, w, "a, alive at the start"))
 
+	c := hostLease(t, cl, 1, Options{Host: "c", TTL: time.Minute})
+	if err := c.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, next(t, w, "c taking its lease"))
+
 	// b's clock is held still: it never renews.
 	paused := clock.NewFake(time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC))
 	b := hostLease(t, cl, 1, Options{Host: "b", TTL: time.Second, Clock: paused})
@@ -127,24 +134,30 @@ func TestWatchReportsHostsComingAndGoing(t *testing.T) {
 	got = append(got, next(t, w, "b's lease expiring"))
 	expired := got[len(got)-1].At
 
+	// Both hand their leases back before the watcher's events are read:
+	// the second is read after the first is received, yet dated when the
+	// servers stored it.
 	released := time.Now()
-	if err := a.Release(ctx); err != nil {
-		t.Fatal(err)
+	for _, l := range []*Lease{a, c} {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
-	got = append(got, next(t, w, "a handing its lease back"))
-	seen := time.Now()
+	stored := time.Now()
+	got = append(got, next(t, w, "a handing its lease back"), next(t, w, "c handing its lease back"))
 
-	want := []HostEvent{{Host: "a", Alive: true}, {Host: "b", Alive: true}, {Host: "b"}, {Host: "a"}}
+	want := []HostEvent{{Host: "a", Alive: true}, {Host: "c", Alive: true}, {Host: "b", Alive: true}, {Host: "b"}, {Host: "a"}, {Host: "c"}}
 	if d := cmp.Diff(want, got, ignoreAt); d != "" {
 		t.Fatalf("the hosts' comings and goings (-want +got):\n%s", d)
 	}
-	// The servers' times: b's lease expired no sooner than its TTL after
-	// b took it, and a's went between its Release and the event.
 	if expired.Before(took.Add(time.Second)) {
 		t.Errorf("b's lease reported expired at %v, under its TTL after b took it (%v)", expired, took)
 	}
-	if at := got[3].At; at.Before(released) || at.After(seen) {
-		t.Errorf("a's lease reported handed back at %v, not between the Release (%v) and the event (%v)", at, released, seen)
+	for _, ev := range got[4:] {
+		if ev.At.Before(released) || ev.At.After(stored) {
+			t.Errorf("host %s's lease reported handed back at %v, not between the Release (%v) and its answer (%v)", ev.Host, ev.At,
+				released, stored)
+		}
 	}
 	w.Stop()
 	if _, ok := <-w.Events(); ok {
