@@ -14,7 +14,8 @@ import (
 // HostEvent says that a host's own lease (HostKey) came (Alive: a process
 // of that host took it) or went (not Alive: it was handed back, or it
 // expired because its holder stopped renewing it). At is when the servers
-// stored the change, or, when they did not say, when the watcher read it.
+// stored the change (for a lease held when the watch began: its last
+// renewal), or, when they did not say, when the watcher read it.
 type HostEvent struct {
 	Host  string
 	Alive bool
@@ -86,6 +87,9 @@ func (w *Watcher) run(ctx context.Context, kw jetstream.KeyWatcher) error {
 		case e, ok = <-kw.Updates():
 		}
 		if !ok {
+			if ctx.Err() != nil { // the key watcher ends with ctx too
+				return context.Cause(ctx)
+			}
 			return errors.New("the servers ended the watch (the connection closed)")
 		}
 		if e == nil { // the leases present at the start are all read
