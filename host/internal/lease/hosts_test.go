@@ -258,6 +258,8 @@ func TestHostNamesAKeyCannotHoldAreRefused(t *testing.T) {
 		{Options{Installation: "x", Host: "b.local"}, `open lease: host name "b.local": use 1 to 64 letters, digits, - and _`},
 		{Options{Installation: "x", Host: "b*"}, `open lease: host name "b*": use 1 to 64 letters, digits, - and _`},
 		{Options{Installation: "x", Host: "b", Key: "host..b"}, `open lease: key "host..b": use tokens of letters, digits, -, _, = and /, joined by dots, not beginning with "last-holder"`},
+		{Options{Installation: "x", Host: "b", ReclaimOwn: true}, `open lease: ReclaimOwn is for host b's own lease (key host.b), not key "installation"`},
+		{Options{Installation: "x", Host: "b", Key: "host.a", ReclaimOwn: true}, `open lease: ReclaimOwn is for host b's own lease (key host.b), not key "host.a"`},
 		{Options{Installation: "x", Host: "b", Key: "last-holder.x"}, `open lease: key "last-holder.x": use tokens of letters, digits, -, _, = and /, joined by dots, not beginning with "last-holder"`},
 	} {
 		_, err := Open(t.Context(), js, c.o)

@@ -216,6 +216,11 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Lease, er
 		return nil, fmt.Errorf("open lease: key %q: use tokens of letters, digits, -, _, = and /, joined by dots, not beginning with %q",
 			opts.Key, lastPrefix)
 	}
+	if opts.ReclaimOwn && opts.Key != HostKey(opts.Host) {
+		// Another host could hold any other key under a name alike.
+		return nil, fmt.Errorf("open lease: ReclaimOwn is for host %s's own lease (key %s), not key %q", opts.Host,
+			HostKey(opts.Host), opts.Key)
+	}
 	if opts.TTL == 0 {
 		opts.TTL = DefaultTTL
 	}
