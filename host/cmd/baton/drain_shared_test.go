@@ -23,9 +23,9 @@ import (
 // so that it fails only a host that hangs, never a slow one.
 const drainExitBound = 3 * time.Minute
 
-// writerServing matches a service's log once it holds the lease and
-// serves as the log's writer (it follows the log before).
-var writerServing = regexp.MustCompile(`(?s)holding the installation's lease.*serving: `)
+// hostServing matches a service's log once it holds its own host lease
+// and serves (it writes the threads it owns only under that lease).
+var hostServing = regexp.MustCompile(`(?s)holding host \S+'s lease.*serving: `)
 
 // SIGTERM while the shared log's servers are gone: the drain cannot
 // record the end of the run in flight, yet the service exits within its
@@ -36,8 +36,8 @@ var writerServing = regexp.MustCompile(`(?s)holding the installation's lease.*se
 // With the default lease TTL (15s) the lease expires during the drain, as
 // it would in production, and the service exits as for a lost lease; with
 // a TTL longer than the drain it holds the lease to the end, and exits
-// saying what the drain left. The next start then waits for that lease
-// to expire.
+// saying what the drain left. The next start of the same host takes its
+// lease back at once.
 func TestDrainEndsWhenTheSharedLogsServersAreGone(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -45,7 +45,7 @@ func TestDrainEndsWhenTheSharedLogsServersAreGone(t *testing.T) {
 		exit string // the service's last line, a regular expression; RUN and THREAD stand for the run's ids
 	}{
 		{name: "lease expires during the drain",
-			exit: `baton: serve: the event store failed: lost the installation's lease: the lease on installation drain expired: ` +
+			exit: `baton: serve: the event store failed: lost host a's lease: host a's lease on installation drain expired: ` +
 				`no renewal was answered within its TTL \(15s\); this host was paused, or could not reach the servers; ` +
 				`the service stopped, for its supervisor to start it again \(the next start recovers what was in flight\)`},
 		{name: "lease outlives the drain", ttl: []string{"--lease-ttl", "60s"},
@@ -59,7 +59,7 @@ func TestDrainEndsWhenTheSharedLogsServersAreGone(t *testing.T) {
 			data := t.TempDir()
 			slog := newLogWatch()
 			s := launchService(t, data, slog, func(*exec.Cmd) {}, args...)
-			slog.wait(t, writerServing) // not a follower carrying commands to no writer
+			slog.wait(t, hostServing)
 			s.waitHealthy()
 			state := filepath.Join(t.TempDir(), "cursor") // the replay peer's: its provider thinks until the turn is ended
 			cl, id, ev, _ := s.startTurn(t, "acp/restart_queued.ndjson", "Take your time", "--state", state)
@@ -104,9 +104,9 @@ func TestDrainEndsWhenTheSharedLogsServersAreGone(t *testing.T) {
 			c.Start(0)
 			rlog := newLogWatch()
 			s = launchService(t, data, rlog, func(*exec.Cmd) {}, args...)
-			// It follows the log until the lease of the host that exited
-			// has expired, then writes it, its recovery done.
-			rlog.wait(t, writerServing)
+			// The same host takes its own lease back, and recovers its
+			// threads before it serves.
+			rlog.wait(t, hostServing)
 			s.waitHealthy()
 			if diff := cmp.Diff([]runState{{"failed", "host_restarted"}}, runStates(thread(t, s.client(), id))); diff != "" {
 				t.Errorf("runs after the servers came back and the service started again (-want +got):\n%s", diff)

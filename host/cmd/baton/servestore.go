@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -240,7 +239,7 @@ func serveShared(ctx context.Context, data string, s *storeFlags, cfg service.Co
 		}
 		return own.Guard(l), nil
 	}
-	cfg.Writer = func(ctx context.Context) (string, error) {
+	cfg.Coordinator = func(ctx context.Context) (string, error) {
 		h, _, err := coord.Holder(ctx)
 		return h.Host, err
 	}
@@ -291,15 +290,10 @@ func coordinate(ctx context.Context, coord *lease.Lease, js jetstream.JetStream,
 }
 
 // watchHosts takes over lost hosts' threads, at once and each time a
-// host's lease goes, until ctx ends.
+// host's lease goes, until ctx ends. A watch the servers end (a lost
+// connection) is begun again after a pause, with a sweep, since leases
+// may have gone unseen meanwhile.
 func watchHosts(ctx context.Context, js jetstream.JetStream, inst string, host *orchestrator.Host, log hclog.Logger) {
-	events, err := lease.Watch(ctx, js, inst)
-	if err != nil {
-		if ctx.Err() == nil {
-			log.Error("cannot watch the hosts' leases; lost hosts' threads are not taken over", "error", err)
-		}
-		return
-	}
 	gone := func(h string) bool {
 		_, alive, err := lease.Alive(ctx, js, inst, h)
 		return err == nil && !alive
@@ -309,10 +303,39 @@ func watchHosts(ctx context.Context, js jetstream.JetStream, inst string, host *
 			log.Error("take over lost hosts' threads", "error", err)
 		}
 	}
-	sweep()
+	pause := watchRetry
+	for ctx.Err() == nil {
+		if w, err := lease.Watch(ctx, js, inst); err != nil {
+			log.Error("cannot watch the hosts' leases; trying again", "error", err, "in", pause)
+		} else {
+			sweep()
+			sweepOnLoss(ctx, w, sweep, log)
+			w.Stop()
+			if ctx.Err() != nil {
+				return
+			}
+			log.Error("the watch of the hosts' leases ended; watching again", "error", w.Err(), "in", pause)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		pause = min(2*pause, 8*watchRetry)
+	}
+}
+
+// watchRetry is the first pause before a failed watch of the host leases
+// is begun again.
+const watchRetry = 250 * time.Millisecond
+
+// sweepOnLoss sweeps each time w reports a host's lease gone, until w ends.
+func sweepOnLoss(ctx context.Context, w *lease.Watcher, sweep func(), log hclog.Logger) {
 	for {
 		select {
-		case ev, ok := <-events:
+		case ev, ok := <-w.Events():
 			if !ok {
 				return
 			}

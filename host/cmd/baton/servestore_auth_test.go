@@ -35,12 +35,12 @@ func TestServeStoreWithANATSToken(t *testing.T) {
 	alog := newLogWatch()
 	a := launchService(t, t.TempDir(), alog, func(*exec.Cmd) {}, "--store", cl.URLs(),
 		"--nats-token-file", tokenFile(t, "s3cret"), "--installation", "auth", "--host", "a")
-	st := writerStatus(t, a, alog) // the only host: it takes the lease and writes
+	st := coordinatorStatus(t, a, alog) // the only host: it writes its threads and coordinates
 	if st.LeaseSince == nil {
 		t.Errorf("status: no leaseSince in %+v", st)
 	}
 	st.LeaseSince = nil
-	want := storeStatus{Kind: "jetstream", Servers: []string{cl.URLs()}, Installation: "auth", Host: "a", Role: "writer", Writer: "a"}
+	want := storeStatus{Kind: "jetstream", Servers: []string{cl.URLs()}, Installation: "auth", Host: "a", Role: "coordinator", Coordinator: "a"}
 	if d := cmp.Diff(want, st); d != "" {
 		t.Errorf("status: store (-want +got):\n%s", d)
 	}
@@ -71,30 +71,30 @@ func TestServeStoreWithAWrongNATSTokenExitsSayingSo(t *testing.T) {
 	}
 }
 
-// writerStatus waits until host s, alone in its installation, writes the
-// log, and returns its store's status. A host serves as a follower first,
-// and may take the lease before or after its follower says it serves, so
-// no line of its log alone says the writer is up: the status is asked
-// again after each line the host logs, until it says writer.
-func writerStatus(t *testing.T, s *batonService, log *logWatch) storeStatus {
+// coordinatorStatus waits until host s, alone in its installation,
+// coordinates it, and returns its store's status. The host may take the
+// installation's lease before or after it says it serves, so no line of
+// its log alone says both are done: the status is asked again after each
+// line the host logs, until it says coordinator.
+func coordinatorStatus(t *testing.T, s *batonService, log *logWatch) storeStatus {
 	t.Helper()
-	log.wait(t, regexp.MustCompile(`holding the installation's lease`))
+	log.wait(t, regexp.MustCompile(`this host coordinates the installation`))
 	timeout := time.After(60 * time.Second)
 	for {
 		log.mu.Lock()
 		changed := log.changed // taken before the status, so no line after it is missed
 		log.mu.Unlock()
-		// The follower's socket may close under the call, as it hands
-		// over to the writer's: a failed call is asked again too.
+		// The service may not listen yet as it takes the lease: a failed
+		// call is asked again too.
 		out, errOut, code := baton(t, "status", "--json", "--data", s.data)
 		var st serviceStatus
-		if err := json.Unmarshal([]byte(out), &st); err == nil && code == exitOK && st.Store.Role == "writer" {
+		if err := json.Unmarshal([]byte(out), &st); err == nil && code == exitOK && st.Store.Role == "coordinator" {
 			return st.Store
 		}
 		select {
 		case <-changed:
 		case <-timeout:
-			t.Fatalf("host %s holds the lease but its status did not say it writes in a minute (last: exit %d\n%s%s)\n%s",
+			t.Fatalf("host %s coordinates but its status did not say so in a minute (last: exit %d\n%s%s)\n%s",
 				s.data, code, out, errOut, log)
 		}
 	}

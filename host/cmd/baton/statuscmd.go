@@ -94,15 +94,15 @@ type serviceStatus struct {
 
 // storeStatus is where the event log is kept: "pebble", or "jetstream"
 // with the shared log's servers, its installation, this host's name, its
-// role (writer or follower), the host that writes the log now, and when
-// this host took the installation's lease (a writer).
+// role (coordinator or host), the host that coordinates the log now, and
+// when this host took its own host lease.
 type storeStatus struct {
 	Kind         string     `json:"kind"`
 	Servers      []string   `json:"servers,omitempty"`
 	Installation string     `json:"installation,omitempty"`
 	Host         string     `json:"host,omitempty"`
 	Role         string     `json:"role,omitempty"`
-	Writer       string     `json:"writer,omitempty"`
+	Coordinator  string     `json:"coordinator,omitempty"`
 	LeaseSince   *time.Time `json:"leaseSince,omitempty"`
 }
 
@@ -141,7 +141,7 @@ func statusJSON(st *batonv1.ServiceStatus) serviceStatus {
 	}
 	sst := st.GetStore()
 	out.Store = storeStatus{Kind: sst.GetKind(), Servers: sst.GetServers(), Installation: sst.GetInstallation(), Host: sst.GetHost(),
-		Role: sst.GetRole(), Writer: sst.GetWriter()}
+		Role: sst.GetRole(), Coordinator: sst.GetCoordinator()}
 	if sst.GetLeaseSince() != nil {
 		since := sst.GetLeaseSince().AsTime()
 		out.Store.LeaseSince = &since
@@ -152,16 +152,20 @@ func statusJSON(st *batonv1.ServiceStatus) serviceStatus {
 	return out
 }
 
-// storeRole says which host writes a shared log, for people: this one
-// (since it took the lease), or another, which this one follows.
+// storeRole says, for people, which host this is on a shared log and
+// which one coordinates it: every host writes the threads it owns (since
+// it took its own lease); the coordinator also takes over lost hosts'
+// threads and delivers the notifications.
 func storeRole(sst *batonv1.StoreStatus, now time.Time, loc *time.Location) string {
-	if sst.GetRole() != "follower" {
-		return fmt.Sprintf("host %s writes it (lease since %s)", sst.GetHost(), clockTime(sst.GetLeaseSince().AsTime(), now, loc))
+	own := fmt.Sprintf("host %s writes its own threads (lease since %s)", sst.GetHost(), clockTime(sst.GetLeaseSince().AsTime(), now, loc))
+	switch c := sst.GetCoordinator(); {
+	case sst.GetRole() == "coordinator":
+		return own + " and coordinates the installation"
+	case c == "":
+		return own + "; no host coordinates it now (the installation's lease is free)"
+	default:
+		return own + "; host " + c + " coordinates it"
 	}
-	if sst.GetWriter() == "" {
-		return fmt.Sprintf("host %s follows it; no host writes it now (the lease is free)", sst.GetHost())
-	}
-	return fmt.Sprintf("host %s follows it; host %s writes it, and takes the commands given here", sst.GetHost(), sst.GetWriter())
 }
 
 // printStatus is the status for people, instants at now in loc:

@@ -1,14 +1,16 @@
-// Package apiforward carries the baton.v1 calls that a follower host
-// cannot answer itself to the host that writes the shared event log, over
-// NATS request/reply on the servers the log is on: no new listener, and no
-// host needs to know where the writer is. The writer answers them as it
-// answers its own clients (Serve); a follower's service forwards them
-// (Client.Unary) and returns the writer's answer, or its error, as if it
-// were its own.
+// Package apiforward carries a baton.v1 call that a host cannot answer
+// itself to the host that can (the one that owns the call's thread, or
+// writes the log), over NATS request/reply on the servers the log is on:
+// no new listener, and no host needs to know where another is. Each host
+// answers the calls carried to it on its own subject (Serve) as it answers
+// its own clients; a host's service asks a Route which host answers each
+// call and forwards it there (Client.Unary), returning that host's answer,
+// or its error, as if it were its own.
 //
-// What is forwarded is what changes the log or reads the files of a
-// thread's cwd, which is on the writer's machine (Forwarded); reads of the
-// log and subscriptions are the follower's own, from its replica.
+// What may be forwarded is what changes the log or reads the files of a
+// thread's cwd, which is on the machine of the host that runs the thread
+// (Forwarded); reads of the log and subscriptions are each host's own,
+// from its replica.
 //
 // A forwarded call carries the method in a header and the request in its
 // protobuf form; the reply carries the response in its protobuf form, or a
@@ -35,6 +37,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
+	"github.com/baton-run/baton/host/internal/lease"
 )
 
 // Headers of a forwarded call and its reply.
@@ -46,16 +49,17 @@ const (
 	defaultTimeout = 30 * time.Second // a call's bound when its caller gave none
 )
 
-// MaxConcurrent bounds the forwarded calls a writer runs at once; more
+// MaxConcurrent bounds the forwarded calls a host runs at once; more
 // wait in NATS's pending buffer.
 const MaxConcurrent = 64
 
-// Subject is where the writer of installation inst takes forwarded calls.
+// HostSubject is where host of installation inst takes forwarded calls.
 // It is outside the installation's stream (baton.<inst>.>), which would
-// otherwise store every call.
-func Subject(inst string) string { return "batonapi." + inst + ".writer" }
+// otherwise store every call. A host's name is one token of it, as of its
+// lease's key (lease.CheckHost).
+func HostSubject(inst, host string) string { return "batonapi." + inst + ".host." + host }
 
-// forwarded are the methods a follower forwards: every command (each
+// forwarded are the methods a host may forward: every command (each
 // returns a Receipt), and Diff, which reads a thread's cwd.
 var forwarded = map[string]bool{}
 
@@ -68,32 +72,50 @@ func init() {
 
 func fullMethod(name string) string { return "/" + batonv1.Baton_ServiceDesc.ServiceName + "/" + name }
 
-// Forwarded says whether a follower forwards a method to the writer.
+// Forwarded says whether a host may forward a method to another.
 func Forwarded(fullMethod string) bool { return forwarded[fullMethod] }
 
-// Client forwards a follower's calls to the writer.
+// Route says which host answers a Forwarded call: "" for this host (its
+// handler runs), else the host the call is forwarded to. An error is the
+// call's, returned as it is (a gRPC status, for the client to see its
+// code).
+type Route func(ctx context.Context, fullMethod string, req any) (host string, err error)
+
+// Client forwards a host's calls to the hosts its Route names.
 type Client struct {
-	nc      *nats.Conn
-	subject string
+	nc    *nats.Conn
+	inst  string
+	route Route
 }
 
-// NewClient forwards calls to installation inst's writer over nc.
-func NewClient(nc *nats.Conn, inst string) *Client {
-	return &Client{nc: nc, subject: Subject(inst)}
+// NewClient forwards calls over nc to the hosts of installation inst that
+// route names.
+func NewClient(nc *nats.Conn, inst string, route Route) *Client {
+	return &Client{nc: nc, inst: inst, route: route}
 }
 
 // Unary is a gRPC unary server interceptor: a Forwarded call goes to the
-// writer, and its answer is returned as the handler's would be; any other
-// call is the follower's own.
+// host the Route names, and its answer is returned as the handler's would
+// be; any other call, and one routed to "", is this host's own.
 func (c *Client) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if !Forwarded(info.FullMethod) {
 		return handler(ctx, req)
 	}
-	return c.Call(ctx, info.FullMethod, req.(proto.Message))
+	host, err := c.route(ctx, info.FullMethod, req)
+	if err != nil {
+		return nil, err
+	}
+	if host == "" {
+		return handler(ctx, req)
+	}
+	return c.Call(ctx, host, info.FullMethod, req.(proto.Message))
 }
 
-// Call forwards one call to the writer and returns its response.
-func (c *Client) Call(ctx context.Context, method string, req proto.Message) (proto.Message, error) {
+// Call forwards one call to host and returns its response.
+func (c *Client) Call(ctx context.Context, host, method string, req proto.Message) (proto.Message, error) {
+	if err := lease.CheckHost(host); err != nil {
+		return nil, status.Errorf(codes.Internal, "forward %s: %v", method, err)
+	}
 	out, err := newOutput(method)
 	if err != nil {
 		return nil, status.Error(codes.Unimplemented, err.Error())
@@ -108,30 +130,30 @@ func (c *Client) Call(ctx context.Context, method string, req proto.Message) (pr
 		defer cancel()
 	}
 	deadline, _ := ctx.Deadline()
-	msg := nats.NewMsg(c.subject)
+	msg := nats.NewMsg(HostSubject(c.inst, host))
 	msg.Header.Set(headerMethod, method)
 	msg.Header.Set(headerTimeout, strconv.FormatInt(time.Until(deadline).Milliseconds(), 10))
 	msg.Data = data
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return nil, status.Errorf(codes.Unavailable, "%s: no host writes the shared log now (the writer's lease is free or being taken over); try again", method)
+		return nil, status.Errorf(codes.Unavailable, "%s: host %s does not answer: it is not running, or cannot reach the servers", method, host)
 	case errors.Is(err, context.DeadlineExceeded):
-		return nil, status.Errorf(codes.DeadlineExceeded, "%s: the host that writes the shared log did not answer in time", method)
+		return nil, status.Errorf(codes.DeadlineExceeded, "%s: host %s did not answer in time", method, host)
 	case errors.Is(err, context.Canceled):
 		return nil, status.FromContextError(err).Err()
 	case err != nil:
-		return nil, status.Errorf(codes.Unavailable, "%s: forward to the host that writes the shared log: %v", method, err)
+		return nil, status.Errorf(codes.Unavailable, "%s: forward to host %s: %v", method, host, err)
 	}
 	if code := reply.Header.Get(headerCode); code != "" {
 		n, err := strconv.Atoi(code)
 		if err != nil || n <= 0 || n > int(codes.Unauthenticated) {
-			return nil, status.Errorf(codes.Internal, "%s: the writer's reply has a bad status code %q", method, code)
+			return nil, status.Errorf(codes.Internal, "%s: host %s's reply has a bad status code %q", method, host, code)
 		}
 		return nil, status.Error(codes.Code(n), reply.Header.Get(headerMessage))
 	}
 	if err := proto.Unmarshal(reply.Data, out); err != nil {
-		return nil, status.Errorf(codes.Internal, "%s: the writer's reply: %v", method, err)
+		return nil, status.Errorf(codes.Internal, "%s: host %s's reply: %v", method, host, err)
 	}
 	return out, nil
 }
@@ -157,7 +179,7 @@ func newOutput(method string) (proto.Message, error) {
 	return t.New().Interface(), nil
 }
 
-// Server answers forwarded calls on the writer.
+// Server answers the calls forwarded to a host.
 type Server struct {
 	sub *nats.Subscription
 	sem chan struct{} // a slot per call running
@@ -171,10 +193,13 @@ type Server struct {
 	cancel context.CancelFunc
 }
 
-// Serve answers the calls followers forward to installation inst's writer
-// with srv, until Stop. Only the host that holds the installation's lease
-// serves.
-func Serve(nc *nats.Conn, inst string, srv batonv1.BatonServer, log hclog.Logger) (*Server, error) {
+// Serve answers the calls other hosts of installation inst forward to
+// host with srv, until Stop.
+func Serve(nc *nats.Conn, inst, host string, srv batonv1.BatonServer, log hclog.Logger) (*Server, error) {
+	if err := lease.CheckHost(host); err != nil {
+		return nil, fmt.Errorf("take forwarded calls: %w", err)
+	}
+	subject := HostSubject(inst, host)
 	handlers := map[string]grpc.MethodHandler{}
 	for _, m := range batonv1.Baton_ServiceDesc.Methods {
 		if name := fullMethod(m.MethodName); forwarded[name] {
@@ -183,7 +208,7 @@ func Serve(nc *nats.Conn, inst string, srv batonv1.BatonServer, log hclog.Logger
 	}
 	s := &Server{sem: make(chan struct{}, MaxConcurrent), closing: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	sub, err := nc.Subscribe(Subject(inst), func(m *nats.Msg) {
+	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
 		select {
 		case s.sem <- struct{}{}:
 		case <-s.closing:
@@ -201,14 +226,14 @@ func Serve(nc *nats.Conn, inst string, srv batonv1.BatonServer, log hclog.Logger
 		})
 	})
 	if err == nil {
-		err = nc.Flush() // the server knows the subscription before the writer says it serves
+		err = nc.Flush() // the server knows the subscription before the host says it serves
 	}
 	if err != nil {
 		if sub != nil {
 			sub.Unsubscribe()
 		}
 		s.cancel()
-		return nil, fmt.Errorf("take forwarded calls on %s: %w", Subject(inst), err)
+		return nil, fmt.Errorf("take forwarded calls on %s: %w", subject, err)
 	}
 	s.sub = sub
 	return s, nil
@@ -226,7 +251,7 @@ func (s *Server) answer(m *nats.Msg, srv batonv1.BatonServer, handlers map[strin
 	reply := nats.NewMsg(m.Reply)
 	var err error
 	if h, ok := handlers[method]; !ok {
-		err = status.Errorf(codes.Unimplemented, "the writer does not take %q forwarded", method)
+		err = status.Errorf(codes.Unimplemented, "this host does not take %q forwarded", method)
 	} else {
 		var resp any
 		resp, err = h(srv, ctx, func(v any) error { return proto.Unmarshal(m.Data, v.(proto.Message)) }, nil)

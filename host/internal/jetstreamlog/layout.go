@@ -26,8 +26,8 @@ import (
 //
 // Beside them, other packages use (each documents its own):
 //
-//	bucket  baton_<inst>_leases          the installation's lease (package lease)
-//	subject batonapi.<inst>.writer       calls a follower carries to the writer, request/reply,
+//	bucket  baton_<inst>_leases          the installation's lease and each host's (package lease)
+//	subject batonapi.<inst>.host.<host>  calls another host carries to host <host>, request/reply,
 //	                                     outside the stream (package apiforward)
 //
 // The stream keeps every message for ever (limits retention with no

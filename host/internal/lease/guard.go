@@ -40,7 +40,7 @@ func (l *Lease) Guard(log eventlog.Log) *Guard {
 		var cause error
 		select {
 		case <-lost:
-			cause = fmt.Errorf("lost the installation's lease: %w", l.Err())
+			cause = fmt.Errorf("lost %s: %w", l.name(), l.Err())
 		case <-log.Failed():
 			cause = log.Failure()
 		case <-g.closing:

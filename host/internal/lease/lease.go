@@ -1,20 +1,27 @@
-// Package lease keeps an installation's lease: which one of the hosts that
-// share a JetStream event log may write to it now. Hosts of one
-// installation take turns; the one that holds the lease serves, the others
-// wait as standbys, and one of them takes over when the holder hands the
-// lease back (Release, as a service drains) or stops renewing it (its
+// Package lease keeps the leases of the hosts that share a JetStream
+// event log: each host's own (HostKey), which a process of that host holds
+// while it runs and reaches the servers, so that the others know it is
+// alive (Watch, Alive); and the installation's (InstallationKey), which
+// one host at a time holds, to coordinate (it takes over the threads of a
+// host whose own lease is gone). A lease is taken by Acquire, waiting
+// while another holds it, kept by renewals, and handed back by Release (as
+// a service drains), or lost when its holder stops renewing it (its
 // process or machine died, or it lost the servers).
 //
-// The lease is one key ("installation") in a key-value bucket of its own
-// per installation (Bucket). Its value says who holds it (Holder), and it
-// is written with a TTL: the servers remove it, leaving a marker, when the
-// holder has not renewed it for that long. A second key, without a TTL,
-// keeps who took the lease last, so that the next holder knows whether
-// another host wrote the log before it (Previous). Every write names the revision
-// it replaces, so two hosts never both believe a write of theirs made them
-// the holder: taking the lease is a Create (no value, or a deleted one),
-// renewing it an Update of the holder's last revision, handing it back a
-// Delete of that revision.
+// The leases are keys in a key-value bucket of their own per installation
+// (Bucket). A lease's value says who holds it (Holder), and it is written
+// with a TTL: the servers remove it, leaving a marker, when the holder has
+// not renewed it for that long. Beside each lease a key without a TTL
+// keeps who took it last ("last-holder" for the installation's,
+// "last-holder.<key>" for the others), so that the next holder knows
+// whether another host, or another process of its own, held it before
+// (Previous). Every write names the revision it replaces, so two hosts
+// never both believe a write of theirs made them the holder: taking the
+// lease is a Create (no value, or a deleted one), renewing it an Update of
+// the holder's last revision, handing it back a Delete of that revision.
+// A host's own lease left by its previous process (killed, or restarted
+// within the TTL) is taken over at once with an Update of its revision
+// (ReclaimOwn), since no other host takes that key.
 //
 // The holder renews every TTL/3 on its own clock. It counts the lease as
 // lost (Lost closes) when a renewal is refused because the revision moved
@@ -33,6 +40,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,13 +61,49 @@ const DefaultTTL = 15 * time.Second
 // seconds.
 const MinTTL = time.Second
 
-// key is the lease's key in its bucket.
-const key = "installation"
+// InstallationKey is the installation's lease's key in its bucket: its
+// holder coordinates the hosts (it takes over the threads of a host whose
+// own lease is gone).
+const InstallationKey = "installation"
 
-// lastKey holds, without a TTL, the holder that last took the lease: the
-// next holder reads it to know whether the log's last writer was another
-// host (Previous).
-const lastKey = "last-holder"
+// hostPrefix begins the key of each host's own lease (HostKey).
+const hostPrefix = "host."
+
+// lastPrefix names the keys that hold, without a TTL, the holder that last
+// took each lease: the next holder reads it to know whether another host
+// (or another process of this one) held it before (Previous). The
+// installation's is "last-holder" alone, as it was before hosts had
+// leases of their own, so that a bucket written then keeps working.
+const lastPrefix = "last-holder"
+
+// lastKey is the key that keeps who took lease key k last.
+func lastKey(k string) string {
+	if k == InstallationKey {
+		return lastPrefix
+	}
+	return lastPrefix + "." + k
+}
+
+// HostKey is the key of host's own lease: it is held while a process of
+// that host runs and reaches the servers (Watch, Alive). CheckHost says
+// which names a key can hold.
+func HostKey(host string) string { return hostPrefix + host }
+
+var hostName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// CheckHost refuses a host name that cannot be one token of a key or a
+// subject: a host's lease and the subject its forwarded calls come on
+// are named for it.
+func CheckHost(name string) error {
+	if !hostName.MatchString(name) {
+		return fmt.Errorf("host name %q: use 1 to 64 letters, digits, - and _", name)
+	}
+	return nil
+}
+
+// keyName is what a lease's key may be: tokens a key-value bucket takes,
+// joined by dots.
+var keyName = regexp.MustCompile(`^[-/_=A-Za-z0-9]+(\.[-/_=A-Za-z0-9]+)*$`)
 
 // markerTTL is how long the servers keep the marker of a lease that
 // expired: a standby watching the key is told at once, so the marker needs
@@ -90,8 +134,18 @@ type Options struct {
 	// Installation names the hosts that share one log; it names the
 	// lease's bucket (CheckInstallation says what it may be).
 	Installation string
-	// Host is this host's name, as standbys' logs show it.
+	// Host is this host's name, as standbys' logs show it (CheckHost
+	// says what it may be).
 	Host string
+	// Key is the lease's key in the installation's bucket (default
+	// InstallationKey; HostKey for a host's own lease).
+	Key string
+	// ReclaimOwn lets Acquire take the lease at once, rather than wait
+	// out its TTL, when its holder is a process of this same host name:
+	// the process before this one, killed or restarted. Set it only for
+	// a key no other host takes (HostKey(Host)): two processes of one
+	// host name that both reclaim take the lease from each other.
+	ReclaimOwn bool
 	// PID is this host's process id (default os.Getpid()).
 	PID int
 	// TTL is how long the lease outlives the holder's last renewal
@@ -112,6 +166,7 @@ type Options struct {
 type Lease struct {
 	kv   jetstream.KeyValue
 	js   jetstream.JetStream
+	key  string // the lease's key in the bucket
 	subj string // the key's subject, for renewals
 	opts Options
 	clk  clock.Clock
@@ -142,14 +197,29 @@ func CheckInstallation(name string) error {
 // Bucket is the key-value bucket of an installation's lease.
 func Bucket(installation string) string { return "baton_" + installation + "_leases" }
 
-// Open makes (or finds) the installation's lease bucket. It takes nothing:
-// Acquire does.
+// Open makes (or finds) the installation's lease bucket, for the lease on
+// opts.Key. It takes nothing: Acquire does.
 func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Lease, error) {
 	if err := CheckInstallation(opts.Installation); err != nil {
 		return nil, fmt.Errorf("open lease: %w", err)
 	}
 	if opts.Host == "" {
 		return nil, errors.New("open lease: no host name")
+	}
+	if err := CheckHost(opts.Host); err != nil {
+		return nil, fmt.Errorf("open lease: %w", err)
+	}
+	if opts.Key == "" {
+		opts.Key = InstallationKey
+	}
+	if !keyName.MatchString(opts.Key) || strings.HasPrefix(opts.Key, lastPrefix) {
+		return nil, fmt.Errorf("open lease: key %q: use tokens of letters, digits, -, _, = and /, joined by dots, not beginning with %q",
+			opts.Key, lastPrefix)
+	}
+	if opts.ReclaimOwn && opts.Key != HostKey(opts.Host) {
+		// Another host could hold any other key under a name alike.
+		return nil, fmt.Errorf("open lease: ReclaimOwn is for host %s's own lease (key %s), not key %q", opts.Host,
+			HostKey(opts.Host), opts.Key)
 	}
 	if opts.TTL == 0 {
 		opts.TTL = DefaultTTL
@@ -164,7 +234,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Lease, er
 		opts.Logger = hclog.NewNullLogger()
 	}
 	cfg := jetstream.KeyValueConfig{Bucket: Bucket(opts.Installation), History: 1, Replicas: opts.Replicas,
-		LimitMarkerTTL: markerTTL, Description: "which Baton host of the installation writes its event log"}
+		LimitMarkerTTL: markerTTL, Description: "which Baton hosts of the installation are alive, and which one coordinates them"}
 	clk := clock.Or(opts.Clock)
 	// A cluster that is forming, or electing, cannot place the bucket
 	// yet: a host that starts with it waits, as it would for the lease.
@@ -172,7 +242,8 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Lease, er
 	for {
 		kv, err := bucket(ctx, js, cfg)
 		if err == nil {
-			return &Lease{kv: kv, js: js, subj: "$KV." + cfg.Bucket + "." + key, opts: opts, clk: clk, log: opts.Logger}, nil
+			return &Lease{kv: kv, js: js, key: opts.Key, subj: "$KV." + cfg.Bucket + "." + opts.Key, opts: opts, clk: clk,
+				log: opts.Logger}, nil
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("open lease bucket %s: %w (%w)", cfg.Bucket, err, context.Cause(ctx))
@@ -222,17 +293,42 @@ func closedErr(js jetstream.JetStream, err error) error {
 
 // Current is who holds the lease now, and false when nobody does.
 func (l *Lease) Current(ctx context.Context) (Holder, bool, error) {
-	h, ok, err := l.latest(ctx, key)
+	h, ok, err := latest(ctx, l.kv, l.key)
 	if err != nil {
-		return Holder{}, false, fmt.Errorf("read the lease on installation %s: %w", l.opts.Installation, err)
+		return Holder{}, false, fmt.Errorf("read %s: %w", l.what(), err)
 	}
 	return h, ok, nil
 }
 
+// what names the lease in errors: "the lease on installation x" for the
+// installation's, "host b's lease on installation x" for a host's,
+// "the lease k on installation x" for another key.
+func (l *Lease) what() string {
+	if l.key == InstallationKey {
+		return "the lease on installation " + l.opts.Installation
+	}
+	if h, ok := strings.CutPrefix(l.key, hostPrefix); ok {
+		return "host " + h + "'s lease on installation " + l.opts.Installation
+	}
+	return "the lease " + l.key + " on installation " + l.opts.Installation
+}
+
+// name names the lease in the log: "the installation's lease", or "host
+// b's lease" for a host key.
+func (l *Lease) name() string {
+	if l.key == InstallationKey {
+		return "the installation's lease"
+	}
+	if h, ok := strings.CutPrefix(l.key, hostPrefix); ok {
+		return "host " + h + "'s lease"
+	}
+	return "the lease " + l.key
+}
+
 // latest reads a key's holder, false when it has none (never written,
 // deleted or expired).
-func (l *Lease) latest(ctx context.Context, k string) (Holder, bool, error) {
-	e, err := l.entry(ctx, k)
+func latest(ctx context.Context, kv jetstream.KeyValue, k string) (Holder, bool, error) {
+	e, err := entry(ctx, kv, k)
 	if err != nil || e == nil {
 		return Holder{}, false, err
 	}
@@ -244,8 +340,8 @@ func (l *Lease) latest(ctx context.Context, k string) (Holder, bool, error) {
 // written, deleted or expired). It reads through a watcher, which the
 // bucket's leader feeds, rather than a Get, which any replica may answer
 // from behind the leader.
-func (l *Lease) entry(ctx context.Context, k string) (jetstream.KeyValueEntry, error) {
-	w, err := l.kv.Watch(ctx, k)
+func entry(ctx context.Context, kv jetstream.KeyValue, k string) (jetstream.KeyValueEntry, error) {
+	w, err := kv.Watch(ctx, k)
 	if err != nil {
 		return nil, err
 	}
@@ -275,24 +371,36 @@ func (l *Lease) put(ctx context.Context, rev uint64, v []byte) (uint64, error) {
 // reclaim takes the lease when its holder is this very process: an
 // earlier try of Acquire's was stored although its answer was lost (it
 // timed out, or the connection broke). It renews that value, so that its
-// TTL counts from now, and says whether this host holds the lease.
-func (l *Lease) reclaim(ctx context.Context) bool {
+// TTL counts from now, and says whether this host holds the lease. With
+// ReclaimOwn it takes, too, a lease held by another process of this host
+// name (the one before this, gone without handing it back): it writes v,
+// this process's value, over that holder's revision.
+func (l *Lease) reclaim(ctx context.Context, v []byte) bool {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	e, err := l.entry(rctx, key)
+	e, err := entry(rctx, l.kv, l.key)
 	if err != nil || e == nil {
 		return false
 	}
 	h, err := decode(e.Value())
-	if err != nil || h.Host != l.opts.Host || h.PID != l.opts.PID {
+	if err != nil || h.Host != l.opts.Host {
+		return false
+	}
+	if h.PID == l.opts.PID {
+		v = e.Value()
+	} else if !l.opts.ReclaimOwn {
 		return false
 	}
 	sent := l.clk.Now()
-	rev, err := l.put(rctx, e.Revision(), e.Value())
+	rev, err := l.put(rctx, e.Revision(), v)
 	if err != nil {
 		return false
 	}
-	l.hold(rev, e.Value(), sent)
+	if h.PID != l.opts.PID {
+		l.log.Info(fmt.Sprintf("took over %s from this host's previous process (pid %d, holding it since %s) without waiting for it to expire",
+			l.name(), h.PID, h.Since.Format(time.RFC3339)), "installation", l.opts.Installation, "key", l.key)
+	}
+	l.hold(rev, v, sent)
 	return true
 }
 
@@ -320,17 +428,17 @@ func (l *Lease) Acquire(ctx context.Context) error {
 		v, _ := json.Marshal(h) // a struct of plain fields
 		sent := l.clk.Now()
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		rev, err := l.kv.Create(rctx, key, v, jetstream.KeyTTL(l.serverTTL()))
+		rev, err := l.kv.Create(rctx, l.key, v, jetstream.KeyTTL(l.serverTTL()))
 		cancel()
 		if err == nil {
 			l.hold(rev, v, sent)
 			break
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, context.Cause(ctx))
+			return fmt.Errorf("acquire %s: %w", l.what(), context.Cause(ctx))
 		}
 		if closed(err) {
-			return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, closedErr(l.js, err))
+			return fmt.Errorf("acquire %s: %w", l.what(), closedErr(l.js, err))
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			if !unreachable {
@@ -339,27 +447,27 @@ func (l *Lease) Acquire(ctx context.Context) error {
 				unreachable = true
 			}
 			if err := clock.Sleep(ctx, l.clk, retryPause); err != nil {
-				return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, err)
+				return fmt.Errorf("acquire %s: %w", l.what(), err)
 			}
 			continue
 		}
 		unreachable = false
-		if l.reclaim(ctx) {
+		if l.reclaim(ctx, v) {
 			break
 		}
 		if w == nil {
-			if w, err = l.kv.Watch(ctx, key); err != nil {
+			if w, err = l.kv.Watch(ctx, l.key); err != nil {
 				w = nil
 				// The next Create says whether the servers answer.
 				if err := clock.Sleep(ctx, l.clk, retryPause); err != nil {
-					return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, err)
+					return fmt.Errorf("acquire %s: %w", l.what(), err)
 				}
 				continue
 			}
 		}
 		open, err := l.waitFree(ctx, w, &waitedFor)
 		if err != nil {
-			return fmt.Errorf("acquire the lease on installation %s: %w", l.opts.Installation, err)
+			return fmt.Errorf("acquire %s: %w", l.what(), err)
 		}
 		if !open {
 			w.Stop()
@@ -367,7 +475,7 @@ func (l *Lease) Acquire(ctx context.Context) error {
 		}
 	}
 	l.recordHolder(ctx)
-	l.log.Info("holding the installation's lease", "installation", l.opts.Installation, "host", l.opts.Host,
+	l.log.Info("holding "+l.name(), "installation", l.opts.Installation, "key", l.key, "host", l.opts.Host,
 		"ttl", l.opts.TTL)
 	return nil
 }
@@ -382,12 +490,13 @@ func (l *Lease) recordHolder(ctx context.Context) {
 	l.mu.Lock()
 	v := l.value
 	l.mu.Unlock()
-	prev, _, err := l.latest(ctx, lastKey)
+	prev, _, err := latest(ctx, l.kv, lastKey(l.key))
 	if err == nil {
-		_, err = l.kv.Put(ctx, lastKey, v)
+		_, err = l.kv.Put(ctx, lastKey(l.key), v)
 	}
 	if err != nil {
-		l.log.Warn("could not read or write who took the lease last", "installation", l.opts.Installation, "error", err)
+		l.log.Warn("could not read or write who took the lease last", "installation", l.opts.Installation, "key", l.key,
+			"error", err)
 	}
 	l.mu.Lock()
 	l.previous = prev
@@ -407,16 +516,16 @@ func (l *Lease) Previous() Holder {
 func (l *Lease) Holder(ctx context.Context) (Holder, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	e, err := l.kv.Get(ctx, key)
+	e, err := l.kv.Get(ctx, l.key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return Holder{}, false, nil
 	}
 	if err != nil {
-		return Holder{}, false, fmt.Errorf("read the lease on installation %s: %w", l.opts.Installation, err)
+		return Holder{}, false, fmt.Errorf("read %s: %w", l.what(), err)
 	}
 	var h Holder
 	if err := json.Unmarshal(e.Value(), &h); err != nil {
-		return Holder{}, false, fmt.Errorf("read the lease on installation %s: %w", l.opts.Installation, err)
+		return Holder{}, false, fmt.Errorf("read %s: %w", l.what(), err)
 	}
 	return h, h.Host != "", nil
 }
@@ -451,8 +560,8 @@ func (l *Lease) waitFree(ctx context.Context, w jetstream.KeyWatcher, waitedFor 
 			}
 			if h != *waitedFor {
 				*waitedFor = h
-				l.log.Info(fmt.Sprintf("waiting for host %s's lease on installation %s, held since %s", h.Host,
-					l.opts.Installation, h.Since.Format(time.RFC3339)), "holder_pid", h.PID)
+				l.log.Info(fmt.Sprintf("waiting for host %s's %s, held since %s", h.Host,
+					strings.TrimPrefix(l.what(), "the "), h.Since.Format(time.RFC3339)), "holder_pid", h.PID)
 			}
 		}
 	}
@@ -472,7 +581,7 @@ func (l *Lease) hold(rev uint64, v []byte, sent time.Time) {
 			l.mu.Lock()
 			l.lostErr, l.rev = err, 0
 			l.mu.Unlock()
-			l.log.Error("lost the installation's lease", "installation", l.opts.Installation, "error", err)
+			l.log.Error("lost "+l.name(), "installation", l.opts.Installation, "key", l.key, "error", err)
 			close(lost)
 		}
 	}()
@@ -490,8 +599,8 @@ func (l *Lease) renew(ctx context.Context, rev uint64, v []byte, sent time.Time)
 		for {
 			at := l.clk.Now()
 			if !at.Before(expires) {
-				return fmt.Errorf("the lease on installation %s expired: no renewal was answered within its TTL (%v); this host was paused, or could not reach the servers",
-					l.opts.Installation, ttl)
+				return fmt.Errorf("%s expired: no renewal was answered within its TTL (%v); this host was paused, or could not reach the servers",
+					l.what(), ttl)
 			}
 			actx, cancel := clock.WithTimeout(ctx, l.clk, expires.Sub(at), errors.New("the lease expired"))
 			r, err := l.put(actx, rev, v)
@@ -512,11 +621,11 @@ func (l *Lease) renew(ctx context.Context, rev uint64, v []byte, sent time.Time)
 				// the TTL from the last renewal answered). Anything else
 				// there is another host's.
 				actx, cancel := clock.WithTimeout(ctx, l.clk, expires.Sub(l.clk.Now()), errors.New("the lease expired"))
-				e, gerr := l.entry(actx, key)
+				e, gerr := entry(actx, l.kv, l.key)
 				cancel()
 				if gerr == nil {
 					if e == nil || !bytes.Equal(e.Value(), v) {
-						return fmt.Errorf("the lease on installation %s was taken over (it had expired): %w", l.opts.Installation, err)
+						return fmt.Errorf("%s was taken over (it had expired, or another process of this host took it): %w", l.what(), err)
 					}
 					rev = e.Revision()
 					continue
@@ -527,7 +636,7 @@ func (l *Lease) renew(ctx context.Context, rev uint64, v []byte, sent time.Time)
 			if !now.Before(expires) {
 				continue // said above
 			}
-			l.log.Warn("could not renew the lease; trying again", "installation", l.opts.Installation, "error", err,
+			l.log.Warn("could not renew the lease; trying again", "installation", l.opts.Installation, "key", l.key, "error", err,
 				"expires_in", expires.Sub(now))
 			if clock.SleepUntil(ctx, l.clk, now.Add(min(retryPause, expires.Sub(now)))) != nil {
 				return nil
@@ -581,13 +690,13 @@ func (l *Lease) Release(ctx context.Context) error {
 	if rev == 0 {
 		return nil
 	}
-	if err := l.kv.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil {
+	if err := l.kv.Delete(ctx, l.key, jetstream.LastRevision(rev)); err != nil {
 		if wrongRevision(err) {
 			return nil // it expired as the host stopped
 		}
-		return fmt.Errorf("release the lease on installation %s: %w", l.opts.Installation, err)
+		return fmt.Errorf("release %s: %w", l.what(), err)
 	}
-	l.log.Info("handed back the installation's lease", "installation", l.opts.Installation)
+	l.log.Info("handed back "+l.name(), "installation", l.opts.Installation, "key", l.key)
 	return nil
 }
 

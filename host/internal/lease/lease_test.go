@@ -362,7 +362,7 @@ func TestRenewalsKeepTheLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := kv.Watch(t.Context(), key, jetstream.UpdatesOnly())
+	w, err := kv.Watch(t.Context(), InstallationKey, jetstream.UpdatesOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestLeaseOutlivesANodesLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := kv.Watch(t.Context(), key, jetstream.UpdatesOnly())
+	w, err := kv.Watch(t.Context(), InstallationKey, jetstream.UpdatesOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +495,7 @@ func TestAcquireReclaimsItsOwnLostTry(t *testing.T) {
 	a := open(t, cl, 1, Options{Host: "a", PID: 7, TTL: time.Minute})
 	lost := Holder{Host: "a", PID: 7, Since: time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)}
 	v, _ := json.Marshal(lost)
-	if _, err := a.kv.Create(ctx, key, v, jetstream.KeyTTL(time.Minute)); err != nil {
+	if _, err := a.kv.Create(ctx, InstallationKey, v, jetstream.KeyTTL(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Acquire(ctx); err != nil {
@@ -541,7 +541,7 @@ func TestRenewalGoesOnFromItsOwnLostRenewal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := a.kv.Watch(ctx, key, jetstream.UpdatesOnly())
+	w, err := a.kv.Watch(ctx, InstallationKey, jetstream.UpdatesOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

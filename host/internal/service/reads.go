@@ -149,13 +149,16 @@ func (s *Server) GetStatus(ctx context.Context, _ *batonv1.GetStatusRequest) (*b
 	if resp.Store == nil {
 		resp.Store = &batonv1.StoreStatus{Kind: "pebble"}
 	}
-	if s.writer != nil {
+	if s.coordinator != nil {
 		resp.Store = proto.CloneOf(resp.Store)
-		w, err := s.writer(ctx)
+		c, err := s.coordinator(ctx)
 		if err != nil {
 			return nil, status.Errorf(codes.Unavailable, "GetStatus: %v", err)
 		}
-		resp.Store.Writer = w
+		resp.Store.Coordinator, resp.Store.Role = c, "host"
+		if c == resp.Store.GetHost() {
+			resp.Store.Role = "coordinator"
+		}
 	}
 	for _, t := range active {
 		resp.ActiveThreads = append(resp.ActiveThreads, summaryPB(t))

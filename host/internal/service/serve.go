@@ -91,8 +91,9 @@ type Config struct {
 	// it stops (its ctx ends before the drain, and the service waits for
 	// it to return): a shared log's coordination, which works on the host.
 	Beside func(ctx context.Context, host *orchestrator.Host)
-	// Writer says which host writes a shared log now (GetStatus).
-	Writer func(context.Context) (string, error)
+	// Coordinator says which host coordinates a shared log now: the
+	// installation lease's holder (GetStatus).
+	Coordinator func(context.Context) (string, error)
 	// Notify is where the service posts the events that need a person
 	// (webhooks: the notify package). Deliveries the log holds for URLs
 	// that are not among its targets are dropped as it starts.
@@ -232,7 +233,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	srv := New(host, Options{Logger: log.Named("service"), Clock: clk, Version: cfg.Version, Store: cfg.Store, Writer: cfg.Writer,
+	srv := New(host, Options{Logger: log.Named("service"), Clock: clk, Version: cfg.Version, Store: cfg.Store, Coordinator: cfg.Coordinator,
 		MaxSubscribers: cfg.MaxSubscribers, MaxThreadSubscribers: cfg.MaxThreadSubscribers,
 		SubscriberBuffer: cfg.SubscriberBuffer, SlowSubscriber: cfg.SlowSubscriber})
 	auth := &authenticator{token: token, log: log.Named("auth")}

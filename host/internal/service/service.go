@@ -49,9 +49,9 @@ type Options struct {
 	// Store is where the host's event log is kept, as GetStatus says it
 	// (nil: the Pebble store in the data dir).
 	Store *batonv1.StoreStatus
-	// Writer, when set, says which host writes a shared log now (the
-	// lease's holder), for GetStatus.
-	Writer func(context.Context) (string, error)
+	// Coordinator, when set, says which host coordinates a shared log now
+	// (the installation lease's holder), for GetStatus.
+	Coordinator func(context.Context) (string, error)
 }
 
 // Defaults of Options. A subscriber costs little while it keeps up (two
@@ -83,11 +83,11 @@ type Server struct {
 
 	// What GetStatus says of the service: its version, and since when and
 	// where it serves (Serving; New's time and none until then).
-	version   string
-	store     *batonv1.StoreStatus
-	writer    func(context.Context) (string, error)
-	started   time.Time
-	listeners []*batonv1.Listener
+	version     string
+	store       *batonv1.StoreStatus
+	coordinator func(context.Context) (string, error)
+	started     time.Time
+	listeners   []*batonv1.Listener
 
 	// sessions are the browsers' sign-ins (session.go; nil until Run
 	// makes them).
@@ -122,7 +122,7 @@ func New(h *orchestrator.Host, opts Options) *Server {
 	stopping, stop := context.WithCancel(context.Background())
 	s := &Server{host: h, log: opts.Logger, clk: opts.Clock, slow: opts.SlowSubscriber, buffer: opts.SubscriberBuffer,
 		subs:   subscribers{max: opts.MaxSubscribers, perThread: opts.MaxThreadSubscribers, byThread: map[string]int{}},
-		health: health.NewServer(), version: opts.Version, store: opts.Store, writer: opts.Writer, started: opts.Clock.Now(), stopping: stopping, stop: stop}
+		health: health.NewServer(), version: opts.Version, store: opts.Store, coordinator: opts.Coordinator, started: opts.Clock.Now(), stopping: stopping, stop: stop}
 	go s.watchHost() // ends at Shutdown, or when the host's store fails
 	return s
 }

@@ -11258,16 +11258,16 @@ type StoreStatus struct {
 	// installation names the shared log; host is this host's name in it.
 	Installation string `protobuf:"bytes,3,opt,name=installation,proto3" json:"installation,omitempty"`
 	Host         string `protobuf:"bytes,4,opt,name=host,proto3" json:"host,omitempty"`
-	// lease_since is when this host took the installation's lease (unset
-	// on a follower).
+	// lease_since is when this host took its own host lease, under which
+	// it writes the threads it owns.
 	LeaseSince *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=lease_since,json=leaseSince,proto3" json:"lease_since,omitempty"`
-	// role is "writer" for the host that holds the installation's lease
-	// and runs its threads, "follower" for a host that answers reads from
-	// its replica and carries commands to the writer (empty: not shared).
+	// role is "coordinator" for the host that holds the installation's
+	// lease (it takes over lost hosts' threads and delivers notifications),
+	// "host" for every other host of a shared log (empty: not shared).
 	Role string `protobuf:"bytes,6,opt,name=role,proto3" json:"role,omitempty"`
-	// writer is the host that writes the shared log now, as the lease says
-	// it (empty: none holds the lease at this moment).
-	Writer        string `protobuf:"bytes,7,opt,name=writer,proto3" json:"writer,omitempty"`
+	// coordinator is the host that holds the installation's lease now
+	// (empty: none holds it at this moment).
+	Coordinator   string `protobuf:"bytes,7,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -11344,9 +11344,9 @@ func (x *StoreStatus) GetRole() string {
 	return ""
 }
 
-func (x *StoreStatus) GetWriter() string {
+func (x *StoreStatus) GetCoordinator() string {
 	if x != nil {
-		return x.Writer
+		return x.Coordinator
 	}
 	return ""
 }
@@ -12967,7 +12967,7 @@ const file_baton_proto_rawDesc = "" +
 	"\aplugins\x18\b \x03(\v2\x16.baton.v1.PluginStatusR\aplugins\x120\n" +
 	"\aruntime\x18\t \x01(\v2\x16.baton.v1.RuntimeStatsR\aruntime\x12+\n" +
 	"\x05store\x18\n" +
-	" \x01(\v2\x15.baton.v1.StoreStatusR\x05store\"\xdc\x01\n" +
+	" \x01(\v2\x15.baton.v1.StoreStatusR\x05store\"\xe6\x01\n" +
 	"\vStoreStatus\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
 	"\aservers\x18\x02 \x03(\tR\aservers\x12\"\n" +
@@ -12975,8 +12975,8 @@ const file_baton_proto_rawDesc = "" +
 	"\x04host\x18\x04 \x01(\tR\x04host\x12;\n" +
 	"\vlease_since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"leaseSince\x12\x12\n" +
-	"\x04role\x18\x06 \x01(\tR\x04role\x12\x16\n" +
-	"\x06writer\x18\a \x01(\tR\x06writer\"\x93\x01\n" +
+	"\x04role\x18\x06 \x01(\tR\x04role\x12 \n" +
+	"\vcoordinator\x18\a \x01(\tR\vcoordinator\"\x93\x01\n" +
 	"\fRuntimeStats\x12\x1e\n" +
 	"\n" +
 	"goroutines\x18\x01 \x01(\x05R\n" +
