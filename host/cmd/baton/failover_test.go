@@ -204,12 +204,11 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	if d := cmp.Diff([]any{"a", "b"}, runHosts(p)); d != "" {
 		t.Errorf("the hosts that ran the runs (-want +got):\n%s", d)
 	}
-	// The list's host is the thread's owner: a, which created it. This
-	// failover takes the whole log over and claims no thread (a
-	// thread.moved would make it b's), though b ran its last run.
+	// The list's host is the thread's owner: b, which claimed it
+	// (thread.moved), though a created it.
 	out, errOut, code := baton(t, "threads", "--data", b.data)
-	if !regexp.MustCompile(`(?m)^THREAD\s+PROVIDER\s+STATUS\s+HOST\s+RUNS.*\n`+id+`\s+acp\s+idle, last run completed\s+a\s+2\s`).MatchString(out) || code != exitOK {
-		t.Errorf("threads through b: exit %d, want the thread's owner a:\n%s%s", code, out, errOut)
+	if !regexp.MustCompile(`(?m)^THREAD\s+PROVIDER\s+STATUS\s+HOST\s+RUNS.*\n`+id+`\s+acp\s+idle, last run completed\s+b\s+2\s`).MatchString(out) || code != exitOK {
+		t.Errorf("threads through b: exit %d, want the thread's owner b:\n%s%s", code, out, errOut)
 	}
 	// Each run's prompt went to a provider once: a's to the first
 	// process, b's to the second (the replay peer refuses any other

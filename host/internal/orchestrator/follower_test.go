@@ -22,7 +22,8 @@ import (
 // that run their own threads, or a follower.
 func sharedEnv(t *testing.T, urls, name string, follower bool) *env {
 	t.Helper()
-	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 1, clock: clock.NewFake(epoch), follower: follower}
+	// Each host its own ids: seeded alike, two hosts would make the same.
+	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 1 + 1000*uint64(name[0]), clock: clock.NewFake(epoch), follower: follower}
 	if !follower {
 		e.hostName = name
 	}

@@ -260,7 +260,11 @@ func (e *env) createThreadWith(provider, transcript string, policy domain.Approv
 // receipt, so that a test can send the same command again.
 func (e *env) newThread(provider, transcript string, policy domain.ApprovalPolicy) (string, domain.Command, domain.Receipt) {
 	e.t.Helper()
-	cmd := domain.Command{ID: "create-" + e.t.Name(), Payload: domain.CreateThread{
+	id := "create-" + e.t.Name()
+	if e.hostName != "" { // several hosts make threads on one log
+		id += "-on-" + e.hostName
+	}
+	cmd := domain.Command{ID: id, Payload: domain.CreateThread{
 		Provider: provider, Cwd: e.ws, ProviderCommand: e.peer(provider, transcript), ApprovalPolicy: policy}}
 	rc := e.dispatch(cmd)
 	return rc.ThreadID, cmd, rc

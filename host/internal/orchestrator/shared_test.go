@@ -142,8 +142,10 @@ func TestTheCoordinatorTakesOverALostHostsThreads(t *testing.T) {
 	took := b.waitFor(shared, "the queued run's end on b", allRunsEnded(2))
 	if d := cmp.Diff([]string{
 		"run 1 started", "session opened (resume \"\": false)",
+		"session ended: host a was lost while this was in progress; host b took over",
 		`run 1 ended failed "" host_lost`,
-		"run 2 started", "session opened (resume \"\": false)", `run 2 ended completed "" `,
+		"queued runs resumed [2]: they were queued when the host stopped",
+		"run 2 started", "session opened (resume \"sess_first\": false)", `run 2 ended completed "end_turn" `,
 	}, b.lifecycle(shared, 0)); d != "" {
 		t.Errorf("the shared thread's runs and sessions (-want +got):\n%s", d)
 	}
