@@ -115,7 +115,7 @@ cover: cover-build chromium
 		echo "== $$m"; \
 		(cd $$m && GOWORK=off GOFLAGS="-cover $(call COVERFLAGS,$$m)" \
 			BATON_BIN=$(COVER_BIN) BATON_REPLAYPEER=$(COVER_BIN)/replaypeer $(BROWSER_ENV) \
-			$(GO) test -race -count=1 -cover $(call COVERFLAGS,$$m) ./... -args -test.gocoverdir=$(COVER_OUT)/data) \
+			$(GO) test -race -count=1 -timeout 20m -cover $(call COVERFLAGS,$$m) ./... -args -test.gocoverdir=$(COVER_OUT)/data) \
 			|| failed="$$failed $$m"; \
 	done; \
 	GOWORK=off $(GO) run .ci/cover.go -data $(COVER_OUT)/data -profile $(COVER_OUT)/cover.out $(MODULES) || floors=1; \

@@ -98,10 +98,12 @@ func (s *storeFlags) check(fl *pflag.FlagSet) error {
 		if err != nil {
 			return failf(exitFailed, "serve: name this host with --host: %v", err)
 		}
-		s.hostName = h
+		// The machine's name without its domain: a host's name is one
+		// token of its lease's key and of its forwarded calls' subject.
+		s.hostName, _, _ = strings.Cut(h, ".")
 	}
-	if s.hostName == "" || strings.ContainsAny(s.hostName, " \t\r\n") {
-		return usagef("serve: --host must be a name without white space, got %q", s.hostName)
+	if err := lease.CheckHost(s.hostName); err != nil {
+		return usagef("serve: --host: %v", err)
 	}
 	for _, c := range []struct{ flag, file string }{{"nats-creds", s.creds}, {"nats-token-file", s.tokenFile}} {
 		if c.file == "" {

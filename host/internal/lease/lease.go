@@ -240,7 +240,11 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Lease, er
 	// yet: a host that starts with it waits, as it would for the lease.
 	said := false
 	for {
-		kv, err := bucket(ctx, js, cfg)
+		// Each try is bounded: a request the forming cluster drops would
+		// otherwise hold the whole of ctx.
+		tctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		kv, err := bucket(tctx, js, cfg)
+		cancel()
 		if err == nil {
 			return &Lease{kv: kv, js: js, key: opts.Key, subj: "$KV." + cfg.Bucket + "." + opts.Key, opts: opts, clk: clk,
 				log: opts.Logger}, nil

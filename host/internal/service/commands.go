@@ -50,6 +50,12 @@ func (s *Server) CreateThread(ctx context.Context, req *batonv1.CreateThreadRequ
 	if err := required("provider", req.GetProvider()); err != nil {
 		return nil, err
 	}
+	if on, here := req.GetOnHost(), s.host.HostName(); on != "" && on != here {
+		if here == "" {
+			return nil, status.Errorf(codes.FailedPrecondition, "on_host %q: this service's event log is not shared with other hosts (serve --store nats://...)", on)
+		}
+		return nil, status.Errorf(codes.FailedPrecondition, "on_host %q: the call reached host %q, which does not carry it to another", on, here)
+	}
 	if req.GetCwd() == "" {
 		return nil, invalid("cwd", "required")
 	}

@@ -275,6 +275,10 @@ func TestErrorCodes(t *testing.T) {
 			_, err := e.client.CreateThread(ctx, &batonv1.CreateThreadRequest{ThreadId: idle, Provider: "acp", Cwd: e.ws})
 			return err
 		}, codes.AlreadyExists, `thread "idle" already exists`},
+		{"create: on another host, the log not shared", func() error {
+			_, err := e.client.CreateThread(ctx, &batonv1.CreateThreadRequest{Provider: "acp", Cwd: e.ws, OnHost: "b"})
+			return err
+		}, codes.FailedPrecondition, `on_host "b": this service's event log is not shared with other hosts (serve --store nats://...)`},
 		{"create: long thread id", func() error {
 			_, err := e.client.CreateThread(ctx, &batonv1.CreateThreadRequest{ThreadId: strings.Repeat("x", 300), Provider: "acp", Cwd: e.ws})
 			return err
