@@ -137,7 +137,7 @@ func (g *globals) connectFor(ctx context.Context, reads bool) (*client, error) {
 // is shared in NATS JetStream (serve --store keeps its replica there): its
 // threads are not in DATA/events, and a host embedded there would write a
 // private log of its own beside them. The service that does not answer is
-// stopped (a follower answers, as the writer does).
+// stopped.
 func sharedLogDir(data string) error {
 	if _, err := os.Stat(filepath.Join(data, replicaDir)); err != nil {
 		return nil

@@ -129,16 +129,17 @@ supervisor starts it again; the next start recovers what was in flight.
 
 --store nats://HOST:PORT[,HOST:PORT...] keeps the event log in a NATS
 JetStream stream shared by several hosts (--installation names the set),
-each keeping a replica of it in DATA/replica. One host at a time writes it
-and runs the threads: the one that holds the installation's lease. Every
-other host follows: it answers reads and subscriptions from its replica and
-carries commands to the writer over NATS (its log says whose lease it waits
-for). A follower takes over when the writer hands the lease back (SIGTERM,
-after the drain) or stops renewing it (it died, or lost the servers) for
---lease-ttl; its start then recovers what was in flight, as a restart does.
-A host that loses its lease while writing stops as for a failed store (exit
-1) and follows when its supervisor starts it again. --host names this host
-(default: the machine's host name); --nats-creds or --nats-token-file (mode 0600, or
+each keeping a replica of it in DATA/replica. Every host runs the threads
+made on it (or sent to it with run --on-host) under a lease of its own, and
+answers every call: reads and subscriptions from its replica, commands for
+another host's thread carried to that host over NATS. The host that holds
+the installation's lease coordinates: when a host's lease is not renewed
+for --lease-ttl (it died, or lost the servers), it takes over that host's
+--shared-cwd threads (their runs in flight end host_lost, queued runs
+start) and marks the others lost until their host comes back. SIGTERM hands
+the leases back after the drain. A host that loses its lease while it
+serves stops as for a failed store (exit 1); started again, it takes its
+threads back. --host names this host (default: the machine's host name); --nats-creds or --nats-token-file (mode 0600, or
 serve refuses them, exit 1) and --nats-tls-* say how to reach the servers.`,
 		Example: `  baton serve
   baton serve --listen unix:///run/user/1000/baton.sock --log-format json

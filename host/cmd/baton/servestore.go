@@ -56,7 +56,7 @@ func (s *storeFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&s.replicas, "nats-replicas", 0, "`n` servers keep the shared log and the lease (0: 3 when there are at least 3 servers, else 1)")
 	fl.StringVar(&s.installation, "installation", "baton", "`name` of the set of hosts sharing the log; one of them at a time writes it")
 	fl.StringVar(&s.hostName, "host", "", "this host's `name` among those sharing the log (default: the machine's host name)")
-	fl.DurationVar(&s.leaseTTL, "lease-ttl", lease.DefaultTTL, "a follower takes over this `duration` after the writing host stopped renewing its lease (at least 1s)")
+	fl.DurationVar(&s.leaseTTL, "lease-ttl", lease.DefaultTTL, "a host whose lease is not renewed for this `duration` (at least 1s) is lost: another takes over its --shared-cwd threads")
 }
 
 // check checks the flags of a shared store (usage errors, exit 2, naming

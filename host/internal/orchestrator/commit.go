@@ -180,9 +180,6 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 	if h.cfg.ReadOnly {
 		return domain.Receipt{}, ErrReadOnly
 	}
-	if h.cfg.Follower {
-		return domain.Receipt{}, ErrFollower
-	}
 	release := h.cmds.reserve(c.cmdID)
 	defer release()
 	if rc, ok, err := h.receipt(c.cmdID, c.hash); err != nil || ok {

@@ -2,9 +2,7 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/baton-run/baton/host/internal/checkpoint"
@@ -12,46 +10,11 @@ import (
 	"github.com/baton-run/baton/host/internal/pluginhost"
 )
 
-// A follower (Config.Follower) reads a shared event log that another host
-// writes: a `baton serve --store` host waiting for the installation's
-// lease. It answers every read and subscription from its replica of the
-// log and follows the writer's commits as they arrive (followLog), so that
-// what it shows is what the writer shows, moments later. It decides and
-// performs nothing: no recovery, no waits, no sessions, no effects, no
-// notifications, no drain. A command is ErrFollower; the service carries
-// commands to the writer before they reach the host.
+// On a log several hosts share, each host follows the others' commits
+// (followLog): what it shows of a thread another host runs is what that
+// host shows, moments later.
 
-// ErrFollower is a command given to a follower.
-var ErrFollower = errors.New("this host follows a shared log another host writes: commands go to that host")
-
-// openFollower is Open for Config.Follower (cfg's defaults are set).
-func openFollower(cfg Config) (*Host, error) {
-	if cfg.OpenLog == nil {
-		return nil, errors.New("open host as a follower: no shared log to follow (Config.OpenLog)")
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("open host as a follower: %w", err)
-	}
-	store, err := cfg.OpenLog()
-	if err != nil {
-		return nil, fmt.Errorf("open host as a follower: %w", err)
-	}
-	if err := checkLayout(store); err != nil {
-		store.Close()
-		return nil, fmt.Errorf("open host as a follower: %w", err)
-	}
-	if err := holdDataDir(cfg, store); err != nil {
-		return nil, fmt.Errorf("open host as a follower: %w", err)
-	}
-	h := newHost(cfg, store)
-	last, _ := store.Last()
-	h.followed.advance(last)
-	h.wg.Go(h.watchStore)
-	h.wg.Go(func() { h.followLog(last) })
-	return h, nil
-}
-
-// followLog brings the writer's commits after seq to the follower's
+// followLog brings the other hosts' commits after seq to this host's
 // readers, batch by batch as the replica applies them: each cached thread
 // they touch has them applied to its projection (a new one, published as
 // a commit's is), and then the thread's streams wake. Threads not cached
@@ -85,12 +48,12 @@ func (h *Host) followLog(seq uint64) {
 }
 
 // WaitFollowed waits until the host shows the log up to seq: at once on a
-// host alone on its log; on a follower, or a host among several on a
-// shared log, once it has applied the others' events through seq (what it reads then includes them). A
-// follower's service waits so after a command it carried to the writer,
-// so that its client reads its own writes.
+// host alone on its log; on a shared log, once it has applied the other
+// hosts' events through seq (what it reads then includes them). The
+// service waits so after a command it carried to the thread's owner, so
+// that its client reads its own writes.
 func (h *Host) WaitFollowed(ctx context.Context, seq uint64) error {
-	if !h.cfg.Follower && !h.shared() {
+	if !h.shared() {
 		return nil
 	}
 	for {
@@ -138,7 +101,7 @@ func (p *progress) current() (uint64, <-chan struct{}) {
 	return p.at, p.changed
 }
 
-// applyFollowed applies a page of the writer's events, in order, thread by
+// applyFollowed applies a page of the other hosts' events, in order, thread by
 // thread.
 func (h *Host) applyFollowed(recs []eventlog.Record) error {
 	var order []string

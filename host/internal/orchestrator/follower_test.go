@@ -18,15 +18,12 @@ import (
 )
 
 // sharedEnv is a host on an event log shared in JetStream (its replica in
-// its data dir), as host name on installation "follow": one of the hosts
-// that run their own threads, or a follower.
-func sharedEnv(t *testing.T, urls, name string, follower bool) *env {
+// its data dir), as host name on installation "follow": it runs its own
+// threads and follows the others'.
+func sharedEnv(t *testing.T, urls, name string) *env {
 	t.Helper()
 	// Each host its own ids: seeded alike, two hosts would make the same.
-	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 1 + 1000*uint64(name[0]), clock: clock.NewFake(epoch), follower: follower}
-	if !follower {
-		e.hostName = name
-	}
+	e := &env{t: t, data: t.TempDir(), ws: t.TempDir(), seed: 1 + 1000*uint64(name[0]), clock: clock.NewFake(epoch), hostName: name}
 	e.openLog = func() (eventlog.Log, error) {
 		return jetstreamlog.Open(t.Context(), jetstreamlog.Options{URLs: []string{urls}, Installation: "follow", Host: name,
 			Dir: filepath.Join(e.data, "replica")})
@@ -40,15 +37,16 @@ func sharedEnv(t *testing.T, urls, name string, follower bool) *env {
 	return e
 }
 
-// A follower shows what the writer commits as the writer shows it: a
-// thread it had read before the run (cached, the run's events applied to
-// it as they arrive) and one it reads only after (loaded from its
-// replica) are the writer's projections, whole; its thread stream yields
-// the writer's events in order, once each; and it takes no command.
-func TestAFollowerShowsWhatTheWriterCommits(t *testing.T) {
+// A host shows what another commits as its owner shows it: a thread it
+// had read before the run (cached, the run's events applied to it as they
+// arrive) and one it reads only after (loaded from its replica) are the
+// owner's projections, whole; its thread stream yields the owner's events
+// in order, once each; and it takes no command for the owner's threads,
+// naming the owner. (w is the owner, f the host that follows.)
+func TestAHostShowsWhatAnotherCommits(t *testing.T) {
 	nats := natstest.Single(t)
-	w := sharedEnv(t, nats.URLs(), "w", false)
-	f := sharedEnv(t, nats.URLs(), "f", true)
+	w := sharedEnv(t, nats.URLs(), "w")
+	f := sharedEnv(t, nats.URLs(), "f")
 	w.gitWorkspace()
 
 	created := w.dispatch(domain.Command{ID: "create-cached", Payload: domain.CreateThread{
@@ -103,8 +101,9 @@ func TestAFollowerShowsWhatTheWriterCommits(t *testing.T) {
 	}
 
 	_, err = f.host.Dispatch(t.Context(), domain.Command{ID: "send-f", ThreadID: loaded, Payload: domain.DispatchMessage{Text: turns[1]}})
-	if !errors.Is(err, orchestrator.ErrFollower) {
-		t.Errorf("a command to the follower: %v, want ErrFollower", err)
+	var elsewhere *orchestrator.OwnedElsewhereError
+	if !errors.As(err, &elsewhere) || *elsewhere != (orchestrator.OwnedElsewhereError{Thread: loaded, Host: "w"}) {
+		t.Errorf("a command for w's thread given to f: %v, want it refused as w's", err)
 	}
 }
 

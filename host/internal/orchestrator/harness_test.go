@@ -110,10 +110,8 @@ type env struct {
 	storeFS vfs.FS
 	// notify is the host's webhooks (nil: none).
 	notify *notify.Config
-	// openLog opens the host's event log (nil: Pebble in the data dir);
-	// follower opens the host as a follower of it.
-	openLog  func() (eventlog.Log, error)
-	follower bool
+	// openLog opens the host's event log (nil: Pebble in the data dir).
+	openLog func() (eventlog.Log, error)
 	// hostName names the host on a shared log (openLog): it runs the
 	// threads made on it and follows the others'.
 	hostName string
@@ -168,7 +166,7 @@ func (e *env) open() {
 		IDs:    ids.Seeded(e.seed), Clock: e.clock, IdleTimeout: e.idle, Unattended: !e.embedded, PluginCallTimeout: cmp.Or(e.calls, callDeadline),
 		InterruptGrace: e.grace, TurnStallTimeout: e.stall, RequestTimeout: e.requests,
 		RawFrames: cmp.Or(e.frames, rawframes.Policy{MaxAge: -1}), StoreFS: e.storeFS, Notify: e.notify,
-		OpenLog: e.openLog, Follower: e.follower, Host: e.hostName})
+		OpenLog: e.openLog, Host: e.hostName})
 	if err != nil {
 		e.t.Fatalf("open host: %v", err)
 	}

@@ -135,10 +135,6 @@ type Config struct {
 	// Such a host runs its own threads only and follows the others'
 	// (shared.go). Empty: a host alone on its log.
 	Host string
-	// Follower opens the host to read and follow a shared log (OpenLog)
-	// that another host writes (follower.go): it serves reads and
-	// subscriptions, commits nothing, and runs nothing.
-	Follower bool
 }
 
 // Host is a running orchestrator.
@@ -172,7 +168,7 @@ type Host struct {
 
 	cache    threadCache
 	signals  signals  // the threads streams follow (streams.go)
-	followed progress // a follower's: the log's sequence it has applied (follower.go)
+	followed progress // on a shared log: the log's sequence it has applied to what it shows (follower.go)
 	cmds     inflight // command ids being committed
 
 	wmu     sync.Mutex // guards workers
@@ -221,9 +217,6 @@ func Open(cfg Config) (*Host, error) {
 	}
 	if cfg.ReadOnly {
 		return openReadOnly(cfg)
-	}
-	if cfg.Follower {
-		return openFollower(cfg)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open host: %w", err)
@@ -300,7 +293,7 @@ func (h *Host) Close() error {
 	h.closing = true
 	h.stop()
 	h.smu.Unlock()
-	if h.cfg.ReadOnly || h.cfg.Follower {
+	if h.cfg.ReadOnly {
 		return h.closeReader()
 	}
 	h.drainOnce.Do(h.drain)
@@ -363,8 +356,8 @@ func (h *Host) closeSessions() {
 // closes; Close does not drain twice.
 func (h *Host) Drain() {
 	h.stop()
-	if h.cfg.ReadOnly || h.cfg.Follower {
-		return // its runs are another host's
+	if h.cfg.ReadOnly {
+		return // it runs nothing
 	}
 	h.drainOnce.Do(h.drain)
 }
@@ -406,7 +399,7 @@ func (h *Host) Threads(after string, limit int) ([]domain.ThreadSummary, error) 
 
 // LastSequence is the log's head.
 func (h *Host) LastSequence() uint64 {
-	last, _ := h.shown()
+	last, _ := h.store.Last()
 	return last
 }
 

@@ -48,9 +48,8 @@ func checkLayout(store eventlog.Log) error {
 	return nil
 }
 
-// closeReader is Close for a host that runs nothing, opened read-only or
-// as a follower: it has no sessions or workers, only plugins a listing may
-// have started, its store, and (a follower) the data dir it holds.
+// closeReader is Close for a host opened read-only: it has no sessions or
+// workers, only plugins a listing may have started, and its store.
 func (h *Host) closeReader() error {
 	h.cancel()
 	h.plugins.Close()
@@ -58,11 +57,5 @@ func (h *Host) closeReader() error {
 	h.closed.Store(true)
 	h.cache.wakeAll()
 	var err error
-	if h.cfg.Follower {
-		err = removeHolder(h.cfg.DataDir)
-		if f := h.store.Failure(); f != nil {
-			err = errors.Join(err, &StoreFailedError{Cause: f})
-		}
-	}
 	return errors.Join(err, h.store.Close())
 }

@@ -53,7 +53,7 @@ func (h *Host) RequestThread(requestID string) (string, error) {
 	}
 	h.smu.Unlock()
 	slices.Sort(threads)
-	if h.shared() || h.cfg.Follower {
+	if h.shared() {
 		// Or another host's: its sessions are live in the log.
 		live, err := h.store.LiveThreads()
 		if err != nil {

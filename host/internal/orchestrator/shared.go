@@ -43,7 +43,7 @@ func (e *OwnedElsewhereError) Unwrap() error { return ErrOwnedElsewhere }
 
 // shared says whether the host is one of several on a shared log, each
 // owning its threads.
-func (h *Host) shared() bool { return h.cfg.OpenLog != nil && h.cfg.Host != "" && !h.cfg.Follower }
+func (h *Host) shared() bool { return h.cfg.OpenLog != nil && h.cfg.Host != "" }
 
 // owns says whether t is this host's to run: on a log of its own, every
 // thread is; on a shared one, those it owns, and those no host owns (made
@@ -64,7 +64,7 @@ func (h *Host) Owner(threadID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !h.shared() && !h.cfg.Follower {
+	if !h.shared() {
 		return "", nil
 	}
 	return t.Owner(), nil

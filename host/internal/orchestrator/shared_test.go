@@ -23,8 +23,8 @@ import (
 // read through either host is the same gapless sequence.
 func TestTwoHostsRunTheirOwnThreadsAtOnce(t *testing.T) {
 	nats := natstest.Single(t)
-	a := sharedEnv(t, nats.URLs(), "a", false)
-	b := sharedEnv(t, nats.URLs(), "b", false)
+	a := sharedEnv(t, nats.URLs(), "a")
+	b := sharedEnv(t, nats.URLs(), "b")
 	a.gitWorkspace()
 	b.gitWorkspace()
 	onA := a.createThread("acp", "acp/simple.ndjson")
@@ -105,8 +105,8 @@ func logUpTo(t *testing.T, e *env, seq uint64) []eventlog.Record {
 // and when a comes back it takes the thread back and runs it.
 func TestTheCoordinatorTakesOverALostHostsThreads(t *testing.T) {
 	nats := natstest.Single(t)
-	a := sharedEnv(t, nats.URLs(), "a", false)
-	b := sharedEnv(t, nats.URLs(), "b", false)
+	a := sharedEnv(t, nats.URLs(), "a")
+	b := sharedEnv(t, nats.URLs(), "b")
 	a.gitWorkspace()
 	start := func(name string, shared bool) string {
 		rc := a.dispatch(domain.Command{ID: "create-" + name, Payload: domain.CreateThread{Provider: "acp", Cwd: a.ws, SharedCwd: shared,

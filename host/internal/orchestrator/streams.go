@@ -25,11 +25,8 @@ const streamPage = 1024
 func (h *Host) Events(ctx context.Context, after uint64) iter.Seq2[eventlog.Record, error] {
 	return func(yield func(eventlog.Record, error) bool) {
 		h.follow(ctx, after, yield, func(after uint64) ([]eventlog.Record, <-chan struct{}, error) {
-			last, changed := h.shown()
+			_, changed := h.store.Last()
 			recs, err := h.store.After(after, streamPage)
-			for len(recs) > 0 && recs[len(recs)-1].Sequence > last { // a follower's, not yet applied
-				recs = recs[:len(recs)-1]
-			}
 			return recs, changed, err
 		})
 	}
@@ -62,7 +59,7 @@ func (h *Host) ThreadStream(ctx context.Context, threadID string, after uint64) 
 			// Every event up to the log's last published sequence is
 			// applied too; the signal's may be ahead of it (a projection
 			// is published before the log's sequence).
-			last, _ := h.shown()
+			last, _ := h.store.Last()
 			upTo := max(published, last)
 			if upTo <= after {
 				return nil, changed, nil
@@ -74,17 +71,6 @@ func (h *Host) ThreadStream(ctx context.Context, threadID string, after uint64) 
 			return recs, changed, err
 		})
 	}
-}
-
-// shown is the log's last sequence readers may see, and a channel closed
-// when it moves: the log's own on a host that writes it; on a follower,
-// the last it has applied to what it shows (followLog), which its replica
-// may be ahead of.
-func (h *Host) shown() (uint64, <-chan struct{}) {
-	if h.cfg.Follower {
-		return h.followed.current()
-	}
-	return h.store.Last()
 }
 
 // ThreadSequence is the sequence of a thread's last committed event, from

@@ -71,10 +71,6 @@ type Config struct {
 	// Store is where the event log is kept, as GetStatus says it (nil:
 	// the Pebble store in the data dir).
 	Store *batonv1.StoreStatus
-	// Follower serves a shared log (OpenLog) that another host writes
-	// (orchestrator.Config.Follower): reads and subscriptions from this
-	// host's replica, and Forward carries the other calls to the writer.
-	Follower bool
 	// Forward, when set, makes what runs before every unary call (after
 	// the token's check) on a shared log: it carries a call to the host
 	// that must answer it, which route says (Route: the host that owns the
@@ -229,7 +225,7 @@ func Run(ctx context.Context, cfg Config) error {
 	host, err := orchestrator.Open(orchestrator.Config{DataDir: cfg.DataDir, Command: cfg.Command, PluginDirs: cfg.PluginDirs, Logger: log, Clock: clk, Unattended: true,
 		IdleTimeout: cfg.IdleTimeout, RawFrames: cfg.RawFrames, InterruptGrace: cfg.InterruptGrace, StoreFS: cfg.StoreFS,
 		TurnStallTimeout: cfg.TurnStallTimeout, RequestTimeout: cfg.RequestTimeout, Notify: &cfg.Notify, OpenLog: cfg.OpenLog,
-		Follower: cfg.Follower, Host: cfg.Host})
+		Host: cfg.Host})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

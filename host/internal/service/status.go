@@ -33,7 +33,6 @@ var codeTable = []struct {
 	{pluginhost.ErrNotInstalled, codes.FailedPrecondition},
 	{eventlog.ErrDamaged, codes.DataLoss},
 	{eventlog.ErrReadOnly, codes.FailedPrecondition},
-	{orchestrator.ErrFollower, codes.FailedPrecondition},
 	{orchestrator.ErrOwnedElsewhere, codes.FailedPrecondition},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
