@@ -318,8 +318,9 @@ func TestPausedHostLosesItsLease(t *testing.T) {
 // share (the run's start read through the other host), with a lease TTL
 // of 2s: ms/failover. The lease expires a TTL after its last renewal
 // (renewals come every third of it), so the lease's share is from 2/3 TTL
-// to one TTL; the rest is the other host taking the installation's lease,
-// catching up and recovering the thread. Each failover starts a
+// to one TTL; the rest is the coordinator's sweep (after it takes the
+// installation's lease, when the lost host held it), its claim of the
+// thread and the thread's recovery. Each failover starts a
 // three-node cluster and two hosts, outside the timing.
 func BenchmarkFailover(b *testing.B) {
 	const ttl = 2 * time.Second
