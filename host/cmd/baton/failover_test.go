@@ -224,6 +224,30 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	}
 }
 
+// Host b, which does not coordinate, is killed mid-run on a thread whose
+// cwd every host shares. The coordinator, a, learns of it from the
+// watch of the hosts' leases (it holds its own lease all along, so no
+// takeover of the installation's lease sweeps for it) and takes the
+// thread: b's run ends host_lost and the queued run completes on a.
+func TestTheCoordinatorTakesOverWhenAHostDies(t *testing.T) {
+	a, b, alog, _ := sharedHosts(t, "--lease-ttl", "2s")
+	id, _ := killMidRun(t, b, true)
+
+	alog.wait(t, regexp.MustCompile(`(?s)a host's lease is gone: host=b.*took over a lost host's thread: thread=`+regexp.QuoteMeta(id)+` host=b`))
+	c := a.client()
+	ev, _ := subscribe(t.Context(), t, c, id, 0)
+	until(t, ev, "the queued run's end on a", func(e event) bool {
+		return e.Type == "run.ended" && strings.Contains(e.Data, `"completed"`)
+	})
+	p := thread(t, c, id)
+	if diff := cmp.Diff([]runState{{"failed", "host_lost"}, {"completed", "<nil>"}}, runStates(p)); diff != "" {
+		t.Errorf("runs after a took the thread (-want +got):\n%s", diff)
+	}
+	if d := cmp.Diff([]any{"b", "a"}, runHosts(p)); d != "" || p["host"] != "a" {
+		t.Errorf("the thread's host %v; the hosts that ran its runs (-want +got):\n%s", p["host"], d)
+	}
+}
+
 // Host a is killed mid-run on a thread whose cwd is a's own. b, which
 // takes the installation's lease, does not take the thread: it marks it
 // lost, `show` says where its cwd is, and its queued run waits. Started
