@@ -399,7 +399,7 @@ func (h *Host) Threads(after string, limit int) ([]domain.ThreadSummary, error) 
 
 // LastSequence is the log's head.
 func (h *Host) LastSequence() uint64 {
-	last, _ := h.store.Last()
+	last, _ := h.shown()
 	return last
 }
 

@@ -25,8 +25,11 @@ const streamPage = 1024
 func (h *Host) Events(ctx context.Context, after uint64) iter.Seq2[eventlog.Record, error] {
 	return func(yield func(eventlog.Record, error) bool) {
 		h.follow(ctx, after, yield, func(after uint64) ([]eventlog.Record, <-chan struct{}, error) {
-			_, changed := h.store.Last()
+			last, changed := h.shown()
 			recs, err := h.store.After(after, streamPage)
+			for len(recs) > 0 && recs[len(recs)-1].Sequence > last { // another host's, not yet applied
+				recs = recs[:len(recs)-1]
+			}
 			return recs, changed, err
 		})
 	}
@@ -59,7 +62,7 @@ func (h *Host) ThreadStream(ctx context.Context, threadID string, after uint64) 
 			// Every event up to the log's last published sequence is
 			// applied too; the signal's may be ahead of it (a projection
 			// is published before the log's sequence).
-			last, _ := h.store.Last()
+			last, _ := h.shown()
 			upTo := max(published, last)
 			if upTo <= after {
 				return nil, changed, nil
@@ -71,6 +74,18 @@ func (h *Host) ThreadStream(ctx context.Context, threadID string, after uint64) 
 			return recs, changed, err
 		})
 	}
+}
+
+// shown is the log's last sequence readers may see, and a channel closed
+// when it moves: the log's own on a host alone on its log; on a shared
+// log, the last this host has applied to what it shows (followLog), which
+// its replica may be ahead of (another host's commit is in the replica
+// before it is in this host's projections).
+func (h *Host) shown() (uint64, <-chan struct{}) {
+	if h.shared() {
+		return h.followed.current()
+	}
+	return h.store.Last()
 }
 
 // ThreadSequence is the sequence of a thread's last committed event, from
