@@ -12,8 +12,8 @@ import (
 )
 
 // One TCP listener, two servers. gRPC clients (the CLI, grpcurl, a
-// program) and browsers (the dashboard: the Connect protocol over
-// HTTP/1.1) reach the service on the same TCP address. Each accepted
+// program) and browsers (the dashboard: the Connect protocol over HTTP/1.1,
+// or HTTP/2 under TLS) reach the service on the same TCP address. Each accepted
 // connection is told apart by what it opens with and handed to the server
 // that speaks it:
 //
@@ -21,7 +21,9 @@ import (
 //     is gRPC's; anything else is HTTP/1.1, for the web server.
 //   - TLS: a client whose hello offers only "h2" (gRPC's clients) gets h2
 //     and the gRPC server; one that offers http/1.1 too (a browser, curl)
-//     gets http/1.1 and the web server.
+//     gets the web server, over h2 when it offers it (a browser's tabs then
+//     share one connection, rather than each holding one of the six
+//     HTTP/1.1 connections a browser opens to a host), else http/1.1.
 //
 // A connection that says nothing within splitTimeout is closed. Closing
 // either side's listener closes the TCP listener and ends both.
@@ -59,27 +61,27 @@ func split(l net.Listener, tlsConf *tls.Config) (grpcLis, webLis net.Listener) {
 	return s.grpc, s.web
 }
 
-// splitTLS is the listener's TLS config, choosing the protocol by the
-// client's offer: only h2 for a gRPC client, http/1.1 for any client that
-// offers it.
-func splitTLS(base *tls.Config) *tls.Config {
-	c := base.Clone()
-	c.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+// splitTLS is the TLS config of one connection, on the listener's base:
+// it chooses the protocols by the client's offer (only h2 for a gRPC
+// client; h2 and http/1.1 for any client that offers http/1.1 too), and
+// web says, once the handshake is done, which of the two it was.
+func splitTLS(base *tls.Config) (conf *tls.Config, web *bool) {
+	web = new(bool)
+	conf = base.Clone()
+	conf.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 		if !slices.Contains(hello.SupportedProtos, "http/1.1") {
 			return nil, nil // base: h2
 		}
-		web := base.Clone()
-		web.NextProtos = []string{"http/1.1"}
-		return web, nil
+		*web = true
+		wc := base.Clone()
+		wc.NextProtos = []string{"h2", "http/1.1"}
+		return wc, nil
 	}
-	return c
+	return conf, web
 }
 
 func (s *splitListener) acceptLoop(tlsConf *tls.Config) {
 	defer s.wg.Done()
-	if tlsConf != nil {
-		tlsConf = splitTLS(tlsConf)
-	}
 	for {
 		c, err := s.l.Accept()
 		if err != nil {
@@ -132,11 +134,12 @@ func (s *splitListener) route(raw net.Conn, tlsConf *tls.Config) {
 // put back).
 func classify(c net.Conn, tlsConf *tls.Config) (web bool, _ net.Conn, _ error) {
 	if tlsConf != nil {
-		tc := tls.Server(c, tlsConf)
+		conf, web := splitTLS(tlsConf)
+		tc := tls.Server(c, conf)
 		if err := tc.Handshake(); err != nil {
 			return false, tc, err
 		}
-		return tc.ConnectionState().NegotiatedProtocol != "h2", tc, nil
+		return *web, tc, nil
 	}
 	head := make([]byte, len(h2Preface))
 	n, err := io.ReadFull(c, head)

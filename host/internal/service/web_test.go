@@ -47,6 +47,7 @@ type webCall struct {
 	status int
 	header http.Header
 	body   string
+	proto  string // HTTP/1.1, HTTP/2.0
 }
 
 func do(t *testing.T, c *http.Client, method, u string, header http.Header, body string) webCall {
@@ -67,7 +68,7 @@ func do(t *testing.T, c *http.Client, method, u string, header http.Header, body
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, u, err)
 	}
-	return webCall{resp.StatusCode, resp.Header, string(b)}
+	return webCall{resp.StatusCode, resp.Header, string(b), resp.Proto}
 }
 
 // connectJSON is the headers of a Connect unary call with a JSON body.
@@ -278,8 +279,17 @@ func TestWebTLS(t *testing.T) {
 	if !attrs.Secure {
 		t.Errorf("cookie over TLS not Secure: %+v", attrs)
 	}
-	if r := do(t, c, http.MethodPost, base+"/baton.v1.Baton/ListThreads", connectJSON("Cookie", cookie, "Origin", base), "{}"); r.status != http.StatusOK {
-		t.Errorf("API over TLS: %d %q", r.status, r.body)
+	// A browser offers h2 and http/1.1: it gets h2, so that its tabs'
+	// streams share a connection; a client of http/1.1 alone gets that.
+	if r := do(t, c, http.MethodPost, base+"/baton.v1.Baton/ListThreads", connectJSON("Cookie", cookie, "Origin", base), "{}"); r.status != http.StatusOK ||
+		r.proto != "HTTP/2.0" {
+		t.Errorf("API over TLS: %d %s %q; want 200 over HTTP/2.0", r.status, r.proto, r.body)
+	}
+	h1 := webClient(&tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
+	h1.Transport.(*http.Transport).ForceAttemptHTTP2 = false
+	if r := do(t, h1, http.MethodPost, base+"/baton.v1.Baton/ListThreads", connectJSON("Cookie", cookie, "Origin", base), "{}"); r.status != http.StatusOK ||
+		r.proto != "HTTP/1.1" {
+		t.Errorf("API over TLS, HTTP/1.1 only: %d %s %q; want 200 over HTTP/1.1", r.status, r.proto, r.body)
 	}
 	if r := do(t, c, http.MethodPost, base+"/baton.v1.Baton/ListThreads", connectJSON("Cookie", cookie, "Origin", "http://"+addr), "{}"); r.status != http.StatusForbidden {
 		t.Errorf("API over TLS from the http origin: %d %q; want 403", r.status, r.body)
