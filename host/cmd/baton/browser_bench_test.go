@@ -137,9 +137,16 @@ func createThreads(b *testing.B, c batonv1.BatonClient, n int) {
 }
 
 // BenchmarkDashboardThread: the page of a thread whose one run streamed
-// 10,000 deltas, beside GetThread of it.
+// 10,000 and 100,000 deltas, beside GetThread of it.
 func BenchmarkDashboardThread(b *testing.B) {
-	const deltas = 10000
+	for _, deltas := range []int{10000, 100000} {
+		b.Run(fmt.Sprintf("deltas=%d", deltas), func(b *testing.B) { benchThreadPage(b, deltas) })
+	}
+}
+
+// benchThreadPage times the first render of a thread whose one run
+// streamed n deltas.
+func benchThreadPage(b *testing.B, deltas int) {
 	d := startDashboard(b)
 	c := d.client()
 	transcript := deltaTranscript(b, deltas)
