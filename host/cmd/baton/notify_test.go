@@ -166,6 +166,51 @@ func TestServiceWebhooks(t *testing.T) {
 	}
 }
 
+// Targets saved with `notify add` are the service's too, each taking only
+// the events it names: one saved for run.ended gets the run's end and not
+// the pending request; one saved for every event gets both, in order.
+func TestSavedWebhookTargetsTakeTheirEvents(t *testing.T) {
+	data := t.TempDir()
+	ends, all := newHookReceiver(t, []byte("k")), newHookReceiver(t, []byte("k"))
+	for _, args := range [][]string{{ends.URL + "/ends", "--events", "run.ended"}, {all.URL + "/all"}} {
+		if out, errOut, code := baton(t, append([]string{"notify", "add", "--data", data}, args...)...); code != exitOK {
+			t.Fatalf("notify add %v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	s := startService(t, data, "--notify-secret-file", writeSecret(t, "k", 0o600))
+	c := s.client()
+	id := createThread(t, c, "acp/approval_accept.ndjson", "ask")
+	ev, _ := subscribe(t.Context(), t, c, id, 0)
+	_, reqID := askApproval(t, c, id, ev, "a request")
+	if _, err := c.AnswerRequest(t.Context(), &batonv1.AnswerRequestRequest{RequestId: reqID, Decision: "accept"}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ev, "the run's end", ofType("run.ended"))
+	got := map[string][]string{}
+	for _, r := range []struct {
+		name string
+		r    *hookReceiver
+		n    int
+	}{{"ends", ends, 1}, {"all", all, 2}} {
+		for range r.n {
+			d := r.r.next(t, "a delivery to "+r.name)
+			got[r.name] = append(got[r.name], d.Type)
+		}
+	}
+	want := map[string][]string{"ends": {"run.ended"}, "all": {"request.pending", "run.ended"}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("deliveries to the saved targets (-want +got):\n%s", d)
+	}
+	s.signal(syscall.SIGTERM) // all sent: nothing more is delivered as it stops
+	for name, r := range map[string]*hookReceiver{"ends": ends, "all": all} {
+		select {
+		case d := <-r.got:
+			t.Errorf("a delivery more to %s: %s", name, d.Body)
+		default:
+		}
+	}
+}
+
 // A service SIGKILLed while its receiver refuses a delivery it committed
 // loses none: notify list shows it failing; started again, the service
 // sends it with the same id and body, it is delivered once, and nothing is
