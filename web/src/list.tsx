@@ -19,7 +19,7 @@ import { type ThreadState, base, shorten, stateLabels, stateOf, threadStates } f
 import { ago, iso, ms } from "./time";
 import { Link } from "./router";
 import { Connection } from "./connection";
-import { notify } from "./notify";
+import { notify, waitBody } from "./notify";
 import { WaitLine } from "./wait";
 
 // Entry is what the list holds of one thread. It is replaced when it
@@ -32,6 +32,10 @@ interface Entry {
   // since it was read.
   pending: number;
   activity: number;
+  // read is the state of the summary as last read, announced from: a
+  // request opened since shows on the row at once, and is announced
+  // once the summary, with the thread's title, is read again.
+  read: ThreadState;
 }
 
 // refreshDelay is how long a thread's events are gathered before its
@@ -41,7 +45,7 @@ const refreshDelay = 250;
 const readers = 4;
 
 function entryOf(s: ThreadSummary, group = s.repository || s.cwd): Entry {
-  return { summary: s, group, pending: s.pending, activity: ms(s.updatedAt) };
+  return { summary: s, group, pending: s.pending, activity: ms(s.updatedAt), read: stateOf(s, s.pending) };
 }
 
 class ThreadList {
@@ -142,11 +146,17 @@ class ThreadList {
   private announce(before: Entry, after: Entry): void {
     const s = after.summary;
     const title = s.title || base(s.cwd);
-    const was = stateOf(before.summary, before.pending);
-    const is = stateOf(s, after.pending);
+    const was = before.read;
+    const is = after.read;
     if (is === "needs-you" && was !== "needs-you") {
       notify(`${title} needs you`, "A request waits for your answer.", s.id, "request");
-    } else if (before.summary.status !== "idle" && s.status === "idle" && s.lastRun) {
+    } else if (is === "waiting" && was !== "waiting") {
+      notify(`${title} waits`, waitBody(s.wait?.provider ?? "", s.wait?.at), s.id, "wait");
+    } else if (was === "waiting" && is !== "waiting") {
+      notify(`${title}: the wait ended`, "The run goes on.", s.id, "wait");
+    } else if (s.status === "idle" && s.lastRun && (before.summary.status !== "idle" || before.summary.runs !== s.runs)) {
+      // Ended since the row was read: it was active then, or the whole
+      // run came and went between two reads (the count of runs moved).
       notify(`${title}: run ${s.lastRun}`, `Run ${s.runs} ended.`, s.id, "run");
     }
   }

@@ -1,7 +1,10 @@
 // Browser notifications, opt in: the page asks for permission only when
 // the user clicks to turn them on, and raises one when a thread comes to
-// need its user or a run ends.
+// need its user, a run ends, or a usage-limit wait begins or ends (the
+// events the webhooks send).
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { Cell } from "./store";
+import { clock, ms } from "./time";
 
 const key = "baton.notifications";
 
@@ -40,4 +43,12 @@ export function notify(title: string, body: string, threadId: string, tag: strin
     focus();
     location.assign(`/threads/${encodeURIComponent(threadId)}`);
   };
+}
+
+// waitBody says what a usage-limit wait waits for: the provider's limit,
+// and until when when it is known.
+export function waitBody(provider: string, until: Timestamp | undefined): string {
+  const who = provider ? `${provider}'s usage limit` : "a usage limit";
+  if (!until) return `The run waits for ${who} to reset.`;
+  return `The run waits for ${who} to reset, at ${clock(ms(until))}.`;
 }

@@ -40,7 +40,7 @@ import {
 import { api, describe, signedOut } from "./api";
 import { follow } from "./stream";
 import { Cell, session } from "./store";
-import { notify } from "./notify";
+import { notify, waitBody } from "./notify";
 import { shorten } from "./state";
 
 // refetchDelay gathers the events that need a new projection into one
@@ -557,6 +557,14 @@ export class ThreadModel {
         t.host = p.value.to;
         t.hostLost = undefined;
         this.changed();
+        return;
+      case "waitArmed":
+        notify(`${this.title()} waits`, waitBody(p.value.provider, p.value.at), this.id, "wait");
+        this.refetchSoon();
+        return;
+      case "waitEnded":
+        notify(`${this.title()}: the wait ended`, p.value.reason || p.value.outcome, this.id, "wait");
+        this.refetchSoon();
         return;
       default:
         if (!quiet.has(p.case)) this.refetchSoon();

@@ -16,7 +16,9 @@ import (
 	"testing"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/browsertest"
@@ -173,6 +175,57 @@ func TestBrowserApproval(t *testing.T) {
 	tab.Wait("the request answered on the page", `[data-run-id][data-run-status="completed"]`)
 	if n, _ := browsertest.Eval[int](tab, `document.querySelectorAll('[data-request-id] button[data-decision]').length`); n != 0 {
 		t.Errorf("%d answer buttons still shown after the request was resolved", n)
+	}
+}
+
+// fakeNotifications stands in for the browser's notifications in every
+// page the tab opens: permission granted, the page never focused (so that
+// it notifies), the user's choice to be notified stored, and each
+// notification kept in window.batonNotes as "title | body".
+const fakeNotifications = `
+window.batonNotes = [];
+window.Notification = class {
+	constructor(title, opts) { window.batonNotes.push(title + " | " + ((opts && opts.body) || "")); }
+	static get permission() { return "granted"; }
+	static requestPermission() { return Promise.resolve("granted"); }
+};
+document.hasFocus = () => false;
+try { localStorage.setItem("baton.notifications", "on"); } catch (e) {}
+`
+
+// With notifications turned on, the list raises one when a thread comes
+// to need its user and one when its run ends, each naming the thread by
+// its title, and no other.
+func TestBrowserNotifications(t *testing.T) {
+	d := startDashboard(t)
+	c := d.client()
+	tab := browsertest.Start(t).NewTab("list")
+	// The script runs in each page the tab opens from now on, before the
+	// page's own.
+	if _, err := chromedp.Call(tab.Ctx, page.AddScriptToEvaluateOnNewDocument,
+		page.AddScriptToEvaluateOnNewDocumentParams{Source: fakeNotifications}); err != nil {
+		t.Fatal(err)
+	}
+	d.signIn(t, tab)
+	id := replayThread(t, c, t.TempDir(), "acp/approval_accept.ndjson", "ask")
+	tab.Wait("the new thread on the list", threadRow(id))
+	sendText(t, c, id, "Write allowed.txt")
+	tab.Wait("the thread needing its user", threadRow(id)+`[data-state="needs-you"]`)
+	tab.WaitFor("the request's notification", `window.batonNotes.length >= 1`)
+	p := thread(t, c, id)
+	req := p["requests"].([]any)[0].(map[string]any)["id"].(string)
+	if _, err := c.AnswerRequest(t.Context(), &batonv1.AnswerRequestRequest{RequestId: req, Decision: "accept"}); err != nil {
+		t.Fatal(err)
+	}
+	tab.Wait("the thread done", threadRow(id)+`[data-state="done"]`)
+	tab.WaitFor("the run's notification", `window.batonNotes.length >= 2`)
+	notes, err := browsertest.Eval[[]string](tab, `window.batonNotes`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Write allowed.txt needs you | A request waits for your answer.", "Write allowed.txt: run completed | Run 1 ended."}
+	if d := cmp.Diff(want, notes); d != "" {
+		t.Errorf("the notifications (-want +got):\n%s", d)
 	}
 }
 
