@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -538,6 +539,33 @@ func TestBrowserViews(t *testing.T) {
 		t.Errorf("the list has %d groups (%v); want 3, one a directory", n, err)
 	}
 	shot(tab, "list")
+
+	// The filters: by state, then by text (the directory's name).
+	shown := func(what string, want ...string) {
+		t.Helper()
+		tab.WaitFor(what, fmt.Sprintf(`document.querySelectorAll("[data-thread-id]").length === %d`, len(want)))
+		got, err := browsertest.Eval[[]string](tab, `[...document.querySelectorAll("[data-thread-id]")].map(e => e.dataset.threadId)`)
+		slices.Sort(got)
+		slices.Sort(want)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: rows %v (%v); want %v", what, got, err, want)
+		}
+	}
+	stateFilter := func(v string) {
+		t.Helper()
+		if _, err := browsertest.Eval[bool](tab, fmt.Sprintf(`(() => { const s = document.querySelector("form.filters select");
+			s.value = %q; s.dispatchEvent(new Event("change", {bubbles: true})); return true })()`, v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stateFilter("failed")
+	shown("the failed threads", failed)
+	stateFilter("done")
+	shown("the threads done", done, files)
+	stateFilter("")
+	shown("every thread", done, failed, ask, files)
+	tab.Type("the search", `form.filters input[type="search"]`, "api")
+	shown("the threads whose directory is api", ask)
 
 	tab.Go(d.page("/threads/" + ask))
 	tab.Wait("the pending approval", `[data-request-id] button[data-decision="accept"]`)
