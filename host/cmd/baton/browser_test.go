@@ -230,6 +230,27 @@ func TestBrowserNotifications(t *testing.T) {
 	}
 }
 
+// Interrupt on the page stops the active run: the provider gets its
+// cancel (the replay peer expects exactly that frame after the prompt, and
+// fails the run on any other), and the run ends interrupted on the page.
+func TestBrowserInterrupt(t *testing.T) {
+	d := startDashboard(t)
+	c := d.client()
+	id := replayThread(t, c, t.TempDir(), "acp/turn_interrupt.ndjson", "decline")
+	ev, _ := subscribe(t.Context(), t, c, id, 0)
+	tab := browsertest.Start(t).NewTab("thread")
+	d.signIn(t, tab, id)
+	tab.Type("the composer", `textarea[data-role="composer"]`, "Write a very long essay about rivers.")
+	tab.Click("send", `button[data-action="send"]`)
+	until(t, ev, "the prompt sent to the provider", ofType("provider.turn.bound"))
+	tab.Click("interrupt", `button[data-action="interrupt"]:not([disabled])`)
+	tab.Wait("the run interrupted on the page", `[data-run-id][data-run-status="interrupted"]`)
+	run := thread(t, c, id)["runs"].([]any)[0].(map[string]any)
+	if run["status"] != "interrupted" || run["stopReason"] != "cancelled" {
+		t.Errorf("the run: %v, stop reason %v, failure %v; want interrupted, cancelled by the provider", run["status"], run["stopReason"], run["failure"])
+	}
+}
+
 // gitRepo makes a repository in a new dir named name whose README is
 // committed, as the recorded transcripts' workspace was.
 func gitRepo(t *testing.T, name string) string {
