@@ -233,18 +233,24 @@ func TestBrowserNotifications(t *testing.T) {
 // Interrupt on the page stops the active run: the provider gets its
 // cancel (the replay peer expects exactly that frame after the prompt, and
 // fails the run on any other), and the run ends interrupted on the page.
+// A list open in another tab shows the thread working, then done.
 func TestBrowserInterrupt(t *testing.T) {
 	d := startDashboard(t)
 	c := d.client()
 	id := replayThread(t, c, t.TempDir(), "acp/turn_interrupt.ndjson", "decline")
 	ev, _ := subscribe(t.Context(), t, c, id, 0)
-	tab := browsertest.Start(t).NewTab("thread")
+	b := browsertest.Start(t)
+	tab := b.NewTab("thread")
 	d.signIn(t, tab, id)
+	list := b.NewTab("list")
+	d.signIn(t, list)
 	tab.Type("the composer", `textarea[data-role="composer"]`, "Write a very long essay about rivers.")
 	tab.Click("send", `button[data-action="send"]`)
 	until(t, ev, "the prompt sent to the provider", ofType("provider.turn.bound"))
+	list.Wait("the thread working on the list", threadRow(id)+`[data-state="working"]`)
 	tab.Click("interrupt", `button[data-action="interrupt"]:not([disabled])`)
 	tab.Wait("the run interrupted on the page", `[data-run-id][data-run-status="interrupted"]`)
+	list.Wait("the thread done on the list (interrupted by its user, not failed)", threadRow(id)+`[data-state="done"]`)
 	run := thread(t, c, id)["runs"].([]any)[0].(map[string]any)
 	if run["status"] != "interrupted" || run["stopReason"] != "cancelled" {
 		t.Errorf("the run: %v, stop reason %v, failure %v; want interrupted, cancelled by the provider", run["status"], run["stopReason"], run["failure"])
