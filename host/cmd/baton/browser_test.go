@@ -623,4 +623,25 @@ func TestBrowserViews(t *testing.T) {
 		tab.Wait("the plugin "+p, fmt.Sprintf(`[data-plugin=%q]`, p))
 	}
 	shot(tab, "plugins")
+
+	// At a phone's width every view fits: nothing is wider than the
+	// window, so nothing needs a sideways scroll.
+	phone := browsertest.Start(t).NewTab("phone")
+	if err := chromedp.Do(phone.Ctx, chromedp.EmulateViewport(375, 740)); err != nil {
+		t.Fatal(err)
+	}
+	d.signIn(t, phone)
+	for _, v := range []struct{ path, ready string }{
+		{"/", threadRow(files)},
+		{"/threads/" + files, `[data-run-id][data-run-status="completed"]`},
+		{"/threads/" + ask, `[data-request-id] button[data-decision="accept"]`},
+		{"/plugins", `[data-plugin="acp"]`},
+	} {
+		phone.Go(d.page(v.path))
+		phone.Wait(v.path, v.ready)
+		if w, err := browsertest.Eval[[]int](phone, `[document.documentElement.scrollWidth, window.innerWidth]`); err != nil || w[0] > w[1] {
+			wide, _ := browsertest.Eval[[]string](phone, `[...document.querySelectorAll("body *")].filter(e => e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0 && getComputedStyle(e).overflowX === "visible").slice(-6).map(e => e.tagName.toLowerCase() + (e.className ? "." + e.className : "") + " " + e.scrollWidth + ">" + e.clientWidth)`)
+			t.Errorf("%s at a phone's width: the page is %v px wide (%v), wider than its window; past its edge: %q", v.path, w, err, wide)
+		}
+	}
 }
