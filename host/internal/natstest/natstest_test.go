@@ -1,10 +1,12 @@
 package natstest
 
 import (
+	"context"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -22,12 +24,18 @@ func TestThreeNodesTakeAReplicatedStream(t *testing.T) {
 	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
-	ack, err := js.Publish(t.Context(), "t.a", []byte("x"))
+	// A replicated stream answers once its leader is elected, which may
+	// come after CreateStream returns (and again after a node stops):
+	// each publish retries "no responders" every 250 ms until it is
+	// answered, within a minute.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	ack, err := js.Publish(ctx, "t.a", []byte("x"), jetstream.WithRetryAttempts(240))
 	if err != nil || ack.Sequence != 1 {
 		t.Fatal(ack, err)
 	}
 	c.Stop(0)
-	if _, err := js.Publish(t.Context(), "t.a", []byte("y")); err != nil {
+	if _, err := js.Publish(ctx, "t.a", []byte("y"), jetstream.WithRetryAttempts(240)); err != nil {
 		t.Fatal("with two of three nodes: ", err)
 	}
 	c.Start(0)
