@@ -32,10 +32,6 @@ interface Entry {
   // since it was read.
   pending: number;
   activity: number;
-  // read is the state of the summary as last read, announced from: a
-  // request opened since shows on the row at once, and is announced
-  // once the summary, with the thread's title, is read again.
-  read: ThreadState;
 }
 
 // refreshDelay is how long a thread's events are gathered before its
@@ -45,7 +41,7 @@ const refreshDelay = 250;
 const readers = 4;
 
 function entryOf(s: ThreadSummary, group = s.repository || s.cwd): Entry {
-  return { summary: s, group, pending: s.pending, activity: ms(s.updatedAt), read: stateOf(s, s.pending) };
+  return { summary: s, group, pending: s.pending, activity: ms(s.updatedAt) };
 }
 
 class ThreadList {
@@ -146,8 +142,12 @@ class ThreadList {
   private announce(before: Entry, after: Entry): void {
     const s = after.summary;
     const title = s.title || base(s.cwd);
-    const was = before.read;
-    const is = after.read;
+    // Announced from the summaries as read, not from the rows' pending
+    // counts: a request opened since the last read shows on the row at
+    // once, and is announced once the summary, with the thread's title,
+    // is read again.
+    const was = stateOf(before.summary, before.summary.pending);
+    const is = stateOf(s, s.pending);
     if (is === "needs-you" && was !== "needs-you") {
       notify(`${title} needs you`, "A request waits for your answer.", s.id, "request");
     } else if (is === "waiting" && was !== "waiting") {
