@@ -489,14 +489,28 @@ func (l *Lease) Acquire(ctx context.Context) error {
 // held all the same, and Previous is what a recovery's reason is chosen
 // by, nothing more.
 func (l *Lease) recordHolder(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	l.mu.Lock()
 	v := l.value
 	l.mu.Unlock()
-	prev, _, err := latest(ctx, l.kv, lastKey(l.key))
-	if err == nil {
-		_, err = l.kv.Put(ctx, lastKey(l.key), v)
+	var prev Holder
+	var err error
+	read := false
+	// Servers slow to answer (a loaded cluster) get a few tries, each
+	// bounded: who held the lease before decides how a recovery names
+	// what it ends.
+	for try := 0; try < recordTries && ctx.Err() == nil; try++ {
+		tctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		if !read {
+			prev, _, err = latest(tctx, l.kv, lastKey(l.key))
+			read = err == nil
+		}
+		if read {
+			_, err = l.kv.Put(tctx, lastKey(l.key), v)
+		}
+		cancel()
+		if err == nil {
+			break
+		}
 	}
 	if err != nil {
 		l.log.Warn("could not read or write who took the lease last", "installation", l.opts.Installation, "key", l.key,
@@ -506,6 +520,9 @@ func (l *Lease) recordHolder(ctx context.Context) {
 	l.previous = prev
 	l.mu.Unlock()
 }
+
+// recordTries is how many times recordHolder asks the servers.
+const recordTries = 3
 
 // Previous is the holder that took the lease before this host's last
 // Acquire (the zero Holder when none did, or it could not be read): a
