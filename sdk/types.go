@@ -22,6 +22,11 @@ type Description struct {
 	// SDKVersion is the sdk the plugin was built with (Version); Serve
 	// sets it.
 	SDKVersion string `json:"sdkVersion,omitempty"`
+	// MCPTransports are the MCP transports the plugin can pass on to its
+	// provider (none: it passes on no MCP server). The host refuses a run
+	// whose servers it cannot take before the session opens, and the
+	// plugin checks again (CheckMCPServers).
+	MCPTransports []MCPTransport `json:"mcpTransports,omitempty"`
 }
 
 // Keys of Description.Notes.
@@ -70,6 +75,11 @@ type OpenSessionRequest struct {
 	ResumeThreadRef string `json:"resumeThreadRef,omitempty"`
 	// RawFrameLog is where raw provider frames are kept; empty keeps none.
 	RawFrameLog string `json:"rawFrameLog,omitempty"`
+	// MCPServers are the MCP servers the provider may use in this session,
+	// which the plugin passes on in its provider's own form, or refuses
+	// (CheckMCPServers); their env values and headers are secrets
+	// (MCPSecrets).
+	MCPServers []MCPServer `json:"mcpServers,omitempty"`
 }
 
 // OpenSessionResponse names the provider's refs for the session.
@@ -409,19 +419,44 @@ type Usage struct {
 	CachedInputTokens int64 `json:"cachedInputTokens,omitempty"`
 	ReasoningTokens   int64 `json:"reasoningTokens,omitempty"`
 	TotalTokens       int64 `json:"totalTokens,omitempty"`
+	// CostMicros is the cost the provider states for the usage, in
+	// millionths of a US dollar (CostMicrosOf); 0: it stated none. Baton
+	// never works a cost out itself.
+	CostMicros int64 `json:"costMicros,omitempty"`
+	// Model is the model the usage is of, when the provider names one.
+	Model string `json:"model,omitempty"`
+}
+
+// CostMicrosOf is a cost a provider states in US dollars, in millionths
+// of a dollar (rounded; a negative or non-finite cost, which no provider
+// means, is none). Counting in whole micro-dollars keeps sums exact.
+func CostMicrosOf(usd float64) int64 {
+	if !(usd > 0) || usd >= math.MaxInt64/1e6 {
+		return 0
+	}
+	return int64(math.Round(usd * 1e6))
 }
 
 // Add adds o's counts to u: a turn's usage is the sum of its model calls'.
 // A count is never negative (a negative one, which no provider means,
 // counts as none) and a sum stops at math.MaxInt64 instead of wrapping
 // round to a negative count; so Add is commutative and associative, and
-// the zero Usage adds nothing.
+// the zero Usage adds nothing. Model stays where both name the same one
+// or one names none; of two models it keeps the first in sort order (a
+// breakdown by model is RuntimeEvent.ModelUsage).
 func (u *Usage) Add(o Usage) {
 	u.InputTokens = addCount(u.InputTokens, o.InputTokens)
 	u.OutputTokens = addCount(u.OutputTokens, o.OutputTokens)
 	u.CachedInputTokens = addCount(u.CachedInputTokens, o.CachedInputTokens)
 	u.ReasoningTokens = addCount(u.ReasoningTokens, o.ReasoningTokens)
 	u.TotalTokens = addCount(u.TotalTokens, o.TotalTokens)
+	u.CostMicros = addCount(u.CostMicros, o.CostMicros)
+	switch {
+	case u.Model == "":
+		u.Model = o.Model
+	case o.Model != "" && o.Model != u.Model:
+		u.Model = min(u.Model, o.Model) // the same whichever side is added
+	}
 }
 
 // addCount is a+b over counts: negatives as 0, saturating at MaxInt64.
@@ -552,8 +587,12 @@ type RuntimeEvent struct {
 	RequestKind RequestKind     `json:"requestKind,omitempty"`
 	Options     []RequestOption `json:"options,omitempty"`
 	Usage       *Usage          `json:"usage,omitempty"`
-	RateLimit   *RateLimit      `json:"rateLimit,omitempty"`
-	Failure     *Failure        `json:"failure,omitempty"`
+	// ModelUsage, on a usage event, breaks Usage down by model where the
+	// provider does: one Usage a model, each naming its Model, sorted by
+	// model.
+	ModelUsage []Usage    `json:"modelUsage,omitempty"`
+	RateLimit  *RateLimit `json:"rateLimit,omitempty"`
+	Failure    *Failure   `json:"failure,omitempty"`
 	// Limit, on a failed turn_terminal event, says the turn ended on a
 	// provider limit.
 	Limit *Limit `json:"limit,omitempty"`
@@ -582,4 +621,10 @@ func (e *RuntimeEvent) UnmarshalJSON(b []byte) error {
 		e.Status = StatusOf(e.Kind, *v.Status)
 	}
 	return nil
+}
+
+// IsZero says the usage counts nothing and names nothing.
+func (u Usage) IsZero() bool {
+	return u.InputTokens == 0 && u.OutputTokens == 0 && u.CachedInputTokens == 0 && u.ReasoningTokens == 0 &&
+		u.TotalTokens == 0 && u.CostMicros == 0 && u.Model == ""
 }

@@ -31,7 +31,8 @@ func usage() *rapid.Generator[Usage] {
 	return rapid.Custom(func(t *rapid.T) Usage {
 		return Usage{InputTokens: count().Draw(t, "input"), OutputTokens: count().Draw(t, "output"),
 			CachedInputTokens: count().Draw(t, "cached"), ReasoningTokens: count().Draw(t, "reasoning"),
-			TotalTokens: count().Draw(t, "total")}
+			TotalTokens: count().Draw(t, "total"), CostMicros: count().Draw(t, "cost"),
+			Model: rapid.SampledFrom([]string{"", "m1", "m2"}).Draw(t, "model")}
 	})
 }
 
@@ -41,7 +42,7 @@ func sum(a, b Usage) Usage {
 }
 
 func counts(u Usage) []int64 {
-	return []int64{u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.ReasoningTokens, u.TotalTokens}
+	return []int64{u.InputTokens, u.OutputTokens, u.CachedInputTokens, u.ReasoningTokens, u.TotalTokens, u.CostMicros}
 }
 
 // Usage.Add is the sum of counts: commutative, associative, with the zero

@@ -9,4 +9,4 @@ const ProtocolVersion = 1
 
 // Version is this sdk's release (the module's v1 line); a plugin reports it
 // in its description, and `baton plugin list` shows it.
-const Version = "1.2.0"
+const Version = "1.3.0"

@@ -26,6 +26,8 @@ const (
 	Stderr Direction = "stderr" // the provider's stderr, a line at a time
 )
 
+var redacted = []byte("***")
+
 // Log numbers frames from 1 and, with a path, writes them to disk.
 type Log struct {
 	mu       sync.Mutex
@@ -35,6 +37,32 @@ type Log struct {
 	size     int64
 	next     uint64
 	now      func() time.Time
+	secrets  [][]byte // written as *** (Redact)
+}
+
+// Redact keeps each secret out of the log: a frame's record shows *** in
+// its place, whether the secret appears as is or JSON-escaped. Empty
+// secrets are ignored. It applies to frames appended after it.
+func (l *Log) Redact(secrets ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range secrets {
+		if s == "" {
+			continue
+		}
+		l.secrets = append(l.secrets, []byte(s))
+		// As encoding/json escapes it, with and without its HTML escapes.
+		for _, html := range []bool{true, false} {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(html)
+			_ = enc.Encode(s)
+			e := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+			if e = e[1 : len(e)-1]; string(e) != s {
+				l.secrets = append(l.secrets, e)
+			}
+		}
+	}
 }
 
 // Open starts a log at path (empty: count frames only). An existing file
@@ -93,6 +121,9 @@ func (l *Log) Append(dir Direction, frame []byte) uint64 {
 		return i
 	}
 	line := l.line(i, dir, frame)
+	for _, s := range l.secrets {
+		line = bytes.ReplaceAll(line, s, redacted)
+	}
 	line = append(line, '\n')
 	if l.size+int64(len(line)) > l.maxBytes && l.size > 0 {
 		if err := l.rotate(); err != nil {

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"reflect"
-	"time"
-
 	"path/filepath"
-	"pgregory.net/rapid"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
 )
 
 func TestLogRotatesAndNumbers(t *testing.T) {
@@ -83,4 +84,36 @@ func TestRecordLineProperty(t *testing.T) {
 			rt.Fatalf("text %q came back as %q", frame, got.Text)
 		}
 	})
+}
+
+// A redacted secret appears in no record, neither as sent nor as JSON
+// escapes it; the rest of the frame is kept.
+func TestRedact(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "frames.ndjson")
+	l, err := Open(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Redact("s3cret", `a"b<c`, "")
+	l.Append(Out, []byte(`{"env":[{"name":"TOKEN","value":"s3cret"}],"h":"a\"b\u003cc"}`))
+	l.Append(Stderr, []byte(`token is s3cret`))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("record %q: %v", line, err)
+		}
+		got = append(got, string(r.Frame)+r.Text)
+	}
+	want := []string{`{"env":[{"name":"TOKEN","value":"***"}],"h":"***"}`, `token is ***`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
 }

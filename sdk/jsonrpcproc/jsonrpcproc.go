@@ -31,7 +31,9 @@ type Config struct {
 	Dir     string
 	// RawFrameLog is the raw-frame log's path; empty keeps none.
 	RawFrameLog string
-	Log         hclog.Logger
+	// Redact are secrets kept out of the raw-frame log (lineproc.Config).
+	Redact []string
+	Log    hclog.Logger
 	// Handler handles the provider's requests and notifications.
 	Handler jsonrpc2.Handler
 	// OnRecv, if set, runs on the read loop for every message (after
@@ -66,7 +68,7 @@ func Start(ctx context.Context, cfg Config) (*Conn, error) {
 		cfg.Log = hclog.NewNullLogger()
 	}
 	lines, err := lineproc.Start(lineproc.Config{Name: cfg.Name, Protocol: "JSON-RPC", Command: cfg.Command, Dir: cfg.Dir,
-		RawFrameLog: cfg.RawFrameLog, Log: cfg.Log, Stdin: true, Clock: cfg.Clock, OnLineTooLong: func(err error) {
+		RawFrameLog: cfg.RawFrameLog, Redact: cfg.Redact, Log: cfg.Log, Stdin: true, Clock: cfg.Clock, OnLineTooLong: func(err error) {
 			// Skipped like a banner: the connection reads on.
 			if cfg.OnMalformed != nil {
 				cfg.OnMalformed(0, err)

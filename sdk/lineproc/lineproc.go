@@ -42,6 +42,10 @@ type Config struct {
 	Dir      string
 	// RawFrameLog is the raw-frame log's path; empty keeps none.
 	RawFrameLog string
+	// Redact are secrets kept out of the raw-frame log Start opens
+	// (framelog.Log.Redact): an MCP server's env values and headers
+	// (sdk.MCPSecrets).
+	Redact []string
 	// Frames, when set, is the raw-frame log to use instead of opening
 	// RawFrameLog: a session whose provider is started once per turn keeps
 	// one log, with one numbering, across its processes. ExitEvent leaves
@@ -121,6 +125,7 @@ func Start(cfg Config) (*Process, error) {
 		if frames, err = framelog.Open(cfg.RawFrameLog, 0); err != nil {
 			return nil, err
 		}
+		frames.Redact(cfg.Redact...)
 		own = true
 	}
 	if cfg.Log == nil {

@@ -235,7 +235,8 @@ func (c *Client) Describe(ctx context.Context) (sdk.Description, error) {
 		return sdk.Description{}, wire.FromStatus(err)
 	}
 	return sdk.Description{Name: r.GetName(), Version: r.GetVersion(), WireProtocol: r.GetWireProtocol(),
-		Capabilities: wire.CapsFromWire(r.GetCapabilities()), Notes: r.GetNotes(), SDKVersion: r.GetSdkVersion()}, nil
+		Capabilities: wire.CapsFromWire(r.GetCapabilities()), Notes: r.GetNotes(), SDKVersion: r.GetSdkVersion(),
+		MCPTransports: wire.TransportsFromWire(r.GetMcpTransports())}, nil
 }
 
 // OpenSession starts a provider session.

@@ -78,7 +78,8 @@ func (s *server) closeAll(clk clock.Clock, timeout time.Duration) {
 func (s *server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeResponse, error) {
 	d := s.adapter.Describe()
 	return &pb.DescribeResponse{Name: d.Name, Version: d.Version, WireProtocol: d.WireProtocol,
-		Capabilities: wire.CapsToWire(d.Capabilities), Notes: d.Notes, SdkVersion: sdk.Version}, nil
+		Capabilities: wire.CapsToWire(d.Capabilities), Notes: d.Notes, SdkVersion: sdk.Version,
+		McpTransports: wire.TransportsToWire(d.MCPTransports)}, nil
 }
 
 func (s *server) OpenSession(ctx context.Context, req *pb.OpenSessionRequest) (*pb.OpenSessionResponse, error) {

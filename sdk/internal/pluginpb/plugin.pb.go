@@ -269,7 +269,11 @@ type DescribeResponse struct {
 	Notes map[string]string `protobuf:"bytes,5,rep,name=notes,proto3" json:"notes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// sdk_version is the sdk release the plugin was built with (added in
 	// sdk v1.0.0; empty from a plugin built before).
-	SdkVersion    string `protobuf:"bytes,6,opt,name=sdk_version,json=sdkVersion,proto3" json:"sdk_version,omitempty"`
+	SdkVersion string `protobuf:"bytes,6,opt,name=sdk_version,json=sdkVersion,proto3" json:"sdk_version,omitempty"`
+	// mcp_transports are the MCP transports the plugin passes on to its
+	// provider: "stdio", "http" (added in sdk v1.3.0; none: it passes on no
+	// MCP server).
+	McpTransports []string `protobuf:"bytes,7,rep,name=mcp_transports,json=mcpTransports,proto3" json:"mcp_transports,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -346,6 +350,13 @@ func (x *DescribeResponse) GetSdkVersion() string {
 	return ""
 }
 
+func (x *DescribeResponse) GetMcpTransports() []string {
+	if x != nil {
+		return x.McpTransports
+	}
+	return nil
+}
+
 type ProviderCommand struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Argv  []string               `protobuf:"bytes,1,rep,name=argv,proto3" json:"argv,omitempty"`
@@ -410,7 +421,10 @@ type OpenSessionRequest struct {
 	// raw_frame_log is the file where the plugin keeps the session's raw
 	// provider frames (a size-bounded, rotating diagnostic log); empty keeps
 	// only the frame count.
-	RawFrameLog   string `protobuf:"bytes,7,opt,name=raw_frame_log,json=rawFrameLog,proto3" json:"raw_frame_log,omitempty"`
+	RawFrameLog string `protobuf:"bytes,7,opt,name=raw_frame_log,json=rawFrameLog,proto3" json:"raw_frame_log,omitempty"`
+	// mcp_servers are the MCP servers the provider may use in the session
+	// (added in sdk v1.3.0). Env values and headers are secrets.
+	McpServers    []*McpServer `protobuf:"bytes,8,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -494,6 +508,159 @@ func (x *OpenSessionRequest) GetRawFrameLog() string {
 	return ""
 }
 
+func (x *OpenSessionRequest) GetMcpServers() []*McpServer {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
+type NameValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NameValue) Reset() {
+	*x = NameValue{}
+	mi := &file_plugin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NameValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NameValue) ProtoMessage() {}
+
+func (x *NameValue) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NameValue.ProtoReflect.Descriptor instead.
+func (*NameValue) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *NameValue) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NameValue) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+// McpServer is an MCP server as the host's user configured it.
+type McpServer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// transport is "stdio" or "http".
+	Transport     string       `protobuf:"bytes,2,opt,name=transport,proto3" json:"transport,omitempty"`
+	Command       string       `protobuf:"bytes,3,opt,name=command,proto3" json:"command,omitempty"`
+	Args          []string     `protobuf:"bytes,4,rep,name=args,proto3" json:"args,omitempty"`
+	Env           []*NameValue `protobuf:"bytes,5,rep,name=env,proto3" json:"env,omitempty"`
+	Url           string       `protobuf:"bytes,6,opt,name=url,proto3" json:"url,omitempty"`
+	Headers       []*NameValue `protobuf:"bytes,7,rep,name=headers,proto3" json:"headers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServer) Reset() {
+	*x = McpServer{}
+	mi := &file_plugin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServer) ProtoMessage() {}
+
+func (x *McpServer) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
+func (*McpServer) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *McpServer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpServer) GetTransport() string {
+	if x != nil {
+		return x.Transport
+	}
+	return ""
+}
+
+func (x *McpServer) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *McpServer) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *McpServer) GetEnv() []*NameValue {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *McpServer) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpServer) GetHeaders() []*NameValue {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
 type OpenSessionResponse struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	ProviderSessionRef string                 `protobuf:"bytes,1,opt,name=provider_session_ref,json=providerSessionRef,proto3" json:"provider_session_ref,omitempty"`
@@ -509,7 +676,7 @@ type OpenSessionResponse struct {
 
 func (x *OpenSessionResponse) Reset() {
 	*x = OpenSessionResponse{}
-	mi := &file_plugin_proto_msgTypes[5]
+	mi := &file_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -521,7 +688,7 @@ func (x *OpenSessionResponse) String() string {
 func (*OpenSessionResponse) ProtoMessage() {}
 
 func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[5]
+	mi := &file_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -534,7 +701,7 @@ func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionResponse.ProtoReflect.Descriptor instead.
 func (*OpenSessionResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{5}
+	return file_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *OpenSessionResponse) GetProviderSessionRef() string {
@@ -575,7 +742,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_plugin_proto_msgTypes[6]
+	mi := &file_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +754,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[6]
+	mi := &file_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +767,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{6}
+	return file_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *EventsRequest) GetSessionId() string {
@@ -627,7 +794,7 @@ type AckEventsRequest struct {
 
 func (x *AckEventsRequest) Reset() {
 	*x = AckEventsRequest{}
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +806,7 @@ func (x *AckEventsRequest) String() string {
 func (*AckEventsRequest) ProtoMessage() {}
 
 func (x *AckEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +819,7 @@ func (x *AckEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckEventsRequest.ProtoReflect.Descriptor instead.
 func (*AckEventsRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{7}
+	return file_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AckEventsRequest) GetSessionId() string {
@@ -677,7 +844,7 @@ type AckEventsResponse struct {
 
 func (x *AckEventsResponse) Reset() {
 	*x = AckEventsResponse{}
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -689,7 +856,7 @@ func (x *AckEventsResponse) String() string {
 func (*AckEventsResponse) ProtoMessage() {}
 
 func (x *AckEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -702,7 +869,7 @@ func (x *AckEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckEventsResponse.ProtoReflect.Descriptor instead.
 func (*AckEventsResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{8}
+	return file_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 // EventBatch is events of one session in sequence order, with no gap.
@@ -715,7 +882,7 @@ type EventBatch struct {
 
 func (x *EventBatch) Reset() {
 	*x = EventBatch{}
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +894,7 @@ func (x *EventBatch) String() string {
 func (*EventBatch) ProtoMessage() {}
 
 func (x *EventBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +907,7 @@ func (x *EventBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventBatch.ProtoReflect.Descriptor instead.
 func (*EventBatch) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{9}
+	return file_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EventBatch) GetEvents() []*RuntimeEvent {
@@ -762,7 +929,7 @@ type RequestOption struct {
 
 func (x *RequestOption) Reset() {
 	*x = RequestOption{}
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +941,7 @@ func (x *RequestOption) String() string {
 func (*RequestOption) ProtoMessage() {}
 
 func (x *RequestOption) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +954,7 @@ func (x *RequestOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestOption.ProtoReflect.Descriptor instead.
 func (*RequestOption) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{10}
+	return file_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RequestOption) GetId() string {
@@ -818,13 +985,18 @@ type Usage struct {
 	CachedInputTokens int64                  `protobuf:"varint,3,opt,name=cached_input_tokens,json=cachedInputTokens,proto3" json:"cached_input_tokens,omitempty"`
 	ReasoningTokens   int64                  `protobuf:"varint,4,opt,name=reasoning_tokens,json=reasoningTokens,proto3" json:"reasoning_tokens,omitempty"`
 	TotalTokens       int64                  `protobuf:"varint,5,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// cost_micros is the cost the provider stated, in millionths of a US
+	// dollar (added in sdk v1.3.0; 0: none stated).
+	CostMicros int64 `protobuf:"varint,6,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	// model is the model the usage is of, where the provider names one.
+	Model         string `protobuf:"bytes,7,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +1008,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +1021,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{11}
+	return file_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -887,6 +1059,20 @@ func (x *Usage) GetTotalTokens() int64 {
 	return 0
 }
 
+func (x *Usage) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
+func (x *Usage) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
 type RateLimit struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ResetsAt      *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=resets_at,json=resetsAt,proto3" json:"resets_at,omitempty"`
@@ -898,7 +1084,7 @@ type RateLimit struct {
 
 func (x *RateLimit) Reset() {
 	*x = RateLimit{}
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1096,7 @@ func (x *RateLimit) String() string {
 func (*RateLimit) ProtoMessage() {}
 
 func (x *RateLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1109,7 @@ func (x *RateLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
 func (*RateLimit) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{12}
+	return file_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RateLimit) GetResetsAt() *timestamppb.Timestamp {
@@ -964,7 +1150,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -976,7 +1162,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -989,7 +1175,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{13}
+	return file_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Limit) GetKind() string {
@@ -1037,7 +1223,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1235,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1248,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{14}
+	return file_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Failure) GetCode() string {
@@ -1115,14 +1301,18 @@ type RuntimeEvent struct {
 	ClientTurnId string `protobuf:"bytes,22,opt,name=client_turn_id,json=clientTurnId,proto3" json:"client_turn_id,omitempty"`
 	// limit, on a failed turn_terminal event, says the turn ended on a
 	// provider limit (a usage window, a rate limit, credits, an overload).
-	Limit         *Limit `protobuf:"bytes,23,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit *Limit `protobuf:"bytes,23,opt,name=limit,proto3" json:"limit,omitempty"`
+	// model_usage, on a usage event, breaks usage down by model where the
+	// provider does: one entry a model, each naming it (added in sdk
+	// v1.3.0).
+	ModelUsage    []*Usage `protobuf:"bytes,24,rep,name=model_usage,json=modelUsage,proto3" json:"model_usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RuntimeEvent) Reset() {
 	*x = RuntimeEvent{}
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1324,7 @@ func (x *RuntimeEvent) String() string {
 func (*RuntimeEvent) ProtoMessage() {}
 
 func (x *RuntimeEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1337,7 @@ func (x *RuntimeEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeEvent.ProtoReflect.Descriptor instead.
 func (*RuntimeEvent) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{15}
+	return file_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RuntimeEvent) GetSessionId() string {
@@ -1311,6 +1501,13 @@ func (x *RuntimeEvent) GetLimit() *Limit {
 	return nil
 }
 
+func (x *RuntimeEvent) GetModelUsage() []*Usage {
+	if x != nil {
+		return x.ModelUsage
+	}
+	return nil
+}
+
 type TurnInput struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
@@ -1320,7 +1517,7 @@ type TurnInput struct {
 
 func (x *TurnInput) Reset() {
 	*x = TurnInput{}
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1332,7 +1529,7 @@ func (x *TurnInput) String() string {
 func (*TurnInput) ProtoMessage() {}
 
 func (x *TurnInput) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1345,7 +1542,7 @@ func (x *TurnInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnInput.ProtoReflect.Descriptor instead.
 func (*TurnInput) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{16}
+	return file_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TurnInput) GetText() string {
@@ -1366,7 +1563,7 @@ type StartTurnRequest struct {
 
 func (x *StartTurnRequest) Reset() {
 	*x = StartTurnRequest{}
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1575,7 @@ func (x *StartTurnRequest) String() string {
 func (*StartTurnRequest) ProtoMessage() {}
 
 func (x *StartTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1588,7 @@ func (x *StartTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTurnRequest.ProtoReflect.Descriptor instead.
 func (*StartTurnRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{17}
+	return file_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StartTurnRequest) GetSessionId() string {
@@ -1424,7 +1621,7 @@ type StartTurnResponse struct {
 
 func (x *StartTurnResponse) Reset() {
 	*x = StartTurnResponse{}
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1436,7 +1633,7 @@ func (x *StartTurnResponse) String() string {
 func (*StartTurnResponse) ProtoMessage() {}
 
 func (x *StartTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[18]
+	mi := &file_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1449,7 +1646,7 @@ func (x *StartTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartTurnResponse.ProtoReflect.Descriptor instead.
 func (*StartTurnResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{18}
+	return file_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StartTurnResponse) GetTurnRef() string {
@@ -1470,7 +1667,7 @@ type SteerTurnRequest struct {
 
 func (x *SteerTurnRequest) Reset() {
 	*x = SteerTurnRequest{}
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1482,7 +1679,7 @@ func (x *SteerTurnRequest) String() string {
 func (*SteerTurnRequest) ProtoMessage() {}
 
 func (x *SteerTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[19]
+	mi := &file_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1495,7 +1692,7 @@ func (x *SteerTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteerTurnRequest.ProtoReflect.Descriptor instead.
 func (*SteerTurnRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{19}
+	return file_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SteerTurnRequest) GetSessionId() string {
@@ -1527,7 +1724,7 @@ type SteerTurnResponse struct {
 
 func (x *SteerTurnResponse) Reset() {
 	*x = SteerTurnResponse{}
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1539,7 +1736,7 @@ func (x *SteerTurnResponse) String() string {
 func (*SteerTurnResponse) ProtoMessage() {}
 
 func (x *SteerTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[20]
+	mi := &file_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1552,7 +1749,7 @@ func (x *SteerTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteerTurnResponse.ProtoReflect.Descriptor instead.
 func (*SteerTurnResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{20}
+	return file_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 type InterruptTurnRequest struct {
@@ -1565,7 +1762,7 @@ type InterruptTurnRequest struct {
 
 func (x *InterruptTurnRequest) Reset() {
 	*x = InterruptTurnRequest{}
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1577,7 +1774,7 @@ func (x *InterruptTurnRequest) String() string {
 func (*InterruptTurnRequest) ProtoMessage() {}
 
 func (x *InterruptTurnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[21]
+	mi := &file_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1590,7 +1787,7 @@ func (x *InterruptTurnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptTurnRequest.ProtoReflect.Descriptor instead.
 func (*InterruptTurnRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{21}
+	return file_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *InterruptTurnRequest) GetSessionId() string {
@@ -1615,7 +1812,7 @@ type InterruptTurnResponse struct {
 
 func (x *InterruptTurnResponse) Reset() {
 	*x = InterruptTurnResponse{}
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +1824,7 @@ func (x *InterruptTurnResponse) String() string {
 func (*InterruptTurnResponse) ProtoMessage() {}
 
 func (x *InterruptTurnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[22]
+	mi := &file_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +1837,7 @@ func (x *InterruptTurnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptTurnResponse.ProtoReflect.Descriptor instead.
 func (*InterruptTurnResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{22}
+	return file_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 type RespondToRequestRequest struct {
@@ -1656,7 +1853,7 @@ type RespondToRequestRequest struct {
 
 func (x *RespondToRequestRequest) Reset() {
 	*x = RespondToRequestRequest{}
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1668,7 +1865,7 @@ func (x *RespondToRequestRequest) String() string {
 func (*RespondToRequestRequest) ProtoMessage() {}
 
 func (x *RespondToRequestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[23]
+	mi := &file_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1681,7 +1878,7 @@ func (x *RespondToRequestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RespondToRequestRequest.ProtoReflect.Descriptor instead.
 func (*RespondToRequestRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{23}
+	return file_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RespondToRequestRequest) GetSessionId() string {
@@ -1720,7 +1917,7 @@ type RespondToRequestResponse struct {
 
 func (x *RespondToRequestResponse) Reset() {
 	*x = RespondToRequestResponse{}
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1929,7 @@ func (x *RespondToRequestResponse) String() string {
 func (*RespondToRequestResponse) ProtoMessage() {}
 
 func (x *RespondToRequestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[24]
+	mi := &file_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1942,7 @@ func (x *RespondToRequestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RespondToRequestResponse.ProtoReflect.Descriptor instead.
 func (*RespondToRequestResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{24}
+	return file_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 type RollbackThreadRequest struct {
@@ -1763,7 +1960,7 @@ type RollbackThreadRequest struct {
 
 func (x *RollbackThreadRequest) Reset() {
 	*x = RollbackThreadRequest{}
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1775,7 +1972,7 @@ func (x *RollbackThreadRequest) String() string {
 func (*RollbackThreadRequest) ProtoMessage() {}
 
 func (x *RollbackThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[25]
+	mi := &file_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1788,7 +1985,7 @@ func (x *RollbackThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackThreadRequest.ProtoReflect.Descriptor instead.
 func (*RollbackThreadRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{25}
+	return file_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RollbackThreadRequest) GetSessionId() string {
@@ -1828,7 +2025,7 @@ type RollbackThreadResponse struct {
 
 func (x *RollbackThreadResponse) Reset() {
 	*x = RollbackThreadResponse{}
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1840,7 +2037,7 @@ func (x *RollbackThreadResponse) String() string {
 func (*RollbackThreadResponse) ProtoMessage() {}
 
 func (x *RollbackThreadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[26]
+	mi := &file_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1853,7 +2050,7 @@ func (x *RollbackThreadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackThreadResponse.ProtoReflect.Descriptor instead.
 func (*RollbackThreadResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{26}
+	return file_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RollbackThreadResponse) GetThreadRef() string {
@@ -1873,7 +2070,7 @@ type ReadThreadSnapshotRequest struct {
 
 func (x *ReadThreadSnapshotRequest) Reset() {
 	*x = ReadThreadSnapshotRequest{}
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1885,7 +2082,7 @@ func (x *ReadThreadSnapshotRequest) String() string {
 func (*ReadThreadSnapshotRequest) ProtoMessage() {}
 
 func (x *ReadThreadSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[27]
+	mi := &file_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1898,7 +2095,7 @@ func (x *ReadThreadSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadThreadSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*ReadThreadSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{27}
+	return file_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReadThreadSnapshotRequest) GetSessionId() string {
@@ -1925,7 +2122,7 @@ type ReadThreadSnapshotResponse struct {
 
 func (x *ReadThreadSnapshotResponse) Reset() {
 	*x = ReadThreadSnapshotResponse{}
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1937,7 +2134,7 @@ func (x *ReadThreadSnapshotResponse) String() string {
 func (*ReadThreadSnapshotResponse) ProtoMessage() {}
 
 func (x *ReadThreadSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[28]
+	mi := &file_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1950,7 +2147,7 @@ func (x *ReadThreadSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadThreadSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*ReadThreadSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{28}
+	return file_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReadThreadSnapshotResponse) GetTurnRefs() []string {
@@ -1982,7 +2179,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2191,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[29]
+	mi := &file_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2204,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{29}
+	return file_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CloseSessionRequest) GetSessionId() string {
@@ -2032,7 +2229,7 @@ type CloseSessionResponse struct {
 
 func (x *CloseSessionResponse) Reset() {
 	*x = CloseSessionResponse{}
-	mi := &file_plugin_proto_msgTypes[30]
+	mi := &file_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2044,7 +2241,7 @@ func (x *CloseSessionResponse) String() string {
 func (*CloseSessionResponse) ProtoMessage() {}
 
 func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[30]
+	mi := &file_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2057,7 +2254,7 @@ func (x *CloseSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionResponse.ProtoReflect.Descriptor instead.
 func (*CloseSessionResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{30}
+	return file_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 var File_plugin_proto protoreflect.FileDescriptor
@@ -2074,7 +2271,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x0fnative_rollback\x18\x05 \x01(\bR\x0enativeRollback\x12\x16\n" +
 	"\x04fork\x18\x06 \x01(\bB\x02\x18\x01R\x04fork\x12\x16\n" +
 	"\x06resume\x18\a \x01(\bR\x06resume\x12'\n" +
-	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\xc7\x02\n" +
+	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\xee\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12#\n" +
@@ -2082,14 +2279,15 @@ const file_plugin_proto_rawDesc = "" +
 	"\fcapabilities\x18\x04 \x01(\v2\x1d.baton.plugin.v1.CapabilitiesR\fcapabilities\x12B\n" +
 	"\x05notes\x18\x05 \x03(\v2,.baton.plugin.v1.DescribeResponse.NotesEntryR\x05notes\x12\x1f\n" +
 	"\vsdk_version\x18\x06 \x01(\tR\n" +
-	"sdkVersion\x1a8\n" +
+	"sdkVersion\x12%\n" +
+	"\x0emcp_transports\x18\a \x03(\tR\rmcpTransports\x1a8\n" +
 	"\n" +
 	"NotesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
 	"\x0fProviderCommand\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x10\n" +
-	"\x03env\x18\x02 \x03(\tR\x03env\"\x8e\x02\n" +
+	"\x03env\x18\x02 \x03(\tR\x03env\"\xcb\x02\n" +
 	"\x12OpenSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -2098,7 +2296,20 @@ const file_plugin_proto_rawDesc = "" +
 	"\x0eruntime_policy\x18\x04 \x01(\tR\rruntimePolicy\x12:\n" +
 	"\acommand\x18\x05 \x01(\v2 .baton.plugin.v1.ProviderCommandR\acommand\x12*\n" +
 	"\x11resume_thread_ref\x18\x06 \x01(\tR\x0fresumeThreadRef\x12\"\n" +
-	"\rraw_frame_log\x18\a \x01(\tR\vrawFrameLog\"\xb4\x01\n" +
+	"\rraw_frame_log\x18\a \x01(\tR\vrawFrameLog\x12;\n" +
+	"\vmcp_servers\x18\b \x03(\v2\x1a.baton.plugin.v1.McpServerR\n" +
+	"mcpServers\"5\n" +
+	"\tNameValue\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xe1\x01\n" +
+	"\tMcpServer\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x18\n" +
+	"\acommand\x18\x03 \x01(\tR\acommand\x12\x12\n" +
+	"\x04args\x18\x04 \x03(\tR\x04args\x12,\n" +
+	"\x03env\x18\x05 \x03(\v2\x1a.baton.plugin.v1.NameValueR\x03env\x12\x10\n" +
+	"\x03url\x18\x06 \x01(\tR\x03url\x124\n" +
+	"\aheaders\x18\a \x03(\v2\x1a.baton.plugin.v1.NameValueR\aheaders\"\xb4\x01\n" +
 	"\x13OpenSessionResponse\x120\n" +
 	"\x14provider_session_ref\x18\x01 \x01(\tR\x12providerSessionRef\x12.\n" +
 	"\x13provider_thread_ref\x18\x02 \x01(\tR\x11providerThreadRef\x12!\n" +
@@ -2119,13 +2330,16 @@ const file_plugin_proto_rawDesc = "" +
 	"\rRequestOption\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x12\n" +
-	"\x04kind\x18\x03 \x01(\tR\x04kind\"\xcd\x01\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\"\x84\x02\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12.\n" +
 	"\x13cached_input_tokens\x18\x03 \x01(\x03R\x11cachedInputTokens\x12)\n" +
 	"\x10reasoning_tokens\x18\x04 \x01(\x03R\x0freasoningTokens\x12!\n" +
-	"\ftotal_tokens\x18\x05 \x01(\x03R\vtotalTokens\"}\n" +
+	"\ftotal_tokens\x18\x05 \x01(\x03R\vtotalTokens\x12\x1f\n" +
+	"\vcost_micros\x18\x06 \x01(\x03R\n" +
+	"costMicros\x12\x14\n" +
+	"\x05model\x18\a \x01(\tR\x05model\"}\n" +
 	"\tRateLimit\x127\n" +
 	"\tresets_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\x12!\n" +
 	"\fused_percent\x18\x02 \x01(\x01R\vusedPercent\x12\x14\n" +
@@ -2138,7 +2352,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\bevidence\x18\x05 \x01(\fR\bevidence\"7\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xca\x06\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x83\a\n" +
 	"\fRuntimeEvent\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n" +
@@ -2167,7 +2381,9 @@ const file_plugin_proto_rawDesc = "" +
 	"\rthread_usable\x18\x14 \x01(\bR\fthreadUsable\x12\x16\n" +
 	"\x06detail\x18\x15 \x01(\fR\x06detail\x12$\n" +
 	"\x0eclient_turn_id\x18\x16 \x01(\tR\fclientTurnId\x12,\n" +
-	"\x05limit\x18\x17 \x01(\v2\x16.baton.plugin.v1.LimitR\x05limit\"\x1f\n" +
+	"\x05limit\x18\x17 \x01(\v2\x16.baton.plugin.v1.LimitR\x05limit\x127\n" +
+	"\vmodel_usage\x18\x18 \x03(\v2\x16.baton.plugin.v1.UsageR\n" +
+	"modelUsage\"\x1f\n" +
 	"\tTurnInput\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"\x89\x01\n" +
 	"\x10StartTurnRequest\x12\x1d\n" +
@@ -2267,7 +2483,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_plugin_proto_goTypes = []any{
 	(EventKind)(0),                     // 0: baton.plugin.v1.EventKind
 	(*DescribeRequest)(nil),            // 1: baton.plugin.v1.DescribeRequest
@@ -2275,81 +2491,87 @@ var file_plugin_proto_goTypes = []any{
 	(*DescribeResponse)(nil),           // 3: baton.plugin.v1.DescribeResponse
 	(*ProviderCommand)(nil),            // 4: baton.plugin.v1.ProviderCommand
 	(*OpenSessionRequest)(nil),         // 5: baton.plugin.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),        // 6: baton.plugin.v1.OpenSessionResponse
-	(*EventsRequest)(nil),              // 7: baton.plugin.v1.EventsRequest
-	(*AckEventsRequest)(nil),           // 8: baton.plugin.v1.AckEventsRequest
-	(*AckEventsResponse)(nil),          // 9: baton.plugin.v1.AckEventsResponse
-	(*EventBatch)(nil),                 // 10: baton.plugin.v1.EventBatch
-	(*RequestOption)(nil),              // 11: baton.plugin.v1.RequestOption
-	(*Usage)(nil),                      // 12: baton.plugin.v1.Usage
-	(*RateLimit)(nil),                  // 13: baton.plugin.v1.RateLimit
-	(*Limit)(nil),                      // 14: baton.plugin.v1.Limit
-	(*Failure)(nil),                    // 15: baton.plugin.v1.Failure
-	(*RuntimeEvent)(nil),               // 16: baton.plugin.v1.RuntimeEvent
-	(*TurnInput)(nil),                  // 17: baton.plugin.v1.TurnInput
-	(*StartTurnRequest)(nil),           // 18: baton.plugin.v1.StartTurnRequest
-	(*StartTurnResponse)(nil),          // 19: baton.plugin.v1.StartTurnResponse
-	(*SteerTurnRequest)(nil),           // 20: baton.plugin.v1.SteerTurnRequest
-	(*SteerTurnResponse)(nil),          // 21: baton.plugin.v1.SteerTurnResponse
-	(*InterruptTurnRequest)(nil),       // 22: baton.plugin.v1.InterruptTurnRequest
-	(*InterruptTurnResponse)(nil),      // 23: baton.plugin.v1.InterruptTurnResponse
-	(*RespondToRequestRequest)(nil),    // 24: baton.plugin.v1.RespondToRequestRequest
-	(*RespondToRequestResponse)(nil),   // 25: baton.plugin.v1.RespondToRequestResponse
-	(*RollbackThreadRequest)(nil),      // 26: baton.plugin.v1.RollbackThreadRequest
-	(*RollbackThreadResponse)(nil),     // 27: baton.plugin.v1.RollbackThreadResponse
-	(*ReadThreadSnapshotRequest)(nil),  // 28: baton.plugin.v1.ReadThreadSnapshotRequest
-	(*ReadThreadSnapshotResponse)(nil), // 29: baton.plugin.v1.ReadThreadSnapshotResponse
-	(*CloseSessionRequest)(nil),        // 30: baton.plugin.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),       // 31: baton.plugin.v1.CloseSessionResponse
-	nil,                                // 32: baton.plugin.v1.DescribeResponse.NotesEntry
-	nil,                                // 33: baton.plugin.v1.RespondToRequestRequest.AnswersEntry
-	(*timestamppb.Timestamp)(nil),      // 34: google.protobuf.Timestamp
+	(*NameValue)(nil),                  // 6: baton.plugin.v1.NameValue
+	(*McpServer)(nil),                  // 7: baton.plugin.v1.McpServer
+	(*OpenSessionResponse)(nil),        // 8: baton.plugin.v1.OpenSessionResponse
+	(*EventsRequest)(nil),              // 9: baton.plugin.v1.EventsRequest
+	(*AckEventsRequest)(nil),           // 10: baton.plugin.v1.AckEventsRequest
+	(*AckEventsResponse)(nil),          // 11: baton.plugin.v1.AckEventsResponse
+	(*EventBatch)(nil),                 // 12: baton.plugin.v1.EventBatch
+	(*RequestOption)(nil),              // 13: baton.plugin.v1.RequestOption
+	(*Usage)(nil),                      // 14: baton.plugin.v1.Usage
+	(*RateLimit)(nil),                  // 15: baton.plugin.v1.RateLimit
+	(*Limit)(nil),                      // 16: baton.plugin.v1.Limit
+	(*Failure)(nil),                    // 17: baton.plugin.v1.Failure
+	(*RuntimeEvent)(nil),               // 18: baton.plugin.v1.RuntimeEvent
+	(*TurnInput)(nil),                  // 19: baton.plugin.v1.TurnInput
+	(*StartTurnRequest)(nil),           // 20: baton.plugin.v1.StartTurnRequest
+	(*StartTurnResponse)(nil),          // 21: baton.plugin.v1.StartTurnResponse
+	(*SteerTurnRequest)(nil),           // 22: baton.plugin.v1.SteerTurnRequest
+	(*SteerTurnResponse)(nil),          // 23: baton.plugin.v1.SteerTurnResponse
+	(*InterruptTurnRequest)(nil),       // 24: baton.plugin.v1.InterruptTurnRequest
+	(*InterruptTurnResponse)(nil),      // 25: baton.plugin.v1.InterruptTurnResponse
+	(*RespondToRequestRequest)(nil),    // 26: baton.plugin.v1.RespondToRequestRequest
+	(*RespondToRequestResponse)(nil),   // 27: baton.plugin.v1.RespondToRequestResponse
+	(*RollbackThreadRequest)(nil),      // 28: baton.plugin.v1.RollbackThreadRequest
+	(*RollbackThreadResponse)(nil),     // 29: baton.plugin.v1.RollbackThreadResponse
+	(*ReadThreadSnapshotRequest)(nil),  // 30: baton.plugin.v1.ReadThreadSnapshotRequest
+	(*ReadThreadSnapshotResponse)(nil), // 31: baton.plugin.v1.ReadThreadSnapshotResponse
+	(*CloseSessionRequest)(nil),        // 32: baton.plugin.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),       // 33: baton.plugin.v1.CloseSessionResponse
+	nil,                                // 34: baton.plugin.v1.DescribeResponse.NotesEntry
+	nil,                                // 35: baton.plugin.v1.RespondToRequestRequest.AnswersEntry
+	(*timestamppb.Timestamp)(nil),      // 36: google.protobuf.Timestamp
 }
 var file_plugin_proto_depIdxs = []int32{
 	2,  // 0: baton.plugin.v1.DescribeResponse.capabilities:type_name -> baton.plugin.v1.Capabilities
-	32, // 1: baton.plugin.v1.DescribeResponse.notes:type_name -> baton.plugin.v1.DescribeResponse.NotesEntry
+	34, // 1: baton.plugin.v1.DescribeResponse.notes:type_name -> baton.plugin.v1.DescribeResponse.NotesEntry
 	4,  // 2: baton.plugin.v1.OpenSessionRequest.command:type_name -> baton.plugin.v1.ProviderCommand
-	16, // 3: baton.plugin.v1.EventBatch.events:type_name -> baton.plugin.v1.RuntimeEvent
-	34, // 4: baton.plugin.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
-	34, // 5: baton.plugin.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
-	0,  // 6: baton.plugin.v1.RuntimeEvent.kind:type_name -> baton.plugin.v1.EventKind
-	11, // 7: baton.plugin.v1.RuntimeEvent.options:type_name -> baton.plugin.v1.RequestOption
-	12, // 8: baton.plugin.v1.RuntimeEvent.usage:type_name -> baton.plugin.v1.Usage
-	13, // 9: baton.plugin.v1.RuntimeEvent.rate_limit:type_name -> baton.plugin.v1.RateLimit
-	15, // 10: baton.plugin.v1.RuntimeEvent.failure:type_name -> baton.plugin.v1.Failure
-	14, // 11: baton.plugin.v1.RuntimeEvent.limit:type_name -> baton.plugin.v1.Limit
-	17, // 12: baton.plugin.v1.StartTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
-	17, // 13: baton.plugin.v1.SteerTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
-	33, // 14: baton.plugin.v1.RespondToRequestRequest.answers:type_name -> baton.plugin.v1.RespondToRequestRequest.AnswersEntry
-	1,  // 15: baton.plugin.v1.Provider.Describe:input_type -> baton.plugin.v1.DescribeRequest
-	5,  // 16: baton.plugin.v1.Provider.OpenSession:input_type -> baton.plugin.v1.OpenSessionRequest
-	7,  // 17: baton.plugin.v1.Provider.Events:input_type -> baton.plugin.v1.EventsRequest
-	7,  // 18: baton.plugin.v1.Provider.EventBatches:input_type -> baton.plugin.v1.EventsRequest
-	8,  // 19: baton.plugin.v1.Provider.AckEvents:input_type -> baton.plugin.v1.AckEventsRequest
-	18, // 20: baton.plugin.v1.Provider.StartTurn:input_type -> baton.plugin.v1.StartTurnRequest
-	20, // 21: baton.plugin.v1.Provider.SteerTurn:input_type -> baton.plugin.v1.SteerTurnRequest
-	22, // 22: baton.plugin.v1.Provider.InterruptTurn:input_type -> baton.plugin.v1.InterruptTurnRequest
-	24, // 23: baton.plugin.v1.Provider.RespondToRequest:input_type -> baton.plugin.v1.RespondToRequestRequest
-	26, // 24: baton.plugin.v1.Provider.RollbackThread:input_type -> baton.plugin.v1.RollbackThreadRequest
-	28, // 25: baton.plugin.v1.Provider.ReadThreadSnapshot:input_type -> baton.plugin.v1.ReadThreadSnapshotRequest
-	30, // 26: baton.plugin.v1.Provider.CloseSession:input_type -> baton.plugin.v1.CloseSessionRequest
-	3,  // 27: baton.plugin.v1.Provider.Describe:output_type -> baton.plugin.v1.DescribeResponse
-	6,  // 28: baton.plugin.v1.Provider.OpenSession:output_type -> baton.plugin.v1.OpenSessionResponse
-	16, // 29: baton.plugin.v1.Provider.Events:output_type -> baton.plugin.v1.RuntimeEvent
-	10, // 30: baton.plugin.v1.Provider.EventBatches:output_type -> baton.plugin.v1.EventBatch
-	9,  // 31: baton.plugin.v1.Provider.AckEvents:output_type -> baton.plugin.v1.AckEventsResponse
-	19, // 32: baton.plugin.v1.Provider.StartTurn:output_type -> baton.plugin.v1.StartTurnResponse
-	21, // 33: baton.plugin.v1.Provider.SteerTurn:output_type -> baton.plugin.v1.SteerTurnResponse
-	23, // 34: baton.plugin.v1.Provider.InterruptTurn:output_type -> baton.plugin.v1.InterruptTurnResponse
-	25, // 35: baton.plugin.v1.Provider.RespondToRequest:output_type -> baton.plugin.v1.RespondToRequestResponse
-	27, // 36: baton.plugin.v1.Provider.RollbackThread:output_type -> baton.plugin.v1.RollbackThreadResponse
-	29, // 37: baton.plugin.v1.Provider.ReadThreadSnapshot:output_type -> baton.plugin.v1.ReadThreadSnapshotResponse
-	31, // 38: baton.plugin.v1.Provider.CloseSession:output_type -> baton.plugin.v1.CloseSessionResponse
-	27, // [27:39] is the sub-list for method output_type
-	15, // [15:27] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	7,  // 3: baton.plugin.v1.OpenSessionRequest.mcp_servers:type_name -> baton.plugin.v1.McpServer
+	6,  // 4: baton.plugin.v1.McpServer.env:type_name -> baton.plugin.v1.NameValue
+	6,  // 5: baton.plugin.v1.McpServer.headers:type_name -> baton.plugin.v1.NameValue
+	18, // 6: baton.plugin.v1.EventBatch.events:type_name -> baton.plugin.v1.RuntimeEvent
+	36, // 7: baton.plugin.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	36, // 8: baton.plugin.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
+	0,  // 9: baton.plugin.v1.RuntimeEvent.kind:type_name -> baton.plugin.v1.EventKind
+	13, // 10: baton.plugin.v1.RuntimeEvent.options:type_name -> baton.plugin.v1.RequestOption
+	14, // 11: baton.plugin.v1.RuntimeEvent.usage:type_name -> baton.plugin.v1.Usage
+	15, // 12: baton.plugin.v1.RuntimeEvent.rate_limit:type_name -> baton.plugin.v1.RateLimit
+	17, // 13: baton.plugin.v1.RuntimeEvent.failure:type_name -> baton.plugin.v1.Failure
+	16, // 14: baton.plugin.v1.RuntimeEvent.limit:type_name -> baton.plugin.v1.Limit
+	14, // 15: baton.plugin.v1.RuntimeEvent.model_usage:type_name -> baton.plugin.v1.Usage
+	19, // 16: baton.plugin.v1.StartTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
+	19, // 17: baton.plugin.v1.SteerTurnRequest.input:type_name -> baton.plugin.v1.TurnInput
+	35, // 18: baton.plugin.v1.RespondToRequestRequest.answers:type_name -> baton.plugin.v1.RespondToRequestRequest.AnswersEntry
+	1,  // 19: baton.plugin.v1.Provider.Describe:input_type -> baton.plugin.v1.DescribeRequest
+	5,  // 20: baton.plugin.v1.Provider.OpenSession:input_type -> baton.plugin.v1.OpenSessionRequest
+	9,  // 21: baton.plugin.v1.Provider.Events:input_type -> baton.plugin.v1.EventsRequest
+	9,  // 22: baton.plugin.v1.Provider.EventBatches:input_type -> baton.plugin.v1.EventsRequest
+	10, // 23: baton.plugin.v1.Provider.AckEvents:input_type -> baton.plugin.v1.AckEventsRequest
+	20, // 24: baton.plugin.v1.Provider.StartTurn:input_type -> baton.plugin.v1.StartTurnRequest
+	22, // 25: baton.plugin.v1.Provider.SteerTurn:input_type -> baton.plugin.v1.SteerTurnRequest
+	24, // 26: baton.plugin.v1.Provider.InterruptTurn:input_type -> baton.plugin.v1.InterruptTurnRequest
+	26, // 27: baton.plugin.v1.Provider.RespondToRequest:input_type -> baton.plugin.v1.RespondToRequestRequest
+	28, // 28: baton.plugin.v1.Provider.RollbackThread:input_type -> baton.plugin.v1.RollbackThreadRequest
+	30, // 29: baton.plugin.v1.Provider.ReadThreadSnapshot:input_type -> baton.plugin.v1.ReadThreadSnapshotRequest
+	32, // 30: baton.plugin.v1.Provider.CloseSession:input_type -> baton.plugin.v1.CloseSessionRequest
+	3,  // 31: baton.plugin.v1.Provider.Describe:output_type -> baton.plugin.v1.DescribeResponse
+	8,  // 32: baton.plugin.v1.Provider.OpenSession:output_type -> baton.plugin.v1.OpenSessionResponse
+	18, // 33: baton.plugin.v1.Provider.Events:output_type -> baton.plugin.v1.RuntimeEvent
+	12, // 34: baton.plugin.v1.Provider.EventBatches:output_type -> baton.plugin.v1.EventBatch
+	11, // 35: baton.plugin.v1.Provider.AckEvents:output_type -> baton.plugin.v1.AckEventsResponse
+	21, // 36: baton.plugin.v1.Provider.StartTurn:output_type -> baton.plugin.v1.StartTurnResponse
+	23, // 37: baton.plugin.v1.Provider.SteerTurn:output_type -> baton.plugin.v1.SteerTurnResponse
+	25, // 38: baton.plugin.v1.Provider.InterruptTurn:output_type -> baton.plugin.v1.InterruptTurnResponse
+	27, // 39: baton.plugin.v1.Provider.RespondToRequest:output_type -> baton.plugin.v1.RespondToRequestResponse
+	29, // 40: baton.plugin.v1.Provider.RollbackThread:output_type -> baton.plugin.v1.RollbackThreadResponse
+	31, // 41: baton.plugin.v1.Provider.ReadThreadSnapshot:output_type -> baton.plugin.v1.ReadThreadSnapshotResponse
+	33, // 42: baton.plugin.v1.Provider.CloseSession:output_type -> baton.plugin.v1.CloseSessionResponse
+	31, // [31:43] is the sub-list for method output_type
+	19, // [19:31] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -2363,7 +2585,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   33,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

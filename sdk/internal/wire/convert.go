@@ -65,8 +65,10 @@ func EventToWire(ev sdk.RuntimeEvent) *pb.RuntimeEvent {
 		out.Options = append(out.Options, &pb.RequestOption{Id: o.ID, Label: o.Label, Kind: string(o.Kind)})
 	}
 	if u := ev.Usage; u != nil {
-		out.Usage = &pb.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-			CachedInputTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens}
+		out.Usage = UsageToWire(*u)
+	}
+	for _, u := range ev.ModelUsage {
+		out.ModelUsage = append(out.ModelUsage, UsageToWire(u))
 	}
 	if r := ev.RateLimit; r != nil {
 		out.RateLimit = &pb.RateLimit{UsedPercent: r.UsedPercent, Scope: r.Scope}
@@ -115,8 +117,11 @@ func EventFromWire(in *pb.RuntimeEvent) sdk.RuntimeEvent {
 		ev.Options = append(ev.Options, sdk.RequestOption{ID: o.GetId(), Label: o.GetLabel(), Kind: sdk.OptionKind(o.GetKind())})
 	}
 	if u := in.GetUsage(); u != nil {
-		ev.Usage = &sdk.Usage{InputTokens: u.GetInputTokens(), OutputTokens: u.GetOutputTokens(),
-			CachedInputTokens: u.GetCachedInputTokens(), ReasoningTokens: u.GetReasoningTokens(), TotalTokens: u.GetTotalTokens()}
+		u := UsageFromWire(u)
+		ev.Usage = &u
+	}
+	for _, u := range in.GetModelUsage() {
+		ev.ModelUsage = append(ev.ModelUsage, UsageFromWire(u))
 	}
 	if r := in.GetRateLimit(); r != nil {
 		ev.RateLimit = &sdk.RateLimit{UsedPercent: r.GetUsedPercent(), Scope: r.GetScope()}
@@ -148,16 +153,72 @@ func CapsFromWire(c *pb.Capabilities) sdk.Capabilities {
 }
 
 func OpenToWire(r sdk.OpenSessionRequest) *pb.OpenSessionRequest {
-	return &pb.OpenSessionRequest{SessionId: r.SessionID, Cwd: r.Cwd, Model: r.Model, RuntimePolicy: r.RuntimePolicy,
+	out := &pb.OpenSessionRequest{SessionId: r.SessionID, Cwd: r.Cwd, Model: r.Model, RuntimePolicy: r.RuntimePolicy,
 		Command: &pb.ProviderCommand{Argv: r.Command.Argv, Env: r.Command.Env}, ResumeThreadRef: r.ResumeThreadRef,
 		RawFrameLog: r.RawFrameLog}
+	for _, s := range r.MCPServers {
+		out.McpServers = append(out.McpServers, &pb.McpServer{Name: s.Name, Transport: string(s.Transport),
+			Command: s.Command, Args: s.Args, Env: nameValuesToWire(s.Env), Url: s.URL, Headers: nameValuesToWire(s.Headers)})
+	}
+	return out
 }
 
 func OpenFromWire(r *pb.OpenSessionRequest) sdk.OpenSessionRequest {
-	return sdk.OpenSessionRequest{SessionID: r.GetSessionId(), Cwd: r.GetCwd(), Model: r.GetModel(),
+	out := sdk.OpenSessionRequest{SessionID: r.GetSessionId(), Cwd: r.GetCwd(), Model: r.GetModel(),
 		RuntimePolicy:   r.GetRuntimePolicy(),
 		Command:         sdk.ProviderCommand{Argv: r.GetCommand().GetArgv(), Env: r.GetCommand().GetEnv()},
 		ResumeThreadRef: r.GetResumeThreadRef(), RawFrameLog: r.GetRawFrameLog()}
+	for _, s := range r.GetMcpServers() {
+		out.MCPServers = append(out.MCPServers, sdk.MCPServer{Name: s.GetName(), Transport: sdk.MCPTransport(s.GetTransport()),
+			Command: s.GetCommand(), Args: s.GetArgs(), Env: nameValuesFromWire(s.GetEnv()), URL: s.GetUrl(),
+			Headers: nameValuesFromWire(s.GetHeaders())})
+	}
+	return out
+}
+
+func nameValuesToWire(vs []sdk.NameValue) []*pb.NameValue {
+	var out []*pb.NameValue
+	for _, v := range vs {
+		out = append(out, &pb.NameValue{Name: v.Name, Value: v.Value})
+	}
+	return out
+}
+
+func nameValuesFromWire(vs []*pb.NameValue) []sdk.NameValue {
+	var out []sdk.NameValue
+	for _, v := range vs {
+		out = append(out, sdk.NameValue{Name: v.GetName(), Value: v.GetValue()})
+	}
+	return out
+}
+
+// TransportsToWire and TransportsFromWire convert a plugin's MCP
+// transports.
+func TransportsToWire(ts []sdk.MCPTransport) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, string(t))
+	}
+	return out
+}
+
+func TransportsFromWire(ts []string) []sdk.MCPTransport {
+	var out []sdk.MCPTransport
+	for _, t := range ts {
+		out = append(out, sdk.MCPTransport(t))
+	}
+	return out
+}
+
+func UsageToWire(u sdk.Usage) *pb.Usage {
+	return &pb.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens,
+		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens, CostMicros: u.CostMicros, Model: u.Model}
+}
+
+func UsageFromWire(u *pb.Usage) sdk.Usage {
+	return sdk.Usage{InputTokens: u.GetInputTokens(), OutputTokens: u.GetOutputTokens(),
+		CachedInputTokens: u.GetCachedInputTokens(), ReasoningTokens: u.GetReasoningTokens(), TotalTokens: u.GetTotalTokens(),
+		CostMicros: u.GetCostMicros(), Model: u.GetModel()}
 }
 
 func RollbackToWire(r sdk.RollbackThreadRequest) *pb.RollbackThreadRequest {

@@ -136,7 +136,10 @@ func TestCapabilitiesAndOpenRequestRoundTrip(t *testing.T) {
 		t.Error("capabilities do not round-trip")
 	}
 	r := sdk.OpenSessionRequest{SessionID: "s", Cwd: "/w", Model: "m", RuntimePolicy: "p",
-		Command: sdk.ProviderCommand{Argv: []string{"a", "b"}, Env: []string{"K=V"}}, ResumeThreadRef: "t", RawFrameLog: "/l"}
+		Command: sdk.ProviderCommand{Argv: []string{"a", "b"}, Env: []string{"K=V"}}, ResumeThreadRef: "t", RawFrameLog: "/l",
+		MCPServers: []sdk.MCPServer{{Name: "fs", Transport: sdk.MCPStdio, Command: "mcp-fs", Args: []string{"--root", "/w"},
+			Env: []sdk.NameValue{{Name: "TOKEN", Value: "s3cret"}}},
+			{Name: "web", Transport: sdk.MCPHTTP, URL: "https://127.0.0.1:9/mcp", Headers: []sdk.NameValue{{Name: "Authorization", Value: "Bearer x"}}}}}
 	if diff := cmp.Diff(r, OpenFromWire(OpenToWire(r))); diff != "" {
 		t.Errorf("open request:\n%s", diff)
 	}
