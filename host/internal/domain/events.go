@@ -146,6 +146,9 @@ type (
 		RunID     string `json:"runId"`
 		AttemptID string `json:"attemptId,omitempty"`
 		Usage     Usage  `json:"usage"`
+		// Models breaks Usage down by model, where the provider does
+		// (nil: it did not).
+		Models []Usage `json:"models,omitempty"`
 	}
 	RunEnded struct {
 		RunID      string    `json:"runId"`

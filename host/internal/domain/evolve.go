@@ -219,22 +219,7 @@ func Evolve(t *Thread, e Event) {
 		}
 	case UsageReported:
 		if r := t.runW(p.RunID); r != nil {
-			u := p.Usage
-			a := r.attempt(p.AttemptID)
-			if a == nil { // a log from before: the run's usage as reported
-				r.Usage = &u
-				return
-			}
-			a.Usage = &u
-			// A run's usage is its attempts': a limit's continuation or a
-			// steering restart adds to what the attempts before it used.
-			var sum Usage
-			for _, at := range r.Attempts {
-				if at.Usage != nil {
-					sum.Add(*at.Usage)
-				}
-			}
-			r.Usage = &sum
+			t.usageReported(r, p, e.At)
 		}
 	case RunEnded:
 		if r := t.runW(p.RunID); r != nil {
@@ -306,13 +291,7 @@ func Evolve(t *Thread, e Event) {
 		}
 		t.Diagnostics = append(t.Diagnostics, Diagnostic{Title: "an answer did not reach the provider; answer again", Text: p.Reason})
 	case RateLimitReported:
-		t.write(partRateLimits)
-		i := slices.IndexFunc(t.RateLimits, func(l RateLimit) bool { return l.Scope == p.Scope })
-		if i < 0 {
-			t.RateLimits = append(t.RateLimits, p.RateLimit)
-		} else {
-			t.RateLimits[i] = p.RateLimit
-		}
+		t.RateLimits = t.rateLimitReported(p.RateLimit, e.At)
 	case EffectCancelled:
 		t.write(partDiagnostics)
 		t.Diagnostics = append(t.Diagnostics, Diagnostic{RunID: p.RunID, Title: "a " + string(p.Type) + " action was not performed",

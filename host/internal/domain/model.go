@@ -28,8 +28,11 @@ type Thread struct {
 	ProviderTurns    []ProviderTurn    `json:"providerTurns"`
 	Requests         []RuntimeRequest  `json:"requests"`
 	Diagnostics      []Diagnostic      `json:"diagnostics,omitempty"`
-	// RateLimits is the provider's latest word on each of its limits.
+	// RateLimits is each provider's latest word on each of its limits.
 	RateLimits []RateLimit `json:"rateLimits,omitempty"`
+	// Ledger is what the thread's runs used, by hour, provider and model
+	// (see ledger.go): kept when runs leave the projection.
+	Ledger []LedgerRow `json:"ledger,omitempty"`
 	// CheckpointScopes and Checkpoints are the worktree's recorded
 	// states: a baseline before the first run, one per run, and one per
 	// subagent turn nested under its run's.
@@ -172,8 +175,10 @@ type Attempt struct {
 	StartedAt time.Time     `json:"startedAt"`
 	EndedAt   *time.Time    `json:"endedAt,omitempty"`
 	RootNode  string        `json:"rootNode"`
-	// Usage is what the attempt's turn used, as last reported.
-	Usage *Usage `json:"usage,omitempty"`
+	// Usage is what the attempt's turn used, as last reported; Ledger is
+	// that report as the thread's ledger counts it (see ledger.go).
+	Usage  *Usage      `json:"usage,omitempty"`
+	Ledger []LedgerRow `json:"ledger,omitempty"`
 	// Provider is where the attempt ran, when not the run's (a limit
 	// moved the run to another provider).
 	Provider string `json:"provider,omitempty"`

@@ -66,7 +66,8 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 			}
 		}
 		if r := t.runFor(pt); r != nil && ev.Usage != nil && !r.settled() && !t.replaced(r, pt) {
-			d.emit(UsageReported{RunID: r.ID, AttemptID: r.ActiveAttempt, Usage: usageFromSDK(*ev.Usage)})
+			d.emit(UsageReported{RunID: r.ID, AttemptID: r.ActiveAttempt, Usage: usageFromSDK(*ev.Usage),
+				Models: modelUsageFromSDK(ev.ModelUsage)})
 		}
 	case sdk.EventTurnTerminal:
 		turnTerminal(t, ev, pt, env, d)
@@ -82,6 +83,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 		// Kept when it changes: providers repeat it after every reply.
 		if ev.RateLimit != nil && ev.RateLimit.Scope != "" {
 			l := rateLimitFromSDK(*ev.RateLimit)
+			l.Provider = cmp.Or(s.Provider, t.Provider)
 			if !slices.ContainsFunc(t.RateLimits, func(m RateLimit) bool { return sameRateLimit(l, m) }) {
 				d.emit(RateLimitReported{RateLimit: l})
 			}
@@ -92,7 +94,7 @@ func decideProviderEvent(t *Thread, p IngestProviderEvent, env Env, d *Decision)
 
 // sameRateLimit says whether two reports of a limit say the same.
 func sameRateLimit(l, m RateLimit) bool {
-	return l.Scope == m.Scope && l.UsedPercent == m.UsedPercent && l.ResetsAt.Equal(m.ResetsAt)
+	return l.Provider == m.Provider && l.Scope == m.Scope && l.UsedPercent == m.UsedPercent && l.ResetsAt.Equal(m.ResetsAt)
 }
 
 // turnRefReused ends the run of a turn the provider started under a ref

@@ -79,17 +79,31 @@ type Usage struct {
 	CachedInputTokens int64 `json:"cachedInputTokens,omitempty"`
 	ReasoningTokens   int64 `json:"reasoningTokens,omitempty"`
 	TotalTokens       int64 `json:"totalTokens,omitempty"`
+	// CostMicros is the cost the provider stated, in millionths of a US
+	// dollar (0: it stated none; Baton never works one out).
+	CostMicros int64 `json:"costMicros,omitempty"`
+	// Model is the model the usage is of, when the provider names one.
+	Model string `json:"model,omitempty"`
 }
 
 // Add adds o's counts to u: a run's usage is the sum of its attempts'. A
 // negative count (which no provider means) counts as none, and a sum
 // stops at math.MaxInt64 instead of wrapping round to a negative count.
+// Model stays where both name the same one or one names none; of two it
+// keeps the first in sort order (the same whichever side is added).
 func (u *Usage) Add(o Usage) {
 	u.InputTokens = addCount(u.InputTokens, o.InputTokens)
 	u.OutputTokens = addCount(u.OutputTokens, o.OutputTokens)
 	u.CachedInputTokens = addCount(u.CachedInputTokens, o.CachedInputTokens)
 	u.ReasoningTokens = addCount(u.ReasoningTokens, o.ReasoningTokens)
 	u.TotalTokens = addCount(u.TotalTokens, o.TotalTokens)
+	u.CostMicros = addCount(u.CostMicros, o.CostMicros)
+	switch {
+	case u.Model == "":
+		u.Model = o.Model
+	case o.Model != "" && o.Model != u.Model:
+		u.Model = min(u.Model, o.Model)
+	}
 }
 
 // addCount is a+b over counts: negatives as 0, saturating at MaxInt64.
@@ -113,6 +127,11 @@ type RateLimit struct {
 	ResetsAt    time.Time `json:"resetsAt,omitzero"`
 	UsedPercent float64   `json:"usedPercent,omitempty"`
 	Scope       string    `json:"scope,omitempty"`
+	// Provider is whose limit it is, and At when it said so (the event's
+	// time); a log from before has neither on its events, and its thread
+	// says the thread's provider then.
+	Provider string    `json:"provider,omitempty"`
+	At       time.Time `json:"at,omitzero"`
 }
 
 // LimitKind is what sort of provider limit ended a turn.

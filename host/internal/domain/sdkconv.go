@@ -40,7 +40,20 @@ func optionsFromSDK(opts []sdk.RequestOption) []RequestOption {
 // usageFromSDK is a provider's report of the tokens a turn used.
 func usageFromSDK(u sdk.Usage) Usage {
 	return Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens,
-		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens}
+		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens, CostMicros: u.CostMicros, Model: u.Model}
+}
+
+// modelUsageFromSDK is a provider's breakdown of a turn's usage by model
+// (nil: it gave none).
+func modelUsageFromSDK(us []sdk.Usage) []Usage {
+	if len(us) == 0 {
+		return nil
+	}
+	out := make([]Usage, len(us))
+	for i, u := range us {
+		out[i] = usageFromSDK(u)
+	}
+	return out
 }
 
 // failureFromSDK is why a provider says its turn or process failed (nil:

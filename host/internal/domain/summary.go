@@ -46,6 +46,13 @@ type ThreadSummary struct {
 	// it under.
 	Worktree   string `json:"worktree,omitempty"`
 	Repository string `json:"repository,omitempty"`
+	// Usage is what the thread's runs used (nil: none reported); Ledger
+	// the same by hour, provider and model, and RateLimits the providers'
+	// latest word on their limits (see ledger.go): what a reader of every
+	// thread's usage reads, without their histories.
+	Usage      *Usage      `json:"usage,omitempty"`
+	Ledger     []LedgerRow `json:"ledger,omitempty"`
+	RateLimits []RateLimit `json:"rateLimits,omitempty"`
 }
 
 // SummaryWait is an armed wait as a list shows it.
@@ -98,6 +105,11 @@ func (t *Thread) Summary() ThreadSummary {
 		s.Branch, s.Worktree, s.Repository = t.Worktree.Branch, t.Worktree.Path, t.Worktree.Repository
 	}
 	s.Title = t.Title
+	if len(t.Ledger) > 0 {
+		u := LedgerTotal(t.Ledger)
+		s.Usage, s.Ledger = &u, t.Ledger
+	}
+	s.RateLimits = t.RateLimits
 	for i := range t.Requests {
 		if t.Requests[i].Status == RequestStatusPending {
 			s.Pending++
