@@ -9,9 +9,9 @@ import (
 // The usage ledger: what a thread's runs used, as their providers reported
 // it, in rows of one hour, one provider and one model. It is part of the
 // thread's projection, so it is rebuilt from the log like the rest, and it
-// stays when runs leave the projection; its thread summary carries it, so
-// a reader of every thread's usage reads each thread's head, not its
-// history.
+// stays when runs leave the projection; the host keeps it beside the
+// thread's summary, so a reader of every thread's usage reads each
+// thread's head, not its history.
 //
 // State kept: each attempt keeps the rows its last report put in the
 // ledger (Attempt.Ledger). A provider's usage report replaces the

@@ -46,13 +46,9 @@ type ThreadSummary struct {
 	// it under.
 	Worktree   string `json:"worktree,omitempty"`
 	Repository string `json:"repository,omitempty"`
-	// Usage is what the thread's runs used (nil: none reported); Ledger
-	// the same by hour, provider and model, and RateLimits the providers'
-	// latest word on their limits (see ledger.go): what a reader of every
-	// thread's usage reads, without their histories.
-	Usage      *Usage      `json:"usage,omitempty"`
-	Ledger     []LedgerRow `json:"ledger,omitempty"`
-	RateLimits []RateLimit `json:"rateLimits,omitempty"`
+	// Usage is what the thread's runs used, the total of its ledger
+	// (Thread.Ledger).
+	Usage Usage `json:"usage,omitzero"`
 }
 
 // SummaryWait is an armed wait as a list shows it.
@@ -105,11 +101,7 @@ func (t *Thread) Summary() ThreadSummary {
 		s.Branch, s.Worktree, s.Repository = t.Worktree.Branch, t.Worktree.Path, t.Worktree.Repository
 	}
 	s.Title = t.Title
-	if len(t.Ledger) > 0 {
-		u := LedgerTotal(t.Ledger)
-		s.Usage, s.Ledger = &u, t.Ledger
-	}
-	s.RateLimits = t.RateLimits
+	s.Usage = LedgerTotal(t.Ledger)
 	for i := range t.Requests {
 		if t.Requests[i].Status == RequestStatusPending {
 			s.Pending++

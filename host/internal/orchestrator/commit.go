@@ -292,7 +292,7 @@ func (h *Host) stateOf(e *threadEntry, was, t *domain.Thread, size int, b *event
 	sum := t.Summary()
 	b.Head = func(last uint64) []byte {
 		sum.Sequence = last
-		return encodeHead(sum)
+		return encodeHead(sum, t)
 	}
 	wasLive, live := was.Live(), t.Live()
 	if live != wasLive {

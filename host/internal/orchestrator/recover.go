@@ -16,16 +16,21 @@ import (
 // before the thread index existed.
 
 // layoutVersion is the version of the store's indexes: the thread heads,
-// live markers and snapshots kept beside the events.
-const layoutVersion = 1
+// live markers and snapshots kept beside the events. 2: a head holds its
+// thread's usage ledger and rate limits (reheaded).
+const layoutVersion = 2
 
 // index makes sure the thread index matches the log. A log written by a
 // host from before the index (no layout recorded, events present) is read
 // once, whole, to write each thread's head, live marker and snapshot; every
-// later start reads none of it.
+// later start reads none of it. An index of an older layout has its heads
+// written again (rehead).
 func (h *Host) index() error {
-	if indexed, err := indexed(h.store); err != nil || indexed {
+	switch n, err := layoutOf(h.store); {
+	case err != nil || n == layoutVersion:
 		return err
+	case n > 0:
+		return h.rehead()
 	}
 	threads := map[string]*domain.Thread{}
 	var order []string
@@ -58,7 +63,7 @@ func (h *Host) index() error {
 		}
 		body, _ := json.Marshal(t) // a thread always encodes
 		sn := &eventlog.Snapshot{Schema: projectionSchema, Seq: t.Sequence, Body: body}
-		if err := h.store.PutThreadState(id, encodeHead(t.Summary()), t.Live(), sn); err != nil {
+		if err := h.store.PutThreadState(id, encodeHead(t.Summary(), t), t.Live(), sn); err != nil {
 			return fmt.Errorf("index thread %s: %w", id, err)
 		}
 	}
@@ -69,19 +74,26 @@ func (h *Host) index() error {
 }
 
 // indexed says whether the store's indexes are written, in this baton's
-// layout (a layout it does not know is an error).
+// layout or an older one it reads (a layout it does not know is an error).
 func indexed(store eventlog.Log) (bool, error) {
+	n, err := layoutOf(store)
+	return n > 0, err
+}
+
+// layoutOf is the layout of the store's indexes (0: none written; a
+// layout this baton does not know is an error).
+func layoutOf(store eventlog.Log) (int, error) {
 	v, ok, err := store.Meta("layout")
 	switch {
 	case err != nil:
-		return false, fmt.Errorf("read the store's layout: %w", err)
+		return 0, fmt.Errorf("read the store's layout: %w", err)
 	case !ok:
-		return false, nil
+		return 0, nil
 	}
-	if n, _ := strconv.Atoi(string(v)); n != layoutVersion {
-		return false, fmt.Errorf("the event log's indexes are layout %s; this baton knows layout %d (a newer baton wrote them?)", v, layoutVersion)
+	if n, _ := strconv.Atoi(string(v)); n >= 1 && n <= layoutVersion {
+		return n, nil
 	}
-	return true, nil
+	return 0, fmt.Errorf("the event log's indexes are layout %s; this baton knows layout %d (a newer baton wrote them?)", v, layoutVersion)
 }
 
 // recover reconciles threads whose sessions or runs were live when the

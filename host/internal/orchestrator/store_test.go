@@ -195,8 +195,8 @@ func TestOpenIndexesALogFromBeforeTheIndex(t *testing.T) {
 	}
 	s = openStore(t, dir)
 	defer s.Close()
-	if v, ok, err := s.Meta("layout"); err != nil || !ok || string(v) != "1" {
-		t.Errorf("layout after the open = %q %v %v; want 1", v, ok, err)
+	if v, ok, err := s.Meta("layout"); err != nil || !ok || string(v) != "2" {
+		t.Errorf("layout after the open = %q %v %v; want 2", v, ok, err)
 	}
 }
 
@@ -213,10 +213,10 @@ func TestOpenRefusesAStoreItCannotRead(t *testing.T) {
 		want  string
 	}{
 		{"indexes of a newer layout", func(t *testing.T, s *eventlog.Store) {
-			if err := s.SetMeta("layout", []byte("2")); err != nil {
+			if err := s.SetMeta("layout", []byte("3")); err != nil {
 				t.Fatal(err)
 			}
-		}, "open host: the event log's indexes are layout 2; this baton knows layout 1 (a newer baton wrote them?)"},
+		}, "open host: the event log's indexes are layout 3; this baton knows layout 2 (a newer baton wrote them?)"},
 		{"an event of a thread never created", func(t *testing.T, s *eventlog.Store) {
 			appendEvent(t, s, "thr-a", created)
 			appendEvent(t, s, "thr-b", domain.RunQueued{RunID: "run-1", Ordinal: 1, MessageID: "msg-1", Input: "hi"})

@@ -204,8 +204,8 @@ func (h *Host) loadLocked(e *threadEntry) (*domain.Thread, error) {
 // JSON form. A change to the projection that an older snapshot would not
 // hold (a new field derived from events) moves it, and older snapshots are
 // rebuilt from events. 3: runs leave the projection (Earlier). 4: the
-// thread's title.
-const projectionSchema = 4
+// thread's title. 5: the usage ledger, and whose rate limits.
+const projectionSchema = 5
 
 // loadThread builds a thread's projection from its snapshot and the events
 // after it, or from all its events when it has no snapshot it can trust.
@@ -330,8 +330,10 @@ func apply(t *domain.Thread, r eventlog.Record) error {
 	return nil
 }
 
-func encodeHead(s domain.ThreadSummary) []byte {
-	b, _ := json.Marshal(s) // a summary always encodes
+// encodeHead is a thread's head: its summary s, with its usage ledger
+// and rate limits beside it (usage.go).
+func encodeHead(s domain.ThreadSummary, t *domain.Thread) []byte {
+	b, _ := json.Marshal(head{ThreadSummary: s, Ledger: t.Ledger, RateLimits: t.RateLimits}) // a head always encodes
 	return b
 }
 
