@@ -29,7 +29,8 @@ func SummaryOf(t *batonv1.ThreadSummary) domain.ThreadSummary {
 		CreatedAt: instant(t.GetCreatedAt()), UpdatedAt: instant(t.GetUpdatedAt()), Runs: int(t.GetRuns()), Queued: int(t.GetQueued()),
 		Status: domain.ThreadStatus(t.GetStatus()), LastRun: domain.RunStatus(t.GetLastRun()), Sequence: t.GetSequence(),
 		Archived: t.GetArchived(), Branch: t.GetBranch(), Title: t.GetTitle(), Pending: int(t.GetPending()), Worktree: t.GetWorktree(),
-		Wait: summaryWaitOf(t.GetWait()), Repository: t.GetRepository(), Host: t.GetHost(), HostLost: hostLostOf(t.GetHostLost())}
+		Wait: summaryWaitOf(t.GetWait()), Repository: t.GetRepository(), Host: t.GetHost(), HostLost: hostLostOf(t.GetHostLost()),
+		Usage: UsageOf(t.GetUsage())}
 }
 
 func hostLostOf(l *batonv1.HostLost) *domain.HostLost {
@@ -229,11 +230,12 @@ func usageOf(u *batonv1.Usage) *domain.Usage {
 		return nil
 	}
 	return &domain.Usage{InputTokens: u.GetInputTokens(), OutputTokens: u.GetOutputTokens(), CachedInputTokens: u.GetCachedInputTokens(),
-		ReasoningTokens: u.GetReasoningTokens(), TotalTokens: u.GetTotalTokens()}
+		ReasoningTokens: u.GetReasoningTokens(), TotalTokens: u.GetTotalTokens(), CostMicros: u.GetCostMicros(), Model: u.GetModel()}
 }
 
 func rateLimitOf(l *batonv1.RateLimit) domain.RateLimit {
-	return domain.RateLimit{ResetsAt: instant(l.GetResetsAt()), UsedPercent: l.GetUsedPercent(), Scope: l.GetScope()}
+	return domain.RateLimit{ResetsAt: instant(l.GetResetsAt()), UsedPercent: l.GetUsedPercent(), Scope: l.GetScope(),
+		Provider: l.GetProvider(), At: instant(l.GetAt())}
 }
 
 func limitOf(l *batonv1.Limit) domain.Limit {
@@ -401,7 +403,7 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 		if pu := usageOf(p.GetUsage()); pu != nil {
 			u = *pu
 		}
-		return domain.UsageReported{RunID: p.GetRunId(), AttemptID: p.GetAttemptId(), Usage: u}, nil
+		return domain.UsageReported{RunID: p.GetRunId(), AttemptID: p.GetAttemptId(), Usage: u, Models: usagesOf(p.GetModels())}, nil
 	case *batonv1.Event_RunEnded:
 		p := e.RunEnded
 		return domain.RunEnded{RunID: p.GetRunId(), AttemptID: p.GetAttemptId(), Status: domain.RunStatus(p.GetStatus()),

@@ -40,7 +40,7 @@ func summaryPB(s domain.ThreadSummary) *batonv1.ThreadSummary {
 		CreatedAt: timestamppb.New(s.CreatedAt), UpdatedAt: timestamppb.New(s.UpdatedAt),
 		Runs: uint32(s.Runs), Queued: uint32(s.Queued), Status: string(s.Status), LastRun: string(s.LastRun), Sequence: s.Sequence,
 		Archived: s.Archived, Branch: s.Branch, Title: s.Title, Pending: uint32(s.Pending), Worktree: s.Worktree, Wait: summaryWaitPB(s.Wait),
-		Repository: s.Repository, Host: s.Host, HostLost: hostLostPB(s.HostLost)}
+		Repository: s.Repository, Host: s.Host, HostLost: hostLostPB(s.HostLost), Usage: summaryUsagePB(s.Usage)}
 }
 
 func hostLostPB(l *domain.HostLost) *batonv1.HostLost {
@@ -291,11 +291,11 @@ func usagePB(u *domain.Usage) *batonv1.Usage {
 		return nil
 	}
 	return &batonv1.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens,
-		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens}
+		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens, CostMicros: u.CostMicros, Model: u.Model}
 }
 
 func rateLimitPB(l domain.RateLimit) *batonv1.RateLimit {
-	return &batonv1.RateLimit{ResetsAt: ts(l.ResetsAt), UsedPercent: l.UsedPercent, Scope: l.Scope}
+	return &batonv1.RateLimit{ResetsAt: ts(l.ResetsAt), UsedPercent: l.UsedPercent, Scope: l.Scope, Provider: l.Provider, At: ts(l.At)}
 }
 
 func limitPB(l domain.Limit) *batonv1.Limit {
@@ -477,7 +477,7 @@ func setPayload(ev *batonv1.Event, pl domain.Payload) error {
 			Status: string(e.Status), Decision: string(e.Decision), Delivery: string(e.Delivery)}}
 	case domain.UsageReported:
 		ev.Payload = &batonv1.Event_UsageReported{UsageReported: &batonv1.UsageReported{RunId: e.RunID, AttemptId: e.AttemptID,
-			Usage: usagePB(&e.Usage)}}
+			Usage: usagePB(&e.Usage), Models: usagesPB(e.Models)}}
 	case domain.RunEnded:
 		ev.Payload = &batonv1.Event_RunEnded{RunEnded: &batonv1.RunEnded{RunId: e.RunID, AttemptId: e.AttemptID,
 			Status: string(e.Status), StopReason: e.StopReason, Failure: failurePB(e.Failure)}}

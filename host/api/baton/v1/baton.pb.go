@@ -3713,8 +3713,13 @@ type Usage struct {
 	CachedInputTokens int64                  `protobuf:"varint,3,opt,name=cached_input_tokens,json=cachedInputTokens,proto3" json:"cached_input_tokens,omitempty"`
 	ReasoningTokens   int64                  `protobuf:"varint,4,opt,name=reasoning_tokens,json=reasoningTokens,proto3" json:"reasoning_tokens,omitempty"`
 	TotalTokens       int64                  `protobuf:"varint,5,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// cost_micros is the cost the provider stated, in millionths of a US
+	// dollar (0: it stated none; Baton never works one out).
+	CostMicros int64 `protobuf:"varint,6,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	// model is the model the usage is of, when the provider names one.
+	Model         string `protobuf:"bytes,7,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Usage) Reset() {
@@ -3782,12 +3787,29 @@ func (x *Usage) GetTotalTokens() int64 {
 	return 0
 }
 
+func (x *Usage) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
+func (x *Usage) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
 // RateLimit is a provider's word on one of its limits.
 type RateLimit struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ResetsAt      *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=resets_at,json=resetsAt,proto3" json:"resets_at,omitempty"`
-	UsedPercent   float64                `protobuf:"fixed64,2,opt,name=used_percent,json=usedPercent,proto3" json:"used_percent,omitempty"`
-	Scope         string                 `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ResetsAt    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=resets_at,json=resetsAt,proto3" json:"resets_at,omitempty"`
+	UsedPercent float64                `protobuf:"fixed64,2,opt,name=used_percent,json=usedPercent,proto3" json:"used_percent,omitempty"`
+	Scope       string                 `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
+	// provider is whose limit it is; at when it said so.
+	Provider      string                 `protobuf:"bytes,4,opt,name=provider,proto3" json:"provider,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=at,proto3" json:"at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3841,6 +3863,20 @@ func (x *RateLimit) GetScope() string {
 		return x.Scope
 	}
 	return ""
+}
+
+func (x *RateLimit) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *RateLimit) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
 }
 
 // Limit is a provider limit a turn ended on.
@@ -5378,7 +5414,9 @@ type ThreadSummary struct {
 	Host string `protobuf:"bytes,19,opt,name=host,proto3" json:"host,omitempty"`
 	// host_lost says the owner stopped renewing its lease (unset: it has
 	// not, or the thread was claimed since).
-	HostLost      *HostLost `protobuf:"bytes,20,opt,name=host_lost,json=hostLost,proto3" json:"host_lost,omitempty"`
+	HostLost *HostLost `protobuf:"bytes,20,opt,name=host_lost,json=hostLost,proto3" json:"host_lost,omitempty"`
+	// usage is what the thread's runs used, as their providers reported it.
+	Usage         *Usage `protobuf:"bytes,21,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5549,6 +5587,13 @@ func (x *ThreadSummary) GetHost() string {
 func (x *ThreadSummary) GetHostLost() *HostLost {
 	if x != nil {
 		return x.HostLost
+	}
+	return nil
+}
+
+func (x *ThreadSummary) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
 	}
 	return nil
 }
@@ -8153,10 +8198,12 @@ func (x *RequestResolved) GetDelivery() string {
 
 // usage.reported: an attempt's usage so far.
 type UsageReported struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	AttemptId     string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
-	Usage         *Usage                 `protobuf:"bytes,3,opt,name=usage,proto3" json:"usage,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RunId     string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	AttemptId string                 `protobuf:"bytes,2,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
+	Usage     *Usage                 `protobuf:"bytes,3,opt,name=usage,proto3" json:"usage,omitempty"`
+	// models breaks usage down by model, where the provider does.
+	Models        []*Usage `protobuf:"bytes,4,rep,name=models,proto3" json:"models,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -8208,6 +8255,13 @@ func (x *UsageReported) GetAttemptId() string {
 func (x *UsageReported) GetUsage() *Usage {
 	if x != nil {
 		return x.Usage
+	}
+	return nil
+}
+
+func (x *UsageReported) GetModels() []*Usage {
+	if x != nil {
+		return x.Models
 	}
 	return nil
 }
@@ -11927,6 +11981,261 @@ func (x *ThreadHostLost) GetHost() string {
 	return ""
 }
 
+// UsageRequest asks for a usage report.
+type UsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// by groups the report's lines: provider (the default), thread, model
+	// or day (YYYY-MM-DD, UTC).
+	By string `protobuf:"bytes,1,opt,name=by,proto3" json:"by,omitempty"`
+	// since leaves out what was reported before its hour (unset: all).
+	Since *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=since,proto3" json:"since,omitempty"`
+	// thread_id reports one thread (empty: every thread).
+	ThreadId      string `protobuf:"bytes,3,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageRequest) Reset() {
+	*x = UsageRequest{}
+	mi := &file_baton_proto_msgTypes[128]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageRequest) ProtoMessage() {}
+
+func (x *UsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[128]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageRequest.ProtoReflect.Descriptor instead.
+func (*UsageRequest) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{128}
+}
+
+func (x *UsageRequest) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *UsageRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *UsageRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+// UsageResponse is a usage report: a line a key, sorted by key, and their
+// total.
+type UsageResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lines         []*UsageLine           `protobuf:"bytes,1,rep,name=lines,proto3" json:"lines,omitempty"`
+	Total         *Usage                 `protobuf:"bytes,2,opt,name=total,proto3" json:"total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageResponse) Reset() {
+	*x = UsageResponse{}
+	mi := &file_baton_proto_msgTypes[129]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageResponse) ProtoMessage() {}
+
+func (x *UsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[129]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
+func (*UsageResponse) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{129}
+}
+
+func (x *UsageResponse) GetLines() []*UsageLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+func (x *UsageResponse) GetTotal() *Usage {
+	if x != nil {
+		return x.Total
+	}
+	return nil
+}
+
+// UsageLine is one key's usage: a provider, a thread id, a model (empty:
+// the provider named none) or a day.
+type UsageLine struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Usage         *Usage                 `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageLine) Reset() {
+	*x = UsageLine{}
+	mi := &file_baton_proto_msgTypes[130]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageLine) ProtoMessage() {}
+
+func (x *UsageLine) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[130]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageLine.ProtoReflect.Descriptor instead.
+func (*UsageLine) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{130}
+}
+
+func (x *UsageLine) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *UsageLine) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+type LimitsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitsRequest) Reset() {
+	*x = LimitsRequest{}
+	mi := &file_baton_proto_msgTypes[131]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitsRequest) ProtoMessage() {}
+
+func (x *LimitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[131]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitsRequest.ProtoReflect.Descriptor instead.
+func (*LimitsRequest) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{131}
+}
+
+// LimitsResponse is each provider's latest word on each of its limits,
+// the latest first.
+type LimitsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limits        []*RateLimit           `protobuf:"bytes,1,rep,name=limits,proto3" json:"limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitsResponse) Reset() {
+	*x = LimitsResponse{}
+	mi := &file_baton_proto_msgTypes[132]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitsResponse) ProtoMessage() {}
+
+func (x *LimitsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[132]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitsResponse.ProtoReflect.Descriptor instead.
+func (*LimitsResponse) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{132}
+}
+
+func (x *LimitsResponse) GetLimits() []*RateLimit {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
 var File_baton_proto protoreflect.FileDescriptor
 
 const file_baton_proto_rawDesc = "" +
@@ -12297,17 +12606,22 @@ const file_baton_proto_rawDesc = "" +
 	"\x04text\x18\x03 \x01(\tR\x04text\"7\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xcd\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x84\x02\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12.\n" +
 	"\x13cached_input_tokens\x18\x03 \x01(\x03R\x11cachedInputTokens\x12)\n" +
 	"\x10reasoning_tokens\x18\x04 \x01(\x03R\x0freasoningTokens\x12!\n" +
-	"\ftotal_tokens\x18\x05 \x01(\x03R\vtotalTokens\"}\n" +
+	"\ftotal_tokens\x18\x05 \x01(\x03R\vtotalTokens\x12\x1f\n" +
+	"\vcost_micros\x18\x06 \x01(\x03R\n" +
+	"costMicros\x12\x14\n" +
+	"\x05model\x18\a \x01(\tR\x05model\"\xc5\x01\n" +
 	"\tRateLimit\x127\n" +
 	"\tresets_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\x12!\n" +
 	"\fused_percent\x18\x02 \x01(\x01R\vusedPercent\x12\x14\n" +
-	"\x05scope\x18\x03 \x01(\tR\x05scope\"\xc2\x01\n" +
+	"\x05scope\x18\x03 \x01(\tR\x05scope\x12\x1a\n" +
+	"\bprovider\x18\x04 \x01(\tR\bprovider\x12*\n" +
+	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xc2\x01\n" +
 	"\x05Limit\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x127\n" +
 	"\tresets_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\x12\x14\n" +
@@ -12461,7 +12775,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x0emessages_after\x18\x05 \x01(\rR\rmessagesAfter\x12.\n" +
 	"\x13next_messages_after\x18\x06 \x01(\rR\x11nextMessagesAfter\x12\x1a\n" +
 	"\bcomplete\x18\a \x01(\bR\bcomplete\x12\x19\n" +
-	"\bleft_out\x18\b \x01(\tR\aleftOut\"\xe4\x04\n" +
+	"\bleft_out\x18\b \x01(\tR\aleftOut\"\x8b\x05\n" +
 	"\rThreadSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x10\n" +
@@ -12487,7 +12801,8 @@ const file_baton_proto_rawDesc = "" +
 	"repository\x18\x12 \x01(\tR\n" +
 	"repository\x12\x12\n" +
 	"\x04host\x18\x13 \x01(\tR\x04host\x12/\n" +
-	"\thost_lost\x18\x14 \x01(\v2\x12.baton.v1.HostLostR\bhostLost\"\x80\x01\n" +
+	"\thost_lost\x18\x14 \x01(\v2\x12.baton.v1.HostLostR\bhostLost\x12%\n" +
+	"\x05usage\x18\x15 \x01(\v2\x0f.baton.v1.UsageR\x05usage\"\x80\x01\n" +
 	"\vSummaryWait\x12*\n" +
 	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x1a\n" +
@@ -12697,12 +13012,13 @@ const file_baton_proto_rawDesc = "" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1a\n" +
 	"\bdecision\x18\x03 \x01(\tR\bdecision\x12\x1a\n" +
-	"\bdelivery\x18\x04 \x01(\tR\bdelivery\"l\n" +
+	"\bdelivery\x18\x04 \x01(\tR\bdelivery\"\x95\x01\n" +
 	"\rUsageReported\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
 	"\n" +
 	"attempt_id\x18\x02 \x01(\tR\tattemptId\x12%\n" +
-	"\x05usage\x18\x03 \x01(\v2\x0f.baton.v1.UsageR\x05usage\"\xa6\x01\n" +
+	"\x05usage\x18\x03 \x01(\v2\x0f.baton.v1.UsageR\x05usage\x12'\n" +
+	"\x06models\x18\x04 \x03(\v2\x0f.baton.v1.UsageR\x06models\"\xa6\x01\n" +
 	"\bRunEnded\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1d\n" +
 	"\n" +
@@ -13014,7 +13330,20 @@ const file_baton_proto_rawDesc = "" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"$\n" +
 	"\x0eThreadHostLost\x12\x12\n" +
-	"\x04host\x18\x01 \x01(\tR\x04host2\xc5\b\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\"m\n" +
+	"\fUsageRequest\x12\x0e\n" +
+	"\x02by\x18\x01 \x01(\tR\x02by\x120\n" +
+	"\x05since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x1b\n" +
+	"\tthread_id\x18\x03 \x01(\tR\bthreadId\"a\n" +
+	"\rUsageResponse\x12)\n" +
+	"\x05lines\x18\x01 \x03(\v2\x13.baton.v1.UsageLineR\x05lines\x12%\n" +
+	"\x05total\x18\x02 \x01(\v2\x0f.baton.v1.UsageR\x05total\"D\n" +
+	"\tUsageLine\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12%\n" +
+	"\x05usage\x18\x02 \x01(\v2\x0f.baton.v1.UsageR\x05usage\"\x0f\n" +
+	"\rLimitsRequest\"=\n" +
+	"\x0eLimitsResponse\x12+\n" +
+	"\x06limits\x18\x01 \x03(\v2\x13.baton.v1.RateLimitR\x06limits2\xbc\t\n" +
 	"\x05Baton\x12@\n" +
 	"\fCreateThread\x12\x1d.baton.v1.CreateThreadRequest\x1a\x11.baton.v1.Receipt\x12>\n" +
 	"\vSendMessage\x12\x1c.baton.v1.SendMessageRequest\x1a\x11.baton.v1.Receipt\x12B\n" +
@@ -13032,7 +13361,9 @@ const file_baton_proto_rawDesc = "" +
 	"\x04Diff\x12\x15.baton.v1.DiffRequest\x1a\x16.baton.v1.DiffResponse\x12J\n" +
 	"\vListPlugins\x12\x1c.baton.v1.ListPluginsRequest\x1a\x1d.baton.v1.ListPluginsResponse\x12@\n" +
 	"\tGetStatus\x12\x1a.baton.v1.GetStatusRequest\x1a\x17.baton.v1.ServiceStatus\x12H\n" +
-	"\x0fCreateLoginCode\x12 .baton.v1.CreateLoginCodeRequest\x1a\x13.baton.v1.LoginCodeB6Z4github.com/baton-run/baton/host/api/baton/v1;batonv1b\x06proto3"
+	"\x0fCreateLoginCode\x12 .baton.v1.CreateLoginCodeRequest\x1a\x13.baton.v1.LoginCode\x128\n" +
+	"\x05Usage\x12\x16.baton.v1.UsageRequest\x1a\x17.baton.v1.UsageResponse\x12;\n" +
+	"\x06Limits\x12\x17.baton.v1.LimitsRequest\x1a\x18.baton.v1.LimitsResponseB6Z4github.com/baton-run/baton/host/api/baton/v1;batonv1b\x06proto3"
 
 var (
 	file_baton_proto_rawDescOnce sync.Once
@@ -13046,7 +13377,7 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 132)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 137)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),                // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),        // 1: baton.v1.ProviderCommand
@@ -13176,34 +13507,39 @@ var file_baton_proto_goTypes = []any{
 	(*WorktreeRemoved)(nil),        // 125: baton.v1.WorktreeRemoved
 	(*ThreadMoved)(nil),            // 126: baton.v1.ThreadMoved
 	(*ThreadHostLost)(nil),         // 127: baton.v1.ThreadHostLost
-	nil,                            // 128: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                            // 129: baton.v1.RuntimeRequest.AnswersEntry
-	nil,                            // 130: baton.v1.RequestAnswered.AnswersEntry
-	nil,                            // 131: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil),  // 132: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),    // 133: google.protobuf.Duration
+	(*UsageRequest)(nil),           // 128: baton.v1.UsageRequest
+	(*UsageResponse)(nil),          // 129: baton.v1.UsageResponse
+	(*UsageLine)(nil),              // 130: baton.v1.UsageLine
+	(*LimitsRequest)(nil),          // 131: baton.v1.LimitsRequest
+	(*LimitsResponse)(nil),         // 132: baton.v1.LimitsResponse
+	nil,                            // 133: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                            // 134: baton.v1.RuntimeRequest.AnswersEntry
+	nil,                            // 135: baton.v1.RequestAnswered.AnswersEntry
+	nil,                            // 136: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil),  // 137: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),    // 138: google.protobuf.Duration
 }
 var file_baton_proto_depIdxs = []int32{
-	132, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	137, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,   // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	12,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	3,   // 3: baton.v1.CreateThreadRequest.worktree:type_name -> baton.v1.WorktreeOptions
 	12,  // 4: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	128, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	133, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
 	1,   // 6: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	1,   // 7: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
-	133, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
-	133, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
-	133, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
-	133, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
-	133, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	138, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	138, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	138, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	138, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	138, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
 	12,  // 13: baton.v1.ContinuationPolicy.applied:type_name -> baton.v1.ContinuationPolicy
 	12,  // 14: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	50,  // 15: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
 	49,  // 16: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
 	1,   // 17: baton.v1.Thread.provider_command:type_name -> baton.v1.ProviderCommand
-	132, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
-	132, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
+	137, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
+	137, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
 	20,  // 20: baton.v1.Thread.runs:type_name -> baton.v1.Run
 	26,  // 21: baton.v1.Thread.messages:type_name -> baton.v1.Message
 	27,  // 22: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
@@ -13223,11 +13559,11 @@ var file_baton_proto_depIdxs = []int32{
 	17,  // 36: baton.v1.Thread.worktree:type_name -> baton.v1.Worktree
 	19,  // 37: baton.v1.Thread.merges:type_name -> baton.v1.Merge
 	16,  // 38: baton.v1.Thread.host_lost:type_name -> baton.v1.HostLost
-	132, // 39: baton.v1.HostLost.at:type_name -> google.protobuf.Timestamp
+	137, // 39: baton.v1.HostLost.at:type_name -> google.protobuf.Timestamp
 	18,  // 40: baton.v1.Worktree.setup_result:type_name -> baton.v1.SetupResult
-	132, // 41: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
-	132, // 42: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	132, // 43: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	137, // 41: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
+	137, // 42: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	137, // 43: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
 	24,  // 44: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
 	25,  // 45: baton.v1.Run.nodes:type_name -> baton.v1.Node
 	34,  // 46: baton.v1.Run.failure:type_name -> baton.v1.Failure
@@ -13236,176 +13572,188 @@ var file_baton_proto_depIdxs = []int32{
 	23,  // 49: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
 	22,  // 50: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
 	37,  // 51: baton.v1.Run.limit:type_name -> baton.v1.Limit
-	132, // 52: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
-	132, // 53: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
-	133, // 54: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
+	137, // 52: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
+	137, // 53: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
+	138, // 54: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
 	34,  // 55: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
-	132, // 56: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	132, // 57: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	137, // 56: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	137, // 57: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
 	35,  // 58: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
-	132, // 59: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
-	132, // 60: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
+	137, // 59: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
+	137, // 60: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
 	32,  // 61: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
-	129, // 62: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
-	132, // 63: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
-	132, // 64: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
-	132, // 65: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
-	107, // 66: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
-	132, // 67: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
-	132, // 68: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
-	34,  // 69: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
-	132, // 70: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
-	132, // 71: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
-	42,  // 72: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
-	1,   // 73: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
-	12,  // 74: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
-	132, // 75: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
-	45,  // 76: baton.v1.Loop.wait:type_name -> baton.v1.Wait
-	45,  // 77: baton.v1.Loop.return:type_name -> baton.v1.Wait
-	46,  // 78: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
-	37,  // 79: baton.v1.Wait.limit:type_name -> baton.v1.Limit
-	132, // 80: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
-	132, // 81: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
-	132, // 82: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
-	132, // 83: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
-	48,  // 84: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
-	132, // 85: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	132, // 86: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	51,  // 87: baton.v1.ThreadSummary.wait:type_name -> baton.v1.SummaryWait
-	16,  // 88: baton.v1.ThreadSummary.host_lost:type_name -> baton.v1.HostLost
-	132, // 89: baton.v1.SummaryWait.at:type_name -> google.protobuf.Timestamp
-	50,  // 90: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	132, // 91: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	56,  // 92: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
-	57,  // 93: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
-	58,  // 94: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
-	59,  // 95: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
-	60,  // 96: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
-	61,  // 97: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
-	62,  // 98: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
-	63,  // 99: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
-	64,  // 100: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
-	65,  // 101: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
-	66,  // 102: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
-	67,  // 103: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
-	68,  // 104: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
-	69,  // 105: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
-	70,  // 106: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
-	71,  // 107: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
-	72,  // 108: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
-	73,  // 109: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
-	74,  // 110: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
-	75,  // 111: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
-	76,  // 112: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
-	77,  // 113: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
-	78,  // 114: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
-	79,  // 115: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
-	80,  // 116: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
-	81,  // 117: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
-	82,  // 118: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
-	83,  // 119: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
-	84,  // 120: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
-	85,  // 121: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
-	36,  // 122: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
-	86,  // 123: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
-	87,  // 124: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
-	88,  // 125: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
-	89,  // 126: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
-	90,  // 127: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
-	91,  // 128: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
-	92,  // 129: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
-	93,  // 130: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
-	94,  // 131: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
-	95,  // 132: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
-	96,  // 133: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
-	97,  // 134: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
-	98,  // 135: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
-	99,  // 136: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
-	100, // 137: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
-	45,  // 138: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
-	101, // 139: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
-	102, // 140: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
-	46,  // 141: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
-	103, // 142: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
-	104, // 143: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
-	121, // 144: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
-	122, // 145: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
-	123, // 146: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
-	19,  // 147: baton.v1.Event.thread_merged:type_name -> baton.v1.Merge
-	124, // 148: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
-	125, // 149: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
-	126, // 150: baton.v1.Event.thread_moved:type_name -> baton.v1.ThreadMoved
-	127, // 151: baton.v1.Event.thread_host_lost:type_name -> baton.v1.ThreadHostLost
-	1,   // 152: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
-	17,  // 153: baton.v1.ThreadCreated.worktree:type_name -> baton.v1.Worktree
-	32,  // 154: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
-	35,  // 155: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
-	34,  // 156: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
-	133, // 157: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
-	132, // 158: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
-	130, // 159: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
-	22,  // 160: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
-	107, // 161: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
-	39,  // 162: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
-	34,  // 163: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
-	42,  // 164: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
-	1,   // 165: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
-	12,  // 166: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
-	37,  // 167: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
-	105, // 168: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
-	107, // 169: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
-	110, // 170: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	131, // 171: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
-	111, // 172: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	132, // 173: baton.v1.LoginCode.expires_at:type_name -> google.protobuf.Timestamp
-	132, // 174: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
-	133, // 175: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
-	119, // 176: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
-	50,  // 177: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
-	120, // 178: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
-	118, // 179: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
-	117, // 180: baton.v1.ServiceStatus.store:type_name -> baton.v1.StoreStatus
-	132, // 181: baton.v1.StoreStatus.lease_since:type_name -> google.protobuf.Timestamp
-	18,  // 182: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
-	2,   // 183: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	6,   // 184: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	7,   // 185: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	8,   // 186: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	9,   // 187: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
-	10,  // 188: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	11,  // 189: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	13,  // 190: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	4,   // 191: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
-	5,   // 192: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
-	14,  // 193: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	52,  // 194: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	54,  // 195: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	106, // 196: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	109, // 197: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	113, // 198: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
-	114, // 199: baton.v1.Baton.CreateLoginCode:input_type -> baton.v1.CreateLoginCodeRequest
-	0,   // 200: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,   // 201: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,   // 202: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,   // 203: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,   // 204: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
-	0,   // 205: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,   // 206: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,   // 207: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	0,   // 208: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
-	0,   // 209: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
-	15,  // 210: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	53,  // 211: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	55,  // 212: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	108, // 213: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	112, // 214: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	116, // 215: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
-	115, // 216: baton.v1.Baton.CreateLoginCode:output_type -> baton.v1.LoginCode
-	200, // [200:217] is the sub-list for method output_type
-	183, // [183:200] is the sub-list for method input_type
-	183, // [183:183] is the sub-list for extension type_name
-	183, // [183:183] is the sub-list for extension extendee
-	0,   // [0:183] is the sub-list for field type_name
+	134, // 62: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
+	137, // 63: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
+	137, // 64: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	137, // 65: baton.v1.RateLimit.at:type_name -> google.protobuf.Timestamp
+	137, // 66: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
+	107, // 67: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
+	137, // 68: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
+	137, // 69: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
+	34,  // 70: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
+	137, // 71: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
+	137, // 72: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
+	42,  // 73: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
+	1,   // 74: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
+	12,  // 75: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
+	137, // 76: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
+	45,  // 77: baton.v1.Loop.wait:type_name -> baton.v1.Wait
+	45,  // 78: baton.v1.Loop.return:type_name -> baton.v1.Wait
+	46,  // 79: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
+	37,  // 80: baton.v1.Wait.limit:type_name -> baton.v1.Limit
+	137, // 81: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
+	137, // 82: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
+	137, // 83: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
+	137, // 84: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
+	48,  // 85: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
+	137, // 86: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	137, // 87: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	51,  // 88: baton.v1.ThreadSummary.wait:type_name -> baton.v1.SummaryWait
+	16,  // 89: baton.v1.ThreadSummary.host_lost:type_name -> baton.v1.HostLost
+	35,  // 90: baton.v1.ThreadSummary.usage:type_name -> baton.v1.Usage
+	137, // 91: baton.v1.SummaryWait.at:type_name -> google.protobuf.Timestamp
+	50,  // 92: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
+	137, // 93: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	56,  // 94: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
+	57,  // 95: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
+	58,  // 96: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
+	59,  // 97: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
+	60,  // 98: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
+	61,  // 99: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
+	62,  // 100: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
+	63,  // 101: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
+	64,  // 102: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
+	65,  // 103: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
+	66,  // 104: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
+	67,  // 105: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
+	68,  // 106: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
+	69,  // 107: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
+	70,  // 108: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
+	71,  // 109: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
+	72,  // 110: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
+	73,  // 111: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
+	74,  // 112: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
+	75,  // 113: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
+	76,  // 114: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
+	77,  // 115: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
+	78,  // 116: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
+	79,  // 117: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
+	80,  // 118: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
+	81,  // 119: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
+	82,  // 120: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
+	83,  // 121: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
+	84,  // 122: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
+	85,  // 123: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
+	36,  // 124: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
+	86,  // 125: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
+	87,  // 126: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
+	88,  // 127: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
+	89,  // 128: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
+	90,  // 129: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
+	91,  // 130: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
+	92,  // 131: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
+	93,  // 132: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
+	94,  // 133: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
+	95,  // 134: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
+	96,  // 135: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
+	97,  // 136: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
+	98,  // 137: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
+	99,  // 138: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
+	100, // 139: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
+	45,  // 140: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
+	101, // 141: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
+	102, // 142: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
+	46,  // 143: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
+	103, // 144: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
+	104, // 145: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
+	121, // 146: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
+	122, // 147: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
+	123, // 148: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
+	19,  // 149: baton.v1.Event.thread_merged:type_name -> baton.v1.Merge
+	124, // 150: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
+	125, // 151: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
+	126, // 152: baton.v1.Event.thread_moved:type_name -> baton.v1.ThreadMoved
+	127, // 153: baton.v1.Event.thread_host_lost:type_name -> baton.v1.ThreadHostLost
+	1,   // 154: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
+	17,  // 155: baton.v1.ThreadCreated.worktree:type_name -> baton.v1.Worktree
+	32,  // 156: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
+	35,  // 157: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
+	35,  // 158: baton.v1.UsageReported.models:type_name -> baton.v1.Usage
+	34,  // 159: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
+	138, // 160: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
+	137, // 161: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
+	135, // 162: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
+	22,  // 163: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
+	107, // 164: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
+	39,  // 165: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
+	34,  // 166: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
+	42,  // 167: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
+	1,   // 168: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
+	12,  // 169: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
+	37,  // 170: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
+	105, // 171: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
+	107, // 172: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
+	110, // 173: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
+	136, // 174: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	111, // 175: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
+	137, // 176: baton.v1.LoginCode.expires_at:type_name -> google.protobuf.Timestamp
+	137, // 177: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
+	138, // 178: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
+	119, // 179: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
+	50,  // 180: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
+	120, // 181: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
+	118, // 182: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
+	117, // 183: baton.v1.ServiceStatus.store:type_name -> baton.v1.StoreStatus
+	137, // 184: baton.v1.StoreStatus.lease_since:type_name -> google.protobuf.Timestamp
+	18,  // 185: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
+	137, // 186: baton.v1.UsageRequest.since:type_name -> google.protobuf.Timestamp
+	130, // 187: baton.v1.UsageResponse.lines:type_name -> baton.v1.UsageLine
+	35,  // 188: baton.v1.UsageResponse.total:type_name -> baton.v1.Usage
+	35,  // 189: baton.v1.UsageLine.usage:type_name -> baton.v1.Usage
+	36,  // 190: baton.v1.LimitsResponse.limits:type_name -> baton.v1.RateLimit
+	2,   // 191: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	6,   // 192: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	7,   // 193: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	8,   // 194: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	9,   // 195: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	10,  // 196: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	11,  // 197: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	13,  // 198: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	4,   // 199: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
+	5,   // 200: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
+	14,  // 201: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	52,  // 202: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	54,  // 203: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	106, // 204: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	109, // 205: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	113, // 206: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
+	114, // 207: baton.v1.Baton.CreateLoginCode:input_type -> baton.v1.CreateLoginCodeRequest
+	128, // 208: baton.v1.Baton.Usage:input_type -> baton.v1.UsageRequest
+	131, // 209: baton.v1.Baton.Limits:input_type -> baton.v1.LimitsRequest
+	0,   // 210: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,   // 211: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,   // 212: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,   // 213: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,   // 214: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,   // 215: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,   // 216: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,   // 217: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	0,   // 218: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
+	0,   // 219: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
+	15,  // 220: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	53,  // 221: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	55,  // 222: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	108, // 223: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	112, // 224: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	116, // 225: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
+	115, // 226: baton.v1.Baton.CreateLoginCode:output_type -> baton.v1.LoginCode
+	129, // 227: baton.v1.Baton.Usage:output_type -> baton.v1.UsageResponse
+	132, // 228: baton.v1.Baton.Limits:output_type -> baton.v1.LimitsResponse
+	210, // [210:229] is the sub-list for method output_type
+	191, // [191:210] is the sub-list for method input_type
+	191, // [191:191] is the sub-list for extension type_name
+	191, // [191:191] is the sub-list for extension extendee
+	0,   // [0:191] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -13482,7 +13830,7 @@ func file_baton_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   132,
+			NumMessages:   137,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

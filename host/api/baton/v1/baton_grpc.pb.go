@@ -54,6 +54,8 @@ const (
 	Baton_ListPlugins_FullMethodName     = "/baton.v1.Baton/ListPlugins"
 	Baton_GetStatus_FullMethodName       = "/baton.v1.Baton/GetStatus"
 	Baton_CreateLoginCode_FullMethodName = "/baton.v1.Baton/CreateLoginCode"
+	Baton_Usage_FullMethodName           = "/baton.v1.Baton/Usage"
+	Baton_Limits_FullMethodName          = "/baton.v1.Baton/Limits"
 )
 
 // BatonClient is the client API for Baton service.
@@ -132,6 +134,14 @@ type BatonClient interface {
 	// session is PermissionDenied. A service with no TCP listener, which a
 	// browser could reach, is FailedPrecondition, naming the flag to give.
 	CreateLoginCode(ctx context.Context, in *CreateLoginCodeRequest, opts ...grpc.CallOption) (*LoginCode, error)
+	// Usage reports what threads' runs used, as their providers reported
+	// it (tokens, and the costs they stated), grouped by provider, thread,
+	// model or day: from each thread's usage ledger, a projection of the
+	// log, so a report reads one entry a thread, never its history.
+	Usage(ctx context.Context, in *UsageRequest, opts ...grpc.CallOption) (*UsageResponse, error)
+	// Limits is each provider's latest word on its rate limits (how full
+	// each window is, when it resets), the latest first.
+	Limits(ctx context.Context, in *LimitsRequest, opts ...grpc.CallOption) (*LimitsResponse, error)
 }
 
 type batonClient struct {
@@ -321,6 +331,26 @@ func (c *batonClient) CreateLoginCode(ctx context.Context, in *CreateLoginCodeRe
 	return out, nil
 }
 
+func (c *batonClient) Usage(ctx context.Context, in *UsageRequest, opts ...grpc.CallOption) (*UsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UsageResponse)
+	err := c.cc.Invoke(ctx, Baton_Usage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *batonClient) Limits(ctx context.Context, in *LimitsRequest, opts ...grpc.CallOption) (*LimitsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LimitsResponse)
+	err := c.cc.Invoke(ctx, Baton_Limits_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BatonServer is the server API for Baton service.
 // All implementations must embed UnimplementedBatonServer
 // for forward compatibility.
@@ -397,6 +427,14 @@ type BatonServer interface {
 	// session is PermissionDenied. A service with no TCP listener, which a
 	// browser could reach, is FailedPrecondition, naming the flag to give.
 	CreateLoginCode(context.Context, *CreateLoginCodeRequest) (*LoginCode, error)
+	// Usage reports what threads' runs used, as their providers reported
+	// it (tokens, and the costs they stated), grouped by provider, thread,
+	// model or day: from each thread's usage ledger, a projection of the
+	// log, so a report reads one entry a thread, never its history.
+	Usage(context.Context, *UsageRequest) (*UsageResponse, error)
+	// Limits is each provider's latest word on its rate limits (how full
+	// each window is, when it resets), the latest first.
+	Limits(context.Context, *LimitsRequest) (*LimitsResponse, error)
 	mustEmbedUnimplementedBatonServer()
 }
 
@@ -457,6 +495,12 @@ func (UnimplementedBatonServer) GetStatus(context.Context, *GetStatusRequest) (*
 }
 func (UnimplementedBatonServer) CreateLoginCode(context.Context, *CreateLoginCodeRequest) (*LoginCode, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CreateLoginCode not implemented")
+}
+func (UnimplementedBatonServer) Usage(context.Context, *UsageRequest) (*UsageResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Usage not implemented")
+}
+func (UnimplementedBatonServer) Limits(context.Context, *LimitsRequest) (*LimitsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Limits not implemented")
 }
 func (UnimplementedBatonServer) mustEmbedUnimplementedBatonServer() {}
 func (UnimplementedBatonServer) testEmbeddedByValue()               {}
@@ -778,6 +822,42 @@ func _Baton_CreateLoginCode_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Baton_Usage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BatonServer).Usage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Baton_Usage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BatonServer).Usage(ctx, req.(*UsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Baton_Limits_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LimitsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BatonServer).Limits(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Baton_Limits_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BatonServer).Limits(ctx, req.(*LimitsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Baton_ServiceDesc is the grpc.ServiceDesc for Baton service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -848,6 +928,14 @@ var Baton_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateLoginCode",
 			Handler:    _Baton_CreateLoginCode_Handler,
+		},
+		{
+			MethodName: "Usage",
+			Handler:    _Baton_Usage_Handler,
+		},
+		{
+			MethodName: "Limits",
+			Handler:    _Baton_Limits_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
