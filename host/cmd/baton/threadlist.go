@@ -15,6 +15,7 @@ import (
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
+	"github.com/baton-run/baton/host/internal/service"
 )
 
 // How baton threads lists: in what order, in which format, with what
@@ -111,15 +112,16 @@ func printThreads(w io.Writer, list []*batonv1.ThreadSummary, format outputForma
 	// hosts share, the branch column when one has a branch.
 	host := optionalColumn(list, (*batonv1.ThreadSummary).GetHost)
 	branch := optionalColumn(list, (*batonv1.ThreadSummary).GetBranch)
+	usage := optionalColumn(list, summaryUsageWords)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "THREAD\tPROVIDER\tSTATUS\t"+host.header("HOST")+branch.header("BRANCH")+"RUNS\tCREATED\tUPDATED\tCWD")
+	fmt.Fprintln(tw, "THREAD\tPROVIDER\tSTATUS\t"+host.header("HOST")+branch.header("BRANCH")+"RUNS\t"+usage.header("USAGE")+"CREATED\tUPDATED\tCWD")
 	for _, t := range list {
 		runs := fmt.Sprint(t.GetRuns())
 		if t.GetQueued() > 0 {
 			runs += fmt.Sprintf(" (%d queued)", t.GetQueued())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s%s\t%s\t%s\t%s\n", t.GetId(), t.GetProvider(), statusWords(t), host.cell(t), branch.cell(t), runs,
-			when(instant(t.GetCreatedAt())), when(instant(t.GetUpdatedAt())), t.GetCwd())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s%s\t%s%s\t%s\t%s\n", t.GetId(), t.GetProvider(), statusWords(t), host.cell(t), branch.cell(t), runs,
+			usage.cell(t), when(instant(t.GetCreatedAt())), when(instant(t.GetUpdatedAt())), t.GetCwd())
 	}
 	return tw.Flush()
 }
@@ -185,6 +187,9 @@ type summaryJSON struct {
 	// says the owner stopped renewing its lease.
 	Host     string        `json:"host,omitempty"`
 	HostLost *hostLostJSON `json:"hostLost,omitempty"`
+	// Usage is what the thread's runs used, as their providers reported
+	// it (baton usage --by thread).
+	Usage *domain.Usage `json:"usage,omitempty"`
 }
 
 // hostLostJSON is a summary's lost owner.
@@ -211,8 +216,26 @@ func summaryJSONOf(t *batonv1.ThreadSummary) summaryJSON {
 	if l := t.GetHostLost(); l != nil {
 		s.HostLost = &hostLostJSON{Host: l.GetHost(), At: instant(l.GetAt())}
 	}
+	if u := t.GetUsage(); u != nil {
+		du := service.UsageOf(u)
+		s.Usage = &du
+	}
 	if w := t.GetWait(); w != nil {
 		s.Wait = &summaryWaitJSON{At: instant(w.GetAt()), Kind: w.GetKind(), Provider: w.GetProvider(), RunID: w.GetRunId()}
+	}
+	return s
+}
+
+// summaryUsageWords is a thread's usage as a list shows it: its total
+// tokens and the stated cost ("": none reported).
+func summaryUsageWords(t *batonv1.ThreadSummary) string {
+	u := t.GetUsage()
+	if u == nil {
+		return ""
+	}
+	s := fmt.Sprintf("%d tok", u.GetTotalTokens())
+	if u.GetCostMicros() > 0 {
+		s += " " + costWords(u.GetCostMicros())
 	}
 	return s
 }
