@@ -58,8 +58,10 @@ type head struct {
 // ReadUsage is Host.Usage of a store without a host.
 func ReadUsage(store eventlog.Log, q UsageQuery) (UsageReport, error) {
 	var ledgers []domain.ThreadLedger
-	err := eachHead(store, q.ThreadID, func(hd head) {
-		ledgers = append(ledgers, domain.ThreadLedger{ThreadID: hd.ID, Rows: hd.Ledger})
+	err := eachHead(store, q.ThreadID, func(id string, hd struct {
+		Ledger []domain.LedgerRow `json:"ledger"`
+	}) {
+		ledgers = append(ledgers, domain.ThreadLedger{ThreadID: id, Rows: hd.Ledger})
 	})
 	if err != nil {
 		return UsageReport{}, fmt.Errorf("usage: %w", err)
@@ -72,7 +74,12 @@ func ReadUsage(store eventlog.Log, q UsageQuery) (UsageReport, error) {
 // ReadLimits is Host.Limits of a store without a host.
 func ReadLimits(store eventlog.Log) ([]domain.RateLimit, error) {
 	var limits [][]domain.RateLimit
-	if err := eachHead(store, "", func(hd head) { limits = append(limits, hd.RateLimits) }); err != nil {
+	err := eachHead(store, "", func(_ string, hd struct {
+		RateLimits []domain.RateLimit `json:"rateLimits"`
+	}) {
+		limits = append(limits, hd.RateLimits)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("rate limits: %w", err)
 	}
 	return domain.LatestLimits(limits...), nil
@@ -81,15 +88,15 @@ func ReadLimits(store eventlog.Log) ([]domain.RateLimit, error) {
 // headPage is how many heads a report over every thread reads at once.
 const headPage = 1024
 
-// eachHead calls f with a thread's head (id "": every thread's, a page at
-// a time, in id order).
-func eachHead(store eventlog.Log, id string, f func(head)) error {
+// eachHead calls f with a thread's id and its head, decoded into the part
+// of it f reads (id "": every thread's, a page at a time, in id order).
+func eachHead[T any](store eventlog.Log, id string, f func(string, T)) error {
 	decode := func(id string, b []byte) error {
-		var hd head
+		var hd T
 		if err := json.Unmarshal(b, &hd); err != nil {
 			return fmt.Errorf("head of %s: %w", id, err)
 		}
-		f(hd)
+		f(id, hd)
 		return nil
 	}
 	if id != "" {
