@@ -324,6 +324,7 @@ fuzz:
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzParseSummary$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/checkpoint/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzStoredValues$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/eventlog/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzSeal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/eventlog/
+	cd host && $(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/mcpconf/
 
 clean:
 	rm -rf $(BIN) $(TOOLS)

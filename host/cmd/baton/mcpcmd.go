@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/mcpconf"
 	"github.com/baton-run/baton/sdk"
 )
@@ -200,8 +202,8 @@ func firstWords(line string) string {
 	if k, _, ok := strings.Cut(line, " "); ok {
 		return k + " ..."
 	}
-	if len(line) > 12 {
-		return line[:12] + "..."
+	if len(line) > 16 {
+		return line[:16] + "..."
 	}
 	return line
 }
@@ -337,5 +339,51 @@ func mcpRemoveCommand(g *globals) *cobra.Command {
 			fmt.Fprintf(g.stdout, "removed MCP server %s; each thread's next run goes without it\n", args[0])
 			return nil
 		},
+	}
+}
+
+// showMCP says which MCP servers each run's sessions had (by name and
+// revision; a thread that never had one shows nothing), and a run's own
+// choice (--mcp, --no-mcp).
+func showMCP(w io.Writer, t *batonv1.Thread) {
+	sessions := make(map[string][]*batonv1.McpServerRef, len(t.GetProviderSessions()))
+	some := false
+	for _, s := range t.GetProviderSessions() {
+		sessions[s.GetId()] = s.GetMcp()
+		some = some || len(s.GetMcp()) > 0
+	}
+	for _, r := range t.GetRuns() {
+		some = some || r.GetMcp() != nil
+	}
+	if !some {
+		return
+	}
+	fmt.Fprintf(w, "\nMCP servers:\n")
+	for _, r := range t.GetRuns() {
+		var names []string
+		seen := map[string]bool{}
+		for _, a := range r.GetAttempts() {
+			if a.GetSessionId() == "" || seen[a.GetSessionId()] {
+				continue
+			}
+			seen[a.GetSessionId()] = true
+			for _, m := range sessions[a.GetSessionId()] {
+				names = append(names, fmt.Sprintf("%s (%s, rev %d)", m.GetName(), m.GetTransport(), m.GetRevision()))
+			}
+		}
+		had := "none"
+		if len(names) > 0 {
+			had = strings.Join(names, ", ")
+		}
+		switch c := r.GetMcp(); {
+		case c.GetNone():
+			had += "  (--no-mcp)"
+		case len(c.GetNames()) > 0:
+			had += "  (--mcp " + strings.Join(c.GetNames(), ",") + ")"
+		}
+		if len(r.GetAttempts()) == 0 {
+			had = "not started"
+		}
+		fmt.Fprintf(w, "  run %d  %s\n", r.GetOrdinal(), had)
 	}
 }

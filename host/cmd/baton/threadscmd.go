@@ -180,6 +180,7 @@ func showThread(g *globals, t *batonv1.Thread) {
 		showProviders(w, t)
 	}
 	showRuns(w, t, switched)
+	showMCP(w, t)
 	showMessages(w, t)
 	showRequests(w, t)
 	showCheckpoints(w, t)
