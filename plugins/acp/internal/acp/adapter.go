@@ -459,13 +459,14 @@ func (s *session) permission(id jsonrpc2.ID, ch chan permissionOutcome, params [
 		opts = append(opts, sdk.RequestOption{ID: o.OptionID, Label: o.Name, Kind: sdk.OptionKind(o.Kind)})
 	}
 	s.mu.Lock()
-	turnRef, thread := "", s.acpSession
+	turnRef, thread, title := "", s.acpSession, deref(tool.Title)
 	if s.norm != nil {
 		turnRef = s.norm.turnRef
+		title, _, _ = s.norm.toolTitle(update{Kind: "tool_call", Title: tool.Title})
 	}
 	s.mu.Unlock()
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, RawFrame: raw, ThreadRef: thread, TurnRef: turnRef,
-		RequestRef: ref, RequestKind: "permission", ItemRef: tool.ToolCallID, Title: deref(tool.Title), Options: opts,
+		RequestRef: ref, RequestKind: "permission", ItemRef: tool.ToolCallID, Title: title, Options: opts,
 		Detail: p.ToolCall})
 
 	var decision sdk.Decision
