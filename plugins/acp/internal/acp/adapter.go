@@ -118,10 +118,12 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: %v", err)
 	}
 	life := sessions.NewLifecycle(emit)
-	s := &session{id: req.SessionID, cwd: filepath.Clean(req.Cwd), log: a.log.With("session", req.SessionID), life: life, emit: life,
+	secrets := sdk.MCPSecrets(req.MCPServers)
+	s := &session{id: req.SessionID, cwd: filepath.Clean(req.Cwd), log: redactLogger(a.log.With("session", req.SessionID), secrets),
+		life: life, emit: life,
 		ctx: life.Context(), respFrames: map[string]uint64{}, now: a.clock.Now}
 	c, err := jsonrpcproc.Start(s.ctx, jsonrpcproc.Config{Name: "the agent", Command: req.Command, Dir: s.cwd,
-		RawFrameLog: req.RawFrameLog, Redact: sdk.MCPSecrets(req.MCPServers), Log: s.log, Handler: handler{s}, OnRecv: s.onRecv,
+		RawFrameLog: req.RawFrameLog, Redact: secrets, Log: s.log, Handler: handler{s}, OnRecv: s.onRecv,
 		OnMalformed: jsonrpcproc.MalformedDiagnostic(s.emit)})
 	if err != nil {
 		return sdk.OpenSessionResponse{}, err // it names the command; the host says it opened a session
