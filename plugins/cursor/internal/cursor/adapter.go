@@ -96,13 +96,9 @@ func (a *Adapter) Describe() sdk.Description {
 			sdk.NoteSubagents: "no child turns: the `task` tool call is one subagent item of the root turn, its own steps are not streamed",
 			sdk.NoteRollback:  "a chat cannot drop turns",
 			sdk.NoteResume:    "`--resume CHAT_ID` on the next turn's process",
-			noteMCP:           mcpNote,
+			sdk.NoteMCP:       mcpNote,
 		}}
 }
-
-// noteMCP is the Notes key that says how the host's MCP servers reach
-// the provider (the sdk has no key for it).
-const noteMCP = "mcp"
 
 // mcpNote says why the plugin takes no MCP server (Description has no
 // MCPTransports, so sdk.CheckMCPServers refuses every one, naming it).

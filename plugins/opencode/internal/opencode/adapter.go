@@ -67,14 +67,10 @@ func (a *Adapter) Describe() sdk.Description {
 			sdk.NoteSubagents: "child sessions (`parentID`) as child threads",
 			sdk.NoteRollback:  "`POST /session/{id}/revert` to before the turn's user message",
 			sdk.NoteResume:    "the session id, on a restarted server with the same data directory",
-			noteMCP:           "stdio servers as `local` and http ones as `remote` in the `mcp` of OPENCODE_CONFIG_CONTENT, merged with the configuration opencode reads; their tools are SERVER_TOOL",
+			sdk.NoteMCP:       "stdio servers as `local` and http ones as `remote` in the `mcp` of OPENCODE_CONFIG_CONTENT, merged with the configuration opencode reads; their tools are SERVER_TOOL",
 		},
 	}
 }
-
-// noteMCP is the Notes key that says how the host's MCP servers reach
-// opencode (the sdk has no key for it).
-const noteMCP = "mcp"
 
 func (a *Adapter) session(id string) (*session, error) { return a.sessions.Get(id) }
 
