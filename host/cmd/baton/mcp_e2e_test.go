@@ -127,3 +127,42 @@ func threadIDOf(t *testing.T, line string) string {
 	}
 	return th.ID
 }
+
+// A server the thread's provider cannot take fails the run before its
+// session opens (the provider is never started), saying which provider,
+// server and transport, and what to do; --no-mcp runs it without.
+func TestMCPServerTheProviderCannotTake(t *testing.T) {
+	data, ws := t.TempDir(), t.TempDir()
+	env := append(os.Environ(), "BATON_DATA="+data)
+	if out, errOut, code := execBaton(t, env, "", "mcp", "add", "fs", "--", "mcp-fs"); code != 0 {
+		t.Fatalf("mcp add: %d %s%s", code, out, errOut)
+	}
+	msgs := lines(t, "cursor/multi_turn.messages")
+	// Cursor starts a process a turn: the peer keeps its place in --state.
+	var peer []string
+	for _, a := range soakPeer(t, "cursor/multi_turn.ndjson", t.TempDir()) {
+		peer = append(peer, "'"+a+"'")
+	}
+	args := []string{"run", "--json", "--cwd", ws, "--provider", "cursor", "--provider-command", strings.Join(peer, " ")}
+	out, _, code := execBaton(t, env, "", append(args, msgs[0])...)
+	outLines := strings.Split(strings.TrimSpace(out), "\n")
+	var thread struct {
+		Runs []struct {
+			Status  string `json:"status"`
+			Failure struct {
+				Message string `json:"message"`
+			} `json:"failure"`
+		} `json:"runs"`
+		ProviderSessions []any `json:"providerSessions"`
+	}
+	json.Unmarshal([]byte(outLines[len(outLines)-1]), &thread)
+	want := `cursor cannot take MCP server "fs" over stdio (it takes no MCP server at all); choose other servers for the run (baton run --mcp, --no-mcp) or another provider`
+	if code != 1 || len(thread.Runs) != 1 || thread.Runs[0].Status != "failed" || thread.Runs[0].Failure.Message != want ||
+		len(thread.ProviderSessions) != 0 {
+		t.Fatalf("exit %d; want 1, the run failed with %q and no session:\n%s", code, want, outLines[len(outLines)-1])
+	}
+	out, errOut, code := execBaton(t, env, "", append(append(args, "--no-mcp"), msgs...)...)
+	if code != 0 {
+		t.Fatalf("--no-mcp: exit %d\n%s\n%s", code, errOut, out)
+	}
+}
