@@ -16,13 +16,8 @@
 #     the port as "<any>").
 #   - a scenario with scenarios/SCENARIO.config.json has it merged into
 #     opencode.json (mcp_usage: the model's prices, so that opencode states
-#     a cost); one with scenarios/SCENARIO.mcp.json has it as the plugin's
-#     own OPENCODE_CONFIG_CONTENT, which the plugin merges into the value it
-#     gives opencode as it does the host's MCP servers ({{MCPTOOL}} is the
-#     host's testbin/mcptool, built into the temp directory, {{EVIDENCE}}
-#     the file it appends each call to, checked afterwards): this host
-#     hands no MCP server to the plugin yet, so the recording passes them
-#     by the same variable in the same form.
+#     a cost); its MCP servers (SCENARIO.mcp) are added with baton mcp add
+#     as for every provider (record.sh).
 # opencode installs its plugin package (@opencode-ai/plugin) into
 # $XDG_CONFIG_HOME/opencode on its first start, from the npm registry.
 record_opencode() {
@@ -61,13 +56,6 @@ record_opencode() {
     jq -s '.[0] * .[1]' "$xdg/config/opencode/opencode.json" "$overlay" >"$TMP/opencode.json"
     mv "$TMP/opencode.json" "$xdg/config/opencode/opencode.json"
   fi
-  local mcp_src=$REPO/testdata/opencode/scenarios/$SCENARIO.mcp.json evidence=
-  if [ -f "$mcp_src" ]; then
-    evidence=$TMP/mcptool.evidence
-    (cd "$REPO/host" && go build -o "$TMP/mcptool" ./internal/testbin/mcptool) || die "build mcptool"
-    OPENCODE_CONFIG_CONTENT=$(sed -e "s|{{MCPTOOL}}|$TMP/mcptool|g" -e "s|{{EVIDENCE}}|$evidence|g" "$mcp_src" | jq -c .)
-    export OPENCODE_CONFIG_CONTENT
-  fi
 
   # 4. Record through baton.
   read_client_side "$REPO/testdata/opencode"
@@ -102,7 +90,6 @@ record_opencode() {
     --meta "model=baton/scripted: baton-modelserver --api anthropic (scripted)"
     --meta "modelScript=testdata/opencode/scenarios/$SCENARIO.json"
     --meta "capturedBy=make record"
-    ${evidence:+--meta "mcp=scenarios/$SCENARIO.mcp.json as the plugin's OPENCODE_CONFIG_CONTENT, merged by the plugin into the value it gives opencode (this host hands the plugin no MCP server yet); the stdio server is host/internal/testbin/mcptool"}
     --
     sh -c "exec env -i$envs \"OPENCODE_CONFIG_CONTENT=\$OPENCODE_CONFIG_CONTENT\" $(quote "$oc_bin") \"\$@\"" sh
     --
@@ -111,8 +98,4 @@ record_opencode() {
   for w in "${argv[@]}"; do cmd+="${cmd:+ }$(quote "$w")"; done
   WS_TMP=
   record_and_verify opencode "$ws" "$cmd" "$out"
-  if [ -n "$evidence" ]; then
-    [ -s "$evidence" ] || die "the MCP server's tool was never called (no $evidence)"
-    echo "record.sh: the MCP tool was called with: $(cat "$evidence")" >&2
-  fi
 }
