@@ -75,10 +75,10 @@ func New(log hclog.Logger, opts ...Option) *Adapter {
 // Describe implements sdk.Adapter.
 func (a *Adapter) Describe() sdk.Description {
 	return sdk.Description{
-		Name:         "claude",
-		Version:      Version,
-		WireProtocol: WireProtocol,
-		Capabilities: sdk.Capabilities{NativeSteering: true, Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Resume: true},
+		Name:          "claude",
+		Version:       Version,
+		WireProtocol:  WireProtocol,
+		Capabilities:  sdk.Capabilities{NativeSteering: true, Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Resume: true},
 		MCPTransports: mcpTransports,
 		Notes: map[string]string{
 			sdk.NoteSteering:  "a user message written into the running turn",
