@@ -80,7 +80,9 @@ func TestMCPServersAndUsage(t *testing.T) {
 	if root == "" {
 		root = evs[0].ThreadRef
 	}
-	call := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventItemStarted && ev.ItemRef == "toolu_01Probe" })
+	call := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemStarted && ev.ItemRef == "toolu_01Probe"
+	})
 	wantCall := sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: root, TurnRef: first, ItemRef: "toolu_01Probe",
 		ItemKind: sdk.ItemToolCall, Title: "probe/baton_probe", Status: sdk.ItemInProgress,
 		Detail: json.RawMessage(`{"input":{"text":"hello from claude"},"mcpServer":"probe","mcpTool":"baton_probe","tool":"mcp__probe__baton_probe"}`)}
