@@ -36,12 +36,12 @@ const wantMCPConfig = `{"mcpServers":{` +
 	`"probe":{"type":"stdio","command":"/opt/baton/mcptool","args":["--quiet"],"env":{"MCPTOOL_EVIDENCE":"/tmp/evidence","MCPTOOL_TOKEN":"stdio-secret-9a41"}},` +
 	`"remote":{"type":"http","url":"http://127.0.0.1:9/mcp","headers":{"Authorization":"Bearer http-secret-5f2c"}}}}`
 
-// TestMCPServersAndUsage (mcp_usage, derived by hand from simple): the
-// host's MCP servers reach the CLI in a file of the session's own, named
-// by --mcp-config (with --strict-mcp-config, asked for by BATON_MCP_STRICT=1),
-// which only its owner can read and which is gone once the session
-// closed; neither secret is in the raw-frame log, though the CLI's stderr
-// quoted one. The first turn calls the stdio server's tool: a tool call
+// TestMCPServersAndUsage (mcp_usage, recorded from 2.1.332 with the
+// stdio server host/internal/testbin/mcptool): the host's MCP servers
+// reach the CLI in a file of the session's own, named by --mcp-config,
+// which only its owner can read and which is gone once the session closed;
+// neither secret is in the raw-frame log. The first turn calls the stdio
+// server's tool (the host accepts its permission request): a tool call
 // named by server and tool. Each turn's usage is its result's usage, with
 // what the conversation's running cost and usage by model grew by.
 func TestMCPServersAndUsage(t *testing.T) {
@@ -51,10 +51,9 @@ func TestMCPServersAndUsage(t *testing.T) {
 	p := plugintest.Start(t, bin)
 	ws := t.TempDir()
 	frames := filepath.Join(t.TempDir(), "frames.ndjson")
-	cmd := plugintest.PeerCommand(filepath.Join(testdata, "mcp_usage.ndjson"), ws, "")
-	cmd.Env = append(cmd.Env, "BATON_MCP_STRICT=1")
-	s := openWith(t, p, sdk.OpenSessionRequest{Cwd: ws, RawFrameLog: frames, RuntimePolicy: "bypassPermissions",
-		Command: cmd, MCPServers: mcpServers}, "", nil)
+	s := openWith(t, p, sdk.OpenSessionRequest{Cwd: ws, RawFrameLog: frames, MCPServers: mcpServers,
+		Command: plugintest.PeerCommand(filepath.Join(testdata, "mcp_usage.ndjson"), ws, "")}, "",
+		func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) { return sdk.DecisionAccept, nil })
 
 	files, _ := filepath.Glob(filepath.Join(tmp, "*", "mcp.json"))
 	if len(files) != 1 {
@@ -76,38 +75,36 @@ func TestMCPServersAndUsage(t *testing.T) {
 	ignore := cmpopts.IgnoreFields(sdk.RuntimeEvent{}, "SessionID", "Sequence", "RawFrame")
 	first := s.StartTurn(t, "Call the probe").TurnRef
 	evs := s.WaitTurnRef(t, first)
-	root := s.Open.ProviderThreadRef
-	if root == "" {
-		root = evs[0].ThreadRef
-	}
+	root := evs[0].ThreadRef
+	const toolUse = "toolu_000000000000000000000001"
 	call := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool {
-		return ev.Kind == sdk.EventItemStarted && ev.ItemRef == "toolu_01Probe"
+		return ev.Kind == sdk.EventItemStarted && ev.ItemRef == toolUse
 	})
-	wantCall := sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: root, TurnRef: first, ItemRef: "toolu_01Probe",
+	wantCall := sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ThreadRef: root, TurnRef: first, ItemRef: toolUse,
 		ItemKind: sdk.ItemToolCall, Title: "probe/baton_probe", Status: sdk.ItemInProgress,
 		Detail: json.RawMessage(`{"input":{"text":"hello from claude"},"mcpServer":"probe","mcpTool":"baton_probe","tool":"mcp__probe__baton_probe"}`)}
 	if diff := gocmp.Diff(wantCall, call, ignore); diff != "" {
 		t.Errorf("the MCP tool call's item_started (-want +got):\n%s", diff)
 	}
-	opus, haiku := "claude-opus-5-5", "claude-haiku-4-5"
+	if done := evs[plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
+		return ev.Kind == sdk.EventItemCompleted && ev.ItemRef == toolUse
+	})]; done.Status != sdk.ItemDone || !strings.Contains(string(done.Detail), "probe: hello from claude") {
+		t.Errorf("the MCP tool call ended %+v; want done with the probe's answer", done)
+	}
+	const opus = "claude-opus-5-5"
 	// The first result: the conversation's totals are the turn's.
-	turn1 := sdk.Usage{InputTokens: 13750, CachedInputTokens: 100, OutputTokens: 20, TotalTokens: 13770, CostMicros: 61234, Model: opus}
+	turn1 := sdk.Usage{InputTokens: 27592, OutputTokens: 13, TotalTokens: 27605, CostMicros: 110628, Model: opus}
 	want := sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: root, TurnRef: first, Usage: &turn1, ModelUsage: []sdk.Usage{turn1}}
 	if diff := gocmp.Diff(want, usageOf(t, evs), ignore); diff != "" {
 		t.Errorf("first turn's usage (-want +got):\n%s", diff)
 	}
-
 	second := s.StartTurn(t, "Say hello").TurnRef
 	evs = s.WaitTurnRef(t, second)
-	// The second: its own usage; the cost and each model's usage are what
-	// the totals grew by (0.1154 - 0.061234 dollars; a second model, as a
-	// subagent's calls add, so the turn names no one model).
-	want = sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: root, TurnRef: second,
-		Usage: &sdk.Usage{InputTokens: 26700, CachedInputTokens: 13000, OutputTokens: 5, TotalTokens: 26705, CostMicros: 54166},
-		ModelUsage: []sdk.Usage{
-			{InputTokens: 300, OutputTokens: 10, TotalTokens: 310, CostMicros: 400, Model: haiku},
-			{InputTokens: 26700, CachedInputTokens: 13000, OutputTokens: 5, TotalTokens: 26705, CostMicros: 53766, Model: opus},
-		}}
+	// The second: its own usage; the cost (0.166144 - 0.110628 dollars)
+	// and the model's usage (41461 - 27592 input tokens) are what the
+	// totals grew by.
+	turn2 := sdk.Usage{InputTokens: 13869, OutputTokens: 2, TotalTokens: 13871, CostMicros: 55516, Model: opus}
+	want = sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: root, TurnRef: second, Usage: &turn2, ModelUsage: []sdk.Usage{turn2}}
 	if diff := gocmp.Diff(want, usageOf(t, evs), ignore); diff != "" {
 		t.Errorf("second turn's usage (-want +got):\n%s", diff)
 	}
@@ -117,15 +114,51 @@ func TestMCPServersAndUsage(t *testing.T) {
 		t.Errorf("left in TMPDIR after close: %v", left)
 	}
 	checkNoSecrets(t, tmp)
+	checkNoSecrets(t, filepath.Dir(frames))
+}
+
+// TestUsageByModelAndStrict (usage_by_model, derived by hand from simple):
+// BATON_MCP_STRICT=1 adds --strict-mcp-config. A turn whose running totals
+// grew for two models (a subagent's calls add a second) has a usage by
+// model for each and names no one model. The CLI's stderr quoted the http
+// server's header: the raw-frame log shows it as ***.
+func TestUsageByModelAndStrict(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	ws := t.TempDir()
+	frames := filepath.Join(t.TempDir(), "frames.ndjson")
+	cmd := plugintest.PeerCommand(filepath.Join(testdata, "usage_by_model.ndjson"), ws, "")
+	cmd.Env = append(cmd.Env, "BATON_MCP_STRICT=1")
+	s := openWith(t, p, sdk.OpenSessionRequest{Cwd: ws, RawFrameLog: frames, RuntimePolicy: "bypassPermissions",
+		Command: cmd, MCPServers: mcpServers}, "", nil)
+	ignore := cmpopts.IgnoreFields(sdk.RuntimeEvent{}, "SessionID", "Sequence", "RawFrame")
+	first := s.StartTurn(t, "Call the probe").TurnRef
+	evs := s.WaitTurnRef(t, first)
+	root := evs[0].ThreadRef
+	opus, haiku := "claude-opus-5-5", "claude-haiku-4-5"
+	turn1 := sdk.Usage{InputTokens: 13750, CachedInputTokens: 100, OutputTokens: 20, TotalTokens: 13770, CostMicros: 61234, Model: opus}
+	want := sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: root, TurnRef: first, Usage: &turn1, ModelUsage: []sdk.Usage{turn1}}
+	if diff := gocmp.Diff(want, usageOf(t, evs), ignore); diff != "" {
+		t.Errorf("first turn's usage (-want +got):\n%s", diff)
+	}
+	second := s.StartTurn(t, "Say hello").TurnRef
+	evs = s.WaitTurnRef(t, second)
+	// 0.1154 - 0.061234 dollars in all; the second model's entry is new.
+	want = sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: root, TurnRef: second,
+		Usage: &sdk.Usage{InputTokens: 26700, CachedInputTokens: 13000, OutputTokens: 5, TotalTokens: 26705, CostMicros: 54166},
+		ModelUsage: []sdk.Usage{
+			{InputTokens: 300, OutputTokens: 10, TotalTokens: 310, CostMicros: 400, Model: haiku},
+			{InputTokens: 26700, CachedInputTokens: 13000, OutputTokens: 5, TotalTokens: 26705, CostMicros: 53766, Model: opus},
+		}}
+	if diff := gocmp.Diff(want, usageOf(t, evs), ignore); diff != "" {
+		t.Errorf("second turn's usage (-want +got):\n%s", diff)
+	}
+	s.Close(t) // the peer checked --strict-mcp-config
+
 	log, err := os.ReadFile(frames)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{stdioSecret, "http-secret-5f2c"} {
-		if strings.Contains(string(log), secret) {
-			t.Errorf("the raw-frame log holds the secret %q", secret)
-		}
-	}
+	checkNoSecrets(t, filepath.Dir(frames))
 	if !strings.Contains(string(log), `Authorization: ***`) {
 		t.Errorf("the raw-frame log lacks the CLI's stderr line quoting the header, redacted (Authorization: ***)")
 	}
