@@ -286,6 +286,23 @@ type requestParams struct {
 	Permissions json.RawMessage `json:"permissions"`
 	// item/tool/requestUserInput
 	Questions []question `json:"questions"`
+	// mcpServer/elicitation/request
+	ServerName string           `json:"serverName"`
+	Message    string           `json:"message"`
+	Meta       *elicitationMeta `json:"_meta"`
+}
+
+// elicitationMeta is what codex adds to an MCP server's elicitation: an
+// approval of a tool call says so, and names the tool.
+type elicitationMeta struct {
+	ApprovalKind string `json:"codex_approval_kind"`
+	ToolName     string `json:"tool_name"`
+}
+
+// elicitationResult answers an elicitation (MCP's ElicitResult).
+type elicitationResult struct {
+	Action  string          `json:"action"`
+	Content json.RawMessage `json:"content,omitempty"`
 }
 
 type question struct {
