@@ -86,6 +86,10 @@ func TestMCPServersAndUsage(t *testing.T) {
 	if diff := gocmp.Diff(wantCall, call, ignore); diff != "" {
 		t.Errorf("the MCP tool call's item_started (-want +got):\n%s", diff)
 	}
+	asked := plugintest.Find(t, evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventRequestOpened })
+	if asked.RequestKind != sdk.RequestPermission || asked.Title != "probe/baton_probe" || asked.ItemRef != toolUse {
+		t.Errorf("the tool's permission request opened as %+v; want a permission request for probe/baton_probe", asked)
+	}
 	if done := evs[plugintest.Index(evs, func(ev sdk.RuntimeEvent) bool {
 		return ev.Kind == sdk.EventItemCompleted && ev.ItemRef == toolUse
 	})]; done.Status != sdk.ItemDone || !strings.Contains(string(done.Detail), "probe: hello from claude") {
