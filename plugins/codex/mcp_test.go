@@ -20,16 +20,19 @@ import (
 // server's env value and the http server's header.
 const (
 	stdioSecret = "stdio-secret-9a41"
-	httpSecret  = "Bearer http-secret-5f2c"
+	httpSecret  = "http-secret-5f2c"
 )
 
-// mcpServers are one stdio server with a secret in its env and one http
+// mcpServersIn are the servers testdata/codex/mcp_usage.mcp adds for a
+// session in ws: one stdio server with a secret in its env and one http
 // server with a secret header.
-var mcpServers = []sdk.MCPServer{
-	{Name: "probe", Transport: sdk.MCPStdio, Command: "/opt/baton/mcptool", Args: []string{"--quiet"},
-		Env: []sdk.NameValue{{Name: "MCPTOOL_EVIDENCE", Value: "/tmp/evidence"}, {Name: "MCPTOOL_TOKEN", Value: stdioSecret}}},
-	{Name: "remote", Transport: sdk.MCPHTTP, URL: "http://127.0.0.1:9/mcp",
-		Headers: []sdk.NameValue{{Name: "Authorization", Value: httpSecret}}},
+func mcpServersIn(ws string) []sdk.MCPServer {
+	return []sdk.MCPServer{
+		{Name: "probe", Transport: sdk.MCPStdio, Command: "mcptool", Args: []string{"--quiet"},
+			Env: []sdk.NameValue{{Name: "MCPTOOL_EVIDENCE", Value: filepath.Join(ws, "mcp-evidence.txt")}, {Name: "MCPTOOL_TOKEN", Value: stdioSecret}}},
+		{Name: "remote", Transport: sdk.MCPHTTP, URL: "http://127.0.0.1:9/mcp",
+			Headers: []sdk.NameValue{{Name: "X-Baton-Token", Value: httpSecret}}},
+	}
 }
 
 // jsonEqual compares JSON by value, not by its spelling.
@@ -41,8 +44,9 @@ var jsonEqual = cmp.Comparer(func(a, b json.RawMessage) bool {
 // ignoreIDs leaves out what the session numbers itself.
 var ignoreIDs = cmpopts.IgnoreFields(sdk.RuntimeEvent{}, "SessionID", "Sequence", "RawFrame")
 
-// TestMCPServersAndUsage (mcp_usage, recorded from codex 0.171.0 with the
-// stdio server host/internal/testbin/mcptool): the host's MCP servers
+// TestMCPServersAndUsage (mcp_usage, recorded from codex 0.171.0 by make
+// record, its servers added with baton mcp add (mcp_usage.mcp), the stdio
+// one host/internal/testbin/mcptool): the host's MCP servers
 // reach codex in thread/start's config, one mcp_servers.NAME key a server
 // (the peer checks the frame whole, so a server dropped or malformed fails
 // the session's close), and neither secret is in the raw-frame log. codex
@@ -54,7 +58,7 @@ func TestMCPServersAndUsage(t *testing.T) {
 	p := plugintest.Start(t, plugintest.Build(t, "."))
 	ws := t.TempDir()
 	frames := filepath.Join(t.TempDir(), "frames.ndjson")
-	s := openWith(t, p, sdk.OpenSessionRequest{Cwd: ws, RawFrameLog: frames, MCPServers: mcpServers,
+	s := openWith(t, p, sdk.OpenSessionRequest{Cwd: ws, RawFrameLog: frames, MCPServers: mcpServersIn(ws),
 		Command: plugintest.PeerCommand(filepath.Join(testdata, "mcp_usage.ndjson"), ws, "")}, "",
 		func(sdk.RuntimeEvent) (sdk.Decision, map[string]string) { return sdk.DecisionAccept, nil })
 	root := s.Open.ProviderThreadRef
@@ -85,14 +89,14 @@ func TestMCPServersAndUsage(t *testing.T) {
 	tokens := func(last, total string) json.RawMessage {
 		return json.RawMessage(`{"last":` + last + `,"modelContextWindow":258400,"total":` + total + `}`)
 	}
-	call1 := `{"cacheWriteInputTokens":0,"cachedInputTokens":0,"inputTokens":12402,"outputTokens":7,"reasoningOutputTokens":0,"totalTokens":12409}`
-	call2 := `{"cacheWriteInputTokens":0,"cachedInputTokens":0,"inputTokens":12519,"outputTokens":5,"reasoningOutputTokens":0,"totalTokens":12524}`
-	total2 := `{"cacheWriteInputTokens":0,"cachedInputTokens":0,"inputTokens":24921,"outputTokens":12,"reasoningOutputTokens":0,"totalTokens":24933}`
+	call1 := `{"cacheWriteInputTokens":0,"cachedInputTokens":0,"inputTokens":12421,"outputTokens":7,"reasoningOutputTokens":0,"totalTokens":12428}`
+	call2 := `{"cacheWriteInputTokens":0,"cachedInputTokens":0,"inputTokens":12538,"outputTokens":5,"reasoningOutputTokens":0,"totalTokens":12543}`
+	total2 := `{"cacheWriteInputTokens":0,"cachedInputTokens":0,"inputTokens":24959,"outputTokens":12,"reasoningOutputTokens":0,"totalTokens":24971}`
 	want := []sdk.RuntimeEvent{
 		{Kind: sdk.EventUsage, ThreadRef: root, TurnRef: turn, Detail: tokens(call1, call1),
-			Usage: &sdk.Usage{InputTokens: 12402, OutputTokens: 7, TotalTokens: 12409, Model: model}},
+			Usage: &sdk.Usage{InputTokens: 12421, OutputTokens: 7, TotalTokens: 12428, Model: model}},
 		{Kind: sdk.EventUsage, ThreadRef: root, TurnRef: turn, Detail: tokens(call2, total2),
-			Usage: &sdk.Usage{InputTokens: 24921, OutputTokens: 12, TotalTokens: 24933, Model: model}},
+			Usage: &sdk.Usage{InputTokens: 24959, OutputTokens: 12, TotalTokens: 24971, Model: model}},
 	}
 	if diff := cmp.Diff(want, plugintest.Filter(evs, func(ev sdk.RuntimeEvent) bool { return ev.Kind == sdk.EventUsage }), ignoreIDs, jsonEqual); diff != "" {
 		t.Errorf("usage events (-want +got):\n%s", diff)
@@ -103,12 +107,12 @@ func TestMCPServersAndUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{stdioSecret, "http-secret-5f2c"} {
+	for _, secret := range []string{stdioSecret, httpSecret} {
 		if bytes.Contains(log, []byte(secret)) {
 			t.Errorf("the raw-frame log holds the secret %q", secret)
 		}
 	}
-	if !bytes.Contains(log, []byte(`"MCPTOOL_TOKEN":"***"`)) || !bytes.Contains(log, []byte(`"Authorization":"***"`)) {
+	if !bytes.Contains(log, []byte(`"MCPTOOL_TOKEN":"***"`)) || !bytes.Contains(log, []byte(`"X-Baton-Token":"***"`)) {
 		t.Errorf("the raw-frame log lacks thread/start with the secrets shown as ***")
 	}
 }
@@ -121,7 +125,7 @@ func TestMCPServersAndUsage(t *testing.T) {
 func TestUsageAndRateLimits(t *testing.T) {
 	p := plugintest.Start(t, plugintest.Build(t, "."))
 	ws := t.TempDir()
-	s := openWith(t, p, sdk.OpenSessionRequest{Cwd: ws, MCPServers: mcpServers,
+	s := openWith(t, p, sdk.OpenSessionRequest{Cwd: ws, MCPServers: mcpServersIn(ws),
 		Command: plugintest.PeerCommand(filepath.Join(testdata, "usage_rate_limits.ndjson"), ws, "")}, "", nil)
 	root := s.Open.ProviderThreadRef
 	turn := s.StartTurn(t, "Call the probe").TurnRef
