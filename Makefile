@@ -241,7 +241,7 @@ record-switch: build
 # (codex,claude:worktree_parallel, testdata/live_worktrees.sh; LIVE_SERVE=1
 # runs those threads in baton serve). Not part of `make test`: it needs the
 # npm registry and takes a minute or two.
-LIVE_SCENARIOS ?= acp:simple acp:approval_accept acp:thread_rollback acp:mcp_tools codex:simple codex:mcp_usage codex:approval_accept codex:subagent codex:thread_rollback claude:simple claude:approval_accept claude:message_steering claude:subagent claude:thread_rollback opencode:simple opencode:mcp_usage opencode:approval_accept opencode:subagent opencode:thread_rollback codex,claude:worktree_parallel
+LIVE_SCENARIOS ?= acp:simple acp:approval_accept acp:thread_rollback acp:mcp_tools codex:simple codex:mcp_usage codex:approval_accept codex:subagent codex:thread_rollback claude:simple claude:mcp_usage claude:approval_accept claude:message_steering claude:subagent claude:thread_rollback opencode:simple opencode:mcp_usage opencode:approval_accept opencode:subagent opencode:thread_rollback codex,claude:worktree_parallel
 # The tests that stop nodes of a three-node JetStream cluster under the
 # shared log and the lease (skipped by make test: they wait out elections).
 nats-node-loss-test:

@@ -36,8 +36,9 @@ const wantMCPConfig = `{"mcpServers":{` +
 	`"probe":{"type":"stdio","command":"/opt/baton/mcptool","args":["--quiet"],"env":{"MCPTOOL_EVIDENCE":"/tmp/evidence","MCPTOOL_TOKEN":"stdio-secret-9a41"}},` +
 	`"remote":{"type":"http","url":"http://127.0.0.1:9/mcp","headers":{"Authorization":"Bearer http-secret-5f2c"}}}}`
 
-// TestMCPServersAndUsage (mcp_usage, recorded from 2.1.332 with the
-// stdio server host/internal/testbin/mcptool): the host's MCP servers
+// TestMCPServersAndUsage (mcp_usage, recorded from 2.1.332 by make
+// record, its servers added with baton mcp add (mcp_usage.mcp), the stdio
+// one host/internal/testbin/mcptool): the host's MCP servers
 // reach the CLI in a file of the session's own, named by --mcp-config,
 // which only its owner can read and which is gone once the session closed;
 // neither secret is in the raw-frame log. The first turn calls the stdio
@@ -97,17 +98,17 @@ func TestMCPServersAndUsage(t *testing.T) {
 	}
 	const opus = "claude-opus-5-5"
 	// The first result: the conversation's totals are the turn's.
-	turn1 := sdk.Usage{InputTokens: 27592, OutputTokens: 13, TotalTokens: 27605, CostMicros: 110628, Model: opus}
+	turn1 := sdk.Usage{InputTokens: 27608, OutputTokens: 13, TotalTokens: 27621, CostMicros: 110692, Model: opus}
 	want := sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: root, TurnRef: first, Usage: &turn1, ModelUsage: []sdk.Usage{turn1}}
 	if diff := gocmp.Diff(want, usageOf(t, evs), ignore); diff != "" {
 		t.Errorf("first turn's usage (-want +got):\n%s", diff)
 	}
 	second := s.StartTurn(t, "Say hello").TurnRef
 	evs = s.WaitTurnRef(t, second)
-	// The second: its own usage; the cost (0.166144 - 0.110628 dollars)
-	// and the model's usage (41461 - 27592 input tokens) are what the
+	// The second: its own usage; the cost (0.166236 - 0.110692 dollars)
+	// and the model's usage (41484 - 27608 input tokens) are what the
 	// totals grew by.
-	turn2 := sdk.Usage{InputTokens: 13869, OutputTokens: 2, TotalTokens: 13871, CostMicros: 55516, Model: opus}
+	turn2 := sdk.Usage{InputTokens: 13876, OutputTokens: 2, TotalTokens: 13878, CostMicros: 55544, Model: opus}
 	want = sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: root, TurnRef: second, Usage: &turn2, ModelUsage: []sdk.Usage{turn2}}
 	if diff := gocmp.Diff(want, usageOf(t, evs), ignore); diff != "" {
 		t.Errorf("second turn's usage (-want +got):\n%s", diff)
