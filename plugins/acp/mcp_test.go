@@ -64,8 +64,8 @@ func TestMCPServersReachTheAgent(t *testing.T) {
 	if call == nil {
 		t.Fatalf("no tool-call item in the turn (events: %s)", plugintest.Kinds(evs))
 	}
-	if call.Title != "baton: baton_probe" {
-		t.Errorf("the MCP tool call is titled %q; want %q", call.Title, "baton: baton_probe")
+	if call.Title != "baton/baton_probe" {
+		t.Errorf("the MCP tool call is titled %q; want %q", call.Title, "baton/baton_probe")
 	}
 	var d struct {
 		Server string `json:"mcpServer"`

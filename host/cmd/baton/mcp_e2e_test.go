@@ -79,7 +79,7 @@ func TestMCPServersReachTheAgent(t *testing.T) {
 			calls = append(calls, call)
 		}
 	}
-	if diff := cmp.Diff([]string{"baton: baton_probe | baton baton_probe -> probe: hello from the model"}, calls); diff != "" {
+	if diff := cmp.Diff([]string{"baton/baton_probe | baton baton_probe -> probe: hello from the model"}, calls); diff != "" {
 		t.Errorf("the run's tool calls (-want +got):\n%s", diff)
 	}
 	show, _, _ := execBaton(t, env, "", "show", threadIDOf(t, lines[len(lines)-1]))

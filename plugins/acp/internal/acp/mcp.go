@@ -3,7 +3,6 @@ package acp
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/baton-run/baton/sdk"
 )
@@ -59,27 +58,6 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-// mcpTool is the configured server and the tool a tool name names, in
-// the form claude-code-acp gives MCP tools ("mcp__SERVER__TOOL"); ok is
-// false for any other name, the agent's own MCP tools among them
-// ("mcp__acp__Write" is claude-code-acp's file tool, not a host server).
-// The server is matched against the configured names, so that a name
-// holding "__" is still split where it ends.
-func mcpTool(name string, servers []string) (server, tool string, ok bool) {
-	rest, ok := strings.CutPrefix(name, "mcp__")
-	if !ok {
-		return "", "", false
-	}
-	for _, s := range servers {
-		if t, ok := strings.CutPrefix(rest, s+"__"); ok && t != "" {
-			if server == "" || len(s) > len(server) {
-				server, tool = s, t
-			}
-		}
-	}
-	return server, tool, server != ""
 }
 
 // serverNames are the servers' names, what mcpTool matches tool names

@@ -84,14 +84,14 @@ func TestMCPToolNames(t *testing.T) {
 		{"baton__baton_probe", "", ""},
 		{"Write", "", ""},
 	} {
-		server, tool, ok := mcpTool(tc.name, servers)
+		server, tool, ok := sdk.MCPToolOf(tc.name, "mcp__", "__", servers)
 		if server != tc.server || tool != tc.tool || ok != (tc.server != "") {
 			t.Errorf("mcpTool(%q) = %q, %q, %v; want %q, %q", tc.name, server, tool, ok, tc.server, tc.tool)
 		}
 	}
 }
 
-// A call of a host's MCP tool is a tool-call item titled "SERVER: TOOL"
+// A call of a host's MCP tool is a tool-call item titled "SERVER/TOOL"
 // with the server and tool in its detail; the agent's own tools keep
 // their titles.
 func TestNormalizerNamesMCPToolCalls(t *testing.T) {
@@ -111,8 +111,8 @@ func TestNormalizerNamesMCPToolCalls(t *testing.T) {
 			t.Errorf("event %d (%s) detail %s; want mcpServer baton and mcpTool baton_probe", i, ev.Kind, ev.Detail)
 		}
 	}
-	if evs[0].Title != "baton: baton_probe" || evs[0].ItemKind != sdk.ItemToolCall {
-		t.Errorf("the MCP call started as %s %q; want a tool_call titled %q", evs[0].ItemKind, evs[0].Title, "baton: baton_probe")
+	if evs[0].Title != "baton/baton_probe" || evs[0].ItemKind != sdk.ItemToolCall {
+		t.Errorf("the MCP call started as %s %q; want a tool_call titled %q", evs[0].ItemKind, evs[0].Title, "baton/baton_probe")
 	}
 	if evs[2].Title != "Write /w/a.txt" || strings.Contains(string(evs[2].Detail), "mcpServer") {
 		t.Errorf("the agent's own tool became %q %s; want its title and no MCP server", evs[2].Title, evs[2].Detail)

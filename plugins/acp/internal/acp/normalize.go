@@ -228,19 +228,19 @@ func (n *normalizer) update(u update) []sdk.RuntimeEvent {
 // toolTitle is a tool call's title and, for a call to one of the host's
 // MCP servers (claude-code-acp names it "mcp__SERVER__TOOL", in _meta and
 // as the title), the server and the tool. Such a call is titled
-// "SERVER: TOOL" where the agent's title is only that name.
+// "SERVER/TOOL" where the agent's title is only that name.
 func (n *normalizer) toolTitle(u update) (title, server, tool string) {
 	title = deref(u.Title)
 	name := u.tool
 	if name == "" {
 		name = title
 	}
-	server, tool, ok := mcpTool(name, n.mcpServers)
+	server, tool, ok := sdk.MCPToolOf(name, "mcp__", "__", n.mcpServers)
 	if !ok {
 		return title, "", ""
 	}
 	if title == name || (title == "" && u.Kind == "tool_call") {
-		title = server + ": " + tool
+		title = sdk.MCPToolTitle(server, tool)
 	}
 	return title, server, tool
 }

@@ -384,7 +384,7 @@ func (n *normalizer) toolUse(thread, turn string, b block) []sdk.RuntimeEvent {
 	}
 	server, mcpTool, isMCP := mcpToolName(b.Name)
 	if isMCP {
-		title = server + "/" + mcpTool
+		title = sdk.MCPToolTitle(server, mcpTool)
 	}
 	if old := n.items.Get(thread, b.ID); old != nil {
 		n.items.Forget(old) // a tool use named again starts again

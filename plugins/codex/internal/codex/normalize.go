@@ -445,7 +445,7 @@ func (n *normalizer) itemTitle(it item) string {
 		return strings.Join(paths, ", ")
 	case "mcpToolCall":
 		if it.Server != nil && *it.Server != "" {
-			return *it.Server + "/" + deref(it.Tool)
+			return sdk.MCPToolTitle(*it.Server, deref(it.Tool))
 		}
 		return deref(it.Tool)
 	case "dynamicToolCall":

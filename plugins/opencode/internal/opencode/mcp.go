@@ -1,8 +1,6 @@
 package opencode
 
 import (
-	"strings"
-
 	"github.com/baton-run/baton/sdk"
 )
 
@@ -52,20 +50,4 @@ func valueMap(vs []sdk.NameValue) map[string]string {
 		m[v.Name] = v.Value
 	}
 	return m
-}
-
-// mcpTool splits the name opencode gives an MCP server's tool, SERVER_TOOL
-// (the server's name with anything but letters, digits, '_' and '-' made
-// '_', which the host's names never hold), by the servers the session was
-// given: the longest server name that prefixes it wins. ok is false for any
-// other tool, among them those of servers the session was not given
-// (opencode's own configuration), which cannot be told apart from
-// opencode's tools.
-func mcpTool(name string, servers []string) (server, tool string, ok bool) {
-	for _, s := range servers {
-		if t, found := strings.CutPrefix(name, s+"_"); found && t != "" && len(s) > len(server) {
-			server, tool, ok = s, t, true
-		}
-	}
-	return server, tool, ok
 }

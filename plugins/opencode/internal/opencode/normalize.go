@@ -421,10 +421,10 @@ func (n *normalizer) tool(p part, turn string) []sdk.RuntimeEvent {
 	}
 	kind := toolKind(p.Tool)
 	title := n.toolTitle(p.Tool, p.State.Input)
-	server, mcp, isMCP := mcpTool(p.Tool, n.mcpServers)
+	server, mcp, isMCP := sdk.MCPToolOf(p.Tool, "", "_", n.mcpServers)
 	switch {
 	case isMCP:
-		kind, title = sdk.ItemToolCall, server+"/"+mcp
+		kind, title = sdk.ItemToolCall, sdk.MCPToolTitle(server, mcp)
 	case p.State.Title != "" && kind == sdk.ItemToolCall:
 		title = p.Tool + ": " + p.State.Title
 	}

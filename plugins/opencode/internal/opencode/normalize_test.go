@@ -454,7 +454,7 @@ func TestMCPToolName(t *testing.T) {
 		{"probe_", "", ""},
 		{"other_tool", "", ""}, // a server the session was not given
 	} {
-		server, tool, ok := mcpTool(tc.name, servers)
+		server, tool, ok := sdk.MCPToolOf(tc.name, "", "_", servers)
 		if server != tc.server || tool != tc.tool || ok != (tc.server != "") {
 			t.Errorf("mcpTool(%q) = %q, %q, %v; want %q, %q", tc.name, server, tool, ok, tc.server, tc.tool)
 		}
