@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"math"
 	"time"
 )
@@ -79,6 +80,10 @@ type Usage struct {
 	CachedInputTokens int64 `json:"cachedInputTokens,omitempty"`
 	ReasoningTokens   int64 `json:"reasoningTokens,omitempty"`
 	TotalTokens       int64 `json:"totalTokens,omitempty"`
+	// CostMicros is the cost the provider stated, in millionths of a US
+	// dollar (0: none stated); Model the model it names.
+	CostMicros int64  `json:"costMicros,omitempty"`
+	Model      string `json:"model,omitempty"`
 }
 
 // Add adds o's counts to u: a run's usage is the sum of its attempts'. A
@@ -90,6 +95,8 @@ func (u *Usage) Add(o Usage) {
 	u.CachedInputTokens = addCount(u.CachedInputTokens, o.CachedInputTokens)
 	u.ReasoningTokens = addCount(u.ReasoningTokens, o.ReasoningTokens)
 	u.TotalTokens = addCount(u.TotalTokens, o.TotalTokens)
+	u.CostMicros = addCount(u.CostMicros, o.CostMicros)
+	u.Model = cmp.Or(u.Model, o.Model)
 }
 
 // addCount is a+b over counts: negatives as 0, saturating at MaxInt64.

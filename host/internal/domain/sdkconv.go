@@ -40,7 +40,7 @@ func optionsFromSDK(opts []sdk.RequestOption) []RequestOption {
 // usageFromSDK is a provider's report of the tokens a turn used.
 func usageFromSDK(u sdk.Usage) Usage {
 	return Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens,
-		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens}
+		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens, CostMicros: u.CostMicros, Model: u.Model}
 }
 
 // failureFromSDK is why a provider says its turn or process failed (nil:

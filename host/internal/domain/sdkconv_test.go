@@ -19,7 +19,7 @@ func TestSDKConversionsKeepEveryField(t *testing.T) {
 	at := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
 	command := sdk.ProviderCommand{Argv: []string{"codex", "app-server"}, Env: []string{"A=1"}}
 	option := sdk.RequestOption{ID: "o1", Label: "Allow", Kind: sdk.OptionAllowOnce}
-	usage := sdk.Usage{InputTokens: 1, OutputTokens: 2, CachedInputTokens: 3, ReasoningTokens: 4, TotalTokens: 10}
+	usage := sdk.Usage{InputTokens: 1, OutputTokens: 2, CachedInputTokens: 3, ReasoningTokens: 4, TotalTokens: 10, CostMicros: 5, Model: "m"}
 	failure := sdk.Failure{Code: "crash", Message: "boom"}
 	rateLimit := sdk.RateLimit{ResetsAt: at, UsedPercent: 42.5, Scope: "five_hour"}
 	limit := sdk.Limit{Kind: sdk.LimitUsageWindow, ResetsAt: at, Scope: "five_hour", Message: "usage limit reached", Evidence: "{}"}

@@ -241,7 +241,7 @@ func usageOf(u *batonv1.Usage) *domain.Usage {
 		return nil
 	}
 	return &domain.Usage{InputTokens: u.GetInputTokens(), OutputTokens: u.GetOutputTokens(), CachedInputTokens: u.GetCachedInputTokens(),
-		ReasoningTokens: u.GetReasoningTokens(), TotalTokens: u.GetTotalTokens()}
+		ReasoningTokens: u.GetReasoningTokens(), TotalTokens: u.GetTotalTokens(), CostMicros: u.GetCostMicros(), Model: u.GetModel()}
 }
 
 func rateLimitOf(l *batonv1.RateLimit) domain.RateLimit {

@@ -303,7 +303,7 @@ func usagePB(u *domain.Usage) *batonv1.Usage {
 		return nil
 	}
 	return &batonv1.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens,
-		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens}
+		ReasoningTokens: u.ReasoningTokens, TotalTokens: u.TotalTokens, CostMicros: u.CostMicros, Model: u.Model}
 }
 
 func rateLimitPB(l domain.RateLimit) *batonv1.RateLimit {

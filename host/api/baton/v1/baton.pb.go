@@ -3877,8 +3877,13 @@ type Usage struct {
 	CachedInputTokens int64                  `protobuf:"varint,3,opt,name=cached_input_tokens,json=cachedInputTokens,proto3" json:"cached_input_tokens,omitempty"`
 	ReasoningTokens   int64                  `protobuf:"varint,4,opt,name=reasoning_tokens,json=reasoningTokens,proto3" json:"reasoning_tokens,omitempty"`
 	TotalTokens       int64                  `protobuf:"varint,5,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// cost_micros is the cost the provider stated, in millionths of a US
+	// dollar (0: none stated).
+	CostMicros int64 `protobuf:"varint,6,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	// model is the model the provider named.
+	Model         string `protobuf:"bytes,7,opt,name=model,proto3" json:"model,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Usage) Reset() {
@@ -3944,6 +3949,20 @@ func (x *Usage) GetTotalTokens() int64 {
 		return x.TotalTokens
 	}
 	return 0
+}
+
+func (x *Usage) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
+func (x *Usage) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
 }
 
 // RateLimit is a provider's word on one of its limits.
@@ -12492,13 +12511,16 @@ const file_baton_proto_rawDesc = "" +
 	"\x04text\x18\x03 \x01(\tR\x04text\"7\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xcd\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x84\x02\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12.\n" +
 	"\x13cached_input_tokens\x18\x03 \x01(\x03R\x11cachedInputTokens\x12)\n" +
 	"\x10reasoning_tokens\x18\x04 \x01(\x03R\x0freasoningTokens\x12!\n" +
-	"\ftotal_tokens\x18\x05 \x01(\x03R\vtotalTokens\"}\n" +
+	"\ftotal_tokens\x18\x05 \x01(\x03R\vtotalTokens\x12\x1f\n" +
+	"\vcost_micros\x18\x06 \x01(\x03R\n" +
+	"costMicros\x12\x14\n" +
+	"\x05model\x18\a \x01(\tR\x05model\"}\n" +
 	"\tRateLimit\x127\n" +
 	"\tresets_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bresetsAt\x12!\n" +
 	"\fused_percent\x18\x02 \x01(\x01R\vusedPercent\x12\x14\n" +
