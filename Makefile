@@ -221,6 +221,7 @@ demo: build
 # it (testdata/record_restart.sh).
 record: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
+	cd host && $(GO) build -o $(BIN)/mcptool ./internal/testbin/mcptool
 	bash testdata/record.sh $(PROVIDER) $(SCENARIO)
 
 SWITCH_RECORDINGS ?= codex+claude:provider_switch_return acp+opencode:provider_switch_return \
@@ -240,7 +241,7 @@ record-switch: build
 # (codex,claude:worktree_parallel, testdata/live_worktrees.sh; LIVE_SERVE=1
 # runs those threads in baton serve). Not part of `make test`: it needs the
 # npm registry and takes a minute or two.
-LIVE_SCENARIOS ?= acp:simple acp:approval_accept acp:thread_rollback codex:simple codex:approval_accept codex:subagent codex:thread_rollback claude:simple claude:approval_accept claude:message_steering claude:subagent claude:thread_rollback opencode:simple opencode:approval_accept opencode:subagent opencode:thread_rollback codex,claude:worktree_parallel
+LIVE_SCENARIOS ?= acp:simple acp:approval_accept acp:thread_rollback acp:mcp_tools codex:simple codex:mcp_usage codex:approval_accept codex:subagent codex:thread_rollback claude:simple claude:mcp_usage claude:approval_accept claude:message_steering claude:subagent claude:thread_rollback opencode:simple opencode:mcp_usage opencode:approval_accept opencode:subagent opencode:thread_rollback codex,claude:worktree_parallel
 # The tests that stop nodes of a three-node JetStream cluster under the
 # shared log and the lease (skipped by make test: they wait out elections).
 nats-node-loss-test:
@@ -248,6 +249,7 @@ nats-node-loss-test:
 
 live-test: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
+	cd host && $(GO) build -o $(BIN)/mcptool ./internal/testbin/mcptool
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
 	for ps in $(LIVE_SCENARIOS); do \
 		p=$${ps%%:*}; s=$${ps#*:}; echo "== live $$p $$s"; \
@@ -324,6 +326,7 @@ fuzz:
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzParseSummary$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/checkpoint/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzStoredValues$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/eventlog/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzSeal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/eventlog/
+	cd host && $(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/mcpconf/
 
 clean:
 	rm -rf $(BIN) $(TOOLS)

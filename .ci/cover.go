@@ -43,6 +43,7 @@ var floors = []struct {
 	{"host/internal/eventlog", 90},
 	{"host/internal/jetstreamlog", 80}, // the rest: outages' and a stream's loss's paths, met in some runs
 	{"host/internal/lease", 80},        // the rest: the servers' loss mid-renewal, met in the node-loss tests (make nats-node-loss-test)
+	{"host/internal/mcpconf", 90},      // the rest: a write that fails half way (a full disk)
 	{"host/internal/notify", 80},       // its loop's store failures are the rest; which shutdown paths a run takes varies by a few statements
 	{"host/internal/checkpoint", 90},
 	{"host/internal/service", 80}, // the API: its tests serve real hosts over real sockets

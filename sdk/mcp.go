@@ -251,3 +251,25 @@ func (m nameValueMap) MarshalJSON() ([]byte, error) {
 // NameValueMap is vs as a JSON object (name to value) in vs's order: the
 // form env and headers take in most providers' configurations.
 func NameValueMap(vs []NameValue) json.Marshaler { return nameValueMap(vs) }
+
+// MCPToolTitle is the title of a call of an MCP server's tool, the same
+// for every provider: "SERVER/TOOL". A plugin puts the server and the
+// tool in the item's detail as "mcpServer" and "mcpTool".
+func MCPToolTitle(server, tool string) string { return server + "/" + tool }
+
+// MCPToolOf reads an agent's name for an MCP tool, prefix + SERVER + sep
+// + TOOL (claude-code-acp: "mcp__", "__"; opencode: "", "_"), as the tool
+// of one of the servers named: the longest name that fits, since a name
+// may hold sep. ok is false for a name of no server's tool.
+func MCPToolOf(name, prefix, sep string, servers []string) (server, tool string, ok bool) {
+	rest, found := strings.CutPrefix(name, prefix)
+	if !found {
+		return "", "", false
+	}
+	for _, s := range servers {
+		if t, found := strings.CutPrefix(rest, s+sep); found && t != "" && len(s) > len(server) {
+			server, tool, ok = s, t, true
+		}
+	}
+	return server, tool, ok
+}

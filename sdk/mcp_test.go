@@ -92,3 +92,31 @@ func TestMCPServersJSON(t *testing.T) {
 		t.Error("an unknown transport was written")
 	}
 }
+
+func TestMCPToolOf(t *testing.T) {
+	servers := []string{"gh", "gh_enterprise", "fs"}
+	for _, c := range []struct {
+		name, prefix, sep string
+		want              [3]string
+	}{
+		{"mcp__fs__read", "mcp__", "__", [3]string{"fs", "read", "ok"}},
+		{"mcp__gh__list", "mcp__", "__", [3]string{"gh", "list", "ok"}},
+		{"gh_enterprise_list_repos", "", "_", [3]string{"gh_enterprise", "list_repos", "ok"}},
+		{"gh_list", "", "_", [3]string{"gh", "list", "ok"}},
+		{"mcp__other__x", "mcp__", "__", [3]string{}},
+		{"fs__", "", "__", [3]string{}},
+		{"Read", "mcp__", "__", [3]string{}},
+	} {
+		s, tool, ok := MCPToolOf(c.name, c.prefix, c.sep, servers)
+		got := [3]string{s, tool, ""}
+		if ok {
+			got[2] = "ok"
+		}
+		if got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	if MCPToolTitle("fs", "read") != "fs/read" {
+		t.Error("title")
+	}
+}

@@ -38,6 +38,7 @@ const (
 	NoteRollback  = "rollback"
 	NoteResume    = "resume"
 	NoteSnapshot  = "thread_snapshot"
+	NoteMCP       = "mcp"
 )
 
 // Capabilities says what a plugin can do natively. The host decides by

@@ -58,6 +58,7 @@ esac
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$REPO/bin
+PATH=$BIN:$PATH # mcptool, the test MCP server, for a scenario with MCP servers
 
 for b in baton $(printf 'baton-plugin-%s ' $(tr '+,' '  ' <<<"$PROVIDER")) replaypeer baton-modelserver; do
   [ -x "$BIN/$b" ] || die "$BIN/$b is missing; run: make record PROVIDER=$PROVIDER SCENARIO=$SCENARIO"
@@ -131,6 +132,7 @@ record_and_verify() {
     die "baton run exited with status $rc, want $want_rc; nothing written (logs kept in $TMP)"
   fi
   echo "record.sh: baton run took $((SECONDS - start))s" >&2
+  check_mcp_evidence "$provider" "$ws"
 
   stop_modelserver
   local consumed
@@ -461,6 +463,32 @@ read_client_side() {
   [ ${#msgs[@]} -gt 0 ] || die "$dir/$SCENARIO.messages has no messages"
 }
 
+# add_mcp_servers PROVIDER DATA WS configures the run's MCP servers in DATA
+# with `baton mcp add`, one a line of testdata/PROVIDER/SCENARIO.mcp (split
+# into words as a shell would; {{CWD}} is the workspace). The test MCP
+# server, host/internal/testbin/mcptool, is on the agent's PATH as mcptool.
+add_mcp_servers() {
+  local provider=$1 data=$2 ws=$3 line
+  local -a add
+  local file=$REPO/testdata/$provider/$SCENARIO.mcp
+  [ -f "$file" ] || return 0
+  while IFS= read -r line || [ -n "$line" ]; do
+    [ -n "$line" ] || continue
+    line=${line//\{\{CWD\}\}/$ws}
+    eval "add=($line)"
+    "$BIN/baton" --data "$data" mcp add "${add[@]}" >/dev/null || return $?
+  done <"$file"
+}
+
+# check_mcp_evidence PROVIDER WS: a scenario whose MCP server leaves
+# evidence (MCPTOOL_EVIDENCE) recorded a tool call that reached it.
+check_mcp_evidence() {
+  local provider=$1 ws=$2
+  grep -q MCPTOOL_EVIDENCE "$REPO/testdata/$provider/$SCENARIO.mcp" 2>/dev/null || return 0
+  [ -s "$ws/mcp-evidence.txt" ] || { KEEP_TMP=1; die "the MCP tool was never called (no $ws/mcp-evidence.txt; logs kept in $TMP)"; }
+  echo "record.sh: live: the MCP tool ran: $(head -n 1 "$ws/mcp-evidence.txt")" >&2
+}
+
 # run_baton PROVIDER DATA WS CMD OUT ERR plays the client side through baton
 # run. With STEPS, one invocation runs the script. Otherwise the messages
 # are sent one invocation per group: a "---" line in the messages file ends
@@ -480,6 +508,7 @@ run_baton() {
   if [ -f "$REPO/testdata/$provider/$SCENARIO.flags" ]; then
     eval "flags=($(<"$REPO/testdata/$provider/$SCENARIO.flags"))"
   fi
+  add_mcp_servers "$provider" "$data" "$ws" || return $?
   : >"$out"
   if [ -n "$STEPS" ]; then
     "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --cwd "$ws" --provider "$provider" \

@@ -38,6 +38,9 @@ func TestTranscripts(t *testing.T) {
 		if _, err := os.Stat(strings.TrimSuffix(f, ".ndjson") + ".exit"); err == nil {
 			continue // a run that fails by design (a limit): a test of its own
 		}
+		if _, err := os.Stat(strings.TrimSuffix(f, ".ndjson") + ".mcp"); err == nil {
+			continue // a session with MCP servers: a test of its own (mcp_test.go)
+		}
 		t.Run(name, func(t *testing.T) {
 			p := plugintest.Start(t, bin)
 			s := p.Open(t, f, t.TempDir())

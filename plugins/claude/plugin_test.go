@@ -21,7 +21,8 @@ const testdata = "../../testdata/claude"
 
 // Level-3 tests: each replays one Claude Code transcript (recorded from
 // @anthropic-ai/claude-code 2.1.332 against the scripted model server,
-// except api_error, authored from recorded frames) through the real plugin
+// except api_error and usage_by_model, authored from recorded frames;
+// mcp_usage with its MCP servers added by baton mcp add) through the real plugin
 // binary, started through go-plugin, with the replay peer as the CLI, and
 // asserts the normalized events. The peer checks the arguments the plugin
 // appends, every frame it writes, and fails the session's close when one

@@ -28,6 +28,22 @@ const (
 
 var redacted = []byte("***")
 
+// Redacted is b with the log's secrets (Redact) as ***: what a plugin may
+// quote of a frame or a stderr line elsewhere (a log line, an exit
+// report). b itself is not changed.
+func (l *Log) Redacted(b []byte) []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.redact(b)
+}
+
+func (l *Log) redact(b []byte) []byte {
+	for _, s := range l.secrets {
+		b = bytes.ReplaceAll(b, s, redacted)
+	}
+	return b
+}
+
 // Log numbers frames from 1 and, with a path, writes them to disk.
 type Log struct {
 	mu       sync.Mutex
@@ -120,10 +136,7 @@ func (l *Log) Append(dir Direction, frame []byte) uint64 {
 	if l.f == nil {
 		return i
 	}
-	line := l.line(i, dir, frame)
-	for _, s := range l.secrets {
-		line = bytes.ReplaceAll(line, s, redacted)
-	}
+	line := l.redact(l.line(i, dir, frame))
 	line = append(line, '\n')
 	if l.size+int64(len(line)) > l.maxBytes && l.size > 0 {
 		if err := l.rotate(); err != nil {

@@ -113,6 +113,9 @@ func TestRedact(t *testing.T) {
 		got = append(got, string(r.Frame)+r.Text)
 	}
 	want := []string{`{"env":[{"name":"TOKEN","value":"***"}],"h":"***"}`, `token is ***`}
+	if got := string(l.Redacted([]byte("s3cret or a\"b<c"))); got != "*** or ***" {
+		t.Errorf("redacted text: %q", got)
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}

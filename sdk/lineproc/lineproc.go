@@ -135,6 +135,7 @@ func Start(cfg Config) (*Process, error) {
 	cmd, err := providerproc.Start(providerproc.Command{Argv: cfg.Command.Argv, Env: cfg.Command.Env, Dir: cfg.Dir,
 		Clock: p.clock, Stderr: func(line []byte) {
 			frames.Append(framelog.Stderr, line)
+			line = frames.Redacted(line) // what is quoted of it: a log line, an exit report
 			switch n := p.keepStderr(line); {
 			case n <= stderrLogLines:
 				cfg.Log.Debug("provider stderr", "line", string(line))
@@ -349,6 +350,7 @@ func terminated(err error) bool {
 // noteOther keeps the first stdout line since the last frame that is not
 // a frame, and counts the others.
 func (p *Process) noteOther(o *sdk.NotFrame) {
+	o.Head = p.Frames.Redacted(o.Head) // an exit report quotes it
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.framed = false // the line was none

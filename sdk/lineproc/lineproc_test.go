@@ -302,3 +302,24 @@ func TestExitReportQuotesWhatItPrinted(t *testing.T) {
 		})
 	}
 }
+
+// A provider that prints a secret (an MCP server's token, say) has it
+// quoted as *** in its exit report, its stdout line or its stderr.
+func TestExitReportRedactsSecrets(t *testing.T) {
+	p, err := Start(Config{Name: "the agent", Protocol: "stream-json", Dir: t.TempDir(), Redact: []string{"s3cret"},
+		Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", `echo 'token s3cret'; echo 'bad s3cret' >&2; exit 2`}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close(context.Background()) })
+	for {
+		if _, _, err := p.Next(); err == io.EOF {
+			break
+		}
+	}
+	<-p.Done()
+	want := `the agent exited with status 2: it printed "token ***", not stream-json; its stderr ends: bad ***`
+	if ev := p.ExitEvent("", false); ev.Failure == nil || ev.Failure.Message != want {
+		t.Errorf("exit failure: %+v, want %s", ev.Failure, want)
+	}
+}

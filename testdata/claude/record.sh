@@ -11,7 +11,9 @@
 #     the recorder keeps them as the transcript's invocation frame, so a
 #     replay checks them;
 #   - the uuid the plugin gives each user message is random: it becomes
-#     "<any>" in the expect_outbound frames (postprocess_claude).
+#     "<any>" in the expect_outbound frames (postprocess_claude), as is
+#     the session's own --mcp-config file (a scenario's MCP servers,
+#     SCENARIO.mcp, are added with baton mcp add: record.sh).
 record_claude() {
   local pkg=@anthropic-ai/claude-code
   local version=2.1.332
@@ -102,5 +104,8 @@ record_claude() {
 postprocess_claude() {
   local slug=${ws//[\/.]/-}
   jq -c 'if .type == "expect_outbound" and .frame.type == "user" and (.frame | has("uuid"))
-         then .frame.uuid = "<any>" else . end' "$1" | sed "s|$slug|-workspace|g" >"$1.tmp" && mv "$1.tmp" "$1"
+         then .frame.uuid = "<any>" else . end
+       | if .type == "expect_outbound" and (.frame.argv // [] | index(["--mcp-config"])) != null
+         then .frame.argv[(.frame.argv | index(["--mcp-config"])) + 1] = "<any>" else . end' "$1" |
+    sed "s|$slug|-workspace|g" >"$1.tmp" && mv "$1.tmp" "$1"
 }

@@ -14,6 +14,10 @@
 #     record --http-proxy runs opencode on another free port, prints its own
 #     address as opencode does, and records what passes (the invocation with
 #     the port as "<any>").
+#   - a scenario with scenarios/SCENARIO.config.json has it merged into
+#     opencode.json (mcp_usage: the model's prices, so that opencode states
+#     a cost); its MCP servers (SCENARIO.mcp) are added with baton mcp add
+#     as for every provider (record.sh).
 # opencode installs its plugin package (@opencode-ai/plugin) into
 # $XDG_CONFIG_HOME/opencode on its first start, from the npm registry.
 record_opencode() {
@@ -47,6 +51,11 @@ record_opencode() {
       options: {baseURL: $url, apiKey: "sk-test-redacted"},
       models: {scripted: {name: "Scripted", tool_call: true, limit: {context: 200000, output: 8192}}}}}
   }' >"$xdg/config/opencode/opencode.json"
+  local overlay=$REPO/testdata/opencode/scenarios/$SCENARIO.config.json
+  if [ -f "$overlay" ]; then
+    jq -s '.[0] * .[1]' "$xdg/config/opencode/opencode.json" "$overlay" >"$TMP/opencode.json"
+    mv "$TMP/opencode.json" "$xdg/config/opencode/opencode.json"
+  fi
 
   # 4. Record through baton.
   read_client_side "$REPO/testdata/opencode"

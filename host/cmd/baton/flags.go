@@ -34,6 +34,9 @@ var envVerbs = func() map[string][]string {
 		"force": nil,
 		// A thread id on threads, a sequence on watch: neither.
 		"after": nil,
+		// A run's MCP servers, and a server's parts (mcp add), are
+		// given each time on the command line.
+		"mcp": nil, "no-mcp": nil, "env": nil, "env-file": nil, "header": nil, "url": nil,
 	}
 	// A new thread's policy and worktree: send continues a thread.
 	for _, name := range append(append([]string{"worktree"}, worktreeFlagNames...), policyFlagNames...) {

@@ -532,7 +532,7 @@ var hostile = map[string]string{
 	"BATON_RUN": "run_nope", "BATON_QUEUED": "maybe", "BATON_FOR_SESSION": "maybe", "BATON_CANCEL": "maybe", "BATON_MAX_BYTES": "x",
 	"BATON_MARKDOWN": "maybe", "BATON_NAME": "Bad Name", "BATON_DIR": "{DIR}/none", "BATON_LISTEN": "bogus",
 	"BATON_TLS_CERT": "{DIR}/cert.pem", "BATON_TLS_KEY": "{DIR}/key.pem", "BATON_IDLE_TIMEOUT": "x", "BATON_LOG_FORMAT": "bogus",
-	"BATON_REBUILD": "maybe", "BATON_NO_DESCRIPTIONS": "maybe", "BATON_GRACE": "soon", "BATON_OUTPUT": "yaml", "BATON_FORCE": "maybe",
+	"BATON_REBUILD": "maybe", "BATON_NO_DESCRIPTIONS": "maybe", "BATON_GRACE": "soon", "BATON_OUTPUT": "yaml", "BATON_FORCE": "maybe", "BATON_MCP": "nosuch", "BATON_NO_MCP": "maybe",
 	"BATON_ANSWER": "Q=A", "BATON_MAX_CONNECTIONS": "0", "BATON_MAX_STREAMS": "x", "BATON_CONNECTION_IDLE_TIMEOUT": "-1s", "BATON_KEEPALIVE": "10ms",
 	"BATON_KEEPALIVE_TIMEOUT": "0s", "BATON_MAX_SUBSCRIBERS": "0", "BATON_MAX_THREAD_SUBSCRIBERS": "x", "BATON_SUBSCRIBER_BUFFER": "-1",
 	"BATON_SLOW_SUBSCRIBER": "x", "BATON_WORKTREE": "maybe", "BATON_BRANCH": "b", "BATON_BASE": "nope", "BATON_WORKTREE_DIR": "{DIR}/none",

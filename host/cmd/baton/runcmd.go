@@ -26,6 +26,10 @@ type runFlags struct {
 	// every host; the host it runs on.
 	sharedCwd bool
 	onHost    string
+	// mcp and noMCP choose the runs' MCP servers (neither: the
+	// configured ones).
+	mcp   []string
+	noMCP bool
 }
 
 func runCommand(g *globals) *cobra.Command {
@@ -141,6 +145,8 @@ it the thread waits for its host to come back.`,
 	fl.StringArrayVar(&f.files, "file", nil, "read a message from this `file` (- for stdin) instead of MESSAGE arguments (repeatable: a run each, in order)")
 	fl.BoolVar(&f.detach, "detach", false, "against a service, Ctrl-C leaves the runs going instead of interrupting them")
 	fl.BoolVar(&f.sharedCwd, "shared-cwd", false, "the new thread's directory is the same on every host (a network file system): if its host stops, another takes it over")
+	fl.StringSliceVar(&f.mcp, "mcp", nil, "give the runs these MCP `servers` only, comma-separated (default: those baton mcp list shows for every thread and for this one)")
+	fl.BoolVar(&f.noMCP, "no-mcp", false, "give the runs no MCP server")
 	fl.StringVar(&f.onHost, "on-host", "", "run the new thread on this host `name`, when several hosts share a store (default: the host the command reaches)")
 	c.RegisterFlagCompletionFunc("approve", fixedCompletion(domain.Strings(domain.ApprovalPolicies...)...))
 	return c
@@ -168,10 +174,17 @@ type runOptions struct {
 	target int
 	// providers are --provider's names: one thread each (run only).
 	providers []string
+	// mcp and noMCP are the runs' own choice of MCP servers (--mcp,
+	// --no-mcp).
+	mcp   []string
+	noMCP bool
 }
 
 func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
-	o := runOptions{}
+	o := runOptions{mcp: f.mcp, noMCP: f.noMCP}
+	if f.noMCP && len(f.mcp) > 0 {
+		return o, usagef("run: give --mcp or --no-mcp, not both")
+	}
 	approve := f.approve
 	if f.script != "" {
 		if len(messages) > 0 || len(f.files) > 0 {

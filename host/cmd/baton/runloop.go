@@ -160,7 +160,7 @@ func followRuns(ctx context.Context, g *globals, c *client, idgen *ids.Allocator
 	for _, m := range o.messages {
 		msgID := idgen.NewID("msg")
 		rc, err := c.SendMessage(ctx, &batonv1.SendMessageRequest{CommandId: idgen.NewID("cmd"), ThreadId: threadID,
-			MessageId: msgID, Text: m, Mode: mode, TargetRunId: targetID})
+			MessageId: msgID, Text: m, Mode: mode, TargetRunId: targetID, Mcp: o.mcp, NoMcp: o.noMCP})
 		if err != nil {
 			return rpcError(cmp.Or(o.verb, "send message"), err) // send's words whether embedded or not
 		}

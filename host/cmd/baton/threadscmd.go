@@ -181,6 +181,7 @@ func showThread(g *globals, t *batonv1.Thread) {
 	}
 	showRuns(w, t, switched)
 	showUsage(w, t)
+	showMCP(w, t)
 	showMessages(w, t)
 	showRequests(w, t)
 	showCheckpoints(w, t)

@@ -45,25 +45,28 @@ func TestUsageLedgerFromTranscripts(t *testing.T) {
 		return out
 	}
 	threads := map[string]string{}
+	began := time.Now()
 	for _, p := range []string{"codex", "claude", "opencode"} {
 		threads[p] = threadOf(t, baton("run", "--cwd", ws, "--provider", p, "Say hello"))
 	}
 
-	claude := domain.Usage{InputTokens: 13595, OutputTokens: 16, TotalTokens: 13611}
+	// claude states a cost (its result's total_cost_usd); codex and
+	// opencode (no price in its config) state none, and none is invented.
+	claude := domain.Usage{InputTokens: 13595, OutputTokens: 16, TotalTokens: 13611, CostMicros: 54700}
 	codex := domain.Usage{InputTokens: 11860, OutputTokens: 16, TotalTokens: 11876}
 	opencode := domain.Usage{InputTokens: 7996, OutputTokens: 8, TotalTokens: 8004}
-	total := domain.Usage{InputTokens: 33451, OutputTokens: 40, TotalTokens: 33491}
+	total := domain.Usage{InputTokens: 33451, OutputTokens: 40, TotalTokens: 33491, CostMicros: 54700}
 	want := usageJSON{By: domain.UsageByProvider, Lines: []domain.UsageLine{{Key: "claude", Usage: claude}, {Key: "codex", Usage: codex},
 		{Key: "opencode", Usage: opencode}}, Total: total}
 	if d := cmp.Diff(want, usageOut(t, baton("usage", "--by", "provider", "-o", "json"))); d != "" {
 		t.Errorf("usage by provider (-want +got):\n%s", d)
 	}
 	wantTable := strings.Join([]string{
-		"PROVIDER  INPUT  OUTPUT  CACHED  REASONING  TOTAL  COST",
-		"claude    13595      16       0          0  13611     -",
-		"codex     11860      16       0          0  11876     -",
-		"opencode   7996       8       0          0   8004     -",
-		"total     33451      40       0          0  33491     -",
+		"PROVIDER  INPUT  OUTPUT  CACHED  REASONING  TOTAL     COST",
+		"claude    13595      16       0          0  13611  $0.0547",
+		"codex     11860      16       0          0  11876        -",
+		"opencode   7996       8       0          0   8004        -",
+		"total     33451      40       0          0  33491  $0.0547",
 	}, "\n") + "\n"
 	if d := cmp.Diff(wantTable, baton("usage")); d != "" {
 		t.Errorf("usage's table (-want +got):\n%s", d)
@@ -80,10 +83,17 @@ func TestUsageLedgerFromTranscripts(t *testing.T) {
 	if d := cmp.Diff(wantThreads, gotThreads); d != "" || byThread.Total != total {
 		t.Errorf("usage by thread (-want +got), total %+v:\n%s", byThread.Total, d)
 	}
-	for _, by := range []string{"model", "day"} {
-		if u := usageOut(t, baton("usage", "--by", by, "-o", "json")); u.Total != total || len(u.Lines) == 0 {
-			t.Errorf("usage by %s: %+v, want the total %+v", by, u, total)
-		}
+	// Each provider named its model: codex and opencode the scripted
+	// model's name in their own spelling, claude the one the model
+	// server answered with.
+	wantModels := usageJSON{By: domain.UsageByModel, Lines: []domain.UsageLine{{Key: "baton-scripted", Usage: codex},
+		{Key: "baton/scripted", Usage: opencode}, {Key: "claude-opus-5-5", Usage: claude}}, Total: total}
+	if d := cmp.Diff(wantModels, usageOut(t, baton("usage", "--by", "model", "-o", "json"))); d != "" {
+		t.Errorf("usage by model (-want +got):\n%s", d)
+	}
+	day := func(at time.Time) string { return at.UTC().Format(time.DateOnly) }
+	if u := usageOut(t, baton("usage", "--by", "day", "-o", "json")); u.Total != total || len(u.Lines) != 1 || u.Lines[0].Key != day(began) && u.Lines[0].Key != day(time.Now()) {
+		t.Errorf("usage by day: %+v, want one day's line of the total %+v", u, total)
 	}
 	if u := usageOut(t, baton("usage", "--since", "1h", "-o", "json")); u.Total != total {
 		t.Errorf("usage since an hour ago: %+v, want %+v", u.Total, total)
@@ -97,10 +107,23 @@ func TestUsageLedgerFromTranscripts(t *testing.T) {
 	}
 
 	// The thread list's column and JSON, and show.
-	for _, s := range threadsJSON(t, baton("threads", "-o", "json")) {
-		if s.Usage != wantThreads[s.ID] {
-			t.Errorf("threads -o json: %s used %+v, want %+v", s.ID, s.Usage, wantThreads[s.ID])
+	// A thread's summary keeps the model its provider named.
+	wantSummary := map[string]domain.Usage{}
+	for _, l := range wantModels.Lines {
+		u := l.Usage
+		u.Model = l.Key
+		for id, tu := range wantThreads {
+			if tu == l.Usage {
+				wantSummary[id] = u
+			}
 		}
+	}
+	gotSummary := map[string]domain.Usage{}
+	for _, s := range threadsJSON(t, baton("threads", "-o", "json")) {
+		gotSummary[s.ID] = s.Usage
+	}
+	if d := cmp.Diff(wantSummary, gotSummary); d != "" {
+		t.Errorf("threads -o json: usage by thread (-want +got):\n%s", d)
 	}
 	if list := baton("threads"); !regexp.MustCompile(`(?m)^` + threads["claude"] + ` +claude +idle, last run completed +1 +13611 tok `).MatchString(list) {
 		t.Errorf("threads: no usage column of 13611 tokens for the claude thread:\n%s", list)

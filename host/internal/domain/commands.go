@@ -54,6 +54,9 @@ type (
 		// client means; the command is refused when it is not the active
 		// one.
 		TargetRunID string `json:"targetRunId,omitempty"`
+		// MCP chooses the MCP servers of the run the message starts (nil:
+		// those configured for every thread and for this one).
+		MCP *MCPChoice `json:"mcp,omitempty"`
 	}
 	// InterruptRun asks the provider to stop a run's turn. The run ends
 	// when the provider says the turn ended; if it has not within the
@@ -129,6 +132,8 @@ type (
 		// Resumed says whether the provider did.
 		ResumeRequested string `json:"resumeRequested,omitempty"`
 		Resumed         bool   `json:"resumed,omitempty"`
+		// MCP are the MCP servers the host passed to the session.
+		MCP []MCPServerRef `json:"mcp,omitempty"`
 	}
 	// FailRun ends a run that could not be started or continued.
 	FailRun struct {

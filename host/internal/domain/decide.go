@@ -49,6 +49,9 @@ type Env struct {
 	// Host names the host deciding, on a log several hosts share: the
 	// runs it starts record it ("": a host alone on its log).
 	Host string
+	// MCP gives the MCP servers configured on the host, sorted by name,
+	// when a decision needs them (nil: none is configured).
+	MCP func() []MCPServerRef
 }
 
 // DefaultInterruptGrace is Env.InterruptGrace's default: long enough for
@@ -237,7 +240,8 @@ func decideTurnDispatched(t *Thread, p RecordTurnDispatched, env Env, d *Decisio
 func decideSessionOpened(t *Thread, p RecordSessionOpened, env Env, d *Decision) {
 	provider := cmp.Or(p.Provider, t.Provider)
 	d.emit(SessionOpened{SessionID: p.SessionID, Provider: p.Provider, Model: p.Model, ProviderRef: p.ProviderRef,
-		PluginPid: p.PluginPid, ProviderPid: p.ProviderPid, ResumeRequested: p.ResumeRequested, Resumed: p.Resumed})
+		PluginPid: p.PluginPid, ProviderPid: p.ProviderPid, ResumeRequested: p.ResumeRequested, Resumed: p.Resumed,
+		MCP: p.MCP})
 	if p.ResumeRequested != "" && !p.Resumed {
 		// The conversation is gone (or the plugin cannot resume one): it is
 		// left behind, and the next run's handoff tells the fresh one the

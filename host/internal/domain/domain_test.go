@@ -57,6 +57,8 @@ type world struct {
 	events []Payload
 	// facts, when set, are what the host gathered for every decision.
 	facts *Facts
+	// mcp, when set, are the MCP servers the host has configured (Env.MCP).
+	mcp []MCPServerRef
 }
 
 func newWorld(t *testing.T) *world {
@@ -70,7 +72,11 @@ func (w *world) env() Env {
 	if !w.now.IsZero() {
 		now = w.now
 	}
-	return Env{Now: now, NewID: w.newID, Caps: w.caps, ShuttingDown: w.shuttingDown, Live: w.live(), Host: w.host}
+	env := Env{Now: now, NewID: w.newID, Caps: w.caps, ShuttingDown: w.shuttingDown, Live: w.live(), Host: w.host}
+	if w.mcp != nil {
+		env.MCP = func() []MCPServerRef { return w.mcp }
+	}
+	return env
 }
 
 // envFor is the environment cmd is decided in: the host gathers what the
@@ -154,7 +160,7 @@ func (w *world) decide1(cmd Command) (Decision, error) {
 		if w.sessions == nil {
 			w.sessions = map[string]LiveSession{}
 		}
-		l := LiveSession{ID: p.SessionID, Provider: p.Provider, Model: p.Model}
+		l := LiveSession{ID: p.SessionID, Provider: p.Provider, Model: p.Model, MCP: p.MCP}
 		if p.Provider == "" {
 			l.Provider, l.Model = scratch.Provider, scratch.Model
 		}
@@ -600,7 +606,7 @@ func TestResumeThatDidNotHappenIsVisible(t *testing.T) {
 	if got := types(d); got != "provider.session.opened" {
 		t.Fatalf("a resumed thread is bound already: %s", got)
 	}
-	if got, want := d.Events[0], (SessionOpened{SessionID: "s3", ResumeRequested: "fresh", Resumed: true}); got != want {
+	if got, want := d.Events[0], (SessionOpened{SessionID: "s3", ResumeRequested: "fresh", Resumed: true}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("session opened: %+v, want %+v", got, want)
 	}
 }

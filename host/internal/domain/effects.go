@@ -56,6 +56,9 @@ type (
 		Model     string          `json:"model,omitempty"`
 		Command   ProviderCommand `json:"command,omitzero"`
 		Resume    string          `json:"resume,omitempty"`
+		// MCP are the MCP servers the session is to have, by name: the host
+		// passes them on as it has them configured.
+		MCP []MCPServerRef `json:"mcp,omitempty"`
 	}
 	// RetireSession closes the process of a session the thread no longer
 	// uses (its end is recorded with the decision that retired it, saying

@@ -48,6 +48,9 @@ type (
 		Ordinal   int    `json:"ordinal"`
 		MessageID string `json:"messageId"`
 		Input     string `json:"input"`
+		// MCP is the run's own choice of MCP servers (nil: the configured
+		// ones).
+		MCP *MCPChoice `json:"mcp,omitempty"`
 	}
 	RunStarted struct {
 		RunID    string `json:"runId"`
@@ -104,6 +107,8 @@ type (
 		// session to resume; Resumed says whether the provider did.
 		ResumeRequested string `json:"resumeRequested,omitempty"`
 		Resumed         bool   `json:"resumed,omitempty"`
+		// MCP are the MCP servers the session was given.
+		MCP []MCPServerRef `json:"mcp,omitempty"`
 	}
 	SessionEnded struct {
 		SessionID string `json:"sessionId"`

@@ -52,7 +52,7 @@ func Evolve(t *Thread, e Event) {
 	case RunQueued:
 		t.write(partRuns | partMessages)
 		t.Runs = append(t.Runs, Run{ID: p.RunID, Ordinal: p.Ordinal, Status: RunStatusQueued, MessageID: p.MessageID,
-			Input: p.Input, QueuedAt: e.At, Attempts: []Attempt{}, Nodes: []Node{}})
+			Input: p.Input, QueuedAt: e.At, Attempts: []Attempt{}, Nodes: []Node{}, MCP: p.MCP})
 		if m := t.message(p.MessageID); m != nil {
 			m.RunID = p.RunID // a steering message the provider refused, queued as a run
 		}
@@ -145,7 +145,7 @@ func Evolve(t *Thread, e Event) {
 		if p.Resumed {
 			resumed = p.ResumeRequested
 		}
-		t.ProviderSessions = append(t.ProviderSessions, ProviderSession{ID: p.SessionID, Provider: provider, Model: model,
+		t.ProviderSessions = append(t.ProviderSessions, ProviderSession{ID: p.SessionID, Provider: provider, Model: model, MCP: p.MCP,
 			Resumed: resumed, Status: SessionStatusOpen, ProviderRef: p.ProviderRef, PluginPid: p.PluginPid, ProviderPid: p.ProviderPid, OpenedAt: e.At})
 		t.bindingW(provider).SessionID = p.SessionID
 	case SessionEnded:

@@ -274,7 +274,7 @@ func decideRecordCheck(t *Thread, p RecordCheck, env Env, d *Decision) error {
 			d.emit(LoopEnded{Status: LoopBudget, Reason: why})
 			break
 		}
-		queueRun(t, env.NewID("msg"), checkMessage(res), env, d)
+		queueRun(t, env.NewID("msg"), checkMessage(res), t.lastRunMCP(), env, d) // the loop's runs keep its servers
 	}
 	startNextQueued(t, env, d)
 	return nil

@@ -66,6 +66,9 @@ func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
 	if why := t.worktreeRefusal(); why != "" {
 		return fmt.Errorf("%w: %s; it takes no more messages", ErrConflict, why)
 	}
+	if err := p.MCP.check(env); err != nil {
+		return err
+	}
 	active := t.ActiveRun()
 	mode := p.Mode
 	if mode == "" {
@@ -84,10 +87,10 @@ func decideDispatch(t *Thread, p DispatchMessage, env Env, d *Decision) error {
 			return fmt.Errorf("%w: a run is active or queued, or a rollback is in progress; send with mode %s, %s or %s", ErrConflict,
 				ModeQueueAfterActive, ModeSteerActive, ModeRestartActive)
 		}
-		queueRun(t, msgID, p.Text, env, d)
+		queueRun(t, msgID, p.Text, p.MCP, env, d)
 		startNextQueued(t, env, d)
 	case ModeQueueAfterActive:
-		mine := queueRun(t, msgID, p.Text, env, d)
+		mine := queueRun(t, msgID, p.Text, p.MCP, env, d)
 		resumeQueued(t, mine, env, d) // runs a host that stopped left queued go first, said so
 	case ModeSteerActive, ModeRestartActive:
 		return steer(t, active, mode, msgID, p, env, d)
@@ -164,12 +167,12 @@ func autoMode(t *Thread, active *Run, caps Capabilities) DispatchMode {
 
 // queueRun adds a run for a message (already added, or added here). It
 // does not start it: the caller starts the next queued run when it may.
-func queueRun(t *Thread, msgID, text string, env Env, d *Decision) (runID string) {
+func queueRun(t *Thread, msgID, text string, mcp *MCPChoice, env Env, d *Decision) (runID string) {
 	runID = env.NewID("run")
 	if t.message(msgID) == nil {
 		d.emit(MessageAdded{MessageID: msgID, RunID: runID, Role: RoleUser, Text: text, Status: StatusCompleted})
 	}
-	d.emit(RunQueued{RunID: runID, Ordinal: t.RunCount() + 1, MessageID: msgID, Input: text})
+	d.emit(RunQueued{RunID: runID, Ordinal: t.RunCount() + 1, MessageID: msgID, Input: text, MCP: mcp})
 	return runID
 }
 
@@ -179,7 +182,7 @@ func requeue(t *Thread, ordinal int, runID string, msgs []SteeringMessage, why s
 	for _, m := range msgs {
 		d.emit(DiagnosticRecorded{RunID: runID, Title: "a message for run " + strconv.Itoa(ordinal) + " was queued as a run of its own",
 			Text: why})
-		queueRun(t, m.MessageID, m.Text, env, d)
+		queueRun(t, m.MessageID, m.Text, t.runMCP(runID), env, d)
 	}
 }
 
@@ -191,7 +194,7 @@ func decideSteerFailed(t *Thread, p SteerFailed, env Env, d *Decision) error {
 	id, text := m.ID, m.Text.String()
 	d.emit(DiagnosticRecorded{RunID: p.RunID, Title: "the provider did not take a steering message; it was queued as a new run",
 		Text: p.Reason})
-	queueRun(t, id, text, env, d)
+	queueRun(t, id, text, t.runMCP(p.RunID), env, d)
 	startNextQueued(t, env, d)
 	return nil
 }

@@ -97,6 +97,9 @@ type Run struct {
 	// time); a switch applies to the runs that start after it.
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
+	// MCP is the run's own choice of MCP servers (nil: the configured
+	// ones).
+	MCP *MCPChoice `json:"mcp,omitempty"`
 	// Host is the host that ran it, on a log several hosts share ("":
 	// one host alone on its log).
 	Host         string    `json:"host,omitempty"`
@@ -224,6 +227,8 @@ type ProviderSession struct {
 	ID       string `json:"id"`
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
+	// MCP are the MCP servers it was given.
+	MCP []MCPServerRef `json:"mcp,omitempty"`
 	// Resumed is the provider thread it resumed ("": it started afresh).
 	Resumed     string        `json:"resumed,omitempty"`
 	Status      SessionStatus `json:"status"`

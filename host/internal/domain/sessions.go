@@ -19,6 +19,8 @@ type LiveSession struct {
 	Provider string
 	Model    string
 	Command  ProviderCommand
+	// MCP are the MCP servers it was opened with.
+	MCP []MCPServerRef
 }
 
 // SessionChoice is where a run's turn goes.
@@ -29,6 +31,8 @@ type SessionChoice struct {
 	Provider string
 	Model    string
 	Command  ProviderCommand
+	// MCP are the MCP servers the session has: the run's (Thread.MCPFor).
+	MCP []MCPServerRef
 	// Reuse: the live session takes the turn.
 	Reuse bool
 	// Retire is why the live session is retired first ("": there is none,
@@ -40,23 +44,27 @@ type SessionChoice struct {
 }
 
 // ChooseSession decides which session takes a turn on provider and model
-// ("" provider: the thread's own): the live one (nil: none), when it runs
-// the same provider, model and command and its conversation is the one
-// the provider goes on in; else a new one, which resumes the provider's
-// own conversation of the thread where it has one, the live one retired
-// first: a run that starts after a switch runs where the switch says.
-func (t *Thread) ChooseSession(live *LiveSession, provider, model string) SessionChoice {
+// ("" provider: the thread's own) with the MCP servers mcp: the live one
+// (nil: none), when it runs the same provider, model and command with the
+// same servers and its conversation is the one the provider goes on in;
+// else a new one, which resumes the provider's own conversation of the
+// thread where it has one, the live one retired first: a run that starts
+// after a switch runs where the switch says, and a change to the MCP
+// servers takes effect at the next session.
+func (t *Thread) ChooseSession(live *LiveSession, provider, model string, mcp []MCPServerRef) SessionChoice {
 	if provider == "" {
 		provider, model = t.Provider, t.Model
 	}
 	b, _ := t.Binding(provider)
-	c := SessionChoice{Provider: provider, Model: model, Command: b.Command, Resume: b.ThreadRef}
+	c := SessionChoice{Provider: provider, Model: model, Command: b.Command, Resume: b.ThreadRef, MCP: mcp}
 	if live == nil {
 		return c
 	}
 	same := live.Provider == provider && live.Model == model
 	sameCommand := slices.Equal(live.Command.Argv, b.Command.Argv) && slices.Equal(live.Command.Env, b.Command.Env)
 	switch {
+	case same && sameCommand && !slices.Equal(live.MCP, mcp):
+		c.Retire = "its MCP servers changed (now " + mcpNames(mcp) + ")"
 	case same && sameCommand && !t.leftBehind(b, live.ID):
 		c.Reuse = true
 	case same && sameCommand:
@@ -88,7 +96,7 @@ func (e OpenSession) ResumeRef(canResume bool) string {
 // sessionID, in the thread threadID.
 func (c SessionChoice) Open(threadID, sessionID string) OpenSession {
 	return OpenSession{EffectHead: EffectHead{ThreadID: threadID}, SessionID: sessionID, Provider: c.Provider,
-		Model: c.Model, Command: c.Command, Resume: c.Resume}
+		Model: c.Model, Command: c.Command, Resume: c.Resume, MCP: c.MCP}
 }
 
 // startTurn decides the session an attempt's turn goes to (useSession)
@@ -111,7 +119,7 @@ func (t *Thread) useSession(live *LiveSession, provider, model, runID, attemptID
 			live = nil // its end is recorded: the host's process is on its way out
 		}
 	}
-	c := t.ChooseSession(live, provider, model)
+	c := t.ChooseSession(live, provider, model, t.MCPFor(runID, env, d))
 	if c.Reuse {
 		return live.ID, true
 	}

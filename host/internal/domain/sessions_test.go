@@ -76,11 +76,11 @@ func TestChooseSession(t *testing.T) {
 		{"a conversation left behind", &LiveSession{ID: "s2", Provider: "codex", Command: codex}, "codex", "",
 			SessionChoice{Provider: "codex", Command: codex, Retire: "its conversation was left behind"}},
 	} {
-		if diff := cmp.Diff(c.want, th.ChooseSession(c.live, c.provider, c.model)); diff != "" {
+		if diff := cmp.Diff(c.want, th.ChooseSession(c.live, c.provider, c.model, nil)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", c.name, diff)
 		}
 	}
-	o := th.ChooseSession(nil, "", "").Open("thr", "ses_9")
+	o := th.ChooseSession(nil, "", "", nil).Open("thr", "ses_9")
 	if got := [2]string{o.ResumeRef(true), o.ResumeRef(false)}; got != [2]string{"c1", ""} {
 		t.Errorf("resume refs, with and without the plugin's resume: %q", got)
 	}

@@ -209,7 +209,7 @@ func (h *Host) commitOnce(c commitReq) (domain.Receipt, error) {
 	now := h.cfg.Clock.Now()
 	s, live := h.live(c.threadID)
 	env := domain.Env{Now: now, NewID: h.cfg.IDs.NewID, Caps: capabilities(s), Live: live, Host: h.cfg.Host,
-		ShuttingDown: h.draining.Load(), InterruptGrace: h.cfg.InterruptGrace, Facts: c.facts}
+		ShuttingDown: h.draining.Load(), InterruptGrace: h.cfg.InterruptGrace, Facts: c.facts, MCP: h.mcpRefs}
 	var scratch domain.Thread
 	var events []domain.Payload
 	var effects []domain.Effect
@@ -378,7 +378,7 @@ func (h *Host) live(threadID string) (*liveSession, *domain.LiveSession) {
 	if !ok || s.ended() {
 		return nil, nil
 	}
-	return s, &domain.LiveSession{ID: s.id, Provider: s.provider, Model: s.model, Command: s.command}
+	return s, &domain.LiveSession{ID: s.id, Provider: s.provider, Model: s.model, Command: s.command, MCP: s.mcp}
 }
 
 // capabilities is what the thread's live plugin says it can do (nothing,

@@ -38,6 +38,7 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/eventlog"
 	"github.com/baton-run/baton/host/internal/ids"
+	"github.com/baton-run/baton/host/internal/mcpconf"
 	"github.com/baton-run/baton/host/internal/notify"
 	"github.com/baton-run/baton/host/internal/pluginhost"
 	"github.com/baton-run/baton/host/internal/rawframes"
@@ -179,7 +180,8 @@ type Host struct {
 	// silent turns' and unanswered requests' (stall.go).
 	stops, stalls, expiries deadlines
 
-	frames *framePruner // raw-frame logs' retention (rawframes.go)
+	frames *framePruner   // raw-frame logs' retention (rawframes.go)
+	mcp    *mcpconf.Store // the MCP servers configured in the data dir (mcp.go)
 
 	notifier   *notify.Deliverer // the webhooks' (notify.go); nil: none
 	delivering sync.Mutex        // held while the notifier runs, on a shared log (Deliver)
@@ -233,6 +235,7 @@ func Open(cfg Config) (*Host, error) {
 	}
 	h := newHost(cfg, store)
 	h.frames = newFramePruner(cfg.DataDir, cfg.RawFrames, cfg.Clock) // its dir made private by holdDataDir
+	h.mcp = mcpconf.NewStore(cfg.DataDir)
 	if err := h.index(); err != nil {
 		h.cancel()
 		removeHolder(cfg.DataDir)

@@ -105,9 +105,11 @@ func providerErr(provider string, err error) error {
 type liveSession struct {
 	id       string
 	threadID string
-	// provider, model and command are what it runs.
+	// provider, model and command are what it runs, with the MCP
+	// servers mcp.
 	provider, model string
 	command         domain.ProviderCommand
+	mcp             []domain.MCPServerRef
 	plugin          *pluginhost.Plugin
 	done            chan struct{} // closed when its event stream has ended
 	// ctx ends with done: the calls into the session that are still in
@@ -216,10 +218,14 @@ func (h *Host) openSession(e domain.OpenSession) (domain.RecordSessionOpened, er
 	if err != nil {
 		return opened, err
 	}
+	servers, refs, err := h.mcpServers(e, p.Description)
+	if err != nil {
+		return opened, err
+	}
 	id := e.SessionID
 	req := sdk.OpenSessionRequest{SessionID: id, Cwd: t.Cwd, Model: e.Model, RawFrameLog: h.frames.path(id),
 		Command:         domain.CommandToSDK(e.Command),
-		ResumeThreadRef: e.ResumeRef(p.Description.Capabilities.Resume)}
+		ResumeThreadRef: e.ResumeRef(p.Description.Capabilities.Resume), MCPServers: servers}
 	h.frames.open(id) // until the session's stream ends (pump), or it did not open
 	pumped := false
 	defer func() {
@@ -238,8 +244,8 @@ func (h *Host) openSession(e domain.OpenSession) (domain.RecordSessionOpened, er
 	if err != nil {
 		return opened, providerErr(e.Provider, err) // the plugin says what failed
 	}
-	s := &liveSession{id: id, threadID: e.ThreadID, provider: e.Provider, model: e.Model, command: e.Command, plugin: p,
-		done: make(chan struct{})}
+	s := &liveSession{id: id, threadID: e.ThreadID, provider: e.Provider, model: e.Model, command: e.Command, mcp: e.MCP,
+		plugin: p, done: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(h.ctx)
 	s.touch(h.cfg.Clock.Now())
 	h.smu.Lock()
@@ -263,7 +269,7 @@ func (h *Host) openSession(e domain.OpenSession) (domain.RecordSessionOpened, er
 		h.wg.Go(func() { h.reapWhenIdle(s) })
 	}
 	return domain.RecordSessionOpened{ProviderRef: resp.ProviderSessionRef, ThreadRef: resp.ProviderThreadRef,
-		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, Resumed: resp.Resumed && req.ResumeThreadRef != ""}, nil
+		PluginPid: p.Pid(), ProviderPid: resp.ProviderPid, Resumed: resp.Resumed && req.ResumeThreadRef != "", MCP: refs}, nil
 }
 
 // closeUnused closes a session that opened but will not be used (its

@@ -60,8 +60,10 @@ func TestUsageOfAThreadFromBeforeTheLedger(t *testing.T) {
 		}
 	}
 	threads, err := e.host.Threads("", 0)
-	if err != nil || len(threads) != 1 || threads[0].Usage != codex {
-		t.Errorf("threads after the open: %+v, %v; want its usage %+v", threads, err, codex)
+	summary := codex
+	summary.Model = "baton-scripted" // the thread's summary keeps the model codex named; a line by provider does not
+	if err != nil || len(threads) != 1 || threads[0].Usage != summary {
+		t.Errorf("threads after the open: %+v, %v; want its usage %+v", threads, err, summary)
 	}
 	if _, err := e.host.Usage(orchestrator.UsageQuery{ThreadID: "thr_none"}); err == nil {
 		t.Error("the usage of a thread that is not: no error")

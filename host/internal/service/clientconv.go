@@ -120,7 +120,8 @@ func runOf(r *batonv1.Run) domain.Run {
 		PendingRestart: list(r.GetPendingRestart(), func(m *batonv1.SteeringMessage) domain.SteeringMessage {
 			return domain.SteeringMessage{MessageID: m.GetMessageId(), Text: m.GetText()}
 		}),
-		CheckpointID: r.GetCheckpointId(), Commit: r.GetCommit(), WaitID: r.GetWaitId(), Waits: int(r.GetWaits()), WaitSince: instant(r.GetWaitSince()), Host: r.GetHost()}
+		CheckpointID: r.GetCheckpointId(), Commit: r.GetCommit(), WaitID: r.GetWaitId(), Waits: int(r.GetWaits()), WaitSince: instant(r.GetWaitSince()), Host: r.GetHost(),
+		MCP: mcpChoiceOf(r.GetMcp())}
 	if s := r.GetStop(); s != nil {
 		out.Stop = domain.RunStop{Deadline: instant(s.GetDeadline()), Grace: durationOf(s.GetGrace()), Forced: s.GetForced(),
 			Stalled: s.GetStalled()}
@@ -189,7 +190,18 @@ func sessionOf(s *batonv1.ProviderSession) domain.ProviderSession {
 	return domain.ProviderSession{ID: s.GetId(), Provider: s.GetProvider(), Model: s.GetModel(), Resumed: s.GetResumed(),
 		Status: domain.SessionStatus(s.GetStatus()), ProviderRef: s.GetProviderRef(), PluginPid: int(s.GetPluginPid()),
 		ProviderPid: int(s.GetProviderPid()), OpenedAt: instant(s.GetOpenedAt()), EndedAt: instantp(s.GetEndedAt()),
-		EndReason: s.GetEndReason(), Forced: s.GetForced()}
+		EndReason: s.GetEndReason(), Forced: s.GetForced(), MCP: list(s.GetMcp(), mcpRefOf)}
+}
+
+func mcpRefOf(r *batonv1.McpServerRef) domain.MCPServerRef {
+	return domain.MCPServerRef{Name: r.GetName(), Transport: r.GetTransport(), Thread: r.GetThread(), Revision: int(r.GetRevision())}
+}
+
+func mcpChoiceOf(c *batonv1.McpChoice) *domain.MCPChoice {
+	if c == nil {
+		return nil
+	}
+	return &domain.MCPChoice{Names: c.GetNames(), None: c.GetNone()}
 }
 
 func providerThreadOf(pt *batonv1.ProviderThread) domain.ProviderThread {
@@ -350,7 +362,8 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 		return domain.MessageCompleted{MessageID: e.MessageCompleted.GetMessageId()}, nil
 	case *batonv1.Event_RunQueued:
 		p := e.RunQueued
-		return domain.RunQueued{RunID: p.GetRunId(), Ordinal: int(p.GetOrdinal()), MessageID: p.GetMessageId(), Input: p.GetInput()}, nil
+		return domain.RunQueued{RunID: p.GetRunId(), Ordinal: int(p.GetOrdinal()), MessageID: p.GetMessageId(), Input: p.GetInput(),
+			MCP: mcpChoiceOf(p.GetMcp())}, nil
 	case *batonv1.Event_RunStarted:
 		p := e.RunStarted
 		return domain.RunStarted{RunID: p.GetRunId(), Provider: p.GetProvider(), Model: p.GetModel(), Host: p.GetHost()}, nil
@@ -376,7 +389,7 @@ func PayloadOf(ev *batonv1.Event) (domain.Payload, error) {
 		p := e.ProviderSessionOpened
 		return domain.SessionOpened{SessionID: p.GetSessionId(), Provider: p.GetProvider(), Model: p.GetModel(), ProviderRef: p.GetProviderRef(),
 			PluginPid: int(p.GetPluginPid()), ProviderPid: int(p.GetProviderPid()), ResumeRequested: p.GetResumeRequested(),
-			Resumed: p.GetResumed()}, nil
+			Resumed: p.GetResumed(), MCP: list(p.GetMcp(), mcpRefOf)}, nil
 	case *batonv1.Event_ProviderSessionEnded:
 		return domain.SessionEnded{SessionID: e.ProviderSessionEnded.GetSessionId(), Reason: e.ProviderSessionEnded.GetReason()}, nil
 	case *batonv1.Event_ProviderThreadBound:

@@ -137,7 +137,7 @@ func (s *Server) SendMessage(ctx context.Context, req *batonv1.SendMessageReques
 		}
 	}
 	rc, err := s.dispatch(ctx, "SendMessage", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.DispatchMessage{
-		MessageID: msgID, Text: req.GetText(), Mode: mode, TargetRunID: req.GetTargetRunId()}})
+		MessageID: msgID, Text: req.GetText(), Mode: mode, TargetRunID: req.GetTargetRunId(), MCP: mcpChoice(req)}})
 	if err != nil {
 		return nil, err
 	}
@@ -381,4 +381,13 @@ func (s *Server) SwitchProvider(ctx context.Context, req *batonv1.SwitchProvider
 		return nil, s.toStatus("SwitchProvider", err)
 	}
 	return receiptPB(rc, ""), nil
+}
+
+// mcpChoice is the run's own choice of MCP servers a message names (nil:
+// it names none, and the configured ones are the run's).
+func mcpChoice(req *batonv1.SendMessageRequest) *domain.MCPChoice {
+	if len(req.GetMcp()) == 0 && !req.GetNoMcp() {
+		return nil
+	}
+	return &domain.MCPChoice{Names: req.GetMcp(), None: req.GetNoMcp()}
 }

@@ -207,7 +207,8 @@ func runPB(r domain.Run) *batonv1.Run {
 		Provider: r.Provider, Model: r.Model, FinalAttempt: r.FinalAttempt, Attempts: list(r.Attempts, attemptPB),
 		Nodes: list(r.Nodes, nodePB), StopReason: r.StopReason, Failure: failurePB(r.Failure), Usage: usagePB(r.Usage),
 		InterruptRequested: r.InterruptRequested, PendingRestart: list(r.PendingRestart, steeringPB),
-		CheckpointId: r.CheckpointID, Commit: r.Commit, WaitId: r.WaitID, Waits: u32(r.Waits), WaitSince: ts(r.WaitSince), Host: r.Host}
+		CheckpointId: r.CheckpointID, Commit: r.Commit, WaitId: r.WaitID, Waits: u32(r.Waits), WaitSince: ts(r.WaitSince), Host: r.Host,
+		Mcp: mcpChoicePB(r.MCP)}
 	if s := r.Stop; s != (domain.RunStop{}) {
 		out.Stop = &batonv1.RunStop{Deadline: ts(s.Deadline), Grace: dur(s.Grace), Forced: s.Forced, Stalled: s.Stalled}
 	}
@@ -251,7 +252,18 @@ func turnItemPB(it domain.TurnItem) *batonv1.TurnItem {
 func sessionPB(s domain.ProviderSession) *batonv1.ProviderSession {
 	return &batonv1.ProviderSession{Id: s.ID, Provider: s.Provider, Model: s.Model, Resumed: s.Resumed, Status: string(s.Status),
 		ProviderRef: s.ProviderRef, PluginPid: int32(s.PluginPid), ProviderPid: int32(s.ProviderPid), OpenedAt: ts(s.OpenedAt),
-		EndedAt: tsp(s.EndedAt), EndReason: s.EndReason, Forced: s.Forced}
+		EndedAt: tsp(s.EndedAt), EndReason: s.EndReason, Forced: s.Forced, Mcp: list(s.MCP, mcpRefPB)}
+}
+
+func mcpRefPB(r domain.MCPServerRef) *batonv1.McpServerRef {
+	return &batonv1.McpServerRef{Name: r.Name, Transport: r.Transport, Thread: r.Thread, Revision: int32(r.Revision)}
+}
+
+func mcpChoicePB(c *domain.MCPChoice) *batonv1.McpChoice {
+	if c == nil {
+		return nil
+	}
+	return &batonv1.McpChoice{Names: c.Names, None: c.None}
 }
 
 func providerThreadPB(pt domain.ProviderThread) *batonv1.ProviderThread {
@@ -436,7 +448,7 @@ func setPayload(ev *batonv1.Event, pl domain.Payload) error {
 		ev.Payload = &batonv1.Event_MessageCompleted{MessageCompleted: &batonv1.MessageCompleted{MessageId: e.MessageID}}
 	case domain.RunQueued:
 		ev.Payload = &batonv1.Event_RunQueued{RunQueued: &batonv1.RunQueued{RunId: e.RunID, Ordinal: u32(e.Ordinal),
-			MessageId: e.MessageID, Input: e.Input}}
+			MessageId: e.MessageID, Input: e.Input, Mcp: mcpChoicePB(e.MCP)}}
 	case domain.RunStarted:
 		ev.Payload = &batonv1.Event_RunStarted{RunStarted: &batonv1.RunStarted{RunId: e.RunID, Provider: e.Provider, Model: e.Model, Host: e.Host}}
 	case domain.AttemptStarted:
@@ -457,7 +469,7 @@ func setPayload(ev *batonv1.Event, pl domain.Payload) error {
 	case domain.SessionOpened:
 		ev.Payload = &batonv1.Event_ProviderSessionOpened{ProviderSessionOpened: &batonv1.SessionOpened{SessionId: e.SessionID,
 			Provider: e.Provider, Model: e.Model, ProviderRef: e.ProviderRef, PluginPid: int32(e.PluginPid),
-			ProviderPid: int32(e.ProviderPid), ResumeRequested: e.ResumeRequested, Resumed: e.Resumed}}
+			ProviderPid: int32(e.ProviderPid), ResumeRequested: e.ResumeRequested, Resumed: e.Resumed, Mcp: list(e.MCP, mcpRefPB)}}
 	case domain.SessionEnded:
 		ev.Payload = &batonv1.Event_ProviderSessionEnded{ProviderSessionEnded: &batonv1.SessionEnded{SessionId: e.SessionID,
 			Reason: e.Reason}}

@@ -577,7 +577,13 @@ type SendMessageRequest struct {
 	// policy, when set, is set as the thread's continuation policy before
 	// the message (as SetPolicy sets it, with a command id derived from
 	// this one), so that the message's run follows it.
-	Policy        *ContinuationPolicy `protobuf:"bytes,7,opt,name=policy,proto3" json:"policy,omitempty"`
+	Policy *ContinuationPolicy `protobuf:"bytes,7,opt,name=policy,proto3" json:"policy,omitempty"`
+	// mcp chooses, by name, the MCP servers of the run the message starts
+	// (none, and no_mcp unset: those configured for every thread and for
+	// this one); a name not configured is refused.
+	Mcp []string `protobuf:"bytes,8,rep,name=mcp,proto3" json:"mcp,omitempty"`
+	// no_mcp gives the run no MCP server.
+	NoMcp         bool `protobuf:"varint,9,opt,name=no_mcp,json=noMcp,proto3" json:"no_mcp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -659,6 +665,20 @@ func (x *SendMessageRequest) GetPolicy() *ContinuationPolicy {
 		return x.Policy
 	}
 	return nil
+}
+
+func (x *SendMessageRequest) GetMcp() []string {
+	if x != nil {
+		return x.Mcp
+	}
+	return nil
+}
+
+func (x *SendMessageRequest) GetNoMcp() bool {
+	if x != nil {
+		return x.NoMcp
+	}
+	return false
 }
 
 type AnswerRequestRequest struct {
@@ -2234,7 +2254,10 @@ type Run struct {
 	Waits     uint32                 `protobuf:"varint,25,opt,name=waits,proto3" json:"waits,omitempty"`
 	WaitSince *timestamppb.Timestamp `protobuf:"bytes,26,opt,name=wait_since,json=waitSince,proto3" json:"wait_since,omitempty"`
 	// host is the host that ran it, on a log several hosts share.
-	Host          string `protobuf:"bytes,28,opt,name=host,proto3" json:"host,omitempty"`
+	Host string `protobuf:"bytes,28,opt,name=host,proto3" json:"host,omitempty"`
+	// mcp is the run's own choice of MCP servers (unset: the configured
+	// ones).
+	Mcp           *McpChoice `protobuf:"bytes,29,opt,name=mcp,proto3" json:"mcp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2463,6 +2486,13 @@ func (x *Run) GetHost() string {
 		return x.Host
 	}
 	return ""
+}
+
+func (x *Run) GetMcp() *McpChoice {
+	if x != nil {
+		return x.Mcp
+	}
+	return nil
 }
 
 // RunStop is an interrupt's deadline.
@@ -3072,7 +3102,9 @@ type ProviderSession struct {
 	EndedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
 	EndReason   string                 `protobuf:"bytes,11,opt,name=end_reason,json=endReason,proto3" json:"end_reason,omitempty"`
 	// forced says why the host is ending its process by force.
-	Forced        string `protobuf:"bytes,12,opt,name=forced,proto3" json:"forced,omitempty"`
+	Forced string `protobuf:"bytes,12,opt,name=forced,proto3" json:"forced,omitempty"`
+	// mcp are the MCP servers it was given (by name: never their secrets).
+	Mcp           []*McpServerRef `protobuf:"bytes,13,rep,name=mcp,proto3" json:"mcp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3191,6 +3223,138 @@ func (x *ProviderSession) GetForced() string {
 	return ""
 }
 
+func (x *ProviderSession) GetMcp() []*McpServerRef {
+	if x != nil {
+		return x.Mcp
+	}
+	return nil
+}
+
+// McpServerRef is an MCP server as the log names it.
+type McpServerRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// transport: stdio or http.
+	Transport string `protobuf:"bytes,2,opt,name=transport,proto3" json:"transport,omitempty"`
+	// thread, when set, is the one thread the server is configured for.
+	Thread string `protobuf:"bytes,3,opt,name=thread,proto3" json:"thread,omitempty"`
+	// revision is bumped by every change to the server's configuration.
+	Revision      int32 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServerRef) Reset() {
+	*x = McpServerRef{}
+	mi := &file_baton_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServerRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServerRef) ProtoMessage() {}
+
+func (x *McpServerRef) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServerRef.ProtoReflect.Descriptor instead.
+func (*McpServerRef) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *McpServerRef) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpServerRef) GetTransport() string {
+	if x != nil {
+		return x.Transport
+	}
+	return ""
+}
+
+func (x *McpServerRef) GetThread() string {
+	if x != nil {
+		return x.Thread
+	}
+	return ""
+}
+
+func (x *McpServerRef) GetRevision() int32 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// McpChoice is a run's own choice of MCP servers: those names, or none.
+type McpChoice struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Names         []string               `protobuf:"bytes,1,rep,name=names,proto3" json:"names,omitempty"`
+	None          bool                   `protobuf:"varint,2,opt,name=none,proto3" json:"none,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpChoice) Reset() {
+	*x = McpChoice{}
+	mi := &file_baton_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpChoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpChoice) ProtoMessage() {}
+
+func (x *McpChoice) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpChoice.ProtoReflect.Descriptor instead.
+func (*McpChoice) Descriptor() ([]byte, []int) {
+	return file_baton_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *McpChoice) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *McpChoice) GetNone() bool {
+	if x != nil {
+		return x.None
+	}
+	return false
+}
+
 // ProviderThread binds a provider's conversation id to the thread.
 type ProviderThread struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -3207,7 +3371,7 @@ type ProviderThread struct {
 
 func (x *ProviderThread) Reset() {
 	*x = ProviderThread{}
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3219,7 +3383,7 @@ func (x *ProviderThread) String() string {
 func (*ProviderThread) ProtoMessage() {}
 
 func (x *ProviderThread) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[29]
+	mi := &file_baton_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3232,7 +3396,7 @@ func (x *ProviderThread) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThread.ProtoReflect.Descriptor instead.
 func (*ProviderThread) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{29}
+	return file_baton_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ProviderThread) GetId() string {
@@ -3293,7 +3457,7 @@ type ProviderTurn struct {
 
 func (x *ProviderTurn) Reset() {
 	*x = ProviderTurn{}
-	mi := &file_baton_proto_msgTypes[30]
+	mi := &file_baton_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3305,7 +3469,7 @@ func (x *ProviderTurn) String() string {
 func (*ProviderTurn) ProtoMessage() {}
 
 func (x *ProviderTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[30]
+	mi := &file_baton_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3318,7 +3482,7 @@ func (x *ProviderTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTurn.ProtoReflect.Descriptor instead.
 func (*ProviderTurn) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{30}
+	return file_baton_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ProviderTurn) GetId() string {
@@ -3399,7 +3563,7 @@ type RuntimeRequest struct {
 
 func (x *RuntimeRequest) Reset() {
 	*x = RuntimeRequest{}
-	mi := &file_baton_proto_msgTypes[31]
+	mi := &file_baton_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3411,7 +3575,7 @@ func (x *RuntimeRequest) String() string {
 func (*RuntimeRequest) ProtoMessage() {}
 
 func (x *RuntimeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[31]
+	mi := &file_baton_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3424,7 +3588,7 @@ func (x *RuntimeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeRequest.ProtoReflect.Descriptor instead.
 func (*RuntimeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{31}
+	return file_baton_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RuntimeRequest) GetId() string {
@@ -3543,7 +3707,7 @@ type RequestOption struct {
 
 func (x *RequestOption) Reset() {
 	*x = RequestOption{}
-	mi := &file_baton_proto_msgTypes[32]
+	mi := &file_baton_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3555,7 +3719,7 @@ func (x *RequestOption) String() string {
 func (*RequestOption) ProtoMessage() {}
 
 func (x *RequestOption) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[32]
+	mi := &file_baton_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3568,7 +3732,7 @@ func (x *RequestOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestOption.ProtoReflect.Descriptor instead.
 func (*RequestOption) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{32}
+	return file_baton_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RequestOption) GetId() string {
@@ -3604,7 +3768,7 @@ type Diagnostic struct {
 
 func (x *Diagnostic) Reset() {
 	*x = Diagnostic{}
-	mi := &file_baton_proto_msgTypes[33]
+	mi := &file_baton_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3616,7 +3780,7 @@ func (x *Diagnostic) String() string {
 func (*Diagnostic) ProtoMessage() {}
 
 func (x *Diagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[33]
+	mi := &file_baton_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3629,7 +3793,7 @@ func (x *Diagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnostic.ProtoReflect.Descriptor instead.
 func (*Diagnostic) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{33}
+	return file_baton_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Diagnostic) GetRunId() string {
@@ -3663,7 +3827,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_baton_proto_msgTypes[34]
+	mi := &file_baton_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3675,7 +3839,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[34]
+	mi := &file_baton_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3688,7 +3852,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{34}
+	return file_baton_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Failure) GetCode() string {
@@ -3724,7 +3888,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_baton_proto_msgTypes[35]
+	mi := &file_baton_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3736,7 +3900,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[35]
+	mi := &file_baton_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3749,7 +3913,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{35}
+	return file_baton_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -3816,7 +3980,7 @@ type RateLimit struct {
 
 func (x *RateLimit) Reset() {
 	*x = RateLimit{}
-	mi := &file_baton_proto_msgTypes[36]
+	mi := &file_baton_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3828,7 +3992,7 @@ func (x *RateLimit) String() string {
 func (*RateLimit) ProtoMessage() {}
 
 func (x *RateLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[36]
+	mi := &file_baton_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3841,7 +4005,7 @@ func (x *RateLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
 func (*RateLimit) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{36}
+	return file_baton_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RateLimit) GetResetsAt() *timestamppb.Timestamp {
@@ -3898,7 +4062,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_baton_proto_msgTypes[37]
+	mi := &file_baton_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3910,7 +4074,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[37]
+	mi := &file_baton_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3923,7 +4087,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{37}
+	return file_baton_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Limit) GetKind() string {
@@ -3987,7 +4151,7 @@ type CheckpointScope struct {
 
 func (x *CheckpointScope) Reset() {
 	*x = CheckpointScope{}
-	mi := &file_baton_proto_msgTypes[38]
+	mi := &file_baton_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3999,7 +4163,7 @@ func (x *CheckpointScope) String() string {
 func (*CheckpointScope) ProtoMessage() {}
 
 func (x *CheckpointScope) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[38]
+	mi := &file_baton_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4012,7 +4176,7 @@ func (x *CheckpointScope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointScope.ProtoReflect.Descriptor instead.
 func (*CheckpointScope) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{38}
+	return file_baton_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CheckpointScope) GetId() string {
@@ -4092,7 +4256,7 @@ type Checkpoint struct {
 
 func (x *Checkpoint) Reset() {
 	*x = Checkpoint{}
-	mi := &file_baton_proto_msgTypes[39]
+	mi := &file_baton_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4104,7 +4268,7 @@ func (x *Checkpoint) String() string {
 func (*Checkpoint) ProtoMessage() {}
 
 func (x *Checkpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[39]
+	mi := &file_baton_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4117,7 +4281,7 @@ func (x *Checkpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
 func (*Checkpoint) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{39}
+	return file_baton_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Checkpoint) GetId() string {
@@ -4249,7 +4413,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_baton_proto_msgTypes[40]
+	mi := &file_baton_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4261,7 +4425,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[40]
+	mi := &file_baton_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4274,7 +4438,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{40}
+	return file_baton_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Rollback) GetId() string {
@@ -4436,7 +4600,7 @@ type ContextHandoff struct {
 
 func (x *ContextHandoff) Reset() {
 	*x = ContextHandoff{}
-	mi := &file_baton_proto_msgTypes[41]
+	mi := &file_baton_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4448,7 +4612,7 @@ func (x *ContextHandoff) String() string {
 func (*ContextHandoff) ProtoMessage() {}
 
 func (x *ContextHandoff) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[41]
+	mi := &file_baton_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4461,7 +4625,7 @@ func (x *ContextHandoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextHandoff.ProtoReflect.Descriptor instead.
 func (*ContextHandoff) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{41}
+	return file_baton_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ContextHandoff) GetId() string {
@@ -4603,7 +4767,7 @@ type HandoffRun struct {
 
 func (x *HandoffRun) Reset() {
 	*x = HandoffRun{}
-	mi := &file_baton_proto_msgTypes[42]
+	mi := &file_baton_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4615,7 +4779,7 @@ func (x *HandoffRun) String() string {
 func (*HandoffRun) ProtoMessage() {}
 
 func (x *HandoffRun) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[42]
+	mi := &file_baton_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4628,7 +4792,7 @@ func (x *HandoffRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffRun.ProtoReflect.Descriptor instead.
 func (*HandoffRun) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{42}
+	return file_baton_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *HandoffRun) GetOrdinal() uint32 {
@@ -4689,7 +4853,7 @@ type ProviderBinding struct {
 
 func (x *ProviderBinding) Reset() {
 	*x = ProviderBinding{}
-	mi := &file_baton_proto_msgTypes[43]
+	mi := &file_baton_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4701,7 +4865,7 @@ func (x *ProviderBinding) String() string {
 func (*ProviderBinding) ProtoMessage() {}
 
 func (x *ProviderBinding) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[43]
+	mi := &file_baton_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4714,7 +4878,7 @@ func (x *ProviderBinding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderBinding.ProtoReflect.Descriptor instead.
 func (*ProviderBinding) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{43}
+	return file_baton_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ProviderBinding) GetProvider() string {
@@ -4801,7 +4965,7 @@ type Loop struct {
 
 func (x *Loop) Reset() {
 	*x = Loop{}
-	mi := &file_baton_proto_msgTypes[44]
+	mi := &file_baton_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4813,7 +4977,7 @@ func (x *Loop) String() string {
 func (*Loop) ProtoMessage() {}
 
 func (x *Loop) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[44]
+	mi := &file_baton_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4826,7 +4990,7 @@ func (x *Loop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Loop.ProtoReflect.Descriptor instead.
 func (*Loop) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{44}
+	return file_baton_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Loop) GetPolicy() *ContinuationPolicy {
@@ -4924,7 +5088,7 @@ type Wait struct {
 
 func (x *Wait) Reset() {
 	*x = Wait{}
-	mi := &file_baton_proto_msgTypes[45]
+	mi := &file_baton_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4936,7 +5100,7 @@ func (x *Wait) String() string {
 func (*Wait) ProtoMessage() {}
 
 func (x *Wait) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[45]
+	mi := &file_baton_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4949,7 +5113,7 @@ func (x *Wait) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Wait.ProtoReflect.Descriptor instead.
 func (*Wait) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{45}
+	return file_baton_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Wait) GetId() string {
@@ -5048,7 +5212,7 @@ type CheckResult struct {
 
 func (x *CheckResult) Reset() {
 	*x = CheckResult{}
-	mi := &file_baton_proto_msgTypes[46]
+	mi := &file_baton_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5060,7 +5224,7 @@ func (x *CheckResult) String() string {
 func (*CheckResult) ProtoMessage() {}
 
 func (x *CheckResult) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[46]
+	mi := &file_baton_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5073,7 +5237,7 @@ func (x *CheckResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResult.ProtoReflect.Descriptor instead.
 func (*CheckResult) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{46}
+	return file_baton_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CheckResult) GetRunId() string {
@@ -5154,7 +5318,7 @@ type Earlier struct {
 
 func (x *Earlier) Reset() {
 	*x = Earlier{}
-	mi := &file_baton_proto_msgTypes[47]
+	mi := &file_baton_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5166,7 +5330,7 @@ func (x *Earlier) String() string {
 func (*Earlier) ProtoMessage() {}
 
 func (x *Earlier) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[47]
+	mi := &file_baton_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5179,7 +5343,7 @@ func (x *Earlier) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Earlier.ProtoReflect.Descriptor instead.
 func (*Earlier) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{47}
+	return file_baton_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Earlier) GetRuns() uint32 {
@@ -5227,7 +5391,7 @@ type EarlierRollback struct {
 
 func (x *EarlierRollback) Reset() {
 	*x = EarlierRollback{}
-	mi := &file_baton_proto_msgTypes[48]
+	mi := &file_baton_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5239,7 +5403,7 @@ func (x *EarlierRollback) String() string {
 func (*EarlierRollback) ProtoMessage() {}
 
 func (x *EarlierRollback) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[48]
+	mi := &file_baton_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5252,7 +5416,7 @@ func (x *EarlierRollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EarlierRollback.ProtoReflect.Descriptor instead.
 func (*EarlierRollback) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{48}
+	return file_baton_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *EarlierRollback) GetTarget() uint32 {
@@ -5294,7 +5458,7 @@ type ThreadPage struct {
 
 func (x *ThreadPage) Reset() {
 	*x = ThreadPage{}
-	mi := &file_baton_proto_msgTypes[49]
+	mi := &file_baton_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5306,7 +5470,7 @@ func (x *ThreadPage) String() string {
 func (*ThreadPage) ProtoMessage() {}
 
 func (x *ThreadPage) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[49]
+	mi := &file_baton_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5319,7 +5483,7 @@ func (x *ThreadPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadPage.ProtoReflect.Descriptor instead.
 func (*ThreadPage) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{49}
+	return file_baton_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ThreadPage) GetFirstRun() uint32 {
@@ -5423,7 +5587,7 @@ type ThreadSummary struct {
 
 func (x *ThreadSummary) Reset() {
 	*x = ThreadSummary{}
-	mi := &file_baton_proto_msgTypes[50]
+	mi := &file_baton_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5435,7 +5599,7 @@ func (x *ThreadSummary) String() string {
 func (*ThreadSummary) ProtoMessage() {}
 
 func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[50]
+	mi := &file_baton_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5448,7 +5612,7 @@ func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadSummary.ProtoReflect.Descriptor instead.
 func (*ThreadSummary) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{50}
+	return file_baton_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ThreadSummary) GetId() string {
@@ -5614,7 +5778,7 @@ type SummaryWait struct {
 
 func (x *SummaryWait) Reset() {
 	*x = SummaryWait{}
-	mi := &file_baton_proto_msgTypes[51]
+	mi := &file_baton_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5626,7 +5790,7 @@ func (x *SummaryWait) String() string {
 func (*SummaryWait) ProtoMessage() {}
 
 func (x *SummaryWait) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[51]
+	mi := &file_baton_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5639,7 +5803,7 @@ func (x *SummaryWait) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummaryWait.ProtoReflect.Descriptor instead.
 func (*SummaryWait) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{51}
+	return file_baton_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SummaryWait) GetAt() *timestamppb.Timestamp {
@@ -5688,7 +5852,7 @@ type ListThreadsRequest struct {
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_baton_proto_msgTypes[52]
+	mi := &file_baton_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5700,7 +5864,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[52]
+	mi := &file_baton_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5713,7 +5877,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{52}
+	return file_baton_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListThreadsRequest) GetPageSize() uint32 {
@@ -5762,7 +5926,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_baton_proto_msgTypes[53]
+	mi := &file_baton_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5774,7 +5938,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[53]
+	mi := &file_baton_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5787,7 +5951,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{53}
+	return file_baton_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*ThreadSummary {
@@ -5816,7 +5980,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_baton_proto_msgTypes[54]
+	mi := &file_baton_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5828,7 +5992,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[54]
+	mi := &file_baton_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5841,7 +6005,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{54}
+	return file_baton_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SubscribeRequest) GetThreadId() string {
@@ -5940,7 +6104,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_baton_proto_msgTypes[55]
+	mi := &file_baton_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5952,7 +6116,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[55]
+	mi := &file_baton_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5965,7 +6129,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{55}
+	return file_baton_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Event) GetSequence() uint64 {
@@ -6926,7 +7090,7 @@ type ThreadCreated struct {
 
 func (x *ThreadCreated) Reset() {
 	*x = ThreadCreated{}
-	mi := &file_baton_proto_msgTypes[56]
+	mi := &file_baton_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6938,7 +7102,7 @@ func (x *ThreadCreated) String() string {
 func (*ThreadCreated) ProtoMessage() {}
 
 func (x *ThreadCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[56]
+	mi := &file_baton_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6951,7 +7115,7 @@ func (x *ThreadCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadCreated.ProtoReflect.Descriptor instead.
 func (*ThreadCreated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{56}
+	return file_baton_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ThreadCreated) GetProvider() string {
@@ -7025,7 +7189,7 @@ type MessageAdded struct {
 
 func (x *MessageAdded) Reset() {
 	*x = MessageAdded{}
-	mi := &file_baton_proto_msgTypes[57]
+	mi := &file_baton_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7037,7 +7201,7 @@ func (x *MessageAdded) String() string {
 func (*MessageAdded) ProtoMessage() {}
 
 func (x *MessageAdded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[57]
+	mi := &file_baton_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7050,7 +7214,7 @@ func (x *MessageAdded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageAdded.ProtoReflect.Descriptor instead.
 func (*MessageAdded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{57}
+	return file_baton_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *MessageAdded) GetMessageId() string {
@@ -7106,7 +7270,7 @@ type MessageDelta struct {
 
 func (x *MessageDelta) Reset() {
 	*x = MessageDelta{}
-	mi := &file_baton_proto_msgTypes[58]
+	mi := &file_baton_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7118,7 +7282,7 @@ func (x *MessageDelta) String() string {
 func (*MessageDelta) ProtoMessage() {}
 
 func (x *MessageDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[58]
+	mi := &file_baton_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7131,7 +7295,7 @@ func (x *MessageDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageDelta.ProtoReflect.Descriptor instead.
 func (*MessageDelta) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{58}
+	return file_baton_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *MessageDelta) GetMessageId() string {
@@ -7157,7 +7321,7 @@ type MessageCompleted struct {
 
 func (x *MessageCompleted) Reset() {
 	*x = MessageCompleted{}
-	mi := &file_baton_proto_msgTypes[59]
+	mi := &file_baton_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7169,7 +7333,7 @@ func (x *MessageCompleted) String() string {
 func (*MessageCompleted) ProtoMessage() {}
 
 func (x *MessageCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[59]
+	mi := &file_baton_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7182,7 +7346,7 @@ func (x *MessageCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageCompleted.ProtoReflect.Descriptor instead.
 func (*MessageCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{59}
+	return file_baton_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *MessageCompleted) GetMessageId() string {
@@ -7194,18 +7358,21 @@ func (x *MessageCompleted) GetMessageId() string {
 
 // run.queued: a run waits for the runs before it.
 type RunQueued struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	Ordinal       uint32                 `protobuf:"varint,2,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
-	MessageId     string                 `protobuf:"bytes,3,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
-	Input         string                 `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RunId     string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Ordinal   uint32                 `protobuf:"varint,2,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
+	MessageId string                 `protobuf:"bytes,3,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	Input     string                 `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
+	// mcp is the run's own choice of MCP servers (unset: the configured
+	// ones).
+	Mcp           *McpChoice `protobuf:"bytes,5,opt,name=mcp,proto3" json:"mcp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunQueued) Reset() {
 	*x = RunQueued{}
-	mi := &file_baton_proto_msgTypes[60]
+	mi := &file_baton_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7217,7 +7384,7 @@ func (x *RunQueued) String() string {
 func (*RunQueued) ProtoMessage() {}
 
 func (x *RunQueued) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[60]
+	mi := &file_baton_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7230,7 +7397,7 @@ func (x *RunQueued) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunQueued.ProtoReflect.Descriptor instead.
 func (*RunQueued) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{60}
+	return file_baton_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RunQueued) GetRunId() string {
@@ -7261,6 +7428,13 @@ func (x *RunQueued) GetInput() string {
 	return ""
 }
 
+func (x *RunQueued) GetMcp() *McpChoice {
+	if x != nil {
+		return x.Mcp
+	}
+	return nil
+}
+
 type RunStarted struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	RunId    string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
@@ -7274,7 +7448,7 @@ type RunStarted struct {
 
 func (x *RunStarted) Reset() {
 	*x = RunStarted{}
-	mi := &file_baton_proto_msgTypes[61]
+	mi := &file_baton_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7286,7 +7460,7 @@ func (x *RunStarted) String() string {
 func (*RunStarted) ProtoMessage() {}
 
 func (x *RunStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[61]
+	mi := &file_baton_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7299,7 +7473,7 @@ func (x *RunStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStarted.ProtoReflect.Descriptor instead.
 func (*RunStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{61}
+	return file_baton_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RunStarted) GetRunId() string {
@@ -7345,7 +7519,7 @@ type AttemptStarted struct {
 
 func (x *AttemptStarted) Reset() {
 	*x = AttemptStarted{}
-	mi := &file_baton_proto_msgTypes[62]
+	mi := &file_baton_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7357,7 +7531,7 @@ func (x *AttemptStarted) String() string {
 func (*AttemptStarted) ProtoMessage() {}
 
 func (x *AttemptStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[62]
+	mi := &file_baton_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7370,7 +7544,7 @@ func (x *AttemptStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptStarted.ProtoReflect.Descriptor instead.
 func (*AttemptStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{62}
+	return file_baton_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *AttemptStarted) GetRunId() string {
@@ -7432,7 +7606,7 @@ type NodeStarted struct {
 
 func (x *NodeStarted) Reset() {
 	*x = NodeStarted{}
-	mi := &file_baton_proto_msgTypes[63]
+	mi := &file_baton_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7444,7 +7618,7 @@ func (x *NodeStarted) String() string {
 func (*NodeStarted) ProtoMessage() {}
 
 func (x *NodeStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[63]
+	mi := &file_baton_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7457,7 +7631,7 @@ func (x *NodeStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStarted.ProtoReflect.Descriptor instead.
 func (*NodeStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{63}
+	return file_baton_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *NodeStarted) GetRunId() string {
@@ -7529,7 +7703,7 @@ type NodeUpdated struct {
 
 func (x *NodeUpdated) Reset() {
 	*x = NodeUpdated{}
-	mi := &file_baton_proto_msgTypes[64]
+	mi := &file_baton_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7541,7 +7715,7 @@ func (x *NodeUpdated) String() string {
 func (*NodeUpdated) ProtoMessage() {}
 
 func (x *NodeUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[64]
+	mi := &file_baton_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7554,7 +7728,7 @@ func (x *NodeUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeUpdated.ProtoReflect.Descriptor instead.
 func (*NodeUpdated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{64}
+	return file_baton_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *NodeUpdated) GetRunId() string {
@@ -7603,7 +7777,7 @@ type NodeDelta struct {
 
 func (x *NodeDelta) Reset() {
 	*x = NodeDelta{}
-	mi := &file_baton_proto_msgTypes[65]
+	mi := &file_baton_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7615,7 +7789,7 @@ func (x *NodeDelta) String() string {
 func (*NodeDelta) ProtoMessage() {}
 
 func (x *NodeDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[65]
+	mi := &file_baton_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7628,7 +7802,7 @@ func (x *NodeDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDelta.ProtoReflect.Descriptor instead.
 func (*NodeDelta) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{65}
+	return file_baton_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *NodeDelta) GetRunId() string {
@@ -7663,7 +7837,7 @@ type NodeCompleted struct {
 
 func (x *NodeCompleted) Reset() {
 	*x = NodeCompleted{}
-	mi := &file_baton_proto_msgTypes[66]
+	mi := &file_baton_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7675,7 +7849,7 @@ func (x *NodeCompleted) String() string {
 func (*NodeCompleted) ProtoMessage() {}
 
 func (x *NodeCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[66]
+	mi := &file_baton_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7688,7 +7862,7 @@ func (x *NodeCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCompleted.ProtoReflect.Descriptor instead.
 func (*NodeCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{66}
+	return file_baton_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *NodeCompleted) GetRunId() string {
@@ -7726,13 +7900,15 @@ type SessionOpened struct {
 	// resumed says whether the provider did.
 	ResumeRequested string `protobuf:"bytes,7,opt,name=resume_requested,json=resumeRequested,proto3" json:"resume_requested,omitempty"`
 	Resumed         bool   `protobuf:"varint,8,opt,name=resumed,proto3" json:"resumed,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// mcp are the MCP servers the session was given.
+	Mcp           []*McpServerRef `protobuf:"bytes,9,rep,name=mcp,proto3" json:"mcp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionOpened) Reset() {
 	*x = SessionOpened{}
-	mi := &file_baton_proto_msgTypes[67]
+	mi := &file_baton_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7744,7 +7920,7 @@ func (x *SessionOpened) String() string {
 func (*SessionOpened) ProtoMessage() {}
 
 func (x *SessionOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[67]
+	mi := &file_baton_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7757,7 +7933,7 @@ func (x *SessionOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionOpened.ProtoReflect.Descriptor instead.
 func (*SessionOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{67}
+	return file_baton_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SessionOpened) GetSessionId() string {
@@ -7816,6 +7992,13 @@ func (x *SessionOpened) GetResumed() bool {
 	return false
 }
 
+func (x *SessionOpened) GetMcp() []*McpServerRef {
+	if x != nil {
+		return x.Mcp
+	}
+	return nil
+}
+
 type SessionEnded struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -7826,7 +8009,7 @@ type SessionEnded struct {
 
 func (x *SessionEnded) Reset() {
 	*x = SessionEnded{}
-	mi := &file_baton_proto_msgTypes[68]
+	mi := &file_baton_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7838,7 +8021,7 @@ func (x *SessionEnded) String() string {
 func (*SessionEnded) ProtoMessage() {}
 
 func (x *SessionEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[68]
+	mi := &file_baton_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7851,7 +8034,7 @@ func (x *SessionEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEnded.ProtoReflect.Descriptor instead.
 func (*SessionEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{68}
+	return file_baton_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SessionEnded) GetSessionId() string {
@@ -7880,7 +8063,7 @@ type ProviderThreadBound struct {
 
 func (x *ProviderThreadBound) Reset() {
 	*x = ProviderThreadBound{}
-	mi := &file_baton_proto_msgTypes[69]
+	mi := &file_baton_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7892,7 +8075,7 @@ func (x *ProviderThreadBound) String() string {
 func (*ProviderThreadBound) ProtoMessage() {}
 
 func (x *ProviderThreadBound) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[69]
+	mi := &file_baton_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7905,7 +8088,7 @@ func (x *ProviderThreadBound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThreadBound.ProtoReflect.Descriptor instead.
 func (*ProviderThreadBound) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{69}
+	return file_baton_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ProviderThreadBound) GetProviderThreadId() string {
@@ -7951,7 +8134,7 @@ type ProviderTurnBound struct {
 
 func (x *ProviderTurnBound) Reset() {
 	*x = ProviderTurnBound{}
-	mi := &file_baton_proto_msgTypes[70]
+	mi := &file_baton_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7963,7 +8146,7 @@ func (x *ProviderTurnBound) String() string {
 func (*ProviderTurnBound) ProtoMessage() {}
 
 func (x *ProviderTurnBound) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[70]
+	mi := &file_baton_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7976,7 +8159,7 @@ func (x *ProviderTurnBound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderTurnBound.ProtoReflect.Descriptor instead.
 func (*ProviderTurnBound) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{70}
+	return file_baton_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ProviderTurnBound) GetProviderTurnId() string {
@@ -8044,7 +8227,7 @@ type RequestOpened struct {
 
 func (x *RequestOpened) Reset() {
 	*x = RequestOpened{}
-	mi := &file_baton_proto_msgTypes[71]
+	mi := &file_baton_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8056,7 +8239,7 @@ func (x *RequestOpened) String() string {
 func (*RequestOpened) ProtoMessage() {}
 
 func (x *RequestOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[71]
+	mi := &file_baton_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8069,7 +8252,7 @@ func (x *RequestOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestOpened.ProtoReflect.Descriptor instead.
 func (*RequestOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{71}
+	return file_baton_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *RequestOpened) GetRequestId() string {
@@ -8140,7 +8323,7 @@ type RequestResolved struct {
 
 func (x *RequestResolved) Reset() {
 	*x = RequestResolved{}
-	mi := &file_baton_proto_msgTypes[72]
+	mi := &file_baton_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8152,7 +8335,7 @@ func (x *RequestResolved) String() string {
 func (*RequestResolved) ProtoMessage() {}
 
 func (x *RequestResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[72]
+	mi := &file_baton_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8165,7 +8348,7 @@ func (x *RequestResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestResolved.ProtoReflect.Descriptor instead.
 func (*RequestResolved) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{72}
+	return file_baton_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *RequestResolved) GetRequestId() string {
@@ -8210,7 +8393,7 @@ type UsageReported struct {
 
 func (x *UsageReported) Reset() {
 	*x = UsageReported{}
-	mi := &file_baton_proto_msgTypes[73]
+	mi := &file_baton_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8222,7 +8405,7 @@ func (x *UsageReported) String() string {
 func (*UsageReported) ProtoMessage() {}
 
 func (x *UsageReported) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[73]
+	mi := &file_baton_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8235,7 +8418,7 @@ func (x *UsageReported) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageReported.ProtoReflect.Descriptor instead.
 func (*UsageReported) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{73}
+	return file_baton_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *UsageReported) GetRunId() string {
@@ -8279,7 +8462,7 @@ type RunEnded struct {
 
 func (x *RunEnded) Reset() {
 	*x = RunEnded{}
-	mi := &file_baton_proto_msgTypes[74]
+	mi := &file_baton_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8291,7 +8474,7 @@ func (x *RunEnded) String() string {
 func (*RunEnded) ProtoMessage() {}
 
 func (x *RunEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[74]
+	mi := &file_baton_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8304,7 +8487,7 @@ func (x *RunEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEnded.ProtoReflect.Descriptor instead.
 func (*RunEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{74}
+	return file_baton_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *RunEnded) GetRunId() string {
@@ -8353,7 +8536,7 @@ type DiagnosticRecorded struct {
 
 func (x *DiagnosticRecorded) Reset() {
 	*x = DiagnosticRecorded{}
-	mi := &file_baton_proto_msgTypes[75]
+	mi := &file_baton_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8365,7 +8548,7 @@ func (x *DiagnosticRecorded) String() string {
 func (*DiagnosticRecorded) ProtoMessage() {}
 
 func (x *DiagnosticRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[75]
+	mi := &file_baton_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8378,7 +8561,7 @@ func (x *DiagnosticRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiagnosticRecorded.ProtoReflect.Descriptor instead.
 func (*DiagnosticRecorded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{75}
+	return file_baton_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *DiagnosticRecorded) GetRunId() string {
@@ -8414,7 +8597,7 @@ type RunSteered struct {
 
 func (x *RunSteered) Reset() {
 	*x = RunSteered{}
-	mi := &file_baton_proto_msgTypes[76]
+	mi := &file_baton_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8426,7 +8609,7 @@ func (x *RunSteered) String() string {
 func (*RunSteered) ProtoMessage() {}
 
 func (x *RunSteered) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[76]
+	mi := &file_baton_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8439,7 +8622,7 @@ func (x *RunSteered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSteered.ProtoReflect.Descriptor instead.
 func (*RunSteered) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{76}
+	return file_baton_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *RunSteered) GetRunId() string {
@@ -8477,7 +8660,7 @@ type RestartRequested struct {
 
 func (x *RestartRequested) Reset() {
 	*x = RestartRequested{}
-	mi := &file_baton_proto_msgTypes[77]
+	mi := &file_baton_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8489,7 +8672,7 @@ func (x *RestartRequested) String() string {
 func (*RestartRequested) ProtoMessage() {}
 
 func (x *RestartRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[77]
+	mi := &file_baton_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8502,7 +8685,7 @@ func (x *RestartRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartRequested.ProtoReflect.Descriptor instead.
 func (*RestartRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{77}
+	return file_baton_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *RestartRequested) GetRunId() string {
@@ -8546,7 +8729,7 @@ type InterruptRequested struct {
 
 func (x *InterruptRequested) Reset() {
 	*x = InterruptRequested{}
-	mi := &file_baton_proto_msgTypes[78]
+	mi := &file_baton_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8558,7 +8741,7 @@ func (x *InterruptRequested) String() string {
 func (*InterruptRequested) ProtoMessage() {}
 
 func (x *InterruptRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[78]
+	mi := &file_baton_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8571,7 +8754,7 @@ func (x *InterruptRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptRequested.ProtoReflect.Descriptor instead.
 func (*InterruptRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{78}
+	return file_baton_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *InterruptRequested) GetRunId() string {
@@ -8608,7 +8791,7 @@ type StopForced struct {
 
 func (x *StopForced) Reset() {
 	*x = StopForced{}
-	mi := &file_baton_proto_msgTypes[79]
+	mi := &file_baton_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8620,7 +8803,7 @@ func (x *StopForced) String() string {
 func (*StopForced) ProtoMessage() {}
 
 func (x *StopForced) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[79]
+	mi := &file_baton_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8633,7 +8816,7 @@ func (x *StopForced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopForced.ProtoReflect.Descriptor instead.
 func (*StopForced) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{79}
+	return file_baton_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *StopForced) GetRunId() string {
@@ -8678,7 +8861,7 @@ type TurnStalled struct {
 
 func (x *TurnStalled) Reset() {
 	*x = TurnStalled{}
-	mi := &file_baton_proto_msgTypes[80]
+	mi := &file_baton_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8690,7 +8873,7 @@ func (x *TurnStalled) String() string {
 func (*TurnStalled) ProtoMessage() {}
 
 func (x *TurnStalled) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[80]
+	mi := &file_baton_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8703,7 +8886,7 @@ func (x *TurnStalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnStalled.ProtoReflect.Descriptor instead.
 func (*TurnStalled) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{80}
+	return file_baton_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *TurnStalled) GetRunId() string {
@@ -8753,7 +8936,7 @@ type AttemptEnded struct {
 
 func (x *AttemptEnded) Reset() {
 	*x = AttemptEnded{}
-	mi := &file_baton_proto_msgTypes[81]
+	mi := &file_baton_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8765,7 +8948,7 @@ func (x *AttemptEnded) String() string {
 func (*AttemptEnded) ProtoMessage() {}
 
 func (x *AttemptEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[81]
+	mi := &file_baton_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8778,7 +8961,7 @@ func (x *AttemptEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptEnded.ProtoReflect.Descriptor instead.
 func (*AttemptEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{81}
+	return file_baton_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *AttemptEnded) GetRunId() string {
@@ -8816,7 +8999,7 @@ type RequestAnswered struct {
 
 func (x *RequestAnswered) Reset() {
 	*x = RequestAnswered{}
-	mi := &file_baton_proto_msgTypes[82]
+	mi := &file_baton_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8828,7 +9011,7 @@ func (x *RequestAnswered) String() string {
 func (*RequestAnswered) ProtoMessage() {}
 
 func (x *RequestAnswered) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[82]
+	mi := &file_baton_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8841,7 +9024,7 @@ func (x *RequestAnswered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestAnswered.ProtoReflect.Descriptor instead.
 func (*RequestAnswered) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{82}
+	return file_baton_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *RequestAnswered) GetRequestId() string {
@@ -8885,7 +9068,7 @@ type EffectCancelled struct {
 
 func (x *EffectCancelled) Reset() {
 	*x = EffectCancelled{}
-	mi := &file_baton_proto_msgTypes[83]
+	mi := &file_baton_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8897,7 +9080,7 @@ func (x *EffectCancelled) String() string {
 func (*EffectCancelled) ProtoMessage() {}
 
 func (x *EffectCancelled) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[83]
+	mi := &file_baton_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8910,7 +9093,7 @@ func (x *EffectCancelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EffectCancelled.ProtoReflect.Descriptor instead.
 func (*EffectCancelled) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{83}
+	return file_baton_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *EffectCancelled) GetEffectId() string {
@@ -8953,7 +9136,7 @@ type AttemptDispatched struct {
 
 func (x *AttemptDispatched) Reset() {
 	*x = AttemptDispatched{}
-	mi := &file_baton_proto_msgTypes[84]
+	mi := &file_baton_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8965,7 +9148,7 @@ func (x *AttemptDispatched) String() string {
 func (*AttemptDispatched) ProtoMessage() {}
 
 func (x *AttemptDispatched) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[84]
+	mi := &file_baton_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8978,7 +9161,7 @@ func (x *AttemptDispatched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptDispatched.ProtoReflect.Descriptor instead.
 func (*AttemptDispatched) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{84}
+	return file_baton_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *AttemptDispatched) GetRunId() string {
@@ -9012,7 +9195,7 @@ type RequestAnswerFailed struct {
 
 func (x *RequestAnswerFailed) Reset() {
 	*x = RequestAnswerFailed{}
-	mi := &file_baton_proto_msgTypes[85]
+	mi := &file_baton_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9024,7 +9207,7 @@ func (x *RequestAnswerFailed) String() string {
 func (*RequestAnswerFailed) ProtoMessage() {}
 
 func (x *RequestAnswerFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[85]
+	mi := &file_baton_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9037,7 +9220,7 @@ func (x *RequestAnswerFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestAnswerFailed.ProtoReflect.Descriptor instead.
 func (*RequestAnswerFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{85}
+	return file_baton_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *RequestAnswerFailed) GetRequestId() string {
@@ -9066,7 +9249,7 @@ type RunCompleting struct {
 
 func (x *RunCompleting) Reset() {
 	*x = RunCompleting{}
-	mi := &file_baton_proto_msgTypes[86]
+	mi := &file_baton_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9078,7 +9261,7 @@ func (x *RunCompleting) String() string {
 func (*RunCompleting) ProtoMessage() {}
 
 func (x *RunCompleting) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[86]
+	mi := &file_baton_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9091,7 +9274,7 @@ func (x *RunCompleting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCompleting.ProtoReflect.Descriptor instead.
 func (*RunCompleting) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{86}
+	return file_baton_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *RunCompleting) GetRunId() string {
@@ -9123,7 +9306,7 @@ type CheckpointScopeOpened struct {
 
 func (x *CheckpointScopeOpened) Reset() {
 	*x = CheckpointScopeOpened{}
-	mi := &file_baton_proto_msgTypes[87]
+	mi := &file_baton_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9135,7 +9318,7 @@ func (x *CheckpointScopeOpened) String() string {
 func (*CheckpointScopeOpened) ProtoMessage() {}
 
 func (x *CheckpointScopeOpened) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[87]
+	mi := &file_baton_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9148,7 +9331,7 @@ func (x *CheckpointScopeOpened) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointScopeOpened.ProtoReflect.Descriptor instead.
 func (*CheckpointScopeOpened) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{87}
+	return file_baton_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *CheckpointScopeOpened) GetScopeId() string {
@@ -9215,7 +9398,7 @@ type CheckpointRequested struct {
 
 func (x *CheckpointRequested) Reset() {
 	*x = CheckpointRequested{}
-	mi := &file_baton_proto_msgTypes[88]
+	mi := &file_baton_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9227,7 +9410,7 @@ func (x *CheckpointRequested) String() string {
 func (*CheckpointRequested) ProtoMessage() {}
 
 func (x *CheckpointRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[88]
+	mi := &file_baton_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9240,7 +9423,7 @@ func (x *CheckpointRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequested.ProtoReflect.Descriptor instead.
 func (*CheckpointRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{88}
+	return file_baton_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *CheckpointRequested) GetCheckpointId() string {
@@ -9307,7 +9490,7 @@ type CheckpointRecorded struct {
 
 func (x *CheckpointRecorded) Reset() {
 	*x = CheckpointRecorded{}
-	mi := &file_baton_proto_msgTypes[89]
+	mi := &file_baton_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9319,7 +9502,7 @@ func (x *CheckpointRecorded) String() string {
 func (*CheckpointRecorded) ProtoMessage() {}
 
 func (x *CheckpointRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[89]
+	mi := &file_baton_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9332,7 +9515,7 @@ func (x *CheckpointRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRecorded.ProtoReflect.Descriptor instead.
 func (*CheckpointRecorded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{89}
+	return file_baton_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *CheckpointRecorded) GetCheckpointId() string {
@@ -9399,7 +9582,7 @@ type RollbackStarted struct {
 
 func (x *RollbackStarted) Reset() {
 	*x = RollbackStarted{}
-	mi := &file_baton_proto_msgTypes[90]
+	mi := &file_baton_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9411,7 +9594,7 @@ func (x *RollbackStarted) String() string {
 func (*RollbackStarted) ProtoMessage() {}
 
 func (x *RollbackStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[90]
+	mi := &file_baton_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9424,7 +9607,7 @@ func (x *RollbackStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackStarted.ProtoReflect.Descriptor instead.
 func (*RollbackStarted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{90}
+	return file_baton_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *RollbackStarted) GetRollbackId() string {
@@ -9483,7 +9666,7 @@ type RollbackFilesRestored struct {
 
 func (x *RollbackFilesRestored) Reset() {
 	*x = RollbackFilesRestored{}
-	mi := &file_baton_proto_msgTypes[91]
+	mi := &file_baton_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9495,7 +9678,7 @@ func (x *RollbackFilesRestored) String() string {
 func (*RollbackFilesRestored) ProtoMessage() {}
 
 func (x *RollbackFilesRestored) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[91]
+	mi := &file_baton_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9508,7 +9691,7 @@ func (x *RollbackFilesRestored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackFilesRestored.ProtoReflect.Descriptor instead.
 func (*RollbackFilesRestored) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{91}
+	return file_baton_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *RollbackFilesRestored) GetRollbackId() string {
@@ -9571,7 +9754,7 @@ type RollbackCompleted struct {
 
 func (x *RollbackCompleted) Reset() {
 	*x = RollbackCompleted{}
-	mi := &file_baton_proto_msgTypes[92]
+	mi := &file_baton_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9583,7 +9766,7 @@ func (x *RollbackCompleted) String() string {
 func (*RollbackCompleted) ProtoMessage() {}
 
 func (x *RollbackCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[92]
+	mi := &file_baton_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9596,7 +9779,7 @@ func (x *RollbackCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackCompleted.ProtoReflect.Descriptor instead.
 func (*RollbackCompleted) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{92}
+	return file_baton_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *RollbackCompleted) GetRollbackId() string {
@@ -9659,7 +9842,7 @@ type RollbackFailed struct {
 
 func (x *RollbackFailed) Reset() {
 	*x = RollbackFailed{}
-	mi := &file_baton_proto_msgTypes[93]
+	mi := &file_baton_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9671,7 +9854,7 @@ func (x *RollbackFailed) String() string {
 func (*RollbackFailed) ProtoMessage() {}
 
 func (x *RollbackFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[93]
+	mi := &file_baton_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9684,7 +9867,7 @@ func (x *RollbackFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackFailed.ProtoReflect.Descriptor instead.
 func (*RollbackFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{93}
+	return file_baton_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *RollbackFailed) GetRollbackId() string {
@@ -9733,7 +9916,7 @@ type HandoffCreated struct {
 
 func (x *HandoffCreated) Reset() {
 	*x = HandoffCreated{}
-	mi := &file_baton_proto_msgTypes[94]
+	mi := &file_baton_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9745,7 +9928,7 @@ func (x *HandoffCreated) String() string {
 func (*HandoffCreated) ProtoMessage() {}
 
 func (x *HandoffCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[94]
+	mi := &file_baton_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9758,7 +9941,7 @@ func (x *HandoffCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffCreated.ProtoReflect.Descriptor instead.
 func (*HandoffCreated) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{94}
+	return file_baton_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *HandoffCreated) GetHandoffId() string {
@@ -9876,7 +10059,7 @@ type HandoffConsumed struct {
 
 func (x *HandoffConsumed) Reset() {
 	*x = HandoffConsumed{}
-	mi := &file_baton_proto_msgTypes[95]
+	mi := &file_baton_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9888,7 +10071,7 @@ func (x *HandoffConsumed) String() string {
 func (*HandoffConsumed) ProtoMessage() {}
 
 func (x *HandoffConsumed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[95]
+	mi := &file_baton_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9901,7 +10084,7 @@ func (x *HandoffConsumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffConsumed.ProtoReflect.Descriptor instead.
 func (*HandoffConsumed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{95}
+	return file_baton_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *HandoffConsumed) GetHandoffId() string {
@@ -9930,7 +10113,7 @@ type HandoffSuperseded struct {
 
 func (x *HandoffSuperseded) Reset() {
 	*x = HandoffSuperseded{}
-	mi := &file_baton_proto_msgTypes[96]
+	mi := &file_baton_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9942,7 +10125,7 @@ func (x *HandoffSuperseded) String() string {
 func (*HandoffSuperseded) ProtoMessage() {}
 
 func (x *HandoffSuperseded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[96]
+	mi := &file_baton_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9955,7 +10138,7 @@ func (x *HandoffSuperseded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffSuperseded.ProtoReflect.Descriptor instead.
 func (*HandoffSuperseded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{96}
+	return file_baton_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *HandoffSuperseded) GetHandoffId() string {
@@ -9988,7 +10171,7 @@ type ProviderSwitched struct {
 
 func (x *ProviderSwitched) Reset() {
 	*x = ProviderSwitched{}
-	mi := &file_baton_proto_msgTypes[97]
+	mi := &file_baton_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10000,7 +10183,7 @@ func (x *ProviderSwitched) String() string {
 func (*ProviderSwitched) ProtoMessage() {}
 
 func (x *ProviderSwitched) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[97]
+	mi := &file_baton_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10013,7 +10196,7 @@ func (x *ProviderSwitched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderSwitched.ProtoReflect.Descriptor instead.
 func (*ProviderSwitched) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{97}
+	return file_baton_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ProviderSwitched) GetFrom() string {
@@ -10069,7 +10252,7 @@ type ProviderThreadDetached struct {
 
 func (x *ProviderThreadDetached) Reset() {
 	*x = ProviderThreadDetached{}
-	mi := &file_baton_proto_msgTypes[98]
+	mi := &file_baton_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10081,7 +10264,7 @@ func (x *ProviderThreadDetached) String() string {
 func (*ProviderThreadDetached) ProtoMessage() {}
 
 func (x *ProviderThreadDetached) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[98]
+	mi := &file_baton_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10094,7 +10277,7 @@ func (x *ProviderThreadDetached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProviderThreadDetached.ProtoReflect.Descriptor instead.
 func (*ProviderThreadDetached) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{98}
+	return file_baton_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ProviderThreadDetached) GetProviderThreadId() string {
@@ -10122,7 +10305,7 @@ type PolicySet struct {
 
 func (x *PolicySet) Reset() {
 	*x = PolicySet{}
-	mi := &file_baton_proto_msgTypes[99]
+	mi := &file_baton_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10134,7 +10317,7 @@ func (x *PolicySet) String() string {
 func (*PolicySet) ProtoMessage() {}
 
 func (x *PolicySet) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[99]
+	mi := &file_baton_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10147,7 +10330,7 @@ func (x *PolicySet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySet.ProtoReflect.Descriptor instead.
 func (*PolicySet) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{99}
+	return file_baton_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *PolicySet) GetPolicy() *ContinuationPolicy {
@@ -10170,7 +10353,7 @@ type LimitReached struct {
 
 func (x *LimitReached) Reset() {
 	*x = LimitReached{}
-	mi := &file_baton_proto_msgTypes[100]
+	mi := &file_baton_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10182,7 +10365,7 @@ func (x *LimitReached) String() string {
 func (*LimitReached) ProtoMessage() {}
 
 func (x *LimitReached) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[100]
+	mi := &file_baton_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10195,7 +10378,7 @@ func (x *LimitReached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitReached.ProtoReflect.Descriptor instead.
 func (*LimitReached) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{100}
+	return file_baton_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *LimitReached) GetRunId() string {
@@ -10239,7 +10422,7 @@ type WaitEnded struct {
 
 func (x *WaitEnded) Reset() {
 	*x = WaitEnded{}
-	mi := &file_baton_proto_msgTypes[101]
+	mi := &file_baton_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10251,7 +10434,7 @@ func (x *WaitEnded) String() string {
 func (*WaitEnded) ProtoMessage() {}
 
 func (x *WaitEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[101]
+	mi := &file_baton_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10264,7 +10447,7 @@ func (x *WaitEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitEnded.ProtoReflect.Descriptor instead.
 func (*WaitEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{101}
+	return file_baton_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *WaitEnded) GetWaitId() string {
@@ -10299,7 +10482,7 @@ type CheckRequested struct {
 
 func (x *CheckRequested) Reset() {
 	*x = CheckRequested{}
-	mi := &file_baton_proto_msgTypes[102]
+	mi := &file_baton_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10311,7 +10494,7 @@ func (x *CheckRequested) String() string {
 func (*CheckRequested) ProtoMessage() {}
 
 func (x *CheckRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[102]
+	mi := &file_baton_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10324,7 +10507,7 @@ func (x *CheckRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRequested.ProtoReflect.Descriptor instead.
 func (*CheckRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{102}
+	return file_baton_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *CheckRequested) GetRunId() string {
@@ -10352,7 +10535,7 @@ type LoopEnded struct {
 
 func (x *LoopEnded) Reset() {
 	*x = LoopEnded{}
-	mi := &file_baton_proto_msgTypes[103]
+	mi := &file_baton_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10364,7 +10547,7 @@ func (x *LoopEnded) String() string {
 func (*LoopEnded) ProtoMessage() {}
 
 func (x *LoopEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[103]
+	mi := &file_baton_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10377,7 +10560,7 @@ func (x *LoopEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopEnded.ProtoReflect.Descriptor instead.
 func (*LoopEnded) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{103}
+	return file_baton_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *LoopEnded) GetStatus() string {
@@ -10405,7 +10588,7 @@ type QueuedRunsResumed struct {
 
 func (x *QueuedRunsResumed) Reset() {
 	*x = QueuedRunsResumed{}
-	mi := &file_baton_proto_msgTypes[104]
+	mi := &file_baton_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10417,7 +10600,7 @@ func (x *QueuedRunsResumed) String() string {
 func (*QueuedRunsResumed) ProtoMessage() {}
 
 func (x *QueuedRunsResumed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[104]
+	mi := &file_baton_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10430,7 +10613,7 @@ func (x *QueuedRunsResumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedRunsResumed.ProtoReflect.Descriptor instead.
 func (*QueuedRunsResumed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{104}
+	return file_baton_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *QueuedRunsResumed) GetReason() string {
@@ -10459,7 +10642,7 @@ type QueuedRun struct {
 
 func (x *QueuedRun) Reset() {
 	*x = QueuedRun{}
-	mi := &file_baton_proto_msgTypes[105]
+	mi := &file_baton_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10471,7 +10654,7 @@ func (x *QueuedRun) String() string {
 func (*QueuedRun) ProtoMessage() {}
 
 func (x *QueuedRun) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[105]
+	mi := &file_baton_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10484,7 +10667,7 @@ func (x *QueuedRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuedRun.ProtoReflect.Descriptor instead.
 func (*QueuedRun) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{105}
+	return file_baton_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *QueuedRun) GetRunId() string {
@@ -10521,7 +10704,7 @@ type DiffRequest struct {
 
 func (x *DiffRequest) Reset() {
 	*x = DiffRequest{}
-	mi := &file_baton_proto_msgTypes[106]
+	mi := &file_baton_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10533,7 +10716,7 @@ func (x *DiffRequest) String() string {
 func (*DiffRequest) ProtoMessage() {}
 
 func (x *DiffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[106]
+	mi := &file_baton_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10546,7 +10729,7 @@ func (x *DiffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffRequest.ProtoReflect.Descriptor instead.
 func (*DiffRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{106}
+	return file_baton_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *DiffRequest) GetThreadId() string {
@@ -10584,7 +10767,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_baton_proto_msgTypes[107]
+	mi := &file_baton_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10596,7 +10779,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[107]
+	mi := &file_baton_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10609,7 +10792,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{107}
+	return file_baton_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *FileChange) GetPath() string {
@@ -10665,7 +10848,7 @@ type DiffResponse struct {
 
 func (x *DiffResponse) Reset() {
 	*x = DiffResponse{}
-	mi := &file_baton_proto_msgTypes[108]
+	mi := &file_baton_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10677,7 +10860,7 @@ func (x *DiffResponse) String() string {
 func (*DiffResponse) ProtoMessage() {}
 
 func (x *DiffResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[108]
+	mi := &file_baton_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10690,7 +10873,7 @@ func (x *DiffResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiffResponse.ProtoReflect.Descriptor instead.
 func (*DiffResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{108}
+	return file_baton_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *DiffResponse) GetRun() uint32 {
@@ -10750,7 +10933,7 @@ type ListPluginsRequest struct {
 
 func (x *ListPluginsRequest) Reset() {
 	*x = ListPluginsRequest{}
-	mi := &file_baton_proto_msgTypes[109]
+	mi := &file_baton_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10762,7 +10945,7 @@ func (x *ListPluginsRequest) String() string {
 func (*ListPluginsRequest) ProtoMessage() {}
 
 func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[109]
+	mi := &file_baton_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10775,7 +10958,7 @@ func (x *ListPluginsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsRequest.ProtoReflect.Descriptor instead.
 func (*ListPluginsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{109}
+	return file_baton_proto_rawDescGZIP(), []int{111}
 }
 
 type Capabilities struct {
@@ -10794,7 +10977,7 @@ type Capabilities struct {
 
 func (x *Capabilities) Reset() {
 	*x = Capabilities{}
-	mi := &file_baton_proto_msgTypes[110]
+	mi := &file_baton_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10806,7 +10989,7 @@ func (x *Capabilities) String() string {
 func (*Capabilities) ProtoMessage() {}
 
 func (x *Capabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[110]
+	mi := &file_baton_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10819,7 +11002,7 @@ func (x *Capabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
 func (*Capabilities) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{110}
+	return file_baton_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *Capabilities) GetNativeSteering() bool {
@@ -10899,7 +11082,7 @@ type Plugin struct {
 
 func (x *Plugin) Reset() {
 	*x = Plugin{}
-	mi := &file_baton_proto_msgTypes[111]
+	mi := &file_baton_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10911,7 +11094,7 @@ func (x *Plugin) String() string {
 func (*Plugin) ProtoMessage() {}
 
 func (x *Plugin) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[111]
+	mi := &file_baton_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10924,7 +11107,7 @@ func (x *Plugin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plugin.ProtoReflect.Descriptor instead.
 func (*Plugin) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{111}
+	return file_baton_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *Plugin) GetName() string {
@@ -10992,7 +11175,7 @@ type ListPluginsResponse struct {
 
 func (x *ListPluginsResponse) Reset() {
 	*x = ListPluginsResponse{}
-	mi := &file_baton_proto_msgTypes[112]
+	mi := &file_baton_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11004,7 +11187,7 @@ func (x *ListPluginsResponse) String() string {
 func (*ListPluginsResponse) ProtoMessage() {}
 
 func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[112]
+	mi := &file_baton_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11017,7 +11200,7 @@ func (x *ListPluginsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPluginsResponse.ProtoReflect.Descriptor instead.
 func (*ListPluginsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{112}
+	return file_baton_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *ListPluginsResponse) GetPlugins() []*Plugin {
@@ -11035,7 +11218,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_baton_proto_msgTypes[113]
+	mi := &file_baton_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11047,7 +11230,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[113]
+	mi := &file_baton_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11060,7 +11243,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{113}
+	return file_baton_proto_rawDescGZIP(), []int{115}
 }
 
 type CreateLoginCodeRequest struct {
@@ -11073,7 +11256,7 @@ type CreateLoginCodeRequest struct {
 
 func (x *CreateLoginCodeRequest) Reset() {
 	*x = CreateLoginCodeRequest{}
-	mi := &file_baton_proto_msgTypes[114]
+	mi := &file_baton_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11085,7 +11268,7 @@ func (x *CreateLoginCodeRequest) String() string {
 func (*CreateLoginCodeRequest) ProtoMessage() {}
 
 func (x *CreateLoginCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[114]
+	mi := &file_baton_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11098,7 +11281,7 @@ func (x *CreateLoginCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateLoginCodeRequest.ProtoReflect.Descriptor instead.
 func (*CreateLoginCodeRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{114}
+	return file_baton_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *CreateLoginCodeRequest) GetThreadId() string {
@@ -11121,7 +11304,7 @@ type LoginCode struct {
 
 func (x *LoginCode) Reset() {
 	*x = LoginCode{}
-	mi := &file_baton_proto_msgTypes[115]
+	mi := &file_baton_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11133,7 +11316,7 @@ func (x *LoginCode) String() string {
 func (*LoginCode) ProtoMessage() {}
 
 func (x *LoginCode) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[115]
+	mi := &file_baton_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11146,7 +11329,7 @@ func (x *LoginCode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginCode.ProtoReflect.Descriptor instead.
 func (*LoginCode) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{115}
+	return file_baton_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *LoginCode) GetUrl() string {
@@ -11201,7 +11384,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_baton_proto_msgTypes[116]
+	mi := &file_baton_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11213,7 +11396,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[116]
+	mi := &file_baton_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11226,7 +11409,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{116}
+	return file_baton_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ServiceStatus) GetVersion() string {
@@ -11328,7 +11511,7 @@ type StoreStatus struct {
 
 func (x *StoreStatus) Reset() {
 	*x = StoreStatus{}
-	mi := &file_baton_proto_msgTypes[117]
+	mi := &file_baton_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11340,7 +11523,7 @@ func (x *StoreStatus) String() string {
 func (*StoreStatus) ProtoMessage() {}
 
 func (x *StoreStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[117]
+	mi := &file_baton_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11353,7 +11536,7 @@ func (x *StoreStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreStatus.ProtoReflect.Descriptor instead.
 func (*StoreStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{117}
+	return file_baton_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *StoreStatus) GetKind() string {
@@ -11422,7 +11605,7 @@ type RuntimeStats struct {
 
 func (x *RuntimeStats) Reset() {
 	*x = RuntimeStats{}
-	mi := &file_baton_proto_msgTypes[118]
+	mi := &file_baton_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11434,7 +11617,7 @@ func (x *RuntimeStats) String() string {
 func (*RuntimeStats) ProtoMessage() {}
 
 func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[118]
+	mi := &file_baton_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11447,7 +11630,7 @@ func (x *RuntimeStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuntimeStats.ProtoReflect.Descriptor instead.
 func (*RuntimeStats) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{118}
+	return file_baton_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *RuntimeStats) GetGoroutines() int32 {
@@ -11492,7 +11675,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_baton_proto_msgTypes[119]
+	mi := &file_baton_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11504,7 +11687,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[119]
+	mi := &file_baton_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11517,7 +11700,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{119}
+	return file_baton_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *Listener) GetAddress() string {
@@ -11557,7 +11740,7 @@ type PluginStatus struct {
 
 func (x *PluginStatus) Reset() {
 	*x = PluginStatus{}
-	mi := &file_baton_proto_msgTypes[120]
+	mi := &file_baton_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11569,7 +11752,7 @@ func (x *PluginStatus) String() string {
 func (*PluginStatus) ProtoMessage() {}
 
 func (x *PluginStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[120]
+	mi := &file_baton_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11582,7 +11765,7 @@ func (x *PluginStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PluginStatus.ProtoReflect.Descriptor instead.
 func (*PluginStatus) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{120}
+	return file_baton_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *PluginStatus) GetName() string {
@@ -11625,7 +11808,7 @@ type WorktreeReady struct {
 
 func (x *WorktreeReady) Reset() {
 	*x = WorktreeReady{}
-	mi := &file_baton_proto_msgTypes[121]
+	mi := &file_baton_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11637,7 +11820,7 @@ func (x *WorktreeReady) String() string {
 func (*WorktreeReady) ProtoMessage() {}
 
 func (x *WorktreeReady) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[121]
+	mi := &file_baton_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11650,7 +11833,7 @@ func (x *WorktreeReady) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeReady.ProtoReflect.Descriptor instead.
 func (*WorktreeReady) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{121}
+	return file_baton_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *WorktreeReady) GetCopied() []string {
@@ -11677,7 +11860,7 @@ type WorktreeFailed struct {
 
 func (x *WorktreeFailed) Reset() {
 	*x = WorktreeFailed{}
-	mi := &file_baton_proto_msgTypes[122]
+	mi := &file_baton_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11689,7 +11872,7 @@ func (x *WorktreeFailed) String() string {
 func (*WorktreeFailed) ProtoMessage() {}
 
 func (x *WorktreeFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[122]
+	mi := &file_baton_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11702,7 +11885,7 @@ func (x *WorktreeFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeFailed.ProtoReflect.Descriptor instead.
 func (*WorktreeFailed) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{122}
+	return file_baton_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *WorktreeFailed) GetFailure() string {
@@ -11724,7 +11907,7 @@ type MergeRequested struct {
 
 func (x *MergeRequested) Reset() {
 	*x = MergeRequested{}
-	mi := &file_baton_proto_msgTypes[123]
+	mi := &file_baton_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11736,7 +11919,7 @@ func (x *MergeRequested) String() string {
 func (*MergeRequested) ProtoMessage() {}
 
 func (x *MergeRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[123]
+	mi := &file_baton_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11749,7 +11932,7 @@ func (x *MergeRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeRequested.ProtoReflect.Descriptor instead.
 func (*MergeRequested) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{123}
+	return file_baton_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *MergeRequested) GetMergeId() string {
@@ -11783,7 +11966,7 @@ type ThreadArchived struct {
 
 func (x *ThreadArchived) Reset() {
 	*x = ThreadArchived{}
-	mi := &file_baton_proto_msgTypes[124]
+	mi := &file_baton_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11795,7 +11978,7 @@ func (x *ThreadArchived) String() string {
 func (*ThreadArchived) ProtoMessage() {}
 
 func (x *ThreadArchived) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[124]
+	mi := &file_baton_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11808,7 +11991,7 @@ func (x *ThreadArchived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadArchived.ProtoReflect.Descriptor instead.
 func (*ThreadArchived) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{124}
+	return file_baton_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *ThreadArchived) GetDeleteBranch() bool {
@@ -11830,7 +12013,7 @@ type WorktreeRemoved struct {
 
 func (x *WorktreeRemoved) Reset() {
 	*x = WorktreeRemoved{}
-	mi := &file_baton_proto_msgTypes[125]
+	mi := &file_baton_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11842,7 +12025,7 @@ func (x *WorktreeRemoved) String() string {
 func (*WorktreeRemoved) ProtoMessage() {}
 
 func (x *WorktreeRemoved) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[125]
+	mi := &file_baton_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11855,7 +12038,7 @@ func (x *WorktreeRemoved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorktreeRemoved.ProtoReflect.Descriptor instead.
 func (*WorktreeRemoved) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{125}
+	return file_baton_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *WorktreeRemoved) GetFailure() string {
@@ -11886,7 +12069,7 @@ type ThreadMoved struct {
 
 func (x *ThreadMoved) Reset() {
 	*x = ThreadMoved{}
-	mi := &file_baton_proto_msgTypes[126]
+	mi := &file_baton_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11898,7 +12081,7 @@ func (x *ThreadMoved) String() string {
 func (*ThreadMoved) ProtoMessage() {}
 
 func (x *ThreadMoved) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[126]
+	mi := &file_baton_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11911,7 +12094,7 @@ func (x *ThreadMoved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadMoved.ProtoReflect.Descriptor instead.
 func (*ThreadMoved) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{126}
+	return file_baton_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *ThreadMoved) GetFrom() string {
@@ -11946,7 +12129,7 @@ type ThreadHostLost struct {
 
 func (x *ThreadHostLost) Reset() {
 	*x = ThreadHostLost{}
-	mi := &file_baton_proto_msgTypes[127]
+	mi := &file_baton_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11958,7 +12141,7 @@ func (x *ThreadHostLost) String() string {
 func (*ThreadHostLost) ProtoMessage() {}
 
 func (x *ThreadHostLost) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[127]
+	mi := &file_baton_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11971,7 +12154,7 @@ func (x *ThreadHostLost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadHostLost.ProtoReflect.Descriptor instead.
 func (*ThreadHostLost) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{127}
+	return file_baton_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *ThreadHostLost) GetHost() string {
@@ -11997,7 +12180,7 @@ type UsageRequest struct {
 
 func (x *UsageRequest) Reset() {
 	*x = UsageRequest{}
-	mi := &file_baton_proto_msgTypes[128]
+	mi := &file_baton_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12009,7 +12192,7 @@ func (x *UsageRequest) String() string {
 func (*UsageRequest) ProtoMessage() {}
 
 func (x *UsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[128]
+	mi := &file_baton_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12022,7 +12205,7 @@ func (x *UsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRequest.ProtoReflect.Descriptor instead.
 func (*UsageRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{128}
+	return file_baton_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *UsageRequest) GetBy() string {
@@ -12058,7 +12241,7 @@ type UsageResponse struct {
 
 func (x *UsageResponse) Reset() {
 	*x = UsageResponse{}
-	mi := &file_baton_proto_msgTypes[129]
+	mi := &file_baton_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12070,7 +12253,7 @@ func (x *UsageResponse) String() string {
 func (*UsageResponse) ProtoMessage() {}
 
 func (x *UsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[129]
+	mi := &file_baton_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12083,7 +12266,7 @@ func (x *UsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
 func (*UsageResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{129}
+	return file_baton_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *UsageResponse) GetLines() []*UsageLine {
@@ -12112,7 +12295,7 @@ type UsageLine struct {
 
 func (x *UsageLine) Reset() {
 	*x = UsageLine{}
-	mi := &file_baton_proto_msgTypes[130]
+	mi := &file_baton_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12124,7 +12307,7 @@ func (x *UsageLine) String() string {
 func (*UsageLine) ProtoMessage() {}
 
 func (x *UsageLine) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[130]
+	mi := &file_baton_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12137,7 +12320,7 @@ func (x *UsageLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageLine.ProtoReflect.Descriptor instead.
 func (*UsageLine) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{130}
+	return file_baton_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *UsageLine) GetKey() string {
@@ -12162,7 +12345,7 @@ type LimitsRequest struct {
 
 func (x *LimitsRequest) Reset() {
 	*x = LimitsRequest{}
-	mi := &file_baton_proto_msgTypes[131]
+	mi := &file_baton_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12174,7 +12357,7 @@ func (x *LimitsRequest) String() string {
 func (*LimitsRequest) ProtoMessage() {}
 
 func (x *LimitsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[131]
+	mi := &file_baton_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12187,7 +12370,7 @@ func (x *LimitsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitsRequest.ProtoReflect.Descriptor instead.
 func (*LimitsRequest) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{131}
+	return file_baton_proto_rawDescGZIP(), []int{133}
 }
 
 // LimitsResponse is each provider's latest word on each of its limits,
@@ -12201,7 +12384,7 @@ type LimitsResponse struct {
 
 func (x *LimitsResponse) Reset() {
 	*x = LimitsResponse{}
-	mi := &file_baton_proto_msgTypes[132]
+	mi := &file_baton_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12213,7 +12396,7 @@ func (x *LimitsResponse) String() string {
 func (*LimitsResponse) ProtoMessage() {}
 
 func (x *LimitsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_baton_proto_msgTypes[132]
+	mi := &file_baton_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12226,7 +12409,7 @@ func (x *LimitsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitsResponse.ProtoReflect.Descriptor instead.
 func (*LimitsResponse) Descriptor() ([]byte, []int) {
-	return file_baton_proto_rawDescGZIP(), []int{132}
+	return file_baton_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *LimitsResponse) GetLimits() []*RateLimit {
@@ -12285,7 +12468,7 @@ const file_baton_proto_rawDesc = "" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12#\n" +
-	"\rdelete_branch\x18\x03 \x01(\bR\fdeleteBranch\"\xf1\x01\n" +
+	"\rdelete_branch\x18\x03 \x01(\bR\fdeleteBranch\"\x9a\x02\n" +
 	"\x12SendMessageRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
@@ -12295,7 +12478,9 @@ const file_baton_proto_rawDesc = "" +
 	"\n" +
 	"message_id\x18\x05 \x01(\tR\tmessageId\x12\"\n" +
 	"\rtarget_run_id\x18\x06 \x01(\tR\vtargetRunId\x124\n" +
-	"\x06policy\x18\a \x01(\v2\x1c.baton.v1.ContinuationPolicyR\x06policy\"\x90\x02\n" +
+	"\x06policy\x18\a \x01(\v2\x1c.baton.v1.ContinuationPolicyR\x06policy\x12\x10\n" +
+	"\x03mcp\x18\b \x03(\tR\x03mcp\x12\x15\n" +
+	"\x06no_mcp\x18\t \x01(\bR\x05noMcp\"\x90\x02\n" +
 	"\x14AnswerRequestRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1d\n" +
@@ -12451,7 +12636,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x05dirty\x18\t \x03(\tR\x05dirty\x12\x1a\n" +
 	"\bworktree\x18\n" +
 	" \x01(\tR\bworktree\x12\x14\n" +
-	"\x05error\x18\v \x01(\tR\x05error\"\x9b\b\n" +
+	"\x05error\x18\v \x01(\tR\x05error\"\xc2\b\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aordinal\x18\x02 \x01(\rR\aordinal\x12\x16\n" +
@@ -12485,7 +12670,8 @@ const file_baton_proto_rawDesc = "" +
 	"\x05waits\x18\x19 \x01(\rR\x05waits\x129\n" +
 	"\n" +
 	"wait_since\x18\x1a \x01(\v2\x1a.google.protobuf.TimestampR\twaitSince\x12\x12\n" +
-	"\x04host\x18\x1c \x01(\tR\x04host\"\xa4\x01\n" +
+	"\x04host\x18\x1c \x01(\tR\x04host\x12%\n" +
+	"\x03mcp\x18\x1d \x01(\v2\x13.baton.v1.McpChoiceR\x03mcp\"\xa4\x01\n" +
 	"\aRunStop\x126\n" +
 	"\bdeadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12/\n" +
 	"\x05grace\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05grace\x12\x16\n" +
@@ -12539,7 +12725,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x05title\x18\x05 \x01(\tR\x05title\x12\x16\n" +
 	"\x06status\x18\x06 \x01(\tR\x06status\x12\x12\n" +
 	"\x04text\x18\a \x01(\tR\x04text\x12\x16\n" +
-	"\x06detail\x18\b \x01(\tR\x06detail\"\x91\x03\n" +
+	"\x06detail\x18\b \x01(\tR\x06detail\"\xbb\x03\n" +
 	"\x0fProviderSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
@@ -12555,7 +12741,16 @@ const file_baton_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x1d\n" +
 	"\n" +
 	"end_reason\x18\v \x01(\tR\tendReason\x12\x16\n" +
-	"\x06forced\x18\f \x01(\tR\x06forced\"\xb7\x01\n" +
+	"\x06forced\x18\f \x01(\tR\x06forced\x12(\n" +
+	"\x03mcp\x18\r \x03(\v2\x16.baton.v1.McpServerRefR\x03mcp\"t\n" +
+	"\fMcpServerRef\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x16\n" +
+	"\x06thread\x18\x03 \x01(\tR\x06thread\x12\x1a\n" +
+	"\brevision\x18\x04 \x01(\x05R\brevision\"5\n" +
+	"\tMcpChoice\x12\x14\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\x12\x12\n" +
+	"\x04none\x18\x02 \x01(\bR\x04none\"\xb7\x01\n" +
 	"\x0eProviderThread\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x1d\n" +
@@ -12920,13 +13115,14 @@ const file_baton_proto_rawDesc = "" +
 	"\x04text\x18\x02 \x01(\tR\x04text\"1\n" +
 	"\x10MessageCompleted\x12\x1d\n" +
 	"\n" +
-	"message_id\x18\x01 \x01(\tR\tmessageId\"q\n" +
+	"message_id\x18\x01 \x01(\tR\tmessageId\"\x98\x01\n" +
 	"\tRunQueued\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x18\n" +
 	"\aordinal\x18\x02 \x01(\rR\aordinal\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x03 \x01(\tR\tmessageId\x12\x14\n" +
-	"\x05input\x18\x04 \x01(\tR\x05input\"i\n" +
+	"\x05input\x18\x04 \x01(\tR\x05input\x12%\n" +
+	"\x03mcp\x18\x05 \x01(\v2\x13.baton.v1.McpChoiceR\x03mcp\"i\n" +
 	"\n" +
 	"RunStarted\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1a\n" +
@@ -12964,7 +13160,7 @@ const file_baton_proto_rawDesc = "" +
 	"\rNodeCompleted\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x16\n" +
-	"\x06status\x18\x03 \x01(\tR\x06status\"\x8a\x02\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\"\xb4\x02\n" +
 	"\rSessionOpened\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n" +
@@ -12975,7 +13171,8 @@ const file_baton_proto_rawDesc = "" +
 	"plugin_pid\x18\x05 \x01(\x05R\tpluginPid\x12!\n" +
 	"\fprovider_pid\x18\x06 \x01(\x05R\vproviderPid\x12)\n" +
 	"\x10resume_requested\x18\a \x01(\tR\x0fresumeRequested\x12\x18\n" +
-	"\aresumed\x18\b \x01(\bR\aresumed\"E\n" +
+	"\aresumed\x18\b \x01(\bR\aresumed\x12(\n" +
+	"\x03mcp\x18\t \x03(\v2\x16.baton.v1.McpServerRefR\x03mcp\"E\n" +
 	"\fSessionEnded\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
@@ -13377,7 +13574,7 @@ func file_baton_proto_rawDescGZIP() []byte {
 	return file_baton_proto_rawDescData
 }
 
-var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 137)
+var file_baton_proto_msgTypes = make([]protoimpl.MessageInfo, 139)
 var file_baton_proto_goTypes = []any{
 	(*Receipt)(nil),                // 0: baton.v1.Receipt
 	(*ProviderCommand)(nil),        // 1: baton.v1.ProviderCommand
@@ -13408,352 +13605,358 @@ var file_baton_proto_goTypes = []any{
 	(*Message)(nil),                // 26: baton.v1.Message
 	(*TurnItem)(nil),               // 27: baton.v1.TurnItem
 	(*ProviderSession)(nil),        // 28: baton.v1.ProviderSession
-	(*ProviderThread)(nil),         // 29: baton.v1.ProviderThread
-	(*ProviderTurn)(nil),           // 30: baton.v1.ProviderTurn
-	(*RuntimeRequest)(nil),         // 31: baton.v1.RuntimeRequest
-	(*RequestOption)(nil),          // 32: baton.v1.RequestOption
-	(*Diagnostic)(nil),             // 33: baton.v1.Diagnostic
-	(*Failure)(nil),                // 34: baton.v1.Failure
-	(*Usage)(nil),                  // 35: baton.v1.Usage
-	(*RateLimit)(nil),              // 36: baton.v1.RateLimit
-	(*Limit)(nil),                  // 37: baton.v1.Limit
-	(*CheckpointScope)(nil),        // 38: baton.v1.CheckpointScope
-	(*Checkpoint)(nil),             // 39: baton.v1.Checkpoint
-	(*Rollback)(nil),               // 40: baton.v1.Rollback
-	(*ContextHandoff)(nil),         // 41: baton.v1.ContextHandoff
-	(*HandoffRun)(nil),             // 42: baton.v1.HandoffRun
-	(*ProviderBinding)(nil),        // 43: baton.v1.ProviderBinding
-	(*Loop)(nil),                   // 44: baton.v1.Loop
-	(*Wait)(nil),                   // 45: baton.v1.Wait
-	(*CheckResult)(nil),            // 46: baton.v1.CheckResult
-	(*Earlier)(nil),                // 47: baton.v1.Earlier
-	(*EarlierRollback)(nil),        // 48: baton.v1.EarlierRollback
-	(*ThreadPage)(nil),             // 49: baton.v1.ThreadPage
-	(*ThreadSummary)(nil),          // 50: baton.v1.ThreadSummary
-	(*SummaryWait)(nil),            // 51: baton.v1.SummaryWait
-	(*ListThreadsRequest)(nil),     // 52: baton.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),    // 53: baton.v1.ListThreadsResponse
-	(*SubscribeRequest)(nil),       // 54: baton.v1.SubscribeRequest
-	(*Event)(nil),                  // 55: baton.v1.Event
-	(*ThreadCreated)(nil),          // 56: baton.v1.ThreadCreated
-	(*MessageAdded)(nil),           // 57: baton.v1.MessageAdded
-	(*MessageDelta)(nil),           // 58: baton.v1.MessageDelta
-	(*MessageCompleted)(nil),       // 59: baton.v1.MessageCompleted
-	(*RunQueued)(nil),              // 60: baton.v1.RunQueued
-	(*RunStarted)(nil),             // 61: baton.v1.RunStarted
-	(*AttemptStarted)(nil),         // 62: baton.v1.AttemptStarted
-	(*NodeStarted)(nil),            // 63: baton.v1.NodeStarted
-	(*NodeUpdated)(nil),            // 64: baton.v1.NodeUpdated
-	(*NodeDelta)(nil),              // 65: baton.v1.NodeDelta
-	(*NodeCompleted)(nil),          // 66: baton.v1.NodeCompleted
-	(*SessionOpened)(nil),          // 67: baton.v1.SessionOpened
-	(*SessionEnded)(nil),           // 68: baton.v1.SessionEnded
-	(*ProviderThreadBound)(nil),    // 69: baton.v1.ProviderThreadBound
-	(*ProviderTurnBound)(nil),      // 70: baton.v1.ProviderTurnBound
-	(*RequestOpened)(nil),          // 71: baton.v1.RequestOpened
-	(*RequestResolved)(nil),        // 72: baton.v1.RequestResolved
-	(*UsageReported)(nil),          // 73: baton.v1.UsageReported
-	(*RunEnded)(nil),               // 74: baton.v1.RunEnded
-	(*DiagnosticRecorded)(nil),     // 75: baton.v1.DiagnosticRecorded
-	(*RunSteered)(nil),             // 76: baton.v1.RunSteered
-	(*RestartRequested)(nil),       // 77: baton.v1.RestartRequested
-	(*InterruptRequested)(nil),     // 78: baton.v1.InterruptRequested
-	(*StopForced)(nil),             // 79: baton.v1.StopForced
-	(*TurnStalled)(nil),            // 80: baton.v1.TurnStalled
-	(*AttemptEnded)(nil),           // 81: baton.v1.AttemptEnded
-	(*RequestAnswered)(nil),        // 82: baton.v1.RequestAnswered
-	(*EffectCancelled)(nil),        // 83: baton.v1.EffectCancelled
-	(*AttemptDispatched)(nil),      // 84: baton.v1.AttemptDispatched
-	(*RequestAnswerFailed)(nil),    // 85: baton.v1.RequestAnswerFailed
-	(*RunCompleting)(nil),          // 86: baton.v1.RunCompleting
-	(*CheckpointScopeOpened)(nil),  // 87: baton.v1.CheckpointScopeOpened
-	(*CheckpointRequested)(nil),    // 88: baton.v1.CheckpointRequested
-	(*CheckpointRecorded)(nil),     // 89: baton.v1.CheckpointRecorded
-	(*RollbackStarted)(nil),        // 90: baton.v1.RollbackStarted
-	(*RollbackFilesRestored)(nil),  // 91: baton.v1.RollbackFilesRestored
-	(*RollbackCompleted)(nil),      // 92: baton.v1.RollbackCompleted
-	(*RollbackFailed)(nil),         // 93: baton.v1.RollbackFailed
-	(*HandoffCreated)(nil),         // 94: baton.v1.HandoffCreated
-	(*HandoffConsumed)(nil),        // 95: baton.v1.HandoffConsumed
-	(*HandoffSuperseded)(nil),      // 96: baton.v1.HandoffSuperseded
-	(*ProviderSwitched)(nil),       // 97: baton.v1.ProviderSwitched
-	(*ProviderThreadDetached)(nil), // 98: baton.v1.ProviderThreadDetached
-	(*PolicySet)(nil),              // 99: baton.v1.PolicySet
-	(*LimitReached)(nil),           // 100: baton.v1.LimitReached
-	(*WaitEnded)(nil),              // 101: baton.v1.WaitEnded
-	(*CheckRequested)(nil),         // 102: baton.v1.CheckRequested
-	(*LoopEnded)(nil),              // 103: baton.v1.LoopEnded
-	(*QueuedRunsResumed)(nil),      // 104: baton.v1.QueuedRunsResumed
-	(*QueuedRun)(nil),              // 105: baton.v1.QueuedRun
-	(*DiffRequest)(nil),            // 106: baton.v1.DiffRequest
-	(*FileChange)(nil),             // 107: baton.v1.FileChange
-	(*DiffResponse)(nil),           // 108: baton.v1.DiffResponse
-	(*ListPluginsRequest)(nil),     // 109: baton.v1.ListPluginsRequest
-	(*Capabilities)(nil),           // 110: baton.v1.Capabilities
-	(*Plugin)(nil),                 // 111: baton.v1.Plugin
-	(*ListPluginsResponse)(nil),    // 112: baton.v1.ListPluginsResponse
-	(*GetStatusRequest)(nil),       // 113: baton.v1.GetStatusRequest
-	(*CreateLoginCodeRequest)(nil), // 114: baton.v1.CreateLoginCodeRequest
-	(*LoginCode)(nil),              // 115: baton.v1.LoginCode
-	(*ServiceStatus)(nil),          // 116: baton.v1.ServiceStatus
-	(*StoreStatus)(nil),            // 117: baton.v1.StoreStatus
-	(*RuntimeStats)(nil),           // 118: baton.v1.RuntimeStats
-	(*Listener)(nil),               // 119: baton.v1.Listener
-	(*PluginStatus)(nil),           // 120: baton.v1.PluginStatus
-	(*WorktreeReady)(nil),          // 121: baton.v1.WorktreeReady
-	(*WorktreeFailed)(nil),         // 122: baton.v1.WorktreeFailed
-	(*MergeRequested)(nil),         // 123: baton.v1.MergeRequested
-	(*ThreadArchived)(nil),         // 124: baton.v1.ThreadArchived
-	(*WorktreeRemoved)(nil),        // 125: baton.v1.WorktreeRemoved
-	(*ThreadMoved)(nil),            // 126: baton.v1.ThreadMoved
-	(*ThreadHostLost)(nil),         // 127: baton.v1.ThreadHostLost
-	(*UsageRequest)(nil),           // 128: baton.v1.UsageRequest
-	(*UsageResponse)(nil),          // 129: baton.v1.UsageResponse
-	(*UsageLine)(nil),              // 130: baton.v1.UsageLine
-	(*LimitsRequest)(nil),          // 131: baton.v1.LimitsRequest
-	(*LimitsResponse)(nil),         // 132: baton.v1.LimitsResponse
-	nil,                            // 133: baton.v1.AnswerRequestRequest.AnswersEntry
-	nil,                            // 134: baton.v1.RuntimeRequest.AnswersEntry
-	nil,                            // 135: baton.v1.RequestAnswered.AnswersEntry
-	nil,                            // 136: baton.v1.Plugin.NotesEntry
-	(*timestamppb.Timestamp)(nil),  // 137: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),    // 138: google.protobuf.Duration
+	(*McpServerRef)(nil),           // 29: baton.v1.McpServerRef
+	(*McpChoice)(nil),              // 30: baton.v1.McpChoice
+	(*ProviderThread)(nil),         // 31: baton.v1.ProviderThread
+	(*ProviderTurn)(nil),           // 32: baton.v1.ProviderTurn
+	(*RuntimeRequest)(nil),         // 33: baton.v1.RuntimeRequest
+	(*RequestOption)(nil),          // 34: baton.v1.RequestOption
+	(*Diagnostic)(nil),             // 35: baton.v1.Diagnostic
+	(*Failure)(nil),                // 36: baton.v1.Failure
+	(*Usage)(nil),                  // 37: baton.v1.Usage
+	(*RateLimit)(nil),              // 38: baton.v1.RateLimit
+	(*Limit)(nil),                  // 39: baton.v1.Limit
+	(*CheckpointScope)(nil),        // 40: baton.v1.CheckpointScope
+	(*Checkpoint)(nil),             // 41: baton.v1.Checkpoint
+	(*Rollback)(nil),               // 42: baton.v1.Rollback
+	(*ContextHandoff)(nil),         // 43: baton.v1.ContextHandoff
+	(*HandoffRun)(nil),             // 44: baton.v1.HandoffRun
+	(*ProviderBinding)(nil),        // 45: baton.v1.ProviderBinding
+	(*Loop)(nil),                   // 46: baton.v1.Loop
+	(*Wait)(nil),                   // 47: baton.v1.Wait
+	(*CheckResult)(nil),            // 48: baton.v1.CheckResult
+	(*Earlier)(nil),                // 49: baton.v1.Earlier
+	(*EarlierRollback)(nil),        // 50: baton.v1.EarlierRollback
+	(*ThreadPage)(nil),             // 51: baton.v1.ThreadPage
+	(*ThreadSummary)(nil),          // 52: baton.v1.ThreadSummary
+	(*SummaryWait)(nil),            // 53: baton.v1.SummaryWait
+	(*ListThreadsRequest)(nil),     // 54: baton.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),    // 55: baton.v1.ListThreadsResponse
+	(*SubscribeRequest)(nil),       // 56: baton.v1.SubscribeRequest
+	(*Event)(nil),                  // 57: baton.v1.Event
+	(*ThreadCreated)(nil),          // 58: baton.v1.ThreadCreated
+	(*MessageAdded)(nil),           // 59: baton.v1.MessageAdded
+	(*MessageDelta)(nil),           // 60: baton.v1.MessageDelta
+	(*MessageCompleted)(nil),       // 61: baton.v1.MessageCompleted
+	(*RunQueued)(nil),              // 62: baton.v1.RunQueued
+	(*RunStarted)(nil),             // 63: baton.v1.RunStarted
+	(*AttemptStarted)(nil),         // 64: baton.v1.AttemptStarted
+	(*NodeStarted)(nil),            // 65: baton.v1.NodeStarted
+	(*NodeUpdated)(nil),            // 66: baton.v1.NodeUpdated
+	(*NodeDelta)(nil),              // 67: baton.v1.NodeDelta
+	(*NodeCompleted)(nil),          // 68: baton.v1.NodeCompleted
+	(*SessionOpened)(nil),          // 69: baton.v1.SessionOpened
+	(*SessionEnded)(nil),           // 70: baton.v1.SessionEnded
+	(*ProviderThreadBound)(nil),    // 71: baton.v1.ProviderThreadBound
+	(*ProviderTurnBound)(nil),      // 72: baton.v1.ProviderTurnBound
+	(*RequestOpened)(nil),          // 73: baton.v1.RequestOpened
+	(*RequestResolved)(nil),        // 74: baton.v1.RequestResolved
+	(*UsageReported)(nil),          // 75: baton.v1.UsageReported
+	(*RunEnded)(nil),               // 76: baton.v1.RunEnded
+	(*DiagnosticRecorded)(nil),     // 77: baton.v1.DiagnosticRecorded
+	(*RunSteered)(nil),             // 78: baton.v1.RunSteered
+	(*RestartRequested)(nil),       // 79: baton.v1.RestartRequested
+	(*InterruptRequested)(nil),     // 80: baton.v1.InterruptRequested
+	(*StopForced)(nil),             // 81: baton.v1.StopForced
+	(*TurnStalled)(nil),            // 82: baton.v1.TurnStalled
+	(*AttemptEnded)(nil),           // 83: baton.v1.AttemptEnded
+	(*RequestAnswered)(nil),        // 84: baton.v1.RequestAnswered
+	(*EffectCancelled)(nil),        // 85: baton.v1.EffectCancelled
+	(*AttemptDispatched)(nil),      // 86: baton.v1.AttemptDispatched
+	(*RequestAnswerFailed)(nil),    // 87: baton.v1.RequestAnswerFailed
+	(*RunCompleting)(nil),          // 88: baton.v1.RunCompleting
+	(*CheckpointScopeOpened)(nil),  // 89: baton.v1.CheckpointScopeOpened
+	(*CheckpointRequested)(nil),    // 90: baton.v1.CheckpointRequested
+	(*CheckpointRecorded)(nil),     // 91: baton.v1.CheckpointRecorded
+	(*RollbackStarted)(nil),        // 92: baton.v1.RollbackStarted
+	(*RollbackFilesRestored)(nil),  // 93: baton.v1.RollbackFilesRestored
+	(*RollbackCompleted)(nil),      // 94: baton.v1.RollbackCompleted
+	(*RollbackFailed)(nil),         // 95: baton.v1.RollbackFailed
+	(*HandoffCreated)(nil),         // 96: baton.v1.HandoffCreated
+	(*HandoffConsumed)(nil),        // 97: baton.v1.HandoffConsumed
+	(*HandoffSuperseded)(nil),      // 98: baton.v1.HandoffSuperseded
+	(*ProviderSwitched)(nil),       // 99: baton.v1.ProviderSwitched
+	(*ProviderThreadDetached)(nil), // 100: baton.v1.ProviderThreadDetached
+	(*PolicySet)(nil),              // 101: baton.v1.PolicySet
+	(*LimitReached)(nil),           // 102: baton.v1.LimitReached
+	(*WaitEnded)(nil),              // 103: baton.v1.WaitEnded
+	(*CheckRequested)(nil),         // 104: baton.v1.CheckRequested
+	(*LoopEnded)(nil),              // 105: baton.v1.LoopEnded
+	(*QueuedRunsResumed)(nil),      // 106: baton.v1.QueuedRunsResumed
+	(*QueuedRun)(nil),              // 107: baton.v1.QueuedRun
+	(*DiffRequest)(nil),            // 108: baton.v1.DiffRequest
+	(*FileChange)(nil),             // 109: baton.v1.FileChange
+	(*DiffResponse)(nil),           // 110: baton.v1.DiffResponse
+	(*ListPluginsRequest)(nil),     // 111: baton.v1.ListPluginsRequest
+	(*Capabilities)(nil),           // 112: baton.v1.Capabilities
+	(*Plugin)(nil),                 // 113: baton.v1.Plugin
+	(*ListPluginsResponse)(nil),    // 114: baton.v1.ListPluginsResponse
+	(*GetStatusRequest)(nil),       // 115: baton.v1.GetStatusRequest
+	(*CreateLoginCodeRequest)(nil), // 116: baton.v1.CreateLoginCodeRequest
+	(*LoginCode)(nil),              // 117: baton.v1.LoginCode
+	(*ServiceStatus)(nil),          // 118: baton.v1.ServiceStatus
+	(*StoreStatus)(nil),            // 119: baton.v1.StoreStatus
+	(*RuntimeStats)(nil),           // 120: baton.v1.RuntimeStats
+	(*Listener)(nil),               // 121: baton.v1.Listener
+	(*PluginStatus)(nil),           // 122: baton.v1.PluginStatus
+	(*WorktreeReady)(nil),          // 123: baton.v1.WorktreeReady
+	(*WorktreeFailed)(nil),         // 124: baton.v1.WorktreeFailed
+	(*MergeRequested)(nil),         // 125: baton.v1.MergeRequested
+	(*ThreadArchived)(nil),         // 126: baton.v1.ThreadArchived
+	(*WorktreeRemoved)(nil),        // 127: baton.v1.WorktreeRemoved
+	(*ThreadMoved)(nil),            // 128: baton.v1.ThreadMoved
+	(*ThreadHostLost)(nil),         // 129: baton.v1.ThreadHostLost
+	(*UsageRequest)(nil),           // 130: baton.v1.UsageRequest
+	(*UsageResponse)(nil),          // 131: baton.v1.UsageResponse
+	(*UsageLine)(nil),              // 132: baton.v1.UsageLine
+	(*LimitsRequest)(nil),          // 133: baton.v1.LimitsRequest
+	(*LimitsResponse)(nil),         // 134: baton.v1.LimitsResponse
+	nil,                            // 135: baton.v1.AnswerRequestRequest.AnswersEntry
+	nil,                            // 136: baton.v1.RuntimeRequest.AnswersEntry
+	nil,                            // 137: baton.v1.RequestAnswered.AnswersEntry
+	nil,                            // 138: baton.v1.Plugin.NotesEntry
+	(*timestamppb.Timestamp)(nil),  // 139: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),    // 140: google.protobuf.Duration
 }
 var file_baton_proto_depIdxs = []int32{
-	137, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
+	139, // 0: baton.v1.Receipt.at:type_name -> google.protobuf.Timestamp
 	1,   // 1: baton.v1.CreateThreadRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	12,  // 2: baton.v1.CreateThreadRequest.policy:type_name -> baton.v1.ContinuationPolicy
 	3,   // 3: baton.v1.CreateThreadRequest.worktree:type_name -> baton.v1.WorktreeOptions
 	12,  // 4: baton.v1.SendMessageRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	133, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
+	135, // 5: baton.v1.AnswerRequestRequest.answers:type_name -> baton.v1.AnswerRequestRequest.AnswersEntry
 	1,   // 6: baton.v1.SwitchProviderRequest.provider_command:type_name -> baton.v1.ProviderCommand
 	1,   // 7: baton.v1.ContinuationPolicy.switch_provider_command:type_name -> baton.v1.ProviderCommand
-	138, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
-	138, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
-	138, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
-	138, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
-	138, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
+	140, // 8: baton.v1.ContinuationPolicy.probe_interval:type_name -> google.protobuf.Duration
+	140, // 9: baton.v1.ContinuationPolicy.probe_ceiling:type_name -> google.protobuf.Duration
+	140, // 10: baton.v1.ContinuationPolicy.max_wait:type_name -> google.protobuf.Duration
+	140, // 11: baton.v1.ContinuationPolicy.check_timeout:type_name -> google.protobuf.Duration
+	140, // 12: baton.v1.ContinuationPolicy.max_duration:type_name -> google.protobuf.Duration
 	12,  // 13: baton.v1.ContinuationPolicy.applied:type_name -> baton.v1.ContinuationPolicy
 	12,  // 14: baton.v1.SetPolicyRequest.policy:type_name -> baton.v1.ContinuationPolicy
-	50,  // 15: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
-	49,  // 16: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
+	52,  // 15: baton.v1.Thread.summary:type_name -> baton.v1.ThreadSummary
+	51,  // 16: baton.v1.Thread.page:type_name -> baton.v1.ThreadPage
 	1,   // 17: baton.v1.Thread.provider_command:type_name -> baton.v1.ProviderCommand
-	137, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
-	137, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
+	139, // 18: baton.v1.Thread.created_at:type_name -> google.protobuf.Timestamp
+	139, // 19: baton.v1.Thread.updated_at:type_name -> google.protobuf.Timestamp
 	20,  // 20: baton.v1.Thread.runs:type_name -> baton.v1.Run
 	26,  // 21: baton.v1.Thread.messages:type_name -> baton.v1.Message
 	27,  // 22: baton.v1.Thread.turn_items:type_name -> baton.v1.TurnItem
 	28,  // 23: baton.v1.Thread.provider_sessions:type_name -> baton.v1.ProviderSession
-	29,  // 24: baton.v1.Thread.provider_threads:type_name -> baton.v1.ProviderThread
-	30,  // 25: baton.v1.Thread.provider_turns:type_name -> baton.v1.ProviderTurn
-	31,  // 26: baton.v1.Thread.requests:type_name -> baton.v1.RuntimeRequest
-	33,  // 27: baton.v1.Thread.diagnostics:type_name -> baton.v1.Diagnostic
-	36,  // 28: baton.v1.Thread.rate_limits:type_name -> baton.v1.RateLimit
-	38,  // 29: baton.v1.Thread.checkpoint_scopes:type_name -> baton.v1.CheckpointScope
-	39,  // 30: baton.v1.Thread.checkpoints:type_name -> baton.v1.Checkpoint
-	40,  // 31: baton.v1.Thread.rollbacks:type_name -> baton.v1.Rollback
-	41,  // 32: baton.v1.Thread.handoffs:type_name -> baton.v1.ContextHandoff
-	43,  // 33: baton.v1.Thread.provider_bindings:type_name -> baton.v1.ProviderBinding
-	44,  // 34: baton.v1.Thread.loop:type_name -> baton.v1.Loop
-	47,  // 35: baton.v1.Thread.earlier:type_name -> baton.v1.Earlier
+	31,  // 24: baton.v1.Thread.provider_threads:type_name -> baton.v1.ProviderThread
+	32,  // 25: baton.v1.Thread.provider_turns:type_name -> baton.v1.ProviderTurn
+	33,  // 26: baton.v1.Thread.requests:type_name -> baton.v1.RuntimeRequest
+	35,  // 27: baton.v1.Thread.diagnostics:type_name -> baton.v1.Diagnostic
+	38,  // 28: baton.v1.Thread.rate_limits:type_name -> baton.v1.RateLimit
+	40,  // 29: baton.v1.Thread.checkpoint_scopes:type_name -> baton.v1.CheckpointScope
+	41,  // 30: baton.v1.Thread.checkpoints:type_name -> baton.v1.Checkpoint
+	42,  // 31: baton.v1.Thread.rollbacks:type_name -> baton.v1.Rollback
+	43,  // 32: baton.v1.Thread.handoffs:type_name -> baton.v1.ContextHandoff
+	45,  // 33: baton.v1.Thread.provider_bindings:type_name -> baton.v1.ProviderBinding
+	46,  // 34: baton.v1.Thread.loop:type_name -> baton.v1.Loop
+	49,  // 35: baton.v1.Thread.earlier:type_name -> baton.v1.Earlier
 	17,  // 36: baton.v1.Thread.worktree:type_name -> baton.v1.Worktree
 	19,  // 37: baton.v1.Thread.merges:type_name -> baton.v1.Merge
 	16,  // 38: baton.v1.Thread.host_lost:type_name -> baton.v1.HostLost
-	137, // 39: baton.v1.HostLost.at:type_name -> google.protobuf.Timestamp
+	139, // 39: baton.v1.HostLost.at:type_name -> google.protobuf.Timestamp
 	18,  // 40: baton.v1.Worktree.setup_result:type_name -> baton.v1.SetupResult
-	137, // 41: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
-	137, // 42: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	137, // 43: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	139, // 41: baton.v1.Run.queued_at:type_name -> google.protobuf.Timestamp
+	139, // 42: baton.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	139, // 43: baton.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
 	24,  // 44: baton.v1.Run.attempts:type_name -> baton.v1.Attempt
 	25,  // 45: baton.v1.Run.nodes:type_name -> baton.v1.Node
-	34,  // 46: baton.v1.Run.failure:type_name -> baton.v1.Failure
-	35,  // 47: baton.v1.Run.usage:type_name -> baton.v1.Usage
+	36,  // 46: baton.v1.Run.failure:type_name -> baton.v1.Failure
+	37,  // 47: baton.v1.Run.usage:type_name -> baton.v1.Usage
 	21,  // 48: baton.v1.Run.stop:type_name -> baton.v1.RunStop
 	23,  // 49: baton.v1.Run.pending_restart:type_name -> baton.v1.SteeringMessage
 	22,  // 50: baton.v1.Run.ending:type_name -> baton.v1.RunOutcome
-	37,  // 51: baton.v1.Run.limit:type_name -> baton.v1.Limit
-	137, // 52: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
-	137, // 53: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
-	138, // 54: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
-	34,  // 55: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
-	137, // 56: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
-	137, // 57: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
-	35,  // 58: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
-	137, // 59: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
-	137, // 60: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
-	32,  // 61: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
-	134, // 62: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
-	137, // 63: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
-	137, // 64: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
-	137, // 65: baton.v1.RateLimit.at:type_name -> google.protobuf.Timestamp
-	137, // 66: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
-	107, // 67: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
-	137, // 68: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
-	137, // 69: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
-	34,  // 70: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
-	137, // 71: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
-	137, // 72: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
-	42,  // 73: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
-	1,   // 74: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
-	12,  // 75: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
-	137, // 76: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
-	45,  // 77: baton.v1.Loop.wait:type_name -> baton.v1.Wait
-	45,  // 78: baton.v1.Loop.return:type_name -> baton.v1.Wait
-	46,  // 79: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
-	37,  // 80: baton.v1.Wait.limit:type_name -> baton.v1.Limit
-	137, // 81: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
-	137, // 82: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
-	137, // 83: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
-	137, // 84: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
-	48,  // 85: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
-	137, // 86: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
-	137, // 87: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	51,  // 88: baton.v1.ThreadSummary.wait:type_name -> baton.v1.SummaryWait
-	16,  // 89: baton.v1.ThreadSummary.host_lost:type_name -> baton.v1.HostLost
-	35,  // 90: baton.v1.ThreadSummary.usage:type_name -> baton.v1.Usage
-	137, // 91: baton.v1.SummaryWait.at:type_name -> google.protobuf.Timestamp
-	50,  // 92: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
-	137, // 93: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
-	56,  // 94: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
-	57,  // 95: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
-	58,  // 96: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
-	59,  // 97: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
-	60,  // 98: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
-	61,  // 99: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
-	62,  // 100: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
-	63,  // 101: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
-	64,  // 102: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
-	65,  // 103: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
-	66,  // 104: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
-	67,  // 105: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
-	68,  // 106: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
-	69,  // 107: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
-	70,  // 108: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
-	71,  // 109: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
-	72,  // 110: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
-	73,  // 111: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
-	74,  // 112: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
-	75,  // 113: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
-	76,  // 114: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
-	77,  // 115: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
-	78,  // 116: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
-	79,  // 117: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
-	80,  // 118: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
-	81,  // 119: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
-	82,  // 120: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
-	83,  // 121: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
-	84,  // 122: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
-	85,  // 123: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
-	36,  // 124: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
-	86,  // 125: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
-	87,  // 126: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
-	88,  // 127: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
-	89,  // 128: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
-	90,  // 129: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
-	91,  // 130: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
-	92,  // 131: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
-	93,  // 132: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
-	94,  // 133: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
-	95,  // 134: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
-	96,  // 135: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
-	97,  // 136: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
-	98,  // 137: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
-	99,  // 138: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
-	100, // 139: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
-	45,  // 140: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
-	101, // 141: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
-	102, // 142: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
-	46,  // 143: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
-	103, // 144: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
-	104, // 145: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
-	121, // 146: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
-	122, // 147: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
-	123, // 148: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
-	19,  // 149: baton.v1.Event.thread_merged:type_name -> baton.v1.Merge
-	124, // 150: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
-	125, // 151: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
-	126, // 152: baton.v1.Event.thread_moved:type_name -> baton.v1.ThreadMoved
-	127, // 153: baton.v1.Event.thread_host_lost:type_name -> baton.v1.ThreadHostLost
-	1,   // 154: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
-	17,  // 155: baton.v1.ThreadCreated.worktree:type_name -> baton.v1.Worktree
-	32,  // 156: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
-	35,  // 157: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
-	35,  // 158: baton.v1.UsageReported.models:type_name -> baton.v1.Usage
-	34,  // 159: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
-	138, // 160: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
-	137, // 161: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
-	135, // 162: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
-	22,  // 163: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
-	107, // 164: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
-	39,  // 165: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
-	34,  // 166: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
-	42,  // 167: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
-	1,   // 168: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
-	12,  // 169: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
-	37,  // 170: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
-	105, // 171: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
-	107, // 172: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
-	110, // 173: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
-	136, // 174: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
-	111, // 175: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
-	137, // 176: baton.v1.LoginCode.expires_at:type_name -> google.protobuf.Timestamp
-	137, // 177: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
-	138, // 178: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
-	119, // 179: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
-	50,  // 180: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
-	120, // 181: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
-	118, // 182: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
-	117, // 183: baton.v1.ServiceStatus.store:type_name -> baton.v1.StoreStatus
-	137, // 184: baton.v1.StoreStatus.lease_since:type_name -> google.protobuf.Timestamp
-	18,  // 185: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
-	137, // 186: baton.v1.UsageRequest.since:type_name -> google.protobuf.Timestamp
-	130, // 187: baton.v1.UsageResponse.lines:type_name -> baton.v1.UsageLine
-	35,  // 188: baton.v1.UsageResponse.total:type_name -> baton.v1.Usage
-	35,  // 189: baton.v1.UsageLine.usage:type_name -> baton.v1.Usage
-	36,  // 190: baton.v1.LimitsResponse.limits:type_name -> baton.v1.RateLimit
-	2,   // 191: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
-	6,   // 192: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
-	7,   // 193: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
-	8,   // 194: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
-	9,   // 195: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
-	10,  // 196: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
-	11,  // 197: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
-	13,  // 198: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
-	4,   // 199: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
-	5,   // 200: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
-	14,  // 201: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
-	52,  // 202: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
-	54,  // 203: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
-	106, // 204: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
-	109, // 205: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
-	113, // 206: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
-	114, // 207: baton.v1.Baton.CreateLoginCode:input_type -> baton.v1.CreateLoginCodeRequest
-	128, // 208: baton.v1.Baton.Usage:input_type -> baton.v1.UsageRequest
-	131, // 209: baton.v1.Baton.Limits:input_type -> baton.v1.LimitsRequest
-	0,   // 210: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
-	0,   // 211: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
-	0,   // 212: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
-	0,   // 213: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
-	0,   // 214: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
-	0,   // 215: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
-	0,   // 216: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
-	0,   // 217: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
-	0,   // 218: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
-	0,   // 219: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
-	15,  // 220: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
-	53,  // 221: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
-	55,  // 222: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
-	108, // 223: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
-	112, // 224: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
-	116, // 225: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
-	115, // 226: baton.v1.Baton.CreateLoginCode:output_type -> baton.v1.LoginCode
-	129, // 227: baton.v1.Baton.Usage:output_type -> baton.v1.UsageResponse
-	132, // 228: baton.v1.Baton.Limits:output_type -> baton.v1.LimitsResponse
-	210, // [210:229] is the sub-list for method output_type
-	191, // [191:210] is the sub-list for method input_type
-	191, // [191:191] is the sub-list for extension type_name
-	191, // [191:191] is the sub-list for extension extendee
-	0,   // [0:191] is the sub-list for field type_name
+	39,  // 51: baton.v1.Run.limit:type_name -> baton.v1.Limit
+	139, // 52: baton.v1.Run.wait_since:type_name -> google.protobuf.Timestamp
+	30,  // 53: baton.v1.Run.mcp:type_name -> baton.v1.McpChoice
+	139, // 54: baton.v1.RunStop.deadline:type_name -> google.protobuf.Timestamp
+	140, // 55: baton.v1.RunStop.grace:type_name -> google.protobuf.Duration
+	36,  // 56: baton.v1.RunOutcome.failure:type_name -> baton.v1.Failure
+	139, // 57: baton.v1.Attempt.started_at:type_name -> google.protobuf.Timestamp
+	139, // 58: baton.v1.Attempt.ended_at:type_name -> google.protobuf.Timestamp
+	37,  // 59: baton.v1.Attempt.usage:type_name -> baton.v1.Usage
+	139, // 60: baton.v1.ProviderSession.opened_at:type_name -> google.protobuf.Timestamp
+	139, // 61: baton.v1.ProviderSession.ended_at:type_name -> google.protobuf.Timestamp
+	29,  // 62: baton.v1.ProviderSession.mcp:type_name -> baton.v1.McpServerRef
+	34,  // 63: baton.v1.RuntimeRequest.options:type_name -> baton.v1.RequestOption
+	136, // 64: baton.v1.RuntimeRequest.answers:type_name -> baton.v1.RuntimeRequest.AnswersEntry
+	139, // 65: baton.v1.RuntimeRequest.opened_at:type_name -> google.protobuf.Timestamp
+	139, // 66: baton.v1.RateLimit.resets_at:type_name -> google.protobuf.Timestamp
+	139, // 67: baton.v1.RateLimit.at:type_name -> google.protobuf.Timestamp
+	139, // 68: baton.v1.Limit.resets_at:type_name -> google.protobuf.Timestamp
+	109, // 69: baton.v1.Checkpoint.files:type_name -> baton.v1.FileChange
+	139, // 70: baton.v1.Checkpoint.requested_at:type_name -> google.protobuf.Timestamp
+	139, // 71: baton.v1.Checkpoint.captured_at:type_name -> google.protobuf.Timestamp
+	36,  // 72: baton.v1.Rollback.failure:type_name -> baton.v1.Failure
+	139, // 73: baton.v1.Rollback.requested_at:type_name -> google.protobuf.Timestamp
+	139, // 74: baton.v1.Rollback.ended_at:type_name -> google.protobuf.Timestamp
+	44,  // 75: baton.v1.ContextHandoff.runs:type_name -> baton.v1.HandoffRun
+	1,   // 76: baton.v1.ProviderBinding.command:type_name -> baton.v1.ProviderCommand
+	12,  // 77: baton.v1.Loop.policy:type_name -> baton.v1.ContinuationPolicy
+	139, // 78: baton.v1.Loop.since:type_name -> google.protobuf.Timestamp
+	47,  // 79: baton.v1.Loop.wait:type_name -> baton.v1.Wait
+	47,  // 80: baton.v1.Loop.return:type_name -> baton.v1.Wait
+	48,  // 81: baton.v1.Loop.check:type_name -> baton.v1.CheckResult
+	39,  // 82: baton.v1.Wait.limit:type_name -> baton.v1.Limit
+	139, // 83: baton.v1.Wait.at:type_name -> google.protobuf.Timestamp
+	139, // 84: baton.v1.Wait.since:type_name -> google.protobuf.Timestamp
+	139, // 85: baton.v1.Wait.armed_at:type_name -> google.protobuf.Timestamp
+	139, // 86: baton.v1.CheckResult.at:type_name -> google.protobuf.Timestamp
+	50,  // 87: baton.v1.Earlier.rollbacks:type_name -> baton.v1.EarlierRollback
+	139, // 88: baton.v1.ThreadSummary.created_at:type_name -> google.protobuf.Timestamp
+	139, // 89: baton.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	53,  // 90: baton.v1.ThreadSummary.wait:type_name -> baton.v1.SummaryWait
+	16,  // 91: baton.v1.ThreadSummary.host_lost:type_name -> baton.v1.HostLost
+	37,  // 92: baton.v1.ThreadSummary.usage:type_name -> baton.v1.Usage
+	139, // 93: baton.v1.SummaryWait.at:type_name -> google.protobuf.Timestamp
+	52,  // 94: baton.v1.ListThreadsResponse.threads:type_name -> baton.v1.ThreadSummary
+	139, // 95: baton.v1.Event.at:type_name -> google.protobuf.Timestamp
+	58,  // 96: baton.v1.Event.thread_created:type_name -> baton.v1.ThreadCreated
+	59,  // 97: baton.v1.Event.message_added:type_name -> baton.v1.MessageAdded
+	60,  // 98: baton.v1.Event.message_delta:type_name -> baton.v1.MessageDelta
+	61,  // 99: baton.v1.Event.message_completed:type_name -> baton.v1.MessageCompleted
+	62,  // 100: baton.v1.Event.run_queued:type_name -> baton.v1.RunQueued
+	63,  // 101: baton.v1.Event.run_started:type_name -> baton.v1.RunStarted
+	64,  // 102: baton.v1.Event.attempt_started:type_name -> baton.v1.AttemptStarted
+	65,  // 103: baton.v1.Event.node_started:type_name -> baton.v1.NodeStarted
+	66,  // 104: baton.v1.Event.node_updated:type_name -> baton.v1.NodeUpdated
+	67,  // 105: baton.v1.Event.node_delta:type_name -> baton.v1.NodeDelta
+	68,  // 106: baton.v1.Event.node_completed:type_name -> baton.v1.NodeCompleted
+	69,  // 107: baton.v1.Event.provider_session_opened:type_name -> baton.v1.SessionOpened
+	70,  // 108: baton.v1.Event.provider_session_ended:type_name -> baton.v1.SessionEnded
+	71,  // 109: baton.v1.Event.provider_thread_bound:type_name -> baton.v1.ProviderThreadBound
+	72,  // 110: baton.v1.Event.provider_turn_bound:type_name -> baton.v1.ProviderTurnBound
+	73,  // 111: baton.v1.Event.request_opened:type_name -> baton.v1.RequestOpened
+	74,  // 112: baton.v1.Event.request_resolved:type_name -> baton.v1.RequestResolved
+	75,  // 113: baton.v1.Event.usage_reported:type_name -> baton.v1.UsageReported
+	76,  // 114: baton.v1.Event.run_ended:type_name -> baton.v1.RunEnded
+	77,  // 115: baton.v1.Event.diagnostic_recorded:type_name -> baton.v1.DiagnosticRecorded
+	78,  // 116: baton.v1.Event.run_steered:type_name -> baton.v1.RunSteered
+	79,  // 117: baton.v1.Event.run_restart_requested:type_name -> baton.v1.RestartRequested
+	80,  // 118: baton.v1.Event.run_interrupt_requested:type_name -> baton.v1.InterruptRequested
+	81,  // 119: baton.v1.Event.run_stop_forced:type_name -> baton.v1.StopForced
+	82,  // 120: baton.v1.Event.run_stalled:type_name -> baton.v1.TurnStalled
+	83,  // 121: baton.v1.Event.attempt_ended:type_name -> baton.v1.AttemptEnded
+	84,  // 122: baton.v1.Event.request_answered:type_name -> baton.v1.RequestAnswered
+	85,  // 123: baton.v1.Event.effect_cancelled:type_name -> baton.v1.EffectCancelled
+	86,  // 124: baton.v1.Event.attempt_dispatched:type_name -> baton.v1.AttemptDispatched
+	87,  // 125: baton.v1.Event.request_answer_failed:type_name -> baton.v1.RequestAnswerFailed
+	38,  // 126: baton.v1.Event.rate_limit_reported:type_name -> baton.v1.RateLimit
+	88,  // 127: baton.v1.Event.run_completing:type_name -> baton.v1.RunCompleting
+	89,  // 128: baton.v1.Event.checkpoint_scope_opened:type_name -> baton.v1.CheckpointScopeOpened
+	90,  // 129: baton.v1.Event.checkpoint_requested:type_name -> baton.v1.CheckpointRequested
+	91,  // 130: baton.v1.Event.checkpoint_recorded:type_name -> baton.v1.CheckpointRecorded
+	92,  // 131: baton.v1.Event.rollback_started:type_name -> baton.v1.RollbackStarted
+	93,  // 132: baton.v1.Event.rollback_files_restored:type_name -> baton.v1.RollbackFilesRestored
+	94,  // 133: baton.v1.Event.rollback_completed:type_name -> baton.v1.RollbackCompleted
+	95,  // 134: baton.v1.Event.rollback_failed:type_name -> baton.v1.RollbackFailed
+	96,  // 135: baton.v1.Event.handoff_created:type_name -> baton.v1.HandoffCreated
+	97,  // 136: baton.v1.Event.handoff_consumed:type_name -> baton.v1.HandoffConsumed
+	98,  // 137: baton.v1.Event.handoff_superseded:type_name -> baton.v1.HandoffSuperseded
+	99,  // 138: baton.v1.Event.thread_provider_switched:type_name -> baton.v1.ProviderSwitched
+	100, // 139: baton.v1.Event.provider_thread_detached:type_name -> baton.v1.ProviderThreadDetached
+	101, // 140: baton.v1.Event.thread_policy_set:type_name -> baton.v1.PolicySet
+	102, // 141: baton.v1.Event.run_limit_reached:type_name -> baton.v1.LimitReached
+	47,  // 142: baton.v1.Event.wait_armed:type_name -> baton.v1.Wait
+	103, // 143: baton.v1.Event.wait_ended:type_name -> baton.v1.WaitEnded
+	104, // 144: baton.v1.Event.loop_check_requested:type_name -> baton.v1.CheckRequested
+	48,  // 145: baton.v1.Event.loop_check_recorded:type_name -> baton.v1.CheckResult
+	105, // 146: baton.v1.Event.loop_ended:type_name -> baton.v1.LoopEnded
+	106, // 147: baton.v1.Event.run_queue_resumed:type_name -> baton.v1.QueuedRunsResumed
+	123, // 148: baton.v1.Event.worktree_ready:type_name -> baton.v1.WorktreeReady
+	124, // 149: baton.v1.Event.worktree_failed:type_name -> baton.v1.WorktreeFailed
+	125, // 150: baton.v1.Event.thread_merge_requested:type_name -> baton.v1.MergeRequested
+	19,  // 151: baton.v1.Event.thread_merged:type_name -> baton.v1.Merge
+	126, // 152: baton.v1.Event.thread_archived:type_name -> baton.v1.ThreadArchived
+	127, // 153: baton.v1.Event.worktree_removed:type_name -> baton.v1.WorktreeRemoved
+	128, // 154: baton.v1.Event.thread_moved:type_name -> baton.v1.ThreadMoved
+	129, // 155: baton.v1.Event.thread_host_lost:type_name -> baton.v1.ThreadHostLost
+	1,   // 156: baton.v1.ThreadCreated.provider_command:type_name -> baton.v1.ProviderCommand
+	17,  // 157: baton.v1.ThreadCreated.worktree:type_name -> baton.v1.Worktree
+	30,  // 158: baton.v1.RunQueued.mcp:type_name -> baton.v1.McpChoice
+	29,  // 159: baton.v1.SessionOpened.mcp:type_name -> baton.v1.McpServerRef
+	34,  // 160: baton.v1.RequestOpened.options:type_name -> baton.v1.RequestOption
+	37,  // 161: baton.v1.UsageReported.usage:type_name -> baton.v1.Usage
+	37,  // 162: baton.v1.UsageReported.models:type_name -> baton.v1.Usage
+	36,  // 163: baton.v1.RunEnded.failure:type_name -> baton.v1.Failure
+	140, // 164: baton.v1.InterruptRequested.grace:type_name -> google.protobuf.Duration
+	139, // 165: baton.v1.TurnStalled.since:type_name -> google.protobuf.Timestamp
+	137, // 166: baton.v1.RequestAnswered.answers:type_name -> baton.v1.RequestAnswered.AnswersEntry
+	22,  // 167: baton.v1.RunCompleting.outcome:type_name -> baton.v1.RunOutcome
+	109, // 168: baton.v1.CheckpointRecorded.files:type_name -> baton.v1.FileChange
+	41,  // 169: baton.v1.RollbackStarted.target:type_name -> baton.v1.Checkpoint
+	36,  // 170: baton.v1.RollbackFailed.failure:type_name -> baton.v1.Failure
+	44,  // 171: baton.v1.HandoffCreated.runs:type_name -> baton.v1.HandoffRun
+	1,   // 172: baton.v1.ProviderSwitched.command:type_name -> baton.v1.ProviderCommand
+	12,  // 173: baton.v1.PolicySet.policy:type_name -> baton.v1.ContinuationPolicy
+	39,  // 174: baton.v1.LimitReached.limit:type_name -> baton.v1.Limit
+	107, // 175: baton.v1.QueuedRunsResumed.runs:type_name -> baton.v1.QueuedRun
+	109, // 176: baton.v1.DiffResponse.files:type_name -> baton.v1.FileChange
+	112, // 177: baton.v1.Plugin.capabilities:type_name -> baton.v1.Capabilities
+	138, // 178: baton.v1.Plugin.notes:type_name -> baton.v1.Plugin.NotesEntry
+	113, // 179: baton.v1.ListPluginsResponse.plugins:type_name -> baton.v1.Plugin
+	139, // 180: baton.v1.LoginCode.expires_at:type_name -> google.protobuf.Timestamp
+	139, // 181: baton.v1.ServiceStatus.started_at:type_name -> google.protobuf.Timestamp
+	140, // 182: baton.v1.ServiceStatus.uptime:type_name -> google.protobuf.Duration
+	121, // 183: baton.v1.ServiceStatus.listeners:type_name -> baton.v1.Listener
+	52,  // 184: baton.v1.ServiceStatus.active_threads:type_name -> baton.v1.ThreadSummary
+	122, // 185: baton.v1.ServiceStatus.plugins:type_name -> baton.v1.PluginStatus
+	120, // 186: baton.v1.ServiceStatus.runtime:type_name -> baton.v1.RuntimeStats
+	119, // 187: baton.v1.ServiceStatus.store:type_name -> baton.v1.StoreStatus
+	139, // 188: baton.v1.StoreStatus.lease_since:type_name -> google.protobuf.Timestamp
+	18,  // 189: baton.v1.WorktreeReady.setup:type_name -> baton.v1.SetupResult
+	139, // 190: baton.v1.UsageRequest.since:type_name -> google.protobuf.Timestamp
+	132, // 191: baton.v1.UsageResponse.lines:type_name -> baton.v1.UsageLine
+	37,  // 192: baton.v1.UsageResponse.total:type_name -> baton.v1.Usage
+	37,  // 193: baton.v1.UsageLine.usage:type_name -> baton.v1.Usage
+	38,  // 194: baton.v1.LimitsResponse.limits:type_name -> baton.v1.RateLimit
+	2,   // 195: baton.v1.Baton.CreateThread:input_type -> baton.v1.CreateThreadRequest
+	6,   // 196: baton.v1.Baton.SendMessage:input_type -> baton.v1.SendMessageRequest
+	7,   // 197: baton.v1.Baton.AnswerRequest:input_type -> baton.v1.AnswerRequestRequest
+	8,   // 198: baton.v1.Baton.Interrupt:input_type -> baton.v1.InterruptRequest
+	9,   // 199: baton.v1.Baton.CancelQueued:input_type -> baton.v1.CancelQueuedRequest
+	10,  // 200: baton.v1.Baton.Rollback:input_type -> baton.v1.RollbackRequest
+	11,  // 201: baton.v1.Baton.SwitchProvider:input_type -> baton.v1.SwitchProviderRequest
+	13,  // 202: baton.v1.Baton.SetPolicy:input_type -> baton.v1.SetPolicyRequest
+	4,   // 203: baton.v1.Baton.Merge:input_type -> baton.v1.MergeRequest
+	5,   // 204: baton.v1.Baton.Archive:input_type -> baton.v1.ArchiveRequest
+	14,  // 205: baton.v1.Baton.GetThread:input_type -> baton.v1.GetThreadRequest
+	54,  // 206: baton.v1.Baton.ListThreads:input_type -> baton.v1.ListThreadsRequest
+	56,  // 207: baton.v1.Baton.Subscribe:input_type -> baton.v1.SubscribeRequest
+	108, // 208: baton.v1.Baton.Diff:input_type -> baton.v1.DiffRequest
+	111, // 209: baton.v1.Baton.ListPlugins:input_type -> baton.v1.ListPluginsRequest
+	115, // 210: baton.v1.Baton.GetStatus:input_type -> baton.v1.GetStatusRequest
+	116, // 211: baton.v1.Baton.CreateLoginCode:input_type -> baton.v1.CreateLoginCodeRequest
+	130, // 212: baton.v1.Baton.Usage:input_type -> baton.v1.UsageRequest
+	133, // 213: baton.v1.Baton.Limits:input_type -> baton.v1.LimitsRequest
+	0,   // 214: baton.v1.Baton.CreateThread:output_type -> baton.v1.Receipt
+	0,   // 215: baton.v1.Baton.SendMessage:output_type -> baton.v1.Receipt
+	0,   // 216: baton.v1.Baton.AnswerRequest:output_type -> baton.v1.Receipt
+	0,   // 217: baton.v1.Baton.Interrupt:output_type -> baton.v1.Receipt
+	0,   // 218: baton.v1.Baton.CancelQueued:output_type -> baton.v1.Receipt
+	0,   // 219: baton.v1.Baton.Rollback:output_type -> baton.v1.Receipt
+	0,   // 220: baton.v1.Baton.SwitchProvider:output_type -> baton.v1.Receipt
+	0,   // 221: baton.v1.Baton.SetPolicy:output_type -> baton.v1.Receipt
+	0,   // 222: baton.v1.Baton.Merge:output_type -> baton.v1.Receipt
+	0,   // 223: baton.v1.Baton.Archive:output_type -> baton.v1.Receipt
+	15,  // 224: baton.v1.Baton.GetThread:output_type -> baton.v1.Thread
+	55,  // 225: baton.v1.Baton.ListThreads:output_type -> baton.v1.ListThreadsResponse
+	57,  // 226: baton.v1.Baton.Subscribe:output_type -> baton.v1.Event
+	110, // 227: baton.v1.Baton.Diff:output_type -> baton.v1.DiffResponse
+	114, // 228: baton.v1.Baton.ListPlugins:output_type -> baton.v1.ListPluginsResponse
+	118, // 229: baton.v1.Baton.GetStatus:output_type -> baton.v1.ServiceStatus
+	117, // 230: baton.v1.Baton.CreateLoginCode:output_type -> baton.v1.LoginCode
+	131, // 231: baton.v1.Baton.Usage:output_type -> baton.v1.UsageResponse
+	134, // 232: baton.v1.Baton.Limits:output_type -> baton.v1.LimitsResponse
+	214, // [214:233] is the sub-list for method output_type
+	195, // [195:214] is the sub-list for method input_type
+	195, // [195:195] is the sub-list for extension type_name
+	195, // [195:195] is the sub-list for extension extendee
+	0,   // [0:195] is the sub-list for field type_name
 }
 
 func init() { file_baton_proto_init() }
@@ -13761,7 +13964,7 @@ func file_baton_proto_init() {
 	if File_baton_proto != nil {
 		return
 	}
-	file_baton_proto_msgTypes[55].OneofWrappers = []any{
+	file_baton_proto_msgTypes[57].OneofWrappers = []any{
 		(*Event_ThreadCreated)(nil),
 		(*Event_MessageAdded)(nil),
 		(*Event_MessageDelta)(nil),
@@ -13823,14 +14026,14 @@ func file_baton_proto_init() {
 		(*Event_ThreadMoved)(nil),
 		(*Event_ThreadHostLost)(nil),
 	}
-	file_baton_proto_msgTypes[92].OneofWrappers = []any{}
+	file_baton_proto_msgTypes[94].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_proto_rawDesc), len(file_baton_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   137,
+			NumMessages:   139,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -61,6 +61,9 @@ func (a *Adapter) Describe() sdk.Description {
 		Version:      Version,
 		WireProtocol: fmt.Sprintf("acp/%d", ProtocolVersion),
 		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Resume: true},
+		// An http server only where the agent's initialize answer says
+		// it takes one (mcpServers).
+		MCPTransports: mcpTransports,
 		Notes: map[string]string{
 			sdk.NoteSteering:  "ACP v1 has no input into a running prompt turn",
 			sdk.NoteInterrupt: "`session/cancel`",
@@ -111,11 +114,16 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	if !filepath.IsAbs(req.Cwd) {
 		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: cwd %q is not absolute", req.Cwd)
 	}
+	if err := sdk.CheckMCPServers("acp", mcpTransports, req.MCPServers); err != nil {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: %v", err)
+	}
 	life := sessions.NewLifecycle(emit)
-	s := &session{id: req.SessionID, cwd: filepath.Clean(req.Cwd), log: a.log.With("session", req.SessionID), life: life, emit: life,
+	secrets := sdk.MCPSecrets(req.MCPServers)
+	s := &session{id: req.SessionID, cwd: filepath.Clean(req.Cwd), log: redactLogger(a.log.With("session", req.SessionID), secrets),
+		life: life, emit: life,
 		ctx: life.Context(), respFrames: map[string]uint64{}, now: a.clock.Now}
 	c, err := jsonrpcproc.Start(s.ctx, jsonrpcproc.Config{Name: "the agent", Command: req.Command, Dir: s.cwd,
-		RawFrameLog: req.RawFrameLog, Log: s.log, Handler: handler{s}, OnRecv: s.onRecv,
+		RawFrameLog: req.RawFrameLog, Redact: secrets, Log: s.log, Handler: handler{s}, OnRecv: s.onRecv,
 		OnMalformed: jsonrpcproc.MalformedDiagnostic(s.emit)})
 	if err != nil {
 		return sdk.OpenSessionResponse{}, err // it names the command; the host says it opened a session
@@ -126,8 +134,12 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	resp, err := s.handshake(ctx, req)
 	if err != nil {
 		// An answer it cannot use (an empty initialize result: "version
-		// 0"), from an agent on its way out: its exit says why.
-		err = s.c.Failed(err, "while the session opened")
+		// 0"), from an agent on its way out: its exit says why. A request
+		// the agent cannot serve (an MCP server it does not take) is the
+		// reason itself.
+		if !errors.Is(err, sdk.ErrInvalid) {
+			err = s.c.Failed(err, "while the session opened")
+		}
 		_ = s.close(context.Background(), fmt.Errorf("handshake failed: %w", err))
 		return sdk.OpenSessionResponse{}, err
 	}
@@ -151,13 +163,19 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 		return sdk.OpenSessionResponse{}, fmt.Errorf("the agent speaks ACP version %d; this plugin speaks %d",
 			init.ProtocolVersion, ProtocolVersion)
 	}
+	// The servers in ACP's form, or the agent's refusal of one, before
+	// any session is opened: a server is never dropped.
+	servers, err := mcpServers(agentName(init.AgentInfo), init.AgentCapabilities.MCPCapabilities.HTTP, req.MCPServers)
+	if err != nil {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "%v", err)
+	}
 	var sessionID string
 	resumed := false
 	if req.ResumeThreadRef != "" && init.AgentCapabilities.LoadSession {
 		s.mu.Lock()
 		s.loading = true
 		s.mu.Unlock()
-		err = s.c.Call(ctx, "session/load", loadSessionParams{SessionID: req.ResumeThreadRef, Cwd: s.cwd, McpServers: []any{}}, nil)
+		err = s.c.Call(ctx, "session/load", loadSessionParams{SessionID: req.ResumeThreadRef, Cwd: s.cwd, McpServers: servers}, nil)
 		s.mu.Lock()
 		s.loading = false
 		s.mu.Unlock()
@@ -176,7 +194,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 	}
 	if !resumed {
 		var res newSessionResult
-		if err := s.c.Call(ctx, "session/new", newSessionParams{Cwd: s.cwd, McpServers: []any{}}, &res); err != nil {
+		if err := s.c.Call(ctx, "session/new", newSessionParams{Cwd: s.cwd, McpServers: servers}, &res); err != nil {
 			return sdk.OpenSessionResponse{}, err // the call names the method
 		}
 		if res.SessionID == "" {
@@ -187,6 +205,8 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 	s.mu.Lock()
 	s.acpSession = sessionID
 	s.norm = newNormalizer(sessionID, s.id)
+	s.norm.mcpServers = serverNames(req.MCPServers)
+	s.norm.costKnown = !resumed // a loaded session's cost so far is not known
 	s.norm.now = s.now
 	s.mu.Unlock()
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: sessionID, Detail: init.AgentInfo})
@@ -441,13 +461,14 @@ func (s *session) permission(id jsonrpc2.ID, ch chan permissionOutcome, params [
 		opts = append(opts, sdk.RequestOption{ID: o.OptionID, Label: o.Name, Kind: sdk.OptionKind(o.Kind)})
 	}
 	s.mu.Lock()
-	turnRef, thread := "", s.acpSession
+	turnRef, thread, title := "", s.acpSession, deref(tool.Title)
 	if s.norm != nil {
 		turnRef = s.norm.turnRef
+		title, _, _ = s.norm.toolTitle(update{Kind: "tool_call", Title: tool.Title})
 	}
 	s.mu.Unlock()
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, RawFrame: raw, ThreadRef: thread, TurnRef: turnRef,
-		RequestRef: ref, RequestKind: "permission", ItemRef: tool.ToolCallID, Title: deref(tool.Title), Options: opts,
+		RequestRef: ref, RequestKind: "permission", ItemRef: tool.ToolCallID, Title: title, Options: opts,
 		Detail: p.ToolCall})
 
 	var decision sdk.Decision

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/baton-run/baton/sdk"
@@ -29,6 +30,22 @@ type normalizer struct {
 	tools    map[string]bool // tool calls started and not yet completed
 	// now is the adapter's clock: a limit's retry hint counts from it.
 	now func() time.Time
+
+	// mcpServers are the names of the host's MCP servers the session
+	// was given: a tool call to one of them names the server and the tool.
+	mcpServers []string
+
+	// Cost: ACP's usage_update states the session's cost so far, so a
+	// turn's is what it grew by since the turn started. costKnown: the
+	// session's cost so far is known (0 for a new session; a loaded one's
+	// is known once an update states it); costSeen is the last stated.
+	// turnBase is the session's cost when the running turn started (nil:
+	// not known, and the turn reports no cost); turnCost is the turn's so
+	// far, carried on each of its usage events (the host keeps the last).
+	costKnown bool
+	costSeen  float64
+	turnBase  *float64
+	turnCost  int64
 }
 
 func newNormalizer(threadRef, turnPrefix string) *normalizer {
@@ -40,6 +57,11 @@ func (n *normalizer) startTurn() (string, sdk.RuntimeEvent) {
 	n.turns++
 	n.turnRef = fmt.Sprintf("%s#%d", n.turnPrefix, n.turns)
 	n.items = 0
+	n.turnBase, n.turnCost = nil, 0
+	if n.costKnown {
+		base := n.costSeen
+		n.turnBase = &base
+	}
 	return n.turnRef, n.event(sdk.RuntimeEvent{Kind: sdk.EventTurnStarted})
 }
 
@@ -101,8 +123,14 @@ func toolStatus(s string) (status sdk.ItemStatus, done bool) {
 	return sdk.ItemInProgress, false
 }
 
-func toolDetail(u update) json.RawMessage {
+// toolDetail is a tool call's detail: the fields ACP gives, and for a
+// call to a host's MCP server, "mcpServer" and "mcpTool".
+func toolDetail(u update, mcpServer, mcpTool string) json.RawMessage {
 	d := map[string]json.RawMessage{}
+	if mcpServer != "" {
+		d["mcpServer"], _ = json.Marshal(mcpServer)
+		d["mcpTool"], _ = json.Marshal(mcpTool)
+	}
 	for k, v := range map[string]json.RawMessage{"rawInput": u.RawInput, "rawOutput": u.RawOutput,
 		"locations": u.Locations, "content": u.Content} {
 		if len(v) > 0 && string(v) != "null" {
@@ -149,8 +177,9 @@ func (n *normalizer) update(u update) []sdk.RuntimeEvent {
 			u.Kind = "tool_call_update"
 			return append(out, n.update(u)...)
 		}
+		title, server, tool := n.toolTitle(u)
 		ev := n.event(sdk.RuntimeEvent{Kind: sdk.EventItemStarted, ItemRef: u.ToolCallID,
-			ItemKind: toolItemKind(deref(u.ToolKind)), Title: deref(u.Title), Status: sdk.ItemInProgress, Detail: toolDetail(u)})
+			ItemKind: toolItemKind(deref(u.ToolKind)), Title: title, Status: sdk.ItemInProgress, Detail: toolDetail(u, server, tool)})
 		out = append(out, ev)
 		n.tools[u.ToolCallID] = true
 		if done {
@@ -174,14 +203,19 @@ func (n *normalizer) update(u update) []sdk.RuntimeEvent {
 		if u.ToolKind != nil {
 			ik = toolItemKind(*u.ToolKind)
 		}
+		title, server, tool := n.toolTitle(u)
 		return append(out, n.event(sdk.RuntimeEvent{Kind: kind, ItemRef: u.ToolCallID, ItemKind: ik,
-			Title: deref(u.Title), Status: status, Detail: toolDetail(u)}))
+			Title: title, Status: status, Detail: toolDetail(u, server, tool)}))
 	case "plan":
 		return []sdk.RuntimeEvent{n.event(sdk.RuntimeEvent{Kind: sdk.EventPlanUpdated, ItemKind: sdk.ItemPlan, Detail: u.Entries})}
 	case "usage_update":
 		ev := n.event(sdk.RuntimeEvent{Kind: sdk.EventUsage, Detail: u.json()})
-		if u.Used != nil {
-			ev.Usage = &sdk.Usage{TotalTokens: *u.Used}
+		n.cost(u.Cost)
+		if u.Used != nil || n.turnCost > 0 {
+			ev.Usage = &sdk.Usage{CostMicros: n.turnCost}
+			if u.Used != nil {
+				ev.Usage.TotalTokens = *u.Used
+			}
 		}
 		return []sdk.RuntimeEvent{ev}
 	case "available_commands_update", "current_mode_update", "config_option_update", "session_info_update":
@@ -189,6 +223,39 @@ func (n *normalizer) update(u update) []sdk.RuntimeEvent {
 	}
 	// Kept, never dropped: a newer agent's update the host may still show.
 	return []sdk.RuntimeEvent{n.event(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "unknown session/update " + u.Kind, Detail: u.json()})}
+}
+
+// toolTitle is a tool call's title and, for a call to one of the host's
+// MCP servers (claude-code-acp names it "mcp__SERVER__TOOL", in _meta and
+// as the title), the server and the tool. Such a call is titled
+// "SERVER/TOOL" where the agent's title is only that name.
+func (n *normalizer) toolTitle(u update) (title, server, tool string) {
+	title = deref(u.Title)
+	name := u.tool
+	if name == "" {
+		name = title
+	}
+	server, tool, ok := sdk.MCPToolOf(name, "mcp__", "__", n.mcpServers)
+	if !ok {
+		return title, "", ""
+	}
+	if title == name || (title == "" && u.Kind == "tool_call") {
+		title = sdk.MCPToolTitle(server, tool)
+	}
+	return title, server, tool
+}
+
+// cost takes the session's cost so far from a usage_update: the running
+// turn's is what it grew by since the turn started, when that is known.
+// Only a cost in US dollars is taken; another currency is none.
+func (n *normalizer) cost(c *cost) {
+	if c == nil || !strings.EqualFold(c.Currency, "USD") {
+		return
+	}
+	if n.turnRef != "" && n.turnBase != nil {
+		n.turnCost = sdk.CostMicrosOf(c.Amount - *n.turnBase)
+	}
+	n.costSeen, n.costKnown = c.Amount, true
 }
 
 func (n *normalizer) outsideTurn(u update) []sdk.RuntimeEvent {
@@ -235,9 +302,11 @@ func (n *normalizer) endTurn(res *promptResult, callErr error, threadUsable bool
 		term.Status, term.Failure = stopStatus(res.StopReason)
 		term.Title = res.StopReason
 		if u := res.Usage; u != nil {
+			// The turn's cost so far rides along: the host keeps the
+			// last usage report.
 			out = append(out, n.event(sdk.RuntimeEvent{Kind: sdk.EventUsage, Usage: &sdk.Usage{
 				InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedReadTokens,
-				ReasoningTokens: u.ThoughtTokens, TotalTokens: u.TotalTokens}}))
+				ReasoningTokens: u.ThoughtTokens, TotalTokens: u.TotalTokens, CostMicros: n.turnCost}}))
 		}
 	}
 	out = append(out, term)

@@ -130,6 +130,8 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c","kind":"execute","status":"completed"}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":5,"size":9,"cost":{"amount":0.5,"currency":"USD"}}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"_meta":{"claudeCode":{"toolName":"mcp__baton__probe"}},"sessionUpdate":"tool_call","toolCallId":"c","title":"mcp__baton__probe"}}}`))
 	f.Add([]byte(`Warning: banner`))
 	f.Add([]byte(`{"type":"system"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
@@ -154,10 +156,16 @@ func FuzzDecodeFrame(f *testing.F) {
 			return
 		}
 		n := newNormalizer("s", "p")
+		n.mcpServers, n.costKnown = []string{"baton", "b__x"}, true
 		n.startTurn()
-		n.update(u)
-		n.update(u)
-		evs := n.endTurn(&promptResult{StopReason: "end_turn"}, nil, true)
+		evs := n.update(u)
+		evs = append(evs, n.update(u)...)
+		evs = append(evs, n.endTurn(&promptResult{StopReason: "end_turn"}, nil, true)...)
+		for _, ev := range evs {
+			if ev.Usage != nil && ev.Usage.CostMicros < 0 {
+				t.Fatalf("a negative cost: %+v", ev.Usage)
+			}
+		}
 		if evs[len(evs)-1].Kind != sdk.EventTurnTerminal || len(n.tools) != 0 || n.open != "" {
 			t.Fatalf("the turn did not close everything: %+v", evs)
 		}

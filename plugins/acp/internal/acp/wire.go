@@ -39,7 +39,10 @@ type initializeParams struct {
 type initializeResult struct {
 	ProtocolVersion   int `json:"protocolVersion"`
 	AgentCapabilities struct {
-		LoadSession bool `json:"loadSession"`
+		LoadSession     bool `json:"loadSession"`
+		MCPCapabilities struct {
+			HTTP bool `json:"http"`
+		} `json:"mcpCapabilities"`
 	} `json:"agentCapabilities"`
 	AgentInfo   json.RawMessage `json:"agentInfo,omitempty"`
 	AuthMethods json.RawMessage `json:"authMethods,omitempty"`
@@ -144,6 +147,25 @@ type update struct {
 	Entries    json.RawMessage `json:"entries,omitempty"`
 	Used       *int64          `json:"used,omitempty"`
 	Size       *int64          `json:"size,omitempty"`
+	Cost       *cost           `json:"cost,omitempty"`
+	// tool is the tool's own name, from _meta (not part of a detail).
+	tool string
+}
+
+// cost is a usage_update's cost: the session's so far, in a currency.
+type cost struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
+}
+
+// updateMeta is what Baton reads of an update's _meta: claude-code-acp
+// names the model's tool there ("mcp__SERVER__TOOL" for an MCP tool).
+type updateMeta struct {
+	Meta struct {
+		ClaudeCode struct {
+			ToolName string `json:"toolName"`
+		} `json:"claudeCode"`
+	} `json:"_meta"`
 }
 
 // json is the update as a detail: the fields Baton knows, re-encoded (only
@@ -172,6 +194,12 @@ func decodeUpdate(params []byte) (string, update, error) {
 	}
 	if u.Kind == "" {
 		return su.SessionID, update{}, fmt.Errorf("session/update update has no sessionUpdate kind")
+	}
+	if u.Kind == "tool_call" || u.Kind == "tool_call_update" {
+		var m updateMeta
+		if json.Unmarshal(su.Update, &m) == nil { // a _meta of another shape names no tool
+			u.tool = m.Meta.ClaudeCode.ToolName
+		}
 	}
 	return su.SessionID, u, nil
 }

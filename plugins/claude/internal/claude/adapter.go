@@ -75,10 +75,11 @@ func New(log hclog.Logger, opts ...Option) *Adapter {
 // Describe implements sdk.Adapter.
 func (a *Adapter) Describe() sdk.Description {
 	return sdk.Description{
-		Name:         "claude",
-		Version:      Version,
-		WireProtocol: WireProtocol,
-		Capabilities: sdk.Capabilities{NativeSteering: true, Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Resume: true},
+		Name:          "claude",
+		Version:       Version,
+		WireProtocol:  WireProtocol,
+		Capabilities:  sdk.Capabilities{NativeSteering: true, Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Resume: true},
+		MCPTransports: mcpTransports,
 		Notes: map[string]string{
 			sdk.NoteSteering:  "a user message written into the running turn",
 			sdk.NoteInterrupt: "`interrupt` control request",
@@ -104,6 +105,9 @@ type session struct {
 	// frames is the session's raw-frame log, one numbering across its CLI
 	// processes (a resume that fell back, a rollback's restart).
 	frames *framelog.Log
+	// mcp is the host's MCP servers as every CLI process of the session
+	// reads them (--mcp-config), removed when the session ends.
+	mcp *mcpConfig
 
 	pending sessions.Requests[*permissionRequest]
 
@@ -177,6 +181,9 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 			"open session: runtime policy %q: want empty (ask the host about everything) or a permission mode (%s)",
 			req.RuntimePolicy, strings.Join(permissionModes, ", "))
 	}
+	if err := sdk.CheckMCPServers("claude", mcpTransports, req.MCPServers); err != nil {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: %v", err)
+	}
 	cwd := filepath.Clean(req.Cwd)
 	life := sessions.NewLifecycle(emit)
 	s := &session{req: req, cwd: cwd, log: a.log.With("session", req.SessionID), ids: a.ids,
@@ -186,7 +193,19 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	if err != nil {
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
+	frames.Redact(sdk.MCPSecrets(req.MCPServers)...)
 	s.frames = frames
+	if s.mcp, err = writeMCPConfig(req.MCPServers, mcpStrict(req.Command.Env)); err != nil {
+		frames.Close()
+		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
+	}
+	// failed undoes what the session opened so far.
+	failed := func() {
+		frames.Close()
+		if err := s.mcp.remove(); err != nil {
+			s.log.Warn("the session's MCP configuration is left behind", "error", err)
+		}
+	}
 	resumed := false
 	if req.ResumeThreadRef != "" {
 		err := s.start(ctx, "--resume", req.ResumeThreadRef)
@@ -202,18 +221,22 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 			s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "claude could not resume session " + req.ResumeThreadRef,
 				Text: err.Error()})
 		default:
-			frames.Close()
+			failed()
 			return sdk.OpenSessionResponse{}, fmt.Errorf("resume conversation %s: %w", req.ResumeThreadRef, err)
 		}
 	}
 	if !resumed {
 		if err := s.start(ctx); err != nil {
-			frames.Close()
+			failed()
 			return sdk.OpenSessionResponse{}, err // it says what failed; the host says it opened a session
 		}
 	}
 	s.mu.Lock()
 	if resumed {
+		// The CLI's running totals (cost, usage by model) include the
+		// conversation's turns before this session: the first result only
+		// sets the base.
+		s.norm.costs.known = false
 		// The resumed conversation is the root, as if the CLI had named
 		// it (unless its frames already did).
 		for _, ev := range s.norm.learnRoot(req.ResumeThreadRef) {
@@ -250,6 +273,7 @@ func (s *session) start(ctx context.Context, extra ...string) error {
 	if s.req.RuntimePolicy != "" {
 		argv = append(argv, "--permission-mode", s.req.RuntimePolicy)
 	}
+	argv = append(argv, s.mcp.args...)
 	argv = append(argv, extra...)
 	lp, err := lineproc.Start(lineproc.Config{Name: "claude", Protocol: "stream-json", Command: sdk.ProviderCommand{Argv: argv, Env: s.req.Command.Env},
 		Dir: s.cwd, Frames: s.frames, Log: s.log, Stdin: true, OnLineTooLong: lineproc.TooLongDiagnostic(s.emit)})
@@ -493,6 +517,9 @@ func (s *session) finish(p *process) {
 		}
 		exit := p.ExitEvent(s.norm.root, closed)
 		s.frames.Close() // the exit is the session's last event: no frame comes after it
+		if err := s.mcp.remove(); err != nil {
+			s.log.Warn("the session's MCP configuration is left behind", "error", err)
+		}
 		return evs, exit
 	})
 }

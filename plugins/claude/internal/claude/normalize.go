@@ -33,6 +33,13 @@ import (
 // host's turn only when every message written for it has been echoed and
 // every background subagent it started has ended (or when the turn was
 // interrupted).
+//
+// Usage: a result's usage is its CLI turn's, but its total_cost_usd and
+// modelUsage are the conversation's running totals (a resumed or forked
+// conversation's include the turns before). The normalizer keeps the last
+// totals it saw (costs) and gives each turn what they grew by; after a
+// resume it does not know the totals before, and the first result only
+// sets them.
 type normalizer struct {
 	root string
 	cwd  string
@@ -50,6 +57,16 @@ type normalizer struct {
 	// fork it has not written cannot be resumed (a second rollback cuts
 	// forkOf again).
 	forkOf string
+	// costs are the CLI's running totals as of its last result.
+	costs runningTotals
+}
+
+// runningTotals are the cost and the usage by model that a result says
+// the conversation has run up so far.
+type runningTotals struct {
+	known      bool // false: not known yet (a resumed conversation)
+	costMicros int64
+	models     map[string]sdk.Usage
 }
 
 // rootTurn is the host's turn in progress.
@@ -62,6 +79,8 @@ type rootTurn struct {
 	// not started another yet (see result).
 	idle  bool
 	usage sdk.Usage
+	// models is the turn's usage by model (from the running totals).
+	models map[string]sdk.Usage
 	// What the CLI said about a provider limit during the turn, kept until
 	// its result, which says only that the turn failed on an API error:
 	// the last rate_limit_event if its status is "rejected" (nil once a
@@ -95,7 +114,7 @@ type child struct {
 }
 
 func newNormalizer(root, cwd string) *normalizer {
-	return &normalizer{root: root, cwd: cwd, children: map[string]*child{}}
+	return &normalizer{root: root, cwd: cwd, children: map[string]*child{}, costs: runningTotals{known: true}}
 }
 
 // activeTurn is the root turn in progress ("" when none).
@@ -363,13 +382,24 @@ func (n *normalizer) toolUse(thread, turn string, b block) []sdk.RuntimeEvent {
 			title += ": " + d
 		}
 	}
+	server, mcpTool, isMCP := mcpToolName(b.Name)
+	if isMCP {
+		title = sdk.MCPToolTitle(server, mcpTool)
+	}
 	if old := n.items.Get(thread, b.ID); old != nil {
 		n.items.Forget(old) // a tool use named again starts again
 	}
 	it, _ := n.items.Start(thread, turn, b.ID, kind, title)
 	it.Data.name = b.Name
 	var detail json.RawMessage
-	if len(b.Input) > 0 {
+	switch {
+	case isMCP:
+		d := map[string]any{"tool": b.Name, "mcpServer": server, "mcpTool": mcpTool}
+		if len(b.Input) > 0 {
+			d["input"] = b.Input
+		}
+		detail, _ = json.Marshal(d)
+	case len(b.Input) > 0:
 		detail, _ = json.Marshal(map[string]any{"tool": b.Name, "input": b.Input})
 	}
 	out := []sdk.RuntimeEvent{{Kind: sdk.EventItemStarted, ThreadRef: thread, TurnRef: turn, ItemRef: b.ID, ItemKind: kind,
@@ -379,6 +409,20 @@ func (n *normalizer) toolUse(thread, turn string, b block) []sdk.RuntimeEvent {
 		out = append(out, evs...)
 	}
 	return out
+}
+
+// mcpToolName splits the name Claude Code gives an MCP server's tool,
+// mcp__SERVER__TOOL (ok false for any other tool).
+func mcpToolName(name string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return "", "", false
+	}
+	server, tool, ok = strings.Cut(rest, "__")
+	if !ok || server == "" || tool == "" {
+		return "", "", false
+	}
+	return server, tool, true
 }
 
 // toolItem is the open item of tool use id, on whichever thread (nil when
@@ -601,6 +645,16 @@ func (n *normalizer) result(r resultFrame, raw json.RawMessage) []sdk.RuntimeEve
 	if r.Usage != nil {
 		t.usage.Add(r.Usage.usage())
 	}
+	cost, models := n.costs.advance(r)
+	t.usage.Add(sdk.Usage{CostMicros: cost})
+	for _, m := range models {
+		if t.models == nil {
+			t.models = map[string]sdk.Usage{}
+		}
+		u := t.models[m.Model]
+		u.Add(m)
+		t.models[m.Model] = u
+	}
 	if !t.interrupted && !strings.HasPrefix(r.TerminalReason, "aborted") && (t.unconsumed > 0 || n.backgroundRunning(t.ref)) {
 		// A steer still queued, or a background subagent of the turn still
 		// running: the CLI goes on by itself (the queued message, or the
@@ -633,6 +687,59 @@ func (u *resultUsage) usage() sdk.Usage {
 	return out
 }
 
+// modelUsage is a model's running totals for the host.
+func (m modelUsage) usage(model string) sdk.Usage {
+	in := m.InputTokens + m.CacheReadInputTokens + m.CacheCreationInputTokens
+	return sdk.Usage{InputTokens: in, CachedInputTokens: m.CacheReadInputTokens, OutputTokens: m.OutputTokens,
+		ReasoningTokens: m.ThinkingTokens, TotalTokens: in + m.OutputTokens, CostMicros: sdk.CostMicrosOf(m.CostUSD), Model: model}
+}
+
+// advance takes a result's running totals and returns what they grew by
+// since the last result: the cost, and the usage of each model that grew,
+// sorted by model. Totals not known before, or that went back (a CLI that
+// counts afresh), give nothing: no cost is made up. A result without
+// totals changes nothing.
+func (c *runningTotals) advance(r resultFrame) (cost int64, models []sdk.Usage) {
+	if r.TotalCostUSD == 0 && len(r.ModelUsage) == 0 {
+		return 0, nil
+	}
+	now := sdk.CostMicrosOf(r.TotalCostUSD)
+	cur := make(map[string]sdk.Usage, len(r.ModelUsage))
+	for model, m := range r.ModelUsage {
+		cur[model] = m.usage(model)
+	}
+	known, prevCost, prev := c.known, c.costMicros, c.models
+	c.known, c.costMicros, c.models = true, now, cur
+	if !known {
+		return 0, nil
+	}
+	cost = max(now-prevCost, 0)
+	for _, model := range slices.Sorted(maps.Keys(cur)) {
+		if d, ok := grew(cur[model], prev[model]); ok {
+			models = append(models, d)
+		}
+	}
+	return cost, models
+}
+
+// grew is what usage now has more than before (ok false when nothing, or
+// when a count went back).
+func grew(now, before sdk.Usage) (sdk.Usage, bool) {
+	d := sdk.Usage{Model: now.Model, InputTokens: now.InputTokens - before.InputTokens,
+		CachedInputTokens: now.CachedInputTokens - before.CachedInputTokens, OutputTokens: now.OutputTokens - before.OutputTokens,
+		ReasoningTokens: now.ReasoningTokens - before.ReasoningTokens, TotalTokens: now.TotalTokens - before.TotalTokens,
+		CostMicros: now.CostMicros - before.CostMicros}
+	if min(d.InputTokens, d.CachedInputTokens, d.OutputTokens, d.ReasoningTokens, d.TotalTokens, d.CostMicros) < 0 {
+		return sdk.Usage{}, false
+	}
+	d.Model = ""
+	if d.IsZero() {
+		return sdk.Usage{}, false
+	}
+	d.Model = now.Model
+	return d, true
+}
+
 // interruptAcknowledged ends the host's turn ref when the CLI acknowledged
 // its interrupt while no CLI turn ran (its last result came, and it waited
 // to run a queued message or for a background subagent): no result follows
@@ -660,8 +767,15 @@ func (n *normalizer) endTurn(status sdk.TurnStatus, failure *sdk.Failure, title 
 		}
 	}
 	u := t.usage
-	if u != (sdk.Usage{}) {
-		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: n.root, TurnRef: t.ref, Usage: &u})
+	var models []sdk.Usage
+	for _, model := range slices.Sorted(maps.Keys(t.models)) {
+		models = append(models, t.models[model])
+	}
+	if len(models) == 1 {
+		u.Model = models[0].Model
+	}
+	if !u.IsZero() || len(models) > 0 {
+		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: n.root, TurnRef: t.ref, Usage: &u, ModelUsage: models})
 	}
 	return append(out, sdk.RuntimeEvent{Kind: sdk.EventTurnTerminal, ThreadRef: n.root, TurnRef: t.ref, Status: status,
 		Failure: failure, ThreadUsable: true, Title: title, Detail: raw})

@@ -175,6 +175,20 @@ type resultFrame struct {
 	NumTurns     int          `json:"num_turns,omitempty"`
 	TotalCostUSD float64      `json:"total_cost_usd,omitempty"`
 	Usage        *resultUsage `json:"usage,omitempty"`
+	// ModelUsage is the conversation's usage so far by model, subagents'
+	// included, with its cost (the CLI's running totals, as
+	// TotalCostUSD is).
+	ModelUsage map[string]modelUsage `json:"modelUsage,omitempty"`
+}
+
+// modelUsage is one model's entry of a result's modelUsage.
+type modelUsage struct {
+	InputTokens              int64   `json:"inputTokens"`
+	OutputTokens             int64   `json:"outputTokens"`
+	CacheReadInputTokens     int64   `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens"`
+	ThinkingTokens           int64   `json:"thinkingTokens"`
+	CostUSD                  float64 `json:"costUSD"`
 }
 
 type resultUsage struct {

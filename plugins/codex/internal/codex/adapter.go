@@ -65,10 +65,11 @@ func New(log hclog.Logger) *Adapter {
 // Describe implements sdk.Adapter.
 func (a *Adapter) Describe() sdk.Description {
 	return sdk.Description{
-		Name:         "codex",
-		Version:      Version,
-		WireProtocol: WireProtocol,
-		Capabilities: sdk.Capabilities{NativeSteering: true, Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Resume: true},
+		Name:          "codex",
+		Version:       Version,
+		WireProtocol:  WireProtocol,
+		Capabilities:  sdk.Capabilities{NativeSteering: true, Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Resume: true},
+		MCPTransports: mcpTransports,
 		Notes: map[string]string{
 			sdk.NoteSteering:  "`turn/steer`",
 			sdk.NoteInterrupt: "`turn/interrupt`",
@@ -123,12 +124,15 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	if err != nil {
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
+	if err := sdk.CheckMCPServers("codex", mcpTransports, req.MCPServers); err != nil {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: %v", err)
+	}
 	cwd := filepath.Clean(req.Cwd)
 	life := sessions.NewLifecycle(emit)
 	s := &session{id: req.SessionID, cwd: cwd, log: a.log.With("session", req.SessionID), life: life, emit: life,
 		ctx: life.Context(), norm: newNormalizer("", cwd)}
 	c, err := jsonrpcproc.Start(s.ctx, jsonrpcproc.Config{Name: "codex", Command: req.Command, Dir: cwd,
-		RawFrameLog: req.RawFrameLog, Log: s.log, Handler: handler{s}, OnRecv: s.onRecv,
+		RawFrameLog: req.RawFrameLog, Redact: sdk.MCPSecrets(req.MCPServers), Log: s.log, Handler: handler{s}, OnRecv: s.onRecv,
 		OnMalformed: jsonrpcproc.MalformedDiagnostic(s.emit)})
 	if err != nil {
 		return sdk.OpenSessionResponse{}, err // it names the command; the host says it opened a session
@@ -165,7 +169,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest, pol
 	resumed := false
 	if req.ResumeThreadRef != "" {
 		err := s.c.Call(ctx, "thread/resume", threadResumeParams{ThreadID: req.ResumeThreadRef, Cwd: s.cwd,
-			ApprovalPolicy: policy, Sandbox: sandbox, ExcludeTurns: true}, &res)
+			ApprovalPolicy: policy, Sandbox: sandbox, ExcludeTurns: true, Config: mcpConfig(req.MCPServers)}, &res)
 		var rpcErr *jsonrpc2.Error
 		switch {
 		case err == nil:
@@ -182,7 +186,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest, pol
 	}
 	if !resumed {
 		if err := s.c.Call(ctx, "thread/start", threadStartParams{Cwd: s.cwd, ApprovalPolicy: policy, Sandbox: sandbox,
-			Model: req.Model}, &res); err != nil {
+			Model: req.Model, Config: mcpConfig(req.MCPServers)}, &res); err != nil {
 			return sdk.OpenSessionResponse{}, err
 		}
 	}
@@ -192,7 +196,10 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest, pol
 	s.mu.Lock()
 	s.thread = res.Thread.ID
 	s.norm.setRoot(res.Thread.ID)
-	s.norm.rememberHistory(res.Thread)
+	if res.Thread.Model == "" {
+		res.Thread.Model = res.Model
+	}
+	s.norm.rememberThread(res.Thread)
 	s.mu.Unlock()
 	detail, _ := json.Marshal(map[string]string{"model": res.Thread.Model, "cliVersion": res.Thread.CliVersion,
 		"userAgent": init.UserAgent})

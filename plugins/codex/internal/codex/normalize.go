@@ -39,6 +39,7 @@ type normalizer struct {
 	items      sessions.Items[struct{}]
 	usage      map[string]sdk.Usage // turn -> the sum of its model calls
 	history    map[string]string    // thread -> its historyMode, where codex said
+	models     map[string]string    // thread -> its model, where codex said
 	// clientTurn is the host's id for the root turn being started, given
 	// to the next root turn/started.
 	clientTurn string
@@ -53,7 +54,7 @@ type normalizer struct {
 func newNormalizer(root, cwd string) *normalizer {
 	n := &normalizer{root: root, cwd: cwd, known: map[string]bool{}, parents: map[string]string{},
 		prompts: map[string]string{}, turnThread: map[string]string{}, active: map[string]string{}, ended: map[string]bool{}, announced: map[string]bool{},
-		usage: map[string]sdk.Usage{}, history: map[string]string{},
+		usage: map[string]sdk.Usage{}, history: map[string]string{}, models: map[string]string{},
 		snapshots: map[string]limitSnapshot{}}
 	if root != "" {
 		n.setRoot(root)
@@ -77,12 +78,15 @@ func (n *normalizer) turnStarted(thread, turn string) {
 // clientTurn.
 func (n *normalizer) expectTurn(clientTurn string) { n.clientTurn = clientTurn }
 
-// rememberHistory records how codex keeps a thread's history, from a
-// Thread object (thread/start, thread/resume, thread/started, a rollback's
+// rememberThread records how codex keeps a thread's history and the
+// model it runs (for its usage), from a Thread object (thread/start, thread/resume, thread/started, a rollback's
 // answer). An object that does not say leaves what is known.
-func (n *normalizer) rememberHistory(t thread) {
+func (n *normalizer) rememberThread(t thread) {
 	if t.ID != "" && t.HistoryMode != "" {
 		n.history[t.ID] = t.HistoryMode
+	}
+	if t.ID != "" && t.Model != "" {
+		n.models[t.ID] = t.Model
 	}
 }
 
@@ -225,7 +229,7 @@ func (n *normalizer) dispatch(method string, params json.RawMessage) ([]sdk.Runt
 		l := p.TokenUsage.Last
 		u := n.usage[p.TurnID]
 		u.Add(sdk.Usage{InputTokens: l.InputTokens, OutputTokens: l.OutputTokens, CachedInputTokens: l.CachedInputTokens,
-			ReasoningTokens: l.ReasoningOutputTokens, TotalTokens: l.TotalTokens})
+			ReasoningTokens: l.ReasoningOutputTokens, TotalTokens: l.TotalTokens, Model: n.models[p.ThreadID]})
 		n.usage[p.TurnID] = u
 		var detail json.RawMessage
 		var raw struct {
@@ -269,7 +273,7 @@ const summarySep = "\n\n"
 // sub-agent in versions that report it). The session's own thread was
 // announced when the session opened.
 func (n *normalizer) threadStarted(t thread) []sdk.RuntimeEvent {
-	n.rememberHistory(t)
+	n.rememberThread(t)
 	if t.ID == "" || n.known[t.ID] {
 		return nil
 	}
@@ -441,7 +445,7 @@ func (n *normalizer) itemTitle(it item) string {
 		return strings.Join(paths, ", ")
 	case "mcpToolCall":
 		if it.Server != nil && *it.Server != "" {
-			return *it.Server + "/" + deref(it.Tool)
+			return sdk.MCPToolTitle(*it.Server, deref(it.Tool))
 		}
 		return deref(it.Tool)
 	case "dynamicToolCall":

@@ -502,7 +502,7 @@ func FuzzDecodeFrame(f *testing.F) {
 			}
 			var res threadResult
 			if json.Unmarshal(resp.Result, &res) == nil {
-				newNormalizer("T", "/ws").rememberHistory(res.Thread)
+				newNormalizer("T", "/ws").rememberThread(res.Thread)
 			}
 		}
 		n := newNormalizer("T", "/ws")

@@ -16,7 +16,15 @@ const (
 	kindPermissions        = "permissions"
 	kindUserInput          = "user_input"
 	kindGeneric            = "generic"
+	// kindMCPToolApproval is an mcpServer/elicitation/request by which
+	// codex asks whether an MCP server's tool may run (_meta's
+	// codex_approval_kind "mcp_tool_call"); any other elicitation is
+	// generic.
+	kindMCPToolApproval = sdk.RequestPermission
 )
+
+// methodElicitation is the server request of an MCP server's elicitation.
+const methodElicitation = "mcpServer/elicitation/request"
 
 // requestKinds maps the server request methods this plugin understands.
 var requestKinds = map[string]sdk.RequestKind{
@@ -62,7 +70,11 @@ func (n *normalizer) openRequest(ref, method string, raw json.RawMessage) (*serv
 	} else {
 		// Any request may name its thread and turn.
 		_ = json.Unmarshal(raw, &q.params)
-		q.params = requestParams{ThreadID: q.params.ThreadID, TurnID: q.params.TurnID, ItemID: q.params.ItemID}
+		q.params = requestParams{ThreadID: q.params.ThreadID, TurnID: q.params.TurnID, ItemID: q.params.ItemID,
+			ServerName: q.params.ServerName, Message: q.params.Message, Meta: q.params.Meta}
+		if method == methodElicitation && q.params.Meta != nil && q.params.Meta.ApprovalKind == "mcp_tool_call" {
+			q.kind = kindMCPToolApproval
+		}
 	}
 	q.thread, q.turn = q.params.ThreadID, q.params.TurnID
 	out = append(out, n.announce(q.thread, "")...)
@@ -87,6 +99,11 @@ func (n *normalizer) openRequest(ref, method string, raw json.RawMessage) (*serv
 		if r := deref(q.params.Reason); r != "" {
 			ev.Title += ": " + r
 		}
+	case kindMCPToolApproval:
+		ev.Title = strings.TrimPrefix(q.params.ServerName+"/"+q.params.Meta.ToolName, "/")
+		ev.Text = q.params.Message
+		ev.Options = []sdk.RequestOption{{ID: "accept", Label: "Accept", Kind: "allow_once"},
+			{ID: "decline", Label: "Decline", Kind: "reject_once"}, {ID: "cancel", Label: "Decline and stop the turn", Kind: "reject_once"}}
 	case kindUserInput:
 		var texts []string
 		for _, qu := range q.params.Questions {
@@ -150,6 +167,9 @@ var approvalDecisions = map[sdk.Decision]string{
 //   - user input: "answer" (or accept) answers each question with
 //     answers[questionId], else answers["answer"]; decline and cancel answer
 //     nothing ({"answers":{}});
+//   - an MCP tool's approval (an elicitation): {"action": accept (with empty
+//     content) | decline | cancel}; codex keeps no accept for the session
+//     through this answer, so that decision is refused;
 //   - generic: accept or answer replies answers["result"] when it is JSON,
 //     else {}; decline and cancel reply a JSON-RPC error.
 func reply(q *serverRequest, d sdk.Decision, answers map[string]string) (any, *rpcError, error) {
@@ -176,6 +196,16 @@ func reply(q *serverRequest, d sdk.Decision, answers map[string]string) (any, *r
 			return permissionsResult{Permissions: json.RawMessage(`{}`)}, nil, nil
 		}
 		return nil, nil, sdk.Errorf(sdk.ErrInvalid, "request %s asks for permissions; %q is not a decision for it", q.ref, d)
+	case kindMCPToolApproval:
+		switch d {
+		case sdk.DecisionAccept:
+			return elicitationResult{Action: "accept", Content: json.RawMessage(`{}`)}, nil, nil
+		case sdk.DecisionDecline:
+			return elicitationResult{Action: "decline"}, nil, nil
+		case sdk.DecisionCancel:
+			return elicitationResult{Action: "cancel"}, nil, nil
+		}
+		return nil, nil, sdk.Errorf(sdk.ErrInvalid, "request %s asks whether an MCP tool may run; %q is not a decision for it", q.ref, d)
 	case kindUserInput:
 		res := userInputResult{Answers: map[string]userInputAnswer{}}
 		switch d {

@@ -76,7 +76,7 @@ func (a *Adapter) RollbackThread(ctx context.Context, req sdk.RollbackThreadRequ
 		s.thread = res.Thread.ID
 		s.norm.setRoot(res.Thread.ID)
 	}
-	s.norm.rememberHistory(res.Thread)
+	s.norm.rememberThread(res.Thread)
 	s.mu.Unlock()
 	return sdk.RollbackThreadResponse{ThreadRef: res.Thread.ID}, nil
 }

@@ -136,11 +136,11 @@ func TestHistoryMode(t *testing.T) {
 	}
 	n := newNormalizer("", "/ws")
 	n.setRoot(res.Thread.ID)
-	n.rememberHistory(res.Thread)
+	n.rememberThread(res.Thread)
 	if got := n.historyMode("T"); got != historyPaginated {
 		t.Errorf("historyMode after thread/start = %q; want paginated", got)
 	}
-	n.rememberHistory(thread{ID: "T"}) // a codex that does not say
+	n.rememberThread(thread{ID: "T"}) // a codex that does not say
 	if got := n.historyMode("T"); got != historyPaginated {
 		t.Errorf("historyMode after a thread object without it = %q; want paginated kept", got)
 	}

@@ -45,6 +45,9 @@ type threadStartParams struct {
 	ApprovalPolicy string `json:"approvalPolicy"`
 	Sandbox        string `json:"sandbox"`
 	Model          string `json:"model,omitempty"`
+	// Config overrides codex's configuration for the thread, keyed by
+	// dotted path as -c takes them (the host's MCP servers: mcpConfig).
+	Config map[string]any `json:"config,omitempty"`
 }
 
 type threadResumeParams struct {
@@ -54,7 +57,8 @@ type threadResumeParams struct {
 	Sandbox        string `json:"sandbox"`
 	// ExcludeTurns skips hydrating the thread's history into the response:
 	// the host has it, and full hydration is deprecated.
-	ExcludeTurns bool `json:"excludeTurns"`
+	ExcludeTurns bool           `json:"excludeTurns"`
+	Config       map[string]any `json:"config,omitempty"`
 }
 
 // thread is the part of codex's Thread object the adapter reads.
@@ -78,6 +82,9 @@ const historyPaginated = "paginated"
 
 type threadResult struct {
 	Thread thread `json:"thread"`
+	// Model is the thread's model (thread/start and thread/resume say it
+	// here too).
+	Model string `json:"model"`
 }
 
 type userInput struct {
@@ -279,6 +286,23 @@ type requestParams struct {
 	Permissions json.RawMessage `json:"permissions"`
 	// item/tool/requestUserInput
 	Questions []question `json:"questions"`
+	// mcpServer/elicitation/request
+	ServerName string           `json:"serverName"`
+	Message    string           `json:"message"`
+	Meta       *elicitationMeta `json:"_meta"`
+}
+
+// elicitationMeta is what codex adds to an MCP server's elicitation: an
+// approval of a tool call says so, and names the tool.
+type elicitationMeta struct {
+	ApprovalKind string `json:"codex_approval_kind"`
+	ToolName     string `json:"tool_name"`
+}
+
+// elicitationResult answers an elicitation (MCP's ElicitResult).
+type elicitationResult struct {
+	Action  string          `json:"action"`
+	Content json.RawMessage `json:"content,omitempty"`
 }
 
 type question struct {

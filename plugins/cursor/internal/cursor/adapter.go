@@ -96,8 +96,22 @@ func (a *Adapter) Describe() sdk.Description {
 			sdk.NoteSubagents: "no child turns: the `task` tool call is one subagent item of the root turn, its own steps are not streamed",
 			sdk.NoteRollback:  "a chat cannot drop turns",
 			sdk.NoteResume:    "`--resume CHAT_ID` on the next turn's process",
+			sdk.NoteMCP:       mcpNote,
 		}}
 }
+
+// mcpNote says why the plugin takes no MCP server (Description has no
+// MCPTransports, so sdk.CheckMCPServers refuses every one, naming it).
+// cursor-agent reads MCP servers only from .cursor/mcp.json in the
+// workspace and ~/.cursor/mcp.json: no flag or variable names another
+// file. Writing the host's servers into the workspace would put their
+// secrets where the agent's edits, git and the host's checkpoints see them
+// (and clash with a project's own file); writing into ~/.cursor would
+// change every cursor run of the user, and a HOME of the plugin's own
+// would lose the user's login.
+const mcpNote = "none from the host: cursor-agent reads MCP servers only from .cursor/mcp.json in the workspace or ~/.cursor/mcp.json, " +
+	"and writing the host's servers (and their secrets) into either would leave them where the agent, git and checkpoints see them; " +
+	"servers in those files are the CLI's own"
 
 // session is one chat, continued by one process per turn. Between turns
 // no process runs.
@@ -181,6 +195,9 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid,
 			"open session: runtime policy %q: want empty (the CLI's own permissions; what they do not allow is refused) or %q (--force)",
 			req.RuntimePolicy, PolicyForce)
+	}
+	if err := sdk.CheckMCPServers("cursor", nil, req.MCPServers); err != nil {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: %v", err)
 	}
 	frames, err := framelog.Open(req.RawFrameLog, 0)
 	if err != nil {

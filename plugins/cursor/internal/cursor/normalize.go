@@ -19,9 +19,10 @@ type normalizer struct {
 
 	turn       string // the turn in progress ("" between turns)
 	clientTurn string
-	pid        int  // the turn's process, named in its turn_started
-	started    bool // turn_started emitted
-	ended      bool // turn_terminal emitted
+	pid        int    // the turn's process, named in its turn_started
+	started    bool   // turn_started emitted
+	ended      bool   // turn_terminal emitted
+	model      string // the model the turn's process named (its init): its usage's
 
 	msg      *textItem // the assistant message being written
 	think    string    // the ref of the reasoning being written ("" when none)
@@ -135,6 +136,7 @@ func (n *normalizer) event(e *event, raw []byte) []sdk.RuntimeEvent {
 // (the CLI did not resume) is reported and followed.
 func (n *normalizer) init(e *event, raw []byte) []sdk.RuntimeEvent {
 	var out []sdk.RuntimeEvent
+	n.model = e.Model
 	if e.SessionID != "" && e.SessionID != n.chat {
 		if n.chat != "" {
 			out = append(out, sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, ThreadRef: e.SessionID,
@@ -380,6 +382,8 @@ func (n *normalizer) result(e *event, raw []byte) []sdk.RuntimeEvent {
 	out := n.start()
 	out = append(out, n.closeOpen(sdk.ItemFailed)...)
 	if u := decodeUsage(e.Usage); u != nil {
+		// The result states tokens only: no cost, no breakdown by model.
+		u.Model = n.model
 		out = append(out, sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: n.chat, TurnRef: n.turn, Usage: u, Detail: e.Usage})
 	}
 	detail, _ := json.Marshal(map[string]any{"subtype": e.Subtype, "durationMs": e.DurationMs, "requestId": e.RequestID})

@@ -11,7 +11,8 @@ import (
 // The adapter's parts, one job a file: permission.go the permission config
 // opencode starts with; server.go the server process (its start, its
 // session, its exit and close); stream.go its SSE event stream; http.go
-// one request to the server; turns.go turns, interrupts and answers;
+// one request to the server; mcp.go the host's MCP servers in
+// opencode's form; turns.go turns, interrupts and answers;
 // rollback.go the native revert; normalize.go events into runtime events.
 
 // Version is the plugin's version.
@@ -54,10 +55,11 @@ func New(log hclog.Logger, opts ...Option) *Adapter {
 // Describe implements sdk.Adapter.
 func (a *Adapter) Describe() sdk.Description {
 	return sdk.Description{
-		Name:         "opencode",
-		Version:      Version,
-		WireProtocol: WireProtocol,
-		Capabilities: sdk.Capabilities{Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Resume: true},
+		Name:          "opencode",
+		Version:       Version,
+		WireProtocol:  WireProtocol,
+		Capabilities:  sdk.Capabilities{Interrupt: true, Approvals: true, Subagents: true, NativeRollback: true, Resume: true},
+		MCPTransports: mcpTransports,
 		Notes: map[string]string{
 			sdk.NoteSteering:  "a prompt sent while busy is only queued: answered after the current answer, which it cannot change",
 			sdk.NoteInterrupt: "`POST /session/{id}/abort`",
@@ -65,6 +67,7 @@ func (a *Adapter) Describe() sdk.Description {
 			sdk.NoteSubagents: "child sessions (`parentID`) as child threads",
 			sdk.NoteRollback:  "`POST /session/{id}/revert` to before the turn's user message",
 			sdk.NoteResume:    "the session id, on a restarted server with the same data directory",
+			sdk.NoteMCP:       "stdio servers as `local` and http ones as `remote` in the `mcp` of OPENCODE_CONFIG_CONTENT, merged with the configuration opencode reads; their tools are SERVER_TOOL",
 		},
 	}
 }

@@ -22,7 +22,7 @@ func TestConfigEnv(t *testing.T) {
 		{nil, "from/plugin-env"},
 		{[]string{`OPENCODE_CONFIG_CONTENT={"model":"from/command","permission":{"bash":"allow"}}`}, "from/command"},
 	} {
-		kv, err := configEnv(tc.env, perm)
+		kv, err := configEnv(tc.env, perm, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +35,7 @@ func TestConfigEnv(t *testing.T) {
 			t.Errorf("env %q: got %s", tc.env, kv)
 		}
 	}
-	if _, err := configEnv([]string{"OPENCODE_CONFIG_CONTENT=[1]"}, perm); !errors.Is(err, sdk.ErrInvalid) {
+	if _, err := configEnv([]string{"OPENCODE_CONFIG_CONTENT=[1]"}, perm, nil); !errors.Is(err, sdk.ErrInvalid) {
 		t.Errorf("a config that is not an object: %v", err)
 	}
 	if _, err := permissionPolicy("sometimes"); !errors.Is(err, sdk.ErrInvalid) {

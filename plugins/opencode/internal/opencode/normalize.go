@@ -46,17 +46,22 @@ type normalizer struct {
 	// system clock).
 	clock clock.Clock
 	raw   json.RawMessage // the event being normalized
+	// mcpServers are the names of the host's MCP servers the session was
+	// given: how an MCP tool's name is told from opencode's own (mcpTool).
+	mcpServers []string
 }
 
 // running is a session's running turn, and what its end will say: all of
 // it goes when the turn ends.
 type running struct {
-	id       string       // the turn ref: its user message's id
-	busy     bool         // the session went busy since the turn started
-	aborting bool         // the client asked for an abort, or opencode reported one
-	failure  *sdk.Failure // the turn's first error
-	usage    sdk.Usage    // summed over its steps
-	limit    *sdk.Limit   // the provider limit the turn ends on
+	id       string               // the turn ref: its user message's id
+	busy     bool                 // the session went busy since the turn started
+	aborting bool                 // the client asked for an abort, or opencode reported one
+	failure  *sdk.Failure         // the turn's first error
+	usage    sdk.Usage            // summed over its steps
+	byModel  map[string]sdk.Usage // the same, by model
+	models   map[string]string    // assistant message -> its model (providerID/modelID)
+	limit    *sdk.Limit           // the provider limit the turn ends on
 }
 
 func newNormalizer(root, cwd string) *normalizer {
@@ -250,6 +255,13 @@ func (n *normalizer) message(m messageInfo) []sdk.RuntimeEvent {
 		}
 		n.msgRole[m.ID] = "assistant"
 		n.msgTurn[m.ID] = turn
+		if m.ModelID != "" {
+			r := n.active[m.SessionID]
+			if r.models == nil {
+				r.models = map[string]string{}
+			}
+			r.models[m.ID] = m.ProviderID + "/" + m.ModelID
+		}
 		if m.Error != nil {
 			n.noteError(m.SessionID, m.Error)
 		}
@@ -311,20 +323,39 @@ func (n *normalizer) part(p part) []sdk.RuntimeEvent {
 		if p.Tokens == nil {
 			return nil
 		}
-		u := &n.active[p.SessionID].usage // turn is the session's running turn
-		u.InputTokens += p.Tokens.Input
-		u.OutputTokens += p.Tokens.Output
-		u.ReasoningTokens += p.Tokens.Reasoning
-		u.CachedInputTokens += p.Tokens.Cache.Read
-		total := p.Tokens.Total
-		if total == 0 {
-			total = p.Tokens.Input + p.Tokens.Output + p.Tokens.Reasoning + p.Tokens.Cache.Read + p.Tokens.Cache.Write
-		}
-		u.TotalTokens += total
-		c := *u
-		return []sdk.RuntimeEvent{{Kind: sdk.EventUsage, ThreadRef: p.SessionID, TurnRef: turn, Usage: &c}}
+		return []sdk.RuntimeEvent{n.step(n.active[p.SessionID], p)} // turn is the session's running turn
 	}
 	return nil
+}
+
+// step adds a step's usage, as opencode reports it at the step's end, to
+// its turn's, and reports the turn's so far, by model where opencode
+// named the model (the assistant message's providerID/modelID). The
+// step's cost is opencode's (from the model's prices in its
+// configuration; 0 where it has none).
+func (n *normalizer) step(r *running, p part) sdk.RuntimeEvent {
+	total := p.Tokens.Total
+	if total == 0 {
+		total = p.Tokens.Input + p.Tokens.Output + p.Tokens.Reasoning + p.Tokens.Cache.Read + p.Tokens.Cache.Write
+	}
+	u := sdk.Usage{InputTokens: p.Tokens.Input, OutputTokens: p.Tokens.Output, ReasoningTokens: p.Tokens.Reasoning,
+		CachedInputTokens: p.Tokens.Cache.Read, TotalTokens: total, CostMicros: sdk.CostMicrosOf(p.Cost),
+		Model: r.models[p.MessageID]}
+	r.usage.Add(u)
+	if u.Model != "" {
+		if r.byModel == nil {
+			r.byModel = map[string]sdk.Usage{}
+		}
+		m := r.byModel[u.Model]
+		m.Add(u)
+		r.byModel[u.Model] = m
+	}
+	c := r.usage
+	ev := sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: p.SessionID, TurnRef: r.id, Usage: &c}
+	for _, m := range slices.Sorted(maps.Keys(r.byModel)) {
+		ev.ModelUsage = append(ev.ModelUsage, r.byModel[m])
+	}
+	return ev
 }
 
 // open starts an item unless it is open.
@@ -390,10 +421,18 @@ func (n *normalizer) tool(p part, turn string) []sdk.RuntimeEvent {
 	}
 	kind := toolKind(p.Tool)
 	title := n.toolTitle(p.Tool, p.State.Input)
-	if p.State.Title != "" && kind == sdk.ItemToolCall {
+	server, mcp, isMCP := sdk.MCPToolOf(p.Tool, "", "_", n.mcpServers)
+	switch {
+	case isMCP:
+		kind, title = sdk.ItemToolCall, sdk.MCPToolTitle(server, mcp)
+	case p.State.Title != "" && kind == sdk.ItemToolCall:
 		title = p.Tool + ": " + p.State.Title
 	}
-	detail, _ := json.Marshal(map[string]any{"tool": p.Tool, "callID": p.CallID, "input": p.State.Input})
+	fields := map[string]any{"tool": p.Tool, "callID": p.CallID, "input": p.State.Input}
+	if isMCP {
+		fields["mcpServer"], fields["mcpTool"] = server, mcp
+	}
+	detail, _ := json.Marshal(fields)
 	out, it := n.open(p.SessionID, turn, p.ID, kind, title, detail)
 	if it.Title == "" || it.Title == p.Tool {
 		it.Title = title // the input arrives after the pending state
@@ -401,8 +440,8 @@ func (n *normalizer) tool(p part, turn string) []sdk.RuntimeEvent {
 	switch p.State.Status {
 	case "completed":
 		n.callDone(p.CallID)
-		d, _ := json.Marshal(map[string]any{"tool": p.Tool, "callID": p.CallID, "input": p.State.Input,
-			"output": p.State.Output, "metadata": p.State.Metadata})
+		fields["output"], fields["metadata"] = p.State.Output, p.State.Metadata
+		d, _ := json.Marshal(fields)
 		return append(out, n.complete(it, sdk.ItemDone, p.State.Output, d))
 	case "error":
 		status := sdk.ItemFailed

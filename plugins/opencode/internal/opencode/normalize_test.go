@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/sse"
 )
@@ -415,5 +417,46 @@ func TestUsageSumsTheTurnsSteps(t *testing.T) {
 	}
 	if got := append(first, second...); !slices.Equal(got, want) {
 		t.Errorf("usage events %+v; want %+v", got, want)
+	}
+}
+
+// TestUsageByModel: a turn whose steps ran on two models reports its sum,
+// with opencode's costs, and one usage a model, sorted by model.
+func TestUsageByModel(t *testing.T) {
+	msg := func(id, model string) []byte {
+		return ev("message.updated", fmt.Sprintf(`{"sessionID":"ses_root","info":{"id":%q,"sessionID":"ses_root","role":"assistant","parentID":"msg_u1","providerID":"p","modelID":%q}}`, id, model))
+	}
+	step := func(msg, part string, in int, cost string) []byte {
+		return ev("message.part.updated", fmt.Sprintf(`{"sessionID":"ses_root","part":{"id":%q,"messageID":%q,"sessionID":"ses_root","type":"step-finish","cost":%s,"tokens":{"input":%d,"output":1,"reasoning":0,"cache":{"read":0,"write":0}}}}`,
+			part, msg, cost, in))
+	}
+	n := newNormalizer("ses_root", "/ws")
+	evs := feed(t, n, user("ses_root", "msg_u1"), busy("ses_root"), msg("msg_a1", "small"), step("msg_a1", "prt_1", 10, "0.000125"),
+		msg("msg_a2", "large"), step("msg_a2", "prt_2", 20, "0.5"))
+	last := evs[len(evs)-1]
+	large := sdk.Usage{InputTokens: 20, OutputTokens: 1, TotalTokens: 21, CostMicros: 500000, Model: "p/large"}
+	small := sdk.Usage{InputTokens: 10, OutputTokens: 1, TotalTokens: 11, CostMicros: 125, Model: "p/small"}
+	want := sdk.RuntimeEvent{Kind: sdk.EventUsage, ThreadRef: "ses_root", TurnRef: "msg_u1",
+		Usage:      &sdk.Usage{InputTokens: 30, OutputTokens: 2, TotalTokens: 32, CostMicros: 500125, Model: "p/large"},
+		ModelUsage: []sdk.Usage{large, small}}
+	if d := cmp.Diff(want, last); d != "" {
+		t.Errorf("usage of a turn on two models (-want +got):\n%s", d)
+	}
+}
+
+func TestMCPToolName(t *testing.T) {
+	servers := []string{"probe", "probe_x", "docs"}
+	for _, tc := range []struct{ name, server, tool string }{
+		{"probe_baton_probe", "probe", "baton_probe"},
+		{"probe_x_run", "probe_x", "run"}, // the longest server name that prefixes it
+		{"docs_search", "docs", "search"},
+		{"bash", "", ""},
+		{"probe_", "", ""},
+		{"other_tool", "", ""}, // a server the session was not given
+	} {
+		server, tool, ok := sdk.MCPToolOf(tc.name, "", "_", servers)
+		if server != tc.server || tool != tc.tool || ok != (tc.server != "") {
+			t.Errorf("mcpTool(%q) = %q, %q, %v; want %q, %q", tc.name, server, tool, ok, tc.server, tc.tool)
+		}
 	}
 }

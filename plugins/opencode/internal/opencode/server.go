@@ -84,7 +84,10 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 	if err != nil {
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
-	cfgEnv, err := configEnv(req.Command.Env, perm)
+	if err := sdk.CheckMCPServers("opencode", mcpTransports, req.MCPServers); err != nil {
+		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "open session: %v", err)
+	}
+	cfgEnv, err := configEnv(req.Command.Env, perm, req.MCPServers)
 	if err != nil {
 		return sdk.OpenSessionResponse{}, fmt.Errorf("open session: %w", err)
 	}
@@ -103,10 +106,16 @@ func (a *Adapter) OpenSession(ctx context.Context, req sdk.OpenSessionRequest, e
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}}, norm: newNormalizer("", cwd),
 		events: make(chan struct{})}
 	s.norm.clock = a.clock
+	for _, m := range req.MCPServers {
+		s.norm.mcpServers = append(s.norm.mcpServers, m.Name)
+	}
 	// The stream's reader is started once the stream is open; until then
 	// nothing reads it.
+	// The MCP servers' secrets are in opencode's environment only: the
+	// raw-frame log (what opencode prints, and the requests and answers
+	// http.go appends to it) shows *** in their place.
 	proc, err := lineproc.Start(lineproc.Config{Name: "opencode", Command: cmd, Dir: cwd, RawFrameLog: req.RawFrameLog,
-		Log: s.log, Stdin: true, Clock: s.clock, OnLineTooLong: lineproc.TooLongDiagnostic(s.emit)})
+		Redact: sdk.MCPSecrets(req.MCPServers), Log: s.log, Stdin: true, Clock: s.clock, OnLineTooLong: lineproc.TooLongDiagnostic(s.emit)})
 	if err != nil {
 		return sdk.OpenSessionResponse{}, err // it names the command; the host says it opened a session
 	}

@@ -94,6 +94,9 @@ type messageInfo struct {
 	Role      string     `json:"role"`
 	ParentID  string     `json:"parentID,omitempty"`
 	Error     *errorInfo `json:"error,omitempty"`
+	// ModelID and ProviderID name an assistant message's model.
+	ModelID    string `json:"modelID,omitempty"`
+	ProviderID string `json:"providerID,omitempty"`
 }
 
 type messageEvent struct {
@@ -121,6 +124,7 @@ type part struct {
 	CallID    string     `json:"callID,omitempty"`
 	State     *toolState `json:"state,omitempty"`
 	Tokens    *tokens    `json:"tokens,omitempty"`
+	Cost      float64    `json:"cost,omitempty"` // a step-finish's, in US dollars
 	Time      *struct {
 		Start int64 `json:"start"`
 		End   int64 `json:"end"`
