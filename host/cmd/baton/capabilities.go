@@ -18,11 +18,11 @@ func printPlugins(w io.Writer, descs []sdk.Description, markdown bool) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROVIDER\tVERSION\tSTEERING\tINTERRUPT\tAPPROVALS\tSUBAGENTS\tROLLBACK\tRESUME\tWIRE PROTOCOL")
+	fmt.Fprintln(tw, "PROVIDER\tVERSION\tSTEERING\tINTERRUPT\tAPPROVALS\tSUBAGENTS\tROLLBACK\tRESUME\tMCP\tWIRE PROTOCOL")
 	for _, d := range descs {
 		c := d.Capabilities
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.Version, steering(c), yesNo(c.Interrupt),
-			yesNo(c.Approvals), yesNo(c.Subagents), rollback(c), yesNo(c.Resume), d.WireProtocol)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.Version, steering(c), yesNo(c.Interrupt),
+			yesNo(c.Approvals), yesNo(c.Subagents), rollback(c), yesNo(c.Resume), mcpTransports(d), d.WireProtocol)
 	}
 	tw.Flush()
 }
@@ -52,8 +52,8 @@ func rollback(c sdk.Capabilities) string {
 // the host does for each capability a provider lacks.
 func capabilityMatrix(descs []sdk.Description) string {
 	var b strings.Builder
-	b.WriteString("| provider | plugin version | wire protocol | steering | interrupt | approvals | subagents | rollback | resume |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| provider | plugin version | wire protocol | steering | interrupt | approvals | subagents | rollback | resume | MCP servers |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, d := range descs {
 		c := d.Capabilities
 		note := func(key, cell string) string {
@@ -62,9 +62,10 @@ func capabilityMatrix(descs []sdk.Description) string {
 			}
 			return cell
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", d.Name, d.Version, d.WireProtocol,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", d.Name, d.Version, d.WireProtocol,
 			note(sdk.NoteSteering, steering(c)), note(sdk.NoteInterrupt, yesNo(c.Interrupt)), note(sdk.NoteApprovals, yesNo(c.Approvals)),
-			note(sdk.NoteSubagents, yesNo(c.Subagents)), note(sdk.NoteRollback, rollback(c)), note(sdk.NoteResume, yesNo(c.Resume)))
+			note(sdk.NoteSubagents, yesNo(c.Subagents)), note(sdk.NoteRollback, rollback(c)), note(sdk.NoteResume, yesNo(c.Resume)),
+			note(sdk.NoteMCP, mcpTransports(d)))
 	}
 	var lacking []string
 	for _, l := range degradations {
@@ -101,4 +102,17 @@ var degradations = []struct {
 		"**rollback fresh thread + handoff**: files are restored from the checkpoint as for every provider; the provider's conversation is left behind, and the next run starts a fresh one whose first turn carries a handoff (what was asked, answered and changed in the runs that remain)."},
 	{func(c sdk.Capabilities) bool { return !c.Resume },
 		"**resume no**: a thread continued in a new session (a restarted host) starts a new provider conversation; a thread that switches back to the provider gets a fresh conversation whose first turn carries a full summary (`full_thread_summary`), not a delta."},
+}
+
+// mcpTransports is how a plugin passes on MCP servers: "stdio, http", or
+// "no".
+func mcpTransports(d sdk.Description) string {
+	if len(d.MCPTransports) == 0 {
+		return "no"
+	}
+	w := make([]string, len(d.MCPTransports))
+	for i, t := range d.MCPTransports {
+		w[i] = string(t)
+	}
+	return strings.Join(w, ", ")
 }

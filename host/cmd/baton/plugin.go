@@ -316,7 +316,7 @@ func (g *globals) plugins(ctx context.Context) ([]sdk.Description, error) {
 			descs = append(descs, sdk.Description{Name: p.GetName(), Version: p.GetVersion(), WireProtocol: p.GetWireProtocol(), Notes: p.GetNotes(),
 				Capabilities: sdk.Capabilities{NativeSteering: cp.GetNativeSteering(), Interrupt: cp.GetInterrupt(), Approvals: cp.GetApprovals(),
 					Subagents: cp.GetSubagents(), NativeRollback: cp.GetNativeRollback(), Resume: cp.GetResume(),
-					ThreadSnapshot: cp.GetThreadSnapshot()}})
+					ThreadSnapshot: cp.GetThreadSnapshot()}, MCPTransports: mcpTransportsOf(p.GetMcpTransports())})
 		}
 		return descs, nil
 	}
@@ -327,4 +327,13 @@ func (g *globals) plugins(ctx context.Context) ([]sdk.Description, error) {
 		descs = append(descs, d)
 	})
 	return descs, failed
+}
+
+// mcpTransportsOf are the MCP transports the API names for a plugin.
+func mcpTransportsOf(names []string) []sdk.MCPTransport {
+	var ts []sdk.MCPTransport
+	for _, n := range names {
+		ts = append(ts, sdk.MCPTransport(n))
+	}
+	return ts
 }

@@ -15,6 +15,7 @@ import (
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/sdk"
 )
 
 // The reads: a thread, the list of threads, a run's diff, the plugins, the
@@ -125,7 +126,8 @@ func (s *Server) ListPlugins(ctx context.Context, _ *batonv1.ListPluginsRequest)
 		c := d.Capabilities
 		pb := &batonv1.Plugin{Name: p.Name, Version: d.Version, WireProtocol: d.WireProtocol, Path: p.Path, Notes: d.Notes,
 			Capabilities: &batonv1.Capabilities{NativeSteering: c.NativeSteering, Interrupt: c.Interrupt, Approvals: c.Approvals,
-				Subagents: c.Subagents, NativeRollback: c.NativeRollback, Resume: c.Resume, ThreadSnapshot: c.ThreadSnapshot}}
+				Subagents: c.Subagents, NativeRollback: c.NativeRollback, Resume: c.Resume, ThreadSnapshot: c.ThreadSnapshot},
+			McpTransports: transportNames(d.MCPTransports)}
 		if p.Err != nil {
 			pb.Notes = map[string]string{"error": p.Err.Error()}
 		}
@@ -167,4 +169,13 @@ func (s *Server) GetStatus(ctx context.Context, _ *batonv1.GetStatusRequest) (*b
 		resp.Plugins = append(resp.Plugins, &batonv1.PluginStatus{Name: p.Name, Path: p.Path, Pid: int32(p.PID), Version: p.Version})
 	}
 	return resp, nil
+}
+
+// transportNames are a plugin's MCP transports as the API spells them.
+func transportNames(ts []sdk.MCPTransport) []string {
+	var names []string
+	for _, t := range ts {
+		names = append(names, string(t))
+	}
+	return names
 }

@@ -86,6 +86,9 @@ func TestListPlugins(t *testing.T) {
 	}
 	m := pluginhost.New(pluginhost.Config{Dirs: []string{pluginDir}})
 	defer m.Close()
+	// Every plugin but cursor's passes on stdio and HTTP servers.
+	both := []string{"stdio", "http"}
+	wantTransports := map[string][]string{"acp": both, "claude": both, "codex": both, "opencode": both}
 	var want []*batonv1.Plugin
 	for _, name := range m.Installed() {
 		p, err := m.Get(t.Context(), name)
@@ -96,7 +99,7 @@ func TestListPlugins(t *testing.T) {
 		want = append(want, &batonv1.Plugin{Name: name, Version: d.Version, WireProtocol: d.WireProtocol, Notes: d.Notes, Path: p.Path,
 			Capabilities: &batonv1.Capabilities{NativeSteering: c.NativeSteering, Interrupt: c.Interrupt, Approvals: c.Approvals,
 				Subagents: c.Subagents, NativeRollback: c.NativeRollback, Resume: c.Resume, ThreadSnapshot: c.ThreadSnapshot},
-			Verification: "verified"})
+			McpTransports: wantTransports[name], Verification: "verified"})
 	}
 	if len(want) < 2 {
 		t.Fatalf("only %d plugins installed in %s", len(want), pluginDir)

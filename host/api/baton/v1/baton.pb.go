@@ -11076,8 +11076,11 @@ type Plugin struct {
 	// which verification_detail says in words with what to do.
 	Verification       string `protobuf:"bytes,7,opt,name=verification,proto3" json:"verification,omitempty"`
 	VerificationDetail string `protobuf:"bytes,8,opt,name=verification_detail,json=verificationDetail,proto3" json:"verification_detail,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// mcp_transports are the MCP server transports the plugin passes on to
+	// its provider ("stdio", "http"); none: it takes no MCP servers.
+	McpTransports []string `protobuf:"bytes,9,rep,name=mcp_transports,json=mcpTransports,proto3" json:"mcp_transports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Plugin) Reset() {
@@ -11164,6 +11167,13 @@ func (x *Plugin) GetVerificationDetail() string {
 		return x.VerificationDetail
 	}
 	return ""
+}
+
+func (x *Plugin) GetMcpTransports() []string {
+	if x != nil {
+		return x.McpTransports
+	}
+	return nil
 }
 
 type ListPluginsResponse struct {
@@ -13444,7 +13454,7 @@ const file_baton_proto_rawDesc = "" +
 	"\x0fnative_rollback\x18\x05 \x01(\bR\x0enativeRollback\x12\x12\n" +
 	"\x04fork\x18\x06 \x01(\bR\x04fork\x12\x16\n" +
 	"\x06resume\x18\a \x01(\bR\x06resume\x12'\n" +
-	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\xed\x02\n" +
+	"\x0fthread_snapshot\x18\b \x01(\bR\x0ethreadSnapshot\"\x94\x03\n" +
 	"\x06Plugin\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12#\n" +
@@ -13453,7 +13463,8 @@ const file_baton_proto_rawDesc = "" +
 	"\x05notes\x18\x05 \x03(\v2\x1b.baton.v1.Plugin.NotesEntryR\x05notes\x12\x12\n" +
 	"\x04path\x18\x06 \x01(\tR\x04path\x12\"\n" +
 	"\fverification\x18\a \x01(\tR\fverification\x12/\n" +
-	"\x13verification_detail\x18\b \x01(\tR\x12verificationDetail\x1a8\n" +
+	"\x13verification_detail\x18\b \x01(\tR\x12verificationDetail\x12%\n" +
+	"\x0emcp_transports\x18\t \x03(\tR\rmcpTransports\x1a8\n" +
 	"\n" +
 	"NotesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
