@@ -165,4 +165,26 @@ func TestMCPServerTheProviderCannotTake(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--no-mcp: exit %d\n%s\n%s", code, errOut, out)
 	}
+
+	// A server for this thread only: the thread is, so it is taken, and
+	// listed for it.
+	var last struct {
+		ID string `json:"id"`
+	}
+	outLines = strings.Split(strings.TrimSpace(out), "\n")
+	if err := json.Unmarshal([]byte(outLines[len(outLines)-1]), &last); err != nil || last.ID == "" {
+		t.Fatalf("no thread in %s", outLines[len(outLines)-1])
+	}
+	id := last.ID
+	if out, errOut, code := execBaton(t, env, "", "mcp", "add", "db", "--thread", id, "--", "db-mcp"); code != 0 ||
+		out != "saved MCP server db (stdio, thread "+id+"); each thread's next run takes it\n" {
+		t.Fatalf("mcp add --thread %s: exit %d\n%s%s", id, code, out, errOut)
+	}
+	out, _, _ = execBaton(t, env, "", "mcp", "list")
+	wantList := "NAME  TRANSPORT  FOR" + strings.Repeat(" ", len(id)+6) + "COMMAND OR URL\n" +
+		"db    stdio      thread " + id + "  db-mcp\n" +
+		"fs    stdio      every thread" + strings.Repeat(" ", len(id)-3) + "mcp-fs\n"
+	if d := cmp.Diff(wantList, out); d != "" {
+		t.Errorf("mcp list (-want +got):\n%s", d)
+	}
 }

@@ -15,6 +15,7 @@ import (
 // input is refused naming what is wrong, and changes nothing.
 func TestMCPCommands(t *testing.T) {
 	data := t.TempDir()
+	os.Chmod(data, 0o700)
 	envFile := filepath.Join(t.TempDir(), "db.env")
 	os.WriteFile(envFile, []byte("# the database\nexport DB_USER=app\n\nDB_PASS='pa ss'\n"), 0o600)
 	env := append(os.Environ(), "BATON_DATA="+data, "GH_TOKEN=ghp-secret")
@@ -25,7 +26,7 @@ func TestMCPCommands(t *testing.T) {
 	for _, args := range [][]string{
 		{"mcp", "add", "fs", "--env", "ROOT=/src", "--", "mcp-fs", "--root", "/src"},
 		{"mcp", "add", "gh", "--env", "GH_TOKEN", "--", "github-mcp", "stdio"},
-		{"mcp", "add", "db", "--env-file", envFile, "--thread", "thr_1", "--", "db-mcp"},
+		{"mcp", "add", "db", "--env-file", envFile, "--", "db-mcp"},
 		{"mcp", "add", "search", "--url", "https://127.0.0.1:9/mcp", "--header", "Authorization=Bearer hdr-secret"},
 		{"mcp", "add", "fs", "--", "mcp-fs", "--root", "/src2"},
 	} {
@@ -35,7 +36,7 @@ func TestMCPCommands(t *testing.T) {
 	}
 	out, _, _ := run("mcp", "list")
 	want := `NAME    TRANSPORT  FOR           COMMAND OR URL
-db      stdio      thread thr_1  db-mcp
+db      stdio      every thread  db-mcp
 fs      stdio      every thread  mcp-fs --root /src2
 gh      stdio      every thread  github-mcp stdio
 search  http       every thread  https://127.0.0.1:9/mcp
@@ -46,7 +47,7 @@ search  http       every thread  https://127.0.0.1:9/mcp
 	out, _, _ = run("mcp", "show", "db")
 	want = `name       db
 transport  stdio
-for        thread thr_1
+for        every thread
 revision   3
 command    db-mcp
 env        DB_PASS=***
@@ -82,6 +83,7 @@ env        DB_USER=***
 		{[]string{"mcp", "add", "x y", "--", "cmd"}, "baton: mcp add: MCP server name \"x y\": use letters, digits, '-' and '_'\n"},
 		{[]string{"mcp", "add", "x", "--env", "NOPE_NOT_SET", "--", "cmd"}, "baton: mcp add: --env NOPE_NOT_SET: NOPE_NOT_SET is not set in this environment (give --env NOPE_NOT_SET=VALUE)\n"},
 		{[]string{"mcp", "add", "x", "--header", "Authorization", "--url", "http://h"}, "baton: mcp add: --header: want NAME=VALUE, got \"Authorization\"\n"},
+		{[]string{"mcp", "add", "x", "--thread", "thr_none", "--", "cmd"}, "baton: mcp add: --thread thr_none: no such thread (baton threads lists them)\n"},
 		{[]string{"mcp", "show", "nope"}, "baton: mcp show: no MCP server is named \"nope\" (baton mcp list shows them)\n"},
 		{[]string{"mcp", "remove", "nope"}, "baton: mcp remove: no MCP server is named \"nope\" (baton mcp list shows them)\n"},
 		{[]string{"run", "--provider", "acp", "--mcp", "fs", "--no-mcp", "x"}, "baton: run: give --mcp or --no-mcp, not both\n"},

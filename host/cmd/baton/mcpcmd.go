@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 	"github.com/baton-run/baton/host/internal/mcpconf"
@@ -105,6 +108,19 @@ it.`,
 			}
 			if err := g.checkData(); err != nil {
 				return err
+			}
+			if thread != "" { // a server for a thread that is not would never be used
+				if err := withReader(cmd, g, func(ctx context.Context, c *client) error {
+					_, err := c.GetThread(ctx, &batonv1.GetThreadRequest{ThreadId: thread, MaxRuns: 1})
+					if status.Code(err) == codes.NotFound {
+						return usagef("mcp add: --thread %s: no such thread (baton threads lists them)", thread)
+					} else if err != nil {
+						return rpcError("mcp add", err)
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
 			}
 			if err := os.MkdirAll(g.data, 0o700); err != nil {
 				return failf(exitFailed, "mcp add: %v", err)
