@@ -82,9 +82,11 @@ func Serve(a sdk.Adapter, opts ...Option) error {
 		cfg.logger = NewLogger(a.Describe().Name)
 	}
 	clk := clock.Or(cfg.clock)
+	stopProfile := startProfile(cfg.logger)
+	defer stopProfile()
 	stop, cancel := context.WithCancel(context.Background())
 	srv := newServer(stop, a, cfg.logger)
-	go exitWithHost(stop, srv, cfg.logger, clk)
+	go exitWithHost(stop, srv, cfg.logger, clk, stopProfile)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  wire.Handshake(sdk.ProtocolVersion),
 		VersionedPlugins: wire.Plugins(srv, nil),
@@ -123,7 +125,7 @@ func check(a sdk.Adapter) error {
 // exitWithHost ends the plugin, after closing its sessions, when the host
 // is gone without telling it: on SIGTERM (what Linux sends when the host
 // dies, see Launch) or when the plugin's parent changes.
-func exitWithHost(stop context.Context, srv *server, log hclog.Logger, clk clock.Clock) {
+func exitWithHost(stop context.Context, srv *server, log hclog.Logger, clk clock.Clock, stopProfile func()) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -133,6 +135,7 @@ func exitWithHost(stop context.Context, srv *server, log hclog.Logger, clk clock
 	}
 	log.Info(why + "; closing sessions")
 	srv.closeAll(clk, shutdownTimeout)
+	stopProfile()
 	os.Exit(0)
 }
 
