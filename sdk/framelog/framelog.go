@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // DefaultMaxBytes is the size at which the log rotates. Two files are kept,
@@ -167,7 +169,7 @@ func (l *Log) line(i uint64, dir Direction, frame []byte) []byte {
 	buf.Write(d)
 	mark := buf.Len()
 	buf.WriteString(`,"frame":`)
-	if err := json.Compact(buf, frame); err != nil {
+	if err := fastjson.Compact(buf, frame); err != nil { // encoding/json's, in a third of the time
 		buf.Truncate(mark)
 		buf.WriteString(`,"text":`)
 		t, _ := json.Marshal(string(frame))

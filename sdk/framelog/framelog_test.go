@@ -120,3 +120,37 @@ func TestRedact(t *testing.T) {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
 }
+
+// Property: for any bytes a provider sends, the record line is JSON, and
+// its frame is exactly what encoding/json's Compact makes of them (the
+// line is built with a faster compactor), or, when they are not JSON, its
+// text is them.
+func FuzzRecordLine(f *testing.F) {
+	for _, s := range []string{`{"a": [1, 2.50, "x y"]}`, `{"s":"\u00e9\ud83d\ude00 <&>"}`, "not json", `{"a":1}x`, " 1 ", `"\xff"`, `{"a":"\u2028"}`, ``} {
+		f.Add([]byte(s))
+	}
+	l := &Log{now: func() time.Time { return time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC) }}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		line := l.line(7, In, frame)
+		var rec struct {
+			Frame json.RawMessage `json:"frame"`
+			Text  *string         `json:"text"`
+		}
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatalf("%q: the record line is not JSON: %v\n%s", frame, err, line)
+		}
+		var want bytes.Buffer
+		if err := json.Compact(&want, frame); err != nil {
+			var text string // as encoding/json writes a string: each invalid byte as U+FFFD
+			q, _ := json.Marshal(string(frame))
+			json.Unmarshal(q, &text)
+			if rec.Frame != nil || rec.Text == nil || *rec.Text != text {
+				t.Fatalf("%q is not JSON: want it as text, got %s", frame, line)
+			}
+			return
+		}
+		if !bytes.Equal(rec.Frame, want.Bytes()) {
+			t.Fatalf("%q: frame %s, encoding/json compacts it to %s", frame, rec.Frame, want.Bytes())
+		}
+	})
+}

@@ -10,10 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	fastjson "github.com/segmentio/encoding/json"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/baton-run/baton/sdk"
@@ -289,27 +291,38 @@ func (st *stream) Close() error { return st.c.lines.CloseStdin() }
 // jsonrpc2 then reads. Members are matched by their exact names, as
 // jsonrpc2 matches them.
 func decodeNotification(line []byte) (*jsonrpc2.Request, bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(line, &m) != nil {
+	// One pass of a decoder several times faster than encoding/json's (it
+	// does not scan the line before decoding it), into the members that
+	// matter; a member absent stays nil, a null one is "null".
+	var m struct {
+		Method json.RawMessage `json:"method"`
+		ID     json.RawMessage `json:"id"`
+		Error  json.RawMessage `json:"error"`
+		Result json.RawMessage `json:"result"`
+		Params json.RawMessage `json:"params"`
+	}
+	if rest, err := fastjson.Parse(line, &m, fastjson.DontMatchCaseInsensitiveStructFields); err != nil ||
+		len(strings.TrimLeft(string(rest), " \t\r\n")) > 0 {
 		return nil, false
 	}
 	var method string
-	if raw, ok := m["method"]; !ok || string(raw) == "null" || json.Unmarshal(raw, &method) != nil {
+	if m.Method == nil || string(m.Method) == "null" || fastjson.Unmarshal(m.Method, &method) != nil {
 		return nil, false // none, or not a string
 	}
 	// jsonrpc2 takes a null id for none, a null result for a result, and
 	// a null error for none.
-	if id, ok := m["id"]; ok && string(id) != "null" {
+	if m.ID != nil && string(m.ID) != "null" {
 		return nil, false
 	}
-	if e, ok := m["error"]; ok && string(e) != "null" {
+	if m.Error != nil && string(m.Error) != "null" {
 		return nil, false
 	}
-	if _, ok := m["result"]; ok {
+	if m.Result != nil {
 		return nil, false
 	}
 	r := &jsonrpc2.Request{Method: method, Notif: true}
-	if p, ok := m["params"]; ok {
+	if m.Params != nil {
+		p := json.RawMessage(m.Params)
 		r.Params = &p
 	}
 	return r, true

@@ -12,20 +12,27 @@ import (
 // away for this many events loses any, and it is told so.
 const maxBufferedEvents = 1 << 16
 
+// chunkEvents is how many events one chunk of a buffer holds.
+const chunkEvents = 256
+
 // eventBuffer is one session's event stream: it numbers events from 1 and
 // keeps the recent ones so that a reader can resume after any sequence.
-// Dropping old events costs O(1) amortized: the kept ones are
-// events[head:], and the slice is compacted only when most of it is
-// dropped, so a session of any length costs linear time, not quadratic.
+// The kept events are in chunks of chunkEvents, from chunks[0][head]: an
+// event is written once where it stays, and dropping old ones lets whole
+// chunks go, so no event is ever moved (a slice that grew and was
+// compacted moved each about three times, a third of a plugin's time
+// when a turn streamed fast).
 type eventBuffer struct {
 	sessionID string
 
 	mu      sync.Mutex
-	events  []sdk.RuntimeEvent // events[head+i].Sequence == first+i
+	chunks  [][]sdk.RuntimeEvent // all full but the last; kept event i is at head+i
 	head    int
+	kept    int
 	first   uint64
 	next    uint64
-	changed chan struct{} // closed and replaced on every change
+	changed chan struct{} // closed and replaced on a change, once a reader has it
+	watched bool          // a reader has changed
 	ended   bool
 	diags   diagnostics // held back, to be summarized (see diagnosticBurst)
 }
@@ -62,26 +69,47 @@ func (b *eventBuffer) push(ev sdk.RuntimeEvent) {
 	ev.SessionID = b.sessionID
 	ev.Sequence = b.next
 	b.next++
-	b.events = append(b.events, ev)
-	if n := len(b.events) - b.head; n > maxBufferedEvents {
-		b.drop(n - maxBufferedEvents)
+	if n := len(b.chunks); n == 0 || len(b.chunks[n-1]) == chunkEvents {
+		b.chunks = append(b.chunks, make([]sdk.RuntimeEvent, 0, chunkEvents))
+	}
+	last := &b.chunks[len(b.chunks)-1]
+	*last = append(*last, ev)
+	b.kept++
+	if b.kept > maxBufferedEvents {
+		b.drop(b.kept - maxBufferedEvents)
 	}
 	if ev.Kind == sdk.EventRuntimeExited {
 		b.ended = true
 	}
-	close(b.changed)
-	b.changed = make(chan struct{})
+	b.notify()
+}
+
+// notify tells the readers waiting that the stream changed: it closes the
+// channel they have and makes the next (none while no reader took it: a
+// fast stream would make one an event); b.mu is held.
+func (b *eventBuffer) notify() {
+	if b.watched {
+		close(b.changed)
+		b.changed, b.watched = make(chan struct{}), false
+	}
 }
 
 // drop forgets the k oldest events; b.mu is held.
 func (b *eventBuffer) drop(k int) {
-	clear(b.events[b.head : b.head+k]) // their payloads can be collected
-	b.head += k
+	b.kept -= k
 	b.first += uint64(k)
-	if b.head >= len(b.events)/2 {
-		n := copy(b.events, b.events[b.head:])
-		clear(b.events[n:])
-		b.events, b.head = b.events[:n], 0
+	for k > 0 {
+		c := b.chunks[0]
+		if n := len(c) - b.head; k < n || len(b.chunks) == 1 && len(c) < chunkEvents {
+			// Part of the first chunk, or all that is written of the last
+			// one, which pushes go on filling.
+			clear(c[b.head : b.head+k]) // their payloads can be collected
+			b.head += k
+			return
+		}
+		k -= len(c) - b.head
+		b.chunks[0] = nil // the chunk can be collected
+		b.chunks, b.head = b.chunks[1:], 0
 	}
 }
 
@@ -93,7 +121,7 @@ func (b *eventBuffer) ack(seq uint64) {
 	if seq < b.first {
 		return
 	}
-	b.drop(min(int(seq-b.first+1), len(b.events)-b.head))
+	b.drop(min(int(seq-b.first+1), b.kept))
 }
 
 // end marks the stream finished without a further event (but the
@@ -106,8 +134,7 @@ func (b *eventBuffer) end() {
 			b.push(s)
 		}
 		b.ended = true
-		close(b.changed)
-		b.changed = make(chan struct{})
+		b.notify()
 	}
 }
 
@@ -122,7 +149,13 @@ func (b *eventBuffer) after(seq uint64) ([]sdk.RuntimeEvent, bool, <-chan struct
 	}
 	var out []sdk.RuntimeEvent
 	if seq+1 < b.next {
-		out = append(out, b.events[b.head+int(seq+1-b.first):]...)
+		out = make([]sdk.RuntimeEvent, 0, b.next-seq-1)
+		for i := b.head + int(seq+1-b.first); i < b.head+b.kept; {
+			c := b.chunks[i/chunkEvents]
+			out = append(out, c[i%chunkEvents:]...)
+			i += len(c) - i%chunkEvents
+		}
 	}
+	b.watched = true
 	return out, b.ended, b.changed, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/pluginclient"
 	"github.com/baton-run/baton/sdk/plugintest"
+	"github.com/baton-run/baton/sdk/transcript"
 )
 
 // BenchmarkRun measures one simple run end to end: dispatch, a new provider
@@ -173,12 +175,31 @@ func firstMessage(b *testing.B, provider, scenario string) string {
 	return plugintest.ReadGroups(b, filepath.Join(dir, scenario+".messages"))[0][0]
 }
 
-// deltaTranscript writes the ACP simple transcript with its second answer
-// chunk repeated n times, each with its own text ("c000001 " ...) and
-// afterMs pace (0: at full speed), and the other waits dropped.
-func deltaTranscript(b *testing.B, n, pace int) string {
+// longTurn is how a provider's simple transcript is made one long turn:
+// the entry of its answer's chunk, and where in its frame the text is.
+type longTurn struct {
+	provider, label string
+	text            func(frame map[string]any) (parent map[string]any, key string)
+}
+
+var (
+	acpTurn = longTurn{"acp", "8.session/update.agent_message_chunk", func(f map[string]any) (map[string]any, string) {
+		return f["params"].(map[string]any)["update"].(map[string]any)["content"].(map[string]any), "text"
+	}}
+	codexTurn = longTurn{"codex", "20.item/agentMessage/delta", func(f map[string]any) (map[string]any, string) {
+		return f["params"].(map[string]any), "delta"
+	}}
+)
+
+// deltaTranscript writes acpTurn's transcript (deltaTranscriptOf).
+func deltaTranscript(b *testing.B, n, pace int) string { return deltaTranscriptOf(b, acpTurn, n, pace) }
+
+// deltaTranscriptOf writes a provider's simple transcript with its answer's
+// chunk sent n times, each with its own text ("c1 " ...) and afterMs pace
+// (0: at full speed), and the other waits dropped.
+func deltaTranscriptOf(b *testing.B, turn longTurn, n, pace int) string {
 	b.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "testdata", "acp", "simple.ndjson"))
+	data, err := os.ReadFile(filepath.Join(root, "testdata", turn.provider, "simple.ndjson"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -189,17 +210,26 @@ func deltaTranscript(b *testing.B, n, pace int) string {
 			b.Fatal(err)
 		}
 		delete(e, "afterMs")
-		if e["label"] != "8.session/update.agent_message_chunk" {
+		if e["label"] != turn.label {
 			enc, _ := json.Marshal(e)
 			out.Write(enc)
 			out.WriteByte('\n')
 			continue
 		}
+		parent, key := turn.text(e["frame"].(map[string]any))
+		if pace == 0 {
+			// One entry the peer sends n times, numbered: it loads at once
+			// (100,000 entries took it half a second, inside the time
+			// measured).
+			parent[key], e["repeat"] = "c"+transcript.RepeatN+" ", n
+			enc := json.NewEncoder(&out)
+			enc.SetEscapeHTML(false) // "<n>" as it is, for the peer to number
+			enc.Encode(e)
+			continue
+		}
 		for i := range n {
-			e["frame"].(map[string]any)["params"].(map[string]any)["update"].(map[string]any)["content"].(map[string]any)["text"] = fmt.Sprintf("c%06d ", i)
-			if pace > 0 {
-				e["afterMs"] = pace
-			}
+			parent[key] = fmt.Sprintf("c%d ", i+1)
+			e["afterMs"] = pace
 			enc, _ := json.Marshal(e)
 			out.Write(enc)
 			out.WriteByte('\n')
@@ -216,10 +246,15 @@ func deltaTranscript(b *testing.B, n, pace int) string {
 // for each delta text, when a subscriber of the thread's stream saw it,
 // and the thread.
 func pipelineRun(b *testing.B, h *orchestrator.Host, transcript string, speed string) (map[string]time.Time, domain.Thread) {
+	return pipelineRunOf(b, h, "acp", transcript, speed)
+}
+
+// pipelineRunOf is pipelineRun with a provider's transcript.
+func pipelineRunOf(b *testing.B, h *orchestrator.Host, provider, transcript string, speed string) (map[string]time.Time, domain.Thread) {
 	ctx := context.Background()
-	msg := plugintest.ReadGroups(b, filepath.Join(root, "testdata", "acp", "simple.messages"))[0][0]
+	msg := firstMessage(b, provider, "simple")
 	rc, err := h.Dispatch(ctx, domain.Command{ID: "create-" + b.TempDir(), Payload: domain.CreateThread{
-		Provider: "acp", Cwd: b.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", speed}}}})
+		Provider: provider, Cwd: b.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", speed}}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -235,9 +270,14 @@ func pipelineRun(b *testing.B, h *orchestrator.Host, transcript string, speed st
 			}
 			switch rec.Type {
 			case "message.delta":
+				// Chunks that reached the host together are one event
+				// (domain.Coalesce): each chunk's text is "cN ".
 				var d domain.MessageDelta
 				json.Unmarshal(rec.Data, &d)
-				seen[d.Text] = time.Now()
+				now := time.Now()
+				for c := range strings.FieldsSeq(d.Text) {
+					seen[c+" "] = now
+				}
 			case "run.ended":
 				done <- nil
 				return
@@ -287,6 +327,23 @@ func BenchmarkReplayPipeline(b *testing.B) {
 		for b.Loop() {
 			start := time.Now()
 			seen, _ := pipelineRun(b, h, transcript, "0")
+			elapsed += time.Since(start)
+			if len(seen) != n {
+				b.Fatalf("the subscriber saw %d deltas, want %d", len(seen), n)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "deltas/s")
+	})
+	// The same for codex's frame shape: its answer's item/agentMessage/delta
+	// sent 100,000 times.
+	b.Run("codex/deltas=100000", func(b *testing.B) {
+		const n = 100000
+		transcript := deltaTranscriptOf(b, codexTurn, n, 0)
+		h, _ := newHost(b)
+		var elapsed time.Duration
+		for b.Loop() {
+			start := time.Now()
+			seen, _ := pipelineRunOf(b, h, "codex", transcript, "0")
 			elapsed += time.Since(start)
 			if len(seen) != n {
 				b.Fatalf("the subscriber saw %d deltas, want %d", len(seen), n)

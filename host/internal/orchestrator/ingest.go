@@ -69,7 +69,8 @@ func batchHash(threadID, sessionID string, evs []sdk.RuntimeEvent) string {
 
 // ingestEvents commits a session's provider events as one command: each is
 // decided against the thread as the ones before it left it, and all of
-// them, their effects and one receipt are committed in one synced batch.
+// them (text deltas to one message side by side joined), their effects and
+// one receipt are committed in one synced batch.
 func (h *Host) ingestEvents(threadID, sessionID, cmdID string, evs []sdk.RuntimeEvent) error {
 	if len(evs) == 1 {
 		_, err := h.Dispatch(context.Background(), domain.Command{ID: cmdID, ThreadID: threadID,
@@ -88,7 +89,9 @@ func (h *Host) ingestEvents(threadID, sessionID, cmdID string, evs []sdk.Runtime
 				events = append(events, d.Events...)
 				effects = append(effects, d.Effects...)
 			}
-			return events, effects, nil
+			// Chunks of one answer that came together are one event
+			// (domain.Coalesce): a fast stream costs an event a write.
+			return domain.Coalesce(events), effects, nil
 		}})
 	return err
 }

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -168,6 +169,37 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 		if evs[len(evs)-1].Kind != sdk.EventTurnTerminal || len(n.tools) != 0 || n.open != "" {
 			t.Fatalf("the turn did not close everything: %+v", evs)
+		}
+	})
+}
+
+// FuzzDecodeUpdateOnePass: the one-pass decoder of session/update params
+// reads them as the step-by-step one does. Params the fast pass takes
+// come out the same (session, every field, the tool from _meta); those
+// it refuses go the slow way, so every error is the slow way's.
+func FuzzDecodeUpdateOnePass(f *testing.F) {
+	for _, s := range []string{
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}`,
+		`{"sessionId":"s","update":{"_meta":{"claudeCode":{"toolName":"mcp__a__b"}},"sessionUpdate":"tool_call","toolCallId":"c","rawInput":{"a":[1,2]}}}`,
+		`{"sessionId":"s","update":{"_meta":"x","sessionUpdate":"tool_call_update","status":"completed"}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":5,"size":9,"cost":{"amount":0.5,"currency":"USD"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[{"content":"a"}]}}`,
+		`{"sessionId":"s","update":null}`, `{"sessionId":"","update":{}}`, `{"SESSIONID":"s","Update":{"SessionUpdate":"x"}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"x","used":"9"}}`, `[]`, `{"sessionId":"s","update":{"sessionUpdate":"x"}} x`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		sid, u, err := decodeUpdate(params)
+		wsid, wu, werr := decodeUpdateSlowly(params)
+		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+			t.Fatalf("%s: one pass: %v; slowly: %v", params, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		if sid != wsid || !reflect.DeepEqual(u, wu) {
+			t.Fatalf("%s: one pass %q %#v\nslowly %q %#v", params, sid, u, wsid, wu)
 		}
 	})
 }

@@ -5,6 +5,8 @@ package acp
 import (
 	"encoding/json"
 	"fmt"
+
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // ProtocolVersion is the ACP major version this adapter speaks. ACP
@@ -175,9 +177,49 @@ func (u update) json() json.RawMessage {
 	return b
 }
 
-// decodeUpdate decodes the params of a session/update notification. Errors
-// say what is wrong with the frame.
+// decodeUpdate decodes the params of a session/update notification: in one
+// pass of a fast decoder (every chunk of an answer comes this way), or, for
+// params that pass refuses, as decodeUpdateSlowly says what is wrong.
 func decodeUpdate(params []byte) (string, update, error) {
+	var p struct {
+		SessionID string      `json:"sessionId"`
+		Update    *fastUpdate `json:"update"`
+	}
+	if fastjson.Unmarshal(params, &p) == nil && p.SessionID != "" && p.Update != nil && p.Update.Kind != "" {
+		u := p.Update.update
+		if u.Kind == "tool_call" || u.Kind == "tool_call_update" {
+			u.tool = string(p.Update.Meta)
+		}
+		return p.SessionID, u, nil
+	}
+	return decodeUpdateSlowly(params)
+}
+
+// fastUpdate is an update with its _meta's tool name, decoded with it.
+type fastUpdate struct {
+	update
+	Meta metaTool `json:"_meta"`
+}
+
+// metaTool is the tool name an update's _meta gives (updateMeta); a _meta
+// of another shape names none.
+type metaTool string
+
+func (m *metaTool) UnmarshalJSON(b []byte) error {
+	var meta struct {
+		ClaudeCode struct {
+			ToolName string `json:"toolName"`
+		} `json:"claudeCode"`
+	}
+	if fastjson.Unmarshal(b, &meta) == nil {
+		*m = metaTool(meta.ClaudeCode.ToolName)
+	}
+	return nil
+}
+
+// decodeUpdateSlowly is decodeUpdate with encoding/json, a step at a time:
+// its errors say what is wrong with the frame.
+func decodeUpdateSlowly(params []byte) (string, update, error) {
 	var su sessionUpdate
 	if err := json.Unmarshal(params, &su); err != nil {
 		return "", update{}, fmt.Errorf("session/update params: %w", err)
@@ -207,7 +249,7 @@ func decodeUpdate(params []byte) (string, update, error) {
 // textOf returns the text of a content block, or "" for other kinds.
 func textOf(raw json.RawMessage) string {
 	var b contentBlock
-	if json.Unmarshal(raw, &b) != nil || b.Type != "text" {
+	if fastjson.Unmarshal(raw, &b) != nil || b.Type != "text" {
 		return ""
 	}
 	return b.Text
