@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	fastjson "github.com/segmentio/encoding/json"
 )
 
 // DefaultMaxBytes is the size at which the log rotates. Two files are kept,
@@ -169,7 +167,7 @@ func (l *Log) line(i uint64, dir Direction, frame []byte) []byte {
 	buf.Write(d)
 	mark := buf.Len()
 	buf.WriteString(`,"frame":`)
-	if err := fastjson.Compact(buf, frame); err != nil { // encoding/json's, in a third of the time
+	if err := json.Compact(buf, frame); err != nil {
 		buf.Truncate(mark)
 		buf.WriteString(`,"text":`)
 		t, _ := json.Marshal(string(frame))

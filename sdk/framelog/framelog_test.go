@@ -122,9 +122,9 @@ func TestRedact(t *testing.T) {
 }
 
 // Property: for any bytes a provider sends, the record line is JSON, and
-// its frame is exactly what encoding/json's Compact makes of them (the
-// line is built with a faster compactor), or, when they are not JSON, its
-// text is them.
+// its frame is exactly what encoding/json's Compact makes of them (the line
+// is built by hand around it), or, when they are not JSON, its text is
+// them.
 func FuzzRecordLine(f *testing.F) {
 	for _, s := range []string{`{"a": [1, 2.50, "x y"]}`, `{"s":"\u00e9\ud83d\ude00 <&>"}`, "not json", `{"a":1}x`, " 1 ", `"\xff"`, `{"a":"\u2028"}`, ``} {
 		f.Add([]byte(s))

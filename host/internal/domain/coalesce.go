@@ -24,7 +24,12 @@ func Coalesce(events []Payload) []Payload {
 		}
 		var b strings.Builder
 		for _, e := range events[i:j] {
-			b.WriteString(deltaText(e))
+			switch d := e.(type) { // sameDelta took only these
+			case MessageDelta:
+				b.WriteString(d.Text)
+			case NodeDelta:
+				b.WriteString(d.Text)
+			}
 		}
 		switch d := events[i].(type) {
 		case MessageDelta:
@@ -50,15 +55,4 @@ func sameDelta(a, b Payload) bool {
 		return ok && a.RunID == b.RunID && a.NodeID == b.NodeID
 	}
 	return false
-}
-
-// deltaText is a delta's text.
-func deltaText(p Payload) string {
-	switch d := p.(type) {
-	case MessageDelta:
-		return d.Text
-	case NodeDelta:
-		return d.Text
-	}
-	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -251,12 +252,23 @@ func pipelineRun(b *testing.B, h *orchestrator.Host, transcript string, speed st
 
 // pipelineRunOf is pipelineRun with a provider's transcript.
 func pipelineRunOf(b *testing.B, h *orchestrator.Host, provider, transcript string, speed string) (map[string]time.Time, domain.Thread) {
-	ctx := context.Background()
-	msg := firstMessage(b, provider, "simple")
-	rc, err := h.Dispatch(ctx, domain.Command{ID: "create-" + b.TempDir(), Payload: domain.CreateThread{
-		Provider: provider, Cwd: b.TempDir(), ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", speed}}}})
+	seen, th, err := streamRun(h, provider, firstMessage(b, provider, "simple"), transcript, speed, b.TempDir(), nil)
 	if err != nil {
 		b.Fatal(err)
+	}
+	return seen, th
+}
+
+// streamRun runs one turn of a provider's transcript in cwd through a host
+// and returns, for each delta text, when a subscriber of the thread's
+// stream saw it, and the thread; first, if not nil, is called at the first
+// delta.
+func streamRun(h *orchestrator.Host, provider, msg, transcript, speed, cwd string, first func()) (map[string]time.Time, domain.Thread, error) {
+	ctx := context.Background()
+	rc, err := h.Dispatch(ctx, domain.Command{ID: "create-" + cwd, Payload: domain.CreateThread{
+		Provider: provider, Cwd: cwd, ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", speed}}}})
+	if err != nil {
+		return nil, domain.Thread{}, err
 	}
 	seen := map[string]time.Time{}
 	sctx, cancel := context.WithCancel(ctx)
@@ -278,6 +290,10 @@ func pipelineRunOf(b *testing.B, h *orchestrator.Host, provider, transcript stri
 				for c := range strings.FieldsSeq(d.Text) {
 					seen[c+" "] = now
 				}
+				if first != nil {
+					first()
+					first = nil
+				}
 			case "run.ended":
 				done <- nil
 				return
@@ -286,16 +302,16 @@ func pipelineRunOf(b *testing.B, h *orchestrator.Host, provider, transcript stri
 		done <- errors.New("the stream ended before the run")
 	}()
 	if _, err := h.Dispatch(ctx, domain.Command{ID: "send-" + rc.ThreadID, ThreadID: rc.ThreadID, Payload: domain.DispatchMessage{Text: msg}}); err != nil {
-		b.Fatal(err)
+		return nil, domain.Thread{}, err
 	}
 	if err := <-done; err != nil {
-		b.Fatal(err)
+		return nil, domain.Thread{}, err
 	}
 	th, _ := h.Thread(rc.ThreadID)
 	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
-		b.Fatalf("run %s: %+v", r.Status, r.Failure)
+		return nil, th, fmt.Errorf("run %s: %+v", r.Status, r.Failure)
 	}
-	return seen, th
+	return seen, th, nil
 }
 
 // BenchmarkReplayPipeline measures the whole pipeline on one ACP turn of
@@ -396,28 +412,13 @@ func BenchmarkReplayPipeline(b *testing.B) {
 		}
 		b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "deltas/s")
 	})
-	b.Run("paced", func(b *testing.B) {
-		const n = 3000
-		transcript := deltaTranscript(b, n, 1)
-		h, data := newHost(b)
-		var lat []time.Duration
-		for b.Loop() {
-			seen, th := pipelineRun(b, h, transcript, "1")
-			arrived := frameTimes(b, filepath.Join(data, "rawframes", th.ProviderSessions[0].ID+".ndjson"))
-			for text, at := range seen {
-				if in, ok := arrived[text]; ok {
-					lat = append(lat, at.Sub(in))
-				}
-			}
+	for _, busy := range []int{0, 50} {
+		name := "paced"
+		if busy > 0 {
+			name = fmt.Sprintf("paced/busy=%d", busy)
 		}
-		if len(lat) < n*b.N {
-			b.Fatalf("%d latencies, want %d", len(lat), n*b.N)
-		}
-		slices.Sort(lat)
-		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-		b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
-	})
+		b.Run(name, func(b *testing.B) { pacedLatency(b, newHost, busy) })
+	}
 }
 
 // frameTimes reads a session's raw-frame log (and its rotated part): when
@@ -452,4 +453,56 @@ func frameTimes(b *testing.B, name string) map[string]time.Time {
 		}
 	}
 	return out
+}
+
+// pacedLatency plays 3,000 deltas at 1,000 a second through a host, while
+// busy other threads each stream 100 deltas a second (each its own peer
+// process, all through the one plugin), and reports the latency from each
+// frame's arrival at the plugin (its raw-frame log's time) to the
+// subscriber: the median, the 99th percentile and the most.
+func pacedLatency(b *testing.B, newHost func(*testing.B) (*orchestrator.Host, string), busy int) {
+	const n = 3000
+	transcript := deltaTranscript(b, n, 1)
+	// Each other thread streams for longer than the measured run: 500
+	// deltas, 10 ms apart.
+	background := deltaTranscript(b, 500, 10)
+	msg := firstMessage(b, "acp", "simple")
+	h, data := newHost(b)
+	var lat []time.Duration
+	for b.Loop() {
+		var wg sync.WaitGroup
+		errs := make(chan error, busy)
+		var streaming sync.WaitGroup
+		streaming.Add(busy)
+		for range busy {
+			cwd := b.TempDir()
+			wg.Go(func() {
+				once := sync.OnceFunc(streaming.Done)
+				defer once() // a run that failed before its first delta
+				if _, _, err := streamRun(h, "acp", msg, background, "1", cwd, once); err != nil {
+					errs <- err
+				}
+			})
+		}
+		streaming.Wait() // every other thread streams
+		seen, th := pipelineRun(b, h, transcript, "1")
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			b.Fatalf("a thread streaming beside: %v", err)
+		}
+		arrived := frameTimes(b, filepath.Join(data, "rawframes", th.ProviderSessions[0].ID+".ndjson"))
+		for text, at := range seen {
+			if in, ok := arrived[text]; ok {
+				lat = append(lat, at.Sub(in))
+			}
+		}
+	}
+	if len(lat) < n*b.N {
+		b.Fatalf("%d latencies, want %d", len(lat), n*b.N)
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
 }

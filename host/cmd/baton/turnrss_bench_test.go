@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/baton-run/baton/sdk/transcript"
+)
+
+// BenchmarkLongTurnRSS runs `baton run` as a user does, one ACP turn of
+// 10,000 and of 100,000 content deltas at full speed from the replay
+// peer, and reports the baton process's peak resident memory
+// (maxRSS-MB): it must be bounded by the work in flight, not by the
+// turn's length (the goal: the 100,000-delta turn within 1.2x of the
+// 10,000-delta one).
+func BenchmarkLongTurnRSS(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprintf("deltas=%d", n), func(b *testing.B) {
+			peer := fmt.Sprintf("'%s' --transcript '%s' --speed 0", filepath.Join(binDir, "replaypeer"), longTurn(b, n))
+			var peak int64
+			for b.Loop() {
+				cmd := exec.Command(filepath.Join(binDir, "baton"), "run", "--data", b.TempDir(), "--cwd", b.TempDir(), "--provider", "acp",
+					"--provider-command", peer, "Say hello.")
+				var out bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &out
+				if err := cmd.Run(); err != nil {
+					b.Fatalf("baton run: %v\n%s", err, out.String())
+				}
+				if !strings.Contains(out.String(), fmt.Sprintf("c%d ", n)) {
+					b.Fatalf("the answer lacks its last delta c%d:\n%.2000s", n, out.String())
+				}
+				peak = max(peak, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
+			}
+			b.ReportMetric(float64(peak)/1024, "maxRSS-MB")
+		})
+	}
+}
+
+// longTurn writes the ACP simple transcript with its answer's chunk sent
+// n times by the peer ("c1 " ...).
+func longTurn(b *testing.B, n int) string {
+	data, err := os.ReadFile(filepath.Join(root, "testdata", "acp", "simple.ndjson"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // "<n>" as it is, for the peer to number
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var e map[string]any
+		if err := json.Unmarshal(line, &e); err != nil {
+			b.Fatal(err)
+		}
+		delete(e, "afterMs")
+		if e["label"] == "8.session/update.agent_message_chunk" {
+			e["frame"].(map[string]any)["params"].(map[string]any)["update"].(map[string]any)["content"].(map[string]any)["text"] = "c" + transcript.RepeatN + " "
+			e["repeat"] = n
+		}
+		enc.Encode(e)
+	}
+	name := filepath.Join(b.TempDir(), "long.ndjson")
+	if err := os.WriteFile(name, out.Bytes(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return name
+}
