@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // DefaultMaxBytes is the size at which the log rotates. Two files are kept,
@@ -154,20 +156,23 @@ func (l *Log) Append(dir Direction, frame []byte) uint64 {
 }
 
 // line is a frame's record, {"i":…,"t":…,"dir":…,"frame":…} with the frame
-// as JSON (compacted) when it is JSON, else {…,"text":…}: built by hand,
-// one pass over the frame, as encoding/json would write the record type.
+// as JSON when it is JSON, else {…,"text":…}: built by hand, one pass over
+// the frame, as encoding/json would write the record type. A frame that is
+// valid JSON on one line with no tab goes as it came (most do: providers
+// write compact JSON); any other JSON is compacted.
 func (l *Log) line(i uint64, dir Direction, frame []byte) []byte {
 	buf := bytes.NewBuffer(make([]byte, 0, len(frame)+96))
 	buf.WriteString(`{"i":`)
-	buf.Write(strconv.AppendUint(nil, i, 10))
+	buf.Write(strconv.AppendUint(buf.AvailableBuffer(), i, 10))
 	buf.WriteString(`,"t":"`)
-	buf.Write(l.now().UTC().AppendFormat(nil, time.RFC3339Nano))
+	buf.Write(l.now().UTC().AppendFormat(buf.AvailableBuffer(), time.RFC3339Nano))
 	buf.WriteString(`","dir":`)
-	d, _ := json.Marshal(dir)
-	buf.Write(d)
+	buf.Write(strconv.AppendQuote(buf.AvailableBuffer(), string(dir))) // a Direction is a plain ASCII word
 	mark := buf.Len()
 	buf.WriteString(`,"frame":`)
-	if err := json.Compact(buf, frame); err != nil {
+	if !bytes.ContainsAny(frame, "\t\r\n") && fastjson.Valid(frame) {
+		buf.Write(frame)
+	} else if err := json.Compact(buf, frame); err != nil {
 		buf.Truncate(mark)
 		buf.WriteString(`,"text":`)
 		t, _ := json.Marshal(string(frame))

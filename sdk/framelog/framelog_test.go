@@ -121,10 +121,11 @@ func TestRedact(t *testing.T) {
 	}
 }
 
-// Property: for any bytes a provider sends, the record line is JSON, and
-// its frame is exactly what encoding/json's Compact makes of them (the line
-// is built by hand around it), or, when they are not JSON, its text is
-// them.
+// Property: for any bytes a provider sends, the record is one line of JSON,
+// and its frame is the JSON they are (compacted, it is what encoding/json's
+// Compact makes of them: the line is built by hand, and a frame that is
+// already one line goes as it came), or, when they are not JSON, its text
+// is them.
 func FuzzRecordLine(f *testing.F) {
 	for _, s := range []string{`{"a": [1, 2.50, "x y"]}`, `{"s":"\u00e9\ud83d\ude00 <&>"}`, "not json", `{"a":1}x`, " 1 ", `"\xff"`, `{"a":"\u2028"}`, ``} {
 		f.Add([]byte(s))
@@ -149,8 +150,12 @@ func FuzzRecordLine(f *testing.F) {
 			}
 			return
 		}
-		if !bytes.Equal(rec.Frame, want.Bytes()) {
+		var got bytes.Buffer // the frame as it came, or compacted: the same JSON
+		if err := json.Compact(&got, rec.Frame); err != nil || !bytes.Equal(got.Bytes(), want.Bytes()) {
 			t.Fatalf("%q: frame %s, encoding/json compacts it to %s", frame, rec.Frame, want.Bytes())
+		}
+		if bytes.ContainsAny(line, "\r\n") {
+			t.Fatalf("%q: the record is not one line: %q", frame, line)
 		}
 	})
 }
