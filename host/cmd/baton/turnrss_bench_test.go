@@ -2,16 +2,14 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
-	"github.com/baton-run/baton/sdk/transcript"
+	"github.com/baton-run/baton/host/internal/testbin"
 )
 
 // BenchmarkLongTurnRSS runs `baton run` as a user does, one ACP turn of
@@ -23,7 +21,11 @@ import (
 func BenchmarkLongTurnRSS(b *testing.B) {
 	for _, n := range []int{10000, 100000} {
 		b.Run(fmt.Sprintf("deltas=%d", n), func(b *testing.B) {
-			peer := fmt.Sprintf("'%s' --transcript '%s' --speed 0", filepath.Join(binDir, "replaypeer"), longTurn(b, n))
+			long, err := testbin.WriteLongTurn(root, b.TempDir(), testbin.ACPTurn, n, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			peer := fmt.Sprintf("'%s' --transcript '%s' --speed 0", filepath.Join(binDir, "replaypeer"), long)
 			var peak int64
 			for b.Loop() {
 				cmd := exec.Command(filepath.Join(binDir, "baton"), "run", "--data", b.TempDir(), "--cwd", b.TempDir(), "--provider", "acp",
@@ -41,33 +43,4 @@ func BenchmarkLongTurnRSS(b *testing.B) {
 			b.ReportMetric(float64(peak)/1024, "maxRSS-MB")
 		})
 	}
-}
-
-// longTurn writes the ACP simple transcript with its answer's chunk sent
-// n times by the peer ("c1 " ...).
-func longTurn(b *testing.B, n int) string {
-	data, err := os.ReadFile(filepath.Join(root, "testdata", "acp", "simple.ndjson"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false) // "<n>" as it is, for the peer to number
-	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		var e map[string]any
-		if err := json.Unmarshal(line, &e); err != nil {
-			b.Fatal(err)
-		}
-		delete(e, "afterMs")
-		if e["label"] == "8.session/update.agent_message_chunk" {
-			e["frame"].(map[string]any)["params"].(map[string]any)["update"].(map[string]any)["content"].(map[string]any)["text"] = "c" + transcript.RepeatN + " "
-			e["repeat"] = n
-		}
-		enc.Encode(e)
-	}
-	name := filepath.Join(b.TempDir(), "long.ndjson")
-	if err := os.WriteFile(name, out.Bytes(), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	return name
 }

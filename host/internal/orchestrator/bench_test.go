@@ -19,10 +19,10 @@ import (
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/host/internal/ids"
 	"github.com/baton-run/baton/host/internal/orchestrator"
+	"github.com/baton-run/baton/host/internal/testbin"
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/pluginclient"
 	"github.com/baton-run/baton/sdk/plugintest"
-	"github.com/baton-run/baton/sdk/transcript"
 )
 
 // BenchmarkRun measures one simple run end to end: dispatch, a new provider
@@ -176,68 +176,17 @@ func firstMessage(b *testing.B, provider, scenario string) string {
 	return plugintest.ReadGroups(b, filepath.Join(dir, scenario+".messages"))[0][0]
 }
 
-// longTurn is how a provider's simple transcript is made one long turn:
-// the entry of its answer's chunk, and where in its frame the text is.
-type longTurn struct {
-	provider, label string
-	text            func(frame map[string]any) (parent map[string]any, key string)
+// deltaTranscript writes the ACP long turn (deltaTranscriptOf).
+func deltaTranscript(b *testing.B, n, pace int) string {
+	return deltaTranscriptOf(b, testbin.ACPTurn, n, pace)
 }
 
-var (
-	acpTurn = longTurn{"acp", "8.session/update.agent_message_chunk", func(f map[string]any) (map[string]any, string) {
-		return f["params"].(map[string]any)["update"].(map[string]any)["content"].(map[string]any), "text"
-	}}
-	codexTurn = longTurn{"codex", "20.item/agentMessage/delta", func(f map[string]any) (map[string]any, string) {
-		return f["params"].(map[string]any), "delta"
-	}}
-)
-
-// deltaTranscript writes acpTurn's transcript (deltaTranscriptOf).
-func deltaTranscript(b *testing.B, n, pace int) string { return deltaTranscriptOf(b, acpTurn, n, pace) }
-
-// deltaTranscriptOf writes a provider's simple transcript with its answer's
-// chunk sent n times, each with its own text ("c1 " ...) and afterMs pace
-// (0: at full speed), and the other waits dropped.
-func deltaTranscriptOf(b *testing.B, turn longTurn, n, pace int) string {
+// deltaTranscriptOf writes a provider's long turn of n deltas, pace ms
+// apart (0: at full speed): testbin.WriteLongTurn.
+func deltaTranscriptOf(b *testing.B, turn testbin.LongTurn, n, pace int) string {
 	b.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "testdata", turn.provider, "simple.ndjson"))
+	name, err := testbin.WriteLongTurn(root, b.TempDir(), turn, n, pace)
 	if err != nil {
-		b.Fatal(err)
-	}
-	var out bytes.Buffer
-	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		var e map[string]any
-		if err := json.Unmarshal(line, &e); err != nil {
-			b.Fatal(err)
-		}
-		delete(e, "afterMs")
-		if e["label"] != turn.label {
-			enc, _ := json.Marshal(e)
-			out.Write(enc)
-			out.WriteByte('\n')
-			continue
-		}
-		parent, key := turn.text(e["frame"].(map[string]any))
-		if pace == 0 {
-			// One entry the peer sends n times, numbered: it loads at once
-			// (100,000 entries took it half a second, inside the time
-			// measured).
-			parent[key], e["repeat"] = "c"+transcript.RepeatN+" ", n
-			enc := json.NewEncoder(&out)
-			enc.SetEscapeHTML(false) // "<n>" as it is, for the peer to number
-			enc.Encode(e)
-			continue
-		}
-		for i := range n {
-			parent[key] = fmt.Sprintf("c%d ", i+1)
-			e["afterMs"] = pace
-			enc, _ := json.Marshal(e)
-			out.Write(enc)
-			out.WriteByte('\n')
-		}
-	}
-	name := filepath.Join(b.TempDir(), "deltas.ndjson")
-	if err := os.WriteFile(name, out.Bytes(), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	return name
@@ -358,7 +307,7 @@ func BenchmarkReplayPipeline(b *testing.B) {
 	// sent 100,000 times.
 	b.Run("codex/deltas=100000", func(b *testing.B) {
 		const n = 100000
-		transcript := deltaTranscriptOf(b, codexTurn, n, 0)
+		transcript := deltaTranscriptOf(b, testbin.CodexTurn, n, 0)
 		h, _ := newHost(b)
 		var elapsed time.Duration
 		for b.Loop() {
