@@ -306,6 +306,7 @@ fuzz:
 	cd sdk && $(GO) test -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./transcript/
 	cd plugins/acp && $(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/acp/
 	cd plugins/acp && $(GO) test -run '^$$' -fuzz '^FuzzLimitOf$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/acp/
+	cd plugins/acp && $(GO) test -run '^$$' -fuzz '^FuzzDecodeUpdateOnePass$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/acp/
 	cd plugins/codex && $(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/codex/
 	cd plugins/codex && $(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/codex/
 	cd plugins/codex && $(GO) test -run '^$$' -fuzz '^FuzzLimit$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/codex/
@@ -316,6 +317,7 @@ fuzz:
 	cd sdk && $(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./sse/
 	cd sdk && $(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./ndjson/
 	cd sdk && $(GO) test -run '^$$' -fuzz '^FuzzNotification$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./jsonrpcproc/
+	cd sdk && $(GO) test -run '^$$' -fuzz '^FuzzRecordLine$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./framelog/
 	cd plugins/opencode && $(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/opencode/
 	cd plugins/opencode && $(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/opencode/
 	cd plugins/opencode && $(GO) test -run '^$$' -fuzz '^FuzzLimitEvents$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/opencode/
