@@ -7,9 +7,12 @@ import (
 	"github.com/baton-run/baton/sdk"
 )
 
-// maxBufferedEvents bounds how many events a session keeps for a host that
-// reconnects its stream. A host reads continuously, so only a host that was
-// away for this many events loses any, and it is told so.
+// maxBufferedEvents bounds how many events a session keeps: at most this
+// many not yet read by the host (an adapter that emits more waits, so its
+// provider waits on its pipe: the host's pace is the stream's), and of
+// those read, the newest, for a host that reconnects its stream. Only a
+// host that reconnects after this many more were read loses any, and it is
+// told so.
 const maxBufferedEvents = 1 << 16
 
 // chunkEvents is how many events one chunk of a buffer holds.
@@ -33,12 +36,18 @@ type eventBuffer struct {
 	next    uint64
 	changed chan struct{} // closed and replaced on a change, once a reader has it
 	watched bool          // a reader has changed
+	read    uint64        // the last sequence a reader was given
+	room    sync.Cond     // signalled when events are read, or the stream ends or closes
+	closing bool          // the session is closing: emits no longer wait
+	waiting int           // emits waiting for room
 	ended   bool
 	diags   diagnostics // held back, to be summarized (see diagnosticBurst)
 }
 
 func newEventBuffer(sessionID string) *eventBuffer {
-	return &eventBuffer{sessionID: sessionID, first: 1, next: 1, changed: make(chan struct{})}
+	b := &eventBuffer{sessionID: sessionID, first: 1, next: 1, changed: make(chan struct{})}
+	b.room.L = &b.mu
+	return b
 }
 
 // Emit implements sdk.Emitter. Events after the session ended are dropped: the
@@ -48,6 +57,14 @@ func newEventBuffer(sessionID string) *eventBuffer {
 func (b *eventBuffer) Emit(ev sdk.RuntimeEvent) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// Backpressure: a host that reads slower than the provider writes
+	// makes the adapter wait here, not the buffer drop what it has not
+	// read (which ended the session's stream).
+	for !b.ended && !b.closing && b.next-1-b.read >= maxBufferedEvents {
+		b.waiting++
+		b.room.Wait()
+		b.waiting--
+	}
 	if b.ended {
 		return
 	}
@@ -75,8 +92,13 @@ func (b *eventBuffer) push(ev sdk.RuntimeEvent) {
 	last := &b.chunks[len(b.chunks)-1]
 	*last = append(*last, ev)
 	b.kept++
-	if b.kept > maxBufferedEvents {
-		b.drop(b.kept - maxBufferedEvents)
+	if over := b.kept - maxBufferedEvents; over > 0 {
+		// The oldest that were read go; unread ones only once the session
+		// is closing (Emit waits for the host otherwise).
+		if !b.closing {
+			over = min(over, int(min(b.read+1, b.next)-b.first))
+		}
+		b.drop(over)
 	}
 	if ev.Kind == sdk.EventRuntimeExited {
 		b.ended = true
@@ -135,6 +157,7 @@ func (b *eventBuffer) end() {
 		}
 		b.ended = true
 		b.notify()
+		b.room.Broadcast()
 	}
 }
 
@@ -156,6 +179,20 @@ func (b *eventBuffer) after(seq uint64) ([]sdk.RuntimeEvent, bool, <-chan struct
 			i += len(c) - i%chunkEvents
 		}
 	}
+	if len(out) > 0 && out[len(out)-1].Sequence > b.read {
+		b.read = out[len(out)-1].Sequence
+		b.room.Broadcast()
+	}
 	b.watched = true
 	return out, b.ended, b.changed, nil
+}
+
+// close marks the session closing: an adapter waiting to emit goes on (its
+// close may wait for the goroutine that emits), and events past the bound
+// are dropped as before the host read them.
+func (b *eventBuffer) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closing = true
+	b.room.Broadcast()
 }

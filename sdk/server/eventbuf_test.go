@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -44,17 +45,82 @@ func TestEventBufferEndsAtRuntimeExit(t *testing.T) {
 	}
 }
 
+// A host that reads slower than the adapter emits holds the adapter back:
+// once maxBufferedEvents are unread, Emit waits until the host reads, and
+// no event the host has not read is dropped. Of the events read, the
+// newest maxBufferedEvents are kept for a stream that resumes; older ones
+// are refused, saying so.
 func TestEventBufferBound(t *testing.T) {
 	b := newEventBuffer("s")
-	for i := 0; i < maxBufferedEvents+10; i++ {
+	for range maxBufferedEvents {
 		b.Emit(sdk.RuntimeEvent{})
+	}
+	done := make(chan struct{})
+	go func() { // owned here: the reads below let it end
+		defer close(done)
+		for range 10 {
+			b.Emit(sdk.RuntimeEvent{})
+		}
+	}()
+	waiting := func() int {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.waiting
+	}
+	for waiting() == 0 { // until the eleventh emit waits
+		select {
+		case <-done:
+			t.Fatalf("%d events emitted, none read, and no emit waited", maxBufferedEvents+10)
+		default:
+			runtime.Gosched()
+		}
+	}
+	if evs, _, _, err := b.after(0); err != nil || len(evs) != maxBufferedEvents || evs[len(evs)-1].Sequence != maxBufferedEvents {
+		t.Fatalf("after(0) with the emitter held back: %d events, %v", len(evs), err)
+	}
+	<-done
+	evs, _, _, err := b.after(maxBufferedEvents)
+	if err != nil || len(evs) != 10 || evs[0].Sequence != maxBufferedEvents+1 {
+		t.Fatalf("the ten that waited: %d events, %v", len(evs), err)
 	}
 	if _, _, _, err := b.after(5); !errors.Is(err, sdk.ErrInvalid) {
 		t.Errorf("reading dropped events: %v, want an error", err)
 	}
-	evs, _, _, err := b.after(10)
-	if err != nil || len(evs) != maxBufferedEvents {
+	if evs, _, _, err := b.after(10); err != nil || len(evs) != maxBufferedEvents {
 		t.Errorf("after(10): %d events, %v", len(evs), err)
+	}
+}
+
+// A session that closes lets an emitter held back go on (the adapter's
+// close may wait for it), and an ended stream takes no more.
+func TestEventBufferCloseReleasesTheEmitter(t *testing.T) {
+	b := newEventBuffer("s")
+	for range maxBufferedEvents {
+		b.Emit(sdk.RuntimeEvent{})
+	}
+	done := make(chan struct{})
+	go func() { // owned here: close lets it end
+		defer close(done)
+		b.Emit(sdk.RuntimeEvent{Kind: sdk.EventContentDelta})
+	}()
+	for {
+		b.mu.Lock()
+		w := b.waiting
+		b.mu.Unlock()
+		if w > 0 {
+			break
+		}
+		select {
+		case <-done:
+			t.Fatalf("%d events emitted, none read, and no emit waited", maxBufferedEvents+1)
+		default:
+			runtime.Gosched()
+		}
+	}
+	b.close()
+	<-done
+	if evs, _, _, err := b.after(1); err != nil || len(evs) != maxBufferedEvents || evs[len(evs)-1].Kind != sdk.EventContentDelta {
+		t.Fatalf("after the close: %d events, %v", len(evs), err)
 	}
 }
 

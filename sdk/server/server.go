@@ -66,6 +66,9 @@ func (s *server) closeAll(clk clock.Clock, timeout time.Duration) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, id := range ids {
+		if buf, err := s.session(id); err == nil {
+			buf.close()
+		}
 		wg.Go(func() {
 			if err := s.adapter.CloseSession(ctx, id); err != nil {
 				s.log.Debug("close session at shutdown", "session", id, "error", err)
@@ -278,6 +281,7 @@ func (s *server) CloseSession(ctx context.Context, req *pb.CloseSessionRequest) 
 	if req.GetForce() {
 		ctx = sdk.ForceClose(ctx)
 	}
+	buf.close()
 	err = s.adapter.CloseSession(ctx, req.GetSessionId())
 	buf.end()
 	s.mu.Lock()

@@ -23,6 +23,8 @@ import (
 	"github.com/baton-run/baton/sdk"
 	"github.com/baton-run/baton/sdk/pluginclient"
 	"github.com/baton-run/baton/sdk/plugintest"
+	"github.com/baton-run/baton/sdk/replay"
+	"github.com/baton-run/baton/sdk/transcript"
 )
 
 // BenchmarkRun measures one simple run end to end: dispatch, a new provider
@@ -216,10 +218,15 @@ type seenAt struct{ seen, decided time.Time }
 // and returns, for each delta text, when a subscriber of the thread's
 // stream saw it, and the thread; first, if not nil, is called at the first
 // delta.
-func streamRun(h *orchestrator.Host, provider, msg, transcript, speed, cwd string, first func()) (map[string]seenAt, domain.Thread, error) {
+func streamRun(h *orchestrator.Host, provider, msg, file, speed, cwd string, first func()) (map[string]seenAt, domain.Thread, error) {
 	ctx := context.Background()
+	t, err := transcript.ReadFile(file)
+	if err != nil {
+		return nil, domain.Thread{}, err
+	}
+	argv := append([]string{peerBin, "--transcript", file, "--speed", speed}, replay.PeerArgs(t)...)
 	rc, err := h.Dispatch(ctx, domain.Command{ID: "create-" + cwd, Payload: domain.CreateThread{
-		Provider: provider, Cwd: cwd, ProviderCommand: domain.ProviderCommand{Argv: []string{peerBin, "--transcript", transcript, "--speed", speed}}}})
+		Provider: provider, Cwd: cwd, ProviderCommand: domain.ProviderCommand{Argv: argv}}})
 	if err != nil {
 		return nil, domain.Thread{}, err
 	}
@@ -303,23 +310,25 @@ func BenchmarkReplayPipeline(b *testing.B) {
 		}
 		b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "deltas/s")
 	})
-	// The same for codex's frame shape: its answer's item/agentMessage/delta
-	// sent 100,000 times.
-	b.Run("codex/deltas=100000", func(b *testing.B) {
-		const n = 100000
-		transcript := deltaTranscriptOf(b, testbin.CodexTurn, n, 0)
-		h, _ := newHost(b)
-		var elapsed time.Duration
-		for b.Loop() {
-			start := time.Now()
-			seen, _ := pipelineRunOf(b, h, "codex", transcript, "0")
-			elapsed += time.Since(start)
-			if len(seen) != n {
-				b.Fatalf("the subscriber saw %d deltas, want %d", len(seen), n)
+	// The same for codex's and claude's frame shapes: codex's answer's
+	// item/agentMessage/delta, claude's assistant message, 100,000 times.
+	for _, turn := range []testbin.LongTurn{testbin.CodexTurn, testbin.ClaudeTurn} {
+		b.Run(turn.Provider+"/deltas=100000", func(b *testing.B) {
+			const n = 100000
+			transcript := deltaTranscriptOf(b, turn, n, 0)
+			h, _ := newHost(b)
+			var elapsed time.Duration
+			for b.Loop() {
+				start := time.Now()
+				seen, _ := pipelineRunOf(b, h, turn.Provider, transcript, "0")
+				elapsed += time.Since(start)
+				if len(seen) != n {
+					b.Fatalf("the subscriber saw %d deltas, want %d", len(seen), n)
+				}
 			}
-		}
-		b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "deltas/s")
-	})
+			b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "deltas/s")
+		})
+	}
 	// The baseline: the same peer and plugin, the events read with the
 	// sdk client alone, no host.
 	b.Run("deltas=100000/plugin-only", func(b *testing.B) {

@@ -18,14 +18,22 @@ type LongTurn struct {
 	Text            func(frame map[string]any) (parent map[string]any, key string)
 }
 
-// ACPTurn and CodexTurn are the long turns of ACP's session/update
-// agent_message_chunk and of codex's item/agentMessage/delta.
+// ACPTurn, CodexTurn and ClaudeTurn are the long turns of ACP's
+// session/update agent_message_chunk, codex's item/agentMessage/delta and
+// claude's assistant message.
 var (
 	ACPTurn = LongTurn{"acp", "8.session/update.agent_message_chunk", func(f map[string]any) (map[string]any, string) {
 		return f["params"].(map[string]any)["update"].(map[string]any)["content"].(map[string]any), "text"
 	}}
 	CodexTurn = LongTurn{"codex", "20.item/agentMessage/delta", func(f map[string]any) (map[string]any, string) {
 		return f["params"].(map[string]any), "delta"
+	}}
+	// ClaudeTurn: claude's stream-json gives an answer as assistant
+	// messages of whole content blocks (the plugin reads no partial
+	// messages), so a long claude turn is its text block's message sent N
+	// times.
+	ClaudeTurn = LongTurn{"claude", "11.assistant", func(f map[string]any) (map[string]any, string) {
+		return f["message"].(map[string]any)["content"].([]any)[0].(map[string]any), "text"
 	}}
 )
 
