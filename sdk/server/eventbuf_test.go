@@ -62,19 +62,7 @@ func TestEventBufferBound(t *testing.T) {
 			b.Emit(sdk.RuntimeEvent{})
 		}
 	}()
-	waiting := func() int {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.waiting
-	}
-	for waiting() == 0 { // until the eleventh emit waits
-		select {
-		case <-done:
-			t.Fatalf("%d events emitted, none read, and no emit waited", maxBufferedEvents+10)
-		default:
-			runtime.Gosched()
-		}
-	}
+	untilAnEmitWaits(t, b, done) // the eleventh
 	if evs, _, _, err := b.after(0); err != nil || len(evs) != maxBufferedEvents || evs[len(evs)-1].Sequence != maxBufferedEvents {
 		t.Fatalf("after(0) with the emitter held back: %d events, %v", len(evs), err)
 	}
@@ -91,6 +79,26 @@ func TestEventBufferBound(t *testing.T) {
 	}
 }
 
+// untilAnEmitWaits returns once an Emit on b waits for room; it fails the
+// test if the emitting goroutine ends (closes done) without waiting.
+func untilAnEmitWaits(t *testing.T, b *eventBuffer, done <-chan struct{}) {
+	t.Helper()
+	for {
+		b.mu.Lock()
+		w := b.waiting
+		b.mu.Unlock()
+		if w > 0 {
+			return
+		}
+		select {
+		case <-done:
+			t.Fatalf("every event was emitted, none read beyond the bound, and no emit waited")
+		default:
+			runtime.Gosched()
+		}
+	}
+}
+
 // A session that closes lets an emitter held back go on (the adapter's
 // close may wait for it), and an ended stream takes no more.
 func TestEventBufferCloseReleasesTheEmitter(t *testing.T) {
@@ -103,20 +111,7 @@ func TestEventBufferCloseReleasesTheEmitter(t *testing.T) {
 		defer close(done)
 		b.Emit(sdk.RuntimeEvent{Kind: sdk.EventContentDelta})
 	}()
-	for {
-		b.mu.Lock()
-		w := b.waiting
-		b.mu.Unlock()
-		if w > 0 {
-			break
-		}
-		select {
-		case <-done:
-			t.Fatalf("%d events emitted, none read, and no emit waited", maxBufferedEvents+1)
-		default:
-			runtime.Gosched()
-		}
-	}
+	untilAnEmitWaits(t, b, done)
 	b.close()
 	<-done
 	if evs, _, _, err := b.after(1); err != nil || len(evs) != maxBufferedEvents || evs[len(evs)-1].Kind != sdk.EventContentDelta {
