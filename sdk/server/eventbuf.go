@@ -31,7 +31,6 @@ type eventBuffer struct {
 	mu      sync.Mutex
 	chunks  [][]sdk.RuntimeEvent // all full but the last; kept event i is at head+i
 	head    int
-	kept    int
 	first   uint64
 	next    uint64
 	changed chan struct{} // closed and replaced on a change, once a reader has it
@@ -91,8 +90,7 @@ func (b *eventBuffer) push(ev sdk.RuntimeEvent) {
 	}
 	last := &b.chunks[len(b.chunks)-1]
 	*last = append(*last, ev)
-	b.kept++
-	if over := b.kept - maxBufferedEvents; over > 0 {
+	if over := b.kept() - maxBufferedEvents; over > 0 {
 		// The oldest that were read go; unread ones only once the session
 		// is closing (Emit waits for the host otherwise).
 		if !b.closing {
@@ -118,7 +116,6 @@ func (b *eventBuffer) notify() {
 
 // drop forgets the k oldest events; b.mu is held.
 func (b *eventBuffer) drop(k int) {
-	b.kept -= k
 	b.first += uint64(k)
 	for k > 0 {
 		c := b.chunks[0]
@@ -143,7 +140,7 @@ func (b *eventBuffer) ack(seq uint64) {
 	if seq < b.first {
 		return
 	}
-	b.drop(min(int(seq-b.first+1), b.kept))
+	b.drop(min(int(seq-b.first+1), b.kept()))
 }
 
 // end marks the stream finished without a further event (but the
@@ -173,7 +170,7 @@ func (b *eventBuffer) after(seq uint64) ([]sdk.RuntimeEvent, bool, <-chan struct
 	var out []sdk.RuntimeEvent
 	if seq+1 < b.next {
 		out = make([]sdk.RuntimeEvent, 0, b.next-seq-1)
-		for i := b.head + int(seq+1-b.first); i < b.head+b.kept; {
+		for i := b.head + int(seq+1-b.first); i < b.head+b.kept(); {
 			c := b.chunks[i/chunkEvents]
 			out = append(out, c[i%chunkEvents:]...)
 			i += len(c) - i%chunkEvents
@@ -196,3 +193,7 @@ func (b *eventBuffer) close() {
 	b.closing = true
 	b.room.Broadcast()
 }
+
+// kept is how many events the buffer holds: those from first to next-1;
+// b.mu is held.
+func (b *eventBuffer) kept() int { return int(b.next - b.first) }
