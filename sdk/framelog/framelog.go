@@ -13,6 +13,8 @@ import (
 	"time"
 
 	fastjson "github.com/segmentio/encoding/json"
+
+	_ "github.com/baton-run/baton/sdk/internal/jsoncpu" // segmentio's scalar routines
 )
 
 // DefaultMaxBytes is the size at which the log rotates. Two files are kept,
@@ -56,6 +58,7 @@ type Log struct {
 	next     uint64
 	now      func() time.Time
 	secrets  [][]byte // written as *** (Redact)
+	buf      []byte   // the record being written, its memory kept
 }
 
 // Redact keeps each secret out of the log: a frame's record shows *** in
@@ -138,8 +141,14 @@ func (l *Log) Append(dir Direction, frame []byte) uint64 {
 	if l.f == nil {
 		return i
 	}
-	line := l.redact(l.line(i, dir, frame))
+	line := appendLine(l.buf[:0], i, l.now(), dir, frame)
+	if len(l.secrets) > 0 {
+		line = l.redact(line)
+	}
 	line = append(line, '\n')
+	if cap(line) <= 64<<10 {
+		l.buf = line // kept for the next record, unless a frame made it large
+	}
 	if l.size+int64(len(line)) > l.maxBytes && l.size > 0 {
 		if err := l.rotate(); err != nil {
 			l.f = nil
@@ -155,31 +164,32 @@ func (l *Log) Append(dir Direction, frame []byte) uint64 {
 	return i
 }
 
-// line is a frame's record, {"i":…,"t":…,"dir":…,"frame":…} with the frame
-// as JSON when it is JSON, else {…,"text":…}: built by hand, one pass over
-// the frame, as encoding/json would write the record type. A frame that is
-// valid JSON on one line with no tab goes as it came (most do: providers
-// write compact JSON); any other JSON is compacted.
-func (l *Log) line(i uint64, dir Direction, frame []byte) []byte {
-	buf := bytes.NewBuffer(make([]byte, 0, len(frame)+96))
-	buf.WriteString(`{"i":`)
-	buf.Write(strconv.AppendUint(buf.AvailableBuffer(), i, 10))
-	buf.WriteString(`,"t":"`)
-	buf.Write(l.now().UTC().AppendFormat(buf.AvailableBuffer(), time.RFC3339Nano))
-	buf.WriteString(`","dir":`)
-	buf.Write(strconv.AppendQuote(buf.AvailableBuffer(), string(dir))) // a Direction is a plain ASCII word
-	mark := buf.Len()
-	buf.WriteString(`,"frame":`)
+// appendLine appends a frame's record to b, {"i":…,"t":…,"dir":…,"frame":…}
+// with the frame as JSON when it is JSON, else {…,"text":…}: built by hand,
+// one pass over the frame, as encoding/json would write the record type.
+// A frame that is valid JSON on one line with no tab goes as it came (most
+// do: providers write compact JSON); any other JSON is compacted.
+func appendLine(b []byte, i uint64, t time.Time, dir Direction, frame []byte) []byte {
+	b = append(b, `{"i":`...)
+	b = strconv.AppendUint(b, i, 10)
+	b = append(b, `,"t":"`...)
+	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","dir":`...)
+	b = strconv.AppendQuote(b, string(dir)) // a Direction is a plain ASCII word
+	mark := len(b)
+	b = append(b, `,"frame":`...)
 	if !bytes.ContainsAny(frame, "\t\r\n") && fastjson.Valid(frame) {
-		buf.Write(frame)
-	} else if err := json.Compact(buf, frame); err != nil {
-		buf.Truncate(mark)
-		buf.WriteString(`,"text":`)
-		t, _ := json.Marshal(string(frame))
-		buf.Write(t)
+		b = append(b, frame...)
+	} else {
+		buf := bytes.NewBuffer(b)
+		if err := json.Compact(buf, frame); err != nil {
+			t, _ := json.Marshal(string(frame))
+			b = append(append(b[:mark], `,"text":`...), t...)
+		} else {
+			b = buf.Bytes()
+		}
 	}
-	buf.WriteByte('}')
-	return buf.Bytes()
+	return append(b, '}')
 }
 
 // Close closes the file.

@@ -66,7 +66,7 @@ func TestRecordLineProperty(t *testing.T) {
 			frame = []byte(rapid.String().Draw(rt, "text"))
 		}
 		dir := rapid.SampledFrom([]Direction{In, Out, Stderr}).Draw(rt, "dir")
-		line := l.line(7, dir, frame)
+		line := appendLine(nil, 7, l.now(), dir, frame)
 		var got record
 		if err := json.Unmarshal(line, &got); err != nil {
 			rt.Fatalf("line %s: %v", line, err)
@@ -132,7 +132,13 @@ func FuzzRecordLine(f *testing.F) {
 	}
 	l := &Log{now: func() time.Time { return time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC) }}
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		line := l.line(7, In, frame)
+		// After the records held before it, which it leaves as they are.
+		held := []byte(`{"i":6,"frame":{"a":1}}` + "\n")
+		line := appendLine(bytes.Clone(held), 7, l.now(), In, frame)
+		if !bytes.HasPrefix(line, held) {
+			t.Fatalf("%q: the records before it changed: %q", frame, line)
+		}
+		line = line[len(held):]
 		var rec struct {
 			Frame json.RawMessage `json:"frame"`
 			Text  *string         `json:"text"`

@@ -16,6 +16,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	fastjson "github.com/segmentio/encoding/json"
+
+	_ "github.com/baton-run/baton/sdk/internal/jsoncpu" // segmentio's scalar routines
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/baton-run/baton/sdk"
