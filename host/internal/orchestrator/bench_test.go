@@ -198,11 +198,11 @@ func deltaTranscriptOf(b *testing.B, turn testbin.LongTurn, n, pace int) string 
 // for each delta text, when a subscriber of the thread's stream saw it,
 // and the thread.
 func pipelineRun(b *testing.B, h *orchestrator.Host, transcript string, speed string) (map[string]seenAt, domain.Thread) {
-	seen, _, th, err := streamRun(h, "acp", firstMessage(b, "acp", "simple"), transcript, speed, b.TempDir(), true, nil)
+	st, err := streamRun(h, "acp", firstMessage(b, "acp", "simple"), transcript, speed, b.TempDir(), true, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return seen, th
+	return st.seen, st.thread
 }
 
 // throughputRun runs one long turn of n deltas (testbin.WriteLongTurn) at
@@ -210,14 +210,16 @@ func pipelineRun(b *testing.B, h *orchestrator.Host, transcript string, speed st
 // The subscriber keeps the text, as a client showing it does, and no
 // time per delta (pipelineRun's map cost the host's process a tenth of
 // its CPU).
-func throughputRun(b *testing.B, h *orchestrator.Host, provider, transcript string, n int) {
-	_, text, _, err := streamRun(h, provider, firstMessage(b, provider, "simple"), transcript, "0", b.TempDir(), false, nil)
+// It returns how many events carried the deltas.
+func throughputRun(b *testing.B, h *orchestrator.Host, provider, transcript string, n int) int {
+	st, err := streamRun(h, provider, firstMessage(b, provider, "simple"), transcript, "0", b.TempDir(), false, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if want := longText(n); text != want {
-		b.Fatalf("the subscriber read %d bytes of text, want %d: %.80q...", len(text), len(want), text)
+	if want := longText(n); st.text != want {
+		b.Fatalf("the subscriber read %d bytes of text, want %d: %.80q...", len(st.text), len(want), st.text)
 	}
+	return st.events
 }
 
 // longText is a long turn's answer: "c1 c2 ... cn ".
@@ -233,24 +235,33 @@ func longText(n int) string {
 // event that carried it (the event's time, before its synced write).
 type seenAt struct{ seen, decided time.Time }
 
+// streamed is what a subscriber read of a turn (streamRun).
+type streamed struct {
+	seen   map[string]seenAt // with timed: when each delta text was read
+	text   string            // the answer's text, the deltas in the order read
+	events int               // the message.delta events that carried it
+	thread domain.Thread     // the thread after the turn
+}
+
 // streamRun runs one turn of a provider's transcript in cwd through a host
 // and returns the answer's text as a subscriber of the thread's stream
 // read it and the thread, and with timed, for each delta text, when the
 // subscriber saw it; first, if not nil, is called at the first delta.
-func streamRun(h *orchestrator.Host, provider, msg, file, speed, cwd string, timed bool, first func()) (map[string]seenAt, string, domain.Thread, error) {
+func streamRun(h *orchestrator.Host, provider, msg, file, speed, cwd string, timed bool, first func()) (streamed, error) {
 	ctx := context.Background()
 	t, err := transcript.ReadFile(file)
 	if err != nil {
-		return nil, "", domain.Thread{}, err
+		return streamed{}, err
 	}
 	argv := append([]string{peerBin, "--transcript", file, "--speed", speed}, replay.PeerArgs(t)...)
 	rc, err := h.Dispatch(ctx, domain.Command{ID: "create-" + cwd, Payload: domain.CreateThread{
 		Provider: provider, Cwd: cwd, ProviderCommand: domain.ProviderCommand{Argv: argv}}})
 	if err != nil {
-		return nil, "", domain.Thread{}, err
+		return streamed{}, err
 	}
 	seen := map[string]seenAt{}
 	var text strings.Builder
+	deltaEvents := 0
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -267,6 +278,7 @@ func streamRun(h *orchestrator.Host, provider, msg, file, speed, cwd string, tim
 				var d domain.MessageDelta
 				json.Unmarshal(rec.Data, &d)
 				text.WriteString(d.Text)
+				deltaEvents++
 				if timed {
 					now := time.Now()
 					for c := range strings.FieldsSeq(d.Text) {
@@ -285,16 +297,16 @@ func streamRun(h *orchestrator.Host, provider, msg, file, speed, cwd string, tim
 		done <- errors.New("the stream ended before the run")
 	}()
 	if _, err := h.Dispatch(ctx, domain.Command{ID: "send-" + rc.ThreadID, ThreadID: rc.ThreadID, Payload: domain.DispatchMessage{Text: msg}}); err != nil {
-		return nil, "", domain.Thread{}, err
+		return streamed{}, err
 	}
 	if err := <-done; err != nil {
-		return nil, "", domain.Thread{}, err
+		return streamed{}, err
 	}
 	th, _ := h.Thread(rc.ThreadID)
 	if r := th.Runs[0]; r.Status != domain.RunStatusCompleted {
-		return nil, "", th, fmt.Errorf("run %s: %+v", r.Status, r.Failure)
+		return streamed{}, fmt.Errorf("run %s: %+v", r.Status, r.Failure)
 	}
-	return seen, text.String(), th, nil
+	return streamed{seen, text.String(), deltaEvents, th}, nil
 }
 
 // BenchmarkReplayPipeline measures the whole pipeline on one ACP turn of
@@ -323,12 +335,14 @@ func BenchmarkReplayPipeline(b *testing.B) {
 		transcript := deltaTranscript(b, n, 0)
 		h, _ := newHost(b)
 		var elapsed time.Duration
+		events := 0
 		for b.Loop() {
 			start := time.Now()
-			throughputRun(b, h, "acp", transcript, n)
+			events += throughputRun(b, h, "acp", transcript, n)
 			elapsed += time.Since(start)
 		}
 		b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "deltas/s")
+		b.ReportMetric(float64(n*b.N)/float64(events), "deltas/event")
 	})
 	// The same for codex's and claude's frame shapes: codex's answer's
 	// item/agentMessage/delta, claude's assistant message, 100,000 times.
@@ -338,12 +352,14 @@ func BenchmarkReplayPipeline(b *testing.B) {
 			transcript := deltaTranscriptOf(b, turn, n, 0)
 			h, _ := newHost(b)
 			var elapsed time.Duration
+			events := 0
 			for b.Loop() {
 				start := time.Now()
-				throughputRun(b, h, turn.Provider, transcript, n)
+				events += throughputRun(b, h, turn.Provider, transcript, n)
 				elapsed += time.Since(start)
 			}
 			b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "deltas/s")
+			b.ReportMetric(float64(n*b.N)/float64(events), "deltas/event")
 		})
 	}
 	// The baseline: the same peer and plugin, the events read with the
@@ -458,7 +474,7 @@ func pacedLatency(b *testing.B, newHost func(*testing.B) (*orchestrator.Host, st
 			wg.Go(func() {
 				once := sync.OnceFunc(streaming.Done)
 				defer once() // a run that failed before its first delta
-				if _, _, _, err := streamRun(h, "acp", msg, background, "1", cwd, false, once); err != nil {
+				if _, err := streamRun(h, "acp", msg, background, "1", cwd, false, once); err != nil {
 					errs <- err
 				}
 			})

@@ -127,7 +127,7 @@ func (h *Host) pump(s *liveSession) {
 		// arrived in batches, one synced write each: when events come
 		// faster than the disk syncs (content deltas), they share writes;
 		// one at a time, each goes alone, with no wait added.
-		evc := make(chan sdk.RuntimeEvent, 64)
+		evc := make(chan sdk.RuntimeEvent, maxIngestBatch)
 		errc := make(chan error, 1)
 		sctx, scancel := context.WithCancel(ctx)
 		go func() {
