@@ -26,7 +26,7 @@ var envVerbs = func() map[string][]string {
 	m := map[string][]string{
 		// A new thread's: on switch and send --provider switches a thread
 		// that goes on, and on threads it is a filter.
-		"provider": {"run"}, "model": {"run"}, "provider-command": {"run"}, "handoff-max-bytes": {"run"},
+		"provider": {"run"}, "model": {"run"}, "provider-command": {"run"}, "handoff-max-bytes": {"run"}, "agent": {"run"},
 		// A run ordinal, on every verb that has it.
 		"run": {"diff", "rollback", "cancel", "send", "interrupt"},
 		// Ending a provider's process at once is asked for each time, on

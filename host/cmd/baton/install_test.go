@@ -192,7 +192,7 @@ func TestPluginInstallFromModule(t *testing.T) {
 	if !bytes.Contains(version, []byte("const ProtocolVersion = 1\n")) {
 		t.Fatal("sdk/version.go has no `const ProtocolVersion = 1`")
 	}
-	proto2 := maps(sdkFiles, "version.go", bytes.Replace(version, []byte("const ProtocolVersion = 1\n"), []byte("const ProtocolVersion = 2\n"), 1))
+	proto2 := withFile(sdkFiles, "version.go", bytes.Replace(version, []byte("const ProtocolVersion = 1\n"), []byte("const ProtocolVersion = 2\n"), 1))
 	proxyModule(t, proxy, sdkModule, "v1.0.1-proto2", proto2)
 	execDir := filepath.Join(root, "testdata", "plugins", "exec")
 	proxyModule(t, proxy, plugin, "v1.0.0", moduleFiles(t, execDir, nil))
@@ -349,7 +349,8 @@ func ls(t *testing.T, dir string) []string {
 	return names
 }
 
-func maps(m map[string][]byte, k string, v []byte) map[string][]byte {
+// withFile is a copy of m with k set to v.
+func withFile(m map[string][]byte, k string, v []byte) map[string][]byte {
 	c := map[string][]byte{}
 	for n, b := range m {
 		c[n] = b

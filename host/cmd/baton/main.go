@@ -190,7 +190,7 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 130 interrupted.`,
 	root.AddCommand(runCommand(g), threadsCommand(g), showCommand(g), watchCommand(g), sendCommand(g),
 		interruptCommand(g), cancelCommand(g), answerCommand(g, "approve"), answerCommand(g, "decline"), diffCommand(g),
 		rollbackCommand(g), switchCommand(g), mergeCommand(g), archiveCommand(g), compareCommand(g), pluginCommand(g), serveCommand(g), notifyCommand(g), mcpCommand(g), doctorCommand(g), versionCommand(g), statusCommand(g), uiCommand(g),
-		usageCommand(g), limitsCommand(g))
+		usageCommand(g), limitsCommand(g), agentsCommand(g))
 	addCompletions(root, g)
 	root.SetVersionTemplate("baton {{.Version}}\n")
 	root.InitDefaultCompletionCmd() // now, not at Execute: its flags' help names their variables too

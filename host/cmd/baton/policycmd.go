@@ -172,11 +172,11 @@ func policyFor(t *batonv1.Thread, p *batonv1.ContinuationPolicy) (_ *batonv1.Con
 	if usedProvider(t, p.GetSwitchTo()) {
 		return p, ""
 	}
-	argv := defaultCommand(p.GetSwitchTo())
-	if argv == nil {
+	pc := commandOfArgv(defaultCommand(p.GetSwitchTo()))
+	if pc == nil {
 		return nil, p.GetSwitchTo()
 	}
-	p.SwitchProviderCommand = &batonv1.ProviderCommand{Argv: argv}
+	p.SwitchProviderCommand = pc
 	return p, ""
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"slices"
 	"strings"
+
+	batonv1 "github.com/baton-run/baton/host/api/baton/v1"
 )
 
 // providers are the providers baton knows out of the box, in the order its
@@ -31,6 +33,14 @@ func defaultCommand(provider string) []string {
 		}
 	}
 	return nil
+}
+
+// commandOfArgv is a provider command that runs argv (nil: none).
+func commandOfArgv(argv []string) *batonv1.ProviderCommand {
+	if argv == nil {
+		return nil
+	}
+	return &batonv1.ProviderCommand{Argv: argv}
 }
 
 // providerTitles names the providers as the help does: "ACP, Codex, …".

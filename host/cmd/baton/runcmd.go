@@ -100,6 +100,7 @@ it the thread waits for its host to come back.`,
 		Example: `  baton run --provider acp "Write hello.txt"
   baton run --provider codex --approve accept --cwd ~/src/app "Fix the failing test"
   baton run --provider codex --file task.md
+  baton run --agent gemini "Explain main.go"
   go test ./... 2>&1 | baton run --provider claude -
   baton run --thread thr_123 "Now add a README"
   baton run --thread thr_123 --provider claude "Review what codex did"
@@ -117,6 +118,9 @@ it the thread waits for its host to come back.`,
 			fs := cmd.Flags()
 			onCommandLine := func(name string) bool { return fs.Changed(name) && !fromEnv(fs, name) }
 			if err := f.worktree.check(onCommandLine, f.thread != ""); err != nil {
+				return err
+			}
+			if err := f.agentFlag("run", onCommandLine); err != nil {
 				return err
 			}
 			if f.thread != "" && (onCommandLine("shared-cwd") || onCommandLine("on-host")) {
@@ -160,10 +164,10 @@ type runOptions struct {
 	script   *scenario.Script
 	policy   domain.ApprovalPolicy
 	cwd      string
-	argv     []string
-	// switchArgv is --provider-command's words for a switch of a
-	// continued thread (nil: not given).
-	switchArgv []string
+	command  *batonv1.ProviderCommand
+	// switchCommand is --provider-command's (or --agent's) for a switch
+	// of a continued thread (nil: not given).
+	switchCommand *batonv1.ProviderCommand
 	// noCommand: a new thread of a provider with no default command, and
 	// no --provider-command (what is wrong depends on what is installed).
 	noCommand bool
@@ -232,17 +236,17 @@ func (f *runFlags) check(g *globals, messages []string) (runOptions, error) {
 	if o.cwd, err = filepath.Abs(cwd); err != nil {
 		return o, usagef("run: --cwd: %v", err)
 	}
-	if o.argv, err = f.switchFlags.check("run"); err != nil {
+	if o.command, err = f.switchFlags.check("run", g.data); err != nil {
 		return o, err
 	}
 	if o.cont, err = f.policyFlags.check("run"); err != nil {
 		return o, err
 	}
 	if f.thread != "" {
-		o.switchArgv = o.argv
-	} else if o.argv == nil {
-		o.argv = defaultCommand(f.provider)
-		o.noCommand = len(o.argv) == 0
+		o.switchCommand = o.command
+	} else if o.command == nil {
+		o.command = commandOfArgv(defaultCommand(f.provider))
+		o.noCommand = o.command == nil
 	}
 	return o, nil
 }

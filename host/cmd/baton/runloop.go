@@ -86,7 +86,7 @@ func runOn(ctx context.Context, g *globals, c *client, f *runFlags, o runOptions
 		if err != nil {
 			return err
 		}
-		if threadID, err = newThread(ctx, c, idgen, f, o, f.provider, o.argv, wt); err != nil {
+		if threadID, err = newThread(ctx, c, idgen, f, o, f.provider, o.command, wt); err != nil {
 			return err
 		}
 	}
@@ -103,12 +103,12 @@ func checkNewThread(ctx context.Context, c *client, provider string, o runOption
 	return nil
 }
 
-// newThread creates a new thread on provider, running argv, on the
+// newThread creates a new thread on provider, running pc, on the
 // worktree wt asks for (nil: in --cwd), and returns its id.
-func newThread(ctx context.Context, c *client, idgen *ids.Allocator, f *runFlags, o runOptions, provider string, argv []string,
+func newThread(ctx context.Context, c *client, idgen *ids.Allocator, f *runFlags, o runOptions, provider string, pc *batonv1.ProviderCommand,
 	wt *batonv1.WorktreeOptions) (string, error) {
 	rc, err := c.CreateThread(ctx, &batonv1.CreateThreadRequest{CommandId: idgen.NewID("cmd"), Provider: provider,
-		Cwd: o.cwd, Model: f.model, ProviderCommand: &batonv1.ProviderCommand{Argv: argv}, ApprovalPolicy: string(o.policy),
+		Cwd: o.cwd, Model: f.model, ProviderCommand: pc, ApprovalPolicy: string(o.policy),
 		Worktree: wt, SharedCwd: f.sharedCwd, OnHost: f.onHost})
 	if err != nil {
 		return "", rpcError("create thread", err)
@@ -138,11 +138,11 @@ func followRuns(ctx context.Context, g *globals, c *client, idgen *ids.Allocator
 	}
 	// A continued thread switches as its flags say; a new one is on its
 	// provider already, and only takes the handoff bound.
-	sw, switchArgv := f.switchFlags, o.switchArgv
+	sw, switchCommand := f.switchFlags, o.switchCommand
 	if fresh {
-		sw, switchArgv = switchFlags{handoffMax: f.handoffMax}, nil
+		sw, switchCommand = switchFlags{handoffMax: f.handoffMax}, nil
 	}
-	if _, err := switchThread(ctx, verb, c, idgen, th, sw, switchArgv); err != nil {
+	if _, err := switchThread(ctx, verb, c, idgen, th, sw, switchCommand); err != nil {
 		return err
 	}
 	if err := setPolicy(ctx, verb, c, idgen, th, o.cont); err != nil {

@@ -74,7 +74,7 @@ func runMany(ctx context.Context, g *globals, c *client, f *runFlags, o runOptio
 		if err != nil {
 			return err
 		}
-		id, err := newThread(ctx, c, idgen, f, o, p, defaultCommand(p), wt)
+		id, err := newThread(ctx, c, idgen, f, o, p, commandOfArgv(defaultCommand(p)), wt)
 		if err != nil {
 			return madeBefore(err, o.providers, threads)
 		}

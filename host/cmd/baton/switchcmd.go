@@ -24,7 +24,10 @@ import (
 // switchFlags are the flags that switch a thread's provider.
 type switchFlags struct {
 	provider, model, command string
-	handoffMax               int
+	// agent is an ACP Registry agent installed in the data dir: the
+	// provider is acp, the command the agent's.
+	agent      string
+	handoffMax int
 }
 
 // addSwitchFlags declares the switch flags on fs; newThread says whether
@@ -36,6 +39,7 @@ func addSwitchFlags(fs *pflag.FlagSet, f *switchFlags, newThread bool) {
 	}
 	fs.StringVar(&f.provider, "provider", "", provider)
 	fs.StringVar(&f.command, "provider-command", "", "the provider process to run, split into words like a shell would (no shell runs); on a switch, default: the command the thread used for the provider, else the provider's usual one")
+	fs.StringVar(&f.agent, "agent", "", "run the ACP Registry agent `id` that baton agents install installed: the provider is acp, the command the agent's pinned one")
 	fs.StringVar(&f.model, "model", "", "provider `model` (on a switch to another provider, default: the one the thread used with it)")
 	fs.IntVar(&f.handoffMax, "handoff-max-bytes", 0, fmt.Sprintf("bound the thread's context handoffs to `n` bytes (at least %d; default %d): the newest runs are kept whole, older ones shortened",
 		domain.MinHandoffMaxBytes, domain.DefaultHandoffMaxBytes))
@@ -55,21 +59,50 @@ func (f *switchFlags) explicit(fs *pflag.FlagSet) {
 	if fromEnv(fs, "provider-command") {
 		f.command = ""
 	}
+	if fromEnv(fs, "agent") {
+		f.agent = ""
+	}
 	if fromEnv(fs, "handoff-max-bytes") {
 		f.handoffMax = 0
 	}
 }
 
 // check checks the switch flags of verb and returns the provider command
-// given (nil: none).
-func (f *switchFlags) check(verb string) ([]string, error) {
+// given (nil: none): --provider-command's, or that of the --agent
+// installed in the data dir.
+func (f *switchFlags) check(verb, data string) (*batonv1.ProviderCommand, error) {
 	if f.handoffMax != 0 && f.handoffMax < domain.MinHandoffMaxBytes {
 		return nil, usagef("%s: --handoff-max-bytes must be at least %d, got %d", verb, domain.MinHandoffMaxBytes, f.handoffMax)
+	}
+	if f.agent != "" {
+		return agentCommand(verb, data, f.agent)
 	}
 	if f.command == "" {
 		return nil, nil
 	}
-	return splitCommand(verb, f.command)
+	argv, err := splitCommand(verb, f.command)
+	if err != nil {
+		return nil, err
+	}
+	return &batonv1.ProviderCommand{Argv: argv}, nil
+}
+
+// agentFlag checks --agent against the other flags given on the command
+// line (onCommandLine): it runs on the acp provider, with the agent's own
+// command. It sets the provider, and drops a provider command the
+// environment gave.
+func (f *switchFlags) agentFlag(verb string, onCommandLine func(string) bool) error {
+	if f.agent == "" {
+		return nil
+	}
+	if onCommandLine("provider") && f.provider != agentProvider {
+		return usagef("%s: --agent runs on the %s provider; drop --provider %s", verb, agentProvider, f.provider)
+	}
+	if onCommandLine("provider-command") {
+		return usagef("%s: --agent runs the agent's installed command; drop --provider-command", verb)
+	}
+	f.provider, f.command = agentProvider, ""
+	return nil
 }
 
 // splitCommand splits a --provider-command into words.
@@ -89,31 +122,30 @@ func splitCommand(verb, command string) ([]string, error) {
 }
 
 // switchRequest is the SwitchProvider that makes thread t what the flags
-// ask (nil when they ask nothing new). argv is --provider-command's words.
-// A provider the thread has not used, with no command given, runs its
-// usual command; noCommand names such a provider that has none.
-func switchRequest(t *batonv1.Thread, f switchFlags, argv []string) (req *batonv1.SwitchProviderRequest, noCommand string) {
+// ask (nil when they ask nothing new). pc is the provider command given
+// (--provider-command's or --agent's; nil: none). A provider the thread
+// has not used, with no command given, runs its usual command; noCommand
+// names such a provider that has none.
+func switchRequest(t *batonv1.Thread, f switchFlags, pc *batonv1.ProviderCommand) (req *batonv1.SwitchProviderRequest, noCommand string) {
 	provider := cmp.Or(f.provider, t.GetProvider())
-	if provider == t.GetProvider() && (f.model == "" || f.model == t.GetModel()) && argv == nil &&
+	if provider == t.GetProvider() && (f.model == "" || f.model == t.GetModel()) && pc == nil &&
 		(f.handoffMax == 0 || f.handoffMax == int(t.GetHandoffMaxBytes())) {
 		return nil, ""
 	}
 	req = &batonv1.SwitchProviderRequest{ThreadId: t.GetId(), Provider: provider, Model: f.model, HandoffMaxBytes: uint32(f.handoffMax)}
-	if argv == nil && !usedProvider(t, provider) {
-		if argv = defaultCommand(provider); argv == nil {
+	if pc == nil && !usedProvider(t, provider) {
+		if pc = commandOfArgv(defaultCommand(provider)); pc == nil {
 			return nil, provider
 		}
 	}
-	if argv != nil {
-		req.ProviderCommand = &batonv1.ProviderCommand{Argv: argv}
-	}
+	req.ProviderCommand = pc
 	return req, ""
 }
 
 // switchThread sends thread t the switch the flags ask, if any; it says
 // whether it sent one.
-func switchThread(ctx context.Context, verb string, c *client, idgen *ids.Allocator, t *batonv1.Thread, f switchFlags, argv []string) (bool, error) {
-	req, missing := switchRequest(t, f, argv)
+func switchThread(ctx context.Context, verb string, c *client, idgen *ids.Allocator, t *batonv1.Thread, f switchFlags, pc *batonv1.ProviderCommand) (bool, error) {
+	req, missing := switchRequest(t, f, pc)
 	if missing != "" {
 		return false, noCommand(ctx, verb, c, missing)
 	}
@@ -143,18 +175,23 @@ in its own conversation resumed (delta_since_target_last_seen). The handoff is
 printed here; baton show lists each provider's binding and every handoff.`,
 		Example: `  baton switch thr_123 --provider claude
   baton switch thr_123 --provider codex --model gpt-5-codex
-  baton switch thr_123 --provider acp --provider-command "claude-code-acp --debug"`,
+  baton switch thr_123 --provider acp --provider-command "claude-code-acp --debug"
+  baton switch thr_123 --agent gemini`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.provider == "" && f.model == "" && f.command == "" && f.handoffMax == 0 {
-				return usagef("switch: give --provider (or --model, --provider-command, --handoff-max-bytes)")
+			if f.provider == "" && f.model == "" && f.command == "" && f.agent == "" && f.handoffMax == 0 {
+				return usagef("switch: give --provider (or --agent, --model, --provider-command, --handoff-max-bytes)")
 			}
-			argv, err := f.check("switch")
+			fs := cmd.Flags()
+			if err := f.agentFlag("switch", func(name string) bool { return fs.Changed(name) }); err != nil {
+				return err
+			}
+			pc, err := f.check("switch", g.data)
 			if err != nil {
 				return err
 			}
 			return withThread(cmd, g, "switch", args[0], func(ctx context.Context, c *client, t *batonv1.Thread) error {
-				switched, err := switchThread(ctx, "switch", c, ids.New(), t, *f, argv)
+				switched, err := switchThread(ctx, "switch", c, ids.New(), t, *f, pc)
 				if err != nil {
 					return err
 				}

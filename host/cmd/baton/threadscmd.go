@@ -166,7 +166,7 @@ messages, items and turns are together, in run order.`,
 // showThread is a thread for people to read.
 func showThread(g *globals, t *batonv1.Thread) {
 	w := g.stdout
-	fmt.Fprintf(w, "thread %s · %s · %s\n", t.GetId(), t.GetProvider(), t.GetCwd())
+	fmt.Fprintf(w, "thread %s · %s%s · %s\n", t.GetId(), t.GetProvider(), agentWords(t.GetProviderCommand()), t.GetCwd())
 	fmt.Fprintf(w, "  %s; approvals: %s; created %s, updated %s; sequence %d\n", statusWords(t.GetSummary()), t.GetApprovalPolicy(),
 		instant(t.GetCreatedAt()).Local().Format(time.DateTime), instant(t.GetUpdatedAt()).Local().Format(time.DateTime), t.GetSequence())
 	if t.GetModel() != "" {
@@ -307,8 +307,8 @@ func showProviders(out io.Writer, t *batonv1.Thread) {
 	fmt.Fprintf(out, "\nproviders (%d):\n", len(t.GetProviderBindings()))
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	for _, b := range t.GetProviderBindings() {
-		name := b.GetProvider()
-		if name == t.GetProvider() {
+		name := b.GetProvider() + agentWords(b.GetCommand())
+		if b.GetProvider() == t.GetProvider() {
 			name += " (current)"
 		}
 		model := "default model"
@@ -326,6 +326,15 @@ func showProviders(out io.Writer, t *batonv1.Thread) {
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\tran %s\n", name, model, conv, seen, domain.RunList(ints(b.GetRuns())))
 	}
 	w.Flush()
+}
+
+// agentWords names the ACP Registry agent a provider command runs, as
+// " (agent ID VERSION)" ("" for a command given as is).
+func agentWords(pc *batonv1.ProviderCommand) string {
+	if pc.GetAgent() == "" {
+		return ""
+	}
+	return strings.TrimSuffix(fmt.Sprintf(" (agent %s %s", pc.GetAgent(), pc.GetAgentVersion()), " ") + ")"
 }
 
 // showHandoffs lists a thread's handoffs: what each covered, for whom, and
@@ -500,7 +509,11 @@ first, as baton run does (see baton run --help).`,
 				return err
 			}
 			sf.explicit(cmd.Flags())
-			argv, err := sf.check("send")
+			fs := cmd.Flags()
+			if err := sf.agentFlag("send", func(name string) bool { return fs.Changed(name) && !fromEnv(fs, name) }); err != nil {
+				return err
+			}
+			pc, err := sf.check("send", g.data)
 			if err != nil {
 				return err
 			}
@@ -522,7 +535,7 @@ first, as baton run does (see baton run --help).`,
 				// it to its end, as baton run --thread does.
 				fmt.Fprintln(g.stderr, "baton: no service runs (baton serve); following the run to its end")
 				return runOn(ctx, g, c, &runFlags{switchFlags: *sf, policyFlags: *pf, thread: threadID},
-					runOptions{verb: "send", messages: msgs, mode: mode, target: target, switchArgv: argv, cont: cont}, interruptReq)
+					runOptions{verb: "send", messages: msgs, mode: mode, target: target, switchCommand: pc, cont: cont}, interruptReq)
 			}
 			idgen := ids.New()
 			var targetID string
@@ -540,7 +553,7 @@ first, as baton run does (see baton run --help).`,
 				if missing := missingCommand(t, cont); missing != "" {
 					return noCommand(ctx, "send", c, missing)
 				}
-				switched, err := switchThread(ctx, "send", c, idgen, t, *sf, argv)
+				switched, err := switchThread(ctx, "send", c, idgen, t, *sf, pc)
 				if err != nil {
 					return err
 				}

@@ -19,6 +19,11 @@ type ProviderCommand struct {
 	Argv []string `json:"argv"`
 	// Env holds KEY=VALUE entries added to the plugin's own environment.
 	Env []string `json:"env,omitempty"`
+	// Agent and AgentVersion name the ACP Registry agent the command runs,
+	// as installed by baton agents install (empty: a command given as
+	// is).
+	Agent        string `json:"agent,omitempty"`
+	AgentVersion string `json:"agentVersion,omitempty"`
 }
 
 // RequestKind is what a provider asks in a request. The thread's policy

@@ -107,8 +107,27 @@ func detail(s string) json.RawMessage {
 	return json.RawMessage(s)
 }
 
+// checkCommand says what is wrong with a provider command from a client
+// (field names it): env or an agent without argv, an agent version
+// without its agent.
+func checkCommand(field string, c *batonv1.ProviderCommand) error {
+	switch {
+	case len(c.GetArgv()) == 0 && len(c.GetEnv()) > 0:
+		return invalid(field, "env without argv")
+	case len(c.GetArgv()) == 0 && c.GetAgent() != "":
+		return invalid(field, "agent without argv")
+	case c.GetAgent() == "" && c.GetAgentVersion() != "":
+		return invalid(field, "agent_version without agent")
+	}
+	if err := checkID(field+".agent", c.GetAgent()); err != nil {
+		return err
+	}
+	return checkID(field+".agent_version", c.GetAgentVersion())
+}
+
+// commandOf is a provider command from the API (nil: none).
 func commandOf(c *batonv1.ProviderCommand) domain.ProviderCommand {
-	return domain.ProviderCommand{Argv: c.GetArgv(), Env: c.GetEnv()}
+	return domain.ProviderCommand{Argv: c.GetArgv(), Env: c.GetEnv(), Agent: c.GetAgent(), AgentVersion: c.GetAgentVersion()}
 }
 
 func runOf(r *batonv1.Run) domain.Run {

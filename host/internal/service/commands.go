@@ -71,6 +71,9 @@ func (s *Server) CreateThread(ctx context.Context, req *batonv1.CreateThreadRequ
 		return nil, err
 	}
 	pc := req.GetProviderCommand()
+	if err := checkCommand("provider_command", pc); err != nil {
+		return nil, err
+	}
 	var wt *domain.WorktreeSpec
 	if o := req.GetWorktree(); o != nil {
 		if o.GetDir() != "" && !filepath.IsAbs(o.GetDir()) {
@@ -81,7 +84,7 @@ func (s *Server) CreateThread(ctx context.Context, req *batonv1.CreateThreadRequ
 	}
 	rc, err := s.dispatch(ctx, "CreateThread", domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.CreateThread{
 		Provider: req.GetProvider(), Cwd: req.GetCwd(), Model: req.GetModel(), ApprovalPolicy: policy,
-		ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}, Worktree: wt, SharedCwd: req.GetSharedCwd()}})
+		ProviderCommand: commandOf(pc), Worktree: wt, SharedCwd: req.GetSharedCwd()}})
 	if err != nil {
 		return nil, err
 	}
@@ -365,11 +368,11 @@ func (s *Server) SwitchProvider(ctx context.Context, req *batonv1.SwitchProvider
 		return nil, invalid("handoff_max_bytes", "%d is below the least, %d (0 keeps the thread's bound)", maxBytes, domain.MinHandoffMaxBytes)
 	}
 	pc := req.GetProviderCommand()
-	if len(pc.GetArgv()) == 0 && len(pc.GetEnv()) > 0 {
-		return nil, invalid("provider_command", "env without argv")
+	if err := checkCommand("provider_command", pc); err != nil {
+		return nil, err
 	}
 	rc, err := s.host.Dispatch(ctx, domain.Command{ID: id, ThreadID: req.GetThreadId(), Payload: domain.SwitchProvider{
-		Provider: req.GetProvider(), Model: req.GetModel(), ProviderCommand: domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()},
+		Provider: req.GetProvider(), Model: req.GetModel(), ProviderCommand: commandOf(pc),
 		HandoffMaxBytes: int(maxBytes)}})
 	if errors.Is(err, domain.ErrNoProviderCommand) {
 		// The domain knows which providers the thread has used; the field

@@ -198,7 +198,7 @@ func commandPB(c domain.ProviderCommand) *batonv1.ProviderCommand {
 	if len(c.Argv) == 0 && len(c.Env) == 0 {
 		return nil
 	}
-	return &batonv1.ProviderCommand{Argv: c.Argv, Env: c.Env}
+	return &batonv1.ProviderCommand{Argv: c.Argv, Env: c.Env, Agent: c.Agent, AgentVersion: c.AgentVersion}
 }
 
 func runPB(r domain.Run) *batonv1.Run {

@@ -88,8 +88,8 @@ func policyOf(prefix string, pb *batonv1.ContinuationPolicy) (domain.Continuatio
 		}
 	}
 	pc := pb.GetSwitchProviderCommand()
-	if len(pc.GetArgv()) == 0 && len(pc.GetEnv()) > 0 {
-		return p, invalid(field("switch_provider_command"), "env without argv")
+	if err := checkCommand(field("switch_provider_command"), pc); err != nil {
+		return p, err
 	}
 	for _, f := range []struct{ name, v string }{{"switch_to", pb.GetSwitchTo()}, {"switch_model", pb.GetSwitchModel()}} {
 		if err := checkID(field(f.name), f.v); err != nil {
@@ -97,7 +97,7 @@ func policyOf(prefix string, pb *batonv1.ContinuationPolicy) (domain.Continuatio
 		}
 	}
 	p.SwitchTo, p.SwitchModel, p.Return = pb.GetSwitchTo(), pb.GetSwitchModel(), pb.GetReturn()
-	p.SwitchCommand = domain.ProviderCommand{Argv: pc.GetArgv(), Env: pc.GetEnv()}
+	p.SwitchCommand = commandOf(pc)
 	p.ContinueText = pb.GetContinueText()
 	if p.ContinueText != "" && strings.TrimSpace(p.ContinueText) == "" {
 		return p, invalid(field("continue_text"), "blank")

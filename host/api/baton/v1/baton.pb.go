@@ -133,7 +133,11 @@ type ProviderCommand struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Argv  []string               `protobuf:"bytes,1,rep,name=argv,proto3" json:"argv,omitempty"`
 	// env holds KEY=VALUE entries added to the plugin's environment.
-	Env           []string `protobuf:"bytes,2,rep,name=env,proto3" json:"env,omitempty"`
+	Env []string `protobuf:"bytes,2,rep,name=env,proto3" json:"env,omitempty"`
+	// agent and agent_version name the ACP Registry agent the command runs,
+	// as baton agents install installed it (empty: a command given as is).
+	Agent         string `protobuf:"bytes,3,opt,name=agent,proto3" json:"agent,omitempty"`
+	AgentVersion  string `protobuf:"bytes,4,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -180,6 +184,20 @@ func (x *ProviderCommand) GetEnv() []string {
 		return x.Env
 	}
 	return nil
+}
+
+func (x *ProviderCommand) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ProviderCommand) GetAgentVersion() string {
+	if x != nil {
+		return x.AgentVersion
+	}
+	return ""
 }
 
 type CreateThreadRequest struct {
@@ -12441,10 +12459,12 @@ const file_baton_proto_rawDesc = "" +
 	"\tthread_id\x18\x03 \x01(\tR\bthreadId\x12\x1a\n" +
 	"\bsequence\x18\x04 \x01(\x04R\bsequence\x12*\n" +
 	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x15\n" +
-	"\x06run_id\x18\x06 \x01(\tR\x05runId\"7\n" +
+	"\x06run_id\x18\x06 \x01(\tR\x05runId\"r\n" +
 	"\x0fProviderCommand\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x10\n" +
-	"\x03env\x18\x02 \x03(\tR\x03env\"\xa9\x03\n" +
+	"\x03env\x18\x02 \x03(\tR\x03env\x12\x14\n" +
+	"\x05agent\x18\x03 \x01(\tR\x05agent\x12#\n" +
+	"\ragent_version\x18\x04 \x01(\tR\fagentVersion\"\xa9\x03\n" +
 	"\x13CreateThreadRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1b\n" +
