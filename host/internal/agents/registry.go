@@ -63,8 +63,8 @@ type Distribution struct {
 
 // BinaryTarget is the archive of one platform.
 type BinaryTarget struct {
-	// Archive is the archive's URL: .tar.gz, .tgz, .tar, .tar.bz2, .zip,
-	// or anything else for the executable itself.
+	// Archive is the archive's URL: .tar.gz, .tgz, .tar or .zip, or
+	// the executable itself.
 	Archive string `json:"archive"`
 	// Cmd is the command's path in the extracted archive ("./codex-acp").
 	Cmd  string            `json:"cmd"`
