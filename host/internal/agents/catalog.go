@@ -55,7 +55,9 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Catalog is the registry as Load found it, and where it came from.
+// Catalog is the registry as Load found it, and where it came from;
+// Install, Upgrade and the rest use its data directory, HTTP client and
+// clock. Only Load makes one.
 type Catalog struct {
 	// Registry is the registry, fetched now or read from the cache.
 	Registry *Registry
