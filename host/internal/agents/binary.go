@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // maxArchiveSize is the most of an archive downloaded: the largest agent
@@ -47,7 +48,7 @@ func installBinary(ctx context.Context, client *http.Client, staging string, t B
 	if err != nil {
 		return staged{}, err
 	}
-	if t.SHA256 != "" && sum != t.SHA256 {
+	if t.SHA256 != "" && !strings.EqualFold(sum, t.SHA256) {
 		return staged{}, fmt.Errorf("archive %s: its SHA-256 is %s, but the registry says %s: refused", t.Archive, sum, t.SHA256)
 	}
 	if err := extract(f, size, format, staging, cmd); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,7 +52,8 @@ func Install(ctx context.Context, cat *Catalog, id, version string) (Installatio
 // Upgrade installs the registry's version of an installed agent (from
 // is the version it replaces) and removes the old version's files. An
 // agent already at the registry's version is left as it is (from is
-// to.Version). An agent that is not installed is an ErrNotInstalled.
+// to.Version), unless its command is gone: then it is installed again.
+// An agent that is not installed is an ErrNotInstalled.
 func Upgrade(ctx context.Context, cat *Catalog, id string) (from string, to Installation, err error) {
 	if err := CheckID(id); err != nil {
 		return "", to, fmt.Errorf("upgrade agent: %w", err)
@@ -77,8 +79,10 @@ func Upgrade(ctx context.Context, cat *Catalog, id string) (from string, to Inst
 	if !ok {
 		return cur.Version, to, fmt.Errorf("upgrade agent %s: the registry (%s) no longer lists it", id, cat.Source)
 	}
-	if cur.Version == a.Version {
-		return cur.Version, cur, nil
+	if cur.Version == a.Version && len(cur.Command) > 0 {
+		if _, err := os.Stat(cur.Command[0]); err == nil {
+			return cur.Version, cur, nil
+		}
 	}
 	to, err = install(ctx, cat, dir, id, "")
 	return cur.Version, to, err
@@ -105,7 +109,7 @@ func install(ctx context.Context, cat *Catalog, dir, id, version string) (Instal
 	platform := Platform()
 	kind, ok := a.Distribution.Choose(platform)
 	if !ok {
-		return fail(fmt.Errorf("the registry lists no distribution of it that baton knows (binary, npx or uvx)"))
+		return fail(errors.New("the registry lists no distribution of it that baton knows (binary, npx or uvx)"))
 	}
 
 	var npm npmSpec
@@ -152,7 +156,7 @@ func install(ctx context.Context, cat *Catalog, dir, id, version string) (Instal
 		Integrity:   st.integrity,
 		Dir:         final,
 		Command:     append([]string{filepath.Join(final, st.cmd)}, st.args...),
-		Env:         st.env,
+		Env:         maps.Clone(st.env), // not the catalog's
 		InstalledAt: cat.now(),
 	}
 	if err := place(dir, staging, in); err != nil {

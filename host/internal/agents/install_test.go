@@ -331,8 +331,9 @@ func TestUpgradeAndRemove(t *testing.T) {
 	}
 }
 
-// An agent whose files are gone is not installed, says Lookup; a
-// registry that drops an agent cannot upgrade it.
+// An agent whose files are gone is not installed, says Lookup, and
+// Upgrade installs it again; a registry that drops an agent cannot
+// upgrade it.
 func TestLookupOfAnAgentWhoseFilesAreGone(t *testing.T) {
 	skipWithoutShell(t)
 	files := newFileServer(t)
@@ -352,6 +353,13 @@ func TestLookupOfAnAgentWhoseFilesAreGone(t *testing.T) {
 	}
 	if _, err := Lookup(data, "Test"); err == nil {
 		t.Error("Lookup took a name that is not an id")
+	}
+	from, to, err := Upgrade(t.Context(), cat, "test-agent")
+	if err != nil || from != "1.0.0" || to.Version != "1.0.0" {
+		t.Fatalf("upgrade of an agent whose files are gone: from %s to %+v: %v", from, to, err)
+	}
+	if got, err := Lookup(data, "test-agent"); err != nil || run(t, got) != "agent 1.0.0 --acp GREETING=hello" {
+		t.Errorf("Lookup after the upgrade put the files back: %+v %v", got, err)
 	}
 	empty := catalogOf(t, data, newClock(t0))
 	if _, _, err := Upgrade(t.Context(), empty, "test-agent"); err == nil ||

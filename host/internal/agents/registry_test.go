@@ -145,8 +145,8 @@ func TestParseRefusesAMalformedRegistry(t *testing.T) {
 			`line 1, column 89: agents[0].distribution.npx: no "package"`},
 		{"an empty package", `{"version": "1.0.0", "agents": [{"id": "a", "version": "1.0.0", "distribution": {"npx": {"package": ""}}}]}`,
 			`line 1, column 101: agents[0].distribution.npx.package: empty`},
-		{"a column counted in characters", "{\"version\": \"1.0.0\", \"agents\": [{\"id\": \"a\", \"name\": \"Ünïcödé\", \"version\": 1}]}",
-			`line 1, column 33: agents[0]: no "distribution"`},
+		{"a column counted in characters", `{"version": "1.0.0", "agents": [{"name": "Ünïcödé", "id": "a", "version": "1", "distribution": {}}]}`,
+			`line 1, column 75: agents[0].version: "1" is not a version (MAJOR.MINOR.PATCH, like 1.2.3 or 1.2.3-beta.1)`},
 		{"too deep", `{"version": "1.0.0", "agents": [], "x": ` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`,
 			`line 1, column 140: invalid JSON: nested more than 100 deep`},
 	} {
