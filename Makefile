@@ -329,6 +329,7 @@ fuzz:
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzStoredValues$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/eventlog/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzSeal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/eventlog/
 	cd host && $(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/mcpconf/
+	cd host && $(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./internal/agents/
 
 clean:
 	rm -rf $(BIN) $(TOOLS)
