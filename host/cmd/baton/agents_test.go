@@ -114,6 +114,21 @@ other   0.1.0    npx           -          Other
 	if !strings.Contains(out, "replay  1.2.3    binary        1.2.3      Replay Agent\n") {
 		t.Errorf("agents list after the install:\n%s", out)
 	}
+	out, _, _ = run("agents", "show", "replay", "--registry", url)
+	wantShow := "replay · Replay Agent 1.2.3\n  the replay peer as an ACP agent\n" +
+		"  binary: " + srv.URL + "/replay-agent.tar.gz, runs ./replay-agent (what install takes here)\n" +
+		"  installed 1.2.3 from " + srv.URL + "/replay-agent.tar.gz (sha256 " + hex.EncodeToString(sum[:]) + ")\n" +
+		"  command " + command + "\n"
+	if out != wantShow {
+		t.Errorf("agents show:\n%s\nwant\n%s", out, wantShow)
+	}
+	// The registry gone: the kept copy, said so.
+	srv.Close()
+	out, errOut, code = run("agents", "list", "--registry", url)
+	if code != 0 || !strings.Contains(out, "other   0.1.0    npx           -          Other\n") ||
+		!strings.HasPrefix(errOut, "baton: the ACP Registry cannot be read (") || !strings.HasSuffix(errOut, "); using the copy fetched less than a minute ago\n") {
+		t.Errorf("agents list offline: exit %d\n%s%s", code, out, errOut)
+	}
 
 	out, errOut, code = run("agents", "remove", "replay")
 	if code != 0 || out != "removed replay 1.2.3\n" {

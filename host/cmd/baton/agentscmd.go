@@ -58,8 +58,7 @@ baton run --provider acp --provider-command its command.`,
 			return nil, failf(exitFailed, "agents: %v", err)
 		}
 		if cat.FromCache {
-			fmt.Fprintf(g.stderr, "baton: the ACP Registry cannot be read (%v); using the copy fetched %s ago\n",
-				cat.FetchErr, time.Since(cat.FetchedAt).Round(time.Minute))
+			fmt.Fprintf(g.stderr, "baton: the ACP Registry cannot be read (%v); using the copy fetched %s\n", cat.FetchErr, ago(cat.Age()))
 		}
 		return cat, nil
 	}
@@ -110,6 +109,14 @@ func distributionLines(d agents.Distribution, platform string) []string {
 		lines = append(lines, fmt.Sprintf("uvx: %s (not installed by baton yet)", withArgs(d.UVX.Package, d.UVX.Args)))
 	}
 	return lines
+}
+
+// ago says how long ago, in words: "less than a minute ago", "3h0m ago".
+func ago(d time.Duration) string {
+	if d < time.Minute {
+		return "less than a minute ago"
+	}
+	return strings.TrimSuffix(d.Round(time.Minute).String(), "0s") + " ago"
 }
 
 type loadCatalog func(context.Context) (*agents.Catalog, error)
