@@ -153,13 +153,18 @@ screenshots: build chromium
 # call for), each scenario's result and notes shown. A first-party plugin
 # (plugins/X) is tested alone (GOWORK=off); one under testdata/plugins
 # (exec, a third-party module outside the workspace) is built against this
-# sdk through its own go.work.
+# sdk through its own go.work. With PROVIDER=acp AGENT=ID, only the ACP
+# agent harness for that agent: the standard ACP transcripts retargeted to
+# its identity, then its own (testdata/acp/agents/ID).
 PLUGIN_DIR    = $(firstword $(wildcard plugins/$(PROVIDER) testdata/plugins/$(PROVIDER)))
 PLUGIN_GOWORK = $(if $(filter testdata/%,$(PLUGIN_DIR)),,off)
 plugin-test: build
 	@test -n "$(PLUGIN_DIR)" || (echo "no plugin $(PROVIDER) (have: $(PLUGINS) $(notdir $(wildcard testdata/plugins/*)))"; exit 2)
 	@test -f $(PLUGIN_DIR)/conformance_test.go || (echo "$(PLUGIN_DIR) has no conformance_test.go (plugintest.Conformance)"; exit 2)
-	cd $(PLUGIN_DIR) && GOWORK=$(PLUGIN_GOWORK) BATON_REPLAYPEER=$(BIN)/replaypeer $(GO) test -race -count=1 -v ./... 2>&1 \
+	@test -z "$(AGENT)" -o "$(PROVIDER)" = acp || (echo "AGENT is an ACP agent: give PROVIDER=acp"; exit 2)
+	@test -z "$(AGENT)" -o -d testdata/acp/agents/$(AGENT) || (echo "no transcripts of agent $(AGENT) (have: $(notdir $(wildcard testdata/acp/agents/*)))"; exit 2)
+	cd $(PLUGIN_DIR) && GOWORK=$(PLUGIN_GOWORK) BATON_REPLAYPEER=$(BIN)/replaypeer BATON_ACP_AGENT=$(AGENT) \
+		$(GO) test -race -count=1 -v $(if $(AGENT),-run '^TestAgentHarness$$$$') ./... 2>&1 \
 		| grep -E '^ *(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go|conformance.go' ; exit $${PIPESTATUS[0]}
 
 # Regenerate the gRPC code and the README's capability matrix (from the

@@ -50,6 +50,10 @@ type Transcript struct {
 	Inputs string
 	// Script, when not nil, is what the client does, instead of Inputs.
 	Script *Script
+	// Skip, when set, says why the provider cannot play the scenario
+	// (an agent of a generic protocol that lacks what it needs): the
+	// scenario is skipped, saying so.
+	Skip string
 }
 
 // Transcripts maps a scenario to the transcript that plays it.
@@ -165,6 +169,9 @@ func Conformance(t *testing.T, bin string, transcripts Transcripts) {
 		t.Run(string(sc), func(t *testing.T) {
 			need, why := calledFor(sc, d.Capabilities)
 			tr, given := transcripts[sc]
+			if tr.Skip != "" {
+				t.Skip(tr.Skip)
+			}
 			_, statErr := os.Stat(tr.File)
 			exists := given && tr.File != "" && statErr == nil
 			switch {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -169,13 +171,33 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 	if err != nil {
 		return sdk.OpenSessionResponse{}, sdk.Errorf(sdk.ErrInvalid, "%v", err)
 	}
+	// A session the agent says needs authentication is asked for again
+	// once authenticated, with the method the agent's flavor (or the
+	// provider command's environment) takes.
+	authed := false
+	call := func(method string, params, result any) error {
+		err := s.c.Call(ctx, method, params, result)
+		if authed || !authRequired(err) {
+			return err
+		}
+		id, aerr := chooseAuth(agentName(init.AgentInfo), flavorOf(init.AgentInfo), init.AuthMethods, commandEnv(req.Command))
+		if aerr != nil {
+			return fmt.Errorf("%s: %w", method, aerr)
+		}
+		if err := s.c.Call(ctx, "authenticate", authenticateParams{MethodID: id}, nil); err != nil {
+			return fmt.Errorf("%s needs authentication, and authenticate with %s failed: %w", method, id, err)
+		}
+		authed = true
+		return s.c.Call(ctx, method, params, result)
+	}
 	var sessionID string
+	var res newSessionResult
 	resumed := false
 	if req.ResumeThreadRef != "" && init.AgentCapabilities.LoadSession {
 		s.mu.Lock()
 		s.loading = true
 		s.mu.Unlock()
-		err = s.c.Call(ctx, "session/load", loadSessionParams{SessionID: req.ResumeThreadRef, Cwd: s.cwd, McpServers: servers}, nil)
+		err = call("session/load", loadSessionParams{SessionID: req.ResumeThreadRef, Cwd: s.cwd, McpServers: servers}, &res)
 		s.mu.Lock()
 		s.loading = false
 		s.mu.Unlock()
@@ -183,7 +205,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 		switch {
 		case err == nil:
 			sessionID, resumed = req.ResumeThreadRef, true
-		case errors.As(err, &refused):
+		case errors.As(err, &refused) && !authRequired(err):
 			// The agent answered that it cannot load the session (it is
 			// gone): a fresh one, reported as not resumed, so the host tells
 			// it the thread so far.
@@ -193,14 +215,19 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 		}
 	}
 	if !resumed {
-		var res newSessionResult
-		if err := s.c.Call(ctx, "session/new", newSessionParams{Cwd: s.cwd, McpServers: servers}, &res); err != nil {
+		res = newSessionResult{}
+		if err := call("session/new", newSessionParams{Cwd: s.cwd, McpServers: servers}, &res); err != nil {
 			return sdk.OpenSessionResponse{}, err // the call names the method
 		}
 		if res.SessionID == "" {
 			return sdk.OpenSessionResponse{}, errors.New("session/new: the agent returned no sessionId")
 		}
 		sessionID = res.SessionID
+	}
+	if req.Model != "" {
+		if err := s.selectModel(ctx, sessionID, req.Model, res); err != nil {
+			return sdk.OpenSessionResponse{}, err
+		}
 	}
 	s.mu.Lock()
 	s.acpSession = sessionID
@@ -212,6 +239,69 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventThreadStarted, ThreadRef: sessionID, Detail: init.AgentInfo})
 	return sdk.OpenSessionResponse{ProviderSessionRef: sessionID, ProviderThreadRef: sessionID, ProviderPid: s.c.Proc.Pid(),
 		Resumed: resumed}, nil
+}
+
+// selectModel makes model the session's, the way the agent's answer offers
+// a choice: its config option of category "model" (the protocol's way),
+// else its model list (session/set_model). A model the agent does not
+// offer is refused, naming those it does; an answer that offers no choice
+// leaves the agent's own model, and says so.
+func (s *session) selectModel(ctx context.Context, sessionID, model string, res newSessionResult) error {
+	for _, o := range res.ConfigOptions {
+		if o.Category != "model" || o.Type != "select" {
+			continue
+		}
+		values := o.values()
+		if !slices.Contains(values, model) {
+			return sdk.Errorf(sdk.ErrInvalid, "model %q: the agent offers %s", model, strings.Join(values, ", "))
+		}
+		if string(o.CurrentValue) == strconv.Quote(model) {
+			return nil
+		}
+		if err := s.c.Call(ctx, "session/set_config_option", setConfigOptionParams{SessionID: sessionID, ConfigID: o.ID, Value: model}, nil); err != nil {
+			return fmt.Errorf("model %q: %w", model, err)
+		}
+		return nil
+	}
+	if m := res.Models; m != nil && len(m.AvailableModels) > 0 {
+		var ids []string
+		for _, a := range m.AvailableModels {
+			ids = append(ids, a.ModelID)
+		}
+		if !slices.Contains(ids, model) {
+			return sdk.Errorf(sdk.ErrInvalid, "model %q: the agent offers %s", model, strings.Join(ids, ", "))
+		}
+		if m.CurrentModelID == model {
+			return nil
+		}
+		if err := s.c.Call(ctx, "session/set_model", setModelParams{SessionID: sessionID, ModelID: model}, nil); err != nil {
+			return fmt.Errorf("model %q: %w", model, err)
+		}
+		return nil
+	}
+	detail, _ := json.Marshal(map[string]string{"model": model, "why": "the agent's answer offers no choice of model: it runs its own"})
+	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, Title: "model not chosen", Detail: detail})
+	return nil
+}
+
+// authRequired says whether err is the agent's "authentication
+// required" (ACP's -32000).
+func authRequired(err error) bool {
+	var e *jsonrpc2.Error
+	return errors.As(err, &e) && e.Code == -32000
+}
+
+// commandEnv reads the agent's environment: the provider command's own
+// entries, then the plugin's (which the agent inherits).
+func commandEnv(c sdk.ProviderCommand) func(string) string {
+	return func(key string) string {
+		for _, kv := range slices.Backward(c.Env) {
+			if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+				return v
+			}
+		}
+		return os.Getenv(key)
+	}
 }
 
 // onRecv runs on the read loop for every message; it remembers which raw
@@ -412,6 +502,12 @@ func (s *session) handle(r *jsonrpc2.Request) (result any, err *jsonrpc2.Error, 
 	case "fs/write_text_file":
 		result, err = s.writeTextFile(params)
 		return result, err, false
+	}
+	if r.Notif && strings.HasPrefix(r.Method, "_") {
+		// An extension notification Baton does not read: ignored, as ACP
+		// asks of a client (see flavor).
+		s.log.Debug("agent extension notification ignored", "method", r.Method)
+		return nil, nil, false
 	}
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: raw, Title: "unhandled agent method " + r.Method})
 	return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not supported by this client", r.Method)}, false

@@ -47,7 +47,11 @@ type initializeResult struct {
 		} `json:"mcpCapabilities"`
 	} `json:"agentCapabilities"`
 	AgentInfo   json.RawMessage `json:"agentInfo,omitempty"`
-	AuthMethods json.RawMessage `json:"authMethods,omitempty"`
+	AuthMethods []authMethod    `json:"authMethods,omitempty"`
+}
+
+type authenticateParams struct {
+	MethodID string `json:"methodId"`
 }
 
 type newSessionParams struct {
@@ -61,8 +65,63 @@ type loadSessionParams struct {
 	McpServers []any  `json:"mcpServers"`
 }
 
+// newSessionResult is session/new's answer (and session/load's, where an
+// agent answers more than null): the session, and the agent's choices of
+// model, if it offers one.
 type newSessionResult struct {
 	SessionID string `json:"sessionId"`
+	// ConfigOptions are the session's options; one of category "model"
+	// chooses the model (session/set_config_option).
+	ConfigOptions []configOption `json:"configOptions,omitempty"`
+	// Models is the unstable model list (session/set_model).
+	Models *struct {
+		CurrentModelID  string `json:"currentModelId"`
+		AvailableModels []struct {
+			ModelID string `json:"modelId"`
+			Name    string `json:"name,omitempty"`
+		} `json:"availableModels"`
+	} `json:"models,omitempty"`
+}
+
+// configOption is a session config option: a select's values are flat, or
+// in groups of their own.
+type configOption struct {
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Category     string          `json:"category,omitempty"`
+	Type         string          `json:"type"`
+	CurrentValue json.RawMessage `json:"currentValue"`
+	Options      []struct {
+		Value   string `json:"value"`
+		Options []struct {
+			Value string `json:"value"`
+		} `json:"options,omitempty"`
+	} `json:"options,omitempty"`
+}
+
+// values are a select option's values, groups flattened.
+func (o configOption) values() []string {
+	var vs []string
+	for _, v := range o.Options {
+		if v.Value != "" {
+			vs = append(vs, v.Value)
+		}
+		for _, g := range v.Options {
+			vs = append(vs, g.Value)
+		}
+	}
+	return vs
+}
+
+type setConfigOptionParams struct {
+	SessionID string `json:"sessionId"`
+	ConfigID  string `json:"configId"`
+	Value     string `json:"value"`
+}
+
+type setModelParams struct {
+	SessionID string `json:"sessionId"`
+	ModelID   string `json:"modelId"`
 }
 
 type contentBlock struct {
