@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/baton-run/baton/host/internal/atomicfile"
 )
 
 // DefaultRegistryURL is where the ACP Registry publishes its index.
@@ -302,10 +304,10 @@ func writeCache(dir string, data []byte, meta cacheMeta) error {
 	if err != nil {
 		return fmt.Errorf("cache registry: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, cacheFile), data); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, cacheFile), data); err != nil {
 		return fmt.Errorf("cache registry: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, metaFile), append(m, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, metaFile), append(m, '\n')); err != nil {
 		return fmt.Errorf("cache registry: %w", err)
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/baton-run/baton/host/internal/filelock"
 )
 
 // DirName is the directory, in the data directory, that holds the
@@ -37,7 +39,7 @@ func lockAgents(ctx context.Context, dir string) (unlock func(), err error) {
 	t := time.NewTicker(lockPoll)
 	defer t.Stop()
 	for {
-		ok, err := tryLockFile(f)
+		ok, err := filelock.TryLock(f)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", name, err)
@@ -52,29 +54,4 @@ func lockAgents(ctx context.Context, dir string) (unlock func(), err error) {
 			return nil, fmt.Errorf("wait for another install to finish (%s): %w", name, context.Cause(ctx))
 		}
 	}
-}
-
-// writeFileAtomic replaces path with data, private (0600), by way of a
-// temporary file in the same directory: a reader sees the old file or
-// the new one, never a part.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp") // 0600
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

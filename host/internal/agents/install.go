@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/baton-run/baton/host/internal/filelock"
 )
 
 // stagingPrefix starts the name of every directory and file an install
@@ -227,9 +229,9 @@ func removeOthers(dir, id, version string) error {
 
 // removeStaging removes what installs that never finished left in dir.
 // Only with the agents lock held, and only where it is a real lock
-// (haveFileLock): elsewhere the staging might be another install's.
+// (filelock.Supported): elsewhere the staging might be another install's.
 func removeStaging(dir string) {
-	if !haveFileLock {
+	if !filelock.Supported {
 		return
 	}
 	ents, _ := os.ReadDir(dir)

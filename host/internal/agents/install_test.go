@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"github.com/baton-run/baton/host/internal/filelock"
+
 	"archive/tar"
 	"context"
 	"errors"
@@ -414,7 +416,7 @@ func TestLocalPath(t *testing.T) {
 // it removes what an install that never finished left behind.
 func TestInstallWaitsForAnotherAndCleansUp(t *testing.T) {
 	skipWithoutShell(t)
-	if !haveFileLock {
+	if !filelock.Supported {
 		t.Skip("no file lock on this platform")
 	}
 	files := newFileServer(t)

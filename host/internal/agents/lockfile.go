@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/baton-run/baton/host/internal/atomicfile"
 )
 
 // LockfileName is the record of the installed agents, in
@@ -91,7 +93,7 @@ func writeLockfile(dir string, lf lockfile) error {
 	if err != nil {
 		return fmt.Errorf("write agents lockfile: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, LockfileName), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, LockfileName), append(b, '\n')); err != nil {
 		return fmt.Errorf("write agents lockfile: %w", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/baton-run/baton/host/internal/filelock"
 	"github.com/baton-run/baton/sdk/clock"
 )
 
@@ -44,7 +45,7 @@ func (s *Service) lock(ctx context.Context, r repo) (unlock func(), err error) {
 		return nil, err
 	}
 	for {
-		ok, err := tryLockFile(f)
+		ok, err := filelock.TryLock(f)
 		if err != nil {
 			f.Close()
 			release()

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/baton-run/baton/host/internal/atomicfile"
 	"github.com/baton-run/baton/host/internal/domain"
 	"github.com/baton-run/baton/sdk"
 )
@@ -170,23 +171,7 @@ func Save(dataDir string, f File) error {
 	if err != nil {
 		return fmt.Errorf("write MCP servers: %w", err)
 	}
-	path := filepath.Join(dataDir, FileName)
-	tmp, err := os.CreateTemp(dataDir, FileName+".*.tmp") // 0600
-	if err != nil {
-		return fmt.Errorf("write MCP servers: %w", err)
-	}
-	_, err = tmp.Write(append(b, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.Write(filepath.Join(dataDir, FileName), append(b, '\n')); err != nil {
 		return fmt.Errorf("write MCP servers: %w", err)
 	}
 	return nil

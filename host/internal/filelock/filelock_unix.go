@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package checkpoint
+package filelock
 
 import (
 	"errors"
@@ -8,9 +8,13 @@ import (
 	"syscall"
 )
 
-// tryLockFile takes an exclusive flock on f without blocking; false means
-// another open file holds it.
-func tryLockFile(f *os.File) (bool, error) {
+// Supported says TryLock locks across processes here.
+const Supported = true
+
+// TryLock takes an exclusive flock on f without blocking; false means
+// another open file holds it (another process, or another open file in
+// this one: flocks belong to open files, not processes).
+func TryLock(f *os.File) (bool, error) {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		switch {
