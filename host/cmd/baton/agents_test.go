@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -41,11 +42,11 @@ func TestAgentInstallAndRun(t *testing.T) {
 	script := "#!/bin/sh\nexec " + peerCommand(t, "acp/simple.ndjson") + " \"$@\"\n"
 	archive := tarGz(t, "replay-agent", script)
 	sum := sha256.Sum256(archive)
-	var registry []byte
+	var registry atomic.Pointer[[]byte] // written once the server's address is known
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/registry.json":
-			w.Write(registry)
+			w.Write(*registry.Load())
 		case "/replay-agent.tar.gz":
 			w.Write(archive)
 		default:
@@ -60,7 +61,8 @@ func TestAgentInstallAndRun(t *testing.T) {
 		map[string]any{"id": "other", "name": "Other", "version": "0.1.0", "description": "an npm agent",
 			"distribution": map[string]any{"npx": map[string]any{"package": "@example/other@0.1.0", "args": []string{"--acp"}}}},
 	}}
-	registry, _ = json.Marshal(reg)
+	b, _ := json.Marshal(reg)
+	registry.Store(&b)
 	url := srv.URL + "/registry.json"
 
 	// Not installed: refused before anything is written.

@@ -181,7 +181,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 				{[]string{"diff", "{T}", "--max-bytes", "-1"}, "", 2, "diff: --max-bytes cannot be negative, got -1"},
 				{[]string{"rollback", "{T}"}, "", 2, "rollback: --run N is required"},
 				{[]string{"rollback", "{T}", "--run", "9"}, "", 2, "not found: thread {T} has no checkpoint of run 9"},
-				{[]string{"switch", "{T}"}, "", 2, "switch: give --provider (or --model, --provider-command, --handoff-max-bytes)"},
+				{[]string{"switch", "{T}"}, "", 2, "switch: give --provider (or --agent, --model, --provider-command, --handoff-max-bytes)"},
 				{[]string{"switch", "{T}", "--provider", "nosuch"}, "", 2, `switch: provider "nosuch" is not installed; installed: acp, claude, codex, cursor, opencode`},
 				{[]string{"switch", "{T}", "--handoff-max-bytes", "10"}, "", 2, "switch: --handoff-max-bytes must be at least 4096, got 10"},
 				{[]string{"serve", "--listen", "localhost:7077"}, "", 2, `serve: listen "localhost:7077": want unix:///PATH or tcp://HOST:PORT`},
@@ -476,7 +476,7 @@ var (
 
 var envCases = []envVerb{
 	{"run", []string{"run", "--provider", "nosuch", "Say hello."},
-		append([]string{"BATON_PROVIDER", "BATON_MODEL", "BATON_PROVIDER_COMMAND", "BATON_HANDOFF_MAX_BYTES", "BATON_CWD", "BATON_THREAD",
+		append([]string{"BATON_PROVIDER", "BATON_AGENT", "BATON_MODEL", "BATON_PROVIDER_COMMAND", "BATON_HANDOFF_MAX_BYTES", "BATON_CWD", "BATON_THREAD",
 			"BATON_JSON", "BATON_APPROVE", "BATON_SCRIPT", "BATON_DETACH", "BATON_FILE", "BATON_WORKTREE", "BATON_SHARED_CWD", "BATON_ON_HOST"}, append(policyVars, worktreeVars...)...),
 		and(noPlugin, quietly("--provider is given", "BATON_PROVIDER"), quietly("no thread is made", "BATON_MODEL", "BATON_CWD", "BATON_ON_HOST"),
 			quietly("they apply with --worktree only", worktreeVars...))},
@@ -513,6 +513,8 @@ var envCases = []envVerb{
 	{"notify list", []string{"notify", "list"}, []string{"BATON_JSON"}, and(dialsNothing, noPlugin)},
 	{"doctor", []string{"doctor"}, []string{"BATON_REBUILD", "BATON_PRUNE"}, and(dialsNothing, noPlugin)},
 	{"version", []string{"version"}, nil, reachesNoHost},
+	{"agents list", []string{"agents", "list", "--registry", "{DIR}/none"}, []string{"BATON_REGISTRY", "BATON_JSON"},
+		and(reachesNoHost, quietly("--registry is given", "BATON_REGISTRY"))},
 	{"completion bash", []string{"completion", "bash"}, []string{"BATON_NO_DESCRIPTIONS"}, reachesNoHost},
 }
 
@@ -523,7 +525,7 @@ var hostile = map[string]string{
 	"BATON_DATA": "{FILE}/data", "BATON_SERVER": "unix:///nonexistent/baton.sock", "BATON_TOKEN_FILE": "/nonexistent/token",
 	"BATON_TLS": "maybe", "BATON_CA_FILE": "/nonexistent/ca.pem", "BATON_LOG_LEVEL": "loud", "BATON_PLUGIN_DIR": "{GHOST}",
 	"BATON_RAW_FRAMES": "maybe", "BATON_RAW_FRAMES_MAX_BYTES": "lots", "BATON_RAW_FRAMES_MAX_AGE": "soon",
-	"BATON_PROVIDER": "nosuch", "BATON_MODEL": "gpt-hostile", "BATON_PROVIDER_COMMAND": "'unclosed", "BATON_HANDOFF_MAX_BYTES": "10",
+	"BATON_PROVIDER": "nosuch", "BATON_AGENT": "nosuch", "BATON_REGISTRY": "{DIR}/none", "BATON_MODEL": "gpt-hostile", "BATON_PROVIDER_COMMAND": "'unclosed", "BATON_HANDOFF_MAX_BYTES": "10",
 	"BATON_CWD": "{DIR}/none", "BATON_THREAD": "thr_nope", "BATON_JSON": "maybe", "BATON_APPROVE": "maybe", "BATON_SCRIPT": "{DIR}/none",
 	"BATON_DETACH": "maybe", "BATON_SHARED_CWD": "maybe", "BATON_ON_HOST": "elsewhere", "BATON_FILE": "{DIR}/none", "BATON_ON_LIMIT": "later", "BATON_CONTINUE_TEXT": " ", "BATON_UNTIL": " ",
 	"BATON_CHECK_TIMEOUT": "x", "BATON_MAX_RUNS": "x", "BATON_MAX_HOURS": "x", "BATON_MAX_TOKENS": "x", "BATON_MAX_WAIT": "x",

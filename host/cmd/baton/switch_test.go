@@ -137,7 +137,7 @@ func TestSwitchRefusals(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"switch", thread}, "switch: give --provider (or --model, --provider-command, --handoff-max-bytes)"},
+		{[]string{"switch", thread}, "switch: give --provider (or --agent, --model, --provider-command, --handoff-max-bytes)"},
 		{[]string{"switch", thread, "--provider", "codex", "--handoff-max-bytes", "100"}, "switch: --handoff-max-bytes must be at least 4096, got 100"},
 		{[]string{"switch", thread, "--provider", "codex", "--provider-command", "'open"}, `switch: --provider-command "'open": cannot split it into words`},
 		{[]string{"switch", thread, "--provider", "nope"}, `switch: provider "nope" is not installed; installed: acp, claude, codex, cursor, opencode`},
