@@ -48,6 +48,22 @@ var flavors = []flavor{
 		Login:  "run `claude /login` in a terminal, or give the agent ANTHROPIC_API_KEY in its environment",
 	},
 	{
+		// @zed-industries/codex-acp: env_var methods (CODEX_API_KEY,
+		// OPENAI_API_KEY), taken when the variable is set; else its
+		// ChatGPT login, a person's.
+		Name:   "codex-acp",
+		Agents: []string{"codex-acp"},
+		Login:  "run `codex login` in a terminal, or give the agent CODEX_API_KEY or OPENAI_API_KEY in its environment",
+	},
+	{
+		// opencode acp: its one method is `opencode auth login` in a
+		// terminal; a provider's key in opencode's own configuration
+		// needs none.
+		Name:   "opencode",
+		Agents: []string{"OpenCode"},
+		Login:  "run `opencode auth login` in a terminal, or configure a provider's key in opencode's configuration",
+	},
+	{
 		// gemini-cli --experimental-acp: it asks for a method when no
 		// auth type is set in its settings; the environment picks one as
 		// gemini-cli itself does (getAuthTypeFromEnv), in its order.
@@ -93,10 +109,29 @@ type authMethod struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	// Type is "agent" (the default: the agent runs it on authenticate)
-	// or "terminal" (a person runs the agent with its args; never passed
-	// to authenticate).
+	// Type is "agent" (the default: the agent runs it on authenticate),
+	// "terminal" (a person runs the agent with its args; never passed to
+	// authenticate) or "env_var" (ACP v1's unstable, since removed,
+	// method: the agent reads the variables Vars names from its
+	// environment; taken like "agent").
 	Type string `json:"type,omitempty"`
+	Vars []struct {
+		Name string `json:"name"`
+	} `json:"vars,omitempty"`
+}
+
+// setIn says whether every variable an env_var method names is set in
+// env (false for any other method).
+func (m authMethod) setIn(env func(string) string) bool {
+	if m.Type != "env_var" || len(m.Vars) == 0 {
+		return false
+	}
+	for _, v := range m.Vars {
+		if env(v.Name) == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // AuthMethodEnv is the variable, in the provider command's environment,
@@ -119,6 +154,13 @@ func chooseAuth(agent string, f *flavor, offered []authMethod, env func(string) 
 	if f != nil && f.Auth != nil {
 		if id := f.Auth(offered, env); id != "" {
 			return id, nil
+		}
+	}
+	// A method the agent completes from variables it reads, which the
+	// environment has (codex-acp's CODEX_API_KEY, OPENAI_API_KEY).
+	for _, m := range offered {
+		if m.setIn(env) {
+			return m.ID, nil
 		}
 	}
 	msg := fmt.Sprintf("%s needs authentication and offers %s", agent, describeMethods(offered))

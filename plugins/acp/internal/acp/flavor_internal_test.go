@@ -18,6 +18,12 @@ func TestChooseAuth(t *testing.T) {
 	}
 	geminiMethods := []authMethod{{ID: "oauth-personal", Name: "Log in with Google"}, {ID: "gemini-api-key", Name: "Gemini API key"},
 		{ID: "vertex-ai"}, {ID: "gateway"}}
+	var codexMethods []authMethod // as codex-acp 0.16.0 answers initialize
+	if err := json.Unmarshal([]byte(`[{"id":"chatgpt","name":"Login with ChatGPT"},
+		{"id":"codex-api-key","name":"Use CODEX_API_KEY","type":"env_var","vars":[{"name":"CODEX_API_KEY"}]},
+		{"id":"openai-api-key","name":"Use OPENAI_API_KEY","type":"env_var","vars":[{"name":"OPENAI_API_KEY"}]}]`), &codexMethods); err != nil {
+		t.Fatal(err)
+	}
 	terminal := []authMethod{{ID: "login", Name: "Log in", Description: "in a terminal", Type: "terminal"}, {ID: "agent", Name: "Agent"}}
 	env := func(kv ...string) func(string) string {
 		return func(k string) string {
@@ -49,6 +55,9 @@ func TestChooseAuth(t *testing.T) {
 		{"grok with two", grok, append(terminal, authMethod{ID: "other"}), env(), "",
 			`the ACP agent "g" needs authentication and offers login (Log in: in a terminal) [in a terminal], agent (Agent), other; or name the method in BATON_ACP_AUTH_METHOD`},
 		{"no flavor, no methods", nil, nil, env(), "", `the ACP agent "g" needs authentication and offers no method; or name`},
+		{"env_var method with its variable", flavorOf(json.RawMessage(`{"name":"codex-acp"}`)), codexMethods, env("OPENAI_API_KEY", "k"), "openai-api-key", ""},
+		{"env_var method without", flavorOf(json.RawMessage(`{"name":"codex-acp"}`)), codexMethods, env(), "",
+			"offers chatgpt (Login with ChatGPT), codex-api-key (Use CODEX_API_KEY), openai-api-key (Use OPENAI_API_KEY): run `codex login` in a terminal"},
 	} {
 		got, err := chooseAuth(`the ACP agent "g"`, c.f, c.offered, c.env)
 		if got != c.want || (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
