@@ -223,11 +223,13 @@ demo: build
 # scenario the tests replay (again after a change to the handoff text).
 # A SCENARIO ending in _restart (usage_limit_restart) runs through baton
 # serve, killed with SIGKILL during the run's wait and started again after
-# it (testdata/record_restart.sh).
+# it (testdata/record_restart.sh). PROVIDER=acp records claude-code-acp;
+# ACP_AGENT=codex-acp or ACP_AGENT=opencode records that ACP agent instead,
+# into testdata/acp/agents/ACP_AGENT/ (testdata/acp/agents/record.sh).
 record: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver
 	cd host && $(GO) build -o $(BIN)/mcptool ./internal/testbin/mcptool
-	bash testdata/record.sh $(PROVIDER) $(SCENARIO)
+	ACP_AGENT=$(ACP_AGENT) bash testdata/record.sh $(PROVIDER) $(SCENARIO)
 
 SWITCH_RECORDINGS ?= codex+claude:provider_switch_return acp+opencode:provider_switch_return \
 	codex+claude:provider_switch_rollback acp+opencode:provider_switch_rollback \

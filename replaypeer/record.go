@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -421,9 +422,19 @@ func (r *redactor) value(v any) any {
 	case string:
 		return r.text(t)
 	case map[string]any:
+		// Keys too: an agent may key a map by path (codex-acp's rawInput
+		// "changes", one entry a file).
+		renamed := map[string]any{}
 		for k, x := range t {
-			t[k] = r.value(x)
+			x = r.value(x)
+			if rk := r.text(k); rk != k {
+				delete(t, k)
+				renamed[rk] = x
+				continue
+			}
+			t[k] = x
 		}
+		maps.Copy(t, renamed)
 	case []any:
 		for i, x := range t {
 			t[i] = r.value(x)

@@ -30,6 +30,14 @@
 # reports, auto-update and the "fast mode" prefetch (which ignores
 # ANTHROPIC_BASE_URL). See .notes/acp-agent-probe.md.
 #
+# PROVIDER=acp with ACP_AGENT=codex-acp or ACP_AGENT=opencode records that
+# agent instead of claude-code-acp (the default): see
+# testdata/acp/agents/record.sh. Its transcripts go to
+# testdata/acp/agents/ID/SCENARIO.ndjson, its model scripts are
+# testdata/acp/agents/ID/scenarios/SCENARIO.json, and its client side is
+# testdata/acp/agents/ID/SCENARIO.{steps.json,messages,flags,exit} where
+# present, else testdata/acp's.
+#
 # For PROVIDER=codex (`codex app-server`, see record_codex and
 # .notes/codex-probe.md) the steps are the same, with a scripted OpenAI
 # Responses API, testdata/codex/scenarios/SCENARIO.json and
@@ -66,6 +74,17 @@ done
 
 # quote WORD: single-quote a word for --provider-command (split like a shell).
 quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+# case_file PROVIDER EXT: the scenario's file SCENARIO.EXT (exit, flags,
+# mcp): CASE_DIR's when it has one (an ACP agent's own directory), else
+# testdata/PROVIDER's.
+case_file() {
+  if [ -n "$CASE_DIR" ] && [ -f "$CASE_DIR/$SCENARIO.$2" ]; then
+    echo "$CASE_DIR/$SCENARIO.$2"
+  else
+    echo "$REPO/testdata/$1/$SCENARIO.$2"
+  fi
+}
 
 # need_tools checks for the programs recording uses.
 need_tools() {
@@ -115,12 +134,13 @@ init_workspace() {
 record_and_verify() {
   local provider=$1 ws=$2 cmd=$3 out=$4
   echo "record.sh: recording $provider/$SCENARIO (${STEPS:-${#msgs[@]} messages}, model server $MS_URL, tmp $TMP)" >&2
-  local start=$SECONDS rc=0 want_rc=0
+  local start=$SECONDS rc=0 want_rc=0 exit_file
   # A scenario whose run ends on a provider limit exits non-zero by design:
   # testdata/PROVIDER/SCENARIO.exit holds the status baton run must exit
   # with (recording and replay alike).
-  if [ -f "$REPO/testdata/$provider/$SCENARIO.exit" ]; then
-    want_rc=$(tr -d '[:space:]' <"$REPO/testdata/$provider/$SCENARIO.exit")
+  exit_file=$(case_file "$provider" exit)
+  if [ -f "$exit_file" ]; then
+    want_rc=$(tr -d '[:space:]' <"$exit_file")
   fi
   run_baton "$provider" "$TMP/data" "$ws" "$cmd" "$TMP/baton.out" "$TMP/baton.err" || rc=$?
   cat "$TMP/baton.out"
@@ -151,6 +171,9 @@ record_and_verify() {
   local -a paths=(-e "$TMP" -e "$ws")
   [ -n "$WS_TMP" ] && paths+=(-e "$WS_TMP")
   case $provider in codex | opencode) paths+=(-e "$REPO") ;; esac
+  if [ -n "$CASE_DIR" ]; then # an ACP agent other than claude-code-acp: its TMP is under .cache
+    paths+=(-e "$REPO")
+  fi
   if grep -q "${paths[@]}" "$t"; then
     KEEP_TMP=1
     die "transcript still contains a temp path (kept in $TMP)"
@@ -184,7 +207,27 @@ record_and_verify() {
   echo "record.sh: replay OK" >&2
 }
 
+# ACP_STDIN_EOF_WRAPPER is a node program that runs an ACP agent (argv[1]
+# on) and stops it when the client closes its stdin: see record_acp.
+ACP_STDIN_EOF_WRAPPER='const c = require("child_process").spawn(process.argv[1], process.argv.slice(2), {stdio: ["pipe", "inherit", "inherit"]});
+process.stdin.pipe(c.stdin);
+process.stdin.on("end", () => setTimeout(() => c.kill("SIGTERM"), 1500));
+for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => c.kill(s));
+c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 : 1) : code));'
+
+# record_acp records the ACP agent ACP_AGENT (default claude-code-acp, here;
+# codex-acp and opencode in testdata/acp/agents/record.sh).
 record_acp() {
+  case ${ACP_AGENT:-claude-code-acp} in
+    claude-code-acp) ;;
+    codex-acp | opencode)
+      # shellcheck source=/dev/null
+      source "$REPO/testdata/acp/agents/record.sh"
+      "record_acp_${ACP_AGENT//-/_}"
+      return
+      ;;
+    *) die "unknown ACP_AGENT '$ACP_AGENT': want claude-code-acp, codex-acp or opencode" ;;
+  esac
   local agent_pkg=@zed-industries/claude-code-acp
   local agent_version=0.16.2
   local protocol='acp/1' transport='json-rpc ndjson stdio' # the plugin's wire protocol (Describe)
@@ -265,12 +308,8 @@ record_acp() {
   # passes stdin through and sends the agent SIGTERM as soon as stdin ends, so
   # the agent "exits when the client closes its stdin" — which is exactly the
   # runtime_exit the replay peer reproduces. stdout/stderr are the agent's own
-  # (not piped through the wrapper), so the frames are unchanged.
-  local stdin_eof_wrapper='const c = require("child_process").spawn(process.argv[1], process.argv.slice(2), {stdio: ["pipe", "inherit", "inherit"]});
-process.stdin.pipe(c.stdin);
-process.stdin.on("end", () => setTimeout(() => c.kill("SIGTERM"), 1500));
-for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => c.kill(s));
-c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 : 1) : code));'
+  # (not piped through the wrapper), so the frames are unchanged
+  # (ACP_STDIN_EOF_WRAPPER).
 
   # replaypeer itself runs with HOME set to the agent's temp HOME so that its
   # redactor replaces that path (should it show up in a frame) by /home/user.
@@ -294,7 +333,7 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
     --meta "agentStop=SIGTERM 1.5 s after its stdin closes, once it has saved its session (node wrapper in testdata/record.sh)"
     --
     "${agent_env[@]}"
-    node -e "$stdin_eof_wrapper" "$agent_bin"
+    node -e "$ACP_STDIN_EOF_WRAPPER" "$agent_bin"
   )
   local cmd= w
   for w in "${argv[@]}"; do cmd+="${cmd:+ }$(quote "$w")"; done
@@ -314,7 +353,9 @@ start_modelserver() {
   MS_PID=$!
   MS_URL=
   for i in $(seq 100); do
-    MS_URL=$(sed -n '1s/^listening on //p' "$TMP/modelserver.out")
+    # The server may not have created its output file yet (and under
+    # set -e a failed assignment would end the script).
+    MS_URL=$(sed -n '1s/^listening on //p' "$TMP/modelserver.out" 2>/dev/null) || true
     [ -n "$MS_URL" ] && break
     kill -0 "$MS_PID" 2>/dev/null || { cat "$TMP/modelserver.err" >&2; die "baton-modelserver exited"; }
     sleep 0.1
@@ -470,7 +511,8 @@ read_client_side() {
 add_mcp_servers() {
   local provider=$1 data=$2 ws=$3 line
   local -a add
-  local file=$REPO/testdata/$provider/$SCENARIO.mcp
+  local file
+  file=$(case_file "$provider" mcp)
   [ -f "$file" ] || return 0
   while IFS= read -r line || [ -n "$line" ]; do
     [ -n "$line" ] || continue
@@ -484,7 +526,7 @@ add_mcp_servers() {
 # evidence (MCPTOOL_EVIDENCE) recorded a tool call that reached it.
 check_mcp_evidence() {
   local provider=$1 ws=$2
-  grep -q MCPTOOL_EVIDENCE "$REPO/testdata/$provider/$SCENARIO.mcp" 2>/dev/null || return 0
+  grep -q MCPTOOL_EVIDENCE "$(case_file "$provider" mcp)" 2>/dev/null || return 0
   [ -s "$ws/mcp-evidence.txt" ] || { KEEP_TMP=1; die "the MCP tool was never called (no $ws/mcp-evidence.txt; logs kept in $TMP)"; }
   echo "record.sh: live: the MCP tool ran: $(head -n 1 "$ws/mcp-evidence.txt")" >&2
 }
@@ -496,7 +538,7 @@ check_mcp_evidence() {
 # provider is started again and resumes its session (the recorder appends
 # to the same transcript; a replay keeps its cursor in a --state file).
 run_baton() {
-  local provider=$1 data=$2 ws=$3 cmd=$4 out=$5 err=$6 thread= m
+  local provider=$1 data=$2 ws=$3 cmd=$4 out=$5 err=$6 thread= m flags_file
   local -a group=() flags=()
   if [ -n "$RESTART" ]; then
     run_baton_restart "$@"
@@ -505,8 +547,9 @@ run_baton() {
   # testdata/PROVIDER/SCENARIO.flags: more flags for the baton run that
   # creates the thread (e.g. --approve accept --on-limit wait), split into
   # words as a shell would (quotes keep a check command whole).
-  if [ -f "$REPO/testdata/$provider/$SCENARIO.flags" ]; then
-    eval "flags=($(<"$REPO/testdata/$provider/$SCENARIO.flags"))"
+  flags_file=$(case_file "$provider" flags)
+  if [ -f "$flags_file" ]; then
+    eval "flags=($(<"$flags_file"))"
   fi
   add_mcp_servers "$provider" "$data" "$ws" || return $?
   : >"$out"
@@ -544,6 +587,7 @@ WS_TMP=
 KEEP_TMP=${KEEP_TMP:-}
 SWITCH=
 SHARED_WS=
+CASE_DIR=
 RESTART=
 RUN_PID=
 SERVE_PID=

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"sort"
 	"strings"
@@ -310,9 +311,18 @@ func (m *Matcher) substitute(v any, changed *bool) any {
 			return strings.ReplaceAll(t, Workspace, m.workspace)
 		}
 	case map[string]any:
+		renamed := map[string]any{}
 		for k, x := range t {
-			t[k] = m.substitute(x, changed)
+			x = m.substitute(x, changed)
+			if strings.Contains(k, Workspace) { // a map keyed by path
+				*changed = true
+				delete(t, k)
+				renamed[strings.ReplaceAll(k, Workspace, m.workspace)] = x
+				continue
+			}
+			t[k] = x
 		}
+		maps.Copy(t, renamed)
 	case []any:
 		for i, x := range t {
 			t[i] = m.substitute(x, changed)

@@ -77,6 +77,7 @@ func TestRewriteRebindsResponsesAndWorkspace(t *testing.T) {
 		{`{"title":"Write <workspace>/a.txt"}`, `{"title":"Write /ws/a.txt"}`},
 		{`{"p":"\u003cworkspace\u003e/x"}`, `{"p":"/ws/x"}`}, // as encoding/json escapes it
 		{`{"method":"session/update","params":{"sessionId":"s"}}`, `{"method":"session/update","params":{"sessionId":"s"}}`},
+		{`{"changes":{"<workspace>/a.txt":{"type":"add"}}}`, `{"changes":{"/ws/a.txt":{"type":"add"}}}`}, // a map keyed by path
 	} {
 		got, err := m.Rewrite([]byte(tc.in))
 		if err != nil || string(got) != tc.want {

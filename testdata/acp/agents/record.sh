@@ -1,0 +1,273 @@
+# Recording ACP agents other than claude-code-acp: sourced by
+# testdata/record.sh (record_acp) for `make record PROVIDER=acp
+# ACP_AGENT=ID SCENARIO=NAME`, ID one of:
+#
+#   codex-acp  @zed-industries/codex-acp (codex inside), against the scripted
+#              OpenAI Responses API (baton-modelserver --api openai-responses);
+#   opencode   opencode-ai run as `opencode acp`, against the scripted
+#              Anthropic Messages API (baton-modelserver --api anthropic).
+#
+# For agent ID and scenario NAME:
+#   - the model script is testdata/acp/agents/ID/scenarios/NAME.json, in the
+#     shape of the API the agent's backend speaks ("{{CWD}}" is the
+#     workspace). In its object form ({"replies": [...]}) it may carry the
+#     agent's own settings for the scenario: "codexConfig", TOML lines put
+#     into codex's config.toml after its top-level keys; "opencodeConfig", a
+#     JSON object merged into opencode.json;
+#   - the client side (NAME.steps.json or NAME.messages, and NAME.flags,
+#     NAME.exit, NAME.mcp) is testdata/acp/agents/ID's where it has the file,
+#     else testdata/acp's (the claude-code-acp scenarios);
+#   - the transcript goes to testdata/acp/agents/ID/NAME.ndjson (or
+#     RECORD_OUT), recorded through bin/baton-plugin-acp as for
+#     claude-code-acp, its header naming the agent package and its exact
+#     version.
+#
+# Nothing goes to the internet: the model server is on 127.0.0.1, every
+# update check, telemetry and model-list fetch the agents have a switch for
+# is off, codex's HTTP(S)_PROXY is a closed port on 127.0.0.1, and
+# opencode's plugin package is installed beforehand (strace -f -e connect
+# of a recording shows connections to 127.0.0.1 only). See
+# .notes/acp-agents.md.
+
+# acp_agent_case ID sets what every agent's recording shares: AGENT_DIR,
+# script_src, out and CASE_DIR (the client side's directory), and reads the
+# client side.
+acp_agent_case() {
+  local id=$1
+  AGENT_DIR=$REPO/testdata/acp/agents/$id
+  script_src=$AGENT_DIR/scenarios/$SCENARIO.json
+  out=${RECORD_OUT:-$AGENT_DIR/$SCENARIO.ndjson}
+  [ -f "$script_src" ] || die "no model script $script_src"
+  need_tools
+  CASE_DIR=$AGENT_DIR
+  if [ -f "$AGENT_DIR/$SCENARIO.steps.json" ] || [ -f "$AGENT_DIR/$SCENARIO.messages" ]; then
+    read_client_side "$AGENT_DIR"
+  else
+    read_client_side "$REPO/testdata/acp"
+  fi
+}
+
+# acp_agent_record ID HOME WS META... -- AGENT_ARGV... records AGENT_ARGV
+# (the agent with its environment) through replaypeer and baton, with the
+# header metadata META (key=value) after the shared ones.
+acp_agent_record() {
+  local id=$1 home=$2 ws=$3
+  shift 3
+  local -a meta=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    meta+=(--meta "$1")
+    shift
+  done
+  [ "${1:-}" = -- ] || die "acp_agent_record: no -- before the agent's command"
+  shift
+  local protocol='acp/1' transport='json-rpc ndjson stdio' # the plugin's wire protocol (Describe)
+  # replaypeer runs with HOME set to the agent's temp HOME so that its
+  # redactor replaces that path (should it show up in a frame) by /home/user.
+  local -a argv=(
+    env "HOME=$home"
+    "$BIN/replaypeer" record --append
+    --out "$TMP/transcript.ndjson"
+    --provider acp
+    --protocol "$protocol"
+    --meta "transport=$transport"
+    --scenario "$SCENARIO"
+    --workspace "$ws"
+    --meta "acpAgent=$id"
+    "${meta[@]}"
+    --meta "modelScript=testdata/acp/agents/$id/scenarios/$SCENARIO.json"
+    --meta "capturedBy=make record"
+    --
+    "$@"
+  )
+  local cmd= w
+  for w in "${argv[@]}"; do cmd+="${cmd:+ }$(quote "$w")"; done
+  record_and_verify acp "$ws" "$cmd" "$out"
+}
+
+# record_acp_codex_acp records @zed-industries/codex-acp:
+#   - its HOME and CODEX_HOME are a temp directory under .cache/ (codex
+#     will not set up its helper binaries under /tmp); the workspace is a
+#     temp git repository;
+#   - $CODEX_HOME/config.toml points codex at the scripted model server (a
+#     model provider "baton", Responses API, whose base_url is the model
+#     server) and switches off update checks, analytics, feedback, OTel,
+#     plugins and web search, as record_codex does; HTTPS_PROXY is a closed
+#     port on 127.0.0.1, for anything else;
+#   - the model is gpt-5.5, a model codex knows (its own metadata: the
+#     apply_patch tool, no "model metadata not found" warning in the
+#     transcript), served by the "baton" provider, so the scripted server;
+#   - codex-acp does not exit when its stdin closes: it runs in the node
+#     wrapper claude-code-acp runs in (ACP_STDIN_EOF_WRAPPER), which stops it
+#     with SIGTERM 1.5 s after its stdin ends.
+# The npm package runs the platform package's binary through a node
+# script; the recording runs that binary itself (a SIGTERM reaches it).
+record_acp_codex_acp() {
+  local pkg=@zed-industries/codex-acp
+  local version=0.16.0
+  local npm_dir=$REPO/.cache/npm-codex-acp
+  local script_src out
+  acp_agent_case codex-acp
+
+  # 1. codex-acp, pinned, and the binary its node script would run.
+  npm_pinned "$pkg" "$version" "$npm_dir" "$npm_dir/node_modules/.bin/codex-acp"
+  local plat
+  plat=$(node -p 'process.platform + "-" + process.arch')
+  local agent_bin=$npm_dir/node_modules/@zed-industries/codex-acp-$plat/bin/codex-acp
+  [ -x "$agent_bin" ] || die "no codex-acp binary for $plat ($agent_bin)"
+
+  # 2. Temp CODEX_HOME (not under /tmp) and workspace.
+  mkdir -p "$REPO/.cache"
+  TMP=$(mktemp -d "$REPO/.cache/codex-acp-rec-XXXX")
+  WS_TMP=$(mktemp -d)
+  local home=$TMP/home ws=$WS_TMP/ws
+  local codex_home=$home/.codex
+  mkdir -p "$codex_home"
+  init_workspace "$ws"
+
+  # 3. The model server, and codex's config pointing at it.
+  start_modelserver openai-responses "$script_src" "$ws"
+  local extra
+  extra=$(jq -r 'if type == "object" and has("codexConfig") then .codexConfig | if type == "array" then join("\n") else . end else "" end' "$TMP/script.json")
+  cat >"$codex_home/config.toml" <<TOML
+model = "gpt-5.5"
+model_provider = "baton"
+check_for_update_on_startup = false
+web_search = "disabled"
+$extra
+
+[model_providers.baton]
+name = "Baton scripted"
+base_url = "$MS_URL/v1"
+wire_api = "responses"
+env_key = "BATON_FAKE_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[otel]
+exporter = "none"
+log_user_prompt = false
+
+[features]
+plugins = false
+remote_plugin = false
+TOML
+
+  # 4. Record through baton.
+  local -a agent_env=(
+    env -i
+    "PATH=$PATH"
+    "HOME=$home"
+    "CODEX_HOME=$codex_home"
+    BATON_FAKE_KEY=sk-test-redacted
+    LANG=C.UTF-8
+    TERM=dumb
+    RUST_LOG=warn
+    HTTPS_PROXY=http://127.0.0.1:9
+    HTTP_PROXY=http://127.0.0.1:9
+    ALL_PROXY=http://127.0.0.1:9
+    NO_PROXY=127.0.0.1,localhost
+  )
+  ACP_CODEX_VERSION=0.137.0 # the codex inside 0.16.0: checked against its user-agent (postprocess_acp)
+  acp_agent_record codex-acp "$home" "$ws" \
+    "agent=$pkg" "agentVersion=$version" \
+    "agentBinary=$pkg-$plat $version" "codexVersion=$ACP_CODEX_VERSION" \
+    "model=gpt-5.5 on model provider baton: baton-modelserver --api openai-responses (scripted)" \
+    "auth=none (a custom model provider: codex-acp asks for no login)" \
+    "agentStop=SIGTERM 1.5 s after its stdin closes (node wrapper in testdata/record.sh)" \
+    -- "${agent_env[@]}" node -e "$ACP_STDIN_EOF_WRAPPER" "$agent_bin"
+}
+
+# postprocess_acp FILE (record_and_verify calls it on the new transcript)
+# checks that the codex inside codex-acp is the version the header names:
+# the user-agent of its model requests says it.
+postprocess_acp() {
+  [ -n "$ACP_CODEX_VERSION" ] || return 0
+  grep -q "codex_cli_rs/$ACP_CODEX_VERSION " "$TMP/model-requests.jsonl" || {
+    KEEP_TMP=1
+    die "codex-acp's model requests do not come from codex $ACP_CODEX_VERSION (see $TMP/model-requests.jsonl)"
+  }
+}
+ACP_CODEX_VERSION=
+
+# record_acp_opencode records opencode-ai as `opencode acp`:
+#   - opencode's HOME and XDG_* directories are a temp directory (its
+#     session store is $XDG_DATA_HOME/opencode/opencode.db: a resumed
+#     session needs the same directories, so every baton invocation of one
+#     recording shares them); the workspace is a temp git repository;
+#   - $XDG_CONFIG_HOME/opencode/opencode.json points opencode at the
+#     scripted model server (a provider "baton" on @ai-sdk/anthropic, whose
+#     base URL is the model server) with model baton/scripted, and switches
+#     off sharing, auto-update, LSP and formatters, as record_opencode does;
+#     the script's "opencodeConfig" is merged into it (the permission rules
+#     of approval_accept);
+#   - on its start opencode installs @opencode-ai/plugin (its version) into
+#     its config directory, from the npm registry, unless the directory's
+#     package.json and package-lock.json already list it and it has a
+#     node_modules: the recorder installs it once with npm into .cache/ and
+#     gives opencode those files (node_modules a symlink), so that opencode
+#     itself talks to nothing but 127.0.0.1;
+#   - `opencode acp` exits when its stdin closes.
+record_acp_opencode() {
+  local pkg=opencode-ai
+  local version=1.18.33 # as record_opencode
+  local npm_dir=$REPO/.cache/npm-opencode
+  local agent_bin=$npm_dir/node_modules/.bin/opencode
+  local plugin_dir=$REPO/.cache/npm-opencode-plugin
+  local script_src out
+  acp_agent_case opencode
+
+  # 1. opencode, pinned, and the plugin package it would install.
+  npm_pinned "$pkg" "$version" "$npm_dir" "$agent_bin"
+  npm_pinned @opencode-ai/plugin "$version" "$plugin_dir" "$plugin_dir/node_modules/@opencode-ai/plugin"
+
+  # 2. Temp HOME, XDG directories and workspace.
+  mkdir -p "$REPO/.cache"
+  TMP=$(mktemp -d "$REPO/.cache/opencode-acp-rec-XXXX")
+  WS_TMP=$(mktemp -d)
+  local home=$TMP/home ws=$WS_TMP/ws xdg=$TMP/home/xdg
+  mkdir -p "$home" "$xdg"/{config,data,state,cache}/opencode
+  init_workspace "$ws"
+
+  # 3. The model server, and opencode's config pointing at it.
+  start_modelserver anthropic "$script_src" "$ws"
+  jq -n --arg url "$MS_URL/v1" '{
+    "$schema": "https://opencode.ai/config.json",
+    model: "baton/scripted", small_model: "baton/scripted",
+    autoupdate: false, share: "disabled", lsp: false, formatter: false,
+    provider: {baton: {npm: "@ai-sdk/anthropic", name: "Baton scripted",
+      options: {baseURL: $url, apiKey: "sk-test-redacted"},
+      models: {scripted: {name: "Scripted", tool_call: true, limit: {context: 200000, output: 8192}}}}}
+  }' >"$TMP/opencode.json"
+  jq -s '.[0] * (.[1] | if type == "object" then .opencodeConfig // {} else {} end)' \
+    "$TMP/opencode.json" "$TMP/script.json" >"$xdg/config/opencode/opencode.json"
+  cp "$plugin_dir/package.json" "$plugin_dir/package-lock.json" "$xdg/config/opencode/"
+  ln -s "$plugin_dir/node_modules" "$xdg/config/opencode/node_modules"
+
+  # 4. Record through baton.
+  local -a agent_env=(
+    env -i
+    "PATH=$PATH"
+    "HOME=$home"
+    "XDG_CONFIG_HOME=$xdg/config"
+    "XDG_DATA_HOME=$xdg/data"
+    "XDG_STATE_HOME=$xdg/state"
+    "XDG_CACHE_HOME=$xdg/cache"
+    LANG=C.UTF-8
+    TERM=dumb
+    OPENCODE_DISABLE_AUTOUPDATE=1
+    OPENCODE_DISABLE_MODELS_FETCH=1
+    OPENCODE_DISABLE_LSP_DOWNLOAD=1
+    OPENCODE_DISABLE_SHARE=1
+  )
+  acp_agent_record opencode "$home" "$ws" \
+    "agent=$pkg" "agentVersion=$version" \
+    "model=baton/scripted: baton-modelserver --api anthropic (scripted)" \
+    "auth=none (a provider of its own config, with a made-up API key)" \
+    -- "${agent_env[@]}" "$agent_bin" acp
+}
