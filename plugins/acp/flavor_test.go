@@ -100,3 +100,34 @@ func TestGrokShape(t *testing.T) {
 		t.Errorf("a model the agent does not list: %v; want %q", err, want)
 	}
 }
+
+// TestModelByConfigOption: opencode offers its models as a config option
+// of category "model"; the thread's model is set with
+// session/set_config_option before the first prompt (the peer checks the
+// frame), and a model it does not offer is refused, naming those it does.
+func TestModelByConfigOption(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	ws := t.TempDir()
+	s := p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Model: "opencode/big-pickle",
+		Command: plugintest.PeerCommand(filepath.Join(agentsData, "opencode", "model_select.ndjson"), ws, "")})
+	s.StartTurn(t, "Say hello.")
+	evs := s.WaitTurn(t)
+	if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+		t.Fatalf("turn ended %s (%+v)", term.Status, term.Failure)
+	}
+	s.Close(t)
+	// The model the agent runs already: nothing to set (the recorded
+	// simple transcript has no set_config_option).
+	ws = t.TempDir()
+	s = p.OpenWith(t, sdk.OpenSessionRequest{Cwd: ws, Model: "baton/scripted",
+		Command: plugintest.PeerCommand(filepath.Join(agentsData, "opencode", "simple.ndjson"), ws, "")})
+	s.StartTurn(t, "Say hello.")
+	s.WaitTurn(t)
+	s.Close(t)
+	ws = t.TempDir()
+	_, err := p.OpenSession(context.Background(), sdk.OpenSessionRequest{SessionID: "bad-model", Cwd: ws, Model: "gpt-nope",
+		Command: plugintest.PeerCommand(filepath.Join(agentsData, "opencode", "simple.ndjson"), ws, "")})
+	if want := `model "gpt-nope": the agent offers opencode/big-pickle, `; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a model the agent does not offer: %v; want %q", err, want)
+	}
+}

@@ -127,6 +127,28 @@ func (c *Conn) CallID(ctx context.Context, method string, params, result any) (j
 	return id, nil
 }
 
+// DispatchID sends a request and returns once it is written, before its
+// answer: wait waits for the answer into result, with CallID's errors. A
+// caller that must order a later frame after the request (a cancel after
+// its prompt) sends that frame after DispatchID returns.
+func (c *Conn) DispatchID(ctx context.Context, method string, params any) (id jsonrpc2.ID, wait func(ctx context.Context, result any) error, err error) {
+	id = jsonrpc2.ID{Num: c.nextID.Add(1) - 1}
+	w, err := c.RPC.DispatchCall(ctx, method, params, jsonrpc2.PickID(id))
+	answer := func(err error) error {
+		if closed(err) {
+			return c.exited(ctx, "before answering "+method)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", method, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return id, nil, answer(err)
+	}
+	return id, func(ctx context.Context, result any) error { return answer(w.Wait(ctx, result)) }, nil
+}
+
 // Notify sends a notification. A connection that closed before it was
 // sent is reported as CallID reports it: "codex exited with status 1
 // before it was sent initialized: …".

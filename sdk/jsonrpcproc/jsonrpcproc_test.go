@@ -339,3 +339,35 @@ func sameJSON(a, b *json.RawMessage) bool {
 	dy.UseNumber()
 	return dx.Decode(&x) == nil && dy.Decode(&y) == nil && reflect.DeepEqual(x, y)
 }
+
+// DispatchID returns once the request is written, before its answer: the
+// provider reads the request, then a notification sent after DispatchID
+// returned, and only then answers the request (with what it read); wait
+// gives the answer. A provider gone before it answers is CallID's error.
+func TestDispatchID(t *testing.T) {
+	script := `read req; read note; printf '{"id":0,"result":{"second":%s}}\n' "$(printf '%s' "$note" | sed 's/.*"method":"\([a-z]*\)".*/"\1"/')"; read line; exit 3`
+	c, err := Start(t.Context(), Config{Name: "the agent", Command: sdk.ProviderCommand{Argv: []string{"sh", "-c", script}},
+		Dir: t.TempDir(), Handler: noHandler{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Proc.Close(context.Background()) })
+	id, wait, err := c.DispatchID(t.Context(), "prompt", nil)
+	if err != nil || id.Num != 0 {
+		t.Fatalf("dispatch: %v, %v", id, err)
+	}
+	if err := c.Notify(t.Context(), "cancel", nil); err != nil {
+		t.Fatal(err)
+	}
+	var res struct{ Second string }
+	if err := wait(t.Context(), &res); err != nil || res.Second != "cancel" {
+		t.Fatalf("answer %+v, %v; want the notification read after the request", res, err)
+	}
+	id, wait, err = c.DispatchID(t.Context(), "again", nil)
+	if err == nil {
+		err = wait(t.Context(), nil)
+	}
+	if !errors.Is(err, sdk.ErrProviderExited) || id.Num != 1 {
+		t.Fatalf("a call the provider never answers: %v, %v", id, err)
+	}
+}

@@ -100,6 +100,7 @@ type session struct {
 	norm       *normalizer
 	loading    bool
 	turnDone   chan struct{} // closed when the running turn has ended
+	promptSent chan struct{} // closed when the running turn's prompt is written
 	respFrames map[string]uint64
 	now        func() time.Time // the adapter's clock
 }
@@ -369,16 +370,20 @@ func (a *Adapter) StartTurn(ctx context.Context, req sdk.StartTurnRequest) (sdk.
 	}
 	turnRef, started := s.norm.startTurn()
 	started.ClientTurnID = req.ClientTurnID
-	done := make(chan struct{})
-	s.turnDone = done
+	done, sent := make(chan struct{}), make(chan struct{})
+	s.turnDone, s.promptSent = done, sent
 	s.emit.Emit(started)
 	s.mu.Unlock()
 
 	go func() {
 		defer close(done)
 		var res promptResult
-		id, err := s.c.CallID(s.ctx, "session/prompt", promptParams{SessionID: s.acpSession,
-			Prompt: []contentBlock{{Type: "text", Text: req.Input.Text}}}, &res)
+		id, wait, err := s.c.DispatchID(s.ctx, "session/prompt", promptParams{SessionID: s.acpSession,
+			Prompt: []contentBlock{{Type: "text", Text: req.Input.Text}}})
+		close(sent) // an interrupt's cancel may follow it now
+		if err == nil {
+			err = wait(s.ctx, &res)
+		}
 		if exit := (*sdk.ProviderExit)(nil); errors.As(err, &exit) {
 			exit.When = "during the turn" // as every plugin says a death mid-turn
 		}
@@ -410,10 +415,17 @@ func (a *Adapter) InterruptTurn(ctx context.Context, req sdk.InterruptTurnReques
 		return err
 	}
 	s.mu.Lock()
-	running := s.turnDone != nil
+	running, sent := s.turnDone != nil, s.promptSent
 	s.mu.Unlock()
 	if !running {
 		return nil // nothing to stop; the acknowledgement is still true
+	}
+	// The cancel goes after the prompt it cancels: an agent given a
+	// cancel first has nothing to cancel, and then runs the prompt.
+	select {
+	case <-sent:
+	case <-ctx.Done():
+		return fmt.Errorf("interrupt: %w", context.Cause(ctx))
 	}
 	if err := s.c.Notify(ctx, "session/cancel", cancelParams{SessionID: s.acpSession}); err != nil {
 		return fmt.Errorf("interrupt: %w", err)
