@@ -30,7 +30,7 @@
 # reports, auto-update and the "fast mode" prefetch (which ignores
 # ANTHROPIC_BASE_URL). See .notes/acp-agent-probe.md.
 #
-# PROVIDER=acp with ACP_AGENT=codex-acp or ACP_AGENT=opencode records that
+# PROVIDER=acp with ACP_AGENT=codex-acp, opencode or qwen-code records that
 # agent instead of claude-code-acp (the default): see
 # testdata/acp/agents/record.sh. Its transcripts go to
 # testdata/acp/agents/ID/SCENARIO.ndjson, its model scripts are
@@ -168,6 +168,11 @@ record_and_verify() {
     { KEEP_TMP=1; die "transcript header is not a recorded transcript_start (kept in $TMP)"; }
   jq -e -s '.[-1].type == "runtime_exit"' "$t" >/dev/null ||
     { KEEP_TMP=1; die "transcript does not end with runtime_exit (kept in $TMP)"; }
+  # A provider's redactions before the temp path check (testdata/PROVIDER/
+  # record.sh or an ACP agent's recorder may define redact_PROVIDER FILE).
+  if declare -F "redact_$provider" >/dev/null; then
+    "redact_$provider" "$t"
+  fi
   local -a paths=(-e "$TMP" -e "$ws")
   [ -n "$WS_TMP" ] && paths+=(-e "$WS_TMP")
   case $provider in codex | opencode) paths+=(-e "$REPO") ;; esac
@@ -220,13 +225,13 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
 record_acp() {
   case ${ACP_AGENT:-claude-code-acp} in
     claude-code-acp) ;;
-    codex-acp | opencode)
+    codex-acp | opencode | qwen-code)
       # shellcheck source=/dev/null
       source "$REPO/testdata/acp/agents/record.sh"
       "record_acp_${ACP_AGENT//-/_}"
       return
       ;;
-    *) die "unknown ACP_AGENT '$ACP_AGENT': want claude-code-acp, codex-acp or opencode" ;;
+    *) die "unknown ACP_AGENT '$ACP_AGENT': want claude-code-acp, codex-acp, opencode or qwen-code" ;;
   esac
   local agent_pkg=@zed-industries/claude-code-acp
   local agent_version=0.16.2

@@ -5,7 +5,10 @@
 #   codex-acp  @zed-industries/codex-acp (codex inside), against the scripted
 #              OpenAI Responses API (baton-modelserver --api openai-responses);
 #   opencode   opencode-ai run as `opencode acp`, against the scripted
-#              Anthropic Messages API (baton-modelserver --api anthropic).
+#              Anthropic Messages API (baton-modelserver --api anthropic);
+#   qwen-code  @qwen-code/qwen-code run as `qwen --acp`, against the scripted
+#              Anthropic Messages API (its auth type anthropic, chosen by
+#              ANTHROPIC_* in its environment).
 #
 # For agent ID and scenario NAME:
 #   - the model script is testdata/acp/agents/ID/scenarios/NAME.json, in the
@@ -13,7 +16,8 @@
 #     workspace). In its object form ({"replies": [...]}) it may carry the
 #     agent's own settings for the scenario: "codexConfig", TOML lines put
 #     into codex's config.toml after its top-level keys; "opencodeConfig", a
-#     JSON object merged into opencode.json;
+#     JSON object merged into opencode.json; "qwenSettings", a JSON object
+#     merged into qwen-code's ~/.qwen/settings.json;
 #   - the client side (NAME.steps.json or NAME.messages, and NAME.flags,
 #     NAME.exit, NAME.mcp) is testdata/acp/agents/ID's where it has the file,
 #     else testdata/acp's (the claude-code-acp scenarios);
@@ -28,6 +32,9 @@
 # opencode's plugin package is installed beforehand (strace -f -e connect
 # of a recording shows connections to 127.0.0.1 only). See
 # .notes/acp-agents.md.
+
+# shellcheck source=/dev/null
+source "$REPO/testdata/acp/agents/setup.sh"
 
 # acp_agent_case ID sets what every agent's recording shares: AGENT_DIR,
 # script_src, out and CASE_DIR (the client side's directory), and reads the
@@ -195,6 +202,18 @@ postprocess_acp() {
 }
 ACP_CODEX_VERSION=
 
+# redact_acp FILE (record_and_verify calls it before its temp path check)
+# replaces the agent's install directory ACP_NODE_MODULES, where it set one,
+# by /usr/local/lib/node_modules: qwen-code's available_commands_update names
+# the SKILL.md files of its bundled skills by absolute path.
+redact_acp() {
+  [ -n "$ACP_NODE_MODULES" ] || return 0
+  local re
+  re=$(printf '%s' "$ACP_NODE_MODULES" | sed 's/[][\\.*^$|/]/\\&/g')
+  sed -i "s/$re/\/usr\/local\/lib\/node_modules/g" "$1"
+}
+ACP_NODE_MODULES=
+
 # record_acp_opencode records opencode-ai as `opencode acp`:
 #   - opencode's HOME and XDG_* directories are a temp directory (its
 #     session store is $XDG_DATA_HOME/opencode/opencode.db: a resumed
@@ -270,4 +289,50 @@ record_acp_opencode() {
     "model=baton/scripted: baton-modelserver --api anthropic (scripted)" \
     "auth=none (a provider of its own config, with a made-up API key)" \
     -- "${agent_env[@]}" "$agent_bin" acp
+}
+
+# record_acp_qwen_code records @qwen-code/qwen-code as `qwen --acp`:
+#   - its HOME is a temp directory (its sessions are under ~/.qwen, so every
+#     baton invocation of one recording shares it: resume); the workspace is
+#     a temp git repository;
+#   - ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY (made up) and ANTHROPIC_MODEL in
+#     its environment select its auth type "anthropic" against the scripted
+#     model server, with no authenticate call (qwen_code_env);
+#   - ~/.qwen/settings.json switches off usage statistics (else it looks up
+#     a telemetry host), managed auto-memory (else a memory sub-agent runs
+#     after a turn, a request with tools that would eat a scripted reply)
+#     and update checks (qwen_code_settings); the script's "qwenSettings" is
+#     merged into it (tools.approvalMode of approval_accept and multi_turn);
+#   - `qwen --acp` exits when its stdin closes.
+record_acp_qwen_code() {
+  local pkg=$QWEN_CODE_PKG version=$QWEN_CODE_VERSION
+  local npm_dir=$REPO/.cache/npm-qwen-code
+  local agent_bin=$npm_dir/node_modules/.bin/qwen
+  local script_src out
+  acp_agent_case qwen-code
+
+  # 1. qwen-code, pinned.
+  npm_pinned "$pkg" "$version" "$npm_dir" "$agent_bin"
+  ACP_NODE_MODULES=$npm_dir/node_modules # redact_acp
+
+  # 2. Temp HOME and workspace.
+  mkdir -p "$REPO/.cache"
+  TMP=$(mktemp -d "$REPO/.cache/qwen-code-acp-rec-XXXX")
+  WS_TMP=$(mktemp -d)
+  local home=$TMP/home ws=$WS_TMP/ws
+  mkdir -p "$home"
+  init_workspace "$ws"
+
+  # 3. The model server, and qwen's settings.
+  start_modelserver anthropic "$script_src" "$ws"
+  qwen_code_settings "$home" "$(jq 'if type == "object" then .qwenSettings // {} else {} end' "$TMP/script.json")"
+
+  # 4. Record through baton.
+  local -a agent_env=(env -i)
+  mapfile -t -O 2 agent_env < <(qwen_code_env "$home" "$MS_URL")
+  acp_agent_record qwen-code "$home" "$ws" \
+    "agent=$pkg" "agentVersion=$version" \
+    "model=$QWEN_CODE_MODEL on auth type anthropic: baton-modelserver --api anthropic (scripted)" \
+    "auth=none (ANTHROPIC_API_KEY made up, in its environment)" \
+    -- "${agent_env[@]}" "$agent_bin" --acp
 }
