@@ -193,7 +193,23 @@ TOML
 # postprocess_acp FILE (record_and_verify calls it on the new transcript)
 # checks that the codex inside codex-acp is the version the header names:
 # the user-agent of its model requests says it.
+#
+# In turn_interrupt it also drops the available_commands_update the agent
+# sends between the prompt and the client's session/cancel (qwen-code sends
+# one as soon as the prompt arrives): the update makes no event, so no
+# client step can wait for it, and a replay's cancel may overtake it (the
+# same update was taken out of codex-acp's by hand).
 postprocess_acp() {
+  if [ "$SCENARIO" = turn_interrupt ]; then
+    jq -c -s '
+      (map(.type == "expect_outbound" and .frame.method == "session/prompt") | rindex(true)) as $p
+      | (map(.type == "expect_outbound" and .frame.method == "session/cancel") | index(true)) as $c
+      | to_entries
+      | map(select(($p != null and $c != null and .key > $p and .key < $c
+          and .value.type == "emit_inbound"
+          and .value.frame.params.update.sessionUpdate == "available_commands_update") | not) | .value)
+      | .[]' "$1" >"$1.tmp" && mv "$1.tmp" "$1"
+  fi
   [ -n "$ACP_CODEX_VERSION" ] || return 0
   grep -q "codex_cli_rs/$ACP_CODEX_VERSION " "$TMP/model-requests.jsonl" || {
     KEEP_TMP=1
