@@ -246,8 +246,12 @@ record-switch: build
 # (baton run --worktree --provider codex,claude), both writing a file, both
 # branches merged with baton merge, the user's worktree untouched
 # (codex,claude:worktree_parallel, testdata/live_worktrees.sh; LIVE_SERVE=1
-# runs those threads in baton serve). Not part of `make test`: it needs the
-# npm registry and takes a minute or two.
+# runs those threads in baton serve). Then `baton run --agent ID` for each
+# of LIVE_AGENTS: installed with `baton agents install` from a one-entry
+# registry file pinned to the recorder's version, run against the scripted
+# model server (testdata/live_agents.sh). Not part of `make test`: it needs
+# the npm registry and takes a few minutes.
+LIVE_AGENTS ?= claude-code-acp codex-acp opencode qwen-code
 LIVE_SCENARIOS ?= acp:simple acp:approval_accept acp:thread_rollback acp:mcp_tools codex:simple codex:mcp_usage codex:approval_accept codex:subagent codex:thread_rollback claude:simple claude:mcp_usage claude:approval_accept claude:message_steering claude:subagent claude:thread_rollback opencode:simple opencode:mcp_usage opencode:approval_accept opencode:subagent opencode:thread_rollback codex,claude:worktree_parallel
 # The tests that stop nodes of a three-node JetStream cluster under the
 # shared log and the lease (skipped by make test: they wait out elections).
@@ -263,6 +267,8 @@ live-test: build
 		RECORD_OUT=$$out/$$p-$$s.ndjson bash testdata/record.sh $$p $$s >$$out/$$p-$$s.log 2>&1 || { cat $$out/$$p-$$s.log; exit 1; }; \
 		grep -E 'replay OK|wrote|record\.sh: live:' $$out/$$p-$$s.log; \
 	done
+	@echo "== live baton run --agent $(LIVE_AGENTS)"
+	@bash testdata/live_agents.sh $(LIVE_AGENTS)
 
 # The SIGKILL sweep on its own: the real baton killed 100 times at random
 # points of replayed sessions (prompts, approvals, steering, interrupts;

@@ -53,24 +53,36 @@
 # nothing in the repository); KEEP_TMP=1 keeps the temp directory (logs, agent HOME, workspace);
 # BATON_LOG_LEVEL=debug makes the recording baton run log more (to
 # TMP/baton.err).
+#
+# Sourced (`source testdata/record.sh` from another script, as
+# testdata/live_agents.sh does), it only defines its helpers (die,
+# npm_pinned, init_workspace, start_modelserver, stop_modelserver, cleanup
+# on EXIT) and REPO, BIN: it records nothing.
 set -euo pipefail
 
 die() { echo "record.sh: $*" >&2; exit 1; }
 
-[ $# -eq 2 ] || die "usage: record.sh PROVIDER SCENARIO"
-PROVIDER=$1
-SCENARIO=$2
-case $SCENARIO in
-  '' | */* | .*) die "bad scenario name: '$SCENARIO'" ;;
-esac
+RECORD_SOURCED=
+[ "${BASH_SOURCE[0]}" = "$0" ] || RECORD_SOURCED=1
 
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "$RECORD_SOURCED" ]; then
+  [ $# -eq 2 ] || die "usage: record.sh PROVIDER SCENARIO"
+  PROVIDER=$1
+  SCENARIO=$2
+  case $SCENARIO in
+    '' | */* | .*) die "bad scenario name: '$SCENARIO'" ;;
+  esac
+fi
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=$REPO/bin
 PATH=$BIN:$PATH # mcptool, the test MCP server, for a scenario with MCP servers
 
-for b in baton $(printf 'baton-plugin-%s ' $(tr '+,' '  ' <<<"$PROVIDER")) replaypeer baton-modelserver; do
-  [ -x "$BIN/$b" ] || die "$BIN/$b is missing; run: make record PROVIDER=$PROVIDER SCENARIO=$SCENARIO"
-done
+if [ -z "$RECORD_SOURCED" ]; then
+  for b in baton $(printf 'baton-plugin-%s ' $(tr '+,' '  ' <<<"$PROVIDER")) replaypeer baton-modelserver; do
+    [ -x "$BIN/$b" ] || die "$BIN/$b is missing; run: make record PROVIDER=$PROVIDER SCENARIO=$SCENARIO"
+  done
+fi
 
 # quote WORD: single-quote a word for --provider-command (split like a shell).
 quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
@@ -233,8 +245,10 @@ record_acp() {
       ;;
     *) die "unknown ACP_AGENT '$ACP_AGENT': want claude-code-acp, codex-acp, opencode or qwen-code" ;;
   esac
-  local agent_pkg=@zed-industries/claude-code-acp
-  local agent_version=0.16.2
+  # shellcheck source=/dev/null
+  source "$REPO/testdata/acp/agents/setup.sh"
+  local agent_pkg=$CLAUDE_CODE_ACP_PKG
+  local agent_version=$CLAUDE_CODE_ACP_VERSION
   local protocol='acp/1' transport='json-rpc ndjson stdio' # the plugin's wire protocol (Describe)
   local npm_dir=$REPO/.cache/npm-acp
   local agent_bin=$npm_dir/node_modules/.bin/claude-code-acp
@@ -273,20 +287,8 @@ record_acp() {
 
   # 4. Record through baton.
   read_client_side "$REPO/testdata/acp" 
-  local -a agent_env=(
-    env -i
-    "PATH=$PATH"
-    "HOME=$home"
-    "ANTHROPIC_BASE_URL=$MS_URL"
-    ANTHROPIC_API_KEY=sk-test-redacted
-    DISABLE_TELEMETRY=1
-    DISABLE_ERROR_REPORTING=1
-    DISABLE_AUTOUPDATER=1
-    DISABLE_BUG_COMMAND=1
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1
-    CLAUDE_CODE_DISABLE_TERMINAL_TITLE=1
-    CLAUDE_CODE_DISABLE_FAST_MODE=1
-  )
+  local -a agent_env=(env -i)
+  mapfile -t -O 2 agent_env < <(claude_code_acp_env "$home" "$MS_URL")
   # "claudeEnv" in the script: more env for the agent (as for claude: a
   # made-up CLAUDE_CODE_OAUTH_TOKEN signs it in to a plan, in place of the
   # API key, so that it reads the unified rate-limit headers).
@@ -638,6 +640,8 @@ load_provider() {
   declare -F "record_$1" >/dev/null ||
     die "unknown provider '$1' (no record_$1 in testdata/record.sh or testdata/$1/record.sh)"
 }
+
+[ -z "$RECORD_SOURCED" ] || return 0
 
 case $PROVIDER in
   *,*)

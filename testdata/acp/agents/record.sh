@@ -109,8 +109,7 @@ acp_agent_record() {
 # The npm package runs the platform package's binary through a node
 # script; the recording runs that binary itself (a SIGTERM reaches it).
 record_acp_codex_acp() {
-  local pkg=@zed-industries/codex-acp
-  local version=0.16.0
+  local pkg=$CODEX_ACP_PKG version=$CODEX_ACP_VERSION
   local npm_dir=$REPO/.cache/npm-codex-acp
   local script_src out
   acp_agent_case codex-acp
@@ -135,51 +134,11 @@ record_acp_codex_acp() {
   start_modelserver openai-responses "$script_src" "$ws"
   local extra
   extra=$(jq -r 'if type == "object" and has("codexConfig") then .codexConfig | if type == "array" then join("\n") else . end else "" end' "$TMP/script.json")
-  cat >"$codex_home/config.toml" <<TOML
-model = "gpt-5.5"
-model_provider = "baton"
-check_for_update_on_startup = false
-web_search = "disabled"
-$extra
-
-[model_providers.baton]
-name = "Baton scripted"
-base_url = "$MS_URL/v1"
-wire_api = "responses"
-env_key = "BATON_FAKE_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[otel]
-exporter = "none"
-log_user_prompt = false
-
-[features]
-plugins = false
-remote_plugin = false
-TOML
+  codex_acp_config "$codex_home" "$MS_URL" "$extra"
 
   # 4. Record through baton.
-  local -a agent_env=(
-    env -i
-    "PATH=$PATH"
-    "HOME=$home"
-    "CODEX_HOME=$codex_home"
-    BATON_FAKE_KEY=sk-test-redacted
-    LANG=C.UTF-8
-    TERM=dumb
-    RUST_LOG=warn
-    HTTPS_PROXY=http://127.0.0.1:9
-    HTTP_PROXY=http://127.0.0.1:9
-    ALL_PROXY=http://127.0.0.1:9
-    NO_PROXY=127.0.0.1,localhost
-  )
+  local -a agent_env=(env -i)
+  mapfile -t -O 2 agent_env < <(codex_acp_env "$home" "$codex_home")
   ACP_CODEX_VERSION=0.137.0 # the codex inside 0.16.0: checked against its user-agent (postprocess_acp)
   acp_agent_record codex-acp "$home" "$ws" \
     "agent=$pkg" "agentVersion=$version" \
@@ -249,8 +208,7 @@ ACP_NODE_MODULES=
 #     itself talks to nothing but 127.0.0.1;
 #   - `opencode acp` exits when its stdin closes.
 record_acp_opencode() {
-  local pkg=opencode-ai
-  local version=1.18.33 # as record_opencode
+  local pkg=$OPENCODE_PKG version=$OPENCODE_VERSION
   local npm_dir=$REPO/.cache/npm-opencode
   local agent_bin=$npm_dir/node_modules/.bin/opencode
   local plugin_dir=$REPO/.cache/npm-opencode-plugin
@@ -266,40 +224,17 @@ record_acp_opencode() {
   TMP=$(mktemp -d "$REPO/.cache/opencode-acp-rec-XXXX")
   WS_TMP=$(mktemp -d)
   local home=$TMP/home ws=$WS_TMP/ws xdg=$TMP/home/xdg
-  mkdir -p "$home" "$xdg"/{config,data,state,cache}/opencode
+  mkdir -p "$home"
   init_workspace "$ws"
 
   # 3. The model server, and opencode's config pointing at it.
   start_modelserver anthropic "$script_src" "$ws"
-  jq -n --arg url "$MS_URL/v1" '{
-    "$schema": "https://opencode.ai/config.json",
-    model: "baton/scripted", small_model: "baton/scripted",
-    autoupdate: false, share: "disabled", lsp: false, formatter: false,
-    provider: {baton: {npm: "@ai-sdk/anthropic", name: "Baton scripted",
-      options: {baseURL: $url, apiKey: "sk-test-redacted"},
-      models: {scripted: {name: "Scripted", tool_call: true, limit: {context: 200000, output: 8192}}}}}
-  }' >"$TMP/opencode.json"
-  jq -s '.[0] * (.[1] | if type == "object" then .opencodeConfig // {} else {} end)' \
-    "$TMP/opencode.json" "$TMP/script.json" >"$xdg/config/opencode/opencode.json"
-  cp "$plugin_dir/package.json" "$plugin_dir/package-lock.json" "$xdg/config/opencode/"
-  ln -s "$plugin_dir/node_modules" "$xdg/config/opencode/node_modules"
+  opencode_config "$xdg" "$MS_URL" "$plugin_dir" \
+    "$(jq 'if type == "object" then .opencodeConfig // {} else {} end' "$TMP/script.json")"
 
   # 4. Record through baton.
-  local -a agent_env=(
-    env -i
-    "PATH=$PATH"
-    "HOME=$home"
-    "XDG_CONFIG_HOME=$xdg/config"
-    "XDG_DATA_HOME=$xdg/data"
-    "XDG_STATE_HOME=$xdg/state"
-    "XDG_CACHE_HOME=$xdg/cache"
-    LANG=C.UTF-8
-    TERM=dumb
-    OPENCODE_DISABLE_AUTOUPDATE=1
-    OPENCODE_DISABLE_MODELS_FETCH=1
-    OPENCODE_DISABLE_LSP_DOWNLOAD=1
-    OPENCODE_DISABLE_SHARE=1
-  )
+  local -a agent_env=(env -i)
+  mapfile -t -O 2 agent_env < <(opencode_env "$home" "$xdg")
   acp_agent_record opencode "$home" "$ws" \
     "agent=$pkg" "agentVersion=$version" \
     "model=baton/scripted: baton-modelserver --api anthropic (scripted)" \

@@ -6,6 +6,12 @@
 # switches off whatever would go to the internet. Functions only; sourcing
 # it does nothing else.
 
+CLAUDE_CODE_ACP_PKG=@zed-industries/claude-code-acp
+CLAUDE_CODE_ACP_VERSION=0.16.2
+CODEX_ACP_PKG=@zed-industries/codex-acp
+CODEX_ACP_VERSION=0.16.0
+OPENCODE_PKG=opencode-ai
+OPENCODE_VERSION=1.18.33 # as record_opencode
 QWEN_CODE_PKG=@qwen-code/qwen-code
 QWEN_CODE_VERSION=0.24.4
 QWEN_CODE_MODEL=claude-sonnet-4-5
@@ -38,4 +44,121 @@ qwen_code_env() {
     LANG=C.UTF-8 \
     TERM=dumb \
     NO_COLOR=1
+}
+
+# claude_code_acp_env HOME MS_URL prints claude-code-acp's environment:
+# ANTHROPIC_BASE_URL the model server, a made-up key, and telemetry, error
+# reports, auto-update and the "fast mode" prefetch (which ignores
+# ANTHROPIC_BASE_URL) off.
+claude_code_acp_env() {
+  local home=$1 url=$2
+  printf '%s\n' \
+    "PATH=$PATH" \
+    "HOME=$home" \
+    "ANTHROPIC_BASE_URL=$url" \
+    ANTHROPIC_API_KEY=sk-test-redacted \
+    DISABLE_TELEMETRY=1 \
+    DISABLE_ERROR_REPORTING=1 \
+    DISABLE_AUTOUPDATER=1 \
+    DISABLE_BUG_COMMAND=1 \
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
+    CLAUDE_CODE_DISABLE_TERMINAL_TITLE=1 \
+    CLAUDE_CODE_DISABLE_FAST_MODE=1
+}
+
+# codex_acp_config CODEX_HOME MS_URL [EXTRA_TOML] writes CODEX_HOME/config.toml:
+# model gpt-5.5 on a model provider "baton" (Responses API) whose base_url
+# is the model server; update checks, web search, analytics, feedback,
+# OTel and plugins off. EXTRA_TOML goes after the top-level keys.
+codex_acp_config() {
+  local codex_home=$1 url=$2 extra=${3:-}
+  mkdir -p "$codex_home"
+  cat >"$codex_home/config.toml" <<TOML
+model = "gpt-5.5"
+model_provider = "baton"
+check_for_update_on_startup = false
+web_search = "disabled"
+$extra
+
+[model_providers.baton]
+name = "Baton scripted"
+base_url = "$url/v1"
+wire_api = "responses"
+env_key = "BATON_FAKE_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[otel]
+exporter = "none"
+log_user_prompt = false
+
+[features]
+plugins = false
+remote_plugin = false
+TOML
+}
+
+# codex_acp_env HOME CODEX_HOME prints codex-acp's environment: its key
+# (made up), and a closed port on 127.0.0.1 as its HTTP(S) proxy.
+codex_acp_env() {
+  local home=$1 codex_home=$2
+  printf '%s\n' \
+    "PATH=$PATH" \
+    "HOME=$home" \
+    "CODEX_HOME=$codex_home" \
+    BATON_FAKE_KEY=sk-test-redacted \
+    LANG=C.UTF-8 \
+    TERM=dumb \
+    RUST_LOG=warn \
+    HTTPS_PROXY=http://127.0.0.1:9 \
+    HTTP_PROXY=http://127.0.0.1:9 \
+    ALL_PROXY=http://127.0.0.1:9 \
+    NO_PROXY=127.0.0.1,localhost
+}
+
+# opencode_config XDG MS_URL PLUGIN_DIR [EXTRA_JSON] writes
+# XDG/config/opencode/opencode.json (a provider "baton" on
+# @ai-sdk/anthropic whose base URL is the model server, model
+# baton/scripted; sharing, auto-update, LSP and formatters off; EXTRA_JSON
+# merged into it) and gives opencode the @opencode-ai/plugin install in
+# PLUGIN_DIR (its package.json, package-lock.json and node_modules), so
+# that it installs nothing from the registry on its start.
+opencode_config() {
+  local xdg=$1 url=$2 plugin_dir=$3 extra=${4:-'{}'}
+  mkdir -p "$xdg"/{config,data,state,cache}/opencode
+  jq -n --arg url "$url/v1" --argjson extra "$extra" '{
+    "$schema": "https://opencode.ai/config.json",
+    model: "baton/scripted", small_model: "baton/scripted",
+    autoupdate: false, share: "disabled", lsp: false, formatter: false,
+    provider: {baton: {npm: "@ai-sdk/anthropic", name: "Baton scripted",
+      options: {baseURL: $url, apiKey: "sk-test-redacted"},
+      models: {scripted: {name: "Scripted", tool_call: true, limit: {context: 200000, output: 8192}}}}}
+  } * $extra' >"$xdg/config/opencode/opencode.json"
+  cp "$plugin_dir/package.json" "$plugin_dir/package-lock.json" "$xdg/config/opencode/"
+  ln -sfn "$plugin_dir/node_modules" "$xdg/config/opencode/node_modules"
+}
+
+# opencode_env HOME XDG prints opencode's environment: its XDG directories
+# and every update, model-list, LSP download and share switch off.
+opencode_env() {
+  local home=$1 xdg=$2
+  printf '%s\n' \
+    "PATH=$PATH" \
+    "HOME=$home" \
+    "XDG_CONFIG_HOME=$xdg/config" \
+    "XDG_DATA_HOME=$xdg/data" \
+    "XDG_STATE_HOME=$xdg/state" \
+    "XDG_CACHE_HOME=$xdg/cache" \
+    LANG=C.UTF-8 \
+    TERM=dumb \
+    OPENCODE_DISABLE_AUTOUPDATE=1 \
+    OPENCODE_DISABLE_MODELS_FETCH=1 \
+    OPENCODE_DISABLE_LSP_DOWNLOAD=1 \
+    OPENCODE_DISABLE_SHARE=1
 }
