@@ -131,3 +131,36 @@ func TestModelByConfigOption(t *testing.T) {
 		t.Errorf("a model the agent does not offer: %v; want %q", err, want)
 	}
 }
+
+// TestQwenDeclinesQuietly: qwen-code asks, after each tool call, for the
+// prompts queued mid-turn (craft/drainMidTurnQueue, outside the
+// protocol); its flavor declines it as any unknown request is declined, and ignores its prompt suggestions,
+// (the peer checks the answer) but without a diagnostic each time.
+func TestQwenDeclinesQuietly(t *testing.T) {
+	p := plugintest.Start(t, plugintest.Build(t, "."))
+	ws := t.TempDir()
+	f := filepath.Join(agentsData, "qwen-code", "multi_turn.ndjson")
+	s := p.Open(t, f, ws)
+	var all []sdk.RuntimeEvent
+	for _, m := range plugintest.ReadGroups(t, filepath.Join(testdata, "multi_turn.messages"))[0] {
+		s.StartTurn(t, m)
+		evs := s.WaitTurn(t)
+		if term := evs[len(evs)-1]; term.Status != sdk.TurnCompleted {
+			t.Fatalf("turn %q ended %s (%+v)", m, term.Status, term.Failure)
+		}
+		all = append(all, evs...)
+	}
+	s.Close(t)
+	items := 0
+	for _, ev := range all {
+		if ev.Kind == sdk.EventDiagnostic {
+			t.Errorf("diagnostic %q", ev.Title)
+		}
+		if ev.Kind == sdk.EventItemStarted && ev.ItemKind != sdk.ItemAssistantMessage && ev.ItemKind != sdk.ItemReasoning {
+			items++
+		}
+	}
+	if items == 0 {
+		t.Fatal("no tool call in the turns: the transcript no longer asks what this test is about")
+	}
+}

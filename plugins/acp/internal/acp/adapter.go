@@ -103,6 +103,7 @@ type session struct {
 	promptSent chan struct{} // closed when the running turn's prompt is written
 	respFrames map[string]uint64
 	now        func() time.Time // the adapter's clock
+	flavor     *flavor          // the agent's (nil: none), once initialized
 }
 
 // ResumeSession implements sdk.Resumer: OpenSession continues
@@ -162,6 +163,9 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 	if err != nil {
 		return sdk.OpenSessionResponse{}, err // the call names the method
 	}
+	s.mu.Lock()
+	s.flavor = flavorOf(init.AgentInfo)
+	s.mu.Unlock()
 	if init.ProtocolVersion != ProtocolVersion {
 		return sdk.OpenSessionResponse{}, fmt.Errorf("the agent speaks ACP version %d; this plugin speaks %d",
 			init.ProtocolVersion, ProtocolVersion)
@@ -515,13 +519,19 @@ func (s *session) handle(r *jsonrpc2.Request) (result any, err *jsonrpc2.Error, 
 		result, err = s.writeTextFile(params)
 		return result, err, false
 	}
-	if r.Notif && strings.HasPrefix(r.Method, "_") {
+	s.mu.Lock()
+	f := s.flavor
+	s.mu.Unlock()
+	known := f != nil && slices.Contains(f.Ignores, r.Method)
+	if r.Notif && (known || strings.HasPrefix(r.Method, "_")) {
 		// An extension notification Baton does not read: ignored, as ACP
 		// asks of a client (see flavor).
 		s.log.Debug("agent extension notification ignored", "method", r.Method)
 		return nil, nil, false
 	}
-	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: raw, Title: "unhandled agent method " + r.Method})
+	if !known {
+		s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventDiagnostic, RawFrame: raw, Title: "unhandled agent method " + r.Method})
+	}
 	return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not supported by this client", r.Method)}, false
 }
 

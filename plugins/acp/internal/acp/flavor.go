@@ -17,7 +17,10 @@ import (
 // Extensions (`_`-prefixed methods and notifications) are the protocol's
 // way for an agent to say more: a notification Baton does not read is
 // ignored and a request answered "method not found", as ACP asks of a
-// client (session.handle). None of the agents measured sends one (see
+// client (session.handle). An agent's own methods without the prefix
+// that Baton does not read are a flavor's Ignores (qwen-code's); any
+// other unknown method is answered so too, with a diagnostic. None of the
+// agents measured sends an extension that means something to Baton (see
 // .notes/acp-agents.md); claude-code-acp's tool names in _meta are read
 // for every agent (decodeUpdate).
 //
@@ -36,6 +39,11 @@ type flavor struct {
 	// a person); Login says what a person does instead.
 	Auth  func(offered []authMethod, env func(string) string) string
 	Login string
+	// Ignores are the agent's own methods (outside the protocol, without
+	// its `_` prefix) that Baton does not read: a notification is
+	// ignored, a request answered "method not found" as any unknown one
+	// is, without a diagnostic each time.
+	Ignores []string
 }
 
 // flavors is every flavor Baton knows, one row an agent family.
@@ -62,6 +70,19 @@ var flavors = []flavor{
 		Name:   "opencode",
 		Agents: []string{"OpenCode"},
 		Login:  "run `opencode auth login` in a terminal, or configure a provider's key in opencode's configuration",
+	},
+	{
+		// qwen-code --acp: it authenticates from its environment
+		// (ANTHROPIC_* or OPENAI_*) without authenticate. After each tool
+		// call it asks the client for prompts queued mid-turn
+		// (craft/drainMidTurnQueue): Baton queues a message to the next
+		// run instead, so it declines, and qwen goes on. It suggests the
+		// user's next prompt (qwen/notify/session/prompt-suggestion),
+		// which Baton does not show.
+		Name:    "qwen-code",
+		Agents:  []string{"qwen-code"},
+		Login:   "run `qwen` once in a terminal to choose its authentication, or give it OPENAI_API_KEY or ANTHROPIC_API_KEY",
+		Ignores: []string{"craft/drainMidTurnQueue", "qwen/notify/session/prompt-suggestion"},
 	},
 	{
 		// gemini-cli --experimental-acp: it asks for a method when no
