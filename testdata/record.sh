@@ -388,6 +388,8 @@ start_modelserver() {
 #     version (clientInfo.version becomes "<any>"); inbound frames stay as
 #     codex sent them (temp paths redacted by replaypeer).
 record_codex() {
+  # shellcheck source=/dev/null
+  source "$REPO/testdata/acp/agents/setup.sh" # codex_provider_toml
   local codex_pkg=@openai/codex
   local codex_version=0.171.0
   local protocol='codex-app-server/v2' transport='json-rpc ndjson stdio' # the plugin's wire protocol (Describe)
@@ -444,27 +446,7 @@ model_catalog_json = "$TMP/catalog.json"
 model_provider = "baton"
 check_for_update_on_startup = false
 
-[model_providers.baton]
-name = "Baton scripted"
-base_url = "$MS_URL/v1"
-wire_api = "responses"
-env_key = "BATON_FAKE_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[otel]
-exporter = "none"
-log_user_prompt = false
-
-[features]
-plugins = false
-remote_plugin = false
+$(codex_provider_toml "$MS_URL")
 TOML
 
   # 4. Record through baton.

@@ -66,20 +66,13 @@ claude_code_acp_env() {
     CLAUDE_CODE_DISABLE_FAST_MODE=1
 }
 
-# codex_acp_config CODEX_HOME MS_URL [EXTRA_TOML] writes CODEX_HOME/config.toml:
-# model gpt-5.5 on a model provider "baton" (Responses API) whose base_url
-# is the model server; update checks, web search, analytics, feedback,
-# OTel and plugins off. EXTRA_TOML goes after the top-level keys.
-codex_acp_config() {
-  local codex_home=$1 url=$2 extra=${3:-}
-  mkdir -p "$codex_home"
-  cat >"$codex_home/config.toml" <<TOML
-model = "gpt-5.5"
-model_provider = "baton"
-check_for_update_on_startup = false
-web_search = "disabled"
-$extra
-
+# codex_provider_toml MS_URL prints the end of a codex config.toml that
+# codex and codex-acp recordings share: a model provider "baton" (the
+# Responses API) whose base_url is the model server, no retries, and
+# analytics, feedback, OTel and plugins off.
+codex_provider_toml() {
+  local url=$1
+  cat <<TOML
 [model_providers.baton]
 name = "Baton scripted"
 base_url = "$url/v1"
@@ -101,6 +94,24 @@ log_user_prompt = false
 [features]
 plugins = false
 remote_plugin = false
+TOML
+}
+
+# codex_acp_config CODEX_HOME MS_URL [EXTRA_TOML] writes CODEX_HOME/config.toml:
+# model gpt-5.5 on a model provider "baton" (Responses API) whose base_url
+# is the model server; update checks, web search, analytics, feedback,
+# OTel and plugins off. EXTRA_TOML goes after the top-level keys.
+codex_acp_config() {
+  local codex_home=$1 url=$2 extra=${3:-}
+  mkdir -p "$codex_home"
+  cat >"$codex_home/config.toml" <<TOML
+model = "gpt-5.5"
+model_provider = "baton"
+check_for_update_on_startup = false
+web_search = "disabled"
+$extra
+
+$(codex_provider_toml "$url")
 TOML
 }
 
