@@ -224,7 +224,7 @@ demo: build
 # A SCENARIO ending in _restart (usage_limit_restart) runs through baton
 # serve, killed with SIGKILL during the run's wait and started again after
 # it (testdata/record_restart.sh). PROVIDER=acp records claude-code-acp;
-# ACP_AGENT=codex-acp or ACP_AGENT=opencode records that ACP agent instead,
+# ACP_AGENT=codex-acp, opencode, qwen-code or gemini records that ACP agent instead,
 # into testdata/acp/agents/ACP_AGENT/ (testdata/acp/agents/record.sh).
 record: build
 	cd host && $(GO) build -o $(BIN)/baton-modelserver ./cmd/baton-modelserver

@@ -30,7 +30,7 @@
 # reports, auto-update and the "fast mode" prefetch (which ignores
 # ANTHROPIC_BASE_URL). See .notes/acp-agent-probe.md.
 #
-# PROVIDER=acp with ACP_AGENT=codex-acp, opencode or qwen-code records that
+# PROVIDER=acp with ACP_AGENT=codex-acp, opencode, qwen-code or gemini records that
 # agent instead of claude-code-acp (the default): see
 # testdata/acp/agents/record.sh. Its transcripts go to
 # testdata/acp/agents/ID/SCENARIO.ndjson, its model scripts are
@@ -233,17 +233,17 @@ for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => c.kill(s));
 c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 : 1) : code));'
 
 # record_acp records the ACP agent ACP_AGENT (default claude-code-acp, here;
-# codex-acp and opencode in testdata/acp/agents/record.sh).
+# codex-acp, opencode, qwen-code and gemini in testdata/acp/agents/record.sh).
 record_acp() {
   case ${ACP_AGENT:-claude-code-acp} in
     claude-code-acp) ;;
-    codex-acp | opencode | qwen-code)
+    codex-acp | opencode | qwen-code | gemini)
       # shellcheck source=/dev/null
       source "$REPO/testdata/acp/agents/record.sh"
       "record_acp_${ACP_AGENT//-/_}"
       return
       ;;
-    *) die "unknown ACP_AGENT '$ACP_AGENT': want claude-code-acp, codex-acp, opencode or qwen-code" ;;
+    *) die "unknown ACP_AGENT '$ACP_AGENT': want claude-code-acp, codex-acp, opencode, qwen-code or gemini" ;;
   esac
   # shellcheck source=/dev/null
   source "$REPO/testdata/acp/agents/setup.sh"

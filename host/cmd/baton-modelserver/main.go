@@ -1,9 +1,10 @@
 // Command baton-modelserver serves a scripted model API on a local address,
 // for driving real agents in tests and transcript recordings without a real
 // model: the Anthropic Messages API (Claude Code; the default) or the OpenAI
-// Responses API (codex, with --api openai-responses).
+// Responses API (codex, with --api openai-responses) or the Gemini API
+// (gemini-cli, with --api gemini).
 //
-//	baton-modelserver --script replies.json [--api anthropic|openai-responses] [--addr 127.0.0.1:0] [--log requests.jsonl]
+//	baton-modelserver --script replies.json [--api anthropic|openai-responses|gemini] [--addr 127.0.0.1:0] [--log requests.jsonl]
 //
 // The first line on stdout is "listening on http://HOST:PORT". Request
 // summaries go to stderr. It serves until SIGINT or SIGTERM.
@@ -31,7 +32,7 @@ func main() {
 	chunk := flag.Int("chunk", 0, "split text/tool-input deltas into chunks of at most N runes (0: one delta per block)")
 	sideText := flag.String("side-text", "OK", "fixed reply text for side calls (title/topic/quota)")
 	quiet := flag.Bool("quiet", false, "do not log request summaries to stderr")
-	api := flag.String("api", "anthropic", "API to serve: anthropic (Messages API) or openai-responses (Responses API)")
+	api := flag.String("api", "anthropic", "API to serve: anthropic (Messages API), openai-responses (Responses API) or gemini (Gemini API)")
 	flag.Parse()
 
 	var logw, bodyw io.Writer
@@ -86,7 +87,8 @@ type consumer interface {
 	Consumed() int
 }
 
-// newServer builds the server for api ("anthropic" or "openai-responses")
+// newServer builds the server for api ("anthropic", "openai-responses" or
+// "gemini")
 // from the script file at path (none when empty).
 func newServer(api, path string, chunk int, sideText string, logw, bodyw io.Writer) (consumer, error) {
 	switch api {
@@ -114,7 +116,19 @@ func newServer(api, path string, chunk int, sideText string, logw, bodyw io.Writ
 		srv.ChunkRunes, srv.SideText, srv.Log, srv.BodyLog = chunk, sideText, logw, bodyw
 		srv.Timestamps = bodyw != nil
 		return srv, nil
+	case "gemini":
+		var sc modelserver.GeminiScript
+		if path != "" {
+			var err error
+			if sc, err = modelserver.LoadGeminiScript(path); err != nil {
+				return nil, err
+			}
+		}
+		srv := modelserver.NewGemini(sc)
+		srv.ChunkRunes, srv.SideText, srv.Log, srv.BodyLog = chunk, sideText, logw, bodyw
+		srv.Timestamps = bodyw != nil
+		return srv, nil
 	default:
-		return nil, fmt.Errorf("unknown --api %q (want anthropic or openai-responses)", api)
+		return nil, fmt.Errorf("unknown --api %q (want anthropic, openai-responses or gemini)", api)
 	}
 }

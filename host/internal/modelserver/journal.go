@@ -56,7 +56,7 @@ func logHeaders(h http.Header) map[string]string {
 	for k, v := range h {
 		lk := strings.ToLower(k)
 		switch {
-		case lk == "x-api-key" || lk == "authorization" || lk == "cookie":
+		case lk == "x-api-key" || lk == "x-goog-api-key" || lk == "authorization" || lk == "cookie":
 			out[lk] = "<redacted>"
 		case strings.HasPrefix(lk, "anthropic-") || strings.HasPrefix(lk, "openai-") || strings.HasPrefix(lk, "x-") ||
 			lk == "user-agent" || lk == "accept" || lk == "originator" || lk == "session_id" || lk == "conversation_id":

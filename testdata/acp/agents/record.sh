@@ -8,7 +8,10 @@
 #              Anthropic Messages API (baton-modelserver --api anthropic);
 #   qwen-code  @qwen-code/qwen-code run as `qwen --acp`, against the scripted
 #              Anthropic Messages API (its auth type anthropic, chosen by
-#              ANTHROPIC_* in its environment).
+#              ANTHROPIC_* in its environment);
+#   gemini     @google/gemini-cli run as `gemini --acp`, against the scripted
+#              Gemini API (baton-modelserver --api gemini; its auth type
+#              gateway, chosen by GOOGLE_GEMINI_BASE_URL).
 #
 # For agent ID and scenario NAME:
 #   - the model script is testdata/acp/agents/ID/scenarios/NAME.json, in the
@@ -17,7 +20,8 @@
 #     agent's own settings for the scenario: "codexConfig", TOML lines put
 #     into codex's config.toml after its top-level keys; "opencodeConfig", a
 #     JSON object merged into opencode.json; "qwenSettings", a JSON object
-#     merged into qwen-code's ~/.qwen/settings.json;
+#     merged into qwen-code's ~/.qwen/settings.json; "geminiSettings", a
+#     JSON object merged into gemini-cli's ~/.gemini/settings.json;
 #   - the client side (NAME.steps.json or NAME.messages, and NAME.flags,
 #     NAME.exit, NAME.mcp) is testdata/acp/agents/ID's where it has the file,
 #     else testdata/acp's (the claude-code-acp scenarios);
@@ -285,5 +289,52 @@ record_acp_qwen_code() {
     "agent=$pkg" "agentVersion=$version" \
     "model=$QWEN_CODE_MODEL on auth type anthropic: baton-modelserver --api anthropic (scripted)" \
     "auth=none (ANTHROPIC_API_KEY made up, in its environment)" \
+    -- "${agent_env[@]}" "$agent_bin" --acp
+}
+
+# record_acp_gemini records @google/gemini-cli as `gemini --acp`:
+#   - its HOME is a temp directory (its sessions are under ~/.gemini, so
+#     every baton invocation of one recording shares it: resume); the
+#     workspace is a temp git repository;
+#   - GOOGLE_GEMINI_BASE_URL (the model server, --api gemini) and
+#     GEMINI_API_KEY (made up) in its environment: its auth type "gateway",
+#     no authenticate call (gemini_cli_env);
+#   - ~/.gemini/settings.json switches off usage statistics, telemetry and
+#     update checks (gemini_cli_settings); the script's "geminiSettings" is
+#     merged into it;
+#   - its model is "auto": each prompt first asks the router model
+#     (generateContent with a JSON schema, a side call the server answers
+#     without consuming the script), then streams the main turn;
+#   - `gemini --acp` exits when its stdin closes.
+record_acp_gemini() {
+  local pkg=$GEMINI_CLI_PKG version=$GEMINI_CLI_VERSION
+  local npm_dir=$REPO/.cache/npm-gemini-cli
+  local agent_bin=$npm_dir/node_modules/.bin/gemini
+  local script_src out
+  acp_agent_case gemini
+
+  # 1. gemini-cli, pinned.
+  npm_pinned "$pkg" "$version" "$npm_dir" "$agent_bin"
+  ACP_NODE_MODULES=$npm_dir/node_modules # redact_acp
+
+  # 2. Temp HOME and workspace.
+  mkdir -p "$REPO/.cache"
+  TMP=$(mktemp -d "$REPO/.cache/gemini-acp-rec-XXXX")
+  WS_TMP=$(mktemp -d)
+  local home=$TMP/home ws=$WS_TMP/ws
+  mkdir -p "$home"
+  init_workspace "$ws"
+
+  # 3. The model server, and gemini's settings.
+  start_modelserver gemini "$script_src" "$ws"
+  gemini_cli_settings "$home" "$(jq 'if type == "object" then .geminiSettings // {} else {} end' "$TMP/script.json")"
+
+  # 4. Record through baton.
+  local -a agent_env=(env -i)
+  mapfile -t -O 2 agent_env < <(gemini_cli_env "$home" "$MS_URL")
+  acp_agent_record gemini "$home" "$ws" \
+    "agent=$pkg" "agentVersion=$version" \
+    "model=auto (router and main model): baton-modelserver --api gemini (scripted)" \
+    "auth=none (auth type gateway: GOOGLE_GEMINI_BASE_URL, GEMINI_API_KEY made up)" \
     -- "${agent_env[@]}" "$agent_bin" --acp
 }

@@ -15,6 +15,37 @@ OPENCODE_VERSION=1.18.33 # as record_opencode
 QWEN_CODE_PKG=@qwen-code/qwen-code
 QWEN_CODE_VERSION=0.24.4
 QWEN_CODE_MODEL=claude-sonnet-4-5
+GEMINI_CLI_PKG=@google/gemini-cli
+GEMINI_CLI_VERSION=0.61.0
+
+# gemini_cli_settings HOME [EXTRA_JSON] writes HOME/.gemini/settings.json:
+# no usage statistics, no telemetry, no auto-update or update notification
+# (with them off, strace -f -e connect of a recording shows 127.0.0.1
+# only); EXTRA_JSON (an object) is merged into it.
+gemini_cli_settings() {
+  local home=$1 extra=${2:-'{}'}
+  mkdir -p "$home/.gemini"
+  jq -n --argjson extra "$extra" '{
+    privacy: {usageStatisticsEnabled: false},
+    telemetry: {enabled: false},
+    general: {enableAutoUpdate: false, enableAutoUpdateNotification: false}
+  } * $extra' >"$home/.gemini/settings.json"
+}
+
+# gemini_cli_env HOME MS_URL prints gemini-cli's environment: the Gemini
+# API at MS_URL (GOOGLE_GEMINI_BASE_URL: its auth type "gateway", no
+# authenticate call) with a made-up key.
+gemini_cli_env() {
+  local home=$1 url=$2
+  printf '%s\n' \
+    "PATH=$PATH" \
+    "HOME=$home" \
+    "GOOGLE_GEMINI_BASE_URL=$url" \
+    GEMINI_API_KEY=test-key-redacted \
+    LANG=C.UTF-8 \
+    TERM=dumb \
+    NO_COLOR=1
+}
 
 # qwen_code_settings HOME [EXTRA_JSON] writes HOME/.qwen/settings.json: no
 # usage statistics (a telemetry host lookup), no managed auto-memory (a
