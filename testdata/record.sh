@@ -559,6 +559,9 @@ run_baton() {
       thread=$(sed -n 's/.*--thread \(thr_[0-9a-z]*\)).*/\1/p' "$out" | tail -n 1)
       [ -n "$thread" ] || { echo "record.sh: no thread id in baton's output" >&2; return 1; }
     else
+      # A recorder may need time to pass before the provider starts again
+      # (record_acp_gemini: gemini-cli names its session file by the minute).
+      [ -z "$BEFORE_RESUME" ] || "$BEFORE_RESUME"
       "$BIN/baton" run --log-level "${BATON_LOG_LEVEL:-warn}" --data "$data" --thread "$thread" \
         "${group[@]}" >>"$out" 2>>"$err" </dev/null || return $?
     fi
@@ -568,6 +571,7 @@ run_baton() {
 
 STEPS=
 msgs=()
+BEFORE_RESUME=
 MS_PID=
 MS_URL=
 REPLIES=

@@ -31,6 +31,13 @@ func TestNewServerAPIs(t *testing.T) {
 	if _, ok := o.(*modelserver.ResponsesServer); !ok {
 		t.Fatalf("openai-responses: %T", o)
 	}
+	g, err := newServer("gemini", script, 0, "OK", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := g.(*modelserver.GeminiServer); !ok {
+		t.Fatalf("gemini: %T", g)
+	}
 	ts := httptest.NewServer(o)
 	defer ts.Close()
 	resp, err := http.Get(ts.URL + "/v1/models")
@@ -45,5 +52,8 @@ func TestNewServerAPIs(t *testing.T) {
 	os.WriteFile(bad, []byte(`[[{"type":"tool_use","name":"x"}]]`), 0o644)
 	if _, err := newServer("openai-responses", bad, 0, "OK", nil, nil); err == nil {
 		t.Fatal("want script error for a Messages block in a Responses script")
+	}
+	if _, err := newServer("gemini", bad, 0, "OK", nil, nil); err == nil {
+		t.Fatal("want script error for a Messages block in a Gemini script")
 	}
 }

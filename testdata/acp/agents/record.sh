@@ -305,6 +305,12 @@ record_acp_qwen_code() {
 #   - its model is "auto": each prompt first asks the router model
 #     (generateContent with a JSON schema, a side call the server answers
 #     without consuming the script), then streams the main turn;
+#   - gemini-cli 0.61 names a session file by the minute it starts
+#     (session-YYYY-MM-DDTHH-MM-ID8.jsonl), and session/load starts a fresh
+#     recording of the loaded session before it reads it: in the same
+#     minute that overwrites the saved conversation, and the load fails ("No
+#     previous sessions found for this project."). So a later invocation of
+#     the thread (resume) waits for the next minute (gemini_next_minute);
 #   - `gemini --acp` exits when its stdin closes.
 record_acp_gemini() {
   local pkg=$GEMINI_CLI_PKG version=$GEMINI_CLI_VERSION
@@ -330,6 +336,7 @@ record_acp_gemini() {
   gemini_cli_settings "$home" "$(jq 'if type == "object" then .geminiSettings // {} else {} end' "$TMP/script.json")"
 
   # 4. Record through baton.
+  BEFORE_RESUME=gemini_next_minute
   local -a agent_env=(env -i)
   mapfile -t -O 2 agent_env < <(gemini_cli_env "$home" "$MS_URL")
   acp_agent_record gemini "$home" "$ws" \
@@ -337,4 +344,12 @@ record_acp_gemini() {
     "model=auto (router and main model): baton-modelserver --api gemini (scripted)" \
     "auth=none (auth type gateway: GOOGLE_GEMINI_BASE_URL, GEMINI_API_KEY made up)" \
     -- "${agent_env[@]}" "$agent_bin" --acp
+}
+
+# gemini_next_minute sleeps until the wall clock's minute changes (see
+# record_acp_gemini).
+gemini_next_minute() {
+  local m
+  m=$(date +%M)
+  while [ "$(date +%M)" = "$m" ]; do sleep 1; done
 }

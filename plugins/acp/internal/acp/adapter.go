@@ -583,6 +583,7 @@ func (s *session) permission(id jsonrpc2.ID, ch chan permissionOutcome, params [
 	if s.norm != nil {
 		turnRef = s.norm.turnRef
 		title, _, _ = s.norm.toolTitle(update{Kind: "tool_call", Title: tool.Title})
+		s.startAskedTool(p.ToolCall, tool.ToolCallID, raw)
 	}
 	s.mu.Unlock()
 	s.emit.Emit(sdk.RuntimeEvent{Kind: sdk.EventRequestOpened, RawFrame: raw, ThreadRef: thread, TurnRef: turnRef,
@@ -603,6 +604,30 @@ func (s *session) permission(id jsonrpc2.ID, ch chan permissionOutcome, params [
 		RequestRef: ref, Status: decision, Text: outcome.OptionID})
 	if err := s.c.RPC.Reply(s.ctx, id, permissionResult{Outcome: outcome}); err != nil {
 		s.log.Debug("reply to permission request failed", "request", ref, "error", err)
+	}
+}
+
+// startAskedTool starts the item of a tool call that a permission request
+// names before the agent announced it with a tool_call update (gemini-cli
+// 0.61 asks first, then sends only the call's tool_call_update): the
+// request's toolCall is the call, as an ACP client takes it. Called with
+// s.mu held and s.norm set.
+func (s *session) startAskedTool(toolCall json.RawMessage, id string, raw uint64) {
+	if s.loading || s.norm.turnRef == "" || id == "" || s.norm.tools[id] {
+		return
+	}
+	var u update
+	if json.Unmarshal(toolCall, &u) != nil {
+		return
+	}
+	u.Kind, u.ToolCallID = "tool_call", id
+	if u.Status == nil {
+		pending := "pending"
+		u.Status = &pending
+	}
+	for _, ev := range s.norm.update(u) {
+		ev.RawFrame = raw
+		s.emit.Emit(ev)
 	}
 }
 

@@ -66,6 +66,9 @@ func TestCloseWithPendingPermission(t *testing.T) {
 		got = append(got, sdk.RuntimeEvent{Kind: ev.Kind, RequestRef: ev.RequestRef, Status: ev.Status, ThreadUsable: ev.ThreadUsable})
 	}
 	want := []sdk.RuntimeEvent{
+		// The tool call the request names (never announced: it started
+		// with the request) ends with the turn.
+		{Kind: sdk.EventItemCompleted, Status: sdk.ItemFailed},
 		{Kind: sdk.EventRequestResolved, RequestRef: "permission-7", Status: sdk.DecisionCancel},
 		{Kind: sdk.EventTurnTerminal, Status: sdk.TurnFailed},
 	}
