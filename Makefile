@@ -251,7 +251,7 @@ record-switch: build
 # registry file pinned to the recorder's version, run against the scripted
 # model server (testdata/live_agents.sh). Not part of `make test`: it needs
 # the npm registry and takes a few minutes.
-LIVE_AGENTS ?= claude-code-acp codex-acp opencode qwen-code
+LIVE_AGENTS ?= claude-code-acp codex-acp opencode qwen-code gemini
 LIVE_SCENARIOS ?= acp:simple acp:approval_accept acp:thread_rollback acp:mcp_tools codex:simple codex:mcp_usage codex:approval_accept codex:subagent codex:thread_rollback claude:simple claude:mcp_usage claude:approval_accept claude:message_steering claude:subagent claude:thread_rollback opencode:simple opencode:mcp_usage opencode:approval_accept opencode:subagent opencode:thread_rollback codex,claude:worktree_parallel
 # The tests that stop nodes of a three-node JetStream cluster under the
 # shared log and the lease (skipped by make test: they wait out elections).

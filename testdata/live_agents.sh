@@ -37,7 +37,7 @@ need_tools
 
 SCENARIO=simple
 AGENTS=("$@")
-[ ${#AGENTS[@]} -gt 0 ] || AGENTS=(claude-code-acp codex-acp opencode qwen-code)
+[ ${#AGENTS[@]} -gt 0 ] || AGENTS=(claude-code-acp codex-acp opencode qwen-code gemini)
 
 # live_agent ID runs the test for agent ID; its temp directory is TMP.
 live_agent() {
@@ -47,6 +47,7 @@ live_agent() {
     codex-acp) pkg=$CODEX_ACP_PKG version=$CODEX_ACP_VERSION api=openai-responses ;;
     opencode) pkg=$OPENCODE_PKG version=$OPENCODE_VERSION api=anthropic args='["acp"]' ;;
     qwen-code) pkg=$QWEN_CODE_PKG version=$QWEN_CODE_VERSION api=anthropic args='["--acp"]' ;;
+    gemini) pkg=$GEMINI_CLI_PKG version=$GEMINI_CLI_VERSION api=gemini args='["--acp"]' ;;
     *) die "unknown agent '$id'" ;;
   esac
   if [ "$id" = claude-code-acp ]; then
@@ -95,6 +96,10 @@ live_agent() {
     qwen-code)
       qwen_code_settings "$home"
       mapfile -t agent_env < <(qwen_code_env "$home" "$MS_URL")
+      ;;
+    gemini)
+      gemini_cli_settings "$home"
+      mapfile -t agent_env < <(gemini_cli_env "$home" "$MS_URL")
       ;;
   esac
 
