@@ -235,11 +235,11 @@ c.on("exit", (code, sig) => process.exit(code === null ? (sig === "SIGTERM" ? 0 
 # record_acp records the ACP agent ACP_AGENT (default claude-code-acp, here;
 # codex-acp, opencode, qwen-code and gemini in testdata/acp/agents/record.sh).
 record_acp() {
+  # shellcheck source=/dev/null
+  source "$REPO/testdata/acp/agents/record.sh" # acp_agent_record, the other agents' recorders
   case ${ACP_AGENT:-claude-code-acp} in
     claude-code-acp) ;;
     codex-acp | opencode | qwen-code | gemini)
-      # shellcheck source=/dev/null
-      source "$REPO/testdata/acp/agents/record.sh"
       "record_acp_${ACP_AGENT//-/_}"
       return
       ;;
@@ -249,7 +249,6 @@ record_acp() {
   source "$REPO/testdata/acp/agents/setup.sh"
   local agent_pkg=$CLAUDE_CODE_ACP_PKG
   local agent_version=$CLAUDE_CODE_ACP_VERSION
-  local protocol='acp/1' transport='json-rpc ndjson stdio' # the plugin's wire protocol (Describe)
   local npm_dir=$REPO/.cache/npm-acp
   local agent_bin=$npm_dir/node_modules/.bin/claude-code-acp
   local script_src=$REPO/testdata/acp/scenarios/$SCENARIO.json
@@ -318,33 +317,12 @@ record_acp() {
   # (not piped through the wrapper), so the frames are unchanged
   # (ACP_STDIN_EOF_WRAPPER).
 
-  # replaypeer itself runs with HOME set to the agent's temp HOME so that its
-  # redactor replaces that path (should it show up in a frame) by /home/user.
-  local -a argv=(
-    env "HOME=$home"
-    "$BIN/replaypeer" record --append
-    --out "$TMP/transcript.ndjson"
-    --provider acp
-    --protocol "$protocol"
-    --meta "transport=$transport"
-    --scenario "$SCENARIO"
-    --workspace "$ws"
-    --meta "agent=$agent_pkg"
-    --meta "agentVersion=$agent_version"
-    --meta "claudeAgentSdkVersion=$sdk_version"
-    --meta "claudeCodeVersion=$cli_version"
-    --meta "model=baton-modelserver (scripted)"
-    --meta "modelScript=testdata/acp/scenarios/$SCENARIO.json"
-    --meta "auth=$auth"
-    --meta "capturedBy=make record"
-    --meta "agentStop=SIGTERM 1.5 s after its stdin closes, once it has saved its session (node wrapper in testdata/record.sh)"
-    --
-    "${agent_env[@]}"
-    node -e "$ACP_STDIN_EOF_WRAPPER" "$agent_bin"
-  )
-  local cmd= w
-  for w in "${argv[@]}"; do cmd+="${cmd:+ }$(quote "$w")"; done
-  record_and_verify acp "$ws" "$cmd" "$out"
+  acp_agent_record claude-code-acp "$home" "$ws" \
+    "agent=$agent_pkg" "agentVersion=$agent_version" \
+    "claudeAgentSdkVersion=$sdk_version" "claudeCodeVersion=$cli_version" \
+    "model=baton-modelserver (scripted)" "auth=$auth" \
+    "agentStop=SIGTERM 1.5 s after its stdin closes, once it has saved its session (node wrapper in testdata/record.sh)" \
+    -- "${agent_env[@]}" node -e "$ACP_STDIN_EOF_WRAPPER" "$agent_bin"
 }
 
 # start_modelserver API SCRIPT_SRC WS starts bin/baton-modelserver serving API

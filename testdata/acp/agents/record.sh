@@ -58,6 +58,30 @@ acp_agent_case() {
   fi
 }
 
+# acp_agent_dirs ID makes the recording's temp directories: TMP under
+# .cache/ (codex will not set up its helpers under /tmp), the agent's HOME
+# in it, and a temp git workspace; it sets TMP, WS_TMP and the caller's
+# home and ws.
+acp_agent_dirs() {
+  mkdir -p "$REPO/.cache"
+  TMP=$(mktemp -d "$REPO/.cache/$1-acp-rec-XXXX")
+  WS_TMP=$(mktemp -d)
+  home=$TMP/home ws=$WS_TMP/ws
+  mkdir -p "$home"
+  init_workspace "$ws"
+}
+
+# acp_script_path ID is the model script of agent ID's $SCENARIO, from the
+# repository's root: claude-code-acp's beside the standard transcripts,
+# another agent's in its own directory.
+acp_script_path() {
+  if [ "$1" = claude-code-acp ]; then
+    echo "testdata/acp/scenarios/$SCENARIO.json"
+  else
+    echo "testdata/acp/agents/$1/scenarios/$SCENARIO.json"
+  fi
+}
+
 # acp_agent_record ID HOME WS META... -- AGENT_ARGV... records AGENT_ARGV
 # (the agent with its environment) through replaypeer and baton, with the
 # header metadata META (key=value) after the shared ones.
@@ -85,7 +109,7 @@ acp_agent_record() {
     --workspace "$ws"
     --meta "acpAgent=$id"
     "${meta[@]}"
-    --meta "modelScript=testdata/acp/agents/$id/scenarios/$SCENARIO.json"
+    --meta "modelScript=$(acp_script_path "$id")"
     --meta "capturedBy=make record"
     --
     "$@"
@@ -125,14 +149,11 @@ record_acp_codex_acp() {
   local agent_bin=$npm_dir/node_modules/@zed-industries/codex-acp-$plat/bin/codex-acp
   [ -x "$agent_bin" ] || die "no codex-acp binary for $plat ($agent_bin)"
 
-  # 2. Temp CODEX_HOME (not under /tmp) and workspace.
-  mkdir -p "$REPO/.cache"
-  TMP=$(mktemp -d "$REPO/.cache/codex-acp-rec-XXXX")
-  WS_TMP=$(mktemp -d)
-  local home=$TMP/home ws=$WS_TMP/ws
+  # 2. Temp HOME and CODEX_HOME (not under /tmp) and workspace.
+  local home ws
+  acp_agent_dirs codex-acp
   local codex_home=$home/.codex
   mkdir -p "$codex_home"
-  init_workspace "$ws"
 
   # 3. The model server, and codex's config pointing at it.
   start_modelserver openai-responses "$script_src" "$ws"
@@ -224,12 +245,9 @@ record_acp_opencode() {
   npm_pinned @opencode-ai/plugin "$version" "$plugin_dir" "$plugin_dir/node_modules/@opencode-ai/plugin"
 
   # 2. Temp HOME, XDG directories and workspace.
-  mkdir -p "$REPO/.cache"
-  TMP=$(mktemp -d "$REPO/.cache/opencode-acp-rec-XXXX")
-  WS_TMP=$(mktemp -d)
-  local home=$TMP/home ws=$WS_TMP/ws xdg=$TMP/home/xdg
-  mkdir -p "$home"
-  init_workspace "$ws"
+  local home ws
+  acp_agent_dirs opencode
+  local xdg=$home/xdg
 
   # 3. The model server, and opencode's config pointing at it.
   start_modelserver anthropic "$script_src" "$ws"
@@ -271,12 +289,8 @@ record_acp_qwen_code() {
   ACP_NODE_MODULES=$npm_dir/node_modules # redact_acp
 
   # 2. Temp HOME and workspace.
-  mkdir -p "$REPO/.cache"
-  TMP=$(mktemp -d "$REPO/.cache/qwen-code-acp-rec-XXXX")
-  WS_TMP=$(mktemp -d)
-  local home=$TMP/home ws=$WS_TMP/ws
-  mkdir -p "$home"
-  init_workspace "$ws"
+  local home ws
+  acp_agent_dirs qwen-code
 
   # 3. The model server, and qwen's settings.
   start_modelserver anthropic "$script_src" "$ws"
@@ -324,12 +338,8 @@ record_acp_gemini() {
   ACP_NODE_MODULES=$npm_dir/node_modules # redact_acp
 
   # 2. Temp HOME and workspace.
-  mkdir -p "$REPO/.cache"
-  TMP=$(mktemp -d "$REPO/.cache/gemini-acp-rec-XXXX")
-  WS_TMP=$(mktemp -d)
-  local home=$TMP/home ws=$WS_TMP/ws
-  mkdir -p "$home"
-  init_workspace "$ws"
+  local home ws
+  acp_agent_dirs gemini
 
   # 3. The model server, and gemini's settings.
   start_modelserver gemini "$script_src" "$ws"
