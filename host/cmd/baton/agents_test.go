@@ -132,6 +132,10 @@ other   0.1.0    npx           -          Other
 		t.Errorf("agents list offline: exit %d\n%s%s", code, out, errOut)
 	}
 
+	// An install whose command is gone is still removed.
+	if err := os.Remove(command); err != nil {
+		t.Fatal(err)
+	}
 	out, errOut, code = run("agents", "remove", "replay")
 	if code != 0 || out != "removed replay 1.2.3\n" {
 		t.Fatalf("agents remove: exit %d\n%s%s", code, out, errOut)

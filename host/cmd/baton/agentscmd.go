@@ -278,14 +278,21 @@ func agentsRemoveCommand(g *globals) *cobra.Command {
 		Short: "Remove an installed agent (threads that ran it keep their history)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := agents.Lookup(g.data, args[0])
+			// The lock's entry, not Lookup: an install whose files are gone
+			// is removed too.
+			all, err := agents.Installed(g.data)
 			if err != nil {
-				return usagef("agents remove: %v", err)
-			}
-			if err := agents.Remove(g.data, args[0]); err != nil {
 				return failf(exitFailed, "agents remove %s: %v", args[0], err)
 			}
-			fmt.Fprintf(g.stdout, "removed %s %s\n", in.ID, in.Version)
+			version := all[args[0]].Version
+			err = agents.Remove(g.data, args[0])
+			switch {
+			case errors.Is(err, agents.ErrNotInstalled):
+				return usagef("agents remove: agent %s is not installed", args[0])
+			case err != nil:
+				return failf(exitFailed, "agents remove %s: %v", args[0], err)
+			}
+			fmt.Fprintf(g.stdout, "removed %s %s\n", args[0], version)
 			return nil
 		},
 	}

@@ -163,8 +163,9 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 	if err != nil {
 		return sdk.OpenSessionResponse{}, err // the call names the method
 	}
+	f := flavorOf(init.AgentInfo)
 	s.mu.Lock()
-	s.flavor = flavorOf(init.AgentInfo)
+	s.flavor = f
 	s.mu.Unlock()
 	if init.ProtocolVersion != ProtocolVersion {
 		return sdk.OpenSessionResponse{}, fmt.Errorf("the agent speaks ACP version %d; this plugin speaks %d",
@@ -185,7 +186,7 @@ func (s *session) handshake(ctx context.Context, req sdk.OpenSessionRequest) (sd
 		if authed || !authRequired(err) {
 			return err
 		}
-		id, aerr := chooseAuth(agentName(init.AgentInfo), flavorOf(init.AgentInfo), init.AuthMethods, commandEnv(req.Command))
+		id, aerr := chooseAuth(agentName(init.AgentInfo), f, init.AuthMethods, commandEnv(req.Command))
 		if aerr != nil {
 			return fmt.Errorf("%s: %w", method, aerr)
 		}
